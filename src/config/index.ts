@@ -1,0 +1,4 @@
+// Process configuration: schema, loader, dump.
+export { ConfigSchema, type Config } from './schema.js'
+export { loadConfig, type LoadConfigOptions } from './load.js'
+export { dumpConfig } from './dump.js'

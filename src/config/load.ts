@@ -1,0 +1,94 @@
+// loadConfig: defaults < YAML file < environment, validated once and frozen.
+// Nothing outside config/ reads process.env for settings.
+import { readFileSync } from 'node:fs'
+import { parse as parseYaml } from 'yaml'
+import { Ajv } from 'ajv'
+import { ConfigSchema, type Config } from './schema.js'
+import { ConfigError } from '../shared/errors.js'
+
+const ajv = new Ajv({ allErrors: true, useDefaults: true, coerceTypes: 'array', strict: false })
+const validate = ajv.compile(ConfigSchema)
+
+type Json = Record<string, unknown>
+
+function deepFreeze<T> (o: T): T {
+  if (o && typeof o === 'object') {
+    Object.freeze(o)
+    for (const v of Object.values(o)) deepFreeze(v)
+  }
+  return o
+}
+
+function isObj (v: unknown): v is Json { return !!v && typeof v === 'object' && !Array.isArray(v) }
+
+function merge (a: Json, b: Json): Json {
+  const out: Json = { ...a }
+  for (const [k, v] of Object.entries(b)) out[k] = isObj(v) && isObj(out[k]) ? merge(out[k] as Json, v) : v
+  return out
+}
+
+/** Env GATEHOUSE_<SECTION>_<KEY> -> { section: { key } } for keys the schema knows. */
+function fromEnv (env: NodeJS.ProcessEnv): { data: Json, sources: Map<string, string> } {
+  const data: Json = {}
+  const sources = new Map<string, string>()
+  const props = (ConfigSchema as unknown as { properties: Record<string, { properties?: Record<string, unknown> }> }).properties
+  for (const [section, schema] of Object.entries(props)) {
+    if (schema.properties) {
+      for (const key of Object.keys(schema.properties)) {
+        const name = `GATEHOUSE_${section}_${key}`.toUpperCase()
+        const v = env[name]
+        if (v === undefined) continue
+        const target = (data[section] ??= {}) as Json
+        target[key] = v.startsWith('[') ? safeJson(v) : v
+        sources.set(`${section}.${key}`, name)
+      }
+    } else {
+      const name = `GATEHOUSE_${section}`.toUpperCase()
+      if (env[name] !== undefined) { data[section] = env[name]; sources.set(section, name) }
+    }
+  }
+  // Conventional names used by platforms and by `npm start`.
+  if (env.REDIS_URL && !sources.has('redis.url')) { ((data.redis ??= {}) as Json).url = env.REDIS_URL; sources.set('redis.url', 'REDIS_URL') }
+  if (env.DATABASE_URL && !sources.has('postgres.url')) { ((data.postgres ??= {}) as Json).url = env.DATABASE_URL; sources.set('postgres.url', 'DATABASE_URL') }
+  return { data, sources }
+}
+
+function safeJson (v: string): unknown { try { return JSON.parse(v) } catch { return v } }
+
+export interface LoadConfigOptions {
+  /** Path of a YAML config file. */
+  file?: string
+  env?: NodeJS.ProcessEnv
+  /** Values that win over everything (CLI flags, tests). */
+  overrides?: Json
+}
+
+export function loadConfig (opts: LoadConfigOptions = {}): Config {
+  const env = opts.env ?? {}
+  let fileData: Json = {}
+  const file = opts.file ?? env.GATEHOUSE_CONFIG
+  if (file) {
+    try {
+      fileData = (parseYaml(readFileSync(file, 'utf8')) ?? {}) as Json
+    } catch (err) {
+      throw new ConfigError(`cannot read config file ${file}: ${(err as Error).message}`)
+    }
+    if (!isObj(fileData)) throw new ConfigError(`config file ${file} must hold a mapping`)
+  }
+  const { data: envData, sources } = fromEnv(env)
+  const data = merge(merge(fileData, envData), opts.overrides ?? {})
+  if (!validate(data)) {
+    const problems = (validate.errors ?? []).map((e) => {
+      const p = e.instancePath.replace(/^\//, '').replace(/\//g, '.')
+      const extra = e.keyword === 'additionalProperties' ? ` (${String((e.params as { additionalProperty: string }).additionalProperty)})` : ''
+      const src = sources.get(p) ?? (file ? file : 'defaults')
+      return `${p || '(root)'}${extra}: ${e.message ?? 'invalid'} [from ${src}]`
+    })
+    throw new ConfigError('invalid configuration', problems)
+  }
+  const cfg = data as unknown as Config
+  if (cfg.tenants.source === 'redis' && !cfg.redis.url) {
+    throw new ConfigError('invalid configuration', ['tenants.source is redis but redis.url is not set (GATEHOUSE_REDIS_URL or REDIS_URL)'])
+  }
+  return deepFreeze(cfg)
+}

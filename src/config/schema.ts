@@ -1,0 +1,81 @@
+// The process configuration schema (TypeBox) with its defaults. One section per part;
+// each part's build*() takes its own section. Env names: GATEHOUSE_ + upper snake of the
+// key path (GATEHOUSE_GATEWAY_PORT, GATEHOUSE_REST_POOL_BUDGET, ...).
+import { Type, type Static } from '@sinclair/typebox'
+
+const Listen = (port: number) => ({
+  host: Type.String({ default: '127.0.0.1' }),
+  port: Type.Integer({ minimum: 0, maximum: 65535, default: port })
+})
+
+export const ConfigSchema = Type.Object({
+  /** Public base URL of the gateway ({base_url}); tokens' `iss` derive from it. */
+  public_url: Type.String({ default: 'http://127.0.0.1:8000' }),
+  log: Type.Object({
+    level: Type.Union([Type.Literal('fatal'), Type.Literal('error'), Type.Literal('warn'), Type.Literal('info'),
+      Type.Literal('debug'), Type.Literal('trace'), Type.Literal('silent')], { default: 'info' })
+  }, { default: {}, additionalProperties: false }),
+  tenants: Type.Object({
+    /** `files`: YAML files in memory (embedded default); `redis`: the Redis store. */
+    source: Type.Union([Type.Literal('files'), Type.Literal('redis')], { default: 'files' }),
+    dir: Type.String({ default: 'config/tenants' }),
+    /** TTL backstop of the per-process tenant cache. */
+    cache_ttl_seconds: Type.Integer({ minimum: 1, default: 60 }),
+    /** How long an unknown database is remembered as unknown. */
+    negative_ttl_seconds: Type.Integer({ minimum: 0, default: 5 }),
+    cache_max: Type.Integer({ minimum: 1, default: 10_000 })
+  }, { default: {}, additionalProperties: false }),
+  redis: Type.Object({
+    url: Type.Optional(Type.String()),
+    key_prefix: Type.String({ default: 'gatehouse:' })
+  }, { default: {}, additionalProperties: false }),
+  postgres: Type.Object({
+    /** Admin connection of the cluster new tenants are created on. */
+    url: Type.Optional(Type.String())
+  }, { default: {}, additionalProperties: false }),
+  gateway: Type.Object({
+    ...Listen(8000),
+    upstream_timeout_ms: Type.Integer({ minimum: 1, default: 30_000 }),
+    upstream_connect_timeout_ms: Type.Integer({ minimum: 1, default: 5_000 }),
+    /** Keep-alive idle timeout of upstream sockets; shorter than the upstream's. */
+    upstream_keepalive_ms: Type.Integer({ minimum: 1, default: 4_000 }),
+    upstream_token_ttl_seconds: Type.Integer({ minimum: 10, default: 300 }),
+    max_error_body_bytes: Type.Integer({ minimum: 1024, default: 65_536 }),
+    cors_origins: Type.Array(Type.String(), { default: ['*'] }),
+    shutdown_grace_ms: Type.Integer({ minimum: 0, default: 10_000 })
+  }, { default: {}, additionalProperties: false }),
+  rest: Type.Object({
+    ...Listen(3000),
+    /** Connections for all tenants together in this process. */
+    pool_budget: Type.Integer({ minimum: 1, default: 40 }),
+    /** Connections one tenant may hold at most. */
+    pool_per_tenant: Type.Integer({ minimum: 1, default: 10 }),
+    pool_idle_ms: Type.Integer({ minimum: 1000, default: 60_000 }),
+    max_body_bytes: Type.Integer({ minimum: 1024, default: 1_048_576 }),
+    statement_timeout_ms: Type.Integer({ minimum: 0, default: 30_000 })
+  }, { default: {}, additionalProperties: false }),
+  auth: Type.Object({
+    ...Listen(9999),
+    pool_per_tenant: Type.Integer({ minimum: 1, default: 5 }),
+    bcrypt_cost: Type.Integer({ minimum: 4, maximum: 15, default: 10 })
+  }, { default: {}, additionalProperties: false }),
+  panel: Type.Object({
+    ...Listen(8001),
+    /** HS256 secret of panel sessions (development); or jwks_url for a real panel. */
+    session_secret: Type.Optional(Type.String({ minLength: 32 })),
+    jwks_url: Type.Optional(Type.String()),
+    algorithms: Type.Array(Type.String(), { default: ['HS256'] }),
+    issuer: Type.Optional(Type.String()),
+    audience: Type.Optional(Type.String()),
+    test_query_timeout_ms: Type.Integer({ minimum: 1, default: 5_000 }),
+    test_query_max_rows: Type.Integer({ minimum: 1, default: 100 })
+  }, { default: {}, additionalProperties: false }),
+  mail: Type.Object({
+    /** SMTP used when a tenant names none. */
+    smtp_host: Type.String({ default: '127.0.0.1' }),
+    smtp_port: Type.Integer({ default: 1025 }),
+    web_port: Type.Integer({ default: 1080 })
+  }, { default: {}, additionalProperties: false })
+}, { additionalProperties: false })
+
+export type Config = Static<typeof ConfigSchema>

@@ -1,0 +1,87 @@
+// jose wrappers shared by the gateway, the engines and the panel: HMAC keys from
+// tenant secrets, signing, and verification with the algorithm pinned and exp required.
+// Callers translate jose errors into their own protocol's errors (see describeJwtError).
+import { SignJWT, jwtVerify, errors as joseErrors, type JWTPayload, type JWTVerifyOptions } from 'jose'
+import { createHash } from 'node:crypto'
+
+const keyCache = new Map<string, Uint8Array>()
+
+/** The HMAC key for a secret string (cached: tenants re-use the same secret). */
+export function hmacKey (secret: string): Uint8Array {
+  let key = keyCache.get(secret)
+  if (!key) {
+    key = new TextEncoder().encode(secret)
+    if (keyCache.size > 10_000) keyCache.clear()
+    keyCache.set(secret, key)
+  }
+  return key
+}
+
+export interface SignOptions {
+  secret: string
+  expiresInSeconds: number
+  issuer?: string
+  audience?: string
+  subject?: string
+  now?: number // seconds since epoch; defaults to the clock
+  kid?: string
+}
+
+export async function signHS256 (claims: JWTPayload, opts: SignOptions): Promise<string> {
+  const iat = opts.now ?? Math.floor(Date.now() / 1000)
+  const header: { alg: 'HS256', typ: 'JWT', kid?: string } = { alg: 'HS256', typ: 'JWT' }
+  if (opts.kid) header.kid = opts.kid
+  let jwt = new SignJWT({ ...claims }).setProtectedHeader(header).setIssuedAt(iat).setExpirationTime(iat + opts.expiresInSeconds)
+  if (opts.issuer) jwt = jwt.setIssuer(opts.issuer)
+  if (opts.audience) jwt = jwt.setAudience(opts.audience)
+  if (opts.subject) jwt = jwt.setSubject(opts.subject)
+  return jwt.sign(hmacKey(opts.secret))
+}
+
+export interface VerifyOptions {
+  secret: string
+  issuer?: string | string[]
+  audience?: string | string[]
+  /** Current time for tests (jose currentDate). */
+  currentDate?: Date
+  clockToleranceSeconds?: number
+}
+
+/** Verifies an HS256 token: algorithm pinned, exp required, iss/aud checked when given. */
+export async function verifyHS256 (token: string, opts: VerifyOptions): Promise<JWTPayload> {
+  const o: JWTVerifyOptions = {
+    algorithms: ['HS256'],
+    requiredClaims: ['exp'],
+    clockTolerance: opts.clockToleranceSeconds ?? 0
+  }
+  if (opts.issuer !== undefined) o.issuer = opts.issuer
+  if (opts.audience !== undefined) o.audience = opts.audience
+  if (opts.currentDate) o.currentDate = opts.currentDate
+  const { payload } = await jwtVerify(token, hmacKey(opts.secret), o)
+  return payload
+}
+
+/** A short human reason for a jose failure, safe to send to a client. */
+export function describeJwtError (err: unknown): string {
+  if (err instanceof joseErrors.JWTExpired) return 'token has expired'
+  if (err instanceof joseErrors.JWTClaimValidationFailed) return `claim "${err.claim}" is invalid: ${err.reason}`
+  if (err instanceof joseErrors.JOSEAlgNotAllowed) return 'token algorithm is not allowed'
+  if (err instanceof joseErrors.JWSSignatureVerificationFailed) return 'token signature is invalid'
+  if (err instanceof joseErrors.JWTInvalid || err instanceof joseErrors.JWSInvalid) return 'token is malformed'
+  if (err instanceof joseErrors.JOSEError) return 'token is invalid'
+  return 'token is invalid'
+}
+
+export function isJwtExpired (err: unknown): boolean {
+  return err instanceof joseErrors.JWTExpired
+}
+
+/** An unambiguous cache key for a token (never the token itself). */
+export function tokenCacheKey (...parts: string[]): string {
+  return createHash('sha256').update(JSON.stringify(parts)).digest('base64url')
+}
+
+/** Looks like a JWT (three base64url segments). */
+export function looksLikeJwt (value: string): boolean {
+  return /^[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+\.[A-Za-z0-9_-]*$/.test(value)
+}

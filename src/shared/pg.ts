@@ -1,0 +1,70 @@
+// Small Postgres helpers shared by the parts: identifier quoting, pool creation,
+// and a transaction wrapper. Values always travel as parameters.
+import pg from 'pg'
+
+/** Quotes an identifier: wrap in double quotes, double any quote inside. */
+export function quoteIdent (name: string): string {
+  if (typeof name !== 'string' || name.length === 0 || name.includes('\u0000')) {
+    throw new TypeError('invalid SQL identifier')
+  }
+  return '"' + name.replace(/"/g, '""') + '"'
+}
+
+/** Quotes a string literal (only for statements that cannot take parameters, e.g. CREATE ROLE ... PASSWORD). */
+export function quoteLiteral (value: string): string {
+  if (value.includes('\u0000')) throw new TypeError('invalid SQL literal')
+  return "'" + value.replace(/'/g, "''") + "'"
+}
+
+export type Queryable = Pick<pg.Pool | pg.PoolClient | pg.Client, 'query'>
+
+export interface PoolOptions {
+  max?: number
+  idleTimeoutMillis?: number
+  connectionTimeoutMillis?: number
+  application_name?: string
+}
+
+export function createPool (connectionString: string, opts: PoolOptions = {}): pg.Pool {
+  const pool = new pg.Pool({
+    connectionString,
+    max: opts.max ?? 10,
+    idleTimeoutMillis: opts.idleTimeoutMillis ?? 30_000,
+    connectionTimeoutMillis: opts.connectionTimeoutMillis ?? 10_000,
+    application_name: opts.application_name ?? 'gatehouse'
+  })
+  // An idle client's error (e.g. server restart) must not crash the process.
+  pool.on('error', () => {})
+  return pool
+}
+
+/** Runs fn in one transaction on a pooled client; rolls back on error. */
+export async function withTransaction<T> (pool: pg.Pool, fn: (client: pg.PoolClient) => Promise<T>, begin = 'BEGIN'): Promise<T> {
+  const client = await pool.connect()
+  try {
+    await client.query(begin)
+    const out = await fn(client)
+    await client.query('COMMIT')
+    return out
+  } catch (err) {
+    await client.query('ROLLBACK').catch(() => {})
+    throw err
+  } finally {
+    client.release()
+  }
+}
+
+/** Replaces the database name of a connection URL. */
+export function withDatabase (url: string, database: string): string {
+  const u = new URL(url)
+  u.pathname = '/' + encodeURIComponent(database)
+  return u.toString()
+}
+
+/** Replaces user and password of a connection URL. */
+export function withCredentials (url: string, user: string, password: string): string {
+  const u = new URL(url)
+  u.username = encodeURIComponent(user)
+  u.password = encodeURIComponent(password)
+  return u.toString()
+}

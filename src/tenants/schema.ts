@@ -1,0 +1,208 @@
+// The tenant record: the schema of a tenant file (config/tenants/<database>.yaml),
+// its `${ENV}` interpolation, and the runtime form every process uses (keys hashed).
+// Validation errors name the file and the field; nothing here does I/O.
+import { Type, type Static } from '@sinclair/typebox'
+import { createHash, timingSafeEqual } from 'node:crypto'
+import { Ajv, type ErrorObject } from 'ajv'
+import { ConfigError } from '../shared/errors.js'
+
+/** The URL segment of a database. Checked before any look-up. */
+export const DATABASE_NAME = /^[a-z][a-z0-9_-]{0,62}$/
+
+const Url = Type.String({ minLength: 1 })
+const RoleName = Type.String({ minLength: 1, maxLength: 63 })
+
+export const ProviderSchema = Type.Object({
+  client_id: Type.String({ minLength: 1 }),
+  secret: Type.String({ minLength: 1 }),
+  /** OIDC issuer (discovery) for the generic `oidc` preset, or to override a preset. */
+  issuer: Type.Optional(Type.String()),
+  authorize_url: Type.Optional(Type.String()),
+  token_url: Type.Optional(Type.String()),
+  userinfo_url: Type.Optional(Type.String()),
+  scopes: Type.Optional(Type.Array(Type.String())),
+  enabled: Type.Optional(Type.Boolean({ default: true }))
+}, { additionalProperties: false })
+
+export const SmtpSchema = Type.Object({
+  host: Type.String({ minLength: 1 }),
+  port: Type.Integer({ minimum: 1, maximum: 65535, default: 25 }),
+  user: Type.Optional(Type.String()),
+  pass: Type.Optional(Type.String()),
+  secure: Type.Optional(Type.Boolean()),
+  sender: Type.String({ default: 'no-reply@gatehouse.local' }),
+  sender_name: Type.Optional(Type.String())
+}, { additionalProperties: false })
+
+export const AuthSettingsSchema = Type.Object({
+  site_url: Type.String({ default: 'http://localhost:3000' }),
+  redirect_urls: Type.Array(Type.String(), { default: [] }),
+  magic_link: Type.Boolean({ default: false }),
+  pkce: Type.Boolean({ default: false }),
+  signup_enabled: Type.Boolean({ default: true }),
+  anonymous_sign_in: Type.Boolean({ default: false }),
+  /** Mail confirmation on sign-up (GoTrue's !MAILER_AUTOCONFIRM). */
+  mail_confirmation: Type.Boolean({ default: false }),
+  password_min_length: Type.Integer({ minimum: 6, maximum: 72, default: 6 }),
+  /** '' | 'letters_digits' | 'lower_upper_letters_digits' | 'lower_upper_letters_digits_symbols' */
+  password_required_characters: Type.String({ default: '' }),
+  refresh_token_reuse_interval: Type.Integer({ minimum: 0, default: 10 }),
+  otp_expiry: Type.Integer({ minimum: 60, default: 3600 }),
+  /** Minimum seconds between two mails to one address (GoTrue SMTP max frequency). */
+  mail_min_interval: Type.Integer({ minimum: 0, default: 60 }),
+  /** Mails per hour for the whole tenant (GoTrue RATE_LIMIT_EMAIL_SENT). */
+  mail_rate_per_hour: Type.Integer({ minimum: 0, default: 30 }),
+  providers: Type.Record(Type.String({ pattern: '^[a-z][a-z0-9_-]*$' }), ProviderSchema, { default: {} }),
+  smtp: Type.Optional(SmtpSchema)
+}, { additionalProperties: false })
+
+/** A tenant file as written by people or by `tenants create`. */
+export const TenantFileSchema = Type.Object({
+  database: Type.String({ pattern: DATABASE_NAME.source }),
+  organization: Type.String({ minLength: 1 }),
+  /** Owner/admin connection: catalog look-ups, the panel, migrations. */
+  postgres: Url,
+  roles: Type.Object({ anon: RoleName, auth: RoleName, svc: RoleName }, { additionalProperties: false }),
+  jwt: Type.Object({
+    secret: Type.String({ minLength: 32 }),
+    /** Secret of the tokens the gateway re-signs for the REST upstream (PostgREST's jwt-secret). */
+    upstream_secret: Type.String({ minLength: 32 }),
+    expiry: Type.Integer({ minimum: 30, default: 3600 }),
+    /** `iss` of this tenant's tokens; defaults to `<public_url>/<database>/auth/v1`. */
+    issuer: Type.Optional(Type.String({ minLength: 1 })),
+    aud: Type.String({ default: 'authenticated' })
+  }, { additionalProperties: false }),
+  keys: Type.Object({
+    public: Type.String({ minLength: 16 }),
+    secret: Type.String({ minLength: 16 })
+  }, { additionalProperties: false }),
+  upstreams: Type.Object({ auth: Url, rest: Url }, { additionalProperties: false }),
+  /** Connection strings of the engines' login roles (our engines only). */
+  engines: Type.Optional(Type.Object({
+    rest: Type.Optional(Url),
+    auth: Type.Optional(Url)
+  }, { additionalProperties: false })),
+  rest: Type.Object({
+    default_limit: Type.Integer({ minimum: 1, default: 1000 }),
+    max_limit: Type.Union([Type.Integer({ minimum: 1 }), Type.Null()], { default: null }),
+    max_rows: Type.Union([Type.Integer({ minimum: 1 }), Type.Null()], { default: null }),
+    schemas: Type.Array(Type.String({ minLength: 1 }), { minItems: 1, default: ['public'] })
+  }, { additionalProperties: false, default: {} }),
+  auth: AuthSettingsSchema
+}, { additionalProperties: false })
+
+export type TenantFile = Static<typeof TenantFileSchema>
+export type AuthSettings = Static<typeof AuthSettingsSchema>
+export type ProviderSettings = Static<typeof ProviderSchema>
+
+/** A stored key: `sha256:<hex>`. Plain keys never reach the store. */
+export type KeyHash = string
+
+/** The runtime tenant record: the file with its keys replaced by hashes. */
+export type Tenant = Omit<TenantFile, 'keys'> & {
+  keys: { public: KeyHash, secret: KeyHash }
+}
+
+export type RoleKind = 'anon' | 'auth' | 'svc'
+
+export function hashKey (key: string): KeyHash {
+  return 'sha256:' + createHash('sha256').update(key, 'utf8').digest('hex')
+}
+
+/** Constant-time check of a presented key against a stored hash. */
+export function keyMatches (presented: string, stored: KeyHash): boolean {
+  const a = Buffer.from(hashKey(presented))
+  const b = Buffer.from(stored)
+  return a.length === b.length && timingSafeEqual(a, b)
+}
+
+/** Which kind a presented key is for this tenant, or null. */
+export function keyKind (tenant: Tenant, presented: string): 'anon' | 'svc' | null {
+  // Both compared every time so timing does not tell which one matched.
+  const pub = keyMatches(presented, tenant.keys.public)
+  const sec = keyMatches(presented, tenant.keys.secret)
+  return sec ? 'svc' : pub ? 'anon' : null
+}
+
+/** `iss` of a tenant's tokens. */
+export function tenantIssuer (tenant: Pick<Tenant, 'database' | 'jwt'>, publicUrl: string): string {
+  return tenant.jwt.issuer ?? `${publicUrl.replace(/\/+$/, '')}/${tenant.database}/auth/v1`
+}
+
+const ajv = new Ajv({ allErrors: true, useDefaults: true, strict: false })
+const validateFile = ajv.compile(TenantFileSchema)
+
+function describe (e: ErrorObject): string {
+  const field = (e.instancePath || '').replace(/^\//, '').replace(/\//g, '.') || '(root)'
+  if (e.keyword === 'additionalProperties') {
+    return `${field === '(root)' ? '' : field + '.'}${String((e.params as { additionalProperty: string }).additionalProperty)}: unknown field`
+  }
+  if (e.keyword === 'required') {
+    return `${field === '(root)' ? '' : field + '.'}${String((e.params as { missingProperty: string }).missingProperty)}: is required`
+  }
+  return `${field}: ${e.message ?? 'is invalid'}`
+}
+
+/** Replaces `${NAME}` with env values; a missing variable is an error naming it. */
+export function interpolateEnv (value: unknown, env: NodeJS.ProcessEnv, path: string[] = [], problems: string[] = []): unknown {
+  if (typeof value === 'string') {
+    return value.replace(/\$\{([A-Za-z_][A-Za-z0-9_]*)\}/g, (_m, name: string) => {
+      const v = env[name]
+      if (v === undefined) { problems.push(`${path.join('.') || '(root)'}: environment variable ${name} is not set`); return '' }
+      return v
+    })
+  }
+  if (Array.isArray(value)) return value.map((v, i) => interpolateEnv(v, env, [...path, String(i)], problems))
+  if (value && typeof value === 'object') {
+    const out: Record<string, unknown> = {}
+    for (const [k, v] of Object.entries(value)) out[k] = interpolateEnv(v, env, [...path, k], problems)
+    return out
+  }
+  return value
+}
+
+/**
+ * Validates a parsed tenant file (after interpolation). Throws a ConfigError naming
+ * `source` and every bad field. Defaults are filled in.
+ */
+export function parseTenantFile (raw: unknown, source: string, env: NodeJS.ProcessEnv = process.env): TenantFile {
+  const problems: string[] = []
+  const data = structuredClone(interpolateEnv(raw, env, [], problems)) as unknown
+  if (problems.length === 0 && !validateFile(data)) {
+    for (const e of validateFile.errors ?? []) problems.push(describe(e))
+  }
+  if (problems.length === 0) {
+    const f = data as TenantFile
+    if (f.jwt.secret === f.jwt.upstream_secret) problems.push('jwt.upstream_secret: must differ from jwt.secret')
+    if (f.keys.public === f.keys.secret) problems.push('keys.secret: must differ from keys.public')
+    for (const k of ['anon', 'auth', 'svc'] as const) {
+      if (!/^[A-Za-z_][A-Za-z0-9_$-]*$/.test(f.roles[k])) problems.push(`roles.${k}: not a valid role name`)
+    }
+  }
+  if (problems.length) throw new ConfigError(`invalid tenant file ${source}`, problems.map((p) => `${source}: ${p}`))
+  return data as TenantFile
+}
+
+/** The runtime form: keys hashed. */
+export function toTenant (file: TenantFile): Tenant {
+  return { ...file, keys: { public: hashKey(file.keys.public), secret: hashKey(file.keys.secret) } }
+}
+
+/** Masks secrets for display (`tenants show`, config dumps). */
+export function maskTenant (t: Tenant | TenantFile): Record<string, unknown> {
+  const mask = (s: string | undefined) => (s === undefined ? undefined : s.length <= 8 ? '****' : s.slice(0, 4) + '****')
+  const maskUrl = (u: string | undefined) => {
+    if (!u) return u
+    try { const x = new URL(u); if (x.password) x.password = '****'; return x.toString() } catch { return u }
+  }
+  const providers: Record<string, unknown> = {}
+  for (const [name, p] of Object.entries(t.auth.providers ?? {})) providers[name] = { ...p, secret: '****' }
+  return {
+    ...t,
+    postgres: maskUrl(t.postgres),
+    engines: t.engines ? { rest: maskUrl(t.engines.rest), auth: maskUrl(t.engines.auth) } : undefined,
+    jwt: { ...t.jwt, secret: '****', upstream_secret: '****' },
+    keys: { public: mask(t.keys.public), secret: mask(t.keys.secret) },
+    auth: { ...t.auth, providers, smtp: t.auth.smtp ? { ...t.auth.smtp, pass: t.auth.smtp.pass ? '****' : undefined } : undefined }
+  }
+}
