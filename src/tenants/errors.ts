@@ -1,0 +1,21 @@
+// Error codes of the tenant store. Append-only: a retired code stays listed as retired.
+// Look-up failures reach clients through the gateway as JSON with these codes.
+import { defineError } from '../shared/errors.js'
+
+// ---- look-ups ----------------------------------------------------------------------------
+
+/** The store cannot be reached and nothing is cached for this database. */
+export const TenantStoreUnavailableError = defineError('tenant_store_unavailable', 503,
+  (database: string) => `the tenant store is unreachable and database "${database}" is not cached; try again shortly`)
+
+// ---- commands ----------------------------------------------------------------------------
+
+/** A command that needs a store the configuration does not provide. */
+export const TenantStoreConfigError = defineError('tenant_store_config', 400,
+  (message: string) => message)
+
+/** `tenants show|delete` of a database the store does not hold. */
+export const TenantNotFoundError = defineError('tenant_not_found', 404,
+  (database: string) => `no tenant "${database}" in the store`)
+
+export type TenantErrorCode = 'tenant_store_unavailable' | 'tenant_store_config' | 'tenant_not_found'

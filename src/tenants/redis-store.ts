@@ -1,0 +1,249 @@
+// The Redis tenant store (ioredis): a hash per tenant `<prefix>tenant:<database>` (the record
+// as JSON in `record`, plus `version` and `updated_at`), a set `<prefix>tenants` of every
+// database, and the pub/sub channel `<prefix>tenants:changed` carrying database names.
+// Only hashed keys are ever written. Commands fail fast while Redis is down (the cache
+// serves what it holds); the subscriber has its own connection and resyncs on reconnect.
+import { Redis } from 'ioredis'
+import { DATABASE_NAME, type Tenant } from './schema.js'
+import { ALL_TENANTS, silentLogger, type ChangeListener, type StoreLogger, type TenantStore } from './types.js'
+
+export interface RedisStoreOptions {
+  /** redis:// URL; required unless `redis` is given. */
+  url?: string
+  /** Prefix of every key and of the channel. Default `gatehouse:`. */
+  prefix?: string
+  /** An existing client to use (not closed by close()); the subscriber is its duplicate. */
+  redis?: Redis
+  logger?: StoreLogger
+  /** Default 2000. */
+  connectTimeoutMs?: number
+  /** Default 2000. */
+  commandTimeoutMs?: number
+}
+
+export interface TenantMeta { version: number, updated_at: string | null }
+
+export interface RedisTenantStore extends TenantStore {
+  readonly kind: 'redis'
+  /** Key names, for operators and tests. */
+  readonly keys: { tenant (database: string): string, set: string, channel: string }
+  /** `version` and `updated_at` of a stored tenant, or null. */
+  meta (database: string): Promise<TenantMeta | null>
+  /** Resolves once the change subscription is active (starts it when needed). */
+  subscribed (): Promise<void>
+}
+
+const KEY_HASH = /^sha256:[0-9a-f]{64}$/
+
+/** Error of a Redis operation; the message names the server (password masked). */
+export class TenantStoreBackendError extends Error {
+  constructor (message: string, cause?: unknown) {
+    super(message, cause === undefined ? undefined : { cause })
+    this.name = 'TenantStoreBackendError'
+  }
+}
+
+function safeUrl (url: string | undefined): string {
+  if (!url) return 'redis'
+  try { const u = new URL(url); if (u.password) u.password = '****'; return u.toString() } catch { return 'redis' }
+}
+
+export function createRedisStore (opts: RedisStoreOptions): RedisTenantStore {
+  if (!opts.redis && !opts.url) throw new TenantStoreBackendError('the redis tenant store needs redis.url (GATEHOUSE_REDIS_URL)')
+  const prefix = opts.prefix ?? 'gatehouse:'
+  const log = opts.logger ?? silentLogger
+  const where = safeUrl(opts.url)
+  const connectTimeout = opts.connectTimeoutMs ?? 2000
+  const clientOptions = {
+    lazyConnect: true,
+    connectTimeout,
+    commandTimeout: opts.commandTimeoutMs ?? 2000,
+    maxRetriesPerRequest: 1
+  }
+  const owned = !opts.redis
+  const client: Redis = opts.redis ?? new Redis(opts.url as string, clientOptions)
+  let subscriber: Redis | null = null
+  let subscribing: Promise<void> | null = null
+  let closed = false
+  const listeners = new Set<ChangeListener>()
+
+  const keys = {
+    tenant: (database: string) => `${prefix}tenant:${database}`,
+    set: `${prefix}tenants`,
+    channel: `${prefix}tenants:changed`
+  }
+
+  // One warning per outage and per connection, not one per failed reconnect.
+  const watch = (conn: Redis, role: string) => {
+    let down = false
+    let everReady = conn.status === 'ready'
+    conn.on('error', (err: Error) => {
+      if (!down) { down = true; log.warn({ redis: where, role, err: err.message }, 'tenant store: redis connection failed') }
+    })
+    conn.on('ready', () => {
+      if (down) log.info?.({ redis: where, role }, 'tenant store: redis connection restored')
+      down = false
+      if (role === 'subscriber' && everReady) notify(ALL_TENANTS) // messages may have been missed
+      everReady = true
+    })
+  }
+  if (owned) watch(client, 'commands')
+
+  const notify = (database: string) => {
+    for (const l of [...listeners]) {
+      try { l(database) } catch { /* a listener's failure is its own */ }
+    }
+  }
+
+  /** Waits for the first connection; fails at once while a known connection is down. */
+  const connected = async (conn: Redis): Promise<void> => {
+    if (closed) throw new TenantStoreBackendError('tenant store is closed')
+    if (conn.status === 'ready') return
+    if (conn.status === 'wait') conn.connect().catch(() => {})
+    else if (conn.status !== 'connecting' && conn.status !== 'connect') {
+      throw new TenantStoreBackendError(`tenant store unreachable: redis at ${where} is ${conn.status}`)
+    }
+    await new Promise<void>((resolve, reject) => {
+      const done = (err?: Error) => {
+        clearTimeout(timer)
+        conn.off('ready', onReady)
+        conn.off('error', onError)
+        if (err) reject(err); else resolve()
+      }
+      const onReady = () => done()
+      const onError = (err: Error) => done(new TenantStoreBackendError(`tenant store unreachable: redis at ${where}: ${err.message}`, err))
+      const timer = setTimeout(() => done(new TenantStoreBackendError(`tenant store unreachable: redis at ${where}: no connection after ${connectTimeout} ms`)), connectTimeout)
+      conn.on('ready', onReady)
+      conn.on('error', onError)
+    })
+  }
+
+  const run = async <T>(what: string, fn: () => Promise<T>): Promise<T> => {
+    await connected(client)
+    try {
+      return await fn()
+    } catch (err) {
+      if (err instanceof TenantStoreBackendError) throw err
+      throw new TenantStoreBackendError(`tenant store: ${what} failed on redis at ${where}: ${(err as Error).message}`, err)
+    }
+  }
+
+  const decode = (database: string, json: string): Tenant => {
+    let t: Tenant
+    try { t = JSON.parse(json) as Tenant } catch (err) {
+      throw new TenantStoreBackendError(`tenant store: the record of ${database} in redis is not JSON`, err)
+    }
+    if (!t || typeof t !== 'object' || t.database !== database || !KEY_HASH.test(t.keys?.public) || !KEY_HASH.test(t.keys?.secret)) {
+      throw new TenantStoreBackendError(`tenant store: the record of ${database} in redis is malformed; re-apply its tenant file`)
+    }
+    return t
+  }
+
+  const publishAll = async (databases: string[]) => {
+    const p = client.pipeline()
+    for (const d of databases) p.publish(keys.channel, d)
+    await p.exec()
+    for (const d of databases) notify(d)
+  }
+
+  const subscribe = (): Promise<void> => {
+    if (subscribing) return subscribing
+    let sub = subscriber
+    if (!sub) {
+      sub = client.duplicate({ ...clientOptions, commandTimeout: undefined, maxRetriesPerRequest: null })
+      subscriber = sub
+      watch(sub, 'subscriber')
+      sub.on('message', (channel: string, message: string) => {
+        if (channel !== keys.channel) return
+        if (message === ALL_TENANTS || DATABASE_NAME.test(message)) notify(message)
+      })
+      // The first subscribe failed (Redis was down): subscribe once it is up, and resync.
+      sub.on('ready', () => {
+        if (subscribing || closed) return
+        subscribe().then(() => notify(ALL_TENANTS), () => {})
+      })
+    }
+    const conn = sub
+    const attempt = (async () => {
+      await connected(conn)
+      await conn.subscribe(keys.channel)
+    })()
+    subscribing = attempt
+    attempt.catch((err: Error) => {
+      if (subscribing === attempt) subscribing = null
+      if (!closed) log.warn({ redis: where, err: err.message }, 'tenant store: change subscription not active yet; retrying when redis is back')
+    })
+    return attempt
+  }
+
+  return {
+    kind: 'redis',
+    keys,
+    async get (database) {
+      if (!DATABASE_NAME.test(database)) return null
+      const json = await run('get', () => client.hget(keys.tenant(database), 'record'))
+      return json === null ? null : decode(database, json)
+    },
+    async meta (database) {
+      if (!DATABASE_NAME.test(database)) return null
+      const [version, updated] = await run('meta', () => client.hmget(keys.tenant(database), 'version', 'updated_at'))
+      return version === null ? null : { version: Number(version), updated_at: updated }
+    },
+    async list () {
+      const names = await run('list', () => client.smembers(keys.set))
+      return names.sort()
+    },
+    async putAll (tenants) {
+      const seen = new Set<string>()
+      for (const t of tenants) {
+        if (!DATABASE_NAME.test(t.database)) throw new TenantStoreBackendError(`tenant store: "${t.database}" is not a valid database name`)
+        if (seen.has(t.database)) throw new TenantStoreBackendError(`tenant store: ${t.database} given twice`)
+        seen.add(t.database)
+        // Plain keys never reach the store.
+        if (!KEY_HASH.test(t.keys.public) || !KEY_HASH.test(t.keys.secret)) {
+          throw new TenantStoreBackendError(`tenant store: keys of ${t.database} are not hashed (use toTenant)`)
+        }
+      }
+      if (tenants.length === 0) return
+      const now = new Date().toISOString()
+      await run('write', async () => {
+        const m = client.multi()
+        for (const t of tenants) {
+          m.hset(keys.tenant(t.database), 'record', JSON.stringify(t), 'updated_at', now)
+          m.hincrby(keys.tenant(t.database), 'version', 1)
+          m.sadd(keys.set, t.database)
+        }
+        const res = await m.exec()
+        const failed = res?.find(([err]) => err)
+        if (!res || failed) throw new Error(failed?.[0]?.message ?? 'transaction aborted')
+      })
+      await run('publish', () => publishAll(tenants.map((t) => t.database)))
+    },
+    async delete (database) {
+      if (!DATABASE_NAME.test(database)) return false
+      const res = await run('delete', () => client.multi().del(keys.tenant(database)).srem(keys.set, database).exec())
+      const removed = (res ?? []).some(([, n]) => Number(n) > 0)
+      if (removed) await run('publish', () => publishAll([database]))
+      return removed
+    },
+    onChange (listener) {
+      listeners.add(listener)
+      subscribe().catch(() => {})
+      return () => { listeners.delete(listener) }
+    },
+    subscribed () {
+      return subscribe()
+    },
+    async close () {
+      if (closed) return
+      closed = true
+      listeners.clear()
+      const end = async (conn: Redis) => {
+        if (conn.status === 'ready') await conn.quit().catch(() => conn.disconnect())
+        else conn.disconnect()
+      }
+      if (subscriber) await end(subscriber)
+      if (owned) await end(client)
+    }
+  }
+}
