@@ -34,6 +34,22 @@ export const SmtpSchema = Type.Object({
   sender_name: Type.Optional(Type.String())
 }, { additionalProperties: false })
 
+export const MailTemplateSchema = Type.Object({
+  subject: Type.Optional(Type.String()),
+  html: Type.Optional(Type.String()),
+  text: Type.Optional(Type.String())
+}, { additionalProperties: false })
+
+/** Per-kind overrides of the auth engine's mails; GoTrue placeholders ({{ .ConfirmationURL }}, {{ .Token }} ...). */
+export const MailTemplatesSchema = Type.Object({
+  confirmation: Type.Optional(MailTemplateSchema),
+  invite: Type.Optional(MailTemplateSchema),
+  recovery: Type.Optional(MailTemplateSchema),
+  magic_link: Type.Optional(MailTemplateSchema),
+  email_change: Type.Optional(MailTemplateSchema),
+  reauthentication: Type.Optional(MailTemplateSchema)
+}, { additionalProperties: false })
+
 export const AuthSettingsSchema = Type.Object({
   site_url: Type.String({ default: 'http://localhost:3000' }),
   redirect_urls: Type.Array(Type.String(), { default: [] }),
@@ -53,7 +69,8 @@ export const AuthSettingsSchema = Type.Object({
   /** Mails per hour for the whole tenant (GoTrue RATE_LIMIT_EMAIL_SENT). */
   mail_rate_per_hour: Type.Integer({ minimum: 0, default: 30 }),
   providers: Type.Record(Type.String({ pattern: '^[a-z][a-z0-9_-]*$' }), ProviderSchema, { default: {} }),
-  smtp: Type.Optional(SmtpSchema)
+  smtp: Type.Optional(SmtpSchema),
+  mail_templates: Type.Optional(MailTemplatesSchema)
 }, { additionalProperties: false })
 
 /** A tenant file as written by people or by `tenants create`. */
