@@ -1,0 +1,16 @@
+// Provisioning (issue 3): tenant databases and roles on a Postgres cluster, the
+// `platform` and `auth` schemas by numbered migrations, and the generated tenant file.
+// The one entry of this part; other parts import only from here.
+export {
+  provisionTenant, dropTenant, assertDatabaseName,
+  type ProvisionOptions, type ProvisionResult, type DropOptions, type DropResult
+} from './provision.js'
+export {
+  ensureClusterRoles, tenantRoleNames, tenantIdOf, newTenantId, ROLE_KINDS, TENANT_ID, TENANT_ROLE,
+  type TenantRoleKind, type TenantRoleNames
+} from './roles.js'
+export {
+  migrateDatabase, listMigrations, MIGRATIONS_DIR,
+  type Migration, type MigrateOptions, type MigrateResult
+} from './migrate.js'
+export * from './errors.js'

@@ -1,0 +1,148 @@
+// The migration runner: numbered, forward-only SQL files (NNNN_name.sql), each applied in
+// its own transaction and recorded in platform.schema_migrations. The files name no tenant:
+// the runner puts this database's role names (platform.roles) in the transaction-local
+// settings gatehouse.role_<kind>, which the files read with current_setting().
+import { readdirSync, readFileSync } from 'node:fs'
+import { fileURLToPath } from 'node:url'
+import path from 'node:path'
+import type pg from 'pg'
+import { connectAdmin, ROLE_KINDS, type TenantRoleNames } from './roles.js'
+import {
+  MigrationFailedError, MigrationFileInvalidError, RolesMismatchError, RolesNotRegisteredError
+} from './errors.js'
+
+/** The bundled migrations: beside this module in src/ (tsx) and in dist/ (copied at build). */
+export const MIGRATIONS_DIR = fileURLToPath(new URL('./migrations/', import.meta.url))
+
+const FILE = /^(\d{4})_([a-z0-9_]+)\.sql$/
+// One advisory lock key for "migrating this database" (databases do not share locks' effects).
+const LOCK_KEY = 0x6761_7465 // 'gate'
+
+export interface Migration {
+  version: number
+  name: string
+  file: string
+}
+
+export interface MigrateOptions {
+  /** Role names to register in platform.roles first (provisioning passes them). */
+  roles?: TenantRoleNames
+  /** Migrations directory; the bundled one by default. */
+  dir?: string
+}
+
+export interface MigrateResult {
+  /** Files applied by this call, in order. */
+  applied: string[]
+  /** Highest version recorded after the call (0 when none). */
+  version: number
+}
+
+/** The migration files of a directory, sorted by version; malformed names are refused. */
+export function listMigrations (dir = MIGRATIONS_DIR): Migration[] {
+  const out: Migration[] = []
+  const seen = new Map<number, string>()
+  for (const file of readdirSync(dir).sort()) {
+    if (!file.endsWith('.sql')) continue
+    const m = FILE.exec(file)
+    if (!m) throw new MigrationFileInvalidError(file, 'expected NNNN_name.sql (lower-case name)')
+    const version = Number(m[1])
+    if (version === 0) throw new MigrationFileInvalidError(file, 'versions start at 0001')
+    const dup = seen.get(version)
+    if (dup) throw new MigrationFileInvalidError(file, `version ${m[1]} is also used by ${dup}`)
+    seen.set(version, file)
+    out.push({ version, name: m[2], file: path.join(dir, file) })
+  }
+  return out.sort((a, b) => a.version - b.version)
+}
+
+// The runner's own tables. Created here (not in 0001) because the runner needs them
+// before any file runs; 0001 onwards may rely on them.
+const BOOTSTRAP = `
+CREATE SCHEMA IF NOT EXISTS platform;
+REVOKE ALL ON SCHEMA platform FROM PUBLIC;
+CREATE TABLE IF NOT EXISTS platform.schema_migrations (
+  version    integer     PRIMARY KEY,
+  name       text        NOT NULL,
+  applied_at timestamptz NOT NULL DEFAULT now()
+);
+CREATE TABLE IF NOT EXISTS platform.roles (
+  kind      text PRIMARY KEY CHECK (kind IN ('anon', 'auth', 'svc', 'rest', 'authn', 'owner')),
+  role_name name NOT NULL UNIQUE
+);
+REVOKE ALL ON platform.schema_migrations, platform.roles FROM PUBLIC;
+`
+
+async function inTransaction<T> (client: pg.Client, fn: () => Promise<T>): Promise<T> {
+  await client.query('BEGIN')
+  try {
+    const out = await fn()
+    await client.query('COMMIT')
+    return out
+  } catch (err) {
+    await client.query('ROLLBACK').catch(() => {})
+    throw err
+  }
+}
+
+async function registerRoles (client: pg.Client, database: string, roles: TenantRoleNames): Promise<void> {
+  await inTransaction(client, async () => {
+    for (const kind of ROLE_KINDS) {
+      const r = await client.query<{ role_name: string }>(
+        `INSERT INTO platform.roles (kind, role_name) VALUES ($1, $2)
+         ON CONFLICT (kind) DO UPDATE SET kind = EXCLUDED.kind RETURNING role_name`, [kind, roles[kind]])
+      if (r.rows[0].role_name !== roles[kind]) throw new RolesMismatchError(database, kind)
+    }
+  })
+}
+
+/**
+ * Brings one database up to date. Needs a superuser connection (event triggers). Safe to
+ * run concurrently on the same database (an advisory lock serialises runners) and to
+ * re-run (a no-op once current).
+ */
+export async function migrateDatabase (url: string, opts: MigrateOptions = {}): Promise<MigrateResult> {
+  const migrations = listMigrations(opts.dir)
+  const client = await connectAdmin(url)
+  const database = client.database ?? '?'
+  try {
+    await client.query('SELECT pg_advisory_lock($1)', [LOCK_KEY])
+    await inTransaction(client, () => client.query(BOOTSTRAP))
+    if (opts.roles) await registerRoles(client, database, opts.roles)
+
+    const done = new Set((await client.query<{ version: number }>(
+      'SELECT version FROM platform.schema_migrations')).rows.map((r) => r.version))
+    const pending = migrations.filter((m) => !done.has(m.version))
+    const applied: string[] = []
+    if (pending.length) {
+      const rows = (await client.query<{ kind: string, role_name: string }>(
+        'SELECT kind, role_name FROM platform.roles')).rows
+      const roles = new Map(rows.map((r) => [r.kind, r.role_name]))
+      const missing = ROLE_KINDS.filter((k) => !roles.has(k))
+      if (missing.length) throw new RolesNotRegisteredError(database, missing.join(', '))
+      for (const m of pending) {
+        const sql = readFileSync(m.file, 'utf8')
+        const base = path.basename(m.file)
+        try {
+          await inTransaction(client, async () => {
+            for (const kind of ROLE_KINDS) {
+              await client.query('SELECT set_config($1, $2, true)', [`gatehouse.role_${kind}`, roles.get(kind)])
+            }
+            await client.query(sql)
+            await client.query('RESET ROLE')
+            await client.query('INSERT INTO platform.schema_migrations (version, name) VALUES ($1, $2)', [m.version, m.name])
+          })
+        } catch (err) {
+          const e = err as Error & { code?: string }
+          throw new MigrationFailedError(database, base, e.code ? `${e.message} (SQLSTATE ${e.code})` : e.message, { cause: err })
+        }
+        applied.push(base)
+      }
+    }
+    const v = await client.query<{ v: number | null }>('SELECT max(version) AS v FROM platform.schema_migrations')
+    return { applied, version: v.rows[0].v ?? 0 }
+  } finally {
+    await client.query('SELECT pg_advisory_unlock_all()').catch(() => {})
+    await client.end().catch(() => {})
+  }
+}

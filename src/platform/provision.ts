@@ -1,0 +1,260 @@
+// Provisioning of one tenant: its database, its six roles, the platform/auth schemas (by
+// migration), and its generated secrets and keys, returned as a tenant file. A failure half
+// way drops what this call created. dropTenant removes a tenant again, idempotently.
+import { randomBytes } from 'node:crypto'
+import type pg from 'pg'
+import { quoteIdent, withCredentials, withDatabase } from '../shared/pg.js'
+import { ConfigError } from '../shared/errors.js'
+import { DATABASE_NAME, parseTenantFile, type AuthSettings, type TenantFile } from '../tenants/schema.js'
+import {
+  assertSuperuser, connectAdmin, createTenantRoles, ensureClusterRoles, newTenantId, tenantIdOf,
+  tenantRoleNames, ROLE_KINDS, TENANT_ROLE, type TenantRoleNames
+} from './roles.js'
+import { migrateDatabase } from './migrate.js'
+import {
+  DatabaseExistsError, DatabaseNameInvalidError, ProvisioningFailedError, TenantOptionsInvalidError,
+  TenantRoleExistsError
+} from './errors.js'
+
+const RESERVED = new Set(['postgres', 'template0', 'template1'])
+
+export function assertDatabaseName (database: string): void {
+  if (typeof database !== 'string' || !DATABASE_NAME.test(database) || RESERVED.has(database)) {
+    throw new DatabaseNameInvalidError(String(database))
+  }
+}
+
+export interface ProvisionOptions {
+  /** Superuser connection URL of the cluster (any database; `postgres` usually). */
+  adminUrl: string
+  /** The new database, also the tenant's URL segment. */
+  database: string
+  /** The panel organization that owns it. */
+  organization: string
+  /** Engine base URLs; default our engines on their default ports: `http://127.0.0.1:9999/<db>`, `:3000/<db>`. */
+  upstreams?: { auth: string, rest: string }
+  /** When given, pins `jwt.issuer` to `<publicUrl>/<database>/auth/v1` (else derived at run time). */
+  publicUrl?: string
+  auth?: Partial<AuthSettings>
+  rest?: Partial<TenantFile['rest']>
+  /** Access token lifetime in seconds (default 3600). */
+  jwtExpiry?: number
+  /** Tenant id `t_<10 hex>`; random by default. */
+  id?: string
+  /** Migrations directory (default: the bundled one). */
+  migrationsDir?: string
+}
+
+export interface ProvisionResult {
+  /** The tenant file, plaintext keys and secrets: write it as YAML, show the keys once. */
+  file: TenantFile
+  /** The customer's login (owner of `public`). Same as file.postgres. */
+  ownerUrl: string
+  /** All six role names. */
+  roles: TenantRoleNames
+}
+
+function secret (bytes: number): string {
+  return randomBytes(bytes).toString('base64url')
+}
+
+function describeError (err: unknown): string {
+  const e = err as Error & { code?: string }
+  if (e instanceof Error && 'status' in e) return e.message
+  return e?.code ? `${e.message} (SQLSTATE ${e.code})` : String(e?.message ?? err)
+}
+
+/** Builds and validates the tenant file before anything exists on the cluster. */
+function buildTenantFile (opts: ProvisionOptions, roles: TenantRoleNames, passwords: Record<'rest' | 'authn' | 'owner', string>): TenantFile {
+  const dbUrl = withDatabase(opts.adminUrl, opts.database)
+  const raw = {
+    database: opts.database,
+    organization: opts.organization,
+    postgres: withCredentials(dbUrl, roles.owner, passwords.owner),
+    roles: { anon: roles.anon, auth: roles.auth, svc: roles.svc },
+    engines: {
+      rest: withCredentials(dbUrl, roles.rest, passwords.rest),
+      auth: withCredentials(dbUrl, roles.authn, passwords.authn)
+    },
+    jwt: {
+      secret: secret(32),
+      upstream_secret: secret(32),
+      expiry: opts.jwtExpiry ?? 3600,
+      ...(opts.publicUrl ? { issuer: `${opts.publicUrl.replace(/\/+$/, '')}/${opts.database}/auth/v1` } : {}),
+      aud: 'authenticated'
+    },
+    keys: { public: `pk_${secret(24)}`, secret: `sk_${secret(24)}` },
+    upstreams: opts.upstreams ?? {
+      auth: `http://127.0.0.1:9999/${opts.database}`,
+      rest: `http://127.0.0.1:3000/${opts.database}`
+    },
+    rest: { ...opts.rest },
+    auth: { ...opts.auth }
+  }
+  try {
+    // No environment: generated values never hold ${...}, and options must be literal.
+    return parseTenantFile(raw, `tenant ${opts.database}`, {})
+  } catch (err) {
+    if (err instanceof ConfigError) throw new TenantOptionsInvalidError(err.message, { cause: err })
+    throw err
+  }
+}
+
+/**
+ * Creates a tenant: database, roles, `platform` and `auth` schemas, secrets and keys.
+ * Refuses a taken or invalid name and an unreachable cluster; a failure after the
+ * database exists drops the database and the roles this call created.
+ */
+export async function provisionTenant (opts: ProvisionOptions): Promise<ProvisionResult> {
+  assertDatabaseName(opts.database)
+  const id = opts.id ?? newTenantId()
+  const roles = tenantRoleNames(id)
+  const passwords = { rest: secret(24), authn: secret(24), owner: secret(24) }
+  const file = buildTenantFile(opts, roles, passwords)
+
+  const client = await openAdmin(opts.adminUrl)
+  let databaseCreated = false
+  let rolesCreated = false
+  let step = 'database'
+  try {
+    await assertSuperuser(client)
+    await ensureClusterRoles(client)
+    try {
+      await client.query(`CREATE DATABASE ${quoteIdent(opts.database)}`)
+    } catch (err) {
+      if ((err as { code?: string }).code === '42P04') throw new DatabaseExistsError(opts.database)
+      throw err
+    }
+    databaseCreated = true
+    step = 'roles'
+    try {
+      await createTenantRoles(client, opts.database, roles, passwords)
+    } catch (err) {
+      const code = (err as { code?: string }).code
+      if (code === '42710' || code === '23505') throw new TenantRoleExistsError(id, { cause: err })
+      throw err
+    }
+    rolesCreated = true
+    step = 'migrations'
+    await migrateDatabase(withDatabase(opts.adminUrl, opts.database), { roles, dir: opts.migrationsDir })
+    return { file, ownerUrl: file.postgres, roles }
+  } catch (err) {
+    if (databaseCreated) {
+      await dropCreated(client, opts.database, rolesCreated ? roles : null).catch(() => {})
+    }
+    if (err instanceof DatabaseExistsError) throw err
+    if (!databaseCreated) throw err
+    throw new ProvisioningFailedError(opts.database, step, describeError(err), { cause: err })
+  } finally {
+    await client.end().catch(() => {})
+  }
+}
+
+async function dropCreated (client: pg.Client, database: string, roles: TenantRoleNames | null): Promise<void> {
+  await client.query(`DROP DATABASE IF EXISTS ${quoteIdent(database)} WITH (FORCE)`)
+  if (roles) await dropRoles(client, ROLE_KINDS.map((k) => roles[k]))
+}
+
+/** Drops roles, first revoking what other databases still grant them (pg_shdepend). */
+async function dropRoles (client: pg.Client, names: string[]): Promise<void> {
+  const existing = (await client.query<{ rolname: string }>(
+    'SELECT rolname FROM pg_roles WHERE rolname = ANY ($1::text[])', [names])).rows.map((r) => r.rolname)
+  if (existing.length === 0) return
+  const list = existing.map(quoteIdent).join(', ')
+  // Grants or objects in other databases (e.g. another tenant's owner granted to one of
+  // these roles) would make DROP ROLE fail: revoke them there first.
+  const deps = await client.query<{ datname: string | null }>(
+    `SELECT DISTINCT d.datname FROM pg_shdepend s LEFT JOIN pg_database d ON d.oid = s.dbid
+      WHERE s.refclassid = 'pg_authid'::regclass
+        AND s.refobjid IN (SELECT oid FROM pg_roles WHERE rolname = ANY ($1::text[]))`, [existing])
+  const here = client.database
+  for (const { datname } of deps.rows) {
+    if (datname === null || datname === here) {
+      await client.query(`REASSIGN OWNED BY ${list} TO CURRENT_USER`)
+      await client.query(`DROP OWNED BY ${list}`)
+      continue
+    }
+    const other = await connectAdmin(withDatabase(clientUrl(client), datname)).catch(() => null)
+    if (!other) continue
+    try {
+      await other.query(`REASSIGN OWNED BY ${list} TO CURRENT_USER`)
+      await other.query(`DROP OWNED BY ${list}`)
+    } catch {
+      // The database may be going away concurrently; DROP ROLE below reports what is left.
+    } finally {
+      await other.end().catch(() => {})
+    }
+  }
+  for (const name of existing) await client.query(`DROP ROLE IF EXISTS ${quoteIdent(name)}`)
+}
+
+const urls = new WeakMap<pg.Client, string>()
+function clientUrl (client: pg.Client): string {
+  const u = urls.get(client)
+  if (!u) throw new Error('admin client without a known URL')
+  return u
+}
+
+async function openAdmin (url: string): Promise<pg.Client> {
+  const c = await connectAdmin(url)
+  urls.set(c, url)
+  return c
+}
+
+export interface DropOptions {
+  adminUrl: string
+  database: string
+  /** The tenant's roles as in its file (or any of its role names); the six are derived. */
+  roles?: Partial<Record<string, string>> | string[]
+}
+
+export interface DropResult {
+  databaseDropped: boolean
+  rolesDropped: string[]
+}
+
+/**
+ * Drops the database (WITH FORCE) and the tenant's roles. Idempotent. Role names come
+ * from the options and from the database's platform.roles; only names of the form
+ * `t_<10 hex>_<kind>` are ever dropped, so shared roles cannot be.
+ */
+export async function dropTenant (opts: DropOptions): Promise<DropResult> {
+  assertDatabaseName(opts.database)
+  const ids = new Set<string>()
+  const given = Array.isArray(opts.roles) ? opts.roles : Object.values(opts.roles ?? {})
+  for (const name of given) {
+    const id = typeof name === 'string' ? tenantIdOf(name) : null
+    if (id) ids.add(id)
+  }
+  const client = await openAdmin(opts.adminUrl)
+  try {
+    const exists = (await client.query('SELECT 1 FROM pg_database WHERE datname = $1', [opts.database])).rowCount === 1
+    if (exists) {
+      const db = await connectAdmin(withDatabase(opts.adminUrl, opts.database)).catch(() => null)
+      if (db) {
+        try {
+          const r = await db.query<{ role_name: string }>(
+            'SELECT role_name FROM platform.roles')
+          for (const row of r.rows) {
+            const id = tenantIdOf(row.role_name)
+            if (id) ids.add(id)
+          }
+        } catch {
+          // not one of ours, or no platform schema: only the given names count
+        } finally {
+          await db.end().catch(() => {})
+        }
+      }
+      await client.query(`DROP DATABASE IF EXISTS ${quoteIdent(opts.database)} WITH (FORCE)`)
+    }
+    const names = [...ids].flatMap((id) => ROLE_KINDS.map((k) => tenantRoleNames(id)[k]))
+      .filter((n) => TENANT_ROLE.test(n))
+    const before = (await client.query<{ rolname: string }>(
+      'SELECT rolname FROM pg_roles WHERE rolname = ANY ($1::text[])', [names])).rows.map((r) => r.rolname)
+    await dropRoles(client, before)
+    return { databaseDropped: exists, rolesDropped: before }
+  } finally {
+    await client.end().catch(() => {})
+  }
+}
+

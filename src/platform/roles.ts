@@ -1,0 +1,137 @@
+// Cluster-level roles: the shared `anon` / `authenticated` groups, and the six roles of
+// one tenant (three request roles, three login roles), created in one transaction and
+// dropped together. Names come from a random tenant id, never from user input.
+import { randomBytes } from 'node:crypto'
+import pg from 'pg'
+import { quoteIdent, quoteLiteral } from '../shared/pg.js'
+import { ClusterUnreachableError, AdminNotSuperuserError, TenantIdInvalidError } from './errors.js'
+
+/** Kinds of per-tenant roles. The first three are the request roles of platform.role(). */
+export const ROLE_KINDS = ['anon', 'auth', 'svc', 'rest', 'authn', 'owner'] as const
+export type TenantRoleKind = typeof ROLE_KINDS[number]
+export type TenantRoleNames = Record<TenantRoleKind, string>
+
+/** `t_<10 hex>` */
+export const TENANT_ID = /^t_[0-9a-f]{10}$/
+/** Every role name provisioning creates; dropping never touches anything else. */
+export const TENANT_ROLE = /^(t_[0-9a-f]{10})_(anon|auth|svc|rest|authn|owner)$/
+
+export function newTenantId (): string {
+  return 't_' + randomBytes(5).toString('hex')
+}
+
+export function tenantRoleNames (id: string): TenantRoleNames {
+  if (!TENANT_ID.test(id)) throw new TenantIdInvalidError(id)
+  const out = {} as TenantRoleNames
+  for (const k of ROLE_KINDS) out[k] = `${id}_${k}`
+  return out
+}
+
+/** The tenant id of a role name made by provisioning, or null. */
+export function tenantIdOf (roleName: string): string | null {
+  return TENANT_ROLE.exec(roleName)?.[1] ?? null
+}
+
+/** `host:port/database` of a URL, for messages (never the password). */
+export function describeUrl (url: string): string {
+  try {
+    const u = new URL(url)
+    return `${u.hostname}:${u.port || '5432'}${u.pathname}`
+  } catch {
+    return '(unparsable URL)'
+  }
+}
+
+/** Opens a client; a failure to connect becomes ClusterUnreachableError. */
+export async function connectAdmin (url: string): Promise<pg.Client> {
+  let client: pg.Client
+  try {
+    client = new pg.Client({ connectionString: url, connectionTimeoutMillis: 5_000, application_name: 'gatehouse-platform' })
+  } catch (err) {
+    throw new ClusterUnreachableError(describeUrl(url), (err as Error).message, { cause: err })
+  }
+  client.on('error', () => {})
+  try {
+    await client.connect()
+  } catch (err) {
+    await client.end().catch(() => {})
+    const e = err as Error & { code?: string }
+    throw new ClusterUnreachableError(describeUrl(url), e.code ? `${e.message} (${e.code})` : e.message, { cause: err })
+  }
+  return client
+}
+
+/** Refuses early (with a clear message) when the admin role cannot provision. */
+export async function assertSuperuser (client: pg.Client): Promise<void> {
+  const r = await client.query<{ rolsuper: boolean, name: string }>(
+    'SELECT rolsuper, current_user::text AS name FROM pg_roles WHERE rolname = current_user')
+  if (!r.rows[0]?.rolsuper) throw new AdminNotSuperuserError(r.rows[0]?.name ?? '?')
+}
+
+export async function serverVersion (client: pg.Client): Promise<number> {
+  const r = await client.query<{ v: string }>("SELECT current_setting('server_version_num') AS v")
+  return Number(r.rows[0].v)
+}
+
+function isDuplicate (err: unknown): boolean {
+  const code = (err as { code?: string }).code
+  // 42710 duplicate_object; 23505 when two sessions race on pg_authid's unique index.
+  return code === '42710' || code === '23505'
+}
+
+/**
+ * Cluster-wide NOLOGIN group roles `anon` and `authenticated` (policies say `TO
+ * authenticated`). Idempotent and safe when two processes race.
+ */
+export async function ensureClusterRoles (admin: string | pg.Client): Promise<void> {
+  const client = typeof admin === 'string' ? await connectAdmin(admin) : admin
+  try {
+    const have = await client.query<{ rolname: string }>(
+      "SELECT rolname FROM pg_roles WHERE rolname IN ('anon', 'authenticated')")
+    const names = new Set(have.rows.map((r) => r.rolname))
+    for (const role of ['anon', 'authenticated']) {
+      if (names.has(role)) continue
+      try {
+        await client.query(`CREATE ROLE ${quoteIdent(role)} NOLOGIN`)
+      } catch (err) {
+        if (!isDuplicate(err)) throw err
+      }
+    }
+  } finally {
+    if (typeof admin === 'string') await client.end().catch(() => {})
+  }
+}
+
+/**
+ * Creates the six roles of a tenant and their memberships, and CONNECT on the database
+ * for the login roles only (PUBLIC loses it), in one transaction: all or nothing.
+ */
+export async function createTenantRoles (client: pg.Client, database: string, roles: TenantRoleNames,
+  passwords: Record<'rest' | 'authn' | 'owner', string>): Promise<void> {
+  const q = (k: TenantRoleKind) => quoteIdent(roles[k])
+  // PG 16 can say it directly: the engine login reaches request roles by SET ROLE only.
+  const setOnly = (await serverVersion(client)) >= 160000 ? ' WITH INHERIT FALSE, SET TRUE' : ''
+  const db = quoteIdent(database)
+  const statements = [
+    `CREATE ROLE ${q('anon')} NOLOGIN INHERIT`,
+    `CREATE ROLE ${q('auth')} NOLOGIN INHERIT`,
+    `CREATE ROLE ${q('svc')} NOLOGIN NOINHERIT BYPASSRLS`,
+    `CREATE ROLE ${q('rest')} LOGIN NOINHERIT PASSWORD ${quoteLiteral(passwords.rest)}`,
+    `CREATE ROLE ${q('authn')} LOGIN NOINHERIT PASSWORD ${quoteLiteral(passwords.authn)}`,
+    `CREATE ROLE ${q('owner')} LOGIN INHERIT PASSWORD ${quoteLiteral(passwords.owner)}`,
+    `GRANT ${quoteIdent('anon')} TO ${q('anon')}`,
+    `GRANT ${quoteIdent('authenticated')}, ${q('anon')} TO ${q('auth')}`,
+    `GRANT ${q('anon')}, ${q('auth')}, ${q('svc')} TO ${q('rest')}${setOnly}`,
+    `REVOKE ALL ON DATABASE ${db} FROM PUBLIC`,
+    `GRANT CONNECT, TEMPORARY ON DATABASE ${db} TO ${q('rest')}, ${q('authn')}`,
+    `GRANT CONNECT, TEMPORARY, CREATE ON DATABASE ${db} TO ${q('owner')}`
+  ]
+  await client.query('BEGIN')
+  try {
+    for (const s of statements) await client.query(s)
+    await client.query('COMMIT')
+  } catch (err) {
+    await client.query('ROLLBACK').catch(() => {})
+    throw err
+  }
+}

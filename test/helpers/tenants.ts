@@ -1,0 +1,51 @@
+// Test tenants: provisions a real tenant (database, roles, platform and auth schemas) on
+// the test cluster and drops it when the test ends. Not a test file (excluded in .taprc).
+import { randomBytes } from 'node:crypto'
+import { provisionTenant, dropTenant, type TenantRoleNames } from '../../src/platform/index.js'
+import { toTenant, type AuthSettings, type Tenant, type TenantFile } from '../../src/tenants/schema.js'
+import { adminUrl } from './db.js'
+
+interface Teardown { teardown (fn: () => unknown): void }
+
+export interface TestTenantOptions {
+  /** Engine base URLs for the tenant file (default: our engines' default ports). */
+  upstreams?: { auth: string, rest: string }
+  auth?: Partial<AuthSettings>
+  rest?: Partial<TenantFile['rest']>
+  organization?: string
+  /** Database name; random `tenant_<hex>` by default. */
+  database?: string
+  /** Pins jwt.issuer to `<publicUrl>/<database>/auth/v1`. */
+  publicUrl?: string
+}
+
+export interface TestTenant {
+  /** The tenant file: plaintext keys and secrets, engine login URLs in file.engines. */
+  file: TenantFile
+  /** The runtime form (keys hashed), as a TenantLookup returns it. */
+  tenant: Tenant
+  database: string
+  /** The customer's login: owns `public`, creates tables and policies. */
+  ownerUrl: string
+  /** All six role names (anon, auth, svc, rest, authn, owner). */
+  roles: TenantRoleNames
+}
+
+/** Provisions a tenant on the test cluster; dropped (database and roles) on teardown. */
+export async function createTestTenant (t: Teardown, opts: TestTenantOptions = {}): Promise<TestTenant> {
+  const database = opts.database ?? `tenant_${randomBytes(5).toString('hex')}`
+  const admin = adminUrl()
+  const { file, ownerUrl, roles } = await provisionTenant({
+    adminUrl: admin,
+    database,
+    organization: opts.organization ?? 'org_test',
+    upstreams: opts.upstreams,
+    auth: opts.auth,
+    rest: opts.rest,
+    publicUrl: opts.publicUrl
+  })
+  t.teardown(async () => {
+    await dropTenant({ adminUrl: admin, database, roles: Object.values(roles) }).catch(() => {})
+  })
+  return { file, tenant: toTenant(file), database, ownerUrl, roles }
+}
