@@ -8,9 +8,13 @@ import { defineError } from '../shared/errors.js'
 export const TenantStoreUnavailableError = defineError('tenant_store_unavailable', 503,
   (database: string) => `the tenant store is unreachable and database "${database}" is not cached; try again shortly`)
 
+/** A Redis operation failed (unreachable, timed out, malformed record); the message names the server, password masked. */
+export const TenantStoreBackendError = defineError('tenant_store_backend', 503,
+  (message: string) => message)
+
 // ---- commands ----------------------------------------------------------------------------
 
-/** A command that needs a store the configuration does not provide. */
+/** A store or command used in a way the configuration or the record does not allow. */
 export const TenantStoreConfigError = defineError('tenant_store_config', 400,
   (message: string) => message)
 
@@ -18,4 +22,4 @@ export const TenantStoreConfigError = defineError('tenant_store_config', 400,
 export const TenantNotFoundError = defineError('tenant_not_found', 404,
   (database: string) => `no tenant "${database}" in the store`)
 
-export type TenantErrorCode = 'tenant_store_unavailable' | 'tenant_store_config' | 'tenant_not_found'
+export type TenantErrorCode = 'tenant_store_unavailable' | 'tenant_store_backend' | 'tenant_store_config' | 'tenant_not_found'

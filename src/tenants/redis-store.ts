@@ -5,6 +5,7 @@
 // serves what it holds); the subscriber has its own connection and resyncs on reconnect.
 import { Redis } from 'ioredis'
 import { DATABASE_NAME, type Tenant } from './schema.js'
+import { TenantStoreBackendError, TenantStoreConfigError } from './errors.js'
 import { ALL_TENANTS, silentLogger, type ChangeListener, type StoreLogger, type TenantStore } from './types.js'
 
 export interface RedisStoreOptions {
@@ -35,21 +36,15 @@ export interface RedisTenantStore extends TenantStore {
 
 const KEY_HASH = /^sha256:[0-9a-f]{64}$/
 
-/** Error of a Redis operation; the message names the server (password masked). */
-export class TenantStoreBackendError extends Error {
-  constructor (message: string, cause?: unknown) {
-    super(message, cause === undefined ? undefined : { cause })
-    this.name = 'TenantStoreBackendError'
-  }
-}
 
 function safeUrl (url: string | undefined): string {
   if (!url) return 'redis'
+  if (url.startsWith('/')) return url // a unix socket path
   try { const u = new URL(url); if (u.password) u.password = '****'; return u.toString() } catch { return 'redis' }
 }
 
 export function createRedisStore (opts: RedisStoreOptions): RedisTenantStore {
-  if (!opts.redis && !opts.url) throw new TenantStoreBackendError('the redis tenant store needs redis.url (GATEHOUSE_REDIS_URL)')
+  if (!opts.redis && !opts.url) throw new TenantStoreConfigError('the redis tenant store needs redis.url (GATEHOUSE_REDIS_URL)')
   const prefix = opts.prefix ?? 'gatehouse:'
   const log = opts.logger ?? silentLogger
   const where = safeUrl(opts.url)
@@ -111,7 +106,7 @@ export function createRedisStore (opts: RedisStoreOptions): RedisTenantStore {
         if (err) reject(err); else resolve()
       }
       const onReady = () => done()
-      const onError = (err: Error) => done(new TenantStoreBackendError(`tenant store unreachable: redis at ${where}: ${err.message}`, err))
+      const onError = (err: Error) => done(new TenantStoreBackendError(`tenant store unreachable: redis at ${where}: ${err.message}`, { cause: err }))
       const timer = setTimeout(() => done(new TenantStoreBackendError(`tenant store unreachable: redis at ${where}: no connection after ${connectTimeout} ms`)), connectTimeout)
       conn.on('ready', onReady)
       conn.on('error', onError)
@@ -124,14 +119,14 @@ export function createRedisStore (opts: RedisStoreOptions): RedisTenantStore {
       return await fn()
     } catch (err) {
       if (err instanceof TenantStoreBackendError) throw err
-      throw new TenantStoreBackendError(`tenant store: ${what} failed on redis at ${where}: ${(err as Error).message}`, err)
+      throw new TenantStoreBackendError(`tenant store: ${what} failed on redis at ${where}: ${(err as Error).message}`, { cause: err })
     }
   }
 
   const decode = (database: string, json: string): Tenant => {
     let t: Tenant
     try { t = JSON.parse(json) as Tenant } catch (err) {
-      throw new TenantStoreBackendError(`tenant store: the record of ${database} in redis is not JSON`, err)
+      throw new TenantStoreBackendError(`tenant store: the record of ${database} in redis is not JSON`, { cause: err })
     }
     if (!t || typeof t !== 'object' || t.database !== database || !KEY_HASH.test(t.keys?.public) || !KEY_HASH.test(t.keys?.secret)) {
       throw new TenantStoreBackendError(`tenant store: the record of ${database} in redis is malformed; re-apply its tenant file`)
@@ -196,12 +191,12 @@ export function createRedisStore (opts: RedisStoreOptions): RedisTenantStore {
     async putAll (tenants) {
       const seen = new Set<string>()
       for (const t of tenants) {
-        if (!DATABASE_NAME.test(t.database)) throw new TenantStoreBackendError(`tenant store: "${t.database}" is not a valid database name`)
-        if (seen.has(t.database)) throw new TenantStoreBackendError(`tenant store: ${t.database} given twice`)
+        if (!DATABASE_NAME.test(t.database)) throw new TenantStoreConfigError(`tenant store: "${t.database}" is not a valid database name`)
+        if (seen.has(t.database)) throw new TenantStoreConfigError(`tenant store: ${t.database} given twice`)
         seen.add(t.database)
         // Plain keys never reach the store.
         if (!KEY_HASH.test(t.keys.public) || !KEY_HASH.test(t.keys.secret)) {
-          throw new TenantStoreBackendError(`tenant store: keys of ${t.database} are not hashed (use toTenant)`)
+          throw new TenantStoreConfigError(`tenant store: keys of ${t.database} are not hashed (use toTenant)`)
         }
       }
       if (tenants.length === 0) return

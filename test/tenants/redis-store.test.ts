@@ -1,0 +1,113 @@
+import t from 'tap'
+import { createRedisStore, createTenantStore, parseTenantFile, toTenant, ALL_TENANTS } from '../../src/tenants/index.js'
+import { loadConfig } from '../../src/config/index.js'
+import { createTestRedis } from '../helpers/redis.js'
+import { tenantFile, eventually, spawnRedis } from './fixtures.js'
+
+const tenant = (db: string, over: Record<string, unknown> = {}) => toTenant(parseTenantFile(tenantFile(db, over), `${db}.yaml`, {}))
+
+t.test('put, get, list, delete; the layout of the keys', async (t) => {
+  const { redis, prefix, url } = createTestRedis(t)
+  const store = createRedisStore({ url, prefix })
+  t.teardown(() => store.close())
+
+  t.same(await store.list(), [])
+  t.equal(await store.get('acme'), null)
+  await store.putAll([tenant('acme'), tenant('beta')])
+  t.same(await store.list(), ['acme', 'beta'])
+  t.same(await store.get('acme'), tenant('acme'))
+
+  // A hash per tenant, a set of all, hashed keys only.
+  t.same((await redis.smembers(`${prefix}tenants`)).sort(), ['acme', 'beta'])
+  const hash = await redis.hgetall(`${prefix}tenant:acme`)
+  t.same(Object.keys(hash).sort(), ['record', 'updated_at', 'version'])
+  t.equal(hash.version, '1')
+  t.notOk(hash.record?.includes('pk_test_acme'), 'no plaintext public key in Redis')
+  t.notOk(hash.record?.includes('sk_test_acme'), 'no plaintext secret key in Redis')
+  t.match(JSON.parse(hash.record ?? '{}').keys.secret, /^sha256:[0-9a-f]{64}$/)
+
+  await store.putAll([tenant('acme', { organization: 'org_moved' })])
+  t.equal((await store.get('acme'))?.organization, 'org_moved')
+  t.match(await store.meta('acme'), { version: 2, updated_at: /^\d{4}-\d\d-\d\dT/ })
+
+  t.equal(await store.delete('acme'), true)
+  t.equal(await store.delete('acme'), false)
+  t.equal(await store.get('acme'), null)
+  t.same(await store.list(), ['beta'])
+  t.equal(await redis.exists(`${prefix}tenant:acme`), 0)
+})
+
+t.test('plaintext keys are refused, nothing written', async (t) => {
+  const { redis, prefix, url } = createTestRedis(t)
+  const store = createRedisStore({ url, prefix })
+  t.teardown(() => store.close())
+  const plain = { ...tenant('bad'), keys: { public: 'pk_plaintext_key_123', secret: 'sk_plaintext_key_123' } }
+  await t.rejects(store.putAll([tenant('good'), plain]), { code: 'tenant_store_config', message: /keys of bad are not hashed/ })
+  t.same(await redis.keys(`${prefix}*`), [])
+})
+
+t.test('a malformed record is a clear error, not a crash', async (t) => {
+  const { redis, prefix, url } = createTestRedis(t)
+  const store = createRedisStore({ url, prefix })
+  t.teardown(() => store.close())
+  await redis.hset(`${prefix}tenant:junk`, 'record', '{not json')
+  await t.rejects(store.get('junk'), { code: 'tenant_store_backend', message: /record of junk in redis is not JSON/ })
+  await redis.hset(`${prefix}tenant:other`, 'record', JSON.stringify({ database: 'acme' }))
+  await t.rejects(store.get('other'), { message: /record of other in redis is malformed/ })
+})
+
+t.test('changes are published to every store sharing the prefix, and only those', async (t) => {
+  const { prefix, url } = createTestRedis(t)
+  const a = createRedisStore({ url, prefix })
+  const b = createRedisStore({ url, prefix })
+  const other = createRedisStore({ url, prefix: prefix + 'other:' })
+  t.teardown(async () => { await a.close(); await b.close(); await other.close() })
+  const seenB: string[] = []
+  const seenOther: string[] = []
+  b.onChange((db) => seenB.push(db))
+  other.onChange((db) => seenOther.push(db))
+  await b.subscribed()
+  await other.subscribed()
+
+  await a.putAll([tenant('acme'), tenant('beta')])
+  await a.delete('acme')
+  t.ok(await eventually(() => seenB.length === 3), 'b saw three changes')
+  t.same(seenB, ['acme', 'beta', 'acme'])
+  t.same(seenOther, [], 'another prefix hears nothing')
+})
+
+t.test('createTenantStore: redis source from the config', async (t) => {
+  const { prefix, url } = createTestRedis(t)
+  const config = loadConfig({ env: { GATEHOUSE_TENANTS_SOURCE: 'redis', GATEHOUSE_REDIS_URL: url, GATEHOUSE_REDIS_KEY_PREFIX: prefix } })
+  const store = createTenantStore(config)
+  t.teardown(() => store.close())
+  t.equal(store.kind, 'redis')
+  await store.putAll([tenant('acme')])
+  t.equal((await store.get('acme'))?.database, 'acme')
+  t.throws(() => createTenantStore(loadConfig({ env: { GATEHOUSE_TENANTS_SOURCE: 'redis' } })), { message: /redis\.url is not set/ })
+})
+
+t.test('Redis down: commands fail fast with a clear error; back up: work again, subscribers resync', async (t) => {
+  const server = await spawnRedis(t)
+  const store = createRedisStore({ url: server.url, prefix: 'x:' })
+  const watcher = createRedisStore({ url: server.url, prefix: 'x:' })
+  t.teardown(async () => { await store.close(); await watcher.close() })
+  const seen: string[] = []
+  watcher.onChange((db) => seen.push(db))
+  await watcher.subscribed()
+  await store.putAll([tenant('acme')])
+  t.ok(await eventually(() => seen.includes('acme')))
+
+  await server.stop()
+  await eventually(() => false, 100) // let the clients notice
+  const started = Date.now()
+  await t.rejects(store.get('acme'), { code: 'tenant_store_backend', message: /tenant store unreachable: redis at .*redis\.sock/ })
+  t.ok(Date.now() - started < 500, 'fails at once instead of queueing')
+
+  await server.start()
+  t.ok(await eventually(async () => (await store.get('acme').catch(() => 'down')) !== 'down', 3000), 'commands work again')
+  t.ok(await eventually(() => seen.includes(ALL_TENANTS), 3000), 'the subscriber announced a resync after reconnecting')
+  seen.length = 0
+  await store.putAll([tenant('beta')])
+  t.ok(await eventually(() => seen.includes('beta')), 'and hears changes again')
+})

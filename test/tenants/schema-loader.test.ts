@@ -1,0 +1,119 @@
+import t from 'tap'
+import path from 'node:path'
+import {
+  parseTenantFile, toTenant, keyKind, keyMatches, hashKey, loadTenantFiles, loadTenantFileEntries
+} from '../../src/tenants/index.js'
+import { ConfigError } from '../../src/shared/errors.js'
+import { tenantFile, writeTenantDir } from './fixtures.js'
+
+function problemsOf (fn: () => unknown): string[] {
+  try { fn() } catch (err) {
+    if (err instanceof ConfigError) return err.problems
+    throw err
+  }
+  throw new Error('expected a ConfigError')
+}
+
+t.test('a valid file gets its defaults', async (t) => {
+  const f = parseTenantFile(tenantFile('acme'), 'acme.yaml', {})
+  t.equal(f.rest.default_limit, 1000)
+  t.equal(f.rest.max_limit, null)
+  t.same(f.rest.schemas, ['public'])
+  t.equal(f.jwt.expiry, 3600)
+  t.equal(f.jwt.aud, 'authenticated')
+  t.equal(f.auth.signup_enabled, true)
+})
+
+t.test('errors name the file and every bad field', async (t) => {
+  const raw = tenantFile('acme', { database: 'Acme!', jwt: { secret: 'short', upstream_secret: 'x'.repeat(40) }, extra: 1 })
+  delete (raw as Record<string, unknown>).organization
+  const problems = problemsOf(() => parseTenantFile(raw, 'config/tenants/acme.yaml', {}))
+  t.ok(problems.every((p) => p.startsWith('config/tenants/acme.yaml: ')), 'every line names the file')
+  const text = problems.join('\n')
+  t.match(text, /database: /)
+  t.match(text, /jwt\.secret: /)
+  t.match(text, /organization: is required/)
+  t.match(text, /extra: unknown field/)
+})
+
+t.test('${ENV} substitution, and a missing variable named with its field', async (t) => {
+  const raw = tenantFile('acme', { jwt: { secret: '${ACME_JWT}', upstream_secret: 'u'.repeat(40) } })
+  const f = parseTenantFile(raw, 'acme.yaml', { ACME_JWT: 's'.repeat(40) })
+  t.equal(f.jwt.secret, 's'.repeat(40))
+  const problems = problemsOf(() => parseTenantFile(raw, 'acme.yaml', {}))
+  t.same(problems, ['acme.yaml: jwt.secret: environment variable ACME_JWT is not set'])
+})
+
+t.test('keys are hashed and compared by kind', async (t) => {
+  const tenant = toTenant(parseTenantFile(tenantFile('acme'), 'acme.yaml', {}))
+  t.match(tenant.keys.public, /^sha256:[0-9a-f]{64}$/)
+  t.notOk(JSON.stringify(tenant).includes('pk_test_acme'), 'no plaintext key in the runtime record')
+  t.equal(keyKind(tenant, 'pk_test_acme_0123456789'), 'anon')
+  t.equal(keyKind(tenant, 'sk_test_acme_0123456789'), 'svc')
+  t.equal(keyKind(tenant, 'sk_test_acme_012345678'), null)
+  t.equal(keyKind(tenant, ''), null)
+  t.equal(keyMatches('abc', hashKey('abc')), true)
+  t.equal(keyMatches('abc', 'not-a-hash'), false)
+})
+
+t.test('loader: a directory of .yaml and .yml files, others ignored', async (t) => {
+  const dir = writeTenantDir(t, {
+    'acme.yaml': tenantFile('acme'),
+    'beta.yml': tenantFile('beta'),
+    'README.md': '# not a tenant',
+    'notes.txt': 'ignored'
+  })
+  const files = loadTenantFiles(dir, {})
+  t.same(files.map((f) => f.database), ['acme', 'beta'])
+  t.same(loadTenantFileEntries(dir, {}).map((e) => path.basename(e.path)), ['acme.yaml', 'beta.yml'])
+  t.same(loadTenantFiles(path.join(dir, 'beta.yml'), {}).map((f) => f.database), ['beta'], 'a single file')
+})
+
+t.test('loader: ${ENV} inside YAML text', async (t) => {
+  const dir = writeTenantDir(t, {
+    'acme.yaml': 'database: acme\norganization: org_acme\npostgres: ${ACME_PG}\n' +
+      'roles: { anon: a_anon, auth: a_auth, svc: a_svc }\n' +
+      'jwt:\n  secret: ${ACME_JWT_SECRET}\n  upstream_secret: uuuuuuuuuuuuuuuuuuuuuuuuuuuuuuuuuuuu\n' +
+      'keys: { public: pk_aaaaaaaaaaaaaaaa, secret: sk_aaaaaaaaaaaaaaaa }\n' +
+      'upstreams: { auth: "http://127.0.0.1:9999/acme", rest: "http://127.0.0.1:3000/acme" }\nauth: {}\n'
+  })
+  const [f] = loadTenantFiles(dir, { ACME_PG: 'postgres://o:p@h/acme', ACME_JWT_SECRET: 'j'.repeat(32) })
+  t.equal(f?.postgres, 'postgres://o:p@h/acme')
+  t.equal(f?.jwt.secret, 'j'.repeat(32))
+})
+
+t.test('loader: every bad file reported, with file and field', async (t) => {
+  const dir = writeTenantDir(t, {
+    'acme.yaml': tenantFile('acme'),
+    'bad.yaml': tenantFile('bad', { upstreams: { auth: 'http://x/bad' } }),
+    'broken.yaml': 'database: [unclosed\n',
+    'list.yaml': '- a\n- b\n'
+  })
+  const problems = problemsOf(() => loadTenantFiles(dir, {}))
+  const text = problems.join('\n')
+  t.match(text, new RegExp(`${path.join(dir, 'bad.yaml')}: upstreams\\.rest: is required`))
+  t.match(text, new RegExp(`${path.join(dir, 'broken.yaml')}: not valid YAML \\(line \\d+\\)`))
+  t.match(text, new RegExp(`${path.join(dir, 'list.yaml')}: must hold a mapping`))
+  t.notMatch(text, /acme\.yaml/, 'the good file is not blamed')
+})
+
+t.test('loader: the file name must match the database', async (t) => {
+  const dir = writeTenantDir(t, { 'acme.yaml': tenantFile('other') })
+  const problems = problemsOf(() => loadTenantFiles(dir, {}))
+  t.match(problems.join('\n'), /acme\.yaml: database: is "other" but the file is named acme\.yaml/)
+})
+
+t.test('loader: a database defined twice is an error', async (t) => {
+  const dir = writeTenantDir(t, { 'acme.yaml': tenantFile('acme'), 'acme.yml': tenantFile('acme') })
+  const problems = problemsOf(() => loadTenantFiles(dir, {}))
+  t.match(problems.join('\n'), /acme\.yml: database: "acme" is already defined by .*acme\.yaml/)
+})
+
+t.test('loader: a missing path is a clear error', async (t) => {
+  t.throws(() => loadTenantFiles('/nonexistent/tenants', {}), { name: 'ConfigError', message: /\/nonexistent\/tenants does not exist/ })
+})
+
+t.test('the example tenant files of config/tenants are valid', async (t) => {
+  const files = loadTenantFiles('config/tenants', {})
+  t.ok(files.length >= 1)
+})
