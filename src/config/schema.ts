@@ -23,6 +23,8 @@ export const ConfigSchema = Type.Object({
     cache_ttl_seconds: Type.Integer({ minimum: 1, default: 60 }),
     /** How long an unknown database is remembered as unknown. */
     negative_ttl_seconds: Type.Integer({ minimum: 0, default: 5 }),
+    /** Delay of the second invalidation after a change (beats an in-flight reload); 0 disables it. */
+    reinvalidate_ms: Type.Integer({ minimum: 0, default: 500 }),
     cache_max: Type.Integer({ minimum: 1, default: 10_000 })
   }, { default: {}, additionalProperties: false }),
   redis: Type.Object({
