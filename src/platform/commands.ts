@@ -1,7 +1,190 @@
-// `gatehouse tenants create|drop|migrate`: provisioning commands (issue 3).
+// `gatehouse tenants create|drop|migrate`: provisioning commands (issue 3). `create`
+// provisions a database and writes its tenant file (and the Redis store when configured),
+// undoing everything when a step fails; `drop` asks first; `migrate` updates schemas.
+import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
+import path from 'node:path'
+import { createInterface } from 'node:readline/promises'
 import type { Command } from 'commander'
+import { parse as parseYaml, stringify as toYaml } from 'yaml'
 import type { Config } from '../config/index.js'
+import { withDatabase } from '../shared/pg.js'
+import { createTenantStore, toTenant, type TenantFile } from '../tenants/index.js'
+import { assertDatabaseName, dropTenant, provisionTenant } from './provision.js'
+import { migrateAll, migrateDatabase } from './migrate.js'
+import { connectAdmin, describeUrl } from './roles.js'
+import { PlatformCommandError } from './errors.js'
 
-export function registerPlatformCommands (_tenants: Command, _config: () => Config): void {
-  // filled in by the provisioning work
+const out = (text: string): void => { process.stdout.write(text.endsWith('\n') ? text : text + '\n') }
+
+function adminUrlOf (flag: string | undefined, cfg: Config): string {
+  const url = flag ?? cfg.postgres.url
+  if (!url) {
+    throw new PlatformCommandError('no admin connection: pass --postgres <url> or set postgres.url (GATEHOUSE_POSTGRES_URL or DATABASE_URL)')
+  }
+  try { new URL(url) } catch { throw new PlatformCommandError('--postgres / postgres.url is not a URL (postgres://user:password@host:port/postgres)') }
+  return url
+}
+
+function fileOf (dir: string, database: string): string {
+  return path.join(dir, `${database}.yaml`)
+}
+
+/** The tenant file as written by `tenants create`: a header, then the record. */
+export function renderTenantFile (file: TenantFile): string {
+  return [
+    `# ${file.database}: tenant file written by \`gatehouse tenants create\`.`,
+    '# Holds the keys, JWT secrets and database passwords in plain text: keep it private',
+    '# (or replace values with ${ENV_NAME} references).',
+    toYaml(file, { lineWidth: 0 })
+  ].join('\n')
+}
+
+/** Role names of a tenant file, read leniently (a file with unset ${ENV} still names its roles). */
+function rolesInFile (file: string): string[] {
+  try {
+    const raw = parseYaml(readFileSync(file, 'utf8')) as { roles?: Record<string, unknown> } | null
+    return Object.values(raw?.roles ?? {}).filter((v): v is string => typeof v === 'string')
+  } catch {
+    return []
+  }
+}
+
+async function confirm (question: string, expected: string): Promise<boolean> {
+  const rl = createInterface({ input: process.stdin, output: process.stderr })
+  try {
+    return (await rl.question(question)).trim() === expected
+  } finally {
+    rl.close()
+  }
+}
+
+interface CreateFlags { org: string, postgres?: string, dir?: string, authUpstream?: string, restUpstream?: string }
+interface DropFlags { yes?: boolean, postgres?: string, dir?: string, keepFile?: boolean }
+interface MigrateFlags { all?: boolean, postgres?: string }
+
+export function registerPlatformCommands (tenants: Command, config: () => Config): void {
+  tenants.command('create')
+    .description('provision a tenant: create the database, its roles, the platform and auth schemas, generate the JWT secrets and keys, and write <dir>/<database>.yaml (and the Redis store when tenants.source is redis). Prints the keys once.')
+    .argument('<database>', 'database name, also the URL segment: ^[a-z][a-z0-9_-]{0,62}$')
+    .requiredOption('--org <organization>', 'the panel organization that owns the database')
+    .option('--postgres <url>', 'admin (superuser) URL of the cluster; default postgres.url')
+    .option('--dir <dir>', 'directory of tenant files; default tenants.dir (config/tenants)')
+    .option('--auth-upstream <url>', 'auth engine base URL of this tenant (with --rest-upstream); default our auth engine: http://<auth.host>:<auth.port>/<database>')
+    .option('--rest-upstream <url>', 'REST engine base URL of this tenant (with --auth-upstream); default our REST engine: http://<rest.host>:<rest.port>/<database>')
+    .action(async (database: string, flags: CreateFlags) => {
+      const cfg = config()
+      assertDatabaseName(database)
+      if (!flags.org.trim()) throw new PlatformCommandError('--org must not be empty')
+      if (Boolean(flags.authUpstream) !== Boolean(flags.restUpstream)) {
+        throw new PlatformCommandError('--auth-upstream and --rest-upstream go together: pass both or neither')
+      }
+      const adminUrl = adminUrlOf(flags.postgres, cfg)
+      const dir = flags.dir ?? cfg.tenants.dir
+      const target = fileOf(dir, database)
+      if (existsSync(target)) throw new PlatformCommandError(`tenant file ${target} already exists: the name "${database}" is taken`)
+      const upstreams = flags.authUpstream && flags.restUpstream
+        ? { auth: flags.authUpstream, rest: flags.restUpstream }
+        : { auth: `http://${cfg.auth.host}:${cfg.auth.port}/${database}`, rest: `http://${cfg.rest.host}:${cfg.rest.port}/${database}` }
+
+      // 1. Provision (all or nothing on the cluster).
+      const { file, roles } = await provisionTenant({ adminUrl, database, organization: flags.org, upstreams })
+      const undo = async (): Promise<void> => {
+        rmSync(target, { force: true })
+        await dropTenant({ adminUrl, database, roles: Object.values(roles) }).catch(() => {})
+      }
+      try {
+        // 2. The tenant file (exclusive create: never overwrite someone's file).
+        mkdirSync(dir, { recursive: true })
+        writeFileSync(target, renderTenantFile(file), { mode: 0o600, flag: 'wx' })
+        // 3. The Redis store, when it is the source of truth.
+        if (cfg.tenants.source === 'redis') {
+          const store = createTenantStore(cfg)
+          try { await store.putAll([toTenant(file)]) } finally { await store.close() }
+        }
+      } catch (err) {
+        await undo()
+        throw err
+      }
+      out([
+        `created database "${database}" (organization ${file.organization}) on ${describeUrl(adminUrl)}`,
+        `  tenant file: ${target}${cfg.tenants.source === 'redis' ? ' (and the Redis store)' : ''}`,
+        `  roles:       ${roles.anon}, ${roles.auth}, ${roles.svc}`,
+        `  public key:  ${file.keys.public}`,
+        `  secret key:  ${file.keys.secret}`,
+        `  owner login: ${file.postgres}`,
+        'The keys are shown once here; the tenant file holds them too. Keep the secret key private.'
+      ].join('\n'))
+    })
+
+  tenants.command('drop')
+    .description('drop a tenant: its database (with every connection closed), its roles, its tenant file and its Redis record. Asks for the database name unless --yes.')
+    .argument('<database>', 'the database name')
+    .option('-y, --yes', 'do not ask (required when not on a terminal)')
+    .option('--postgres <url>', 'admin (superuser) URL of the cluster; default postgres.url')
+    .option('--dir <dir>', 'directory of tenant files; default tenants.dir (config/tenants)')
+    .option('--keep-file', 'leave the tenant file in place')
+    .action(async (database: string, flags: DropFlags) => {
+      const cfg = config()
+      assertDatabaseName(database)
+      const adminUrl = adminUrlOf(flags.postgres, cfg)
+      const target = fileOf(flags.dir ?? cfg.tenants.dir, database)
+      if (!flags.yes) {
+        if (!process.stdin.isTTY) {
+          throw new PlatformCommandError(`refusing to drop "${database}" without --yes when not on a terminal`)
+        }
+        const ok = await confirm(`Drop database "${database}" on ${describeUrl(adminUrl)} with all its data and roles? Type the database name to confirm: `, database)
+        if (!ok) throw new PlatformCommandError('not confirmed; nothing was dropped')
+      }
+      const res = await dropTenant({ adminUrl, database, roles: existsSync(target) ? rolesInFile(target) : [] })
+      let fileRemoved = false
+      if (!flags.keepFile && existsSync(target)) { rmSync(target, { force: true }); fileRemoved = true }
+      let storeRemoved = false
+      if (cfg.tenants.source === 'redis') {
+        const store = createTenantStore(cfg)
+        try { storeRemoved = await store.delete(database) } finally { await store.close() }
+      }
+      if (!res.databaseDropped && res.rolesDropped.length === 0 && !fileRemoved && !storeRemoved) {
+        out(`nothing to drop: no database, roles, file or record for "${database}"`)
+        return
+      }
+      out([
+        res.databaseDropped ? `dropped database "${database}"` : `database "${database}" did not exist`,
+        `  roles dropped: ${res.rolesDropped.length ? res.rolesDropped.join(', ') : 'none'}`,
+        fileRemoved ? `  tenant file removed: ${target}` : null,
+        storeRemoved ? '  Redis record removed' : null
+      ].filter((l): l is string => l !== null).join('\n'))
+    })
+
+  tenants.command('migrate')
+    .description('apply pending platform/auth migrations to a tenant database, or to every tenant database of the cluster with --all; re-running is a no-op')
+    .argument('[database]', 'the database name')
+    .option('--all', 'every tenant database on the cluster (those with platform.schema_migrations)')
+    .option('--postgres <url>', 'admin (superuser) URL of the cluster; default postgres.url')
+    .action(async (database: string | undefined, flags: MigrateFlags) => {
+      const cfg = config()
+      if (database && flags.all) throw new PlatformCommandError('name a database or pass --all, not both')
+      if (!database && !flags.all) throw new PlatformCommandError('name a database or pass --all')
+      const adminUrl = adminUrlOf(flags.postgres, cfg)
+      if (database) {
+        assertDatabaseName(database)
+        const admin = await connectAdmin(adminUrl)
+        try {
+          const r = await admin.query('SELECT 1 FROM pg_database WHERE datname = $1', [database])
+          if (r.rowCount !== 1) throw new PlatformCommandError(`database "${database}" does not exist on ${describeUrl(adminUrl)}`)
+        } finally {
+          await admin.end().catch(() => {})
+        }
+        const r = await migrateDatabase(withDatabase(adminUrl, database))
+        out(r.applied.length ? `${database}: applied ${r.applied.join(', ')} (now at ${r.version})` : `${database}: up to date (version ${r.version})`)
+        return
+      }
+      const results = await migrateAll(adminUrl)
+      if (results.length === 0) { out(`no tenant databases on ${describeUrl(adminUrl)}`); return }
+      for (const r of results) {
+        if (r.error) out(`${r.database}: FAILED: ${r.error.message}`)
+        else out(r.applied.length ? `${r.database}: applied ${r.applied.join(', ')} (now at ${r.version})` : `${r.database}: up to date (version ${r.version})`)
+      }
+      const failed = results.filter((r) => r.error)
+      if (failed.length) throw new PlatformCommandError(`${failed.length} of ${results.length} database(s) failed to migrate: ${failed.map((r) => r.database).join(', ')}`)
+    })
 }

@@ -2,15 +2,15 @@
 // `platform` and `auth` schemas by numbered migrations, and the generated tenant file.
 // The one entry of this part; other parts import only from here.
 export {
-  provisionTenant, dropTenant, assertDatabaseName,
-  type ProvisionOptions, type ProvisionResult, type DropOptions, type DropResult
+  provisionTenant, dropTenant, ensureTenant, assertDatabaseName,
+  type EnsureTenantOptions, type ProvisionOptions, type ProvisionResult, type DropOptions, type DropResult
 } from './provision.js'
 export {
   ensureClusterRoles, tenantRoleNames, tenantIdOf, newTenantId, ROLE_KINDS, TENANT_ID, TENANT_ROLE,
   type TenantRoleKind, type TenantRoleNames
 } from './roles.js'
 export {
-  migrateDatabase, listMigrations, MIGRATIONS_DIR,
-  type Migration, type MigrateOptions, type MigrateResult
+  migrateDatabase, migrateAll, listMigrations, MIGRATIONS_DIR,
+  type MigrateAllResult, type Migration, type MigrateOptions, type MigrateResult
 } from './migrate.js'
 export * from './errors.js'

@@ -6,6 +6,7 @@ import { readdirSync, readFileSync } from 'node:fs'
 import { fileURLToPath } from 'node:url'
 import path from 'node:path'
 import type pg from 'pg'
+import { withDatabase } from '../shared/pg.js'
 import { connectAdmin, ROLE_KINDS, type TenantRoleNames } from './roles.js'
 import {
   MigrationFailedError, MigrationFileInvalidError, RolesMismatchError, RolesNotRegisteredError
@@ -107,7 +108,14 @@ export async function migrateDatabase (url: string, opts: MigrateOptions = {}): 
   const database = client.database ?? '?'
   try {
     await client.query('SELECT pg_advisory_lock($1)', [LOCK_KEY])
-    await inTransaction(client, () => client.query(BOOTSTRAP))
+    const r = await client.query<{ ok: boolean }>(
+      "SELECT to_regclass('platform.roles') IS NOT NULL AND to_regclass('platform.schema_migrations') IS NOT NULL AS ok")
+    if (!r.rows[0].ok) {
+      // Only provisioning (which passes the roles) starts a database's history: never leave
+      // a platform schema in a database that is not a tenant's.
+      if (!opts.roles) throw new RolesNotRegisteredError(database, ROLE_KINDS.join(', '))
+      await inTransaction(client, () => client.query(BOOTSTRAP))
+    }
     if (opts.roles) await registerRoles(client, database, opts.roles)
 
     const done = new Set((await client.query<{ version: number }>(
@@ -145,4 +153,57 @@ export async function migrateDatabase (url: string, opts: MigrateOptions = {}): 
     await client.query('SELECT pg_advisory_unlock_all()').catch(() => {})
     await client.end().catch(() => {})
   }
+}
+
+export interface MigrateAllResult {
+  database: string
+  applied: string[]
+  version: number
+  /** Set when this database could not be migrated (the others still were). */
+  error?: Error
+}
+
+/**
+ * Migrates every tenant database of a cluster: each database that has
+ * platform.schema_migrations. A database that vanishes meanwhile is skipped; a failing
+ * one is reported in its entry and the others still run.
+ */
+export async function migrateAll (adminUrl: string, opts: Omit<MigrateOptions, 'roles'> = {}): Promise<MigrateAllResult[]> {
+  const client = await connectAdmin(adminUrl)
+  let names: string[]
+  try {
+    names = (await client.query<{ datname: string }>(
+      `SELECT datname FROM pg_database WHERE datallowconn AND NOT datistemplate AND datname <> 'postgres'
+        ORDER BY datname`)).rows.map((r) => r.datname)
+  } finally {
+    await client.end().catch(() => {})
+  }
+  const out: MigrateAllResult[] = []
+  for (const database of names) {
+    const url = withDatabase(adminUrl, database)
+    let db: pg.Client
+    try {
+      db = await connectAdmin(url)
+    } catch {
+      continue // dropped meanwhile, or not connectable: not a tenant we can see
+    }
+    let isTenant = false
+    try {
+      const r = await db.query<{ ok: boolean }>("SELECT to_regclass('platform.schema_migrations') IS NOT NULL AS ok")
+      isTenant = r.rows[0].ok
+    } catch {
+      isTenant = false
+    } finally {
+      await db.end().catch(() => {})
+    }
+    if (!isTenant) continue
+    try {
+      const r = await migrateDatabase(url, opts)
+      out.push({ database, ...r })
+    } catch (err) {
+      if (((err as Error).cause as { code?: string } | undefined)?.code === '3D000') continue // dropped meanwhile
+      out.push({ database, applied: [], version: 0, error: err as Error })
+    }
+  }
+  return out
 }

@@ -111,8 +111,17 @@ export async function provisionTenant (opts: ProvisionOptions): Promise<Provisio
   const roles = tenantRoleNames(id)
   const passwords = { rest: secret(24), authn: secret(24), owner: secret(24) }
   const file = buildTenantFile(opts, roles, passwords)
+  await createTenantObjects(opts.adminUrl, opts.database, id, passwords, opts.migrationsDir)
+  return { file, ownerUrl: file.postgres, roles }
+}
 
-  const client = await openAdmin(opts.adminUrl)
+type Passwords = Record<'rest' | 'authn' | 'owner', string>
+
+/** Database, roles and migrations, all or nothing. */
+async function createTenantObjects (adminUrl: string, database: string, id: string, passwords: Passwords,
+  migrationsDir?: string): Promise<string[]> {
+  const roles = tenantRoleNames(id)
+  const client = await openAdmin(adminUrl)
   let databaseCreated = false
   let rolesCreated = false
   let step = 'database'
@@ -120,15 +129,15 @@ export async function provisionTenant (opts: ProvisionOptions): Promise<Provisio
     await assertSuperuser(client)
     await ensureClusterRoles(client)
     try {
-      await client.query(`CREATE DATABASE ${quoteIdent(opts.database)}`)
+      await client.query(`CREATE DATABASE ${quoteIdent(database)}`)
     } catch (err) {
-      if ((err as { code?: string }).code === '42P04') throw new DatabaseExistsError(opts.database)
+      if ((err as { code?: string }).code === '42P04') throw new DatabaseExistsError(database)
       throw err
     }
     databaseCreated = true
     step = 'roles'
     try {
-      await createTenantRoles(client, opts.database, roles, passwords)
+      await createTenantRoles(client, database, roles, passwords)
     } catch (err) {
       const code = (err as { code?: string }).code
       if (code === '42710' || code === '23505') throw new TenantRoleExistsError(id, { cause: err })
@@ -136,17 +145,72 @@ export async function provisionTenant (opts: ProvisionOptions): Promise<Provisio
     }
     rolesCreated = true
     step = 'migrations'
-    await migrateDatabase(withDatabase(opts.adminUrl, opts.database), { roles, dir: opts.migrationsDir })
-    return { file, ownerUrl: file.postgres, roles }
+    const r = await migrateDatabase(withDatabase(adminUrl, database), { roles, dir: migrationsDir })
+    return r.applied
   } catch (err) {
-    if (databaseCreated) {
-      await dropCreated(client, opts.database, rolesCreated ? roles : null).catch(() => {})
-    }
-    if (err instanceof DatabaseExistsError) throw err
-    if (!databaseCreated) throw err
-    throw new ProvisioningFailedError(opts.database, step, describeError(err), { cause: err })
+    if (databaseCreated) await dropCreated(client, database, rolesCreated ? roles : null).catch(() => {})
+    // Refusals (and failures before anything existed) pass through as they are.
+    if (!databaseCreated || err instanceof TenantRoleExistsError) throw err
+    throw new ProvisioningFailedError(database, step, describeError(err), { cause: err })
   } finally {
     await client.end().catch(() => {})
+  }
+}
+
+export interface EnsureTenantOptions {
+  adminUrl: string
+  /** An existing tenant file made by provisioning (role names `t_<hex>_<kind>`, engine URLs with passwords). */
+  file: TenantFile
+  migrationsDir?: string
+}
+
+/**
+ * Makes the database of an existing tenant file real (the development stack's first
+ * start): creates database and roles with the file's names and passwords when the
+ * database is missing, and brings it up to date either way.
+ */
+export async function ensureTenant (opts: EnsureTenantOptions): Promise<{ created: boolean, applied: string[] }> {
+  const { file } = opts
+  assertDatabaseName(file.database)
+  const id = tenantIdOf(file.roles.anon)
+  if (!id || tenantIdOf(file.roles.auth) !== id || tenantIdOf(file.roles.svc) !== id) {
+    throw new TenantOptionsInvalidError(`tenant ${file.database}: roles must be t_<10 hex>_anon/_auth/_svc of one id`)
+  }
+  const roles = tenantRoleNames(id)
+  const passwordOf = (url: string | undefined, kind: 'rest' | 'authn' | 'owner', field: string): string => {
+    let u: URL
+    try { u = new URL(url ?? '') } catch { throw new TenantOptionsInvalidError(`tenant ${file.database}: ${field} is not a URL`) }
+    if (decodeURIComponent(u.username) !== roles[kind] || !u.password) {
+      throw new TenantOptionsInvalidError(`tenant ${file.database}: ${field} must log in as ${roles[kind]} with a password`)
+    }
+    return decodeURIComponent(u.password)
+  }
+  const passwords: Passwords = {
+    owner: passwordOf(file.postgres, 'owner', 'postgres'),
+    rest: passwordOf(file.engines?.rest, 'rest', 'engines.rest'),
+    authn: passwordOf(file.engines?.auth, 'authn', 'engines.auth')
+  }
+  const client = await openAdmin(opts.adminUrl)
+  let exists: boolean
+  try {
+    exists = (await client.query('SELECT 1 FROM pg_database WHERE datname = $1', [file.database])).rowCount === 1
+  } finally {
+    await client.end().catch(() => {})
+  }
+  if (exists) {
+    const r = await migrateDatabase(withDatabase(opts.adminUrl, file.database), { roles, dir: opts.migrationsDir })
+    return { created: false, applied: r.applied }
+  }
+  try {
+    const applied = await createTenantObjects(opts.adminUrl, file.database, id, passwords, opts.migrationsDir)
+    return { created: true, applied }
+  } catch (err) {
+    // Another process (a second `npm start`) won the race: fine when it made the same tenant.
+    if (err instanceof DatabaseExistsError) {
+      const r = await migrateDatabase(withDatabase(opts.adminUrl, file.database), { roles, dir: opts.migrationsDir })
+      return { created: false, applied: r.applied }
+    }
+    throw err
   }
 }
 
