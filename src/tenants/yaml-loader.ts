@@ -46,7 +46,9 @@ function readOne (file: string, env: NodeJS.ProcessEnv, problems: string[]): Ten
   } catch (err) {
     const e = err as Error
     const where = err instanceof YAMLParseError && err.linePos ? ` (line ${err.linePos[0].line})` : ''
-    problems.push(`${file}: not valid YAML${where}: ${e.message.split('\n')[0]}`)
+    // `{ secret: ${X} }` is a YAML error: braces are flow indicators inside { } and [ ].
+    const hint = /[{[][^\n]*\$\{/.test(text) ? ' (inside { } or [ ], quote ${ENV} values: secret: "${NAME}")' : ''
+    problems.push(`${file}: not valid YAML${where}: ${e.message.split('\n')[0]}${hint}`)
     return null
   }
   if (!raw || typeof raw !== 'object' || Array.isArray(raw)) {

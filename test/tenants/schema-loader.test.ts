@@ -4,6 +4,7 @@ import {
   parseTenantFile, toTenant, keyKind, keyMatches, hashKey, loadTenantFiles, loadTenantFileEntries
 } from '../../src/tenants/index.js'
 import { ConfigError } from '../../src/shared/errors.js'
+import { loadConfig } from '../../src/config/index.js'
 import { tenantFile, writeTenantDir } from './fixtures.js'
 
 function problemsOf (fn: () => unknown): string[] {
@@ -97,6 +98,12 @@ t.test('loader: every bad file reported, with file and field', async (t) => {
   t.notMatch(text, /acme\.yaml/, 'the good file is not blamed')
 })
 
+t.test('loader: unquoted ${ENV} inside a flow mapping gets a hint', async (t) => {
+  const dir = writeTenantDir(t, { 'acme.yaml': 'database: acme\njwt: { secret: ${ACME_JWT_SECRET}, expiry: 3600 }\n' })
+  const problems = problemsOf(() => loadTenantFiles(dir, {}))
+  t.match(problems.join('\n'), /acme\.yaml: not valid YAML \(line 2\): .*quote \$\{ENV\} values/)
+})
+
 t.test('loader: the file name must match the database', async (t) => {
   const dir = writeTenantDir(t, { 'acme.yaml': tenantFile('other') })
   const problems = problemsOf(() => loadTenantFiles(dir, {}))
@@ -116,4 +123,10 @@ t.test('loader: a missing path is a clear error', async (t) => {
 t.test('the example tenant files of config/tenants are valid', async (t) => {
   const files = loadTenantFiles('config/tenants', {})
   t.ok(files.length >= 1)
+})
+
+t.test('config/gatehouse.example.yaml is a valid process config', async (t) => {
+  const config = loadConfig({ file: 'config/gatehouse.example.yaml', env: {} })
+  t.equal(config.tenants.source, 'files')
+  t.equal(config.tenants.dir, 'config/tenants')
 })

@@ -1,0 +1,140 @@
+import t from 'tap'
+import { execFile } from 'node:child_process'
+import path from 'node:path'
+import { createRedisStore } from '../../src/tenants/index.js'
+import { createTestRedis } from '../helpers/redis.js'
+import { tenantFile, writeTenantDir, eventually } from './fixtures.js'
+
+interface Run { code: number, stdout: string, stderr: string }
+
+/** The real CLI, as an operator runs it. */
+function cli (args: string[], env: Record<string, string>): Promise<Run> {
+  const clean = Object.fromEntries(Object.entries(process.env).filter(([k]) => !k.startsWith('GATEHOUSE_') && k !== 'REDIS_URL'))
+  return new Promise((resolve) => {
+    execFile(process.execPath, ['--import', 'tsx', 'src/cli.ts', ...args], { env: { ...clean, ...env }, timeout: 30_000 },
+      (err, stdout, stderr) => resolve({ code: err ? (typeof err.code === 'number' ? err.code : 1) : 0, stdout, stderr }))
+  })
+}
+
+const hasStack = (r: Run) => /\n\s+at /.test(r.stderr)
+
+t.test('tenants apply / list / show / delete against Redis', async (t) => {
+  const { redis, prefix, url } = createTestRedis(t)
+  const env = { GATEHOUSE_TENANTS_SOURCE: 'redis', GATEHOUSE_REDIS_URL: url, GATEHOUSE_REDIS_KEY_PREFIX: prefix }
+  const watcher = createRedisStore({ url, prefix })
+  t.teardown(() => watcher.close())
+  const changes: string[] = []
+  watcher.onChange((db) => changes.push(db))
+  await watcher.subscribed()
+
+  const good = writeTenantDir(t, { 'acme.yaml': tenantFile('acme'), 'beta.yaml': tenantFile('beta') })
+
+  await t.test('apply with good files writes all, then publishes', async (t) => {
+    const r = await cli(['tenants', 'apply', good], env)
+    t.equal(r.code, 0, r.stderr)
+    t.match(r.stdout, /applied 2 tenant\(s\): acme, beta/)
+    t.same((await redis.smembers(`${prefix}tenants`)).sort(), ['acme', 'beta'])
+    t.equal(await redis.hget(`${prefix}tenant:acme`, 'version'), '1')
+    t.ok(await eventually(() => changes.length >= 2), 'invalidations published')
+    t.same([...changes].sort(), ['acme', 'beta'])
+  })
+
+  await t.test('apply with one bad file writes nothing', async (t) => {
+    const mixed = writeTenantDir(t, {
+      'acme.yaml': tenantFile('acme', { organization: 'org_changed' }),
+      'gamma.yaml': tenantFile('gamma'),
+      'delta.yaml': tenantFile('delta', { jwt: { secret: 'too-short', upstream_secret: 'u'.repeat(40) } })
+    })
+    const before = await redis.keys(`${prefix}*`)
+    changes.length = 0
+    const r = await cli(['tenants', 'apply', mixed], env)
+    t.equal(r.code, 1)
+    t.match(r.stderr, /^gatehouse: invalid tenant files/)
+    t.match(r.stderr, `${path.join(mixed, 'delta.yaml')}: jwt.secret: must NOT have fewer than 32 characters`)
+    t.notOk(hasStack(r), 'no stack trace')
+    t.equal(r.stdout, '')
+    t.same((await redis.keys(`${prefix}*`)).sort(), before.sort(), 'no key added')
+    t.equal(await redis.exists(`${prefix}tenant:gamma`), 0, 'the good file of the set was not written either')
+    t.equal(await redis.hget(`${prefix}tenant:acme`, 'version'), '1', 'acme untouched')
+    t.notMatch(await redis.hget(`${prefix}tenant:acme`, 'record') ?? '', /org_changed/)
+    await eventually(() => false, 100)
+    t.same(changes, [], 'nothing published')
+  })
+
+  await t.test('list', async (t) => {
+    const r = await cli(['tenants', 'list'], env)
+    t.equal(r.code, 0, r.stderr)
+    t.equal(r.stdout, 'acme\nbeta\n')
+    const j = await cli(['tenants', 'list', '--json'], env)
+    t.same(JSON.parse(j.stdout), ['acme', 'beta'])
+  })
+
+  await t.test('show masks secrets', async (t) => {
+    const r = await cli(['tenants', 'show', 'acme'], env)
+    t.equal(r.code, 0, r.stderr)
+    t.match(r.stdout, /^# acme: version 1, updated \d{4}-/)
+    t.match(r.stdout, /organization: org_acme/)
+    const j = await cli(['tenants', 'show', 'acme', '--json'], env)
+    t.equal(j.code, 0, j.stderr)
+    const shown = JSON.parse(j.stdout)
+    t.equal(shown.database, 'acme')
+    t.equal(shown.jwt.secret, '****')
+    t.equal(shown.jwt.upstream_secret, '****')
+    t.equal(shown.postgres, 'postgres://owner:****@127.0.0.1:5432/acme')
+    const f = tenantFile('acme') as { jwt: { secret: string, upstream_secret: string }, keys: { public: string, secret: string } }
+    for (const out of [r.stdout, j.stdout]) {
+      for (const secret of [f.jwt.secret, f.jwt.upstream_secret, f.keys.public, f.keys.secret, 'pw-acme']) {
+        t.notOk(out.includes(secret), `no ${secret.slice(0, 6)}... in the output`)
+      }
+      t.notMatch(out, /sha256:[0-9a-f]{16}/, 'not even the key hashes')
+    }
+    const missing = await cli(['tenants', 'show', 'nope'], env)
+    t.equal(missing.code, 1)
+    t.match(missing.stderr, /^gatehouse: no tenant "nope" in the store/)
+    const bad = await cli(['tenants', 'show', 'Bad/Name'], env)
+    t.equal(bad.code, 1)
+    t.match(bad.stderr, /is not a database name/)
+  })
+
+  await t.test('delete', async (t) => {
+    changes.length = 0
+    const r = await cli(['tenants', 'delete', 'beta'], env)
+    t.equal(r.code, 0, r.stderr)
+    t.match(r.stdout, /deleted beta/)
+    t.same(await redis.smembers(`${prefix}tenants`), ['acme'])
+    t.ok(await eventually(() => changes.includes('beta')), 'invalidation published')
+    const again = await cli(['tenants', 'delete', 'beta'], env)
+    t.equal(again.code, 1)
+    t.match(again.stderr, /no tenant "beta"/)
+  })
+})
+
+t.test('apply against the files source explains that files are read directly', async (t) => {
+  const dir = writeTenantDir(t, { 'acme.yaml': tenantFile('acme') })
+  const r = await cli(['tenants', 'apply', dir], { GATEHOUSE_TENANTS_SOURCE: 'files' })
+  t.equal(r.code, 1)
+  t.match(r.stderr, /tenants\.source is "files": every process reads the tenant files .* directly/)
+  t.notOk(hasStack(r), 'no stack trace')
+  const dry = await cli(['tenants', 'apply', '--dry-run', dir], { GATEHOUSE_TENANTS_SOURCE: 'files' })
+  t.equal(dry.code, 0, dry.stderr)
+  t.match(dry.stdout, /1 tenant file\(s\) valid: acme/)
+})
+
+t.test('Redis unreachable: a clear error, exit 1, no stack', async (t) => {
+  const dir = writeTenantDir(t, { 'acme.yaml': tenantFile('acme') })
+  const env = { GATEHOUSE_TENANTS_SOURCE: 'redis', GATEHOUSE_REDIS_URL: path.join(dir, 'no-such.sock') }
+  const [apply, list] = await Promise.all([cli(['tenants', 'apply', dir], env), cli(['tenants', 'list'], env)])
+  for (const r of [apply, list]) {
+    t.equal(r.code, 1)
+    t.match(r.stderr, /^gatehouse: tenant store unreachable: redis at .*no-such\.sock/)
+    t.notOk(hasStack(r), 'no stack trace')
+  }
+})
+
+t.test('--help on every command', async (t) => {
+  const runs = await Promise.all(['apply', 'list', 'show', 'delete'].map((c) => cli(['tenants', c, '--help'], {})))
+  for (const r of runs) {
+    t.equal(r.code, 0)
+    t.match(r.stdout, /^Usage: gatehouse tenants \w+/)
+  }
+})
