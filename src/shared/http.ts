@@ -1,0 +1,72 @@
+// HTTP header helpers shared by the gateway and the engines: hop-by-hop and
+// Connection-listed header removal (RFC 9110 §7.6.1), request id validation, content-type
+// tests. Pure functions over Node's header objects; nothing here does I/O.
+import type { IncomingHttpHeaders, OutgoingHttpHeaders } from 'node:http'
+
+/** Headers that describe one connection, never forwarded by a proxy (RFC 9110 §7.6.1). */
+export const HOP_BY_HOP: ReadonlySet<string> = new Set([
+  'connection',
+  'keep-alive',
+  'proxy-connection',
+  'proxy-authenticate',
+  'proxy-authorization',
+  'te',
+  'trailer',
+  'transfer-encoding',
+  'upgrade'
+])
+
+/** The header names a `Connection` header lists (lower case); empty when none. */
+export function connectionListed (connection: string | string[] | undefined): Set<string> {
+  const out = new Set<string>()
+  if (connection === undefined) return out
+  const values = Array.isArray(connection) ? connection : [connection]
+  for (const v of values) {
+    for (const token of v.split(',')) {
+      const name = token.trim().toLowerCase()
+      if (name) out.add(name)
+    }
+  }
+  return out
+}
+
+/**
+ * A copy of `headers` without hop-by-hop headers, without the headers `Connection`
+ * lists, and without any name `drop` returns true for. Callers add their own headers to
+ * the copy AFTERWARDS, so a client's `Connection: authorization` can never remove a header
+ * the proxy sets (the @fastify/reply-from advisory).
+ */
+export function stripHopByHop (
+  headers: IncomingHttpHeaders | OutgoingHttpHeaders,
+  drop?: (name: string) => boolean
+): OutgoingHttpHeaders {
+  const listed = connectionListed(headers.connection as string | string[] | undefined)
+  const out: OutgoingHttpHeaders = {}
+  for (const name in headers) {
+    const lower = name.toLowerCase()
+    if (HOP_BY_HOP.has(lower) || listed.has(lower)) continue
+    if (drop !== undefined && drop(lower)) continue
+    const value = headers[name]
+    if (value !== undefined) out[lower] = value
+  }
+  return out
+}
+
+/** Accepted shape of a client-supplied X-Request-Id; anything else is replaced. */
+export const REQUEST_ID = /^[A-Za-z0-9._:@-]{1,128}$/
+
+export function isValidRequestId (value: unknown): value is string {
+  return typeof value === 'string' && REQUEST_ID.test(value)
+}
+
+/** `application/json`, `application/vnd.pgrst.object+json`, `application/problem+json` ... */
+export function isJsonContentType (value: unknown): boolean {
+  if (typeof value !== 'string') return false
+  const type = value.split(';', 1)[0]!.trim().toLowerCase()
+  return type === 'application/json' || (type.startsWith('application/') && type.endsWith('+json'))
+}
+
+/** The first value of a header that may repeat. */
+export function firstHeader (value: string | string[] | undefined): string | undefined {
+  return Array.isArray(value) ? value[0] : value
+}
