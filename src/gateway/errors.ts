@@ -1,0 +1,50 @@
+// The gateway's error codes (snake_case, append-only: a retired code stays listed as
+// retired and is never reused). The status lives with the code. Rendered as
+// {code, message, details, hint} plus the `x-gatehouse-error-code` header by render.ts.
+import { defineError } from '../shared/errors.js'
+
+// ---- request shape --------------------------------------------------------------------
+export const InvalidPathError = defineError('invalid_path', 400,
+  (why: string) => `The request path is not acceptable: ${why}`)
+
+export const BadRequestError = defineError('bad_request', 400,
+  (why: string) => `The request is malformed: ${why}`)
+
+// ---- routing --------------------------------------------------------------------------
+export const TenantNotFoundError = defineError('tenant_not_found', 404,
+  (database: string) => `No project database is named "${database}"`)
+
+export const NotFoundError = defineError('not_found', 404,
+  () => 'Nothing is served at this path')
+
+// ---- keys and tokens ------------------------------------------------------------------
+export const NoApiKeyError = defineError('no_api_key', 401,
+  () => 'No API key found in request')
+
+export const InvalidApiKeyError = defineError('invalid_api_key', 401,
+  () => 'Invalid API key')
+
+export const InvalidTokenError = defineError('invalid_token', 401,
+  () => 'Invalid bearer token')
+
+// ---- upstreams ------------------------------------------------------------------------
+export const UpstreamUnavailableError = defineError('upstream_unavailable', 502,
+  () => 'unexpected failure')
+
+export const UpstreamTimeoutError = defineError('upstream_timeout', 504,
+  () => 'unexpected failure')
+
+// ---- process --------------------------------------------------------------------------
+export const NotReadyError = defineError('not_ready', 503,
+  () => 'unexpected failure')
+
+export const InternalError = defineError('internal_error', 500,
+  () => 'unexpected failure')
+
+/** Every code this part can send (docs/errors.md lists them). */
+export const GATEWAY_ERROR_CODES = [
+  'invalid_path', 'bad_request', 'tenant_not_found', 'not_found', 'no_api_key', 'invalid_api_key',
+  'invalid_token', 'upstream_unavailable', 'upstream_timeout', 'not_ready', 'internal_error'
+] as const
+
+export type GatewayErrorCode = typeof GATEWAY_ERROR_CODES[number]

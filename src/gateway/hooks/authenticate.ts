@@ -1,0 +1,158 @@
+// Who is calling: the API key (`apikey` header, `?apikey=`, or an opaque key as
+// `Authorization: Bearer`, as supabase-js sends it) and an optional bearer JWT verified
+// with the tenant's secret (HS256 pinned, exp required, iss/aud bound to the tenant).
+// Verified tokens are cached until their exp, keyed by a hash (never the token itself).
+import type { IncomingHttpHeaders } from 'node:http'
+import { decodeProtectedHeader, errors as joseErrors, type JWTPayload } from 'jose'
+import { LRUCache } from 'lru-cache'
+import { describeJwtError, looksLikeJwt, tokenCacheKey, verifyHS256 } from '../../shared/jwt.js'
+import { firstHeader } from '../../shared/http.js'
+import { keyKind, tenantIssuer, type RoleKind, type Tenant } from '../../tenants/schema.js'
+import { InvalidApiKeyError, InvalidTokenError, NoApiKeyError } from '../errors.js'
+import type { Caller } from '../types.js'
+
+/** The `role` claims a caller's token may carry, and the kind each maps to. */
+const TOKEN_ROLES: Record<string, RoleKind> = { authenticated: 'auth', anon: 'anon', service_role: 'svc' }
+
+interface TenantFacts {
+  /** Fingerprint of everything a cached verdict or upstream token depends on. */
+  fp: string
+  issuer: string
+}
+
+interface Verified {
+  kind: RoleKind
+  claims: JWTPayload
+  exp: number
+}
+
+export interface AuthenticatorOptions {
+  publicUrl: string
+  /** Clock in milliseconds; default Date.now. */
+  now?: () => number
+  /** Most verified tokens kept. */
+  cacheMax?: number
+}
+
+export interface Authenticator {
+  /** Throws no_api_key / invalid_api_key / invalid_token; `open` routes may come without a key. */
+  authenticate (tenant: Tenant, headers: IncomingHttpHeaders, queryKey: string | undefined, open: boolean): Promise<Caller>
+  /** Fingerprint and issuer of a tenant record (memoised per record object). */
+  facts (tenant: Tenant): TenantFacts
+  clear (): void
+}
+
+function invalidToken (details: string, cause?: unknown): InstanceType<typeof InvalidTokenError> {
+  return new InvalidTokenError({
+    details,
+    hint: 'Sign in again to get a fresh access token from this project\'s /auth/v1.',
+    cause,
+    headers: { 'www-authenticate': 'Bearer error="invalid_token"' }
+  })
+}
+
+/** A reason a client can act on; jose's own messages are too generic for alg and claims. */
+function describeFailure (err: unknown, token: string): string {
+  if (err instanceof joseErrors.JOSEAlgNotAllowed) {
+    let alg = 'unknown'
+    try { alg = String(decodeProtectedHeader(token).alg) } catch {}
+    return `algorithm "${alg}" is not allowed: tokens must be signed with HS256`
+  }
+  if (err instanceof joseErrors.JWTClaimValidationFailed) {
+    if (err.claim === 'iss') return 'token issuer (iss) does not belong to this project'
+    if (err.claim === 'aud') return 'token audience (aud) is not accepted by this project'
+    if (err.claim === 'exp' && err.reason === 'missing') return 'token has no expiry (exp)'
+  }
+  return describeJwtError(err)
+}
+
+export function createAuthenticator (opts: AuthenticatorOptions): Authenticator {
+  const now = opts.now ?? Date.now
+  const facts = new WeakMap<Tenant, TenantFacts>()
+  const verified = new LRUCache<string, Verified>({ max: opts.cacheMax ?? 50_000 })
+
+  function factsOf (tenant: Tenant): TenantFacts {
+    let f = facts.get(tenant)
+    if (f === undefined) {
+      const issuer = tenantIssuer(tenant, opts.publicUrl)
+      f = {
+        issuer,
+        fp: tokenCacheKey(tenant.database, issuer, tenant.jwt.aud, tenant.jwt.secret, tenant.jwt.upstream_secret,
+          tenant.roles.anon, tenant.roles.auth, tenant.roles.svc)
+      }
+      facts.set(tenant, f)
+    }
+    return f
+  }
+
+  async function verifyToken (tenant: Tenant, f: TenantFacts, token: string, key: string): Promise<Verified> {
+    const nowSec = Math.floor(now() / 1000)
+    const hit = verified.get(key)
+    if (hit !== undefined && hit.exp > nowSec) return hit
+    let claims: JWTPayload
+    try {
+      claims = await verifyHS256(token, {
+        secret: tenant.jwt.secret,
+        issuer: f.issuer,
+        audience: tenant.jwt.aud,
+        currentDate: new Date(now())
+      })
+    } catch (err) {
+      throw invalidToken(describeFailure(err, token), err)
+    }
+    const role = claims.role
+    const kind = typeof role === 'string' ? TOKEN_ROLES[role] : undefined
+    if (kind === undefined) {
+      throw invalidToken(`role ${typeof role === 'string' ? `"${role.slice(0, 64)}"` : '(missing)'} is not accepted; expected authenticated, anon or service_role`)
+    }
+    const v: Verified = { kind, claims, exp: claims.exp! }
+    const ttl = (v.exp - nowSec) * 1000
+    if (ttl > 0) verified.set(key, v, { ttl: Math.min(ttl, 24 * 3600 * 1000) })
+    return v
+  }
+
+  async function authenticate (tenant: Tenant, headers: IncomingHttpHeaders, queryKey: string | undefined, open: boolean): Promise<Caller> {
+    const f = factsOf(tenant)
+    const headerKey = firstHeader(headers.apikey)
+    let apikey = headerKey !== undefined && headerKey !== '' ? headerKey : queryKey !== '' ? queryKey : undefined
+
+    let bearer: string | undefined
+    const authorization = firstHeader(headers.authorization)
+    if (authorization !== undefined && authorization !== '') {
+      const m = /^Bearer[ \t]+(\S+)[ \t]*$/i.exec(authorization)
+      if (m === null) throw invalidToken('the Authorization header must be "Bearer <token>"')
+      bearer = m[1]!
+    }
+    const bearerIsJwt = bearer !== undefined && looksLikeJwt(bearer)
+
+    // An opaque key as bearer (supabase-js sends the key there when nobody is signed in).
+    if (bearer !== undefined && !bearerIsJwt) {
+      if (apikey === undefined) apikey = bearer
+      else if (apikey !== bearer) {
+        throw new InvalidApiKeyError({ details: 'the apikey header and the Authorization header carry different keys' })
+      }
+    }
+
+    let kk: 'anon' | 'svc' | null = null
+    if (apikey === undefined) {
+      if (!open) {
+        throw new NoApiKeyError({ hint: 'Send your project\'s public key in the apikey header (or ?apikey= in links).' })
+      }
+    } else {
+      kk = keyKind(tenant, apikey)
+      if (kk === null) {
+        throw new InvalidApiKeyError({ details: 'the key does not belong to this project', hint: 'Use the public or secret key of this project.' })
+      }
+    }
+
+    if (bearerIsJwt) {
+      const key = tokenCacheKey(f.fp, bearer!)
+      const v = await verifyToken(tenant, f, bearer!, key)
+      return { kind: v.kind, claims: v.claims, token: bearer!, exp: v.exp, keyKind: kk, cacheKey: key }
+    }
+    const kind: RoleKind = kk ?? 'anon'
+    return { kind, claims: null, token: null, exp: null, keyKind: kk, cacheKey: `${f.fp}:${kind}` }
+  }
+
+  return { authenticate, facts: factsOf, clear: () => verified.clear() }
+}

@@ -1,0 +1,89 @@
+// Reads the raw request target once: rejects encoded tricks (%2F, %5C, dot segments,
+// double slashes, `;`), checks the database segment against DATABASE_NAME before any
+// look-up, and splits `/<database>/<service>/v1/<rest>?<query>`. Then resolves the tenant.
+// Works on the raw URL, never on router-decoded params, so routing, keys and logs agree.
+import { DATABASE_NAME, type Tenant } from '../../tenants/schema.js'
+import type { TenantLookup } from '../../tenants/index.js'
+import { InvalidPathError, NotFoundError, TenantNotFoundError } from '../errors.js'
+import type { Service } from '../types.js'
+
+export interface GatewayPath {
+  database: string
+  /** `auth` or `rest` when the path is `/<database>/<service>/v1[/...]`, else null. */
+  service: Service | null
+  /** The path below `/<database>/<service>/v1`, always starting with `/`. */
+  path: string
+  /** The raw query string without `?` ('' when none). */
+  query: string
+}
+
+// %2F and %5C are encoded slashes, %2E an encoded dot, %00 NUL (Envoy CVE-2019-9901 /
+// CVE-2021-29492 family): refused rather than normalised, as Supabase's Envoy does.
+const ENCODED_TRICK = /%(?:2f|5c|2e|00)/i
+
+function rejectTricks (path: string): void {
+  if (path.charCodeAt(0) !== 47 /* / */) throw new InvalidPathError('it must start with "/"')
+  if (path.includes('//')) throw new InvalidPathError('empty path segment (double slash)')
+  if (path.includes('\\')) throw new InvalidPathError('backslash in path')
+  if (path.includes(';')) throw new InvalidPathError('";" in path')
+  if (path.includes('#')) throw new InvalidPathError('"#" in path')
+  if (path.includes('%') && ENCODED_TRICK.test(path)) {
+    throw new InvalidPathError('encoded slash, backslash, dot or NUL in path')
+  }
+  if (path.includes('/.')) {
+    for (const seg of path.split('/')) {
+      if (seg === '.' || seg === '..') throw new InvalidPathError('dot segment in path')
+    }
+  }
+}
+
+/** Splits and checks a raw request target. Throws InvalidPath, NotFound or TenantNotFound. */
+export function parseGatewayPath (url: string): GatewayPath {
+  const q = url.indexOf('?')
+  const path = q === -1 ? url : url.slice(0, q)
+  const query = q === -1 ? '' : url.slice(q + 1)
+  rejectTricks(path)
+  const s1 = path.indexOf('/', 1)
+  const database = s1 === -1 ? path.slice(1) : path.slice(1, s1)
+  if (database === '') throw new NotFoundError()
+  if (!DATABASE_NAME.test(database)) {
+    throw new TenantNotFoundError(database.length > 63 ? database.slice(0, 63) + '...' : database, {
+      details: 'database names are 1-63 lower-case letters, digits, "_" or "-", starting with a letter'
+    })
+  }
+  if (s1 === -1) return { database, service: null, path: '/', query }
+  // `/<db>/auth/v1` or `/<db>/rest/v1`, then `/...` or nothing.
+  const rest = path.slice(s1)
+  let service: Service | null = null
+  if (rest.startsWith('/auth/v1')) service = 'auth'
+  else if (rest.startsWith('/rest/v1')) service = 'rest'
+  if (service !== null) {
+    const below = rest.slice(8)
+    if (below === '') return { database, service, path: '/', query }
+    if (below.charCodeAt(0) === 47) return { database, service, path: below, query }
+  }
+  return { database, service: null, path: rest, query }
+}
+
+/** The tenant of a parsed path; TenantNotFound when the lookup has none. */
+export async function resolveTenant (tenants: TenantLookup, database: string): Promise<Tenant> {
+  const tenant = await tenants.get(database)
+  if (tenant === null || tenant === undefined) throw new TenantNotFoundError(database)
+  return tenant
+}
+
+/** Auth routes reachable without an API key (browser redirects, as Supabase's Kong). */
+export function isOpenAuthRoute (method: string, path: string): boolean {
+  if (method === 'GET') return path === '/verify' || path === '/callback' || path === '/authorize'
+  if (method === 'POST') return path === '/callback'
+  return false
+}
+
+/** `/<table>`: one non-empty segment that is not `rpc` (reads get the default limit). */
+export function isTablePath (path: string): boolean {
+  if (path.length < 2) return false
+  const end = path.indexOf('/', 1)
+  if (end !== -1 && end !== path.length - 1) return false
+  const seg = end === -1 ? path.slice(1) : path.slice(1, end)
+  return seg !== '' && seg !== 'rpc'
+}

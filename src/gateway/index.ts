@@ -1,0 +1,155 @@
+// The gateway part's façade: buildGateway(deps) returns an UNSTARTED fastify instance that
+// routes `/<database>/auth/v1/*` and `/<database>/rest/v1/*` to the tenant's upstreams,
+// with keys, tokens, CORS, health, metrics and logs; installGracefulShutdown() drains it.
+// Only cli.ts / serve.ts listen. Nothing here reads process.env.
+import { randomUUID } from 'node:crypto'
+import Fastify, { LogController, type FastifyInstance } from 'fastify'
+import { loggerOptions, redactUrl } from '../shared/logger.js'
+import { isValidRequestId, firstHeader } from '../shared/http.js'
+import { createAuthenticator } from './hooks/authenticate.js'
+import { createUpstreamTokens } from './proxy/upstream-token.js'
+import { createUpstreamProxy } from './proxy/proxy-server.js'
+import { createCors } from './cors.js'
+import { createGatewayMetrics } from './metrics.js'
+import { NotFoundError, NotReadyError, InvalidPathError } from './errors.js'
+import { renderError } from './render.js'
+import { proxyRoutes, requestInfo, setRequestInfo } from './routes.js'
+import { gatewayState } from './shutdown.js'
+import type { GatewayDeps } from './types.js'
+
+export type { GatewayDeps, Caller, RewriteError, RewrittenError, UpstreamErrorContext, Service } from './types.js'
+export { installGracefulShutdown, gatewayState, type GracefulShutdown, type GracefulShutdownOptions } from './shutdown.js'
+export { GATEWAY_ERROR_CODES, type GatewayErrorCode } from './errors.js'
+export { CORS_ALLOWED_HEADERS, CORS_EXPOSED_HEADERS } from './cors.js'
+
+/**
+ * Builds the gateway (never listens). Routes: `/:database/auth/v1/*`, `/:database/rest/v1/*`,
+ * `/healthz`, `/readyz`, `/metrics`. Close it with `app.close()` (keep-alive upstream
+ * sockets are destroyed on close) or through installGracefulShutdown().
+ */
+export function buildGateway (deps: GatewayDeps): FastifyInstance {
+  const { config } = deps
+  const g = config.gateway
+  const now = deps.now ?? Date.now
+  const publicUrl = new URL(config.public_url)
+
+  const common = {
+    logController: new LogController({ disableRequestLogging: true, requestIdLogLabel: 'reqId' }),
+    genReqId: (req: { headers: Record<string, string | string[] | undefined> }) => {
+      const v = firstHeader(req.headers['x-request-id'])
+      return isValidRequestId(v) ? v : randomUUID()
+    },
+    trustProxy: false,
+    return503OnClosing: true,
+    routerOptions: { ignoreDuplicateSlashes: false, ignoreTrailingSlash: false, useSemicolonDelimiter: false, maxParamLength: 200 },
+    frameworkErrors: (error: Error, request: { id: string, log: { info: (o: unknown, m: string) => void } }, reply: { code: (n: number) => { headers: (h: Record<string, string>) => { send: (b: string) => void } } }) => {
+      const r = renderError(new InvalidPathError('the URL cannot be decoded', { cause: error }), request.id)
+      request.log.info({ code: r.error.code }, 'request refused')
+      reply.code(r.status).headers({ ...r.headers, 'x-request-id': request.id }).send(r.body)
+    }
+  }
+  const app = (deps.logger !== undefined
+    ? Fastify({ ...common, loggerInstance: deps.logger } as never)
+    : Fastify({ ...common, logger: deps.loggerOptions ?? loggerOptions(config.log) } as never)) as unknown as FastifyInstance
+
+  const state = gatewayState(app)
+  const metrics = createGatewayMetrics(deps.metricsRegistry)
+  const cors = createCors(g.cors_origins)
+  const authenticator = createAuthenticator({ publicUrl: config.public_url, now })
+  const tokens = createUpstreamTokens({ ttlSeconds: g.upstream_token_ttl_seconds, now })
+  const upstream = createUpstreamProxy({
+    timeoutMs: g.upstream_timeout_ms,
+    connectTimeoutMs: g.upstream_connect_timeout_ms,
+    keepAliveMs: g.upstream_keepalive_ms,
+    maxErrorBodyBytes: g.max_error_body_bytes,
+    rewriteError: deps.rewriteError,
+    isShuttingDown: () => state.shuttingDown,
+    onUpstreamError: (ctx, code) => metrics.upstreamError(ctx.tenant.database, ctx.service, code)
+  })
+
+  // Every response: request id, CORS, and `Connection: close` while shutting down.
+  // Preflights are answered here, before routing to a tenant and without a key.
+  app.addHook('onRequest', (request, reply, done) => {
+    const raw = request.raw
+    setRequestInfo(raw)
+    reply.header('x-request-id', request.id)
+    const origin = firstHeader(raw.headers.origin)
+    if (origin !== undefined) {
+      if (raw.method === 'OPTIONS' && raw.headers['access-control-request-method'] !== undefined) {
+        const h = cors.preflight(origin)
+        reply.code(204).headers(h ?? {}).send()
+        return
+      }
+      const h = cors.response(origin)
+      if (h !== null) reply.headers(h)
+    }
+    if (state.shuttingDown) reply.header('connection', 'close')
+    done()
+  })
+
+  // One line per proxied request (URL redacted), and the metrics.
+  app.addHook('onResponse', (request, reply, done) => {
+    const info = requestInfo(request.raw)
+    if (info !== undefined && info.counted) {
+      const status = reply.statusCode
+      const ms = reply.elapsedTime
+      metrics.observe(info.tenant, info.service, status, ms / 1000)
+      request.log.info({
+        method: request.raw.method,
+        url: redactUrl(info.url),
+        status,
+        ms: Math.round(ms * 10) / 10,
+        ...(info.errorCode !== null ? { code: info.errorCode } : {})
+      }, 'request completed')
+    }
+    done()
+  })
+
+  app.setErrorHandler((err, request, reply) => {
+    const r = renderError(err, request.id)
+    const info = requestInfo(request.raw)
+    if (info !== undefined) info.errorCode = r.error.code
+    if (r.status >= 500) request.log.error({ err: r.error.cause ?? err, code: r.error.code }, 'request failed')
+    else if (r.error.details !== null) request.log.debug({ code: r.error.code, details: r.error.details }, 'request refused')
+    void reply.code(r.status).headers(r.headers).send(r.body)
+  })
+
+  app.setNotFoundHandler((request, reply) => {
+    const r = renderError(new NotFoundError(), request.id)
+    void reply.code(r.status).headers(r.headers).send(r.body)
+  })
+
+  app.get('/healthz', async () => ({ status: 'ok' }))
+
+  app.get('/readyz', async (request, reply) => {
+    let ready = !state.shuttingDown
+    if (ready && deps.ready !== undefined) {
+      try { ready = await deps.ready() } catch (err) { request.log.warn({ err }, 'readiness check failed'); ready = false }
+    }
+    if (ready) return { status: 'ready' }
+    const r = renderError(new NotReadyError(), request.id)
+    return reply.code(r.status).headers(r.headers).send(r.body)
+  })
+
+  app.get('/metrics', async (_request, reply) => {
+    const body = await metrics.registry.metrics()
+    return reply.header('content-type', metrics.registry.contentType).send(body)
+  })
+
+  void app.register(proxyRoutes({
+    tenants: deps.tenants,
+    authenticator,
+    tokens,
+    upstream,
+    forwardedProto: publicUrl.protocol.replace(/:$/, ''),
+    forwardedHost: publicUrl.host
+  }))
+
+  app.addHook('onClose', async () => {
+    upstream.close()
+    authenticator.clear()
+    tokens.clear()
+  })
+
+  return app
+}

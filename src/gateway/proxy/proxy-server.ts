@@ -1,0 +1,209 @@
+// The one http-proxy-3 ProxyServer of a gateway, one keep-alive agent per upstream origin
+// (idle timeout shorter than the upstream's: supabase/cli #6674), connect and response
+// timeouts, and the response side: success bodies stream untouched, error bodies with a
+// JSON type are buffered (bounded) for the refusal rewriter. Errors never reach
+// http-proxy-3's default listener (it rethrows): every call passes its own callback.
+import http from 'node:http'
+import https from 'node:https'
+import type { OutgoingHttpHeaders, IncomingMessage, ServerResponse } from 'node:http'
+import type { Socket } from 'node:net'
+import { ProxyServer } from 'http-proxy-3'
+import type { FastifyBaseLogger } from 'fastify'
+import { isJsonContentType } from '../../shared/http.js'
+import type { Tenant } from '../../tenants/schema.js'
+import { UpstreamTimeoutError, UpstreamUnavailableError } from '../errors.js'
+import { renderError } from '../render.js'
+import type { Caller, RewriteError, Service } from '../types.js'
+import { buildResponseHeaders } from './headers.js'
+
+/** Everything the response side needs about one proxied request. */
+export interface ForwardContext {
+  target: URL
+  requestId: string
+  tenant: Tenant
+  service: Service
+  caller: Caller
+  method: string
+  path: string
+  query: string
+  /** Headers we add to the client response (request id, CORS, limit notice). */
+  responseHeaders: OutgoingHttpHeaders
+  log: FastifyBaseLogger
+  timedOut: boolean
+}
+
+export interface UpstreamProxyOptions {
+  timeoutMs: number
+  connectTimeoutMs: number
+  keepAliveMs: number
+  maxErrorBodyBytes: number
+  rewriteError?: RewriteError
+  /** True once shutdown began: responses then close their connection. */
+  isShuttingDown: () => boolean
+  onUpstreamError?: (ctx: ForwardContext, code: string) => void
+}
+
+export interface UpstreamProxy {
+  /** Streams req to ctx.target and the answer back; the reply must already be hijacked. */
+  web (req: IncomingMessage, res: ServerResponse, ctx: ForwardContext): void
+  /** Destroys the keep-alive sockets. */
+  close (): void
+}
+
+const kCtx = Symbol('gatehouse.forward')
+type WithCtx = IncomingMessage & { [kCtx]?: ForwardContext }
+
+function ctxOf (req: IncomingMessage): ForwardContext | undefined {
+  return (req as WithCtx)[kCtx]
+}
+
+const TIMEOUT = Symbol('gatehouse.upstreamTimeout')
+
+export function createUpstreamProxy (opts: UpstreamProxyOptions): UpstreamProxy {
+  const proxy = new ProxyServer({ xfwd: false, prependPath: true, changeOrigin: true, selfHandleResponse: true })
+  const agents = new Map<string, http.Agent>()
+
+  function agentFor (target: URL): http.Agent {
+    let agent = agents.get(target.origin)
+    if (agent === undefined) {
+      const o: http.AgentOptions = {
+        keepAlive: true,
+        keepAliveMsecs: 1000,
+        // Idle sockets are closed after this; it must be shorter than the upstream's idle
+        // timeout so we never write to a socket the upstream is closing.
+        timeout: opts.keepAliveMs,
+        maxSockets: 512,
+        maxFreeSockets: 256,
+        scheduling: 'lifo'
+      }
+      agent = target.protocol === 'https:' ? new https.Agent(o) : new http.Agent(o)
+      agents.set(target.origin, agent)
+    }
+    return agent
+  }
+
+  // Connect and response timeouts, armed when the request gets its socket.
+  proxy.on('proxyReq', (proxyReq, req, _res, _options, socket: Socket) => {
+    const ctx = ctxOf(req)
+    const fail = (): void => {
+      if (ctx !== undefined) ctx.timedOut = true
+      proxyReq.destroy(Object.assign(new Error('upstream timed out'), { code: 'ETIMEDOUT', [TIMEOUT]: true }))
+    }
+    proxyReq.setTimeout(opts.timeoutMs, fail)
+    if (socket.connecting) {
+      const t = setTimeout(fail, opts.connectTimeoutMs)
+      const clear = (): void => clearTimeout(t)
+      socket.once('connect', clear)
+      proxyReq.once('close', clear)
+    }
+  })
+
+  proxy.on('proxyRes', (proxyRes, req, res) => {
+    const ctx = ctxOf(req)
+    if (ctx === undefined) { res.destroy(); return }
+    const status = proxyRes.statusCode ?? 502
+    const headers = buildResponseHeaders(proxyRes.headers, ctx.responseHeaders)
+    if (opts.isShuttingDown()) headers.connection = 'close'
+    proxyRes.once('error', () => res.destroy())
+    if (opts.rewriteError !== undefined && status >= 400 && ctx.method !== 'HEAD' &&
+        isJsonContentType(proxyRes.headers['content-type']) && proxyRes.headers['content-encoding'] === undefined) {
+      bufferError(proxyRes, res, status, headers, ctx, opts.rewriteError)
+      return
+    }
+    res.writeHead(status, headers)
+    proxyRes.pipe(res)
+  })
+
+  function bufferError (proxyRes: IncomingMessage, res: ServerResponse, status: number, headers: OutgoingHttpHeaders,
+    ctx: ForwardContext, rewrite: RewriteError): void {
+    const chunks: Buffer[] = []
+    let size = 0
+    const onData = (chunk: Buffer): void => {
+      chunks.push(chunk)
+      size += chunk.length
+      if (size > opts.maxErrorBodyBytes) {
+        // Too large to rewrite: send what we have and stream the rest as it comes.
+        proxyRes.removeListener('data', onData)
+        proxyRes.removeListener('end', onEnd)
+        res.writeHead(status, headers)
+        for (const c of chunks) res.write(c)
+        chunks.length = 0
+        proxyRes.pipe(res)
+      }
+    }
+    const onEnd = (): void => {
+      const raw = Buffer.concat(chunks, size)
+      void finishRewrite(raw, res, status, headers, ctx, rewrite, proxyRes.headers)
+    }
+    proxyRes.on('data', onData)
+    proxyRes.on('end', onEnd)
+  }
+
+  async function finishRewrite (raw: Buffer, res: ServerResponse, status: number, headers: OutgoingHttpHeaders,
+    ctx: ForwardContext, rewrite: RewriteError, upstreamHeaders: IncomingMessage['headers']): Promise<void> {
+    let body: unknown
+    try { body = JSON.parse(raw.toString('utf8')) } catch { body = undefined }
+    let out: { status: number, headers: OutgoingHttpHeaders, body: Buffer } = { status, headers, body: raw }
+    try {
+      const r = await rewrite({
+        tenant: ctx.tenant,
+        service: ctx.service,
+        caller: ctx.caller,
+        method: ctx.method,
+        path: ctx.path,
+        query: ctx.query,
+        status,
+        headers: upstreamHeaders,
+        body,
+        raw,
+        requestId: ctx.requestId,
+        log: ctx.log
+      })
+      if (r !== null && r !== undefined) {
+        const buf = Buffer.from(JSON.stringify(r.body), 'utf8')
+        out = { status: r.status ?? status, headers: { ...headers, ...(r.headers ?? {}) }, body: buf }
+      }
+    } catch (err) {
+      ctx.log.error({ err }, 'refusal rewriter failed; the upstream error is sent unchanged')
+    }
+    if (res.destroyed || res.writableEnded) return
+    out.headers['content-length'] = String(out.body.length)
+    res.writeHead(out.status, out.headers)
+    res.end(out.body)
+  }
+
+  // Refused, reset, unreachable or too slow: 502 / 504 with our JSON body, unless the
+  // response already started (then the client connection is cut, as a proxy must).
+  function onProxyError (err: Error, req: IncomingMessage, res: ServerResponse | Socket): void {
+    const ctx = ctxOf(req)
+    const response = res as ServerResponse
+    const timedOut = ctx?.timedOut === true || (err as { [TIMEOUT]?: boolean })[TIMEOUT] === true
+    const error = timedOut
+      ? new UpstreamTimeoutError({ cause: err })
+      : new UpstreamUnavailableError({ cause: err })
+    if (ctx !== undefined) {
+      ctx.log.error({ err, upstream: ctx.target.origin, code: error.code }, 'upstream request failed')
+      opts.onUpstreamError?.(ctx, error.code)
+    }
+    if (response.headersSent || response.writableEnded || response.destroyed) {
+      response.destroy()
+      return
+    }
+    const r = renderError(error, ctx?.requestId ?? 'unknown')
+    const headers: OutgoingHttpHeaders = { ...(ctx?.responseHeaders ?? {}), ...r.headers, 'content-length': String(Buffer.byteLength(r.body)) }
+    if (opts.isShuttingDown()) headers.connection = 'close'
+    response.writeHead(r.status, headers)
+    response.end(r.body)
+  }
+
+  return {
+    web (req, res, ctx) {
+      (req as WithCtx)[kCtx] = ctx
+      proxy.web(req, res, { target: ctx.target, agent: agentFor(ctx.target) }, onProxyError)
+    },
+    close () {
+      for (const a of agents.values()) a.destroy()
+      agents.clear()
+    }
+  }
+}

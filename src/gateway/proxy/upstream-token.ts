@@ -1,0 +1,77 @@
+// Tokens the gateway signs for its upstreams, cached per (tenant record, caller) and
+// re-used until near expiry: the REST token (tenant.jwt.upstream_secret, role = this
+// tenant's Postgres role for the caller's kind, the caller's claims kept, exp capped by the
+// caller's) and the auth upstream's service_role token for secret-key calls.
+import type { JWTPayload } from 'jose'
+import { LRUCache } from 'lru-cache'
+import { signHS256 } from '../../shared/jwt.js'
+import type { Tenant } from '../../tenants/schema.js'
+import type { Caller } from '../types.js'
+
+export interface UpstreamTokenOptions {
+  /** gateway.upstream_token_ttl_seconds */
+  ttlSeconds: number
+  now?: () => number
+  cacheMax?: number
+}
+
+export interface UpstreamTokens {
+  /** Bearer token for the REST upstream (caller.cacheKey already binds the tenant record). */
+  rest (tenant: Tenant, caller: Caller): Promise<string>
+  /** service_role token for the auth upstream (secret key, no user JWT). */
+  authService (tenant: Tenant, issuer: string, fp: string): Promise<string>
+  clear (): void
+}
+
+interface Entry { token: string, renewAt: number }
+
+// Claims the gateway sets itself; the caller's values are not carried over.
+const OWN_CLAIMS = new Set(['role', 'exp', 'iat', 'nbf', 'jti'])
+
+export function createUpstreamTokens (opts: UpstreamTokenOptions): UpstreamTokens {
+  const now = opts.now ?? Date.now
+  const ttl = opts.ttlSeconds
+  // Renew when a fifth of the lifetime is left, so a token never reaches the upstream
+  // with less than that (clock skew, slow requests).
+  const margin = Math.max(2, Math.floor(ttl / 5))
+  const cache = new LRUCache<string, Entry>({ max: opts.cacheMax ?? 50_000 })
+
+  function fresh (key: string, nowSec: number): string | undefined {
+    const e = cache.get(key)
+    return e !== undefined && e.renewAt > nowSec ? e.token : undefined
+  }
+
+  async function rest (tenant: Tenant, caller: Caller): Promise<string> {
+    const nowSec = Math.floor(now() / 1000)
+    const key = `rest:${caller.cacheKey}`
+    const hit = fresh(key, nowSec)
+    if (hit !== undefined) return hit
+    const claims: JWTPayload = {}
+    if (caller.claims !== null) {
+      for (const name in caller.claims) if (!OWN_CLAIMS.has(name)) claims[name] = caller.claims[name]
+    }
+    claims.role = tenant.roles[caller.kind]
+    let exp = nowSec + ttl
+    if (caller.exp !== null && caller.exp < exp) exp = caller.exp
+    const token = await signHS256(claims, { secret: tenant.jwt.upstream_secret, expiresInSeconds: exp - nowSec, now: nowSec })
+    // A token capped by the caller's exp is renewed only when it has expired (the caller
+    // token has too, then); an uncapped one when the margin is reached.
+    const renewAt = exp === nowSec + ttl ? exp - margin : exp
+    cache.set(key, { token, renewAt }, { ttl: Math.max(1, exp - nowSec) * 1000 })
+    return token
+  }
+
+  async function authService (tenant: Tenant, issuer: string, fp: string): Promise<string> {
+    const nowSec = Math.floor(now() / 1000)
+    const key = `auth-svc:${fp}`
+    const hit = fresh(key, nowSec)
+    if (hit !== undefined) return hit
+    const token = await signHS256({ role: 'service_role' }, {
+      secret: tenant.jwt.secret, issuer, expiresInSeconds: ttl, now: nowSec
+    })
+    cache.set(key, { token, renewAt: nowSec + ttl - margin }, { ttl: ttl * 1000 })
+    return token
+  }
+
+  return { rest, authService, clear: () => cache.clear() }
+}

@@ -1,0 +1,138 @@
+// The proxied routes, `/:database/auth/v1/*` and `/:database/rest/v1/*`, as one
+// encapsulated plugin: its content-type parser hands the raw body stream through (the
+// gateway never parses what it forwards), its handler runs the request pipeline in one
+// place (path -> tenant -> key/token -> upstream token -> headers), then hijacks the
+// reply and streams through the proxy. The hot path only touches caches.
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
+import type { IncomingHttpHeaders, IncomingMessage, OutgoingHttpHeaders } from 'node:http'
+import type { TenantLookup } from '../tenants/index.js'
+import { NotFoundError } from './errors.js'
+import { isOpenAuthRoute, isTablePath, parseGatewayPath, resolveTenant } from './hooks/resolve-tenant.js'
+import { rewriteQuery } from './hooks/default-limit.js'
+import type { Authenticator } from './hooks/authenticate.js'
+import type { UpstreamTokens } from './proxy/upstream-token.js'
+import type { UpstreamProxy } from './proxy/proxy-server.js'
+import { buildUpstreamHeaders } from './proxy/headers.js'
+import { UNKNOWN_TENANT } from './metrics.js'
+import type { Service } from './types.js'
+
+/** Per-request facts for the completion log and the metrics (set on the raw request). */
+export interface RequestInfo {
+  /** The URL as received (the proxy rewrites raw.url). */
+  url: string
+  /** Set when the proxy pipeline handled the request (health routes are not counted). */
+  counted: boolean
+  tenant: string
+  service: Service | 'none'
+  errorCode: string | null
+}
+
+const kInfo = Symbol('gatehouse.requestInfo')
+type WithInfo = IncomingMessage & { [kInfo]?: RequestInfo }
+
+export function setRequestInfo (raw: IncomingMessage): RequestInfo {
+  const info: RequestInfo = { url: raw.url ?? '/', counted: false, tenant: UNKNOWN_TENANT, service: 'none', errorCode: null }
+  ;(raw as WithInfo)[kInfo] = info
+  return info
+}
+
+export function requestInfo (raw: IncomingMessage): RequestInfo | undefined {
+  return (raw as WithInfo)[kInfo]
+}
+
+export interface ProxyRouteDeps {
+  tenants: TenantLookup
+  authenticator: Authenticator
+  tokens: UpstreamTokens
+  upstream: UpstreamProxy
+  /** X-Forwarded-Proto / -Host values (from config.public_url). */
+  forwardedProto: string
+  forwardedHost: string
+}
+
+const METHODS = ['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS']
+
+export function proxyRoutes (deps: ProxyRouteDeps) {
+  const { tenants, authenticator, tokens, upstream } = deps
+  const bases = new Map<string, URL>()
+
+  function baseUrl (url: string): URL {
+    let u = bases.get(url)
+    if (u === undefined) {
+      u = new URL(url)
+      if (bases.size > 10_000) bases.clear()
+      bases.set(url, u)
+    }
+    return u
+  }
+
+  async function handle (request: FastifyRequest, reply: FastifyReply): Promise<void> {
+    const raw = request.raw
+    const info = requestInfo(raw) ?? setRequestInfo(raw)
+    info.counted = true
+    const method = raw.method ?? 'GET'
+
+    const gp = parseGatewayPath(raw.url ?? '/')
+    const tenant = await resolveTenant(tenants, gp.database)
+    info.tenant = tenant.database
+    request.log = request.log.child({ tenant: tenant.database })
+    if (gp.service === null) throw new NotFoundError()
+    const service = gp.service
+    info.service = service
+
+    const open = service === 'auth' && isOpenAuthRoute(method, gp.path)
+    const limit = service === 'rest' && (method === 'GET' || method === 'HEAD') && isTablePath(gp.path)
+      ? { default: tenant.rest.default_limit, max: tenant.rest.max_limit }
+      : null
+    const q = rewriteQuery(gp.query, limit)
+    const caller = await authenticator.authenticate(tenant, raw.headers, q.apikey, open)
+
+    // Authorization for the upstream (contract in briefs/common.md):
+    //   REST: always our re-signed token (role = this tenant's Postgres role).
+    //   auth: a user JWT passes unchanged; a secret key becomes a service_role token;
+    //         a public key sends none.
+    let authorization: string | undefined
+    if (service === 'rest') {
+      authorization = `Bearer ${await tokens.rest(tenant, caller)}`
+    } else if (caller.token !== null) {
+      authorization = `Bearer ${caller.token}`
+    } else if (caller.keyKind === 'svc') {
+      const f = authenticator.facts(tenant)
+      authorization = `Bearer ${await tokens.authService(tenant, f.issuer, f.fp)}`
+    }
+
+    if (q.limitAdded !== null) reply.header('x-gatehouse-default-limit', String(q.limitAdded))
+    if (q.limitCapped !== null) reply.header('x-gatehouse-max-limit', String(q.limitCapped))
+
+    const target = baseUrl(service === 'rest' ? tenant.upstreams.rest : tenant.upstreams.auth)
+    raw.headers = buildUpstreamHeaders(raw.headers, authorization, request.id, {
+      for: raw.socket.remoteAddress ?? '',
+      proto: deps.forwardedProto,
+      host: deps.forwardedHost
+    }) as IncomingHttpHeaders
+    raw.url = q.query === '' ? gp.path : `${gp.path}?${q.query}`
+
+    reply.hijack()
+    upstream.web(raw, reply.raw, {
+      target,
+      requestId: request.id,
+      tenant,
+      service,
+      caller,
+      method,
+      path: gp.path,
+      query: q.query,
+      responseHeaders: reply.getHeaders() as OutgoingHttpHeaders,
+      log: request.log,
+      timedOut: false
+    })
+  }
+
+  return async function gatewayProxyRoutes (instance: FastifyInstance): Promise<void> {
+    // Bodies are never parsed: every content type (and none) leaves the stream unread
+    // for the proxy to pipe.
+    instance.removeAllContentTypeParsers()
+    instance.addContentTypeParser('*', (_request, _payload, done) => { done(null) })
+    instance.route({ method: METHODS, url: '/*', handler: handle })
+  }
+}

@@ -1,0 +1,81 @@
+// Types the gateway's modules share: its dependencies, the authenticated caller, the
+// per-request context, and the hook the refusal rewriter (a later issue) plugs into.
+// Importing a type from here never drags in logic.
+import type { FastifyBaseLogger } from 'fastify'
+import type { LoggerOptions } from 'pino'
+import type { Registry } from 'prom-client'
+import type { JWTPayload } from 'jose'
+import type { Config } from '../config/index.js'
+import type { Tenant, RoleKind } from '../tenants/schema.js'
+import type { TenantLookup } from '../tenants/index.js'
+
+/** Which upstream a request goes to. */
+export type Service = 'auth' | 'rest'
+
+/** Context given to the refusal rewriter for an upstream error response. */
+export interface UpstreamErrorContext {
+  tenant: Tenant
+  service: Service
+  caller: Caller
+  method: string
+  /** Path below /<database>/<service>/v1, e.g. `/todos`. */
+  path: string
+  /** Query string as forwarded (without `?`). */
+  query: string
+  status: number
+  headers: Record<string, string | string[] | undefined>
+  /** The parsed JSON body, or undefined when it did not parse. */
+  body: unknown
+  /** The raw body bytes (at most gateway.max_error_body_bytes). */
+  raw: Buffer
+  requestId: string
+  log: FastifyBaseLogger
+}
+
+/** What the rewriter answers: null keeps the upstream response as it was. */
+export interface RewrittenError {
+  status?: number
+  /** Replaces the JSON body (serialised by the gateway). */
+  body: unknown
+  /** Extra or replaced response headers. */
+  headers?: Record<string, string>
+}
+
+export type RewriteError = (ctx: UpstreamErrorContext) => Promise<RewrittenError | null> | RewrittenError | null
+
+export interface GatewayDeps {
+  config: Config
+  tenants: TenantLookup
+  /** A ready logger (pino or fastify's); wins over loggerOptions. */
+  logger?: FastifyBaseLogger
+  /** pino options; default: src/shared/logger.ts loggerOptions(config.log). */
+  loggerOptions?: LoggerOptions
+  /** Prometheus registry to register the gateway's metrics in; default a new one. */
+  metricsRegistry?: Registry
+  /**
+   * Hook for the refusal rewriter: called only for upstream responses with status >= 400
+   * and a JSON content type whose body fits gateway.max_error_body_bytes. Success bodies
+   * are streamed untouched and never reach it.
+   */
+  rewriteError?: RewriteError
+  /** Extra readiness check for /readyz (e.g. the tenant store answers). */
+  ready?: () => Promise<boolean> | boolean
+  /** Clock in milliseconds (tests); default Date.now. */
+  now?: () => number
+}
+
+/** The authenticated caller of one request. */
+export interface Caller {
+  /** The request role kind: anon, auth (signed-in user) or svc (secret key / service_role). */
+  kind: RoleKind
+  /** Verified claims of a bearer JWT, or null when the caller used a key only. */
+  claims: JWTPayload | null
+  /** The bearer JWT as received (forwarded unchanged to the auth upstream), or null. */
+  token: string | null
+  /** `exp` of the bearer JWT (seconds), or null. */
+  exp: number | null
+  /** Kind of the API key presented, or null on open routes called without one. */
+  keyKind: 'anon' | 'svc' | null
+  /** Cache key of this caller (a hash, never the token itself). */
+  cacheKey: string
+}
