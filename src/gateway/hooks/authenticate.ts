@@ -125,12 +125,12 @@ export function createAuthenticator (opts: AuthenticatorOptions): Authenticator 
     }
     const bearerIsJwt = bearer !== undefined && looksLikeJwt(bearer)
 
-    // An opaque key as bearer (supabase-js sends the key there when nobody is signed in).
+    // An opaque key as bearer (supabase-js sends the key there when nobody is signed in):
+    // it is the key when no apikey came; otherwise it must be that same key.
+    let opaqueBearer: string | undefined
     if (bearer !== undefined && !bearerIsJwt) {
       if (apikey === undefined) apikey = bearer
-      else if (apikey !== bearer) {
-        throw new InvalidApiKeyError({ details: 'the apikey header and the Authorization header carry different keys' })
-      }
+      else if (apikey !== bearer) opaqueBearer = bearer
     }
 
     let kk: 'anon' | 'svc' | null = null
@@ -143,6 +143,12 @@ export function createAuthenticator (opts: AuthenticatorOptions): Authenticator 
       if (kk === null) {
         throw new InvalidApiKeyError({ details: 'the key does not belong to this project', hint: 'Use the public or secret key of this project.' })
       }
+    }
+    if (opaqueBearer !== undefined) {
+      if (keyKind(tenant, opaqueBearer) !== null) {
+        throw new InvalidApiKeyError({ details: 'the apikey header and the Authorization header carry different keys' })
+      }
+      throw invalidToken('the bearer token is neither a JWT nor this project\'s API key')
     }
 
     if (bearerIsJwt) {
