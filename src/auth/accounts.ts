@@ -1,0 +1,211 @@
+// Account operations shared by several endpoints: creating a user with its email identity,
+// confirming an email, refreshing app_metadata.providers, and the external-identity sign-in
+// of spec §5.9 (find by provider + provider id, else link to the user owning the verified
+// email, else create). The provider callback (issue 7) and the panel exchange both go
+// through signInWithIdentity, so a repeated sign-in always finds the same user.
+import { randomUUID } from 'node:crypto'
+import type { Queryable } from '../shared/pg.js'
+import { withTransaction } from '../shared/pg.js'
+import { AuthError, signupDisabled, userBannedBearer } from './errors.js'
+import {
+  findIdentitiesByEmails, findIdentity, identitiesForUser, insertIdentity, insertIdentityIfAbsent,
+  deleteIdentitiesOfUser, mergeIdentityData, updateIdentity
+} from './models/identities.js'
+import { deleteOneTimeTokensOfUser } from './models/one-time-tokens.js'
+import { audit } from './models/audit-log.js'
+import {
+  findUserByEmail, findUserById, insertUser, isEmailTaken, isUserBanned, providersOf, updateUser
+} from './models/users.js'
+import { startSession, type AuthMethod } from './tokens.js'
+import type { AccessTokenResponse, IdentityRow, TenantContext, UserRow, UserWithIdentities } from './types.js'
+
+// Namespace of our transaction advisory locks (two-int form): "an identity or email is being linked".
+const LINK_LOCK_NS = 0x6c696e6b // 'link'
+
+/** The identity data of an email identity (spec §2.1): GoTrue's keys win over signup data. */
+export function emailIdentityData (userId: string, email: string, data: Record<string, unknown> | undefined, verified: boolean): Record<string, unknown> {
+  return { ...(data ?? {}), sub: userId, email, email_verified: verified, phone_verified: false }
+}
+
+export interface NewEmailUser {
+  email: string
+  encryptedPassword: string | null
+  data?: Record<string, unknown>
+  confirmed: boolean
+  invited?: boolean
+  appMetadata?: Record<string, unknown>
+  role?: string
+  id?: string
+}
+
+/** Inserts a user with an `email` identity whose provider_id is the user id. */
+export async function createEmailUser (ctx: TenantContext, q: Queryable, n: NewEmailUser): Promise<UserWithIdentities> {
+  const now = ctx.now()
+  const id = n.id ?? randomUUID()
+  const identityData = emailIdentityData(id, n.email, n.data, n.confirmed)
+  const user = await insertUser(q, {
+    id,
+    aud: ctx.tenant.jwt.aud,
+    role: n.role ?? 'authenticated',
+    email: n.email,
+    encryptedPassword: n.encryptedPassword,
+    appMetadata: { ...(n.appMetadata ?? {}), provider: 'email', providers: ['email'] },
+    userMetadata: identityData,
+    emailConfirmedAt: n.confirmed ? now : null,
+    invitedAt: n.invited ? now : null,
+    now
+  })
+  const identity = await insertIdentity(q, { userId: id, provider: 'email', providerId: id, identityData, now })
+  return { user, identities: [identity] }
+}
+
+/** Marks the email confirmed: timestamp, email_verified in metadata and identity, tokens cleared. */
+export async function confirmEmail (ctx: TenantContext, q: Queryable, user: UserRow): Promise<UserWithIdentities> {
+  const now = ctx.now()
+  const meta = { ...(user.raw_user_meta_data ?? {}), email_verified: true }
+  const updated = await updateUser(q, user.id, {
+    email_confirmed_at: user.email_confirmed_at ?? now,
+    raw_user_meta_data: meta,
+    confirmation_token: '',
+    recovery_token: ''
+  }, now)
+  await mergeIdentityData(q, user.id, 'email', { email_verified: true }, now)
+  await deleteOneTimeTokensOfUser(q, user.id)
+  return { user: updated, identities: await identitiesForUser(q, user.id) }
+}
+
+/** Recomputes app_metadata.provider/providers from the user's identities (spec §2.1). */
+export async function refreshProviders (ctx: TenantContext, q: Queryable, user: UserRow): Promise<UserWithIdentities> {
+  const identities = await identitiesForUser(q, user.id)
+  if (user.is_anonymous && identities.length === 0) return { user, identities }
+  const providers = providersOf(identities)
+  const app = { ...(user.raw_app_meta_data ?? {}) }
+  if (providers.length) {
+    app.provider = typeof app.provider === 'string' && providers.includes(app.provider) ? app.provider : providers[0]
+    app.providers = providers
+  }
+  const same = JSON.stringify(app) === JSON.stringify(user.raw_app_meta_data ?? {})
+  const updated = same ? user : await updateUser(q, user.id, { raw_app_meta_data: app }, ctx.now())
+  return { user: updated, identities }
+}
+
+// ----- external identities (spec §5.9) ------------------------------------------------------
+
+export interface ExternalIdentity {
+  /** `github`, `google`, `oidc`, `panel`, `custom:<id>` ... */
+  provider: string
+  /** The provider's subject for this person. */
+  providerId: string
+  email?: string | null
+  /** Whether the provider vouches for the email. */
+  emailVerified: boolean
+  /** Provider claims (name, avatar_url, ...), stored as identity_data. */
+  identityData?: Record<string, unknown>
+}
+
+export interface IdentitySignInOptions {
+  method?: AuthMethod
+  userAgent?: string | null
+  ip?: string | null
+}
+
+export interface IdentitySignInResult {
+  user: UserWithIdentities
+  session: AccessTokenResponse
+  /** What happened: found by identity, linked to an existing user, or a new user. */
+  decision: 'account_exists' | 'link_account' | 'create_account'
+}
+
+export const providerEmailNeedsVerification = () =>
+  new AuthError('provider_email_needs_verification', 422, 'Unverified email with the provider. Please verify your email and try again.')
+
+/**
+ * Signs a person in through an external identity, in one transaction: serialised per
+ * (provider, provider id) and per email by advisory locks, so concurrent calls for one
+ * person end with one user. Returns the user and a new session.
+ */
+export async function signInWithIdentity (ctx: TenantContext, ext: ExternalIdentity, opts: IdentitySignInOptions = {}): Promise<IdentitySignInResult> {
+  const email = ext.email ? ext.email.trim().toLowerCase() : ''
+  return withTransaction(ctx.db, async (q) => {
+    await q.query('SELECT pg_advisory_xact_lock($1, hashtext($2))', [LINK_LOCK_NS, JSON.stringify(['identity', ext.provider, ext.providerId])])
+    if (email) await q.query('SELECT pg_advisory_xact_lock($1, hashtext($2))', [LINK_LOCK_NS, JSON.stringify(['email', email])])
+    const now = ctx.now()
+    const identityData: Record<string, unknown> = {
+      ...(ext.identityData ?? {}),
+      sub: ext.providerId,
+      ...(email ? { email } : {}),
+      email_verified: ext.emailVerified,
+      phone_verified: false,
+      provider_id: ext.providerId
+    }
+
+    let decision: IdentitySignInResult['decision']
+    let user: UserRow
+    const existing = await findIdentity(q, ext.provider, ext.providerId)
+    if (existing) {
+      // AccountExists: refresh the identity, merge its data into user_metadata.
+      decision = 'account_exists'
+      await updateIdentity(q, existing.id, { identityData, lastSignInAt: now }, now)
+      const u = await findUserById(q, existing.user_id)
+      if (!u) throw new Error('identity without user')
+      user = await updateUser(q, u.id, { raw_user_meta_data: { ...(u.raw_user_meta_data ?? {}), ...identityData } }, now)
+    } else {
+      const owner = ext.emailVerified && email ? await linkingCandidate(ctx, q, email) : null
+      if (owner) {
+        decision = 'link_account'
+        await insertIdentityIfAbsent(q, { userId: owner.id, provider: ext.provider, providerId: ext.providerId, identityData, now, lastSignInAt: now })
+        let u = owner
+        if (!u.email_confirmed_at) {
+          // Pre-account-takeover defence (§5.9 step 4): whoever registered this address
+          // without confirming it loses the password and other identities.
+          const mine = await findIdentity(q, ext.provider, ext.providerId)
+          await deleteIdentitiesOfUser(q, u.id, mine?.id)
+          u = await updateUser(q, u.id, { encrypted_password: '', raw_user_meta_data: identityData, email_confirmed_at: now }, now)
+        } else {
+          u = await updateUser(q, u.id, { raw_user_meta_data: { ...(u.raw_user_meta_data ?? {}), ...identityData } }, now)
+        }
+        user = u
+        await audit(q, { action: 'identity_linked', actorId: u.id, actorUsername: u.email, traits: { provider: ext.provider }, now })
+      } else {
+        if (!ctx.tenant.auth.signup_enabled) throw signupDisabled()
+        decision = 'create_account'
+        const id = randomUUID()
+        const emailFree = email ? !(await isEmailTaken(q, email)) : false
+        const confirmed = emailFree && (ext.emailVerified || !ctx.tenant.auth.mail_confirmation)
+        if (emailFree && !confirmed) throw providerEmailNeedsVerification()
+        user = await insertUser(q, {
+          id,
+          aud: ctx.tenant.jwt.aud,
+          role: 'authenticated',
+          email: emailFree ? email : null,
+          encryptedPassword: '',
+          appMetadata: { provider: ext.provider, providers: [ext.provider] },
+          userMetadata: identityData,
+          emailConfirmedAt: confirmed ? now : null,
+          now
+        })
+        await insertIdentity(q, { userId: id, provider: ext.provider, providerId: ext.providerId, identityData, now, lastSignInAt: now })
+        await audit(q, { action: 'user_signedup', actorId: id, actorUsername: user.email, traits: { provider: ext.provider }, now })
+      }
+    }
+    if (isUserBanned(user, now)) throw userBannedBearer()
+    const withIdentities = await refreshProviders(ctx, q, user)
+    const session = await startSession(ctx, q, withIdentities, {
+      method: opts.method ?? 'oauth', userAgent: opts.userAgent, ip: opts.ip, auditAction: decision === 'create_account' ? null : 'login'
+    })
+    const finalUser = { user: withIdentities.user, identities: await identitiesForUser(q, user.id) }
+    return { user: finalUser, session: { ...session, user: session.user }, decision }
+  })
+}
+
+/** The one user a verified email links to: owner of an identity or of the email itself. */
+async function linkingCandidate (ctx: TenantContext, q: Queryable, email: string): Promise<UserRow | null> {
+  const identities: IdentityRow[] = await findIdentitiesByEmails(q, [email])
+  const ids = new Set(identities.map((i) => i.user_id))
+  const byEmail = await findUserByEmail(q, email, ctx.tenant.jwt.aud)
+  if (byEmail) ids.add(byEmail.id)
+  if (ids.size === 0) return null
+  if (ids.size > 1) throw new AuthError('unexpected_failure', 500, 'Multiple accounts with the same email address in the same linking domain detected')
+  const [only] = [...ids]
+  return byEmail && byEmail.id === only ? byEmail : findUserById(q, only!)
+}

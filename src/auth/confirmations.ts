@@ -1,0 +1,173 @@
+// Emailed one-time tokens (spec §5.4, §5.5): issuing a token of a kind (user column +
+// auth.one_time_tokens row + *_sent_at), mailing it, and what verifying each kind does.
+// Issue 6 verifies signup, invite and email_change; recovery and magic link (issue 7)
+// add their entries to EMAIL_TOKENS / VERIFY_KINDS and reuse the same functions.
+import type { Queryable } from '../shared/pg.js'
+import { generateOtp, hashOtp, randomPassword, hashPassword } from './crypto.js'
+import { otpExpired, userBannedBearer } from './errors.js'
+import type { MailKind, VerifyLinkType } from './mail/index.js'
+import { audit } from './models/audit-log.js'
+import { identitiesForUser, insertIdentity, updateIdentity } from './models/identities.js'
+import {
+  deleteOneTimeToken, deleteOneTimeTokensOfUser, findOneTimeToken, putOneTimeToken, type OneTimeTokenType
+} from './models/one-time-tokens.js'
+import { isUserBanned, lockUserById, updateUser, type UserColumn } from './models/users.js'
+import { confirmEmail, emailIdentityData, refreshProviders } from './accounts.js'
+import type { TenantContext, UserRow, UserWithIdentities } from './types.js'
+
+export type EmailTokenKind = 'confirmation' | 'invite' | 'recovery' | 'magiclink' | 'email_change_new' | 'email_change_current'
+
+interface EmailTokenSpec {
+  ott: OneTimeTokenType
+  column: UserColumn
+  sentAt: UserColumn
+  mail: MailKind
+  linkType: VerifyLinkType
+}
+
+/** Where each kind of emailed token lives and which mail carries it. */
+export const EMAIL_TOKENS: Record<EmailTokenKind, EmailTokenSpec> = {
+  confirmation: { ott: 'confirmation_token', column: 'confirmation_token', sentAt: 'confirmation_sent_at', mail: 'confirmation', linkType: 'signup' },
+  invite: { ott: 'confirmation_token', column: 'confirmation_token', sentAt: 'confirmation_sent_at', mail: 'invite', linkType: 'invite' },
+  recovery: { ott: 'recovery_token', column: 'recovery_token', sentAt: 'recovery_sent_at', mail: 'recovery', linkType: 'recovery' },
+  magiclink: { ott: 'recovery_token', column: 'recovery_token', sentAt: 'recovery_sent_at', mail: 'magic_link', linkType: 'magiclink' },
+  email_change_new: { ott: 'email_change_token_new', column: 'email_change_token_new', sentAt: 'email_change_sent_at', mail: 'email_change', linkType: 'email_change' },
+  email_change_current: { ott: 'email_change_token_current', column: 'email_change_token_current', sentAt: 'email_change_sent_at', mail: 'email_change', linkType: 'email_change' }
+}
+
+export interface IssuedToken { otp: string, hash: string, user: UserRow }
+
+/**
+ * Creates the token of a kind for `address`: hex SHA-224(address + otp), `pkce_`-prefixed
+ * in PKCE mode, stored in the user's column and in one_time_tokens; stamps *_sent_at.
+ */
+export async function issueEmailToken (ctx: TenantContext, q: Queryable, user: UserRow, kind: EmailTokenKind,
+  opts: { address: string, pkce?: boolean, extra?: Partial<Record<UserColumn, unknown>> }): Promise<IssuedToken> {
+  const spec = EMAIL_TOKENS[kind]
+  const now = ctx.now()
+  const otp = generateOtp(6)
+  const plain = hashOtp(opts.address.toLowerCase(), otp)
+  const hash = opts.pkce ? 'pkce_' + plain : plain
+  const updated = await updateUser(q, user.id, { ...(opts.extra ?? {}), [spec.column]: hash, [spec.sentAt]: now }, now)
+  await putOneTimeToken(q, { userId: user.id, type: spec.ott, hash, relatesTo: opts.address, now })
+  return { otp, hash, user: updated }
+}
+
+/** Issues a token and mails it (inside the caller's transaction: a failed send rolls back). */
+export async function sendEmailToken (ctx: TenantContext, q: Queryable, user: UserRow, kind: EmailTokenKind,
+  opts: { address: string, redirectTo: string, pkce?: boolean, newEmail?: string, extra?: Partial<Record<UserColumn, unknown>> }): Promise<IssuedToken> {
+  const issued = await issueEmailToken(ctx, q, user, kind, opts)
+  const spec = EMAIL_TOKENS[kind]
+  await ctx.mailer.send(ctx, q, {
+    kind: spec.mail,
+    to: opts.address,
+    linkType: spec.linkType,
+    tokenHash: issued.hash,
+    otp: issued.otp,
+    redirectTo: opts.redirectTo,
+    email: user.email ?? '',
+    newEmail: opts.newEmail,
+    data: issued.user.raw_user_meta_data ?? {}
+  })
+  const action = kind === 'invite' ? 'user_invited' : kind === 'recovery' || kind === 'magiclink' ? 'user_recovery_requested' : 'user_confirmation_requested'
+  await audit(q, { action, actorId: user.id, actorUsername: user.email, now: ctx.now() })
+  return issued
+}
+
+// ----- verification --------------------------------------------------------------------------
+
+export type VerifyOutcome =
+  | { kind: 'signed_in', user: UserWithIdentities }
+  /** Secure email change: the first of two links was accepted; no session. */
+  | { kind: 'first_email_change_confirmation' }
+
+interface VerifyKind {
+  ottTypes: OneTimeTokenType[]
+  sentAt (u: UserRow): Date | null
+  apply (ctx: TenantContext, q: Queryable, user: UserRow, tokenType: OneTimeTokenType): Promise<VerifyOutcome>
+}
+
+/** The verify `type`s this engine handles, by GoTrue name. */
+export const VERIFY_KINDS: Partial<Record<string, VerifyKind>> = {
+  signup: {
+    ottTypes: ['confirmation_token'],
+    sentAt: (u) => u.confirmation_sent_at,
+    async apply (ctx, q, user) {
+      return { kind: 'signed_in', user: await confirmEmail(ctx, q, user) }
+    }
+  },
+  invite: {
+    ottTypes: ['confirmation_token'],
+    sentAt: (u) => u.invited_at ?? u.confirmation_sent_at,
+    async apply (ctx, q, user) {
+      // An invited user has no password yet: a random one, the app then asks for a real one.
+      if (!user.encrypted_password) {
+        user = await updateUser(q, user.id, { encrypted_password: await hashPassword(randomPassword().slice(0, 64), ctx.config.auth.bcrypt_cost) }, ctx.now())
+      }
+      return { kind: 'signed_in', user: await confirmEmail(ctx, q, user) }
+    }
+  },
+  email_change: {
+    ottTypes: ['email_change_token_new', 'email_change_token_current'],
+    sentAt: (u) => u.email_change_sent_at,
+    apply: applyEmailChange
+  }
+}
+
+/** §5.5 email change: in secure mode the first of the two links only records the confirmation. */
+async function applyEmailChange (ctx: TenantContext, q: Queryable, user: UserRow, tokenType: OneTimeTokenType): Promise<VerifyOutcome> {
+  const now = ctx.now()
+  const column: UserColumn = tokenType === 'email_change_token_current' ? 'email_change_token_current' : 'email_change_token_new'
+  const bothPending = !!user.email && !!user.email_change_token_current && !!user.email_change_token_new
+  if (bothPending && (user.email_change_confirm_status ?? 0) === 0) {
+    await updateUser(q, user.id, { email_change_confirm_status: 1, [column]: '' }, now)
+    await deleteOneTimeToken(q, user.id, tokenType)
+    return { kind: 'first_email_change_confirmation' }
+  }
+  const newEmail = (user.email_change ?? '').toLowerCase()
+  if (!newEmail) throw otpExpired()
+  const meta = { ...(user.raw_user_meta_data ?? {}), email: newEmail, email_verified: true }
+  let updated = await updateUser(q, user.id, {
+    email: newEmail,
+    email_change: '',
+    email_change_token_new: '',
+    email_change_token_current: '',
+    email_change_confirm_status: 0,
+    email_confirmed_at: user.email_confirmed_at ?? now,
+    is_anonymous: false,
+    raw_user_meta_data: meta
+  }, now)
+  const identities = await identitiesForUser(q, user.id)
+  const emailIdentity = identities.find((i) => i.provider === 'email')
+  if (emailIdentity) {
+    await updateIdentity(q, emailIdentity.id, { identityData: { ...emailIdentity.identity_data, email: newEmail, email_verified: true } }, now)
+  } else {
+    await insertIdentity(q, { userId: user.id, provider: 'email', providerId: user.id, identityData: emailIdentityData(user.id, newEmail, undefined, true), now })
+  }
+  await deleteOneTimeTokensOfUser(q, user.id)
+  updated = (await refreshProviders(ctx, q, updated)).user
+  await audit(q, { action: 'user_modified', actorId: user.id, actorUsername: newEmail, traits: { email_change: true }, now })
+  return { kind: 'signed_in', user: { user: updated, identities: await identitiesForUser(q, user.id) } }
+}
+
+/**
+ * Verifies a token hash of one of the kind's token types: finds the one-time token, checks
+ * expiry (sent_at + otp_expiry) and the ban, then applies the kind. Runs in the caller's
+ * transaction. `relatesTo` (OTP verification) must match the address the token was sent to.
+ */
+export async function verifyTokenHash (ctx: TenantContext, q: Queryable, type: string, hash: string,
+  opts: { relatesTo?: string, notFoundMessage?: string } = {}): Promise<VerifyOutcome> {
+  const kind = VERIFY_KINDS[type]
+  if (!kind) throw otpExpired(opts.notFoundMessage)
+  const found = await findOneTimeToken(q, hash, kind.ottTypes)
+  if (!found) throw otpExpired(opts.notFoundMessage)
+  // Lock the user, then read the token again: a concurrent verification of the same
+  // token has deleted it by the time we get the lock, so a token works once.
+  const user = await lockUserById(q, found.user_id)
+  const ott = user ? await findOneTimeToken(q, hash, kind.ottTypes) : null
+  if (!user || !ott || (opts.relatesTo !== undefined && ott.relates_to !== opts.relatesTo.toLowerCase())) throw otpExpired(opts.notFoundMessage)
+  if (isUserBanned(user, ctx.now())) throw userBannedBearer()
+  const sent = kind.sentAt(user) ?? ott.created_at
+  if (sent.getTime() + ctx.tenant.auth.otp_expiry * 1000 < ctx.now().getTime()) throw otpExpired(opts.notFoundMessage)
+  return kind.apply(ctx, q, user, ott.token_type)
+}

@@ -1,0 +1,125 @@
+// Password hashing (bcrypt) and the tenant password policy, one-time token generation
+// and hashing as GoTrue stores them (hex SHA-224 of address + OTP, spec §5.4), random
+// passwords and legacy v1 refresh token strings (§5.2). No I/O besides bcrypt's CPU work.
+import bcrypt from 'bcryptjs'
+import { createHash, randomBytes, randomInt, timingSafeEqual } from 'node:crypto'
+import type { AuthSettings } from '../tenants/schema.js'
+import { passwordTooLong, validationFailed, weakPassword } from './errors.js'
+
+/** bcrypt reads 72 bytes at most; GoTrue refuses longer passwords rather than truncating. */
+export const MAX_PASSWORD_BYTES = 72
+
+export function checkPasswordLength (password: string): void {
+  if (Buffer.byteLength(password, 'utf8') > MAX_PASSWORD_BYTES) throw passwordTooLong()
+}
+
+export async function hashPassword (password: string, cost: number): Promise<string> {
+  checkPasswordLength(password)
+  return bcrypt.hash(password, cost)
+}
+
+// Valid hashes to compare against when the user has no password, so the time of a failed
+// sign-in does not reveal whether the address is registered (one per cost, made lazily).
+const dummyHashes = new Map<number, string>()
+function dummyHash (cost: number): string {
+  let h = dummyHashes.get(cost)
+  if (!h) { h = bcrypt.hashSync(randomBytes(16).toString('hex'), cost); dummyHashes.set(cost, h) }
+  return h
+}
+
+/** Compares a password with a stored bcrypt hash; false for empty or foreign hashes. */
+export async function verifyPassword (password: string, hash: string | null | undefined, cost: number): Promise<boolean> {
+  if (Buffer.byteLength(password, 'utf8') > MAX_PASSWORD_BYTES) return false
+  if (!hash || !/^\$2[abxy]\$\d\d\$/.test(hash)) {
+    await bcrypt.compare(password, dummyHash(cost)).catch(() => false)
+    return false
+  }
+  return bcrypt.compare(password, hash)
+}
+
+const LOWER = 'abcdefghijklmnopqrstuvwxyz'
+const UPPER = 'ABCDEFGHIJKLMNOPQRSTUVWXYZ'
+const DIGITS = '0123456789'
+const SYMBOLS = '!@#$%^&*()_+-=[]{};\'\\:"|<>?,./`~'
+
+/** The character sets of a tenant's `password_required_characters` preset (Supabase's presets). */
+export function requiredCharacterSets (preset: string): string[] {
+  switch (preset) {
+    case '': return []
+    case 'letters_digits': return [LOWER + UPPER, DIGITS]
+    case 'lower_upper_letters_digits': return [LOWER, UPPER, DIGITS]
+    case 'lower_upper_letters_digits_symbols': return [LOWER, UPPER, DIGITS, SYMBOLS]
+    default:
+      // GoTrue's own syntax: colon-separated sets, `\:` escapes a colon.
+      return preset.split(/(?<!\\):/).map((s) => s.replace(/\\:/g, ':')).filter((s) => s.length > 0)
+  }
+}
+
+export interface PasswordStrength { ok: boolean, message: string, reasons: string[] }
+
+/** GoTrue's checkPasswordStrength: `length` and `characters` reasons, messages joined by spaces. */
+export function passwordStrength (password: string, settings: Pick<AuthSettings, 'password_min_length' | 'password_required_characters'>): PasswordStrength {
+  const reasons: string[] = []
+  const messages: string[] = []
+  const min = Math.max(6, settings.password_min_length)
+  if ([...password].length < min) {
+    reasons.push('length')
+    messages.push(`Password should be at least ${min} characters.`)
+  }
+  const sets = requiredCharacterSets(settings.password_required_characters)
+  if (sets.length && !sets.every((set) => [...password].some((ch) => set.includes(ch)))) {
+    reasons.push('characters')
+    messages.push(`Password should contain at least one character of each: ${sets.join(', ')}.`)
+  }
+  return { ok: reasons.length === 0, message: messages.join(' '), reasons }
+}
+
+/** Throws 422 weak_password (or 400 for an over-long password) when the policy refuses it. */
+export function assertPasswordAcceptable (password: string, settings: Pick<AuthSettings, 'password_min_length' | 'password_required_characters'>): void {
+  checkPasswordLength(password)
+  const s = passwordStrength(password, settings)
+  if (!s.ok) throw weakPassword(s.message, s.reasons)
+}
+
+/** A numeric OTP of `length` digits, zero-padded. */
+export function generateOtp (length = 6): string {
+  let out = ''
+  for (let i = 0; i < length; i++) out += String(randomInt(0, 10))
+  return out
+}
+
+/** hex(SHA-224(address + otp)): the value GoTrue stores and puts into links (spec §5.4). */
+export function hashOtp (address: string, otp: string): string {
+  return createHash('sha224').update(address + otp, 'utf8').digest('hex')
+}
+
+/** A random password for accounts created without one (33-64 chars, all character classes). */
+export function randomPassword (): string {
+  const base = randomBytes(36).toString('base64url')
+  return base + 'aA1!'
+}
+
+const BASE32 = 'abcdefghijklmnopqrstuvwxyz234567'
+
+/** A legacy v1 refresh token: 12 random lower-case base32 characters (spec §5.2). */
+export function generateRefreshToken (): string {
+  const bytes = randomBytes(12)
+  let out = ''
+  for (let i = 0; i < 12; i++) out += BASE32[bytes[i]! & 31]
+  return out
+}
+
+/** Pre-validation of a presented refresh token (spec §3.4): v1 shape only. */
+export function assertRefreshTokenShape (token: unknown): asserts token is string {
+  // We issue v1 tokens only; a longer string would have to be a v2 token, which this
+  // engine never issued, so it is refused like GoTrue refuses an unparseable v2 token.
+  if (typeof token !== 'string' || !/^[a-z0-9]{12}$/.test(token)) {
+    throw validationFailed('Refresh token is not valid')
+  }
+}
+
+export function constantTimeEqual (a: string, b: string): boolean {
+  const x = Buffer.from(a)
+  const y = Buffer.from(b)
+  return x.length === y.length && timingSafeEqual(x, y)
+}

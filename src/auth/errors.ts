@@ -1,0 +1,140 @@
+// The auth engine's error registry: GoTrue's `error_code` values with their statuses
+// (spec/auth.md §6.3), and the renderer that picks the wire shape from the request's
+// X-Supabase-Api-Version header (§6.1). Status lives with the code; messages are GoTrue's.
+// Internal causes are logged with the request id, never sent.
+import { GatehouseError, type ErrorOptions } from '../shared/errors.js'
+
+/** A GoTrue API error: `code` is the `error_code`, `status` the HTTP status. */
+export class AuthError extends GatehouseError {
+  /** Reasons of a weak_password error (sent as `weak_password: {reasons}`). */
+  readonly reasons?: string[]
+  constructor (code: string, status: number, message: string, opts: ErrorOptions & { reasons?: string[] } = {}) {
+    super(code, status, message, opts)
+    this.name = 'AuthError'
+    if (opts.reasons) this.reasons = opts.reasons
+  }
+}
+
+/** GoTrue's OAuth-form error `{error, error_description}`, always 400 (§6.1.3). */
+export class OAuthError extends GatehouseError {
+  readonly error: string
+  constructor (error: string, description: string, opts: ErrorOptions = {}) {
+    super(error, 400, description, opts)
+    this.name = 'OAuthError'
+    this.error = error
+  }
+}
+
+type Msg = string
+const make = (code: string, status: number) =>
+  (message: Msg, opts?: ErrorOptions & { reasons?: string[] }) => new AuthError(code, status, message, opts)
+
+// ----- generic ---------------------------------------------------------------------------
+export const unexpectedFailure = (internal?: unknown) =>
+  new AuthError('unexpected_failure', 500, 'Unexpected failure, please check server logs for more information', { internal })
+export const validationFailed = make('validation_failed', 400)
+export const validationFailed404 = make('validation_failed', 404)
+export const validationFailed422 = make('validation_failed', 422)
+export const badJson = make('bad_json', 400)
+export const requestTooLarge = () => new AuthError('request_entity_too_large', 413, 'Request body too large')
+export const notFound = () => new AuthError('not_found', 404, 'Not Found')
+/** Ours: the first path segment names no tenant. */
+export const tenantNotFound = () => new AuthError('tenant_not_found', 404, 'No database of that name is served here')
+export const conflict = () =>
+  new AuthError('conflict', 409, 'Too many concurrent token refresh requests on the same session or refresh token')
+
+// ----- bearer / admin ----------------------------------------------------------------------
+export const noAuthorization = () => new AuthError('no_authorization', 401, 'This endpoint requires a valid Bearer token')
+export const badJwt = (reason: string) => new AuthError('bad_jwt', 403, `invalid JWT: unable to parse or verify signature, ${reason}`)
+export const badJwtMsg = make('bad_jwt', 403)
+export const notAdmin = (message = 'User not allowed') => new AuthError('not_admin', 403, message)
+export const userNotFoundBearer = () => new AuthError('user_not_found', 403, 'User from sub claim in JWT does not exist')
+export const userNotFound = () => new AuthError('user_not_found', 404, 'User not found')
+export const sessionNotFoundBearer = () => new AuthError('session_not_found', 403, 'Session from session_id claim in JWT does not exist')
+export const userBannedBearer = () => new AuthError('user_banned', 403, 'User is banned')
+
+// ----- sign-up / sign-in ---------------------------------------------------------------------
+export const signupDisabled = () => new AuthError('signup_disabled', 422, 'Signups not allowed for this instance')
+export const anonymousDisabled = () => new AuthError('anonymous_provider_disabled', 422, 'Anonymous sign-ins are disabled')
+export const emailProviderDisabled = make('email_provider_disabled', 400)
+export const emailProviderDisabled422 = make('email_provider_disabled', 422)
+export const phoneProviderDisabled = make('phone_provider_disabled', 400)
+export const phoneProviderDisabled422 = make('phone_provider_disabled', 422)
+export const userAlreadyExists = () => new AuthError('user_already_exists', 422, 'User already registered')
+export const emailExists = () => new AuthError('email_exists', 422, 'A user with this email address has already been registered')
+export const phoneExists = () => new AuthError('phone_exists', 422, 'Phone number already registered by another user')
+export const invalidCredentials = (message = 'Invalid login credentials') => new AuthError('invalid_credentials', 400, message)
+export const emailNotConfirmed = () => new AuthError('email_not_confirmed', 400, 'Email not confirmed')
+export const userBanned = () => new AuthError('user_banned', 400, 'User is banned')
+export const weakPassword = (message: string, reasons: string[]) => new AuthError('weak_password', 422, message, { reasons })
+export const samePassword = () => new AuthError('same_password', 422, 'New password should be different from the old password.')
+export const passwordTooLong = () => validationFailed('Password cannot be longer than 72 characters')
+
+// ----- refresh tokens (§3.4) -------------------------------------------------------------------
+export const refreshTokenNotFound = () => new AuthError('refresh_token_not_found', 400, 'Invalid Refresh Token: Refresh Token Not Found')
+export const refreshTokenAlreadyUsed = () => new AuthError('refresh_token_already_used', 400, 'Invalid Refresh Token: Already Used')
+export const refreshSessionNotFound = () => new AuthError('session_not_found', 400, 'Invalid Refresh Token: No Valid Session Found')
+export const refreshUserBanned = () => new AuthError('user_banned', 400, 'Invalid Refresh Token: User Banned')
+
+// ----- one-time tokens, mail -------------------------------------------------------------------
+export const otpExpired = (message = 'Token has expired or is invalid') => new AuthError('otp_expired', 403, message)
+export const overEmailSendRateLimit = (message = 'email rate limit exceeded') => new AuthError('over_email_send_rate_limit', 429, message)
+export const emailSendFailed = (what: string, internal: unknown) =>
+  new AuthError('unexpected_failure', 500, `Error sending ${what} email`, { internal })
+
+/** An OAuth `error` value derived from a status, for redirects (§6.2). */
+export function oauthErrorForStatus (status: number): string {
+  switch (status) {
+    case 400: return 'invalid_request'
+    case 401: return 'unauthorized_client'
+    case 403: return 'access_denied'
+    case 503: return 'temporarily_unavailable'
+    default: return 'server_error'
+  }
+}
+
+// ----- rendering ----------------------------------------------------------------------------
+
+const API_VERSION_2024 = Date.UTC(2024, 0, 1)
+
+/** True when the X-Supabase-Api-Version header is a date >= 2024-01-01 (§6.1.2). */
+export function wantsApiVersion2024 (header: string | string[] | undefined): boolean {
+  const v = Array.isArray(header) ? header[0] : header
+  if (!v || !/^\d{4}-\d{2}-\d{2}$/.test(v)) return false
+  const t = Date.parse(v + 'T00:00:00Z')
+  return Number.isFinite(t) && t >= API_VERSION_2024
+}
+
+export interface RenderedError {
+  status: number
+  headers: Record<string, string>
+  body: Record<string, unknown>
+}
+
+/**
+ * The wire form of an error for one request. 5xx bodies never carry the cause;
+ * `requestId` goes into `error_id` (default shape) as GoTrue does.
+ */
+export function renderAuthError (err: GatehouseError, apiVersionHeader: string | string[] | undefined, requestId: string): RenderedError {
+  const headers: Record<string, string> = { ...(err.headers ?? {}) }
+  if (err instanceof OAuthError) {
+    return { status: 400, headers, body: { error: err.error, error_description: err.message } }
+  }
+  const status = err.status
+  const code = err.code || (status >= 500 ? 'unexpected_failure' : 'unknown')
+  const message = status >= 500 && code === 'unexpected_failure'
+    ? 'Unexpected failure, please check server logs for more information'
+    : err.message
+  headers['x-sb-error-code'] = code
+  const reasons = err instanceof AuthError ? err.reasons : undefined
+  if (wantsApiVersion2024(apiVersionHeader)) {
+    headers['x-supabase-api-version'] = '2024-01-01'
+    const body: Record<string, unknown> = { code, message }
+    if (reasons) body.weak_password = { reasons }
+    return { status, headers, body }
+  }
+  const body: Record<string, unknown> = { code: status, error_code: code, msg: message }
+  if (status >= 500) body.error_id = requestId
+  if (reasons) body.weak_password = { reasons }
+  return { status, headers, body }
+}

@@ -1,0 +1,14 @@
+// The /token grants: one function per grant_type (as GoTrue's token.go). Issue 7 adds
+// `pkce` and `id_token` here; routes/token.ts only dispatches.
+import type { FastifyRequest } from 'fastify'
+import type { Body } from '../http.js'
+import type { AccessTokenResponse, TenantContext } from '../types.js'
+import { passwordGrant } from './password.js'
+import { refreshTokenGrant } from './refresh-token.js'
+
+export type Grant = (ctx: TenantContext, req: FastifyRequest, body: Body) => Promise<AccessTokenResponse>
+
+export const GRANTS: Partial<Record<string, Grant>> = {
+  password: passwordGrant,
+  refresh_token: refreshTokenGrant
+}

@@ -1,0 +1,85 @@
+// grant_type=refresh_token: GoTrue's legacy v1 rotation (spec §5.2). A live token is
+// rotated in one atomic statement (the hot path). A revoked token is either a lost
+// response (its child is the active token), a reuse within the tenant's reuse interval
+// (both answer the current active token), or theft: the whole session family is revoked
+// (committed) and the answer is refresh_token_already_used.
+import type { FastifyRequest } from 'fastify'
+import { setTimeout as sleep } from 'node:timers/promises'
+import { withTransaction } from '../../shared/pg.js'
+import { assertRefreshTokenShape } from '../crypto.js'
+import {
+  AuthError, conflict, OAuthError, refreshSessionNotFound, refreshTokenAlreadyUsed, refreshTokenNotFound, refreshUserBanned
+} from '../errors.js'
+import type { Body } from '../http.js'
+import {
+  activeTokenOfSession, deleteRefreshToken, loadRefreshContext, lockTokenAndSession, revokeSessionTokens,
+  rotateRefreshToken, touchSession
+} from '../models/refresh-tokens.js'
+import { isUserBanned } from '../models/users.js'
+import { tokenResponse } from '../tokens.js'
+import type { AccessTokenResponse, TenantContext } from '../types.js'
+
+/** How long concurrent refreshes of one token wait for each other before 409 (GoTrue: 5 s). */
+const LOCK_WAIT_MS = 5_000
+
+type ReuseOutcome = { kind: 'ok', token: string } | { kind: 'locked' } | { kind: 'gone' } | { kind: 'live' } | { kind: 'reused' }
+
+export async function refreshTokenGrant (ctx: TenantContext, _req: FastifyRequest, b: Body): Promise<AccessTokenResponse> {
+  const presented = b.refresh_token
+  if (presented === undefined || presented === null || presented === '') throw new OAuthError('invalid_request', 'refresh_token required')
+  assertRefreshTokenShape(presented)
+  const giveUpAt = Date.now() + LOCK_WAIT_MS
+
+  for (;;) {
+    const rc = await loadRefreshContext(ctx.db, presented)
+    if (!rc || !rc.user) throw refreshTokenNotFound()
+    const now = ctx.now()
+    if (isUserBanned(rc.user, now)) throw refreshUserBanned()
+    const sessionId = rc.token.session_id
+    if (!sessionId || !rc.sessionExists) {
+      await deleteRefreshToken(ctx.db, rc.token.id)
+      throw refreshSessionNotFound()
+    }
+    if (rc.sessionNotAfter && rc.sessionNotAfter.getTime() < now.getTime()) {
+      throw new AuthError('session_expired', 400, 'Invalid Refresh Token: Session Expired')
+    }
+    const user = { user: rc.user, identities: rc.identities }
+
+    if (!rc.token.revoked) {
+      const out = await rotateRefreshToken(ctx.db, { id: rc.token.id, userId: rc.user.id, sessionId, now })
+      if (out.kind === 'rotated') return tokenResponse(ctx, user, { id: sessionId, refreshToken: out.token, amr: rc.amr })
+      if (out.kind === 'gone') continue
+      if (out.kind === 'locked') { await backoff(giveUpAt); continue }
+      // revoked meanwhile: the reuse path below decides.
+    }
+
+    const reuse = await withTransaction<ReuseOutcome>(ctx.db, async (q) => {
+      const locked = await lockTokenAndSession(q, rc.token.id, sessionId)
+      if (locked === null) return { kind: 'locked' }
+      const token = locked.token
+      if (!token) return { kind: 'gone' }
+      if (!token.revoked) return { kind: 'live' }
+      const active = await activeTokenOfSession(q, sessionId)
+      const withinInterval = now.getTime() <= token.updated_at.getTime() + ctx.tenant.auth.refresh_token_reuse_interval * 1000
+      // Lost response: the client never saw the child of this token. Or a reuse inside the
+      // interval (several tabs refreshing at once): both get the current token.
+      if (active && (active.parent === token.token || withinInterval)) {
+        await touchSession(q, sessionId, now)
+        return { kind: 'ok', token: active.token }
+      }
+      await revokeSessionTokens(q, sessionId, now)
+      return { kind: 'reused' }
+    })
+    switch (reuse.kind) {
+      case 'ok': return tokenResponse(ctx, user, { id: sessionId, refreshToken: reuse.token, amr: rc.amr })
+      case 'reused': throw refreshTokenAlreadyUsed()
+      case 'locked': await backoff(giveUpAt); continue
+      case 'gone': case 'live': continue
+    }
+  }
+}
+
+async function backoff (giveUpAt: number): Promise<void> {
+  if (Date.now() >= giveUpAt) throw conflict()
+  await sleep(10 + Math.floor(Math.random() * 20))
+}

@@ -1,0 +1,58 @@
+// Bearer checks of spec §4.4: `Authorization: Bearer <jwt>` signed with the tenant secret
+// (HS256 pinned, exp required, iss = this tenant's issuer, so another tenant's token fails
+// the signature and the issuer), then the user (and session) the claims name must exist.
+// requireAdmin checks the role claim instead of loading a user.
+import type { FastifyRequest } from 'fastify'
+import { describeJwtError, verifyHS256 } from '../../shared/jwt.js'
+import {
+  badJwt, badJwtMsg, noAuthorization, notAdmin, sessionNotFoundBearer, userBannedBearer, userNotFoundBearer
+} from '../errors.js'
+import { sessionExists } from '../models/sessions.js'
+import { isUserBanned, loadUserWithIdentities, NIL_UUID } from '../models/users.js'
+import type { AuthenticatedUser, BearerClaims, TenantContext } from '../types.js'
+
+export const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i
+
+/** GoTrue's JWT_ADMIN_ROLES default. */
+export const ADMIN_ROLES = new Set(['service_role', 'supabase_admin'])
+
+export function bearerToken (req: FastifyRequest): string | null {
+  const h = req.headers.authorization
+  if (typeof h !== 'string') return null
+  const m = /^bearer (\S+)$/i.exec(h.trim())
+  return m ? m[1]! : null
+}
+
+/** Verifies a bearer token of this tenant; 401 without one, 403 bad_jwt when it fails. */
+export async function verifyBearer (ctx: TenantContext, req: FastifyRequest): Promise<BearerClaims> {
+  const token = bearerToken(req)
+  if (!token) throw noAuthorization()
+  try {
+    return await verifyHS256(token, { secret: ctx.tenant.jwt.secret, issuer: ctx.issuer, currentDate: ctx.now() }) as BearerClaims
+  } catch (err) {
+    throw badJwt(describeJwtError(err))
+  }
+}
+
+export async function requireUser (ctx: TenantContext, req: FastifyRequest): Promise<AuthenticatedUser> {
+  const claims = await verifyBearer(ctx, req)
+  if (typeof claims.sub !== 'string' || claims.sub === '') throw badJwtMsg('invalid claim: missing sub claim')
+  if (!UUID.test(claims.sub)) throw badJwtMsg('invalid claim: sub claim must be a UUID', { extra: {} })
+  const sessionId = typeof claims.session_id === 'string' && UUID.test(claims.session_id) && claims.session_id !== NIL_UUID
+    ? claims.session_id
+    : null
+  const [user, hasSession] = await Promise.all([
+    loadUserWithIdentities(ctx.db, claims.sub),
+    sessionId ? sessionExists(ctx.db, sessionId, claims.sub) : Promise.resolve(true)
+  ])
+  if (!user) throw userNotFoundBearer()
+  if (!hasSession) throw sessionNotFoundBearer()
+  if (isUserBanned(user.user, ctx.now())) throw userBannedBearer()
+  return { claims, user, sessionId }
+}
+
+export async function requireAdmin (ctx: TenantContext, req: FastifyRequest): Promise<BearerClaims> {
+  const claims = await verifyBearer(ctx, req)
+  if (typeof claims.role !== 'string' || !ADMIN_ROLES.has(claims.role)) throw notAdmin()
+  return claims
+}

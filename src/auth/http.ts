@@ -1,0 +1,114 @@
+// Request helpers of the auth engine: GoTrue-style body field access (null = absent,
+// wrong type = bad_json), email and phone validation, client metadata, and redirect_to
+// validation against the tenant's site URL and allow list (spec §1.5).
+import type { FastifyRequest } from 'fastify'
+import type { AuthSettings } from '../tenants/schema.js'
+import { badJson, validationFailed } from './errors.js'
+
+export type Body = Record<string, unknown>
+
+/** The JSON body as an object ({} when empty); arrays and scalars are bad_json. */
+export function bodyOf (req: FastifyRequest): Body {
+  const b = req.body
+  if (b === undefined || b === null || b === '') return {}
+  if (typeof b !== 'object' || Array.isArray(b)) throw badJson('Could not parse request body as JSON: expected an object')
+  return b as Body
+}
+
+export function optString (b: Body, key: string): string | undefined {
+  const v = b[key]
+  if (v === undefined || v === null) return undefined
+  if (typeof v !== 'string') throw badJson(`Could not parse request body as JSON: field ${key} must be a string`)
+  return v
+}
+
+export function optBool (b: Body, key: string): boolean | undefined {
+  const v = b[key]
+  if (v === undefined || v === null) return undefined
+  if (typeof v !== 'boolean') throw badJson(`Could not parse request body as JSON: field ${key} must be a boolean`)
+  return v
+}
+
+export function optObject (b: Body, key: string): Record<string, unknown> | undefined {
+  const v = b[key]
+  if (v === undefined || v === null) return undefined
+  if (typeof v !== 'object' || Array.isArray(v)) throw badJson(`Could not parse request body as JSON: field ${key} must be an object`)
+  return v as Record<string, unknown>
+}
+
+export function queryParam (req: FastifyRequest, key: string): string | undefined {
+  const v = (req.query as Record<string, unknown> | undefined)?.[key]
+  if (Array.isArray(v)) return typeof v[0] === 'string' ? v[0] : undefined
+  return typeof v === 'string' ? v : undefined
+}
+
+const EMAIL = /^[a-zA-Z0-9.!#$%&'*+/=?^_`{|}~-]+@[a-zA-Z0-9](?:[a-zA-Z0-9-]{0,61}[a-zA-Z0-9])?(?:\.[a-zA-Z0-9](?:[a-zA-Z0-9-]{0,61}[a-zA-Z0-9])?)*$/
+
+/** GoTrue's validateEmail: trimmed, at most 255 characters, lower-cased. */
+export function normaliseEmail (email: string): string {
+  const e = email.trim()
+  if (e.length === 0 || e.length > 255 || !EMAIL.test(e)) throw validationFailed('Unable to validate email address: invalid format')
+  return e.toLowerCase()
+}
+
+/** E.164 digits without '+' (spec §3.3). */
+export function normalisePhone (phone: string): string {
+  const p = phone.replace(/[+\s]/g, '')
+  if (!/^[1-9][0-9]{1,14}$/.test(p)) throw validationFailed('Invalid phone number format (E.164 required)')
+  return p
+}
+
+export function clientMeta (req: FastifyRequest): { userAgent: string | null, ip: string | null } {
+  const ua = req.headers['user-agent']
+  const ip = req.ip && /^[0-9a-fA-F:.]+$/.test(req.ip) ? req.ip : null
+  return { userAgent: typeof ua === 'string' ? ua.slice(0, 1024) : null, ip }
+}
+
+// ----- redirect_to (spec §1.5) -------------------------------------------------------------
+
+function isLoopback (host: string): boolean {
+  return host === 'localhost' || host === '127.0.0.1' || host === '[::1]' || host === '::1'
+}
+
+/** A glob of the allow list: separators '.' and '/'; `*` stays within a segment, `**` crosses. */
+export function globToRegExp (glob: string): RegExp {
+  let out = ''
+  for (let i = 0; i < glob.length; i++) {
+    const c = glob[i]!
+    if (c === '*') {
+      if (glob[i + 1] === '*') { out += '.*'; i++ } else out += '[^./]*'
+    } else if (c === '?') out += '[^./]'
+    else out += c.replace(/[\\^$+.()|{}[\]]/g, '\\$&')
+  }
+  return new RegExp('^' + out + '$')
+}
+
+export function isRedirectAllowed (candidate: string, settings: Pick<AuthSettings, 'site_url' | 'redirect_urls'>): boolean {
+  let url: URL
+  try { url = new URL(candidate) } catch { return false }
+  if (url.protocol === 'http:' || url.protocol === 'https:') {
+    const host = url.hostname
+    // Decimal-integer hosts (http://2130706433/) and non-loopback literal IPs are refused.
+    if (/^\d+$/.test(host)) return false
+    if ((/^[\d.]+$/.test(host) || host.startsWith('[')) && !isLoopback(host)) return false
+  }
+  try {
+    const site = new URL(settings.site_url)
+    if (site.protocol === url.protocol && site.hostname === url.hostname &&
+      (site.port === url.port || (isLoopback(site.hostname) && isLoopback(url.hostname)))) return true
+  } catch { /* a bad site_url matches nothing */ }
+  const bare = candidate.split('#')[0]!
+  return settings.redirect_urls.some((g) => globToRegExp(g).test(bare))
+}
+
+/**
+ * The redirect URL of a request: the first of the `redirect_to` header, the query (or
+ * the body's `redirect_to` when given) and Referer; the site URL when it is not allowed.
+ */
+export function redirectUrlOf (req: FastifyRequest, settings: Pick<AuthSettings, 'site_url' | 'redirect_urls'>, bodyValue?: string): string {
+  const header = req.headers.redirect_to
+  const candidates = [typeof header === 'string' ? header : undefined, queryParam(req, 'redirect_to'), bodyValue,
+    typeof req.headers.referer === 'string' ? req.headers.referer : undefined]
+  const first = candidates.find((c) => c !== undefined && c !== '')
+  return first && isRedirectAllowed(first, settings) ? first : settings.site_url
+}

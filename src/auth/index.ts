@@ -1,0 +1,202 @@
+// The auth engine (GoTrue protocol, spec/auth.md): a multi-tenant fastify app whose routes
+// sit under /:database (a tenant's auth base URL is http://<engine>/<database>), storing
+// everything in the tenant database's `auth` schema and signing with the tenant's secret.
+// Also the in-process sign-in through an external identity the panel exchange uses.
+import Fastify, { LogController, type FastifyBaseLogger, type FastifyInstance, type FastifyError } from 'fastify'
+import pino from 'pino'
+import type { Config } from '../config/index.js'
+import { GatehouseError } from '../shared/errors.js'
+import type { Tenant } from '../tenants/schema.js'
+import type { TenantLookup } from '../tenants/index.js'
+import { signInWithIdentity, type ExternalIdentity } from './accounts.js'
+import { buildTenantContext, PoolRegistry } from './context.js'
+import { AuthError, badJson, notFound, renderAuthError, requestTooLarge, unexpectedFailure } from './errors.js'
+import { resolveTenantHook } from './hooks/resolve-tenant.js'
+import { createMailer, type Mailer } from './mail/index.js'
+import { adminRoutes } from './routes/admin.js'
+import { HEALTH_BODY, healthRoutes } from './routes/health.js'
+import { jwksRoutes } from './routes/jwks.js'
+import { logoutRoutes } from './routes/logout.js'
+import { settingsRoutes } from './routes/settings.js'
+import { signupRoutes } from './routes/signup.js'
+import { tokenRoutes } from './routes/token.js'
+import { userRoutes } from './routes/user.js'
+import { verifyRoutes } from './routes/verify.js'
+import type { AccessTokenResponse } from './types.js'
+
+export type { AccessTokenResponse, TenantContext } from './types.js'
+export { AuthError, OAuthError } from './errors.js'
+
+/** Dependencies of the auth engine. */
+export interface AuthEngineDeps {
+  config: Config
+  tenants: TenantLookup
+  /** A pino logger (or fastify's options are derived from config.log). */
+  logger?: FastifyBaseLogger
+  /** The clock (tests inject one); every timestamp and token time comes from it. */
+  now?: () => Date
+}
+
+const MAX_BODY = 1024 * 1024
+
+/** Parses JSON bodies GoTrue-style: an empty body is `{}`, bad JSON is 400 bad_json. */
+function parseJson (_req: unknown, body: string, done: (err: Error | null, value?: unknown) => void): void {
+  if (body.trim() === '') { done(null, {}); return }
+  try { done(null, JSON.parse(body)) } catch (err) {
+    done(badJson(`Could not parse request body as JSON: ${(err as Error).message}`))
+  }
+}
+
+function translateFastifyError (err: FastifyError): GatehouseError {
+  if (err.code === 'FST_ERR_CTP_BODY_TOO_LARGE') return requestTooLarge()
+  if (err.code?.startsWith('FST_ERR_CTP_') || err.statusCode === 400) return badJson(`Could not parse request body as JSON: ${err.message}`)
+  if (err.statusCode === 404) return notFound()
+  if (err.statusCode && err.statusCode < 500) return new AuthError('validation_failed', err.statusCode, err.message)
+  return unexpectedFailure(err)
+}
+
+/**
+ * Builds the engine (not listening). Routes: `/:database/health`, `/settings`, `/signup`,
+ * `/token`, `/verify`, `/user`, `/logout`, `/.well-known/jwks.json`, `/invite`,
+ * `/admin/users[/:id]`, `/admin/generate_link`; plus `/health` for the process.
+ */
+export function buildAuthEngine (deps: AuthEngineDeps): FastifyInstance {
+  const logger = deps.logger ?? pino({
+    level: deps.config.log.level,
+    redact: ['req.headers.authorization', 'req.headers.apikey', 'req.headers.cookie', 'res.headers["set-cookie"]']
+  })
+  const app = Fastify({
+    loggerInstance: logger,
+    bodyLimit: MAX_BODY,
+    trustProxy: true,
+    logController: new LogController({ disableRequestLogging: true }),
+    routerOptions: { ignoreTrailingSlash: true }
+  }) as unknown as FastifyInstance
+  const pools = new PoolRegistry({ max: deps.config.auth.pool_per_tenant })
+  const mailer = createMailer({ config: deps.config, logger })
+  const now = deps.now ?? (() => new Date())
+
+  app.removeAllContentTypeParsers()
+  app.addContentTypeParser('application/json', { parseAs: 'string', bodyLimit: MAX_BODY }, parseJson)
+  app.addContentTypeParser('application/x-www-form-urlencoded', { parseAs: 'string', bodyLimit: MAX_BODY }, (_req, body, done) => {
+    done(null, Object.fromEntries(new URLSearchParams(body as string)))
+  })
+  // GoTrue reads every body as JSON whatever the Content-Type says.
+  app.addContentTypeParser('*', { parseAs: 'string', bodyLimit: MAX_BODY }, parseJson)
+
+  app.setErrorHandler((err: FastifyError | GatehouseError, req, reply) => {
+    const e = err instanceof GatehouseError ? err : translateFastifyError(err as FastifyError)
+    if (e.status >= 500) req.log.error({ err: e.internal ?? e.cause ?? err, reqId: req.id }, 'auth engine failure')
+    const r = renderAuthError(e, req.headers['x-supabase-api-version'], String(req.id))
+    reply.code(r.status).headers(r.headers).send(r.body)
+  })
+  app.setNotFoundHandler((req, reply) => {
+    const r = renderAuthError(notFound(), req.headers['x-supabase-api-version'], String(req.id))
+    reply.code(r.status).headers(r.headers).send(r.body)
+  })
+  app.addHook('onSend', async (req, reply, payload) => {
+    // auth-js reads the error code from `code` only when the response says 2024-01-01.
+    if (!reply.hasHeader('x-supabase-api-version') && req.headers['x-supabase-api-version']) {
+      reply.header('x-supabase-api-version', '2024-01-01')
+    }
+    return payload
+  })
+
+  app.get('/health', async () => HEALTH_BODY)
+
+  app.register(async (scope) => {
+    scope.addHook('onRequest', resolveTenantHook({ config: deps.config, pools, mailer, now, tenants: deps.tenants }))
+    await scope.register(healthRoutes)
+    await scope.register(settingsRoutes)
+    await scope.register(jwksRoutes)
+    await scope.register(signupRoutes)
+    await scope.register(tokenRoutes)
+    await scope.register(verifyRoutes)
+    await scope.register(userRoutes)
+    await scope.register(logoutRoutes)
+    await scope.register(adminRoutes)
+  }, { prefix: '/:database' })
+
+  app.addHook('onClose', async () => {
+    mailer.close()
+    await pools.close()
+  })
+  return app
+}
+
+// ----- in-process sign-in through an external identity (panel exchange) ----------------------
+
+export interface FindOrCreateByIdentityInput {
+  tenant: Tenant
+  /** Provider name, e.g. `panel`, `github`, `oidc`. */
+  provider: string
+  /** The provider's subject for this person (identities are keyed by provider + provider id). */
+  providerId: string
+  email?: string | null
+  /** Whether the provider vouches for the email (only a verified email links to an existing user). */
+  emailVerified: boolean
+  identityData?: Record<string, unknown>
+}
+
+export interface FindOrCreateByIdentityResult {
+  /** The User object of spec §2.1. */
+  user: Record<string, unknown>
+  session: AccessTokenResponse
+}
+
+/** A long-lived handle on the engine's account operations for in-process callers. */
+export interface AuthService {
+  /**
+   * Finds the user of (provider, providerId), else links the identity to the user owning
+   * the verified email, else creates a user; then starts a session (AMR `oauth`). The same
+   * code path as an external provider's callback; serialised per identity and email, so a
+   * repeated or concurrent call finds the same user.
+   */
+  findOrCreateUserByIdentity (input: FindOrCreateByIdentityInput): Promise<FindOrCreateByIdentityResult>
+  close (): Promise<void>
+}
+
+export interface AuthServiceDeps {
+  config: Config
+  logger?: FastifyBaseLogger
+  now?: () => Date
+}
+
+export function createAuthService (deps: AuthServiceDeps): AuthService {
+  const logger = deps.logger ?? pino({ level: deps.config.log.level })
+  const pools = new PoolRegistry({ max: deps.config.auth.pool_per_tenant, allowExitOnIdle: true })
+  const mailer: Mailer = createMailer({ config: deps.config, logger })
+  const now = deps.now ?? (() => new Date())
+  return {
+    async findOrCreateUserByIdentity (input) {
+      const ctx = buildTenantContext({ config: deps.config, pools, mailer, now }, input.tenant, logger)
+      const ext: ExternalIdentity = {
+        provider: input.provider, providerId: input.providerId, email: input.email, emailVerified: input.emailVerified, identityData: input.identityData
+      }
+      const { session } = await signInWithIdentity(ctx, ext, { method: 'oauth' })
+      return { user: session.user, session }
+    },
+    async close () {
+      mailer.close()
+      await pools.close()
+    }
+  }
+}
+
+let defaultService: { config: Config, service: AuthService } | null = null
+
+/**
+ * The panel exchange's entry point: like AuthService.findOrCreateUserByIdentity, on a
+ * process-wide service for `config` (pools let the process exit when idle).
+ */
+export async function findOrCreateUserByIdentity (input: FindOrCreateByIdentityInput & { config: Config, now?: () => Date }): Promise<FindOrCreateByIdentityResult> {
+  if (input.now) {
+    const s = createAuthService({ config: input.config, now: input.now })
+    try { return await s.findOrCreateUserByIdentity(input) } finally { await s.close() }
+  }
+  if (!defaultService || defaultService.config !== input.config) {
+    if (defaultService) void defaultService.service.close()
+    defaultService = { config: input.config, service: createAuthService({ config: input.config }) }
+  }
+  return defaultService.service.findOrCreateUserByIdentity(input)
+}

@@ -1,0 +1,35 @@
+// Mail send limits of a tenant, kept in the tenant database (auth.gatehouse_mail_sends,
+// migration 0100) so every engine process sees the same counts: at most
+// `mail_rate_per_hour` mails per tenant in any hour (GoTrue RATE_LIMIT_EMAIL_SENT) and one
+// mail per address and kind every `mail_min_interval` seconds (GoTrue SMTP_MAX_FREQUENCY).
+import type { Queryable } from '../../shared/pg.js'
+import type { AuthSettings } from '../../tenants/schema.js'
+import { overEmailSendRateLimit } from '../errors.js'
+
+// One transaction-level advisory lock key per database: "counting mail sends".
+const LOCK_KEY = 0x6d61_696c // 'mail'
+
+/**
+ * Checks both limits and records the send, inside the caller's transaction (the advisory
+ * lock is held until it ends, so concurrent sends of one tenant are counted one by one).
+ * Throws 429 over_email_send_rate_limit.
+ */
+export async function reserveMailSend (q: Queryable, settings: Pick<AuthSettings, 'mail_min_interval' | 'mail_rate_per_hour'>,
+  send: { address: string, bucket: string, now: Date }): Promise<void> {
+  await q.query('SELECT pg_advisory_xact_lock($1)', [LOCK_KEY])
+  const address = send.address.toLowerCase()
+  const r = await q.query<{ hour_count: number, last_sent: Date | null }>(
+    `SELECT (SELECT count(*)::int FROM auth.gatehouse_mail_sends WHERE sent_at > $1::timestamptz - interval '1 hour') AS hour_count,
+            (SELECT max(sent_at) FROM auth.gatehouse_mail_sends WHERE address = $2 AND kind = $3) AS last_sent`,
+    [send.now, address, send.bucket])
+  const { hour_count: hourCount, last_sent: lastSent } = r.rows[0]!
+  if (settings.mail_min_interval > 0 && lastSent) {
+    const wait = Math.ceil((lastSent.getTime() + settings.mail_min_interval * 1000 - send.now.getTime()) / 1000)
+    if (wait > 0) throw overEmailSendRateLimit(`For security purposes, you can only request this after ${wait} seconds.`)
+  }
+  if (hourCount >= settings.mail_rate_per_hour) throw overEmailSendRateLimit()
+  await q.query('INSERT INTO auth.gatehouse_mail_sends (address, kind, sent_at) VALUES ($1, $2, $3)', [address, send.bucket, send.now])
+  // Rows older than both windows are of no further use.
+  const keepSeconds = Math.max(3600, settings.mail_min_interval)
+  await q.query(`DELETE FROM auth.gatehouse_mail_sends WHERE sent_at < $1::timestamptz - make_interval(secs => $2)`, [send.now, keepSeconds])
+}

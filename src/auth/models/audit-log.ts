@@ -1,0 +1,32 @@
+// auth.audit_log_entries: GoTrue's audit trail ({actor_id, actor_username, action,
+// log_type, traits}). Written for account events; not for every token refresh (that is
+// the hot path, and the session row already records refreshed_at).
+import { randomUUID } from 'node:crypto'
+import type { Queryable } from '../../shared/pg.js'
+import { NIL_UUID } from './users.js'
+
+export type AuditAction =
+  | 'user_signedup' | 'login' | 'logout' | 'user_modified' | 'user_updated_password'
+  | 'user_confirmation_requested' | 'user_invited' | 'user_deleted' | 'user_recovery_requested'
+  | 'user_reauthenticate_requested' | 'token_revoked' | 'identity_linked'
+
+const LOG_TYPE: Record<AuditAction, string> = {
+  user_signedup: 'team', login: 'account', logout: 'account', user_modified: 'user',
+  user_updated_password: 'user', user_confirmation_requested: 'user', user_invited: 'team',
+  user_deleted: 'team', user_recovery_requested: 'user', user_reauthenticate_requested: 'user',
+  token_revoked: 'token', identity_linked: 'account'
+}
+
+export async function audit (q: Queryable, e: { action: AuditAction, actorId: string, actorUsername?: string | null, traits?: Record<string, unknown>, ip?: string | null, now: Date }): Promise<void> {
+  const payload = {
+    actor_id: e.actorId,
+    actor_username: e.actorUsername ?? '',
+    actor_via_sso: false,
+    action: e.action,
+    log_type: LOG_TYPE[e.action],
+    ...(e.traits ? { traits: e.traits } : {})
+  }
+  await q.query(
+    'INSERT INTO auth.audit_log_entries (instance_id, id, payload, created_at, ip_address) VALUES ($1, $2, $3, $4, $5)',
+    [NIL_UUID, randomUUID(), JSON.stringify(payload), e.now, (e.ip ?? '').slice(0, 64)])
+}

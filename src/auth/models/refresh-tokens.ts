@@ -1,0 +1,162 @@
+// auth.refresh_tokens: legacy v1 tokens (spec §5.2). A token row names its session and
+// its parent (the token it replaced). The hot path of the refresh grant is one read and
+// one atomic rotation statement; the rarer revoked-token path runs in a transaction.
+import type { Queryable } from '../../shared/pg.js'
+import { generateRefreshToken } from '../crypto.js'
+import type { AmrEntry, IdentityRow, UserRow } from '../types.js'
+import { NIL_UUID, USER_SELECT } from './users.js'
+
+export interface RefreshTokenRow {
+  id: string
+  token: string
+  user_id: string
+  revoked: boolean
+  parent: string | null
+  session_id: string | null
+  updated_at: Date
+}
+
+/** Inserts the first token of a session (parent ''). */
+export async function insertRefreshToken (q: Queryable, t: { userId: string, sessionId: string, parent?: string, now: Date }): Promise<string> {
+  const token = generateRefreshToken()
+  await q.query(
+    `INSERT INTO auth.refresh_tokens (instance_id, token, user_id, revoked, created_at, updated_at, parent, session_id)
+     VALUES ($1, $2, $3, false, $4, $4, $5, $6)`,
+    [NIL_UUID, token, t.userId, t.now, t.parent ?? '', t.sessionId])
+  return token
+}
+
+/** Everything the refresh grant needs, read in one statement (no lock). */
+export interface RefreshContext {
+  token: RefreshTokenRow
+  sessionExists: boolean
+  sessionNotAfter: Date | null
+  user: UserRow | null
+  identities: IdentityRow[]
+  amr: AmrEntry[]
+}
+
+interface ContextRow extends UserRow {
+  rt_id: string
+  rt_token: string
+  rt_user_id: string
+  rt_revoked: boolean
+  rt_parent: string | null
+  rt_session_id: string | null
+  rt_updated_at: Date
+  s_id: string | null
+  s_not_after: Date | null
+  identities_json: Array<Omit<IdentityRow, 'created_at' | 'updated_at' | 'last_sign_in_at'> & { created_at: string | null, updated_at: string | null, last_sign_in_at: string | null }> | null
+  amr_json: Array<{ method: string, timestamp: number }> | null
+}
+
+export async function loadRefreshContext (q: Queryable, token: string): Promise<RefreshContext | null> {
+  const r = await q.query<ContextRow>(
+    `SELECT rt.id AS rt_id, rt.token AS rt_token, rt.user_id AS rt_user_id, rt.revoked AS rt_revoked, rt.parent AS rt_parent,
+            rt.session_id AS rt_session_id, rt.updated_at AS rt_updated_at, s.id AS s_id, s.not_after AS s_not_after,
+            ${USER_SELECT},
+            (SELECT json_agg(json_build_object('id', i.id, 'provider_id', i.provider_id, 'user_id', i.user_id,
+                    'identity_data', i.identity_data, 'provider', i.provider, 'last_sign_in_at', i.last_sign_in_at,
+                    'created_at', i.created_at, 'updated_at', i.updated_at, 'email', i.email) ORDER BY i.created_at, i.id)
+               FROM auth.identities i WHERE i.user_id = u.id) AS identities_json,
+            (SELECT json_agg(json_build_object('method', a.authentication_method,
+                    'timestamp', floor(extract(epoch FROM a.updated_at))::bigint) ORDER BY a.updated_at DESC)
+               FROM auth.mfa_amr_claims a WHERE a.session_id = s.id) AS amr_json
+       FROM auth.refresh_tokens rt
+       LEFT JOIN auth.sessions s ON s.id = rt.session_id
+       LEFT JOIN auth.users u ON u.id = rt.user_id::uuid
+      WHERE rt.token = $1`, [token])
+  const row = r.rows[0]
+  if (!row) return null
+  const date = (v: string | null) => (v ? new Date(v) : null)
+  return {
+    token: { id: row.rt_id, token: row.rt_token, user_id: row.rt_user_id, revoked: row.rt_revoked, parent: row.rt_parent, session_id: row.rt_session_id, updated_at: row.rt_updated_at },
+    sessionExists: row.s_id !== null,
+    sessionNotAfter: row.s_not_after,
+    user: row.id ? pickUser(row) : null,
+    identities: (row.identities_json ?? []).map((i) => ({ ...i, created_at: date(i.created_at), updated_at: date(i.updated_at), last_sign_in_at: date(i.last_sign_in_at) })),
+    amr: row.amr_json ?? []
+  }
+}
+
+function pickUser (row: ContextRow): UserRow {
+  const { rt_id: _a, rt_token: _b, rt_user_id: _c, rt_revoked: _d, rt_parent: _e, rt_session_id: _f, rt_updated_at: _g, s_id: _h, s_not_after: _i, identities_json: _j, amr_json: _k, ...user } = row
+  return user
+}
+
+export type RotateOutcome =
+  | { kind: 'rotated', token: string }
+  | { kind: 'locked' }
+  | { kind: 'revoked' }
+  | { kind: 'gone' }
+
+/**
+ * Step 3 of §5.2 in one statement: lock the presented token (SKIP LOCKED), and if it is
+ * not revoked, revoke it, insert its child and touch the session. `locked` means a
+ * concurrent refresh holds the row (the caller retries); `revoked` sends the caller to
+ * the reuse path.
+ */
+export async function rotateRefreshToken (q: Queryable, t: { id: string, userId: string, sessionId: string, now: Date }): Promise<RotateOutcome> {
+  const next = generateRefreshToken()
+  const r = await q.query<{ locked: number, was_revoked: boolean | null, new_token: string | null }>(
+    `WITH cur AS (
+        SELECT id, token, revoked FROM auth.refresh_tokens WHERE id = $1 FOR UPDATE SKIP LOCKED
+     ), rev AS (
+        UPDATE auth.refresh_tokens t SET revoked = true, updated_at = $3 FROM cur
+         WHERE t.id = cur.id AND NOT cur.revoked RETURNING t.id
+     ), ins AS (
+        INSERT INTO auth.refresh_tokens (instance_id, token, user_id, revoked, created_at, updated_at, parent, session_id)
+        SELECT $4, $2, $5, false, $3, $3, cur.token, $6 FROM cur JOIN rev ON rev.id = cur.id
+        RETURNING token
+     ), sess AS (
+        UPDATE auth.sessions SET refreshed_at = ($3::timestamptz AT TIME ZONE 'UTC'), updated_at = $3
+         WHERE id = $6 AND EXISTS (SELECT 1 FROM ins) RETURNING id
+     )
+     SELECT (SELECT count(*) FROM cur)::int AS locked, (SELECT revoked FROM cur) AS was_revoked,
+            (SELECT token FROM ins) AS new_token, (SELECT count(*) FROM sess)::int AS touched`,
+    [t.id, next, t.now, NIL_UUID, t.userId, t.sessionId])
+  const row = r.rows[0]!
+  if (row.locked === 0) {
+    const still = await q.query('SELECT 1 FROM auth.refresh_tokens WHERE id = $1', [t.id])
+    return (still.rowCount ?? 0) === 0 ? { kind: 'gone' } : { kind: 'locked' }
+  }
+  if (row.was_revoked) return { kind: 'revoked' }
+  return row.new_token ? { kind: 'rotated', token: row.new_token } : { kind: 'gone' }
+}
+
+/** Locks the token and its session for the reuse path; null when another refresh holds them. */
+export async function lockTokenAndSession (q: Queryable, tokenId: string, sessionId: string): Promise<{ token: RefreshTokenRow | null } | null> {
+  const t = await q.query<RefreshTokenRow>(
+    'SELECT id, token, user_id, revoked, parent, session_id, updated_at FROM auth.refresh_tokens WHERE id = $1 FOR UPDATE SKIP LOCKED', [tokenId])
+  if (!t.rows[0]) {
+    const exists = await q.query('SELECT 1 FROM auth.refresh_tokens WHERE id = $1', [tokenId])
+    return (exists.rowCount ?? 0) === 0 ? { token: null } : null
+  }
+  const s = await q.query('SELECT id FROM auth.sessions WHERE id = $1 FOR UPDATE SKIP LOCKED', [sessionId])
+  if (!s.rows[0]) {
+    const exists = await q.query('SELECT 1 FROM auth.sessions WHERE id = $1', [sessionId])
+    return (exists.rowCount ?? 0) === 0 ? { token: null } : null
+  }
+  return { token: t.rows[0] }
+}
+
+/** The newest non-revoked token of a session (the "active" token of §5.2 step 4a). */
+export async function activeTokenOfSession (q: Queryable, sessionId: string): Promise<RefreshTokenRow | null> {
+  const r = await q.query<RefreshTokenRow>(
+    `SELECT id, token, user_id, revoked, parent, session_id, updated_at FROM auth.refresh_tokens
+      WHERE session_id = $1 AND revoked = false ORDER BY id DESC LIMIT 1`, [sessionId])
+  return r.rows[0] ?? null
+}
+
+/** Revokes every token of a session (reuse detected). */
+export async function revokeSessionTokens (q: Queryable, sessionId: string, now: Date): Promise<void> {
+  await q.query('UPDATE auth.refresh_tokens SET revoked = true, updated_at = $2 WHERE session_id = $1 AND revoked = false', [sessionId, now])
+}
+
+export async function touchSession (q: Queryable, sessionId: string, now: Date): Promise<void> {
+  await q.query(`UPDATE auth.sessions SET refreshed_at = ($2::timestamptz AT TIME ZONE 'UTC'), updated_at = $2 WHERE id = $1`, [sessionId, now])
+}
+
+export async function deleteRefreshToken (q: Queryable, id: string): Promise<void> {
+  await q.query('DELETE FROM auth.refresh_tokens WHERE id = $1', [id])
+}

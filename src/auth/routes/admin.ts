@@ -1,0 +1,330 @@
+// The admin API of spec §3.20 (bearer JWT with role service_role; the gateway mints it for
+// the secret key): /admin/users list (page/per_page, X-Total-Count and Link), create, get,
+// update, delete; /admin/generate_link (tokens made, no mail sent); /invite (with mail).
+import { randomUUID } from 'node:crypto'
+import type { FastifyInstance, FastifyRequest } from 'fastify'
+import { withTransaction, type Queryable } from '../../shared/pg.js'
+import { confirmEmail, createEmailUser, emailIdentityData, refreshProviders } from '../accounts.js'
+import { issueEmailToken, sendEmailToken, type EmailTokenKind } from '../confirmations.js'
+import { assertPasswordAcceptable, checkPasswordLength, hashOtp, hashPassword, randomPassword } from '../crypto.js'
+import {
+  emailExists, phoneExists, userNotFound, validationFailed, validationFailed404, validationFailed422
+} from '../errors.js'
+import { contextOf } from '../hooks/resolve-tenant.js'
+import { requireAdmin, UUID } from '../hooks/require-user.js'
+import {
+  bodyOf, normaliseEmail, normalisePhone, optBool, optObject, optString, queryParam, redirectUrlOf, type Body
+} from '../http.js'
+import { verifyLink, type VerifyLinkType } from '../mail/index.js'
+import { audit } from '../models/audit-log.js'
+import { identitiesForUser, insertIdentity, updateIdentity } from '../models/identities.js'
+import { deleteSessionsOfUser } from '../models/sessions.js'
+import {
+  deleteUser, findUserByEmail, findUserByPhone, isEmailTaken, listUsers, loadUserWithIdentities, lockUserById,
+  insertUser, toUserJson, updateUser, type UserColumn
+} from '../models/users.js'
+import { mergeMetadata } from './user.js'
+import type { TenantContext, UserRow } from '../types.js'
+
+const GO_UNITS: Record<string, number> = { ns: 1e-6, us: 1e-3, µs: 1e-3, μs: 1e-3, ms: 1, s: 1000, m: 60_000, h: 3_600_000 }
+
+/** A Go duration ("24h", "1h30m", "90s") in milliseconds; null when malformed. */
+export function parseGoDuration (s: string): number | null {
+  const re = /(\d+(?:\.\d+)?)(ns|us|µs|μs|ms|s|m|h)/gy
+  let total = 0
+  let m: RegExpExecArray | null
+  let pos = 0
+  while ((m = re.exec(s)) !== null) { total += Number(m[1]) * GO_UNITS[m[2]!]!; pos = re.lastIndex }
+  return pos === s.length && s.length > 0 ? total : null
+}
+
+function banUntil (ctx: TenantContext, banDuration: string | undefined): Date | null | undefined {
+  if (banDuration === undefined) return undefined
+  if (banDuration === 'none') return null
+  const ms = parseGoDuration(banDuration)
+  if (ms === null) throw validationFailed('invalid format for ban duration')
+  return new Date(ctx.now().getTime() + ms)
+}
+
+function userIdParam (req: FastifyRequest): string {
+  const id = (req.params as { id?: string }).id ?? ''
+  if (!UUID.test(id)) throw validationFailed404('user_id must be an UUID')
+  return id.toLowerCase()
+}
+
+async function passwordHashFrom (ctx: TenantContext, b: Body, checkStrength: boolean): Promise<string | undefined> {
+  const password = optString(b, 'password')
+  const passwordHash = optString(b, 'password_hash')
+  if (password !== undefined && passwordHash !== undefined) throw validationFailed('Only a password or a password hash should be provided')
+  if (passwordHash !== undefined) {
+    if (!/^\$2[abxy]\$\d\d\$[./A-Za-z0-9]{53}$/.test(passwordHash)) throw validationFailed('Invalid password hash format: only bcrypt hashes are supported')
+    return passwordHash
+  }
+  if (password === undefined) return undefined
+  if (checkStrength) assertPasswordAcceptable(password, ctx.tenant.auth)
+  else checkPasswordLength(password)
+  return hashPassword(password, ctx.config.auth.bcrypt_cost)
+}
+
+async function adminCreateUser (ctx: TenantContext, b: Body) {
+  const rawEmail = optString(b, 'email')
+  const rawPhone = optString(b, 'phone')
+  if (!rawEmail && !rawPhone) throw validationFailed('Unable to create user: email or phone is required')
+  const email = rawEmail ? normaliseEmail(rawEmail) : undefined
+  const phone = rawPhone ? normalisePhone(rawPhone) : undefined
+  const id = optString(b, 'id')
+  if (id !== undefined && (!UUID.test(id) || /^0{8}-0{4}-0{4}-0{4}-0{12}$/.test(id))) throw validationFailed('id must be a valid non-nil UUID')
+  const hash = (await passwordHashFrom(ctx, b, false)) ?? await hashPassword(randomPassword().slice(0, 64), ctx.config.auth.bcrypt_cost)
+  const emailConfirm = optBool(b, 'email_confirm') ?? false
+  const phoneConfirm = optBool(b, 'phone_confirm') ?? false
+  const userMeta = optObject(b, 'user_metadata') ?? {}
+  const appMeta = optObject(b, 'app_metadata') ?? {}
+  const banned = banUntil(ctx, optString(b, 'ban_duration'))
+  const aud = optString(b, 'aud') || ctx.tenant.jwt.aud
+  const role = optString(b, 'role') || 'authenticated'
+  try {
+    return await withTransaction(ctx.db, async (q) => {
+      if (email && await isEmailTaken(q, email)) throw emailExists()
+      if (phone && await findUserByPhone(q, phone, aud)) throw phoneExists()
+      const now = ctx.now()
+      const userId = id?.toLowerCase() ?? randomUUID()
+      const providers = [...(email ? ['email'] : []), ...(phone ? ['phone'] : [])]
+      const user = await insertUser(q, {
+        id: userId, aud, role, email: email ?? null, phone: phone ?? null, encryptedPassword: hash,
+        appMetadata: { provider: providers[0], providers, ...appMeta },
+        userMetadata: userMeta,
+        emailConfirmedAt: email && emailConfirm ? now : null,
+        phoneConfirmedAt: phone && phoneConfirm ? now : null,
+        bannedUntil: banned ?? null,
+        now
+      })
+      if (email) await insertIdentity(q, { userId, provider: 'email', providerId: userId, identityData: emailIdentityData(userId, email, undefined, emailConfirm), now })
+      if (phone) await insertIdentity(q, { userId, provider: 'phone', providerId: userId, identityData: { sub: userId, phone, email_verified: false, phone_verified: phoneConfirm }, now })
+      await audit(q, { action: 'user_signedup', actorId: userId, actorUsername: email ?? phone, traits: { provider: providers[0], via: 'admin' }, now })
+      return toUserJson({ user, identities: await identitiesForUser(q, userId) })
+    })
+  } catch (err) {
+    if ((err as { code?: string, constraint?: string }).code === '23505') {
+      const c = (err as { constraint?: string }).constraint ?? ''
+      throw c.includes('phone') ? phoneExists() : c.includes('pkey') ? validationFailed422('A user with this id already exists') : emailExists()
+    }
+    throw err
+  }
+}
+
+async function adminUpdateUser (ctx: TenantContext, id: string, b: Body) {
+  const rawEmail = optString(b, 'email')
+  const rawPhone = optString(b, 'phone')
+  const email = rawEmail ? normaliseEmail(rawEmail) : undefined
+  const phone = rawPhone ? normalisePhone(rawPhone) : undefined
+  const hash = await passwordHashFrom(ctx, b, true)
+  const emailConfirm = optBool(b, 'email_confirm')
+  const phoneConfirm = optBool(b, 'phone_confirm')
+  const userMeta = optObject(b, 'user_metadata')
+  const appMeta = optObject(b, 'app_metadata')
+  const banned = banUntil(ctx, optString(b, 'ban_duration'))
+  const role = optString(b, 'role')
+  return withTransaction(ctx.db, async (q) => {
+    let user = await lockUserById(q, id)
+    if (!user) throw userNotFound()
+    const now = ctx.now()
+    const fields: Partial<Record<UserColumn, unknown>> = {}
+    if (role) fields.role = role
+    if (userMeta) fields.raw_user_meta_data = mergeMetadata(user.raw_user_meta_data, userMeta)
+    if (appMeta) fields.raw_app_meta_data = mergeMetadata(user.raw_app_meta_data, appMeta)
+    if (banned !== undefined) fields.banned_until = banned
+    if (hash) fields.encrypted_password = hash
+    if (phone && phone !== user.phone) {
+      if (await findUserByPhone(q, phone, user.aud ?? ctx.tenant.jwt.aud)) throw phoneExists()
+      fields.phone = phone
+    }
+    if (phoneConfirm) fields.phone_confirmed_at = user.phone_confirmed_at ?? now
+    if (email && email !== (user.email ?? '')) {
+      if (await isEmailTaken(q, email, user.id)) throw emailExists()
+      fields.email = email
+    }
+    if (Object.keys(fields).length) user = await updateUser(q, user.id, fields, now)
+    const identities = await identitiesForUser(q, user.id)
+    if (fields.email) {
+      const ei = identities.find((i) => i.provider === 'email')
+      if (ei) await updateIdentity(q, ei.id, { identityData: { ...ei.identity_data, email } }, now)
+      else await insertIdentity(q, { userId: user.id, provider: 'email', providerId: user.id, identityData: emailIdentityData(user.id, email!, undefined, !!user.email_confirmed_at), now })
+    }
+    if (fields.phone && !identities.some((i) => i.provider === 'phone')) {
+      await insertIdentity(q, { userId: user.id, provider: 'phone', providerId: user.id, identityData: { sub: user.id, phone, email_verified: false, phone_verified: !!phoneConfirm }, now })
+    }
+    if (emailConfirm && user.email) user = (await confirmEmail(ctx, q, user)).user
+    if (hash) await deleteSessionsOfUser(q, user.id)
+    if (banned) await deleteSessionsOfUser(q, user.id)
+    const refreshed = await refreshProviders(ctx, q, user)
+    await audit(q, { action: 'user_modified', actorId: user.id, actorUsername: user.email, traits: { via: 'admin' }, now })
+    return toUserJson(refreshed)
+  })
+}
+
+async function adminDeleteUser (ctx: TenantContext, id: string, soft: boolean) {
+  await withTransaction(ctx.db, async (q) => {
+    const user = await lockUserById(q, id)
+    if (!user) throw userNotFound()
+    const now = ctx.now()
+    if (soft) {
+      // GoTrue's soft delete: identifying data obfuscated, sessions gone, row kept.
+      await updateUser(q, id, {
+        email: null, phone: null, encrypted_password: '', raw_user_meta_data: {}, raw_app_meta_data: {},
+        email_change: '', phone_change: '', confirmation_token: '', recovery_token: '', deleted_at: now
+      }, now)
+      await q.query('DELETE FROM auth.identities WHERE user_id = $1', [id])
+      await q.query('DELETE FROM auth.one_time_tokens WHERE user_id = $1', [id])
+      await deleteSessionsOfUser(q, id)
+    } else {
+      await deleteUser(q, id)
+    }
+    await audit(q, { action: 'user_deleted', actorId: id, actorUsername: user.email, traits: { soft }, now })
+  })
+  return {}
+}
+
+// ----- generate_link --------------------------------------------------------------------------
+
+const LINK_TYPES = ['signup', 'invite', 'magiclink', 'recovery', 'email_change_current', 'email_change_new'] as const
+type LinkType = typeof LINK_TYPES[number]
+
+async function generateLink (ctx: TenantContext, req: FastifyRequest, b: Body) {
+  const type = optString(b, 'type') as LinkType | undefined
+  if (!type || !LINK_TYPES.includes(type)) throw validationFailed('Invalid generate link type: must be one of ' + LINK_TYPES.join(', '))
+  const rawEmail = optString(b, 'email')
+  if (!rawEmail) throw validationFailed('Email is required to generate a link')
+  const email = normaliseEmail(rawEmail)
+  const data = optObject(b, 'data')
+  const newEmailRaw = optString(b, 'new_email')
+  const redirectTo = redirectUrlOf(req, ctx.tenant.auth, optString(b, 'redirect_to'))
+  const passwordHash = type === 'signup' ? await passwordHashFrom(ctx, b, true) : undefined
+
+  return withTransaction(ctx.db, async (q: Queryable) => {
+    let user: UserRow | null = await findUserByEmail(q, email, ctx.tenant.jwt.aud)
+    let verificationType: VerifyLinkType | LinkType = type
+    let tokenKind: EmailTokenKind
+    let address = email
+    const extra: Partial<Record<UserColumn, unknown>> = {}
+    switch (type) {
+      case 'signup':
+      case 'invite': {
+        if (user?.email_confirmed_at) throw emailExists()
+        if (!user) {
+          const hash = type === 'signup'
+            ? passwordHash ?? await hashPassword(randomPassword().slice(0, 64), ctx.config.auth.bcrypt_cost)
+            : null
+          user = (await createEmailUser(ctx, q, { email, encryptedPassword: hash, data, confirmed: false, invited: type === 'invite' })).user
+        } else if (type === 'invite') {
+          extra.invited_at = ctx.now()
+        }
+        tokenKind = type === 'signup' ? 'confirmation' : 'invite'
+        break
+      }
+      case 'magiclink': {
+        if (!user) {
+          const hash = await hashPassword(randomPassword().slice(0, 64), ctx.config.auth.bcrypt_cost)
+          user = (await createEmailUser(ctx, q, { email, encryptedPassword: hash, data, confirmed: false })).user
+          verificationType = 'signup'
+          tokenKind = 'confirmation'
+        } else {
+          tokenKind = 'magiclink'
+        }
+        break
+      }
+      case 'recovery': {
+        if (!user) throw userNotFound()
+        tokenKind = 'recovery'
+        break
+      }
+      default: {
+        if (!user) throw userNotFound()
+        if (!newEmailRaw) throw validationFailed('The new_email address is required for ' + type)
+        const newEmail = normaliseEmail(newEmailRaw)
+        if (await isEmailTaken(q, newEmail, user.id)) throw emailExists()
+        extra.email_change = newEmail
+        extra.email_change_confirm_status = 0
+        tokenKind = type
+        if (type === 'email_change_new') address = newEmail
+      }
+    }
+    const issued = await issueEmailToken(ctx, q, user, tokenKind, { address, extra })
+    const linkType: VerifyLinkType = tokenKind === 'email_change_new' || tokenKind === 'email_change_current'
+      ? 'email_change'
+      : verificationType as VerifyLinkType
+    const full = await loadUserWithIdentities(q, user.id)
+    return {
+      ...toUserJson(full!),
+      action_link: verifyLink(ctx.externalUrl, issued.hash, linkType, redirectTo),
+      email_otp: issued.otp,
+      hashed_token: hashOtp(address, issued.otp),
+      verification_type: verificationType,
+      redirect_to: redirectTo
+    }
+  })
+}
+
+export async function adminRoutes (scope: FastifyInstance): Promise<void> {
+  // Every route here is admin-only.
+  scope.addHook('preHandler', async (req) => { await requireAdmin(contextOf(req), req) })
+
+  scope.get('/admin/users', async (req, reply) => {
+    const ctx = contextOf(req)
+    const page = Math.max(1, Number.parseInt(queryParam(req, 'page') ?? '1', 10) || 1)
+    const perPage = Math.min(1000, Math.max(1, Number.parseInt(queryParam(req, 'per_page') ?? '50', 10) || 50))
+    const sort = (queryParam(req, 'sort') ?? 'created_at desc').trim().toLowerCase()
+    const filter = queryParam(req, 'filter') || undefined
+    const { users, total } = await listUsers(ctx.db, { aud: ctx.tenant.jwt.aud, page, perPage, filter, sortDesc: !sort.endsWith(' asc') })
+    // Link: query keys in sorted order so `page` comes first (auth-js parses it so).
+    const query = { ...(req.query as Record<string, string>) }
+    const link = (p: number) => {
+      const qs = new URLSearchParams()
+      for (const k of Object.keys({ ...query, page: '', per_page: '' }).sort()) {
+        qs.set(k, k === 'page' ? String(p) : k === 'per_page' ? String(perPage) : String(query[k]))
+      }
+      return `<${ctx.externalUrl}/admin/users?${qs.toString()}>`
+    }
+    const lastPage = Math.ceil(total / perPage)
+    const parts: string[] = []
+    if (total > page * perPage) parts.push(`${link(page + 1)}; rel="next"`)
+    parts.push(`${link(lastPage)}; rel="last"`)
+    reply.header('x-total-count', String(total))
+    reply.header('link', parts.join(', '))
+    return { users: users.map(toUserJson), aud: ctx.tenant.jwt.aud }
+  })
+
+  scope.post('/admin/users', async (req) => adminCreateUser(contextOf(req), bodyOf(req)))
+
+  scope.get('/admin/users/:id', async (req) => {
+    const ctx = contextOf(req)
+    const u = await loadUserWithIdentities(ctx.db, userIdParam(req))
+    if (!u) throw userNotFound()
+    return toUserJson(u)
+  })
+
+  scope.put('/admin/users/:id', async (req) => adminUpdateUser(contextOf(req), userIdParam(req), bodyOf(req)))
+
+  scope.delete('/admin/users/:id', async (req) => {
+    const ctx = contextOf(req)
+    return adminDeleteUser(ctx, userIdParam(req), optBool(bodyOf(req), 'should_soft_delete') ?? false)
+  })
+
+  scope.post('/admin/generate_link', async (req) => generateLink(contextOf(req), req, bodyOf(req)))
+
+  scope.post('/invite', async (req) => {
+    const ctx = contextOf(req)
+    const b = bodyOf(req)
+    const rawEmail = optString(b, 'email')
+    if (!rawEmail) throw validationFailed('Email is required to invite a user')
+    const email = normaliseEmail(rawEmail)
+    const data = optObject(b, 'data')
+    const redirectTo = redirectUrlOf(req, ctx.tenant.auth)
+    return withTransaction(ctx.db, async (q) => {
+      let user = await findUserByEmail(q, email, ctx.tenant.jwt.aud)
+      if (user?.email_confirmed_at) throw emailExists()
+      if (!user) user = (await createEmailUser(ctx, q, { email, encryptedPassword: null, data, confirmed: false, invited: true })).user
+      const sent = await sendEmailToken(ctx, q, user, 'invite', { address: email, redirectTo, extra: { invited_at: ctx.now() } })
+      return toUserJson({ user: sent.user, identities: await identitiesForUser(q, user.id) })
+    })
+  })
+}

@@ -1,0 +1,37 @@
+// GET /settings (spec §3.2): what the tenant has switched on. `external` lists GoTrue's
+// providers (false unless configured) plus any other provider the tenant names; two
+// Gatehouse fields tell clients about magic link and PKCE, which GoTrue's body lacks.
+import type { FastifyInstance } from 'fastify'
+import type { Tenant } from '../../tenants/schema.js'
+import { contextOf } from '../hooks/resolve-tenant.js'
+
+const GOTRUE_PROVIDERS = [
+  'apple', 'azure', 'bitbucket', 'discord', 'facebook', 'snapchat', 'figma', 'fly', 'github', 'gitlab',
+  'google', 'keycloak', 'kakao', 'linkedin', 'linkedin_oidc', 'notion', 'spotify', 'slack', 'slack_oidc',
+  'workos', 'twitch', 'twitter', 'zoom'
+]
+
+export function settingsOf (tenant: Tenant): Record<string, unknown> {
+  const a = tenant.auth
+  const external: Record<string, boolean> = { anonymous_users: a.anonymous_sign_in }
+  for (const p of GOTRUE_PROVIDERS) external[p] = false
+  for (const [name, p] of Object.entries(a.providers)) external[name] = p.enabled !== false
+  external.email = true
+  external.phone = false
+  return {
+    external,
+    disable_signup: !a.signup_enabled,
+    mailer_autoconfirm: !a.mail_confirmation,
+    phone_autoconfirm: false,
+    sms_provider: '',
+    saml_enabled: false,
+    saml_private_key_next_configured: false,
+    passkeys_enabled: false,
+    magic_link_enabled: a.magic_link,
+    pkce_enabled: a.pkce
+  }
+}
+
+export async function settingsRoutes (scope: FastifyInstance): Promise<void> {
+  scope.get('/settings', async (req) => settingsOf(contextOf(req).tenant))
+}

@@ -1,0 +1,105 @@
+// POST /signup (spec §3.3): email + password sign-up (confirmation mail, or a session with
+// autoconfirm), and anonymous sign-in when neither email nor phone is given. Repeated
+// sign-ups of a confirmed address answer an obfuscated user (no enumeration) unless
+// autoconfirm is on, then 422 user_already_exists.
+import { randomUUID } from 'node:crypto'
+import type { FastifyInstance, FastifyRequest } from 'fastify'
+import { withTransaction } from '../../shared/pg.js'
+import { confirmEmail, createEmailUser } from '../accounts.js'
+import { sendEmailToken } from '../confirmations.js'
+import { assertPasswordAcceptable, hashPassword, verifyPassword } from '../crypto.js'
+import {
+  anonymousDisabled, phoneProviderDisabled, signupDisabled, userAlreadyExists, validationFailed
+} from '../errors.js'
+import { contextOf } from '../hooks/resolve-tenant.js'
+import { bodyOf, clientMeta, normaliseEmail, optObject, optString, redirectUrlOf } from '../http.js'
+import { audit } from '../models/audit-log.js'
+import { identitiesForUser } from '../models/identities.js'
+import { findUserByEmail, insertUser, toUserJson } from '../models/users.js'
+import { startSession } from '../tokens.js'
+import type { TenantContext } from '../types.js'
+
+async function anonymousSignIn (ctx: TenantContext, req: FastifyRequest, data: Record<string, unknown> | undefined) {
+  if (!ctx.tenant.auth.anonymous_sign_in) throw anonymousDisabled()
+  if (!ctx.tenant.auth.signup_enabled) throw signupDisabled()
+  return withTransaction(ctx.db, async (q) => {
+    const now = ctx.now()
+    const user = await insertUser(q, {
+      id: randomUUID(), aud: ctx.tenant.jwt.aud, role: 'authenticated', appMetadata: {}, userMetadata: data ?? {},
+      isAnonymous: true, encryptedPassword: null, now
+    })
+    return startSession(ctx, q, { user, identities: [] }, { method: 'anonymous', ...clientMeta(req), auditAction: 'user_signedup' })
+  })
+}
+
+/** The fake user of a repeated sign-up (spec §3.3): random id, no identities. */
+function obfuscatedUser (ctx: TenantContext, email: string, data: Record<string, unknown> | undefined): Record<string, unknown> {
+  const now = ctx.now().toISOString()
+  return {
+    id: randomUUID(), aud: ctx.tenant.jwt.aud, role: 'authenticated', email, phone: '',
+    app_metadata: { provider: 'email', providers: ['email'] }, user_metadata: data ?? {}, identities: [],
+    created_at: now, updated_at: now, is_anonymous: false
+  }
+}
+
+export async function signupRoutes (scope: FastifyInstance): Promise<void> {
+  scope.post('/signup', async (req) => {
+    const ctx = contextOf(req)
+    const settings = ctx.tenant.auth
+    const b = bodyOf(req)
+    const email = optString(b, 'email')
+    const phone = optString(b, 'phone')
+    const password = optString(b, 'password')
+    const data = optObject(b, 'data')
+    if (!email && !phone) return anonymousSignIn(ctx, req, data)
+
+    if (!settings.signup_enabled) throw signupDisabled()
+    if (!password) throw validationFailed('Signup requires a valid password')
+    assertPasswordAcceptable(password, settings)
+    if (email && phone) throw validationFailed('Only an email address or phone number should be provided on signup.')
+    if (phone) throw phoneProviderDisabled('Phone signups are disabled')
+    const address = normaliseEmail(email!)
+    const redirectTo = redirectUrlOf(req, settings)
+    const autoconfirm = !settings.mail_confirmation
+    const cost = ctx.config.auth.bcrypt_cost
+
+    const existing = await findUserByEmail(ctx.db, address, ctx.tenant.jwt.aud)
+    if (existing?.email_confirmed_at) {
+      if (autoconfirm) throw userAlreadyExists()
+      return obfuscatedUser(ctx, address, data)
+    }
+    if (existing) {
+      // Unconfirmed: nothing stored changes. With autoconfirm (the tenant switched it on
+      // since), the right password confirms and signs in; otherwise a new confirmation mail.
+      if (autoconfirm) {
+        if (!await verifyPassword(password, existing.encrypted_password, cost)) throw userAlreadyExists()
+        return withTransaction(ctx.db, async (q) => {
+          const confirmed = await confirmEmail(ctx, q, existing)
+          return startSession(ctx, q, confirmed, { method: 'password', ...clientMeta(req) })
+        })
+      }
+      return withTransaction(ctx.db, async (q) => {
+        const sent = await sendEmailToken(ctx, q, existing, 'confirmation', { address, redirectTo })
+        return toUserJson({ user: sent.user, identities: await identitiesForUser(q, existing.id) })
+      })
+    }
+
+    const hash = await hashPassword(password, cost)
+    try {
+      return await withTransaction(ctx.db, async (q) => {
+        const created = await createEmailUser(ctx, q, { email: address, encryptedPassword: hash, data, confirmed: autoconfirm })
+        await audit(q, { action: 'user_signedup', actorId: created.user.id, actorUsername: address, traits: { provider: 'email' }, now: ctx.now() })
+        if (autoconfirm) return startSession(ctx, q, created, { method: 'password', ...clientMeta(req), auditAction: null })
+        const sent = await sendEmailToken(ctx, q, created.user, 'confirmation', { address, redirectTo })
+        return toUserJson({ user: sent.user, identities: created.identities })
+      })
+    } catch (err) {
+      // A concurrent sign-up of the same address won the unique index.
+      if ((err as { code?: string }).code === '23505') {
+        if (autoconfirm) throw userAlreadyExists()
+        return obfuscatedUser(ctx, address, data)
+      }
+      throw err
+    }
+  })
+}

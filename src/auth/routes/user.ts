@@ -1,0 +1,100 @@
+// GET /user and PUT /user (spec §3.14-3.15): the signed-in user's record; metadata merge
+// (null deletes a key), password change (policy, not the same password, other sessions
+// ended), and email change with confirmation mails (GoTrue's secure mode: both addresses).
+import type { FastifyInstance } from 'fastify'
+import { withTransaction } from '../../shared/pg.js'
+import { emailIdentityData, refreshProviders } from '../accounts.js'
+import { sendEmailToken } from '../confirmations.js'
+import { assertPasswordAcceptable, hashPassword, verifyPassword } from '../crypto.js'
+import { emailExists, notAdmin, phoneProviderDisabled, samePassword, validationFailed422 } from '../errors.js'
+import { contextOf } from '../hooks/resolve-tenant.js'
+import { requireUser } from '../hooks/require-user.js'
+import { bodyOf, normaliseEmail, optObject, optString, redirectUrlOf } from '../http.js'
+import { audit } from '../models/audit-log.js'
+import { identitiesForUser, insertIdentity } from '../models/identities.js'
+import { deleteOneTimeTokensOfUser } from '../models/one-time-tokens.js'
+import { deleteSessionsOfUser } from '../models/sessions.js'
+import { isEmailTaken, lockUserById, toUserJson, updateUser, type UserColumn } from '../models/users.js'
+
+/** GoTrue's metadata update: keys merged, a null value deletes its key. */
+export function mergeMetadata (current: Record<string, unknown> | null, patch: Record<string, unknown>): Record<string, unknown> {
+  const out = { ...(current ?? {}) }
+  for (const [k, v] of Object.entries(patch)) {
+    if (v === null) delete out[k]
+    else out[k] = v
+  }
+  return out
+}
+
+export async function userRoutes (scope: FastifyInstance): Promise<void> {
+  scope.get('/user', async (req) => {
+    const ctx = contextOf(req)
+    const { user } = await requireUser(ctx, req)
+    return toUserJson(user)
+  })
+
+  scope.put('/user', async (req) => {
+    const ctx = contextOf(req)
+    const { user: current, sessionId } = await requireUser(ctx, req)
+    const settings = ctx.tenant.auth
+    const b = bodyOf(req)
+    const rawEmail = optString(b, 'email')
+    const phone = optString(b, 'phone')
+    const password = optString(b, 'password')
+    const data = optObject(b, 'data')
+    const appMetadata = optObject(b, 'app_metadata')
+    const u = current.user
+
+    const email = rawEmail ? normaliseEmail(rawEmail) : undefined
+    if (phone) throw phoneProviderDisabled('Phone provider is disabled for this database')
+    if (password !== undefined) assertPasswordAcceptable(password, settings)
+    if (appMetadata && u.role !== 'admin') throw notAdmin('Updating app_metadata requires admin privileges')
+    if (password !== undefined && u.is_anonymous && !u.email && !email) {
+      throw validationFailed422('Updating password of an anonymous user without an email or phone is not allowed')
+    }
+    const changingEmail = email !== undefined && email !== (u.email ?? '').toLowerCase()
+    if (changingEmail && await isEmailTaken(ctx.db, email, u.id)) throw emailExists()
+
+    let newHash: string | undefined
+    if (password !== undefined) {
+      if (await verifyPassword(password, u.encrypted_password, ctx.config.auth.bcrypt_cost)) throw samePassword()
+      newHash = await hashPassword(password, ctx.config.auth.bcrypt_cost)
+    }
+    const redirectTo = redirectUrlOf(req, settings)
+
+    const updated = await withTransaction(ctx.db, async (q) => {
+      const now = ctx.now()
+      let user = (await lockUserById(q, u.id))!
+      const fields: Partial<Record<UserColumn, unknown>> = {}
+      if (data) fields.raw_user_meta_data = mergeMetadata(user.raw_user_meta_data, data)
+      if (appMetadata) fields.raw_app_meta_data = mergeMetadata(user.raw_app_meta_data, appMetadata)
+      if (newHash) {
+        Object.assign(fields, { encrypted_password: newHash, confirmation_token: '', recovery_token: '', email_change_token_new: '', email_change_token_current: '' })
+      }
+      if (Object.keys(fields).length) user = await updateUser(q, user.id, fields, now)
+      if (newHash) {
+        await deleteOneTimeTokensOfUser(q, user.id)
+        await deleteSessionsOfUser(q, user.id, sessionId)
+        await audit(q, { action: 'user_updated_password', actorId: user.id, actorUsername: user.email, now })
+      }
+      if (changingEmail) {
+        if (user.is_anonymous && !settings.mail_confirmation) {
+          // Anonymous user + autoconfirm: the address is taken over at once.
+          const meta = { ...(user.raw_user_meta_data ?? {}), email, email_verified: true }
+          user = await updateUser(q, user.id, { email, email_confirmed_at: now, is_anonymous: false, raw_user_meta_data: meta }, now)
+          await insertIdentity(q, { userId: user.id, provider: 'email', providerId: user.id, identityData: emailIdentityData(user.id, email, undefined, true), now })
+          user = (await refreshProviders(ctx, q, user)).user
+        } else {
+          const extra = { email_change: email, email_change_confirm_status: 0, email_change_token_current: '' }
+          user = (await sendEmailToken(ctx, q, user, 'email_change_new', { address: email, redirectTo, newEmail: email, extra })).user
+          if (user.email) {
+            user = (await sendEmailToken(ctx, q, user, 'email_change_current', { address: user.email, redirectTo, newEmail: email })).user
+          }
+        }
+      }
+      await audit(q, { action: 'user_modified', actorId: user.id, actorUsername: user.email, now })
+      return { user, identities: await identitiesForUser(q, user.id) }
+    })
+    return toUserJson(updated)
+  })
+}

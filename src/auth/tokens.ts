@@ -1,0 +1,84 @@
+// Access and refresh token issuance (spec §4.1, §2.4, §5.1): the claims GoTrue puts into
+// an access token, the AccessTokenResponse, and "start a session" for every sign-in method
+// (session row + AMR claim + first refresh token + last_sign_in_at). Rotation of refresh
+// tokens lives in grants/refresh-token.ts.
+import type { Queryable } from '../shared/pg.js'
+import { signHS256 } from '../shared/jwt.js'
+import { audit, type AuditAction } from './models/audit-log.js'
+import { insertRefreshToken } from './models/refresh-tokens.js'
+import { addAmrClaim, insertSession } from './models/sessions.js'
+import { toUserJson, updateUser } from './models/users.js'
+import type { AccessTokenResponse, AmrEntry, TenantContext, UserWithIdentities } from './types.js'
+
+/** Sign-in methods recorded in the AMR claim (spec §4.1). */
+export type AuthMethod =
+  | 'password' | 'otp' | 'oauth' | 'magiclink' | 'recovery' | 'invite' | 'email/signup'
+  | 'email_change' | 'anonymous' | 'sso/saml' | 'web3'
+
+function aalOf (amr: AmrEntry[]): 'aal1' | 'aal2' {
+  return amr.some((a) => a.method === 'totp' || a.method === 'mfa/phone' || a.method === 'mfa/webauthn') ? 'aal2' : 'aal1'
+}
+
+/** The claims of an access token, in GoTrue's order. */
+export function accessTokenClaims (ctx: TenantContext, u: UserWithIdentities, sessionId: string, amr: AmrEntry[]): Record<string, unknown> {
+  const user = u.user
+  return {
+    aud: user.aud || ctx.tenant.jwt.aud,
+    email: user.email ?? '',
+    phone: user.phone ?? '',
+    app_metadata: user.raw_app_meta_data ?? {},
+    user_metadata: user.raw_user_meta_data ?? {},
+    role: user.role || 'authenticated',
+    aal: aalOf(amr),
+    amr,
+    session_id: sessionId,
+    is_anonymous: user.is_anonymous
+  }
+}
+
+/** Signs an access token for a session and shapes the AccessTokenResponse. */
+export async function tokenResponse (ctx: TenantContext, u: UserWithIdentities, session: { id: string, refreshToken: string, amr: AmrEntry[] }): Promise<AccessTokenResponse> {
+  const iat = Math.floor(ctx.now().getTime() / 1000)
+  const expiresIn = ctx.tenant.jwt.expiry
+  const accessToken = await signHS256(accessTokenClaims(ctx, u, session.id, session.amr), {
+    secret: ctx.tenant.jwt.secret,
+    expiresInSeconds: expiresIn,
+    issuer: ctx.issuer,
+    subject: u.user.id,
+    now: iat
+  })
+  return {
+    access_token: accessToken,
+    token_type: 'bearer',
+    expires_in: expiresIn,
+    expires_at: iat + expiresIn,
+    refresh_token: session.refreshToken,
+    user: toUserJson(u)
+  }
+}
+
+export interface StartSessionOptions {
+  method: AuthMethod
+  userAgent?: string | null
+  ip?: string | null
+  /** Audit action to record (login by default; signups pass user_signedup). */
+  auditAction?: AuditAction | null
+}
+
+/**
+ * Starts a session for a user who just proved who they are: session row, AMR claim,
+ * first refresh token, last_sign_in_at. Runs on the caller's transaction client.
+ */
+export async function startSession (ctx: TenantContext, q: Queryable, u: UserWithIdentities, opts: StartSessionOptions): Promise<AccessTokenResponse> {
+  const now = ctx.now()
+  const session = await insertSession(q, { userId: u.user.id, now, userAgent: opts.userAgent, ip: opts.ip })
+  await addAmrClaim(q, session.id, opts.method, now)
+  const refreshToken = await insertRefreshToken(q, { userId: u.user.id, sessionId: session.id, now })
+  const user = await updateUser(q, u.user.id, { last_sign_in_at: now }, now)
+  const action = opts.auditAction === undefined ? 'login' : opts.auditAction
+  if (action) {
+    await audit(q, { action, actorId: user.id, actorUsername: user.email ?? user.phone, traits: { provider: opts.method }, ip: opts.ip, now })
+  }
+  const amr: AmrEntry[] = [{ method: opts.method, timestamp: Math.floor(now.getTime() / 1000) }]
+  return tokenResponse(ctx, { user, identities: u.identities }, { id: session.id, refreshToken, amr })
+}
