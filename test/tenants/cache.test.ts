@@ -4,6 +4,7 @@ import {
   type Tenant, type TenantStore, type RedisTenantStore
 } from '../../src/tenants/index.js'
 import { createTestRedis } from '../helpers/redis.js'
+import { loadConfig } from '../../src/config/index.js'
 import { tenantFile, eventually, spawnRedis } from './fixtures.js'
 
 const tenant = (db: string, over: Record<string, unknown> = {}) => toTenant(parseTenantFile(tenantFile(db, over), `${db}.yaml`, {}))
@@ -133,6 +134,39 @@ t.test('invalidation through pub/sub reaches a cache in another "process"', asyn
   t.ok(await eventually(async () => (await cacheA.get('acme')) === null), 'A forgets the deleted tenant')
 })
 
+t.test('an invalidation during a look-up: the caller gets its answer, the cache does not keep it', async (t) => {
+  const { prefix, url } = createTestRedis(t)
+  const store = redisStore(t, url, prefix)
+  await store.putAll([tenant('acme')])
+  // Holding a look-up open at a chosen moment needs a gate around the real store.
+  let release: () => void = () => {}
+  let gated = true
+  const calls: string[] = []
+  const gate: TenantStore = Object.assign(Object.create(store) as TenantStore, {
+    kind: store.kind,
+    get: async (db: string) => {
+      calls.push(db)
+      const result = await store.get(db)
+      if (gated) await new Promise<void>((resolve) => { release = resolve })
+      return result
+    },
+    onChange: store.onChange.bind(store)
+  })
+  // The process config's tenants section is accepted as the cache options.
+  const config = loadConfig({ env: { GATEHOUSE_TENANTS_REINVALIDATE_MS: '0' } })
+  const cache = createTenantCache(gate, config.tenants)
+  t.teardown(() => cache.close())
+
+  const pending = cache.get('acme')
+  await eventually(() => calls.length === 1)
+  cache.invalidate('acme')
+  gated = false
+  release()
+  t.equal((await pending)?.database, 'acme', 'the caller still gets an answer')
+  await cache.get('acme')
+  t.same(calls, ['acme', 'acme'], 'the answer read before the invalidation was not cached')
+})
+
 t.test('the delayed second invalidation drops a copy a lagging read put back', async (t) => {
   const { prefix, url } = createTestRedis(t)
   const writer = redisStore(t, url, prefix)
@@ -180,13 +214,15 @@ t.test('Redis outage: a warm cache keeps serving; unknown databases fail clearly
   const server = await spawnRedis(t)
   const store = createRedisStore({ url: server.url, prefix: 'gh:' })
   t.teardown(() => store.close())
+  // Written before the cache exists, so no invalidation of it can arrive mid-test.
+  await store.putAll([tenant('acme')])
   const warnings: unknown[] = []
   const c = clock()
   const cache = createTenantCache(store, {
     cache_ttl_seconds: 60, now: c.now, logger: { warn: (o) => { warnings.push(o) } }
   })
   t.teardown(() => cache.close())
-  await store.putAll([tenant('acme')])
+  await store.subscribed()
   t.equal((await cache.get('acme'))?.database, 'acme', 'warm')
   t.equal(await cache.get('ghost'), null, 'ghost is cached as unknown')
 

@@ -62,19 +62,20 @@ t.test('tenants apply / list / show / delete against Redis', async (t) => {
   })
 
   await t.test('list', async (t) => {
-    const r = await cli(['tenants', 'list'], env)
+    const [r, j] = await Promise.all([cli(['tenants', 'list'], env), cli(['tenants', 'list', '--json'], env)])
     t.equal(r.code, 0, r.stderr)
     t.equal(r.stdout, 'acme\nbeta\n')
-    const j = await cli(['tenants', 'list', '--json'], env)
     t.same(JSON.parse(j.stdout), ['acme', 'beta'])
   })
 
   await t.test('show masks secrets', async (t) => {
-    const r = await cli(['tenants', 'show', 'acme'], env)
+    const [r, j, missing, bad] = await Promise.all([
+      cli(['tenants', 'show', 'acme'], env), cli(['tenants', 'show', 'acme', '--json'], env),
+      cli(['tenants', 'show', 'nope'], env), cli(['tenants', 'show', 'Bad/Name'], env)
+    ])
     t.equal(r.code, 0, r.stderr)
     t.match(r.stdout, /^# acme: version 1, updated \d{4}-/)
     t.match(r.stdout, /organization: org_acme/)
-    const j = await cli(['tenants', 'show', 'acme', '--json'], env)
     t.equal(j.code, 0, j.stderr)
     const shown = JSON.parse(j.stdout)
     t.equal(shown.database, 'acme')
@@ -88,10 +89,8 @@ t.test('tenants apply / list / show / delete against Redis', async (t) => {
       }
       t.notMatch(out, /sha256:[0-9a-f]{16}/, 'not even the key hashes')
     }
-    const missing = await cli(['tenants', 'show', 'nope'], env)
     t.equal(missing.code, 1)
     t.match(missing.stderr, /^gatehouse: no tenant "nope" in the store/)
-    const bad = await cli(['tenants', 'show', 'Bad/Name'], env)
     t.equal(bad.code, 1)
     t.match(bad.stderr, /is not a database name/)
   })
@@ -111,11 +110,13 @@ t.test('tenants apply / list / show / delete against Redis', async (t) => {
 
 t.test('apply against the files source explains that files are read directly', async (t) => {
   const dir = writeTenantDir(t, { 'acme.yaml': tenantFile('acme') })
-  const r = await cli(['tenants', 'apply', dir], { GATEHOUSE_TENANTS_SOURCE: 'files' })
+  const [r, dry] = await Promise.all([
+    cli(['tenants', 'apply', dir], { GATEHOUSE_TENANTS_SOURCE: 'files' }),
+    cli(['tenants', 'apply', '--dry-run', dir], { GATEHOUSE_TENANTS_SOURCE: 'files' })
+  ])
   t.equal(r.code, 1)
   t.match(r.stderr, /tenants\.source is "files": every process reads the tenant files .* directly/)
   t.notOk(hasStack(r), 'no stack trace')
-  const dry = await cli(['tenants', 'apply', '--dry-run', dir], { GATEHOUSE_TENANTS_SOURCE: 'files' })
   t.equal(dry.code, 0, dry.stderr)
   t.match(dry.stdout, /1 tenant file\(s\) valid: acme/)
 })
