@@ -4,26 +4,37 @@
 // little later to drop a copy an in-flight read may have put back (as Neon's proxy does).
 // When the store fails, a cached tenant keeps serving; an uncached one fails loudly (503).
 import { LRUCache } from 'lru-cache'
+import type { Config } from '../config/index.js'
 import { DATABASE_NAME, type Tenant } from './schema.js'
 import { ALL_TENANTS, silentLogger, type StoreLogger, type TenantLookup, type TenantStore } from './types.js'
 import { TenantStoreUnavailableError } from './errors.js'
 
 export interface TenantCacheOptions {
-  /** TTL backstop of a cached tenant, seconds (config tenants.cache_ttl_seconds). Default 60. */
-  cache_ttl_seconds?: number
-  /** How long an unknown database is remembered, seconds; 0 = not at all. Default 5. */
-  negative_ttl_seconds?: number
+  /** TTL backstop of a cached tenant, ms (config tenants.cache_ttl_seconds * 1000). Default 60 000. */
+  ttlMs?: number
+  /** How long an unknown database is remembered, ms; 0 = not at all (config tenants.negative_ttl_seconds * 1000). Default 5000. */
+  negativeTtlMs?: number
   /** Most entries kept (config tenants.cache_max). Default 10 000. */
-  cache_max?: number
-  /** Delay of the second invalidation, ms; 0 disables it. Default 500. */
-  reinvalidate_ms?: number
+  max?: number
+  /** Delay of the second invalidation, ms; 0 disables it (config tenants.reinvalidate_ms). Default 500. */
+  reinvalidateMs?: number
   logger?: StoreLogger
   /** Millisecond clock for TTLs (tests). Default performance.now. */
   now?: () => number
 }
 
+/** Cache options from the process config's `tenants` section. */
+export function tenantCacheOptions (tenants: Pick<Config['tenants'], 'cache_ttl_seconds' | 'negative_ttl_seconds' | 'cache_max' | 'reinvalidate_ms'>): TenantCacheOptions {
+  return {
+    ttlMs: tenants.cache_ttl_seconds * 1000,
+    negativeTtlMs: tenants.negative_ttl_seconds * 1000,
+    max: tenants.cache_max,
+    reinvalidateMs: tenants.reinvalidate_ms
+  }
+}
+
 export interface TenantCache extends TenantLookup {
-  /** Drops a database now and again after reinvalidate_ms (ALL_TENANTS drops all). */
+  /** Drops a database now and again after reinvalidateMs (ALL_TENANTS drops all). */
   invalidate (database: string): void
   /** Number of cached entries, negative ones included. */
   readonly size: number
@@ -42,15 +53,15 @@ function deepFreeze<T> (o: T): T {
 }
 
 export function createTenantCache (store: TenantStore, opts: TenantCacheOptions = {}): TenantCache {
-  const ttlMs = (opts.cache_ttl_seconds ?? 60) * 1000
-  const negativeMs = (opts.negative_ttl_seconds ?? 5) * 1000
-  const reinvalidateMs = opts.reinvalidate_ms ?? 500
+  const ttlMs = opts.ttlMs ?? 60_000
+  const negativeMs = opts.negativeTtlMs ?? 5_000
+  const reinvalidateMs = opts.reinvalidateMs ?? 500
   const log = opts.logger ?? silentLogger
   const timers = new Set<NodeJS.Timeout>()
   let degraded = false
 
   const lru = new LRUCache<string, Entry>({
-    max: opts.cache_max ?? 10_000,
+    max: opts.max ?? 10_000,
     ttl: ttlMs,
     ttlResolution: 0,
     ...(opts.now ? { perf: { now: opts.now } } : {}),

@@ -1,6 +1,6 @@
 import t from 'tap'
 import {
-  createRedisStore, createTenantCache, parseTenantFile, toTenant,
+  createRedisStore, createTenantCache, tenantCacheOptions, parseTenantFile, toTenant,
   type Tenant, type TenantStore, type RedisTenantStore
 } from '../../src/tenants/index.js'
 import { createTestRedis } from '../helpers/redis.js'
@@ -64,11 +64,11 @@ t.test('invalid names never reach the store', async (t) => {
   t.same(s.calls, [])
 })
 
-t.test('unknown databases are remembered for negative_ttl_seconds', async (t) => {
+t.test('unknown databases are remembered for negativeTtlMs', async (t) => {
   const { redis, prefix, url } = createTestRedis(t)
   const s = counted(redisStore(t, url, prefix))
   const c = clock()
-  const cache = createTenantCache(s, { negative_ttl_seconds: 5, now: c.now })
+  const cache = createTenantCache(s, { negativeTtlMs: 5000, now: c.now })
   t.teardown(() => cache.close())
 
   t.equal(await cache.get('ghost'), null)
@@ -81,22 +81,22 @@ t.test('unknown databases are remembered for negative_ttl_seconds', async (t) =>
   t.same(s.calls, ['ghost', 'ghost'])
 })
 
-t.test('negative_ttl_seconds 0: unknown databases are not remembered', async (t) => {
+t.test('negativeTtlMs 0: unknown databases are not remembered', async (t) => {
   const { prefix, url } = createTestRedis(t)
   const s = counted(redisStore(t, url, prefix))
-  const cache = createTenantCache(s, { negative_ttl_seconds: 0 })
+  const cache = createTenantCache(s, { negativeTtlMs: 0 })
   t.teardown(() => cache.close())
   t.equal(await cache.get('ghost'), null)
   t.equal(await cache.get('ghost'), null)
   t.same(s.calls, ['ghost', 'ghost'])
 })
 
-t.test('TTL backstop: a missed invalidation heals after cache_ttl_seconds', async (t) => {
+t.test('TTL backstop: a missed invalidation heals after ttlMs', async (t) => {
   const { redis, prefix, url } = createTestRedis(t)
   const store = redisStore(t, url, prefix)
   await store.putAll([tenant('acme')])
   const c = clock()
-  const cache = createTenantCache(store, { cache_ttl_seconds: 60, now: c.now })
+  const cache = createTenantCache(store, { ttlMs: 60_000, now: c.now })
   t.teardown(() => cache.close())
 
   t.equal((await cache.get('acme'))?.organization, 'org_acme')
@@ -112,8 +112,8 @@ t.test('invalidation through pub/sub reaches a cache in another "process"', asyn
   // Two stores = two connections each, as two gateway processes would have.
   const storeA = redisStore(t, url, prefix)
   const storeB = redisStore(t, url, prefix)
-  const cacheA = createTenantCache(storeA, { cache_ttl_seconds: 3600, negative_ttl_seconds: 3600 })
-  const cacheB = createTenantCache(storeB, { cache_ttl_seconds: 3600, negative_ttl_seconds: 3600 })
+  const cacheA = createTenantCache(storeA, { ttlMs: 3_600_000, negativeTtlMs: 3_600_000 })
+  const cacheB = createTenantCache(storeB, { ttlMs: 3_600_000, negativeTtlMs: 3_600_000 })
   t.teardown(() => { cacheA.close(); cacheB.close() })
   await storeA.subscribed()
   await storeB.subscribed()
@@ -152,9 +152,11 @@ t.test('an invalidation during a look-up: the caller gets its answer, the cache 
     },
     onChange: store.onChange.bind(store)
   })
-  // The process config's tenants section is accepted as the cache options.
+  // Options from the process config's tenants section.
   const config = loadConfig({ env: { GATEHOUSE_TENANTS_REINVALIDATE_MS: '0' } })
-  const cache = createTenantCache(gate, config.tenants)
+  const opts = tenantCacheOptions(config.tenants)
+  t.same(opts, { ttlMs: 60_000, negativeTtlMs: 5_000, max: 10_000, reinvalidateMs: 0 })
+  const cache = createTenantCache(gate, opts)
   t.teardown(() => cache.close())
 
   const pending = cache.get('acme')
@@ -184,7 +186,7 @@ t.test('the delayed second invalidation drops a copy a lagging read put back', a
     onChange: reader.onChange.bind(reader)
   })
   const run = async (reinvalidateMs: number) => {
-    const cache = createTenantCache(laggy, { cache_ttl_seconds: 3600, reinvalidate_ms: reinvalidateMs })
+    const cache = createTenantCache(laggy, { ttlMs: 3_600_000, reinvalidateMs })
     t.teardown(() => cache.close())
     await reader.subscribed()
     await cache.get('acme')
@@ -219,7 +221,7 @@ t.test('Redis outage: a warm cache keeps serving; unknown databases fail clearly
   const warnings: unknown[] = []
   const c = clock()
   const cache = createTenantCache(store, {
-    cache_ttl_seconds: 60, now: c.now, logger: { warn: (o) => { warnings.push(o) } }
+    ttlMs: 60_000, now: c.now, logger: { warn: (o) => { warnings.push(o) } }
   })
   t.teardown(() => cache.close())
   await store.subscribed()
