@@ -1,0 +1,255 @@
+// Upstream failures and streaming, over real sockets. The scripted upstreams here (one
+// that destroys the socket, one that never answers, one that dies mid-body) are fakes for
+// faults we cannot otherwise cause on demand; a refused connection is real (a closed port).
+import t from 'tap'
+import http from 'node:http'
+import net from 'node:net'
+import type { AddressInfo } from 'node:net'
+import { createHash, randomBytes } from 'node:crypto'
+import { makeTenant, lookupOf, startUpstream, startGateway, request, testConfig } from '../helpers.js'
+
+/** A port that was listening and is closed now: connections are refused (a real fault). */
+async function closedPort (): Promise<number> {
+  const s = net.createServer()
+  await new Promise<void>((resolve) => s.listen(0, '127.0.0.1', resolve))
+  const { port } = s.address() as AddressInfo
+  await new Promise<void>((resolve) => s.close(() => resolve()))
+  return port
+}
+
+t.test('502 when the upstream refuses or resets, 504 when it is too slow', async (t) => {
+  // Fake: accepts, reads the request, destroys the socket (a crashed upstream).
+  const reset = await startUpstream(t, (req) => { req.socket.destroy() })
+  // Fake: accepts and never answers (a hung upstream). Held responses are ended on teardown.
+  const held: http.ServerResponse[] = []
+  const hung = await startUpstream(t, (_req, res) => { held.push(res) })
+  t.teardown(() => { for (const r of held) r.destroy() })
+  const port = await closedPort()
+
+  const refusedT = makeTenant('refused', { auth: `http://127.0.0.1:${port}`, rest: `http://127.0.0.1:${port}` })
+  const resetT = makeTenant('reset', { auth: reset.url, rest: reset.url })
+  const hungT = makeTenant('hung', { auth: hung.url, rest: hung.url })
+  const gw = await startGateway(t, {
+    tenants: lookupOf(refusedT, resetT, hungT),
+    config: testConfig({ gateway: { upstream_timeout_ms: 300, upstream_connect_timeout_ms: 300 } })
+  })
+
+  for (const [tt, name] of [[refusedT, 'refused'], [resetT, 'reset']] as const) {
+    const r = await request(`${gw.url}/${name}/rest/v1/todos`, { headers: { apikey: tt.file.keys.public } })
+    t.equal(r.status, 502, `${name}: 502`)
+    const body = r.json()
+    t.equal(body.code, 'upstream_unavailable')
+    t.equal(body.message, 'unexpected failure', 'no cause in the body')
+    t.equal(body.request_id, r.headers['x-request-id'], 'the request id is in the body')
+    t.match(body.details, r.headers['x-request-id'] as string)
+    t.notMatch(r.body, /ECONN|socket|127\.0\.0\.1/, 'no internals leak')
+    t.equal(r.headers['x-gatehouse-error-code'], 'upstream_unavailable')
+  }
+  const r = await request(`${gw.url}/hung/auth/v1/settings`, { headers: { apikey: hungT.file.keys.public } })
+  t.equal(r.status, 504, 'a silent upstream: 504')
+  t.equal(r.json().code, 'upstream_timeout')
+  t.equal(r.json().message, 'unexpected failure')
+
+  const m = await request(`${gw.url}/metrics`)
+  t.match(m.body, /gatehouse_gateway_upstream_errors_total\{tenant="refused",service="rest",code="upstream_unavailable"\} 1/)
+  t.match(m.body, /gatehouse_gateway_upstream_errors_total\{tenant="hung",service="auth",code="upstream_timeout"\} 1/)
+  t.match(m.body, /gatehouse_gateway_requests_total\{tenant="hung",service="auth",status_class="5xx"\} 1/)
+
+  const health = await request(`${gw.url}/healthz`)
+  t.equal(health.status, 200, 'the gateway is alive after all that')
+})
+
+t.test('a response cut mid-body is cut for the client too', async (t) => {
+  // Fake: sends headers and half the declared body, then dies.
+  const dying = await startUpstream(t, (_req, res) => {
+    res.writeHead(200, { 'content-type': 'application/json', 'content-length': '1000' })
+    res.write('[' + '1,'.repeat(100))
+    setImmediate(() => res.socket?.destroy())
+  })
+  const tt = makeTenant('acme', { auth: dying.url, rest: dying.url })
+  const gw = await startGateway(t, { tenants: lookupOf(tt) })
+  await t.rejects(request(`${gw.url}/acme/rest/v1/todos`, { headers: { apikey: tt.file.keys.public } }),
+    'the client sees an aborted response, not a complete one')
+  const health = await request(`${gw.url}/healthz`)
+  t.equal(health.status, 200)
+})
+
+t.test('large bodies stream both ways, unbuffered', async (t) => {
+  const size = 24 * 1024 * 1024
+  const payload = randomBytes(size)
+  const digest = createHash('sha256').update(payload).digest('hex')
+  // Upstream that hashes the upload as it streams and answers with a large download.
+  const up = http.createServer((req, res) => {
+    const h = createHash('sha256')
+    let n = 0
+    req.on('data', (c: Buffer) => { h.update(c); n += c.length })
+    req.on('end', () => {
+      if (req.url?.includes('download')) {
+        res.writeHead(200, { 'content-type': 'application/octet-stream', 'content-length': String(size) })
+        let sent = 0
+        const chunk = 1024 * 1024
+        const write = (): void => {
+          while (sent < size) {
+            const part = payload.subarray(sent, sent + chunk)
+            sent += part.length
+            if (!res.write(part)) { res.once('drain', write); return }
+          }
+          res.end()
+        }
+        write()
+        return
+      }
+      res.writeHead(200, { 'content-type': 'application/json' })
+      res.end(JSON.stringify({ bytes: n, sha256: h.digest('hex') }))
+    })
+  })
+  await new Promise<void>((resolve) => up.listen(0, '127.0.0.1', resolve))
+  t.teardown(() => new Promise<void>((resolve) => { up.closeAllConnections(); up.close(() => resolve()) }))
+  const base = `http://127.0.0.1:${(up.address() as AddressInfo).port}`
+  const tt = makeTenant('acme', { auth: base, rest: base })
+  const gw = await startGateway(t, { tenants: lookupOf(tt) })
+
+  let r = await request(`${gw.url}/acme/rest/v1/blobs`, {
+    method: 'POST',
+    headers: { apikey: tt.file.keys.secret, 'content-type': 'application/octet-stream', 'content-length': String(size) },
+    body: payload
+  })
+  t.equal(r.status, 200)
+  t.same(r.json(), { bytes: size, sha256: digest }, 'upload arrives intact (no body limit: the gateway never parses it)')
+
+  // Chunked upload with no content type at all.
+  const chunked = await new Promise<{ status: number, body: string }>((resolve, reject) => {
+    const req = http.request({ host: '127.0.0.1', port: gw.port, path: '/acme/rest/v1/blobs', method: 'POST', headers: { apikey: tt.file.keys.secret } }, (res) => {
+      let b = ''
+      res.setEncoding('utf8')
+      res.on('data', (c: string) => { b += c })
+      res.on('end', () => resolve({ status: res.statusCode ?? 0, body: b }))
+    })
+    req.on('error', reject)
+    for (let i = 0; i < 4; i++) req.write(payload.subarray(i * 1024 * 1024, (i + 1) * 1024 * 1024))
+    req.end()
+  })
+  t.equal(chunked.status, 200)
+  t.same(JSON.parse(chunked.body), { bytes: 4 * 1024 * 1024, sha256: createHash('sha256').update(payload.subarray(0, 4 * 1024 * 1024)).digest('hex') })
+
+  // Download: count bytes as they arrive, and see the first bytes before the upstream finished.
+  r = await new Promise((resolve, reject) => {
+    http.get({ host: '127.0.0.1', port: gw.port, path: '/acme/rest/v1/download', headers: { apikey: tt.file.keys.secret } }, (res) => {
+      const h = createHash('sha256')
+      let n = 0
+      res.on('data', (c: Buffer) => { h.update(c); n += c.length })
+      res.on('end', () => {
+        const body = JSON.stringify({ n, sha: h.digest('hex') })
+        resolve({ status: res.statusCode ?? 0, headers: res.headers, body, json: () => JSON.parse(body) })
+      })
+    }).on('error', reject)
+  })
+  t.equal(r.status, 200)
+  t.same(r.json(), { n: size, sha: digest }, 'download arrives intact')
+  t.equal(r.headers['content-length'], String(size), 'length passed through (streamed, not re-chunked)')
+})
+
+t.test('streaming, proven: each side sees the first bytes before the other side has finished', async (t) => {
+  // The upstream answers with a first chunk and holds the rest until the client has seen
+  // it; it also reports the first upload chunk before the upload ends. A buffering proxy
+  // would deadlock here.
+  let release: () => void = () => {}
+  let firstUploadChunk: (v: string) => void = () => {}
+  const sawUpload = new Promise<string>((resolve) => { firstUploadChunk = resolve })
+  const up = http.createServer((req, res) => {
+    if (req.method === 'POST') {
+      req.once('data', (c: Buffer) => firstUploadChunk(c.toString()))
+      req.on('end', () => { res.writeHead(200); res.end('done') })
+      req.resume()
+      return
+    }
+    res.writeHead(200, { 'content-type': 'text/plain' })
+    res.write('first;')
+    release = () => res.end('rest')
+  })
+  await new Promise<void>((resolve) => up.listen(0, '127.0.0.1', resolve))
+  t.teardown(() => new Promise<void>((resolve) => { up.closeAllConnections(); up.close(() => resolve()) }))
+  const base = `http://127.0.0.1:${(up.address() as AddressInfo).port}`
+  const tt = makeTenant('acme', { auth: base, rest: base })
+  const gw = await startGateway(t, { tenants: lookupOf(tt) })
+
+  const body = await new Promise<string>((resolve, reject) => {
+    http.get({ host: '127.0.0.1', port: gw.port, path: '/acme/rest/v1/feed', headers: { apikey: tt.file.keys.public } }, (res) => {
+      let got = ''
+      res.setEncoding('utf8')
+      res.on('data', (c: string) => { got += c; if (got === 'first;') release() })
+      res.on('end', () => resolve(got))
+    }).on('error', reject)
+  })
+  t.equal(body, 'first;rest', 'the client got the first chunk while the upstream was still holding the rest')
+
+  const upload = http.request({ host: '127.0.0.1', port: gw.port, path: '/acme/rest/v1/feed', method: 'POST', headers: { apikey: tt.file.keys.public, 'content-type': 'text/plain' } })
+  const answered = new Promise<number>((resolve, reject) => { upload.on('response', (res) => { res.resume(); resolve(res.statusCode ?? 0) }); upload.on('error', reject) })
+  upload.write('chunk-one')
+  t.equal(await sawUpload, 'chunk-one', 'the upstream got the first upload chunk before the upload ended')
+  upload.end('chunk-two')
+  t.equal(await answered, 200)
+})
+
+t.test('the refusal rewriter hook: only upstream errors with a JSON body, bounded', async (t) => {
+  const up = await startUpstream(t, (req, res) => {
+    if (req.url!.startsWith('/acme/denied')) {
+      res.writeHead(403, { 'content-type': 'application/json; charset=utf-8' })
+      res.end(JSON.stringify({ code: '42501', message: 'permission denied for table denied', details: null, hint: null }))
+    } else if (req.url!.startsWith('/acme/huge')) {
+      res.writeHead(400, { 'content-type': 'application/json' })
+      res.end(JSON.stringify({ code: 'PGRST100', message: 'x'.repeat(4000) }))
+    } else if (req.url!.startsWith('/acme/text')) {
+      res.writeHead(500, { 'content-type': 'text/plain' })
+      res.end('plain failure')
+    } else {
+      res.writeHead(200, { 'content-type': 'application/json' })
+      res.end('[{"id":1}]')
+    }
+  })
+  const tt = makeTenant('acme', { auth: up.url, rest: up.url })
+  const seen: Array<{ status: number, path: string, body: unknown, kind: string }> = []
+  const gw = await startGateway(t, {
+    tenants: lookupOf(tt),
+    config: testConfig({ gateway: { max_error_body_bytes: 1024 } }),
+    rewriteError: (ctx) => {
+      seen.push({ status: ctx.status, path: ctx.path, body: ctx.body, kind: ctx.caller.kind })
+      if ((ctx.body as { code?: string }).code === '42501') {
+        return { status: 403, body: { code: 'no_table_grant', message: 'The role has no grant on table denied', details: null, hint: 'GRANT SELECT' }, headers: { 'x-gatehouse-error-code': 'no_table_grant' } }
+      }
+      return null
+    }
+  })
+  const h = { apikey: tt.file.keys.public }
+
+  let r = await request(`${gw.url}/acme/rest/v1/denied`, { headers: h })
+  t.equal(r.status, 403)
+  t.same(r.json(), { code: 'no_table_grant', message: 'The role has no grant on table denied', details: null, hint: 'GRANT SELECT' })
+  t.equal(r.headers['x-gatehouse-error-code'], 'no_table_grant')
+  t.equal(r.headers['content-length'], String(Buffer.byteLength(r.body)))
+  t.same(seen[0], { status: 403, path: '/denied', body: { code: '42501', message: 'permission denied for table denied', details: null, hint: null }, kind: 'anon' })
+
+  r = await request(`${gw.url}/acme/rest/v1/huge`, { headers: h })
+  t.equal(r.status, 400)
+  t.equal(r.json().code, 'PGRST100', 'a body over max_error_body_bytes streams through unchanged')
+  t.equal(seen.length, 1, 'and never reaches the rewriter')
+
+  r = await request(`${gw.url}/acme/rest/v1/text`, { headers: h })
+  t.equal(r.status, 500)
+  t.equal(r.body, 'plain failure', 'non-JSON errors stream through')
+  r = await request(`${gw.url}/acme/rest/v1/ok`, { headers: h })
+  t.equal(r.body, '[{"id":1}]', 'success bodies stream through')
+  t.equal(seen.length, 1, 'neither reaches the rewriter')
+})
+
+t.test('keep-alive: upstream sockets are re-used', async (t) => {
+  const up = await startUpstream(t)
+  const sockets = new Set<unknown>()
+  up.server.on('connection', (s) => sockets.add(s))
+  const tt = makeTenant('acme', { auth: up.url, rest: up.url })
+  const gw = await startGateway(t, { tenants: lookupOf(tt), config: testConfig({ gateway: { upstream_keepalive_ms: 2000 } }) })
+  for (let i = 0; i < 10; i++) await request(`${gw.url}/acme/rest/v1/todos`, { headers: { apikey: tt.file.keys.public } })
+  t.equal(up.received.length, 10)
+  t.equal(sockets.size, 1, 'ten sequential requests, one upstream connection')
+  t.match(up.last().headers.connection, /keep-alive/i)
+})
