@@ -82,6 +82,20 @@ export const overEmailSendRateLimit = (message = 'email rate limit exceeded') =>
 export const emailSendFailed = (what: string, internal: unknown) =>
   new AuthError('unexpected_failure', 500, `Error sending ${what} email`, { internal })
 
+// ----- magic link, OTP, PKCE, external providers (issue 7) -----------------------------------
+export const magicLinkDisabled = () => new AuthError('email_provider_disabled', 422, 'Login with magic link is disabled')
+export const otpDisabled = () => new AuthError('otp_disabled', 422, 'Signups not allowed for otp')
+export const invalidPkceParams = () => validationFailed('PKCE flow requires code_challenge_method and code_challenge')
+/** Ours: the tenant has not switched PKCE on (GoTrue has no such switch; the status is its PKCE-parameter one). */
+export const pkceDisabled = () => validationFailed('PKCE flow is disabled for this database')
+export const flowStateNotFound = () => new AuthError('flow_state_not_found', 404, 'invalid flow state, no valid flow state found')
+export const flowStateExpired = () => new AuthError('flow_state_expired', 422, 'invalid flow state, flow state has expired')
+export const flowStateAlreadyUsed = () => new AuthError('flow_state_already_used', 400, 'State has already been used')
+export const badCodeVerifier = () => new AuthError('bad_code_verifier', 400, 'code challenge does not match previously saved code verifier')
+export const badOAuthState = (message = 'OAuth state not found or expired') => new AuthError('bad_oauth_state', 400, message)
+export const badOAuthCallback = (message: string) => new AuthError('bad_oauth_callback', 400, message)
+export const unsupportedProvider = (reason: string) => validationFailed(`Unsupported provider: ${reason}`)
+
 /** An OAuth `error` value derived from a status, for redirects (§6.2). */
 export function oauthErrorForStatus (status: number): string {
   switch (status) {
