@@ -50,7 +50,7 @@ export function buildGateway (deps: GatewayDeps): FastifyInstance {
   }
   const app = (deps.logger !== undefined
     ? Fastify({ ...common, loggerInstance: deps.logger } as never)
-    : Fastify({ ...common, logger: deps.loggerOptions ?? loggerOptions(config.log) } as never)) as unknown as FastifyInstance
+    : Fastify({ ...common, logger: loggerOptions(config.log, deps.loggerOptions) } as never)) as unknown as FastifyInstance
 
   const state = gatewayState(app)
   const metrics = createGatewayMetrics(deps.metricsRegistry)

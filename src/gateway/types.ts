@@ -48,7 +48,7 @@ export interface GatewayDeps {
   tenants: TenantLookup
   /** A ready logger (pino or fastify's); wins over loggerOptions. */
   logger?: FastifyBaseLogger
-  /** pino options; default: src/shared/logger.ts loggerOptions(config.log). */
+  /** Extra pino options (level, stream ...); our redaction and serializers always apply. */
   loggerOptions?: LoggerOptions
   /** Prometheus registry to register the gateway's metrics in; default a new one. */
   metricsRegistry?: Registry

@@ -1,0 +1,175 @@
+// Catalog look-ups of the refusal rewriter: which of a tenant's request roles hold which
+// privilege on a table, read over the tenant's owner connection (tenant.postgres) with one
+// small pool per tenant and the answers kept briefly in an LRU. Read-only; every value is a
+// parameter; nothing here decides what a client is told (refusals.ts does).
+import pg from 'pg'
+import { LRUCache } from 'lru-cache'
+import type { RoleKind, Tenant } from '../../tenants/schema.js'
+
+/** Table-level privileges the rewriter reasons about. */
+export type Privilege = 'SELECT' | 'INSERT' | 'UPDATE' | 'DELETE'
+
+export const PRIVILEGES: readonly Privilege[] = ['SELECT', 'INSERT', 'UPDATE', 'DELETE']
+
+/** What one request role may do with one table. */
+export interface RolePrivileges {
+  /** USAGE on the table's schema. */
+  usage: boolean
+  /** Table-level privileges (inherited ones included, as Postgres checks them). */
+  table: Record<Privilege, boolean>
+  /** Column-level privileges on at least one column (table-level ones count too). */
+  columns: Record<'SELECT' | 'INSERT' | 'UPDATE', boolean>
+  /** Any privilege at all on the table (TRUNCATE, REFERENCES, TRIGGER included). */
+  any: boolean
+}
+
+/** The facts about one table name in a tenant database. */
+export type TableFacts =
+  | { exists: false, schemas: string[], name: string }
+  | { exists: true, schema: string, name: string, relkind: string, roles: Partial<Record<RoleKind, RolePrivileges>> }
+
+export interface CatalogOptions {
+  /** How long an answer is reused, ms (default 2000). Kept short: grants change. */
+  ttlMs?: number
+  /** Most answers kept (default 5000). */
+  maxEntries?: number
+  /** Most tenant pools kept open (default 100; the least recently used is closed). */
+  maxPools?: number
+  /** Connections per tenant pool (default 2). */
+  poolSize?: number
+  /** statement_timeout of look-ups, ms (default 2000). */
+  statementTimeoutMs?: number
+}
+
+export interface Catalog {
+  /**
+   * The table `name` in the first of `schemas` that has it (schemas in search order),
+   * with the privileges of the tenant's three request roles.
+   */
+  table (tenant: Tenant, schemas: readonly string[], name: string): Promise<TableFacts>
+  /** Closes every pool. */
+  close (): Promise<void>
+}
+
+const TABLE_FACTS_SQL = `
+SELECT n.nspname::text AS schema,
+       c.relname::text AS name,
+       c.relkind::text AS relkind,
+       r.kind AS role_kind,
+       has_schema_privilege(ro.oid, n.oid, 'USAGE') AS usage,
+       has_table_privilege(ro.oid, c.oid, 'SELECT') AS t_select,
+       has_table_privilege(ro.oid, c.oid, 'INSERT') AS t_insert,
+       has_table_privilege(ro.oid, c.oid, 'UPDATE') AS t_update,
+       has_table_privilege(ro.oid, c.oid, 'DELETE') AS t_delete,
+       has_table_privilege(ro.oid, c.oid, 'TRUNCATE, REFERENCES, TRIGGER') AS t_other,
+       has_any_column_privilege(ro.oid, c.oid, 'SELECT') AS c_select,
+       has_any_column_privilege(ro.oid, c.oid, 'INSERT') AS c_insert,
+       has_any_column_privilege(ro.oid, c.oid, 'UPDATE') AS c_update,
+       array_position($1::text[], n.nspname::text) AS rank
+  FROM pg_catalog.pg_class c
+  JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace
+ CROSS JOIN (VALUES ('anon', $3::text), ('auth', $4::text), ('svc', $5::text)) AS r(kind, role)
+  JOIN pg_catalog.pg_roles ro ON ro.rolname = r.role
+ WHERE n.nspname = ANY ($1::text[])
+   AND c.relname = $2
+   AND c.relkind IN ('r', 'p', 'v', 'm', 'f')
+ ORDER BY rank, r.kind`
+
+interface FactsRow {
+  schema: string
+  name: string
+  relkind: string
+  role_kind: RoleKind
+  usage: boolean
+  t_select: boolean
+  t_insert: boolean
+  t_update: boolean
+  t_delete: boolean
+  t_other: boolean
+  c_select: boolean
+  c_insert: boolean
+  c_update: boolean
+}
+
+function toFacts (rows: FactsRow[], schemas: string[], name: string): TableFacts {
+  const first = rows[0]
+  if (first === undefined) return { exists: false, schemas, name }
+  const roles: Partial<Record<RoleKind, RolePrivileges>> = {}
+  for (const r of rows) {
+    if (r.schema !== first.schema) continue
+    const table = { SELECT: r.t_select, INSERT: r.t_insert, UPDATE: r.t_update, DELETE: r.t_delete }
+    const columns = { SELECT: r.c_select, INSERT: r.c_insert, UPDATE: r.c_update }
+    roles[r.role_kind] = {
+      usage: r.usage,
+      table,
+      columns,
+      any: r.t_other || Object.values(table).some(Boolean) || Object.values(columns).some(Boolean)
+    }
+  }
+  return { exists: true, schema: first.schema, name: first.name, relkind: first.relkind, roles }
+}
+
+/** Cache and pool keys are JSON tuples (never concatenated strings). */
+const key = (...parts: unknown[]): string => JSON.stringify(parts)
+
+export function createCatalog (opts: CatalogOptions = {}): Catalog {
+  const poolSize = opts.poolSize ?? 2
+  const statementTimeout = opts.statementTimeoutMs ?? 2000
+  const ending = new Set<Promise<void>>()
+  const pools = new LRUCache<string, pg.Pool>({
+    max: opts.maxPools ?? 100,
+    dispose: (pool) => {
+      const p = pool.end().catch(() => {})
+      ending.add(p)
+      void p.then(() => ending.delete(p))
+    }
+  })
+
+  function poolOf (tenant: Tenant): pg.Pool {
+    const k = key(tenant.database, tenant.postgres)
+    let pool = pools.get(k)
+    if (pool === undefined) {
+      pool = new pg.Pool({
+        connectionString: tenant.postgres,
+        max: poolSize,
+        idleTimeoutMillis: 10_000,
+        connectionTimeoutMillis: statementTimeout,
+        statement_timeout: statementTimeout,
+        query_timeout: statementTimeout + 1000,
+        application_name: 'gatehouse-gateway-catalog',
+        allowExitOnIdle: true
+      })
+      // An idle client's error (server restart) must not crash the gateway.
+      pool.on('error', () => {})
+      pools.set(k, pool)
+    }
+    return pool
+  }
+
+  interface FetchContext { tenant: Tenant, schemas: string[], name: string }
+  const answers = new LRUCache<string, TableFacts, FetchContext>({
+    max: opts.maxEntries ?? 5000,
+    ttl: opts.ttlMs ?? 2000,
+    fetchMethod: async (_k, _stale, { context }) => {
+      const { tenant, schemas, name } = context
+      const r = await poolOf(tenant).query<FactsRow>(TABLE_FACTS_SQL,
+        [schemas, name, tenant.roles.anon, tenant.roles.auth, tenant.roles.svc])
+      return toFacts(r.rows, schemas, name)
+    }
+  })
+
+  return {
+    async table (tenant, schemas, name) {
+      const list = [...schemas]
+      const k = key(tenant.database, tenant.postgres, tenant.roles, list, name)
+      const facts = await answers.fetch(k, { context: { tenant, schemas: list, name } })
+      if (facts === undefined) throw new Error('catalog look-up gave no answer')
+      return facts
+    },
+    async close () {
+      answers.clear()
+      pools.clear()
+      await Promise.all([...ending])
+    }
+  }
+}
