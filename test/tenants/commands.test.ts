@@ -108,34 +108,39 @@ t.test('tenants apply / list / show / delete against Redis', async (t) => {
   })
 })
 
-t.test('apply against the files source explains that files are read directly', async (t) => {
+// Independent of each other and of Redis: run at once (each CLI start costs a second or two).
+t.test('without a reachable store', async (t) => {
   const dir = writeTenantDir(t, { 'acme.yaml': tenantFile('acme') })
-  const [r, dry] = await Promise.all([
-    cli(['tenants', 'apply', dir], { GATEHOUSE_TENANTS_SOURCE: 'files' }),
-    cli(['tenants', 'apply', '--dry-run', dir], { GATEHOUSE_TENANTS_SOURCE: 'files' })
+  const files = { GATEHOUSE_TENANTS_SOURCE: 'files' }
+  const down = { GATEHOUSE_TENANTS_SOURCE: 'redis', GATEHOUSE_REDIS_URL: path.join(dir, 'no-such.sock') }
+  const [onFiles, dry, apply, list, ...helps] = await Promise.all([
+    cli(['tenants', 'apply', dir], files),
+    cli(['tenants', 'apply', '--dry-run', dir], files),
+    cli(['tenants', 'apply', dir], down),
+    cli(['tenants', 'list'], down),
+    ...['apply', 'list', 'show', 'delete'].map((c) => cli(['tenants', c, '--help'], {}))
   ])
-  t.equal(r.code, 1)
-  t.match(r.stderr, /tenants\.source is "files": every process reads the tenant files .* directly/)
-  t.notOk(hasStack(r), 'no stack trace')
-  t.equal(dry.code, 0, dry.stderr)
-  t.match(dry.stdout, /1 tenant file\(s\) valid: acme/)
-})
 
-t.test('Redis unreachable: a clear error, exit 1, no stack', async (t) => {
-  const dir = writeTenantDir(t, { 'acme.yaml': tenantFile('acme') })
-  const env = { GATEHOUSE_TENANTS_SOURCE: 'redis', GATEHOUSE_REDIS_URL: path.join(dir, 'no-such.sock') }
-  const [apply, list] = await Promise.all([cli(['tenants', 'apply', dir], env), cli(['tenants', 'list'], env)])
-  for (const r of [apply, list]) {
-    t.equal(r.code, 1)
-    t.match(r.stderr, /^gatehouse: tenant store unreachable: redis at .*no-such\.sock/)
-    t.notOk(hasStack(r), 'no stack trace')
-  }
-})
+  t.test('apply against the files source explains that files are read directly', async (t) => {
+    t.equal(onFiles.code, 1)
+    t.match(onFiles.stderr, /tenants\.source is "files": every process reads the tenant files .* directly/)
+    t.notOk(hasStack(onFiles), 'no stack trace')
+    t.equal(dry.code, 0, dry.stderr)
+    t.match(dry.stdout, /1 tenant file\(s\) valid: acme/)
+  })
 
-t.test('--help on every command', async (t) => {
-  const runs = await Promise.all(['apply', 'list', 'show', 'delete'].map((c) => cli(['tenants', c, '--help'], {})))
-  for (const r of runs) {
-    t.equal(r.code, 0)
-    t.match(r.stdout, /^Usage: gatehouse tenants \w+/)
-  }
+  t.test('Redis unreachable: a clear error, exit 1, no stack', async (t) => {
+    for (const r of [apply, list]) {
+      t.equal(r.code, 1)
+      t.match(r.stderr, /^gatehouse: tenant store unreachable: redis at .*no-such\.sock/)
+      t.notOk(hasStack(r), 'no stack trace')
+    }
+  })
+
+  t.test('--help on every command', async (t) => {
+    for (const r of helps) {
+      t.equal(r.code, 0)
+      t.match(r.stdout, /^Usage: gatehouse tenants \w+/)
+    }
+  })
 })
