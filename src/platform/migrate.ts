@@ -164,8 +164,8 @@ export interface MigrateAllResult {
 }
 
 /**
- * Migrates every tenant database of a cluster: each database that has
- * platform.schema_migrations. A database that vanishes meanwhile is skipped; a failing
+ * Migrates every tenant database of a cluster: each database whose CONNECT is granted to
+ * a tenant engine login and that has platform.schema_migrations. A database that vanishes meanwhile is skipped; a failing
  * one is reported in its entry and the others still run.
  */
 export async function migrateAll (adminUrl: string, opts: Omit<MigrateOptions, 'roles'> = {}): Promise<MigrateAllResult[]> {
@@ -173,8 +173,13 @@ export async function migrateAll (adminUrl: string, opts: Omit<MigrateOptions, '
   let names: string[]
   try {
     names = (await client.query<{ datname: string }>(
-      `SELECT datname FROM pg_database WHERE datallowconn AND NOT datistemplate AND datname <> 'postgres'
-        ORDER BY datname`)).rows.map((r) => r.datname)
+      // Only databases whose CONNECT goes to a tenant engine login: no connection is ever
+      // opened to other databases (one may be a template someone is about to copy).
+      `SELECT d.datname FROM pg_database d
+        WHERE d.datallowconn AND NOT d.datistemplate
+          AND EXISTS (SELECT 1 FROM aclexplode(d.datacl) a JOIN pg_roles r ON r.oid = a.grantee
+                       WHERE r.rolname ~ '^t_[0-9a-f]{10}_rest$' AND a.privilege_type = 'CONNECT')
+        ORDER BY d.datname`)).rows.map((r) => r.datname)
   } finally {
     await client.end().catch(() => {})
   }
@@ -201,9 +206,21 @@ export async function migrateAll (adminUrl: string, opts: Omit<MigrateOptions, '
       const r = await migrateDatabase(url, opts)
       out.push({ database, ...r })
     } catch (err) {
-      if (((err as Error).cause as { code?: string } | undefined)?.code === '3D000') continue // dropped meanwhile
+      if (await gone(adminUrl, database)) continue // dropped meanwhile
       out.push({ database, applied: [], version: 0, error: err as Error })
     }
   }
   return out
+}
+
+async function gone (adminUrl: string, database: string): Promise<boolean> {
+  const client = await connectAdmin(adminUrl).catch(() => null)
+  if (!client) return false
+  try {
+    return (await client.query('SELECT 1 FROM pg_database WHERE datname = $1', [database])).rowCount === 0
+  } catch {
+    return false
+  } finally {
+    await client.end().catch(() => {})
+  }
 }

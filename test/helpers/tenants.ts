@@ -1,6 +1,9 @@
 // Test tenants: provisions a real tenant (database, roles, platform and auth schemas) on
-// the test cluster and drops it when the test ends. Not a test file (excluded in .taprc).
+// the test cluster and drops it when the test ends; plus running SQL as a login or as a
+// request role the way the engines do. Not a test file (excluded in .taprc).
 import { randomBytes } from 'node:crypto'
+import pg from 'pg'
+import { quoteIdent } from '../../src/shared/pg.js'
 import { provisionTenant, dropTenant, type TenantRoleNames } from '../../src/platform/index.js'
 import { toTenant, type AuthSettings, type Tenant, type TenantFile } from '../../src/tenants/schema.js'
 import { adminUrl } from './db.js'
@@ -48,4 +51,38 @@ export async function createTestTenant (t: Teardown, opts: TestTenantOptions = {
     await dropTenant({ adminUrl: admin, database, roles: Object.values(roles) }).catch(() => {})
   })
   return { file, tenant: toTenant(file), database, ownerUrl, roles }
+}
+
+// ---- running SQL as the tenant's roles ----------------------------------------------------
+
+export async function withClient<T> (url: string, fn: (c: pg.Client) => Promise<T>): Promise<T> {
+  const c = new pg.Client({ connectionString: url })
+  c.on('error', () => {})
+  await c.connect()
+  try { return await fn(c) } finally { await c.end().catch(() => {}) }
+}
+
+/** As the engines do: BEGIN; SET LOCAL ROLE; request.jwt.claims; fn; always ROLLBACK. */
+export async function asRole<T> (loginUrl: string, role: string, fn: (c: pg.Client) => Promise<T>,
+  claims?: Record<string, unknown>): Promise<T> {
+  return withClient(loginUrl, async (c) => {
+    await c.query('BEGIN')
+    try {
+      await c.query(`SET LOCAL ROLE ${quoteIdent(role)}`)
+      if (claims) await c.query("SELECT set_config('request.jwt.claims', $1, true)", [JSON.stringify(claims)])
+      return await fn(c)
+    } finally {
+      await c.query('ROLLBACK').catch(() => {})
+    }
+  })
+}
+
+/** The error a promise rejects with (fails when it resolves). */
+export async function rejection (p: Promise<unknown>): Promise<Error & { code?: string }> {
+  try {
+    await p
+  } catch (err) {
+    return err as Error & { code?: string }
+  }
+  throw new Error('expected a rejection')
 }

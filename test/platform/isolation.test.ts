@@ -2,9 +2,8 @@
 // zero tables, platform.role()/platform.grant() work on this tenant only, and another
 // tenant's roles can neither connect nor be reached, even though pg_roles lists them.
 import t from 'tap'
-import { createTestTenant } from '../helpers/tenants.js'
+import { createTestTenant, asRole, rejection, withClient } from '../helpers/tenants.js'
 import { adminQuery } from '../helpers/db.js'
-import { asRole, rejection, withClient } from './util.js'
 
 const SYSTEM = "('pg_catalog', 'information_schema', 'pg_toast')"
 
