@@ -7,7 +7,7 @@ import { loadConfig, dumpConfig } from './config/index.js'
 import { ConfigError, GatehouseError } from './shared/errors.js'
 import { registerTenantStoreCommands } from './tenants/commands.js'
 import { registerPlatformCommands } from './platform/commands.js'
-import { registerServeCommands } from './serve.js'
+import { registerServeCommands, registerDevCommands } from './serve.js'
 
 export function buildCli (): Command {
   const program = new Command('gatehouse')
@@ -21,6 +21,7 @@ export function buildCli (): Command {
   registerPlatformCommands(tenants, config)
 
   registerServeCommands(program, config)
+  registerDevCommands(program)
 
   program.command('config').description('process configuration')
     .command('dump').description('print the effective configuration, secrets masked')

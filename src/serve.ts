@@ -1,7 +1,229 @@
-// `gatehouse serve gateway|rest|auth|panel` and `gatehouse dev` / `status`.
+// `gatehouse serve gateway|rest|auth|panel` for production, `gatehouse dev` (the whole
+// stack on embedded defaults, what `npm start` runs) and `gatehouse status`.
+// The only module besides cli.ts that listens or reads the environment.
+import cluster from 'node:cluster'
+import os from 'node:os'
 import type { Command } from 'commander'
+import type { FastifyInstance } from 'fastify'
 import type { Config } from './config/index.js'
+import { createTenantStore, createTenantCache, tenantCacheOptions, type TenantStore, type TenantCache } from './tenants/index.js'
+import { buildGateway, installGracefulShutdown } from './gateway/index.js'
+import { buildAuthEngine } from './auth/index.js'
+import { ConfigError } from './shared/errors.js'
+import { pino } from 'pino'
+import path from 'node:path'
+import { loggerOptions } from './shared/logger.js'
+import { loadConfig } from './config/index.js'
+import { parseTenantFile, toTenant, type TenantFile } from './tenants/index.js'
+import { ensureClusterRoles, ensureTenant } from './platform/index.js'
+import { signHS256 } from './shared/jwt.js'
+import {
+  startDevPostgres, startDevMail, devSecrets, writeRuntimeTenantFiles, writeDevInfo, readDevInfo,
+  renderDevInfo, type DevInfo
+} from './dev/index.js'
 
-export function registerServeCommands (_program: Command, _config: () => Config): void {
-  // filled in as the parts land
+export const PARTS = ['gateway', 'rest', 'auth', 'panel'] as const
+export type PartName = typeof PARTS[number]
+
+export interface RunningPart {
+  name: PartName
+  app: FastifyInstance
+  url: string
+}
+
+export interface PartDeps {
+  config: Config
+  tenants: TenantCache
+  store: TenantStore
+}
+
+/** Builds one part (unstarted) with its dependencies. */
+export async function buildPart (name: PartName, deps: PartDeps): Promise<FastifyInstance> {
+  const { config, tenants } = deps
+  switch (name) {
+    case 'gateway':
+      return buildGateway({ config, tenants, ready: () => true })
+    case 'auth':
+      return buildAuthEngine({ config, tenants, logger: pino(loggerOptions(config.log)) })
+    default:
+      throw new ConfigError(`part ${name} is not available in this build`)
+  }
+}
+
+/** Builds and listens; returns the part and its URL. */
+export async function startPart (name: PartName, deps: PartDeps): Promise<RunningPart> {
+  const app = await buildPart(name, deps)
+  const section = deps.config[name]
+  await app.listen({ host: section.host, port: section.port })
+  const addr = app.server.address()
+  const port = typeof addr === 'object' && addr ? addr.port : section.port
+  return { name, app, url: `http://${section.host}:${port}` }
+}
+
+export function createStoreAndCache (config: Config): { store: TenantStore, tenants: TenantCache } {
+  const store = createTenantStore(config, { env: process.env })
+  const tenants = createTenantCache(store, tenantCacheOptions(config.tenants))
+  return { store, tenants }
+}
+
+async function serve (name: PartName, config: Config, workers: number): Promise<void> {
+  if (workers > 1 && cluster.isPrimary) {
+    for (let i = 0; i < workers; i++) cluster.fork()
+    let stopping = false
+    cluster.on('exit', (worker, code) => {
+      if (!stopping && code !== 0) { console.error(`worker ${worker.process.pid} exited (${code}); starting another`); cluster.fork() }
+    })
+    const stop = () => {
+      stopping = true
+      for (const w of Object.values(cluster.workers ?? {})) w?.process.kill('SIGTERM')
+    }
+    process.on('SIGTERM', stop)
+    process.on('SIGINT', stop)
+    return
+  }
+  const { store, tenants } = createStoreAndCache(config)
+  const part = await startPart(name, { config, tenants, store })
+  part.app.log.info({ url: part.url, part: name }, 'listening')
+  installGracefulShutdown(part.app, {
+    graceMs: config.gateway.shutdown_grace_ms,
+    exit: (code) => {
+      tenants.close()
+      void store.close().catch(() => {})
+      void Promise.resolve().then(() => process.exit(code))
+    }
+  })
+}
+
+export function registerServeCommands (program: Command, config: () => Config): void {
+  program.command('serve')
+    .description('run one part for production: gateway | rest | auth | panel')
+    .argument('<part>', PARTS.join(' | '))
+    .option('-w, --workers <n>', 'worker processes (Node cluster); "auto" = one per core', '1')
+    .action(async (part: string, opts: { workers: string }) => {
+      if (!(PARTS as readonly string[]).includes(part)) throw new ConfigError(`unknown part "${part}": expected one of ${PARTS.join(', ')}`)
+      const workers = opts.workers === 'auto' ? os.availableParallelism() : Number(opts.workers)
+      if (!Number.isInteger(workers) || workers < 1) throw new ConfigError('--workers must be a positive integer or "auto"')
+      await serve(part as PartName, config(), workers)
+    })
+}
+
+export interface DevOptions {
+  /** Project root (config/tenants and .gatehouse live there). */
+  root: string
+  env: NodeJS.ProcessEnv
+  /** Config file given with -c, if any. */
+  configFile?: string
+  /** Called once everything listens. */
+  onReady?: (info: DevInfo) => void
+}
+
+export interface DevStack {
+  info: DevInfo
+  stop (): Promise<void>
+}
+
+/** Starts the whole service on embedded defaults (what `npm start` runs). */
+export async function startDev (opts: DevOptions): Promise<DevStack> {
+  const { env, root } = opts
+  const stateDir = path.join(root, '.gatehouse')
+  const stops: Array<() => Promise<void>> = []
+  const stopAll = async () => {
+    while (stops.length) await stops.pop()!().catch(() => {})
+  }
+  try {
+    const postgres = env.DATABASE_URL
+      ? { url: env.DATABASE_URL, stop: async () => {} }
+      : await startDevPostgres(path.join(stateDir, 'pg'), Number(env.GATEHOUSE_DEV_PG_PORT ?? 54322))
+    stops.push(() => postgres.stop())
+    const base = loadConfig({ file: opts.configFile, env })
+    const mail = await startDevMail(base.mail.smtp_port, base.mail.web_port)
+    stops.push(() => mail.stop())
+
+    const runtimeDir = path.join(stateDir, 'tenants')
+    const raws = writeRuntimeTenantFiles(path.join(root, base.tenants.dir), runtimeDir, postgres.url)
+    const files: TenantFile[] = raws.map((raw) => parseTenantFile(raw, `config/tenants/${String(raw.database)}.yaml`, env))
+    await ensureClusterRoles(postgres.url)
+    for (const file of files) await ensureTenant({ adminUrl: postgres.url, file })
+
+    const secrets = devSecrets(stateDir)
+    const useRedis = Boolean(env.REDIS_URL ?? env.GATEHOUSE_REDIS_URL)
+    const config = loadConfig({
+      file: opts.configFile,
+      env,
+      overrides: {
+        tenants: { source: useRedis ? 'redis' : 'files', dir: runtimeDir },
+        postgres: { url: postgres.url },
+        panel: { session_secret: secrets.panel_session_secret }
+      }
+    })
+    const { store, tenants } = createStoreAndCache(config)
+    stops.push(async () => { tenants.close(); await store.close() })
+    if (useRedis) await store.putAll(files.map(toTenant))
+
+    const deps = { config, tenants, store }
+    const running: RunningPart[] = []
+    for (const name of PARTS) {
+      try {
+        const part = await startPart(name, deps)
+        running.push(part)
+        stops.push(() => part.app.close())
+      } catch (err) {
+        if (err instanceof ConfigError && /not available/.test(err.message)) continue
+        throw err
+      }
+    }
+    const urlOf = (n: PartName) => running.find((p) => p.name === n)?.url ?? ''
+    const panelSession = await signHS256(
+      { email: 'developer@gatehouse.local', orgs: ['org_demo'] },
+      { secret: secrets.panel_session_secret, subject: 'panel-user-dev', expiresInSeconds: 30 * 24 * 3600 })
+    const gatewayUrl = config.public_url.replace(/\/+$/, '')
+    const info: DevInfo = {
+      gateway_url: gatewayUrl,
+      panel_url: urlOf('panel'),
+      panel_session: panelSession,
+      mail_url: mail.webUrl,
+      rest_engine_url: urlOf('rest'),
+      auth_engine_url: urlOf('auth'),
+      databases: files.map((f) => ({
+        database: f.database,
+        organization: f.organization,
+        url: `${gatewayUrl}/${f.database}`,
+        public_key: f.keys.public,
+        secret_key: f.keys.secret,
+        owner_url: f.postgres
+      }))
+    }
+    writeDevInfo(stateDir, info)
+    opts.onReady?.(info)
+    return { info, stop: stopAll }
+  } catch (err) {
+    await stopAll()
+    throw err
+  }
+}
+
+export function registerDevCommands (program: Command): void {
+  program.command('dev')
+    .description('run the whole service on embedded defaults (npm start): Postgres, tenants, engines, gateway, panel, mail catcher')
+    .action(async () => {
+      const configFile = program.opts().config as string | undefined
+      const stack = await startDev({ root: process.cwd(), env: process.env, configFile, onReady: (info) => process.stdout.write(renderDevInfo(info)) })
+      let stopping = false
+      const stop = (): void => {
+        if (stopping) return
+        stopping = true
+        process.stdout.write('\nstopping...\n')
+        void stack.stop().then(() => process.exit(0))
+      }
+      process.on('SIGINT', stop)
+      process.on('SIGTERM', stop)
+    })
+  program.command('status')
+    .description('print the development stack\'s URLs and keys (.gatehouse/dev.json)')
+    .option('--json', 'print JSON')
+    .action((o: { json?: boolean }) => {
+      const info = readDevInfo(path.join(process.cwd(), '.gatehouse'))
+      if (!info) throw new ConfigError('no development stack has run here: start one with `npm start`')
+      process.stdout.write(o.json ? JSON.stringify(info, null, 2) + '\n' : renderDevInfo(info))
+    })
 }
