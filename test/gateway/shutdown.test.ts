@@ -1,0 +1,97 @@
+// Graceful shutdown: a real SIGTERM to a gateway process while a request is in flight to a
+// slow upstream: /readyz turns 503, the listener closes (new connections refused), the
+// in-flight request still completes, then the process exits 0. And the grace timer.
+import t from 'tap'
+import http from 'node:http'
+import net from 'node:net'
+import { spawn } from 'node:child_process'
+import { fileURLToPath } from 'node:url'
+import { installGracefulShutdown } from '../../src/gateway/index.js'
+import { makeTenant, lookupOf, startUpstream, startGateway, request } from './helpers.js'
+
+const child = fileURLToPath(new URL('./fixtures/shutdown-child.ts', import.meta.url))
+
+async function until (fn: () => Promise<boolean>, what: string, tries = 200): Promise<void> {
+  for (let i = 0; i < tries; i++) {
+    if (await fn()) return
+    await new Promise((r) => setTimeout(r, 25))
+  }
+  throw new Error(`never happened: ${what}`)
+}
+
+function refused (port: number): Promise<boolean> {
+  return new Promise((resolve) => {
+    const s = net.connect(port, '127.0.0.1')
+    s.once('connect', () => { s.destroy(); resolve(false) })
+    s.once('error', () => resolve(true))
+  })
+}
+
+t.test('SIGTERM: readyz 503, stop accepting, in-flight finishes, exit 0', async (t) => {
+  // The slow upstream holds every answer until the test releases it (no timing involved).
+  const held: Array<(body: string) => void> = []
+  const up = await startUpstream(t, (_req, res) => {
+    held.push((body) => { res.writeHead(200, { 'content-type': 'application/json' }); res.end(body) })
+  })
+  const acme = makeTenant('acme', { auth: up.url, rest: up.url })
+
+  const proc = spawn(process.execPath, ['--import', 'tsx', child], {
+    env: { ...process.env, GATEHOUSE_TEST_TENANT: JSON.stringify(acme.file), GATEHOUSE_TEST_DRAIN_MS: '1500' },
+    stdio: ['ignore', 'pipe', 'inherit']
+  })
+  t.teardown(() => { if (proc.exitCode === null) proc.kill('SIGKILL') })
+  const exited = new Promise<number | null>((resolve) => proc.once('exit', (code) => resolve(code)))
+  const port = await new Promise<number>((resolve, reject) => {
+    let out = ''
+    proc.stdout!.on('data', (c: Buffer) => {
+      out += c.toString()
+      const m = /port=(\d+)/.exec(out)
+      if (m) resolve(Number(m[1]))
+    })
+    proc.once('exit', () => reject(new Error('the gateway process exited early')))
+  })
+  const base = `http://127.0.0.1:${port}`
+  t.equal((await request(`${base}/readyz`)).status, 200, 'ready before')
+
+  // 1. A request in flight: the upstream has it and holds the answer.
+  const inflight = request(`${base}/acme/rest/v1/slow`, { headers: { apikey: acme.file.keys.public } })
+  await until(async () => held.length === 1, 'the upstream got the request')
+
+  // 2. SIGTERM: readiness fails first (drain delay), while the listener still answers.
+  proc.kill('SIGTERM')
+  await until(async () => (await request(`${base}/readyz`)).status === 503, 'readyz turned 503')
+  const r503 = await request(`${base}/readyz`)
+  t.equal(r503.json().code, 'not_ready')
+  t.equal(r503.headers.connection, 'close', 'answers during the drain close their connection')
+
+  // 3. Then it stops accepting new connections; the in-flight request is still held.
+  await until(() => refused(port), 'new connections are refused')
+  t.pass('new connections refused while a request is in flight')
+  t.equal(proc.exitCode, null, 'the process waits for the in-flight request')
+
+  // 4. The upstream answers: the client gets the full response; then the process exits 0.
+  held[0]!('{"done":true}')
+  const r = await inflight
+  t.equal(r.status, 200, 'the in-flight request completed')
+  t.same(r.json(), { done: true })
+  t.equal(await exited, 0, 'exit code 0 after draining')
+})
+
+t.test('shutdown(): the grace period cuts what is still open, then exits', async (t) => {
+  const held: http.ServerResponse[] = []
+  const up = await startUpstream(t, (_req, res) => { held.push(res) })
+  t.teardown(() => { for (const r of held) r.destroy() })
+  const acme = makeTenant('acme', { auth: up.url, rest: up.url })
+  const gw = await startGateway(t, { tenants: lookupOf(acme) })
+  const codes: number[] = []
+  const sd = installGracefulShutdown(gw.app, { graceMs: 200, signals: [], exit: (c) => codes.push(c) })
+  t.teardown(() => sd.dispose())
+
+  const stuck = request(`${gw.url}/acme/rest/v1/forever`, { headers: { apikey: acme.file.keys.public } })
+  await until(async () => held.length === 1, 'the upstream got the request')
+  const done = sd.shutdown('test')
+  t.equal(sd.shutdown('again'), done, 'a second call joins the first')
+  await done
+  await t.rejects(stuck, 'the stuck request was cut after the grace period')
+  t.same(codes, [0], 'exit called once with 0')
+})
