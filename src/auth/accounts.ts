@@ -125,77 +125,86 @@ export const providerEmailNeedsVerification = () =>
  * person end with one user. Returns the user and a new session.
  */
 export async function signInWithIdentity (ctx: TenantContext, ext: ExternalIdentity, opts: IdentitySignInOptions = {}): Promise<IdentitySignInResult> {
-  const email = ext.email ? ext.email.trim().toLowerCase() : ''
   return withTransaction(ctx.db, async (q) => {
-    await q.query('SELECT pg_advisory_xact_lock($1, hashtext($2))', [LINK_LOCK_NS, JSON.stringify(['identity', ext.provider, ext.providerId])])
-    if (email) await q.query('SELECT pg_advisory_xact_lock($1, hashtext($2))', [LINK_LOCK_NS, JSON.stringify(['email', email])])
-    const now = ctx.now()
-    const identityData: Record<string, unknown> = {
-      ...(ext.identityData ?? {}),
-      sub: ext.providerId,
-      ...(email ? { email } : {}),
-      email_verified: ext.emailVerified,
-      phone_verified: false,
-      provider_id: ext.providerId
-    }
-
-    let decision: IdentitySignInResult['decision']
-    let user: UserRow
-    const existing = await findIdentity(q, ext.provider, ext.providerId)
-    if (existing) {
-      // AccountExists: refresh the identity, merge its data into user_metadata.
-      decision = 'account_exists'
-      await updateIdentity(q, existing.id, { identityData, lastSignInAt: now }, now)
-      const u = await findUserById(q, existing.user_id)
-      if (!u) throw new Error('identity without user')
-      user = await updateUser(q, u.id, { raw_user_meta_data: { ...(u.raw_user_meta_data ?? {}), ...identityData } }, now)
-    } else {
-      const owner = ext.emailVerified && email ? await linkingCandidate(ctx, q, email) : null
-      if (owner) {
-        decision = 'link_account'
-        await insertIdentityIfAbsent(q, { userId: owner.id, provider: ext.provider, providerId: ext.providerId, identityData, now, lastSignInAt: now })
-        let u = owner
-        if (!u.email_confirmed_at) {
-          // Pre-account-takeover defence (§5.9 step 4): whoever registered this address
-          // without confirming it loses the password and other identities.
-          const mine = await findIdentity(q, ext.provider, ext.providerId)
-          await deleteIdentitiesOfUser(q, u.id, mine?.id)
-          u = await updateUser(q, u.id, { encrypted_password: '', raw_user_meta_data: identityData, email_confirmed_at: now }, now)
-        } else {
-          u = await updateUser(q, u.id, { raw_user_meta_data: { ...(u.raw_user_meta_data ?? {}), ...identityData } }, now)
-        }
-        user = u
-        await audit(q, { action: 'identity_linked', actorId: u.id, actorUsername: u.email, traits: { provider: ext.provider }, now })
-      } else {
-        if (!ctx.tenant.auth.signup_enabled) throw signupDisabled()
-        decision = 'create_account'
-        const id = randomUUID()
-        const emailFree = email ? !(await isEmailTaken(q, email)) : false
-        const confirmed = emailFree && (ext.emailVerified || !ctx.tenant.auth.mail_confirmation)
-        if (emailFree && !confirmed) throw providerEmailNeedsVerification()
-        user = await insertUser(q, {
-          id,
-          aud: ctx.tenant.jwt.aud,
-          role: 'authenticated',
-          email: emailFree ? email : null,
-          encryptedPassword: '',
-          appMetadata: { provider: ext.provider, providers: [ext.provider] },
-          userMetadata: identityData,
-          emailConfirmedAt: confirmed ? now : null,
-          now
-        })
-        await insertIdentity(q, { userId: id, provider: ext.provider, providerId: ext.providerId, identityData, now, lastSignInAt: now })
-        await audit(q, { action: 'user_signedup', actorId: id, actorUsername: user.email, traits: { provider: ext.provider }, now })
-      }
-    }
-    if (isUserBanned(user, now)) throw userBannedBearer()
-    const withIdentities = await refreshProviders(ctx, q, user)
+    const { user: withIdentities, decision } = await resolveIdentityUser(ctx, q, ext)
     const session = await startSession(ctx, q, withIdentities, {
       method: opts.method ?? 'oauth', userAgent: opts.userAgent, ip: opts.ip, auditAction: decision === 'create_account' ? null : 'login'
     })
-    const finalUser = { user: withIdentities.user, identities: await identitiesForUser(q, user.id) }
+    const finalUser = { user: withIdentities.user, identities: await identitiesForUser(q, withIdentities.user.id) }
     return { user: finalUser, session: { ...session, user: session.user }, decision }
   })
+}
+
+/**
+ * The user of an external identity (found, linked by verified email, or created), on the
+ * caller's transaction and without a session: signInWithIdentity and the PKCE provider
+ * callback (whose session starts at the code exchange) share it.
+ */
+export async function resolveIdentityUser (ctx: TenantContext, q: Queryable, ext: ExternalIdentity): Promise<{ user: UserWithIdentities, decision: IdentitySignInResult['decision'] }> {
+  const email = ext.email ? ext.email.trim().toLowerCase() : ''
+  await q.query('SELECT pg_advisory_xact_lock($1, hashtext($2))', [LINK_LOCK_NS, JSON.stringify(['identity', ext.provider, ext.providerId])])
+  if (email) await q.query('SELECT pg_advisory_xact_lock($1, hashtext($2))', [LINK_LOCK_NS, JSON.stringify(['email', email])])
+  const now = ctx.now()
+  const identityData: Record<string, unknown> = {
+    ...(ext.identityData ?? {}),
+    sub: ext.providerId,
+    ...(email ? { email } : {}),
+    email_verified: ext.emailVerified,
+    phone_verified: false,
+    provider_id: ext.providerId
+  }
+
+  let decision: IdentitySignInResult['decision']
+  let user: UserRow
+  const existing = await findIdentity(q, ext.provider, ext.providerId)
+  if (existing) {
+    // AccountExists: refresh the identity, merge its data into user_metadata.
+    decision = 'account_exists'
+    await updateIdentity(q, existing.id, { identityData, lastSignInAt: now }, now)
+    const u = await findUserById(q, existing.user_id)
+    if (!u) throw new Error('identity without user')
+    user = await updateUser(q, u.id, { raw_user_meta_data: { ...(u.raw_user_meta_data ?? {}), ...identityData } }, now)
+  } else {
+    const owner = ext.emailVerified && email ? await linkingCandidate(ctx, q, email) : null
+    if (owner) {
+      decision = 'link_account'
+      await insertIdentityIfAbsent(q, { userId: owner.id, provider: ext.provider, providerId: ext.providerId, identityData, now, lastSignInAt: now })
+      let u = owner
+      if (!u.email_confirmed_at) {
+        // Pre-account-takeover defence (§5.9 step 4): whoever registered this address
+        // without confirming it loses the password and other identities.
+        const mine = await findIdentity(q, ext.provider, ext.providerId)
+        await deleteIdentitiesOfUser(q, u.id, mine?.id)
+        u = await updateUser(q, u.id, { encrypted_password: '', raw_user_meta_data: identityData, email_confirmed_at: now }, now)
+      } else {
+        u = await updateUser(q, u.id, { raw_user_meta_data: { ...(u.raw_user_meta_data ?? {}), ...identityData } }, now)
+      }
+      user = u
+      await audit(q, { action: 'identity_linked', actorId: u.id, actorUsername: u.email, traits: { provider: ext.provider }, now })
+    } else {
+      if (!ctx.tenant.auth.signup_enabled) throw signupDisabled()
+      decision = 'create_account'
+      const id = randomUUID()
+      const emailFree = email ? !(await isEmailTaken(q, email)) : false
+      const confirmed = emailFree && (ext.emailVerified || !ctx.tenant.auth.mail_confirmation)
+      if (emailFree && !confirmed) throw providerEmailNeedsVerification()
+      user = await insertUser(q, {
+        id,
+        aud: ctx.tenant.jwt.aud,
+        role: 'authenticated',
+        email: emailFree ? email : null,
+        encryptedPassword: '',
+        appMetadata: { provider: ext.provider, providers: [ext.provider] },
+        userMetadata: identityData,
+        emailConfirmedAt: confirmed ? now : null,
+        now
+      })
+      await insertIdentity(q, { userId: id, provider: ext.provider, providerId: ext.providerId, identityData, now, lastSignInAt: now })
+      await audit(q, { action: 'user_signedup', actorId: id, actorUsername: user.email, traits: { provider: ext.provider }, now })
+    }
+  }
+  if (isUserBanned(user, now)) throw userBannedBearer()
+  return { user: await refreshProviders(ctx, q, user), decision }
 }
 
 /** The one user a verified email links to: owner of an identity or of the email itself. */
