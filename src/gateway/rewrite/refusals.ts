@@ -1,0 +1,404 @@
+// Turns a database refusal (PostgREST's PGRST205, Postgres' 42P01 and 42501) into the
+// platform's refusals of service.md: unknown_table, no_table_grant, permission_denied,
+// rls_refusal, each naming the role the request ran as and the fix. Used by the gateway's
+// rewriter and by the panel's test query. Never puts SQL text, stacks or another tenant's
+// role names into what it returns.
+import type { RoleKind, Tenant } from '../../tenants/schema.js'
+import type { Catalog, Privilege, RolePrivileges, TableFacts } from './catalog.js'
+
+/** The refusal codes of service.md. */
+export const REFUSAL_CODES = ['unknown_table', 'no_table_grant', 'permission_denied', 'rls_refusal'] as const
+export type RefusalCode = typeof REFUSAL_CODES[number]
+
+/** An error as PostgREST (or our engine, or Postgres itself) reported it. */
+export interface SourceError {
+  /** PGRST205, 42P01, 42501 ... */
+  code: string
+  message: string
+  details?: string | null
+  hint?: string | null
+}
+
+export interface RefusalInput {
+  tenant: Tenant
+  /** The request role kind the statement ran as. */
+  kind: RoleKind
+  error: SourceError
+  /**
+   * Privileges the action needs, in the order Postgres would miss them (e.g. POST:
+   * INSERT, SELECT, UPDATE). Empty when unknown (RPC, arbitrary SQL).
+   */
+  needs: readonly Privilege[]
+  /** What the caller did, for messages: `POST`, `an INSERT statement` ... */
+  action: string
+  /** The table the request addressed (first path segment), when there is one. */
+  table?: string | null
+  /** Schemas searched for an unqualified table name (default tenant.rest.schemas). */
+  schemas?: readonly string[]
+  /**
+   * The upstream said the row of this write WAS written and only the SELECT policy
+   * hides it (our REST engine's marker): answer rls_refusal.
+   */
+  rowWritten?: boolean
+}
+
+/** A refusal ready to send. */
+export interface Refusal {
+  status: number
+  body: {
+    code: RefusalCode
+    message: string
+    details: string | null
+    hint: string | null
+    [extra: string]: unknown
+  }
+  headers: Record<string, string>
+}
+
+/** The role as the caller knows it (service.md's names), and the kind platform.role() takes. */
+const CALLER_NAME: Record<RoleKind, string> = { anon: 'anon', auth: 'authenticated', svc: 'svc' }
+
+export function callerRoleName (kind: RoleKind): string {
+  return CALLER_NAME[kind]
+}
+
+/** `anon (t_abc_anon)`: the name the caller knows and the database's real role. */
+function roleLabel (tenant: Tenant, kind: RoleKind): string {
+  return `${CALLER_NAME[kind]} (${tenant.roles[kind]})`
+}
+
+/** Needed privileges of each HTTP method, in the order Postgres would miss them. */
+export function privilegesForMethod (method: string): Privilege[] {
+  switch (method.toUpperCase()) {
+    case 'GET': case 'HEAD': return ['SELECT']
+    case 'POST': return ['INSERT', 'SELECT', 'UPDATE']
+    case 'PUT': return ['INSERT', 'UPDATE', 'SELECT']
+    case 'PATCH': return ['UPDATE', 'SELECT']
+    case 'DELETE': return ['DELETE', 'SELECT']
+    default: return []
+  }
+}
+
+// Role names made by provisioning. Any of them that is not this tenant's is scrubbed.
+const TENANT_ROLE_IN_TEXT = /\bt_[0-9a-f]{10}_(?:anon|auth|svc|rest|authn|owner)\b/g
+
+/** Removes other tenants' role names and control characters from upstream text; bounds it. */
+export function scrub (text: string | null | undefined, tenant: Tenant): string | null {
+  if (typeof text !== 'string' || text === '') return null
+  const own = new Set(Object.values(tenant.roles))
+  let out = text.replace(TENANT_ROLE_IN_TEXT, (m) => own.has(m) || m.startsWith(ownPrefix(tenant)) ? m : '(another role)')
+  // eslint-disable-next-line no-control-regex
+  out = out.replace(/[\u0000-\u0008\u000b\u000c\u000e-\u001f\u007f]/g, ' ')
+  return out.length > 1000 ? out.slice(0, 1000) + '…' : out
+}
+
+function ownPrefix (tenant: Tenant): string {
+  const m = /^(t_[0-9a-f]{10})_/.exec(tenant.roles.anon)
+  return m === null ? '\u0000' : m[1] + '_'
+}
+
+/** A regclass literal body: `public.todos`, quoting only what needs it. */
+function qualified (schema: string, name: string): string {
+  return `${quoteName(schema)}.${quoteName(name)}`
+}
+
+function quoteName (s: string): string {
+  return /^[a-z_][a-z0-9_$]*$/.test(s) ? s : '"' + s.replace(/"/g, '""') + '"'
+}
+
+/** The ready statement the owner runs: `SELECT platform.grant('INSERT', 'public.todos', 'auth');` */
+export function grantStatement (privilege: Privilege, schema: string, name: string, kind: RoleKind): string {
+  const lit = (s: string): string => "'" + s.replace(/'/g, "''") + "'"
+  return `SELECT platform.grant(${lit(privilege)}, ${lit(qualified(schema, name))}, ${lit(kind)});`
+}
+
+// ---- reading upstream messages ------------------------------------------------------------
+
+const PGRST205 = /^Could not find the table '(.+)' in the schema cache$/s
+const PERMISSION_ON_RELATION = /^permission denied for (?:table|view|materialized view|foreign table|relation) (.+)$/s
+const UNDEFINED_RELATION = /^relation "(.+)" does not exist$/s
+const RLS_VIOLATION = /new row violates row-level security policy(?: \(USING expression\))?(?: for table "([^"]+)")?/
+const ROW_WRITTEN = /\b(?:was|were|has been|have been|is)\s+(?:written|inserted|updated|saved|stored|committed|kept)\b/i
+
+/** Our REST engine's marker in a 42501 body: the message says the row was written. */
+export function saysRowWritten (error: SourceError): boolean {
+  return error.code === '42501' && [error.message, error.details, error.hint].some((t) => typeof t === 'string' && ROW_WRITTEN.test(t))
+}
+
+interface TableRef { schema: string | null, name: string }
+
+/** Splits `schema.name` against the exposed schemas (names may contain dots). */
+function splitQualified (text: string, schemas: readonly string[]): TableRef {
+  for (const s of schemas) if (text.startsWith(s + '.')) return { schema: s, name: text.slice(s.length + 1) }
+  const dot = text.indexOf('.')
+  return dot > 0 ? { schema: text.slice(0, dot), name: text.slice(dot + 1) } : { schema: null, name: text }
+}
+
+function unquote (name: string): string {
+  return /^".*"$/s.test(name) ? name.slice(1, -1).replace(/""/g, '"') : name
+}
+
+function refOf (error: SourceError, schemas: readonly string[], pathTable: string | null): TableRef | null {
+  let m = PGRST205.exec(error.message)
+  if (m !== null) return splitQualified(m[1]!, schemas)
+  m = UNDEFINED_RELATION.exec(error.message)
+  if (m !== null) return splitQualified(m[1]!, schemas)
+  m = PERMISSION_ON_RELATION.exec(error.message)
+  if (m !== null) return { schema: null, name: unquote(m[1]!) }
+  return pathTable ? { schema: null, name: pathTable } : null
+}
+
+const NAME_OK = (s: string): boolean => s.length > 0 && s.length <= 200 && !s.includes('\u0000')
+
+// ---- the explainer ------------------------------------------------------------------------
+
+export interface ExplainerOptions {
+  catalog: Catalog
+  /** Look-ups slower than this are given up (the refusal is then made without them). Default 3000 ms. */
+  lookupTimeoutMs?: number
+  /** Told when a look-up fails (the refusal is still made, with less detail). */
+  onLookupError?: (err: unknown, tenant: Tenant) => void
+}
+
+export interface RefusalExplainer {
+  /** The platform refusal for `input`, or null when the error is not one of them. */
+  explain (input: RefusalInput): Promise<Refusal | null>
+}
+
+/** Whether an error is one the explainer may rewrite (cheap; no I/O). */
+export function isRefusalCandidate (error: SourceError): boolean {
+  return error.code === 'PGRST205' || error.code === '42P01' || error.code === '42501'
+}
+
+export function createRefusalExplainer (opts: ExplainerOptions): RefusalExplainer {
+  const timeoutMs = opts.lookupTimeoutMs ?? 3000
+
+  async function facts (tenant: Tenant, schemas: readonly string[], name: string): Promise<TableFacts | null> {
+    let timer: NodeJS.Timeout | undefined
+    try {
+      return await Promise.race([
+        opts.catalog.table(tenant, schemas, name),
+        new Promise<never>((_resolve, reject) => {
+          timer = setTimeout(() => reject(new Error('catalog look-up timed out')), timeoutMs)
+        })
+      ])
+    } catch (err) {
+      opts.onLookupError?.(err, tenant)
+      return null
+    } finally {
+      if (timer !== undefined) clearTimeout(timer)
+    }
+  }
+
+  async function explain (input: RefusalInput): Promise<Refusal | null> {
+    const { tenant, kind, error } = input
+    if (!isRefusalCandidate(error)) return null
+    const schemas = input.schemas ?? tenant.rest.schemas
+    const ref = refOf(error, schemas, input.table ?? null)
+
+    if (error.code === '42501') {
+      if (input.rowWritten === true || saysRowWritten(error)) return rlsRefusal(input, ref)
+      if (RLS_VIOLATION.test(error.message)) return permissionDenied(input, rlsViolationHint(input))
+      const m = PERMISSION_ON_RELATION.exec(error.message)
+      if (m === null || ref === null || !NAME_OK(ref.name)) return permissionDenied(input, null)
+      const f = await facts(tenant, ref.schema !== null ? [ref.schema] : schemas, ref.name)
+      if (f === null || !f.exists) return permissionDenied(input, null)
+      const mine = f.roles[kind]
+      if (mine === undefined) return permissionDenied(input, null)
+      if (input.needs.length === 0) return permissionDenied(input, touchedHint(input, f, mine))
+      if (!mine.usage || !mine.any) return unknownTable(input, f, mine)
+      const missing = input.needs.find((p) => !mine.table[p])
+      if (missing === undefined) return permissionDenied(input, null)
+      if (missing !== 'DELETE' && mine.columns[missing]) return permissionDenied(input, columnHint(input, f.schema, f.name, missing))
+      return noTableGrant(input, f.schema, f.name, mine, missing)
+    }
+
+    // PGRST205 / 42P01: not in the catalog of the role (missing, or no privilege at all).
+    if (ref === null || !NAME_OK(ref.name)) return unknownTableBare(input, null)
+    const f = await facts(tenant, ref.schema !== null ? [ref.schema] : schemas, ref.name)
+    if (f === null) return unknownTableBare(input, ref)
+    if (!f.exists) return unknownTableMissing(input, f.schemas, f.name)
+    const mine = f.roles[kind]
+    if (mine !== undefined && mine.usage && mine.any) {
+      // The role can see it: the upstream's schema cache is stale (e.g. the table was just
+      // created and the reload is in flight). Not one of our refusals.
+      return null
+    }
+    return unknownTable(input, f, mine)
+  }
+
+  return { explain }
+}
+
+// ---- the refusals -------------------------------------------------------------------------
+
+function sqlstateOf (input: RefusalInput): Record<string, string> {
+  return /^[0-9A-Z]{5}$/.test(input.error.code) ? { sqlstate: input.error.code } : {}
+}
+
+function heldBy (tenant: Tenant, f: Extract<TableFacts, { exists: true }>, except: RoleKind): string {
+  const parts: string[] = []
+  for (const k of ['anon', 'auth', 'svc'] as const) {
+    if (k === except) continue
+    const r = f.roles[k]
+    if (r === undefined || !r.any) continue
+    const privs = (['SELECT', 'INSERT', 'UPDATE', 'DELETE'] as const).filter((p) => r.table[p])
+    parts.push(`${roleLabel(tenant, k)}${privs.length > 0 ? ': ' + privs.join(', ') : ''}`)
+  }
+  return parts.length > 0
+    ? `Privileges on it are held by ${parts.join('; ')}.`
+    : 'None of this database\'s request roles holds a privilege on it.'
+}
+
+function firstNeed (input: RefusalInput): Privilege {
+  return input.needs[0] ?? 'SELECT'
+}
+
+function unknownTableMessage (input: RefusalInput, table: string): string {
+  return `Table ${table} is not in the catalog of role ${roleLabel(input.tenant, input.kind)}, the role this request ran as`
+}
+
+function unknownTable (input: RefusalInput, f: Extract<TableFacts, { exists: true }>, mine: RolePrivileges | undefined): Refusal {
+  const { tenant, kind } = input
+  const table = qualified(f.schema, f.name)
+  const why = mine !== undefined && !mine.usage
+    ? `Role ${roleLabel(tenant, kind)} has no USAGE on schema ${quoteName(f.schema)}.`
+    : `${table} exists, but role ${roleLabel(tenant, kind)} holds no privilege on it.`
+  return {
+    status: 404,
+    headers: { 'x-gatehouse-error-code': 'unknown_table' },
+    body: {
+      code: 'unknown_table',
+      message: unknownTableMessage(input, table),
+      details: `${why} ${heldBy(tenant, f, kind)}`,
+      hint: 'The usual cause is a grant to the wrong role. Role names differ per database: grant to ' +
+        `platform.role('${kind}') with the owner's helper, e.g. ${grantStatement(firstNeed(input), f.schema, f.name, kind)} ` +
+        `(a plain GRANT cannot name platform.role('${kind}')), then enable row-level security on the table and add a policy.`,
+      role: CALLER_NAME[kind],
+      table
+    }
+  }
+}
+
+function unknownTableMissing (input: RefusalInput, schemas: readonly string[], name: string): Refusal {
+  const { kind } = input
+  const schema = schemas[0] ?? 'public'
+  const table = qualified(schema, name)
+  const suggestion = typeof input.error.hint === 'string' && /^Perhaps you meant/.test(input.error.hint)
+    ? ' ' + scrub(input.error.hint, input.tenant) + '.'
+    : ''
+  return {
+    status: 404,
+    headers: { 'x-gatehouse-error-code': 'unknown_table' },
+    body: {
+      code: 'unknown_table',
+      message: unknownTableMessage(input, table),
+      details: `No table or view named ${JSON.stringify(name)} exists in schema${schemas.length > 1 ? 's' : ''} ${schemas.join(', ')}.${suggestion}`,
+      hint: `Check the table name. Once the table exists, make it visible to role ${CALLER_NAME[kind]}: ` +
+        `${grantStatement(firstNeed(input), schema, name, kind)} then enable row-level security on it and add a policy.`,
+      role: CALLER_NAME[kind],
+      table
+    }
+  }
+}
+
+/** When the catalog could not be read: the refusal without the facts. */
+function unknownTableBare (input: RefusalInput, ref: TableRef | null): Refusal {
+  const { kind } = input
+  const schema = ref?.schema ?? input.tenant.rest.schemas[0] ?? 'public'
+  const table = ref !== null && NAME_OK(ref.name) ? qualified(schema, ref.name) : 'the requested table'
+  return {
+    status: 404,
+    headers: { 'x-gatehouse-error-code': 'unknown_table' },
+    body: {
+      code: 'unknown_table',
+      message: unknownTableMessage(input, table),
+      details: 'The table is missing, or the role holds no privilege on it.',
+      hint: `The usual cause is a grant to the wrong role: grant to platform.role('${kind}') with the owner's helper, ` +
+        `e.g. SELECT platform.grant('SELECT', '<schema>.<table>', '${kind}');`,
+      role: CALLER_NAME[kind],
+      ...(ref !== null && NAME_OK(ref.name) ? { table } : {})
+    }
+  }
+}
+
+function noTableGrant (input: RefusalInput, schema: string, name: string, mine: RolePrivileges, missing: Privilege): Refusal {
+  const { tenant, kind } = input
+  const table = qualified(schema, name)
+  const held = (['SELECT', 'INSERT', 'UPDATE', 'DELETE'] as const).filter((p) => mine.table[p])
+  return {
+    status: 403,
+    headers: { 'x-gatehouse-error-code': 'no_table_grant' },
+    body: {
+      code: 'no_table_grant',
+      message: `Role ${roleLabel(tenant, kind)} lacks the ${missing} privilege on table ${table}, which ${input.action} needs`,
+      details: `${table} is visible to role ${CALLER_NAME[kind]}${held.length > 0 ? ` (it holds ${held.join(', ')})` : ''}, ` +
+        `but ${missing} is not granted. The statement in hint grants it; run it as the database owner.`,
+      hint: grantStatement(missing, schema, name, kind),
+      role: CALLER_NAME[kind],
+      table,
+      privilege: missing,
+      ...sqlstateOf(input)
+    }
+  }
+}
+
+function columnHint (input: RefusalInput, schema: string, name: string, privilege: Privilege): string {
+  return `Role ${CALLER_NAME[input.kind]} holds ${privilege} on some columns of ${qualified(schema, name)} only: ` +
+    `use only those columns, or grant it on the whole table with ${grantStatement(privilege, schema, name, input.kind)}`
+}
+
+/** RPC or SQL: the table the statement touched, and what the role holds on it. */
+function touchedHint (input: RefusalInput, f: Extract<TableFacts, { exists: true }>, mine: RolePrivileges): string {
+  const held = (['SELECT', 'INSERT', 'UPDATE', 'DELETE'] as const).filter((p) => mine.table[p])
+  return `The statement touched ${qualified(f.schema, f.name)}, on which role ${CALLER_NAME[input.kind]} holds ` +
+    `${held.length > 0 ? held.join(', ') : 'no privilege'}. Grant what it needs with the owner's helper, e.g. ` +
+    grantStatement(held.includes('SELECT') ? 'INSERT' : 'SELECT', f.schema, f.name, input.kind)
+}
+
+function rlsViolationHint (input: RefusalInput): string {
+  return 'Nothing was written. A row-level security policy refused the row: the WITH CHECK of an INSERT or UPDATE ' +
+    'policy, or (with Prefer: return=representation) the SELECT policy that must let the author see the new row. ' +
+    `Check the table's policies for role ${CALLER_NAME[input.kind]}, or send Prefer: return=minimal if the row need not come back.`
+}
+
+function permissionDenied (input: RefusalInput, hint: string | null): Refusal {
+  const { tenant, kind, error } = input
+  const status = kind === 'anon' ? 401 : 403
+  const upstreamDetails = scrub(error.details, tenant)
+  return {
+    status,
+    headers: {
+      'x-gatehouse-error-code': 'permission_denied',
+      ...(status === 401 ? { 'www-authenticate': 'Bearer' } : {})
+    },
+    body: {
+      code: 'permission_denied',
+      message: scrub(error.message, tenant) ?? 'permission denied',
+      details: `The request ran as role ${roleLabel(tenant, kind)}.${upstreamDetails !== null ? ' ' + upstreamDetails : ''}`,
+      hint: hint ?? scrub(error.hint, tenant),
+      sqlstate: '42501',
+      role: CALLER_NAME[kind]
+    }
+  }
+}
+
+function rlsRefusal (input: RefusalInput, ref: TableRef | null): Refusal {
+  const { tenant, kind } = input
+  const m = RLS_VIOLATION.exec(input.error.message)
+  const name = m?.[1] ?? ref?.name ?? null
+  const table = name !== null && NAME_OK(name) ? qualified(ref?.schema ?? tenant.rest.schemas[0] ?? 'public', name) : 'the table'
+  return {
+    status: 403,
+    headers: { 'x-gatehouse-error-code': 'rls_refusal' },
+    body: {
+      code: 'rls_refusal',
+      message: `The row was written, but the SELECT policy of ${table} hides it from role ${roleLabel(tenant, kind)}, so it cannot be returned`,
+      details: `${input.action} asked for the written row back (Prefer: return=representation); the read is subject to the SELECT policy, not only the ${input.action === 'PATCH' ? 'UPDATE' : 'INSERT'} policy.`,
+      hint: 'Do not retry: the write is done. Send Prefer: return=minimal, or add a SELECT policy that lets the author see the row (e.g. USING (owner_id = auth.uid())).',
+      sqlstate: '42501',
+      role: CALLER_NAME[kind],
+      ...(name !== null && NAME_OK(name) ? { table } : {})
+    }
+  }
+}
