@@ -21,6 +21,7 @@ export type { GatewayDeps, Caller, RewriteError, RewrittenError, UpstreamErrorCo
 export { installGracefulShutdown, gatewayState, type GracefulShutdown, type GracefulShutdownOptions } from './shutdown.js'
 export { GATEWAY_ERROR_CODES, type GatewayErrorCode } from './errors.js'
 export { CORS_ALLOWED_HEADERS, CORS_EXPOSED_HEADERS } from './cors.js'
+export * from './rewrite/index.js'
 
 /**
  * Builds the gateway (never listens). Routes: `/:database/auth/v1/*`, `/:database/rest/v1/*`,
