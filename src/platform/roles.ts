@@ -123,7 +123,7 @@ export async function createTenantRoles (client: pg.Client, database: string, ro
     `GRANT ${quoteIdent('authenticated')}, ${q('anon')} TO ${q('auth')}`,
     `GRANT ${q('anon')}, ${q('auth')}, ${q('svc')} TO ${q('rest')}${setOnly}`,
     `REVOKE ALL ON DATABASE ${db} FROM PUBLIC`,
-    `GRANT CONNECT, TEMPORARY ON DATABASE ${db} TO ${q('rest')}, ${q('authn')}`,
+    `GRANT CONNECT ON DATABASE ${db} TO ${q('rest')}, ${q('authn')}`,
     `GRANT CONNECT, TEMPORARY, CREATE ON DATABASE ${db} TO ${q('owner')}`
   ]
   await client.query('BEGIN')
