@@ -1,0 +1,146 @@
+// HTTP -> ApiRequest (PostgREST's ApiRequest.hs): routes path + method to an action,
+// selects the schema (profiles), parses the query string, Prefer, Range and Accept.
+// Pure: knows HTTP but not the database; throws RestErrors (PGRST1xx) on bad input.
+import {
+  InvalidPathError, InvalidSchemaError, RpcMethodError, UnsupportedMethodError
+} from '../errors.js'
+import { parseAccept, parseMediaType } from './media-type.js'
+import { parsePreferences } from './preferences.js'
+import { decodeComponent, parseQueryParams } from './query-params.js'
+import { intersectRanges, parseRangeHeader, rangeOf } from './range.js'
+import type { Action, ApiRequest, HttpMethod, RowRange } from './types.js'
+
+export type * from './types.js'
+export { parseQueryParams, parseSelect, parseOrder, parseFilterValue, parseLogicTree, parseColumns, canonicalQuery } from './query-params.js'
+export { parsePreferences } from './preferences.js'
+export { parseAccept, parseMediaType, showMediaType } from './media-type.js'
+export { parseRangeHeader, intersectRanges, capRange, rangeOf, ALL_ROWS } from './range.js'
+
+/** What the HTTP layer hands over: everything below the tenant's base URL. */
+export interface RawRequest {
+  method: string
+  /** Path below `/<database>`, still percent-encoded: `/films`, `/rpc/fn`, `/` or ``. */
+  path: string
+  /** Query string without `?`. */
+  query: string
+  headers: Readonly<Record<string, string | string[] | undefined>>
+  body: Buffer | null
+}
+
+export interface ParseContext {
+  /** The tenant's exposed schemas; the first is the default. */
+  schemas: readonly string[]
+}
+
+const METHODS: ReadonlySet<string> = new Set(['GET', 'HEAD', 'POST', 'PATCH', 'PUT', 'DELETE', 'OPTIONS'])
+
+/** Headers never copied into `request.headers` (credentials). */
+const HIDDEN_HEADERS: ReadonlySet<string> = new Set(['authorization', 'cookie', 'apikey'])
+
+export const DEFAULT_LIMIT_HEADER = 'x-gatehouse-default-limit'
+
+function header (h: RawRequest['headers'], name: string): string | undefined {
+  const v = h[name]
+  return Array.isArray(v) ? v[0] : v
+}
+
+/** Path segments after percent-decoding (`+` stays a plus in paths). */
+export function pathSegments (path: string): string[] {
+  const trimmed = path.startsWith('/') ? path.slice(1) : path
+  if (trimmed === '') return []
+  return trimmed.split('/').map((s) => decodeComponent(s, false))
+}
+
+/** PostgREST's routing table (spec §1.1). */
+export function routeAction (method: HttpMethod, segments: readonly string[]): Action {
+  if (segments.length === 0) {
+    if (method === 'GET' || method === 'HEAD') return { kind: 'openapi', headersOnly: method === 'HEAD' }
+    if (method === 'OPTIONS') return { kind: 'info', resource: { kind: 'schema' } }
+    throw new UnsupportedMethodError(method)
+  }
+  if (segments.length === 1 && segments[0] !== '') {
+    const relation = segments[0]
+    switch (method) {
+      case 'GET': return { kind: 'read', relation, headersOnly: false }
+      case 'HEAD': return { kind: 'read', relation, headersOnly: true }
+      case 'POST': return { kind: 'mutate', relation, mutation: 'insert' }
+      case 'PATCH': return { kind: 'mutate', relation, mutation: 'update' }
+      case 'PUT': return { kind: 'mutate', relation, mutation: 'single-upsert' }
+      case 'DELETE': return { kind: 'mutate', relation, mutation: 'delete' }
+      case 'OPTIONS': return { kind: 'info', resource: { kind: 'relation', name: relation } }
+    }
+  }
+  if (segments.length === 2 && segments[0] === 'rpc' && segments[1] !== '') {
+    const routine = segments[1]
+    switch (method) {
+      case 'GET': return { kind: 'call', routine, invoke: 'get' }
+      case 'HEAD': return { kind: 'call', routine, invoke: 'head' }
+      case 'POST': return { kind: 'call', routine, invoke: 'post' }
+      case 'OPTIONS': return { kind: 'info', resource: { kind: 'routine', name: routine } }
+      default: throw new RpcMethodError(method)
+    }
+  }
+  throw new InvalidPathError()
+}
+
+/** `request.headers`: lower-case names, one value each, no credentials. */
+export function visibleHeaders (h: RawRequest['headers']): Record<string, string> {
+  const out: Record<string, string> = {}
+  for (const [k, v] of Object.entries(h)) {
+    if (v === undefined) continue
+    const name = k.toLowerCase()
+    if (HIDDEN_HEADERS.has(name)) continue
+    out[name] = Array.isArray(v) ? v[0] : v
+  }
+  return out
+}
+
+/** Parses a request into an ApiRequest, or throws the PGRST error PostgREST would send. */
+export function parseApiRequest (raw: RawRequest, ctx: ParseContext): ApiRequest {
+  const method = raw.method.toUpperCase()
+  if (!METHODS.has(method)) throw new UnsupportedMethodError(method)
+  const m = method as HttpMethod
+  const action = routeAction(m, pathSegments(raw.path))
+
+  // Profiles (§5.3): GET/HEAD (and OPTIONS) read Accept-Profile, writes Content-Profile.
+  const readLike = m === 'GET' || m === 'HEAD' || m === 'OPTIONS'
+  const profile = header(raw.headers, readLike ? 'accept-profile' : 'content-profile')
+  let schema = ctx.schemas[0]
+  if (profile !== undefined) {
+    if (!ctx.schemas.includes(profile)) {
+      throw new InvalidSchemaError(profile, { hint: `Only the following schemas are exposed: ${ctx.schemas.join(', ')}` })
+    }
+    schema = profile
+  }
+
+  const rpcRead = action.kind === 'call' && action.invoke !== 'post'
+  const query = parseQueryParams(raw.query, { rpcRead })
+  const preferences = parsePreferences(raw.headers.prefer)
+
+  // Top-level range: limit/offset, intersected with Range on GET (RFC 9110: others ignore it).
+  const topScoped = query.ranges.find((r) => r.path.length === 0)
+  let range: RowRange = rangeOf(topScoped)
+  const rangeHeader = m === 'GET' ? parseRangeHeader(header(raw.headers, 'range')) : null
+  if (rangeHeader) range = intersectRanges(range, rangeHeader)
+
+  const dl = header(raw.headers, DEFAULT_LIMIT_HEADER)
+  const defaultLimit = dl !== undefined && /^[0-9]+$/.test(dl.trim()) ? Number(dl.trim()) : null
+  const ct = header(raw.headers, 'content-type')
+
+  return {
+    action,
+    method: m,
+    path: raw.path === '' ? '/' : raw.path,
+    schema,
+    echoProfile: profile !== undefined || ctx.schemas.length > 1,
+    query,
+    preferences,
+    range,
+    rangeHeader,
+    accept: parseAccept(header(raw.headers, 'accept')),
+    contentType: ct ? parseMediaType(ct) : null,
+    body: raw.body && raw.body.length > 0 ? raw.body : null,
+    headers: visibleHeaders(raw.headers),
+    defaultLimit
+  }
+}

@@ -1,0 +1,157 @@
+// The REST engine's error registry: PostgREST's PGRSTnnn codes (spec/rest.md §7.2) with
+// their statuses, the SQLSTATE -> HTTP table (§7.3), and the translation of a Postgres
+// error into a wire error. Codes are append-only; the status lives with the code here,
+// never at the throw site. Nothing here renders HTTP (the handler does).
+import { defineError, GatehouseError, type ErrorOptions } from '../shared/errors.js'
+
+// ---------------------------------------------------------------------------------------
+// Group 0: connection and schema cache
+
+/** Matches PostgREST v14: 503, the libpq message goes to the log, not the client. */
+export const DbConnectionError = defineError('PGRST000', 503, () => 'Database connection error. Retrying the connection.')
+export const SchemaCacheLoadError = defineError('PGRST002', 503, () => 'Could not query the database for the schema cache. Retrying.')
+export const PoolTimeoutError = defineError('PGRST003', 504, () => 'Timed out acquiring connection from connection pool.')
+
+// ---------------------------------------------------------------------------------------
+// Group 1: the request (grammar, headers, negotiation)
+
+/**
+ * PGRST100: `"failed to parse <what> (<input>)" (line 1, column N)` with the parser's
+ * `unexpected X expecting Y` text as details.
+ */
+export const ParseError = defineError('PGRST100', 400,
+  (what: string, input: string, column: number) => `"failed to parse ${what} (${input})" (line 1, column ${column})`)
+export const RpcMethodError = defineError('PGRST101', 405, (method: string) => `Cannot use the ${method} method on RPC`)
+export const InvalidBodyError = defineError('PGRST102', 400, (message: string) => message)
+export const RangeNotSatisfiableError = defineError('PGRST103', 416, () => 'Requested range not satisfiable')
+export const PutMatchingPkError = defineError('PGRST105', 405, () => "Filters must include all and only primary key columns with 'eq' operators")
+export const InvalidSchemaError = defineError('PGRST106', 406, (schema: string) => `Invalid schema: ${schema}`)
+export const MediaTypeError = defineError('PGRST107', 406, (types: string) => `None of these media types are available: ${types}`)
+export const NotEmbeddedError = defineError('PGRST108', 400, (name: string) => `'${name}' is not an embedded resource in this request`)
+export const ResponseHeadersGucError = defineError('PGRST111', 500,
+  () => 'response.headers guc must be a JSON array composed of objects with a single key and a string value')
+export const ResponseStatusGucError = defineError('PGRST112', 500, () => 'response.status guc must be a valid status code')
+export const PutLimitError = defineError('PGRST114', 400, () => 'limit/offset querystring parameters are not allowed for PUT')
+export const PutPayloadMismatchError = defineError('PGRST115', 400, () => 'Payload values do not match URL in primary key column(s)')
+/** Matches PostgREST: an object was requested and 0 or more than 1 rows came back. */
+export const SingularityError = defineError('PGRST116', 406, () => 'Cannot coerce the result to a single JSON object')
+export const UnsupportedMethodError = defineError('PGRST117', 405, (method: string) => `Unsupported HTTP method: ${method}`)
+export const RelatedOrderNotToOneError = defineError('PGRST118', 400, (rel: string) => `A related order on '${rel}' is not possible`)
+export const RaiseJsonError = defineError('PGRST121', 500, () => 'Could not parse JSON in the "RAISE SQLSTATE \'PGRST\'" error')
+export const InvalidPreferencesError = defineError('PGRST122', 400, () => 'Invalid preferences given with handling=strict')
+export const AggregatesNotAllowedError = defineError('PGRST123', 400, () => 'Use of aggregate functions is not allowed')
+export const MaxAffectedError = defineError('PGRST124', 400, () => 'Query result exceeds max-affected preference constraint')
+export const InvalidPathError = defineError('PGRST125', 404, () => 'Invalid path specified in request URL')
+export const OpenApiDisabledError = defineError('PGRST126', 404, () => 'Root endpoint metadata is disabled')
+export const NotImplementedError = defineError('PGRST127', 400, () => 'Feature not implemented')
+export const MaxAffectedRpcError = defineError('PGRST128', 400,
+  () => 'Function must return SETOF or TABLE when max-affected preference is used with handling=strict')
+
+// ---------------------------------------------------------------------------------------
+// Group 2: the schema cache (relations, relationships, functions, columns)
+
+export const NoRelationshipError = defineError('PGRST200', 400,
+  (origin: string, target: string) => `Could not find a relationship between '${origin}' and '${target}' in the schema cache`)
+/** Status 300 as PostgREST; details is a JSON array (sent through `extra`). */
+export const AmbiguousRelationshipError = defineError('PGRST201', 300,
+  (origin: string, target: string) => `Could not embed because more than one relationship was found for '${origin}' and '${target}'`)
+export const FunctionNotFoundError = defineError('PGRST202', 404, (signature: string) => `Could not find the function ${signature} in the schema cache`)
+export const AmbiguousFunctionError = defineError('PGRST203', 300, (candidates: string) => `Could not choose the best candidate function between: ${candidates}`)
+export const ColumnNotFoundError = defineError('PGRST204', 400,
+  (column: string, table: string) => `Could not find the '${column}' column of '${table}' in the schema cache`)
+/** Also answered when the table exists but the caller's role has no privilege at all on it. */
+export const TableNotFoundError = defineError('PGRST205', 404,
+  (schema: string, name: string) => `Could not find the table '${schema}.${name}' in the schema cache`)
+
+// ---------------------------------------------------------------------------------------
+// Group 3: JWT
+
+export const JwtSecretMissingError = defineError('PGRST300', 500, () => 'Server lacks JWT secret')
+/** Decode errors: empty token, bad parts, bad signature, algorithm not allowed. */
+export const JwtDecodeError = defineError('PGRST301', 401, (message: string) => message)
+export const AnonDisabledError = defineError('PGRST302', 401, () => 'Anonymous access is disabled')
+/** Claim errors: expired, not yet valid, issued in the future, bad role. */
+export const JwtClaimsError = defineError('PGRST303', 401, (message: string) => message)
+
+// ---------------------------------------------------------------------------------------
+// Ours (snake_case, not PostgREST's)
+
+export const TenantNotFoundError = defineError('tenant_not_found', 404, (database: string) => `No database named '${database}' is served here`)
+export const EngineNotConfiguredError = defineError('engine_not_configured', 503,
+  (database: string) => `The REST engine has no connection for database '${database}'`)
+/** 5xx with no known cause: the body says only this plus the request id; the cause is logged. */
+export const UnexpectedError = defineError('unexpected_failure', 500, () => 'unexpected failure')
+
+export type RestErrorCode =
+  | 'PGRST000' | 'PGRST002' | 'PGRST003'
+  | 'PGRST100' | 'PGRST101' | 'PGRST102' | 'PGRST103' | 'PGRST105' | 'PGRST106' | 'PGRST107' | 'PGRST108'
+  | 'PGRST111' | 'PGRST112' | 'PGRST114' | 'PGRST115' | 'PGRST116' | 'PGRST117' | 'PGRST118' | 'PGRST121'
+  | 'PGRST122' | 'PGRST123' | 'PGRST124' | 'PGRST125' | 'PGRST126' | 'PGRST127' | 'PGRST128'
+  | 'PGRST200' | 'PGRST201' | 'PGRST202' | 'PGRST203' | 'PGRST204' | 'PGRST205'
+  | 'PGRST300' | 'PGRST301' | 'PGRST302' | 'PGRST303'
+  | 'tenant_not_found' | 'engine_not_configured' | 'unexpected_failure'
+
+// ---------------------------------------------------------------------------------------
+// SQLSTATE -> HTTP (spec §7.3, PostgREST's mapSQLtoHTTP); checked top to bottom.
+
+/**
+ * The HTTP status of a Postgres error. `isAnon` decides 42501: 401 for the anon role
+ * (a JWT whose role is anon is still anon), 403 otherwise.
+ */
+export function statusForSqlState (sqlstate: string, message: string, isAnon: boolean): number {
+  const c = sqlstate.toUpperCase()
+  const cls = c.slice(0, 2)
+  if (cls === '08') return 503
+  if (cls === '09') return 500
+  if (cls === '0L' || cls === '0P') return 403
+  if (c === '23503' || c === '23505') return 409
+  if (c === '25006') return 405
+  if (c === '21000') return message.endsWith('requires a WHERE clause') ? 400 : 500
+  if (c === '22023') return /^role ".*" does not exist$/s.test(message) ? 401 : 400
+  if (cls === '25') return 500
+  if (cls === '28') return 403
+  if (cls === '2D' || cls === '38' || cls === '39' || cls === '3B' || cls === '40') return 500
+  if (c === '53400') return 500
+  if (cls === '53') return 503
+  if (cls === '54' || cls === '55') return 500
+  if (c === '57P01') return 503
+  if (cls === '57' || cls === '58' || cls === 'F0' || cls === 'HV') return 500
+  if (c === 'P0001') return 400
+  if (cls === 'P0' || cls === 'XX') return 500
+  if (c === '42883') return message.startsWith('function xmlagg(') ? 406 : 404
+  if (c === '42P01') return 404
+  if (c === '42P17') return 500
+  if (c === '42501') return isAnon ? 401 : 403
+  if (cls === 'PT' && /^PT\d{3}$/.test(c)) {
+    const s = Number(c.slice(2))
+    return s >= 100 && s <= 599 ? s : 500
+  }
+  return 400
+}
+
+/** The fields node-postgres puts on a server error. */
+interface PgServerError { code?: unknown, message?: unknown, detail?: unknown, hint?: unknown, severity?: unknown }
+
+/** A server-side Postgres error (has a 5-character SQLSTATE and a severity). */
+export function isPgServerError (err: unknown): err is Error & { code: string, detail?: string, hint?: string } {
+  const e = err as PgServerError
+  return !!e && typeof e === 'object' && typeof e.code === 'string' && /^[0-9A-Z]{5}$/.test(e.code) && typeof e.severity === 'string'
+}
+
+/** SQLSTATEs that mean the connection itself is gone (PGRST000 rather than a query error). */
+function isConnectionLoss (code: string): boolean {
+  return code.startsWith('08') || code === '57P01' || code === '57P02' || code === '57P03'
+}
+
+/**
+ * Translates a Postgres error into the wire error PostgREST sends: `code` is the
+ * SQLSTATE, message/details/hint are Postgres' MESSAGE/DETAIL/HINT. 401 carries
+ * `WWW-Authenticate: Bearer`.
+ */
+export function fromPgError (err: Error & { code: string, detail?: string, hint?: string }, isAnon: boolean): GatehouseError {
+  if (isConnectionLoss(err.code)) return new DbConnectionError({ cause: err, internal: err.message })
+  const status = statusForSqlState(err.code, err.message, isAnon)
+  const opts: ErrorOptions = { details: err.detail ?? null, hint: err.hint ?? null, cause: err }
+  if (status === 401) opts.headers = { 'www-authenticate': 'Bearer' }
+  return new GatehouseError(err.code, status, err.message, opts)
+}

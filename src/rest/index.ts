@@ -1,0 +1,176 @@
+// The REST engine (PostgREST protocol, target v14): a multi-tenant fastify service whose
+// routes are `/:database/<table>` (reads now; writes, `/rpc/<fn>` and the OpenAPI root
+// arrive with issue 5 through the same handler). Builds an UNSTARTED instance; the
+// caller listens. Closing the instance closes every pool and LISTEN connection.
+import Fastify, { type FastifyBaseLogger, type FastifyInstance, type FastifyReply, type FastifyRequest, type FastifyServerOptions } from 'fastify'
+import type { Config } from '../config/index.js'
+import { GatehouseError, isGatehouseError } from '../shared/errors.js'
+import { DATABASE_NAME, type TenantLookup } from '../tenants/index.js'
+import { TokenVerifier } from './auth.js'
+import { InvalidPathError, TenantNotFoundError, UnexpectedError } from './errors.js'
+import { PoolManager } from './execute.js'
+import { createPlanCache, handleRequest, type Engine } from './handler.js'
+import { createSchemaCacheStore, type SchemaCache } from './schema-cache/index.js'
+
+export { LIMIT_APPLIED_HEADER } from './response/index.js'
+export { DEFAULT_LIMIT_HEADER } from './api-request/index.js'
+export { statusForSqlState } from './errors.js'
+export type { RestErrorCode } from './errors.js'
+
+export interface RestEngineDeps {
+  /** The process config; the engine reads `config.rest`. */
+  config: Pick<Config, 'rest'>
+  tenants: TenantLookup
+  /** A pino/fastify logger instance, or fastify logger options (default: off). */
+  logger?: FastifyBaseLogger | FastifyServerOptions['logger']
+  /** How long a request waits for a pooled connection before 504 PGRST003 (default 10 s). */
+  poolAcquireTimeoutMs?: number
+  /** Connection timeout of new connections (default 5 s). */
+  connectTimeoutMs?: number
+}
+
+/** Handles on a built engine (tests, admin): schema reloads, pool statistics. */
+export interface RestEngineHandle {
+  /** Reloads a tenant's schema cache now; null when it has none yet. */
+  reloadSchema (database: string): Promise<SchemaCache | null>
+  /** Open connections of all tenants. */
+  openConnections (): number
+  /** Connections of one tenant (open, idle), null when it has no pool. */
+  poolStats (database: string): { open: number, idle: number } | null
+  /** Effective per-tenant connection cap. */
+  perTenantCap (): number
+}
+
+const handles = new WeakMap<FastifyInstance, RestEngineHandle>()
+
+/** The engine behind an instance built by buildRestEngine. */
+export function restEngineOf (app: FastifyInstance): RestEngineHandle {
+  const h = handles.get(app)
+  if (!h) throw new TypeError('not a REST engine instance')
+  return h
+}
+
+function isLogger (x: unknown): x is FastifyBaseLogger {
+  return !!x && typeof x === 'object' && typeof (x as { child?: unknown }).child === 'function' && typeof (x as { info?: unknown }).info === 'function'
+}
+
+const METHODS = ['GET', 'HEAD', 'POST', 'PATCH', 'PUT', 'DELETE', 'OPTIONS'] as const
+
+/**
+ * Builds the REST engine: one fastify instance for all tenants. A tenant's base URL is
+ * `http://<engine>/<database>`; requests run as the role of the upstream token (or the
+ * tenant's anon role) on the tenant's `engines.rest` connection.
+ */
+export function buildRestEngine (deps: RestEngineDeps): FastifyInstance {
+  const rest = deps.config.rest
+  const loggerOpts: Partial<FastifyServerOptions> = isLogger(deps.logger)
+    ? { loggerInstance: deps.logger }
+    : { logger: deps.logger ?? false }
+  const app = Fastify({
+    ...loggerOpts,
+    bodyLimit: rest.max_body_bytes,
+    exposeHeadRoutes: false,
+    return503OnClosing: true,
+    routerOptions: {
+      maxParamLength: 4096,
+      // We parse the raw query string ourselves (PostgREST's rules: `+` is a space, order kept).
+      querystringParser: () => ({})
+    }
+  }) as unknown as FastifyInstance
+  const log = app.log
+  const connectTimeoutMs = deps.connectTimeoutMs ?? 5_000
+  const pools = new PoolManager({
+    budget: rest.pool_budget,
+    perTenant: rest.pool_per_tenant,
+    idleMs: rest.pool_idle_ms,
+    acquireTimeoutMs: deps.poolAcquireTimeoutMs ?? 10_000,
+    connectTimeoutMs
+  }, log)
+  const engine: Engine = {
+    settings: { statementTimeoutMs: rest.statement_timeout_ms, connectTimeoutMs },
+    pools,
+    schemaCaches: createSchemaCacheStore({ logger: log }),
+    tokens: new TokenVerifier(),
+    plans: createPlanCache()
+  }
+  // A tenant whose pool went idle also gives up its LISTEN connection and cache.
+  pools.onPoolIdle = (key) => { void engine.schemaCaches.drop(key) }
+
+  handles.set(app, {
+    reloadSchema: (database) => engine.schemaCaches.reload(database),
+    openConnections: () => pools.openConnections,
+    poolStats: (database) => pools.stats(database),
+    perTenantCap: () => pools.perTenantCap
+  })
+
+  // Bodies are kept as raw bytes (issue 5 parses JSON / CSV / form itself).
+  app.removeAllContentTypeParsers()
+  app.addContentTypeParser('*', { parseAs: 'buffer' }, (_req: FastifyRequest, body: Buffer, done: (err: Error | null, body?: Buffer) => void) => done(null, body))
+
+  const handler = async (request: FastifyRequest<{ Params: { database: string } }>, reply: FastifyReply): Promise<void> => {
+    const database = request.params.database
+    if (!DATABASE_NAME.test(database)) throw new TenantNotFoundError(database)
+    const tenant = await deps.tenants.get(database)
+    if (!tenant) throw new TenantNotFoundError(database)
+    const url = request.raw.url ?? '/'
+    const q = url.indexOf('?')
+    const pathname = q < 0 ? url : url.slice(0, q)
+    const prefix = '/' + database
+    if (!pathname.startsWith(prefix)) throw new InvalidPathError()
+    const res = await handleRequest(engine, tenant, {
+      method: request.method,
+      path: pathname.slice(prefix.length),
+      query: q < 0 ? '' : url.slice(q + 1),
+      headers: request.headers,
+      body: Buffer.isBuffer(request.body) ? request.body : null
+    })
+    reply.code(res.status).headers(res.headers)
+    if (res.body === null || request.method === 'HEAD') await reply.send()
+    else await reply.send(res.body)
+  }
+  app.route({ method: [...METHODS], url: '/:database', handler })
+  app.route({ method: [...METHODS], url: '/:database/*', handler })
+
+  app.setNotFoundHandler((_request, reply) => sendError(reply, new InvalidPathError()))
+  app.setErrorHandler((err: unknown, request, reply) => {
+    let e: GatehouseError
+    if (isGatehouseError(err)) {
+      e = err
+    } else {
+      const fe = err as { statusCode?: number, code?: string, message?: string }
+      if (typeof fe.statusCode === 'number' && fe.statusCode >= 400 && fe.statusCode < 500) {
+        e = new GatehouseError(fe.statusCode === 413 ? 'payload_too_large' : 'bad_request', fe.statusCode,
+          fe.statusCode === 413 ? 'Request body is too large' : 'Bad request')
+      } else {
+        e = new UnexpectedError({ cause: err })
+      }
+    }
+    if (e.status >= 500) {
+      request.log.error({ err: e.cause ?? err, internal: e.internal, code: e.code }, 'rest: request failed')
+    }
+    return sendError(reply, e, e instanceof UnexpectedError ? request.id : undefined)
+  })
+
+  app.addHook('onClose', async () => {
+    await engine.schemaCaches.close()
+    await pools.close()
+  })
+  return app
+}
+
+function sendError (reply: FastifyReply, e: GatehouseError, requestId?: string): FastifyReply {
+  const body = e.toWire()
+  if (requestId !== undefined) body.request_id = requestId
+  reply.code(e.status)
+  reply.header('content-type', 'application/json; charset=utf-8')
+  reply.header('proxy-status', `gatehouse; error=${e.code}`)
+  if (e.status === 503) reply.header('retry-after', '1')
+  for (const [k, v] of Object.entries(e.headers ?? {})) reply.header(k, v)
+  if (e.status === 401 && !reply.hasHeader('www-authenticate')) reply.header('www-authenticate', 'Bearer')
+  return reply.send(JSON.stringify(body))
+}
+
+/** Stops the engine: closes the HTTP server (if listening), every pool and LISTEN connection. */
+export async function closeRestEngine (app: FastifyInstance): Promise<void> {
+  await app.close()
+}

@@ -1,0 +1,69 @@
+// Embedding: which relationship `origin?select=target!hint(...)` means (PostgREST's
+// findRel, spec §2.2), with PGRST200 when none matches and PGRST201 (300) with the
+// candidates when several do. Pure.
+import { AmbiguousRelationshipError, NoRelationshipError } from '../errors.js'
+import { qnKey, type Relationship, type SchemaCache } from '../schema-cache/types.js'
+
+function singleColumn (rel: Relationship, side: 0 | 1): string | null {
+  const c = rel.cardinality
+  if (c.kind === 'm2m' || c.columns.length !== 1) return null
+  return c.columns[0][side]
+}
+
+function constraintOf (rel: Relationship): string | null {
+  const c = rel.cardinality
+  return c.kind === 'm2m' ? null : c.constraint
+}
+
+/** Whether a relationship matches `target` (and `hint`) as PostgREST decides. */
+export function relationshipMatches (rel: Relationship, target: string, hint: string | null): boolean {
+  const card = rel.cardinality.kind
+  if (rel.isSelf) {
+    if (hint === null) {
+      // Self reference: the table name selects the O2M side, the FK column the M2O side.
+      return (target === rel.foreignTable.name && card === 'o2m') || (singleColumn(rel, 0) === target && card === 'm2o')
+    }
+    return target === rel.foreignTable.name && card === 'o2m' && singleColumn(rel, 1) === hint
+  }
+  if (hint === null) {
+    return target === rel.foreignTable.name ||
+      (!rel.foreignTableIsView && (constraintOf(rel) === target || singleColumn(rel, 0) === target))
+  }
+  if (target !== rel.foreignTable.name) return false
+  return constraintOf(rel) === hint || singleColumn(rel, 0) === hint || singleColumn(rel, 1) === hint ||
+    (rel.cardinality.kind === 'm2m' && rel.cardinality.junction.table.name === hint)
+}
+
+const CARDINALITY_NAMES = { m2o: 'many-to-one', o2m: 'one-to-many', o2o: 'one-to-one', m2m: 'many-to-many' } as const
+
+/** PGRST201's `details` entry for one candidate. */
+export function describeRelationship (rel: Relationship): { cardinality: string, embedding: string, relationship: string } {
+  const els = (cols: readonly string[]): string => '(' + cols.join(', ') + ')'
+  const c = rel.cardinality
+  const relationship = c.kind === 'm2m'
+    ? `${c.junction.table.name} using ${c.junction.constraint1}${els(c.junction.columns1.map((p) => p[1]))} and ${c.junction.constraint2}${els(c.junction.columns2.map((p) => p[1]))}`
+    : `${c.constraint} using ${rel.table.name}${els(c.columns.map((p) => p[0]))} and ${rel.foreignTable.name}${els(c.columns.map((p) => p[1]))}`
+  return { cardinality: CARDINALITY_NAMES[c.kind], embedding: `${rel.table.name} with ${rel.foreignTable.name}`, relationship }
+}
+
+/** The one relationship from `origin` (in `schema`) for `target!hint`, or PGRST200 / PGRST201. */
+export function findRelationship (cache: SchemaCache, schema: string, origin: string, target: string, hint: string | null): Relationship {
+  const all = cache.relationships.get(qnKey(schema, origin)) ?? []
+  const found = all.filter((r) => relationshipMatches(r, target, hint))
+  if (found.length === 1) return found[0]
+  if (found.length === 0) {
+    throw new NoRelationshipError(origin, target, {
+      details: `Searched for a foreign key relationship between '${origin}' and '${target}'` +
+        (hint === null ? '' : ` using the hint '${hint}'`) + ` in the schema '${schema}', but no matches were found.`,
+      hint: null
+    })
+  }
+  const hints = found.map((r) => {
+    const c = r.cardinality
+    return `'${r.foreignTable.name}!${c.kind === 'm2m' ? c.junction.table.name : c.constraint}'`
+  })
+  throw new AmbiguousRelationshipError(origin, target, {
+    hint: `Try changing '${target}' to one of the following: ${hints.join(', ')}. Find the desired relationship in the 'details' key.`,
+    extra: { details: found.map(describeRelationship) }
+  })
+}

@@ -1,0 +1,5 @@
+// ActionPlan -> statements. The only place SQL text is made (through sql.ts). Issue 5
+// adds mutate.ts / call.ts renderers beside read.ts and dispatches them here.
+export { sql, ident, qualified, param, raw, typeName, join, render, empty, Sql, KEYWORDS, type Keyword, type Statement } from './sql.js'
+export { renderRead, renderNode, renderCountNode, renderField, arrayLiteral, type ReadStatements } from './read.js'
+export { renderPreRequest, legacyClaims, searchPathValue, PRE_REQUEST_NAME, type RequestSettings } from './pre-request.js'

@@ -1,0 +1,76 @@
+// The settings statement that opens every request transaction (spec §6.2): role,
+// request.jwt.claims (+ the legacy request.jwt.claim.<name>), request.method/path/
+// headers/cookies, statement_timeout, timezone, search_path — all transaction-local and
+// all parameters — plus the caller role's visibility of the target relation.
+import type { Statement } from './sql.js'
+
+/** Prepared once per connection under this name (the text never changes). */
+export const PRE_REQUEST_NAME = 'gatehouse_rest_pre_v1'
+
+const PRE_REQUEST_TEXT = `SELECT pg_catalog.set_config('search_path', $1, true) AS search_path,
+ pg_catalog.set_config('role', $2, true) AS role,
+ pg_catalog.set_config('request.jwt.claims', $3, true) AS claims,
+ pg_catalog.set_config('request.method', $4, true) AS method,
+ pg_catalog.set_config('request.path', $5, true) AS path,
+ pg_catalog.set_config('request.headers', $6, true) AS headers,
+ pg_catalog.set_config('request.cookies', $7, true) AS cookies,
+ pg_catalog.set_config('statement_timeout', $8, true) AS statement_timeout,
+ CASE WHEN $9::text IS NULL THEN NULL ELSE pg_catalog.set_config('timezone', $9::text, true) END AS timezone,
+ (SELECT pg_catalog.count(pg_catalog.set_config('request.jwt.claim.' || j.key, j.value, true)) FROM pg_catalog.json_each_text($10::json) AS j) AS legacy_claims,
+ CASE WHEN $11::oid IS NULL THEN true ELSE COALESCE(pg_catalog.has_any_column_privilege($12::name, $11::oid, 'SELECT, INSERT, UPDATE, REFERENCES') OR pg_catalog.has_table_privilege($12::name, $11::oid, 'DELETE, TRUNCATE, TRIGGER'), false) END AS visible`
+
+export interface RequestSettings {
+  /** Schemas of search_path, first the request's. */
+  searchPath: readonly string[]
+  role: string
+  /** The verified claims with `role` set to the effective role. */
+  claims: Record<string, unknown>
+  method: string
+  path: string
+  headers: Readonly<Record<string, string>>
+  cookies: Readonly<Record<string, string>>
+  statementTimeoutMs: number
+  timezone: string | null
+  /** Relation whose visibility to `role` is checked (any privilege); null = no check. */
+  relationOid: number | null
+}
+
+/** Claim names safe as a setting name suffix (`request.jwt.claim.<name>`). */
+const CLAIM_NAME = /^[A-Za-z_][A-Za-z0-9_]{0,62}$/
+
+/** Top-level scalar claims for the legacy per-claim settings. */
+export function legacyClaims (claims: Record<string, unknown>): Record<string, string> {
+  const out: Record<string, string> = {}
+  for (const [k, v] of Object.entries(claims)) {
+    if (!CLAIM_NAME.test(k)) continue
+    if (typeof v === 'string') out[k] = v
+    else if (typeof v === 'number' || typeof v === 'boolean') out[k] = String(v)
+  }
+  return out
+}
+
+/** `"a", "b"` for search_path (each name quoted). */
+export function searchPathValue (schemas: readonly string[]): string {
+  return [...new Set(schemas)].map((s) => '"' + s.replace(/"/g, '""') + '"').join(', ')
+}
+
+export function renderPreRequest (s: RequestSettings): Statement & { name: string } {
+  return {
+    name: PRE_REQUEST_NAME,
+    text: PRE_REQUEST_TEXT,
+    values: [
+      searchPathValue(s.searchPath),
+      s.role,
+      JSON.stringify(s.claims),
+      s.method,
+      s.path,
+      JSON.stringify(s.headers),
+      JSON.stringify(s.cookies),
+      String(s.statementTimeoutMs),
+      s.timezone,
+      JSON.stringify(legacyClaims(s.claims)),
+      s.relationOid,
+      s.role
+    ]
+  }
+}

@@ -1,0 +1,274 @@
+// ReadPlan -> SQL (PostgREST's QueryBuilder.readPlanToQuery / SqlFragment, spec §8.3):
+// the read tree as nested LATERAL joins, the count query, and the outer statement that
+// makes Postgres build the whole body (json_agg / row_to_json / csv) as one text value.
+// Pure; every value is a bind parameter, every name a quoted identifier.
+import type { Operation, OpExpr } from '../api-request/types.js'
+import type {
+  CoercibleField, Condition, JoinCondition, PlannedOrder, Qualifier, ReadNode, ReadPlan, SelectColumn
+} from '../plan/types.js'
+import { isToOne } from '../schema-cache/types.js'
+import { empty, ident, join, param, qualified, raw, render, sql, typeName, type Keyword, type Sql, type Statement } from './sql.js'
+
+// -- names and fields -------------------------------------------------------------------
+
+export function renderQualifier (q: Qualifier): Sql {
+  return q.kind === 'table' ? qualified(q.schema, q.name) : ident(q.name)
+}
+
+function column (q: Qualifier, name: string): Sql {
+  return name === '*' ? sql`${renderQualifier(q)}.*` : sql`${renderQualifier(q)}.${ident(name)}`
+}
+
+function jsonPath (field: Pick<CoercibleField, 'jsonPath'>): Sql {
+  return join(field.jsonPath.map((op) => {
+    const operand = op.operand.kind === 'key' ? param(op.operand.key) : sql`${param(op.operand.idx)}::int`
+    return sql`${raw(op.arrow)}${operand}`
+  }), empty)
+}
+
+/** A field's expression: `"q"."col"`, `to_jsonb("q"."col")->$1`, `to_tsvector($1, "q"."col")`. */
+export function renderField (q: Qualifier, f: CoercibleField): Sql {
+  let expr: Sql
+  if (f.jsonPath.length === 0) expr = column(q, f.name)
+  else if (f.toJson) expr = sql`to_jsonb(${column(q, f.name)})${jsonPath(f)}`
+  else expr = sql`${column(q, f.name)}${jsonPath(f)}`
+  if (f.toTsVector) {
+    expr = f.toTsVector.language === null
+      ? sql`to_tsvector(${expr})`
+      : sql`to_tsvector(${param(f.toTsVector.language)}, ${expr})`
+  }
+  return expr
+}
+
+function renderSelectColumn (q: Qualifier, s: SelectColumn): Sql {
+  let expr = renderField(q, s.field)
+  if (s.cast !== null) expr = sql`CAST( ${expr} AS ${typeName(s.cast)} )`
+  return s.alias === null ? expr : sql`${expr} AS ${ident(s.alias)}`
+}
+
+// -- conditions ---------------------------------------------------------------------------
+
+const SIMPLE: Record<string, Keyword> = {
+  neq: '<>', cs: '@>', cd: '<@', ov: '&&', sl: '<<', sr: '>>', nxr: '&<', nxl: '&>', adj: '-|-'
+}
+const QUANT: Record<string, Keyword> = {
+  eq: '=', gt: '>', gte: '>=', lt: '<', lte: '<=', like: 'LIKE', ilike: 'ILIKE', match: '~', imatch: '~*'
+}
+const FTS: Record<string, Keyword> = {
+  fts: 'to_tsquery', plfts: 'plainto_tsquery', phfts: 'phraseto_tsquery', wfts: 'websearch_to_tsquery'
+}
+const IS: Record<string, Keyword> = {
+  null: 'IS NULL', not_null: 'IS NOT NULL', true: 'IS TRUE', false: 'IS FALSE', unknown: 'IS UNKNOWN'
+}
+
+/** A Postgres array literal: every element double-quoted, `"` and `\` escaped. */
+export function arrayLiteral (values: readonly string[]): string {
+  return '{' + values.map((v) => '"' + v.replace(/\\/g, '\\\\').replace(/"/g, '\\"') + '"').join(',') + '}'
+}
+
+function renderOperation (expr: Sql, op: Operation): Sql {
+  switch (op.kind) {
+    case 'simple':
+      return sql`${expr} ${raw(SIMPLE[op.op])} ${param(op.value)}`
+    case 'quant': {
+      const value = op.op === 'like' || op.op === 'ilike' ? op.value.replace(/\*/g, '%') : op.value
+      const rhs = op.quantifier === null ? param(value) : sql`${raw(op.quantifier === 'any' ? 'ANY' : 'ALL')}(${param(value)})`
+      return sql`${expr} ${raw(QUANT[op.op])} ${rhs}`
+    }
+    case 'in':
+      // `in.()` matches nothing (= ANY('{}')); elements travel as one array parameter.
+      return op.values.length === 1 && op.values[0] === ''
+        ? sql`${expr} = ANY(${param('{}')})`
+        : sql`${expr} = ANY(${param(arrayLiteral(op.values))})`
+    case 'is':
+      return sql`${expr} ${raw(IS[op.value])}`
+    case 'isdistinct':
+      return sql`${expr} IS DISTINCT FROM ${param(op.value)}`
+    case 'fts': {
+      const args = op.language === null ? param(op.value) : sql`${param(op.language)}, ${param(op.value)}`
+      return sql`${expr} @@ ${raw(FTS[op.op])}(${args})`
+    }
+  }
+}
+
+function renderOpExpr (expr: Sql, e: OpExpr): Sql {
+  const body = renderOperation(expr, e.operation)
+  return e.negated ? sql`NOT ${body}` : body
+}
+
+type CountHook = (child: ReadNode, notNull: boolean) => Sql
+
+function renderCondition (q: Qualifier, c: Condition, countHook?: CountHook): Sql {
+  switch (c.kind) {
+    case 'filter':
+      return renderOpExpr(renderField(q, c.field), c.opExpr)
+    case 'null-embed':
+      if (countHook) return countHook(c.child, c.notNull)
+      return sql`${ident(c.aggAlias)} ${raw(c.notNull ? 'IS DISTINCT FROM NULL' : 'IS NOT DISTINCT FROM NULL')}`
+    case 'logic': {
+      const inner = join(c.children.map((x) => renderCondition(q, x, countHook)), sql` ${raw(c.op === 'and' ? 'AND' : 'OR')} `)
+      return c.negated ? sql`NOT (${inner})` : sql`(${inner})`
+    }
+  }
+}
+
+function renderJoinCondition (j: JoinCondition): Sql {
+  return sql`${column(j.left[0], j.left[1])} = ${column(j.right[0], j.right[1])}`
+}
+
+function renderOrderTerm (q: Qualifier, o: PlannedOrder): Sql {
+  const expr = o.kind === 'field'
+    ? renderField(q, o.field)
+    : sql`${ident(o.aggAlias)}.${ident(o.field.name)}${jsonPath(o.field)}`
+  const dir = o.direction === null ? empty : sql` ${raw(o.direction === 'asc' ? 'ASC' : 'DESC')}`
+  const nulls = o.nulls === null ? empty : sql` ${raw(o.nulls === 'first' ? 'NULLS FIRST' : 'NULLS LAST')}`
+  return sql`${expr}${dir}${nulls}`
+}
+
+function renderOrder (q: Qualifier, order: readonly PlannedOrder[]): Sql {
+  return order.length === 0 ? empty : sql` ORDER BY ${join(order.map((o) => renderOrderTerm(q, o)))}`
+}
+
+function renderRange (r: { offset: number, limit: number | null }): Sql {
+  const limit = r.limit === null ? empty : sql` LIMIT ${param(r.limit)}`
+  const offset = r.offset === 0 ? empty : sql` OFFSET ${param(r.offset)}`
+  return sql`${limit}${offset}`
+}
+
+// -- the tree ---------------------------------------------------------------------------
+
+export function nodeQualifier (n: ReadNode): Qualifier {
+  return n.alias !== null ? { kind: 'alias', name: n.alias } : { kind: 'table', schema: n.from.schema, name: n.from.name }
+}
+
+function fromClause (n: ReadNode): Sql {
+  const table = qualified(n.from.schema, n.from.name)
+  const aliased = n.alias === null ? table : sql`${table} AS ${ident(n.alias)}`
+  return n.junction === null ? aliased : sql`${aliased}, ${qualified(n.junction.schema, n.junction.name)}`
+}
+
+/** An embed whose select is empty all the way down adds no output column (`rel()`). */
+function isEmptyEmbed (n: ReadNode): boolean {
+  return n.select.length === 0 && n.children.every(isEmptyEmbed)
+}
+
+/** Names a spread lifts into its parent. */
+function spreadNames (n: ReadNode): string[] {
+  const own = n.select.map((s) => s.alias ?? s.field.name)
+  const fromChildren = n.children.flatMap((c) => (c.spread !== null ? spreadNames(c) : isEmptyEmbed(c) ? [] : [c.relAlias ?? c.relName]))
+  return [...own, ...fromChildren]
+}
+
+function childSelects (c: ReadNode): Sql[] {
+  const agg = ident(c.aggAlias)
+  if (c.spread !== null) {
+    return spreadNames(c).map((name) => (name === '*' ? sql`${agg}.*` : sql`${agg}.${ident(name)}`))
+  }
+  if (isEmptyEmbed(c)) return []
+  const key = ident(c.relAlias ?? c.relName)
+  return c.relationship !== null && isToOne(c.relationship)
+    ? [sql`row_to_json(${agg}.*)::jsonb AS ${key}`]
+    : [sql`COALESCE( ${agg}.${agg}, '[]') AS ${key}`]
+}
+
+function childJoin (c: ReadNode): Sql {
+  const agg = ident(c.aggAlias)
+  const kind = raw(c.joinType === 'inner' ? 'INNER' : 'LEFT')
+  const sub = renderNode(c)
+  const toOne = c.relationship !== null && isToOne(c.relationship)
+  if (toOne) return sql` ${kind} JOIN LATERAL ( ${sub} ) AS ${agg} ON TRUE`
+  const on = c.joinType === 'inner' ? sql`${agg} IS NOT NULL` : sql`TRUE`
+  if (c.spread !== null && c.spread.kind === 'to-many') {
+    const orderQ: Qualifier = { kind: 'alias', name: c.aggAlias }
+    const cols = spreadNames(c).map((name) =>
+      sql`COALESCE(json_agg(${agg}.${ident(name)}${renderOrder(orderQ, c.spread !== null && c.spread.kind === 'to-many' ? c.spread.order : [])}),'[]')::jsonb AS ${ident(name)}`)
+    const selects = join([sql`json_agg(${agg})::jsonb AS ${agg}`, ...cols])
+    return sql` ${kind} JOIN LATERAL ( SELECT ${selects} FROM ( ${sub} ) AS ${agg} ) AS ${agg} ON ${on}`
+  }
+  return sql` ${kind} JOIN LATERAL ( SELECT json_agg(${agg})::jsonb AS ${agg} FROM ( ${sub} ) AS ${agg} ) AS ${agg} ON ${on}`
+}
+
+/** One node as a SELECT (the root, or an embed's lateral subquery). */
+export function renderNode (n: ReadNode, range: { offset: number, limit: number | null } = n.range): Sql {
+  const q = nodeQualifier(n)
+  const own = n.select.length === 0 && n.children.length === 0
+    ? [column(q, '*')]
+    : n.select.map((s) => renderSelectColumn(q, s))
+  const extra = n.spread !== null && n.spread.kind === 'to-many' ? n.spread.orderSelects.map((s) => renderSelectColumn(q, s)) : []
+  const selects = [...own, ...extra, ...n.children.flatMap(childSelects)]
+  const joins = join(n.children.map(childJoin), empty)
+  const conds = [...n.where.map((c) => renderCondition(q, c)), ...n.joinConditions.map(renderJoinCondition)]
+  const where = conds.length === 0 ? empty : sql` WHERE ${join(conds, sql` AND `)}`
+  return sql`SELECT ${join(selects)} FROM ${fromClause(n)}${joins}${where}${renderOrder(q, n.order)}${renderRange(range)}`
+}
+
+/**
+ * The count query of a node: its filters and join conditions, `EXISTS` for `!inner`
+ * embeds and for `rel=not.is.null` (NOT EXISTS for `rel=is.null`); no limit.
+ */
+export function renderCountNode (n: ReadNode): Sql {
+  const q = nodeQualifier(n)
+  const hook: CountHook = (child, notNull) => notNull
+    ? sql`EXISTS (${renderCountNode(child)})`
+    : sql`NOT EXISTS (${renderCountNode(child)})`
+  const conds = [
+    ...n.where.map((c) => renderCondition(q, c, hook)),
+    ...n.joinConditions.map(renderJoinCondition),
+    ...n.children.filter((c) => c.joinType === 'inner').map((c) => sql`EXISTS (${renderCountNode(c)})`)
+  ]
+  const where = conds.length === 0 ? empty : sql` WHERE ${join(conds, sql` AND `)}`
+  return sql`SELECT 1 FROM ${fromClause(n)}${where}`
+}
+
+// -- the statement --------------------------------------------------------------------------
+
+function renderBody (plan: ReadPlan): Sql {
+  if (plan.headersOnly) return sql`''::text`
+  const m = plan.media
+  switch (m.kind) {
+    case 'json':
+      return m.stripNulls
+        ? sql`coalesce(json_strip_nulls(json_agg(_postgrest_t)), '[]')::text`
+        : sql`coalesce(json_agg(_postgrest_t), '[]')::text`
+    case 'singular':
+      return m.stripNulls
+        ? sql`coalesce(json_strip_nulls(json_agg(_postgrest_t)->0), 'null')::text`
+        : sql`coalesce(json_agg(_postgrest_t)->0, 'null')::text`
+    case 'csv':
+      return sql`(SELECT coalesce(string_agg(a.k, ','), '') FROM (SELECT json_object_keys(r)::text AS k FROM (SELECT row_to_json(hh) AS r FROM pgrst_source AS hh LIMIT 1) s) a) || E'\\n' || coalesce(string_agg(substring(_postgrest_t::text, 2, length(_postgrest_t::text) - 2), E'\\n'), '')`
+  }
+}
+
+export interface ReadStatements {
+  main: Statement
+  /** EXPLAIN of the count query (Prefer: count=planned, or estimated over max_rows). */
+  planned: Statement | null
+}
+
+/**
+ * The main statement of a read: one row with total_result_set, page_total, body (text),
+ * response_headers, response_status and, with an implicit limit, `cut`.
+ */
+export function renderRead (plan: ReadPlan): ReadStatements {
+  const root = plan.tree
+  const implicit = plan.implicitLimit
+  const sourceRange = implicit === null ? root.range : { offset: root.range.offset, limit: implicit + 1 }
+  const source = renderNode(root, sourceRange)
+  const wantsCountQuery = (plan.count === 'exact' || plan.count === 'estimated') && plan.ranged
+  const countLimit = plan.count === 'estimated' && plan.maxRows !== null ? sql` LIMIT ${param(plan.maxRows + 1)}` : empty
+  const ctes = wantsCountQuery
+    ? sql`WITH pgrst_source AS ( ${source} ), pgrst_source_count AS ( ${renderCountNode(root)}${countLimit} )`
+    : sql`WITH pgrst_source AS ( ${source} )`
+  let total: Sql
+  if (wantsCountQuery) total = sql`(SELECT pg_catalog.count(*) FROM pgrst_source_count)`
+  else if (plan.count !== null) total = sql`pg_catalog.count(_postgrest_t)`
+  else total = sql`null::bigint`
+  const cut = implicit === null ? empty : sql`, (SELECT pg_catalog.count(*) FROM pgrst_source) > ${param(implicit)} AS cut`
+  const rows = implicit === null ? sql`SELECT * FROM pgrst_source` : sql`SELECT * FROM pgrst_source LIMIT ${param(implicit)}`
+  const main = sql`${ctes} SELECT ${total} AS total_result_set, pg_catalog.count(_postgrest_t) AS page_total, ${renderBody(plan)} AS body, nullif(current_setting('response.headers', true), '') AS response_headers, nullif(current_setting('response.status', true), '') AS response_status${cut} FROM ( ${rows} ) _postgrest_t`
+  const needsPlanned = plan.count === 'planned' || (plan.count === 'estimated' && plan.maxRows !== null && plan.ranged)
+  return {
+    main: render(main),
+    planned: needsPlanned ? render(sql`EXPLAIN (FORMAT JSON) ${renderCountNode(root)}`) : null
+  }
+}

@@ -1,0 +1,255 @@
+// Loads a tenant's schema cache: runs the catalog queries through a query function it
+// is given (the executor owns connections) and builds the SchemaCache from the rows
+// with buildSchemaCache, a pure function testable without Postgres.
+import {
+  ATTNAMES_SQL, COLUMNS_SQL, CONSTRAINTS_SQL, RELATIONS_SQL, ROUTINES_SQL, VIEWS_SQL
+} from './queries.js'
+import { inferRelationships, type ForeignKey, type Stand } from './relationships.js'
+import {
+  qnKey, type Column, type QualifiedName, type RelationKind, type Relationship, type Routine,
+  type RoutineParam, type SchemaCache, type Table
+} from './types.js'
+import { parseViewColumns, type ViewColumnSource } from './view-defs.js'
+
+/** Runs one catalog query; rows are plain objects. */
+export type CatalogQuery = (text: string, values: unknown[]) => Promise<Array<Record<string, unknown>>>
+
+export interface CatalogRows {
+  relations: Array<Record<string, unknown>>
+  columns: Array<Record<string, unknown>>
+  constraints: Array<Record<string, unknown>>
+  /** View OID -> its target list (parsed from pg_rewrite). */
+  views: ReadonlyMap<number, readonly ViewColumnSource[]>
+  /** Column names of relations outside the exposed schemas that views refer to. */
+  attnames: Array<Record<string, unknown>>
+  routines: Array<Record<string, unknown>>
+}
+
+export async function loadSchemaCache (query: CatalogQuery, schemas: readonly string[], version: number): Promise<SchemaCache> {
+  const list = [...schemas]
+  const relations = await query(RELATIONS_SQL, [list])
+  const columns = await query(COLUMNS_SQL, [list])
+  const constraints = await query(CONSTRAINTS_SQL, [])
+  const viewRows = await query(VIEWS_SQL, [])
+  const views = new Map<number, ViewColumnSource[]>()
+  const referenced = new Set<number>()
+  for (const r of viewRows) {
+    const cols = parseViewColumns(String(r.action))
+    views.set(Number(r.rel), cols)
+    for (const c of cols) if (c.relOid) referenced.add(c.relOid)
+  }
+  const attnames = referenced.size ? await query(ATTNAMES_SQL, [[...referenced]]) : []
+  const routines = await query(ROUTINES_SQL, [list])
+  return buildSchemaCache({ relations, columns, constraints, views, attnames, routines }, schemas, version)
+}
+
+const KINDS: Record<string, RelationKind> = {
+  r: 'table', v: 'view', m: 'materialized-view', f: 'foreign-table', p: 'partitioned-table'
+}
+
+const str = (v: unknown): string => String(v)
+const strOrNull = (v: unknown): string | null => (v === null || v === undefined ? null : String(v))
+const strList = (v: unknown): string[] => (Array.isArray(v) ? v.map(String) : [])
+
+/** Builds the cache from catalog rows. Pure. */
+export function buildSchemaCache (rows: CatalogRows, schemas: readonly string[], version: number, now = Date.now()): SchemaCache {
+  // Column names of every relation we know, by attnum.
+  const attname = new Map<number, Map<number, string>>()
+  const putAtt = (rel: number, num: number, name: string): void => {
+    let m = attname.get(rel)
+    if (!m) { m = new Map(); attname.set(rel, m) }
+    m.set(num, name)
+  }
+  for (const a of rows.attnames) putAtt(Number(a.rel), Number(a.num), str(a.name))
+
+  const columnsByRel = new Map<number, Column[]>()
+  for (const c of rows.columns) {
+    const rel = Number(c.rel)
+    putAtt(rel, Number(c.num), str(c.name))
+    const col: Column = {
+      name: str(c.name),
+      type: str(c.type),
+      baseType: str(c.base_type),
+      nullable: c.nullable === true,
+      default: strOrNull(c.default_expr),
+      generated: c.generated === true,
+      description: strOrNull(c.description)
+    }
+    const list = columnsByRel.get(rel)
+    if (list) list.push(col)
+    else columnsByRel.set(rel, [col])
+  }
+
+  // Keys.
+  const pkByRel = new Map<number, string[]>()
+  const uniquesByRel = new Map<number, string[][]>()
+  const foreignKeys: ForeignKey[] = []
+  for (const k of rows.constraints) {
+    const rel = Number(k.rel)
+    const cols = strList(k.cols)
+    if (k.type === 'p') pkByRel.set(rel, cols)
+    else if (k.type === 'u') uniquesByRel.set(rel, [...(uniquesByRel.get(rel) ?? []), cols])
+    else if (k.type === 'f') {
+      foreignKeys.push({ name: str(k.name), table: rel, foreignTable: Number(k.frel), columns: cols, foreignColumns: strList(k.fcols) })
+    }
+  }
+
+  // View columns resolved down to base relations (through chains of views).
+  const resolveCache = new Map<string, { oid: number, col: string } | null>()
+  const resolve = (relOid: number, attnum: number, depth: number): { oid: number, col: string } | null => {
+    const key = `${relOid}:${attnum}`
+    if (resolveCache.has(key)) return resolveCache.get(key) ?? null
+    let out: { oid: number, col: string } | null = null
+    const name = attname.get(relOid)?.get(attnum)
+    if (name !== undefined) {
+      const inner = rows.views.get(relOid)
+      if (!inner) out = { oid: relOid, col: name }
+      else if (depth < 16) {
+        const src = inner.find((s) => s.name === name)
+        out = src && src.relOid ? resolve(src.relOid, src.attnum, depth + 1) : null
+      }
+    }
+    resolveCache.set(key, out)
+    return out
+  }
+  /** view OID -> view column -> base (oid, column) */
+  const viewBase = new Map<number, Map<string, { oid: number, col: string }>>()
+  for (const [oid, cols] of rows.views) {
+    const m = new Map<string, { oid: number, col: string }>()
+    for (const c of cols) {
+      if (!c.relOid) continue
+      const base = resolve(c.relOid, c.attnum, 0)
+      if (base) m.set(c.name, base)
+    }
+    viewBase.set(oid, m)
+  }
+
+  // Relations.
+  const tables = new Map<string, Table>()
+  const tableByOid = new Map<number, Table>()
+  const exposedViews: Table[] = []
+  for (const r of rows.relations) {
+    const oid = Number(r.oid)
+    const kind = KINDS[str(r.kind)] ?? 'table'
+    const isView = kind === 'view' || kind === 'materialized-view'
+    const columns = columnsByRel.get(oid) ?? []
+    const mask = Number(r.mask ?? 0)
+    let pk = pkByRel.get(oid) ?? []
+    if (isView) {
+      const base = viewBase.get(oid)
+      pk = []
+      if (base) {
+        // A view's PK: the PK of a base table whose every PK column the view exposes.
+        const byBase = new Map<number, Map<string, string>>()
+        for (const [vcol, b] of base) {
+          let m = byBase.get(b.oid)
+          if (!m) { m = new Map(); byBase.set(b.oid, m) }
+          if (!m.has(b.col)) m.set(b.col, vcol)
+        }
+        for (const [boid, m] of byBase) {
+          const bpk = pkByRel.get(boid)
+          if (bpk && bpk.length && bpk.every((c) => m.has(c))) { pk = bpk.map((c) => m.get(c) as string); break }
+        }
+      }
+    }
+    const t: Table = {
+      oid,
+      schema: str(r.schema),
+      name: str(r.name),
+      kind,
+      isView,
+      columns,
+      columnsByName: new Map(columns.map((c) => [c.name, c])),
+      pk,
+      // pg_relation_is_updatable bits: 1<<CMD_UPDATE(2)=4, 1<<CMD_INSERT(3)=8, 1<<CMD_DELETE(4)=16
+      insertable: (mask & 8) !== 0,
+      updatable: (mask & 4) !== 0,
+      deletable: (mask & 16) !== 0,
+      description: strOrNull(r.description)
+    }
+    tables.set(qnKey(t.schema, t.name), t)
+    tableByOid.set(oid, t)
+    if (isView) exposedViews.push(t)
+  }
+
+  const standsFor = (baseOid: number, cols: readonly string[]): Stand[] => {
+    const out: Stand[] = []
+    const base = tableByOid.get(baseOid)
+    if (base && !base.isView) out.push({ qn: base, isView: false, map: new Map(cols.map((c) => [c, c])) })
+    for (const v of exposedViews) {
+      const vb = viewBase.get(v.oid)
+      if (!vb) continue
+      const map = new Map<string, string>()
+      for (const c of cols) {
+        for (const [vcol, b] of vb) {
+          if (b.oid === baseOid && b.col === c) { map.set(c, vcol); break }
+        }
+      }
+      if (map.size === cols.length) out.push({ qn: v, isView: true, map })
+    }
+    return out
+  }
+  const sameSet = (a: readonly string[], b: readonly string[]): boolean =>
+    a.length === b.length && a.every((x) => b.includes(x))
+  const isUniqueKey = (oid: number, cols: readonly string[]): boolean => {
+    const pk = pkByRel.get(oid)
+    if (pk && sameSet(pk, cols)) return true
+    return (uniquesByRel.get(oid) ?? []).some((u) => sameSet(u, cols))
+  }
+  const pkOf = (qn: QualifiedName): readonly string[] => tables.get(qnKey(qn.schema, qn.name))?.pk ?? []
+
+  const relationships = new Map<string, Relationship[]>()
+  for (const rel of inferRelationships({ foreignKeys, standsFor, isUniqueKey, pkOf })) {
+    const k = qnKey(rel.table.schema, rel.table.name)
+    const list = relationships.get(k)
+    if (list) list.push(rel)
+    else relationships.set(k, [rel])
+  }
+
+  const routines = new Map<string, Routine[]>()
+  for (const p of rows.routines) {
+    const r = buildRoutine(p, tableByOid)
+    const k = qnKey(r.schema, r.name)
+    const list = routines.get(k)
+    if (list) list.push(r)
+    else routines.set(k, [r])
+  }
+
+  return { version, loadedAt: now, schemas: [...schemas], tables, relationships, routines }
+}
+
+function buildRoutine (p: Record<string, unknown>, tableByOid: ReadonlyMap<number, Table>): Routine {
+  const names = strList(p.arg_names)
+  const types = strList(p.arg_types)
+  const modes = strList(p.arg_modes)
+  const inputs: Array<{ name: string, type: string, variadic: boolean }> = []
+  types.forEach((type, i) => {
+    const mode = modes[i] ?? 'i'
+    if (mode === 'i' || mode === 'b' || mode === 'v') inputs.push({ name: names[i] ?? '', type, variadic: mode === 'v' })
+  })
+  const ndefaults = Number(p.nargdefaults ?? 0)
+  const params: RoutineParam[] = inputs.map((x, i) => ({ ...x, hasDefault: i >= inputs.length - ndefaults }))
+  const typtype = str(p.return_typtype)
+  const returnType = str(p.return_type)
+  const rel = tableByOid.get(Number(p.return_relid ?? 0))
+  const returnKind: Routine['returnKind'] = returnType === 'void'
+    ? 'void'
+    : typtype === 'c' ? 'composite' : returnType === 'record' ? 'record' : 'scalar'
+  const vol = str(p.volatility)
+  return {
+    oid: Number(p.oid),
+    schema: str(p.schema),
+    name: str(p.name),
+    description: strOrNull(p.description),
+    params,
+    returnType,
+    returnKind,
+    returnRelation: rel ? { schema: rel.schema, name: rel.name } : null,
+    returnsSet: p.returns_set === true,
+    volatility: vol === 'i' ? 'immutable' : vol === 's' ? 'stable' : 'volatile',
+    settings: strList(p.config).map((s) => {
+      const eq = s.indexOf('=')
+      return [s.slice(0, eq), s.slice(eq + 1)] as const
+    })
+  }
+}

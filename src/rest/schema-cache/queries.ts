@@ -1,0 +1,80 @@
+// Catalog queries of the schema cache: static SQL text whose only inputs are bind
+// parameters ($1 = the exposed schemas as text[]). Read by load.ts, which runs them
+// through the executor's query function and turns the rows into a SchemaCache.
+
+/** Tables, views, materialized views, foreign and partitioned tables (no partitions). */
+export const RELATIONS_SQL = `
+SELECT c.oid AS oid, n.nspname AS schema, c.relname AS name, c.relkind::text AS kind,
+       pg_catalog.pg_relation_is_updatable(c.oid, true) AS mask,
+       pg_catalog.obj_description(c.oid, 'pg_class') AS description
+FROM pg_catalog.pg_class c
+JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace
+WHERE c.relkind IN ('r', 'v', 'm', 'f', 'p') AND NOT c.relispartition AND n.nspname = ANY ($1::text[])
+ORDER BY n.nspname, c.relname`
+
+export const COLUMNS_SQL = `
+SELECT a.attrelid AS rel, a.attname AS name, a.attnum AS num,
+       pg_catalog.format_type(a.atttypid, a.atttypmod) AS type,
+       COALESCE(bt.typname, t.typname)::text AS base_type,
+       NOT (a.attnotnull OR (t.typtype = 'd' AND t.typnotnull)) AS nullable,
+       pg_catalog.pg_get_expr(d.adbin, d.adrelid) AS default_expr,
+       a.attgenerated <> '' AS generated,
+       pg_catalog.col_description(a.attrelid, a.attnum) AS description
+FROM pg_catalog.pg_attribute a
+JOIN pg_catalog.pg_class c ON c.oid = a.attrelid
+JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace
+JOIN pg_catalog.pg_type t ON t.oid = a.atttypid
+LEFT JOIN pg_catalog.pg_type bt ON t.typtype = 'd' AND bt.oid = t.typbasetype
+LEFT JOIN pg_catalog.pg_attrdef d ON d.adrelid = a.attrelid AND d.adnum = a.attnum
+WHERE a.attnum > 0 AND NOT a.attisdropped
+  AND c.relkind IN ('r', 'v', 'm', 'f', 'p') AND NOT c.relispartition AND n.nspname = ANY ($1::text[])
+ORDER BY a.attrelid, a.attnum`
+
+/**
+ * Primary keys, unique and foreign keys of user relations in any schema (views may sit
+ * on tables outside the exposed schemas), with column names in key order.
+ */
+export const CONSTRAINTS_SQL = `
+SELECT con.conname AS name, con.contype::text AS type, con.conrelid AS rel, con.confrelid AS frel,
+       ARRAY(SELECT a.attname::text FROM unnest(con.conkey) WITH ORDINALITY AS k(num, ord)
+             JOIN pg_catalog.pg_attribute a ON a.attrelid = con.conrelid AND a.attnum = k.num ORDER BY k.ord) AS cols,
+       ARRAY(SELECT a.attname::text FROM unnest(con.confkey) WITH ORDINALITY AS k(num, ord)
+             JOIN pg_catalog.pg_attribute a ON a.attrelid = con.confrelid AND a.attnum = k.num ORDER BY k.ord) AS fcols
+FROM pg_catalog.pg_constraint con
+JOIN pg_catalog.pg_namespace n ON n.oid = con.connamespace
+WHERE con.contype IN ('p', 'u', 'f') AND con.conrelid <> 0
+  AND n.nspname NOT IN ('pg_catalog', 'information_schema') AND n.nspname NOT LIKE 'pg\\_toast%'
+ORDER BY con.conrelid, con.conname`
+
+/** The stored rule of each view: its target list says which base column each view column is. */
+export const VIEWS_SQL = `
+SELECT c.oid AS rel, r.ev_action::text AS action
+FROM pg_catalog.pg_rewrite r
+JOIN pg_catalog.pg_class c ON c.oid = r.ev_class
+JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace
+WHERE c.relkind IN ('v', 'm') AND r.rulename = '_RETURN'
+  AND n.nspname NOT IN ('pg_catalog', 'information_schema')`
+
+/** Column names by (relation, attnum), for base relations a view refers to. */
+export const ATTNAMES_SQL = `
+SELECT a.attrelid AS rel, a.attnum AS num, a.attname AS name
+FROM pg_catalog.pg_attribute a
+WHERE a.attrelid = ANY ($1::oid[]) AND a.attnum > 0 AND NOT a.attisdropped`
+
+/** Functions of the exposed schemas (issue 5: RPC, OpenAPI). */
+export const ROUTINES_SQL = `
+SELECT p.oid AS oid, n.nspname AS schema, p.proname AS name,
+       pg_catalog.obj_description(p.oid, 'pg_proc') AS description,
+       p.provolatile::text AS volatility, p.proretset AS returns_set,
+       pg_catalog.format_type(p.prorettype, NULL) AS return_type,
+       rt.typtype::text AS return_typtype, rt.typrelid AS return_relid,
+       p.pronargdefaults AS nargdefaults,
+       COALESCE(p.proargnames, ARRAY[]::text[])::text[] AS arg_names,
+       ARRAY(SELECT pg_catalog.format_type(x, NULL) FROM unnest(COALESCE(p.proallargtypes, p.proargtypes::oid[])) WITH ORDINALITY AS u(x, o) ORDER BY o) AS arg_types,
+       COALESCE(p.proargmodes::text[], ARRAY[]::text[]) AS arg_modes,
+       COALESCE(p.proconfig, ARRAY[]::text[]) AS config
+FROM pg_catalog.pg_proc p
+JOIN pg_catalog.pg_namespace n ON n.oid = p.pronamespace
+JOIN pg_catalog.pg_type rt ON rt.oid = p.prorettype
+WHERE p.prokind = 'f' AND n.nspname = ANY ($1::text[])
+ORDER BY n.nspname, p.proname, p.oid`

@@ -1,0 +1,118 @@
+// Types of the per-tenant schema cache (PostgREST's SchemaCache/*.hs): relations with
+// their columns and keys, relationships (FK-derived, through views, many-to-many through
+// junctions) and routines. Types only.
+
+/** `schema` + `name` of a relation or routine. */
+export interface QualifiedName {
+  readonly schema: string
+  readonly name: string
+}
+
+export interface Column {
+  readonly name: string
+  /** Declared type as `format_type` writes it (`integer`, `character varying(20)`, `text[]`). */
+  readonly type: string
+  /** `typname` of the type, or of a domain's base type (`int4`, `jsonb`, `tsvector`, `_text`). */
+  readonly baseType: string
+  readonly nullable: boolean
+  /** The default expression as text, null when none. */
+  readonly default: string | null
+  readonly generated: boolean
+  readonly description: string | null
+}
+
+export type RelationKind = 'table' | 'view' | 'materialized-view' | 'foreign-table' | 'partitioned-table'
+
+export interface Table extends QualifiedName {
+  readonly oid: number
+  readonly kind: RelationKind
+  readonly isView: boolean
+  /** Columns in attnum order. */
+  readonly columns: readonly Column[]
+  readonly columnsByName: ReadonlyMap<string, Column>
+  /** Primary key columns (for views: the base table's, when every one is exposed). */
+  readonly pk: readonly string[]
+  readonly insertable: boolean
+  readonly updatable: boolean
+  readonly deletable: boolean
+  readonly description: string | null
+}
+
+/** Column pairs of a relationship: `[origin column, foreign column]`. */
+export type ColumnPairs = ReadonlyArray<readonly [string, string]>
+
+export interface Junction {
+  readonly table: QualifiedName
+  /** FK from the junction to the origin. */
+  readonly constraint1: string
+  /** FK from the junction to the target. */
+  readonly constraint2: string
+  /** `[origin column, junction column]` pairs. */
+  readonly columns1: ColumnPairs
+  /** `[target column, junction column]` pairs. */
+  readonly columns2: ColumnPairs
+}
+
+export type Cardinality =
+  | { readonly kind: 'm2o', readonly constraint: string, readonly columns: ColumnPairs }
+  | { readonly kind: 'o2m', readonly constraint: string, readonly columns: ColumnPairs }
+  /** One-to-one: FK columns are the PK or unique; `isParent` on the referenced side. */
+  | { readonly kind: 'o2o', readonly constraint: string, readonly columns: ColumnPairs, readonly isParent: boolean }
+  | { readonly kind: 'm2m', readonly junction: Junction }
+
+export interface Relationship {
+  /** The origin (where the embed is written). */
+  readonly table: QualifiedName
+  /** The embedded relation. */
+  readonly foreignTable: QualifiedName
+  readonly isSelf: boolean
+  readonly cardinality: Cardinality
+  readonly tableIsView: boolean
+  readonly foreignTableIsView: boolean
+}
+
+export interface RoutineParam {
+  readonly name: string
+  readonly type: string
+  readonly hasDefault: boolean
+  readonly variadic: boolean
+}
+
+/** A function in an exposed schema (planned by issue 5: RPC and OpenAPI). */
+export interface Routine extends QualifiedName {
+  readonly oid: number
+  readonly description: string | null
+  /** Input parameters (IN, INOUT, VARIADIC) in order. */
+  readonly params: readonly RoutineParam[]
+  readonly returnType: string
+  /** `scalar`, a composite row type (`relation` when it is a table/view of the cache), `void`, or `record`. */
+  readonly returnKind: 'scalar' | 'composite' | 'void' | 'record'
+  /** The relation whose row type is returned, when it is a cached table or view. */
+  readonly returnRelation: QualifiedName | null
+  readonly returnsSet: boolean
+  readonly volatility: 'immutable' | 'stable' | 'volatile'
+  /** `SET name = value` of the function (hoisted settings, isolation level). */
+  readonly settings: ReadonlyArray<readonly [string, string]>
+}
+
+export interface SchemaCache {
+  /** Increases on every load; part of plan-cache keys. */
+  readonly version: number
+  readonly loadedAt: number
+  readonly schemas: readonly string[]
+  readonly tables: ReadonlyMap<string, Table>
+  /** Relationships by origin key. */
+  readonly relationships: ReadonlyMap<string, readonly Relationship[]>
+  /** Routines by key (several when overloaded). */
+  readonly routines: ReadonlyMap<string, readonly Routine[]>
+}
+
+/** The map key of a qualified name (unambiguous: NUL cannot occur in identifiers). */
+export function qnKey (schema: string, name: string): string {
+  return schema + '\u0000' + name
+}
+
+export function isToOne (rel: Relationship): boolean {
+  const k = rel.cardinality.kind
+  return k === 'm2o' || k === 'o2o'
+}
