@@ -13,6 +13,8 @@ import { buildCli } from '../../src/cli.js'
 import { dropTenant, provisionTenant } from '../../src/platform/index.js'
 import { adminQuery, adminUrl, randomName } from '../helpers/db.js'
 import { withClient } from '../helpers/tenants.js'
+import { createTestRedis } from '../helpers/redis.js'
+import { createRedisStore, hashKey } from '../../src/tenants/index.js'
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..')
 
@@ -139,6 +141,35 @@ t.test('refusals and help', async (t) => {
     t.match(help, `Usage: gatehouse tenants ${cmd}`, `${cmd} --help`)
     t.match(help, flag)
   }
+})
+
+t.test('with tenants.source = redis, create and drop write the store too', async (t) => {
+  const { prefix, url } = createTestRedis(t)
+  const dir = mkdtempSync(path.join(os.tmpdir(), 'gatehouse-tenants-'))
+  const database = randomName('tenant')
+  t.teardown(() => dropTenant({ adminUrl: adminUrl(), database }))
+  const store = createRedisStore({ url, prefix })
+  t.teardown(() => store.close())
+  const saved = { source: process.env.GATEHOUSE_TENANTS_SOURCE, prefix: process.env.GATEHOUSE_REDIS_KEY_PREFIX }
+  process.env.GATEHOUSE_TENANTS_SOURCE = 'redis'
+  process.env.GATEHOUSE_REDIS_KEY_PREFIX = prefix
+  t.teardown(() => {
+    for (const [k, v] of [['GATEHOUSE_TENANTS_SOURCE', saved.source], ['GATEHOUSE_REDIS_KEY_PREFIX', saved.prefix]] as const) {
+      if (v === undefined) delete process.env[k]
+      else process.env[k] = v
+    }
+  })
+  const created = await inProcess(['tenants', 'create', database, '--org', 'org_r', '--postgres', adminUrl(), '--dir', dir])
+  t.equal(created.error, undefined, String(created.error?.message ?? 'no error'))
+  t.match(created.stdout, /and the Redis store/)
+  const file = parseTenantFile(parseYaml(readFileSync(path.join(dir, `${database}.yaml`), 'utf8')), 'file', {})
+  const stored = await store.get(database)
+  t.equal(stored?.organization, 'org_r', 'the store holds the tenant')
+  t.equal(stored?.keys.public, hashKey(file.keys.public), 'keys hashed, never plain')
+  const dropped = await inProcess(['tenants', 'drop', database, '--yes', '--postgres', adminUrl(), '--dir', dir])
+  t.equal(dropped.error, undefined)
+  t.match(dropped.stdout, /Redis record removed/)
+  t.equal(await store.get(database), null, 'and no longer after drop')
 })
 
 t.test('tenants migrate', async (t) => {
