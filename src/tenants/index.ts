@@ -16,7 +16,7 @@ export {
 export { ALL_TENANTS, type TenantLookup, type TenantStore, type ChangeListener, type StoreLogger } from './types.js'
 export { loadTenantFiles, loadTenantFileEntries, listTenantFiles, type LoadedTenantFile } from './yaml-loader.js'
 export { createMemoryStore, type MemoryStoreOptions, type MemoryTenantStore } from './memory-store.js'
-export { createRedisStore, type RedisStoreOptions, type RedisTenantStore, type TenantMeta } from './redis-store.js'
+export { createRedisStore, connectRedis, type RedisStoreOptions, type RedisTenantStore, type TenantMeta } from './redis-store.js'
 export { createTenantCache, tenantCacheOptions, type TenantCache, type TenantCacheOptions } from './cache.js'
 export { TenantStoreUnavailableError, TenantStoreBackendError, TenantNotFoundError, TenantStoreConfigError, type TenantErrorCode } from './errors.js'
 

@@ -3,7 +3,7 @@
 // database, and the pub/sub channel `<prefix>tenants:changed` carrying database names.
 // Only hashed keys are ever written. Commands fail fast while Redis is down (the cache
 // serves what it holds); the subscriber has its own connection and resyncs on reconnect.
-import { Redis } from 'ioredis'
+import { Redis, type RedisOptions } from 'ioredis'
 import { DATABASE_NAME, type Tenant } from './schema.js'
 import { TenantStoreBackendError, TenantStoreConfigError } from './errors.js'
 import { ALL_TENANTS, silentLogger, type ChangeListener, type StoreLogger, type TenantStore } from './types.js'
@@ -43,6 +43,22 @@ function safeUrl (url: string | undefined): string {
   try { const u = new URL(url); if (u.password) u.password = '****'; return u.toString() } catch { return 'redis' }
 }
 
+/**
+ * A client for `redis://`, `rediss://`, a unix socket path, or Sentinel:
+ * `redis+sentinel://[:password@]host1:26379,host2:26379/<master name>` (Redis Sentinel
+ * finds the current master; ioredis follows fail-overs).
+ */
+export function connectRedis (url: string, options: RedisOptions = {}): Redis {
+  const m = /^redis\+sentinel:\/\/(?:(?:[^:@/]*):([^@/]*)@)?([^/]+)\/([^/?#]+)$/.exec(url)
+  if (!m) return new Redis(url, options)
+  const password = m[1] ? decodeURIComponent(m[1]) : undefined
+  const sentinels = m[2].split(',').map((hp) => {
+    const [host, port] = hp.split(':')
+    return { host, port: Number(port || 26379) }
+  })
+  return new Redis({ ...options, sentinels, name: decodeURIComponent(m[3]), password, sentinelPassword: password })
+}
+
 export function createRedisStore (opts: RedisStoreOptions): RedisTenantStore {
   if (!opts.redis && !opts.url) throw new TenantStoreConfigError('the redis tenant store needs redis.url (GATEHOUSE_REDIS_URL)')
   const prefix = opts.prefix ?? 'gatehouse:'
@@ -56,7 +72,7 @@ export function createRedisStore (opts: RedisStoreOptions): RedisTenantStore {
     maxRetriesPerRequest: 1
   }
   const owned = !opts.redis
-  const client: Redis = opts.redis ?? new Redis(opts.url as string, clientOptions)
+  const client: Redis = opts.redis ?? connectRedis(opts.url as string, clientOptions)
   let subscriber: Redis | null = null
   let subscribing: Promise<void> | null = null
   let closed = false
