@@ -111,7 +111,25 @@ export const VERIFY_KINDS: Partial<Record<string, VerifyKind>> = {
     ottTypes: ['email_change_token_new', 'email_change_token_current'],
     sentAt: (u) => u.email_change_sent_at,
     apply: applyEmailChange
+  },
+  recovery: {
+    ottTypes: ['recovery_token'],
+    sentAt: (u) => u.recovery_sent_at,
+    apply: applyRecoveryToken
+  },
+  magiclink: {
+    ottTypes: ['recovery_token'],
+    sentAt: (u) => u.recovery_sent_at,
+    apply: applyRecoveryToken
   }
+}
+
+/** recovery / magiclink (issue 7): the token is spent, an unconfirmed address becomes confirmed. */
+async function applyRecoveryToken (ctx: TenantContext, q: Queryable, user: UserRow): Promise<VerifyOutcome> {
+  if (!user.email_confirmed_at) return { kind: 'signed_in', user: await confirmEmail(ctx, q, user) }
+  const updated = await updateUser(q, user.id, { recovery_token: '' }, ctx.now())
+  await deleteOneTimeTokensOfUser(q, user.id)
+  return { kind: 'signed_in', user: await refreshProviders(ctx, q, updated) }
 }
 
 /** §5.5 email change: in secure mode the first of the two links only records the confirmation. */
