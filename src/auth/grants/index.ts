@@ -4,11 +4,13 @@ import type { FastifyRequest } from 'fastify'
 import type { Body } from '../http.js'
 import type { AccessTokenResponse, TenantContext } from '../types.js'
 import { passwordGrant } from './password.js'
+import { pkceGrant } from './pkce.js'
 import { refreshTokenGrant } from './refresh-token.js'
 
 export type Grant = (ctx: TenantContext, req: FastifyRequest, body: Body) => Promise<AccessTokenResponse>
 
 export const GRANTS: Partial<Record<string, Grant>> = {
   password: passwordGrant,
+  pkce: pkceGrant,
   refresh_token: refreshTokenGrant
 }

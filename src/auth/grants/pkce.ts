@@ -1,0 +1,35 @@
+// grant_type=pkce (spec §3.4, §5.7): auth_code + code_verifier -> a session. The flow row
+// is locked and deleted in the same transaction, so a code works once; its method becomes
+// the session's AMR and the provider tokens of an OAuth flow come back in the response.
+import type { FastifyRequest } from 'fastify'
+import { withTransaction } from '../../shared/pg.js'
+import {
+  badCodeVerifier, flowStateExpired, flowStateNotFound, pkceDisabled, userBanned, validationFailed
+} from '../errors.js'
+import { clientMeta, optString, type Body } from '../http.js'
+import { deleteFlowState, lockFlowStateByAuthCode } from '../models/flow-state.js'
+import { isUserBanned, loadUserWithIdentities } from '../models/users.js'
+import { isFlowStateExpired, verifierMatches } from '../pkce.js'
+import { startSession, type AuthMethod } from '../tokens.js'
+import type { AccessTokenResponse, TenantContext } from '../types.js'
+
+export async function pkceGrant (ctx: TenantContext, req: FastifyRequest, b: Body): Promise<AccessTokenResponse> {
+  const authCode = optString(b, 'auth_code') ?? ''
+  const verifier = optString(b, 'code_verifier') ?? ''
+  if (authCode === '' || verifier === '') throw validationFailed('invalid request: both auth code and code verifier should be non-empty')
+  if (!ctx.tenant.auth.pkce) throw pkceDisabled()
+  return withTransaction(ctx.db, async (q) => {
+    const flow = await lockFlowStateByAuthCode(q, authCode)
+    if (!flow || !flow.user_id) throw flowStateNotFound()
+    if (isFlowStateExpired(flow, ctx.now())) throw flowStateExpired()
+    if (!verifierMatches(flow, verifier)) throw badCodeVerifier()
+    const user = await loadUserWithIdentities(q, flow.user_id)
+    if (!user) throw flowStateNotFound()
+    if (isUserBanned(user.user, ctx.now())) throw userBanned()
+    const session = await startSession(ctx, q, user, { method: flow.authentication_method as AuthMethod, ...clientMeta(req) })
+    await deleteFlowState(q, flow.id)
+    if (flow.provider_access_token) session.provider_token = flow.provider_access_token
+    if (flow.provider_refresh_token) session.provider_refresh_token = flow.provider_refresh_token
+    return session
+  })
+}
