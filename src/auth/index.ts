@@ -22,9 +22,9 @@ import { signupRoutes } from './routes/signup.js'
 import { tokenRoutes } from './routes/token.js'
 import { userRoutes } from './routes/user.js'
 import { verifyRoutes } from './routes/verify.js'
-import type { AccessTokenResponse } from './types.js'
+import type { AccessTokenResponse, UserJson } from './types.js'
 
-export type { AccessTokenResponse, TenantContext } from './types.js'
+export type { AccessTokenResponse, TenantContext, UserJson } from './types.js'
 export { AuthError, OAuthError } from './errors.js'
 
 /** Dependencies of the auth engine. */
@@ -140,7 +140,7 @@ export interface FindOrCreateByIdentityInput {
 
 export interface FindOrCreateByIdentityResult {
   /** The User object of spec §2.1. */
-  user: Record<string, unknown>
+  user: UserJson
   session: AccessTokenResponse
 }
 

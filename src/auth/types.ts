@@ -89,6 +89,20 @@ export interface UserWithIdentities {
 
 export interface AmrEntry { method: string, timestamp: number, provider?: string }
 
+/** The User object of spec §2.1 (optional timestamps omitted when null). */
+export interface UserJson {
+  id: string
+  aud: string
+  role: string
+  email: string
+  phone: string
+  app_metadata: Record<string, unknown>
+  user_metadata: Record<string, unknown>
+  identities: Array<Record<string, unknown>>
+  is_anonymous: boolean
+  [field: string]: unknown
+}
+
 /** The AccessTokenResponse of spec §2.4. */
 export interface AccessTokenResponse {
   access_token: string
@@ -96,7 +110,7 @@ export interface AccessTokenResponse {
   expires_in: number
   expires_at: number
   refresh_token: string
-  user: Record<string, unknown>
+  user: UserJson
   provider_token?: string
   provider_refresh_token?: string
   weak_password?: { message: string, reasons: string[] }

@@ -3,7 +3,7 @@
 // Timestamps are written from the engine's clock (the `now` dependency), never the DB's.
 import type { Queryable } from '../../shared/pg.js'
 import { quoteIdent } from '../../shared/pg.js'
-import type { IdentityRow, UserRow, UserWithIdentities } from '../types.js'
+import type { IdentityRow, UserJson, UserRow, UserWithIdentities } from '../types.js'
 import { identitiesForUser, toIdentityJson } from './identities.js'
 
 export const NIL_UUID = '00000000-0000-0000-0000-000000000000'
@@ -160,7 +160,7 @@ function ts (d: Date | null | undefined): string | undefined {
 }
 
 /** The User object of spec §2.1: optional timestamps omitted when null, email/phone never null. */
-export function toUserJson ({ user: u, identities }: UserWithIdentities): Record<string, unknown> {
+export function toUserJson ({ user: u, identities }: UserWithIdentities): UserJson {
   const out: Record<string, unknown> = {
     id: u.id,
     aud: u.aud ?? '',
@@ -189,5 +189,5 @@ export function toUserJson ({ user: u, identities }: UserWithIdentities): Record
     is_anonymous: u.is_anonymous
   }
   for (const k of Object.keys(out)) if (out[k] === undefined) delete out[k]
-  return out
+  return out as UserJson
 }
