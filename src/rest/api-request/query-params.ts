@@ -222,8 +222,11 @@ function pSelectItem (c: Cursor): SelectItem {
       c.ws()
       return { kind: 'relation', name, alias, hint: params.hint, joinType: params.joinType, children }
     }
-    if (params.any) c.fail(['"("'])
     c.pos = bang
+    if (params.any) {
+      // `name!x` without `(`: a field cannot continue with `!` (PostgREST reports the `!`).
+      c.fail(['letter', 'digit', '"-"', '"->>"', '"->"', '"::"', '"."', '")"', '","', 'end of input'])
+    }
   }
   const jsonPath = pJsonPath(c)
   const cast = c.startsWith('::') ? (c.pos += 2, pIdentifier(c)) : null
@@ -270,7 +273,8 @@ export function parseSelect (input: string): SelectItem[] {
 const SIMPLE_OPS: ReadonlySet<string> = new Set<SimpleOperator>(['neq', 'cs', 'cd', 'ov', 'sl', 'sr', 'nxr', 'nxl', 'adj'])
 const QUANT_OPS: ReadonlySet<string> = new Set<QuantOperator>(['eq', 'gt', 'gte', 'lt', 'lte', 'like', 'ilike', 'match', 'imatch'])
 const FTS_OPS: ReadonlySet<string> = new Set<FtsOperator>(['fts', 'plfts', 'phfts', 'wfts'])
-const IS_VALUES: ReadonlySet<string> = new Set<IsValue>(['null', 'not_null', 'true', 'false', 'unknown'])
+/** Longest first: `not_null` before `null`. */
+const IS_VALUES: readonly IsValue[] = ['not_null', 'unknown', 'false', 'true', 'null']
 const OPERATOR = 'operator (eq, gt, ...)'
 
 /** Value at the top level: the rest of the input, taken literally. */
@@ -361,10 +365,10 @@ export function pOpExpr (c: Cursor, inLogic: boolean): OpExpr {
     end()
   } else if (word === 'is') {
     c.expect('.', 'delimiter (.)')
-    const at = c.pos
-    const v = readWord(c).toLowerCase()
-    if (!IS_VALUES.has(v)) c.fail(['isVal: (null, not_null, true, false, unknown)'], at)
-    operation = { kind: 'is', value: v as IsValue }
+    const v = IS_VALUES.find((x) => c.input.slice(c.pos, c.pos + x.length).toLowerCase() === x)
+    if (v === undefined) return c.fail(['isVal: (null, not_null, true, false, unknown)'])
+    c.pos += v.length
+    operation = { kind: 'is', value: v }
     end()
   } else if (word === 'isdistinct') {
     operation = { kind: 'isdistinct', value: value() }
