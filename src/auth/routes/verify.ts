@@ -1,15 +1,22 @@
 // GET /verify (the link in mails; 303 redirects with the session or the error in the
 // fragment) and POST /verify (token_hash, or token + email; JSON answers), spec §3.8-3.9.
-// The verify types themselves live in confirmations.ts (VERIFY_KINDS).
+// The verify types themselves live in confirmations.ts (VERIFY_KINDS). A `pkce_` link ends
+// with `?code=` of the user's flow state instead of a session (issue 7); `email` is a
+// confirmation or a magic-link token, whichever it turns out to be.
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import { GatehouseError } from '../../shared/errors.js'
 import { withTransaction } from '../../shared/pg.js'
 import { verifyTokenHash, type VerifyOutcome } from '../confirmations.js'
 import { hashOtp } from '../crypto.js'
-import { oauthErrorForStatus, unexpectedFailure, validationFailed, validationFailed422 } from '../errors.js'
+import { AuthError, oauthErrorForStatus, unexpectedFailure, validationFailed, validationFailed422 } from '../errors.js'
 import { contextOf } from '../hooks/resolve-tenant.js'
 import { bodyOf, clientMeta, normaliseEmail, optString, queryParam, redirectUrlOf } from '../http.js'
+import { findOneTimeToken } from '../models/one-time-tokens.js'
+import { findLatestFlowState, updateFlowState } from '../models/flow-state.js'
+import { flowMethodOfVerifyType } from '../pkce.js'
+import { errorRedirectUrl, withQueryParams } from '../redirects.js'
 import { startSession } from '../tokens.js'
+import type { Queryable } from '../../shared/pg.js'
 import type { AccessTokenResponse, TenantContext } from '../types.js'
 
 const LINK_INVALID = 'Email link is invalid or has expired'
@@ -24,13 +31,43 @@ export function withFragment (url: string, params: Record<string, string>): stri
   return `${base}#${enc ? enc + '&' : ''}sb=`
 }
 
-async function verifyAndSignIn (ctx: TenantContext, req: FastifyRequest, type: string, hash: string,
-  opts: { relatesTo?: string, notFoundMessage?: string }): Promise<{ outcome: VerifyOutcome, session?: AccessTokenResponse }> {
+const flowStateNotFoundRedirect = () => new AuthError('flow_state_not_found', 400, 'invalid flow state, no valid flow state found')
+
+/**
+ * The type and stored hash a verification is about: among the candidate hashes (an OTP's
+ * hash, and the same `pkce_`-prefixed), the one that exists; `email` becomes `signup` for
+ * a confirmation token and `magiclink` otherwise (as GoTrue rewrites it).
+ */
+async function resolveToken (q: Queryable, type: string, hashes: string[]): Promise<{ type: string, hash: string }> {
+  if (type === 'email') {
+    for (const h of hashes) if (await findOneTimeToken(q, h, ['confirmation_token'])) return { type: 'signup', hash: h }
+    type = 'magiclink'
+  }
+  if (hashes.length > 1) {
+    const types = type === 'email_change' ? ['email_change_token_new', 'email_change_token_current'] as const
+      : type === 'recovery' || type === 'magiclink' ? ['recovery_token'] as const : ['confirmation_token'] as const
+    for (const h of hashes) if (await findOneTimeToken(q, h, [...types])) return { type, hash: h }
+  }
+  return { type, hash: hashes[0]! }
+}
+
+interface Verified { outcome: VerifyOutcome, type: string, session?: AccessTokenResponse, code?: string }
+
+async function verifyAndSignIn (ctx: TenantContext, req: FastifyRequest, type: string, hashes: string[],
+  opts: { relatesTo?: string, notFoundMessage?: string, pkceRedirect?: boolean }): Promise<Verified> {
   return withTransaction(ctx.db, async (q) => {
-    const outcome = await verifyTokenHash(ctx, q, type, hash, opts)
-    if (outcome.kind !== 'signed_in') return { outcome }
+    const resolved = await resolveToken(q, type, hashes)
+    const outcome = await verifyTokenHash(ctx, q, resolved.type, resolved.hash, opts)
+    if (outcome.kind !== 'signed_in') return { outcome, type: resolved.type }
+    if (opts.pkceRedirect && resolved.hash.startsWith('pkce_')) {
+      // PKCE link: the flow started with the mail gets its code; the session waits for the exchange.
+      const flow = await findLatestFlowState(q, outcome.user.user.id, flowMethodOfVerifyType(resolved.type))
+      if (!flow || !flow.auth_code) throw flowStateNotFoundRedirect()
+      await updateFlowState(q, flow.id, { authCodeIssuedAt: ctx.now() }, ctx.now())
+      return { outcome, type: resolved.type, code: flow.auth_code }
+    }
     const session = await startSession(ctx, q, outcome.user, { method: 'otp', ...clientMeta(req) })
-    return { outcome, session }
+    return { outcome, type: resolved.type, session }
   })
 }
 
@@ -51,11 +88,14 @@ export async function verifyRoutes (scope: FastifyInstance): Promise<void> {
     if (!type) throw validationFailed('Verify requires a verification type')
     if (!token) throw validationFailed('Verify requires a token or a token hash')
     const redirectTo = redirectUrlOf(req, ctx.tenant.auth)
+    const pkce = token.startsWith('pkce_')
     try {
-      const { outcome, session } = await verifyAndSignIn(ctx, req, type, token, { notFoundMessage: LINK_INVALID })
+      const { outcome, session, code, type: verifiedType } = await verifyAndSignIn(ctx, req, type, [token], { notFoundMessage: LINK_INVALID, pkceRedirect: true })
       if (outcome.kind === 'first_email_change_confirmation') {
-        return reply.redirect(withFragment(redirectTo, { message: FIRST_EMAIL_CHANGE }), 303)
+        const base = pkce ? withQueryParams(redirectTo, { message: FIRST_EMAIL_CHANGE }) : redirectTo
+        return reply.redirect(withFragment(base, { message: FIRST_EMAIL_CHANGE }), 303)
       }
+      if (code) return reply.redirect(withQueryParams(redirectTo, { code }), 303)
       const s = session!
       return reply.redirect(withFragment(redirectTo, {
         access_token: s.access_token,
@@ -63,9 +103,13 @@ export async function verifyRoutes (scope: FastifyInstance): Promise<void> {
         expires_in: String(s.expires_in),
         refresh_token: s.refresh_token,
         token_type: 'bearer',
-        type
+        type: verifiedType
       }), 303)
     } catch (err) {
+      if (pkce) {
+        if (!(err instanceof GatehouseError) || err.status >= 500) req.log.error({ err }, 'verify failed')
+        return reply.redirect(errorRedirectUrl(redirectTo, err, true), 303)
+      }
       return errorRedirect(reply, redirectTo, err, req.log)
     }
   })
@@ -80,19 +124,21 @@ export async function verifyRoutes (scope: FastifyInstance): Promise<void> {
     const phone = optString(b, 'phone')
     if (!type) throw validationFailed('Verify requires a verification type')
     if ((token && tokenHash) || (!token && !tokenHash)) throw validationFailed('Verify requires either a token or a token hash')
-    let hash: string
+    let hashes: string[]
     let relatesTo: string | undefined
     if (tokenHash) {
       if (email || phone || optString(b, 'redirect_to')) throw validationFailed('Only the token_hash and type should be provided')
-      hash = tokenHash
+      hashes = [tokenHash]
     } else {
       if (!email) throw validationFailed('Verify requires an email or a phone number')
       let address: string
       try { address = normaliseEmail(email) } catch { throw validationFailed422('Invalid email format') }
-      hash = hashOtp(address, token!)
+      const hash = hashOtp(address, token!)
+      // A code mailed in a PKCE flow is stored `pkce_`-prefixed; the code works all the same.
+      hashes = [hash, 'pkce_' + hash]
       relatesTo = address
     }
-    const { outcome, session } = await verifyAndSignIn(ctx, req, type, hash, { relatesTo })
+    const { outcome, session } = await verifyAndSignIn(ctx, req, type, hashes, { relatesTo })
     if (outcome.kind === 'first_email_change_confirmation') return { msg: FIRST_EMAIL_CHANGE, code: '200' }
     return session!
   })
