@@ -1,0 +1,124 @@
+// The per-database auth switches the panel shows and changes (service.md: magic link, PKCE,
+// external providers with client id and secret, site URL, redirect allow list, mail
+// confirmation): the masked view (secrets never leave), and a validated merge of a PATCH
+// into the tenant's settings (the tenant record schema of src/tenants decides validity).
+import { Ajv, type ErrorObject } from 'ajv'
+import { AuthSettingsSchema, type AuthSettings, type ProviderSettings } from '../tenants/index.js'
+import { ValidationError } from './errors.js'
+
+/** What a masked secret looks like; sent back unchanged in a PATCH it keeps the stored one. */
+export const MASKED_SECRET = '********'
+
+/** Fields a PATCH may change. */
+export const PATCHABLE = ['site_url', 'redirect_urls', 'magic_link', 'pkce', 'mail_confirmation', 'providers'] as const
+
+export interface MaskedProvider {
+  client_id: string
+  secret: typeof MASKED_SECRET
+  enabled: boolean
+  issuer?: string
+  authorize_url?: string
+  token_url?: string
+  userinfo_url?: string
+  scopes?: string[]
+}
+
+export interface AuthSettingsView {
+  site_url: string
+  redirect_urls: string[]
+  magic_link: boolean
+  pkce: boolean
+  mail_confirmation: boolean
+  signup_enabled: boolean
+  providers: Record<string, MaskedProvider>
+}
+
+export function maskAuthSettings (a: AuthSettings): AuthSettingsView {
+  const providers: Record<string, MaskedProvider> = {}
+  for (const [name, p] of Object.entries(a.providers ?? {})) {
+    const { secret: _secret, enabled, ...rest } = p
+    providers[name] = { ...structuredClone(rest), secret: MASKED_SECRET, enabled: enabled !== false }
+  }
+  return {
+    site_url: a.site_url,
+    redirect_urls: [...a.redirect_urls],
+    magic_link: a.magic_link,
+    pkce: a.pkce,
+    mail_confirmation: a.mail_confirmation,
+    signup_enabled: a.signup_enabled,
+    providers
+  }
+}
+
+const ajv = new Ajv({ allErrors: true, useDefaults: true, strict: false })
+const validateSettings = ajv.compile(AuthSettingsSchema)
+
+function describe (e: ErrorObject): string {
+  const field = (e.instancePath || '').replace(/^\//, '').replace(/\//g, '.')
+  if (e.keyword === 'additionalProperties') {
+    return `${field ? field + '.' : ''}${String((e.params as { additionalProperty: string }).additionalProperty)}: unknown field`
+  }
+  if (e.keyword === 'required') {
+    return `${field ? field + '.' : ''}${String((e.params as { missingProperty: string }).missingProperty)}: is required`
+  }
+  return `${field || '(body)'}: ${e.message ?? 'is invalid'}`
+}
+
+const URL_LIKE = /^[a-z][a-z0-9+.-]*:\/\/\S+$/i
+
+function isObject (v: unknown): v is Record<string, unknown> {
+  return typeof v === 'object' && v !== null && !Array.isArray(v)
+}
+
+/**
+ * Merges a PATCH body into `current`. Providers merge by name: `null` removes one, an object
+ * updates it (a missing or masked secret keeps the stored one). Throws ValidationError (400)
+ * naming every bad field; returns a new object.
+ */
+export function applyAuthSettingsPatch (current: AuthSettings, patch: unknown): AuthSettings {
+  if (!isObject(patch)) throw new ValidationError('send a JSON object of settings to change')
+  const problems: string[] = []
+  for (const k of Object.keys(patch)) {
+    if (!(PATCHABLE as readonly string[]).includes(k)) problems.push(`${k}: not a setting the panel changes (allowed: ${PATCHABLE.join(', ')})`)
+  }
+  if (Object.keys(patch).length === 0) problems.push('(body): name at least one setting to change')
+  if (problems.length > 0) throw new ValidationError(problems.join('; '))
+
+  const next = structuredClone(current) as AuthSettings & Record<string, unknown>
+  for (const k of PATCHABLE) {
+    if (!(k in patch) || k === 'providers') continue
+    next[k] = structuredClone(patch[k]) as never
+  }
+  if ('providers' in patch) {
+    const p = patch.providers
+    if (!isObject(p)) {
+      problems.push('providers: must be an object of provider name -> settings (null removes one)')
+    } else {
+      const providers: Record<string, ProviderSettings> = { ...structuredClone(current.providers ?? {}) }
+      for (const [name, value] of Object.entries(p)) {
+        if (value === null) { delete providers[name]; continue }
+        if (!isObject(value)) { problems.push(`providers.${name}: must be an object or null`); continue }
+        const merged: Record<string, unknown> = { ...(providers[name] ?? {}), ...structuredClone(value) }
+        if (value.secret === undefined || value.secret === MASKED_SECRET) {
+          const kept = providers[name]?.secret
+          if (kept !== undefined) merged.secret = kept
+          else if (value.secret === MASKED_SECRET) problems.push(`providers.${name}.secret: is required for a new provider`)
+          else delete merged.secret
+        }
+        providers[name] = merged as ProviderSettings
+      }
+      next.providers = providers
+    }
+  }
+  if (problems.length > 0) throw new ValidationError(problems.join('; '))
+
+  if (!validateSettings(next)) {
+    throw new ValidationError((validateSettings.errors ?? []).map(describe).join('; '))
+  }
+  if (!URL_LIKE.test(next.site_url)) problems.push('site_url: must be an absolute URL (https://app.example.com)')
+  next.redirect_urls.forEach((u, i) => {
+    if (!URL_LIKE.test(u) || u.length > 2048) problems.push(`redirect_urls.${i}: must be an absolute URL or URL pattern`)
+  })
+  if (problems.length > 0) throw new ValidationError(problems.join('; '))
+  return next
+}

@@ -1,0 +1,93 @@
+// The control-panel API's error codes (snake_case, append-only: a retired code stays listed
+// as retired and is never reused) and its renderer: {code, message, details, hint} plus the
+// `x-gatehouse-error-code` header. 5xx bodies say "unexpected failure" and the request id.
+import { defineError, GatehouseError, isGatehouseError, type WireError } from '../shared/errors.js'
+
+// ---- panel session ----------------------------------------------------------------------
+export const NoSessionError = defineError('no_session', 401,
+  () => 'A panel session is required: send it as Authorization: Bearer <panel session token>')
+
+export const InvalidSessionError = defineError('invalid_session', 401,
+  (why: string) => `The panel session is not valid: ${why}`)
+
+// ---- organization and database ------------------------------------------------------------
+export const NotAMemberError = defineError('not_a_member', 403,
+  (organization: string) => `You are not a member of organization ${JSON.stringify(organization)}`)
+
+export const DatabaseNotFoundError = defineError('database_not_found', 404,
+  (organization: string, database: string) => `Organization ${JSON.stringify(organization)} has no database ${JSON.stringify(database)}`)
+
+// ---- request shape ------------------------------------------------------------------------
+export const BadRequestError = defineError('bad_request', 400,
+  (why: string) => `The request is malformed: ${why}`)
+
+export const ValidationError = defineError('validation_failed', 400,
+  (why: string) => `The request is not valid: ${why}`)
+
+export const NotFoundError = defineError('not_found', 404,
+  () => 'Nothing is served at this path')
+
+export const MethodNotAllowedError = defineError('method_not_allowed', 405,
+  (method: string) => `Method ${method} is not allowed here`)
+
+// ---- test query ---------------------------------------------------------------------------
+export const QueryError = defineError('query_error', 400,
+  (message: string) => message)
+
+export const QueryTimeoutError = defineError('query_timeout', 400,
+  (ms: number) => `The statement ran longer than ${ms} ms and was cancelled`)
+
+export const EngineNotConfiguredError = defineError('engine_not_configured', 409,
+  (database: string, what: string) => `Database ${JSON.stringify(database)} has no ${what} connection (tenant engines), which this needs`)
+
+// ---- settings -----------------------------------------------------------------------------
+export const SettingsReadOnlyError = defineError('settings_read_only', 409,
+  () => 'This panel has no writable tenant store: auth settings cannot be changed here')
+
+// ---- process ------------------------------------------------------------------------------
+export const DatabaseUnavailableError = defineError('database_unavailable', 503,
+  () => 'unexpected failure')
+
+export const InternalError = defineError('internal_error', 500,
+  () => 'unexpected failure')
+
+/** Every code this part can send (besides refusals of the gateway and auth errors it relays). */
+export const PANEL_ERROR_CODES = [
+  'no_session', 'invalid_session', 'not_a_member', 'database_not_found', 'bad_request', 'validation_failed',
+  'not_found', 'method_not_allowed', 'query_error', 'query_timeout', 'engine_not_configured', 'settings_read_only',
+  'database_unavailable', 'internal_error'
+] as const
+
+export type PanelErrorCode = typeof PANEL_ERROR_CODES[number]
+
+export interface RenderedPanelError {
+  status: number
+  headers: Record<string, string>
+  body: WireError
+  error: GatehouseError
+}
+
+/** Our error for anything thrown; fastify's 4xx keep their meaning, the rest is a 500. */
+export function toPanelError (err: unknown): GatehouseError {
+  if (isGatehouseError(err)) return err
+  const e = err as { statusCode?: number, code?: string, message?: string }
+  if (typeof e?.statusCode === 'number' && e.statusCode >= 400 && e.statusCode < 500) {
+    if (e.statusCode === 413) return Object.assign(new BadRequestError('the body is too large', { cause: err }), { status: 413 }) as GatehouseError
+    if (e.statusCode === 415) return Object.assign(new BadRequestError('send the body as application/json', { cause: err }), { status: 415 }) as GatehouseError
+    return new BadRequestError(String(e.message ?? 'bad request'), { cause: err })
+  }
+  return new InternalError({ cause: err, internal: err })
+}
+
+export function renderPanelError (err: unknown, requestId: string): RenderedPanelError {
+  const error = toPanelError(err)
+  const body: WireError = error.status >= 500
+    ? { code: error.code, message: 'unexpected failure', details: `request id ${requestId}`, hint: 'Retry later; quote the request id when reporting it.', request_id: requestId }
+    : error.toWire()
+  return {
+    status: error.status,
+    headers: { 'content-type': 'application/json; charset=utf-8', 'x-gatehouse-error-code': error.code, ...(error.headers ?? {}) },
+    body,
+    error
+  }
+}

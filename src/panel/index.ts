@@ -1,0 +1,126 @@
+// The control-panel API (its own listener, the "control-panel host"): buildPanel(deps)
+// returns an UNSTARTED fastify instance serving, under
+// /organizations/:org/databases/:db/api, the app-session exchange, the test query, the auth
+// settings and the policy check, for panel users holding a valid panel session.
+// Only cli.ts / serve.ts listen. Nothing here reads process.env.
+//
+// Panel session (Authorization: Bearer <token>): a JWT the control panel issues, verified
+// with config.panel.session_secret (HS256) or config.panel.jwks_url, algorithms pinned to
+// config.panel.algorithms, `exp` required, `iss`/`aud` checked when configured. Claims:
+// `sub` = panel user id, `email`, `orgs` = array of organization ids the user belongs to,
+// optional `email_verified` (default true). No session or a bad one: 401.
+import { randomUUID } from 'node:crypto'
+import Fastify, { LogController, type FastifyBaseLogger, type FastifyInstance } from 'fastify'
+import { pino } from 'pino'
+import type { Config } from '../config/index.js'
+import { createAuthService, type AuthService } from '../auth/index.js'
+import { createCatalog, createRefusalExplainer } from '../gateway/index.js'
+import { isValidRequestId, firstHeader } from '../shared/http.js'
+import { loggerOptions } from '../shared/logger.js'
+import type { TenantLookup, TenantStore } from '../tenants/index.js'
+import { guardHook } from './context.js'
+import { BadRequestError, NotFoundError, renderPanelError } from './errors.js'
+import { createPanelPools } from './pools.js'
+import { panelRoutes } from './routes.js'
+import { createSessionVerifier } from './session.js'
+
+export { signPanelSession, createSessionVerifier, type SignPanelSessionOptions, type PanelSession, type SessionVerifier } from './session.js'
+export { checkPolicies, formatPolicyReport, type PolicyFinding, type PolicyAudience } from './policy-check.js'
+export { maskAuthSettings, applyAuthSettingsPatch, MASKED_SECRET, PATCHABLE, type AuthSettingsView } from './auth-settings.js'
+export { PANEL_ERROR_CODES, type PanelErrorCode } from './errors.js'
+export type { TestQueryRequest, TestQueryResult, TestQueryAs } from './test-query.js'
+export { EXCHANGE_EXPIRES_IN } from './routes.js'
+
+export interface PanelDeps {
+  config: Config
+  /** Resolves a database to its tenant (usually the tenant cache). */
+  tenants: TenantLookup
+  /** The tenant store auth-settings changes are written to; without it PATCH answers 409. */
+  store?: TenantStore
+  /** A ready logger; default pino with config.log and the shared redaction. */
+  logger?: FastifyBaseLogger
+  /** The account operations of the exchange; default one created (and closed) by the panel. */
+  authService?: AuthService
+  /** Clock (tests): panel session checks and sign-in times. */
+  now?: () => Date
+}
+
+const BODY_LIMIT = 1024 * 1024
+
+/**
+ * Builds the panel (never listens). Routes: `/healthz`, and under
+ * `/organizations/:org/databases/:db/api`: `POST /app-session`, `POST /test-query`,
+ * `GET|PATCH /auth-settings`, `GET /policy-check`. Close with `app.close()` (pools end).
+ */
+export function buildPanel (deps: PanelDeps): FastifyInstance {
+  const { config } = deps
+  const verifier = createSessionVerifier(config.panel, deps.now !== undefined ? { now: deps.now } : {})
+  const common = {
+    logController: new LogController({ disableRequestLogging: true, requestIdLogLabel: 'reqId' }),
+    genReqId: (req: { headers: Record<string, string | string[] | undefined> }) => {
+      const v = firstHeader(req.headers['x-request-id'])
+      return isValidRequestId(v) ? v : randomUUID()
+    },
+    bodyLimit: BODY_LIMIT,
+    trustProxy: false,
+    return503OnClosing: true,
+    routerOptions: { ignoreTrailingSlash: true, maxParamLength: 200 }
+  }
+  const app = (deps.logger !== undefined
+    ? Fastify({ ...common, loggerInstance: deps.logger } as never)
+    : Fastify({ ...common, loggerInstance: pino(loggerOptions(config.log)) } as never)) as unknown as FastifyInstance
+
+  const ownAuth = deps.authService === undefined
+  const auth = deps.authService ?? createAuthService({
+    config,
+    logger: app.log,
+    ...(deps.now !== undefined ? { now: deps.now } : {})
+  })
+  const catalog = createCatalog()
+  const explainer = createRefusalExplainer({
+    catalog,
+    onLookupError: (err, tenant) => app.log.warn({ err, tenant: tenant.database }, 'panel: catalog look-up failed')
+  })
+  const restPools = createPanelPools({ applicationName: 'gatehouse-panel-test-query' })
+  const ownerPools = createPanelPools({ applicationName: 'gatehouse-panel' })
+
+  // JSON only; an empty body is {} (the exchange needs none).
+  app.removeAllContentTypeParsers()
+  app.addContentTypeParser('application/json', { parseAs: 'string', bodyLimit: BODY_LIMIT }, (_req, body, done) => {
+    const text = String(body)
+    if (text.trim() === '') { done(null, {}); return }
+    try { done(null, JSON.parse(text)) } catch { done(new BadRequestError('the body is not valid JSON'), undefined) }
+  })
+
+  app.addHook('onRequest', async (req, reply) => { reply.header('x-request-id', req.id) })
+
+  app.setErrorHandler((err, req, reply) => {
+    const r = renderPanelError(err, req.id)
+    if (r.status >= 500) req.log.error({ err: r.error.internal ?? r.error.cause ?? err, code: r.error.code }, 'panel request failed')
+    else req.log.info({ code: r.error.code, status: r.status }, 'panel request refused')
+    void reply.code(r.status).headers(r.headers).send(r.body)
+  })
+
+  app.setNotFoundHandler((req, reply) => {
+    const r = renderPanelError(new NotFoundError(), req.id)
+    void reply.code(r.status).headers(r.headers).send(r.body)
+  })
+
+  app.get('/healthz', async () => ({ status: 'ok' }))
+
+  void app.register(async (scope) => {
+    scope.addHook('onRequest', guardHook({ verifier, tenants: deps.tenants }))
+    await scope.register(panelRoutes({ config, store: deps.store, auth, explainer, restPools, ownerPools }))
+  }, { prefix: '/organizations/:org/databases/:db/api' })
+
+  app.addHook('onClose', async () => {
+    await Promise.all([
+      ownAuth ? auth.close() : Promise.resolve(),
+      catalog.close(),
+      restPools.close(),
+      ownerPools.close()
+    ])
+  })
+
+  return app
+}

@@ -1,0 +1,143 @@
+// The panel's database routes under /organizations/:org/databases/:db/api: the app-session
+// exchange, the test query, the auth settings and the policy check. Each handler reads the
+// guarded context (context.ts) and answers JSON; errors are thrown and rendered by index.ts.
+import type { FastifyInstance } from 'fastify'
+import type { Config } from '../config/index.js'
+import type { AuthService } from '../auth/index.js'
+import type { RefusalExplainer } from '../gateway/index.js'
+import type { TenantStore } from '../tenants/index.js'
+import { applyAuthSettingsPatch, maskAuthSettings } from './auth-settings.js'
+import { panelContext } from './context.js'
+import {
+  DatabaseNotFoundError, DatabaseUnavailableError, EngineNotConfiguredError, QueryError, QueryTimeoutError, SettingsReadOnlyError
+} from './errors.js'
+import { checkPolicies } from './policy-check.js'
+import type { PanelPools } from './pools.js'
+import {
+  AS_TO_KIND, isServerError, leadingKeyword, parseTestQuery, runTestQuery, statementNeeds
+} from './test-query.js'
+
+export interface PanelRouteDeps {
+  config: Config
+  store?: TenantStore
+  auth: AuthService
+  explainer: RefusalExplainer
+  /** Pools on the tenants' REST engine logins (test queries). */
+  restPools: PanelPools
+  /** Pools on the tenants' owner connections (policy check). */
+  ownerPools: PanelPools
+}
+
+/** The documented lifetime of an exchanged access token (service.md, Limits). */
+export const EXCHANGE_EXPIRES_IN = 3600
+
+/** Errors of the connection itself (not of a statement) are a 503. */
+function connectionFailure (err: unknown): boolean {
+  if (isServerError(err)) return err.code.startsWith('08') || err.code === '57P01' || err.code === '53300' || err.code === '28P01' || err.code === '3D000'
+  const code = (err as { code?: unknown })?.code
+  const msg = String((err as { message?: unknown })?.message ?? '')
+  return typeof code === 'string' ? /^E[A-Z]+/.test(code) : /timeout|terminated|Connection/i.test(msg)
+}
+
+export function panelRoutes (deps: PanelRouteDeps) {
+  return async function routes (scope: FastifyInstance): Promise<void> {
+    // ---- POST app-session: the panel session for a database session -----------------------
+    scope.post('/app-session', async (req) => {
+      const { tenant, session, database } = panelContext(req)
+      if (!tenant.engines?.auth) throw new EngineNotConfiguredError(database, 'auth engine')
+      // The exchange's access token lives 3600 s whatever the tenant's own expiry (service.md).
+      const t = tenant.jwt.expiry === EXCHANGE_EXPIRES_IN ? tenant : { ...tenant, jwt: { ...tenant.jwt, expiry: EXCHANGE_EXPIRES_IN } }
+      const r = await deps.auth.findOrCreateUserByIdentity({
+        tenant: t,
+        provider: 'panel',
+        providerId: session.userId,
+        email: session.email,
+        emailVerified: session.emailVerified
+      })
+      const user = r.user as { id: string, email?: string | null }
+      return {
+        url: `${deps.config.public_url.replace(/\/+$/, '')}/${database}`,
+        access_token: r.session.access_token,
+        refresh_token: r.session.refresh_token,
+        expires_in: EXCHANGE_EXPIRES_IN,
+        token_type: 'bearer',
+        user: { id: user.id, email: user.email ?? '' }
+      }
+    })
+
+    // ---- POST test-query: one statement under a request role, always rolled back ----------
+    scope.post('/test-query', async (req, reply) => {
+      const { tenant, database } = panelContext(req)
+      const request = parseTestQuery(req.body)
+      const url = tenant.engines?.rest
+      if (!url) throw new EngineNotConfiguredError(database, 'REST engine')
+      const timeoutMs = deps.config.panel.test_query_timeout_ms
+      try {
+        return await runTestQuery({
+          pool: deps.restPools.get(database, url),
+          tenant,
+          request,
+          publicUrl: deps.config.public_url,
+          timeoutMs,
+          maxRows: deps.config.panel.test_query_max_rows
+        })
+      } catch (err) {
+        if (!isServerError(err) || connectionFailure(err)) {
+          if (connectionFailure(err)) throw new DatabaseUnavailableError({ cause: err, internal: err })
+          throw err
+        }
+        if (err.code === '57014') throw new QueryTimeoutError(timeoutMs, { cause: err })
+        const { needs, action } = statementNeeds(leadingKeyword(request.sql))
+        const refusal = await deps.explainer.explain({
+          tenant,
+          kind: AS_TO_KIND[request.as],
+          error: { code: err.code, message: err.message, details: err.detail ?? null, hint: err.hint ?? null },
+          needs,
+          action
+        })
+        if (refusal !== null) {
+          // The same body as the gateway's refusal; no WWW-Authenticate here (the panel
+          // session is fine: it is the tested role that was refused).
+          const { 'www-authenticate': _omit, ...headers } = refusal.headers
+          return reply.code(refusal.status).headers(headers).send({ ...refusal.body, rolled_back: true })
+        }
+        throw new QueryError(err.message, {
+          cause: err,
+          details: err.detail ?? null,
+          hint: err.hint ?? null,
+          extra: { sqlstate: err.code, ...(err.position !== undefined ? { position: Number(err.position) } : {}), rolled_back: true }
+        })
+      }
+    })
+
+    // ---- GET / PATCH auth-settings ---------------------------------------------------------
+    scope.get('/auth-settings', async (req) => {
+      const { tenant, database } = panelContext(req)
+      return { database, settings: maskAuthSettings(tenant.auth) }
+    })
+
+    scope.patch('/auth-settings', async (req) => {
+      const { organization, database } = panelContext(req)
+      const store = deps.store
+      if (store === undefined) throw new SettingsReadOnlyError()
+      // Read the record from the store itself (not a cached copy) right before writing.
+      const current = await store.get(database)
+      if (current === null || current.organization !== organization) throw new DatabaseNotFoundError(organization, database)
+      const auth = applyAuthSettingsPatch(current.auth, req.body)
+      await store.putAll([{ ...structuredClone(current), auth }])
+      req.log.info({ database, fields: Object.keys(req.body as object) }, 'auth settings changed from the panel')
+      return { database, settings: maskAuthSettings(auth) }
+    })
+
+    // ---- GET policy-check ------------------------------------------------------------------
+    scope.get('/policy-check', async (req) => {
+      const { tenant, database } = panelContext(req)
+      try {
+        const policies = await checkPolicies(deps.ownerPools.get(database, tenant.postgres), tenant)
+        return { database, count: policies.length, policies }
+      } catch (err) {
+        throw new DatabaseUnavailableError({ cause: err, internal: err })
+      }
+    })
+  }
+}
