@@ -16,6 +16,7 @@ import { bodyOf, clientMeta, normaliseEmail, optObject, optString, redirectUrlOf
 import { audit } from '../models/audit-log.js'
 import { identitiesForUser } from '../models/identities.js'
 import { findUserByEmail, insertUser, toUserJson } from '../models/users.js'
+import { pkceParamsOf, startEmailFlow } from '../pkce.js'
 import { startSession } from '../tokens.js'
 import type { TenantContext } from '../types.js'
 
@@ -58,6 +59,7 @@ export async function signupRoutes (scope: FastifyInstance): Promise<void> {
     assertPasswordAcceptable(password, settings)
     if (email && phone) throw validationFailed('Only an email address or phone number should be provided on signup.')
     if (phone) throw phoneProviderDisabled('Phone signups are disabled')
+    const pkce = pkceParamsOf(ctx, b.code_challenge, b.code_challenge_method)
     const address = normaliseEmail(email!)
     const redirectTo = redirectUrlOf(req, settings)
     const autoconfirm = !settings.mail_confirmation
@@ -79,7 +81,8 @@ export async function signupRoutes (scope: FastifyInstance): Promise<void> {
         })
       }
       return withTransaction(ctx.db, async (q) => {
-        const sent = await sendEmailToken(ctx, q, existing, 'confirmation', { address, redirectTo })
+        if (pkce) await startEmailFlow(ctx, q, existing.id, 'email/signup', pkce)
+        const sent = await sendEmailToken(ctx, q, existing, 'confirmation', { address, redirectTo, pkce: !!pkce })
         return toUserJson({ user: sent.user, identities: await identitiesForUser(q, existing.id) })
       })
     }
@@ -90,7 +93,8 @@ export async function signupRoutes (scope: FastifyInstance): Promise<void> {
         const created = await createEmailUser(ctx, q, { email: address, encryptedPassword: hash, data, confirmed: autoconfirm })
         await audit(q, { action: 'user_signedup', actorId: created.user.id, actorUsername: address, traits: { provider: 'email' }, now: ctx.now() })
         if (autoconfirm) return startSession(ctx, q, created, { method: 'password', ...clientMeta(req), auditAction: null })
-        const sent = await sendEmailToken(ctx, q, created.user, 'confirmation', { address, redirectTo })
+        if (pkce) await startEmailFlow(ctx, q, created.user.id, 'email/signup', pkce)
+        const sent = await sendEmailToken(ctx, q, created.user, 'confirmation', { address, redirectTo, pkce: !!pkce })
         return toUserJson({ user: sent.user, identities: created.identities })
       })
     } catch (err) {
