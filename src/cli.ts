@@ -2,6 +2,8 @@
 // The one entry point: serve | dev | status | tenants ... | config dump.
 // Each part registers its own commands; this file only wires them and exits with
 // a clear message (never a stack) on a ConfigError or a refused operation.
+import { realpathSync } from 'node:fs'
+import { fileURLToPath } from 'node:url'
 import { Command, CommanderError } from 'commander'
 import { loadConfig, dumpConfig } from './config/index.js'
 import { ConfigError, GatehouseError } from './shared/errors.js'
@@ -49,5 +51,9 @@ export async function main (argv: string[]): Promise<void> {
   }
 }
 
-const isMain = process.argv[1] && import.meta.url === new URL(`file://${process.argv[1]}`).href
-if (isMain) await main(process.argv)
+// Run when executed directly (also through the `gatehouse` bin symlink), not when imported.
+function isMain (): boolean {
+  if (!process.argv[1]) return false
+  try { return realpathSync(process.argv[1]) === realpathSync(fileURLToPath(import.meta.url)) } catch { return false }
+}
+if (isMain()) await main(process.argv)

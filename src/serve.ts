@@ -107,12 +107,27 @@ export function registerServeCommands (program: Command, config: () => Config): 
     })
 }
 
+function mergeDeep (a: Record<string, unknown>, b: Record<string, unknown>): Record<string, unknown> {
+  const out: Record<string, unknown> = { ...a }
+  for (const [k, v] of Object.entries(b)) {
+    const prev = out[k]
+    out[k] = v && typeof v === 'object' && !Array.isArray(v) && prev && typeof prev === 'object' && !Array.isArray(prev)
+      ? mergeDeep(prev as Record<string, unknown>, v as Record<string, unknown>)
+      : v
+  }
+  return out
+}
+
 export interface DevOptions {
   /** Project root (config/tenants and .gatehouse live there). */
   root: string
   env: NodeJS.ProcessEnv
   /** Config file given with -c, if any. */
   configFile?: string
+  /** Where state lives (embedded data, runtime tenant files, dev.json); default <root>/.gatehouse. */
+  stateDir?: string
+  /** Config values that win over file and env (tests use other ports). */
+  overrides?: Record<string, unknown>
   /** Called once everything listens. */
   onReady?: (info: DevInfo) => void
 }
@@ -125,7 +140,7 @@ export interface DevStack {
 /** Starts the whole service on embedded defaults (what `npm start` runs). */
 export async function startDev (opts: DevOptions): Promise<DevStack> {
   const { env, root } = opts
-  const stateDir = path.join(root, '.gatehouse')
+  const stateDir = opts.stateDir ?? path.join(root, '.gatehouse')
   const stops: Array<() => Promise<void>> = []
   const stopAll = async () => {
     while (stops.length) await stops.pop()!().catch(() => {})
@@ -135,12 +150,15 @@ export async function startDev (opts: DevOptions): Promise<DevStack> {
       ? { url: env.DATABASE_URL, stop: async () => {} }
       : await startDevPostgres(path.join(stateDir, 'pg'), Number(env.GATEHOUSE_DEV_PG_PORT ?? 54322))
     stops.push(() => postgres.stop())
-    const base = loadConfig({ file: opts.configFile, env })
+    const base = loadConfig({ file: opts.configFile, env, overrides: opts.overrides })
     const mail = await startDevMail(base.mail.smtp_port, base.mail.web_port)
     stops.push(() => mail.stop())
 
     const runtimeDir = path.join(stateDir, 'tenants')
-    const raws = writeRuntimeTenantFiles(path.join(root, base.tenants.dir), runtimeDir, postgres.url)
+    const raws = writeRuntimeTenantFiles(path.join(root, base.tenants.dir), runtimeDir, postgres.url, {
+      rest: `http://${base.rest.host}:${base.rest.port}`,
+      auth: `http://${base.auth.host}:${base.auth.port}`
+    })
     const files: TenantFile[] = raws.map((raw) => parseTenantFile(raw, `config/tenants/${String(raw.database)}.yaml`, env))
     await ensureClusterRoles(postgres.url)
     for (const file of files) await ensureTenant({ adminUrl: postgres.url, file })
@@ -150,11 +168,13 @@ export async function startDev (opts: DevOptions): Promise<DevStack> {
     const config = loadConfig({
       file: opts.configFile,
       env,
-      overrides: {
+      overrides: mergeDeep(opts.overrides ?? {}, {
         tenants: { source: useRedis ? 'redis' : 'files', dir: runtimeDir },
         postgres: { url: postgres.url },
+        // The gateway of this stack is the public address unless one was configured.
+        ...(env.GATEHOUSE_PUBLIC_URL || opts.overrides?.public_url ? {} : { public_url: `http://${base.gateway.host}:${base.gateway.port}` }),
         panel: { session_secret: secrets.panel_session_secret }
-      }
+      })
     })
     const { store, tenants } = createStoreAndCache(config)
     stops.push(async () => { tenants.close(); await store.close() })
