@@ -14,9 +14,14 @@ import { AuthError, badJson, notFound, renderAuthError, requestTooLarge, unexpec
 import { resolveTenantHook } from './hooks/resolve-tenant.js'
 import { createMailer, type Mailer } from './mail/index.js'
 import { adminRoutes } from './routes/admin.js'
+import { authorizeRoutes } from './routes/authorize.js'
+import { callbackRoutes } from './routes/callback.js'
 import { HEALTH_BODY, healthRoutes } from './routes/health.js'
 import { jwksRoutes } from './routes/jwks.js'
 import { logoutRoutes } from './routes/logout.js'
+import { otpRoutes } from './routes/otp.js'
+import { recoverRoutes } from './routes/recover.js'
+import { resendRoutes } from './routes/resend.js'
 import { settingsRoutes } from './routes/settings.js'
 import { signupRoutes } from './routes/signup.js'
 import { tokenRoutes } from './routes/token.js'
@@ -58,7 +63,8 @@ function translateFastifyError (err: FastifyError): GatehouseError {
 /**
  * Builds the engine (not listening). Routes: `/:database/health`, `/settings`, `/signup`,
  * `/token`, `/verify`, `/user`, `/logout`, `/.well-known/jwks.json`, `/invite`,
- * `/admin/users[/:id]`, `/admin/generate_link`; plus `/health` for the process.
+ * `/admin/users[/:id]`, `/admin/generate_link`, `/otp`, `/magiclink`, `/recover`, `/resend`,
+ * `/authorize`, `/callback`; plus `/health` for the process.
  */
 export function buildAuthEngine (deps: AuthEngineDeps): FastifyInstance {
   const logger = deps.logger ?? pino({
@@ -115,6 +121,12 @@ export function buildAuthEngine (deps: AuthEngineDeps): FastifyInstance {
     await scope.register(userRoutes)
     await scope.register(logoutRoutes)
     await scope.register(adminRoutes)
+    // issue 7: magic link / OTP, recovery, resend, external providers
+    await scope.register(otpRoutes)
+    await scope.register(recoverRoutes)
+    await scope.register(resendRoutes)
+    await scope.register(authorizeRoutes)
+    await scope.register(callbackRoutes)
   }, { prefix: '/:database' })
 
   app.addHook('onClose', async () => {

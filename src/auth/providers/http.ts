@@ -1,0 +1,93 @@
+// HTTP towards providers: JSON GETs and the token request (form POST, RFC 6749 §4.1.3),
+// with a time limit and a size limit, errors as ProviderError. Never logs tokens.
+import { ProviderError, type ProviderTokens } from './types.js'
+
+const TIMEOUT_MS = 10_000
+const MAX_BYTES = 1024 * 1024
+
+async function readJson (res: Response, what: string): Promise<unknown> {
+  const text = await res.text()
+  if (text.length > MAX_BYTES) throw new ProviderError(`${what}: response too large`)
+  if (!res.ok) throw new ProviderError(`${what}: HTTP ${res.status}: ${text.slice(0, 300)}`)
+  try { return JSON.parse(text) } catch { throw new ProviderError(`${what}: response is not JSON`) }
+}
+
+export async function getJson (url: string, what: string, accessToken?: string): Promise<unknown> {
+  const headers: Record<string, string> = { accept: 'application/json', 'user-agent': 'gatehouse-auth' }
+  if (accessToken) headers.authorization = `Bearer ${accessToken}`
+  let res: Response
+  try {
+    res = await fetch(url, { headers, redirect: 'error', signal: AbortSignal.timeout(TIMEOUT_MS) })
+  } catch (err) {
+    throw new ProviderError(`${what}: request failed`, { cause: err })
+  }
+  return readJson(res, what)
+}
+
+export interface TokenRequest {
+  tokenUrl: string
+  clientId: string
+  clientSecret: string
+  code: string
+  redirectUri: string
+  codeVerifier: string | null
+}
+
+/** The authorization_code grant, client authenticated in the body (client_secret_post). */
+export async function exchangeAuthorizationCode (r: TokenRequest): Promise<ProviderTokens> {
+  const form = new URLSearchParams({
+    grant_type: 'authorization_code',
+    code: r.code,
+    redirect_uri: r.redirectUri,
+    client_id: r.clientId,
+    client_secret: r.clientSecret
+  })
+  if (r.codeVerifier) form.set('code_verifier', r.codeVerifier)
+  let res: Response
+  try {
+    res = await fetch(r.tokenUrl, {
+      method: 'POST',
+      headers: { accept: 'application/json', 'content-type': 'application/x-www-form-urlencoded', 'user-agent': 'gatehouse-auth' },
+      body: form.toString(),
+      redirect: 'error',
+      signal: AbortSignal.timeout(TIMEOUT_MS)
+    })
+  } catch (err) {
+    throw new ProviderError('token request failed', { cause: err })
+  }
+  const body = await readJson(res, 'token request') as Record<string, unknown>
+  // GitHub answers 200 with {error, error_description} for a bad code.
+  if (typeof body.error === 'string') throw new ProviderError(`token request: ${body.error}`)
+  if (typeof body.access_token !== 'string' || body.access_token === '') throw new ProviderError('token request: no access_token')
+  return {
+    accessToken: body.access_token,
+    refreshToken: typeof body.refresh_token === 'string' && body.refresh_token ? body.refresh_token : undefined,
+    idToken: typeof body.id_token === 'string' && body.id_token ? body.id_token : undefined
+  }
+}
+
+/** An authorization URL: base + response_type=code, client, redirect, scope, state, extras. */
+export function buildAuthorizeUrl (base: string, p: { clientId: string, redirectUri: string, scope: string, state: string,
+  codeChallenge?: string, extra?: Record<string, string> }): string {
+  const url = new URL(base)
+  for (const [k, v] of Object.entries(p.extra ?? {})) url.searchParams.set(k, v)
+  url.searchParams.set('response_type', 'code')
+  url.searchParams.set('client_id', p.clientId)
+  url.searchParams.set('redirect_uri', p.redirectUri)
+  if (p.scope) url.searchParams.set('scope', p.scope)
+  url.searchParams.set('state', p.state)
+  if (p.codeChallenge) {
+    url.searchParams.set('code_challenge', p.codeChallenge)
+    url.searchParams.set('code_challenge_method', 'S256')
+  }
+  return url.toString()
+}
+
+/** Configured scopes (or the preset's) plus the request's, de-duplicated, space separated. */
+export function joinScopes (base: string[], extra: string[]): string {
+  return [...new Set([...base, ...extra].filter((s) => s.length > 0))].join(' ')
+}
+
+export function str (v: unknown): string | undefined {
+  return typeof v === 'string' && v !== '' ? v : typeof v === 'number' ? String(v) : undefined
+}

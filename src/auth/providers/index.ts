@@ -1,0 +1,45 @@
+// External identity providers of a tenant (tenant.auth.providers): the preset a name
+// selects (github, gitlab, google; any other name with an `issuer` is a generic OpenID
+// Connect provider, or plain OAuth 2 with explicit URLs), and GoTrue's refusal of an
+// unknown or disabled provider (400 validation_failed "Unsupported provider: ...").
+import type { Tenant, ProviderSettings } from '../../tenants/schema.js'
+import { unsupportedProvider } from '../errors.js'
+import { githubProvider } from './github.js'
+import { gitlabProvider } from './gitlab.js'
+import { oidcProvider } from './oidc.js'
+import type { OAuthProvider } from './types.js'
+
+export type { OAuthProvider, ProviderTokens, ProviderUser, ProviderEmail, AuthorizeRequest } from './types.js'
+export { ProviderError } from './types.js'
+export { nonceOf } from './oidc.js'
+
+const OIDC_SCOPES = ['openid', 'email', 'profile']
+
+/** The provider implementation for a configured name, or null when the settings cannot make one. */
+export function buildProvider (name: string, s: ProviderSettings): OAuthProvider | null {
+  switch (name) {
+    case 'github': return githubProvider(name, s)
+    case 'gitlab': return gitlabProvider(name, s)
+    case 'google': return oidcProvider(name, s, { issuer: 'https://accounts.google.com', scopes: OIDC_SCOPES })
+    default:
+      if (s.issuer) return oidcProvider(name, s, { scopes: OIDC_SCOPES })
+      if (s.authorize_url && s.token_url && s.userinfo_url) return oidcProvider(name, s, { scopes: s.scopes ?? [] })
+      return null
+  }
+}
+
+/** Whether a tenant has this provider switched on (and configured well enough to use). */
+export function isProviderEnabled (tenant: Tenant, name: string): boolean {
+  const s = Object.hasOwn(tenant.auth.providers, name) ? tenant.auth.providers[name] : undefined
+  return !!s && s.enabled !== false && buildProvider(name, s) !== null
+}
+
+/** The tenant's provider of that name; 400 validation_failed when unknown or disabled. */
+export function providerOf (tenant: Tenant, name: string): OAuthProvider {
+  const s = Object.hasOwn(tenant.auth.providers, name) ? tenant.auth.providers[name] : undefined
+  if (!s) throw unsupportedProvider(`Provider ${name} could not be found`)
+  if (s.enabled === false) throw unsupportedProvider('provider is not enabled')
+  const p = buildProvider(name, s)
+  if (!p) throw unsupportedProvider(`Provider ${name} could not be found`)
+  return p
+}

@@ -1,0 +1,152 @@
+// OpenID Connect providers (the generic `issuer` preset and Google): discovery of the
+// issuer's endpoints (cached), a nonce derived from our state, the ID token checked
+// against the issuer's JWKS (asymmetric algorithms only, audience = client id, nonce),
+// userinfo merged in. Without an issuer, explicit URLs make it a plain OAuth 2 provider
+// whose userinfo answers OIDC-style claims.
+import { createHash } from 'node:crypto'
+import { createRemoteJWKSet, jwtVerify } from 'jose'
+import { LRUCache } from 'lru-cache'
+import type { ProviderSettings } from '../../tenants/schema.js'
+import { buildAuthorizeUrl, exchangeAuthorizationCode, getJson, joinScopes, str } from './http.js'
+import { ProviderError, type OAuthProvider, type ProviderEmail } from './types.js'
+
+interface OidcMetadata {
+  issuer: string
+  authorization_endpoint: string
+  token_endpoint: string
+  userinfo_endpoint?: string
+  jwks_uri: string
+}
+
+const ASYMMETRIC = ['RS256', 'RS384', 'RS512', 'PS256', 'PS384', 'PS512', 'ES256', 'ES384', 'ES512', 'EdDSA']
+const DISCOVERY_TTL_MS = 10 * 60 * 1000
+
+// Per process: discovery documents (by issuer) and remote key sets (by jwks_uri), bounded.
+const discoveries = new LRUCache<string, Promise<OidcMetadata>>({ max: 200, ttl: DISCOVERY_TTL_MS })
+const keySets = new LRUCache<string, ReturnType<typeof createRemoteJWKSet>>({ max: 200 })
+
+function trimSlash (s: string): string {
+  return s.replace(/\/+$/, '')
+}
+
+async function fetchDiscovery (issuer: string): Promise<OidcMetadata> {
+  const doc = await getJson(`${trimSlash(issuer)}/.well-known/openid-configuration`, 'oidc discovery') as Record<string, unknown>
+  const meta = doc as unknown as OidcMetadata
+  // The document must be the issuer's own (OpenID Connect Discovery §4.3).
+  if (typeof meta.issuer !== 'string' || trimSlash(meta.issuer) !== trimSlash(issuer)) throw new ProviderError('oidc discovery: issuer mismatch')
+  for (const k of ['authorization_endpoint', 'token_endpoint', 'jwks_uri'] as const) {
+    if (typeof meta[k] !== 'string') throw new ProviderError(`oidc discovery: no ${k}`)
+  }
+  return meta
+}
+
+export function discover (issuer: string): Promise<OidcMetadata> {
+  const key = trimSlash(issuer)
+  let p = discoveries.get(key)
+  if (!p) {
+    p = fetchDiscovery(issuer)
+    discoveries.set(key, p)
+    p.catch(() => discoveries.delete(key))
+  }
+  return p
+}
+
+function keySet (uri: string): ReturnType<typeof createRemoteJWKSet> {
+  let k = keySets.get(uri)
+  if (!k) { k = createRemoteJWKSet(new URL(uri), { timeoutDuration: 10_000 }); keySets.set(uri, k) }
+  return k
+}
+
+/** The nonce of a flow: bound to our state, so no storage is needed to check it. */
+export function nonceOf (state: string): string {
+  return createHash('sha256').update('gatehouse-oidc-nonce:' + state, 'utf8').digest('base64url')
+}
+
+const STANDARD = new Set([
+  'iss', 'sub', 'aud', 'exp', 'iat', 'nbf', 'jti', 'nonce', 'auth_time', 'at_hash', 'c_hash', 'azp', 'sid', 'acr', 'amr',
+  'name', 'given_name', 'family_name', 'middle_name', 'nickname', 'preferred_username', 'profile', 'picture', 'website',
+  'email', 'email_verified', 'gender', 'birthdate', 'zoneinfo', 'locale', 'phone_number', 'phone_number_verified',
+  'address', 'updated_at'
+])
+
+/** identity_data of an OIDC person (GoTrue's Claims names), the rest under custom_claims. */
+function claimsOf (c: Record<string, unknown>): Record<string, unknown> {
+  const custom: Record<string, unknown> = {}
+  for (const [k, v] of Object.entries(c)) if (!STANDARD.has(k)) custom[k] = v
+  const out: Record<string, unknown> = {
+    iss: str(c.iss),
+    name: str(c.name),
+    full_name: str(c.name),
+    given_name: str(c.given_name),
+    family_name: str(c.family_name),
+    nickname: str(c.nickname),
+    preferred_username: str(c.preferred_username),
+    user_name: str(c.preferred_username) ?? str(c.nickname),
+    picture: str(c.picture),
+    avatar_url: str(c.picture),
+    locale: str(c.locale),
+    phone: str(c.phone_number)
+  }
+  if (Object.keys(custom).length) out.custom_claims = custom
+  for (const k of Object.keys(out)) if (out[k] === undefined) delete out[k]
+  return out
+}
+
+export function oidcProvider (name: string, s: ProviderSettings, defaults: { issuer?: string, scopes: string[] }): OAuthProvider {
+  const issuer = s.issuer ?? defaults.issuer
+  const scopes = s.scopes ?? defaults.scopes
+
+  async function endpoints (): Promise<{ authorize: string, token: string, userinfo?: string, meta?: OidcMetadata }> {
+    const meta = issuer ? await discover(issuer) : undefined
+    const authorize = s.authorize_url ?? meta?.authorization_endpoint
+    const token = s.token_url ?? meta?.token_endpoint
+    if (!authorize || !token) throw new ProviderError(`provider ${name}: no authorization or token endpoint`)
+    return { authorize, token, userinfo: s.userinfo_url ?? meta?.userinfo_endpoint, meta }
+  }
+
+  return {
+    name,
+    usesPkce: true,
+    async authorizeUrl (r) {
+      const e = await endpoints()
+      const extra = { ...r.params }
+      if (e.meta) extra.nonce = nonceOf(r.state)
+      return buildAuthorizeUrl(e.authorize, {
+        clientId: s.client_id, redirectUri: r.redirectUri, state: r.state, extra, codeChallenge: r.codeChallenge,
+        scope: joinScopes(e.meta && !scopes.includes('openid') ? ['openid', ...scopes] : scopes, r.scopes)
+      })
+    },
+    async exchangeCode (code, redirectUri, codeVerifier) {
+      const e = await endpoints()
+      return exchangeAuthorizationCode({ tokenUrl: e.token, clientId: s.client_id, clientSecret: s.secret, code, redirectUri, codeVerifier })
+    },
+    async userData (tokens, { state }) {
+      const e = await endpoints()
+      let claims: Record<string, unknown> = {}
+      if (e.meta) {
+        if (!tokens.idToken) throw new ProviderError('oidc: the token response has no id_token')
+        let payload: Record<string, unknown>
+        try {
+          ({ payload } = await jwtVerify(tokens.idToken, keySet(e.meta.jwks_uri), {
+            issuer: e.meta.issuer, audience: s.client_id, algorithms: ASYMMETRIC, clockTolerance: 60, requiredClaims: ['sub', 'exp', 'iat']
+          }))
+        } catch (err) {
+          throw new ProviderError('oidc: id_token refused', { cause: err })
+        }
+        if (payload.nonce !== nonceOf(state)) throw new ProviderError('oidc: id_token nonce mismatch')
+        claims = payload
+      }
+      if (e.userinfo) {
+        const info = await getJson(e.userinfo, 'userinfo', tokens.accessToken) as Record<string, unknown>
+        if (claims.sub !== undefined && info.sub !== claims.sub) throw new ProviderError('userinfo: sub differs from the id_token')
+        claims = { ...claims, ...info }
+      }
+      const id = str(claims.sub) ?? str(claims.id)
+      if (!id) throw new ProviderError(`provider ${name}: no subject`)
+      const emails: ProviderEmail[] = []
+      const email = str(claims.email)
+      if (email) emails.push({ email, verified: claims.email_verified === true || claims.email_verified === 'true', primary: true })
+      return { id, emails, claims: claimsOf({ ...claims, iss: claims.iss ?? issuer }) }
+    }
+  }
+}

@@ -1,0 +1,123 @@
+// GET|POST /callback (spec §3.13): the provider sends the browser back here with `state`
+// (our flow_state id) and `code`. The code is exchanged, the person read, and the user
+// found, linked by verified email or created (accounts.resolveIdentityUser, the path the
+// panel exchange uses too). Implicit flows end with the session in the fragment; PKCE
+// flows with `?code=<auth_code>` for the pkce grant. Failures are redirects, never JSON.
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
+import { withTransaction } from '../../shared/pg.js'
+import { resolveIdentityUser, signInWithIdentity, type ExternalIdentity } from '../accounts.js'
+import {
+  AuthError, badOAuthCallback, badOAuthState, flowStateAlreadyUsed, unexpectedFailure
+} from '../errors.js'
+import { contextOf } from '../hooks/resolve-tenant.js'
+import { UUID } from '../hooks/require-user.js'
+import { clientMeta, isRedirectAllowed } from '../http.js'
+import {
+  deleteFlowState, findFlowStateById, takeOAuthClientState, updateFlowState, type FlowStateRow
+} from '../models/flow-state.js'
+import { isFlowStateExpired } from '../pkce.js'
+import { providerOf, ProviderError, type ProviderTokens, type ProviderUser } from '../providers/index.js'
+import { errorRedirectUrl, ProviderRedirectError, withFragmentParams, withQueryParams } from '../redirects.js'
+import type { TenantContext } from '../types.js'
+import { callbackUrl } from './authorize.js'
+
+const noEmail = () => new AuthError('unexpected_failure', 500, 'Error getting user email from external provider')
+
+function paramsOf (req: FastifyRequest): Record<string, string> {
+  const out: Record<string, string> = {}
+  const add = (src: unknown) => {
+    if (!src || typeof src !== 'object') return
+    for (const [k, v] of Object.entries(src as Record<string, unknown>)) if (typeof v === 'string' && !(k in out)) out[k] = v
+  }
+  add(req.query)
+  if (req.method === 'POST') add(req.body) // form_post providers (Apple)
+  return out
+}
+
+/** The address used for the account: the primary one, else the last listed (GoTrue). */
+function pickEmail (u: ProviderUser): { email: string | null, verified: boolean } {
+  const e = u.emails.find((x) => x.primary) ?? u.emails[u.emails.length - 1]
+  return e ? { email: e.email, verified: e.verified } : { email: null, verified: false }
+}
+
+/** Loads the flow of a state; its problems redirect to the site URL (GoTrue: 303). */
+async function loadFlow (ctx: TenantContext, state: string | undefined): Promise<FlowStateRow> {
+  if (!state) throw badOAuthCallback('OAuth state parameter missing')
+  if (!UUID.test(state)) throw badOAuthState()
+  const flow = await findFlowStateById(ctx.db, state)
+  if (!flow || flow.authentication_method !== 'oauth') throw badOAuthState()
+  if (isFlowStateExpired(flow, ctx.now())) throw badOAuthState('OAuth state has expired')
+  if (flow.auth_code && flow.user_id) throw flowStateAlreadyUsed()
+  return flow
+}
+
+async function handleCallback (req: FastifyRequest, reply: FastifyReply) {
+  const ctx = contextOf(req)
+  const p = paramsOf(req)
+  let flow: FlowStateRow
+  try {
+    flow = await loadFlow(ctx, p.state)
+  } catch (err) {
+    return reply.redirect(errorRedirectUrl(ctx.tenant.auth.site_url, err, true), 303)
+  }
+  // Checked again: the allow list may have changed since /authorize.
+  const target = flow.referrer && isRedirectAllowed(flow.referrer, ctx.tenant.auth) ? flow.referrer : ctx.tenant.auth.site_url
+  try {
+    if (p.error) throw new ProviderRedirectError(p.error, p.error_description ?? p.error)
+    const provider = providerOf(ctx.tenant, flow.provider_type)
+    if (!p.code) throw badOAuthCallback('OAuth callback with missing authorization code')
+    if (!flow.auth_code) {
+      // Implicit: the state is spent now, whatever happens next.
+      await deleteFlowState(ctx.db, flow.id)
+    }
+    const verifier = flow.oauth_client_state_id ? await takeOAuthClientState(ctx.db, flow.oauth_client_state_id) : null
+    let person: ProviderUser
+    let tokens: ProviderTokens
+    try {
+      tokens = await provider.exchangeCode(p.code, callbackUrl(ctx), verifier)
+      person = await provider.userData(tokens, { state: flow.id })
+    } catch (err) {
+      if (err instanceof ProviderError) {
+        throw new AuthError('unexpected_failure', 500, 'Unable to exchange external code', { internal: err })
+      }
+      throw err
+    }
+    const { email, verified } = pickEmail(person)
+    if (!email) throw noEmail()
+    const ext: ExternalIdentity = { provider: provider.name, providerId: person.id, email, emailVerified: verified, identityData: person.claims }
+
+    if (flow.auth_code) {
+      // PKCE: the user is known now; the session starts when the code is exchanged.
+      await withTransaction(ctx.db, async (q) => {
+        const current = await findFlowStateById(q, flow.id, true)
+        if (!current) throw badOAuthState()
+        if (current.user_id) throw flowStateAlreadyUsed()
+        const { user } = await resolveIdentityUser(ctx, q, ext)
+        await updateFlowState(q, flow.id, {
+          userId: user.user.id, providerAccessToken: tokens.accessToken, providerRefreshToken: tokens.refreshToken ?? null, authCodeIssuedAt: ctx.now()
+        }, ctx.now())
+      })
+      return reply.redirect(withQueryParams(target, { code: flow.auth_code }), 302)
+    }
+    const { session } = await signInWithIdentity(ctx, ext, { method: 'oauth', ...clientMeta(req) })
+    const fragment: Record<string, string> = {
+      access_token: session.access_token,
+      expires_at: String(session.expires_at),
+      expires_in: String(session.expires_in),
+      refresh_token: session.refresh_token,
+      token_type: 'bearer',
+      provider_token: tokens.accessToken
+    }
+    if (tokens.refreshToken) fragment.provider_refresh_token = tokens.refreshToken
+    return reply.redirect(withFragmentParams(target, fragment), 302)
+  } catch (err) {
+    const e = err instanceof ProviderRedirectError || err instanceof AuthError ? err : unexpectedFailure(err)
+    if (e.status >= 500) req.log.error({ err: e.internal ?? err }, 'provider callback failed')
+    return reply.redirect(errorRedirectUrl(target, e, true), 302)
+  }
+}
+
+export async function callbackRoutes (scope: FastifyInstance): Promise<void> {
+  scope.get('/callback', handleCallback)
+  scope.post('/callback', handleCallback)
+}

@@ -1,0 +1,91 @@
+// POST /otp and POST /magiclink (spec §3.5-3.6): a sign-in link that also carries a 6-digit
+// code. A confirmed user gets a magic-link mail (recovery_token, type magiclink); a new or
+// unconfirmed one gets the confirmation mail (type signup), which doubles as the link.
+// PKCE requests start a flow state and mail a `pkce_` token. Both answer 200 {}.
+import type { FastifyInstance, FastifyRequest } from 'fastify'
+import { withTransaction } from '../../shared/pg.js'
+import { createEmailUser } from '../accounts.js'
+import { sendEmailToken } from '../confirmations.js'
+import { hashPassword, randomPassword } from '../crypto.js'
+import {
+  magicLinkDisabled, otpDisabled, phoneProviderDisabled, signupDisabled, validationFailed, validationFailed422
+} from '../errors.js'
+import { contextOf } from '../hooks/resolve-tenant.js'
+import { bodyOf, normaliseEmail, optBool, optObject, optString, redirectUrlOf } from '../http.js'
+import { audit } from '../models/audit-log.js'
+import { findUserByEmail } from '../models/users.js'
+import { pkceParamsOf, startEmailFlow, type PkceParams } from '../pkce.js'
+import type { TenantContext, UserRow } from '../types.js'
+
+interface MagicLinkRequest {
+  email: string
+  data?: Record<string, unknown>
+  createUser: boolean
+  pkce: PkceParams | null
+  redirectTo: string
+}
+
+/** GoTrue's MagicLink: mails a sign-in link (or the confirmation link of a new account). */
+export async function sendMagicLink (ctx: TenantContext, r: MagicLinkRequest): Promise<Record<string, never>> {
+  const settings = ctx.tenant.auth
+  const autoconfirm = !settings.mail_confirmation
+  try {
+    await withTransaction(ctx.db, async (q) => {
+      let user: UserRow | null = await findUserByEmail(q, r.email, ctx.tenant.jwt.aud)
+      if (!user && !r.createUser) throw otpDisabled()
+      if (!user) {
+        if (!settings.signup_enabled) throw signupDisabled()
+        // The account gets a random password nobody knows; the link is how one signs in.
+        const hash = await hashPassword(randomPassword().slice(0, 64), ctx.config.auth.bcrypt_cost)
+        user = (await createEmailUser(ctx, q, { email: r.email, encryptedPassword: hash, data: r.data, confirmed: autoconfirm })).user
+        await audit(q, { action: 'user_signedup', actorId: user.id, actorUsername: r.email, traits: { provider: 'email', via: 'otp' }, now: ctx.now() })
+      }
+      if (!user.email_confirmed_at && !autoconfirm) {
+        // Unconfirmed: the confirmation mail is the sign-in link (verify type signup).
+        if (r.pkce) await startEmailFlow(ctx, q, user.id, 'email/signup', r.pkce)
+        await sendEmailToken(ctx, q, user, 'confirmation', { address: r.email, redirectTo: r.redirectTo, pkce: !!r.pkce })
+        return
+      }
+      // Confirmed (or autoconfirm, where verifying the link confirms the address).
+      if (r.pkce) await startEmailFlow(ctx, q, user.id, 'magiclink', r.pkce)
+      await sendEmailToken(ctx, q, user, 'magiclink', { address: r.email, redirectTo: r.redirectTo, pkce: !!r.pkce })
+    })
+  } catch (err) {
+    // A concurrent request created the same account (unique email): its mail went out.
+    if ((err as { code?: string }).code === '23505') return {}
+    throw err
+  }
+  return {}
+}
+
+function magicLinkRequest (ctx: TenantContext, req: FastifyRequest, email: string, b: Record<string, unknown>, createUser: boolean): MagicLinkRequest {
+  const address = normaliseEmail(email)
+  const pkce = pkceParamsOf(ctx, b.code_challenge, b.code_challenge_method)
+  return { email: address, data: optObject(b, 'data'), createUser, pkce, redirectTo: redirectUrlOf(req, ctx.tenant.auth) }
+}
+
+export async function otpRoutes (scope: FastifyInstance): Promise<void> {
+  scope.post('/otp', async (req) => {
+    const ctx = contextOf(req)
+    const b = bodyOf(req)
+    const email = optString(b, 'email')
+    const phone = optString(b, 'phone')
+    const createUser = optBool(b, 'create_user') ?? true
+    optObject(b, 'data')
+    if (email && phone) throw validationFailed('Only an email address or phone number should be provided')
+    if (email && optString(b, 'channel')) throw validationFailed('Channel should only be specified with Phone OTP')
+    if (phone) throw phoneProviderDisabled('Unsupported phone provider')
+    if (!email) throw validationFailed('One of email or phone must be set')
+    if (!ctx.tenant.auth.magic_link) throw magicLinkDisabled()
+    return sendMagicLink(ctx, magicLinkRequest(ctx, req, email, b, createUser))
+  })
+
+  scope.post('/magiclink', async (req) => {
+    const ctx = contextOf(req)
+    const b = bodyOf(req)
+    if (!ctx.tenant.auth.magic_link) throw magicLinkDisabled()
+    const email = optString(b, 'email')
+    if (!email) throw validationFailed422('Password recovery requires an email')
+    return sendMagicLink(ctx, magicLinkRequest(ctx, req, email, b, true))
+  })
+}

@@ -1,0 +1,32 @@
+// POST /recover (spec §3.7): mails a password-recovery link (type recovery) with its code.
+// Unknown addresses answer the same 200 {} (no enumeration). PKCE requests start a
+// `recovery` flow state and mail a `pkce_` token.
+import type { FastifyInstance } from 'fastify'
+import { withTransaction } from '../../shared/pg.js'
+import { sendEmailToken } from '../confirmations.js'
+import { validationFailed } from '../errors.js'
+import { contextOf } from '../hooks/resolve-tenant.js'
+import { bodyOf, normaliseEmail, optString, redirectUrlOf } from '../http.js'
+import { findUserByEmail, lockUserById } from '../models/users.js'
+import { pkceParamsOf, startEmailFlow } from '../pkce.js'
+
+export async function recoverRoutes (scope: FastifyInstance): Promise<void> {
+  scope.post('/recover', async (req) => {
+    const ctx = contextOf(req)
+    const b = bodyOf(req)
+    const email = optString(b, 'email')
+    if (!email) throw validationFailed('Password recovery requires an email')
+    const address = normaliseEmail(email)
+    const pkce = pkceParamsOf(ctx, b.code_challenge, b.code_challenge_method)
+    const redirectTo = redirectUrlOf(req, ctx.tenant.auth)
+    const found = await findUserByEmail(ctx.db, address, ctx.tenant.jwt.aud)
+    if (!found) return {}
+    await withTransaction(ctx.db, async (q) => {
+      const user = await lockUserById(q, found.id)
+      if (!user) return
+      if (pkce) await startEmailFlow(ctx, q, user.id, 'recovery', pkce)
+      await sendEmailToken(ctx, q, user, 'recovery', { address, redirectTo, pkce: !!pkce })
+    })
+    return {}
+  })
+}

@@ -1,0 +1,60 @@
+// POST /resend (spec §3.10): sends the pending confirmation (type signup) or email-change
+// mails again, with a new token (the old one stops working) and the same per-address
+// interval. Unknown users and nothing pending answer 200 {}; phone types are refused
+// (this engine has no phone provider).
+import type { FastifyInstance } from 'fastify'
+import { withTransaction } from '../../shared/pg.js'
+import { sendEmailToken } from '../confirmations.js'
+import { phoneProviderDisabled, validationFailed } from '../errors.js'
+import { contextOf } from '../hooks/resolve-tenant.js'
+import { bodyOf, normaliseEmail, optString, redirectUrlOf } from '../http.js'
+import { findUserByEmail, lockUserById } from '../models/users.js'
+import { pkceParamsOf, startEmailFlow } from '../pkce.js'
+
+const TYPES = ['signup', 'email_change', 'sms', 'phone_change']
+
+export async function resendRoutes (scope: FastifyInstance): Promise<void> {
+  scope.post('/resend', async (req) => {
+    const ctx = contextOf(req)
+    const b = bodyOf(req)
+    const type = optString(b, 'type') ?? ''
+    const email = optString(b, 'email')
+    const phone = optString(b, 'phone')
+    if (!TYPES.includes(type)) throw validationFailed('Missing one of these types: signup, email_change, sms, phone_change')
+    if (email && phone) throw validationFailed('Only an email address or phone number should be provided.')
+    if (type === 'sms' || type === 'phone_change') {
+      if (email) throw validationFailed('Only an email address or phone number should be provided.')
+      if (!phone) throw validationFailed('Type provided requires a phone number')
+      throw phoneProviderDisabled('Unsupported phone provider')
+    }
+    if (phone) throw validationFailed('Only an email address or phone number should be provided.')
+    if (!email) throw validationFailed('Type provided requires an email address')
+    const address = normaliseEmail(email)
+    const pkce = pkceParamsOf(ctx, b.code_challenge, b.code_challenge_method)
+    const redirectTo = redirectUrlOf(req, ctx.tenant.auth)
+    const found = await findUserByEmail(ctx.db, address, ctx.tenant.jwt.aud)
+    if (!found) return {}
+    await withTransaction(ctx.db, async (q) => {
+      const user = await lockUserById(q, found.id)
+      if (!user) return
+      if (type === 'signup') {
+        if (user.email_confirmed_at) return
+        if (pkce) await startEmailFlow(ctx, q, user.id, 'email/signup', pkce)
+        await sendEmailToken(ctx, q, user, 'confirmation', { address, redirectTo, pkce: !!pkce })
+        return
+      }
+      const newEmail = (user.email_change ?? '').toLowerCase()
+      if (!newEmail) return
+      if (pkce) await startEmailFlow(ctx, q, user.id, 'email_change', pkce)
+      // As PUT /user started it: a link to the new address and, in secure mode, one to the
+      // current one; after the first of the two was confirmed only the other is sent again.
+      const status = user.email_change_confirm_status ?? 0
+      const sendNew = status === 0 || !!user.email_change_token_new
+      const sendCurrent = !!user.email && (status === 0 || !!user.email_change_token_current)
+      let u = user
+      if (sendNew) u = (await sendEmailToken(ctx, q, u, 'email_change_new', { address: newEmail, redirectTo, newEmail, pkce: !!pkce })).user
+      if (sendCurrent) await sendEmailToken(ctx, q, u, 'email_change_current', { address: user.email!, redirectTo, newEmail, pkce: !!pkce })
+    })
+    return {}
+  })
+}
