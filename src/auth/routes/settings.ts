@@ -4,6 +4,7 @@
 import type { FastifyInstance } from 'fastify'
 import type { Tenant } from '../../tenants/schema.js'
 import { contextOf } from '../hooks/resolve-tenant.js'
+import { isProviderEnabled } from '../providers/index.js'
 
 const GOTRUE_PROVIDERS = [
   'apple', 'azure', 'bitbucket', 'discord', 'facebook', 'snapchat', 'figma', 'fly', 'github', 'gitlab',
@@ -15,7 +16,8 @@ export function settingsOf (tenant: Tenant): Record<string, unknown> {
   const a = tenant.auth
   const external: Record<string, boolean> = { anonymous_users: a.anonymous_sign_in }
   for (const p of GOTRUE_PROVIDERS) external[p] = false
-  for (const [name, p] of Object.entries(a.providers)) external[name] = p.enabled !== false
+  // Enabled and configured well enough to use (a preset, an issuer, or explicit URLs).
+  for (const name of Object.keys(a.providers)) external[name] = isProviderEnabled(tenant, name)
   external.email = true
   external.phone = false
   return {
