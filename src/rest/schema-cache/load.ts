@@ -222,10 +222,13 @@ function buildRoutine (p: Record<string, unknown>, tableByOid: ReadonlyMap<numbe
   const names = strList(p.arg_names)
   const types = strList(p.arg_types)
   const modes = strList(p.arg_modes)
-  const inputs: Array<{ name: string, type: string, variadic: boolean }> = []
+  const typeSchemas = strList(p.arg_type_schemas)
+  const typeNames = strList(p.arg_type_names)
+  const inputs: Array<{ name: string, type: string, typeRef?: QualifiedName, variadic: boolean }> = []
   types.forEach((type, i) => {
     const mode = modes[i] ?? 'i'
-    if (mode === 'i' || mode === 'b' || mode === 'v') inputs.push({ name: names[i] ?? '', type, variadic: mode === 'v' })
+    const typeRef = typeSchemas[i] !== undefined && typeNames[i] !== undefined ? { schema: typeSchemas[i], name: typeNames[i] } : undefined
+    if (mode === 'i' || mode === 'b' || mode === 'v') inputs.push({ name: names[i] ?? '', type, ...(typeRef ? { typeRef } : {}), variadic: mode === 'v' })
   })
   const ndefaults = Number(p.nargdefaults ?? 0)
   const params: RoutineParam[] = inputs.map((x, i) => ({ ...x, hasDefault: i >= inputs.length - ndefaults }))

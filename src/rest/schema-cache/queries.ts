@@ -71,6 +71,10 @@ SELECT p.oid AS oid, n.nspname AS schema, p.proname AS name,
        p.pronargdefaults AS nargdefaults,
        COALESCE(p.proargnames, ARRAY[]::text[])::text[] AS arg_names,
        ARRAY(SELECT pg_catalog.format_type(x, NULL) FROM unnest(COALESCE(p.proallargtypes, p.proargtypes::oid[])) WITH ORDINALITY AS u(x, o) ORDER BY o) AS arg_types,
+       ARRAY(SELECT tn.nspname::text FROM unnest(COALESCE(p.proallargtypes, p.proargtypes::oid[])) WITH ORDINALITY AS u(x, o)
+             JOIN pg_catalog.pg_type tt ON tt.oid = u.x JOIN pg_catalog.pg_namespace tn ON tn.oid = tt.typnamespace ORDER BY o) AS arg_type_schemas,
+       ARRAY(SELECT tt.typname::text FROM unnest(COALESCE(p.proallargtypes, p.proargtypes::oid[])) WITH ORDINALITY AS u(x, o)
+             JOIN pg_catalog.pg_type tt ON tt.oid = u.x ORDER BY o) AS arg_type_names,
        COALESCE(p.proargmodes::text[], ARRAY[]::text[]) AS arg_modes,
        COALESCE(p.proconfig, ARRAY[]::text[]) AS config
 FROM pg_catalog.pg_proc p

@@ -74,6 +74,8 @@ export interface Relationship {
 export interface RoutineParam {
   readonly name: string
   readonly type: string
+  /** The type as `schema` + `typname` (`pg_catalog`, `_int4`): quotable, unlike `type` (issue 5 casts). */
+  readonly typeRef?: QualifiedName
   readonly hasDefault: boolean
   readonly variadic: boolean
 }
