@@ -7,8 +7,10 @@ import type { Command } from 'commander'
 import type { FastifyInstance } from 'fastify'
 import type { Config } from './config/index.js'
 import { createTenantStore, createTenantCache, tenantCacheOptions, type TenantStore, type TenantCache } from './tenants/index.js'
-import { buildGateway, installGracefulShutdown } from './gateway/index.js'
+import { buildGateway, installGracefulShutdown, createRefusalRewriter } from './gateway/index.js'
 import { buildAuthEngine } from './auth/index.js'
+import { buildRestEngine } from './rest/index.js'
+import { buildPanel } from './panel/index.js'
 import { ConfigError } from './shared/errors.js'
 import { pino } from 'pino'
 import path from 'node:path'
@@ -41,12 +43,21 @@ export interface PartDeps {
 export async function buildPart (name: PartName, deps: PartDeps): Promise<FastifyInstance> {
   const { config, tenants } = deps
   switch (name) {
-    case 'gateway':
-      return buildGateway({ config, tenants, ready: () => true })
+    case 'gateway': {
+      const logger = pino(loggerOptions(config.log))
+      const rewriteError = createRefusalRewriter({ config, logger })
+      const app = buildGateway({ config, tenants, logger, rewriteError, ready: () => true })
+      app.addHook('onClose', async () => { await rewriteError.close() })
+      return app
+    }
+    case 'rest': {
+      // Its pools and LISTEN connections end with app.close().
+      return buildRestEngine({ config, tenants, logger: pino(loggerOptions(config.log)) })
+    }
     case 'auth':
       return buildAuthEngine({ config, tenants, logger: pino(loggerOptions(config.log)) })
-    default:
-      throw new ConfigError(`part ${name} is not available in this build`)
+    case 'panel':
+      return buildPanel({ config, tenants, store: deps.store, logger: pino(loggerOptions(config.log)) })
   }
 }
 
