@@ -98,7 +98,7 @@ function renderOpExpr (expr: Sql, e: OpExpr): Sql {
 
 type CountHook = (child: ReadNode, notNull: boolean) => Sql
 
-function renderCondition (q: Qualifier, c: Condition, countHook?: CountHook): Sql {
+export function renderCondition (q: Qualifier, c: Condition, countHook?: CountHook): Sql {
   switch (c.kind) {
     case 'filter':
       return renderOpExpr(renderField(q, c.field), c.opExpr)
@@ -125,11 +125,11 @@ function renderOrderTerm (q: Qualifier, o: PlannedOrder): Sql {
   return sql`${expr}${dir}${nulls}`
 }
 
-function renderOrder (q: Qualifier, order: readonly PlannedOrder[]): Sql {
+export function renderOrder (q: Qualifier, order: readonly PlannedOrder[]): Sql {
   return order.length === 0 ? empty : sql` ORDER BY ${join(order.map((o) => renderOrderTerm(q, o)))}`
 }
 
-function renderRange (r: { offset: number, limit: number | null }): Sql {
+export function renderRange (r: { offset: number, limit: number | null }): Sql {
   const limit = r.limit === null ? empty : sql` LIMIT ${param(r.limit)}`
   const offset = r.offset === 0 ? empty : sql` OFFSET ${param(r.offset)}`
   return sql`${limit}${offset}`
@@ -188,8 +188,12 @@ function childJoin (c: ReadNode): Sql {
   return sql` ${kind} JOIN LATERAL ( SELECT json_agg(${agg})::jsonb AS ${agg} FROM ( ${sub} ) AS ${agg} ) AS ${agg} ON ${on}`
 }
 
-/** One node as a SELECT (the root, or an embed's lateral subquery). */
-export function renderNode (n: ReadNode, range: { offset: number, limit: number | null } = n.range): Sql {
+/**
+ * One node as a SELECT (the root, or an embed's lateral subquery). `from` replaces the
+ * root's FROM item (issue 5: `"pgrst_source" AS "<alias>"` for write representations and
+ * RPC results).
+ */
+export function renderNode (n: ReadNode, range: { offset: number, limit: number | null } = n.range, from?: Sql): Sql {
   const q = nodeQualifier(n)
   const own = n.select.length === 0 && n.children.length === 0
     ? [column(q, '*')]
@@ -199,7 +203,7 @@ export function renderNode (n: ReadNode, range: { offset: number, limit: number 
   const joins = join(n.children.map(childJoin), empty)
   const conds = [...n.where.map((c) => renderCondition(q, c)), ...n.joinConditions.map(renderJoinCondition)]
   const where = conds.length === 0 ? empty : sql` WHERE ${join(conds, sql` AND `)}`
-  return sql`SELECT ${join(selects)} FROM ${fromClause(n)}${joins}${where}${renderOrder(q, n.order)}${renderRange(range)}`
+  return sql`SELECT ${join(selects)} FROM ${from ?? fromClause(n)}${joins}${where}${renderOrder(q, n.order)}${renderRange(range)}`
 }
 
 /**
