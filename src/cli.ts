@@ -9,6 +9,7 @@ import { loadConfig, dumpConfig } from './config/index.js'
 import { ConfigError, GatehouseError } from './shared/errors.js'
 import { registerTenantStoreCommands } from './tenants/commands.js'
 import { registerPlatformCommands } from './platform/commands.js'
+import { registerPanelCommands } from './panel/commands.js'
 import { registerServeCommands, registerDevCommands } from './serve.js'
 
 export function buildCli (): Command {
@@ -21,6 +22,7 @@ export function buildCli (): Command {
   const tenants = program.command('tenants').description('manage tenant databases and their records')
   registerTenantStoreCommands(tenants, config)
   registerPlatformCommands(tenants, config)
+  registerPanelCommands(tenants, config)
 
   registerServeCommands(program, config)
   registerDevCommands(program)
