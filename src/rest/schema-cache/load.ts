@@ -175,7 +175,7 @@ export function buildSchemaCache (rows: CatalogRows, schemas: readonly string[],
   const standsFor = (baseOid: number, cols: readonly string[]): Stand[] => {
     const out: Stand[] = []
     const base = tableByOid.get(baseOid)
-    if (base && !base.isView) out.push({ qn: base, isView: false, map: new Map(cols.map((c) => [c, c])) })
+    if (base && !base.isView) out.push({ qn: { schema: base.schema, name: base.name }, isView: false, map: new Map(cols.map((c) => [c, c])) })
     for (const v of exposedViews) {
       const vb = viewBase.get(v.oid)
       if (!vb) continue
@@ -185,7 +185,7 @@ export function buildSchemaCache (rows: CatalogRows, schemas: readonly string[],
           if (b.oid === baseOid && b.col === c) { map.set(c, vcol); break }
         }
       }
-      if (map.size === cols.length) out.push({ qn: v, isView: true, map })
+      if (map.size === cols.length) out.push({ qn: { schema: v.schema, name: v.name }, isView: true, map })
     }
     return out
   }
