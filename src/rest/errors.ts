@@ -28,6 +28,8 @@ export const PutMatchingPkError = defineError('PGRST105', 405, () => "Filters mu
 export const InvalidSchemaError = defineError('PGRST106', 406, (schema: string) => `Invalid schema: ${schema}`)
 export const MediaTypeError = defineError('PGRST107', 406, (types: string) => `None of these media types are available: ${types}`)
 export const NotEmbeddedError = defineError('PGRST108', 400, (name: string) => `'${name}' is not an embedded resource in this request`)
+/** PostgREST v12's limited update/delete (kept by issue 5): `limit` on PATCH/DELETE needs an `order`. */
+export const LimitNoOrderError = defineError('PGRST109', 400, () => "A 'limit' was applied without an explicit 'order'")
 export const ResponseHeadersGucError = defineError('PGRST111', 500,
   () => 'response.headers guc must be a JSON array composed of objects with a single key and a string value')
 export const ResponseStatusGucError = defineError('PGRST112', 500, () => 'response.status guc must be a valid status code')
@@ -84,7 +86,7 @@ export const UnexpectedError = defineError('unexpected_failure', 500, () => 'une
 
 export type RestErrorCode =
   | 'PGRST000' | 'PGRST002' | 'PGRST003'
-  | 'PGRST100' | 'PGRST101' | 'PGRST102' | 'PGRST103' | 'PGRST105' | 'PGRST106' | 'PGRST107' | 'PGRST108'
+  | 'PGRST100' | 'PGRST101' | 'PGRST102' | 'PGRST103' | 'PGRST105' | 'PGRST106' | 'PGRST107' | 'PGRST108' | 'PGRST109'
   | 'PGRST111' | 'PGRST112' | 'PGRST114' | 'PGRST115' | 'PGRST116' | 'PGRST117' | 'PGRST118' | 'PGRST121'
   | 'PGRST122' | 'PGRST123' | 'PGRST124' | 'PGRST125' | 'PGRST126' | 'PGRST127' | 'PGRST128'
   | 'PGRST200' | 'PGRST201' | 'PGRST202' | 'PGRST203' | 'PGRST204' | 'PGRST205'
