@@ -2,7 +2,7 @@
 // tenant secrets, signing, and verification with the algorithm pinned and exp required.
 // Callers translate jose errors into their own protocol's errors (see describeJwtError).
 import { SignJWT, jwtVerify, errors as joseErrors, type JWTPayload, type JWTVerifyOptions } from 'jose'
-import { createHash } from 'node:crypto'
+import { createHash, createHmac } from 'node:crypto'
 
 const keyCache = new Map<string, Uint8Array>()
 
@@ -36,6 +36,23 @@ export async function signHS256 (claims: JWTPayload, opts: SignOptions): Promise
   if (opts.audience) jwt = jwt.setAudience(opts.audience)
   if (opts.subject) jwt = jwt.setSubject(opts.subject)
   return jwt.sign(hmacKey(opts.secret))
+}
+
+/**
+ * The same token as signHS256, signed synchronously with node:crypto (no WebCrypto job
+ * round trip): for hot paths such as the auth engine's refresh grant. Claims layout:
+ * the given claims, then iat, exp, iss, aud, sub (as jose's builder adds them).
+ */
+export function signHS256Sync (claims: JWTPayload, opts: SignOptions): string {
+  const iat = opts.now ?? Math.floor(Date.now() / 1000)
+  const header: { alg: 'HS256', typ: 'JWT', kid?: string } = { alg: 'HS256', typ: 'JWT' }
+  if (opts.kid) header.kid = opts.kid
+  const payload: JWTPayload = { ...claims, iat, exp: iat + opts.expiresInSeconds }
+  if (opts.issuer) payload.iss = opts.issuer
+  if (opts.audience) payload.aud = opts.audience
+  if (opts.subject) payload.sub = opts.subject
+  const input = Buffer.from(JSON.stringify(header)).toString('base64url') + '.' + Buffer.from(JSON.stringify(payload)).toString('base64url')
+  return input + '.' + createHmac('sha256', hmacKey(opts.secret)).update(input).digest('base64url')
 }
 
 export interface VerifyOptions {
