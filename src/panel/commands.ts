@@ -13,7 +13,7 @@ const out = (text: string): void => { process.stdout.write(text.endsWith('\n') ?
 
 /** A refused CLI operation (printed as one line by cli.ts). */
 class CheckError extends GatehouseError {
-  constructor (message: string) { super('check_failed', 1, message) }
+  constructor (message: string) { super('check_failed', 400, message) }
 }
 
 export function registerPanelCommands (tenants: Command, config: () => Config): void {
