@@ -3,7 +3,7 @@
 // (session row + AMR claim + first refresh token + last_sign_in_at). Rotation of refresh
 // tokens lives in grants/refresh-token.ts.
 import type { Queryable } from '../shared/pg.js'
-import { signHS256 } from '../shared/jwt.js'
+import { signHS256Sync } from '../shared/jwt.js'
 import { audit, type AuditAction } from './models/audit-log.js'
 import { insertRefreshToken } from './models/refresh-tokens.js'
 import { addAmrClaim, insertSession } from './models/sessions.js'
@@ -40,7 +40,7 @@ export function accessTokenClaims (ctx: TenantContext, u: UserWithIdentities, se
 export async function tokenResponse (ctx: TenantContext, u: UserWithIdentities, session: { id: string, refreshToken: string, amr: AmrEntry[] }): Promise<AccessTokenResponse> {
   const iat = Math.floor(ctx.now().getTime() / 1000)
   const expiresIn = ctx.tenant.jwt.expiry
-  const accessToken = await signHS256(accessTokenClaims(ctx, u, session.id, session.amr), {
+  const accessToken = signHS256Sync(accessTokenClaims(ctx, u, session.id, session.amr), {
     secret: ctx.tenant.jwt.secret,
     expiresInSeconds: expiresIn,
     issuer: ctx.issuer,

@@ -13,7 +13,7 @@ import {
 import type { Body } from '../http.js'
 import {
   activeTokenOfSession, deleteRefreshToken, loadRefreshContext, lockTokenAndSession, revokeSessionTokens,
-  rotateRefreshToken, touchSession
+  rotateLiveToken, rotateRefreshToken, touchSession
 } from '../models/refresh-tokens.js'
 import { isUserBanned } from '../models/users.js'
 import { tokenResponse } from '../tokens.js'
@@ -28,6 +28,12 @@ export async function refreshTokenGrant (ctx: TenantContext, _req: FastifyReques
   const presented = b.refresh_token
   if (presented === undefined || presented === null || presented === '') throw new OAuthError('invalid_request', 'refresh_token required')
   assertRefreshTokenShape(presented)
+  // The common case in one statement; anything unusual falls through to the loop below.
+  const hot = await rotateLiveToken(ctx.db, presented, ctx.now())
+  if (hot) {
+    const c = hot.context
+    return tokenResponse(ctx, { user: c.user!, identities: c.identities }, { id: c.token.session_id!, refreshToken: hot.newToken, amr: c.amr })
+  }
   const giveUpAt = Date.now() + LOCK_WAIT_MS
 
   for (;;) {

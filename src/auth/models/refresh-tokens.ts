@@ -51,23 +51,31 @@ interface ContextRow extends UserRow {
 }
 
 export async function loadRefreshContext (q: Queryable, token: string): Promise<RefreshContext | null> {
-  const r = await q.query<ContextRow>(
-    `SELECT rt.id AS rt_id, rt.token AS rt_token, rt.user_id AS rt_user_id, rt.revoked AS rt_revoked, rt.parent AS rt_parent,
+  const r = await q.query<ContextRow>({
+    name: 'gatehouse_auth_load_refresh_context',
+    text: `SELECT rt.id AS rt_id, rt.token AS rt_token, rt.user_id AS rt_user_id, rt.revoked AS rt_revoked, rt.parent AS rt_parent,
             rt.session_id AS rt_session_id, rt.updated_at AS rt_updated_at, s.id AS s_id, s.not_after AS s_not_after,
-            ${USER_SELECT},
-            (SELECT json_agg(json_build_object('id', i.id, 'provider_id', i.provider_id, 'user_id', i.user_id,
-                    'identity_data', i.identity_data, 'provider', i.provider, 'last_sign_in_at', i.last_sign_in_at,
-                    'created_at', i.created_at, 'updated_at', i.updated_at, 'email', i.email) ORDER BY i.created_at, i.id)
-               FROM auth.identities i WHERE i.user_id = u.id) AS identities_json,
-            (SELECT json_agg(json_build_object('method', a.authentication_method,
-                    'timestamp', floor(extract(epoch FROM a.updated_at))::bigint) ORDER BY a.updated_at DESC)
-               FROM auth.mfa_amr_claims a WHERE a.session_id = s.id) AS amr_json
+            ${USER_SELECT}, ${IDENTITIES_JSON} AS identities_json, ${AMR_JSON('s.id')} AS amr_json
        FROM auth.refresh_tokens rt
        LEFT JOIN auth.sessions s ON s.id = rt.session_id
        LEFT JOIN auth.users u ON u.id = rt.user_id::uuid
-      WHERE rt.token = $1`, [token])
+      WHERE rt.token = $1`,
+    values: [token]
+  })
   const row = r.rows[0]
-  if (!row) return null
+  return row ? toContext(row) : null
+}
+
+const IDENTITIES_JSON = `(SELECT json_agg(json_build_object('id', i.id, 'provider_id', i.provider_id, 'user_id', i.user_id,
+    'identity_data', i.identity_data, 'provider', i.provider, 'last_sign_in_at', i.last_sign_in_at,
+    'created_at', i.created_at, 'updated_at', i.updated_at, 'email', i.email) ORDER BY i.created_at, i.id)
+  FROM auth.identities i WHERE i.user_id = u.id)`
+
+const AMR_JSON = (sessionId: string) => `(SELECT json_agg(json_build_object('method', a.authentication_method,
+    'timestamp', floor(extract(epoch FROM a.updated_at))::bigint) ORDER BY a.updated_at DESC)
+  FROM auth.mfa_amr_claims a WHERE a.session_id = ${sessionId})`
+
+function toContext (row: ContextRow): RefreshContext {
   const date = (v: string | null) => (v ? new Date(v) : null)
   return {
     token: { id: row.rt_id, token: row.rt_token, user_id: row.rt_user_id, revoked: row.rt_revoked, parent: row.rt_parent, session_id: row.rt_session_id, updated_at: row.rt_updated_at },
@@ -80,8 +88,53 @@ export async function loadRefreshContext (q: Queryable, token: string): Promise<
 }
 
 function pickUser (row: ContextRow): UserRow {
-  const { rt_id: _a, rt_token: _b, rt_user_id: _c, rt_revoked: _d, rt_parent: _e, rt_session_id: _f, rt_updated_at: _g, s_id: _h, s_not_after: _i, identities_json: _j, amr_json: _k, ...user } = row
+  const { rt_id: _a, rt_token: _b, rt_user_id: _c, rt_revoked: _d, rt_parent: _e, rt_session_id: _f, rt_updated_at: _g, s_id: _h, s_not_after: _i, identities_json: _j, amr_json: _k, ...user } = row as ContextRow & { new_token?: string }
+  delete (user as { new_token?: string }).new_token
   return user
+}
+
+/**
+ * The hot path of the refresh grant in one prepared statement: when the presented token is
+ * live, its user exists and is not banned, and its session exists and has not passed
+ * not_after, the token is locked (SKIP LOCKED), revoked, its child inserted, the session
+ * touched, and the user, identities and AMR read back. Null in every other case (unknown,
+ * locked by a concurrent refresh, revoked, banned, no session): the caller then takes the
+ * slow path, which tells these cases apart.
+ */
+export async function rotateLiveToken (q: Queryable, token: string, now: Date): Promise<{ newToken: string, context: RefreshContext } | null> {
+  const r = await q.query<ContextRow & { new_token: string }>({
+    name: 'gatehouse_auth_rotate_live_token',
+    text: `WITH cur AS (
+        SELECT rt.id, rt.token, rt.user_id, rt.session_id, rt.updated_at
+          FROM auth.refresh_tokens rt
+          JOIN auth.sessions s ON s.id = rt.session_id
+          JOIN auth.users u ON u.id = rt.user_id::uuid
+         WHERE rt.token = $1 AND rt.revoked = false
+           AND (u.banned_until IS NULL OR u.banned_until <= $2)
+           AND (s.not_after IS NULL OR s.not_after >= $2)
+           FOR UPDATE OF rt SKIP LOCKED
+     ), rev AS (
+        UPDATE auth.refresh_tokens t SET revoked = true, updated_at = $2 FROM cur WHERE t.id = cur.id RETURNING t.id
+     ), ins AS (
+        INSERT INTO auth.refresh_tokens (instance_id, token, user_id, revoked, created_at, updated_at, parent, session_id)
+        SELECT $4, $3, cur.user_id, false, $2, $2, cur.token, cur.session_id FROM cur JOIN rev ON rev.id = cur.id
+        RETURNING token, user_id, session_id
+     ), sess AS (
+        UPDATE auth.sessions s SET refreshed_at = ($2::timestamptz AT TIME ZONE 'UTC'), updated_at = $2
+          FROM ins WHERE s.id = ins.session_id RETURNING s.id, s.not_after
+     )
+     SELECT ins.token AS new_token, cur.id AS rt_id, cur.token AS rt_token, cur.user_id AS rt_user_id, false AS rt_revoked,
+            NULL::text AS rt_parent, cur.session_id AS rt_session_id, cur.updated_at AS rt_updated_at,
+            sess.id AS s_id, sess.not_after AS s_not_after, ${USER_SELECT},
+            ${IDENTITIES_JSON} AS identities_json, ${AMR_JSON('sess.id')} AS amr_json
+       FROM ins CROSS JOIN cur
+       JOIN sess ON sess.id = ins.session_id
+       JOIN auth.users u ON u.id = ins.user_id::uuid`,
+    values: [token, now, generateRefreshToken(), NIL_UUID]
+  })
+  const row = r.rows[0]
+  if (!row) return null
+  return { newToken: row.new_token, context: toContext(row) }
 }
 
 export type RotateOutcome =
