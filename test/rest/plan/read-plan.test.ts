@@ -40,7 +40,7 @@ fk('employees_boss_id_fkey', 'employees', ['boss_id'], 'employees', ['id'])
 const cache: SchemaCache = buildSchemaCache({ relations, columns, constraints, views: new Map(), attnames: [], routines: [] }, ['public'], 1)
 
 function plan (path: string, query: string, headers: Record<string, string> = {}): ReadPlan {
-  return planRequest(parseApiRequest({ method: 'GET', path, query, headers, body: null }, { schemas: ['public'] }), cache, { maxRows: null })
+  return planRequest(parseApiRequest({ method: 'GET', path, query, headers, body: null }, { schemas: ['public'] }), cache, { maxRows: null }) as ReadPlan
 }
 function failure (fn: () => unknown): { code: string, status: number, message: string, details: unknown, hint: unknown, wire: Record<string, unknown> } {
   try { fn() } catch (err) {
@@ -135,7 +135,7 @@ t.test('scoped parameters land on their node; legacy table names reach aliased e
 
 t.test('implicit limits: the gateway default and max rows', async (t) => {
   const planned = (query: string, headers: Record<string, string> = {}, maxRows: number | null = null) =>
-    planRequest(parseApiRequest({ method: 'GET', path: '/books', query, headers, body: null }, { schemas: ['public'] }), cache, { maxRows })
+    planRequest(parseApiRequest({ method: 'GET', path: '/books', query, headers, body: null }, { schemas: ['public'] }), cache, { maxRows }) as ReadPlan
   t.same([planned('limit=1000', { 'x-gatehouse-default-limit': '1000' }).implicitLimit], [1000], 'gateway default limit')
   t.same([planned('limit=10').implicitLimit], [null], "the caller's limit")
   t.same([planned('limit=1000', { 'x-gatehouse-default-limit': '1000', range: '0-9' }).implicitLimit], [null], "the caller's Range is smaller")

@@ -5,7 +5,7 @@ import { createTestTenant, withClient, asRole } from '../../helpers/tenants.js'
 import { FIXTURE_SQL } from '../fixture.js'
 import { loadSchemaCache, type SchemaCache } from '../../../src/rest/schema-cache/index.js'
 import { parseApiRequest } from '../../../src/rest/api-request/index.js'
-import { planRequest } from '../../../src/rest/plan/index.js'
+import { planRequest, type ReadPlan } from '../../../src/rest/plan/index.js'
 import { renderRead, type ReadStatements } from '../../../src/rest/query/index.js'
 
 const TAIL = "SELECT null::bigint AS total_result_set, pg_catalog.count(_postgrest_t) AS page_total, coalesce(json_agg(_postgrest_t), '[]')::text AS body, nullif(current_setting('response.headers', true), '') AS response_headers, nullif(current_setting('response.status', true), '') AS response_status FROM ( SELECT * FROM pgrst_source ) _postgrest_t"
@@ -19,7 +19,7 @@ t.test('read statements: text, values, then executed', async (t) => {
 
   const statements = (path: string, query: string, headers: Record<string, string> = {}, maxRows: number | null = null): ReadStatements => {
     const req = parseApiRequest({ method: 'GET', path, query, headers, body: null }, { schemas: ['public'] })
-    return renderRead(planRequest(req, cache, { maxRows }))
+    return renderRead(planRequest(req, cache, { maxRows }) as ReadPlan)
   }
   const run = (st: ReadStatements): Promise<Record<string, unknown>> =>
     asRole(restUrl, tt.tenant.roles.anon, async (c) => (await c.query(st.main.text, st.main.values as unknown[])).rows[0])
