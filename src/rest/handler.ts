@@ -11,10 +11,11 @@ import {
   EngineNotConfiguredError, SingularityError, TableNotFoundError, fromPgError, isPgServerError
 } from './errors.js'
 import { executeCatalogQueries, executeTransaction, listen, type DbRow, type PoolManager } from './execute.js'
-import { planRequest, type ActionPlan, type ReadPlan } from './plan/index.js'
+import { planAction, type ActionPlan, type ReadPlan } from './plan/index.js'
 import { renderPreRequest, renderRead, type ReadStatements } from './query/index.js'
 import { plannedRows, shapeReadResponse, type ReadResult, type RestResponse } from './response/index.js'
 import type { CacheSource, SchemaCache, SchemaCacheStore } from './schema-cache/index.js'
+import { runCall, runMutate, runOpenApi, shapeInfo } from './handler-writes.js'
 
 export interface EngineSettings {
   statementTimeoutMs: number
@@ -33,7 +34,8 @@ export interface Engine {
 export interface CachedPlan {
   req: ApiRequest
   plan: ActionPlan
-  statements: ReadStatements
+  /** Reads only (other plans render at run time). */
+  statements: ReadStatements | null
 }
 
 export function createPlanCache (max = 2_000): LRUCache<string, CachedPlan> {
@@ -74,7 +76,7 @@ function planKey (tenant: Tenant, cache: SchemaCache, raw: RawRequest): string {
 
 function isMiss (err: unknown): boolean {
   const code = (err as { code?: unknown })?.code
-  return code === 'PGRST205' || code === 'PGRST200'
+  return code === 'PGRST205' || code === 'PGRST200' || code === 'PGRST202'
 }
 
 function parseCookies (h: string | string[] | undefined): Record<string, string> {
@@ -104,16 +106,16 @@ async function prepare (engine: Engine, tenant: Tenant, raw: RawRequest): Promis
   const opts = { maxRows: tenant.rest.max_rows }
   let plan: ActionPlan
   try {
-    plan = planRequest(req, cache, opts)
+    plan = planAction(req, cache, opts)
   } catch (err) {
     // Created since the last load and the notification not seen yet? Reload once, retry.
     if (!isMiss(err)) throw err
     const fresh = await engine.schemaCaches.reloadOnMiss(key, tenant.rest.schemas, source)
     if (!fresh || fresh.version === cache.version) throw err
     cache = fresh
-    plan = planRequest(req, cache, opts)
+    plan = planAction(req, cache, opts)
   }
-  const prepared: CachedPlan = { req, plan, statements: renderRead(plan) }
+  const prepared: CachedPlan = { req, plan, statements: plan.kind === 'read' ? renderRead(plan) : null }
   if (cacheable) engine.plans.set(planKey(tenant, cache, raw), prepared)
   return prepared
 }
@@ -165,7 +167,16 @@ async function runPlan (engine: Engine, tenant: Tenant, caller: Caller, raw: Raw
   try {
     switch (p.plan.kind) {
       case 'read':
-        return await runRead(engine, tenant, caller, raw, p.req, p.plan, p.statements)
+        return await runRead(engine, tenant, caller, raw, p.req, p.plan, p.statements ?? renderRead(p.plan))
+      // Issue 5 (handler-writes.ts): writes, RPC, OPTIONS, the OpenAPI root.
+      case 'mutate':
+        return await runMutate({ engine, tenant, caller, raw, req: p.req }, p.plan)
+      case 'call':
+        return await runCall({ engine, tenant, caller, raw, req: p.req }, p.plan)
+      case 'info':
+        return shapeInfo(p.plan)
+      case 'openapi':
+        return await runOpenApi({ engine, tenant, caller, raw, req: p.req }, p.plan)
     }
   } catch (err) {
     if (isPgServerError(err)) throw fromPgError(err, caller.isAnon)

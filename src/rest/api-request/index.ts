@@ -15,6 +15,7 @@ export { parseQueryParams, parseSelect, parseOrder, parseFilterValue, parseLogic
 export { parsePreferences } from './preferences.js'
 export { parseAccept, parseMediaType, showMediaType } from './media-type.js'
 export { parseRangeHeader, intersectRanges, capRange, rangeOf, ALL_ROWS } from './range.js'
+export { parseWritePayload, parseCallPayload, parseCsv, parseForm, type RowsPayload, type CallPayload } from './payload.js'
 
 /** What the HTTP layer hands over: everything below the tenant's base URL. */
 export interface RawRequest {

@@ -1,17 +1,24 @@
 // ApiRequest + SchemaCache -> ActionPlan (PostgREST's Plan.hs). Pure: knows the schema
 // cache but not SQL. Issue 4 plans reads; the other action kinds are routed here and
 // answered "not implemented" until issue 5 adds mutate-plan.ts, call-plan.ts, ...
-import { NotImplementedError } from '../errors.js'
+import { InvalidPreferencesError, NotImplementedError } from '../errors.js'
 import type { ApiRequest } from '../api-request/types.js'
 import type { SchemaCache } from '../schema-cache/types.js'
 import { negotiateRead } from './negotiate.js'
 import { planReadTree } from './read-plan.js'
 import type { ActionPlan, ReadPlan } from './types.js'
+import { planMutate } from './mutate-plan.js'
+import { planCall } from './call-plan.js'
+import { planInfo, planOpenApi } from './info-plan.js'
 
 export type * from './types.js'
 export { negotiateRead } from './negotiate.js'
 export { planReadTree, findTable, topRange } from './read-plan.js'
 export { findRelationship, relationshipMatches, describeRelationship } from './relationships.js'
+export { planMutate, type MutatePlan, type InsertSpec, type UpdateSpec, type DeleteSpec, type InsertGroup, type LimitedWrite, type ReturnPreference } from './mutate-plan.js'
+export { planCall, findRoutine, type CallPlan, type CallArgs, type CallShape } from './call-plan.js'
+export { planInfo, planOpenApi, type InfoPlan, type OpenApiPlan, type ForeignKeyNote } from './info-plan.js'
+export { rebaseRoot, rootColumns } from './rebase.js'
 
 export interface PlanOptions {
   /** Tenant max_rows (rest.max_rows), null = none. */
@@ -36,17 +43,36 @@ export function planRead (req: ApiRequest, relation: string, headersOnly: boolea
   }
 }
 
-/** The plan of any request; throws the PGRST error of the first problem found. */
-export function planRequest (req: ApiRequest, cache: SchemaCache, opts: PlanOptions): ActionPlan {
+/** Matches PostgREST: with handling=strict, any preference it does not know is an error (PGRST122). */
+function checkPreferences (req: ApiRequest): void {
+  const p = req.preferences
+  if (p.handling === 'strict' && p.invalid.length > 0) {
+    throw new InvalidPreferencesError({ details: `Invalid preferences: ${p.invalid.join(', ')}` })
+  }
+}
+
+/** The plan of a read (GET/HEAD on a table); other actions go through planAction. */
+export function planRequest (req: ApiRequest, cache: SchemaCache, opts: PlanOptions): ReadPlan {
   const a = req.action
+  checkPreferences(req)
+  if (a.kind !== 'read') throw new NotImplementedError({ details: `planRequest plans reads; ${a.kind} goes through planAction.` })
+  return planRead(req, a.relation, a.headersOnly, cache, opts)
+}
+
+/** The plan of any request (issue 5); throws the PGRST error of the first problem found. */
+export function planAction (req: ApiRequest, cache: SchemaCache, opts: PlanOptions): ActionPlan {
+  const a = req.action
+  checkPreferences(req)
   switch (a.kind) {
     case 'read':
       return planRead(req, a.relation, a.headersOnly, cache, opts)
     case 'mutate':
+      return planMutate(req, a.relation, a.mutation, cache)
     case 'call':
+      return planCall(req, a.routine, a.invoke, cache, { maxRows: opts.maxRows, allowTxOverride: true })
     case 'info':
+      return planInfo(req, a.resource, cache)
     case 'openapi':
-      // Issue 5: writes, RPC, OPTIONS and the OpenAPI root.
-      throw new NotImplementedError({ details: `The ${a.kind} action is not available yet.` })
+      return planOpenApi(req, a.headersOnly, cache)
   }
 }

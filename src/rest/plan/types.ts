@@ -3,6 +3,9 @@
 // `call`, `info` and `openapi` plans are added beside it (issue 5). Types only.
 import type { JsonOperation, OpExpr, OrderDirection, OrderNulls, RowRange } from '../api-request/types.js'
 import type { QualifiedName, Relationship, Table } from '../schema-cache/types.js'
+import type { MutatePlan } from './mutate-plan.js'
+import type { CallPlan } from './call-plan.js'
+import type { InfoPlan, OpenApiPlan } from './info-plan.js'
 
 /** How a column reference is qualified in SQL: a schema-qualified table or an alias. */
 export type Qualifier =
@@ -103,4 +106,4 @@ export interface ReadPlan {
  * Every plan the handler can execute. Issue 5 adds `mutate`, `call`, `info`, `openapi`
  * members here (with their render functions in query/ and shapes in response/).
  */
-export type ActionPlan = ReadPlan
+export type ActionPlan = ReadPlan | MutatePlan | CallPlan | InfoPlan | OpenApiPlan

@@ -1,0 +1,206 @@
+// The OpenAPI root (`GET /`, spec/rest.md §5.4): a Swagger 2.0 document of the tables,
+// views and functions of the request's schema that the caller's role can use (PostgREST's
+// follow-privileges mode), shaped as PostgREST's Response/OpenAPI.hs shapes it: paths,
+// definitions with PK/FK notes and COMMENT descriptions, and the shared parameters. Pure.
+import type { ForeignKeyNote, OpenApiPlan } from './plan/info-plan.js'
+import type { Column, Routine, Table } from './schema-cache/types.js'
+
+/** What the caller's role may do, by OID (from the privilege query). */
+export interface OpenApiPrivileges {
+  usage: boolean
+  tables: ReadonlyMap<number, { select: boolean, insert: boolean, update: boolean, delete: boolean }>
+  routines: ReadonlyMap<number, boolean>
+}
+
+/** Parses the row of renderOpenApiPrivileges. */
+export function parseOpenApiPrivileges (row: Record<string, unknown>): OpenApiPrivileges {
+  const tables = new Map<number, { select: boolean, insert: boolean, update: boolean, delete: boolean }>()
+  for (const [oid, s, i, u, d] of JSON.parse(String(row.tables ?? '[]')) as Array<[number, boolean | null, boolean | null, boolean | null, boolean | null]>) {
+    tables.set(Number(oid), { select: s === true, insert: i === true, update: u === true, delete: d === true })
+  }
+  const routines = new Map<number, boolean>()
+  for (const [oid, x] of JSON.parse(String(row.routines ?? '[]')) as Array<[number, boolean | null]>) routines.set(Number(oid), x === true)
+  return { usage: row.usage === true, tables, routines }
+}
+
+export interface OpenApiServer {
+  host: string
+  basePath: string
+  scheme: 'http' | 'https'
+}
+
+type Json = Record<string, unknown>
+
+const MEDIA = ['application/json', 'application/vnd.pgrst.object+json;nulls=stripped', 'application/vnd.pgrst.object+json', 'text/csv']
+
+const INTEGER = new Set(['smallint', 'integer', 'bigint', 'int2', 'int4', 'int8'])
+const NUMBER = new Set(['numeric', 'real', 'double precision', 'float4', 'float8', 'decimal'])
+
+/** `character varying(20)` -> `character varying`; `numeric(6,2)` -> `numeric`. */
+function nominal (type: string): string {
+  return type.replace(/\([^)]*\)/g, '').trim()
+}
+
+/** Swagger `type`/`format`/`items` of a Postgres type (PostgREST's toSwaggerType). */
+function swaggerType (pgType: string): Json {
+  const t = nominal(pgType)
+  if (t.endsWith('[]')) return { type: 'array', format: t, items: swaggerType(t.slice(0, -2)) }
+  const out: Json = { format: t }
+  if (INTEGER.has(t)) out.type = 'integer'
+  else if (NUMBER.has(t)) out.type = 'number'
+  else if (t === 'boolean') out.type = 'boolean'
+  else if (t !== 'json' && t !== 'jsonb') out.type = 'string'
+  const len = /^character(?: varying)?\((\d+)\)$/.exec(pgType.trim())
+  if (len) out.maxLength = Number(len[1])
+  return out
+}
+
+function columnSchema (table: Table, c: Column, fks: readonly ForeignKeyNote[]): Json {
+  const notes: string[] = []
+  if (table.pk.includes(c.name)) notes.push('This is a Primary Key.<pk/>')
+  for (const fk of fks.filter((f) => f.column === c.name)) {
+    notes.push(`This is a Foreign Key to \`${fk.foreignTable}.${fk.foreignColumn}\`.<fk table='${fk.foreignTable}' column='${fk.foreignColumn}'/>`)
+  }
+  const out: Json = swaggerType(c.type)
+  const description = [c.description, notes.length > 0 ? 'Note:\n' + notes.join('\n') : null].filter((x) => x !== null).join('\n\n')
+  if (description !== '') out.description = description
+  return out
+}
+
+function definition (table: Table, fks: readonly ForeignKeyNote[]): Json {
+  const properties: Json = {}
+  for (const c of table.columns) properties[c.name] = columnSchema(table, c, fks)
+  const required = table.columns.filter((c) => !c.nullable && c.default === null && !c.generated).map((c) => c.name)
+  const out: Json = { type: 'object', properties }
+  if (required.length > 0) out.required = required
+  if (table.description !== null) out.description = table.description
+  return out
+}
+
+const ref = (name: string): Json => ({ $ref: `#/parameters/${name}` })
+
+function tablePath (table: Table, may: { select: boolean, insert: boolean, update: boolean, delete: boolean }): Json {
+  const filters = table.columns.map((c) => ref(`rowFilter.${table.name}.${c.name}`))
+  const tags = [table.name]
+  const summary = table.description?.split('\n')[0]
+  const common = (o: Json): Json => (summary ? { ...o, summary, tags } : { ...o, tags })
+  const out: Json = {}
+  if (may.select) {
+    out.get = common({
+      parameters: [...filters, ref('select'), ref('order'), ref('range'), ref('rangeUnit'), ref('offset'), ref('limit'), ref('preferCount')],
+      responses: {
+        200: { description: 'OK', schema: { type: 'array', items: { $ref: `#/definitions/${table.name}` } } },
+        206: { description: 'Partial Content' }
+      }
+    })
+  }
+  if (may.insert && table.insertable) {
+    out.post = common({ parameters: [ref(`body.${table.name}`), ref('select'), ref('preferPost')], responses: { 201: { description: 'Created' } } })
+  }
+  if (may.delete && table.deletable) {
+    out.delete = common({ parameters: [...filters, ref('preferReturn')], responses: { 204: { description: 'No Content' } } })
+  }
+  if (may.update && table.updatable) {
+    out.patch = common({ parameters: [...filters, ref(`body.${table.name}`), ref('preferReturn')], responses: { 204: { description: 'No Content' } } })
+  }
+  return out
+}
+
+function routinePath (r: Routine): Json {
+  const tags = [`(rpc) ${r.name}`]
+  const summary = r.description?.split('\n')[0]
+  const named = r.params.filter((p) => p.name !== '')
+  const properties: Json = {}
+  for (const p of named) properties[p.name] = swaggerType(p.type)
+  const required = named.filter((p) => !p.hasDefault).map((p) => p.name)
+  const body: Json = { type: 'object', properties }
+  if (required.length > 0) body.required = required
+  const common = (o: Json): Json => (summary ? { ...o, summary, tags } : { ...o, tags })
+  const out: Json = {
+    post: common({
+      parameters: [{ in: 'body', name: 'args', required: true, schema: body }, ref('preferParams')],
+      responses: { 200: { description: 'OK' } }
+    })
+  }
+  if (r.volatility !== 'volatile') {
+    out.get = common({
+      parameters: named.map((p) => ({ in: 'query', name: p.name, required: !p.hasDefault, ...swaggerType(p.type) })),
+      responses: { 200: { description: 'OK' } }
+    })
+  }
+  return out
+}
+
+function sharedParameters (tables: readonly Table[]): Json {
+  const prefer = (values: string[]): Json => ({ name: 'Prefer', description: 'Preference', required: false, in: 'header', type: 'string', enum: values })
+  const out: Json = {
+    preferParams: prefer(['params=single-object']),
+    preferReturn: prefer(['return=representation', 'return=minimal', 'return=none']),
+    preferCount: prefer(['count=none']),
+    preferPost: prefer(['return=representation', 'return=minimal', 'return=none', 'resolution=ignore-duplicates', 'resolution=merge-duplicates']),
+    select: { name: 'select', description: 'Filtering Columns', required: false, in: 'query', type: 'string' },
+    on_conflict: { name: 'on_conflict', description: 'On Conflict', required: false, in: 'query', type: 'string' },
+    order: { name: 'order', description: 'Ordering', required: false, in: 'query', type: 'string' },
+    range: { name: 'Range', description: 'Limiting and Pagination', required: false, in: 'header', type: 'string' },
+    rangeUnit: { name: 'Range-Unit', description: 'Limiting and Pagination', required: false, default: 'items', in: 'header', type: 'string' },
+    offset: { name: 'offset', description: 'Limiting and Pagination', required: false, in: 'query', type: 'string' },
+    limit: { name: 'limit', description: 'Limiting and Pagination', required: false, in: 'query', type: 'string' }
+  }
+  for (const t of tables) {
+    out[`body.${t.name}`] = { name: t.name, description: t.name, required: false, in: 'body', schema: { $ref: `#/definitions/${t.name}` } }
+    for (const c of t.columns) {
+      out[`rowFilter.${t.name}.${c.name}`] = { name: c.name, required: false, in: 'query', type: 'string', format: nominal(c.type) }
+    }
+  }
+  return out
+}
+
+/** The Swagger 2.0 document as JSON text. */
+export function buildOpenApi (plan: OpenApiPlan, may: OpenApiPrivileges, server: OpenApiServer): string {
+  const tables = may.usage
+    ? plan.tables.filter((t) => {
+      const p = may.tables.get(t.oid)
+      return p !== undefined && (p.select || p.insert || p.update || p.delete)
+    })
+    : []
+  const routines = may.usage ? plan.routines.filter((r) => may.routines.get(r.oid) === true) : []
+  const paths: Json = {
+    '/': {
+      get: {
+        tags: ['Introspection'],
+        summary: 'OpenAPI description (this document)',
+        produces: ['application/openapi+json', 'application/json'],
+        responses: { 200: { description: 'OK' } }
+      }
+    }
+  }
+  const definitions: Json = {}
+  for (const t of tables) {
+    const p = tablePath(t, may.tables.get(t.oid) ?? { select: false, insert: false, update: false, delete: false })
+    if (Object.keys(p).length > 0) paths[`/${t.name}`] = p
+    definitions[t.name] = definition(t, plan.foreignKeys.get(t.name) ?? [])
+  }
+  // Overloads share a path; the first (lowest OID) describes it, as PostgREST's output does.
+  for (const r of routines) {
+    const key = `/rpc/${r.name}`
+    if (!(key in paths)) paths[key] = routinePath(r)
+  }
+  const doc = {
+    swagger: '2.0',
+    info: {
+      title: 'Gatehouse REST',
+      description: `Tables, views and functions of schema "${plan.schema}" that the calling role can use.`,
+      version: '14'
+    },
+    host: server.host,
+    basePath: server.basePath,
+    schemes: [server.scheme],
+    consumes: MEDIA,
+    produces: MEDIA,
+    paths,
+    definitions,
+    parameters: sharedParameters(tables),
+    externalDocs: { description: 'PostgREST Documentation', url: 'https://postgrest.org/en/v14/references/api.html' }
+  }
+  return JSON.stringify(doc)
+}

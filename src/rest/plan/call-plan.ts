@@ -1,0 +1,252 @@
+// ApiRequest + SchemaCache -> CallPlan (PostgREST's call plan, spec/rest.md §4): overload
+// resolution by argument names (PGRST202 / PGRST203), the single unnamed json/jsonb/text/
+// xml/bytea parameter, arguments from the query string or the body, GET only on STABLE
+// and IMMUTABLE functions, the result's shape, and the read tree over its rows (filters,
+// order, limit, embeds of a returned table). Pure.
+import {
+  AmbiguousFunctionError, FunctionNotFoundError, MaxAffectedRpcError, MediaTypeError, RpcMethodError
+} from '../errors.js'
+import { parseCallPayload, type CallPayload } from '../api-request/payload.js'
+import { showMediaType } from '../api-request/media-type.js'
+import type { ApiRequest } from '../api-request/types.js'
+import { qnKey, type Column, type Routine, type RoutineParam, type SchemaCache, type Table } from '../schema-cache/types.js'
+import { negotiateRead } from './negotiate.js'
+import { planReadTree } from './read-plan.js'
+import { rebaseRoot } from './rebase.js'
+import type { MediaHandler, ReadNode } from './types.js'
+
+export type CallShape = 'scalar' | 'setof-scalar' | 'composite' | 'setof-composite' | 'void'
+
+export type CallArgs =
+  | { readonly kind: 'none' }
+  /** A JSON object body: `json_to_record($1) AS _(<params>)`, passed by name. */
+  | { readonly kind: 'json', readonly json: string, readonly params: readonly RoutineParam[] }
+  /** Query string or form fields: each value cast to its parameter's type (a variadic one as an array literal). */
+  | { readonly kind: 'text', readonly values: ReadonlyArray<{ readonly param: RoutineParam, readonly value: string }> }
+  /** The whole body as the single unnamed parameter. */
+  | { readonly kind: 'single', readonly param: RoutineParam, readonly value: string | Buffer }
+
+export interface CallPlan {
+  readonly kind: 'call'
+  readonly routine: Routine
+  readonly args: CallArgs
+  readonly shape: CallShape
+  /** READ ONLY transaction: GET/HEAD, or a STABLE/IMMUTABLE function. */
+  readonly readOnly: boolean
+  /** The rows of the result as a read tree (filters, order, range, embeds), root aliased `alias`. */
+  readonly tree: ReadNode
+  /** The result's alias: the returned table's name, or the function's. */
+  readonly alias: string
+  /** Scalar results: the column holding the value (the function's name). */
+  readonly scalarColumn: string
+  readonly media: MediaHandler
+  readonly count: 'exact' | 'planned' | 'estimated' | null
+  readonly singular: boolean
+  /** HEAD: no body. */
+  readonly headersOnly: boolean
+  /** A limit or offset applies (the count needs its own query). */
+  readonly ranged: boolean
+  readonly maxAffected: number | null
+  readonly rollback: boolean
+}
+
+const UNNAMED_FALLBACK: Record<string, readonly string[]> = {
+  'application/json': ['json', 'jsonb'],
+  'text/plain': ['text'],
+  'text/xml': ['xml'],
+  'application/octet-stream': ['bytea']
+}
+
+function fallbackMime (payload: CallPayload | null): string | null {
+  if (payload === null) return null
+  if (payload.kind === 'raw') return payload.mime
+  if (payload.kind === 'json-args' || payload.kind === 'json-other') return 'application/json'
+  return null
+}
+
+function baseTypeName (p: RoutineParam): string {
+  return p.typeRef?.name ?? p.type
+}
+
+function signature (r: Routine): string {
+  return `${r.schema}.${r.name}(${r.params.map((p) => `${p.name} => ${p.type}`).join(', ')})`
+}
+
+/** Whether the named arguments `keys` fit `r` (spec §4.2). */
+function matches (r: Routine, keys: ReadonlySet<string>, rawPost: boolean): boolean {
+  if (r.params.length === 0) return keys.size === 0 && !rawPost
+  if (rawPost) return false
+  for (const p of r.params) if (!p.hasDefault && !keys.has(p.name)) return false
+  for (const k of keys) if (!r.params.some((p) => p.name === k && p.name !== '')) return false
+  return true
+}
+
+function isFallback (r: Routine, mime: string | null): boolean {
+  if (mime === null || r.params.length !== 1 || r.params[0].name !== '') return false
+  return (UNNAMED_FALLBACK[mime] ?? []).includes(baseTypeName(r.params[0]))
+}
+
+/** PostgREST's overload resolution; throws PGRST202 / PGRST203. */
+export function findRoutine (cache: SchemaCache, schema: string, name: string, keys: readonly string[], payload: CallPayload | null): { routine: Routine, fallback: boolean } {
+  const candidates = cache.routines.get(qnKey(schema, name)) ?? []
+  const keySet = new Set(keys)
+  const rawPost = payload?.kind === 'raw' || payload?.kind === 'json-other'
+  const mime = fallbackMime(payload)
+  const found = candidates.filter((r) => matches(r, keySet, rawPost))
+  const fallbacks = candidates.filter((r) => isFallback(r, mime))
+  if (found.length === 1) return { routine: found[0], fallback: false }
+  if (found.length === 0 && fallbacks.length === 1) return { routine: fallbacks[0], fallback: true }
+  const several = found.length > 1 ? found : fallbacks.length > 1 ? fallbacks : null
+  if (several !== null) {
+    throw new AmbiguousFunctionError(several.map(signature).join(', '), {
+      hint: 'Try renaming the parameters or the function itself in the database so function overloading can be resolved'
+    })
+  }
+  const qn = `${schema}.${name}`
+  const sorted = [...keySet].sort()
+  const jsonPost = mime === 'application/json'
+  let message: string
+  let searched: string
+  if (payload?.kind === 'raw') {
+    const t = UNNAMED_FALLBACK[payload.mime]?.[0] ?? 'text'
+    message = qn
+    searched = ` with a single unnamed ${t} parameter`
+  } else {
+    message = sorted.length === 0 ? `${qn} without parameters` : `${qn}(${sorted.join(', ')})`
+    searched = (sorted.length === 0 ? ' without parameters' : ` with parameters ${sorted.join(', ')}`) +
+      (jsonPost ? ' or with a single unnamed json/jsonb parameter' : '')
+  }
+  const other = candidates[0]
+  throw new FunctionNotFoundError(message, {
+    details: `Searched for the function ${qn}${searched}, but no matches were found in the schema cache.`,
+    hint: other ? `Perhaps you meant to call the function ${qn}(${other.params.map((p) => p.name).join(', ')})` : null
+  })
+}
+
+function shapeOf (r: Routine): CallShape {
+  if (r.returnKind === 'void') return 'void'
+  if (r.returnKind === 'scalar') return r.returnsSet ? 'setof-scalar' : 'scalar'
+  return r.returnsSet ? 'setof-composite' : 'composite'
+}
+
+function args (routine: Routine, fallback: boolean, payload: CallPayload | null, getArgs: ReadonlyArray<readonly [string, string]>): CallArgs {
+  if (fallback && payload !== null) {
+    const param = routine.params[0]
+    if (payload.kind === 'raw') return { kind: 'single', param, value: payload.mime === 'application/octet-stream' ? payload.bytes : payload.bytes.toString('utf8') }
+    if (payload.kind === 'json-args' || payload.kind === 'json-other') return { kind: 'single', param, value: payload.json }
+  }
+  const byName = (n: string): RoutineParam | undefined => routine.params.find((p) => p.name === n)
+  const textArgs = (list: ReadonlyArray<readonly [string, readonly string[]]>): CallArgs => {
+    const values: Array<{ param: RoutineParam, value: string }> = []
+    for (const [k, vs] of list) {
+      const param = byName(k)
+      if (!param) continue
+      // A repeated name fills a variadic parameter (spec §4.1); otherwise the first value counts.
+      values.push({ param, value: param.variadic ? arrayLiteralOf(vs) : vs[0] })
+    }
+    return values.length === 0 ? { kind: 'none' } : { kind: 'text', values }
+  }
+  if (payload === null) {
+    const grouped = new Map<string, string[]>()
+    for (const [k, v] of getArgs) {
+      const list = grouped.get(k)
+      if (list) list.push(v)
+      else grouped.set(k, [v])
+    }
+    return textArgs([...grouped])
+  }
+  if (payload.kind === 'text-args') return textArgs(payload.args)
+  if (payload.kind === 'json-args') {
+    const params = payload.keys.map(byName).filter((p): p is RoutineParam => p !== undefined)
+    return params.length === 0 ? { kind: 'none' } : { kind: 'json', json: payload.json, params }
+  }
+  return { kind: 'none' }
+}
+
+/** `{"a","b"}`: a Postgres array literal of text values. */
+function arrayLiteralOf (values: readonly string[]): string {
+  return '{' + values.map((v) => '"' + v.replace(/\\/g, '\\\\').replace(/"/g, '\\"') + '"').join(',') + '}'
+}
+
+/** A stand-in table for results that are not a cached relation (scalars, RETURNS TABLE, OUT params). */
+function resultTable (routine: Routine, scalar: boolean): Table {
+  const columns: Column[] = scalar
+    ? [{ name: routine.name, type: routine.returnType, baseType: routine.returnType, nullable: true, default: null, generated: false, description: null }]
+    : []
+  return {
+    oid: 0,
+    schema: routine.schema,
+    name: routine.name,
+    kind: 'table',
+    isView: false,
+    columns,
+    columnsByName: new Map(columns.map((c) => [c.name, c])),
+    pk: [],
+    insertable: false,
+    updatable: false,
+    deletable: false,
+    description: null
+  }
+}
+
+export interface CallPlanOptions {
+  maxRows: number | null
+  allowTxOverride: boolean
+}
+
+/** Plans `GET|HEAD|POST /rpc/<name>`. */
+export function planCall (req: ApiRequest, name: string, invoke: 'get' | 'head' | 'post', cache: SchemaCache, opts: CallPlanOptions): CallPlan {
+  const media = negotiateRead(req.accept)
+  const payload = invoke === 'post' ? parseCallPayload(req.body, req.contentType, req.query.columns) : null
+  const keys = payload === null
+    ? [...new Set(req.query.rpcArgs.map(([k]) => k))]
+    : payload.kind === 'json-args' ? payload.keys : payload.kind === 'text-args' ? payload.args.map(([k]) => k) : []
+  const { routine, fallback } = findRoutine(cache, req.schema, name, keys, payload)
+
+  if (invoke !== 'post' && routine.volatility === 'volatile') {
+    // Issue 5: GET and HEAD call only functions that cannot write (STABLE, IMMUTABLE).
+    throw new RpcMethodError(req.method, {
+      details: `The function ${routine.schema}.${routine.name} is VOLATILE: call it with POST. Only STABLE and IMMUTABLE functions can be called with ${req.method}.`,
+      hint: null
+    })
+  }
+  const shape = shapeOf(routine)
+  const scalar = shape === 'scalar' || shape === 'setof-scalar' || shape === 'void'
+  if (media.kind === 'csv' && scalar) throw new MediaTypeError(req.accept.map(showMediaType).join(', '))
+  const strict = req.preferences.handling === 'strict'
+  const maxAffected = strict ? req.preferences.maxAffected : null
+  if (maxAffected !== null && shape !== 'setof-scalar' && shape !== 'setof-composite') throw new MaxAffectedRpcError()
+
+  // The rows of the result as a read tree: a cached table's (with its relationships), or a stand-in.
+  const rel = !scalar && routine.returnRelation !== null ? cache.tables.get(qnKey(routine.returnRelation.schema, routine.returnRelation.name)) : undefined
+  let tree: ReadNode
+  let alias: string
+  const readReq: ApiRequest = scalar ? { ...req, query: { ...req.query, select: [] } } : req
+  if (rel) {
+    tree = planReadTree({ ...readReq, schema: rel.schema }, rel.name, cache, { maxRows: opts.maxRows }).tree
+    alias = rel.name
+  } else {
+    const table = resultTable(routine, scalar)
+    const standIn: SchemaCache = { ...cache, tables: new Map([[qnKey(table.schema, table.name), table]]), relationships: new Map() }
+    tree = planReadTree({ ...readReq, schema: routine.schema }, routine.name, standIn, { maxRows: opts.maxRows }).tree
+    alias = routine.name
+  }
+  const ranged = tree.range.limit !== null || tree.range.offset > 0
+  return {
+    kind: 'call',
+    routine,
+    args: args(routine, fallback, payload, req.query.rpcArgs),
+    shape,
+    readOnly: invoke !== 'post' || routine.volatility !== 'volatile',
+    tree: rebaseRoot(tree, alias),
+    alias,
+    scalarColumn: routine.name,
+    media,
+    count: req.preferences.count,
+    singular: media.kind === 'singular',
+    headersOnly: invoke === 'head',
+    ranged,
+    maxAffected,
+    rollback: opts.allowTxOverride && req.preferences.tx === 'rollback'
+  }
+}

@@ -1,0 +1,79 @@
+// Plans of OPTIONS and of the root (spec/rest.md §1.1, §5.4): the Allow list of a table,
+// function or the root, and the OpenAPI document's negotiation. Pure.
+import { FunctionNotFoundError, MediaTypeError } from '../errors.js'
+import { showMediaType } from '../api-request/media-type.js'
+import type { ApiRequest, Resource } from '../api-request/types.js'
+import { qnKey, type Routine, type SchemaCache, type Table } from '../schema-cache/types.js'
+import { findTable } from './read-plan.js'
+
+export interface InfoPlan {
+  readonly kind: 'info'
+  /** The Allow header. */
+  readonly allow: string
+}
+
+/** A foreign key column of a table, for the OpenAPI column notes. */
+export interface ForeignKeyNote {
+  readonly column: string
+  readonly foreignTable: string
+  readonly foreignColumn: string
+}
+
+export interface OpenApiPlan {
+  readonly kind: 'openapi'
+  readonly headersOnly: boolean
+  readonly schema: string
+  /** Tables and views of the schema (the caller's privileges filter them at run time). */
+  readonly tables: readonly Table[]
+  readonly routines: readonly Routine[]
+  /** Table name -> its many-to-one foreign key columns. */
+  readonly foreignKeys: ReadonlyMap<string, readonly ForeignKeyNote[]>
+}
+
+/** OPTIONS: the methods a resource takes (from the table's flags, not from grants). */
+export function planInfo (req: ApiRequest, resource: Resource, cache: SchemaCache): InfoPlan {
+  switch (resource.kind) {
+    case 'schema':
+      return { kind: 'info', allow: 'OPTIONS,GET,HEAD' }
+    case 'relation': {
+      const t = findTable(cache, req.schema, resource.name)
+      const methods = ['OPTIONS', 'GET', 'HEAD']
+      if (t.insertable) methods.push('POST')
+      if (t.insertable && t.updatable && t.pk.length > 0) methods.push('PUT')
+      if (t.updatable) methods.push('PATCH')
+      if (t.deletable) methods.push('DELETE')
+      return { kind: 'info', allow: methods.join(',') }
+    }
+    case 'routine': {
+      const list = cache.routines.get(qnKey(req.schema, resource.name)) ?? []
+      if (list.length === 0) {
+        const qn = `${req.schema}.${resource.name}`
+        throw new FunctionNotFoundError(qn, {
+          details: `Searched for the function ${qn}, but no matches were found in the schema cache.`,
+          hint: null
+        })
+      }
+      const readable = list.some((r) => r.volatility !== 'volatile')
+      return { kind: 'info', allow: readable ? 'OPTIONS,GET,HEAD,POST' : 'OPTIONS,POST' }
+    }
+  }
+}
+
+/** GET / : Accept must allow the OpenAPI document (PGRST107 otherwise). */
+export function planOpenApi (req: ApiRequest, headersOnly: boolean, cache: SchemaCache): OpenApiPlan {
+  const ok = req.accept.some((m) => m.type === '*/*' || m.type === 'application/*' || m.type === 'application/json' || m.type === 'application/openapi+json')
+  if (!ok) throw new MediaTypeError(req.accept.map(showMediaType).join(', '))
+  const tables = [...cache.tables.values()].filter((t) => t.schema === req.schema).sort((a, b) => a.name < b.name ? -1 : a.name > b.name ? 1 : 0)
+  const routines = [...cache.routines.values()].flat().filter((r) => r.schema === req.schema).sort((a, b) => a.name < b.name ? -1 : a.name > b.name ? 1 : a.oid - b.oid)
+  const foreignKeys = new Map<string, ForeignKeyNote[]>()
+  for (const t of tables) {
+    const notes: ForeignKeyNote[] = []
+    for (const rel of cache.relationships.get(qnKey(t.schema, t.name)) ?? []) {
+      const c = rel.cardinality
+      if (c.kind !== 'm2o' && !(c.kind === 'o2o' && !c.isParent)) continue
+      for (const [col, fcol] of c.columns) notes.push({ column: col, foreignTable: rel.foreignTable.name, foreignColumn: fcol })
+    }
+    foreignKeys.set(t.name, notes)
+  }
+  return { kind: 'openapi', headersOnly, schema: req.schema, tables, routines, foreignKeys }
+}

@@ -1,0 +1,245 @@
+// ApiRequest + SchemaCache -> MutatePlan (PostgREST's mutate plan, spec/rest.md §3): the
+// payload checked against the table's columns (PGRST204), upsert resolution and
+// on_conflict, PUT's primary-key rules (PGRST105/114/115), PATCH/DELETE filters with
+// limit+order, max-affected, and the read tree of the representation. Pure.
+import {
+  ColumnNotFoundError, InvalidBodyError, LimitNoOrderError, NotImplementedError, PutLimitError, PutMatchingPkError
+} from '../errors.js'
+import { ALL_ROWS } from '../api-request/range.js'
+import { parseWritePayload, type RowsPayload } from '../api-request/payload.js'
+import type { ApiRequest, Mutation, RowRange } from '../api-request/types.js'
+import type { SchemaCache, Table } from '../schema-cache/types.js'
+import { negotiateRead } from './negotiate.js'
+import { planReadTree } from './read-plan.js'
+import { rebaseRoot, rootColumns } from './rebase.js'
+import type { Condition, MediaHandler, PlannedOrder, ReadNode } from './types.js'
+
+export type ReturnPreference = 'minimal' | 'headers-only' | 'representation'
+
+/** Rows of an array body that carry the same keys, inserted by one INSERT (missing=default). */
+export interface InsertGroup {
+  /** The group's columns: the listed columns its rows carry. */
+  readonly columns: readonly string[]
+  /** 1-based positions of the group's rows in the body array. */
+  readonly rows: readonly number[]
+}
+
+export interface InsertSpec {
+  readonly kind: 'insert'
+  readonly payload: RowsPayload
+  /** The INSERT column list (sorted keys or `columns=`). */
+  readonly columns: readonly string[]
+  /** Several INSERTs, one per key set (`columns=` + `missing=default` + array body). */
+  readonly groups: readonly InsertGroup[] | null
+  /** ON CONFLICT: the conflict columns, DO UPDATE SET (merge) or DO NOTHING (ignore). */
+  readonly onConflict: { readonly columns: readonly string[], readonly action: 'merge' | 'ignore' } | null
+  /** PUT: the primary key values of the URL, checked against the body's. */
+  readonly putKey: ReadonlyArray<readonly [string, string]> | null
+  /** Count real inserts (merge-duplicates, PUT): 201 when a row was inserted, 200 otherwise. */
+  readonly countInserts: boolean
+  /** `resolution=` took effect (echoed in Preference-Applied). */
+  readonly resolutionApplied: boolean
+}
+
+/** PATCH/DELETE `limit`/`offset` with `order`: only the first rows of the ordered match. */
+export interface LimitedWrite {
+  readonly order: readonly PlannedOrder[]
+  readonly range: RowRange
+  /** How a row is named: its ctid (tables) or its primary key (views). */
+  readonly key: 'ctid' | readonly string[]
+}
+
+export interface UpdateSpec {
+  readonly kind: 'update'
+  readonly payload: RowsPayload
+  /** SET list: from the body, or DEFAULT (`missing=default` for a listed column the body lacks). */
+  readonly set: ReadonlyArray<{ readonly column: string, readonly value: 'body' | 'default' }>
+  readonly where: readonly Condition[]
+  readonly limited: LimitedWrite | null
+}
+
+export interface DeleteSpec {
+  readonly kind: 'delete'
+  readonly where: readonly Condition[]
+  readonly limited: LimitedWrite | null
+}
+
+export interface MutatePlan {
+  readonly kind: 'mutate'
+  readonly mutation: Mutation
+  readonly table: Table
+  readonly spec: InsertSpec | UpdateSpec | DeleteSpec
+  /** What comes back: PUT/PATCH/DELETE treat headers-only as minimal. */
+  readonly returning: ReturnPreference
+  /** RETURNING columns of the representation; null = every column. */
+  readonly returnColumns: readonly string[] | null
+  /** The representation: select + embeds over the written rows, root aliased `alias`. */
+  readonly tree: ReadNode
+  readonly alias: string
+  readonly media: MediaHandler
+  readonly count: 'exact' | 'planned' | 'estimated' | null
+  /** Accept: vnd.pgrst.object: exactly one row must be affected (PGRST116, rollback). */
+  readonly singular: boolean
+  /** Prefer: max-affected with handling=strict (PATCH, DELETE). */
+  readonly maxAffected: number | null
+  /** Prefer: tx=rollback. */
+  readonly rollback: boolean
+}
+
+function checkColumns (table: Table, names: readonly string[]): void {
+  for (const c of names) {
+    if (!table.columnsByName.has(c)) throw new ColumnNotFoundError(c, table.name)
+  }
+}
+
+/** Groups the rows of an array body by the listed columns each carries (missing=default). */
+function groupRows (payload: RowsPayload, columns: readonly string[]): InsertGroup[] {
+  const groups = new Map<string, { columns: string[], rows: number[] }>()
+  payload.rows.forEach((row, i) => {
+    const cols = columns.filter((c) => Object.prototype.hasOwnProperty.call(row, c))
+    const key = JSON.stringify(cols)
+    const g = groups.get(key)
+    if (g) g.rows.push(i + 1)
+    else groups.set(key, { columns: cols, rows: [i + 1] })
+  })
+  return [...groups.values()]
+}
+
+/** PUT: filters must be exactly the primary key, each a plain `eq` (spec §3.4). */
+function putKey (req: ApiRequest, table: Table): Array<readonly [string, string]> {
+  const q = req.query
+  if (q.ranges.some((r) => r.path.length === 0 && (r.limit !== null || r.offset !== null))) throw new PutLimitError()
+  const root = q.filters.filter((f) => f.path.length === 0)
+  const bad = (): Error => new PutMatchingPkError()
+  if (table.pk.length === 0 || q.logic.some((l) => l.path.length === 0) || root.length !== table.pk.length) throw bad()
+  const out: Array<readonly [string, string]> = []
+  for (const col of table.pk) {
+    const f = root.find((x) => x.filter.field.name === col && x.filter.field.jsonPath.length === 0)
+    const op = f?.filter.opExpr
+    if (!f || !op || op.negated || op.operation.kind !== 'quant' || op.operation.op !== 'eq' || op.operation.quantifier !== null) throw bad()
+    out.push([col, op.operation.value])
+  }
+  return out
+}
+
+function limitedWrite (req: ApiRequest, table: Table, root: ReadNode): LimitedWrite | null {
+  const r = root.range
+  if (r.limit === null && r.offset === 0) return null
+  // Matches PostgREST v12's limited update/delete: an order is required.
+  if (root.order.length === 0) throw new LimitNoOrderError({ hint: "Apply an 'order' using unique column(s)" })
+  if (root.order.some((o) => o.kind !== 'field')) {
+    throw new NotImplementedError({ details: 'Related orders are not implemented for limited updates and deletes.' })
+  }
+  let key: LimitedWrite['key'] = 'ctid'
+  if (table.isView || table.kind === 'foreign-table') {
+    if (table.pk.length === 0) throw new NotImplementedError({ details: `A limited ${req.method} on '${table.name}' needs a primary key.` })
+    key = table.pk
+  }
+  return { order: root.order, range: r, key }
+}
+
+function rootWhere (root: ReadNode): Condition[] {
+  const walk = (c: Condition): void => {
+    if (c.kind === 'null-embed') {
+      throw new NotImplementedError({ details: 'Filters on embedded resources cannot select the rows of a write.' })
+    }
+    if (c.kind === 'logic') c.children.forEach(walk)
+  }
+  root.where.forEach(walk)
+  return [...root.where]
+}
+
+export interface MutatePlanOptions {
+  /** Prefer: tx is honoured (else ignored). */
+  allowTxOverride: boolean
+}
+
+/** Plans POST / PATCH / PUT / DELETE on `relation`. */
+export function planMutate (req: ApiRequest, relation: string, mutation: Mutation, cache: SchemaCache, opts: MutatePlanOptions = { allowTxOverride: true }): MutatePlan {
+  const media = negotiateRead(req.accept)
+  const prefs = req.preferences
+  // The write's filters, order and range come from the root of the request's read tree;
+  // the representation is the same tree without them (embeds keep theirs).
+  const readReq: ApiRequest = mutation === 'insert' || mutation === 'single-upsert'
+    ? { ...req, query: { ...req.query, filters: req.query.filters.filter((f) => f.path.length > 0), logic: req.query.logic.filter((l) => l.path.length > 0) } }
+    : req
+  const { table, tree } = planReadTree({ ...readReq, range: mutation === 'update' || mutation === 'delete' ? req.range : ALL_ROWS, rangeHeader: null, defaultLimit: null }, relation, cache, { maxRows: null })
+
+  let returning: ReturnPreference = prefs.return ?? 'minimal'
+  if (returning === 'headers-only' && mutation !== 'insert') returning = 'minimal'
+
+  const columns = req.query.columns
+  let spec: InsertSpec | UpdateSpec | DeleteSpec
+  switch (mutation) {
+    case 'insert':
+    case 'single-upsert': {
+      const payload = parseWritePayload(req.body, req.contentType, columns)
+      checkColumns(table, payload.keys)
+      const missingDefault = prefs.missing === 'default' && columns !== null
+      let key: Array<readonly [string, string]> | null = null
+      let onConflict: InsertSpec['onConflict'] = null
+      let resolutionApplied = false
+      if (mutation === 'single-upsert') {
+        key = putKey(req, table)
+        if (payload.isArray && payload.rows.length !== 1) throw new InvalidBodyError('PUT takes one object')
+        onConflict = { columns: table.pk, action: 'merge' }
+      } else if (prefs.resolution !== null) {
+        const target = req.query.onConflict ?? (table.pk.length > 0 ? table.pk : null)
+        // Matches PostgREST: no PK and no on_conflict = a plain insert, resolution not echoed.
+        if (target !== null) {
+          onConflict = { columns: target, action: prefs.resolution === 'merge-duplicates' ? 'merge' : 'ignore' }
+          resolutionApplied = true
+        }
+      }
+      const groups = missingDefault && payload.isArray ? groupRows(payload, payload.keys) : null
+      const insertColumns = missingDefault && !payload.isArray
+        ? payload.keys.filter((c) => payload.rows[0] !== undefined && Object.prototype.hasOwnProperty.call(payload.rows[0], c))
+        : payload.keys
+      spec = {
+        kind: 'insert',
+        payload,
+        columns: insertColumns,
+        groups,
+        onConflict,
+        putKey: key,
+        countInserts: mutation === 'single-upsert' || onConflict?.action === 'merge',
+        resolutionApplied
+      }
+      break
+    }
+    case 'update': {
+      const payload = parseWritePayload(req.body, req.contentType, columns)
+      if (payload.isArray && payload.rows.length > 1) throw new InvalidBodyError('PATCH takes one object')
+      checkColumns(table, payload.keys)
+      const row = payload.rows[0] ?? {}
+      const set: UpdateSpec['set'] = payload.keys.map((c) => ({
+        column: c,
+        value: prefs.missing === 'default' && columns !== null && !Object.prototype.hasOwnProperty.call(row, c) ? 'default' : 'body'
+      }))
+      spec = { kind: 'update', payload, set, where: rootWhere(tree), limited: limitedWrite(req, table, tree) }
+      break
+    }
+    case 'delete':
+      spec = { kind: 'delete', where: rootWhere(tree), limited: limitedWrite(req, table, tree) }
+      break
+  }
+
+  const bare: ReadNode = { ...tree, where: [], order: [], range: ALL_ROWS }
+  const returnColumns = returning === 'representation' ? rootColumns(bare) : returning === 'headers-only' ? [...table.pk] : []
+  const strict = prefs.handling === 'strict'
+  return {
+    kind: 'mutate',
+    mutation,
+    table,
+    spec,
+    returning,
+    returnColumns,
+    tree: rebaseRoot(bare, table.name),
+    alias: table.name,
+    media,
+    count: prefs.count,
+    singular: media.kind === 'singular',
+    maxAffected: strict && (mutation === 'update' || mutation === 'delete') ? prefs.maxAffected : null,
+    rollback: opts.allowTxOverride && prefs.tx === 'rollback'
+  }
+}

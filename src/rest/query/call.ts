@@ -1,0 +1,84 @@
+// CallPlan -> SQL (PostgREST's callPlanToQuery, spec/rest.md §8.6): the function called in
+// FROM with named arguments (a JSON body through json_to_record with the parameters' own
+// types, query/form values cast to them, or the single unnamed parameter), its rows as
+// `pgrst_source`, then the read tree over them (filters, order, range, embeds) and one row
+// with page_total and the body Postgres builds. Pure.
+import type { CallPlan } from '../plan/call-plan.js'
+import type { RoutineParam } from '../schema-cache/types.js'
+import { renderRowsBody } from './mutate.js'
+import { renderNode } from './read.js'
+import { empty, ident, join, param, qualified, render, sql, typeName, type Sql, type Statement } from './sql.js'
+
+const ALL = { offset: 0, limit: null }
+
+/** A parameter's type for a cast or a column definition: `"pg_catalog"."int4"`. */
+export function paramType (p: RoutineParam): Sql {
+  return p.typeRef !== undefined ? qualified(p.typeRef.schema, p.typeRef.name) : typeName(p.type)
+}
+
+function named (p: RoutineParam, value: Sql): Sql {
+  return p.variadic ? sql`VARIADIC ${ident(p.name)} := ${value}` : sql`${ident(p.name)} := ${value}`
+}
+
+/** The FROM list that calls the function as `pgrst_call`. */
+function callFrom (plan: CallPlan): Sql {
+  const r = plan.routine
+  const fn = qualified(r.schema, r.name)
+  const scalar = plan.shape === 'scalar' || plan.shape === 'setof-scalar'
+  const as = scalar ? sql` AS pgrst_call(${ident(plan.scalarColumn)})` : sql` AS pgrst_call`
+  const a = plan.args
+  switch (a.kind) {
+    case 'none':
+      return sql`${fn}()${as}`
+    case 'single': {
+      const p = a.param
+      const v = Buffer.isBuffer(a.value) ? sql`${param(a.value)}::bytea` : sql`CAST(${param(a.value)} AS ${paramType(p)})`
+      return sql`${fn}(${v})${as}`
+    }
+    case 'text':
+      return sql`${fn}(${join(a.values.map(({ param: p, value }) => named(p, sql`CAST(${param(value)} AS ${paramType(p)})`)))})${as}`
+    case 'json': {
+      const defs = join(a.params.map((p) => sql`${ident(p.name)} ${paramType(p)}`))
+      const args = join(a.params.map((p) => named(p, sql`pgrst_body.${ident(p.name)}`)))
+      return sql`json_to_record(${param(a.json)}::json) AS pgrst_body(${defs}), LATERAL ${fn}(${args})${as}`
+    }
+  }
+}
+
+function renderBody (plan: CallPlan): Sql {
+  if (plan.headersOnly || plan.shape === 'void') return sql`''::text`
+  const col = sql`_postgrest_t.${ident(plan.scalarColumn)}`
+  switch (plan.shape) {
+    case 'scalar':
+      return sql`coalesce((json_agg(${col})->0)::text, 'null')`
+    case 'setof-scalar':
+      return plan.singular
+        ? sql`coalesce((json_agg(${col})->0)::text, 'null')`
+        : sql`coalesce(json_agg(${col}), '[]')::text`
+    case 'composite':
+      return plan.media.kind === 'csv'
+        ? renderRowsBody(plan.media)
+        : plan.media.stripNulls
+          ? sql`coalesce(json_strip_nulls(json_agg(_postgrest_t)->0), 'null')::text`
+          : sql`coalesce(json_agg(_postgrest_t)->0, 'null')::text`
+    case 'setof-composite':
+      return renderRowsBody(plan.media)
+  }
+}
+
+/** The statement of an RPC call. */
+export function renderCall (plan: CallPlan): Statement {
+  const from = sql`pgrst_source AS ${ident(plan.alias)}`
+  const source = plan.shape === 'void'
+    ? sql`SELECT 1 FROM ${callFrom(plan)}`
+    : sql`SELECT pgrst_call.* FROM ${callFrom(plan)}`
+  const repr = plan.shape === 'void' ? sql`SELECT * FROM pgrst_source` : renderNode(plan.tree, plan.tree.range, from)
+  let total: Sql = sql`null::bigint`
+  if (plan.count !== null) {
+    total = plan.ranged
+      ? sql`(SELECT pg_catalog.count(*) FROM ( ${renderNode({ ...plan.tree, order: [] }, ALL, from)} ) pgrst_c)`
+      : sql`pg_catalog.count(_postgrest_t)`
+  }
+  const text = sql`WITH pgrst_source AS ( ${source} ), pgrst_repr AS ( ${repr} ) SELECT ${total} AS total_result_set, pg_catalog.count(_postgrest_t) AS page_total, ${renderBody(plan)} AS body, nullif(pg_catalog.current_setting('response.headers', true), '') AS response_headers, nullif(pg_catalog.current_setting('response.status', true), '') AS response_status FROM ( SELECT * FROM pgrst_repr ) _postgrest_t${empty}`
+  return render(text)
+}

@@ -1,0 +1,160 @@
+// MutatePlan -> SQL (PostgREST's mutatePlanToQuery, spec/rest.md §8.4-8.5): INSERT (with
+// ON CONFLICT, PUT's key check, the inserted-rows counter), UPDATE, DELETE as a
+// data-modifying CTE, then one row with page_total, the body (Postgres builds the JSON)
+// and the response.* settings. The body is one JSON parameter read with
+// json_populate_record[set] over the table's own row type. Pure.
+import type { MutatePlan, InsertSpec, LimitedWrite, ReturnPreference, UpdateSpec } from '../plan/mutate-plan.js'
+import type { MediaHandler, Qualifier } from '../plan/types.js'
+import { renderCondition, renderNode, renderOrder, renderRange } from './read.js'
+import { empty, ident, join, param, qualified, render, sql, type Sql, type Statement } from './sql.js'
+
+const ALL = { offset: 0, limit: null }
+
+/** The counter PostgREST keeps in a transaction setting: +1 per candidate row, -1 per conflict update. */
+const COUNT_UP = sql`pg_catalog.set_config('pgrst.inserted', (coalesce(nullif(pg_catalog.current_setting('pgrst.inserted', true), '')::int, 0) + 1)::text, true) <> '0'`
+const COUNT_DOWN = sql`pg_catalog.set_config('pgrst.inserted', (coalesce(nullif(pg_catalog.current_setting('pgrst.inserted', true), '')::int, 0) - 1)::text, true) <> '-1'`
+
+function returningClause (plan: MutatePlan, returning: ReturnPreference): Sql {
+  const t = qualified(plan.table.schema, plan.table.name)
+  // Matches PostgREST: minimal returns a constant, so Postgres applies no SELECT policy to the new rows.
+  if (returning === 'minimal') return sql` RETURNING 1`
+  const cols = returning === 'headers-only' ? plan.table.pk : plan.returnColumns
+  if (cols === null) return sql` RETURNING ${t}.*`
+  if (cols.length === 0) return sql` RETURNING 1`
+  return sql` RETURNING ${join(cols.map((c) => sql`${t}.${ident(c)}`))}`
+}
+
+function bodyColumns (cols: readonly string[]): Sql {
+  return cols.length === 0 ? empty : join(cols.map((c) => sql`pgrst_body.${ident(c)}`))
+}
+
+function conflictClause (spec: InsertSpec, setColumns: readonly string[]): Sql {
+  const oc = spec.onConflict
+  if (oc === null) return empty
+  const target = join(oc.columns.map((c) => ident(c)))
+  if (oc.action === 'ignore' || setColumns.length === 0) return sql` ON CONFLICT (${target}) DO NOTHING`
+  const set = join(setColumns.map((c) => sql`${ident(c)} = EXCLUDED.${ident(c)}`))
+  return spec.countInserts
+    ? sql` ON CONFLICT (${target}) DO UPDATE SET ${set} WHERE ${COUNT_DOWN}`
+    : sql` ON CONFLICT (${target}) DO UPDATE SET ${set}`
+}
+
+/** One INSERT over rows produced by `rows` (a FROM list ending in `pgrst_body`). */
+function insertStatement (plan: MutatePlan, spec: InsertSpec, columns: readonly string[], rows: Sql, returning: ReturnPreference): Sql {
+  const t = qualified(plan.table.schema, plan.table.name)
+  const conds: Sql[] = []
+  if (spec.countInserts) conds.push(COUNT_UP)
+  for (const [col, value] of spec.putKey ?? []) conds.push(sql`pgrst_body.${ident(col)} = ${param(value)}`)
+  const where = conds.length === 0 ? empty : sql` WHERE ${join(conds, sql` AND `)}`
+  const target = columns.length === 0 ? t : sql`${t} (${join(columns.map((c) => ident(c)))})`
+  // DO UPDATE sets every payload column: with missing=default, one the row lacks gets the
+  // DEFAULT that EXCLUDED holds for it (as PostgREST, which inserts DEFAULT there).
+  return sql`INSERT INTO ${target} SELECT ${bodyColumns(columns)} FROM ${rows}${where}${conflictClause(spec, spec.payload.keys)}${returningClause(plan, returning)}`
+}
+
+function renderInsert (plan: MutatePlan, spec: InsertSpec, returning: ReturnPreference): Sql {
+  const rowType = sql`NULL::${qualified(plan.table.schema, plan.table.name)}`
+  if (spec.groups === null) {
+    const fn = spec.payload.isArray ? sql`json_populate_recordset` : sql`json_populate_record`
+    const rows = sql`pgrst_payload, LATERAL ${fn}(${rowType}, pgrst_payload.json_data) AS pgrst_body`
+    return sql`pgrst_source AS ( ${insertStatement(plan, spec, spec.columns, rows, returning)} )`
+  }
+  // One INSERT per key set (columns= + missing=default): absent columns take their DEFAULT.
+  const ctes: Sql[] = []
+  const names: Sql[] = []
+  spec.groups.forEach((g, i) => {
+    const name = ident(`pgrst_g${i + 1}`)
+    // OFFSET 0 keeps the row filter below the counter (never counted for another group's rows).
+    const rows = sql`(SELECT pgrst_elem.value FROM pgrst_payload, json_array_elements(pgrst_payload.json_data) WITH ORDINALITY AS pgrst_elem(value, n) WHERE pgrst_elem.n = ANY(${param('{' + g.rows.join(',') + '}')}::bigint[]) OFFSET 0) AS pgrst_rows, LATERAL json_populate_record(${rowType}, pgrst_rows.value) AS pgrst_body`
+    ctes.push(sql`${name} AS ( ${insertStatement(plan, spec, g.columns, rows, returning)} )`)
+    names.push(sql`SELECT * FROM ${name}`)
+  })
+  const source = names.length === 0 ? sql`SELECT 1 WHERE false` : join(names, sql` UNION ALL `)
+  return sql`${join(ctes)}, pgrst_source AS ( ${source} )`
+}
+
+function limitedCondition (plan: MutatePlan, limited: LimitedWrite, where: Sql): Sql {
+  const t = qualified(plan.table.schema, plan.table.name)
+  const q: Qualifier = { kind: 'table', schema: plan.table.schema, name: plan.table.name }
+  const tail = sql`${where}${renderOrder(q, limited.order)}${renderRange(limited.range)}`
+  if (limited.key === 'ctid') return sql`${t}.ctid = ANY(ARRAY(SELECT ${t}.ctid FROM ${t}${tail}))`
+  const cols = join(limited.key.map((c) => sql`${t}.${ident(c)}`))
+  return sql`(${cols}) IN (SELECT ${cols} FROM ${t}${tail})`
+}
+
+function whereClause (plan: MutatePlan, spec: UpdateSpec | { where: UpdateSpec['where'], limited: LimitedWrite | null }): Sql {
+  const q: Qualifier = { kind: 'table', schema: plan.table.schema, name: plan.table.name }
+  const conds = spec.where.map((c) => renderCondition(q, c))
+  const where = conds.length === 0 ? empty : sql` WHERE ${join(conds, sql` AND `)}`
+  if (spec.limited === null) return where
+  return sql` WHERE ${limitedCondition(plan, spec.limited, where)}`
+}
+
+function renderUpdate (plan: MutatePlan, spec: UpdateSpec, returning: ReturnPreference): Sql {
+  const t = qualified(plan.table.schema, plan.table.name)
+  if (spec.set.length === 0) {
+    // Matches PostgREST: an empty body updates nothing (`WHERE false`).
+    const cols = returning === 'minimal' || plan.returnColumns?.length === 0
+      ? sql`1`
+      : plan.returnColumns === null ? sql`${t}.*` : join(plan.returnColumns.map((c) => sql`${t}.${ident(c)}`))
+    return sql`pgrst_source AS ( SELECT ${cols} FROM ${t} WHERE false )`
+  }
+  const set = join(spec.set.map((s) => s.value === 'default' ? sql`${ident(s.column)} = DEFAULT` : sql`${ident(s.column)} = pgrst_body.${ident(s.column)}`))
+  const fn = spec.payload.isArray ? sql`json_populate_recordset` : sql`json_populate_record`
+  const from = sql`pgrst_payload, LATERAL ${fn}(NULL::${t}, pgrst_payload.json_data) AS pgrst_body`
+  return sql`pgrst_source AS ( UPDATE ${t} SET ${set} FROM ${from}${whereClause(plan, spec)}${returningClause(plan, returning)} )`
+}
+
+function renderDelete (plan: MutatePlan, spec: MutatePlan['spec'] & { kind: 'delete' }, returning: ReturnPreference): Sql {
+  const t = qualified(plan.table.schema, plan.table.name)
+  return sql`pgrst_source AS ( DELETE FROM ${t}${whereClause(plan, spec)}${returningClause(plan, returning)} )`
+}
+
+/** The body expression over `_postgrest_t` (rows of `pgrst_repr` for CSV's header line). */
+export function renderRowsBody (media: MediaHandler): Sql {
+  switch (media.kind) {
+    case 'json':
+      return media.stripNulls
+        ? sql`coalesce(json_strip_nulls(json_agg(_postgrest_t)), '[]')::text`
+        : sql`coalesce(json_agg(_postgrest_t), '[]')::text`
+    case 'singular':
+      return media.stripNulls
+        ? sql`coalesce(json_strip_nulls(json_agg(_postgrest_t)->0), 'null')::text`
+        : sql`coalesce(json_agg(_postgrest_t)->0, 'null')::text`
+    case 'csv':
+      return sql`(SELECT coalesce(string_agg(a.k, ','), '') FROM (SELECT json_object_keys(r)::text AS k FROM (SELECT row_to_json(hh) AS r FROM pgrst_repr AS hh LIMIT 1) s) a) || E'\\n' || coalesce(string_agg(substring(_postgrest_t::text, 2, length(_postgrest_t::text) - 2), E'\\n'), '')`
+  }
+}
+
+/**
+ * The statement of a write. `returning` may differ from the plan's: the engine retries a
+ * representation refused by the SELECT policy as minimal (issue 5, service.md).
+ */
+export function renderMutate (plan: MutatePlan, returning: ReturnPreference = plan.returning): Statement {
+  const spec = plan.spec
+  const payload = spec.kind === 'delete' ? empty : sql`pgrst_payload AS ( SELECT ${param(spec.payload.json)}::json AS json_data ), `
+  let source: Sql
+  switch (spec.kind) {
+    case 'insert': source = renderInsert(plan, spec, returning); break
+    case 'update': source = renderUpdate(plan, spec, returning); break
+    case 'delete': source = renderDelete(plan, spec, returning); break
+  }
+  let ctes = sql`WITH ${payload}${source}`
+  let rows = sql`SELECT * FROM pgrst_source`
+  let body: Sql
+  if (returning === 'representation') {
+    const from = sql`pgrst_source AS ${ident(plan.alias)}`
+    ctes = sql`${ctes}, pgrst_repr AS ( ${renderNode(plan.tree, ALL, from)} )`
+    rows = sql`SELECT * FROM pgrst_repr`
+    body = renderRowsBody(plan.media)
+  } else if (returning === 'headers-only') {
+    body = sql`coalesce(json_agg(_postgrest_t), '[]')::text`
+  } else {
+    body = sql`''::text`
+  }
+  const total = plan.count !== null ? sql`pg_catalog.count(_postgrest_t)` : sql`null::bigint`
+  const inserted = spec.kind === 'insert' && spec.countInserts
+    ? sql`nullif(pg_catalog.current_setting('pgrst.inserted', true), '')::int`
+    : sql`null::int`
+  return render(sql`${ctes} SELECT ${total} AS total_result_set, pg_catalog.count(_postgrest_t) AS page_total, ${body} AS body, nullif(pg_catalog.current_setting('response.headers', true), '') AS response_headers, nullif(pg_catalog.current_setting('response.status', true), '') AS response_status, ${inserted} AS response_inserted FROM ( ${rows} ) _postgrest_t`)
+}

@@ -1,0 +1,107 @@
+// Write results -> {status, headers, body} (PostgREST's Response.hs, spec/rest.md §3.8):
+// 201/200/204 by method, return preference and real inserts; Content-Range; Location for
+// return=headers-only; Preference-Applied; Content-Profile; and the response.* settings a
+// trigger or function may set. Pure.
+import type { ApiRequest } from '../api-request/types.js'
+import type { MutatePlan } from '../plan/mutate-plan.js'
+import type { CallPlan } from '../plan/call-plan.js'
+import { RangeNotSatisfiableError } from '../errors.js'
+import { contentRange } from './content-range.js'
+import { parseResponseHeaders, parseResponseStatus, type RestResponse } from './index.js'
+import { locationOf } from './location.js'
+import { preferenceApplied } from './preference-applied.js'
+
+/** What the main statement of a write or call returned. */
+export interface WriteResult {
+  pageTotal: number
+  /** The count query's total (RPC with a range), else null. */
+  totalResultSet: number | null
+  body: string
+  responseHeaders: string | null
+  responseStatus: string | null
+  /** Rows really inserted (merge-duplicates, PUT), null when not counted. */
+  inserted: number | null
+}
+
+export function toWriteResult (row: Record<string, unknown>): WriteResult {
+  const num = (v: unknown): number | null => (v === null || v === undefined ? null : Number(v))
+  return {
+    pageTotal: Number(row.page_total ?? 0),
+    totalResultSet: num(row.total_result_set),
+    body: typeof row.body === 'string' ? row.body : '',
+    responseHeaders: (row.response_headers as string | null | undefined) ?? null,
+    responseStatus: (row.response_status as string | null | undefined) ?? null,
+    inserted: num(row.response_inserted)
+  }
+}
+
+function finish (status: number, headers: Record<string, string>, body: string | null, r: WriteResult): RestResponse {
+  for (const [k, v] of parseResponseHeaders(r.responseHeaders)) headers[k] = v
+  const custom = parseResponseStatus(r.responseStatus)
+  return { status: custom ?? status, headers, body }
+}
+
+/** Status, headers and body of a successful POST / PUT / PATCH / DELETE. */
+export function shapeMutateResponse (req: ApiRequest, plan: MutatePlan, r: WriteResult): RestResponse {
+  const headers: Record<string, string> = {}
+  const n = r.pageTotal
+  const total = plan.count !== null ? n : null
+  const representation = plan.returning === 'representation'
+  const spec = plan.spec
+  const applied = preferenceApplied(req.preferences, {
+    resolution: spec.kind === 'insert' && spec.resolutionApplied,
+    missing: plan.mutation === 'insert' || plan.mutation === 'update',
+    return: true,
+    tx: true,
+    maxAffected: plan.mutation === 'update' || plan.mutation === 'delete'
+  })
+  if (applied !== null) headers['preference-applied'] = applied
+  if (req.echoProfile) headers['content-profile'] = req.schema
+  if (representation) headers['content-type'] = plan.media.contentType
+  const body = representation ? r.body : null
+
+  switch (plan.mutation) {
+    case 'insert': {
+      headers['content-range'] = contentRange(1, 0, total)
+      if (plan.returning === 'headers-only') {
+        const loc = locationOf(plan.table.name, plan.table.pk, r.body)
+        if (loc !== null) headers.location = loc
+      }
+      // Matches PostgREST: merge-duplicates answers 200 when no row was really inserted.
+      const merged = spec.kind === 'insert' && spec.onConflict?.action === 'merge' && r.inserted !== null && r.inserted <= 0
+      // An empty 201 carries Content-Length: 0 and no Content-Type (spec §3.8).
+      return finish(merged ? 200 : 201, headers, body, r)
+    }
+    case 'single-upsert':
+      if (!representation) return finish(204, headers, null, r)
+      return finish(r.inserted !== null && r.inserted > 0 ? 201 : 200, headers, body, r)
+    case 'update':
+      headers['content-range'] = n === 0 ? `*/${total ?? '*'}` : `0-${n - 1}/${total ?? '*'}`
+      return finish(representation ? 200 : 204, headers, body, r)
+    case 'delete':
+      headers['content-range'] = `*/${total ?? '*'}`
+      return finish(representation ? 200 : 204, headers, body, r)
+  }
+}
+
+/** Status, headers and body of a successful RPC call. */
+export function shapeCallResponse (req: ApiRequest, plan: CallPlan, r: WriteResult): RestResponse {
+  const headers: Record<string, string> = {}
+  const applied = preferenceApplied(req.preferences, { tx: true, maxAffected: true })
+  if (applied !== null) headers['preference-applied'] = applied
+  if (req.echoProfile) headers['content-profile'] = req.schema
+  if (plan.shape === 'void') return finish(204, headers, null, r)
+  const set = plan.shape === 'setof-scalar' || plan.shape === 'setof-composite'
+  const offset = plan.tree.range.offset
+  const total = plan.count === null ? null : plan.ranged ? (r.totalResultSet ?? r.pageTotal) : r.pageTotal
+  if (set && total !== null && offset > total) {
+    throw new RangeNotSatisfiableError({
+      details: `An offset of ${offset} was requested, but there are only ${total} rows.`,
+      headers: { 'content-range': `*/${total}` }
+    })
+  }
+  headers['content-type'] = plan.media.contentType
+  headers['content-range'] = set ? contentRange(offset, r.pageTotal, total) : '0-0/*'
+  const status = set && total !== null && r.pageTotal < total ? 206 : 200
+  return finish(status, headers, plan.headersOnly ? null : r.body, r)
+}
