@@ -64,6 +64,7 @@ function describe (e: ErrorObject): string {
   return `${field || '(body)'}: ${e.message ?? 'is invalid'}`
 }
 
+const PROVIDER_NAME = /^[a-z][a-z0-9_-]{0,63}$/
 const URL_LIKE = /^[a-z][a-z0-9+.-]*:\/\/\S+$/i
 
 function isObject (v: unknown): v is Record<string, unknown> {
@@ -96,6 +97,7 @@ export function applyAuthSettingsPatch (current: AuthSettings, patch: unknown): 
     } else {
       const providers: Record<string, ProviderSettings> = { ...structuredClone(current.providers ?? {}) }
       for (const [name, value] of Object.entries(p)) {
+        if (!PROVIDER_NAME.test(name)) { problems.push(`providers.${JSON.stringify(name)}: a provider name is lower-case letters, digits, _ and -`); continue }
         if (value === null) { delete providers[name]; continue }
         if (!isObject(value)) { problems.push(`providers.${name}: must be an object or null`); continue }
         const merged: Record<string, unknown> = { ...(providers[name] ?? {}), ...structuredClone(value) }

@@ -1,0 +1,138 @@
+// The per-database auth switches through the panel: read masked (secrets never leave),
+// validated changes written to the tenant store, and taken up by the running engines through
+// the store's invalidation, with no restart: magic link switched on works at once through
+// supabase-js (and its mailed link signs in, to the new site URL), switched off is refused.
+import t from 'tap'
+import { PUBLIC_URL, startStack, type Stack, type StackTenant } from './stack.js'
+
+let stack: Stack
+let x: StackTenant
+let token: string
+const path = () => `/organizations/org_as/databases/${x.database}/api/auth-settings`
+
+/** Resolves when the services' store has announced a change of the tenant (their caches are dropped). */
+function servicesSeeChange (): Promise<void> {
+  return new Promise((resolve) => {
+    const off = stack.store.onChange((db) => { if (db === x.database) { off(); resolve() } })
+  })
+}
+
+t.before(async () => {
+  stack = await startStack(t)
+  x = await stack.addTenant({
+    organization: 'org_as',
+    auth: { providers: { github: { client_id: 'gh-client', secret: 'gh-very-secret-value' } } }
+  })
+  token = await stack.panelSession({ userId: 'p1', email: 'ops@example.com', orgs: ['org_as'] })
+})
+
+t.test('GET shows the switches with secrets masked', async (t) => {
+  const r = await stack.panel('GET', path(), { token })
+  t.equal(r.status, 200)
+  t.same(r.body, {
+    database: x.database,
+    settings: {
+      site_url: 'http://localhost:3000',
+      redirect_urls: [],
+      magic_link: false,
+      pkce: false,
+      mail_confirmation: false,
+      signup_enabled: true,
+      providers: { github: { client_id: 'gh-client', secret: '********', enabled: true } }
+    }
+  })
+  t.notMatch(JSON.stringify(r.body), 'gh-very-secret-value')
+})
+
+t.test('bad changes are refused with 400 and nothing is written', async (t) => {
+  const cases: Array<[unknown, RegExp]> = [
+    [{ magic_link: 'yes' }, /magic_link: must be boolean/],
+    [{ keys: { public: 'x' } }, /keys: not a setting the panel changes/],
+    [{}, /name at least one setting/],
+    [{ site_url: 'not a url' }, /site_url: must be an absolute URL/],
+    [{ redirect_urls: 'https://a.example' }, /redirect_urls: must be array/],
+    [{ redirect_urls: ['https://ok.example/**', 'nope'] }, /redirect_urls.1/],
+    [{ providers: { gitlab: { client_id: 'c' } } }, /providers.gitlab.secret: is required/],
+    [{ providers: { gitlab: { client_id: 'c', secret: '********' } } }, /providers.gitlab.secret: is required for a new provider/],
+    [{ providers: { 'Bad Name': { client_id: 'c', secret: 's' } } }, /providers/],
+    [{ providers: { github: { client_id: 'c', colour: 'red' } } }, /colour: unknown field/],
+    [[true], /JSON object/]
+  ]
+  for (const [body, message] of cases) {
+    const r = await stack.panel('PATCH', path(), { token, body })
+    t.equal(r.status, 400, JSON.stringify(body))
+    t.equal(r.body.code, 'validation_failed')
+    t.match(r.body.message, message, JSON.stringify(body))
+  }
+  const stored = await stack.store.get(x.database)
+  t.same(stored?.auth.providers, { github: { client_id: 'gh-client', secret: 'gh-very-secret-value', enabled: true } })
+  t.equal(stored?.auth.magic_link, false)
+})
+
+t.test('providers merge by name; a missing or masked secret keeps the stored one', async (t) => {
+  const r1 = await stack.panel('PATCH', path(), { token, body: { providers: { github: { client_id: 'gh-client-2' } } } })
+  t.equal(r1.status, 200)
+  t.same(r1.body.settings.providers.github, { client_id: 'gh-client-2', secret: '********', enabled: true })
+  t.equal((await stack.store.get(x.database))?.auth.providers.github?.secret, 'gh-very-secret-value')
+
+  const r2 = await stack.panel('PATCH', path(), { token, body: { providers: { github: { ...r1.body.settings.providers.github, enabled: false }, gitlab: { client_id: 'gl', secret: 'gl-secret' } } } })
+  t.equal(r2.status, 200)
+  const stored = await stack.store.get(x.database)
+  t.same(stored?.auth.providers, {
+    github: { client_id: 'gh-client-2', secret: 'gh-very-secret-value', enabled: false },
+    gitlab: { client_id: 'gl', secret: 'gl-secret', enabled: true }
+  })
+  t.notMatch(JSON.stringify(r2.body), /gl-secret|gh-very-secret-value/)
+
+  const r3 = await stack.panel('PATCH', path(), { token, body: { providers: { gitlab: null } } })
+  t.same(Object.keys(r3.body.settings.providers), ['github'])
+})
+
+t.test('magic link switched on works at once through supabase-js; switched off is refused again', async (t) => {
+  const supabase = stack.supabase(x)
+  const email = `magic.${Date.now()}@example.com`
+
+  // Off (the default): refused.
+  const before = await supabase.auth.signInWithOtp({ email })
+  t.equal(before.error?.code, 'email_provider_disabled')
+
+  // 1. Switch it on (and a site URL) in the panel; the engines drop their cached record.
+  let seen = servicesSeeChange()
+  const on = await stack.panel('PATCH', path(), { token, body: { magic_link: true, site_url: 'https://app.example.com' } })
+  t.equal(on.status, 200)
+  t.equal(on.body.settings.magic_link, true)
+  await seen
+
+  // 2. At once: the settings of the engine and a magic link through supabase-js.
+  const settings = await fetch(`${stack.gatewayUrl}/${x.database}/auth/v1/settings`, { headers: { apikey: x.file.keys.public } })
+  t.equal(((await settings.json()) as { magic_link_enabled: boolean }).magic_link_enabled, true)
+  const sent = await supabase.auth.signInWithOtp({ email })
+  t.equal(sent.error, null)
+  const mail = await stack.mail.waitForMail(email)
+  const link = mail.links.find((l) => l.includes('/auth/v1/verify'))
+  t.ok(link, 'the mail has a sign-in link')
+  const res = await fetch(link!.replace(PUBLIC_URL, stack.gatewayUrl), { redirect: 'manual' })
+  t.equal(res.status, 303)
+  const location = res.headers.get('location') ?? ''
+  t.match(location, /^https:\/\/app\.example\.com/, 'redirected to the site URL set in the panel')
+  t.match(location, /access_token=/)
+
+  // 3. Switch it off: refused again.
+  seen = servicesSeeChange()
+  const off = await stack.panel('PATCH', path(), { token, body: { magic_link: false } })
+  t.equal(off.status, 200)
+  await seen
+  const after = await supabase.auth.signInWithOtp({ email })
+  t.equal(after.error?.code, 'email_provider_disabled')
+})
+
+t.test('only members of the owning organization may read or change them', async (t) => {
+  const outsider = await stack.panelSession({ userId: 'p9', orgs: ['org_other'] })
+  t.equal((await stack.panel('GET', path(), { token: outsider })).status, 403)
+  t.equal((await stack.panel('PATCH', path(), { token: outsider, body: { magic_link: true } })).status, 403)
+  t.equal((await stack.panel('PATCH', path(), { body: { magic_link: true } })).status, 401)
+  const stranger = await stack.panelSession({ userId: 'p9', orgs: ['org_other'] })
+  const r = await stack.panel('GET', `/organizations/org_other/databases/${x.database}/api/auth-settings`, { token: stranger })
+  t.equal(r.status, 404)
+  t.equal((await stack.store.get(x.database))?.auth.magic_link, false)
+})
