@@ -102,7 +102,8 @@ function sepByDash (c: Cursor, isChar: (ch: string) => boolean, expected: string
 export function pFieldName (c: Cursor): string {
   const start = c.pos
   const name = c.peek() === '"' ? pQuotedValue(c) : sepByDash(c, isIdentChar, FIELD_NAME)
-  if (name === '') c.fail([FIELD_NAME], start)
+  // Postgres identifiers cannot hold NUL (and it could never name anything).
+  if (name === '' || name.includes('\u0000')) c.fail([FIELD_NAME], start)
   return name
 }
 
