@@ -1,0 +1,199 @@
+// `npm start` as a person runs it: the real `gatehouse dev` (node --import tsx src/cli.ts dev)
+// as a child process in a working copy (config/tenants renamed so it never meets a developer's
+// own stack on the shared cluster), other ports through GATEHOUSE_* variables, DATABASE_URL
+// set. It prints the URLs and keys, writes .gatehouse/dev.json, `gatehouse status --json`
+// prints the same, a request works, Ctrl-C (SIGINT) stops everything (exit 0, ports free),
+// and a second start finds the tenants provisioned and keeps what the owner created.
+import t, { type Test } from 'tap'
+import { spawn, execFile, type ChildProcess } from 'node:child_process'
+import { readFileSync } from 'node:fs'
+import net from 'node:net'
+import path from 'node:path'
+import { pathToFileURL } from 'node:url'
+import { createRequire } from 'node:module'
+import { promisify } from 'node:util'
+import pg from 'pg'
+import { createWorkingCopy, REPO_ROOT, type WorkingCopy } from '../e2e/stack.js'
+import { adminUrl } from '../helpers/db.js'
+
+const BASE = 18130
+const PORTS = { gateway: BASE, rest: BASE + 1, auth: BASE + 2, panel: BASE + 3, smtp: BASE + 4, web: BASE + 5 }
+const CLI = path.join(REPO_ROOT, 'src', 'cli.ts')
+// The tsx loader by absolute URL: the working copy has no node_modules of its own.
+const TSX = pathToFileURL(createRequire(import.meta.url).resolve('tsx')).href
+
+/** The environment of a developer's shell: no inherited GATEHOUSE_* and no REDIS_URL (tenant files). */
+function devEnv (): NodeJS.ProcessEnv {
+  const env: NodeJS.ProcessEnv = {}
+  for (const [k, v] of Object.entries(process.env)) {
+    if (k.startsWith('GATEHOUSE_') || k === 'REDIS_URL' || k.startsWith('TAP') || k === 'NODE_OPTIONS') continue
+    env[k] = v
+  }
+  return {
+    ...env,
+    DATABASE_URL: adminUrl(),
+    GATEHOUSE_GATEWAY_PORT: String(PORTS.gateway),
+    GATEHOUSE_REST_PORT: String(PORTS.rest),
+    GATEHOUSE_AUTH_PORT: String(PORTS.auth),
+    GATEHOUSE_PANEL_PORT: String(PORTS.panel),
+    GATEHOUSE_MAIL_SMTP_PORT: String(PORTS.smtp),
+    GATEHOUSE_MAIL_WEB_PORT: String(PORTS.web),
+    GATEHOUSE_LOG_LEVEL: 'warn',
+    GATEHOUSE_AUTH_BCRYPT_COST: '4'
+  }
+}
+
+interface Running {
+  child: ChildProcess
+  stdout (): string
+  stderr (): string
+  exited: Promise<{ code: number | null, signal: NodeJS.Signals | null }>
+  readyMs: number
+}
+
+/** Starts `gatehouse dev` in the working copy and waits for its banner. */
+async function startDevProcess (t: Test, copy: WorkingCopy): Promise<Running> {
+  const started = Date.now()
+  const child = spawn(process.execPath, ['--import', TSX, CLI, 'dev'], { cwd: copy.root, env: devEnv(), stdio: ['ignore', 'pipe', 'pipe'] })
+  let out = ''
+  let err = ''
+  child.stdout!.setEncoding('utf8').on('data', (d: string) => { out += d })
+  child.stderr!.setEncoding('utf8').on('data', (d: string) => { err += d })
+  const exited = new Promise<{ code: number | null, signal: NodeJS.Signals | null }>((resolve) => {
+    child.once('exit', (code, signal) => resolve({ code, signal }))
+  })
+  // Never leave the stack running when a test fails half-way: Ctrl-C, then a hard stop.
+  t.teardown(async () => {
+    if (child.exitCode !== null || child.signalCode !== null) return
+    child.kill('SIGINT')
+    const timer = setTimeout(() => child.kill('SIGKILL'), 15_000)
+    await exited
+    clearTimeout(timer)
+  })
+  const ready = await new Promise<boolean>((resolve) => {
+    const check = setInterval(() => {
+      if (out.includes('Ctrl-C stops everything')) { clearInterval(check); resolve(true) }
+      if (child.exitCode !== null) { clearInterval(check); resolve(false) }
+    }, 25)
+  })
+  if (!ready) throw new Error(`gatehouse dev exited before it was ready:\n${out}\n${err}`)
+  return { child, stdout: () => out, stderr: () => err, exited, readyMs: Date.now() - started }
+}
+
+function portFree (port: number): Promise<boolean> {
+  return new Promise((resolve) => {
+    const srv = net.createServer()
+    srv.once('error', () => resolve(false))
+    srv.listen(port, '127.0.0.1', () => srv.close(() => resolve(true)))
+  })
+}
+
+async function status (copy: WorkingCopy, ...args: string[]): Promise<{ stdout: string, stderr: string, code: number }> {
+  try {
+    const r = await promisify(execFile)(process.execPath, ['--import', TSX, CLI, 'status', ...args], { cwd: copy.root, env: devEnv() })
+    return { stdout: r.stdout, stderr: r.stderr, code: 0 }
+  } catch (err) {
+    const e = err as { stdout?: string, stderr?: string, code?: number }
+    return { stdout: e.stdout ?? '', stderr: e.stderr ?? '', code: e.code ?? -1 }
+  }
+}
+
+async function stopWithCtrlC (t: Test, run: Running): Promise<void> {
+  run.child.kill('SIGINT')
+  const { code, signal } = await run.exited
+  t.equal(code, 0, 'exit 0 after Ctrl-C')
+  t.equal(signal, null)
+  t.match(run.stdout(), /stopping/)
+  t.notMatch(run.stderr(), /unexpected failure|Error:|at .*\.ts:\d+/, 'nothing alarming on stderr')
+  for (const [name, port] of Object.entries(PORTS)) t.ok(await portFree(port), `${name} port ${port} is free again`)
+}
+
+t.test('npm start: banner, dev.json, status --json, a working gateway, Ctrl-C stops everything', async (t) => {
+  const copy = createWorkingCopy(t, 'npmstart')
+  for (const port of Object.values(PORTS)) {
+    if (!(await portFree(port))) throw new Error(`port ${port} is in use: another run of this test?`)
+  }
+  t.equal((await status(copy, '--json')).code, 1, 'status before any start: an error')
+
+  // 1. First start: provisions the two tenants of the working copy.
+  const run = await startDevProcess(t, copy)
+  t.comment(`first start ready in ${run.readyMs} ms (tenants provisioned, DATABASE_URL given)`)
+  const out = run.stdout()
+  const info = JSON.parse(readFileSync(path.join(copy.root, '.gatehouse', 'dev.json'), 'utf8'))
+
+  t.equal(info.gateway_url, `http://127.0.0.1:${PORTS.gateway}`)
+  t.equal(info.panel_url, `http://127.0.0.1:${PORTS.panel}`)
+  t.equal(info.mail_url, `http://127.0.0.1:${PORTS.web}`)
+  t.type(info.panel_session, 'string')
+  t.same(info.databases.map((d: { database: string }) => d.database).sort(), copy.tenants.map((x) => x.database).sort())
+  // The banner prints what dev.json holds.
+  for (const s of [info.gateway_url, info.panel_url, info.mail_url, info.panel_session]) t.match(out, s)
+  for (const d of info.databases) {
+    t.equal(d.url, `${info.gateway_url}/${d.database}`)
+    t.match(d.owner_url, new RegExp(`/${d.database}$`))
+    for (const s of [d.database, d.url, d.public_key, d.secret_key, d.owner_url]) t.match(out, s, `banner shows ${d.database}`)
+  }
+  t.equal(info.databases.find((d: { database: string }) => d.database === copy.byName('demo').database).organization, 'org_demo')
+
+  // 2. `gatehouse status --json` prints the same; plain `status` the banner.
+  const st = await status(copy, '--json')
+  t.equal(st.code, 0)
+  t.same(JSON.parse(st.stdout), info)
+  const plain = await status(copy)
+  t.match(plain.stdout, info.gateway_url)
+
+  // 3. Everything answers: the gateway (auth and REST), the panel, the mail UI.
+  const demo = info.databases.find((d: { database: string }) => d.database === copy.byName('demo').database)
+  const settings = await fetch(`${demo.url}/auth/v1/settings`, { headers: { apikey: demo.public_key } })
+  t.equal(settings.status, 200)
+  const signup = await fetch(`${demo.url}/auth/v1/signup`, {
+    method: 'POST',
+    headers: { apikey: demo.public_key, 'content-type': 'application/json' },
+    body: JSON.stringify({ email: 'someone@example.com', password: 'a fine password' })
+  })
+  t.equal(signup.status, 200)
+  t.type((await signup.json() as { access_token?: string }).access_token, 'string')
+  const rest = await fetch(`${demo.url}/rest/v1/kept`, { headers: { apikey: demo.public_key } })
+  t.equal(rest.status, 404)
+  t.equal((await rest.json() as { code: string }).code, 'unknown_table')
+  const exchange = await fetch(`${info.panel_url}/organizations/org_demo/databases/${demo.database}/api/app-session`, {
+    method: 'POST', headers: { authorization: `Bearer ${info.panel_session}` }
+  })
+  t.equal(exchange.status, 200, 'the printed panel session works')
+  t.equal((await fetch(info.mail_url)).status, 200, 'the mail UI answers')
+
+  // The owner makes a table between the two starts.
+  const owner = new pg.Client({ connectionString: demo.owner_url })
+  await owner.connect()
+  await owner.query("CREATE TABLE public.kept (id int PRIMARY KEY); INSERT INTO public.kept VALUES (7); SELECT platform.grant('SELECT', 'public.kept', 'anon')")
+  await owner.end()
+
+  // 4. Ctrl-C.
+  await stopWithCtrlC(t, run)
+
+  // 5. Second start: nothing to provision; the same keys, the same panel secret, the data kept.
+  const again = await startDevProcess(t, copy)
+  t.comment(`second start ready in ${again.readyMs} ms`)
+  const info2 = JSON.parse(readFileSync(path.join(copy.root, '.gatehouse', 'dev.json'), 'utf8'))
+  t.same(info2.databases, info.databases)
+  const kept = await fetch(`${demo.url}/rest/v1/kept?select=id`, { headers: { apikey: demo.public_key } })
+  t.equal(kept.status, 200)
+  t.same(await kept.json(), [{ id: 7 }])
+  const signin = await fetch(`${demo.url}/auth/v1/token?grant_type=password`, {
+    method: 'POST',
+    headers: { apikey: demo.public_key, 'content-type': 'application/json' },
+    body: JSON.stringify({ email: 'someone@example.com', password: 'a fine password' })
+  })
+  t.equal(signin.status, 200, 'the user of the first run signs in')
+  const exchange2 = await fetch(`${info2.panel_url}/organizations/org_demo/databases/${demo.database}/api/app-session`, {
+    method: 'POST', headers: { authorization: `Bearer ${info.panel_session}` }
+  })
+  t.equal(exchange2.status, 200, 'the first run\'s panel session still works (secret kept in .gatehouse)')
+  await stopWithCtrlC(t, again)
+
+  const tenantsInCluster = new pg.Client({ connectionString: adminUrl() })
+  await tenantsInCluster.connect()
+  const dbs = await tenantsInCluster.query('SELECT datname FROM pg_database WHERE datname = ANY($1::text[]) ORDER BY 1', [copy.tenants.map((x) => x.database)])
+  await tenantsInCluster.end()
+  t.equal(dbs.rowCount, 2, 'the databases stay after a stop (dropped by this test\'s teardown)')
+})
