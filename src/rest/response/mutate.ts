@@ -67,8 +67,8 @@ export function shapeMutateResponse (req: ApiRequest, plan: MutatePlan, r: Write
         const loc = locationOf(plan.table.name, plan.table.pk, r.body)
         if (loc !== null) headers.location = loc
       }
-      // Matches PostgREST: merge-duplicates answers 200 when no row was really inserted.
-      const merged = spec.kind === 'insert' && spec.onConflict?.action === 'merge' && r.inserted !== null && r.inserted <= 0
+      // Matches PostgREST: merge-duplicates answers 200 when no row was really inserted (also for []).
+      const merged = spec.kind === 'insert' && spec.onConflict?.action === 'merge' && (r.inserted ?? 0) <= 0
       // An empty 201 carries Content-Length: 0 and no Content-Type (spec §3.8).
       return finish(merged ? 200 : 201, headers, body, r)
     }
