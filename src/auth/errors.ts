@@ -136,7 +136,8 @@ export function renderAuthError (err: GatehouseError, apiVersionHeader: string |
   }
   const status = err.status
   const code = err.code || (status >= 500 ? 'unexpected_failure' : 'unknown')
-  const message = status >= 500 && code === 'unexpected_failure'
+  // Our AuthErrors carry messages written for clients; any other 5xx says nothing more.
+  const message = status >= 500 && !(err instanceof AuthError)
     ? 'Unexpected failure, please check server logs for more information'
     : err.message
   headers['x-sb-error-code'] = code

@@ -52,9 +52,12 @@ function parseJson (_req: unknown, body: string, done: (err: Error | null, value
   }
 }
 
+/** Fastify's own client errors keep their meaning; anything else is an unexpected failure. */
 function translateFastifyError (err: FastifyError): GatehouseError {
+  const own = typeof err.code === 'string' && err.code.startsWith('FST_')
+  if (!own) return unexpectedFailure(err)
   if (err.code === 'FST_ERR_CTP_BODY_TOO_LARGE') return requestTooLarge()
-  if (err.code?.startsWith('FST_ERR_CTP_') || err.statusCode === 400) return badJson(`Could not parse request body as JSON: ${err.message}`)
+  if (err.code.startsWith('FST_ERR_CTP_') || err.statusCode === 400) return badJson(`Could not parse request body as JSON: ${err.message}`)
   if (err.statusCode === 404) return notFound()
   if (err.statusCode && err.statusCode < 500) return new AuthError('validation_failed', err.statusCode, err.message)
   return unexpectedFailure(err)

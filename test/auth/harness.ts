@@ -35,6 +35,8 @@ export interface AuthHarness {
   base (t: TestTenant): string
   /** Changes a tenant's auth settings as later look-ups see them. */
   setAuth (t: TestTenant, auth: Partial<AuthSettings>): void
+  /** Changes any part of the tenant record later look-ups return. */
+  setTenant (t: TestTenant, patch: Partial<Tenant>): void
   /** An auth-js client on a tenant (in-memory storage, no timers). */
   client (t: TestTenant): GoTrueClient
   /** A service_role JWT as the gateway mints it for the secret key. */
@@ -80,6 +82,9 @@ export async function startAuth (t: Teardown, opts: HarnessOptions = {}): Promis
     setAuth (x, auth) {
       const cur = runtime.get(x.database)!
       runtime.set(x.database, { ...cur, auth: { ...cur.auth, ...auth } })
+    },
+    setTenant (x, patch) {
+      runtime.set(x.database, { ...runtime.get(x.database)!, ...patch })
     },
     client: (x) => {
       const store = new Map<string, string>()
