@@ -1,8 +1,9 @@
 // Refusal rewriting in the gateway, each refusal produced by its real cause on a real tenant
 // behind the real REST engine: a grant to the wrong role (unknown_table naming the role),
 // a missing privilege (no_table_grant whose hint, run by the owner, fixes it), other
-// refusals of the database (permission_denied with sqlstate 42501), a policy letting no row
-// through (still 200 []), and errors that are not refusals (unchanged).
+// refusals of the database (permission_denied with sqlstate 42501), an insert whose row the
+// SELECT policy hides (rls_refusal, the row kept), a policy letting no row through (still
+// 200 []), and errors that are not refusals (unchanged).
 import t from 'tap'
 import { randomUUID } from 'node:crypto'
 import { gatewayCall, startStack, userToken, type Stack, type StackTenant } from '../panel/stack.js'
@@ -34,6 +35,15 @@ t.before(async () => {
     ALTER TABLE public.gated ENABLE ROW LEVEL SECURITY;
     CREATE POLICY gated_read ON public.gated FOR SELECT TO PUBLIC USING (public.gate_open());
     SELECT platform.grant('SELECT', 'public.gated', 'anon');
+
+    CREATE TABLE public.notes (id bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY, body text);
+    SELECT platform.grant('SELECT', 'public.notes', 'auth');
+
+    CREATE TABLE public.drops (id bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY, owner_id uuid DEFAULT auth.uid(), body text NOT NULL);
+    ALTER TABLE public.drops ENABLE ROW LEVEL SECURITY;
+    CREATE POLICY drops_insert ON public.drops FOR INSERT TO authenticated WITH CHECK (body <> 'forbidden');
+    CREATE POLICY drops_read ON public.drops FOR SELECT TO authenticated USING (owner_id <> auth.uid());
+    SELECT platform.grant('SELECT, INSERT', 'public.drops', 'auth');
 
     CREATE TABLE public.mine (id int PRIMARY KEY, owner_id uuid NOT NULL);
     INSERT INTO public.mine VALUES (1, gen_random_uuid());
@@ -95,6 +105,64 @@ t.test('a privilege missing for the method: no_table_grant whose hint the owner 
   const { data, error } = await stack.supabase(x).from('inbox').select('body')
   t.equal(error, null)
   t.same(data, [{ body: 'hello' }])
+})
+
+t.test('SELECT granted but INSERT not: no_table_grant for the insert, and the hint fixes it', async (t) => {
+  const token = await userToken(x, randomUUID())
+  const client = stack.supabase(x, 'public', token)
+  const first = await client.from('notes').insert({ body: 'first' })
+  t.equal(first.status, 403)
+  t.equal(first.error?.code, 'no_table_grant')
+  t.match(first.error?.message, `Role authenticated (${x.roles.auth}) lacks the INSERT privilege on table public.notes, which POST needs`)
+  t.match(first.error?.details, /it holds SELECT/)
+  t.equal(first.error?.hint, "SELECT platform.grant('INSERT', 'public.notes', 'auth');")
+
+  // 1. The owner runs the hint as given; 2. the same insert succeeds and the row is there.
+  await stack.owner(x, first.error!.hint)
+  const retry = await client.from('notes').insert({ body: 'first' })
+  t.equal(retry.error, null)
+  t.equal(retry.status, 201)
+  const rows = await stack.owner(x, 'SELECT body FROM public.notes')
+  t.same(rows.rows, [{ body: 'first' }])
+
+  // Anon holds nothing on notes: its insert is an unknown_table naming anon, hint for INSERT.
+  const anon = await stack.supabase(x).from('notes').insert({ body: 'anon' })
+  t.equal(anon.error?.code, 'unknown_table')
+  t.match(anon.error?.message, `role anon (${x.roles.anon})`)
+  t.match(anon.error?.hint, "SELECT platform.grant('INSERT', 'public.notes', 'anon');")
+})
+
+t.test('an insert whose row the SELECT policy hides: rls_refusal, and the row is in the table', async (t) => {
+  const token = await userToken(x, randomUUID())
+  const client = stack.supabase(x, 'public', token)
+  const r = await client.from('drops').insert({ body: 'hidden from me' }).select()
+  t.equal(r.status, 403)
+  t.equal(r.data, null)
+  t.equal(r.error?.code, 'rls_refusal')
+  t.match(r.error?.message, `The row was written, but the SELECT policy of public.drops hides it from role authenticated (${x.roles.auth})`)
+  t.match(r.error?.details, /written to public.drops/)
+  t.match(r.error?.hint, /Do not retry/)
+  const kept = await stack.owner(x, "SELECT count(*)::int AS n FROM public.drops WHERE body = 'hidden from me'")
+  t.equal(kept.rows[0]!.n, 1, 'the row was written once')
+
+  // With return=minimal the same insert is a plain success.
+  const minimal = await client.from('drops').insert({ body: 'minimal' })
+  t.equal(minimal.error, null)
+  t.equal(minimal.status, 201)
+})
+
+t.test('an insert the INSERT policy refuses: permission_denied, nothing written', async (t) => {
+  const token = await userToken(x, randomUUID())
+  const r = await gatewayCall(stack, x, '/rest/v1/drops', {
+    method: 'POST', token, body: { body: 'forbidden' }, headers: { prefer: 'return=representation' }
+  })
+  t.equal(r.status, 403)
+  t.equal(r.body.code, 'permission_denied')
+  t.equal(r.body.sqlstate, '42501')
+  t.match(r.body.message, 'new row violates row-level security policy for table "drops"')
+  t.match(r.body.hint, /Nothing was written/)
+  const none = await stack.owner(x, "SELECT count(*)::int AS n FROM public.drops WHERE body = 'forbidden'")
+  t.equal(none.rows[0]!.n, 0)
 })
 
 t.test('a column-level grant and a non-granted column: permission_denied 401 for anon, sqlstate 42501', async (t) => {

@@ -394,7 +394,8 @@ function rlsRefusal (input: RefusalInput, ref: TableRef | null): Refusal {
     body: {
       code: 'rls_refusal',
       message: `The row was written, but the SELECT policy of ${table} hides it from role ${roleLabel(tenant, kind)}, so it cannot be returned`,
-      details: `${input.action} asked for the written row back (Prefer: return=representation); the read is subject to the SELECT policy, not only the ${input.action === 'PATCH' ? 'UPDATE' : 'INSERT'} policy.`,
+      details: scrub(input.error.details, tenant) ??
+        `${input.action} asked for the written row back (Prefer: return=representation); returning it is subject to the SELECT policy, not only the ${input.action === 'PATCH' ? 'UPDATE' : 'INSERT'} policy.`,
       hint: 'Do not retry: the write is done. Send Prefer: return=minimal, or add a SELECT policy that lets the author see the row (e.g. USING (owner_id = auth.uid())).',
       sqlstate: '42501',
       role: CALLER_NAME[kind],
