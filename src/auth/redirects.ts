@@ -35,7 +35,7 @@ export class ProviderRedirectError extends AuthError {
   }
 }
 
-/** error, error_code, error_description of a failure; 5xx causes stay in the log. */
+/** error, error_code, error_description of a failure; causes stay in the log. */
 export function errorParams (err: unknown): Record<string, string> {
   if (err instanceof ProviderRedirectError) return { error: err.error, error_description: err.message }
   const e = err instanceof GatehouseError ? err : unexpectedFailure(err)
@@ -43,7 +43,9 @@ export function errorParams (err: unknown): Record<string, string> {
   return {
     error: access ? 'access_denied' : oauthErrorForStatus(e.status),
     error_code: e.code,
-    error_description: e.status >= 500 ? 'Unexpected failure, please check server logs for more information' : e.message
+    // Our messages are written for users (causes stay in `internal`); foreign errors were
+    // replaced by unexpectedFailure's generic text above.
+    error_description: e.message
   }
 }
 
