@@ -97,6 +97,17 @@ t.test('sessions', async (t) => {
     t.equal(rows.rows[0]?.n, 2)
   })
 
+  t.test('a refresh racing a sign-out of its session never fails with a 5xx', async (t) => {
+    const statuses: number[] = []
+    for (let i = 0; i < 8; i++) {
+      const s = (await h.client(a).signInWithPassword({ email: user, password })).data.session!
+      const [r] = await Promise.all([token({ refresh_token: s.refresh_token }), call(h.base(a) + '/logout?scope=local', { method: 'POST', token: s.access_token })])
+      statuses.push(r.status)
+      if (r.status !== 200) t.match(r.body.code, /^(refresh_token_not_found|session_not_found)$/)
+    }
+    t.ok(statuses.every((x) => x === 200 || x === 400), statuses.join(','))
+  })
+
   t.test('bad refresh tokens', async (t) => {
     const unknown = await token({ refresh_token: 'aaaaaaaaaaaa' })
     t.same([unknown.status, unknown.body], [400, { code: 'refresh_token_not_found', message: 'Invalid Refresh Token: Refresh Token Not Found' }])

@@ -12,7 +12,7 @@ import {
 } from '../errors.js'
 import type { Body } from '../http.js'
 import {
-  activeTokenOfSession, deleteRefreshToken, loadRefreshContext, lockTokenAndSession, revokeSessionTokens,
+  activeTokenOfSession, deleteRefreshToken, isConcurrentDeletion, loadRefreshContext, lockTokenAndSession, revokeSessionTokens,
   rotateLiveToken, rotateRefreshToken, touchSession
 } from '../models/refresh-tokens.js'
 import { isUserBanned } from '../models/users.js'
@@ -59,7 +59,7 @@ export async function refreshTokenGrant (ctx: TenantContext, _req: FastifyReques
       // revoked meanwhile: the reuse path below decides.
     }
 
-    const reuse = await withTransaction<ReuseOutcome>(ctx.db, async (q) => {
+    const reuse = await withTransaction<ReuseOutcome | null>(ctx.db, async (q) => {
       const locked = await lockTokenAndSession(q, rc.token.id, sessionId)
       if (locked === null) return { kind: 'locked' }
       const token = locked.token
@@ -75,7 +75,11 @@ export async function refreshTokenGrant (ctx: TenantContext, _req: FastifyReques
       }
       await revokeSessionTokens(q, sessionId, now)
       return { kind: 'reused' }
+    }).catch((err: unknown) => {
+      if (isConcurrentDeletion(err)) return null
+      throw err
     })
+    if (!reuse) continue
     switch (reuse.kind) {
       case 'ok': return tokenResponse(ctx, user, { id: sessionId, refreshToken: reuse.token, amr: rc.amr })
       case 'reused': throw refreshTokenAlreadyUsed()

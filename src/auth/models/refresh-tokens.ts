@@ -131,10 +131,23 @@ export async function rotateLiveToken (q: Queryable, token: string, now: Date): 
        JOIN sess ON sess.id = ins.session_id
        JOIN auth.users u ON u.id = ins.user_id::uuid`,
     values: [token, now, generateRefreshToken(), NIL_UUID]
+  }).catch((err: unknown) => {
+    // The session was deleted under us (a concurrent sign-out): the slow path tells.
+    if (isConcurrentDeletion(err)) return null
+    throw err
   })
-  const row = r.rows[0]
+  const row = r?.rows[0]
   if (!row) return null
   return { newToken: row.new_token, context: toContext(row) }
+}
+
+/**
+ * A write that lost a race with a concurrent delete of its session: foreign key violation
+ * (23503), or a deadlock between our row lock and the cascade (40P01).
+ */
+export function isConcurrentDeletion (err: unknown): boolean {
+  const code = (err as { code?: string } | null)?.code
+  return code === '23503' || code === '40P01'
 }
 
 export type RotateOutcome =
@@ -167,7 +180,11 @@ export async function rotateRefreshToken (q: Queryable, t: { id: string, userId:
      )
      SELECT (SELECT count(*) FROM cur)::int AS locked, (SELECT revoked FROM cur) AS was_revoked,
             (SELECT token FROM ins) AS new_token, (SELECT count(*) FROM sess)::int AS touched`,
-    [t.id, next, t.now, NIL_UUID, t.userId, t.sessionId])
+    [t.id, next, t.now, NIL_UUID, t.userId, t.sessionId]).catch((err: unknown) => {
+      if (isConcurrentDeletion(err)) return null
+      throw err
+    })
+  if (!r) return { kind: 'gone' }
   const row = r.rows[0]!
   if (row.locked === 0) {
     const still = await q.query('SELECT 1 FROM auth.refresh_tokens WHERE id = $1', [t.id])
