@@ -108,6 +108,17 @@ t.test('sessions', async (t) => {
     t.ok(statuses.every((x) => x === 200 || x === 400), statuses.join(','))
   })
 
+  t.test('a refresh token of an expired session: 400 session_expired', async (t) => {
+    const s = (await h.client(a).signInWithPassword({ email: user, password })).data.session!
+    const sid = decodeJwt(s.access_token).session_id
+    // not_after is how GoTrue bounds a session's life (set for SSO sessions).
+    await adminQuery('UPDATE auth.sessions SET not_after = $2 WHERE id = $1', [sid, new Date(h.clock.now().getTime() - 1000)], a.database)
+    const r = await token({ refresh_token: s.refresh_token })
+    t.same([r.status, r.body], [400, { code: 'session_expired', message: 'Invalid Refresh Token: Session Expired' }])
+    const viaClient = await h.client(a).refreshSession({ refresh_token: s.refresh_token })
+    t.same([viaClient.error?.status, viaClient.error?.code], [400, 'session_expired'])
+  })
+
   t.test('bad refresh tokens', async (t) => {
     const unknown = await token({ refresh_token: 'aaaaaaaaaaaa' })
     t.same([unknown.status, unknown.body], [400, { code: 'refresh_token_not_found', message: 'Invalid Refresh Token: Refresh Token Not Found' }])
