@@ -154,6 +154,8 @@ export async function runMutate (ctx: RunContext, plan: MutatePlan): Promise<Res
     // whole statement. Written without RETURNING columns (return=minimal), the same write
     // passes when only the SELECT policy objected: then it is kept and the refusal says so.
     // If it fails again, a WITH CHECK refused it and nothing was written (that error goes out).
+    // PATCH: the kept write is the one return=minimal makes (with filters Postgres checks the
+    // new row against the SELECT policy even then, so only a filterless PATCH gets here).
     if (plan.returning === 'minimal' || plan.spec.kind === 'delete' || plan.rollback || !isNewRowRefusal(err)) throw err
     const again = await exec('minimal')
     throw rowWrittenError(ctx.caller, plan, Number(again.main.page_total ?? 0))
