@@ -15,6 +15,7 @@ import { identitiesForUser, insertIdentity } from '../models/identities.js'
 import { deleteOneTimeTokensOfUser } from '../models/one-time-tokens.js'
 import { deleteSessionsOfUser } from '../models/sessions.js'
 import { isEmailTaken, lockUserById, toUserJson, updateUser, type UserColumn } from '../models/users.js'
+import { pkceParamsOf, startEmailFlow } from '../pkce.js'
 
 /** GoTrue's metadata update: keys merged, a null value deletes its key. */
 export function mergeMetadata (current: Record<string, unknown> | null, patch: Record<string, unknown>): Record<string, unknown> {
@@ -61,6 +62,8 @@ export async function userRoutes (scope: FastifyInstance): Promise<void> {
       newHash = await hashPassword(password, ctx.config.auth.bcrypt_cost)
     }
     const redirectTo = redirectUrlOf(req, settings)
+    // PKCE (issue 7): an email change of a PKCE client ends with ?code= (flow email_change).
+    const pkce = changingEmail ? pkceParamsOf(ctx, b.code_challenge, b.code_challenge_method) : null
 
     const updated = await withTransaction(ctx.db, async (q) => {
       const now = ctx.now()
@@ -86,9 +89,10 @@ export async function userRoutes (scope: FastifyInstance): Promise<void> {
           user = (await refreshProviders(ctx, q, user)).user
         } else {
           const extra = { email_change: email, email_change_confirm_status: 0, email_change_token_current: '' }
-          user = (await sendEmailToken(ctx, q, user, 'email_change_new', { address: email, redirectTo, newEmail: email, extra })).user
+          if (pkce) await startEmailFlow(ctx, q, user.id, 'email_change', pkce)
+          user = (await sendEmailToken(ctx, q, user, 'email_change_new', { address: email, redirectTo, newEmail: email, extra, pkce: !!pkce })).user
           if (user.email) {
-            user = (await sendEmailToken(ctx, q, user, 'email_change_current', { address: user.email, redirectTo, newEmail: email })).user
+            user = (await sendEmailToken(ctx, q, user, 'email_change_current', { address: user.email, redirectTo, newEmail: email, pkce: !!pkce })).user
           }
         }
       }
