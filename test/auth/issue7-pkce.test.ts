@@ -191,6 +191,36 @@ t.test('PKCE', async (t) => {
     } finally { h.clock.advance(-301) }
   })
 
+  t.test('updateUser({email}) of a PKCE client: both links, the second ends with ?code=', async (t) => {
+    const from = email('pkce-from')
+    const storage = memoryStorage()
+    const sb = supabase(pk, storage)
+    t.error((await sb.auth.signUp({ email: from, password: 'secret123' })).error, 'autoconfirm: signed in')
+    const to = email('pkce-to')
+    // auth-js saves the updated session right after PUT /user, which clears the verifier it
+    // has just made; the test keeps a copy and puts it back, as an app spanning the two
+    // browser tabs would.
+    let verifier: string | null = null
+    const setItem = storage.setItem
+    storage.setItem = (k: string, v: string) => { if (k.endsWith('-code-verifier')) verifier = v; setItem(k, v) }
+    t.error((await sb.auth.updateUser({ email: to }, { emailRedirectTo: `${APP}/changed` })).error)
+    t.ok(verifier, 'PUT /user was sent with a challenge')
+    storage.setItem = setItem
+    const toLink = linkOf(await h.mail.waitForMail(to))
+    const fromLink = linkOf(await h.mail.waitForMail(from))
+    t.match(toLink.searchParams.get('token'), /^pkce_/)
+    const first = await follow(viaGateway(pk, fromLink))
+    t.equal(first.searchParams.get('message'), 'Confirmation link accepted. Please proceed to confirm link sent to the other email')
+    t.equal(fragment(first).message, first.searchParams.get('message'))
+    const second = await follow(viaGateway(pk, toLink))
+    t.equal(second.origin + second.pathname, `${APP}/changed`)
+    storage.setItem(`${[...storage.map.keys()].find((k) => k.endsWith('-auth-token'))}-code-verifier`, verifier!)
+    const { data, error } = await sb.auth.exchangeCodeForSession(second.searchParams.get('code')!)
+    t.error(error)
+    t.equal(data.user?.email, to)
+    t.equal(decodeJwt(data.session!.access_token).amr[0].method, 'email_change')
+  })
+
   t.test('a failing PKCE link puts the error in the query and the fragment', async (t) => {
     const e = email('pkce-fail')
     await supabase(pk).auth.signInWithOtp({ email: e, options: { emailRedirectTo: `${APP}/magic` } })
