@@ -20,6 +20,8 @@ import type { Queryable } from '../../shared/pg.js'
 import type { AccessTokenResponse, TenantContext } from '../types.js'
 
 const LINK_INVALID = 'Email link is invalid or has expired'
+/** The `type`s a link may carry (GET /verify); others are an error redirect. */
+const LINK_TYPES = new Set(['signup', 'invite', 'recovery', 'magiclink', 'email_change', 'email'])
 const FIRST_EMAIL_CHANGE = 'Confirmation link accepted. Please proceed to confirm link sent to the other email'
 
 /** `<url>#k=v&...&sb=` with keys sorted, replacing any fragment of the URL (spec §5.8). */
@@ -90,6 +92,7 @@ export async function verifyRoutes (scope: FastifyInstance): Promise<void> {
     const redirectTo = redirectUrlOf(req, ctx.tenant.auth)
     const pkce = token.startsWith('pkce_')
     try {
+      if (!LINK_TYPES.has(type)) throw validationFailed(`Unsupported verification type: ${type}`)
       const { outcome, session, code, type: verifiedType } = await verifyAndSignIn(ctx, req, type, [token], { notFoundMessage: LINK_INVALID, pkceRedirect: true })
       if (outcome.kind === 'first_email_change_confirmation') {
         const base = pkce ? withQueryParams(redirectTo, { message: FIRST_EMAIL_CHANGE }) : redirectTo
