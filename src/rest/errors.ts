@@ -152,8 +152,49 @@ function isConnectionLoss (code: string): boolean {
  */
 export function fromPgError (err: Error & { code: string, detail?: string, hint?: string }, isAnon: boolean): GatehouseError {
   if (isConnectionLoss(err.code)) return new DbConnectionError({ cause: err, internal: err.message })
+  if (err.code === 'PGRST') return fromPgrstRaise(err)
   const status = statusForSqlState(err.code, err.message, isAnon)
   const opts: ErrorOptions = { details: err.detail ?? null, hint: err.hint ?? null, cause: err }
   if (status === 401) opts.headers = { 'www-authenticate': 'Bearer' }
   return new GatehouseError(err.code, status, err.message, opts)
+}
+
+// ---------------------------------------------------------------------------------------
+// RAISE SQLSTATE 'PGRST' (spec §7.4, issue 5): MESSAGE is the JSON error body, DETAIL the
+// status and extra headers; anything else is PGRST121.
+
+const PGRST_MESSAGE_HINT = "MESSAGE must be a JSON object with obligatory keys: 'code', 'message' and optional keys: 'details', 'hint'."
+const PGRST_DETAIL_HINT = "DETAIL must be a JSON object with obligatory keys: 'status', 'headers' and optional key: 'status_text'."
+
+function jsonObject (text: string): Record<string, unknown> | null {
+  try {
+    const v = JSON.parse(text) as unknown
+    return typeof v === 'object' && v !== null && !Array.isArray(v) ? v as Record<string, unknown> : null
+  } catch {
+    return null
+  }
+}
+
+function fromPgrstRaise (err: Error & { detail?: string }): GatehouseError {
+  const body = jsonObject(err.message)
+  if (body === null || typeof body.code !== 'string' || typeof body.message !== 'string') {
+    return new RaiseJsonError({ details: `Invalid JSON value for MESSAGE: '${err.message}'`, hint: PGRST_MESSAGE_HINT, cause: err })
+  }
+  if (err.detail === undefined || err.detail === null) {
+    return new RaiseJsonError({ details: 'DETAIL is missing in the RAISE statement', hint: PGRST_DETAIL_HINT, cause: err })
+  }
+  const detail = jsonObject(err.detail)
+  const status = detail?.status
+  const headers = detail?.headers ?? {}
+  if (detail === null || typeof status !== 'number' || !Number.isInteger(status) || status < 100 || status > 599 ||
+      typeof headers !== 'object' || headers === null || Array.isArray(headers)) {
+    return new RaiseJsonError({ details: `Invalid JSON value for DETAIL: '${err.detail}'`, hint: PGRST_DETAIL_HINT, cause: err })
+  }
+  const out: Record<string, string> = {}
+  for (const [k, v] of Object.entries(headers as Record<string, unknown>)) {
+    // Only well-formed header names and single-line string values reach the response.
+    if (typeof v === 'string' && /^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/.test(k) && !/[\r\n]/.test(v)) out[k.toLowerCase()] = v
+  }
+  const text = (v: unknown): string | null => (typeof v === 'string' ? v : v === undefined || v === null ? null : JSON.stringify(v))
+  return new GatehouseError(body.code, status, body.message, { details: text(body.details), hint: text(body.hint), headers: out, cause: err })
 }
