@@ -45,6 +45,13 @@ t.before(async () => {
     CREATE POLICY drops_read ON public.drops FOR SELECT TO authenticated USING (owner_id <> auth.uid());
     SELECT platform.grant('SELECT, INSERT', 'public.drops', 'auth');
 
+    CREATE TABLE public.members (user_id uuid PRIMARY KEY);
+    CREATE TABLE public.club (id int PRIMARY KEY);
+    INSERT INTO public.club VALUES (1);
+    ALTER TABLE public.club ENABLE ROW LEVEL SECURITY;
+    CREATE POLICY club_members ON public.club FOR SELECT TO PUBLIC USING (EXISTS (SELECT 1 FROM public.members m WHERE m.user_id = auth.uid()));
+    SELECT platform.grant('SELECT', 'public.club', 'anon');
+
     CREATE TABLE public.mine (id int PRIMARY KEY, owner_id uuid NOT NULL);
     INSERT INTO public.mine VALUES (1, gen_random_uuid());
     ALTER TABLE public.mine ENABLE ROW LEVEL SECURITY;
@@ -194,6 +201,15 @@ t.test('a refusal from the database itself: permission_denied (403 when signed i
   t.equal(status, 403)
   t.equal(error?.code, 'permission_denied')
   t.match(error?.details, `role authenticated (${x.roles.auth})`)
+})
+
+t.test('a policy reading a table the role may not read: permission_denied naming that table', async (t) => {
+  const r = await gatewayCall(stack, x, '/rest/v1/club')
+  t.equal(r.status, 401)
+  t.equal(r.body.code, 'permission_denied', 'not unknown_table: the addressed table is visible')
+  t.equal(r.body.sqlstate, '42501')
+  t.match(r.body.message, 'permission denied for table members')
+  t.match(r.body.hint, 'The statement touched public.members, on which role anon holds no privilege')
 })
 
 t.test('a policy that lets no row through stays 200 with an empty array', async (t) => {

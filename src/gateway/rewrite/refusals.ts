@@ -205,7 +205,10 @@ export function createRefusalExplainer (opts: ExplainerOptions): RefusalExplaine
       if (f === null || !f.exists) return permissionDenied(input, null)
       const mine = f.roles[kind]
       if (mine === undefined) return permissionDenied(input, null)
-      if (input.needs.length === 0) return permissionDenied(input, touchedHint(input, f, mine))
+      // RPC, arbitrary SQL, or a table other than the one addressed (a policy's subquery, a
+      // view's base table): what the role holds there, not a refusal of the addressed table.
+      const other = input.table !== undefined && input.table !== null && input.table !== f.name
+      if (input.needs.length === 0 || other) return permissionDenied(input, touchedHint(input, f, mine))
       if (!mine.usage || !mine.any) return unknownTable(input, f, mine)
       const missing = input.needs.find((p) => !mine.table[p])
       if (missing === undefined) return permissionDenied(input, null)
