@@ -103,12 +103,12 @@ export function buildAuthEngine (deps: AuthEngineDeps): FastifyInstance {
     const r = renderAuthError(notFound(), req.headers['x-supabase-api-version'], String(req.id))
     reply.code(r.status).headers(r.headers).send(r.body)
   })
-  app.addHook('onSend', async (req, reply, payload) => {
+  app.addHook('onSend', (req, reply, payload, done) => {
     // auth-js reads the error code from `code` only when the response says 2024-01-01.
-    if (!reply.hasHeader('x-supabase-api-version') && req.headers['x-supabase-api-version']) {
+    if (req.headers['x-supabase-api-version'] && !reply.hasHeader('x-supabase-api-version')) {
       reply.header('x-supabase-api-version', '2024-01-01')
     }
-    return payload
+    done(null, payload)
   })
 
   app.get('/health', async () => HEALTH_BODY)
