@@ -13,7 +13,7 @@ import {
 import { contextOf } from '../hooks/resolve-tenant.js'
 import { bodyOf, normaliseEmail, optBool, optObject, optString, redirectUrlOf } from '../http.js'
 import { audit } from '../models/audit-log.js'
-import { findUserByEmail } from '../models/users.js'
+import { findUserByEmail, lockUserById } from '../models/users.js'
 import { pkceParamsOf, startEmailFlow, type PkceParams } from '../pkce.js'
 import type { TenantContext, UserRow } from '../types.js'
 
@@ -29,14 +29,21 @@ interface MagicLinkRequest {
 export async function sendMagicLink (ctx: TenantContext, r: MagicLinkRequest): Promise<Record<string, never>> {
   const settings = ctx.tenant.auth
   const autoconfirm = !settings.mail_confirmation
+  const known = await findUserByEmail(ctx.db, r.email, ctx.tenant.jwt.aud)
+  if (!known && !r.createUser) throw otpDisabled()
+  if (!known && !settings.signup_enabled) throw signupDisabled()
+  // A new account gets a random password nobody knows (the link is how one signs in),
+  // hashed before the transaction so bcrypt does not hold a connection.
+  const randomHash = known ? null : await hashPassword(randomPassword().slice(0, 64), ctx.config.auth.bcrypt_cost)
   try {
     await withTransaction(ctx.db, async (q) => {
       let user: UserRow | null = await findUserByEmail(q, r.email, ctx.tenant.jwt.aud)
-      if (!user && !r.createUser) throw otpDisabled()
+      if (user) user = await lockUserById(q, user.id)
       if (!user) {
+        // (Deleted since the first look: the same checks again; bcrypt here is the rare case.)
+        if (!r.createUser) throw otpDisabled()
         if (!settings.signup_enabled) throw signupDisabled()
-        // The account gets a random password nobody knows; the link is how one signs in.
-        const hash = await hashPassword(randomPassword().slice(0, 64), ctx.config.auth.bcrypt_cost)
+        const hash = randomHash ?? await hashPassword(randomPassword().slice(0, 64), ctx.config.auth.bcrypt_cost)
         user = (await createEmailUser(ctx, q, { email: r.email, encryptedPassword: hash, data: r.data, confirmed: autoconfirm })).user
         await audit(q, { action: 'user_signedup', actorId: user.id, actorUsername: r.email, traits: { provider: 'email', via: 'otp' }, now: ctx.now() })
       }
@@ -71,7 +78,6 @@ export async function otpRoutes (scope: FastifyInstance): Promise<void> {
     const email = optString(b, 'email')
     const phone = optString(b, 'phone')
     const createUser = optBool(b, 'create_user') ?? true
-    optObject(b, 'data')
     if (email && phone) throw validationFailed('Only an email address or phone number should be provided')
     if (email && optString(b, 'channel')) throw validationFailed('Channel should only be specified with Phone OTP')
     if (phone) throw phoneProviderDisabled('Unsupported phone provider')
