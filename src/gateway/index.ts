@@ -96,6 +96,7 @@ export function buildGateway (deps: GatewayDeps): FastifyInstance {
       const ms = reply.elapsedTime
       metrics.observe(info.tenant, info.service, status, ms / 1000)
       request.log.info({
+        tenant: info.tenant,
         method: request.raw.method,
         url: redactUrl(info.url),
         status,
@@ -110,8 +111,9 @@ export function buildGateway (deps: GatewayDeps): FastifyInstance {
     const r = renderError(err, request.id)
     const info = requestInfo(request.raw)
     if (info !== undefined) info.errorCode = r.error.code
-    if (r.status >= 500) request.log.error({ err: r.error.cause ?? err, code: r.error.code }, 'request failed')
-    else if (r.error.details !== null) request.log.debug({ code: r.error.code, details: r.error.details }, 'request refused')
+    const tenant = info?.tenant
+    if (r.status >= 500) request.log.error({ tenant, err: r.error.cause ?? err, code: r.error.code }, 'request failed')
+    else if (r.error.details !== null) request.log.debug({ tenant, code: r.error.code, details: r.error.details }, 'request refused')
     void reply.code(r.status).headers(r.headers).send(r.body)
   })
 

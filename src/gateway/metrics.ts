@@ -36,12 +36,22 @@ export function createGatewayMetrics (registry: Registry = new Registry()): Gate
     registers: [registry]
   }))
   const classes = ['1xx', '2xx', '3xx', '4xx', '5xx']
+  // Labelled children cached per label set: prom-client hashes the labels on every call
+  // otherwise. Bounded like the labels themselves (tenants x services x classes).
+  const counters = new Map<string, { inc: () => void }>()
+  const histograms = new Map<string, { observe: (v: number) => void }>()
   return {
     registry,
     observe (tenant, service, status, seconds) {
       const cls = classes[Math.floor(status / 100) - 1] ?? '5xx'
-      requests.inc({ tenant, service, status_class: cls })
-      latency.observe({ tenant, service }, seconds)
+      const hk = JSON.stringify([tenant, service])
+      const ck = JSON.stringify([tenant, service, cls])
+      let c = counters.get(ck)
+      if (c === undefined) { c = requests.labels({ tenant, service, status_class: cls }); counters.set(ck, c) }
+      let h = histograms.get(hk)
+      if (h === undefined) { h = latency.labels({ tenant, service }); histograms.set(hk, h) }
+      c.inc()
+      h.observe(seconds)
     },
     upstreamError (tenant, service, code) {
       upstreamErrors.inc({ tenant, service, code })

@@ -75,7 +75,6 @@ export function proxyRoutes (deps: ProxyRouteDeps) {
     const gp = parseGatewayPath(raw.url ?? '/')
     const tenant = await resolveTenant(tenants, gp.database)
     info.tenant = tenant.database
-    request.log = request.log.child({ tenant: tenant.database })
     if (gp.service === null) throw new NotFoundError()
     const service = gp.service
     info.service = service

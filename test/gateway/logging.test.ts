@@ -5,7 +5,7 @@ import t from 'tap'
 import { Writable } from 'node:stream'
 import net from 'node:net'
 import type { AddressInfo } from 'node:net'
-import { createLogger, loggerOptions, redactUrl } from '../../src/shared/logger.js'
+import { createLogger, redactUrl } from '../../src/shared/logger.js'
 import { makeTenant, lookupOf, startUpstream, startGateway, request, signToken } from './helpers.js'
 
 function sink (): { stream: Writable, lines: string[] } {
@@ -81,7 +81,22 @@ t.test('no key, token or password reaches the log', async (t) => {
 })
 
 t.test('loggerOptions keeps our redaction whatever the caller passes', async (t) => {
-  const o = loggerOptions({ level: 'info' }, { level: 'debug', redact: [] } as never)
-  t.equal(o.level, 'debug')
-  t.ok(Array.isArray((o.redact as { paths: string[] }).paths) && (o.redact as { paths: string[] }).paths.includes('req.headers.authorization'))
+  const lines: string[] = []
+  const stream = new Writable({ write (c: Buffer, _e, cb) { lines.push(c.toString()); cb() } })
+  const log = createLogger({ level: 'info' }, stream, {
+    level: 'debug',
+    formatters: { log: (o: Record<string, unknown>) => ({ ...o, extra: 1 }) },
+    serializers: { req: (r: { headers: unknown }) => ({ headers: r.headers }) }
+  })
+  t.equal(log.level, 'debug', 'the caller\'s level applies')
+  log.info({ Authorization: 'Bearer x', nested: { deeper: { Password: 'p', url: '/a?apikey=k&b=1' } }, list: [{ token: 't' }], req: { headers: { apikey: 'k' } } }, 'm')
+  const line = JSON.parse(lines[0]!)
+  t.equal(line.extra, 1, 'the caller\'s formatter runs')
+  t.equal(line.Authorization, '[REDACTED]', 'names match case-insensitively')
+  t.same(line.nested, { deeper: { Password: '[REDACTED]', url: '/a?apikey=[REDACTED]&b=1' } })
+  t.same(line.list, [{ token: '[REDACTED]' }], 'inside arrays too')
+  t.same(line.req, {}, 'our request serializer wins: no headers')
+  const child = log.child({ token: 'bound-secret' })
+  child.info('c')
+  t.notMatch(lines[1], /bound-secret/, 'child bindings are censored too')
 })

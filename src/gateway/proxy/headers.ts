@@ -2,8 +2,19 @@
 // client's credentials, X-Forwarded-*/Forwarded/X-Real-Ip and our reserved x-gatehouse-*
 // are dropped FIRST; only then are ours added (re-signed Authorization, overwritten
 // X-Forwarded-*, X-Request-Id). Responses: hop-by-hop headers out, our headers in.
+// Hot path: one pass over the headers, no per-name lower-casing where Node already did it.
 import type { IncomingHttpHeaders, OutgoingHttpHeaders } from 'node:http'
-import { stripHopByHop } from '../../shared/http.js'
+import { HOP_BY_HOP, connectionListed } from '../../shared/http.js'
+
+// Values of `Connection` that list no other header (the common case: nothing to parse).
+function listedIn (connection: string | string[] | undefined): Set<string> | null {
+  if (connection === undefined) return null
+  if (typeof connection === 'string') {
+    const c = connection.length < 11 ? connection.toLowerCase() : ''
+    if (c === 'keep-alive' || c === 'close') return null
+  }
+  return connectionListed(connection)
+}
 
 function dropFromClient (name: string): boolean {
   switch (name) {
@@ -16,7 +27,7 @@ function dropFromClient (name: string): boolean {
     case 'x-request-id':
       return true
   }
-  return name.startsWith('x-forwarded-') || name.startsWith('x-gatehouse-')
+  return name.charCodeAt(0) === 120 /* x */ && (name.startsWith('x-forwarded-') || name.startsWith('x-gatehouse-'))
 }
 
 export interface ForwardedFacts {
@@ -27,14 +38,23 @@ export interface ForwardedFacts {
   host: string
 }
 
-/** Headers for the upstream request. `authorization` undefined = none is sent. */
+/**
+ * Headers for the upstream request. `incoming` is Node's parsed request headers (names
+ * already lower case). `authorization` undefined = none is sent.
+ */
 export function buildUpstreamHeaders (
   incoming: IncomingHttpHeaders,
   authorization: string | undefined,
   requestId: string,
   fwd: ForwardedFacts
 ): OutgoingHttpHeaders {
-  const out = stripHopByHop(incoming, dropFromClient)
+  const listed = listedIn(incoming.connection)
+  const out: OutgoingHttpHeaders = {}
+  for (const name in incoming) {
+    if (HOP_BY_HOP.has(name) || dropFromClient(name) || (listed !== null && listed.has(name))) continue
+    const value = incoming[name]
+    if (value !== undefined) out[name] = value
+  }
   if (authorization !== undefined) out.authorization = authorization
   out['x-forwarded-for'] = fwd.for
   out['x-forwarded-proto'] = fwd.proto
@@ -43,18 +63,36 @@ export function buildUpstreamHeaders (
   return out
 }
 
-function dropFromUpstream (name: string): boolean {
-  return name === 'x-request-id' || name.startsWith('access-control-') || name.startsWith('x-gatehouse-')
+function dropFromUpstream (lower: string): boolean {
+  return lower === 'x-request-id' || lower.startsWith('access-control-') || lower.startsWith('x-gatehouse-')
 }
 
-/** Headers for the client: the upstream's minus hop-by-hop ones, plus ours (request id, CORS, limit). */
-export function buildResponseHeaders (upstream: IncomingHttpHeaders, ours: OutgoingHttpHeaders): OutgoingHttpHeaders {
-  const out = stripHopByHop(upstream, dropFromUpstream)
-  const upstreamVary = out.vary
+/**
+ * Headers for the client as a flat [name, value, ...] list for res.writeHead(): the
+ * upstream's raw headers (case and repeats kept) minus hop-by-hop, Connection-listed and
+ * the ones we own, then ours (request id, CORS, limit notice). A `vary` of ours is merged
+ * with the upstream's.
+ */
+export function buildResponseHeaders (
+  rawHeaders: string[],
+  connection: string | string[] | undefined,
+  ours: OutgoingHttpHeaders
+): string[] {
+  const listed = listedIn(connection)
+  const out: string[] = []
+  let upstreamVary: string | null = null
+  for (let i = 0; i < rawHeaders.length; i += 2) {
+    const name = rawHeaders[i]!
+    const lower = name.toLowerCase()
+    if (HOP_BY_HOP.has(lower) || dropFromUpstream(lower) || (listed !== null && listed.has(lower))) continue
+    if (lower === 'vary' && ours.vary !== undefined) { upstreamVary = upstreamVary === null ? rawHeaders[i + 1]! : `${upstreamVary}, ${rawHeaders[i + 1]!}`; continue }
+    out.push(name, rawHeaders[i + 1]!)
+  }
   for (const name in ours) {
     const v = ours[name]
-    if (v !== undefined) out[name] = v
+    if (v === undefined) continue
+    if (name === 'vary' && upstreamVary !== null) { out.push('vary', `${upstreamVary}, ${String(v)}`); continue }
+    if (Array.isArray(v)) { for (const x of v) out.push(name, x) } else out.push(name, String(v))
   }
-  if (upstreamVary !== undefined && ours.vary !== undefined) out.vary = `${String(upstreamVary)}, ${String(ours.vary)}`
   return out
 }

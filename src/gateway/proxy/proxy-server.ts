@@ -59,6 +59,19 @@ function ctxOf (req: IncomingMessage): ForwardContext | undefined {
 
 const TIMEOUT = Symbol('gatehouse.upstreamTimeout')
 
+function destroyResponse (res: ServerResponse): void { res.destroy() }
+
+/** A flat header list with `set` replacing same-named entries (case-insensitive). */
+function replaceHeaders (list: string[], set: Record<string, string>): string[] {
+  const names = new Set(Object.keys(set).map((n) => n.toLowerCase()))
+  const out: string[] = []
+  for (let i = 0; i < list.length; i += 2) {
+    if (!names.has(list[i]!.toLowerCase())) out.push(list[i]!, list[i + 1]!)
+  }
+  for (const [k, v] of Object.entries(set)) out.push(k, v)
+  return out
+}
+
 export function createUpstreamProxy (opts: UpstreamProxyOptions): UpstreamProxy {
   const proxy = new ProxyServer({ xfwd: false, prependPath: true, changeOrigin: true, selfHandleResponse: true })
   const agents = new Map<string, http.Agent>()
@@ -102,9 +115,9 @@ export function createUpstreamProxy (opts: UpstreamProxyOptions): UpstreamProxy 
     const ctx = ctxOf(req)
     if (ctx === undefined) { res.destroy(); return }
     const status = proxyRes.statusCode ?? 502
-    const headers = buildResponseHeaders(proxyRes.headers, ctx.responseHeaders)
-    if (opts.isShuttingDown()) headers.connection = 'close'
-    proxyRes.once('error', () => res.destroy())
+    const ours = opts.isShuttingDown() ? { ...ctx.responseHeaders, connection: 'close' } : ctx.responseHeaders
+    const headers = buildResponseHeaders(proxyRes.rawHeaders, proxyRes.headers.connection, ours)
+    proxyRes.once('error', destroyResponse.bind(null, res))
     if (opts.rewriteError !== undefined && status >= 400 && ctx.method !== 'HEAD' &&
         isJsonContentType(proxyRes.headers['content-type']) && proxyRes.headers['content-encoding'] === undefined) {
       bufferError(proxyRes, res, status, headers, ctx, opts.rewriteError)
@@ -114,7 +127,7 @@ export function createUpstreamProxy (opts: UpstreamProxyOptions): UpstreamProxy 
     proxyRes.pipe(res)
   })
 
-  function bufferError (proxyRes: IncomingMessage, res: ServerResponse, status: number, headers: OutgoingHttpHeaders,
+  function bufferError (proxyRes: IncomingMessage, res: ServerResponse, status: number, headers: string[],
     ctx: ForwardContext, rewrite: RewriteError): void {
     const chunks: Buffer[] = []
     let size = 0
@@ -139,11 +152,11 @@ export function createUpstreamProxy (opts: UpstreamProxyOptions): UpstreamProxy 
     proxyRes.on('end', onEnd)
   }
 
-  async function finishRewrite (raw: Buffer, res: ServerResponse, status: number, headers: OutgoingHttpHeaders,
+  async function finishRewrite (raw: Buffer, res: ServerResponse, status: number, headers: string[],
     ctx: ForwardContext, rewrite: RewriteError, upstreamHeaders: IncomingMessage['headers']): Promise<void> {
     let body: unknown
     try { body = JSON.parse(raw.toString('utf8')) } catch { body = undefined }
-    let out: { status: number, headers: OutgoingHttpHeaders, body: Buffer } = { status, headers, body: raw }
+    let out = { status, headers, body: raw }
     try {
       const r = await rewrite({
         tenant: ctx.tenant,
@@ -161,14 +174,17 @@ export function createUpstreamProxy (opts: UpstreamProxyOptions): UpstreamProxy 
       })
       if (r !== null && r !== undefined) {
         const buf = Buffer.from(JSON.stringify(r.body), 'utf8')
-        out = { status: r.status ?? status, headers: { ...headers, ...(r.headers ?? {}) }, body: buf }
+        out = {
+          status: r.status ?? status,
+          headers: replaceHeaders(headers, { 'content-type': 'application/json; charset=utf-8', ...(r.headers ?? {}) }),
+          body: buf
+        }
       }
     } catch (err) {
-      ctx.log.error({ err }, 'refusal rewriter failed; the upstream error is sent unchanged')
+      ctx.log.error({ tenant: ctx.tenant.database, err }, 'refusal rewriter failed; the upstream error is sent unchanged')
     }
     if (res.destroyed || res.writableEnded) return
-    out.headers['content-length'] = String(out.body.length)
-    res.writeHead(out.status, out.headers)
+    res.writeHead(out.status, replaceHeaders(out.headers, { 'content-length': String(out.body.length) }))
     res.end(out.body)
   }
 
@@ -182,7 +198,7 @@ export function createUpstreamProxy (opts: UpstreamProxyOptions): UpstreamProxy 
       ? new UpstreamTimeoutError({ cause: err })
       : new UpstreamUnavailableError({ cause: err })
     if (ctx !== undefined) {
-      ctx.log.error({ err, upstream: ctx.target.origin, code: error.code }, 'upstream request failed')
+      ctx.log.error({ tenant: ctx.tenant.database, err, upstream: ctx.target.origin, code: error.code }, 'upstream request failed')
       opts.onUpstreamError?.(ctx, error.code)
     }
     if (response.headersSent || response.writableEnded || response.destroyed) {
