@@ -1,0 +1,188 @@
+// Benchmark plumbing shared by every bench/<name>.ts: the BenchReport type, an autocannon
+// runner (a child process: warm-up, then N seconds against one URL -> req/s, p50, p99,
+// errors, and our CPU per request), ratios, and bench/results/<name>.json. Scenarios run
+// one after another, never together.
+import { createRequire } from 'node:module'
+import { spawn } from 'node:child_process'
+import { mkdirSync, writeFileSync } from 'node:fs'
+import os from 'node:os'
+import path from 'node:path'
+import { fileURLToPath } from 'node:url'
+import { performance } from 'node:perf_hooks'
+
+/** One measured scenario. */
+export interface BenchScenario {
+  name: string
+  description: string
+  requestsPerSec: number
+  p50Ms: number
+  p99Ms: number
+  /** Requests completed in the measured window. */
+  requests: number
+  errors: number
+  timeouts: number
+  non2xx: number
+  /**
+   * Busy time of the main thread (event loop utilisation) per request, microseconds.
+   * Inflated on a loaded machine (a descheduled busy thread still counts).
+   */
+  mainThreadUsPerRequest?: number
+  /**
+   * CPU time (user + system) of this process per request, microseconds, with the load
+   * generator in another process: what the servers under test cost, whatever the
+   * machine's load. The ratio of two of these predicts the req/s ratio on a free machine.
+   */
+  cpuUsPerRequest?: number
+}
+
+/** A ratio between two scenarios (e.g. gateway / bare proxy req/s), with an optional target. */
+export interface BenchRatio {
+  name: string
+  description: string
+  value: number
+  /** The value must be at least this. */
+  target?: number
+  ok?: boolean
+}
+
+/** What every bench/<name>.ts run() returns; bench/run.ts collects them. */
+export interface BenchReport {
+  name: string
+  title: string
+  startedAt: string
+  secondsPerScenario: number
+  connections: number
+  scenarios: BenchScenario[]
+  ratios: BenchRatio[]
+  notes: string[]
+  environment: { node: string, platform: string, cpus: number, cpuModel: string, loadavg: number[] }
+}
+
+export interface MeasureOptions {
+  url: string
+  seconds?: number
+  warmupSeconds?: number
+  connections?: number
+  pipelining?: number
+  method?: string
+  headers?: Record<string, string>
+  body?: string
+}
+
+interface AutocannonResult {
+  requests: { average: number, total: number }
+  latency: { p50: number, p99: number }
+  errors: number
+  timeouts: number
+  non2xx: number
+}
+
+const require = createRequire(import.meta.url)
+const AUTOCANNON_CLI = path.join(path.dirname(require.resolve('autocannon/package.json')), 'autocannon.js')
+
+/** Runs the autocannon CLI in a child process (its own CPU, not ours) and returns its JSON result. */
+function autocannonProcess (o: MeasureOptions, seconds: number): Promise<AutocannonResult> {
+  const args = [AUTOCANNON_CLI, '--json', '--no-progress', '-c', String(o.connections ?? 32), '-p', String(o.pipelining ?? 1),
+    '-d', String(seconds), '-m', o.method ?? 'GET']
+  for (const [k, v] of Object.entries(o.headers ?? {})) args.push('-H', `${k}=${v}`)
+  if (o.body !== undefined) args.push('-b', o.body)
+  args.push(o.url)
+  return new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, args, { stdio: ['ignore', 'pipe', 'pipe'] })
+    let out = ''
+    let err = ''
+    child.stdout.on('data', (c: Buffer) => { out += c.toString() })
+    child.stderr.on('data', (c: Buffer) => { err += c.toString() })
+    child.on('error', reject)
+    child.on('exit', (code) => {
+      try {
+        resolve(JSON.parse(out.slice(out.indexOf('{'))) as AutocannonResult)
+      } catch {
+        reject(new Error(`autocannon exited with ${String(code)}: ${err.slice(0, 500)}`))
+      }
+    })
+  })
+}
+
+export const BENCH_DIR = path.dirname(fileURLToPath(import.meta.url))
+export const RESULTS_DIR = path.join(BENCH_DIR, 'results')
+
+/** Seconds per scenario: BENCH_SECONDS or the given default. */
+export function benchSeconds (fallback = 10): number {
+  const v = Number(process.env.BENCH_SECONDS)
+  return Number.isFinite(v) && v > 0 ? v : fallback
+}
+
+/**
+ * Runs autocannon against `url`: a warm-up (not measured), then `seconds` measured. The
+ * load generator is a separate process, so this process's CPU time over the window is what
+ * the servers under test spent (cpuUsPerRequest).
+ */
+export async function measure (name: string, description: string, o: MeasureOptions): Promise<BenchScenario> {
+  const warm = o.warmupSeconds ?? 2
+  if (warm > 0) await autocannonProcess(o, warm)
+  const cpu0 = process.cpuUsage()
+  const elu0 = performance.eventLoopUtilization()
+  const r = await autocannonProcess(o, o.seconds ?? benchSeconds())
+  const elu = performance.eventLoopUtilization(elu0)
+  const cpu = process.cpuUsage(cpu0)
+  const total = r.requests.total
+  return {
+    name,
+    description,
+    requestsPerSec: Math.round(r.requests.average),
+    p50Ms: r.latency.p50,
+    p99Ms: r.latency.p99,
+    requests: total,
+    errors: r.errors,
+    timeouts: r.timeouts,
+    non2xx: r.non2xx,
+    mainThreadUsPerRequest: total > 0 ? Math.round((elu.active * 1000) / total) : 0,
+    cpuUsPerRequest: total > 0 ? Math.round((cpu.user + cpu.system) / total) : 0
+  }
+}
+
+export function ratio (name: string, description: string, num: BenchScenario, den: BenchScenario, target?: number): BenchRatio {
+  const value = den.requestsPerSec === 0 ? 0 : Math.round((num.requestsPerSec / den.requestsPerSec) * 1000) / 1000
+  return target === undefined ? { name, description, value } : { name, description, value, target, ok: value >= target }
+}
+
+/** `den` CPU per request over `num`'s: how many of num's requests fit in den's CPU budget. */
+export function cpuRatio (name: string, description: string, num: BenchScenario, den: BenchScenario, target?: number): BenchRatio {
+  const a = num.cpuUsPerRequest ?? 0
+  const b = den.cpuUsPerRequest ?? 0
+  const value = a === 0 ? 0 : Math.round((b / a) * 1000) / 1000
+  return target === undefined ? { name, description, value } : { name, description, value, target, ok: value >= target }
+}
+
+export function environment (): BenchReport['environment'] {
+  const cpus = os.cpus()
+  return { node: process.version, platform: `${os.platform()} ${os.release()}`, cpus: cpus.length, cpuModel: cpus[0]?.model ?? 'unknown', loadavg: os.loadavg().map((x) => Math.round(x * 100) / 100) }
+}
+
+/** Writes bench/results/<name>.json and returns its path. */
+export function writeResult (report: BenchReport, name = report.name): string {
+  mkdirSync(RESULTS_DIR, { recursive: true })
+  const file = path.join(RESULTS_DIR, `${name}.json`)
+  writeFileSync(file, JSON.stringify(report, null, 2) + '\n')
+  return file
+}
+
+/** A plain-text table of a report, for the console and latest.md. */
+export function formatReport (r: BenchReport): string {
+  const lines = [
+    `## ${r.title} (${r.name})`,
+    '',
+    `${r.secondsPerScenario} s per scenario, ${r.connections} connections, ${r.environment.cpus} CPUs (${r.environment.cpuModel}), Node ${r.environment.node}, load ${r.environment.loadavg.join(' ')}`,
+    '',
+    '| scenario | req/s | p50 ms | p99 ms | CPU µs/req | errors | non-2xx |',
+    '|---|---:|---:|---:|---:|---:|---:|',
+    ...r.scenarios.map((s) => `| ${s.name} | ${s.requestsPerSec} | ${s.p50Ms} | ${s.p99Ms} | ${s.cpuUsPerRequest ?? s.mainThreadUsPerRequest ?? '-'} | ${s.errors + s.timeouts} | ${s.non2xx} |`),
+    ''
+  ]
+  for (const q of r.ratios) {
+    lines.push(`- ${q.name}: **${q.value}**${q.target !== undefined ? ` (target >= ${q.target}: ${q.ok ? 'met' : 'NOT met'})` : ''} - ${q.description}`)
+  }
+  if (r.notes.length) { lines.push(''); for (const n of r.notes) lines.push(`- ${n}`) }
+  return lines.join('\n') + '\n'
+}
