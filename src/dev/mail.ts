@@ -24,7 +24,14 @@ export async function startDevMail (smtpPort: number, webPort: number): Promise<
   if (await portOpen(smtpPort)) return { smtpPort, webUrl, stop: async () => {} }
   const require = createRequire(import.meta.url)
   const bin = path.join(path.dirname(require.resolve('maildev/package.json')), 'bin', 'maildev')
-  const child: ChildProcess = spawn(process.execPath, [bin, '--smtp', String(smtpPort), '--web', String(webPort), '--ip', '127.0.0.1', '--silent'], { stdio: 'ignore' })
+  // The catcher must not outlive this process when it dies without cleaning up (a crash,
+  // SIGKILL): it holds the ports the next start needs. Through an IPC channel the child sees
+  // its parent go ('disconnect') and exits.
+  const boot = `process.on('disconnect', () => process.exit(0)); process.argv.splice(1, 0, ${JSON.stringify(bin)}); require(${JSON.stringify(bin)})`
+  const child: ChildProcess = spawn(process.execPath,
+    ['-e', boot, '--', '--smtp', String(smtpPort), '--web', String(webPort), '--ip', '127.0.0.1', '--silent'],
+    { stdio: ['ignore', 'ignore', 'ignore', 'ipc'] })
+  child.channel?.unref()
   for (let i = 0; i < 100 && !(await portOpen(smtpPort)); i++) await new Promise((r) => setTimeout(r, 50))
   return {
     smtpPort,
