@@ -3,7 +3,8 @@
 // own stack on the shared cluster), other ports through GATEHOUSE_* variables, DATABASE_URL
 // set. It prints the URLs and keys, writes .gatehouse/dev.json, `gatehouse status --json`
 // prints the same, a request works, Ctrl-C (SIGINT) stops everything (exit 0, ports free),
-// and a second start finds the tenants provisioned and keeps what the owner created.
+// a second start finds the tenants provisioned and keeps what the owner created, and a
+// kill -9 leaves no mail catcher behind.
 import t, { type Test } from 'tap'
 import { spawn, execFile, type ChildProcess } from 'node:child_process'
 import { readFileSync } from 'node:fs'
@@ -86,6 +87,15 @@ function portFree (port: number): Promise<boolean> {
     srv.once('error', () => resolve(false))
     srv.listen(port, '127.0.0.1', () => srv.close(() => resolve(true)))
   })
+}
+
+/** Polls until nothing listens on the port (a killed process's children exit on their own). */
+async function eventuallyFree (port: number): Promise<boolean> {
+  for (let i = 0; i < 200; i++) {
+    if (await portFree(port)) return true
+    await new Promise((resolve) => setTimeout(resolve, 50))
+  }
+  return false
 }
 
 async function status (copy: WorkingCopy, ...args: string[]): Promise<{ stdout: string, stderr: string, code: number }> {
@@ -187,7 +197,12 @@ t.test('npm start: banner, dev.json, status --json, a working gateway, Ctrl-C st
     method: 'POST', headers: { authorization: `Bearer ${info.panel_session}` }
   })
   t.equal(exchange2.status, 200, 'the first run\'s panel session still works (secret kept in .gatehouse)')
-  await stopWithCtrlC(t, again)
+
+  // 6. Killed without a chance to clean up (a crash, kill -9): the mail catcher it started
+  // goes too, so nothing holds the ports of the next start.
+  again.child.kill('SIGKILL')
+  t.equal((await again.exited).signal, 'SIGKILL')
+  for (const [name, port] of Object.entries(PORTS)) t.ok(await eventuallyFree(port), `${name} port ${port} is free after kill -9`)
 
   const tenantsInCluster = new pg.Client({ connectionString: adminUrl() })
   await tenantsInCluster.connect()
