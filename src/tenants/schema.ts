@@ -195,6 +195,15 @@ export function parseTenantFile (raw: unknown, source: string, env: NodeJS.Proce
     for (const k of ['anon', 'auth', 'svc'] as const) {
       if (!/^[A-Za-z_][A-Za-z0-9_$-]*$/.test(f.roles[k])) problems.push(`roles.${k}: not a valid role name`)
     }
+    // The connections must reach this tenant's own database: a copy-pasted URL naming
+    // another database would serve one tenant from another's data.
+    const urls: Array<[string, string | undefined]> = [['postgres', f.postgres], ['engines.rest', f.engines?.rest], ['engines.auth', f.engines?.auth]]
+    for (const [field, url] of urls) {
+      if (url === undefined) continue
+      let db: string
+      try { db = decodeURIComponent(new URL(url).pathname.replace(/^\//, '')) } catch { problems.push(`${field}: not a URL`); continue }
+      if (db !== f.database) problems.push(`${field}: connects to database "${db}", not to "${f.database}"`)
+    }
   }
   if (problems.length) throw new ConfigError(`invalid tenant file ${source}`, problems.map((p) => `${source}: ${p}`))
   return data as TenantFile

@@ -130,3 +130,22 @@ t.test('config/gatehouse.example.yaml is a valid process config', async (t) => {
   t.equal(config.tenants.source, 'files')
   t.equal(config.tenants.dir, 'config/tenants')
 })
+
+t.test('connection URLs must name the tenant\'s own database', async (t) => {
+  const { parseTenantFile } = await import('../../src/tenants/index.js')
+  const base = {
+    database: 'acme',
+    organization: 'org',
+    postgres: 'postgres://o:p@h:5432/acme',
+    roles: { anon: 't_0123456789_anon', auth: 't_0123456789_auth', svc: 't_0123456789_svc' },
+    jwt: { secret: 'x'.repeat(40), upstream_secret: 'y'.repeat(40) },
+    keys: { public: 'pk_' + 'a'.repeat(20), secret: 'sk_' + 'b'.repeat(20) },
+    upstreams: { auth: 'http://a/acme', rest: 'http://r/acme' },
+    auth: {}
+  }
+  t.ok(parseTenantFile(structuredClone(base), 'acme.yaml', {}))
+  t.throws(() => parseTenantFile({ ...structuredClone(base), engines: { rest: 'postgres://r:p@h:5432/demo' } }, 'acme.yaml', {}),
+    /acme\.yaml: engines\.rest: connects to database "demo", not to "acme"/)
+  t.throws(() => parseTenantFile({ ...structuredClone(base), postgres: 'postgres://o:p@h:5432/other' }, 'acme.yaml', {}),
+    /postgres: connects to database "other"/)
+})
