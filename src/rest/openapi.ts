@@ -70,7 +70,7 @@ function columnSchema (table: Table, c: Column, fks: readonly ForeignKeyNote[]):
 function definition (table: Table, fks: readonly ForeignKeyNote[]): Json {
   const properties: Json = {}
   for (const c of table.columns) properties[c.name] = columnSchema(table, c, fks)
-  const required = table.columns.filter((c) => !c.nullable && c.default === null && !c.generated).map((c) => c.name)
+  const required = table.columns.filter((c) => !c.nullable && c.default === null && !c.generated && c.identity !== true).map((c) => c.name)
   const out: Json = { type: 'object', properties }
   if (required.length > 0) out.required = required
   if (table.description !== null) out.description = table.description

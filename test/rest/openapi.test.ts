@@ -59,6 +59,8 @@ t.test('OpenAPI root', async (t) => {
     })
     t.ok(items.required.includes('name'))
     t.notOk(items.required.includes('qty'), 'a column with a default is not required')
+    t.notOk(items.required.includes('id'), 'nor an identity column')
+    t.same(d.definitions.kv.required, ['k'], 'a primary key without a default is')
     t.same(d.parameters['rowFilter.items.price'], { name: 'price', required: false, in: 'query', type: 'string', format: 'numeric' })
     t.same(d.parameters['body.items'], { name: 'items', description: 'items', required: false, in: 'body', schema: { $ref: '#/definitions/items' } })
     t.same(d.parameters.preferPost.enum, ['return=representation', 'return=minimal', 'return=none', 'resolution=ignore-duplicates', 'resolution=merge-duplicates'])

@@ -73,6 +73,7 @@ export function buildSchemaCache (rows: CatalogRows, schemas: readonly string[],
       nullable: c.nullable === true,
       default: strOrNull(c.default_expr),
       generated: c.generated === true,
+      identity: c.identity === true,
       description: strOrNull(c.description)
     }
     const list = columnsByRel.get(rel)

@@ -19,6 +19,7 @@ SELECT a.attrelid AS rel, a.attname AS name, a.attnum AS num,
        NOT (a.attnotnull OR (t.typtype = 'd' AND t.typnotnull)) AS nullable,
        pg_catalog.pg_get_expr(d.adbin, d.adrelid) AS default_expr,
        a.attgenerated <> '' AS generated,
+       a.attidentity <> '' AS identity,
        pg_catalog.col_description(a.attrelid, a.attnum) AS description
 FROM pg_catalog.pg_attribute a
 JOIN pg_catalog.pg_class c ON c.oid = a.attrelid

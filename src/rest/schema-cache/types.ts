@@ -18,6 +18,8 @@ export interface Column {
   /** The default expression as text, null when none. */
   readonly default: string | null
   readonly generated: boolean
+  /** An identity column (its value comes from a sequence; issue 5's OpenAPI treats it as defaulted). */
+  readonly identity?: boolean
   readonly description: string | null
 }
 
