@@ -84,13 +84,15 @@ export async function run (): Promise<BenchReport> {
     }
     const rounds = Math.max(1, Number(process.env.BENCH_ROUNDS ?? 2))
     const gwHeaders = { apikey: file.keys.public, authorization: `Bearer ${token}`, 'x-client-info': 'supabase-js/2' }
-    const direct = await measure('direct', 'the upstream without any proxy (reference)', { url: `${upUrl}/bench${path}`, seconds, connections })
+    // The same request everywhere: the bare proxy and the upstream get the client's
+    // apikey and Authorization headers too (they just do not look at them).
+    const direct = await measure('direct', 'the upstream without any proxy (reference)', { url: `${upUrl}/bench${path}`, seconds, connections, headers: gwHeaders })
     // Bare proxy and gateway alternate, `rounds` times each; the best round of each counts
     // (interference from other processes only ever slows a round down).
     const bareRuns: BenchScenario[] = []
     const gwRuns: BenchScenario[] = []
     for (let i = 0; i < rounds; i++) {
-      bareRuns.push(await measure('bare-proxy', 'http-proxy-3 passthrough, keep-alive agent, nothing else', { url: `http://127.0.0.1:${barePort}/bench${path}`, seconds, connections }))
+      bareRuns.push(await measure('bare-proxy', 'http-proxy-3 passthrough, keep-alive agent, nothing else', { url: `http://127.0.0.1:${barePort}/bench${path}`, seconds, connections, headers: gwHeaders }))
       gwRuns.push(await measure('gateway', 'gateway: apikey + signed-in user JWT, re-signed upstream token, limit rewrite, header hygiene, metrics, info log line', {
         url: `http://127.0.0.1:${gwPort}/bench/rest/v1${path}`, seconds, connections, headers: gwHeaders
       }))

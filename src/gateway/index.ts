@@ -15,6 +15,7 @@ import { NotFoundError, NotReadyError, InvalidPathError } from './errors.js'
 import { renderError } from './render.js'
 import { proxyRoutes, requestInfo, setRequestInfo } from './routes.js'
 import { gatewayState } from './shutdown.js'
+import { lazyChildLoggerFactory } from './request-logger.js'
 import type { GatewayDeps } from './types.js'
 
 export type { GatewayDeps, Caller, RewriteError, RewrittenError, UpstreamErrorContext, Service } from './types.js'
@@ -40,6 +41,7 @@ export function buildGateway (deps: GatewayDeps): FastifyInstance {
       const v = firstHeader(req.headers['x-request-id'])
       return isValidRequestId(v) ? v : randomUUID()
     },
+    childLoggerFactory: lazyChildLoggerFactory,
     trustProxy: false,
     return503OnClosing: true,
     routerOptions: { ignoreDuplicateSlashes: false, ignoreTrailingSlash: false, useSemicolonDelimiter: false, maxParamLength: 200 },
@@ -95,7 +97,9 @@ export function buildGateway (deps: GatewayDeps): FastifyInstance {
       const status = reply.statusCode
       const ms = reply.elapsedTime
       metrics.observe(info.tenant, info.service, status, ms / 1000)
-      request.log.info({
+      // The root logger with reqId as a field: no per-request child logger is made.
+      app.log.info({
+        reqId: request.id,
         tenant: info.tenant,
         method: request.raw.method,
         url: redactUrl(info.url),

@@ -1,7 +1,10 @@
-// Prometheus metrics of the gateway (prom-client): requests by tenant, service and
-// status class, latency histogram, upstream failures. Label cardinality is bounded: the
+// Prometheus metrics of the gateway: requests by tenant, service and status class, a
+// latency histogram, upstream failures. The hot path only bumps numbers in plain arrays
+// (prom-client's own observe() hashes and validates labels on every call, which cost more
+// than the rest of the request's bookkeeping); the series are handed to a prom-client
+// Registry as metric objects rendered at scrape time. Label cardinality is bounded: the
 // tenant label is a known database, `_unknown` for anything that did not resolve.
-import { Counter, Histogram, Registry } from 'prom-client'
+import { Registry } from 'prom-client'
 
 export const UNKNOWN_TENANT = '_unknown'
 
@@ -11,50 +14,137 @@ export interface GatewayMetrics {
   upstreamError (tenant: string, service: string, code: string): void
 }
 
-function reuse<T> (registry: Registry, name: string, make: () => T): T {
-  return (registry.getSingleMetric(name) as T | undefined) ?? make()
+const BUCKETS = [0.002, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30]
+const CLASSES = ['1xx', '2xx', '3xx', '4xx', '5xx']
+
+interface Series {
+  tenant: string
+  service: string
+  classes: number[]
+  /** Per-bucket counts (not cumulative); the last slot is above the largest bound. */
+  buckets: number[]
+  sum: number
+  count: number
 }
 
+interface Value { labels: Record<string, string | number>, value: number, metricName?: string }
+
+/** The shape prom-client's Registry renders (what its own metrics return from get()). */
+interface ScrapedMetric {
+  name: string
+  help: string
+  type: 'counter' | 'histogram'
+  aggregator: 'sum'
+  get (): Promise<{ name: string, help: string, type: string, values: Value[], aggregator: string }>
+  reset (): void
+}
+
+/** Two-level map (tenant -> key -> T): no string building per request. */
+class Table<T> {
+  readonly #rows = new Map<string, Map<string, T>>()
+  get (a: string, b: string, make: () => T): T {
+    let row = this.#rows.get(a)
+    if (row === undefined) { row = new Map(); this.#rows.set(a, row) }
+    let v = row.get(b)
+    if (v === undefined) { v = make(); row.set(b, v) }
+    return v
+  }
+
+  * values (): IterableIterator<T> { for (const row of this.#rows.values()) yield * row.values() }
+  clear (): void { this.#rows.clear() }
+}
+
+class RequestMetrics {
+  readonly series = new Table<Series>()
+  readonly errors = new Table<{ tenant: string, service: string, code: string, n: number }>()
+
+  observe (tenant: string, service: string, status: number, seconds: number): void {
+    const s = this.series.get(tenant, service, () => ({
+      tenant, service, classes: [0, 0, 0, 0, 0], buckets: new Array<number>(BUCKETS.length + 1).fill(0), sum: 0, count: 0
+    }))
+    const cls = Math.floor(status / 100) - 1
+    s.classes[cls >= 0 && cls < 5 ? cls : 4]!++
+    let i = 0
+    while (i < BUCKETS.length && seconds > BUCKETS[i]!) i++
+    s.buckets[i]!++
+    s.sum += seconds
+    s.count++
+  }
+
+  upstreamError (tenant: string, service: string, code: string): void {
+    this.errors.get(tenant, `${service}\u0000${code}`, () => ({ tenant, service, code, n: 0 })).n++
+  }
+
+  metrics (): ScrapedMetric[] {
+    const requests: ScrapedMetric = {
+      name: 'gatehouse_gateway_requests_total',
+      help: 'Requests answered by the gateway, by tenant database, service and status class',
+      type: 'counter',
+      aggregator: 'sum',
+      get: async () => {
+        const values: Value[] = []
+        for (const s of this.series.values()) {
+          s.classes.forEach((n, i) => { if (n > 0) values.push({ labels: { tenant: s.tenant, service: s.service, status_class: CLASSES[i]! }, value: n }) })
+        }
+        return { name: requests.name, help: requests.help, type: 'counter', values, aggregator: 'sum' }
+      },
+      reset: () => this.series.clear()
+    }
+    const latency: ScrapedMetric = {
+      name: 'gatehouse_gateway_request_duration_seconds',
+      help: 'Time from request to the end of the response, by tenant database and service',
+      type: 'histogram',
+      aggregator: 'sum',
+      get: async () => {
+        const values: Value[] = []
+        const bucketName = `${latency.name}_bucket`
+        for (const s of this.series.values()) {
+          let acc = 0
+          BUCKETS.forEach((le, i) => {
+            acc += s.buckets[i]!
+            values.push({ labels: { le, tenant: s.tenant, service: s.service }, value: acc, metricName: bucketName })
+          })
+          values.push({ labels: { le: '+Inf', tenant: s.tenant, service: s.service }, value: s.count, metricName: bucketName })
+          values.push({ labels: { tenant: s.tenant, service: s.service }, value: s.sum, metricName: `${latency.name}_sum` })
+          values.push({ labels: { tenant: s.tenant, service: s.service }, value: s.count, metricName: `${latency.name}_count` })
+        }
+        return { name: latency.name, help: latency.help, type: 'histogram', values, aggregator: 'sum' }
+      },
+      reset: () => this.series.clear()
+    }
+    const upstreamErrors: ScrapedMetric = {
+      name: 'gatehouse_gateway_upstream_errors_total',
+      help: 'Upstream requests that failed (refused, reset, timed out), by tenant, service and error code',
+      type: 'counter',
+      aggregator: 'sum',
+      get: async () => {
+        const values: Value[] = []
+        for (const e of this.errors.values()) values.push({ labels: { tenant: e.tenant, service: e.service, code: e.code }, value: e.n })
+        return { name: upstreamErrors.name, help: upstreamErrors.help, type: 'counter', values, aggregator: 'sum' }
+      },
+      reset: () => this.errors.clear()
+    }
+    return [requests, latency, upstreamErrors]
+  }
+}
+
+const owners = new WeakMap<Registry, RequestMetrics>()
+
+/**
+ * The gateway's metrics in `registry` (a new one by default). Gateways sharing a registry
+ * share the series.
+ */
 export function createGatewayMetrics (registry: Registry = new Registry()): GatewayMetrics {
-  const requests = reuse(registry, 'gatehouse_gateway_requests_total', () => new Counter({
-    name: 'gatehouse_gateway_requests_total',
-    help: 'Requests answered by the gateway, by tenant database, service and status class',
-    labelNames: ['tenant', 'service', 'status_class'] as const,
-    registers: [registry]
-  }))
-  const latency = reuse(registry, 'gatehouse_gateway_request_duration_seconds', () => new Histogram({
-    name: 'gatehouse_gateway_request_duration_seconds',
-    help: 'Time from request to the end of the response, by tenant database and service',
-    labelNames: ['tenant', 'service'] as const,
-    buckets: [0.002, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30],
-    registers: [registry]
-  }))
-  const upstreamErrors = reuse(registry, 'gatehouse_gateway_upstream_errors_total', () => new Counter({
-    name: 'gatehouse_gateway_upstream_errors_total',
-    help: 'Upstream requests that failed (refused, reset, timed out), by tenant, service and error code',
-    labelNames: ['tenant', 'service', 'code'] as const,
-    registers: [registry]
-  }))
-  const classes = ['1xx', '2xx', '3xx', '4xx', '5xx']
-  // Labelled children cached per label set: prom-client hashes the labels on every call
-  // otherwise. Bounded like the labels themselves (tenants x services x classes).
-  const counters = new Map<string, { inc: () => void }>()
-  const histograms = new Map<string, { observe: (v: number) => void }>()
+  let m = owners.get(registry)
+  if (m === undefined) {
+    m = new RequestMetrics()
+    owners.set(registry, m)
+    for (const metric of m.metrics()) registry.registerMetric(metric as never)
+  }
+  const target = m
   return {
     registry,
-    observe (tenant, service, status, seconds) {
-      const cls = classes[Math.floor(status / 100) - 1] ?? '5xx'
-      const hk = JSON.stringify([tenant, service])
-      const ck = JSON.stringify([tenant, service, cls])
-      let c = counters.get(ck)
-      if (c === undefined) { c = requests.labels({ tenant, service, status_class: cls }); counters.set(ck, c) }
-      let h = histograms.get(hk)
-      if (h === undefined) { h = latency.labels({ tenant, service }); histograms.set(hk, h) }
-      c.inc()
-      h.observe(seconds)
-    },
-    upstreamError (tenant, service, code) {
-      upstreamErrors.inc({ tenant, service, code })
-    }
+    observe: (tenant, service, status, seconds) => target.observe(tenant, service, status, seconds),
+    upstreamError: (tenant, service, code) => target.upstreamError(tenant, service, code)
   }
 }

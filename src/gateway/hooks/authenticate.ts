@@ -49,8 +49,11 @@ export interface AuthenticatorOptions {
 }
 
 export interface Authenticator {
-  /** Throws no_api_key / invalid_api_key / invalid_token; `open` routes may come without a key. */
-  authenticate (tenant: Tenant, headers: IncomingHttpHeaders, queryKey: string | undefined, open: boolean): Promise<Caller>
+  /**
+   * Throws no_api_key / invalid_api_key / invalid_token (or rejects with invalid_token);
+   * `open` routes may come without a key. Synchronous unless a token must be verified.
+   */
+  authenticate (tenant: Tenant, headers: IncomingHttpHeaders, queryKey: string | undefined, open: boolean, connection?: object): Caller | Promise<Caller>
   /** Fingerprint and issuer of a tenant record (memoised per record object). */
   facts (tenant: Tenant): TenantFacts
   clear (): void
@@ -100,10 +103,14 @@ export function createAuthenticator (opts: AuthenticatorOptions): Authenticator 
     return f
   }
 
+  /** A cached verdict still valid now, or undefined. */
+  function cachedVerdict (key: string): Verified | undefined {
+    const hit = verified.get(key)
+    return hit !== undefined && hit.exp > Math.floor(now() / 1000) ? hit : undefined
+  }
+
   async function verifyToken (tenant: Tenant, f: TenantFacts, token: string, key: string): Promise<Verified> {
     const nowSec = Math.floor(now() / 1000)
-    const hit = verified.get(key)
-    if (hit !== undefined && hit.exp > nowSec) return hit
     let claims: JWTPayload
     try {
       claims = await verifyHS256(token, {
@@ -126,7 +133,20 @@ export function createAuthenticator (opts: AuthenticatorOptions): Authenticator 
     return v
   }
 
-  async function authenticate (tenant: Tenant, headers: IncomingHttpHeaders, queryKey: string | undefined, open: boolean): Promise<Caller> {
+  // The last token seen on each client connection and its cache key: a keep-alive client
+  // sends the same token request after request, so the hash is computed once per connection.
+  const lastOnConnection = new WeakMap<object, { fp: string, token: string, key: string }>()
+
+  function keyFor (fp: string, token: string, connection: object | undefined): string {
+    if (connection === undefined) return callerKey(fp, token)
+    const last = lastOnConnection.get(connection)
+    if (last !== undefined && last.fp === fp && last.token === token) return last.key
+    const key = callerKey(fp, token)
+    lastOnConnection.set(connection, { fp, token, key })
+    return key
+  }
+
+  function authenticate (tenant: Tenant, headers: IncomingHttpHeaders, queryKey: string | undefined, open: boolean, connection?: object): Caller | Promise<Caller> {
     const f = factsOf(tenant)
     const headerKey = firstHeader(headers.apikey)
     let apikey = headerKey !== undefined && headerKey !== '' ? headerKey : queryKey !== '' ? queryKey : undefined
@@ -171,9 +191,11 @@ export function createAuthenticator (opts: AuthenticatorOptions): Authenticator 
     }
 
     if (bearerIsJwt) {
-      const key = callerKey(f.fp, bearer!)
-      const v = await verifyToken(tenant, f, bearer!, key)
-      return { kind: v.kind, claims: v.claims, token: bearer!, exp: v.exp, keyKind: kk, cacheKey: key }
+      const token = bearer!
+      const key = keyFor(f.fp, token, connection)
+      const hit = cachedVerdict(key)
+      if (hit !== undefined) return { kind: hit.kind, claims: hit.claims, token, exp: hit.exp, keyKind: kk, cacheKey: key }
+      return verifyToken(tenant, f, token, key).then((v) => ({ kind: v.kind, claims: v.claims, token, exp: v.exp, keyKind: kk, cacheKey: key }))
     }
     const kind: RoleKind = kk ?? 'anon'
     return { kind, claims: null, token: null, exp: null, keyKind: kk, cacheKey: `${f.fp}:${kind}` }

@@ -16,10 +16,10 @@ export interface UpstreamTokenOptions {
 }
 
 export interface UpstreamTokens {
-  /** Bearer token for the REST upstream (caller.cacheKey already binds the tenant record). */
-  rest (tenant: Tenant, caller: Caller): Promise<string>
-  /** service_role token for the auth upstream (secret key, no user JWT). */
-  authService (tenant: Tenant, issuer: string, fp: string): Promise<string>
+  /** Bearer token for the REST upstream (caller.cacheKey already binds the tenant record); synchronous when cached. */
+  rest (tenant: Tenant, caller: Caller): string | Promise<string>
+  /** service_role token for the auth upstream (secret key, no user JWT); synchronous when cached. */
+  authService (tenant: Tenant, issuer: string, fp: string): string | Promise<string>
   clear (): void
 }
 
@@ -41,11 +41,14 @@ export function createUpstreamTokens (opts: UpstreamTokenOptions): UpstreamToken
     return e !== undefined && e.renewAt > nowSec ? e.token : undefined
   }
 
-  async function rest (tenant: Tenant, caller: Caller): Promise<string> {
+  function rest (tenant: Tenant, caller: Caller): string | Promise<string> {
     const nowSec = Math.floor(now() / 1000)
     const key = `rest:${caller.cacheKey}`
     const hit = fresh(key, nowSec)
-    if (hit !== undefined) return hit
+    return hit !== undefined ? hit : signRest(tenant, caller, key, nowSec)
+  }
+
+  async function signRest (tenant: Tenant, caller: Caller, key: string, nowSec: number): Promise<string> {
     const claims: JWTPayload = {}
     if (caller.claims !== null) {
       for (const name in caller.claims) if (!OWN_CLAIMS.has(name)) claims[name] = caller.claims[name]
@@ -61,11 +64,14 @@ export function createUpstreamTokens (opts: UpstreamTokenOptions): UpstreamToken
     return token
   }
 
-  async function authService (tenant: Tenant, issuer: string, fp: string): Promise<string> {
+  function authService (tenant: Tenant, issuer: string, fp: string): string | Promise<string> {
     const nowSec = Math.floor(now() / 1000)
     const key = `auth-svc:${fp}`
     const hit = fresh(key, nowSec)
-    if (hit !== undefined) return hit
+    return hit !== undefined ? hit : signAuthService(tenant, issuer, key, nowSec)
+  }
+
+  async function signAuthService (tenant: Tenant, issuer: string, key: string, nowSec: number): Promise<string> {
     const token = await signHS256({ role: 'service_role' }, {
       secret: tenant.jwt.secret, issuer, expiresInSeconds: ttl, now: nowSec
     })

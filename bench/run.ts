@@ -1,0 +1,50 @@
+// `npm run bench`: imports every bench/<name>.ts (all but lib.ts and run.ts), runs their
+// run() one after another, prints each report, and writes bench/results/latest.json and
+// latest.md. Arguments narrow the set: `npm run bench -- gateway auth`.
+import { readdirSync, writeFileSync, mkdirSync } from 'node:fs'
+import path from 'node:path'
+import { pathToFileURL } from 'node:url'
+import { BENCH_DIR, RESULTS_DIR, formatReport, type BenchReport } from './lib.js'
+
+interface Failure { name: string, error: string }
+
+const wanted = new Set(process.argv.slice(2))
+const names = readdirSync(BENCH_DIR)
+  .filter((f) => f.endsWith('.ts') && !f.endsWith('.d.ts') && f !== 'lib.ts' && f !== 'run.ts')
+  .map((f) => f.slice(0, -3))
+  .filter((n) => wanted.size === 0 || wanted.has(n))
+  .sort()
+
+const reports: BenchReport[] = []
+const failures: Failure[] = []
+for (const name of names) {
+  process.stdout.write(`# bench ${name} ...\n`)
+  try {
+    const mod = await import(pathToFileURL(path.join(BENCH_DIR, `${name}.ts`)).href) as { run?: () => Promise<BenchReport> }
+    if (typeof mod.run !== 'function') throw new Error('exports no run()')
+    const report = await mod.run()
+    reports.push(report)
+    process.stdout.write(formatReport(report) + '\n')
+  } catch (err) {
+    const error = err instanceof Error ? (err.stack ?? err.message) : String(err)
+    failures.push({ name, error })
+    process.stdout.write(`bench ${name} failed: ${error}\n\n`)
+  }
+}
+
+mkdirSync(RESULTS_DIR, { recursive: true })
+const at = new Date().toISOString()
+writeFileSync(path.join(RESULTS_DIR, 'latest.json'), JSON.stringify({ at, reports, failures }, null, 2) + '\n')
+const md = [
+  `# Benchmarks (${at})`,
+  '',
+  'Written by `npm run bench` (bench/run.ts). One section per bench/<name>.ts.',
+  '',
+  ...reports.map(formatReport),
+  ...failures.map((f) => `## ${f.name}: FAILED\n\n\`\`\`\n${f.error}\n\`\`\`\n`)
+].join('\n')
+writeFileSync(path.join(RESULTS_DIR, 'latest.md'), md)
+process.stdout.write(`wrote ${path.relative(process.cwd(), path.join(RESULTS_DIR, 'latest.md'))} and latest.json (${reports.length} reports, ${failures.length} failed)\n`)
+const missed = reports.flatMap((r) => r.ratios.filter((q) => q.ok === false).map((q) => `${r.name}: ${q.name} ${q.value} < ${q.target}`))
+if (missed.length) process.stdout.write(`targets not met:\n  ${missed.join('\n  ')}\n`)
+process.exit(failures.length ? 1 : 0)
