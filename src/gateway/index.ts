@@ -3,7 +3,7 @@
 // with keys, tokens, CORS, health, metrics and logs; installGracefulShutdown() drains it.
 // Only cli.ts / serve.ts listen. Nothing here reads process.env.
 import { randomUUID } from 'node:crypto'
-import Fastify, { LogController, type FastifyInstance } from 'fastify'
+import Fastify, { LogController, type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify'
 import { loggerOptions, redactUrl } from '../shared/logger.js'
 import { isValidRequestId, firstHeader } from '../shared/http.js'
 import { createAuthenticator } from './hooks/authenticate.js'
@@ -13,7 +13,7 @@ import { createCors } from './cors.js'
 import { createGatewayMetrics } from './metrics.js'
 import { NotFoundError, NotReadyError, InvalidPathError } from './errors.js'
 import { renderError } from './render.js'
-import { proxyRoutes, requestInfo, setRequestInfo } from './routes.js'
+import { proxyRoutes, requestInfo } from './routes.js'
 import { gatewayState } from './shutdown.js'
 import { lazyChildLoggerFactory } from './request-logger.js'
 import type { GatewayDeps } from './types.js'
@@ -45,10 +45,10 @@ export function buildGateway (deps: GatewayDeps): FastifyInstance {
     trustProxy: false,
     return503OnClosing: true,
     routerOptions: { ignoreDuplicateSlashes: false, ignoreTrailingSlash: false, useSemicolonDelimiter: false, maxParamLength: 200 },
-    frameworkErrors: (error: Error, request: { id: string, log: { info: (o: unknown, m: string) => void } }, reply: { code: (n: number) => { headers: (h: Record<string, string>) => { send: (b: string) => void } } }) => {
+    frameworkErrors: (error: Error, request: FastifyRequest, reply: FastifyReply) => {
       const r = renderError(new InvalidPathError('the URL cannot be decoded', { cause: error }), request.id)
       request.log.info({ code: r.error.code }, 'request refused')
-      reply.code(r.status).headers({ ...r.headers, 'x-request-id': request.id }).send(r.body)
+      void reply.code(r.status).headers({ ...baseHeaders(request), ...r.headers }).send(r.body)
     }
   }
   const app = (deps.logger !== undefined
@@ -70,25 +70,20 @@ export function buildGateway (deps: GatewayDeps): FastifyInstance {
     onUpstreamError: (ctx, code) => metrics.upstreamError(ctx.tenant.database, ctx.service, code)
   })
 
-  // Every response: request id, CORS, and `Connection: close` while shutting down.
-  // Preflights are answered here, before routing to a tenant and without a key.
-  app.addHook('onRequest', (request, reply, done) => {
-    const raw = request.raw
-    setRequestInfo(raw)
-    reply.header('x-request-id', request.id)
-    const origin = firstHeader(raw.headers.origin)
+  // Headers of every response: request id, CORS, `Connection: close` while shutting down.
+  // Added where each response is made (no global onRequest hook on the hot path).
+  const baseHeaders = (request: { id: string, raw: { headers: Record<string, string | string[] | undefined> } }): Record<string, string> => {
+    const h: Record<string, string> = { 'x-request-id': request.id }
+    const origin = request.raw.headers.origin
     if (origin !== undefined) {
-      if (raw.method === 'OPTIONS' && raw.headers['access-control-request-method'] !== undefined) {
-        const h = cors.preflight(origin)
-        reply.code(204).headers(h ?? {}).send()
-        return
-      }
-      const h = cors.response(origin)
-      if (h !== null) reply.headers(h)
+      const c = cors.response(firstHeader(origin))
+      if (c !== null) Object.assign(h, c)
     }
-    if (state.shuttingDown) reply.header('connection', 'close')
-    done()
-  })
+    if (state.shuttingDown) h.connection = 'close'
+    return h
+  }
+
+  const accessLog = app.log.child({}, { formatters: { log: (o: Record<string, unknown>) => o } } as never)
 
   // One line per proxied request (URL redacted), and the metrics.
   app.addHook('onResponse', (request, reply, done) => {
@@ -97,8 +92,9 @@ export function buildGateway (deps: GatewayDeps): FastifyInstance {
       const status = reply.statusCode
       const ms = reply.elapsedTime
       metrics.observe(info.tenant, info.service, status, ms / 1000)
-      // The root logger with reqId as a field: no per-request child logger is made.
-      app.log.info({
+      // The root logger with reqId as a field: no per-request child logger is made; every
+      // field here is ours (URL already redacted), so the censoring formatter is skipped.
+      accessLog.info({
         reqId: request.id,
         tenant: info.tenant,
         method: request.raw.method,
@@ -118,32 +114,34 @@ export function buildGateway (deps: GatewayDeps): FastifyInstance {
     const tenant = info?.tenant
     if (r.status >= 500) request.log.error({ tenant, err: r.error.cause ?? err, code: r.error.code }, 'request failed')
     else if (r.error.details !== null) request.log.debug({ tenant, code: r.error.code, details: r.error.details }, 'request refused')
-    void reply.code(r.status).headers(r.headers).send(r.body)
+    void reply.code(r.status).headers({ ...baseHeaders(request), ...r.headers }).send(r.body)
   })
 
   app.setNotFoundHandler((request, reply) => {
     const r = renderError(new NotFoundError(), request.id)
-    void reply.code(r.status).headers(r.headers).send(r.body)
+    void reply.code(r.status).headers({ ...baseHeaders(request), ...r.headers }).send(r.body)
   })
 
-  app.get('/healthz', async () => ({ status: 'ok' }))
+  app.get('/healthz', async (request, reply) => reply.headers(baseHeaders(request)).send({ status: 'ok' }))
 
   app.get('/readyz', async (request, reply) => {
     let ready = !state.shuttingDown
     if (ready && deps.ready !== undefined) {
       try { ready = await deps.ready() } catch (err) { request.log.warn({ err }, 'readiness check failed'); ready = false }
     }
-    if (ready) return { status: 'ready' }
+    if (ready) return reply.headers(baseHeaders(request)).send({ status: 'ready' })
     const r = renderError(new NotReadyError(), request.id)
-    return reply.code(r.status).headers(r.headers).send(r.body)
+    return reply.code(r.status).headers({ ...baseHeaders(request), ...r.headers }).send(r.body)
   })
 
-  app.get('/metrics', async (_request, reply) => {
+  app.get('/metrics', async (request, reply) => {
     const body = await metrics.registry.metrics()
-    return reply.header('content-type', metrics.registry.contentType).send(body)
+    return reply.headers(baseHeaders(request)).header('content-type', metrics.registry.contentType).send(body)
   })
 
   void app.register(proxyRoutes({
+    baseHeaders,
+    cors,
     tenants: deps.tenants,
     authenticator,
     tokens,

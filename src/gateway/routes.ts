@@ -14,6 +14,8 @@ import type { UpstreamTokens } from './proxy/upstream-token.js'
 import { upstreamPath, type UpstreamProxy } from './proxy/proxy-server.js'
 import { buildUpstreamHeaders } from './proxy/headers.js'
 import { UNKNOWN_TENANT } from './metrics.js'
+import type { Cors } from './cors.js'
+import { firstHeader } from '../shared/http.js'
 import type { Service } from './types.js'
 
 /** Per-request facts for the completion log and the metrics (set on the raw request). */
@@ -41,6 +43,9 @@ export function requestInfo (raw: IncomingMessage): RequestInfo | undefined {
 }
 
 export interface ProxyRouteDeps {
+  /** Request id, CORS and shutdown headers every response carries. */
+  baseHeaders: (request: FastifyRequest) => Record<string, string>
+  cors: Cors
   tenants: TenantLookup
   authenticator: Authenticator
   tokens: UpstreamTokens
@@ -68,9 +73,15 @@ export function proxyRoutes (deps: ProxyRouteDeps) {
 
   async function handle (request: FastifyRequest, reply: FastifyReply): Promise<void> {
     const raw = request.raw
-    const info = requestInfo(raw) ?? setRequestInfo(raw)
-    info.counted = true
     const method = raw.method ?? 'GET'
+    // CORS preflight: answered for any path, before any tenant look-up, without a key.
+    if (method === 'OPTIONS' && raw.headers['access-control-request-method'] !== undefined && raw.headers.origin !== undefined) {
+      const h = deps.cors.preflight(firstHeader(raw.headers.origin)!)
+      reply.code(204).headers({ ...deps.baseHeaders(request), ...(h ?? {}) }).send()
+      return
+    }
+    const info = setRequestInfo(raw)
+    info.counted = true
 
     const gp = parseGatewayPath(raw.url ?? '/')
     const tenant = await tenants.get(gp.database)
@@ -105,8 +116,9 @@ export function proxyRoutes (deps: ProxyRouteDeps) {
       authorization = `Bearer ${typeof t === 'string' ? t : await t}`
     }
 
-    if (q.limitAdded !== null) reply.header('x-gatehouse-default-limit', String(q.limitAdded))
-    if (q.limitCapped !== null) reply.header('x-gatehouse-max-limit', String(q.limitCapped))
+    const ours: OutgoingHttpHeaders = deps.baseHeaders(request)
+    if (q.limitAdded !== null) ours['x-gatehouse-default-limit'] = String(q.limitAdded)
+    if (q.limitCapped !== null) ours['x-gatehouse-max-limit'] = String(q.limitCapped)
 
     const target = baseUrl(service === 'rest' ? tenant.upstreams.rest : tenant.upstreams.auth)
     raw.headers = buildUpstreamHeaders(raw.headers, authorization, request.id, {
@@ -126,7 +138,7 @@ export function proxyRoutes (deps: ProxyRouteDeps) {
       method,
       path: gp.path,
       query: q.query,
-      responseHeaders: reply.getHeaders() as OutgoingHttpHeaders,
+      responseHeaders: ours,
       log: request.log
     })
   }

@@ -78,4 +78,6 @@ export interface Caller {
   keyKind: 'anon' | 'svc' | null
   /** Cache key of this caller (a hash, never the token itself). */
   cacheKey: string
+  /** The REST upstream token last signed for this caller (upstream-token.ts), re-used until renewAt. */
+  upstream?: { token: string, renewAt: number }
 }

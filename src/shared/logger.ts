@@ -65,10 +65,14 @@ function decodeKey (raw: string): string {
   try { return decodeURIComponent(raw.replace(/\+/g, ' ')).toLowerCase() } catch { return raw.toLowerCase() }
 }
 
+// Any parameter name that could be one of SECRET_PARAMS (or encoded: `%`): only then is
+// the query taken apart. Most URLs carry none and return at once.
+const MAYBE_SECRET = /[?&](?:[^=&]*%|apikey|api_key|access_token|refresh_token|id_token|token|token_hash|password|secret|code|code_verifier|jwt)[^=&]*=/i
+
 /** A URL (or path + query) with credential-bearing query values replaced by [REDACTED]. */
 export function redactUrl (url: string): string {
   const q = url.indexOf('?')
-  if (q === -1) return url
+  if (q === -1 || !MAYBE_SECRET.test(url)) return url
   const hash = url.indexOf('#', q)
   const query = url.slice(q + 1, hash === -1 ? undefined : hash)
   let changed = false

@@ -2,6 +2,7 @@
 // JSON body, key kinds, the bearer forms supabase-js sends, open auth routes, the auth
 // upstream's Authorization rules, and the verified-token cache honouring exp.
 import t from 'tap'
+import http from 'node:http'
 import { generateKeyPair, exportSPKI, SignJWT, UnsecuredJWT, jwtVerify } from 'jose'
 import { tenantIssuer } from '../../src/tenants/index.js'
 import {
@@ -224,4 +225,36 @@ t.test('verified tokens are cached only until their exp', async (t) => {
   t.equal(r.status, 401, 'refused once exp has passed, although it was cached')
   t.match(r.json().details, /expired/)
   t.equal(rest.received.length, 2)
+})
+
+t.test('on one keep-alive connection: a rotated key and an expired token are refused', async (t) => {
+  let now = Date.now()
+  const rest = await startUpstream(t)
+  const v1 = makeTenant('acme', { auth: rest.url, rest: rest.url })
+  const v2 = makeTenant('acme', { auth: rest.url, rest: rest.url })
+  let current = v1.tenant
+  const gw = await startGateway(t, { tenants: { get: async (db: string) => (db === 'acme' ? current : null) }, now: () => now })
+  const agent = new http.Agent({ keepAlive: true, maxSockets: 1 })
+  t.teardown(() => agent.destroy())
+  const sockets = new Set<unknown>()
+  gw.app.server.on('connection', (s) => sockets.add(s))
+  const get = (headers: Record<string, string>) => request(`${gw.url}/acme/rest/v1/items`, { headers, agent })
+
+  t.equal((await get({ apikey: v1.file.keys.public })).status, 200)
+  t.equal((await get({ apikey: v1.file.keys.public })).status, 200, 'served twice on the same connection')
+  current = v2.tenant // the tenant record changes (keys rotated)
+  const r = await get({ apikey: v1.file.keys.public })
+  t.equal(r.status, 401, 'the old key is refused on the same connection')
+  t.equal(r.json().code, 'invalid_api_key')
+  t.equal((await get({ apikey: v2.file.keys.public })).status, 200)
+
+  const token = await signToken(v2, {}, { now: Math.floor(now / 1000), expiresIn: 60 })
+  const h = { apikey: v2.file.keys.public, authorization: `Bearer ${token}` }
+  t.equal((await get(h)).status, 200)
+  t.equal((await get(h)).status, 200)
+  now += 61_000
+  const expired = await get(h)
+  t.equal(expired.status, 401, 'the token is refused once expired, on the same connection')
+  t.match(expired.json().details, /expired/)
+  t.equal(sockets.size, 1, 'all of it on one connection')
 })

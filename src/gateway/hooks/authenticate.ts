@@ -96,7 +96,7 @@ export function createAuthenticator (opts: AuthenticatorOptions): Authenticator 
         issuer,
         known: new Map(),
         fp: tokenCacheKey(tenant.database, issuer, tenant.jwt.aud, tenant.jwt.secret, tenant.jwt.upstream_secret,
-          tenant.roles.anon, tenant.roles.auth, tenant.roles.svc)
+          tenant.roles.anon, tenant.roles.auth, tenant.roles.svc, tenant.keys.public, tenant.keys.secret)
       }
       facts.set(tenant, f)
     }
@@ -146,8 +146,31 @@ export function createAuthenticator (opts: AuthenticatorOptions): Authenticator 
     return key
   }
 
+  // The last caller authenticated on each client connection: the same tenant record, key
+  // and Authorization header give the same caller until its token expires, so a keep-alive
+  // client is not re-parsed, re-hashed and re-looked-up on every request.
+  interface Memo { fp: string, apikey: string | undefined, authorization: string | undefined, queryKey: string | undefined, open: boolean, caller: Caller }
+  const lastCaller = new WeakMap<object, Memo>()
+
   function authenticate (tenant: Tenant, headers: IncomingHttpHeaders, queryKey: string | undefined, open: boolean, connection?: object): Caller | Promise<Caller> {
     const f = factsOf(tenant)
+    if (connection === undefined) return authenticateNow(tenant, f, headers, queryKey, open, connection)
+    const apikeyHeader = firstHeader(headers.apikey)
+    const authorizationHeader = firstHeader(headers.authorization)
+    const m = lastCaller.get(connection)
+    if (m !== undefined && m.fp === f.fp && m.apikey === apikeyHeader && m.authorization === authorizationHeader &&
+        m.queryKey === queryKey && m.open === open && (m.caller.exp === null || m.caller.exp > Math.floor(now() / 1000))) {
+      return m.caller
+    }
+    const remember = (caller: Caller): Caller => {
+      lastCaller.set(connection, { fp: f.fp, apikey: apikeyHeader, authorization: authorizationHeader, queryKey, open, caller })
+      return caller
+    }
+    const c = authenticateNow(tenant, f, headers, queryKey, open, connection)
+    return c instanceof Promise ? c.then(remember) : remember(c)
+  }
+
+  function authenticateNow (tenant: Tenant, f: TenantFacts, headers: IncomingHttpHeaders, queryKey: string | undefined, open: boolean, connection: object | undefined): Caller | Promise<Caller> {
     const headerKey = firstHeader(headers.apikey)
     let apikey = headerKey !== undefined && headerKey !== '' ? headerKey : queryKey !== '' ? queryKey : undefined
 

@@ -43,9 +43,13 @@ export function createUpstreamTokens (opts: UpstreamTokenOptions): UpstreamToken
 
   function rest (tenant: Tenant, caller: Caller): string | Promise<string> {
     const nowSec = Math.floor(now() / 1000)
+    // The caller object a connection re-uses carries its token: no cache look-up at all.
+    const own = caller.upstream
+    if (own !== undefined && own.renewAt > nowSec) return own.token
     const key = `rest:${caller.cacheKey}`
-    const hit = fresh(key, nowSec)
-    return hit !== undefined ? hit : signRest(tenant, caller, key, nowSec)
+    const hit = cache.get(key)
+    if (hit !== undefined && hit.renewAt > nowSec) { caller.upstream = hit; return hit.token }
+    return signRest(tenant, caller, key, nowSec).then((token) => { caller.upstream = cache.get(key); return token })
   }
 
   async function signRest (tenant: Tenant, caller: Caller, key: string, nowSec: number): Promise<string> {
