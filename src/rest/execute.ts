@@ -29,7 +29,15 @@ interface Conn {
   pool: TenantPool
   idleSince: number
   broken: boolean
+  /** Names of the statements prepared on this connection. */
+  prepared: Set<string>
 }
+
+/**
+ * A connection that prepared more named statements than this is closed on release (and
+ * replaced on demand), so per-connection statement caches stay bounded.
+ */
+export const MAX_PREPARED_PER_CONNECTION = 256
 
 interface TenantPool {
   key: string
@@ -143,7 +151,7 @@ export class PoolManager {
       connectionTimeoutMillis: this.#s.connectTimeoutMs,
       application_name: 'gatehouse-rest'
     })
-    const conn: Conn = { client, pool, idleSince: Date.now(), broken: false }
+    const conn: Conn = { client, pool, idleSince: Date.now(), broken: false, prepared: new Set() }
     client.on('error', () => {
       conn.broken = true
       const i = pool.idle.indexOf(conn)
@@ -247,9 +255,10 @@ export interface Transaction {
   pre: Statement & { name?: string }
   /** Runs after `pre`; throwing rolls back before the main statement (e.g. PGRST205). */
   afterPre?: (row: DbRow) => void
-  main: Statement
+  /** The main statement; a name prepares it once per connection (cached read plans). */
+  main: Statement & { name?: string }
   /** Statements after the main one (e.g. EXPLAIN for Prefer: count=planned). */
-  after?: readonly Statement[]
+  after?: ReadonlyArray<Statement & { name?: string }>
   /** Inspects the results before COMMIT; throwing rolls back (e.g. PGRST116). */
   check?: (main: DbRow, after: DbRow[][]) => void
   /** Roll back instead of committing (Prefer: tx=rollback, test switch). */
@@ -265,8 +274,10 @@ export interface TransactionResult {
 const BEGIN_RO = 'BEGIN ISOLATION LEVEL READ COMMITTED READ ONLY'
 const BEGIN_RW = 'BEGIN ISOLATION LEVEL READ COMMITTED READ WRITE'
 
-function toQuery (s: Statement & { name?: string }): pg.QueryConfig {
-  return s.name ? { name: s.name, text: s.text, values: s.values as unknown[] } : { text: s.text, values: s.values as unknown[] }
+function toQuery (conn: Conn, s: Statement & { name?: string }): pg.QueryConfig {
+  if (!s.name) return { text: s.text, values: s.values as unknown[] }
+  conn.prepared.add(s.name)
+  return { name: s.name, text: s.text, values: s.values as unknown[] }
 }
 
 /** Runs one transaction on a connection of the pool `key`; rolls back on any error. */
@@ -277,15 +288,15 @@ export async function executeTransaction (pools: PoolManager, key: string, url: 
   try {
     await client.query(tx.readOnly ? BEGIN_RO : BEGIN_RW)
     begun = true
-    const pre = (await client.query(toQuery(tx.pre))).rows[0] ?? {}
+    const pre = (await client.query(toQuery(conn, tx.pre))).rows[0] ?? {}
     tx.afterPre?.(pre)
-    const main = (await client.query(toQuery(tx.main))).rows[0] ?? {}
+    const main = (await client.query(toQuery(conn, tx.main))).rows[0] ?? {}
     const after: DbRow[][] = []
-    for (const s of tx.after ?? []) after.push((await client.query(toQuery(s))).rows)
+    for (const s of tx.after ?? []) after.push((await client.query(toQuery(conn, s))).rows)
     tx.check?.(main, after)
     await client.query(tx.rollback ? 'ROLLBACK' : 'COMMIT')
     begun = false
-    pools.release(conn)
+    pools.release(conn, conn.prepared.size > MAX_PREPARED_PER_CONNECTION)
     return { pre, main, after }
   } catch (err) {
     let broken = conn.broken

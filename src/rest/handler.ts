@@ -2,6 +2,7 @@
 // -> parse -> plan (both cached per canonical request) -> render SQL -> execute in one
 // transaction -> shape the response. Only this module sees every stage. Issue 5 adds its
 // plan kinds to the `switch` in runPlan.
+import { createHash } from 'node:crypto'
 import { LRUCache } from 'lru-cache'
 import type { Tenant } from '../tenants/index.js'
 import { parseApiRequest, visibleHeaders, DEFAULT_LIMIT_HEADER, type RawRequest } from './api-request/index.js'
@@ -74,6 +75,11 @@ function planKey (tenant: Tenant, cache: SchemaCache, raw: RawRequest): string {
   ])
 }
 
+/** A prepared statement's name from its text (values are parameters: one name per shape). */
+function statementName (text: string): string {
+  return 'gh_r_' + createHash('sha256').update(text).digest('base64url').slice(0, 24)
+}
+
 function isMiss (err: unknown): boolean {
   const code = (err as { code?: unknown })?.code
   return code === 'PGRST205' || code === 'PGRST200' || code === 'PGRST202'
@@ -115,7 +121,10 @@ async function prepare (engine: Engine, tenant: Tenant, raw: RawRequest): Promis
     cache = fresh
     plan = planAction(req, cache, opts)
   }
-  const prepared: CachedPlan = { req, plan, statements: plan.kind === 'read' ? renderRead(plan) : null }
+  const statements = plan.kind === 'read' ? renderRead(plan) : null
+  // A cached read is prepared once per connection (Postgres parses and plans it once).
+  if (statements && cacheable) statements.main = { ...statements.main, name: statementName(statements.main.text) }
+  const prepared: CachedPlan = { req, plan, statements }
   if (cacheable) engine.plans.set(planKey(tenant, cache, raw), prepared)
   return prepared
 }

@@ -2,7 +2,7 @@
 // routes are `/:database/<table>` (reads now; writes, `/rpc/<fn>` and the OpenAPI root
 // arrive with issue 5 through the same handler). Builds an UNSTARTED instance; the
 // caller listens. Closing the instance closes every pool and LISTEN connection.
-import Fastify, { type FastifyBaseLogger, type FastifyInstance, type FastifyReply, type FastifyRequest, type FastifyServerOptions } from 'fastify'
+import Fastify, { LogController, type FastifyBaseLogger, type FastifyInstance, type FastifyReply, type FastifyRequest, type FastifyServerOptions } from 'fastify'
 import type { Config } from '../config/index.js'
 import { GatehouseError, isGatehouseError } from '../shared/errors.js'
 import { DATABASE_NAME, type TenantLookup } from '../tenants/index.js'
@@ -68,6 +68,8 @@ export function buildRestEngine (deps: RestEngineDeps): FastifyInstance {
     : { logger: deps.logger ?? false }
   const app = Fastify({
     ...loggerOpts,
+    // The gateway logs every request; the engine logs failures only.
+    logController: new LogController({ disableRequestLogging: true }),
     bodyLimit: rest.max_body_bytes,
     exposeHeadRoutes: false,
     return503OnClosing: true,

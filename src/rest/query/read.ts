@@ -244,7 +244,8 @@ function renderBody (plan: ReadPlan): Sql {
 }
 
 export interface ReadStatements {
-  main: Statement
+  /** `name` is set by the executor's caller to prepare it once per connection. */
+  main: Statement & { name?: string }
   /** EXPLAIN of the count query (Prefer: count=planned, or estimated over max_rows). */
   planned: Statement | null
 }
