@@ -81,6 +81,10 @@ export const JwtClaimsError = defineError('PGRST303', 401, (message: string) => 
 export const TenantNotFoundError = defineError('tenant_not_found', 404, (database: string) => `No database named '${database}' is served here`)
 export const EngineNotConfiguredError = defineError('engine_not_configured', 503,
   (database: string) => `The REST engine has no connection for database '${database}'`)
+/** A body larger than rest.max_body_bytes. */
+export const PayloadTooLargeError = defineError('payload_too_large', 413, () => 'Request body is too large')
+/** A request the HTTP layer could not read (framework-level 4xx). */
+export const BadRequestError = defineError('bad_request', 400, () => 'Bad request')
 /** 5xx with no known cause: the body says only this plus the request id; the cause is logged. */
 export const UnexpectedError = defineError('unexpected_failure', 500, () => 'unexpected failure')
 
@@ -91,7 +95,7 @@ export type RestErrorCode =
   | 'PGRST122' | 'PGRST123' | 'PGRST124' | 'PGRST125' | 'PGRST126' | 'PGRST127' | 'PGRST128'
   | 'PGRST200' | 'PGRST201' | 'PGRST202' | 'PGRST203' | 'PGRST204' | 'PGRST205'
   | 'PGRST300' | 'PGRST301' | 'PGRST302' | 'PGRST303'
-  | 'tenant_not_found' | 'engine_not_configured' | 'unexpected_failure'
+  | 'tenant_not_found' | 'engine_not_configured' | 'payload_too_large' | 'bad_request' | 'unexpected_failure'
 
 // ---------------------------------------------------------------------------------------
 // SQLSTATE -> HTTP (spec §7.3, PostgREST's mapSQLtoHTTP); checked top to bottom.

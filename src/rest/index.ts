@@ -7,7 +7,7 @@ import type { Config } from '../config/index.js'
 import { GatehouseError, isGatehouseError } from '../shared/errors.js'
 import { DATABASE_NAME, type TenantLookup } from '../tenants/index.js'
 import { TokenVerifier } from './auth.js'
-import { InvalidPathError, TenantNotFoundError, UnexpectedError } from './errors.js'
+import { BadRequestError, InvalidPathError, PayloadTooLargeError, TenantNotFoundError, UnexpectedError } from './errors.js'
 import { PoolManager } from './execute.js'
 import { createPlanCache, handleRequest, type Engine } from './handler.js'
 import { createSchemaCacheStore, type SchemaCache } from './schema-cache/index.js'
@@ -141,8 +141,7 @@ export function buildRestEngine (deps: RestEngineDeps): FastifyInstance {
     } else {
       const fe = err as { statusCode?: number, code?: string, message?: string }
       if (typeof fe.statusCode === 'number' && fe.statusCode >= 400 && fe.statusCode < 500) {
-        e = new GatehouseError(fe.statusCode === 413 ? 'payload_too_large' : 'bad_request', fe.statusCode,
-          fe.statusCode === 413 ? 'Request body is too large' : 'Bad request')
+        e = fe.statusCode === 413 ? new PayloadTooLargeError({ cause: err }) : new BadRequestError({ cause: err })
       } else {
         e = new UnexpectedError({ cause: err })
       }
