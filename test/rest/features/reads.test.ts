@@ -190,6 +190,12 @@ t.test('limits the caller did not give are reported', async (t) => {
   t.equal(embed.json()[0].books.length, 3, 'max rows also caps embeds')
   const counted = await fx.get('/books?select=id', { prefer: 'count=exact' })
   t.same([counted.status, counted.headers['content-range'], counted.headers['x-gatehouse-limit-applied']], [206, '0-2/7', '3'])
+  const estimated = await fx.get('/books?select=id', { prefer: 'count=estimated' })
+  const total = Number(String(estimated.headers['content-range']).split('/')[1])
+  t.ok(total >= 4, 'estimated over max rows: the larger of the capped exact count and the planner estimate')
+  t.same([estimated.status, estimated.headers['preference-applied']], [206, 'count=estimated'])
+  const small = await fx.get('/books?select=id&author_id=eq.2', { prefer: 'count=estimated' })
+  t.equal(small.headers['content-range'], '0-1/2', 'estimated under max rows is exact')
 
   const fx2 = await createRestFixture(t)
   const gw = await fx2.get('/books?select=id&order=id&limit=5', { 'x-gatehouse-default-limit': '5' })
