@@ -126,6 +126,9 @@ export function proxyRoutes (deps: ProxyRouteDeps) {
       proto: deps.forwardedProto,
       host: deps.forwardedHost
     }) as IncomingHttpHeaders
+    // Tell the engine which limit was ours, not the caller's (client copies were stripped
+    // above), so it can say when a result was cut by it (Content-Range `*`, X-Gatehouse-Limit-Applied).
+    if (q.limitAdded !== null) raw.headers['x-gatehouse-default-limit'] = String(q.limitAdded)
     raw.url = upstreamPath(target, gp.path, q.query)
 
     reply.hijack()
