@@ -1,16 +1,17 @@
 // `npm run bench`: imports every bench/<name>.ts (all but lib.ts and run.ts), runs their
 // run() one after another, prints each report, and writes bench/results/latest.json and
-// latest.md. Arguments narrow the set: `npm run bench -- gateway auth`.
+// latest.md with the chart latest.svg. Arguments narrow the set: `npm run bench -- gateway auth`.
 import { readdirSync, writeFileSync, mkdirSync } from 'node:fs'
 import path from 'node:path'
 import { pathToFileURL } from 'node:url'
 import { BENCH_DIR, RESULTS_DIR, formatReport, type BenchReport } from './lib.js'
+import { renderChart } from './chart.js'
 
 interface Failure { name: string, error: string }
 
 const wanted = new Set(process.argv.slice(2))
 const names = readdirSync(BENCH_DIR)
-  .filter((f) => f.endsWith('.ts') && !f.endsWith('.d.ts') && f !== 'lib.ts' && f !== 'run.ts')
+  .filter((f) => f.endsWith('.ts') && !f.endsWith('.d.ts') && !['lib.ts', 'run.ts', 'chart.ts'].includes(f))
   .map((f) => f.slice(0, -3))
   .filter((n) => wanted.size === 0 || wanted.has(n))
   .sort()
@@ -40,10 +41,13 @@ const md = [
   '',
   'Written by `npm run bench` (bench/run.ts). One section per bench/<name>.ts.',
   '',
+  '![throughput and latency per scenario](latest.svg)',
+  '',
   ...reports.map(formatReport),
   ...failures.map((f) => `## ${f.name}: FAILED\n\n\`\`\`\n${f.error}\n\`\`\`\n`)
 ].join('\n')
 writeFileSync(path.join(RESULTS_DIR, 'latest.md'), md)
+writeFileSync(path.join(RESULTS_DIR, 'latest.svg'), renderChart(reports))
 process.stdout.write(`wrote ${path.relative(process.cwd(), path.join(RESULTS_DIR, 'latest.md'))} and latest.json (${reports.length} reports, ${failures.length} failed)\n`)
 const missed = reports.flatMap((r) => r.ratios.filter((q) => q.ok === false).map((q) => `${r.name}: ${q.name} ${q.value} < ${q.target}`))
 if (missed.length) process.stdout.write(`targets not met:\n  ${missed.join('\n  ')}\n`)
