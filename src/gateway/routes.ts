@@ -16,24 +16,14 @@ import { buildUpstreamHeaders } from './proxy/headers.js'
 import { UNKNOWN_TENANT } from './metrics.js'
 import type { Cors } from './cors.js'
 import { firstHeader } from '../shared/http.js'
-import type { Service } from './types.js'
-
-/** Per-request facts for the completion log and the metrics (set on the raw request). */
-export interface RequestInfo {
-  /** The URL as received (the proxy rewrites raw.url). */
-  url: string
-  /** Set when the proxy pipeline handled the request (health routes are not counted). */
-  counted: boolean
-  tenant: string
-  service: Service | 'none'
-  errorCode: string | null
-}
+import type { RequestInfo } from './types.js'
+import { performance } from 'node:perf_hooks'
 
 const kInfo = Symbol('gatehouse.requestInfo')
 type WithInfo = IncomingMessage & { [kInfo]?: RequestInfo }
 
-export function setRequestInfo (raw: IncomingMessage): RequestInfo {
-  const info: RequestInfo = { url: raw.url ?? '/', counted: false, tenant: UNKNOWN_TENANT, service: 'none', errorCode: null }
+export function setRequestInfo (raw: IncomingMessage, reqId: string): RequestInfo {
+  const info: RequestInfo = { reqId, method: raw.method ?? 'GET', url: raw.url ?? '/', start: performance.now(), tenant: UNKNOWN_TENANT, service: 'none', errorCode: null, done: false }
   ;(raw as WithInfo)[kInfo] = info
   return info
 }
@@ -80,8 +70,7 @@ export function proxyRoutes (deps: ProxyRouteDeps) {
       reply.code(204).headers({ ...deps.baseHeaders(request), ...(h ?? {}) }).send()
       return
     }
-    const info = setRequestInfo(raw)
-    info.counted = true
+    const info = setRequestInfo(raw, request.id)
 
     const gp = parseGatewayPath(raw.url ?? '/')
     const tenant = await tenants.get(gp.database)
@@ -142,6 +131,7 @@ export function proxyRoutes (deps: ProxyRouteDeps) {
       path: gp.path,
       query: q.query,
       responseHeaders: ours,
+      info,
       log: request.log
     })
   }

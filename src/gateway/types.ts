@@ -81,3 +81,18 @@ export interface Caller {
   /** The REST upstream token last signed for this caller (upstream-token.ts), re-used until renewAt. */
   upstream?: { token: string, renewAt: number }
 }
+
+/** Per-request facts for the completion log line and the metrics. */
+export interface RequestInfo {
+  reqId: string
+  method: string
+  /** The URL as received (the proxy rewrites raw.url). */
+  url: string
+  /** performance.now() when the gateway took the request. */
+  start: number
+  tenant: string
+  service: Service | 'none'
+  errorCode: string | null
+  /** Set once the completion line and metrics are written. */
+  done: boolean
+}

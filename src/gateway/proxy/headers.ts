@@ -63,8 +63,12 @@ export function buildUpstreamHeaders (
   return out
 }
 
+/** x-gatehouse-* headers an engine sends for the client (the rest of that namespace is ours). */
+const PASSED_ENGINE_HEADERS = new Set(['x-gatehouse-limit-applied'])
+
 function dropFromUpstream (lower: string): boolean {
-  return lower === 'x-request-id' || lower.startsWith('access-control-') || lower.startsWith('x-gatehouse-')
+  return lower === 'x-request-id' || lower.startsWith('access-control-') ||
+    (lower.startsWith('x-gatehouse-') && !PASSED_ENGINE_HEADERS.has(lower))
 }
 
 /**
@@ -73,12 +77,12 @@ function dropFromUpstream (lower: string): boolean {
  * the ones we own, then ours (request id, CORS, limit notice). A `vary` of ours is merged
  * with the upstream's.
  */
-export function buildResponseHeaders (
-  rawHeaders: string[],
-  connection: string | string[] | undefined,
-  ours: OutgoingHttpHeaders
-): string[] {
-  const listed = listedIn(connection)
+export function buildResponseHeaders (rawHeaders: string[], ours: OutgoingHttpHeaders): string[] {
+  let connection: string[] | undefined
+  for (let i = 0; i < rawHeaders.length; i += 2) {
+    if (rawHeaders[i]!.length === 10 && rawHeaders[i]!.toLowerCase() === 'connection') (connection ??= []).push(rawHeaders[i + 1]!)
+  }
+  const listed = listedIn(connection?.length === 1 ? connection[0] : connection)
   const out: string[] = []
   let upstreamVary: string | null = null
   for (let i = 0; i < rawHeaders.length; i += 2) {

@@ -13,7 +13,7 @@ import { isJsonContentType } from '../../shared/http.js'
 import type { Tenant } from '../../tenants/schema.js'
 import { UpstreamTimeoutError, UpstreamUnavailableError } from '../errors.js'
 import { renderError } from '../render.js'
-import type { Caller, RewriteError, Service } from '../types.js'
+import type { Caller, RequestInfo, RewriteError, Service } from '../types.js'
 import { buildResponseHeaders } from './headers.js'
 
 /** Everything the response side needs about one proxied request. */
@@ -29,6 +29,9 @@ export interface ForwardContext {
   /** Headers we add to the client response (request id, CORS, limit notice). */
   responseHeaders: OutgoingHttpHeaders
   log: FastifyBaseLogger
+  info: RequestInfo
+  /** The refusal rewriter holds the response: completion is reported after it. */
+  rewriting?: boolean
 }
 
 export interface UpstreamProxyOptions {
@@ -40,6 +43,8 @@ export interface UpstreamProxyOptions {
   /** True once shutdown began: responses then close their connection. */
   isShuttingDown: () => boolean
   onUpstreamError?: (ctx: ForwardContext, code: string) => void
+  /** The response is complete (or cut): log line and metrics. */
+  onComplete?: (info: RequestInfo, status: number) => void
 }
 
 /** The upstream request target: the base URL's path joined with the path below the service. */
@@ -68,7 +73,11 @@ function ctxOf (req: IncomingMessage): ForwardContext | undefined {
 
 const TIMEOUT = Symbol('gatehouse.upstreamTimeout')
 
-function destroyResponse (res: ServerResponse): void { res.destroy() }
+const kClientResponse = Symbol('gatehouse.clientResponse')
+type WithClientResponse = IncomingMessage & { [kClientResponse]?: ServerResponse }
+
+/** 'error' listener of an upstream response (`this`): cut the client's response too. */
+function destroyClientResponse (this: WithClientResponse): void { this[kClientResponse]?.destroy() }
 
 /** `this` is the upstream request that took too long (to connect or to answer). */
 function upstreamTimedOut (this: http.ClientRequest): void {
@@ -128,15 +137,31 @@ export function createUpstreamProxy (opts: UpstreamProxyOptions): UpstreamProxy 
     }
   })
 
+  // The upstream body has been piped out (http-proxy-3 emits 'end' after our pipe ended the
+  // response): report completion without any per-request listener.
+  proxy.on('end', (req, res) => {
+    const ctx = ctxOf(req)
+    if (ctx !== undefined && ctx.rewriting !== true) opts.onComplete?.(ctx.info, res.statusCode)
+  })
+
+  // The client went away before the answer: logged as 499 (nginx's "client closed request").
+  proxy.on('econnreset', (_err, req) => {
+    const ctx = ctxOf(req)
+    if (ctx !== undefined) opts.onComplete?.(ctx.info, 499)
+  })
+
   proxy.on('proxyRes', (proxyRes, req, res) => {
     const ctx = ctxOf(req)
     if (ctx === undefined) { res.destroy(); return }
     const status = proxyRes.statusCode ?? 502
     const ours = opts.isShuttingDown() ? { ...ctx.responseHeaders, connection: 'close' } : ctx.responseHeaders
-    const headers = buildResponseHeaders(proxyRes.rawHeaders, proxyRes.headers.connection, ours)
-    proxyRes.once('error', destroyResponse.bind(null, res))
+    // rawHeaders only: Node builds proxyRes.headers lazily, on first use.
+    const headers = buildResponseHeaders(proxyRes.rawHeaders, ours)
+    ;(proxyRes as WithClientResponse)[kClientResponse] = res
+    proxyRes.once('error', destroyClientResponse)
     if (opts.rewriteError !== undefined && status >= 400 && ctx.method !== 'HEAD' &&
         isJsonContentType(proxyRes.headers['content-type']) && proxyRes.headers['content-encoding'] === undefined) {
+      ctx.rewriting = true
       bufferError(proxyRes, res, status, headers, ctx, opts.rewriteError)
       return
     }
@@ -159,6 +184,7 @@ export function createUpstreamProxy (opts: UpstreamProxyOptions): UpstreamProxy 
         for (const c of chunks) res.write(c)
         chunks.length = 0
         proxyRes.pipe(res)
+        proxyRes.once('end', () => opts.onComplete?.(ctx.info, status))
       }
     }
     const onEnd = (): void => {
@@ -203,6 +229,7 @@ export function createUpstreamProxy (opts: UpstreamProxyOptions): UpstreamProxy 
     if (res.destroyed || res.writableEnded) return
     res.writeHead(out.status, replaceHeaders(out.headers, { 'content-length': String(out.body.length) }))
     res.end(out.body)
+    opts.onComplete?.(ctx.info, out.status)
   }
 
   // Refused, reset, unreachable or too slow: 502 / 504 with our JSON body, unless the
@@ -220,6 +247,7 @@ export function createUpstreamProxy (opts: UpstreamProxyOptions): UpstreamProxy 
     }
     if (response.headersSent || response.writableEnded || response.destroyed) {
       response.destroy()
+      if (ctx !== undefined) opts.onComplete?.(ctx.info, response.statusCode)
       return
     }
     const r = renderError(error, ctx?.requestId ?? 'unknown')
@@ -227,6 +255,7 @@ export function createUpstreamProxy (opts: UpstreamProxyOptions): UpstreamProxy 
     if (opts.isShuttingDown()) headers.connection = 'close'
     response.writeHead(r.status, headers)
     response.end(r.body)
+    if (ctx !== undefined) { ctx.info.errorCode = error.code; opts.onComplete?.(ctx.info, r.status) }
   }
 
   return {
