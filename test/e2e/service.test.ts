@@ -258,6 +258,7 @@ t.test('the default limit of 1000 on a 1,500-row table, and an explicit larger l
   t.equal(raw.body.length, 1000)
   t.equal(raw.headers.get('x-gatehouse-default-limit'), '1000')
   t.equal(raw.headers.get('content-range'), '0-999/*')
+  t.equal(raw.headers.get('x-gatehouse-limit-applied'), '1000', 'the engine says the result was cut by a limit the caller did not give')
 
   // The demo tenant has max_limit: null, so a larger explicit limit is honoured.
   const more = await client.from('readings').select('id').order('id').limit(1200)
@@ -265,6 +266,7 @@ t.test('the default limit of 1000 on a 1,500-row table, and an explicit larger l
   const rawMore = await stack.gateway(a, '/rest/v1/readings?select=id&limit=1200')
   t.equal(rawMore.body.length, 1200)
   t.equal(rawMore.headers.get('x-gatehouse-default-limit'), null)
+  t.equal(rawMore.headers.get('x-gatehouse-limit-applied'), null, 'the caller\'s own limit is not reported as a cut')
 
   // A range past the first page reaches the rest of the table.
   const tail = await client.from('readings').select('id').order('id').range(1400, 1599)
