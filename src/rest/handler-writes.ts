@@ -4,6 +4,7 @@
 // and the rule of service.md: a representation the SELECT policy hides is answered with
 // a 42501 refusal that says the row WAS written (the write is kept).
 import type { Tenant } from '../tenants/index.js'
+import { parseCookieHeader } from '../shared/http.js'
 import { GatehouseError } from '../shared/errors.js'
 import { visibleHeaders, type RawRequest } from './api-request/index.js'
 import type { ApiRequest } from './api-request/types.js'
@@ -40,19 +41,6 @@ function restUrl (tenant: Tenant): string {
   return url
 }
 
-function parseCookies (h: string | string[] | undefined): Record<string, string> {
-  const out: Record<string, string> = {}
-  const v = Array.isArray(h) ? h.join('; ') : h
-  if (!v) return out
-  for (const part of v.split(';')) {
-    const eq = part.indexOf('=')
-    if (eq <= 0) continue
-    const k = part.slice(0, eq).trim()
-    if (k && !(k in out)) out[k] = part.slice(eq + 1).trim()
-  }
-  return out
-}
-
 function preRequest (ctx: RunContext, relationOid: number | null): Statement & { name: string } {
   const { engine, caller, raw, req } = ctx
   return renderPreRequest({
@@ -62,7 +50,7 @@ function preRequest (ctx: RunContext, relationOid: number | null): Statement & {
     method: req.method,
     path: req.path,
     headers: visibleHeaders(raw.headers),
-    cookies: parseCookies(raw.headers.cookie),
+    cookies: parseCookieHeader(raw.headers.cookie),
     statementTimeoutMs: engine.settings.statementTimeoutMs,
     timezone: req.preferences.timezone,
     relationOid

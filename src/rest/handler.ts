@@ -5,6 +5,7 @@
 import { createHash } from 'node:crypto'
 import { LRUCache } from 'lru-cache'
 import type { Tenant } from '../tenants/index.js'
+import { parseCookieHeader } from '../shared/http.js'
 import { parseApiRequest, visibleHeaders, DEFAULT_LIMIT_HEADER, type RawRequest } from './api-request/index.js'
 import type { ApiRequest } from './api-request/types.js'
 import type { Caller, TokenVerifier } from './auth.js'
@@ -85,19 +86,6 @@ function isMiss (err: unknown): boolean {
   return code === 'PGRST205' || code === 'PGRST200' || code === 'PGRST202'
 }
 
-function parseCookies (h: string | string[] | undefined): Record<string, string> {
-  const out: Record<string, string> = {}
-  const v = Array.isArray(h) ? h.join('; ') : h
-  if (!v) return out
-  for (const part of v.split(';')) {
-    const eq = part.indexOf('=')
-    if (eq <= 0) continue
-    const k = part.slice(0, eq).trim()
-    if (k && !(k in out)) out[k] = part.slice(eq + 1).trim()
-  }
-  return out
-}
-
 /** Parse, plan and render, or take them from the plan cache. Retries once after a cache miss. */
 async function prepare (engine: Engine, tenant: Tenant, raw: RawRequest): Promise<CachedPlan> {
   const key = tenantKey(tenant)
@@ -137,7 +125,7 @@ async function runRead (engine: Engine, tenant: Tenant, caller: Caller, raw: Raw
     method: req.method,
     path: req.path,
     headers: visibleHeaders(raw.headers),
-    cookies: parseCookies(raw.headers.cookie),
+    cookies: parseCookieHeader(raw.headers.cookie),
     statementTimeoutMs: engine.settings.statementTimeoutMs,
     timezone: req.preferences.timezone,
     relationOid: plan.table.oid

@@ -70,3 +70,17 @@ export function isJsonContentType (value: unknown): boolean {
 export function firstHeader (value: string | string[] | undefined): string | undefined {
   return Array.isArray(value) ? value[0] : value
 }
+
+/** A Cookie header as name -> value (first occurrence wins), as request.cookies carries it. */
+export function parseCookieHeader (h: string | string[] | undefined): Record<string, string> {
+  const out: Record<string, string> = {}
+  const v = Array.isArray(h) ? h.join('; ') : h
+  if (!v) return out
+  for (const part of v.split(';')) {
+    const eq = part.indexOf('=')
+    if (eq <= 0) continue
+    const k = part.slice(0, eq).trim()
+    if (k && !(k in out)) out[k] = part.slice(eq + 1).trim()
+  }
+  return out
+}
