@@ -104,15 +104,16 @@ export function buildGateway (deps: GatewayDeps): FastifyInstance {
     info.done = true
     const ms = performance.now() - info.start
     metrics.observe(info.tenant, info.service, status, ms / 1000)
-    accessLog.info({
+    const line: Record<string, unknown> = {
       reqId: info.reqId,
       tenant: info.tenant,
       method: info.method,
       url: redactUrl(info.url),
       status,
-      ms: Math.round(ms * 10) / 10,
-      ...(info.errorCode !== null ? { code: info.errorCode } : {})
-    }, 'request completed')
+      ms: Math.round(ms * 10) / 10
+    }
+    if (info.errorCode !== null) line.code = info.errorCode
+    accessLog.info(line, 'request completed')
   }
 
   app.setErrorHandler((err, request, reply) => {

@@ -42,11 +42,14 @@ interface ScrapedMetric {
 /** Two-level map (tenant -> key -> T): no string building per request. */
 class Table<T> {
   readonly #rows = new Map<string, Map<string, T>>()
-  get (a: string, b: string, make: () => T): T {
+  get (a: string, b: string): T | undefined {
+    return this.#rows.get(a)?.get(b)
+  }
+
+  set (a: string, b: string, v: T): T {
     let row = this.#rows.get(a)
     if (row === undefined) { row = new Map(); this.#rows.set(a, row) }
-    let v = row.get(b)
-    if (v === undefined) { v = make(); row.set(b, v) }
+    row.set(b, v)
     return v
   }
 
@@ -59,9 +62,9 @@ class RequestMetrics {
   readonly errors = new Table<{ tenant: string, service: string, code: string, n: number }>()
 
   observe (tenant: string, service: string, status: number, seconds: number): void {
-    const s = this.series.get(tenant, service, () => ({
+    const s = this.series.get(tenant, service) ?? this.series.set(tenant, service, {
       tenant, service, classes: [0, 0, 0, 0, 0], buckets: new Array<number>(BUCKETS.length + 1).fill(0), sum: 0, count: 0
-    }))
+    })
     const cls = Math.floor(status / 100) - 1
     s.classes[cls >= 0 && cls < 5 ? cls : 4]!++
     let i = 0
@@ -72,7 +75,8 @@ class RequestMetrics {
   }
 
   upstreamError (tenant: string, service: string, code: string): void {
-    this.errors.get(tenant, `${service}\u0000${code}`, () => ({ tenant, service, code, n: 0 })).n++
+    const key = `${service}\u0000${code}`
+    ;(this.errors.get(tenant, key) ?? this.errors.set(tenant, key, { tenant, service, code, n: 0 })).n++
   }
 
   metrics (): ScrapedMetric[] {

@@ -104,6 +104,15 @@ export function createUpstreamProxy (opts: UpstreamProxyOptions): UpstreamProxy 
   // already checked), byte for byte, instead of being re-parsed as a WHATWG URL.
   const proxy = new ProxyServer({ target: undefined, agent: undefined, xfwd: false, prependPath: false, toProxy: true, selfHandleResponse: true })
   const agents = new Map<string, http.Agent>()
+  // Per target URL object (routes.ts caches one per upstream base): the per-call options,
+  // built once. http-proxy-3 spreads them into a fresh object and never mutates them.
+  const callOptions = new WeakMap<URL, { target: URL, agent: http.Agent }>()
+
+  function optionsFor (target: URL): { target: URL, agent: http.Agent } {
+    let o = callOptions.get(target)
+    if (o === undefined) { o = { target, agent: agentFor(target) }; callOptions.set(target, o) }
+    return o
+  }
 
   function agentFor (target: URL): http.Agent {
     let agent = agents.get(target.origin)
@@ -261,7 +270,7 @@ export function createUpstreamProxy (opts: UpstreamProxyOptions): UpstreamProxy 
   return {
     web (req, res, ctx) {
       (req as WithCtx)[kCtx] = ctx
-      proxy.web(req, res, { target: ctx.target, agent: agentFor(ctx.target) }, onProxyError)
+      proxy.web(req, res, optionsFor(ctx.target), onProxyError)
     },
     close () {
       for (const a of agents.values()) a.destroy()
