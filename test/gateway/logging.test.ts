@@ -5,7 +5,10 @@ import t from 'tap'
 import { Writable } from 'node:stream'
 import net from 'node:net'
 import type { AddressInfo } from 'node:net'
-import { createLogger, redactUrl } from '../../src/shared/logger.js'
+import { mkdtempSync, rmSync, openSync, closeSync, readFileSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import path from 'node:path'
+import { createBatchedDestination, createLogger, redactUrl } from '../../src/shared/logger.js'
 import { makeTenant, lookupOf, startUpstream, startGateway, request, signToken } from './helpers.js'
 
 function sink (): { stream: Writable, lines: string[] } {
@@ -99,4 +102,31 @@ t.test('loggerOptions keeps our redaction whatever the caller passes', async (t)
   const child = log.child({ token: 'bound-secret' })
   child.info('c')
   t.notMatch(lines[1], /bound-secret/, 'child bindings are censored too')
+})
+
+t.test('the batched destination keeps every line, in order', async (t) => {
+  const dir = mkdtempSync(path.join(tmpdir(), 'gh-log-'))
+  t.teardown(() => rmSync(dir, { recursive: true, force: true }))
+  const file = path.join(dir, 'log.ndjson')
+  const fd = openSync(file, 'w')
+  t.teardown(() => closeSync(fd))
+  const dest = createBatchedDestination({ fd, maxBytes: 4096, flushMs: 20 })
+  const log = createLogger({ level: 'info' }, dest)
+
+  // 1. A few lines are written by the timer, without any flush call.
+  for (let i = 0; i < 3; i++) log.info({ i }, 'early')
+  for (let tries = 0; tries < 200 && readFileSync(file, 'utf8').split('\n').filter(Boolean).length < 3; tries++) {
+    await new Promise((r) => setTimeout(r, 10))
+  }
+  t.equal(readFileSync(file, 'utf8').split('\n').filter(Boolean).length, 3, 'written after flushMs')
+
+  // 2. Many lines: size-triggered batches, then end() writes the rest synchronously.
+  for (let i = 0; i < 2000; i++) log.info({ i, password: 'pw-secret' }, 'bulk')
+  dest.end()
+  const lines = readFileSync(file, 'utf8').split('\n').filter(Boolean).map((l) => JSON.parse(l))
+  const bulk = lines.filter((l) => l.msg === 'bulk')
+  t.equal(bulk.length, 2000, 'no line lost')
+  t.ok(bulk.every((l, i) => l.i === i), 'in order')
+  t.ok(bulk.every((l) => l.password === '[REDACTED]'), 'still censored')
+  t.equal(dest.dropped, 0)
 })
