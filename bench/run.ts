@@ -1,7 +1,8 @@
 // `npm run bench`: imports every bench/<name>.ts (all but lib.ts and run.ts), runs their
 // run() one after another, prints each report, and writes bench/results/latest.json and
-// latest.md with the chart latest.svg. Arguments narrow the set: `npm run bench -- gateway auth`.
-import { readdirSync, writeFileSync, mkdirSync } from 'node:fs'
+// latest.md with the chart latest.svg. Arguments narrow the set: `npm run bench -- gateway auth`
+// (the other sections of latest.* are kept from the previous run).
+import { readdirSync, readFileSync, writeFileSync, mkdirSync } from 'node:fs'
 import path from 'node:path'
 import { pathToFileURL } from 'node:url'
 import { BENCH_DIR, RESULTS_DIR, formatReport, type BenchReport } from './lib.js'
@@ -35,6 +36,18 @@ for (const name of names) {
 
 mkdirSync(RESULTS_DIR, { recursive: true })
 const at = new Date().toISOString()
+// A narrowed run (`npm run bench -- gateway`) replaces its own sections of latest.* and
+// keeps the others from the previous run (each report carries its own startedAt).
+if (wanted.size > 0) {
+  try {
+    const previous = JSON.parse(readFileSync(path.join(RESULTS_DIR, 'latest.json'), 'utf8')) as { reports?: BenchReport[] }
+    const fresh = new Set(reports.map((r) => r.name))
+    const failed = new Set(failures.map((f) => f.name))
+    const kept = (previous.reports ?? []).filter((r) => !fresh.has(r.name) && !failed.has(r.name))
+    reports.push(...kept)
+    reports.sort((a, b) => a.name.localeCompare(b.name))
+  } catch { /* no previous results */ }
+}
 writeFileSync(path.join(RESULTS_DIR, 'latest.json'), JSON.stringify({ at, reports, failures }, null, 2) + '\n')
 const md = [
   `# Benchmarks (${at})`,

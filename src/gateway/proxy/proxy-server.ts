@@ -167,7 +167,7 @@ export function createUpstreamProxy (opts: UpstreamProxyOptions): UpstreamProxy 
     // rawHeaders only: Node builds proxyRes.headers lazily, on first use.
     const headers = buildResponseHeaders(proxyRes.rawHeaders, ours)
     ;(proxyRes as WithClientResponse)[kClientResponse] = res
-    proxyRes.once('error', destroyClientResponse)
+    proxyRes.on('error', destroyClientResponse) // on, not once: no wrapper per request
     if (opts.rewriteError !== undefined && status >= 400 && ctx.method !== 'HEAD' &&
         isJsonContentType(proxyRes.headers['content-type']) && proxyRes.headers['content-encoding'] === undefined) {
       ctx.rewriting = true
