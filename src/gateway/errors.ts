@@ -10,6 +10,9 @@ export const InvalidPathError = defineError('invalid_path', 400,
 export const BadRequestError = defineError('bad_request', 400,
   (why: string) => `The request is malformed: ${why}`)
 
+export const LengthRequiredError = defineError('length_required', 411,
+  (method: string) => `A ${method} request with a body must send Content-Length, not Transfer-Encoding`)
+
 // ---- routing --------------------------------------------------------------------------
 export const TenantNotFoundError = defineError('tenant_not_found', 404,
   (database: string) => `No project database is named "${database}"`)
@@ -43,7 +46,7 @@ export const InternalError = defineError('internal_error', 500,
 
 /** Every code this part can send (docs/errors.md lists them). */
 export const GATEWAY_ERROR_CODES = [
-  'invalid_path', 'bad_request', 'tenant_not_found', 'not_found', 'no_api_key', 'invalid_api_key',
+  'invalid_path', 'bad_request', 'length_required', 'tenant_not_found', 'not_found', 'no_api_key', 'invalid_api_key',
   'invalid_token', 'upstream_unavailable', 'upstream_timeout', 'not_ready', 'internal_error'
 ] as const
 

@@ -6,12 +6,12 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import type { IncomingHttpHeaders, IncomingMessage, OutgoingHttpHeaders } from 'node:http'
 import type { TenantLookup } from '../tenants/index.js'
-import { NotFoundError, TenantNotFoundError } from './errors.js'
+import { LengthRequiredError, NotFoundError, TenantNotFoundError } from './errors.js'
 import { isOpenAuthRoute, isTablePath, parseGatewayPath } from './hooks/resolve-tenant.js'
 import { rewriteQuery } from './hooks/default-limit.js'
 import type { Authenticator } from './hooks/authenticate.js'
 import type { UpstreamTokens } from './proxy/upstream-token.js'
-import { upstreamPath, type UpstreamProxy } from './proxy/proxy-server.js'
+import { hasRequestBody, upstreamPath, type UpstreamProxy } from './proxy/proxy-server.js'
 import { buildUpstreamHeaders } from './proxy/headers.js'
 import { UNKNOWN_TENANT } from './metrics.js'
 import type { Cors } from './cors.js'
@@ -71,6 +71,10 @@ export function proxyRoutes (deps: ProxyRouteDeps) {
       return
     }
     const info = setRequestInfo(raw, request.id)
+    // http-proxy-3 sends a DELETE or OPTIONS without Content-Length as `Content-Length: 0`
+    // (its deleteLength pass): a chunked body would then follow as bare bytes, read by the
+    // upstream as the next request on the connection. Such a body must come with a length.
+    if ((method === 'DELETE' || method === 'OPTIONS') && raw.headers['transfer-encoding'] !== undefined) throw new LengthRequiredError(method)
 
     const gp = parseGatewayPath(raw.url ?? '/')
     const tenant = await tenants.get(gp.database)
@@ -110,6 +114,7 @@ export function proxyRoutes (deps: ProxyRouteDeps) {
     if (q.limitCapped !== null) ours['x-gatehouse-max-limit'] = String(q.limitCapped)
 
     const target = baseUrl(service === 'rest' ? tenant.upstreams.rest : tenant.upstreams.auth)
+    const hasBody = hasRequestBody(raw.headers)
     raw.headers = buildUpstreamHeaders(raw.headers, authorization, request.id, {
       for: raw.socket.remoteAddress ?? '',
       proto: deps.forwardedProto,
@@ -128,6 +133,7 @@ export function proxyRoutes (deps: ProxyRouteDeps) {
       service,
       caller,
       method,
+      hasBody,
       path: gp.path,
       query: q.query,
       responseHeaders: ours,

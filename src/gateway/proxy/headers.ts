@@ -55,6 +55,10 @@ export function buildUpstreamHeaders (
     const value = incoming[name]
     if (value !== undefined) out[name] = value
   }
+  // Transfer-Encoding is hop-by-hop, but a chunked body must stay framed on the next hop:
+  // Node frames a GET/DELETE/OPTIONS body only when told to, and would otherwise send the
+  // bytes bare, where the upstream reads them as the next request on the connection.
+  if (incoming['transfer-encoding'] !== undefined) out['transfer-encoding'] = 'chunked'
   if (authorization !== undefined) out.authorization = authorization
   out['x-forwarded-for'] = fwd.for
   out['x-forwarded-proto'] = fwd.proto

@@ -5,8 +5,9 @@
 // http-proxy-3's default listener (it rethrows): every call passes its own callback.
 import http from 'node:http'
 import https from 'node:https'
-import type { OutgoingHttpHeaders, IncomingMessage, ServerResponse } from 'node:http'
+import type { IncomingHttpHeaders, OutgoingHttpHeaders, IncomingMessage, ServerResponse } from 'node:http'
 import type { Socket } from 'node:net'
+import { Stream } from 'node:stream'
 import { ProxyServer } from 'http-proxy-3'
 import type { FastifyBaseLogger } from 'fastify'
 import { isJsonContentType } from '../../shared/http.js'
@@ -26,6 +27,8 @@ export interface ForwardContext {
   method: string
   path: string
   query: string
+  /** The client request has a body to stream (hasRequestBody() of its own headers). */
+  hasBody: boolean
   /** Headers we add to the client response (request id, CORS, limit notice). */
   responseHeaders: OutgoingHttpHeaders
   log: FastifyBaseLogger
@@ -73,6 +76,28 @@ function ctxOf (req: IncomingMessage): ForwardContext | undefined {
 
 const TIMEOUT = Symbol('gatehouse.upstreamTimeout')
 
+/**
+ * Whether a client request carries a body (RFC 9112 §6.3: only these two headers say so).
+ * Asked of the client's headers, before the upstream headers replace them.
+ */
+export function hasRequestBody (headers: IncomingHttpHeaders): boolean {
+  return headers['content-length'] !== undefined || headers['transfer-encoding'] !== undefined
+}
+
+/**
+ * http-proxy-3's `buffer` option for requests without a body: it calls `buffer.pipe(proxyReq)`
+ * instead of `req.pipe(proxyReq)`, and this ends the upstream request at once. Piping an
+ * empty IncomingMessage costs a stream pipe per request (listeners, a resume tick, an 'end'
+ * tick) for nothing; the unread request is dumped by Node when the response finishes.
+ */
+class NoBody extends Stream {
+  override pipe<T extends NodeJS.WritableStream> (dest: T): T { dest.end(); return dest }
+}
+const NO_BODY = new NoBody()
+
+interface ProxyCallOptions { target: URL, agent: http.Agent, buffer?: Stream }
+interface CallOptions { withBody: ProxyCallOptions, noBody: ProxyCallOptions }
+
 const kClientResponse = Symbol('gatehouse.clientResponse')
 type WithClientResponse = IncomingMessage & { [kClientResponse]?: ServerResponse }
 
@@ -105,13 +130,18 @@ export function createUpstreamProxy (opts: UpstreamProxyOptions): UpstreamProxy 
   const proxy = new ProxyServer({ target: undefined, agent: undefined, xfwd: false, prependPath: false, toProxy: true, selfHandleResponse: true })
   const agents = new Map<string, http.Agent>()
   // Per target URL object (routes.ts caches one per upstream base): the per-call options,
-  // built once. http-proxy-3 spreads them into a fresh object and never mutates them.
-  const callOptions = new WeakMap<URL, { target: URL, agent: http.Agent }>()
+  // built once, with and without a body. http-proxy-3 spreads them into a fresh object and
+  // never mutates them.
+  const callOptions = new WeakMap<URL, CallOptions>()
 
-  function optionsFor (target: URL): { target: URL, agent: http.Agent } {
+  function optionsFor (target: URL, body: boolean): ProxyCallOptions {
     let o = callOptions.get(target)
-    if (o === undefined) { o = { target, agent: agentFor(target) }; callOptions.set(target, o) }
-    return o
+    if (o === undefined) {
+      const agent = agentFor(target)
+      o = { withBody: { target, agent }, noBody: { target, agent, buffer: NO_BODY } }
+      callOptions.set(target, o)
+    }
+    return body ? o.withBody : o.noBody
   }
 
   function agentFor (target: URL): http.Agent {
@@ -270,7 +300,7 @@ export function createUpstreamProxy (opts: UpstreamProxyOptions): UpstreamProxy 
   return {
     web (req, res, ctx) {
       (req as WithCtx)[kCtx] = ctx
-      proxy.web(req, res, optionsFor(ctx.target), onProxyError)
+      proxy.web(req, res, optionsFor(ctx.target, ctx.hasBody), onProxyError)
     },
     close () {
       for (const a of agents.values()) a.destroy()

@@ -149,6 +149,54 @@ t.test('large bodies stream both ways, unbuffered', async (t) => {
   t.equal(r.headers['content-length'], String(size), 'length passed through (streamed, not re-chunked)')
 })
 
+t.test('a body is forwarded whatever the method; a request without one reaches the upstream without one', async (t) => {
+  // The proxy ends a body-less upstream request at once instead of piping the empty client
+  // request: which requests have a body is read from the client's own headers.
+  const up = await startUpstream(t)
+  const tt = makeTenant('acme', { auth: up.url, rest: up.url })
+  const gw = await startGateway(t, { tenants: lookupOf(tt) })
+  const agent = new http.Agent({ keepAlive: true, maxSockets: 1 })
+  t.teardown(() => agent.destroy())
+  const key = tt.file.keys.secret
+  for (const method of ['GET', 'HEAD', 'DELETE', 'POST', 'PATCH']) {
+    // On one kept-alive connection: a request without a body must not hold or poison the next.
+    const plain = await request(`${gw.url}/acme/rest/v1/items?id=eq.1`, { method, agent, headers: { apikey: key } })
+    t.equal(plain.status, 200, `${method} without a body answered`)
+    const got = up.last()
+    t.equal(got.method, method)
+    t.equal(got.body.length, 0, `${method} without a body: none upstream`)
+    t.equal(got.headers['transfer-encoding'], undefined, `${method} without a body: not sent chunked`)
+  }
+  for (const method of ['GET', 'DELETE', 'POST', 'PATCH']) {
+    const payload = JSON.stringify({ method, note: 'x'.repeat(200) })
+    const withLength = await request(`${gw.url}/acme/rest/v1/items`, { method, agent, body: payload, headers: { apikey: key, 'content-type': 'application/json', 'content-length': String(Buffer.byteLength(payload)) } })
+    t.equal(withLength.status, 200)
+    t.equal(up.last().body.toString(), payload, `${method} with Content-Length: the body arrives`)
+    // Chunked (no Content-Length): the gateway must still stream it through, framed (a GET
+    // body sent bare would be read by the upstream as the next request on the connection).
+    const before = up.received.length
+    const chunked = await request(`${gw.url}/acme/rest/v1/items`, { method, agent, body: payload, headers: { apikey: key, 'content-type': 'application/json', 'transfer-encoding': 'chunked' } })
+    if (method === 'DELETE') {
+      // http-proxy-3 would announce `Content-Length: 0` for it: refused before anything is sent.
+      t.equal(chunked.status, 411, 'a chunked DELETE body: 411')
+      t.equal(chunked.json().code, 'length_required')
+      t.equal(up.received.length, before, 'nothing reached the upstream')
+      continue
+    }
+    t.equal(chunked.status, 200)
+    t.equal(up.received.length, before + 1, `${method} chunked: one request upstream, no smuggled second one`)
+    t.equal(up.last().body.toString(), payload, `${method} chunked: the body arrives`)
+  }
+  // The smuggling shape in full: a chunked GET whose body is itself a request.
+  const inner = 'GET /acme/secret HTTP/1.1\r\nHost: x\r\n\r\n'
+  const before = up.received.length
+  const r = await request(`${gw.url}/acme/rest/v1/items`, { method: 'GET', agent, body: inner, headers: { apikey: key, 'transfer-encoding': 'chunked' } })
+  t.equal(r.status, 200)
+  await new Promise((resolve) => setTimeout(resolve, 50))
+  t.equal(up.received.length, before + 1, 'the body stayed a body')
+  t.notOk(up.received.some((x) => x.url === '/acme/secret'), 'no request was smuggled to the upstream')
+})
+
 t.test('streaming, proven: each side sees the first bytes before the other side has finished', async (t) => {
   // The upstream answers with a first chunk and holds the rest until the client has seen
   // it; it also reports the first upload chunk before the upload ends. A buffering proxy
