@@ -67,6 +67,11 @@ export interface MeasureOptions {
   method?: string
   headers?: Record<string, string>
   body?: string
+  /**
+   * CPU time of other processes under test (e.g. a gateway in its own process), read before
+   * and after the measured window and added to cpuUsPerRequest.
+   */
+  otherCpu?: Array<() => Promise<{ user: number, system: number }>>
 }
 
 interface AutocannonResult {
@@ -121,11 +126,15 @@ export function benchSeconds (fallback = 10): number {
 export async function measure (name: string, description: string, o: MeasureOptions): Promise<BenchScenario> {
   const warm = o.warmupSeconds ?? 2
   if (warm > 0) await autocannonProcess(o, warm)
+  const others = o.otherCpu ?? []
+  const other0 = await Promise.all(others.map((f) => f()))
   const cpu0 = process.cpuUsage()
   const elu0 = performance.eventLoopUtilization()
   const r = await autocannonProcess(o, o.seconds ?? benchSeconds())
   const elu = performance.eventLoopUtilization(elu0)
   const cpu = process.cpuUsage(cpu0)
+  const other1 = await Promise.all(others.map((f) => f()))
+  other1.forEach((c, i) => { cpu.user += c.user - other0[i]!.user; cpu.system += c.system - other0[i]!.system })
   const total = r.requests.total
   return {
     name,

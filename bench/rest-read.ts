@@ -2,14 +2,18 @@
 // (1) the very same statements the engine runs (BEGIN READ ONLY, the settings statement,
 // the main statement, COMMIT) through raw pg behind a bare node:http server with the same
 // pool size, (2) the same with the main statement prepared, (3) through the engine directly
-// with a signed-in user's upstream token, (4) through the gateway in front of the engine.
-// Targets: engine >= 0.7x raw pg; gateway >= 0.9x engine.
+// with a signed-in user's upstream token, (4) through a bare http-proxy-3 passthrough in
+// front of the engine (the floor), (5) through the gateway in front of the engine, (6) the
+// same with the gateway in a process of its own. Targets: engine >= 0.7x raw pg; gateway
+// >= 0.9x engine. Knobs: BENCH_SECONDS, BENCH_ROUNDS (2), BENCH_CONNECTIONS (32),
+// BENCH_ONLY=<scenario> (one scenario, for profiling; nothing written).
 import http from 'node:http'
 import { randomBytes } from 'node:crypto'
 import { open } from 'node:fs/promises'
 import type { AddressInfo } from 'node:net'
 import { pathToFileURL } from 'node:url'
 import pg from 'pg'
+import { ProxyServer } from 'http-proxy-3'
 import { pino, destination } from 'pino'
 import { loadConfig } from '../src/config/index.js'
 import { provisionTenant, dropTenant } from '../src/platform/index.js'
@@ -23,6 +27,7 @@ import { planRequest, type ReadPlan } from '../src/rest/plan/index.js'
 import { renderRead, renderPreRequest } from '../src/rest/query/index.js'
 import { loadSchemaCache } from '../src/rest/schema-cache/index.js'
 import { perTenantCap } from '../src/rest/execute.js'
+import { forkGateway, type ForkedGateway } from './support/fork-gateway.js'
 import { benchSeconds, cpuRatio, environment, formatReport, measure, ratio, writeResult, type BenchReport, type BenchScenario } from './lib.js'
 
 const SCHEMA = `
@@ -75,7 +80,7 @@ export async function run (): Promise<BenchReport> {
   const tenant = toTenant(file)
   tenants.set(database, tenant)
   const gateway = buildGateway({ config, tenants: lookup, logger: logger as never })
-  const raw: { server: http.Server | null, prepared: http.Server | null, pool: pg.Pool | null } = { server: null, prepared: null, pool: null }
+  const raw: { server: http.Server | null, prepared: http.Server | null, pool: pg.Pool | null, gw: ForkedGateway | null, bare: http.Server | null, bareAgent: http.Agent | null } = { server: null, prepared: null, pool: null, gw: null, bare: null, bareAgent: null }
   const notes: string[] = []
   try {
     const owner = new pg.Client({ connectionString: ownerUrl })
@@ -148,6 +153,9 @@ export async function run (): Promise<BenchReport> {
     const rawPreparedPort = await listen(rawPrepared)
     await gateway.listen({ port: 0, host: '127.0.0.1' })
     const gwPort = (gateway.server.address() as AddressInfo).port
+    // The gateway as deployed: a process of its own, same config, same tenant record.
+    raw.gw = await forkGateway({ public_url: config.public_url, log: { level: 'info' }, gateway: { port: 0 } }, [file])
+    const gwProc = raw.gw
 
     const upstreamToken = await signHS256(upstreamClaims, { secret: file.jwt.upstream_secret, expiresInSeconds: 3600 })
     const userToken = await signHS256({ sub, role: 'authenticated', email: 'bench@example.com' }, {
@@ -160,60 +168,65 @@ export async function run (): Promise<BenchReport> {
     const viaRaw = await (await fetch(`http://127.0.0.1:${rawPort}/`)).json()
     if (JSON.stringify(viaRaw) !== JSON.stringify(body)) throw new Error('raw pg and the engine disagree')
 
+    // A bare http-proxy-3 passthrough to the engine (no keys, no tokens, nothing else): what
+    // one HTTP hop through Node and http-proxy-3 costs, the floor under any gateway built on it.
+    const bareAgent = raw.bareAgent = new http.Agent({ keepAlive: true, keepAliveMsecs: 1000, timeout: config.gateway.upstream_keepalive_ms, maxSockets: 512, maxFreeSockets: 256, scheduling: 'lifo' })
+    const bareProxy = new ProxyServer({ target: `http://127.0.0.1:${enginePort}`, agent: bareAgent })
+    raw.bare = http.createServer((request, res) => {
+      bareProxy.web(request, res, {}, (err) => { if (!res.headersSent) { res.writeHead(502); res.end() } else res.destroy(err) })
+    })
+    const barePort = await listen(raw.bare)
+
+    const gwHeaders = { apikey: file.keys.public, authorization: `Bearer ${userToken}` }
+    const engineHeaders = { authorization: `Bearer ${upstreamToken}` }
+    const scenarios: Array<{ name: string, description: string, url: string, headers?: Record<string, string>, otherCpu?: Array<() => Promise<{ user: number, system: number }>> }> = [
+      { name: 'raw-pg', description: `node:http + pg.Pool(max ${cap}): BEGIN READ ONLY, the settings statement, the main statement, COMMIT`, url: `http://127.0.0.1:${rawPort}/` },
+      { name: 'raw-pg-prepared', description: 'the same, the main statement prepared once per connection (as the engine does)', url: `http://127.0.0.1:${rawPreparedPort}/` },
+      { name: 'engine', description: 'REST engine directly: upstream token (cached), plan cache, same statements, pool of the same size', url: engineUrl, headers: engineHeaders },
+      { name: 'bare-proxy', description: 'a bare http-proxy-3 passthrough (keep-alive agent, nothing else) -> engine, in this process', url: `http://127.0.0.1:${barePort}/${database}/books?${QUERY}`, headers: engineHeaders },
+      { name: 'gateway', description: 'gateway (public key + user JWT, re-signed upstream token, default limit) -> engine, in this process', url: `http://127.0.0.1:${gwPort}/${database}/rest/v1/books?${QUERY}`, headers: gwHeaders },
+      { name: 'gateway-process', description: 'the same gateway in a process of its own (as deployed) -> engine; CPU of both processes', url: `http://127.0.0.1:${gwProc.port}/${database}/rest/v1/books?${QUERY}`, headers: gwHeaders, otherCpu: [gwProc.cpu] }
+    ]
     const only = process.env.BENCH_ONLY
-    if (only === 'engine' || only === 'raw-pg') {
+    if (only !== undefined) {
       // Profiling aid: one scenario only, no report written.
-      const s = only === 'engine'
-        ? await measure('engine', 'engine', { url: engineUrl, seconds, connections, headers: { authorization: `Bearer ${upstreamToken}` } })
-        : await measure('raw-pg', 'raw pg', { url: `http://127.0.0.1:${rawPort}/`, seconds, connections })
+      const sc = scenarios.find((x) => x.name === only)
+      if (sc === undefined) throw new Error(`BENCH_ONLY: one of ${scenarios.map((x) => x.name).join(', ')}`)
+      const s = await measure(sc.name, sc.description, { url: sc.url, seconds, connections, headers: sc.headers, otherCpu: sc.otherCpu })
       return { name: 'rest-read-only', title: only, startedAt, secondsPerScenario: seconds, connections, scenarios: [s], ratios: [], notes: [], environment: environment() }
     }
 
-    const rawRuns: BenchScenario[] = []
-    const rawPreparedRuns: BenchScenario[] = []
-    const engineRuns: BenchScenario[] = []
-    const gwRuns: BenchScenario[] = []
+    const runs = new Map<string, BenchScenario[]>(scenarios.map((x) => [x.name, []]))
     for (let i = 0; i < rounds; i++) {
-      rawRuns.push(await measure('raw-pg', `node:http + pg.Pool(max ${cap}): BEGIN READ ONLY, the settings statement, the main statement, COMMIT`, {
-        url: `http://127.0.0.1:${rawPort}/`, seconds, connections
-      }))
-      rawPreparedRuns.push(await measure('raw-pg-prepared', 'the same, the main statement prepared once per connection (as the engine does)', {
-        url: `http://127.0.0.1:${rawPreparedPort}/`, seconds, connections
-      }))
-      engineRuns.push(await measure('engine', 'REST engine directly: upstream token (cached), plan cache, same statements, pool of the same size', {
-        url: engineUrl, seconds, connections, headers: { authorization: `Bearer ${upstreamToken}` }
-      }))
-      gwRuns.push(await measure('gateway', 'gateway (public key + user JWT, re-signed upstream token, default limit) -> engine', {
-        url: `http://127.0.0.1:${gwPort}/${database}/rest/v1/books?${QUERY}`, seconds, connections,
-        headers: { apikey: file.keys.public, authorization: `Bearer ${userToken}` }
-      }))
+      for (const sc of scenarios) {
+        runs.get(sc.name)!.push(await measure(sc.name, sc.description, { url: sc.url, seconds, connections, headers: sc.headers, otherCpu: sc.otherCpu }))
+      }
     }
     // Interference from other processes only ever slows a round down: the best round counts.
-    const best = (runs: BenchScenario[]): BenchScenario => runs.reduce((a, b) => (b.requestsPerSec > a.requestsPerSec ? b : a))
-    const rawS = best(rawRuns)
-    const rawP = best(rawPreparedRuns)
-    const eng = best(engineRuns)
-    const gw = best(gwRuns)
-    for (const [n, runs] of [['raw-pg', rawRuns], ['raw-pg-prepared', rawPreparedRuns], ['engine', engineRuns], ['gateway', gwRuns]] as const) {
-      notes.push(`${n} rounds: ${runs.map((r) => `${r.requestsPerSec} req/s, ${r.cpuUsPerRequest} µs CPU/req`).join('; ')}`)
-    }
-    for (const s of [rawS, rawP, eng, gw]) {
+    const best = (name: string): BenchScenario => runs.get(name)!.reduce((a, b) => (b.requestsPerSec > a.requestsPerSec ? b : a))
+    const [rawS, rawP, eng, bare, gw, gwP] = scenarios.map((x) => best(x.name)) as [BenchScenario, BenchScenario, BenchScenario, BenchScenario, BenchScenario, BenchScenario]
+    for (const [n, r] of runs) notes.push(`${n} rounds: ${r.map((x) => `${x.requestsPerSec} req/s, ${x.cpuUsPerRequest} µs CPU/req`).join('; ')}`)
+    for (const s of [rawS, rawP, eng, bare, gw, gwP]) {
       if (s.errors + s.timeouts + s.non2xx > 0) notes.push(`${s.name}: ${s.errors} errors, ${s.timeouts} timeouts, ${s.non2xx} non-2xx answers`)
     }
     notes.push(`Query: GET /books?${QUERY} (2000 books, RLS policy with auth.uid(), 20 rows with an embedded author).`)
-    notes.push('Postgres runs on the same machine; the raw server, the engine and the gateway share this process; autocannon runs in a child process. CPU µs/req is this process\'s CPU per request (Postgres not included).')
+    notes.push('Postgres runs on the same machine; the raw servers, the engine, the bare proxy and the gateway share this process (gateway-process: the gateway in a child process); autocannon runs in a child process. CPU µs/req is the CPU of the processes under test per request (Postgres not included).')
+    notes.push('On 2 shared cores the engine, Postgres and the load generator already use most of the CPU, so every µs a proxy hop costs comes out of the engine\'s req/s. bare-proxy / engine is the ceiling for any gateway built on Node\'s http client and http-proxy-3 on this machine; gateway / bare-proxy is what the gateway\'s own work (keys, tokens, limit, headers, logs, metrics) costs on top.')
     const report: BenchReport = {
       name: 'rest-read',
       title: 'REST engine read against raw pg (same statements, same pool size)',
       startedAt,
       secondsPerScenario: seconds,
       connections,
-      scenarios: [rawS, rawP, eng, gw],
+      scenarios: [rawS, rawP, eng, bare, gw, gwP],
       ratios: [
         ratio('engine / raw-pg', 'req/s of the engine over raw pg running the same statements', eng, rawS, 0.7),
         ratio('engine / raw-pg-prepared', 'req/s of the engine over raw pg with the main statement prepared too', eng, rawP),
         cpuRatio('engine / raw-pg (CPU)', "raw pg's CPU per request over the engine's (this process only)", eng, rawS),
-        ratio('gateway / engine', 'req/s through the gateway over the engine directly', gw, eng, 0.9)
+        ratio('gateway / engine', 'req/s through the gateway over the engine directly', gw, eng, 0.9),
+        ratio('bare-proxy / engine', 'req/s through a bare http-proxy-3 hop over the engine directly: the ceiling for the ratio above', bare, eng),
+        ratio('gateway / bare-proxy', 'req/s through the gateway over the bare hop: the cost of the gateway\'s own work', gw, bare),
+        ratio('gateway-process / engine', 'req/s through the gateway in its own process over the engine directly', gwP, eng)
       ],
       notes,
       environment: environment()
@@ -222,10 +235,12 @@ export async function run (): Promise<BenchReport> {
     return report
   } finally {
     await gateway.close()
+    await raw.gw?.close()
     await engine.close()
-    for (const srv of [raw.server, raw.prepared]) {
+    for (const srv of [raw.server, raw.prepared, raw.bare]) {
       if (srv) { srv.closeAllConnections(); await new Promise<void>((resolve) => srv.close(() => resolve())) }
     }
+    raw.bareAgent?.destroy()
     await raw.pool?.end()
     await dropTenant({ adminUrl, database, roles: Object.values(roles) }).catch(() => {})
     await devnull.close()
@@ -236,4 +251,5 @@ export async function run (): Promise<BenchReport> {
 if (import.meta.url === pathToFileURL(process.argv[1] ?? '').href) {
   const r = await run()
   process.stdout.write(formatReport(r))
+  process.exit(0)
 }

@@ -1,0 +1,49 @@
+// A gateway in a process of its own, as it is deployed (`gatehouse serve gateway`): a bench
+// forks this file, sends { config overrides, tenant files }, and gets back the port. The
+// parent asks for this process's CPU time ('cpu') around each measurement, and ends it with
+// 'close'. Logs: the production logger at the given level, batched, to /dev/null.
+import { openSync, closeSync } from 'node:fs'
+import type { AddressInfo } from 'node:net'
+import { pino } from 'pino'
+import { loadConfig } from '../../src/config/index.js'
+import { parseTenantFile, toTenant, type Tenant } from '../../src/tenants/index.js'
+import { buildGateway } from '../../src/gateway/index.js'
+import { createBatchedDestination, loggerOptions } from '../../src/shared/logger.js'
+
+export interface GatewayProcessStart {
+  type: 'start'
+  overrides: Record<string, unknown>
+  /** Tenant files as parsed objects (the YAML's content). */
+  tenants: unknown[]
+}
+export type GatewayProcessMessage = GatewayProcessStart | { type: 'cpu' } | { type: 'close' }
+export type GatewayProcessReply = { type: 'listening', port: number } | { type: 'cpu', user: number, system: number } | { type: 'error', message: string }
+
+const send = (m: GatewayProcessReply): void => { process.send?.(m) }
+let close: (() => Promise<void>) | null = null
+
+process.on('message', (m: GatewayProcessMessage) => {
+  if (m.type === 'cpu') {
+    const c = process.cpuUsage()
+    send({ type: 'cpu', user: c.user, system: c.system })
+  } else if (m.type === 'close') {
+    void (close?.() ?? Promise.resolve()).finally(() => process.exit(0))
+  } else if (m.type === 'start') {
+    start(m).catch((err: unknown) => send({ type: 'error', message: err instanceof Error ? err.message : String(err) }))
+  }
+})
+
+async function start (m: GatewayProcessStart): Promise<void> {
+  const config = loadConfig({ env: {}, overrides: m.overrides })
+  const tenants = new Map<string, Tenant>()
+  for (const t of m.tenants) {
+    const tenant = toTenant(parseTenantFile(t, 'bench.yaml', {}))
+    tenants.set(tenant.database, tenant)
+  }
+  const devnull = openSync('/dev/null', 'w')
+  const dest = createBatchedDestination({ fd: devnull })
+  const gateway = buildGateway({ config, tenants: { get: async (db) => tenants.get(db) ?? null }, logger: pino(loggerOptions(config.log), dest) as never })
+  await gateway.listen({ port: 0, host: '127.0.0.1' })
+  close = async () => { await gateway.close(); dest.end(); closeSync(devnull) }
+  send({ type: 'listening', port: (gateway.server.address() as AddressInfo).port })
+}
