@@ -109,9 +109,12 @@ function upstreamTimedOut (this: http.ClientRequest): void {
   this.destroy(Object.assign(new Error('upstream timed out'), { code: 'ETIMEDOUT', [TIMEOUT]: true }))
 }
 
-/** A flat header list with `set` replacing same-named entries (case-insensitive). */
-function replaceHeaders (list: string[], set: Record<string, string>): string[] {
-  const names = new Set(Object.keys(set).map((n) => n.toLowerCase()))
+/**
+ * A flat header list with `set` replacing same-named entries and `drop` removing them
+ * (names case-insensitive; `drop` in lower case).
+ */
+function replaceHeaders (list: string[], set: Record<string, string>, drop: readonly string[] = []): string[] {
+  const names = new Set([...Object.keys(set).map((n) => n.toLowerCase()), ...drop])
   const out: string[] = []
   for (let i = 0; i < list.length; i += 2) {
     if (!names.has(list[i]!.toLowerCase())) out.push(list[i]!, list[i + 1]!)
@@ -256,9 +259,13 @@ export function createUpstreamProxy (opts: UpstreamProxyOptions): UpstreamProxy 
       })
       if (r !== null && r !== undefined) {
         const buf = Buffer.from(JSON.stringify(r.body), 'utf8')
+        const newStatus = r.status ?? status
         out = {
-          status: r.status ?? status,
-          headers: replaceHeaders(headers, { 'content-type': 'application/json; charset=utf-8', ...(r.headers ?? {}) }),
+          status: newStatus,
+          // The upstream's Bearer challenge belongs to its 401 (RFC 9110 §11.6.1): a refusal
+          // rewritten to another status does not carry it on.
+          headers: replaceHeaders(headers, { 'content-type': 'application/json; charset=utf-8', ...(r.headers ?? {}) },
+            newStatus === 401 ? [] : ['www-authenticate']),
           body: buf
         }
       }

@@ -244,6 +244,10 @@ t.test('the refusal rewriter hook: only upstream errors with a JSON body, bounde
     if (req.url!.startsWith('/acme/denied')) {
       res.writeHead(403, { 'content-type': 'application/json; charset=utf-8' })
       res.end(JSON.stringify({ code: '42501', message: 'permission denied for table denied', details: null, hint: null }))
+    } else if (req.url!.startsWith('/acme/hidden') || req.url!.startsWith('/acme/anon-only')) {
+      // PostgREST's answer to anon for a missing privilege: 401 with a Bearer challenge.
+      res.writeHead(401, { 'content-type': 'application/json; charset=utf-8', 'www-authenticate': 'Bearer' })
+      res.end(JSON.stringify({ code: '42501', message: `permission denied for table ${req.url!.slice(6).split('?')[0]!}`, details: null, hint: null }))
     } else if (req.url!.startsWith('/acme/huge')) {
       res.writeHead(400, { 'content-type': 'application/json' })
       res.end(JSON.stringify({ code: 'PGRST100', message: 'x'.repeat(4000) }))
@@ -262,6 +266,8 @@ t.test('the refusal rewriter hook: only upstream errors with a JSON body, bounde
     config: testConfig({ gateway: { max_error_body_bytes: 1024 } }),
     rewriteError: (ctx) => {
       seen.push({ status: ctx.status, path: ctx.path, body: ctx.body, kind: ctx.caller.kind })
+      if (ctx.path === '/hidden') return { status: 404, body: { code: 'unknown_table', message: 'no table hidden', details: null, hint: null } }
+      if (ctx.path === '/anon-only') return { body: { code: 'permission_denied', message: 'sign in', details: null, hint: null } }
       if ((ctx.body as { code?: string }).code === '42501') {
         return { status: 403, body: { code: 'no_table_grant', message: 'The role has no grant on table denied', details: null, hint: 'GRANT SELECT' }, headers: { 'x-gatehouse-error-code': 'no_table_grant' } }
       }
@@ -277,17 +283,29 @@ t.test('the refusal rewriter hook: only upstream errors with a JSON body, bounde
   t.equal(r.headers['content-length'], String(Buffer.byteLength(r.body)))
   t.same(seen[0], { status: 403, path: '/denied', body: { code: '42501', message: 'permission denied for table denied', details: null, hint: null }, kind: 'anon' })
 
+  // A 401 rewritten to another status loses its challenge (WWW-Authenticate belongs to 401
+  // only); one that stays 401 keeps it.
+  r = await request(`${gw.url}/acme/rest/v1/hidden`, { headers: h })
+  t.equal(r.status, 404)
+  t.equal(r.json().code, 'unknown_table')
+  t.equal(r.headers['www-authenticate'], undefined, 'no Bearer challenge on a 404')
+  r = await request(`${gw.url}/acme/rest/v1/anon-only`, { headers: h })
+  t.equal(r.status, 401)
+  t.equal(r.json().code, 'permission_denied')
+  t.equal(r.headers['www-authenticate'], 'Bearer', 'the challenge stays on a 401')
+  const rewritten = seen.length
+
   r = await request(`${gw.url}/acme/rest/v1/huge`, { headers: h })
   t.equal(r.status, 400)
   t.equal(r.json().code, 'PGRST100', 'a body over max_error_body_bytes streams through unchanged')
-  t.equal(seen.length, 1, 'and never reaches the rewriter')
+  t.equal(seen.length, rewritten, 'and never reaches the rewriter')
 
   r = await request(`${gw.url}/acme/rest/v1/text`, { headers: h })
   t.equal(r.status, 500)
   t.equal(r.body, 'plain failure', 'non-JSON errors stream through')
   r = await request(`${gw.url}/acme/rest/v1/ok`, { headers: h })
   t.equal(r.body, '[{"id":1}]', 'success bodies stream through')
-  t.equal(seen.length, 1, 'neither reaches the rewriter')
+  t.equal(seen.length, rewritten, 'neither reaches the rewriter')
 })
 
 t.test('keep-alive: upstream sockets are re-used', async (t) => {
