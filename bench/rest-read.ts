@@ -9,18 +9,18 @@
 // BENCH_ONLY=<scenario> (one scenario, for profiling; nothing written).
 import http from 'node:http'
 import { randomBytes } from 'node:crypto'
-import { open } from 'node:fs/promises'
+import { openSync, closeSync } from 'node:fs'
 import type { AddressInfo } from 'node:net'
 import { pathToFileURL } from 'node:url'
 import pg from 'pg'
 import { ProxyServer } from 'http-proxy-3'
-import { pino, destination } from 'pino'
+import { pino } from 'pino'
 import { loadConfig } from '../src/config/index.js'
 import { provisionTenant, dropTenant } from '../src/platform/index.js'
 import { toTenant, tenantIssuer, type Tenant } from '../src/tenants/index.js'
 import { buildRestEngine } from '../src/rest/index.js'
 import { buildGateway } from '../src/gateway/index.js'
-import { loggerOptions } from '../src/shared/logger.js'
+import { createBatchedDestination, loggerOptions } from '../src/shared/logger.js'
 import { signHS256 } from '../src/shared/jwt.js'
 import { parseApiRequest } from '../src/rest/api-request/index.js'
 import { planRequest, type ReadPlan } from '../src/rest/plan/index.js'
@@ -62,8 +62,11 @@ export async function run (): Promise<BenchReport> {
 
   const tenants = new Map<string, Tenant>()
   const lookup = { get: async (db: string) => tenants.get(db) ?? null }
-  const devnull = await open('/dev/null', 'w')
-  const logger = pino(loggerOptions(config.log), destination({ fd: devnull.fd, sync: false, minLength: 4096 }))
+  // Batched like bufferedStdout() (src/shared/logger.ts), to /dev/null; ended before the fd
+  // is closed (a destination flushing at exit into a closed, re-used fd can spin forever).
+  const devnull = openSync('/dev/null', 'w')
+  const logDest = createBatchedDestination({ fd: devnull })
+  const logger = pino(loggerOptions(config.log), logDest)
   const engine = buildRestEngine({ config, tenants: lookup, logger: logger as never })
   const enginePort = await new Promise<number>((resolve, reject) => {
     engine.listen({ port: 0, host: '127.0.0.1' }).then(() => resolve((engine.server.address() as AddressInfo).port), reject)
@@ -243,7 +246,8 @@ export async function run (): Promise<BenchReport> {
     raw.bareAgent?.destroy()
     await raw.pool?.end()
     await dropTenant({ adminUrl, database, roles: Object.values(roles) }).catch(() => {})
-    await devnull.close()
+    logDest.end()
+    closeSync(devnull)
   }
 }
 
