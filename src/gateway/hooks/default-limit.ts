@@ -24,6 +24,16 @@ function decode (raw: string): string {
   try { return decodeURIComponent(raw.replace(/\+/g, ' ')) } catch { return raw }
 }
 
+/** Whether an unencoded raw query has a `limit` key (`limit=...`, or a bare `limit`). */
+function hasTopLevelLimit (query: string): boolean {
+  for (let i = query.indexOf('limit'); i !== -1; i = query.indexOf('limit', i + 5)) {
+    const end = i + 5
+    if ((i === 0 || query.charCodeAt(i - 1) === 38 /* & */) &&
+      (end === query.length || query.charCodeAt(end) === 61 /* = */ || query.charCodeAt(end) === 38 /* & */)) return true
+  }
+  return false
+}
+
 /**
  * Rewrites a raw query. `limit` is the tenant's policy for a GET/HEAD on a table, null
  * for every other request (RPC, the OpenAPI root, writes, auth).
@@ -39,6 +49,13 @@ export function rewriteQuery (query: string, limit: LimitPolicy | null): QueryRe
       limitAdded: defaultLimit,
       limitCapped: null
     }
+  }
+  // Second fast path (a table read that names a limit somewhere, e.g. `authors.limit=` or
+  // `limit=20`, and nothing encoded): with no cap to apply, only whether a top-level
+  // `limit` key is present matters, and the query is forwarded as it came.
+  if (limit !== null && limit.max === null && !query.includes('apikey') && !query.includes('%')) {
+    if (hasTopLevelLimit(query)) return { query, apikey: undefined, limitAdded: null, limitCapped: null }
+    return { query: `${query}&limit=${defaultLimit}`, apikey: undefined, limitAdded: defaultLimit, limitCapped: null }
   }
   let apikey: string | undefined
   let sawLimit = false

@@ -95,7 +95,7 @@ class NoBody extends Stream {
 }
 const NO_BODY = new NoBody()
 
-interface ProxyCallOptions { target: URL, agent: http.Agent, buffer?: Stream }
+interface ProxyCallOptions { target: URL, agent: http.Agent, buffer: Stream | undefined }
 interface CallOptions { withBody: ProxyCallOptions, noBody: ProxyCallOptions }
 
 const kClientResponse = Symbol('gatehouse.clientResponse')
@@ -125,12 +125,13 @@ function replaceHeaders (list: string[], set: Record<string, string>, drop: read
 
 export function createUpstreamProxy (opts: UpstreamProxyOptions): UpstreamProxy {
   // The client's Host is never forwarded (headers.ts), so Node sets the upstream's.
-  // `target` and `agent` come with every call; declaring them first here keeps the merged
-  // per-call options in one property order, which measurably speeds up http-proxy-3's
-  // passes (bench/gateway.ts: ~10% of the proxy's CPU per request).
+  // `target`, `agent` and `buffer` come with every call (buffer possibly undefined);
+  // declaring all three first here keeps the merged per-call options in one shape, which
+  // keeps http-proxy-3's option spread and passes monomorphic: a per-call property missing
+  // here cost ~13 µs per request (bench/rest-read.ts, profiled).
   // toProxy + no prependPath: req.url is sent as we built it (the full upstream path,
   // already checked), byte for byte, instead of being re-parsed as a WHATWG URL.
-  const proxy = new ProxyServer({ target: undefined, agent: undefined, xfwd: false, prependPath: false, toProxy: true, selfHandleResponse: true })
+  const proxy = new ProxyServer({ target: undefined, agent: undefined, buffer: undefined, xfwd: false, prependPath: false, toProxy: true, selfHandleResponse: true })
   const agents = new Map<string, http.Agent>()
   // Per target URL object (routes.ts caches one per upstream base): the per-call options,
   // built once, with and without a body. http-proxy-3 spreads them into a fresh object and
@@ -141,7 +142,7 @@ export function createUpstreamProxy (opts: UpstreamProxyOptions): UpstreamProxy 
     let o = callOptions.get(target)
     if (o === undefined) {
       const agent = agentFor(target)
-      o = { withBody: { target, agent }, noBody: { target, agent, buffer: NO_BODY } }
+      o = { withBody: { target, agent, buffer: undefined }, noBody: { target, agent, buffer: NO_BODY } }
       callOptions.set(target, o)
     }
     return body ? o.withBody : o.noBody
