@@ -9,14 +9,11 @@ import { randomBytes } from 'node:crypto'
 import type { AddressInfo } from 'node:net'
 import { pathToFileURL } from 'node:url'
 import { ProxyServer } from 'http-proxy-3'
-import { pino } from 'pino'
-import { openSync, closeSync } from 'node:fs'
 import { SignJWT } from 'jose'
 import { loadConfig } from '../src/config/index.js'
 import { parseTenantFile, toTenant, tenantIssuer } from '../src/tenants/index.js'
 import { buildGateway } from '../src/gateway/index.js'
-import { createBatchedDestination, loggerOptions } from '../src/shared/logger.js'
-import { benchSeconds, cpuRatio, environment, formatReport, measure, ratio, writeResult, type BenchReport, type BenchScenario } from './lib.js'
+import { benchSeconds, devNullLogger, cpuRatio, environment, formatReport, measure, ratio, writeResult, type BenchReport, type BenchScenario } from './lib.js'
 
 const BODY = JSON.stringify([{ id: 1, title: 'a todo', done: false }])
 
@@ -64,10 +61,7 @@ export async function run (): Promise<BenchReport> {
     auth: {}
   }, 'bench.yaml', {})
   const tenant = toTenant(file)
-  // Batched like bufferedStdout() (src/shared/logger.ts), to /dev/null.
-  const devnull = openSync('/dev/null', 'w')
-  const logDest = createBatchedDestination({ fd: devnull })
-  const logger = pino(loggerOptions(config.log), logDest)
+  const { logger, close: closeLog } = devNullLogger(config.log)
   const gateway = buildGateway({ config, tenants: { get: async (db) => (db === 'bench' ? tenant : null) }, logger: logger as never })
   await gateway.listen({ port: 0, host: '127.0.0.1' })
   const gwPort = (gateway.server.address() as AddressInfo).port
@@ -131,8 +125,7 @@ export async function run (): Promise<BenchReport> {
     return report
   } finally {
     await gateway.close()
-    logDest.end()
-    closeSync(devnull)
+    closeLog()
     bare.closeAllConnections()
     await new Promise<void>((resolve) => bare.close(() => resolve()))
     agent.destroy()

@@ -4,11 +4,13 @@
 // one after another, never together.
 import { createRequire } from 'node:module'
 import { spawn } from 'node:child_process'
-import { mkdirSync, writeFileSync } from 'node:fs'
+import { closeSync, mkdirSync, openSync, writeFileSync } from 'node:fs'
 import os from 'node:os'
 import path from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { performance } from 'node:perf_hooks'
+import { pino, type Logger } from 'pino'
+import { createBatchedDestination, loggerOptions, type LogSettings } from '../src/shared/logger.js'
 
 /** One measured scenario. */
 export interface BenchScenario {
@@ -194,4 +196,16 @@ export function formatReport (r: BenchReport): string {
   }
   if (r.notes.length) { lines.push(''); for (const n of r.notes) lines.push(`- ${n}`) }
   return lines.join('\n') + '\n'
+}
+
+/**
+ * The production logger (our options, batched like bufferedStdout()) writing to /dev/null,
+ * so a bench pays for its log lines without printing them. close() ends the destination
+ * before the fd is closed: a destination that flushes at exit into a closed fd (re-used by
+ * then, perhaps by a non-blocking socket) can spin forever.
+ */
+export function devNullLogger (log: LogSettings): { logger: Logger, close: () => void } {
+  const fd = openSync('/dev/null', 'w')
+  const dest = createBatchedDestination({ fd })
+  return { logger: pino(loggerOptions(log), dest), close: () => { dest.end(); closeSync(fd) } }
 }

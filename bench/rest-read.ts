@@ -9,18 +9,15 @@
 // BENCH_ONLY=<scenario> (one scenario, for profiling; nothing written).
 import http from 'node:http'
 import { randomBytes } from 'node:crypto'
-import { openSync, closeSync } from 'node:fs'
 import type { AddressInfo } from 'node:net'
 import { pathToFileURL } from 'node:url'
 import pg from 'pg'
 import { ProxyServer } from 'http-proxy-3'
-import { pino } from 'pino'
 import { loadConfig } from '../src/config/index.js'
 import { provisionTenant, dropTenant } from '../src/platform/index.js'
 import { toTenant, tenantIssuer, type Tenant } from '../src/tenants/index.js'
 import { buildRestEngine } from '../src/rest/index.js'
 import { buildGateway } from '../src/gateway/index.js'
-import { createBatchedDestination, loggerOptions } from '../src/shared/logger.js'
 import { signHS256 } from '../src/shared/jwt.js'
 import { parseApiRequest } from '../src/rest/api-request/index.js'
 import { planRequest, type ReadPlan } from '../src/rest/plan/index.js'
@@ -28,7 +25,7 @@ import { renderRead, renderPreRequest } from '../src/rest/query/index.js'
 import { loadSchemaCache } from '../src/rest/schema-cache/index.js'
 import { perTenantCap } from '../src/rest/execute.js'
 import { forkGateway, type ForkedGateway } from './support/fork-gateway.js'
-import { benchSeconds, cpuRatio, environment, formatReport, measure, ratio, writeResult, type BenchReport, type BenchScenario } from './lib.js'
+import { benchSeconds, devNullLogger, cpuRatio, environment, formatReport, measure, ratio, writeResult, type BenchReport, type BenchScenario } from './lib.js'
 
 const SCHEMA = `
 CREATE TABLE authors (id int PRIMARY KEY, name text NOT NULL, country text);
@@ -62,11 +59,7 @@ export async function run (): Promise<BenchReport> {
 
   const tenants = new Map<string, Tenant>()
   const lookup = { get: async (db: string) => tenants.get(db) ?? null }
-  // Batched like bufferedStdout() (src/shared/logger.ts), to /dev/null; ended before the fd
-  // is closed (a destination flushing at exit into a closed, re-used fd can spin forever).
-  const devnull = openSync('/dev/null', 'w')
-  const logDest = createBatchedDestination({ fd: devnull })
-  const logger = pino(loggerOptions(config.log), logDest)
+  const { logger, close: closeLog } = devNullLogger(config.log)
   const engine = buildRestEngine({ config, tenants: lookup, logger: logger as never })
   const enginePort = await new Promise<number>((resolve, reject) => {
     engine.listen({ port: 0, host: '127.0.0.1' }).then(() => resolve((engine.server.address() as AddressInfo).port), reject)
@@ -113,13 +106,13 @@ export async function run (): Promise<BenchReport> {
     // (2) raw pg: the same transaction on a pool of the engine's per-tenant size.
     const pool = new pg.Pool({ connectionString: file.engines?.rest, max: cap })
     raw.pool = pool
-    raw.server = http.createServer((request, res) => {
+    const rawServer = (mainQuery: pg.QueryConfig): http.Server => http.createServer((request, res) => {
       request.resume()
       pool.connect().then(async (c) => {
         try {
           await c.query('BEGIN ISOLATION LEVEL READ COMMITTED READ ONLY')
           await c.query({ name: pre.name, text: pre.text, values: pre.values as unknown[] })
-          const row = (await c.query({ text: main.text, values: main.values as unknown[] })).rows[0]
+          const row = (await c.query(mainQuery)).rows[0]
           await c.query('COMMIT')
           c.release()
           res.writeHead(200, { 'content-type': 'application/json; charset=utf-8', 'content-range': `0-${Number(row.page_total) - 1}/*` })
@@ -131,29 +124,11 @@ export async function run (): Promise<BenchReport> {
         }
       }, () => { res.writeHead(503); res.end() })
     })
+    raw.server = rawServer({ text: main.text, values: main.values as unknown[] })
     const rawPort = await listen(raw.server)
     // The same again with the main statement prepared once per connection, as the engine does.
-    const preparedMain = { name: 'bench_main', text: main.text, values: main.values as unknown[] }
-    const rawPrepared = http.createServer((request, res) => {
-      request.resume()
-      pool.connect().then(async (c) => {
-        try {
-          await c.query('BEGIN ISOLATION LEVEL READ COMMITTED READ ONLY')
-          await c.query({ name: pre.name, text: pre.text, values: pre.values as unknown[] })
-          const row = (await c.query(preparedMain)).rows[0]
-          await c.query('COMMIT')
-          c.release()
-          res.writeHead(200, { 'content-type': 'application/json; charset=utf-8', 'content-range': `0-${Number(row.page_total) - 1}/*` })
-          res.end(row.body)
-        } catch (err) {
-          c.release(err as Error)
-          res.writeHead(500)
-          res.end()
-        }
-      }, () => { res.writeHead(503); res.end() })
-    })
-    raw.prepared = rawPrepared
-    const rawPreparedPort = await listen(rawPrepared)
+    raw.prepared = rawServer({ name: 'bench_main', text: main.text, values: main.values as unknown[] })
+    const rawPreparedPort = await listen(raw.prepared)
     await gateway.listen({ port: 0, host: '127.0.0.1' })
     const gwPort = (gateway.server.address() as AddressInfo).port
     // The gateway as deployed: a process of its own, same config, same tenant record.
@@ -246,8 +221,7 @@ export async function run (): Promise<BenchReport> {
     raw.bareAgent?.destroy()
     await raw.pool?.end()
     await dropTenant({ adminUrl, database, roles: Object.values(roles) }).catch(() => {})
-    logDest.end()
-    closeSync(devnull)
+    closeLog()
   }
 }
 

@@ -4,19 +4,16 @@
 // return=representation through the engine. Reported: req/s, latency, CPU per request and
 // the gateway / engine ratio.
 import { randomBytes } from 'node:crypto'
-import { openSync, closeSync } from 'node:fs'
 import type { AddressInfo } from 'node:net'
 import { pathToFileURL } from 'node:url'
-import { pino } from 'pino'
 import { loadConfig } from '../src/config/index.js'
 import { provisionTenant, dropTenant } from '../src/platform/index.js'
 import { toTenant, type Tenant } from '../src/tenants/index.js'
 import { buildRestEngine } from '../src/rest/index.js'
 import { buildGateway } from '../src/gateway/index.js'
-import { createBatchedDestination, loggerOptions } from '../src/shared/logger.js'
 import { signHS256 } from '../src/shared/jwt.js'
 import pg from 'pg'
-import { benchSeconds, cpuRatio, environment, formatReport, measure, ratio, writeResult, type BenchReport, type BenchScenario } from './lib.js'
+import { benchSeconds, devNullLogger, cpuRatio, environment, formatReport, measure, ratio, writeResult, type BenchReport, type BenchScenario } from './lib.js'
 
 const SCHEMA = `
 CREATE TABLE events (
@@ -40,11 +37,7 @@ export async function run (): Promise<BenchReport> {
 
   const tenants = new Map<string, Tenant>()
   const lookup = { get: async (db: string) => tenants.get(db) ?? null }
-  // Batched like bufferedStdout() (src/shared/logger.ts), to /dev/null; ended before the fd
-  // is closed (a destination flushing at exit into a closed, re-used fd can spin forever).
-  const devnull = openSync('/dev/null', 'w')
-  const logDest = createBatchedDestination({ fd: devnull })
-  const logger = pino(loggerOptions(config.log), logDest)
+  const { logger, close: closeLog } = devNullLogger(config.log)
   const engine = buildRestEngine({ config, tenants: lookup, logger: logger as never })
   await engine.listen({ port: 0, host: '127.0.0.1' })
   const enginePort = (engine.server.address() as AddressInfo).port
@@ -134,8 +127,7 @@ export async function run (): Promise<BenchReport> {
     await gateway.close()
     await engine.close()
     await dropTenant({ adminUrl, database, roles: Object.values(roles) }).catch(() => {})
-    logDest.end()
-    closeSync(devnull)
+    closeLog()
   }
 }
 

@@ -1,6 +1,7 @@
 // The parent side of gateway-process.ts: forks a gateway process (with the tsx loader this
 // process runs under), starts it with the given config overrides and tenant files, and
-// exposes its port, its CPU time and close().
+// exposes its port, its CPU time and close(). BENCH_GATEWAY_PROF=<dir> profiles the gateway
+// process (--cpu-prof into <dir>), BENCH_GATEWAY_PROF=perf starts it for `perf record`.
 import { fork, type ChildProcess } from 'node:child_process'
 import path from 'node:path'
 import { fileURLToPath } from 'node:url'

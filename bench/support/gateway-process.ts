@@ -2,13 +2,11 @@
 // forks this file, sends { config overrides, tenant files }, and gets back the port. The
 // parent asks for this process's CPU time ('cpu') around each measurement, and ends it with
 // 'close'. Logs: the production logger at the given level, batched, to /dev/null.
-import { openSync, closeSync } from 'node:fs'
 import type { AddressInfo } from 'node:net'
-import { pino } from 'pino'
 import { loadConfig } from '../../src/config/index.js'
 import { parseTenantFile, toTenant, type Tenant } from '../../src/tenants/index.js'
 import { buildGateway } from '../../src/gateway/index.js'
-import { createBatchedDestination, loggerOptions } from '../../src/shared/logger.js'
+import { devNullLogger } from '../lib.js'
 
 export interface GatewayProcessStart {
   type: 'start'
@@ -40,10 +38,9 @@ async function start (m: GatewayProcessStart): Promise<void> {
     const tenant = toTenant(parseTenantFile(t, 'bench.yaml', {}))
     tenants.set(tenant.database, tenant)
   }
-  const devnull = openSync('/dev/null', 'w')
-  const dest = createBatchedDestination({ fd: devnull })
-  const gateway = buildGateway({ config, tenants: { get: async (db) => tenants.get(db) ?? null }, logger: pino(loggerOptions(config.log), dest) as never })
+  const log = devNullLogger(config.log)
+  const gateway = buildGateway({ config, tenants: { get: async (db) => tenants.get(db) ?? null }, logger: log.logger as never })
   await gateway.listen({ port: 0, host: '127.0.0.1' })
-  close = async () => { await gateway.close(); dest.end(); closeSync(devnull) }
+  close = async () => { await gateway.close(); log.close() }
   send({ type: 'listening', port: (gateway.server.address() as AddressInfo).port })
 }

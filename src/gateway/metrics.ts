@@ -39,6 +39,11 @@ interface ScrapedMetric {
   reset (): void
 }
 
+/** A metric prom-client's Registry renders from `collect()` at scrape time. */
+function scraped (name: string, help: string, type: ScrapedMetric['type'], collect: () => Value[], reset: () => void): ScrapedMetric {
+  return { name, help, type, aggregator: 'sum', get: async () => ({ name, help, type, values: collect(), aggregator: 'sum' }), reset }
+}
+
 /** Two-level map (tenant -> key -> T): no string building per request. */
 class Table<T> {
   readonly #rows = new Map<string, Map<string, T>>()
@@ -80,28 +85,18 @@ class RequestMetrics {
   }
 
   metrics (): ScrapedMetric[] {
-    const requests: ScrapedMetric = {
-      name: 'gatehouse_gateway_requests_total',
-      help: 'Requests answered by the gateway, by tenant database, service and status class',
-      type: 'counter',
-      aggregator: 'sum',
-      get: async () => {
+    const latencyName = 'gatehouse_gateway_request_duration_seconds'
+    return [
+      scraped('gatehouse_gateway_requests_total', 'Requests answered by the gateway, by tenant database, service and status class', 'counter', () => {
         const values: Value[] = []
         for (const s of this.series.values()) {
           s.classes.forEach((n, i) => { if (n > 0) values.push({ labels: { tenant: s.tenant, service: s.service, status_class: CLASSES[i]! }, value: n }) })
         }
-        return { name: requests.name, help: requests.help, type: 'counter', values, aggregator: 'sum' }
-      },
-      reset: () => this.series.clear()
-    }
-    const latency: ScrapedMetric = {
-      name: 'gatehouse_gateway_request_duration_seconds',
-      help: 'Time from request to the end of the response, by tenant database and service',
-      type: 'histogram',
-      aggregator: 'sum',
-      get: async () => {
+        return values
+      }, () => this.series.clear()),
+      scraped(latencyName, 'Time from request to the end of the response, by tenant database and service', 'histogram', () => {
         const values: Value[] = []
-        const bucketName = `${latency.name}_bucket`
+        const bucketName = `${latencyName}_bucket`
         for (const s of this.series.values()) {
           let acc = 0
           BUCKETS.forEach((le, i) => {
@@ -109,26 +104,17 @@ class RequestMetrics {
             values.push({ labels: { le, tenant: s.tenant, service: s.service }, value: acc, metricName: bucketName })
           })
           values.push({ labels: { le: '+Inf', tenant: s.tenant, service: s.service }, value: s.count, metricName: bucketName })
-          values.push({ labels: { tenant: s.tenant, service: s.service }, value: s.sum, metricName: `${latency.name}_sum` })
-          values.push({ labels: { tenant: s.tenant, service: s.service }, value: s.count, metricName: `${latency.name}_count` })
+          values.push({ labels: { tenant: s.tenant, service: s.service }, value: s.sum, metricName: `${latencyName}_sum` })
+          values.push({ labels: { tenant: s.tenant, service: s.service }, value: s.count, metricName: `${latencyName}_count` })
         }
-        return { name: latency.name, help: latency.help, type: 'histogram', values, aggregator: 'sum' }
-      },
-      reset: () => this.series.clear()
-    }
-    const upstreamErrors: ScrapedMetric = {
-      name: 'gatehouse_gateway_upstream_errors_total',
-      help: 'Upstream requests that failed (refused, reset, timed out), by tenant, service and error code',
-      type: 'counter',
-      aggregator: 'sum',
-      get: async () => {
+        return values
+      }, () => this.series.clear()),
+      scraped('gatehouse_gateway_upstream_errors_total', 'Upstream requests that failed (refused, reset, timed out), by tenant, service and error code', 'counter', () => {
         const values: Value[] = []
         for (const e of this.errors.values()) values.push({ labels: { tenant: e.tenant, service: e.service, code: e.code }, value: e.n })
-        return { name: upstreamErrors.name, help: upstreamErrors.help, type: 'counter', values, aggregator: 'sum' }
-      },
-      reset: () => this.errors.clear()
-    }
-    return [requests, latency, upstreamErrors]
+        return values
+      }, () => this.errors.clear())
+    ]
   }
 }
 
