@@ -72,8 +72,10 @@ export async function startPart (name: PartName, deps: PartDeps): Promise<Runnin
 }
 
 export function createStoreAndCache (config: Config): { store: TenantStore, tenants: TenantCache } {
-  const store = createTenantStore(config, { env: process.env })
-  const tenants = createTenantCache(store, tenantCacheOptions(config.tenants))
+  // Outages and a store that lost its data are logged (once per episode) by the store and cache.
+  const logger = pino(loggerOptions(config.log)).child({ part: 'tenants' })
+  const store = createTenantStore(config, { env: process.env, logger })
+  const tenants = createTenantCache(store, { ...tenantCacheOptions(config.tenants), logger })
   return { store, tenants }
 }
 

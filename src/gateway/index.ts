@@ -10,7 +10,7 @@ import { createAuthenticator } from './hooks/authenticate.js'
 import { createUpstreamTokens } from './proxy/upstream-token.js'
 import { createUpstreamProxy } from './proxy/proxy-server.js'
 import { createCors } from './cors.js'
-import { createGatewayMetrics } from './metrics.js'
+import { createGatewayMetrics, registerStoreHealth } from './metrics.js'
 import { NotFoundError, NotReadyError, InvalidPathError } from './errors.js'
 import { renderError } from './render.js'
 import { proxyRoutes, requestInfo } from './routes.js'
@@ -44,7 +44,9 @@ export function buildGateway (deps: GatewayDeps): FastifyInstance {
     },
     childLoggerFactory: lazyChildLoggerFactory,
     trustProxy: false,
-    return503OnClosing: true,
+    // Requests that arrive while closing get our 503 (JSON, Retry-After) from the routes,
+    // not fastify's bare one; fastify still adds `Connection: close`.
+    return503OnClosing: false,
     routerOptions: {
       ignoreDuplicateSlashes: false,
       ignoreTrailingSlash: false,
@@ -66,6 +68,7 @@ export function buildGateway (deps: GatewayDeps): FastifyInstance {
 
   const state = gatewayState(app)
   const metrics = createGatewayMetrics(deps.metricsRegistry)
+  if (deps.tenants.health !== undefined) registerStoreHealth(metrics.registry, deps.tenants.health.bind(deps.tenants))
   const cors = createCors(g.cors_origins)
   const authenticator = createAuthenticator({ publicUrl: config.public_url, now })
   const tokens = createUpstreamTokens({ ttlSeconds: g.upstream_token_ttl_seconds, now })
@@ -132,10 +135,14 @@ export function buildGateway (deps: GatewayDeps): FastifyInstance {
     void reply.code(r.status).headers({ ...baseHeaders(request), ...r.headers }).send(r.body)
   })
 
+  // Set when app.close() begins (before the listener stops).
+  let closing = false
+  app.addHook('preClose', (done) => { closing = true; done() })
+
   app.get('/healthz', async (request, reply) => reply.headers(baseHeaders(request)).send({ status: 'ok' }))
 
   app.get('/readyz', async (request, reply) => {
-    let ready = !state.shuttingDown
+    let ready = !state.shuttingDown && !closing
     if (ready && deps.ready !== undefined) {
       try { ready = await deps.ready() } catch (err) { request.log.warn({ err }, 'readiness check failed'); ready = false }
     }
@@ -156,6 +163,7 @@ export function buildGateway (deps: GatewayDeps): FastifyInstance {
     authenticator,
     tokens,
     upstream,
+    isClosing: () => closing,
     forwardedProto: publicUrl.protocol.replace(/:$/, ''),
     forwardedHost: publicUrl.host
   }))

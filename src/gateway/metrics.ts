@@ -33,7 +33,7 @@ interface Value { labels: Record<string, string | number>, value: number, metric
 interface ScrapedMetric {
   name: string
   help: string
-  type: 'counter' | 'histogram'
+  type: 'counter' | 'histogram' | 'gauge'
   aggregator: 'sum'
   get (): Promise<{ name: string, help: string, type: string, values: Value[], aggregator: string }>
   reset (): void
@@ -137,4 +137,24 @@ export function createGatewayMetrics (registry: Registry = new Registry()): Gate
     observe: (tenant, service, status, seconds) => target.observe(tenant, service, status, seconds),
     upstreamError: (tenant, service, code) => target.upstreamError(tenant, service, code)
   }
+}
+
+type StoreHealth = () => { state: 'ok' | 'unreachable' | 'empty', lastGood: number, lastGoodServed: number }
+
+/**
+ * The tenant store's health in `registry` (once per registry): its state as a gauge per
+ * state (1 = current), the last good records held and how many look-ups they answered.
+ */
+export function registerStoreHealth (registry: Registry, health: StoreHealth): void {
+  const stateName = 'gatehouse_tenant_store_state'
+  if (registry.getSingleMetric(stateName) !== undefined) return
+  const metrics = [
+    scraped(stateName, 'State of the tenant store as this process sees it (1 for the current state): ok, unreachable, or empty (it lost the tenants it held; serving last good records until `gatehouse tenants apply`)', 'gauge',
+      () => { const h = health(); return (['ok', 'unreachable', 'empty'] as const).map((s) => ({ labels: { state: s }, value: h.state === s ? 1 : 0 })) }, () => {}),
+    scraped('gatehouse_tenant_store_last_good_records', 'Tenant records this process can fall back to while the store fails', 'gauge',
+      () => [{ labels: {}, value: health().lastGood }], () => {}),
+    scraped('gatehouse_tenant_store_last_good_served_total', 'Tenant look-ups answered from a last good record because the store failed', 'counter',
+      () => [{ labels: {}, value: health().lastGoodServed }], () => {})
+  ]
+  for (const m of metrics) registry.registerMetric(m as never)
 }

@@ -18,6 +18,11 @@ const HINTS_5XX: Record<string, string> = {
   not_ready: 'The gateway is shutting down or not ready. Retry on another instance.'
 }
 
+/** Seconds a client should wait before retrying a 503 (every 503 says; default 1). */
+const RETRY_AFTER_503: Record<string, string> = {
+  tenant_store_unavailable: '5'
+}
+
 /** Our error for anything thrown (fastify framework errors keep their 4xx meaning). */
 export function toGatehouseError (err: unknown): GatehouseError {
   if (isGatehouseError(err)) return err
@@ -51,5 +56,6 @@ export function renderError (err: unknown, requestId: string): RenderedError {
     'x-gatehouse-error-code': error.code,
     ...(error.headers ?? {})
   }
+  if (error.status === 503 && headers['retry-after'] === undefined) headers['retry-after'] = RETRY_AFTER_503[error.code] ?? '1'
   return { status: error.status, headers, body: JSON.stringify(wire), error }
 }

@@ -6,7 +6,7 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import type { IncomingHttpHeaders, IncomingMessage, OutgoingHttpHeaders } from 'node:http'
 import type { TenantLookup } from '../tenants/index.js'
-import { LengthRequiredError, NotFoundError, TenantNotFoundError } from './errors.js'
+import { LengthRequiredError, NotFoundError, NotReadyError, TenantNotFoundError } from './errors.js'
 import { isOpenAuthRoute, isTablePath, parseGatewayPath } from './hooks/resolve-tenant.js'
 import { rewriteQuery } from './hooks/default-limit.js'
 import type { Authenticator } from './hooks/authenticate.js'
@@ -40,6 +40,8 @@ export interface ProxyRouteDeps {
   authenticator: Authenticator
   tokens: UpstreamTokens
   upstream: UpstreamProxy
+  /** True once the gateway is closing: new requests get 503 not_ready. */
+  isClosing: () => boolean
   /** X-Forwarded-Proto / -Host values (from config.public_url). */
   forwardedProto: string
   forwardedHost: string
@@ -71,6 +73,7 @@ export function proxyRoutes (deps: ProxyRouteDeps) {
       return
     }
     const info = setRequestInfo(raw, request.id)
+    if (deps.isClosing()) throw new NotReadyError()
     // http-proxy-3 sends a DELETE or OPTIONS without Content-Length as `Content-Length: 0`
     // (its deleteLength pass): a chunked body would then follow as bare bytes, read by the
     // upstream as the next request on the connection. Such a body must come with a length.

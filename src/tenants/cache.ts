@@ -2,12 +2,16 @@
 // Positive entries live until invalidated or the TTL backstop; unknown databases are
 // remembered briefly. Invalidation arrives through the store's onChange and is repeated a
 // little later to drop a copy an in-flight read may have put back (as Neon's proxy does).
-// When the store fails, a cached tenant keeps serving; an uncached one fails loudly (503).
+// When the store fails (unreachable, or answering without the data it held: Redis restarted
+// empty), every tenant this process resolved before keeps serving from its last good record
+// (kept apart from the LRU, so invalidations and TTLs do not drop it) and the state is
+// reported (one log line per episode, health() for metrics) until the store answers again;
+// a database never resolved fails loudly (503).
 import { LRUCache } from 'lru-cache'
 import type { Config } from '../config/index.js'
 import { DATABASE_NAME, type Tenant } from './schema.js'
 import { ALL_TENANTS, silentLogger, type StoreLogger, type TenantLookup, type TenantStore } from './types.js'
-import { TenantStoreUnavailableError } from './errors.js'
+import { TenantStoreEmptyError, TenantStoreUnavailableError } from './errors.js'
 
 export interface TenantCacheOptions {
   /** TTL backstop of a cached tenant, ms (config tenants.cache_ttl_seconds * 1000). Default 60 000. */
@@ -21,6 +25,18 @@ export interface TenantCacheOptions {
   logger?: StoreLogger
   /** Millisecond clock for TTLs (tests). Default performance.now. */
   now?: () => number
+  /** While the store fails, how long a last good record is served before the store is asked again, ms. Default 5000. */
+  degradedRetryMs?: number
+}
+
+/** What the cache knows of its store (for metrics and readiness). */
+export interface TenantStoreHealth {
+  /** `ok`; `unreachable` (commands fail); `empty` (the store lost the tenants it held). */
+  state: 'ok' | 'unreachable' | 'empty'
+  /** Databases with a last good record this process can fall back to. */
+  lastGood: number
+  /** Look-ups answered from a last good record because the store failed (since start). */
+  lastGoodServed: number
 }
 
 /** Cache options from the process config's `tenants` section. */
@@ -38,6 +54,8 @@ export interface TenantCache extends TenantLookup {
   invalidate (database: string): void
   /** Number of cached entries, negative ones included. */
   readonly size: number
+  /** The store's state as the last look-up saw it. */
+  health (): TenantStoreHealth
   /** Stops listening to the store and cancels pending re-invalidations; does not close the store. */
   close (): void
 }
@@ -56,43 +74,70 @@ export function createTenantCache (store: TenantStore, opts: TenantCacheOptions 
   const ttlMs = opts.ttlMs ?? 60_000
   const negativeMs = opts.negativeTtlMs ?? 5_000
   const reinvalidateMs = opts.reinvalidateMs ?? 500
+  const degradedRetryMs = Math.min(opts.degradedRetryMs ?? 5_000, ttlMs)
+  const max = opts.max ?? 10_000
   const log = opts.logger ?? silentLogger
   const timers = new Set<NodeJS.Timeout>()
-  let degraded = false
+  let state: TenantStoreHealth['state'] = 'ok'
+  let lastGoodServed = 0
+  // The newest record the store gave for each database (insertion order = age, bounded by
+  // max). Invalidations leave it: it is only replaced by a newer record or removed when the
+  // store, answering normally, says the database is gone.
+  const lastGood = new Map<string, Tenant>()
+
+  const remember = (database: string, tenant: Tenant): void => {
+    lastGood.delete(database)
+    lastGood.set(database, tenant)
+    if (lastGood.size > max) lastGood.delete(lastGood.keys().next().value as string)
+  }
+
+  const enter = (next: 'unreachable' | 'empty', err: unknown): void => {
+    if (state === next) return
+    state = next
+    const detail = { store: store.kind, lastGood: lastGood.size, err: (err as Error)?.message ?? String(err) }
+    if (next === 'empty') {
+      const msg = 'tenant store lost its tenants (restarted without persistence?): serving the last good records until `gatehouse tenants apply` restores them'
+      if (log.error !== undefined) log.error(detail, msg)
+      else log.warn(detail, msg)
+    } else {
+      log.warn(detail, 'tenant store unreachable: serving the last good records, databases never resolved fail with 503')
+    }
+  }
 
   const lru = new LRUCache<string, Entry>({
-    max: opts.max ?? 10_000,
+    max,
     ttl: ttlMs,
     ttlResolution: 0,
     ...(opts.now ? { perf: { now: opts.now } } : {}),
     // A fetch interrupted by an invalidation still answers its callers, but its result
     // is not cached (the slot no longer holds that fetch).
     ignoreFetchAbort: true,
-    // Stale on error: a cached tenant keeps serving while the store is down.
-    allowStaleOnFetchRejection: true,
-    fetchMethod: async (database, stale, { options }) => {
+    fetchMethod: async (database, _stale, { options }) => {
+      let tenant: Tenant | null
       try {
-        const tenant = await store.get(database)
-        if (degraded) {
-          degraded = false
-          log.info?.({ store: store.kind }, 'tenant store reachable again')
-        }
-        if (tenant === null && negativeMs > 0) options.ttl = negativeMs
-        // Shared by every caller of this process: frozen so nobody edits it in place.
-        return { tenant: tenant === null ? null : deepFreeze(tenant) }
+        tenant = await store.get(database)
       } catch (err) {
-        if (!degraded) {
-          degraded = true
-          log.warn({ store: store.kind, err: (err as Error)?.message ?? String(err) },
-            'tenant store unreachable: serving cached tenants, uncached databases fail with 503')
-        }
-        // Only a known tenant is served stale: "not found" must not outlive an outage.
-        if (!stale?.tenant) {
-          options.allowStaleOnFetchRejection = false
-          options.noDeleteOnFetchRejection = false
-        }
-        throw err
+        enter(err instanceof TenantStoreEmptyError ? 'empty' : 'unreachable', err)
+        const good = lastGood.get(database)
+        if (good === undefined) throw err
+        // Served from the last good record, asked again soon.
+        lastGoodServed++
+        options.ttl = degradedRetryMs
+        return { tenant: good }
       }
+      if (state !== 'ok') {
+        log.info?.({ store: store.kind, was: state }, 'tenant store answering again: records are read from it')
+        state = 'ok'
+      }
+      if (tenant === null) {
+        lastGood.delete(database)
+        if (negativeMs > 0) options.ttl = negativeMs
+        return { tenant: null }
+      }
+      // Shared by every caller of this process: frozen so nobody edits it in place.
+      const frozen = deepFreeze(tenant)
+      remember(database, frozen)
+      return { tenant: frozen }
     }
   })
 
@@ -128,6 +173,7 @@ export function createTenantCache (store: TenantStore, opts: TenantCacheOptions 
     },
     invalidate,
     get size () { return lru.size },
+    health () { return { state, lastGood: lastGood.size, lastGoodServed } },
     close () {
       unsubscribe()
       for (const t of timers) clearTimeout(t)

@@ -12,6 +12,13 @@ export const TenantStoreUnavailableError = defineError('tenant_store_unavailable
 export const TenantStoreBackendError = defineError('tenant_store_backend', 503,
   (message: string) => message)
 
+/**
+ * The store answered but holds none of the tenants it held before (Redis restarted without
+ * persistence, or its data was flushed): `gatehouse tenants apply` restores them.
+ */
+export const TenantStoreEmptyError = defineError('tenant_store_empty', 503,
+  (where: string) => `the tenant store at ${where} lost its tenants (restarted without persistence or flushed); run \`gatehouse tenants apply\` to restore them`)
+
 // ---- commands ----------------------------------------------------------------------------
 
 /** A store or command used in a way the configuration or the record does not allow. */
@@ -22,4 +29,4 @@ export const TenantStoreConfigError = defineError('tenant_store_config', 400,
 export const TenantNotFoundError = defineError('tenant_not_found', 404,
   (database: string) => `no tenant "${database}" in the store`)
 
-export type TenantErrorCode = 'tenant_store_unavailable' | 'tenant_store_backend' | 'tenant_store_config' | 'tenant_not_found'
+export type TenantErrorCode = 'tenant_store_unavailable' | 'tenant_store_backend' | 'tenant_store_empty' | 'tenant_store_config' | 'tenant_not_found'

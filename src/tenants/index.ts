@@ -17,8 +17,8 @@ export { ALL_TENANTS, type TenantLookup, type TenantStore, type ChangeListener, 
 export { loadTenantFiles, loadTenantFileEntries, listTenantFiles, type LoadedTenantFile } from './yaml-loader.js'
 export { createMemoryStore, type MemoryStoreOptions, type MemoryTenantStore } from './memory-store.js'
 export { createRedisStore, connectRedis, type RedisStoreOptions, type RedisTenantStore, type TenantMeta } from './redis-store.js'
-export { createTenantCache, tenantCacheOptions, type TenantCache, type TenantCacheOptions } from './cache.js'
-export { TenantStoreUnavailableError, TenantStoreBackendError, TenantNotFoundError, TenantStoreConfigError, type TenantErrorCode } from './errors.js'
+export { createTenantCache, tenantCacheOptions, type TenantCache, type TenantCacheOptions, type TenantStoreHealth } from './cache.js'
+export { TenantStoreUnavailableError, TenantStoreBackendError, TenantStoreEmptyError, TenantNotFoundError, TenantStoreConfigError, type TenantErrorCode } from './errors.js'
 
 /** Optional dependencies of createTenantStore. */
 export interface TenantStoreDeps {

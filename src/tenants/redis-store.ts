@@ -1,11 +1,15 @@
 // The Redis tenant store (ioredis): a hash per tenant `<prefix>tenant:<database>` (the record
 // as JSON in `record`, plus `version` and `updated_at`), a set `<prefix>tenants` of every
-// database, and the pub/sub channel `<prefix>tenants:changed` carrying database names.
+// database, the marker `<prefix>tenants:applied` (time of the last apply; `tenants delete`
+// leaves it), and the pub/sub channel `<prefix>tenants:changed` carrying database names.
+// A look-up that misses while the marker this process saw is gone means Redis lost its data
+// (restarted without persistence, flushed): that is an error (the cache keeps serving its
+// last good records), never "no such tenant".
 // Only hashed keys are ever written. Commands fail fast while Redis is down (the cache
 // serves what it holds); the subscriber has its own connection and resyncs on reconnect.
 import { Redis, type RedisOptions } from 'ioredis'
 import { DATABASE_NAME, type Tenant } from './schema.js'
-import { TenantStoreBackendError, TenantStoreConfigError } from './errors.js'
+import { TenantStoreBackendError, TenantStoreConfigError, TenantStoreEmptyError } from './errors.js'
 import { ALL_TENANTS, silentLogger, type ChangeListener, type StoreLogger, type TenantStore } from './types.js'
 
 export interface RedisStoreOptions {
@@ -27,7 +31,7 @@ export interface TenantMeta { version: number, updated_at: string | null }
 export interface RedisTenantStore extends TenantStore {
   readonly kind: 'redis'
   /** Key names, for operators and tests. */
-  readonly keys: { tenant (database: string): string, set: string, channel: string }
+  readonly keys: { tenant (database: string): string, set: string, channel: string, marker: string }
   /** `version` and `updated_at` of a stored tenant, or null. */
   meta (database: string): Promise<TenantMeta | null>
   /** Resolves once the change subscription is active (starts it when needed). */
@@ -76,12 +80,15 @@ export function createRedisStore (opts: RedisStoreOptions): RedisTenantStore {
   let subscriber: Redis | null = null
   let subscribing: Promise<void> | null = null
   let closed = false
+  /** This process saw the apply marker: a later miss without it means the data was lost. */
+  let sawMarker = false
   const listeners = new Set<ChangeListener>()
 
   const keys = {
     tenant: (database: string) => `${prefix}tenant:${database}`,
     set: `${prefix}tenants`,
-    channel: `${prefix}tenants:changed`
+    channel: `${prefix}tenants:changed`,
+    marker: `${prefix}tenants:applied`
   }
 
   // One warning per outage and per connection, not one per failed reconnect.
@@ -192,7 +199,15 @@ export function createRedisStore (opts: RedisStoreOptions): RedisTenantStore {
     keys,
     async get (database) {
       if (!DATABASE_NAME.test(database)) return null
-      const json = await run('get', () => client.hget(keys.tenant(database), 'record'))
+      // One round trip: the record and whether the store still holds what was applied.
+      const [json, marker] = await run('get', async () => {
+        const res = await client.pipeline().hget(keys.tenant(database), 'record').exists(keys.marker).exec()
+        const failed = res?.find(([err]) => err)
+        if (!res || failed) throw failed?.[0] ?? new Error('pipeline aborted')
+        return [res[0]![1] as string | null, Number(res[1]![1])] as const
+      })
+      if (marker === 1) sawMarker = true
+      else if (json === null && sawMarker) throw new TenantStoreEmptyError(where)
       return json === null ? null : decode(database, json)
     },
     async meta (database) {
@@ -224,6 +239,7 @@ export function createRedisStore (opts: RedisStoreOptions): RedisTenantStore {
           m.hincrby(keys.tenant(t.database), 'version', 1)
           m.sadd(keys.set, t.database)
         }
+        m.set(keys.marker, now)
         const res = await m.exec()
         const failed = res?.find(([err]) => err)
         if (!res || failed) throw new Error(failed?.[0]?.message ?? 'transaction aborted')

@@ -6,6 +6,8 @@ import type { Tenant } from './schema.js'
 /** What every HTTP part depends on: resolve a database name to its tenant, or null. */
 export interface TenantLookup {
   get (database: string): Promise<Tenant | null>
+  /** The state of the store behind it, when the look-up knows it (the cache does). */
+  health? (): { state: 'ok' | 'unreachable' | 'empty', lastGood: number, lastGoodServed: number }
 }
 
 /**

@@ -239,9 +239,18 @@ t.test('Redis outage: a warm cache keeps serving; unknown databases fail clearly
   await t.rejects(cache.get('ghost'), { code: 'tenant_store_unavailable' }, 'an expired unknown entry is not served as "not found" during the outage')
   t.equal(warnings.length, 1, 'still logged once')
 
-  // 2. Redis comes back: look-ups work again and the stale copy is refreshed.
+  // 2. Redis comes back empty (no persistence): the store lost what was applied, which is
+  // not "no such tenant": the last good record keeps serving, others still fail clearly.
   await server.start()
   await eventually(async () => (await store.list().catch(() => null)) !== null, 3000)
-  t.equal(await cache.get('beta'), null, 'an unknown database is "not found" again (the data was lost with the server)')
-  t.equal(await cache.get('acme'), null, 'the stale copy is replaced by what the store now says')
+  c.advance(61_000)
+  t.equal((await cache.get('acme'))?.database, 'acme', 'the last good record serves while the store is empty')
+  await t.rejects(cache.get('beta'), { code: 'tenant_store_unavailable' }, 'a database never resolved is not "not found" either')
+  t.equal(cache.health().state, 'empty')
+
+  // 3. The tenants are applied again: look-ups read the store again.
+  await store.putAll([tenant('acme', { organization: 'org_new' })])
+  await eventually(async () => (await cache.get('acme'))?.organization === 'org_new', 3000)
+  t.equal(await cache.get('beta'), null, 'an unknown database is "not found" again')
+  t.equal(cache.health().state, 'ok')
 })
