@@ -27,6 +27,7 @@ import { createSessionVerifier } from './session.js'
 export { signPanelSession, createSessionVerifier, type SignPanelSessionOptions, type PanelSession, type SessionVerifier } from './session.js'
 export { checkPolicies, formatPolicyReport, type PolicyFinding, type PolicyAudience } from './policy-check.js'
 export { maskAuthSettings, applyAuthSettingsPatch, MASKED_SECRET, PATCHABLE, type AuthSettingsView } from './auth-settings.js'
+export { restSettingsView, applyRestSettingsPatch, REST_PATCHABLE, type RestSettingsView } from './rest-settings.js'
 export { PANEL_ERROR_CODES, type PanelErrorCode } from './errors.js'
 export type { TestQueryRequest, TestQueryResult, TestQueryAs } from './test-query.js'
 export { EXCHANGE_EXPIRES_IN } from './routes.js'
@@ -50,7 +51,7 @@ const BODY_LIMIT = 1024 * 1024
 /**
  * Builds the panel (never listens). Routes: `/healthz`, and under
  * `/organizations/:org/databases/:db/api`: `POST /app-session`, `POST /test-query`,
- * `GET|PATCH /auth-settings`, `GET /policy-check`. Close with `app.close()` (pools end).
+ * `GET|PATCH /auth-settings`, `GET|PATCH /rest-settings`, `GET /policy-check`. Close with `app.close()` (pools end).
  */
 export function buildPanel (deps: PanelDeps): FastifyInstance {
   const { config } = deps

@@ -1,5 +1,5 @@
 // The panel's database routes under /organizations/:org/databases/:db/api: the app-session
-// exchange, the test query, the auth settings and the policy check. Each handler reads the
+// exchange, the test query, the auth and REST settings and the policy check. Each handler reads the
 // guarded context (context.ts) and answers JSON; errors are thrown and rendered by index.ts.
 import type { FastifyInstance } from 'fastify'
 import type { Config } from '../config/index.js'
@@ -7,6 +7,7 @@ import type { AuthService } from '../auth/index.js'
 import type { RefusalExplainer } from '../gateway/index.js'
 import type { TenantStore } from '../tenants/index.js'
 import { applyAuthSettingsPatch, maskAuthSettings } from './auth-settings.js'
+import { applyRestSettingsPatch, restSettingsView } from './rest-settings.js'
 import { panelContext } from './context.js'
 import {
   DatabaseNotFoundError, DatabaseUnavailableError, EngineNotConfiguredError, QueryError, QueryTimeoutError, SettingsReadOnlyError
@@ -127,6 +128,24 @@ export function panelRoutes (deps: PanelRouteDeps) {
       await store.putAll([{ ...structuredClone(current), auth }])
       req.log.info({ database, fields: Object.keys(req.body as object) }, 'auth settings changed from the panel')
       return { database, settings: maskAuthSettings(auth) }
+    })
+
+    // ---- GET / PATCH rest-settings ---------------------------------------------------------
+    scope.get('/rest-settings', async (req) => {
+      const { tenant, database } = panelContext(req)
+      return { database, settings: restSettingsView(tenant.rest) }
+    })
+
+    scope.patch('/rest-settings', async (req) => {
+      const { organization, database } = panelContext(req)
+      const store = deps.store
+      if (store === undefined) throw new SettingsReadOnlyError()
+      const current = await store.get(database)
+      if (current === null || current.organization !== organization) throw new DatabaseNotFoundError(organization, database)
+      const rest = applyRestSettingsPatch(current.rest, req.body)
+      await store.putAll([{ ...structuredClone(current), rest }])
+      req.log.info({ database, fields: Object.keys(req.body as object) }, 'REST settings changed from the panel')
+      return { database, settings: restSettingsView(rest) }
     })
 
     // ---- GET policy-check ------------------------------------------------------------------

@@ -70,7 +70,7 @@ function header (raw: RawRequest, name: string): string {
 /** Everything parseApiRequest reads, as an unambiguous key (JSON tuple). */
 function planKey (tenant: Tenant, cache: SchemaCache, raw: RawRequest): string {
   return JSON.stringify([
-    tenantKey(tenant), cache.version, tenant.rest.schemas, tenant.rest.max_rows, raw.method, raw.path, raw.query,
+    tenantKey(tenant), cache.version, tenant.rest.schemas, tenant.rest.max_rows, tenant.rest.aggregates_enabled === true, raw.method, raw.path, raw.query,
     header(raw, 'accept'), header(raw, 'accept-profile'), header(raw, 'content-profile'), header(raw, 'prefer'),
     header(raw, 'range'), header(raw, DEFAULT_LIMIT_HEADER)
   ])
@@ -97,7 +97,7 @@ async function prepare (engine: Engine, tenant: Tenant, raw: RawRequest): Promis
   const hit = pk === null ? undefined : engine.plans.get(pk)
   if (hit) return hit
   const req = parseApiRequest(raw, { schemas: tenant.rest.schemas })
-  const opts = { maxRows: tenant.rest.max_rows }
+  const opts = { maxRows: tenant.rest.max_rows, aggregates: tenant.rest.aggregates_enabled === true }
   let plan: ActionPlan
   try {
     plan = planAction(req, cache, opts)

@@ -103,6 +103,8 @@ export const TenantFileSchema = Type.Object({
     default_limit: Type.Integer({ minimum: 1, default: 1000 }),
     max_limit: Type.Union([Type.Integer({ minimum: 1 }), Type.Null()], { default: null }),
     max_rows: Type.Union([Type.Integer({ minimum: 1 }), Type.Null()], { default: null }),
+    /** PostgREST's db-aggregates-enabled: `count()`, `col.sum()`, ... in select. */
+    aggregates_enabled: Type.Boolean({ default: false }),
     schemas: Type.Array(Type.String({ minLength: 1 }), { minItems: 1, default: ['public'] })
   }, { additionalProperties: false, default: {} }),
   auth: AuthSettingsSchema

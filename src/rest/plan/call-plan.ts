@@ -192,6 +192,8 @@ function resultTable (routine: Routine, scalar: boolean): Table {
 export interface CallPlanOptions {
   maxRows: number | null
   allowTxOverride: boolean
+  /** Tenant rest.aggregates_enabled. */
+  aggregates?: boolean
 }
 
 /** Plans `GET|HEAD|POST /rpc/<name>`. */
@@ -223,12 +225,12 @@ export function planCall (req: ApiRequest, name: string, invoke: 'get' | 'head' 
   let alias: string
   const readReq: ApiRequest = scalar ? { ...req, query: { ...req.query, select: [] } } : req
   if (rel) {
-    tree = planReadTree({ ...readReq, schema: rel.schema }, rel.name, cache, { maxRows: opts.maxRows }).tree
+    tree = planReadTree({ ...readReq, schema: rel.schema }, rel.name, cache, { maxRows: opts.maxRows, aggregates: opts.aggregates }).tree
     alias = rel.name
   } else {
     const table = resultTable(routine, scalar)
     const standIn: SchemaCache = { ...cache, tables: new Map([[qnKey(table.schema, table.name), table]]), relationships: new Map() }
-    tree = planReadTree({ ...readReq, schema: routine.schema }, routine.name, standIn, { maxRows: opts.maxRows }).tree
+    tree = planReadTree({ ...readReq, schema: routine.schema }, routine.name, standIn, { maxRows: opts.maxRows, aggregates: opts.aggregates }).tree
     alias = routine.name
   }
   const ranged = tree.range.limit !== null || tree.range.offset > 0

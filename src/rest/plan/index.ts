@@ -23,6 +23,8 @@ export { rebaseRoot, rootColumns } from './rebase.js'
 export interface PlanOptions {
   /** Tenant max_rows (rest.max_rows), null = none. */
   maxRows: number | null
+  /** Tenant rest.aggregates_enabled: `count()`, `col.sum()`, ... in select (otherwise PGRST123). */
+  aggregates?: boolean
 }
 
 export function planRead (req: ApiRequest, relation: string, headersOnly: boolean, cache: SchemaCache, opts: PlanOptions): ReadPlan {
@@ -67,9 +69,9 @@ export function planAction (req: ApiRequest, cache: SchemaCache, opts: PlanOptio
     case 'read':
       return planRead(req, a.relation, a.headersOnly, cache, opts)
     case 'mutate':
-      return planMutate(req, a.relation, a.mutation, cache)
+      return planMutate(req, a.relation, a.mutation, cache, { allowTxOverride: true, aggregates: opts.aggregates === true })
     case 'call':
-      return planCall(req, a.routine, a.invoke, cache, { maxRows: opts.maxRows, allowTxOverride: true })
+      return planCall(req, a.routine, a.invoke, cache, { maxRows: opts.maxRows, allowTxOverride: true, aggregates: opts.aggregates === true })
     case 'info':
       return planInfo(req, a.resource, cache)
     case 'openapi':

@@ -152,6 +152,8 @@ function rootWhere (root: ReadNode): Condition[] {
 export interface MutatePlanOptions {
   /** Prefer: tx is honoured (else ignored). */
   allowTxOverride: boolean
+  /** Tenant rest.aggregates_enabled (the representation's select). */
+  aggregates?: boolean
 }
 
 /** Plans POST / PATCH / PUT / DELETE on `relation`. */
@@ -163,7 +165,7 @@ export function planMutate (req: ApiRequest, relation: string, mutation: Mutatio
   const readReq: ApiRequest = mutation === 'insert' || mutation === 'single-upsert'
     ? { ...req, query: { ...req.query, filters: req.query.filters.filter((f) => f.path.length > 0), logic: req.query.logic.filter((l) => l.path.length > 0) } }
     : req
-  const { table, tree } = planReadTree({ ...readReq, range: mutation === 'update' || mutation === 'delete' ? req.range : ALL_ROWS, rangeHeader: null, defaultLimit: null }, relation, cache, { maxRows: null })
+  const { table, tree } = planReadTree({ ...readReq, range: mutation === 'update' || mutation === 'delete' ? req.range : ALL_ROWS, rangeHeader: null, defaultLimit: null }, relation, cache, { maxRows: null, aggregates: opts.aggregates })
 
   let returning: ReturnPreference = prefs.return ?? 'minimal'
   if (returning === 'headers-only' && mutation !== 'insert') returning = 'minimal'

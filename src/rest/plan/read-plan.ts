@@ -8,17 +8,19 @@ import {
 } from '../errors.js'
 import { capRange, intersectRanges, rangeOf } from '../api-request/range.js'
 import type {
-  ApiRequest, EmbedPath, Field, Filter, LogicTree, OrderTerm, RowRange, SelectField, SelectItem
+  AggregateFunction, ApiRequest, EmbedPath, Field, Filter, LogicTree, OrderTerm, RowRange, SelectField, SelectItem
 } from '../api-request/types.js'
 import { isToOne, qnKey, type QualifiedName, type Relationship, type SchemaCache, type Table } from '../schema-cache/types.js'
 import { findRelationship } from './relationships.js'
 import type {
-  CoercibleField, Condition, JoinCondition, PlannedOrder, Qualifier, ReadNode, SelectColumn, Spread
+  CoercibleField, Condition, JoinCondition, PlannedOrder, Qualifier, ReadNode, SelectColumn, Spread, SpreadSelect
 } from './types.js'
 
 export interface ReadPlanOptions {
   /** Tenant max_rows: caps every node's range. */
   maxRows: number | null
+  /** Tenant rest.aggregates_enabled (PostgREST's db-aggregates-enabled): otherwise PGRST123. */
+  aggregates?: boolean
 }
 
 /** The mutable tree the passes work on. */
@@ -163,29 +165,98 @@ function logicToCondition (table: Table | undefined, t: LogicTree): Condition {
 
 // -- finishing: drafts -> ReadNode -----------------------------------------------------------
 
-interface Finish { cache: SchemaCache, maxRows: number | null }
+interface Finish { cache: SchemaCache, maxRows: number | null, aggregates: boolean }
 
-function finish (d: Draft, ctx: Finish): ReadNode {
+/** An aggregate hoisted out of a to-one spread: applied where the spread's columns are selected. */
+interface HoistedAggregate {
+  readonly aggAlias: string
+  readonly name: string
+  readonly aggregate: AggregateFunction
+  readonly aggregateCast: string | null
+  readonly alias: string | null
+}
+
+const isStar = (f: Field): boolean => f.name === '*' && f.jsonPath.length === 0
+
+/**
+ * `*` becomes the table's columns when aggregates are in play in this node or above it (so
+ * the node can be grouped by them) or in a to-many spread (each column is aggregated);
+ * `count()` in a spread counts the relation's whole rows.
+ */
+function expandStars (fields: readonly SelectField[], table: Table | undefined, hasAgg: boolean, isSpread: boolean): Array<SelectField & { fullRow?: boolean }> {
+  const counted = (f: SelectField): boolean => f.aggregate === null || (isSpread && f.aggregate === 'count')
+  if (!hasAgg || !fields.some((f) => counted(f) && isStar(f.field))) return [...fields]
+  return fields.flatMap((f) => {
+    if (isStar(f.field) && f.aggregate === null) {
+      return (table?.columns ?? []).map((c): SelectField => ({ ...f, field: { name: c.name, jsonPath: [] } }))
+    }
+    if (isStar(f.field) && isSpread && f.aggregate === 'count') return [{ ...f, fullRow: true }]
+    return [f]
+  })
+}
+
+/** The output key of a select item (spec §2.1): the alias, a JSON path's last key, an aggregate's name in spreads. */
+function selectAlias (f: SelectField, isSpread: boolean): string | null {
+  if (f.alias !== null) return f.alias
+  if (f.aggregate !== null) return isSpread ? f.aggregate : null
+  return jsonPathAlias(f.field)
+}
+
+/** Names (with their aggregates still unapplied) that a spread node lifts into its parent. */
+function liftedSelects (select: readonly SelectColumn[], children: readonly ReadNode[]): SpreadSelect[] {
+  const own = select.map((s): SpreadSelect => ({ name: s.alias ?? s.field.name, aggregate: null, aggregateCast: null, alias: null }))
+  const fromChildren = children.flatMap((c): SpreadSelect[] => {
+    if (c.spread !== null) return c.spread.selects.map((x) => ({ name: x.alias ?? x.name, aggregate: null, aggregateCast: null, alias: null }))
+    if (isEmptyEmbed(c)) return []
+    return [{ name: c.relAlias ?? c.relName, aggregate: null, aggregateCast: null, alias: null }]
+  })
+  return [...own, ...fromChildren]
+}
+
+/** An embed whose select is empty all the way down adds no output column (`rel()`). */
+function isEmptyEmbed (n: ReadNode): boolean {
+  return n.spread === null && n.select.length === 0 && n.children.every(isEmptyEmbed)
+}
+
+function finish (d: Draft, ctx: Finish, parentHasAgg: boolean): { node: ReadNode, hoisted: HoistedAggregate[] } {
   const table = ctx.cache.tables.get(qnKey(d.from.schema, d.from.name))
-  if (d.fields.some((f) => f.aggregate !== null)) throw new AggregatesNotAllowedError()
+  if (!ctx.aggregates && d.fields.some((f) => f.aggregate !== null)) throw new AggregatesNotAllowedError()
 
-  const children = d.children.map((c) => finish(c, ctx))
+  const toManySpread = d.isSpread && d.relationship !== null && !isToOne(d.relationship)
+  const toOneSpread = d.isSpread && !toManySpread && d.depth > 0
+  const hasAgg = parentHasAgg || toManySpread || d.fields.some((f) => f.aggregate !== null)
+
+  const finished = d.children.map((c) => finish(c, ctx, hasAgg))
+  let children = finished.map((f) => f.node)
+  const childHoisted = finished.flatMap((f) => f.hoisted)
   const childByName = (name: string): ReadNode | undefined =>
     children.find((c) => (c.relAlias ?? c.relName) === name) ?? children.find((c) => c.relAlias !== null && c.relName === name)
 
-  // select: fields with their aliases; `*` stays `*` except in to-many spreads (each column is aggregated)
-  const toManySpread = d.isSpread && d.relationship !== null && !isToOne(d.relationship)
-  let fields = d.fields
-  if (toManySpread && table && fields.some((f) => f.field.name === '*' && f.field.jsonPath.length === 0)) {
-    fields = fields.flatMap((f) => f.field.name === '*' && f.field.jsonPath.length === 0
-      ? table.columns.map((c): SelectField => ({ kind: 'field', field: { name: c.name, jsonPath: [] }, alias: null, cast: null, aggregate: null, aggregateCast: null }))
-      : [f])
+  // select: fields with their aliases and aggregates; a to-one spread hands its aggregates to its parent
+  const hoisted: HoistedAggregate[] = []
+  const select: SelectColumn[] = expandStars(d.fields, table, hasAgg, d.isSpread).map((f) => {
+    const alias = selectAlias(f, d.isSpread)
+    const field = f.fullRow === true ? { ...coerce(undefined, f.field), fullRow: true } : coerce(table, f.field)
+    if (toOneSpread && f.aggregate !== null) {
+      hoisted.push({ aggAlias: d.aggAlias, name: alias ?? f.field.name, aggregate: f.aggregate, aggregateCast: f.aggregateCast, alias })
+      return { field, alias, cast: f.cast, aggregate: null, aggregateCast: null }
+    }
+    return { field, alias, cast: f.cast, aggregate: f.aggregate, aggregateCast: f.aggregateCast }
+  })
+  if (toOneSpread) {
+    // Aggregates of nested to-one spreads travel on up, now read through this node's lateral alias.
+    for (const h of childHoisted) hoisted.push({ ...h, aggAlias: d.aggAlias })
+  } else if (childHoisted.length > 0) {
+    // Applied here, to the columns the spread children lift into this node.
+    children = children.map((c) => {
+      if (c.spread === null) return c
+      const selects = c.spread.selects.map((s): SpreadSelect => {
+        const h = childHoisted.find((x) => x.aggAlias === c.aggAlias && x.name === s.name)
+        return h ? { ...s, aggregate: h.aggregate, aggregateCast: h.aggregateCast, alias: h.alias } : s
+      })
+      return { ...c, spread: { ...c.spread, selects } }
+    })
   }
-  const select: SelectColumn[] = fields.map((f) => ({
-    field: coerce(table, f.field),
-    alias: f.alias ?? jsonPathAlias(f.field),
-    cast: f.cast
-  }))
 
   // where: filters and logic trees; `rel=is.null` / `rel=not.is.null` on an embed test its lateral row
   const nullEmbed = (c: Condition): Condition => {
@@ -224,9 +295,13 @@ function finish (d: Draft, ctx: Finish): ReadNode {
   // to-many spread: order columns are selected under generated names and ordered inside json_agg
   let spread: Spread | null = null
   if (d.isSpread) {
+    const selects = liftedSelects(select, children)
     if (!toManySpread) {
-      spread = { kind: 'to-one' }
+      spread = { kind: 'to-one', selects }
     } else {
+      const aggregated = select.some((s) => s.aggregate != null) ||
+        children.some((c) => c.spread !== null && c.spread.selects.some((s) => s.aggregate !== null))
+      if (aggregated) throw new NotImplementedError({ details: 'Aggregates are not implemented for one-to-many or many-to-many spreads.' })
       const orderSelects: SelectColumn[] = []
       const spreadOrder: PlannedOrder[] = order.map((o, i) => {
         if (o.kind !== 'field') {
@@ -236,12 +311,12 @@ function finish (d: Draft, ctx: Finish): ReadNode {
         orderSelects.push({ field: o.field, alias, cast: null })
         return { kind: 'field', field: { name: alias, jsonPath: [], toJson: false, toTsVector: null }, direction: o.direction, nulls: o.nulls }
       })
-      spread = { kind: 'to-many', orderSelects, order: spreadOrder }
+      spread = { kind: 'to-many', selects, orderSelects, order: spreadOrder }
       order = []
     }
   }
 
-  return {
+  const node: ReadNode = {
     from: d.from,
     alias: d.alias,
     depth: d.depth,
@@ -260,6 +335,7 @@ function finish (d: Draft, ctx: Finish): ReadNode {
     junction: d.junction,
     children
   }
+  return { node, hoisted }
 }
 
 /**
@@ -298,6 +374,6 @@ export function planReadTree (req: ApiRequest, relation: string, cache: SchemaCa
   for (const { path, tree } of req.query.logic) nodeAt(root, path).logic.push(tree)
 
   addRels(root, root, cache, req.schema)
-  const tree = finish(root, { cache, maxRows: opts.maxRows })
+  const tree = finish(root, { cache, maxRows: opts.maxRows, aggregates: opts.aggregates === true }, false).node
   return { table, tree, implicitLimit: top.implicitLimit }
 }

@@ -1,7 +1,7 @@
 // Plan types (PostgREST's Plan/Types.hs, ReadPlan.hs): an ApiRequest resolved against the
 // schema cache, ready to be rendered as SQL. Issue 4 defines the `read` plan; `mutate`,
 // `call`, `info` and `openapi` plans are added beside it (issue 5). Types only.
-import type { JsonOperation, OpExpr, OrderDirection, OrderNulls, RowRange } from '../api-request/types.js'
+import type { AggregateFunction, JsonOperation, OpExpr, OrderDirection, OrderNulls, RowRange } from '../api-request/types.js'
 import type { QualifiedName, Relationship, Table } from '../schema-cache/types.js'
 import type { MutatePlan } from './mutate-plan.js'
 import type { CallPlan } from './call-plan.js'
@@ -20,6 +20,8 @@ export interface CoercibleField {
   readonly toJson: boolean
   /** FTS on a column that is not tsvector: `to_tsvector([lang,] col)`. */
   readonly toTsVector: { readonly language: string | null } | null
+  /** `count()` in a to-one spread: the whole row of the relation (`"<alias>"`), not a column. */
+  readonly fullRow?: boolean
 }
 
 export interface SelectColumn {
@@ -27,6 +29,21 @@ export interface SelectColumn {
   /** Output key when it differs from what Postgres would name the column. */
   readonly alias: string | null
   readonly cast: string | null
+  /** `col.sum()`: the aggregate applied to the (cast) field; the node is grouped by its other columns. */
+  readonly aggregate?: AggregateFunction | null
+  /** `col.sum()::int`: cast of the aggregate's result. */
+  readonly aggregateCast?: string | null
+}
+
+/**
+ * A column a spread lifts into its parent: `"<aggAlias>"."<name>"`, with the aggregate
+ * hoisted out of a to-one spread (applied in the parent, which groups by the rest).
+ */
+export interface SpreadSelect {
+  readonly name: string
+  readonly aggregate: AggregateFunction | null
+  readonly aggregateCast: string | null
+  readonly alias: string | null
 }
 
 export type Condition =
@@ -47,9 +64,9 @@ export interface JoinCondition {
 }
 
 export type Spread =
-  | { readonly kind: 'to-one' }
+  | { readonly kind: 'to-one', readonly selects: readonly SpreadSelect[] }
   /** To-many spread: order columns are selected under generated aliases and ordered in json_agg. */
-  | { readonly kind: 'to-many', readonly orderSelects: readonly SelectColumn[], readonly order: readonly PlannedOrder[] }
+  | { readonly kind: 'to-many', readonly selects: readonly SpreadSelect[], readonly orderSelects: readonly SelectColumn[], readonly order: readonly PlannedOrder[] }
 
 /** One node of the read tree: the root relation or an embed. */
 export interface ReadNode {

@@ -2,9 +2,9 @@
 // the read tree as nested LATERAL joins, the count query, and the outer statement that
 // makes Postgres build the whole body (json_agg / row_to_json / csv) as one text value.
 // Pure; every value is a bind parameter, every name a quoted identifier.
-import type { Operation, OpExpr } from '../api-request/types.js'
+import type { AggregateFunction, Operation, OpExpr } from '../api-request/types.js'
 import type {
-  CoercibleField, Condition, JoinCondition, PlannedOrder, Qualifier, ReadNode, ReadPlan, SelectColumn
+  CoercibleField, Condition, JoinCondition, PlannedOrder, Qualifier, ReadNode, ReadPlan, SelectColumn, SpreadSelect
 } from '../plan/types.js'
 import { isToOne } from '../schema-cache/types.js'
 import { empty, ident, join, param, qualified, raw, render, sql, typeName, type Keyword, type Sql, type Statement } from './sql.js'
@@ -29,7 +29,8 @@ function jsonPath (field: Pick<CoercibleField, 'jsonPath'>): Sql {
 /** A field's expression: `"q"."col"`, `to_jsonb("q"."col")->$1`, `to_tsvector($1, "q"."col")`. */
 export function renderField (q: Qualifier, f: CoercibleField): Sql {
   let expr: Sql
-  if (f.jsonPath.length === 0) expr = column(q, f.name)
+  if (f.fullRow === true) expr = ident(q.name)
+  else if (f.jsonPath.length === 0) expr = column(q, f.name)
   else if (f.toJson) expr = sql`to_jsonb(${column(q, f.name)})${jsonPath(f)}`
   else expr = sql`${column(q, f.name)}${jsonPath(f)}`
   if (f.toTsVector) {
@@ -40,9 +41,30 @@ export function renderField (q: Qualifier, f: CoercibleField): Sql {
   return expr
 }
 
+const AGGREGATES: Record<AggregateFunction, Sql> = {
+  count: sql`COUNT`, sum: sql`SUM`, avg: sql`AVG`, max: sql`MAX`, min: sql`MIN`
+}
+
+/** `SUM(expr)`, `CAST( SUM(expr) AS int )`, or expr when there is no aggregate. */
+function applyAggregate (expr: Sql, aggregate: AggregateFunction | null | undefined, cast: string | null | undefined): Sql {
+  if (aggregate === null || aggregate === undefined) return expr
+  const agg = sql`${AGGREGATES[aggregate]}(${expr})`
+  return cast === null || cast === undefined ? agg : sql`CAST( ${agg} AS ${typeName(cast)} )`
+}
+
 function renderSelectColumn (q: Qualifier, s: SelectColumn): Sql {
   let expr = renderField(q, s.field)
   if (s.cast !== null) expr = sql`CAST( ${expr} AS ${typeName(s.cast)} )`
+  expr = applyAggregate(expr, s.aggregate, s.aggregateCast)
+  return s.alias === null ? expr : sql`${expr} AS ${ident(s.alias)}`
+}
+
+function spreadColumn (aggAlias: string, name: string): Sql {
+  return name === '*' ? sql`${ident(aggAlias)}.*` : sql`${ident(aggAlias)}.${ident(name)}`
+}
+
+function renderSpreadSelect (aggAlias: string, s: SpreadSelect): Sql {
+  const expr = applyAggregate(spreadColumn(aggAlias, s.name), s.aggregate, s.aggregateCast)
   return s.alias === null ? expr : sql`${expr} AS ${ident(s.alias)}`
 }
 
@@ -152,23 +174,37 @@ function isEmptyEmbed (n: ReadNode): boolean {
   return n.select.length === 0 && n.children.every(isEmptyEmbed)
 }
 
-/** Names a spread lifts into its parent. */
-function spreadNames (n: ReadNode): string[] {
-  const own = n.select.map((s) => s.alias ?? s.field.name)
-  const fromChildren = n.children.flatMap((c) => (c.spread !== null ? spreadNames(c) : isEmptyEmbed(c) ? [] : [c.relAlias ?? c.relName]))
-  return [...own, ...fromChildren]
-}
-
 function childSelects (c: ReadNode): Sql[] {
   const agg = ident(c.aggAlias)
-  if (c.spread !== null) {
-    return spreadNames(c).map((name) => (name === '*' ? sql`${agg}.*` : sql`${agg}.${ident(name)}`))
-  }
+  if (c.spread !== null) return c.spread.selects.map((s) => renderSpreadSelect(c.aggAlias, s))
   if (isEmptyEmbed(c)) return []
   const key = ident(c.relAlias ?? c.relName)
   return c.relationship !== null && isToOne(c.relationship)
     ? [sql`row_to_json(${agg}.*)::jsonb AS ${key}`]
     : [sql`COALESCE( ${agg}.${agg}, '[]') AS ${key}`]
+}
+
+/**
+ * GROUP BY when the node aggregates (its own columns or those hoisted into its spreads):
+ * every other selected column, embed and spread column (PostgREST's groupF).
+ */
+function groupBy (q: Qualifier, n: ReadNode): Sql {
+  const aggregated = n.select.some((s) => s.aggregate != null) ||
+    n.children.some((c) => c.spread !== null && c.spread.selects.some((s) => s.aggregate !== null))
+  if (!aggregated) return empty
+  const terms: Sql[] = []
+  for (const s of n.select) {
+    if (s.aggregate != null) continue
+    terms.push(s.alias !== null ? ident(s.alias) : renderField(q, s.field))
+  }
+  for (const c of n.children) {
+    if (c.spread !== null) {
+      for (const s of c.spread.selects) if (s.aggregate === null) terms.push(spreadColumn(c.aggAlias, s.alias ?? s.name))
+    } else if (!isEmptyEmbed(c)) {
+      terms.push(ident(c.relAlias ?? c.relName))
+    }
+  }
+  return terms.length === 0 ? empty : sql` GROUP BY ${join(terms)}`
 }
 
 function childJoin (c: ReadNode): Sql {
@@ -180,8 +216,9 @@ function childJoin (c: ReadNode): Sql {
   const on = c.joinType === 'inner' ? sql`${agg} IS NOT NULL` : sql`TRUE`
   if (c.spread !== null && c.spread.kind === 'to-many') {
     const orderQ: Qualifier = { kind: 'alias', name: c.aggAlias }
-    const cols = spreadNames(c).map((name) =>
-      sql`COALESCE(json_agg(${agg}.${ident(name)}${renderOrder(orderQ, c.spread !== null && c.spread.kind === 'to-many' ? c.spread.order : [])}),'[]')::jsonb AS ${ident(name)}`)
+    const order = c.spread.order
+    const cols = c.spread.selects.map((s) =>
+      sql`COALESCE(json_agg(${spreadColumn(c.aggAlias, s.name)}${renderOrder(orderQ, order)}),'[]')::jsonb AS ${ident(s.alias ?? s.name)}`)
     const selects = join([sql`json_agg(${agg})::jsonb AS ${agg}`, ...cols])
     return sql` ${kind} JOIN LATERAL ( SELECT ${selects} FROM ( ${sub} ) AS ${agg} ) AS ${agg} ON ${on}`
   }
@@ -203,7 +240,7 @@ export function renderNode (n: ReadNode, range: { offset: number, limit: number 
   const joins = join(n.children.map(childJoin), empty)
   const conds = [...n.where.map((c) => renderCondition(q, c)), ...n.joinConditions.map(renderJoinCondition)]
   const where = conds.length === 0 ? empty : sql` WHERE ${join(conds, sql` AND `)}`
-  return sql`SELECT ${join(selects)} FROM ${from ?? fromClause(n)}${joins}${where}${renderOrder(q, n.order)}${renderRange(range)}`
+  return sql`SELECT ${join(selects)} FROM ${from ?? fromClause(n)}${joins}${where}${groupBy(q, n)}${renderOrder(q, n.order)}${renderRange(range)}`
 }
 
 /**

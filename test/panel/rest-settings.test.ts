@@ -1,0 +1,83 @@
+// The per-database REST switch of the panel (aggregates, PostgREST's db-aggregates-enabled):
+// read, validated changes written to the tenant store and taken up by the running REST
+// engine through the store's invalidation: supabase-js `.select('count()')` is refused
+// with PGRST123, then answered once the panel switched aggregates on, then refused again.
+import t from 'tap'
+import { startStack, type Stack, type StackTenant } from './stack.js'
+
+let stack: Stack
+let x: StackTenant
+let token: string
+const path = () => `/organizations/org_rs/databases/${x.database}/api/rest-settings`
+
+function servicesSeeChange (): Promise<void> {
+  return new Promise((resolve) => {
+    const off = stack.store.onChange((db) => { if (db === x.database) { off(); resolve() } })
+  })
+}
+
+t.before(async () => {
+  stack = await startStack(t)
+  x = await stack.addTenant({ organization: 'org_rs' })
+  await stack.owner(x, `CREATE TABLE orders (id int PRIMARY KEY, customer text, amount numeric);
+    INSERT INTO orders VALUES (1, 'ann', 10.5), (2, 'ann', 4.5), (3, 'ben', 7);
+    SELECT platform.grant('SELECT', 'orders', 'anon');`)
+  token = await stack.panelSession({ userId: 'p1', email: 'ops@example.com', orgs: ['org_rs'] })
+})
+
+t.test('GET shows the switch, off by default', async (t) => {
+  const r = await stack.panel('GET', path(), { token })
+  t.equal(r.status, 200)
+  t.same(r.body, { database: x.database, settings: { aggregates_enabled: false } })
+})
+
+t.test('bad changes are refused with 400 and nothing is written', async (t) => {
+  const cases: Array<[unknown, RegExp]> = [
+    [{ aggregates_enabled: 'yes' }, /aggregates_enabled: must be boolean/],
+    [{ max_rows: 5 }, /max_rows: not a setting the panel changes/],
+    [{}, /name at least one setting/],
+    [[true], /JSON object/]
+  ]
+  for (const [body, message] of cases) {
+    const r = await stack.panel('PATCH', path(), { token, body })
+    t.equal(r.status, 400, JSON.stringify(body))
+    t.equal(r.body.code, 'validation_failed')
+    t.match(r.body.message, message, JSON.stringify(body))
+  }
+  t.equal((await stack.store.get(x.database))?.rest.aggregates_enabled, false)
+})
+
+t.test('aggregates switched on answer at once through supabase-js; switched off are refused again', async (t) => {
+  const supabase = stack.supabase(x)
+  const before = await supabase.from('orders').select('count()')
+  t.equal(before.status, 400)
+  t.same(before.error, { code: 'PGRST123', message: 'Use of aggregate functions is not allowed', details: null, hint: null })
+
+  let seen = servicesSeeChange()
+  const on = await stack.panel('PATCH', path(), { token, body: { aggregates_enabled: true } })
+  t.equal(on.status, 200)
+  t.same(on.body.settings, { aggregates_enabled: true })
+  await seen
+  const stored = await stack.store.get(x.database)
+  t.equal(stored?.rest.aggregates_enabled, true)
+  t.equal(stored?.rest.default_limit, 1000, 'the other REST settings are kept')
+
+  const count = await supabase.from('orders').select('count()')
+  t.equal(count.error, null)
+  t.same(count.data, [{ count: 3 }])
+  const sums = await supabase.from('orders').select('customer, total:amount.sum()').order('customer')
+  t.same(sums.data, [{ customer: 'ann', total: 15 }, { customer: 'ben', total: 7 }])
+
+  seen = servicesSeeChange()
+  t.equal((await stack.panel('PATCH', path(), { token, body: { aggregates_enabled: false } })).status, 200)
+  await seen
+  t.equal((await supabase.from('orders').select('count()')).error?.code, 'PGRST123')
+})
+
+t.test('only members of the owning organization may read or change it', async (t) => {
+  const outsider = await stack.panelSession({ userId: 'p9', orgs: ['org_other'] })
+  t.equal((await stack.panel('GET', path(), { token: outsider })).status, 403)
+  t.equal((await stack.panel('PATCH', path(), { token: outsider, body: { aggregates_enabled: true } })).status, 403)
+  t.equal((await stack.panel('PATCH', path(), { body: { aggregates_enabled: true } })).status, 401)
+  t.equal((await stack.store.get(x.database))?.rest.aggregates_enabled, false)
+})
