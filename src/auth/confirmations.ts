@@ -14,6 +14,7 @@ import {
 import { isUserBanned, lockUserById, updateUser, type UserColumn } from './models/users.js'
 import { confirmEmail, emailIdentityData, refreshProviders } from './accounts.js'
 import type { TenantContext, UserRow, UserWithIdentities } from './types.js'
+import { ownValue } from '../shared/own.js'
 
 export type EmailTokenKind = 'confirmation' | 'invite' | 'recovery' | 'magiclink' | 'email_change_new' | 'email_change_current'
 
@@ -175,7 +176,7 @@ async function applyEmailChange (ctx: TenantContext, q: Queryable, user: UserRow
  */
 export async function verifyTokenHash (ctx: TenantContext, q: Queryable, type: string, hash: string,
   opts: { relatesTo?: string, notFoundMessage?: string } = {}): Promise<VerifyOutcome> {
-  const kind = VERIFY_KINDS[type]
+  const kind = ownValue(VERIFY_KINDS, type)
   if (!kind) throw otpExpired(opts.notFoundMessage)
   const found = await findOneTimeToken(q, hash, kind.ottTypes)
   if (!found) throw otpExpired(opts.notFoundMessage)

@@ -5,6 +5,7 @@
 import { Ajv, type ErrorObject } from 'ajv'
 import { AuthSettingsSchema, type AuthSettings, type ProviderSettings } from '../tenants/index.js'
 import { ValidationError } from './errors.js'
+import { ownValue } from '../shared/own.js'
 
 /** What a masked secret looks like; sent back unchanged in a PATCH it keeps the stored one. */
 export const MASKED_SECRET = '********'
@@ -100,9 +101,10 @@ export function applyAuthSettingsPatch (current: AuthSettings, patch: unknown): 
         if (!PROVIDER_NAME.test(name)) { problems.push(`providers.${JSON.stringify(name)}: a provider name is lower-case letters, digits, _ and -`); continue }
         if (value === null) { delete providers[name]; continue }
         if (!isObject(value)) { problems.push(`providers.${name}: must be an object or null`); continue }
-        const merged: Record<string, unknown> = { ...(providers[name] ?? {}), ...structuredClone(value) }
+        const stored = ownValue(providers, name)
+        const merged: Record<string, unknown> = { ...(stored ?? {}), ...structuredClone(value) }
         if (value.secret === undefined || value.secret === MASKED_SECRET) {
-          const kept = providers[name]?.secret
+          const kept = stored?.secret
           if (kept !== undefined) merged.secret = kept
           else if (value.secret === MASKED_SECRET) problems.push(`providers.${name}.secret: is required for a new provider`)
           else delete merged.secret

@@ -15,7 +15,7 @@ import {
 import { checkPolicies } from './policy-check.js'
 import type { PanelPools } from './pools.js'
 import {
-  AS_TO_KIND, isServerError, leadingKeyword, parseTestQuery, runTestQuery, statementNeeds
+  kindOfAs, isServerError, leadingKeyword, parseTestQuery, runTestQuery, statementNeeds
 } from './test-query.js'
 
 export interface PanelRouteDeps {
@@ -91,7 +91,7 @@ export function panelRoutes (deps: PanelRouteDeps) {
         const { needs, action } = statementNeeds(leadingKeyword(request.sql))
         const refusal = await deps.explainer.explain({
           tenant,
-          kind: AS_TO_KIND[request.as],
+          kind: kindOfAs(request.as),
           error: { code: err.code, message: err.message, details: err.detail ?? null, hint: err.hint ?? null },
           needs,
           action

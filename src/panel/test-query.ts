@@ -7,13 +7,24 @@ import pg from 'pg'
 import type { Tenant, RoleKind } from '../tenants/schema.js'
 import { quoteIdent } from '../shared/pg.js'
 import { tenantIssuer } from '../tenants/schema.js'
+import { ROLE_KINDS, roleClaim } from '../shared/roles.js'
 import type { Privilege } from '../gateway/index.js'
 import { ValidationError } from './errors.js'
 
-/** `as` of a test query: the role of a key (anon, svc) or of a signed-in user. */
-export type TestQueryAs = 'anon' | 'authenticated' | 'svc'
+/**
+ * `as` of a test query: the role claim of a caller (anon, authenticated, service_role);
+ * `svc`, the kind name, is accepted for service_role too.
+ */
+export type TestQueryAs = 'anon' | 'authenticated' | 'service_role' | 'svc'
 
-export const AS_TO_KIND: Record<TestQueryAs, RoleKind> = { anon: 'anon', authenticated: 'auth', svc: 'svc' }
+const AS_KINDS: ReadonlyMap<string, RoleKind> = new Map<string, RoleKind>([
+  ...ROLE_KINDS.map((k) => [roleClaim(k), k] as const), ['svc', 'svc']
+])
+
+/** The request role kind a test query runs as. */
+export function kindOfAs (as: TestQueryAs): RoleKind {
+  return AS_KINDS.get(as)!
+}
 
 export interface TestQueryRequest {
   sql: string
@@ -92,10 +103,10 @@ export function parseTestQuery (body: unknown): TestQueryRequest {
   if (typeof b.sql !== 'string' || b.sql.trim() === '') throw new ValidationError('sql must be a non-empty string')
   if (b.sql.length > MAX_SQL) throw new ValidationError(`sql is longer than ${MAX_SQL} characters`)
   if (b.sql.includes('\u0000')) throw new ValidationError('sql must not contain NUL characters')
-  if (b.as !== 'anon' && b.as !== 'authenticated' && b.as !== 'svc') throw new ValidationError('as must be one of "anon", "authenticated", "svc"')
-  const out: TestQueryRequest = { sql: b.sql, as: b.as }
+  if (typeof b.as !== 'string' || !AS_KINDS.has(b.as)) throw new ValidationError(`as must be one of ${ROLE_KINDS.map((k) => `"${roleClaim(k)}"`).join(', ')} (or "svc")`)
+  const out: TestQueryRequest = { sql: b.sql, as: b.as as TestQueryAs }
   if (b.user_id !== undefined && b.user_id !== null) {
-    if (b.as !== 'authenticated') throw new ValidationError('user_id applies only to as = "authenticated"')
+    if (kindOfAs(out.as) !== 'auth') throw new ValidationError('user_id applies only to as = "authenticated"')
     if (typeof b.user_id !== 'string' || !UUID.test(b.user_id)) throw new ValidationError('user_id must be a user id (a UUID)')
     out.user_id = b.user_id.toLowerCase()
   }
@@ -109,9 +120,9 @@ export function parseTestQuery (body: unknown): TestQueryRequest {
 
 /** The claims a real call of this kind carries to the REST engine (the gateway's re-signed token). */
 export function claimsFor (tenant: Tenant, req: TestQueryRequest, publicUrl: string): Record<string, unknown> {
-  const kind = AS_TO_KIND[req.as]
+  const kind = kindOfAs(req.as)
   const claims: Record<string, unknown> = { role: tenant.roles[kind] }
-  if (req.as === 'authenticated') {
+  if (kind === 'auth') {
     claims.iss = tenantIssuer(tenant, publicUrl)
     claims.aud = tenant.jwt.aud
     if (req.user_id !== undefined) claims.sub = req.user_id
@@ -189,7 +200,7 @@ export interface RunTestQueryOptions {
 
 /** Runs the statement and rolls back. Postgres errors are thrown as they come (the route maps them). */
 export async function runTestQuery (o: RunTestQueryOptions): Promise<TestQueryResult> {
-  const kind = AS_TO_KIND[o.request.as]
+  const kind = kindOfAs(o.request.as)
   const role = o.tenant.roles[kind]
   const method = statementNeeds(leadingKeyword(o.request.sql)).method
   const client = await o.pool.connect()

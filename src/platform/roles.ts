@@ -5,9 +5,13 @@ import { randomBytes } from 'node:crypto'
 import pg from 'pg'
 import { quoteIdent, quoteLiteral } from '../shared/pg.js'
 import { ClusterUnreachableError, AdminNotSuperuserError, TenantIdInvalidError } from './errors.js'
+import { ROLE_CLAIMS, ROLE_KINDS as REQUEST_ROLE_KINDS } from '../shared/roles.js'
+
+/** The cluster-wide group roles policies name: `TO anon`, `TO authenticated` (the claim names). */
+const CLUSTER_GROUPS: string[] = [ROLE_CLAIMS.anon, ROLE_CLAIMS.auth]
 
 /** Kinds of per-tenant roles. The first three are the request roles of platform.role(). */
-export const ROLE_KINDS = ['anon', 'auth', 'svc', 'rest', 'authn', 'owner'] as const
+export const ROLE_KINDS = [...REQUEST_ROLE_KINDS, 'rest', 'authn', 'owner'] as const
 export type TenantRoleKind = typeof ROLE_KINDS[number]
 export type TenantRoleNames = Record<TenantRoleKind, string>
 
@@ -87,9 +91,9 @@ export async function ensureClusterRoles (admin: string | pg.Client): Promise<vo
   const client = typeof admin === 'string' ? await connectAdmin(admin) : admin
   try {
     const have = await client.query<{ rolname: string }>(
-      "SELECT rolname FROM pg_roles WHERE rolname IN ('anon', 'authenticated')")
+      'SELECT rolname FROM pg_roles WHERE rolname = ANY ($1::text[])', [CLUSTER_GROUPS])
     const names = new Set(have.rows.map((r) => r.rolname))
-    for (const role of ['anon', 'authenticated']) {
+    for (const role of CLUSTER_GROUPS) {
       if (names.has(role)) continue
       try {
         await client.query(`CREATE ROLE ${quoteIdent(role)} NOLOGIN`)
@@ -119,8 +123,8 @@ export async function createTenantRoles (client: pg.Client, database: string, ro
     `CREATE ROLE ${q('rest')} LOGIN NOINHERIT PASSWORD ${quoteLiteral(passwords.rest)}`,
     `CREATE ROLE ${q('authn')} LOGIN NOINHERIT PASSWORD ${quoteLiteral(passwords.authn)}`,
     `CREATE ROLE ${q('owner')} LOGIN INHERIT PASSWORD ${quoteLiteral(passwords.owner)}`,
-    `GRANT ${quoteIdent('anon')} TO ${q('anon')}`,
-    `GRANT ${quoteIdent('authenticated')}, ${q('anon')} TO ${q('auth')}`,
+    `GRANT ${quoteIdent(ROLE_CLAIMS.anon)} TO ${q('anon')}`,
+    `GRANT ${quoteIdent(ROLE_CLAIMS.auth)}, ${q('anon')} TO ${q('auth')}`,
     `GRANT ${q('anon')}, ${q('auth')}, ${q('svc')} TO ${q('rest')}${setOnly}`,
     `REVOKE ALL ON DATABASE ${db} FROM PUBLIC`,
     `GRANT CONNECT ON DATABASE ${db} TO ${q('rest')}, ${q('authn')}`,

@@ -6,9 +6,10 @@ import { errors as joseErrors } from 'jose'
 import { LRUCache } from 'lru-cache'
 import { tokenCacheKey, verifyHS256 } from '../shared/jwt.js'
 import type { Tenant } from '../tenants/index.js'
+import { kindOfRoleName, type RoleKind } from '../shared/roles.js'
 import { JwtClaimsError, JwtDecodeError } from './errors.js'
 
-export type RoleKind = 'anon' | 'auth' | 'svc'
+export type { RoleKind } from '../shared/roles.js'
 
 export interface Caller {
   /** The Postgres role the request runs as. */
@@ -51,10 +52,7 @@ export function jwtError (err: unknown): Error {
 }
 
 export function roleKindOf (tenant: Pick<Tenant, 'roles'>, role: string): RoleKind | null {
-  if (role === tenant.roles.anon) return 'anon'
-  if (role === tenant.roles.auth) return 'auth'
-  if (role === tenant.roles.svc) return 'svc'
-  return null
+  return kindOfRoleName(tenant.roles, role)
 }
 
 interface Verified {

@@ -6,6 +6,7 @@
 import type { Tenant } from '../tenants/index.js'
 import { parseCookieHeader } from '../shared/http.js'
 import { GatehouseError } from '../shared/errors.js'
+import { roleDisplayName } from '../shared/roles.js'
 import { visibleHeaders, type RawRequest } from './api-request/index.js'
 import type { ApiRequest } from './api-request/types.js'
 import type { Caller } from './auth.js'
@@ -99,15 +100,13 @@ function isNewRowRefusal (err: unknown): boolean {
   return isPgServerError(err) && err.code === '42501' && /^new row violates row-level security policy/.test(err.message)
 }
 
-const CALLER_ROLE_NAMES = { anon: 'anon', auth: 'authenticated', svc: 'service_role' } as const
-
 /**
  * service.md: the row was written, but the SELECT policy hides it from its author. The
  * message says so (the gateway's refusal rewriter turns it into `rls_refusal`), and the
  * body carries `row_written: true` and the header `x-gatehouse-row-written: true`.
  */
 export function rowWrittenError (caller: Caller, plan: MutatePlan, rows: number): GatehouseError {
-  const role = CALLER_ROLE_NAMES[caller.kind]
+  const role = roleDisplayName(caller.kind)
   const what = rows === 1 ? '1 row was' : `${rows} rows were`
   return new GatehouseError('42501', caller.isAnon ? 401 : 403,
     `new row was written but the SELECT policy hides it from role ${role}`, {

@@ -2,6 +2,7 @@
 // Connection-listed header removal (RFC 9110 §7.6.1), request id validation, content-type
 // tests. Pure functions over Node's header objects; nothing here does I/O.
 import type { IncomingHttpHeaders, OutgoingHttpHeaders } from 'node:http'
+import { bareRecord } from './own.js'
 
 /** Headers that describe one connection, never forwarded by a proxy (RFC 9110 §7.6.1). */
 export const HOP_BY_HOP: ReadonlySet<string> = new Set([
@@ -73,14 +74,14 @@ export function firstHeader (value: string | string[] | undefined): string | und
 
 /** A Cookie header as name -> value (first occurrence wins), as request.cookies carries it. */
 export function parseCookieHeader (h: string | string[] | undefined): Record<string, string> {
-  const out: Record<string, string> = {}
+  const out = bareRecord<string>()
   const v = Array.isArray(h) ? h.join('; ') : h
   if (!v) return out
   for (const part of v.split(';')) {
     const eq = part.indexOf('=')
     if (eq <= 0) continue
     const k = part.slice(0, eq).trim()
-    if (k && !(k in out)) out[k] = part.slice(eq + 1).trim()
+    if (k && !Object.hasOwn(out, k)) out[k] = part.slice(eq + 1).trim()
   }
   return out
 }

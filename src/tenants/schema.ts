@@ -5,6 +5,7 @@ import { Type, type Static } from '@sinclair/typebox'
 import { createHash, timingSafeEqual } from 'node:crypto'
 import { Ajv, type ErrorObject } from 'ajv'
 import { ConfigError } from '../shared/errors.js'
+import { ROLE_KINDS } from '../shared/roles.js'
 
 /** The URL segment of a database. Checked before any look-up. */
 export const DATABASE_NAME = /^[a-z][a-z0-9_-]{0,62}$/
@@ -122,7 +123,7 @@ export type Tenant = Omit<TenantFile, 'keys'> & {
   keys: { public: KeyHash, secret: KeyHash }
 }
 
-export type RoleKind = 'anon' | 'auth' | 'svc'
+export type { RoleKind } from '../shared/roles.js'
 
 export function hashKey (key: string): KeyHash {
   return 'sha256:' + createHash('sha256').update(key, 'utf8').digest('hex')
@@ -194,7 +195,7 @@ export function parseTenantFile (raw: unknown, source: string, env: NodeJS.Proce
     const f = data as TenantFile
     if (f.jwt.secret === f.jwt.upstream_secret) problems.push('jwt.upstream_secret: must differ from jwt.secret')
     if (f.keys.public === f.keys.secret) problems.push('keys.secret: must differ from keys.public')
-    for (const k of ['anon', 'auth', 'svc'] as const) {
+    for (const k of ROLE_KINDS) {
       if (!/^[A-Za-z_][A-Za-z0-9_$-]*$/.test(f.roles[k])) problems.push(`roles.${k}: not a valid role name`)
     }
     // The connections must reach this tenant's own database: a copy-pasted URL naming

@@ -10,11 +10,12 @@ import {
 import { sessionExists } from '../models/sessions.js'
 import { isUserBanned, loadUserWithIdentities, NIL_UUID } from '../models/users.js'
 import type { AuthenticatedUser, BearerClaims, TenantContext } from '../types.js'
+import { ROLE_CLAIMS } from '../../shared/roles.js'
 
 export const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i
 
 /** GoTrue's JWT_ADMIN_ROLES default. */
-export const ADMIN_ROLES = new Set(['service_role', 'supabase_admin'])
+export const ADMIN_ROLES = new Set<string>([ROLE_CLAIMS.svc, 'supabase_admin'])
 
 export function bearerToken (req: FastifyRequest): string | null {
   const h = req.headers.authorization

@@ -11,6 +11,7 @@ import { insertFlowState, insertOAuthClientState } from '../models/flow-state.js
 import { pkceParamsOf } from '../pkce.js'
 import { providerOf, ProviderError } from '../providers/index.js'
 import type { TenantContext } from '../types.js'
+import { bareRecord } from '../../shared/own.js'
 
 /** Parameters of ours or of the OAuth protocol that are never forwarded to the provider. */
 const RESERVED = new Set([
@@ -30,7 +31,7 @@ export async function authorizeRoutes (scope: FastifyInstance): Promise<void> {
     const pkce = pkceParamsOf(ctx, queryParam(req, 'code_challenge'), queryParam(req, 'code_challenge_method'))
     const redirectTo = redirectUrlOf(req, ctx.tenant.auth)
     const scopes = (queryParam(req, 'scopes') ?? '').split(/[\s,]+/).filter((x) => x.length > 0)
-    const params: Record<string, string> = {}
+    const params = bareRecord<string>()
     for (const [k, v] of Object.entries(req.query as Record<string, unknown>)) {
       if (!RESERVED.has(k) && typeof v === 'string') params[k] = v
     }

@@ -9,6 +9,7 @@ import crypto from 'node:crypto'
 import { describeJwtError, looksLikeJwt, tokenCacheKey, verifyHS256 } from '../../shared/jwt.js'
 import { firstHeader } from '../../shared/http.js'
 import { keyKind, tenantIssuer, type RoleKind, type Tenant } from '../../tenants/schema.js'
+import { ACCEPTED_CLAIMS_TEXT, kindOfClaim } from '../../shared/roles.js'
 import { InvalidApiKeyError, InvalidTokenError, NoApiKeyError } from '../errors.js'
 import type { Caller } from '../types.js'
 
@@ -19,9 +20,6 @@ const oneShot = (crypto as { hash?: (alg: string, data: string, enc: 'base64url'
 function callerKey (fp: string, token: string): string {
   return oneShot !== undefined ? oneShot('sha256', JSON.stringify([fp, token]), 'base64url') : tokenCacheKey(fp, token)
 }
-
-/** The `role` claims a caller's token may carry, and the kind each maps to. */
-const TOKEN_ROLES: Record<string, RoleKind> = { authenticated: 'auth', anon: 'anon', service_role: 'svc' }
 
 interface TenantFacts {
   /** Fingerprint of everything a cached verdict or upstream token depends on. */
@@ -123,9 +121,10 @@ export function createAuthenticator (opts: AuthenticatorOptions): Authenticator 
       throw invalidToken(describeFailure(err, token), err)
     }
     const role = claims.role
-    const kind = typeof role === 'string' ? TOKEN_ROLES[role] : undefined
-    if (kind === undefined) {
-      throw invalidToken(`role ${typeof role === 'string' ? `"${role.slice(0, 64)}"` : '(missing)'} is not accepted; expected authenticated, anon or service_role`)
+    // A Map look-up: `constructor` or `__proto__` as role is refused, never taken for anon.
+    const kind = kindOfClaim(role)
+    if (kind === null) {
+      throw invalidToken(`role ${typeof role === 'string' ? `"${role.slice(0, 64)}"` : '(missing)'} is not accepted; expected ${ACCEPTED_CLAIMS_TEXT}`)
     }
     const v: Verified = { kind, claims, exp: claims.exp! }
     const ttl = (v.exp - nowSec) * 1000

@@ -7,6 +7,7 @@ import { LRUCache } from 'lru-cache'
 import { signHS256 } from '../../shared/jwt.js'
 import type { Tenant } from '../../tenants/schema.js'
 import type { Caller } from '../types.js'
+import { ROLE_CLAIMS } from '../../shared/roles.js'
 
 export interface UpstreamTokenOptions {
   /** gateway.upstream_token_ttl_seconds */
@@ -76,7 +77,7 @@ export function createUpstreamTokens (opts: UpstreamTokenOptions): UpstreamToken
   }
 
   async function signAuthService (tenant: Tenant, issuer: string, key: string, nowSec: number): Promise<string> {
-    const token = await signHS256({ role: 'service_role' }, {
+    const token = await signHS256({ role: ROLE_CLAIMS.svc }, {
       secret: tenant.jwt.secret, issuer, expiresInSeconds: ttl, now: nowSec
     })
     cache.set(key, { token, renewAt: nowSec + ttl - margin }, { ttl: ttl * 1000 })

@@ -4,6 +4,7 @@
 // rewriter and by the panel's test query. Never puts SQL text, stacks or another tenant's
 // role names into what it returns.
 import type { RoleKind, Tenant } from '../../tenants/schema.js'
+import { ROLE_KINDS, roleDisplayName, roleLabel as describeRole } from '../../shared/roles.js'
 import type { Catalog, Privilege, RolePrivileges, TableFacts } from './catalog.js'
 
 /** The refusal codes of service.md. */
@@ -55,16 +56,14 @@ export interface Refusal {
   headers: Record<string, string>
 }
 
-/** The role as the caller knows it (service.md's names), and the kind platform.role() takes. */
-const CALLER_NAME: Record<RoleKind, string> = { anon: 'anon', auth: 'authenticated', svc: 'svc' }
-
+/** The role as the caller knows it (its token's `role` claim). */
 export function callerRoleName (kind: RoleKind): string {
-  return CALLER_NAME[kind]
+  return roleDisplayName(kind)
 }
 
 /** `anon (t_abc_anon)`: the name the caller knows and the database's real role. */
 function roleLabel (tenant: Tenant, kind: RoleKind): string {
-  return `${CALLER_NAME[kind]} (${tenant.roles[kind]})`
+  return describeRole(tenant.roles, kind)
 }
 
 /** Needed privileges of each HTTP method, in the order Postgres would miss them. */
@@ -241,7 +240,7 @@ function sqlstateOf (input: RefusalInput): Record<string, string> {
 
 function heldBy (tenant: Tenant, f: Extract<TableFacts, { exists: true }>, except: RoleKind): string {
   const parts: string[] = []
-  for (const k of ['anon', 'auth', 'svc'] as const) {
+  for (const k of ROLE_KINDS) {
     if (k === except) continue
     const r = f.roles[k]
     if (r === undefined || !r.any) continue
@@ -277,7 +276,7 @@ function unknownTable (input: RefusalInput, f: Extract<TableFacts, { exists: tru
       hint: 'The usual cause is a grant to the wrong role. Role names differ per database: grant to ' +
         `platform.role('${kind}') with the owner's helper, e.g. ${grantStatement(firstNeed(input), f.schema, f.name, kind)} ` +
         `(a plain GRANT cannot name platform.role('${kind}')), then enable row-level security on the table and add a policy.`,
-      role: CALLER_NAME[kind],
+      role: roleDisplayName(kind),
       table
     }
   }
@@ -297,9 +296,9 @@ function unknownTableMissing (input: RefusalInput, schemas: readonly string[], n
       code: 'unknown_table',
       message: unknownTableMessage(input, table),
       details: `No table or view named ${JSON.stringify(name)} exists in schema${schemas.length > 1 ? 's' : ''} ${schemas.join(', ')}.${suggestion}`,
-      hint: `Check the table name. Once the table exists, make it visible to role ${CALLER_NAME[kind]}: ` +
+      hint: `Check the table name. Once the table exists, make it visible to role ${roleDisplayName(kind)}: ` +
         `${grantStatement(firstNeed(input), schema, name, kind)} then enable row-level security on it and add a policy.`,
-      role: CALLER_NAME[kind],
+      role: roleDisplayName(kind),
       table
     }
   }
@@ -319,7 +318,7 @@ function unknownTableBare (input: RefusalInput, ref: TableRef | null): Refusal {
       details: 'The table is missing, or the role holds no privilege on it.',
       hint: `The usual cause is a grant to the wrong role: grant to platform.role('${kind}') with the owner's helper, ` +
         `e.g. SELECT platform.grant('SELECT', '<schema>.<table>', '${kind}');`,
-      role: CALLER_NAME[kind],
+      role: roleDisplayName(kind),
       ...(ref !== null && NAME_OK(ref.name) ? { table } : {})
     }
   }
@@ -335,10 +334,10 @@ function noTableGrant (input: RefusalInput, schema: string, name: string, mine: 
     body: {
       code: 'no_table_grant',
       message: `Role ${roleLabel(tenant, kind)} lacks the ${missing} privilege on table ${table}, which ${input.action} needs`,
-      details: `${table} is visible to role ${CALLER_NAME[kind]}${held.length > 0 ? ` (it holds ${held.join(', ')})` : ''}, ` +
+      details: `${table} is visible to role ${roleDisplayName(kind)}${held.length > 0 ? ` (it holds ${held.join(', ')})` : ''}, ` +
         `but ${missing} is not granted. The statement in hint grants it; run it as the database owner.`,
       hint: grantStatement(missing, schema, name, kind),
-      role: CALLER_NAME[kind],
+      role: roleDisplayName(kind),
       table,
       privilege: missing,
       ...sqlstateOf(input)
@@ -347,14 +346,14 @@ function noTableGrant (input: RefusalInput, schema: string, name: string, mine: 
 }
 
 function columnHint (input: RefusalInput, schema: string, name: string, privilege: Privilege): string {
-  return `Role ${CALLER_NAME[input.kind]} holds ${privilege} on some columns of ${qualified(schema, name)} only: ` +
+  return `Role ${roleDisplayName(input.kind)} holds ${privilege} on some columns of ${qualified(schema, name)} only: ` +
     `use only those columns, or grant it on the whole table with ${grantStatement(privilege, schema, name, input.kind)}`
 }
 
 /** RPC or SQL: the table the statement touched, and what the role holds on it. */
 function touchedHint (input: RefusalInput, f: Extract<TableFacts, { exists: true }>, mine: RolePrivileges): string {
   const held = (['SELECT', 'INSERT', 'UPDATE', 'DELETE'] as const).filter((p) => mine.table[p])
-  return `The statement touched ${qualified(f.schema, f.name)}, on which role ${CALLER_NAME[input.kind]} holds ` +
+  return `The statement touched ${qualified(f.schema, f.name)}, on which role ${roleDisplayName(input.kind)} holds ` +
     `${held.length > 0 ? held.join(', ') : 'no privilege'}. Grant what it needs with the owner's helper, e.g. ` +
     grantStatement(held.includes('SELECT') ? 'INSERT' : 'SELECT', f.schema, f.name, input.kind)
 }
@@ -362,7 +361,7 @@ function touchedHint (input: RefusalInput, f: Extract<TableFacts, { exists: true
 function rlsViolationHint (input: RefusalInput): string {
   return 'Nothing was written. A row-level security policy refused the row: the WITH CHECK of an INSERT or UPDATE ' +
     'policy, or (with Prefer: return=representation) the SELECT policy that must let the author see the new row. ' +
-    `Check the table's policies for role ${CALLER_NAME[input.kind]}, or send Prefer: return=minimal if the row need not come back.`
+    `Check the table's policies for role ${roleDisplayName(input.kind)}, or send Prefer: return=minimal if the row need not come back.`
 }
 
 function permissionDenied (input: RefusalInput, hint: string | null): Refusal {
@@ -381,7 +380,7 @@ function permissionDenied (input: RefusalInput, hint: string | null): Refusal {
       details: `The request ran as role ${roleLabel(tenant, kind)}.${upstreamDetails !== null ? ' ' + upstreamDetails : ''}`,
       hint: hint ?? scrub(error.hint, tenant),
       sqlstate: '42501',
-      role: CALLER_NAME[kind]
+      role: roleDisplayName(kind)
     }
   }
 }
@@ -401,7 +400,7 @@ function rlsRefusal (input: RefusalInput, ref: TableRef | null): Refusal {
         `${input.action} asked for the written row back (Prefer: return=representation); returning it is subject to the SELECT policy, not only the ${input.action === 'PATCH' ? 'UPDATE' : 'INSERT'} policy.`,
       hint: 'Do not retry: the write is done. Send Prefer: return=minimal, or add a SELECT policy that lets the author see the row (e.g. USING (owner_id = auth.uid())).',
       sqlstate: '42501',
-      role: CALLER_NAME[kind],
+      role: roleDisplayName(kind),
       ...(name !== null && NAME_OK(name) ? { table } : {})
     }
   }

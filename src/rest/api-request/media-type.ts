@@ -1,6 +1,7 @@
 // Accept and Content-Type parsing (spec/rest.md §5.1): media types with parameters and
 // q-values, sorted by preference (stable). Choosing among them is plan/negotiate.ts.
 import type { MediaType } from './types.js'
+import { bareRecord } from '../../shared/own.js'
 
 const ANY: MediaType = Object.freeze({ type: '*/*', params: Object.freeze({}), q: 1 })
 
@@ -9,7 +10,7 @@ export function parseMediaType (value: string): MediaType | null {
   const parts = value.split(';')
   const type = parts[0].trim().toLowerCase()
   if (!type) return null
-  const params: Record<string, string> = {}
+  const params = bareRecord<string>()
   let q = 1
   for (const p of parts.slice(1)) {
     const eq = p.indexOf('=')

@@ -4,6 +4,7 @@
 // re-serialized, so big numbers keep their digits). Errors are PGRST102.
 import { InvalidBodyError } from '../errors.js'
 import type { MediaType } from './types.js'
+import { bareRecord } from '../../shared/own.js'
 
 /** Rows of a write: the keys they carry and the JSON text bound as one parameter. */
 export interface RowsPayload {
@@ -160,7 +161,7 @@ export function parseForm (body: Buffer | null): Array<[string, string[]]> {
 }
 
 function formRows (body: Buffer | null, columns: readonly string[] | null): RowsPayload {
-  const row: Record<string, string> = {}
+  const row = bareRecord<string>()
   for (const [k, vs] of parseForm(body)) row[k] = vs[vs.length - 1]
   return { kind: 'rows', isArray: false, rows: [row], keys: columns ?? Object.keys(row).sort(), json: JSON.stringify(row) }
 }

@@ -2,6 +2,7 @@
 // headers merged, values split on commas, the first recognized value of each family
 // wins, unrecognized tokens collected as `invalid` (PGRST122 only with handling=strict).
 import type { Preferences } from './types.js'
+import { bareRecord, ownValue } from '../../shared/own.js'
 
 const FAMILIES: Record<string, ReadonlySet<string> | 'any' | 'int'> = {
   return: new Set(['minimal', 'headers-only', 'representation']),
@@ -21,7 +22,7 @@ export const NO_PREFERENCES: Preferences = Object.freeze({
 export function parsePreferences (header: string | readonly string[] | undefined): Preferences {
   if (header === undefined || header.length === 0) return NO_PREFERENCES
   const values = typeof header === 'string' ? [header] : header
-  const found: Record<string, string> = {}
+  const found = bareRecord<string>()
   const invalid: string[] = []
   for (const v of values) {
     for (const raw of v.split(',')) {
@@ -30,7 +31,7 @@ export function parsePreferences (header: string | readonly string[] | undefined
       const eq = token.indexOf('=')
       const name = eq < 0 ? token : token.slice(0, eq).trim()
       const value = eq < 0 ? '' : token.slice(eq + 1).trim()
-      const family = FAMILIES[name]
+      const family = ownValue(FAMILIES, name)
       const ok = family === undefined
         ? false
         : family === 'any' ? value !== '' : family === 'int' ? /^[0-9]+$/.test(value) : family.has(value)

@@ -14,6 +14,7 @@ import { negotiateRead } from './negotiate.js'
 import { planReadTree } from './read-plan.js'
 import { rebaseRoot } from './rebase.js'
 import type { MediaHandler, ReadNode } from './types.js'
+import { ownValue } from '../../shared/own.js'
 
 export type CallShape = 'scalar' | 'setof-scalar' | 'composite' | 'setof-composite' | 'void'
 
@@ -83,7 +84,7 @@ function matches (r: Routine, keys: ReadonlySet<string>, rawPost: boolean): bool
 
 function isFallback (r: Routine, mime: string | null): boolean {
   if (mime === null || r.params.length !== 1 || r.params[0].name !== '') return false
-  return (UNNAMED_FALLBACK[mime] ?? []).includes(baseTypeName(r.params[0]))
+  return (ownValue(UNNAMED_FALLBACK, mime) ?? []).includes(baseTypeName(r.params[0]))
 }
 
 /** PostgREST's overload resolution; throws PGRST202 / PGRST203. */
@@ -108,7 +109,7 @@ export function findRoutine (cache: SchemaCache, schema: string, name: string, k
   let message: string
   let searched: string
   if (payload?.kind === 'raw') {
-    const t = UNNAMED_FALLBACK[payload.mime]?.[0] ?? 'text'
+    const t = ownValue(UNNAMED_FALLBACK, payload.mime)?.[0] ?? 'text'
     message = qn
     searched = ` with a single unnamed ${t} parameter`
   } else {

@@ -3,6 +3,7 @@
 // headers/cookies, statement_timeout, timezone, search_path — all transaction-local and
 // all parameters — plus the caller role's visibility of the target relation.
 import type { Statement } from './sql.js'
+import { bareRecord } from '../../shared/own.js'
 
 /** Prepared once per connection under this name (the text never changes). */
 export const PRE_REQUEST_NAME = 'gatehouse_rest_pre_v1'
@@ -40,7 +41,7 @@ const CLAIM_NAME = /^[A-Za-z_][A-Za-z0-9_]{0,62}$/
 
 /** Top-level scalar claims for the legacy per-claim settings. */
 export function legacyClaims (claims: Record<string, unknown>): Record<string, string> {
-  const out: Record<string, string> = {}
+  const out = bareRecord<string>()
   for (const [k, v] of Object.entries(claims)) {
     if (!CLAIM_NAME.test(k)) continue
     if (typeof v === 'string') out[k] = v
