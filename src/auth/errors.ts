@@ -153,3 +153,44 @@ export function renderAuthError (err: GatehouseError, apiVersionHeader: string |
   if (reasons) body.weak_password = { reasons }
   return { status, headers, body }
 }
+
+// ----- MFA, anonymous users, identities, reauthentication, SSO, id_token ----------------------
+export const anonymousNotAllowed = () => new AuthError('no_authorization', 403, 'Anonymous user not allowed to perform these actions')
+export const overRequestRateLimit = () => new AuthError('over_request_rate_limit', 429, 'Request rate limit reached')
+export const factorIdNotUuid = () => validationFailed404('factor_id must be an UUID')
+export const factorNotFound = () => new AuthError('mfa_factor_not_found', 404, 'Factor not found')
+export const factorTypeInvalid = () => validationFailed('factor_type needs to be totp, phone, or webauthn')
+export const mfaTotpEnrollDisabled = () => new AuthError('mfa_totp_enroll_not_enabled', 422, 'MFA enroll is disabled for TOTP')
+export const mfaTotpVerifyDisabled = () => new AuthError('mfa_totp_verify_not_enabled', 422, 'MFA verification is disabled for TOTP')
+export const mfaPhoneEnrollDisabled = () => new AuthError('mfa_phone_enroll_not_enabled', 422, 'MFA enroll is disabled for Phone')
+export const mfaPhoneVerifyDisabled = () => new AuthError('mfa_phone_verify_not_enabled', 422, 'MFA verification is disabled for Phone')
+export const mfaWebAuthnEnrollDisabled = () => new AuthError('mfa_webauthn_enroll_not_enabled', 422, 'MFA enroll is disabled for WebAuthn')
+/** GoTrue answers a disabled WebAuthn verify with the enroll code and the verify message. */
+export const mfaWebAuthnVerifyDisabledOnVerify = () => new AuthError('mfa_webauthn_enroll_not_enabled', 422, 'MFA verification is disabled for WebAuthn')
+export const mfaWebAuthnVerifyDisabled = () => new AuthError('mfa_webauthn_verify_not_enabled', 422, 'MFA verification is disabled for WebAuthn')
+export const factorNameConflict = (name: string) =>
+  new AuthError('mfa_factor_name_conflict', 422, `A factor with the friendly name ${JSON.stringify(name)} for this user already exists`)
+export const tooManyFactors = () => new AuthError('too_many_enrolled_mfa_factors', 422, 'Maximum number of verified factors reached, unenroll to continue')
+export const aal2RequiredToEnroll = () => new AuthError('insufficient_aal', 403, 'AAL2 required to enroll a new factor')
+export const aal2RequiredToUnenroll = () => new AuthError('insufficient_aal', 422, 'AAL2 required to unenroll verified factor')
+export const aal2RequiredToUpdate = () => new AuthError('insufficient_aal', 401, 'AAL2 session is required to update email or password when MFA is enabled.')
+export const codeRequired = () => validationFailed('Code needs to be non-empty')
+export const challengeNotFound = () => new AuthError('mfa_factor_not_found', 422, 'MFA factor with the provided challenge ID not found')
+export const challengeIpMismatch = () => new AuthError('mfa_ip_address_mismatch', 422, 'Challenge and verify IP addresses mismatch.')
+export const challengeExpired = (id: string) =>
+  new AuthError('mfa_challenge_expired', 422, `MFA challenge ${id} has expired, verify against another challenge or create a new challenge.`)
+export const invalidTotpCode = () => new AuthError('mfa_verification_failed', 422, 'Invalid TOTP code entered')
+export const samlDisabled = () => new AuthError('saml_provider_disabled', 404, 'SAML 2.0 is disabled')
+export const manualLinkingDisabled = () => new AuthError('manual_linking_disabled', 404, 'Manual linking is disabled')
+export const identityIdNotUuid = () => validationFailed404('identity_id must be an UUID')
+export const singleIdentityNotDeletable = () => new AuthError('single_identity_not_deletable', 422, 'User must have at least 1 identity after unlinking')
+export const identityNotFound = () => new AuthError('identity_not_found', 422, "Identity doesn't exist")
+export const identityAlreadyLinked = (other: boolean) =>
+  new AuthError('identity_already_exists', 422, other ? 'Identity is already linked to another user' : 'Identity is already linked')
+export const emailConflictIdentityNotDeletable = () => new AuthError('email_conflict_identity_not_deletable', 422, 'Unable to unlink identity due to email conflict')
+export const unexpectedAudience = () => new AuthError('unexpected_audience', 403, "Token audience doesn't match request audience")
+export const reauthenticationNoAddress = () => validationFailed('Reauthentication requires the user to have an email or a phone number')
+export const reauthenticationEmailNotConfirmed = () => new AuthError('email_not_confirmed', 422, 'Please verify your email first.')
+export const reauthenticationNeeded = () => new AuthError('reauthentication_needed', 400, 'Password update requires reauthentication')
+export const reauthenticationNotValid = () => new AuthError('reauthentication_not_valid', 422, 'Nonce has expired or is invalid')
+export const providerDisabled = (message: string) => new AuthError('provider_disabled', 400, message)

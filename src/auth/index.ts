@@ -14,8 +14,11 @@ import { AuthError, badJson, notFound, renderAuthError, requestTooLarge, unexpec
 import { resolveTenantHook } from './hooks/resolve-tenant.js'
 import { createMailer, type Mailer } from './mail/index.js'
 import { adminRoutes } from './routes/admin.js'
+import { adminFactorRoutes } from './routes/admin-factors.js'
 import { authorizeRoutes } from './routes/authorize.js'
 import { callbackRoutes } from './routes/callback.js'
+import { factorRoutes } from './routes/factors.js'
+import { reauthenticateRoutes } from './routes/reauthenticate.js'
 import { HEALTH_BODY, healthRoutes } from './routes/health.js'
 import { jwksRoutes } from './routes/jwks.js'
 import { logoutRoutes } from './routes/logout.js'
@@ -130,6 +133,9 @@ export function buildAuthEngine (deps: AuthEngineDeps): FastifyInstance {
     await scope.register(resendRoutes)
     await scope.register(authorizeRoutes)
     await scope.register(callbackRoutes)
+    await scope.register(factorRoutes)
+    await scope.register(adminFactorRoutes)
+    await scope.register(reauthenticateRoutes)
   }, { prefix: '/:database' })
 
   app.addHook('onClose', async () => {

@@ -5,6 +5,7 @@
 import type { Queryable } from '../shared/pg.js'
 import { signHS256Sync } from '../shared/jwt.js'
 import { audit, type AuditAction } from './models/audit-log.js'
+import { factorsOfUser } from './models/factors.js'
 import { insertRefreshToken } from './models/refresh-tokens.js'
 import { addAmrClaim, insertSession } from './models/sessions.js'
 import { toUserJson, updateUser } from './models/users.js'
@@ -80,5 +81,6 @@ export async function startSession (ctx: TenantContext, q: Queryable, u: UserWit
     await audit(q, { action, actorId: user.id, actorUsername: user.email ?? user.phone, traits: { provider: opts.method }, ip: opts.ip, now })
   }
   const amr: AmrEntry[] = [{ method: opts.method, timestamp: Math.floor(now.getTime() / 1000) }]
-  return tokenResponse(ctx, { user, identities: u.identities }, { id: session.id, refreshToken, amr })
+  const factors = u.factors ?? await factorsOfUser(q, user.id)
+  return tokenResponse(ctx, { user, identities: u.identities, factors }, { id: session.id, refreshToken, amr })
 }

@@ -81,10 +81,28 @@ export interface SessionRow {
   ip: string | null
 }
 
-/** A user with its identities: what the user JSON is built from. */
+/** A row of auth.mfa_factors (the secret stays server-side). */
+export interface FactorRow {
+  id: string
+  user_id: string
+  friendly_name: string | null
+  factor_type: 'totp' | 'webauthn' | 'phone'
+  status: 'verified' | 'unverified'
+  created_at: Date
+  updated_at: Date
+  secret: string | null
+  phone: string | null
+  last_challenged_at: Date | null
+  web_authn_aaguid: string | null
+  last_webauthn_challenge_data: unknown
+}
+
+/** A user with its identities (and factors, when loaded): what the user JSON is built from. */
 export interface UserWithIdentities {
   user: UserRow
   identities: IdentityRow[]
+  /** MFA factors; `factors` appears in the user JSON when non-empty. */
+  factors?: FactorRow[]
 }
 
 export interface AmrEntry { method: string, timestamp: number, provider?: string }

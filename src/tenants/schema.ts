@@ -58,6 +58,21 @@ export const AuthSettingsSchema = Type.Object({
   pkce: Type.Boolean({ default: false }),
   signup_enabled: Type.Boolean({ default: true }),
   anonymous_sign_in: Type.Boolean({ default: false }),
+  /** Anonymous sign-ins per hour and client IP (GoTrue RATE_LIMIT_ANONYMOUS_USERS). */
+  anonymous_rate_per_hour: Type.Integer({ minimum: 0, default: 30 }),
+  /** TOTP factors may be enrolled (GoTrue MFA_TOTP_ENROLL_ENABLED). */
+  mfa_totp_enroll: Type.Boolean({ default: true }),
+  /** TOTP factors may be challenged and verified (GoTrue MFA_TOTP_VERIFY_ENABLED). */
+  mfa_totp_verify: Type.Boolean({ default: true }),
+  /** Factors a user may hold, verified or not (GoTrue MFA_MAX_ENROLLED_FACTORS). */
+  mfa_max_enrolled_factors: Type.Integer({ minimum: 1, maximum: 100, default: 10 }),
+  /** MFA challenges and verifies per minute and client IP (GoTrue MFA_RATE_LIMIT_CHALLENGE_AND_VERIFY). */
+  mfa_rate_per_minute: Type.Integer({ minimum: 0, default: 15 }),
+  /** Users may link and unlink identities themselves (GoTrue SECURITY_MANUAL_LINKING_ENABLED). */
+  manual_linking: Type.Boolean({ default: false }),
+  /** A password change in a session older than 24 h needs the nonce of GET /reauthenticate
+   *  (GoTrue SECURITY_UPDATE_PASSWORD_REQUIRE_REAUTHENTICATION, "secure password change"). */
+  secure_password_change: Type.Boolean({ default: false }),
   /** Mail confirmation on sign-up (GoTrue's !MAILER_AUTOCONFIRM). */
   mail_confirmation: Type.Boolean({ default: false }),
   password_min_length: Type.Integer({ minimum: 6, maximum: 72, default: 6 }),

@@ -32,7 +32,7 @@ export async function refreshTokenGrant (ctx: TenantContext, _req: FastifyReques
   const hot = await rotateLiveToken(ctx.db, presented, ctx.now())
   if (hot) {
     const c = hot.context
-    return tokenResponse(ctx, { user: c.user!, identities: c.identities }, { id: c.token.session_id!, refreshToken: hot.newToken, amr: c.amr })
+    return tokenResponse(ctx, { user: c.user!, identities: c.identities, factors: c.factors }, { id: c.token.session_id!, refreshToken: hot.newToken, amr: c.amr })
   }
   const giveUpAt = Date.now() + LOCK_WAIT_MS
 
@@ -49,7 +49,7 @@ export async function refreshTokenGrant (ctx: TenantContext, _req: FastifyReques
     if (rc.sessionNotAfter && rc.sessionNotAfter.getTime() < now.getTime()) {
       throw new AuthError('session_expired', 400, 'Invalid Refresh Token: Session Expired')
     }
-    const user = { user: rc.user, identities: rc.identities }
+    const user = { user: rc.user, identities: rc.identities, factors: rc.factors }
 
     if (!rc.token.revoked) {
       const out = await rotateRefreshToken(ctx.db, { id: rc.token.id, userId: rc.user.id, sessionId, now })

@@ -9,12 +9,16 @@ export type AuditAction =
   | 'user_signedup' | 'login' | 'logout' | 'user_modified' | 'user_updated_password'
   | 'user_confirmation_requested' | 'user_invited' | 'user_deleted' | 'user_recovery_requested'
   | 'user_reauthenticate_requested' | 'token_revoked' | 'identity_linked'
+  | 'identity_unlinked' | 'factor_in_progress' | 'factor_unenrolled' | 'challenge_created'
+  | 'verification_attempted' | 'factor_deleted' | 'factor_updated'
 
 const LOG_TYPE: Record<AuditAction, string> = {
   user_signedup: 'team', login: 'account', logout: 'account', user_modified: 'user',
   user_updated_password: 'user', user_confirmation_requested: 'user', user_invited: 'team',
   user_deleted: 'team', user_recovery_requested: 'user', user_reauthenticate_requested: 'user',
-  token_revoked: 'token', identity_linked: 'account'
+  token_revoked: 'token', identity_linked: 'account', identity_unlinked: 'account',
+  factor_in_progress: 'factor', factor_unenrolled: 'factor', challenge_created: 'factor',
+  verification_attempted: 'factor', factor_deleted: 'factor', factor_updated: 'factor'
 }
 
 export async function audit (q: Queryable, e: { action: AuditAction, actorId: string, actorUsername?: string | null, traits?: Record<string, unknown>, ip?: string | null, now: Date }): Promise<void> {

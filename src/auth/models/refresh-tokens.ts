@@ -3,7 +3,7 @@
 // one atomic rotation statement; the rarer revoked-token path runs in a transaction.
 import type { Queryable } from '../../shared/pg.js'
 import { generateRefreshToken } from '../crypto.js'
-import type { AmrEntry, IdentityRow, UserRow } from '../types.js'
+import type { AmrEntry, FactorRow, IdentityRow, UserRow } from '../types.js'
 import { NIL_UUID, USER_SELECT } from './users.js'
 
 export interface RefreshTokenRow {
@@ -33,6 +33,7 @@ export interface RefreshContext {
   sessionNotAfter: Date | null
   user: UserRow | null
   identities: IdentityRow[]
+  factors: FactorRow[]
   amr: AmrEntry[]
 }
 
@@ -48,6 +49,7 @@ interface ContextRow extends UserRow {
   s_not_after: Date | null
   identities_json: Array<Omit<IdentityRow, 'created_at' | 'updated_at' | 'last_sign_in_at'> & { created_at: string | null, updated_at: string | null, last_sign_in_at: string | null }> | null
   amr_json: Array<{ method: string, timestamp: number }> | null
+  factors_json: Array<Omit<FactorRow, 'created_at' | 'updated_at' | 'last_challenged_at'> & { created_at: string, updated_at: string, last_challenged_at: string | null }> | null
 }
 
 export async function loadRefreshContext (q: Queryable, token: string): Promise<RefreshContext | null> {
@@ -55,7 +57,7 @@ export async function loadRefreshContext (q: Queryable, token: string): Promise<
     name: 'gatehouse_auth_load_refresh_context',
     text: `SELECT rt.id AS rt_id, rt.token AS rt_token, rt.user_id AS rt_user_id, rt.revoked AS rt_revoked, rt.parent AS rt_parent,
             rt.session_id AS rt_session_id, rt.updated_at AS rt_updated_at, s.id AS s_id, s.not_after AS s_not_after,
-            ${USER_SELECT}, ${IDENTITIES_JSON} AS identities_json, ${AMR_JSON('s.id')} AS amr_json
+            ${USER_SELECT}, ${IDENTITIES_JSON} AS identities_json, ${AMR_JSON('s.id')} AS amr_json, ${FACTORS_JSON} AS factors_json
        FROM auth.refresh_tokens rt
        LEFT JOIN auth.sessions s ON s.id = rt.session_id
        LEFT JOIN auth.users u ON u.id = rt.user_id::uuid
@@ -71,6 +73,12 @@ const IDENTITIES_JSON = `(SELECT json_agg(json_build_object('id', i.id, 'provide
     'created_at', i.created_at, 'updated_at', i.updated_at, 'email', i.email) ORDER BY i.created_at, i.id)
   FROM auth.identities i WHERE i.user_id = u.id)`
 
+const FACTORS_JSON = `(SELECT json_agg(json_build_object('id', f.id, 'user_id', f.user_id, 'friendly_name', f.friendly_name,
+    'factor_type', f.factor_type, 'status', f.status, 'created_at', f.created_at, 'updated_at', f.updated_at, 'secret', NULL,
+    'phone', f.phone, 'last_challenged_at', f.last_challenged_at, 'web_authn_aaguid', f.web_authn_aaguid,
+    'last_webauthn_challenge_data', f.last_webauthn_challenge_data) ORDER BY f.created_at)
+  FROM auth.mfa_factors f WHERE f.user_id = u.id)`
+
 const AMR_JSON = (sessionId: string) => `(SELECT json_agg(json_build_object('method', a.authentication_method,
     'timestamp', floor(extract(epoch FROM a.updated_at))::bigint) ORDER BY a.updated_at DESC)
   FROM auth.mfa_amr_claims a WHERE a.session_id = ${sessionId})`
@@ -83,12 +91,13 @@ function toContext (row: ContextRow): RefreshContext {
     sessionNotAfter: row.s_not_after,
     user: row.id ? pickUser(row) : null,
     identities: (row.identities_json ?? []).map((i) => ({ ...i, created_at: date(i.created_at), updated_at: date(i.updated_at), last_sign_in_at: date(i.last_sign_in_at) })),
+    factors: (row.factors_json ?? []).map((f) => ({ ...f, created_at: new Date(f.created_at), updated_at: new Date(f.updated_at), last_challenged_at: date(f.last_challenged_at) })),
     amr: row.amr_json ?? []
   }
 }
 
 function pickUser (row: ContextRow): UserRow {
-  const { rt_id: _a, rt_token: _b, rt_user_id: _c, rt_revoked: _d, rt_parent: _e, rt_session_id: _f, rt_updated_at: _g, s_id: _h, s_not_after: _i, identities_json: _j, amr_json: _k, ...user } = row as ContextRow & { new_token?: string }
+  const { rt_id: _a, rt_token: _b, rt_user_id: _c, rt_revoked: _d, rt_parent: _e, rt_session_id: _f, rt_updated_at: _g, s_id: _h, s_not_after: _i, identities_json: _j, amr_json: _k, factors_json: _l, ...user } = row as ContextRow & { new_token?: string }
   delete (user as { new_token?: string }).new_token
   return user
 }
@@ -126,7 +135,7 @@ export async function rotateLiveToken (q: Queryable, token: string, now: Date): 
      SELECT ins.token AS new_token, cur.id AS rt_id, cur.token AS rt_token, cur.user_id AS rt_user_id, false AS rt_revoked,
             NULL::text AS rt_parent, cur.session_id AS rt_session_id, cur.updated_at AS rt_updated_at,
             sess.id AS s_id, sess.not_after AS s_not_after, ${USER_SELECT},
-            ${IDENTITIES_JSON} AS identities_json, ${AMR_JSON('sess.id')} AS amr_json
+            ${IDENTITIES_JSON} AS identities_json, ${AMR_JSON('sess.id')} AS amr_json, ${FACTORS_JSON} AS factors_json
        FROM ins CROSS JOIN cur
        JOIN sess ON sess.id = ins.session_id
        JOIN auth.users u ON u.id = ins.user_id::uuid`,

@@ -4,6 +4,7 @@
 import type { Queryable } from '../../shared/pg.js'
 import { quoteIdent } from '../../shared/pg.js'
 import type { IdentityRow, UserJson, UserRow, UserWithIdentities } from '../types.js'
+import { factorsOfUser, toFactorJson } from './factors.js'
 import { identitiesForUser, toIdentityJson } from './identities.js'
 
 export const NIL_UUID = '00000000-0000-0000-0000-000000000000'
@@ -113,7 +114,8 @@ export async function deleteUser (q: Queryable, id: string): Promise<boolean> {
 export async function loadUserWithIdentities (q: Queryable, id: string): Promise<UserWithIdentities | null> {
   const user = await findUserById(q, id)
   if (!user) return null
-  return { user, identities: await identitiesForUser(q, id) }
+  const [identities, factors] = await Promise.all([identitiesForUser(q, id), factorsOfUser(q, id)])
+  return { user, identities, factors }
 }
 
 export interface ListUsersOptions { aud: string, page: number, perPage: number, filter?: string, sortDesc: boolean }
@@ -160,7 +162,7 @@ function ts (d: Date | null | undefined): string | undefined {
 }
 
 /** The User object of spec §2.1: optional timestamps omitted when null, email/phone never null. */
-export function toUserJson ({ user: u, identities }: UserWithIdentities): UserJson {
+export function toUserJson ({ user: u, identities, factors }: UserWithIdentities): UserJson {
   const out: Record<string, unknown> = {
     id: u.id,
     aud: u.aud ?? '',
@@ -182,6 +184,7 @@ export function toUserJson ({ user: u, identities }: UserWithIdentities): UserJs
     app_metadata: u.raw_app_meta_data ?? {},
     user_metadata: u.raw_user_meta_data ?? {},
     identities: identities.map(toIdentityJson),
+    factors: factors && factors.length > 0 ? factors.map(toFactorJson) : undefined,
     created_at: ts(u.created_at),
     updated_at: ts(u.updated_at),
     banned_until: ts(u.banned_until),

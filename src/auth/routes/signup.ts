@@ -17,11 +17,13 @@ import { audit } from '../models/audit-log.js'
 import { identitiesForUser } from '../models/identities.js'
 import { findUserByEmail, insertUser, toUserJson } from '../models/users.js'
 import { pkceParamsOf, startEmailFlow } from '../pkce.js'
+import { limitFeatureRequest } from '../request-limits.js'
 import { startSession } from '../tokens.js'
 import type { TenantContext } from '../types.js'
 
 async function anonymousSignIn (ctx: TenantContext, req: FastifyRequest, data: Record<string, unknown> | undefined) {
   if (!ctx.tenant.auth.anonymous_sign_in) throw anonymousDisabled()
+  await limitFeatureRequest(ctx, req, 'anonymous_sign_ins')
   if (!ctx.tenant.auth.signup_enabled) throw signupDisabled()
   return withTransaction(ctx.db, async (q) => {
     const now = ctx.now()

@@ -6,16 +6,19 @@ import { withTransaction } from '../../shared/pg.js'
 import { emailIdentityData, refreshProviders } from '../accounts.js'
 import { sendEmailToken } from '../confirmations.js'
 import { assertPasswordAcceptable, hashPassword, verifyPassword } from '../crypto.js'
-import { emailExists, notAdmin, phoneProviderDisabled, samePassword, validationFailed422 } from '../errors.js'
+import {
+  aal2RequiredToUpdate, emailExists, notAdmin, phoneProviderDisabled, reauthenticationNeeded, samePassword, validationFailed422
+} from '../errors.js'
 import { contextOf } from '../hooks/resolve-tenant.js'
 import { requireUser } from '../hooks/require-user.js'
 import { bodyOf, normaliseEmail, optObject, optString, redirectUrlOf } from '../http.js'
 import { audit } from '../models/audit-log.js'
 import { identitiesForUser, insertIdentity } from '../models/identities.js'
 import { deleteOneTimeTokensOfUser } from '../models/one-time-tokens.js'
-import { deleteSessionsOfUser } from '../models/sessions.js'
+import { deleteSessionsOfUser, findSession } from '../models/sessions.js'
 import { isEmailTaken, lockUserById, toUserJson, updateUser, type UserColumn } from '../models/users.js'
 import { pkceParamsOf, startEmailFlow } from '../pkce.js'
+import { verifyReauthenticationNonce } from './reauthenticate.js'
 
 /** GoTrue's metadata update: keys merged, a null value deletes its key. */
 export function mergeMetadata (current: Record<string, unknown> | null, patch: Record<string, unknown>): Record<string, unknown> {
@@ -50,12 +53,23 @@ export async function userRoutes (scope: FastifyInstance): Promise<void> {
     if (phone) throw phoneProviderDisabled('Phone provider is disabled for this database')
     if (password !== undefined) assertPasswordAcceptable(password, settings)
     if (appMetadata && u.role !== 'admin') throw notAdmin('Updating app_metadata requires admin privileges')
+    const nonce = optString(b, 'nonce')
+    const session = sessionId ? await findSession(ctx.db, sessionId) : null
+    if (current.factors?.some((f) => f.status === 'verified') && session?.aal !== 'aal2') {
+      if ((password !== undefined && password !== '') || (email !== undefined && email !== (u.email ?? '')) || (phone !== undefined && phone !== (u.phone ?? ''))) {
+        throw aal2RequiredToUpdate()
+      }
+    }
     if (password !== undefined && u.is_anonymous && !u.email && !email) {
       throw validationFailed422('Updating password of an anonymous user without an email or phone is not allowed')
     }
     const changingEmail = email !== undefined && email !== (u.email ?? '').toLowerCase()
     if (changingEmail && await isEmailTaken(ctx.db, email, u.id)) throw emailExists()
 
+    // Secure password change: a session older than 24 h needs the nonce of GET /reauthenticate.
+    const needsNonce = password !== undefined && settings.secure_password_change &&
+      (!session?.created_at || ctx.now().getTime() > session.created_at.getTime() + 24 * 3600 * 1000)
+    if (needsNonce && !nonce) throw reauthenticationNeeded()
     let newHash: string | undefined
     if (password !== undefined) {
       if (await verifyPassword(password, u.encrypted_password, ctx.config.auth.bcrypt_cost)) throw samePassword()
@@ -68,6 +82,7 @@ export async function userRoutes (scope: FastifyInstance): Promise<void> {
     const updated = await withTransaction(ctx.db, async (q) => {
       const now = ctx.now()
       let user = (await lockUserById(q, u.id))!
+      if (needsNonce) await verifyReauthenticationNonce(ctx, q, user, nonce!)
       const fields: Partial<Record<UserColumn, unknown>> = {}
       if (data) fields.raw_user_meta_data = mergeMetadata(user.raw_user_meta_data, data)
       if (appMetadata) fields.raw_app_meta_data = mergeMetadata(user.raw_app_meta_data, appMetadata)

@@ -1,0 +1,72 @@
+// Admin API of MFA factors (spec §3.20): GET /admin/users/:id/factors lists a user's factors,
+// PUT /admin/users/:id/factors/:factor_id renames one, DELETE removes it (the sessions it
+// raised drop back to aal1). Admin bearer required, as every /admin route.
+import type { FastifyInstance, FastifyRequest } from 'fastify'
+import { withTransaction } from '../../shared/pg.js'
+import { factorIdNotUuid, factorNotFound, userNotFound, validationFailed404 } from '../errors.js'
+import { contextOf } from '../hooks/resolve-tenant.js'
+import { requireAdmin, UUID } from '../hooks/require-user.js'
+import { bodyOf, optString } from '../http.js'
+import { audit } from '../models/audit-log.js'
+import { deleteFactor, downgradeSessionsOfFactor, factorsOfUser, findFactorOfUser, toFactorJson } from '../models/factors.js'
+import { findUserById } from '../models/users.js'
+import type { FactorRow, TenantContext, UserRow } from '../types.js'
+
+async function loadUser (ctx: TenantContext, req: FastifyRequest): Promise<UserRow> {
+  const id = (req.params as { id?: string }).id ?? ''
+  if (!UUID.test(id)) throw validationFailed404('user_id must be an UUID')
+  const user = await findUserById(ctx.db, id.toLowerCase())
+  if (!user) throw userNotFound()
+  return user
+}
+
+async function loadFactor (ctx: TenantContext, req: FastifyRequest, user: UserRow): Promise<FactorRow> {
+  const id = (req.params as { factor_id?: string }).factor_id ?? ''
+  if (!UUID.test(id)) throw factorIdNotUuid()
+  const f = await findFactorOfUser(ctx.db, user.id, id.toLowerCase())
+  if (!f) throw factorNotFound()
+  return f
+}
+
+export async function adminFactorRoutes (scope: FastifyInstance): Promise<void> {
+  scope.addHook('preHandler', async (req) => { await requireAdmin(contextOf(req), req) })
+
+  scope.get('/admin/users/:id/factors', async (req) => {
+    const ctx = contextOf(req)
+    const user = await loadUser(ctx, req)
+    return (await factorsOfUser(ctx.db, user.id)).map(toFactorJson)
+  })
+
+  scope.put('/admin/users/:id/factors/:factor_id', async (req) => {
+    const ctx = contextOf(req)
+    const user = await loadUser(ctx, req)
+    const factor = await loadFactor(ctx, req, user)
+    const b = bodyOf(req)
+    const friendlyName = optString(b, 'friendly_name') ?? ''
+    optString(b, 'phone')
+    return withTransaction(ctx.db, async (q) => {
+      const now = ctx.now()
+      let updated = factor
+      if (friendlyName !== '') {
+        const r = await q.query<{ updated_at: Date }>(
+          'UPDATE auth.mfa_factors SET friendly_name = $2, updated_at = $3 WHERE id = $1 RETURNING updated_at', [factor.id, friendlyName, now])
+        updated = { ...factor, friendly_name: friendlyName, updated_at: r.rows[0]!.updated_at }
+      }
+      await audit(q, { action: 'factor_updated', actorId: user.id, actorUsername: user.email, traits: { user_id: user.id, factor_id: factor.id, factor_type: factor.factor_type }, now })
+      return toFactorJson(updated)
+    })
+  })
+
+  scope.delete('/admin/users/:id/factors/:factor_id', async (req) => {
+    const ctx = contextOf(req)
+    const user = await loadUser(ctx, req)
+    const factor = await loadFactor(ctx, req, user)
+    await withTransaction(ctx.db, async (q) => {
+      const now = ctx.now()
+      await audit(q, { action: 'factor_deleted', actorId: user.id, actorUsername: user.email, traits: { user_id: user.id, factor_id: factor.id }, now })
+      await deleteFactor(q, factor.id)
+      await downgradeSessionsOfFactor(q, factor, now)
+    })
+    return toFactorJson(factor)
+  })
+}

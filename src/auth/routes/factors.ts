@@ -1,0 +1,239 @@
+// MFA with TOTP (spec §3.19): POST /factors (enroll: secret, otpauth URI, QR code as SVG),
+// POST /factors/:id/challenge, POST /factors/:id/verify (the same session raised to aal2:
+// AMR `totp`, refresh token rotated, the user's other aal1 sessions ended) and
+// DELETE /factors/:id. Phone and WebAuthn factors are never enabled here and answer GoTrue's
+// "disabled" errors. Anonymous users are refused; challenge and verify are rate limited.
+import type { FastifyInstance, FastifyRequest } from 'fastify'
+import * as OTPAuth from 'otpauth'
+import QRCode from 'qrcode'
+import { withTransaction, type Queryable } from '../../shared/pg.js'
+import {
+  aal2RequiredToEnroll, aal2RequiredToUnenroll, anonymousNotAllowed, AuthError, badJson, challengeExpired, challengeIpMismatch,
+  challengeNotFound, codeRequired, factorIdNotUuid, factorNameConflict, factorNotFound, factorTypeInvalid, invalidTotpCode,
+  mfaPhoneEnrollDisabled, mfaPhoneVerifyDisabled, mfaTotpEnrollDisabled, mfaTotpVerifyDisabled, mfaWebAuthnEnrollDisabled,
+  mfaWebAuthnVerifyDisabled, mfaWebAuthnVerifyDisabledOnVerify, tooManyFactors, unexpectedFailure
+} from '../errors.js'
+import { contextOf } from '../hooks/resolve-tenant.js'
+import { requireUser, UUID } from '../hooks/require-user.js'
+import { bodyOf, clientMeta, optString } from '../http.js'
+import { audit } from '../models/audit-log.js'
+import {
+  AMR_OF_FACTOR, deleteChallenge, deleteExpiredFactors, deleteFactor, deleteSessionsBelowAal2, deleteUnverifiedFactors,
+  downgradeSessionsOfFactor, factorsOfUser, findChallenge, findFactorOfUser, insertChallenge, insertTotpFactor,
+  markChallengeVerified, markFactorVerified, setSessionAal
+} from '../models/factors.js'
+import { identitiesForUser } from '../models/identities.js'
+import { activeTokenOfSession, insertRefreshToken, revokeSessionTokens } from '../models/refresh-tokens.js'
+import { addAmrClaim, amrClaims, findSession } from '../models/sessions.js'
+import { findUserById } from '../models/users.js'
+import { limitFeatureRequest } from '../request-limits.js'
+import { tokenResponse } from '../tokens.js'
+import type { AccessTokenResponse, AuthenticatedUser, FactorRow, TenantContext } from '../types.js'
+
+/** GoTrue's MFA defaults: challenges and unverified, unchallenged factors live 300 s. */
+export const CHALLENGE_EXPIRY_SECONDS = 300
+const FACTOR_EXPIRY_SECONDS = 300
+const MAX_VERIFIED_FACTORS = 10
+const TOTP = { algorithm: 'SHA1', digits: 6, period: 30 } as const
+
+/** A signed-in, non-anonymous user with a session (GoTrue's requireAuthentication + requireNotAnonymous). */
+async function requireMfaUser (ctx: TenantContext, req: FastifyRequest): Promise<AuthenticatedUser & { sessionId: string }> {
+  const u = await requireUser(ctx, req)
+  if (u.claims.is_anonymous === true) throw anonymousNotAllowed()
+  if (!u.sessionId) throw new AuthError('unexpected_failure', 500, 'A valid session and a registered user are required to enroll a factor')
+  return u as AuthenticatedUser & { sessionId: string }
+}
+
+async function loadFactor (ctx: TenantContext, req: FastifyRequest, userId: string): Promise<FactorRow> {
+  const id = (req.params as { id?: string }).id ?? ''
+  if (!UUID.test(id)) throw factorIdNotUuid()
+  const f = await findFactorOfUser(ctx.db, userId, id.toLowerCase())
+  if (!f) throw factorNotFound()
+  return f
+}
+
+async function sessionIsAal2 (q: Queryable, sessionId: string): Promise<boolean> {
+  return (await findSession(q, sessionId))?.aal === 'aal2'
+}
+
+/** pquerna/otp's key URL: otpauth://totp/<issuer>:<account>?algorithm&digits&issuer&period&secret. */
+export function otpauthUri (issuer: string, account: string, secret: string): string {
+  const path = (s: string) => encodeURIComponent(s).replace(/%40/g, '@')
+  const q = new URLSearchParams({ algorithm: TOTP.algorithm, digits: String(TOTP.digits), issuer, period: String(TOTP.period), secret })
+  return `otpauth://totp/${path(issuer)}:${path(account)}?${q.toString().replace(/\+/g, '%20')}`
+}
+
+function totpOf (secret: string): OTPAuth.TOTP {
+  return new OTPAuth.TOTP({ ...TOTP, secret: OTPAuth.Secret.fromBase32(secret) })
+}
+
+/** True when `code` is the TOTP of `secret` at `now`, one period of skew either way. */
+export function validTotp (secret: string, code: string, now: Date): boolean {
+  if (!/^\d{6}$/.test(code)) return false
+  return totpOf(secret).validate({ token: code, timestamp: now.getTime(), window: 1 }) !== null
+}
+
+async function enrollTotp (ctx: TenantContext, req: FastifyRequest, u: AuthenticatedUser & { sessionId: string }, friendlyName: string, issuerParam: string | undefined) {
+  let issuer = issuerParam ?? ''
+  if (issuer === '') {
+    try { issuer = new URL(ctx.tenant.auth.site_url).host } catch { throw new AuthError('unexpected_failure', 500, 'site url is improperly formatted') }
+  }
+  const user = u.user.user
+  return withTransaction(ctx.db, async (q) => {
+    const now = ctx.now()
+    await deleteExpiredFactors(q, user.id, now, FACTOR_EXPIRY_SECONDS)
+    const factors = await factorsOfUser(q, user.id)
+    if (factors.some((f) => (f.friendly_name ?? '') === friendlyName)) throw factorNameConflict(friendlyName)
+    const verified = factors.filter((f) => f.status === 'verified').length
+    if (factors.length >= ctx.tenant.auth.mfa_max_enrolled_factors || verified >= MAX_VERIFIED_FACTORS) throw tooManyFactors()
+    if (verified > 0 && !await sessionIsAal2(q, u.sessionId)) throw aal2RequiredToEnroll()
+    const account = user.email ?? ''
+    if (account === '') throw new AuthError('unexpected_failure', 500, 'Error generating QR Code')
+    const secret = new OTPAuth.Secret({ size: 20 }).base32
+    const uri = otpauthUri(issuer, account, secret)
+    let svg: string
+    try {
+      svg = await QRCode.toString(uri, { type: 'svg', errorCorrectionLevel: 'H', margin: 1 })
+    } catch (err) {
+      throw new AuthError('unexpected_failure', 500, 'Error generating QR Code', { internal: err })
+    }
+    const factor = await insertTotpFactor(q, { userId: user.id, friendlyName, secret, now })
+    await audit(q, { action: 'factor_in_progress', actorId: user.id, actorUsername: user.email, traits: { factor_id: factor.id }, ip: clientMeta(req).ip, now })
+    return { id: factor.id, type: 'totp', friendly_name: friendlyName, totp: { qr_code: svg.trim(), secret, uri } }
+  })
+}
+
+/**
+ * Raises the caller's session after a verified factor (GoTrue's updateMFASessionAndClaims):
+ * AMR claim added, the session's refresh token rotated (the aal1 one no longer refreshes),
+ * aal and factor_id stored, a token signed with the session's AMR.
+ */
+async function raiseSession (ctx: TenantContext, q: Queryable, userId: string, sessionId: string, factor: FactorRow): Promise<AccessTokenResponse> {
+  const now = ctx.now()
+  await addAmrClaim(q, sessionId, AMR_OF_FACTOR[factor.factor_type]!, now)
+  const active = await activeTokenOfSession(q, sessionId)
+  await revokeSessionTokens(q, sessionId, now)
+  const refreshToken = await insertRefreshToken(q, { userId, sessionId, parent: active?.token, now })
+  await setSessionAal(q, sessionId, 'aal2', factor.id, now)
+  const user = (await findUserById(q, userId))!
+  const [identities, factors, amr] = await Promise.all([identitiesForUser(q, userId), factorsOfUser(q, userId), amrClaims(q, sessionId)])
+  return tokenResponse(ctx, { user, identities, factors }, { id: sessionId, refreshToken, amr })
+}
+
+async function verifyTotp (ctx: TenantContext, req: FastifyRequest, u: AuthenticatedUser & { sessionId: string }, factor: FactorRow, challengeId: string, code: string) {
+  const ip = clientMeta(req).ip ?? ''
+  const challenge = await findChallenge(ctx.db, factor.id, challengeId)
+  if (!challenge) throw challengeNotFound()
+  if (challenge.verified_at || challenge.ip_address !== ip) throw challengeIpMismatch()
+  const now = ctx.now()
+  if (challenge.created_at.getTime() + CHALLENGE_EXPIRY_SECONDS * 1000 < now.getTime()) {
+    await deleteChallenge(ctx.db, challenge.id)
+    throw challengeExpired(challenge.id)
+  }
+  if (!factor.secret || !validTotp(factor.secret, code, now)) throw invalidTotpCode()
+  const userId = u.user.user.id
+  return withTransaction(ctx.db, async (q) => {
+    await audit(q, {
+      action: 'verification_attempted', actorId: userId, actorUsername: u.user.user.email,
+      traits: { factor_id: factor.id, challenge_id: challenge.id, factor_type: factor.factor_type }, ip, now
+    })
+    // Two verifies of one challenge race here; the loser sees a spent challenge.
+    if (!await markChallengeVerified(q, challenge.id, now)) throw challengeIpMismatch()
+    if (factor.status !== 'verified') await markFactorVerified(q, factor.id, now)
+    const token = await raiseSession(ctx, q, userId, u.sessionId, factor)
+    await deleteSessionsBelowAal2(q, userId)
+    await deleteUnverifiedFactors(q, userId, factor.factor_type)
+    return token
+  })
+}
+
+function challengeIdOf (b: Record<string, unknown>): string {
+  const v = b.challenge_id
+  if (v === undefined || v === null || v === '') return '00000000-0000-0000-0000-000000000000'
+  if (typeof v !== 'string' || !UUID.test(v)) throw badJson('Could not parse request body as JSON: challenge_id must be a UUID')
+  return v.toLowerCase()
+}
+
+export async function factorRoutes (scope: FastifyInstance): Promise<void> {
+  scope.post('/factors', async (req) => {
+    const ctx = contextOf(req)
+    const u = await requireMfaUser(ctx, req)
+    const b = bodyOf(req)
+    const friendlyName = optString(b, 'friendly_name') ?? ''
+    const factorType = optString(b, 'factor_type') ?? ''
+    const issuer = optString(b, 'issuer')
+    optString(b, 'phone')
+    switch (factorType) {
+      case 'phone': throw mfaPhoneEnrollDisabled()
+      case 'webauthn': throw mfaWebAuthnEnrollDisabled()
+      case 'totp':
+        if (!ctx.tenant.auth.mfa_totp_enroll) throw mfaTotpEnrollDisabled()
+        return enrollTotp(ctx, req, u, friendlyName, issuer)
+      default: throw factorTypeInvalid()
+    }
+  })
+
+  scope.post('/factors/:id/challenge', async (req) => {
+    const ctx = contextOf(req)
+    const u = await requireMfaUser(ctx, req)
+    const factor = await loadFactor(ctx, req, u.user.user.id)
+    await limitFeatureRequest(ctx, req, 'mfa_challenge')
+    const b = bodyOf(req)
+    optString(b, 'channel')
+    switch (factor.factor_type) {
+      case 'phone': throw mfaPhoneVerifyDisabled()
+      case 'webauthn': throw mfaWebAuthnVerifyDisabled()
+      case 'totp': break
+      default: throw factorTypeInvalid()
+    }
+    if (!ctx.tenant.auth.mfa_totp_verify) throw mfaTotpVerifyDisabled()
+    const ip = clientMeta(req).ip
+    if (!ip) throw unexpectedFailure(new Error('no client IP for an MFA challenge'))
+    const challenge = await withTransaction(ctx.db, async (q) => {
+      const now = ctx.now()
+      const c = await insertChallenge(q, { factorId: factor.id, ip, now })
+      await audit(q, {
+        action: 'challenge_created', actorId: u.user.user.id, actorUsername: u.user.user.email,
+        traits: { factor_id: factor.id, factor_status: factor.status }, ip, now
+      })
+      return c
+    })
+    return { id: challenge.id, type: factor.factor_type, expires_at: Math.floor(challenge.created_at.getTime() / 1000) + CHALLENGE_EXPIRY_SECONDS }
+  })
+
+  scope.post('/factors/:id/verify', async (req) => {
+    const ctx = contextOf(req)
+    const u = await requireMfaUser(ctx, req)
+    const factor = await loadFactor(ctx, req, u.user.user.id)
+    await limitFeatureRequest(ctx, req, 'mfa_verify')
+    const b = bodyOf(req)
+    const challengeId = challengeIdOf(b)
+    const code = optString(b, 'code') ?? ''
+    if (code === '' && factor.factor_type !== 'webauthn') throw codeRequired()
+    switch (factor.factor_type) {
+      case 'phone': throw mfaPhoneVerifyDisabled()
+      case 'webauthn': throw mfaWebAuthnVerifyDisabledOnVerify()
+      case 'totp': break
+      default: throw factorTypeInvalid()
+    }
+    if (!ctx.tenant.auth.mfa_totp_verify) throw mfaTotpVerifyDisabled()
+    return verifyTotp(ctx, req, u, factor, challengeId, code)
+  })
+
+  scope.delete('/factors/:id', async (req) => {
+    const ctx = contextOf(req)
+    const u = await requireMfaUser(ctx, req)
+    const factor = await loadFactor(ctx, req, u.user.user.id)
+    if (factor.status === 'verified' && !await sessionIsAal2(ctx.db, u.sessionId)) throw aal2RequiredToUnenroll()
+    await withTransaction(ctx.db, async (q) => {
+      const now = ctx.now()
+      await deleteFactor(q, factor.id)
+      await audit(q, {
+        action: 'factor_unenrolled', actorId: u.user.user.id, actorUsername: u.user.user.email,
+        traits: { factor_id: factor.id, factor_status: factor.status, session_id: u.sessionId }, ip: clientMeta(req).ip, now
+      })
+      await downgradeSessionsOfFactor(q, factor, now)
+    })
+    return { id: factor.id }
+  })
+}

@@ -1,0 +1,54 @@
+// GET /reauthenticate (spec §3.11): mails the signed-in user a nonce (a 6-digit code whose
+// hash is kept in users.reauthentication_token and one_time_tokens); PUT /user takes it as
+// `nonce` for a password change when the database has secure password change on.
+import type { FastifyInstance } from 'fastify'
+import { withTransaction, type Queryable } from '../../shared/pg.js'
+import { constantTimeEqual, generateOtp, hashOtp } from '../crypto.js'
+import {
+  reauthenticationEmailNotConfirmed, reauthenticationNoAddress, reauthenticationNotValid
+} from '../errors.js'
+import { contextOf } from '../hooks/resolve-tenant.js'
+import { requireUser } from '../hooks/require-user.js'
+import { clientMeta } from '../http.js'
+import { audit } from '../models/audit-log.js'
+import { deleteOneTimeToken, putOneTimeToken } from '../models/one-time-tokens.js'
+import { updateUser } from '../models/users.js'
+import type { TenantContext, UserRow } from '../types.js'
+
+/**
+ * Checks a reauthentication nonce of a user (GoTrue's verifyReauthentication) and spends it;
+ * 422 reauthentication_not_valid when there is none, it is wrong or older than otp_expiry.
+ */
+export async function verifyReauthenticationNonce (ctx: TenantContext, q: Queryable, user: UserRow, nonce: string): Promise<void> {
+  const r = await q.query<{ token: string | null, sent_at: Date | null }>(
+    'SELECT reauthentication_token AS token, reauthentication_sent_at AS sent_at FROM auth.users WHERE id = $1', [user.id])
+  const row = r.rows[0]
+  if (!row?.token || !row.sent_at) throw reauthenticationNotValid()
+  if (!user.email) throw reauthenticationNotValid()
+  const fresh = row.sent_at.getTime() + ctx.tenant.auth.otp_expiry * 1000 > ctx.now().getTime()
+  if (!fresh || !constantTimeEqual(hashOtp(user.email.toLowerCase(), nonce), row.token)) throw reauthenticationNotValid()
+  await q.query(`UPDATE auth.users SET reauthentication_token = '', reauthentication_sent_at = NULL WHERE id = $1`, [user.id])
+  await deleteOneTimeToken(q, user.id, 'reauthentication_token')
+}
+
+export async function reauthenticateRoutes (scope: FastifyInstance): Promise<void> {
+  scope.get('/reauthenticate', async (req) => {
+    const ctx = contextOf(req)
+    const { user: { user } } = await requireUser(ctx, req)
+    const address = user.email ?? ''
+    // No SMS here: a phone-only user has no address to send the nonce to.
+    if (address === '') throw reauthenticationNoAddress()
+    if (!user.email_confirmed_at) throw reauthenticationEmailNotConfirmed()
+    await withTransaction(ctx.db, async (q) => {
+      const now = ctx.now()
+      await audit(q, { action: 'user_reauthenticate_requested', actorId: user.id, actorUsername: address, ip: clientMeta(req).ip, now })
+      const otp = generateOtp(6)
+      const hash = hashOtp(address.toLowerCase(), otp)
+      await q.query('UPDATE auth.users SET reauthentication_token = $2 WHERE id = $1', [user.id, hash])
+      await updateUser(q, user.id, { reauthentication_sent_at: now }, now)
+      await putOneTimeToken(q, { userId: user.id, type: 'reauthentication_token', hash, relatesTo: address, now })
+      await ctx.mailer.send(ctx, q, { kind: 'reauthentication', to: address, otp, redirectTo: ctx.tenant.auth.site_url, email: address })
+    })
+    return {}
+  })
+}
