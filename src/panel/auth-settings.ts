@@ -11,7 +11,11 @@ import { ownValue } from '../shared/own.js'
 export const MASKED_SECRET = '********'
 
 /** Fields a PATCH may change. */
-export const PATCHABLE = ['site_url', 'redirect_urls', 'magic_link', 'pkce', 'mail_confirmation', 'providers'] as const
+export const PATCHABLE = [
+  'site_url', 'redirect_urls', 'magic_link', 'pkce', 'mail_confirmation', 'providers',
+  'anonymous_sign_in', 'anonymous_rate_per_hour', 'mfa_totp_enroll', 'mfa_totp_verify', 'mfa_max_enrolled_factors',
+  'mfa_rate_per_minute', 'manual_linking', 'secure_password_change'
+] as const
 
 export interface MaskedProvider {
   client_id: string
@@ -31,6 +35,14 @@ export interface AuthSettingsView {
   pkce: boolean
   mail_confirmation: boolean
   signup_enabled: boolean
+  anonymous_sign_in: boolean
+  anonymous_rate_per_hour: number
+  mfa_totp_enroll: boolean
+  mfa_totp_verify: boolean
+  mfa_max_enrolled_factors: number
+  mfa_rate_per_minute: number
+  manual_linking: boolean
+  secure_password_change: boolean
   providers: Record<string, MaskedProvider>
 }
 
@@ -47,6 +59,14 @@ export function maskAuthSettings (a: AuthSettings): AuthSettingsView {
     pkce: a.pkce,
     mail_confirmation: a.mail_confirmation,
     signup_enabled: a.signup_enabled,
+    anonymous_sign_in: a.anonymous_sign_in,
+    anonymous_rate_per_hour: a.anonymous_rate_per_hour,
+    mfa_totp_enroll: a.mfa_totp_enroll,
+    mfa_totp_verify: a.mfa_totp_verify,
+    mfa_max_enrolled_factors: a.mfa_max_enrolled_factors,
+    mfa_rate_per_minute: a.mfa_rate_per_minute,
+    manual_linking: a.manual_linking,
+    secure_password_change: a.secure_password_change,
     providers
   }
 }

@@ -38,6 +38,14 @@ t.test('GET shows the switches with secrets masked', async (t) => {
       pkce: false,
       mail_confirmation: false,
       signup_enabled: true,
+      anonymous_sign_in: false,
+      anonymous_rate_per_hour: 30,
+      mfa_totp_enroll: true,
+      mfa_totp_verify: true,
+      mfa_max_enrolled_factors: 10,
+      mfa_rate_per_minute: 15,
+      manual_linking: false,
+      secure_password_change: false,
       providers: { github: { client_id: 'gh-client', secret: '********', enabled: true } }
     }
   })
@@ -47,6 +55,8 @@ t.test('GET shows the switches with secrets masked', async (t) => {
 t.test('bad changes are refused with 400 and nothing is written', async (t) => {
   const cases: Array<[unknown, RegExp]> = [
     [{ magic_link: 'yes' }, /magic_link: must be boolean/],
+    [{ mfa_totp_enroll: 'yes' }, /mfa_totp_enroll: must be boolean/],
+    [{ mfa_max_enrolled_factors: 0 }, /mfa_max_enrolled_factors: must be >= 1/],
     [{ keys: { public: 'x' } }, /keys: not a setting the panel changes/],
     [{}, /name at least one setting/],
     [{ site_url: 'not a url' }, /site_url: must be an absolute URL/],
