@@ -54,6 +54,8 @@ export const ConfigSchema = Type.Object({
     pool_per_tenant: Type.Integer({ minimum: 1, default: 10 }),
     pool_idle_ms: Type.Integer({ minimum: 1000, default: 60_000 }),
     max_body_bytes: Type.Integer({ minimum: 1024, default: 1_048_576 }),
+    /** JSON bodies nested deeper (arrays and objects) are refused with 400 PGRST102. */
+    max_json_depth: Type.Integer({ minimum: 1, default: 100 }),
     statement_timeout_ms: Type.Integer({ minimum: 0, default: 30_000 })
   }, { default: {}, additionalProperties: false }),
   auth: Type.Object({

@@ -7,9 +7,10 @@ import type { Config } from '../config/index.js'
 import { GatehouseError, isGatehouseError } from '../shared/errors.js'
 import { DATABASE_NAME, type TenantLookup } from '../tenants/index.js'
 import { TokenVerifier } from './auth.js'
-import { BadRequestError, InvalidPathError, PayloadTooLargeError, TenantNotFoundError, UnexpectedError } from './errors.js'
+import { BadRequestError, InvalidBodyError, InvalidPathError, PayloadTooLargeError, TenantNotFoundError, UnexpectedError } from './errors.js'
 import { PoolManager } from './execute.js'
 import { createPlanCache, handleRequest, type Engine } from './handler.js'
+import { isJsonBody, jsonDepthExceeds } from './api-request/json-depth.js'
 import { createSchemaCacheStore, type SchemaCache } from './schema-cache/index.js'
 
 export { LIMIT_APPLIED_HEADER } from './response/index.js'
@@ -107,7 +108,17 @@ export function buildRestEngine (deps: RestEngineDeps): FastifyInstance {
 
   // Bodies are kept as raw bytes (issue 5 parses JSON / CSV / form itself).
   app.removeAllContentTypeParsers()
-  app.addContentTypeParser('*', { parseAs: 'buffer' }, (_req: FastifyRequest, body: Buffer, done: (err: Error | null, body?: Buffer) => void) => done(null, body))
+  // JSON nested deeper than rest.max_json_depth is refused before any parser recurses into it.
+  const maxDepth = rest.max_json_depth
+  app.addContentTypeParser('*', { parseAs: 'buffer' }, (req: FastifyRequest, body: Buffer, done: (err: Error | null, body?: Buffer) => void) => {
+    if (isJsonBody(req.headers['content-type']) && jsonDepthExceeds(body, maxDepth)) {
+      done(new InvalidBodyError(`The JSON body is nested deeper than ${maxDepth} levels`, {
+        details: `at most ${maxDepth} nested arrays and objects are accepted`
+      }))
+      return
+    }
+    done(null, body)
+  })
 
   const handler = async (request: FastifyRequest<{ Params: { database: string } }>, reply: FastifyReply): Promise<void> => {
     const database = request.params.database

@@ -2,7 +2,7 @@
 // function per rule (select, field names, JSON paths, operator expressions, logic trees,
 // order, columns), and parseQueryParams, which classifies every parameter and parses it.
 // Pure: knows neither the database nor HTTP. Errors are PGRST100 (or PGRST103 for limits).
-import { RangeNotSatisfiableError } from '../errors.js'
+import { ParseError, RangeNotSatisfiableError } from '../errors.js'
 import { Cursor, ParseFailure, farther, isIdentChar, isAlphaNum, runParser } from './parser.js'
 import type {
   AggregateFunction, EmbedPath, Field, Filter, FtsOperator, IsValue, JoinType, JsonOperation, LogicTree,
@@ -260,12 +260,37 @@ export function pFieldForest (c: Cursor): SelectItem[] {
   }
 }
 
+/** Postgres's limit on the entries of one target list (MaxTupleAttributeNumber). */
+export const MAX_SELECT_ITEMS = 1664
+
+/** Entries one select list puts in its SELECT: a spread's columns join its parent's list. */
+function listWidth (items: readonly SelectItem[]): number {
+  let n = 0
+  for (const it of items) n += it.kind === 'spread' ? listWidth(it.children) : 1
+  return n
+}
+
+/** A list wider than Postgres takes is the client's mistake (400), not a database failure. */
+function checkWidth (input: string, items: readonly SelectItem[]): void {
+  const width = listWidth(items)
+  if (width > MAX_SELECT_ITEMS) {
+    const shown = input.length > 120 ? `${input.slice(0, 120)}...` : input
+    throw new ParseError('select parameter', shown, 1, {
+      details: `one select list names ${width} columns; Postgres allows at most ${MAX_SELECT_ITEMS}`,
+      hint: 'Select fewer columns, or split the request.'
+    })
+  }
+  for (const it of items) if (it.kind !== 'field') checkWidth(input, it.children)
+}
+
 export function parseSelect (input: string): SelectItem[] {
-  return runParser('select parameter', input, (c) => {
+  const items = runParser('select parameter', input, (c) => {
     const items = pFieldForest(c)
     if (!c.eof) c.fail(['","', 'end of input'])
     return items
   })
+  checkWidth(input, items)
+  return items
 }
 
 // ---------------------------------------------------------------------------------------
