@@ -164,7 +164,7 @@ export async function startDev (opts: DevOptions): Promise<DevStack> {
       : await startDevPostgres(path.join(stateDir, 'pg'), Number(env.GATEHOUSE_DEV_PG_PORT ?? 54322))
     stops.push(() => postgres.stop())
     const base = loadConfig({ file: opts.configFile, env, overrides: opts.overrides })
-    const mail = await startDevMail(base.mail.smtp_port, base.mail.web_port)
+    const mail = await startDevMail(base.mail.smtp_port, base.mail.web_port, path.join(stateDir, 'mail'))
     stops.push(() => mail.stop())
 
     const runtimeDir = path.join(stateDir, 'tenants')

@@ -17,10 +17,6 @@ import { startOidcProvider } from '../helpers/oidc.js'
 const SITE = 'http://localhost:3000'
 const APP = 'http://app.example.com'
 
-class NoRealtime {
-  constructor () { throw new Error('realtime is not used in these tests') }
-}
-
 function memoryStorage () {
   const m = new Map<string, string>()
   return { getItem: (k: string) => m.get(k) ?? null, setItem: (k: string, v: string) => { m.set(k, v) }, removeItem: (k: string) => { m.delete(k) } }
@@ -49,8 +45,7 @@ t.test('external providers', async (t) => {
   const viaGateway = (u: string) => u.replace(`${PUBLIC_URL}/${database}`, gwBase)
 
   const supabase = (flowType: 'implicit' | 'pkce'): SupabaseClient => createClient(gwBase, tt.file.keys.public, {
-    auth: { flowType, storage: memoryStorage(), persistSession: true, autoRefreshToken: false, detectSessionInUrl: false },
-    realtime: { transport: NoRealtime as never }
+    auth: { flowType, storage: memoryStorage(), persistSession: true, autoRefreshToken: false, detectSessionInUrl: false }
   })
 
   /** GET with no redirect following; returns the Location. */

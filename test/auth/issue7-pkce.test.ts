@@ -17,10 +17,6 @@ import type { CaughtMail } from '../helpers/mail.js'
 const SITE = 'http://localhost:3000'
 const APP = 'http://app.example.com'
 
-class NoRealtime {
-  constructor () { throw new Error('realtime is not used in these tests') }
-}
-
 function memoryStorage () {
   const m = new Map<string, string>()
   return { map: m, getItem: (k: string) => m.get(k) ?? null, setItem: (k: string, v: string) => { m.set(k, v) }, removeItem: (k: string) => { m.delete(k) } }
@@ -59,8 +55,7 @@ t.test('PKCE', async (t) => {
   const gwBase = (x: TestTenant) => `${gwUrl}/${x.database}`
   const viaGateway = (x: TestTenant, link: URL) => link.toString().replace(`${PUBLIC_URL}/${x.database}`, gwBase(x))
   const supabase = (x: TestTenant, storage = memoryStorage()): SupabaseClient => createClient(gwBase(x), x.file.keys.public, {
-    auth: { flowType: 'pkce', storage, persistSession: true, autoRefreshToken: false, detectSessionInUrl: false },
-    realtime: { transport: NoRealtime as never }
+    auth: { flowType: 'pkce', storage, persistSession: true, autoRefreshToken: false, detectSessionInUrl: false }
   })
   async function follow (url: string): Promise<URL> {
     const res = await fetch(url, { redirect: 'manual' })

@@ -15,12 +15,6 @@ import { createTestTenant } from '../helpers/tenants.js'
 import { startMailCatcher } from '../helpers/mail.js'
 import { PUBLIC_URL, email, decodeJwt } from './harness.js'
 
-// supabase-js builds a realtime client eagerly; Node 20 has no WebSocket and these tests
-// never open one.
-class NoRealtime {
-  constructor () { throw new Error('realtime is not used in these tests') }
-}
-
 function memoryStorage () {
   const m = new Map<string, string>()
   return { getItem: (k: string) => m.get(k) ?? null, setItem: (k: string, v: string) => { m.set(k, v) }, removeItem: (k: string) => { m.delete(k) } }
@@ -64,8 +58,7 @@ t.test('through the gateway', async (t) => {
   t.teardown(() => gateway.close())
   const gw = `http://127.0.0.1:${(gateway.server.address() as AddressInfo).port}`
   const client = (tt: typeof a, key = tt.file.keys.public): SupabaseClient => createClient(`${gw}/${tt.database}`, key, {
-    auth: { storage: memoryStorage(), persistSession: true, autoRefreshToken: false, detectSessionInUrl: false },
-    realtime: { transport: NoRealtime as never }
+    auth: { storage: memoryStorage(), persistSession: true, autoRefreshToken: false, detectSessionInUrl: false }
   })
 
   t.test('sign-up, sign-in, getUser, refresh, sign-out', async (t) => {
@@ -110,7 +103,6 @@ t.test('through the gateway', async (t) => {
     t.equal(res.status, 401, 'the gateway refuses it')
     const onB = createClient(`${gw}/${b.database}`, b.file.keys.public, {
       auth: { persistSession: false, autoRefreshToken: false },
-      realtime: { transport: NoRealtime as never },
       global: { headers: { Authorization: `Bearer ${s.access_token}` } }
     })
     const viaClient = await onB.auth.getUser(s.access_token)

@@ -109,10 +109,6 @@ export function stackPorts (base: number) {
   }
 }
 
-class NoRealtime {
-  constructor () { throw new Error('realtime is not used in these tests') }
-}
-
 export interface Call {
   status: number
   body: any
@@ -209,8 +205,6 @@ export async function startE2eStack (t: Teardown, opts: StartOptions): Promise<E
     supabase (x, o = {}) {
       return createClient(x.url, o.key === 'secret' ? x.secret_key : x.public_key, {
         auth: { persistSession: false, autoRefreshToken: false, detectSessionInUrl: false },
-        // Node 20 has no global WebSocket and these suites use no realtime channel.
-        realtime: { transport: NoRealtime as never },
         ...(o.accessToken !== undefined ? { global: { headers: { Authorization: `Bearer ${o.accessToken}` } } } : {})
       })
     },

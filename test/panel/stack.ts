@@ -49,10 +49,6 @@ export interface Stack {
   panel (method: string, path: string, o?: { token?: string, body?: unknown }): Promise<{ status: number, body: any, headers: Headers }>
 }
 
-class NoRealtime {
-  constructor () { throw new Error('realtime is not used in these tests') }
-}
-
 async function listen (t: Teardown, app: FastifyInstance): Promise<string> {
   await app.listen({ port: 0, host: '127.0.0.1' })
   t.teardown(() => app.close())
@@ -112,8 +108,6 @@ export async function startStack (t: Teardown, opts: { panelOverrides?: Record<s
     supabase (x, key = 'public', accessToken) {
       return createClient(`${gatewayUrl}/${x.database}`, key === 'public' ? x.file.keys.public : x.file.keys.secret, {
         auth: { persistSession: false, autoRefreshToken: false, detectSessionInUrl: false },
-        // Node 20 has no global WebSocket and these tests use no realtime channel.
-        realtime: { transport: NoRealtime as never },
         ...(accessToken !== undefined ? { global: { headers: { Authorization: `Bearer ${accessToken}` } } } : {})
       })
     },

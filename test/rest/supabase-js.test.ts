@@ -14,11 +14,6 @@ import { FIXTURE_SQL, TEST_CONFIG, ALICE } from './fixture.js'
 
 const PUBLIC_URL = 'http://gatehouse.test'
 
-// Node 20 has no global WebSocket and these tests use no realtime channel.
-class NoRealtime {
-  constructor () { throw new Error('realtime is not used here') }
-}
-
 t.test('supabase-js through the gateway', async (t) => {
   const tenants = new Map<string, Tenant>()
   const lookup = { get: async (db: string) => tenants.get(db) ?? null }
@@ -44,7 +39,6 @@ t.test('supabase-js through the gateway', async (t) => {
 
   const client = (accessToken?: string): SupabaseClient => createClient(url, tt.file.keys.public, {
     auth: { persistSession: false, autoRefreshToken: false, detectSessionInUrl: false },
-    realtime: { transport: NoRealtime as never },
     ...(accessToken ? { global: { headers: { Authorization: `Bearer ${accessToken}` } } } : {})
   })
   const anon = client()

@@ -131,7 +131,9 @@ export function createUpstreamProxy (opts: UpstreamProxyOptions): UpstreamProxy 
   // here cost ~13 µs per request (bench/rest-read.ts, profiled).
   // toProxy + no prependPath: req.url is sent as we built it (the full upstream path,
   // already checked), byte for byte, instead of being re-parsed as a WHATWG URL.
-  const proxy = new ProxyServer({ target: undefined, agent: undefined, buffer: undefined, xfwd: false, prependPath: false, toProxy: true, selfHandleResponse: true })
+  // connectTimeout: http-proxy-3 bounds the connect phase of a new upstream connection
+  // (reused keep-alive sockets are not timed) and destroys it with ECONNECT_TIMEOUT.
+  const proxy = new ProxyServer({ target: undefined, agent: undefined, buffer: undefined, xfwd: false, prependPath: false, toProxy: true, selfHandleResponse: true, connectTimeout: opts.connectTimeoutMs })
   const agents = new Map<string, http.Agent>()
   // Per target URL object (routes.ts caches one per upstream base): the per-call options,
   // built once, with and without a body. http-proxy-3 spreads them into a fresh object and
@@ -167,17 +169,11 @@ export function createUpstreamProxy (opts: UpstreamProxyOptions): UpstreamProxy 
     return agent
   }
 
-  // Connect and response timeouts, armed when the request gets its socket. The per-request
-  // path allocates no closures (module-level handlers; the timeout marks the error).
-  proxy.on('proxyReq', (proxyReq, _req, _res, _options, socket: Socket) => {
+  // The response timeout, armed when the request gets its socket (the connect phase is
+  // http-proxy-3's connectTimeout). No closure per request: a module-level handler that
+  // marks the error.
+  proxy.on('proxyReq', (proxyReq) => {
     proxyReq.setTimeout(opts.timeoutMs, upstreamTimedOut)
-    if (socket.connecting) {
-      // A new connection (rare with keep-alive): bound the connect phase on its own.
-      const t = setTimeout(upstreamTimedOut.bind(proxyReq), opts.connectTimeoutMs)
-      const clear = (): void => clearTimeout(t)
-      socket.once('connect', clear)
-      proxyReq.once('close', clear)
-    }
   })
 
   // The upstream body has been piped out (http-proxy-3 emits 'end' after our pipe ended the
@@ -284,7 +280,7 @@ export function createUpstreamProxy (opts: UpstreamProxyOptions): UpstreamProxy 
   function onProxyError (err: Error, req: IncomingMessage, res: ServerResponse | Socket): void {
     const ctx = ctxOf(req)
     const response = res as ServerResponse
-    const timedOut = (err as { [TIMEOUT]?: boolean })[TIMEOUT] === true
+    const timedOut = (err as { [TIMEOUT]?: boolean })[TIMEOUT] === true || (err as NodeJS.ErrnoException).code === 'ECONNECT_TIMEOUT'
     const error = timedOut
       ? new UpstreamTimeoutError({ cause: err })
       : new UpstreamUnavailableError({ cause: err })

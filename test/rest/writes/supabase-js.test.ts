@@ -20,11 +20,6 @@ import { WRITE_SQL } from './helpers.js'
 
 const PUBLIC_URL = 'http://gatehouse.test'
 
-// Node 20 has no global WebSocket and these tests use no realtime channel.
-class NoRealtime {
-  constructor () { throw new Error('realtime is not used here') }
-}
-
 async function listen (t: { teardown (fn: () => unknown): void }, app: FastifyInstance): Promise<string> {
   await app.listen({ port: 0, host: '127.0.0.1' })
   t.teardown(() => app.close())
@@ -51,7 +46,6 @@ t.test('supabase-js through the gateway', async (t) => {
 
   const client = (accessToken?: string): SupabaseClient => createClient(`${gatewayUrl}/${database}`, x.file.keys.public, {
     auth: { persistSession: false, autoRefreshToken: false, detectSessionInUrl: false },
-    realtime: { transport: NoRealtime as never },
     ...(accessToken !== undefined ? { global: { headers: { Authorization: `Bearer ${accessToken}` } } } : {})
   })
   const anon = client()
