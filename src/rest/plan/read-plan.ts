@@ -13,7 +13,7 @@ import type {
 import { isToOne, qnKey, type QualifiedName, type Relationship, type SchemaCache, type Table } from '../schema-cache/types.js'
 import { findRelationship } from './relationships.js'
 import type {
-  CoercibleField, Condition, JoinCondition, PlannedOrder, Qualifier, ReadNode, SelectColumn, Spread, SpreadSelect
+  CoercibleField, ComputedSource, Condition, JoinCondition, PlannedOrder, Qualifier, ReadNode, SelectColumn, Spread, SpreadSelect
 } from './types.js'
 
 export interface ReadPlanOptions {
@@ -36,6 +36,7 @@ interface Draft {
   aggAlias: string
   relationship: Relationship | null
   junction: QualifiedName | null
+  computed: ComputedSource | null
   joinConditions: JoinCondition[]
   fields: SelectField[]
   filters: Filter[]
@@ -54,7 +55,7 @@ export function findTable (cache: SchemaCache, schema: string, name: string): Ta
 function newDraft (from: QualifiedName, depth: number, relName: string): Draft {
   return {
     from, alias: null, depth, relName, relAlias: null, hint: null, joinType: null, isSpread: false, aggAlias: '',
-    relationship: null, junction: null, joinConditions: [], fields: [], filters: [], logic: [], order: [],
+    relationship: null, junction: null, computed: null, joinConditions: [], fields: [], filters: [], logic: [], order: [],
     range: { offset: 0, limit: null }, children: []
   }
 }
@@ -120,6 +121,10 @@ function addRels (node: Draft, root: Draft, cache: SchemaCache, schema: string):
         ...c.junction.columns2.map(([col, jcol]) => ({ left: [j, jcol] as const, right: [target, col] as const })),
         ...c.junction.columns1.map(([col, jcol]) => ({ left: [j, jcol] as const, right: [parentQ, col] as const }))
       ]
+    } else if (c.kind === 'computed') {
+      child.alias = `${rel.foreignTable.name}_${child.depth}`
+      child.computed = { function: c.function, table: rel.table, parent: node.alias ?? node.from.name }
+      child.joinConditions = []
     } else {
       child.alias = `${rel.foreignTable.name}_${child.depth}`
       const childQ: Qualifier = { kind: 'alias', name: child.alias }
@@ -333,6 +338,7 @@ function finish (d: Draft, ctx: Finish, parentHasAgg: boolean): { node: ReadNode
     range: capRange(d.range, ctx.maxRows),
     joinConditions: d.joinConditions,
     junction: d.junction,
+    computed: d.computed,
     children
   }
   return { node, hoisted }

@@ -21,7 +21,9 @@ export function rebaseRoot (tree: ReadNode, alias: string): ReadNode {
       // Target-side pairs keep their table qualifier even when the target is the root's table.
       for (let i = 0; i < n2 && i < jc.length; i++) jc[i] = c.joinConditions[i]
     }
-    return { ...c, joinConditions: jc }
+    // A computed relationship takes the root's row by name: now the alias.
+    const computed = c.computed !== null && c.computed.parent === tree.from.name ? { ...c.computed, parent: alias } : c.computed
+    return { ...c, joinConditions: jc, computed }
   })
   return { ...tree, alias, children }
 }

@@ -6,18 +6,20 @@ import { qnKey, type Relationship, type SchemaCache } from '../schema-cache/type
 
 function singleColumn (rel: Relationship, side: 0 | 1): string | null {
   const c = rel.cardinality
-  if (c.kind === 'm2m' || c.columns.length !== 1) return null
+  if (c.kind === 'm2m' || c.kind === 'computed' || c.columns.length !== 1) return null
   return c.columns[0][side]
 }
 
 function constraintOf (rel: Relationship): string | null {
   const c = rel.cardinality
-  return c.kind === 'm2m' ? null : c.constraint
+  return c.kind === 'm2m' || c.kind === 'computed' ? null : c.constraint
 }
 
 /** Whether a relationship matches `target` (and `hint`) as PostgREST decides. */
 export function relationshipMatches (rel: Relationship, target: string, hint: string | null): boolean {
   const card = rel.cardinality.kind
+  // A computed relationship is named by its function; hints do not apply.
+  if (rel.cardinality.kind === 'computed') return target === rel.cardinality.function.name
   if (rel.isSelf) {
     if (hint === null) {
       // Self reference: the table name selects the O2M side, the FK column the M2O side.
@@ -37,9 +39,11 @@ export function relationshipMatches (rel: Relationship, target: string, hint: st
 const CARDINALITY_NAMES = { m2o: 'many-to-one', o2m: 'one-to-many', o2o: 'one-to-one', m2m: 'many-to-many' } as const
 
 /** PGRST201's `details` entry for one candidate. */
-export function describeRelationship (rel: Relationship): { cardinality: string, embedding: string, relationship: string } {
+export function describeRelationship (rel: Relationship): { cardinality: string, embedding: string, relationship: string } | Record<string, never> {
   const els = (cols: readonly string[]): string => '(' + cols.join(', ') + ')'
   const c = rel.cardinality
+  // As PostgREST: two computed relationships can never be ambiguous with each other.
+  if (c.kind === 'computed') return {}
   const relationship = c.kind === 'm2m'
     ? `${c.junction.table.name} using ${c.junction.constraint1}${els(c.junction.columns1.map((p) => p[1]))} and ${c.junction.constraint2}${els(c.junction.columns2.map((p) => p[1]))}`
     : `${c.constraint} using ${rel.table.name}${els(c.columns.map((p) => p[0]))} and ${rel.foreignTable.name}${els(c.columns.map((p) => p[1]))}`
@@ -60,7 +64,7 @@ export function findRelationship (cache: SchemaCache, schema: string, origin: st
   }
   const hints = found.map((r) => {
     const c = r.cardinality
-    return `'${r.foreignTable.name}!${c.kind === 'm2m' ? c.junction.table.name : c.constraint}'`
+    return `'${r.foreignTable.name}!${c.kind === 'm2m' ? c.junction.table.name : c.kind === 'computed' ? c.function.name : c.constraint}'`
   })
   throw new AmbiguousRelationshipError(origin, target, {
     hint: `Try changing '${target}' to one of the following: ${hints.join(', ')}. Find the desired relationship in the 'details' key.`,

@@ -68,6 +68,14 @@ export type Spread =
   /** To-many spread: order columns are selected under generated aliases and ordered in json_agg. */
   | { readonly kind: 'to-many', readonly selects: readonly SpreadSelect[], readonly orderSelects: readonly SelectColumn[], readonly order: readonly PlannedOrder[] }
 
+export interface ComputedSource {
+  readonly function: QualifiedName
+  /** The row type the function takes (the parent relation). */
+  readonly table: QualifiedName
+  /** How the parent's row is named: its alias, else its (unqualified) table name. */
+  readonly parent: string
+}
+
 /** One node of the read tree: the root relation or an embed. */
 export interface ReadNode {
   readonly from: QualifiedName
@@ -91,6 +99,11 @@ export interface ReadNode {
   readonly joinConditions: readonly JoinCondition[]
   /** For a many-to-many embed, the junction joined implicitly in FROM. */
   readonly junction: QualifiedName | null
+  /**
+   * A computed relationship: FROM is the function called on the parent's row,
+   * `"s"."fn"("<parent>"::"s"."table") AS "<alias>"`; there are no join conditions.
+   */
+  readonly computed: ComputedSource | null
   readonly children: readonly ReadNode[]
 }
 

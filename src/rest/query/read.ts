@@ -164,7 +164,11 @@ export function nodeQualifier (n: ReadNode): Qualifier {
 }
 
 function fromClause (n: ReadNode): Sql {
-  const table = qualified(n.from.schema, n.from.name)
+  const c = n.computed
+  // Cast to the row type: the parent may be a CTE (RPC, writes) whose rows are anonymous records.
+  const table = c === null
+    ? qualified(n.from.schema, n.from.name)
+    : sql`${qualified(c.function.schema, c.function.name)}(${ident(c.parent)}::${qualified(c.table.schema, c.table.name)})`
   const aliased = n.alias === null ? table : sql`${table} AS ${ident(n.alias)}`
   return n.junction === null ? aliased : sql`${aliased}, ${qualified(n.junction.schema, n.junction.name)}`
 }

@@ -2,7 +2,7 @@
 // is given (the executor owns connections) and builds the SchemaCache from the rows
 // with buildSchemaCache, a pure function testable without Postgres.
 import {
-  ATTNAMES_SQL, COLUMNS_SQL, CONSTRAINTS_SQL, RELATIONS_SQL, ROUTINES_SQL, VIEWS_SQL
+  ATTNAMES_SQL, COLUMNS_SQL, COMPUTED_RELS_SQL, CONSTRAINTS_SQL, RELATIONS_SQL, ROUTINES_SQL, VIEWS_SQL
 } from './queries.js'
 import { inferRelationships, type ForeignKey, type Stand } from './relationships.js'
 import {
@@ -23,6 +23,8 @@ export interface CatalogRows {
   /** Column names of relations outside the exposed schemas that views refer to. */
   attnames: Array<Record<string, unknown>>
   routines: Array<Record<string, unknown>>
+  /** Functions from a row of a relation to rows of a relation (computed relationships). */
+  computed?: Array<Record<string, unknown>>
 }
 
 export async function loadSchemaCache (query: CatalogQuery, schemas: readonly string[], version: number): Promise<SchemaCache> {
@@ -40,7 +42,8 @@ export async function loadSchemaCache (query: CatalogQuery, schemas: readonly st
   }
   const attnames = referenced.size ? await query(ATTNAMES_SQL, [[...referenced]]) : []
   const routines = await query(ROUTINES_SQL, [list])
-  return buildSchemaCache({ relations, columns, constraints, views, attnames, routines }, schemas, version)
+  const computed = await query(COMPUTED_RELS_SQL, [list])
+  return buildSchemaCache({ relations, columns, constraints, views, attnames, routines, computed }, schemas, version)
 }
 
 const KINDS: Record<string, RelationKind> = {
@@ -200,11 +203,30 @@ export function buildSchemaCache (rows: CatalogRows, schemas: readonly string[],
   const pkOf = (qn: QualifiedName): readonly string[] => tables.get(qnKey(qn.schema, qn.name))?.pk ?? []
 
   const relationships = new Map<string, Relationship[]>()
-  for (const rel of inferRelationships({ foreignKeys, standsFor, isUniqueKey, pkOf })) {
+  const add = (rel: Relationship): void => {
     const k = qnKey(rel.table.schema, rel.table.name)
     const list = relationships.get(k)
     if (list) list.push(rel)
     else relationships.set(k, [rel])
+  }
+  for (const rel of inferRelationships({ foreignKeys, standsFor, isUniqueKey, pkOf })) add(rel)
+  // Computed relationships override the detected ones whose target is named like the function.
+  for (const c of rows.computed ?? []) {
+    const fn = { schema: str(c.schema), name: str(c.name) }
+    const table = { schema: str(c.table_schema), name: str(c.table_name) }
+    const foreignTable = { schema: str(c.ftable_schema), name: str(c.ftable_name) }
+    const k = qnKey(table.schema, table.name)
+    const kept = (relationships.get(k) ?? []).filter((r) =>
+      !(r.cardinality.kind !== 'computed' && r.foreignTable.schema === fn.schema && r.foreignTable.name === fn.name))
+    relationships.set(k, kept)
+    add({
+      table,
+      foreignTable,
+      isSelf: table.schema === foreignTable.schema && table.name === foreignTable.name,
+      cardinality: { kind: 'computed', function: fn, toOne: c.single_row === true },
+      tableIsView: tables.get(k)?.isView ?? false,
+      foreignTableIsView: tables.get(qnKey(foreignTable.schema, foreignTable.name))?.isView ?? false
+    })
   }
 
   const routines = new Map<string, Routine[]>()

@@ -62,6 +62,26 @@ SELECT a.attrelid AS rel, a.attnum AS num, a.attname AS name
 FROM pg_catalog.pg_attribute a
 WHERE a.attrelid = ANY ($1::oid[]) AND a.attnum > 0 AND NOT a.attisdropped`
 
+/**
+ * Computed relationships (PostgREST's allComputedRels): functions of one argument that is a
+ * row of a relation and returning rows of a relation, both relations in the exposed
+ * schemas; single_row when the function is not SETOF or declares ROWS 1.
+ */
+export const COMPUTED_RELS_SQL = `
+SELECT fn.nspname AS schema, p.proname AS name,
+       arg_ns.nspname AS table_schema, arg_rel.relname AS table_name,
+       ret_ns.nspname AS ftable_schema, ret_rel.relname AS ftable_name,
+       (NOT p.proretset OR p.prorows = 1) AS single_row
+FROM pg_catalog.pg_proc p
+JOIN pg_catalog.pg_namespace fn ON fn.oid = p.pronamespace
+JOIN pg_catalog.pg_class arg_rel ON arg_rel.reltype = p.proargtypes[0] AND arg_rel.relkind IN ('v', 'r', 'm', 'f', 'p')
+JOIN pg_catalog.pg_namespace arg_ns ON arg_ns.oid = arg_rel.relnamespace
+JOIN pg_catalog.pg_class ret_rel ON ret_rel.reltype = p.prorettype AND ret_rel.relkind IN ('v', 'r', 'm', 'f', 'p')
+JOIN pg_catalog.pg_namespace ret_ns ON ret_ns.oid = ret_rel.relnamespace
+WHERE p.pronargs = 1 AND p.prokind = 'f'
+  AND arg_ns.nspname = ANY ($1::text[]) AND ret_ns.nspname = ANY ($1::text[])
+ORDER BY fn.nspname, p.proname, p.oid`
+
 /** Functions of the exposed schemas (issue 5: RPC, OpenAPI). */
 export const ROUTINES_SQL = `
 SELECT p.oid AS oid, n.nspname AS schema, p.proname AS name,

@@ -61,6 +61,12 @@ export type Cardinality =
   /** One-to-one: FK columns are the PK or unique; `isParent` on the referenced side. */
   | { readonly kind: 'o2o', readonly constraint: string, readonly columns: ColumnPairs, readonly isParent: boolean }
   | { readonly kind: 'm2m', readonly junction: Junction }
+  /**
+   * A computed relationship: a function taking a row of `table` and returning rows of
+   * `foreignTable` (PostgREST's ComputedRelationship); to-one when it returns a single row
+   * (not SETOF, or `ROWS 1`). Embedded by the function's name.
+   */
+  | { readonly kind: 'computed', readonly function: QualifiedName, readonly toOne: boolean }
 
 export interface Relationship {
   /** The origin (where the embed is written). */
@@ -117,6 +123,6 @@ export function qnKey (schema: string, name: string): string {
 }
 
 export function isToOne (rel: Relationship): boolean {
-  const k = rel.cardinality.kind
-  return k === 'm2o' || k === 'o2o'
+  const c = rel.cardinality
+  return c.kind === 'm2o' || c.kind === 'o2o' || (c.kind === 'computed' && c.toOne)
 }

@@ -41,7 +41,7 @@ t.test('load: relations, keys, relationships, views, routines', async (t) => {
   t.same(cache.tables.get(qnKey('api', 'authors_v2'))?.pk, ['ident'], 'through a chain of views')
 
   const rels = (schema: string, name: string) => (cache.relationships.get(qnKey(schema, name)) ?? [])
-    .map((r) => `${r.cardinality.kind}:${r.foreignTable.schema}.${r.foreignTable.name}:${r.cardinality.kind === 'm2m' ? r.cardinality.junction.table.name : r.cardinality.columns.map((p) => p.join('=')).join(',')}`).sort()
+    .map((r) => `${r.cardinality.kind}:${r.foreignTable.schema}.${r.foreignTable.name}:${r.cardinality.kind === 'm2m' ? r.cardinality.junction.table.name : r.cardinality.kind === 'computed' ? r.cardinality.function.name : r.cardinality.columns.map((p) => p.join('=')).join(',')}`).sort()
   t.ok(rels('public', 'tags').includes('m2m:public.books:book_tags'), 'many-to-many through the junction')
   t.ok(rels('public', 'tags').includes('m2m:public.book_list:book_tags'), 'many-to-many to a view over the target')
   t.ok(rels('public', 'tags').includes('o2m:public.book_tags:id=tag_id'))
