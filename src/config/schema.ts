@@ -53,6 +53,8 @@ export const ConfigSchema = Type.Object({
     /** Connections one tenant may hold at most. */
     pool_per_tenant: Type.Integer({ minimum: 1, default: 10 }),
     pool_idle_ms: Type.Integer({ minimum: 1000, default: 60_000 }),
+    /** Tenant pools kept open at most (the least recently used idle one is closed). */
+    pool_max_tenants: Type.Integer({ minimum: 1, default: 1000 }),
     max_body_bytes: Type.Integer({ minimum: 1024, default: 1_048_576 }),
     /** JSON bodies nested deeper (arrays and objects) are refused with 400 PGRST102. */
     max_json_depth: Type.Integer({ minimum: 1, default: 100 }),

@@ -12,7 +12,8 @@ import type { Caller, TokenVerifier } from './auth.js'
 import {
   EngineNotConfiguredError, SingularityError, TableNotFoundError, fromPgError, isPgServerError
 } from './errors.js'
-import { executeCatalogQueries, executeTransaction, listen, type DbRow, type PoolManager } from './execute.js'
+import { executeCatalogQueries, executeTransaction, listen, type DbRow } from './execute.js'
+import type { TenantPools } from '../shared/index.js'
 import { planAction, type ActionPlan, type ReadPlan } from './plan/index.js'
 import { renderPreRequest, renderRead, type ReadStatements } from './query/index.js'
 import { plannedRows, shapeReadResponse, type ReadResult, type RestResponse } from './response/index.js'
@@ -26,7 +27,7 @@ export interface EngineSettings {
 
 export interface Engine {
   readonly settings: EngineSettings
-  readonly pools: PoolManager
+  readonly pools: TenantPools
   readonly schemaCaches: SchemaCacheStore
   readonly tokens: TokenVerifier
   /** Parsed + planned + rendered reads by canonical request (and schema cache version). */

@@ -5,10 +5,11 @@
 import Fastify, { LogController, type FastifyBaseLogger, type FastifyInstance, type FastifyReply, type FastifyRequest, type FastifyServerOptions } from 'fastify'
 import type { Config } from '../config/index.js'
 import { GatehouseError, isGatehouseError } from '../shared/errors.js'
+import type { TenantPoolsSnapshot } from '../shared/index.js'
 import { DATABASE_NAME, type TenantLookup } from '../tenants/index.js'
 import { TokenVerifier } from './auth.js'
 import { BadRequestError, InvalidBodyError, InvalidPathError, PayloadTooLargeError, TenantNotFoundError, UnexpectedError } from './errors.js'
-import { PoolManager } from './execute.js'
+import { createEnginePools } from './execute.js'
 import { createPlanCache, handleRequest, type Engine } from './handler.js'
 import { isJsonBody, jsonDepthExceeds } from './api-request/json-depth.js'
 import { createSchemaCacheStore, type SchemaCache } from './schema-cache/index.js'
@@ -36,8 +37,10 @@ export interface RestEngineHandle {
   reloadSchema (database: string): Promise<SchemaCache | null>
   /** Open connections of all tenants. */
   openConnections (): number
-  /** Connections of one tenant (open, idle), null when it has no pool. */
-  poolStats (database: string): { open: number, idle: number } | null
+  /** Connections of one tenant (open, idle, waiting requests), null when it has no pool. */
+  poolStats (database: string): { open: number, idle: number, waiting: number } | null
+  /** Every tenant's pool numbers (metrics). */
+  poolSnapshot (): TenantPoolsSnapshot
   /** Effective per-tenant connection cap. */
   perTenantCap (): number
 }
@@ -82,13 +85,15 @@ export function buildRestEngine (deps: RestEngineDeps): FastifyInstance {
   }) as unknown as FastifyInstance
   const log = app.log
   const connectTimeoutMs = deps.connectTimeoutMs ?? 5_000
-  const pools = new PoolManager({
+  // A tenant whose pool was closed (idle) also gives up its LISTEN connection and cache.
+  const pools = createEnginePools({
     budget: rest.pool_budget,
     perTenant: rest.pool_per_tenant,
     idleMs: rest.pool_idle_ms,
     acquireTimeoutMs: deps.poolAcquireTimeoutMs ?? 10_000,
-    connectTimeoutMs
-  }, log)
+    connectTimeoutMs,
+    maxTenants: rest.pool_max_tenants
+  }, log, (key) => { void engine.schemaCaches.drop(key) })
   const engine: Engine = {
     settings: { statementTimeoutMs: rest.statement_timeout_ms, connectTimeoutMs },
     pools,
@@ -96,13 +101,12 @@ export function buildRestEngine (deps: RestEngineDeps): FastifyInstance {
     tokens: new TokenVerifier(),
     plans: createPlanCache()
   }
-  // A tenant whose pool went idle also gives up its LISTEN connection and cache.
-  pools.onPoolIdle = (key) => { void engine.schemaCaches.drop(key) }
 
   handles.set(app, {
     reloadSchema: (database) => engine.schemaCaches.reload(database),
     openConnections: () => pools.openConnections,
     poolStats: (database) => pools.stats(database),
+    poolSnapshot: () => pools.snapshot(),
     perTenantCap: () => pools.perTenantCap
   })
 

@@ -132,6 +132,7 @@ export const TEST_CONFIG: Pick<Config, 'rest'> = {
     pool_budget: 8,
     pool_per_tenant: 4,
     pool_idle_ms: 60_000,
+    pool_max_tenants: 1000,
     max_body_bytes: 1_048_576,
     max_json_depth: 100,
     statement_timeout_ms: 10_000

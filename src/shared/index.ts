@@ -1,0 +1,8 @@
+// The shared library of the parts: errors, HTTP and JWT helpers, logging, Postgres helpers
+// and the per-tenant connection pools.
+export * from './errors.js'
+export * from './http.js'
+export * from './jwt.js'
+export * from './logger.js'
+export * from './pg.js'
+export * from './tenant-pools.js'

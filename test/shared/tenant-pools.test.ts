@@ -1,0 +1,142 @@
+// The shared per-tenant pools on a real Postgres: the fair-share order in which freed
+// connections go to waiting tenants, acquisition timeouts with the owner's error, the
+// bound on kept tenant pools, and the pg.Pool-like facade. Tenants are keys; they share
+// one test database (the pools only see keys and URLs).
+import t from 'tap'
+import { fairest, TenantPools, type PooledConnection, type TenantPoolsOptions } from '../../src/shared/tenant-pools.js'
+import { createTestDatabase } from '../helpers/db.js'
+
+function pools (t: { teardown (fn: () => unknown): void }, opts: Partial<TenantPoolsOptions>): TenantPools {
+  const p = new TenantPools({
+    budget: 3,
+    perTenant: 2,
+    idleMs: 60_000,
+    acquireTimeoutMs: 10_000,
+    connectTimeoutMs: 5_000,
+    applicationName: 'gatehouse-test',
+    ...opts
+  })
+  t.teardown(() => p.close())
+  return p
+}
+
+/** A promise with a flag telling whether it settled yet. */
+function tracked<T> (p: Promise<T>): { promise: Promise<T>, settled: () => boolean } {
+  let done = false
+  const promise = p.finally(() => { done = true })
+  return { promise, settled: () => done }
+}
+
+const pid = async (c: PooledConnection): Promise<number> => (await c.client.query('SELECT pg_backend_pid() AS pid')).rows[0].pid
+
+t.test('fairest: fewest connections first, then the longest wait', async (t) => {
+  t.equal(fairest([]), -1)
+  t.equal(fairest([{ open: 3, since: 1 }, { open: 0, since: 9 }, { open: 1, since: 0 }]), 1)
+  t.equal(fairest([{ open: 2, since: 5 }, { open: 2, since: 3 }, { open: 2, since: 4 }]), 1)
+  t.equal(fairest([{ open: 0, since: 7 }]), 0)
+})
+
+t.test('a freed connection goes to the waiting tenant holding the fewest', async (t) => {
+  const db = await createTestDatabase(t)
+  const p = pools(t, { budget: 3, perTenant: 2 })
+  t.equal(p.perTenantCap, 2)
+  const a1 = await p.acquire('a', db.url)
+  const a2 = await p.acquire('a', db.url)
+  const b1 = await p.acquire('b', db.url)
+  t.equal(p.openConnections, 3, 'the budget is taken')
+
+  // Queued in this order: a (at its cap), b, c (no budget left).
+  const a3 = tracked(p.acquire('a', db.url))
+  const b2 = tracked(p.acquire('b', db.url))
+  const c1 = tracked(p.acquire('c', db.url))
+  t.same(p.snapshot().tenants.map((x) => [x.key, x.inUse, x.waiting]), [['a', 2, 1], ['b', 1, 1], ['c', 0, 1]])
+
+  // a frees one: c holds none, b one, a one after this release -> c.
+  const a2pid = await pid(a2)
+  p.release(a2)
+  const c = await c1.promise
+  t.not(await pid(c), a2pid, "c got a new connection of its own (a's was closed for it)")
+  t.notOk(a3.settled(), 'a waits on')
+  t.notOk(b2.settled(), 'b waits on')
+
+  // b frees its only one: b then holds none, a and c one each -> b's own request reuses it.
+  const b1pid = await pid(b1)
+  p.release(b1)
+  const b = await b2.promise
+  t.equal(await pid(b), b1pid, 'b reuses its connection')
+  t.notOk(a3.settled(), 'a still waits')
+
+  // a frees its other one while only a waits.
+  p.release(a1)
+  await a3.promise
+  t.equal(p.openConnections, 3, 'never above the budget')
+  t.same(p.snapshot().tenants.map((x) => [x.key, x.inUse, x.waiting]).sort(), [['a', 1, 0], ['b', 1, 0], ['c', 1, 0]])
+})
+
+t.test('a tenant at its cap waits for its own connections; a wait times out with the owner\'s error', async (t) => {
+  const db = await createTestDatabase(t)
+  class Exhausted extends Error {}
+  const p = pools(t, { budget: 4, perTenant: 1, acquireTimeoutMs: 200, timeoutError: (key) => new Exhausted(key) })
+  const a1 = await p.acquire('a', db.url)
+  const err = await p.acquire('a', db.url).catch((e: unknown) => e)
+  t.ok(err instanceof Exhausted, 'the owner\'s timeout error')
+  t.equal((err as Error).message, 'a')
+  t.equal(p.stats('a')?.waiting, 0, 'the timed-out request no longer waits')
+  const b1 = await p.acquire('b', db.url)
+  t.ok(b1, 'another tenant is served meanwhile')
+  p.release(a1)
+  p.release(b1)
+  t.same(p.stats('a'), { open: 1, idle: 1, waiting: 0 })
+})
+
+t.test('connect failures use the owner\'s error and free the slot', async (t) => {
+  const db = await createTestDatabase(t)
+  const down = new URL(db.url)
+  down.port = '1'
+  const p = pools(t, { budget: 1, perTenant: 1, connectError: (err, key) => new Error(`down: ${key}: ${(err as Error).message !== ''}`) })
+  const err = await p.acquire('x', down.toString()).catch((e: unknown) => e)
+  t.equal((err as Error).message, 'down: x: true')
+  t.equal(p.openConnections, 0)
+  const ok = await p.acquire('y', db.url)
+  t.ok(ok, 'the budget slot is free again')
+  p.release(ok)
+})
+
+t.test('at most maxTenants pools: the least recently used idle one is closed', async (t) => {
+  const db = await createTestDatabase(t)
+  const closed: string[] = []
+  const p = pools(t, { budget: 10, perTenant: 2, maxTenants: 2, onPoolClosed: (key) => closed.push(key) })
+  const a = await p.acquire('a', db.url)
+  p.release(await p.acquire('b', db.url))
+  // 'a' is busy, so 'b' (idle) makes room for 'c'.
+  const c = await p.acquire('c', db.url)
+  t.same(closed, ['b'])
+  t.equal(p.stats('b'), null)
+  t.same(p.snapshot().tenants.map((x) => x.key).sort(), ['a', 'c'])
+  p.release(a)
+  p.release(c)
+  // a was used before c: a goes for d.
+  p.release(await p.acquire('d', db.url))
+  t.same(closed, ['b', 'a'])
+  t.equal(p.openConnections, 2)
+})
+
+t.test('the pg.Pool-like facade: query, connect and release', async (t) => {
+  const db = await createTestDatabase(t)
+  const p = pools(t, { budget: 2, perTenant: 2 })
+  const pool = p.pool('a', db.url)
+  t.equal(p.pool('a', db.url), pool, 'one facade per tenant and URL')
+  const r = await pool.query<{ n: number }>('SELECT $1::int AS n', [7])
+  t.same(r.rows, [{ n: 7 }])
+  const client = await pool.connect()
+  await client.query('BEGIN')
+  await client.query('COMMIT')
+  client.release()
+  t.throws(() => client.release(), /already released/)
+  t.same(p.stats('a'), { open: 1, idle: 1, waiting: 0 }, 'one connection, back in the pool')
+  const bad = await pool.connect()
+  bad.release(new Error('broken'))
+  t.same(p.stats('a'), { open: 0, idle: 0, waiting: 0 }, 'a client released with an error is closed')
+  await t.rejects(pool.query('SELECT 1/0'), { code: '22012' })
+  t.same(p.stats('a'), { open: 1, idle: 1, waiting: 0 }, 'an SQL error keeps the connection')
+})
