@@ -10,6 +10,7 @@ import { parseCallPayload, type CallPayload } from '../api-request/payload.js'
 import { showMediaType } from '../api-request/media-type.js'
 import type { ApiRequest } from '../api-request/types.js'
 import { qnKey, type Column, type Routine, type RoutineParam, type SchemaCache, type Table } from '../schema-cache/types.js'
+import { FuzzySet } from './fuzzy.js'
 import { negotiateRead } from './negotiate.js'
 import { planReadTree } from './read-plan.js'
 import { rebaseRoot } from './rebase.js'
@@ -75,8 +76,9 @@ function signature (r: Routine): string {
 
 /** Whether the named arguments `keys` fit `r` (spec §4.2). */
 function matches (r: Routine, keys: ReadonlySet<string>, rawPost: boolean): boolean {
+  // A raw body (text, xml, bytes) never calls a function without parameters; one whose
+  // parameters all have defaults is called without arguments, as PostgREST does.
   if (r.params.length === 0) return keys.size === 0 && !rawPost
-  if (rawPost) return false
   for (const p of r.params) if (!p.hasDefault && !keys.has(p.name)) return false
   for (const k of keys) if (!r.params.some((p) => p.name === k && p.name !== '')) return false
   return true
@@ -103,24 +105,39 @@ export function findRoutine (cache: SchemaCache, schema: string, name: string, k
       hint: 'Try renaming the parameters or the function itself in the database so function overloading can be resolved'
     })
   }
+  throw noRoutine(cache, schema, name, [...keySet].sort(), payload, candidates)
+}
+
+/** `(a, b, c)`: a parameter list as the fuzzy hint compares and prints it (names sorted). */
+function paramList (names: readonly string[]): string {
+  return '(' + [...names].sort().join(', ') + ')'
+}
+
+/** PGRST202 with PostgREST's message, details and fuzzy "Perhaps you meant" hint. */
+function noRoutine (cache: SchemaCache, schema: string, name: string, keys: readonly string[], payload: CallPayload | null, overloads: readonly Routine[]): Error {
   const qn = `${schema}.${name}`
-  const sorted = [...keySet].sort()
-  const jsonPost = mime === 'application/json'
-  let message: string
-  let searched: string
-  if (payload?.kind === 'raw') {
-    const t = ownValue(UNNAMED_FALLBACK, payload.mime)?.[0] ?? 'text'
-    message = qn
-    searched = ` with a single unnamed ${t} parameter`
-  } else {
-    message = sorted.length === 0 ? `${qn} without parameters` : `${qn}(${sorted.join(', ')})`
-    searched = (sorted.length === 0 ? ' without parameters' : ` with parameters ${sorted.join(', ')}`) +
-      (jsonPost ? ' or with a single unnamed json/jsonb parameter' : '')
+  // A raw body (text/plain, text/xml, application/octet-stream) looked only for a single unnamed parameter.
+  const raw = payload?.kind === 'raw' ? payload.mime : null
+  const jsonPost = fallbackMime(payload) === 'application/json' && raw === null
+  const params = keys.length === 0 ? ' without parameters' : ` with parameter${keys.length > 1 ? 's' : ''} ${keys.join(', ')}`
+  const searched = raw !== null
+    ? ` with a single unnamed ${UNNAMED_FALLBACK[raw][0]} parameter`
+    : params + (jsonPost ? ' or with a single unnamed json/jsonb parameter' : '')
+  let hint: string | null = null
+  if (raw === null) {
+    if (overloads.length === 0) {
+      const names = new FuzzySet([...cache.routines.values()].flat().filter((r) => r.schema === schema).map((r) => r.name))
+      const found = names.getOne(name, 0.75)
+      if (found !== null) hint = `Perhaps you meant to call the function ${schema}.${found}`
+    } else {
+      const lists = new FuzzySet(overloads.map((r) => paramList(r.params.map((p) => p.name))))
+      const found = lists.getOne(paramList(keys))
+      if (found !== null) hint = `Perhaps you meant to call the function ${qn}${found}`
+    }
   }
-  const other = candidates[0]
-  throw new FunctionNotFoundError(message, {
+  return new FunctionNotFoundError(raw !== null ? qn : keys.length === 0 ? `${qn} without parameters` : `${qn}(${keys.join(', ')})`, {
     details: `Searched for the function ${qn}${searched}, but no matches were found in the schema cache.`,
-    hint: other ? `Perhaps you meant to call the function ${qn}(${other.params.map((p) => p.name).join(', ')})` : null
+    hint
   })
 }
 

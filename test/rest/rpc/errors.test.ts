@@ -23,11 +23,11 @@ t.test('RPC resolution and errors', async (t) => {
       code: 'PGRST202',
       message: 'Could not find the function public.overloaded(a, z) in the schema cache',
       details: 'Searched for the function public.overloaded with parameters a, z or with a single unnamed json/jsonb parameter, but no matches were found in the schema cache.',
-      hint: 'Perhaps you meant to call the function public.overloaded(a)'
+      hint: 'Perhaps you meant to call the function public.overloaded(a, b)'
     })
     const g = await fx.call('GET', '/rpc/add_them?a=1')
     t.equal(g.status, 404, 'a required argument is missing')
-    t.equal(g.json().details, 'Searched for the function public.add_them with parameters a, but no matches were found in the schema cache.')
+    t.equal(g.json().details, 'Searched for the function public.add_them with parameter a, but no matches were found in the schema cache.')
     const none = await fx.call('POST', '/rpc/nope')
     t.equal(none.status, 404)
     t.same(none.json(), {
