@@ -116,6 +116,7 @@ export function grantStatement (privilege: Privilege, schema: string, name: stri
 const PGRST205 = /^Could not find the table '(.+)' in the schema cache$/s
 const PERMISSION_ON_RELATION = /^permission denied for (?:table|view|materialized view|foreign table|relation) (.+)$/s
 const UNDEFINED_RELATION = /^relation "(.+)" does not exist$/s
+const PERMISSION_ON_SEQUENCE = /^permission denied for sequence (.+)$/s
 const RLS_VIOLATION = /new row violates row-level security policy(?: \(USING expression\))?(?: for table "([^"]+)")?/
 const ROW_WRITTEN = /\b(?:was|were|has been|have been|is)\s+(?:written|inserted|updated|saved|stored|committed|kept)\b/i
 
@@ -198,6 +199,8 @@ export function createRefusalExplainer (opts: ExplainerOptions): RefusalExplaine
     if (error.code === '42501') {
       if (input.rowWritten === true || saysRowWritten(error)) return rlsRefusal(input, ref)
       if (RLS_VIOLATION.test(error.message)) return permissionDenied(input, rlsViolationHint(input))
+      const sequence = PERMISSION_ON_SEQUENCE.exec(error.message)
+      if (sequence !== null && NAME_OK(sequence[1]!)) return permissionDenied(input, sequenceHint(input, schemas, unquote(sequence[1]!)))
       const m = PERMISSION_ON_RELATION.exec(error.message)
       if (m === null || ref === null || !NAME_OK(ref.name)) return permissionDenied(input, null)
       const f = await facts(tenant, ref.schema !== null ? [ref.schema] : schemas, ref.name)
@@ -356,6 +359,16 @@ function touchedHint (input: RefusalInput, f: Extract<TableFacts, { exists: true
   return `The statement touched ${qualified(f.schema, f.name)}, on which role ${roleDisplayName(input.kind)} holds ` +
     `${held.length > 0 ? held.join(', ') : 'no privilege'}. Grant what it needs with the owner's helper, e.g. ` +
     grantStatement(held.includes('SELECT') ? 'INSERT' : 'SELECT', f.schema, f.name, input.kind)
+}
+
+/**
+ * A write that draws a number from a sequence (serial/bigserial) without USAGE on it: the
+ * statement that grants it, ready to run as the owner. Postgres names the sequence without
+ * its schema: the schema of the addressed table (the first exposed one) is assumed.
+ */
+function sequenceHint (input: RefusalInput, schemas: readonly string[], name: string): string {
+  const lit = (s: string): string => "'" + s.replace(/'/g, "''") + "'"
+  return `SELECT platform.grant('USAGE', ${lit(qualified(schemas[0] ?? 'public', name))}, ${lit(input.kind)});`
 }
 
 function rlsViolationHint (input: RefusalInput): string {

@@ -1,0 +1,127 @@
+// README.md works as written: its quick-start SQL block runs as the owner of a freshly
+// provisioned database, its JS block (only the URL and key placeholders replaced) runs on
+// the Node of this test run against the real gateway of the development stack, and then a
+// signed-in user inserts and reads. A grant that leaves out the sequence of a bigserial
+// column is refused with a hint that, run as is by the owner, fixes it.
+// Ports 18170-18175 are this file's.
+import t from 'tap'
+import { spawn } from 'node:child_process'
+import { readFileSync } from 'node:fs'
+import path from 'node:path'
+import { startE2eStack, email, REPO_ROOT, type E2eStack, type E2eTenant } from './e2e/stack.js'
+
+const README = readFileSync(path.join(REPO_ROOT, 'README.md'), 'utf8')
+
+/** The fenced blocks of one language in the README's "Quick start" section, in order. */
+function quickStartBlocks (lang: string): string[] {
+  const start = README.indexOf('## Quick start')
+  if (start < 0) throw new Error('README.md has no "## Quick start" section')
+  const next = README.indexOf('\n## ', start + 1)
+  const section = README.slice(start, next < 0 ? undefined : next)
+  const out: string[] = []
+  const fence = new RegExp('^```' + lang + '\\n([\\s\\S]*?)^```$', 'gm')
+  for (const m of section.matchAll(fence)) out.push(m[1]!)
+  return out
+}
+
+const PLACEHOLDER_URL = 'http://127.0.0.1:8000/demo'
+const PLACEHOLDER_KEY = 'pk_dev_...'
+
+/** Runs ES module code on this run's Node from the checkout (so bare imports resolve there). */
+function runModule (code: string): Promise<{ code: number | null, stdout: string, stderr: string }> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, ['--input-type=module', '-'], { cwd: REPO_ROOT, stdio: ['pipe', 'pipe', 'pipe'] })
+    let stdout = ''
+    let stderr = ''
+    child.stdout.setEncoding('utf8').on('data', (d: string) => { stdout += d })
+    child.stderr.setEncoding('utf8').on('data', (d: string) => { stderr += d })
+    child.once('error', reject)
+    child.once('close', (c) => resolve({ code: c, stdout, stderr }))
+    child.stdin.end(code)
+  })
+}
+
+let stack: E2eStack
+let demo: E2eTenant
+
+t.before(async () => {
+  stack = await startE2eStack(t, { basePort: 18170, source: 'files', prefix: 'readme' })
+  demo = stack.tenant('demo')
+})
+
+t.test('the quick start: SQL as the owner, the JS as an app, then a signed-in insert and read', async (t) => {
+  const sql = quickStartBlocks('sql')
+  const js = quickStartBlocks('js')
+  t.equal(sql.length, 1, 'one SQL block')
+  t.equal(js.length, 1, 'one JS block')
+
+  // Nothing is visible before the SQL runs (the README's claim about a fresh database).
+  const before = await stack.gateway(demo, '/rest/v1/todos?select=id')
+  t.equal(before.status, 404)
+  t.equal(before.body.code, 'unknown_table')
+
+  await stack.owner(demo, sql[0]!)
+
+  t.ok(js[0]!.includes(`'${PLACEHOLDER_URL}'`), 'the JS names the demo URL placeholder')
+  t.ok(js[0]!.includes(`'${PLACEHOLDER_KEY}'`), 'the JS names the public key placeholder')
+  const code = js[0]!.replaceAll(PLACEHOLDER_URL, demo.url).replaceAll(PLACEHOLDER_KEY, demo.public_key)
+  const run = await runModule(code)
+  t.equal(run.code, 0, `the JS runs to the end${run.stderr ? ': ' + run.stderr : ''}`)
+  t.equal(run.stderr, '', 'nothing on stderr')
+  t.match(run.stdout, /\[\s*\{\s*id: \d+,\s*title: 'try Gatehouse'\s*\}\s*\]/, 'it prints the row it inserted')
+
+  // The user the README signed up signs in, writes and reads.
+  const ada = stack.supabase(demo)
+  const signIn = await ada.auth.signInWithPassword({ email: 'ada@example.com', password: 'correct horse' })
+  t.error(signIn.error)
+  const userId = signIn.data.user!.id
+  const insert = await ada.from('todos').insert({ title: 'second' }).select('id, title, owner').single()
+  t.error(insert.error, 'a signed-in insert')
+  t.equal(insert.data?.owner, userId, 'owner defaults to auth.uid()')
+  const read = await ada.from('todos').select('title').order('id')
+  t.error(read.error)
+  t.same(read.data, [{ title: 'try Gatehouse' }, { title: 'second' }], 'a signed-in read: both rows')
+
+  // The policy keeps another user's rows out.
+  const other = stack.supabase(demo)
+  const signUp = await other.auth.signUp({ email: email('bob'), password: 'another password' })
+  t.error(signUp.error)
+  const theirs = await other.from('todos').select('title')
+  t.error(theirs.error)
+  t.same(theirs.data, [], 'another user sees none of them')
+  const rows = await stack.owner(demo, 'SELECT count(*)::int AS n FROM public.todos WHERE owner = $1', [userId])
+  t.equal(rows.rows[0].n, 2, 'both rows are in the table, owned by the user')
+})
+
+t.test('platform.grant and sequences', async (t) => {
+  const granted = await stack.owner(demo, "CREATE TABLE public.ids (id int GENERATED ALWAYS AS IDENTITY, n bigserial, v text); SELECT platform.grant('insert', 'public.ids', 'auth') AS stmt")
+  const stmt = (granted as unknown as Array<{ rows: Array<{ stmt: string }> }>)[1]!.rows[0]!.stmt
+  t.match(stmt, /^GRANT INSERT ON TABLE public\.ids TO t_[0-9a-f]{10}_auth; /)
+  t.match(stmt, /GRANT USAGE ON SEQUENCE public\.ids_id_seq TO /, 'the identity column\'s sequence')
+  t.match(stmt, /GRANT USAGE ON SEQUENCE public\.ids_n_seq TO /, 'the bigserial column\'s sequence')
+  const select = await stack.owner(demo, "SELECT platform.grant('SELECT', 'public.ids', 'auth') AS stmt")
+  t.notMatch(select.rows[0].stmt, /SEQUENCE/, 'SELECT alone grants no sequence')
+  const direct = await stack.owner(demo, "SELECT platform.grant('USAGE', 'public.ids_n_seq', 'anon') AS stmt")
+  t.match(direct.rows[0].stmt, /^GRANT USAGE ON SEQUENCE public\.ids_n_seq TO t_[0-9a-f]{10}_anon$/, 'a sequence by name')
+  await t.rejects(stack.owner(demo, "SELECT platform.grant('INSERT', 'public.ids_n_seq', 'anon')"), { message: /invalid privilege 'INSERT' for a sequence/ })
+  await t.rejects(stack.owner(demo, "SELECT platform.grant('USAGE', 'public.ids', 'anon')"), { message: /invalid privilege 'USAGE' for a table/ })
+})
+
+t.test('a write refused for the sequence: the hint runs as is', async (t) => {
+  // A GRANT of INSERT on the table alone (not through platform.grant): nextval() is refused.
+  await stack.owner(demo, `CREATE TABLE public.notes (id bigserial PRIMARY KEY, body text);
+    DO $$ BEGIN EXECUTE format('GRANT SELECT, INSERT ON public.notes TO %I', platform.role('auth')); END $$`)
+  const user = stack.supabase(demo)
+  t.error((await user.auth.signUp({ email: email('carol'), password: 'a fine password' })).error)
+
+  const refused = await user.from('notes').insert({ body: 'first' })
+  t.equal(refused.status, 403)
+  t.equal(refused.error?.code, 'permission_denied')
+  t.match(refused.error?.message, /permission denied for sequence notes_id_seq/)
+  t.equal(refused.error?.hint, "SELECT platform.grant('USAGE', 'public.notes_id_seq', 'auth');")
+
+  await stack.owner(demo, refused.error!.hint!)
+  const ok = await user.from('notes').insert({ body: 'first' }).select('body')
+  t.error(ok.error, 'after the hint ran, the insert works')
+  t.same(ok.data, [{ body: 'first' }])
+})
