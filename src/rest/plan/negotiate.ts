@@ -32,6 +32,9 @@ export function negotiateRead (accept: readonly MediaType[]): MediaHandler {
       case 'text/csv':
       case 'text/*':
         return { kind: 'csv', contentType: 'text/csv; charset=utf-8' }
+      case 'application/geo+json':
+        // As PostgREST: always offered; without PostGIS, Postgres answers 42883 for ST_AsGeoJSON.
+        return { kind: 'geojson', contentType: 'application/geo+json; charset=utf-8' }
     }
   }
   throw new MediaTypeError(accept.map(showMediaType).join(', '))

@@ -112,6 +112,8 @@ export type MediaHandler =
   | { readonly kind: 'json', readonly stripNulls: boolean, readonly contentType: string }
   | { readonly kind: 'singular', readonly stripNulls: boolean, readonly contentType: string }
   | { readonly kind: 'csv', readonly contentType: string }
+  /** `application/geo+json`: a FeatureCollection of `ST_AsGeoJSON(row)` (PostGIS must be installed). */
+  | { readonly kind: 'geojson', readonly contentType: string }
 
 export interface ReadPlan {
   readonly kind: 'read'

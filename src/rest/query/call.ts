@@ -47,6 +47,7 @@ function callFrom (plan: CallPlan): Sql {
 
 function renderBody (plan: CallPlan): Sql {
   if (plan.headersOnly || plan.shape === 'void') return sql`''::text`
+  if (plan.media.kind === 'geojson') return renderRowsBody(plan.media)
   const col = sql`_postgrest_t.${ident(plan.scalarColumn)}`
   switch (plan.shape) {
     case 'scalar':

@@ -5,7 +5,7 @@
 // json_populate_record[set] over the table's own row type. Pure.
 import type { MutatePlan, InsertSpec, LimitedWrite, ReturnPreference, UpdateSpec } from '../plan/mutate-plan.js'
 import type { MediaHandler, Qualifier } from '../plan/types.js'
-import { renderCondition, renderNode, renderOrder, renderRange } from './read.js'
+import { geoJsonBody, renderCondition, renderNode, renderOrder, renderRange } from './read.js'
 import { empty, ident, join, param, qualified, render, sql, type Sql, type Statement } from './sql.js'
 
 const ALL = { offset: 0, limit: null }
@@ -123,6 +123,8 @@ export function renderRowsBody (media: MediaHandler): Sql {
         : sql`coalesce(json_agg(_postgrest_t)->0, 'null')::text`
     case 'csv':
       return sql`(SELECT coalesce(string_agg(a.k, ','), '') FROM (SELECT json_object_keys(r)::text AS k FROM (SELECT row_to_json(hh) AS r FROM pgrst_repr AS hh LIMIT 1) s) a) || E'\\n' || coalesce(string_agg(substring(_postgrest_t::text, 2, length(_postgrest_t::text) - 2), E'\\n'), '')`
+    case 'geojson':
+      return geoJsonBody
   }
 }
 

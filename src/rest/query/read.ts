@@ -265,6 +265,9 @@ export function renderCountNode (n: ReadNode): Sql {
   return sql`SELECT 1 FROM ${fromClause(n)}${where}`
 }
 
+/** `application/geo+json` (PostgREST's asGeoJsonF): every row through PostGIS' ST_AsGeoJSON. */
+export const geoJsonBody: Sql = sql`json_build_object('type', 'FeatureCollection', 'features', coalesce(json_agg(ST_AsGeoJSON(_postgrest_t)::json), '[]'))::text`
+
 // -- the statement --------------------------------------------------------------------------
 
 function renderBody (plan: ReadPlan): Sql {
@@ -281,6 +284,8 @@ function renderBody (plan: ReadPlan): Sql {
         : sql`coalesce(json_agg(_postgrest_t)->0, 'null')::text`
     case 'csv':
       return sql`(SELECT coalesce(string_agg(a.k, ','), '') FROM (SELECT json_object_keys(r)::text AS k FROM (SELECT row_to_json(hh) AS r FROM pgrst_source AS hh LIMIT 1) s) a) || E'\\n' || coalesce(string_agg(substring(_postgrest_t::text, 2, length(_postgrest_t::text) - 2), E'\\n'), '')`
+    case 'geojson':
+      return geoJsonBody
   }
 }
 
