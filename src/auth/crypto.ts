@@ -1,7 +1,9 @@
 // Password hashing (bcrypt) and the tenant password policy, one-time token generation
 // and hashing as GoTrue stores them (hex SHA-224 of address + OTP, spec §5.4), random
-// passwords and legacy v1 refresh token strings (§5.2). No I/O besides bcrypt's CPU work.
-import bcrypt from 'bcryptjs'
+// passwords and legacy v1 refresh token strings (§5.2). No I/O besides bcrypt's CPU work,
+// which runs natively on libuv's thread pool (@node-rs/bcrypt's async calls), never on the
+// event loop: a flood of sign-ins at one tenant must not stall the others' requests.
+import { hash as bcryptHash, verify as bcryptVerify } from '@node-rs/bcrypt'
 import { createHash, randomBytes, randomInt, timingSafeEqual } from 'node:crypto'
 import type { AuthSettings } from '../tenants/schema.js'
 import { passwordTooLong, validationFailed, weakPassword } from './errors.js'
@@ -15,26 +17,35 @@ export function checkPasswordLength (password: string): void {
 
 export async function hashPassword (password: string, cost: number): Promise<string> {
   checkPasswordLength(password)
-  return bcrypt.hash(password, cost)
+  // $2a$ as GoTrue writes them, so a real GoTrue taking over a database verifies them.
+  return bcryptHash(password, { cost, version: '2a' })
 }
 
 // Valid hashes to compare against when the user has no password, so the time of a failed
-// sign-in does not reveal whether the address is registered (one per cost, made lazily).
-const dummyHashes = new Map<number, string>()
-function dummyHash (cost: number): string {
+// sign-in does not reveal whether the address is registered (one per cost, made lazily
+// off the event loop; concurrent first callers share the one being made).
+const dummyHashes = new Map<number, Promise<string>>()
+function dummyHash (cost: number): Promise<string> {
   let h = dummyHashes.get(cost)
-  if (!h) { h = bcrypt.hashSync(randomBytes(16).toString('hex'), cost); dummyHashes.set(cost, h) }
+  if (!h) {
+    h = bcryptHash(randomBytes(16).toString('hex'), { cost, version: '2a' })
+    h.catch(() => dummyHashes.delete(cost))
+    dummyHashes.set(cost, h)
+  }
   return h
 }
 
-/** Compares a password with a stored bcrypt hash; false for empty or foreign hashes. */
+/**
+ * Compares a password with a stored bcrypt hash ($2a$/$2b$/$2y$ of any earlier writer,
+ * GoTrue's and bcryptjs' included); false for empty or foreign hashes.
+ */
 export async function verifyPassword (password: string, hash: string | null | undefined, cost: number): Promise<boolean> {
   if (Buffer.byteLength(password, 'utf8') > MAX_PASSWORD_BYTES) return false
   if (!hash || !/^\$2[abxy]\$\d\d\$/.test(hash)) {
-    await bcrypt.compare(password, dummyHash(cost)).catch(() => false)
+    await bcryptVerify(password, await dummyHash(cost)).catch(() => false)
     return false
   }
-  return bcrypt.compare(password, hash)
+  return bcryptVerify(password, hash).catch(() => false)
 }
 
 const LOWER = 'abcdefghijklmnopqrstuvwxyz'
