@@ -8,6 +8,7 @@ import { createPool } from '../shared/pg.js'
 import { tenantIssuer, type Tenant } from '../tenants/schema.js'
 import { unexpectedFailure } from './errors.js'
 import type { Mailer } from './mail/index.js'
+import type { RateLimits } from './rate-limits.js'
 import type { TenantContext } from './types.js'
 
 export class PoolRegistry {
@@ -44,6 +45,7 @@ export interface ContextDeps {
   config: Config
   pools: PoolRegistry
   mailer: Mailer
+  rateLimits: RateLimits
   now: () => Date
 }
 
@@ -60,6 +62,7 @@ export function buildTenantContext (deps: ContextDeps, tenant: Tenant, log: Fast
     externalUrl: tenantExternalUrl(tenant, deps.config.public_url),
     config: deps.config,
     mailer: deps.mailer,
+    rateLimits: deps.rateLimits,
     log,
     now: deps.now
   }

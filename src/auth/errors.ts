@@ -40,6 +40,12 @@ export const requestTooLarge = () => new AuthError('request_entity_too_large', 4
 export const notFound = () => new AuthError('not_found', 404, 'Not Found')
 /** Ours: the first path segment names no tenant. */
 export const tenantNotFound = () => new AuthError('tenant_not_found', 404, 'No database of that name is served here')
+/**
+ * Ours (GoTrue answers 500 here): the tenant database cannot be reached (restarting, connections
+ * terminated, refused); the engine reconnects by itself, so the client should retry.
+ */
+export const databaseUnavailable = (internal?: unknown) =>
+  new AuthError('database_unavailable', 503, 'The database is not reachable at the moment, please retry shortly', { internal, headers: { 'retry-after': '1' } })
 export const conflict = () =>
   new AuthError('conflict', 409, 'Too many concurrent token refresh requests on the same session or refresh token')
 
@@ -78,7 +84,16 @@ export const refreshUserBanned = () => new AuthError('user_banned', 400, 'Invali
 
 // ----- one-time tokens, mail -------------------------------------------------------------------
 export const otpExpired = (message = 'Token has expired or is invalid') => new AuthError('otp_expired', 403, message)
-export const overEmailSendRateLimit = (message = 'email rate limit exceeded') => new AuthError('over_email_send_rate_limit', 429, message)
+export const overEmailSendRateLimit = (message = 'email rate limit exceeded', retryAfterSeconds?: number) =>
+  new AuthError('over_email_send_rate_limit', 429, message, retryAfterSeconds ? { headers: { 'retry-after': String(retryAfterSeconds) } } : {})
+/** A per-IP request bucket is empty; `Retry-After` says when it holds a token again. */
+export const overRequestRateLimit = (retryAfterSeconds = 1) =>
+  new AuthError('over_request_rate_limit', 429, 'Request rate limit reached', { headers: { 'retry-after': String(Math.max(1, retryAfterSeconds)) } })
+/** Wrong codes a one-time code takes before it stops working (ours; GoTrue has no such limit). */
+export const MAX_OTP_ATTEMPTS = 5
+/** Ours: the code has taken MAX_OTP_ATTEMPTS wrong codes and no longer works, even the right one. */
+export const otpAttemptsExhausted = () =>
+  new AuthError('otp_expired', 403, `Token has expired or is invalid: after ${MAX_OTP_ATTEMPTS} wrong codes this code no longer works, request a new one`)
 export const emailSendFailed = (what: string, internal: unknown) =>
   new AuthError('unexpected_failure', 500, `Error sending ${what} email`, { internal })
 
@@ -105,6 +120,51 @@ export function oauthErrorForStatus (status: number): string {
     case 503: return 'temporarily_unavailable'
     default: return 'server_error'
   }
+}
+
+// ----- database reachability -----------------------------------------------------------------
+
+// Node socket errors and node-postgres messages of a connection that could not be made or was lost.
+const SOCKET_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE', 'EHOSTUNREACH', 'ENETUNREACH', 'ENOTFOUND', 'EAI_AGAIN'])
+const CONNECTION_MESSAGES = [
+  'Connection terminated', 'timeout exceeded when trying to connect', 'Client has encountered a connection error',
+  'Client was closed and is not queryable', 'Connection ended unexpectedly'
+]
+
+function connectionLost (e: unknown): boolean {
+  if (!e || typeof e !== 'object') return false
+  const { code, message } = e as { code?: unknown, message?: unknown }
+  if (typeof code === 'string') {
+    // SQLSTATE class 08 (connection exception), 57P01-03 (admin shutdown, crash shutdown,
+    // cannot connect now: a restart), 53300 (too many connections).
+    if (/^08[0-9A-Z]{3}$/.test(code) || code === '57P01' || code === '57P02' || code === '57P03' || code === '53300') return true
+    if (SOCKET_CODES.has(code)) return true
+  }
+  if (typeof message === 'string' && CONNECTION_MESSAGES.some((m) => message.startsWith(m))) return true
+  // AggregateError of a dual-stack connect (127.0.0.1 and ::1 both refused).
+  const errors = (e as { errors?: unknown }).errors
+  return Array.isArray(errors) && errors.length > 0 && errors.every(connectionLost)
+}
+
+/** True when an error (or the cause/internal error it wraps) says the database is unreachable. */
+export function isDatabaseUnreachable (err: unknown): boolean {
+  let e: unknown = err
+  for (let i = 0; i < 5 && e; i++) {
+    if (connectionLost(e)) return true
+    const x = e as { internal?: unknown, cause?: unknown }
+    e = x.internal ?? x.cause
+  }
+  return false
+}
+
+/**
+ * The error a failure is answered with: ours as they are, an unreachable database as 503
+ * database_unavailable (also when wrapped in an unexpected failure), anything else 500.
+ */
+export function toAuthError (err: unknown): GatehouseError {
+  if (err instanceof GatehouseError && (err.status < 500 || err.code === 'database_unavailable')) return err
+  if (isDatabaseUnreachable(err)) return databaseUnavailable(err)
+  return err instanceof GatehouseError ? err : unexpectedFailure(err)
 }
 
 // ----- rendering ----------------------------------------------------------------------------
@@ -156,7 +216,6 @@ export function renderAuthError (err: GatehouseError, apiVersionHeader: string |
 
 // ----- MFA, anonymous users, identities, reauthentication, SSO, id_token ----------------------
 export const anonymousNotAllowed = () => new AuthError('no_authorization', 403, 'Anonymous user not allowed to perform these actions')
-export const overRequestRateLimit = () => new AuthError('over_request_rate_limit', 429, 'Request rate limit reached')
 export const factorIdNotUuid = () => validationFailed404('factor_id must be an UUID')
 export const factorNotFound = () => new AuthError('mfa_factor_not_found', 404, 'Factor not found')
 export const factorTypeInvalid = () => validationFailed('factor_type needs to be totp, phone, or webauthn')

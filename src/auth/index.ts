@@ -10,8 +10,10 @@ import type { Tenant } from '../tenants/schema.js'
 import type { TenantLookup } from '../tenants/index.js'
 import { signInWithIdentity, type ExternalIdentity } from './accounts.js'
 import { buildTenantContext, PoolRegistry } from './context.js'
-import { AuthError, badJson, notFound, renderAuthError, requestTooLarge, unexpectedFailure } from './errors.js'
+import { AuthError, badJson, notFound, renderAuthError, requestTooLarge, toAuthError, unexpectedFailure } from './errors.js'
 import { resolveTenantHook } from './hooks/resolve-tenant.js'
+import { jsonParser } from './json.js'
+import { RateLimits } from './rate-limits.js'
 import { createMailer, type Mailer } from './mail/index.js'
 import { adminRoutes } from './routes/admin.js'
 import { adminFactorRoutes } from './routes/admin-factors.js'
@@ -47,14 +49,6 @@ export interface AuthEngineDeps {
 
 const MAX_BODY = 1024 * 1024
 
-/** Parses JSON bodies GoTrue-style: an empty body is `{}`, bad JSON is 400 bad_json. */
-function parseJson (_req: unknown, body: string, done: (err: Error | null, value?: unknown) => void): void {
-  if (body.trim() === '') { done(null, {}); return }
-  try { done(null, JSON.parse(body)) } catch (err) {
-    done(badJson(`Could not parse request body as JSON: ${(err as Error).message}`))
-  }
-}
-
 /** Fastify's own client errors keep their meaning; anything else is an unexpected failure. */
 function translateFastifyError (err: FastifyError): GatehouseError {
   const own = typeof err.code === 'string' && err.code.startsWith('FST_')
@@ -80,14 +74,19 @@ export function buildAuthEngine (deps: AuthEngineDeps): FastifyInstance {
   const app = Fastify({
     loggerInstance: logger,
     bodyLimit: MAX_BODY,
-    trustProxy: true,
+    // X-Forwarded-For counts only from the gateways (auth.trusted_proxies): the client IP
+    // of rate limits and sessions is otherwise the socket's.
+    trustProxy: deps.config.auth.trusted_proxies.length > 0 ? [...deps.config.auth.trusted_proxies] : false,
     logController: new LogController({ disableRequestLogging: true }),
     routerOptions: { ignoreTrailingSlash: true }
   }) as unknown as FastifyInstance
   const pools = new PoolRegistry({ max: deps.config.auth.pool_per_tenant })
   const mailer = createMailer({ config: deps.config, logger })
+  const rateLimits = new RateLimits({ config: deps.config })
   const now = deps.now ?? (() => new Date())
 
+  // GoTrue-style JSON: an empty body is `{}`, bad JSON or too deep nesting is 400 bad_json.
+  const parseJson = jsonParser(deps.config.auth.max_json_depth)
   app.removeAllContentTypeParsers()
   app.addContentTypeParser('application/json', { parseAs: 'string', bodyLimit: MAX_BODY }, parseJson)
   app.addContentTypeParser('application/x-www-form-urlencoded', { parseAs: 'string', bodyLimit: MAX_BODY }, (_req, body, done) => {
@@ -97,8 +96,9 @@ export function buildAuthEngine (deps: AuthEngineDeps): FastifyInstance {
   app.addContentTypeParser('*', { parseAs: 'string', bodyLimit: MAX_BODY }, parseJson)
 
   app.setErrorHandler((err: FastifyError | GatehouseError, req, reply) => {
-    const e = err instanceof GatehouseError ? err : translateFastifyError(err as FastifyError)
-    if (e.status >= 500) req.log.error({ err: e.internal ?? e.cause ?? err, reqId: req.id }, 'auth engine failure')
+    const e = toAuthError(err instanceof GatehouseError ? err : translateFastifyError(err as FastifyError))
+    if (e.code === 'database_unavailable') req.log.warn({ err: e.internal ?? err, reqId: req.id }, 'tenant database unreachable')
+    else if (e.status >= 500) req.log.error({ err: e.internal ?? e.cause ?? err, reqId: req.id }, 'auth engine failure')
     const r = renderAuthError(e, req.headers['x-supabase-api-version'], String(req.id))
     reply.code(r.status).headers(r.headers).send(r.body)
   })
@@ -117,7 +117,7 @@ export function buildAuthEngine (deps: AuthEngineDeps): FastifyInstance {
   app.get('/health', async () => HEALTH_BODY)
 
   app.register(async (scope) => {
-    scope.addHook('onRequest', resolveTenantHook({ config: deps.config, pools, mailer, now, tenants: deps.tenants }))
+    scope.addHook('onRequest', resolveTenantHook({ config: deps.config, pools, mailer, rateLimits, now, tenants: deps.tenants }))
     await scope.register(healthRoutes)
     await scope.register(settingsRoutes)
     await scope.register(jwksRoutes)
@@ -140,6 +140,7 @@ export function buildAuthEngine (deps: AuthEngineDeps): FastifyInstance {
 
   app.addHook('onClose', async () => {
     mailer.close()
+    await rateLimits.close()
     await pools.close()
   })
   return app
@@ -187,10 +188,12 @@ export function createAuthService (deps: AuthServiceDeps): AuthService {
   const logger = deps.logger ?? pino({ level: deps.config.log.level })
   const pools = new PoolRegistry({ max: deps.config.auth.pool_per_tenant, allowExitOnIdle: true })
   const mailer: Mailer = createMailer({ config: deps.config, logger })
+  // The in-process exchange takes no per-IP tokens; its limiter never opens a Redis connection.
+  const rateLimits = new RateLimits({ config: deps.config, redis: null })
   const now = deps.now ?? (() => new Date())
   return {
     async findOrCreateUserByIdentity (input) {
-      const ctx = buildTenantContext({ config: deps.config, pools, mailer, now }, input.tenant, logger)
+      const ctx = buildTenantContext({ config: deps.config, pools, mailer, rateLimits, now }, input.tenant, logger)
       const ext: ExternalIdentity = {
         provider: input.provider, providerId: input.providerId, email: input.email, emailVerified: input.emailVerified, identityData: input.identityData
       }

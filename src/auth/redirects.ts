@@ -1,8 +1,7 @@
 // Redirect URLs of browser flows (spec §5.8, §6.2): parameters in the fragment (implicit:
 // tokens, errors, with the `sb` marker) or in the query (PKCE `code`, and errors again),
 // and the error parameters GoTrue derives from an error (OAuth `error` from the status).
-import { GatehouseError } from '../shared/errors.js'
-import { AuthError, oauthErrorForStatus, unexpectedFailure } from './errors.js'
+import { AuthError, oauthErrorForStatus, toAuthError } from './errors.js'
 
 /** `<url>#k=v&...&sb=` with keys sorted, replacing any fragment of the URL. */
 export function withFragmentParams (url: string, params: Record<string, string>): string {
@@ -38,7 +37,7 @@ export class ProviderRedirectError extends AuthError {
 /** error, error_code, error_description of a failure; causes stay in the log. */
 export function errorParams (err: unknown): Record<string, string> {
   if (err instanceof ProviderRedirectError) return { error: err.error, error_description: err.message }
-  const e = err instanceof GatehouseError ? err : unexpectedFailure(err)
+  const e = toAuthError(err)
   const access = ['signup_disabled', 'user_banned', 'provider_email_needs_verification'].includes(e.code)
   return {
     error: access ? 'access_denied' : oauthErrorForStatus(e.status),

@@ -6,6 +6,7 @@ import type { FastifyBaseLogger } from 'fastify'
 import type { Config } from '../config/index.js'
 import type { Tenant } from '../tenants/schema.js'
 import type { Mailer } from './mail/index.js'
+import type { RateLimits } from './rate-limits.js'
 
 /** Everything a handler needs about the tenant it serves. Built once per request. */
 export interface TenantContext {
@@ -18,6 +19,8 @@ export interface TenantContext {
   readonly externalUrl: string
   readonly config: Config
   readonly mailer: Mailer
+  /** The per-IP request buckets of this engine (shared through Redis when configured). */
+  readonly rateLimits: RateLimits
   readonly log: FastifyBaseLogger
   now (): Date
 }

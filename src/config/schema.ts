@@ -44,6 +44,12 @@ export const ConfigSchema = Type.Object({
     upstream_token_ttl_seconds: Type.Integer({ minimum: 10, default: 300 }),
     max_error_body_bytes: Type.Integer({ minimum: 1024, default: 65_536 }),
     cors_origins: Type.Array(Type.String(), { default: ['*'] }),
+    /**
+     * Addresses (IPs, CIDRs, `loopback`, `linklocal`, `uniquelocal`) of proxies in front of
+     * the gateway whose X-Forwarded-For names the client; by default none (the socket's
+     * address is the client). The gateway sends engines exactly one X-Forwarded-For entry.
+     */
+    trusted_proxies: Type.Array(Type.String({ minLength: 1 }), { default: [] }),
     shutdown_grace_ms: Type.Integer({ minimum: 0, default: 10_000 })
   }, { default: {}, additionalProperties: false }),
   rest: Type.Object({
@@ -63,7 +69,15 @@ export const ConfigSchema = Type.Object({
   auth: Type.Object({
     ...Listen(9999),
     pool_per_tenant: Type.Integer({ minimum: 1, default: 5 }),
-    bcrypt_cost: Type.Integer({ minimum: 4, maximum: 15, default: 10 })
+    bcrypt_cost: Type.Integer({ minimum: 4, maximum: 15, default: 10 }),
+    /** Deepest nesting of objects/arrays a JSON body may have (user_metadata, data ...); deeper is 400. */
+    max_json_depth: Type.Integer({ minimum: 2, maximum: 10_000, default: 64 }),
+    /**
+     * Addresses (IPs, CIDRs, `loopback`, `linklocal`, `uniquelocal`) whose X-Forwarded-For
+     * the engine believes for the client IP of rate limits and sessions: the gateways in
+     * front of it. Any other peer's header is ignored and its socket address is the client IP.
+     */
+    trusted_proxies: Type.Array(Type.String({ minLength: 1 }), { default: ['loopback'] })
   }, { default: {}, additionalProperties: false }),
   panel: Type.Object({
     ...Listen(8001),

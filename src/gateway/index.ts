@@ -43,7 +43,9 @@ export function buildGateway (deps: GatewayDeps): FastifyInstance {
       return isValidRequestId(v) ? v : randomUUID()
     },
     childLoggerFactory: lazyChildLoggerFactory,
-    trustProxy: false,
+    // The client IP (request.ip, sent upstream as the only X-Forwarded-For entry) is the
+    // socket's, or from X-Forwarded-For when the peer is a listed proxy (a load balancer).
+    trustProxy: g.trusted_proxies.length > 0 ? [...g.trusted_proxies] : false,
     // Requests that arrive while closing get our 503 (JSON, Retry-After) from the routes,
     // not fastify's bare one; fastify still adds `Connection: close`.
     return503OnClosing: false,

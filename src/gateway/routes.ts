@@ -119,7 +119,7 @@ export function proxyRoutes (deps: ProxyRouteDeps) {
     const target = baseUrl(service === 'rest' ? tenant.upstreams.rest : tenant.upstreams.auth)
     const hasBody = hasRequestBody(raw.headers)
     raw.headers = buildUpstreamHeaders(raw.headers, authorization, request.id, {
-      for: raw.socket.remoteAddress ?? '',
+      for: request.ip ?? raw.socket.remoteAddress ?? '',
       proto: deps.forwardedProto,
       host: deps.forwardedHost
     }) as IncomingHttpHeaders

@@ -51,6 +51,39 @@ export const MailTemplatesSchema = Type.Object({
   reauthentication: Type.Optional(MailTemplateSchema)
 }, { additionalProperties: false })
 
+/**
+ * GoTrue's per-IP rate limits (RATE_LIMIT_OTP, _TOKEN_REFRESH, _VERIFY): buckets of 30
+ * tokens refilled at `rate` per `interval_seconds`. Anonymous sign-ins and MFA have their
+ * own flat settings (anonymous_rate_per_hour, mfa_rate_per_minute) as GoTrue does.
+ */
+export const DEFAULT_RATE_LIMITS = {
+  /** POST /signup with email or phone; POST /token password, pkce, id_token. */
+  sign_in_sign_up: { capacity: 30, rate: 30, interval_seconds: 300 },
+  /** POST /token grant_type=refresh_token. */
+  token_refresh: { capacity: 30, rate: 150, interval_seconds: 300 },
+  /** GET and POST /verify. */
+  verify: { capacity: 30, rate: 30, interval_seconds: 300 },
+  /** POST /otp, /magiclink, /recover, /resend; PUT /user. */
+  otp: { capacity: 30, rate: 30, interval_seconds: 300 }
+} as const
+
+export type RateLimitBucketName = keyof typeof DEFAULT_RATE_LIMITS
+
+const rateLimitBucket = (d: { capacity: number, rate: number, interval_seconds: number }) => Type.Object({
+  /** Requests a client may make at once (the bucket's size). */
+  capacity: Type.Integer({ minimum: 1, default: d.capacity }),
+  /** Requests refilled per interval_seconds. */
+  rate: Type.Integer({ minimum: 1, default: d.rate }),
+  interval_seconds: Type.Integer({ minimum: 1, default: d.interval_seconds })
+}, { additionalProperties: false, default: {} })
+
+export const RateLimitsSchema = Type.Object({
+  sign_in_sign_up: rateLimitBucket(DEFAULT_RATE_LIMITS.sign_in_sign_up),
+  token_refresh: rateLimitBucket(DEFAULT_RATE_LIMITS.token_refresh),
+  verify: rateLimitBucket(DEFAULT_RATE_LIMITS.verify),
+  otp: rateLimitBucket(DEFAULT_RATE_LIMITS.otp)
+}, { additionalProperties: false, default: {} })
+
 export const AuthSettingsSchema = Type.Object({
   site_url: Type.String({ default: 'http://localhost:3000' }),
   redirect_urls: Type.Array(Type.String(), { default: [] }),
@@ -84,6 +117,8 @@ export const AuthSettingsSchema = Type.Object({
   mail_min_interval: Type.Integer({ minimum: 0, default: 60 }),
   /** Mails per hour for the whole tenant (GoTrue RATE_LIMIT_EMAIL_SENT). */
   mail_rate_per_hour: Type.Integer({ minimum: 0, default: 30 }),
+  /** Per-IP request limits (GoTrue's classes and defaults); see DEFAULT_RATE_LIMITS. */
+  rate_limits: Type.Optional(RateLimitsSchema),
   providers: Type.Record(Type.String({ pattern: '^[a-z][a-z0-9_-]*$' }), ProviderSchema, { default: {} }),
   smtp: Type.Optional(SmtpSchema),
   mail_templates: Type.Optional(MailTemplatesSchema)
@@ -129,6 +164,8 @@ export const TenantFileSchema = Type.Object({
 export type TenantFile = Static<typeof TenantFileSchema>
 export type AuthSettings = Static<typeof AuthSettingsSchema>
 export type ProviderSettings = Static<typeof ProviderSchema>
+export type RateLimits = Static<typeof RateLimitsSchema>
+export interface RateLimitBucket { capacity: number, rate: number, interval_seconds: number }
 
 /** A stored key: `sha256:<hex>`. Plain keys never reach the store. */
 export type KeyHash = string

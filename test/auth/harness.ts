@@ -43,6 +43,8 @@ export interface AuthHarness {
   serviceToken (t: TestTenant): Promise<string>
   /** A verify link of a mail rewritten from the public URL to this engine. */
   engineLink (t: TestTenant, link: string): string
+  /** The tenant look-up the engine uses (setAuth/setTenant changes included), for a second engine. */
+  lookup: { get (db: string): Promise<Tenant | null> }
   /** A query on the tenant database as its owner. */
   ownerQuery<R extends pg.QueryResultRow = pg.QueryResultRow> (t: TestTenant, sql: string, values?: unknown[]): Promise<pg.QueryResult<R>>
 }
@@ -51,13 +53,21 @@ export interface HarnessOptions {
   tenants?: TestTenantOptions[]
   bcryptCost?: number
   poolPerTenant?: number
+  /** More of the process config's auth section (trusted_proxies, max_json_depth ...). */
+  auth?: Record<string, unknown>
+  /** The process config's redis section (counters of rate limits shared through it). */
+  redis?: { url: string, key_prefix?: string }
 }
+
+/** Rate limits no ordinary test reaches; tests of the limits set their own. */
+export const ROOMY_RATE_LIMITS = Object.fromEntries(
+  ['sign_in_sign_up', 'token_refresh', 'verify', 'otp'].map((k) => [k, { capacity: 100_000, rate: 100_000, interval_seconds: 1 }]))
 
 export async function startAuth (t: Teardown, opts: HarnessOptions = {}): Promise<AuthHarness & { list: TestTenant[] }> {
   const mail = await startMailCatcher(t)
   const clock = testClock()
   const list = await Promise.all((opts.tenants ?? [{}]).map((o) =>
-    createTestTenant(t, { ...o, auth: { mail_min_interval: 0, mail_rate_per_hour: 1000, ...(o.auth ?? {}) } })))
+    createTestTenant(t, { ...o, auth: { mail_min_interval: 0, mail_rate_per_hour: 1000, rate_limits: ROOMY_RATE_LIMITS as never, ...(o.auth ?? {}) } })))
   const tenants = new Map(list.map((x) => [x.database, x]))
   const runtime = new Map<string, Tenant>(list.map((x) => [x.database, x.tenant]))
   const config = loadConfig({
@@ -65,11 +75,13 @@ export async function startAuth (t: Teardown, opts: HarnessOptions = {}): Promis
     overrides: {
       public_url: PUBLIC_URL,
       log: { level: 'silent' },
-      auth: { port: 0, bcrypt_cost: opts.bcryptCost ?? 4, pool_per_tenant: opts.poolPerTenant ?? 5 },
-      mail: { smtp_host: mail.host, smtp_port: mail.port }
+      auth: { port: 0, bcrypt_cost: opts.bcryptCost ?? 4, pool_per_tenant: opts.poolPerTenant ?? 5, ...(opts.auth ?? {}) },
+      mail: { smtp_host: mail.host, smtp_port: mail.port },
+      ...(opts.redis ? { redis: opts.redis } : {})
     }
   })
-  const app = buildAuthEngine({ config, tenants: { get: async (db) => runtime.get(db) ?? null }, now: clock.now })
+  const lookup = { get: async (db: string) => runtime.get(db) ?? null }
+  const app = buildAuthEngine({ config, tenants: lookup, now: clock.now })
   await app.listen({ port: 0, host: '127.0.0.1' })
   t.teardown(() => app.close())
   const url = `http://127.0.0.1:${(app.server.address() as AddressInfo).port}`
@@ -77,7 +89,7 @@ export async function startAuth (t: Teardown, opts: HarnessOptions = {}): Promis
   t.teardown(async () => { for (const p of owners.values()) await p.end().catch(() => {}) })
 
   const h: AuthHarness & { list: TestTenant[] } = {
-    app, url, config, mail, clock, tenants, list,
+    app, url, config, mail, clock, tenants, list, lookup,
     base: (x) => `${url}/${x.database}`,
     setAuth (x, auth) {
       const cur = runtime.get(x.database)!

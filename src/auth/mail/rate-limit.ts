@@ -18,16 +18,22 @@ export async function reserveMailSend (q: Queryable, settings: Pick<AuthSettings
   send: { address: string, bucket: string, now: Date }): Promise<void> {
   await q.query('SELECT pg_advisory_xact_lock($1)', [LOCK_KEY])
   const address = send.address.toLowerCase()
-  const r = await q.query<{ hour_count: number, last_sent: Date | null }>(
-    `SELECT (SELECT count(*)::int FROM auth.gatehouse_mail_sends WHERE sent_at > $1::timestamptz - interval '1 hour') AS hour_count,
+  // The hour's count, and the send whose leaving the window frees the next slot.
+  const r = await q.query<{ hour_count: number, frees_at: Date | null, last_sent: Date | null }>(
+    `WITH hour AS (SELECT sent_at FROM auth.gatehouse_mail_sends WHERE sent_at > $1::timestamptz - interval '1 hour')
+     SELECT (SELECT count(*)::int FROM hour) AS hour_count,
+            (SELECT sent_at + interval '1 hour' FROM hour ORDER BY sent_at DESC OFFSET greatest($4::int - 1, 0) LIMIT 1) AS frees_at,
             (SELECT max(sent_at) FROM auth.gatehouse_mail_sends WHERE address = $2 AND kind = $3) AS last_sent`,
-    [send.now, address, send.bucket])
-  const { hour_count: hourCount, last_sent: lastSent } = r.rows[0]!
+    [send.now, address, send.bucket, settings.mail_rate_per_hour])
+  const { hour_count: hourCount, frees_at: freesAt, last_sent: lastSent } = r.rows[0]!
   if (settings.mail_min_interval > 0 && lastSent) {
     const wait = Math.ceil((lastSent.getTime() + settings.mail_min_interval * 1000 - send.now.getTime()) / 1000)
-    if (wait > 0) throw overEmailSendRateLimit(`For security purposes, you can only request this after ${wait} seconds.`)
+    if (wait > 0) throw overEmailSendRateLimit(`For security purposes, you can only request this after ${wait} seconds.`, wait)
   }
-  if (hourCount >= settings.mail_rate_per_hour) throw overEmailSendRateLimit()
+  if (hourCount >= settings.mail_rate_per_hour) {
+    const wait = freesAt ? Math.ceil((freesAt.getTime() - send.now.getTime()) / 1000) : 3600
+    throw overEmailSendRateLimit(undefined, Math.max(1, wait))
+  }
   await q.query('INSERT INTO auth.gatehouse_mail_sends (address, kind, sent_at) VALUES ($1, $2, $3)', [address, send.bucket, send.now])
   // Rows older than both windows are of no further use.
   const keepSeconds = Math.max(3600, settings.mail_min_interval)

@@ -7,7 +7,7 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import { withTransaction } from '../../shared/pg.js'
 import { resolveIdentityUser, signInWithIdentity, type ExternalIdentity } from '../accounts.js'
 import {
-  AuthError, badOAuthCallback, badOAuthState, flowStateAlreadyUsed, unexpectedFailure
+  AuthError, badOAuthCallback, badOAuthState, flowStateAlreadyUsed, toAuthError, unexpectedFailure
 } from '../errors.js'
 import { contextOf } from '../hooks/resolve-tenant.js'
 import { UUID } from '../hooks/require-user.js'
@@ -111,7 +111,7 @@ async function handleCallback (req: FastifyRequest, reply: FastifyReply) {
     if (tokens.refreshToken) fragment.provider_refresh_token = tokens.refreshToken
     return reply.redirect(withFragmentParams(target, fragment), 302)
   } catch (err) {
-    const e = err instanceof ProviderRedirectError || err instanceof AuthError ? err : unexpectedFailure(err)
+    const e = err instanceof ProviderRedirectError ? err : toAuthError(err instanceof AuthError ? err : unexpectedFailure(err))
     if (e.status >= 500) req.log.error({ err: e.internal ?? err }, 'provider callback failed')
     return reply.redirect(errorRedirectUrl(target, e, true), 302)
   }

@@ -11,6 +11,7 @@ import {
   magicLinkDisabled, otpDisabled, phoneProviderDisabled, signupDisabled, validationFailed, validationFailed422
 } from '../errors.js'
 import { contextOf } from '../hooks/resolve-tenant.js'
+import { limitRequest } from '../rate-limits.js'
 import { bodyOf, normaliseEmail, optBool, optObject, optString, redirectUrlOf } from '../http.js'
 import { audit } from '../models/audit-log.js'
 import { findUserByEmail, lockUserById } from '../models/users.js'
@@ -74,6 +75,7 @@ function magicLinkRequest (ctx: TenantContext, req: FastifyRequest, email: strin
 export async function otpRoutes (scope: FastifyInstance): Promise<void> {
   scope.post('/otp', async (req) => {
     const ctx = contextOf(req)
+    await limitRequest(req, ctx, 'otp')
     const b = bodyOf(req)
     const email = optString(b, 'email')
     const phone = optString(b, 'phone')
@@ -88,6 +90,7 @@ export async function otpRoutes (scope: FastifyInstance): Promise<void> {
 
   scope.post('/magiclink', async (req) => {
     const ctx = contextOf(req)
+    await limitRequest(req, ctx, 'otp')
     const b = bodyOf(req)
     if (!ctx.tenant.auth.magic_link) throw magicLinkDisabled()
     const email = optString(b, 'email')

@@ -6,6 +6,7 @@ import { withTransaction } from '../../shared/pg.js'
 import { sendEmailToken } from '../confirmations.js'
 import { validationFailed } from '../errors.js'
 import { contextOf } from '../hooks/resolve-tenant.js'
+import { limitRequest } from '../rate-limits.js'
 import { bodyOf, normaliseEmail, optString, redirectUrlOf } from '../http.js'
 import { findUserByEmail, lockUserById } from '../models/users.js'
 import { pkceParamsOf, startEmailFlow } from '../pkce.js'
@@ -13,6 +14,7 @@ import { pkceParamsOf, startEmailFlow } from '../pkce.js'
 export async function recoverRoutes (scope: FastifyInstance): Promise<void> {
   scope.post('/recover', async (req) => {
     const ctx = contextOf(req)
+    await limitRequest(req, ctx, 'otp')
     const b = bodyOf(req)
     const email = optString(b, 'email')
     if (!email) throw validationFailed('Password recovery requires an email')

@@ -7,6 +7,7 @@ import { withTransaction } from '../../shared/pg.js'
 import { sendEmailToken } from '../confirmations.js'
 import { phoneProviderDisabled, validationFailed } from '../errors.js'
 import { contextOf } from '../hooks/resolve-tenant.js'
+import { limitRequest } from '../rate-limits.js'
 import { bodyOf, normaliseEmail, optString, redirectUrlOf } from '../http.js'
 import { findUserByEmail, lockUserById } from '../models/users.js'
 import { pkceParamsOf, startEmailFlow } from '../pkce.js'
@@ -16,6 +17,7 @@ const TYPES = ['signup', 'email_change', 'sms', 'phone_change']
 export async function resendRoutes (scope: FastifyInstance): Promise<void> {
   scope.post('/resend', async (req) => {
     const ctx = contextOf(req)
+    await limitRequest(req, ctx, 'otp')
     const b = bodyOf(req)
     const type = optString(b, 'type') ?? ''
     const email = optString(b, 'email')

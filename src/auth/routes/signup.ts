@@ -12,6 +12,7 @@ import {
   anonymousDisabled, phoneProviderDisabled, signupDisabled, userAlreadyExists, validationFailed
 } from '../errors.js'
 import { contextOf } from '../hooks/resolve-tenant.js'
+import { limitRequest } from '../rate-limits.js'
 import { bodyOf, clientMeta, normaliseEmail, optObject, optString, redirectUrlOf } from '../http.js'
 import { audit } from '../models/audit-log.js'
 import { identitiesForUser } from '../models/identities.js'
@@ -55,6 +56,7 @@ export async function signupRoutes (scope: FastifyInstance): Promise<void> {
     const password = optString(b, 'password')
     const data = optObject(b, 'data')
     if (!email && !phone) return anonymousSignIn(ctx, req, data)
+    await limitRequest(req, ctx, 'sign_in_sign_up')
 
     if (!settings.signup_enabled) throw signupDisabled()
     if (!password) throw validationFailed('Signup requires a valid password')

@@ -4,14 +4,18 @@ import type { FastifyInstance } from 'fastify'
 import { invalidCredentials } from '../errors.js'
 import { GRANTS } from '../grants/index.js'
 import { contextOf } from '../hooks/resolve-tenant.js'
+import { limitRequest } from '../rate-limits.js'
 import { bodyOf, queryParam } from '../http.js'
 import { ownValue } from '../../shared/own.js'
 
 export async function tokenRoutes (scope: FastifyInstance): Promise<void> {
   scope.post('/token', async (req) => {
     const ctx = contextOf(req)
-    const grant = ownValue(GRANTS, queryParam(req, 'grant_type') ?? '')
+    const grantType = queryParam(req, 'grant_type') ?? ''
+    const grant = ownValue(GRANTS, grantType)
     if (!grant) throw invalidCredentials('unsupported_grant_type')
+    // Refreshing a session has its own, larger bucket; every other grant is a sign-in.
+    await limitRequest(req, ctx, grantType === 'refresh_token' ? 'token_refresh' : 'sign_in_sign_up')
     return grant(ctx, req, bodyOf(req))
   })
 }

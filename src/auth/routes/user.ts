@@ -10,6 +10,7 @@ import {
   aal2RequiredToUpdate, emailExists, notAdmin, phoneProviderDisabled, reauthenticationNeeded, samePassword, validationFailed422
 } from '../errors.js'
 import { contextOf } from '../hooks/resolve-tenant.js'
+import { limitRequest } from '../rate-limits.js'
 import { requireUser } from '../hooks/require-user.js'
 import { bodyOf, normaliseEmail, optObject, optString, redirectUrlOf } from '../http.js'
 import { audit } from '../models/audit-log.js'
@@ -40,6 +41,7 @@ export async function userRoutes (scope: FastifyInstance): Promise<void> {
   scope.put('/user', async (req) => {
     const ctx = contextOf(req)
     const { user: current, sessionId } = await requireUser(ctx, req)
+    await limitRequest(req, ctx, 'otp')
     const settings = ctx.tenant.auth
     const b = bodyOf(req)
     const rawEmail = optString(b, 'email')

@@ -8,8 +8,9 @@ import { GatehouseError } from '../../shared/errors.js'
 import { withTransaction } from '../../shared/pg.js'
 import { verifyTokenHash, type VerifyOutcome } from '../confirmations.js'
 import { hashOtp } from '../crypto.js'
-import { AuthError, oauthErrorForStatus, unexpectedFailure, validationFailed, validationFailed422 } from '../errors.js'
+import { AuthError, oauthErrorForStatus, toAuthError, validationFailed, validationFailed422 } from '../errors.js'
 import { contextOf } from '../hooks/resolve-tenant.js'
+import { limitRequest } from '../rate-limits.js'
 import { bodyOf, clientMeta, normaliseEmail, optString, queryParam, redirectUrlOf } from '../http.js'
 import { findOneTimeToken } from '../models/one-time-tokens.js'
 import { findLatestFlowState, updateFlowState } from '../models/flow-state.js'
@@ -74,7 +75,7 @@ async function verifyAndSignIn (ctx: TenantContext, req: FastifyRequest, type: s
 }
 
 function errorRedirect (reply: FastifyReply, redirectTo: string, err: unknown, log: FastifyRequest['log']) {
-  const e = err instanceof GatehouseError ? err : unexpectedFailure(err)
+  const e = toAuthError(err)
   if (e.status >= 500) log.error({ err: e.internal ?? err }, 'verify failed')
   const description = e.status >= 500 ? 'Unexpected failure, please check server logs for more information' : e.message
   return reply.code(303).redirect(withFragment(redirectTo, {
@@ -85,6 +86,7 @@ function errorRedirect (reply: FastifyReply, redirectTo: string, err: unknown, l
 export async function verifyRoutes (scope: FastifyInstance): Promise<void> {
   scope.get('/verify', async (req, reply) => {
     const ctx = contextOf(req)
+    await limitRequest(req, ctx, 'verify')
     const type = queryParam(req, 'type')
     const token = queryParam(req, 'token')
     if (!type) throw validationFailed('Verify requires a verification type')
@@ -119,6 +121,7 @@ export async function verifyRoutes (scope: FastifyInstance): Promise<void> {
 
   scope.post('/verify', async (req) => {
     const ctx = contextOf(req)
+    await limitRequest(req, ctx, 'verify')
     const b = bodyOf(req)
     const type = optString(b, 'type')
     const token = optString(b, 'token')

@@ -1,0 +1,39 @@
+// The auth engine's JSON body parser: GoTrue reads every body as JSON (an empty body is
+// `{}`); nesting deeper than the configured depth is refused before JSON.parse runs, so a
+// body like `{"a":{"a":...}}` fifty thousand levels deep is a 400 naming the limit, not a
+// stack overflow further down (JSON.stringify for Postgres, the user JSON we send back).
+import { badJson } from './errors.js'
+
+/**
+ * The deepest nesting of objects and arrays in a JSON text, counting only brackets outside
+ * strings; stops counting as soon as `limit` is passed. Linear, no recursion.
+ */
+export function jsonDepthExceeds (text: string, limit: number): boolean {
+  let depth = 0
+  let inString = false
+  for (let i = 0; i < text.length; i++) {
+    const c = text.charCodeAt(i)
+    if (inString) {
+      if (c === 92 /* \ */) i++
+      else if (c === 34 /* " */) inString = false
+    } else if (c === 34) inString = true
+    else if (c === 123 /* { */ || c === 91 /* [ */) {
+      if (++depth > limit) return true
+    } else if (c === 125 /* } */ || c === 93 /* ] */) depth--
+  }
+  return false
+}
+
+/** A fastify content-type parser for JSON bodies with a nesting limit. */
+export function jsonParser (maxDepth: number) {
+  return function parseJson (_req: unknown, body: string, done: (err: Error | null, value?: unknown) => void): void {
+    if (body.trim() === '') { done(null, {}); return }
+    if (jsonDepthExceeds(body, maxDepth)) {
+      done(badJson(`Could not parse request body as JSON: nesting deeper than ${maxDepth} levels is not accepted (auth.max_json_depth)`))
+      return
+    }
+    try { done(null, JSON.parse(body)) } catch (err) {
+      done(badJson(`Could not parse request body as JSON: ${(err as Error).message}`))
+    }
+  }
+}

@@ -1,0 +1,112 @@
+// Per-IP request limits of the auth engine, GoTrue's classes with its defaults, set per
+// tenant in `auth.rate_limits` (tenant file, panel auth-settings):
+//
+//   sign_in_sign_up     POST /signup with email or phone; POST /token password, pkce, id_token
+//   token_refresh       POST /token grant_type=refresh_token
+//   verify              GET and POST /verify
+//   otp                 POST /otp, /magiclink, /recover, /resend; PUT /user
+//
+// plus the classes of request-limits.ts (anonymous sign-ins, MFA challenge and verify),
+// whose settings are the tenant's anonymous_rate_per_hour and mfa_rate_per_minute.
+//
+// A bucket is counted per database and client IP (the socket address, or X-Forwarded-For
+// from the engine's trusted proxies: auth.trusted_proxies). Counters live in Redis when the
+// process has one (redis.url), so every engine process and replica shares them, else in
+// memory; a Redis that fails falls back to memory rather than letting requests through
+// unlimited or failing them. Over the limit: 429 over_request_rate_limit with Retry-After.
+// Mails sent per tenant are limited separately (mail/rate-limit.ts, in the tenant database).
+import type { FastifyRequest } from 'fastify'
+import type { Redis } from 'ioredis'
+import { RateLimiterMemory, RateLimiterRedis, RateLimiterRes, type RateLimiterAbstract } from 'rate-limiter-flexible'
+import { connectRedis } from '../tenants/index.js'
+import { DEFAULT_RATE_LIMITS, type RateLimitBucket, type RateLimitBucketName } from '../tenants/schema.js'
+import type { Config } from '../config/index.js'
+import { overRequestRateLimit } from './errors.js'
+import type { TenantContext } from './types.js'
+
+export type { RateLimitBucketName } from '../tenants/schema.js'
+
+/** One tenant's setting of a bucket; tenants stored before rate limits existed get GoTrue's defaults. */
+export function bucketSettings (ctx: Pick<TenantContext, 'tenant'>, name: RateLimitBucketName): RateLimitBucket {
+  const own = ctx.tenant.auth.rate_limits
+  const set = own && Object.hasOwn(own, name) ? own[name] : undefined
+  return { ...DEFAULT_RATE_LIMITS[name], ...(set ?? {}) }
+}
+
+/**
+ * The counters of one engine process. rate-limiter-flexible counts fixed windows, so a
+ * bucket of `capacity` tokens refilled at `rate` per `interval_seconds` is counted as at
+ * most `capacity` requests per window of capacity / rate x interval_seconds: the same
+ * burst and the same sustained rate as GoTrue's token bucket.
+ */
+export class RateLimits {
+  readonly #redis: Redis | null
+  readonly #ownsRedis: boolean
+  readonly #prefix: string
+  // One limiter per (bucket, points, window): a tenant's new setting starts fresh counters.
+  readonly #limiters = new Map<string, RateLimiterAbstract>()
+
+  constructor (opts: { config: Pick<Config, 'redis'>, redis?: Redis | null }) {
+    this.#prefix = `${opts.config.redis.key_prefix}auth-rl`
+    if (opts.redis !== undefined) {
+      this.#redis = opts.redis
+      this.#ownsRedis = false
+    } else if (opts.config.redis.url) {
+      // A command waits for the connection (at start) but fails after one reconnect attempt:
+      // while Redis is away the memory insurance limiter answers instead.
+      this.#redis = connectRedis(opts.config.redis.url, { maxRetriesPerRequest: 1, lazyConnect: false })
+      this.#redis.on('error', () => {})
+      this.#ownsRedis = true
+    } else {
+      this.#redis = null
+      this.#ownsRedis = false
+    }
+  }
+
+  /** Where counters are kept: `redis` or `memory`. */
+  get store (): 'redis' | 'memory' { return this.#redis ? 'redis' : 'memory' }
+
+  #limiter (name: string, b: RateLimitBucket): RateLimiterAbstract {
+    const points = b.capacity
+    const duration = Math.max(1, Math.ceil(b.capacity / b.rate * b.interval_seconds))
+    const id = `${name}:${points}:${duration}`
+    let l = this.#limiters.get(id)
+    if (!l) {
+      const keyPrefix = `${this.#prefix}:${id}`
+      const memory = new RateLimiterMemory({ keyPrefix, points, duration })
+      l = this.#redis
+        ? new RateLimiterRedis({ storeClient: this.#redis, keyPrefix, points, duration, insuranceLimiter: memory })
+        : memory
+      this.#limiters.set(id, l)
+    }
+    return l
+  }
+
+  /**
+   * Takes a token of the bucket `name` (of the given size and refill) for (database, ip);
+   * throws 429 over_request_rate_limit when there is none.
+   */
+  async consume (ctx: Pick<TenantContext, 'tenant'>, name: string, bucket: RateLimitBucket, ip: string): Promise<void> {
+    const limiter = this.#limiter(name, bucket)
+    try {
+      await limiter.consume(`${ctx.tenant.database}:${ip}`)
+    } catch (res) {
+      if (res instanceof RateLimiterRes) throw overRequestRateLimit(Math.ceil(res.msBeforeNext / 1000))
+      throw res
+    }
+  }
+
+  async close (): Promise<void> {
+    if (this.#ownsRedis && this.#redis) this.#redis.disconnect()
+  }
+}
+
+/** The client IP of a request as the engine trusts it (see auth.trusted_proxies). */
+export function clientIp (req: FastifyRequest): string {
+  return req.ip || req.socket.remoteAddress || 'unknown'
+}
+
+/** Takes a token of a bucket of auth.rate_limits for this request's tenant and client IP (429 when empty). */
+export async function limitRequest (req: FastifyRequest, ctx: TenantContext, name: RateLimitBucketName): Promise<void> {
+  await ctx.rateLimits.consume(ctx, name, bucketSettings(ctx, name), clientIp(req))
+}
