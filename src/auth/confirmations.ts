@@ -4,13 +4,14 @@
 // add their entries to EMAIL_TOKENS / VERIFY_KINDS and reuse the same functions.
 import type { Queryable } from '../shared/pg.js'
 import { generateOtp, hashOtp, randomPassword, hashPassword } from './crypto.js'
-import { otpExpired, userBannedBearer } from './errors.js'
+import { MAX_OTP_ATTEMPTS, otpAttemptsExhausted, otpExpired, userBannedBearer } from './errors.js'
 import type { MailKind, VerifyLinkType } from './mail/index.js'
 import { audit } from './models/audit-log.js'
 import { identitiesForUser, insertIdentity, updateIdentity } from './models/identities.js'
 import {
   deleteOneTimeToken, deleteOneTimeTokensOfUser, findOneTimeToken, putOneTimeToken, type OneTimeTokenType
 } from './models/one-time-tokens.js'
+import { otpAttemptsOf } from './models/otp-attempts.js'
 import { isUserBanned, lockUserById, updateUser, type UserColumn } from './models/users.js'
 import { confirmEmail, emailIdentityData, refreshProviders } from './accounts.js'
 import type { TenantContext, UserRow, UserWithIdentities } from './types.js'
@@ -169,13 +170,19 @@ async function applyEmailChange (ctx: TenantContext, q: Queryable, user: UserRow
   return { kind: 'signed_in', user: { user: updated, identities: await identitiesForUser(q, user.id) } }
 }
 
+/** The token types a verify `type` may match (`email`: a confirmation or a magic link). */
+export function ottTypesOfVerifyType (type: string): OneTimeTokenType[] {
+  if (type === 'email') return ['confirmation_token', 'recovery_token']
+  return ownValue(VERIFY_KINDS, type)?.ottTypes ?? []
+}
+
 /**
  * Verifies a token hash of one of the kind's token types: finds the one-time token, checks
  * expiry (sent_at + otp_expiry) and the ban, then applies the kind. Runs in the caller's
  * transaction. `relatesTo` (OTP verification) must match the address the token was sent to.
  */
 export async function verifyTokenHash (ctx: TenantContext, q: Queryable, type: string, hash: string,
-  opts: { relatesTo?: string, notFoundMessage?: string } = {}): Promise<VerifyOutcome> {
+  opts: { relatesTo?: string, notFoundMessage?: string, attemptCounted?: boolean } = {}): Promise<VerifyOutcome> {
   const kind = ownValue(VERIFY_KINDS, type)
   if (!kind) throw otpExpired(opts.notFoundMessage)
   const found = await findOneTimeToken(q, hash, kind.ottTypes)
@@ -185,6 +192,8 @@ export async function verifyTokenHash (ctx: TenantContext, q: Queryable, type: s
   const user = await lockUserById(q, found.user_id)
   const ott = user ? await findOneTimeToken(q, hash, kind.ottTypes) : null
   if (!user || !ott || (opts.relatesTo !== undefined && ott.relates_to !== opts.relatesTo.toLowerCase())) throw otpExpired(opts.notFoundMessage)
+  // Burned by wrong codes (the caller may have counted this very attempt already).
+  if (await otpAttemptsOf(q, ott.id) >= MAX_OTP_ATTEMPTS + (opts.attemptCounted ? 1 : 0)) throw otpAttemptsExhausted()
   if (isUserBanned(user, ctx.now())) throw userBannedBearer()
   const sent = kind.sentAt(user) ?? ott.created_at
   if (sent.getTime() + ctx.tenant.auth.otp_expiry * 1000 < ctx.now().getTime()) throw otpExpired(opts.notFoundMessage)

@@ -71,7 +71,7 @@ export const ConfigSchema = Type.Object({
     pool_per_tenant: Type.Integer({ minimum: 1, default: 5 }),
     bcrypt_cost: Type.Integer({ minimum: 4, maximum: 15, default: 10 }),
     /** Deepest nesting of objects/arrays a JSON body may have (user_metadata, data ...); deeper is 400. */
-    max_json_depth: Type.Integer({ minimum: 2, maximum: 10_000, default: 64 }),
+    max_json_depth: Type.Integer({ minimum: 2, maximum: 10_000, default: 100 }),
     /**
      * Addresses (IPs, CIDRs, `loopback`, `linklocal`, `uniquelocal`) whose X-Forwarded-For
      * the engine believes for the client IP of rate limits and sessions: the gateways in

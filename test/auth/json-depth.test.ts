@@ -13,7 +13,7 @@ function nest (levels: number): Record<string, unknown> {
 /** The same as raw text (JSON.stringify recurses and cannot make 50,000 levels). */
 const nestText = (levels: number) => '{"a":'.repeat(levels - 1) + '{}' + '}'.repeat(levels - 1)
 
-t.test('the default limit (64 levels)', async (t) => {
+t.test('the default limit (100 levels, as the REST engine)', async (t) => {
   const h = await startAuth(t)
   const x = h.list[0]!
   const deep = await fetch(`${h.base(x)}/signup`, {
@@ -24,16 +24,16 @@ t.test('the default limit (64 levels)', async (t) => {
   t.equal(deep.status, 400)
   const body = await deep.json() as { code: string, message: string }
   t.equal(body.code, 'bad_json')
-  t.match(body.message, /deeper than 64 levels/, 'the message names the limit')
+  t.match(body.message, /deeper than 100 levels/, 'the message names the limit')
   t.match(body.message, /auth\.max_json_depth/, 'and the setting')
 
   const who = email('meta')
   const up = await call(`${h.base(x)}/signup`, { body: { email: who, password: 'password-123', data: nest(60) } })
   t.equal(up.status, 200, 'metadata within the limit is stored')
   const token = up.body.access_token as string
-  // The body object is level 1: data of 63 levels makes 64, one more is refused.
-  t.equal((await call(`${h.base(x)}/user`, { method: 'PUT', token, body: { data: nest(63) } })).status, 200)
-  const over = await call(`${h.base(x)}/user`, { method: 'PUT', token, body: { data: nest(64) } })
+  // The body object is level 1: data of 99 levels makes 100, one more is refused.
+  t.equal((await call(`${h.base(x)}/user`, { method: 'PUT', token, body: { data: nest(99) } })).status, 200)
+  const over = await call(`${h.base(x)}/user`, { method: 'PUT', token, body: { data: nest(100) } })
   t.equal(over.status, 400)
   t.equal(over.body.code, 'bad_json')
   const brackets = await call(`${h.base(x)}/user`, { method: 'PUT', token, body: { data: { s: '{['.repeat(500) } } })

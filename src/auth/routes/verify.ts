@@ -6,13 +6,14 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import { GatehouseError } from '../../shared/errors.js'
 import { withTransaction } from '../../shared/pg.js'
-import { verifyTokenHash, type VerifyOutcome } from '../confirmations.js'
+import { ottTypesOfVerifyType, verifyTokenHash, type VerifyOutcome } from '../confirmations.js'
 import { hashOtp } from '../crypto.js'
-import { AuthError, oauthErrorForStatus, toAuthError, validationFailed, validationFailed422 } from '../errors.js'
+import { AuthError, MAX_OTP_ATTEMPTS, oauthErrorForStatus, otpAttemptsExhausted, toAuthError, validationFailed, validationFailed422 } from '../errors.js'
 import { contextOf } from '../hooks/resolve-tenant.js'
 import { limitRequest } from '../rate-limits.js'
 import { bodyOf, clientMeta, normaliseEmail, optString, queryParam, redirectUrlOf } from '../http.js'
 import { findOneTimeToken } from '../models/one-time-tokens.js'
+import { countOtpAttempt } from '../models/otp-attempts.js'
 import { findLatestFlowState, updateFlowState } from '../models/flow-state.js'
 import { flowMethodOfVerifyType } from '../pkce.js'
 import { errorRedirectUrl, withQueryParams } from '../redirects.js'
@@ -57,7 +58,7 @@ async function resolveToken (q: Queryable, type: string, hashes: string[]): Prom
 interface Verified { outcome: VerifyOutcome, type: string, session?: AccessTokenResponse, code?: string }
 
 async function verifyAndSignIn (ctx: TenantContext, req: FastifyRequest, type: string, hashes: string[],
-  opts: { relatesTo?: string, notFoundMessage?: string, pkceRedirect?: boolean }): Promise<Verified> {
+  opts: { relatesTo?: string, notFoundMessage?: string, pkceRedirect?: boolean, attemptCounted?: boolean }): Promise<Verified> {
   return withTransaction(ctx.db, async (q) => {
     const resolved = await resolveToken(q, type, hashes)
     const outcome = await verifyTokenHash(ctx, q, resolved.type, resolved.hash, opts)
@@ -144,8 +145,23 @@ export async function verifyRoutes (scope: FastifyInstance): Promise<void> {
       hashes = [hash, 'pkce_' + hash]
       relatesTo = address
     }
-    const { outcome, session } = await verifyAndSignIn(ctx, req, type, hashes, { relatesTo })
-    if (outcome.kind === 'first_email_change_confirmation') return { msg: FIRST_EMAIL_CHANGE, code: '200' }
-    return session!
+    if (relatesTo === undefined) {
+      const { outcome, session } = await verifyAndSignIn(ctx, req, type, hashes, {})
+      if (outcome.kind === 'first_email_change_confirmation') return { msg: FIRST_EMAIL_CHANGE, code: '200' }
+      return session!
+    }
+    // A code with its address: the attempt counts against that address's outstanding codes
+    // before the code is checked, so however many clients guess at once, a code is checked
+    // MAX_OTP_ATTEMPTS times at most; after that even the right code is refused.
+    const attempts = await countOtpAttempt(ctx.db, relatesTo, ottTypesOfVerifyType(type))
+    if (attempts > MAX_OTP_ATTEMPTS) throw otpAttemptsExhausted()
+    try {
+      const { outcome, session } = await verifyAndSignIn(ctx, req, type, hashes, { relatesTo, attemptCounted: true })
+      if (outcome.kind === 'first_email_change_confirmation') return { msg: FIRST_EMAIL_CHANGE, code: '200' }
+      return session!
+    } catch (err) {
+      if (attempts === MAX_OTP_ATTEMPTS && err instanceof AuthError && err.code === 'otp_expired') throw otpAttemptsExhausted()
+      throw err
+    }
   })
 }
