@@ -13,7 +13,7 @@ import type {
 import { isToOne, qnKey, type QualifiedName, type Relationship, type SchemaCache, type Table } from '../schema-cache/types.js'
 import { findRelationship } from './relationships.js'
 import type {
-  CoercibleField, ComputedSource, Condition, JoinCondition, PlannedOrder, Qualifier, ReadNode, SelectColumn, Spread, SpreadSelect
+  CoercibleField, ComputedSource, Condition, JoinCondition, PlannedOrder, Qualifier, ReadNode, SelectColumn, Spread, SpreadOrderSelect, SpreadSelect
 } from './types.js'
 
 export interface ReadPlanOptions {
@@ -307,13 +307,11 @@ function finish (d: Draft, ctx: Finish, parentHasAgg: boolean): { node: ReadNode
       const aggregated = select.some((s) => s.aggregate != null) ||
         children.some((c) => c.spread !== null && c.spread.selects.some((s) => s.aggregate !== null))
       if (aggregated) throw new NotImplementedError({ details: 'Aggregates are not implemented for one-to-many or many-to-many spreads.' })
-      const orderSelects: SelectColumn[] = []
+      const orderSelects: SpreadOrderSelect[] = []
       const spreadOrder: PlannedOrder[] = order.map((o, i) => {
-        if (o.kind !== 'field') {
-          throw new NotImplementedError({ details: 'Related orders are not implemented inside one-to-many or many-to-many spreads.' })
-        }
         const alias = `${d.aggAlias}_${o.field.name}_${i + 1}`
-        orderSelects.push({ field: o.field, alias, cast: null })
+        // A related order reads the column through the to-one child's lateral alias.
+        orderSelects.push({ from: o.kind === 'related' ? { kind: 'alias', name: o.aggAlias } : null, column: { field: o.field, alias, cast: null } })
         return { kind: 'field', field: { name: alias, jsonPath: [], toJson: false, toTsVector: null }, direction: o.direction, nulls: o.nulls }
       })
       spread = { kind: 'to-many', selects, orderSelects, order: spreadOrder }

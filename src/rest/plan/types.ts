@@ -66,7 +66,13 @@ export interface JoinCondition {
 export type Spread =
   | { readonly kind: 'to-one', readonly selects: readonly SpreadSelect[] }
   /** To-many spread: order columns are selected under generated aliases and ordered in json_agg. */
-  | { readonly kind: 'to-many', readonly selects: readonly SpreadSelect[], readonly orderSelects: readonly SelectColumn[], readonly order: readonly PlannedOrder[] }
+  | { readonly kind: 'to-many', readonly selects: readonly SpreadSelect[], readonly orderSelects: readonly SpreadOrderSelect[], readonly order: readonly PlannedOrder[] }
+
+/** An order column of a to-many spread, selected under a generated alias: the node's, or a to-one child's (`from`). */
+export interface SpreadOrderSelect {
+  readonly from: Qualifier | null
+  readonly column: SelectColumn
+}
 
 export interface ComputedSource {
   readonly function: QualifiedName

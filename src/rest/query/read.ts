@@ -239,7 +239,7 @@ export function renderNode (n: ReadNode, range: { offset: number, limit: number 
   const own = n.select.length === 0 && n.children.length === 0
     ? [column(q, '*')]
     : n.select.map((s) => renderSelectColumn(q, s))
-  const extra = n.spread !== null && n.spread.kind === 'to-many' ? n.spread.orderSelects.map((s) => renderSelectColumn(q, s)) : []
+  const extra = n.spread !== null && n.spread.kind === 'to-many' ? n.spread.orderSelects.map((s) => renderSelectColumn(s.from ?? q, s.column)) : []
   const selects = [...own, ...extra, ...n.children.flatMap(childSelects)]
   const joins = join(n.children.map(childJoin), empty)
   const conds = [...n.where.map((c) => renderCondition(q, c)), ...n.joinConditions.map(renderJoinCondition)]
