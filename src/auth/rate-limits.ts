@@ -18,13 +18,12 @@
 import type { FastifyRequest } from 'fastify'
 import type { Redis } from 'ioredis'
 import { RateLimiterMemory, RateLimiterRedis, RateLimiterRes, type RateLimiterAbstract } from 'rate-limiter-flexible'
-import { connectRedis } from '../tenants/index.js'
-import { DEFAULT_RATE_LIMITS, type RateLimitBucket, type RateLimitBucketName } from '../tenants/schema.js'
+import { connectRedis, DEFAULT_RATE_LIMITS, type RateLimitBucket, type RateLimitBucketName } from '../tenants/index.js'
 import type { Config } from '../config/index.js'
 import { overRequestRateLimit } from './errors.js'
 import type { TenantContext } from './types.js'
 
-export type { RateLimitBucketName } from '../tenants/schema.js'
+export type { RateLimitBucketName } from '../tenants/index.js'
 
 /** One tenant's setting of a bucket; tenants stored before rate limits existed get GoTrue's defaults. */
 export function bucketSettings (ctx: Pick<TenantContext, 'tenant'>, name: RateLimitBucketName): RateLimitBucket {

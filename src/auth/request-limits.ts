@@ -4,7 +4,7 @@
 // (MFA_RATE_LIMIT_CHALLENGE_AND_VERIFY); 0 switches a class off. Counted per tenant, class
 // and client IP by the engine's shared limiter (rate-limits.ts: Redis when configured).
 import type { FastifyRequest } from 'fastify'
-import type { RateLimitBucket } from '../tenants/schema.js'
+import type { RateLimitBucket } from '../tenants/index.js'
 import { clientIp } from './rate-limits.js'
 import type { TenantContext } from './types.js'
 

@@ -3,7 +3,7 @@
 // confirmation): the masked view (secrets never leave), and a validated merge of a PATCH
 // into the tenant's settings (the tenant record schema of src/tenants decides validity).
 import { Ajv, type ErrorObject } from 'ajv'
-import { AuthSettingsSchema, type AuthSettings, type ProviderSettings } from '../tenants/index.js'
+import { AuthSettingsSchema, DEFAULT_RATE_LIMITS, type AuthSettings, type ProviderSettings, type RateLimits } from '../tenants/index.js'
 import { ValidationError } from './errors.js'
 import { ownValue } from '../shared/own.js'
 
@@ -14,7 +14,7 @@ export const MASKED_SECRET = '********'
 export const PATCHABLE = [
   'site_url', 'redirect_urls', 'magic_link', 'pkce', 'mail_confirmation', 'providers',
   'anonymous_sign_in', 'anonymous_rate_per_hour', 'mfa_totp_enroll', 'mfa_totp_verify', 'mfa_max_enrolled_factors',
-  'mfa_rate_per_minute', 'manual_linking', 'secure_password_change'
+  'mfa_rate_per_minute', 'manual_linking', 'secure_password_change', 'mail_rate_per_hour', 'rate_limits'
 ] as const
 
 export interface MaskedProvider {
@@ -43,7 +43,21 @@ export interface AuthSettingsView {
   mfa_rate_per_minute: number
   manual_linking: boolean
   secure_password_change: boolean
+  /** Mails per hour for the database (GoTrue RATE_LIMIT_EMAIL_SENT). */
+  mail_rate_per_hour: number
+  /** The per-IP request buckets, every one with its effective capacity, rate and interval. */
+  rate_limits: RateLimits
   providers: Record<string, MaskedProvider>
+}
+
+/** The tenant's buckets over GoTrue's defaults (records stored before rate limits have none). */
+function effectiveRateLimits (own: RateLimits | undefined): RateLimits {
+  const out = structuredClone(DEFAULT_RATE_LIMITS) as unknown as RateLimits
+  for (const name of Object.keys(out) as Array<keyof RateLimits>) {
+    const set = own && Object.hasOwn(own, name) ? own[name] : undefined
+    if (set) out[name] = { ...out[name], ...structuredClone(set) }
+  }
+  return out
 }
 
 export function maskAuthSettings (a: AuthSettings): AuthSettingsView {
@@ -67,6 +81,8 @@ export function maskAuthSettings (a: AuthSettings): AuthSettingsView {
     mfa_rate_per_minute: a.mfa_rate_per_minute,
     manual_linking: a.manual_linking,
     secure_password_change: a.secure_password_change,
+    mail_rate_per_hour: a.mail_rate_per_hour,
+    rate_limits: effectiveRateLimits(a.rate_limits),
     providers
   }
 }
@@ -108,7 +124,7 @@ export function applyAuthSettingsPatch (current: AuthSettings, patch: unknown): 
 
   const next = structuredClone(current) as AuthSettings & Record<string, unknown>
   for (const k of PATCHABLE) {
-    if (!(k in patch) || k === 'providers') continue
+    if (!(k in patch) || k === 'providers' || k === 'rate_limits') continue
     next[k] = structuredClone(patch[k]) as never
   }
   if ('providers' in patch) {
@@ -132,6 +148,26 @@ export function applyAuthSettingsPatch (current: AuthSettings, patch: unknown): 
         providers[name] = merged as ProviderSettings
       }
       next.providers = providers
+    }
+  }
+  if ('rate_limits' in patch) {
+    // Buckets merge by name and field: {verify: {capacity: 10}} changes one number; null
+    // puts a bucket back to GoTrue's default.
+    const p = patch.rate_limits
+    if (!isObject(p)) {
+      problems.push('rate_limits: must be an object of bucket name -> {capacity, rate, interval_seconds} (null resets one)')
+    } else {
+      const merged: Record<string, unknown> = { ...effectiveRateLimits(current.rate_limits) }
+      for (const [name, value] of Object.entries(p)) {
+        if (value === null) {
+          if (Object.hasOwn(DEFAULT_RATE_LIMITS, name)) merged[name] = { ...DEFAULT_RATE_LIMITS[name as keyof typeof DEFAULT_RATE_LIMITS] }
+          continue
+        }
+        if (!isObject(value)) { problems.push(`rate_limits.${name}: must be an object or null`); continue }
+        const stored = Object.hasOwn(merged, name) ? merged[name] as Record<string, unknown> : {}
+        merged[name] = { ...stored, ...structuredClone(value) }
+      }
+      next.rate_limits = merged as RateLimits
     }
   }
   if (problems.length > 0) throw new ValidationError(problems.join('; '))

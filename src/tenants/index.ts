@@ -10,8 +10,9 @@ import type { StoreLogger, TenantStore } from './types.js'
 
 export {
   DATABASE_NAME, parseTenantFile, toTenant, hashKey, keyKind, keyMatches, tenantIssuer, maskTenant,
-  interpolateEnv, TenantFileSchema, AuthSettingsSchema, ProviderSchema, SmtpSchema,
-  type Tenant, type TenantFile, type AuthSettings, type ProviderSettings, type RoleKind, type KeyHash
+  interpolateEnv, TenantFileSchema, AuthSettingsSchema, ProviderSchema, SmtpSchema, RateLimitsSchema, DEFAULT_RATE_LIMITS,
+  type Tenant, type TenantFile, type AuthSettings, type ProviderSettings, type RoleKind, type KeyHash,
+  type RateLimits, type RateLimitBucket, type RateLimitBucketName
 } from './schema.js'
 export { ALL_TENANTS, type TenantLookup, type TenantStore, type ChangeListener, type StoreLogger } from './types.js'
 export { loadTenantFiles, loadTenantFileEntries, listTenantFiles, type LoadedTenantFile } from './yaml-loader.js'

@@ -46,6 +46,13 @@ t.test('GET shows the switches with secrets masked', async (t) => {
       mfa_rate_per_minute: 15,
       manual_linking: false,
       secure_password_change: false,
+      mail_rate_per_hour: 1000,
+      rate_limits: {
+        sign_in_sign_up: { capacity: 30, rate: 30, interval_seconds: 300 },
+        token_refresh: { capacity: 30, rate: 150, interval_seconds: 300 },
+        verify: { capacity: 30, rate: 30, interval_seconds: 300 },
+        otp: { capacity: 30, rate: 30, interval_seconds: 300 }
+      },
       providers: { github: { client_id: 'gh-client', secret: '********', enabled: true } }
     }
   })
@@ -66,7 +73,12 @@ t.test('bad changes are refused with 400 and nothing is written', async (t) => {
     [{ providers: { gitlab: { client_id: 'c', secret: '********' } } }, /providers.gitlab.secret: is required for a new provider/],
     [{ providers: { 'Bad Name': { client_id: 'c', secret: 's' } } }, /providers/],
     [{ providers: { github: { client_id: 'c', colour: 'red' } } }, /colour: unknown field/],
-    [[true], /JSON object/]
+    [[true], /JSON object/],
+    [{ rate_limits: 5 }, /rate_limits: must be an object/],
+    [{ rate_limits: { verify: { capacity: 0 } } }, /rate_limits.verify.capacity: must be >= 1/],
+    [{ rate_limits: { verfy: { capacity: 3 } } }, /rate_limits.verfy: unknown field/],
+    [{ rate_limits: { verify: { burst: 3 } } }, /rate_limits.verify.burst: unknown field/],
+    [{ mail_rate_per_hour: -1 }, /mail_rate_per_hour: must be >= 0/]
   ]
   for (const [body, message] of cases) {
     const r = await stack.panel('PATCH', path(), { token, body })
@@ -134,6 +146,28 @@ t.test('magic link switched on works at once through supabase-js; switched off i
   await seen
   const after = await supabase.auth.signInWithOtp({ email })
   t.equal(after.error?.code, 'email_provider_disabled')
+})
+
+t.test('a rate limit changed in the panel applies at once through the gateway', async (t) => {
+  const seen = servicesSeeChange()
+  const r = await stack.panel('PATCH', path(), { token, body: { rate_limits: { verify: { capacity: 2 } } } })
+  t.equal(r.status, 200)
+  t.same(r.body.settings.rate_limits.verify, { capacity: 2, rate: 30, interval_seconds: 300 }, 'one field changed, the others kept')
+  t.same(r.body.settings.rate_limits.otp, { capacity: 30, rate: 30, interval_seconds: 300 })
+  await seen
+  const verify = () => fetch(`${stack.gatewayUrl}/${x.database}/auth/v1/verify`, {
+    method: 'POST',
+    headers: { apikey: x.file.keys.public, 'content-type': 'application/json' },
+    body: JSON.stringify({ type: 'signup', token_hash: 'f'.repeat(56) })
+  })
+  t.equal((await verify()).status, 403)
+  t.equal((await verify()).status, 403)
+  const over = await verify()
+  t.equal(over.status, 429)
+  t.match(await over.json(), { error_code: 'over_request_rate_limit', msg: 'Request rate limit reached' })
+
+  const reset = await stack.panel('PATCH', path(), { token, body: { rate_limits: { verify: null } } })
+  t.same(reset.body.settings.rate_limits.verify, { capacity: 30, rate: 30, interval_seconds: 300 }, 'null puts GoTrue\'s default back')
 })
 
 t.test('only members of the owning organization may read or change them', async (t) => {
