@@ -21,6 +21,8 @@ import { authorizeRoutes } from './routes/authorize.js'
 import { callbackRoutes } from './routes/callback.js'
 import { factorRoutes } from './routes/factors.js'
 import { reauthenticateRoutes } from './routes/reauthenticate.js'
+import { identityRoutes } from './routes/identities.js'
+import { ssoRoutes } from './routes/sso.js'
 import { HEALTH_BODY, healthRoutes } from './routes/health.js'
 import { jwksRoutes } from './routes/jwks.js'
 import { logoutRoutes } from './routes/logout.js'
@@ -136,6 +138,8 @@ export function buildAuthEngine (deps: AuthEngineDeps): FastifyInstance {
     await scope.register(factorRoutes)
     await scope.register(adminFactorRoutes)
     await scope.register(reauthenticateRoutes)
+    await scope.register(identityRoutes)
+    await scope.register(ssoRoutes)
   }, { prefix: '/:database' })
 
   app.addHook('onClose', async () => {

@@ -3,6 +3,7 @@
 import type { FastifyRequest } from 'fastify'
 import type { Body } from '../http.js'
 import type { AccessTokenResponse, TenantContext } from '../types.js'
+import { idTokenGrant } from './id-token.js'
 import { passwordGrant } from './password.js'
 import { pkceGrant } from './pkce.js'
 import { refreshTokenGrant } from './refresh-token.js'
@@ -10,6 +11,7 @@ import { refreshTokenGrant } from './refresh-token.js'
 export type Grant = (ctx: TenantContext, req: FastifyRequest, body: Body) => Promise<AccessTokenResponse>
 
 export const GRANTS: Partial<Record<string, Grant>> = {
+  id_token: idTokenGrant,
   password: passwordGrant,
   pkce: pkceGrant,
   refresh_token: refreshTokenGrant

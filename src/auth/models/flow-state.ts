@@ -21,11 +21,13 @@ export interface FlowStateRow {
   auth_code_issued_at: Date | null
   referrer: string | null
   oauth_client_state_id: string | null
+  /** Manual linking: the user the identity is added to. */
+  linking_target_id: string | null
 }
 
 const SELECT = `id, user_id, auth_code, code_challenge_method::text AS code_challenge_method, code_challenge, provider_type,
   provider_access_token, provider_refresh_token, created_at, updated_at, authentication_method, auth_code_issued_at,
-  referrer, oauth_client_state_id`
+  referrer, oauth_client_state_id, linking_target_id`
 
 export interface NewFlowState {
   providerType: string
@@ -35,6 +37,7 @@ export interface NewFlowState {
   userId?: string | null
   referrer?: string | null
   oauthClientStateId?: string | null
+  linkingTargetId?: string | null
   now: Date
 }
 
@@ -46,11 +49,11 @@ export async function insertFlowState (q: Queryable, f: NewFlowState): Promise<F
   await q.query('DELETE FROM auth.flow_state WHERE created_at < $1::timestamptz - make_interval(secs => $2)', [f.now, KEEP_SECONDS])
   const r = await q.query<FlowStateRow>(
     `INSERT INTO auth.flow_state (id, user_id, auth_code, code_challenge_method, code_challenge, provider_type,
-        authentication_method, referrer, oauth_client_state_id, created_at, updated_at)
-     VALUES ($1, $2, $3, $4::auth.code_challenge_method, $5, $6, $7, $8, $9, $10, $10)
+        authentication_method, referrer, oauth_client_state_id, created_at, updated_at, linking_target_id)
+     VALUES ($1, $2, $3, $4::auth.code_challenge_method, $5, $6, $7, $8, $9, $10, $10, $11)
      RETURNING ${SELECT}`,
     [randomUUID(), f.userId ?? null, f.pkce ? randomUUID() : null, f.pkce?.method ?? null, f.pkce?.challenge ?? null,
-      f.providerType, f.authenticationMethod, f.referrer ?? null, f.oauthClientStateId ?? null, f.now])
+      f.providerType, f.authenticationMethod, f.referrer ?? null, f.oauthClientStateId ?? null, f.now, f.linkingTargetId ?? null])
   return r.rows[0]!
 }
 

@@ -12,12 +12,20 @@ async function readJson (res: Response, what: string): Promise<unknown> {
   try { return JSON.parse(text) } catch { throw new ProviderError(`${what}: response is not JSON`) }
 }
 
+/**
+ * Every outbound request to a provider goes through here (discovery, JWKS, token, userinfo):
+ * redirects refused, a time limit unless the caller brings its own signal.
+ */
+export async function providerFetch (url: string | URL, init: RequestInit = {}): Promise<Response> {
+  return fetch(url, { ...init, redirect: 'error', signal: init.signal ?? AbortSignal.timeout(TIMEOUT_MS) })
+}
+
 export async function getJson (url: string, what: string, accessToken?: string): Promise<unknown> {
   const headers: Record<string, string> = { accept: 'application/json', 'user-agent': 'gatehouse-auth' }
   if (accessToken) headers.authorization = `Bearer ${accessToken}`
   let res: Response
   try {
-    res = await fetch(url, { headers, redirect: 'error', signal: AbortSignal.timeout(TIMEOUT_MS) })
+    res = await providerFetch(url, { headers })
   } catch (err) {
     throw new ProviderError(`${what}: request failed`, { cause: err })
   }
@@ -45,12 +53,10 @@ export async function exchangeAuthorizationCode (r: TokenRequest): Promise<Provi
   if (r.codeVerifier) form.set('code_verifier', r.codeVerifier)
   let res: Response
   try {
-    res = await fetch(r.tokenUrl, {
+    res = await providerFetch(r.tokenUrl, {
       method: 'POST',
       headers: { accept: 'application/json', 'content-type': 'application/x-www-form-urlencoded', 'user-agent': 'gatehouse-auth' },
-      body: form.toString(),
-      redirect: 'error',
-      signal: AbortSignal.timeout(TIMEOUT_MS)
+      body: form.toString()
     })
   } catch (err) {
     throw new ProviderError('token request failed', { cause: err })

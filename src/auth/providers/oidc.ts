@@ -4,10 +4,10 @@
 // userinfo merged in. Without an issuer, explicit URLs make it a plain OAuth 2 provider
 // whose userinfo answers OIDC-style claims.
 import { createHash } from 'node:crypto'
-import { createRemoteJWKSet, jwtVerify } from 'jose'
+import { createRemoteJWKSet, customFetch, jwtVerify } from 'jose'
 import { LRUCache } from 'lru-cache'
 import type { ProviderSettings } from '../../tenants/schema.js'
-import { buildAuthorizeUrl, exchangeAuthorizationCode, getJson, joinScopes, str } from './http.js'
+import { buildAuthorizeUrl, exchangeAuthorizationCode, getJson, joinScopes, providerFetch, str } from './http.js'
 import { ProviderError, type OAuthProvider, type ProviderEmail } from './types.js'
 
 interface OidcMetadata {
@@ -53,7 +53,11 @@ export function discover (issuer: string): Promise<OidcMetadata> {
 
 function keySet (uri: string): ReturnType<typeof createRemoteJWKSet> {
   let k = keySets.get(uri)
-  if (!k) { k = createRemoteJWKSet(new URL(uri), { timeoutDuration: 10_000 }); keySets.set(uri, k) }
+  if (!k) {
+    // The key set is fetched through the provider HTTP helper like every other provider request.
+    k = createRemoteJWKSet(new URL(uri), { timeoutDuration: 10_000, [customFetch]: (url, init) => providerFetch(url, init as RequestInit) })
+    keySets.set(uri, k)
+  }
   return k
 }
 
@@ -149,4 +153,41 @@ export function oidcProvider (name: string, s: ProviderSettings, defaults: { iss
       return { id, emails, claims: claimsOf({ ...claims, iss: claims.iss ?? issuer }) }
     }
   }
+}
+
+/** The claims of an ID token an app got from the provider itself (grant_type=id_token). */
+export interface VerifiedIdToken {
+  sub?: string
+  aud: string[]
+  nonce?: string
+  claims: Record<string, unknown>
+}
+
+/**
+ * Checks an ID token against the issuer's discovery and JWKS (signature with an asymmetric
+ * key, iss, exp); the audience and nonce are the caller's to check. ProviderError when the
+ * issuer cannot be reached; IdTokenRefused when the token is not good.
+ */
+export async function verifyIdTokenOfIssuer (issuer: string, idToken: string): Promise<VerifiedIdToken> {
+  const meta = await discover(issuer)
+  let payload: Record<string, unknown>
+  try {
+    ({ payload } = await jwtVerify(idToken, keySet(meta.jwks_uri), { issuer: meta.issuer, algorithms: ASYMMETRIC, clockTolerance: 60 }))
+  } catch (err) {
+    throw new IdTokenRefused(err)
+  }
+  const aud = Array.isArray(payload.aud) ? payload.aud.filter((x): x is string => typeof x === 'string') : typeof payload.aud === 'string' ? [payload.aud] : []
+  return { sub: str(payload.sub), aud, nonce: typeof payload.nonce === 'string' ? payload.nonce : undefined, claims: payload }
+}
+
+export class IdTokenRefused extends Error {
+  constructor (cause: unknown) {
+    super('id token refused', { cause })
+    this.name = 'IdTokenRefused'
+  }
+}
+
+/** identity_data of an OIDC person (exported for the id_token grant). */
+export function identityClaimsOf (c: Record<string, unknown>): Record<string, unknown> {
+  return claimsOf(c)
 }

@@ -3,7 +3,7 @@
 // validated redirect URL with it) and the browser is sent to the provider. Errors are
 // JSON; with skip_http_redirect=true the URL is answered as {url}.
 import { createHash, randomBytes } from 'node:crypto'
-import type { FastifyInstance } from 'fastify'
+import type { FastifyInstance, FastifyRequest } from 'fastify'
 import { unexpectedFailure } from '../errors.js'
 import { contextOf } from '../hooks/resolve-tenant.js'
 import { queryParam, redirectUrlOf } from '../http.js'
@@ -23,37 +23,43 @@ export function callbackUrl (ctx: TenantContext): string {
   return `${ctx.externalUrl}/callback`
 }
 
+/**
+ * Starts an external sign-in (or, with `linkingTargetId`, the linking of an identity to that
+ * user): the flow state stored, the provider's authorization URL answered.
+ */
+export async function startExternalFlow (ctx: TenantContext, req: FastifyRequest, linkingTargetId: string | null = null): Promise<string> {
+  const name = queryParam(req, 'provider') ?? ''
+  const provider = providerOf(ctx.tenant, name)
+  const pkce = pkceParamsOf(ctx, queryParam(req, 'code_challenge'), queryParam(req, 'code_challenge_method'))
+  const redirectTo = redirectUrlOf(req, ctx.tenant.auth)
+  const scopes = (queryParam(req, 'scopes') ?? '').split(/[\s,]+/).filter((x) => x.length > 0)
+  const params = bareRecord<string>()
+  for (const [k, v] of Object.entries(req.query as Record<string, unknown>)) {
+    if (!RESERVED.has(k) && typeof v === 'string') params[k] = v
+  }
+  const now = ctx.now()
+  // Our own PKCE towards the provider: the verifier stays here, the challenge travels.
+  let codeChallenge: string | undefined
+  let clientStateId: string | null = null
+  if (provider.usesPkce) {
+    const verifier = randomBytes(48).toString('base64url')
+    codeChallenge = createHash('sha256').update(verifier).digest('base64url')
+    clientStateId = await insertOAuthClientState(ctx.db, { providerType: name, codeVerifier: verifier, now })
+  }
+  const flow = await insertFlowState(ctx.db, {
+    providerType: name, authenticationMethod: 'oauth', pkce, referrer: redirectTo, oauthClientStateId: clientStateId, linkingTargetId, now
+  })
+  try {
+    return await provider.authorizeUrl({ state: flow.id, redirectUri: callbackUrl(ctx), scopes, params, codeChallenge })
+  } catch (err) {
+    if (err instanceof ProviderError) throw unexpectedFailure(err)
+    throw err
+  }
+}
+
 export async function authorizeRoutes (scope: FastifyInstance): Promise<void> {
   scope.get('/authorize', async (req, reply) => {
-    const ctx = contextOf(req)
-    const name = queryParam(req, 'provider') ?? ''
-    const provider = providerOf(ctx.tenant, name)
-    const pkce = pkceParamsOf(ctx, queryParam(req, 'code_challenge'), queryParam(req, 'code_challenge_method'))
-    const redirectTo = redirectUrlOf(req, ctx.tenant.auth)
-    const scopes = (queryParam(req, 'scopes') ?? '').split(/[\s,]+/).filter((x) => x.length > 0)
-    const params = bareRecord<string>()
-    for (const [k, v] of Object.entries(req.query as Record<string, unknown>)) {
-      if (!RESERVED.has(k) && typeof v === 'string') params[k] = v
-    }
-    const now = ctx.now()
-    // Our own PKCE towards the provider: the verifier stays here, the challenge travels.
-    let codeChallenge: string | undefined
-    let clientStateId: string | null = null
-    if (provider.usesPkce) {
-      const verifier = randomBytes(48).toString('base64url')
-      codeChallenge = createHash('sha256').update(verifier).digest('base64url')
-      clientStateId = await insertOAuthClientState(ctx.db, { providerType: name, codeVerifier: verifier, now })
-    }
-    const flow = await insertFlowState(ctx.db, {
-      providerType: name, authenticationMethod: 'oauth', pkce, referrer: redirectTo, oauthClientStateId: clientStateId, now
-    })
-    let url: string
-    try {
-      url = await provider.authorizeUrl({ state: flow.id, redirectUri: callbackUrl(ctx), scopes, params, codeChallenge })
-    } catch (err) {
-      if (err instanceof ProviderError) throw unexpectedFailure(err)
-      throw err
-    }
+    const url = await startExternalFlow(contextOf(req), req)
     if (queryParam(req, 'skip_http_redirect') === 'true') return { url }
     return reply.redirect(url, 302)
   })

@@ -10,6 +10,8 @@ import {
   AuthError, badOAuthCallback, badOAuthState, flowStateAlreadyUsed, toAuthError, unexpectedFailure
 } from '../errors.js'
 import { contextOf } from '../hooks/resolve-tenant.js'
+import { linkIdentityToUser } from '../linking.js'
+import { startSession } from '../tokens.js'
 import { UUID } from '../hooks/require-user.js'
 import { clientMeta, isRedirectAllowed } from '../http.js'
 import {
@@ -92,14 +94,19 @@ async function handleCallback (req: FastifyRequest, reply: FastifyReply) {
         const current = await findFlowStateById(q, flow.id, true)
         if (!current) throw badOAuthState()
         if (current.user_id) throw flowStateAlreadyUsed()
-        const { user } = await resolveIdentityUser(ctx, q, ext)
+        const user = flow.linking_target_id
+          ? await linkIdentityToUser(ctx, q, flow.linking_target_id, ext)
+          : (await resolveIdentityUser(ctx, q, ext)).user
         await updateFlowState(q, flow.id, {
           userId: user.user.id, providerAccessToken: tokens.accessToken, providerRefreshToken: tokens.refreshToken ?? null, authCodeIssuedAt: ctx.now()
         }, ctx.now())
       })
       return reply.redirect(withQueryParams(target, { code: flow.auth_code }), 302)
     }
-    const { session } = await signInWithIdentity(ctx, ext, { method: 'oauth', ...clientMeta(req) })
+    const linkTo = flow.linking_target_id
+    const { session } = linkTo
+      ? { session: await withTransaction(ctx.db, async (q) => startSession(ctx, q, await linkIdentityToUser(ctx, q, linkTo, ext), { method: 'oauth', ...clientMeta(req) })) }
+      : await signInWithIdentity(ctx, ext, { method: 'oauth', ...clientMeta(req) })
     const fragment: Record<string, string> = {
       access_token: session.access_token,
       expires_at: String(session.expires_at),

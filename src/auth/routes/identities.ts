@@ -1,0 +1,47 @@
+// Manual identity linking (spec §3.16): GET /user/identities/authorize starts an external
+// sign-in whose identity is added to the caller (the provider's URL as {url} with
+// skip_http_redirect=true, else a 302), DELETE /user/identities/:identity_id removes one.
+// Both need a signed-in user first and then the database's manual_linking switch (GoTrue:
+// 404 manual_linking_disabled). GET /user/identities has no handler in GoTrue: with the
+// switch on it is 404 not_found, as there.
+import type { FastifyInstance, FastifyRequest } from 'fastify'
+import { withTransaction } from '../../shared/pg.js'
+import { identityIdNotUuid, manualLinkingDisabled, notFound, unexpectedAudience } from '../errors.js'
+import { contextOf } from '../hooks/resolve-tenant.js'
+import { requireUser, UUID } from '../hooks/require-user.js'
+import { queryParam } from '../http.js'
+import { unlinkIdentity } from '../linking.js'
+import type { AuthenticatedUser, TenantContext } from '../types.js'
+import { startExternalFlow } from './authorize.js'
+
+async function requireLinkingUser (ctx: TenantContext, req: FastifyRequest): Promise<AuthenticatedUser> {
+  const u = await requireUser(ctx, req)
+  if (!ctx.tenant.auth.manual_linking) throw manualLinkingDisabled()
+  return u
+}
+
+export async function identityRoutes (scope: FastifyInstance): Promise<void> {
+  scope.get('/user/identities', async (req) => {
+    await requireLinkingUser(contextOf(req), req)
+    throw notFound()
+  })
+
+  scope.get('/user/identities/authorize', async (req, reply) => {
+    const ctx = contextOf(req)
+    const u = await requireLinkingUser(ctx, req)
+    const url = await startExternalFlow(ctx, req, u.user.user.id)
+    if (queryParam(req, 'skip_http_redirect') === 'true') return { url }
+    return reply.redirect(url, 302)
+  })
+
+  scope.delete('/user/identities/:identity_id', async (req) => {
+    const ctx = contextOf(req)
+    const u = await requireLinkingUser(ctx, req)
+    const id = (req.params as { identity_id?: string }).identity_id ?? ''
+    if (!UUID.test(id)) throw identityIdNotUuid()
+    const aud = Array.isArray(u.claims.aud) ? u.claims.aud[0] : u.claims.aud
+    if (aud !== ctx.tenant.jwt.aud) throw unexpectedAudience()
+    await withTransaction(ctx.db, (q) => unlinkIdentity(ctx, q, u.user.user.id, id.toLowerCase()))
+    return {}
+  })
+}
