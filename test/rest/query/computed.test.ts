@@ -28,6 +28,7 @@ INSERT INTO events VALUES (1, 'launch', '2024-05-01'), (2, 'party', '2025-02-03'
 CREATE FUNCTION label(events) RETURNS text LANGUAGE sql STABLE AS $$SELECT $1.kind || '@' || $1.at$$;
 CREATE FUNCTION books_before(y int) RETURNS SETOF books LANGUAGE sql STABLE AS 'SELECT * FROM books WHERE year < y';
 SELECT platform.grant('SELECT', 'events', 'anon');
+CREATE FUNCTION people(messages) RETURNS SETOF people LANGUAGE sql STABLE ROWS 1 AS 'SELECT * FROM people WHERE id = $1.receiver_id';
 `
 
 t.test('computed relationships: schema cache, SQL, results', async (t) => {
@@ -90,7 +91,12 @@ t.test('computed relationships: schema cache, SQL, results', async (t) => {
       [{ title: 'Solaris', book_author: { name: 'Stanislaw Lem' } }, { title: 'The Cyberiad', book_author: { name: 'Stanislaw Lem' } }])
   })
 
+  t.test('a function named like a related table overrides the detected relationships (no PGRST201)', async (t) => {
+    t.same(await get('/messages?select=body,people(name)&order=id'), [{ body: 'hi', people: { name: 'Ben' } }, { body: 'yo', people: { name: 'Ann' } }])
+  })
+
   t.test('a hint does not matter; an unknown name is PGRST200', async (t) => {
+    t.same(await get('/authors?select=author_books!anything(id)&id=eq.3'), [{ author_books: [{ id: 6 }] }])
     const r = await fx.get('/authors?select=author_bookz(title)')
     t.equal(r.status, 400)
     t.equal(r.json().code, 'PGRST200')
