@@ -52,6 +52,14 @@ t.test('aggregate statements: text, then executed', async (t) => {
     ])
   })
 
+  t.test('count as a column (backwards compatible: Postgres reads it as count(row)), a cast JSON path summed', async (t) => {
+    t.same(await body(statements('/books', 'select=count')), [{ count: 7 }])
+    t.same(await body(statements('/authors', 'select=name,books(count)&id=eq.1')), [{ name: 'Ursula Le Guin', books: [{ count: 3 }] }])
+    const st = statements('/books', 'select=s:meta->>pages::integer.sum()::text')
+    t.match(st.main.text, 'SELECT CAST( SUM(CAST( "public"."books"."meta"->>$1 AS integer )) AS text ) AS "s" FROM')
+    t.same(await body(st), [{ s: '1324' }])
+  })
+
   t.test('an aliased grouping column is grouped by its alias; count(col) skips nulls', async (t) => {
     const st = statements('/books', 'select=who:author_id,priced:price.count()&order=author_id&author_id=lte.2')
     t.match(st.main.text, /GROUP BY "who" ORDER BY/)
