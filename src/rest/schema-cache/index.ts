@@ -34,7 +34,8 @@ interface Entry {
   /** Generation of `cache`. */
   have: number
   loading: Promise<SchemaCache> | null
-  lastLoadStart: number
+  /** When the last load ended (or started, while one runs): a miss reloads at most once per interval after it. */
+  lastLoadAt: number
   unlisten: (() => Promise<void>) | null
   listening: boolean
 }
@@ -60,7 +61,7 @@ export function createSchemaCacheStore (opts: { logger?: CacheLogger, missReload
 
   function startLoad (e: Entry): Promise<SchemaCache> {
     const gen = e.wanted
-    e.lastLoadStart = Date.now()
+    e.lastLoadAt = Date.now()
     const schemas = JSON.parse(e.schemas) as string[]
     const p = e.source.withCatalog((q) => loadSchemaCache(q, schemas, ++versionCounter)).then((cache) => {
       e.cache = cache
@@ -69,6 +70,7 @@ export function createSchemaCacheStore (opts: { logger?: CacheLogger, missReload
     })
     e.loading = p
     p.then(() => {
+      e.lastLoadAt = Date.now()
       if (e.loading === p) e.loading = null
       // A notification arrived during the load: load again.
       if (!closed && e.have < e.wanted && entries.get(e.key) === e) startLoad(e).catch(() => {})
@@ -121,7 +123,7 @@ export function createSchemaCacheStore (opts: { logger?: CacheLogger, missReload
     const s = JSON.stringify(schemas)
     let e = entries.get(key)
     if (!e) {
-      e = { key, schemas: s, source, cache: null, wanted: 0, have: 0, loading: null, lastLoadStart: 0, unlisten: null, listening: false }
+      e = { key, schemas: s, source, cache: null, wanted: 0, have: 0, loading: null, lastLoadAt: 0, unlisten: null, listening: false }
       entries.set(key, e)
     } else if (e.schemas !== s) {
       e.schemas = s
@@ -140,7 +142,7 @@ export function createSchemaCacheStore (opts: { logger?: CacheLogger, missReload
     },
     async reloadOnMiss (key, schemas, source) {
       const e = entryFor(key, schemas, source)
-      if (!e.loading && Date.now() - e.lastLoadStart < missInterval) return null
+      if (!e.loading && Date.now() - e.lastLoadAt < missInterval) return null
       if (!e.loading) e.wanted++
       return current(e)
     },

@@ -98,7 +98,13 @@ t.test('callers, RLS and visibility', async (t) => {
   t.test('a grant after start is seen (DDL event trigger reloads the cache)', async (t) => {
     t.equal((await fx.get('/tags?select=id')).status, 200)
     await fx.ownerSql("CREATE TABLE late (id int); INSERT INTO late VALUES (1); SELECT platform.grant('SELECT', 'late', 'anon')")
-    const r = await fx.get('/late')
+    // The reload is driven by the NOTIFY the DDL sends, which reaches the engine asynchronously.
+    const deadline = Date.now() + 5_000
+    let r = await fx.get('/late')
+    while (r.status !== 200 && Date.now() < deadline) {
+      await new Promise((resolve) => setTimeout(resolve, 50))
+      r = await fx.get('/late')
+    }
     t.same([r.status, r.json()], [200, [{ id: 1 }]])
   })
 })
