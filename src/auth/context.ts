@@ -1,43 +1,60 @@
-// Per-tenant resources of the auth engine: a pg pool per tenant on the tenant's `_authn`
-// login (tenant.engines.auth), replaced when the URL changes, and the TenantContext a
-// handler receives. The registry is owned by one engine (or service) and closed with it.
-import type pg from 'pg'
+// Per-tenant resources of the auth engine: connections of each tenant's `_authn` login
+// (tenant.engines.auth) from the shared per-tenant pools (one budget for the engine,
+// a per-tenant cap, fair shares, idle pools closed, a bounded number of tenants), and
+// the TenantContext a handler receives. The registry is owned by one engine (or
+// service) and closed with it.
 import type { FastifyBaseLogger } from 'fastify'
 import type { Config } from '../config/index.js'
-import { createPool } from '../shared/pg.js'
+import { TenantPools, TenantPoolTimeoutError, type PoolLike, type TenantPoolsSnapshot } from '../shared/index.js'
 import { tenantIssuer, type Tenant } from '../tenants/schema.js'
-import { unexpectedFailure } from './errors.js'
+import { databaseUnavailable, unexpectedFailure } from './errors.js'
 import type { Mailer } from './mail/index.js'
 import type { RateLimits } from './rate-limits.js'
 import type { TenantContext } from './types.js'
 
-export class PoolRegistry {
-  readonly #pools = new Map<string, { url: string, pool: pg.Pool }>()
-  readonly #max: number
-  readonly #allowExitOnIdle: boolean
+export interface PoolRegistryOptions {
+  /** Connections one tenant may hold. */
+  max: number
+  /** Connections for all tenants together (default 40). */
+  budget?: number
+  /** Tenant pools kept at most (default 1000). */
+  maxTenants?: number
+  /** Idle connections do not keep the process alive. */
+  allowExitOnIdle?: boolean
+}
 
-  constructor (opts: { max: number, allowExitOnIdle?: boolean }) {
-    this.#max = opts.max
-    this.#allowExitOnIdle = opts.allowExitOnIdle ?? false
+export class PoolRegistry {
+  readonly #pools: TenantPools
+
+  constructor (opts: PoolRegistryOptions) {
+    this.#pools = new TenantPools({
+      budget: opts.budget ?? 40,
+      perTenant: opts.max,
+      idleMs: 30_000,
+      acquireTimeoutMs: 10_000,
+      connectTimeoutMs: 10_000,
+      maxTenants: opts.maxTenants ?? 1000,
+      applicationName: 'gatehouse-auth',
+      // A wait for a connection that timed out answers like an unreachable database (503).
+      timeoutError: (key) => databaseUnavailable(new TenantPoolTimeoutError(key)),
+      allowExitOnIdle: opts.allowExitOnIdle
+    })
   }
 
-  /** The pool of a tenant; a changed engines.auth URL gets a new pool (the old one drains). */
-  get (tenant: Tenant): pg.Pool {
+  /** The pool of a tenant; a changed engines.auth URL retires the old URL's connections. */
+  get (tenant: Tenant): PoolLike {
     const url = tenant.engines?.auth
     if (!url) throw unexpectedFailure(new Error(`tenant ${tenant.database} has no engines.auth connection`))
-    const entry = this.#pools.get(tenant.database)
-    if (entry && entry.url === url) return entry.pool
-    if (entry) void entry.pool.end().catch(() => {})
-    const pool = createPool(url, { max: this.#max, application_name: 'gatehouse-auth' })
-    if (this.#allowExitOnIdle) (pool.options as { allowExitOnIdle?: boolean }).allowExitOnIdle = true
-    this.#pools.set(tenant.database, { url, pool })
-    return pool
+    return this.#pools.pool(tenant.database, url)
+  }
+
+  /** Every tenant's pool numbers (metrics). */
+  snapshot (): TenantPoolsSnapshot {
+    return this.#pools.snapshot()
   }
 
   async close (): Promise<void> {
-    const pools = [...this.#pools.values()]
-    this.#pools.clear()
-    await Promise.all(pools.map((p) => p.pool.end().catch(() => {})))
+    await this.#pools.close()
   }
 }
 

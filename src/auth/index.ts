@@ -82,7 +82,7 @@ export function buildAuthEngine (deps: AuthEngineDeps): FastifyInstance {
     logController: new LogController({ disableRequestLogging: true }),
     routerOptions: { ignoreTrailingSlash: true }
   }) as unknown as FastifyInstance
-  const pools = new PoolRegistry({ max: deps.config.auth.pool_per_tenant })
+  const pools = new PoolRegistry({ max: deps.config.auth.pool_per_tenant, budget: deps.config.auth.pool_budget, maxTenants: deps.config.auth.pool_max_tenants })
   const mailer = createMailer({ config: deps.config, logger })
   const rateLimits = new RateLimits({ config: deps.config })
   const now = deps.now ?? (() => new Date())
@@ -190,7 +190,7 @@ export interface AuthServiceDeps {
 
 export function createAuthService (deps: AuthServiceDeps): AuthService {
   const logger = deps.logger ?? pino({ level: deps.config.log.level })
-  const pools = new PoolRegistry({ max: deps.config.auth.pool_per_tenant, allowExitOnIdle: true })
+  const pools = new PoolRegistry({ max: deps.config.auth.pool_per_tenant, budget: deps.config.auth.pool_budget, maxTenants: deps.config.auth.pool_max_tenants, allowExitOnIdle: true })
   const mailer: Mailer = createMailer({ config: deps.config, logger })
   // The in-process exchange takes no per-IP tokens; its limiter never opens a Redis connection.
   const rateLimits = new RateLimits({ config: deps.config, redis: null })

@@ -1,18 +1,18 @@
 // Types shared by the auth engine's modules: the per-request tenant context, the rows
 // of the GoTrue tables we read, and the wire shapes we send. Importing a type from here
 // never drags in logic.
-import type pg from 'pg'
 import type { FastifyBaseLogger } from 'fastify'
 import type { Config } from '../config/index.js'
 import type { Tenant } from '../tenants/schema.js'
 import type { Mailer } from './mail/index.js'
 import type { RateLimits } from './rate-limits.js'
+import type { PoolLike } from '../shared/index.js'
 
 /** Everything a handler needs about the tenant it serves. Built once per request. */
 export interface TenantContext {
   readonly tenant: Tenant
   /** Pool of the tenant's `_authn` login (owner of schema auth). */
-  readonly db: pg.Pool
+  readonly db: PoolLike
   /** `iss` of this tenant's tokens. */
   readonly issuer: string
   /** Public base of this tenant's auth API: `{public_url}/{database}/auth/v1`. */

@@ -69,6 +69,10 @@ export const ConfigSchema = Type.Object({
   auth: Type.Object({
     ...Listen(9999),
     pool_per_tenant: Type.Integer({ minimum: 1, default: 5 }),
+    /** Connections for all tenants together in this process. */
+    pool_budget: Type.Integer({ minimum: 1, default: 40 }),
+    /** Tenant pools kept open at most (the least recently used idle one is closed). */
+    pool_max_tenants: Type.Integer({ minimum: 1, default: 1000 }),
     bcrypt_cost: Type.Integer({ minimum: 4, maximum: 15, default: 10 }),
     /** Deepest nesting of objects/arrays a JSON body may have (user_metadata, data ...); deeper is 400. */
     max_json_depth: Type.Integer({ minimum: 2, maximum: 10_000, default: 100 }),

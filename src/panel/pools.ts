@@ -1,46 +1,33 @@
-// Connection pools of the panel: one small pool per (tenant, connection URL), kept in an
-// LRU (the least recently used pool is ended), so a changed URL gets a fresh pool and a
-// panel serving many tenants holds few connections. Pools let the process exit when idle.
-import pg from 'pg'
-import { LRUCache } from 'lru-cache'
+// Connections of the panel: the shared per-tenant pools keyed by (tenant, connection URL),
+// a few connections per key and a bounded number of keys (the least recently used idle one
+// is closed), so a panel serving many tenants holds few connections and a changed URL gets
+// fresh ones. Idle connections let the process exit.
+import { TenantPools, type PoolLike, type TenantPoolsSnapshot } from '../shared/index.js'
 
 export interface PanelPools {
   /** The pool of `url` for `database` (created on first use). */
-  get (database: string, url: string): pg.Pool
+  get (database: string, url: string): PoolLike
+  /** Every key's pool numbers (metrics). */
+  snapshot (): TenantPoolsSnapshot
   close (): Promise<void>
 }
 
 export function createPanelPools (opts: { max?: number, size?: number, applicationName: string }): PanelPools {
-  const ending = new Set<Promise<void>>()
-  const pools = new LRUCache<string, pg.Pool>({
-    max: opts.max ?? 50,
-    dispose: (pool) => {
-      const p = pool.end().catch(() => {})
-      ending.add(p)
-      void p.then(() => ending.delete(p))
-    }
+  const max = opts.max ?? 50
+  const size = opts.size ?? 2
+  const pools = new TenantPools({
+    budget: max * size,
+    perTenant: size,
+    maxTenants: max,
+    idleMs: 10_000,
+    acquireTimeoutMs: 5_000,
+    connectTimeoutMs: 5_000,
+    applicationName: opts.applicationName,
+    allowExitOnIdle: true
   })
   return {
-    get (database, url) {
-      const key = JSON.stringify([database, url])
-      let pool = pools.get(key)
-      if (pool === undefined) {
-        pool = new pg.Pool({
-          connectionString: url,
-          max: opts.size ?? 2,
-          idleTimeoutMillis: 10_000,
-          connectionTimeoutMillis: 5_000,
-          application_name: opts.applicationName,
-          allowExitOnIdle: true
-        })
-        pool.on('error', () => {})
-        pools.set(key, pool)
-      }
-      return pool
-    },
-    async close () {
-      pools.clear()
-      await Promise.all([...ending])
-    }
+    get: (database, url) => pools.pool(JSON.stringify([database, url]), url),
+    snapshot: () => pools.snapshot(),
+    close: () => pools.close()
   }
 }

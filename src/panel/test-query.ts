@@ -6,6 +6,7 @@
 import pg from 'pg'
 import type { Tenant, RoleKind } from '../tenants/schema.js'
 import { quoteIdent } from '../shared/pg.js'
+import type { PoolLike } from '../shared/index.js'
 import { tenantIssuer } from '../tenants/schema.js'
 import { ROLE_KINDS, roleClaim } from '../shared/roles.js'
 import type { Privilege } from '../gateway/index.js'
@@ -190,7 +191,7 @@ function runCapped (client: pg.PoolClient, sql: string, maxRows: number): Promis
 }
 
 export interface RunTestQueryOptions {
-  pool: pg.Pool
+  pool: PoolLike
   tenant: Tenant
   request: TestQueryRequest
   publicUrl: string

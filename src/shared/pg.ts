@@ -1,5 +1,5 @@
-// Small Postgres helpers shared by the parts: identifier quoting, pool creation,
-// and a transaction wrapper. Values always travel as parameters.
+// Small Postgres helpers shared by the parts: identifier quoting, connection URLs and a
+// transaction wrapper (pools: tenant-pools.ts). Values always travel as parameters.
 import pg from 'pg'
 
 /** Quotes an identifier: wrap in double quotes, double any quote inside. */
@@ -18,28 +18,8 @@ export function quoteLiteral (value: string): string {
 
 export type Queryable = Pick<pg.Pool | pg.PoolClient | pg.Client, 'query'>
 
-export interface PoolOptions {
-  max?: number
-  idleTimeoutMillis?: number
-  connectionTimeoutMillis?: number
-  application_name?: string
-}
-
-export function createPool (connectionString: string, opts: PoolOptions = {}): pg.Pool {
-  const pool = new pg.Pool({
-    connectionString,
-    max: opts.max ?? 10,
-    idleTimeoutMillis: opts.idleTimeoutMillis ?? 30_000,
-    connectionTimeoutMillis: opts.connectionTimeoutMillis ?? 10_000,
-    application_name: opts.application_name ?? 'gatehouse'
-  })
-  // An idle client's error (e.g. server restart) must not crash the process.
-  pool.on('error', () => {})
-  return pool
-}
-
 /** Runs fn in one transaction on a pooled client; rolls back on error. */
-export async function withTransaction<T> (pool: pg.Pool, fn: (client: pg.PoolClient) => Promise<T>, begin = 'BEGIN'): Promise<T> {
+export async function withTransaction<T> (pool: Pick<pg.Pool, 'connect'>, fn: (client: pg.PoolClient) => Promise<T>, begin = 'BEGIN'): Promise<T> {
   const client = await pool.connect()
   try {
     await client.query(begin)

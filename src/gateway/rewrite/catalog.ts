@@ -1,9 +1,10 @@
 // Catalog look-ups of the refusal rewriter: which of a tenant's request roles hold which
-// privilege on a table, read over the tenant's owner connection (tenant.postgres) with one
-// small pool per tenant and the answers kept briefly in an LRU. Read-only; every value is a
-// parameter; nothing here decides what a client is told (refusals.ts does).
-import pg from 'pg'
+// privilege on a table, read over the tenant's owner connection (tenant.postgres) with a
+// few connections per tenant from the shared per-tenant pools and the answers kept briefly
+// in an LRU. Read-only; every value is a parameter; nothing here decides what a client is
+// told (refusals.ts does).
 import { LRUCache } from 'lru-cache'
+import { TenantPools, type PoolLike } from '../../shared/index.js'
 import type { RoleKind, Tenant } from '../../tenants/schema.js'
 
 /** Table-level privileges the rewriter reasons about. */
@@ -114,37 +115,21 @@ const key = (...parts: unknown[]): string => JSON.stringify(parts)
 
 export function createCatalog (opts: CatalogOptions = {}): Catalog {
   const poolSize = opts.poolSize ?? 2
+  const maxPools = opts.maxPools ?? 100
   const statementTimeout = opts.statementTimeoutMs ?? 2000
-  const ending = new Set<Promise<void>>()
-  const pools = new LRUCache<string, pg.Pool>({
-    max: opts.maxPools ?? 100,
-    dispose: (pool) => {
-      const p = pool.end().catch(() => {})
-      ending.add(p)
-      void p.then(() => ending.delete(p))
-    }
+  const pools = new TenantPools({
+    budget: maxPools * poolSize,
+    perTenant: poolSize,
+    maxTenants: maxPools,
+    idleMs: 10_000,
+    acquireTimeoutMs: statementTimeout,
+    connectTimeoutMs: statementTimeout,
+    clientConfig: { statement_timeout: statementTimeout, query_timeout: statementTimeout + 1000 },
+    applicationName: 'gatehouse-gateway-catalog',
+    allowExitOnIdle: true
   })
 
-  function poolOf (tenant: Tenant): pg.Pool {
-    const k = key(tenant.database, tenant.postgres)
-    let pool = pools.get(k)
-    if (pool === undefined) {
-      pool = new pg.Pool({
-        connectionString: tenant.postgres,
-        max: poolSize,
-        idleTimeoutMillis: 10_000,
-        connectionTimeoutMillis: statementTimeout,
-        statement_timeout: statementTimeout,
-        query_timeout: statementTimeout + 1000,
-        application_name: 'gatehouse-gateway-catalog',
-        allowExitOnIdle: true
-      })
-      // An idle client's error (server restart) must not crash the gateway.
-      pool.on('error', () => {})
-      pools.set(k, pool)
-    }
-    return pool
-  }
+  const poolOf = (tenant: Tenant): PoolLike => pools.pool(key(tenant.database, tenant.postgres), tenant.postgres)
 
   interface FetchContext { tenant: Tenant, schemas: string[], name: string }
   const answers = new LRUCache<string, TableFacts, FetchContext>({
@@ -168,8 +153,7 @@ export function createCatalog (opts: CatalogOptions = {}): Catalog {
     },
     async close () {
       answers.clear()
-      pools.clear()
-      await Promise.all([...ending])
+      await pools.close()
     }
   }
 }
