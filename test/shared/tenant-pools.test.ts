@@ -1,8 +1,10 @@
 // The shared per-tenant pools on a real Postgres: the fair-share order in which freed
 // connections go to waiting tenants, acquisition timeouts with the owner's error, the
-// bound on kept tenant pools, and the pg.Pool-like facade. Tenants are keys; they share
+// bound on kept tenant pools, the pg.Pool-like facade and the pools' gauges. Tenants are keys; they share
 // one test database (the pools only see keys and URLs).
 import t from 'tap'
+import { Registry } from 'prom-client'
+import { registerPoolMetrics } from '../../src/shared/pool-metrics.js'
 import { fairest, TenantPools, type PooledConnection, type TenantPoolsOptions } from '../../src/shared/tenant-pools.js'
 import { createTestDatabase } from '../helpers/db.js'
 
@@ -139,4 +141,29 @@ t.test('the pg.Pool-like facade: query, connect and release', async (t) => {
   t.same(p.stats('a'), { open: 0, idle: 0, waiting: 0 }, 'a client released with an error is closed')
   await t.rejects(pool.query('SELECT 1/0'), { code: '22012' })
   t.same(p.stats('a'), { open: 1, idle: 1, waiting: 0 }, 'an SQL error keeps the connection')
+})
+
+t.test('pool metrics: per-tenant gauges from the snapshots of several parts', async (t) => {
+  const db = await createTestDatabase(t)
+  const rest = pools(t, { budget: 4, perTenant: 1, acquireTimeoutMs: 5_000 })
+  const panel = pools(t, { budget: 6, perTenant: 2 })
+  const registry = new Registry()
+  registerPoolMetrics(registry, { part: 'rest', snapshot: () => rest.snapshot() })
+  registerPoolMetrics(registry, { part: 'panel', snapshot: () => panel.snapshot(), tenantOf: (k) => (JSON.parse(k) as string[])[0] as string })
+  const a = await rest.acquire('alpha', db.url)
+  const waiting = rest.acquire('alpha', db.url)
+  rest.release(await rest.acquire('beta', db.url))
+  const secret = db.url
+  const p1 = await panel.pool(JSON.stringify(['alpha', secret]), secret).connect()
+  const text = await registry.metrics()
+  t.match(text, 'gatehouse_pool_connections{part="rest",tenant="alpha",state="in_use"} 1')
+  t.match(text, 'gatehouse_pool_waiting{part="rest",tenant="alpha"} 1')
+  t.match(text, 'gatehouse_pool_connections{part="rest",tenant="beta",state="idle"} 1')
+  t.match(text, 'gatehouse_pool_connections{part="panel",tenant="alpha",state="in_use"} 1')
+  t.match(text, 'gatehouse_pool_budget{part="rest"} 4')
+  t.notMatch(text, new URL(secret).password || 'no-password', 'no connection URL in the labels')
+  rest.release(a)
+  rest.release(await waiting)
+  p1.release()
+  t.match(await registry.metrics(), 'gatehouse_pool_waiting{part="rest",tenant="alpha"} 0')
 })

@@ -4,7 +4,7 @@
 // in an LRU. Read-only; every value is a parameter; nothing here decides what a client is
 // told (refusals.ts does).
 import { LRUCache } from 'lru-cache'
-import { TenantPools, type PoolLike } from '../../shared/index.js'
+import { TenantPools, type PoolLike, type TenantPoolsSnapshot } from '../../shared/index.js'
 import type { RoleKind, Tenant } from '../../tenants/schema.js'
 
 /** Table-level privileges the rewriter reasons about. */
@@ -48,6 +48,8 @@ export interface Catalog {
    * with the privileges of the tenant's three request roles.
    */
   table (tenant: Tenant, schemas: readonly string[], name: string): Promise<TableFacts>
+  /** The look-up pools' numbers (metrics); keys are JSON [database, url]. */
+  poolSnapshot (): TenantPoolsSnapshot
   /** Closes every pool. */
   close (): Promise<void>
 }
@@ -151,6 +153,7 @@ export function createCatalog (opts: CatalogOptions = {}): Catalog {
       if (facts === undefined) throw new Error('catalog look-up gave no answer')
       return facts
     },
+    poolSnapshot: () => pools.snapshot(),
     async close () {
       answers.clear()
       await pools.close()
