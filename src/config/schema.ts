@@ -43,6 +43,20 @@ export const ConfigSchema = Type.Object({
     upstream_keepalive_ms: Type.Integer({ minimum: 1, default: 4_000 }),
     upstream_token_ttl_seconds: Type.Integer({ minimum: 10, default: 300 }),
     max_error_body_bytes: Type.Integer({ minimum: 1024, default: 65_536 }),
+    /** Sockets per upstream origin, shared by every tenant on it. */
+    upstream_max_sockets: Type.Integer({ minimum: 1, default: 512 }),
+    /** Longest wait for an upstream socket when all are busy: 503 upstream_busy. */
+    upstream_queue_timeout_ms: Type.Integer({ minimum: 1, default: 5_000 }),
+    /** Requests one tenant may have in flight to its upstreams: 429 too_many_concurrent_requests. */
+    tenant_max_inflight: Type.Integer({ minimum: 1, default: 100 }),
+    /** REST bodies larger (a tenant's rest.max_body_bytes wins): 413 payload_too_large. */
+    rest_max_body_bytes: Type.Integer({ minimum: 1024, default: 1_048_576 }),
+    /** Auth bodies larger: 413 payload_too_large. */
+    auth_max_body_bytes: Type.Integer({ minimum: 1024, default: 65_536 }),
+    /** A request body pausing longer: 408 request_timeout. */
+    body_idle_timeout_ms: Type.Integer({ minimum: 1, default: 10_000 }),
+    /** A request body taking longer in all: 408 request_timeout. */
+    body_timeout_ms: Type.Integer({ minimum: 1, default: 60_000 }),
     cors_origins: Type.Array(Type.String(), { default: ['*'] }),
     /**
      * Addresses (IPs, CIDRs, `loopback`, `linklocal`, `uniquelocal`) of proxies in front of

@@ -10,6 +10,7 @@ import { createAuthenticator } from './hooks/authenticate.js'
 import { createUpstreamTokens } from './proxy/upstream-token.js'
 import { createUpstreamProxy } from './proxy/proxy-server.js'
 import { createCors } from './cors.js'
+import { createInflightSlots } from './inflight.js'
 import { createGatewayMetrics, registerStoreHealth } from './metrics.js'
 import { NotFoundError, NotReadyError, InvalidPathError } from './errors.js'
 import { renderError } from './render.js'
@@ -77,6 +78,8 @@ export function buildGateway (deps: GatewayDeps): FastifyInstance {
   const upstream = createUpstreamProxy({
     timeoutMs: g.upstream_timeout_ms,
     connectTimeoutMs: g.upstream_connect_timeout_ms,
+    maxSockets: g.upstream_max_sockets,
+    queueTimeoutMs: g.upstream_queue_timeout_ms,
     keepAliveMs: g.upstream_keepalive_ms,
     maxErrorBodyBytes: g.max_error_body_bytes,
     rewriteError: deps.rewriteError,
@@ -122,8 +125,8 @@ export function buildGateway (deps: GatewayDeps): FastifyInstance {
   }
 
   app.setErrorHandler((err, request, reply) => {
-    const r = renderError(err, request.id)
     const info = requestInfo(request.raw)
+    const r = renderError(err, request.id, { auth: info?.service === 'auth', apiVersion: request.raw.headers['x-supabase-api-version'] })
     if (info !== undefined) info.errorCode = r.error.code
     const tenant = info?.tenant
     if (r.status >= 500) request.log.error({ tenant, err: r.error.cause ?? err, code: r.error.code }, 'request failed')
@@ -166,6 +169,15 @@ export function buildGateway (deps: GatewayDeps): FastifyInstance {
     tokens,
     upstream,
     isClosing: () => closing,
+    limits: {
+      restMaxBodyBytes: g.rest_max_body_bytes,
+      authMaxBodyBytes: g.auth_max_body_bytes,
+      bodyIdleMs: g.body_idle_timeout_ms,
+      bodyTimeoutMs: g.body_timeout_ms,
+      tenantMaxInflight: g.tenant_max_inflight
+    },
+    slots: createInflightSlots(g.tenant_max_inflight),
+    onClientGone: (info) => { info.errorCode = 'client_closed'; complete(info, 499) },
     forwardedProto: publicUrl.protocol.replace(/:$/, ''),
     forwardedHost: publicUrl.host
   }))

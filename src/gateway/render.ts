@@ -15,7 +15,28 @@ export interface RenderedError {
 const HINTS_5XX: Record<string, string> = {
   upstream_unavailable: 'The service behind the gateway could not be reached. Retry later; quote the request id when reporting it.',
   upstream_timeout: 'The service behind the gateway did not answer in time. Retry later; quote the request id when reporting it.',
-  not_ready: 'The gateway is shutting down or not ready. Retry on another instance.'
+  not_ready: 'The gateway is shutting down or not ready. Retry on another instance.',
+  upstream_busy: 'Every connection to the service behind the gateway stayed busy. Retry after the Retry-After seconds.'
+}
+
+/**
+ * Codes the gateway sends in GoTrue's shape under /auth/v1 (the limits it enforces in front
+ * of the auth engine, where a GoTrue client expects GoTrue's body). Key, token and routing
+ * refusals keep the gateway's shape everywhere, as Supabase's edge does.
+ */
+const AUTH_SHAPED = new Set(['payload_too_large', 'request_timeout', 'too_many_concurrent_requests', 'upstream_busy'])
+
+/** Whether the client asked for GoTrue's 2024-01-01 error shape `{code, message}`. */
+function apiVersion2024 (header: string | string[] | undefined): boolean {
+  const v = Array.isArray(header) ? header[0] : header
+  return v !== undefined && /^\d{4}-\d{2}-\d{2}$/.test(v.trim()) && v.trim() >= '2024-01-01'
+}
+
+export interface RenderOptions {
+  /** The request went to /auth/v1: errors in AUTH_SHAPED take GoTrue's shape. */
+  auth?: boolean
+  /** The request's X-Supabase-Api-Version header (GoTrue's shape selector). */
+  apiVersion?: string | string[]
 }
 
 /** Seconds a client should wait before retrying a 503 (every 503 says; default 1). */
@@ -37,10 +58,17 @@ export function toGatehouseError (err: unknown): GatehouseError {
   return new InternalError({ cause: err, internal: err })
 }
 
-export function renderError (err: unknown, requestId: string): RenderedError {
+export function renderError (err: unknown, requestId: string, opts?: RenderOptions): RenderedError {
   const error = toGatehouseError(err)
-  let wire: WireError
-  if (error.status >= 500) {
+  let wire: WireError | Record<string, unknown>
+  const gotrue = opts?.auth === true && AUTH_SHAPED.has(error.code)
+  const message = error.status >= 500 ? 'unexpected failure' : error.message
+  if (gotrue && apiVersion2024(opts?.apiVersion)) {
+    wire = { code: error.code, message }
+  } else if (gotrue) {
+    wire = { code: error.status, error_code: error.code, msg: message }
+    if (error.status >= 500) wire.error_id = requestId
+  } else if (error.status >= 500) {
     wire = {
       code: error.code,
       message: 'unexpected failure',
@@ -56,6 +84,7 @@ export function renderError (err: unknown, requestId: string): RenderedError {
     'x-gatehouse-error-code': error.code,
     ...(error.headers ?? {})
   }
+  if (gotrue) headers['x-sb-error-code'] = error.code
   if (error.status === 503 && headers['retry-after'] === undefined) headers['retry-after'] = RETRY_AFTER_503[error.code] ?? '1'
   return { status: error.status, headers, body: JSON.stringify(wire), error }
 }

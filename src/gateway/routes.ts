@@ -1,12 +1,13 @@
 // The proxied routes, `/:database/auth/v1/*` and `/:database/rest/v1/*`, as one
-// encapsulated plugin: its content-type parser hands the raw body stream through (the
+// encapsulated plugin: its content-type parser leaves the raw body stream alone (the
 // gateway never parses what it forwards), its handler runs the request pipeline in one
-// place (path -> tenant -> key/token -> upstream token -> headers), then hijacks the
-// reply and streams through the proxy. The hot path only touches caches.
+// place (path -> tenant -> key/token -> upstream token -> body within its limits ->
+// the tenant's in-flight slot -> headers), then hijacks the reply and proxies, the
+// response streamed. The hot path only touches caches.
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import type { IncomingHttpHeaders, IncomingMessage, OutgoingHttpHeaders } from 'node:http'
 import type { TenantLookup } from '../tenants/index.js'
-import { LengthRequiredError, NotFoundError, NotReadyError, TenantNotFoundError } from './errors.js'
+import { LengthRequiredError, NotFoundError, NotReadyError, TenantNotFoundError, TooManyConcurrentRequestsError } from './errors.js'
 import { isOpenAuthRoute, isTablePath, parseGatewayPath } from './hooks/resolve-tenant.js'
 import { rewriteQuery } from './hooks/default-limit.js'
 import type { Authenticator } from './hooks/authenticate.js'
@@ -17,6 +18,8 @@ import { UNKNOWN_TENANT } from './metrics.js'
 import type { Cors } from './cors.js'
 import { firstHeader } from '../shared/http.js'
 import type { RequestInfo } from './types.js'
+import { ClientAbortedError, declaredTooLarge, lingerThenClose, readBody } from './body.js'
+import type { InflightSlots } from './inflight.js'
 import { performance } from 'node:perf_hooks'
 
 const kInfo = Symbol('gatehouse.requestInfo')
@@ -42,6 +45,17 @@ export interface ProxyRouteDeps {
   upstream: UpstreamProxy
   /** True once the gateway is closing: new requests get 503 not_ready. */
   isClosing: () => boolean
+  /** Body limits (the REST one a tenant's rest.max_body_bytes overrides) and the per-tenant cap. */
+  limits: {
+    restMaxBodyBytes: number
+    authMaxBodyBytes: number
+    bodyIdleMs: number
+    bodyTimeoutMs: number
+    tenantMaxInflight: number
+  }
+  slots: InflightSlots
+  /** The client went away while sending its body: log line and metrics (499). */
+  onClientGone: (info: RequestInfo) => void
   /** X-Forwarded-Proto / -Host values (from config.public_url). */
   forwardedProto: string
   forwardedHost: string
@@ -50,7 +64,8 @@ export interface ProxyRouteDeps {
 const METHODS = ['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS']
 
 export function proxyRoutes (deps: ProxyRouteDeps) {
-  const { tenants, authenticator, tokens, upstream } = deps
+  const { tenants, authenticator, tokens, upstream, limits, slots } = deps
+  const busy = { 'retry-after': '1' }
   const bases = new Map<string, URL>()
 
   function baseUrl (url: string): URL {
@@ -86,6 +101,12 @@ export function proxyRoutes (deps: ProxyRouteDeps) {
     if (gp.service === null) throw new NotFoundError()
     const service = gp.service
     info.service = service
+    const hasBody = hasRequestBody(raw.headers)
+    const maxBody = service === 'rest' ? (tenant.rest.max_body_bytes ?? limits.restMaxBodyBytes) : limits.authMaxBodyBytes
+    if (hasBody) {
+      const tooLarge = declaredTooLarge(raw, maxBody)
+      if (tooLarge !== null) { lingerThenClose(raw); throw tooLarge }
+    }
 
     const open = service === 'auth' && isOpenAuthRoute(method, gp.path)
     const limit = service === 'rest' && (method === 'GET' || method === 'HEAD') && isTablePath(gp.path)
@@ -116,8 +137,24 @@ export function proxyRoutes (deps: ProxyRouteDeps) {
     if (q.limitAdded !== null) ours['x-gatehouse-default-limit'] = String(q.limitAdded)
     if (q.limitCapped !== null) ours['x-gatehouse-max-limit'] = String(q.limitCapped)
 
+    // The whole body before an upstream socket is taken (413 / 408 refuse it here).
+    let body: Buffer | null = null
+    if (hasBody) {
+      try {
+        body = await readBody(raw, { maxBytes: maxBody, idleMs: limits.bodyIdleMs, totalMs: limits.bodyTimeoutMs })
+      } catch (err) {
+        if (!(err instanceof ClientAbortedError)) throw err
+        reply.hijack()
+        raw.socket.destroy()
+        deps.onClientGone(info)
+        return
+      }
+    }
+    if (!slots.take(tenant.database, reply.raw)) {
+      throw new TooManyConcurrentRequestsError(limits.tenantMaxInflight, { headers: busy })
+    }
+
     const target = baseUrl(service === 'rest' ? tenant.upstreams.rest : tenant.upstreams.auth)
-    const hasBody = hasRequestBody(raw.headers)
     raw.headers = buildUpstreamHeaders(raw.headers, authorization, request.id, {
       for: request.ip ?? raw.socket.remoteAddress ?? '',
       proto: deps.forwardedProto,
@@ -126,6 +163,11 @@ export function proxyRoutes (deps: ProxyRouteDeps) {
     // Tell the engine which limit was ours, not the caller's (client copies were stripped
     // above), so it can say when a result was cut by it (Content-Range `*`, X-Gatehouse-Limit-Applied).
     if (q.limitAdded !== null) raw.headers['x-gatehouse-default-limit'] = String(q.limitAdded)
+    if (body !== null) {
+      // Sent with its length, however the client framed it.
+      delete raw.headers['transfer-encoding']
+      raw.headers['content-length'] = String(body.length)
+    }
     raw.url = upstreamPath(target, gp.path, q.query)
 
     reply.hijack()
@@ -137,6 +179,7 @@ export function proxyRoutes (deps: ProxyRouteDeps) {
       caller,
       method,
       hasBody,
+      body,
       path: gp.path,
       query: q.query,
       responseHeaders: ours,

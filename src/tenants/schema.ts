@@ -154,6 +154,8 @@ export const TenantFileSchema = Type.Object({
     default_limit: Type.Integer({ minimum: 1, default: 1000 }),
     max_limit: Type.Union([Type.Integer({ minimum: 1 }), Type.Null()], { default: null }),
     max_rows: Type.Union([Type.Integer({ minimum: 1 }), Type.Null()], { default: null }),
+    /** Request bodies larger are refused by the gateway (413); null: gateway.rest_max_body_bytes. */
+    max_body_bytes: Type.Union([Type.Integer({ minimum: 1024 }), Type.Null()], { default: null }),
     /** PostgREST's db-aggregates-enabled: `count()`, `col.sum()`, ... in select. */
     aggregates_enabled: Type.Boolean({ default: false }),
     schemas: Type.Array(Type.String({ minLength: 1 }), { minItems: 1, default: ['public'] })

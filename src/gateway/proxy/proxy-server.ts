@@ -12,7 +12,7 @@ import { ProxyServer } from 'http-proxy-3'
 import type { FastifyBaseLogger } from 'fastify'
 import { isJsonContentType } from '../../shared/http.js'
 import type { Tenant } from '../../tenants/schema.js'
-import { UpstreamTimeoutError, UpstreamUnavailableError } from '../errors.js'
+import { UpstreamBusyError, UpstreamTimeoutError, UpstreamUnavailableError } from '../errors.js'
 import { renderError } from '../render.js'
 import type { Caller, RequestInfo, RewriteError, Service } from '../types.js'
 import { buildResponseHeaders } from './headers.js'
@@ -27,8 +27,10 @@ export interface ForwardContext {
   method: string
   path: string
   query: string
-  /** The client request has a body to stream (hasRequestBody() of its own headers). */
+  /** The client request has a body (hasRequestBody() of its own headers). */
   hasBody: boolean
+  /** The body, read whole by the gateway (body.ts); null when there is none. */
+  body: Buffer | null
   /** Headers we add to the client response (request id, CORS, limit notice). */
   responseHeaders: OutgoingHttpHeaders
   log: FastifyBaseLogger
@@ -40,6 +42,10 @@ export interface ForwardContext {
 export interface UpstreamProxyOptions {
   timeoutMs: number
   connectTimeoutMs: number
+  /** Sockets per upstream origin (shared by every tenant on it). */
+  maxSockets: number
+  /** Longest wait for a socket when all maxSockets are busy: then 503 upstream_busy. */
+  queueTimeoutMs: number
   keepAliveMs: number
   maxErrorBodyBytes: number
   rewriteError?: RewriteError
@@ -95,6 +101,50 @@ class NoBody extends Stream {
 }
 const NO_BODY = new NoBody()
 
+/** A body the gateway read whole: written to the upstream request in one piece. */
+class WholeBody extends Stream {
+  readonly #bytes: Buffer
+  constructor (bytes: Buffer) { super(); this.#bytes = bytes }
+  override pipe<T extends NodeJS.WritableStream> (dest: T): T { dest.end(this.#bytes); return dest }
+}
+
+const BUSY = 'EUPSTREAM_BUSY'
+
+type QueuingAgent = http.Agent & { requests: Record<string, http.ClientRequest[] | undefined>, getName (o: unknown): string }
+
+/** `req` waited too long in its agent's queue: taken out of it and failed (503 upstream_busy). */
+function queueTimedOut (agent: QueuingAgent, name: string, req: http.ClientRequest): void {
+  const q = agent.requests[name]
+  const i = q === undefined ? -1 : q.indexOf(req)
+  if (i < 0) return
+  q!.splice(i, 1)
+  if (q!.length === 0) delete agent.requests[name]
+  // Without a socket, destroy() only marks the request; its error is ours to emit.
+  req.destroy()
+  req.emit('error', Object.assign(new Error('no upstream socket became free in time'), { code: BUSY }))
+}
+
+/**
+ * An agent whose queued requests (all maxSockets busy) wait at most `queueTimeoutMs` for a
+ * socket. Requests that get one at once cost nothing extra.
+ */
+function queueTimedAgent<A extends typeof http.Agent> (Base: A, queueTimeoutMs: number): A {
+  return class extends (Base as typeof http.Agent) {
+    addRequest (req: http.ClientRequest, options: unknown): void {
+      const self = this as unknown as QueuingAgent
+      const name = self.getName(options)
+      const before = self.requests[name]?.length ?? 0
+      ;(http.Agent.prototype as unknown as { addRequest: (r: unknown, o: unknown) => void }).addRequest.call(this, req, options)
+      if ((self.requests[name]?.length ?? 0) > before) {
+        const timer = setTimeout(queueTimedOut, queueTimeoutMs, self, name, req)
+        const clear = (): void => clearTimeout(timer)
+        req.once('socket', clear)
+        req.once('close', clear)
+      }
+    }
+  } as unknown as A
+}
+
 interface ProxyCallOptions { target: URL, agent: http.Agent, buffer: Stream | undefined }
 interface CallOptions { withBody: ProxyCallOptions, noBody: ProxyCallOptions }
 
@@ -140,15 +190,19 @@ export function createUpstreamProxy (opts: UpstreamProxyOptions): UpstreamProxy 
   // never mutates them.
   const callOptions = new WeakMap<URL, CallOptions>()
 
-  function optionsFor (target: URL, body: boolean): ProxyCallOptions {
+  function optionsFor (target: URL, body: Buffer | null): ProxyCallOptions {
     let o = callOptions.get(target)
     if (o === undefined) {
       const agent = agentFor(target)
       o = { withBody: { target, agent, buffer: undefined }, noBody: { target, agent, buffer: NO_BODY } }
       callOptions.set(target, o)
     }
-    return body ? o.withBody : o.noBody
+    // Same shape either way (see above).
+    return body === null ? o.noBody : { target, agent: o.withBody.agent, buffer: new WholeBody(body) }
   }
+
+  const HttpAgent = queueTimedAgent(http.Agent, opts.queueTimeoutMs)
+  const HttpsAgent = queueTimedAgent(https.Agent, opts.queueTimeoutMs)
 
   function agentFor (target: URL): http.Agent {
     let agent = agents.get(target.origin)
@@ -159,11 +213,11 @@ export function createUpstreamProxy (opts: UpstreamProxyOptions): UpstreamProxy 
         // Idle sockets are closed after this; it must be shorter than the upstream's idle
         // timeout so we never write to a socket the upstream is closing.
         timeout: opts.keepAliveMs,
-        maxSockets: 512,
+        maxSockets: opts.maxSockets,
         maxFreeSockets: 256,
         scheduling: 'lifo'
       }
-      agent = target.protocol === 'https:' ? new https.Agent(o) : new http.Agent(o)
+      agent = target.protocol === 'https:' ? new HttpsAgent(o) : new HttpAgent(o)
       agents.set(target.origin, agent)
     }
     return agent
@@ -193,7 +247,9 @@ export function createUpstreamProxy (opts: UpstreamProxyOptions): UpstreamProxy 
     const ctx = ctxOf(req)
     if (ctx === undefined) { res.destroy(); return }
     const status = proxyRes.statusCode ?? 502
-    const ours = opts.isShuttingDown() ? { ...ctx.responseHeaders, connection: 'close' } : ctx.responseHeaders
+    let ours = opts.isShuttingDown() ? { ...ctx.responseHeaders, connection: 'close' } : ctx.responseHeaders
+    // Every 503 the gateway sends says when to retry, an engine's too.
+    if (status === 503 && proxyRes.headers['retry-after'] === undefined) ours = { ...ours, 'retry-after': '1' }
     // rawHeaders only: Node builds proxyRes.headers lazily, on first use.
     const headers = buildResponseHeaders(proxyRes.rawHeaders, ours)
     ;(proxyRes as WithClientResponse)[kClientResponse] = res
@@ -281,9 +337,11 @@ export function createUpstreamProxy (opts: UpstreamProxyOptions): UpstreamProxy 
     const ctx = ctxOf(req)
     const response = res as ServerResponse
     const timedOut = (err as { [TIMEOUT]?: boolean })[TIMEOUT] === true || (err as NodeJS.ErrnoException).code === 'ECONNECT_TIMEOUT'
-    const error = timedOut
-      ? new UpstreamTimeoutError({ cause: err })
-      : new UpstreamUnavailableError({ cause: err })
+    const error = (err as NodeJS.ErrnoException).code === BUSY
+      ? new UpstreamBusyError({ cause: err })
+      : timedOut
+        ? new UpstreamTimeoutError({ cause: err })
+        : new UpstreamUnavailableError({ cause: err })
     if (ctx !== undefined) {
       ctx.log.error({ tenant: ctx.tenant.database, err, upstream: ctx.target.origin, code: error.code }, 'upstream request failed')
       opts.onUpstreamError?.(ctx, error.code)
@@ -293,7 +351,7 @@ export function createUpstreamProxy (opts: UpstreamProxyOptions): UpstreamProxy 
       if (ctx !== undefined) opts.onComplete?.(ctx.info, response.statusCode)
       return
     }
-    const r = renderError(error, ctx?.requestId ?? 'unknown')
+    const r = renderError(error, ctx?.requestId ?? 'unknown', { auth: ctx?.service === 'auth', apiVersion: req.headers['x-supabase-api-version'] })
     const headers: OutgoingHttpHeaders = { ...(ctx?.responseHeaders ?? {}), ...r.headers, 'content-length': String(Buffer.byteLength(r.body)) }
     if (opts.isShuttingDown()) headers.connection = 'close'
     response.writeHead(r.status, headers)
@@ -304,7 +362,7 @@ export function createUpstreamProxy (opts: UpstreamProxyOptions): UpstreamProxy 
   return {
     web (req, res, ctx) {
       (req as WithCtx)[kCtx] = ctx
-      proxy.web(req, res, optionsFor(ctx.target, ctx.hasBody), onProxyError)
+      proxy.web(req, res, optionsFor(ctx.target, ctx.body), onProxyError)
     },
     close () {
       for (const a of agents.values()) a.destroy()

@@ -74,7 +74,7 @@ t.test('a response cut mid-body is cut for the client too', async (t) => {
   t.equal(health.status, 200)
 })
 
-t.test('large bodies stream both ways, unbuffered', async (t) => {
+t.test('large bodies: an upload within the limit arrives whole, a download streams', async (t) => {
   const size = 24 * 1024 * 1024
   const payload = randomBytes(size)
   const digest = createHash('sha256').update(payload).digest('hex')
@@ -107,7 +107,7 @@ t.test('large bodies stream both ways, unbuffered', async (t) => {
   t.teardown(() => new Promise<void>((resolve) => { up.closeAllConnections(); up.close(() => resolve()) }))
   const base = `http://127.0.0.1:${(up.address() as AddressInfo).port}`
   const tt = makeTenant('acme', { auth: base, rest: base })
-  const gw = await startGateway(t, { tenants: lookupOf(tt) })
+  const gw = await startGateway(t, { tenants: lookupOf(tt), config: testConfig({ gateway: { rest_max_body_bytes: size } }) })
 
   let r = await request(`${gw.url}/acme/rest/v1/blobs`, {
     method: 'POST',
@@ -115,7 +115,7 @@ t.test('large bodies stream both ways, unbuffered', async (t) => {
     body: payload
   })
   t.equal(r.status, 200)
-  t.same(r.json(), { bytes: size, sha256: digest }, 'upload arrives intact (no body limit: the gateway never parses it)')
+  t.same(r.json(), { bytes: size, sha256: digest }, 'an upload of exactly gateway.rest_max_body_bytes arrives intact')
 
   // Chunked upload with no content type at all.
   const chunked = await new Promise<{ status: number, body: string }>((resolve, reject) => {
@@ -197,10 +197,10 @@ t.test('a body is forwarded whatever the method; a request without one reaches t
   t.notOk(up.received.some((x) => x.url === '/acme/secret'), 'no request was smuggled to the upstream')
 })
 
-t.test('streaming, proven: each side sees the first bytes before the other side has finished', async (t) => {
+t.test('downloads stream; uploads reach the upstream only whole', async (t) => {
   // The upstream answers with a first chunk and holds the rest until the client has seen
-  // it; it also reports the first upload chunk before the upload ends. A buffering proxy
-  // would deadlock here.
+  // it (a buffering proxy would deadlock here). An upload is read whole by the gateway
+  // first (its limits apply before proxying): the upstream's first chunk is all of it.
   let release: () => void = () => {}
   let firstUploadChunk: (v: string) => void = () => {}
   const sawUpload = new Promise<string>((resolve) => { firstUploadChunk = resolve })
@@ -234,8 +234,9 @@ t.test('streaming, proven: each side sees the first bytes before the other side 
   const upload = http.request({ host: '127.0.0.1', port: gw.port, path: '/acme/rest/v1/feed', method: 'POST', headers: { apikey: tt.file.keys.public, 'content-type': 'text/plain' } })
   const answered = new Promise<number>((resolve, reject) => { upload.on('response', (res) => { res.resume(); resolve(res.statusCode ?? 0) }); upload.on('error', reject) })
   upload.write('chunk-one')
-  t.equal(await sawUpload, 'chunk-one', 'the upstream got the first upload chunk before the upload ended')
+  await new Promise((resolve) => setImmediate(resolve))
   upload.end('chunk-two')
+  t.equal(await sawUpload, 'chunk-onechunk-two', 'the upstream got the upload in one piece, once it was complete')
   t.equal(await answered, 200)
 })
 
