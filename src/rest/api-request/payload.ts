@@ -24,8 +24,12 @@ export interface RowsPayload {
 
 /** RPC arguments: named ones, or a raw body for a single unnamed parameter. */
 export type CallPayload =
-  /** A JSON object body: argument names and the JSON text (json_to_record). */
-  | { readonly kind: 'json-args', readonly keys: readonly string[], readonly json: string }
+  /**
+   * A JSON object body: argument names and the JSON text (json_to_record); or, `array`, a
+   * JSON array of objects with the same keys or a CSV body, whose first row is the arguments
+   * (json_to_recordset, as PostgREST). `csv` when it came as text/csv.
+   */
+  | { readonly kind: 'json-args', readonly keys: readonly string[], readonly json: string, readonly array?: boolean, readonly csv?: boolean }
   /** Form fields or query parameters: text values cast to each parameter's type. */
   | { readonly kind: 'text-args', readonly args: ReadonlyArray<readonly [string, readonly string[]]> }
   /** A JSON body that is not an object (array, scalar): only a single unnamed json parameter can take it. */
@@ -188,6 +192,10 @@ export function parseCallPayload (body: Buffer | null, contentType: MediaType | 
     case 'application/json': {
       if (body === null || body.toString('utf8').trim() === '') return { kind: 'json-args', keys: columns ?? [], json: '{}' }
       const { value, text } = parseJson(body)
+      if (Array.isArray(value)) {
+        const rows = jsonRows(body, columns)
+        return { kind: 'json-args', keys: rows.keys, json: rows.json, array: true }
+      }
       if (!isObject(value)) return { kind: 'json-other', json: text }
       const keys = columns ?? Object.keys(value)
       return { kind: 'json-args', keys, json: text }
@@ -200,6 +208,10 @@ export function parseCallPayload (body: Buffer | null, contentType: MediaType | 
     case 'text/xml':
     case 'application/octet-stream':
       return { kind: 'raw', mime: type, bytes: body ?? Buffer.alloc(0) }
+    case 'text/csv': {
+      const rows = csvRows(body, columns)
+      return { kind: 'json-args', keys: rows.keys, json: rows.json, array: true, csv: true }
+    }
     default:
       throw new InvalidBodyError(`Content-Type not acceptable: ${type}`)
   }

@@ -22,7 +22,7 @@ export type CallShape = 'scalar' | 'setof-scalar' | 'composite' | 'setof-composi
 export type CallArgs =
   | { readonly kind: 'none' }
   /** A JSON object body: `json_to_record($1) AS _(<params>)`, passed by name. */
-  | { readonly kind: 'json', readonly json: string, readonly params: readonly RoutineParam[] }
+  | { readonly kind: 'json', readonly json: string, readonly params: readonly RoutineParam[], readonly array?: boolean }
   /** Query string or form fields: each value cast to its parameter's type (a variadic one as an array literal). */
   | { readonly kind: 'text', readonly values: ReadonlyArray<{ readonly param: RoutineParam, readonly value: string }> }
   /** The whole body as the single unnamed parameter. */
@@ -62,7 +62,7 @@ const UNNAMED_FALLBACK: Record<string, readonly string[]> = {
 function fallbackMime (payload: CallPayload | null): string | null {
   if (payload === null) return null
   if (payload.kind === 'raw') return payload.mime
-  if (payload.kind === 'json-args' || payload.kind === 'json-other') return 'application/json'
+  if ((payload.kind === 'json-args' && payload.csv !== true) || payload.kind === 'json-other') return 'application/json'
   return null
 }
 
@@ -176,7 +176,7 @@ function args (routine: Routine, fallback: boolean, payload: CallPayload | null,
   if (payload.kind === 'text-args') return textArgs(payload.args)
   if (payload.kind === 'json-args') {
     const params = payload.keys.map(byName).filter((p): p is RoutineParam => p !== undefined)
-    return params.length === 0 ? { kind: 'none' } : { kind: 'json', json: payload.json, params }
+    return params.length === 0 ? { kind: 'none' } : { kind: 'json', json: payload.json, params, array: payload.array === true }
   }
   return { kind: 'none' }
 }

@@ -40,7 +40,10 @@ function callFrom (plan: CallPlan): Sql {
     case 'json': {
       const defs = join(a.params.map((p) => sql`${ident(p.name)} ${paramType(p)}`))
       const args = join(a.params.map((p) => named(p, sql`pgrst_body.${ident(p.name)}`)))
-      return sql`json_to_record(${param(a.json)}::json) AS pgrst_body(${defs}), LATERAL ${fn}(${args})${as}`
+      // An array body (JSON or CSV) calls the function with its first row, as PostgREST.
+      return a.array === true
+        ? sql`(SELECT * FROM json_to_recordset(${param(a.json)}::json) AS pgrst_rows(${defs}) LIMIT 1) AS pgrst_body, LATERAL ${fn}(${args})${as}`
+        : sql`json_to_record(${param(a.json)}::json) AS pgrst_body(${defs}), LATERAL ${fn}(${args})${as}`
     }
   }
 }

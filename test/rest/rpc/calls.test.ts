@@ -74,9 +74,11 @@ t.test('RPC calls', async (t) => {
   })
 
   t.test('a single unnamed parameter takes the whole body: json, text, bytea', async (t) => {
-    const arr = await fx.call('POST', '/rpc/echo_json', { body: [1, { a: 'b' }] })
+    const arr = await fx.call('POST', '/rpc/echo_json', { body: [{ a: 'b' }, { a: 'c' }] })
     t.equal(arr.status, 200)
-    t.same(arr.json(), [1, { a: 'b' }])
+    t.same(arr.json(), [{ a: 'b' }, { a: 'c' }], 'an array of objects whose keys name no parameter')
+    const scalars = await fx.call('POST', '/rpc/echo_json', { body: [1, { a: 'b' }] })
+    t.same([scalars.status, scalars.json().code, scalars.json().message], [400, 'PGRST102', 'All object keys must match'], 'as PostgREST, an array body must hold objects with the same keys')
     const obj = await fx.call('POST', '/rpc/echo_json', { body: { any: 'keys' } })
     t.same(obj.json(), { any: 'keys' }, 'an object with keys that name no parameter')
     const text = await fx.call('POST', '/rpc/shout', { body: 'quiet words', headers: { 'content-type': 'text/plain' } })
@@ -85,7 +87,7 @@ t.test('RPC calls', async (t) => {
     t.equal(bytes.body, '5')
     const named = await fx.call('POST', '/rpc/named_json', { body: { data: { x: [1, 2] } } })
     t.same(named.json(), { x: [1, 2] }, 'a named json parameter takes its key')
-    const notFallback = await fx.call('POST', '/rpc/named_json', { body: [1] })
+    const notFallback = await fx.call('POST', '/rpc/named_json', { body: [{ x: 1 }] })
     t.equal(notFallback.status, 404, 'a named json parameter is no fallback (v14)')
     t.equal(notFallback.json().code, 'PGRST202')
   })

@@ -123,6 +123,25 @@ t.test('RPC resolution as PostgREST', async (t) => {
     t.equal(missing.json().hint, 'Perhaps you meant to call the function public.req_opt(a, b)')
   })
 
+  t.test('array and CSV bodies: keys from the rows, called with the first row, as PostgREST', async (t) => {
+    t.equal((await fx.call('POST', '/rpc/add_them', json([{ a: 1, b: 2 }, { a: 3, b: 4 }]))).body, '3')
+    const mixed = await fx.call('POST', '/rpc/add_them', json([{ a: 1, b: 2 }, { a: 3 }]))
+    t.equal(mixed.status, 400)
+    t.same(mixed.json(), { code: 'PGRST102', message: 'All object keys must match', details: null, hint: null })
+    t.same((await fx.call('POST', '/rpc/echo_json', json([{ z: 1 }]))).json(), [{ z: 1 }], 'no parameter named so: the single unnamed json parameter takes the array')
+    t.equal((await fx.call('POST', '/rpc/echo_json', json([1, 2]))).json().message, 'All object keys must match', 'an array of scalars is refused')
+    const csv = { headers: { 'content-type': 'text/csv' } }
+    t.equal((await fx.call('POST', '/rpc/add_them', { ...csv, body: 'a,b\n1,2\n4,6' })).body, '3')
+    const none = await fx.call('POST', '/rpc/overloaded_unnamed_param', { ...csv, body: 'a,b\n1,2\n4,6\n100,200' })
+    t.equal(none.status, 404)
+    t.same(none.json(), {
+      code: 'PGRST202',
+      message: 'Could not find the function public.overloaded_unnamed_param(a, b) in the schema cache',
+      details: 'Searched for the function public.overloaded_unnamed_param with parameters a, b, but no matches were found in the schema cache.',
+      hint: 'Perhaps you meant to call the function public.overloaded_unnamed_param(x, y)'
+    })
+  })
+
   t.test('polymorphic parameters: typed JSON values resolve, untyped text cannot', async (t) => {
     t.equal((await fx.call('POST', '/rpc/poly_first', json({ arr: [3, 4] }))).status, 400, 'json_to_record cannot type anyarray, as in PostgREST')
     const text = await fx.call('GET', '/rpc/poly_same?x=5')
