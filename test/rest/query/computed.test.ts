@@ -26,6 +26,8 @@ CREATE TABLE events_2024 PARTITION OF events FOR VALUES FROM ('2024-01-01') TO (
 CREATE TABLE events_2025 PARTITION OF events FOR VALUES FROM ('2025-01-01') TO ('2026-01-01');
 INSERT INTO events VALUES (1, 'launch', '2024-05-01'), (2, 'party', '2025-02-03');
 CREATE FUNCTION label(events) RETURNS text LANGUAGE sql STABLE AS $$SELECT $1.kind || '@' || $1.at$$;
+CREATE FUNCTION listed_before(y int) RETURNS SETOF book_list LANGUAGE sql STABLE AS 'SELECT * FROM book_list WHERE year < y';
+CREATE FUNCTION one_author(i int) RETURNS authors LANGUAGE sql STABLE AS 'SELECT * FROM authors WHERE id = i';
 CREATE FUNCTION books_before(y int) RETURNS SETOF books LANGUAGE sql STABLE AS 'SELECT * FROM books WHERE year < y';
 SELECT platform.grant('SELECT', 'events', 'anon');
 CREATE FUNCTION people(messages) RETURNS SETOF people LANGUAGE sql STABLE ROWS 1 AS 'SELECT * FROM people WHERE id = $1.receiver_id';
@@ -89,6 +91,14 @@ t.test('computed relationships: schema cache, SQL, results', async (t) => {
   t.test('embedded on the rows of an RPC', async (t) => {
     t.same(await get('/rpc/books_before?y=1966&select=title,book_author(name)&order=year'),
       [{ title: 'Solaris', book_author: { name: 'Stanislaw Lem' } }, { title: 'The Cyberiad', book_author: { name: 'Stanislaw Lem' } }])
+  })
+
+  t.test('RPC: SETOF a view embeds through the view\'s relationships; a row-returning function embeds computed ones', async (t) => {
+    t.same(await get('/rpc/listed_before?y=1966&select=id,authors(name),listed_author(country)&order=id'), [
+      { id: 4, authors: { name: 'Stanislaw Lem' }, listed_author: { country: 'PL' } },
+      { id: 5, authors: { name: 'Stanislaw Lem' }, listed_author: { country: 'PL' } }
+    ])
+    t.same(await get('/rpc/one_author?i=3&select=name,latest_book(title)'), { name: 'Octavia Butler', latest_book: { title: 'Kindred' } })
   })
 
   t.test('a function named like a related table overrides the detected relationships (no PGRST201)', async (t) => {
