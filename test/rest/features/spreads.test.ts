@@ -66,6 +66,9 @@ t.test('spread embeddings', async (t) => {
     t.same(await get('/books?select=...authors(country),count()&author_id=not.is.null&order=authors(country)'), [
       { country: 'PL', count: 2 }, { country: 'US', count: 4 }
     ])
+    t.same(await get('/tags?select=name,book_tags(...books(year.max()))&order=id'), [
+      { name: 'classic', book_tags: [{ max: 1969 }] }, { name: 'award', book_tags: [{ max: 1979 }] }, { name: 'unused', book_tags: [{ max: null }] }
+    ], 'hoisted into the embed that holds the spread, aggregated there')
     const r = await fx.get('/authors?select=name,...books(price.sum())')
     t.equal(r.status, 400)
     t.same(r.json(), { code: 'PGRST127', message: 'Feature not implemented', details: 'Aggregates are not implemented for one-to-many or many-to-many spreads.', hint: null })
