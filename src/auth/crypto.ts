@@ -3,10 +3,37 @@
 // passwords and legacy v1 refresh token strings (§5.2). No I/O besides bcrypt's CPU work,
 // which runs natively on libuv's thread pool (@node-rs/bcrypt's async calls), never on the
 // event loop: a flood of sign-ins at one tenant must not stall the others' requests.
-import { hash as bcryptHash, verify as bcryptVerify } from '@node-rs/bcrypt'
+import { hash as nativeHash, verify as nativeVerify } from '@node-rs/bcrypt'
 import { createHash, randomBytes, randomInt, timingSafeEqual } from 'node:crypto'
+import { availableParallelism } from 'node:os'
 import type { AuthSettings } from '../tenants/schema.js'
 import { passwordTooLong, validationFailed, weakPassword } from './errors.js'
+
+// At most this many hashes run at once in the process (the rest wait their turn): bcrypt
+// keeps a core busy for its whole run, and libuv's pool has 4 threads, so a flood of
+// sign-ins on a 2-core machine would otherwise take the core the event loop needs.
+let hashSlots = Math.max(1, availableParallelism() - 1)
+let hashesRunning = 0
+const hashQueue: Array<() => void> = []
+
+/** Sets the number of bcrypt computations that may run at once; 0 means the cores less one. */
+export function setHashConcurrency (n: number): void {
+  hashSlots = n > 0 ? n : Math.max(1, availableParallelism() - 1)
+  while (hashesRunning < hashSlots && hashQueue.length > 0) { hashesRunning++; hashQueue.shift()!() }
+}
+
+async function withHashSlot<T> (fn: () => Promise<T>): Promise<T> {
+  if (hashesRunning >= hashSlots) await new Promise<void>((resolve) => hashQueue.push(resolve))
+  else hashesRunning++
+  try { return await fn() } finally {
+    const next = hashQueue.shift()
+    if (next) next()
+    else hashesRunning--
+  }
+}
+
+const bcryptHash = (password: string, opts: { cost: number, version: '2a' }) => withHashSlot(() => nativeHash(password, opts))
+const bcryptVerify = (password: string, hash: string) => withHashSlot(() => nativeVerify(password, hash))
 
 /** bcrypt reads 72 bytes at most; GoTrue refuses longer passwords rather than truncating. */
 export const MAX_PASSWORD_BYTES = 72

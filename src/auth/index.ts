@@ -13,6 +13,7 @@ import { buildTenantContext, PoolRegistry } from './context.js'
 import { AuthError, badJson, notFound, renderAuthError, requestTooLarge, toAuthError, unexpectedFailure } from './errors.js'
 import { resolveTenantHook } from './hooks/resolve-tenant.js'
 import { jsonParser } from './json.js'
+import { setHashConcurrency } from './crypto.js'
 import { RateLimits } from './rate-limits.js'
 import { createMailer, type Mailer } from './mail/index.js'
 import { adminRoutes } from './routes/admin.js'
@@ -85,6 +86,7 @@ export function buildAuthEngine (deps: AuthEngineDeps): FastifyInstance {
   const pools = new PoolRegistry({ max: deps.config.auth.pool_per_tenant, budget: deps.config.auth.pool_budget, maxTenants: deps.config.auth.pool_max_tenants })
   const mailer = createMailer({ config: deps.config, logger })
   const rateLimits = new RateLimits({ config: deps.config })
+  setHashConcurrency(deps.config.auth.hash_concurrency)
   const now = deps.now ?? (() => new Date())
 
   // GoTrue-style JSON: an empty body is `{}`, bad JSON or too deep nesting is 400 bad_json.

@@ -88,6 +88,8 @@ export const ConfigSchema = Type.Object({
     /** Tenant pools kept open at most (the least recently used idle one is closed). */
     pool_max_tenants: Type.Integer({ minimum: 1, default: 1000 }),
     bcrypt_cost: Type.Integer({ minimum: 4, maximum: 15, default: 10 }),
+    /** bcrypt computations running at once in a process (others queue); 0 = the cores less one. */
+    hash_concurrency: Type.Integer({ minimum: 0, default: 0 }),
     /** Deepest nesting of objects/arrays a JSON body may have (user_metadata, data ...); deeper is 400. */
     max_json_depth: Type.Integer({ minimum: 2, maximum: 10_000, default: 100 }),
     /**
