@@ -13,6 +13,7 @@ import {
 } from './models/identities.js'
 import { deleteOneTimeTokensOfUser } from './models/one-time-tokens.js'
 import { audit } from './models/audit-log.js'
+import { hasEmailProof } from './models/email-proofs.js'
 import {
   findUserByEmail, findUserById, insertUser, isEmailTaken, isUserBanned, providersOf, updateUser
 } from './models/users.js'
@@ -101,6 +102,12 @@ export interface ExternalIdentity {
   emailVerified: boolean
   /** Provider claims (name, avatar_url, ...), stored as identity_data. */
   identityData?: Record<string, unknown>
+  /**
+   * Link to an existing user of the email only when that user proved the address by a mail
+   * round trip (a verified token mailed to it); refuse with `email_not_proven` otherwise.
+   * The panel exchange sets it: auto-confirmed sign-ups prove nothing.
+   */
+  requireEmailProof?: boolean
 }
 
 export interface IdentitySignInOptions {
@@ -115,6 +122,9 @@ export interface IdentitySignInResult {
   /** What happened: found by identity, linked to an existing user, or a new user. */
   decision: 'account_exists' | 'link_account' | 'create_account'
 }
+
+export const emailNotProven = (email: string) =>
+  new AuthError('email_not_proven', 422, `The user with email ${email} never proved the address by a mail round trip, so this identity is not linked to it`)
 
 export const providerEmailNeedsVerification = () =>
   new AuthError('provider_email_needs_verification', 422, 'Unverified email with the provider. Please verify your email and try again.')
@@ -166,6 +176,7 @@ export async function resolveIdentityUser (ctx: TenantContext, q: Queryable, ext
     user = await updateUser(q, u.id, { raw_user_meta_data: { ...(u.raw_user_meta_data ?? {}), ...identityData } }, now)
   } else {
     const owner = ext.emailVerified && email ? await linkingCandidate(ctx, q, email) : null
+    if (owner && ext.requireEmailProof === true && !(await hasEmailProof(q, owner.id, email))) throw emailNotProven(email)
     if (owner) {
       decision = 'link_account'
       await insertIdentityIfAbsent(q, { userId: owner.id, provider: ext.provider, providerId: ext.providerId, identityData, now, lastSignInAt: now })

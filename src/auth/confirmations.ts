@@ -16,6 +16,7 @@ import { isUserBanned, lockUserById, updateUser, type UserColumn } from './model
 import { confirmEmail, emailIdentityData, refreshProviders } from './accounts.js'
 import type { TenantContext, UserRow, UserWithIdentities } from './types.js'
 import { ownValue } from '../shared/own.js'
+import { recordEmailProof } from './models/email-proofs.js'
 
 export type EmailTokenKind = 'confirmation' | 'invite' | 'recovery' | 'magiclink' | 'email_change_new' | 'email_change_current'
 
@@ -197,5 +198,8 @@ export async function verifyTokenHash (ctx: TenantContext, q: Queryable, type: s
   if (isUserBanned(user, ctx.now())) throw userBannedBearer()
   const sent = kind.sentAt(user) ?? ott.created_at
   if (sent.getTime() + ctx.tenant.auth.otp_expiry * 1000 < ctx.now().getTime()) throw otpExpired(opts.notFoundMessage)
-  return kind.apply(ctx, q, user, ott.token_type)
+  const outcome = await kind.apply(ctx, q, user, ott.token_type)
+  // The token reached its address and came back: the user owns that address.
+  if (ott.relates_to) await recordEmailProof(q, user.id, ott.relates_to, ctx.now())
+  return outcome
 }

@@ -164,6 +164,8 @@ export interface FindOrCreateByIdentityInput {
   /** Whether the provider vouches for the email (only a verified email links to an existing user). */
   emailVerified: boolean
   identityData?: Record<string, unknown>
+  /** Link to an existing user only when its address is proven by a mail round trip (see ExternalIdentity). */
+  requireEmailProof?: boolean
 }
 
 export interface FindOrCreateByIdentityResult {
@@ -201,7 +203,12 @@ export function createAuthService (deps: AuthServiceDeps): AuthService {
     async findOrCreateUserByIdentity (input) {
       const ctx = buildTenantContext({ config: deps.config, pools, mailer, rateLimits, now }, input.tenant, logger)
       const ext: ExternalIdentity = {
-        provider: input.provider, providerId: input.providerId, email: input.email, emailVerified: input.emailVerified, identityData: input.identityData
+        provider: input.provider,
+        providerId: input.providerId,
+        email: input.email,
+        emailVerified: input.emailVerified,
+        identityData: input.identityData,
+        requireEmailProof: input.requireEmailProof
       }
       const { session } = await signInWithIdentity(ctx, ext, { method: 'oauth' })
       return { user: session.user, session }

@@ -40,6 +40,14 @@ export const QueryTimeoutError = defineError('query_timeout', 400,
 export const EngineNotConfiguredError = defineError('engine_not_configured', 409,
   (database: string, what: string) => `Database ${JSON.stringify(database)} has no ${what} connection (tenant engines), which this needs`)
 
+// ---- app-session --------------------------------------------------------------------------
+export const AccountLinkRefusedError = defineError('account_link_refused', 409,
+  (database: string, email: string) => `Database ${JSON.stringify(database)} already has a user with email ${email} ` +
+    'whose ownership of the address was never proven by a mail round trip, so the exchange does not hand you that account')
+
+export const TestQueryLoginError = defineError('test_query_login_unavailable', 409,
+  (database: string, login: string) => `Database ${JSON.stringify(database)} has no working test-query login ${login}`)
+
 // ---- settings -----------------------------------------------------------------------------
 export const SettingsReadOnlyError = defineError('settings_read_only', 409,
   () => 'This panel has no writable tenant store: auth settings cannot be changed here')
@@ -54,7 +62,7 @@ export const InternalError = defineError('internal_error', 500,
 /** Every code this part can send (besides refusals of the gateway and auth errors it relays). */
 export const PANEL_ERROR_CODES = [
   'no_session', 'invalid_session', 'not_a_member', 'database_not_found', 'bad_request', 'validation_failed',
-  'not_found', 'method_not_allowed', 'query_error', 'query_timeout', 'engine_not_configured', 'settings_read_only',
+  'not_found', 'method_not_allowed', 'query_error', 'query_timeout', 'engine_not_configured', 'test_query_login_unavailable', 'account_link_refused', 'settings_read_only',
   'database_unavailable', 'internal_error'
 ] as const
 

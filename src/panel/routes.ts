@@ -6,16 +6,17 @@ import type { Config } from '../config/index.js'
 import type { AuthService } from '../auth/index.js'
 import type { RefusalExplainer } from '../gateway/index.js'
 import type { TenantStore } from '../tenants/index.js'
+import { isGatehouseError } from '../shared/errors.js'
 import { applyAuthSettingsPatch, maskAuthSettings } from './auth-settings.js'
 import { applyRestSettingsPatch, restSettingsView } from './rest-settings.js'
 import { panelContext } from './context.js'
 import {
-  DatabaseNotFoundError, DatabaseUnavailableError, EngineNotConfiguredError, QueryError, QueryTimeoutError, SettingsReadOnlyError
+  AccountLinkRefusedError, DatabaseNotFoundError, DatabaseUnavailableError, EngineNotConfiguredError, QueryError, QueryTimeoutError, SettingsReadOnlyError, TestQueryLoginError
 } from './errors.js'
 import { checkPolicies } from './policy-check.js'
 import type { PanelPools } from './pools.js'
 import {
-  kindOfAs, isServerError, leadingKeyword, parseTestQuery, runTestQuery, statementNeeds
+  kindOfAs, isServerError, leadingKeyword, parseTestQuery, runTestQuery, statementNeeds, testQueryLogin, testQueryUrl
 } from './test-query.js'
 
 export interface PanelRouteDeps {
@@ -48,13 +49,31 @@ export function panelRoutes (deps: PanelRouteDeps) {
       if (!tenant.engines?.auth) throw new EngineNotConfiguredError(database, 'auth engine')
       // The exchange's access token lives 3600 s whatever the tenant's own expiry (service.md).
       const t = tenant.jwt.expiry === EXCHANGE_EXPIRES_IN ? tenant : { ...tenant, jwt: { ...tenant.jwt, expiry: EXCHANGE_EXPIRES_IN } }
-      const r = await deps.auth.findOrCreateUserByIdentity({
-        tenant: t,
-        provider: 'panel',
-        providerId: session.userId,
-        email: session.email,
-        emailVerified: session.emailVerified
-      })
+      // Never hand a member an account the exchange did not establish as theirs: link only to
+      // a user that already has this panel identity, or whose address was proven by a mail
+      // round trip (a stranger may have signed up with the member's address, unconfirmed).
+      let r: Awaited<ReturnType<AuthService['findOrCreateUserByIdentity']>>
+      try {
+        r = await deps.auth.findOrCreateUserByIdentity({
+          tenant: t,
+          provider: 'panel',
+          providerId: session.userId,
+          email: session.email,
+          emailVerified: session.emailVerified,
+          requireEmailProof: true
+        })
+      } catch (err) {
+        if (isGatehouseError(err) && err.code === 'email_not_proven') {
+          const email = session.email ?? ''
+          throw new AccountLinkRefusedError(database, email, {
+            cause: err,
+            hint: `Prove the address once: in the app, sign in as ${email} through a mailed link (magic link, password ` +
+              'recovery or sign-up confirmation) and follow it, then exchange again. Or, if that user is not yours, ' +
+              'delete it (Admin API or DELETE FROM auth.users as the owner) and exchange again to get a new one.'
+          })
+        }
+        throw err
+      }
       const user = r.user as { id: string, email?: string | null }
       return {
         url: `${deps.config.public_url.replace(/\/+$/, '')}/${database}`,
@@ -73,9 +92,10 @@ export function panelRoutes (deps: PanelRouteDeps) {
       const url = tenant.engines?.rest
       if (!url) throw new EngineNotConfiguredError(database, 'REST engine')
       const timeoutMs = deps.config.panel.test_query_timeout_ms
+      const kind = kindOfAs(request.as)
       try {
         return await runTestQuery({
-          pool: deps.restPools.get(database, url),
+          pool: deps.restPools.get(database, testQueryUrl(url, tenant, kind)),
           tenant,
           request,
           publicUrl: deps.config.public_url,
@@ -83,6 +103,14 @@ export function panelRoutes (deps: PanelRouteDeps) {
           maxRows: deps.config.panel.test_query_max_rows
         })
       } catch (err) {
+        if (isServerError(err) && (err.code === '28P01' || err.code === '28000')) {
+          const login = testQueryLogin(tenant, kind)
+          throw new TestQueryLoginError(database, login, {
+            cause: err,
+            hint: `Run \`gatehouse tenants migrate ${database}\`: it creates ${login} (a NOINHERIT member of ${tenant.roles[kind]} only) ` +
+              'with the REST engine login\'s password; after a change of that password, run it again.'
+          })
+        }
         if (!isServerError(err) || connectionFailure(err)) {
           if (connectionFailure(err)) throw new DatabaseUnavailableError({ cause: err, internal: err })
           throw err
@@ -91,7 +119,7 @@ export function panelRoutes (deps: PanelRouteDeps) {
         const { needs, action } = statementNeeds(leadingKeyword(request.sql))
         const refusal = await deps.explainer.explain({
           tenant,
-          kind: kindOfAs(request.as),
+          kind,
           error: { code: err.code, message: err.message, details: err.detail ?? null, hint: err.hint ?? null },
           needs,
           action

@@ -1,8 +1,12 @@
-// The panel's test query: one statement run in the tenant database over the REST engine's
-// login (tenant.engines.rest), inside a transaction with SET LOCAL ROLE to the request role
-// and request.jwt.claims as a real call has them, a statement timeout and a row cap, and
-// ALWAYS rolled back. One statement only (extended protocol), transaction control refused,
-// and the session is DISCARDed before the connection goes back to the pool.
+// The panel's test query: one statement run in the tenant database, inside a transaction
+// with SET LOCAL ROLE to the request role, the REST engine's search_path and
+// request.jwt.claims as a real call has them, a statement timeout and a row cap, and ALWAYS
+// rolled back. One statement only (extended protocol), transaction control refused, and the
+// session is DISCARDed before the connection goes back to the pool.
+// It logs in as the chosen role's test-query login (`<request role>_probe`, provisioning
+// makes it: NOINHERIT, a member of that one role, the REST engine login's password), so
+// nothing inside the SQL (SET ROLE, set_config('role', ...), RESET ROLE) can reach another
+// request role: Postgres refuses a role the login is not a member of.
 import pg from 'pg'
 import type { Tenant, RoleKind } from '../tenants/schema.js'
 import { quoteIdent } from '../shared/pg.js'
@@ -190,6 +194,23 @@ function runCapped (client: pg.PoolClient, sql: string, maxRows: number): Promis
   })
 }
 
+/** The login a test query of this kind runs as: the request role's `_probe` login. */
+export function testQueryLogin (tenant: Tenant, kind: RoleKind): string {
+  return `${tenant.roles[kind]}_probe`
+}
+
+/** The REST engine's connection URL with the test-query login of `kind` (same password). */
+export function testQueryUrl (engineUrl: string, tenant: Tenant, kind: RoleKind): string {
+  const u = new URL(engineUrl)
+  u.username = encodeURIComponent(testQueryLogin(tenant, kind))
+  return u.toString()
+}
+
+/** `"a", "b"`: the search_path of a REST request (the exposed schemas, then public). */
+function searchPathOf (tenant: Tenant): string {
+  return [...new Set([...tenant.rest.schemas, 'public'])].map(quoteIdent).join(', ')
+}
+
 export interface RunTestQueryOptions {
   pool: PoolLike
   tenant: Tenant
@@ -210,10 +231,11 @@ export async function runTestQuery (o: RunTestQueryOptions): Promise<TestQueryRe
     await client.query('BEGIN')
     await client.query(`SET LOCAL ROLE ${quoteIdent(role)}`)
     await client.query(
-      `SELECT set_config('statement_timeout', $1, true), set_config('request.jwt.claims', $2, true),
-              set_config('request.method', $3, true), set_config('request.path', '/', true),
-              set_config('request.headers', '{}', true), set_config('request.cookies', '{}', true)`,
-      [String(o.timeoutMs), JSON.stringify(claimsFor(o.tenant, o.request, o.publicUrl)), method])
+      `SELECT pg_catalog.set_config('statement_timeout', $1, true), pg_catalog.set_config('request.jwt.claims', $2, true),
+              pg_catalog.set_config('request.method', $3, true), pg_catalog.set_config('request.path', '/', true),
+              pg_catalog.set_config('request.headers', '{}', true), pg_catalog.set_config('request.cookies', '{}', true),
+              pg_catalog.set_config('search_path', $4, true)`,
+      [String(o.timeoutMs), JSON.stringify(claimsFor(o.tenant, o.request, o.publicUrl)), method, searchPathOf(o.tenant)])
     const { result, suspended } = await runCapped(client, o.request.sql, o.maxRows)
     const rows = result.rows ?? []
     return {

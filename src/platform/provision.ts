@@ -7,8 +7,8 @@ import { quoteIdent, withCredentials, withDatabase } from '../shared/pg.js'
 import { ConfigError } from '../shared/errors.js'
 import { DATABASE_NAME, parseTenantFile, type AuthSettings, type TenantFile } from '../tenants/schema.js'
 import {
-  assertSuperuser, connectAdmin, createTenantRoles, ensureClusterRoles, newTenantId, tenantIdOf,
-  tenantRoleNames, ROLE_KINDS, TENANT_ROLE, type TenantRoleNames
+  allTenantRoleNames, assertSuperuser, connectAdmin, createTenantRoles, ensureClusterRoles, newTenantId, tenantIdOf,
+  tenantRoleNames, TENANT_ROLE, type TenantRoleNames
 } from './roles.js'
 import { migrateDatabase } from './migrate.js'
 import {
@@ -216,7 +216,7 @@ export async function ensureTenant (opts: EnsureTenantOptions): Promise<{ create
 
 async function dropCreated (client: pg.Client, database: string, roles: TenantRoleNames | null): Promise<void> {
   await client.query(`DROP DATABASE IF EXISTS ${quoteIdent(database)} WITH (FORCE)`)
-  if (roles) await dropRoles(client, ROLE_KINDS.map((k) => roles[k]))
+  if (roles) await dropRoles(client, allTenantRoleNames(tenantIdOf(roles.anon)!))
 }
 
 /** Drops roles, first revoking what other databases still grant them (pg_shdepend). */
@@ -311,7 +311,7 @@ export async function dropTenant (opts: DropOptions): Promise<DropResult> {
       }
       await client.query(`DROP DATABASE IF EXISTS ${quoteIdent(opts.database)} WITH (FORCE)`)
     }
-    const names = [...ids].flatMap((id) => ROLE_KINDS.map((k) => tenantRoleNames(id)[k]))
+    const names = [...ids].flatMap((id) => allTenantRoleNames(id))
       .filter((n) => TENANT_ROLE.test(n))
     const before = (await client.query<{ rolname: string }>(
       'SELECT rolname FROM pg_roles WHERE rolname = ANY ($1::text[])', [names])).rows.map((r) => r.rolname)

@@ -17,8 +17,8 @@ export type TenantRoleNames = Record<TenantRoleKind, string>
 
 /** `t_<10 hex>` */
 export const TENANT_ID = /^t_[0-9a-f]{10}$/
-/** Every role name provisioning creates; dropping never touches anything else. */
-export const TENANT_ROLE = /^(t_[0-9a-f]{10})_(anon|auth|svc|rest|authn|owner)$/
+/** Every role name provisioning creates (the `_probe` test-query logins too); dropping never touches anything else. */
+export const TENANT_ROLE = /^(t_[0-9a-f]{10})_(anon|auth|svc|rest|authn|owner|anon_probe|auth_probe|svc_probe)$/
 
 export function newTenantId (): string {
   return 't_' + randomBytes(5).toString('hex')
@@ -29,6 +29,15 @@ export function tenantRoleNames (id: string): TenantRoleNames {
   const out = {} as TenantRoleNames
   for (const k of ROLE_KINDS) out[k] = `${id}_${k}`
   return out
+}
+
+/**
+ * Every role of a tenant id: the six of tenantRoleNames and the three test-query logins
+ * (`<request role>_probe`) the migrations make. Dropping a tenant drops these.
+ */
+export function allTenantRoleNames (id: string): string[] {
+  const names = tenantRoleNames(id)
+  return [...ROLE_KINDS.map((k) => names[k]), ...REQUEST_ROLE_KINDS.map((k) => `${names[k]}_probe`)]
 }
 
 /** The tenant id of a role name made by provisioning, or null. */
@@ -50,7 +59,14 @@ export function describeUrl (url: string): string {
 export async function connectAdmin (url: string): Promise<pg.Client> {
   let client: pg.Client
   try {
-    client = new pg.Client({ connectionString: url, connectionTimeoutMillis: 5_000, application_name: 'gatehouse-platform' })
+    // The admin is a superuser working inside databases whose owner may create objects in
+    // public: names resolve in pg_catalog only, so no owner-made function runs as superuser.
+    client = new pg.Client({
+      connectionString: url,
+      connectionTimeoutMillis: 5_000,
+      application_name: 'gatehouse-platform',
+      options: '-c search_path=pg_catalog,pg_temp'
+    })
   } catch (err) {
     throw new ClusterUnreachableError(describeUrl(url), (err as Error).message, { cause: err })
   }

@@ -8,7 +8,7 @@ import os from 'node:os'
 import path from 'node:path'
 import {
   provisionTenant, dropTenant, ensureTenant, migrateDatabase, migrateAll, listMigrations, ensureClusterRoles,
-  tenantRoleNames, newTenantId, MIGRATIONS_DIR, ROLE_KINDS
+  tenantRoleNames, newTenantId, MIGRATIONS_DIR, allTenantRoleNames, tenantIdOf
 } from '../../src/platform/index.js'
 import { withDatabase } from '../../src/shared/pg.js'
 import { createTestTenant, rejection, withClient } from '../helpers/tenants.js'
@@ -68,14 +68,16 @@ t.test('a create that fails half way leaves nothing behind', async (t) => {
 t.test('drop removes database and roles, and is idempotent', async (t) => {
   const a = await provisionTenant({ adminUrl: adminUrl(), database: randomName('tenant'), organization: 'o' })
   const b = await createTestTenant(t)
-  const names = ROLE_KINDS.map((k) => a.roles[k])
+  // The six roles of provisioning and the three test-query logins of the migrations.
+  const names = allTenantRoleNames(tenantIdOf(a.roles.anon)!)
+  t.equal(names.length, 9)
   // B's owner grants to one of A's roles: a dependency in another database that would
   // make a plain DROP ROLE fail.
   await withClient(b.ownerUrl, async (c) => {
     await c.query('CREATE TABLE public.shared (x int)')
     await c.query(`GRANT SELECT ON public.shared TO "${a.roles.anon}"`)
   })
-  t.same(await existingRoles(names), [...names].sort(), 'six roles exist')
+  t.same(await existingRoles(names), [...names].sort(), 'nine roles exist')
   const res = await dropTenant({ adminUrl: adminUrl(), database: a.file.database, roles: a.file.roles })
   t.equal(res.databaseDropped, true)
   t.same(res.rolesDropped.sort(), [...names].sort())
@@ -89,7 +91,7 @@ t.test('drop removes database and roles, and is idempotent', async (t) => {
   // Roles found through the database alone (no names given), and shared roles never touched.
   const c = await provisionTenant({ adminUrl: adminUrl(), database: randomName('tenant'), organization: 'o' })
   const res2 = await dropTenant({ adminUrl: adminUrl(), database: c.file.database, roles: ['anon', 'authenticated', 'postgres'] })
-  t.equal(res2.rolesDropped.length, 6, 'the six roles come from platform.roles')
+  t.equal(res2.rolesDropped.length, 9, 'the nine roles come from platform.roles')
   t.same(await existingRoles(['anon', 'authenticated']), ['anon', 'authenticated'], 'cluster roles stay')
 })
 

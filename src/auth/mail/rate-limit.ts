@@ -21,9 +21,9 @@ export async function reserveMailSend (q: Queryable, settings: Pick<AuthSettings
   // The hour's count, and the send whose leaving the window frees the next slot.
   const r = await q.query<{ hour_count: number, frees_at: Date | null, last_sent: Date | null }>(
     `WITH hour AS (SELECT sent_at FROM auth.gatehouse_mail_sends WHERE sent_at > $1::timestamptz - interval '1 hour')
-     SELECT (SELECT count(*)::int FROM hour) AS hour_count,
+     SELECT (SELECT pg_catalog.count(*)::int FROM hour) AS hour_count,
             (SELECT sent_at + interval '1 hour' FROM hour ORDER BY sent_at DESC OFFSET greatest($4::int - 1, 0) LIMIT 1) AS frees_at,
-            (SELECT max(sent_at) FROM auth.gatehouse_mail_sends WHERE address = $2 AND kind = $3) AS last_sent`,
+            (SELECT pg_catalog.max(sent_at) FROM auth.gatehouse_mail_sends WHERE address = $2 AND kind = $3) AS last_sent`,
     [send.now, address, send.bucket, settings.mail_rate_per_hour])
   const { hour_count: hourCount, frees_at: freesAt, last_sent: lastSent } = r.rows[0]!
   if (settings.mail_min_interval > 0 && lastSent) {
@@ -37,5 +37,5 @@ export async function reserveMailSend (q: Queryable, settings: Pick<AuthSettings
   await q.query('INSERT INTO auth.gatehouse_mail_sends (address, kind, sent_at) VALUES ($1, $2, $3)', [address, send.bucket, send.now])
   // Rows older than both windows are of no further use.
   const keepSeconds = Math.max(3600, settings.mail_min_interval)
-  await q.query(`DELETE FROM auth.gatehouse_mail_sends WHERE sent_at < $1::timestamptz - make_interval(secs => $2)`, [send.now, keepSeconds])
+  await q.query(`DELETE FROM auth.gatehouse_mail_sends WHERE sent_at < $1::timestamptz - pg_catalog.make_interval(secs => $2)`, [send.now, keepSeconds])
 }

@@ -46,7 +46,7 @@ const KEEP_SECONDS = 24 * 3600
 
 export async function insertFlowState (q: Queryable, f: NewFlowState): Promise<FlowStateRow> {
   // Stale rows of abandoned flows go first (indexed on created_at).
-  await q.query('DELETE FROM auth.flow_state WHERE created_at < $1::timestamptz - make_interval(secs => $2)', [f.now, KEEP_SECONDS])
+  await q.query('DELETE FROM auth.flow_state WHERE created_at < $1::timestamptz - pg_catalog.make_interval(secs => $2)', [f.now, KEEP_SECONDS])
   const r = await q.query<FlowStateRow>(
     `INSERT INTO auth.flow_state (id, user_id, auth_code, code_challenge_method, code_challenge, provider_type,
         authentication_method, referrer, oauth_client_state_id, created_at, updated_at, linking_target_id)
@@ -103,7 +103,7 @@ export async function deleteFlowState (q: Queryable, id: string): Promise<void> 
 
 export async function insertOAuthClientState (q: Queryable, s: { providerType: string, codeVerifier: string, now: Date }): Promise<string> {
   const id = randomUUID()
-  await q.query('DELETE FROM auth.oauth_client_states WHERE created_at < $1::timestamptz - make_interval(secs => $2)', [s.now, KEEP_SECONDS])
+  await q.query('DELETE FROM auth.oauth_client_states WHERE created_at < $1::timestamptz - pg_catalog.make_interval(secs => $2)', [s.now, KEEP_SECONDS])
   await q.query('INSERT INTO auth.oauth_client_states (id, provider_type, code_verifier, created_at) VALUES ($1, $2, $3, $4)',
     [id, s.providerType, s.codeVerifier, s.now])
   return id

@@ -68,19 +68,19 @@ export async function loadRefreshContext (q: Queryable, token: string): Promise<
   return row ? toContext(row) : null
 }
 
-const IDENTITIES_JSON = `(SELECT json_agg(json_build_object('id', i.id, 'provider_id', i.provider_id, 'user_id', i.user_id,
+const IDENTITIES_JSON = `(SELECT pg_catalog.json_agg(pg_catalog.json_build_object('id', i.id, 'provider_id', i.provider_id, 'user_id', i.user_id,
     'identity_data', i.identity_data, 'provider', i.provider, 'last_sign_in_at', i.last_sign_in_at,
     'created_at', i.created_at, 'updated_at', i.updated_at, 'email', i.email) ORDER BY i.created_at, i.id)
   FROM auth.identities i WHERE i.user_id = u.id)`
 
-const FACTORS_JSON = `(SELECT json_agg(json_build_object('id', f.id, 'user_id', f.user_id, 'friendly_name', f.friendly_name,
+const FACTORS_JSON = `(SELECT pg_catalog.json_agg(pg_catalog.json_build_object('id', f.id, 'user_id', f.user_id, 'friendly_name', f.friendly_name,
     'factor_type', f.factor_type, 'status', f.status, 'created_at', f.created_at, 'updated_at', f.updated_at, 'secret', NULL,
     'phone', f.phone, 'last_challenged_at', f.last_challenged_at, 'web_authn_aaguid', f.web_authn_aaguid,
     'last_webauthn_challenge_data', f.last_webauthn_challenge_data) ORDER BY f.created_at)
   FROM auth.mfa_factors f WHERE f.user_id = u.id)`
 
-const AMR_JSON = (sessionId: string) => `(SELECT json_agg(json_build_object('method', a.authentication_method,
-    'timestamp', floor(extract(epoch FROM a.updated_at))::bigint) ORDER BY a.updated_at DESC)
+const AMR_JSON = (sessionId: string) => `(SELECT pg_catalog.json_agg(pg_catalog.json_build_object('method', a.authentication_method,
+    'timestamp', pg_catalog.floor(extract(epoch FROM a.updated_at))::bigint) ORDER BY a.updated_at DESC)
   FROM auth.mfa_amr_claims a WHERE a.session_id = ${sessionId})`
 
 function toContext (row: ContextRow): RefreshContext {
@@ -187,8 +187,8 @@ export async function rotateRefreshToken (q: Queryable, t: { id: string, userId:
         UPDATE auth.sessions SET refreshed_at = ($3::timestamptz AT TIME ZONE 'UTC'), updated_at = $3
          WHERE id = $6 AND EXISTS (SELECT 1 FROM ins) RETURNING id
      )
-     SELECT (SELECT count(*) FROM cur)::int AS locked, (SELECT revoked FROM cur) AS was_revoked,
-            (SELECT token FROM ins) AS new_token, (SELECT count(*) FROM sess)::int AS touched`,
+     SELECT (SELECT pg_catalog.count(*) FROM cur)::int AS locked, (SELECT revoked FROM cur) AS was_revoked,
+            (SELECT token FROM ins) AS new_token, (SELECT pg_catalog.count(*) FROM sess)::int AS touched`,
     [t.id, next, t.now, NIL_UUID, t.userId, t.sessionId]).catch((err: unknown) => {
       if (isConcurrentDeletion(err)) return null
       throw err

@@ -47,7 +47,7 @@ export async function addAmrClaim (q: Queryable, sessionId: string, method: stri
 
 export async function amrClaims (q: Queryable, sessionId: string): Promise<AmrEntry[]> {
   const r = await q.query<{ method: string, ts: string }>(
-    `SELECT authentication_method AS method, floor(extract(epoch FROM updated_at))::bigint::text AS ts
+    `SELECT authentication_method AS method, pg_catalog.floor(extract(epoch FROM updated_at))::bigint::text AS ts
        FROM auth.mfa_amr_claims WHERE session_id = $1 ORDER BY updated_at DESC`, [sessionId])
   return r.rows.map((x) => ({ method: x.method, timestamp: Number(x.ts) }))
 }

@@ -39,7 +39,7 @@ export async function lockUserById (q: Queryable, id: string): Promise<UserRow |
 export async function findUserByEmail (q: Queryable, email: string, aud: string): Promise<UserRow | null> {
   const r = await q.query<UserRow>(
     `SELECT ${USER_SELECT} FROM auth.users u
-      WHERE u.instance_id = $3 AND lower(u.email) = lower($1) AND u.aud = $2 AND u.is_sso_user = false
+      WHERE u.instance_id = $3 AND pg_catalog.lower(u.email) = pg_catalog.lower($1) AND u.aud = $2 AND u.is_sso_user = false
       ORDER BY u.created_at LIMIT 1`, [email, aud, NIL_UUID])
   return r.rows[0] ?? null
 }
@@ -47,7 +47,7 @@ export async function findUserByEmail (q: Queryable, email: string, aud: string)
 /** Any non-SSO user holding this email, whatever the audience (emails are unique per table). */
 export async function isEmailTaken (q: Queryable, email: string, exceptUserId?: string): Promise<boolean> {
   const r = await q.query(
-    `SELECT 1 FROM auth.users WHERE lower(email) = lower($1) AND is_sso_user = false AND ($2::uuid IS NULL OR id <> $2::uuid) LIMIT 1`,
+    `SELECT 1 FROM auth.users WHERE pg_catalog.lower(email) = pg_catalog.lower($1) AND is_sso_user = false AND ($2::uuid IS NULL OR id <> $2::uuid) LIMIT 1`,
     [email, exceptUserId ?? null])
   return (r.rowCount ?? 0) > 0
 }
@@ -128,7 +128,7 @@ export async function listUsers (q: Queryable, o: ListUsersOptions): Promise<{ u
   const [rows, count] = await Promise.all([
     q.query<UserRow>(`SELECT ${USER_SELECT} FROM auth.users u WHERE ${where} ORDER BY u.created_at ${dir}, u.id ${dir} LIMIT $4 OFFSET $5`,
       [NIL_UUID, o.aud, filter, o.perPage, (o.page - 1) * o.perPage]),
-    q.query<{ n: string }>(`SELECT count(*)::text AS n FROM auth.users u WHERE ${where}`, [NIL_UUID, o.aud, filter])
+    q.query<{ n: string }>(`SELECT pg_catalog.count(*)::text AS n FROM auth.users u WHERE ${where}`, [NIL_UUID, o.aud, filter])
   ])
   const ids = rows.rows.map((u) => u.id)
   const identities = ids.length
