@@ -82,6 +82,6 @@ t.test('a test-query login that cannot log in is a 409 naming the fix', async (t
 })
 
 async function migrateDatabaseAgain (database: string): Promise<void> {
-  await adminQuery('DELETE FROM platform.schema_migrations WHERE version = 3', [], database)
+  await adminQuery('DELETE FROM platform.schema_migrations WHERE version = 10', [], database)
   await migrateDatabase(withDatabase(adminUrl(), database))
 }

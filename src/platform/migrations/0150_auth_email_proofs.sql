@@ -1,4 +1,4 @@
--- 0004_email_proofs: which addresses each user has proven to own by a mail round trip (a
+-- 0150_auth_email_proofs: which addresses each user has proven to own by a mail round trip (a
 -- token sent to the address and verified: sign-up confirmation, magic link, recovery,
 -- email change, e-mail OTP). Auto-confirmation (mail confirmation off) proves nothing, so
 -- it writes no row. The panel exchange links a panel member only to a user whose address

@@ -1,4 +1,4 @@
--- 0003_login_roles: the logins that run our SQL get a pinned search_path, and the panel's
+-- 0010_login_roles: the logins that run our SQL get a pinned search_path, and the panel's
 -- test query gets one login per request role. Runs as the cluster admin; role names come
 -- from gatehouse.role_<kind> (set by the runner).
 --
