@@ -30,11 +30,13 @@ export function rebaseRoot (tree: ReadNode, alias: string): ReadNode {
 
 /**
  * The root's columns the tree reads: its selected fields and the columns its embeds join
- * on. null = every column (`*`, or nothing selected).
+ * on. null = every column (`*`, nothing selected, or a computed relationship embedded).
  */
 export function rootColumns (tree: ReadNode): string[] | null {
   const own = tree.select.map((s) => s.field.name)
   if (own.includes('*') || (tree.select.length === 0 && tree.children.length === 0)) return null
+  // A computed relationship takes the whole row: its columns cannot be known (as PostgREST).
+  if (tree.children.some((c) => c.computed !== null)) return null
   const cols = new Set(own)
   for (const c of tree.children) {
     for (const j of c.joinConditions) {

@@ -11,6 +11,7 @@ import { parseApiRequest } from '../../../src/rest/api-request/index.js'
 import { planRequest, type ReadPlan } from '../../../src/rest/plan/index.js'
 import { renderRead } from '../../../src/rest/query/index.js'
 import { createTestTenant } from '../../helpers/tenants.js'
+import { createWriteFixture } from '../writes/helpers.js'
 
 const COMPUTED_SQL = `
 CREATE FUNCTION book_author(books) RETURNS authors LANGUAGE sql STABLE AS 'SELECT * FROM authors WHERE id = $1.author_id';
@@ -111,4 +112,13 @@ t.test('computed relationships: schema cache, SQL, results', async (t) => {
     t.equal(r.status, 400)
     t.equal(r.json().code, 'PGRST200')
   })
+})
+
+t.test('computed relationships in the representation of a write', async (t) => {
+  const fx = await createWriteFixture(t, { sql: `CREATE FUNCTION item_author(items) RETURNS authors LANGUAGE sql STABLE AS 'SELECT * FROM authors WHERE id = $1.author_id';` })
+  const r = await fx.call('POST', '/items?select=name,item_author(name)', { body: { name: 'pen', author_id: 2 }, headers: { prefer: 'return=representation' } })
+  t.equal(r.status, 201)
+  t.same(r.json(), [{ name: 'pen', item_author: { name: 'Stanislaw Lem' } }], 'the whole row is returned for the function to take it')
+  const u = await fx.call('PATCH', '/items?name=eq.pen&select=qty,item_author(country)', { body: { qty: 3 }, headers: { prefer: 'return=representation' } })
+  t.same(u.json(), [{ qty: 3, item_author: { country: 'PL' } }])
 })
