@@ -76,6 +76,10 @@ export const ConfigSchema = Type.Object({
     /** Tenant pools kept open at most (the least recently used idle one is closed). */
     pool_max_tenants: Type.Integer({ minimum: 1, default: 1000 }),
     max_body_bytes: Type.Integer({ minimum: 1024, default: 1_048_576 }),
+    /** After a failed connect to a tenant database, requests fail fast (503) this long before one retries; doubles per failure. */
+    reconnect_backoff_ms: Type.Integer({ minimum: 1, default: 1_000 }),
+    /** Longest wait between reconnects to a database that stays unreachable. */
+    reconnect_backoff_max_ms: Type.Integer({ minimum: 1, default: 32_000 }),
     /** JSON bodies nested deeper (arrays and objects) are refused with 400 PGRST102. */
     max_json_depth: Type.Integer({ minimum: 1, default: 100 }),
     statement_timeout_ms: Type.Integer({ minimum: 0, default: 30_000 })

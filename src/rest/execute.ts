@@ -5,6 +5,7 @@
 import pg from 'pg'
 import { perTenantCap, TenantPools, TenantPoolsClosedError, type PooledConnection } from '../shared/index.js'
 import { DbConnectionError, PoolTimeoutError } from './errors.js'
+import { ReconnectBackoff } from './reconnect.js'
 import type { Statement } from './query/sql.js'
 
 export interface PoolSettings {
@@ -19,6 +20,10 @@ export interface PoolSettings {
   connectTimeoutMs: number
   /** Most tenant pools kept (the least recently used idle one is closed for a new tenant). */
   maxTenants?: number
+  /** First wait before reconnecting to a database that refused, ms (doubles up to reconnectBackoffMaxMs). Default 1000. */
+  reconnectBackoffMs?: number
+  /** Longest wait between reconnects, ms. Default 32 000. */
+  reconnectBackoffMaxMs?: number
 }
 
 export interface PoolLogger {
@@ -48,7 +53,7 @@ function prepared (conn: PooledConnection): Set<string> {
  * for a connection that cannot be made. `onPoolClosed` hears of pools closed when idle.
  */
 export function createEnginePools (s: PoolSettings, logger?: PoolLogger, onPoolClosed?: (key: string) => void): TenantPools {
-  return new TenantPools({
+  const pools = new TenantPools({
     ...s,
     applicationName: 'gatehouse-rest',
     timeoutError: () => new PoolTimeoutError(),
@@ -58,6 +63,28 @@ export function createEnginePools (s: PoolSettings, logger?: PoolLogger, onPoolC
     logger: logger && { warn: (obj, msg) => logger.warn(obj, `rest: ${msg ?? ''}`) },
     onPoolClosed
   })
+  backoffs.set(pools, new ReconnectBackoff({ initialMs: s.reconnectBackoffMs ?? 1_000, maxMs: s.reconnectBackoffMaxMs ?? 32_000 }))
+  return pools
+}
+
+/** The reconnect backoff of each engine's pools (by database URL). */
+const backoffs = new WeakMap<TenantPools, ReconnectBackoff>()
+
+/** A connection from the pools, unless `url` is backing off after a failed connect (then 503 at once). */
+async function acquire (pools: TenantPools, key: string, url: string): Promise<PooledConnection> {
+  const backoff = backoffs.get(pools)
+  if (backoff === undefined) return pools.acquire(key, url)
+  backoff.check(url)
+  let conn: PooledConnection
+  try {
+    conn = await pools.acquire(key, url)
+  } catch (err) {
+    if (err instanceof DbConnectionError && err.internal !== 'engine is closing') backoff.failed(url)
+    else backoff.succeeded(url)
+    throw err
+  }
+  backoff.succeeded(url)
+  return conn
 }
 
 export type DbRow = Record<string, unknown>
@@ -96,7 +123,7 @@ function toQuery (conn: PooledConnection, s: Statement & { name?: string }): pg.
 
 /** Runs one transaction on a connection of the pool `key`; rolls back on any error. */
 export async function executeTransaction (pools: TenantPools, key: string, url: string, tx: Transaction): Promise<TransactionResult> {
-  const conn = await pools.acquire(key, url)
+  const conn = await acquire(pools, key, url)
   const client = conn.client
   let begun = false
   try {
@@ -137,7 +164,7 @@ function isStatusError (err: unknown): boolean {
 /** Runs one read-only catalog query on a pooled connection (schema cache loads). */
 export async function executeCatalogQueries<T> (pools: TenantPools, key: string, url: string,
   fn: (query: (text: string, values: unknown[]) => Promise<DbRow[]>) => Promise<T>): Promise<T> {
-  const conn = await pools.acquire(key, url)
+  const conn = await acquire(pools, key, url)
   let broken = false
   try {
     await conn.client.query(BEGIN_RO)
@@ -162,7 +189,10 @@ export const RELOAD_CHANNEL = 'pgrst'
  * connection ends. Returns a function that closes it.
  */
 export async function listen (url: string, onNotify: (payload: string) => void,
-  onLost: () => void, connectTimeoutMs: number): Promise<() => Promise<void>> {
+  onLost: () => void, connectTimeoutMs: number, pools?: TenantPools): Promise<() => Promise<void>> {
+  // While the database is backing off, no LISTEN connection is tried either.
+  const backoff = pools === undefined ? undefined : backoffs.get(pools)
+  backoff?.check(url)
   const client = new pg.Client({ connectionString: url, connectionTimeoutMillis: connectTimeoutMs, application_name: 'gatehouse-rest-listen' })
   let closing = false
   let lost = false
@@ -176,8 +206,10 @@ export async function listen (url: string, onNotify: (payload: string) => void,
   } catch (err) {
     closing = true
     await client.end().catch(() => {})
+    backoff?.failed(url)
     throw err
   }
+  backoff?.succeeded(url)
   return async () => {
     closing = true
     await client.end().catch(() => {})

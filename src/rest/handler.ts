@@ -59,7 +59,7 @@ function restUrl (tenant: Tenant): string {
 export function cacheSource (engine: Engine, key: string, url: string): CacheSource {
   return {
     withCatalog: (fn) => executeCatalogQueries(engine.pools, key, url, fn),
-    listen: (onNotify, onLost) => listen(url, onNotify, onLost, engine.settings.connectTimeoutMs)
+    listen: (onNotify, onLost) => listen(url, onNotify, onLost, engine.settings.connectTimeoutMs, engine.pools)
   }
 }
 

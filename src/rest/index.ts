@@ -92,7 +92,9 @@ export function buildRestEngine (deps: RestEngineDeps): FastifyInstance {
     idleMs: rest.pool_idle_ms,
     acquireTimeoutMs: deps.poolAcquireTimeoutMs ?? 10_000,
     connectTimeoutMs,
-    maxTenants: rest.pool_max_tenants
+    maxTenants: rest.pool_max_tenants,
+    reconnectBackoffMs: rest.reconnect_backoff_ms,
+    reconnectBackoffMaxMs: rest.reconnect_backoff_max_ms
   }, log, (key) => { void engine.schemaCaches.drop(key) })
   const engine: Engine = {
     settings: { statementTimeoutMs: rest.statement_timeout_ms, connectTimeoutMs },

@@ -135,6 +135,8 @@ export const TEST_CONFIG: Pick<Config, 'rest'> = {
     pool_max_tenants: 1000,
     max_body_bytes: 1_048_576,
     max_json_depth: 100,
+    reconnect_backoff_ms: 1_000,
+    reconnect_backoff_max_ms: 32_000,
     statement_timeout_ms: 10_000
   }
 }

@@ -1,0 +1,75 @@
+// While a tenant database refuses connections, the REST engine backs off: requests answer
+// 503 PGRST000 with Retry-After at once instead of each one trying to connect (and to LISTEN)
+// again, one request probes after the wait, and the engine recovers by itself once the
+// database is back. Real Postgres behind a TCP relay of this test that we can switch to
+// refusing (the fault: a database that cannot be reached), counting the connection attempts.
+import t from 'tap'
+import net from 'node:net'
+import type { AddressInfo } from 'node:net'
+import { buildRestEngine } from '../../src/rest/index.js'
+import { createRestFixture, TEST_CONFIG } from './fixture.js'
+
+interface Relay { url (base: string): string, attempts: number, down: boolean, cut (): void }
+
+async function relayTo (t: { teardown (fn: () => unknown): void }, target: URL): Promise<Relay> {
+  const open = new Set<net.Socket>()
+  const relay: Relay = {
+    attempts: 0,
+    down: false,
+    url: (base) => { const u = new URL(base); u.host = `127.0.0.1:${port}`; return u.toString() },
+    cut: () => { for (const s of open) s.destroy(); open.clear() }
+  }
+  const server = net.createServer((sock) => {
+    relay.attempts++
+    if (relay.down) { sock.destroy(); return }
+    const up = net.connect(Number(target.port || 5432), target.hostname)
+    open.add(sock); open.add(up)
+    sock.on('error', () => up.destroy())
+    up.on('error', () => sock.destroy())
+    sock.pipe(up).pipe(sock)
+  })
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
+  const port = (server.address() as AddressInfo).port
+  t.teardown(() => new Promise<void>((resolve) => { relay.cut(); server.close(() => resolve()) }))
+  return relay
+}
+
+t.test('a database that refuses: 503 at once with Retry-After, few attempts, recovery by itself', async (t) => {
+  const fx = await createRestFixture(t)
+  const direct = new URL(fx.tenant.engines!.rest!)
+  const relay = await relayTo(t, direct)
+  const tenant = { ...fx.tenant, engines: { ...fx.tenant.engines, rest: relay.url(fx.tenant.engines!.rest!) } }
+  const app = buildRestEngine({
+    config: { rest: { ...TEST_CONFIG.rest, reconnect_backoff_ms: 300, reconnect_backoff_max_ms: 1_200 } },
+    tenants: { get: async (db) => db === fx.database ? tenant : null }
+  })
+  t.teardown(() => app.close())
+  await app.listen({ port: 0, host: '127.0.0.1' })
+  const base = `http://127.0.0.1:${(app.server.address() as AddressInfo).port}/${fx.database}`
+  const get = () => fetch(`${base}/authors?select=id`)
+
+  t.equal((await get()).status, 200, 'served while the database is up')
+
+  // The database goes away: existing connections are cut, new ones refused.
+  relay.down = true
+  relay.cut()
+  const first = await get()
+  t.equal(first.status, 503, 'the database is unreachable: 503')
+  const before = relay.attempts
+  const answers = []
+  for (let i = 0; i < 20; i++) answers.push(await get())
+  t.ok(answers.every((r) => r.status === 503), 'every request in the wait: 503')
+  const bodies = await Promise.all(answers.map((r) => r.json()))
+  t.ok(bodies.every((b) => b.code === 'PGRST000'), 'PGRST000, as PostgREST')
+  t.ok(answers.every((r) => Number(r.headers.get('retry-after')) >= 1), 'with Retry-After')
+  t.ok(relay.attempts - before <= 2, `20 requests during the wait made ${relay.attempts - before} connection attempts, not 20`)
+
+  // Back up: after the wait one request probes and the engine serves again by itself.
+  relay.down = false
+  let status = 0
+  for (let i = 0; i < 200 && status !== 200; i++) {
+    status = (await get()).status
+    if (status !== 200) await new Promise((resolve) => setTimeout(resolve, 25))
+  }
+  t.equal(status, 200, 'recovered without a restart')
+})
