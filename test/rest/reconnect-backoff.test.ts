@@ -59,7 +59,7 @@ t.test('a database that refuses: 503 at once with Retry-After, few attempts, rec
   const answers = []
   for (let i = 0; i < 20; i++) answers.push(await get())
   t.ok(answers.every((r) => r.status === 503), 'every request in the wait: 503')
-  const bodies = await Promise.all(answers.map((r) => r.json()))
+  const bodies = await Promise.all(answers.map(async (r) => await r.json() as { code: string }))
   t.ok(bodies.every((b) => b.code === 'PGRST000'), 'PGRST000, as PostgREST')
   t.ok(answers.every((r) => Number(r.headers.get('retry-after')) >= 1), 'with Retry-After')
   t.ok(relay.attempts - before <= 2, `20 requests during the wait made ${relay.attempts - before} connection attempts, not 20`)
