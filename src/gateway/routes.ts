@@ -10,20 +10,26 @@ import type { TenantLookup } from '../tenants/index.js'
 import { LengthRequiredError, NotFoundError, NotReadyError, TenantNotFoundError, TooManyConcurrentRequestsError } from './errors.js'
 import { isOpenAuthRoute, isTablePath, parseGatewayPath } from './hooks/resolve-tenant.js'
 import { rewriteQuery } from './hooks/default-limit.js'
-import type { Authenticator } from './hooks/authenticate.js'
+import { isUnverifiedTokenRefusal, type Authenticator } from './hooks/authenticate.js'
 import type { UpstreamTokens } from './proxy/upstream-token.js'
 import { hasRequestBody, upstreamPath, type UpstreamProxy } from './proxy/proxy-server.js'
 import { buildUpstreamHeaders } from './proxy/headers.js'
 import { UNKNOWN_TENANT } from './metrics.js'
 import type { Cors } from './cors.js'
 import { firstHeader } from '../shared/http.js'
-import type { RequestInfo } from './types.js'
+import type { Caller, RequestInfo } from './types.js'
 import { ClientAbortedError, declaredTooLarge, lingerThenClose, readBody } from './body.js'
 import type { InflightSlots } from './inflight.js'
 import { performance } from 'node:perf_hooks'
 
 const kInfo = Symbol('gatehouse.requestInfo')
 type WithInfo = IncomingMessage & { [kInfo]?: RequestInfo }
+
+/** The caller of an /auth/v1 request whose bearer JWT failed verification: no role, the token as sent. */
+function unverifiedAuthCaller (headers: IncomingHttpHeaders): Caller {
+  const m = /^Bearer[ \t]+(\S+)[ \t]*$/i.exec(firstHeader(headers.authorization) ?? '')
+  return { kind: 'anon', claims: null, token: m?.[1] ?? null, exp: null, keyKind: null, cacheKey: '' }
+}
 
 export function setRequestInfo (raw: IncomingMessage, reqId: string): RequestInfo {
   const info: RequestInfo = { reqId, method: raw.method ?? 'GET', url: raw.url ?? '/', start: performance.now(), tenant: UNKNOWN_TENANT, service: 'none', errorCode: null, done: false }
@@ -115,7 +121,16 @@ export function proxyRoutes (deps: ProxyRouteDeps) {
     const q = rewriteQuery(gp.query, limit)
     // Cached verdicts and tokens come back synchronously: no await (no microtask) for them.
     const authenticated = authenticator.authenticate(tenant, raw.headers, q.apikey, open, raw.socket)
-    const caller = authenticated instanceof Promise ? await authenticated : authenticated
+    let caller: Caller
+    try {
+      caller = authenticated instanceof Promise ? await authenticated : authenticated
+    } catch (err) {
+      // A bearer JWT that fails verification on /auth/v1 goes to the auth engine as it came
+      // (with no role of ours): it refuses it GoTrue's way ("invalid JWT: ...", the answer
+      // auth clients such as admin.signOut expect). The API key was checked before.
+      if (service !== 'auth' || !isUnverifiedTokenRefusal(err)) throw err
+      caller = unverifiedAuthCaller(raw.headers)
+    }
 
     // Authorization for the upstream (contract in briefs/common.md):
     //   REST: always our re-signed token (role = this tenant's Postgres role).

@@ -236,3 +236,78 @@ t.test('error answers: id_token, linking switched off, identities, SSO', async (
   const notUuid = await gatewayCall(stack, x, '/auth/v1/user/identities/nope', { method: 'DELETE', token: xt, headers: { 'x-supabase-api-version': '2024-01-01' } })
   t.same([notUuid.status, notUuid.body], [404, { code: 'validation_failed', message: 'identity_id must be an UUID' }])
 })
+
+t.test('admin API: listUsers validation, generateLink for every type, signOut with a bad token', async (t) => {
+  const admin = stack.supabase(x, 'secret').auth.admin
+  const call = (path: string, o: { method?: string, body?: unknown } = {}) =>
+    gatewayCall(stack, x, path, { ...o, key: 'secret', headers: { 'x-supabase-api-version': '2024-01-01' } })
+  const bad = [
+    ['page=abc', 'Bad Pagination Parameters: strconv.ParseUint: parsing "abc": invalid syntax'],
+    ['per_page=-1', 'Bad Pagination Parameters: strconv.ParseUint: parsing "-1": invalid syntax'],
+    ['page=99999999999999999999', 'Bad Pagination Parameters: strconv.ParseUint: parsing "99999999999999999999": value out of range'],
+    ['sort=email', "Bad Sort Parameters: bad field for sort 'email'"],
+    ['sort=created_at%20up', "Bad Sort Parameters: bad direction for sort 'up', only 'asc' and 'desc' allowed"]
+  ]
+  for (const [q, message] of bad) {
+    const r = await call(`/auth/v1/admin/users?${q}`)
+    t.same([r.status, r.body], [400, { code: 'validation_failed', message }], q)
+  }
+  t.equal((await call('/auth/v1/admin/users?page=1&per_page=2&sort=created_at%20asc')).status, 200)
+
+  const confirmed = mail('gl')
+  t.error((await admin.createUser({ email: confirmed, password: 'secret123', email_confirm: true })).error)
+  const shape = (d: any) => Object.keys(d.properties).sort()
+  const props = ['action_link', 'email_otp', 'hashed_token', 'redirect_to', 'verification_type']
+  for (const type of ['magiclink', 'recovery'] as const) {
+    const r = await admin.generateLink({ type, email: confirmed })
+    t.error(r.error, type)
+    t.same(shape(r.data), props)
+    t.equal(r.data.properties!.verification_type, type)
+    t.equal(r.data.user?.email, confirmed)
+    t.match(r.data.properties!.action_link, new RegExp(`/verify\\?token=${r.data.properties!.hashed_token}&type=${type}&redirect_to=`))
+    t.equal(r.data.properties!.hashed_token, createHash('sha224').update(confirmed + r.data.properties!.email_otp).digest('hex'))
+  }
+  const fresh = mail('gl-new')
+  const signup = await admin.generateLink({ type: 'signup', email: fresh, password: 'secret123' })
+  t.error(signup.error)
+  t.equal(signup.data.properties!.verification_type, 'signup')
+  t.notOk(signup.data.user?.email_confirmed_at)
+  const invite = await admin.generateLink({ type: 'invite', email: mail('gl-inv') })
+  t.error(invite.error)
+  t.equal(invite.data.properties!.verification_type, 'invite')
+  t.ok(invite.data.user?.invited_at)
+  const magicNew = await admin.generateLink({ type: 'magiclink', email: mail('gl-magic') })
+  t.equal(magicNew.data.properties!.verification_type, 'signup', 'a magic link for a new address is a signup link')
+  for (const type of ['email_change_current', 'email_change_new'] as const) {
+    const r = await admin.generateLink({ type, email: confirmed, newEmail: mail('gl-change') })
+    t.error(r.error, type)
+    t.equal(r.data.properties!.verification_type, type)
+    t.match(r.data.properties!.action_link, /type=email_change&/)
+    t.ok(r.data.user?.new_email)
+  }
+  const errors: Array<[unknown, number, string, string]> = [
+    [{ type: 'signup' }, 400, 'validation_failed', 'An email address is required'],
+    [{ type: 'recovery', email: mail('nobody') }, 404, 'user_not_found', 'User with this email not found'],
+    [{ type: 'bogus', email: confirmed }, 400, 'validation_failed', 'Invalid email action link type requested: bogus'],
+    [{ type: 'signup', email: mail('nopw') }, 400, 'validation_failed', 'Signup requires a valid password'],
+    [{ type: 'signup', email: confirmed, password: 'secret123' }, 422, 'email_exists', 'A user with this email address has already been registered'],
+    [{ type: 'email_change_new', email: confirmed }, 400, 'validation_failed', 'An email address is required']
+  ]
+  for (const [body, status, code, message] of errors) {
+    const r = await call('/auth/v1/admin/generate_link', { method: 'POST', body })
+    t.same([r.status, r.body], [status, { code, message }], JSON.stringify(body))
+  }
+
+  // signOut(jwt) with a token that is no JWT, and with a forged one.
+  const malformed = await admin.signOut('not-a-jwt')
+  t.equal(malformed.error?.status, 403)
+  t.equal(malformed.error?.message, 'invalid JWT: unable to parse or verify signature, token is malformed: token contains an invalid number of segments')
+  const s = stack.supabase(x)
+  t.error((await s.auth.signUp({ email: mail('so'), password: 'secret123' })).error)
+  const jwt = (await s.auth.getSession()).data.session!.access_token
+  const forged = await admin.signOut(jwt.slice(0, -4) + (jwt.endsWith('AAAA') ? 'BBBB' : 'AAAA'))
+  t.equal(forged.error?.status, 403)
+  t.equal(forged.error?.message, 'invalid JWT: unable to parse or verify signature, token signature is invalid: signature is invalid')
+  t.error((await admin.signOut(jwt)).error, 'a good token signs out')
+  t.equal((await s.auth.getUser(jwt)).error?.status, 403, 'that session is gone')
+})

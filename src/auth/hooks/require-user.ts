@@ -3,6 +3,7 @@
 // the signature and the issuer), then the user (and session) the claims name must exist.
 // requireAdmin checks the role claim instead of loading a user.
 import type { FastifyRequest } from 'fastify'
+import { errors as joseErrors } from 'jose'
 import { describeJwtError, verifyHS256 } from '../../shared/jwt.js'
 import {
   badJwt, badJwtMsg, noAuthorization, notAdmin, sessionNotFoundBearer, userBannedBearer, userNotFoundBearer
@@ -25,13 +26,22 @@ export function bearerToken (req: FastifyRequest): string | null {
 }
 
 /** Verifies a bearer token of this tenant; 401 without one, 403 bad_jwt when it fails. */
+/** The reason GoTrue's JWT library (golang-jwt v5) gives for the common failures. */
+function goJwtReason (err: unknown, token: string): string {
+  if (err instanceof joseErrors.JWTExpired) return 'token has invalid claims: token is expired'
+  if (err instanceof joseErrors.JWSSignatureVerificationFailed) return 'token signature is invalid: signature is invalid'
+  if (token.split('.').length !== 3) return 'token is malformed: token contains an invalid number of segments'
+  if (err instanceof joseErrors.JWSInvalid || err instanceof joseErrors.JWTInvalid) return 'token is malformed: ' + describeJwtError(err)
+  return describeJwtError(err)
+}
+
 export async function verifyBearer (ctx: TenantContext, req: FastifyRequest): Promise<BearerClaims> {
   const token = bearerToken(req)
   if (!token) throw noAuthorization()
   try {
     return await verifyHS256(token, { secret: ctx.tenant.jwt.secret, issuer: ctx.issuer, currentDate: ctx.now() }) as BearerClaims
   } catch (err) {
-    throw badJwt(describeJwtError(err))
+    throw badJwt(goJwtReason(err, token))
   }
 }
 

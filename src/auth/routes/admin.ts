@@ -8,7 +8,7 @@ import { confirmEmail, createEmailUser, emailIdentityData, refreshProviders } fr
 import { issueEmailToken, sendEmailToken, type EmailTokenKind } from '../confirmations.js'
 import { assertPasswordAcceptable, checkPasswordLength, hashOtp, hashPassword, randomPassword } from '../crypto.js'
 import {
-  emailExists, phoneExists, userNotFound, validationFailed, validationFailed404, validationFailed422
+  AuthError, emailExists, phoneExists, userNotFound, validationFailed, validationFailed404, validationFailed422
 } from '../errors.js'
 import { contextOf } from '../hooks/resolve-tenant.js'
 import { requireAdmin, UUID } from '../hooks/require-user.js'
@@ -189,16 +189,33 @@ async function adminDeleteUser (ctx: TenantContext, id: string, soft: boolean) {
 const LINK_TYPES = ['signup', 'invite', 'magiclink', 'recovery', 'email_change_current', 'email_change_new'] as const
 type LinkType = typeof LINK_TYPES[number]
 
+/** GoTrue's validateEmail: required, at most 255 characters, a valid address; lower-cased. */
+function requiredEmail (raw: string): string {
+  if (raw === '') throw validationFailed('An email address is required')
+  if (raw.length > 255) throw validationFailed('An email address is too long')
+  return normaliseEmail(raw)
+}
+
 async function generateLink (ctx: TenantContext, req: FastifyRequest, b: Body) {
-  const type = optString(b, 'type') as LinkType | undefined
-  if (!type || !LINK_TYPES.includes(type)) throw validationFailed('Invalid generate link type: must be one of ' + LINK_TYPES.join(', '))
-  const rawEmail = optString(b, 'email')
-  if (!rawEmail) throw validationFailed('Email is required to generate a link')
-  const email = normaliseEmail(rawEmail)
+  // GoTrue's order: the address, the user, then the type.
+  const requested = optString(b, 'type') ?? ''
+  const email = requiredEmail(optString(b, 'email') ?? '')
   const data = optObject(b, 'data')
-  const newEmailRaw = optString(b, 'new_email')
+  const newEmailRaw = optString(b, 'new_email') ?? ''
+  const password = optString(b, 'password') ?? ''
   const redirectTo = redirectUrlOf(req, ctx.tenant.auth, optString(b, 'redirect_to'))
-  const passwordHash = type === 'signup' ? await passwordHashFrom(ctx, b, true) : undefined
+  const known = await findUserByEmail(ctx.db, email, ctx.tenant.jwt.aud)
+  if (!known && (requested === 'recovery' || requested === 'email_change_current' || requested === 'email_change_new')) {
+    throw new AuthError('user_not_found', 404, 'User with this email not found')
+  }
+  if (!(LINK_TYPES as readonly string[]).includes(requested)) throw validationFailed(`Invalid email action link type requested: ${requested}`)
+  const type = requested as LinkType
+  let passwordHash: string | undefined
+  if (type === 'signup' && !known) {
+    if (password === '') throw validationFailed('Signup requires a valid password')
+    assertPasswordAcceptable(password, ctx.tenant.auth)
+    passwordHash = await hashPassword(password, ctx.config.auth.bcrypt_cost)
+  }
 
   return withTransaction(ctx.db, async (q: Queryable) => {
     let user: UserRow | null = await findUserByEmail(q, email, ctx.tenant.jwt.aud)
@@ -210,6 +227,9 @@ async function generateLink (ctx: TenantContext, req: FastifyRequest, b: Body) {
       case 'signup':
       case 'invite': {
         if (user?.email_confirmed_at) throw emailExists()
+        if (user && type === 'signup' && data) {
+          user = await updateUser(q, user.id, { raw_user_meta_data: mergeMetadata(user.raw_user_meta_data, data) }, ctx.now())
+        }
         if (!user) {
           const hash = type === 'signup'
             ? passwordHash ?? await hashPassword(randomPassword().slice(0, 64), ctx.config.auth.bcrypt_cost)
@@ -239,8 +259,7 @@ async function generateLink (ctx: TenantContext, req: FastifyRequest, b: Body) {
       }
       default: {
         if (!user) throw userNotFound()
-        if (!newEmailRaw) throw validationFailed('The new_email address is required for ' + type)
-        const newEmail = normaliseEmail(newEmailRaw)
+        const newEmail = requiredEmail(newEmailRaw)
         if (await isEmailTaken(q, newEmail, user.id)) throw emailExists()
         extra.email_change = newEmail
         extra.email_change_confirm_status = 0
@@ -257,11 +276,47 @@ async function generateLink (ctx: TenantContext, req: FastifyRequest, b: Body) {
       ...toUserJson(full!),
       action_link: verifyLink(ctx.externalUrl, issued.hash, linkType, redirectTo),
       email_otp: issued.otp,
+      // The hash of the address the token was issued for (GoTrue hashes the request's
+      // address even for email_change_new, a hash no verify accepts; this one verifies).
       hashed_token: hashOtp(address, issued.otp),
       verification_type: verificationType,
       redirect_to: redirectTo
     }
   })
+}
+
+/** Go's strconv.ParseUint(s, 10, 64) as GoTrue's paginate uses it: the value or its error text. */
+function parseUint (s: string): number {
+  if (!/^\d+$/.test(s)) throw validationFailed(`Bad Pagination Parameters: strconv.ParseUint: parsing ${JSON.stringify(s)}: invalid syntax`)
+  if (BigInt(s) > 18446744073709551615n) throw validationFailed(`Bad Pagination Parameters: strconv.ParseUint: parsing ${JSON.stringify(s)}: value out of range`)
+  return Number(s)
+}
+
+/**
+ * page / per_page / sort of GET /admin/users as GoTrue validates them: non-negative integers
+ * (page 0 reads as 1, per_page 0 as pop's 20; at most 1000 per page here), sort only on
+ * created_at with asc or desc.
+ */
+function listParams (req: FastifyRequest): { page: number, perPage: number, sortDesc: boolean } {
+  const q = req.query as Record<string, unknown>
+  let sortDesc = true
+  const sorts = q.sort === undefined ? [] : Array.isArray(q.sort) ? q.sort : [q.sort]
+  for (const v of sorts) {
+    const value = String(v)
+    const sp = value.indexOf(' ')
+    const field = sp < 0 ? value : value.slice(0, sp)
+    if (field !== 'created_at') throw validationFailed(`Bad Sort Parameters: bad field for sort '${field}'`)
+    if (sp >= 0) {
+      const dir = value.slice(sp + 1).toUpperCase()
+      if (dir !== 'ASC' && dir !== 'DESC') throw validationFailed(`Bad Sort Parameters: bad direction for sort '${value.slice(sp + 1)}', only 'asc' and 'desc' allowed`)
+      sortDesc = dir === 'DESC'
+    } else sortDesc = true
+  }
+  const rawPage = queryParam(req, 'page') ?? ''
+  const rawPerPage = queryParam(req, 'per_page') ?? ''
+  const page = rawPage === '' ? 1 : parseUint(rawPage)
+  const perPage = rawPerPage === '' ? 50 : parseUint(rawPerPage)
+  return { page: Math.max(1, page), perPage: Math.min(1000, perPage < 1 ? 20 : perPage), sortDesc }
 }
 
 export async function adminRoutes (scope: FastifyInstance): Promise<void> {
@@ -270,11 +325,9 @@ export async function adminRoutes (scope: FastifyInstance): Promise<void> {
 
   scope.get('/admin/users', async (req, reply) => {
     const ctx = contextOf(req)
-    const page = Math.max(1, Number.parseInt(queryParam(req, 'page') ?? '1', 10) || 1)
-    const perPage = Math.min(1000, Math.max(1, Number.parseInt(queryParam(req, 'per_page') ?? '50', 10) || 50))
-    const sort = (queryParam(req, 'sort') ?? 'created_at desc').trim().toLowerCase()
+    const { page, perPage, sortDesc } = listParams(req)
     const filter = queryParam(req, 'filter') || undefined
-    const { users, total } = await listUsers(ctx.db, { aud: ctx.tenant.jwt.aud, page, perPage, filter, sortDesc: !sort.endsWith(' asc') })
+    const { users, total } = await listUsers(ctx.db, { aud: ctx.tenant.jwt.aud, page, perPage, filter, sortDesc })
     // Link: query keys in sorted order so `page` comes first (auth-js parses it so).
     const query = { ...(req.query as Record<string, string>) }
     const link = (p: number) => {

@@ -81,6 +81,15 @@ function describeFailure (err: unknown, token: string): string {
   return describeJwtError(err)
 }
 
+// Refusals of a bearer JWT whose signature or claims failed (not of a verified token with a
+// role we do not accept): the auth service lets its engine answer those GoTrue's way.
+const unverified = new WeakSet<object>()
+
+/** True when `err` refused a bearer JWT that failed verification (signature, exp, iss, aud). */
+export function isUnverifiedTokenRefusal (err: unknown): boolean {
+  return typeof err === 'object' && err !== null && unverified.has(err)
+}
+
 export function createAuthenticator (opts: AuthenticatorOptions): Authenticator {
   const now = opts.now ?? Date.now
   const facts = new WeakMap<Tenant, TenantFacts>()
@@ -118,7 +127,9 @@ export function createAuthenticator (opts: AuthenticatorOptions): Authenticator 
         currentDate: new Date(now())
       })
     } catch (err) {
-      throw invalidToken(describeFailure(err, token), err)
+      const refused = invalidToken(describeFailure(err, token), err)
+      unverified.add(refused)
+      throw refused
     }
     const role = claims.role
     // A Map look-up: `constructor` or `__proto__` as role is refused, never taken for anon.
