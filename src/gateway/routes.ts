@@ -120,9 +120,9 @@ export function proxyRoutes (deps: ProxyRouteDeps) {
       : null
     const q = rewriteQuery(gp.query, limit)
     // Cached verdicts and tokens come back synchronously: no await (no microtask) for them.
-    const authenticated = authenticator.authenticate(tenant, raw.headers, q.apikey, open, raw.socket)
     let caller: Caller
     try {
+      const authenticated = authenticator.authenticate(tenant, raw.headers, q.apikey, open, raw.socket)
       caller = authenticated instanceof Promise ? await authenticated : authenticated
     } catch (err) {
       // A bearer JWT that fails verification on /auth/v1 goes to the auth engine as it came

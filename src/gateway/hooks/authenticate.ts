@@ -81,11 +81,12 @@ function describeFailure (err: unknown, token: string): string {
   return describeJwtError(err)
 }
 
-// Refusals of a bearer JWT whose signature or claims failed (not of a verified token with a
-// role we do not accept): the auth service lets its engine answer those GoTrue's way.
+// Refusals of a bearer token that failed verification (signature, claims, or no JWT at all;
+// not of a verified token with a role we do not accept): the auth service lets its engine
+// answer those GoTrue's way.
 const unverified = new WeakSet<object>()
 
-/** True when `err` refused a bearer JWT that failed verification (signature, exp, iss, aud). */
+/** True when `err` refused a bearer token that failed verification (signature, exp, iss, aud, not a JWT). */
 export function isUnverifiedTokenRefusal (err: unknown): boolean {
   return typeof err === 'object' && err !== null && unverified.has(err)
 }
@@ -220,7 +221,9 @@ export function createAuthenticator (opts: AuthenticatorOptions): Authenticator 
       if (keyKind(tenant, opaqueBearer) !== null) {
         throw new InvalidApiKeyError({ details: 'the apikey header and the Authorization header carry different keys' })
       }
-      throw invalidToken('the bearer token is neither a JWT nor this project\'s API key')
+      const refused = invalidToken('the bearer token is neither a JWT nor this project\'s API key')
+      unverified.add(refused)
+      throw refused
     }
 
     if (bearerIsJwt) {
