@@ -94,6 +94,9 @@ export const MAX_OTP_ATTEMPTS = 5
 /** Ours: the code has taken MAX_OTP_ATTEMPTS wrong codes and no longer works, even the right one. */
 export const otpAttemptsExhausted = () =>
   new AuthError('otp_expired', 403, `Token has expired or is invalid: after ${MAX_OTP_ATTEMPTS} wrong codes this code no longer works, request a new one`)
+/** Ours: the reauthentication nonce took MAX_OTP_ATTEMPTS tries and no longer works. */
+export const reauthenticationAttemptsExhausted = () =>
+  new AuthError('reauthentication_not_valid', 422, `Nonce has expired or is invalid: after ${MAX_OTP_ATTEMPTS} tries this nonce no longer works, request a new one`)
 export const emailSendFailed = (what: string, internal: unknown) =>
   new AuthError('unexpected_failure', 500, `Error sending ${what} email`, { internal })
 

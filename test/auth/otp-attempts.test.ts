@@ -80,3 +80,29 @@ t.test('sign-up confirmation, guesses sent all at once', async (t) => {
   const late = await call(`${h.base(x)}/verify`, { body: { type: 'signup', email: who, token: right }, headers: anotherIp() })
   t.same([late.status, late.body.message], [403, BURNED])
 })
+
+t.test('the reauthentication nonce of a password change takes 5 tries', async (t) => {
+  const h = await startAuth(t, { tenants: [{ auth: { secure_password_change: true } }] })
+  const x = h.list[0]!
+  const who = email('reauth')
+  const up = await call(`${h.base(x)}/signup`, { body: { email: who, password: 'password-123' } })
+  t.equal(up.status, 200)
+  // A session older than 24 h needs the nonce; its access token is renewed by a refresh.
+  h.clock.advance(25 * 3600)
+  const refreshed = await call(`${h.base(x)}/token?grant_type=refresh_token`, { body: { refresh_token: up.body.refresh_token } })
+  t.equal(refreshed.status, 200)
+  const token = refreshed.body.access_token as string
+  t.equal((await call(`${h.base(x)}/reauthenticate`, { token })).status, 200)
+  const nonce = /(\d{6})/.exec((await h.mail.waitForMail(who)).text)![1]!
+  const change = (n: string) => call(`${h.base(x)}/user`, { method: 'PUT', token, body: { password: 'password-456', nonce: n }, headers: anotherIp() })
+  for (let i = 0; i < 5; i++) {
+    const r = await change(wrongCode(nonce, i))
+    t.same([r.status, r.body.code, r.body.message], [422, 'reauthentication_not_valid', 'Nonce has expired or is invalid'], `wrong nonce ${i + 1}`)
+  }
+  const late = await change(nonce)
+  t.same([late.status, late.body.code], [422, 'reauthentication_not_valid'])
+  t.match(late.body.message, /after 5 tries this nonce no longer works, request a new one/, 'the right nonce is refused and the message says why')
+  t.equal((await call(`${h.base(x)}/reauthenticate`, { token })).status, 200)
+  const fresh = /(\d{6})/.exec((await h.mail.waitForMail(who)).text)![1]!
+  t.equal((await change(fresh)).status, 200, 'a new nonce changes the password')
+})

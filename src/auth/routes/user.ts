@@ -7,10 +7,11 @@ import { emailIdentityData, refreshProviders } from '../accounts.js'
 import { sendEmailToken } from '../confirmations.js'
 import { assertPasswordAcceptable, hashPassword, verifyPassword } from '../crypto.js'
 import {
-  aal2RequiredToUpdate, emailExists, notAdmin, phoneProviderDisabled, reauthenticationNeeded, samePassword, validationFailed422
+  aal2RequiredToUpdate, emailExists, MAX_OTP_ATTEMPTS, notAdmin, phoneProviderDisabled, reauthenticationAttemptsExhausted, reauthenticationNeeded, samePassword, validationFailed422
 } from '../errors.js'
 import { contextOf } from '../hooks/resolve-tenant.js'
 import { limitRequest } from '../rate-limits.js'
+import { countOtpAttempt } from '../models/otp-attempts.js'
 import { requireUser } from '../hooks/require-user.js'
 import { bodyOf, normaliseEmail, optObject, optString, redirectUrlOf } from '../http.js'
 import { audit } from '../models/audit-log.js'
@@ -72,6 +73,11 @@ export async function userRoutes (scope: FastifyInstance): Promise<void> {
     const needsNonce = password !== undefined && settings.secure_password_change &&
       (!session?.created_at || ctx.now().getTime() > session.created_at.getTime() + 24 * 3600 * 1000)
     if (needsNonce && !nonce) throw reauthenticationNeeded()
+    if (needsNonce) {
+      // Each try counts against the outstanding nonce before it is compared, as codes do.
+      const attempts = await countOtpAttempt(ctx.db, u.email ?? '', ['reauthentication_token'])
+      if (attempts > MAX_OTP_ATTEMPTS) throw reauthenticationAttemptsExhausted()
+    }
     let newHash: string | undefined
     if (password !== undefined) {
       if (await verifyPassword(password, u.encrypted_password, ctx.config.auth.bcrypt_cost)) throw samePassword()
