@@ -94,9 +94,6 @@ export const MAX_OTP_ATTEMPTS = 5
 /** Ours: the code has taken MAX_OTP_ATTEMPTS wrong codes and no longer works, even the right one. */
 export const otpAttemptsExhausted = () =>
   new AuthError('otp_expired', 403, `Token has expired or is invalid: after ${MAX_OTP_ATTEMPTS} wrong codes this code no longer works, request a new one`)
-/** Ours: the reauthentication nonce took MAX_OTP_ATTEMPTS tries and no longer works. */
-export const reauthenticationAttemptsExhausted = () =>
-  new AuthError('reauthentication_not_valid', 422, `Nonce has expired or is invalid: after ${MAX_OTP_ATTEMPTS} tries this nonce no longer works, request a new one`)
 export const emailSendFailed = (what: string, internal: unknown) =>
   new AuthError('unexpected_failure', 500, `Error sending ${what} email`, { internal })
 
@@ -255,4 +252,7 @@ export const reauthenticationNoAddress = () => validationFailed('Reauthenticatio
 export const reauthenticationEmailNotConfirmed = () => new AuthError('email_not_confirmed', 422, 'Please verify your email first.')
 export const reauthenticationNeeded = () => new AuthError('reauthentication_needed', 400, 'Password update requires reauthentication')
 export const reauthenticationNotValid = () => new AuthError('reauthentication_not_valid', 422, 'Nonce has expired or is invalid')
+/** Ours: the reauthentication nonce took MAX_OTP_ATTEMPTS tries and no longer works. */
+export const reauthenticationAttemptsExhausted = () =>
+  new AuthError('reauthentication_not_valid', 422, `Nonce has expired or is invalid: after ${MAX_OTP_ATTEMPTS} tries this nonce no longer works, request a new one`)
 export const providerDisabled = (message: string) => new AuthError('provider_disabled', 400, message)
