@@ -44,8 +44,16 @@ export function checkPasswordLength (password: string): void {
 
 export async function hashPassword (password: string, cost: number): Promise<string> {
   checkPasswordLength(password)
-  // $2a$ as GoTrue writes them, so a real GoTrue taking over a database verifies them.
-  return bcryptHash(password, { cost, version: '2a' })
+  return asGoTrueHash(await bcryptHash(password, cost))
+}
+
+/**
+ * $2a$ as GoTrue writes them, so a real GoTrue taking over a database verifies them. The
+ * $2y$/$2b$ that the native hasher writes differs from $2a$ only for inputs over 255 bytes,
+ * which checkPasswordLength refuses, so the prefix is all that changes.
+ */
+function asGoTrueHash (hash: string): string {
+  return /^\$2[by]\$/.test(hash) ? '$2a$' + hash.slice(4) : hash
 }
 
 // Valid hashes to compare against when the user has no password, so the time of a failed
@@ -55,7 +63,7 @@ const dummyHashes = new Map<number, Promise<string>>()
 function dummyHash (cost: number): Promise<string> {
   let h = dummyHashes.get(cost)
   if (!h) {
-    h = bcryptHash(randomBytes(16).toString('hex'), { cost, version: '2a' })
+    h = bcryptHash(randomBytes(16).toString('hex'), cost)
     h.catch(() => dummyHashes.delete(cost))
     dummyHashes.set(cost, h)
   }
