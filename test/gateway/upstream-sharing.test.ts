@@ -4,6 +4,7 @@
 // and an engine's 503 reaches the client with a Retry-After.
 import t from 'tap'
 import type http from 'node:http'
+import net from 'node:net'
 import { lookupOf, makeTenant, request, startGateway, startUpstream, testConfig } from './helpers.js'
 
 /** An upstream that holds requests to paths containing `/hold` until released. */
@@ -96,4 +97,32 @@ t.test("an engine's 503 without Retry-After gets one", async (t) => {
   t.equal(r.status, 503)
   t.equal(r.json().code, 'PGRST000')
   t.equal(r.headers['retry-after'], '1')
+})
+
+t.test('a request arriving while the gateway closes: 503 not_ready in our shape, with Retry-After', async (t) => {
+  const { up, waitHeld, release } = await holdingUpstream(t)
+  const acme = makeTenant('acme', { auth: up.url, rest: up.url })
+  const gw = await startGateway(t, { tenants: lookupOf(acme) })
+  // A second request on a connection whose first one is still in flight (so close() does
+  // not drop it as idle), sent once the gateway is closing.
+  const socket = net.connect(gw.port, '127.0.0.1')
+  let raw = ''
+  socket.setEncoding('utf8')
+  socket.on('data', (c: string) => { raw += c })
+  const ended = new Promise<void>((resolve) => socket.on('close', () => resolve()))
+  const req = (path: string) => `GET /acme/rest/v1${path} HTTP/1.1\r\nHost: x\r\napikey: ${acme.file.keys.public}\r\n\r\n`
+  socket.write(req('/hold'))
+  await waitHeld(1)
+  const closing = gw.app.close()
+  socket.write(req('/items'))
+  await new Promise((resolve) => setTimeout(resolve, 100))
+  release()
+  await ended
+  await closing
+  const answers = raw.split(/(?=HTTP\/1\.1 )/)
+  t.match(answers[0], /^HTTP\/1\.1 200 /, 'the request in flight finished')
+  t.match(answers[1], /^HTTP\/1\.1 503 /, 'the next one: 503')
+  t.match(answers[1], /retry-after: 1/i)
+  t.match(answers[1], /connection: close/i)
+  t.match(answers[1], /"code":"not_ready"/)
 })
