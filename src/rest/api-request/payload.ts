@@ -32,8 +32,6 @@ export type CallPayload =
   | { readonly kind: 'json-args', readonly keys: readonly string[], readonly json: string, readonly array?: boolean, readonly csv?: boolean }
   /** Form fields or query parameters: text values cast to each parameter's type. */
   | { readonly kind: 'text-args', readonly args: ReadonlyArray<readonly [string, readonly string[]]> }
-  /** A JSON body that is not an object (array, scalar): only a single unnamed json parameter can take it. */
-  | { readonly kind: 'json-other', readonly json: string }
   /** text/plain, text/xml or application/octet-stream: only a single unnamed text/xml/bytea parameter. */
   | { readonly kind: 'raw', readonly mime: 'text/plain' | 'text/xml' | 'application/octet-stream', readonly bytes: Buffer }
 
@@ -196,7 +194,8 @@ export function parseCallPayload (body: Buffer | null, contentType: MediaType | 
         const rows = jsonRows(body, columns)
         return { kind: 'json-args', keys: rows.keys, json: rows.json, array: true }
       }
-      if (!isObject(value)) return { kind: 'json-other', json: text }
+      // As PostgREST (and writes): a bare JSON scalar is taken as an empty array.
+      if (!isObject(value)) return { kind: 'json-args', keys: columns ?? [], json: '[]', array: true }
       const keys = columns ?? Object.keys(value)
       return { kind: 'json-args', keys, json: text }
     }

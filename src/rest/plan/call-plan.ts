@@ -62,7 +62,7 @@ const UNNAMED_FALLBACK: Record<string, readonly string[]> = {
 function fallbackMime (payload: CallPayload | null): string | null {
   if (payload === null) return null
   if (payload.kind === 'raw') return payload.mime
-  if ((payload.kind === 'json-args' && payload.csv !== true) || payload.kind === 'json-other') return 'application/json'
+  if (payload.kind === 'json-args' && payload.csv !== true) return 'application/json'
   return null
 }
 
@@ -93,7 +93,7 @@ function isFallback (r: Routine, mime: string | null): boolean {
 export function findRoutine (cache: SchemaCache, schema: string, name: string, keys: readonly string[], payload: CallPayload | null): { routine: Routine, fallback: boolean } {
   const candidates = cache.routines.get(qnKey(schema, name)) ?? []
   const keySet = new Set(keys)
-  const rawPost = payload?.kind === 'raw' || payload?.kind === 'json-other'
+  const rawPost = payload?.kind === 'raw'
   const mime = fallbackMime(payload)
   const found = candidates.filter((r) => matches(r, keySet, rawPost))
   const fallbacks = candidates.filter((r) => isFallback(r, mime))
@@ -151,7 +151,7 @@ function args (routine: Routine, fallback: boolean, payload: CallPayload | null,
   if (fallback && payload !== null) {
     const param = routine.params[0]
     if (payload.kind === 'raw') return { kind: 'single', param, value: payload.mime === 'application/octet-stream' ? payload.bytes : payload.bytes.toString('utf8') }
-    if (payload.kind === 'json-args' || payload.kind === 'json-other') return { kind: 'single', param, value: payload.json }
+    if (payload.kind === 'json-args') return { kind: 'single', param, value: payload.json }
   }
   const byName = (n: string): RoutineParam | undefined => routine.params.find((p) => p.name === n)
   const textArgs = (list: ReadonlyArray<readonly [string, readonly string[]]>): CallArgs => {

@@ -130,6 +130,8 @@ t.test('RPC resolution as PostgREST', async (t) => {
     t.same(mixed.json(), { code: 'PGRST102', message: 'All object keys must match', details: null, hint: null })
     t.same((await fx.call('POST', '/rpc/echo_json', json([{ z: 1 }]))).json(), [{ z: 1 }], 'no parameter named so: the single unnamed json parameter takes the array')
     t.equal((await fx.call('POST', '/rpc/echo_json', json([1, 2]))).json().message, 'All object keys must match', 'an array of scalars is refused')
+    t.same((await fx.call('POST', '/rpc/echo_json', json('x'))).json(), [], 'a bare scalar is taken as an empty array')
+    t.equal((await fx.call('POST', '/rpc/overloaded_unnamed_param', json(5))).body, '1', 'which names no argument')
     const csv = { headers: { 'content-type': 'text/csv' } }
     t.equal((await fx.call('POST', '/rpc/add_them', { ...csv, body: 'a,b\n1,2\n4,6' })).body, '3')
     const none = await fx.call('POST', '/rpc/overloaded_unnamed_param', { ...csv, body: 'a,b\n1,2\n4,6\n100,200' })

@@ -70,7 +70,7 @@ t.test('RPC bodies', async (t) => {
   t.same(parseCallPayload(null, null, null), { kind: 'json-args', keys: [], json: '{}' })
   t.same(parseCallPayload(Buffer.from('{"a":1,"b":2}'), JSON_CT, null), { kind: 'json-args', keys: ['a', 'b'], json: '{"a":1,"b":2}' })
   t.same(parseCallPayload(Buffer.from('{"a":1,"b":2}'), JSON_CT, ['a']), { kind: 'json-args', keys: ['a'], json: '{"a":1,"b":2}' })
-  t.same(parseCallPayload(Buffer.from('"x"'), JSON_CT, null), { kind: 'json-other', json: '"x"' })
+  t.same(parseCallPayload(Buffer.from('"x"'), JSON_CT, null), { kind: 'json-args', keys: [], json: '[]', array: true }, 'as PostgREST, a scalar is an empty array')
   t.equal(failure(() => parseCallPayload(Buffer.from('[1]'), JSON_CT, null))?.message, 'All object keys must match', 'as PostgREST, arrays hold objects with the same keys')
   t.same(parseCallPayload(Buffer.from('[{"b":1,"a":2}]'), JSON_CT, null), { kind: 'json-args', keys: ['a', 'b'], json: '[{"b":1,"a":2}]', array: true })
   t.same(parseCallPayload(Buffer.from('a,b\n1,NULL'), { type: 'text/csv', params: {}, q: 1 }, null), { kind: 'json-args', keys: ['a', 'b'], json: '[{"a":"1","b":null}]', array: true, csv: true })
