@@ -32,7 +32,7 @@ async function withHashSlot<T> (fn: () => Promise<T>): Promise<T> {
   }
 }
 
-const bcryptHash = (password: string, opts: { cost: number, version: '2a' }) => withHashSlot(() => nativeHash(password, opts))
+const bcryptHash = (password: string, cost: number) => withHashSlot(() => nativeHash(password, cost))
 const bcryptVerify = (password: string, hash: string) => withHashSlot(() => nativeVerify(password, hash))
 
 /** bcrypt reads 72 bytes at most; GoTrue refuses longer passwords rather than truncating. */
