@@ -196,3 +196,15 @@ t.test('through the gateway: the client\'s own X-Forwarded-For is replaced by it
   t.equal(over.headers.get('x-sb-error-code'), 'over_request_rate_limit')
   t.ok(over.headers.get('retry-after'), 'Retry-After reaches the client through the gateway')
 })
+
+t.test('supabase-js sees the 429 as an AuthApiError with its code', async (t) => {
+  const h = await startAuth(t, { tenants: [{ auth: { rate_limits: limits({ sign_in_sign_up: { capacity: 1 } }) } }] })
+  const x = h.list[0]!
+  const client = h.client(x)
+  const first = await client.signInWithPassword({ email: email('js'), password: 'not-the-password' })
+  t.equal(first.error?.code, 'invalid_credentials')
+  const second = await client.signInWithPassword({ email: email('js'), password: 'not-the-password' })
+  t.equal(second.error?.status, 429)
+  t.equal(second.error?.code, 'over_request_rate_limit')
+  t.equal(second.error?.message, 'Request rate limit reached')
+})
