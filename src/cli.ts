@@ -2,41 +2,138 @@
 // The one entry point: serve | dev | status | tenants ... | config dump.
 // Each part registers its own commands; this file only wires them and exits with
 // a clear message (never a stack) on a ConfigError or a refused operation.
-import { realpathSync } from 'node:fs'
+// Only the command group being run is loaded (its module pulls in fastify, pg, ioredis ...):
+// `gatehouse --help` and `--version` load commander and nothing else of weight.
+import { readFileSync, realpathSync } from 'node:fs'
 import { fileURLToPath } from 'node:url'
 import { Command, CommanderError } from 'commander'
-import { loadConfig, dumpConfig } from './config/index.js'
+import type { Config, LoadConfigOptions } from './config/index.js'
 import { ConfigError, GatehouseError } from './shared/errors.js'
-import { registerTenantStoreCommands } from './tenants/commands.js'
-import { registerPlatformCommands } from './platform/commands.js'
-import { registerPanelCommands } from './panel/commands.js'
-import { registerServeCommands, registerDevCommands } from './serve.js'
 
-export function buildCli (): Command {
+type ConfigFn = () => Config
+interface Loaders {
+  /** The configuration for commands that create or change tenants. */
+  config: ConfigFn
+  /** The configuration for commands that read tenants (the running dev stack's own files). */
+  readConfig: ConfigFn
+}
+
+interface Group {
+  name: string
+  description: string
+  register (program: Command, loaders: Loaders): Promise<void>
+}
+
+const GROUPS: Group[] = [
+  {
+    name: 'serve',
+    description: 'run one part for production: gateway | rest | auth | panel',
+    async register (program, { config }) {
+      const { registerServeCommands } = await import('./serve.js')
+      registerServeCommands(program, config)
+    }
+  },
+  {
+    name: 'dev',
+    description: 'run the whole service on embedded defaults (npm start): Postgres, tenants, engines, gateway, panel, mail catcher',
+    async register (program) {
+      const { registerDevCommands } = await import('./serve.js')
+      registerDevCommands(program)
+    }
+  },
+  {
+    name: 'status',
+    description: 'print the development stack\'s URLs and keys (.gatehouse/dev.json)',
+    async register (program) {
+      const { registerDevCommands } = await import('./serve.js')
+      registerDevCommands(program)
+    }
+  },
+  {
+    name: 'tenants',
+    description: 'manage tenant databases and their records',
+    async register (program, { config, readConfig }) {
+      const [store, platform, panel] = await Promise.all([
+        import('./tenants/commands.js'), import('./platform/commands.js'), import('./panel/commands.js')
+      ])
+      const tenants = program.command('tenants').description('manage tenant databases and their records')
+      registerTenantStoreCommandsOf(store, tenants, readConfig)
+      platform.registerPlatformCommands(tenants, config)
+      panel.registerPanelCommands(tenants, readConfig)
+    }
+  },
+  {
+    name: 'config',
+    description: 'process configuration',
+    async register (program, { config }) {
+      const { dumpConfig } = await import('./config/index.js')
+      program.command('config').description('process configuration')
+        .command('dump').description('print the effective configuration, secrets masked')
+        .action(() => { process.stdout.write(dumpConfig(config())) })
+    }
+  }
+]
+
+function registerTenantStoreCommandsOf (mod: typeof import('./tenants/commands.js'), tenants: Command, config: ConfigFn): void {
+  mod.registerTenantStoreCommands(tenants, config)
+}
+
+/** This package's version (package.json beside src/ and dist/). */
+export function packageVersion (): string {
+  const pkg = JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8')) as { version?: string }
+  return pkg.version ?? '0.0.0'
+}
+
+/** The first command word of argv (after the global -c/--config option), if any. */
+function commandWord (args: readonly string[]): string | undefined {
+  for (let i = 0; i < args.length; i++) {
+    const a = args[i]!
+    if (a === '-c' || a === '--config') { i++; continue }
+    if (a.startsWith('-')) continue
+    return a
+  }
+  return undefined
+}
+
+/**
+ * The program for `argv`: the command group named in it registered in full, every other
+ * group as a name and description for the help listing.
+ */
+export async function buildCli (argv: readonly string[] = process.argv): Promise<Command> {
   const program = new Command('gatehouse')
     .description('Gatehouse: the gateway of a hosted-Postgres platform (GoTrue-protocol auth and PostgREST-protocol REST per database)')
+    .version(packageVersion(), '-V, --version', 'print the version')
     .option('-c, --config <file>', 'YAML process config (also GATEHOUSE_CONFIG)')
     .showHelpAfterError()
-  const config = () => loadConfig({ file: program.opts().config, env: process.env })
-
-  const tenants = program.command('tenants').description('manage tenant databases and their records')
-  registerTenantStoreCommands(tenants, config)
-  registerPlatformCommands(tenants, config)
-  registerPanelCommands(tenants, config)
-
-  registerServeCommands(program, config)
-  registerDevCommands(program)
-
-  program.command('config').description('process configuration')
-    .command('dump').description('print the effective configuration, secrets masked')
-    .action(() => { process.stdout.write(dumpConfig(config())) })
+  const word = commandWord(argv.slice(2))
+  const chosen = GROUPS.find((g) => g.name === word)
+  if (chosen === undefined) {
+    for (const g of GROUPS) program.command(g.name).description(g.description)
+    return program
+  }
+  const [{ loadConfig, unknownEnvironment }, { runningDevDefaults }] = await Promise.all([import('./config/index.js'), import('./dev/index.js')])
+  // A typo in a variable name is never silently ignored.
+  for (const w of unknownEnvironment(process.env)) process.stderr.write(`gatehouse: ${w}\n`)
+  const load = (kind: 'write' | 'read'): Config => {
+    const opts: LoadConfigOptions = { file: program.opts().config, env: process.env }
+    // A development stack running in this directory supplies the defaults (its cluster, its
+    // tenant files); the config file and GATEHOUSE_* variables still win.
+    const dev = runningDevDefaults(process.cwd(), kind)
+    if (dev !== null) opts.defaults = dev
+    return loadConfig(opts)
+  }
+  await chosen.register(program, { config: () => load('write'), readConfig: () => load('read') })
+  // `gatehouse dev` also registers `status` (and the other way round): keep one of each.
+  for (const g of GROUPS) {
+    if (!program.commands.some((c) => c.name() === g.name)) program.command(g.name).description(g.description)
+  }
   return program
 }
 
 export async function main (argv: string[]): Promise<void> {
-  const program = buildCli()
-  program.exitOverride()
   try {
+    const program = await buildCli(argv)
+    program.exitOverride()
     await program.parseAsync(argv)
   } catch (err) {
     if (err instanceof CommanderError) {
@@ -53,7 +150,8 @@ export async function main (argv: string[]): Promise<void> {
   }
 }
 
-// Run when executed directly (also through the `gatehouse` bin symlink), not when imported.
+// Run when executed directly (node src/cli.ts, node dist/cli.js), not when imported (the
+// bin shim imports it and calls main()).
 function isMain (): boolean {
   if (!process.argv[1]) return false
   try { return realpathSync(process.argv[1]) === realpathSync(fileURLToPath(import.meta.url)) } catch { return false }

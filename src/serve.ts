@@ -14,6 +14,7 @@ import { buildPanel } from './panel/index.js'
 import { ConfigError } from './shared/errors.js'
 import { pino } from 'pino'
 import path from 'node:path'
+import { rmSync } from 'node:fs'
 import { loggerOptions } from './shared/logger.js'
 import { loadConfig } from './config/index.js'
 import { parseTenantFile, toTenant, type TenantFile } from './tenants/index.js'
@@ -21,7 +22,7 @@ import { ensureClusterRoles, ensureTenant } from './platform/index.js'
 import { signHS256 } from './shared/jwt.js'
 import {
   startDevPostgres, startDevMail, devSecrets, writeRuntimeTenantFiles, writeDevInfo, readDevInfo,
-  renderDevInfo, type DevInfo
+  renderDevInfo, watchTenantFiles, type DevInfo
 } from './dev/index.js'
 
 export const PARTS = ['gateway', 'rest', 'auth', 'panel'] as const
@@ -39,12 +40,17 @@ export interface PartDeps {
   store: TenantStore
 }
 
+/** A part's logger: every line it writes carries `part` (gateway, rest, auth, panel, ...). */
+export function partLogger (config: Config, part: string): ReturnType<typeof pino> {
+  return pino(loggerOptions(config.log)).child({ part })
+}
+
 /** Builds one part (unstarted) with its dependencies. */
 export async function buildPart (name: PartName, deps: PartDeps): Promise<FastifyInstance> {
   const { config, tenants } = deps
   switch (name) {
     case 'gateway': {
-      const logger = pino(loggerOptions(config.log))
+      const logger = partLogger(config, 'gateway')
       const rewriteError = createRefusalRewriter({ config, logger })
       const app = buildGateway({ config, tenants, logger, rewriteError, ready: () => true })
       app.addHook('onClose', async () => { await rewriteError.close() })
@@ -52,12 +58,12 @@ export async function buildPart (name: PartName, deps: PartDeps): Promise<Fastif
     }
     case 'rest': {
       // Its pools and LISTEN connections end with app.close().
-      return buildRestEngine({ config, tenants, logger: pino(loggerOptions(config.log)) })
+      return buildRestEngine({ config, tenants, logger: partLogger(config, 'rest') })
     }
     case 'auth':
-      return buildAuthEngine({ config, tenants, logger: pino(loggerOptions(config.log)) })
+      return buildAuthEngine({ config, tenants, logger: partLogger(config, 'auth') })
     case 'panel':
-      return buildPanel({ config, tenants, store: deps.store, logger: pino(loggerOptions(config.log)) })
+      return buildPanel({ config, tenants, store: deps.store, logger: partLogger(config, 'panel') })
   }
 }
 
@@ -65,7 +71,17 @@ export async function buildPart (name: PartName, deps: PartDeps): Promise<Fastif
 export async function startPart (name: PartName, deps: PartDeps): Promise<RunningPart> {
   const app = await buildPart(name, deps)
   const section = deps.config[name]
-  await app.listen({ host: section.host, port: section.port })
+  try {
+    await app.listen({ host: section.host, port: section.port })
+  } catch (err) {
+    await app.close().catch(() => {})
+    if ((err as NodeJS.ErrnoException).code === 'EADDRINUSE') {
+      const env = `GATEHOUSE_${name.toUpperCase()}_PORT`
+      throw new ConfigError(`port ${section.port} (${name}.port, ${env}) is in use by another process: ` +
+        `stop it, or give the ${name} a free port (${env}=<port> or ${name}.port in the config file)`)
+    }
+    throw err
+  }
   const addr = app.server.address()
   const port = typeof addr === 'object' && addr ? addr.port : section.port
   return { name, app, url: `http://${section.host}:${port}` }
@@ -73,7 +89,7 @@ export async function startPart (name: PartName, deps: PartDeps): Promise<Runnin
 
 export function createStoreAndCache (config: Config): { store: TenantStore, tenants: TenantCache } {
   // Outages and a store that lost its data are logged (once per episode) by the store and cache.
-  const logger = pino(loggerOptions(config.log)).child({ part: 'tenants' })
+  const logger = partLogger(config, 'tenants')
   const store = createTenantStore(config, { env: process.env, logger })
   const tenants = createTenantCache(store, { ...tenantCacheOptions(config.tenants), logger })
   return { store, tenants }
@@ -148,6 +164,8 @@ export interface DevOptions {
 export interface DevStack {
   info: DevInfo
   stop (): Promise<void>
+  /** Resolves once every tenant file change seen so far is handled. */
+  tenantFilesIdle (): Promise<void>
 }
 
 /** Starts the whole service on embedded defaults (what `npm start` runs). */
@@ -161,17 +179,19 @@ export async function startDev (opts: DevOptions): Promise<DevStack> {
   try {
     const postgres = env.DATABASE_URL
       ? { url: env.DATABASE_URL, stop: async () => {} }
-      : await startDevPostgres(path.join(stateDir, 'pg'), Number(env.GATEHOUSE_DEV_PG_PORT ?? 54322))
+      : await startDevPostgres(stateDir, Number(env.GATEHOUSE_DEV_PG_PORT ?? 54322))
     stops.push(() => postgres.stop())
     const base = loadConfig({ file: opts.configFile, env, overrides: opts.overrides })
     const mail = await startDevMail(base.mail.smtp_port, base.mail.web_port, path.join(stateDir, 'mail'))
     stops.push(() => mail.stop())
 
+    // The generated copies are made anew from the source files at every start (a copy
+    // whose source is gone must not be served).
     const runtimeDir = path.join(stateDir, 'tenants')
-    const raws = writeRuntimeTenantFiles(path.join(root, base.tenants.dir), runtimeDir, postgres.url, {
-      rest: `http://${base.rest.host}:${base.rest.port}`,
-      auth: `http://${base.auth.host}:${base.auth.port}`
-    })
+    const sourceDir = path.resolve(root, base.tenants.dir)
+    const engines = { rest: `http://${base.rest.host}:${base.rest.port}`, auth: `http://${base.auth.host}:${base.auth.port}` }
+    rmSync(runtimeDir, { recursive: true, force: true })
+    const raws = writeRuntimeTenantFiles(sourceDir, runtimeDir, postgres.url, engines)
     const files: TenantFile[] = raws.map((raw) => parseTenantFile(raw, `config/tenants/${String(raw.database)}.yaml`, env))
     await ensureClusterRoles(postgres.url)
     for (const file of files) await ensureTenant({ adminUrl: postgres.url, file })
@@ -205,6 +225,18 @@ export async function startDev (opts: DevOptions): Promise<DevStack> {
         throw err
       }
     }
+    // Tenant files created or edited from now on are picked up while the stack runs.
+    const devLog = partLogger(config, 'dev')
+    const watcher = watchTenantFiles({
+      sourceDir,
+      runtimeDir,
+      adminUrl: postgres.url,
+      engines,
+      store,
+      env,
+      report: (level, message, fields) => { devLog[level](fields, message) }
+    })
+    stops.push(async () => { watcher.close() })
     const urlOf = (n: PartName) => running.find((p) => p.name === n)?.url ?? ''
     const panelSession = await signHS256(
       { email: 'developer@gatehouse.local', orgs: ['org_demo'] },
@@ -217,6 +249,11 @@ export async function startDev (opts: DevOptions): Promise<DevStack> {
       mail_url: mail.webUrl,
       rest_engine_url: urlOf('rest'),
       auth_engine_url: urlOf('auth'),
+      pid: process.pid,
+      postgres_admin_url: postgres.url,
+      tenants_source: useRedis ? 'redis' : 'files',
+      tenants_dir: runtimeDir,
+      tenants_source_dir: sourceDir,
       databases: files.map((f) => ({
         database: f.database,
         organization: f.organization,
@@ -228,7 +265,7 @@ export async function startDev (opts: DevOptions): Promise<DevStack> {
     }
     writeDevInfo(stateDir, info)
     opts.onReady?.(info)
-    return { info, stop: stopAll }
+    return { info, stop: stopAll, tenantFilesIdle: () => watcher.idle() }
   } catch (err) {
     await stopAll()
     throw err
@@ -250,6 +287,14 @@ export function registerDevCommands (program: Command): void {
       }
       process.on('SIGINT', stop)
       process.on('SIGTERM', stop)
+      process.on('SIGHUP', stop)
+      // A failure nobody caught: the cluster and the mail catcher this process started go too.
+      process.on('uncaughtException', (err) => {
+        process.stderr.write(`gatehouse dev: unexpected failure: ${err.message}\n`)
+        if (stopping) return
+        stopping = true
+        void stack.stop().finally(() => process.exit(1))
+      })
     })
   program.command('status')
     .description('print the development stack\'s URLs and keys (.gatehouse/dev.json)')

@@ -10,6 +10,9 @@ import { readFileSync } from 'node:fs'
 import path from 'node:path'
 import { startE2eStack, email, REPO_ROOT, type E2eStack, type E2eTenant } from './e2e/stack.js'
 
+// Whole development stacks start here: on a loaded machine that takes minutes, not seconds.
+t.setTimeout(300_000)
+
 const README = readFileSync(path.join(REPO_ROOT, 'README.md'), 'utf8')
 
 /** The fenced blocks of one language in the README's "Quick start" section, in order. */
@@ -41,6 +44,18 @@ function runModule (code: string): Promise<{ code: number | null, stdout: string
   })
 }
 
+/**
+ * Waits until the REST engine's schema cache has a table the owner just created (its reload
+ * follows the DDL asynchronously), asking as the secret key's role, which reaches every table.
+ */
+async function visible (x: E2eTenant, table: string): Promise<void> {
+  for (let i = 0; i < 300; i++) {
+    if ((await stack.gateway(x, `/rest/v1/${table}?select=*&limit=0`, { apikey: x.secret_key })).status === 200) return
+    await new Promise((resolve) => setTimeout(resolve, 100))
+  }
+  throw new Error(`table ${table} never became visible`)
+}
+
 let stack: E2eStack
 let demo: E2eTenant
 
@@ -61,6 +76,7 @@ t.test('the quick start: SQL as the owner, the JS as an app, then a signed-in in
   t.equal(before.body.code, 'unknown_table')
 
   await stack.owner(demo, sql[0]!)
+  await visible(demo, 'todos')
 
   t.ok(js[0]!.includes(`'${PLACEHOLDER_URL}'`), 'the JS names the demo URL placeholder')
   t.ok(js[0]!.includes(`'${PLACEHOLDER_KEY}'`), 'the JS names the public key placeholder')
@@ -111,6 +127,7 @@ t.test('a write refused for the sequence: the hint runs as is', async (t) => {
   // A GRANT of INSERT on the table alone (not through platform.grant): nextval() is refused.
   await stack.owner(demo, `CREATE TABLE public.notes (id bigserial PRIMARY KEY, body text);
     DO $$ BEGIN EXECUTE format('GRANT SELECT, INSERT ON public.notes TO %I', platform.role('auth')); END $$`)
+  await visible(demo, 'notes')
   const user = stack.supabase(demo)
   t.error((await user.auth.signUp({ email: email('carol'), password: 'a fine password' })).error)
 

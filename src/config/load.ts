@@ -61,6 +61,8 @@ export interface LoadConfigOptions {
   env?: NodeJS.ProcessEnv
   /** Values that win over everything (CLI flags, tests). */
   overrides?: Json
+  /** Values under the file and the environment (a running development stack's cluster). */
+  defaults?: Json
 }
 
 export function loadConfig (opts: LoadConfigOptions = {}): Config {
@@ -76,12 +78,12 @@ export function loadConfig (opts: LoadConfigOptions = {}): Config {
     if (!isObj(fileData)) throw new ConfigError(`config file ${file} must hold a mapping`)
   }
   const { data: envData, sources } = fromEnv(env)
-  const data = merge(merge(fileData, envData), opts.overrides ?? {})
+  const data = merge(merge(merge(opts.defaults ?? {}, fileData), envData), opts.overrides ?? {})
   if (!validate(data)) {
     const problems = (validate.errors ?? []).map((e) => {
       const p = e.instancePath.replace(/^\//, '').replace(/\//g, '.')
       const extra = e.keyword === 'additionalProperties' ? ` (${String((e.params as { additionalProperty: string }).additionalProperty)})` : ''
-      const src = sources.get(p) ?? (file ? file : 'defaults')
+      const src = sources.get(p) ?? (file ? file : opts.defaults !== undefined ? 'defaults (and the running development stack)' : 'defaults')
       return `${p || '(root)'}${extra}: ${e.message ?? 'invalid'} [from ${src}]`
     })
     throw new ConfigError('invalid configuration', problems)

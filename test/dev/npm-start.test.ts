@@ -17,6 +17,9 @@ import pg from 'pg'
 import { createWorkingCopy, REPO_ROOT, type WorkingCopy } from '../e2e/stack.js'
 import { adminUrl } from '../helpers/db.js'
 
+// Whole development stacks start here: on a loaded machine that takes minutes, not seconds.
+t.setTimeout(300_000)
+
 const BASE = 18130
 const PORTS = { gateway: BASE, rest: BASE + 1, auth: BASE + 2, panel: BASE + 3, smtp: BASE + 4, web: BASE + 5 }
 const CLI = path.join(REPO_ROOT, 'src', 'cli.ts')

@@ -39,7 +39,7 @@ function gatehouse (args: string[], env: NodeJS.ProcessEnv = {}): Promise<Run> {
 
 /** The same commands in process: resolves with what they print, or with the error they refuse with. */
 async function inProcess (args: string[]): Promise<{ error?: Error & { code?: string }, stdout: string }> {
-  const program = buildCli()
+  const program = await buildCli(['node', 'gatehouse', ...args])
   program.exitOverride()
   let stdout = ''
   const write = process.stdout.write
@@ -135,7 +135,7 @@ t.test('refusals and help', async (t) => {
   const db = await adminQuery('SELECT count(*)::int AS n FROM pg_database WHERE datname = $1', [name])
   t.equal(db.rows[0].n, 0, 'no database was created')
 
-  const tenants = buildCli().commands.find((c) => c.name() === 'tenants')!
+  const tenants = (await buildCli(['node', 'gatehouse', 'tenants'])).commands.find((c) => c.name() === 'tenants')!
   for (const [cmd, flag] of [['create', '--org <organization>'], ['drop', '--yes'], ['migrate', '--all']]) {
     const help = tenants.commands.find((c) => c.name() === cmd)?.helpInformation() ?? ''
     t.match(help, `Usage: gatehouse tenants ${cmd}`, `${cmd} --help`)

