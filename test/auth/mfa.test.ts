@@ -4,6 +4,7 @@
 // admin listing and deletion of factors, and every error answer of the factor routes.
 import t from 'tap'
 import * as OTPAuth from 'otpauth'
+import pg from 'pg'
 import { startAuth, call, email, decodeJwt } from './harness.js'
 
 function codeOf (secret: string, at: Date): string {
@@ -159,6 +160,32 @@ t.test('mfa', async (t) => {
     t.ok(statuses.length >= 20 && statuses.length < 30, `${statuses.length} answers before the limit`)
     t.same([...new Set(statuses)], [422])
     t.same([limited?.status, limited?.body], [429, { code: 'over_request_rate_limit', message: 'Request rate limit reached' }])
+  })
+
+  t.test('phone and WebAuthn factors (stored by another server) answer GoTrue\'s disabled errors', async (t) => {
+    // On the second database: the first one's MFA request budget is spent by the rate-limit test above.
+    const c = h.client(off)
+    t.error((await c.signUp({ email: email('mfaother'), password: 'secret123' })).error)
+    const userId = (await c.getUser()).data.user!.id
+    // Such factors cannot be enrolled here; they are written as GoTrue would have, through the engine's login.
+    const db = new pg.Client({ connectionString: off.file.engines!.auth! })
+    await db.connect()
+    t.teardown(() => db.end())
+    const ids = [crypto.randomUUID(), crypto.randomUUID()]
+    await db.query(`INSERT INTO auth.mfa_factors (id, user_id, friendly_name, factor_type, status, created_at, updated_at, phone)
+      VALUES ($1, $3, 'phone', 'phone', 'verified', now(), now(), '15555550100'), ($2, $3, 'key', 'webauthn', 'unverified', now(), now(), NULL)`, [...ids, userId])
+    const token = (await c.getSession()).data.session!.access_token
+    const base = h.base(off)
+    const expect = async (path: string, body: unknown, status: number, code: string, message: string) => {
+      const r = await call(base + path, { token, body })
+      t.same([r.status, r.body], [status, { code, message }], path)
+    }
+    await expect(`/factors/${ids[0]}/challenge`, {}, 422, 'mfa_phone_verify_not_enabled', 'MFA verification is disabled for Phone')
+    await expect(`/factors/${ids[0]}/verify`, { challenge_id: crypto.randomUUID(), code: '123456' }, 422, 'mfa_phone_verify_not_enabled', 'MFA verification is disabled for Phone')
+    await expect(`/factors/${ids[1]}/challenge`, {}, 422, 'mfa_webauthn_verify_not_enabled', 'MFA verification is disabled for WebAuthn')
+    await expect(`/factors/${ids[1]}/verify`, { challenge_id: crypto.randomUUID() }, 422, 'mfa_webauthn_enroll_not_enabled', 'MFA verification is disabled for WebAuthn')
+    const listed = await c.mfa.listFactors()
+    t.same([listed.data?.phone.length, listed.data?.all.length], [1, 2])
   })
 
   t.test('a database with TOTP switched off', async (t) => {
