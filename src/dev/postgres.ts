@@ -285,6 +285,11 @@ export async function startEmbeddedPostgres (opts: EmbeddedPostgresOptions): Pro
     }
   } catch (err) {
     removeHome()
+    // A persistent cluster's fallback directory made by this call and never initialised.
+    if (opts.persistent && ownHome && !existsSync(path.join(dataDir, 'PG_VERSION'))) {
+      rmSync(home, { recursive: true, force: true })
+      rmSync(path.join(opts.dir, 'LOCATION'), { force: true })
+    }
     throw err
   }
 }

@@ -114,10 +114,13 @@ t.test('never adopts a server it did not start: a busy port names the port and i
   await new Promise<void>((resolve) => other.listen(0, '127.0.0.1', resolve))
   t.teardown(() => new Promise<void>((resolve) => other.close(() => resolve())))
   const port = (other.address() as net.AddressInfo).port
+  const fallbacks = existsSync('/var/lib/gatehouse-dev') ? readdirSync('/var/lib/gatehouse-dev') : []
   await t.rejects(startDevPostgres(stateDir, port), {
     name: 'ConfigError',
     message: new RegExp(`port ${port} \\(GATEHOUSE_DEV_PG_PORT\\) is in use by another process, not by a Postgres \`gatehouse dev\` started`)
   })
+  const after = existsSync('/var/lib/gatehouse-dev') ? readdirSync('/var/lib/gatehouse-dev') : []
+  t.same(after.filter((d) => !fallbacks.includes(d)), [], 'no directory is left for the cluster that did not start')
 })
 
 t.test('binaries the server user cannot reach are run from a private copy; nothing is left after stop', async (t) => {
