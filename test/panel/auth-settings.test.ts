@@ -170,6 +170,28 @@ t.test('a rate limit changed in the panel applies at once through the gateway', 
   t.same(reset.body.settings.rate_limits.verify, { capacity: 30, rate: 30, interval_seconds: 300 }, 'null puts GoTrue\'s default back')
 })
 
+t.test('anonymous sign-in and TOTP enrolment switched in the panel apply at once through supabase-js', async (t) => {
+  const supabase = stack.supabase(x)
+  const before = await supabase.auth.signInAnonymously()
+  t.equal(before.error?.code, 'anonymous_provider_disabled')
+
+  const seen = servicesSeeChange()
+  const r = await stack.panel('PATCH', path(), { token, body: { anonymous_sign_in: true, mfa_totp_enroll: false } })
+  t.equal(r.status, 200)
+  t.same([r.body.settings.anonymous_sign_in, r.body.settings.mfa_totp_enroll], [true, false])
+  await seen
+
+  const settings = await fetch(`${stack.gatewayUrl}/${x.database}/auth/v1/settings`, { headers: { apikey: x.file.keys.public } })
+  t.equal(((await settings.json()) as { external: { anonymous_users: boolean } }).external.anonymous_users, true)
+  const anon = await stack.supabase(x).auth.signInAnonymously()
+  t.error(anon.error)
+  t.equal(anon.data.user?.is_anonymous, true)
+  const user = stack.supabase(x)
+  t.error((await user.auth.signUp({ email: `mfa.${Date.now()}@example.com`, password: 'secret123' })).error)
+  const enroll = await user.auth.mfa.enroll({ factorType: 'totp' })
+  t.same([enroll.error?.status, enroll.error?.code], [422, 'mfa_totp_enroll_not_enabled'])
+})
+
 t.test('only members of the owning organization may read or change them', async (t) => {
   const outsider = await stack.panelSession({ userId: 'p9', orgs: ['org_other'] })
   t.equal((await stack.panel('GET', path(), { token: outsider })).status, 403)
