@@ -206,7 +206,9 @@ export async function startDev (opts: DevOptions): Promise<DevStack> {
         postgres: { url: postgres.url },
         // The gateway of this stack is the public address unless one was configured.
         ...(env.GATEHOUSE_PUBLIC_URL || opts.overrides?.public_url ? {} : { public_url: `http://${base.gateway.host}:${base.gateway.port}` }),
-        panel: { session_secret: secrets.panel_session_secret }
+        panel: { session_secret: secrets.panel_session_secret },
+        // The development stack's identity providers run on this machine, over http.
+        outbound: { allow_hosts: [...new Set([...base.outbound.allow_hosts, '127.0.0.1', 'localhost', '::1'])] }
       })
     })
     const { store, tenants } = createStoreAndCache(config)

@@ -16,6 +16,7 @@ import { jsonParser } from './json.js'
 import { setHashConcurrency } from './crypto.js'
 import { RateLimits } from './rate-limits.js'
 import { createMailer, type Mailer } from './mail/index.js'
+import { setProviderOutboundPolicy } from './providers/index.js'
 import { adminRoutes } from './routes/admin.js'
 import { adminFactorRoutes } from './routes/admin-factors.js'
 import { authorizeRoutes } from './routes/authorize.js'
@@ -70,6 +71,7 @@ function translateFastifyError (err: FastifyError): GatehouseError {
  * `/authorize`, `/callback`; plus `/health` for the process.
  */
 export function buildAuthEngine (deps: AuthEngineDeps): FastifyInstance {
+  setProviderOutboundPolicy({ allowHosts: deps.config.outbound.allow_hosts })
   const logger = deps.logger ?? pino({
     level: deps.config.log.level,
     redact: ['req.headers.authorization', 'req.headers.apikey', 'req.headers.cookie', 'res.headers["set-cookie"]']
@@ -193,6 +195,7 @@ export interface AuthServiceDeps {
 }
 
 export function createAuthService (deps: AuthServiceDeps): AuthService {
+  setProviderOutboundPolicy({ allowHosts: deps.config.outbound.allow_hosts })
   const logger = deps.logger ?? pino({ level: deps.config.log.level })
   const pools = new PoolRegistry({ max: deps.config.auth.pool_per_tenant, budget: deps.config.auth.pool_budget, maxTenants: deps.config.auth.pool_max_tenants, allowExitOnIdle: true })
   const mailer: Mailer = createMailer({ config: deps.config, logger })

@@ -119,6 +119,14 @@ export const ConfigSchema = Type.Object({
     smtp_host: Type.String({ default: '127.0.0.1' }),
     smtp_port: Type.Integer({ default: 1025 }),
     web_port: Type.Integer({ default: 1080 })
+  }, { default: {}, additionalProperties: false }),
+  outbound: Type.Object({
+    /**
+     * Hosts (name or IP literal, optionally `host:port`) that requests to identity providers
+     * may reach over http and at loopback, private, link-local or metadata addresses. Every
+     * other provider URL must be https and resolve to public addresses only.
+     */
+    allow_hosts: Type.Array(Type.String({ minLength: 1 }), { default: [] })
   }, { default: {}, additionalProperties: false })
 }, { additionalProperties: false })
 

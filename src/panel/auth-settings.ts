@@ -6,6 +6,7 @@ import { Ajv, type ErrorObject } from 'ajv'
 import { AuthSettingsSchema, DEFAULT_RATE_LIMITS, type AuthSettings, type ProviderSettings, type RateLimits } from '../tenants/index.js'
 import { ValidationError } from './errors.js'
 import { ownValue } from '../shared/own.js'
+import { checkOutboundUrl, OutboundRefusedError, type OutboundPolicy } from '../shared/outbound.js'
 
 /** What a masked secret looks like; sent back unchanged in a PATCH it keeps the stored one. */
 export const MASKED_SECRET = '********'
@@ -181,4 +182,33 @@ export function applyAuthSettingsPatch (current: AuthSettings, patch: unknown): 
   })
   if (problems.length > 0) throw new ValidationError(problems.join('; '))
   return next
+}
+
+/** The provider fields our processes fetch (the authorization URL is only a browser redirect). */
+const FETCHED_FIELDS = ['issuer', 'token_url', 'userinfo_url'] as const
+
+/**
+ * Checks the URLs a PATCH sets for providers against the outbound policy (https, public
+ * addresses unless the host is allowed), resolving each host now; throws ValidationError
+ * (400) naming every refused field. The engine checks again at each request.
+ */
+export async function checkProviderUrls (patch: unknown, next: AuthSettings, policy: OutboundPolicy): Promise<void> {
+  if (!isObject(patch) || !isObject(patch.providers)) return
+  const problems: string[] = []
+  for (const [name, value] of Object.entries(patch.providers)) {
+    if (!isObject(value)) continue
+    const p = ownValue(next.providers, name)
+    if (p === undefined) continue
+    for (const field of FETCHED_FIELDS) {
+      const url = p[field]
+      if (value[field] === undefined || typeof url !== 'string' || url === '') continue
+      try {
+        await checkOutboundUrl(url, policy)
+      } catch (err) {
+        if (!(err instanceof OutboundRefusedError)) throw err
+        problems.push(`providers.${name}.${field}: ${err.reason}`)
+      }
+    }
+  }
+  if (problems.length > 0) throw new ValidationError(problems.join('; '))
 }

@@ -7,7 +7,7 @@ import type { AuthService } from '../auth/index.js'
 import type { RefusalExplainer } from '../gateway/index.js'
 import type { TenantStore } from '../tenants/index.js'
 import { isGatehouseError } from '../shared/errors.js'
-import { applyAuthSettingsPatch, maskAuthSettings } from './auth-settings.js'
+import { applyAuthSettingsPatch, checkProviderUrls, maskAuthSettings } from './auth-settings.js'
 import { applyRestSettingsPatch, restSettingsView } from './rest-settings.js'
 import { panelContext } from './context.js'
 import {
@@ -153,6 +153,7 @@ export function panelRoutes (deps: PanelRouteDeps) {
       const current = await store.get(database)
       if (current === null || current.organization !== organization) throw new DatabaseNotFoundError(organization, database)
       const auth = applyAuthSettingsPatch(current.auth, req.body)
+      await checkProviderUrls(req.body, auth, { allowHosts: deps.config.outbound.allow_hosts })
       await store.putAll([{ ...structuredClone(current), auth }])
       req.log.info({ database, fields: Object.keys(req.body as object) }, 'auth settings changed from the panel')
       return { database, settings: maskAuthSettings(auth) }

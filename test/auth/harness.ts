@@ -50,6 +50,8 @@ export interface AuthHarness {
 }
 
 export interface HarnessOptions {
+  /** outbound.allow_hosts of the engine's config (default: 127.0.0.1, where test providers listen). */
+  outboundAllowHosts?: string[]
   tenants?: TestTenantOptions[]
   bcryptCost?: number
   poolPerTenant?: number
@@ -77,6 +79,8 @@ export async function startAuth (t: Teardown, opts: HarnessOptions = {}): Promis
       log: { level: 'silent' },
       auth: { port: 0, bcrypt_cost: opts.bcryptCost ?? 4, pool_per_tenant: opts.poolPerTenant ?? 5, ...(opts.auth ?? {}) },
       mail: { smtp_host: mail.host, smtp_port: mail.port },
+      // The test identity providers listen on loopback over http.
+      outbound: { allow_hosts: opts.outboundAllowHosts ?? ['127.0.0.1'] },
       ...(opts.redis ? { redis: opts.redis } : {})
     }
   })

@@ -55,7 +55,7 @@ async function listen (t: Teardown, app: FastifyInstance): Promise<string> {
   return `http://127.0.0.1:${(app.server.address() as AddressInfo).port}`
 }
 
-export async function startStack (t: Teardown, opts: { panelOverrides?: Record<string, unknown> } = {}): Promise<Stack> {
+export async function startStack (t: Teardown, opts: { panelOverrides?: Record<string, unknown>, overrides?: Record<string, unknown> } = {}): Promise<Stack> {
   const mail = await startMailCatcher(t)
   const { url: redisUrl, prefix } = createTestRedis(t)
   const store = createRedisStore({ url: redisUrl, prefix })
@@ -72,6 +72,7 @@ export async function startStack (t: Teardown, opts: { panelOverrides?: Record<s
       rest: { port: 0, pool_per_tenant: 3 },
       auth: { port: 0, bcrypt_cost: 4, pool_per_tenant: 3 },
       panel: { port: 0, session_secret: PANEL_SECRET, test_query_max_rows: 5, ...(opts.panelOverrides ?? {}) },
+      ...(opts.overrides ?? {}),
       mail: { smtp_host: mail.host, smtp_port: mail.port }
     }
   })

@@ -1,6 +1,7 @@
 // HTTP towards providers: JSON GETs and the token request (form POST, RFC 6749 §4.1.3),
 // with a time limit and a size limit, errors as ProviderError. Never logs tokens.
 import { ProviderError, type ProviderTokens } from './types.js'
+import { DEFAULT_OUTBOUND_POLICY, OutboundRefusedError, outboundFetch, type OutboundPolicy } from '../../shared/outbound.js'
 
 const TIMEOUT_MS = 10_000
 const MAX_BYTES = 1024 * 1024
@@ -12,12 +13,27 @@ async function readJson (res: Response, what: string): Promise<unknown> {
   try { return JSON.parse(text) } catch { throw new ProviderError(`${what}: response is not JSON`) }
 }
 
+let policy: OutboundPolicy = DEFAULT_OUTBOUND_POLICY
+
+/** The process's outbound policy (config `outbound`); the engine sets it when it is built. */
+export function setProviderOutboundPolicy (p: OutboundPolicy): void {
+  policy = p
+}
+
 /**
  * Every outbound request to a provider goes through here (discovery, JWKS, token, userinfo):
- * redirects refused, a time limit unless the caller brings its own signal.
+ * https to public addresses only unless the operator allows the host, DNS resolved once
+ * and the connection pinned to the checked address, each redirect checked again (GET only),
+ * a time and a size limit.
  */
 export async function providerFetch (url: string | URL, init: RequestInit = {}): Promise<Response> {
-  return fetch(url, { ...init, redirect: 'error', signal: init.signal ?? AbortSignal.timeout(TIMEOUT_MS) })
+  return outboundFetch(url, {
+    method: init.method,
+    headers: init.headers as Record<string, string> | Headers | undefined,
+    body: typeof init.body === 'string' ? init.body : undefined,
+    signal: init.signal ?? AbortSignal.timeout(TIMEOUT_MS),
+    maxBytes: MAX_BYTES
+  }, policy)
 }
 
 export async function getJson (url: string, what: string, accessToken?: string): Promise<unknown> {
@@ -27,7 +43,7 @@ export async function getJson (url: string, what: string, accessToken?: string):
   try {
     res = await providerFetch(url, { headers })
   } catch (err) {
-    throw new ProviderError(`${what}: request failed`, { cause: err })
+    throw new ProviderError(`${what}: ${err instanceof OutboundRefusedError ? err.message : 'request failed'}`, { cause: err })
   }
   return readJson(res, what)
 }
@@ -59,7 +75,7 @@ export async function exchangeAuthorizationCode (r: TokenRequest): Promise<Provi
       body: form.toString()
     })
   } catch (err) {
-    throw new ProviderError('token request failed', { cause: err })
+    throw new ProviderError(err instanceof OutboundRefusedError ? `token ${err.message}` : 'token request failed', { cause: err })
   }
   const body = await readJson(res, 'token request') as Record<string, unknown>
   // GitHub answers 200 with {error, error_description} for a bad code.

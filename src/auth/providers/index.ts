@@ -12,6 +12,7 @@ import type { OAuthProvider } from './types.js'
 export type { OAuthProvider, ProviderTokens, ProviderUser, ProviderEmail, AuthorizeRequest } from './types.js'
 export { ProviderError } from './types.js'
 export { nonceOf, verifyIdTokenOfIssuer, IdTokenRefused, identityClaimsOf } from './oidc.js'
+export { setProviderOutboundPolicy } from './http.js'
 
 const OIDC_SCOPES = ['openid', 'email', 'profile']
 
