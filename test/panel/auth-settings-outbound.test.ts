@@ -11,7 +11,7 @@ const path = () => `/organizations/org_out/databases/${x.database}/api/auth-sett
 const patch = (body: unknown) => stack.panel('PATCH', path(), { token, body })
 
 t.before(async () => {
-  stack = await startStack(t)
+  stack = await startStack(t, { overrides: { outbound: { allow_hosts: [] } } })
   x = await stack.addTenant({ organization: 'org_out' })
   token = await stack.panelSession({ userId: 'p1', orgs: ['org_out'] })
 })

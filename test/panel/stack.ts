@@ -72,6 +72,8 @@ export async function startStack (t: Teardown, opts: { panelOverrides?: Record<s
       rest: { port: 0, pool_per_tenant: 3 },
       auth: { port: 0, bcrypt_cost: 4, pool_per_tenant: 3 },
       panel: { port: 0, session_secret: PANEL_SECRET, test_query_max_rows: 5, ...(opts.panelOverrides ?? {}) },
+      // The test identity providers listen on loopback over http.
+      outbound: { allow_hosts: ['127.0.0.1'] },
       ...(opts.overrides ?? {}),
       mail: { smtp_host: mail.host, smtp_port: mail.port }
     }
