@@ -187,8 +187,3 @@ function sendError (reply: FastifyReply, e: GatehouseError, requestId?: string):
   if (e.status === 401 && !reply.hasHeader('www-authenticate')) reply.header('www-authenticate', 'Bearer')
   return reply.send(JSON.stringify(body))
 }
-
-/** Stops the engine: closes the HTTP server (if listening), every pool and LISTEN connection. */
-export async function closeRestEngine (app: FastifyInstance): Promise<void> {
-  await app.close()
-}

@@ -1,7 +1,6 @@
-// HTTP header helpers shared by the gateway and the engines: hop-by-hop and
-// Connection-listed header removal (RFC 9110 §7.6.1), request id validation, content-type
+// HTTP header helpers shared by the gateway and the engines: the hop-by-hop and
+// Connection-listed header names (RFC 9110 §7.6.1), request id validation, content-type
 // tests. Pure functions over Node's header objects; nothing here does I/O.
-import type { IncomingHttpHeaders, OutgoingHttpHeaders } from 'node:http'
 import { bareRecord } from './own.js'
 
 /** Headers that describe one connection, never forwarded by a proxy (RFC 9110 §7.6.1). */
@@ -27,28 +26,6 @@ export function connectionListed (connection: string | string[] | undefined): Se
       const name = token.trim().toLowerCase()
       if (name) out.add(name)
     }
-  }
-  return out
-}
-
-/**
- * A copy of `headers` without hop-by-hop headers, without the headers `Connection`
- * lists, and without any name `drop` returns true for. Callers add their own headers to
- * the copy AFTERWARDS, so a client's `Connection: authorization` can never remove a header
- * the proxy sets (the @fastify/reply-from advisory).
- */
-export function stripHopByHop (
-  headers: IncomingHttpHeaders | OutgoingHttpHeaders,
-  drop?: (name: string) => boolean
-): OutgoingHttpHeaders {
-  const listed = connectionListed(headers.connection as string | string[] | undefined)
-  const out: OutgoingHttpHeaders = {}
-  for (const name in headers) {
-    const lower = name.toLowerCase()
-    if (HOP_BY_HOP.has(lower) || listed.has(lower)) continue
-    if (drop !== undefined && drop(lower)) continue
-    const value = headers[name]
-    if (value !== undefined) out[lower] = value
   }
   return out
 }

@@ -89,10 +89,6 @@ export function describeJwtError (err: unknown): string {
   return 'token is invalid'
 }
 
-export function isJwtExpired (err: unknown): boolean {
-  return err instanceof joseErrors.JWTExpired
-}
-
 /** An unambiguous cache key for a token (never the token itself). */
 export function tokenCacheKey (...parts: string[]): string {
   return createHash('sha256').update(JSON.stringify(parts)).digest('base64url')

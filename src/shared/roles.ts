@@ -13,7 +13,6 @@ export const ROLE_CLAIMS = { anon: 'anon', auth: 'authenticated', svc: 'service_
 export type RoleClaim = typeof ROLE_CLAIMS[RoleKind]
 
 const KIND_OF_CLAIM: ReadonlyMap<string, RoleKind> = new Map(ROLE_KINDS.map((k) => [ROLE_CLAIMS[k], k]))
-const KIND_NAMES: ReadonlySet<string> = new Set(ROLE_KINDS)
 
 /** The claim of a kind: `auth` -> `authenticated`. */
 export function roleClaim (kind: RoleKind): RoleClaim {
@@ -23,11 +22,6 @@ export function roleClaim (kind: RoleKind): RoleClaim {
 /** The kind a `role` claim stands for, or null for anything else (inherited names included). */
 export function kindOfClaim (claim: unknown): RoleKind | null {
   return typeof claim === 'string' ? KIND_OF_CLAIM.get(claim) ?? null : null
-}
-
-/** Whether a value is one of the kind names (`anon`, `auth`, `svc`). */
-export function isRoleKind (value: unknown): value is RoleKind {
-  return typeof value === 'string' && KIND_NAMES.has(value)
 }
 
 /** The name every message gives the caller of a kind: the claim name (`service_role`). */

@@ -145,10 +145,6 @@ export function isUserBanned (u: UserRow, now: Date): boolean {
   return u.banned_until !== null && u.banned_until.getTime() > now.getTime()
 }
 
-export function isEmailConfirmed (u: UserRow): boolean {
-  return u.email_confirmed_at !== null
-}
-
 /** app_metadata.providers: distinct identity providers by identity creation order (spec §2.1). */
 export function providersOf (identities: IdentityRow[]): string[] {
   const sorted = [...identities].sort((a, b) => (a.created_at?.getTime() ?? 0) - (b.created_at?.getTime() ?? 0))

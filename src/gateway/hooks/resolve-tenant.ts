@@ -1,9 +1,8 @@
 // Reads the raw request target once: rejects encoded tricks (%2F, %5C, dot segments,
 // double slashes, `;`), checks the database segment against DATABASE_NAME before any
-// look-up, and splits `/<database>/<service>/v1/<rest>?<query>`. Then resolves the tenant.
+// look-up, and splits `/<database>/<service>/v1/<rest>?<query>`.
 // Works on the raw URL, never on router-decoded params, so routing, keys and logs agree.
-import { DATABASE_NAME, type Tenant } from '../../tenants/schema.js'
-import type { TenantLookup } from '../../tenants/index.js'
+import { DATABASE_NAME } from '../../tenants/schema.js'
 import { InvalidPathError, NotFoundError, TenantNotFoundError } from '../errors.js'
 import type { Service } from '../types.js'
 
@@ -63,13 +62,6 @@ export function parseGatewayPath (url: string): GatewayPath {
     if (below.charCodeAt(0) === 47) return { database, service, path: below, query }
   }
   return { database, service: null, path: rest, query }
-}
-
-/** The tenant of a parsed path; TenantNotFound when the lookup has none. */
-export async function resolveTenant (tenants: TenantLookup, database: string): Promise<Tenant> {
-  const tenant = await tenants.get(database)
-  if (tenant === null || tenant === undefined) throw new TenantNotFoundError(database)
-  return tenant
 }
 
 /** Auth routes reachable without an API key (browser redirects, as Supabase's Kong). */
