@@ -2,7 +2,7 @@
 // views and functions of the request's schema that the caller's role can use (PostgREST's
 // follow-privileges mode), shaped as PostgREST's Response/OpenAPI.hs shapes it: paths,
 // definitions with PK/FK notes and COMMENT descriptions, and the shared parameters. Pure.
-import type { ForeignKeyNote, OpenApiPlan } from './plan/info-plan.js'
+import type { ForeignKeyNote, OpenApiPlan } from './plan/types.js'
 import type { Column, Routine, Table } from './schema-cache/types.js'
 
 /** What the caller's role may do, by OID (from the privilege query). */

@@ -14,43 +14,8 @@ import { FuzzySet } from './fuzzy.js'
 import { negotiateRead } from './negotiate.js'
 import { planReadTree } from './read-plan.js'
 import { rebaseRoot } from './rebase.js'
-import type { MediaHandler, ReadNode } from './types.js'
+import type { CallArgs, CallPlan, CallShape, ReadNode } from './types.js'
 import { ownValue } from '../../shared/own.js'
-
-export type CallShape = 'scalar' | 'setof-scalar' | 'composite' | 'setof-composite' | 'void'
-
-export type CallArgs =
-  | { readonly kind: 'none' }
-  /** A JSON object body: `json_to_record($1) AS _(<params>)`, passed by name. */
-  | { readonly kind: 'json', readonly json: string, readonly params: readonly RoutineParam[], readonly array?: boolean }
-  /** Query string or form fields: each value cast to its parameter's type (a variadic one as an array literal). */
-  | { readonly kind: 'text', readonly values: ReadonlyArray<{ readonly param: RoutineParam, readonly value: string }> }
-  /** The whole body as the single unnamed parameter. */
-  | { readonly kind: 'single', readonly param: RoutineParam, readonly value: string | Buffer }
-
-export interface CallPlan {
-  readonly kind: 'call'
-  readonly routine: Routine
-  readonly args: CallArgs
-  readonly shape: CallShape
-  /** READ ONLY transaction: GET/HEAD, or a STABLE/IMMUTABLE function. */
-  readonly readOnly: boolean
-  /** The rows of the result as a read tree (filters, order, range, embeds), root aliased `alias`. */
-  readonly tree: ReadNode
-  /** The result's alias: the returned table's name, or the function's. */
-  readonly alias: string
-  /** Scalar results: the column holding the value (the function's name). */
-  readonly scalarColumn: string
-  readonly media: MediaHandler
-  readonly count: 'exact' | 'planned' | 'estimated' | null
-  readonly singular: boolean
-  /** HEAD: no body. */
-  readonly headersOnly: boolean
-  /** A limit or offset applies (the count needs its own query). */
-  readonly ranged: boolean
-  readonly maxAffected: number | null
-  readonly rollback: boolean
-}
 
 const UNNAMED_FALLBACK: Record<string, readonly string[]> = {
   'application/json': ['json', 'jsonb'],

@@ -15,9 +15,9 @@ export type * from './types.js'
 export { negotiateRead } from './negotiate.js'
 export { planReadTree, findTable, topRange } from './read-plan.js'
 export { findRelationship, relationshipMatches, describeRelationship } from './relationships.js'
-export { planMutate, type MutatePlan, type InsertSpec, type UpdateSpec, type DeleteSpec, type InsertGroup, type LimitedWrite, type ReturnPreference } from './mutate-plan.js'
-export { planCall, findRoutine, type CallPlan, type CallArgs, type CallShape } from './call-plan.js'
-export { planInfo, planOpenApi, type InfoPlan, type OpenApiPlan, type ForeignKeyNote } from './info-plan.js'
+export { planMutate } from './mutate-plan.js'
+export { planCall, findRoutine } from './call-plan.js'
+export { planInfo, planOpenApi } from './info-plan.js'
 export { rebaseRoot, rootColumns } from './rebase.js'
 
 export interface PlanOptions {

@@ -3,32 +3,9 @@
 import { FunctionNotFoundError, MediaTypeError } from '../errors.js'
 import { showMediaType } from '../api-request/media-type.js'
 import type { ApiRequest, Resource } from '../api-request/types.js'
-import { qnKey, type Routine, type SchemaCache, type Table } from '../schema-cache/types.js'
+import { qnKey, type SchemaCache } from '../schema-cache/types.js'
 import { findTable } from './read-plan.js'
-
-export interface InfoPlan {
-  readonly kind: 'info'
-  /** The Allow header. */
-  readonly allow: string
-}
-
-/** A foreign key column of a table, for the OpenAPI column notes. */
-export interface ForeignKeyNote {
-  readonly column: string
-  readonly foreignTable: string
-  readonly foreignColumn: string
-}
-
-export interface OpenApiPlan {
-  readonly kind: 'openapi'
-  readonly headersOnly: boolean
-  readonly schema: string
-  /** Tables and views of the schema (the caller's privileges filter them at run time). */
-  readonly tables: readonly Table[]
-  readonly routines: readonly Routine[]
-  /** Table name -> its many-to-one foreign key columns. */
-  readonly foreignKeys: ReadonlyMap<string, readonly ForeignKeyNote[]>
-}
+import type { ForeignKeyNote, InfoPlan, OpenApiPlan } from './types.js'
 
 /** OPTIONS: the methods a resource takes (from the table's flags, not from grants). */
 export function planInfo (req: ApiRequest, resource: Resource, cache: SchemaCache): InfoPlan {

@@ -7,84 +7,12 @@ import {
 } from '../errors.js'
 import { ALL_ROWS } from '../api-request/range.js'
 import { parseWritePayload, type RowsPayload } from '../api-request/payload.js'
-import type { ApiRequest, Mutation, RowRange } from '../api-request/types.js'
+import type { ApiRequest, Mutation } from '../api-request/types.js'
 import type { SchemaCache, Table } from '../schema-cache/types.js'
 import { negotiateRead } from './negotiate.js'
 import { planReadTree } from './read-plan.js'
 import { rebaseRoot, rootColumns } from './rebase.js'
-import type { Condition, MediaHandler, PlannedOrder, ReadNode } from './types.js'
-
-export type ReturnPreference = 'minimal' | 'headers-only' | 'representation'
-
-/** Rows of an array body that carry the same keys, inserted by one INSERT (missing=default). */
-export interface InsertGroup {
-  /** The group's columns: the listed columns its rows carry. */
-  readonly columns: readonly string[]
-  /** 1-based positions of the group's rows in the body array. */
-  readonly rows: readonly number[]
-}
-
-export interface InsertSpec {
-  readonly kind: 'insert'
-  readonly payload: RowsPayload
-  /** The INSERT column list (sorted keys or `columns=`). */
-  readonly columns: readonly string[]
-  /** Several INSERTs, one per key set (`columns=` + `missing=default` + array body). */
-  readonly groups: readonly InsertGroup[] | null
-  /** ON CONFLICT: the conflict columns, DO UPDATE SET (merge) or DO NOTHING (ignore). */
-  readonly onConflict: { readonly columns: readonly string[], readonly action: 'merge' | 'ignore' } | null
-  /** PUT: the primary key values of the URL, checked against the body's. */
-  readonly putKey: ReadonlyArray<readonly [string, string]> | null
-  /** Count real inserts (merge-duplicates, PUT): 201 when a row was inserted, 200 otherwise. */
-  readonly countInserts: boolean
-  /** `resolution=` took effect (echoed in Preference-Applied). */
-  readonly resolutionApplied: boolean
-}
-
-/** PATCH/DELETE `limit`/`offset` with `order`: only the first rows of the ordered match. */
-export interface LimitedWrite {
-  readonly order: readonly PlannedOrder[]
-  readonly range: RowRange
-  /** How a row is named: its ctid (tables) or its primary key (views). */
-  readonly key: 'ctid' | readonly string[]
-}
-
-export interface UpdateSpec {
-  readonly kind: 'update'
-  readonly payload: RowsPayload
-  /** SET list: from the body, or DEFAULT (`missing=default` for a listed column the body lacks). */
-  readonly set: ReadonlyArray<{ readonly column: string, readonly value: 'body' | 'default' }>
-  readonly where: readonly Condition[]
-  readonly limited: LimitedWrite | null
-}
-
-export interface DeleteSpec {
-  readonly kind: 'delete'
-  readonly where: readonly Condition[]
-  readonly limited: LimitedWrite | null
-}
-
-export interface MutatePlan {
-  readonly kind: 'mutate'
-  readonly mutation: Mutation
-  readonly table: Table
-  readonly spec: InsertSpec | UpdateSpec | DeleteSpec
-  /** What comes back: PUT/PATCH/DELETE treat headers-only as minimal. */
-  readonly returning: ReturnPreference
-  /** RETURNING columns of the representation; null = every column. */
-  readonly returnColumns: readonly string[] | null
-  /** The representation: select + embeds over the written rows, root aliased `alias`. */
-  readonly tree: ReadNode
-  readonly alias: string
-  readonly media: MediaHandler
-  readonly count: 'exact' | 'planned' | 'estimated' | null
-  /** Accept: vnd.pgrst.object: exactly one row must be affected (PGRST116, rollback). */
-  readonly singular: boolean
-  /** Prefer: max-affected with handling=strict (PATCH, DELETE). */
-  readonly maxAffected: number | null
-  /** Prefer: tx=rollback. */
-  readonly rollback: boolean
-}
+import type { Condition, DeleteSpec, InsertGroup, InsertSpec, LimitedWrite, MutatePlan, ReadNode, ReturnPreference, UpdateSpec } from './types.js'
 
 function checkColumns (table: Table, names: readonly string[]): void {
   for (const c of names) {

@@ -1,11 +1,9 @@
-// Plan types (PostgREST's Plan/Types.hs, ReadPlan.hs): an ApiRequest resolved against the
-// schema cache, ready to be rendered as SQL. Issue 4 defines the `read` plan; `mutate`,
-// `call`, `info` and `openapi` plans are added beside it (issue 5). Types only.
-import type { AggregateFunction, JsonOperation, OpExpr, OrderDirection, OrderNulls, RowRange } from '../api-request/types.js'
-import type { QualifiedName, Relationship, Table } from '../schema-cache/types.js'
-import type { MutatePlan } from './mutate-plan.js'
-import type { CallPlan } from './call-plan.js'
-import type { InfoPlan, OpenApiPlan } from './info-plan.js'
+// Plan types (PostgREST's Plan/Types.hs and the types of its Plan/*.hs): an ApiRequest
+// resolved against the schema cache, ready to be rendered as SQL. Types only: this module
+// imports no plan code, so every stage (plan, query, response, handler) can depend on it.
+import type { RowsPayload } from '../api-request/payload.js'
+import type { AggregateFunction, JsonOperation, Mutation, OpExpr, OrderDirection, OrderNulls, RowRange } from '../api-request/types.js'
+import type { QualifiedName, Relationship, Routine, RoutineParam, Table } from '../schema-cache/types.js'
 
 /** How a column reference is qualified in SQL: a schema-qualified table or an alias. */
 export type Qualifier =
@@ -140,8 +138,142 @@ export interface ReadPlan {
   readonly ranged: boolean
 }
 
-/**
- * Every plan the handler can execute. Issue 5 adds `mutate`, `call`, `info`, `openapi`
- * members here (with their render functions in query/ and shapes in response/).
- */
+// -- writes (mutate-plan.ts) --------------------------------------------------------------
+
+export type ReturnPreference = 'minimal' | 'headers-only' | 'representation'
+
+/** Rows of an array body that carry the same keys, inserted by one INSERT (missing=default). */
+export interface InsertGroup {
+  /** The group's columns: the listed columns its rows carry. */
+  readonly columns: readonly string[]
+  /** 1-based positions of the group's rows in the body array. */
+  readonly rows: readonly number[]
+}
+
+export interface InsertSpec {
+  readonly kind: 'insert'
+  readonly payload: RowsPayload
+  /** The INSERT column list (sorted keys or `columns=`). */
+  readonly columns: readonly string[]
+  /** Several INSERTs, one per key set (`columns=` + `missing=default` + array body). */
+  readonly groups: readonly InsertGroup[] | null
+  /** ON CONFLICT: the conflict columns, DO UPDATE SET (merge) or DO NOTHING (ignore). */
+  readonly onConflict: { readonly columns: readonly string[], readonly action: 'merge' | 'ignore' } | null
+  /** PUT: the primary key values of the URL, checked against the body's. */
+  readonly putKey: ReadonlyArray<readonly [string, string]> | null
+  /** Count real inserts (merge-duplicates, PUT): 201 when a row was inserted, 200 otherwise. */
+  readonly countInserts: boolean
+  /** `resolution=` took effect (echoed in Preference-Applied). */
+  readonly resolutionApplied: boolean
+}
+
+/** PATCH/DELETE `limit`/`offset` with `order`: only the first rows of the ordered match. */
+export interface LimitedWrite {
+  readonly order: readonly PlannedOrder[]
+  readonly range: RowRange
+  /** How a row is named: its ctid (tables) or its primary key (views). */
+  readonly key: 'ctid' | readonly string[]
+}
+
+export interface UpdateSpec {
+  readonly kind: 'update'
+  readonly payload: RowsPayload
+  /** SET list: from the body, or DEFAULT (`missing=default` for a listed column the body lacks). */
+  readonly set: ReadonlyArray<{ readonly column: string, readonly value: 'body' | 'default' }>
+  readonly where: readonly Condition[]
+  readonly limited: LimitedWrite | null
+}
+
+export interface DeleteSpec {
+  readonly kind: 'delete'
+  readonly where: readonly Condition[]
+  readonly limited: LimitedWrite | null
+}
+
+export interface MutatePlan {
+  readonly kind: 'mutate'
+  readonly mutation: Mutation
+  readonly table: Table
+  readonly spec: InsertSpec | UpdateSpec | DeleteSpec
+  /** What comes back: PUT/PATCH/DELETE treat headers-only as minimal. */
+  readonly returning: ReturnPreference
+  /** RETURNING columns of the representation; null = every column. */
+  readonly returnColumns: readonly string[] | null
+  /** The representation: select + embeds over the written rows, root aliased `alias`. */
+  readonly tree: ReadNode
+  readonly alias: string
+  readonly media: MediaHandler
+  readonly count: 'exact' | 'planned' | 'estimated' | null
+  /** Accept: vnd.pgrst.object: exactly one row must be affected (PGRST116, rollback). */
+  readonly singular: boolean
+  /** Prefer: max-affected with handling=strict (PATCH, DELETE). */
+  readonly maxAffected: number | null
+  /** Prefer: tx=rollback. */
+  readonly rollback: boolean
+}
+
+// -- calls (call-plan.ts) -----------------------------------------------------------------
+
+export type CallShape = 'scalar' | 'setof-scalar' | 'composite' | 'setof-composite' | 'void'
+
+export type CallArgs =
+  | { readonly kind: 'none' }
+  /** A JSON object body: `json_to_record($1) AS _(<params>)`, passed by name. */
+  | { readonly kind: 'json', readonly json: string, readonly params: readonly RoutineParam[], readonly array?: boolean }
+  /** Query string or form fields: each value cast to its parameter's type (a variadic one as an array literal). */
+  | { readonly kind: 'text', readonly values: ReadonlyArray<{ readonly param: RoutineParam, readonly value: string }> }
+  /** The whole body as the single unnamed parameter. */
+  | { readonly kind: 'single', readonly param: RoutineParam, readonly value: string | Buffer }
+
+export interface CallPlan {
+  readonly kind: 'call'
+  readonly routine: Routine
+  readonly args: CallArgs
+  readonly shape: CallShape
+  /** READ ONLY transaction: GET/HEAD, or a STABLE/IMMUTABLE function. */
+  readonly readOnly: boolean
+  /** The rows of the result as a read tree (filters, order, range, embeds), root aliased `alias`. */
+  readonly tree: ReadNode
+  /** The result's alias: the returned table's name, or the function's. */
+  readonly alias: string
+  /** Scalar results: the column holding the value (the function's name). */
+  readonly scalarColumn: string
+  readonly media: MediaHandler
+  readonly count: 'exact' | 'planned' | 'estimated' | null
+  readonly singular: boolean
+  /** HEAD: no body. */
+  readonly headersOnly: boolean
+  /** A limit or offset applies (the count needs its own query). */
+  readonly ranged: boolean
+  readonly maxAffected: number | null
+  readonly rollback: boolean
+}
+
+// -- OPTIONS and the root (info-plan.ts) ----------------------------------------------------
+
+export interface InfoPlan {
+  readonly kind: 'info'
+  /** The Allow header. */
+  readonly allow: string
+}
+
+/** A foreign key column of a table, for the OpenAPI column notes. */
+export interface ForeignKeyNote {
+  readonly column: string
+  readonly foreignTable: string
+  readonly foreignColumn: string
+}
+
+export interface OpenApiPlan {
+  readonly kind: 'openapi'
+  readonly headersOnly: boolean
+  readonly schema: string
+  /** Tables and views of the schema (the caller's privileges filter them at run time). */
+  readonly tables: readonly Table[]
+  readonly routines: readonly Routine[]
+  /** Table name -> its many-to-one foreign key columns. */
+  readonly foreignKeys: ReadonlyMap<string, readonly ForeignKeyNote[]>
+}
+
+/** Every plan the handler runs (rendered in query/, answered in response/). */
 export type ActionPlan = ReadPlan | MutatePlan | CallPlan | InfoPlan | OpenApiPlan

@@ -3,7 +3,7 @@
 // types, query/form values cast to them, or the single unnamed parameter), its rows as
 // `pgrst_source`, then the read tree over them (filters, order, range, embeds) and one row
 // with page_total and the body Postgres builds. Pure.
-import type { CallPlan } from '../plan/call-plan.js'
+import type { CallPlan } from '../plan/types.js'
 import type { RoutineParam } from '../schema-cache/types.js'
 import { renderRowsBody } from './mutate.js'
 import { renderNode } from './read.js'

@@ -3,8 +3,7 @@
 // data-modifying CTE, then one row with page_total, the body (Postgres builds the JSON)
 // and the response.* settings. The body is one JSON parameter read with
 // json_populate_record[set] over the table's own row type. Pure.
-import type { MutatePlan, InsertSpec, LimitedWrite, ReturnPreference, UpdateSpec } from '../plan/mutate-plan.js'
-import type { MediaHandler, Qualifier } from '../plan/types.js'
+import type { InsertSpec, LimitedWrite, MediaHandler, MutatePlan, Qualifier, ReturnPreference, UpdateSpec } from '../plan/types.js'
 import { geoJsonBody, renderCondition, renderNode, renderOrder, renderRange } from './read.js'
 import { empty, ident, join, param, qualified, render, sql, type Sql, type Statement } from './sql.js'
 

@@ -3,8 +3,7 @@
 // return=headers-only; Preference-Applied; Content-Profile; and the response.* settings a
 // trigger or function may set. Pure.
 import type { ApiRequest } from '../api-request/types.js'
-import type { MutatePlan } from '../plan/mutate-plan.js'
-import type { CallPlan } from '../plan/call-plan.js'
+import type { CallPlan, MutatePlan } from '../plan/types.js'
 import { RangeNotSatisfiableError } from '../errors.js'
 import { contentRange } from './content-range.js'
 import { parseResponseHeaders, parseResponseStatus, type RestResponse } from './index.js'
