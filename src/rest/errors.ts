@@ -28,7 +28,7 @@ export const PutMatchingPkError = defineError('PGRST105', 405, () => "Filters mu
 export const InvalidSchemaError = defineError('PGRST106', 406, (schema: string) => `Invalid schema: ${schema}`)
 export const MediaTypeError = defineError('PGRST107', 406, (types: string) => `None of these media types are available: ${types}`)
 export const NotEmbeddedError = defineError('PGRST108', 400, (name: string) => `'${name}' is not an embedded resource in this request`)
-/** PostgREST v12's limited update/delete (kept by issue 5): `limit` on PATCH/DELETE needs an `order`. */
+/** PostgREST v12's limited update/delete (kept here): `limit` on PATCH/DELETE needs an `order`. */
 export const LimitNoOrderError = defineError('PGRST109', 400, () => "A 'limit' was applied without an explicit 'order'")
 export const ResponseHeadersGucError = defineError('PGRST111', 500,
   () => 'response.headers guc must be a JSON array composed of objects with a single key and a string value')
@@ -74,6 +74,44 @@ export const JwtDecodeError = defineError('PGRST301', 401, (message: string) => 
 export const AnonDisabledError = defineError('PGRST302', 401, () => 'Anonymous access is disabled')
 /** Claim errors: expired, not yet valid, issued in the future, bad role. */
 export const JwtClaimsError = defineError('PGRST303', 401, (message: string) => message)
+
+// ---------------------------------------------------------------------------------------
+// Row-level security on writes (service.md)
+
+/** Postgres' refusal of a new row by a policy (WITH CHECK, or SELECT policies on RETURNING). */
+export function isNewRowRefusal (err: unknown): boolean {
+  return isPgServerError(err) && err.code === '42501' && /^new row violates row-level security policy/.test(err.message)
+}
+
+export interface RowWrittenFacts {
+  /** The caller's role as service.md names it (anon, authenticated, service_role). */
+  role: string
+  isAnon: boolean
+  schema: string
+  table: string
+  /** The return preference that asked for the hidden rows. */
+  returning: string
+  rows: number
+}
+
+/**
+ * service.md: the row was written, but the SELECT policy hides it from its author. A
+ * 42501 refusal (401 for anon, 403 otherwise, as any 42501) whose message says so (the
+ * gateway's refusal rewriter turns it into `rls_refusal`); the body carries
+ * `row_written: true` and the header `x-gatehouse-row-written: true`.
+ */
+export function rowWrittenError (f: RowWrittenFacts): GatehouseError {
+  const what = f.rows === 1 ? '1 row was' : `${f.rows} rows were`
+  return new GatehouseError('42501', statusForSqlState('42501', '', f.isAnon),
+    `new row was written but the SELECT policy hides it from role ${f.role}`, {
+      details: `${what} written to ${f.schema}.${f.table} and committed; only returning ${f.rows === 1 ? 'it' : 'them'} ` +
+        `(Prefer: return=${f.returning}) was refused, because the SELECT policy does not let role ${f.role} see the new row. ` +
+        'Do not retry the request: it would write the row again.',
+      hint: 'Send Prefer: return=minimal, or add a SELECT policy that lets the author see the row.',
+      extra: { row_written: true },
+      headers: { 'x-gatehouse-row-written': 'true', ...(f.isAnon ? { 'www-authenticate': 'Bearer' } : {}) }
+    })
+}
 
 // ---------------------------------------------------------------------------------------
 // Ours (snake_case, not PostgREST's)
@@ -164,7 +202,7 @@ export function fromPgError (err: Error & { code: string, detail?: string, hint?
 }
 
 // ---------------------------------------------------------------------------------------
-// RAISE SQLSTATE 'PGRST' (spec §7.4, issue 5): MESSAGE is the JSON error body, DETAIL the
+// RAISE SQLSTATE 'PGRST' (spec §7.4): MESSAGE is the JSON error body, DETAIL the
 // status and extra headers; anything else is PGRST121.
 
 const PGRST_MESSAGE_HINT = "MESSAGE must be a JSON object with obligatory keys: 'code', 'message' and optional keys: 'details', 'hint'."

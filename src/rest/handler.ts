@@ -1,24 +1,26 @@
-// The request pipeline in one function (PostgREST's App.hs): caller (JWT) -> schema cache
-// -> parse -> plan (both cached per canonical request) -> render SQL -> execute in one
-// transaction -> shape the response. Only this module sees every stage. Issue 5 adds its
-// plan kinds to the `switch` in runPlan.
+// The request pipeline of every action in one place (PostgREST's App.hs): caller (JWT) ->
+// schema cache -> parse -> plan -> SQL (all three cached per canonical GET/HEAD) -> one
+// transaction -> response. Reads, writes, calls, OPTIONS and the OpenAPI root differ only
+// in their plan: query/ renders each plan's transaction, response/ shapes each answer, and
+// this module runs them the same way.
 import { createHash } from 'node:crypto'
 import { LRUCache } from 'lru-cache'
 import type { Tenant } from '../tenants/index.js'
 import { parseCookieHeader } from '../shared/http.js'
-import { parseApiRequest, visibleHeaders, DEFAULT_LIMIT_HEADER, type RawRequest } from './api-request/index.js'
+import { roleDisplayName } from '../shared/roles.js'
+import { parseApiRequest, visibleHeaders, firstHeader, DEFAULT_LIMIT_HEADER, type RawRequest } from './api-request/index.js'
 import type { ApiRequest } from './api-request/types.js'
 import type { Caller, TokenVerifier } from './auth.js'
 import {
-  EngineNotConfiguredError, SingularityError, TableNotFoundError, fromPgError, isPgServerError
+  EngineNotConfiguredError, TableNotFoundError, fromPgError, isNewRowRefusal, isPgServerError, rowWrittenError
 } from './errors.js'
-import { executeCatalogQueries, executeTransaction, listen, type DbRow } from './execute.js'
+import { executeCatalogQueries, executeTransaction, listen, type DbRow, type TransactionResult } from './execute.js'
 import type { TenantPools } from '../shared/index.js'
-import { planAction, type ActionPlan, type ReadPlan } from './plan/index.js'
-import { renderPreRequest, renderRead, type ReadStatements } from './query/index.js'
-import { plannedRows, shapeReadResponse, type ReadResult, type RestResponse } from './response/index.js'
+import { planAction, type ActionPlan } from './plan/index.js'
+import type { Table } from './schema-cache/types.js'
+import { renderAction, renderPreRequest, type ActionStatements, type ExecutablePlan } from './query/index.js'
+import { respond, resultCheck, type ExecutionResult, type RestResponse } from './response/index.js'
 import type { CacheSource, SchemaCache, SchemaCacheStore } from './schema-cache/index.js'
-import { runCall, runMutate, runOpenApi, shapeInfo } from './handler-writes.js'
 
 export interface EngineSettings {
   statementTimeoutMs: number
@@ -30,15 +32,15 @@ export interface Engine {
   readonly pools: TenantPools
   readonly schemaCaches: SchemaCacheStore
   readonly tokens: TokenVerifier
-  /** Parsed + planned + rendered reads by canonical request (and schema cache version). */
+  /** Parsed + planned + rendered GET/HEAD requests by canonical request (and schema cache version). */
   readonly plans: LRUCache<string, CachedPlan>
 }
 
 export interface CachedPlan {
   req: ApiRequest
   plan: ActionPlan
-  /** Reads only (other plans render at run time). */
-  statements: ReadStatements | null
+  /** The plan's transaction; null for plans that run no SQL (OPTIONS). */
+  statements: ActionStatements | null
 }
 
 export function createPlanCache (max = 2_000): LRUCache<string, CachedPlan> {
@@ -56,24 +58,19 @@ function restUrl (tenant: Tenant): string {
   return url
 }
 
-export function cacheSource (engine: Engine, key: string, url: string): CacheSource {
+function cacheSource (engine: Engine, key: string, url: string): CacheSource {
   return {
     withCatalog: (fn) => executeCatalogQueries(engine.pools, key, url, fn),
     listen: (onNotify, onLost) => listen(url, onNotify, onLost, engine.settings.connectTimeoutMs, engine.pools)
   }
 }
 
-function header (raw: RawRequest, name: string): string {
-  const v = raw.headers[name]
-  return Array.isArray(v) ? v.join('\n') : v ?? ''
-}
-
-/** Everything parseApiRequest reads, as an unambiguous key (JSON tuple). */
+/** Everything parseApiRequest reads, as an unambiguous key (JSON tuple; repeated headers stay arrays). */
 function planKey (tenant: Tenant, cache: SchemaCache, raw: RawRequest): string {
+  const h = (name: string): string | string[] | null => raw.headers[name] ?? null
   return JSON.stringify([
     tenantKey(tenant), cache.version, tenant.rest.schemas, tenant.rest.max_rows, tenant.rest.aggregates_enabled === true, raw.method, raw.path, raw.query,
-    header(raw, 'accept'), header(raw, 'accept-profile'), header(raw, 'content-profile'), header(raw, 'prefer'),
-    header(raw, 'range'), header(raw, DEFAULT_LIMIT_HEADER)
+    h('accept'), h('accept-profile'), h('content-profile'), h('prefer'), h('range'), h(DEFAULT_LIMIT_HEADER)
   ])
 }
 
@@ -90,8 +87,7 @@ function isMiss (err: unknown): boolean {
 /** Parse, plan and render, or take them from the plan cache. Retries once after a cache miss. */
 async function prepare (engine: Engine, tenant: Tenant, raw: RawRequest): Promise<CachedPlan> {
   const key = tenantKey(tenant)
-  const url = restUrl(tenant)
-  const source = cacheSource(engine, key, url)
+  const source = cacheSource(engine, key, restUrl(tenant))
   let cache = await engine.schemaCaches.get(key, tenant.rest.schemas, source)
   const cacheable = raw.method === 'GET' || raw.method === 'HEAD'
   const pk = cacheable ? planKey(tenant, cache, raw) : null
@@ -110,82 +106,96 @@ async function prepare (engine: Engine, tenant: Tenant, raw: RawRequest): Promis
     cache = fresh
     plan = planAction(req, cache, opts)
   }
-  const statements = plan.kind === 'read' ? renderRead(plan) : null
+  let statements = plan.kind === 'info' ? null : renderAction(plan)
   // A cached read is prepared once per connection (Postgres parses and plans it once).
-  if (statements && cacheable) statements.main = { ...statements.main, name: statementName(statements.main.text) }
+  if (statements && cacheable && plan.kind === 'read') statements = { ...statements, main: { ...statements.main, name: statementName(statements.main.text) } }
   const prepared: CachedPlan = { req, plan, statements }
   if (cacheable) engine.plans.set(planKey(tenant, cache, raw), prepared)
   return prepared
 }
 
-async function runRead (engine: Engine, tenant: Tenant, caller: Caller, raw: RawRequest, req: ApiRequest, plan: ReadPlan, st: ReadStatements): Promise<RestResponse> {
-  const pre = renderPreRequest({
-    searchPath: [req.schema, 'public'],
-    role: caller.role,
-    claims: { ...caller.claims, role: caller.role },
-    method: req.method,
-    path: req.path,
-    headers: visibleHeaders(raw.headers),
-    cookies: parseCookieHeader(raw.headers.cookie),
-    statementTimeoutMs: engine.settings.statementTimeoutMs,
-    timezone: req.preferences.timezone,
-    relationOid: plan.table.oid
-  })
-  const singular = plan.media.kind === 'singular'
-  const result = await executeTransaction(engine.pools, tenantKey(tenant), restUrl(tenant), {
-    readOnly: true,
-    pre,
-    afterPre: (row: DbRow) => {
-      // Visibility follows the caller's role: no privilege at all reads as "no such table".
-      if (row.visible !== true) throw new TableNotFoundError(plan.table.schema, plan.table.name, { hint: null })
-    },
-    main: st.main,
-    after: st.planned ? [st.planned] : [],
-    check: (main) => {
-      // Matches PostgREST: an object was requested and 0 or more than 1 rows came back (roll back).
-      const n = Number(main.page_total)
-      if (singular && n !== 1) throw new SingularityError({ details: `The result contains ${n} rows` })
-    }
-  })
-  const m = result.main
-  const r: ReadResult = {
-    totalResultSet: m.total_result_set === null || m.total_result_set === undefined ? null : Number(m.total_result_set),
-    pageTotal: Number(m.page_total ?? 0),
-    body: typeof m.body === 'string' ? m.body : '',
-    responseHeaders: (m.response_headers as string | null) ?? null,
-    responseStatus: (m.response_status as string | null) ?? null,
-    cut: m.cut === true,
-    plannedTotal: st.planned ? plannedRows(result.after[0]?.[0]?.['QUERY PLAN']) : null
-  }
-  return shapeReadResponse(req, plan, r)
+/** What every run needs: the engine, the tenant, the verified caller and the request. */
+interface RunContext {
+  engine: Engine
+  tenant: Tenant
+  caller: Caller
+  raw: RawRequest
+  req: ApiRequest
 }
 
-/** Executes a plan; Postgres errors become wire errors with the caller's 401/403 rule. */
-async function runPlan (engine: Engine, tenant: Tenant, caller: Caller, raw: RawRequest, p: CachedPlan): Promise<RestResponse> {
+/** The relation a plan acts on: its visibility to the caller's role gates the request. */
+function targetOf (plan: ExecutablePlan): Table | null {
+  return plan.kind === 'read' || plan.kind === 'mutate' ? plan.table : null
+}
+
+/** One transaction of a plan: the request settings, the visibility check, the statements, the result check. */
+function transact (ctx: RunContext, plan: ExecutablePlan, st: ActionStatements): Promise<TransactionResult> {
+  const { engine, tenant, caller, raw, req } = ctx
+  const target = targetOf(plan)
+  return executeTransaction(engine.pools, tenantKey(tenant), restUrl(tenant), {
+    readOnly: st.readOnly,
+    pre: renderPreRequest({
+      searchPath: [req.schema, 'public'],
+      role: caller.role,
+      claims: { ...caller.claims, role: caller.role },
+      method: req.method,
+      path: req.path,
+      headers: visibleHeaders(raw.headers),
+      cookies: parseCookieHeader(raw.headers.cookie),
+      statementTimeoutMs: engine.settings.statementTimeoutMs,
+      timezone: req.preferences.timezone,
+      relationOid: target?.oid ?? null
+    }),
+    afterPre: target === null
+      ? undefined
+      : (row: DbRow) => {
+          // Visibility follows the caller's role: no privilege at all reads as "no such table".
+          if (row.visible !== true) throw new TableNotFoundError(target.schema, target.name, { hint: null })
+        },
+    main: st.main,
+    after: st.planned ? [st.planned, ...st.after] : st.after,
+    check: resultCheck(plan),
+    rollback: st.rollback
+  })
+}
+
+/** Runs the plan's transaction; a write whose representation the SELECT policy hides is kept and reported. */
+async function execute (ctx: RunContext, plan: ExecutablePlan, st: ActionStatements): Promise<ExecutionResult> {
+  let tx: TransactionResult
   try {
-    switch (p.plan.kind) {
-      case 'read':
-        return await runRead(engine, tenant, caller, raw, p.req, p.plan, p.statements ?? renderRead(p.plan))
-      // Issue 5 (handler-writes.ts): writes, RPC, OPTIONS, the OpenAPI root.
-      case 'mutate':
-        return await runMutate({ engine, tenant, caller, raw, req: p.req }, p.plan)
-      case 'call':
-        return await runCall({ engine, tenant, caller, raw, req: p.req }, p.plan)
-      case 'info':
-        return shapeInfo(p.plan)
-      case 'openapi':
-        return await runOpenApi({ engine, tenant, caller, raw, req: p.req }, p.plan)
-    }
+    tx = await transact(ctx, plan, st)
   } catch (err) {
-    if (isPgServerError(err)) throw fromPgError(err, caller.isAnon)
-    throw err
+    // RETURNING the new row applies the SELECT policy to it, and Postgres then refuses the
+    // whole statement. Written without RETURNING columns (return=minimal), the same write
+    // passes when only the SELECT policy objected: then it is kept and the refusal says so.
+    // If it fails again, a WITH CHECK refused it and nothing was written (that error goes out).
+    // PATCH: the kept write is the one return=minimal makes (with filters Postgres checks the
+    // new row against the SELECT policy even then, so only a filterless PATCH gets here).
+    if (plan.kind !== 'mutate' || plan.returning === 'minimal' || plan.spec.kind === 'delete' || plan.rollback || !isNewRowRefusal(err)) throw err
+    const again = await transact(ctx, plan, renderAction(plan, 'minimal'))
+    throw rowWrittenError({
+      role: roleDisplayName(ctx.caller.kind),
+      isAnon: ctx.caller.isAnon,
+      schema: plan.table.schema,
+      table: plan.table.name,
+      returning: plan.returning,
+      rows: Number(again.main.page_total ?? 0)
+    })
   }
+  return { main: tx.main, countPlan: st.planned ? tx.after[0] ?? [] : null }
 }
 
 /** The whole pipeline for one request of one tenant. Throws GatehouseErrors. */
 export async function handleRequest (engine: Engine, tenant: Tenant, raw: RawRequest): Promise<RestResponse> {
-  const auth = raw.headers.authorization
-  const caller = await engine.tokens.caller(tenant, Array.isArray(auth) ? auth[0] : auth)
-  const prepared = await prepare(engine, tenant, raw)
-  return runPlan(engine, tenant, caller, raw, prepared)
+  const caller = await engine.tokens.caller(tenant, firstHeader(raw.headers, 'authorization'))
+  const { req, plan, statements } = await prepare(engine, tenant, raw)
+  const ctx: RunContext = { engine, tenant, caller, raw, req }
+  try {
+    const result = plan.kind === 'info' || statements === null ? null : await execute(ctx, plan, statements)
+    return respond({ req, headers: raw.headers, database: tenant.database }, plan, result)
+  } catch (err) {
+    // Postgres errors become wire errors with the caller's 401/403 rule.
+    if (isPgServerError(err)) throw fromPgError(err, caller.isAnon)
+    throw err
+  }
 }

@@ -1,6 +1,6 @@
 // The REST engine (PostgREST protocol, target v14): a multi-tenant fastify service whose
-// routes are `/:database/<table>` (reads now; writes, `/rpc/<fn>` and the OpenAPI root
-// arrive with issue 5 through the same handler). Builds an UNSTARTED instance; the
+// routes are `/:database/<table>`, `/:database/rpc/<fn>` and the OpenAPI root
+// `/:database/`, all through one handler (handler.ts). Builds an UNSTARTED instance; the
 // caller listens. Closing the instance closes every pool and LISTEN connection.
 import Fastify, { LogController, type FastifyBaseLogger, type FastifyInstance, type FastifyReply, type FastifyRequest, type FastifyServerOptions } from 'fastify'
 import type { Config } from '../config/index.js'
@@ -112,7 +112,7 @@ export function buildRestEngine (deps: RestEngineDeps): FastifyInstance {
     perTenantCap: () => pools.perTenantCap
   })
 
-  // Bodies are kept as raw bytes (issue 5 parses JSON / CSV / form itself).
+  // Bodies are kept as raw bytes (api-request/ parses JSON / CSV / form itself).
   app.removeAllContentTypeParsers()
   // JSON nested deeper than rest.max_json_depth is refused before any parser recurses into it.
   const maxDepth = rest.max_json_depth

@@ -40,7 +40,8 @@ const HIDDEN_HEADERS: ReadonlySet<string> = new Set(['authorization', 'cookie', 
 
 export const DEFAULT_LIMIT_HEADER = 'x-gatehouse-default-limit'
 
-function header (h: RawRequest['headers'], name: string): string | undefined {
+/** A header's first value (Node joins most repeated headers; a few arrive as arrays). */
+export function firstHeader (h: RawRequest['headers'], name: string): string | undefined {
   const v = h[name]
   return Array.isArray(v) ? v[0] : v
 }
@@ -105,7 +106,7 @@ export function parseApiRequest (raw: RawRequest, ctx: ParseContext): ApiRequest
 
   // Profiles (§5.3): GET/HEAD (and OPTIONS) read Accept-Profile, writes Content-Profile.
   const readLike = m === 'GET' || m === 'HEAD' || m === 'OPTIONS'
-  const profile = header(raw.headers, readLike ? 'accept-profile' : 'content-profile')
+  const profile = firstHeader(raw.headers, readLike ? 'accept-profile' : 'content-profile')
   let schema = ctx.schemas[0]
   if (profile !== undefined) {
     if (!ctx.schemas.includes(profile)) {
@@ -121,12 +122,12 @@ export function parseApiRequest (raw: RawRequest, ctx: ParseContext): ApiRequest
   // Top-level range: limit/offset, intersected with Range on GET (RFC 9110: others ignore it).
   const topScoped = query.ranges.find((r) => r.path.length === 0)
   let range: RowRange = rangeOf(topScoped)
-  const rangeHeader = m === 'GET' ? parseRangeHeader(header(raw.headers, 'range')) : null
+  const rangeHeader = m === 'GET' ? parseRangeHeader(firstHeader(raw.headers, 'range')) : null
   if (rangeHeader) range = intersectRanges(range, rangeHeader)
 
-  const dl = header(raw.headers, DEFAULT_LIMIT_HEADER)
+  const dl = firstHeader(raw.headers, DEFAULT_LIMIT_HEADER)
   const defaultLimit = dl !== undefined && /^[0-9]+$/.test(dl.trim()) ? Number(dl.trim()) : null
-  const ct = header(raw.headers, 'content-type')
+  const ct = firstHeader(raw.headers, 'content-type')
 
   return {
     action,
@@ -138,7 +139,7 @@ export function parseApiRequest (raw: RawRequest, ctx: ParseContext): ApiRequest
     preferences,
     range,
     rangeHeader,
-    accept: parseAccept(header(raw.headers, 'accept')),
+    accept: parseAccept(firstHeader(raw.headers, 'accept')),
     contentType: ct ? parseMediaType(ct) : null,
     body: raw.body && raw.body.length > 0 ? raw.body : null,
     headers: visibleHeaders(raw.headers),

@@ -1,6 +1,5 @@
 // ApiRequest + SchemaCache -> ActionPlan (PostgREST's Plan.hs). Pure: knows the schema
-// cache but not SQL. Issue 4 plans reads; the other action kinds are routed here and
-// answered "not implemented" until issue 5 adds mutate-plan.ts, call-plan.ts, ...
+// cache but not SQL. planAction plans every action kind; the plan types are in types.ts.
 import { InvalidPreferencesError, NotImplementedError } from '../errors.js'
 import type { ApiRequest } from '../api-request/types.js'
 import type { SchemaCache } from '../schema-cache/types.js'
@@ -61,7 +60,7 @@ export function planRequest (req: ApiRequest, cache: SchemaCache, opts: PlanOpti
   return planRead(req, a.relation, a.headersOnly, cache, opts)
 }
 
-/** The plan of any request (issue 5); throws the PGRST error of the first problem found. */
+/** The plan of any request; throws the PGRST error of the first problem found. */
 export function planAction (req: ApiRequest, cache: SchemaCache, opts: PlanOptions): ActionPlan {
   const a = req.action
   checkPreferences(req)

@@ -6,7 +6,7 @@ import type { ApiRequest } from '../api-request/types.js'
 import type { CallPlan, MutatePlan } from '../plan/types.js'
 import { RangeNotSatisfiableError } from '../errors.js'
 import { contentRange } from './content-range.js'
-import { parseResponseHeaders, parseResponseStatus, type RestResponse } from './index.js'
+import { withResponseSettings, type RestResponse } from './gucs.js'
 import { locationOf } from './location.js'
 import { preferenceApplied } from './preference-applied.js'
 
@@ -32,12 +32,6 @@ export function toWriteResult (row: Record<string, unknown>): WriteResult {
     responseStatus: (row.response_status as string | null | undefined) ?? null,
     inserted: num(row.response_inserted)
   }
-}
-
-function finish (status: number, headers: Record<string, string>, body: string | null, r: WriteResult): RestResponse {
-  for (const [k, v] of parseResponseHeaders(r.responseHeaders)) headers[k] = v
-  const custom = parseResponseStatus(r.responseStatus)
-  return { status: custom ?? status, headers, body }
 }
 
 /** Status, headers and body of a successful POST / PUT / PATCH / DELETE. */
@@ -69,17 +63,17 @@ export function shapeMutateResponse (req: ApiRequest, plan: MutatePlan, r: Write
       // Matches PostgREST: merge-duplicates answers 200 when no row was really inserted (also for []).
       const merged = spec.kind === 'insert' && spec.onConflict?.action === 'merge' && (r.inserted ?? 0) <= 0
       // An empty 201 carries Content-Length: 0 and no Content-Type (spec §3.8).
-      return finish(merged ? 200 : 201, headers, body, r)
+      return withResponseSettings(merged ? 200 : 201, headers, body, r)
     }
     case 'single-upsert':
-      if (!representation) return finish(204, headers, null, r)
-      return finish(r.inserted !== null && r.inserted > 0 ? 201 : 200, headers, body, r)
+      if (!representation) return withResponseSettings(204, headers, null, r)
+      return withResponseSettings(r.inserted !== null && r.inserted > 0 ? 201 : 200, headers, body, r)
     case 'update':
       headers['content-range'] = n === 0 ? `*/${total ?? '*'}` : `0-${n - 1}/${total ?? '*'}`
-      return finish(representation ? 200 : 204, headers, body, r)
+      return withResponseSettings(representation ? 200 : 204, headers, body, r)
     case 'delete':
       headers['content-range'] = `*/${total ?? '*'}`
-      return finish(representation ? 200 : 204, headers, body, r)
+      return withResponseSettings(representation ? 200 : 204, headers, body, r)
   }
 }
 
@@ -89,7 +83,7 @@ export function shapeCallResponse (req: ApiRequest, plan: CallPlan, r: WriteResu
   const applied = preferenceApplied(req.preferences, { tx: true, maxAffected: true })
   if (applied !== null) headers['preference-applied'] = applied
   if (req.echoProfile) headers['content-profile'] = req.schema
-  if (plan.shape === 'void') return finish(204, headers, null, r)
+  if (plan.shape === 'void') return withResponseSettings(204, headers, null, r)
   const set = plan.shape === 'setof-scalar' || plan.shape === 'setof-composite'
   const offset = plan.tree.range.offset
   const total = plan.count === null ? null : plan.ranged ? (r.totalResultSet ?? r.pageTotal) : r.pageTotal
@@ -102,5 +96,5 @@ export function shapeCallResponse (req: ApiRequest, plan: CallPlan, r: WriteResu
   headers['content-type'] = plan.media.contentType
   headers['content-range'] = set ? contentRange(offset, r.pageTotal, total) : '0-0/*'
   const status = set && total !== null && r.pageTotal < total ? 206 : 200
-  return finish(status, headers, plan.headersOnly ? null : r.body, r)
+  return withResponseSettings(status, headers, plan.headersOnly ? null : r.body, r)
 }

@@ -2,8 +2,11 @@
 // views and functions of the request's schema that the caller's role can use (PostgREST's
 // follow-privileges mode), shaped as PostgREST's Response/OpenAPI.hs shapes it: paths,
 // definitions with PK/FK notes and COMMENT descriptions, and the shared parameters. Pure.
-import type { ForeignKeyNote, OpenApiPlan } from './plan/types.js'
-import type { Column, Routine, Table } from './schema-cache/types.js'
+import { firstHeader, type RawRequest } from '../api-request/index.js'
+import type { ApiRequest } from '../api-request/types.js'
+import type { ForeignKeyNote, OpenApiPlan } from '../plan/types.js'
+import type { Column, Routine, Table } from '../schema-cache/types.js'
+import type { RestResponse } from './gucs.js'
 
 /** What the caller's role may do, by OID (from the privilege query). */
 export interface OpenApiPrivileges {
@@ -203,4 +206,25 @@ export function buildOpenApi (plan: OpenApiPlan, may: OpenApiPrivileges, server:
     externalDocs: { description: 'PostgREST Documentation', url: 'https://postgrest.org/en/v14/references/api.html' }
   }
   return JSON.stringify(doc)
+}
+
+
+/**
+ * Where the document says the API lives: behind the gateway (X-Forwarded-Host set) at
+ * `<proto>://<host>/<database>/rest/v1`, else this engine's `/<database>`.
+ */
+export function openApiServer (headers: RawRequest['headers'], database: string): OpenApiServer {
+  const fwdHost = firstHeader(headers, 'x-forwarded-host')
+  const proto = firstHeader(headers, 'x-forwarded-proto') === 'https' ? 'https' : 'http'
+  const db = encodeURIComponent(database)
+  if (fwdHost !== undefined && fwdHost !== '') return { host: fwdHost, basePath: `/${db}/rest/v1`, scheme: proto }
+  return { host: firstHeader(headers, 'host') ?? 'localhost', basePath: `/${db}`, scheme: 'http' }
+}
+
+/** GET / HEAD /: the OpenAPI document for the caller's role (`privileges` is the row of renderOpenApiPrivileges). */
+export function shapeOpenApiResponse (req: ApiRequest, plan: OpenApiPlan, privileges: Record<string, unknown>, server: OpenApiServer): RestResponse {
+  const body = buildOpenApi(plan, parseOpenApiPrivileges(privileges), server)
+  const headers: Record<string, string> = { 'content-type': 'application/openapi+json; charset=utf-8' }
+  if (req.echoProfile) headers['content-profile'] = req.schema
+  return { status: 200, headers, body: plan.headersOnly ? null : body }
 }

@@ -1,0 +1,45 @@
+// What every response shares: its shape, and the `response.headers` / `response.status`
+// settings a function or trigger may set in the request's transaction (spec §6.3, PGRST111,
+// PGRST112). Pure.
+import { ResponseHeadersGucError, ResponseStatusGucError } from '../errors.js'
+
+export interface RestResponse {
+  status: number
+  headers: Record<string, string>
+  /** null: no body (HEAD, 204). */
+  body: string | null
+}
+
+/** `response.headers` as a function set it: a JSON array of single-key objects (else PGRST111). */
+export function parseResponseHeaders (value: string | null): Array<[string, string]> {
+  if (value === null) return []
+  let doc: unknown
+  try { doc = JSON.parse(value) } catch { throw new ResponseHeadersGucError() }
+  if (!Array.isArray(doc)) throw new ResponseHeadersGucError()
+  const out: Array<[string, string]> = []
+  for (const item of doc) {
+    if (!item || typeof item !== 'object' || Array.isArray(item)) throw new ResponseHeadersGucError()
+    const entries = Object.entries(item as Record<string, unknown>)
+    if (entries.length !== 1 || typeof entries[0][1] !== 'string') throw new ResponseHeadersGucError()
+    const [k, v] = entries[0] as [string, string]
+    if (!/^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/.test(k) || /[\r\n]/.test(v)) throw new ResponseHeadersGucError()
+    out.push([k.toLowerCase(), v])
+  }
+  return out
+}
+
+/** `response.status` as a function set it (else PGRST112). */
+export function parseResponseStatus (value: string | null): number | null {
+  if (value === null) return null
+  const n = Number(value)
+  if (!/^[0-9]{3}$/.test(value.trim()) || n < 100 || n > 599) throw new ResponseStatusGucError()
+  return n
+}
+
+/** Applies the response.* settings to a shaped response: extra headers, then the status. */
+export function withResponseSettings (status: number, headers: Record<string, string>, body: string | null,
+  r: { responseHeaders: string | null, responseStatus: string | null }): RestResponse {
+  for (const [k, v] of parseResponseHeaders(r.responseHeaders)) headers[k] = v
+  const custom = parseResponseStatus(r.responseStatus)
+  return { status: custom ?? status, headers, body }
+}

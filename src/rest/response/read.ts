@@ -1,0 +1,79 @@
+// Read results -> {status, headers, body} (PostgREST's Response.hs, spec §2.6, §5.6):
+// status from the count and range, Content-Range, Content-Location, Content-Profile,
+// Preference-Applied and our cut-result header. Pure: knows HTTP, not SQL.
+import { RangeNotSatisfiableError } from '../errors.js'
+import type { ApiRequest } from '../api-request/types.js'
+import type { ReadPlan } from '../plan/types.js'
+import { contentRange } from './content-range.js'
+import { withResponseSettings, type RestResponse } from './gucs.js'
+
+/** The header of ours saying a result was cut by a limit the caller did not give. */
+export const LIMIT_APPLIED_HEADER = 'x-gatehouse-limit-applied'
+
+/** What the main statement of a read returned, plus the planned count when asked. */
+export interface ReadResult {
+  totalResultSet: number | null
+  pageTotal: number
+  body: string
+  responseHeaders: string | null
+  responseStatus: string | null
+  cut: boolean
+  /** `Plan Rows` of the count query's EXPLAIN, when run. */
+  plannedTotal: number | null
+}
+
+/** The main statement's row (and the count's EXPLAIN rows) of a read. */
+export function toReadResult (main: Record<string, unknown>, explain: ReadonlyArray<Record<string, unknown>> | null): ReadResult {
+  return {
+    totalResultSet: main.total_result_set === null || main.total_result_set === undefined ? null : Number(main.total_result_set),
+    pageTotal: Number(main.page_total ?? 0),
+    body: typeof main.body === 'string' ? main.body : '',
+    responseHeaders: (main.response_headers as string | null) ?? null,
+    responseStatus: (main.response_status as string | null) ?? null,
+    cut: main.cut === true,
+    plannedTotal: explain === null ? null : plannedRows(explain[0]?.['QUERY PLAN'])
+  }
+}
+
+/** The row count of an `EXPLAIN (FORMAT JSON)` result. */
+export function plannedRows (explain: unknown): number | null {
+  const doc = typeof explain === 'string' ? JSON.parse(explain) as unknown : explain
+  const rows = (Array.isArray(doc) ? (doc[0] as { Plan?: { 'Plan Rows'?: unknown } })?.Plan?.['Plan Rows'] : undefined)
+  return typeof rows === 'number' ? rows : null
+}
+
+/** The total a count preference yields (estimated: exact up to max_rows, else the larger of exact and planned). */
+export function resolveTotal (plan: ReadPlan, r: ReadResult): number | null {
+  switch (plan.count) {
+    case null: return null
+    case 'exact': return r.totalResultSet ?? r.pageTotal
+    case 'planned': return r.plannedTotal ?? r.totalResultSet
+    case 'estimated': {
+      const exact = r.totalResultSet ?? r.pageTotal
+      if (plan.maxRows !== null && exact > plan.maxRows && r.plannedTotal !== null) return Math.max(exact, r.plannedTotal)
+      return exact
+    }
+  }
+}
+
+/** Status, headers and body of a successful read. */
+export function shapeReadResponse (req: ApiRequest, plan: ReadPlan, r: ReadResult): RestResponse {
+  const offset = plan.tree.range.offset
+  const total = resolveTotal(plan, r)
+  const headers: Record<string, string> = {}
+  if (total !== null && offset > total) {
+    throw new RangeNotSatisfiableError({
+      details: `An offset of ${offset} was requested, but there are only ${total} rows.`,
+      headers: { 'content-range': `*/${total}` }
+    })
+  }
+  headers['content-type'] = plan.media.contentType
+  headers['content-range'] = contentRange(offset, r.pageTotal, total)
+  const canonical = req.query.canonical
+  headers['content-location'] = `/${encodeURIComponent(plan.table.name)}${canonical ? '?' + canonical : ''}`
+  if (req.echoProfile) headers['content-profile'] = req.schema
+  if (plan.count !== null) headers['preference-applied'] = `count=${plan.count}`
+  if (r.cut && plan.implicitLimit !== null) headers[LIMIT_APPLIED_HEADER] = String(plan.implicitLimit)
+  const status = total !== null && r.pageTotal < total ? 206 : 200
+  return withResponseSettings(status, headers, plan.headersOnly ? null : r.body, r)
+}
