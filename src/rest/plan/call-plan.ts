@@ -228,6 +228,7 @@ export function planCall (req: ApiRequest, name: string, invoke: 'get' | 'head' 
     scalarColumn: routine.name,
     media,
     count: req.preferences.count,
+    countRows: req.preferences.count === 'exact' || req.preferences.count === 'estimated',
     singular: media.kind === 'singular',
     headersOnly: invoke === 'head',
     ranged,

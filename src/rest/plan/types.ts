@@ -240,6 +240,11 @@ export interface CallPlan {
   readonly scalarColumn: string
   readonly media: MediaHandler
   readonly count: 'exact' | 'planned' | 'estimated' | null
+  /**
+   * The call's rows are counted for Content-Range: count=exact and count=estimated (as
+   * PostgREST, which runs no EXPLAIN for calls, so count=planned leaves the total unknown).
+   */
+  readonly countRows: boolean
   readonly singular: boolean
   /** HEAD: no body. */
   readonly headersOnly: boolean

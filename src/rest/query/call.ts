@@ -78,7 +78,7 @@ export function renderCall (plan: CallPlan): Statement {
     : sql`SELECT pgrst_call.* FROM ${callFrom(plan)}`
   const repr = plan.shape === 'void' ? sql`SELECT * FROM pgrst_source` : renderNode(plan.tree, plan.tree.range, from)
   let total: Sql = sql`null::bigint`
-  if (plan.count !== null) {
+  if (plan.countRows) {
     total = plan.ranged
       ? sql`(SELECT pg_catalog.count(*) FROM ( ${renderNode({ ...plan.tree, order: [] }, ALL, from)} ) pgrst_c)`
       : sql`pg_catalog.count(_postgrest_t)`

@@ -83,10 +83,13 @@ export function shapeCallResponse (req: ApiRequest, plan: CallPlan, r: WriteResu
   const applied = preferenceApplied(req.preferences, { tx: true, maxAffected: true })
   if (applied !== null) headers['preference-applied'] = applied
   if (req.echoProfile) headers['content-profile'] = req.schema
-  if (plan.shape === 'void') return withResponseSettings(204, headers, null, r)
   const set = plan.shape === 'setof-scalar' || plan.shape === 'setof-composite'
-  const offset = plan.tree.range.offset
-  const total = plan.count === null ? null : plan.ranged ? (r.totalResultSet ?? r.pageTotal) : r.pageTotal
+  // A function that returns one value (or void) is one row, at offset 0.
+  const offset = set ? plan.tree.range.offset : 0
+  const total = !plan.countRows ? null : plan.ranged ? (r.totalResultSet ?? r.pageTotal) : r.pageTotal
+  headers['content-range'] = contentRange(offset, r.pageTotal, total)
+  // Matches PostgREST: void answers 204 and still says how many rows the call made.
+  if (plan.shape === 'void') return withResponseSettings(204, headers, null, r)
   if (set && total !== null && offset > total) {
     throw new RangeNotSatisfiableError({
       details: `An offset of ${offset} was requested, but there are only ${total} rows.`,
@@ -94,7 +97,6 @@ export function shapeCallResponse (req: ApiRequest, plan: CallPlan, r: WriteResu
     })
   }
   headers['content-type'] = plan.media.contentType
-  headers['content-range'] = set ? contentRange(offset, r.pageTotal, total) : '0-0/*'
-  const status = set && total !== null && r.pageTotal < total ? 206 : 200
+  const status = total !== null && r.pageTotal < total ? 206 : 200
   return withResponseSettings(status, headers, plan.headersOnly ? null : r.body, r)
 }
