@@ -108,17 +108,24 @@ export interface Transaction {
 
 export interface TransactionResult {
   pre: DbRow
+  /** The main statement's first row ({} when none). */
   main: DbRow
+  /** All rows of the main statement. */
+  mainRows: DbRow[]
   after: DbRow[][]
 }
+
+/** Every column as the text Postgres sent. */
+const TEXT_TYPES = { getTypeParser: () => (value: string): string => value }
 
 const BEGIN_RO = 'BEGIN ISOLATION LEVEL READ COMMITTED READ ONLY'
 const BEGIN_RW = 'BEGIN ISOLATION LEVEL READ COMMITTED READ WRITE'
 
 function toQuery (conn: PooledConnection, s: Statement & { name?: string }): pg.QueryConfig {
-  if (!s.name) return { text: s.text, values: s.values as unknown[] }
+  const types = s.textResult === true ? { types: TEXT_TYPES } : {}
+  if (!s.name) return { text: s.text, values: s.values as unknown[], ...types }
   prepared(conn).add(s.name)
-  return { name: s.name, text: s.text, values: s.values as unknown[] }
+  return { name: s.name, text: s.text, values: s.values as unknown[], ...types }
 }
 
 /** Runs one transaction on a connection of the pool `key`; rolls back on any error. */
@@ -131,14 +138,15 @@ export async function executeTransaction (pools: TenantPools, key: string, url: 
     begun = true
     const pre = (await client.query(toQuery(conn, tx.pre))).rows[0] ?? {}
     tx.afterPre?.(pre)
-    const main = (await client.query(toQuery(conn, tx.main))).rows[0] ?? {}
+    const mainRows = (await client.query(toQuery(conn, tx.main))).rows
+    const main = mainRows[0] ?? {}
     const after: DbRow[][] = []
     for (const s of tx.after ?? []) after.push((await client.query(toQuery(conn, s))).rows)
     tx.check?.(main, after)
     await client.query(tx.rollback ? 'ROLLBACK' : 'COMMIT')
     begun = false
     pools.release(conn, prepared(conn).size > MAX_PREPARED_PER_CONNECTION)
-    return { pre, main, after }
+    return { pre, main, mainRows, after }
   } catch (err) {
     let broken = conn.broken
     if (begun) {

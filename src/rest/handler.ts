@@ -69,7 +69,7 @@ function cacheSource (engine: Engine, key: string, url: string): CacheSource {
 function planKey (tenant: Tenant, cache: SchemaCache, raw: RawRequest): string {
   const h = (name: string): string | string[] | null => raw.headers[name] ?? null
   return JSON.stringify([
-    tenantKey(tenant), cache.version, tenant.rest.schemas, tenant.rest.max_rows, tenant.rest.aggregates_enabled === true, raw.method, raw.path, raw.query,
+    tenantKey(tenant), cache.version, tenant.rest.schemas, tenant.rest.max_rows, tenant.rest.aggregates_enabled === true, tenant.rest.plan_enabled === true, raw.method, raw.path, raw.query,
     h('accept'), h('accept-profile'), h('content-profile'), h('prefer'), h('range'), h(DEFAULT_LIMIT_HEADER)
   ])
 }
@@ -94,7 +94,7 @@ async function prepare (engine: Engine, tenant: Tenant, raw: RawRequest): Promis
   const hit = pk === null ? undefined : engine.plans.get(pk)
   if (hit) return hit
   const req = parseApiRequest(raw, { schemas: tenant.rest.schemas })
-  const opts = { maxRows: tenant.rest.max_rows, aggregates: tenant.rest.aggregates_enabled === true }
+  const opts = { maxRows: tenant.rest.max_rows, aggregates: tenant.rest.aggregates_enabled === true, plans: tenant.rest.plan_enabled === true }
   let plan: ActionPlan
   try {
     plan = planAction(req, cache, opts)
@@ -108,7 +108,7 @@ async function prepare (engine: Engine, tenant: Tenant, raw: RawRequest): Promis
   }
   let statements = plan.kind === 'info' ? null : renderAction(plan)
   // A cached read is prepared once per connection (Postgres parses and plans it once).
-  if (statements && cacheable && plan.kind === 'read') statements = { ...statements, main: { ...statements.main, name: statementName(statements.main.text) } }
+  if (statements && cacheable && plan.kind === 'read' && plan.explain === undefined) statements = { ...statements, main: { ...statements.main, name: statementName(statements.main.text) } }
   const prepared: CachedPlan = { req, plan, statements }
   if (cacheable) engine.plans.set(planKey(tenant, cache, raw), prepared)
   return prepared
@@ -182,7 +182,7 @@ async function execute (ctx: RunContext, plan: ExecutablePlan, st: ActionStateme
       rows: Number(again.main.page_total ?? 0)
     })
   }
-  return { main: tx.main, countPlan: st.planned ? tx.after[0] ?? [] : null }
+  return { main: tx.main, rows: tx.mainRows, countPlan: st.planned ? tx.after[0] ?? [] : null }
 }
 
 /** The whole pipeline for one request of one tenant. Throws GatehouseErrors. */

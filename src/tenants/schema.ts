@@ -158,6 +158,8 @@ export const TenantFileSchema = Type.Object({
     max_body_bytes: Type.Union([Type.Integer({ minimum: 1024 }), Type.Null()], { default: null }),
     /** PostgREST's db-aggregates-enabled: `count()`, `col.sum()`, ... in select. */
     aggregates_enabled: Type.Boolean({ default: false }),
+    /** PostgREST's db-plan-enabled: `Accept: application/vnd.pgrst.plan` answers the EXPLAIN of the request. */
+    plan_enabled: Type.Boolean({ default: false }),
     schemas: Type.Array(Type.String({ minLength: 1 }), { minItems: 1, default: ['public'] })
   }, { additionalProperties: false, default: {} }),
   auth: AuthSettingsSchema

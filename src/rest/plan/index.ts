@@ -3,7 +3,7 @@
 import { InvalidPreferencesError, NotImplementedError } from '../errors.js'
 import type { ApiRequest } from '../api-request/types.js'
 import type { SchemaCache } from '../schema-cache/types.js'
-import { negotiateRead } from './negotiate.js'
+import { negotiatePlan, negotiateRead } from './negotiate.js'
 import { planReadTree } from './read-plan.js'
 import type { ActionPlan, ReadPlan } from './types.js'
 import { planMutate } from './mutate-plan.js'
@@ -11,7 +11,7 @@ import { planCall } from './call-plan.js'
 import { planInfo, planOpenApi } from './info-plan.js'
 
 export type * from './types.js'
-export { negotiateRead } from './negotiate.js'
+export { negotiatePlan, negotiateRead } from './negotiate.js'
 export { planReadTree, findTable, topRange } from './read-plan.js'
 export { findRelationship, relationshipMatches, describeRelationship } from './relationships.js'
 export { planMutate } from './mutate-plan.js'
@@ -24,6 +24,8 @@ export interface PlanOptions {
   maxRows: number | null
   /** Tenant rest.aggregates_enabled: `count()`, `col.sum()`, ... in select (otherwise PGRST123). */
   aggregates?: boolean
+  /** Tenant rest.plan_enabled: `Accept: application/vnd.pgrst.plan` answers the EXPLAIN (otherwise not offered). */
+  plans?: boolean
 }
 
 export function planRead (req: ApiRequest, relation: string, headersOnly: boolean, cache: SchemaCache, opts: PlanOptions): ReadPlan {
@@ -62,8 +64,22 @@ export function planRequest (req: ApiRequest, cache: SchemaCache, opts: PlanOpti
 
 /** The plan of any request; throws the PGRST error of the first problem found. */
 export function planAction (req: ApiRequest, cache: SchemaCache, opts: PlanOptions): ActionPlan {
-  const a = req.action
   checkPreferences(req)
+  const a = req.action
+  if (a.kind === 'read' || a.kind === 'mutate' || a.kind === 'call') {
+    // The plan media type wraps the media type it is for: plan for that one, then explain.
+    const p = negotiatePlan(req.accept, opts.plans === true)
+    if (p !== null) {
+      const plan = planOf({ ...req, accept: p.accept }, cache, opts)
+      if (plan.kind === 'read' || plan.kind === 'mutate' || plan.kind === 'call') return { ...plan, explain: p.explain }
+      return plan
+    }
+  }
+  return planOf(req, cache, opts)
+}
+
+function planOf (req: ApiRequest, cache: SchemaCache, opts: PlanOptions): ActionPlan {
+  const a = req.action
   switch (a.kind) {
     case 'read':
       return planRead(req, a.relation, a.headersOnly, cache, opts)

@@ -119,7 +119,27 @@ export type MediaHandler =
   /** `application/geo+json`: a FeatureCollection of `ST_AsGeoJSON(row)` (PostGIS must be installed). */
   | { readonly kind: 'geojson', readonly contentType: string }
 
-export interface ReadPlan {
+/** An EXPLAIN option of `Accept: application/vnd.pgrst.plan; options=...`, in PostgREST's order. */
+export type PlanOption = 'analyze' | 'verbose' | 'settings' | 'buffers' | 'wal'
+
+/**
+ * `Accept: application/vnd.pgrst.plan[+json|+text]` (PostgREST's MTVndPlan): answer the
+ * EXPLAIN of the request's main statement instead of its result.
+ */
+export interface ExplainSpec {
+  readonly format: 'json' | 'text'
+  readonly options: readonly PlanOption[]
+  /** The media type the plan is for (`for="..."`), as PostgREST names it in Content-Type. */
+  readonly forMediaType: string
+}
+
+/** Plans whose statement can be explained (reads, writes, calls). */
+export interface Explainable {
+  /** Set when the plan media type was negotiated: the response is the EXPLAIN output. */
+  readonly explain?: ExplainSpec
+}
+
+export interface ReadPlan extends Explainable {
   readonly kind: 'read'
   readonly table: Table
   readonly tree: ReadNode
@@ -190,7 +210,7 @@ export interface DeleteSpec {
   readonly limited: LimitedWrite | null
 }
 
-export interface MutatePlan {
+export interface MutatePlan extends Explainable {
   readonly kind: 'mutate'
   readonly mutation: Mutation
   readonly table: Table
@@ -225,7 +245,7 @@ export type CallArgs =
   /** The whole body as the single unnamed parameter. */
   | { readonly kind: 'single', readonly param: RoutineParam, readonly value: string | Buffer }
 
-export interface CallPlan {
+export interface CallPlan extends Explainable {
   readonly kind: 'call'
   readonly routine: Routine
   readonly args: CallArgs

@@ -2,7 +2,7 @@
 // statement, the EXPLAIN of a planned count, and before a deliberate rollback (Prefer:
 // tx=rollback) `SET CONSTRAINTS ALL IMMEDIATE`, as PostgREST runs it so that deferred
 // constraints still report. Pure.
-import type { CallPlan, MutatePlan, OpenApiPlan, ReadPlan, ReturnPreference } from '../plan/types.js'
+import type { CallPlan, ExplainSpec, MutatePlan, OpenApiPlan, PlanOption, ReadPlan, ReturnPreference } from '../plan/types.js'
 import { renderCall } from './call.js'
 import { renderMutate } from './mutate.js'
 import { renderOpenApiPrivileges } from './openapi.js'
@@ -27,8 +27,28 @@ function rollbackTail (rollback: boolean): readonly Statement[] {
   return rollback ? [CONSTRAINTS_IMMEDIATE] : []
 }
 
-/** The transaction of a plan. `returning` overrides a write's return preference. */
+const EXPLAIN_OPTIONS: Readonly<Record<PlanOption, string>> = {
+  analyze: 'ANALYZE', verbose: 'VERBOSE', settings: 'SETTINGS', buffers: 'BUFFERS', wal: 'WAL'
+}
+
+/** `EXPLAIN (FORMAT ..., <options>) <statement>`: the statement's parameters are unchanged. */
+export function renderExplain (st: Statement, e: ExplainSpec): Statement {
+  const opts = [e.format === 'json' ? 'FORMAT JSON' : 'FORMAT TEXT', ...e.options.map((o) => EXPLAIN_OPTIONS[o])]
+  return { text: `EXPLAIN (${opts.join(', ')}) ${st.text}`, values: st.values, textResult: true }
+}
+
+/**
+ * The transaction of a plan. `returning` overrides a write's return preference. With the
+ * plan media type the main statement is explained instead (PostgREST's explainF); with
+ * `analyze` it runs, and commits unless the request asked for a rollback.
+ */
 export function renderAction (plan: ExecutablePlan, returning?: ReturnPreference): ActionStatements {
+  const st = renderStatements(plan, returning)
+  if (plan.kind === 'openapi' || plan.explain === undefined) return st
+  return { ...st, main: renderExplain(st.main, plan.explain), planned: null }
+}
+
+function renderStatements (plan: ExecutablePlan, returning?: ReturnPreference): ActionStatements {
   switch (plan.kind) {
     case 'read':
       return { ...renderRead(plan), readOnly: true, after: [], rollback: false }

@@ -6,4 +6,4 @@ export { renderPreRequest, legacyClaims, searchPathValue, PRE_REQUEST_NAME, type
 export { renderMutate, renderRowsBody } from './mutate.js'
 export { renderCall, paramType } from './call.js'
 export { renderOpenApiPrivileges } from './openapi.js'
-export { renderAction, CONSTRAINTS_IMMEDIATE, type ActionStatements, type ExecutablePlan } from './action.js'
+export { renderAction, renderExplain, CONSTRAINTS_IMMEDIATE, type ActionStatements, type ExecutablePlan } from './action.js'

@@ -21,6 +21,8 @@ export class Sql {
 export interface Statement {
   readonly text: string
   readonly values: readonly unknown[]
+  /** Column values come back as Postgres prints them (no json/number parsing): EXPLAIN output. */
+  readonly textResult?: boolean
 }
 
 function assertFragment (x: unknown): asserts x is Sql {

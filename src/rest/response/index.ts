@@ -7,6 +7,7 @@ import type { RestResponse } from './gucs.js'
 import { shapeInfoResponse } from './info.js'
 import { shapeCallResponse, shapeMutateResponse, toWriteResult } from './mutate.js'
 import { openApiServer, shapeOpenApiResponse } from './openapi.js'
+import { shapePlanResponse } from './plan.js'
 import { shapeReadResponse, toReadResult } from './read.js'
 
 export { contentRange } from './content-range.js'
@@ -16,10 +17,13 @@ export { shapeCallResponse, shapeMutateResponse, toWriteResult, type WriteResult
 export { buildOpenApi, openApiServer, parseOpenApiPrivileges, type OpenApiPrivileges, type OpenApiServer } from './openapi.js'
 export { shapeInfoResponse } from './info.js'
 export { resultCheck } from './checks.js'
+export { planContentType, shapePlanResponse } from './plan.js'
 
 /** What the transaction of a plan returned: the main statement's row, and the rows of the count's EXPLAIN when one ran. */
 export interface ExecutionResult {
   main: Record<string, unknown>
+  /** Every row of the main statement (the EXPLAIN output of a plan request). */
+  rows: ReadonlyArray<Record<string, unknown>>
   countPlan: ReadonlyArray<Record<string, unknown>> | null
 }
 
@@ -34,6 +38,7 @@ export interface ResponseContext {
 export function respond (ctx: ResponseContext, plan: ActionPlan, result: ExecutionResult | null): RestResponse {
   if (plan.kind === 'info') return shapeInfoResponse(plan)
   if (result === null) throw new TypeError(`a ${plan.kind} plan needs the result of its transaction`)
+  if (plan.kind !== 'openapi' && plan.explain !== undefined) return shapePlanResponse(ctx.req, plan.explain, result.rows)
   switch (plan.kind) {
     case 'read':
       return shapeReadResponse(ctx.req, plan, toReadResult(result.main, result.countPlan))
