@@ -6,31 +6,18 @@ import {
   ColumnNotFoundError, InvalidBodyError, LimitNoOrderError, NotImplementedError, PutLimitError, PutMatchingPkError
 } from '../errors.js'
 import { ALL_ROWS } from '../api-request/range.js'
-import { parseWritePayload, type RowsPayload } from '../api-request/payload.js'
+import { parseWritePayload } from '../api-request/payload.js'
 import type { ApiRequest, Mutation } from '../api-request/types.js'
 import type { SchemaCache, Table } from '../schema-cache/types.js'
 import { negotiateRead } from './negotiate.js'
 import { planReadTree } from './read-plan.js'
 import { rebaseRoot, rootColumns } from './rebase.js'
-import type { Condition, DeleteSpec, InsertGroup, InsertSpec, LimitedWrite, MutatePlan, ReadNode, ReturnPreference, UpdateSpec } from './types.js'
+import type { Condition, DeleteSpec, InsertSpec, LimitedWrite, MutatePlan, ReadNode, ReturnPreference, UpdateSpec } from './types.js'
 
 function checkColumns (table: Table, names: readonly string[]): void {
   for (const c of names) {
     if (!table.columnsByName.has(c)) throw new ColumnNotFoundError(c, table.name)
   }
-}
-
-/** Groups the rows of an array body by the listed columns each carries (missing=default). */
-function groupRows (payload: RowsPayload, columns: readonly string[]): InsertGroup[] {
-  const groups = new Map<string, { columns: string[], rows: number[] }>()
-  payload.rows.forEach((row, i) => {
-    const cols = columns.filter((c) => Object.prototype.hasOwnProperty.call(row, c))
-    const key = JSON.stringify(cols)
-    const g = groups.get(key)
-    if (g) g.rows.push(i + 1)
-    else groups.set(key, { columns: cols, rows: [i + 1] })
-  })
-  return [...groups.values()]
 }
 
 /** PUT: filters must be exactly the primary key, each a plain `eq` (spec §3.4). */
@@ -105,7 +92,6 @@ export function planMutate (req: ApiRequest, relation: string, mutation: Mutatio
     case 'single-upsert': {
       const payload = parseWritePayload(req.body, req.contentType, columns)
       checkColumns(table, payload.keys)
-      const missingDefault = prefs.missing === 'default' && columns !== null
       let key: Array<readonly [string, string]> | null = null
       let onConflict: InsertSpec['onConflict'] = null
       let resolutionApplied = false
@@ -121,15 +107,18 @@ export function planMutate (req: ApiRequest, relation: string, mutation: Mutatio
           resolutionApplied = true
         }
       }
-      const groups = missingDefault && payload.isArray ? groupRows(payload, payload.keys) : null
-      const insertColumns = missingDefault && !payload.isArray
-        ? payload.keys.filter((c) => payload.rows[0] !== undefined && Object.prototype.hasOwnProperty.call(payload.rows[0], c))
-        : payload.keys
+      // Matches PostgREST: missing=default applies to POST (PUT sends the whole row).
+      const defaults = mutation === 'insert' && prefs.missing === 'default'
+        ? payload.keys.flatMap((c) => {
+          const expression = table.columnsByName.get(c)?.insertDefault ?? null
+          return expression === null ? [] : [{ column: c, expression }]
+        })
+        : null
       spec = {
         kind: 'insert',
         payload,
-        columns: insertColumns,
-        groups,
+        columns: payload.keys,
+        defaults,
         onConflict,
         putKey: key,
         countInserts: mutation === 'single-upsert' || onConflict?.action === 'merge',

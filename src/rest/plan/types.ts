@@ -162,12 +162,10 @@ export interface ReadPlan extends Explainable {
 
 export type ReturnPreference = 'minimal' | 'headers-only' | 'representation'
 
-/** Rows of an array body that carry the same keys, inserted by one INSERT (missing=default). */
-export interface InsertGroup {
-  /** The group's columns: the listed columns its rows carry. */
-  readonly columns: readonly string[]
-  /** 1-based positions of the group's rows in the body array. */
-  readonly rows: readonly number[]
+/** A column's default under `Prefer: missing=default` (the catalog's expression text). */
+export interface ColumnDefault {
+  readonly column: string
+  readonly expression: string
 }
 
 export interface InsertSpec {
@@ -175,8 +173,12 @@ export interface InsertSpec {
   readonly payload: RowsPayload
   /** The INSERT column list (sorted keys or `columns=`). */
   readonly columns: readonly string[]
-  /** Several INSERTs, one per key set (`columns=` + `missing=default` + array body). */
-  readonly groups: readonly InsertGroup[] | null
+  /**
+   * `Prefer: missing=default` on POST: the insert columns that have a default. As PostgREST,
+   * every body row is merged over an object of these defaults, evaluated once per row in
+   * body order (one nextval per row of a sequence column, whether the row has the key or not).
+   */
+  readonly defaults: readonly ColumnDefault[] | null
   /** ON CONFLICT: the conflict columns, DO UPDATE SET (merge) or DO NOTHING (ignore). */
   readonly onConflict: { readonly columns: readonly string[], readonly action: 'merge' | 'ignore' } | null
   /** PUT: the primary key values of the URL, checked against the body's. */

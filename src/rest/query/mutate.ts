@@ -3,9 +3,9 @@
 // data-modifying CTE, then one row with page_total, the body (Postgres builds the JSON)
 // and the response.* settings. The body is one JSON parameter read with
 // json_populate_record[set] over the table's own row type. Pure.
-import type { InsertSpec, LimitedWrite, MediaHandler, MutatePlan, Qualifier, ReturnPreference, UpdateSpec } from '../plan/types.js'
+import type { ColumnDefault, InsertSpec, LimitedWrite, MediaHandler, MutatePlan, Qualifier, ReturnPreference, UpdateSpec } from '../plan/types.js'
 import { geoJsonBody, renderCondition, renderNode, renderOrder, renderRange } from './read.js'
-import { empty, ident, join, param, qualified, render, sql, type Sql, type Statement } from './sql.js'
+import { catalogExpression, empty, ident, join, param, qualified, render, sql, type Sql, type Statement } from './sql.js'
 
 const ALL = { offset: 0, limit: null }
 
@@ -51,25 +51,24 @@ function insertStatement (plan: MutatePlan, spec: InsertSpec, columns: readonly 
   return sql`INSERT INTO ${target} SELECT ${bodyColumns(columns)} FROM ${rows}${where}${conflictClause(spec, spec.payload.keys)}${returningClause(plan, returning)}`
 }
 
+/** `jsonb_build_object('col', <its default>, ...)`: evaluated where it stands, once per row. */
+function defaultsObject (defaults: readonly ColumnDefault[]): Sql {
+  return sql`jsonb_build_object(${join(defaults.map((d) => sql`${param(d.column)}::text, ${catalogExpression(d.expression)}`))})`
+}
+
 function renderInsert (plan: MutatePlan, spec: InsertSpec, returning: ReturnPreference): Sql {
   const rowType = sql`NULL::${qualified(plan.table.schema, plan.table.name)}`
-  if (spec.groups === null) {
+  let rows: Sql
+  if (spec.defaults === null || spec.defaults.length === 0) {
     const fn = spec.payload.isArray ? sql`json_populate_recordset` : sql`json_populate_record`
-    const rows = sql`pgrst_payload, LATERAL ${fn}(${rowType}, pgrst_payload.json_data) AS pgrst_body`
-    return sql`pgrst_source AS ( ${insertStatement(plan, spec, spec.columns, rows, returning)} )`
+    rows = sql`pgrst_payload, LATERAL ${fn}(${rowType}, pgrst_payload.json_data) AS pgrst_body`
+  } else if (spec.payload.isArray) {
+    // Matches PostgREST's missing=default: each element over the defaults (its own keys win).
+    rows = sql`pgrst_payload, LATERAL (SELECT jsonb_agg(${defaultsObject(spec.defaults)} || pgrst_elem) AS val FROM jsonb_array_elements(pgrst_payload.json_data::jsonb) AS pgrst_elem) AS pgrst_json_defs, LATERAL jsonb_populate_recordset(${rowType}, pgrst_json_defs.val) AS pgrst_body`
+  } else {
+    rows = sql`pgrst_payload, LATERAL (SELECT ${defaultsObject(spec.defaults)} || pgrst_payload.json_data::jsonb AS val) AS pgrst_json_defs, LATERAL jsonb_populate_record(${rowType}, pgrst_json_defs.val) AS pgrst_body`
   }
-  // One INSERT per key set (columns= + missing=default): absent columns take their DEFAULT.
-  const ctes: Sql[] = []
-  const names: Sql[] = []
-  spec.groups.forEach((g, i) => {
-    const name = ident(`pgrst_g${i + 1}`)
-    // OFFSET 0 keeps the row filter below the counter (never counted for another group's rows).
-    const rows = sql`(SELECT pgrst_elem.value FROM pgrst_payload, json_array_elements(pgrst_payload.json_data) WITH ORDINALITY AS pgrst_elem(value, n) WHERE pgrst_elem.n = ANY(${param('{' + g.rows.join(',') + '}')}::bigint[]) OFFSET 0) AS pgrst_rows, LATERAL json_populate_record(${rowType}, pgrst_rows.value) AS pgrst_body`
-    ctes.push(sql`${name} AS ( ${insertStatement(plan, spec, g.columns, rows, returning)} )`)
-    names.push(sql`SELECT * FROM ${name}`)
-  })
-  const source = names.length === 0 ? sql`SELECT 1 WHERE false` : join(names, sql` UNION ALL `)
-  return sql`${join(ctes)}, pgrst_source AS ( ${source} )`
+  return sql`pgrst_source AS ( ${insertStatement(plan, spec, spec.columns, rows, returning)} )`
 }
 
 function limitedCondition (plan: MutatePlan, limited: LimitedWrite, where: Sql): Sql {

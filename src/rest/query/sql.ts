@@ -107,6 +107,16 @@ export function typeName (name: string): Sql {
   return new Sql(TOKEN, [t], [])
 }
 
+/**
+ * A column's DEFAULT expression as the tenant's catalog holds it (pg_get_expr of
+ * pg_attrdef, a domain's default): SQL the database owner wrote in DDL, read from the
+ * schema cache, never from a request. Inlined where the default must be evaluated per JSON
+ * row (`Prefer: missing=default`), as PostgREST inlines it.
+ */
+export function catalogExpression (text: string): Sql {
+  return new Sql(TOKEN, [`(${text})`], [])
+}
+
 export const empty: Sql = new Sql(TOKEN, [''], [])
 
 /** Joins fragments with a separator fragment (default `, `). */

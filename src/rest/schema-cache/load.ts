@@ -75,6 +75,7 @@ export function buildSchemaCache (rows: CatalogRows, schemas: readonly string[],
       baseType: str(c.base_type),
       nullable: c.nullable === true,
       default: strOrNull(c.default_expr),
+      insertDefault: strOrNull(c.insert_default),
       generated: c.generated === true,
       identity: c.identity === true,
       description: strOrNull(c.description)

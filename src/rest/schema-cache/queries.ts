@@ -18,6 +18,19 @@ SELECT a.attrelid AS rel, a.attname AS name, a.attnum AS num,
        COALESCE(bt.typname, t.typname)::text AS base_type,
        NOT (a.attnotnull OR (t.typtype = 'd' AND t.typnotnull)) AS nullable,
        pg_catalog.pg_get_expr(d.adbin, d.adrelid) AS default_expr,
+       CASE
+         WHEN t.typtype = 'd' AND d.adbin IS NULL THEN pg_catalog.pg_get_expr(t.typdefaultbin, 0)
+         WHEN a.attidentity = 'd' THEN (
+           SELECT pg_catalog.format('nextval(%L::regclass)', pg_catalog.format('%I.%I', sn.nspname, s.relname))
+           FROM pg_catalog.pg_depend dep
+           JOIN pg_catalog.pg_class s ON s.oid = dep.objid AND s.relkind = 'S'
+           JOIN pg_catalog.pg_namespace sn ON sn.oid = s.relnamespace
+           WHERE dep.classid = 'pg_catalog.pg_class'::pg_catalog.regclass AND dep.refobjid = a.attrelid
+             AND dep.refobjsubid = a.attnum AND dep.deptype = 'i'
+           LIMIT 1)
+         WHEN a.attgenerated <> '' THEN NULL
+         ELSE pg_catalog.pg_get_expr(d.adbin, d.adrelid)
+       END AS insert_default,
        a.attgenerated <> '' AS generated,
        a.attidentity <> '' AS identity,
        pg_catalog.col_description(a.attrelid, a.attnum) AS description

@@ -17,6 +17,12 @@ export interface Column {
   readonly nullable: boolean
   /** The default expression as text, null when none. */
   readonly default: string | null
+  /**
+   * The value a missing column gets under `Prefer: missing=default`, as PostgREST computes
+   * it: the column's DEFAULT, a domain's default, `nextval(...)` of a BY DEFAULT identity;
+   * null for generated columns and when there is none.
+   */
+  readonly insertDefault?: string | null
   readonly generated: boolean
   /** An identity column (its value comes from a sequence; issue 5's OpenAPI treats it as defaulted). */
   readonly identity?: boolean
