@@ -8,7 +8,8 @@ import { defineError, GatehouseError, type ErrorOptions } from '../shared/errors
 // Group 0: connection and schema cache
 
 /** Matches PostgREST v14: 503, the libpq message goes to the log, not the client. */
-export const DbConnectionError = defineError('PGRST000', 503, () => 'Database connection error. Retrying the connection.')
+/** Matches PostgREST v14's message; its details (the libpq message) stay in our log. */
+export const DbConnectionError = defineError('PGRST000', 503, () => 'Database connection error.')
 export const SchemaCacheLoadError = defineError('PGRST002', 503, () => 'Could not query the database for the schema cache. Retrying.')
 export const PoolTimeoutError = defineError('PGRST003', 504, () => 'Timed out acquiring connection from connection pool.')
 
@@ -64,6 +65,30 @@ export const ColumnNotFoundError = defineError('PGRST204', 400,
 /** Also answered when the table exists but the caller's role has no privilege at all on it. */
 export const TableNotFoundError = defineError('PGRST205', 404,
   (schema: string, name: string) => `Could not find the table '${schema}.${name}' in the schema cache`)
+
+/** PGRST205 with PostgREST's hint: the closest table name of the schema, when one is close. */
+export function tableNotFound (schema: string, name: string, closest: string | null): GatehouseError {
+  return new TableNotFoundError(schema, name, { hint: closest === null ? null : `Perhaps you meant the table '${schema}.${closest}'` })
+}
+
+/**
+ * PGRST200 with PostgREST's details and hint: a close name for the origin when it has no
+ * relationships at all, else a close name for the target among the origin's relationships.
+ */
+export function noRelationship (origin: string, target: string, embedHint: string | null, schema: string,
+  closest: { origin: string } | { target: string } | null): GatehouseError {
+  let hint: string | null = null
+  if (closest !== null) {
+    hint = 'origin' in closest
+      ? `Perhaps you meant '${closest.origin}' instead of '${origin}'.`
+      : `Perhaps you meant '${closest.target}' instead of '${target}'.`
+  }
+  return new NoRelationshipError(origin, target, {
+    details: `Searched for a foreign key relationship between '${origin}' and '${target}'` +
+      (embedHint === null ? '' : ` using the hint '${embedHint}'`) + ` in the schema '${schema}', but no matches were found.`,
+    hint
+  })
+}
 
 // ---------------------------------------------------------------------------------------
 // Group 3: JWT
@@ -198,7 +223,11 @@ export function fromPgError (err: Error & { code: string, detail?: string, hint?
   const status = statusForSqlState(err.code, err.message, isAnon)
   const opts: ErrorOptions = { details: err.detail ?? null, hint: err.hint ?? null, cause: err }
   if (status === 401) opts.headers = { 'www-authenticate': 'Bearer' }
-  return new GatehouseError(err.code, status, err.message, opts)
+  const e = new GatehouseError(err.code, status, err.message, opts)
+  // Matches PostgREST: RAISE SQLSTATE 'PTnnn' answers status nnn with the message as its reason phrase.
+  const phrase = /^PT\d{3}$/i.test(err.code) && status === Number(err.code.slice(2)) ? statusLineSafe(err.message) : null
+  if (phrase !== null) ownPhrases.set(e, phrase)
+  return e
 }
 
 // ---------------------------------------------------------------------------------------
@@ -238,5 +267,45 @@ function fromPgrstRaise (err: Error & { detail?: string }): GatehouseError {
     if (typeof v === 'string' && /^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/.test(k) && !/[\r\n]/.test(v)) out[k.toLowerCase()] = v
   }
   const text = (v: unknown): string | null => (typeof v === 'string' ? v : v === undefined || v === null ? null : JSON.stringify(v))
-  return new GatehouseError(body.code, status, body.message, { details: text(body.details), hint: text(body.hint), headers: out, cause: err })
+  const e = new GatehouseError(body.code, status, body.message, { details: text(body.details), hint: text(body.hint), headers: out, cause: err })
+  const phrase = typeof detail.status_text === 'string' ? statusLineSafe(detail.status_text) : null
+  if (phrase !== null) ownPhrases.set(e, phrase)
+  return e
+}
+
+// ---------------------------------------------------------------------------------------
+// HTTP reason phrases (supabase-js shows them as statusText): PostgREST's, which are the
+// http-types package's names; a status they do not name keeps Node's.
+
+const REASON_PHRASES: ReadonlyMap<number, string> = new Map([
+  [100, 'Continue'], [101, 'Switching Protocols'],
+  [200, 'OK'], [201, 'Created'], [202, 'Accepted'], [203, 'Non-Authoritative Information'], [204, 'No Content'],
+  [205, 'Reset Content'], [206, 'Partial Content'],
+  [300, 'Multiple Choices'], [301, 'Moved Permanently'], [302, 'Found'], [303, 'See Other'], [304, 'Not Modified'],
+  [305, 'Use Proxy'], [307, 'Temporary Redirect'], [308, 'Permanent Redirect'],
+  [400, 'Bad Request'], [401, 'Unauthorized'], [402, 'Payment Required'], [403, 'Forbidden'], [404, 'Not Found'],
+  [405, 'Method Not Allowed'], [406, 'Not Acceptable'], [407, 'Proxy Authentication Required'], [408, 'Request Timeout'],
+  [409, 'Conflict'], [410, 'Gone'], [411, 'Length Required'], [412, 'Precondition Failed'], [413, 'Request Entity Too Large'],
+  [414, 'Request-URI Too Long'], [415, 'Unsupported Media Type'], [416, 'Requested Range Not Satisfiable'],
+  [417, 'Expectation Failed'], [418, "I'm a teapot"], [422, 'Unprocessable Entity'], [426, 'Upgrade Required'],
+  [428, 'Precondition Required'], [429, 'Too Many Requests'], [431, 'Request Header Fields Too Large'],
+  [500, 'Internal Server Error'], [501, 'Not Implemented'], [502, 'Bad Gateway'], [503, 'Service Unavailable'],
+  [504, 'Gateway Timeout'], [505, 'HTTP Version Not Supported'], [511, 'Network Authentication Required']
+])
+
+/** Reason phrases an error chose itself (RAISE SQLSTATE 'PTnnn' and 'PGRST' with status_text). */
+const ownPhrases = new WeakMap<GatehouseError, string>()
+
+/** A phrase safe on the status line (visible ASCII and spaces, no CR/LF). */
+function statusLineSafe (text: string): string | null {
+  return /^[\t\x20-\x7e]{1,200}$/.test(text) ? text : null
+}
+
+/** The reason phrase PostgREST sends with `status` (or that `err` chose), null = Node's own. */
+export function reasonPhrase (status: number, err?: GatehouseError): string | null {
+  if (err !== undefined) {
+    const own = ownPhrases.get(err)
+    if (own !== undefined) return own
+  }
+  return REASON_PHRASES.get(status) ?? null
 }

@@ -8,7 +8,7 @@ import { GatehouseError, isGatehouseError } from '../shared/errors.js'
 import type { TenantPoolsSnapshot } from '../shared/index.js'
 import { DATABASE_NAME, type TenantLookup } from '../tenants/index.js'
 import { TokenVerifier } from './auth.js'
-import { BadRequestError, InvalidBodyError, InvalidPathError, PayloadTooLargeError, TenantNotFoundError, UnexpectedError } from './errors.js'
+import { BadRequestError, InvalidBodyError, InvalidPathError, PayloadTooLargeError, TenantNotFoundError, UnexpectedError, reasonPhrase } from './errors.js'
 import { createEnginePools } from './execute.js'
 import { createPlanCache, handleRequest, type Engine } from './handler.js'
 import { isJsonBody, jsonDepthExceeds } from './api-request/json-depth.js'
@@ -144,6 +144,8 @@ export function buildRestEngine (deps: RestEngineDeps): FastifyInstance {
       body: Buffer.isBuffer(request.body) ? request.body : null
     })
     reply.code(res.status).headers(res.headers)
+    const phrase = reasonPhrase(res.status)
+    if (phrase !== null) reply.raw.statusMessage = phrase
     if (res.body === null || request.method === 'HEAD') await reply.send()
     else await reply.send(res.body)
   }
@@ -180,6 +182,8 @@ function sendError (reply: FastifyReply, e: GatehouseError, requestId?: string):
   const body = e.toWire()
   if (requestId !== undefined) body.request_id = requestId
   reply.code(e.status)
+  const phrase = reasonPhrase(e.status, e)
+  if (phrase !== null) reply.raw.statusMessage = phrase
   reply.header('content-type', 'application/json; charset=utf-8')
   reply.header('proxy-status', `gatehouse; error=${e.code}`)
   if (e.status === 503) reply.header('retry-after', '1')

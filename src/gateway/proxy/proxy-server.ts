@@ -260,6 +260,8 @@ export function createUpstreamProxy (opts: UpstreamProxyOptions): UpstreamProxy 
       bufferError(proxyRes, res, status, headers, ctx, opts.rewriteError)
       return
     }
+    // The upstream's reason phrase goes on with its status (PostgREST's, which clients show).
+    if (proxyRes.statusMessage) res.statusMessage = proxyRes.statusMessage
     res.writeHead(status, headers)
     proxyRes.pipe(res)
   })
@@ -275,6 +277,7 @@ export function createUpstreamProxy (opts: UpstreamProxyOptions): UpstreamProxy 
         // Too large to rewrite: send what we have and stream the rest as it comes.
         proxyRes.removeListener('data', onData)
         proxyRes.removeListener('end', onEnd)
+        if (proxyRes.statusMessage) res.statusMessage = proxyRes.statusMessage
         res.writeHead(status, headers)
         for (const c of chunks) res.write(c)
         chunks.length = 0
@@ -284,14 +287,14 @@ export function createUpstreamProxy (opts: UpstreamProxyOptions): UpstreamProxy 
     }
     const onEnd = (): void => {
       const raw = Buffer.concat(chunks, size)
-      void finishRewrite(raw, res, status, headers, ctx, rewrite, proxyRes.headers)
+      void finishRewrite(raw, res, status, headers, ctx, rewrite, proxyRes.headers, proxyRes.statusMessage)
     }
     proxyRes.on('data', onData)
     proxyRes.on('end', onEnd)
   }
 
   async function finishRewrite (raw: Buffer, res: ServerResponse, status: number, headers: string[],
-    ctx: ForwardContext, rewrite: RewriteError, upstreamHeaders: IncomingMessage['headers']): Promise<void> {
+    ctx: ForwardContext, rewrite: RewriteError, upstreamHeaders: IncomingMessage['headers'], statusMessage: string | undefined): Promise<void> {
     let body: unknown
     try { body = JSON.parse(raw.toString('utf8')) } catch { body = undefined }
     let out = { status, headers, body: raw }
@@ -326,6 +329,8 @@ export function createUpstreamProxy (opts: UpstreamProxyOptions): UpstreamProxy 
       ctx.log.error({ tenant: ctx.tenant.database, err }, 'refusal rewriter failed; the upstream error is sent unchanged')
     }
     if (res.destroyed || res.writableEnded) return
+    // A status the rewriter kept keeps the upstream's reason phrase; a new one gets Node's.
+    if (out.status === status && statusMessage) res.statusMessage = statusMessage
     res.writeHead(out.status, replaceHeaders(out.headers, { 'content-length': String(out.body.length) }))
     res.end(out.body)
     opts.onComplete?.(ctx.info, out.status)

@@ -4,8 +4,9 @@
 // -> to-many spreads -> max rows. Pure; unknown tables and relationships are rejected
 // here (PGRST2xx) before any SQL exists. Unknown columns are left to Postgres (42703).
 import {
-  AggregatesNotAllowedError, NotEmbeddedError, NotImplementedError, RelatedOrderNotToOneError, TableNotFoundError
+  AggregatesNotAllowedError, NotEmbeddedError, NotImplementedError, RelatedOrderNotToOneError, tableNotFound
 } from '../errors.js'
+import { FuzzySet } from './fuzzy.js'
 import { capRange, intersectRanges, rangeOf } from '../api-request/range.js'
 import type {
   AggregateFunction, ApiRequest, EmbedPath, Field, Filter, LogicTree, OrderTerm, RowRange, SelectField, SelectItem
@@ -48,7 +49,11 @@ interface Draft {
 
 export function findTable (cache: SchemaCache, schema: string, name: string): Table {
   const t = cache.tables.get(qnKey(schema, name))
-  if (!t) throw new TableNotFoundError(schema, name, { hint: null })
+  if (!t) {
+    // Matches PostgREST: the closest table name of the schema (similarity 0.75 or more) as a hint.
+    const names = new FuzzySet([...cache.tables.values()].filter((x) => x.schema === schema).map((x) => x.name))
+    throw tableNotFound(schema, name, names.getOne(name, 0.75))
+  }
   return t
 }
 

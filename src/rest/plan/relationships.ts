@@ -1,8 +1,9 @@
 // Embedding: which relationship `origin?select=target!hint(...)` means (PostgREST's
 // findRel, spec §2.2), with PGRST200 when none matches and PGRST201 (300) with the
 // candidates when several do. Pure.
-import { AmbiguousRelationshipError, NoRelationshipError } from '../errors.js'
+import { AmbiguousRelationshipError, noRelationship } from '../errors.js'
 import { qnKey, type Relationship, type SchemaCache } from '../schema-cache/types.js'
+import { FuzzySet } from './fuzzy.js'
 
 function singleColumn (rel: Relationship, side: 0 | 1): string | null {
   const c = rel.cardinality
@@ -50,17 +51,34 @@ export function describeRelationship (rel: Relationship): { cardinality: string,
   return { cardinality: CARDINALITY_NAMES[c.kind], embedding: `${rel.table.name} with ${rel.foreignTable.name}`, relationship }
 }
 
+/**
+ * PostgREST's suggestion for PGRST200: an origin without relationships gets the closest
+ * origin of the schema that has some; else the closest target among its relationships
+ * (an exact match suggests nothing: then the embed hint was the problem).
+ */
+function closestRelation (cache: SchemaCache, schema: string, origin: string, target: string,
+  rels: readonly Relationship[]): { origin: string } | { target: string } | null {
+  if (rels.length === 0) {
+    const origins = new FuzzySet()
+    for (const list of cache.relationships.values()) {
+      const r = list[0]
+      if (r !== undefined && r.table.schema === schema) origins.add(r.table.name)
+    }
+    const o = origins.getOne(origin)
+    return o === null ? null : { origin: o }
+  }
+  const targets = new FuzzySet(rels.map((r) => r.foreignTable.name))
+  const t = targets.get(target).find((m) => m.score < 1)
+  return t === undefined ? null : { target: t.value }
+}
+
 /** The one relationship from `origin` (in `schema`) for `target!hint`, or PGRST200 / PGRST201. */
 export function findRelationship (cache: SchemaCache, schema: string, origin: string, target: string, hint: string | null): Relationship {
   const all = cache.relationships.get(qnKey(schema, origin)) ?? []
   const found = all.filter((r) => relationshipMatches(r, target, hint))
   if (found.length === 1) return found[0]
   if (found.length === 0) {
-    throw new NoRelationshipError(origin, target, {
-      details: `Searched for a foreign key relationship between '${origin}' and '${target}'` +
-        (hint === null ? '' : ` using the hint '${hint}'`) + ` in the schema '${schema}', but no matches were found.`,
-      hint: null
-    })
+    throw noRelationship(origin, target, hint, schema, closestRelation(cache, schema, origin, target, all))
   }
   const hints = found.map((r) => {
     const c = r.cardinality
