@@ -50,6 +50,37 @@ export const NotImplementedError = defineError('PGRST127', 400, () => 'Feature n
 export const MaxAffectedRpcError = defineError('PGRST128', 400,
   () => 'Function must return SETOF or TABLE when max-affected preference is used with handling=strict')
 
+// The details and hints PostgREST 14 attaches to group 1 (Error.hs), built here from the
+// facts the throw site knows, so that every text lives in this registry.
+
+/** PGRST103 for `limit=-1`. */
+export const negativeLimit = (): GatehouseError =>
+  new RangeNotSatisfiableError({ details: 'Limit should be greater than or equal to zero.' })
+/** PGRST103 for `Range: 5-2`. */
+export const lowerAboveUpper = (): GatehouseError =>
+  new RangeNotSatisfiableError({ details: 'The lower boundary must be lower than or equal to the upper boundary in the Range header.' })
+/** PGRST103 for an offset past the counted total (with `Content-Range: *\/<total>`). */
+export const offsetOutOfBounds = (offset: number, total: number): GatehouseError =>
+  new RangeNotSatisfiableError({ details: `An offset of ${offset} was requested, but there are only ${total} rows.`, headers: { 'content-range': `*/${total}` } })
+/** PGRST106 with the exposed schemas. */
+export const invalidSchema = (schema: string, exposed: readonly string[]): GatehouseError =>
+  new InvalidSchemaError(schema, { hint: `Only the following schemas are exposed: ${exposed.join(', ')}` })
+/** PGRST108 */
+export const notEmbedded = (name: string): GatehouseError =>
+  new NotEmbeddedError(name, { hint: `Verify that '${name}' is included in the 'select' query parameter.` })
+/** PGRST116 with the row count. */
+export const singularity = (rows: number): GatehouseError =>
+  new SingularityError({ details: `The result contains ${rows} rows` })
+/** PGRST118 */
+export const relatedOrderNotToOne = (origin: string, target: string): GatehouseError =>
+  new RelatedOrderNotToOneError(target, { details: `'${origin}' and '${target}' do not form a many-to-one or one-to-one relationship` })
+/** PGRST122 with the preferences it did not know. */
+export const invalidPreferences = (invalid: readonly string[]): GatehouseError =>
+  new InvalidPreferencesError({ details: `Invalid preferences: ${invalid.join(', ')}` })
+/** PGRST124 with the affected row count. */
+export const maxAffected = (rows: number): GatehouseError =>
+  new MaxAffectedError({ details: `The query affects ${rows} rows` })
+
 // ---------------------------------------------------------------------------------------
 // Group 2: the schema cache (relations, relationships, functions, columns)
 

@@ -1,9 +1,7 @@
 // HTTP -> ApiRequest (PostgREST's ApiRequest.hs): routes path + method to an action,
 // selects the schema (profiles), parses the query string, Prefer, Range and Accept.
 // Pure: knows HTTP but not the database; throws RestErrors (PGRST1xx) on bad input.
-import {
-  InvalidPathError, InvalidSchemaError, RpcMethodError, UnsupportedMethodError
-} from '../errors.js'
+import { InvalidPathError, invalidSchema, RpcMethodError, UnsupportedMethodError } from '../errors.js'
 import { parseAccept, parseMediaType } from './media-type.js'
 import { parsePreferences } from './preferences.js'
 import { decodeComponent, parseQueryParams } from './query-params.js'
@@ -110,7 +108,7 @@ export function parseApiRequest (raw: RawRequest, ctx: ParseContext): ApiRequest
   let schema = ctx.schemas[0]
   if (profile !== undefined) {
     if (!ctx.schemas.includes(profile)) {
-      throw new InvalidSchemaError(profile, { hint: `Only the following schemas are exposed: ${ctx.schemas.join(', ')}` })
+      throw invalidSchema(profile, ctx.schemas)
     }
     schema = profile
   }

@@ -2,7 +2,7 @@
 // function per rule (select, field names, JSON paths, operator expressions, logic trees,
 // order, columns), and parseQueryParams, which classifies every parameter and parses it.
 // Pure: knows neither the database nor HTTP. Errors are PGRST100 (or PGRST103 for limits).
-import { ParseError, RangeNotSatisfiableError } from '../errors.js'
+import { ParseError, negativeLimit } from '../errors.js'
 import { Cursor, ParseFailure, farther, isIdentChar, isAlphaNum, runParser } from './parser.js'
 import type {
   AggregateFunction, EmbedPath, Field, Filter, FtsOperator, IsValue, JoinType, JsonOperation, LogicTree,
@@ -641,7 +641,7 @@ export function parseQueryParams (qs: string, opts: ParseQueryOptions = {}): Que
         const entry = ranges.get(id) ?? { path, limit: null, offset: null }
         const n = readInteger(value)
         if (last === 'limit') {
-          if (n !== null && n < 0) throw new RangeNotSatisfiableError({ details: 'Limit should be greater than or equal to zero.' })
+          if (n !== null && n < 0) throw negativeLimit()
           if (n !== null) entry.limit = n
         } else if (n !== null && n >= 0) {
           entry.offset = n

@@ -1,6 +1,6 @@
 // ApiRequest + SchemaCache -> ActionPlan (PostgREST's Plan.hs). Pure: knows the schema
 // cache but not SQL. planAction plans every action kind; the plan types are in types.ts.
-import { InvalidPreferencesError, NotImplementedError } from '../errors.js'
+import { invalidPreferences, NotImplementedError } from '../errors.js'
 import type { ApiRequest } from '../api-request/types.js'
 import type { SchemaCache } from '../schema-cache/types.js'
 import { negotiatePlan, negotiateRead } from './negotiate.js'
@@ -50,7 +50,7 @@ export function planRead (req: ApiRequest, relation: string, headersOnly: boolea
 function checkPreferences (req: ApiRequest): void {
   const p = req.preferences
   if (p.handling === 'strict' && p.invalid.length > 0) {
-    throw new InvalidPreferencesError({ details: `Invalid preferences: ${p.invalid.join(', ')}` })
+    throw invalidPreferences(p.invalid)
   }
 }
 

@@ -4,7 +4,7 @@
 // -> to-many spreads -> max rows. Pure; unknown tables and relationships are rejected
 // here (PGRST2xx) before any SQL exists. Unknown columns are left to Postgres (42703).
 import {
-  AggregatesNotAllowedError, NotEmbeddedError, NotImplementedError, RelatedOrderNotToOneError, tableNotFound
+  AggregatesNotAllowedError, notEmbedded, NotImplementedError, relatedOrderNotToOne, tableNotFound
 } from '../errors.js'
 import { FuzzySet } from './fuzzy.js'
 import { capRange, intersectRanges, rangeOf } from '../api-request/range.js'
@@ -96,10 +96,6 @@ function nodeAt (root: Draft, path: EmbedPath): Draft {
     node = next
   }
   return node
-}
-
-function notEmbedded (name: string): Error {
-  return new NotEmbeddedError(name, { hint: `Verify that '${name}' is included in the 'select' query parameter.` })
 }
 
 // -- pass: relationships ------------------------------------------------------------------
@@ -289,9 +285,7 @@ function finish (d: Draft, ctx: Finish, parentHasAgg: boolean): { node: ReadNode
     const child = childByName(t.relation)
     if (!child) throw notEmbedded(t.relation)
     if (!child.relationship || !isToOne(child.relationship)) {
-      throw new RelatedOrderNotToOneError(t.relation, {
-        details: `'${d.from.name}' and '${t.relation}' do not form a many-to-one or one-to-one relationship`
-      })
+      throw relatedOrderNotToOne(d.from.name, t.relation)
     }
     return {
       kind: 'related',

@@ -4,7 +4,7 @@
 // trigger or function may set. Pure.
 import type { ApiRequest } from '../api-request/types.js'
 import type { CallPlan, MutatePlan } from '../plan/types.js'
-import { RangeNotSatisfiableError } from '../errors.js'
+import { offsetOutOfBounds } from '../errors.js'
 import { contentRange } from './content-range.js'
 import { withResponseSettings, type RestResponse } from './gucs.js'
 import { locationOf } from './location.js'
@@ -91,10 +91,7 @@ export function shapeCallResponse (req: ApiRequest, plan: CallPlan, r: WriteResu
   // Matches PostgREST: void answers 204 and still says how many rows the call made.
   if (plan.shape === 'void') return withResponseSettings(204, headers, null, r)
   if (set && total !== null && offset > total) {
-    throw new RangeNotSatisfiableError({
-      details: `An offset of ${offset} was requested, but there are only ${total} rows.`,
-      headers: { 'content-range': `*/${total}` }
-    })
+    throw offsetOutOfBounds(offset, total)
   }
   headers['content-type'] = plan.media.contentType
   const status = total !== null && r.pageTotal < total ? 206 : 200

@@ -1,7 +1,7 @@
 // Read results -> {status, headers, body} (PostgREST's Response.hs, spec §2.6, §5.6):
 // status from the count and range, Content-Range, Content-Location, Content-Profile,
 // Preference-Applied and our cut-result header. Pure: knows HTTP, not SQL.
-import { RangeNotSatisfiableError } from '../errors.js'
+import { offsetOutOfBounds } from '../errors.js'
 import type { ApiRequest } from '../api-request/types.js'
 import type { ReadPlan } from '../plan/types.js'
 import { contentRange } from './content-range.js'
@@ -62,10 +62,7 @@ export function shapeReadResponse (req: ApiRequest, plan: ReadPlan, r: ReadResul
   const total = resolveTotal(plan, r)
   const headers: Record<string, string> = {}
   if (total !== null && offset > total) {
-    throw new RangeNotSatisfiableError({
-      details: `An offset of ${offset} was requested, but there are only ${total} rows.`,
-      headers: { 'content-range': `*/${total}` }
-    })
+    throw offsetOutOfBounds(offset, total)
   }
   headers['content-type'] = plan.media.contentType
   headers['content-range'] = contentRange(offset, r.pageTotal, total)
