@@ -1,4 +1,4 @@
-// REST engine write throughput (issue 5): a single-row insert (POST, JSON object body,
+// REST engine write throughput: a single-row insert (POST, JSON object body,
 // identity key, return=minimal) (1) through the engine directly with an upstream token and
 // (2) through the gateway in front of it with the public key; plus (3) the same insert with
 // return=representation through the engine. Reported: req/s, latency, CPU per request and

@@ -1,7 +1,7 @@
 // Account operations shared by several endpoints: creating a user with its email identity,
 // confirming an email, refreshing app_metadata.providers, and the external-identity sign-in
 // of spec §5.9 (find by provider + provider id, else link to the user owning the verified
-// email, else create). The provider callback (issue 7) and the panel exchange both go
+// email, else create). The provider callback and the panel exchange both go
 // through signInWithIdentity, so a repeated sign-in always finds the same user.
 import { randomUUID } from 'node:crypto'
 import type { Queryable } from '../shared/pg.js'

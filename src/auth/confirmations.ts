@@ -1,7 +1,7 @@
 // Emailed one-time tokens (spec §5.4, §5.5): issuing a token of a kind (user column +
 // auth.one_time_tokens row + *_sent_at), mailing it, and what verifying each kind does.
-// Issue 6 verifies signup, invite and email_change; recovery and magic link (issue 7)
-// add their entries to EMAIL_TOKENS / VERIFY_KINDS and reuse the same functions.
+// Every kind (signup, invite, email_change, recovery, magic link) has its entry in
+// EMAIL_TOKENS / VERIFY_KINDS and goes through the same functions.
 import type { Queryable } from '../shared/pg.js'
 import { generateOtp, hashOtp, randomPassword, hashPassword } from './crypto.js'
 import { MAX_OTP_ATTEMPTS, otpAttemptsExhausted, otpExpired, userBannedBearer } from './errors.js'
@@ -127,7 +127,7 @@ export const VERIFY_KINDS: Partial<Record<string, VerifyKind>> = {
   }
 }
 
-/** recovery / magiclink (issue 7): the token is spent, an unconfirmed address becomes confirmed. */
+/** recovery / magiclink: the token is spent, an unconfirmed address becomes confirmed. */
 async function applyRecoveryToken (ctx: TenantContext, q: Queryable, user: UserRow): Promise<VerifyOutcome> {
   if (!user.email_confirmed_at) return { kind: 'signed_in', user: await confirmEmail(ctx, q, user) }
   const updated = await updateUser(q, user.id, { recovery_token: '' }, ctx.now())

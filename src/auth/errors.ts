@@ -97,7 +97,7 @@ export const otpAttemptsExhausted = () =>
 export const emailSendFailed = (what: string, internal: unknown) =>
   new AuthError('unexpected_failure', 500, `Error sending ${what} email`, { internal })
 
-// ----- magic link, OTP, PKCE, external providers (issue 7) -----------------------------------
+// ----- magic link, OTP, PKCE, external providers ---------------------------------------------
 export const magicLinkDisabled = () => new AuthError('email_provider_disabled', 422, 'Login with magic link is disabled')
 export const otpDisabled = () => new AuthError('otp_disabled', 422, 'Signups not allowed for otp')
 export const invalidPkceParams = () => validationFailed('PKCE flow requires code_challenge_method and code_challenge')

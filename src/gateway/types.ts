@@ -1,5 +1,5 @@
 // Types the gateway's modules share: its dependencies, the authenticated caller, the
-// per-request context, and the hook the refusal rewriter (a later issue) plugs into.
+// per-request context, and the hook the refusal rewriter plugs into.
 // Importing a type from here never drags in logic.
 import type { FastifyBaseLogger } from 'fastify'
 import type { LoggerOptions } from 'pino'

@@ -1,4 +1,4 @@
-// `gatehouse tenants create|drop|migrate`: provisioning commands (issue 3). `create`
+// `gatehouse tenants create|drop|migrate`: provisioning commands. `create`
 // provisions a database and writes its tenant file (and the Redis store when configured),
 // undoing everything when a step fails; `drop` asks first; `migrate` updates schemas.
 import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs'

@@ -1,4 +1,4 @@
-// Provisioning (issue 3): tenant databases and roles on a Postgres cluster, the
+// Provisioning: tenant databases and roles on a Postgres cluster, the
 // `platform` and `auth` schemas by numbered migrations, and the generated tenant file.
 // The one entry of this part; other parts import only from here.
 export {

@@ -1,4 +1,4 @@
-// `gatehouse tenants apply|list|show|delete`: the tenant store commands (issue 2).
+// `gatehouse tenants apply|list|show|delete`: the tenant store commands.
 // `apply` validates every file before it writes anything, writes all in one transaction,
 // then publishes one invalidation per database. Failures are GatehouseError/ConfigError,
 // which the CLI prints as one clear message with exit code 1 (never a stack).

@@ -1,4 +1,4 @@
-// The GitHub and GitLab presets (issue 7). github.com and gitlab.com cannot be reached from
+// The GitHub and GitLab presets. github.com and gitlab.com cannot be reached from
 // tests, so a scripted HTTP server on loopback stands in for their OAuth and REST APIs
 // (the GitHub Enterprise / self-hosted GitLab form: the preset's `issuer` names the host).
 // It answers as those APIs document and records what the engine sent. The OpenID preset

@@ -1,5 +1,5 @@
-// The /token grants: one function per grant_type (as GoTrue's token.go). Issue 7 adds
-// `pkce` and `id_token` here; routes/token.ts only dispatches.
+// The /token grants: one function per grant_type (as GoTrue's token.go), `pkce` and
+// `id_token` included; routes/token.ts only dispatches.
 import type { FastifyRequest } from 'fastify'
 import type { Body } from '../http.js'
 import type { AccessTokenResponse, TenantContext } from '../types.js'

@@ -84,7 +84,7 @@ export async function userRoutes (scope: FastifyInstance): Promise<void> {
       newHash = await hashPassword(password, ctx.config.auth.bcrypt_cost)
     }
     const redirectTo = redirectUrlOf(req, settings)
-    // PKCE (issue 7): an email change of a PKCE client ends with ?code= (flow email_change).
+    // PKCE: an email change of a PKCE client ends with ?code= (flow email_change).
     const pkce = changingEmail ? pkceParamsOf(ctx, b.code_challenge, b.code_challenge_method) : null
 
     const updated = await withTransaction(ctx.db, async (q) => {

@@ -1,7 +1,7 @@
 // GET /verify (the link in mails; 303 redirects with the session or the error in the
 // fragment) and POST /verify (token_hash, or token + email; JSON answers), spec §3.8-3.9.
 // The verify types themselves live in confirmations.ts (VERIFY_KINDS). A `pkce_` link ends
-// with `?code=` of the user's flow state instead of a session (issue 7); `email` is a
+// with `?code=` of the user's flow state instead of a session; `email` is a
 // confirmation or a magic-link token, whichever it turns out to be.
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import { GatehouseError } from '../../shared/errors.js'

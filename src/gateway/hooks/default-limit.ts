@@ -1,7 +1,7 @@
 // Query-string rewriting on the way to an upstream, on the raw string (other parameters
 // are forwarded byte for byte): takes `?apikey=` out (links in mail carry it; upstreams and
 // their logs must not see it), and gives table reads `limit=<default_limit>` when they have
-// none, capping larger limits at max_limit (PostgREST truncates silently: issue #2776).
+// none, capping larger limits at max_limit (as PostgREST, which truncates silently).
 
 export interface LimitPolicy {
   default: number

@@ -13,12 +13,12 @@ export type Resource =
   | { readonly kind: 'routine', readonly name: string }
   | { readonly kind: 'schema' }
 
-/** Writes on a relation (issue 5): POST, PATCH, DELETE, PUT. */
+/** Writes on a relation: POST, PATCH, DELETE, PUT. */
 export type Mutation = 'insert' | 'update' | 'delete' | 'single-upsert'
 
 /**
- * The action of a request (PostgREST's Action). Issue 4 plans `read`; `mutate`, `call`,
- * `info` (OPTIONS) and `openapi` (GET /) are routed here and planned by issue 5.
+ * The action of a request (PostgREST's Action): `read`, `mutate`, `call`, `info` (OPTIONS)
+ * and `openapi` (GET /).
  */
 export type Action =
   | { readonly kind: 'read', readonly relation: string, readonly headersOnly: boolean }
@@ -207,9 +207,9 @@ export interface ApiRequest {
   readonly rangeHeader: RowRange | null
   /** The Accept header, sorted by q (stable); `*\/*` when absent. */
   readonly accept: readonly MediaType[]
-  /** Content-Type of the body (issue 5), null when absent. */
+  /** Content-Type of the body, null when absent. */
   readonly contentType: MediaType | null
-  /** The body bytes (issue 5); null for GET/HEAD or when empty. */
+  /** The body bytes; null for GET/HEAD or when empty. */
   readonly body: Buffer | null
   /** Request headers for `request.headers`: lower-case names, no authorization/cookie. */
   readonly headers: Readonly<Record<string, string>>

@@ -1,4 +1,4 @@
-// Re-rooting a read tree on a CTE (issue 5): the representation of a write and the rows
+// Re-rooting a read tree on a CTE: the representation of a write and the rows
 // of an RPC are selected `FROM "pgrst_source" AS "<alias>"`, so the root and the join
 // conditions of its embeds must name that alias instead of the schema-qualified table.
 // Also: which columns of the root a tree reads (the RETURNING list of a write). Pure.

@@ -231,8 +231,8 @@ function childJoin (c: ReadNode): Sql {
 
 /**
  * One node as a SELECT (the root, or an embed's lateral subquery). `from` replaces the
- * root's FROM item (issue 5: `"pgrst_source" AS "<alias>"` for write representations and
- * RPC results).
+ * root's FROM item (`"pgrst_source" AS "<alias>"` for write representations and RPC
+ * results).
  */
 export function renderNode (n: ReadNode, range: { offset: number, limit: number | null } = n.range, from?: Sql): Sql {
   const q = nodeQualifier(n)

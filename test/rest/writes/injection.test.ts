@@ -1,4 +1,4 @@
-// Hostile input on the write and RPC paths (issue 5): JSON keys, columns=, on_conflict=,
+// Hostile input on the write and RPC paths: JSON keys, columns=, on_conflict=,
 // PUT key values, RPC names, argument names and values, CSV headers and Prefer values never
 // become SQL text: each is refused (PGRST1xx/2xx), quoted as an identifier, or bound as a
 // value. A canary table must survive every request. Real Postgres, fastify inject.

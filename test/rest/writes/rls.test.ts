@@ -1,4 +1,4 @@
-// The rule of service.md (issue 5): an insert with Prefer: return=representation whose row
+// The rule of service.md: an insert with Prefer: return=representation whose row
 // the SELECT policy hides is KEPT and answered with an RLS refusal (42501, 401 for anon and
 // 403 otherwise) whose message says the row was written, plus `row_written: true` and the
 // header x-gatehouse-row-written: true for the gateway's rewriter. Same for PATCH. With

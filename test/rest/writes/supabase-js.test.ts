@@ -1,4 +1,4 @@
-// supabase-js against the whole REST path (issue 5): the gateway (keys, re-signed tokens,
+// supabase-js against the whole REST path: the gateway (keys, re-signed tokens,
 // the refusal rewriter) in front of our REST engine, both on 127.0.0.1:0, with a real
 // provisioned tenant whose REST upstream points at the engine. insert, insert().select(),
 // select().single() after insert, upsert, update, delete, rpc (POST and GET), counts,
