@@ -74,6 +74,26 @@ CREATE TABLE IF NOT EXISTS platform.roles (
 REVOKE ALL ON platform.schema_migrations, platform.roles FROM PUBLIC;
 `
 
+// The test-query logins (`<request role>_probe`, made by 0010_login_roles) log in with the
+// REST engine login's password: every run copies its SCRAM verifier again, so re-running
+// `tenants migrate` after a password change of the engine login fixes them.
+const SYNC_TEST_QUERY_LOGINS = `
+DO $do$
+DECLARE
+  verifier text;
+  probe text;
+BEGIN
+  SELECT a.rolpassword INTO verifier FROM pg_catalog.pg_authid a
+    JOIN platform.roles r ON r.role_name = a.rolname WHERE r.kind = 'rest';
+  IF verifier IS NULL OR verifier NOT LIKE 'SCRAM-SHA-256$%' THEN RETURN; END IF;
+  FOR probe IN SELECT r.role_name || '_probe' FROM platform.roles r WHERE r.kind IN ('anon', 'auth', 'svc') LOOP
+    IF EXISTS (SELECT 1 FROM pg_catalog.pg_roles x WHERE x.rolname = probe) THEN
+      EXECUTE pg_catalog.format('ALTER ROLE %I PASSWORD %L', probe, verifier);
+    END IF;
+  END LOOP;
+END
+$do$`
+
 async function inTransaction<T> (client: pg.Client, fn: () => Promise<T>): Promise<T> {
   await client.query('BEGIN')
   try {
@@ -147,6 +167,7 @@ export async function migrateDatabase (url: string, opts: MigrateOptions = {}): 
         applied.push(base)
       }
     }
+    await client.query(SYNC_TEST_QUERY_LOGINS)
     const v = await client.query<{ v: number | null }>('SELECT max(version) AS v FROM platform.schema_migrations')
     return { applied, version: v.rows[0].v ?? 0 }
   } finally {

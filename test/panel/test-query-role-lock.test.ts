@@ -81,7 +81,8 @@ t.test('a test-query login that cannot log in is a 409 naming the fix', async (t
   t.equal(ok.status, 200, 'after the migration the login works again')
 })
 
+/** `gatehouse tenants migrate <db>` on an up-to-date database. */
 async function migrateDatabaseAgain (database: string): Promise<void> {
-  await adminQuery('DELETE FROM platform.schema_migrations WHERE version = 10', [], database)
-  await migrateDatabase(withDatabase(adminUrl(), database))
+  const r = await migrateDatabase(withDatabase(adminUrl(), database))
+  if (r.applied.length !== 0) throw new Error('expected an up-to-date database')
 }
