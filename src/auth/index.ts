@@ -2,10 +2,11 @@
 // sit under /:database (a tenant's auth base URL is http://<engine>/<database>), storing
 // everything in the tenant database's `auth` schema and signing with the tenant's secret.
 // Also the in-process sign-in through an external identity the panel exchange uses.
-import Fastify, { LogController, type FastifyBaseLogger, type FastifyInstance, type FastifyError } from 'fastify'
+import type { FastifyBaseLogger, FastifyInstance, FastifyError } from 'fastify'
 import pino from 'pino'
 import type { Config } from '../config/index.js'
 import { GatehouseError } from '../shared/errors.js'
+import { createPartApp, loggerOptions } from '../shared/index.js'
 import type { Tenant } from '../tenants/schema.js'
 import type { TenantLookup } from '../tenants/index.js'
 import { signInWithIdentity, type ExternalIdentity } from './accounts.js'
@@ -72,19 +73,18 @@ function translateFastifyError (err: FastifyError): GatehouseError {
  */
 export function buildAuthEngine (deps: AuthEngineDeps): FastifyInstance {
   setProviderOutboundPolicy({ allowHosts: deps.config.outbound.allow_hosts })
-  const logger = deps.logger ?? pino({
-    level: deps.config.log.level,
-    redact: ['req.headers.authorization', 'req.headers.apikey', 'req.headers.cookie', 'res.headers["set-cookie"]']
+  const app = createPartApp({
+    logger: deps.logger,
+    log: deps.config.log,
+    fastify: {
+      bodyLimit: MAX_BODY,
+      // X-Forwarded-For counts only from the gateways (auth.trusted_proxies): the client IP
+      // of rate limits and sessions is otherwise the socket's.
+      trustProxy: deps.config.auth.trusted_proxies.length > 0 ? [...deps.config.auth.trusted_proxies] : false,
+      routerOptions: { ignoreTrailingSlash: true }
+    }
   })
-  const app = Fastify({
-    loggerInstance: logger,
-    bodyLimit: MAX_BODY,
-    // X-Forwarded-For counts only from the gateways (auth.trusted_proxies): the client IP
-    // of rate limits and sessions is otherwise the socket's.
-    trustProxy: deps.config.auth.trusted_proxies.length > 0 ? [...deps.config.auth.trusted_proxies] : false,
-    logController: new LogController({ disableRequestLogging: true }),
-    routerOptions: { ignoreTrailingSlash: true }
-  }) as unknown as FastifyInstance
+  const logger = app.log
   const pools = new PoolRegistry({ max: deps.config.auth.pool_per_tenant, budget: deps.config.auth.pool_budget, maxTenants: deps.config.auth.pool_max_tenants })
   const mailer = createMailer({ config: deps.config, logger })
   const rateLimits = new RateLimits({ config: deps.config })
@@ -196,7 +196,7 @@ export interface AuthServiceDeps {
 
 export function createAuthService (deps: AuthServiceDeps): AuthService {
   setProviderOutboundPolicy({ allowHosts: deps.config.outbound.allow_hosts })
-  const logger = deps.logger ?? pino({ level: deps.config.log.level })
+  const logger = deps.logger ?? pino(loggerOptions(deps.config.log))
   const pools = new PoolRegistry({ max: deps.config.auth.pool_per_tenant, budget: deps.config.auth.pool_budget, maxTenants: deps.config.auth.pool_max_tenants, allowExitOnIdle: true })
   const mailer: Mailer = createMailer({ config: deps.config, logger })
   // The in-process exchange takes no per-IP tokens; its limiter never opens a Redis connection.

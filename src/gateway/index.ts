@@ -2,10 +2,10 @@
 // routes `/<database>/auth/v1/*` and `/<database>/rest/v1/*` to the tenant's upstreams,
 // with keys, tokens, CORS, health, metrics and logs; installGracefulShutdown() drains it.
 // Only cli.ts / serve.ts listen. Nothing here reads process.env.
-import { randomUUID } from 'node:crypto'
-import Fastify, { LogController, type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify'
-import { loggerOptions, redactUrl } from '../shared/logger.js'
-import { isValidRequestId, firstHeader } from '../shared/http.js'
+import type { FastifyInstance, FastifyReply, FastifyRequest, FastifyServerOptions } from 'fastify'
+import { createPartApp } from '../shared/index.js'
+import { redactUrl } from '../shared/logger.js'
+import { firstHeader } from '../shared/http.js'
 import { createAuthenticator } from './hooks/authenticate.js'
 import { createUpstreamTokens } from './proxy/upstream-token.js'
 import { createUpstreamProxy } from './proxy/proxy-server.js'
@@ -37,37 +37,34 @@ export function buildGateway (deps: GatewayDeps): FastifyInstance {
   const now = deps.now ?? Date.now
   const publicUrl = new URL(config.public_url)
 
-  const common = {
-    logController: new LogController({ disableRequestLogging: true, requestIdLogLabel: 'reqId' }),
-    genReqId: (req: { headers: Record<string, string | string[] | undefined> }) => {
-      const v = firstHeader(req.headers['x-request-id'])
-      return isValidRequestId(v) ? v : randomUUID()
-    },
+  const app = createPartApp({
+    logger: deps.logger,
+    log: config.log,
+    loggerOptions: deps.loggerOptions,
     childLoggerFactory: lazyChildLoggerFactory,
-    // The client IP (request.ip, sent upstream as the only X-Forwarded-For entry) is the
-    // socket's, or from X-Forwarded-For when the peer is a listed proxy (a load balancer).
-    trustProxy: g.trusted_proxies.length > 0 ? [...g.trusted_proxies] : false,
-    // Requests that arrive while closing get our 503 (JSON, Retry-After) from the routes,
-    // not fastify's bare one; fastify still adds `Connection: close`.
-    return503OnClosing: false,
-    routerOptions: {
-      ignoreDuplicateSlashes: false,
-      ignoreTrailingSlash: false,
-      useSemicolonDelimiter: false,
-      maxParamLength: 200,
-      // No route reads request.query (the proxy works on the raw query string, forwarded
-      // as is): skip parsing it on every request.
-      querystringParser: () => ({})
-    },
-    frameworkErrors: (error: Error, request: FastifyRequest, reply: FastifyReply) => {
-      const r = renderError(new InvalidPathError('the URL cannot be decoded', { cause: error }), request.id)
-      request.log.info({ code: r.error.code }, 'request refused')
-      void reply.code(r.status).headers({ ...baseHeaders(request), ...r.headers }).send(r.body)
+    fastify: {
+      // The client IP (request.ip, sent upstream as the only X-Forwarded-For entry) is the
+      // socket's, or from X-Forwarded-For when the peer is a listed proxy (a load balancer).
+      trustProxy: g.trusted_proxies.length > 0 ? [...g.trusted_proxies] : false,
+      // Requests that arrive while closing get our 503 (JSON, Retry-After) from the routes,
+      // not fastify's bare one; fastify still adds `Connection: close`.
+      return503OnClosing: false,
+      routerOptions: {
+        ignoreDuplicateSlashes: false,
+        ignoreTrailingSlash: false,
+        useSemicolonDelimiter: false,
+        maxParamLength: 200,
+        // No route reads request.query (the proxy works on the raw query string, forwarded
+        // as is): skip parsing it on every request.
+        querystringParser: () => ({})
+      } as FastifyServerOptions['routerOptions'],
+      frameworkErrors: (error: Error, request: FastifyRequest, reply: FastifyReply) => {
+        const r = renderError(new InvalidPathError('the URL cannot be decoded', { cause: error }), request.id)
+        request.log.info({ code: r.error.code }, 'request refused')
+        void reply.code(r.status).headers({ ...baseHeaders(request), ...r.headers }).send(r.body)
+      }
     }
-  }
-  const app = (deps.logger !== undefined
-    ? Fastify({ ...common, loggerInstance: deps.logger } as never)
-    : Fastify({ ...common, logger: loggerOptions(config.log, deps.loggerOptions) } as never)) as unknown as FastifyInstance
+  })
 
   const state = gatewayState(app)
   const metrics = createGatewayMetrics(deps.metricsRegistry)

@@ -9,14 +9,11 @@
 // config.panel.algorithms, `exp` required, `iss`/`aud` checked when configured. Claims:
 // `sub` = panel user id, `email`, `orgs` = array of organization ids the user belongs to,
 // optional `email_verified` (default true). No session or a bad one: 401.
-import { randomUUID } from 'node:crypto'
-import Fastify, { LogController, type FastifyBaseLogger, type FastifyInstance } from 'fastify'
-import { pino } from 'pino'
+import type { FastifyBaseLogger, FastifyInstance } from 'fastify'
 import type { Config } from '../config/index.js'
 import { createAuthService, type AuthService } from '../auth/index.js'
 import { createCatalog, createRefusalExplainer } from '../gateway/index.js'
-import { isValidRequestId, firstHeader } from '../shared/http.js'
-import { loggerOptions } from '../shared/logger.js'
+import { createPartApp } from '../shared/index.js'
 import type { TenantLookup, TenantStore } from '../tenants/index.js'
 import { guardHook } from './context.js'
 import { BadRequestError, NotFoundError, renderPanelError } from './errors.js'
@@ -56,20 +53,16 @@ const BODY_LIMIT = 1024 * 1024
 export function buildPanel (deps: PanelDeps): FastifyInstance {
   const { config } = deps
   const verifier = createSessionVerifier(config.panel, deps.now !== undefined ? { now: deps.now } : {})
-  const common = {
-    logController: new LogController({ disableRequestLogging: true, requestIdLogLabel: 'reqId' }),
-    genReqId: (req: { headers: Record<string, string | string[] | undefined> }) => {
-      const v = firstHeader(req.headers['x-request-id'])
-      return isValidRequestId(v) ? v : randomUUID()
-    },
-    bodyLimit: BODY_LIMIT,
-    trustProxy: false,
-    return503OnClosing: true,
-    routerOptions: { ignoreTrailingSlash: true, maxParamLength: 200 }
-  }
-  const app = (deps.logger !== undefined
-    ? Fastify({ ...common, loggerInstance: deps.logger } as never)
-    : Fastify({ ...common, loggerInstance: pino(loggerOptions(config.log)) } as never)) as unknown as FastifyInstance
+  const app = createPartApp({
+    logger: deps.logger,
+    log: config.log,
+    fastify: {
+      bodyLimit: BODY_LIMIT,
+      trustProxy: false,
+      return503OnClosing: true,
+      routerOptions: { ignoreTrailingSlash: true, maxParamLength: 200 }
+    }
+  })
 
   const ownAuth = deps.authService === undefined
   const auth = deps.authService ?? createAuthService({

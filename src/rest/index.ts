@@ -2,10 +2,10 @@
 // routes are `/:database/<table>`, `/:database/rpc/<fn>` and the OpenAPI root
 // `/:database/`, all through one handler (handler.ts). Builds an UNSTARTED instance; the
 // caller listens. Closing the instance closes every pool and LISTEN connection.
-import Fastify, { LogController, type FastifyBaseLogger, type FastifyInstance, type FastifyReply, type FastifyRequest, type FastifyServerOptions } from 'fastify'
+import type { FastifyBaseLogger, FastifyInstance, FastifyReply, FastifyRequest, FastifyServerOptions } from 'fastify'
 import type { Config } from '../config/index.js'
 import { GatehouseError, isGatehouseError } from '../shared/errors.js'
-import type { TenantPoolsSnapshot } from '../shared/index.js'
+import { createPartApp, type TenantPoolsSnapshot } from '../shared/index.js'
 import { DATABASE_NAME, type TenantLookup } from '../tenants/index.js'
 import { TokenVerifier } from './auth.js'
 import { BadRequestError, InvalidBodyError, InvalidPathError, PayloadTooLargeError, TenantNotFoundError, UnexpectedError, reasonPhrase } from './errors.js'
@@ -54,10 +54,6 @@ export function restEngineOf (app: FastifyInstance): RestEngineHandle {
   return h
 }
 
-function isLogger (x: unknown): x is FastifyBaseLogger {
-  return !!x && typeof x === 'object' && typeof (x as { child?: unknown }).child === 'function' && typeof (x as { info?: unknown }).info === 'function'
-}
-
 const METHODS = ['GET', 'HEAD', 'POST', 'PATCH', 'PUT', 'DELETE', 'OPTIONS'] as const
 
 /**
@@ -67,22 +63,20 @@ const METHODS = ['GET', 'HEAD', 'POST', 'PATCH', 'PUT', 'DELETE', 'OPTIONS'] as 
  */
 export function buildRestEngine (deps: RestEngineDeps): FastifyInstance {
   const rest = deps.config.rest
-  const loggerOpts: Partial<FastifyServerOptions> = isLogger(deps.logger)
-    ? { loggerInstance: deps.logger }
-    : { logger: deps.logger ?? false }
-  const app = Fastify({
-    ...loggerOpts,
-    // The gateway logs every request; the engine logs failures only.
-    logController: new LogController({ disableRequestLogging: true }),
-    bodyLimit: rest.max_body_bytes,
-    exposeHeadRoutes: false,
-    return503OnClosing: true,
-    routerOptions: {
-      maxParamLength: 4096,
-      // We parse the raw query string ourselves (PostgREST's rules: `+` is a space, order kept).
-      querystringParser: () => ({})
+  // The gateway logs every request; the engine logs failures only.
+  const app = createPartApp({
+    logger: deps.logger ?? false,
+    fastify: {
+      bodyLimit: rest.max_body_bytes,
+      exposeHeadRoutes: false,
+      return503OnClosing: true,
+      routerOptions: {
+        maxParamLength: 4096,
+        // We parse the raw query string ourselves (PostgREST's rules: `+` is a space, order kept).
+        querystringParser: () => ({})
+      }
     }
-  }) as unknown as FastifyInstance
+  })
   const log = app.log
   const connectTimeoutMs = deps.connectTimeoutMs ?? 5_000
   // A tenant whose pool was closed (idle) also gives up its LISTEN connection and cache.
