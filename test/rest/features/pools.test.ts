@@ -113,7 +113,7 @@ t.test('unreachable database: 503 PGRST002 / PGRST000 with Retry-After; idle poo
   const gone = await get()
   t.equal(gone.statusCode, 503)
   t.same(JSON.parse(gone.body), { code: 'PGRST000', message: 'Database connection error.', details: null, hint: null })
-  t.equal(gone.headers['retry-after'], '1')
+  t.ok(Number(gone.headers['retry-after']) >= 1, 'Retry-After: the reconnect back-off of that address, which already failed above')
   map.set(tt.database, tt.tenant)
   t.equal((await get()).statusCode, 200, 'back when the database is')
 
