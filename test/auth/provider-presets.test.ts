@@ -2,7 +2,7 @@
 // tests, so a scripted HTTP server on loopback stands in for their OAuth and REST APIs
 // (the GitHub Enterprise / self-hosted GitLab form: the preset's `issuer` names the host).
 // It answers as those APIs document and records what the engine sent. The OpenID preset
-// runs against a real provider in issue7-oauth.test.ts.
+// runs against a real provider in external-providers.test.ts.
 import t from 'tap'
 import http from 'node:http'
 import { randomBytes } from 'node:crypto'
