@@ -4,7 +4,7 @@
 import t from 'tap'
 import { GoTrueAdminApi } from '@supabase/auth-js'
 import { SignJWT } from 'jose'
-import { startAuth, call, email, decodeJwt } from './harness.js'
+import { startAuth, call, email, decodeJwt } from '../helpers/auth-harness.js'
 import { tenantIssuer } from '../../src/tenants/schema.js'
 
 t.test('admin', async (t) => {

@@ -7,7 +7,7 @@
 import t from 'tap'
 import net from 'node:net'
 import { adminQuery } from '../helpers/db.js'
-import { call, email, startAuth } from './harness.js'
+import { call, email, startAuth } from '../helpers/auth-harness.js'
 
 /** A TCP relay to host:port that can be shut (refusing, open sockets cut) and reopened. */
 async function relay (host: string, port: number) {

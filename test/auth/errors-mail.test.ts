@@ -3,7 +3,7 @@
 // body. And per-tenant mail: the tenant's own SMTP server, sender and templates.
 import t from 'tap'
 import { AuthRetryableFetchError } from '@supabase/auth-js'
-import { startAuth, call, email } from './harness.js'
+import { startAuth, call, email } from '../helpers/auth-harness.js'
 
 t.test('errors and per-tenant mail', async (t) => {
   const h = await startAuth(t, { tenants: [{}, { auth: { mail_confirmation: true } }] })

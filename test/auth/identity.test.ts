@@ -4,7 +4,7 @@
 import t from 'tap'
 import { randomUUID } from 'node:crypto'
 import { createAuthService, findOrCreateUserByIdentity } from '../../src/auth/index.js'
-import { startAuth, call, email, decodeJwt } from './harness.js'
+import { startAuth, call, email, decodeJwt } from '../helpers/auth-harness.js'
 import { adminQuery } from '../helpers/db.js'
 
 t.test('identity sign-in', async (t) => {

@@ -6,7 +6,7 @@ import t from 'tap'
 import pg from 'pg'
 import { SignJWT } from 'jose'
 import { quoteIdent } from '../../src/shared/pg.js'
-import { startAuth, call, email, decodeJwt } from './harness.js'
+import { startAuth, call, email, decodeJwt } from '../helpers/auth-harness.js'
 
 t.test('isolation and RLS', async (t) => {
   const h = await startAuth(t, { tenants: [{}, {}] })

@@ -2,7 +2,7 @@
 // auth engine's own parser (so direct engine calls are covered, not only the gateway's):
 // sign-up user_metadata fifty thousand levels deep, PUT /user data, a lowered limit.
 import t from 'tap'
-import { call, email, startAuth } from './harness.js'
+import { call, email, startAuth } from '../helpers/auth-harness.js'
 
 /** `levels` nested objects: {"a":{"a":...{}}}. */
 function nest (levels: number): Record<string, unknown> {

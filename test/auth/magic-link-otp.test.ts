@@ -8,7 +8,7 @@ import { createClient, type SupabaseClient } from '@supabase/supabase-js'
 import { loadConfig } from '../../src/config/index.js'
 import { buildGateway } from '../../src/gateway/index.js'
 import type { Tenant } from '../../src/tenants/schema.js'
-import { startAuth, call, decodeJwt, email, PUBLIC_URL } from './harness.js'
+import { startAuth, call, decodeJwt, email, PUBLIC_URL } from '../helpers/auth-harness.js'
 import type { TestTenant } from '../helpers/tenants.js'
 import type { CaughtMail } from '../helpers/mail.js'
 

@@ -5,7 +5,7 @@
 import t from 'tap'
 import * as OTPAuth from 'otpauth'
 import pg from 'pg'
-import { startAuth, call, email, decodeJwt } from './harness.js'
+import { startAuth, call, email, decodeJwt } from '../helpers/auth-harness.js'
 
 function codeOf (secret: string, at: Date): string {
   return new OTPAuth.TOTP({ secret: OTPAuth.Secret.fromBase32(secret), digits: 6, period: 30, algorithm: 'SHA1' }).generate({ timestamp: at.getTime() })

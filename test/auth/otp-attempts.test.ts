@@ -6,7 +6,7 @@
 // are checked.
 import t from 'tap'
 import type { CaughtMail } from '../helpers/mail.js'
-import { call, email, startAuth } from './harness.js'
+import { call, email, startAuth } from '../helpers/auth-harness.js'
 
 const BURNED = 'Token has expired or is invalid: after 5 wrong codes this code no longer works, request a new one'
 let ipSeq = 1

@@ -7,7 +7,7 @@ import t from 'tap'
 import http from 'node:http'
 import type { AddressInfo } from 'node:net'
 import { randomBytes } from 'node:crypto'
-import { startAuth, PUBLIC_URL } from './harness.js'
+import { startAuth, PUBLIC_URL } from '../helpers/auth-harness.js'
 import { startOidcProvider } from '../helpers/oidc.js'
 import { nonPublicReason, outboundFetch } from '../../src/shared/outbound.js'
 

@@ -3,7 +3,7 @@
 // still sign in. The event-loop stall of a sign-in is measured by bench/auth-flood.ts.
 import t from 'tap'
 import { adminQuery } from '../helpers/db.js'
-import { call, email, startAuth } from './harness.js'
+import { call, email, startAuth } from '../helpers/auth-harness.js'
 
 // Written by bcryptjs (the engine's earlier hasher) for 'hunter2-pw', cost 4; the same
 // hash with GoTrue's $2a$ prefix (identical bytes for passwords under 255 bytes).

@@ -4,7 +4,7 @@
 import t from 'tap'
 import { adminQuery } from '../helpers/db.js'
 import type { TestTenant } from '../helpers/tenants.js'
-import { startAuth } from './harness.js'
+import { startAuth } from '../helpers/auth-harness.js'
 import { eventually } from '../rest/fixture.js'
 
 const sessions = async (x: TestTenant): Promise<number> => Number((await adminQuery<{ n: string }>(

@@ -7,7 +7,7 @@ import t from 'tap'
 import http from 'node:http'
 import { randomBytes } from 'node:crypto'
 import type { AddressInfo } from 'node:net'
-import { startAuth, call, decodeJwt, email } from './harness.js'
+import { startAuth, call, decodeJwt, email } from '../helpers/auth-harness.js'
 import type { TestTenant } from '../helpers/tenants.js'
 
 interface Person { id: number, login: string, name: string, emails: Array<{ email: string, primary: boolean, verified: boolean }> }

@@ -13,7 +13,7 @@ import { DEFAULT_RATE_LIMITS, type Tenant } from '../../src/tenants/schema.js'
 import { createTestTenant } from '../helpers/tenants.js'
 import { createTestRedis } from '../helpers/redis.js'
 import { startMailCatcher } from '../helpers/mail.js'
-import { PUBLIC_URL, ROOMY_RATE_LIMITS, call, email, startAuth, type AuthHarness } from './harness.js'
+import { PUBLIC_URL, ROOMY_RATE_LIMITS, call, email, startAuth, type AuthHarness } from '../helpers/auth-harness.js'
 
 const from = (ip: string) => ({ 'x-forwarded-for': ip })
 let ipSeq = 10

@@ -6,7 +6,7 @@
 import t from 'tap'
 import { SignJWT } from 'jose'
 import { tenantIssuer } from '../../src/tenants/schema.js'
-import { startAuth, call, email, PUBLIC_URL } from './harness.js'
+import { startAuth, call, email, PUBLIC_URL } from '../helpers/auth-harness.js'
 
 t.test('reauthenticate', async (t) => {
   const h = await startAuth(t, { tenants: [{ auth: { secure_password_change: true, manual_linking: true } }, { auth: { mail_confirmation: true } }] })

@@ -2,7 +2,7 @@
 // scopes and access-token expiry, through auth-js and raw HTTP against the engine. Time
 // moves through the engine's injected clock, never by sleeping.
 import t from 'tap'
-import { startAuth, call, email, decodeJwt } from './harness.js'
+import { startAuth, call, email, decodeJwt } from '../helpers/auth-harness.js'
 import { adminQuery } from '../helpers/db.js'
 
 t.test('sessions', async (t) => {

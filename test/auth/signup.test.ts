@@ -4,7 +4,7 @@
 // limits, and GoTrue's two error shapes.
 import t from 'tap'
 import { AuthWeakPasswordError } from '@supabase/auth-js'
-import { startAuth, call, email, decodeJwt } from './harness.js'
+import { startAuth, call, email, decodeJwt } from '../helpers/auth-harness.js'
 import { adminQuery } from '../helpers/db.js'
 
 t.test('signup', async (t) => {

@@ -13,7 +13,7 @@ import { buildGateway } from '../../src/gateway/index.js'
 import type { Tenant } from '../../src/tenants/schema.js'
 import { createTestTenant } from '../helpers/tenants.js'
 import { startMailCatcher } from '../helpers/mail.js'
-import { PUBLIC_URL, email, decodeJwt } from './harness.js'
+import { PUBLIC_URL, email, decodeJwt } from '../helpers/auth-harness.js'
 
 function memoryStorage () {
   const m = new Map<string, string>()

@@ -2,7 +2,7 @@
 // other sessions ended), email change confirmed by both mails (secure mode), an anonymous
 // user taking an address, and app_metadata refused to non-admins.
 import t from 'tap'
-import { startAuth, call, email, decodeJwt } from './harness.js'
+import { startAuth, call, email, decodeJwt } from '../helpers/auth-harness.js'
 
 t.test('user', async (t) => {
   const h = await startAuth(t, { tenants: [{}, { auth: { mail_confirmation: true, anonymous_sign_in: true } }] })

@@ -8,7 +8,7 @@ import t from 'tap'
 import http from 'node:http'
 import net from 'node:net'
 import type { AddressInfo } from 'node:net'
-import { createWriteFixture } from '../rest/writes/helpers.js'
+import { createWriteFixture } from '../helpers/rest-writes.js'
 import { lookupOf, makeTenant, request, startGateway, startUpstream, testConfig, type TestTenant } from './helpers.js'
 
 interface Teardown { teardown (fn: () => unknown): void }

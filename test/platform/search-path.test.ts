@@ -4,7 +4,7 @@
 // SQL; nor by the REST engine's login outside a request's own search_path, nor by the
 // provisioning admin while it migrates. Real engine, real Postgres.
 import t from 'tap'
-import { startAuth, email } from '../auth/harness.js'
+import { startAuth, email } from '../helpers/auth-harness.js'
 import { adminQuery, adminUrl } from '../helpers/db.js'
 import { withDatabase } from '../../src/shared/pg.js'
 import { connectAdmin, migrateDatabase } from '../../src/platform/index.js'

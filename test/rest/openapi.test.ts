@@ -3,8 +3,8 @@
 // with methods by privilege, definitions with PK/FK notes and COMMENTs, function arguments,
 // and host/basePath as a client behind the gateway reaches them. Real Postgres, inject.
 import t from 'tap'
-import { createWriteFixture } from './writes/helpers.js'
-import { RPC_SQL } from './rpc/helpers.js'
+import { createWriteFixture } from '../helpers/rest-writes.js'
+import { RPC_SQL } from '../helpers/rest-rpc.js'
 
 t.test('OpenAPI root', async (t) => {
   const fx = await createWriteFixture(t, { sql: RPC_SQL + "SELECT platform.grant('SELECT', 'secrets', 'auth');" })

@@ -4,10 +4,10 @@
 // with the message as the phrase; RAISE 'PGRST' with status_text), which supabase-js shows
 // as statusText: over the engine, then supabase-js through the gateway on real sockets.
 import t from 'tap'
-import { createWriteFixture } from '../writes/helpers.js'
+import { createWriteFixture } from '../../helpers/rest-writes.js'
 import { FIXTURE_SQL } from '../fixture.js'
-import { WRITE_SQL } from '../writes/helpers.js'
-import { RPC_SQL } from '../rpc/helpers.js'
+import { WRITE_SQL } from '../../helpers/rest-writes.js'
+import { RPC_SQL } from '../../helpers/rest-rpc.js'
 import { startRestGateway } from '../../helpers/rest-gateway.js'
 
 const PHRASE_SQL = `

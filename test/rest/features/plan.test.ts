@@ -5,10 +5,10 @@
 // tx=rollback; a tenant without the key does not offer the media type (PGRST107). The SQL
 // plan, the engine over fastify inject, and supabase-js .explain() through the gateway.
 import t from 'tap'
-import { createWriteFixture } from '../writes/helpers.js'
+import { createWriteFixture } from '../../helpers/rest-writes.js'
 import { FIXTURE_SQL } from '../fixture.js'
-import { WRITE_SQL } from '../writes/helpers.js'
-import { RPC_SQL } from '../rpc/helpers.js'
+import { WRITE_SQL } from '../../helpers/rest-writes.js'
+import { RPC_SQL } from '../../helpers/rest-rpc.js'
 import { parseApiRequest } from '../../../src/rest/api-request/index.js'
 import { planAction, type ReadPlan, type MutatePlan } from '../../../src/rest/plan/index.js'
 import { renderAction } from '../../../src/rest/query/index.js'

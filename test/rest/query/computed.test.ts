@@ -11,7 +11,7 @@ import { parseApiRequest } from '../../../src/rest/api-request/index.js'
 import { planRequest, type ReadPlan } from '../../../src/rest/plan/index.js'
 import { renderRead } from '../../../src/rest/query/index.js'
 import { createTestTenant } from '../../helpers/tenants.js'
-import { createWriteFixture } from '../writes/helpers.js'
+import { createWriteFixture } from '../../helpers/rest-writes.js'
 
 const COMPUTED_SQL = `
 CREATE FUNCTION book_author(books) RETURNS authors LANGUAGE sql STABLE AS 'SELECT * FROM authors WHERE id = $1.author_id';

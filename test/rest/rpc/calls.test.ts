@@ -4,9 +4,9 @@
 // filters, order, limit and embeds on set results, counts, singular, void, volatile
 // writers and read-only transactions, response.* settings. Real Postgres, fastify inject.
 import t from 'tap'
-import { createWriteFixture } from '../writes/helpers.js'
+import { createWriteFixture } from '../../helpers/rest-writes.js'
 import { ALICE } from '../fixture.js'
-import { RPC_SQL } from './helpers.js'
+import { RPC_SQL } from '../../helpers/rest-rpc.js'
 
 t.test('RPC calls', async (t) => {
   const fx = await createWriteFixture(t, { sql: RPC_SQL })

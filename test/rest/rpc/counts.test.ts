@@ -4,10 +4,10 @@
 // for calls). The SQL of the call counts only when asked. Engine over fastify inject,
 // then supabase-js `.rpc(fn, args, { count })` through the gateway on real sockets.
 import t from 'tap'
-import { createWriteFixture } from '../writes/helpers.js'
+import { createWriteFixture } from '../../helpers/rest-writes.js'
 import { FIXTURE_SQL } from '../fixture.js'
-import { WRITE_SQL } from '../writes/helpers.js'
-import { RPC_SQL } from './helpers.js'
+import { WRITE_SQL } from '../../helpers/rest-writes.js'
+import { RPC_SQL } from '../../helpers/rest-rpc.js'
 import { parseApiRequest } from '../../../src/rest/api-request/index.js'
 import { planAction, type CallPlan } from '../../../src/rest/plan/index.js'
 import { renderCall } from '../../../src/rest/query/index.js'

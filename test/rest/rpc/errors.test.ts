@@ -3,8 +3,8 @@
 // 400, details and hint kept), RAISE SQLSTATE 'PTxyz' (status xyz), RAISE SQLSTATE 'PGRST'
 // (full control, PGRST121 when malformed), EXECUTE revoked (42501). Real Postgres, inject.
 import t from 'tap'
-import { createWriteFixture } from '../writes/helpers.js'
-import { RPC_SQL } from './helpers.js'
+import { createWriteFixture } from '../../helpers/rest-writes.js'
+import { RPC_SQL } from '../../helpers/rest-rpc.js'
 
 t.test('RPC resolution and errors', async (t) => {
   const fx = await createWriteFixture(t, { sql: RPC_SQL })

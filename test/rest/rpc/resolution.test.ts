@@ -4,8 +4,8 @@
 // details (singular "parameter" for one) and fuzzy "Perhaps you meant" hints. Real
 // Postgres through the engine.
 import t from 'tap'
-import { createWriteFixture } from '../writes/helpers.js'
-import { RPC_SQL } from './helpers.js'
+import { createWriteFixture } from '../../helpers/rest-writes.js'
+import { RPC_SQL } from '../../helpers/rest-rpc.js'
 
 const SQL = `
 CREATE FUNCTION sayhello(name text) RETURNS text LANGUAGE sql STABLE AS $$SELECT 'Hello, ' || name$$;

@@ -3,7 +3,7 @@
 // oversize payloads each get a clear JSON error with a fitting status, and nothing is
 // written: the statement is all or nothing. Real Postgres, fastify inject.
 import t from 'tap'
-import { createWriteFixture } from './helpers.js'
+import { createWriteFixture } from '../../helpers/rest-writes.js'
 
 t.test('bad bodies write nothing', async (t) => {
   const fx = await createWriteFixture(t, { config: { max_body_bytes: 4096 } })

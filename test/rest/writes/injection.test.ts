@@ -3,8 +3,8 @@
 // become SQL text: each is refused (PGRST1xx/2xx), quoted as an identifier, or bound as a
 // value. A canary table must survive every request. Real Postgres, fastify inject.
 import t from 'tap'
-import { createWriteFixture } from './helpers.js'
-import { RPC_SQL } from '../rpc/helpers.js'
+import { createWriteFixture } from '../../helpers/rest-writes.js'
+import { RPC_SQL } from '../../helpers/rest-rpc.js'
 
 t.test('writes and RPC: hostile input stays data', async (t) => {
   const fx = await createWriteFixture(t, { sql: RPC_SQL + "CREATE TABLE canary (id int); INSERT INTO canary VALUES (1); SELECT platform.grant('SELECT', 'canary', 'anon');" })

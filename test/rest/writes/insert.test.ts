@@ -3,7 +3,7 @@
 // headers and body, count, singular responses, embedding in the representation,
 // tx=rollback and handling=strict. Real Postgres, real HTTP (fastify inject).
 import t from 'tap'
-import { createWriteFixture } from './helpers.js'
+import { createWriteFixture } from '../../helpers/rest-writes.js'
 
 t.test('POST insert', async (t) => {
   const fx = await createWriteFixture(t)

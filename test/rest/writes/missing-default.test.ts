@@ -5,9 +5,9 @@
 // identity, domain defaults and expression defaults; over the engine and supabase-js
 // `insert(rows, { defaultToNull: false })` through the gateway.
 import t from 'tap'
-import { createWriteFixture } from './helpers.js'
+import { createWriteFixture } from '../../helpers/rest-writes.js'
 import { FIXTURE_SQL } from '../fixture.js'
-import { WRITE_SQL } from './helpers.js'
+import { WRITE_SQL } from '../../helpers/rest-writes.js'
 import { startRestGateway } from '../../helpers/rest-gateway.js'
 
 const SQL = `

@@ -4,7 +4,7 @@
 // limit), never a 500, and nothing is written.
 import t from 'tap'
 import type { AddressInfo } from 'node:net'
-import { createWriteFixture } from './helpers.js'
+import { createWriteFixture } from '../../helpers/rest-writes.js'
 import { lookupOf, startGateway, request, testConfig, type TestTenant } from '../../gateway/helpers.js'
 
 async function stack (tap: Parameters<typeof createWriteFixture>[0], config: Parameters<typeof createWriteFixture>[1] = {}) {

@@ -6,7 +6,7 @@
 // Real Postgres, fastify inject; the rows are checked through the owner's connection.
 import t from 'tap'
 import { ALICE, BOB } from '../fixture.js'
-import { createWriteFixture } from './helpers.js'
+import { createWriteFixture } from '../../helpers/rest-writes.js'
 
 t.test('return=representation and the SELECT policy', async (t) => {
   const fx = await createWriteFixture(t)

@@ -15,8 +15,8 @@ import { signHS256 } from '../../../src/shared/jwt.js'
 import { tenantIssuer, type Tenant } from '../../../src/tenants/index.js'
 import { createTestTenant, withClient } from '../../helpers/tenants.js'
 import { ALICE, FIXTURE_SQL } from '../fixture.js'
-import { RPC_SQL } from '../rpc/helpers.js'
-import { WRITE_SQL } from './helpers.js'
+import { RPC_SQL } from '../../helpers/rest-rpc.js'
+import { WRITE_SQL } from '../../helpers/rest-writes.js'
 
 const PUBLIC_URL = 'http://gatehouse.test'
 

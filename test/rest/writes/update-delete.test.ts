@@ -3,7 +3,7 @@
 // preferences with their statuses and Content-Range, count, singular, missing=default,
 // an empty body, embedding in the representation. Real Postgres, fastify inject.
 import t from 'tap'
-import { createWriteFixture } from './helpers.js'
+import { createWriteFixture } from '../../helpers/rest-writes.js'
 
 t.test('PATCH and DELETE', async (t) => {
   const fx = await createWriteFixture(t)

@@ -3,7 +3,7 @@
 // conflict, tables without a key; PUT with its primary-key checks (PGRST105/114/115) and
 // statuses. Real Postgres, fastify inject.
 import t from 'tap'
-import { createWriteFixture } from './helpers.js'
+import { createWriteFixture } from '../../helpers/rest-writes.js'
 
 t.test('upsert', async (t) => {
   const fx = await createWriteFixture(t)

@@ -9,8 +9,8 @@ import pg from 'pg'
 import { loadConfig, type Config } from '../../src/config/index.js'
 import { buildAuthEngine } from '../../src/auth/index.js'
 import { tenantIssuer, type AuthSettings, type Tenant } from '../../src/tenants/schema.js'
-import { createTestTenant, type TestTenant, type TestTenantOptions } from '../helpers/tenants.js'
-import { startMailCatcher, type MailCatcher } from '../helpers/mail.js'
+import { createTestTenant, type TestTenant, type TestTenantOptions } from './tenants.js'
+import { startMailCatcher, type MailCatcher } from './mail.js'
 
 interface Teardown { teardown (fn: () => unknown): void }
 
