@@ -20,6 +20,10 @@ import { loadConfig } from './config/index.js'
 import { parseTenantFile, toTenant, type TenantFile } from './tenants/index.js'
 import { ensureClusterRoles, ensureTenant } from './platform/index.js'
 import { signHS256 } from './shared/jwt.js'
+import pg from 'pg'
+import { AggregatorRegistry, collectDefaultMetrics, type Registry } from 'prom-client'
+import { buildAdminApp, buildPartAdmin, partOps, readiness, type PartOps, type Readiness, type ReadinessCheck } from './shared/admin.js'
+import { registerPoolMetrics } from './shared/pool-metrics.js'
 import {
   startDevPostgres, startDevMail, devSecrets, writeRuntimeTenantFiles, writeDevInfo, readDevInfo,
   renderDevInfo, watchTenantFiles, type DevInfo
@@ -32,6 +36,8 @@ export interface RunningPart {
   name: PartName
   app: FastifyInstance
   url: string
+  /** The admin listener (/healthz, /readyz, /metrics); '' when it was not started. */
+  adminUrl: string
 }
 
 export interface PartDeps {
@@ -52,8 +58,17 @@ export async function buildPart (name: PartName, deps: PartDeps): Promise<Fastif
     case 'gateway': {
       const logger = partLogger(config, 'gateway')
       const rewriteError = createRefusalRewriter({ config, logger })
-      const app = buildGateway({ config, tenants, logger, rewriteError, ready: () => true })
+      const app = buildGateway({ config, tenants, logger, rewriteError })
       app.addHook('onClose', async () => { await rewriteError.close() })
+      // The refusal rewriter's catalog pools (keys are JSON [database, url]).
+      const ops = partOps(app)
+      if (ops !== undefined) {
+        registerPoolMetrics(ops.registry, {
+          part: 'gateway-catalog',
+          snapshot: () => rewriteError.poolSnapshot(),
+          tenantOf: (key) => { try { return String((JSON.parse(key) as unknown[])[0]) } catch { return key } }
+        })
+      }
       return app
     }
     case 'rest': {
@@ -67,24 +82,125 @@ export async function buildPart (name: PartName, deps: PartDeps): Promise<Fastif
   }
 }
 
-/** Builds and listens; returns the part and its URL. */
-export async function startPart (name: PartName, deps: PartDeps): Promise<RunningPart> {
+/** Answers when `url`'s server accepts a connection and runs `select 1`. */
+async function pingPostgres (url: string): Promise<void> {
+  const client = new pg.Client({ connectionString: url, connectionTimeoutMillis: 2_000, application_name: 'gatehouse-readyz' })
+  client.on('error', () => {})
+  try {
+    await client.connect()
+    await client.query('select 1')
+  } catch (err) {
+    const where = (() => { try { const u = new URL(url); return `${u.hostname}:${u.port || '5432'}` } catch { return 'the configured server' } })()
+    throw new Error(`postgres at ${where}: ${(err as Error).message}`)
+  } finally {
+    await client.end().catch(() => {})
+  }
+}
+
+/** What every part needs for any request: the tenant store (Redis when used) and Postgres. */
+function dependencyChecks (deps: PartDeps): ReadinessCheck[] {
+  const checks: ReadinessCheck[] = []
+  if (deps.store.kind === 'redis') checks.push({ name: 'redis', check: () => deps.store.ping() })
+  const url = deps.config.postgres.url
+  if (url !== undefined && url !== '') checks.push({ name: 'postgres', check: () => pingPostgres(url) })
+  return checks
+}
+
+/** Process metrics (CPU, memory, event loop, GC) in `registry`, once. */
+function collectProcessMetrics (registry: Registry): void {
+  if (registry.getSingleMetric('process_cpu_user_seconds_total') === undefined) collectDefaultMetrics({ register: registry })
+}
+
+function listenUrl (host: string, server: { address (): unknown }, fallback: number): string {
+  const addr = server.address()
+  const port = typeof addr === 'object' && addr !== null ? (addr as { port: number }).port : fallback
+  return `http://${host.includes(':') ? `[${host}]` : host}:${port}`
+}
+
+/** A busy port named with its config key and variable; other errors as they are. */
+function busyPort (err: unknown, name: PartName, key: 'port' | 'admin_port', port: number): unknown {
+  if ((err as NodeJS.ErrnoException).code !== 'EADDRINUSE') return err
+  const env = `GATEHOUSE_${name.toUpperCase()}_${key.toUpperCase()}`
+  return new ConfigError(`port ${port} (${name}.${key}, ${env}) is in use by another process: ` +
+    `stop it, or give the ${name} a free port (${env}=<port> or ${name}.${key} in the config file)`)
+}
+
+export interface StartPartOptions {
+  /** Start the admin listener (default true; cluster workers leave it to the primary). */
+  admin?: boolean
+}
+
+/** Builds and listens (the public port, then the admin port); returns the part and its URLs. */
+export async function startPart (name: PartName, deps: PartDeps, opts: StartPartOptions = {}): Promise<RunningPart> {
   const app = await buildPart(name, deps)
   const section = deps.config[name]
+  const ops = partOps(app)
+  if (ops !== undefined) {
+    ops.checks.push(...dependencyChecks(deps))
+    collectProcessMetrics(ops.registry)
+  }
+  const admin = opts.admin !== false && ops !== undefined ? buildPartAdmin(app) : null
+  if (admin !== null) app.addHook('onClose', async () => { await admin.close() })
   try {
     await app.listen({ host: section.host, port: section.port })
   } catch (err) {
     await app.close().catch(() => {})
-    if ((err as NodeJS.ErrnoException).code === 'EADDRINUSE') {
-      const env = `GATEHOUSE_${name.toUpperCase()}_PORT`
-      throw new ConfigError(`port ${section.port} (${name}.port, ${env}) is in use by another process: ` +
-        `stop it, or give the ${name} a free port (${env}=<port> or ${name}.port in the config file)`)
-    }
-    throw err
+    throw busyPort(err, name, 'port', section.port)
   }
-  const addr = app.server.address()
-  const port = typeof addr === 'object' && addr ? addr.port : section.port
-  return { name, app, url: `http://${section.host}:${port}` }
+  let adminUrl = ''
+  if (admin !== null) {
+    try {
+      await admin.listen({ host: section.admin_host, port: section.admin_port })
+    } catch (err) {
+      await app.close().catch(() => {})
+      throw busyPort(err, name, 'admin_port', section.admin_port)
+    }
+    adminUrl = listenUrl(section.admin_host, admin.server, section.admin_port)
+  }
+  return { name, app, url: listenUrl(section.host, app.server, section.port), adminUrl }
+}
+
+const READYZ_REQ = 'gatehouse:readyz'
+const READYZ_RES = 'gatehouse:readyz:res'
+
+/** Readiness of every worker (primary of `--workers`): ready when each live worker is. */
+function clusterReadiness (timeoutMs = 3_000): Promise<Readiness> {
+  const workers = Object.values(cluster.workers ?? {}).filter((w) => w !== undefined && w.isConnected())
+  if (workers.length === 0) return Promise.resolve({ ready: false, checks: [{ name: 'workers', ok: false, error: 'no worker is running' }] })
+  const id = Math.random().toString(36).slice(2)
+  return new Promise((resolve) => {
+    const answers = new Map<number, Readiness>()
+    const finish = (): void => {
+      clearTimeout(timer)
+      cluster.off('message', onMessage)
+      const checks = workers.flatMap((w) => {
+        const r = answers.get(w!.id)
+        if (r === undefined) return [{ name: `worker ${w!.process.pid}`, ok: false, error: `no answer within ${timeoutMs} ms` }]
+        if (r.stopping === true) return [{ name: `worker ${w!.process.pid}`, ok: false, error: 'shutting down' }]
+        return [{ name: `worker ${w!.process.pid}`, ok: true }, ...r.checks.map((c) => ({ ...c, name: `worker ${w!.process.pid}: ${c.name}` }))]
+      })
+      resolve({ ready: checks.every((c) => c.ok), checks })
+    }
+    const onMessage = (worker: { id: number }, msg: { type?: string, id?: string, readiness?: Readiness }): void => {
+      if (msg?.type !== READYZ_RES || msg.id !== id || msg.readiness === undefined) return
+      answers.set(worker.id, msg.readiness)
+      if (answers.size === workers.length) finish()
+    }
+    const timer = setTimeout(finish, timeoutMs)
+    cluster.on('message', onMessage)
+    for (const w of workers) w!.send({ type: READYZ_REQ, id })
+  })
+}
+
+/** A worker of `--workers`: answers the primary's metrics and readiness requests. */
+function serveWorkerOps (ops: PartOps): void {
+  // Constructing it installs prom-client's worker-side listener.
+  void new AggregatorRegistry()
+  AggregatorRegistry.setRegistries([ops.registry])
+  process.on('message', (msg: { type?: string, id?: string }) => {
+    if (msg?.type !== READYZ_REQ) return
+    void readiness(ops).then((r) => process.send?.({ type: READYZ_RES, id: msg.id, readiness: r }))
+  })
 }
 
 export function createStoreAndCache (config: Config): { store: TenantStore, tenants: TenantCache } {
@@ -98,6 +214,16 @@ export function createStoreAndCache (config: Config): { store: TenantStore, tena
 async function serve (name: PartName, config: Config, workers: number): Promise<void> {
   if (workers > 1 && cluster.isPrimary) {
     for (let i = 0; i < workers; i++) cluster.fork()
+    // The admin port is the primary's: metrics merged from every worker, readiness of all.
+    const aggregator = new AggregatorRegistry()
+    const section = config[name]
+    const admin = buildAdminApp({
+      part: name,
+      ready: () => clusterReadiness(),
+      metrics: async () => ({ contentType: aggregator.contentType, body: await aggregator.clusterMetrics() })
+    })
+    await admin.listen({ host: section.admin_host, port: section.admin_port })
+    pino(loggerOptions(config.log)).info({ part: name, admin: listenUrl(section.admin_host, admin.server, section.admin_port), workers }, 'admin listening (metrics of every worker)')
     let stopping = false
     cluster.on('exit', (worker, code) => {
       if (!stopping && code !== 0) { console.error(`worker ${worker.process.pid} exited (${code}); starting another`); cluster.fork() }
@@ -105,14 +231,18 @@ async function serve (name: PartName, config: Config, workers: number): Promise<
     const stop = () => {
       stopping = true
       for (const w of Object.values(cluster.workers ?? {})) w?.process.kill('SIGTERM')
+      void admin.close()
     }
     process.on('SIGTERM', stop)
     process.on('SIGINT', stop)
     return
   }
   const { store, tenants } = createStoreAndCache(config)
-  const part = await startPart(name, { config, tenants, store })
-  part.app.log.info({ url: part.url, part: name }, 'listening')
+  const clustered = cluster.isWorker
+  const part = await startPart(name, { config, tenants, store }, { admin: !clustered })
+  const ops = partOps(part.app)
+  if (clustered && ops !== undefined) serveWorkerOps(ops)
+  part.app.log.info({ url: part.url, ...(part.adminUrl !== '' ? { admin: part.adminUrl } : {}), part: name }, 'listening')
   installGracefulShutdown(part.app, {
     graceMs: config.gateway.shutdown_grace_ms,
     exit: (code) => {
@@ -256,6 +386,7 @@ export async function startDev (opts: DevOptions): Promise<DevStack> {
       tenants_source: useRedis ? 'redis' : 'files',
       tenants_dir: runtimeDir,
       tenants_source_dir: sourceDir,
+      admin_urls: Object.fromEntries(running.map((p) => [p.name, p.adminUrl])),
       databases: files.map((f) => ({
         database: f.database,
         organization: f.organization,

@@ -7,6 +7,7 @@ import pino from 'pino'
 import type { Config } from '../config/index.js'
 import { GatehouseError } from '../shared/errors.js'
 import { createPartApp, loggerOptions } from '../shared/index.js'
+import { instrumentPart, tenantLabel } from '../shared/admin.js'
 import type { Tenant } from '../tenants/schema.js'
 import type { TenantLookup } from '../tenants/index.js'
 import { signInWithIdentity, type ExternalIdentity } from './accounts.js'
@@ -145,6 +146,8 @@ export function buildAuthEngine (deps: AuthEngineDeps): FastifyInstance {
     await scope.register(identityRoutes)
     await scope.register(ssoRoutes)
   }, { prefix: '/:database' })
+
+  instrumentPart(app, { part: 'auth', tenantOf: tenantLabel(deps.tenants), pools: [{ snapshot: () => pools.snapshot() }] })
 
   app.addHook('onClose', async () => {
     mailer.close()

@@ -3,9 +3,15 @@
 // key path (GATEHOUSE_GATEWAY_PORT, GATEHOUSE_REST_POOL_BUDGET, ...).
 import { Type, type Static } from '@sinclair/typebox'
 
-const Listen = (port: number) => ({
+const Listen = (port: number, adminPort: number) => ({
   host: Type.String({ default: '127.0.0.1' }),
-  port: Type.Integer({ minimum: 0, maximum: 65535, default: port })
+  port: Type.Integer({ minimum: 0, maximum: 65535, default: port }),
+  /**
+   * The admin listener (/healthz, /readyz, /metrics; never on the public port). Loopback by
+   * default: scrapers and probes reach it from the same host or pod.
+   */
+  admin_host: Type.String({ default: '127.0.0.1' }),
+  admin_port: Type.Integer({ minimum: 0, maximum: 65535, default: adminPort })
 })
 
 export const ConfigSchema = Type.Object({
@@ -36,7 +42,7 @@ export const ConfigSchema = Type.Object({
     url: Type.Optional(Type.String())
   }, { default: {}, additionalProperties: false }),
   gateway: Type.Object({
-    ...Listen(8000),
+    ...Listen(8000, 9100),
     upstream_timeout_ms: Type.Integer({ minimum: 1, default: 30_000 }),
     upstream_connect_timeout_ms: Type.Integer({ minimum: 1, default: 5_000 }),
     /** Keep-alive idle timeout of upstream sockets; shorter than the upstream's. */
@@ -67,7 +73,7 @@ export const ConfigSchema = Type.Object({
     shutdown_grace_ms: Type.Integer({ minimum: 0, default: 10_000 })
   }, { default: {}, additionalProperties: false }),
   rest: Type.Object({
-    ...Listen(3000),
+    ...Listen(3000, 9101),
     /** Connections for all tenants together in this process. */
     pool_budget: Type.Integer({ minimum: 1, default: 40 }),
     /** Connections one tenant may hold at most. */
@@ -85,7 +91,7 @@ export const ConfigSchema = Type.Object({
     statement_timeout_ms: Type.Integer({ minimum: 0, default: 30_000 })
   }, { default: {}, additionalProperties: false }),
   auth: Type.Object({
-    ...Listen(9999),
+    ...Listen(9999, 9102),
     pool_per_tenant: Type.Integer({ minimum: 1, default: 5 }),
     /** Connections for all tenants together in this process. */
     pool_budget: Type.Integer({ minimum: 1, default: 40 }),
@@ -104,7 +110,7 @@ export const ConfigSchema = Type.Object({
     trusted_proxies: Type.Array(Type.String({ minLength: 1 }), { default: ['loopback'] })
   }, { default: {}, additionalProperties: false }),
   panel: Type.Object({
-    ...Listen(8001),
+    ...Listen(8001, 9103),
     /** HS256 secret of panel sessions (development); or jwks_url for a real panel. */
     session_secret: Type.Optional(Type.String({ minLength: 32 })),
     jwks_url: Type.Optional(Type.String()),

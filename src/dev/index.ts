@@ -37,6 +37,8 @@ export interface DevInfo {
   mail_url: string
   rest_engine_url: string
   auth_engine_url: string
+  /** Each part's admin listener (/healthz, /readyz, /metrics). */
+  admin_urls?: Record<string, string>
   databases: DevDatabaseInfo[]
   /** The process running the stack (the CLI uses the stack's defaults while it lives). */
   pid: number
@@ -78,6 +80,9 @@ export function renderDevInfo (info: DevInfo): string {
     `  panel API    ${info.panel_url}`,
     `  mail UI      ${info.mail_url}`,
     '',
+    ...(info.admin_urls !== undefined && Object.keys(info.admin_urls).length > 0
+      ? ['  admin (/healthz /readyz /metrics):', ...Object.entries(info.admin_urls).map(([part, url]) => `    ${part.padEnd(10)} ${url}`), '']
+      : []),
     '  panel session (Authorization: Bearer ...):',
     `    ${info.panel_session}`,
     ''

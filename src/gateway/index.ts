@@ -12,11 +12,12 @@ import { createUpstreamProxy } from './proxy/proxy-server.js'
 import { createCors } from './cors.js'
 import { createInflightSlots } from './inflight.js'
 import { createGatewayMetrics, registerStoreHealth } from './metrics.js'
-import { NotFoundError, NotReadyError, InvalidPathError } from './errors.js'
+import { NotFoundError, InvalidPathError } from './errors.js'
 import { renderError } from './render.js'
 import { proxyRoutes, requestInfo } from './routes.js'
 import { gatewayState } from './shutdown.js'
 import { lazyChildLoggerFactory } from './request-logger.js'
+import { instrumentPart } from '../shared/admin.js'
 import type { GatewayDeps, RequestInfo } from './types.js'
 import { performance } from 'node:perf_hooks'
 
@@ -141,21 +142,21 @@ export function buildGateway (deps: GatewayDeps): FastifyInstance {
   let closing = false
   app.addHook('preClose', (done) => { closing = true; done() })
 
-  app.get('/healthz', async (request, reply) => reply.headers(baseHeaders(request)).send({ status: 'ok' }))
+  // Health, readiness and metrics are served on the admin listener only (serve.ts); here
+  // they are unknown paths, answered before any tenant look-up.
+  const notHere = async (request: FastifyRequest, reply: FastifyReply): Promise<void> => {
+    const r = renderError(new NotFoundError(), request.id)
+    await reply.code(r.status).headers({ ...baseHeaders(request), ...r.headers }).send(r.body)
+  }
+  for (const url of ['/healthz', '/readyz', '/metrics']) app.route({ method: ['GET', 'HEAD'], url, handler: notHere })
 
-  app.get('/readyz', async (request, reply) => {
-    let ready = !state.shuttingDown && !closing
-    if (ready && deps.ready !== undefined) {
-      try { ready = await deps.ready() } catch (err) { request.log.warn({ err }, 'readiness check failed'); ready = false }
-    }
-    if (ready) return reply.headers(baseHeaders(request)).send({ status: 'ready' })
-    const r = renderError(new NotReadyError(), request.id)
-    return reply.code(r.status).headers({ ...baseHeaders(request), ...r.headers }).send(r.body)
-  })
-
-  app.get('/metrics', async (request, reply) => {
-    const body = await metrics.registry.metrics()
-    return reply.headers(baseHeaders(request)).header('content-type', metrics.registry.contentType).send(body)
+  instrumentPart(app, {
+    part: 'gateway',
+    registry: metrics.registry,
+    stopping: () => state.shuttingDown,
+    checks: deps.ready === undefined
+      ? []
+      : [{ name: 'gateway', check: async () => { if (!(await deps.ready!())) throw new Error('its readiness check failed') } }]
   })
 
   void app.register(proxyRoutes({

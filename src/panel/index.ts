@@ -14,6 +14,7 @@ import type { Config } from '../config/index.js'
 import { createAuthService, type AuthService } from '../auth/index.js'
 import { createCatalog, createRefusalExplainer } from '../gateway/index.js'
 import { createPartApp } from '../shared/index.js'
+import { instrumentPart, tenantLabel } from '../shared/admin.js'
 import type { TenantLookup, TenantStore } from '../tenants/index.js'
 import { guardHook } from './context.js'
 import { BadRequestError, NotFoundError, renderPanelError } from './errors.js'
@@ -46,7 +47,7 @@ export interface PanelDeps {
 const BODY_LIMIT = 1024 * 1024
 
 /**
- * Builds the panel (never listens). Routes: `/healthz`, and under
+ * Builds the panel (never listens; health, readiness and metrics are on its admin listener). Routes under
  * `/organizations/:org/databases/:db/api`: `POST /app-session`, `POST /test-query`,
  * `GET|PATCH /auth-settings`, `GET|PATCH /rest-settings`, `GET /policy-check`. Close with `app.close()` (pools end).
  */
@@ -100,7 +101,16 @@ export function buildPanel (deps: PanelDeps): FastifyInstance {
     void reply.code(r.status).headers(r.headers).send(r.body)
   })
 
-  app.get('/healthz', async () => ({ status: 'ok' }))
+  // The panel's pools are keyed by JSON [database, url]: the tenant label is the database.
+  const poolTenant = (key: string): string => { try { return String((JSON.parse(key) as unknown[])[0]) } catch { return key } }
+  instrumentPart(app, {
+    part: 'panel',
+    tenantOf: tenantLabel(deps.tenants, 'db'),
+    pools: [
+      { part: 'panel-test-query', snapshot: () => restPools.snapshot(), tenantOf: poolTenant },
+      { part: 'panel-owner', snapshot: () => ownerPools.snapshot(), tenantOf: poolTenant }
+    ]
+  })
 
   void app.register(async (scope) => {
     scope.addHook('onRequest', guardHook({ verifier, tenants: deps.tenants }))

@@ -5,7 +5,7 @@
 import type { FastifyBaseLogger, FastifyInstance, FastifyReply, FastifyRequest, FastifyServerOptions } from 'fastify'
 import type { Config } from '../config/index.js'
 import { GatehouseError, isGatehouseError } from '../shared/errors.js'
-import { createPartApp, type TenantPoolsSnapshot } from '../shared/index.js'
+import { createPartApp, instrumentPart, tenantLabel, type TenantPoolsSnapshot } from '../shared/index.js'
 import { DATABASE_NAME, type TenantLookup } from '../tenants/index.js'
 import { TokenVerifier } from './auth.js'
 import { BadRequestError, InvalidBodyError, InvalidPathError, PayloadTooLargeError, TenantNotFoundError, UnexpectedError, reasonPhrase } from './errors.js'
@@ -164,6 +164,8 @@ export function buildRestEngine (deps: RestEngineDeps): FastifyInstance {
     }
     return sendError(reply, e, e instanceof UnexpectedError ? request.id : undefined)
   })
+
+  instrumentPart(app, { part: 'rest', tenantOf: tenantLabel(deps.tenants), pools: [{ snapshot: () => pools.snapshot() }] })
 
   app.addHook('onClose', async () => {
     await engine.schemaCaches.close()

@@ -47,6 +47,7 @@ export function createMemoryStore (opts: MemoryStoreOptions = {}): MemoryTenantS
       const t = records.get(database)
       return t ? structuredClone(t) : null
     },
+    async ping () {},
     async list () {
       return [...records.keys()].sort()
     },

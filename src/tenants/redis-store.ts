@@ -215,6 +215,9 @@ export function createRedisStore (opts: RedisStoreOptions): RedisTenantStore {
       const [version, updated] = await run('meta', () => client.hmget(keys.tenant(database), 'version', 'updated_at'))
       return version === null ? null : { version: Number(version), updated_at: updated }
     },
+    async ping () {
+      await run('ping', () => client.ping())
+    },
     async list () {
       const names = await run('list', () => client.smembers(keys.set))
       return names.sort()

@@ -34,6 +34,8 @@ export interface TenantStore extends TenantLookup {
   delete (database: string): Promise<boolean>
   /** Listens for changes (this process's and, for Redis, every other process's). Returns an unsubscribe function. */
   onChange (listener: ChangeListener): () => void
+  /** Resolves when the backend answers now (Redis PING); rejects naming why not (readiness). */
+  ping (): Promise<void>
   /** Closes connections and timers. Idempotent. */
   close (): Promise<void>
 }

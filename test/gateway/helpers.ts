@@ -9,6 +9,7 @@ import { SignJWT, type JWTPayload } from 'jose'
 import { loadConfig, type Config } from '../../src/config/index.js'
 import { parseTenantFile, toTenant, tenantIssuer, type Tenant, type TenantFile, type TenantLookup } from '../../src/tenants/index.js'
 import { buildGateway, type GatewayDeps } from '../../src/gateway/index.js'
+import { buildPartAdmin } from '../../src/shared/index.js'
 
 interface Teardown { teardown (fn: () => unknown): void }
 
@@ -99,14 +100,19 @@ export async function startUpstream (t: Teardown, handler?: Handler): Promise<Up
   }
 }
 
-export interface StartedGateway { app: FastifyInstance, url: string, port: number }
+export interface StartedGateway { app: FastifyInstance, url: string, port: number, /** The admin listener: /healthz, /readyz, /metrics. */ adminUrl: string }
 
 export async function startGateway (t: Teardown, deps: Partial<GatewayDeps> & { tenants: TenantLookup, config?: Config }): Promise<StartedGateway> {
   const app = buildGateway({ config: deps.config ?? testConfig(), ...deps })
+  // The admin listener (/healthz, /readyz, /metrics) as serve.ts runs it beside the gateway.
+  const admin = buildPartAdmin(app)
+  app.addHook('onClose', async () => { await admin.close() })
   await app.listen({ port: 0, host: '127.0.0.1' })
+  await admin.listen({ port: 0, host: '127.0.0.1' })
   t.teardown(() => app.close())
   const { port } = app.server.address() as AddressInfo
-  return { app, url: `http://127.0.0.1:${port}`, port }
+  const adminPort = (admin.server.address() as AddressInfo).port
+  return { app, url: `http://127.0.0.1:${port}`, port, adminUrl: `http://127.0.0.1:${adminPort}` }
 }
 
 export interface Response {

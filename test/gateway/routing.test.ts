@@ -86,28 +86,39 @@ t.test('unknown database, other paths, bad names and encoded tricks', async (t) 
   t.equal(r.headers['x-gatehouse-error-code'], 'invalid_path')
 })
 
-t.test('health, readiness and metrics', async (t) => {
+t.test('health, readiness and metrics: on the admin listener only', async (t) => {
   const up = await startUpstream(t)
   const acme = makeTenant('acme', { auth: up.url, rest: up.url })
   let ready = true
   const gw = await startGateway(t, { tenants: lookupOf(acme), ready: () => ready })
 
-  let r = await request(`${gw.url}/healthz`)
+  // The public port does not answer them: 404 in the gateway's shape, no metrics leak.
+  for (const p of ['/healthz', '/readyz', '/metrics']) {
+    const pub = await request(`${gw.url}${p}`)
+    t.equal(pub.status, 404, `public ${p} is 404`)
+    t.equal(pub.json().code, 'not_found', `public ${p} answers the gateway's not_found`)
+    t.ok(pub.headers['x-request-id'], 'with a request id')
+    t.notMatch(pub.body, /gatehouse_|acme/, 'nothing about tenants')
+  }
+
+  let r = await request(`${gw.adminUrl}/healthz`)
   t.equal(r.status, 200)
-  t.same(r.json(), { status: 'ok' })
-  r = await request(`${gw.url}/readyz`)
+  t.same(r.json(), { status: 'ok', part: 'gateway' })
+  r = await request(`${gw.adminUrl}/readyz`)
   t.equal(r.status, 200)
   ready = false
-  r = await request(`${gw.url}/readyz`)
+  r = await request(`${gw.adminUrl}/readyz`)
   t.equal(r.status, 503, 'the optional store check makes readyz fail')
   t.equal(r.json().code, 'not_ready')
-  t.equal(r.json().message, 'unexpected failure')
+  t.same(r.json().failing, ['gateway'], 'the failing check is named')
+  t.match(r.json().message, /gateway is not ready: gateway/)
+  t.ok(Number(r.headers['retry-after']) > 0, 'with Retry-After')
 
   const key = acme.file.keys.public
   await request(`${gw.url}/acme/rest/v1/items`, { headers: { apikey: key } })
   await request(`${gw.url}/acme/rest/v1/items`)
   for (let i = 0; i < 3; i++) await request(`${gw.url}/db${i}/rest/v1/items`, { headers: { apikey: key } })
-  r = await request(`${gw.url}/metrics`)
+  r = await request(`${gw.adminUrl}/metrics`)
   t.equal(r.status, 200)
   t.match(r.headers['content-type'], /text\/plain/)
   t.match(r.body, /gatehouse_gateway_requests_total\{tenant="acme",service="rest",status_class="2xx"\} 1/)
@@ -116,6 +127,9 @@ t.test('health, readiness and metrics', async (t) => {
     'unknown databases are counted under one label')
   t.notMatch(r.body, /db0|db1|db2/, 'no label per unknown name')
   t.match(r.body, /gatehouse_gateway_request_duration_seconds_bucket\{le="[0-9.]+",tenant="acme",service="rest"\}/)
+
+  r = await request(`${gw.adminUrl}/nothing`)
+  t.equal(r.status, 404, 'the admin listener serves nothing else')
 })
 
 t.test('CORS: preflight without a key, exposed headers on answers and on errors', async (t) => {

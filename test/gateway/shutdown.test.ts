@@ -41,17 +41,18 @@ t.test('SIGTERM: readyz 503, stop accepting, in-flight finishes, exit 0', async 
   })
   t.teardown(() => { if (proc.exitCode === null) proc.kill('SIGKILL') })
   const exited = new Promise<number | null>((resolve) => proc.once('exit', (code) => resolve(code)))
-  const port = await new Promise<number>((resolve, reject) => {
+  const [port, adminPort] = await new Promise<[number, number]>((resolve, reject) => {
     let out = ''
     proc.stdout!.on('data', (c: Buffer) => {
       out += c.toString()
-      const m = /port=(\d+)/.exec(out)
-      if (m) resolve(Number(m[1]))
+      const m = /port=(\d+) admin=(\d+)/.exec(out)
+      if (m) resolve([Number(m[1]), Number(m[2])])
     })
     proc.once('exit', () => reject(new Error('the gateway process exited early')))
   })
   const base = `http://127.0.0.1:${port}`
-  t.equal((await request(`${base}/readyz`)).status, 200, 'ready before')
+  const admin = `http://127.0.0.1:${adminPort}`
+  t.equal((await request(`${admin}/readyz`)).status, 200, 'ready before (admin listener)')
 
   // 1. A request in flight: the upstream has it and holds the answer.
   const inflight = request(`${base}/acme/rest/v1/slow`, { headers: { apikey: acme.file.keys.public } })
@@ -59,10 +60,12 @@ t.test('SIGTERM: readyz 503, stop accepting, in-flight finishes, exit 0', async 
 
   // 2. SIGTERM: readiness fails first (drain delay), while the listener still answers.
   proc.kill('SIGTERM')
-  await until(async () => (await request(`${base}/readyz`)).status === 503, 'readyz turned 503')
-  const r503 = await request(`${base}/readyz`)
+  await until(async () => (await request(`${admin}/readyz`)).status === 503, 'readyz turned 503')
+  const r503 = await request(`${admin}/readyz`)
   t.equal(r503.json().code, 'not_ready')
-  t.equal(r503.headers.connection, 'close', 'answers during the drain close their connection')
+  t.match(r503.json().message, /shutting down/)
+  const during = await request(`${base}/acme/rest/v1/nothing-here`)
+  t.equal(during.headers.connection, 'close', 'public answers during the drain close their connection')
 
   // 3. Then it stops accepting new connections; the in-flight request is still held.
   await until(() => refused(port), 'new connections are refused')

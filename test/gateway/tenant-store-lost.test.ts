@@ -65,7 +65,7 @@ t.test('Redis comes back empty: last good records keep serving until tenants app
   t.teardown(() => cache.close())
   const gw = await startGateway(t, { tenants: cache })
   const get = (db: string) => request(`${gw.url}/${db}/rest/v1/todos`, { headers: { apikey: key(db) } })
-  const metrics = async () => (await request(`${gw.url}/metrics`)).body
+  const metrics = async () => (await request(`${gw.adminUrl}/metrics`)).body
 
   t.equal((await get('acme')).status, 200, 'acme resolved (warm)')
   t.equal((await get('gone')).status, 200, 'gone resolved (warm)')

@@ -129,6 +129,8 @@ export const TEST_CONFIG: Pick<Config, 'rest'> = {
   rest: {
     host: '127.0.0.1',
     port: 0,
+    admin_host: '127.0.0.1',
+    admin_port: 0,
     pool_budget: 8,
     pool_per_tenant: 4,
     pool_idle_ms: 60_000,

@@ -14,6 +14,7 @@
 // a new row from an old identical one.
 import type { Config } from '../../config/index.js'
 import { firstHeader } from '../../shared/http.js'
+import type { TenantPoolsSnapshot } from '../../shared/tenant-pools.js'
 import type { RewriteError, RewrittenError, UpstreamErrorContext } from '../types.js'
 import { createCatalog, type Catalog, type CatalogOptions } from './catalog.js'
 import {
@@ -45,6 +46,8 @@ export interface RefusalRewriterDeps {
 /** The hook for buildGateway({ rewriteError }); close() ends its catalog pools (call it on gateway close). */
 export type RefusalRewriter = RewriteError & {
   readonly explainer: RefusalExplainer
+  /** The catalog look-up pools' numbers (metrics). */
+  poolSnapshot (): TenantPoolsSnapshot
   close (): Promise<void>
 }
 
@@ -108,6 +111,7 @@ export function createRefusalRewriter (deps: RefusalRewriterDeps): RefusalRewrit
 
   return Object.assign(rewrite, {
     explainer,
+    poolSnapshot: () => catalog.poolSnapshot(),
     async close () { if (ownCatalog) await catalog.close() }
   })
 }

@@ -50,12 +50,12 @@ t.test('502 when the upstream refuses or resets, 504 when it is too slow', async
   t.equal(r.json().code, 'upstream_timeout')
   t.equal(r.json().message, 'unexpected failure')
 
-  const m = await request(`${gw.url}/metrics`)
+  const m = await request(`${gw.adminUrl}/metrics`)
   t.match(m.body, /gatehouse_gateway_upstream_errors_total\{tenant="refused",service="rest",code="upstream_unavailable"\} 1/)
   t.match(m.body, /gatehouse_gateway_upstream_errors_total\{tenant="hung",service="auth",code="upstream_timeout"\} 1/)
   t.match(m.body, /gatehouse_gateway_requests_total\{tenant="hung",service="auth",status_class="5xx"\} 1/)
 
-  const health = await request(`${gw.url}/healthz`)
+  const health = await request(`${gw.adminUrl}/healthz`)
   t.equal(health.status, 200, 'the gateway is alive after all that')
 })
 
@@ -70,7 +70,7 @@ t.test('a response cut mid-body is cut for the client too', async (t) => {
   const gw = await startGateway(t, { tenants: lookupOf(tt) })
   await t.rejects(request(`${gw.url}/acme/rest/v1/todos`, { headers: { apikey: tt.file.keys.public } }),
     'the client sees an aborted response, not a complete one')
-  const health = await request(`${gw.url}/healthz`)
+  const health = await request(`${gw.adminUrl}/healthz`)
   t.equal(health.status, 200)
 })
 

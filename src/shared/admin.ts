@@ -1,0 +1,191 @@
+// The operator's side of a part, served on its admin listener (never on the public port):
+// `/healthz` (the process is alive), `/readyz` (every dependency the part needs for any
+// request answers: 503 naming the failing one otherwise, and 503 while the part drains),
+// `/metrics` (Prometheus text: the part's registry, or every worker's merged under
+// `--workers`). A part registers what it has with instrumentPart(); serve.ts adds the
+// process-level checks (tenant store, Postgres) and listens.
+import Fastify, { type FastifyInstance, type FastifyRequest } from 'fastify'
+import { Counter, Histogram, Registry } from 'prom-client'
+import { registerPoolMetrics, type PoolMetricsSource } from './pool-metrics.js'
+
+/** A dependency of the part: check() rejects (with the reason) when it does not answer. */
+export interface ReadinessCheck {
+  name: string
+  check (): Promise<void>
+}
+
+export interface CheckResult {
+  name: string
+  ok: boolean
+  error?: string
+}
+
+export interface Readiness {
+  ready: boolean
+  /** Set when the part is shutting down (checks are not run then). */
+  stopping?: boolean
+  checks: CheckResult[]
+}
+
+export interface PartOps {
+  part: string
+  registry: Registry
+  checks: ReadinessCheck[]
+  /** True once the part drains or closes: readiness fails first. */
+  stopping (): boolean
+}
+
+export interface InstrumentOptions {
+  part: string
+  /** Where the part's metrics go (default a new registry). */
+  registry?: Registry
+  /**
+   * Request count and latency per tenant: the tenant label of a finished request (a known
+   * database, or `_unknown`). Parts with their own request metrics (the gateway) omit it.
+   */
+  tenantOf?: (request: FastifyRequest) => string | Promise<string>
+  /** The part's per-tenant pools, reported as gatehouse_pool_* gauges. */
+  pools?: Array<Omit<PoolMetricsSource, 'part'> & { part?: string }>
+  checks?: ReadinessCheck[]
+  /** Extra stop signal (the gateway's drain flag); closing the app always counts. */
+  stopping?: () => boolean
+}
+
+export const UNKNOWN_TENANT_LABEL = '_unknown'
+const CHECK_TIMEOUT_MS = 2_000
+const BUCKETS = [0.002, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30]
+const CLASSES = ['1xx', '2xx', '3xx', '4xx', '5xx']
+
+const opsByApp = new WeakMap<FastifyInstance, PartOps>()
+
+/** The ops handle of a part built with instrumentPart (undefined for others). */
+export function partOps (app: FastifyInstance): PartOps | undefined {
+  return opsByApp.get(app)
+}
+
+/** Registers the part's metrics, pools and readiness checks on `app`. */
+export function instrumentPart (app: FastifyInstance, opts: InstrumentOptions): PartOps {
+  const registry = opts.registry ?? new Registry()
+  let closing = false
+  app.addHook('preClose', (done) => { closing = true; done() })
+  const extra = opts.stopping
+  const ops: PartOps = {
+    part: opts.part,
+    registry,
+    checks: [...(opts.checks ?? [])],
+    stopping: () => closing || (extra !== undefined && extra())
+  }
+  opsByApp.set(app, ops)
+
+  for (const p of opts.pools ?? []) registerPoolMetrics(registry, { ...p, part: p.part ?? opts.part })
+
+  const tenantOf = opts.tenantOf
+  if (tenantOf !== undefined) {
+    const counter = registry.getSingleMetric('gatehouse_requests_total') as Counter<'part' | 'tenant' | 'status_class'> | undefined ??
+      new Counter({
+        name: 'gatehouse_requests_total',
+        help: 'Requests answered by a part (rest, auth, panel), by tenant database and status class',
+        labelNames: ['part', 'tenant', 'status_class'],
+        registers: [registry]
+      })
+    const latency = registry.getSingleMetric('gatehouse_request_duration_seconds') as Histogram<'part' | 'tenant'> | undefined ??
+      new Histogram({
+        name: 'gatehouse_request_duration_seconds',
+        help: 'Time from request to the end of the response in a part (rest, auth, panel), by tenant database',
+        labelNames: ['part', 'tenant'],
+        buckets: BUCKETS,
+        registers: [registry]
+      })
+    app.addHook('onResponse', async (request, reply) => {
+      const seconds = reply.elapsedTime / 1000
+      let tenant = UNKNOWN_TENANT_LABEL
+      try { tenant = await tenantOf(request) } catch { /* an unresolvable tenant is _unknown */ }
+      const cls = Math.floor(reply.statusCode / 100) - 1
+      counter.inc({ part: opts.part, tenant, status_class: CLASSES[cls >= 0 && cls < 5 ? cls : 4]! })
+      latency.observe({ part: opts.part, tenant }, seconds)
+    })
+  }
+  return ops
+}
+
+/**
+ * The tenant label of a request whose route names the database in `param`: the name when
+ * the tenant look-up knows it, else `_unknown` (labels stay bounded by the known tenants).
+ */
+export function tenantLabel (lookup: { get (database: string): Promise<unknown> }, param = 'database'): (request: FastifyRequest) => Promise<string> {
+  return async (request) => {
+    const params = request.params as Record<string, unknown> | undefined
+    const db = params !== undefined && Object.hasOwn(params, param) ? params[param] : undefined
+    if (typeof db !== 'string' || db === '' || db.length > 63) return UNKNOWN_TENANT_LABEL
+    return (await lookup.get(db)) ? db : UNKNOWN_TENANT_LABEL
+  }
+}
+
+function withTimeout (p: Promise<void>, ms: number): Promise<void> {
+  let timer: NodeJS.Timeout | undefined
+  return Promise.race([
+    p,
+    new Promise<void>((_resolve, reject) => { timer = setTimeout(() => reject(new Error(`no answer within ${ms} ms`)), ms) })
+  ]).finally(() => clearTimeout(timer))
+}
+
+/** Runs every check of the part at once (each with a time limit). */
+export async function readiness (ops: Pick<PartOps, 'checks' | 'stopping'>, timeoutMs = CHECK_TIMEOUT_MS): Promise<Readiness> {
+  if (ops.stopping()) return { ready: false, stopping: true, checks: [] }
+  const checks = await Promise.all(ops.checks.map(async (c): Promise<CheckResult> => {
+    try {
+      await withTimeout(Promise.resolve().then(() => c.check()), timeoutMs)
+      return { name: c.name, ok: true }
+    } catch (err) {
+      return { name: c.name, ok: false, error: err instanceof Error ? err.message : String(err) }
+    }
+  }))
+  return { ready: checks.every((c) => c.ok), checks }
+}
+
+export interface AdminAppOptions {
+  part: string
+  ready (): Promise<Readiness>
+  metrics (): Promise<{ contentType: string, body: string }>
+}
+
+/** The admin app of a part built with instrumentPart (this process's metrics and checks). */
+export function buildPartAdmin (app: FastifyInstance): FastifyInstance {
+  const ops = partOps(app)
+  if (ops === undefined) throw new TypeError('not an instrumented part')
+  return buildAdminApp({
+    part: ops.part,
+    ready: () => readiness(ops),
+    metrics: async () => ({ contentType: ops.registry.contentType, body: await ops.registry.metrics() })
+  })
+}
+
+/** The admin listener's app (unstarted): /healthz, /readyz, /metrics; JSON 404 elsewhere. */
+export function buildAdminApp (opts: AdminAppOptions): FastifyInstance {
+  const app = Fastify({ logger: false }) as unknown as FastifyInstance
+  app.get('/healthz', async () => ({ status: 'ok', part: opts.part }))
+  app.get('/readyz', async (_request, reply) => {
+    const r = await opts.ready()
+    if (r.ready) return reply.send({ status: 'ready', part: opts.part, checks: r.checks })
+    const failing = r.checks.filter((c) => !c.ok)
+    const message = r.stopping === true
+      ? `${opts.part} is shutting down`
+      : `${opts.part} is not ready: ${failing.map((c) => `${c.name} (${c.error ?? 'failed'})`).join(', ')}`
+    return reply.code(503).header('retry-after', '5').send({
+      status: 'not_ready',
+      part: opts.part,
+      code: 'not_ready',
+      message,
+      failing: failing.map((c) => c.name),
+      checks: r.checks
+    })
+  })
+  app.get('/metrics', async (_request, reply) => {
+    const m = await opts.metrics()
+    return reply.header('content-type', m.contentType).send(m.body)
+  })
+  app.setNotFoundHandler((_request, reply) => {
+    void reply.code(404).send({ code: 'not_found', message: 'the admin listener serves /healthz, /readyz and /metrics', details: null, hint: null })
+  })
+  return app
+}
