@@ -22,6 +22,7 @@ t.setTimeout(300_000)
 
 const BASE = 18130
 const PORTS = { gateway: BASE, rest: BASE + 1, auth: BASE + 2, panel: BASE + 3, smtp: BASE + 4, web: BASE + 5 }
+const ADMIN_PORTS = { gateway: BASE + 6, rest: BASE + 7, auth: BASE + 8, panel: BASE + 9 }
 const CLI = path.join(REPO_ROOT, 'src', 'cli.ts')
 // The tsx loader by absolute URL: the working copy has no node_modules of its own.
 const TSX = pathToFileURL(createRequire(import.meta.url).resolve('tsx')).href
@@ -42,6 +43,10 @@ function devEnv (): NodeJS.ProcessEnv {
     GATEHOUSE_PANEL_PORT: String(PORTS.panel),
     GATEHOUSE_MAIL_SMTP_PORT: String(PORTS.smtp),
     GATEHOUSE_MAIL_WEB_PORT: String(PORTS.web),
+    GATEHOUSE_GATEWAY_ADMIN_PORT: String(ADMIN_PORTS.gateway),
+    GATEHOUSE_REST_ADMIN_PORT: String(ADMIN_PORTS.rest),
+    GATEHOUSE_AUTH_ADMIN_PORT: String(ADMIN_PORTS.auth),
+    GATEHOUSE_PANEL_ADMIN_PORT: String(ADMIN_PORTS.panel),
     GATEHOUSE_LOG_LEVEL: 'warn',
     GATEHOUSE_AUTH_BCRYPT_COST: '4'
   }
@@ -118,12 +123,14 @@ async function stopWithCtrlC (t: Test, run: Running): Promise<void> {
   t.equal(signal, null)
   t.match(run.stdout(), /stopping/)
   t.notMatch(run.stderr(), /unexpected failure|Error:|at .*\.ts:\d+/, 'nothing alarming on stderr')
-  for (const [name, port] of Object.entries(PORTS)) t.ok(await portFree(port), `${name} port ${port} is free again`)
+  for (const [name, port] of Object.entries({ ...PORTS, ...Object.fromEntries(Object.entries(ADMIN_PORTS).map(([k, v]) => [`${k} admin`, v])) })) {
+    t.ok(await portFree(port), `${name} port ${port} is free again`)
+  }
 }
 
 t.test('npm start: banner, dev.json, status --json, a working gateway, Ctrl-C stops everything', async (t) => {
   const copy = createWorkingCopy(t, 'npmstart')
-  for (const port of Object.values(PORTS)) {
+  for (const port of [...Object.values(PORTS), ...Object.values(ADMIN_PORTS)]) {
     if (!(await portFree(port))) throw new Error(`port ${port} is in use: another run of this test?`)
   }
 
@@ -146,6 +153,13 @@ t.test('npm start: banner, dev.json, status --json, a working gateway, Ctrl-C st
     for (const s of [d.database, d.url, d.public_key, d.secret_key, d.owner_url]) t.match(out, s, `banner shows ${d.database}`)
   }
   t.equal(info.databases.find((d: { database: string }) => d.database === copy.byName('demo').database).organization, 'org_demo')
+  // Each part's admin listener: printed, in dev.json, answering /healthz and /readyz.
+  for (const [part, port] of Object.entries(ADMIN_PORTS)) {
+    t.equal(info.admin_urls?.[part], `http://127.0.0.1:${port}`, `dev.json names ${part}'s admin listener`)
+    t.match(out, `http://127.0.0.1:${port}`, `the banner shows ${part}'s admin listener`)
+    t.equal((await fetch(`http://127.0.0.1:${port}/readyz`)).status, 200, `${part} is ready`)
+  }
+  t.equal((await fetch(`${info.gateway_url}/metrics`)).status, 404, 'no metrics on the public gateway port')
 
   // 2. `gatehouse status --json` prints the same (each CLI start costs seconds on a loaded
   // machine, so the plain banner form is left to the output check above).

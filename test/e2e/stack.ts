@@ -98,13 +98,16 @@ export function createWorkingCopy (t: Teardown, prefix: string): WorkingCopy {
   }
 }
 
-/** Fixed ports of one stack: base+0 gateway, +1 REST, +2 auth, +3 panel, +4 SMTP, +5 mail UI. */
+/**
+ * Fixed ports of one stack: base+0 gateway, +1 REST, +2 auth, +3 panel, +4 SMTP, +5 mail UI,
+ * +6..+9 the admin listeners of gateway, REST, auth and panel.
+ */
 export function stackPorts (base: number) {
   return {
-    gateway: { port: base },
-    rest: { port: base + 1 },
-    auth: { port: base + 2 },
-    panel: { port: base + 3 },
+    gateway: { port: base, admin_port: base + 6 },
+    rest: { port: base + 1, admin_port: base + 7 },
+    auth: { port: base + 2, admin_port: base + 8 },
+    panel: { port: base + 3, admin_port: base + 9 },
     mail: { smtp_port: base + 4, web_port: base + 5 }
   }
 }
@@ -182,8 +185,8 @@ export async function startE2eStack (t: Teardown, opts: StartOptions): Promise<E
       log: { level: 'silent' },
       redis: { key_prefix: keyPrefix },
       // Fast password hashing for tests; small pools on the shared cluster.
-      auth: { port: opts.basePort + 2, bcrypt_cost: 4, pool_per_tenant: 3 },
-      rest: { port: opts.basePort + 1, pool_per_tenant: 4 }
+      auth: { ...stackPorts(opts.basePort).auth, bcrypt_cost: 4, pool_per_tenant: 3 },
+      rest: { ...stackPorts(opts.basePort).rest, pool_per_tenant: 4 }
     }
   })
   t.teardown(() => dev.stop())
