@@ -28,8 +28,9 @@ export { CORS_ALLOWED_HEADERS, CORS_EXPOSED_HEADERS } from './cors.js'
 export * from './rewrite/index.js'
 
 /**
- * Builds the gateway (never listens). Routes: `/:database/auth/v1/*`, `/:database/rest/v1/*`,
- * `/healthz`, `/readyz`, `/metrics`. Close it with `app.close()` (keep-alive upstream
+ * Builds the gateway (never listens). Routes: `/:database/auth/v1/*`, `/:database/rest/v1/*`;
+ * `/healthz`, `/readyz`, `/metrics` answer 404 here (they are on the admin listener, see
+ * buildPartAdmin). Close it with `app.close()` (keep-alive upstream
  * sockets are destroyed on close) or through installGracefulShutdown().
  */
 export function buildGateway (deps: GatewayDeps): FastifyInstance {
