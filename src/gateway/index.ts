@@ -6,7 +6,7 @@ import type { FastifyInstance, FastifyReply, FastifyRequest, FastifyServerOption
 import { createPartApp } from '../shared/index.js'
 import { redactUrl } from '../shared/logger.js'
 import { firstHeader } from '../shared/http.js'
-import { createAuthenticator } from './hooks/authenticate.js'
+import { createAuthenticator } from './request/authenticate.js'
 import { createUpstreamTokens } from './proxy/upstream-token.js'
 import { createUpstreamProxy } from './proxy/proxy-server.js'
 import { createCors } from './cors.js'
