@@ -134,7 +134,7 @@ export function buildAuthEngine (deps: AuthEngineDeps): FastifyInstance {
     await scope.register(userRoutes)
     await scope.register(logoutRoutes)
     await scope.register(adminRoutes)
-    // issue 7: magic link / OTP, recovery, resend, external providers
+    // magic link / OTP, recovery, resend, external providers
     await scope.register(otpRoutes)
     await scope.register(recoverRoutes)
     await scope.register(resendRoutes)

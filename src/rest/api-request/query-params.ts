@@ -566,7 +566,7 @@ export function parseOrder (input: string): OrderTerm[] {
 }
 
 // ---------------------------------------------------------------------------------------
-// columns= and on_conflict= (issue 5 uses them)
+// columns= and on_conflict= (used by writes)
 
 export function parseColumns (what: 'columns parameter' | 'on_conflict parameter', input: string): string[] {
   return runParser(what, input, (c) => {

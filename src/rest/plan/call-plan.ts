@@ -189,7 +189,7 @@ export function planCall (req: ApiRequest, name: string, invoke: 'get' | 'head' 
   const { routine, fallback } = findRoutine(cache, req.schema, name, keys, payload)
 
   if (invoke !== 'post' && routine.volatility === 'volatile') {
-    // Issue 5: GET and HEAD call only functions that cannot write (STABLE, IMMUTABLE).
+    // GET and HEAD call only functions that cannot write (STABLE, IMMUTABLE).
     throw new RpcMethodError(req.method, {
       details: `The function ${routine.schema}.${routine.name} is VOLATILE: call it with POST. Only STABLE and IMMUTABLE functions can be called with ${req.method}.`,
       hint: null

@@ -128,7 +128,7 @@ export function renderRowsBody (media: MediaHandler): Sql {
 
 /**
  * The statement of a write. `returning` may differ from the plan's: the engine retries a
- * representation refused by the SELECT policy as minimal (issue 5, service.md).
+ * representation refused by the SELECT policy as minimal (service.md).
  */
 export function renderMutate (plan: MutatePlan, returning: ReturnPreference = plan.returning): Statement {
   const spec = plan.spec

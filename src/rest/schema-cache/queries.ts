@@ -95,7 +95,7 @@ WHERE p.pronargs = 1 AND p.prokind = 'f'
   AND arg_ns.nspname = ANY ($1::text[]) AND ret_ns.nspname = ANY ($1::text[])
 ORDER BY fn.nspname, p.proname, p.oid`
 
-/** Functions of the exposed schemas (issue 5: RPC, OpenAPI). */
+/** Functions of the exposed schemas (RPC, OpenAPI). */
 export const ROUTINES_SQL = `
 SELECT p.oid AS oid, n.nspname AS schema, p.proname AS name,
        pg_catalog.obj_description(p.oid, 'pg_proc') AS description,

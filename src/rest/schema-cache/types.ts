@@ -24,7 +24,7 @@ export interface Column {
    */
   readonly insertDefault?: string | null
   readonly generated: boolean
-  /** An identity column (its value comes from a sequence; issue 5's OpenAPI treats it as defaulted). */
+  /** An identity column (its value comes from a sequence; OpenAPI treats it as defaulted). */
   readonly identity?: boolean
   readonly description: string | null
 }
@@ -88,13 +88,13 @@ export interface Relationship {
 export interface RoutineParam {
   readonly name: string
   readonly type: string
-  /** The type as `schema` + `typname` (`pg_catalog`, `_int4`): quotable, unlike `type` (issue 5 casts). */
+  /** The type as `schema` + `typname` (`pg_catalog`, `_int4`): quotable, unlike `type` (used in the casts of RPC arguments). */
   readonly typeRef?: QualifiedName
   readonly hasDefault: boolean
   readonly variadic: boolean
 }
 
-/** A function in an exposed schema (planned by issue 5: RPC and OpenAPI). */
+/** A function in an exposed schema (RPC and OpenAPI). */
 export interface Routine extends QualifiedName {
   readonly oid: number
   readonly description: string | null
