@@ -29,6 +29,12 @@ const LINGER_MS = 5_000
 export function lingerThenClose (req: IncomingMessage): void {
   req.resume()
   const socket = req.socket
+  // Node's server ends a `connection: close` answer with socket.destroySoon(), which
+  // destroys the socket as soon as the answer is written: unread body bytes then make the
+  // kernel reset the connection, and the client may lose the answer with it. Only the
+  // sending side is closed here; the socket goes when the client closes its side (the
+  // server's half-open handling) or when LINGER_MS is over.
+  socket.destroySoon = function (this: typeof socket) { this.end() }
   setTimeout(() => { socket.destroy() }, LINGER_MS).unref()
 }
 

@@ -96,6 +96,49 @@ t.test('REST bodies over the limit: 413 naming it, declared or chunked, nothing 
   t.equal(await s.count(), 1, 'the small chunked body was written')
 })
 
+/**
+ * Sends a POST with the whole of `body` (Content-Length declared) over a raw socket, as a
+ * client that writes its body before it reads does. Resolves with the bytes of the body the
+ * socket took, the first write error (a reset connection) and the answer.
+ */
+function fullUpload (port: number, path: string, headers: Record<string, string>, body: Buffer): Promise<{ written: number, error: string | null, answer: string }> {
+  return new Promise((resolve) => {
+    const socket = net.connect({ port, host: '127.0.0.1', allowHalfOpen: true })
+    let written = 0
+    let error: string | null = null
+    let answer = ''
+    const head = [`POST ${path} HTTP/1.1`, 'Host: x', `Content-Length: ${body.length}`, ...Object.entries(headers).map(([k, v]) => `${k}: ${v}`), '', ''].join('\r\n')
+    socket.setEncoding('utf8')
+    socket.on('data', (c: string) => { answer += c })
+    socket.on('error', (err: NodeJS.ErrnoException) => { error ??= err.code ?? err.message })
+    socket.on('close', () => resolve({ written, error, answer }))
+    socket.write(head)
+    const piece = 64 * 1024
+    const pump = (): void => {
+      while (written < body.length && !socket.destroyed) {
+        const chunk = body.subarray(written, written + piece)
+        written += chunk.length
+        if (!socket.write(chunk)) { socket.once('drain', pump); return }
+      }
+      if (written >= body.length) socket.end()
+    }
+    pump()
+  })
+}
+
+t.test('a refused body is read and dropped until the client has sent it, so the client reads the 413 instead of a reset', async (t) => {
+  const s = await restStack(t)
+  const port = Number(new URL(s.gw.url).port)
+  // Larger than the kernel's socket buffers: most of it is still unsent when the answer comes.
+  const big = Buffer.from(JSON.stringify({ name: 'x'.repeat(8 * 1024 * 1024) }))
+  const r = await fullUpload(port, `/${s.fx.database}/rest/v1/items`, { apikey: s.key, 'content-type': 'application/json' }, big)
+  t.equal(r.error, null, 'no write of the body failed (the connection was not reset under the client)')
+  t.equal(r.written, big.length, 'the whole body was taken')
+  t.match(r.answer, /^HTTP\/1\.1 413 /, 'the answer is 413')
+  t.match(r.answer, /"code":"payload_too_large"/)
+  t.equal(await s.count(), 0, 'nothing written')
+})
+
 t.test("a tenant's rest.max_body_bytes is its limit", async (t) => {
   const s = await restStack(t, { tenantMaxBody: 2048 })
   const r = await request(`${s.rest}/items`, { method: 'POST', headers: { apikey: s.key, 'content-type': 'application/json' }, body: JSON.stringify({ name: 'z'.repeat(3000) }) })
