@@ -88,7 +88,7 @@ t.test('a busy port names the port and its config key', async (t) => {
   const port = (busy.address() as net.AddressInfo).port
   const dir = mkdtempSync(path.join(os.tmpdir(), 'gatehouse-tenants-'))
   t.teardown(() => rmSync(dir, { recursive: true, force: true }))
-  const r = await run(BIN, ['serve', 'gateway'], { env: shellEnv({ GATEHOUSE_GATEWAY_PORT: String(port), GATEHOUSE_TENANTS_DIR: dir, GATEHOUSE_LOG_LEVEL: 'warn' }) })
+  const r = await run(BIN, ['serve', 'gateway'], { env: shellEnv({ GATEHOUSE_GATEWAY_PORT: String(port), GATEHOUSE_GATEWAY_ADMIN_PORT: '0', GATEHOUSE_TENANTS_DIR: dir, GATEHOUSE_LOG_LEVEL: 'warn' }) })
   t.equal(r.code, 1)
   t.match(r.stderr, new RegExp(`port ${port} \\(gateway\\.port, GATEHOUSE_GATEWAY_PORT\\) is in use by another process`))
   t.notMatch(r.stderr, /unexpected failure|at .*\.ts:\d+/, 'no stack, no "unexpected failure"')
@@ -98,7 +98,7 @@ t.test('every log line names its part', async (t) => {
   const dir = mkdtempSync(path.join(os.tmpdir(), 'gatehouse-tenants-'))
   t.teardown(() => rmSync(dir, { recursive: true, force: true }))
   const r = await run(BIN, ['serve', 'gateway'], {
-    env: shellEnv({ GATEHOUSE_GATEWAY_PORT: '18186', GATEHOUSE_TENANTS_DIR: dir, GATEHOUSE_LOG_LEVEL: 'info' }),
+    env: shellEnv({ GATEHOUSE_GATEWAY_PORT: '18186', GATEHOUSE_GATEWAY_ADMIN_PORT: '0', GATEHOUSE_TENANTS_DIR: dir, GATEHOUSE_LOG_LEVEL: 'info' }),
     until: (out) => /Server listening/.test(out)
   })
   const lines = r.stdout.split('\n').filter((l) => l.startsWith('{'))

@@ -66,6 +66,11 @@ t.test('tenant files and the CLI while the stack runs', async (t) => {
     GATEHOUSE_PANEL_PORT: String(BASE + 3),
     GATEHOUSE_MAIL_SMTP_PORT: String(BASE + 4),
     GATEHOUSE_MAIL_WEB_PORT: String(BASE + 5),
+    // Admin listeners on free ports (the defaults 9100-9103 may be a developer's stack).
+    GATEHOUSE_GATEWAY_ADMIN_PORT: '0',
+    GATEHOUSE_REST_ADMIN_PORT: '0',
+    GATEHOUSE_AUTH_ADMIN_PORT: '0',
+    GATEHOUSE_PANEL_ADMIN_PORT: '0',
     GATEHOUSE_LOG_LEVEL: 'info',
     GATEHOUSE_AUTH_BCRYPT_COST: '4'
   })
