@@ -8,7 +8,7 @@ import t from 'tap'
 import { spawn } from 'node:child_process'
 import { readFileSync } from 'node:fs'
 import path from 'node:path'
-import { startE2eStack, email, REPO_ROOT, type E2eStack, type E2eTenant } from './e2e/stack.js'
+import { startE2eStack, email, REPO_ROOT, type E2eStack, type E2eTenant } from './helpers/e2e-stack.js'
 
 // Whole development stacks start here: on a loaded machine that takes minutes, not seconds.
 t.setTimeout(300_000)

@@ -7,7 +7,7 @@
 import t from 'tap'
 import { createHash, randomBytes } from 'node:crypto'
 import * as OTPAuth from 'otpauth'
-import { PUBLIC_URL, gatewayCall, startStack, type Stack, type StackTenant } from '../panel/stack.js'
+import { PUBLIC_URL, gatewayCall, startStack, type Stack, type StackTenant } from '../helpers/panel-stack.js'
 import { startOidcProvider, type OidcProviderHandle } from '../helpers/oidc.js'
 
 let stack: Stack

@@ -5,7 +5,7 @@ import t from 'tap'
 import { adminQuery } from '../helpers/db.js'
 import type { TestTenant } from '../helpers/tenants.js'
 import { startAuth } from '../helpers/auth-harness.js'
-import { eventually } from '../rest/fixture.js'
+import { eventually } from '../helpers/rest-fixture.js'
 
 const sessions = async (x: TestTenant): Promise<number> => Number((await adminQuery<{ n: string }>(
   "SELECT count(*) AS n FROM pg_stat_activity WHERE datname = $1 AND application_name = 'gatehouse-auth'", [x.database])).rows[0]?.n)

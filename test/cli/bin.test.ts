@@ -9,7 +9,7 @@ import { mkdtempSync, readFileSync, rmSync } from 'node:fs'
 import net from 'node:net'
 import os from 'node:os'
 import path from 'node:path'
-import { REPO_ROOT } from '../e2e/stack.js'
+import { REPO_ROOT } from '../helpers/e2e-stack.js'
 
 const BIN = path.join(REPO_ROOT, 'node_modules', '.bin', 'gatehouse')
 const TRACE = path.join(REPO_ROOT, 'test', 'cli', 'fixtures', 'trace-modules.mjs')

@@ -7,7 +7,7 @@ import t from 'tap'
 import { spawn, type ChildProcess } from 'node:child_process'
 import { readFileSync, writeFileSync } from 'node:fs'
 import path from 'node:path'
-import { createWorkingCopy, REPO_ROOT } from '../e2e/stack.js'
+import { createWorkingCopy, REPO_ROOT } from '../helpers/e2e-stack.js'
 import { adminUrl } from '../helpers/db.js'
 import { dropTenant } from '../../src/platform/index.js'
 

@@ -14,7 +14,7 @@ import { pathToFileURL } from 'node:url'
 import { createRequire } from 'node:module'
 import { promisify } from 'node:util'
 import pg from 'pg'
-import { createWorkingCopy, REPO_ROOT, type WorkingCopy } from '../e2e/stack.js'
+import { createWorkingCopy, REPO_ROOT, type WorkingCopy } from '../helpers/e2e-stack.js'
 import { adminUrl } from '../helpers/db.js'
 
 // Whole development stacks start here: on a loaded machine that takes minutes, not seconds.

@@ -6,7 +6,7 @@ import { spawn } from 'node:child_process'
 import { existsSync } from 'node:fs'
 import net from 'node:net'
 import path from 'node:path'
-import { REPO_ROOT } from '../e2e/stack.js'
+import { REPO_ROOT } from '../helpers/e2e-stack.js'
 
 const WRAPPER = path.join(REPO_ROOT, 'scripts', 'with-services.mjs')
 

@@ -6,7 +6,7 @@
 // table, and the secret key running as svc.
 import t from 'tap'
 import { randomUUID } from 'node:crypto'
-import { email, startE2eStack, type E2eStack, type E2eTenant } from './stack.js'
+import { email, startE2eStack, type E2eStack, type E2eTenant } from '../helpers/e2e-stack.js'
 
 let stack: E2eStack
 let a: E2eTenant

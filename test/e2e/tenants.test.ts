@@ -6,7 +6,7 @@
 import t from 'tap'
 import pg from 'pg'
 import { Redis } from 'ioredis'
-import { email, startE2eStack, type E2eStack, type E2eTenant } from './stack.js'
+import { email, startE2eStack, type E2eStack, type E2eTenant } from '../helpers/e2e-stack.js'
 
 let stack: E2eStack
 let a: E2eTenant

@@ -9,7 +9,7 @@ import http from 'node:http'
 import net from 'node:net'
 import type { AddressInfo } from 'node:net'
 import { createWriteFixture } from '../helpers/rest-writes.js'
-import { lookupOf, makeTenant, request, startGateway, startUpstream, testConfig, type TestTenant } from './helpers.js'
+import { lookupOf, makeTenant, request, startGateway, startUpstream, testConfig, type TestTenant } from '../helpers/gateway.js'
 
 interface Teardown { teardown (fn: () => unknown): void }
 

@@ -2,7 +2,7 @@
 // the engine can report a result cut by a limit the caller did not give; a client cannot
 // forge the marker, and a caller's own limit carries none.
 import t from 'tap'
-import { makeTenant, lookupOf, startUpstream, startGateway, request } from './helpers.js'
+import { makeTenant, lookupOf, startUpstream, startGateway, request } from '../helpers/gateway.js'
 
 t.test('the default-limit marker reaches the engine only when the gateway added the limit', async (t) => {
   const rest = await startUpstream(t)

@@ -7,7 +7,7 @@ import { generateKeyPair, exportSPKI, SignJWT, UnsecuredJWT, jwtVerify } from 'j
 import { tenantIssuer } from '../../src/tenants/index.js'
 import {
   makeTenant, lookupOf, startUpstream, startGateway, request, signToken, errorShape, PUBLIC_URL
-} from './helpers.js'
+} from '../helpers/gateway.js'
 
 async function setup (t: { teardown (fn: () => unknown): void }, extra: { now?: () => number } = {}) {
   const auth = await startUpstream(t)

@@ -9,7 +9,7 @@ import { mkdtempSync, rmSync, openSync, closeSync, readFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import path from 'node:path'
 import { createBatchedDestination, createLogger, redactUrl } from '../../src/shared/logger.js'
-import { makeTenant, lookupOf, startUpstream, startGateway, request, signToken } from './helpers.js'
+import { makeTenant, lookupOf, startUpstream, startGateway, request, signToken } from '../helpers/gateway.js'
 
 function sink (): { stream: Writable, lines: string[] } {
   const lines: string[] = []

@@ -3,7 +3,7 @@
 // verify type or preference: each is refused as any unknown value is, over the whole
 // stack (gateway, REST and auth engines, panel) on a real tenant.
 import t from 'tap'
-import { startStack, gatewayCall, userToken, type Stack, type StackTenant } from '../panel/stack.js'
+import { startStack, gatewayCall, userToken, type Stack, type StackTenant } from '../helpers/panel-stack.js'
 
 const NAMES = ['constructor', '__proto__', 'toString', 'hasOwnProperty', 'valueOf']
 

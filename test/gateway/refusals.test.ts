@@ -6,7 +6,7 @@
 // 200 []), and errors that are not refusals (unchanged).
 import t from 'tap'
 import { randomUUID } from 'node:crypto'
-import { gatewayCall, startStack, userToken, type Stack, type StackTenant } from '../panel/stack.js'
+import { gatewayCall, startStack, userToken, type Stack, type StackTenant } from '../helpers/panel-stack.js'
 
 let stack: Stack
 let x: StackTenant

@@ -3,7 +3,7 @@
 // hygiene (hop-by-hop and Connection-listed headers, spoofed X-Forwarded-*, request ids).
 import t from 'tap'
 import { jwtVerify, decodeJwt } from 'jose'
-import { makeTenant, lookupOf, startUpstream, startGateway, request, signToken, testConfig, PUBLIC_URL } from './helpers.js'
+import { makeTenant, lookupOf, startUpstream, startGateway, request, signToken, testConfig, PUBLIC_URL } from '../helpers/gateway.js'
 
 async function upstreamClaims (secret: string, authorization: string | undefined) {
   if (!authorization) throw new Error('no Authorization reached the upstream')

@@ -2,7 +2,7 @@
 // gateway's refusals, in the panel's test-query refusals and in the engines' messages,
 // as anon and authenticated callers are named by their claims too.
 import t from 'tap'
-import { startStack, gatewayCall, type Stack, type StackTenant } from '../panel/stack.js'
+import { startStack, gatewayCall, type Stack, type StackTenant } from '../helpers/panel-stack.js'
 
 let stack: Stack
 let x: StackTenant

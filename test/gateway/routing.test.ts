@@ -3,7 +3,7 @@
 // before any look-up; encoded tricks are refused; unknown databases and paths are JSON 404s.
 // Also health, readiness, metrics and CORS.
 import t from 'tap'
-import { makeTenant, lookupOf, startUpstream, startGateway, request, testConfig } from './helpers.js'
+import { makeTenant, lookupOf, startUpstream, startGateway, request, testConfig } from '../helpers/gateway.js'
 
 t.test('routes auth and rest to the tenant upstreams, path and query kept', async (t) => {
   const auth = await startUpstream(t)

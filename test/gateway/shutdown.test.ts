@@ -7,7 +7,7 @@ import net from 'node:net'
 import { spawn } from 'node:child_process'
 import { fileURLToPath } from 'node:url'
 import { installGracefulShutdown } from '../../src/gateway/index.js'
-import { makeTenant, lookupOf, startUpstream, startGateway, request } from './helpers.js'
+import { makeTenant, lookupOf, startUpstream, startGateway, request } from '../helpers/gateway.js'
 
 const child = fileURLToPath(new URL('./fixtures/shutdown-child.ts', import.meta.url))
 

@@ -9,7 +9,7 @@ import { tmpdir } from 'node:os'
 import path from 'node:path'
 import { createRedisStore, createTenantCache, type RedisTenantStore } from '../../src/tenants/index.js'
 import { createTestRedis } from '../helpers/redis.js'
-import { makeTenant, startUpstream, startGateway, request } from './helpers.js'
+import { makeTenant, startUpstream, startGateway, request } from '../helpers/gateway.js'
 
 interface Teardown { teardown (fn: () => unknown): void }
 

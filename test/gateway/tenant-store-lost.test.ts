@@ -6,8 +6,8 @@
 import t from 'tap'
 import { execFile } from 'node:child_process'
 import { createRedisStore, createTenantCache, parseTenantFile, toTenant, type RedisTenantStore } from '../../src/tenants/index.js'
-import { spawnRedis, tenantFile, writeTenantDir } from '../tenants/fixtures.js'
-import { startUpstream, startGateway, request } from './helpers.js'
+import { spawnRedis, tenantFile, writeTenantDir } from '../helpers/tenant-fixtures.js'
+import { startUpstream, startGateway, request } from '../helpers/gateway.js'
 
 interface Teardown { teardown (fn: () => unknown): void }
 

@@ -5,7 +5,7 @@
 import t from 'tap'
 import type http from 'node:http'
 import net from 'node:net'
-import { lookupOf, makeTenant, request, startGateway, startUpstream, testConfig } from './helpers.js'
+import { lookupOf, makeTenant, request, startGateway, startUpstream, testConfig } from '../helpers/gateway.js'
 
 /** An upstream that holds requests to paths containing `/hold` until released. */
 async function holdingUpstream (t: Parameters<typeof startUpstream>[0]) {

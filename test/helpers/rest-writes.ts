@@ -1,7 +1,7 @@
 // Helpers of the write, RPC and OpenAPI tests (not a test file): the REST fixture of
-// test/rest/fixture.ts plus tables and functions for writes, and one `call` that sends any
+// test/helpers/rest-fixture.ts plus tables and functions for writes, and one `call` that sends any
 // method with a body through fastify inject, as a given role.
-import { createRestFixture, type FixtureOptions, type InjectResult, type RestFixture } from '../rest/fixture.js'
+import { createRestFixture, type FixtureOptions, type InjectResult, type RestFixture } from './rest-fixture.js'
 
 interface Teardown { teardown (fn: () => unknown): void }
 

@@ -6,7 +6,7 @@
 import t from 'tap'
 import { randomBytes } from 'node:crypto'
 import { adminQuery } from '../helpers/db.js'
-import { PUBLIC_URL, startStack, type Stack, type StackTenant } from './stack.js'
+import { PUBLIC_URL, startStack, type Stack, type StackTenant } from '../helpers/panel-stack.js'
 
 let stack: Stack
 let auto: StackTenant

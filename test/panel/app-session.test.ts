@@ -6,7 +6,7 @@
 import t from 'tap'
 import { adminQuery } from '../helpers/db.js'
 import { tenantIssuer } from '../../src/tenants/index.js'
-import { gatewayCall, PUBLIC_URL, startStack, type Stack, type StackTenant } from './stack.js'
+import { gatewayCall, PUBLIC_URL, startStack, type Stack, type StackTenant } from '../helpers/panel-stack.js'
 
 let stack: Stack
 let a: StackTenant

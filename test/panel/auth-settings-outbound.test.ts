@@ -2,7 +2,7 @@
 // userinfo_url) unless they are https at public addresses: 400 naming the field and the
 // reason, nothing stored. Hosts the operator lists in outbound.allow_hosts pass.
 import t from 'tap'
-import { startStack, type Stack, type StackTenant } from './stack.js'
+import { startStack, type Stack, type StackTenant } from '../helpers/panel-stack.js'
 
 let stack: Stack
 let x: StackTenant

@@ -3,7 +3,7 @@
 // the store's invalidation, with no restart: magic link switched on works at once through
 // supabase-js (and its mailed link signs in, to the new site URL), switched off is refused.
 import t from 'tap'
-import { PUBLIC_URL, startStack, type Stack, type StackTenant } from './stack.js'
+import { PUBLIC_URL, startStack, type Stack, type StackTenant } from '../helpers/panel-stack.js'
 
 let stack: Stack
 let x: StackTenant

@@ -3,7 +3,7 @@
 // engine through the store's invalidation: supabase-js `.select('count()')` is refused
 // with PGRST123, then answered once the panel switched aggregates on, then refused again.
 import t from 'tap'
-import { startStack, type Stack, type StackTenant } from './stack.js'
+import { startStack, type Stack, type StackTenant } from '../helpers/panel-stack.js'
 
 let stack: Stack
 let x: StackTenant

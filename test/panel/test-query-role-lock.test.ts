@@ -4,7 +4,7 @@
 // reads what only the secret key's role may. Postgres refuses it: the query logs in as a
 // login that is a member of the chosen role only.
 import t from 'tap'
-import { startStack, type Stack, type StackTenant } from './stack.js'
+import { startStack, type Stack, type StackTenant } from '../helpers/panel-stack.js'
 import { adminQuery, adminUrl } from '../helpers/db.js'
 import { withDatabase } from '../../src/shared/pg.js'
 import { migrateDatabase } from '../../src/platform/index.js'

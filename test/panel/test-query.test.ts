@@ -4,7 +4,7 @@
 // bad input with clear 400s.
 import t from 'tap'
 import { randomUUID } from 'node:crypto'
-import { startStack, type Stack, type StackTenant } from './stack.js'
+import { startStack, type Stack, type StackTenant } from '../helpers/panel-stack.js'
 
 let stack: Stack
 let x: StackTenant

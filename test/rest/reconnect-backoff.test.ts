@@ -7,7 +7,7 @@ import t from 'tap'
 import net from 'node:net'
 import type { AddressInfo } from 'node:net'
 import { buildRestEngine } from '../../src/rest/index.js'
-import { createRestFixture, TEST_CONFIG } from './fixture.js'
+import { createRestFixture, TEST_CONFIG } from '../helpers/rest-fixture.js'
 
 interface Relay { url (base: string): string, attempts: number, down: boolean, cut (): void }
 

@@ -10,7 +10,7 @@ import { buildRestEngine } from '../../src/rest/index.js'
 import { signHS256 } from '../../src/shared/jwt.js'
 import { tenantIssuer, type Tenant } from '../../src/tenants/index.js'
 import { createTestTenant, withClient } from '../helpers/tenants.js'
-import { FIXTURE_SQL, TEST_CONFIG, ALICE } from './fixture.js'
+import { FIXTURE_SQL, TEST_CONFIG, ALICE } from '../helpers/rest-fixture.js'
 
 const PUBLIC_URL = 'http://gatehouse.test'
 

@@ -5,7 +5,7 @@ import {
 } from '../../src/tenants/index.js'
 import { createTestRedis } from '../helpers/redis.js'
 import { loadConfig } from '../../src/config/index.js'
-import { tenantFile, eventually, spawnRedis } from './fixtures.js'
+import { tenantFile, eventually, spawnRedis } from '../helpers/tenant-fixtures.js'
 
 const tenant = (db: string, over: Record<string, unknown> = {}) => toTenant(parseTenantFile(tenantFile(db, over), `${db}.yaml`, {}))
 

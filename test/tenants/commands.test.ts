@@ -3,7 +3,7 @@ import { execFile } from 'node:child_process'
 import path from 'node:path'
 import { createRedisStore } from '../../src/tenants/index.js'
 import { createTestRedis } from '../helpers/redis.js'
-import { tenantFile, writeTenantDir, eventually } from './fixtures.js'
+import { tenantFile, writeTenantDir, eventually } from '../helpers/tenant-fixtures.js'
 
 interface Run { code: number, stdout: string, stderr: string }
 

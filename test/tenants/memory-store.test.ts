@@ -4,7 +4,7 @@ import path from 'node:path'
 import { stringify } from 'yaml'
 import { createMemoryStore, createTenantStore, parseTenantFile, toTenant } from '../../src/tenants/index.js'
 import { loadConfig as loadProcessConfig } from '../../src/config/index.js'
-import { tenantFile, writeTenantDir } from './fixtures.js'
+import { tenantFile, writeTenantDir } from '../helpers/tenant-fixtures.js'
 
 const tenant = (db: string, over: Record<string, unknown> = {}) => toTenant(parseTenantFile(tenantFile(db, over), `${db}.yaml`, {}))
 

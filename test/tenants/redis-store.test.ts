@@ -2,7 +2,7 @@ import t from 'tap'
 import { createRedisStore, createTenantStore, parseTenantFile, toTenant, ALL_TENANTS } from '../../src/tenants/index.js'
 import { loadConfig } from '../../src/config/index.js'
 import { createTestRedis } from '../helpers/redis.js'
-import { tenantFile, eventually, spawnRedis } from './fixtures.js'
+import { tenantFile, eventually, spawnRedis } from '../helpers/tenant-fixtures.js'
 
 const tenant = (db: string, over: Record<string, unknown> = {}) => toTenant(parseTenantFile(tenantFile(db, over), `${db}.yaml`, {}))
 

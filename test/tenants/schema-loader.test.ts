@@ -5,7 +5,7 @@ import {
 } from '../../src/tenants/index.js'
 import { ConfigError } from '../../src/shared/errors.js'
 import { loadConfig } from '../../src/config/index.js'
-import { tenantFile, writeTenantDir } from './fixtures.js'
+import { tenantFile, writeTenantDir } from '../helpers/tenant-fixtures.js'
 
 function problemsOf (fn: () => unknown): string[] {
   try { fn() } catch (err) {

@@ -6,7 +6,7 @@ import http from 'node:http'
 import net from 'node:net'
 import type { AddressInfo } from 'node:net'
 import { createHash, randomBytes } from 'node:crypto'
-import { makeTenant, lookupOf, startUpstream, startGateway, request, testConfig } from '../helpers.js'
+import { makeTenant, lookupOf, startUpstream, startGateway, request, testConfig } from '../../helpers/gateway.js'
 
 /** A port that was listening and is closed now: connections are refused (a real fault). */
 async function closedPort (): Promise<number> {

@@ -4,7 +4,7 @@
 // transaction sets (role, claims, legacy per-claim settings, method, path, headers).
 import t from 'tap'
 import { SignJWT } from 'jose'
-import { createRestFixture, ALICE, BOB } from '../fixture.js'
+import { createRestFixture, ALICE, BOB } from '../../helpers/rest-fixture.js'
 
 const SETTINGS_VIEW = `
 CREATE VIEW whoami AS SELECT

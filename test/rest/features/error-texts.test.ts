@@ -5,7 +5,7 @@
 // as statusText: over the engine, then supabase-js through the gateway on real sockets.
 import t from 'tap'
 import { createWriteFixture } from '../../helpers/rest-writes.js'
-import { FIXTURE_SQL } from '../fixture.js'
+import { FIXTURE_SQL } from '../../helpers/rest-fixture.js'
 import { WRITE_SQL } from '../../helpers/rest-writes.js'
 import { RPC_SQL } from '../../helpers/rest-rpc.js'
 import { startRestGateway } from '../../helpers/rest-gateway.js'

@@ -7,7 +7,7 @@ import type { AddressInfo } from 'node:net'
 import { buildRestEngine, restEngineOf } from '../../../src/rest/index.js'
 import type { Tenant } from '../../../src/tenants/index.js'
 import { createTestTenant, withClient, type TestTenant } from '../../helpers/tenants.js'
-import { TEST_CONFIG, eventually } from '../fixture.js'
+import { TEST_CONFIG, eventually } from '../../helpers/rest-fixture.js'
 
 const SETUP = `
 CREATE VIEW slow AS SELECT 1 AS x FROM pg_sleep(0.3);

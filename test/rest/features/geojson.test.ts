@@ -6,7 +6,7 @@
 // stand-in ST_AsGeoJSON(record) in the tenant to check the FeatureCollection the engine
 // assembles around it; the real PostGIS output is not exercised here.
 import t from 'tap'
-import { createRestFixture } from '../fixture.js'
+import { createRestFixture } from '../../helpers/rest-fixture.js'
 import { parseApiRequest } from '../../../src/rest/api-request/index.js'
 import { negotiateRead } from '../../../src/rest/plan/index.js'
 

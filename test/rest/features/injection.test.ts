@@ -3,7 +3,7 @@
 // the rendered SQL) and executes harmlessly (asserted over HTTP: a clean error or a
 // plain result, and the canary table and its rows still there afterwards).
 import t from 'tap'
-import { createRestFixture } from '../fixture.js'
+import { createRestFixture } from '../../helpers/rest-fixture.js'
 import { parseApiRequest } from '../../../src/rest/api-request/index.js'
 import { planRequest, type ReadPlan } from '../../../src/rest/plan/index.js'
 import { renderRead } from '../../../src/rest/query/index.js'

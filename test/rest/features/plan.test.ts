@@ -6,7 +6,7 @@
 // plan, the engine over fastify inject, and supabase-js .explain() through the gateway.
 import t from 'tap'
 import { createWriteFixture } from '../../helpers/rest-writes.js'
-import { FIXTURE_SQL } from '../fixture.js'
+import { FIXTURE_SQL } from '../../helpers/rest-fixture.js'
 import { WRITE_SQL } from '../../helpers/rest-writes.js'
 import { RPC_SQL } from '../../helpers/rest-rpc.js'
 import { parseApiRequest } from '../../../src/rest/api-request/index.js'

@@ -10,7 +10,7 @@ import { perTenantCap } from '../../../src/rest/execute.js'
 import { signHS256 } from '../../../src/shared/jwt.js'
 import type { Tenant } from '../../../src/tenants/index.js'
 import { createTestTenant, withClient, type TestTenant } from '../../helpers/tenants.js'
-import { TEST_CONFIG, eventually } from '../fixture.js'
+import { TEST_CONFIG, eventually } from '../../helpers/rest-fixture.js'
 
 const WAITER = `
 CREATE FUNCTION wait_for_test() RETURNS int LANGUAGE sql STABLE AS 'SELECT 1 FROM (SELECT pg_advisory_xact_lock_shared(4242)) s';

@@ -3,7 +3,7 @@
 // results), counts, ranges, HEAD, singular objects, CSV, profiles, views, embedding,
 // and the errors of each bad request.
 import t from 'tap'
-import { createRestFixture } from '../fixture.js'
+import { createRestFixture } from '../../helpers/rest-fixture.js'
 
 t.test('reads', async (t) => {
   const fx = await createRestFixture(t)

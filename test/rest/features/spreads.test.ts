@@ -4,7 +4,7 @@
 // too), !inner and not.is.null, and aggregates hoisted out of to-one spreads. Real
 // Postgres through the engine.
 import t from 'tap'
-import { createRestFixture } from '../fixture.js'
+import { createRestFixture } from '../../helpers/rest-fixture.js'
 
 t.test('spread embeddings', async (t) => {
   const fx = await createRestFixture(t, { rest: { aggregates_enabled: true } })

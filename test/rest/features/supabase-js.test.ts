@@ -11,7 +11,7 @@ import { buildGateway } from '../../../src/gateway/index.js'
 import { buildRestEngine } from '../../../src/rest/index.js'
 import type { Tenant } from '../../../src/tenants/index.js'
 import { createTestTenant, withClient } from '../../helpers/tenants.js'
-import { FIXTURE_SQL, TEST_CONFIG } from '../fixture.js'
+import { FIXTURE_SQL, TEST_CONFIG } from '../../helpers/rest-fixture.js'
 
 const PUBLIC_URL = 'http://gatehouse.test'
 

@@ -5,7 +5,7 @@
 // and views. The statements are asserted, then run through the engine.
 import t from 'tap'
 import { withClient } from '../../helpers/tenants.js'
-import { createRestFixture, FIXTURE_SQL } from '../fixture.js'
+import { createRestFixture, FIXTURE_SQL } from '../../helpers/rest-fixture.js'
 import { loadSchemaCache, qnKey, type SchemaCache } from '../../../src/rest/schema-cache/index.js'
 import { parseApiRequest } from '../../../src/rest/api-request/index.js'
 import { planRequest, type ReadPlan } from '../../../src/rest/plan/index.js'

@@ -2,7 +2,7 @@
 // plan, then the statement is executed as the tenant's anon role and its body checked.
 import t from 'tap'
 import { createTestTenant, withClient, asRole } from '../../helpers/tenants.js'
-import { FIXTURE_SQL } from '../fixture.js'
+import { FIXTURE_SQL } from '../../helpers/rest-fixture.js'
 import { loadSchemaCache, type SchemaCache } from '../../../src/rest/schema-cache/index.js'
 import { parseApiRequest } from '../../../src/rest/api-request/index.js'
 import { planRequest, type ReadPlan } from '../../../src/rest/plan/index.js'

@@ -5,7 +5,7 @@
 // writers and read-only transactions, response.* settings. Real Postgres, fastify inject.
 import t from 'tap'
 import { createWriteFixture } from '../../helpers/rest-writes.js'
-import { ALICE } from '../fixture.js'
+import { ALICE } from '../../helpers/rest-fixture.js'
 import { RPC_SQL } from '../../helpers/rest-rpc.js'
 
 t.test('RPC calls', async (t) => {

@@ -3,7 +3,7 @@
 // (sent by provisioning's DDL event trigger) and on a miss.
 import t from 'tap'
 import { createTestTenant, withClient } from '../../helpers/tenants.js'
-import { FIXTURE_SQL } from '../fixture.js'
+import { FIXTURE_SQL } from '../../helpers/rest-fixture.js'
 import {
   createSchemaCacheStore, loadSchemaCache, qnKey, parseViewColumns, type CacheSource, type SchemaCache
 } from '../../../src/rest/schema-cache/index.js'

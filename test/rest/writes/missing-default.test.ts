@@ -6,7 +6,7 @@
 // `insert(rows, { defaultToNull: false })` through the gateway.
 import t from 'tap'
 import { createWriteFixture } from '../../helpers/rest-writes.js'
-import { FIXTURE_SQL } from '../fixture.js'
+import { FIXTURE_SQL } from '../../helpers/rest-fixture.js'
 import { WRITE_SQL } from '../../helpers/rest-writes.js'
 import { startRestGateway } from '../../helpers/rest-gateway.js'
 

@@ -5,7 +5,7 @@
 import t from 'tap'
 import type { AddressInfo } from 'node:net'
 import { createWriteFixture } from '../../helpers/rest-writes.js'
-import { lookupOf, startGateway, request, testConfig, type TestTenant } from '../../gateway/helpers.js'
+import { lookupOf, startGateway, request, testConfig, type TestTenant } from '../../helpers/gateway.js'
 
 async function stack (tap: Parameters<typeof createWriteFixture>[0], config: Parameters<typeof createWriteFixture>[1] = {}) {
   const fx = await createWriteFixture(tap, config)

@@ -5,7 +5,7 @@
 // return=minimal the write succeeds plainly; a WITH CHECK refusal writes nothing.
 // Real Postgres, fastify inject; the rows are checked through the owner's connection.
 import t from 'tap'
-import { ALICE, BOB } from '../fixture.js'
+import { ALICE, BOB } from '../../helpers/rest-fixture.js'
 import { createWriteFixture } from '../../helpers/rest-writes.js'
 
 t.test('return=representation and the SELECT policy', async (t) => {

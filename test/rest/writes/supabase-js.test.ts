@@ -14,7 +14,7 @@ import { buildRestEngine } from '../../../src/rest/index.js'
 import { signHS256 } from '../../../src/shared/jwt.js'
 import { tenantIssuer, type Tenant } from '../../../src/tenants/index.js'
 import { createTestTenant, withClient } from '../../helpers/tenants.js'
-import { ALICE, FIXTURE_SQL } from '../fixture.js'
+import { ALICE, FIXTURE_SQL } from '../../helpers/rest-fixture.js'
 import { RPC_SQL } from '../../helpers/rest-rpc.js'
 import { WRITE_SQL } from '../../helpers/rest-writes.js'
 

@@ -13,9 +13,9 @@ import { buildAuthEngine } from '../../src/auth/index.js'
 import { buildPanel, signPanelSession } from '../../src/panel/index.js'
 import { createRedisStore, createTenantCache, tenantIssuer, type RedisTenantStore, type Tenant, type TenantCache } from '../../src/tenants/index.js'
 import { signHS256 } from '../../src/shared/jwt.js'
-import { createTestTenant, type TestTenant, type TestTenantOptions } from '../helpers/tenants.js'
-import { createTestRedis } from '../helpers/redis.js'
-import { startMailCatcher, type MailCatcher } from '../helpers/mail.js'
+import { createTestTenant, type TestTenant, type TestTenantOptions } from './tenants.js'
+import { createTestRedis } from './redis.js'
+import { startMailCatcher, type MailCatcher } from './mail.js'
 
 interface Teardown { teardown (fn: () => unknown): void }
 

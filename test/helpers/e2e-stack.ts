@@ -15,7 +15,7 @@ import { createClient, type SupabaseClient } from '@supabase/supabase-js'
 import { startDev, type DevStack } from '../../src/serve.js'
 import type { DevDatabaseInfo, DevInfo } from '../../src/dev/index.js'
 import { dropTenant, tenantRoleNames, type TenantRoleNames } from '../../src/platform/index.js'
-import { adminUrl } from '../helpers/db.js'
+import { adminUrl } from './db.js'
 
 interface Teardown { teardown (fn: () => unknown): void }
 

@@ -6,7 +6,7 @@ import { signHS256 } from '../../src/shared/jwt.js'
 import { buildRestEngine, restEngineOf } from '../../src/rest/index.js'
 import type { Config } from '../../src/config/index.js'
 import type { Tenant } from '../../src/tenants/index.js'
-import { createTestTenant, withClient, type TestTenant } from '../helpers/tenants.js'
+import { createTestTenant, withClient, type TestTenant } from './tenants.js'
 
 interface Teardown { teardown (fn: () => unknown): void }
 
