@@ -68,6 +68,11 @@ export function buildGateway (deps: GatewayDeps): FastifyInstance {
     }
   })
 
+  // Expect: 100-continue is answered by the route, once it reads the body: a request refused
+  // before (a declared body over the limit, a bad key) gets its answer instead of an
+  // invitation to send a body it would drop (Node would send 100 Continue at once).
+  app.server.on('checkContinue', (req, res) => { app.server.emit('request', req, res) })
+
   const state = gatewayState(app)
   const metrics = createGatewayMetrics(deps.metricsRegistry)
   if (deps.tenants.health !== undefined) registerStoreHealth(metrics.registry, deps.tenants.health.bind(deps.tenants))

@@ -156,6 +156,7 @@ export function proxyRoutes (deps: ProxyRouteDeps) {
     let body: Buffer | null = null
     if (hasBody) {
       try {
+        if (/\b100-continue\b/i.test(raw.headers.expect ?? '')) reply.raw.writeContinue()
         body = await readBody(raw, { maxBytes: maxBody, idleMs: limits.bodyIdleMs, totalMs: limits.bodyTimeoutMs })
       } catch (err) {
         if (!(err instanceof ClientAbortedError)) throw err
