@@ -16,6 +16,7 @@ import { pino } from 'pino'
 import path from 'node:path'
 import { rmSync } from 'node:fs'
 import { loggerOptions } from './shared/logger.js'
+import { startPartTracing, type PartTracer } from './shared/tracing.js'
 import { loadConfig } from './config/index.js'
 import { parseTenantFile, toTenant, type TenantFile } from './tenants/index.js'
 import { ensureClusterRoles, ensureTenant } from './platform/index.js'
@@ -52,13 +53,13 @@ export function partLogger (config: Config, part: string): ReturnType<typeof pin
 }
 
 /** Builds one part (unstarted) with its dependencies. */
-export async function buildPart (name: PartName, deps: PartDeps): Promise<FastifyInstance> {
+export async function buildPart (name: PartName, deps: PartDeps, tracer?: PartTracer): Promise<FastifyInstance> {
   const { config, tenants } = deps
   switch (name) {
     case 'gateway': {
       const logger = partLogger(config, 'gateway')
       const rewriteError = createRefusalRewriter({ config, logger })
-      const app = buildGateway({ config, tenants, logger, rewriteError })
+      const app = buildGateway({ config, tenants, logger, rewriteError, tracer })
       app.addHook('onClose', async () => { await rewriteError.close() })
       // The refusal rewriter's catalog pools (keys are JSON [database, url]).
       const ops = partOps(app)
@@ -73,12 +74,12 @@ export async function buildPart (name: PartName, deps: PartDeps): Promise<Fastif
     }
     case 'rest': {
       // Its pools and LISTEN connections end with app.close().
-      return buildRestEngine({ config, tenants, logger: partLogger(config, 'rest') })
+      return buildRestEngine({ config, tenants, logger: partLogger(config, 'rest'), tracer })
     }
     case 'auth':
-      return buildAuthEngine({ config, tenants, logger: partLogger(config, 'auth') })
+      return buildAuthEngine({ config, tenants, logger: partLogger(config, 'auth'), tracer })
     case 'panel':
-      return buildPanel({ config, tenants, store: deps.store, logger: partLogger(config, 'panel') })
+      return buildPanel({ config, tenants, store: deps.store, logger: partLogger(config, 'panel'), tracer })
   }
 }
 
@@ -132,7 +133,18 @@ export interface StartPartOptions {
 
 /** Builds and listens (the public port, then the admin port); returns the part and its URLs. */
 export async function startPart (name: PartName, deps: PartDeps, opts: StartPartOptions = {}): Promise<RunningPart> {
-  const app = await buildPart(name, deps)
+  // Tracing (its packages loaded only then) when an OTLP endpoint is configured; the
+  // spans still buffered are exported when the part closes.
+  const endpoint = deps.config.tracing.otlp_endpoint
+  const tracer = endpoint !== undefined ? await startPartTracing({ endpoint, part: name }) : undefined
+  let app: FastifyInstance
+  try {
+    app = await buildPart(name, deps, tracer)
+  } catch (err) {
+    await tracer?.shutdown().catch(() => {})
+    throw err
+  }
+  if (tracer !== undefined) app.addHook('onClose', async () => { await tracer.shutdown().catch(() => {}) })
   const section = deps.config[name]
   const ops = partOps(app)
   if (ops !== undefined) {

@@ -6,7 +6,7 @@ import type { FastifyBaseLogger, FastifyInstance, FastifyError } from 'fastify'
 import pino from 'pino'
 import type { Config } from '../config/index.js'
 import { GatehouseError } from '../shared/errors.js'
-import { createPartApp, loggerOptions } from '../shared/index.js'
+import { type PartTracer, createPartApp, loggerOptions } from '../shared/index.js'
 import { instrumentPart, tenantLabel } from '../shared/admin.js'
 import type { Tenant } from '../tenants/schema.js'
 import type { TenantLookup } from '../tenants/index.js'
@@ -49,6 +49,8 @@ export interface AuthEngineDeps {
   tenants: TenantLookup
   /** A pino logger (or fastify's options are derived from config.log). */
   logger?: FastifyBaseLogger
+  /** Traces each request and (gateway) carries `traceparent` upstream; none when absent. */
+  tracer?: PartTracer
   /** The clock (tests inject one); every timestamp and token time comes from it. */
   now?: () => Date
 }
@@ -75,6 +77,7 @@ function translateFastifyError (err: FastifyError): GatehouseError {
 export function buildAuthEngine (deps: AuthEngineDeps): FastifyInstance {
   setProviderOutboundPolicy({ allowHosts: deps.config.outbound.allow_hosts })
   const app = createPartApp({
+    tracer: deps.tracer,
     logger: deps.logger,
     log: deps.config.log,
     fastify: {

@@ -49,6 +49,10 @@ function fromEnv (env: NodeJS.ProcessEnv): { data: Json, sources: Map<string, st
   }
   // Conventional names used by platforms and by `npm start`.
   if (env.REDIS_URL && !sources.has('redis.url')) { ((data.redis ??= {}) as Json).url = env.REDIS_URL; sources.set('redis.url', 'REDIS_URL') }
+  if (env.OTEL_EXPORTER_OTLP_ENDPOINT && !sources.has('tracing.otlp_endpoint')) {
+    ((data.tracing ??= {}) as Json).otlp_endpoint = env.OTEL_EXPORTER_OTLP_ENDPOINT
+    sources.set('tracing.otlp_endpoint', 'OTEL_EXPORTER_OTLP_ENDPOINT')
+  }
   if (env.DATABASE_URL && !sources.has('postgres.url')) { ((data.postgres ??= {}) as Json).url = env.DATABASE_URL; sources.set('postgres.url', 'DATABASE_URL') }
   return { data, sources }
 }

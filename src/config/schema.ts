@@ -21,6 +21,13 @@ export const ConfigSchema = Type.Object({
     level: Type.Union([Type.Literal('fatal'), Type.Literal('error'), Type.Literal('warn'), Type.Literal('info'),
       Type.Literal('debug'), Type.Literal('trace'), Type.Literal('silent')], { default: 'info' })
   }, { default: {}, additionalProperties: false }),
+  tracing: Type.Object({
+    /**
+     * OTLP/HTTP base URL (spans go to <url>/v1/traces); tracing is off when unset. The
+     * standard OTEL_EXPORTER_OTLP_ENDPOINT sets it too.
+     */
+    otlp_endpoint: Type.Optional(Type.String({ minLength: 1 }))
+  }, { default: {}, additionalProperties: false }),
   tenants: Type.Object({
     /** `files`: YAML files in memory (embedded default); `redis`: the Redis store. */
     source: Type.Union([Type.Literal('files'), Type.Literal('redis')], { default: 'files' }),

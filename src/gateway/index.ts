@@ -40,6 +40,7 @@ export function buildGateway (deps: GatewayDeps): FastifyInstance {
   const publicUrl = new URL(config.public_url)
 
   const app = createPartApp({
+    tracer: deps.tracer,
     logger: deps.logger,
     log: config.log,
     loggerOptions: deps.loggerOptions,
@@ -183,7 +184,8 @@ export function buildGateway (deps: GatewayDeps): FastifyInstance {
     slots: createInflightSlots(g.tenant_max_inflight),
     onClientGone: (info) => { info.errorCode = 'client_closed'; complete(info, 499) },
     forwardedProto: publicUrl.protocol.replace(/:$/, ''),
-    forwardedHost: publicUrl.host
+    forwardedHost: publicUrl.host,
+    tracer: deps.tracer
   }))
 
   app.addHook('onClose', async () => {

@@ -14,6 +14,7 @@ import { isUnverifiedTokenRefusal, type Authenticator } from './request/authenti
 import type { UpstreamTokens } from './proxy/upstream-token.js'
 import { hasRequestBody, upstreamPath, type UpstreamProxy } from './proxy/proxy-server.js'
 import { buildUpstreamHeaders } from './proxy/headers.js'
+import type { PartTracer } from '../shared/index.js'
 import { UNKNOWN_TENANT } from './metrics.js'
 import type { Cors } from './cors.js'
 import { firstHeader } from '../shared/http.js'
@@ -65,6 +66,8 @@ export interface ProxyRouteDeps {
   /** X-Forwarded-Proto / -Host values (from config.public_url). */
   forwardedProto: string
   forwardedHost: string
+  /** Sets the upstream request's `traceparent` to the gateway's span (tracing on). */
+  tracer?: PartTracer
 }
 
 const METHODS = ['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS']
@@ -176,6 +179,8 @@ export function proxyRoutes (deps: ProxyRouteDeps) {
       proto: deps.forwardedProto,
       host: deps.forwardedHost
     }) as IncomingHttpHeaders
+    // The engine's span is a child of ours (else the client's traceparent goes on as sent).
+    deps.tracer?.inject(raw, raw.headers as OutgoingHttpHeaders)
     // Tell the engine which limit was ours, not the caller's (client copies were stripped
     // above), so it can say when a result was cut by it (Content-Range `*`, X-Gatehouse-Limit-Applied).
     if (q.limitAdded !== null) raw.headers['x-gatehouse-default-limit'] = String(q.limitAdded)

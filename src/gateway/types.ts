@@ -1,6 +1,7 @@
 // Types the gateway's modules share: its dependencies, the authenticated caller, the
 // per-request context, and the hook the refusal rewriter plugs into.
 // Importing a type from here never drags in logic.
+import type { PartTracer } from '../shared/index.js'
 import type { FastifyBaseLogger } from 'fastify'
 import type { LoggerOptions } from 'pino'
 import type { Registry } from 'prom-client'
@@ -48,6 +49,8 @@ export interface GatewayDeps {
   tenants: TenantLookup
   /** A ready logger (pino or fastify's); wins over loggerOptions. */
   logger?: FastifyBaseLogger
+  /** Traces each request and (gateway) carries `traceparent` upstream; none when absent. */
+  tracer?: PartTracer
   /** Extra pino options (level, stream ...); our redaction and serializers always apply. */
   loggerOptions?: LoggerOptions
   /** Prometheus registry to register the gateway's metrics in; default a new one. */

@@ -13,7 +13,7 @@ import type { FastifyBaseLogger, FastifyInstance } from 'fastify'
 import type { Config } from '../config/index.js'
 import { createAuthService, type AuthService } from '../auth/index.js'
 import { createCatalog, createRefusalExplainer } from '../gateway/index.js'
-import { createPartApp } from '../shared/index.js'
+import { type PartTracer, createPartApp } from '../shared/index.js'
 import { instrumentPart, tenantLabel } from '../shared/admin.js'
 import type { TenantLookup, TenantStore } from '../tenants/index.js'
 import { guardHook } from './context.js'
@@ -38,6 +38,8 @@ export interface PanelDeps {
   store?: TenantStore
   /** A ready logger; default pino with config.log and the shared redaction. */
   logger?: FastifyBaseLogger
+  /** Traces each request and (gateway) carries `traceparent` upstream; none when absent. */
+  tracer?: PartTracer
   /** The account operations of the exchange; default one created (and closed) by the panel. */
   authService?: AuthService
   /** Clock (tests): panel session checks and sign-in times. */
@@ -55,6 +57,7 @@ export function buildPanel (deps: PanelDeps): FastifyInstance {
   const { config } = deps
   const verifier = createSessionVerifier(config.panel, deps.now !== undefined ? { now: deps.now } : {})
   const app = createPartApp({
+    tracer: deps.tracer,
     logger: deps.logger,
     log: config.log,
     fastify: {

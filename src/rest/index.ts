@@ -5,7 +5,7 @@
 import type { FastifyBaseLogger, FastifyInstance, FastifyReply, FastifyRequest, FastifyServerOptions } from 'fastify'
 import type { Config } from '../config/index.js'
 import { GatehouseError, isGatehouseError } from '../shared/errors.js'
-import { createPartApp, instrumentPart, tenantLabel, type TenantPoolsSnapshot } from '../shared/index.js'
+import { type PartTracer, createPartApp, instrumentPart, tenantLabel, type TenantPoolsSnapshot } from '../shared/index.js'
 import { DATABASE_NAME, type TenantLookup } from '../tenants/index.js'
 import { TokenVerifier } from './auth.js'
 import { BadRequestError, InvalidBodyError, InvalidPathError, PayloadTooLargeError, TenantNotFoundError, UnexpectedError, reasonPhrase } from './errors.js'
@@ -25,6 +25,8 @@ export interface RestEngineDeps {
   tenants: TenantLookup
   /** A pino/fastify logger instance, or fastify logger options (default: off). */
   logger?: FastifyBaseLogger | FastifyServerOptions['logger']
+  /** Traces each request and (gateway) carries `traceparent` upstream; none when absent. */
+  tracer?: PartTracer
   /** How long a request waits for a pooled connection before 504 PGRST003 (default 10 s). */
   poolAcquireTimeoutMs?: number
   /** Connection timeout of new connections (default 5 s). */
@@ -65,6 +67,7 @@ export function buildRestEngine (deps: RestEngineDeps): FastifyInstance {
   const rest = deps.config.rest
   // The gateway logs every request; the engine logs failures only.
   const app = createPartApp({
+    tracer: deps.tracer,
     logger: deps.logger ?? false,
     fastify: {
       bodyLimit: rest.max_body_bytes,

@@ -2,7 +2,7 @@
 // with the shared options: level and one redaction of credentials; or none), request ids
 // (a well-formed X-Request-Id from the caller, else a random UUID, logged as `reqId`),
 // no per-request log lines from fastify (each part logs what it decides), and the part's
-// error and not-found handlers. Everything else is the part's own fastify options.
+// error and not-found handlers, and (given a tracer) a server span per request. Everything else is the part's own fastify options.
 import { randomUUID } from 'node:crypto'
 import Fastify, {
   LogController, type FastifyBaseLogger, type FastifyError, type FastifyInstance, type FastifyReply,
@@ -11,6 +11,7 @@ import Fastify, {
 import type { LoggerOptions } from 'pino'
 import { firstHeader, isValidRequestId } from './http.js'
 import { loggerOptions, type LogSettings } from './logger.js'
+import type { PartTracer } from './tracing.js'
 
 export interface PartAppOptions {
   /**
@@ -28,6 +29,8 @@ export interface PartAppOptions {
   childLoggerFactory?: FastifyServerOptions['childLoggerFactory']
   errorHandler?: (err: FastifyError, request: FastifyRequest, reply: FastifyReply) => unknown
   notFoundHandler?: (request: FastifyRequest, reply: FastifyReply) => unknown
+  /** Traces every request (a server span continuing its `traceparent`); none when absent. */
+  tracer?: PartTracer
 }
 
 /** The request id: the caller's X-Request-Id when well-formed, else a random UUID. */
@@ -55,5 +58,13 @@ export function createPartApp (opts: PartAppOptions): FastifyInstance {
   } as never) as unknown as FastifyInstance
   if (opts.errorHandler !== undefined) app.setErrorHandler(opts.errorHandler)
   if (opts.notFoundHandler !== undefined) app.setNotFoundHandler(opts.notFoundHandler)
+  const tracer = opts.tracer
+  if (tracer !== undefined) {
+    app.addHook('onRequest', (request, _reply, done) => { tracer.start(request.raw); done() })
+    app.addHook('onResponse', (request, reply, done) => {
+      tracer.end(request.raw, reply.statusCode, request.is404 ? undefined : request.routeOptions.url)
+      done()
+    })
+  }
   return app
 }

@@ -9,6 +9,7 @@ import { loadConfig } from '../../src/config/index.js'
 import { buildGateway, createRefusalRewriter } from '../../src/gateway/index.js'
 import { buildRestEngine } from '../../src/rest/index.js'
 import { signHS256 } from '../../src/shared/jwt.js'
+import type { PartTracer } from '../../src/shared/tracing.js'
 import { tenantIssuer, type Tenant } from '../../src/tenants/index.js'
 import { createTestTenant, withClient, type TestTenant, type TestTenantOptions } from './tenants.js'
 
@@ -33,17 +34,24 @@ async function listen (t: Teardown, app: FastifyInstance): Promise<string> {
   return `http://127.0.0.1:${(app.server.address() as AddressInfo).port}`
 }
 
-export async function startRestGateway (t: Teardown, opts: { sql: string, rest?: TestTenantOptions['rest'] }): Promise<RestGatewayStack> {
+export interface RestGatewayOptions {
+  sql: string
+  rest?: TestTenantOptions['rest']
+  /** Tracers of the gateway and the engine (tracing on). */
+  tracers?: { gateway?: PartTracer, rest?: PartTracer }
+}
+
+export async function startRestGateway (t: Teardown, opts: RestGatewayOptions): Promise<RestGatewayStack> {
   const config = loadConfig({
     env: {},
     overrides: { public_url: PUBLIC_URL, log: { level: 'silent' }, gateway: { port: 0 }, rest: { port: 0, pool_per_tenant: 3 } }
   })
   const tenants = new Map<string, Tenant>()
   const lookup = { get: async (db: string) => tenants.get(db) ?? null }
-  const restUrl = await listen(t, buildRestEngine({ config, tenants: lookup }))
+  const restUrl = await listen(t, buildRestEngine({ config, tenants: lookup, tracer: opts.tracers?.rest }))
   const rewriter = createRefusalRewriter({ config })
   t.teardown(() => rewriter.close())
-  const gatewayUrl = await listen(t, buildGateway({ config, tenants: lookup, rewriteError: rewriter }))
+  const gatewayUrl = await listen(t, buildGateway({ config, tenants: lookup, rewriteError: rewriter, tracer: opts.tracers?.gateway }))
 
   const database = `tenant_${randomBytes(5).toString('hex')}`
   const x = await createTestTenant(t, { database, rest: opts.rest, upstreams: { auth: `${restUrl}/unused`, rest: `${restUrl}/${database}` } })
