@@ -9,6 +9,10 @@ import type { AddressInfo } from 'node:net'
 import { startRestGateway } from '../helpers/rest-gateway.js'
 import { startPartTracing, type PartTracer } from '../../src/shared/tracing.js'
 import { loadConfig } from '../../src/config/index.js'
+import { createStoreAndCache, startPart } from '../../src/serve.js'
+import { mkdtempSync, rmSync } from 'node:fs'
+import os from 'node:os'
+import path from 'node:path'
 
 const SQL = `
   create function public.seen_traceparent() returns text language sql stable as
@@ -96,6 +100,36 @@ t.test('tracing on: the engine is a child of the gateway, which continues the cl
   t.equal(rest[0]?.parentSpanId, gw[0]?.spanId, 'the rest span is a child of the gateway span')
   t.equal(gw[0]?.kind, 2, 'server span')
   t.equal(rest[0]?.kind, 2, 'server span')
+})
+
+t.test('a part started with tracing.otlp_endpoint traces its requests and flushes them when it closes', async (t) => {
+  const receiver = await startReceiver(t)
+  const dir = mkdtempSync(path.join(os.tmpdir(), 'gatehouse-tracing-'))
+  t.teardown(() => rmSync(dir, { recursive: true, force: true }))
+  const config = loadConfig({
+    env: {},
+    overrides: {
+      log: { level: 'silent' },
+      tenants: { dir },
+      gateway: { port: 0, admin_port: 0 },
+      tracing: { otlp_endpoint: receiver.endpoint }
+    }
+  })
+  const deps = createStoreAndCache(config)
+  t.teardown(async () => { deps.tenants.close(); await deps.store.close() })
+  const part = await startPart('gateway', { config, ...deps }, { admin: false })
+  let closed = false
+  t.teardown(async () => { if (!closed) await part.app.close() })
+  const res = await fetch(`${part.url}/nosuchdb/rest/v1/todos`, { headers: { apikey: 'pk_whatever_key_123', traceparent: CLIENT_TRACEPARENT } })
+  t.equal(res.status, 404)
+  await res.arrayBuffer()
+  await part.app.close()
+  closed = true
+  const spans = receiver.spans.filter((s) => s.traceId === CLIENT_TRACE)
+  t.equal(spans.length, 1, 'the span was exported on close')
+  t.equal(spans[0]?.service, 'gatehouse-gateway')
+  t.equal(spans[0]?.parentSpanId, CLIENT_SPAN)
+  t.match(spans[0]?.name, /^GET /)
 })
 
 t.test('tracing off: the client traceparent reaches the engine unchanged, nothing is exported', async (t) => {
