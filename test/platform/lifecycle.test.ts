@@ -3,7 +3,7 @@
 // migrations are recorded and re-running them is a no-op, ensureTenant re-creates a file's
 // database (development stack), the cluster roles survive a race.
 import t from 'tap'
-import { cpSync, mkdtempSync, writeFileSync } from 'node:fs'
+import { cpSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs'
 import os from 'node:os'
 import path from 'node:path'
 import {
@@ -52,7 +52,7 @@ t.test('a create that fails half way leaves nothing behind', async (t) => {
 
   await t.test('a migration that fails', async (t) => {
     const dir = mkdtempSync(path.join(os.tmpdir(), 'gatehouse-mig-'))
-    t.teardown(() => { /* tmp dir left to the OS */ })
+    t.teardown(() => rmSync(dir, { recursive: true, force: true }))
     cpSync(MIGRATIONS_DIR, dir, { recursive: true })
     writeFileSync(path.join(dir, '9999_broken.sql'), 'CREATE TABLE public.half (x int);\nSELECT 1/0;\n')
     const id = newTenantId()
@@ -113,6 +113,7 @@ t.test('migrations', async (t) => {
 
   // A new file is applied once, in its own transaction, with the role settings available.
   const dir = mkdtempSync(path.join(os.tmpdir(), 'gatehouse-mig-'))
+  t.teardown(() => rmSync(dir, { recursive: true, force: true }))
   cpSync(MIGRATIONS_DIR, dir, { recursive: true })
   writeFileSync(path.join(dir, '9000_extra.sql'),
     "CREATE TABLE platform.extra AS SELECT current_setting('gatehouse.role_anon') AS anon;\n")
