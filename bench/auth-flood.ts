@@ -9,11 +9,8 @@
 // the flood over the same window with nothing running (a loaded machine delays an idle loop
 // too), with the main thread's own CPU time per sign-in (process.threadCpuUsage) beside it.
 // Knobs: BENCH_SECONDS, BENCH_FLOOD_CONNECTIONS (80), BENCH_CONNECTIONS (8 readers).
-import { spawn } from 'node:child_process'
 import { randomBytes } from 'node:crypto'
-import { createRequire } from 'node:module'
 import type { AddressInfo } from 'node:net'
-import path from 'node:path'
 import { monitorEventLoopDelay, performance } from 'node:perf_hooks'
 import { pathToFileURL } from 'node:url'
 import pg from 'pg'
@@ -23,35 +20,11 @@ import { buildRestEngine } from '../src/rest/index.js'
 import { buildGateway } from '../src/gateway/index.js'
 import { provisionTenant, dropTenant } from '../src/platform/index.js'
 import { toTenant, type Tenant, type TenantFile } from '../src/tenants/index.js'
-import { benchSeconds, devNullLogger, environment, formatReport, measure, writeResult, type BenchReport, type BenchScenario } from './lib.js'
-
-const require = createRequire(import.meta.url)
-const AUTOCANNON_CLI = path.join(path.dirname(require.resolve('autocannon/package.json')), 'autocannon.js')
-
-interface AutocannonResult {
-  requests: { average: number, total: number }
-  latency: { p50: number, p99: number }
-  errors: number
-  timeouts: number
-  non2xx: number
-  statusCodeStats?: Record<string, { count: number }>
-}
+import { autocannonProcess, benchSeconds, devNullLogger, type AutocannonResult, environment, formatReport, measure, writeResult, type BenchReport, type BenchScenario } from './lib.js'
 
 /** The flood: autocannon in a child process posting wrong passwords for `seconds`. */
 function flood (url: string, apikey: string, body: string, connections: number, seconds: number): Promise<AutocannonResult> {
-  const args = [AUTOCANNON_CLI, '--json', '--no-progress', '-c', String(connections), '-d', String(seconds), '-m', 'POST',
-    '-H', 'content-type=application/json', '-H', `apikey=${apikey}`, '-b', body, url]
-  return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, args, { stdio: ['ignore', 'pipe', 'pipe'] })
-    let out = ''
-    let err = ''
-    child.stdout.on('data', (c: Buffer) => { out += c.toString() })
-    child.stderr.on('data', (c: Buffer) => { err += c.toString() })
-    child.on('error', reject)
-    child.on('exit', (code) => {
-      try { resolve(JSON.parse(out.slice(out.indexOf('{'))) as AutocannonResult) } catch { reject(new Error(`autocannon exited with ${String(code)}: ${err.slice(0, 500)}`)) }
-    })
-  })
+  return autocannonProcess({ url, connections, method: 'POST', headers: { 'content-type': 'application/json', apikey }, body }, seconds)
 }
 
 const ROOMY = { capacity: 1_000_000, rate: 1_000_000, interval_seconds: 1 }

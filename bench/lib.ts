@@ -76,19 +76,20 @@ export interface MeasureOptions {
   otherCpu?: Array<() => Promise<{ user: number, system: number }>>
 }
 
-interface AutocannonResult {
+export interface AutocannonResult {
   requests: { average: number, total: number }
   latency: { p50: number, p99: number }
   errors: number
   timeouts: number
   non2xx: number
+  statusCodeStats?: Record<string, { count: number }>
 }
 
 const require = createRequire(import.meta.url)
 const AUTOCANNON_CLI = path.join(path.dirname(require.resolve('autocannon/package.json')), 'autocannon.js')
 
 /** Runs the autocannon CLI in a child process (its own CPU, not ours) and returns its JSON result. */
-function autocannonProcess (o: MeasureOptions, seconds: number): Promise<AutocannonResult> {
+export function autocannonProcess (o: MeasureOptions, seconds: number): Promise<AutocannonResult> {
   const args = [AUTOCANNON_CLI, '--json', '--no-progress', '-c', String(o.connections ?? 32), '-p', String(o.pipelining ?? 1),
     '-d', String(seconds), '-m', o.method ?? 'GET']
   for (const [k, v] of Object.entries(o.headers ?? {})) args.push('-H', `${k}=${v}`)
