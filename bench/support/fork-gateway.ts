@@ -5,7 +5,7 @@
 import { fork, type ChildProcess } from 'node:child_process'
 import path from 'node:path'
 import { fileURLToPath } from 'node:url'
-import type { GatewayProcessMessage, GatewayProcessReply } from './gateway-process.js'
+import type { GatewayProcessMessage, GatewayProcessReply, GatewayProcessStart } from './gateway-process.js'
 
 export interface ForkedGateway {
   port: number
@@ -29,10 +29,11 @@ function next (child: ChildProcess, type: GatewayProcessReply['type']): Promise<
   })
 }
 
-export async function forkGateway (overrides: Record<string, unknown>, tenants: unknown[]): Promise<ForkedGateway> {
+/** `bare`: a bare passthrough proxy in that process instead of the gateway. */
+export async function forkGateway (overrides: Record<string, unknown>, tenants: unknown[], bare?: GatewayProcessStart['bare']): Promise<ForkedGateway> {
   const child = fork(ENTRY, [], { execArgv: ['--import', 'tsx', ...(process.env.BENCH_GATEWAY_PROF !== undefined ? (process.env.BENCH_GATEWAY_PROF === 'perf' ? ['--perf-basic-prof'] : ['--cpu-prof', `--cpu-prof-dir=${process.env.BENCH_GATEWAY_PROF}`]) : [])], stdio: ['ignore', 'inherit', 'inherit', 'ipc'] })
   const listening = next(child, 'listening')
-  child.send({ type: 'start', overrides, tenants } satisfies GatewayProcessMessage)
+  child.send({ type: 'start', overrides, tenants, ...(bare !== undefined ? { bare } : {}) } satisfies GatewayProcessMessage)
   const r = await listening
   if (r.type !== 'listening') throw new Error('unexpected reply')
   return {

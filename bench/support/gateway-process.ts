@@ -1,18 +1,22 @@
 // A gateway in a process of its own, as it is deployed (`gatehouse serve gateway`): a bench
 // forks this file, sends { config overrides, tenant files }, and gets back the port. The
 // parent asks for this process's CPU time ('cpu') around each measurement, and ends it with
-// 'close'. Logs: the production logger at the given level, batched, to /dev/null.
+// 'close'. Logs: the production logger at the given level, batched, to /dev/null. With
+// `bare`, a bare passthrough proxy (bare-proxies.ts) runs here instead of the gateway.
 import type { AddressInfo } from 'node:net'
 import { loadConfig } from '../../src/config/index.js'
 import { parseTenantFile, toTenant, type Tenant } from '../../src/tenants/index.js'
 import { buildGateway } from '../../src/gateway/index.js'
 import { devNullLogger } from '../lib.js'
+import { startBareProxy, type BareKind } from './bare-proxies.js'
 
 export interface GatewayProcessStart {
   type: 'start'
   overrides: Record<string, unknown>
   /** Tenant files as parsed objects (the YAML's content). */
   tenants: unknown[]
+  /** Run this bare proxy instead of the gateway. */
+  bare?: { kind: BareKind, target: string, keepAliveMs: number }
 }
 export type GatewayProcessMessage = GatewayProcessStart | { type: 'cpu' } | { type: 'close' }
 export type GatewayProcessReply = { type: 'listening', port: number } | { type: 'cpu', user: number, system: number } | { type: 'error', message: string }
@@ -32,6 +36,12 @@ process.on('message', (m: GatewayProcessMessage) => {
 })
 
 async function start (m: GatewayProcessStart): Promise<void> {
+  if (m.bare !== undefined) {
+    const bare = await startBareProxy(m.bare.kind, m.bare.target, m.bare.keepAliveMs)
+    close = bare.close
+    send({ type: 'listening', port: bare.port })
+    return
+  }
   const config = loadConfig({ env: {}, overrides: m.overrides })
   const tenants = new Map<string, Tenant>()
   for (const t of m.tenants) {
