@@ -98,9 +98,9 @@ export function proxyRoutes (deps: ProxyRouteDeps) {
     }
     const info = setRequestInfo(raw, request.id)
     if (deps.isClosing()) throw new NotReadyError()
-    // http-proxy-3 sends a DELETE or OPTIONS without Content-Length as `Content-Length: 0`
-    // (its deleteLength pass): a chunked body would then follow as bare bytes, read by the
-    // upstream as the next request on the connection. Such a body must come with a length.
+    // A DELETE or OPTIONS body must come with a length: proxies in front of an engine (and
+    // http-proxy-3) send one without Content-Length as `Content-Length: 0`, and a chunked
+    // body would then follow as bare bytes, read as the next request on the connection.
     if ((method === 'DELETE' || method === 'OPTIONS') && raw.headers['transfer-encoding'] !== undefined) throw new LengthRequiredError(method)
 
     const gp = parseGatewayPath(raw.url ?? '/')

@@ -1,14 +1,12 @@
-// The one http-proxy-3 ProxyServer of a gateway, one keep-alive agent per upstream origin
-// (idle timeout shorter than the upstream's: supabase/cli #6674), connect and response
-// timeouts, and the response side: success bodies stream untouched, error bodies with a
-// JSON type are buffered (bounded) for the refusal rewriter. Errors never reach
-// http-proxy-3's default listener (it rethrows): every call passes its own callback.
-import http from 'node:http'
-import https from 'node:https'
+// The gateway's upstream client: one undici Pool per upstream origin (keep-alive, idle
+// timeout shorter than the upstream's: supabase/cli #6674), at most maxSockets requests in
+// flight per origin (the rest wait in a queue bounded by queueTimeoutMs), connect and
+// response timeouts, and the response side: success bodies stream untouched (backpressure
+// both ways), error bodies with a JSON type are buffered (bounded) for the refusal
+// rewriter. undici's dispatch() with a handler object per request: no WHATWG fetch, no
+// node:http ClientRequest, no stream pipe (bench/gateway.ts measures the three).
 import type { IncomingHttpHeaders, OutgoingHttpHeaders, IncomingMessage, ServerResponse } from 'node:http'
-import type { Socket } from 'node:net'
-import { Stream } from 'node:stream'
-import { ProxyServer } from 'http-proxy-3'
+import { Pool, type Dispatcher } from 'undici'
 import type { FastifyBaseLogger } from 'fastify'
 import { isJsonContentType } from '../../shared/http.js'
 import type { Tenant } from '../../tenants/schema.js'
@@ -16,7 +14,6 @@ import { UpstreamBusyError, UpstreamTimeoutError, UpstreamUnavailableError } fro
 import { renderError } from '../render.js'
 import type { Caller, RequestInfo, RewriteError, Service } from '../types.js'
 import { buildResponseHeaders } from './headers.js'
-
 /** Everything the response side needs about one proxied request. */
 export interface ForwardContext {
   target: URL
@@ -65,22 +62,14 @@ export function upstreamPath (base: URL, path: string, query: string): string {
 
 export interface UpstreamProxy {
   /**
-   * Streams req to ctx.target's origin and the answer back; req.url must be the full
-   * upstream path (upstreamPath()). The reply must already be hijacked.
+   * Sends req (its method, url and headers; the body is ctx.body) to ctx.target's origin
+   * and streams the answer back; req.url must be the full upstream path (upstreamPath()).
+   * The reply must already be hijacked.
    */
   web (req: IncomingMessage, res: ServerResponse, ctx: ForwardContext): void
-  /** Destroys the keep-alive sockets. */
+  /** Destroys the keep-alive sockets; queued requests fail. */
   close (): void
 }
-
-const kCtx = Symbol('gatehouse.forward')
-type WithCtx = IncomingMessage & { [kCtx]?: ForwardContext }
-
-function ctxOf (req: IncomingMessage): ForwardContext | undefined {
-  return (req as WithCtx)[kCtx]
-}
-
-const TIMEOUT = Symbol('gatehouse.upstreamTimeout')
 
 /**
  * Whether a client request carries a body (RFC 9112 §6.3: only these two headers say so).
@@ -90,74 +79,8 @@ export function hasRequestBody (headers: IncomingHttpHeaders): boolean {
   return headers['content-length'] !== undefined || headers['transfer-encoding'] !== undefined
 }
 
-/**
- * http-proxy-3's `buffer` option for requests without a body: it calls `buffer.pipe(proxyReq)`
- * instead of `req.pipe(proxyReq)`, and this ends the upstream request at once. Piping an
- * empty IncomingMessage costs a stream pipe per request (listeners, a resume tick, an 'end'
- * tick) for nothing; the unread request is dumped by Node when the response finishes.
- */
-class NoBody extends Stream {
-  override pipe<T extends NodeJS.WritableStream> (dest: T): T { dest.end(); return dest }
-}
-const NO_BODY = new NoBody()
-
-/** A body the gateway read whole: written to the upstream request in one piece. */
-class WholeBody extends Stream {
-  readonly #bytes: Buffer
-  constructor (bytes: Buffer) { super(); this.#bytes = bytes }
-  override pipe<T extends NodeJS.WritableStream> (dest: T): T { dest.end(this.#bytes); return dest }
-}
-
 const BUSY = 'EUPSTREAM_BUSY'
-
-type QueuingAgent = http.Agent & { requests: Record<string, http.ClientRequest[] | undefined>, getName (o: unknown): string }
-
-/** `req` waited too long in its agent's queue: taken out of it and failed (503 upstream_busy). */
-function queueTimedOut (agent: QueuingAgent, name: string, req: http.ClientRequest): void {
-  const q = agent.requests[name]
-  const i = q === undefined ? -1 : q.indexOf(req)
-  if (i < 0) return
-  q!.splice(i, 1)
-  if (q!.length === 0) delete agent.requests[name]
-  // Without a socket, destroy() only marks the request; its error is ours to emit.
-  req.destroy()
-  req.emit('error', Object.assign(new Error('no upstream socket became free in time'), { code: BUSY }))
-}
-
-/**
- * An agent whose queued requests (all maxSockets busy) wait at most `queueTimeoutMs` for a
- * socket. Requests that get one at once cost nothing extra.
- */
-function queueTimedAgent<A extends typeof http.Agent> (Base: A, queueTimeoutMs: number): A {
-  return class extends (Base as typeof http.Agent) {
-    addRequest (req: http.ClientRequest, options: unknown): void {
-      const self = this as unknown as QueuingAgent
-      const name = self.getName(options)
-      const before = self.requests[name]?.length ?? 0
-      ;(http.Agent.prototype as unknown as { addRequest: (r: unknown, o: unknown) => void }).addRequest.call(this, req, options)
-      if ((self.requests[name]?.length ?? 0) > before) {
-        const timer = setTimeout(queueTimedOut, queueTimeoutMs, self, name, req)
-        const clear = (): void => clearTimeout(timer)
-        req.once('socket', clear)
-        req.once('close', clear)
-      }
-    }
-  } as unknown as A
-}
-
-interface ProxyCallOptions { target: URL, agent: http.Agent, buffer: Stream | undefined }
-interface CallOptions { withBody: ProxyCallOptions, noBody: ProxyCallOptions }
-
-const kClientResponse = Symbol('gatehouse.clientResponse')
-type WithClientResponse = IncomingMessage & { [kClientResponse]?: ServerResponse }
-
-/** 'error' listener of an upstream response (`this`): cut the client's response too. */
-function destroyClientResponse (this: WithClientResponse): void { this[kClientResponse]?.destroy() }
-
-/** `this` is the upstream request that took too long (to connect or to answer). */
-function upstreamTimedOut (this: http.ClientRequest): void {
-  this.destroy(Object.assign(new Error('upstream timed out'), { code: 'ETIMEDOUT', [TIMEOUT]: true }))
-}
+const TIMEOUT_CODES = new Set(['UND_ERR_HEADERS_TIMEOUT', 'UND_ERR_BODY_TIMEOUT', 'UND_ERR_CONNECT_TIMEOUT'])
 
 /**
  * A flat header list with `set` replacing same-named entries and `drop` removing them
@@ -173,205 +96,344 @@ function replaceHeaders (list: string[], set: Record<string, string>, drop: read
   return out
 }
 
-export function createUpstreamProxy (opts: UpstreamProxyOptions): UpstreamProxy {
-  // The client's Host is never forwarded (headers.ts), so Node sets the upstream's.
-  // `target`, `agent` and `buffer` come with every call (buffer possibly undefined);
-  // declaring all three first here keeps the merged per-call options in one shape, which
-  // keeps http-proxy-3's option spread and passes monomorphic: a per-call property missing
-  // here cost ~13 µs per request (bench/rest-read.ts, profiled).
-  // toProxy + no prependPath: req.url is sent as we built it (the full upstream path,
-  // already checked), byte for byte, instead of being re-parsed as a WHATWG URL.
-  // connectTimeout: http-proxy-3 bounds the connect phase of a new upstream connection
-  // (reused keep-alive sockets are not timed) and destroys it with ECONNECT_TIMEOUT.
-  const proxy = new ProxyServer({ target: undefined, agent: undefined, buffer: undefined, xfwd: false, prependPath: false, toProxy: true, selfHandleResponse: true, connectTimeout: opts.connectTimeoutMs })
-  const agents = new Map<string, http.Agent>()
-  // Per target URL object (routes.ts caches one per upstream base): the per-call options,
-  // built once, with and without a body. http-proxy-3 spreads them into a fresh object and
-  // never mutates them.
-  const callOptions = new WeakMap<URL, CallOptions>()
+/** Node's parsed-headers shape from a raw list (only for error bodies the rewriter reads). */
+function headersObject (raw: string[]): IncomingHttpHeaders {
+  const out: Record<string, string | string[]> = {}
+  for (let i = 0; i < raw.length; i += 2) {
+    const k = raw[i]!.toLowerCase()
+    const v = raw[i + 1]!
+    const had = out[k]
+    if (had === undefined) out[k] = k === 'set-cookie' ? [v] : v
+    else if (Array.isArray(had)) had.push(v)
+    else out[k] = `${had}, ${v}`
+  }
+  return out as IncomingHttpHeaders
+}
 
-  function optionsFor (target: URL, body: Buffer | null): ProxyCallOptions {
-    let o = callOptions.get(target)
-    if (o === undefined) {
-      const agent = agentFor(target)
-      o = { withBody: { target, agent, buffer: undefined }, noBody: { target, agent, buffer: NO_BODY } }
-      callOptions.set(target, o)
-    }
-    // Same shape either way (see above).
-    return body === null ? o.noBody : { target, agent: o.withBody.agent, buffer: new WholeBody(body) }
+/** One upstream origin: its pool and the requests waiting for one of its maxSockets. */
+interface Origin {
+  origin: string
+  pool: Pool
+  active: number
+  queue: Forward[]
+}
+
+const kForward = Symbol('gatehouse.forward')
+type Tracked = ServerResponse & { [kForward]?: Forward }
+
+/** 'close' of a client response: the client went away before the answer was complete. */
+function onClientClose (this: Tracked): void {
+  const f = this[kForward]
+  if (f !== undefined && !this.writableFinished) f.clientGone()
+}
+
+/** 'drain' of a client response: let the upstream body flow again. */
+function onClientDrain (this: Tracked): void {
+  this[kForward]?.resume?.()
+}
+
+interface Internals {
+  opts: UpstreamProxyOptions
+  release (o: Origin): void
+  fail (f: Forward, err: Error): void
+}
+
+/**
+ * One proxied request: undici's dispatch handler (its legacy callbacks, which undici calls
+ * without the wrapper its newer handler API needs) and the state of the exchange.
+ */
+class Forward implements Dispatcher.DispatchHandler {
+  readonly req: IncomingMessage
+  readonly res: Tracked
+  readonly ctx: ForwardContext
+  readonly origin: Origin
+  readonly internals: Internals
+  /** undici's abort of the request, once it has a socket. */
+  abort: ((err?: Error) => void) | null = null
+  resume: (() => void) | null = null
+  queueTimer: NodeJS.Timeout | null = null
+  /** Still in the origin's queue / in flight (holding one of its slots) / settled. */
+  state: 'queued' | 'active' | 'done' = 'queued'
+  gone = false
+  status = 0
+  /** Buffered error body for the rewriter (null: streaming). */
+  chunks: Buffer[] | null = null
+  size = 0
+  headers: string[] = []
+  statusText = ''
+
+  constructor (req: IncomingMessage, res: ServerResponse, ctx: ForwardContext, origin: Origin, internals: Internals) {
+    this.req = req
+    this.res = res as Tracked
+    this.ctx = ctx
+    this.origin = origin
+    this.internals = internals
   }
 
-  const HttpAgent = queueTimedAgent(http.Agent, opts.queueTimeoutMs)
-  const HttpsAgent = queueTimedAgent(https.Agent, opts.queueTimeoutMs)
-
-  function agentFor (target: URL): http.Agent {
-    let agent = agents.get(target.origin)
-    if (agent === undefined) {
-      const o: http.AgentOptions = {
-        keepAlive: true,
-        keepAliveMsecs: 1000,
-        // Idle sockets are closed after this; it must be shorter than the upstream's idle
-        // timeout so we never write to a socket the upstream is closing.
-        timeout: opts.keepAliveMs,
-        maxSockets: opts.maxSockets,
-        maxFreeSockets: 256,
-        scheduling: 'lifo'
-      }
-      agent = target.protocol === 'https:' ? new HttpsAgent(o) : new HttpAgent(o)
-      agents.set(target.origin, agent)
+  /** The client went away: abort the upstream request (or leave the queue), log 499. */
+  clientGone (): void {
+    if (this.gone) return
+    this.gone = true
+    if (this.state === 'queued') {
+      this.settle()
+    } else if (this.state === 'active') {
+      if (this.abort !== null) this.abort()
+      // Without a socket yet: onConnect aborts at once.
     }
-    return agent
+    this.internals.opts.onComplete?.(this.ctx.info, 499)
   }
 
-  // The response timeout, armed when the request gets its socket (the connect phase is
-  // http-proxy-3's connectTimeout). No closure per request: a module-level handler that
-  // marks the error.
-  proxy.on('proxyReq', (proxyReq) => {
-    proxyReq.setTimeout(opts.timeoutMs, upstreamTimedOut)
-  })
+  /** Leaves the queue or gives the origin's slot back (once). */
+  settle (): void {
+    if (this.queueTimer !== null) { clearTimeout(this.queueTimer); this.queueTimer = null }
+    const was = this.state
+    this.state = 'done'
+    if (was === 'active') this.internals.release(this.origin)
+    else if (was === 'queued') {
+      const q = this.origin.queue
+      const i = q.indexOf(this)
+      if (i >= 0) q.splice(i, 1)
+    }
+  }
 
-  // The upstream body has been piped out (http-proxy-3 emits 'end' after our pipe ended the
-  // response): report completion without any per-request listener.
-  proxy.on('end', (req, res) => {
-    const ctx = ctxOf(req)
-    if (ctx !== undefined && ctx.rewriting !== true) opts.onComplete?.(ctx.info, res.statusCode)
-  })
+  onConnect (abort: (err?: Error) => void): void {
+    this.abort = abort
+    if (this.gone) abort()
+  }
 
-  // The client went away before the answer: logged as 499 (nginx's "client closed request").
-  proxy.on('econnreset', (_err, req) => {
-    const ctx = ctxOf(req)
-    if (ctx !== undefined) opts.onComplete?.(ctx.info, 499)
-  })
-
-  proxy.on('proxyRes', (proxyRes, req, res) => {
-    const ctx = ctxOf(req)
-    if (ctx === undefined) { res.destroy(); return }
-    const status = proxyRes.statusCode ?? 502
+  onHeaders (statusCode: number, rawHeaders: Buffer[], resume: () => void, statusText: string): boolean {
+    this.resume = resume
+    const raw: string[] = new Array(rawHeaders.length)
+    let contentType: string | undefined
+    let encoded = false
+    let retryAfter = false
+    for (let i = 0; i < rawHeaders.length; i += 2) {
+      const k = rawHeaders[i]!.toString('latin1')
+      const v = rawHeaders[i + 1]!.toString('latin1')
+      raw[i] = k
+      raw[i + 1] = v
+      // Lengths first: most names are none of these three.
+      if (k.length === 12 && k.toLowerCase() === 'content-type') contentType ??= v
+      else if (k.length === 16 && k.toLowerCase() === 'content-encoding') encoded = true
+      else if (k.length === 11 && k.toLowerCase() === 'retry-after') retryAfter = true
+    }
+    const opts = this.internals.opts
+    const ctx = this.ctx
+    const res = this.res
+    this.status = statusCode
+    this.statusText = statusText
+    if (this.gone || res.destroyed) return false
     let ours = opts.isShuttingDown() ? { ...ctx.responseHeaders, connection: 'close' } : ctx.responseHeaders
     // Every 503 the gateway sends says when to retry, an engine's too.
-    if (status === 503 && proxyRes.headers['retry-after'] === undefined) ours = { ...ours, 'retry-after': '1' }
-    // rawHeaders only: Node builds proxyRes.headers lazily, on first use.
-    const headers = buildResponseHeaders(proxyRes.rawHeaders, ours)
-    ;(proxyRes as WithClientResponse)[kClientResponse] = res
-    proxyRes.on('error', destroyClientResponse) // on, not once: no wrapper per request
-    if (opts.rewriteError !== undefined && status >= 400 && ctx.method !== 'HEAD' &&
-        isJsonContentType(proxyRes.headers['content-type']) && proxyRes.headers['content-encoding'] === undefined) {
+    if (statusCode === 503 && !retryAfter) ours = { ...ours, 'retry-after': '1' }
+    const headers = buildResponseHeaders(raw, ours)
+    if (opts.rewriteError !== undefined && statusCode >= 400 && ctx.method !== 'HEAD' && isJsonContentType(contentType) && !encoded) {
       ctx.rewriting = true
-      bufferError(proxyRes, res, status, headers, ctx, opts.rewriteError)
-      return
+      this.chunks = []
+      this.headers = headers
+      this.upstreamRaw = raw
+      return true
     }
     // The upstream's reason phrase goes on with its status (PostgREST's, which clients show).
-    if (proxyRes.statusMessage) res.statusMessage = proxyRes.statusMessage
-    res.writeHead(status, headers)
-    proxyRes.pipe(res)
-  })
-
-  function bufferError (proxyRes: IncomingMessage, res: ServerResponse, status: number, headers: string[],
-    ctx: ForwardContext, rewrite: RewriteError): void {
-    const chunks: Buffer[] = []
-    let size = 0
-    const onData = (chunk: Buffer): void => {
-      chunks.push(chunk)
-      size += chunk.length
-      if (size > opts.maxErrorBodyBytes) {
-        // Too large to rewrite: send what we have and stream the rest as it comes.
-        proxyRes.removeListener('data', onData)
-        proxyRes.removeListener('end', onEnd)
-        if (proxyRes.statusMessage) res.statusMessage = proxyRes.statusMessage
-        res.writeHead(status, headers)
-        for (const c of chunks) res.write(c)
-        chunks.length = 0
-        proxyRes.pipe(res)
-        proxyRes.once('end', () => opts.onComplete?.(ctx.info, status))
-      }
-    }
-    const onEnd = (): void => {
-      const raw = Buffer.concat(chunks, size)
-      void finishRewrite(raw, res, status, headers, ctx, rewrite, proxyRes.headers, proxyRes.statusMessage)
-    }
-    proxyRes.on('data', onData)
-    proxyRes.on('end', onEnd)
+    if (statusText) res.statusMessage = statusText
+    res.writeHead(statusCode, headers)
+    return true
   }
 
-  async function finishRewrite (raw: Buffer, res: ServerResponse, status: number, headers: string[],
-    ctx: ForwardContext, rewrite: RewriteError, upstreamHeaders: IncomingMessage['headers'], statusMessage: string | undefined): Promise<void> {
-    let body: unknown
-    try { body = JSON.parse(raw.toString('utf8')) } catch { body = undefined }
-    let out = { status, headers, body: raw }
-    try {
-      const r = await rewrite({
-        tenant: ctx.tenant,
-        service: ctx.service,
-        caller: ctx.caller,
-        method: ctx.method,
-        path: ctx.path,
-        query: ctx.query,
-        status,
-        headers: upstreamHeaders,
-        body,
-        raw,
-        requestId: ctx.requestId,
-        log: ctx.log
-      })
-      if (r !== null && r !== undefined) {
-        const buf = Buffer.from(JSON.stringify(r.body), 'utf8')
-        const newStatus = r.status ?? status
-        out = {
-          status: newStatus,
-          // The upstream's Bearer challenge belongs to its 401 (RFC 9110 §11.6.1): a refusal
-          // rewritten to another status does not carry it on.
-          headers: replaceHeaders(headers, { 'content-type': 'application/json; charset=utf-8', ...(r.headers ?? {}) },
-            newStatus === 401 ? [] : ['www-authenticate']),
-          body: buf
-        }
-      }
-    } catch (err) {
-      ctx.log.error({ tenant: ctx.tenant.database, err }, 'refusal rewriter failed; the upstream error is sent unchanged')
+  upstreamRaw: string[] = []
+
+  onData (chunk: Buffer): boolean {
+    if (this.gone) return false
+    const res = this.res
+    const chunks = this.chunks
+    if (chunks !== null) {
+      chunks.push(chunk)
+      this.size += chunk.length
+      if (this.size <= this.internals.opts.maxErrorBodyBytes) return true
+      // Too large to rewrite: send what we have and stream the rest as it comes.
+      this.chunks = null
+      this.ctx.rewriting = false
+      if (this.statusText) res.statusMessage = this.statusText
+      res.writeHead(this.status, this.headers)
+      let ok = true
+      for (const c of chunks) ok = res.write(c)
+      return ok || this.waitForDrain()
     }
-    if (res.destroyed || res.writableEnded) return
-    // A status the rewriter kept keeps the upstream's reason phrase; a new one gets Node's.
-    if (out.status === status && statusMessage) res.statusMessage = statusMessage
-    res.writeHead(out.status, replaceHeaders(out.headers, { 'content-length': String(out.body.length) }))
-    res.end(out.body)
-    opts.onComplete?.(ctx.info, out.status)
+    return res.write(chunk) || this.waitForDrain()
+  }
+
+  /** Backpressure: undici stops reading the upstream until the client response drains. */
+  waitForDrain (): false {
+    if (!this.drainHooked) { this.drainHooked = true; this.res.on('drain', onClientDrain) }
+    return false
+  }
+
+  drainHooked = false
+
+  onComplete (): void {
+    const chunks = this.chunks
+    const ctx = this.ctx
+    this.settle()
+    if (this.gone) return
+    if (chunks !== null) {
+      this.chunks = null
+      void finishRewrite(Buffer.concat(chunks, this.size), this, this.internals.opts.rewriteError!)
+      return
+    }
+    this.res.end()
+    this.internals.opts.onComplete?.(ctx.info, this.status)
+  }
+
+  onError (err: Error): void {
+    this.settle()
+    if (this.gone) return
+    this.internals.fail(this, err)
+  }
+}
+
+async function finishRewrite (raw: Buffer, f: Forward, rewrite: RewriteError): Promise<void> {
+  const { ctx, res, status } = f
+  const opts = f.internals.opts
+  let headers = f.headers
+  let body: unknown
+  try { body = JSON.parse(raw.toString('utf8')) } catch { body = undefined }
+  let out = { status, headers, body: raw }
+  try {
+    const r = await rewrite({
+      tenant: ctx.tenant,
+      service: ctx.service,
+      caller: ctx.caller,
+      method: ctx.method,
+      path: ctx.path,
+      query: ctx.query,
+      status,
+      headers: headersObject(f.upstreamRaw),
+      body,
+      raw,
+      requestId: ctx.requestId,
+      log: ctx.log
+    })
+    if (r !== null && r !== undefined) {
+      const buf = Buffer.from(JSON.stringify(r.body), 'utf8')
+      const newStatus = r.status ?? status
+      headers = replaceHeaders(headers, { 'content-type': 'application/json; charset=utf-8', ...(r.headers ?? {}) },
+        // The upstream's Bearer challenge belongs to its 401 (RFC 9110 §11.6.1): a refusal
+        // rewritten to another status does not carry it on.
+        newStatus === 401 ? [] : ['www-authenticate'])
+      out = { status: newStatus, headers, body: buf }
+    }
+  } catch (err) {
+    ctx.log.error({ tenant: ctx.tenant.database, err }, 'refusal rewriter failed; the upstream error is sent unchanged')
+  }
+  if (res.destroyed || res.writableEnded) return
+  // A status the rewriter kept keeps the upstream's reason phrase; a new one gets Node's.
+  if (out.status === status && f.statusText) res.statusMessage = f.statusText
+  res.writeHead(out.status, replaceHeaders(out.headers, { 'content-length': String(out.body.length) }))
+  res.end(out.body)
+  opts.onComplete?.(ctx.info, out.status)
+}
+
+export function createUpstreamProxy (opts: UpstreamProxyOptions): UpstreamProxy {
+  const origins = new Map<string, Origin>()
+
+  function originOf (target: URL): Origin {
+    let o = origins.get(target.origin)
+    if (o === undefined) {
+      const pool = new Pool(target.origin, {
+        connections: opts.maxSockets,
+        pipelining: 1,
+        // Idle sockets are closed after this (also when the upstream's Keep-Alive hint is
+        // longer): shorter than the upstream's idle timeout, so we never write to a socket
+        // the upstream is closing.
+        keepAliveTimeout: opts.keepAliveMs,
+        keepAliveMaxTimeout: opts.keepAliveMs,
+        connect: { timeout: opts.connectTimeoutMs }
+      })
+      // A pool-level failure is reported to each request's handler; nothing to do here.
+      pool.on('connectionError', () => {})
+      o = { origin: target.origin, pool, active: 0, queue: [] }
+      origins.set(target.origin, o)
+    }
+    return o
+  }
+
+  const internals: Internals = {
+    opts,
+    release (o) {
+      o.active--
+      // The next queued request (in arrival order) gets the slot.
+      const next = o.queue.shift()
+      if (next !== undefined) start(next)
+    },
+    fail: onProxyError
+  }
+
+  function queueTimedOut (f: Forward): void {
+    f.queueTimer = null
+    if (f.state !== 'queued') return
+    f.settle()
+    onProxyError(f, Object.assign(new Error('no upstream socket became free in time'), { code: BUSY }))
+  }
+
+  function start (f: Forward): void {
+    if (f.queueTimer !== null) { clearTimeout(f.queueTimer); f.queueTimer = null }
+    f.state = 'active'
+    f.origin.active++
+    const req = f.req
+    f.origin.pool.dispatch({
+      path: req.url ?? '/',
+      method: (req.method ?? 'GET') as Dispatcher.HttpMethod,
+      headers: req.headers as Record<string, string | string[]>,
+      body: f.ctx.body,
+      headersTimeout: opts.timeoutMs,
+      bodyTimeout: opts.timeoutMs
+    }, f)
   }
 
   // Refused, reset, unreachable or too slow: 502 / 504 with our JSON body, unless the
   // response already started (then the client connection is cut, as a proxy must).
-  function onProxyError (err: Error, req: IncomingMessage, res: ServerResponse | Socket): void {
-    const ctx = ctxOf(req)
-    const response = res as ServerResponse
-    const timedOut = (err as { [TIMEOUT]?: boolean })[TIMEOUT] === true || (err as NodeJS.ErrnoException).code === 'ECONNECT_TIMEOUT'
-    const error = (err as NodeJS.ErrnoException).code === BUSY
+  function onProxyError (f: Forward, err: Error): void {
+    const { ctx, req } = f
+    const response = f.res
+    const code = (err as NodeJS.ErrnoException).code
+    const error = code === BUSY
       ? new UpstreamBusyError({ cause: err })
-      : timedOut
+      : code !== undefined && TIMEOUT_CODES.has(code)
         ? new UpstreamTimeoutError({ cause: err })
         : new UpstreamUnavailableError({ cause: err })
-    if (ctx !== undefined) {
-      ctx.log.error({ tenant: ctx.tenant.database, err, upstream: ctx.target.origin, code: error.code }, 'upstream request failed')
-      opts.onUpstreamError?.(ctx, error.code)
-    }
+    ctx.log.error({ tenant: ctx.tenant.database, err, upstream: ctx.target.origin, code: error.code }, 'upstream request failed')
+    opts.onUpstreamError?.(ctx, error.code)
     if (response.headersSent || response.writableEnded || response.destroyed) {
       response.destroy()
-      if (ctx !== undefined) opts.onComplete?.(ctx.info, response.statusCode)
+      opts.onComplete?.(ctx.info, response.statusCode)
       return
     }
-    const r = renderError(error, ctx?.requestId ?? 'unknown', { auth: ctx?.service === 'auth', apiVersion: req.headers['x-supabase-api-version'] })
-    const headers: OutgoingHttpHeaders = { ...(ctx?.responseHeaders ?? {}), ...r.headers, 'content-length': String(Buffer.byteLength(r.body)) }
+    const r = renderError(error, ctx.requestId, { auth: ctx.service === 'auth', apiVersion: req.headers['x-supabase-api-version'] })
+    const headers: OutgoingHttpHeaders = { ...ctx.responseHeaders, ...r.headers, 'content-length': String(Buffer.byteLength(r.body)) }
     if (opts.isShuttingDown()) headers.connection = 'close'
     response.writeHead(r.status, headers)
     response.end(r.body)
-    if (ctx !== undefined) { ctx.info.errorCode = error.code; opts.onComplete?.(ctx.info, r.status) }
+    ctx.info.errorCode = error.code
+    opts.onComplete?.(ctx.info, r.status)
   }
 
   return {
     web (req, res, ctx) {
-      (req as WithCtx)[kCtx] = ctx
-      proxy.web(req, res, optionsFor(ctx.target, ctx.body), onProxyError)
+      const o = originOf(ctx.target)
+      const f = new Forward(req, res, ctx, o, internals)
+      ;(res as Tracked)[kForward] = f
+      res.on('close', onClientClose)
+      if (o.active < opts.maxSockets) { start(f); return }
+      // All of the origin's sockets are busy: wait (bounded) for one.
+      f.queueTimer = setTimeout(queueTimedOut, opts.queueTimeoutMs, f)
+      o.queue.push(f)
     },
     close () {
-      for (const a of agents.values()) a.destroy()
-      agents.clear()
+      for (const o of origins.values()) {
+        for (const f of o.queue.splice(0)) { f.settle(); onProxyError(f, new Error('the gateway is closing')) }
+        void o.pool.destroy().catch(() => {})
+      }
+      origins.clear()
     }
   }
 }
