@@ -1,13 +1,17 @@
 // The caller of a REST request: the gateway's upstream token (HS256 with the tenant's
-// upstream secret, algorithm pinned, exp required) verified once and cached until it
-// expires, its role checked against the tenant's three request roles; no token = anon.
-// JWT failures become PostgREST's PGRST301/PGRST303 with WWW-Authenticate.
-import { errors as joseErrors } from 'jose'
+// upstream secret, algorithm pinned, exp required) whose signature is verified once and
+// cached until it expires, its claims checked on every use as PostgREST checks them, its
+// role checked against the tenant's three request roles; no token = anon. Every failure
+// is an error of the registry (errors.ts) with PostgREST 14's text.
+import { compactVerify, errors as joseErrors } from 'jose'
 import { LRUCache } from 'lru-cache'
-import { tokenCacheKey, verifyHS256 } from '../shared/jwt.js'
+import { hmacKey, tokenCacheKey } from '../shared/jwt.js'
 import type { Tenant } from '../tenants/index.js'
 import { kindOfRoleName, type RoleKind } from '../shared/roles.js'
-import { JwtClaimsError, JwtDecodeError } from './errors.js'
+import {
+  jwtClaims, jwtEmpty, jwtKeyCannotDecode, jwtMalformed, jwtNoSuitableKey, jwtParts, jwtUnsecured, unknownRole,
+  type JwtClaimsFailure
+} from './errors.js'
 
 export type { RoleKind } from '../shared/roles.js'
 
@@ -21,44 +25,74 @@ export interface Caller {
   isAnon: boolean
 }
 
-/** Clock skew allowed on exp/nbf (PostgREST allows 30 s). */
+/** Clock skew allowed on exp/nbf/iat (PostgREST allows 30 s). */
 const SKEW_SECONDS = 30
 
-function invalidToken (message: string): Record<string, string> {
-  return { 'www-authenticate': `Bearer error="invalid_token", error_description="${message.replace(/["\\]/g, '')}"` }
-}
+/** Signature algorithms PostgREST's JWT library knows but an HMAC secret cannot verify. */
+const ASYMMETRIC_ALGS: ReadonlySet<string> = new Set(['RS256', 'RS384', 'RS512', 'ES256', 'ES384', 'ES512', 'EdDSA'])
+const OTHER_HMAC_ALGS: ReadonlySet<string> = new Set(['HS384', 'HS512'])
 
-function decodeError (message: string, details?: string): Error {
-  return new JwtDecodeError(message, { details: details ?? null, headers: invalidToken(message) })
-}
-
-function claimsError (message: string): Error {
-  return new JwtClaimsError(message, { headers: invalidToken(message) })
-}
-
-/** jose's failure -> PostgREST's JWT error. */
-export function jwtError (err: unknown): Error {
-  if (err instanceof joseErrors.JWTExpired) return claimsError('JWT expired')
-  if (err instanceof joseErrors.JWTClaimValidationFailed) {
-    if (err.claim === 'nbf') return claimsError('JWT not yet valid')
-    if (err.claim === 'iat') return claimsError('JWT issued at future')
-    if (err.claim === 'exp') return claimsError(err.reason === 'missing' ? "The JWT 'exp' claim is required" : "The JWT 'exp' claim must be a number")
-    return claimsError(`The JWT '${err.claim}' claim is invalid`)
+/**
+ * The decode failure PostgREST reports for the token's header before any signature check:
+ * a header that does not parse or names an unknown algorithm is malformed, `none` is an
+ * unsecured token, an asymmetric algorithm has no suitable key, another HMAC algorithm is
+ * a key that cannot decode it (the algorithm is pinned to HS256). null: HS256.
+ */
+function headerFailure (encodedHeader: string): Error | null {
+  let header: unknown
+  try {
+    header = JSON.parse(Buffer.from(encodedHeader, 'base64url').toString('utf8'))
+  } catch {
+    return jwtMalformed()
   }
-  if (err instanceof joseErrors.JOSEAlgNotAllowed || err instanceof joseErrors.JOSENotSupported) return decodeError('Wrong or unsupported encoding algorithm')
-  if (err instanceof joseErrors.JWSSignatureVerificationFailed) return decodeError('No suitable key or wrong key type', 'None of the keys was able to decode the JWT')
-  if (err instanceof joseErrors.JWTInvalid) return claimsError('Parsing claims failed')
-  return decodeError('JWT cryptographic operation failed')
+  const alg = typeof header === 'object' && header !== null && !Array.isArray(header) ? (header as { alg?: unknown }).alg : undefined
+  if (alg === 'HS256') return null
+  if (alg === 'none') return jwtUnsecured()
+  if (typeof alg === 'string' && ASYMMETRIC_ALGS.has(alg)) return jwtNoSuitableKey()
+  if (typeof alg === 'string' && OTHER_HMAC_ALGS.has(alg)) return jwtKeyCannotDecode()
+  return jwtMalformed()
+}
+
+/** jose's verification failure -> PostgREST's PGRST301. */
+export function jwtError (err: unknown): Error {
+  if (err instanceof joseErrors.JWSSignatureVerificationFailed) return jwtKeyCannotDecode()
+  if (err instanceof joseErrors.JOSEAlgNotAllowed || err instanceof joseErrors.JOSENotSupported) return jwtKeyCannotDecode()
+  return jwtMalformed()
+}
+
+/** A time claim as PostgREST reads it: a non-integer (or out of int64) number counts as 0. */
+function seconds (v: number): number {
+  return Number.isInteger(v) && Math.abs(v) <= 9.2e18 ? v : 0
+}
+
+/**
+ * PostgREST's claim checks, in its order (exp, nbf, iat, aud), 30 s of skew; null or
+ * absent claims pass, except exp, which the upstream token must carry (a missing exp is
+ * reported as PostgREST reports an exp that is not a number).
+ */
+export function claimsFailure (claims: Record<string, unknown>, nowSec: number): JwtClaimsFailure | null {
+  const now = Math.floor(nowSec)
+  const exp = claims.exp
+  if (typeof exp !== 'number') return 'expNotNumber'
+  if (now - SKEW_SECONDS > seconds(exp)) return 'expired'
+  const nbf = claims.nbf
+  if (nbf !== undefined && nbf !== null) {
+    if (typeof nbf !== 'number') return 'nbfNotNumber'
+    if (now + SKEW_SECONDS < seconds(nbf)) return 'notYetValid'
+  }
+  const iat = claims.iat
+  if (iat !== undefined && iat !== null) {
+    if (typeof iat !== 'number') return 'iatNotNumber'
+    if (now + SKEW_SECONDS < seconds(iat)) return 'issuedAtFuture'
+  }
+  const aud = claims.aud
+  if (aud !== undefined && aud !== null && typeof aud !== 'string' &&
+      !(Array.isArray(aud) && aud.every((a) => typeof a === 'string'))) return 'audNotStringOrArray'
+  return null
 }
 
 export function roleKindOf (tenant: Pick<Tenant, 'roles'>, role: string): RoleKind | null {
   return kindOfRoleName(tenant.roles, role)
-}
-
-interface Verified {
-  claims: Record<string, unknown>
-  exp: number
-  nbf: number | null
 }
 
 export interface TokenVerifierOptions {
@@ -67,9 +101,12 @@ export interface TokenVerifierOptions {
   now?: () => number
 }
 
-/** Verifies upstream tokens with an LRU of verified ones (keyed by a hash of tenant, secret and token). */
+/**
+ * Verifies upstream tokens with an LRU of signature-verified claims (keyed by a hash of
+ * tenant, secret and token); the claims are checked again on every use.
+ */
 export class TokenVerifier {
-  readonly #cache: LRUCache<string, Verified>
+  readonly #cache: LRUCache<string, Record<string, unknown>>
   readonly #now: () => number
 
   constructor (opts: TokenVerifierOptions = {}) {
@@ -81,37 +118,43 @@ export class TokenVerifier {
   async caller (tenant: Tenant, authorization: string | undefined): Promise<Caller> {
     const token = bearerToken(authorization)
     if (token === null) return anonCaller(tenant)
-    if (token === '') throw decodeError('Empty JWT is sent in Authorization header')
-    const parts = token.split('.').length
-    if (parts !== 3) throw decodeError(`Expected 3 parts in JWT; got ${parts}`)
+    if (token === '') throw jwtEmpty()
+    const parts = token.split('.')
+    if (parts.length !== 3) throw jwtParts(parts.length)
     const nowSec = this.#now() / 1000
     const key = tokenCacheKey(tenant.database, tenant.jwt.upstream_secret, token)
-    let v = this.#cache.get(key)
-    if (v) {
-      // Cached signature; the time claims are checked again on every use.
-      if (v.exp + SKEW_SECONDS <= nowSec) { this.#cache.delete(key); throw claimsError('JWT expired') }
-      if (v.nbf !== null && v.nbf - SKEW_SECONDS > nowSec) throw claimsError('JWT not yet valid')
-    } else {
-      let payload: Record<string, unknown>
+    let claims = this.#cache.get(key)
+    if (claims === undefined) {
+      const bad = headerFailure(parts[0]!)
+      if (bad !== null) throw bad
+      let payload: Uint8Array
       try {
-        payload = await verifyHS256(token, {
-          secret: tenant.jwt.upstream_secret,
-          clockToleranceSeconds: SKEW_SECONDS,
-          currentDate: new Date(this.#now())
-        }) as Record<string, unknown>
+        payload = (await compactVerify(token, hmacKey(tenant.jwt.upstream_secret), { algorithms: ['HS256'] })).payload
       } catch (err) {
         throw jwtError(err)
       }
-      v = { claims: payload, exp: Number(payload.exp), nbf: typeof payload.nbf === 'number' ? payload.nbf : null }
-      const ttl = Math.floor((v.exp + SKEW_SECONDS - nowSec) * 1000)
-      if (ttl > 0) this.#cache.set(key, v, { ttl })
+      let parsed: unknown
+      try { parsed = JSON.parse(Buffer.from(payload).toString('utf8')) } catch { parsed = null }
+      if (typeof parsed !== 'object' || parsed === null || Array.isArray(parsed)) throw jwtClaims('parsingFailed')
+      claims = parsed as Record<string, unknown>
+      const failure = claimsFailure(claims, nowSec)
+      if (failure !== null) throw jwtClaims(failure)
+      const ttl = Math.floor((seconds(claims.exp as number) + SKEW_SECONDS - nowSec) * 1000)
+      if (ttl > 0) this.#cache.set(key, claims, { ttl })
+    } else {
+      const failure = claimsFailure(claims, nowSec)
+      if (failure !== null) {
+        if (failure === 'expired') this.#cache.delete(key)
+        throw jwtClaims(failure)
+      }
     }
-    const roleClaim = v.claims.role
-    if (roleClaim === undefined || roleClaim === null) return { ...anonCaller(tenant), claims: { ...v.claims, role: tenant.roles.anon } }
-    if (typeof roleClaim !== 'string') throw claimsError("The JWT 'role' claim must be a string")
-    const kind = roleKindOf(tenant, roleClaim)
-    if (kind === null) throw claimsError("The JWT 'role' claim is not a role of this database")
-    return { role: roleClaim, kind, claims: v.claims, isAnon: kind === 'anon' }
+    // PostgREST reads the role claim as text (a non-string one JSON-encoded); absent = anon.
+    const roleClaim = claims.role
+    if (roleClaim === undefined) return { ...anonCaller(tenant), claims: { ...claims, role: tenant.roles.anon } }
+    const role = typeof roleClaim === 'string' ? roleClaim : JSON.stringify(roleClaim)
+    const kind = roleKindOf(tenant, role)
+    if (kind === null) throw unknownRole(role)
+    return { role, kind, claims, isAnon: kind === 'anon' }
   }
 
   clear (): void { this.#cache.clear() }

@@ -122,14 +122,77 @@ export function noRelationship (origin: string, target: string, embedHint: strin
 }
 
 // ---------------------------------------------------------------------------------------
-// Group 3: JWT
+// Group 3: JWT (PostgREST 14's Error.hs JwtError texts; jose-jwt's KeyError/BadAlgorithm
+// texts as details). Every 401 here carries PostgREST's WWW-Authenticate challenge.
 
 export const JwtSecretMissingError = defineError('PGRST300', 500, () => 'Server lacks JWT secret')
-/** Decode errors: empty token, bad parts, bad signature, algorithm not allowed. */
+/** Decode errors: empty token, bad parts, no key verifies, algorithm, malformed token. */
 export const JwtDecodeError = defineError('PGRST301', 401, (message: string) => message)
 export const AnonDisabledError = defineError('PGRST302', 401, () => 'Anonymous access is disabled')
-/** Claim errors: expired, not yet valid, issued in the future, bad role. */
+/** Claim errors: expired, not yet valid, issued in the future, a time or aud claim of the wrong type. */
 export const JwtClaimsError = defineError('PGRST303', 401, (message: string) => message)
+
+/** `Bearer error="invalid_token", error_description="<message>"` (PostgREST's challenge on PGRST301/303). */
+function invalidTokenChallenge (message: string): Record<string, string> {
+  return { 'www-authenticate': `Bearer error="invalid_token", error_description="${message.replace(/["\\]/g, '\\$&')}"` }
+}
+
+const JWT_DECODE_MESSAGES = {
+  empty: 'Empty JWT is sent in Authorization header',
+  key: 'No suitable key or wrong key type',
+  algorithm: 'Wrong or unsupported encoding algorithm',
+  crypto: 'JWT cryptographic operation failed'
+} as const
+
+function jwtDecode (kind: keyof typeof JWT_DECODE_MESSAGES | 'parts', details: string | null = null, parts = 0): GatehouseError {
+  const message = kind === 'parts' ? `Expected 3 parts in JWT; got ${parts}` : JWT_DECODE_MESSAGES[kind]
+  return new JwtDecodeError(message, { details, headers: invalidTokenChallenge(message) })
+}
+
+/** PGRST301: `Authorization: Bearer` with nothing after it. */
+export const jwtEmpty = (): GatehouseError => jwtDecode('empty')
+/** PGRST301: a token that does not split into 3 dot-separated parts. */
+export const jwtParts = (parts: number): GatehouseError => jwtDecode('parts', null, parts)
+/** PGRST301: the key does not verify the signature (also an HMAC algorithm other than the pinned one). */
+export const jwtKeyCannotDecode = (): GatehouseError => jwtDecode('key', 'None of the keys was able to decode the JWT')
+/** PGRST301: a signature algorithm no configured key can verify (RSA, EC, EdDSA). */
+export const jwtNoSuitableKey = (): GatehouseError => jwtDecode('key', 'No suitable key was found to decode the JWT')
+/** PGRST301: an unsecured token (`alg: none`). */
+export const jwtUnsecured = (): GatehouseError => jwtDecode('algorithm', "JWT is unsecured but expected 'alg' was not 'none'")
+/** PGRST301: a token that does not parse (bad base64url, header JSON, unknown algorithm). */
+export const jwtMalformed = (): GatehouseError => jwtDecode('crypto')
+
+const JWT_CLAIMS_MESSAGES = {
+  expired: 'JWT expired',
+  notYetValid: 'JWT not yet valid',
+  issuedAtFuture: 'JWT issued at future',
+  notInAudience: 'JWT not in audience',
+  parsingFailed: 'Parsing claims failed',
+  expNotNumber: "The JWT 'exp' claim must be a number",
+  nbfNotNumber: "The JWT 'nbf' claim must be a number",
+  iatNotNumber: "The JWT 'iat' claim must be a number",
+  audNotStringOrArray: "The JWT 'aud' claim must be a string or an array of strings"
+} as const
+export type JwtClaimsFailure = keyof typeof JWT_CLAIMS_MESSAGES
+
+/** PGRST303 for a failed claim check. */
+export function jwtClaims (failure: JwtClaimsFailure): GatehouseError {
+  const message = JWT_CLAIMS_MESSAGES[failure]
+  return new JwtClaimsError(message, { headers: invalidTokenChallenge(message) })
+}
+
+/** PGRST302: no token and no anonymous role (with a bare `WWW-Authenticate: Bearer`). */
+export const anonDisabled = (): GatehouseError => new AnonDisabledError({ headers: { 'www-authenticate': 'Bearer' } })
+
+/**
+ * A token role the request may not switch to: what PostgREST answers for a role that
+ * does not exist (Postgres' 22023 on `set_config('role', ...)`, 401 with `WWW-Authenticate:
+ * Bearer`). Also said for another tenant's roles, whose existence is not ours to reveal.
+ */
+export function unknownRole (role: string): GatehouseError {
+  const message = `role "${role}" does not exist`
+  return new GatehouseError('22023', statusForSqlState('22023', message, false), message, { headers: { 'www-authenticate': 'Bearer' } })
+}
 
 // ---------------------------------------------------------------------------------------
 // Row-level security on writes (service.md)
@@ -181,6 +244,20 @@ export const PayloadTooLargeError = defineError('payload_too_large', 413, () => 
 export const BadRequestError = defineError('bad_request', 400, () => 'Bad request')
 /** 5xx with no known cause: the body says only this plus the request id; the cause is logged. */
 export const UnexpectedError = defineError('unexpected_failure', 500, () => 'unexpected failure')
+
+/** The engine's own errors (not PostgREST's): their Proxy-Status names Gatehouse. */
+const OWN_ERRORS = [TenantNotFoundError, EngineNotConfiguredError, PayloadTooLargeError, BadRequestError, UnexpectedError]
+
+/**
+ * The Proxy-Status of an error response: `PostgREST; error=<code>` as PostgREST 14 sends
+ * on every error it answers (its PGRST codes, SQLSTATEs, codes RAISEd with 'PGRST'),
+ * `gatehouse; error=<code>` for the engine's own codes. Only visible ASCII of the code is
+ * kept (a RAISEd code is arbitrary text).
+ */
+export function proxyStatus (e: GatehouseError): string {
+  const code = e.code.replace(/[^\x20-\x7e]/g, '')
+  return `${OWN_ERRORS.some((c) => e instanceof c) ? 'gatehouse' : 'PostgREST'}; error=${code}`
+}
 
 export type RestErrorCode =
   | 'PGRST000' | 'PGRST002' | 'PGRST003'

@@ -8,7 +8,7 @@ import { GatehouseError, isGatehouseError } from '../shared/errors.js'
 import { type PartTracer, createPartApp, instrumentPart, tenantLabel, type TenantPoolsSnapshot } from '../shared/index.js'
 import { DATABASE_NAME, type TenantLookup } from '../tenants/index.js'
 import { TokenVerifier } from './auth.js'
-import { BadRequestError, InvalidBodyError, InvalidPathError, PayloadTooLargeError, TenantNotFoundError, UnexpectedError, reasonPhrase } from './errors.js'
+import { BadRequestError, InvalidBodyError, InvalidPathError, PayloadTooLargeError, TenantNotFoundError, UnexpectedError, proxyStatus, reasonPhrase } from './errors.js'
 import { createEnginePools } from './execute.js'
 import { createPlanCache, handleRequest, type Engine } from './handler.js'
 import { isJsonBody, jsonDepthExceeds } from './api-request/json-depth.js'
@@ -184,7 +184,7 @@ function sendError (reply: FastifyReply, e: GatehouseError, requestId?: string):
   const phrase = reasonPhrase(e.status, e)
   if (phrase !== null) reply.raw.statusMessage = phrase
   reply.header('content-type', 'application/json; charset=utf-8')
-  reply.header('proxy-status', `gatehouse; error=${e.code}`)
+  reply.header('proxy-status', proxyStatus(e))
   if (e.status === 503) reply.header('retry-after', '1')
   for (const [k, v] of Object.entries(e.headers ?? {})) reply.header(k, v)
   if (e.status === 401 && !reply.hasHeader('www-authenticate')) reply.header('www-authenticate', 'Bearer')

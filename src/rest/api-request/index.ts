@@ -11,7 +11,7 @@ import type { Action, ApiRequest, HttpMethod, RowRange } from './types.js'
 export type * from './types.js'
 export { parseQueryParams, parseSelect, parseOrder, parseFilterValue, parseLogicTree, parseColumns, canonicalQuery } from './query-params.js'
 export { parsePreferences } from './preferences.js'
-export { parseAccept, parseMediaType, showMediaType } from './media-type.js'
+export { parseAccept, parseMediaType, decodeMediaType, mimeName, planFor, showAccept } from './media-type.js'
 export { parseRangeHeader, intersectRanges, capRange, rangeOf, ALL_ROWS } from './range.js'
 export { parseWritePayload, parseCallPayload, parseCsv, parseForm, type RowsPayload, type CallPayload } from './payload.js'
 

@@ -185,6 +185,8 @@ export interface MediaType {
   /** Lower-case parameter names; `q` is not kept here. */
   readonly params: Readonly<Record<string, string>>
   readonly q: number
+  /** Accept entries: the entry as PostgREST keeps it (blanks removed, `;q=...` cut off). */
+  readonly raw?: string
 }
 
 // ---------------------------------------------------------------------------------------

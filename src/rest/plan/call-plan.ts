@@ -4,10 +4,10 @@
 // and IMMUTABLE functions, the result's shape, and the read tree over its rows (filters,
 // order, limit, embeds of a returned table). Pure.
 import {
-  AmbiguousFunctionError, FunctionNotFoundError, MaxAffectedRpcError, MediaTypeError, RpcMethodError
+  AmbiguousFunctionError, FunctionNotFoundError, MaxAffectedRpcError, MediaTypeError
 } from '../errors.js'
 import { parseCallPayload, type CallPayload } from '../api-request/payload.js'
-import { showMediaType } from '../api-request/media-type.js'
+import { showAccept } from '../api-request/media-type.js'
 import type { ApiRequest } from '../api-request/types.js'
 import { qnKey, type Column, type Routine, type RoutineParam, type SchemaCache, type Table } from '../schema-cache/types.js'
 import { FuzzySet } from './fuzzy.js'
@@ -188,16 +188,9 @@ export function planCall (req: ApiRequest, name: string, invoke: 'get' | 'head' 
     : payload.kind === 'json-args' ? payload.keys : payload.kind === 'text-args' ? payload.args.map(([k]) => k) : []
   const { routine, fallback } = findRoutine(cache, req.schema, name, keys, payload)
 
-  if (invoke !== 'post' && routine.volatility === 'volatile') {
-    // GET and HEAD call only functions that cannot write (STABLE, IMMUTABLE).
-    throw new RpcMethodError(req.method, {
-      details: `The function ${routine.schema}.${routine.name} is VOLATILE: call it with POST. Only STABLE and IMMUTABLE functions can be called with ${req.method}.`,
-      hint: null
-    })
-  }
   const shape = shapeOf(routine)
   const scalar = shape === 'scalar' || shape === 'setof-scalar' || shape === 'void'
-  if (media.kind === 'csv' && scalar) throw new MediaTypeError(req.accept.map(showMediaType).join(', '))
+  if (media.kind === 'csv' && scalar) throw new MediaTypeError(showAccept(req.accept))
   const strict = req.preferences.handling === 'strict'
   const maxAffected = strict ? req.preferences.maxAffected : null
   if (maxAffected !== null && shape !== 'setof-scalar' && shape !== 'setof-composite') throw new MaxAffectedRpcError()

@@ -1,7 +1,7 @@
 // Plans of OPTIONS and of the root (spec/rest.md §1.1, §5.4): the Allow list of a table,
 // function or the root, and the OpenAPI document's negotiation. Pure.
 import { FunctionNotFoundError, MediaTypeError } from '../errors.js'
-import { showMediaType } from '../api-request/media-type.js'
+import { showAccept } from '../api-request/media-type.js'
 import type { ApiRequest, Resource } from '../api-request/types.js'
 import { qnKey, type SchemaCache } from '../schema-cache/types.js'
 import { findTable } from './read-plan.js'
@@ -38,8 +38,8 @@ export function planInfo (req: ApiRequest, resource: Resource, cache: SchemaCach
 
 /** GET / : Accept must allow the OpenAPI document (PGRST107 otherwise). */
 export function planOpenApi (req: ApiRequest, headersOnly: boolean, cache: SchemaCache): OpenApiPlan {
-  const ok = req.accept.some((m) => m.type === '*/*' || m.type === 'application/*' || m.type === 'application/json' || m.type === 'application/openapi+json')
-  if (!ok) throw new MediaTypeError(req.accept.map(showMediaType).join(', '))
+  const ok = req.accept.some((m) => m.type === '*/*' || m.type === 'application/json' || m.type === 'application/openapi+json')
+  if (!ok) throw new MediaTypeError(showAccept(req.accept))
   const tables = [...cache.tables.values()].filter((t) => t.schema === req.schema).sort((a, b) => a.name < b.name ? -1 : a.name > b.name ? 1 : 0)
   const routines = [...cache.routines.values()].flat().filter((r) => r.schema === req.schema).sort((a, b) => a.name < b.name ? -1 : a.name > b.name ? 1 : a.oid - b.oid)
   const foreignKeys = new Map<string, ForeignKeyNote[]>()

@@ -95,7 +95,7 @@ t.test('Accept and negotiation', async (t) => {
   t.equal(negotiateRead(parseAccept('application/vnd.pgrst.object+json')).kind, 'singular')
   t.equal(negotiateRead(parseAccept('application/vnd.pgrst.object')).kind, 'singular')
   t.same(negotiateRead(parseAccept('application/vnd.pgrst.object+json;nulls=stripped')), {
-    kind: 'singular', stripNulls: true, contentType: 'application/vnd.pgrst.object+json; nulls=stripped; charset=utf-8'
+    kind: 'singular', stripNulls: true, contentType: 'application/vnd.pgrst.object+json;nulls=stripped; charset=utf-8'
   })
   t.same(negotiateRead(parseAccept('application/vnd.pgrst.array+json;nulls=stripped')).kind, 'json')
   t.equal(negotiateRead(parseAccept('text/csv')).kind, 'csv')

@@ -3,7 +3,7 @@
 // missing privileges (42501: 401 anon / 403 otherwise), and the request settings the
 // transaction sets (role, claims, legacy per-claim settings, method, path, headers).
 import t from 'tap'
-import { SignJWT } from 'jose'
+import { CompactSign, SignJWT, generateKeyPair } from 'jose'
 import { createRestFixture, ALICE, BOB } from '../../helpers/rest-fixture.js'
 
 const SETTINGS_VIEW = `
@@ -73,7 +73,7 @@ t.test('callers, RLS and visibility', async (t) => {
     const anon = await fx.get('/secrets')
     t.equal(anon.status, 404)
     t.same(anon.json(), { code: 'PGRST205', message: "Could not find the table 'public.secrets' in the schema cache", details: null, hint: null })
-    t.equal(anon.headers['proxy-status'], 'gatehouse; error=PGRST205')
+    t.equal(anon.headers['proxy-status'], 'PostgREST; error=PGRST205')
     const auth = await fx.get('/secrets', await bearer('auth', { sub: ALICE }))
     t.equal(auth.status, 404)
     const svc = await fx.get('/secrets?select=value', await bearer('svc'))
@@ -115,27 +115,53 @@ t.test('bad tokens', async (t) => {
   const key = new TextEncoder().encode(secret)
   const now = Math.floor(Date.now() / 1000)
   const signed = (claims: Record<string, unknown>) => new SignJWT({ role: fx.tenant.roles.auth, ...claims }).setProtectedHeader({ alg: 'HS256' }).sign(key)
-  const cases: Array<[string, string, number, string, string]> = [
-    ['expired', await signed({ exp: now - 120 }), 401, 'PGRST303', 'JWT expired'],
-    ['not yet valid', await signed({ exp: now + 600, nbf: now + 600 }), 401, 'PGRST303', 'JWT not yet valid'],
-    ['wrong secret', await fx.token('auth', {}, { secret: 'x'.repeat(40) }), 401, 'PGRST301', 'No suitable key or wrong key type'],
-    ['no exp', await new SignJWT({ role: fx.tenant.roles.auth }).setProtectedHeader({ alg: 'HS256' }).sign(key), 401, 'PGRST303', "The JWT 'exp' claim is required"],
-    ['HS512', await new SignJWT({ role: fx.tenant.roles.auth }).setProtectedHeader({ alg: 'HS512' }).setExpirationTime('5m').sign(key), 401, 'PGRST301', 'Wrong or unsupported encoding algorithm'],
-    ['alg none', 'eyJhbGciOiJub25lIn0.' + Buffer.from(JSON.stringify({ role: fx.tenant.roles.svc, exp: now + 600 })).toString('base64url') + '.', 401, 'PGRST301', 'Wrong or unsupported encoding algorithm'],
-    ['two parts', 'abc.def', 401, 'PGRST301', 'Expected 3 parts in JWT; got 2'],
-    ['garbage', 'a.b.c', 401, 'PGRST301', 'JWT cryptographic operation failed'],
-    ['foreign role', await fx.token('auth', { role: 'postgres' }), 401, 'PGRST303', "The JWT 'role' claim is not a role of this database"],
-    ['another tenant role', await fx.token('auth', { role: 't_0000000000_svc' }), 401, 'PGRST303', "The JWT 'role' claim is not a role of this database"],
-    ['non-string role', await fx.token('auth', { role: 7 }), 401, 'PGRST303', "The JWT 'role' claim must be a string"]
+  const b64 = (v: unknown): string => Buffer.from(JSON.stringify(v)).toString('base64url')
+  const unsigned = (header: unknown, claims: unknown): string => `${b64(header)}.${b64(claims)}.c2ln`
+  const rsa = await generateKeyPair('RS256')
+  // PostgREST 14's answers (Error.hs JwtError; jose-jwt's KeyError/BadAlgorithm texts as details).
+  const cases: Array<[string, string, string, string, string | null]> = [
+    ['expired', await signed({ exp: now - 120 }), 'PGRST303', 'JWT expired', null],
+    ['not yet valid', await signed({ exp: now + 600, nbf: now + 600 }), 'PGRST303', 'JWT not yet valid', null],
+    ['issued in the future', await signed({ exp: now + 600, iat: now + 600 }), 'PGRST303', 'JWT issued at future', null],
+    ['exp not a number', await signed({ exp: String(now + 600) }), 'PGRST303', "The JWT 'exp' claim must be a number", null],
+    ['nbf not a number', await signed({ exp: now + 600, nbf: 'soon' }), 'PGRST303', "The JWT 'nbf' claim must be a number", null],
+    ['iat not a number', await signed({ exp: now + 600, iat: 'then' }), 'PGRST303', "The JWT 'iat' claim must be a number", null],
+    ['aud not a string', await signed({ exp: now + 600, aud: [1] }), 'PGRST303', "The JWT 'aud' claim must be a string or an array of strings", null],
+    ['expired before the nbf check', await signed({ exp: now - 120, nbf: 'soon' }), 'PGRST303', 'JWT expired', null],
+    ['no exp (required upstream)', await new SignJWT({ role: fx.tenant.roles.auth }).setProtectedHeader({ alg: 'HS256' }).sign(key), 'PGRST303', "The JWT 'exp' claim must be a number", null],
+    ['claims not an object', await new CompactSign(Buffer.from('[1]')).setProtectedHeader({ alg: 'HS256' }).sign(key), 'PGRST303', 'Parsing claims failed', null],
+    ['wrong secret', await fx.token('auth', {}, { secret: 'x'.repeat(40) }), 'PGRST301', 'No suitable key or wrong key type', 'None of the keys was able to decode the JWT'],
+    ['HS512 (HS256 pinned)', await new SignJWT({ role: fx.tenant.roles.auth }).setProtectedHeader({ alg: 'HS512' }).setExpirationTime('5m').sign(key), 'PGRST301', 'No suitable key or wrong key type', 'None of the keys was able to decode the JWT'],
+    ['RS256', await new SignJWT({ role: fx.tenant.roles.auth }).setProtectedHeader({ alg: 'RS256' }).setExpirationTime('5m').sign(rsa.privateKey), 'PGRST301', 'No suitable key or wrong key type', 'No suitable key was found to decode the JWT'],
+    ['alg none', 'eyJhbGciOiJub25lIn0.' + b64({ role: fx.tenant.roles.svc, exp: now + 600 }) + '.', 'PGRST301', 'Wrong or unsupported encoding algorithm', "JWT is unsecured but expected 'alg' was not 'none'"],
+    ['unknown alg', unsigned({ alg: 'XS256' }, { exp: now + 600 }), 'PGRST301', 'JWT cryptographic operation failed', null],
+    ['two parts', 'abc.def', 'PGRST301', 'Expected 3 parts in JWT; got 2', null],
+    ['garbage', 'a.b.c', 'PGRST301', 'JWT cryptographic operation failed', null]
   ]
-  for (const [name, token, status, code, message] of cases) {
+  for (const [name, token, code, message, details] of cases) {
     const r = await fx.get('/authors?select=id', { authorization: `Bearer ${token}` })
-    t.equal(r.status, status, `${name}: status`)
-    t.match(r.json(), { code, message }, `${name}: body`)
-    t.equal(r.headers['www-authenticate'], `Bearer error="invalid_token", error_description="${message.replace(/'/g, "'")}"`, `${name}: WWW-Authenticate`)
+    t.equal(r.status, 401, `${name}: status`)
+    t.same(r.json(), { code, message, details, hint: null }, `${name}: body`)
+    t.equal(r.headers['www-authenticate'], `Bearer error="invalid_token", error_description="${message}"`, `${name}: WWW-Authenticate`)
+    t.equal(r.headers['proxy-status'], `PostgREST; error=${code}`, `${name}: Proxy-Status`)
+  }
+  // A role the token may not take: what PostgREST answers for a role that does not exist.
+  const roles: Array<[string, string, string]> = [
+    ['foreign role', await fx.token('auth', { role: 'postgres' }), 'postgres'],
+    ['another tenant role', await fx.token('auth', { role: 't_0000000000_svc' }), 't_0000000000_svc'],
+    ['non-string role (JSON text)', await fx.token('auth', { role: 7 }), '7'],
+    ['null role', await fx.token('auth', { role: null }), 'null']
+  ]
+  for (const [name, token, role] of roles) {
+    const r = await fx.get('/authors?select=id', { authorization: `Bearer ${token}` })
+    t.equal(r.status, 401, `${name}: status`)
+    t.same(r.json(), { code: '22023', message: `role "${role}" does not exist`, details: null, hint: null }, `${name}: body`)
+    t.equal(r.headers['www-authenticate'], 'Bearer', `${name}: WWW-Authenticate`)
+    t.equal(r.headers['proxy-status'], 'PostgREST; error=22023', `${name}: Proxy-Status`)
   }
   const empty = await fx.get('/authors', { authorization: 'Bearer ' })
-  t.match([empty.status, empty.json()], [401, { code: 'PGRST301', message: 'Empty JWT is sent in Authorization header' }])
+  t.same([empty.status, empty.json()], [401, { code: 'PGRST301', message: 'Empty JWT is sent in Authorization header', details: null, hint: null }])
+  t.equal(empty.headers['www-authenticate'], 'Bearer error="invalid_token", error_description="Empty JWT is sent in Authorization header"')
   const basic = await fx.get('/authors?select=id&limit=1', { authorization: 'Basic abc' })
   t.equal(basic.status, 200, 'a non-bearer Authorization is no token (anon)')
   const noRole = await fx.get('/insert_only', { authorization: `Bearer ${await signed({ role: undefined, exp: now + 60 })}` })

@@ -166,7 +166,7 @@ t.test('reads', async (t) => {
     t.same([input.status, input.json().code], [400, '22P02'])
     const parse = await fx.get('/books?id=xx.1')
     t.same([parse.status, parse.json()], [400, { code: 'PGRST100', message: '"failed to parse filter (xx.1)" (line 1, column 1)', details: 'unexpected "x" expecting "not" or operator (eq, gt, ...)', hint: null }])
-    t.equal(parse.headers['proxy-status'], 'gatehouse; error=PGRST100')
+    t.equal(parse.headers['proxy-status'], 'PostgREST; error=PGRST100')
     const path = await fx.get('/a/b')
     t.same([path.status, path.json().code], [404, 'PGRST125'])
     const noTenant = await fx.app.inject({ method: 'GET', url: '/no_such_db/books' })

@@ -102,17 +102,14 @@ t.test('RPC calls', async (t) => {
     t.equal(bad.json().code, '22P02')
   })
 
-  t.test('volatile functions: POST only; a read-only transaction for STABLE/IMMUTABLE', async (t) => {
+  t.test('volatile functions over GET run read-only (PostgREST 14); POST writes', async (t) => {
     const g = await fx.call('GET', '/rpc/add_item?item_name=x')
-    t.equal(g.status, 405)
-    t.same(g.json(), {
-      code: 'PGRST101',
-      message: 'Cannot use the GET method on RPC',
-      details: 'The function public.add_item is VOLATILE: call it with POST. Only STABLE and IMMUTABLE functions can be called with GET.',
-      hint: null
-    })
-    t.equal((await fx.call('GET', '/rpc/harmless_volatile')).status, 405, 'any volatile function')
-    t.equal((await fx.call('HEAD', '/rpc/harmless_volatile')).status, 405)
+    t.equal(g.status, 405, 'a write in the read-only transaction')
+    t.same(g.json(), { code: '25006', message: 'cannot execute INSERT in a read-only transaction', details: null, hint: null })
+    t.equal(g.headers['proxy-status'], 'PostgREST; error=25006')
+    const h = await fx.call('GET', '/rpc/harmless_volatile')
+    t.same([h.status, h.body], [200, '1'], 'a volatile function that does not write answers over GET')
+    t.equal((await fx.call('HEAD', '/rpc/harmless_volatile')).status, 200)
     const p = await fx.call('POST', '/rpc/add_item?select=name,qty', { body: { item_name: 'from rpc', qty: 3 } })
     t.equal(p.status, 200)
     t.same(p.json(), { name: 'from rpc', qty: 3 })

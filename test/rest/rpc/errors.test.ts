@@ -57,7 +57,7 @@ t.test('RPC resolution and errors', async (t) => {
     const r = await fx.call('POST', '/rpc/fail_plain')
     t.equal(r.status, 400)
     t.same(r.json(), { code: 'P0001', message: 'plain failure', details: 'some detail', hint: 'some hint' })
-    t.equal(r.headers['proxy-status'], 'gatehouse; error=P0001')
+    t.equal(r.headers['proxy-status'], 'PostgREST; error=P0001')
   })
 
   t.test('RAISE SQLSTATE PTxyz: status xyz', async (t) => {

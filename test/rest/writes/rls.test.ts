@@ -19,7 +19,7 @@ t.test('return=representation and the SELECT policy', async (t) => {
     t.equal(r.status, 401)
     t.equal(r.headers['x-gatehouse-row-written'], 'true')
     t.equal(r.headers['www-authenticate'], 'Bearer')
-    t.equal(r.headers['proxy-status'], 'gatehouse; error=42501')
+    t.equal(r.headers['proxy-status'], 'PostgREST; error=42501')
     const body = r.json()
     t.same(Object.keys(body).sort(), ['code', 'details', 'hint', 'message', 'row_written'])
     t.equal(body.code, '42501')
