@@ -58,6 +58,7 @@ const GROUPS: Group[] = [
       ])
       const tenants = program.command('tenants').description('manage tenant databases and their records')
       registerTenantStoreCommandsOf(store, tenants, readConfig)
+      store.registerSigningKeyCommands(tenants, config)
       platform.registerPlatformCommands(tenants, config)
       panel.registerPanelCommands(tenants, readConfig)
     }

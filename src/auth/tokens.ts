@@ -3,7 +3,8 @@
 // (session row + AMR claim + first refresh token + last_sign_in_at). Rotation of refresh
 // tokens lives in grants/refresh-token.ts.
 import type { Queryable } from '../shared/pg.js'
-import { signHS256Sync } from '../shared/jwt.js'
+import { signAsymmetric, signHS256Sync } from '../shared/jwt.js'
+import { currentSigningKey, privateKeyObject } from '../tenants/index.js'
 import { audit, type AuditAction } from './models/audit-log.js'
 import { factorsOfUser } from './models/factors.js'
 import { insertRefreshToken } from './models/refresh-tokens.js'
@@ -37,17 +38,22 @@ export function accessTokenClaims (ctx: TenantContext, u: UserWithIdentities, se
   }
 }
 
+/**
+ * Signs an access token with the tenant's current key: the newest signing key of
+ * `jwt.signing_algorithm` (ES256/RS256, `kid` in the header), or the HS256 secret.
+ */
+export async function signAccessToken (ctx: TenantContext, claims: Record<string, unknown>, subject: string, iat: number, expiresIn: number): Promise<string> {
+  const key = currentSigningKey(ctx.tenant.jwt)
+  const common = { expiresInSeconds: expiresIn, issuer: ctx.issuer, subject, now: iat }
+  if (key === null) return signHS256Sync(claims, { secret: ctx.tenant.jwt.secret, ...common })
+  return signAsymmetric(claims, { alg: key.alg, kid: key.kid, privateKey: privateKeyObject(key.private_key), ...common })
+}
+
 /** Signs an access token for a session and shapes the AccessTokenResponse. */
 export async function tokenResponse (ctx: TenantContext, u: UserWithIdentities, session: { id: string, refreshToken: string, amr: AmrEntry[] }): Promise<AccessTokenResponse> {
   const iat = Math.floor(ctx.now().getTime() / 1000)
   const expiresIn = ctx.tenant.jwt.expiry
-  const accessToken = signHS256Sync(accessTokenClaims(ctx, u, session.id, session.amr), {
-    secret: ctx.tenant.jwt.secret,
-    expiresInSeconds: expiresIn,
-    issuer: ctx.issuer,
-    subject: u.user.id,
-    now: iat
-  })
+  const accessToken = await signAccessToken(ctx, accessTokenClaims(ctx, u, session.id, session.amr), u.user.id, iat, expiresIn)
   return {
     access_token: accessToken,
     token_type: 'bearer',

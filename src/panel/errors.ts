@@ -50,7 +50,14 @@ export const TestQueryLoginError = defineError('test_query_login_unavailable', 4
 
 // ---- settings -----------------------------------------------------------------------------
 export const SettingsReadOnlyError = defineError('settings_read_only', 409,
-  () => 'This panel has no writable tenant store: auth settings cannot be changed here')
+  () => 'This panel has no writable tenant store: settings and signing keys cannot be changed here')
+
+// ---- signing keys -------------------------------------------------------------------------
+export const SigningKeyNotFoundError = defineError('signing_key_not_found', 404,
+  (database: string, kid: string) => `Database ${JSON.stringify(database)} has no signing key ${JSON.stringify(kid)}`)
+
+export const SigningKeyInUseError = defineError('signing_key_in_use', 409,
+  (kid: string) => `Signing key ${JSON.stringify(kid)} signs this database's tokens now and cannot be revoked`)
 
 // ---- process ------------------------------------------------------------------------------
 export const DatabaseUnavailableError = defineError('database_unavailable', 503,
@@ -63,6 +70,7 @@ export const InternalError = defineError('internal_error', 500,
 export const PANEL_ERROR_CODES = [
   'no_session', 'invalid_session', 'not_a_member', 'database_not_found', 'bad_request', 'validation_failed',
   'not_found', 'method_not_allowed', 'query_error', 'query_timeout', 'engine_not_configured', 'test_query_login_unavailable', 'account_link_refused', 'settings_read_only',
+  'signing_key_not_found', 'signing_key_in_use',
   'database_unavailable', 'internal_error'
 ] as const
 

@@ -51,7 +51,8 @@ const BODY_LIMIT = 1024 * 1024
 /**
  * Builds the panel (never listens; health, readiness and metrics are on its admin listener). Routes under
  * `/organizations/:org/databases/:db/api`: `POST /app-session`, `POST /test-query`,
- * `GET|PATCH /auth-settings`, `GET|PATCH /rest-settings`, `GET /policy-check`. Close with `app.close()` (pools end).
+ * `GET|PATCH /auth-settings`, `GET|PATCH /rest-settings`, `GET /signing-keys`, `POST /signing-keys/rotate`,
+ * `DELETE /signing-keys/:kid`, `GET /policy-check`. Close with `app.close()` (pools end).
  */
 export function buildPanel (deps: PanelDeps): FastifyInstance {
   const { config } = deps

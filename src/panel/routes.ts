@@ -9,6 +9,7 @@ import type { TenantStore } from '../tenants/index.js'
 import { isGatehouseError } from '../shared/errors.js'
 import { applyAuthSettingsPatch, checkProviderUrls, maskAuthSettings } from './auth-settings.js'
 import { applyRestSettingsPatch, restSettingsView } from './rest-settings.js'
+import { revokedJwt, rotatedJwt, signingKeysView } from './signing-keys.js'
 import { panelContext } from './context.js'
 import {
   AccountLinkRefusedError, DatabaseNotFoundError, DatabaseUnavailableError, EngineNotConfiguredError, QueryError, QueryTimeoutError, SettingsReadOnlyError, TestQueryLoginError
@@ -175,6 +176,38 @@ export function panelRoutes (deps: PanelRouteDeps) {
       await store.putAll([{ ...structuredClone(current), rest }])
       req.log.info({ database, fields: Object.keys(req.body as object) }, 'REST settings changed from the panel')
       return { database, settings: restSettingsView(rest) }
+    })
+
+    // ---- signing keys: GET, POST rotate, DELETE :kid (revoke) -------------------------------
+    scope.get('/signing-keys', async (req) => {
+      const { tenant, database } = panelContext(req)
+      return { database, ...signingKeysView(tenant) }
+    })
+
+    scope.post('/signing-keys/rotate', async (req) => {
+      const { organization, database } = panelContext(req)
+      const store = deps.store
+      if (store === undefined) throw new SettingsReadOnlyError()
+      const current = await store.get(database)
+      if (current === null || current.organization !== organization) throw new DatabaseNotFoundError(organization, database)
+      const { jwt, kid } = await rotatedJwt(current, req.body)
+      const next = { ...structuredClone(current), jwt }
+      await store.putAll([next])
+      req.log.info({ database, kid }, 'signing key rotated from the panel')
+      return { database, rotated: kid, ...signingKeysView(next) }
+    })
+
+    scope.delete<{ Params: { kid: string } }>('/signing-keys/:kid', async (req) => {
+      const { organization, database } = panelContext(req)
+      const store = deps.store
+      if (store === undefined) throw new SettingsReadOnlyError()
+      const current = await store.get(database)
+      if (current === null || current.organization !== organization) throw new DatabaseNotFoundError(organization, database)
+      const kid = req.params.kid
+      const next = { ...structuredClone(current), jwt: revokedJwt(current, database, kid) }
+      await store.putAll([next])
+      req.log.info({ database, kid }, 'signing key revoked from the panel')
+      return { database, revoked: kid, ...signingKeysView(next) }
     })
 
     // ---- GET policy-check ------------------------------------------------------------------

@@ -8,7 +8,7 @@ import type { Command } from 'commander'
 import { parse as parseYaml, stringify as toYaml } from 'yaml'
 import type { Config } from '../config/index.js'
 import { withDatabase } from '../shared/pg.js'
-import { createTenantStore, toTenant, type TenantFile } from '../tenants/index.js'
+import { createTenantStore, toTenant, SIGNING_ALGORITHMS, currentSigningKey, type SigningAlgorithm, type TenantFile } from '../tenants/index.js'
 import { assertDatabaseName, dropTenant, provisionTenant } from './provision.js'
 import { migrateAll, migrateDatabase } from './migrate.js'
 import { connectAdmin, describeUrl } from './roles.js'
@@ -58,7 +58,7 @@ async function confirm (question: string, expected: string): Promise<boolean> {
   }
 }
 
-interface CreateFlags { org: string, postgres?: string, dir?: string, authUpstream?: string, restUpstream?: string }
+interface CreateFlags { org: string, postgres?: string, dir?: string, authUpstream?: string, restUpstream?: string, signingAlgorithm?: string }
 interface DropFlags { yes?: boolean, postgres?: string, dir?: string, keepFile?: boolean }
 interface MigrateFlags { all?: boolean, postgres?: string }
 
@@ -71,9 +71,14 @@ export function registerPlatformCommands (tenants: Command, config: () => Config
     .option('--dir <dir>', 'directory of tenant files; default tenants.dir (config/tenants)')
     .option('--auth-upstream <url>', 'auth engine base URL of this tenant (with --rest-upstream); default our auth engine: http://<auth.host>:<auth.port>/<database>')
     .option('--rest-upstream <url>', 'REST engine base URL of this tenant (with --auth-upstream); default our REST engine: http://<rest.host>:<rest.port>/<database>')
+    .option('--signing-algorithm <alg>', 'what signs access tokens: ES256 (default), RS256, or HS256 (the legacy secret; an ES256 key is generated all the same)')
     .action(async (database: string, flags: CreateFlags) => {
       const cfg = config()
       assertDatabaseName(database)
+      const signingAlgorithm = flags.signingAlgorithm ?? 'ES256'
+      if (!(SIGNING_ALGORITHMS as readonly string[]).includes(signingAlgorithm)) {
+        throw new PlatformCommandError(`--signing-algorithm must be one of ${SIGNING_ALGORITHMS.join(', ')}`)
+      }
       if (!flags.org.trim()) throw new PlatformCommandError('--org must not be empty')
       if (Boolean(flags.authUpstream) !== Boolean(flags.restUpstream)) {
         throw new PlatformCommandError('--auth-upstream and --rest-upstream go together: pass both or neither')
@@ -87,7 +92,7 @@ export function registerPlatformCommands (tenants: Command, config: () => Config
         : { auth: `http://${cfg.auth.host}:${cfg.auth.port}/${database}`, rest: `http://${cfg.rest.host}:${cfg.rest.port}/${database}` }
 
       // 1. Provision (all or nothing on the cluster).
-      const { file, roles } = await provisionTenant({ adminUrl, database, organization: flags.org, upstreams })
+      const { file, roles } = await provisionTenant({ adminUrl, database, organization: flags.org, upstreams, signingAlgorithm: signingAlgorithm as SigningAlgorithm })
       const undo = async (): Promise<void> => {
         rmSync(target, { force: true })
         await dropTenant({ adminUrl, database, roles: Object.values(roles) }).catch(() => {})
@@ -111,6 +116,7 @@ export function registerPlatformCommands (tenants: Command, config: () => Config
         `  roles:       ${roles.anon}, ${roles.auth}, ${roles.svc}`,
         `  public key:  ${file.keys.public}`,
         `  secret key:  ${file.keys.secret}`,
+        `  signing:     ${file.jwt.signing_algorithm}${currentSigningKey(file.jwt) ? ` (kid ${currentSigningKey(file.jwt)!.kid})` : ''}`,
         `  owner login: ${file.postgres}`,
         'The keys are shown once here; the tenant file holds them too. Keep the secret key private.'
       ].join('\n'))

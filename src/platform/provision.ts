@@ -6,6 +6,7 @@ import type pg from 'pg'
 import { quoteIdent, withCredentials, withDatabase } from '../shared/pg.js'
 import { ConfigError } from '../shared/errors.js'
 import { DATABASE_NAME, parseTenantFile, type AuthSettings, type TenantFile } from '../tenants/schema.js'
+import { generateSigningKey, type SigningAlgorithm, type SigningKeyFile } from '../tenants/index.js'
 import {
   allTenantRoleNames, assertSuperuser, connectAdmin, createTenantRoles, ensureClusterRoles, newTenantId, tenantIdOf,
   tenantRoleNames, TENANT_ROLE, type TenantRoleNames
@@ -39,6 +40,11 @@ export interface ProvisionOptions {
   rest?: Partial<TenantFile['rest']>
   /** Access token lifetime in seconds (default 3600). */
   jwtExpiry?: number
+  /**
+   * What signs the tenant's access tokens (default ES256, as current Supabase projects). An
+   * asymmetric key is generated either way (RS256 for RS256, else ES256); HS256 keeps it unused.
+   */
+  signingAlgorithm?: SigningAlgorithm
   /** Tenant id `t_<10 hex>`; random by default. */
   id?: string
   /** Migrations directory (default: the bundled one). */
@@ -65,7 +71,7 @@ function describeError (err: unknown): string {
 }
 
 /** Builds and validates the tenant file before anything exists on the cluster. */
-function buildTenantFile (opts: ProvisionOptions, roles: TenantRoleNames, passwords: Record<'rest' | 'authn' | 'owner', string>): TenantFile {
+function buildTenantFile (opts: ProvisionOptions, roles: TenantRoleNames, passwords: Record<'rest' | 'authn' | 'owner', string>, signingKey: SigningKeyFile): TenantFile {
   const dbUrl = withDatabase(opts.adminUrl, opts.database)
   const raw = {
     database: opts.database,
@@ -81,7 +87,9 @@ function buildTenantFile (opts: ProvisionOptions, roles: TenantRoleNames, passwo
       upstream_secret: secret(32),
       expiry: opts.jwtExpiry ?? 3600,
       ...(opts.publicUrl ? { issuer: `${opts.publicUrl.replace(/\/+$/, '')}/${opts.database}/auth/v1` } : {}),
-      aud: 'authenticated'
+      aud: 'authenticated',
+      signing_algorithm: opts.signingAlgorithm ?? 'ES256',
+      signing_keys: [signingKey]
     },
     keys: { public: `pk_${secret(24)}`, secret: `sk_${secret(24)}` },
     upstreams: opts.upstreams ?? {
@@ -110,7 +118,8 @@ export async function provisionTenant (opts: ProvisionOptions): Promise<Provisio
   const id = opts.id ?? newTenantId()
   const roles = tenantRoleNames(id)
   const passwords = { rest: secret(24), authn: secret(24), owner: secret(24) }
-  const file = buildTenantFile(opts, roles, passwords)
+  const signingKey = await generateSigningKey(opts.signingAlgorithm === 'RS256' ? 'RS256' : 'ES256')
+  const file = buildTenantFile(opts, roles, passwords, signingKey)
   await createTenantObjects(opts.adminUrl, opts.database, id, passwords, opts.migrationsDir)
   return { file, ownerUrl: file.postgres, roles }
 }

@@ -1,8 +1,8 @@
 // jose wrappers shared by the gateway, the engines and the panel: HMAC keys from
 // tenant secrets, signing, and verification with the algorithm pinned and exp required.
 // Callers translate jose errors into their own protocol's errors (see describeJwtError).
-import { SignJWT, jwtVerify, errors as joseErrors, type JWTPayload, type JWTVerifyOptions } from 'jose'
-import { createHash, createHmac } from 'node:crypto'
+import { SignJWT, jwtVerify, errors as joseErrors, type JWK, type JWTHeaderParameters, type JWTPayload, type JWTVerifyOptions } from 'jose'
+import { createHash, createHmac, createPublicKey, type KeyObject } from 'node:crypto'
 
 const keyCache = new Map<string, Uint8Array>()
 
@@ -78,12 +78,93 @@ export async function verifyHS256 (token: string, opts: VerifyOptions): Promise<
   return payload
 }
 
+export interface AsymmetricSignOptions extends Omit<SignOptions, 'secret' | 'kid'> {
+  alg: 'ES256' | 'RS256'
+  kid: string
+  privateKey: KeyObject
+}
+
+/** Signs with an asymmetric key (jose); the header carries `kid`. Claims laid out as signHS256's. */
+export async function signAsymmetric (claims: JWTPayload, opts: AsymmetricSignOptions): Promise<string> {
+  const iat = opts.now ?? Math.floor(Date.now() / 1000)
+  let jwt = new SignJWT({ ...claims }).setProtectedHeader({ alg: opts.alg, typ: 'JWT', kid: opts.kid }).setIssuedAt(iat).setExpirationTime(iat + opts.expiresInSeconds)
+  if (opts.issuer) jwt = jwt.setIssuer(opts.issuer)
+  if (opts.audience) jwt = jwt.setAudience(opts.audience)
+  if (opts.subject) jwt = jwt.setSubject(opts.subject)
+  return jwt.sign(opts.privateKey)
+}
+
+/** A public key a token may be verified with: only tokens whose header names this kid and alg. */
+export interface VerificationKey {
+  kid: string
+  alg: 'ES256' | 'RS256'
+  public_jwk: JWK
+}
+
+export interface KeysVerifyOptions extends VerifyOptions {
+  /** The asymmetric keys of the same tenant as `secret`; nobody else's. */
+  keys: readonly VerificationKey[]
+}
+
+/** A token signed with an asymmetric algorithm whose kid is none of the given keys. */
+export class UnknownKeyIdError extends joseErrors.JOSEError {
+  static override code = 'ERR_GATEHOUSE_UNKNOWN_KID'
+  override code = 'ERR_GATEHOUSE_UNKNOWN_KID'
+  constructor (readonly kid: string | undefined) {
+    super(kid === undefined ? 'token has no key id (kid)' : 'token key id (kid) is not a signing key of this project')
+  }
+}
+
+const publicKeys = new WeakMap<VerificationKey, KeyObject>()
+
+function publicKeyOf (k: VerificationKey): KeyObject {
+  let key = publicKeys.get(k)
+  if (key === undefined) {
+    key = createPublicKey({ key: k.public_jwk as import('node:crypto').JsonWebKey, format: 'jwk' })
+    publicKeys.set(k, key)
+  }
+  return key
+}
+
+/** The algorithms a tenant's tokens may carry: HS256 and the algs of its keys. */
+export function acceptedAlgorithms (keys: readonly VerificationKey[]): string[] {
+  const algs = ['HS256']
+  for (const k of keys) if (!algs.includes(k.alg)) algs.push(k.alg)
+  return algs
+}
+
+/**
+ * Verifies a tenant's token: HS256 with its secret only, ES256/RS256 only with the listed key
+ * whose kid and alg the header names (a kid of another tenant, or none, is refused); exp
+ * required, iss/aud checked when given. An HS256 token is never checked against a public
+ * key, nor an asymmetric one against the secret.
+ */
+export async function verifyWithKeys (token: string, opts: KeysVerifyOptions): Promise<JWTPayload> {
+  const o: JWTVerifyOptions = {
+    algorithms: acceptedAlgorithms(opts.keys),
+    requiredClaims: ['exp'],
+    clockTolerance: opts.clockToleranceSeconds ?? 0
+  }
+  if (opts.issuer !== undefined) o.issuer = opts.issuer
+  if (opts.audience !== undefined) o.audience = opts.audience
+  if (opts.currentDate) o.currentDate = opts.currentDate
+  const resolve = (header: JWTHeaderParameters): Uint8Array | KeyObject => {
+    if (header.alg === 'HS256') return hmacKey(opts.secret)
+    const k = header.kid === undefined ? undefined : opts.keys.find((x) => x.kid === header.kid && x.alg === header.alg)
+    if (k === undefined) throw new UnknownKeyIdError(header.kid)
+    return publicKeyOf(k)
+  }
+  const { payload } = await jwtVerify(token, resolve, o)
+  return payload
+}
+
 /** A short human reason for a jose failure, safe to send to a client. */
 export function describeJwtError (err: unknown): string {
   if (err instanceof joseErrors.JWTExpired) return 'token has expired'
   if (err instanceof joseErrors.JWTClaimValidationFailed) return `claim "${err.claim}" is invalid: ${err.reason}`
   if (err instanceof joseErrors.JOSEAlgNotAllowed) return 'token algorithm is not allowed'
   if (err instanceof joseErrors.JWSSignatureVerificationFailed) return 'token signature is invalid'
+  if (err instanceof UnknownKeyIdError) return err.message
   if (err instanceof joseErrors.JWTInvalid || err instanceof joseErrors.JWSInvalid) return 'token is malformed'
   if (err instanceof joseErrors.JOSEError) return 'token is invalid'
   return 'token is invalid'

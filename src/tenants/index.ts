@@ -44,3 +44,8 @@ export function createTenantStore (config: Pick<Config, 'tenants' | 'redis'>, de
   }
   return createMemoryStore({ dir: config.tenants.dir, env: deps.env })
 }
+export {
+  SIGNING_ALGORITHMS, ASYMMETRIC_ALGORITHMS, generateSigningKey, runtimeSigningKey, publicJwkOf, privateKeyObject,
+  currentSigningKey, signingAlgorithmOf, withRotatedKey, withRevokedKey, describeSigningKeys, SigningKeyChangeError,
+  type SigningAlgorithm, type AsymmetricAlgorithm, type SigningKeyFile, type TenantSigningKey, type PublicSigningJwk
+} from './signing-keys.js'

@@ -6,6 +6,10 @@ import { createHash, timingSafeEqual } from 'node:crypto'
 import { Ajv, type ErrorObject } from 'ajv'
 import { ConfigError } from '../shared/errors.js'
 import { ROLE_KINDS } from '../shared/roles.js'
+import {
+  KID, currentSigningKey, runtimeSigningKey, signingKeyProblem,
+  type SigningAlgorithm, type TenantSigningKey
+} from './signing-keys.js'
 
 /** The URL segment of a database. Checked before any look-up. */
 export const DATABASE_NAME = /^[a-z][a-z0-9_-]{0,62}$/
@@ -138,7 +142,16 @@ export const TenantFileSchema = Type.Object({
     expiry: Type.Integer({ minimum: 30, default: 3600 }),
     /** `iss` of this tenant's tokens; defaults to `<public_url>/<database>/auth/v1`. */
     issuer: Type.Optional(Type.String({ minLength: 1 })),
-    aud: Type.String({ default: 'authenticated' })
+    aud: Type.String({ default: 'authenticated' }),
+    /** What signs new access tokens: the HS256 secret, or the newest signing key of this algorithm. */
+    signing_algorithm: Type.Union([Type.Literal('HS256'), Type.Literal('ES256'), Type.Literal('RS256')], { default: 'HS256' }),
+    /** Asymmetric keys; every one verifies (and is published in the JWKS) until it is removed. */
+    signing_keys: Type.Array(Type.Object({
+      kid: Type.String({ pattern: KID.source }),
+      alg: Type.Union([Type.Literal('ES256'), Type.Literal('RS256')]),
+      /** A private JWK as JSON, or a PKCS#8 PEM. */
+      private_key: Type.String({ minLength: 1 })
+    }, { additionalProperties: false }), { default: [] })
   }, { additionalProperties: false }),
   keys: Type.Object({
     public: Type.String({ minLength: 16 }),
@@ -174,9 +187,17 @@ export interface RateLimitBucket { capacity: number, rate: number, interval_seco
 /** A stored key: `sha256:<hex>`. Plain keys never reach the store. */
 export type KeyHash = string
 
-/** The runtime tenant record: the file with its keys replaced by hashes. */
-export type Tenant = Omit<TenantFile, 'keys'> & {
+/**
+ * The runtime tenant record: the file with its API keys replaced by hashes and each signing
+ * key's public JWK added. Records stored before signing keys existed have neither
+ * `signing_algorithm` nor `signing_keys` (HS256, no keys).
+ */
+export type Tenant = Omit<TenantFile, 'keys' | 'jwt'> & {
   keys: { public: KeyHash, secret: KeyHash }
+  jwt: Omit<TenantFile['jwt'], 'signing_algorithm' | 'signing_keys'> & {
+    signing_algorithm?: SigningAlgorithm
+    signing_keys?: TenantSigningKey[]
+  }
 }
 
 export type { RoleKind } from '../shared/roles.js'
@@ -251,6 +272,16 @@ export function parseTenantFile (raw: unknown, source: string, env: NodeJS.Proce
     const f = data as TenantFile
     if (f.jwt.secret === f.jwt.upstream_secret) problems.push('jwt.upstream_secret: must differ from jwt.secret')
     if (f.keys.public === f.keys.secret) problems.push('keys.secret: must differ from keys.public')
+    const kids = new Set<string>()
+    f.jwt.signing_keys.forEach((k, i) => {
+      if (kids.has(k.kid)) problems.push(`jwt.signing_keys.${i}.kid: "${k.kid}" is listed twice`)
+      kids.add(k.kid)
+      const p = signingKeyProblem(k)
+      if (p !== null) problems.push(`jwt.signing_keys.${i}.${p}`)
+    })
+    if (f.jwt.signing_algorithm !== 'HS256' && currentSigningKey(f.jwt) === null) {
+      problems.push(`jwt.signing_algorithm: is ${f.jwt.signing_algorithm} but jwt.signing_keys holds no ${f.jwt.signing_algorithm} key (\`gatehouse tenants keys rotate ${f.database}\` adds one)`)
+    }
     for (const k of ROLE_KINDS) {
       if (!/^[A-Za-z_][A-Za-z0-9_$-]*$/.test(f.roles[k])) problems.push(`roles.${k}: not a valid role name`)
     }
@@ -268,9 +299,13 @@ export function parseTenantFile (raw: unknown, source: string, env: NodeJS.Proce
   return data as TenantFile
 }
 
-/** The runtime form: keys hashed. */
+/** The runtime form: API keys hashed, signing keys with their public JWKs. */
 export function toTenant (file: TenantFile): Tenant {
-  return { ...file, keys: { public: hashKey(file.keys.public), secret: hashKey(file.keys.secret) } }
+  return {
+    ...file,
+    jwt: { ...file.jwt, signing_keys: (file.jwt.signing_keys ?? []).map(runtimeSigningKey) },
+    keys: { public: hashKey(file.keys.public), secret: hashKey(file.keys.secret) }
+  }
 }
 
 /** Masks secrets for display (`tenants show`, config dumps). */
@@ -286,7 +321,12 @@ export function maskTenant (t: Tenant | TenantFile): Record<string, unknown> {
     ...t,
     postgres: maskUrl(t.postgres),
     engines: t.engines ? { rest: maskUrl(t.engines.rest), auth: maskUrl(t.engines.auth) } : undefined,
-    jwt: { ...t.jwt, secret: '****', upstream_secret: '****' },
+    jwt: {
+      ...t.jwt,
+      secret: '****',
+      upstream_secret: '****',
+      signing_keys: (t.jwt.signing_keys ?? []).map((k) => ({ kid: k.kid, alg: k.alg, private_key: '****' }))
+    },
     keys: { public: mask(t.keys.public), secret: mask(t.keys.secret) },
     auth: { ...t.auth, providers, smtp: t.auth.smtp ? { ...t.auth.smtp, pass: t.auth.smtp.pass ? '****' : undefined } : undefined }
   }

@@ -1,10 +1,11 @@
 // Bearer checks of spec §4.4: `Authorization: Bearer <jwt>` signed with the tenant secret
-// (HS256 pinned, exp required, iss = this tenant's issuer, so another tenant's token fails
-// the signature and the issuer), then the user (and session) the claims name must exist.
+// (HS256) or one of this tenant's signing keys (ES256/RS256, by kid), exp required, iss =
+// this tenant's issuer, so another tenant's token fails the key and the issuer; then the
+// user (and session) the claims name must exist.
 // requireAdmin checks the role claim instead of loading a user.
 import type { FastifyRequest } from 'fastify'
 import { errors as joseErrors } from 'jose'
-import { describeJwtError, verifyHS256 } from '../../shared/jwt.js'
+import { describeJwtError, UnknownKeyIdError, verifyWithKeys, type VerificationKey } from '../../shared/jwt.js'
 import {
   badJwt, badJwtMsg, noAuthorization, notAdmin, sessionNotFoundBearer, userBannedBearer, userNotFoundBearer
 } from '../errors.js'
@@ -30,16 +31,31 @@ export function bearerToken (req: FastifyRequest): string | null {
 function goJwtReason (err: unknown, token: string): string {
   if (err instanceof joseErrors.JWTExpired) return 'token has invalid claims: token is expired'
   if (err instanceof joseErrors.JWSSignatureVerificationFailed) return 'token signature is invalid: signature is invalid'
+  if (err instanceof UnknownKeyIdError) return `token is unverifiable: error while executing keyfunc: ${err.kid === undefined ? 'missing kid' : 'invalid kid: ' + err.kid}`
+  if (err instanceof joseErrors.JOSEAlgNotAllowed) return 'token is unverifiable: error while executing keyfunc: unexpected signing method'
   if (token.split('.').length !== 3) return 'token is malformed: token contains an invalid number of segments'
   if (err instanceof joseErrors.JWSInvalid || err instanceof joseErrors.JWTInvalid) return 'token is malformed: ' + describeJwtError(err)
   return describeJwtError(err)
+}
+
+const keysOfRecord = new WeakMap<object, VerificationKey[]>()
+
+/** The tenant's public signing keys (memoised per tenant record). */
+function verificationKeysOf (ctx: TenantContext): VerificationKey[] {
+  const list = ctx.tenant.jwt.signing_keys ?? []
+  let keys = keysOfRecord.get(list)
+  if (keys === undefined) {
+    keys = list.map((k) => ({ kid: k.kid, alg: k.alg, public_jwk: k.public_jwk }))
+    keysOfRecord.set(list, keys)
+  }
+  return keys
 }
 
 export async function verifyBearer (ctx: TenantContext, req: FastifyRequest): Promise<BearerClaims> {
   const token = bearerToken(req)
   if (!token) throw noAuthorization()
   try {
-    return await verifyHS256(token, { secret: ctx.tenant.jwt.secret, issuer: ctx.issuer, currentDate: ctx.now() }) as BearerClaims
+    return await verifyWithKeys(token, { secret: ctx.tenant.jwt.secret, keys: verificationKeysOf(ctx), issuer: ctx.issuer, currentDate: ctx.now() }) as BearerClaims
   } catch (err) {
     throw badJwt(goJwtReason(err, token))
   }

@@ -1,12 +1,13 @@
 // Who is calling: the API key (`apikey` header, `?apikey=`, or an opaque key as
 // `Authorization: Bearer`, as supabase-js sends it) and an optional bearer JWT verified
-// with the tenant's secret (HS256 pinned, exp required, iss/aud bound to the tenant).
+// with this tenant's own keys only: HS256 with its secret, ES256/RS256 with the public key
+// its `kid` names among this tenant's signing keys (exp required, iss/aud bound to the tenant).
 // Verified tokens are cached until their exp, keyed by a hash (never the token itself).
 import type { IncomingHttpHeaders } from 'node:http'
 import { decodeProtectedHeader, errors as joseErrors, type JWTPayload } from 'jose'
 import { LRUCache } from 'lru-cache'
 import crypto from 'node:crypto'
-import { describeJwtError, looksLikeJwt, tokenCacheKey, verifyHS256 } from '../../shared/jwt.js'
+import { acceptedAlgorithms, describeJwtError, looksLikeJwt, tokenCacheKey, verifyWithKeys, type VerificationKey } from '../../shared/jwt.js'
 import { firstHeader } from '../../shared/http.js'
 import { keyKind, tenantIssuer, type RoleKind, type Tenant } from '../../tenants/schema.js'
 import { ACCEPTED_CLAIMS_TEXT, kindOfClaim } from '../../shared/roles.js'
@@ -25,6 +26,8 @@ interface TenantFacts {
   /** Fingerprint of everything a cached verdict or upstream token depends on. */
   fp: string
   issuer: string
+  /** The tenant's public signing keys (its own, never another tenant's). */
+  verificationKeys: readonly VerificationKey[]
   /**
    * Keys that matched this tenant record (constant-time) before, with their kind. Only
    * matches are remembered, so a wrong key always takes the constant-time path.
@@ -67,11 +70,11 @@ function invalidToken (details: string, cause?: unknown): InstanceType<typeof In
 }
 
 /** A reason a client can act on; jose's own messages are too generic for alg and claims. */
-function describeFailure (err: unknown, token: string): string {
+function describeFailure (err: unknown, token: string, f: TenantFacts): string {
   if (err instanceof joseErrors.JOSEAlgNotAllowed) {
     let alg = 'unknown'
     try { alg = String(decodeProtectedHeader(token).alg) } catch {}
-    return `algorithm "${alg}" is not allowed: tokens must be signed with HS256`
+    return `algorithm "${alg}" is not allowed: tokens must be signed with ${acceptedAlgorithms(f.verificationKeys).join(' or ')}`
   }
   if (err instanceof joseErrors.JWTClaimValidationFailed) {
     if (err.claim === 'iss') return 'token issuer (iss) does not belong to this project'
@@ -100,11 +103,15 @@ export function createAuthenticator (opts: AuthenticatorOptions): Authenticator 
     let f = facts.get(tenant)
     if (f === undefined) {
       const issuer = tenantIssuer(tenant, opts.publicUrl)
+      const verificationKeys = (tenant.jwt.signing_keys ?? []).map((k) => ({ kid: k.kid, alg: k.alg, public_jwk: k.public_jwk }))
       f = {
         issuer,
+        verificationKeys,
         known: new Map(),
+        // A revoked (removed) signing key changes the fingerprint: verdicts cached under it are not reused.
         fp: tokenCacheKey(tenant.database, issuer, tenant.jwt.aud, tenant.jwt.secret, tenant.jwt.upstream_secret,
-          tenant.roles.anon, tenant.roles.auth, tenant.roles.svc, tenant.keys.public, tenant.keys.secret)
+          tenant.roles.anon, tenant.roles.auth, tenant.roles.svc, tenant.keys.public, tenant.keys.secret,
+          ...verificationKeys.map((k) => `${k.alg}:${k.kid}:${JSON.stringify(k.public_jwk)}`))
       }
       facts.set(tenant, f)
     }
@@ -121,14 +128,15 @@ export function createAuthenticator (opts: AuthenticatorOptions): Authenticator 
     const nowSec = Math.floor(now() / 1000)
     let claims: JWTPayload
     try {
-      claims = await verifyHS256(token, {
+      claims = await verifyWithKeys(token, {
         secret: tenant.jwt.secret,
+        keys: f.verificationKeys,
         issuer: f.issuer,
         audience: tenant.jwt.aud,
         currentDate: new Date(now())
       })
     } catch (err) {
-      const refused = invalidToken(describeFailure(err, token), err)
+      const refused = invalidToken(describeFailure(err, token, f), err)
       unverified.add(refused)
       throw refused
     }

@@ -66,7 +66,7 @@ export function parseGatewayPath (url: string): GatewayPath {
 
 /** Auth routes reachable without an API key (browser redirects, as Supabase's Kong). */
 export function isOpenAuthRoute (method: string, path: string): boolean {
-  if (method === 'GET') return path === '/verify' || path === '/callback' || path === '/authorize'
+  if (method === 'GET') return path === '/verify' || path === '/callback' || path === '/authorize' || path === '/.well-known/jwks.json'
   if (method === 'POST') return path === '/callback'
   return false
 }
