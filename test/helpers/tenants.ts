@@ -20,6 +20,8 @@ export interface TestTenantOptions {
   database?: string
   /** Pins jwt.issuer to `<publicUrl>/<database>/auth/v1`. */
   publicUrl?: string
+  /** What signs the tenant's access tokens (provisioning's default: ES256). */
+  signingAlgorithm?: 'HS256' | 'ES256' | 'RS256'
 }
 
 export interface TestTenant {
@@ -45,7 +47,8 @@ export async function createTestTenant (t: Teardown, opts: TestTenantOptions = {
     upstreams: opts.upstreams,
     auth: opts.auth,
     rest: opts.rest,
-    publicUrl: opts.publicUrl
+    publicUrl: opts.publicUrl,
+    signingAlgorithm: opts.signingAlgorithm
   })
   t.teardown(async () => {
     await dropTenant({ adminUrl: admin, database, roles: Object.values(roles) }).catch(() => {})
