@@ -54,6 +54,16 @@ export interface BenchRatio {
   ok?: boolean
 }
 
+/** A goal stated in its own unit (p99 under 150 ms, under 4 KB per record ...) and whether it was met. */
+export interface BenchGoal {
+  name: string
+  /** The goal as a person reads it: `< 150 ms`, `0 errors`. */
+  goal: string
+  /** The measured value with its unit. */
+  value: string
+  met: boolean
+}
+
 /** What every bench/<name>.ts run() returns; bench/run.ts collects them. */
 export interface BenchReport {
   name: string
@@ -63,6 +73,8 @@ export interface BenchReport {
   connections: number
   scenarios: BenchScenario[]
   ratios: BenchRatio[]
+  /** Goals in their own units (latency bounds, bytes, counts); rendered as a table. */
+  goals?: BenchGoal[]
   notes: string[]
   environment: { node: string, platform: string, cpus: number, cpuModel: string, loadavg: number[] }
 }
@@ -213,6 +225,11 @@ export function formatReport (r: BenchReport): string {
     ...r.scenarios.map((s) => `| ${s.name} | ${s.requestsPerSec} | ${s.p50Ms} | ${s.p99Ms} | ${s.cpuUsPerRequest ?? s.mainThreadUsPerRequest ?? '-'}${s.otherCpuUsPerRequest !== undefined ? ` (${s.otherCpuUsPerRequest})` : ''} | ${s.errors + s.timeouts} | ${s.non2xx} |`),
     ''
   ]
+  if (r.goals !== undefined && r.goals.length > 0) {
+    lines.push('| goal | target | value | met |', '|---|---|---:|---|')
+    for (const g of r.goals) lines.push(`| ${g.name} | ${g.goal} | ${g.value} | ${g.met ? 'met' : '**NOT met**'} |`)
+    lines.push('')
+  }
   for (const q of r.ratios) {
     lines.push(`- ${q.name}: **${q.value}**${q.target !== undefined ? ` (target ${q.atMost === true ? '<=' : '>='} ${q.target}: ${q.ok ? 'met' : 'NOT met'})` : ''} - ${q.description}`)
   }

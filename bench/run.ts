@@ -62,6 +62,9 @@ const md = [
 writeFileSync(path.join(RESULTS_DIR, 'latest.md'), md)
 writeFileSync(path.join(RESULTS_DIR, 'latest.svg'), renderChart(reports))
 process.stdout.write(`wrote ${path.relative(process.cwd(), path.join(RESULTS_DIR, 'latest.md'))} and latest.json (${reports.length} reports, ${failures.length} failed)\n`)
-const missed = reports.flatMap((r) => r.ratios.filter((q) => q.ok === false).map((q) => `${r.name}: ${q.name} ${q.value} ${q.atMost === true ? '>' : '<'} ${q.target}`))
+const missed = reports.flatMap((r) => [
+  ...r.ratios.filter((q) => q.ok === false).map((q) => `${r.name}: ${q.name} ${q.value} ${q.atMost === true ? '>' : '<'} ${q.target}`),
+  ...(r.goals ?? []).filter((g) => !g.met).map((g) => `${r.name}: ${g.name} ${g.value}, goal ${g.goal}`)
+])
 if (missed.length) process.stdout.write(`targets not met:\n  ${missed.join('\n  ')}\n`)
 process.exit(failures.length ? 1 : 0)
