@@ -16,6 +16,7 @@
 import http from 'node:http'
 import { fork, type ChildProcess } from 'node:child_process'
 import { randomBytes } from 'node:crypto'
+import { readdirSync, readFileSync } from 'node:fs'
 import path from 'node:path'
 import { fileURLToPath, pathToFileURL } from 'node:url'
 import { Redis } from 'ioredis'
@@ -26,6 +27,11 @@ import type { ChildMessage, ChildReply, HeapNumbers, PoolNumbers, RecordNumbers 
 import { BENCH_DIR, benchSeconds, environment, formatReport, writeResult, type BenchGoal, type BenchReport, type BenchScenario } from './lib.js'
 
 const CHILD = path.join(path.dirname(fileURLToPath(import.meta.url)), 'support', 'tenant-child.ts')
+/**
+ * The engine's pool_idle_ms for the run: a tenant unused this long gives up its pool,
+ * schema cache and LISTEN connection, and the phases must not make warm tenants cold.
+ */
+const IDLE_MS = 15 * 60_000
 /** A read with an embedded to-one relation, 10 rows. */
 const QUERY = '/items?select=id,name,price,categories(name)&order=id&limit=10'
 
@@ -114,6 +120,45 @@ function scenario (name: string, description: string, ms: number[], wallMs: numb
 
 const kb = (bytes: number): string => `${r1(bytes / 1024)} KB`
 
+/** CPU time (user + system) of the postmaster, its reaped children and its live children (backends), µs; null off Linux. */
+function postgresCpu (postmaster: number | undefined): number | null {
+  if (postmaster === undefined || process.platform !== 'linux') return null
+  const fields = (pid: number | string): string[] => {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8')
+    return stat.slice(stat.lastIndexOf(')') + 2).split(' ')
+  }
+  // Fields after the command: state ppid ... utime(11) stime(12) cutime(13) cstime(14), in clock ticks (USER_HZ 100).
+  const own = fields(postmaster)
+  let ticks = Number(own[11]) + Number(own[12]) + Number(own[13]) + Number(own[14])
+  for (const name of readdirSync('/proc')) {
+    if (!/^\d+$/.test(name)) continue
+    try {
+      const f = fields(name)
+      if (Number(f[1]) === postmaster) ticks += Number(f[11]) + Number(f[12])
+    } catch { /* gone meanwhile */ }
+  }
+  return ticks * 10_000
+}
+
+/** The postmaster's child processes (backends and helpers) and their proportional memory (Linux /proc; null elsewhere). */
+function postgresMemory (postmaster: number | undefined): { processes: number, pssBytes: number } | null {
+  if (postmaster === undefined || process.platform !== 'linux') return null
+  let processes = 0
+  let pss = 0
+  for (const name of readdirSync('/proc')) {
+    if (!/^\d+$/.test(name)) continue
+    try {
+      const stat = readFileSync(`/proc/${name}/stat`, 'utf8')
+      const ppid = Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1])
+      if (ppid !== postmaster) continue
+      const m = /^Pss:\s+(\d+) kB/m.exec(readFileSync(`/proc/${name}/smaps_rollup`, 'utf8'))
+      processes++
+      pss += Number(m?.[1] ?? 0) * 1024
+    } catch { /* gone meanwhile */ }
+  }
+  return { processes, pssBytes: pss }
+}
+
 export async function run (): Promise<BenchReport> {
   const redisUrl = process.env.REDIS_URL
   if (!redisUrl) throw new Error('REDIS_URL is not set: run through `npm run bench` (scripts/with-services.mjs)')
@@ -151,13 +196,33 @@ export async function run (): Promise<BenchReport> {
     const engine = forkChild()
     children.push(engine)
     const listening = engine.next('listening')
-    engine.send({ type: 'start', role: 'engine', redisUrl, prefix, overrides: { log: { level: 'info' }, rest: { port: 0 } } })
+    engine.send({ type: 'start', role: 'engine', redisUrl, prefix, overrides: { log: { level: 'info' }, rest: { port: 0, pool_idle_ms: IDLE_MS, pool_max_tenants: Math.max(1000, count) } } })
     const { port } = await listening
     const heapOf = async (): Promise<HeapNumbers> => {
       const p = engine.next('heap')
       engine.send({ type: 'heap' })
       return (await p).heap
     }
+    const engineCpu = async (): Promise<number> => {
+      const p = engine.next('cpu')
+      engine.send({ type: 'cpu' })
+      return (await p).us
+    }
+    /** CPU of the engine and of Postgres between two calls, per request, µs. */
+    const cpuMeter = async (): Promise<(requests: number) => Promise<{ engine: number, postgres: number | null }>> => {
+      const e0 = await engineCpu()
+      const p0 = postgresCpu(cluster.pid)
+      return async (requests) => {
+        const e1 = await engineCpu()
+        const p1 = postgresCpu(cluster.pid)
+        const n = Math.max(1, requests)
+        return { engine: Math.round((e1 - e0) / n), postgres: p0 === null || p1 === null ? null : Math.round((p1 - p0) / n) }
+      }
+    }
+    const withCpu = (s: BenchScenario, c: { engine: number, postgres: number | null }): BenchScenario =>
+      ({ ...s, cpuUsPerRequest: c.engine + (c.postgres ?? 0) })
+    const cpuText = (c: { engine: number, postgres: number | null }): string =>
+      `engine ${r1(c.engine / 1000)} ms${c.postgres === null ? '' : ` + Postgres ${r1(c.postgres / 1000)} ms`} CPU per request`
     const poolsOf = async (): Promise<PoolNumbers> => {
       const p = engine.next('pools')
       engine.send({ type: 'pools' })
@@ -180,6 +245,7 @@ export async function run (): Promise<BenchReport> {
     // ---- cold: the first request of every other tenant, one at a time --------------------
     const cold: number[] = []
     const coldBad = { errors: 0, non2xx: 0, firstError: null as string | null }
+    const coldCpu = await cpuMeter()
     const coldStart = performance.now()
     for (let i = 1; i < count; i++) {
       const a = await request(i)
@@ -187,10 +253,13 @@ export async function run (): Promise<BenchReport> {
       cold.push(a.ms)
     }
     const coldWall = performance.now() - coldStart
-    const coldS = scenario('cold first request', `first request of each of ${count - 1} tenants, one at a time: tenant record from Redis, pool connection, schema cache (catalog queries), token, plan, transaction`, cold, coldWall, coldBad.errors, coldBad.non2xx)
+    const coldC = await coldCpu(count - 1)
+    const coldS = withCpu(scenario('cold first request', `first request of each of ${count - 1} tenants, one at a time: tenant record from Redis, pool connection, schema cache (catalog queries), token, plan, transaction`, cold, coldWall, coldBad.errors, coldBad.non2xx), coldC)
     scenarios.push(coldS)
+    notes.push(`Cold first request: ${cpuText(coldC)} (two connections: the pool's and the schema cache's LISTEN; the catalog queries; the first connection to a database after Postgres started also rebuilds its relation cache file). p50 ${coldS.p50Ms} ms, p99 ${coldS.p99Ms} ms, max ${r1(summary(cold).max)} ms.`)
     if (coldBad.firstError !== null) notes.push(`cold: first failure: ${coldBad.firstError}`)
     const poolsAfterCold = await poolsOf()
+    const pgMem = postgresMemory(cluster.pid)
     const heapN = await heapOf()
     const perTenant = (heapN.heapUsed - heap0.heapUsed) / (count - 1)
     const perTenantExternal = (heapN.external - heap0.external) / (count - 1)
@@ -198,17 +267,21 @@ export async function run (): Promise<BenchReport> {
     goals.push({ name: 'cold first request p99', goal: '< 150 ms', value: `${coldS.p99Ms} ms`, met: coldS.p99Ms < 150 && coldBad.errors + coldBad.non2xx === 0 })
     goals.push({ name: 'REST engine heap per warm tenant', goal: '< 200 KB', value: kb(perTenant), met: perTenant < 200 * 1024 })
     notes.push(`Engine heap after gc: ${r1(heap0.heapUsed / 1048576)} MB with 1 warm tenant, ${r1(heapN.heapUsed / 1048576)} MB with ${count} (${kb(perTenant)} per tenant); off-heap (external) ${kb(perTenantExternal)} per tenant; RSS ${kb(perTenantRss)} per tenant. A warm tenant holds its cached record, schema cache, LISTEN connection, plan and token cache entries; ${poolsAfterCold.open} pool connections were open (budget ${poolsAfterCold.budget}) over ${poolsAfterCold.pools} tenant pools.`)
+    if (pgMem !== null) notes.push(`Postgres after the cold phase: ${pgMem.processes} server processes (one LISTEN connection per warm tenant, outside the pool budget, plus the pool's connections), ${r1(pgMem.pssBytes / 1048576)} MB proportional set size in all.`)
 
     // ---- warm: every tenant again, round robin -------------------------------------------
     const warmAll: number[] = []
     const warmBad = { errors: 0, non2xx: 0, firstError: null as string | null }
+    const warmCpu = await cpuMeter()
     let wallStart = performance.now()
     for (let i = 0; i < count; i++) {
       const a = await request(i)
       checked(a, warmBad)
       warmAll.push(a.ms)
     }
-    scenarios.push(scenario('warm, round robin', `second request of each of ${count} tenants, one at a time (record, schema cache, plan and token cached; each tenant's connection made again, since ${poolsAfterCold.budget} connections serve ${count} tenants)`, warmAll, performance.now() - wallStart, warmBad.errors, warmBad.non2xx))
+    const warmC = await warmCpu(count)
+    scenarios.push(withCpu(scenario('warm, round robin', `second request of each of ${count} tenants, one at a time (record, schema cache, plan and token cached; each tenant's connection made again, since ${poolsAfterCold.budget} connections serve ${count} tenants)`, warmAll, performance.now() - wallStart, warmBad.errors, warmBad.non2xx), warmC))
+    notes.push(`Warm, round robin: ${cpuText(warmC)} (a connection made and closed per request under the budget).`)
 
     // ---- warm within the budget: a few tenants, connections kept -------------------------
     const few = Math.min(count, 20)
@@ -237,6 +310,7 @@ export async function run (): Promise<BenchReport> {
     const poller = setInterval(() => {
       poolsOf().then((p) => { maxOpen = Math.max(maxOpen, p.open); maxWaiting = Math.max(maxWaiting, p.waiting) }, () => {})
     }, 250)
+    const allCpu = await cpuMeter()
     const deadline = performance.now() + seconds * 1000
     wallStart = performance.now()
     await Promise.all(tenants.map(async (_t, i) => {
@@ -258,8 +332,14 @@ export async function run (): Promise<BenchReport> {
     const poolsAfterAll = await poolsOf()
     const perTenantServed = [...served].sort((a, b) => a - b)
     const starved = served.filter((n) => n === 0).length
-    const allS = scenario('all tenants at once', `${count} tenants, one client each, requests back to back for ${seconds} s (pool budget ${poolsAfterAll.budget} connections)`, allMs, allWall, allBad.errors, allBad.non2xx)
+    const allC = await allCpu(served.reduce((a, b) => a + b, 0))
+    const allS = withCpu(scenario('all tenants at once', `${count} tenants, one client each, requests back to back for ${seconds} s (pool budget ${poolsAfterAll.budget} connections)`, allMs, allWall, allBad.errors, allBad.non2xx), allC)
     scenarios.push(allS)
+    const perReqCpu = allC.engine + (allC.postgres ?? 0)
+    if (perReqCpu > 0) {
+      const idleRate = 2e6 / perReqCpu
+      notes.push(`All at once: ${cpuText(allC)}. On 2 otherwise idle cores that is about ${Math.round(idleRate)} requests/s (the load generator excluded): one request of every tenant in about ${r1(count / idleRate)} s, against the pool's 10 s acquire timeout.`)
+    }
     const minS = perTenantServed[0] ?? 0
     const medS = percentile(perTenantServed, 50)
     const maxS = perTenantServed[perTenantServed.length - 1] ?? 0
@@ -364,7 +444,7 @@ export async function run (): Promise<BenchReport> {
     })
     goals.push({ name: `invalidation to all ${listenerCount} processes p99`, goal: 'measured; none missed', value: `${r3(inv.p99)} ms (p50 ${r3(inv.p50)} ms, ${missed} missed)`, met: missed === 0 })
     notes.push(`Invalidation: putAll writes the hash (MULTI) and publishes on the change channel; each process's cache drops its copy on the message and the next get() reads Redis. Times are wall-clock (performance.timeOrigin + now()) across processes on one machine.`)
-    notes.push(`Engine: the process config's defaults (pool_budget, pool_per_tenant, pool_idle_ms, pool_max_tenants), tenants from Redis through the tenant cache, in a child process with --expose-gc; requests over HTTP with the tenant's upstream token (anon role), GET ${QUERY}. Postgres (max_connections ${count + 200}), Redis, the engine and this process share the machine.`)
+    notes.push(`Engine: the process config's defaults (pool_budget, pool_per_tenant) but pool_idle_ms ${IDLE_MS / 60_000} min (so no tenant goes idle between the phases) and pool_max_tenants ${Math.max(1000, count)}, tenants from Redis through the tenant cache, in a child process with --expose-gc; requests over HTTP with the tenant's upstream token (anon role), GET ${QUERY}. Postgres (max_connections ${count + 200}), Redis, the engine and this process share the machine.`)
     notes.push(`Run time without provisioning: ${r1((performance.now() - t0 - cluster.provisionWallMs) / 1000)} s (${count} tenants, ${recordCount} records).`)
   } finally {
     agent.destroy()

@@ -19,7 +19,7 @@ export type ChildStart =
   | { type: 'start', role: 'engine', redisUrl: string, prefix: string, overrides: Record<string, unknown> }
   | { type: 'start', role: 'records', redisUrl: string, prefix: string, databases: string[], passes: number }
   | { type: 'start', role: 'listener', redisUrl: string, prefix: string, databases: string[] }
-export type ChildMessage = ChildStart | { type: 'heap' } | { type: 'pools' } | { type: 'close' }
+export type ChildMessage = ChildStart | { type: 'heap' } | { type: 'pools' } | { type: 'cpu' } | { type: 'close' }
 
 export interface HeapNumbers { heapUsed: number, external: number, arrayBuffers: number, rss: number }
 export interface PoolNumbers { open: number, budget: number, pools: number, waiting: number, logs: Record<string, number> }
@@ -29,6 +29,7 @@ export type ChildReply =
   | { type: 'ready' }
   | { type: 'heap', heap: HeapNumbers }
   | { type: 'pools', pools: PoolNumbers }
+  | { type: 'cpu', us: number }
   | { type: 'records', result: RecordNumbers }
   | { type: 'seen', database: string, limit: number, at: number }
   | { type: 'error', message: string }
@@ -52,7 +53,7 @@ async function heap (): Promise<HeapNumbers> {
 
 process.on('message', (m: ChildMessage) => {
   const fail = (err: unknown): void => send({ type: 'error', message: err instanceof Error ? (err.stack ?? err.message) : String(err) })
-  if (m.type === 'heap') heapOf().then((h) => send({ type: 'heap', heap: h }), fail)
+  if (m.type === 'cpu') { const c = process.cpuUsage(); send({ type: 'cpu', us: c.user + c.system }) } else if (m.type === 'heap') heapOf().then((h) => send({ type: 'heap', heap: h }), fail)
   else if (m.type === 'pools') { if (poolsOf !== null) send({ type: 'pools', pools: poolsOf() }) } else if (m.type === 'close') void (close?.() ?? Promise.resolve()).finally(() => process.exit(0))
   else if (m.role === 'engine') startEngine(m).catch(fail)
   else if (m.role === 'records') runRecords(m).catch(fail)

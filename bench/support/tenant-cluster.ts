@@ -72,6 +72,8 @@ export interface BenchCluster {
   /** Databases brought up to date by this run (migrations added since they were made). */
   migratedNow: number
   dir: string
+  /** The postmaster's process id (its children are the backends). */
+  pid: number | undefined
   stop (): Promise<void>
 }
 
@@ -238,6 +240,7 @@ export async function openBenchCluster (opts: { dir: string, count: number, maxC
       provisionWallMs: Math.round(performance.now() - t0),
       migratedNow,
       dir: opts.dir,
+      pid: server.pid,
       stop: () => server.stop()
     }
   } catch (err) {
