@@ -1,11 +1,18 @@
-// Request bodies are read whole by the gateway before it takes an upstream socket (as
-// nginx's request buffering does): a body over its limit is refused with 413 (a declared
-// Content-Length at once, a chunked one as soon as it passes the limit), a body that stalls
-// longer than the idle time, or takes longer than the body time in all, with 408. Either
-// way nothing reaches the engine and no upstream socket is held while a client dawdles.
+// Request bodies within their limits. Small bodies (up to STREAM_ABOVE_BYTES) are read
+// whole before the gateway takes an upstream socket (as nginx's request buffering does), so
+// a client that dawdles over a small upload never holds one. Larger bodies stream to the
+// upstream as they arrive (BodyStream), bytes counted on the way: a body that passes its
+// limit, stalls longer than the idle time or takes longer than the body time in all is cut
+// there, the upstream request is aborted mid-body (the engine never gets a complete body,
+// so it never acts on one) and the client gets its 413 / 408. A declared Content-Length
+// over the limit is refused before anything is read.
 import type { IncomingMessage } from 'node:http'
+import { Readable } from 'node:stream'
 import type { GatehouseError } from '../shared/errors.js'
 import { PayloadTooLargeError, RequestTimeoutError } from './errors.js'
+
+/** Bodies larger than this stream to the upstream; smaller ones are read whole first. */
+export const STREAM_ABOVE_BYTES = 64 * 1024
 
 export interface BodyLimits {
   maxBytes: number
@@ -52,16 +59,20 @@ export class ClientAbortedError extends Error {
 }
 
 /**
- * Reads the request body into one Buffer within the limits. Rejects with a 413 or 408
- * GatehouseError (both close the connection), or ClientAbortedError.
+ * Reads the request body within the limits: into one Buffer when it is at most
+ * `streamAbove` bytes, else a BodyStream carrying what was read so far and the rest as it
+ * comes (a declared Content-Length over `streamAbove` streams at once). Rejects with a 413
+ * or 408 GatehouseError (both close the connection), or ClientAbortedError.
  */
-export function readBody (req: IncomingMessage, limits: BodyLimits): Promise<Buffer> {
+export function readBody (req: IncomingMessage, limits: BodyLimits, streamAbove = Infinity): Promise<Buffer | BodyStream> {
+  const started = Date.now()
+  const declared = req.headers['content-length'] !== undefined ? Number(req.headers['content-length']) : NaN
+  if (declared > streamAbove) return Promise.resolve(new BodyStream(req, [], 0, limits, started))
   return new Promise((resolve, reject) => {
     const chunks: Buffer[] = []
     let size = 0
     let settled = false
-    const finish = (err: Error | null): void => {
-      if (settled) return
+    const detach = (): void => {
       settled = true
       clearTimeout(idle)
       clearTimeout(total)
@@ -69,12 +80,16 @@ export function readBody (req: IncomingMessage, limits: BodyLimits): Promise<Buf
       req.off('end', onEnd)
       req.off('error', onError)
       req.off('close', onClose)
+    }
+    const finish = (err: Error | null): void => {
+      if (settled) return
+      detach()
       if (err === null) { resolve(chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks, size)); return }
       if (!(err instanceof ClientAbortedError)) lingerThenClose(req)
       reject(err)
     }
-    const onIdle = (): void => finish(new RequestTimeoutError(`no part of the body arrived for ${limits.idleMs} ms`, { headers: CLOSE }))
-    const onTotal = (): void => finish(new RequestTimeoutError(`the body took longer than ${limits.totalMs} ms`, { headers: CLOSE }))
+    const onIdle = (): void => finish(idleTimeout(limits))
+    const onTotal = (): void => finish(totalTimeout(limits))
     const idle = setTimeout(onIdle, limits.idleMs)
     const total = setTimeout(onTotal, limits.totalMs)
     const onData = (chunk: Buffer): void => {
@@ -82,6 +97,12 @@ export function readBody (req: IncomingMessage, limits: BodyLimits): Promise<Buf
       if (size > limits.maxBytes) { finish(new PayloadTooLargeError(limits.maxBytes, { headers: CLOSE })); return }
       chunks.push(chunk)
       idle.refresh()
+      if (size > streamAbove) {
+        // Large: the rest streams through (the limits go on counting there).
+        req.pause()
+        detach()
+        resolve(new BodyStream(req, chunks, size, limits, started))
+      }
     }
     const onEnd = (): void => finish(null)
     const onError = (): void => finish(new ClientAbortedError())
@@ -91,4 +112,86 @@ export function readBody (req: IncomingMessage, limits: BodyLimits): Promise<Buf
     req.on('error', onError)
     req.on('close', onClose)
   })
+}
+
+function idleTimeout (limits: BodyLimits): GatehouseError {
+  return new RequestTimeoutError(`no part of the body arrived for ${limits.idleMs} ms`, { headers: CLOSE })
+}
+
+function totalTimeout (limits: BodyLimits): GatehouseError {
+  return new RequestTimeoutError(`the body took longer than ${limits.totalMs} ms`, { headers: CLOSE })
+}
+
+/**
+ * A request body on its way to the upstream, within the limits: it fails (and the upstream
+ * request with it) with a 413 / 408 GatehouseError as soon as the body passes the limit or
+ * the idle or total time, or with ClientAbortedError when the client goes away. Backpressure
+ * from the upstream pauses the client request.
+ */
+export class BodyStream extends Readable {
+  readonly #req: IncomingMessage
+  readonly #limits: BodyLimits
+  #size: number
+  #idle: NodeJS.Timeout | null
+  #total: NodeJS.Timeout | null
+  /** The 413 / 408 that cut the body (also set when nobody was reading any more). */
+  refusal: GatehouseError | null = null
+
+  constructor (req: IncomingMessage, head: Buffer[], size: number, limits: BodyLimits, started: number) {
+    super()
+    this.#req = req
+    this.#limits = limits
+    this.#size = size
+    for (const c of head) this.push(c)
+    this.#idle = setTimeout(() => this.#refuse(idleTimeout(limits)), limits.idleMs)
+    this.#total = setTimeout(() => this.#refuse(totalTimeout(limits)), Math.max(0, limits.totalMs - (Date.now() - started)))
+    req.on('data', this.#onData)
+    req.on('end', this.#onEnd)
+    req.on('error', this.#onAbort)
+    req.on('close', this.#onClose)
+  }
+
+  #onData = (chunk: Buffer): void => {
+    this.#size += chunk.length
+    if (this.#size > this.#limits.maxBytes) { this.#refuse(new PayloadTooLargeError(this.#limits.maxBytes, { headers: CLOSE })); return }
+    this.#idle?.refresh()
+    if (!this.push(chunk)) this.#req.pause()
+  }
+
+  #onEnd = (): void => {
+    this.#detach()
+    this.push(null)
+  }
+
+  #onAbort = (): void => {
+    this.#detach()
+    this.destroy(new ClientAbortedError())
+  }
+
+  #onClose = (): void => { if (!this.#req.complete) this.#onAbort() }
+
+  #detach (): void {
+    if (this.#idle !== null) { clearTimeout(this.#idle); this.#idle = null }
+    if (this.#total !== null) { clearTimeout(this.#total); this.#total = null }
+    this.#req.off('data', this.#onData)
+    this.#req.off('end', this.#onEnd)
+    this.#req.off('error', this.#onAbort)
+    this.#req.off('close', this.#onClose)
+  }
+
+  #refuse (err: GatehouseError): void {
+    this.#detach()
+    this.refusal = err
+    lingerThenClose(this.#req)
+    this.destroy(err)
+  }
+
+  override _read (): void {
+    this.#req.resume()
+  }
+
+  override _destroy (err: Error | null, cb: (err?: Error | null) => void): void {
+    this.#detach()
+    cb(err)
+  }
 }

@@ -19,7 +19,7 @@ import { UNKNOWN_TENANT } from './metrics.js'
 import type { Cors } from './cors.js'
 import { firstHeader } from '../shared/http.js'
 import type { Caller, RequestInfo } from './types.js'
-import { ClientAbortedError, declaredTooLarge, lingerThenClose, readBody } from './body.js'
+import { ClientAbortedError, STREAM_ABOVE_BYTES, declaredTooLarge, lingerThenClose, readBody, type BodyStream } from './body.js'
 import type { InflightSlots } from './inflight.js'
 import { performance } from 'node:perf_hooks'
 
@@ -155,12 +155,13 @@ export function proxyRoutes (deps: ProxyRouteDeps) {
     if (q.limitAdded !== null) ours['x-gatehouse-default-limit'] = String(q.limitAdded)
     if (q.limitCapped !== null) ours['x-gatehouse-max-limit'] = String(q.limitCapped)
 
-    // The whole body before an upstream socket is taken (413 / 408 refuse it here).
-    let body: Buffer | null = null
+    // A small body whole before an upstream socket is taken (413 / 408 refuse it here); a
+    // large one streams, its limits enforced on the way (body.ts).
+    let body: Buffer | BodyStream | null = null
     if (hasBody) {
       try {
         if (/\b100-continue\b/i.test(raw.headers.expect ?? '')) reply.raw.writeContinue()
-        body = await readBody(raw, { maxBytes: maxBody, idleMs: limits.bodyIdleMs, totalMs: limits.bodyTimeoutMs })
+        body = await readBody(raw, { maxBytes: maxBody, idleMs: limits.bodyIdleMs, totalMs: limits.bodyTimeoutMs }, STREAM_ABOVE_BYTES)
       } catch (err) {
         if (!(err instanceof ClientAbortedError)) throw err
         reply.hijack()
@@ -170,6 +171,7 @@ export function proxyRoutes (deps: ProxyRouteDeps) {
       }
     }
     if (!slots.take(tenant.database, reply.raw)) {
+      if (body !== null && !Buffer.isBuffer(body)) { body.destroy(); lingerThenClose(raw) }
       throw new TooManyConcurrentRequestsError(limits.tenantMaxInflight, { headers: busy })
     }
 
@@ -185,9 +187,10 @@ export function proxyRoutes (deps: ProxyRouteDeps) {
     // above), so it can say when a result was cut by it (Content-Range `*`, X-Gatehouse-Limit-Applied).
     if (q.limitAdded !== null) raw.headers['x-gatehouse-default-limit'] = String(q.limitAdded)
     if (body !== null) {
-      // Sent with its length, however the client framed it.
+      // A whole body is sent with its length, however the client framed it; a streamed one
+      // with the client's Content-Length, or chunked by the upstream client when it had none.
       delete raw.headers['transfer-encoding']
-      raw.headers['content-length'] = String(body.length)
+      if (Buffer.isBuffer(body)) raw.headers['content-length'] = String(body.length)
     }
     raw.url = upstreamPath(target, gp.path, q.query)
 

@@ -14,6 +14,7 @@ import { UpstreamBusyError, UpstreamTimeoutError, UpstreamUnavailableError } fro
 import { renderError } from '../render.js'
 import type { Caller, RequestInfo, RewriteError, Service } from '../types.js'
 import { buildResponseHeaders } from './headers.js'
+import { BodyStream, ClientAbortedError } from '../body.js'
 /** Everything the response side needs about one proxied request. */
 export interface ForwardContext {
   target: URL
@@ -26,8 +27,8 @@ export interface ForwardContext {
   query: string
   /** The client request has a body (hasRequestBody() of its own headers). */
   hasBody: boolean
-  /** The body, read whole by the gateway (body.ts); null when there is none. */
-  body: Buffer | null
+  /** The body, read whole by the gateway or streaming within its limits (body.ts); null when there is none. */
+  body: Buffer | BodyStream | null
   /** Headers we add to the client response (request id, CORS, limit notice). */
   responseHeaders: OutgoingHttpHeaders
   log: FastifyBaseLogger
@@ -395,6 +396,11 @@ export function createUpstreamProxy (opts: UpstreamProxyOptions): UpstreamProxy 
   function onProxyError (f: Forward, err: Error): void {
     const { ctx, req } = f
     const response = f.res
+    const body = ctx.body
+    if (body instanceof BodyStream && (body.refusal !== null || body.errored instanceof ClientAbortedError)) {
+      bodyFailed(f, body)
+      return
+    }
     const code = (err as NodeJS.ErrnoException).code
     const error = code === BUSY
       ? new UpstreamBusyError({ cause: err })
@@ -414,6 +420,30 @@ export function createUpstreamProxy (opts: UpstreamProxyOptions): UpstreamProxy 
     response.writeHead(r.status, headers)
     response.end(r.body)
     ctx.info.errorCode = error.code
+    opts.onComplete?.(ctx.info, r.status)
+  }
+
+  // A streamed body was cut (over its limit, too slow, or the client went away): the
+  // upstream request was aborted with it; the client gets the 413 / 408 (or nothing).
+  function bodyFailed (f: Forward, body: BodyStream): void {
+    const { ctx, req } = f
+    const response = f.res
+    const refusal = body.refusal
+    if (refusal === null) {
+      req.socket.destroy()
+      ctx.info.errorCode = 'client_closed'
+      opts.onComplete?.(ctx.info, 499)
+      return
+    }
+    if (response.headersSent || response.writableEnded || response.destroyed) {
+      response.destroy()
+      opts.onComplete?.(ctx.info, response.statusCode)
+      return
+    }
+    const r = renderError(refusal, ctx.requestId, { auth: ctx.service === 'auth', apiVersion: req.headers['x-supabase-api-version'] })
+    response.writeHead(r.status, { ...ctx.responseHeaders, ...r.headers, 'content-length': String(Buffer.byteLength(r.body)) })
+    response.end(r.body)
+    ctx.info.errorCode = refusal.code
     opts.onComplete?.(ctx.info, r.status)
   }
 
