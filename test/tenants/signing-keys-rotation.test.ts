@@ -9,13 +9,13 @@ import { execFile } from 'node:child_process'
 import { writeFileSync, readFileSync } from 'node:fs'
 import path from 'node:path'
 import { decodeProtectedHeader } from 'jose'
-import { parse as parseYaml } from 'yaml'
+import { parse as parseYaml, stringify as stringifyYaml } from 'yaml'
 import { parseTenantFile } from '../../src/tenants/index.js'
 import { renderTenantFile } from '../../src/platform/commands.js'
 import { startStack, gatewayCall, type Stack, type StackTenant } from '../helpers/panel-stack.js'
 import { email } from '../helpers/auth-harness.js'
 import { redisUrl } from '../helpers/redis.js'
-import { tempDir, eventually } from '../helpers/tenant-fixtures.js'
+import { tempDir, eventually, tenantFile } from '../helpers/tenant-fixtures.js'
 
 interface Run { code: number, stdout: string, stderr: string }
 
@@ -170,4 +170,29 @@ t.test('panel: list, rotate and revoke signing keys, members only', async (t) =>
   const rsToken = await signIn(x)
   t.equal((await notes(x, rsToken)).status, 200)
   t.equal((await notes(x, es)).status, 200)
+})
+
+t.test('CLI with tenants.source files: the tenant file is the record, edited in place (comments and ${ENV} kept)', async (t) => {
+  const dir = tempDir(t)
+  const file = path.join(dir, 'acme.yaml')
+  const secret = 's'.repeat(40)
+  const text = '# acme: kept as written\n' + stringifyYaml(tenantFile('acme')).replace(/secret: jwt-secret-of-acme-\S+/, 'secret: ${ACME_JWT_SECRET}')
+  writeFileSync(file, text, { mode: 0o600 })
+  const env = { GATEHOUSE_TENANTS_SOURCE: 'files', GATEHOUSE_TENANTS_DIR: dir, ACME_JWT_SECRET: secret }
+
+  const r = await cli(['tenants', 'keys', 'rotate', 'acme', '--alg', 'RS256'], env)
+  t.equal(r.code, 0, r.stderr)
+  const after = readFileSync(file, 'utf8')
+  t.match(after, /^# acme: kept as written/)
+  t.match(after, 'secret: ${ACME_JWT_SECRET}', 'the ${ENV} reference is kept')
+  const f = parseTenantFile(parseYaml(after), file, { ACME_JWT_SECRET: secret })
+  t.equal(f.jwt.signing_algorithm, 'RS256', 'a database that signed with HS256 signs with the new key')
+  t.equal(f.jwt.signing_keys.length, 1)
+  t.equal(f.jwt.signing_keys[0]!.alg, 'RS256')
+  t.match(r.stdout, `new RS256 signing key ${f.jwt.signing_keys[0]!.kid}`)
+
+  const refused = await cli(['tenants', 'keys', 'revoke', 'acme', f.jwt.signing_keys[0]!.kid], env)
+  t.equal(refused.code, 1)
+  t.match(refused.stderr, /rotate to a new key first/)
+  t.equal(readFileSync(file, 'utf8'), after, 'a refused change leaves the file as it was')
 })
