@@ -10,6 +10,7 @@ import { fileURLToPath } from 'node:url'
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..')
 
 const PARTS = {
+  shared: 'Codes shared by the parts (each part that can send one lists it too)',
   gateway: 'Gateway (JSON `{code, message, details, hint}`, code also in `x-gatehouse-error-code`)',
   rest: 'REST engine (PostgREST codes; a Postgres error keeps its SQLSTATE as `code`, status from the SQLSTATE table)',
   auth: 'Auth engine (GoTrue `error_code` values; body shape chosen by `X-Supabase-Api-Version`)',

@@ -2,7 +2,7 @@
 // (spec/auth.md §6.3), and the renderer that picks the wire shape from the request's
 // X-Supabase-Api-Version header (§6.1). Status lives with the code; messages are GoTrue's.
 // Internal causes are logged with the request id, never sent.
-import { GatehouseError, type ErrorOptions } from '../shared/errors.js'
+import { DatabaseUnavailableError, GatehouseError, TenantNotFoundError, isDefinedError, type ErrorOptions } from '../shared/index.js'
 
 /** A GoTrue API error: `code` is the `error_code`, `status` the HTTP status. */
 export class AuthError extends GatehouseError {
@@ -38,14 +38,14 @@ export const validationFailed422 = make('validation_failed', 422)
 export const badJson = make('bad_json', 400)
 export const requestTooLarge = () => new AuthError('request_entity_too_large', 413, 'Request body too large')
 export const notFound = () => new AuthError('not_found', 404, 'Not Found')
-/** Ours: the first path segment names no tenant. */
-export const tenantNotFound = () => new AuthError('tenant_not_found', 404, 'No database of that name is served here')
+/** Ours (shared): the first path segment names no tenant. */
+export const tenantNotFound = (database: string) => new TenantNotFoundError(database)
 /**
  * Ours (GoTrue answers 500 here): the tenant database cannot be reached (restarting, connections
  * terminated, refused); the engine reconnects by itself, so the client should retry.
  */
 export const databaseUnavailable = (internal?: unknown) =>
-  new AuthError('database_unavailable', 503, 'The database is not reachable at the moment, please retry shortly', { internal, headers: { 'retry-after': '1' } })
+  new DatabaseUnavailableError({ internal, headers: { 'retry-after': '1' } })
 export const conflict = () =>
   new AuthError('conflict', 409, 'Too many concurrent token refresh requests on the same session or refresh token')
 
@@ -197,7 +197,7 @@ export function renderAuthError (err: GatehouseError, apiVersionHeader: string |
   const status = err.status
   const code = err.code || (status >= 500 ? 'unexpected_failure' : 'unknown')
   // Our AuthErrors carry messages written for clients; any other 5xx says nothing more.
-  const message = status >= 500 && !(err instanceof AuthError)
+  const message = status >= 500 && !(err instanceof AuthError) && !isDefinedError(err)
     ? 'Unexpected failure, please check server logs for more information'
     : err.message
   headers['x-sb-error-code'] = code

@@ -1,30 +1,26 @@
 // The gateway's error codes (snake_case, append-only: a retired code stays listed as
 // retired and is never reused). The status lives with the code. Rendered as
 // {code, message, details, hint} plus the `x-gatehouse-error-code` header by render.ts.
-import { defineError } from '../shared/errors.js'
+import {
+  BadRequestError, InternalError, NotFoundError, PayloadTooLargeError, TenantNotFoundError, defineError, errorCodes, type CodeOf
+} from '../shared/index.js'
+
+export { BadRequestError, InternalError, NotFoundError, PayloadTooLargeError, TenantNotFoundError }
 
 // ---- request shape --------------------------------------------------------------------
 export const InvalidPathError = defineError('invalid_path', 400,
   (why: string) => `The request path is not acceptable: ${why}`)
 
-export const BadRequestError = defineError('bad_request', 400,
-  (why: string) => `The request is malformed: ${why}`)
-
 export const LengthRequiredError = defineError('length_required', 411,
   (method: string) => `A ${method} request with a body must send Content-Length, not Transfer-Encoding`)
 
-export const PayloadTooLargeError = defineError('payload_too_large', 413,
-  (limit: number) => `The request body is larger than the limit of ${limit} bytes`)
+// bad_request, payload_too_large: shared (src/shared/errors.ts)
 
 export const RequestTimeoutError = defineError('request_timeout', 408,
   (why: string) => `The request body did not arrive in time: ${why}`)
 
 // ---- routing --------------------------------------------------------------------------
-export const TenantNotFoundError = defineError('tenant_not_found', 404,
-  (database: string) => `No project database is named "${database}"`)
-
-export const NotFoundError = defineError('not_found', 404,
-  () => 'Nothing is served at this path')
+// tenant_not_found and not_found: shared (src/shared/errors.ts)
 
 // ---- keys and tokens ------------------------------------------------------------------
 export const NoApiKeyError = defineError('no_api_key', 401,
@@ -55,14 +51,49 @@ export const UpstreamBusyError = defineError('upstream_busy', 503,
 export const NotReadyError = defineError('not_ready', 503,
   () => 'unexpected failure')
 
-export const InternalError = defineError('internal_error', 500,
-  () => 'unexpected failure')
+// internal_error: shared
 
-/** Every code this part can send (docs/errors.md lists them). */
-export const GATEWAY_ERROR_CODES = [
-  'invalid_path', 'bad_request', 'length_required', 'tenant_not_found', 'not_found', 'no_api_key', 'invalid_api_key',
-  'invalid_token', 'upstream_unavailable', 'upstream_timeout', 'not_ready', 'internal_error',
-  'payload_too_large', 'request_timeout', 'too_many_concurrent_requests', 'upstream_busy'
-] as const
+// ---- refusals of table access (service.md; the refusal rewriter and the panel's test query) --
+/** The table is not in the catalog of the role the request ran as (missing, or no privilege on it). */
+export const UnknownTableError = defineError('unknown_table', 404,
+  (table: string, role: string) => `Table ${table} is not in the catalog of role ${role}, the role this request ran as`)
 
-export type GatewayErrorCode = typeof GATEWAY_ERROR_CODES[number]
+/** The table is visible to the role, but the privilege the action needs is not granted. */
+export const NoTableGrantError = defineError('no_table_grant', 403,
+  (role: string, privilege: string, table: string, action: string) =>
+    `Role ${role} lacks the ${privilege} privilege on table ${table}, which ${action} needs`)
+
+/** Any other refusal by the database itself, for a signed-in or service caller (the database's message). */
+export const PermissionDeniedError = defineError('permission_denied', 403,
+  (message: string) => message)
+
+/** The same refusal for the anon role: 401, as PostgREST answers 42501 to anon. */
+export const AnonPermissionDeniedError = defineError('permission_denied', 401,
+  (message: string) => message)
+
+/** The row was written, but the SELECT policy hides it from its author: do not retry. */
+export const RlsRefusalError = defineError('rls_refusal', 403,
+  (table: string, role: string) => `The row was written, but the SELECT policy of ${table} hides it from role ${role}, so it cannot be returned`)
+
+/** The refusals of service.md. */
+export const REFUSAL_ERRORS = {
+  UnknownTableError, NoTableGrantError, PermissionDeniedError, AnonPermissionDeniedError, RlsRefusalError
+} as const
+
+export type RefusalCode = CodeOf<typeof REFUSAL_ERRORS>
+
+/** The refusal codes, sorted. */
+export const REFUSAL_CODES: readonly RefusalCode[] = errorCodes(REFUSAL_ERRORS)
+
+/** Every error this part can send (docs/errors.md is generated from it). */
+export const GATEWAY_ERRORS = {
+  InvalidPathError, BadRequestError, LengthRequiredError, PayloadTooLargeError, RequestTimeoutError,
+  TenantNotFoundError, NotFoundError, NoApiKeyError, InvalidApiKeyError, InvalidTokenError,
+  UpstreamUnavailableError, UpstreamTimeoutError, TooManyConcurrentRequestsError, UpstreamBusyError,
+  NotReadyError, InternalError
+} as const
+
+export type GatewayErrorCode = CodeOf<typeof GATEWAY_ERRORS>
+
+/** Every code this part can send, sorted. */
+export const GATEWAY_ERROR_CODES: readonly GatewayErrorCode[] = errorCodes(GATEWAY_ERRORS)

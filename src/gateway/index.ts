@@ -23,7 +23,7 @@ import { performance } from 'node:perf_hooks'
 
 export type { GatewayDeps, Caller, RewriteError, RewrittenError, UpstreamErrorContext, Service } from './types.js'
 export { installGracefulShutdown, gatewayState, type GracefulShutdown, type GracefulShutdownOptions } from './shutdown.js'
-export { GATEWAY_ERROR_CODES, type GatewayErrorCode } from './errors.js'
+export { GATEWAY_ERRORS, GATEWAY_ERROR_CODES, REFUSAL_ERRORS, type GatewayErrorCode } from './errors.js'
 export { CORS_ALLOWED_HEADERS, CORS_EXPOSED_HEADERS } from './cors.js'
 export * from './rewrite/index.js'
 

@@ -1,7 +1,12 @@
 // The control-panel API's error codes (snake_case, append-only: a retired code stays listed
 // as retired and is never reused) and its renderer: {code, message, details, hint} plus the
 // `x-gatehouse-error-code` header. 5xx bodies say "unexpected failure" and the request id.
-import { defineError, GatehouseError, isGatehouseError, type WireError } from '../shared/errors.js'
+import {
+  BadRequestError, DatabaseUnavailableError, InternalError, NotFoundError,
+  defineError, errorCodes, isGatehouseError, type CodeOf, type GatehouseError, type WireError
+} from '../shared/index.js'
+
+export { BadRequestError, DatabaseUnavailableError, InternalError, NotFoundError }
 
 // ---- panel session ----------------------------------------------------------------------
 export const NoSessionError = defineError('no_session', 401,
@@ -18,17 +23,9 @@ export const DatabaseNotFoundError = defineError('database_not_found', 404,
   (organization: string, database: string) => `Organization ${JSON.stringify(organization)} has no database ${JSON.stringify(database)}`)
 
 // ---- request shape ------------------------------------------------------------------------
-export const BadRequestError = defineError('bad_request', 400,
-  (why: string) => `The request is malformed: ${why}`)
-
+// bad_request, not_found: shared (src/shared/errors.ts)
 export const ValidationError = defineError('validation_failed', 400,
   (why: string) => `The request is not valid: ${why}`)
-
-export const NotFoundError = defineError('not_found', 404,
-  () => 'Nothing is served at this path')
-
-export const MethodNotAllowedError = defineError('method_not_allowed', 405,
-  (method: string) => `Method ${method} is not allowed here`)
 
 // ---- test query ---------------------------------------------------------------------------
 export const QueryError = defineError('query_error', 400,
@@ -60,21 +57,19 @@ export const SigningKeyInUseError = defineError('signing_key_in_use', 409,
   (kid: string) => `Signing key ${JSON.stringify(kid)} signs this database's tokens now and cannot be revoked`)
 
 // ---- process ------------------------------------------------------------------------------
-export const DatabaseUnavailableError = defineError('database_unavailable', 503,
-  () => 'unexpected failure')
+// database_unavailable, internal_error: shared
 
-export const InternalError = defineError('internal_error', 500,
-  () => 'unexpected failure')
+/** Every error this part raises (besides refusals of the gateway and auth errors it relays). */
+export const PANEL_ERRORS = {
+  NoSessionError, InvalidSessionError, NotAMemberError, DatabaseNotFoundError, BadRequestError, ValidationError,
+  NotFoundError, QueryError, QueryTimeoutError, EngineNotConfiguredError, AccountLinkRefusedError, TestQueryLoginError,
+  SettingsReadOnlyError, SigningKeyNotFoundError, SigningKeyInUseError, DatabaseUnavailableError, InternalError
+} as const
 
-/** Every code this part can send (besides refusals of the gateway and auth errors it relays). */
-export const PANEL_ERROR_CODES = [
-  'no_session', 'invalid_session', 'not_a_member', 'database_not_found', 'bad_request', 'validation_failed',
-  'not_found', 'method_not_allowed', 'query_error', 'query_timeout', 'engine_not_configured', 'test_query_login_unavailable', 'account_link_refused', 'settings_read_only',
-  'signing_key_not_found', 'signing_key_in_use',
-  'database_unavailable', 'internal_error'
-] as const
+export type PanelErrorCode = CodeOf<typeof PANEL_ERRORS>
 
-export type PanelErrorCode = typeof PANEL_ERROR_CODES[number]
+/** Every code of the registry, sorted. */
+export const PANEL_ERROR_CODES: readonly PanelErrorCode[] = errorCodes(PANEL_ERRORS)
 
 export interface RenderedPanelError {
   status: number

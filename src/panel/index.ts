@@ -26,7 +26,7 @@ export { signPanelSession, createSessionVerifier, type SignPanelSessionOptions, 
 export { checkPolicies, formatPolicyReport, type PolicyFinding, type PolicyAudience } from './policy-check.js'
 export { maskAuthSettings, applyAuthSettingsPatch, MASKED_SECRET, PATCHABLE, type AuthSettingsView } from './auth-settings.js'
 export { restSettingsView, applyRestSettingsPatch, REST_PATCHABLE, type RestSettingsView } from './rest-settings.js'
-export { PANEL_ERROR_CODES, type PanelErrorCode } from './errors.js'
+export { PANEL_ERRORS, PANEL_ERROR_CODES, type PanelErrorCode } from './errors.js'
 export type { TestQueryRequest, TestQueryResult, TestQueryAs } from './test-query.js'
 export { EXCHANGE_EXPIRES_IN } from './routes.js'
 

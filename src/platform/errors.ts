@@ -1,7 +1,7 @@
 // Error codes of provisioning (tenant databases, roles, migrations). Append-only: a
 // retired code stays listed as retired. These reach people through the CLI and the
 // development stack; the messages never carry passwords or SQL text.
-import { defineError } from '../shared/errors.js'
+import { defineError, errorCodes, type CodeOf } from '../shared/index.js'
 
 // ---- input -------------------------------------------------------------------------------
 
@@ -63,8 +63,14 @@ export const MigrationFileInvalidError = defineError('migration_file_invalid', 5
 export const PlatformCommandError = defineError('platform_command_refused', 400,
   (message: string) => message)
 
-export type PlatformErrorCode =
-  | 'database_name_invalid' | 'tenant_id_invalid' | 'tenant_options_invalid'
-  | 'cluster_unreachable' | 'admin_not_superuser' | 'database_exists' | 'tenant_role_exists'
-  | 'provisioning_failed' | 'roles_not_registered' | 'roles_mismatch' | 'migration_failed'
-  | 'migration_file_invalid' | 'platform_command_refused'
+/** Every error of provisioning and migrations. */
+export const PLATFORM_ERRORS = {
+  DatabaseNameInvalidError, TenantIdInvalidError, TenantOptionsInvalidError, ClusterUnreachableError,
+  AdminNotSuperuserError, DatabaseExistsError, TenantRoleExistsError, ProvisioningFailedError, RolesNotRegisteredError,
+  RolesMismatchError, MigrationFailedError, MigrationFileInvalidError, PlatformCommandError
+} as const
+
+export type PlatformErrorCode = CodeOf<typeof PLATFORM_ERRORS>
+
+/** Every code of the registry, sorted. */
+export const PLATFORM_ERROR_CODES: readonly PlatformErrorCode[] = errorCodes(PLATFORM_ERRORS)

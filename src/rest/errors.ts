@@ -2,7 +2,11 @@
 // their statuses, the SQLSTATE -> HTTP table (§7.3), and the translation of a Postgres
 // error into a wire error. Codes are append-only; the status lives with the code here,
 // never at the throw site. Nothing here renders HTTP (the handler does).
-import { defineError, GatehouseError, type ErrorOptions } from '../shared/errors.js'
+import {
+  BadRequestError, GatehouseError, PayloadTooLargeError, TenantNotFoundError, defineError, errorCodes, type CodeOf, type ErrorOptions, standardReasonPhrase
+} from '../shared/index.js'
+
+export { BadRequestError, PayloadTooLargeError, TenantNotFoundError }
 
 // ---------------------------------------------------------------------------------------
 // Group 0: connection and schema cache
@@ -45,7 +49,6 @@ export const InvalidPreferencesError = defineError('PGRST122', 400, () => 'Inval
 export const AggregatesNotAllowedError = defineError('PGRST123', 400, () => 'Use of aggregate functions is not allowed')
 export const MaxAffectedError = defineError('PGRST124', 400, () => 'Query result exceeds max-affected preference constraint')
 export const InvalidPathError = defineError('PGRST125', 404, () => 'Invalid path specified in request URL')
-export const OpenApiDisabledError = defineError('PGRST126', 404, () => 'Root endpoint metadata is disabled')
 export const NotImplementedError = defineError('PGRST127', 400, () => 'Feature not implemented')
 export const MaxAffectedRpcError = defineError('PGRST128', 400,
   () => 'Function must return SETOF or TABLE when max-affected preference is used with handling=strict')
@@ -124,6 +127,7 @@ export function noRelationship (origin: string, target: string, embedHint: strin
 // ---------------------------------------------------------------------------------------
 // Group 3: JWT (PostgREST 14's Error.hs JwtError texts; jose-jwt's KeyError/BadAlgorithm
 // texts as details). Every 401 here carries PostgREST's WWW-Authenticate challenge.
+// (PostgREST's PGRST126 is not sent: the OpenAPI root cannot be switched off.)
 
 export const JwtSecretMissingError = defineError('PGRST300', 500, () => 'Server lacks JWT secret')
 /** Decode errors: empty token, bad parts, no key verifies, algorithm, malformed token. */
@@ -235,13 +239,9 @@ export function rowWrittenError (f: RowWrittenFacts): GatehouseError {
 // ---------------------------------------------------------------------------------------
 // Ours (snake_case, not PostgREST's)
 
-export const TenantNotFoundError = defineError('tenant_not_found', 404, (database: string) => `No database named '${database}' is served here`)
+// tenant_not_found, payload_too_large and bad_request: shared (src/shared/errors.ts)
 export const EngineNotConfiguredError = defineError('engine_not_configured', 503,
   (database: string) => `The REST engine has no connection for database '${database}'`)
-/** A body larger than rest.max_body_bytes. */
-export const PayloadTooLargeError = defineError('payload_too_large', 413, () => 'Request body is too large')
-/** A request the HTTP layer could not read (framework-level 4xx). */
-export const BadRequestError = defineError('bad_request', 400, () => 'Bad request')
 /** 5xx with no known cause: the body says only this plus the request id; the cause is logged. */
 export const UnexpectedError = defineError('unexpected_failure', 500, () => 'unexpected failure')
 
@@ -259,14 +259,24 @@ export function proxyStatus (e: GatehouseError): string {
   return `${OWN_ERRORS.some((c) => e instanceof c) ? 'gatehouse' : 'PostgREST'}; error=${code}`
 }
 
-export type RestErrorCode =
-  | 'PGRST000' | 'PGRST002' | 'PGRST003'
-  | 'PGRST100' | 'PGRST101' | 'PGRST102' | 'PGRST103' | 'PGRST105' | 'PGRST106' | 'PGRST107' | 'PGRST108' | 'PGRST109'
-  | 'PGRST111' | 'PGRST112' | 'PGRST114' | 'PGRST115' | 'PGRST116' | 'PGRST117' | 'PGRST118' | 'PGRST121'
-  | 'PGRST122' | 'PGRST123' | 'PGRST124' | 'PGRST125' | 'PGRST126' | 'PGRST127' | 'PGRST128'
-  | 'PGRST200' | 'PGRST201' | 'PGRST202' | 'PGRST203' | 'PGRST204' | 'PGRST205'
-  | 'PGRST300' | 'PGRST301' | 'PGRST302' | 'PGRST303'
-  | 'tenant_not_found' | 'engine_not_configured' | 'payload_too_large' | 'bad_request' | 'unexpected_failure'
+/** Every error this part raises itself (a Postgres error keeps its SQLSTATE besides these). */
+export const REST_ERRORS = {
+  DbConnectionError, SchemaCacheLoadError, PoolTimeoutError,
+  ParseError, RpcMethodError, InvalidBodyError, RangeNotSatisfiableError, PutMatchingPkError, InvalidSchemaError,
+  MediaTypeError, NotEmbeddedError, LimitNoOrderError, ResponseHeadersGucError, ResponseStatusGucError, PutLimitError,
+  PutPayloadMismatchError, SingularityError, UnsupportedMethodError, RelatedOrderNotToOneError, RaiseJsonError,
+  InvalidPreferencesError, AggregatesNotAllowedError, MaxAffectedError, InvalidPathError, NotImplementedError,
+  MaxAffectedRpcError,
+  NoRelationshipError, AmbiguousRelationshipError, FunctionNotFoundError, AmbiguousFunctionError, ColumnNotFoundError,
+  TableNotFoundError,
+  JwtSecretMissingError, JwtDecodeError, AnonDisabledError, JwtClaimsError,
+  TenantNotFoundError, EngineNotConfiguredError, PayloadTooLargeError, BadRequestError, UnexpectedError
+} as const
+
+export type RestErrorCode = CodeOf<typeof REST_ERRORS>
+
+/** Every code of the registry, sorted. */
+export const REST_ERROR_CODES: readonly RestErrorCode[] = errorCodes(REST_ERRORS)
 
 // ---------------------------------------------------------------------------------------
 // SQLSTATE -> HTTP (spec §7.3, PostgREST's mapSQLtoHTTP); checked top to bottom.
@@ -382,24 +392,8 @@ function fromPgrstRaise (err: Error & { detail?: string }): GatehouseError {
 }
 
 // ---------------------------------------------------------------------------------------
-// HTTP reason phrases (supabase-js shows them as statusText): PostgREST's, which are the
-// http-types package's names; a status they do not name keeps Node's.
-
-const REASON_PHRASES: ReadonlyMap<number, string> = new Map([
-  [100, 'Continue'], [101, 'Switching Protocols'],
-  [200, 'OK'], [201, 'Created'], [202, 'Accepted'], [203, 'Non-Authoritative Information'], [204, 'No Content'],
-  [205, 'Reset Content'], [206, 'Partial Content'],
-  [300, 'Multiple Choices'], [301, 'Moved Permanently'], [302, 'Found'], [303, 'See Other'], [304, 'Not Modified'],
-  [305, 'Use Proxy'], [307, 'Temporary Redirect'], [308, 'Permanent Redirect'],
-  [400, 'Bad Request'], [401, 'Unauthorized'], [402, 'Payment Required'], [403, 'Forbidden'], [404, 'Not Found'],
-  [405, 'Method Not Allowed'], [406, 'Not Acceptable'], [407, 'Proxy Authentication Required'], [408, 'Request Timeout'],
-  [409, 'Conflict'], [410, 'Gone'], [411, 'Length Required'], [412, 'Precondition Failed'], [413, 'Request Entity Too Large'],
-  [414, 'Request-URI Too Long'], [415, 'Unsupported Media Type'], [416, 'Requested Range Not Satisfiable'],
-  [417, 'Expectation Failed'], [418, "I'm a teapot"], [422, 'Unprocessable Entity'], [426, 'Upgrade Required'],
-  [428, 'Precondition Required'], [429, 'Too Many Requests'], [431, 'Request Header Fields Too Large'],
-  [500, 'Internal Server Error'], [501, 'Not Implemented'], [502, 'Bad Gateway'], [503, 'Service Unavailable'],
-  [504, 'Gateway Timeout'], [505, 'HTTP Version Not Supported'], [511, 'Network Authentication Required']
-])
+// HTTP reason phrases (supabase-js shows them as statusText): PostgREST's (shared/http.ts),
+// or the one an error chose itself.
 
 /** Reason phrases an error chose itself (RAISE SQLSTATE 'PTnnn' and 'PGRST' with status_text). */
 const ownPhrases = new WeakMap<GatehouseError, string>()
@@ -415,5 +409,5 @@ export function reasonPhrase (status: number, err?: GatehouseError): string | nu
     const own = ownPhrases.get(err)
     if (own !== undefined) return own
   }
-  return REASON_PHRASES.get(status) ?? null
+  return standardReasonPhrase(status)
 }

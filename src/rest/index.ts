@@ -17,7 +17,7 @@ import { createSchemaCacheStore, type SchemaCache } from './schema-cache/index.j
 export { LIMIT_APPLIED_HEADER } from './response/index.js'
 export { DEFAULT_LIMIT_HEADER } from './api-request/index.js'
 export { statusForSqlState } from './errors.js'
-export type { RestErrorCode } from './errors.js'
+export { REST_ERRORS, REST_ERROR_CODES, type RestErrorCode } from './errors.js'
 
 export interface RestEngineDeps {
   /** The process config; the engine reads `config.rest`. */
@@ -157,7 +157,9 @@ export function buildRestEngine (deps: RestEngineDeps): FastifyInstance {
     } else {
       const fe = err as { statusCode?: number, code?: string, message?: string }
       if (typeof fe.statusCode === 'number' && fe.statusCode >= 400 && fe.statusCode < 500) {
-        e = fe.statusCode === 413 ? new PayloadTooLargeError({ cause: err }) : new BadRequestError({ cause: err })
+        e = fe.statusCode === 413
+          ? new PayloadTooLargeError(rest.max_body_bytes, { cause: err })
+          : new BadRequestError(String(fe.message ?? 'bad request'), { cause: err })
       } else {
         e = new UnexpectedError({ cause: err })
       }

@@ -50,27 +50,64 @@ export class GatehouseError extends Error {
 }
 
 export type ErrorClass<C extends string, S extends number, A extends unknown[]> =
-  (new (...args: A) => GatehouseError & { readonly code: C, readonly status: S }) & { readonly code: C, readonly status: S }
+  (new (...args: A) => GatehouseError & { readonly code: C, readonly status: S }) & {
+    readonly code: C
+    readonly status: S
+    /** The message of one instance, for the error reference (docs/errors.md). */
+    readonly template: (...args: never[]) => string
+  }
+
+/** Any class made by defineError (or a part's variant of it). */
+// eslint-disable-next-line @typescript-eslint/no-explicit-any
+export type AnyErrorClass = ErrorClass<string, number, any[]>
+
+/**
+ * A part's registry: every error class it can raise, by export name (fastify's
+ * `lib/errors.js` object). The part's code list, code type and docs/errors.md are derived
+ * from it, never kept by hand.
+ */
+export type ErrorRegistry = Readonly<Record<string, AnyErrorClass>>
+
+/** The union of the codes of a registry. */
+export type CodeOf<R extends ErrorRegistry> = R[keyof R]['code']
+
+/** The codes of registries, sorted and without repeats. */
+export function errorCodes<R extends ErrorRegistry> (...registries: R[]): Array<CodeOf<R>> {
+  const codes = new Set<CodeOf<R>>()
+  for (const r of registries) for (const cls of Object.values(r)) codes.add(cls.code as CodeOf<R>)
+  return [...codes].sort()
+}
+
+const definedClasses = new WeakSet<object>()
 
 /**
  * A typed error factory in the spirit of @fastify/error: the code and status are
  * literals, the message is built from the arguments. Pass ErrorOptions as the
- * last argument after the format arguments.
+ * last argument after the format arguments. `base` lets a part keep its own class
+ * (the auth engine's AuthError) under the same mechanism.
  */
 export function defineError<C extends string, S extends number, A extends unknown[]> (
-  code: C, status: S, format: (...args: A) => string
+  code: C, status: S, format: (...args: A) => string,
+  base: new (code: string, status: number, message: string, opts: ErrorOptions) => GatehouseError = GatehouseError
 ): ErrorClass<C, S, [...A, ErrorOptions?]> {
   const arity = format.length
-  const cls = class extends GatehouseError {
+  const cls = class extends base {
     static readonly code = code
     static readonly status = status
+    static readonly template = format
     constructor (...args: [...A, ErrorOptions?]) {
       const opts = (args.length > arity ? args[arity] : undefined) as ErrorOptions | undefined
       super(code, status, format(...(args.slice(0, arity) as A)), opts ?? {})
     }
   }
   Object.defineProperty(cls, 'name', { value: `${code}Error` })
+  definedClasses.add(cls)
   return cls as unknown as ErrorClass<C, S, [...A, ErrorOptions?]>
+}
+
+/** True for an instance of a registry class (its message was written for clients). */
+export function isDefinedError (err: unknown): err is GatehouseError {
+  return err instanceof GatehouseError && definedClasses.has(err.constructor)
 }
 
 export function isGatehouseError (err: unknown): err is GatehouseError {
@@ -86,3 +123,35 @@ export class ConfigError extends Error {
     this.problems = problems
   }
 }
+
+// ---- codes shared by the parts ------------------------------------------------------------
+// One definition each; every part that can answer them imports them from here.
+
+/** The first path segment names no database served here (gateway, REST and auth engines). */
+export const TenantNotFoundError = defineError('tenant_not_found', 404,
+  (database: string) => `No project database is named "${database}"`)
+
+/** The tenant database cannot be reached (restarting, connections terminated or refused); retry. */
+export const DatabaseUnavailableError = defineError('database_unavailable', 503,
+  () => 'The database is not reachable at the moment, please retry shortly')
+
+/** Nothing is routed at this path (gateway and panel). */
+export const NotFoundError = defineError('not_found', 404,
+  () => 'Nothing is served at this path')
+
+/** A request the HTTP layer could not read (gateway and panel). */
+export const BadRequestError = defineError('bad_request', 400,
+  (why: string) => `The request is malformed: ${why}`)
+
+/** A request body over the limit of the part that read it (gateway and REST engine). */
+export const PayloadTooLargeError = defineError('payload_too_large', 413,
+  (limit: number) => `The request body is larger than the limit of ${limit} bytes`)
+
+/** A failure with no known cause: 5xx bodies say only "unexpected failure"; the cause is logged. */
+export const InternalError = defineError('internal_error', 500,
+  () => 'unexpected failure')
+
+/** The codes every part shares. */
+export const SHARED_ERRORS = {
+  TenantNotFoundError, DatabaseUnavailableError, NotFoundError, BadRequestError, PayloadTooLargeError, InternalError
+} as const satisfies ErrorRegistry

@@ -11,7 +11,7 @@ import { createTenantStore } from './index.js'
 import { createRedisStore, type RedisTenantStore } from './redis-store.js'
 import { loadTenantFileEntries } from './yaml-loader.js'
 import { DATABASE_NAME, maskTenant, toTenant } from './schema.js'
-import { TenantNotFoundError, TenantStoreConfigError } from './errors.js'
+import { TenantNotInStoreError, TenantStoreConfigError } from './errors.js'
 import type { TenantStore } from './types.js'
 import {
   ASYMMETRIC_ALGORITHMS, SigningKeyChangeError, describeSigningKeys, generateSigningKey, runtimeSigningKey, signingAlgorithmOf,
@@ -85,7 +85,7 @@ export function registerTenantStoreCommands (tenants: Command, config: () => Con
         tenant: await s.get(database),
         meta: s.kind === 'redis' ? await (s as RedisTenantStore).meta(database) : null
       }))
-      if (!tenant) throw new TenantNotFoundError(database)
+      if (!tenant) throw new TenantNotInStoreError(database)
       const masked = maskTenant(tenant)
       if (opts.json) { out(JSON.stringify(masked, null, 2)); return }
       const head = meta ? `# ${database}: version ${meta.version}, updated ${meta.updated_at ?? 'unknown'}\n` : ''
@@ -100,7 +100,7 @@ export function registerTenantStoreCommands (tenants: Command, config: () => Con
       const store = redisStoreOf(config(), 'delete (remove its file instead)')
       let removed: boolean
       try { removed = await store.delete(database) } finally { await store.close() }
-      if (!removed) throw new TenantNotFoundError(database)
+      if (!removed) throw new TenantNotInStoreError(database)
       out(`deleted ${database} from the tenant store`)
     })
 }

@@ -1,6 +1,6 @@
 // Error codes of the tenant store. Append-only: a retired code stays listed as retired.
 // Look-up failures reach clients through the gateway as JSON with these codes.
-import { defineError } from '../shared/errors.js'
+import { defineError, errorCodes, type CodeOf } from '../shared/index.js'
 
 // ---- look-ups ----------------------------------------------------------------------------
 
@@ -25,8 +25,19 @@ export const TenantStoreEmptyError = defineError('tenant_store_empty', 503,
 export const TenantStoreConfigError = defineError('tenant_store_config', 400,
   (message: string) => message)
 
-/** `tenants show|delete` of a database the store does not hold. */
-export const TenantNotFoundError = defineError('tenant_not_found', 404,
+/**
+ * `tenants show|delete` of a database the store does not hold: an operator's command, not a
+ * request for a database (that is the shared tenant_not_found).
+ */
+export const TenantNotInStoreError = defineError('tenant_not_in_store', 404,
   (database: string) => `no tenant "${database}" in the store`)
 
-export type TenantErrorCode = 'tenant_store_unavailable' | 'tenant_store_backend' | 'tenant_store_empty' | 'tenant_store_config' | 'tenant_not_found'
+/** Every error of the tenant store and its commands. */
+export const TENANT_ERRORS = {
+  TenantStoreUnavailableError, TenantStoreBackendError, TenantStoreEmptyError, TenantStoreConfigError, TenantNotInStoreError
+} as const
+
+export type TenantErrorCode = CodeOf<typeof TENANT_ERRORS>
+
+/** Every code of the registry, sorted. */
+export const TENANT_ERROR_CODES: readonly TenantErrorCode[] = errorCodes(TENANT_ERRORS)

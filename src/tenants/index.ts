@@ -19,7 +19,7 @@ export { loadTenantFiles, loadTenantFileEntries, listTenantFiles, type LoadedTen
 export { createMemoryStore, type MemoryStoreOptions, type MemoryTenantStore } from './memory-store.js'
 export { createRedisStore, connectRedis, type RedisStoreOptions, type RedisTenantStore, type TenantMeta } from './redis-store.js'
 export { createTenantCache, tenantCacheOptions, type TenantCache, type TenantCacheOptions, type TenantStoreHealth } from './cache.js'
-export { TenantStoreUnavailableError, TenantStoreBackendError, TenantStoreEmptyError, TenantNotFoundError, TenantStoreConfigError, type TenantErrorCode } from './errors.js'
+export { TenantStoreUnavailableError, TenantStoreBackendError, TenantStoreEmptyError, TenantNotInStoreError, TenantStoreConfigError, TENANT_ERRORS, TENANT_ERROR_CODES, type TenantErrorCode } from './errors.js'
 
 /** Optional dependencies of createTenantStore. */
 export interface TenantStoreDeps {

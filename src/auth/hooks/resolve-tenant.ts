@@ -12,9 +12,9 @@ const contexts = new WeakMap<FastifyRequest, TenantContext>()
 export function resolveTenantHook (deps: ContextDeps & { tenants: TenantLookup }) {
   return async function resolveTenant (req: FastifyRequest): Promise<void> {
     const database = (req.params as { database?: string }).database ?? ''
-    if (!DATABASE_NAME.test(database)) throw tenantNotFound()
+    if (!DATABASE_NAME.test(database)) throw tenantNotFound(database)
     const tenant = await deps.tenants.get(database)
-    if (!tenant) throw tenantNotFound()
+    if (!tenant) throw tenantNotFound(database)
     contexts.set(req, buildTenantContext(deps, tenant, req.log))
   }
 }

@@ -8,7 +8,7 @@
 import type { IncomingHttpHeaders, OutgoingHttpHeaders, IncomingMessage, ServerResponse } from 'node:http'
 import { Pool, type Dispatcher } from 'undici'
 import type { FastifyBaseLogger } from 'fastify'
-import { isJsonContentType } from '../../shared/http.js'
+import { isJsonContentType, standardReasonPhrase } from '../../shared/http.js'
 import type { Tenant } from '../../tenants/schema.js'
 import { UpstreamBusyError, UpstreamTimeoutError, UpstreamUnavailableError } from '../errors.js'
 import { renderError } from '../render.js'
@@ -299,6 +299,7 @@ async function finishRewrite (raw: Buffer, f: Forward, rewrite: RewriteError): P
   let body: unknown
   try { body = JSON.parse(raw.toString('utf8')) } catch { body = undefined }
   let out = { status, headers, body: raw }
+  let rewritten = false
   try {
     const r = await rewrite({
       tenant: ctx.tenant,
@@ -315,6 +316,7 @@ async function finishRewrite (raw: Buffer, f: Forward, rewrite: RewriteError): P
       log: ctx.log
     })
     if (r !== null && r !== undefined) {
+      rewritten = true
       const buf = Buffer.from(JSON.stringify(r.body), 'utf8')
       const newStatus = r.status ?? status
       headers = replaceHeaders(headers, { 'content-type': 'application/json; charset=utf-8', ...(r.headers ?? {}) },
@@ -327,8 +329,14 @@ async function finishRewrite (raw: Buffer, f: Forward, rewrite: RewriteError): P
     ctx.log.error({ tenant: ctx.tenant.database, err }, 'refusal rewriter failed; the upstream error is sent unchanged')
   }
   if (res.destroyed || res.writableEnded) return
-  // A status the rewriter kept keeps the upstream's reason phrase; a new one gets Node's.
-  if (out.status === status && f.statusText) res.statusMessage = f.statusText
+  // The upstream's reason phrase belongs to its own body: a rewritten answer gets the
+  // standard phrase of its status (PostgREST's, else Node's), even when the status stayed.
+  if (!rewritten) {
+    if (f.statusText) res.statusMessage = f.statusText
+  } else {
+    const phrase = standardReasonPhrase(out.status)
+    if (phrase !== null) res.statusMessage = phrase
+  }
   res.writeHead(out.status, replaceHeaders(out.headers, { 'content-length': String(out.body.length) }))
   res.end(out.body)
   opts.onComplete?.(ctx.info, out.status)

@@ -5,11 +5,14 @@
 // role names into what it returns.
 import type { RoleKind, Tenant } from '../../tenants/schema.js'
 import { ROLE_KINDS, roleDisplayName, roleLabel as describeRole } from '../../shared/roles.js'
+import type { GatehouseError } from '../../shared/index.js'
 import type { Catalog, Privilege, RolePrivileges, TableFacts } from './catalog.js'
+import {
+  AnonPermissionDeniedError, NoTableGrantError, PermissionDeniedError, RlsRefusalError, UnknownTableError,
+  REFUSAL_CODES, type RefusalCode
+} from '../errors.js'
 
-/** The refusal codes of service.md. */
-export const REFUSAL_CODES = ['unknown_table', 'no_table_grant', 'permission_denied', 'rls_refusal'] as const
-export type RefusalCode = typeof REFUSAL_CODES[number]
+export { REFUSAL_CODES, type RefusalCode }
 
 /** An error as PostgREST (or our engine, or Postgres itself) reported it. */
 export interface SourceError {
@@ -54,6 +57,15 @@ export interface Refusal {
     [extra: string]: unknown
   }
   headers: Record<string, string>
+}
+
+/** The refusal as sent: the registry error's status and wire body, its code also in a header. */
+function toRefusal (e: GatehouseError): Refusal {
+  return {
+    status: e.status,
+    headers: { 'x-gatehouse-error-code': e.code, ...e.headers },
+    body: e.toWire() as Refusal['body']
+  }
 }
 
 /** The role as the caller knows it (its token's `role` claim). */
@@ -259,8 +271,8 @@ function firstNeed (input: RefusalInput): Privilege {
   return input.needs[0] ?? 'SELECT'
 }
 
-function unknownTableMessage (input: RefusalInput, table: string): string {
-  return `Table ${table} is not in the catalog of role ${roleLabel(input.tenant, input.kind)}, the role this request ran as`
+function unknownTableError (input: RefusalInput, table: string, opts: ConstructorParameters<typeof UnknownTableError>[2]): Refusal {
+  return toRefusal(new UnknownTableError(table, roleLabel(input.tenant, input.kind), opts))
 }
 
 function unknownTable (input: RefusalInput, f: Extract<TableFacts, { exists: true }>, mine: RolePrivileges | undefined): Refusal {
@@ -269,20 +281,13 @@ function unknownTable (input: RefusalInput, f: Extract<TableFacts, { exists: tru
   const why = mine !== undefined && !mine.usage
     ? `Role ${roleLabel(tenant, kind)} has no USAGE on schema ${quoteName(f.schema)}.`
     : `${table} exists, but role ${roleLabel(tenant, kind)} holds no privilege on it.`
-  return {
-    status: 404,
-    headers: { 'x-gatehouse-error-code': 'unknown_table' },
-    body: {
-      code: 'unknown_table',
-      message: unknownTableMessage(input, table),
-      details: `${why} ${heldBy(tenant, f, kind)}`,
-      hint: 'The usual cause is a grant to the wrong role. Role names differ per database: grant to ' +
-        `platform.role('${kind}') with the owner's helper, e.g. ${grantStatement(firstNeed(input), f.schema, f.name, kind)} ` +
-        `(a plain GRANT cannot name platform.role('${kind}')), then enable row-level security on the table and add a policy.`,
-      role: roleDisplayName(kind),
-      table
-    }
-  }
+  return unknownTableError(input, table, {
+    details: `${why} ${heldBy(tenant, f, kind)}`,
+    hint: 'The usual cause is a grant to the wrong role. Role names differ per database: grant to ' +
+      `platform.role('${kind}') with the owner's helper, e.g. ${grantStatement(firstNeed(input), f.schema, f.name, kind)} ` +
+      `(a plain GRANT cannot name platform.role('${kind}')), then enable row-level security on the table and add a policy.`,
+    extra: { role: roleDisplayName(kind), table }
+  })
 }
 
 function unknownTableMissing (input: RefusalInput, schemas: readonly string[], name: string): Refusal {
@@ -292,19 +297,12 @@ function unknownTableMissing (input: RefusalInput, schemas: readonly string[], n
   const suggestion = typeof input.error.hint === 'string' && /^Perhaps you meant/.test(input.error.hint)
     ? ' ' + scrub(input.error.hint, input.tenant) + '.'
     : ''
-  return {
-    status: 404,
-    headers: { 'x-gatehouse-error-code': 'unknown_table' },
-    body: {
-      code: 'unknown_table',
-      message: unknownTableMessage(input, table),
-      details: `No table or view named ${JSON.stringify(name)} exists in schema${schemas.length > 1 ? 's' : ''} ${schemas.join(', ')}.${suggestion}`,
-      hint: `Check the table name. Once the table exists, make it visible to role ${roleDisplayName(kind)}: ` +
-        `${grantStatement(firstNeed(input), schema, name, kind)} then enable row-level security on it and add a policy.`,
-      role: roleDisplayName(kind),
-      table
-    }
-  }
+  return unknownTableError(input, table, {
+    details: `No table or view named ${JSON.stringify(name)} exists in schema${schemas.length > 1 ? 's' : ''} ${schemas.join(', ')}.${suggestion}`,
+    hint: `Check the table name. Once the table exists, make it visible to role ${roleDisplayName(kind)}: ` +
+      `${grantStatement(firstNeed(input), schema, name, kind)} then enable row-level security on it and add a policy.`,
+    extra: { role: roleDisplayName(kind), table }
+  })
 }
 
 /** When the catalog could not be read: the refusal without the facts. */
@@ -312,40 +310,24 @@ function unknownTableBare (input: RefusalInput, ref: TableRef | null): Refusal {
   const { kind } = input
   const schema = ref?.schema ?? input.tenant.rest.schemas[0] ?? 'public'
   const table = ref !== null && NAME_OK(ref.name) ? qualified(schema, ref.name) : 'the requested table'
-  return {
-    status: 404,
-    headers: { 'x-gatehouse-error-code': 'unknown_table' },
-    body: {
-      code: 'unknown_table',
-      message: unknownTableMessage(input, table),
-      details: 'The table is missing, or the role holds no privilege on it.',
-      hint: `The usual cause is a grant to the wrong role: grant to platform.role('${kind}') with the owner's helper, ` +
-        `e.g. SELECT platform.grant('SELECT', '<schema>.<table>', '${kind}');`,
-      role: roleDisplayName(kind),
-      ...(ref !== null && NAME_OK(ref.name) ? { table } : {})
-    }
-  }
+  return unknownTableError(input, table, {
+    details: 'The table is missing, or the role holds no privilege on it.',
+    hint: `The usual cause is a grant to the wrong role: grant to platform.role('${kind}') with the owner's helper, ` +
+      `e.g. SELECT platform.grant('SELECT', '<schema>.<table>', '${kind}');`,
+    extra: { role: roleDisplayName(kind), ...(ref !== null && NAME_OK(ref.name) ? { table } : {}) }
+  })
 }
 
 function noTableGrant (input: RefusalInput, schema: string, name: string, mine: RolePrivileges, missing: Privilege): Refusal {
   const { tenant, kind } = input
   const table = qualified(schema, name)
   const held = (['SELECT', 'INSERT', 'UPDATE', 'DELETE'] as const).filter((p) => mine.table[p])
-  return {
-    status: 403,
-    headers: { 'x-gatehouse-error-code': 'no_table_grant' },
-    body: {
-      code: 'no_table_grant',
-      message: `Role ${roleLabel(tenant, kind)} lacks the ${missing} privilege on table ${table}, which ${input.action} needs`,
-      details: `${table} is visible to role ${roleDisplayName(kind)}${held.length > 0 ? ` (it holds ${held.join(', ')})` : ''}, ` +
-        `but ${missing} is not granted. The statement in hint grants it; run it as the database owner.`,
-      hint: grantStatement(missing, schema, name, kind),
-      role: roleDisplayName(kind),
-      table,
-      privilege: missing,
-      ...sqlstateOf(input)
-    }
-  }
+  return toRefusal(new NoTableGrantError(roleLabel(tenant, kind), missing, table, input.action, {
+    details: `${table} is visible to role ${roleDisplayName(kind)}${held.length > 0 ? ` (it holds ${held.join(', ')})` : ''}, ` +
+      `but ${missing} is not granted. The statement in hint grants it; run it as the database owner.`,
+    hint: grantStatement(missing, schema, name, kind),
+    extra: { role: roleDisplayName(kind), table, privilege: missing, ...sqlstateOf(input) }
+  }))
 }
 
 function columnHint (input: RefusalInput, schema: string, name: string, privilege: Privilege): string {
@@ -379,23 +361,14 @@ function rlsViolationHint (input: RefusalInput): string {
 
 function permissionDenied (input: RefusalInput, hint: string | null): Refusal {
   const { tenant, kind, error } = input
-  const status = kind === 'anon' ? 401 : 403
+  const Refused = kind === 'anon' ? AnonPermissionDeniedError : PermissionDeniedError
   const upstreamDetails = scrub(error.details, tenant)
-  return {
-    status,
-    headers: {
-      'x-gatehouse-error-code': 'permission_denied',
-      ...(status === 401 ? { 'www-authenticate': 'Bearer' } : {})
-    },
-    body: {
-      code: 'permission_denied',
-      message: scrub(error.message, tenant) ?? 'permission denied',
-      details: `The request ran as role ${roleLabel(tenant, kind)}.${upstreamDetails !== null ? ' ' + upstreamDetails : ''}`,
-      hint: hint ?? scrub(error.hint, tenant),
-      sqlstate: '42501',
-      role: roleDisplayName(kind)
-    }
-  }
+  return toRefusal(new Refused(scrub(error.message, tenant) ?? 'permission denied', {
+    details: `The request ran as role ${roleLabel(tenant, kind)}.${upstreamDetails !== null ? ' ' + upstreamDetails : ''}`,
+    hint: hint ?? scrub(error.hint, tenant),
+    extra: { sqlstate: '42501', role: roleDisplayName(kind) },
+    headers: kind === 'anon' ? { 'www-authenticate': 'Bearer' } : {}
+  }))
 }
 
 function rlsRefusal (input: RefusalInput, ref: TableRef | null): Refusal {
@@ -403,18 +376,10 @@ function rlsRefusal (input: RefusalInput, ref: TableRef | null): Refusal {
   const m = RLS_VIOLATION.exec(input.error.message)
   const name = m?.[1] ?? ref?.name ?? null
   const table = name !== null && NAME_OK(name) ? qualified(ref?.schema ?? tenant.rest.schemas[0] ?? 'public', name) : 'the table'
-  return {
-    status: 403,
-    headers: { 'x-gatehouse-error-code': 'rls_refusal' },
-    body: {
-      code: 'rls_refusal',
-      message: `The row was written, but the SELECT policy of ${table} hides it from role ${roleLabel(tenant, kind)}, so it cannot be returned`,
-      details: scrub(input.error.details, tenant) ??
-        `${input.action} asked for the written row back (Prefer: return=representation); returning it is subject to the SELECT policy, not only the ${input.action === 'PATCH' ? 'UPDATE' : 'INSERT'} policy.`,
-      hint: 'Do not retry: the write is done. Send Prefer: return=minimal, or add a SELECT policy that lets the author see the row (e.g. USING (owner_id = auth.uid())).',
-      sqlstate: '42501',
-      role: roleDisplayName(kind),
-      ...(name !== null && NAME_OK(name) ? { table } : {})
-    }
-  }
+  return toRefusal(new RlsRefusalError(table, roleLabel(tenant, kind), {
+    details: scrub(input.error.details, tenant) ??
+      `${input.action} asked for the written row back (Prefer: return=representation); returning it is subject to the SELECT policy, not only the ${input.action === 'PATCH' ? 'UPDATE' : 'INSERT'} policy.`,
+    hint: 'Do not retry: the write is done. Send Prefer: return=minimal, or add a SELECT policy that lets the author see the row (e.g. USING (owner_id = auth.uid())).',
+    extra: { sqlstate: '42501', role: roleDisplayName(kind), ...(name !== null && NAME_OK(name) ? { table } : {}) }
+  }))
 }
