@@ -149,7 +149,7 @@ export function registerSigningKeyCommands (tenants: Command, config: () => Conf
     .action(async (database: string, opts: { json?: boolean }) => {
       checkName(database)
       const tenant = await withStore(config(), (s) => s.get(database))
-      if (!tenant) throw new TenantNotFoundError(database)
+      if (!tenant) throw new TenantNotInStoreError(database)
       const list = describeSigningKeys(tenant.jwt)
       if (opts.json) { out(JSON.stringify({ database, signing_algorithm: signingAlgorithmOf(tenant.jwt), keys: list })); return }
       out([`${database}: signs with ${signingAlgorithmOf(tenant.jwt)}`, ...list.map((k) => `  ${k.kid}  ${k.alg}${k.current ? '  (current)' : ''}`)].join('\n'))
@@ -167,7 +167,7 @@ export function registerSigningKeyCommands (tenants: Command, config: () => Conf
       const store = redisStoreOf(cfg, 'change')
       try {
         const current = await store.get(database)
-        if (!current) throw new TenantNotFoundError(database)
+        if (!current) throw new TenantNotInStoreError(database)
         let jwt
         try {
           jwt = c.kind === 'rotate' ? withRotatedKey(current.jwt, runtimeSigningKey(c.key)) : withRevokedKey(current.jwt, c.kid)
@@ -206,7 +206,7 @@ export function registerSigningKeyCommands (tenants: Command, config: () => Conf
       }
       if (alg === undefined) {
         const tenant = await withStore(config(), (s) => s.get(database))
-        if (!tenant) throw new TenantNotFoundError(database)
+        if (!tenant) throw new TenantNotInStoreError(database)
         const now = signingAlgorithmOf(tenant.jwt)
         alg = now === 'HS256' ? 'ES256' : now
       }
