@@ -344,8 +344,13 @@ async function finishRewrite (raw: Buffer, f: Forward, rewrite: RewriteError): P
 
 export function createUpstreamProxy (opts: UpstreamProxyOptions): UpstreamProxy {
   const origins = new Map<string, Origin>()
+  // Per target URL object (routes.ts keeps one per upstream base URL): URL's origin getter
+  // builds a new string on every call.
+  const byTarget = new WeakMap<URL, Origin>()
 
   function originOf (target: URL): Origin {
+    const known = byTarget.get(target)
+    if (known !== undefined && origins.get(known.origin) === known) return known
     let o = origins.get(target.origin)
     if (o === undefined) {
       const pool = new Pool(target.origin, {
@@ -363,6 +368,7 @@ export function createUpstreamProxy (opts: UpstreamProxyOptions): UpstreamProxy 
       o = { origin: target.origin, pool, active: 0, queue: [] }
       origins.set(target.origin, o)
     }
+    byTarget.set(target, o)
     return o
   }
 
