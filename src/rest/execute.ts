@@ -194,13 +194,17 @@ export const RELOAD_CHANNEL = 'pgrst'
 /**
  * A dedicated LISTEN connection (outside the budget: one per active tenant). Calls
  * `onNotify(payload)` for each notification on the pgrst channel and `onLost()` once when the
- * connection ends. Returns a function that closes it.
+ * connection ends. Returns a function that closes it. Not tried while the database backs off;
+ * its own failure neither starts nor extends a back-off: a LISTEN refused (too many connections, with
+ * the pool's connections still open) must not fail the tenant's requests, and a database
+ * that is really down is found by the pool's connects.
  */
 export async function listen (url: string, onNotify: (payload: string) => void,
   onLost: () => void, connectTimeoutMs: number, pools?: TenantPools): Promise<() => Promise<void>> {
-  // While the database is backing off, no LISTEN connection is tried either.
+  // While the database is backing off, no LISTEN connection is tried either (nor does one
+  // take the probe after the wait: the pool's connect probes, and ends the back-off).
   const backoff = pools === undefined ? undefined : backoffs.get(pools)
-  backoff?.check(url)
+  if (backoff?.backingOff(url) === true) throw new DbConnectionError({ internal: 'backing off reconnects' })
   const client = new pg.Client({ connectionString: url, connectionTimeoutMillis: connectTimeoutMs, application_name: 'gatehouse-rest-listen' })
   let closing = false
   let lost = false
@@ -214,7 +218,6 @@ export async function listen (url: string, onNotify: (payload: string) => void,
   } catch (err) {
     closing = true
     await client.end().catch(() => {})
-    backoff?.failed(url)
     throw err
   }
   backoff?.succeeded(url)

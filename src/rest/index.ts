@@ -96,7 +96,7 @@ export function buildRestEngine (deps: RestEngineDeps): FastifyInstance {
   const engine: Engine = {
     settings: { statementTimeoutMs: rest.statement_timeout_ms, connectTimeoutMs },
     pools,
-    schemaCaches: createSchemaCacheStore({ logger: log }),
+    schemaCaches: createSchemaCacheStore({ logger: log, listenRetryMs: rest.reconnect_backoff_ms, listenRetryMaxMs: rest.reconnect_backoff_max_ms }),
     tokens: new TokenVerifier(),
     plans: createPlanCache()
   }

@@ -38,6 +38,9 @@ interface Entry {
   lastLoadAt: number
   unlisten: (() => Promise<void>) | null
   listening: boolean
+  /** After a failed LISTEN: no new try before this time (ms since epoch), the wait doubling per failure. */
+  listenRetryAt: number
+  listenRetryMs: number
 }
 
 let versionCounter = 0
@@ -54,9 +57,24 @@ export interface SchemaCacheStore {
   close (): Promise<void>
 }
 
-export function createSchemaCacheStore (opts: { logger?: CacheLogger, missReloadIntervalMs?: number } = {}): SchemaCacheStore {
+export interface SchemaCacheStoreOptions {
+  logger?: CacheLogger
+  /** A miss reloads at most once per this interval (default 1 s). */
+  missReloadIntervalMs?: number
+  /**
+   * After a LISTEN connection could not be made (too many connections, say), the next try
+   * waits this long, doubling per failure up to listenRetryMaxMs (defaults 1 s, 32 s).
+   * Requests are served meanwhile; the cache reloads on misses only.
+   */
+  listenRetryMs?: number
+  listenRetryMaxMs?: number
+}
+
+export function createSchemaCacheStore (opts: SchemaCacheStoreOptions = {}): SchemaCacheStore {
   const entries = new Map<string, Entry>()
   const missInterval = opts.missReloadIntervalMs ?? 1_000
+  const retryFirst = opts.listenRetryMs ?? 1_000
+  const retryMax = Math.max(retryFirst, opts.listenRetryMaxMs ?? 32_000)
   let closed = false
 
   function startLoad (e: Entry): Promise<SchemaCache> {
@@ -113,8 +131,13 @@ export function createSchemaCacheStore (opts: { logger?: CacheLogger, missReload
       })
       if (closed || entries.get(e.key) !== e) await unlisten()
       else e.unlisten = unlisten
+      // Listening again after refusals: notifications of the time between were missed.
+      if (e.listenRetryMs !== 0 && e.cache !== null) requestReload(e)
+      e.listenRetryMs = 0
     } catch (err) {
       e.listening = false
+      e.listenRetryMs = e.listenRetryMs === 0 ? retryFirst : Math.min(e.listenRetryMs * 2, retryMax)
+      e.listenRetryAt = Date.now() + e.listenRetryMs
       opts.logger?.warn({ err: (err as Error)?.message, tenant: e.key }, 'rest: cannot LISTEN for schema reloads')
     }
   }
@@ -123,7 +146,7 @@ export function createSchemaCacheStore (opts: { logger?: CacheLogger, missReload
     const s = JSON.stringify(schemas)
     let e = entries.get(key)
     if (!e) {
-      e = { key, schemas: s, source, cache: null, wanted: 0, have: 0, loading: null, lastLoadAt: 0, unlisten: null, listening: false }
+      e = { key, schemas: s, source, cache: null, wanted: 0, have: 0, loading: null, lastLoadAt: 0, unlisten: null, listening: false, listenRetryAt: 0, listenRetryMs: 0 }
       entries.set(key, e)
     } else if (e.schemas !== s) {
       e.schemas = s
@@ -136,7 +159,7 @@ export function createSchemaCacheStore (opts: { logger?: CacheLogger, missReload
   return {
     async get (key, schemas, source) {
       const e = entryFor(key, schemas, source)
-      if (!e.listening) void ensureListening(e)
+      if (!e.listening && Date.now() >= e.listenRetryAt) void ensureListening(e)
       if (e.cache && e.have >= e.wanted) return e.cache
       return current(e)
     },
