@@ -159,7 +159,7 @@ export async function openBenchCluster (opts: { dir: string, count: number, maxC
       synchronous_commit: 'off',
       full_page_writes: 'off',
       max_connections: String(opts.maxConnections),
-      shared_buffers: '256MB',
+      shared_buffers: process.env.BENCH_PG_SHARED_BUFFERS ?? '256MB',
       // Idle sessions hold little; the default (64 locks per connection) is plenty.
       max_locks_per_transaction: '64'
     }
