@@ -93,7 +93,7 @@ async function prepare (engine: Engine, tenant: Tenant, raw: RawRequest): Promis
   const pk = cacheable ? planKey(tenant, cache, raw) : null
   const hit = pk === null ? undefined : engine.plans.get(pk)
   if (hit) return hit
-  const req = parseApiRequest(raw, { schemas: tenant.rest.schemas })
+  const req = parseApiRequest(raw, { schemas: tenant.rest.schemas, timezones: cache.timezones })
   const opts = { maxRows: tenant.rest.max_rows, aggregates: tenant.rest.aggregates_enabled === true, plans: tenant.rest.plan_enabled === true }
   let plan: ActionPlan
   try {

@@ -29,6 +29,8 @@ export interface RawRequest {
 export interface ParseContext {
   /** The tenant's exposed schemas; the first is the default. */
   schemas: readonly string[]
+  /** The database's time zone names (pg_timezone_names); absent: any `timezone=` is taken. */
+  timezones?: ReadonlySet<string>
 }
 
 const METHODS: ReadonlySet<string> = new Set(['GET', 'HEAD', 'POST', 'PATCH', 'PUT', 'DELETE', 'OPTIONS'])
@@ -115,7 +117,7 @@ export function parseApiRequest (raw: RawRequest, ctx: ParseContext): ApiRequest
 
   const rpcRead = action.kind === 'call' && action.invoke !== 'post'
   const query = parseQueryParams(raw.query, { rpcRead })
-  const preferences = parsePreferences(raw.headers.prefer)
+  const preferences = parsePreferences(raw.headers.prefer, ctx.timezones)
 
   // Top-level range: limit/offset, intersected with Range on GET (RFC 9110: others ignore it).
   const topScoped = query.ranges.find((r) => r.path.length === 0)

@@ -1,53 +1,61 @@
-// The Prefer header (RFC 7240) as PostgREST reads it (spec/rest.md §3.7): all Prefer
-// headers merged, values split on commas, the first recognized value of each family
-// wins, unrecognized tokens collected as `invalid` (PGRST122 only with handling=strict).
+// The Prefer header (RFC 7240) as PostgREST 14 reads it (spec/rest.md §3.7): all Prefer
+// headers merged, values split on commas and trimmed, the first recognized token of each
+// family wins; tokens it does not know are collected as `invalid` (PGRST122 only with
+// handling=strict). A `timezone=` is recognized when the database knows the zone (the
+// first one decides), a `max-affected=` always (applied when it reads as an integer).
 import type { Preferences } from './types.js'
-import { bareRecord, ownValue } from '../../shared/own.js'
 
-const FAMILIES: Record<string, ReadonlySet<string> | 'any' | 'int'> = {
-  return: new Set(['minimal', 'headers-only', 'representation']),
-  count: new Set(['exact', 'planned', 'estimated']),
-  resolution: new Set(['merge-duplicates', 'ignore-duplicates']),
-  missing: new Set(['default', 'null']),
-  handling: new Set(['strict', 'lenient']),
-  tx: new Set(['commit', 'rollback']),
-  timezone: 'any',
-  'max-affected': 'int'
+const FAMILIES: ReadonlyArray<readonly [keyof Preferences, readonly string[]]> = [
+  ['resolution', ['merge-duplicates', 'ignore-duplicates']],
+  ['return', ['representation', 'minimal', 'headers-only']],
+  ['count', ['exact', 'planned', 'estimated']],
+  ['tx', ['commit', 'rollback']],
+  ['missing', ['default', 'null']],
+  ['handling', ['strict', 'lenient']]
+]
+
+/** Every whole token PostgREST recognizes (`count=exact` ...), with its family and value. */
+const TOKENS: ReadonlyMap<string, readonly [keyof Preferences, string]> = new Map(
+  FAMILIES.flatMap(([family, values]) => values.map((v) => [`${family}=${v}`, [family, v]] as const))
+)
+
+/** An Int64 as Haskell's readMaybe reads it (digits with an optional minus). */
+function int64 (text: string): number | null {
+  if (!/^-?[0-9]+$/.test(text)) return null
+  const n = BigInt(text)
+  return n >= -(2n ** 63n) && n < 2n ** 63n ? Number(n) : null
 }
 
 export const NO_PREFERENCES: Preferences = Object.freeze({
   return: null, count: null, resolution: null, missing: null, handling: null, tx: null, timezone: null, maxAffected: null, invalid: []
 })
 
-export function parsePreferences (header: string | readonly string[] | undefined): Preferences {
+/**
+ * Parses the Prefer headers. `timezones` are the database's zone names; without them any
+ * non-empty `timezone=` is taken.
+ */
+export function parsePreferences (header: string | readonly string[] | undefined, timezones?: ReadonlySet<string>): Preferences {
   if (header === undefined || header.length === 0) return NO_PREFERENCES
   const values = typeof header === 'string' ? [header] : header
-  const found = bareRecord<string>()
-  const invalid: string[] = []
-  for (const v of values) {
-    for (const raw of v.split(',')) {
-      const token = raw.trim()
-      if (!token) continue
-      const eq = token.indexOf('=')
-      const name = eq < 0 ? token : token.slice(0, eq).trim()
-      const value = eq < 0 ? '' : token.slice(eq + 1).trim()
-      const family = ownValue(FAMILIES, name)
-      const ok = family === undefined
-        ? false
-        : family === 'any' ? value !== '' : family === 'int' ? /^[0-9]+$/.test(value) : family.has(value)
-      if (!ok) { invalid.push(token); continue }
-      if (!(name in found)) found[name] = value
-    }
+  const tokens = values.flatMap((v) => v === '' ? [] : v.split(',').map((t) => t.trim()))
+  const found = new Map<keyof Preferences, string>()
+  for (const token of tokens) {
+    const known = TOKENS.get(token)
+    if (known !== undefined && !found.has(known[0])) found.set(known[0], known[1])
   }
+  const tz = tokens.find((t) => t.startsWith('timezone='))?.slice('timezone='.length)
+  const tzAccepted = tz !== undefined && (timezones === undefined ? tz !== '' : timezones.has(tz))
+  const ma = tokens.find((t) => t.startsWith('max-affected='))?.slice('max-affected='.length)
+  const invalid = tokens.filter((t) => !TOKENS.has(t) && !(t.startsWith('timezone=') && tzAccepted) && !t.startsWith('max-affected='))
   return {
-    return: (found.return ?? null) as Preferences['return'],
-    count: (found.count ?? null) as Preferences['count'],
-    resolution: (found.resolution ?? null) as Preferences['resolution'],
-    missing: (found.missing ?? null) as Preferences['missing'],
-    handling: (found.handling ?? null) as Preferences['handling'],
-    tx: (found.tx ?? null) as Preferences['tx'],
-    timezone: found.timezone ?? null,
-    maxAffected: found['max-affected'] === undefined ? null : Number(found['max-affected']),
+    return: (found.get('return') ?? null) as Preferences['return'],
+    count: (found.get('count') ?? null) as Preferences['count'],
+    resolution: (found.get('resolution') ?? null) as Preferences['resolution'],
+    missing: (found.get('missing') ?? null) as Preferences['missing'],
+    handling: (found.get('handling') ?? null) as Preferences['handling'],
+    tx: (found.get('tx') ?? null) as Preferences['tx'],
+    timezone: tzAccepted ? tz! : null,
+    maxAffected: ma === undefined ? null : int64(ma),
     invalid
   }
 }

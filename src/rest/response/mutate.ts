@@ -90,10 +90,12 @@ export function shapeCallResponse (req: ApiRequest, plan: CallPlan, r: WriteResu
   headers['content-range'] = contentRange(offset, r.pageTotal, total)
   // Matches PostgREST: void answers 204 and still says how many rows the call made.
   if (plan.shape === 'void') return withResponseSettings(204, headers, null, r)
-  if (set && total !== null && offset > total) {
-    throw offsetOutOfBounds(offset, total)
-  }
   headers['content-type'] = plan.media.contentType
+  // As PostgREST: an offset past the counted total keeps the call's headers, PGRST103's body.
+  if (set && total !== null && offset > total) {
+    headers['content-range'] = `*/${total}`
+    return withResponseSettings(416, headers, plan.headersOnly ? null : JSON.stringify(offsetOutOfBounds(offset, total).toWire()), r)
+  }
   const status = total !== null && r.pageTotal < total ? 206 : 200
   return withResponseSettings(status, headers, plan.headersOnly ? null : r.body, r)
 }

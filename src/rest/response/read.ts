@@ -5,6 +5,7 @@ import { offsetOutOfBounds } from '../errors.js'
 import type { ApiRequest } from '../api-request/types.js'
 import type { ReadPlan } from '../plan/types.js'
 import { contentRange } from './content-range.js'
+import { preferenceApplied } from './preference-applied.js'
 import { withResponseSettings, type RestResponse } from './gucs.js'
 
 /** The header of ours saying a result was cut by a limit the caller did not give. */
@@ -61,15 +62,17 @@ export function shapeReadResponse (req: ApiRequest, plan: ReadPlan, r: ReadResul
   const offset = plan.tree.range.offset
   const total = resolveTotal(plan, r)
   const headers: Record<string, string> = {}
-  if (total !== null && offset > total) {
-    throw offsetOutOfBounds(offset, total)
-  }
+  // As PostgREST: an offset past the counted total is answered like the read (its headers,
+  // Content-Range `*/<total>`) with PGRST103's body in place of the rows.
+  const outOfBounds = total !== null && offset > total
   headers['content-type'] = plan.media.contentType
-  headers['content-range'] = contentRange(offset, r.pageTotal, total)
+  headers['content-range'] = outOfBounds ? `*/${total}` : contentRange(offset, r.pageTotal, total)
   const canonical = req.query.canonical
   headers['content-location'] = `/${encodeURIComponent(plan.table.name)}${canonical ? '?' + canonical : ''}`
   if (req.echoProfile) headers['content-profile'] = req.schema
-  if (plan.count !== null) headers['preference-applied'] = `count=${plan.count}`
+  const applied = preferenceApplied(req.preferences, { tx: true })
+  if (applied !== null) headers['preference-applied'] = applied
+  if (outOfBounds) return withResponseSettings(416, headers, JSON.stringify(offsetOutOfBounds(offset, total).toWire()), r)
   if (r.cut && plan.implicitLimit !== null) headers[LIMIT_APPLIED_HEADER] = String(plan.implicitLimit)
   const status = total !== null && r.pageTotal < total ? 206 : 200
   return withResponseSettings(status, headers, plan.headersOnly ? null : r.body, r)

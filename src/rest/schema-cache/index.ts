@@ -81,7 +81,7 @@ export function createSchemaCacheStore (opts: SchemaCacheStoreOptions = {}): Sch
     const gen = e.wanted
     e.lastLoadAt = Date.now()
     const schemas = JSON.parse(e.schemas) as string[]
-    const p = e.source.withCatalog((q) => loadSchemaCache(q, schemas, ++versionCounter)).then((cache) => {
+    const p = e.source.withCatalog((q) => loadSchemaCache(q, schemas, ++versionCounter, e.cache?.timezones)).then((cache) => {
       e.cache = cache
       e.have = Math.max(e.have, gen)
       return cache

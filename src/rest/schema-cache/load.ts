@@ -2,7 +2,7 @@
 // is given (the executor owns connections) and builds the SchemaCache from the rows
 // with buildSchemaCache, a pure function testable without Postgres.
 import {
-  ATTNAMES_SQL, COLUMNS_SQL, COMPUTED_RELS_SQL, CONSTRAINTS_SQL, RELATIONS_SQL, ROUTINES_SQL, VIEWS_SQL
+  ATTNAMES_SQL, COLUMNS_SQL, COMPUTED_RELS_SQL, CONSTRAINTS_SQL, RELATIONS_SQL, ROUTINES_SQL, TIMEZONES_SQL, VIEWS_SQL
 } from './queries.js'
 import { inferRelationships, type ForeignKey, type Stand } from './relationships.js'
 import {
@@ -25,9 +25,16 @@ export interface CatalogRows {
   routines: Array<Record<string, unknown>>
   /** Functions from a row of a relation to rows of a relation (computed relationships). */
   computed?: Array<Record<string, unknown>>
+  /** pg_timezone_names (the zones `Prefer: timezone=` may name). */
+  timezones?: Array<Record<string, unknown>>
 }
 
-export async function loadSchemaCache (query: CatalogQuery, schemas: readonly string[], version: number): Promise<SchemaCache> {
+/**
+ * Loads a tenant's schema cache. `timezones`: the zone names of an earlier load of the same
+ * database (they change only with the server's time zone data; pg_timezone_names is slow).
+ */
+export async function loadSchemaCache (query: CatalogQuery, schemas: readonly string[], version: number,
+  timezones?: ReadonlySet<string>): Promise<SchemaCache> {
   const list = [...schemas]
   const relations = await query(RELATIONS_SQL, [list])
   const columns = await query(COLUMNS_SQL, [list])
@@ -43,7 +50,8 @@ export async function loadSchemaCache (query: CatalogQuery, schemas: readonly st
   const attnames = referenced.size ? await query(ATTNAMES_SQL, [[...referenced]]) : []
   const routines = await query(ROUTINES_SQL, [list])
   const computed = await query(COMPUTED_RELS_SQL, [list])
-  return buildSchemaCache({ relations, columns, constraints, views, attnames, routines, computed }, schemas, version)
+  const zones = timezones === undefined ? await query(TIMEZONES_SQL, []) : [...timezones].map((name) => ({ name }))
+  return buildSchemaCache({ relations, columns, constraints, views, attnames, routines, computed, timezones: zones }, schemas, version)
 }
 
 const KINDS: Record<string, RelationKind> = {
@@ -239,7 +247,8 @@ export function buildSchemaCache (rows: CatalogRows, schemas: readonly string[],
     else routines.set(k, [r])
   }
 
-  return { version, loadedAt: now, schemas: [...schemas], tables, relationships, routines }
+  const timezones = new Set((rows.timezones ?? []).map((r) => str(r.name)))
+  return { version, loadedAt: now, schemas: [...schemas], tables, relationships, routines, timezones }
 }
 
 function buildRoutine (p: Record<string, unknown>, tableByOid: ReadonlyMap<number, Table>): Routine {

@@ -116,3 +116,6 @@ JOIN pg_catalog.pg_namespace n ON n.oid = p.pronamespace
 JOIN pg_catalog.pg_type rt ON rt.oid = p.prorettype
 WHERE p.prokind = 'f' AND n.nspname = ANY ($1::text[])
 ORDER BY n.nspname, p.proname, p.oid`
+
+/** The time zone names `Prefer: timezone=` may use (PostgREST's dbTimezones). */
+export const TIMEZONES_SQL = 'SELECT name FROM pg_catalog.pg_timezone_names'

@@ -121,6 +121,8 @@ export interface SchemaCache {
   readonly relationships: ReadonlyMap<string, readonly Relationship[]>
   /** Routines by key (several when overloaded). */
   readonly routines: ReadonlyMap<string, readonly Routine[]>
+  /** pg_timezone_names: the zones `Prefer: timezone=` may name (absent: not checked). */
+  readonly timezones?: ReadonlySet<string>
 }
 
 /** The map key of a qualified name (unambiguous: NUL cannot occur in identifiers). */

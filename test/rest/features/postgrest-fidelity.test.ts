@@ -75,6 +75,51 @@ t.test('content negotiation and PGRST107', async (t) => {
   })
 })
 
+t.test('Prefer: timezone and max-affected as PostgREST 14 reads them', async (t) => {
+  const fx = await createWriteFixture(t)
+  const strictTz = await fx.get('/authors?select=id&limit=1', { prefer: 'handling=strict, timezone=Bad/Zone' })
+  t.same([strictTz.status, strictTz.json()], [400, {
+    code: 'PGRST122', message: 'Invalid preferences given with handling=strict', details: 'Invalid preferences: timezone=Bad/Zone', hint: null
+  }], 'a zone the database does not know is an invalid preference')
+  const lenientTz = await fx.get('/authors?select=id&limit=1', { prefer: 'timezone=Bad/Zone' })
+  t.same([lenientTz.status, lenientTz.headers['preference-applied']], [200, undefined], 'lenient: ignored, not echoed')
+  const tz = await fx.get('/authors?select=born::timestamptz&id=eq.1', { prefer: 'timezone=America/Sao_Paulo' })
+  t.same([tz.status, tz.headers['preference-applied'], tz.json()], [200, 'timezone=America/Sao_Paulo', [{ born: '1929-10-21T00:00:00-03:00' }]])
+  const ma = await fx.get('/authors?select=id&limit=1', { prefer: 'handling=strict, max-affected=abc' })
+  t.same([ma.status, ma.headers['preference-applied']], [200, 'handling=strict'], 'max-affected= is never an invalid preference')
+  const trailing = await fx.get('/authors?select=id&limit=1', { prefer: 'handling=strict, count=exact,' })
+  t.same([trailing.status, trailing.json().details], [400, 'Invalid preferences: '], 'an empty token is one PostgREST does not know')
+})
+
+t.test('a filter on an embedded resource other than is.null: an ordinary column filter, as PostgREST 14', async (t) => {
+  // PostgREST 14 never raises PGRST120 (removed in v11.2): the name is a column of the
+  // parent, so Postgres answers when there is none, and a column of that name is filtered.
+  const fx = await createWriteFixture(t, { sql: 'CREATE TABLE shelves (id int PRIMARY KEY, books int REFERENCES books (id)); INSERT INTO shelves VALUES (1, 1), (2, 4); SELECT platform.grant(\'SELECT\', \'shelves\', \'anon\');' })
+  const r = await fx.get('/authors?select=*,books(*)&books=eq.1')
+  t.same([r.status, r.json()], [400, { code: '42703', message: 'column authors.books does not exist', details: null, hint: null }])
+  t.equal(r.headers['proxy-status'], 'PostgREST; error=42703')
+  const col = await fx.get('/shelves?select=id,books(title)&books=eq.4')
+  t.same([col.status, col.json()], [200, [{ id: 2, books: { title: 'Solaris' } }]], 'a column named like the embed is filtered')
+})
+
+t.test('reads: Preference-Applied and the 416 of an offset past the total', async (t) => {
+  const fx = await createWriteFixture(t, { sql: RPC_SQL })
+  const r = await fx.get('/authors?select=id&limit=1', { prefer: 'count=exact, handling=lenient, tx=commit, return=representation' })
+  t.equal(r.headers['preference-applied'], 'count=exact, tx=commit, handling=lenient', 'count, tx, handling and timezone are echoed on reads')
+  const beyond = await fx.get('/authors?select=id&offset=10', { prefer: 'count=exact' })
+  t.equal(beyond.status, 416)
+  t.same(beyond.json(), {
+    code: 'PGRST103', message: 'Requested range not satisfiable', details: 'An offset of 10 was requested, but there are only 4 rows.', hint: null
+  })
+  t.same([beyond.headers['content-range'], beyond.headers['content-location'], beyond.headers['preference-applied'], beyond.headers['proxy-status']],
+    ['*/4', '/authors?offset=10&select=id', 'count=exact', undefined], "answered with the read's headers, as PostgREST")
+  const csv = await fx.get('/authors?select=id&offset=10', { prefer: 'count=exact', accept: 'text/csv' })
+  t.same([csv.status, csv.headers['content-type'], csv.json().code], [416, 'text/csv; charset=utf-8', 'PGRST103'])
+  const call = await fx.get('/rpc/books_by?author=1&offset=10', { prefer: 'count=exact' })
+  t.same([call.status, call.headers['content-range'], call.headers['proxy-status'], call.json().details],
+    [416, '*/3', undefined, 'An offset of 10 was requested, but there are only 3 rows.'])
+})
+
 t.test('a plan type for a type not produced is passed over', async (t) => {
   const fx = await createWriteFixture(t, { rest: { plan_enabled: true } })
   const r = await fx.get('/authors?select=id&id=eq.1', { accept: 'application/vnd.pgrst.plan; for="text/unknown", application/json' })

@@ -26,7 +26,7 @@ t.test('writes and RPC: hostile input stays data', async (t) => {
     { name: 'an RPC argument value (JSON)', method: 'POST', path: '/rpc/hello', body: JSON.stringify({ name: "'); DROP TABLE canary; --" }), headers: json, statuses: [200] },
     { name: 'an RPC text body', method: 'POST', path: '/rpc/shout', body: "'); DROP TABLE canary; --", headers: { 'content-type': 'text/plain' }, statuses: [200] },
     { name: 'a Prefer timezone', method: 'POST', path: '/items', body: '{"name":"tz"}', headers: { ...json, prefer: "timezone=UTC'; DROP TABLE canary; --" }, statuses: [201, 400] },
-    { name: 'a Prefer max-affected', method: 'DELETE', path: '/items?id=eq.0', headers: { prefer: 'handling=strict, max-affected=1; DROP TABLE canary' }, statuses: [400] }
+    { name: 'a Prefer max-affected (not an integer: ignored, as PostgREST 14)', method: 'DELETE', path: '/items?id=eq.0', headers: { prefer: 'handling=strict, max-affected=1; DROP TABLE canary' }, statuses: [204] }
   ]
   for (const c of cases) {
     const r = await fx.call(c.method, c.path, { body: c.body, headers: c.headers })
