@@ -20,3 +20,16 @@ t.test('one bar per scenario, values printed, text escaped', async (t) => {
   t.match(svg, /gateway &lt;jwt&gt;/)
   t.notMatch(svg, /<jwt>/)
 })
+
+t.test('latencies from microseconds to seconds all get bars of increasing width (log scale)', async (t) => {
+  const reports: BenchReport[] = [
+    { name: 'tenants', title: 't', startedAt: '', secondsPerScenario: 1, connections: 1, ratios: [], notes: [], environment: env, scenarios: [scenario('resolve', 100000, 0.001, 0.004), scenario('cold', 5, 90, 140), scenario('all at once', 50, 9000, 14000)] }
+  ]
+  const svg = renderChart(reports)
+  // p99 bars are the light ones, one per scenario in row order.
+  const widths = [...svg.matchAll(/width="(\d+)" height="\d+" fill="#fca5a5"/g)].map((m) => Number(m[1]))
+  t.equal(widths.length, 3)
+  t.ok(widths[0]! > 10, `a 4 µs p99 is visible (${widths[0]} px)`)
+  t.ok(widths[0]! < widths[1]! && widths[1]! < widths[2]!, `widths grow with the latency: ${widths.join(', ')}`)
+  t.match(svg, /log scale/)
+})
