@@ -12,6 +12,7 @@ import { BadRequestError, InvalidBodyError, InvalidPathError, PayloadTooLargeErr
 import { createEnginePools } from './execute.js'
 import { createPlanCache, handleRequest, type Engine } from './handler.js'
 import { isJsonBody, jsonDepthExceeds } from './api-request/json-depth.js'
+import { pathSegments, unsupportedMethod } from './api-request/index.js'
 import { createSchemaCacheStore, type SchemaCache } from './schema-cache/index.js'
 
 export { LIMIT_APPLIED_HEADER } from './response/index.js'
@@ -149,7 +150,16 @@ export function buildRestEngine (deps: RestEngineDeps): FastifyInstance {
   app.route({ method: [...METHODS], url: '/:database', handler })
   app.route({ method: [...METHODS], url: '/:database/*', handler })
 
-  app.setNotFoundHandler((_request, reply) => sendError(reply, new InvalidPathError()))
+  // Methods the routes do not take (TRACE, PROPFIND ...) arrive here: answered as PostgREST
+  // answers them (PGRST117, or PGRST101 on a function) once the tenant is known.
+  app.setNotFoundHandler(async (request, reply) => {
+    const url = request.raw.url ?? '/'
+    const q = url.indexOf('?')
+    const [, database = '', ...rest] = (q < 0 ? url : url.slice(0, q)).split('/')
+    if ((METHODS as readonly string[]).includes(request.method) || database === '') return sendError(reply, new InvalidPathError())
+    if (!DATABASE_NAME.test(database) || !(await deps.tenants.get(database))) return sendError(reply, new TenantNotFoundError(database))
+    return sendError(reply, unsupportedMethod(request.method, pathSegments(rest.length === 0 ? '' : '/' + rest.join('/'))))
+  })
   app.setErrorHandler((err: unknown, request, reply) => {
     let e: GatehouseError
     if (isGatehouseError(err)) {

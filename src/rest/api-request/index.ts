@@ -2,6 +2,7 @@
 // selects the schema (profiles), parses the query string, Prefer, Range and Accept.
 // Pure: knows HTTP but not the database; throws RestErrors (PGRST1xx) on bad input.
 import { InvalidPathError, invalidSchema, RpcMethodError, UnsupportedMethodError } from '../errors.js'
+import type { GatehouseError } from '../../shared/errors.js'
 import { parseAccept, parseMediaType } from './media-type.js'
 import { parsePreferences } from './preferences.js'
 import { decodeComponent, parseQueryParams } from './query-params.js'
@@ -53,6 +54,18 @@ export function pathSegments (path: string): string[] {
   return trimmed.split('/').map((s) => decodeComponent(s, false))
 }
 
+/**
+ * The error PostgREST answers for a method it does not route (ApiRequest.hs: the path is
+ * resolved first): PGRST125 for a path that names no resource, PGRST101 on a function,
+ * PGRST117 otherwise.
+ */
+export function unsupportedMethod (method: string, segments: readonly string[]): GatehouseError {
+  const m = method.toUpperCase()
+  if (segments.length === 0 || (segments.length === 1 && segments[0] !== '')) return new UnsupportedMethodError(m)
+  if (segments.length === 2 && segments[0] === 'rpc' && segments[1] !== '') return new RpcMethodError(m)
+  return new InvalidPathError()
+}
+
 /** PostgREST's routing table (spec §1.1). */
 export function routeAction (method: HttpMethod, segments: readonly string[]): Action {
   if (segments.length === 0) {
@@ -100,9 +113,10 @@ export function visibleHeaders (h: RawRequest['headers']): Record<string, string
 /** Parses a request into an ApiRequest, or throws the PGRST error PostgREST would send. */
 export function parseApiRequest (raw: RawRequest, ctx: ParseContext): ApiRequest {
   const method = raw.method.toUpperCase()
-  if (!METHODS.has(method)) throw new UnsupportedMethodError(method)
+  const segments = pathSegments(raw.path)
+  if (!METHODS.has(method)) throw unsupportedMethod(method, segments)
   const m = method as HttpMethod
-  const action = routeAction(m, pathSegments(raw.path))
+  const action = routeAction(m, segments)
 
   // Profiles (§5.3): GET/HEAD (and OPTIONS) read Accept-Profile, writes Content-Profile.
   const readLike = m === 'GET' || m === 'HEAD' || m === 'OPTIONS'

@@ -141,6 +141,15 @@ t.test('Proxy-Status and the status line on a real socket', async (t) => {
   t.same([pg.status, pg.statusText, pg.headers['proxy-status']], [400, 'Bad Request', 'PostgREST; error=22P02'])
   const unacceptable = await raw(base, '/authors', { accept: 'image/png' })
   t.same([unacceptable.status, unacceptable.statusText, unacceptable.headers['proxy-status']], [406, 'Not Acceptable', 'PostgREST; error=PGRST107'])
+  const trace = await raw(base, '/authors', {}, 'TRACE')
+  t.same([trace.status, trace.statusText, JSON.parse(trace.body)], [405, 'Method Not Allowed', {
+    code: 'PGRST117', message: 'Unsupported HTTP method: TRACE', details: null, hint: null
+  }], 'a method PostgREST does not route: PGRST117')
+  t.equal(trace.headers['proxy-status'], 'PostgREST; error=PGRST117')
+  const onRpc = await raw(base, '/rpc/add_them', {}, 'PROPFIND')
+  t.same([onRpc.status, JSON.parse(onRpc.body).message], [405, 'Cannot use the PROPFIND method on RPC'])
+  const noPath = await raw(base, '/a/b/c', {}, 'TRACE')
+  t.same([noPath.status, JSON.parse(noPath.body).code], [404, 'PGRST125'], 'the path is resolved first')
   const tenant = await raw(base.replace(fx.database, 'no_such_db'), '/authors')
   t.same([tenant.status, tenant.headers['proxy-status']], [404, 'gatehouse; error=tenant_not_found'], "the engine's own codes name Gatehouse")
 })
