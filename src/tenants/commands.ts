@@ -57,6 +57,16 @@ export function registerTenantStoreCommands (tenants: Command, config: () => Con
       // 2. Write all in one transaction, 3. publish one invalidation per database.
       const store = redisStoreOf(cfg, 'apply')
       try {
+        // Keys rotated in the store only (the panel) and missing from a file are revoked by
+        // this apply: say so, naming them, so it is never a surprise.
+        for (const e of entries) {
+          const stored = await store.get(e.file.database)
+          const inFile = new Set(e.file.jwt.signing_keys.map((k) => k.kid))
+          const dropped = (stored?.jwt.signing_keys ?? []).map((k) => k.kid).filter((kid) => !inFile.has(kid))
+          if (dropped.length > 0) {
+            process.stderr.write(`gatehouse: warning: ${e.file.database}: the store holds signing key(s) ${dropped.join(', ')} that ${e.path} does not list (rotated from the panel?); this apply removes them and tokens they signed stop verifying\n`)
+          }
+        }
         await store.putAll(entries.map((e) => toTenant(e.file)))
       } finally {
         await store.close()

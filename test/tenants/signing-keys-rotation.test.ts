@@ -113,6 +113,13 @@ t.test('CLI: tenants keys rotate / revoke / list against the Redis store, the te
   t.same(await jwksKids(x), [kid1], 'the JWKS no longer lists it')
   const after = parseTenantFile(parseYaml(readFileSync(file, 'utf8')), file, {})
   t.same(after.jwt.signing_keys.map((k) => k.kid), [kid1])
+
+  // An apply of a copy of the file that predates the rotation says which keys it takes away.
+  const stale = path.join(tempDir(t), `${x.database}.yaml`)
+  writeFileSync(stale, renderTenantFile(x.file), { mode: 0o600 })
+  const applied = await cli(['tenants', 'apply', stale], env)
+  t.equal(applied.code, 0, applied.stderr)
+  t.match(applied.stderr, `warning: ${x.database}: the store holds signing key(s) ${kid1} that ${stale} does not list`)
 })
 
 t.test('panel: list, rotate and revoke signing keys, members only', async (t) => {
