@@ -5,7 +5,6 @@
 // The key that signs is the newest listed key of `jwt.signing_algorithm`; HS256 signs with
 // `jwt.secret`. Every listed key verifies; a revoked key is removed from the list.
 import { createPrivateKey, createPublicKey, randomUUID, type KeyObject } from 'node:crypto'
-import { exportJWK, generateKeyPair } from 'jose'
 
 export const SIGNING_ALGORITHMS = ['HS256', 'ES256', 'RS256'] as const
 export type SigningAlgorithm = typeof SIGNING_ALGORITHMS[number]
@@ -91,6 +90,8 @@ export function runtimeSigningKey (key: SigningKeyFile): TenantSigningKey {
 
 /** A new key pair (jose), the private half as a JWK JSON string and a random kid. */
 export async function generateSigningKey (alg: AsymmetricAlgorithm): Promise<SigningKeyFile> {
+  // Loaded here only: every `gatehouse tenants` command loads this module, few generate keys.
+  const { exportJWK, generateKeyPair } = await import('jose')
   const { privateKey } = await generateKeyPair(alg, { extractable: true, ...(alg === 'RS256' ? { modulusLength: 2048 } : {}) })
   const jwk = await exportJWK(privateKey)
   return { kid: randomUUID(), alg, private_key: JSON.stringify(jwk) }
