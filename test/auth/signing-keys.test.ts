@@ -13,6 +13,9 @@ import { tenantIssuer } from '../../src/tenants/index.js'
 import { startStack, gatewayCall, PUBLIC_URL, type Stack, type StackTenant } from '../helpers/panel-stack.js'
 import { email } from '../helpers/auth-harness.js'
 
+// Three provisioned databases and a whole stack: more than the default on a busy machine.
+t.setTimeout(300_000)
+
 let stack: Stack
 let es: StackTenant // signs with ES256
 let rs: StackTenant // signs with RS256

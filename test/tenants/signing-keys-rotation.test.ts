@@ -28,6 +28,9 @@ function cli (args: string[], env: Record<string, string>): Promise<Run> {
   })
 }
 
+// A whole stack plus a dozen CLI starts (each a second or more on a busy machine).
+t.setTimeout(300_000)
+
 let stack: Stack
 
 t.before(async () => {
@@ -86,7 +89,12 @@ t.test('CLI: tenants keys rotate / revoke / list against the Redis store, the te
   t.same(f.jwt.signing_keys.map((k) => k.kid), [kid0, kid1], 'the file holds both keys and still validates')
   t.equal(f.jwt.signing_algorithm, 'ES256')
 
-  const listed = await cli(['tenants', 'keys', 'list', x.database, '--json'], env)
+  // Independent of each other: run at once.
+  const [listed, inUse, unknown] = await Promise.all([
+    cli(['tenants', 'keys', 'list', x.database, '--json'], env),
+    cli(['tenants', 'keys', 'revoke', x.database, kid1!, '--file', file], env),
+    cli(['tenants', 'keys', 'revoke', x.database, 'no-such-kid', '--file', file], env)
+  ])
   t.equal(listed.code, 0, listed.stderr)
   t.same(JSON.parse(listed.stdout), {
     database: x.database,
@@ -95,10 +103,8 @@ t.test('CLI: tenants keys rotate / revoke / list against the Redis store, the te
   })
   t.notMatch(listed.stdout, /private|"d"/)
 
-  const inUse = await cli(['tenants', 'keys', 'revoke', x.database, kid1!, '--file', file], env)
   t.equal(inUse.code, 1)
   t.match(inUse.stderr, /signs this database's tokens now: rotate to a new key first/)
-  const unknown = await cli(['tenants', 'keys', 'revoke', x.database, 'no-such-kid', '--file', file], env)
   t.equal(unknown.code, 1)
   t.match(unknown.stderr, /no signing key with kid "no-such-kid"/)
   t.notMatch(unknown.stderr, /\n\s+at /, 'no stack trace')
