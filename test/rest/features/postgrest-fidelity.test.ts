@@ -7,6 +7,9 @@ import { request } from 'node:http'
 import type { AddressInfo } from 'node:net'
 import { createWriteFixture } from '../../helpers/rest-writes.js'
 import { RPC_SQL } from '../../helpers/rest-rpc.js'
+import { FIXTURE_SQL } from '../../helpers/rest-fixture.js'
+import { WRITE_SQL } from '../../helpers/rest-writes.js'
+import { startRestGateway } from '../../helpers/rest-gateway.js'
 
 /** One raw HTTP/1.1 request: status line and headers as sent on the wire. */
 async function raw (base: string, path: string, headers: Record<string, string> = {}, method = 'GET', body?: string): Promise<{
@@ -152,4 +155,20 @@ t.test('Proxy-Status and the status line on a real socket', async (t) => {
   t.same([noPath.status, JSON.parse(noPath.body).code], [404, 'PGRST125'], 'the path is resolved first')
   const tenant = await raw(base.replace(fx.database, 'no_such_db'), '/authors')
   t.same([tenant.status, tenant.headers['proxy-status']], [404, 'gatehouse; error=tenant_not_found'], "the engine's own codes name Gatehouse")
+})
+
+t.test('supabase-js through the gateway', async (t) => {
+  const stack = await startRestGateway(t, { sql: FIXTURE_SQL + WRITE_SQL + RPC_SQL })
+  const sb = stack.client()
+  const explain = await sb.from('authors').select('id').explain({ analyze: true })
+  t.same([explain.status, explain.statusText, explain.error], [406, 'Not Acceptable', {
+    code: 'PGRST107',
+    message: 'None of these media types are available: application/vnd.pgrst.plan+text; for="application/json"; options=analyze',
+    details: null,
+    hint: null
+  }], '.explain() on a database without plans: the plan type named as PostgREST names it')
+  const volatile = await sb.rpc('harmless_volatile', undefined, { get: true })
+  t.same([volatile.status, volatile.data, volatile.error], [200, 1, null], 'GET on a volatile function that does not write')
+  const writer = await sb.rpc('add_item', { item_name: 'x' }, { get: true })
+  t.same([writer.status, writer.error?.code, writer.error?.message], [405, '25006', 'cannot execute INSERT in a read-only transaction'])
 })
