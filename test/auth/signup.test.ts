@@ -262,7 +262,9 @@ t.test('signup', async (t) => {
     t.match(s3.body, { disable_signup: true, magic_link_enabled: true, external: { github: true } })
     h.setAuth(auto, { providers: {}, magic_link: false, signup_enabled: true })
     const jwks = await call(h.base(auto) + '/.well-known/jwks.json')
-    t.same(jwks.body, { keys: [] })
+    const key = auto.file.jwt.signing_keys[0]!
+    t.same(jwks.body.keys.map((k: Record<string, unknown>) => [k.kid, k.alg, k.use]), [[key.kid, key.alg, 'sig']], 'the tenant\'s own signing key')
+    t.notOk('d' in jwks.body.keys[0], 'its public half only')
     t.equal(jwks.headers.get('cache-control'), 'public, max-age=600')
     const unknown = await call(`${h.url}/no_such_db/health`)
     t.equal(unknown.status, 404)
