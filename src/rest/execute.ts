@@ -1,12 +1,14 @@
-// The only module of the REST engine that touches pg: the engine's per-tenant pools (the
-// shared ones, with PostgREST's errors), the per-request transaction, catalog queries and
-// the LISTEN connection for schema reloads. It knows connections, not HTTP; it throws pg
-// errors as they are, plus PGRST000 (cannot connect) and PGRST003 (pool exhausted).
+// The only module of the REST engine that touches pg (with batch.ts, its wire-level
+// helper): the engine's per-tenant pools (the shared ones, with PostgREST's errors), the
+// per-request transaction, catalog queries and the LISTEN connection for schema reloads.
+// It knows connections, not HTTP; it throws pg errors as they are, plus PGRST000 (cannot
+// connect) and PGRST003 (pool exhausted).
 import pg from 'pg'
 import { perTenantCap, TenantPools, TenantPoolsClosedError, type PooledConnection } from '../shared/index.js'
 import { DbConnectionError, PoolTimeoutError } from './errors.js'
 import { ReconnectBackoff } from './reconnect.js'
 import type { Statement } from './query/sql.js'
+import { preparedCount, recover, runBatch, type BatchStatement } from './batch.js'
 
 export interface PoolSettings {
   /** Connections for all tenants together. */
@@ -37,15 +39,6 @@ export { perTenantCap }
  * replaced on demand), so per-connection statement caches stay bounded.
  */
 export const MAX_PREPARED_PER_CONNECTION = 256
-
-/** Names of the statements prepared on each connection. */
-const preparedOf = new WeakMap<pg.Client, Set<string>>()
-
-function prepared (conn: PooledConnection): Set<string> {
-  let names = preparedOf.get(conn.client)
-  if (names === undefined) { names = new Set(); preparedOf.set(conn.client, names) }
-  return names
-}
 
 /**
  * The engine's pools: the shared per-tenant pools (budget, per-tenant cap, fair shares,
@@ -115,46 +108,74 @@ export interface TransactionResult {
   after: DbRow[][]
 }
 
-/** Every column as the text Postgres sent. */
-const TEXT_TYPES = { getTypeParser: () => (value: string): string => value }
+const BEGIN_RO: BatchStatement = { name: 'gatehouse_begin_ro', text: 'BEGIN ISOLATION LEVEL READ COMMITTED READ ONLY', values: [] }
+const BEGIN_RW: BatchStatement = { name: 'gatehouse_begin_rw', text: 'BEGIN ISOLATION LEVEL READ COMMITTED READ WRITE', values: [] }
+const COMMIT: BatchStatement = { name: 'gatehouse_commit', text: 'COMMIT', values: [] }
+const ROLLBACK: BatchStatement = { name: 'gatehouse_rollback', text: 'ROLLBACK', values: [] }
 
-const BEGIN_RO = 'BEGIN ISOLATION LEVEL READ COMMITTED READ ONLY'
-const BEGIN_RW = 'BEGIN ISOLATION LEVEL READ COMMITTED READ WRITE'
-
-function toQuery (conn: PooledConnection, s: Statement & { name?: string }): pg.QueryConfig {
-  const types = s.textResult === true ? { types: TEXT_TYPES } : {}
-  if (!s.name) return { text: s.text, values: s.values as unknown[], ...types }
-  prepared(conn).add(s.name)
-  return { name: s.name, text: s.text, values: s.values as unknown[], ...types }
-}
-
-/** Runs one transaction on a connection of the pool `key`; rolls back on any error. */
+/**
+ * Runs one transaction on a connection of the pool `key`; nothing of it stays when any
+ * step fails. Each round trip is one batch of statements (batch.ts). A read-only
+ * transaction is one round trip: BEGIN, settings, main statement, follow-ups and COMMIT
+ * (its checks decide only what the caller gets: committing or rolling back a read-only
+ * transaction changes nothing). A writing one is two: BEGIN with the settings (whose
+ * visibility check must pass before anything is written), then the main statement with
+ * COMMIT, or three when its result is checked before COMMIT.
+ */
 export async function executeTransaction (pools: TenantPools, key: string, url: string, tx: Transaction): Promise<TransactionResult> {
   const conn = await acquire(pools, key, url)
   const client = conn.client
-  let begun = false
+  const end = tx.rollback ? ROLLBACK : COMMIT
+  const after = tx.after ?? []
+  let parsed: readonly string[] = []
+  let completed: DbRow[][] = []
+  let batchFailed = false
+  const failed = (names: readonly string[], rows: DbRow[][]): void => { batchFailed = true; parsed = names; completed = rows }
   try {
-    await client.query(tx.readOnly ? BEGIN_RO : BEGIN_RW)
-    begun = true
-    const pre = (await client.query(toQuery(conn, tx.pre))).rows[0] ?? {}
-    tx.afterPre?.(pre)
-    const mainRows = (await client.query(toQuery(conn, tx.main))).rows
-    const main = mainRows[0] ?? {}
-    const after: DbRow[][] = []
-    for (const s of tx.after ?? []) after.push((await client.query(toQuery(conn, s))).rows)
-    tx.check?.(main, after)
-    await client.query(tx.rollback ? 'ROLLBACK' : 'COMMIT')
-    begun = false
-    pools.release(conn, prepared(conn).size > MAX_PREPARED_PER_CONNECTION)
-    return { pre, main, mainRows, after }
+    let result: TransactionResult
+    if (tx.readOnly) {
+      let r: DbRow[][]
+      try {
+        r = await runBatch(client, [BEGIN_RO, tx.pre, tx.main, ...after, end], failed)
+      } catch (err) {
+        // The settings' visibility check speaks first, as if nothing had run after it.
+        if (completed.length >= 2) tx.afterPre?.(completed[1]![0] ?? {})
+        throw err
+      }
+      const pre = r[1]![0] ?? {}
+      tx.afterPre?.(pre)
+      const mainRows = r[2]!
+      const afterRows = after.map((_, i) => r[3 + i]!)
+      const main = mainRows[0] ?? {}
+      tx.check?.(main, afterRows)
+      result = { pre, main, mainRows, after: afterRows }
+    } else {
+      const pre = (await runBatch(client, [BEGIN_RW, tx.pre], failed))[1]![0] ?? {}
+      tx.afterPre?.(pre)
+      // Nothing to decide between the main statement and COMMIT: send them together.
+      const last = tx.check === undefined ? [end] : []
+      const r = await runBatch(client, [tx.main, ...after, ...last], failed)
+      const mainRows = r[0]!
+      const afterRows = after.map((_, i) => r[1 + i]!)
+      const main = mainRows[0] ?? {}
+      if (last.length === 0) {
+        tx.check?.(main, afterRows)
+        await runBatch(client, [end], failed)
+      }
+      result = { pre, main, mainRows, after: afterRows }
+    }
+    pools.release(conn, client.getTransactionStatus() !== 'I' || preparedCount(client) > MAX_PREPARED_PER_CONNECTION)
+    return result
   } catch (err) {
     let broken = conn.broken
-    if (begun) {
-      try { await client.query('ROLLBACK') } catch { broken = true }
-    }
     const known = isPgError(err) || isStatusError(err)
+    // Roll back what is open (after a failed batch, or a step our checks refused while the
+    // transaction was open) and drop the statements a failed batch may have left prepared.
+    if (!broken && known && (batchFailed || client.getTransactionStatus() !== 'I')) {
+      try { await recover(client, parsed) } catch { broken = true }
+    }
     // A socket-level failure (no SQLSTATE) leaves the connection unusable.
-    pools.release(conn, broken || !known)
+    pools.release(conn, broken || !known || client.getTransactionStatus() !== 'I')
     if (known) throw err
     throw new DbConnectionError({ cause: err, internal: (err as Error)?.message })
   }
@@ -175,7 +196,7 @@ export async function executeCatalogQueries<T> (pools: TenantPools, key: string,
   const conn = await acquire(pools, key, url)
   let broken = false
   try {
-    await conn.client.query(BEGIN_RO)
+    await conn.client.query(BEGIN_RO.text)
     const out = await fn(async (text, values) => (await conn.client.query(text, values)).rows)
     await conn.client.query('COMMIT')
     return out

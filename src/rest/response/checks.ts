@@ -39,6 +39,7 @@ function rulesOf (plan: ActionPlan): RowRules | null {
 /** The check of the main statement's row (its `page_total`), or undefined when the plan has none. */
 export function resultCheck (plan: ActionPlan): ((main: Record<string, unknown>) => void) | undefined {
   const rules = rulesOf(plan)
-  if (rules === null) return undefined
+  // No rule to apply: no check, so the transaction may commit without waiting for the result.
+  if (rules === null || (!rules.singular && !rules.put && rules.maxAffected === null)) return undefined
   return (main) => checkRows(Number(main.page_total ?? 0), rules)
 }
