@@ -1,6 +1,7 @@
 // Plans of OPTIONS and of the root (spec/rest.md §1.1, §5.4): the Allow list of a table,
 // function or the root, and the OpenAPI document's negotiation. Pure.
-import { FunctionNotFoundError, MediaTypeError } from '../errors.js'
+import { MediaTypeError } from '../errors.js'
+import { findRoutine } from './call-plan.js'
 import { showAccept } from '../api-request/media-type.js'
 import type { ApiRequest, Resource } from '../api-request/types.js'
 import { qnKey, type SchemaCache } from '../schema-cache/types.js'
@@ -22,16 +23,10 @@ export function planInfo (req: ApiRequest, resource: Resource, cache: SchemaCach
       return { kind: 'info', allow: methods.join(',') }
     }
     case 'routine': {
-      const list = cache.routines.get(qnKey(req.schema, resource.name)) ?? []
-      if (list.length === 0) {
-        const qn = `${req.schema}.${resource.name}`
-        throw new FunctionNotFoundError(qn, {
-          details: `Searched for the function ${qn}, but no matches were found in the schema cache.`,
-          hint: null
-        })
-      }
-      const readable = list.some((r) => r.volatility !== 'volatile')
-      return { kind: 'info', allow: readable ? 'OPTIONS,GET,HEAD,POST' : 'OPTIONS,POST' }
+      // As PostgREST: the function is looked up as a GET call without arguments (query
+      // parameters are filters on OPTIONS), so one that needs arguments is PGRST202.
+      const { routine } = findRoutine(cache, req.schema, resource.name, [], null)
+      return { kind: 'info', allow: routine.volatility === 'volatile' ? 'OPTIONS,POST' : 'OPTIONS,GET,HEAD,POST' }
     }
   }
 }

@@ -108,13 +108,19 @@ t.test('RPC resolution and errors', async (t) => {
     t.equal(r.body, '"new"')
   })
 
-  t.test('OPTIONS on a function: its methods', async (t) => {
-    const v = await fx.call('OPTIONS', '/rpc/add_item')
-    t.equal(v.status, 200)
-    t.equal(v.headers.allow, 'OPTIONS,POST')
-    const s = await fx.call('OPTIONS', '/rpc/add_them')
-    t.equal(s.headers.allow, 'OPTIONS,GET,HEAD,POST')
+  t.test('OPTIONS on a function: its methods, found as a GET call without arguments (PostgREST 14)', async (t) => {
+    const v = await fx.call('OPTIONS', '/rpc/harmless_volatile')
+    t.same([v.status, v.headers.allow], [200, 'OPTIONS,POST'])
+    const s = await fx.call('OPTIONS', '/rpc/no_args')
+    t.same([s.status, s.headers.allow], [200, 'OPTIONS,GET,HEAD,POST'])
+    const needsArgs = await fx.call('OPTIONS', '/rpc/add_them')
+    t.same([needsArgs.status, needsArgs.json()], [404, {
+      code: 'PGRST202',
+      message: 'Could not find the function public.add_them without parameters in the schema cache',
+      details: 'Searched for the function public.add_them without parameters, but no matches were found in the schema cache.',
+      hint: null
+    }], 'a function that needs arguments is not found without them')
     const n = await fx.call('OPTIONS', '/rpc/nope')
-    t.equal(n.status, 404)
+    t.same([n.status, n.json().message], [404, 'Could not find the function public.nope without parameters in the schema cache'])
   })
 })
