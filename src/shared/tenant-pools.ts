@@ -5,8 +5,10 @@
 //   (never the whole budget when it can be shared, see perTenantCap()).
 // - Fair shares: when connections are scarce, a connection that comes free goes to the
 //   waiting tenant that holds the fewest (its own tenant's next request only when that
-//   tenant holds no more than the others that wait), so a few busy tenants cannot starve
-//   the rest. Within one tenant, requests are served in arrival order.
+//   tenant holds no more than the others that wait), among those the one served least
+//   recently, so a few busy tenants cannot starve the rest, and under overload (more
+//   tenants waiting than can be served before their waits time out) every tenant gets a
+//   turn before any gets a second. Within one tenant, requests are served in arrival order.
 // - Idle connections close after idleMs, then the tenant's empty pool; at most maxTenants
 //   pools are kept (the least recently used pool without busy connections is closed).
 // - A wait longer than acquireTimeoutMs, and a failed connect, throw the caller's errors.
@@ -98,6 +100,8 @@ interface TenantPool {
   open: number
   waiters: Waiter[]
   lastUsed: number
+  /** Order of the last hand-out of a connection to this tenant (0: never). */
+  servedAt: number
 }
 
 /** One tenant's numbers in a snapshot. */
@@ -132,19 +136,26 @@ export interface FairShareCandidate {
   open: number
   /** When its oldest waiting request started waiting. */
   since: number
+  /** When (in any increasing order) the tenant was last handed a connection; 0 or absent: never. */
+  servedAt?: number
 }
 
 /**
  * The fair-share order: the tenant holding the fewest connections first; among equals,
- * the one whose oldest request has waited longest. Returns the index of the winner, -1
- * for an empty list.
+ * the one served least recently (a tenant whose requests timed out before a turn comes
+ * before one served a moment ago); then the one whose oldest request has waited longest.
+ * Returns the index of the winner, -1 for an empty list.
  */
 export function fairest (candidates: readonly FairShareCandidate[]): number {
   let best = -1
   for (let i = 0; i < candidates.length; i++) {
     const c = candidates[i]
     const b = best < 0 ? undefined : candidates[best]
-    if (b === undefined || c.open < b.open || (c.open === b.open && c.since < b.since)) best = i
+    if (b === undefined || c.open < b.open) { best = i; continue }
+    if (c.open !== b.open) continue
+    const cs = c.servedAt ?? 0
+    const bs = b.servedAt ?? 0
+    if (cs < bs || (cs === bs && c.since < b.since)) best = i
   }
   return best
 }
@@ -166,6 +177,8 @@ export class TenantPools {
   readonly #waiting = new Set<TenantPool>()
   #open = 0
   #closed = false
+  /** Increases with every hand-out (TenantPool.servedAt). */
+  #served = 0
   readonly #sweeper: NodeJS.Timeout
   readonly #facades = new Map<string, { url: string, facade: PoolLike }>()
 
@@ -205,8 +218,8 @@ export class TenantPools {
     pool.lastUsed = Date.now()
     if (pool.waiters.length === 0) {
       const idle = pool.idle.pop()
-      if (idle !== undefined) return this.#handOut(idle)
-      if (pool.open < this.#cap && this.#makeRoom()) return this.#connect(pool)
+      if (idle !== undefined) { pool.servedAt = ++this.#served; return this.#handOut(idle) }
+      if (pool.open < this.#cap && this.#makeRoom()) { pool.servedAt = ++this.#served; return this.#connect(pool) }
     }
     return new Promise<Conn>((resolve, reject) => {
       const w: Waiter = {
@@ -244,6 +257,7 @@ export class TenantPools {
     if (pool.waiters.length > 0 && (other === null || pool.open - 1 <= other.open)) {
       const w = pool.waiters.shift() as Waiter
       this.#settled(w)
+      pool.servedAt = ++this.#served
       w.resolve(conn)
       return
     }
@@ -330,7 +344,7 @@ export class TenantPools {
     }
     const max = this.#s.maxTenants
     if (max !== undefined && this.#pools.size >= max) this.#evictTenant()
-    p = { key, url, idle: [], open: 0, waiters: [], lastUsed: Date.now() }
+    p = { key, url, idle: [], open: 0, waiters: [], lastUsed: Date.now(), servedAt: 0 }
     this.#pools.set(key, p)
     return p
   }
@@ -369,7 +383,7 @@ export class TenantPools {
   #fairestWaiting (except?: TenantPool): TenantPool | null {
     const eligible: TenantPool[] = []
     for (const p of this.#waiting) if (p !== except && p.open < this.#cap) eligible.push(p)
-    const i = fairest(eligible.map((p) => ({ open: p.open, since: (p.waiters[0] as Waiter).since })))
+    const i = fairest(eligible.map((p) => ({ open: p.open, since: (p.waiters[0] as Waiter).since, servedAt: p.servedAt })))
     return i < 0 ? null : eligible[i] as TenantPool
   }
 
@@ -434,6 +448,7 @@ export class TenantPools {
       while (p.waiters.length > 0 && p.idle.length > 0) {
         const w = p.waiters.shift() as Waiter
         this.#settled(w)
+        p.servedAt = ++this.#served
         w.resolve(this.#handOut(p.idle.pop() as Conn))
       }
     }
@@ -442,6 +457,7 @@ export class TenantPools {
       if (p === null || !this.#makeRoom()) return
       const w = p.waiters.shift() as Waiter
       this.#settled(w)
+      p.servedAt = ++this.#served
       this.#connect(p).then(w.resolve, w.reject)
     }
   }

@@ -38,6 +38,32 @@ t.test('fairest: fewest connections first, then the longest wait', async (t) => 
   t.equal(fairest([{ open: 0, since: 7 }]), 0)
 })
 
+t.test('fairest: among tenants holding as many, the one served least recently, then the longest wait', async (t) => {
+  // b waits longest but was served a moment ago; c was never served.
+  t.equal(fairest([{ open: 0, since: 1, servedAt: 5 }, { open: 0, since: 4 }, { open: 1, since: 0, servedAt: 0 }]), 1)
+  t.equal(fairest([{ open: 0, since: 3, servedAt: 7 }, { open: 0, since: 2, servedAt: 6 }]), 1)
+  t.equal(fairest([{ open: 0, since: 3, servedAt: 6 }, { open: 0, since: 2, servedAt: 6 }]), 1, 'equal: the longest wait')
+})
+
+t.test('a freed connection goes to a tenant not served yet before one served a moment ago, even one waiting longer', async (t) => {
+  const db = await createTestDatabase(t)
+  const p = pools(t, { budget: 1, perTenant: 1 })
+  const a1 = await p.acquire('a', db.url)
+  const b1 = tracked(p.acquire('b', db.url))
+  p.release(a1)
+  const b = await b1.promise
+  // a asks again (its turn was just now), then c, never served, asks.
+  const a2 = tracked(p.acquire('a', db.url))
+  await new Promise((resolve) => setTimeout(resolve, 20))
+  const c1 = tracked(p.acquire('c', db.url))
+  p.release(b)
+  const c = await c1.promise
+  t.notOk(a2.settled(), 'a, served before and waiting longer, waits on')
+  p.release(c)
+  p.release(await a2.promise)
+  t.equal(p.openConnections, 1, 'never above the budget')
+})
+
 t.test('a freed connection goes to the waiting tenant holding the fewest', async (t) => {
   const db = await createTestDatabase(t)
   const p = pools(t, { budget: 3, perTenant: 2 })
