@@ -6,7 +6,9 @@
 import { randomUUID } from 'node:crypto'
 import type { Queryable } from '../shared/pg.js'
 import { withTransaction } from '../shared/pg.js'
-import { AuthError, signupDisabled, userBannedBearer } from './errors.js'
+import {
+  EmailNotProvenError, MultipleAccountsError, ProviderEmailNeedsVerificationError, SignupDisabledError, UserBannedBearerError
+} from './errors.js'
 import {
   findIdentitiesByEmails, findIdentity, identitiesForUser, insertIdentity, insertIdentityIfAbsent,
   deleteIdentitiesOfUser, mergeIdentityData, updateIdentity
@@ -124,10 +126,10 @@ export interface IdentitySignInResult {
 }
 
 export const emailNotProven = (email: string) =>
-  new AuthError('email_not_proven', 422, `The user with email ${email} never proved the address by a mail round trip, so this identity is not linked to it`)
+  new EmailNotProvenError(email)
 
 export const providerEmailNeedsVerification = () =>
-  new AuthError('provider_email_needs_verification', 422, 'Unverified email with the provider. Please verify your email and try again.')
+  new ProviderEmailNeedsVerificationError()
 
 /**
  * Signs a person in through an external identity, in one transaction: serialised per
@@ -193,7 +195,7 @@ export async function resolveIdentityUser (ctx: TenantContext, q: Queryable, ext
       user = u
       await audit(q, { action: 'identity_linked', actorId: u.id, actorUsername: u.email, traits: { provider: ext.provider }, now })
     } else {
-      if (!ctx.tenant.auth.signup_enabled) throw signupDisabled()
+      if (!ctx.tenant.auth.signup_enabled) throw new SignupDisabledError()
       decision = 'create_account'
       const id = randomUUID()
       const emailFree = email ? !(await isEmailTaken(q, email)) : false
@@ -214,7 +216,7 @@ export async function resolveIdentityUser (ctx: TenantContext, q: Queryable, ext
       await audit(q, { action: 'user_signedup', actorId: id, actorUsername: user.email, traits: { provider: ext.provider }, now })
     }
   }
-  if (isUserBanned(user, now)) throw userBannedBearer()
+  if (isUserBanned(user, now)) throw new UserBannedBearerError()
   return { user: await refreshProviders(ctx, q, user), decision }
 }
 
@@ -225,7 +227,7 @@ async function linkingCandidate (ctx: TenantContext, q: Queryable, email: string
   const byEmail = await findUserByEmail(q, email, ctx.tenant.jwt.aud)
   if (byEmail) ids.add(byEmail.id)
   if (ids.size === 0) return null
-  if (ids.size > 1) throw new AuthError('unexpected_failure', 500, 'Multiple accounts with the same email address in the same linking domain detected')
+  if (ids.size > 1) throw new MultipleAccountsError()
   const [only] = [...ids]
   return byEmail && byEmail.id === only ? byEmail : findUserById(q, only!)
 }

@@ -4,7 +4,7 @@
 // EMAIL_TOKENS / VERIFY_KINDS and goes through the same functions.
 import type { Queryable } from '../shared/pg.js'
 import { generateOtp, hashOtp, randomPassword, hashPassword } from './crypto.js'
-import { MAX_OTP_ATTEMPTS, otpAttemptsExhausted, otpExpired, userBannedBearer } from './errors.js'
+import { EmailLinkInvalidError, MAX_OTP_ATTEMPTS, OtpAttemptsExhaustedError, OtpExpiredError, UserBannedBearerError } from './errors.js'
 import type { MailKind, VerifyLinkType } from './mail/index.js'
 import { audit } from './models/audit-log.js'
 import { identitiesForUser, insertIdentity, updateIdentity } from './models/identities.js'
@@ -146,7 +146,7 @@ async function applyEmailChange (ctx: TenantContext, q: Queryable, user: UserRow
     return { kind: 'first_email_change_confirmation' }
   }
   const newEmail = (user.email_change ?? '').toLowerCase()
-  if (!newEmail) throw otpExpired()
+  if (!newEmail) throw new OtpExpiredError()
   const meta = { ...(user.raw_user_meta_data ?? {}), email: newEmail, email_verified: true }
   let updated = await updateUser(q, user.id, {
     email: newEmail,
@@ -183,21 +183,21 @@ export function ottTypesOfVerifyType (type: string): OneTimeTokenType[] {
  * transaction. `relatesTo` (OTP verification) must match the address the token was sent to.
  */
 export async function verifyTokenHash (ctx: TenantContext, q: Queryable, type: string, hash: string,
-  opts: { relatesTo?: string, notFoundMessage?: string, attemptCounted?: boolean } = {}): Promise<VerifyOutcome> {
+  opts: { relatesTo?: string, linkOpened?: boolean, attemptCounted?: boolean } = {}): Promise<VerifyOutcome> {
   const kind = ownValue(VERIFY_KINDS, type)
-  if (!kind) throw otpExpired(opts.notFoundMessage)
+  if (!kind) throw (opts.linkOpened === true ? new EmailLinkInvalidError() : new OtpExpiredError())
   const found = await findOneTimeToken(q, hash, kind.ottTypes)
-  if (!found) throw otpExpired(opts.notFoundMessage)
+  if (!found) throw (opts.linkOpened === true ? new EmailLinkInvalidError() : new OtpExpiredError())
   // Lock the user, then read the token again: a concurrent verification of the same
   // token has deleted it by the time we get the lock, so a token works once.
   const user = await lockUserById(q, found.user_id)
   const ott = user ? await findOneTimeToken(q, hash, kind.ottTypes) : null
-  if (!user || !ott || (opts.relatesTo !== undefined && ott.relates_to !== opts.relatesTo.toLowerCase())) throw otpExpired(opts.notFoundMessage)
+  if (!user || !ott || (opts.relatesTo !== undefined && ott.relates_to !== opts.relatesTo.toLowerCase())) throw (opts.linkOpened === true ? new EmailLinkInvalidError() : new OtpExpiredError())
   // Burned by wrong codes (the caller may have counted this very attempt already).
-  if (await otpAttemptsOf(q, ott.id) >= MAX_OTP_ATTEMPTS + (opts.attemptCounted ? 1 : 0)) throw otpAttemptsExhausted()
-  if (isUserBanned(user, ctx.now())) throw userBannedBearer()
+  if (await otpAttemptsOf(q, ott.id) >= MAX_OTP_ATTEMPTS + (opts.attemptCounted ? 1 : 0)) throw new OtpAttemptsExhaustedError()
+  if (isUserBanned(user, ctx.now())) throw new UserBannedBearerError()
   const sent = kind.sentAt(user) ?? ott.created_at
-  if (sent.getTime() + ctx.tenant.auth.otp_expiry * 1000 < ctx.now().getTime()) throw otpExpired(opts.notFoundMessage)
+  if (sent.getTime() + ctx.tenant.auth.otp_expiry * 1000 < ctx.now().getTime()) throw (opts.linkOpened === true ? new EmailLinkInvalidError() : new OtpExpiredError())
   const outcome = await kind.apply(ctx, q, user, ott.token_type)
   // The token reached its address and came back: the user owns that address.
   if (ott.relates_to) await recordEmailProof(q, user.id, ott.relates_to, ctx.now())

@@ -7,7 +7,7 @@ import { hash as nativeHash, verify as nativeVerify } from '@node-rs/bcrypt'
 import { createHash, randomBytes, randomInt, timingSafeEqual } from 'node:crypto'
 import { availableParallelism } from 'node:os'
 import type { AuthSettings } from '../tenants/schema.js'
-import { passwordTooLong, validationFailed, weakPassword } from './errors.js'
+import { PasswordTooLongError, ValidationFailedError, weakPassword } from './errors.js'
 
 // At most this many hashes run at once in the process (the rest wait their turn): bcrypt
 // keeps a core busy for its whole run, and libuv's pool has 4 threads, so a flood of
@@ -39,7 +39,7 @@ const bcryptVerify = (password: string, hash: string) => withHashSlot(() => nati
 export const MAX_PASSWORD_BYTES = 72
 
 export function checkPasswordLength (password: string): void {
-  if (Buffer.byteLength(password, 'utf8') > MAX_PASSWORD_BYTES) throw passwordTooLong()
+  if (Buffer.byteLength(password, 'utf8') > MAX_PASSWORD_BYTES) throw new PasswordTooLongError()
 }
 
 export async function hashPassword (password: string, cost: number): Promise<string> {
@@ -160,7 +160,7 @@ export function assertRefreshTokenShape (token: unknown): asserts token is strin
   // We issue v1 tokens only; a longer string would have to be a v2 token, which this
   // engine never issued, so it is refused like GoTrue refuses an unparseable v2 token.
   if (typeof token !== 'string' || !/^[a-z0-9]{12}$/.test(token)) {
-    throw validationFailed('Refresh token is not valid')
+    throw new ValidationFailedError('Refresh token is not valid')
   }
 }
 

@@ -2,7 +2,10 @@
 // (spec/auth.md §6.3), and the renderer that picks the wire shape from the request's
 // X-Supabase-Api-Version header (§6.1). Status lives with the code; messages are GoTrue's.
 // Internal causes are logged with the request id, never sent.
-import { DatabaseUnavailableError, GatehouseError, TenantNotFoundError, isDefinedError, type ErrorOptions } from '../shared/index.js'
+import { DatabaseUnavailableError, GatehouseError, TenantNotFoundError, defineError, isDefinedError, type ErrorOptions } from '../shared/index.js'
+
+// Shared codes the engine answers (GoTrue shape, like its own).
+export { DatabaseUnavailableError, TenantNotFoundError }
 
 /** A GoTrue API error: `code` is the `error_code`, `status` the HTTP status. */
 export class AuthError extends GatehouseError {
@@ -15,101 +18,118 @@ export class AuthError extends GatehouseError {
   }
 }
 
-/** GoTrue's OAuth-form error `{error, error_description}`, always 400 (§6.1.3). */
+/** GoTrue's OAuth-form error `{error, error_description}`, always 400 (§6.1.3); `code` is the `error`. */
 export class OAuthError extends GatehouseError {
-  readonly error: string
-  constructor (error: string, description: string, opts: ErrorOptions = {}) {
-    super(error, 400, description, opts)
+  constructor (code: string, status: number, description: string, opts: ErrorOptions = {}) {
+    super(code, status, description, opts)
     this.name = 'OAuthError'
-    this.error = error
   }
+
+  get error (): string { return this.code }
 }
 
-type Msg = string
-const make = (code: string, status: number) =>
-  (message: Msg, opts?: ErrorOptions & { reasons?: string[] }) => new AuthError(code, status, message, opts)
+/**
+ * An entry of the auth registry: defineError with AuthError as the class, so the GoTrue
+ * renderer below knows its message was written for clients.
+ */
+function defineAuthError<C extends string, S extends number, A extends unknown[]> (code: C, status: S, format: (...args: A) => string) {
+  return defineError(code, status, format, AuthError)
+}
+
+/** An entry in GoTrue's OAuth form: the `error` value, always 400, the description's text. */
+function defineOAuthError<C extends string, A extends unknown[]> (error: C, format: (...args: A) => string) {
+  return defineError(error, 400, format, OAuthError)
+}
 
 // ----- generic ---------------------------------------------------------------------------
-export const unexpectedFailure = (internal?: unknown) =>
-  new AuthError('unexpected_failure', 500, 'Unexpected failure, please check server logs for more information', { internal })
-export const validationFailed = make('validation_failed', 400)
-export const validationFailed404 = make('validation_failed', 404)
-export const validationFailed422 = make('validation_failed', 422)
-export const badJson = make('bad_json', 400)
-export const requestTooLarge = () => new AuthError('request_entity_too_large', 413, 'Request body too large')
-export const notFound = () => new AuthError('not_found', 404, 'Not Found')
+export const UnexpectedFailureError = defineAuthError('unexpected_failure', 500,
+  () => 'Unexpected failure, please check server logs for more information')
+/** unexpected_failure with its cause kept for the log. */
+export const unexpectedFailure = (internal?: unknown) => new UnexpectedFailureError({ internal })
+export const ValidationFailedError = defineAuthError('validation_failed', 400, (message: string) => message)
+export const ValidationFailed404Error = defineAuthError('validation_failed', 404, (message: string) => message)
+export const ValidationFailed422Error = defineAuthError('validation_failed', 422, (message: string) => message)
+export const BadJsonError = defineAuthError('bad_json', 400, (message: string) => message)
+export const RequestTooLargeError = defineAuthError('request_entity_too_large', 413, () => 'Request body too large')
+export const NotFoundError = defineAuthError('not_found', 404, () => 'Not Found')
 /** Ours (shared): the first path segment names no tenant. */
 export const tenantNotFound = (database: string) => new TenantNotFoundError(database)
 /**
  * Ours (GoTrue answers 500 here): the tenant database cannot be reached (restarting, connections
  * terminated, refused); the engine reconnects by itself, so the client should retry.
  */
-export const databaseUnavailable = (internal?: unknown) =>
-  new DatabaseUnavailableError({ internal, headers: { 'retry-after': '1' } })
-export const conflict = () =>
-  new AuthError('conflict', 409, 'Too many concurrent token refresh requests on the same session or refresh token')
+export const databaseUnavailable = (internal?: unknown) => new DatabaseUnavailableError({ internal, headers: { 'retry-after': '1' } })
+export const ConflictError = defineAuthError('conflict', 409, () => 'Too many concurrent token refresh requests on the same session or refresh token')
 
 // ----- bearer / admin ----------------------------------------------------------------------
-export const noAuthorization = () => new AuthError('no_authorization', 401, 'This endpoint requires a valid Bearer token')
-export const badJwt = (reason: string) => new AuthError('bad_jwt', 403, `invalid JWT: unable to parse or verify signature, ${reason}`)
-export const badJwtMsg = make('bad_jwt', 403)
-export const notAdmin = (message = 'User not allowed') => new AuthError('not_admin', 403, message)
-export const userNotFoundBearer = () => new AuthError('user_not_found', 403, 'User from sub claim in JWT does not exist')
-export const userNotFound = () => new AuthError('user_not_found', 404, 'User not found')
-export const sessionNotFoundBearer = () => new AuthError('session_not_found', 403, 'Session from session_id claim in JWT does not exist')
-export const userBannedBearer = () => new AuthError('user_banned', 403, 'User is banned')
+export const NoAuthorizationError = defineAuthError('no_authorization', 401, () => 'This endpoint requires a valid Bearer token')
+export const BadJwtError = defineAuthError('bad_jwt', 403, (reason: string) => `invalid JWT: unable to parse or verify signature, ${reason}`)
+export const BadJwtMsgError = defineAuthError('bad_jwt', 403, (message: string) => message)
+export const NotAdminError = defineAuthError('not_admin', 403, () => 'User not allowed')
+export const AppMetadataAdminOnlyError = defineAuthError('not_admin', 403, () => 'Updating app_metadata requires admin privileges')
+export const UserNotFoundBearerError = defineAuthError('user_not_found', 403, () => 'User from sub claim in JWT does not exist')
+export const UserNotFoundError = defineAuthError('user_not_found', 404, () => 'User not found')
+export const SessionNotFoundBearerError = defineAuthError('session_not_found', 403, () => 'Session from session_id claim in JWT does not exist')
+export const UserBannedBearerError = defineAuthError('user_banned', 403, () => 'User is banned')
 
 // ----- sign-up / sign-in ---------------------------------------------------------------------
-export const signupDisabled = () => new AuthError('signup_disabled', 422, 'Signups not allowed for this instance')
-export const anonymousDisabled = () => new AuthError('anonymous_provider_disabled', 422, 'Anonymous sign-ins are disabled')
-export const emailProviderDisabled = make('email_provider_disabled', 400)
-export const emailProviderDisabled422 = make('email_provider_disabled', 422)
-export const phoneProviderDisabled = make('phone_provider_disabled', 400)
-export const phoneProviderDisabled422 = make('phone_provider_disabled', 422)
-export const userAlreadyExists = () => new AuthError('user_already_exists', 422, 'User already registered')
-export const emailExists = () => new AuthError('email_exists', 422, 'A user with this email address has already been registered')
-export const phoneExists = () => new AuthError('phone_exists', 422, 'Phone number already registered by another user')
-export const invalidCredentials = (message = 'Invalid login credentials') => new AuthError('invalid_credentials', 400, message)
-export const emailNotConfirmed = () => new AuthError('email_not_confirmed', 400, 'Email not confirmed')
-export const userBanned = () => new AuthError('user_banned', 400, 'User is banned')
-export const weakPassword = (message: string, reasons: string[]) => new AuthError('weak_password', 422, message, { reasons })
-export const samePassword = () => new AuthError('same_password', 422, 'New password should be different from the old password.')
-export const passwordTooLong = () => validationFailed('Password cannot be longer than 72 characters')
+export const SignupDisabledError = defineAuthError('signup_disabled', 422, () => 'Signups not allowed for this instance')
+export const AnonymousDisabledError = defineAuthError('anonymous_provider_disabled', 422, () => 'Anonymous sign-ins are disabled')
+export const PhoneProviderDisabledError = defineAuthError('phone_provider_disabled', 400, (message: string) => message)
+export const PhoneProviderDisabled422Error = defineAuthError('phone_provider_disabled', 422, (message: string) => message)
+export const UserAlreadyExistsError = defineAuthError('user_already_exists', 422, () => 'User already registered')
+export const EmailExistsError = defineAuthError('email_exists', 422, () => 'A user with this email address has already been registered')
+export const PhoneExistsError = defineAuthError('phone_exists', 422, () => 'Phone number already registered by another user')
+export const InvalidCredentialsError = defineAuthError('invalid_credentials', 400, () => 'Invalid login credentials')
+/** GoTrue answers an unknown grant_type with invalid_credentials and this text. */
+export const UnsupportedGrantTypeError = defineAuthError('invalid_credentials', 400, () => 'unsupported_grant_type')
+export const EmailNotConfirmedError = defineAuthError('email_not_confirmed', 400, () => 'Email not confirmed')
+export const UserBannedError = defineAuthError('user_banned', 400, () => 'User is banned')
+export const WeakPasswordError = defineAuthError('weak_password', 422, (message: string) => message)
+/** weak_password with its reasons (sent as `weak_password: {reasons}`). */
+export const weakPassword = (message: string, reasons: string[]) => new WeakPasswordError(message, { reasons } as ErrorOptions)
+export const SamePasswordError = defineAuthError('same_password', 422, () => 'New password should be different from the old password.')
+export const PasswordTooLongError = defineAuthError('validation_failed', 400, () => 'Password cannot be longer than 72 characters')
 
 // ----- refresh tokens (§3.4) -------------------------------------------------------------------
-export const refreshTokenNotFound = () => new AuthError('refresh_token_not_found', 400, 'Invalid Refresh Token: Refresh Token Not Found')
-export const refreshTokenAlreadyUsed = () => new AuthError('refresh_token_already_used', 400, 'Invalid Refresh Token: Already Used')
-export const refreshSessionNotFound = () => new AuthError('session_not_found', 400, 'Invalid Refresh Token: No Valid Session Found')
-export const refreshUserBanned = () => new AuthError('user_banned', 400, 'Invalid Refresh Token: User Banned')
+export const RefreshTokenNotFoundError = defineAuthError('refresh_token_not_found', 400, () => 'Invalid Refresh Token: Refresh Token Not Found')
+export const RefreshTokenAlreadyUsedError = defineAuthError('refresh_token_already_used', 400, () => 'Invalid Refresh Token: Already Used')
+export const RefreshSessionNotFoundError = defineAuthError('session_not_found', 400, () => 'Invalid Refresh Token: No Valid Session Found')
+export const RefreshUserBannedError = defineAuthError('user_banned', 400, () => 'Invalid Refresh Token: User Banned')
 
 // ----- one-time tokens, mail -------------------------------------------------------------------
-export const otpExpired = (message = 'Token has expired or is invalid') => new AuthError('otp_expired', 403, message)
-export const overEmailSendRateLimit = (message = 'email rate limit exceeded', retryAfterSeconds?: number) =>
-  new AuthError('over_email_send_rate_limit', 429, message, retryAfterSeconds ? { headers: { 'retry-after': String(retryAfterSeconds) } } : {})
+export const OtpExpiredError = defineAuthError('otp_expired', 403, () => 'Token has expired or is invalid')
+/** otp_expired as GoTrue says it for a link opened at /verify (GET). */
+export const EmailLinkInvalidError = defineAuthError('otp_expired', 403, () => 'Email link is invalid or has expired')
+export const OverEmailSendRateLimitError = defineAuthError('over_email_send_rate_limit', 429, () => 'email rate limit exceeded')
+/** The per-address wait of a mail GoTrue limits by time (its message names the seconds). */
+export const EmailSendWaitError = defineAuthError('over_email_send_rate_limit', 429,
+  (seconds: number) => `For security purposes, you can only request this after ${seconds} seconds.`)
+/** A per-IP request bucket is empty; `Retry-After` says when it holds a token again. */
+export const OverRequestRateLimitError = defineAuthError('over_request_rate_limit', 429, () => 'Request rate limit reached')
 /** A per-IP request bucket is empty; `Retry-After` says when it holds a token again. */
 export const overRequestRateLimit = (retryAfterSeconds = 1) =>
-  new AuthError('over_request_rate_limit', 429, 'Request rate limit reached', { headers: { 'retry-after': String(Math.max(1, retryAfterSeconds)) } })
+  new OverRequestRateLimitError({ headers: { 'retry-after': String(Math.max(1, retryAfterSeconds)) } })
 /** Wrong codes a one-time code takes before it stops working (ours; GoTrue has no such limit). */
 export const MAX_OTP_ATTEMPTS = 5
 /** Ours: the code has taken MAX_OTP_ATTEMPTS wrong codes and no longer works, even the right one. */
-export const otpAttemptsExhausted = () =>
-  new AuthError('otp_expired', 403, `Token has expired or is invalid: after ${MAX_OTP_ATTEMPTS} wrong codes this code no longer works, request a new one`)
-export const emailSendFailed = (what: string, internal: unknown) =>
-  new AuthError('unexpected_failure', 500, `Error sending ${what} email`, { internal })
+export const OtpAttemptsExhaustedError = defineAuthError('otp_expired', 403, () => `Token has expired or is invalid: after ${MAX_OTP_ATTEMPTS} wrong codes this code no longer works, request a new one`)
+export const EmailSendFailedError = defineAuthError('unexpected_failure', 500, (what: string) => `Error sending ${what} email`)
 
 // ----- magic link, OTP, PKCE, external providers ---------------------------------------------
-export const magicLinkDisabled = () => new AuthError('email_provider_disabled', 422, 'Login with magic link is disabled')
-export const otpDisabled = () => new AuthError('otp_disabled', 422, 'Signups not allowed for otp')
-export const invalidPkceParams = () => validationFailed('PKCE flow requires code_challenge_method and code_challenge')
+export const MagicLinkDisabledError = defineAuthError('email_provider_disabled', 422, () => 'Login with magic link is disabled')
+export const OtpDisabledError = defineAuthError('otp_disabled', 422, () => 'Signups not allowed for otp')
+export const InvalidPkceParamsError = defineAuthError('validation_failed', 400, () => 'PKCE flow requires code_challenge_method and code_challenge')
 /** Ours: the tenant has not switched PKCE on (GoTrue has no such switch; the status is its PKCE-parameter one). */
-export const pkceDisabled = () => validationFailed('PKCE flow is disabled for this database')
-export const flowStateNotFound = () => new AuthError('flow_state_not_found', 404, 'invalid flow state, no valid flow state found')
-export const flowStateExpired = () => new AuthError('flow_state_expired', 422, 'invalid flow state, flow state has expired')
-export const flowStateAlreadyUsed = () => new AuthError('flow_state_already_used', 400, 'State has already been used')
-export const badCodeVerifier = () => new AuthError('bad_code_verifier', 400, 'code challenge does not match previously saved code verifier')
-export const badOAuthState = (message = 'OAuth state not found or expired') => new AuthError('bad_oauth_state', 400, message)
-export const badOAuthCallback = (message: string) => new AuthError('bad_oauth_callback', 400, message)
-export const unsupportedProvider = (reason: string) => validationFailed(`Unsupported provider: ${reason}`)
+export const PkceDisabledError = defineAuthError('validation_failed', 400, () => 'PKCE flow is disabled for this database')
+export const FlowStateNotFoundError = defineAuthError('flow_state_not_found', 404, () => 'invalid flow state, no valid flow state found')
+export const FlowStateExpiredError = defineAuthError('flow_state_expired', 422, () => 'invalid flow state, flow state has expired')
+export const FlowStateAlreadyUsedError = defineAuthError('flow_state_already_used', 400, () => 'State has already been used')
+export const BadCodeVerifierError = defineAuthError('bad_code_verifier', 400, () => 'code challenge does not match previously saved code verifier')
+export const BadOAuthStateError = defineAuthError('bad_oauth_state', 400, () => 'OAuth state not found or expired')
+export const OAuthStateExpiredError = defineAuthError('bad_oauth_state', 400, () => 'OAuth state has expired')
+export const BadOAuthCallbackError = defineAuthError('bad_oauth_callback', 400, (message: string) => message)
+export const UnsupportedProviderError = defineAuthError('validation_failed', 400, (reason: string) => `Unsupported provider: ${reason}`)
 
 /** An OAuth `error` value derived from a status, for redirects (§6.2). */
 export function oauthErrorForStatus (status: number): string {
@@ -215,44 +235,72 @@ export function renderAuthError (err: GatehouseError, apiVersionHeader: string |
 }
 
 // ----- MFA, anonymous users, identities, reauthentication, SSO, id_token ----------------------
-export const anonymousNotAllowed = () => new AuthError('no_authorization', 403, 'Anonymous user not allowed to perform these actions')
-export const factorIdNotUuid = () => validationFailed404('factor_id must be an UUID')
-export const factorNotFound = () => new AuthError('mfa_factor_not_found', 404, 'Factor not found')
-export const factorTypeInvalid = () => validationFailed('factor_type needs to be totp, phone, or webauthn')
-export const mfaTotpEnrollDisabled = () => new AuthError('mfa_totp_enroll_not_enabled', 422, 'MFA enroll is disabled for TOTP')
-export const mfaTotpVerifyDisabled = () => new AuthError('mfa_totp_verify_not_enabled', 422, 'MFA verification is disabled for TOTP')
-export const mfaPhoneEnrollDisabled = () => new AuthError('mfa_phone_enroll_not_enabled', 422, 'MFA enroll is disabled for Phone')
-export const mfaPhoneVerifyDisabled = () => new AuthError('mfa_phone_verify_not_enabled', 422, 'MFA verification is disabled for Phone')
-export const mfaWebAuthnEnrollDisabled = () => new AuthError('mfa_webauthn_enroll_not_enabled', 422, 'MFA enroll is disabled for WebAuthn')
+export const AnonymousNotAllowedError = defineAuthError('no_authorization', 403, () => 'Anonymous user not allowed to perform these actions')
+export const FactorIdNotUuidError = defineAuthError('validation_failed', 404, () => 'factor_id must be an UUID')
+export const FactorNotFoundError = defineAuthError('mfa_factor_not_found', 404, () => 'Factor not found')
+export const FactorTypeInvalidError = defineAuthError('validation_failed', 400, () => 'factor_type needs to be totp, phone, or webauthn')
+export const MfaTotpEnrollDisabledError = defineAuthError('mfa_totp_enroll_not_enabled', 422, () => 'MFA enroll is disabled for TOTP')
+export const MfaTotpVerifyDisabledError = defineAuthError('mfa_totp_verify_not_enabled', 422, () => 'MFA verification is disabled for TOTP')
+export const MfaPhoneEnrollDisabledError = defineAuthError('mfa_phone_enroll_not_enabled', 422, () => 'MFA enroll is disabled for Phone')
+export const MfaPhoneVerifyDisabledError = defineAuthError('mfa_phone_verify_not_enabled', 422, () => 'MFA verification is disabled for Phone')
+export const MfaWebAuthnEnrollDisabledError = defineAuthError('mfa_webauthn_enroll_not_enabled', 422, () => 'MFA enroll is disabled for WebAuthn')
 /** GoTrue answers a disabled WebAuthn verify with the enroll code and the verify message. */
-export const mfaWebAuthnVerifyDisabledOnVerify = () => new AuthError('mfa_webauthn_enroll_not_enabled', 422, 'MFA verification is disabled for WebAuthn')
-export const mfaWebAuthnVerifyDisabled = () => new AuthError('mfa_webauthn_verify_not_enabled', 422, 'MFA verification is disabled for WebAuthn')
-export const factorNameConflict = (name: string) =>
-  new AuthError('mfa_factor_name_conflict', 422, `A factor with the friendly name ${JSON.stringify(name)} for this user already exists`)
-export const tooManyFactors = () => new AuthError('too_many_enrolled_mfa_factors', 422, 'Maximum number of verified factors reached, unenroll to continue')
-export const aal2RequiredToEnroll = () => new AuthError('insufficient_aal', 403, 'AAL2 required to enroll a new factor')
-export const aal2RequiredToUnenroll = () => new AuthError('insufficient_aal', 422, 'AAL2 required to unenroll verified factor')
-export const aal2RequiredToUpdate = () => new AuthError('insufficient_aal', 401, 'AAL2 session is required to update email or password when MFA is enabled.')
-export const codeRequired = () => validationFailed('Code needs to be non-empty')
-export const challengeNotFound = () => new AuthError('mfa_factor_not_found', 422, 'MFA factor with the provided challenge ID not found')
-export const challengeIpMismatch = () => new AuthError('mfa_ip_address_mismatch', 422, 'Challenge and verify IP addresses mismatch.')
-export const challengeExpired = (id: string) =>
-  new AuthError('mfa_challenge_expired', 422, `MFA challenge ${id} has expired, verify against another challenge or create a new challenge.`)
-export const invalidTotpCode = () => new AuthError('mfa_verification_failed', 422, 'Invalid TOTP code entered')
-export const samlDisabled = () => new AuthError('saml_provider_disabled', 404, 'SAML 2.0 is disabled')
-export const manualLinkingDisabled = () => new AuthError('manual_linking_disabled', 404, 'Manual linking is disabled')
-export const identityIdNotUuid = () => validationFailed404('identity_id must be an UUID')
-export const singleIdentityNotDeletable = () => new AuthError('single_identity_not_deletable', 422, 'User must have at least 1 identity after unlinking')
-export const identityNotFound = () => new AuthError('identity_not_found', 422, "Identity doesn't exist")
-export const identityAlreadyLinked = (other: boolean) =>
-  new AuthError('identity_already_exists', 422, other ? 'Identity is already linked to another user' : 'Identity is already linked')
-export const emailConflictIdentityNotDeletable = () => new AuthError('email_conflict_identity_not_deletable', 422, 'Unable to unlink identity due to email conflict')
-export const unexpectedAudience = () => new AuthError('unexpected_audience', 403, "Token audience doesn't match request audience")
-export const reauthenticationNoAddress = () => validationFailed('Reauthentication requires the user to have an email or a phone number')
-export const reauthenticationEmailNotConfirmed = () => new AuthError('email_not_confirmed', 422, 'Please verify your email first.')
-export const reauthenticationNeeded = () => new AuthError('reauthentication_needed', 400, 'Password update requires reauthentication')
-export const reauthenticationNotValid = () => new AuthError('reauthentication_not_valid', 422, 'Nonce has expired or is invalid')
+export const MfaWebAuthnVerifyDisabledOnVerifyError = defineAuthError('mfa_webauthn_enroll_not_enabled', 422, () => 'MFA verification is disabled for WebAuthn')
+export const MfaWebAuthnVerifyDisabledError = defineAuthError('mfa_webauthn_verify_not_enabled', 422, () => 'MFA verification is disabled for WebAuthn')
+export const FactorNameConflictError = defineAuthError('mfa_factor_name_conflict', 422, (name: string) => `A factor with the friendly name ${JSON.stringify(name)} for this user already exists`)
+export const TooManyFactorsError = defineAuthError('too_many_enrolled_mfa_factors', 422, () => 'Maximum number of verified factors reached, unenroll to continue')
+export const Aal2RequiredToEnrollError = defineAuthError('insufficient_aal', 403, () => 'AAL2 required to enroll a new factor')
+export const Aal2RequiredToUnenrollError = defineAuthError('insufficient_aal', 422, () => 'AAL2 required to unenroll verified factor')
+export const Aal2RequiredToUpdateError = defineAuthError('insufficient_aal', 401, () => 'AAL2 session is required to update email or password when MFA is enabled.')
+export const CodeRequiredError = defineAuthError('validation_failed', 400, () => 'Code needs to be non-empty')
+export const ChallengeNotFoundError = defineAuthError('mfa_factor_not_found', 422, () => 'MFA factor with the provided challenge ID not found')
+export const ChallengeIpMismatchError = defineAuthError('mfa_ip_address_mismatch', 422, () => 'Challenge and verify IP addresses mismatch.')
+export const ChallengeExpiredError = defineAuthError('mfa_challenge_expired', 422, (id: string) => `MFA challenge ${id} has expired, verify against another challenge or create a new challenge.`)
+export const InvalidTotpCodeError = defineAuthError('mfa_verification_failed', 422, () => 'Invalid TOTP code entered')
+export const SamlDisabledError = defineAuthError('saml_provider_disabled', 404, () => 'SAML 2.0 is disabled')
+export const ManualLinkingDisabledError = defineAuthError('manual_linking_disabled', 404, () => 'Manual linking is disabled')
+export const IdentityIdNotUuidError = defineAuthError('validation_failed', 404, () => 'identity_id must be an UUID')
+export const SingleIdentityNotDeletableError = defineAuthError('single_identity_not_deletable', 422, () => 'User must have at least 1 identity after unlinking')
+export const IdentityNotFoundError = defineAuthError('identity_not_found', 422, () => "Identity doesn't exist")
+export const IdentityAlreadyLinkedError = defineAuthError('identity_already_exists', 422, (other: boolean) => other ? 'Identity is already linked to another user' : 'Identity is already linked')
+export const EmailConflictIdentityNotDeletableError = defineAuthError('email_conflict_identity_not_deletable', 422, () => 'Unable to unlink identity due to email conflict')
+export const UnexpectedAudienceError = defineAuthError('unexpected_audience', 403, () => "Token audience doesn't match request audience")
+export const ReauthenticationNoAddressError = defineAuthError('validation_failed', 400, () => 'Reauthentication requires the user to have an email or a phone number')
+export const ReauthenticationEmailNotConfirmedError = defineAuthError('email_not_confirmed', 422, () => 'Please verify your email first.')
+export const ReauthenticationNeededError = defineAuthError('reauthentication_needed', 400, () => 'Password update requires reauthentication')
+export const ReauthenticationNotValidError = defineAuthError('reauthentication_not_valid', 422, () => 'Nonce has expired or is invalid')
 /** Ours: the reauthentication nonce took MAX_OTP_ATTEMPTS tries and no longer works. */
-export const reauthenticationAttemptsExhausted = () =>
-  new AuthError('reauthentication_not_valid', 422, `Nonce has expired or is invalid: after ${MAX_OTP_ATTEMPTS} tries this nonce no longer works, request a new one`)
-export const providerDisabled = (message: string) => new AuthError('provider_disabled', 400, message)
+export const ReauthenticationAttemptsExhaustedError = defineAuthError('reauthentication_not_valid', 422, () => `Nonce has expired or is invalid: after ${MAX_OTP_ATTEMPTS} tries this nonce no longer works, request a new one`)
+export const ProviderDisabledError = defineAuthError('provider_disabled', 400, (message: string) => message)
+
+// ----- identities and account linking -----------------------------------------------------------
+export const LinkingEmailExistsError = defineAuthError('email_exists', 400, () => 'A user with this email address has already been registered')
+export const UnverifiedProviderEmailError = defineAuthError('email_not_confirmed', 422,
+  (provider: string) => `Unverified email with ${provider}. Verify the email with ${provider} and try again`)
+/** Ours: an identity whose email matches a user who never proved the address is not linked to it. */
+export const EmailNotProvenError = defineAuthError('email_not_proven', 422,
+  (email: string) => `The user with email ${email} never proved the address by a mail round trip, so this identity is not linked to it`)
+export const ProviderEmailNeedsVerificationError = defineAuthError('provider_email_needs_verification', 422,
+  () => 'Unverified email with the provider. Please verify your email and try again.')
+export const MultipleAccountsError = defineAuthError('unexpected_failure', 500,
+  () => 'Multiple accounts with the same email address in the same linking domain detected')
+export const UserWithEmailNotFoundError = defineAuthError('user_not_found', 404, () => 'User with this email not found')
+
+// ----- refresh token and id_token grants (OAuth form where GoTrue uses it) -----------------------
+export const SessionExpiredError = defineAuthError('session_expired', 400, () => 'Invalid Refresh Token: Session Expired')
+export const RefreshTokenRequiredError = defineOAuthError('invalid_request', () => 'refresh_token required')
+/** GoTrue's id_token grant spells this `error` with a space. */
+export const IdTokenRequestError = defineOAuthError('invalid request', (description: string) => description)
+export const BadIdTokenError = defineOAuthError('invalid request', () => 'Bad ID token')
+export const NonceMismatchError = defineOAuthError('invalid nonce', () => 'Nonces mismatch')
+
+// ----- external providers, PKCE redirects, MFA enrolment ---------------------------------------
+export const ProviderEmailMissingError = defineAuthError('unexpected_failure', 500, () => 'Error getting user email from external provider')
+export const ExternalCodeExchangeError = defineAuthError('unexpected_failure', 500, () => 'Unable to exchange external code')
+/** flow_state_not_found as a /verify redirect carries it (400, not the grant's 404). */
+export const FlowStateNotFoundRedirectError = defineAuthError('flow_state_not_found', 400, () => 'invalid flow state, no valid flow state found')
+export const EnrollSessionRequiredError = defineAuthError('unexpected_failure', 500,
+  () => 'A valid session and a registered user are required to enroll a factor')
+export const SiteUrlInvalidError = defineAuthError('unexpected_failure', 500, () => 'site url is improperly formatted')
+export const QrCodeError = defineAuthError('unexpected_failure', 500, () => 'Error generating QR Code')
+

@@ -3,7 +3,7 @@
 // validation against the tenant's site URL and allow list (spec §1.5).
 import type { FastifyRequest } from 'fastify'
 import type { AuthSettings } from '../tenants/schema.js'
-import { badJson, validationFailed } from './errors.js'
+import { BadJsonError, ValidationFailedError } from './errors.js'
 
 export type Body = Record<string, unknown>
 
@@ -11,28 +11,28 @@ export type Body = Record<string, unknown>
 export function bodyOf (req: FastifyRequest): Body {
   const b = req.body
   if (b === undefined || b === null || b === '') return {}
-  if (typeof b !== 'object' || Array.isArray(b)) throw badJson('Could not parse request body as JSON: expected an object')
+  if (typeof b !== 'object' || Array.isArray(b)) throw new BadJsonError('Could not parse request body as JSON: expected an object')
   return b as Body
 }
 
 export function optString (b: Body, key: string): string | undefined {
   const v = b[key]
   if (v === undefined || v === null) return undefined
-  if (typeof v !== 'string') throw badJson(`Could not parse request body as JSON: field ${key} must be a string`)
+  if (typeof v !== 'string') throw new BadJsonError(`Could not parse request body as JSON: field ${key} must be a string`)
   return v
 }
 
 export function optBool (b: Body, key: string): boolean | undefined {
   const v = b[key]
   if (v === undefined || v === null) return undefined
-  if (typeof v !== 'boolean') throw badJson(`Could not parse request body as JSON: field ${key} must be a boolean`)
+  if (typeof v !== 'boolean') throw new BadJsonError(`Could not parse request body as JSON: field ${key} must be a boolean`)
   return v
 }
 
 export function optObject (b: Body, key: string): Record<string, unknown> | undefined {
   const v = b[key]
   if (v === undefined || v === null) return undefined
-  if (typeof v !== 'object' || Array.isArray(v)) throw badJson(`Could not parse request body as JSON: field ${key} must be an object`)
+  if (typeof v !== 'object' || Array.isArray(v)) throw new BadJsonError(`Could not parse request body as JSON: field ${key} must be an object`)
   return v as Record<string, unknown>
 }
 
@@ -47,14 +47,14 @@ const EMAIL = /^[a-zA-Z0-9.!#$%&'*+/=?^_`{|}~-]+@[a-zA-Z0-9](?:[a-zA-Z0-9-]{0,61
 /** GoTrue's validateEmail: trimmed, at most 255 characters, lower-cased. */
 export function normaliseEmail (email: string): string {
   const e = email.trim()
-  if (e.length === 0 || e.length > 255 || !EMAIL.test(e)) throw validationFailed('Unable to validate email address: invalid format')
+  if (e.length === 0 || e.length > 255 || !EMAIL.test(e)) throw new ValidationFailedError('Unable to validate email address: invalid format')
   return e.toLowerCase()
 }
 
 /** E.164 digits without '+' (spec §3.3). */
 export function normalisePhone (phone: string): string {
   const p = phone.replace(/[+\s]/g, '')
-  if (!/^[1-9][0-9]{1,14}$/.test(p)) throw validationFailed('Invalid phone number format (E.164 required)')
+  if (!/^[1-9][0-9]{1,14}$/.test(p)) throw new ValidationFailedError('Invalid phone number format (E.164 required)')
   return p
 }
 

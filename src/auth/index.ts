@@ -12,7 +12,9 @@ import type { Tenant } from '../tenants/schema.js'
 import type { TenantLookup } from '../tenants/index.js'
 import { signInWithIdentity, type ExternalIdentity } from './accounts.js'
 import { buildTenantContext, PoolRegistry } from './context.js'
-import { AuthError, badJson, notFound, renderAuthError, requestTooLarge, toAuthError, unexpectedFailure } from './errors.js'
+import {
+  BadJsonError, NotFoundError, renderAuthError, RequestTooLargeError, toAuthError, unexpectedFailure, ValidationFailedError
+} from './errors.js'
 import { resolveTenantHook } from './hooks/resolve-tenant.js'
 import { jsonParser } from './json.js'
 import { setHashConcurrency } from './crypto.js'
@@ -42,6 +44,7 @@ import type { AccessTokenResponse, UserJson } from './types.js'
 
 export type { AccessTokenResponse, TenantContext, UserJson } from './types.js'
 export { AuthError, OAuthError } from './errors.js'
+export { AUTH_ERRORS, AUTH_ERROR_CODES, type AuthErrorCode } from './registry.js'
 
 /** Dependencies of the auth engine. */
 export interface AuthEngineDeps {
@@ -61,10 +64,11 @@ const MAX_BODY = 1024 * 1024
 function translateFastifyError (err: FastifyError): GatehouseError {
   const own = typeof err.code === 'string' && err.code.startsWith('FST_')
   if (!own) return unexpectedFailure(err)
-  if (err.code === 'FST_ERR_CTP_BODY_TOO_LARGE') return requestTooLarge()
-  if (err.code.startsWith('FST_ERR_CTP_') || err.statusCode === 400) return badJson(`Could not parse request body as JSON: ${err.message}`)
-  if (err.statusCode === 404) return notFound()
-  if (err.statusCode && err.statusCode < 500) return new AuthError('validation_failed', err.statusCode, err.message)
+  if (err.code === 'FST_ERR_CTP_BODY_TOO_LARGE') return new RequestTooLargeError()
+  if (err.code.startsWith('FST_ERR_CTP_') || err.statusCode === 400) return new BadJsonError(`Could not parse request body as JSON: ${err.message}`)
+  if (err.statusCode === 404) return new NotFoundError()
+  // Any other fastify 4xx keeps its status (fastify chose it) under GoTrue's validation code.
+  if (err.statusCode && err.statusCode < 500) return Object.assign(new ValidationFailedError(err.message, { cause: err }), { status: err.statusCode })
   return unexpectedFailure(err)
 }
 
@@ -113,7 +117,7 @@ export function buildAuthEngine (deps: AuthEngineDeps): FastifyInstance {
     reply.code(r.status).headers(r.headers).send(r.body)
   })
   app.setNotFoundHandler((req, reply) => {
-    const r = renderAuthError(notFound(), req.headers['x-supabase-api-version'], String(req.id))
+    const r = renderAuthError(new NotFoundError(), req.headers['x-supabase-api-version'], String(req.id))
     reply.code(r.status).headers(r.headers).send(r.body)
   })
   app.addHook('onSend', (req, reply, payload, done) => {

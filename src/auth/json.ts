@@ -2,7 +2,7 @@
 // `{}`); nesting deeper than the configured depth is refused before JSON.parse runs, so a
 // body like `{"a":{"a":...}}` fifty thousand levels deep is a 400 naming the limit, not a
 // stack overflow further down (JSON.stringify for Postgres, the user JSON we send back).
-import { badJson } from './errors.js'
+import { BadJsonError } from './errors.js'
 
 /**
  * The deepest nesting of objects and arrays in a JSON text, counting only brackets outside
@@ -29,11 +29,11 @@ export function jsonParser (maxDepth: number) {
   return function parseJson (_req: unknown, body: string, done: (err: Error | null, value?: unknown) => void): void {
     if (body.trim() === '') { done(null, {}); return }
     if (jsonDepthExceeds(body, maxDepth)) {
-      done(badJson(`Could not parse request body as JSON: nesting deeper than ${maxDepth} levels is not accepted (auth.max_json_depth)`))
+      done(new BadJsonError(`Could not parse request body as JSON: nesting deeper than ${maxDepth} levels is not accepted (auth.max_json_depth)`))
       return
     }
     try { done(null, JSON.parse(body)) } catch (err) {
-      done(badJson(`Could not parse request body as JSON: ${(err as Error).message}`))
+      done(new BadJsonError(`Could not parse request body as JSON: ${(err as Error).message}`))
     }
   }
 }

@@ -6,7 +6,7 @@
 import type { Queryable } from '../shared/pg.js'
 import { refreshProviders, type ExternalIdentity } from './accounts.js'
 import {
-  AuthError, emailConflictIdentityNotDeletable, identityAlreadyLinked, identityNotFound, singleIdentityNotDeletable
+  EmailConflictIdentityNotDeletableError, IdentityAlreadyLinkedError, IdentityNotFoundError, LinkingEmailExistsError, SingleIdentityNotDeletableError, UnverifiedProviderEmailError, UserNotFoundError
 } from './errors.js'
 import { audit } from './models/audit-log.js'
 import { findIdentity, identitiesForUser, insertIdentity } from './models/identities.js'
@@ -19,9 +19,9 @@ const LINK_LOCK_NS = 0x6c6b // 'lk'
 export async function linkIdentityToUser (ctx: TenantContext, q: Queryable, targetUserId: string, ext: ExternalIdentity): Promise<UserWithIdentities> {
   await q.query('SELECT pg_advisory_xact_lock($1, hashtext($2))', [LINK_LOCK_NS, JSON.stringify([ext.provider, ext.providerId])])
   const existing = await findIdentity(q, ext.provider, ext.providerId)
-  if (existing) throw identityAlreadyLinked(existing.user_id !== targetUserId)
+  if (existing) throw new IdentityAlreadyLinkedError(existing.user_id !== targetUserId)
   let user = await findUserById(q, targetUserId)
-  if (!user) throw new AuthError('user_not_found', 404, 'User not found')
+  if (!user) throw new UserNotFoundError()
   const now = ctx.now()
   const email = ext.email ? ext.email.trim().toLowerCase() : ''
   const identityData: Record<string, unknown> = {
@@ -32,9 +32,9 @@ export async function linkIdentityToUser (ctx: TenantContext, q: Queryable, targ
   if (!user.email && email) {
     // The user (an anonymous one, say) takes the identity's address; only a verified one
     // (GoTrue mails a confirmation for an unverified one; this engine refuses the link).
-    if (await isEmailTaken(q, email, user.id)) throw new AuthError('email_exists', 400, 'A user with this email address has already been registered')
+    if (await isEmailTaken(q, email, user.id)) throw new LinkingEmailExistsError()
     if (!ext.emailVerified) {
-      throw new AuthError('email_not_confirmed', 422, `Unverified email with ${ext.provider}. Verify the email with ${ext.provider} and try again`)
+      throw new UnverifiedProviderEmailError(ext.provider)
     }
     user = await updateUser(q, user.id, { email, email_confirmed_at: user.email_confirmed_at ?? now, is_anonymous: false }, now)
   }
@@ -44,11 +44,11 @@ export async function linkIdentityToUser (ctx: TenantContext, q: Queryable, targ
 /** Removes one identity of a user (never the last); the user's email follows the remaining identities. */
 export async function unlinkIdentity (ctx: TenantContext, q: Queryable, userId: string, identityId: string): Promise<void> {
   const identities = await identitiesForUser(q, userId)
-  if (identities.length <= 1) throw singleIdentityNotDeletable()
+  if (identities.length <= 1) throw new SingleIdentityNotDeletableError()
   const target = identities.find((i) => i.id === identityId)
-  if (!target) throw identityNotFound()
+  if (!target) throw new IdentityNotFoundError()
   const user = await findUserById(q, userId)
-  if (!user) throw new AuthError('user_not_found', 404, 'User not found')
+  if (!user) throw new UserNotFoundError()
   const now = ctx.now()
   await audit(q, {
     action: 'identity_unlinked', actorId: user.id, actorUsername: user.email,
@@ -66,7 +66,7 @@ export async function unlinkIdentity (ctx: TenantContext, q: Queryable, userId: 
     if (primary && !rest.some((i) => (i.email ?? '') === primary)) {
       const next = rest.find((i) => i.email)?.email
       if (next) {
-        if (await isEmailTaken(q, next, user.id)) throw emailConflictIdentityNotDeletable()
+        if (await isEmailTaken(q, next, user.id)) throw new EmailConflictIdentityNotDeletableError()
         current = await updateUser(q, user.id, { email: next }, now)
       }
     }

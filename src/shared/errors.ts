@@ -105,6 +105,21 @@ export function defineError<C extends string, S extends number, A extends unknow
   return cls as unknown as ErrorClass<C, S, [...A, ErrorOptions?]>
 }
 
+/** The error classes among a module's exports. */
+export type RegistryOf<T> = { readonly [K in keyof T as T[K] extends AnyErrorClass ? K : never]: T[K] }
+
+/**
+ * A registry from a part's errors module (`import * as errors`): every export made by
+ * defineError, so an error added to the module is in the registry without a list to keep.
+ */
+export function registryOf<T extends object> (mod: T): RegistryOf<T> {
+  const out: Record<string, unknown> = {}
+  for (const [name, value] of Object.entries(mod)) {
+    if (typeof value === 'function' && definedClasses.has(value)) out[name] = value
+  }
+  return Object.freeze(out) as RegistryOf<T>
+}
+
 /** True for an instance of a registry class (its message was written for clients). */
 export function isDefinedError (err: unknown): err is GatehouseError {
   return err instanceof GatehouseError && definedClasses.has(err.constructor)

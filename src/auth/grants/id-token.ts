@@ -10,7 +10,9 @@ import type { FastifyRequest } from 'fastify'
 import { withTransaction } from '../../shared/pg.js'
 import { ownValue } from '../../shared/own.js'
 import { resolveIdentityUser, type ExternalIdentity } from '../accounts.js'
-import { AuthError, manualLinkingDisabled, OAuthError, providerDisabled, validationFailed } from '../errors.js'
+import {
+  BadIdTokenError, IdTokenRequestError, ManualLinkingDisabledError, NonceMismatchError, ProviderDisabledError, unexpectedFailure, ValidationFailedError
+} from '../errors.js'
 import { requireUser } from '../hooks/require-user.js'
 import { clientMeta, optBool, optString, type Body } from '../http.js'
 import { linkIdentityToUser } from '../linking.js'
@@ -30,7 +32,7 @@ const KNOWN_ISSUERS = new Map<string, string>([
   ['vercel_marketplace', 'https://marketplace.vercel.com']
 ])
 
-const invalidRequest = (description: string) => new OAuthError('invalid request', description)
+const invalidRequest = (description: string) => new IdTokenRequestError(description)
 
 /** The provider's issuer and client id, or GoTrue's refusal. */
 function idTokenProvider (ctx: TenantContext, name: string): { issuer: string, clientId: string } {
@@ -38,10 +40,10 @@ function idTokenProvider (ctx: TenantContext, name: string): { issuer: string, c
   const known = KNOWN_ISSUERS.get(name)
   const issuer = name === 'google' ? (s?.issuer ?? known!) : s?.issuer
   if (!s || !issuer) {
-    if (!s && known !== undefined) throw providerDisabled(`Provider (issuer ${JSON.stringify(known)}) is not enabled`)
-    throw validationFailed(`Custom OIDC provider ${JSON.stringify(name)} not allowed`)
+    if (!s && known !== undefined) throw new ProviderDisabledError(`Provider (issuer ${JSON.stringify(known)}) is not enabled`)
+    throw new ValidationFailedError(`Custom OIDC provider ${JSON.stringify(name)} not allowed`)
   }
-  if (s.enabled === false) throw providerDisabled(`Provider (issuer ${JSON.stringify(issuer)}) is not enabled`)
+  if (s.enabled === false) throw new ProviderDisabledError(`Provider (issuer ${JSON.stringify(issuer)}) is not enabled`)
   return { issuer, clientId: s.client_id }
 }
 
@@ -61,7 +63,7 @@ export async function idTokenGrant (ctx: TenantContext, req: FastifyRequest, b: 
     if (!req.headers.authorization) throw invalidRequest('Linking requires a valid user access token in Authorization')
     const u = await requireUser(ctx, req)
     // Linking is the database's choice, whichever way the identity arrives.
-    if (!ctx.tenant.auth.manual_linking) throw manualLinkingDisabled()
+    if (!ctx.tenant.auth.manual_linking) throw new ManualLinkingDisabledError()
     linkTo = u.user.user.id
   }
 
@@ -70,8 +72,8 @@ export async function idTokenGrant (ctx: TenantContext, req: FastifyRequest, b: 
   try {
     verified = await verifyIdTokenOfIssuer(provider.issuer, idToken)
   } catch (err) {
-    if (err instanceof IdTokenRefused) throw new OAuthError('invalid request', 'Bad ID token', { internal: err.cause })
-    if (err instanceof ProviderError) throw new AuthError('unexpected_failure', 500, 'Unexpected failure, please check server logs for more information', { internal: err })
+    if (err instanceof IdTokenRefused) throw new BadIdTokenError({ internal: err.cause })
+    if (err instanceof ProviderError) throw unexpectedFailure(err)
     throw err
   }
   if (!verified.sub) throw invalidRequest('Missing sub claim in id_token')
@@ -79,7 +81,7 @@ export async function idTokenGrant (ctx: TenantContext, req: FastifyRequest, b: 
   const tokenNonce = verified.nonce ?? ''
   if ((tokenNonce !== '') !== (nonce !== '')) throw invalidRequest('Passed nonce and nonce in id_token should either both exist or not.')
   if (tokenNonce !== '' && createHash('sha256').update(nonce, 'utf8').digest('hex') !== tokenNonce) {
-    throw new OAuthError('invalid nonce', 'Nonces mismatch')
+    throw new NonceMismatchError()
   }
 
   const c = verified.claims

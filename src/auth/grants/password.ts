@@ -5,7 +5,7 @@ import type { FastifyRequest } from 'fastify'
 import { withTransaction } from '../../shared/pg.js'
 import { passwordStrength, verifyPassword } from '../crypto.js'
 import {
-  emailNotConfirmed, invalidCredentials, phoneProviderDisabled422, userBanned, validationFailed
+  EmailNotConfirmedError, InvalidCredentialsError, PhoneProviderDisabled422Error, UserBannedError, ValidationFailedError
 } from '../errors.js'
 import { clientMeta, normaliseEmail, optString, type Body } from '../http.js'
 import { identitiesForUser } from '../models/identities.js'
@@ -17,17 +17,17 @@ export async function passwordGrant (ctx: TenantContext, req: FastifyRequest, b:
   const email = optString(b, 'email')
   const phone = optString(b, 'phone')
   const password = optString(b, 'password') ?? ''
-  if (email && phone) throw validationFailed('Only an email address or phone number should be provided on login.')
-  if (!email && !phone) throw validationFailed('missing email or phone')
-  if (phone) throw phoneProviderDisabled422('Phone logins are disabled')
+  if (email && phone) throw new ValidationFailedError('Only an email address or phone number should be provided on login.')
+  if (!email && !phone) throw new ValidationFailedError('missing email or phone')
+  if (phone) throw new PhoneProviderDisabled422Error('Phone logins are disabled')
   let address: string
   try { address = normaliseEmail(email!) } catch { address = '' }
   const cost = ctx.config.auth.bcrypt_cost
   const user = address ? await findUserByEmail(ctx.db, address, ctx.tenant.jwt.aud) : null
   const ok = await verifyPassword(password, user?.encrypted_password, cost)
-  if (!user || !ok) throw invalidCredentials()
-  if (isUserBanned(user, ctx.now())) throw userBanned()
-  if (!user.email_confirmed_at) throw emailNotConfirmed()
+  if (!user || !ok) throw new InvalidCredentialsError()
+  if (isUserBanned(user, ctx.now())) throw new UserBannedError()
+  if (!user.email_confirmed_at) throw new EmailNotConfirmedError()
   const strength = passwordStrength(password, ctx.tenant.auth)
   const session = await withTransaction(ctx.db, async (q) =>
     startSession(ctx, q, { user, identities: await identitiesForUser(q, user.id) }, { method: 'password', ...clientMeta(req) }))

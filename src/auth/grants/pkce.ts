@@ -4,7 +4,7 @@
 import type { FastifyRequest } from 'fastify'
 import { withTransaction } from '../../shared/pg.js'
 import {
-  badCodeVerifier, flowStateExpired, flowStateNotFound, pkceDisabled, userBanned, validationFailed
+  BadCodeVerifierError, FlowStateExpiredError, FlowStateNotFoundError, PkceDisabledError, UserBannedError, ValidationFailedError
 } from '../errors.js'
 import { clientMeta, optString, type Body } from '../http.js'
 import { deleteFlowState, lockFlowStateByAuthCode } from '../models/flow-state.js'
@@ -16,16 +16,16 @@ import type { AccessTokenResponse, TenantContext } from '../types.js'
 export async function pkceGrant (ctx: TenantContext, req: FastifyRequest, b: Body): Promise<AccessTokenResponse> {
   const authCode = optString(b, 'auth_code') ?? ''
   const verifier = optString(b, 'code_verifier') ?? ''
-  if (authCode === '' || verifier === '') throw validationFailed('invalid request: both auth code and code verifier should be non-empty')
-  if (!ctx.tenant.auth.pkce) throw pkceDisabled()
+  if (authCode === '' || verifier === '') throw new ValidationFailedError('invalid request: both auth code and code verifier should be non-empty')
+  if (!ctx.tenant.auth.pkce) throw new PkceDisabledError()
   return withTransaction(ctx.db, async (q) => {
     const flow = await lockFlowStateByAuthCode(q, authCode)
-    if (!flow || !flow.user_id) throw flowStateNotFound()
-    if (isFlowStateExpired(flow, ctx.now())) throw flowStateExpired()
-    if (!verifierMatches(flow, verifier)) throw badCodeVerifier()
+    if (!flow || !flow.user_id) throw new FlowStateNotFoundError()
+    if (isFlowStateExpired(flow, ctx.now())) throw new FlowStateExpiredError()
+    if (!verifierMatches(flow, verifier)) throw new BadCodeVerifierError()
     const user = await loadUserWithIdentities(q, flow.user_id)
-    if (!user) throw flowStateNotFound()
-    if (isUserBanned(user.user, ctx.now())) throw userBanned()
+    if (!user) throw new FlowStateNotFoundError()
+    if (isUserBanned(user.user, ctx.now())) throw new UserBannedError()
     const session = await startSession(ctx, q, user, { method: flow.authentication_method as AuthMethod, ...clientMeta(req) })
     await deleteFlowState(q, flow.id)
     if (flow.provider_access_token) session.provider_token = flow.provider_access_token

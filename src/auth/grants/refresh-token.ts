@@ -8,7 +8,7 @@ import { setTimeout as sleep } from 'node:timers/promises'
 import { withTransaction } from '../../shared/pg.js'
 import { assertRefreshTokenShape } from '../crypto.js'
 import {
-  AuthError, conflict, OAuthError, refreshSessionNotFound, refreshTokenAlreadyUsed, refreshTokenNotFound, refreshUserBanned
+  ConflictError, RefreshSessionNotFoundError, RefreshTokenAlreadyUsedError, RefreshTokenNotFoundError, RefreshTokenRequiredError, RefreshUserBannedError, SessionExpiredError
 } from '../errors.js'
 import type { Body } from '../http.js'
 import {
@@ -26,7 +26,7 @@ type ReuseOutcome = { kind: 'ok', token: string } | { kind: 'locked' } | { kind:
 
 export async function refreshTokenGrant (ctx: TenantContext, _req: FastifyRequest, b: Body): Promise<AccessTokenResponse> {
   const presented = b.refresh_token
-  if (presented === undefined || presented === null || presented === '') throw new OAuthError('invalid_request', 'refresh_token required')
+  if (presented === undefined || presented === null || presented === '') throw new RefreshTokenRequiredError()
   assertRefreshTokenShape(presented)
   // The common case in one statement; anything unusual falls through to the loop below.
   const hot = await rotateLiveToken(ctx.db, presented, ctx.now())
@@ -38,16 +38,16 @@ export async function refreshTokenGrant (ctx: TenantContext, _req: FastifyReques
 
   for (;;) {
     const rc = await loadRefreshContext(ctx.db, presented)
-    if (!rc || !rc.user) throw refreshTokenNotFound()
+    if (!rc || !rc.user) throw new RefreshTokenNotFoundError()
     const now = ctx.now()
-    if (isUserBanned(rc.user, now)) throw refreshUserBanned()
+    if (isUserBanned(rc.user, now)) throw new RefreshUserBannedError()
     const sessionId = rc.token.session_id
     if (!sessionId || !rc.sessionExists) {
       await deleteRefreshToken(ctx.db, rc.token.id)
-      throw refreshSessionNotFound()
+      throw new RefreshSessionNotFoundError()
     }
     if (rc.sessionNotAfter && rc.sessionNotAfter.getTime() < now.getTime()) {
-      throw new AuthError('session_expired', 400, 'Invalid Refresh Token: Session Expired')
+      throw new SessionExpiredError()
     }
     const user = { user: rc.user, identities: rc.identities, factors: rc.factors }
 
@@ -82,7 +82,7 @@ export async function refreshTokenGrant (ctx: TenantContext, _req: FastifyReques
     if (!reuse) continue
     switch (reuse.kind) {
       case 'ok': return tokenResponse(ctx, user, { id: sessionId, refreshToken: reuse.token, amr: rc.amr })
-      case 'reused': throw refreshTokenAlreadyUsed()
+      case 'reused': throw new RefreshTokenAlreadyUsedError()
       case 'locked': await backoff(giveUpAt); continue
       case 'gone': case 'live': continue
     }
@@ -90,6 +90,6 @@ export async function refreshTokenGrant (ctx: TenantContext, _req: FastifyReques
 }
 
 async function backoff (giveUpAt: number): Promise<void> {
-  if (Date.now() >= giveUpAt) throw conflict()
+  if (Date.now() >= giveUpAt) throw new ConflictError()
   await sleep(10 + Math.floor(Math.random() * 20))
 }

@@ -7,7 +7,7 @@ import type { FastifyRequest } from 'fastify'
 import { errors as joseErrors } from 'jose'
 import { describeJwtError, UnknownKeyIdError, verifyWithKeys, type VerificationKey } from '../../shared/jwt.js'
 import {
-  badJwt, badJwtMsg, noAuthorization, notAdmin, sessionNotFoundBearer, userBannedBearer, userNotFoundBearer
+  BadJwtError, BadJwtMsgError, NoAuthorizationError, NotAdminError, SessionNotFoundBearerError, UserBannedBearerError, UserNotFoundBearerError
 } from '../errors.js'
 import { sessionExists } from '../models/sessions.js'
 import { isUserBanned, loadUserWithIdentities, NIL_UUID } from '../models/users.js'
@@ -53,18 +53,18 @@ function verificationKeysOf (ctx: TenantContext): VerificationKey[] {
 
 export async function verifyBearer (ctx: TenantContext, req: FastifyRequest): Promise<BearerClaims> {
   const token = bearerToken(req)
-  if (!token) throw noAuthorization()
+  if (!token) throw new NoAuthorizationError()
   try {
     return await verifyWithKeys(token, { secret: ctx.tenant.jwt.secret, keys: verificationKeysOf(ctx), issuer: ctx.issuer, currentDate: ctx.now() }) as BearerClaims
   } catch (err) {
-    throw badJwt(goJwtReason(err, token))
+    throw new BadJwtError(goJwtReason(err, token))
   }
 }
 
 export async function requireUser (ctx: TenantContext, req: FastifyRequest): Promise<AuthenticatedUser> {
   const claims = await verifyBearer(ctx, req)
-  if (typeof claims.sub !== 'string' || claims.sub === '') throw badJwtMsg('invalid claim: missing sub claim')
-  if (!UUID.test(claims.sub)) throw badJwtMsg('invalid claim: sub claim must be a UUID', { extra: {} })
+  if (typeof claims.sub !== 'string' || claims.sub === '') throw new BadJwtMsgError('invalid claim: missing sub claim')
+  if (!UUID.test(claims.sub)) throw new BadJwtMsgError('invalid claim: sub claim must be a UUID', { extra: {} })
   const sessionId = typeof claims.session_id === 'string' && UUID.test(claims.session_id) && claims.session_id !== NIL_UUID
     ? claims.session_id
     : null
@@ -72,14 +72,14 @@ export async function requireUser (ctx: TenantContext, req: FastifyRequest): Pro
     loadUserWithIdentities(ctx.db, claims.sub),
     sessionId ? sessionExists(ctx.db, sessionId, claims.sub) : Promise.resolve(true)
   ])
-  if (!user) throw userNotFoundBearer()
-  if (!hasSession) throw sessionNotFoundBearer()
-  if (isUserBanned(user.user, ctx.now())) throw userBannedBearer()
+  if (!user) throw new UserNotFoundBearerError()
+  if (!hasSession) throw new SessionNotFoundBearerError()
+  if (isUserBanned(user.user, ctx.now())) throw new UserBannedBearerError()
   return { claims, user, sessionId }
 }
 
 export async function requireAdmin (ctx: TenantContext, req: FastifyRequest): Promise<BearerClaims> {
   const claims = await verifyBearer(ctx, req)
-  if (typeof claims.role !== 'string' || !ADMIN_ROLES.has(claims.role)) throw notAdmin()
+  if (typeof claims.role !== 'string' || !ADMIN_ROLES.has(claims.role)) throw new NotAdminError()
   return claims
 }

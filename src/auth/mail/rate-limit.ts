@@ -4,7 +4,7 @@
 // mail per address and kind every `mail_min_interval` seconds (GoTrue SMTP_MAX_FREQUENCY).
 import type { Queryable } from '../../shared/pg.js'
 import type { AuthSettings } from '../../tenants/schema.js'
-import { overEmailSendRateLimit } from '../errors.js'
+import { EmailSendWaitError, OverEmailSendRateLimitError } from '../errors.js'
 
 // One transaction-level advisory lock key per database: "counting mail sends".
 const LOCK_KEY = 0x6d61_696c // 'mail'
@@ -28,11 +28,11 @@ export async function reserveMailSend (q: Queryable, settings: Pick<AuthSettings
   const { hour_count: hourCount, frees_at: freesAt, last_sent: lastSent } = r.rows[0]!
   if (settings.mail_min_interval > 0 && lastSent) {
     const wait = Math.ceil((lastSent.getTime() + settings.mail_min_interval * 1000 - send.now.getTime()) / 1000)
-    if (wait > 0) throw overEmailSendRateLimit(`For security purposes, you can only request this after ${wait} seconds.`, wait)
+    if (wait > 0) throw new EmailSendWaitError(wait, { headers: { 'retry-after': String(wait) } })
   }
   if (hourCount >= settings.mail_rate_per_hour) {
     const wait = freesAt ? Math.ceil((freesAt.getTime() - send.now.getTime()) / 1000) : 3600
-    throw overEmailSendRateLimit(undefined, Math.max(1, wait))
+    throw new OverEmailSendRateLimitError({ headers: { 'retry-after': String(Math.max(1, wait)) } })
   }
   await q.query('INSERT INTO auth.gatehouse_mail_sends (address, kind, sent_at) VALUES ($1, $2, $3)', [address, send.bucket, send.now])
   // Rows older than both windows are of no further use.

@@ -3,7 +3,7 @@
 // Connect provider, or plain OAuth 2 with explicit URLs), and GoTrue's refusal of an
 // unknown or disabled provider (400 validation_failed "Unsupported provider: ...").
 import type { Tenant, ProviderSettings } from '../../tenants/schema.js'
-import { unsupportedProvider } from '../errors.js'
+import { UnsupportedProviderError } from '../errors.js'
 import { githubProvider } from './github.js'
 import { gitlabProvider } from './gitlab.js'
 import { oidcProvider } from './oidc.js'
@@ -38,9 +38,9 @@ export function isProviderEnabled (tenant: Tenant, name: string): boolean {
 /** The tenant's provider of that name; 400 validation_failed when unknown or disabled. */
 export function providerOf (tenant: Tenant, name: string): OAuthProvider {
   const s = Object.hasOwn(tenant.auth.providers, name) ? tenant.auth.providers[name] : undefined
-  if (!s) throw unsupportedProvider(`Provider ${name} could not be found`)
-  if (s.enabled === false) throw unsupportedProvider('provider is not enabled')
+  if (!s) throw new UnsupportedProviderError(`Provider ${name} could not be found`)
+  if (s.enabled === false) throw new UnsupportedProviderError('provider is not enabled')
   const p = buildProvider(name, s)
-  if (!p) throw unsupportedProvider(`Provider ${name} could not be found`)
+  if (!p) throw new UnsupportedProviderError(`Provider ${name} could not be found`)
   return p
 }

@@ -3,7 +3,7 @@
 // raised drop back to aal1). Admin bearer required, as every /admin route.
 import type { FastifyInstance, FastifyRequest } from 'fastify'
 import { withTransaction } from '../../shared/pg.js'
-import { factorIdNotUuid, factorNotFound, userNotFound, validationFailed404 } from '../errors.js'
+import { FactorIdNotUuidError, FactorNotFoundError, UserNotFoundError, ValidationFailed404Error } from '../errors.js'
 import { contextOf } from '../hooks/resolve-tenant.js'
 import { requireAdmin, UUID } from '../hooks/require-user.js'
 import { bodyOf, optString } from '../http.js'
@@ -14,17 +14,17 @@ import type { FactorRow, TenantContext, UserRow } from '../types.js'
 
 async function loadUser (ctx: TenantContext, req: FastifyRequest): Promise<UserRow> {
   const id = (req.params as { id?: string }).id ?? ''
-  if (!UUID.test(id)) throw validationFailed404('user_id must be an UUID')
+  if (!UUID.test(id)) throw new ValidationFailed404Error('user_id must be an UUID')
   const user = await findUserById(ctx.db, id.toLowerCase())
-  if (!user) throw userNotFound()
+  if (!user) throw new UserNotFoundError()
   return user
 }
 
 async function loadFactor (ctx: TenantContext, req: FastifyRequest, user: UserRow): Promise<FactorRow> {
   const id = (req.params as { factor_id?: string }).factor_id ?? ''
-  if (!UUID.test(id)) throw factorIdNotUuid()
+  if (!UUID.test(id)) throw new FactorIdNotUuidError()
   const f = await findFactorOfUser(ctx.db, user.id, id.toLowerCase())
-  if (!f) throw factorNotFound()
+  if (!f) throw new FactorNotFoundError()
   return f
 }
 

@@ -8,7 +8,7 @@ import { confirmEmail, createEmailUser, emailIdentityData, refreshProviders } fr
 import { issueEmailToken, sendEmailToken, type EmailTokenKind } from '../confirmations.js'
 import { assertPasswordAcceptable, checkPasswordLength, hashOtp, hashPassword, randomPassword } from '../crypto.js'
 import {
-  AuthError, emailExists, phoneExists, userNotFound, validationFailed, validationFailed404, validationFailed422
+  EmailExistsError, PhoneExistsError, UserNotFoundError, UserWithEmailNotFoundError, ValidationFailed404Error, ValidationFailed422Error, ValidationFailedError
 } from '../errors.js'
 import { contextOf } from '../hooks/resolve-tenant.js'
 import { requireAdmin, UUID } from '../hooks/require-user.js'
@@ -42,22 +42,22 @@ function banUntil (ctx: TenantContext, banDuration: string | undefined): Date | 
   if (banDuration === undefined) return undefined
   if (banDuration === 'none') return null
   const ms = parseGoDuration(banDuration)
-  if (ms === null) throw validationFailed('invalid format for ban duration')
+  if (ms === null) throw new ValidationFailedError('invalid format for ban duration')
   return new Date(ctx.now().getTime() + ms)
 }
 
 function userIdParam (req: FastifyRequest): string {
   const id = (req.params as { id?: string }).id ?? ''
-  if (!UUID.test(id)) throw validationFailed404('user_id must be an UUID')
+  if (!UUID.test(id)) throw new ValidationFailed404Error('user_id must be an UUID')
   return id.toLowerCase()
 }
 
 async function passwordHashFrom (ctx: TenantContext, b: Body, checkStrength: boolean): Promise<string | undefined> {
   const password = optString(b, 'password')
   const passwordHash = optString(b, 'password_hash')
-  if (password !== undefined && passwordHash !== undefined) throw validationFailed('Only a password or a password hash should be provided')
+  if (password !== undefined && passwordHash !== undefined) throw new ValidationFailedError('Only a password or a password hash should be provided')
   if (passwordHash !== undefined) {
-    if (!/^\$2[abxy]\$\d\d\$[./A-Za-z0-9]{53}$/.test(passwordHash)) throw validationFailed('Invalid password hash format: only bcrypt hashes are supported')
+    if (!/^\$2[abxy]\$\d\d\$[./A-Za-z0-9]{53}$/.test(passwordHash)) throw new ValidationFailedError('Invalid password hash format: only bcrypt hashes are supported')
     return passwordHash
   }
   if (password === undefined) return undefined
@@ -69,11 +69,11 @@ async function passwordHashFrom (ctx: TenantContext, b: Body, checkStrength: boo
 async function adminCreateUser (ctx: TenantContext, b: Body) {
   const rawEmail = optString(b, 'email')
   const rawPhone = optString(b, 'phone')
-  if (!rawEmail && !rawPhone) throw validationFailed('Unable to create user: email or phone is required')
+  if (!rawEmail && !rawPhone) throw new ValidationFailedError('Unable to create user: email or phone is required')
   const email = rawEmail ? normaliseEmail(rawEmail) : undefined
   const phone = rawPhone ? normalisePhone(rawPhone) : undefined
   const id = optString(b, 'id')
-  if (id !== undefined && (!UUID.test(id) || /^0{8}-0{4}-0{4}-0{4}-0{12}$/.test(id))) throw validationFailed('id must be a valid non-nil UUID')
+  if (id !== undefined && (!UUID.test(id) || /^0{8}-0{4}-0{4}-0{4}-0{12}$/.test(id))) throw new ValidationFailedError('id must be a valid non-nil UUID')
   const hash = (await passwordHashFrom(ctx, b, false)) ?? await hashPassword(randomPassword().slice(0, 64), ctx.config.auth.bcrypt_cost)
   const emailConfirm = optBool(b, 'email_confirm') ?? false
   const phoneConfirm = optBool(b, 'phone_confirm') ?? false
@@ -84,8 +84,8 @@ async function adminCreateUser (ctx: TenantContext, b: Body) {
   const role = optString(b, 'role') || 'authenticated'
   try {
     return await withTransaction(ctx.db, async (q) => {
-      if (email && await isEmailTaken(q, email)) throw emailExists()
-      if (phone && await findUserByPhone(q, phone, aud)) throw phoneExists()
+      if (email && await isEmailTaken(q, email)) throw new EmailExistsError()
+      if (phone && await findUserByPhone(q, phone, aud)) throw new PhoneExistsError()
       const now = ctx.now()
       const userId = id?.toLowerCase() ?? randomUUID()
       const providers = [...(email ? ['email'] : []), ...(phone ? ['phone'] : [])]
@@ -106,7 +106,7 @@ async function adminCreateUser (ctx: TenantContext, b: Body) {
   } catch (err) {
     if ((err as { code?: string, constraint?: string }).code === '23505') {
       const c = (err as { constraint?: string }).constraint ?? ''
-      throw c.includes('phone') ? phoneExists() : c.includes('pkey') ? validationFailed422('A user with this id already exists') : emailExists()
+      throw c.includes('phone') ? new PhoneExistsError() : c.includes('pkey') ? new ValidationFailed422Error('A user with this id already exists') : new EmailExistsError()
     }
     throw err
   }
@@ -126,7 +126,7 @@ async function adminUpdateUser (ctx: TenantContext, id: string, b: Body) {
   const role = optString(b, 'role')
   return withTransaction(ctx.db, async (q) => {
     let user = await lockUserById(q, id)
-    if (!user) throw userNotFound()
+    if (!user) throw new UserNotFoundError()
     const now = ctx.now()
     const fields: Partial<Record<UserColumn, unknown>> = {}
     if (role) fields.role = role
@@ -135,12 +135,12 @@ async function adminUpdateUser (ctx: TenantContext, id: string, b: Body) {
     if (banned !== undefined) fields.banned_until = banned
     if (hash) fields.encrypted_password = hash
     if (phone && phone !== user.phone) {
-      if (await findUserByPhone(q, phone, user.aud ?? ctx.tenant.jwt.aud)) throw phoneExists()
+      if (await findUserByPhone(q, phone, user.aud ?? ctx.tenant.jwt.aud)) throw new PhoneExistsError()
       fields.phone = phone
     }
     if (phoneConfirm) fields.phone_confirmed_at = user.phone_confirmed_at ?? now
     if (email && email !== (user.email ?? '')) {
-      if (await isEmailTaken(q, email, user.id)) throw emailExists()
+      if (await isEmailTaken(q, email, user.id)) throw new EmailExistsError()
       fields.email = email
     }
     if (Object.keys(fields).length) user = await updateUser(q, user.id, fields, now)
@@ -165,7 +165,7 @@ async function adminUpdateUser (ctx: TenantContext, id: string, b: Body) {
 async function adminDeleteUser (ctx: TenantContext, id: string, soft: boolean) {
   await withTransaction(ctx.db, async (q) => {
     const user = await lockUserById(q, id)
-    if (!user) throw userNotFound()
+    if (!user) throw new UserNotFoundError()
     const now = ctx.now()
     if (soft) {
       // GoTrue's soft delete: identifying data obfuscated, sessions gone, row kept.
@@ -191,8 +191,8 @@ type LinkType = typeof LINK_TYPES[number]
 
 /** GoTrue's validateEmail: required, at most 255 characters, a valid address; lower-cased. */
 function requiredEmail (raw: string): string {
-  if (raw === '') throw validationFailed('An email address is required')
-  if (raw.length > 255) throw validationFailed('An email address is too long')
+  if (raw === '') throw new ValidationFailedError('An email address is required')
+  if (raw.length > 255) throw new ValidationFailedError('An email address is too long')
   return normaliseEmail(raw)
 }
 
@@ -206,13 +206,13 @@ async function generateLink (ctx: TenantContext, req: FastifyRequest, b: Body) {
   const redirectTo = redirectUrlOf(req, ctx.tenant.auth, optString(b, 'redirect_to'))
   const known = await findUserByEmail(ctx.db, email, ctx.tenant.jwt.aud)
   if (!known && (requested === 'recovery' || requested === 'email_change_current' || requested === 'email_change_new')) {
-    throw new AuthError('user_not_found', 404, 'User with this email not found')
+    throw new UserWithEmailNotFoundError()
   }
-  if (!(LINK_TYPES as readonly string[]).includes(requested)) throw validationFailed(`Invalid email action link type requested: ${requested}`)
+  if (!(LINK_TYPES as readonly string[]).includes(requested)) throw new ValidationFailedError(`Invalid email action link type requested: ${requested}`)
   const type = requested as LinkType
   let passwordHash: string | undefined
   if (type === 'signup' && !known) {
-    if (password === '') throw validationFailed('Signup requires a valid password')
+    if (password === '') throw new ValidationFailedError('Signup requires a valid password')
     assertPasswordAcceptable(password, ctx.tenant.auth)
     passwordHash = await hashPassword(password, ctx.config.auth.bcrypt_cost)
   }
@@ -226,7 +226,7 @@ async function generateLink (ctx: TenantContext, req: FastifyRequest, b: Body) {
     switch (type) {
       case 'signup':
       case 'invite': {
-        if (user?.email_confirmed_at) throw emailExists()
+        if (user?.email_confirmed_at) throw new EmailExistsError()
         if (user && type === 'signup' && data) {
           user = await updateUser(q, user.id, { raw_user_meta_data: mergeMetadata(user.raw_user_meta_data, data) }, ctx.now())
         }
@@ -253,14 +253,14 @@ async function generateLink (ctx: TenantContext, req: FastifyRequest, b: Body) {
         break
       }
       case 'recovery': {
-        if (!user) throw userNotFound()
+        if (!user) throw new UserNotFoundError()
         tokenKind = 'recovery'
         break
       }
       default: {
-        if (!user) throw userNotFound()
+        if (!user) throw new UserNotFoundError()
         const newEmail = requiredEmail(newEmailRaw)
-        if (await isEmailTaken(q, newEmail, user.id)) throw emailExists()
+        if (await isEmailTaken(q, newEmail, user.id)) throw new EmailExistsError()
         extra.email_change = newEmail
         extra.email_change_confirm_status = 0
         tokenKind = type
@@ -287,8 +287,8 @@ async function generateLink (ctx: TenantContext, req: FastifyRequest, b: Body) {
 
 /** Go's strconv.ParseUint(s, 10, 64) as GoTrue's paginate uses it: the value or its error text. */
 function parseUint (s: string): number {
-  if (!/^\d+$/.test(s)) throw validationFailed(`Bad Pagination Parameters: strconv.ParseUint: parsing ${JSON.stringify(s)}: invalid syntax`)
-  if (BigInt(s) > 18446744073709551615n) throw validationFailed(`Bad Pagination Parameters: strconv.ParseUint: parsing ${JSON.stringify(s)}: value out of range`)
+  if (!/^\d+$/.test(s)) throw new ValidationFailedError(`Bad Pagination Parameters: strconv.ParseUint: parsing ${JSON.stringify(s)}: invalid syntax`)
+  if (BigInt(s) > 18446744073709551615n) throw new ValidationFailedError(`Bad Pagination Parameters: strconv.ParseUint: parsing ${JSON.stringify(s)}: value out of range`)
   return Number(s)
 }
 
@@ -305,10 +305,10 @@ function listParams (req: FastifyRequest): { page: number, perPage: number, sort
     const value = String(v)
     const sp = value.indexOf(' ')
     const field = sp < 0 ? value : value.slice(0, sp)
-    if (field !== 'created_at') throw validationFailed(`Bad Sort Parameters: bad field for sort '${field}'`)
+    if (field !== 'created_at') throw new ValidationFailedError(`Bad Sort Parameters: bad field for sort '${field}'`)
     if (sp >= 0) {
       const dir = value.slice(sp + 1).toUpperCase()
-      if (dir !== 'ASC' && dir !== 'DESC') throw validationFailed(`Bad Sort Parameters: bad direction for sort '${value.slice(sp + 1)}', only 'asc' and 'desc' allowed`)
+      if (dir !== 'ASC' && dir !== 'DESC') throw new ValidationFailedError(`Bad Sort Parameters: bad direction for sort '${value.slice(sp + 1)}', only 'asc' and 'desc' allowed`)
       sortDesc = dir === 'DESC'
     } else sortDesc = true
   }
@@ -351,7 +351,7 @@ export async function adminRoutes (scope: FastifyInstance): Promise<void> {
   scope.get('/admin/users/:id', async (req) => {
     const ctx = contextOf(req)
     const u = await loadUserWithIdentities(ctx.db, userIdParam(req))
-    if (!u) throw userNotFound()
+    if (!u) throw new UserNotFoundError()
     return toUserJson(u)
   })
 
@@ -368,13 +368,13 @@ export async function adminRoutes (scope: FastifyInstance): Promise<void> {
     const ctx = contextOf(req)
     const b = bodyOf(req)
     const rawEmail = optString(b, 'email')
-    if (!rawEmail) throw validationFailed('Email is required to invite a user')
+    if (!rawEmail) throw new ValidationFailedError('Email is required to invite a user')
     const email = normaliseEmail(rawEmail)
     const data = optObject(b, 'data')
     const redirectTo = redirectUrlOf(req, ctx.tenant.auth)
     return withTransaction(ctx.db, async (q) => {
       let user = await findUserByEmail(q, email, ctx.tenant.jwt.aud)
-      if (user?.email_confirmed_at) throw emailExists()
+      if (user?.email_confirmed_at) throw new EmailExistsError()
       if (!user) user = (await createEmailUser(ctx, q, { email, encryptedPassword: null, data, confirmed: false, invited: true })).user
       const sent = await sendEmailToken(ctx, q, user, 'invite', { address: email, redirectTo, extra: { invited_at: ctx.now() } })
       return toUserJson({ user: sent.user, identities: await identitiesForUser(q, user.id) })

@@ -7,7 +7,7 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import { withTransaction } from '../../shared/pg.js'
 import { resolveIdentityUser, signInWithIdentity, type ExternalIdentity } from '../accounts.js'
 import {
-  AuthError, badOAuthCallback, badOAuthState, flowStateAlreadyUsed, toAuthError, unexpectedFailure
+  AuthError, BadOAuthCallbackError, BadOAuthStateError, ExternalCodeExchangeError, FlowStateAlreadyUsedError, OAuthStateExpiredError, ProviderEmailMissingError, toAuthError, unexpectedFailure
 } from '../errors.js'
 import { contextOf } from '../hooks/resolve-tenant.js'
 import { linkIdentityToUser } from '../linking.js'
@@ -23,7 +23,7 @@ import { errorRedirectUrl, ProviderRedirectError, withFragmentParams, withQueryP
 import type { TenantContext } from '../types.js'
 import { callbackUrl } from './authorize.js'
 
-const noEmail = () => new AuthError('unexpected_failure', 500, 'Error getting user email from external provider')
+const noEmail = () => new ProviderEmailMissingError()
 
 function paramsOf (req: FastifyRequest): Record<string, string> {
   const out: Record<string, string> = {}
@@ -44,12 +44,12 @@ function pickEmail (u: ProviderUser): { email: string | null, verified: boolean 
 
 /** Loads the flow of a state; its problems redirect to the site URL (GoTrue: 303). */
 async function loadFlow (ctx: TenantContext, state: string | undefined): Promise<FlowStateRow> {
-  if (!state) throw badOAuthCallback('OAuth state parameter missing')
-  if (!UUID.test(state)) throw badOAuthState()
+  if (!state) throw new BadOAuthCallbackError('OAuth state parameter missing')
+  if (!UUID.test(state)) throw new BadOAuthStateError()
   const flow = await findFlowStateById(ctx.db, state)
-  if (!flow || flow.authentication_method !== 'oauth') throw badOAuthState()
-  if (isFlowStateExpired(flow, ctx.now())) throw badOAuthState('OAuth state has expired')
-  if (flow.auth_code && flow.user_id) throw flowStateAlreadyUsed()
+  if (!flow || flow.authentication_method !== 'oauth') throw new BadOAuthStateError()
+  if (isFlowStateExpired(flow, ctx.now())) throw new OAuthStateExpiredError()
+  if (flow.auth_code && flow.user_id) throw new FlowStateAlreadyUsedError()
   return flow
 }
 
@@ -67,7 +67,7 @@ async function handleCallback (req: FastifyRequest, reply: FastifyReply) {
   try {
     if (p.error) throw new ProviderRedirectError(p.error, p.error_description ?? p.error)
     const provider = providerOf(ctx.tenant, flow.provider_type)
-    if (!p.code) throw badOAuthCallback('OAuth callback with missing authorization code')
+    if (!p.code) throw new BadOAuthCallbackError('OAuth callback with missing authorization code')
     if (!flow.auth_code) {
       // Implicit: the state is spent now, whatever happens next.
       await deleteFlowState(ctx.db, flow.id)
@@ -80,7 +80,7 @@ async function handleCallback (req: FastifyRequest, reply: FastifyReply) {
       person = await provider.userData(tokens, { state: flow.id })
     } catch (err) {
       if (err instanceof ProviderError) {
-        throw new AuthError('unexpected_failure', 500, 'Unable to exchange external code', { internal: err })
+        throw new ExternalCodeExchangeError({ internal: err })
       }
       throw err
     }
@@ -92,8 +92,8 @@ async function handleCallback (req: FastifyRequest, reply: FastifyReply) {
       // PKCE: the user is known now; the session starts when the code is exchanged.
       await withTransaction(ctx.db, async (q) => {
         const current = await findFlowStateById(q, flow.id, true)
-        if (!current) throw badOAuthState()
-        if (current.user_id) throw flowStateAlreadyUsed()
+        if (!current) throw new BadOAuthStateError()
+        if (current.user_id) throw new FlowStateAlreadyUsedError()
         const user = flow.linking_target_id
           ? await linkIdentityToUser(ctx, q, flow.linking_target_id, ext)
           : (await resolveIdentityUser(ctx, q, ext)).user

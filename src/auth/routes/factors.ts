@@ -8,10 +8,7 @@ import * as OTPAuth from 'otpauth'
 import QRCode from 'qrcode'
 import { withTransaction, type Queryable } from '../../shared/pg.js'
 import {
-  aal2RequiredToEnroll, aal2RequiredToUnenroll, anonymousNotAllowed, AuthError, badJson, challengeExpired, challengeIpMismatch,
-  challengeNotFound, codeRequired, factorIdNotUuid, factorNameConflict, factorNotFound, factorTypeInvalid, invalidTotpCode,
-  mfaPhoneEnrollDisabled, mfaPhoneVerifyDisabled, mfaTotpEnrollDisabled, mfaTotpVerifyDisabled, mfaWebAuthnEnrollDisabled,
-  mfaWebAuthnVerifyDisabled, mfaWebAuthnVerifyDisabledOnVerify, tooManyFactors, unexpectedFailure
+  Aal2RequiredToEnrollError, Aal2RequiredToUnenrollError, AnonymousNotAllowedError, BadJsonError, ChallengeExpiredError, ChallengeIpMismatchError, ChallengeNotFoundError, CodeRequiredError, EnrollSessionRequiredError, FactorIdNotUuidError, FactorNameConflictError, FactorNotFoundError, FactorTypeInvalidError, InvalidTotpCodeError, MfaPhoneEnrollDisabledError, MfaPhoneVerifyDisabledError, MfaTotpEnrollDisabledError, MfaTotpVerifyDisabledError, MfaWebAuthnEnrollDisabledError, MfaWebAuthnVerifyDisabledError, MfaWebAuthnVerifyDisabledOnVerifyError, QrCodeError, SiteUrlInvalidError, TooManyFactorsError, unexpectedFailure
 } from '../errors.js'
 import { contextOf } from '../hooks/resolve-tenant.js'
 import { requireUser, UUID } from '../hooks/require-user.js'
@@ -39,16 +36,16 @@ const TOTP = { algorithm: 'SHA1', digits: 6, period: 30 } as const
 /** A signed-in, non-anonymous user with a session (GoTrue's requireAuthentication + requireNotAnonymous). */
 async function requireMfaUser (ctx: TenantContext, req: FastifyRequest): Promise<AuthenticatedUser & { sessionId: string }> {
   const u = await requireUser(ctx, req)
-  if (u.claims.is_anonymous === true) throw anonymousNotAllowed()
-  if (!u.sessionId) throw new AuthError('unexpected_failure', 500, 'A valid session and a registered user are required to enroll a factor')
+  if (u.claims.is_anonymous === true) throw new AnonymousNotAllowedError()
+  if (!u.sessionId) throw new EnrollSessionRequiredError()
   return u as AuthenticatedUser & { sessionId: string }
 }
 
 async function loadFactor (ctx: TenantContext, req: FastifyRequest, userId: string): Promise<FactorRow> {
   const id = (req.params as { id?: string }).id ?? ''
-  if (!UUID.test(id)) throw factorIdNotUuid()
+  if (!UUID.test(id)) throw new FactorIdNotUuidError()
   const f = await findFactorOfUser(ctx.db, userId, id.toLowerCase())
-  if (!f) throw factorNotFound()
+  if (!f) throw new FactorNotFoundError()
   return f
 }
 
@@ -76,26 +73,26 @@ export function validTotp (secret: string, code: string, now: Date): boolean {
 async function enrollTotp (ctx: TenantContext, req: FastifyRequest, u: AuthenticatedUser & { sessionId: string }, friendlyName: string, issuerParam: string | undefined) {
   let issuer = issuerParam ?? ''
   if (issuer === '') {
-    try { issuer = new URL(ctx.tenant.auth.site_url).host } catch { throw new AuthError('unexpected_failure', 500, 'site url is improperly formatted') }
+    try { issuer = new URL(ctx.tenant.auth.site_url).host } catch { throw new SiteUrlInvalidError() }
   }
   const user = u.user.user
   return withTransaction(ctx.db, async (q) => {
     const now = ctx.now()
     await deleteExpiredFactors(q, user.id, now, FACTOR_EXPIRY_SECONDS)
     const factors = await factorsOfUser(q, user.id)
-    if (factors.some((f) => (f.friendly_name ?? '') === friendlyName)) throw factorNameConflict(friendlyName)
+    if (factors.some((f) => (f.friendly_name ?? '') === friendlyName)) throw new FactorNameConflictError(friendlyName)
     const verified = factors.filter((f) => f.status === 'verified').length
-    if (factors.length >= ctx.tenant.auth.mfa_max_enrolled_factors || verified >= MAX_VERIFIED_FACTORS) throw tooManyFactors()
-    if (verified > 0 && !await sessionIsAal2(q, u.sessionId)) throw aal2RequiredToEnroll()
+    if (factors.length >= ctx.tenant.auth.mfa_max_enrolled_factors || verified >= MAX_VERIFIED_FACTORS) throw new TooManyFactorsError()
+    if (verified > 0 && !await sessionIsAal2(q, u.sessionId)) throw new Aal2RequiredToEnrollError()
     const account = user.email ?? ''
-    if (account === '') throw new AuthError('unexpected_failure', 500, 'Error generating QR Code')
+    if (account === '') throw new QrCodeError()
     const secret = new OTPAuth.Secret({ size: 20 }).base32
     const uri = otpauthUri(issuer, account, secret)
     let svg: string
     try {
       svg = await QRCode.toString(uri, { type: 'svg', errorCorrectionLevel: 'H', margin: 1 })
     } catch (err) {
-      throw new AuthError('unexpected_failure', 500, 'Error generating QR Code', { internal: err })
+      throw new QrCodeError({ internal: err })
     }
     const factor = await insertTotpFactor(q, { userId: user.id, friendlyName, secret, now })
     await audit(q, { action: 'factor_in_progress', actorId: user.id, actorUsername: user.email, traits: { factor_id: factor.id }, ip: clientMeta(req).ip, now })
@@ -123,14 +120,14 @@ async function raiseSession (ctx: TenantContext, q: Queryable, userId: string, s
 async function verifyTotp (ctx: TenantContext, req: FastifyRequest, u: AuthenticatedUser & { sessionId: string }, factor: FactorRow, challengeId: string, code: string) {
   const ip = clientMeta(req).ip ?? ''
   const challenge = await findChallenge(ctx.db, factor.id, challengeId)
-  if (!challenge) throw challengeNotFound()
-  if (challenge.verified_at || challenge.ip_address !== ip) throw challengeIpMismatch()
+  if (!challenge) throw new ChallengeNotFoundError()
+  if (challenge.verified_at || challenge.ip_address !== ip) throw new ChallengeIpMismatchError()
   const now = ctx.now()
   if (challenge.created_at.getTime() + CHALLENGE_EXPIRY_SECONDS * 1000 < now.getTime()) {
     await deleteChallenge(ctx.db, challenge.id)
-    throw challengeExpired(challenge.id)
+    throw new ChallengeExpiredError(challenge.id)
   }
-  if (!factor.secret || !validTotp(factor.secret, code, now)) throw invalidTotpCode()
+  if (!factor.secret || !validTotp(factor.secret, code, now)) throw new InvalidTotpCodeError()
   const userId = u.user.user.id
   return withTransaction(ctx.db, async (q) => {
     await audit(q, {
@@ -138,7 +135,7 @@ async function verifyTotp (ctx: TenantContext, req: FastifyRequest, u: Authentic
       traits: { factor_id: factor.id, challenge_id: challenge.id, factor_type: factor.factor_type }, ip, now
     })
     // Two verifies of one challenge race here; the loser sees a spent challenge.
-    if (!await markChallengeVerified(q, challenge.id, now)) throw challengeIpMismatch()
+    if (!await markChallengeVerified(q, challenge.id, now)) throw new ChallengeIpMismatchError()
     if (factor.status !== 'verified') await markFactorVerified(q, factor.id, now)
     const token = await raiseSession(ctx, q, userId, u.sessionId, factor)
     await deleteSessionsBelowAal2(q, userId)
@@ -150,7 +147,7 @@ async function verifyTotp (ctx: TenantContext, req: FastifyRequest, u: Authentic
 function challengeIdOf (b: Record<string, unknown>): string {
   const v = b.challenge_id
   if (v === undefined || v === null || v === '') return '00000000-0000-0000-0000-000000000000'
-  if (typeof v !== 'string' || !UUID.test(v)) throw badJson('Could not parse request body as JSON: challenge_id must be a UUID')
+  if (typeof v !== 'string' || !UUID.test(v)) throw new BadJsonError('Could not parse request body as JSON: challenge_id must be a UUID')
   return v.toLowerCase()
 }
 
@@ -164,12 +161,12 @@ export async function factorRoutes (scope: FastifyInstance): Promise<void> {
     const issuer = optString(b, 'issuer')
     optString(b, 'phone')
     switch (factorType) {
-      case 'phone': throw mfaPhoneEnrollDisabled()
-      case 'webauthn': throw mfaWebAuthnEnrollDisabled()
+      case 'phone': throw new MfaPhoneEnrollDisabledError()
+      case 'webauthn': throw new MfaWebAuthnEnrollDisabledError()
       case 'totp':
-        if (!ctx.tenant.auth.mfa_totp_enroll) throw mfaTotpEnrollDisabled()
+        if (!ctx.tenant.auth.mfa_totp_enroll) throw new MfaTotpEnrollDisabledError()
         return enrollTotp(ctx, req, u, friendlyName, issuer)
-      default: throw factorTypeInvalid()
+      default: throw new FactorTypeInvalidError()
     }
   })
 
@@ -181,12 +178,12 @@ export async function factorRoutes (scope: FastifyInstance): Promise<void> {
     const b = bodyOf(req)
     optString(b, 'channel')
     switch (factor.factor_type) {
-      case 'phone': throw mfaPhoneVerifyDisabled()
-      case 'webauthn': throw mfaWebAuthnVerifyDisabled()
+      case 'phone': throw new MfaPhoneVerifyDisabledError()
+      case 'webauthn': throw new MfaWebAuthnVerifyDisabledError()
       case 'totp': break
-      default: throw factorTypeInvalid()
+      default: throw new FactorTypeInvalidError()
     }
-    if (!ctx.tenant.auth.mfa_totp_verify) throw mfaTotpVerifyDisabled()
+    if (!ctx.tenant.auth.mfa_totp_verify) throw new MfaTotpVerifyDisabledError()
     const ip = clientMeta(req).ip
     if (!ip) throw unexpectedFailure(new Error('no client IP for an MFA challenge'))
     const challenge = await withTransaction(ctx.db, async (q) => {
@@ -209,14 +206,14 @@ export async function factorRoutes (scope: FastifyInstance): Promise<void> {
     const b = bodyOf(req)
     const challengeId = challengeIdOf(b)
     const code = optString(b, 'code') ?? ''
-    if (code === '' && factor.factor_type !== 'webauthn') throw codeRequired()
+    if (code === '' && factor.factor_type !== 'webauthn') throw new CodeRequiredError()
     switch (factor.factor_type) {
-      case 'phone': throw mfaPhoneVerifyDisabled()
-      case 'webauthn': throw mfaWebAuthnVerifyDisabledOnVerify()
+      case 'phone': throw new MfaPhoneVerifyDisabledError()
+      case 'webauthn': throw new MfaWebAuthnVerifyDisabledOnVerifyError()
       case 'totp': break
-      default: throw factorTypeInvalid()
+      default: throw new FactorTypeInvalidError()
     }
-    if (!ctx.tenant.auth.mfa_totp_verify) throw mfaTotpVerifyDisabled()
+    if (!ctx.tenant.auth.mfa_totp_verify) throw new MfaTotpVerifyDisabledError()
     return verifyTotp(ctx, req, u, factor, challengeId, code)
   })
 
@@ -224,7 +221,7 @@ export async function factorRoutes (scope: FastifyInstance): Promise<void> {
     const ctx = contextOf(req)
     const u = await requireMfaUser(ctx, req)
     const factor = await loadFactor(ctx, req, u.user.user.id)
-    if (factor.status === 'verified' && !await sessionIsAal2(ctx.db, u.sessionId)) throw aal2RequiredToUnenroll()
+    if (factor.status === 'verified' && !await sessionIsAal2(ctx.db, u.sessionId)) throw new Aal2RequiredToUnenrollError()
     await withTransaction(ctx.db, async (q) => {
       const now = ctx.now()
       await deleteFactor(q, factor.id)

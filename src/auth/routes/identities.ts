@@ -6,7 +6,7 @@
 // switch on it is 404 not_found, as there.
 import type { FastifyInstance, FastifyRequest } from 'fastify'
 import { withTransaction } from '../../shared/pg.js'
-import { identityIdNotUuid, manualLinkingDisabled, notFound, unexpectedAudience } from '../errors.js'
+import { IdentityIdNotUuidError, ManualLinkingDisabledError, NotFoundError, UnexpectedAudienceError } from '../errors.js'
 import { contextOf } from '../hooks/resolve-tenant.js'
 import { requireUser, UUID } from '../hooks/require-user.js'
 import { queryParam } from '../http.js'
@@ -16,14 +16,14 @@ import { startExternalFlow } from './authorize.js'
 
 async function requireLinkingUser (ctx: TenantContext, req: FastifyRequest): Promise<AuthenticatedUser> {
   const u = await requireUser(ctx, req)
-  if (!ctx.tenant.auth.manual_linking) throw manualLinkingDisabled()
+  if (!ctx.tenant.auth.manual_linking) throw new ManualLinkingDisabledError()
   return u
 }
 
 export async function identityRoutes (scope: FastifyInstance): Promise<void> {
   scope.get('/user/identities', async (req) => {
     await requireLinkingUser(contextOf(req), req)
-    throw notFound()
+    throw new NotFoundError()
   })
 
   scope.get('/user/identities/authorize', async (req, reply) => {
@@ -38,9 +38,9 @@ export async function identityRoutes (scope: FastifyInstance): Promise<void> {
     const ctx = contextOf(req)
     const u = await requireLinkingUser(ctx, req)
     const id = (req.params as { identity_id?: string }).identity_id ?? ''
-    if (!UUID.test(id)) throw identityIdNotUuid()
+    if (!UUID.test(id)) throw new IdentityIdNotUuidError()
     const aud = Array.isArray(u.claims.aud) ? u.claims.aud[0] : u.claims.aud
-    if (aud !== ctx.tenant.jwt.aud) throw unexpectedAudience()
+    if (aud !== ctx.tenant.jwt.aud) throw new UnexpectedAudienceError()
     await withTransaction(ctx.db, (q) => unlinkIdentity(ctx, q, u.user.user.id, id.toLowerCase()))
     return {}
   })

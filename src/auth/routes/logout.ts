@@ -1,7 +1,7 @@
 // POST /logout?scope=global|local|others (spec §3.17): deletes sessions (refresh tokens
 // cascade) and answers 204. A token without a session_id falls back to global.
 import type { FastifyInstance } from 'fastify'
-import { validationFailed } from '../errors.js'
+import { ValidationFailedError } from '../errors.js'
 import { contextOf } from '../hooks/resolve-tenant.js'
 import { requireUser } from '../hooks/require-user.js'
 import { queryParam } from '../http.js'
@@ -13,7 +13,7 @@ export async function logoutRoutes (scope: FastifyInstance): Promise<void> {
     const ctx = contextOf(req)
     const { user, sessionId } = await requireUser(ctx, req)
     const scopeParam = queryParam(req, 'scope') ?? ''
-    if (!['', 'global', 'local', 'others'].includes(scopeParam)) throw validationFailed(`Unsupported logout scope "${scopeParam}"`)
+    if (!['', 'global', 'local', 'others'].includes(scopeParam)) throw new ValidationFailedError(`Unsupported logout scope "${scopeParam}"`)
     const id = user.user.id
     if (!sessionId || scopeParam === '' || scopeParam === 'global') await deleteSessionsOfUser(ctx.db, id)
     else if (scopeParam === 'local') await deleteSession(ctx.db, sessionId)

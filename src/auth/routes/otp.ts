@@ -8,7 +8,7 @@ import { createEmailUser } from '../accounts.js'
 import { sendEmailToken } from '../confirmations.js'
 import { hashPassword, randomPassword } from '../crypto.js'
 import {
-  magicLinkDisabled, otpDisabled, phoneProviderDisabled, signupDisabled, validationFailed, validationFailed422
+  MagicLinkDisabledError, OtpDisabledError, PhoneProviderDisabledError, SignupDisabledError, ValidationFailedError, ValidationFailed422Error
 } from '../errors.js'
 import { contextOf } from '../hooks/resolve-tenant.js'
 import { limitRequest } from '../rate-limits.js'
@@ -31,8 +31,8 @@ export async function sendMagicLink (ctx: TenantContext, r: MagicLinkRequest): P
   const settings = ctx.tenant.auth
   const autoconfirm = !settings.mail_confirmation
   const known = await findUserByEmail(ctx.db, r.email, ctx.tenant.jwt.aud)
-  if (!known && !r.createUser) throw otpDisabled()
-  if (!known && !settings.signup_enabled) throw signupDisabled()
+  if (!known && !r.createUser) throw new OtpDisabledError()
+  if (!known && !settings.signup_enabled) throw new SignupDisabledError()
   // A new account gets a random password nobody knows (the link is how one signs in),
   // hashed before the transaction so bcrypt does not hold a connection.
   const randomHash = known ? null : await hashPassword(randomPassword().slice(0, 64), ctx.config.auth.bcrypt_cost)
@@ -42,8 +42,8 @@ export async function sendMagicLink (ctx: TenantContext, r: MagicLinkRequest): P
       if (user) user = await lockUserById(q, user.id)
       if (!user) {
         // (Deleted since the first look: the same checks again; bcrypt here is the rare case.)
-        if (!r.createUser) throw otpDisabled()
-        if (!settings.signup_enabled) throw signupDisabled()
+        if (!r.createUser) throw new OtpDisabledError()
+        if (!settings.signup_enabled) throw new SignupDisabledError()
         const hash = randomHash ?? await hashPassword(randomPassword().slice(0, 64), ctx.config.auth.bcrypt_cost)
         user = (await createEmailUser(ctx, q, { email: r.email, encryptedPassword: hash, data: r.data, confirmed: autoconfirm })).user
         await audit(q, { action: 'user_signedup', actorId: user.id, actorUsername: r.email, traits: { provider: 'email', via: 'otp' }, now: ctx.now() })
@@ -80,11 +80,11 @@ export async function otpRoutes (scope: FastifyInstance): Promise<void> {
     const email = optString(b, 'email')
     const phone = optString(b, 'phone')
     const createUser = optBool(b, 'create_user') ?? true
-    if (email && phone) throw validationFailed('Only an email address or phone number should be provided')
-    if (email && optString(b, 'channel')) throw validationFailed('Channel should only be specified with Phone OTP')
-    if (phone) throw phoneProviderDisabled('Unsupported phone provider')
-    if (!email) throw validationFailed('One of email or phone must be set')
-    if (!ctx.tenant.auth.magic_link) throw magicLinkDisabled()
+    if (email && phone) throw new ValidationFailedError('Only an email address or phone number should be provided')
+    if (email && optString(b, 'channel')) throw new ValidationFailedError('Channel should only be specified with Phone OTP')
+    if (phone) throw new PhoneProviderDisabledError('Unsupported phone provider')
+    if (!email) throw new ValidationFailedError('One of email or phone must be set')
+    if (!ctx.tenant.auth.magic_link) throw new MagicLinkDisabledError()
     return sendMagicLink(ctx, magicLinkRequest(ctx, req, email, b, createUser))
   })
 
@@ -92,9 +92,9 @@ export async function otpRoutes (scope: FastifyInstance): Promise<void> {
     const ctx = contextOf(req)
     await limitRequest(req, ctx, 'otp')
     const b = bodyOf(req)
-    if (!ctx.tenant.auth.magic_link) throw magicLinkDisabled()
+    if (!ctx.tenant.auth.magic_link) throw new MagicLinkDisabledError()
     const email = optString(b, 'email')
-    if (!email) throw validationFailed422('Password recovery requires an email')
+    if (!email) throw new ValidationFailed422Error('Password recovery requires an email')
     return sendMagicLink(ctx, magicLinkRequest(ctx, req, email, b, true))
   })
 }

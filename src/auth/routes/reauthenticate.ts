@@ -5,7 +5,7 @@ import type { FastifyInstance } from 'fastify'
 import { withTransaction, type Queryable } from '../../shared/pg.js'
 import { constantTimeEqual, generateOtp, hashOtp } from '../crypto.js'
 import {
-  reauthenticationEmailNotConfirmed, reauthenticationNoAddress, reauthenticationNotValid
+  ReauthenticationEmailNotConfirmedError, ReauthenticationNoAddressError, ReauthenticationNotValidError
 } from '../errors.js'
 import { contextOf } from '../hooks/resolve-tenant.js'
 import { requireUser } from '../hooks/require-user.js'
@@ -23,10 +23,10 @@ export async function verifyReauthenticationNonce (ctx: TenantContext, q: Querya
   const r = await q.query<{ token: string | null, sent_at: Date | null }>(
     'SELECT reauthentication_token AS token, reauthentication_sent_at AS sent_at FROM auth.users WHERE id = $1', [user.id])
   const row = r.rows[0]
-  if (!row?.token || !row.sent_at) throw reauthenticationNotValid()
-  if (!user.email) throw reauthenticationNotValid()
+  if (!row?.token || !row.sent_at) throw new ReauthenticationNotValidError()
+  if (!user.email) throw new ReauthenticationNotValidError()
   const fresh = row.sent_at.getTime() + ctx.tenant.auth.otp_expiry * 1000 > ctx.now().getTime()
-  if (!fresh || !constantTimeEqual(hashOtp(user.email.toLowerCase(), nonce), row.token)) throw reauthenticationNotValid()
+  if (!fresh || !constantTimeEqual(hashOtp(user.email.toLowerCase(), nonce), row.token)) throw new ReauthenticationNotValidError()
   await q.query(`UPDATE auth.users SET reauthentication_token = '', reauthentication_sent_at = NULL WHERE id = $1`, [user.id])
   await deleteOneTimeToken(q, user.id, 'reauthentication_token')
 }
@@ -37,8 +37,8 @@ export async function reauthenticateRoutes (scope: FastifyInstance): Promise<voi
     const { user: { user } } = await requireUser(ctx, req)
     const address = user.email ?? ''
     // No SMS here: a phone-only user has no address to send the nonce to.
-    if (address === '') throw reauthenticationNoAddress()
-    if (!user.email_confirmed_at) throw reauthenticationEmailNotConfirmed()
+    if (address === '') throw new ReauthenticationNoAddressError()
+    if (!user.email_confirmed_at) throw new ReauthenticationEmailNotConfirmedError()
     await withTransaction(ctx.db, async (q) => {
       const now = ctx.now()
       await audit(q, { action: 'user_reauthenticate_requested', actorId: user.id, actorUsername: address, ip: clientMeta(req).ip, now })

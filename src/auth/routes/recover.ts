@@ -4,7 +4,7 @@
 import type { FastifyInstance } from 'fastify'
 import { withTransaction } from '../../shared/pg.js'
 import { sendEmailToken } from '../confirmations.js'
-import { validationFailed } from '../errors.js'
+import { ValidationFailedError } from '../errors.js'
 import { contextOf } from '../hooks/resolve-tenant.js'
 import { limitRequest } from '../rate-limits.js'
 import { bodyOf, normaliseEmail, optString, redirectUrlOf } from '../http.js'
@@ -17,7 +17,7 @@ export async function recoverRoutes (scope: FastifyInstance): Promise<void> {
     await limitRequest(req, ctx, 'otp')
     const b = bodyOf(req)
     const email = optString(b, 'email')
-    if (!email) throw validationFailed('Password recovery requires an email')
+    if (!email) throw new ValidationFailedError('Password recovery requires an email')
     const address = normaliseEmail(email)
     const pkce = pkceParamsOf(ctx, b.code_challenge, b.code_challenge_method)
     const redirectTo = redirectUrlOf(req, ctx.tenant.auth)

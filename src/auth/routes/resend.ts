@@ -5,7 +5,7 @@
 import type { FastifyInstance } from 'fastify'
 import { withTransaction } from '../../shared/pg.js'
 import { sendEmailToken } from '../confirmations.js'
-import { phoneProviderDisabled, validationFailed } from '../errors.js'
+import { PhoneProviderDisabledError, ValidationFailedError } from '../errors.js'
 import { contextOf } from '../hooks/resolve-tenant.js'
 import { limitRequest } from '../rate-limits.js'
 import { bodyOf, normaliseEmail, optString, redirectUrlOf } from '../http.js'
@@ -22,15 +22,15 @@ export async function resendRoutes (scope: FastifyInstance): Promise<void> {
     const type = optString(b, 'type') ?? ''
     const email = optString(b, 'email')
     const phone = optString(b, 'phone')
-    if (!TYPES.includes(type)) throw validationFailed('Missing one of these types: signup, email_change, sms, phone_change')
-    if (email && phone) throw validationFailed('Only an email address or phone number should be provided.')
+    if (!TYPES.includes(type)) throw new ValidationFailedError('Missing one of these types: signup, email_change, sms, phone_change')
+    if (email && phone) throw new ValidationFailedError('Only an email address or phone number should be provided.')
     if (type === 'sms' || type === 'phone_change') {
-      if (email) throw validationFailed('Only an email address or phone number should be provided.')
-      if (!phone) throw validationFailed('Type provided requires a phone number')
-      throw phoneProviderDisabled('Unsupported phone provider')
+      if (email) throw new ValidationFailedError('Only an email address or phone number should be provided.')
+      if (!phone) throw new ValidationFailedError('Type provided requires a phone number')
+      throw new PhoneProviderDisabledError('Unsupported phone provider')
     }
-    if (phone) throw validationFailed('Only an email address or phone number should be provided.')
-    if (!email) throw validationFailed('Type provided requires an email address')
+    if (phone) throw new ValidationFailedError('Only an email address or phone number should be provided.')
+    if (!email) throw new ValidationFailedError('Type provided requires an email address')
     const address = normaliseEmail(email)
     const pkce = pkceParamsOf(ctx, b.code_challenge, b.code_challenge_method)
     const redirectTo = redirectUrlOf(req, ctx.tenant.auth)

@@ -9,7 +9,7 @@ import { confirmEmail, createEmailUser } from '../accounts.js'
 import { sendEmailToken } from '../confirmations.js'
 import { assertPasswordAcceptable, hashPassword, verifyPassword } from '../crypto.js'
 import {
-  anonymousDisabled, phoneProviderDisabled, signupDisabled, userAlreadyExists, validationFailed
+  AnonymousDisabledError, PhoneProviderDisabledError, SignupDisabledError, UserAlreadyExistsError, ValidationFailedError
 } from '../errors.js'
 import { contextOf } from '../hooks/resolve-tenant.js'
 import { limitRequest } from '../rate-limits.js'
@@ -23,9 +23,9 @@ import { startSession } from '../tokens.js'
 import type { TenantContext } from '../types.js'
 
 async function anonymousSignIn (ctx: TenantContext, req: FastifyRequest, data: Record<string, unknown> | undefined) {
-  if (!ctx.tenant.auth.anonymous_sign_in) throw anonymousDisabled()
+  if (!ctx.tenant.auth.anonymous_sign_in) throw new AnonymousDisabledError()
   await limitFeatureRequest(ctx, req, 'anonymous_sign_ins')
-  if (!ctx.tenant.auth.signup_enabled) throw signupDisabled()
+  if (!ctx.tenant.auth.signup_enabled) throw new SignupDisabledError()
   return withTransaction(ctx.db, async (q) => {
     const now = ctx.now()
     const user = await insertUser(q, {
@@ -58,11 +58,11 @@ export async function signupRoutes (scope: FastifyInstance): Promise<void> {
     if (!email && !phone) return anonymousSignIn(ctx, req, data)
     await limitRequest(req, ctx, 'sign_in_sign_up')
 
-    if (!settings.signup_enabled) throw signupDisabled()
-    if (!password) throw validationFailed('Signup requires a valid password')
+    if (!settings.signup_enabled) throw new SignupDisabledError()
+    if (!password) throw new ValidationFailedError('Signup requires a valid password')
     assertPasswordAcceptable(password, settings)
-    if (email && phone) throw validationFailed('Only an email address or phone number should be provided on signup.')
-    if (phone) throw phoneProviderDisabled('Phone signups are disabled')
+    if (email && phone) throw new ValidationFailedError('Only an email address or phone number should be provided on signup.')
+    if (phone) throw new PhoneProviderDisabledError('Phone signups are disabled')
     const pkce = pkceParamsOf(ctx, b.code_challenge, b.code_challenge_method)
     const address = normaliseEmail(email!)
     const redirectTo = redirectUrlOf(req, settings)
@@ -71,14 +71,14 @@ export async function signupRoutes (scope: FastifyInstance): Promise<void> {
 
     const existing = await findUserByEmail(ctx.db, address, ctx.tenant.jwt.aud)
     if (existing?.email_confirmed_at) {
-      if (autoconfirm) throw userAlreadyExists()
+      if (autoconfirm) throw new UserAlreadyExistsError()
       return obfuscatedUser(ctx, address, data)
     }
     if (existing) {
       // Unconfirmed: nothing stored changes. With autoconfirm (the tenant switched it on
       // since), the right password confirms and signs in; otherwise a new confirmation mail.
       if (autoconfirm) {
-        if (!await verifyPassword(password, existing.encrypted_password, cost)) throw userAlreadyExists()
+        if (!await verifyPassword(password, existing.encrypted_password, cost)) throw new UserAlreadyExistsError()
         return withTransaction(ctx.db, async (q) => {
           const confirmed = await confirmEmail(ctx, q, existing)
           return startSession(ctx, q, confirmed, { method: 'password', ...clientMeta(req) })
@@ -104,7 +104,7 @@ export async function signupRoutes (scope: FastifyInstance): Promise<void> {
     } catch (err) {
       // A concurrent sign-up of the same address won the unique index.
       if ((err as { code?: string }).code === '23505') {
-        if (autoconfirm) throw userAlreadyExists()
+        if (autoconfirm) throw new UserAlreadyExistsError()
         return obfuscatedUser(ctx, address, data)
       }
       throw err

@@ -1,7 +1,7 @@
 // POST /token?grant_type=... (spec §3.4): dispatches to the grant functions. An unknown
 // grant is GoTrue's 400 invalid_credentials "unsupported_grant_type".
 import type { FastifyInstance } from 'fastify'
-import { invalidCredentials } from '../errors.js'
+import { UnsupportedGrantTypeError } from '../errors.js'
 import { GRANTS } from '../grants/index.js'
 import { contextOf } from '../hooks/resolve-tenant.js'
 import { limitRequest } from '../rate-limits.js'
@@ -13,7 +13,7 @@ export async function tokenRoutes (scope: FastifyInstance): Promise<void> {
     const ctx = contextOf(req)
     const grantType = queryParam(req, 'grant_type') ?? ''
     const grant = ownValue(GRANTS, grantType)
-    if (!grant) throw invalidCredentials('unsupported_grant_type')
+    if (!grant) throw new UnsupportedGrantTypeError()
     // Refreshing a session has its own, larger bucket; every other grant is a sign-in.
     await limitRequest(req, ctx, grantType === 'refresh_token' ? 'token_refresh' : 'sign_in_sign_up')
     return grant(ctx, req, bodyOf(req))

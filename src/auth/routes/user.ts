@@ -7,7 +7,7 @@ import { emailIdentityData, refreshProviders } from '../accounts.js'
 import { sendEmailToken } from '../confirmations.js'
 import { assertPasswordAcceptable, hashPassword, verifyPassword } from '../crypto.js'
 import {
-  aal2RequiredToUpdate, emailExists, MAX_OTP_ATTEMPTS, notAdmin, phoneProviderDisabled, reauthenticationAttemptsExhausted, reauthenticationNeeded, samePassword, validationFailed422
+  Aal2RequiredToUpdateError, AppMetadataAdminOnlyError, EmailExistsError, MAX_OTP_ATTEMPTS, PhoneProviderDisabledError, ReauthenticationAttemptsExhaustedError, ReauthenticationNeededError, SamePasswordError, ValidationFailed422Error
 } from '../errors.js'
 import { contextOf } from '../hooks/resolve-tenant.js'
 import { limitRequest } from '../rate-limits.js'
@@ -53,34 +53,34 @@ export async function userRoutes (scope: FastifyInstance): Promise<void> {
     const u = current.user
 
     const email = rawEmail ? normaliseEmail(rawEmail) : undefined
-    if (phone) throw phoneProviderDisabled('Phone provider is disabled for this database')
+    if (phone) throw new PhoneProviderDisabledError('Phone provider is disabled for this database')
     if (password !== undefined) assertPasswordAcceptable(password, settings)
-    if (appMetadata && u.role !== 'admin') throw notAdmin('Updating app_metadata requires admin privileges')
+    if (appMetadata && u.role !== 'admin') throw new AppMetadataAdminOnlyError()
     const nonce = optString(b, 'nonce')
     const session = sessionId ? await findSession(ctx.db, sessionId) : null
     if (current.factors?.some((f) => f.status === 'verified') && session?.aal !== 'aal2') {
       if ((password !== undefined && password !== '') || (email !== undefined && email !== (u.email ?? '')) || (phone !== undefined && phone !== (u.phone ?? ''))) {
-        throw aal2RequiredToUpdate()
+        throw new Aal2RequiredToUpdateError()
       }
     }
     if (password !== undefined && u.is_anonymous && !u.email && !email) {
-      throw validationFailed422('Updating password of an anonymous user without an email or phone is not allowed')
+      throw new ValidationFailed422Error('Updating password of an anonymous user without an email or phone is not allowed')
     }
     const changingEmail = email !== undefined && email !== (u.email ?? '').toLowerCase()
-    if (changingEmail && await isEmailTaken(ctx.db, email, u.id)) throw emailExists()
+    if (changingEmail && await isEmailTaken(ctx.db, email, u.id)) throw new EmailExistsError()
 
     // Secure password change: a session older than 24 h needs the nonce of GET /reauthenticate.
     const needsNonce = password !== undefined && settings.secure_password_change &&
       (!session?.created_at || ctx.now().getTime() > session.created_at.getTime() + 24 * 3600 * 1000)
-    if (needsNonce && !nonce) throw reauthenticationNeeded()
+    if (needsNonce && !nonce) throw new ReauthenticationNeededError()
     if (needsNonce) {
       // Each try counts against the outstanding nonce before it is compared, as codes do.
       const attempts = await countOtpAttempt(ctx.db, u.email ?? '', ['reauthentication_token'])
-      if (attempts > MAX_OTP_ATTEMPTS) throw reauthenticationAttemptsExhausted()
+      if (attempts > MAX_OTP_ATTEMPTS) throw new ReauthenticationAttemptsExhaustedError()
     }
     let newHash: string | undefined
     if (password !== undefined) {
-      if (await verifyPassword(password, u.encrypted_password, ctx.config.auth.bcrypt_cost)) throw samePassword()
+      if (await verifyPassword(password, u.encrypted_password, ctx.config.auth.bcrypt_cost)) throw new SamePasswordError()
       newHash = await hashPassword(password, ctx.config.auth.bcrypt_cost)
     }
     const redirectTo = redirectUrlOf(req, settings)

@@ -8,7 +8,9 @@ import { GatehouseError } from '../../shared/errors.js'
 import { withTransaction } from '../../shared/pg.js'
 import { ottTypesOfVerifyType, verifyTokenHash, type VerifyOutcome } from '../confirmations.js'
 import { hashOtp } from '../crypto.js'
-import { AuthError, MAX_OTP_ATTEMPTS, oauthErrorForStatus, otpAttemptsExhausted, toAuthError, validationFailed, validationFailed422 } from '../errors.js'
+import {
+  AuthError, FlowStateNotFoundRedirectError, MAX_OTP_ATTEMPTS, oauthErrorForStatus, OtpAttemptsExhaustedError, toAuthError, ValidationFailed422Error, ValidationFailedError
+} from '../errors.js'
 import { contextOf } from '../hooks/resolve-tenant.js'
 import { limitRequest } from '../rate-limits.js'
 import { bodyOf, clientMeta, normaliseEmail, optString, queryParam, redirectUrlOf } from '../http.js'
@@ -21,7 +23,6 @@ import { startSession } from '../tokens.js'
 import type { Queryable } from '../../shared/pg.js'
 import type { AccessTokenResponse, TenantContext } from '../types.js'
 
-const LINK_INVALID = 'Email link is invalid or has expired'
 /** The `type`s a link may carry (GET /verify); others are an error redirect. */
 const LINK_TYPES = new Set(['signup', 'invite', 'recovery', 'magiclink', 'email_change', 'email'])
 const FIRST_EMAIL_CHANGE = 'Confirmation link accepted. Please proceed to confirm link sent to the other email'
@@ -35,7 +36,7 @@ export function withFragment (url: string, params: Record<string, string>): stri
   return `${base}#${enc ? enc + '&' : ''}sb=`
 }
 
-const flowStateNotFoundRedirect = () => new AuthError('flow_state_not_found', 400, 'invalid flow state, no valid flow state found')
+const flowStateNotFoundRedirect = () => new FlowStateNotFoundRedirectError()
 
 /**
  * The type and stored hash a verification is about: among the candidate hashes (an OTP's
@@ -58,7 +59,7 @@ async function resolveToken (q: Queryable, type: string, hashes: string[]): Prom
 interface Verified { outcome: VerifyOutcome, type: string, session?: AccessTokenResponse, code?: string }
 
 async function verifyAndSignIn (ctx: TenantContext, req: FastifyRequest, type: string, hashes: string[],
-  opts: { relatesTo?: string, notFoundMessage?: string, pkceRedirect?: boolean, attemptCounted?: boolean }): Promise<Verified> {
+  opts: { relatesTo?: string, linkOpened?: boolean, pkceRedirect?: boolean, attemptCounted?: boolean }): Promise<Verified> {
   return withTransaction(ctx.db, async (q) => {
     const resolved = await resolveToken(q, type, hashes)
     const outcome = await verifyTokenHash(ctx, q, resolved.type, resolved.hash, opts)
@@ -90,13 +91,13 @@ export async function verifyRoutes (scope: FastifyInstance): Promise<void> {
     await limitRequest(req, ctx, 'verify')
     const type = queryParam(req, 'type')
     const token = queryParam(req, 'token')
-    if (!type) throw validationFailed('Verify requires a verification type')
-    if (!token) throw validationFailed('Verify requires a token or a token hash')
+    if (!type) throw new ValidationFailedError('Verify requires a verification type')
+    if (!token) throw new ValidationFailedError('Verify requires a token or a token hash')
     const redirectTo = redirectUrlOf(req, ctx.tenant.auth)
     const pkce = token.startsWith('pkce_')
     try {
-      if (!LINK_TYPES.has(type)) throw validationFailed(`Unsupported verification type: ${type}`)
-      const { outcome, session, code, type: verifiedType } = await verifyAndSignIn(ctx, req, type, [token], { notFoundMessage: LINK_INVALID, pkceRedirect: true })
+      if (!LINK_TYPES.has(type)) throw new ValidationFailedError(`Unsupported verification type: ${type}`)
+      const { outcome, session, code, type: verifiedType } = await verifyAndSignIn(ctx, req, type, [token], { linkOpened: true, pkceRedirect: true })
       if (outcome.kind === 'first_email_change_confirmation') {
         const base = pkce ? withQueryParams(redirectTo, { message: FIRST_EMAIL_CHANGE }) : redirectTo
         return reply.redirect(withFragment(base, { message: FIRST_EMAIL_CHANGE }), 303)
@@ -129,17 +130,17 @@ export async function verifyRoutes (scope: FastifyInstance): Promise<void> {
     const tokenHash = optString(b, 'token_hash')
     const email = optString(b, 'email')
     const phone = optString(b, 'phone')
-    if (!type) throw validationFailed('Verify requires a verification type')
-    if ((token && tokenHash) || (!token && !tokenHash)) throw validationFailed('Verify requires either a token or a token hash')
+    if (!type) throw new ValidationFailedError('Verify requires a verification type')
+    if ((token && tokenHash) || (!token && !tokenHash)) throw new ValidationFailedError('Verify requires either a token or a token hash')
     let hashes: string[]
     let relatesTo: string | undefined
     if (tokenHash) {
-      if (email || phone || optString(b, 'redirect_to')) throw validationFailed('Only the token_hash and type should be provided')
+      if (email || phone || optString(b, 'redirect_to')) throw new ValidationFailedError('Only the token_hash and type should be provided')
       hashes = [tokenHash]
     } else {
-      if (!email) throw validationFailed('Verify requires an email or a phone number')
+      if (!email) throw new ValidationFailedError('Verify requires an email or a phone number')
       let address: string
-      try { address = normaliseEmail(email) } catch { throw validationFailed422('Invalid email format') }
+      try { address = normaliseEmail(email) } catch { throw new ValidationFailed422Error('Invalid email format') }
       const hash = hashOtp(address, token!)
       // A code mailed in a PKCE flow is stored `pkce_`-prefixed; the code works all the same.
       hashes = [hash, 'pkce_' + hash]
@@ -154,13 +155,13 @@ export async function verifyRoutes (scope: FastifyInstance): Promise<void> {
     // before the code is checked, so however many clients guess at once, a code is checked
     // MAX_OTP_ATTEMPTS times at most; after that even the right code is refused.
     const attempts = await countOtpAttempt(ctx.db, relatesTo, ottTypesOfVerifyType(type))
-    if (attempts > MAX_OTP_ATTEMPTS) throw otpAttemptsExhausted()
+    if (attempts > MAX_OTP_ATTEMPTS) throw new OtpAttemptsExhaustedError()
     try {
       const { outcome, session } = await verifyAndSignIn(ctx, req, type, hashes, { relatesTo, attemptCounted: true })
       if (outcome.kind === 'first_email_change_confirmation') return { msg: FIRST_EMAIL_CHANGE, code: '200' }
       return session!
     } catch (err) {
-      if (attempts === MAX_OTP_ATTEMPTS && err instanceof AuthError && err.code === 'otp_expired') throw otpAttemptsExhausted()
+      if (attempts === MAX_OTP_ATTEMPTS && err instanceof AuthError && err.code === 'otp_expired') throw new OtpAttemptsExhaustedError()
       throw err
     }
   })
