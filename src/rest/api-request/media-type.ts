@@ -57,13 +57,14 @@ function qValue (text: string): number {
  * The Accept header as a preference-ordered list, read as PostgREST reads it (wai-extra's
  * parseHttpAccept): entries split on commas with all blanks removed, `;q=` cuts the entry,
  * sorted by q then by specificity (semicolons minus stars), both descending, stable. q=0
- * entries are kept. `*\/*` when the header is absent or empty.
+ * entries are kept, so are empty ones (nothing is acceptable for an empty header). `*\/*`
+ * when the header is absent.
  */
 export function parseAccept (header: string | undefined): MediaType[] {
-  if (!header || !header.trim()) return [ANY]
+  if (header === undefined) return [ANY]
+  if (header === '') return []
   const list: Array<{ m: MediaType, specificity: number, i: number }> = []
   for (const item of header.replace(/ /g, '').split(',')) {
-    if (item === '') continue
     const cut = item.indexOf(';q=')
     const raw = cut < 0 ? item : item.slice(0, cut)
     const q = cut < 0 ? 1 : qValue(item.slice(cut + 3).split(';')[0]!)
@@ -72,7 +73,6 @@ export function parseAccept (header: string | undefined): MediaType[] {
     const count = (c: string): number => raw.split(c).length - 1
     list.push({ m, specificity: count(';') - count('*'), i: list.length })
   }
-  if (list.length === 0) return [ANY]
   return list.sort((a, b) => b.m.q - a.m.q || b.specificity - a.specificity || a.i - b.i).map((e) => e.m)
 }
 

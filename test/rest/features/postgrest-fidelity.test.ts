@@ -56,6 +56,11 @@ t.test('content negotiation and PGRST107', async (t) => {
     t.same(await unavailable('image/png;q=0.5;level=1, */x'), body('*/x, image/png'), '`;q=` cuts the entry')
   })
 
+  t.test('an empty Accept accepts nothing', async (t) => {
+    t.same(await unavailable(''), body(''))
+    t.same(await unavailable('text/foo,'), body('text/foo, '), 'an empty entry is kept')
+  })
+
   t.test('wildcard subtypes are not offered', async (t) => {
     t.same(await unavailable('application/*'), body('application/*'))
     t.same(await unavailable('text/*'), body('text/*'))
