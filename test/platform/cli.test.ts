@@ -60,10 +60,11 @@ t.test('tenants create / drop round trip', async (t) => {
   t.teardown(() => dropTenant({ adminUrl: adminUrl(), database }))
   const file = path.join(dir, `${database}.yaml`)
 
-  const [created, bad] = await Promise.all([
+  const [created, bad, badAlg] = await Promise.all([
     gatehouse(['tenants', 'create', database, '--org', 'org_cli', '--postgres', adminUrl(), '--dir', dir,
       '--auth-upstream', `http://auth.internal:9999/${database}`, '--rest-upstream', `http://rest.internal:3000/${database}`]),
-    gatehouse(['tenants', 'create', 'Bad Name', '--org', 'o', '--postgres', adminUrl(), '--dir', dir])
+    gatehouse(['tenants', 'create', 'Bad Name', '--org', 'o', '--postgres', adminUrl(), '--dir', dir]),
+    gatehouse(['tenants', 'create', `${database}_x`, '--org', 'o', '--postgres', adminUrl(), '--dir', dir, '--signing-algorithm', 'HS512'])
   ])
   t.equal(created.code, 0, created.stderr)
   t.ok(existsSync(file), 'the tenant file is written')
@@ -73,6 +74,12 @@ t.test('tenants create / drop round trip', async (t) => {
   t.match(parsed.keys, { public: /^pk_/, secret: /^sk_/ })
   t.ok(created.stdout.includes(parsed.keys.public) && created.stdout.includes(parsed.keys.secret), 'the keys are printed')
   t.match(readFileSync(file, 'utf8'), /^# .*tenants create/, 'with a header comment')
+  t.equal(parsed.jwt.signing_algorithm, 'ES256', 'a new database signs with ES256')
+  t.same(parsed.jwt.signing_keys.map((k) => k.alg), ['ES256'], 'with the one key generated for it')
+  t.match(created.stdout, `signing:     ES256 (kid ${parsed.jwt.signing_keys[0]!.kid})`)
+  t.equal(badAlg.code, 1)
+  t.match(badAlg.stderr, /--signing-algorithm must be one of HS256, ES256, RS256/)
+  t.notOk(existsSync(path.join(dir, `${database}_x.yaml`)), 'nothing made for a bad algorithm')
   const role = await withClient(parsed.postgres, async (c) => (await c.query("SELECT platform.role('auth') AS r")).rows[0].r)
   t.equal(role, parsed.roles.auth, 'the owner login of the file works')
   t.equal(bad.code, 1, 'a refusal exits with 1')
