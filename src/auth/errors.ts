@@ -284,6 +284,8 @@ export const ProviderEmailNeedsVerificationError = defineAuthError('provider_ema
   () => 'Unverified email with the provider. Please verify your email and try again.')
 export const MultipleAccountsError = defineAuthError('unexpected_failure', 500,
   () => 'Multiple accounts with the same email address in the same linking domain detected')
+/** GoTrue adminUserCreate with neither address. */
+export const CreateUserWithoutAddressError = defineAuthError('validation_failed', 400, () => 'Cannot create a user without either an email or phone')
 export const UserWithEmailNotFoundError = defineAuthError('user_not_found', 404, () => 'User with this email not found')
 
 // ----- refresh token and id_token grants (OAuth form where GoTrue uses it) -----------------------

@@ -8,7 +8,7 @@ import { confirmEmail, createEmailUser, emailIdentityData, refreshProviders } fr
 import { issueEmailToken, sendEmailToken, type EmailTokenKind } from '../confirmations.js'
 import { assertPasswordAcceptable, checkPasswordLength, hashOtp, hashPassword, randomPassword } from '../crypto.js'
 import {
-  EmailExistsError, PhoneExistsError, UserNotFoundError, UserWithEmailNotFoundError, ValidationFailed404Error, ValidationFailed422Error, ValidationFailedError
+  CreateUserWithoutAddressError, EmailExistsError, PhoneExistsError, UserNotFoundError, UserWithEmailNotFoundError, ValidationFailed404Error, ValidationFailed422Error, ValidationFailedError
 } from '../errors.js'
 import { contextOf } from '../hooks/resolve-tenant.js'
 import { requireAdmin, UUID } from '../hooks/require-user.js'
@@ -69,7 +69,7 @@ async function passwordHashFrom (ctx: TenantContext, b: Body, checkStrength: boo
 async function adminCreateUser (ctx: TenantContext, b: Body) {
   const rawEmail = optString(b, 'email')
   const rawPhone = optString(b, 'phone')
-  if (!rawEmail && !rawPhone) throw new ValidationFailedError('Unable to create user: email or phone is required')
+  if (!rawEmail && !rawPhone) throw new CreateUserWithoutAddressError()
   const email = rawEmail ? normaliseEmail(rawEmail) : undefined
   const phone = rawPhone ? normalisePhone(rawPhone) : undefined
   const id = optString(b, 'id')
