@@ -151,7 +151,10 @@ export function createRedisStore (opts: RedisStoreOptions): RedisTenantStore {
     try { t = JSON.parse(json) as Tenant } catch (err) {
       throw new TenantStoreBackendError(`tenant store: the record of ${database} in redis is not JSON`, { cause: err })
     }
-    if (!t || typeof t !== 'object' || t.database !== database || !KEY_HASH.test(t.keys?.public) || !KEY_HASH.test(t.keys?.secret)) {
+    const signingKeys: unknown = t?.jwt?.signing_keys
+    const keysOk = signingKeys === undefined || (Array.isArray(signingKeys) && signingKeys.every((k: { kid?: unknown, private_key?: unknown, public_jwk?: unknown } | null) =>
+      typeof k?.kid === 'string' && typeof k.private_key === 'string' && typeof k.public_jwk === 'object' && k.public_jwk !== null))
+    if (!t || typeof t !== 'object' || t.database !== database || !KEY_HASH.test(t.keys?.public) || !KEY_HASH.test(t.keys?.secret) || !keysOk) {
       throw new TenantStoreBackendError(`tenant store: the record of ${database} in redis is malformed; re-apply its tenant file`)
     }
     return t

@@ -54,6 +54,11 @@ t.test('a malformed record is a clear error, not a crash', async (t) => {
   await t.rejects(store.get('junk'), { code: 'tenant_store_backend', message: /record of junk in redis is not JSON/ })
   await redis.hset(`${prefix}tenant:other`, 'record', JSON.stringify({ database: 'acme' }))
   await t.rejects(store.get('other'), { message: /record of other in redis is malformed/ })
+  // A signing key without its public JWK (written by hand, not by toTenant) would verify nothing.
+  const noPublic = tenant('keyed')
+  noPublic.jwt.signing_keys = [{ kid: 'k1', alg: 'ES256', private_key: '{}' } as never]
+  await redis.hset(`${prefix}tenant:keyed`, 'record', JSON.stringify(noPublic))
+  await t.rejects(store.get('keyed'), { message: /record of keyed in redis is malformed; re-apply its tenant file/ })
 })
 
 t.test('changes are published to every store sharing the prefix, and only those', async (t) => {
