@@ -64,7 +64,6 @@ export const ConflictError = defineAuthError('conflict', 409, () => 'Too many co
 // ----- bearer / admin ----------------------------------------------------------------------
 export const NoAuthorizationError = defineAuthError('no_authorization', 401, () => 'This endpoint requires a valid Bearer token')
 export const BadJwtError = defineAuthError('bad_jwt', 403, (reason: string) => `invalid JWT: unable to parse or verify signature, ${reason}`)
-export const BadJwtMsgError = defineAuthError('bad_jwt', 403, (message: string) => message)
 export const NotAdminError = defineAuthError('not_admin', 403, () => 'User not allowed')
 export const AppMetadataAdminOnlyError = defineAuthError('not_admin', 403, () => 'Updating app_metadata requires admin privileges')
 export const UserNotFoundBearerError = defineAuthError('user_not_found', 403, () => 'User from sub claim in JWT does not exist')
@@ -286,6 +285,10 @@ export const MultipleAccountsError = defineAuthError('unexpected_failure', 500,
   () => 'Multiple accounts with the same email address in the same linking domain detected')
 /** GoTrue adminUserCreate with neither address. */
 export const CreateUserWithoutAddressError = defineAuthError('validation_failed', 400, () => 'Cannot create a user without either an email or phone')
+/** GoTrue requireAuthentication: a bearer token without a subject. */
+export const MissingSubClaimError = defineAuthError('bad_jwt', 403, () => 'invalid claim: missing sub claim')
+/** GoTrue answers a subject that is not a UUID with 400, not the 403 of the other bad_jwt refusals. */
+export const SubNotUuidError = defineAuthError('bad_jwt', 400, () => 'invalid claim: sub claim must be a UUID')
 export const UserWithEmailNotFoundError = defineAuthError('user_not_found', 404, () => 'User with this email not found')
 
 // ----- refresh token and id_token grants (OAuth form where GoTrue uses it) -----------------------

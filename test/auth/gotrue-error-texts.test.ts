@@ -2,7 +2,9 @@
 // supabase/auth (internal/api): each answer here is what GoTrue sends, as auth-js reads it.
 import t from 'tap'
 import { GoTrueAdminApi } from '@supabase/auth-js'
-import { startAuth } from '../helpers/auth-harness.js'
+import { SignJWT } from 'jose'
+import { startAuth, call } from '../helpers/auth-harness.js'
+import { tenantIssuer } from '../../src/tenants/schema.js'
 
 t.test('GoTrue texts', async (t) => {
   const h = await startAuth(t)
@@ -14,5 +16,16 @@ t.test('GoTrue texts', async (t) => {
     t.equal(r.error?.status, 400)
     t.equal(r.error?.code, 'validation_failed')
     t.equal(r.error?.message, 'Cannot create a user without either an email or phone')
+  })
+
+  t.test('a bearer token whose sub is not a UUID: 400 bad_jwt (GoTrue requireAuthentication)', async (t) => {
+    const token = await new SignJWT({ role: 'authenticated' }).setProtectedHeader({ alg: 'HS256' }).setSubject('not-a-uuid')
+      .setIssuer(tenantIssuer(a.tenant, 'http://gatehouse.test')).setExpirationTime('5m').sign(new TextEncoder().encode(a.file.jwt.secret))
+    const r = await call(h.base(a) + '/user', { token })
+    t.same([r.status, r.body], [400, { code: 'bad_jwt', message: 'invalid claim: sub claim must be a UUID' }])
+    const noSub = await new SignJWT({ role: 'authenticated' }).setProtectedHeader({ alg: 'HS256' })
+      .setIssuer(tenantIssuer(a.tenant, 'http://gatehouse.test')).setExpirationTime('5m').sign(new TextEncoder().encode(a.file.jwt.secret))
+    const m = await call(h.base(a) + '/user', { token: noSub })
+    t.same([m.status, m.body], [403, { code: 'bad_jwt', message: 'invalid claim: missing sub claim' }])
   })
 })

@@ -7,7 +7,7 @@ import type { FastifyRequest } from 'fastify'
 import { errors as joseErrors } from 'jose'
 import { describeJwtError, UnknownKeyIdError, verifyWithKeys, type VerificationKey } from '../../shared/jwt.js'
 import {
-  BadJwtError, BadJwtMsgError, NoAuthorizationError, NotAdminError, SessionNotFoundBearerError, UserBannedBearerError, UserNotFoundBearerError
+  BadJwtError, MissingSubClaimError, NoAuthorizationError, NotAdminError, SessionNotFoundBearerError, SubNotUuidError, UserBannedBearerError, UserNotFoundBearerError
 } from '../errors.js'
 import { sessionExists } from '../models/sessions.js'
 import { isUserBanned, loadUserWithIdentities, NIL_UUID } from '../models/users.js'
@@ -63,8 +63,8 @@ export async function verifyBearer (ctx: TenantContext, req: FastifyRequest): Pr
 
 export async function requireUser (ctx: TenantContext, req: FastifyRequest): Promise<AuthenticatedUser> {
   const claims = await verifyBearer(ctx, req)
-  if (typeof claims.sub !== 'string' || claims.sub === '') throw new BadJwtMsgError('invalid claim: missing sub claim')
-  if (!UUID.test(claims.sub)) throw new BadJwtMsgError('invalid claim: sub claim must be a UUID', { extra: {} })
+  if (typeof claims.sub !== 'string' || claims.sub === '') throw new MissingSubClaimError()
+  if (!UUID.test(claims.sub)) throw new SubNotUuidError()
   const sessionId = typeof claims.session_id === 'string' && UUID.test(claims.session_id) && claims.session_id !== NIL_UUID
     ? claims.session_id
     : null
