@@ -10,7 +10,7 @@ import path from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { performance } from 'node:perf_hooks'
 import { pino, type Logger } from 'pino'
-import { createBatchedDestination, loggerOptions, type LogSettings } from '../src/shared/logger.js'
+import { createBatchedDestination, loggerOptions, type LogSettings } from '../src/shared/index.js'
 
 /** One measured scenario. */
 export interface BenchScenario {

@@ -11,7 +11,7 @@ import { provisionTenant, dropTenant } from '../src/platform/index.js'
 import { toTenant, type Tenant } from '../src/tenants/index.js'
 import { buildRestEngine } from '../src/rest/index.js'
 import { buildGateway } from '../src/gateway/index.js'
-import { signHS256 } from '../src/shared/jwt.js'
+import { signHS256 } from '../src/shared/index.js'
 import pg from 'pg'
 import { benchSeconds, devNullLogger, cpuRatio, environment, formatReport, measure, ratio, writeResult, type BenchReport, type BenchScenario } from './lib.js'
 

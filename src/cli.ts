@@ -8,7 +8,6 @@ import { readFileSync, realpathSync } from 'node:fs'
 import { fileURLToPath } from 'node:url'
 import { Command, CommanderError } from 'commander'
 import type { Config, LoadConfigOptions } from './config/index.js'
-import { ConfigError, GatehouseError } from './shared/errors.js'
 
 type ConfigFn = () => Config
 interface Loaders {
@@ -54,10 +53,10 @@ const GROUPS: Group[] = [
     description: 'manage tenant databases and their records',
     async register (program, { config, readConfig }) {
       const [store, platform, panel] = await Promise.all([
-        import('./tenants/commands.js'), import('./platform/commands.js'), import('./panel/commands.js')
+        import('./tenants/index.js'), import('./platform/index.js'), import('./panel/index.js')
       ])
       const tenants = program.command('tenants').description('manage tenant databases and their records')
-      registerTenantStoreCommandsOf(store, tenants, readConfig)
+      store.registerTenantStoreCommands(tenants, readConfig)
       store.registerSigningKeyCommands(tenants, config)
       platform.registerPlatformCommands(tenants, config)
       panel.registerPanelCommands(tenants, readConfig)
@@ -74,10 +73,6 @@ const GROUPS: Group[] = [
     }
   }
 ]
-
-function registerTenantStoreCommandsOf (mod: typeof import('./tenants/commands.js'), tenants: Command, config: ConfigFn): void {
-  mod.registerTenantStoreCommands(tenants, config)
-}
 
 /** This package's version (package.json beside src/ and dist/). */
 export function packageVersion (): string {
@@ -141,6 +136,10 @@ export async function main (argv: string[]): Promise<void> {
       process.exitCode = err.exitCode
       return
     }
+    // Loaded here, not at the top: the shared part pulls in fastify, pg and jose, which
+    // `--help` and `--version` never need. A GatehouseError was thrown by a module that
+    // already loaded it, so this import costs nothing then.
+    const { ConfigError, GatehouseError } = await import('./shared/index.js')
     if (err instanceof ConfigError || err instanceof GatehouseError) {
       process.stderr.write(`gatehouse: ${err.message}\n`)
       process.exitCode = 1

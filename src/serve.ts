@@ -5,26 +5,26 @@ import cluster from 'node:cluster'
 import os from 'node:os'
 import type { Command } from 'commander'
 import type { FastifyInstance } from 'fastify'
-import type { Config } from './config/index.js'
-import { createTenantStore, createTenantCache, tenantCacheOptions, type TenantStore, type TenantCache } from './tenants/index.js'
+import { loadConfig, type Config } from './config/index.js'
+import {
+  createTenantStore, createTenantCache, tenantCacheOptions, parseTenantFile, toTenant,
+  type TenantStore, type TenantCache, type TenantFile
+} from './tenants/index.js'
 import { buildGateway, installGracefulShutdown, createRefusalRewriter } from './gateway/index.js'
 import { buildAuthEngine } from './auth/index.js'
 import { buildRestEngine } from './rest/index.js'
 import { buildPanel } from './panel/index.js'
-import { ConfigError } from './shared/errors.js'
+import {
+  ConfigError, loggerOptions, startPartTracing, signHS256, buildAdminApp, buildPartAdmin, partOps,
+  readiness, registerPoolMetrics, type PartTracer, type PartOps, type Readiness,
+  type ReadinessCheck
+} from './shared/index.js'
 import { pino } from 'pino'
 import path from 'node:path'
 import { rmSync } from 'node:fs'
-import { loggerOptions } from './shared/logger.js'
-import { startPartTracing, type PartTracer } from './shared/tracing.js'
-import { loadConfig } from './config/index.js'
-import { parseTenantFile, toTenant, type TenantFile } from './tenants/index.js'
 import { ensureClusterRoles, ensureTenant } from './platform/index.js'
-import { signHS256 } from './shared/jwt.js'
 import pg from 'pg'
 import { AggregatorRegistry, collectDefaultMetrics, type Registry } from 'prom-client'
-import { buildAdminApp, buildPartAdmin, partOps, readiness, type PartOps, type Readiness, type ReadinessCheck } from './shared/admin.js'
-import { registerPoolMetrics } from './shared/pool-metrics.js'
 import {
   startDevPostgres, startDevMail, devSecrets, writeRuntimeTenantFiles, writeDevInfo, readDevInfo,
   renderDevInfo, watchTenantFiles, type DevInfo
@@ -92,7 +92,7 @@ async function pingPostgres (url: string): Promise<void> {
     await client.query('select 1')
   } catch (err) {
     const where = (() => { try { const u = new URL(url); return `${u.hostname}:${u.port || '5432'}` } catch { return 'the configured server' } })()
-    throw new Error(`postgres at ${where}: ${(err as Error).message}`)
+    throw new Error(`postgres at ${where}: ${(err as Error).message}`, { cause: err })
   } finally {
     await client.end().catch(() => {})
   }

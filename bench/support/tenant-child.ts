@@ -36,7 +36,7 @@ export type ChildReply =
 
 const send = (m: ChildReply): void => { process.send?.(m) }
 let close: (() => Promise<void>) | null = null
-let heapOf: (() => Promise<HeapNumbers>) = heap
+const heapOf: (() => Promise<HeapNumbers>) = heap
 let poolsOf: (() => PoolNumbers) | null = null
 
 /** Heap after full collections (the process runs with --expose-gc). */

@@ -4,8 +4,7 @@
 // email, else create). The provider callback and the panel exchange both go
 // through signInWithIdentity, so a repeated sign-in always finds the same user.
 import { randomUUID } from 'node:crypto'
-import type { Queryable } from '../shared/pg.js'
-import { withTransaction } from '../shared/pg.js'
+import { withTransaction, type Queryable } from '../shared/index.js'
 import {
   EmailNotProvenError, MultipleAccountsError, ProviderEmailNeedsVerificationError, SignupDisabledError, UserBannedBearerError
 } from './errors.js'

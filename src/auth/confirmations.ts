@@ -2,7 +2,7 @@
 // auth.one_time_tokens row + *_sent_at), mailing it, and what verifying each kind does.
 // Every kind (signup, invite, email_change, recovery, magic link) has its entry in
 // EMAIL_TOKENS / VERIFY_KINDS and goes through the same functions.
-import type { Queryable } from '../shared/pg.js'
+import { ownValue, type Queryable } from '../shared/index.js'
 import { generateOtp, hashOtp, randomPassword, hashPassword } from './crypto.js'
 import { EmailLinkInvalidError, MAX_OTP_ATTEMPTS, OtpAttemptsExhaustedError, OtpExpiredError, UserBannedBearerError } from './errors.js'
 import type { MailKind, VerifyLinkType } from './mail/index.js'
@@ -15,7 +15,6 @@ import { otpAttemptsOf } from './models/otp-attempts.js'
 import { isUserBanned, lockUserById, updateUser, type UserColumn } from './models/users.js'
 import { confirmEmail, emailIdentityData, refreshProviders } from './accounts.js'
 import type { TenantContext, UserRow, UserWithIdentities } from './types.js'
-import { ownValue } from '../shared/own.js'
 import { recordEmailProof } from './models/email-proofs.js'
 
 export type EmailTokenKind = 'confirmation' | 'invite' | 'recovery' | 'magiclink' | 'email_change_new' | 'email_change_current'

@@ -6,7 +6,7 @@
 import type { FastifyBaseLogger } from 'fastify'
 import type { Config } from '../config/index.js'
 import { TenantPools, TenantPoolTimeoutError, type PoolLike, type TenantPoolsSnapshot } from '../shared/index.js'
-import { tenantIssuer, type Tenant } from '../tenants/schema.js'
+import { tenantIssuer, type Tenant } from '../tenants/index.js'
 import { databaseUnavailable, unexpectedFailure } from './errors.js'
 import type { Mailer } from './mail/index.js'
 import type { RateLimits } from './rate-limits.js'

@@ -6,7 +6,7 @@
 import { hash as nativeHash, verify as nativeVerify } from '@node-rs/bcrypt'
 import { createHash, randomBytes, randomInt, timingSafeEqual } from 'node:crypto'
 import { availableParallelism } from 'node:os'
-import type { AuthSettings } from '../tenants/schema.js'
+import type { AuthSettings } from '../tenants/index.js'
 import { PasswordTooLongError, ValidationFailedError, weakPassword } from './errors.js'
 
 // At most this many hashes run at once in the process (the rest wait their turn): bcrypt

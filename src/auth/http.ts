@@ -2,7 +2,7 @@
 // wrong type = bad_json), email and phone validation, client metadata, and redirect_to
 // validation against the tenant's site URL and allow list (spec §1.5).
 import type { FastifyRequest } from 'fastify'
-import type { AuthSettings } from '../tenants/schema.js'
+import type { AuthSettings } from '../tenants/index.js'
 import { BadJsonError, ValidationFailedError } from './errors.js'
 
 export type Body = Record<string, unknown>

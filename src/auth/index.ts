@@ -5,11 +5,10 @@
 import type { FastifyBaseLogger, FastifyInstance, FastifyError } from 'fastify'
 import pino from 'pino'
 import type { Config } from '../config/index.js'
-import { GatehouseError } from '../shared/errors.js'
-import { type PartTracer, createPartApp, loggerOptions } from '../shared/index.js'
-import { instrumentPart, tenantLabel } from '../shared/admin.js'
-import type { Tenant } from '../tenants/schema.js'
-import type { TenantLookup } from '../tenants/index.js'
+import {
+  GatehouseError, createPartApp, loggerOptions, instrumentPart, tenantLabel, type PartTracer
+} from '../shared/index.js'
+import type { Tenant, TenantLookup } from '../tenants/index.js'
 import { signInWithIdentity, type ExternalIdentity } from './accounts.js'
 import { buildTenantContext, PoolRegistry } from './context.js'
 import {

@@ -3,7 +3,7 @@
 // id_token grant with link_identity), and unlinking one (DELETE /user/identities/:id).
 // Runs on the caller's transaction, serialised per identity by the same advisory lock as
 // sign-in through an identity.
-import type { Queryable } from '../shared/pg.js'
+import type { Queryable } from '../shared/index.js'
 import { refreshProviders, type ExternalIdentity } from './accounts.js'
 import {
   EmailConflictIdentityNotDeletableError, IdentityAlreadyLinkedError, IdentityNotFoundError, LinkingEmailExistsError, SingleIdentityNotDeletableError, UnverifiedProviderEmailError, UserNotFoundError

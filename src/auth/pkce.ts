@@ -2,7 +2,7 @@
 // tenant's switch, checking a verifier against a stored challenge, flow-state expiry and
 // the AMR method of each verify type. Email flows start their flow state here too.
 import { createHash } from 'node:crypto'
-import type { Queryable } from '../shared/pg.js'
+import type { Queryable } from '../shared/index.js'
 import { constantTimeEqual } from './crypto.js'
 import { InvalidPkceParamsError, PkceDisabledError, ValidationFailedError } from './errors.js'
 import { insertFlowState, type CodeChallengeMethod, type FlowStateRow } from './models/flow-state.js'

@@ -18,15 +18,16 @@
 import type { FastifyRequest } from 'fastify'
 import type { Redis } from 'ioredis'
 import { RateLimiterMemory, RateLimiterRedis, RateLimiterRes, type RateLimiterAbstract } from 'rate-limiter-flexible'
-import { connectRedis, DEFAULT_RATE_LIMITS, type RateLimitBucket, type RateLimitBucketName } from '../tenants/index.js'
+import {
+  connectRedis, DEFAULT_RATE_LIMITS, type RateLimitBucket, type RateLimitBucketName, type Tenant
+} from '../tenants/index.js'
 import type { Config } from '../config/index.js'
 import { overRequestRateLimit } from './errors.js'
-import type { TenantContext } from './types.js'
 
 export type { RateLimitBucketName } from '../tenants/index.js'
 
 /** One tenant's setting of a bucket; tenants stored before rate limits existed get GoTrue's defaults. */
-export function bucketSettings (ctx: Pick<TenantContext, 'tenant'>, name: RateLimitBucketName): RateLimitBucket {
+export function bucketSettings (ctx: { readonly tenant: Tenant }, name: RateLimitBucketName): RateLimitBucket {
   const own = ctx.tenant.auth.rate_limits
   const set = own && Object.hasOwn(own, name) ? own[name] : undefined
   return { ...DEFAULT_RATE_LIMITS[name], ...(set ?? {}) }
@@ -85,7 +86,7 @@ export class RateLimits {
    * Takes a token of the bucket `name` (of the given size and refill) for (database, ip);
    * throws 429 over_request_rate_limit when there is none.
    */
-  async consume (ctx: Pick<TenantContext, 'tenant'>, name: string, bucket: RateLimitBucket, ip: string): Promise<void> {
+  async consume (ctx: { readonly tenant: Tenant }, name: string, bucket: RateLimitBucket, ip: string): Promise<void> {
     const limiter = this.#limiter(name, bucket)
     try {
       await limiter.consume(`${ctx.tenant.database}:${ip}`)
@@ -106,6 +107,6 @@ export function clientIp (req: FastifyRequest): string {
 }
 
 /** Takes a token of a bucket of auth.rate_limits for this request's tenant and client IP (429 when empty). */
-export async function limitRequest (req: FastifyRequest, ctx: TenantContext, name: RateLimitBucketName): Promise<void> {
+export async function limitRequest (req: FastifyRequest, ctx: { readonly tenant: Tenant, readonly rateLimits: RateLimits }, name: RateLimitBucketName): Promise<void> {
   await ctx.rateLimits.consume(ctx, name, bucketSettings(ctx, name), clientIp(req))
 }

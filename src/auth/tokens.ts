@@ -2,8 +2,7 @@
 // an access token, the AccessTokenResponse, and "start a session" for every sign-in method
 // (session row + AMR claim + first refresh token + last_sign_in_at). Rotation of refresh
 // tokens lives in grants/refresh-token.ts.
-import type { Queryable } from '../shared/pg.js'
-import { signAsymmetric, signHS256Sync } from '../shared/jwt.js'
+import { signAsymmetric, signHS256Sync, type Queryable } from '../shared/index.js'
 import { currentSigningKey, privateKeyObject } from '../tenants/index.js'
 import { audit, type AuditAction } from './models/audit-log.js'
 import { factorsOfUser } from './models/factors.js'

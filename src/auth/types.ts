@@ -3,7 +3,7 @@
 // never drags in logic.
 import type { FastifyBaseLogger } from 'fastify'
 import type { Config } from '../config/index.js'
-import type { Tenant } from '../tenants/schema.js'
+import type { Tenant } from '../tenants/index.js'
 import type { Mailer } from './mail/index.js'
 import type { RateLimits } from './rate-limits.js'
 import type { PoolLike } from '../shared/index.js'

@@ -4,7 +4,7 @@ import { readFileSync } from 'node:fs'
 import { parse as parseYaml } from 'yaml'
 import { Ajv } from 'ajv'
 import { ConfigSchema, type Config } from './schema.js'
-import { ConfigError } from '../shared/errors.js'
+import { ConfigError } from '../shared/index.js'
 
 const ajv = new Ajv({ allErrors: true, useDefaults: true, coerceTypes: 'array', strict: false })
 const validate = ajv.compile(ConfigSchema)

@@ -8,7 +8,9 @@ import { randomBytes } from 'node:crypto'
 import type { DevPostgres } from './postgres.js'
 import type { DevMail } from './mail.js'
 
-export { startDevPostgres, type DevPostgres } from './postgres.js'
+export {
+  startDevPostgres, startEmbeddedPostgres, type DevPostgres, type EmbeddedPostgres, type EmbeddedPostgresOptions
+} from './postgres.js'
 export { startDevMail, type DevMail } from './mail.js'
 export { runningDevInfo, runningDevDefaults } from './running.js'
 export { runtimeTenantRecord, writeRuntimeTenantFile, writeRuntimeTenantFiles, tenantSourceFiles, TENANT_FILE, type DevEngines } from './tenant-files.js'

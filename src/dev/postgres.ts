@@ -17,7 +17,7 @@ import os from 'node:os'
 import path from 'node:path'
 import net from 'node:net'
 import pg from 'pg'
-import { ConfigError } from '../shared/errors.js'
+import { ConfigError } from '../shared/index.js'
 
 export interface EmbeddedPostgresOptions {
   /**

@@ -4,7 +4,7 @@ import { mkdirSync, readFileSync, readdirSync, writeFileSync, existsSync } from 
 import path from 'node:path'
 import { parse as parseYaml, stringify as toYaml } from 'yaml'
 import { DATABASE_NAME } from '../tenants/index.js'
-import { ConfigError } from '../shared/errors.js'
+import { ConfigError } from '../shared/index.js'
 
 /** The base URLs of the stack's engines (a tenant's upstreams are these plus /<database>). */
 export interface DevEngines { rest: string, auth: string }

@@ -8,7 +8,7 @@
 // over the limit is refused before anything is read.
 import type { IncomingMessage } from 'node:http'
 import { Readable } from 'node:stream'
-import type { GatehouseError } from '../shared/errors.js'
+import type { GatehouseError } from '../shared/index.js'
 import { PayloadTooLargeError, RequestTimeoutError } from './errors.js'
 
 /** Bodies larger than this stream to the upstream; smaller ones are read whole first. */

@@ -3,9 +3,7 @@
 // with keys, tokens, CORS, health, metrics and logs; installGracefulShutdown() drains it.
 // Only cli.ts / serve.ts listen. Nothing here reads process.env.
 import type { FastifyInstance, FastifyReply, FastifyRequest, FastifyServerOptions } from 'fastify'
-import { createPartApp } from '../shared/index.js'
-import { redactUrl } from '../shared/logger.js'
-import { firstHeader } from '../shared/http.js'
+import { createPartApp, redactUrl, firstHeader, instrumentPart } from '../shared/index.js'
 import { createAuthenticator } from './request/authenticate.js'
 import { createUpstreamTokens } from './proxy/upstream-token.js'
 import { createUpstreamProxy } from './proxy/proxy-server.js'
@@ -17,7 +15,6 @@ import { renderError } from './render.js'
 import { proxyRoutes, requestInfo } from './routes.js'
 import { gatewayState } from './shutdown.js'
 import { lazyChildLoggerFactory } from './request-logger.js'
-import { instrumentPart } from '../shared/admin.js'
 import type { GatewayDeps, RequestInfo } from './types.js'
 import { performance } from 'node:perf_hooks'
 

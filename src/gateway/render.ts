@@ -2,7 +2,7 @@
 // `x-gatehouse-error-code` header. 5xx bodies say "unexpected failure" and carry the request
 // id; the cause is logged by the caller, never sent. Used by fastify's error handler and by
 // the proxy's raw error path (after reply.hijack()).
-import { isGatehouseError, type GatehouseError, type WireError } from '../shared/errors.js'
+import { isGatehouseError, type GatehouseError, type WireError } from '../shared/index.js'
 import { BadRequestError, InternalError, InvalidPathError } from './errors.js'
 
 export interface RenderedError {

@@ -7,8 +7,7 @@ import type { LoggerOptions } from 'pino'
 import type { Registry } from 'prom-client'
 import type { JWTPayload } from 'jose'
 import type { Config } from '../config/index.js'
-import type { Tenant, RoleKind } from '../tenants/schema.js'
-import type { TenantLookup } from '../tenants/index.js'
+import type { Tenant, RoleKind, TenantLookup } from '../tenants/index.js'
 
 /** Which upstream a request goes to. */
 export type Service = 'auth' | 'rest'

@@ -5,8 +5,7 @@
 import { Ajv, type ErrorObject } from 'ajv'
 import { AuthSettingsSchema, DEFAULT_RATE_LIMITS, type AuthSettings, type ProviderSettings, type RateLimits } from '../tenants/index.js'
 import { ValidationError } from './errors.js'
-import { ownValue } from '../shared/own.js'
-import { checkOutboundUrl, OutboundRefusedError, type OutboundPolicy } from '../shared/outbound.js'
+import { ownValue, checkOutboundUrl, OutboundRefusedError, type OutboundPolicy } from '../shared/index.js'
 
 /** What a masked secret looks like; sent back unchanged in a PATCH it keeps the stored one. */
 export const MASKED_SECRET = '********'

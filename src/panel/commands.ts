@@ -5,7 +5,7 @@
 import type { Command } from 'commander'
 import pg from 'pg'
 import type { Config } from '../config/index.js'
-import { GatehouseError } from '../shared/errors.js'
+import { GatehouseError } from '../shared/index.js'
 import { createTenantStore, DATABASE_NAME } from '../tenants/index.js'
 import { checkPolicies, formatPolicyReport } from './policy-check.js'
 

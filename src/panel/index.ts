@@ -13,8 +13,7 @@ import type { FastifyBaseLogger, FastifyInstance } from 'fastify'
 import type { Config } from '../config/index.js'
 import { createAuthService, type AuthService } from '../auth/index.js'
 import { createCatalog, createRefusalExplainer } from '../gateway/index.js'
-import { type PartTracer, createPartApp } from '../shared/index.js'
-import { instrumentPart, tenantLabel } from '../shared/admin.js'
+import { createPartApp, instrumentPart, tenantLabel, type PartTracer } from '../shared/index.js'
 import type { TenantLookup, TenantStore } from '../tenants/index.js'
 import { guardHook } from './context.js'
 import { BadRequestError, NotFoundError, renderPanelError } from './errors.js'
@@ -29,6 +28,7 @@ export { restSettingsView, applyRestSettingsPatch, REST_PATCHABLE, type RestSett
 export { PANEL_ERRORS, PANEL_ERROR_CODES, type PanelErrorCode } from './errors.js'
 export type { TestQueryRequest, TestQueryResult, TestQueryAs } from './test-query.js'
 export { EXCHANGE_EXPIRES_IN } from './routes.js'
+export { registerPanelCommands } from './commands.js'
 
 export interface PanelDeps {
   config: Config

@@ -3,8 +3,8 @@
 // the caller's role) for the signed-in role, anon or PUBLIC, with the warning of service.md.
 // Read-only, over the tenant's owner connection; shared by the panel route and
 // `gatehouse tenants check <database>`.
-import type { Queryable } from '../shared/pg.js'
-import type { Tenant } from '../tenants/schema.js'
+import type { Queryable } from '../shared/index.js'
+import type { Tenant } from '../tenants/index.js'
 
 /** Who a policy lets in. */
 export type PolicyAudience = 'authenticated' | 'anon' | 'public'

@@ -5,8 +5,7 @@
 // the user is a member of), optional `email_verified` (default true: the panel vouches).
 import { createRemoteJWKSet, jwtVerify, type JWTPayload, type JWTVerifyGetKey, type JWTHeaderParameters } from 'jose'
 import type { Config } from '../config/index.js'
-import { ConfigError } from '../shared/errors.js'
-import { describeJwtError, hmacKey, signHS256 } from '../shared/jwt.js'
+import { ConfigError, describeJwtError, hmacKey, signHS256 } from '../shared/index.js'
 import { InvalidSessionError } from './errors.js'
 
 /** The verified panel user. */

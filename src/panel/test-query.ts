@@ -8,11 +8,8 @@
 // nothing inside the SQL (SET ROLE, set_config('role', ...), RESET ROLE) can reach another
 // request role: Postgres refuses a role the login is not a member of.
 import pg from 'pg'
-import type { Tenant, RoleKind } from '../tenants/schema.js'
-import { quoteIdent } from '../shared/pg.js'
-import type { PoolLike } from '../shared/index.js'
-import { tenantIssuer } from '../tenants/schema.js'
-import { ROLE_KINDS, roleClaim } from '../shared/roles.js'
+import { tenantIssuer, type Tenant, type RoleKind } from '../tenants/index.js'
+import { quoteIdent, ROLE_KINDS, roleClaim, type PoolLike } from '../shared/index.js'
 import type { Privilege } from '../gateway/index.js'
 import { ValidationError } from './errors.js'
 

@@ -14,3 +14,4 @@ export {
   type MigrateAllResult, type Migration, type MigrateOptions, type MigrateResult
 } from './migrate.js'
 export * from './errors.js'
+export { registerPlatformCommands, renderTenantFile } from './commands.js'

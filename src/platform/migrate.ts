@@ -6,7 +6,7 @@ import { readdirSync, readFileSync } from 'node:fs'
 import { fileURLToPath } from 'node:url'
 import path from 'node:path'
 import type pg from 'pg'
-import { withDatabase } from '../shared/pg.js'
+import { withDatabase } from '../shared/index.js'
 import { connectAdmin, ROLE_KINDS, type TenantRoleNames } from './roles.js'
 import {
   MigrationFailedError, MigrationFileInvalidError, RolesMismatchError, RolesNotRegisteredError
@@ -213,7 +213,7 @@ export async function migrateAll (adminUrl: string, opts: Omit<MigrateOptions, '
     } catch {
       continue // dropped meanwhile, or not connectable: not a tenant we can see
     }
-    let isTenant = false
+    let isTenant: boolean
     try {
       const r = await db.query<{ ok: boolean }>("SELECT to_regclass('platform.schema_migrations') IS NOT NULL AS ok")
       isTenant = r.rows[0].ok

@@ -3,10 +3,11 @@
 // way drops what this call created. dropTenant removes a tenant again, idempotently.
 import { randomBytes } from 'node:crypto'
 import type pg from 'pg'
-import { quoteIdent, withCredentials, withDatabase } from '../shared/pg.js'
-import { ConfigError } from '../shared/errors.js'
-import { DATABASE_NAME, parseTenantFile, type AuthSettings, type TenantFile } from '../tenants/schema.js'
-import { generateSigningKey, type SigningAlgorithm, type SigningKeyFile } from '../tenants/index.js'
+import { quoteIdent, withCredentials, withDatabase, ConfigError } from '../shared/index.js'
+import {
+  DATABASE_NAME, parseTenantFile, generateSigningKey, type AuthSettings, type TenantFile,
+  type SigningAlgorithm, type SigningKeyFile
+} from '../tenants/index.js'
 import {
   allTenantRoleNames, assertSuperuser, connectAdmin, createTenantRoles, ensureClusterRoles, newTenantId, tenantIdOf,
   tenantRoleNames, TENANT_ROLE, type TenantRoleNames

@@ -3,9 +3,8 @@
 // dropped together. Names come from a random tenant id, never from user input.
 import { randomBytes } from 'node:crypto'
 import pg from 'pg'
-import { quoteIdent, quoteLiteral } from '../shared/pg.js'
+import { quoteIdent, quoteLiteral, ROLE_CLAIMS, ROLE_KINDS as REQUEST_ROLE_KINDS } from '../shared/index.js'
 import { ClusterUnreachableError, AdminNotSuperuserError, TenantIdInvalidError } from './errors.js'
-import { ROLE_CLAIMS, ROLE_KINDS as REQUEST_ROLE_KINDS } from '../shared/roles.js'
 
 /** The cluster-wide group roles policies name: `TO anon`, `TO authenticated` (the claim names). */
 const CLUSTER_GROUPS: string[] = [ROLE_CLAIMS.anon, ROLE_CLAIMS.auth]

@@ -5,15 +5,14 @@
 // is an error of the registry (errors.ts) with PostgREST 14's text.
 import { compactVerify, errors as joseErrors } from 'jose'
 import { LRUCache } from 'lru-cache'
-import { hmacKey, tokenCacheKey } from '../shared/jwt.js'
+import { hmacKey, tokenCacheKey, kindOfRoleName, type RoleKind } from '../shared/index.js'
 import type { Tenant } from '../tenants/index.js'
-import { kindOfRoleName, type RoleKind } from '../shared/roles.js'
 import {
   jwtClaims, jwtEmpty, jwtKeyCannotDecode, jwtMalformed, jwtNoSuitableKey, jwtParts, jwtUnsecured, unknownRole,
   type JwtClaimsFailure
 } from './errors.js'
 
-export type { RoleKind } from '../shared/roles.js'
+export type { RoleKind } from '../shared/index.js'
 
 export interface Caller {
   /** The Postgres role the request runs as. */

@@ -6,8 +6,7 @@
 import { createHash } from 'node:crypto'
 import { LRUCache } from 'lru-cache'
 import type { Tenant } from '../tenants/index.js'
-import { parseCookieHeader } from '../shared/http.js'
-import { roleDisplayName } from '../shared/roles.js'
+import { parseCookieHeader, roleDisplayName, type TenantPools } from '../shared/index.js'
 import { parseApiRequest, visibleHeaders, firstHeader, DEFAULT_LIMIT_HEADER, type RawRequest } from './api-request/index.js'
 import type { ApiRequest } from './api-request/types.js'
 import type { Caller, TokenVerifier } from './auth.js'
@@ -15,7 +14,6 @@ import {
   EngineNotConfiguredError, TableNotFoundError, fromPgError, isNewRowRefusal, isPgServerError, rowWrittenError
 } from './errors.js'
 import { executeCatalogQueries, executeTransaction, listen, type DbRow, type TransactionResult } from './execute.js'
-import type { TenantPools } from '../shared/index.js'
 import { planAction, type ActionPlan } from './plan/index.js'
 import type { Table } from './schema-cache/types.js'
 import { renderAction, renderPreRequest, type ActionStatements, type ExecutablePlan } from './query/index.js'

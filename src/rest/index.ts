@@ -4,8 +4,10 @@
 // caller listens. Closing the instance closes every pool and LISTEN connection.
 import type { FastifyBaseLogger, FastifyInstance, FastifyReply, FastifyRequest, FastifyServerOptions } from 'fastify'
 import type { Config } from '../config/index.js'
-import { GatehouseError, isGatehouseError } from '../shared/errors.js'
-import { type PartTracer, createPartApp, instrumentPart, tenantLabel, type TenantPoolsSnapshot } from '../shared/index.js'
+import {
+  GatehouseError, isGatehouseError, createPartApp, instrumentPart, tenantLabel, type PartTracer,
+  type TenantPoolsSnapshot
+} from '../shared/index.js'
 import { DATABASE_NAME, type TenantLookup } from '../tenants/index.js'
 import { TokenVerifier } from './auth.js'
 import { BadRequestError, InvalidBodyError, InvalidPathError, PayloadTooLargeError, TenantNotFoundError, UnexpectedError, proxyStatus, reasonPhrase } from './errors.js'

@@ -1,5 +1,6 @@
-// The shared library of the parts: errors, HTTP and JWT helpers, logging, Postgres helpers
-// and the per-tenant connection pools.
+// The shared library of the parts: errors, HTTP and JWT helpers, logging, Postgres helpers,
+// the per-tenant connection pools, the role vocabulary, own-key look-ups and outbound requests.
+// Other parts import shared code from here only.
 export * from './errors.js'
 export * from './http.js'
 export * from './jwt.js'
@@ -10,3 +11,6 @@ export * from './pool-metrics.js'
 export * from './app.js'
 export * from './admin.js'
 export * from './tracing.js'
+export * from './roles.js'
+export * from './own.js'
+export * from './outbound.js'

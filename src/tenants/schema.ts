@@ -4,8 +4,7 @@
 import { Type, type Static } from '@sinclair/typebox'
 import { createHash, timingSafeEqual } from 'node:crypto'
 import { Ajv, type ErrorObject } from 'ajv'
-import { ConfigError } from '../shared/errors.js'
-import { ROLE_KINDS } from '../shared/roles.js'
+import { ConfigError, ROLE_KINDS } from '../shared/index.js'
 import {
   KID, currentSigningKey, runtimeSigningKey, signingKeyProblem,
   type SigningAlgorithm, type TenantSigningKey
@@ -200,7 +199,7 @@ export type Tenant = Omit<TenantFile, 'keys' | 'jwt'> & {
   }
 }
 
-export type { RoleKind } from '../shared/roles.js'
+export type { RoleKind } from '../shared/index.js'
 
 export function hashKey (key: string): KeyHash {
   return 'sha256:' + createHash('sha256').update(key, 'utf8').digest('hex')

@@ -4,7 +4,7 @@
 import { readFileSync, readdirSync, statSync } from 'node:fs'
 import path from 'node:path'
 import { parse as parseYaml, YAMLParseError } from 'yaml'
-import { ConfigError } from '../shared/errors.js'
+import { ConfigError } from '../shared/index.js'
 import { parseTenantFile, type TenantFile } from './schema.js'
 
 const YAML_FILE = /\.ya?ml$/i

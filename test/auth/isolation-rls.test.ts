@@ -5,7 +5,7 @@
 import t from 'tap'
 import pg from 'pg'
 import { SignJWT } from 'jose'
-import { quoteIdent } from '../../src/shared/pg.js'
+import { quoteIdent } from '../../src/shared/index.js'
 import { startAuth, call, email, decodeJwt } from '../helpers/auth-harness.js'
 
 t.test('isolation and RLS', async (t) => {

@@ -9,7 +9,7 @@ import type { AddressInfo } from 'node:net'
 import { randomBytes } from 'node:crypto'
 import { startAuth, PUBLIC_URL } from '../helpers/auth-harness.js'
 import { startOidcProvider } from '../helpers/oidc.js'
-import { nonPublicReason, outboundFetch } from '../../src/shared/outbound.js'
+import { nonPublicReason, outboundFetch } from '../../src/shared/index.js'
 
 /** A loopback server that counts requests and answers with `answer`. */
 async function countingServer (t: { teardown (fn: () => unknown): void }, answer: (req: http.IncomingMessage, res: http.ServerResponse, base: string) => void) {

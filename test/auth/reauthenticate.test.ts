@@ -5,7 +5,7 @@
 // GET /user/identities with manual linking on (GoTrue has no handler there: 404).
 import t from 'tap'
 import { SignJWT } from 'jose'
-import { tenantIssuer } from '../../src/tenants/schema.js'
+import { tenantIssuer } from '../../src/tenants/index.js'
 import { startAuth, call, email, PUBLIC_URL } from '../helpers/auth-harness.js'
 
 t.test('reauthenticate', async (t) => {

@@ -75,7 +75,7 @@ t.test('REST bodies over the limit: 413 naming it, declared or chunked, nothing 
   const headers = { apikey: s.key, 'content-type': 'application/json' }
   const big = JSON.stringify({ name: 'x'.repeat(8 * 1024 * 1024) })
 
-  let r = await request(`${s.rest}/items`, { method: 'POST', headers, body: big })
+  const r = await request(`${s.rest}/items`, { method: 'POST', headers, body: big })
   t.equal(r.status, 413, '8 MiB with Content-Length: 413, not 502')
   t.equal(r.json().code, 'payload_too_large')
   t.match(r.json().message, /limit of 1048576 bytes/, 'the message names the limit')

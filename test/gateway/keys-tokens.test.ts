@@ -130,7 +130,7 @@ t.test('key kinds and bearer forms (supabase-js sends the key as Bearer when sig
   t.equal(r.status, 200)
   t.equal(await roleSent(), acme.tenant.roles.anon, 'public key -> anon role')
 
-  r = await request(url, { headers: { apikey: acme.file.keys.secret } })
+  await request(url, { headers: { apikey: acme.file.keys.secret } })
   t.equal(await roleSent(), acme.tenant.roles.svc, 'secret key -> svc role')
 
   r = await request(url, { headers: { apikey: acme.file.keys.public, authorization: `Bearer ${acme.file.keys.public}` } })
@@ -147,13 +147,13 @@ t.test('key kinds and bearer forms (supabase-js sends the key as Bearer when sig
   r = await request(url, { headers: { authorization: `Bearer ${beta.file.keys.public}` } })
   t.equal(r.json().code, 'invalid_api_key', 'another tenant\'s key as bearer')
 
-  r = await request(url, { headers: { apikey: acme.file.keys.public, authorization: `Bearer ${await signToken(acme)}` } })
+  await request(url, { headers: { apikey: acme.file.keys.public, authorization: `Bearer ${await signToken(acme)}` } })
   t.equal(await roleSent(), acme.tenant.roles.auth, 'user token -> auth role')
-  r = await request(url, { headers: { apikey: acme.file.keys.public, authorization: `Bearer ${await signToken(acme, { role: 'anon' })}` } })
+  await request(url, { headers: { apikey: acme.file.keys.public, authorization: `Bearer ${await signToken(acme, { role: 'anon' })}` } })
   t.equal(await roleSent(), acme.tenant.roles.anon, 'anon token -> anon role')
-  r = await request(url, { headers: { apikey: acme.file.keys.public, authorization: `Bearer ${await signToken(acme, { role: 'service_role' })}` } })
+  await request(url, { headers: { apikey: acme.file.keys.public, authorization: `Bearer ${await signToken(acme, { role: 'service_role' })}` } })
   t.equal(await roleSent(), acme.tenant.roles.svc, 'service_role token -> svc role')
-  r = await request(url, { headers: { apikey: acme.file.keys.secret, authorization: `Bearer ${await signToken(acme)}` } })
+  await request(url, { headers: { apikey: acme.file.keys.secret, authorization: `Bearer ${await signToken(acme)}` } })
   t.equal(await roleSent(), acme.tenant.roles.auth, 'a user token wins over the secret key (as Supabase)')
 })
 
@@ -174,7 +174,7 @@ t.test('auth upstream: Authorization rules and open routes', async (t) => {
   t.equal(auth.last().headers.apikey, undefined, 'the key itself is not forwarded')
 
   // Secret key also sent as bearer (supabase-js admin client): same.
-  r = await request(`${base}/admin/users`, { headers: { apikey: acme.file.keys.secret, authorization: `Bearer ${acme.file.keys.secret}` } })
+  await request(`${base}/admin/users`, { headers: { apikey: acme.file.keys.secret, authorization: `Bearer ${acme.file.keys.secret}` } })
   t.equal(auth.last().headers.authorization, svc, 'the service token is cached and re-used')
 
   // Public key as bearer: removed.
@@ -185,9 +185,9 @@ t.test('auth upstream: Authorization rules and open routes', async (t) => {
 
   // User JWT: passed through unchanged.
   const user = await signToken(acme, { email: 'a@b.c' })
-  r = await request(`${base}/user`, { headers: { apikey: acme.file.keys.public, authorization: `Bearer ${user}` } })
+  await request(`${base}/user`, { headers: { apikey: acme.file.keys.public, authorization: `Bearer ${user}` } })
   t.equal(auth.last().headers.authorization, `Bearer ${user}`, 'a user token reaches the auth engine unchanged')
-  r = await request(`${base}/user`, { headers: { apikey: acme.file.keys.secret, authorization: `Bearer ${user}` } })
+  await request(`${base}/user`, { headers: { apikey: acme.file.keys.secret, authorization: `Bearer ${user}` } })
   t.equal(auth.last().headers.authorization, `Bearer ${user}`, 'also with the secret key')
 
   // Open routes: browser redirects carry no key.

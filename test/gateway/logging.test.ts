@@ -8,7 +8,7 @@ import type { AddressInfo } from 'node:net'
 import { mkdtempSync, rmSync, openSync, closeSync, readFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import path from 'node:path'
-import { createBatchedDestination, createLogger, redactUrl } from '../../src/shared/logger.js'
+import { createBatchedDestination, createLogger, redactUrl } from '../../src/shared/index.js'
 import { makeTenant, lookupOf, startUpstream, startGateway, request, signToken } from '../helpers/gateway.js'
 
 function sink (): { stream: Writable, lines: string[] } {

@@ -37,7 +37,7 @@ t.test('the re-signed token: role, the caller\'s claims, exp, one token per call
   const user = await signToken(acme, claims, { now: nowSec, expiresIn: 3600 })
   const headers = { apikey: acme.file.keys.public, authorization: `Bearer ${user}` }
 
-  let r = await request(`${gw.url}/acme/rest/v1/todos?select=*`, { headers })
+  const r = await request(`${gw.url}/acme/rest/v1/todos?select=*`, { headers })
   t.equal(r.status, 200)
   const sent = rest.last().headers.authorization
   t.not(sent, `Bearer ${user}`, 'the caller\'s token is replaced')
@@ -51,28 +51,28 @@ t.test('the re-signed token: role, the caller\'s claims, exp, one token per call
   t.equal(payload.exp, nowSec + 300, 'exp = now + upstream_token_ttl_seconds when the caller\'s is later')
   await t.rejects(upstreamClaims(acme.file.jwt.secret, sent), 'not verifiable with the user-facing secret')
 
-  r = await request(`${gw.url}/acme/rest/v1/todos`, { headers })
+  await request(`${gw.url}/acme/rest/v1/todos`, { headers })
   t.equal(rest.last().headers.authorization, sent, 'the same caller re-uses the cached upstream token')
 
   now += 250_000 // past the renewal point (a fifth of the TTL left)
-  r = await request(`${gw.url}/acme/rest/v1/todos`, { headers })
+  await request(`${gw.url}/acme/rest/v1/todos`, { headers })
   const renewed = rest.last().headers.authorization
   t.not(renewed, sent, 'renewed near expiry')
   t.equal(decodeJwt(renewed!.slice(7)).exp, Math.floor(now / 1000) + 300)
 
   // A caller token expiring sooner caps the upstream token.
   const shortLived = await signToken(acme, { sub: 'short' }, { now: Math.floor(now / 1000), expiresIn: 40 })
-  r = await request(`${gw.url}/acme/rest/v1/todos`, { headers: { apikey: acme.file.keys.public, authorization: `Bearer ${shortLived}` } })
+  await request(`${gw.url}/acme/rest/v1/todos`, { headers: { apikey: acme.file.keys.public, authorization: `Bearer ${shortLived}` } })
   const capped = await upstreamClaims(acme.file.jwt.upstream_secret, rest.last().headers.authorization)
   t.equal(capped.payload.exp, Math.floor(now / 1000) + 40, 'exp = the caller\'s exp when that is sooner')
   t.equal(capped.payload.sub, 'short')
 
   // Key-only callers.
-  r = await request(`${gw.url}/acme/rest/v1/todos`, { headers: { apikey: acme.file.keys.public } })
+  await request(`${gw.url}/acme/rest/v1/todos`, { headers: { apikey: acme.file.keys.public } })
   let k = await upstreamClaims(acme.file.jwt.upstream_secret, rest.last().headers.authorization)
   t.equal(k.payload.role, acme.tenant.roles.anon)
   t.equal(k.payload.sub, undefined, 'no user claims for a key')
-  r = await request(`${gw.url}/acme/rest/v1/todos`, { headers: { apikey: acme.file.keys.secret } })
+  await request(`${gw.url}/acme/rest/v1/todos`, { headers: { apikey: acme.file.keys.secret } })
   k = await upstreamClaims(acme.file.jwt.upstream_secret, rest.last().headers.authorization)
   t.equal(k.payload.role, acme.tenant.roles.svc)
 })

@@ -8,7 +8,7 @@ import { SignJWT } from 'jose'
 import pg from 'pg'
 import { loadConfig, type Config } from '../../src/config/index.js'
 import { buildAuthEngine } from '../../src/auth/index.js'
-import { tenantIssuer, type AuthSettings, type Tenant } from '../../src/tenants/schema.js'
+import { tenantIssuer, type AuthSettings, type Tenant } from '../../src/tenants/index.js'
 import { createTestTenant, type TestTenant, type TestTenantOptions } from './tenants.js'
 import { startMailCatcher, type MailCatcher } from './mail.js'
 
@@ -140,7 +140,7 @@ export async function call (url: string, init: { method?: string, body?: unknown
   if (init.token) headers.authorization = `Bearer ${init.token}`
   const res = await fetch(url, { method: init.method ?? (init.body !== undefined ? 'POST' : 'GET'), headers, body: init.body !== undefined ? JSON.stringify(init.body) : undefined, redirect: 'manual' })
   const text = await res.text()
-  let json: any = null
+  let json: any
   try { json = text ? JSON.parse(text) : null } catch { json = text }
   return { status: res.status, headers: res.headers, body: json }
 }

@@ -2,7 +2,7 @@
 // Not a test file (excluded in .taprc).
 import { randomBytes } from 'node:crypto'
 import pg from 'pg'
-import { quoteIdent, withDatabase } from '../../src/shared/pg.js'
+import { quoteIdent, withDatabase } from '../../src/shared/index.js'
 
 export function adminUrl (): string {
   const url = process.env.DATABASE_URL

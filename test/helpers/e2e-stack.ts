@@ -143,7 +143,7 @@ async function call (url: string, init: { method: string, headers: Record<string
   if (init.body !== undefined) headers['content-type'] ??= 'application/json'
   const res = await fetch(url, { method: init.method, headers, body: init.body !== undefined ? JSON.stringify(init.body) : undefined })
   const text = await res.text()
-  let body: any = null
+  let body: any
   try { body = text ? JSON.parse(text) : null } catch { body = text }
   return { status: res.status, body, headers: res.headers }
 }

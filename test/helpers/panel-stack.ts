@@ -12,7 +12,7 @@ import { buildRestEngine } from '../../src/rest/index.js'
 import { buildAuthEngine } from '../../src/auth/index.js'
 import { buildPanel, signPanelSession } from '../../src/panel/index.js'
 import { createRedisStore, createTenantCache, tenantIssuer, type RedisTenantStore, type Tenant, type TenantCache } from '../../src/tenants/index.js'
-import { signHS256 } from '../../src/shared/jwt.js'
+import { signHS256 } from '../../src/shared/index.js'
 import { createTestTenant, type TestTenant, type TestTenantOptions } from './tenants.js'
 import { createTestRedis } from './redis.js'
 import { startMailCatcher, type MailCatcher } from './mail.js'
@@ -121,7 +121,7 @@ export async function startStack (t: Teardown, opts: { panelOverrides?: Record<s
       if (o.body !== undefined) headers['content-type'] = 'application/json'
       const res = await fetch(`${panelUrl}${path}`, { method, headers, body: o.body !== undefined ? JSON.stringify(o.body) : undefined })
       const text = await res.text()
-      let body: any = null
+      let body: any
       try { body = text ? JSON.parse(text) : null } catch { body = text }
       return { status: res.status, body, headers: res.headers }
     }
@@ -136,7 +136,7 @@ export async function gatewayCall (stack: Stack, x: StackTenant, path: string, o
   if (o.body !== undefined) headers['content-type'] = 'application/json'
   const res = await fetch(`${stack.gatewayUrl}/${x.database}${path}`, { method: o.method ?? 'GET', headers, body: o.body !== undefined ? JSON.stringify(o.body) : undefined })
   const text = await res.text()
-  let body: any = null
+  let body: any
   try { body = text ? JSON.parse(text) : null } catch { body = text }
   return { status: res.status, body, headers: res.headers }
 }

@@ -2,7 +2,7 @@
 // tags / book_tags schema (RLS on notes with auth.uid()), created through the tenant's
 // owner connection with grants through platform.grant, and a REST engine serving it.
 import type { FastifyInstance } from 'fastify'
-import { signHS256 } from '../../src/shared/jwt.js'
+import { signHS256 } from '../../src/shared/index.js'
 import { buildRestEngine, restEngineOf } from '../../src/rest/index.js'
 import type { Config } from '../../src/config/index.js'
 import type { Tenant } from '../../src/tenants/index.js'

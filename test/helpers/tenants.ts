@@ -3,9 +3,9 @@
 // request role the way the engines do. Not a test file (excluded in .taprc).
 import { randomBytes } from 'node:crypto'
 import pg from 'pg'
-import { quoteIdent } from '../../src/shared/pg.js'
+import { quoteIdent } from '../../src/shared/index.js'
 import { provisionTenant, dropTenant, type TenantRoleNames } from '../../src/platform/index.js'
-import { toTenant, type AuthSettings, type Tenant, type TenantFile } from '../../src/tenants/schema.js'
+import { toTenant, type AuthSettings, type Tenant, type TenantFile } from '../../src/tenants/index.js'
 import { adminUrl } from './db.js'
 
 interface Teardown { teardown (fn: () => unknown): void }

@@ -6,7 +6,7 @@
 import t from 'tap'
 import { startStack, type Stack, type StackTenant } from '../helpers/panel-stack.js'
 import { adminQuery, adminUrl } from '../helpers/db.js'
-import { withDatabase } from '../../src/shared/pg.js'
+import { withDatabase } from '../../src/shared/index.js'
 import { migrateDatabase } from '../../src/platform/index.js'
 
 const SECRET = 'the-vault-combination-4711'

@@ -6,7 +6,7 @@ import t from 'tap'
 import pg from 'pg'
 import { createTestTenant, asRole, withClient } from '../helpers/tenants.js'
 import { adminQuery, adminUrl } from '../helpers/db.js'
-import { withDatabase } from '../../src/shared/pg.js'
+import { withDatabase } from '../../src/shared/index.js'
 
 const USER = '4f0c5a3e-1c2b-4e8e-9a55-2a7f3f1b9c01'
 const OTHER = '0b9e1f0a-7d44-4a8b-8f1e-5c3a2d6e7f80'

@@ -8,13 +8,12 @@ import os from 'node:os'
 import path from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { parse as parseYaml } from 'yaml'
-import { parseTenantFile } from '../../src/tenants/schema.js'
+import { parseTenantFile, createRedisStore, hashKey } from '../../src/tenants/index.js'
 import { buildCli } from '../../src/cli.js'
 import { dropTenant, provisionTenant } from '../../src/platform/index.js'
 import { adminQuery, adminUrl, randomName } from '../helpers/db.js'
 import { withClient } from '../helpers/tenants.js'
 import { createTestRedis } from '../helpers/redis.js'
-import { createRedisStore, hashKey } from '../../src/tenants/index.js'
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..')
 

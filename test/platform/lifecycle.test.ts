@@ -10,7 +10,7 @@ import {
   provisionTenant, dropTenant, ensureTenant, migrateDatabase, migrateAll, listMigrations, ensureClusterRoles,
   tenantRoleNames, newTenantId, MIGRATIONS_DIR, allTenantRoleNames, tenantIdOf
 } from '../../src/platform/index.js'
-import { withDatabase } from '../../src/shared/pg.js'
+import { withDatabase } from '../../src/shared/index.js'
 import { createTestTenant, rejection, withClient } from '../helpers/tenants.js'
 import { adminQuery, adminUrl, createTestDatabase, randomName } from '../helpers/db.js'
 

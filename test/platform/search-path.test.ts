@@ -6,7 +6,7 @@
 import t from 'tap'
 import { startAuth, email } from '../helpers/auth-harness.js'
 import { adminQuery, adminUrl } from '../helpers/db.js'
-import { withDatabase } from '../../src/shared/pg.js'
+import { withDatabase } from '../../src/shared/index.js'
 import { connectAdmin, migrateDatabase } from '../../src/platform/index.js'
 
 // The owner's trap: whoever calls it copies what it can read of auth.users into a public

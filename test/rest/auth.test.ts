@@ -2,7 +2,7 @@
 // the cache until it expires, and its time claims are checked again on every use.
 import t from 'tap'
 import { TokenVerifier, bearerToken } from '../../src/rest/auth.js'
-import { signHS256 } from '../../src/shared/jwt.js'
+import { signHS256 } from '../../src/shared/index.js'
 import type { Tenant } from '../../src/tenants/index.js'
 import { statusForSqlState } from '../../src/rest/errors.js'
 

@@ -14,12 +14,12 @@ import { PANEL_ERRORS, PANEL_ERROR_CODES } from '../../src/panel/index.js'
 import { TENANT_ERRORS } from '../../src/tenants/index.js'
 import { PLATFORM_ERRORS } from '../../src/platform/index.js'
 import * as sharedModule from '../../src/shared/errors.js'
-import * as gatewayModule from '../../src/gateway/errors.js'
-import * as restModule from '../../src/rest/errors.js'
-import * as authModule from '../../src/auth/errors.js'
-import * as panelModule from '../../src/panel/errors.js'
-import * as tenantsModule from '../../src/tenants/errors.js'
-import * as platformModule from '../../src/platform/errors.js'
+import * as gatewayModule from '../../src/gateway/index.js'
+import * as restModule from '../../src/rest/index.js'
+import * as authModule from '../../src/auth/index.js'
+import * as panelModule from '../../src/panel/index.js'
+import * as tenantsModule from '../../src/tenants/index.js'
+import * as platformModule from '../../src/platform/index.js'
 
 t.test('docs/errors.md is what the registries render', async (t) => {
   t.equal(readFileSync(ERRORS_DOC, 'utf8'), renderErrorsDoc(), 'in sync (else run npm run errors-doc)')

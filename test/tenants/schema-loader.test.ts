@@ -3,7 +3,7 @@ import path from 'node:path'
 import {
   parseTenantFile, toTenant, keyKind, keyMatches, hashKey, loadTenantFiles, loadTenantFileEntries
 } from '../../src/tenants/index.js'
-import { ConfigError } from '../../src/shared/errors.js'
+import { ConfigError } from '../../src/shared/index.js'
 import { loadConfig } from '../../src/config/index.js'
 import { tenantFile, writeTenantDir } from '../helpers/tenant-fixtures.js'
 

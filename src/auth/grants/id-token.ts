@@ -7,8 +7,7 @@
 // 400s ("invalid request", with its space) and validation_failed / provider_disabled.
 import { createHash } from 'node:crypto'
 import type { FastifyRequest } from 'fastify'
-import { withTransaction } from '../../shared/pg.js'
-import { ownValue } from '../../shared/own.js'
+import { withTransaction, ownValue } from '../../shared/index.js'
 import { resolveIdentityUser, type ExternalIdentity } from '../accounts.js'
 import {
   BadIdTokenError, IdTokenRequestError, ManualLinkingDisabledError, NonceMismatchError, ProviderDisabledError, unexpectedFailure, ValidationFailedError

@@ -2,7 +2,7 @@
 // no password and wrong password all answer the same invalid_credentials (and take the
 // same bcrypt time). Adds `weak_password` when the right password fails today's policy.
 import type { FastifyRequest } from 'fastify'
-import { withTransaction } from '../../shared/pg.js'
+import { withTransaction } from '../../shared/index.js'
 import { passwordStrength, verifyPassword } from '../crypto.js'
 import {
   EmailNotConfirmedError, InvalidCredentialsError, PhoneProviderDisabled422Error, UserBannedError, ValidationFailedError

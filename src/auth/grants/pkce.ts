@@ -2,7 +2,7 @@
 // is locked and deleted in the same transaction, so a code works once; its method becomes
 // the session's AMR and the provider tokens of an OAuth flow come back in the response.
 import type { FastifyRequest } from 'fastify'
-import { withTransaction } from '../../shared/pg.js'
+import { withTransaction } from '../../shared/index.js'
 import {
   BadCodeVerifierError, FlowStateExpiredError, FlowStateNotFoundError, PkceDisabledError, UserBannedError, ValidationFailedError
 } from '../errors.js'

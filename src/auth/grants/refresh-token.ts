@@ -5,7 +5,7 @@
 // (committed) and the answer is refresh_token_already_used.
 import type { FastifyRequest } from 'fastify'
 import { setTimeout as sleep } from 'node:timers/promises'
-import { withTransaction } from '../../shared/pg.js'
+import { withTransaction } from '../../shared/index.js'
 import { assertRefreshTokenShape } from '../crypto.js'
 import {
   ConflictError, RefreshSessionNotFoundError, RefreshTokenAlreadyUsedError, RefreshTokenNotFoundError, RefreshTokenRequiredError, RefreshUserBannedError, SessionExpiredError

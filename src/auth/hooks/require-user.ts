@@ -5,14 +5,15 @@
 // requireAdmin checks the role claim instead of loading a user.
 import type { FastifyRequest } from 'fastify'
 import { errors as joseErrors } from 'jose'
-import { describeJwtError, UnknownKeyIdError, verifyWithKeys, type VerificationKey } from '../../shared/jwt.js'
+import {
+  describeJwtError, UnknownKeyIdError, verifyWithKeys, ROLE_CLAIMS, type VerificationKey
+} from '../../shared/index.js'
 import {
   BadJwtError, MissingSubClaimError, NoAuthorizationError, NotAdminError, SessionNotFoundBearerError, SubNotUuidError, UserBannedBearerError, UserNotFoundBearerError
 } from '../errors.js'
 import { sessionExists } from '../models/sessions.js'
 import { isUserBanned, loadUserWithIdentities, NIL_UUID } from '../models/users.js'
 import type { AuthenticatedUser, BearerClaims, TenantContext } from '../types.js'
-import { ROLE_CLAIMS } from '../../shared/roles.js'
 
 export const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i
 

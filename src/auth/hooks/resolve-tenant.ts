@@ -1,8 +1,7 @@
 // onRequest hook of the tenant-scoped routes: the first path segment names the database;
 // the tenant is looked up and the request's TenantContext built. Unknown -> 404.
 import type { FastifyRequest } from 'fastify'
-import { DATABASE_NAME } from '../../tenants/schema.js'
-import type { TenantLookup } from '../../tenants/index.js'
+import { DATABASE_NAME, type TenantLookup } from '../../tenants/index.js'
 import { buildTenantContext, type ContextDeps } from '../context.js'
 import { tenantNotFound, unexpectedFailure } from '../errors.js'
 import type { TenantContext } from '../types.js'

@@ -3,8 +3,8 @@
 // stores the token, so a failed send rolls the token back (as GoTrue does).
 import type { FastifyBaseLogger } from 'fastify'
 import type { Config } from '../../config/index.js'
-import type { Queryable } from '../../shared/pg.js'
-import type { TenantContext } from '../types.js'
+import type { Queryable } from '../../shared/index.js'
+import type { Tenant } from '../../tenants/index.js'
 import { EmailSendFailedError } from '../errors.js'
 import { reserveMailSend } from './rate-limit.js'
 import { renderMail, throttleBucket, type MailKind, type TemplateVars } from './templates.js'
@@ -33,9 +33,18 @@ export interface MailRequest {
   data?: Record<string, unknown>
 }
 
+/** What a send needs of the request's tenant context (the engine's TenantContext has it). */
+export interface MailContext {
+  readonly tenant: Tenant
+  /** Public base of the tenant's auth API, the start of the links in mails. */
+  readonly externalUrl: string
+  readonly config: Config
+  now (): Date
+}
+
 export interface Mailer {
   /** Reserves a send against the tenant's limits (429 when over), renders, sends (500 when SMTP fails). */
-  send (ctx: TenantContext, q: Queryable, req: MailRequest): Promise<void>
+  send (ctx: MailContext, q: Queryable, req: MailRequest): Promise<void>
   close (): void
 }
 

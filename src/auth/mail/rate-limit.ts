@@ -2,8 +2,8 @@
 // migration 0100) so every engine process sees the same counts: at most
 // `mail_rate_per_hour` mails per tenant in any hour (GoTrue RATE_LIMIT_EMAIL_SENT) and one
 // mail per address and kind every `mail_min_interval` seconds (GoTrue SMTP_MAX_FREQUENCY).
-import type { Queryable } from '../../shared/pg.js'
-import type { AuthSettings } from '../../tenants/schema.js'
+import type { Queryable } from '../../shared/index.js'
+import type { AuthSettings } from '../../tenants/index.js'
 import { EmailSendWaitError, OverEmailSendRateLimitError } from '../errors.js'
 
 // One transaction-level advisory lock key per database: "counting mail sends".

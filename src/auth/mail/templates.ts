@@ -1,7 +1,7 @@
 // The mail templates of the auth engine: GoTrue's kinds and default subjects (spec §5.10),
 // a tenant's overrides (tenant.auth.mail_templates), and a tiny renderer for GoTrue's
 // `{{ .Name }}` placeholders (HTML-escaped in html bodies, raw in subject and text).
-import type { Tenant } from '../../tenants/schema.js'
+import type { Tenant } from '../../tenants/index.js'
 
 export type MailKind = 'confirmation' | 'invite' | 'recovery' | 'magic_link' | 'email_change' | 'reauthentication'
 

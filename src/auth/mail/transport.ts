@@ -2,7 +2,7 @@
 // the tenants that use it: the tenant's own `auth.smtp`, else the process's mail section.
 import nodemailer, { type Transporter } from 'nodemailer'
 import type { Config } from '../../config/index.js'
-import type { Tenant } from '../../tenants/schema.js'
+import type { Tenant } from '../../tenants/index.js'
 
 export interface SmtpTarget {
   host: string

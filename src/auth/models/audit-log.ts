@@ -2,7 +2,7 @@
 // log_type, traits}). Written for account events; not for every token refresh (that is
 // the hot path, and the session row already records refreshed_at).
 import { randomUUID } from 'node:crypto'
-import type { Queryable } from '../../shared/pg.js'
+import type { Queryable } from '../../shared/index.js'
 import { NIL_UUID } from './users.js'
 
 export type AuditAction =

@@ -1,6 +1,6 @@
 // auth.gatehouse_email_proofs: the addresses a user has proven to own by a mail round trip
 // (a token sent to the address and verified). Auto-confirmation writes nothing here.
-import type { Queryable } from '../../shared/pg.js'
+import type { Queryable } from '../../shared/index.js'
 
 /** Records that `userId` verified a token mailed to `address`. */
 export async function recordEmailProof (q: Queryable, userId: string, address: string, now: Date): Promise<void> {

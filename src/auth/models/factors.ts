@@ -2,7 +2,7 @@
 // challenges, and what verifying or removing a factor does to the user's sessions (the
 // session's aal, factor_id and MFA AMR claims). Values are parameters; times from ctx.now().
 import { randomUUID } from 'node:crypto'
-import type { Queryable } from '../../shared/pg.js'
+import type { Queryable } from '../../shared/index.js'
 import type { FactorRow } from '../types.js'
 
 const FACTOR_SELECT = `id, user_id, friendly_name, factor_type::text AS factor_type, status::text AS status, created_at,

@@ -2,7 +2,7 @@
 // flow between its start (/signup, /otp, /recover, /authorize) and its end (/verify,
 // /callback, the pkce grant). Timestamps come from the engine's clock; values are parameters.
 import { randomUUID } from 'node:crypto'
-import type { Queryable } from '../../shared/pg.js'
+import type { Queryable } from '../../shared/index.js'
 
 export type CodeChallengeMethod = 's256' | 'plain'
 

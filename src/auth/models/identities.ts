@@ -1,7 +1,7 @@
 // auth.identities: one row per (provider, provider_id), keyed as GoTrue keys them, and
 // the identity JSON of spec §2.2 (`identity_id` = row uuid, `id` = provider subject).
 import { randomUUID } from 'node:crypto'
-import type { Queryable } from '../../shared/pg.js'
+import type { Queryable } from '../../shared/index.js'
 import type { IdentityRow } from '../types.js'
 
 const SELECT = 'id, provider_id, user_id, identity_data, provider, last_sign_in_at, created_at, updated_at, email'

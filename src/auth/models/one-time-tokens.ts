@@ -2,7 +2,7 @@
 // token column as GoTrue does. (user_id, token_type) is unique: a new token of a type
 // replaces the previous one. created_at is `timestamp without time zone` holding UTC.
 import { randomUUID } from 'node:crypto'
-import type { Queryable } from '../../shared/pg.js'
+import type { Queryable } from '../../shared/index.js'
 
 export type OneTimeTokenType =
   | 'confirmation_token' | 'reauthentication_token' | 'recovery_token'

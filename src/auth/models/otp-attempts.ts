@@ -3,7 +3,7 @@
 // checked, so concurrent guesses cannot slip past the limit; a token whose count reached the
 // limit through wrong codes no longer verifies (a right code consumes its token, and the
 // count goes with it).
-import type { Queryable } from '../../shared/pg.js'
+import type { Queryable } from '../../shared/index.js'
 import type { OneTimeTokenType } from './one-time-tokens.js'
 
 /**

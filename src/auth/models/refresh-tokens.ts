@@ -1,7 +1,7 @@
 // auth.refresh_tokens: legacy v1 tokens (spec §5.2). A token row names its session and
 // its parent (the token it replaced). The hot path of the refresh grant is one read and
 // one atomic rotation statement; the rarer revoked-token path runs in a transaction.
-import type { Queryable } from '../../shared/pg.js'
+import type { Queryable } from '../../shared/index.js'
 import { generateRefreshToken } from '../crypto.js'
 import type { AmrEntry, FactorRow, IdentityRow, UserRow } from '../types.js'
 import { NIL_UUID, USER_SELECT } from './users.js'

@@ -2,7 +2,7 @@
 // methods (AMR, spec §4.1), and deletion for logout (rows cascade to refresh tokens).
 // refreshed_at is `timestamp without time zone` holding UTC, so it is written AT TIME ZONE 'UTC'.
 import { randomUUID } from 'node:crypto'
-import type { Queryable } from '../../shared/pg.js'
+import type { Queryable } from '../../shared/index.js'
 import type { AmrEntry, SessionRow } from '../types.js'
 
 export async function insertSession (q: Queryable, s: { userId: string, now: Date, userAgent?: string | null, ip?: string | null }): Promise<SessionRow> {

@@ -1,8 +1,7 @@
 // auth.users: look-ups, inserts and column updates, and the user JSON of spec §2.1.
 // Column names come from a fixed allow-list and are quoted; values are parameters.
 // Timestamps are written from the engine's clock (the `now` dependency), never the DB's.
-import type { Queryable } from '../../shared/pg.js'
-import { quoteIdent } from '../../shared/pg.js'
+import { quoteIdent, type Queryable } from '../../shared/index.js'
 import type { IdentityRow, UserJson, UserRow, UserWithIdentities } from '../types.js'
 import { factorsOfUser, toFactorJson } from './factors.js'
 import { identitiesForUser, toIdentityJson } from './identities.js'

@@ -1,7 +1,7 @@
 // The GitHub preset (OAuth 2, not OIDC): the user from /user, addresses from /user/emails
 // (GitHub says which are verified and which is primary). `issuer` names a GitHub
 // Enterprise host (its API under /api/v3); explicit URLs override either.
-import type { ProviderSettings } from '../../tenants/schema.js'
+import type { ProviderSettings } from '../../tenants/index.js'
 import { buildAuthorizeUrl, exchangeAuthorizationCode, getJson, joinScopes, str } from './http.js'
 import { ProviderError, type OAuthProvider, type ProviderEmail } from './types.js'
 

@@ -1,7 +1,7 @@
 // The GitLab preset (OAuth 2 API, gitlab.com or the host named by `issuer`): the user from
 // /api/v4/user (its primary address is confirmed by GitLab), other addresses from
 // /api/v4/user/emails, which say nothing of confirmation, so they count as unverified.
-import type { ProviderSettings } from '../../tenants/schema.js'
+import type { ProviderSettings } from '../../tenants/index.js'
 import { buildAuthorizeUrl, exchangeAuthorizationCode, getJson, joinScopes, str } from './http.js'
 import { ProviderError, type OAuthProvider, type ProviderEmail } from './types.js'
 

@@ -1,7 +1,9 @@
 // HTTP towards providers: JSON GETs and the token request (form POST, RFC 6749 §4.1.3),
 // with a time limit and a size limit, errors as ProviderError. Never logs tokens.
 import { ProviderError, type ProviderTokens } from './types.js'
-import { DEFAULT_OUTBOUND_POLICY, OutboundRefusedError, outboundFetch, type OutboundPolicy } from '../../shared/outbound.js'
+import {
+  DEFAULT_OUTBOUND_POLICY, OutboundRefusedError, outboundFetch, type OutboundPolicy
+} from '../../shared/index.js'
 
 const TIMEOUT_MS = 10_000
 const MAX_BYTES = 1024 * 1024

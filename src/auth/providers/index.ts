@@ -2,7 +2,7 @@
 // selects (github, gitlab, google; any other name with an `issuer` is a generic OpenID
 // Connect provider, or plain OAuth 2 with explicit URLs), and GoTrue's refusal of an
 // unknown or disabled provider (400 validation_failed "Unsupported provider: ...").
-import type { Tenant, ProviderSettings } from '../../tenants/schema.js'
+import type { Tenant, ProviderSettings } from '../../tenants/index.js'
 import { UnsupportedProviderError } from '../errors.js'
 import { githubProvider } from './github.js'
 import { gitlabProvider } from './gitlab.js'

@@ -6,7 +6,7 @@
 import { createHash } from 'node:crypto'
 import { createRemoteJWKSet, customFetch, jwtVerify } from 'jose'
 import { LRUCache } from 'lru-cache'
-import type { ProviderSettings } from '../../tenants/schema.js'
+import type { ProviderSettings } from '../../tenants/index.js'
 import { buildAuthorizeUrl, exchangeAuthorizationCode, getJson, joinScopes, providerFetch, str } from './http.js'
 import { ProviderError, type OAuthProvider, type ProviderEmail } from './types.js'
 

@@ -2,7 +2,7 @@
 // PUT /admin/users/:id/factors/:factor_id renames one, DELETE removes it (the sessions it
 // raised drop back to aal1). Admin bearer required, as every /admin route.
 import type { FastifyInstance, FastifyRequest } from 'fastify'
-import { withTransaction } from '../../shared/pg.js'
+import { withTransaction } from '../../shared/index.js'
 import { FactorIdNotUuidError, FactorNotFoundError, UserNotFoundError, ValidationFailed404Error } from '../errors.js'
 import { contextOf } from '../hooks/resolve-tenant.js'
 import { requireAdmin, UUID } from '../hooks/require-user.js'

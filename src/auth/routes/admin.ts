@@ -3,7 +3,7 @@
 // update, delete; /admin/generate_link (tokens made, no mail sent); /invite (with mail).
 import { randomUUID } from 'node:crypto'
 import type { FastifyInstance, FastifyRequest } from 'fastify'
-import { withTransaction, type Queryable } from '../../shared/pg.js'
+import { withTransaction, type Queryable } from '../../shared/index.js'
 import { confirmEmail, createEmailUser, emailIdentityData, refreshProviders } from '../accounts.js'
 import { issueEmailToken, sendEmailToken, type EmailTokenKind } from '../confirmations.js'
 import { assertPasswordAcceptable, checkPasswordLength, hashOtp, hashPassword, randomPassword } from '../crypto.js'

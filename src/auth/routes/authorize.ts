@@ -11,7 +11,7 @@ import { insertFlowState, insertOAuthClientState } from '../models/flow-state.js
 import { pkceParamsOf } from '../pkce.js'
 import { providerOf, ProviderError } from '../providers/index.js'
 import type { TenantContext } from '../types.js'
-import { bareRecord } from '../../shared/own.js'
+import { bareRecord } from '../../shared/index.js'
 
 /** Parameters of ours or of the OAuth protocol that are never forwarded to the provider. */
 const RESERVED = new Set([

@@ -4,7 +4,7 @@
 // panel exchange uses too). Implicit flows end with the session in the fragment; PKCE
 // flows with `?code=<auth_code>` for the pkce grant. Failures are redirects, never JSON.
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
-import { withTransaction } from '../../shared/pg.js'
+import { withTransaction } from '../../shared/index.js'
 import { resolveIdentityUser, signInWithIdentity, type ExternalIdentity } from '../accounts.js'
 import {
   AuthError, BadOAuthCallbackError, BadOAuthStateError, ExternalCodeExchangeError, FlowStateAlreadyUsedError, OAuthStateExpiredError, ProviderEmailMissingError, toAuthError, unexpectedFailure

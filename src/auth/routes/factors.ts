@@ -6,7 +6,7 @@
 import type { FastifyInstance, FastifyRequest } from 'fastify'
 import * as OTPAuth from 'otpauth'
 import QRCode from 'qrcode'
-import { withTransaction, type Queryable } from '../../shared/pg.js'
+import { withTransaction, type Queryable } from '../../shared/index.js'
 import {
   Aal2RequiredToEnrollError, Aal2RequiredToUnenrollError, AnonymousNotAllowedError, BadJsonError, ChallengeExpiredError, ChallengeIpMismatchError, ChallengeNotFoundError, CodeRequiredError, EnrollSessionRequiredError, FactorIdNotUuidError, FactorNameConflictError, FactorNotFoundError, FactorTypeInvalidError, InvalidTotpCodeError, MfaPhoneEnrollDisabledError, MfaPhoneVerifyDisabledError, MfaTotpEnrollDisabledError, MfaTotpVerifyDisabledError, MfaWebAuthnEnrollDisabledError, MfaWebAuthnVerifyDisabledError, MfaWebAuthnVerifyDisabledOnVerifyError, QrCodeError, SiteUrlInvalidError, TooManyFactorsError, unexpectedFailure
 } from '../errors.js'

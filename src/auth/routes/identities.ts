@@ -5,7 +5,7 @@
 // 404 manual_linking_disabled). GET /user/identities has no handler in GoTrue: with the
 // switch on it is 404 not_found, as there.
 import type { FastifyInstance, FastifyRequest } from 'fastify'
-import { withTransaction } from '../../shared/pg.js'
+import { withTransaction } from '../../shared/index.js'
 import { IdentityIdNotUuidError, ManualLinkingDisabledError, NotFoundError, UnexpectedAudienceError } from '../errors.js'
 import { contextOf } from '../hooks/resolve-tenant.js'
 import { requireUser, UUID } from '../hooks/require-user.js'

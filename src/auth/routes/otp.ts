@@ -3,7 +3,7 @@
 // unconfirmed one gets the confirmation mail (type signup), which doubles as the link.
 // PKCE requests start a flow state and mail a `pkce_` token. Both answer 200 {}.
 import type { FastifyInstance, FastifyRequest } from 'fastify'
-import { withTransaction } from '../../shared/pg.js'
+import { withTransaction } from '../../shared/index.js'
 import { createEmailUser } from '../accounts.js'
 import { sendEmailToken } from '../confirmations.js'
 import { hashPassword, randomPassword } from '../crypto.js'

@@ -2,7 +2,7 @@
 // hash is kept in users.reauthentication_token and one_time_tokens); PUT /user takes it as
 // `nonce` for a password change when the database has secure password change on.
 import type { FastifyInstance } from 'fastify'
-import { withTransaction, type Queryable } from '../../shared/pg.js'
+import { withTransaction, type Queryable } from '../../shared/index.js'
 import { constantTimeEqual, generateOtp, hashOtp } from '../crypto.js'
 import {
   ReauthenticationEmailNotConfirmedError, ReauthenticationNoAddressError, ReauthenticationNotValidError

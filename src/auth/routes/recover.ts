@@ -2,7 +2,7 @@
 // Unknown addresses answer the same 200 {} (no enumeration). PKCE requests start a
 // `recovery` flow state and mail a `pkce_` token.
 import type { FastifyInstance } from 'fastify'
-import { withTransaction } from '../../shared/pg.js'
+import { withTransaction } from '../../shared/index.js'
 import { sendEmailToken } from '../confirmations.js'
 import { ValidationFailedError } from '../errors.js'
 import { contextOf } from '../hooks/resolve-tenant.js'

@@ -3,7 +3,7 @@
 // interval. Unknown users and nothing pending answer 200 {}; phone types are refused
 // (this engine has no phone provider).
 import type { FastifyInstance } from 'fastify'
-import { withTransaction } from '../../shared/pg.js'
+import { withTransaction } from '../../shared/index.js'
 import { sendEmailToken } from '../confirmations.js'
 import { PhoneProviderDisabledError, ValidationFailedError } from '../errors.js'
 import { contextOf } from '../hooks/resolve-tenant.js'

@@ -2,7 +2,7 @@
 // providers (false unless configured) plus any other provider the tenant names; two
 // Gatehouse fields tell clients about magic link and PKCE, which GoTrue's body lacks.
 import type { FastifyInstance } from 'fastify'
-import type { Tenant } from '../../tenants/schema.js'
+import type { Tenant } from '../../tenants/index.js'
 import { contextOf } from '../hooks/resolve-tenant.js'
 import { isProviderEnabled } from '../providers/index.js'
 

@@ -4,7 +4,7 @@
 // autoconfirm is on, then 422 user_already_exists.
 import { randomUUID } from 'node:crypto'
 import type { FastifyInstance, FastifyRequest } from 'fastify'
-import { withTransaction } from '../../shared/pg.js'
+import { withTransaction } from '../../shared/index.js'
 import { confirmEmail, createEmailUser } from '../accounts.js'
 import { sendEmailToken } from '../confirmations.js'
 import { assertPasswordAcceptable, hashPassword, verifyPassword } from '../crypto.js'

@@ -6,7 +6,7 @@ import { GRANTS } from '../grants/index.js'
 import { contextOf } from '../hooks/resolve-tenant.js'
 import { limitRequest } from '../rate-limits.js'
 import { bodyOf, queryParam } from '../http.js'
-import { ownValue } from '../../shared/own.js'
+import { ownValue } from '../../shared/index.js'
 
 export async function tokenRoutes (scope: FastifyInstance): Promise<void> {
   scope.post('/token', async (req) => {

@@ -2,7 +2,7 @@
 // (null deletes a key), password change (policy, not the same password, other sessions
 // ended), and email change with confirmation mails (GoTrue's secure mode: both addresses).
 import type { FastifyInstance } from 'fastify'
-import { withTransaction } from '../../shared/pg.js'
+import { withTransaction } from '../../shared/index.js'
 import { emailIdentityData, refreshProviders } from '../accounts.js'
 import { sendEmailToken } from '../confirmations.js'
 import { assertPasswordAcceptable, hashPassword, verifyPassword } from '../crypto.js'

@@ -4,8 +4,7 @@
 // with `?code=` of the user's flow state instead of a session; `email` is a
 // confirmation or a magic-link token, whichever it turns out to be.
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
-import { GatehouseError } from '../../shared/errors.js'
-import { withTransaction } from '../../shared/pg.js'
+import { GatehouseError, withTransaction, type Queryable } from '../../shared/index.js'
 import { ottTypesOfVerifyType, verifyTokenHash, type VerifyOutcome } from '../confirmations.js'
 import { hashOtp } from '../crypto.js'
 import {
@@ -20,7 +19,6 @@ import { findLatestFlowState, updateFlowState } from '../models/flow-state.js'
 import { flowMethodOfVerifyType } from '../pkce.js'
 import { errorRedirectUrl, withQueryParams } from '../redirects.js'
 import { startSession } from '../tokens.js'
-import type { Queryable } from '../../shared/pg.js'
 import type { AccessTokenResponse, TenantContext } from '../types.js'
 
 /** The `type`s a link may carry (GET /verify); others are an error redirect. */

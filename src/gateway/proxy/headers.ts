@@ -4,7 +4,7 @@
 // X-Forwarded-*, X-Request-Id). Responses: hop-by-hop headers out, our headers in.
 // Hot path: one pass over the headers, no per-name lower-casing where Node already did it.
 import type { IncomingHttpHeaders, OutgoingHttpHeaders } from 'node:http'
-import { HOP_BY_HOP, connectionListed } from '../../shared/http.js'
+import { HOP_BY_HOP, connectionListed } from '../../shared/index.js'
 
 // Values of `Connection` that list no other header (the common case: nothing to parse).
 function listedIn (connection: string | string[] | undefined): Set<string> | null {

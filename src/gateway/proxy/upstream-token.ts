@@ -4,10 +4,9 @@
 // caller's) and the auth upstream's service_role token for secret-key calls.
 import type { JWTPayload } from 'jose'
 import { LRUCache } from 'lru-cache'
-import { signHS256 } from '../../shared/jwt.js'
-import type { Tenant } from '../../tenants/schema.js'
+import { signHS256, ROLE_CLAIMS } from '../../shared/index.js'
+import type { Tenant } from '../../tenants/index.js'
 import type { Caller } from '../types.js'
-import { ROLE_CLAIMS } from '../../shared/roles.js'
 
 export interface UpstreamTokenOptions {
   /** gateway.upstream_token_ttl_seconds */

@@ -7,10 +7,11 @@ import type { IncomingHttpHeaders } from 'node:http'
 import { decodeProtectedHeader, errors as joseErrors, type JWTPayload } from 'jose'
 import { LRUCache } from 'lru-cache'
 import crypto from 'node:crypto'
-import { acceptedAlgorithms, describeJwtError, looksLikeJwt, tokenCacheKey, verifyWithKeys, type VerificationKey } from '../../shared/jwt.js'
-import { firstHeader } from '../../shared/http.js'
-import { keyKind, tenantIssuer, type RoleKind, type Tenant } from '../../tenants/schema.js'
-import { ACCEPTED_CLAIMS_TEXT, kindOfClaim } from '../../shared/roles.js'
+import {
+  acceptedAlgorithms, describeJwtError, looksLikeJwt, tokenCacheKey, verifyWithKeys, firstHeader,
+  ACCEPTED_CLAIMS_TEXT, kindOfClaim, type VerificationKey
+} from '../../shared/index.js'
+import { keyKind, tenantIssuer, type RoleKind, type Tenant } from '../../tenants/index.js'
 import { InvalidApiKeyError, InvalidTokenError, NoApiKeyError } from '../errors.js'
 import type { Caller } from '../types.js'
 

@@ -2,7 +2,7 @@
 // double slashes, `;`), checks the database segment against DATABASE_NAME before any
 // look-up, and splits `/<database>/<service>/v1/<rest>?<query>`.
 // Works on the raw URL, never on router-decoded params, so routing, keys and logs agree.
-import { DATABASE_NAME } from '../../tenants/schema.js'
+import { DATABASE_NAME } from '../../tenants/index.js'
 import { InvalidPathError, NotFoundError, TenantNotFoundError } from '../errors.js'
 import type { Service } from '../types.js'
 

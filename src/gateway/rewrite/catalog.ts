@@ -5,7 +5,7 @@
 // told (refusals.ts does).
 import { LRUCache } from 'lru-cache'
 import { TenantPools, type PoolLike, type TenantPoolsSnapshot } from '../../shared/index.js'
-import type { RoleKind, Tenant } from '../../tenants/schema.js'
+import type { RoleKind, Tenant } from '../../tenants/index.js'
 
 /** Table-level privileges the rewriter reasons about. */
 export type Privilege = 'SELECT' | 'INSERT' | 'UPDATE' | 'DELETE'

@@ -13,8 +13,7 @@
 // the row: the owner connection would bypass the tenant's policies, and a probe cannot tell
 // a new row from an old identical one.
 import type { Config } from '../../config/index.js'
-import { firstHeader } from '../../shared/http.js'
-import type { TenantPoolsSnapshot } from '../../shared/tenant-pools.js'
+import { firstHeader, type TenantPoolsSnapshot } from '../../shared/index.js'
 import type { RewriteError, RewrittenError, UpstreamErrorContext } from '../types.js'
 import { createCatalog, type Catalog, type CatalogOptions } from './catalog.js'
 import {

@@ -3,9 +3,10 @@
 // rls_refusal, each naming the role the request ran as and the fix. Used by the gateway's
 // rewriter and by the panel's test query. Never puts SQL text, stacks or another tenant's
 // role names into what it returns.
-import type { RoleKind, Tenant } from '../../tenants/schema.js'
-import { ROLE_KINDS, roleDisplayName, roleLabel as describeRole } from '../../shared/roles.js'
-import type { GatehouseError } from '../../shared/index.js'
+import type { RoleKind, Tenant } from '../../tenants/index.js'
+import {
+  ROLE_KINDS, roleDisplayName, roleLabel as describeRole, type GatehouseError
+} from '../../shared/index.js'
 import type { Catalog, Privilege, RolePrivileges, TableFacts } from './catalog.js'
 import {
   AnonPermissionDeniedError, NoTableGrantError, PermissionDeniedError, RlsRefusalError, UnknownTableError,

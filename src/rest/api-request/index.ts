@@ -2,7 +2,7 @@
 // selects the schema (profiles), parses the query string, Prefer, Range and Accept.
 // Pure: knows HTTP but not the database; throws RestErrors (PGRST1xx) on bad input.
 import { InvalidPathError, invalidSchema, RpcMethodError, UnsupportedMethodError } from '../errors.js'
-import type { GatehouseError } from '../../shared/errors.js'
+import type { GatehouseError } from '../../shared/index.js'
 import { parseAccept, parseMediaType } from './media-type.js'
 import { parsePreferences } from './preferences.js'
 import { decodeComponent, parseQueryParams } from './query-params.js'

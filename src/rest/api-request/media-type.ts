@@ -1,7 +1,7 @@
 // Accept and Content-Type parsing (spec/rest.md §5.1): media types with parameters and
 // q-values, sorted by preference (stable). Choosing among them is plan/negotiate.ts.
 import type { MediaType } from './types.js'
-import { bareRecord } from '../../shared/own.js'
+import { bareRecord } from '../../shared/index.js'
 
 const ANY: MediaType = Object.freeze({ type: '*/*', params: Object.freeze({}), q: 1 })
 

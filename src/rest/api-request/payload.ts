@@ -4,7 +4,7 @@
 // re-serialized, so big numbers keep their digits). Errors are PGRST102.
 import { InvalidBodyError } from '../errors.js'
 import type { MediaType } from './types.js'
-import { bareRecord } from '../../shared/own.js'
+import { bareRecord } from '../../shared/index.js'
 
 /** Rows of a write: the keys they carry and the JSON text bound as one parameter. */
 export interface RowsPayload {

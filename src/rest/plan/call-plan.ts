@@ -15,7 +15,7 @@ import { negotiateRead } from './negotiate.js'
 import { planReadTree } from './read-plan.js'
 import { rebaseRoot } from './rebase.js'
 import type { CallArgs, CallPlan, CallShape, ReadNode } from './types.js'
-import { ownValue } from '../../shared/own.js'
+import { ownValue } from '../../shared/index.js'
 
 const UNNAMED_FALLBACK: Record<string, readonly string[]> = {
   'application/json': ['json', 'jsonb'],

@@ -3,7 +3,7 @@
 // headers/cookies, statement_timeout, timezone, search_path — all transaction-local and
 // all parameters — plus the caller role's visibility of the target relation.
 import type { Statement } from './sql.js'
-import { bareRecord } from '../../shared/own.js'
+import { bareRecord } from '../../shared/index.js'
 
 /** Prepared once per connection under this name (the text never changes). */
 export const PRE_REQUEST_NAME = 'gatehouse_rest_pre_v1'

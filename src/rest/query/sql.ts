@@ -2,7 +2,7 @@
 // source text (the `sql` template tag), quoted identifiers (ident), bind parameters
 // (param), allow-listed keywords (raw), validated cast types (typeName) and join().
 // A request value can never become SQL text: strings are refused as interpolations.
-import { quoteIdent } from '../../shared/pg.js'
+import { quoteIdent } from '../../shared/index.js'
 
 const TOKEN = Symbol('sql')
 

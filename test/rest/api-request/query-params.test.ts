@@ -4,7 +4,7 @@ import t from 'tap'
 import {
   parseFilterValue, parseLogicTree, parseOrder, parseQueryParams, parseSelect, parseColumns
 } from '../../../src/rest/api-request/index.js'
-import { isGatehouseError } from '../../../src/shared/errors.js'
+import { isGatehouseError } from '../../../src/shared/index.js'
 
 const f = (name: string, jsonPath: unknown[] = []) => ({ name, jsonPath })
 const key = (k: string, arrow = '->') => ({ arrow, operand: { kind: 'key', key: k } })

@@ -5,7 +5,7 @@ import {
   parseApiRequest, parsePreferences, parseRangeHeader, intersectRanges, parseAccept, type RawRequest
 } from '../../../src/rest/api-request/index.js'
 import { negotiateRead } from '../../../src/rest/plan/index.js'
-import { isGatehouseError } from '../../../src/shared/errors.js'
+import { isGatehouseError } from '../../../src/shared/index.js'
 
 const ctx = { schemas: ['public', 'extra'] }
 function req (over: Partial<RawRequest> = {}): RawRequest {

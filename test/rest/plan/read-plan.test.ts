@@ -5,7 +5,7 @@ import t from 'tap'
 import { buildSchemaCache, type SchemaCache } from '../../../src/rest/schema-cache/index.js'
 import { parseApiRequest } from '../../../src/rest/api-request/index.js'
 import { planRequest, type ReadPlan } from '../../../src/rest/plan/index.js'
-import { isGatehouseError } from '../../../src/shared/errors.js'
+import { isGatehouseError } from '../../../src/shared/index.js'
 
 let oid = 100
 const relations: Array<Record<string, unknown>> = []

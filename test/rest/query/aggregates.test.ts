@@ -9,7 +9,7 @@ import { loadSchemaCache, type SchemaCache } from '../../../src/rest/schema-cach
 import { parseApiRequest } from '../../../src/rest/api-request/index.js'
 import { planRequest, type ReadPlan } from '../../../src/rest/plan/index.js'
 import { renderRead, type ReadStatements } from '../../../src/rest/query/index.js'
-import { isGatehouseError } from '../../../src/shared/errors.js'
+import { isGatehouseError } from '../../../src/shared/index.js'
 
 const TAIL = "SELECT null::bigint AS total_result_set, pg_catalog.count(_postgrest_t) AS page_total, coalesce(json_agg(_postgrest_t), '[]')::text AS body, nullif(current_setting('response.headers', true), '') AS response_headers, nullif(current_setting('response.status', true), '') AS response_status FROM ( SELECT * FROM pgrst_source ) _postgrest_t"
 

@@ -7,7 +7,7 @@ import { parseCallPayload, parseCsv, parseWritePayload, parseApiRequest } from '
 import { planAction, type MutatePlan } from '../../../src/rest/plan/index.js'
 import { renderMutate } from '../../../src/rest/query/index.js'
 import { buildSchemaCache } from '../../../src/rest/schema-cache/index.js'
-import { isGatehouseError } from '../../../src/shared/errors.js'
+import { isGatehouseError } from '../../../src/shared/index.js'
 
 const JSON_CT = { type: 'application/json', params: {}, q: 1 }
 const CSV_CT = { type: 'text/csv', params: {}, q: 1 }
