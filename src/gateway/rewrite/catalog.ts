@@ -1,10 +1,10 @@
 // Catalog look-ups of the refusal rewriter: which of a tenant's request roles hold which
 // privilege on a table, read over the tenant's owner connection (tenant.postgres) with a
-// few connections per tenant from the shared per-tenant pools and the answers kept briefly
+// few connections per tenant from side pools (shared/side-pools.ts) and the answers kept briefly
 // in an LRU. Read-only; every value is a parameter; nothing here decides what a client is
 // told (refusals.ts does).
 import { LRUCache } from 'lru-cache'
-import { TenantPools, type PoolLike, type TenantPoolsSnapshot } from '../../shared/index.js'
+import { createSidePools, type PoolLike, type TenantPoolsSnapshot } from '../../shared/index.js'
 import type { RoleKind, Tenant } from '../../tenants/index.js'
 
 /** Table-level privileges the rewriter reasons about. */
@@ -112,26 +112,20 @@ function toFacts (rows: FactsRow[], schemas: string[], name: string): TableFacts
   return { exists: true, schema: first.schema, name: first.name, relkind: first.relkind, roles }
 }
 
-/** Cache and pool keys are JSON tuples (never concatenated strings). */
+/** Cache keys are JSON tuples (never concatenated strings). */
 const key = (...parts: unknown[]): string => JSON.stringify(parts)
 
 export function createCatalog (opts: CatalogOptions = {}): Catalog {
-  const poolSize = opts.poolSize ?? 2
-  const maxPools = opts.maxPools ?? 100
   const statementTimeout = opts.statementTimeoutMs ?? 2000
-  const pools = new TenantPools({
-    budget: maxPools * poolSize,
-    perTenant: poolSize,
-    maxTenants: maxPools,
-    idleMs: 10_000,
-    acquireTimeoutMs: statementTimeout,
-    connectTimeoutMs: statementTimeout,
+  const pools = createSidePools({
+    maxPools: opts.maxPools ?? 100,
+    poolSize: opts.poolSize ?? 2,
+    timeoutMs: statementTimeout,
     clientConfig: { statement_timeout: statementTimeout, query_timeout: statementTimeout + 1000 },
-    applicationName: 'gatehouse-gateway-catalog',
-    allowExitOnIdle: true
+    applicationName: 'gatehouse-gateway-catalog'
   })
 
-  const poolOf = (tenant: Tenant): PoolLike => pools.pool(key(tenant.database, tenant.postgres), tenant.postgres)
+  const poolOf = (tenant: Tenant): PoolLike => pools.get(tenant.database, tenant.postgres)
 
   interface FetchContext { tenant: Tenant, schemas: string[], name: string }
   const answers = new LRUCache<string, TableFacts, FetchContext>({
