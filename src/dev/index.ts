@@ -5,8 +5,6 @@
 import { mkdirSync, readFileSync, writeFileSync, existsSync } from 'node:fs'
 import path from 'node:path'
 import { randomBytes } from 'node:crypto'
-import type { DevPostgres } from './postgres.js'
-import type { DevMail } from './mail.js'
 
 export {
   startDevPostgres, startEmbeddedPostgres, type DevPostgres, type EmbeddedPostgres, type EmbeddedPostgresOptions
@@ -15,13 +13,6 @@ export { startDevMail, type DevMail } from './mail.js'
 export { runningDevInfo, runningDevDefaults } from './running.js'
 export { runtimeTenantRecord, writeRuntimeTenantFile, writeRuntimeTenantFiles, tenantSourceFiles, TENANT_FILE, type DevEngines } from './tenant-files.js'
 export { watchTenantFiles, type TenantWatcher, type TenantWatcherOptions } from './watch.js'
-
-export interface DevPaths {
-  /** .gatehouse/ under the project root. */
-  stateDir: string
-  /** The committed tenant files (config/tenants). */
-  tenantsDir: string
-}
 
 export interface DevDatabaseInfo {
   database: string
@@ -99,5 +90,3 @@ export function renderDevInfo (info: DevInfo): string {
   lines.push('  The same is in .gatehouse/dev.json (`gatehouse status --json`). Ctrl-C stops everything.', '')
   return lines.join('\n')
 }
-
-export interface DevServices { postgres: DevPostgres, mail: DevMail }

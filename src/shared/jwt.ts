@@ -64,20 +64,6 @@ export interface VerifyOptions {
   clockToleranceSeconds?: number
 }
 
-/** Verifies an HS256 token: algorithm pinned, exp required, iss/aud checked when given. */
-export async function verifyHS256 (token: string, opts: VerifyOptions): Promise<JWTPayload> {
-  const o: JWTVerifyOptions = {
-    algorithms: ['HS256'],
-    requiredClaims: ['exp'],
-    clockTolerance: opts.clockToleranceSeconds ?? 0
-  }
-  if (opts.issuer !== undefined) o.issuer = opts.issuer
-  if (opts.audience !== undefined) o.audience = opts.audience
-  if (opts.currentDate) o.currentDate = opts.currentDate
-  const { payload } = await jwtVerify(token, hmacKey(opts.secret), o)
-  return payload
-}
-
 export interface AsymmetricSignOptions extends Omit<SignOptions, 'secret' | 'kid'> {
   alg: 'ES256' | 'RS256'
   kid: string
