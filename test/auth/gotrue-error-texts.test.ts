@@ -4,7 +4,7 @@ import t from 'tap'
 import { GoTrueAdminApi } from '@supabase/auth-js'
 import { SignJWT } from 'jose'
 import { startAuth, call } from '../helpers/auth-harness.js'
-import { tenantIssuer } from '../../src/tenants/schema.js'
+import { tenantIssuer } from '../../src/tenants/index.js'
 
 t.test('GoTrue texts', async (t) => {
   const h = await startAuth(t)
