@@ -91,6 +91,7 @@ t.test('a table that does not exist: unknown_table saying so', async (t) => {
   t.equal(r.status, 404)
   t.equal(r.body.code, 'unknown_table')
   t.equal(r.headers.get('x-gatehouse-error-code'), 'unknown_table')
+  t.equal(r.headers.get('proxy-status'), 'gatehouse; error=unknown_table', "the engine's PostgREST; error=PGRST205 is replaced")
   t.match(r.body.message, `role anon (${x.roles.anon})`)
   t.match(r.body.details, /No table or view named "todoz" exists in schema public/)
   t.same(Object.keys(r.body).slice(0, 4), ['code', 'message', 'details', 'hint'])

@@ -60,11 +60,15 @@ export interface Refusal {
   headers: Record<string, string>
 }
 
-/** The refusal as sent: the registry error's status and wire body, its code also in a header. */
+/**
+ * The refusal as sent: the registry error's status and wire body, its code also in a header.
+ * The answer is now the gateway's, not the engine's: its Proxy-Status names Gatehouse and the
+ * refusal's code instead of the engine's `PostgREST; error=PGRST205`.
+ */
 function toRefusal (e: GatehouseError): Refusal {
   return {
     status: e.status,
-    headers: { 'x-gatehouse-error-code': e.code, ...e.headers },
+    headers: { 'x-gatehouse-error-code': e.code, 'proxy-status': `gatehouse; error=${e.code}`, ...e.headers },
     body: e.toWire() as Refusal['body']
   }
 }
