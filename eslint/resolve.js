@@ -22,12 +22,14 @@ export function resolveSpecifier (fromFile, specifier) {
   return candidates.find(isFile) ?? null
 }
 
-/** The ESTree node types that carry a module specifier in `source`. */
+/** Visitors calling `check(node, specifierLiteral)` for every way a module names another. */
 export function importVisitors (check) {
   return {
     ImportDeclaration: (node) => check(node, node.source),
     ExportNamedDeclaration: (node) => check(node, node.source),
     ExportAllDeclaration: (node) => check(node, node.source),
     ImportExpression: (node) => check(node, node.source),
+    // `typeof import('../x/y.js')` and `import('../x/y.js').Type` in type positions
+    TSImportType: (node) => check(node, node.argument?.type === 'TSLiteralType' ? node.argument.literal : node.argument),
   }
 }

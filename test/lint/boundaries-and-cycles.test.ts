@@ -36,14 +36,16 @@ t.test('an import of another part\'s internal module is reported; through its in
     'test/alpha/inner.test.ts': "import { a } from '../../src/alpha/inner.js'\nexport const e = a\n",
     'test/beta/reach.test.ts': "import { a } from '../../src/alpha/inner.js'\nexport const f = a\n",
     'test/helpers/reach.ts': "import { a } from '../../src/alpha/inner.js'\nexport const g = a\n",
+    'src/gamma/index.ts': "export type Inner = typeof import('../alpha/inner.js')\n",
   })
   const boundary = found.filter((f) => f.rule === 'gatehouse/part-boundaries')
   t.same(boundary.map((f) => `${f.file}:${f.line}`).sort(), [
     'src/beta/index.ts:1',
     'src/entry.ts:1',
+    'src/gamma/index.ts:1',
     'test/beta/reach.test.ts:1',
     'test/helpers/reach.ts:1',
-  ], 'other parts, the entry files, other parts\' tests and helpers may not reach into alpha')
+  ], 'other parts (also in a type position), the entry files, other parts\' tests and helpers may not reach into alpha')
   t.equal(boundary[0]!.message, "'../alpha/inner.js' reaches inside the alpha part: import it through src/alpha/index.ts, its one public entry")
   t.same(found.filter((f) => f.rule !== 'gatehouse/part-boundaries'), [], 'nothing else is reported')
 })
