@@ -109,7 +109,7 @@ export async function run (): Promise<BenchReport> {
   const connections = Number(process.env.BENCH_CONNECTIONS ?? 32)
   const startedAt = new Date().toISOString()
   const database = `bench_auth_${process.pid}`
-  const { file } = await provisionTenant({ adminUrl, database, organization: 'org_bench', auth: { refresh_token_reuse_interval: 10, rate_limits: { sign_in_sign_up: ROOMY, token_refresh: ROOMY } } })
+  const { file } = await provisionTenant({ adminUrl, database, organization: 'org_bench', auth: { refresh_token_reuse_interval: 10, rate_limits: { sign_in_sign_up: ROOMY, token_refresh: ROOMY, verify: ROOMY, otp: ROOMY } } })
   const tenant = toTenant(file)
   const config = loadConfig({ env: {}, overrides: { public_url: 'http://127.0.0.1:8000', log: { level: 'silent' }, auth: { port: 0, bcrypt_cost: 4 } } })
   const engine = buildAuthEngine({ config, tenants: { get: async (db) => (db === database ? tenant : null) } })
