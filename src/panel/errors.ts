@@ -2,11 +2,14 @@
 // as retired and is never reused) and its renderer: {code, message, details, hint} plus the
 // `x-gatehouse-error-code` header. 5xx bodies say "unexpected failure" and the request id.
 import {
-  BadRequestError, DatabaseUnavailableError, InternalError, NotFoundError,
+  BadRequestError, DatabaseUnavailableError, InternalError, NotFoundError, PayloadTooLargeError,
   defineError, errorCodes, isGatehouseError, type CodeOf, type GatehouseError, type WireError
 } from '../shared/index.js'
 
-export { BadRequestError, DatabaseUnavailableError, InternalError, NotFoundError }
+export { BadRequestError, DatabaseUnavailableError, InternalError, NotFoundError, PayloadTooLargeError }
+
+/** The largest request body the panel reads. */
+export const PANEL_BODY_LIMIT = 1024 * 1024
 
 // ---- panel session ----------------------------------------------------------------------
 export const NoSessionError = defineError('no_session', 401,
@@ -26,6 +29,9 @@ export const DatabaseNotFoundError = defineError('database_not_found', 404,
 // bad_request, not_found: shared (src/shared/errors.ts)
 export const ValidationError = defineError('validation_failed', 400,
   (why: string) => `The request is not valid: ${why}`)
+
+export const UnsupportedMediaTypeError = defineError('unsupported_media_type', 415,
+  (contentType: string) => `The panel reads bodies sent as application/json, not ${JSON.stringify(contentType)}`)
 
 // ---- test query ---------------------------------------------------------------------------
 export const QueryError = defineError('query_error', 400,
@@ -62,6 +68,7 @@ export const SigningKeyInUseError = defineError('signing_key_in_use', 409,
 /** Every error this part raises (besides refusals of the gateway and auth errors it relays). */
 export const PANEL_ERRORS = {
   NoSessionError, InvalidSessionError, NotAMemberError, DatabaseNotFoundError, BadRequestError, ValidationError,
+  PayloadTooLargeError, UnsupportedMediaTypeError,
   NotFoundError, QueryError, QueryTimeoutError, EngineNotConfiguredError, AccountLinkRefusedError, TestQueryLoginError,
   SettingsReadOnlyError, SigningKeyNotFoundError, SigningKeyInUseError, DatabaseUnavailableError, InternalError
 } as const
@@ -79,19 +86,19 @@ export interface RenderedPanelError {
 }
 
 /** Our error for anything thrown; fastify's 4xx keep their meaning, the rest is a 500. */
-export function toPanelError (err: unknown): GatehouseError {
+export function toPanelError (err: unknown, contentType = ''): GatehouseError {
   if (isGatehouseError(err)) return err
   const e = err as { statusCode?: number, code?: string, message?: string }
   if (typeof e?.statusCode === 'number' && e.statusCode >= 400 && e.statusCode < 500) {
-    if (e.statusCode === 413) return Object.assign(new BadRequestError('the body is too large', { cause: err }), { status: 413 }) as GatehouseError
-    if (e.statusCode === 415) return Object.assign(new BadRequestError('send the body as application/json', { cause: err }), { status: 415 }) as GatehouseError
+    if (e.statusCode === 413) return new PayloadTooLargeError(PANEL_BODY_LIMIT, { cause: err })
+    if (e.statusCode === 415) return new UnsupportedMediaTypeError(contentType, { cause: err })
     return new BadRequestError(String(e.message ?? 'bad request'), { cause: err })
   }
   return new InternalError({ cause: err, internal: err })
 }
 
-export function renderPanelError (err: unknown, requestId: string): RenderedPanelError {
-  const error = toPanelError(err)
+export function renderPanelError (err: unknown, requestId: string, contentType = ''): RenderedPanelError {
+  const error = toPanelError(err, contentType)
   const body: WireError = error.status >= 500
     ? { code: error.code, message: 'unexpected failure', details: `request id ${requestId}`, hint: 'Retry later; quote the request id when reporting it.', request_id: requestId }
     : error.toWire()

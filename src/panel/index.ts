@@ -13,10 +13,10 @@ import type { FastifyBaseLogger, FastifyInstance } from 'fastify'
 import type { Config } from '../config/index.js'
 import { createAuthService, type AuthService } from '../auth/index.js'
 import { createCatalog, createRefusalExplainer } from '../gateway/index.js'
-import { createPartApp, instrumentPart, tenantLabel, type PartTracer } from '../shared/index.js'
+import { createPartApp, firstHeader, instrumentPart, tenantLabel, type PartTracer } from '../shared/index.js'
 import type { TenantLookup, TenantStore } from '../tenants/index.js'
 import { guardHook } from './context.js'
-import { BadRequestError, NotFoundError, renderPanelError } from './errors.js'
+import { BadRequestError, NotFoundError, PANEL_BODY_LIMIT, renderPanelError } from './errors.js'
 import { createPanelPools } from './pools.js'
 import { panelRoutes } from './routes.js'
 import { createSessionVerifier } from './session.js'
@@ -46,8 +46,6 @@ export interface PanelDeps {
   now?: () => Date
 }
 
-const BODY_LIMIT = 1024 * 1024
-
 /**
  * Builds the panel (never listens; health, readiness and metrics are on its admin listener). Routes under
  * `/organizations/:org/databases/:db/api`: `POST /app-session`, `POST /test-query`,
@@ -62,7 +60,7 @@ export function buildPanel (deps: PanelDeps): FastifyInstance {
     logger: deps.logger,
     log: config.log,
     fastify: {
-      bodyLimit: BODY_LIMIT,
+      bodyLimit: PANEL_BODY_LIMIT,
       trustProxy: false,
       return503OnClosing: true,
       routerOptions: { ignoreTrailingSlash: true, maxParamLength: 200 }
@@ -85,7 +83,7 @@ export function buildPanel (deps: PanelDeps): FastifyInstance {
 
   // JSON only; an empty body is {} (the exchange needs none).
   app.removeAllContentTypeParsers()
-  app.addContentTypeParser('application/json', { parseAs: 'string', bodyLimit: BODY_LIMIT }, (_req, body, done) => {
+  app.addContentTypeParser('application/json', { parseAs: 'string', bodyLimit: PANEL_BODY_LIMIT }, (_req, body, done) => {
     const text = String(body)
     if (text.trim() === '') { done(null, {}); return }
     try { done(null, JSON.parse(text)) } catch { done(new BadRequestError('the body is not valid JSON'), undefined) }
@@ -94,7 +92,7 @@ export function buildPanel (deps: PanelDeps): FastifyInstance {
   app.addHook('onRequest', async (req, reply) => { reply.header('x-request-id', req.id) })
 
   app.setErrorHandler((err, req, reply) => {
-    const r = renderPanelError(err, req.id)
+    const r = renderPanelError(err, req.id, firstHeader(req.headers['content-type']) ?? '')
     if (r.status >= 500) req.log.error({ err: r.error.internal ?? r.error.cause ?? err, code: r.error.code }, 'panel request failed')
     else req.log.info({ code: r.error.code, status: r.status }, 'panel request refused')
     void reply.code(r.status).headers(r.headers).send(r.body)

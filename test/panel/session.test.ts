@@ -130,3 +130,23 @@ t.test('a panel without any key refuses to build', async (t) => {
   const config = loadConfig({ env: {}, overrides: { log: { level: 'silent' } } })
   t.throws(() => buildPanel({ config, tenants: lookup }), /session_secret|jwks_url/)
 })
+
+t.test('a body the panel will not read: 413 payload_too_large naming the limit, 415 unsupported_media_type naming the type', async (t) => {
+  const app = panelWith({ session_secret: SECRET })
+  const token = await signPanelSession({ secret: SECRET, userId: 'u1', email: 'ada@example.com', orgs: ['org_acme'] })
+  const headers = { authorization: `Bearer ${token}` }
+  const big = await app.inject({
+    method: 'PATCH', url: PATH, headers: { ...headers, 'content-type': 'application/json' },
+    payload: JSON.stringify({ pad: 'x'.repeat(1024 * 1024 + 10) })
+  })
+  t.equal(big.statusCode, 413)
+  t.equal(big.json().code, 'payload_too_large')
+  t.equal(big.headers['x-gatehouse-error-code'], 'payload_too_large')
+  t.equal(big.json().message, `The request body is larger than the limit of ${1024 * 1024} bytes`)
+  const plain = await app.inject({
+    method: 'PATCH', url: PATH, headers: { ...headers, 'content-type': 'text/plain' }, payload: 'hello'
+  })
+  t.equal(plain.statusCode, 415)
+  t.equal(plain.json().code, 'unsupported_media_type')
+  t.match(plain.json().message, 'not "text/plain"')
+})
