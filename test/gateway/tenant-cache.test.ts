@@ -3,12 +3,9 @@
 // through Redis; and during a Redis outage a warm cache keeps serving while an uncached
 // database fails with a clear 503.
 import t from 'tap'
-import { spawn, type ChildProcess } from 'node:child_process'
-import { existsSync, mkdtempSync, rmSync } from 'node:fs'
-import { tmpdir } from 'node:os'
-import path from 'node:path'
 import { createRedisStore, createTenantCache, type RedisTenantStore } from '../../src/tenants/index.js'
 import { createTestRedis } from '../helpers/redis.js'
+import { spawnRedis } from '../helpers/tenant-fixtures.js'
 import { makeTenant, startUpstream, startGateway, request } from '../helpers/gateway.js'
 
 interface Teardown { teardown (fn: () => unknown): void }
@@ -25,27 +22,6 @@ async function until (fn: () => Promise<boolean>, what: string, tries = 200): Pr
     await new Promise((r) => setTimeout(r, 25))
   }
   throw new Error(`never happened: ${what}`)
-}
-
-/** A redis-server of this test's own on a unix socket, so it can be killed (an outage). */
-async function ownRedis (t: Teardown): Promise<{ url: string, stop (): Promise<void>, start (): Promise<void> }> {
-  const dir = mkdtempSync(path.join(tmpdir(), 'gh-gw-redis-'))
-  const socket = path.join(dir, 'redis.sock')
-  let child: ChildProcess | null = null
-  const start = async (): Promise<void> => {
-    child = spawn('redis-server', ['--port', '0', '--unixsocket', socket, '--save', '', '--appendonly', 'no', '--dir', dir], { stdio: 'ignore' })
-    await until(async () => existsSync(socket), 'redis-server started')
-  }
-  const stop = async (): Promise<void> => {
-    const c = child
-    if (!c || c.exitCode !== null) return
-    await new Promise<void>((resolve) => { c.once('exit', () => resolve()); c.kill('SIGKILL') })
-    rmSync(socket, { force: true })
-    child = null
-  }
-  await start()
-  t.teardown(async () => { await stop(); rmSync(dir, { recursive: true, force: true }) })
-  return { url: socket, stop, start }
 }
 
 t.test('a key rotation published through Redis reaches both gateway instances', async (t) => {
@@ -89,7 +65,7 @@ t.test('a key rotation published through Redis reaches both gateway instances', 
 })
 
 t.test('Redis outage: a warm cache keeps serving, an uncached database gets a clear 503', async (t) => {
-  const redis = await ownRedis(t)
+  const redis = await spawnRedis(t)
   const up = await startUpstream(t)
   const acme = makeTenant('acme', { auth: up.url, rest: up.url })
   const beta = makeTenant('beta', { auth: up.url, rest: up.url })
