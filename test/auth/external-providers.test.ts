@@ -13,14 +13,10 @@ import type { Tenant } from '../../src/tenants/index.js'
 import { startAuth, call, decodeJwt, email, PUBLIC_URL, type AuthHarness } from '../helpers/auth-harness.js'
 import type { TestTenant } from '../helpers/tenants.js'
 import { startOidcProvider } from '../helpers/oidc.js'
+import { memoryStorage } from '../helpers/auth-harness.js'
 
 const SITE = 'http://localhost:3000'
 const APP = 'http://app.example.com'
-
-function memoryStorage () {
-  const m = new Map<string, string>()
-  return { getItem: (k: string) => m.get(k) ?? null, setItem: (k: string, v: string) => { m.set(k, v) }, removeItem: (k: string) => { m.delete(k) } }
-}
 
 t.test('external providers', async (t) => {
   const database = `tenant_${randomBytes(5).toString('hex')}`

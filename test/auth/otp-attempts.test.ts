@@ -5,18 +5,13 @@
 // link (type email) and sign-up confirmation; concurrent guesses are counted before they
 // are checked.
 import t from 'tap'
-import type { CaughtMail } from '../helpers/mail.js'
+import { codeOf, type CaughtMail } from '../helpers/mail.js'
 import { call, email, startAuth } from '../helpers/auth-harness.js'
 
 const BURNED = 'Token has expired or is invalid: after 5 wrong codes this code no longer works, request a new one'
 let ipSeq = 1
 const anotherIp = () => ({ 'x-forwarded-for': `203.0.113.${ipSeq++}` })
 
-function codeOf (mail: CaughtMail): string {
-  const m = /code: (\d{6})/.exec(mail.text)
-  if (!m) throw new Error('no code in the mail: ' + mail.text)
-  return m[1]!
-}
 function tokenHashOf (mail: CaughtMail): string {
   const l = mail.links.find((x) => x.includes('/verify?'))
   if (!l) throw new Error('no verify link in the mail')

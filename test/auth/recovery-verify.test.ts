@@ -11,20 +11,11 @@ import type { Tenant } from '../../src/tenants/index.js'
 import { startAuth, call, decodeJwt, email, PUBLIC_URL } from '../helpers/auth-harness.js'
 import type { TestTenant } from '../helpers/tenants.js'
 import type { CaughtMail } from '../helpers/mail.js'
+import { codeOf } from '../helpers/mail.js'
+import { memoryStorage } from '../helpers/auth-harness.js'
 
 const SITE = 'http://localhost:3000'
 const APP = 'http://app.example.com'
-
-function memoryStorage () {
-  const m = new Map<string, string>()
-  return { getItem: (k: string) => m.get(k) ?? null, setItem: (k: string, v: string) => { m.set(k, v) }, removeItem: (k: string) => { m.delete(k) } }
-}
-
-function codeOf (mail: CaughtMail): string {
-  const m = /code: (\d{6})/.exec(mail.text)
-  if (!m) throw new Error('no code in the mail: ' + mail.text)
-  return m[1]!
-}
 
 function linkOf (mail: CaughtMail): URL {
   const l = mail.links.find((x) => x.includes('/verify?'))

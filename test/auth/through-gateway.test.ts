@@ -14,11 +14,7 @@ import type { Tenant } from '../../src/tenants/index.js'
 import { createTestTenant } from '../helpers/tenants.js'
 import { startMailCatcher } from '../helpers/mail.js'
 import { PUBLIC_URL, email, decodeJwt } from '../helpers/auth-harness.js'
-
-function memoryStorage () {
-  const m = new Map<string, string>()
-  return { getItem: (k: string) => m.get(k) ?? null, setItem: (k: string, v: string) => { m.set(k, v) }, removeItem: (k: string) => { m.delete(k) } }
-}
+import { memoryStorage } from '../helpers/auth-harness.js'
 
 t.test('through the gateway', async (t) => {
   const mail = await startMailCatcher(t)

@@ -153,3 +153,9 @@ let seq = 0
 export function email (prefix = 'user'): string {
   return `${prefix}.${process.pid}.${Date.now().toString(36)}.${seq++}@example.com`
 }
+
+/** An in-memory storage for supabase-js's auth client (sessions and PKCE verifiers); `map` shows what it holds. */
+export function memoryStorage () {
+  const m = new Map<string, string>()
+  return { map: m, getItem: (k: string) => m.get(k) ?? null, setItem: (k: string, v: string) => { m.set(k, v) }, removeItem: (k: string) => { m.delete(k) } }
+}

@@ -168,3 +168,10 @@ export async function startMailCatcher (t?: Teardown): Promise<MailCatcher> {
   t?.teardown(() => catcher.close())
   return catcher
 }
+
+/** The 6-digit one-time code of a mail ("Or enter this code: 123456"). */
+export function codeOf (mail: CaughtMail): string {
+  const m = /code: (\d{6})/.exec(mail.text)
+  if (!m) throw new Error('no code in the mail: ' + mail.text)
+  return m[1]!
+}
