@@ -130,15 +130,24 @@ export const OAuthStateExpiredError = defineAuthError('bad_oauth_state', 400, ()
 export const BadOAuthCallbackError = defineAuthError('bad_oauth_callback', 400, (message: string) => message)
 export const UnsupportedProviderError = defineAuthError('validation_failed', 400, (reason: string) => `Unsupported provider: ${reason}`)
 
-/** An OAuth `error` value derived from a status, for redirects (§6.2). */
-export function oauthErrorForStatus (status: number): string {
+/**
+ * GoTrue's oauthErrorMap: the OAuth `error` value of a status, for redirects (§6.2);
+ * undefined for a status it has no entry for (404, 409, 422, 429 ...).
+ */
+export function oauthErrorOfStatus (status: number): string | undefined {
   switch (status) {
     case 400: return 'invalid_request'
     case 401: return 'unauthorized_client'
     case 403: return 'access_denied'
+    case 500: return 'server_error'
     case 503: return 'temporarily_unavailable'
-    default: return 'server_error'
+    default: return undefined
   }
+}
+
+/** The OAuth `error` of a provider callback's redirect: the map's value, else server_error. */
+export function oauthErrorForStatus (status: number): string {
+  return oauthErrorOfStatus(status) ?? 'server_error'
 }
 
 // ----- database reachability -----------------------------------------------------------------

@@ -183,7 +183,7 @@ t.test('magic link and email OTP', async (t) => {
     link.searchParams.set('type', 'signup')
     t.match(fragment((await follow(viaGateway(open, link.toString()))).location), { error_code: 'otp_expired' }, 'a magic-link token is no confirmation token')
     link.searchParams.set('type', 'sms')
-    t.match(fragment((await follow(viaGateway(open, link.toString()))).location), { error: 'invalid_request', error_code: 'validation_failed', error_description: 'Unsupported verification type: sms' })
+    t.match(fragment((await follow(viaGateway(open, link.toString()))).location), { error: 'invalid_request', error_code: 'validation_failed', error_description: 'Invalid email verification type' })
     const hashOnly = await call(`${gwBase(open)}/auth/v1/verify`, { body: { type: 'magiclink', token_hash: token + 'ff' }, headers: { apikey: open.file.keys.public } })
     t.equal(hashOnly.status, 403)
     t.equal(hashOnly.body.code, 'otp_expired')

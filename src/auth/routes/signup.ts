@@ -36,11 +36,15 @@ async function anonymousSignIn (ctx: TenantContext, req: FastifyRequest, data: R
   })
 }
 
-/** The fake user of a repeated sign-up (spec §3.3): random id, no identities. */
+/**
+ * The fake user of a repeated sign-up (spec §3.3), as GoTrue's sanitizeUser shapes it: a
+ * random id, an empty role, confirmation_sent_at now, no confirmation times, no identities.
+ * Nothing of the real record (its other timestamps, metadata, factors) is carried over.
+ */
 function obfuscatedUser (ctx: TenantContext, email: string, data: Record<string, unknown> | undefined): Record<string, unknown> {
   const now = ctx.now().toISOString()
   return {
-    id: randomUUID(), aud: ctx.tenant.jwt.aud, role: 'authenticated', email, phone: '',
+    id: randomUUID(), aud: ctx.tenant.jwt.aud, role: '', email, phone: '', confirmation_sent_at: now,
     app_metadata: { provider: 'email', providers: ['email'] }, user_metadata: data ?? {}, identities: [],
     created_at: now, updated_at: now, is_anonymous: false
   }

@@ -4,11 +4,11 @@
 // with `?code=` of the user's flow state instead of a session; `email` is a
 // confirmation or a magic-link token, whichever it turns out to be.
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
-import { GatehouseError, withTransaction, type Queryable } from '../../shared/index.js'
+import { withTransaction, type Queryable } from '../../shared/index.js'
 import { ottTypesOfVerifyType, verifyTokenHash, type VerifyOutcome } from '../confirmations.js'
 import { hashOtp } from '../crypto.js'
 import {
-  AuthError, FlowStateNotFoundRedirectError, MAX_OTP_ATTEMPTS, oauthErrorForStatus, OtpAttemptsExhaustedError, toAuthError, ValidationFailed422Error, ValidationFailedError
+  AuthError, FlowStateNotFoundRedirectError, MAX_OTP_ATTEMPTS, OtpAttemptsExhaustedError, toAuthError, ValidationFailed422Error, ValidationFailedError
 } from '../errors.js'
 import { contextOf } from '../hooks/resolve-tenant.js'
 import { limitRequest } from '../rate-limits.js'
@@ -17,22 +17,13 @@ import { findOneTimeToken } from '../models/one-time-tokens.js'
 import { countOtpAttempt } from '../models/otp-attempts.js'
 import { findLatestFlowState, updateFlowState } from '../models/flow-state.js'
 import { flowMethodOfVerifyType } from '../pkce.js'
-import { errorRedirectUrl, withQueryParams } from '../redirects.js'
+import { errorRedirectUrl, withFragmentParams, withQueryParams } from '../redirects.js'
 import { startSession } from '../tokens.js'
 import type { AccessTokenResponse, TenantContext } from '../types.js'
 
 /** The `type`s a link may carry (GET /verify); others are an error redirect. */
 const LINK_TYPES = new Set(['signup', 'invite', 'recovery', 'magiclink', 'email_change', 'email'])
 const FIRST_EMAIL_CHANGE = 'Confirmation link accepted. Please proceed to confirm link sent to the other email'
-
-/** `<url>#k=v&...&sb=` with keys sorted, replacing any fragment of the URL (spec §5.8). */
-export function withFragment (url: string, params: Record<string, string>): string {
-  const qs = new URLSearchParams()
-  for (const k of Object.keys(params).sort()) qs.set(k, params[k]!)
-  const base = url.split('#')[0]!
-  const enc = qs.toString()
-  return `${base}#${enc ? enc + '&' : ''}sb=`
-}
 
 const flowStateNotFoundRedirect = () => new FlowStateNotFoundRedirectError()
 
@@ -74,13 +65,11 @@ async function verifyAndSignIn (ctx: TenantContext, req: FastifyRequest, type: s
   })
 }
 
-function errorRedirect (reply: FastifyReply, redirectTo: string, err: unknown, log: FastifyRequest['log']) {
+function errorRedirect (reply: FastifyReply, redirectTo: string, err: unknown, pkce: boolean, log: FastifyRequest['log']) {
   const e = toAuthError(err)
   if (e.status >= 500) log.error({ err: e.internal ?? err }, 'verify failed')
-  const description = e.status >= 500 ? 'Unexpected failure, please check server logs for more information' : e.message
-  return reply.code(303).redirect(withFragment(redirectTo, {
-    error: oauthErrorForStatus(e.status), error_code: e.code, error_description: description
-  }), 303)
+  // A PKCE link carries the error in the query as well (GoTrue's prepErrorRedirectURL).
+  return reply.redirect(errorRedirectUrl(redirectTo, e, pkce, 'verify'), 303)
 }
 
 export async function verifyRoutes (scope: FastifyInstance): Promise<void> {
@@ -94,15 +83,15 @@ export async function verifyRoutes (scope: FastifyInstance): Promise<void> {
     const redirectTo = redirectUrlOf(req, ctx.tenant.auth)
     const pkce = token.startsWith('pkce_')
     try {
-      if (!LINK_TYPES.has(type)) throw new ValidationFailedError(`Unsupported verification type: ${type}`)
+      if (!LINK_TYPES.has(type)) throw new ValidationFailedError('Invalid email verification type')
       const { outcome, session, code, type: verifiedType } = await verifyAndSignIn(ctx, req, type, [token], { linkOpened: true, pkceRedirect: true })
       if (outcome.kind === 'first_email_change_confirmation') {
         const base = pkce ? withQueryParams(redirectTo, { message: FIRST_EMAIL_CHANGE }) : redirectTo
-        return reply.redirect(withFragment(base, { message: FIRST_EMAIL_CHANGE }), 303)
+        return reply.redirect(withFragmentParams(base, { message: FIRST_EMAIL_CHANGE }), 303)
       }
       if (code) return reply.redirect(withQueryParams(redirectTo, { code }), 303)
       const s = session!
-      return reply.redirect(withFragment(redirectTo, {
+      return reply.redirect(withFragmentParams(redirectTo, {
         access_token: s.access_token,
         expires_at: String(s.expires_at),
         expires_in: String(s.expires_in),
@@ -111,11 +100,7 @@ export async function verifyRoutes (scope: FastifyInstance): Promise<void> {
         type: verifiedType
       }), 303)
     } catch (err) {
-      if (pkce) {
-        if (!(err instanceof GatehouseError) || err.status >= 500) req.log.error({ err }, 'verify failed')
-        return reply.redirect(errorRedirectUrl(redirectTo, err, true), 303)
-      }
-      return errorRedirect(reply, redirectTo, err, req.log)
+      return errorRedirect(reply, redirectTo, err, pkce, req.log)
     }
   })
 
@@ -134,6 +119,8 @@ export async function verifyRoutes (scope: FastifyInstance): Promise<void> {
     let relatesTo: string | undefined
     if (tokenHash) {
       if (email || phone || optString(b, 'redirect_to')) throw new ValidationFailedError('Only the token_hash and type should be provided')
+      // GoTrue looks a token hash up by its type first: a type without emailed tokens is a 400.
+      if (!LINK_TYPES.has(type)) throw new ValidationFailedError('Invalid email verification type')
       hashes = [tokenHash]
     } else {
       if (!email) throw new ValidationFailedError('Verify requires an email or a phone number')

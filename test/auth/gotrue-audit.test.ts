@@ -1,0 +1,99 @@
+// Differences to GoTrue (supabase/auth) found by reading its handlers side by side with
+// ours, each pinned here over real HTTP against the engine (auth-js where it has a method,
+// a real SMTP catcher for mail): the obfuscated user of a repeated sign-up, the key order
+// of /verify redirects, the verify-type refusals, and /resend's validation order.
+import t from 'tap'
+import { startAuth, call, email } from '../helpers/auth-harness.js'
+import { errorParams } from '../../src/auth/redirects.js'
+import { FlowStateExpiredError, OtpExpiredError } from '../../src/auth/errors.js'
+
+const SITE = 'http://app.example.com'
+
+t.test('gotrue audit', async (t) => {
+  const h = await startAuth(t, {
+    tenants: [{ auth: { mail_confirmation: true, site_url: SITE, redirect_urls: [`${SITE}/**`] } }]
+  })
+  const x = h.list[0]!
+
+  async function confirmedUser (): Promise<string> {
+    const e = email('confirmed')
+    const r = await call(h.base(x) + '/admin/users', { token: await h.serviceToken(x), body: { email: e, password: 'secret123', email_confirm: true } })
+    t.equal(r.status, 200)
+    return e
+  }
+
+  t.test('repeated sign-up of a confirmed address: GoTrue\'s sanitised user, shaped like a new one', async (t) => {
+    const c = h.client(x)
+    const fresh = await c.signUp({ email: email('fresh'), password: 'secret123' })
+    t.error(fresh.error)
+    t.equal(fresh.data.session, null)
+    const e = await confirmedUser()
+    const dup = await c.signUp({ email: e, password: 'whatever1', options: { data: { team: 'red' } } })
+    t.error(dup.error)
+    t.equal(dup.data.session, null)
+    const fake = dup.data.user!
+    // sanitizeUser: empty role, confirmation_sent_at now, no confirmation times, no identities.
+    t.equal(fake.role, '')
+    t.ok(fake.confirmation_sent_at, 'confirmation_sent_at set as for a mail just sent')
+    t.equal(fake.email_confirmed_at, undefined)
+    t.equal(fake.confirmed_at, undefined)
+    t.same(fake.identities, [])
+    t.same(fake.user_metadata, { team: 'red' })
+    t.same(fake.app_metadata, { provider: 'email', providers: ['email'] })
+    // The same fields as a real new sign-up (whose user_metadata GoTrue also fills in).
+    t.same(Object.keys(fake).sort(), Object.keys(fresh.data.user!).sort())
+  })
+
+  t.test('GET /verify: the session fragment in Go\'s sorted key order, sb among them', async (t) => {
+    const c = h.client(x)
+    const e = email('order')
+    t.error((await c.signUp({ email: e, password: 'secret123', options: { emailRedirectTo: `${SITE}/done` } })).error)
+    const mail = await h.mail.waitForMail(e)
+    const link = mail.links.find((l) => l.includes('/verify?'))!
+    const res = await fetch(h.engineLink(x, link), { redirect: 'manual' })
+    t.equal(res.status, 303)
+    const location = res.headers.get('location')!
+    t.ok(location.startsWith(`${SITE}/done#`))
+    const keys = location.split('#')[1]!.split('&').map((kv) => kv.split('=')[0])
+    t.same(keys, ['access_token', 'expires_at', 'expires_in', 'refresh_token', 'sb', 'token_type', 'type'])
+
+    const again = await fetch(h.engineLink(x, link), { redirect: 'manual' })
+    const errKeys = again.headers.get('location')!.split('#')[1]!.split('&').map((kv) => kv.split('=')[0])
+    t.same(errKeys, ['error', 'error_code', 'error_description', 'sb'])
+  })
+
+  t.test('verify redirects name the OAuth error only for statuses GoTrue maps', async (t) => {
+    // prepErrorRedirectURL takes `error` from oauthErrorMap (400, 401, 403, 500, 503) only;
+    // a provider callback says server_error for the rest.
+    t.same(errorParams(new FlowStateExpiredError(), 'verify'), { error_code: 'flow_state_expired', error_description: 'invalid flow state, flow state has expired' })
+    t.equal(errorParams(new FlowStateExpiredError()).error, 'server_error')
+    t.equal(errorParams(new OtpExpiredError(), 'verify').error, 'access_denied')
+  })
+
+  t.test('POST /verify: a token hash of a type without emailed tokens is 400 "Invalid email verification type"', async (t) => {
+    const c = h.client(x)
+    const r = await c.verifyOtp({ token_hash: 'a'.repeat(56), type: 'sms' as 'signup' })
+    t.equal(r.error?.status, 400)
+    t.equal(r.error?.code, 'validation_failed')
+    t.equal(r.error?.message, 'Invalid email verification type')
+    const unknown = await c.verifyOtp({ token_hash: 'a'.repeat(56), type: 'signup' })
+    t.equal(unknown.error?.status, 403)
+    t.equal(unknown.error?.code, 'otp_expired')
+  })
+
+  t.test('/resend validates in GoTrue\'s order with its texts', async (t) => {
+    const post = (body: Record<string, unknown>) => call(h.base(x) + '/resend', { body })
+    const e = await confirmedUser()
+    t.match((await post({ type: 'email_change' })).body, { code: 'validation_failed', message: 'Missing email address or phone number' })
+    t.match((await post({ type: 'sms', email: e })).body, { code: 'validation_failed', message: 'Type provided requires a phone number' })
+    const phone = await post({ type: 'sms', phone: '+15555550100' })
+    t.equal(phone.status, 400)
+    t.match(phone.body, { code: 'phone_provider_disabled', message: 'Phone logins are disabled' })
+    const pc = await post({ type: 'phone_change', email: e })
+    t.equal(pc.status, 200, 'no phone change pending: nothing to send')
+    t.same(pc.body, {})
+    // auth-js's own call for the email types still works.
+    const c = h.client(x)
+    t.error((await c.resend({ type: 'signup', email: e })).error)
+  })
+})
