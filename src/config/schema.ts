@@ -125,7 +125,9 @@ export const ConfigSchema = Type.Object({
     issuer: Type.Optional(Type.String()),
     audience: Type.Optional(Type.String()),
     test_query_timeout_ms: Type.Integer({ minimum: 1, default: 5_000 }),
-    test_query_max_rows: Type.Integer({ minimum: 1, default: 100 })
+    test_query_max_rows: Type.Integer({ minimum: 1, default: 100 }),
+    /** Bytes of result a test query may bring back from Postgres; more ends it (400). */
+    test_query_max_bytes: Type.Integer({ minimum: 1024, default: 4 * 1024 * 1024 })
   }, { default: {}, additionalProperties: false }),
   mail: Type.Object({
     /** SMTP used when a tenant names none. */

@@ -40,6 +40,9 @@ export const QueryError = defineError('query_error', 400,
 export const QueryTimeoutError = defineError('query_timeout', 400,
   (ms: number) => `The statement ran longer than ${ms} ms and was cancelled`)
 
+export const ResultTooLargeError = defineError('test_query_result_too_large', 400,
+  (bytes: number) => `The statement's result is larger than ${bytes} bytes and was cut off: select fewer or smaller columns, or fewer rows`)
+
 export const EngineNotConfiguredError = defineError('engine_not_configured', 409,
   (database: string, what: string) => `Database ${JSON.stringify(database)} has no ${what} connection (tenant engines), which this needs`)
 
@@ -69,7 +72,7 @@ export const SigningKeyInUseError = defineError('signing_key_in_use', 409,
 export const PANEL_ERRORS = {
   NoSessionError, InvalidSessionError, NotAMemberError, DatabaseNotFoundError, BadRequestError, ValidationError,
   PayloadTooLargeError, UnsupportedMediaTypeError,
-  NotFoundError, QueryError, QueryTimeoutError, EngineNotConfiguredError, AccountLinkRefusedError, TestQueryLoginError,
+  NotFoundError, QueryError, QueryTimeoutError, ResultTooLargeError, EngineNotConfiguredError, AccountLinkRefusedError, TestQueryLoginError,
   SettingsReadOnlyError, SigningKeyNotFoundError, SigningKeyInUseError, DatabaseUnavailableError, InternalError
 } as const
 

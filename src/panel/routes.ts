@@ -12,12 +12,12 @@ import { applyRestSettingsPatch, restSettingsView } from './rest-settings.js'
 import { revokedJwt, rotatedJwt, signingKeysView } from './signing-keys.js'
 import { panelContext } from './context.js'
 import {
-  AccountLinkRefusedError, DatabaseNotFoundError, DatabaseUnavailableError, EngineNotConfiguredError, QueryError, QueryTimeoutError, SettingsReadOnlyError, TestQueryLoginError
+  AccountLinkRefusedError, DatabaseNotFoundError, DatabaseUnavailableError, EngineNotConfiguredError, QueryError, ResultTooLargeError, QueryTimeoutError, SettingsReadOnlyError, TestQueryLoginError
 } from './errors.js'
 import { checkPolicies } from './policy-check.js'
 import type { PanelPools } from './pools.js'
 import {
-  kindOfAs, isServerError, leadingKeyword, parseTestQuery, runTestQuery, statementNeeds, testQueryLogin, testQueryUrl
+  kindOfAs, isServerError, leadingKeyword, ResultTooLarge, parseTestQuery, runTestQuery, statementNeeds, testQueryLogin, testQueryUrl
 } from './test-query.js'
 
 export interface PanelRouteDeps {
@@ -101,9 +101,11 @@ export function panelRoutes (deps: PanelRouteDeps) {
           request,
           publicUrl: deps.config.public_url,
           timeoutMs,
-          maxRows: deps.config.panel.test_query_max_rows
+          maxRows: deps.config.panel.test_query_max_rows,
+          maxBytes: deps.config.panel.test_query_max_bytes
         })
       } catch (err) {
+        if (err instanceof ResultTooLarge) throw new ResultTooLargeError(err.maxBytes, { cause: err })
         if (isServerError(err) && (err.code === '28P01' || err.code === '28000')) {
           const login = testQueryLogin(tenant, kind)
           throw new TestQueryLoginError(database, login, {

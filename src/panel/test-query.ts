@@ -180,9 +180,35 @@ interface RawResult {
   fields: Array<{ name: string, dataTypeID: number }>
 }
 
-function runCapped (client: pg.PoolClient, sql: string, maxRows: number): Promise<{ result: RawResult, suspended: boolean }> {
+/** Thrown by runCapped when the result passed `maxBytes` (the connection is closed). */
+export class ResultTooLarge extends Error {
+  constructor (readonly maxBytes: number) { super(`result larger than ${maxBytes} bytes`) }
+}
+
+/** The socket pg reads from (pg.Client keeps it as connection.stream). */
+function socketOf (client: pg.PoolClient): NodeJS.EventEmitter & { destroy (): void } | null {
+  const stream = (client as unknown as { connection?: { stream?: unknown } }).connection?.stream
+  return stream !== null && typeof stream === 'object' && typeof (stream as { on?: unknown }).on === 'function'
+    ? stream as NodeJS.EventEmitter & { destroy (): void }
+    : null
+}
+
+// Rows are capped in count, not in size: one row may hold a value of up to 1 GB. The bytes
+// Postgres sends are counted as they arrive, and past `maxBytes` the connection is closed
+// before pg has gathered more, so a huge result never fills the panel's memory.
+function runCapped (client: pg.PoolClient, sql: string, maxRows: number, maxBytes: number): Promise<{ result: RawResult, suspended: boolean }> {
   return new Promise((resolve, reject) => {
+    const socket = socketOf(client)
+    let received = 0
+    let cut = false
+    const count = (chunk: Buffer): void => {
+      received += chunk.length
+      if (received > maxBytes && !cut) { cut = true; socket?.destroy() }
+    }
+    socket?.on('data', count)
     const q = new CappedQuery({ text: sql, rows: maxRows + 1, queryMode: 'extended' }, undefined, (err, res) => {
+      socket?.off('data', count)
+      if (cut) { reject(new ResultTooLarge(maxBytes)); return }
       if (err) { reject(err); return }
       const r = (Array.isArray(res) ? res[res.length - 1] : res) as RawResult
       resolve({ result: r, suspended: q.suspended })
@@ -215,6 +241,8 @@ export interface RunTestQueryOptions {
   publicUrl: string
   timeoutMs: number
   maxRows: number
+  /** Bytes of result read from Postgres at most (ResultTooLarge past it). */
+  maxBytes: number
 }
 
 /** Runs the statement and rolls back. Postgres errors are thrown as they come (the route maps them). */
@@ -233,7 +261,7 @@ export async function runTestQuery (o: RunTestQueryOptions): Promise<TestQueryRe
               pg_catalog.set_config('request.headers', '{}', true), pg_catalog.set_config('request.cookies', '{}', true),
               pg_catalog.set_config('search_path', $4, true)`,
       [String(o.timeoutMs), JSON.stringify(claimsFor(o.tenant, o.request, o.publicUrl)), method, searchPathOf(o.tenant)])
-    const { result, suspended } = await runCapped(client, o.request.sql, o.maxRows)
+    const { result, suspended } = await runCapped(client, o.request.sql, o.maxRows, o.maxBytes)
     const rows = result.rows ?? []
     return {
       command: result.command ?? null,
