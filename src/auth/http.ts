@@ -44,11 +44,15 @@ export function queryParam (req: FastifyRequest, key: string): string | undefine
 
 const EMAIL = /^[a-zA-Z0-9.!#$%&'*+/=?^_`{|}~-]+@[a-zA-Z0-9](?:[a-zA-Z0-9-]{0,61}[a-zA-Z0-9])?(?:\.[a-zA-Z0-9](?:[a-zA-Z0-9-]{0,61}[a-zA-Z0-9])?)*$/
 
-/** GoTrue's validateEmail: trimmed, at most 255 characters, lower-cased. */
+/**
+ * GoTrue's validateEmail: required, at most 255 characters, a valid address (not trimmed:
+ * surrounding spaces make it invalid), lower-cased.
+ */
 export function normaliseEmail (email: string): string {
-  const e = email.trim()
-  if (e.length === 0 || e.length > 255 || !EMAIL.test(e)) throw new ValidationFailedError('Unable to validate email address: invalid format')
-  return e.toLowerCase()
+  if (email === '') throw new ValidationFailedError('An email address is required')
+  if (email.length > 255) throw new ValidationFailedError('An email address is too long')
+  if (!EMAIL.test(email)) throw new ValidationFailedError('Unable to validate email address: invalid format')
+  return email.toLowerCase()
 }
 
 /** E.164 digits without '+' (spec §3.3). */

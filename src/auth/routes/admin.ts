@@ -189,17 +189,10 @@ async function adminDeleteUser (ctx: TenantContext, id: string, soft: boolean) {
 const LINK_TYPES = ['signup', 'invite', 'magiclink', 'recovery', 'email_change_current', 'email_change_new'] as const
 type LinkType = typeof LINK_TYPES[number]
 
-/** GoTrue's validateEmail: required, at most 255 characters, a valid address; lower-cased. */
-function requiredEmail (raw: string): string {
-  if (raw === '') throw new ValidationFailedError('An email address is required')
-  if (raw.length > 255) throw new ValidationFailedError('An email address is too long')
-  return normaliseEmail(raw)
-}
-
 async function generateLink (ctx: TenantContext, req: FastifyRequest, b: Body) {
   // GoTrue's order: the address, the user, then the type.
   const requested = optString(b, 'type') ?? ''
-  const email = requiredEmail(optString(b, 'email') ?? '')
+  const email = normaliseEmail(optString(b, 'email') ?? '')
   const data = optObject(b, 'data')
   const newEmailRaw = optString(b, 'new_email') ?? ''
   const password = optString(b, 'password') ?? ''
@@ -259,7 +252,7 @@ async function generateLink (ctx: TenantContext, req: FastifyRequest, b: Body) {
       }
       default: {
         if (!user) throw new UserNotFoundError()
-        const newEmail = requiredEmail(newEmailRaw)
+        const newEmail = normaliseEmail(newEmailRaw)
         if (await isEmailTaken(q, newEmail, user.id)) throw new EmailExistsError()
         extra.email_change = newEmail
         extra.email_change_confirm_status = 0
@@ -367,9 +360,7 @@ export async function adminRoutes (scope: FastifyInstance): Promise<void> {
   scope.post('/invite', async (req) => {
     const ctx = contextOf(req)
     const b = bodyOf(req)
-    const rawEmail = optString(b, 'email')
-    if (!rawEmail) throw new ValidationFailedError('Email is required to invite a user')
-    const email = normaliseEmail(rawEmail)
+    const email = normaliseEmail(optString(b, 'email') ?? '')
     const data = optObject(b, 'data')
     const redirectTo = redirectUrlOf(req, ctx.tenant.auth)
     return withTransaction(ctx.db, async (q) => {
