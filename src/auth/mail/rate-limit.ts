@@ -27,8 +27,10 @@ export async function reserveMailSend (q: Queryable, settings: Pick<AuthSettings
     [send.now, address, send.bucket, settings.mail_rate_per_hour])
   const { hour_count: hourCount, frees_at: freesAt, last_sent: lastSent } = r.rows[0]!
   if (settings.mail_min_interval > 0 && lastSent) {
-    const wait = Math.ceil((lastSent.getTime() + settings.mail_min_interval * 1000 - send.now.getTime()) / 1000)
-    if (wait > 0) throw new EmailSendWaitError(wait, { headers: { 'retry-after': String(wait) } })
+    const leftMs = lastSent.getTime() + settings.mail_min_interval * 1000 - send.now.getTime()
+    // The message counts whole seconds left as GoTrue does (truncated: 59 right after a
+    // send with a 60 s interval); Retry-After rounds up so a client waiting it is served.
+    if (leftMs > 0) throw new EmailSendWaitError(Math.floor(leftMs / 1000), { headers: { 'retry-after': String(Math.ceil(leftMs / 1000)) } })
   }
   if (hourCount >= settings.mail_rate_per_hour) {
     const wait = freesAt ? Math.ceil((freesAt.getTime() - send.now.getTime()) / 1000) : 3600
