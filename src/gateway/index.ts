@@ -2,8 +2,17 @@
 // routes `/<database>/auth/v1/*` and `/<database>/rest/v1/*` to the tenant's upstreams,
 // with keys, tokens, CORS, health, metrics and logs; installGracefulShutdown() drains it.
 // Only cli.ts / serve.ts listen. Nothing here reads process.env.
-import type { FastifyInstance, FastifyReply, FastifyRequest, FastifyServerOptions } from 'fastify'
-import { createPartApp, redactUrl, firstHeader, instrumentPart } from '../shared/index.js'
+//
+// Two entries to one proxy pipeline (routes.ts): the server fastify listens with is ours
+// (serverFactory), and its request listener hands the proxied requests straight to the
+// pipeline (no fastify routing, request/reply objects, hooks or hijack per request); what
+// it does not take (the three admin paths, other methods, paths with a `%`, bodies whose
+// content type fastify vets, `/`) goes to fastify, whose catch-all route runs the same
+// pipeline. Both give the same answers, headers, logs, metrics and spans.
+import http from 'node:http'
+import type { FastifyBaseLogger, FastifyInstance, FastifyReply, FastifyRequest, FastifyServerOptions } from 'fastify'
+import proxyAddr from '@fastify/proxy-addr'
+import { createPartApp, redactUrl, firstHeader, instrumentPart, requestIdOf } from '../shared/index.js'
 import { createAuthenticator } from './request/authenticate.js'
 import { createUpstreamTokens } from './proxy/upstream-token.js'
 import { createUpstreamProxy } from './proxy/proxy-server.js'
@@ -12,9 +21,9 @@ import { createInflightSlots } from './inflight.js'
 import { createGatewayMetrics, registerStoreHealth } from './metrics.js'
 import { NotFoundError, InvalidPathError } from './errors.js'
 import { renderError } from './render.js'
-import { proxyRoutes, requestInfo } from './routes.js'
+import { createProxyPipeline, PROXY_METHODS, requestInfo, type Exchange } from './routes.js'
 import { gatewayState } from './shutdown.js'
-import { lazyChildLoggerFactory } from './request-logger.js'
+import { LazyRequestLogger, lazyChildLoggerFactory } from './request-logger.js'
 import type { GatewayDeps, RequestInfo } from './types.js'
 import { performance } from 'node:perf_hooks'
 
@@ -35,6 +44,8 @@ export function buildGateway (deps: GatewayDeps): FastifyInstance {
   const g = config.gateway
   const now = deps.now ?? Date.now
   const publicUrl = new URL(config.public_url)
+  // The fast path's listener, set once the pipeline exists (below).
+  let fastPath: ((req: http.IncomingMessage, res: http.ServerResponse) => boolean) | null = null
 
   const app = createPartApp({
     tracer: deps.tracer,
@@ -58,6 +69,18 @@ export function buildGateway (deps: GatewayDeps): FastifyInstance {
         // as is): skip parsing it on every request.
         querystringParser: () => ({})
       } as FastifyServerOptions['routerOptions'],
+      // fastify's own server set-up (lib/server.js), on a server whose listener tries the
+      // fast path first.
+      serverFactory: (handler: http.RequestListener, o: FastifyServerOptions) => {
+        const server = http.createServer((o as { http?: http.ServerOptions }).http ?? {}, (req, res) => {
+          if (fastPath === null || !fastPath(req, res)) handler(req, res)
+        })
+        server.keepAliveTimeout = o.keepAliveTimeout!
+        server.requestTimeout = o.requestTimeout!
+        server.setTimeout(o.connectionTimeout!)
+        if ((o.maxRequestsPerSocket ?? 0) > 0) server.maxRequestsPerSocket = o.maxRequestsPerSocket!
+        return server
+      },
       frameworkErrors: (error: Error, request: FastifyRequest, reply: FastifyReply) => {
         const r = renderError(new InvalidPathError('the URL cannot be decoded', { cause: error }), request.id)
         request.log.info({ code: r.error.code }, 'request refused')
@@ -89,6 +112,12 @@ export function buildGateway (deps: GatewayDeps): FastifyInstance {
     onUpstreamError: (ctx, code) => metrics.upstreamError(ctx.tenant.database, ctx.service, code),
     onComplete: (info, status) => complete(info, status)
   })
+
+  // The client address (sent upstream as the only X-Forwarded-For entry), as fastify's
+  // request.ip with this trustProxy setting: the socket's, or the nearest untrusted hop
+  // of X-Forwarded-For when the peer is a listed proxy.
+  const trust = g.trusted_proxies.length > 0 ? proxyAddr.compile([...g.trusted_proxies]) : null
+  const clientIp = (raw: http.IncomingMessage): string => (trust === null ? raw.socket.remoteAddress : proxyAddr(raw, trust)) ?? ''
 
   // Headers of every response: request id, CORS, `Connection: close` while shutting down.
   // Added where each response is made (no global onRequest hook on the hot path).
@@ -126,16 +155,38 @@ export function buildGateway (deps: GatewayDeps): FastifyInstance {
     accessLog.info(line, 'request completed')
   }
 
-  app.setErrorHandler((err, request, reply) => {
-    const info = requestInfo(request.raw)
-    const r = renderError(err, request.id, { auth: info?.service === 'auth', apiVersion: request.raw.headers['x-supabase-api-version'] })
+  // An error answered: rendered, logged (5xx with the cause; refusals at debug), counted.
+  const rendered = (err: unknown, ex: { id: string, raw: http.IncomingMessage, log: FastifyBaseLogger }): { status: number, headers: Record<string, string>, body: string } => {
+    const info = requestInfo(ex.raw)
+    const r = renderError(err, ex.id, { auth: info?.service === 'auth', apiVersion: ex.raw.headers['x-supabase-api-version'] })
     if (info !== undefined) info.errorCode = r.error.code
     const tenant = info?.tenant
-    if (r.status >= 500) request.log.error({ tenant, err: r.error.cause ?? err, code: r.error.code }, 'request failed')
-    else if (r.error.details !== null) request.log.debug({ tenant, code: r.error.code, details: r.error.details }, 'request refused')
-    void reply.code(r.status).headers({ ...baseHeaders(request), ...r.headers }).send(r.body)
+    if (r.status >= 500) ex.log.error({ tenant, err: r.error.cause ?? err, code: r.error.code }, 'request failed')
+    else if (r.error.details !== null) ex.log.debug({ tenant, code: r.error.code, details: r.error.details }, 'request refused')
+    return { status: r.status, headers: { ...baseHeaders(ex), ...r.headers }, body: r.body }
+  }
+
+  app.setErrorHandler((err, request, reply) => {
+    const r = rendered(err, request)
+    void reply.code(r.status).headers(r.headers).send(r.body)
+    const info = requestInfo(request.raw)
     if (info !== undefined) complete(info, r.status)
   })
+
+  // The pipeline's errors, on the raw response (the same bytes fastify's reply.send writes).
+  const fail = (ex: Exchange, err: unknown): void => {
+    const r = rendered(err, ex)
+    const res = ex.res
+    const info = requestInfo(ex.raw)
+    if (res.headersSent || res.destroyed) {
+      res.destroy()
+    } else {
+      r.headers['content-length'] = String(Buffer.byteLength(r.body))
+      res.writeHead(r.status, r.headers)
+      res.end(r.body)
+    }
+    if (info !== undefined) complete(info, r.status)
+  }
 
   app.setNotFoundHandler((request, reply) => {
     const r = renderError(new NotFoundError(), request.id)
@@ -163,8 +214,10 @@ export function buildGateway (deps: GatewayDeps): FastifyInstance {
       : [{ name: 'gateway', check: async () => { if (!(await deps.ready!())) throw new Error('its readiness check failed') } }]
   })
 
-  void app.register(proxyRoutes({
+  const pipeline = createProxyPipeline({
     baseHeaders,
+    fail,
+    clientIp,
     cors,
     tenants: deps.tenants,
     authenticator,
@@ -183,7 +236,46 @@ export function buildGateway (deps: GatewayDeps): FastifyInstance {
     forwardedProto: publicUrl.protocol.replace(/:$/, ''),
     forwardedHost: publicUrl.host,
     tracer: deps.tracer
-  }))
+  })
+  void app.register(pipeline.plugin)
+
+  // The fast path: what fastify's routing, route hooks and tracing hooks do for the
+  // catch-all route, done here for the requests it takes.
+  const log = app.log
+  const tracer = deps.tracer
+  const methods = new Set(PROXY_METHODS)
+  fastPath = (req, res) => {
+    if (deps.fastPath === false) return false
+    const url = req.url
+    const method = req.method
+    if (url === undefined || url.charCodeAt(0) !== 47 /* / */ || method === undefined || !methods.has(method)) return false
+    const q = url.indexOf('?')
+    const pct = url.indexOf('%')
+    // Percent-encoded paths: fastify's router decodes them (400 when it cannot).
+    if (pct !== -1 && (q === -1 || pct < q)) return false
+    const pathLength = q === -1 ? url.length : q
+    if (pathLength === 1 || isAdminPath(url, pathLength)) return false
+    // A body with a content type: fastify vets the type (415 for a malformed one) before its
+    // route; without a type, fastify parses none. GET and HEAD bodies are never vetted.
+    if (method !== 'GET' && method !== 'HEAD') {
+      const ct = req.headers['content-type']
+      if (ct !== undefined ? !SIMPLE_MEDIA_TYPE.test(ct) : hasBodyHeaders(req)) return false
+    }
+    const id = requestIdOf(req)
+    if (closing && req.httpVersionMajor !== 2) res.setHeader('Connection', 'close')
+    if (tracer !== undefined) {
+      tracer.start(req)
+      const end = (): void => {
+        res.removeListener('finish', end)
+        res.removeListener('error', end)
+        tracer.end(req, res.statusCode, '/*')
+      }
+      res.on('finish', end)
+      res.on('error', end)
+    }
+    void pipeline.handle({ raw: req, res, id, log: new LazyRequestLogger(log, { reqId: id }) })
+    return true
+  }
 
   app.addHook('onClose', async () => {
     upstream.close()
@@ -192,4 +284,18 @@ export function buildGateway (deps: GatewayDeps): FastifyInstance {
   })
 
   return app
+}
+
+// A media type fastify's parser surely takes (type/subtype, at most a charset parameter).
+const SIMPLE_MEDIA_TYPE = /^[a-z0-9][a-z0-9!#$&^_.+-]*\/[a-z0-9][a-z0-9!#$&^_.+-]*(?:[ \t]*;[ \t]*charset=[a-z0-9_.:-]+)?$/i
+
+function hasBodyHeaders (req: http.IncomingMessage): boolean {
+  const cl = req.headers['content-length']
+  return req.headers['transfer-encoding'] !== undefined || (cl !== undefined && cl !== '0')
+}
+
+/** `/healthz`, `/readyz`, `/metrics` (fastify routes here: answered 404 before any look-up). */
+function isAdminPath (url: string, pathLength: number): boolean {
+  if (pathLength === 8) return url.startsWith('/healthz') || url.startsWith('/metrics')
+  return pathLength === 7 && url.startsWith('/readyz')
 }

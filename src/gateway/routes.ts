@@ -1,11 +1,13 @@
-// The proxied routes, `/:database/auth/v1/*` and `/:database/rest/v1/*`, as one
-// encapsulated plugin: its content-type parser leaves the raw body stream alone (the
-// gateway never parses what it forwards), its handler runs the request pipeline in one
-// place (path -> tenant -> key/token -> upstream token -> body within its limits ->
-// the tenant's in-flight slot -> headers), then hijacks the reply and proxies, the
-// response streamed. The hot path only touches caches.
-import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
-import type { IncomingHttpHeaders, IncomingMessage, OutgoingHttpHeaders } from 'node:http'
+// The proxy pipeline of `/:database/auth/v1/*` and `/:database/rest/v1/*`, in one place
+// (path -> tenant -> key/token -> upstream token -> body within its limits -> the
+// tenant's in-flight slot -> headers), then the proxy, the response streamed. It works on
+// the raw node:http request and response only, so the same pipeline serves two entries:
+// the plain node:http fast path ahead of fastify (index.ts, most requests) and fastify's
+// catch-all route (the rest: bodies with a content type fastify must vet, encoded paths;
+// and inject()). Errors it meets are answered by `fail`, the same renderer as fastify's
+// error handler. The hot path only touches caches.
+import type { FastifyBaseLogger, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
+import type { IncomingHttpHeaders, IncomingMessage, OutgoingHttpHeaders, ServerResponse } from 'node:http'
 import type { TenantLookup } from '../tenants/index.js'
 import { LengthRequiredError, NotFoundError, NotReadyError, TenantNotFoundError, TooManyConcurrentRequestsError } from './errors.js'
 import { isOpenAuthRoute, isTablePath, parseGatewayPath } from './request/path.js'
@@ -41,9 +43,23 @@ export function requestInfo (raw: IncomingMessage): RequestInfo | undefined {
   return (raw as WithInfo)[kInfo]
 }
 
+/** One request as the pipeline sees it, from either entry. */
+export interface Exchange {
+  raw: IncomingMessage
+  res: ServerResponse
+  /** The request id (requestIdOf()). */
+  id: string
+  /** The per-request logger (reqId bound). */
+  log: FastifyBaseLogger
+}
+
 export interface ProxyRouteDeps {
   /** Request id, CORS and shutdown headers every response carries. */
-  baseHeaders: (request: FastifyRequest) => Record<string, string>
+  baseHeaders: (ex: { id: string, raw: IncomingMessage }) => Record<string, string>
+  /** Answers an error the pipeline met (rendered, logged, counted) on ex.res. */
+  fail: (ex: Exchange, err: unknown) => void
+  /** The client address sent upstream (the socket's, or X-Forwarded-For from trusted proxies). */
+  clientIp: (raw: IncomingMessage) => string
   cors: Cors
   tenants: TenantLookup
   authenticator: Authenticator
@@ -69,9 +85,17 @@ export interface ProxyRouteDeps {
   tracer?: PartTracer
 }
 
-const METHODS = ['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS']
+/** The methods the pipeline serves (others: fastify's not-found answer). */
+export const PROXY_METHODS: readonly string[] = ['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS']
 
-export function proxyRoutes (deps: ProxyRouteDeps) {
+export interface ProxyPipeline {
+  /** Runs one request to its end (errors answered through deps.fail); never rejects. */
+  handle (ex: Exchange): Promise<void>
+  /** fastify's entry: the catch-all route, its body left unparsed (hijacked). */
+  plugin (instance: FastifyInstance): Promise<void>
+}
+
+export function createProxyPipeline (deps: ProxyRouteDeps): ProxyPipeline {
   const { tenants, authenticator, tokens, upstream, limits, slots } = deps
   const busy = { 'retry-after': '1' }
   const bases = new Map<string, URL>()
@@ -86,16 +110,22 @@ export function proxyRoutes (deps: ProxyRouteDeps) {
     return u
   }
 
-  async function handle (request: FastifyRequest, reply: FastifyReply): Promise<void> {
-    const raw = request.raw
+  function handle (ex: Exchange): Promise<void> {
+    return run(ex).catch((err: unknown) => { deps.fail(ex, err) })
+  }
+
+  async function run (ex: Exchange): Promise<void> {
+    const raw = ex.raw
+    const res = ex.res
     const method = raw.method ?? 'GET'
     // CORS preflight: answered for any path, before any tenant look-up, without a key.
     if (method === 'OPTIONS' && raw.headers['access-control-request-method'] !== undefined && raw.headers.origin !== undefined) {
       const h = deps.cors.preflight(firstHeader(raw.headers.origin)!)
-      reply.code(204).headers({ ...deps.baseHeaders(request), ...(h ?? {}) }).send()
+      res.writeHead(204, h === null ? deps.baseHeaders(ex) : { ...deps.baseHeaders(ex), ...h })
+      res.end()
       return
     }
-    const info = setRequestInfo(raw, request.id)
+    const info = setRequestInfo(raw, ex.id)
     if (deps.isClosing()) throw new NotReadyError()
     // A DELETE or OPTIONS body must come with a length: proxies in front of an engine (and
     // http-proxy-3) send one without Content-Length as `Content-Length: 0`, and a chunked
@@ -150,7 +180,7 @@ export function proxyRoutes (deps: ProxyRouteDeps) {
       authorization = `Bearer ${typeof t === 'string' ? t : await t}`
     }
 
-    const ours: OutgoingHttpHeaders = deps.baseHeaders(request)
+    const ours: OutgoingHttpHeaders = deps.baseHeaders(ex)
     if (q.limitAdded !== null) ours['x-gatehouse-default-limit'] = String(q.limitAdded)
     if (q.limitCapped !== null) ours['x-gatehouse-max-limit'] = String(q.limitCapped)
 
@@ -159,24 +189,23 @@ export function proxyRoutes (deps: ProxyRouteDeps) {
     let body: Buffer | BodyStream | null = null
     if (hasBody) {
       try {
-        if (/\b100-continue\b/i.test(raw.headers.expect ?? '')) reply.raw.writeContinue()
+        if (/\b100-continue\b/i.test(raw.headers.expect ?? '')) res.writeContinue()
         body = await readBody(raw, { maxBytes: maxBody, idleMs: limits.bodyIdleMs, totalMs: limits.bodyTimeoutMs }, STREAM_ABOVE_BYTES)
       } catch (err) {
         if (!(err instanceof ClientAbortedError)) throw err
-        reply.hijack()
         raw.socket.destroy()
         deps.onClientGone(info)
         return
       }
     }
-    if (!slots.take(tenant.database, reply.raw)) {
+    if (!slots.take(tenant.database, res)) {
       if (body !== null && !Buffer.isBuffer(body)) { body.destroy(); lingerThenClose(raw) }
       throw new TooManyConcurrentRequestsError(limits.tenantMaxInflight, { headers: busy })
     }
 
     const target = baseUrl(service === 'rest' ? tenant.upstreams.rest : tenant.upstreams.auth)
-    raw.headers = buildUpstreamHeaders(raw.headers, authorization, request.id, {
-      for: request.ip ?? raw.socket.remoteAddress ?? '',
+    raw.headers = buildUpstreamHeaders(raw.headers, authorization, ex.id, {
+      for: deps.clientIp(raw),
       proto: deps.forwardedProto,
       host: deps.forwardedHost
     }) as IncomingHttpHeaders
@@ -193,10 +222,9 @@ export function proxyRoutes (deps: ProxyRouteDeps) {
     }
     raw.url = upstreamPath(target, gp.path, q.query)
 
-    reply.hijack()
-    upstream.web(raw, reply.raw, {
+    upstream.web(raw, res, {
       target,
-      requestId: request.id,
+      requestId: ex.id,
       tenant,
       service,
       caller,
@@ -207,15 +235,25 @@ export function proxyRoutes (deps: ProxyRouteDeps) {
       query: q.query,
       responseHeaders: ours,
       info,
-      log: request.log
+      log: ex.log
     })
   }
 
-  return async function gatewayProxyRoutes (instance: FastifyInstance): Promise<void> {
-    // Bodies are never parsed: every content type (and none) leaves the stream unread
-    // for the proxy to pipe.
-    instance.removeAllContentTypeParsers()
-    instance.addContentTypeParser('*', (_request, _payload, done) => { done(null) })
-    instance.route({ method: METHODS, url: '/*', handler: handle })
+  return {
+    handle,
+    async plugin (instance: FastifyInstance): Promise<void> {
+      // Bodies are never parsed: every content type (and none) leaves the stream unread
+      // for the proxy to pipe.
+      instance.removeAllContentTypeParsers()
+      instance.addContentTypeParser('*', (_request, _payload, done) => { done(null) })
+      instance.route({
+        method: [...PROXY_METHODS],
+        url: '/*',
+        handler: (request: FastifyRequest, reply: FastifyReply) => {
+          reply.hijack()
+          return handle({ raw: request.raw, res: reply.raw, id: request.id, log: request.log })
+        }
+      })
+    }
   }
 }

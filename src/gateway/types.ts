@@ -64,6 +64,11 @@ export interface GatewayDeps {
   ready?: () => Promise<boolean> | boolean
   /** Clock in milliseconds (tests); default Date.now. */
   now?: () => number
+  /**
+   * false: every request goes through fastify's routing (the plain node:http fast path is
+   * off). For tests that compare the two entries; default on.
+   */
+  fastPath?: boolean
 }
 
 /** The authenticated caller of one request. */
