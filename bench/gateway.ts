@@ -3,7 +3,9 @@
 // path (node:http, keep-alive http.Agent), (3) bare http-proxy-3 on its fetch path over an
 // undici Agent (keep-alive pool per upstream), (4) a bare undici Pool.dispatch()
 // passthrough, (5) the gateway with a signed-in user's token (tenant, verified token and
-// upstream token all cached; one info log line per request to /dev/null; metrics on).
+// upstream token all cached; one info log line per request to /dev/null; metrics on),
+// served by its node:http fast path, (6) the same gateway with the fast path off, every
+// request through fastify's routing and route (what the fast path saves).
 // Goal: gateway vs bare http-proxy-3 >= 0.9 in CPU per request (the proxy process's CPU
 // per request, against the cheaper of http-proxy-3's two paths).
 // Knobs: BENCH_SECONDS (10), BENCH_ROUNDS (3), BENCH_CONNECTIONS (32), BENCH_LOG_LEVEL
@@ -81,8 +83,11 @@ export async function run (): Promise<BenchReport> {
       bares[kind] = await forkGateway({}, [], { kind, target: upUrl, keepAliveMs })
       procs.push(bares[kind])
     }
-    const gw = await forkGateway({ public_url: config.public_url, log: { level: process.env.BENCH_LOG_LEVEL ?? 'info' }, gateway: { port: 0 } }, [tenantFile])
+    const gwOverrides = { public_url: config.public_url, log: { level: process.env.BENCH_LOG_LEVEL ?? 'info' }, gateway: { port: 0 } }
+    const gw = await forkGateway(gwOverrides, [tenantFile])
     procs.push(gw)
+    const gwRouted = await forkGateway(gwOverrides, [tenantFile], undefined, false)
+    procs.push(gwRouted)
     const gwHeaders = { apikey: file.keys.public, authorization: `Bearer ${token}`, 'x-client-info': 'supabase-js/2' }
     // The same request everywhere: the bare proxies and the upstream get the client's
     // apikey and Authorization headers too (they just do not look at them).
@@ -93,6 +98,12 @@ export async function run (): Promise<BenchReport> {
         description: 'gateway: apikey + signed-in user JWT, re-signed upstream token, limit rewrite, header hygiene, metrics, info log line',
         url: `http://127.0.0.1:${gw.port}/bench/rest/v1${path}`,
         proc: gw
+      },
+      {
+        name: 'gateway-routed',
+        description: 'the same gateway with its node:http fast path off: every request through fastify\'s routing, request/reply objects and route',
+        url: `http://127.0.0.1:${gwRouted.port}/bench/rest/v1${path}`,
+        proc: gwRouted
       }
     ]
     const only = process.env.BENCH_ONLY
@@ -117,7 +128,7 @@ export async function run (): Promise<BenchReport> {
     const leastCpu = (name: string): BenchScenario => runs.get(name)!.reduce((a, b) => (own(b) < own(a) ? b : a))
     const best = (name: string): BenchScenario => runs.get(name)!.reduce((a, b) => (b.requestsPerSec > a.requestsPerSec ? b : a))
     for (const [n, r] of runs) notes.push(`${n} rounds: ${r.map((x) => `${x.requestsPerSec} req/s, ${own(x)} µs CPU/req in the proxy process`).join('; ')}`)
-    const [classic, viaFetch, viaUndici, gwS] = ['bare-classic', 'bare-fetch', 'bare-undici', 'gateway'].map(leastCpu) as [BenchScenario, BenchScenario, BenchScenario, BenchScenario]
+    const [classic, viaFetch, viaUndici, gwS, gwR] = ['bare-classic', 'bare-fetch', 'bare-undici', 'gateway', 'gateway-routed'].map(leastCpu) as [BenchScenario, BenchScenario, BenchScenario, BenchScenario, BenchScenario]
     // The cheaper of http-proxy-3's two paths is the one the goal is measured against.
     const bareHp3 = own(classic) <= own(viaFetch) ? classic : viaFetch
     for (const s of [direct, ...scenarios.map((x) => best(x.name))]) {
@@ -137,6 +148,7 @@ export async function run (): Promise<BenchReport> {
         cpuOwnRatio('bare-fetch vs bare-classic (CPU)', "http-proxy-3's classic path CPU per request over its fetch path's (above 1: fetch is cheaper)", viaFetch, classic),
         cpuOwnRatio('bare-undici vs bare-classic (CPU)', "http-proxy-3's classic path CPU per request over undici Pool.dispatch()'s (above 1: undici is cheaper)", viaUndici, classic),
         cpuOwnRatio('gateway vs bare-undici (CPU)', 'the bare undici passthrough CPU per request over the gateway\'s: what the gateway\'s own work costs on top of its client', gwS, viaUndici),
+        cpuOwnRatio('gateway vs gateway-routed (CPU)', 'the gateway\'s CPU per request with every request through fastify over the fast path\'s (above 1: the fast path is cheaper)', gwS, gwR),
         ratio('gateway / bare-classic (req/s)', 'req/s of the gateway over the bare http-proxy-3 classic passthrough (best rounds)', best('gateway'), best('bare-classic'))
       ],
       notes,

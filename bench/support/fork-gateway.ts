@@ -29,11 +29,11 @@ function next (child: ChildProcess, type: GatewayProcessReply['type']): Promise<
   })
 }
 
-/** `bare`: a bare passthrough proxy in that process instead of the gateway. */
-export async function forkGateway (overrides: Record<string, unknown>, tenants: unknown[], bare?: GatewayProcessStart['bare']): Promise<ForkedGateway> {
+/** `bare`: a bare passthrough proxy in that process instead of the gateway; `fastPath` false: the gateway with its fast path off. */
+export async function forkGateway (overrides: Record<string, unknown>, tenants: unknown[], bare?: GatewayProcessStart['bare'], fastPath?: boolean): Promise<ForkedGateway> {
   const child = fork(ENTRY, [], { execArgv: ['--import', 'tsx', ...(process.env.BENCH_GATEWAY_PROF !== undefined ? (process.env.BENCH_GATEWAY_PROF === 'perf' ? ['--perf-basic-prof'] : ['--cpu-prof', `--cpu-prof-dir=${process.env.BENCH_GATEWAY_PROF}`]) : [])], stdio: ['ignore', 'inherit', 'inherit', 'ipc'] })
   const listening = next(child, 'listening')
-  child.send({ type: 'start', overrides, tenants, ...(bare !== undefined ? { bare } : {}) } satisfies GatewayProcessMessage)
+  child.send({ type: 'start', overrides, tenants, ...(bare !== undefined ? { bare } : {}), ...(fastPath === false ? { fastPath } : {}) } satisfies GatewayProcessMessage)
   const r = await listening
   if (r.type !== 'listening') throw new Error('unexpected reply')
   return {

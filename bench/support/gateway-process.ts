@@ -17,6 +17,8 @@ export interface GatewayProcessStart {
   tenants: unknown[]
   /** Run this bare proxy instead of the gateway. */
   bare?: { kind: BareKind, target: string, keepAliveMs: number }
+  /** false: the gateway with its node:http fast path off (every request through fastify's routing). */
+  fastPath?: boolean
 }
 export type GatewayProcessMessage = GatewayProcessStart | { type: 'cpu' } | { type: 'close' }
 export type GatewayProcessReply = { type: 'listening', port: number } | { type: 'cpu', user: number, system: number } | { type: 'error', message: string }
@@ -49,7 +51,7 @@ async function start (m: GatewayProcessStart): Promise<void> {
     tenants.set(tenant.database, tenant)
   }
   const log = devNullLogger(config.log)
-  const gateway = buildGateway({ config, tenants: { get: async (db) => tenants.get(db) ?? null }, logger: log.logger as never })
+  const gateway = buildGateway({ config, tenants: { get: async (db) => tenants.get(db) ?? null }, logger: log.logger as never, ...(m.fastPath === false ? { fastPath: false } : {}) })
   await gateway.listen({ port: 0, host: '127.0.0.1' })
   close = async () => { await gateway.close(); log.close() }
   send({ type: 'listening', port: (gateway.server.address() as AddressInfo).port })
