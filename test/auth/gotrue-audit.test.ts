@@ -3,6 +3,7 @@
 // a real SMTP catcher for mail): the obfuscated user of a repeated sign-up, the key order
 // of /verify redirects, the verify-type refusals, and /resend's validation order.
 import t from 'tap'
+import { GoTrueAdminApi } from '@supabase/auth-js'
 import { startAuth, call, email } from '../helpers/auth-harness.js'
 import { errorParams } from '../../src/auth/redirects.js'
 import { FlowStateExpiredError, OtpExpiredError } from '../../src/auth/errors.js'
@@ -122,5 +123,24 @@ t.test('gotrue audit', async (t) => {
     t.equal(again.error?.code, 'over_email_send_rate_limit')
     const seconds = Number(/^For security purposes, you can only request this after (\d+) seconds\.$/.exec(again.error?.message ?? '')?.[1])
     t.ok(seconds >= 0 && seconds < 60, `under a minute left: ${seconds}`)
+  })
+  t.test('admin createUser/updateUserById: GoTrue\'s texts for a bad ban_duration and a bad id', async (t) => {
+    const admin = new GoTrueAdminApi({ url: h.base(x), headers: { Authorization: `Bearer ${await h.serviceToken(x)}` } })
+    const unit = await admin.createUser({ email: email('ban'), ban_duration: '1d' })
+    t.equal(unit.error?.status, 400)
+    t.equal(unit.error?.message, 'invalid format for ban duration: time: unknown unit "d" in duration "1d"')
+    const bare = await admin.createUser({ email: email('ban'), ban_duration: '10' })
+    t.equal(bare.error?.message, 'invalid format for ban duration: time: missing unit in duration "10"')
+    const junk = await admin.createUser({ email: email('ban'), ban_duration: 'soon' })
+    t.equal(junk.error?.message, 'invalid format for ban duration: time: invalid duration "soon"')
+    const id = await admin.createUser({ email: email('id'), id: 'not-a-uuid' } as never)
+    t.equal(id.error?.message, 'ID must conform to the uuid v4 format')
+    const nil = await admin.createUser({ email: email('id'), id: '00000000-0000-0000-0000-000000000000' } as never)
+    t.equal(nil.error?.message, 'ID cannot be a nil uuid')
+    const ok = await admin.createUser({ email: email('ban'), ban_duration: '1h30m' })
+    t.error(ok.error)
+    t.ok(ok.data.user?.banned_until)
+    const update = await admin.updateUserById(ok.data.user!.id, { ban_duration: '2x' })
+    t.equal(update.error?.message, 'invalid format for ban duration: time: unknown unit "x" in duration "2x"')
   })
 })

@@ -28,22 +28,39 @@ import type { TenantContext, UserRow } from '../types.js'
 
 const GO_UNITS: Record<string, number> = { ns: 1e-6, us: 1e-3, µs: 1e-3, μs: 1e-3, ms: 1, s: 1000, m: 60_000, h: 3_600_000 }
 
-/** A Go duration ("24h", "1h30m", "90s") in milliseconds; null when malformed. */
-export function parseGoDuration (s: string): number | null {
-  const re = /(\d+(?:\.\d+)?)(ns|us|µs|μs|ms|s|m|h)/gy
+/**
+ * Go's time.ParseDuration ("24h", "1h30m", "-1.5h", "0") in milliseconds, or its error text
+ * (`time: unknown unit "d" in duration "1d"`), which GoTrue puts into its ban_duration answer.
+ */
+export function parseGoDuration (s: string): { ms: number } | { error: string } {
+  const quoted = JSON.stringify(s)
+  const invalid = { error: `time: invalid duration ${quoted}` }
+  let rest = s
+  let sign = 1
+  if (rest.startsWith('-') || rest.startsWith('+')) { sign = rest[0] === '-' ? -1 : 1; rest = rest.slice(1) }
+  if (rest === '0') return { ms: 0 }
+  if (rest === '') return invalid
   let total = 0
-  let m: RegExpExecArray | null
-  let pos = 0
-  while ((m = re.exec(s)) !== null) { total += Number(m[1]) * GO_UNITS[m[2]!]!; pos = re.lastIndex }
-  return pos === s.length && s.length > 0 ? total : null
+  while (rest !== '') {
+    const num = /^(\d*)(?:\.(\d*))?/.exec(rest)!
+    if (num[0] === '' || (num[1] === '' && (num[2] ?? '') === '')) return invalid
+    rest = rest.slice(num[0].length)
+    const unit = /^[^\d.]*/.exec(rest)![0]
+    if (unit === '') return { error: `time: missing unit in duration ${quoted}` }
+    const factor = Object.hasOwn(GO_UNITS, unit) ? GO_UNITS[unit]! : undefined
+    if (factor === undefined) return { error: `time: unknown unit ${JSON.stringify(unit)} in duration ${quoted}` }
+    rest = rest.slice(unit.length)
+    total += Number(`${num[1] || '0'}.${num[2] || '0'}`) * factor
+  }
+  return { ms: sign * total }
 }
 
 function banUntil (ctx: TenantContext, banDuration: string | undefined): Date | null | undefined {
-  if (banDuration === undefined) return undefined
+  if (banDuration === undefined || banDuration === '') return undefined
   if (banDuration === 'none') return null
-  const ms = parseGoDuration(banDuration)
-  if (ms === null) throw new ValidationFailedError('invalid format for ban duration')
-  return new Date(ctx.now().getTime() + ms)
+  const parsed = parseGoDuration(banDuration)
+  if ('error' in parsed) throw new ValidationFailedError(`invalid format for ban duration: ${parsed.error}`)
+  return new Date(ctx.now().getTime() + parsed.ms)
 }
 
 function userIdParam (req: FastifyRequest): string {
@@ -73,8 +90,12 @@ async function adminCreateUser (ctx: TenantContext, b: Body) {
   const email = rawEmail ? normaliseEmail(rawEmail) : undefined
   const phone = rawPhone ? normalisePhone(rawPhone) : undefined
   const id = optString(b, 'id')
-  if (id !== undefined && (!UUID.test(id) || /^0{8}-0{4}-0{4}-0{4}-0{12}$/.test(id))) throw new ValidationFailedError('id must be a valid non-nil UUID')
   const hash = (await passwordHashFrom(ctx, b, false)) ?? await hashPassword(randomPassword().slice(0, 64), ctx.config.auth.bcrypt_cost)
+  // GoTrue checks a chosen id after the addresses and the password, with these texts.
+  if (id !== undefined && id !== '') {
+    if (!UUID.test(id)) throw new ValidationFailedError('ID must conform to the uuid v4 format')
+    if (/^0{8}-0{4}-0{4}-0{4}-0{12}$/.test(id)) throw new ValidationFailedError('ID cannot be a nil uuid')
+  }
   const emailConfirm = optBool(b, 'email_confirm') ?? false
   const phoneConfirm = optBool(b, 'phone_confirm') ?? false
   const userMeta = optObject(b, 'user_metadata') ?? {}
@@ -87,7 +108,7 @@ async function adminCreateUser (ctx: TenantContext, b: Body) {
       if (email && await isEmailTaken(q, email)) throw new EmailExistsError()
       if (phone && await findUserByPhone(q, phone, aud)) throw new PhoneExistsError()
       const now = ctx.now()
-      const userId = id?.toLowerCase() ?? randomUUID()
+      const userId = id ? id.toLowerCase() : randomUUID()
       const providers = [...(email ? ['email'] : []), ...(phone ? ['phone'] : [])]
       const user = await insertUser(q, {
         id: userId, aud, role, email: email ?? null, phone: phone ?? null, encryptedPassword: hash,
