@@ -4,6 +4,8 @@
 // no per-request log lines from fastify (each part logs what it decides), and the part's
 // error and not-found handlers, and (given a tracer) a server span per request. Everything else is the part's own fastify options.
 import { randomUUID } from 'node:crypto'
+import { STATUS_CODES, maxHeaderSize } from 'node:http'
+import type { Duplex } from 'node:stream'
 import Fastify, {
   LogController, type FastifyBaseLogger, type FastifyError, type FastifyInstance, type FastifyReply,
   type FastifyRequest, type FastifyServerOptions
@@ -11,6 +13,7 @@ import Fastify, {
 import type { LoggerOptions } from 'pino'
 import { firstHeader, isValidRequestId } from './http.js'
 import { loggerOptions, type LogSettings } from './logger.js'
+import { BadRequestError, HeaderFieldsTooLargeError, HeadersTimeoutError, type GatehouseError } from './errors.js'
 import type { PartTracer } from './tracing.js'
 
 export interface PartAppOptions {
@@ -44,6 +47,29 @@ function isLogger (x: unknown): x is FastifyBaseLogger {
     typeof (x as { info?: unknown }).info === 'function'
 }
 
+/**
+ * What a part answers to a request Node's HTTP parser refused before any route saw it
+ * (malformed request line or headers, Content-Length with Transfer-Encoding, a bad chunk,
+ * headers over the size limit or too slow): the JSON error shape of every other answer,
+ * with its code in `x-gatehouse-error-code`, then the connection is closed.
+ */
+export function clientErrorResponse (err: Error & { code?: string }): string {
+  let e: GatehouseError
+  if (err.code === 'ERR_HTTP_REQUEST_TIMEOUT') e = new HeadersTimeoutError()
+  else if (err.code === 'HPE_HEADER_OVERFLOW') e = new HeaderFieldsTooLargeError(maxHeaderSize)
+  else e = new BadRequestError('the HTTP request could not be parsed')
+  const body = JSON.stringify(e.toWire())
+  return `HTTP/1.1 ${e.status} ${STATUS_CODES[e.status] ?? ''}\r\nContent-Type: application/json; charset=utf-8\r\n` +
+    `x-gatehouse-error-code: ${e.code}\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`
+}
+
+function onClientError (err: Error & { code?: string }, socket: Duplex): void {
+  // A reset connection has nobody left to answer.
+  if (err.code === 'ECONNRESET' || socket.destroyed) return
+  if (socket.writable) socket.write(clientErrorResponse(err))
+  socket.destroy(err)
+}
+
 /** An unstarted fastify instance with the common set-up; the part adds its routes and hooks. */
 export function createPartApp (opts: PartAppOptions): FastifyInstance {
   const logging = isLogger(opts.logger)
@@ -54,7 +80,8 @@ export function createPartApp (opts: PartAppOptions): FastifyInstance {
     ...logging,
     ...(opts.childLoggerFactory !== undefined ? { childLoggerFactory: opts.childLoggerFactory } : {}),
     logController: new LogController({ disableRequestLogging: true, requestIdLogLabel: 'reqId' }),
-    genReqId: requestIdOf
+    genReqId: requestIdOf,
+    clientErrorHandler: onClientError
   } as never) as unknown as FastifyInstance
   if (opts.errorHandler !== undefined) app.setErrorHandler(opts.errorHandler)
   if (opts.notFoundHandler !== undefined) app.setNotFoundHandler(opts.notFoundHandler)

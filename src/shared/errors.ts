@@ -162,11 +162,20 @@ export const BadRequestError = defineError('bad_request', 400,
 export const PayloadTooLargeError = defineError('payload_too_large', 413,
   (limit: number) => `The request body is larger than the limit of ${limit} bytes`)
 
+/** The request line and headers are over Node's header size limit (every part's listener). */
+export const HeaderFieldsTooLargeError = defineError('header_fields_too_large', 431,
+  (limit: number) => `The request line and headers are larger than the limit of ${limit} bytes`)
+
+/** The request line and headers did not arrive in time (every part's listener). */
+export const HeadersTimeoutError = defineError('headers_timeout', 408,
+  () => 'The request headers did not arrive in time')
+
 /** A failure with no known cause: 5xx bodies say only "unexpected failure"; the cause is logged. */
 export const InternalError = defineError('internal_error', 500,
   () => 'unexpected failure')
 
 /** The codes every part shares. */
 export const SHARED_ERRORS = {
-  TenantNotFoundError, DatabaseUnavailableError, NotFoundError, BadRequestError, PayloadTooLargeError, InternalError
+  TenantNotFoundError, DatabaseUnavailableError, NotFoundError, BadRequestError, PayloadTooLargeError,
+  HeaderFieldsTooLargeError, HeadersTimeoutError, InternalError
 } as const satisfies ErrorRegistry

@@ -342,6 +342,9 @@ async function finishRewrite (raw: Buffer, f: Forward, rewrite: RewriteError): P
   opts.onComplete?.(ctx.info, out.status)
 }
 
+/** The size of an engine's response headers the gateway reads at most. */
+const UPSTREAM_MAX_HEADER_BYTES = 256 * 1024
+
 export function createUpstreamProxy (opts: UpstreamProxyOptions): UpstreamProxy {
   const origins = new Map<string, Origin>()
   // Per target URL object (routes.ts keeps one per upstream base URL): URL's origin getter
@@ -361,7 +364,11 @@ export function createUpstreamProxy (opts: UpstreamProxyOptions): UpstreamProxy 
         // the upstream is closing.
         keepAliveTimeout: opts.keepAliveMs,
         keepAliveMaxTimeout: opts.keepAliveMs,
-        connect: { timeout: opts.connectTimeoutMs }
+        connect: { timeout: opts.connectTimeoutMs },
+        // An engine's response headers may echo the request (PostgREST's Content-Location
+        // re-encodes the query string, up to three times the client's URL): well above
+        // what a client may send, so a long URL is never a 502.
+        maxHeaderSize: UPSTREAM_MAX_HEADER_BYTES
       })
       // A pool-level failure is reported to each request's handler; nothing to do here.
       pool.on('connectionError', () => {})
