@@ -1,6 +1,7 @@
 // Request helpers of the auth engine: GoTrue-style body field access (null = absent,
 // wrong type = bad_json), email and phone validation, client metadata, and redirect_to
 // validation against the tenant's site URL and allow list (spec §1.5).
+import { isIP, isIPv4 } from 'node:net'
 import type { FastifyRequest } from 'fastify'
 import type { AuthSettings } from '../tenants/index.js'
 import { BadJsonError, ValidationFailedError } from './errors.js'
@@ -74,6 +75,23 @@ function isLoopback (host: string): boolean {
   return host === 'localhost' || host === '127.0.0.1' || host === '[::1]' || host === '::1'
 }
 
+/** net.ParseIP(host).IsLoopback(): 127.0.0.0/8, ::1 and IPv4-mapped 127/8. */
+function isLoopbackIp (ip: string): boolean {
+  if (isIPv4(ip)) return ip.startsWith('127.')
+  const v6 = ip.toLowerCase()
+  if (v6 === '::1' || /^(0{0,4}:){7}0{0,3}1$/.test(v6)) return true
+  const mapped = /^(?:0{0,4}:){0,5}(?::|0{0,4}:)?ffff:(\d+\.\d+\.\d+\.\d+)$/.exec(v6)
+  return !!mapped && mapped[1]!.startsWith('127.')
+}
+
+/** The host of a URL as Go's url.Hostname() reads it: as written, brackets of IPv6 removed. */
+function rawHostname (candidate: string): string | null {
+  const m = /^[a-zA-Z][a-zA-Z0-9+.-]*:\/\/(?:[^@/?#]*@)?(\[[^\]]*\]|[^:/?#]*)/.exec(candidate)
+  if (!m) return null
+  const host = m[1]!
+  return host.startsWith('[') ? host.slice(1, -1) : host
+}
+
 /** A glob of the allow list: separators '.' and '/'; `*` stays within a segment, `**` crosses. */
 export function globToRegExp (glob: string): RegExp {
   let out = ''
@@ -87,32 +105,42 @@ export function globToRegExp (glob: string): RegExp {
   return new RegExp('^' + out + '$')
 }
 
+const REGULAR_HOSTNAME = /^[a-zA-Z0-9]([a-zA-Z0-9.-]*[a-zA-Z0-9])?$/
+
+/**
+ * GoTrue's IsRedirectURLValid: the site URL's scheme, host and port (any port on loopback);
+ * never a decimal-integer host; an IP literal only when it is a loopback address; an http(s)
+ * host only of ordinary characters; else a match of the allow list (fragment ignored).
+ */
 export function isRedirectAllowed (candidate: string, settings: Pick<AuthSettings, 'site_url' | 'redirect_urls'>): boolean {
+  if (candidate === '') return false
   let url: URL
   try { url = new URL(candidate) } catch { return false }
-  if (url.protocol === 'http:' || url.protocol === 'https:') {
-    const host = url.hostname
-    // Decimal-integer hosts (http://2130706433/) and non-loopback literal IPs are refused.
-    if (/^\d+$/.test(host)) return false
-    if ((/^[\d.]+$/.test(host) || host.startsWith('[')) && !isLoopback(host)) return false
-  }
   try {
     const site = new URL(settings.site_url)
     if (site.protocol === url.protocol && site.hostname === url.hostname &&
       (site.port === url.port || (isLoopback(site.hostname) && isLoopback(url.hostname)))) return true
   } catch { /* a bad site_url matches nothing */ }
+  const host = rawHostname(candidate) ?? url.hostname
+  const isHttp = url.protocol === 'http:' || url.protocol === 'https:'
+  if (/^[0-9]+$/.test(host)) return false
+  if (isIP(host) !== 0) return isLoopbackIp(host)
+  if (isHttp && !REGULAR_HOSTNAME.test(host)) return false
   const bare = candidate.split('#')[0]!
   return settings.redirect_urls.some((g) => globToRegExp(g).test(bare))
 }
 
 /**
- * The redirect URL of a request: the first of the `redirect_to` header, the query (or
- * the body's `redirect_to` when given) and Referer; the site URL when it is not allowed.
+ * GoTrue's GetReferrer: the `redirect_to` header, else the query's `redirect_to`, when
+ * allowed; else the Referer when allowed; else the site URL. `bodyValue` (generate_link's
+ * body field) wins over both when it is allowed.
  */
 export function redirectUrlOf (req: FastifyRequest, settings: Pick<AuthSettings, 'site_url' | 'redirect_urls'>, bodyValue?: string): string {
+  if (bodyValue && isRedirectAllowed(bodyValue, settings)) return bodyValue
   const header = req.headers.redirect_to
-  const candidates = [typeof header === 'string' ? header : undefined, queryParam(req, 'redirect_to'), bodyValue,
-    typeof req.headers.referer === 'string' ? req.headers.referer : undefined]
-  const first = candidates.find((c) => c !== undefined && c !== '')
-  return first && isRedirectAllowed(first, settings) ? first : settings.site_url
+  const asked = (typeof header === 'string' && header !== '' ? header : undefined) ?? queryParam(req, 'redirect_to') ?? ''
+  if (isRedirectAllowed(asked, settings)) return asked
+  const referer = typeof req.headers.referer === 'string' ? req.headers.referer : ''
+  if (isRedirectAllowed(referer, settings)) return referer
+  return settings.site_url
 }

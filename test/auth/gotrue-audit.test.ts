@@ -143,4 +143,23 @@ t.test('gotrue audit', async (t) => {
     const update = await admin.updateUserById(ok.data.user!.id, { ban_duration: '2x' })
     t.equal(update.error?.message, 'invalid format for ban duration: time: unknown unit "x" in duration "2x"')
   })
+  t.test('redirect_to as GoTrue\'s GetReferrer: any loopback IP, else the Referer when redirect_to is refused', async (t) => {
+    const c = h.client(x)
+    const linkOf = async (address: string) => {
+      const mail = await h.mail.waitForMail(address)
+      return new URL(mail.links.find((l) => l.includes('/verify?'))!).searchParams.get('redirect_to')
+    }
+    const a = await confirmedUser()
+    t.error((await c.resetPasswordForEmail(a, { redirectTo: 'http://127.0.0.1:4000/cb' })).error)
+    t.equal(await linkOf(a), 'http://127.0.0.1:4000/cb', 'a loopback IP literal needs no allow-list entry')
+    const b = await confirmedUser()
+    const r = await call(h.base(x) + '/recover?redirect_to=' + encodeURIComponent('https://evil.example.net/'), {
+      body: { email: b }, headers: { referer: `${SITE}/from-here` }
+    })
+    t.equal(r.status, 200)
+    t.equal(await linkOf(b), `${SITE}/from-here`, 'the allowed Referer, not the site URL')
+    const d = await confirmedUser()
+    t.error((await c.resetPasswordForEmail(d, { redirectTo: 'http://10.0.0.8/cb' })).error)
+    t.equal(await linkOf(d), SITE, 'a private IP literal is never allowed')
+  })
 })
