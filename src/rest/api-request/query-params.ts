@@ -3,10 +3,14 @@
 // order, columns), and parseQueryParams, which classifies every parameter and parses it.
 // Pure: knows neither the database nor HTTP. Errors are PGRST100 (or PGRST103 for limits).
 import { ParseError, negativeLimit } from '../errors.js'
-import { Cursor, ParseFailure, farther, isIdentChar, isAlphaNum, runParser } from './parser.js'
+import {
+  alt, anyChar, attempt, between, bind, char, digit, eof, guard, label, lazy, letter, lookAhead, many, many1, map, noneOf,
+  notFollowedBy, oneOf, option, optionMaybe, parse, pure, sepBy, sepBy1, skip, string, then, zero, type Parser
+} from './parsec.js'
 import type {
-  AggregateFunction, EmbedPath, Field, Filter, FtsOperator, IsValue, JoinType, JsonOperation, LogicTree,
-  OpExpr, Operation, OrderTerm, QuantOperator, QueryParams, ScopedRange, SelectItem, SimpleOperator
+  AggregateFunction, EmbedPath, Field, Filter, FtsOperator, IsValue, JoinType, JsonOperand, JsonOperation, LogicTree,
+  OpExpr, Operation, OrderDirection, OrderNulls, OrderTerm, QuantOperator, QueryParams, ScopedRange, SelectField,
+  SelectItem, SelectRelation, SelectSpread, SimpleOperator
 } from './types.js'
 
 // ---------------------------------------------------------------------------------------
@@ -34,12 +38,18 @@ export function decodeComponent (s: string, plusAsSpace = true): string {
   }
 }
 
-/** `[key, value | null]` pairs in order; a parameter without `=` has a null value. */
+/**
+ * `[key, value | null]` pairs in order, split as PostgREST's HTTP library splits them: at
+ * `&` and `;`, an empty piece kept (as an empty key without a value) except after the
+ * last separator; a parameter without `=` has a null value.
+ */
 export function parseQueryString (qs: string): Array<[string, string | null]> {
   const out: Array<[string, string | null]> = []
-  if (!qs) return out
-  for (const piece of qs.split('&')) {
-    if (piece === '') continue
+  const body = qs.startsWith('?') ? qs.slice(1) : qs
+  if (!body) return out
+  const pieces = body.split(/[&;]/)
+  if (pieces[pieces.length - 1] === '') pieces.pop()
+  for (const piece of pieces) {
     const eq = piece.indexOf('=')
     if (eq < 0) out.push([decodeComponent(piece), null])
     else out.push([decodeComponent(piece.slice(0, eq)), decodeComponent(piece.slice(eq + 1))])
@@ -61,204 +71,113 @@ export function canonicalQuery (pairs: ReadonlyArray<readonly [string, string | 
 }
 
 // ---------------------------------------------------------------------------------------
-// Names and JSON paths (§1.3)
+// The grammar, rule for rule as PostgREST's (ApiRequest/QueryParams.hs), on Parsec's
+// semantics (parsec.ts): the same inputs fail at the same place with the same text, and
+// what follows a complete value is ignored where PostgREST ignores it.
+
+const ws: Parser<string[]> = many(oneOf(' \t'))
+const lexeme = <T>(p: Parser<T>): Parser<T> => then(ws, skip(p, ws))
+const pDelimiter: Parser<string> = label(char('.'), 'delimiter (.)')
 
 const FIELD_NAME = 'field name (* or [a..z0..9_$])'
 
 /** `"..."` with backslash escapes; the quotes are removed. */
-export function pQuotedValue (c: Cursor): string {
-  c.expect('"')
-  let out = ''
-  for (;;) {
-    const ch = c.peek()
-    if (ch === '') c.fail(['"\\""'])
-    c.pos++
-    if (ch === '"') return out
-    if (ch === '\\') {
-      const next = c.peek()
-      if (next === '') c.fail(['any character'])
-      out += next
-      c.pos++
-    } else {
-      out += ch
-    }
-  }
+export const pQuotedValue: Parser<string> = map(
+  then(char('"'), skip(many(alt(noneOf('\\"'), then(char('\\'), anyChar))), char('"'))),
+  (cs) => cs.join(''))
+
+/** Parts joined by single dashes (a dash before `>` is an arrow, not part of the name). */
+function sepByDash (ident: Parser<string>): Parser<string> {
+  const dash = map(attempt(then(char('-'), notFollowedBy(char('>')))), () => '-')
+  return map(sepBy1(ident, dash), (parts) => parts.join('-'))
 }
 
-/** Runs of a character class joined by single dashes (a dash before `>` ends the name). */
-function sepByDash (c: Cursor, isChar: (ch: string) => boolean, expected: string): string {
-  const parts: string[] = []
-  for (;;) {
-    const start = c.pos
-    while (!c.eof && isChar(c.peek())) c.pos++
-    if (c.pos === start) c.fail(parts.length ? ['letter', 'digit'] : [expected])
-    parts.push(c.input.slice(start, c.pos).trim())
-    if (c.peek() === '-' && c.peek(1) !== '>') { c.pos++; continue }
-    return parts.join('-')
-  }
+const pIdentifierChar: Parser<string> = alt(letter, digit, oneOf('_ $'))
+/** A cast type or FTS language: `[letter digit _ space $]+`, trimmed. */
+const pIdentifier: Parser<string> = map(many1(pIdentifierChar), (cs) => cs.join('').trim())
+
+/** Postgres identifiers cannot hold NUL (and it could never name anything). */
+const noNul = (p: Parser<string>): Parser<string> => (input, pos) => {
+  const r = p(input, pos)
+  if (r.ok && r.value.includes('\u0000')) return label(zero, FIELD_NAME)(input, pos)
+  return r
 }
 
 /** A column, relation, alias or hint name: quoted, or bare words joined by dashes. */
-export function pFieldName (c: Cursor): string {
-  const start = c.pos
-  const name = c.peek() === '"' ? pQuotedValue(c) : sepByDash(c, isIdentChar, FIELD_NAME)
-  // Postgres identifiers cannot hold NUL (and it could never name anything).
-  if (name === '' || name.includes('\u0000')) c.fail([FIELD_NAME], start)
-  return name
-}
+export const pFieldName: Parser<string> = noNul(label(alt(pQuotedValue, sepByDash(pIdentifier)), FIELD_NAME))
 
-const isJsonKeyChar = (ch: string): boolean => !'(-:.,>)'.includes(ch)
-const IDX_END = ['->', '::', '.', ',', ')']
+const pJsonKeyIdentifier: Parser<string> = map(many1(noneOf('(-:.,>)')), (cs) => cs.join('').trim())
+const pJsonKeyName: Parser<string> = label(alt(pQuotedValue, sepByDash(pJsonKeyIdentifier)), 'any non reserved character different from: .,>()')
+
+const pIdxEnd: Parser<unknown> = alt<unknown>(
+  attempt(lookAhead(string('->'))), attempt(lookAhead(string('::'))), attempt(lookAhead(string('.'))),
+  attempt(lookAhead(string(','))), attempt(eof))
+const pJIdx: Parser<JsonOperand> = skip(bind(option('+', char('-')), (sign) =>
+  map(many1(digit), (ds): JsonOperand => ({ kind: 'idx', idx: sign + ds.join('') }))), pIdxEnd)
+const pJKey: Parser<JsonOperand> = map(pJsonKeyName, (key): JsonOperand => ({ kind: 'key', key }))
+const pJsonArrow: Parser<'->' | '->>'> = alt(
+  map(attempt(string('->>')), () => '->>' as const),
+  map(attempt(string('->')), () => '->' as const))
 
 /** `->key`, `->>key`, `->0`, `->-1`, repeated. */
-export function pJsonPath (c: Cursor): JsonOperation[] {
-  const ops: JsonOperation[] = []
-  while (c.startsWith('->')) {
-    const arrow = c.startsWith('->>') ? '->>' : '->'
-    c.pos += arrow.length
-    const m = /^-?[0-9]+/.exec(c.input.slice(c.pos))
-    if (m) {
-      const after = c.pos + m[0].length
-      if (after >= c.input.length || IDX_END.some((e) => c.input.startsWith(e, after))) {
-        c.pos = after
-        ops.push({ arrow, operand: { kind: 'idx', idx: m[0] } })
-        continue
-      }
-      if (m[0].startsWith('-')) c.fail(['digit'], c.pos + 1 + (m[0].length - 1))
-    } else if (c.peek() === '-') {
-      c.fail(['digit'], c.pos + 1)
-    }
-    const key = c.peek() === '"' ? pQuotedValue(c) : sepByDash(c, isJsonKeyChar, 'any non reserved character different from: .,>()')
-    ops.push({ arrow, operand: { kind: 'key', key } })
-  }
-  return ops
-}
+export const pJsonPath: Parser<JsonOperation[]> = many(bind(pJsonArrow, (arrow) =>
+  map(alt(attempt(pJIdx), attempt(pJKey)), (operand): JsonOperation => ({ arrow, operand }))))
 
 /** A name with an optional JSON path, blanks allowed around it. */
-export function pField (c: Cursor): Field {
-  c.ws()
-  const name = pFieldName(c)
-  const jsonPath = pJsonPath(c)
-  c.ws()
-  return { name, jsonPath }
-}
-
-/** A cast type or FTS language: `[letter digit _ space $]+`, trimmed. */
-function pIdentifier (c: Cursor): string {
-  const start = c.pos
-  while (!c.eof && isIdentChar(c.peek())) c.pos++
-  const s = c.input.slice(start, c.pos).trim()
-  if (s === '') c.fail(['letter or digit'], start)
-  return s
-}
+export const pField: Parser<Field> = lexeme(bind(pFieldName, (name) => map(option<JsonOperation[]>([], pJsonPath), (jsonPath): Field => ({ name, jsonPath }))))
 
 // ---------------------------------------------------------------------------------------
 // select= (§2.1)
 
-const AGGREGATES: readonly AggregateFunction[] = ['sum', 'avg', 'count', 'max', 'min']
+const aliasSeparator: Parser<null> = then(char(':'), notFollowedBy(char(':')))
+const pAlias: Parser<string | null> = optionMaybe(attempt(skip(pFieldName, aliasSeparator)))
+const pEnd: Parser<unknown> = alt<unknown>(attempt(lookAhead(string(')'))), attempt(lookAhead(string(','))), attempt(eof))
+const pCast: Parser<string | null> = optionMaybe(then(string('::'), pIdentifier))
 
-function atItemEnd (c: Cursor): boolean {
-  c.ws()
-  return c.eof || c.peek() === ',' || c.peek() === ')'
-}
+type EmbedParam = { kind: 'join', joinType: JoinType } | { kind: 'hint', hint: string }
+const pEmbedParam: Parser<EmbedParam> = then(char('!'), alt<EmbedParam>(
+  attempt(map(string('left'), () => ({ kind: 'join', joinType: 'left' }))),
+  attempt(map(string('inner'), () => ({ kind: 'join', joinType: 'inner' }))),
+  attempt(map(pFieldName, (hint) => ({ kind: 'hint', hint })))))
+const pEmbedParams: Parser<{ hint: string | null, joinType: JoinType | null }> = bind(optionMaybe(pEmbedParam), (p1) =>
+  map(optionMaybe(pEmbedParam), (p2) => {
+    const hintOf = (p: EmbedParam | null): string | null => (p?.kind === 'hint' ? p.hint : null)
+    const joinOf = (p: EmbedParam | null): JoinType | null => (p?.kind === 'join' ? p.joinType : null)
+    return { hint: hintOf(p1) ?? hintOf(p2), joinType: joinOf(p1) ?? joinOf(p2) }
+  }))
+const pOpenParen: Parser<unknown> = attempt(lookAhead(string('(')))
 
-function pEmbedParams (c: Cursor): { hint: string | null, joinType: JoinType | null, any: boolean } {
-  let hint: string | null = null
-  let joinType: JoinType | null = null
-  let n = 0
-  while (n < 2 && c.peek() === '!') {
-    c.pos++
-    const name = pFieldName(c)
-    if (name === 'inner' || name === 'left') joinType ??= name
-    else hint ??= name
-    n++
-  }
-  return { hint, joinType, any: n > 0 }
-}
+type Head<T extends SelectItem> = Omit<T, 'children'>
 
-function pSelectItem (c: Cursor): SelectItem {
-  c.ws()
-  // ...rel(...)
-  if (c.startsWith('...')) {
-    c.pos += 3
-    const name = pFieldName(c)
-    const { hint, joinType } = pEmbedParams(c)
-    c.expect('(')
-    const children = pFieldForest(c)
-    c.expect(')')
-    c.ws()
-    return { kind: 'spread', name, hint, joinType, children }
-  }
-  if (c.peek() === '*') {
-    c.pos++
-    if (!atItemEnd(c)) c.fail(['")"', '","', 'end of input'])
-    return { kind: 'field', field: { name: '*', jsonPath: [] }, alias: null, cast: null, aggregate: null, aggregateCast: null }
-  }
-  // alias:   (a ':' not followed by another ':')
-  let alias: string | null = null
-  const save = c.pos
-  const maybeAlias = c.attempt(() => pFieldName(c))
-  if (typeof maybeAlias === 'string' && c.peek() === ':' && c.peek(1) !== ':') {
-    alias = maybeAlias
-    c.pos++
-    c.ws()
-  } else {
-    c.pos = save
-  }
-  if (c.startsWith('count()')) {
-    c.pos += 7
-    const aggregateCast = c.startsWith('::') ? (c.pos += 2, pIdentifier(c)) : null
-    if (!atItemEnd(c)) c.fail(['"::"', '")"', '","', 'end of input'])
-    return { kind: 'field', field: { name: '*', jsonPath: [] }, alias, cast: null, aggregate: 'count', aggregateCast }
-  }
-  const name = pFieldName(c)
-  // rel(...), rel!hint(...), rel!inner!hint(...)
-  if (name !== 'count') {
-    const bang = c.pos
-    const params = pEmbedParams(c)
-    if (c.peek() === '(') {
-      c.pos++
-      const children = pFieldForest(c)
-      c.expect(')')
-      c.ws()
-      return { kind: 'relation', name, alias, hint: params.hint, joinType: params.joinType, children }
-    }
-    c.pos = bang
-    if (params.any) {
-      // `name!x` without `(`: a field cannot continue with `!` (PostgREST reports the `!`).
-      c.fail(['letter', 'digit', '"-"', '"->>"', '"->"', '"::"', '"."', '")"', '","', 'end of input'])
-    }
-  }
-  const jsonPath = pJsonPath(c)
-  const cast = c.startsWith('::') ? (c.pos += 2, pIdentifier(c)) : null
-  let aggregate: AggregateFunction | null = null
-  let aggregateCast: string | null = null
-  if (c.peek() === '.') {
-    const agg = AGGREGATES.find((a) => c.input.startsWith(`.${a}()`, c.pos))
-    if (!agg) c.fail(['aggregate function (sum, avg, count, max, min)'], c.pos + 1)
-    c.pos += agg.length + 3
-    aggregate = agg
-    if (c.startsWith('::')) { c.pos += 2; aggregateCast = pIdentifier(c) }
-  }
-  if (!atItemEnd(c)) {
-    const expected = ['letter', 'digit', '"-"', '"->>"', '"->"', '"::"', '"."', '")"', '","', 'end of input']
-    c.fail(expected)
-  }
-  return { kind: 'field', field: { name, jsonPath }, alias, cast, aggregate, aggregateCast }
-}
+const pRelationSelect: Parser<Head<SelectRelation>> = lexeme(bind(pAlias, (alias) => bind(pFieldName, (name) =>
+  then(guard(name !== 'count'), bind(pEmbedParams, ({ hint, joinType }) =>
+    map(pOpenParen, (): Head<SelectRelation> => ({ kind: 'relation', name, alias, hint, joinType })))))))
+
+const pSpreadRelationSelect: Parser<Head<SelectSpread>> = lexeme(bind(then(string('...'), pFieldName), (name) =>
+  bind(pEmbedParams, ({ hint, joinType }) => map(pOpenParen, (): Head<SelectSpread> => ({ kind: 'spread', name, hint, joinType })))))
+
+const pAggregation: Parser<AggregateFunction> = alt<AggregateFunction>(
+  map(string('sum'), () => 'sum'), map(string('avg'), () => 'avg'), map(string('count'), () => 'count'),
+  map(attempt(string('max')), () => 'max'), map(attempt(string('min')), () => 'min'))
+
+const selectField = (field: Field, alias: string | null, cast: string | null, aggregate: AggregateFunction | null, aggregateCast: string | null): SelectField =>
+  ({ kind: 'field', field, alias, cast, aggregate, aggregateCast })
+
+const pFieldSelect: Parser<SelectItem> = lexeme(alt<SelectItem>(
+  attempt(map(skip(string('*'), pEnd), () => selectField({ name: '*', jsonPath: [] }, null, null, null, null))),
+  attempt(bind(pAlias, (alias) => then(string('count()'), bind(pCast, (aggCast) =>
+    map(pEnd, () => selectField({ name: '*', jsonPath: [] }, alias, null, 'count', aggCast)))))),
+  bind(pAlias, (alias) => bind(pField, (field) => bind(pCast, (cast) =>
+    bind(optionMaybe(attempt(then(char('.'), skip(pAggregation, string('()'))))), (agg) => bind(pCast, (aggCast) =>
+      map(pEnd, () => selectField(field, alias, cast, agg, aggCast)))))))))
+
+const withChildren = <T extends SelectRelation | SelectSpread>(head: Parser<Head<T>>): Parser<SelectItem> =>
+  bind(attempt(head), (h) => map(between(char('('), char(')'), pFieldForest), (children) => ({ ...h, children }) as SelectItem))
 
 /** Comma-separated select items; may be empty (`select=`, `rel()`). */
-export function pFieldForest (c: Cursor): SelectItem[] {
-  const items: SelectItem[] = []
-  c.ws()
-  if (c.eof || c.peek() === ')') return items
-  for (;;) {
-    items.push(pSelectItem(c))
-    c.ws()
-    if (c.peek() !== ',') return items
-    c.pos++
-  }
-}
+export const pFieldForest: Parser<SelectItem[]> = lazy(() => sepBy(
+  alt(withChildren(pSpreadRelationSelect), withChildren(pRelationSelect), pFieldSelect),
+  lexeme(char(','))))
 
 /** Postgres's limit on the entries of one target list (MaxTupleAttributeNumber). */
 export const MAX_SELECT_ITEMS = 1664
@@ -283,12 +202,15 @@ function checkWidth (input: string, items: readonly SelectItem[]): void {
   for (const it of items) if (it.kind !== 'field') checkWidth(input, it.children)
 }
 
+/** Runs a rule as PostgREST's `P.parse`, failing with PGRST100 `"failed to parse <what> (<input>)"`. */
+export function runRule<T> (what: string, shown: string, p: Parser<T>, text: string = shown): T {
+  const r = parse(p, text)
+  if (r.ok) return r.value
+  throw new ParseError(what, shown, r.column, { details: r.details })
+}
+
 export function parseSelect (input: string): SelectItem[] {
-  const items = runParser('select parameter', input, (c) => {
-    const items = pFieldForest(c)
-    if (!c.eof) c.fail(['","', 'end of input'])
-    return items
-  })
+  const items = runRule('select parameter', input, pFieldForest)
   checkWidth(input, items)
   return items
 }
@@ -296,290 +218,136 @@ export function parseSelect (input: string): SelectItem[] {
 // ---------------------------------------------------------------------------------------
 // Operator expressions (§2.3)
 
-const SIMPLE_OPS: ReadonlySet<string> = new Set<SimpleOperator>(['neq', 'cs', 'cd', 'ov', 'sl', 'sr', 'nxr', 'nxl', 'adj'])
-const QUANT_OPS: ReadonlySet<string> = new Set<QuantOperator>(['eq', 'gt', 'gte', 'lt', 'lte', 'like', 'ilike', 'match', 'imatch'])
-const FTS_OPS: ReadonlySet<string> = new Set<FtsOperator>(['fts', 'plfts', 'phfts', 'wfts'])
-/** Longest first: `not_null` before `null`. */
-const IS_VALUES: readonly IsValue[] = ['not_null', 'unknown', 'false', 'true', 'null']
-const OPERATOR = 'operator (eq, gt, ...)'
+const word = <T extends string>(w: T): Parser<T> => attempt(map(string(w), () => w))
+const simpleOperator: Parser<SimpleOperator> = label(alt<SimpleOperator>(
+  word('neq'), word('cs'), word('cd'), word('ov'), word('sl'), word('sr'), word('nxr'), word('nxl'), word('adj')), 'unknown single value operator')
+const quantOperator: Parser<QuantOperator> = label(alt<QuantOperator>(
+  word('eq'), word('gte'), word('gt'), word('lte'), word('lt'), word('like'), word('ilike'), word('match'), word('imatch')), 'unknown single value operator')
 
 /** Value at the top level: the rest of the input, taken literally. */
-function pSingleVal (c: Cursor): string {
-  const v = c.input.slice(c.pos)
-  c.pos = c.input.length
-  return v
-}
+const pSingleVal: Parser<string> = map(many(anyChar), (cs) => cs.join(''))
 
+const pPgArray: Parser<string> = bind(string('{'), (a) => bind(many(noneOf('{}')), (b) => map(string('}'), (c) => a + b.join('') + c)))
 /** Value inside a logic tree: `"quoted"`, a `{...}` array literal, or up to `,` / `)`. */
-function pLogicSingleVal (c: Cursor): string {
-  if (c.peek() === '"') {
-    const save = c.pos
-    const q = c.attempt(() => pQuotedValue(c))
-    if (typeof q === 'string' && (c.eof || c.peek() === ',' || c.peek() === ')')) return q
-    c.pos = save
-  }
-  if (c.peek() === '{') {
-    const close = c.input.indexOf('}', c.pos)
-    const inner = close < 0 ? '' : c.input.slice(c.pos + 1, close)
-    if (close >= 0 && !inner.includes('{')) {
-      const v = c.input.slice(c.pos, close + 1)
-      c.pos = close + 1
-      return v
-    }
-  }
-  const start = c.pos
-  while (!c.eof && c.peek() !== ',' && c.peek() !== ')') c.pos++
-  return c.input.slice(start, c.pos)
-}
+const pLogicSingleVal: Parser<string> = alt(
+  attempt(skip(pQuotedValue, notFollowedBy(noneOf(',)')))),
+  attempt(pPgArray),
+  map(many(noneOf(',)')), (cs) => cs.join('')))
 
+const pListElement: Parser<string> = alt(
+  attempt(skip(pQuotedValue, notFollowedBy(noneOf(',)')))),
+  map(many(noneOf(',)')), (cs) => cs.join('')))
 /** `(a,"b,c",d)`: quoted elements keep commas; `()` is one empty element. */
-function pListVal (c: Cursor): string[] {
-  c.ws()
-  c.expect('(')
-  c.ws()
-  const out: string[] = []
-  for (;;) {
-    let el: string | null = null
-    if (c.peek() === '"') {
-      const save = c.pos
-      const q = c.attempt(() => pQuotedValue(c))
-      if (typeof q === 'string' && (c.peek() === ',' || c.peek() === ')')) el = q
-      else c.pos = save
-    }
-    if (el === null) {
-      const start = c.pos
-      while (!c.eof && c.peek() !== ',' && c.peek() !== ')') c.pos++
-      el = c.input.slice(start, c.pos)
-    }
-    out.push(el)
-    if (c.peek() === ',') { c.pos++; continue }
-    break
-  }
-  c.ws()
-  c.expect(')')
-  c.ws()
-  return out
+const pListVal: Parser<string[]> = then(lexeme(char('(')), skip(sepBy1(pListElement, char(',')), lexeme(char(')'))))
+
+const ciString = (s: string): Parser<string> => [...s].reduce<Parser<string>>(
+  (acc, ch) => bind(acc, (got) => map(alt(char(ch), char(ch.toUpperCase())), (c) => got + c)), pure(''))
+const pIsVal: Parser<IsValue> = label(alt<IsValue>(
+  attempt(map(ciString('null'), () => 'null')),
+  attempt(map(ciString('not_null'), () => 'not_null')),
+  attempt(map(ciString('true'), () => 'true')),
+  attempt(map(ciString('false'), () => 'false')),
+  attempt(map(ciString('unknown'), () => 'unknown'))), 'isVal: (null, not_null, true, false, unknown)')
+
+const ANY_ALL: Parser<'any' | 'all'> = alt(attempt(map(string('any'), () => 'any' as const)), map(string('all'), () => 'all' as const))
+
+function pOperation (pSVal: Parser<string>): Parser<Operation> {
+  const pIn = then(attempt(then(string('in'), pDelimiter)), map(pListVal, (values): Operation => ({ kind: 'in', values })))
+  const pIs = then(attempt(then(string('is'), pDelimiter)), map(pIsVal, (value): Operation => ({ kind: 'is', value })))
+  const pIsDist = then(attempt(then(string('isdistinct'), pDelimiter)), map(pSVal, (value): Operation => ({ kind: 'isdistinct', value })))
+  const pFts = bind(alt<FtsOperator>(word('fts'), word('plfts'), word('phfts'), word('wfts')), (op) =>
+    bind(optionMaybe(attempt(between(char('('), char(')'), pIdentifier))), (language) =>
+      then(pDelimiter, map(pSVal, (value): Operation => ({ kind: 'fts', op, language, value })))))
+  const pSimpleOp = bind(simpleOperator, (op) => then(pDelimiter, map(pSVal, (value): Operation => ({ kind: 'simple', op, value }))))
+  const pQuantOp = bind(quantOperator, (op) => bind(optionMaybe(attempt(between(char('('), char(')'), ANY_ALL))), (quantifier) =>
+    then(pDelimiter, map(pSVal, (value): Operation => ({ kind: 'quant', op, quantifier, value })))))
+  return label(alt(pIn, pIs, pIsDist, attempt(pFts), attempt(pSimpleOp), attempt(pQuantOp)), 'operator (eq, gt, ...)')
 }
 
-function readWord (c: Cursor): string {
-  const start = c.pos
-  while (!c.eof && /[a-z_]/i.test(c.peek())) c.pos++
-  return c.input.slice(start, c.pos)
+/** `[not.]op.value` and the special forms (in, is, isdistinct, fts(lang), op(any|all)). */
+function pOpExprOf (pSVal: Parser<string>): Parser<OpExpr> {
+  const pNot = alt(attempt(map(then(string('not'), pDelimiter), () => true)), pure(false))
+  const op = pOperation(pSVal)
+  return bind(pNot, (negated) => map(op, (operation): OpExpr => ({ negated, operation })))
 }
+const pOpExprTop = pOpExprOf(pSingleVal)
+const pOpExprLogic = pOpExprOf(pLogicSingleVal)
 
-/**
- * `[not.]op.value` and the special forms (in, is, isdistinct, fts(lang), op(any|all)).
- * `inLogic` selects the value rule of logic trees, where values end at `,` or `)`.
- */
-export function pOpExpr (c: Cursor, inLogic: boolean): OpExpr {
-  let negated = false
-  if (c.startsWith('not.')) { negated = true; c.pos += 4 }
-  const opStart = c.pos
-  const word = readWord(c)
-  const failOp = (): never => c.fail(negated ? [OPERATOR] : ['"not"', OPERATOR], opStart)
-  const value = (): string => {
-    c.expect('.', 'delimiter (.)')
-    return inLogic ? pLogicSingleVal(c) : pSingleVal(c)
-  }
-  const end = (): void => {
-    if (inLogic ? !(c.eof || c.peek() === ',' || c.peek() === ')') : !c.eof) c.fail(inLogic ? ['","', '")"'] : ['end of input'])
-  }
-  let operation: Operation
-  if (word === 'in') {
-    c.expect('.', 'delimiter (.)')
-    operation = { kind: 'in', values: pListVal(c) }
-    end()
-  } else if (word === 'is') {
-    c.expect('.', 'delimiter (.)')
-    const v = IS_VALUES.find((x) => c.input.slice(c.pos, c.pos + x.length).toLowerCase() === x)
-    if (v === undefined) return c.fail(['isVal: (null, not_null, true, false, unknown)'])
-    c.pos += v.length
-    operation = { kind: 'is', value: v }
-    end()
-  } else if (word === 'isdistinct') {
-    operation = { kind: 'isdistinct', value: value() }
-  } else if (FTS_OPS.has(word)) {
-    let language: string | null = null
-    if (c.peek() === '(') {
-      c.pos++
-      language = pIdentifier(c)
-      c.expect(')')
-    }
-    operation = { kind: 'fts', op: word as FtsOperator, language, value: value() }
-  } else if (SIMPLE_OPS.has(word)) {
-    operation = { kind: 'simple', op: word as SimpleOperator, value: value() }
-  } else if (QUANT_OPS.has(word)) {
-    let quantifier: 'any' | 'all' | null = null
-    if (c.startsWith('(any)')) { quantifier = 'any'; c.pos += 5 } else if (c.startsWith('(all)')) { quantifier = 'all'; c.pos += 5 } else if (c.peek() === '(') {
-      c.fail(['"(any)"', '"(all)"'])
-    }
-    operation = { kind: 'quant', op: word as QuantOperator, quantifier, value: value() }
-  } else {
-    return failOp()
-  }
-  return { negated, operation }
-}
+/** The operator expression of a filter value (top level: the value is the rest of the input). */
+export const pOpExpr = (inLogic: boolean): Parser<OpExpr> => (inLogic ? pOpExprLogic : pOpExprTop)
 
 /** A filter value at the top level; null when `rpc` and it is not an operator expression. */
 export function parseFilterValue (input: string, rpc: boolean): OpExpr | null {
-  if (rpc) {
-    const c = new Cursor(input)
-    const r = c.attempt(() => pOpExpr(c, false))
-    return r instanceof ParseFailure ? null : r
-  }
-  return runParser('filter', input, (c) => pOpExpr(c, false))
+  if (rpc) return runRule<OpExpr | null>('filter', input, alt<OpExpr | null>(pOpExprTop, pure(null)))
+  return runRule('filter', input, pOpExprTop)
 }
 
 // ---------------------------------------------------------------------------------------
 // Keys: tree paths (§2.3)
 
-/** `a.b.col->x` -> path `[a, b]`, field `col->x`. */
-export function pTreePath (c: Cursor): { path: string[], field: Field } {
-  const names = [pFieldName(c)]
-  while (c.peek() === '.') {
-    c.pos++
-    names.push(pFieldName(c))
-  }
-  const jsonPath = pJsonPath(c)
-  if (!c.eof) c.fail(['delimiter (.)', '"->"', 'end of input'])
-  const name = names.pop() as string
-  return { path: names, field: { name, jsonPath } }
-}
+/** `a.b.col->x` -> path `[a, b]`, field `col->x`; what follows is ignored, as PostgREST does. */
+export const pTreePath: Parser<{ path: string[], field: Field }> = bind(sepBy1(pFieldName, pDelimiter), (names) =>
+  map(option<JsonOperation[]>([], pJsonPath), (jsonPath) => ({ path: names.slice(0, -1), field: { name: names[names.length - 1], jsonPath } })))
 
 export function parseTreePath (key: string): { path: string[], field: Field } {
-  return runParser('tree path', key, pTreePath)
+  return runRule('tree path', key, pTreePath)
 }
 
 // ---------------------------------------------------------------------------------------
 // Logic trees (§2.4)
 
-function pLogicFilter (c: Cursor): LogicTree {
-  const field = pField(c)
-  c.expect('.', 'delimiter (.)')
-  const opExpr = pOpExpr(c, true)
-  return { kind: 'expr', filter: { field, opExpr } }
-}
-
-function pLogicExpr (c: Cursor): LogicTree {
-  c.ws()
-  let negated = false
-  if (c.startsWith('not.')) { negated = true; c.pos += 4 }
-  let op: 'and' | 'or'
-  if (c.startsWith('and')) { op = 'and'; c.pos += 3 } else if (c.startsWith('or')) { op = 'or'; c.pos += 2 } else {
-    return c.fail(negated ? ['logic operator (and, or)'] : ['negation operator (not)', 'logic operator (and, or)'])
-  }
-  c.ws()
-  c.expect('(')
-  const children: LogicTree[] = []
-  for (;;) {
-    c.ws()
-    if (c.peek() === ')' && children.length === 0) {
-      c.fail([FIELD_NAME, 'negation operator (not)', 'logic operator (and, or)'])
-    }
-    children.push(pLogicTree(c))
-    c.ws()
-    if (c.peek() === ',') { c.pos++; continue }
-    break
-  }
-  c.expect(')')
-  c.ws()
-  return { kind: 'logic', op, negated, children }
-}
+const pLogicFilter: Parser<LogicTree> = bind(skip(pField, pDelimiter), (field) =>
+  map(pOpExprLogic, (opExpr): LogicTree => ({ kind: 'expr', filter: { field, opExpr } })))
+const pLogicNot: Parser<boolean> = label(alt(attempt(map(then(string('not'), pDelimiter), () => true)), pure(false)), 'negation operator (not)')
+const pLogicOp: Parser<'and' | 'or'> = label(alt(attempt(map(string('and'), () => 'and' as const)), map(string('or'), () => 'or' as const)), 'logic operator (and, or)')
 
 /** A condition (`field.op.value`) or a nested `[not.]and(...)` / `[not.]or(...)`. */
-export function pLogicTree (c: Cursor): LogicTree {
-  const asFilter = c.attempt(() => pLogicFilter(c))
-  if (!(asFilter instanceof ParseFailure)) return asFilter
-  const asExpr = c.attempt(() => pLogicExpr(c))
-  if (!(asExpr instanceof ParseFailure)) return asExpr
-  throw farther(asFilter, asExpr)
-}
+export const pLogicTree: Parser<LogicTree> = lazy(() => alt(
+  attempt(pLogicFilter),
+  bind(pLogicNot, (negated) => bind(pLogicOp, (op) =>
+    map(then(lexeme(char('(')), skip(sepBy1(pLogicTree, lexeme(char(','))), lexeme(char(')')))),
+      (children): LogicTree => ({ kind: 'logic', op, negated, children }))))))
 
 /** The key of a logic parameter: `[path.][not.](or|and)` ("not" may appear anywhere). */
 export function parseLogicKey (key: string): { path: string[], op: string } {
-  return runParser('logic path', key, (c) => {
-    const names = [pFieldName(c)]
-    while (c.peek() === '.') { c.pos++; names.push(pFieldName(c)) }
-    if (!c.eof) c.fail(['delimiter (.)', 'end of input'])
+  return runRule('logic path', key, map(sepBy1(pFieldName, pDelimiter), (names) => {
     const last = names[names.length - 1]
-    const negated = names.slice(0, -1).includes('not')
+    const negated = names.includes('not')
     return { path: names.slice(0, -1).filter((n) => n !== 'not'), op: negated ? `not.${last}` : last }
-  })
+  }))
 }
 
+/** `op` is the key's operator (`or`, `not.and`); the value is parsed after it, as PostgREST does. */
 export function parseLogicTree (op: string, value: string): LogicTree {
-  return runParser('logic tree', op + value, (c) => {
-    const tree = pLogicExpr(c)
-    if (!c.eof) c.fail(['end of input'])
-    return tree
-  }, value)
+  return runRule('logic tree', value, pLogicTree, op + value)
 }
 
 // ---------------------------------------------------------------------------------------
 // order= (§2.5)
 
-function pOrderTerm (c: Cursor): OrderTerm {
-  c.ws()
-  let term: OrderTerm
-  const save = c.pos
-  const rel = c.attempt(() => {
-    const relation = pFieldName(c)
-    c.expect('(')
-    const field = pField(c)
-    c.expect(')')
-    return { relation, field }
-  })
-  let related: { relation: string, field: Field } | null = null
-  if (rel instanceof ParseFailure) c.pos = save
-  else related = rel
-  const field = related ? related.field : { name: pFieldName(c), jsonPath: pJsonPath(c) }
-  let direction: 'asc' | 'desc' | null = null
-  let nulls: 'first' | 'last' | null = null
-  if (c.peek() === '.') {
-    const at = c.pos + 1
-    c.pos++
-    const w = readWord(c)
-    if (w === 'asc' || w === 'desc') direction = w
-    else if (w === 'nullsfirst' || w === 'nullslast') nulls = w === 'nullsfirst' ? 'first' : 'last'
-    else c.fail(['"asc"', '"desc"', '"nullsfirst"', '"nullslast"'], at)
-    if (direction && c.peek() === '.') {
-      const at2 = c.pos + 1
-      c.pos++
-      const w2 = readWord(c)
-      if (w2 === 'nullsfirst' || w2 === 'nullslast') nulls = w2 === 'nullsfirst' ? 'first' : 'last'
-      else c.fail(['"nullsfirst"', '"nullslast"'], at2)
-    }
-  }
-  c.ws()
-  if (!(c.eof || c.peek() === ',')) c.fail(nulls ? ['","', 'end of input'] : ['delimiter (.)', '","', 'end of input'])
-  if (related) term = { kind: 'related', relation: related.relation, field, direction, nulls }
-  else term = { kind: 'field', field, direction, nulls }
-  return term
-}
+const pOrdDir: Parser<OrderDirection> = alt(
+  attempt(then(pDelimiter, map(string('asc'), () => 'asc' as const))),
+  attempt(then(pDelimiter, map(string('desc'), () => 'desc' as const))))
+const pNulls: Parser<OrderNulls> = alt(
+  attempt(then(pDelimiter, map(string('nullsfirst'), () => 'first' as const))),
+  attempt(then(pDelimiter, map(string('nullslast'), () => 'last' as const))))
+const pOrderEnd: Parser<unknown> = alt<unknown>(attempt(lookAhead(char(','))), attempt(eof))
+const pDirNulls: Parser<{ direction: OrderDirection | null, nulls: OrderNulls | null }> = bind(optionMaybe(pOrdDir), (direction) =>
+  map(alt(skip(optionMaybe(pNulls), pOrderEnd), map(pOrderEnd, () => null)), (nulls) => ({ direction, nulls })))
+const pOrderTerm: Parser<OrderTerm> = bind(pField, (field) => map(pDirNulls, (d): OrderTerm => ({ kind: 'field', field, ...d })))
+const pOrderRelationTerm: Parser<OrderTerm> = bind(pFieldName, (relation) => bind(between(char('('), char(')'), pField), (field) =>
+  map(pDirNulls, (d): OrderTerm => ({ kind: 'related', relation, field, ...d }))))
+const pOrder: Parser<OrderTerm[]> = sepBy1(lexeme(alt(attempt(pOrderRelationTerm), pOrderTerm)), char(','))
 
 export function parseOrder (input: string): OrderTerm[] {
-  return runParser('order', input, (c) => {
-    const terms = [pOrderTerm(c)]
-    while (c.peek() === ',') { c.pos++; terms.push(pOrderTerm(c)) }
-    return terms
-  })
+  return runRule('order', input, pOrder)
 }
 
 // ---------------------------------------------------------------------------------------
 // columns= and on_conflict= (used by writes)
 
 export function parseColumns (what: 'columns parameter' | 'on_conflict parameter', input: string): string[] {
-  return runParser(what, input, (c) => {
-    const out: string[] = []
-    for (;;) {
-      c.ws()
-      out.push(pFieldName(c))
-      c.ws()
-      if (c.peek() === ',') { c.pos++; continue }
-      if (!c.eof) c.fail(['","', 'end of input'])
-      return out
-    }
-  })
+  return runRule(what, input, sepBy1(pFieldName, lexeme(char(','))))
 }
 
 // ---------------------------------------------------------------------------------------
@@ -593,11 +361,17 @@ function lastSegment (key: string): string {
   return i < 0 ? key : key.slice(i + 1)
 }
 
-/** Integer as PostgREST's `readMaybe`: optional sign and digits only; otherwise null. */
+/**
+ * An integer as Haskell's `readMaybe` reads one (PostgREST's limit and offset): blanks
+ * around it, balanced parentheses, a `-` (no `+`), decimal, `0x` hex or `0o` octal digits;
+ * otherwise null.
+ */
 function readInteger (v: string): number | null {
-  const t = v.trim()
-  if (!/^[+-]?[0-9]+$/.test(t)) return null
-  const n = Number(t)
+  const m = /^\s*((?:\(\s*)*)(-?)\s*(0[xX][0-9a-fA-F]+|0[oO][0-7]+|[0-9]+)\s*((?:\)\s*)*)$/.exec(v)
+  if (!m || m[1].replace(/\s/g, '').length !== m[4].replace(/\s/g, '').length) return null
+  const digits = m[3]
+  const abs = /^0[oO]/.test(digits) ? parseInt(digits.slice(2), 8) : Number(digits)
+  const n = m[2] === '-' ? -abs : abs
   return Number.isSafeInteger(n) ? n : null
 }
 
@@ -671,4 +445,4 @@ export function parseQueryParams (qs: string, opts: ParseQueryOptions = {}): Que
 }
 
 // Exported for tests of single rules.
-export const rules = { pFieldName, pJsonPath, pField, pOpExpr, pLogicTree, pTreePath, isAlphaNum }
+export const rules = { pFieldName, pJsonPath, pField, pOpExpr, pLogicTree, pTreePath, pFieldForest, pOrder }
