@@ -266,6 +266,8 @@ export const ChallengeIpMismatchError = defineAuthError('mfa_ip_address_mismatch
 export const ChallengeExpiredError = defineAuthError('mfa_challenge_expired', 422, (id: string) => `MFA challenge ${id} has expired, verify against another challenge or create a new challenge.`)
 export const InvalidTotpCodeError = defineAuthError('mfa_verification_failed', 422, () => 'Invalid TOTP code entered')
 export const SamlDisabledError = defineAuthError('saml_provider_disabled', 404, () => 'SAML 2.0 is disabled')
+export const PasskeysDisabledError = defineAuthError('passkey_disabled', 404, () => 'Passkeys are disabled')
+export const Web3DisabledError = defineAuthError('web3_provider_disabled', 422, () => 'Web3 provider is disabled')
 export const ManualLinkingDisabledError = defineAuthError('manual_linking_disabled', 404, () => 'Manual linking is disabled')
 export const IdentityIdNotUuidError = defineAuthError('validation_failed', 404, () => 'identity_id must be an UUID')
 export const SingleIdentityNotDeletableError = defineAuthError('single_identity_not_deletable', 422, () => 'User must have at least 1 identity after unlinking')

@@ -3,8 +3,8 @@
 // a real SMTP catcher for mail): the obfuscated user of a repeated sign-up, the key order
 // of /verify redirects, the verify-type refusals, and /resend's validation order.
 import t from 'tap'
-import { GoTrueAdminApi } from '@supabase/auth-js'
-import { startAuth, call, email } from '../helpers/auth-harness.js'
+import { GoTrueAdminApi, GoTrueClient } from '@supabase/auth-js'
+import { startAuth, call, email, memoryStorage } from '../helpers/auth-harness.js'
 import { errorParams } from '../../src/auth/redirects.js'
 import { FlowStateExpiredError, OtpExpiredError } from '../../src/auth/errors.js'
 
@@ -161,5 +161,18 @@ t.test('gotrue audit', async (t) => {
     const d = await confirmedUser()
     t.error((await c.resetPasswordForEmail(d, { redirectTo: 'http://10.0.0.8/cb' })).error)
     t.equal(await linkOf(d), SITE, 'a private IP literal is never allowed')
+  })
+  t.test('passkeys and Web3 sign-in answer as GoTrue does with them off', async (t) => {
+    const c = new GoTrueClient({ url: h.base(x), storage: memoryStorage(), autoRefreshToken: false, experimental: { passkey: true } } as never)
+    const started = await c.passkey.startAuthentication({})
+    t.equal(started.error?.status, 404)
+    t.equal(started.error?.code, 'passkey_disabled')
+    t.equal(started.error?.message, 'Passkeys are disabled')
+    const list = await call(h.base(x) + '/passkeys')
+    t.equal(list.status, 404, 'before any bearer check')
+    t.match(list.body, { code: 'passkey_disabled' })
+    const web3 = await call(h.base(x) + '/token?grant_type=web3', { body: { chain: 'ethereum', message: 'm', signature: '0x00' } })
+    t.equal(web3.status, 422)
+    t.match(web3.body, { code: 'web3_provider_disabled', message: 'Web3 provider is disabled' })
   })
 })

@@ -7,6 +7,7 @@ import { idTokenGrant } from './id-token.js'
 import { passwordGrant } from './password.js'
 import { pkceGrant } from './pkce.js'
 import { refreshTokenGrant } from './refresh-token.js'
+import { Web3DisabledError } from '../errors.js'
 
 export type Grant = (ctx: TenantContext, req: FastifyRequest, body: Body) => Promise<AccessTokenResponse>
 
@@ -14,5 +15,7 @@ export const GRANTS: Partial<Record<string, Grant>> = {
   id_token: idTokenGrant,
   password: passwordGrant,
   pkce: pkceGrant,
-  refresh_token: refreshTokenGrant
+  refresh_token: refreshTokenGrant,
+  // Sign-in with a wallet is not offered: GoTrue's answer with both Web3 providers off.
+  web3: async () => { throw new Web3DisabledError() }
 }

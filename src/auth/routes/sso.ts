@@ -1,8 +1,9 @@
-// SAML single sign-on is not offered: POST /sso, GET /sso/saml/metadata and POST
-// /sso/saml/acs answer as GoTrue does with SAML off (404 saml_provider_disabled
-// "SAML 2.0 is disabled"), before anything else is looked at.
+// SAML single sign-on and passkeys are not offered: POST /sso, GET /sso/saml/metadata and
+// POST /sso/saml/acs answer as GoTrue does with SAML off (404 saml_provider_disabled
+// "SAML 2.0 is disabled"), and every /passkeys route (auth-js's `passkey.*`) as it does with
+// passkeys off (404 passkey_disabled "Passkeys are disabled"), before anything else is looked at.
 import type { FastifyInstance, FastifyRequest } from 'fastify'
-import { SamlDisabledError } from '../errors.js'
+import { PasskeysDisabledError, SamlDisabledError } from '../errors.js'
 import { contextOf } from '../hooks/resolve-tenant.js'
 import { requireAdmin } from '../hooks/require-user.js'
 
@@ -18,4 +19,13 @@ export async function ssoRoutes (scope: FastifyInstance): Promise<void> {
   scope.get('/admin/sso/providers/:id', adminDisabled)
   scope.put('/admin/sso/providers/:id', adminDisabled)
   scope.delete('/admin/sso/providers/:id', adminDisabled)
+
+  const passkeysDisabled = async () => { throw new PasskeysDisabledError() }
+  scope.post('/passkeys/authentication/options', passkeysDisabled)
+  scope.post('/passkeys/authentication/verify', passkeysDisabled)
+  scope.post('/passkeys/registration/options', passkeysDisabled)
+  scope.post('/passkeys/registration/verify', passkeysDisabled)
+  scope.get('/passkeys', passkeysDisabled)
+  scope.patch('/passkeys/:id', passkeysDisabled)
+  scope.delete('/passkeys/:id', passkeysDisabled)
 }
