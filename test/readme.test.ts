@@ -68,7 +68,7 @@ t.test('the quick start: SQL as the owner, the JS as an app, then a signed-in in
   const sql = quickStartBlocks('sql')
   const js = quickStartBlocks('js')
   t.equal(sql.length, 1, 'one SQL block')
-  t.equal(js.length, 1, 'one JS block')
+  t.equal(js.length, 2, 'two JS blocks: the app, the panel exchange')
 
   // Nothing is visible before the SQL runs (the README's claim about a fresh database).
   const before = await stack.gateway(demo, '/rest/v1/todos?select=id')
@@ -84,7 +84,14 @@ t.test('the quick start: SQL as the owner, the JS as an app, then a signed-in in
   const run = await runModule(code)
   t.equal(run.code, 0, `the JS runs to the end${run.stderr ? ': ' + run.stderr : ''}`)
   t.equal(run.stderr, '', 'nothing on stderr')
-  t.match(run.stdout, /\[\s*\{\s*id: \d+,\s*title: 'try Gatehouse'\s*\}\s*\]/, 'it prints the row it inserted')
+  t.match(run.stdout, /^\[\s*\{\s*id: \d+,\s*title: 'try Gatehouse'\s*\}\s*\]\n$/, 'it prints the row it inserted')
+
+  // Run again, as a reader trying it twice does: ada signs in and has two rows.
+  const again = await runModule(code)
+  t.equal(again.code, 0, `the JS runs again${again.stderr ? ': ' + again.stderr : ''}`)
+  t.equal(again.stderr, '', 'nothing on stderr the second time')
+  t.match(again.stdout, /^\[\s*\{\s*id: \d+,\s*title: 'try Gatehouse'\s*\},\s*\{\s*id: \d+,\s*title: 'try Gatehouse'\s*\}\s*\]\n$/, 'the second run signs in and prints both rows')
+  await stack.owner(demo, "DELETE FROM public.todos WHERE id <> (SELECT min(id) FROM public.todos)")
 
   // The user the README signed up signs in, writes and reads.
   const ada = stack.supabase(demo)
@@ -107,6 +114,43 @@ t.test('the quick start: SQL as the owner, the JS as an app, then a signed-in in
   t.same(theirs.data, [], 'another user sees none of them')
   const rows = await stack.owner(demo, 'SELECT count(*)::int AS n FROM public.todos WHERE owner = $1', [userId])
   t.equal(rows.rows[0].n, 2, 'both rows are in the table, owned by the user')
+})
+
+t.test('the panel exchange block runs as written and signs in a user of demo', async (t) => {
+  const js = quickStartBlocks('js')[1]!
+  await visible(demo, 'todos')
+  // The block reads .gatehouse/dev.json of the checkout and looks up the database named demo:
+  // here the working copy's dev.json, whose demo has a name of its own.
+  t.ok(js.includes("readFileSync('.gatehouse/dev.json', 'utf8')"), 'it reads dev.json')
+  t.ok(js.includes("d.database === 'demo'"), 'it picks demo')
+  const devJson = path.join(stack.copy.root, '.gatehouse', 'dev.json')
+  const code = js.replace("'.gatehouse/dev.json'", JSON.stringify(devJson)).replace("d.database === 'demo'", `d.database === ${JSON.stringify(demo.database)}`)
+  for (const round of ['first', 'second']) {
+    const run = await runModule(code)
+    t.equal(run.code, 0, `${round} exchange runs to the end${run.stderr ? ': ' + run.stderr : ''}`)
+    t.equal(run.stderr, '', 'nothing on stderr')
+    t.match(run.stdout, /^developer@gatehouse\.local true\n\[\]\n$/, `${round}: the panel user, signed in, sees no row of ada's`)
+  }
+
+  // The curl form the README gives.
+  const curl = /`curl -X POST <panel_url>(\/organizations\/org_demo\/databases\/demo\/api\/app-session)\s+-H "Authorization: Bearer <panel session>"`/.exec(README)
+  t.ok(curl, 'the README gives the curl form')
+  const r = await stack.panel('POST', curl![1]!.replace('org_demo', demo.organization).replace('/demo/', `/${demo.database}/`))
+  t.equal(r.status, 200)
+  t.equal(r.body.expires_in, 3600)
+  t.equal(r.body.url, demo.url)
+  t.equal(r.body.user.email, 'developer@gatehouse.local')
+  const again = await stack.panel('POST', curl![1]!.replace('org_demo', demo.organization).replace('/demo/', `/${demo.database}/`))
+  t.equal(again.body.user.id, r.body.user.id, 'a repeated exchange finds the same user')
+  const listed = await stack.gateway(demo, '/auth/v1/admin/users', { apikey: demo.secret_key, token: demo.secret_key })
+  t.equal(listed.status, 200)
+  t.equal(listed.body.users.filter((u: { email: string }) => u.email === 'developer@gatehouse.local').length, 1, 'one user for the panel member after four exchanges')
+
+  // The mail catcher's JSON list, as the README names it.
+  t.match(README, /`GET <mail_url>\/email` lists them as JSON/)
+  const mails = await fetch(`${stack.info.mail_url}/email`)
+  t.equal(mails.status, 200)
+  t.ok(Array.isArray(await mails.json()), 'GET <mail_url>/email is a JSON list')
 })
 
 t.test('platform.grant and sequences', async (t) => {
