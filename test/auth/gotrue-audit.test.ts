@@ -175,4 +175,14 @@ t.test('gotrue audit', async (t) => {
     t.equal(web3.status, 422)
     t.match(web3.body, { code: 'web3_provider_disabled', message: 'Web3 provider is disabled' })
   })
+  t.test('GET /.well-known/openid-configuration: GoTrue\'s discovery document for the tenant issuer', async (t) => {
+    const r = await call(h.base(x) + '/.well-known/openid-configuration')
+    t.equal(r.status, 200)
+    t.equal(r.headers.get('cache-control'), 'public, max-age=600')
+    const issuer = `http://gatehouse.test/${x.database}/auth/v1`
+    t.match(r.body, { issuer, jwks_uri: `${issuer}/.well-known/jwks.json`, response_types_supported: ['code'], subject_types_supported: ['public'] })
+    const jwks = await call(h.engineLink(x, r.body.jwks_uri))
+    t.equal(jwks.status, 200)
+    t.ok(Array.isArray(jwks.body.keys))
+  })
 })

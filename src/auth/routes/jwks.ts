@@ -1,6 +1,9 @@
 // GET /.well-known/jwks.json (spec §3.18): the public halves of this tenant's asymmetric
 // signing keys (every listed key, the one that signs now and the older ones that still
-// verify), in GoTrue's shape. The HS256 secret is never published.
+// verify), in GoTrue's shape. The HS256 secret is never published. GET
+// /.well-known/openid-configuration: GoTrue's discovery document for this tenant's issuer,
+// so OIDC libraries find the JWKS from `iss` (the /oauth endpoints it names are those of
+// GoTrue's OAuth server, which is off here as it is by default).
 import type { FastifyInstance } from 'fastify'
 import { contextOf } from '../hooks/resolve-tenant.js'
 
@@ -9,5 +12,27 @@ export async function jwksRoutes (scope: FastifyInstance): Promise<void> {
     const ctx = contextOf(req)
     reply.header('cache-control', 'public, max-age=600')
     return { keys: (ctx.tenant.jwt.signing_keys ?? []).map((k) => k.public_jwk) }
+  })
+
+  scope.get('/.well-known/openid-configuration', async (req, reply) => {
+    const issuer = contextOf(req).issuer.replace(/\/+$/, '')
+    reply.header('cache-control', 'public, max-age=600')
+    return {
+      issuer,
+      authorization_endpoint: `${issuer}/oauth/authorize`,
+      token_endpoint: `${issuer}/oauth/token`,
+      jwks_uri: `${issuer}/.well-known/jwks.json`,
+      userinfo_endpoint: `${issuer}/oauth/userinfo`,
+      scopes_supported: ['openid', 'profile', 'email', 'phone', 'offline_access'],
+      response_types_supported: ['code'],
+      response_modes_supported: ['query'],
+      grant_types_supported: ['authorization_code', 'refresh_token'],
+      subject_types_supported: ['public'],
+      id_token_signing_alg_values_supported: ['RS256', 'HS256', 'ES256'],
+      token_endpoint_auth_methods_supported: ['client_secret_basic', 'client_secret_post', 'none'],
+      claims_supported: ['sub', 'aud', 'iss', 'exp', 'iat', 'auth_time', 'nonce', 'email', 'email_verified', 'phone_number',
+        'phone_number_verified', 'name', 'picture', 'preferred_username', 'updated_at'],
+      code_challenge_methods_supported: ['S256', 'plain']
+    }
   })
 }
