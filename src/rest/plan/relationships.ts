@@ -72,17 +72,83 @@ function closestRelation (cache: SchemaCache, schema: string, origin: string, ta
   return t === undefined ? null : { target: t.value }
 }
 
+// -- PostgREST's order of relationships (the derived Ord of its Relationship type) --------
+
+type Cmp = number
+
+/** Text as Haskell compares it: by code points. */
+function cmpText (a: string, b: string): Cmp {
+  if (a === b) return 0
+  const x = [...a]
+  const y = [...b]
+  for (let i = 0; i < x.length && i < y.length; i++) {
+    if (x[i] !== y[i]) return (x[i].codePointAt(0) ?? 0) - (y[i].codePointAt(0) ?? 0)
+  }
+  return x.length - y.length
+}
+
+const cmpBool = (a: boolean, b: boolean): Cmp => Number(a) - Number(b)
+const cmpQn = (a: { schema: string, name: string }, b: { schema: string, name: string }): Cmp =>
+  cmpText(a.schema, b.schema) || cmpText(a.name, b.name)
+function cmpPairs (a: readonly (readonly [string, string])[], b: readonly (readonly [string, string])[]): Cmp {
+  for (let i = 0; i < a.length && i < b.length; i++) {
+    const c = cmpText(a[i][0], b[i][0]) || cmpText(a[i][1], b[i][1])
+    if (c !== 0) return c
+  }
+  return a.length - b.length
+}
+
+/** Constructor order of PostgREST's Cardinality: O2M, M2O, O2O, M2M (computed ones come after every other). */
+const CARDINALITY_RANK = { o2m: 0, m2o: 1, o2o: 2, m2m: 3, computed: 4 } as const
+
+function cmpCardinality (a: Relationship['cardinality'], b: Relationship['cardinality']): Cmp {
+  const r = CARDINALITY_RANK[a.kind] - CARDINALITY_RANK[b.kind]
+  if (r !== 0) return r
+  if (a.kind === 'm2m' && b.kind === 'm2m') {
+    const x = a.junction
+    const y = b.junction
+    return cmpQn(x.table, y.table) || cmpText(x.constraint1, y.constraint1) || cmpText(x.constraint2, y.constraint2) ||
+      cmpPairs(x.columns1, y.columns1) || cmpPairs(x.columns2, y.columns2)
+  }
+  if ((a.kind === 'o2m' || a.kind === 'm2o' || a.kind === 'o2o') && (b.kind === 'o2m' || b.kind === 'm2o' || b.kind === 'o2o')) {
+    const c = cmpText(a.constraint, b.constraint) || cmpPairs(a.columns, b.columns)
+    if (c !== 0 || a.kind !== 'o2o' || b.kind !== 'o2o') return c
+    return cmpBool(a.isParent, b.isParent)
+  }
+  return 0
+}
+
+/**
+ * PostgREST's order of the relationships of one origin (it sorts each list of its schema
+ * cache): foreign table, self, cardinality (one-to-many, many-to-one, one-to-one,
+ * many-to-many, then constraint and columns), views; computed relationships last, by function.
+ */
+export function compareRelationships (a: Relationship, b: Relationship): Cmp {
+  const ca = a.cardinality
+  const cb = b.cardinality
+  if (ca.kind === 'computed' || cb.kind === 'computed') {
+    if (ca.kind !== 'computed') return -1
+    if (cb.kind !== 'computed') return 1
+    return cmpQn(ca.function, cb.function) || cmpQn(a.table, b.table) || cmpQn(a.foreignTable, b.foreignTable) ||
+      cmpBool(ca.toOne, cb.toOne) || cmpBool(a.isSelf, b.isSelf)
+  }
+  return cmpQn(a.table, b.table) || cmpQn(a.foreignTable, b.foreignTable) || cmpBool(a.isSelf, b.isSelf) ||
+    cmpCardinality(ca, cb) || cmpBool(a.tableIsView, b.tableIsView) || cmpBool(a.foreignTableIsView, b.foreignTableIsView)
+}
+
 /** The one relationship from `origin` (in `schema`) for `target!hint`, or PGRST200 / PGRST201. */
 export function findRelationship (cache: SchemaCache, schema: string, origin: string, target: string, hint: string | null): Relationship {
   const all = cache.relationships.get(qnKey(schema, origin)) ?? []
-  const found = all.filter((r) => relationshipMatches(r, target, hint))
+  const found = all.filter((r) => relationshipMatches(r, target, hint)).sort(compareRelationships)
   if (found.length === 1) return found[0]
   if (found.length === 0) {
-    throw noRelationship(origin, target, hint, schema, closestRelation(cache, schema, origin, target, all))
+    throw noRelationship(origin, target, hint, schema, closestRelation(cache, schema, origin, target, [...all].sort(compareRelationships)))
   }
   const hints = found.map((r) => {
     const c = r.cardinality
-    return `'${r.foreignTable.name}!${c.kind === 'm2m' ? c.junction.table.name : c.kind === 'computed' ? c.function.name : c.constraint}'`
+    // As PostgREST: a computed relationship contributes an empty entry.
+    if (c.kind === 'computed') return ''
+    return `'${r.foreignTable.name}!${c.kind === 'm2m' ? c.junction.table.name : c.constraint}'`
   })
   throw new AmbiguousRelationshipError(origin, target, {
     hint: `Try changing '${target}' to one of the following: ${hints.join(', ')}. Find the desired relationship in the 'details' key.`,

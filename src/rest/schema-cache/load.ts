@@ -192,13 +192,12 @@ export function buildSchemaCache (rows: CatalogRows, schemas: readonly string[],
     for (const v of exposedViews) {
       const vb = viewBase.get(v.oid)
       if (!vb) continue
-      const map = new Map<string, string>()
-      for (const c of cols) {
-        for (const [vcol, b] of vb) {
-          if (b.oid === baseOid && b.col === c) { map.set(c, vcol); break }
-        }
-      }
-      if (map.size === cols.length) out.push({ qn: { schema: v.schema, name: v.name }, isView: true, map })
+      // Every view column exposing each key column: one stand per combination (as PostgREST).
+      const choices = cols.map((c) => [...vb].filter(([, b]) => b.oid === baseOid && b.col === c).map(([vcol]) => vcol))
+      if (choices.some((x) => x.length === 0)) continue
+      let maps: Array<Map<string, string>> = [new Map()]
+      cols.forEach((c, i) => { maps = maps.flatMap((m) => choices[i].map((vcol) => new Map([...m, [c, vcol]]))) })
+      for (const map of maps) out.push({ qn: { schema: v.schema, name: v.name }, isView: true, map })
     }
     return out
   }

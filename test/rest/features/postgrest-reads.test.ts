@@ -14,13 +14,33 @@ async function get (stack: RestGatewayStack, path: string, headers: Record<strin
   return { status: res.status, headers: res.headers, body, json: () => JSON.parse(body) }
 }
 
+/** Tables of PostgREST's EmbedDisambiguationSpec fixtures, reduced. */
+const EMBED_SQL = `
+CREATE TABLE agents (id int PRIMARY KEY, name text, dept_id int);
+CREATE TABLE depts (id int PRIMARY KEY, name text, head_id int CONSTRAINT depts_head_id_fkey REFERENCES agents (id));
+ALTER TABLE agents ADD CONSTRAINT agents_dept_id_fkey FOREIGN KEY (dept_id) REFERENCES depts (id);
+INSERT INTO depts VALUES (1, 'ops', null);
+INSERT INTO agents VALUES (1, 'ann', 1);
+CREATE TABLE i2459_t1 (id int PRIMARY KEY);
+CREATE TABLE i2459_t2 (t1_id int REFERENCES i2459_t1);
+INSERT INTO i2459_t1 VALUES (1);
+INSERT INTO i2459_t2 VALUES (1);
+CREATE VIEW i2459_v1 AS TABLE i2459_t1;
+CREATE VIEW i2459_v2 AS SELECT t1_id AS t1_id1, t1_id AS t1_id2 FROM i2459_t2;
+SELECT platform.grant('SELECT', 'depts', 'anon');
+SELECT platform.grant('SELECT', 'agents', 'anon');
+SELECT platform.grant('SELECT', 'i2459_v1', 'anon');
+SELECT platform.grant('SELECT', 'i2459_v2', 'anon');
+`
+
 const parseError = (what: string, input: string, column: number, details: string): unknown =>
   ({ code: 'PGRST100', message: `"failed to parse ${what} (${input})" (line 1, column ${column})`, details, hint: null })
 
-t.test('query grammar as PostgREST 14 parses it (QueryParams.hs with Parsec)', async (t) => {
-  const stack = await startRestGateway(t, { sql: FIXTURE_SQL })
+t.test('reads as PostgREST 14 answers them', async (t) => {
+  const stack = await startRestGateway(t, { sql: FIXTURE_SQL + EMBED_SQL })
   const sb = stack.client()
 
+  // The query grammar as PostgREST 14 parses it (QueryParams.hs, Parsec).
   t.test('select: what follows a complete list is ignored (SpreadQueriesSpec, AggregateFunctionsSpec)', async (t) => {
     const r = await sb.from('books').select('id,authors(name))').eq('id', 1)
     t.same([r.status, r.error, r.data], [200, null, [{ id: 1, authors: { name: 'Ursula Le Guin' } }]])
@@ -63,5 +83,30 @@ t.test('query grammar as PostgREST 14 parses it (QueryParams.hs with Parsec)', a
     t.same([r.status, r.json()], [200, [{ id: 1 }, { id: 2 }]])
     const paren = await get(stack, '/books?select=id&order=id&limit=(2)', { prefer: 'count=exact' })
     t.same([paren.status, paren.headers.get('content-range')], [206, '0-1/7'])
+  })
+
+  t.test('PGRST201 lists candidates in PostgREST\'s order (EmbedDisambiguationSpec "errs on an ambiguous embed that has a circular reference")', async (t) => {
+    const r = await sb.from('agents').select('*, depts(*)')
+    t.same([r.status, r.statusText, r.error], [300, 'Multiple Choices', {
+      code: 'PGRST201',
+      details: [
+        { cardinality: 'one-to-many', embedding: 'agents with depts', relationship: 'depts_head_id_fkey using agents(id) and depts(head_id)' },
+        { cardinality: 'many-to-one', embedding: 'agents with depts', relationship: 'agents_dept_id_fkey using agents(dept_id) and depts(id)' }
+      ],
+      hint: "Try changing 'depts' to one of the following: 'depts!depts_head_id_fkey', 'depts!agents_dept_id_fkey'. Find the desired relationship in the 'details' key.",
+      message: "Could not embed because more than one relationship was found for 'agents' and 'depts'"
+    }], 'one-to-many before many-to-one, as PostgREST sorts its relationships')
+  })
+
+  t.test('a view column exposing a key twice gives a relationship per column (EmbedDisambiguationSpec i2459)', async (t) => {
+    const byCol = await sb.from('i2459_v1').select('*, i2459_v2!t1_id2(*)')
+    t.same([byCol.status, byCol.error, byCol.data], [200, null, [{ id: 1, i2459_v2: [{ t1_id1: 1, t1_id2: 1 }] }]], 'either column names it')
+    const back = await sb.from('i2459_v2').select('t1_id1, i2459_v1!t1_id1(id)')
+    t.same([back.status, back.error, back.data], [200, null, [{ t1_id1: 1, i2459_v1: { id: 1 } }]])
+    const ambiguous = await sb.from('i2459_v2').select('*, i2459_v1(*)')
+    t.same([ambiguous.status, ambiguous.error?.code, ambiguous.error?.details], [300, 'PGRST201', [
+      { cardinality: 'many-to-one', embedding: 'i2459_v2 with i2459_v1', relationship: 'i2459_t2_t1_id_fkey using i2459_v2(t1_id1) and i2459_v1(id)' },
+      { cardinality: 'many-to-one', embedding: 'i2459_v2 with i2459_v1', relationship: 'i2459_t2_t1_id_fkey using i2459_v2(t1_id2) and i2459_v1(id)' }
+    ]])
   })
 })
