@@ -51,6 +51,9 @@ export const AccountLinkRefusedError = defineError('account_link_refused', 409,
   (database: string, email: string) => `Database ${JSON.stringify(database)} already has a user with email ${email} ` +
     'whose ownership of the address was never proven by a mail round trip, so the exchange does not hand you that account')
 
+export const ExchangeRateLimitError = defineError('over_request_rate_limit', 429,
+  (points: number, seconds: number) => `Too many app-session exchanges: at most ${points} per ${seconds} s for one panel user and database (the database's sign-in limit)`)
+
 export const TestQueryLoginError = defineError('test_query_login_unavailable', 409,
   (database: string, login: string) => `Database ${JSON.stringify(database)} has no working test-query login ${login}`)
 
@@ -72,7 +75,7 @@ export const SigningKeyInUseError = defineError('signing_key_in_use', 409,
 export const PANEL_ERRORS = {
   NoSessionError, InvalidSessionError, NotAMemberError, DatabaseNotFoundError, BadRequestError, ValidationError,
   PayloadTooLargeError, UnsupportedMediaTypeError,
-  NotFoundError, QueryError, QueryTimeoutError, ResultTooLargeError, EngineNotConfiguredError, AccountLinkRefusedError, TestQueryLoginError,
+  NotFoundError, QueryError, QueryTimeoutError, ResultTooLargeError, EngineNotConfiguredError, AccountLinkRefusedError, ExchangeRateLimitError, TestQueryLoginError,
   SettingsReadOnlyError, SigningKeyNotFoundError, SigningKeyInUseError, DatabaseUnavailableError, InternalError
 } as const
 

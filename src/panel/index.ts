@@ -18,6 +18,7 @@ import type { TenantLookup, TenantStore } from '../tenants/index.js'
 import { guardHook } from './context.js'
 import { BadRequestError, NotFoundError, PANEL_BODY_LIMIT, renderPanelError } from './errors.js'
 import { createPanelPools } from './pools.js'
+import { createExchangeLimiter } from './exchange-limit.js'
 import { panelRoutes } from './routes.js'
 import { createSessionVerifier } from './session.js'
 
@@ -116,7 +117,7 @@ export function buildPanel (deps: PanelDeps): FastifyInstance {
 
   void app.register(async (scope) => {
     scope.addHook('onRequest', guardHook({ verifier, tenants: deps.tenants }))
-    await scope.register(panelRoutes({ config, store: deps.store, auth, explainer, restPools, ownerPools }))
+    await scope.register(panelRoutes({ config, store: deps.store, auth, explainer, restPools, ownerPools, exchangeLimiter: createExchangeLimiter() }))
   }, { prefix: '/organizations/:org/databases/:db/api' })
 
   app.addHook('onClose', async () => {

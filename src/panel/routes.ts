@@ -16,6 +16,7 @@ import {
 } from './errors.js'
 import { checkPolicies } from './policy-check.js'
 import type { PanelPools } from './pools.js'
+import type { ExchangeLimiter } from './exchange-limit.js'
 import {
   kindOfAs, isServerError, leadingKeyword, ResultTooLarge, parseTestQuery, runTestQuery, statementNeeds, testQueryLogin, testQueryUrl
 } from './test-query.js'
@@ -29,6 +30,8 @@ export interface PanelRouteDeps {
   restPools: PanelPools
   /** Pools on the tenants' owner connections (policy check). */
   ownerPools: PanelPools
+  /** The exchange's sign-in limit per database and panel user. */
+  exchangeLimiter: ExchangeLimiter
 }
 
 /** The documented lifetime of an exchanged access token (service.md, Limits). */
@@ -48,6 +51,7 @@ export function panelRoutes (deps: PanelRouteDeps) {
     scope.post('/app-session', async (req) => {
       const { tenant, session, database } = panelContext(req)
       if (!tenant.engines?.auth) throw new EngineNotConfiguredError(database, 'auth engine')
+      await deps.exchangeLimiter.consume(tenant, session.userId)
       // The exchange's access token lives 3600 s whatever the tenant's own expiry (service.md).
       const t = tenant.jwt.expiry === EXCHANGE_EXPIRES_IN ? tenant : { ...tenant, jwt: { ...tenant.jwt, expiry: EXCHANGE_EXPIRES_IN } }
       // Never hand a member an account the exchange did not establish as theirs: link only to

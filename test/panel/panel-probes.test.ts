@@ -1,10 +1,12 @@
 // What an attacker holding a panel member's session (or none) tries against the panel API:
 // a test query whose result is huge (one row may hold a value of up to 1 GB) is cut off
 // with a 400 naming the limit instead of filling the panel's memory or answering 500, and
-// the panel keeps serving; client-chosen names (`__proto__`, `constructor`) in the path and
+// the panel keeps serving; the exchange (a sign-in) is limited per database and panel user
+// by the database's sign-in bucket; client-chosen names (`__proto__`, `constructor`) in the path and
 // the body are unknown values like any other; bad sessions are 401s.
 import t from 'tap'
 import { startStack, type Stack, type StackTenant } from '../helpers/panel-stack.js'
+import { adminQuery } from '../helpers/db.js'
 
 let stack: Stack
 let x: StackTenant
@@ -55,6 +57,27 @@ t.test('prototype names in the path and the body are unknown values', async (t) 
   const settings = await stack.panel('PATCH', `${base()}/auth-settings`, { token, body: JSON.parse('{"providers": {"__proto__": {"client_id": "x"}}}') })
   t.equal(settings.status, 400)
   t.equal(settings.body.code, 'validation_failed')
+})
+
+t.test('the exchange is limited like a sign-in, per database and panel user', async (t) => {
+  const limited = await stack.addTenant({ organization: 'org_probe', auth: { rate_limits: { sign_in_sign_up: { capacity: 3, rate: 3, interval_seconds: 300 } } } as never })
+  const url = `/organizations/org_probe/databases/${limited.database}/api/app-session`
+  const member = await stack.panelSession({ userId: 'p-limit', email: 'limit@example.com', orgs: ['org_probe'] })
+  const statuses: number[] = []
+  let last: Awaited<ReturnType<Stack['panel']>> | undefined
+  for (let i = 0; i < 5; i++) {
+    last = await stack.panel('POST', url, { token: member })
+    statuses.push(last.status)
+  }
+  t.same(statuses, [200, 200, 200, 429, 429], 'three exchanges, then 429')
+  t.equal(last!.body.code, 'over_request_rate_limit')
+  t.match(last!.body.message, /at most 3 per 300 s/)
+  t.ok(Number(last!.headers.get('retry-after')) >= 1, 'Retry-After')
+  const sessions = await adminQuery<{ n: number }>('SELECT count(*)::int AS n FROM auth.sessions', [], limited.database)
+  t.equal(sessions.rows[0]!.n, 3, 'a refused exchange made no session')
+  const otherMember = await stack.panelSession({ userId: 'p-limit-2', email: 'limit2@example.com', orgs: ['org_probe'] })
+  t.equal((await stack.panel('POST', url, { token: otherMember })).status, 200, 'another panel user has their own count')
+  t.equal((await stack.panel('POST', `${base()}/app-session`, { token: member })).status, 200, 'and another database too')
 })
 
 t.test('no session, a forged one, another organization', async (t) => {
