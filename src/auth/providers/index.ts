@@ -35,9 +35,20 @@ export function isProviderEnabled (tenant: Tenant, name: string): boolean {
   return !!s && s.enabled !== false && buildProvider(name, s) !== null
 }
 
-/** The tenant's provider of that name; 400 validation_failed when unknown or disabled. */
+/** GoTrue's built-in provider names: one it knows but has no settings for "is not enabled". */
+const GOTRUE_BUILTIN_PROVIDERS = new Set([
+  'apple', 'azure', 'bitbucket', 'discord', 'facebook', 'figma', 'fly', 'github', 'gitlab', 'google', 'kakao',
+  'keycloak', 'linkedin', 'linkedin_oidc', 'notion', 'snapchat', 'spotify', 'slack', 'slack_oidc', 'twitch',
+  'twitter', 'x', 'vercel_marketplace', 'workos', 'zoom'
+])
+
+/**
+ * The tenant's provider of that name; 400 validation_failed when unknown ("Provider x could
+ * not be found") or known to GoTrue but not switched on here ("provider is not enabled").
+ */
 export function providerOf (tenant: Tenant, name: string): OAuthProvider {
   const s = Object.hasOwn(tenant.auth.providers, name) ? tenant.auth.providers[name] : undefined
+  if (!s && GOTRUE_BUILTIN_PROVIDERS.has(name.toLowerCase())) throw new UnsupportedProviderError('provider is not enabled')
   if (!s) throw new UnsupportedProviderError(`Provider ${name} could not be found`)
   if (s.enabled === false) throw new UnsupportedProviderError('provider is not enabled')
   const p = buildProvider(name, s)
