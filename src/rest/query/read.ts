@@ -317,7 +317,8 @@ export function renderRead (plan: ReadPlan): ReadStatements {
   const cut = implicit === null ? empty : sql`, (SELECT pg_catalog.count(*) FROM pgrst_source) > ${param(implicit)} AS cut`
   const rows = implicit === null ? sql`SELECT * FROM pgrst_source` : sql`SELECT * FROM pgrst_source LIMIT ${param(implicit)}`
   const main = sql`${ctes} SELECT ${total} AS total_result_set, pg_catalog.count(_postgrest_t) AS page_total, ${renderBody(plan)} AS body, nullif(current_setting('response.headers', true), '') AS response_headers, nullif(current_setting('response.status', true), '') AS response_status${cut} FROM ( ${rows} ) _postgrest_t`
-  const needsPlanned = plan.count === 'planned' || (plan.count === 'estimated' && plan.maxRows !== null && plan.ranged)
+  // As PostgREST: the count query's EXPLAIN runs for planned and for every estimated count.
+  const needsPlanned = plan.count === 'planned' || plan.count === 'estimated'
   return {
     main: render(main),
     planned: needsPlanned ? render(sql`EXPLAIN (FORMAT JSON) ${renderCountNode(root)}`) : null

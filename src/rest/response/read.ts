@@ -43,7 +43,11 @@ export function plannedRows (explain: unknown): number | null {
   return typeof rows === 'number' ? rows : null
 }
 
-/** The total a count preference yields (estimated: exact up to max_rows, else the larger of exact and planned). */
+/**
+ * The total a count preference yields. Estimated, as PostgREST 14 decides it: the larger
+ * of exact and planned when the exact count exceeds max_rows, and always when there is no
+ * max_rows (its `total > maxRows` is true against an absent maximum); else the exact count.
+ */
 export function resolveTotal (plan: ReadPlan, r: ReadResult): number | null {
   switch (plan.count) {
     case null: return null
@@ -51,7 +55,7 @@ export function resolveTotal (plan: ReadPlan, r: ReadResult): number | null {
     case 'planned': return r.plannedTotal ?? r.totalResultSet
     case 'estimated': {
       const exact = r.totalResultSet ?? r.pageTotal
-      if (plan.maxRows !== null && exact > plan.maxRows && r.plannedTotal !== null) return Math.max(exact, r.plannedTotal)
+      if ((plan.maxRows === null || exact > plan.maxRows) && r.plannedTotal !== null) return Math.max(exact, r.plannedTotal)
       return exact
     }
   }

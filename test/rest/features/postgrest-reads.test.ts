@@ -85,6 +85,16 @@ t.test('reads as PostgREST 14 answers them', async (t) => {
     t.same([paren.status, paren.headers.get('content-range')], [206, '0-1/7'])
   })
 
+  t.test('count=estimated without max_rows is the larger of exact and planned (RelatedQueriesSpec "works with count=estimated")', async (t) => {
+    const planned = await sb.from('books').select('id', { count: 'planned' }).limit(1)
+    t.ok((planned.count ?? 0) > 7, 'the planner guesses more rows than the 7 there are (a table never analyzed)')
+    const estimated = await sb.from('books').select('id', { count: 'estimated' }).limit(1)
+    t.same([estimated.status, estimated.count], [206, planned.count])
+    const embedded = await get(stack, '/authors?select=name,books()&books=not.is.null&limit=2', { prefer: 'count=estimated' })
+    const plannedEmbedded = await get(stack, '/authors?select=name,books()&books=not.is.null&limit=2', { prefer: 'count=planned' })
+    t.same([embedded.status, embedded.headers.get('content-range')], [206, plannedEmbedded.headers.get('content-range')])
+  })
+
   t.test('PGRST201 lists candidates in PostgREST\'s order (EmbedDisambiguationSpec "errs on an ambiguous embed that has a circular reference")', async (t) => {
     const r = await sb.from('agents').select('*, depts(*)')
     t.same([r.status, r.statusText, r.error], [300, 'Multiple Choices', {

@@ -37,7 +37,9 @@ t.test('reads', async (t) => {
     t.equal(planned.headers['preference-applied'], 'count=planned')
     t.match(planned.headers['content-range'], /^0-0\/\d+$/)
     const estimated = await fx.get('/books?select=id&limit=1', { prefer: 'count=estimated' })
-    t.same([estimated.headers['content-range'], estimated.status], ['0-0/7', 206], 'estimated: exact below max rows')
+    const plannedTotal = Number(String(planned.headers['content-range']).split('/')[1])
+    t.same([estimated.headers['content-range'], estimated.status], [`0-0/${Math.max(7, plannedTotal)}`, 206],
+      'estimated without max_rows: the larger of exact and planned, as PostgREST 14')
     const inner = await fx.get('/authors?select=id,books!inner(id)&books.year=gt.1970&limit=1&order=id', { prefer: 'count=exact' })
     t.same([inner.json(), inner.headers['content-range']], [[{ id: 1, books: [{ id: 3 }] }], '0-0/2'], '!inner embeds count as EXISTS')
   })
