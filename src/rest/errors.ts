@@ -33,8 +33,6 @@ export const PutMatchingPkError = defineError('PGRST105', 405, () => "Filters mu
 export const InvalidSchemaError = defineError('PGRST106', 406, (schema: string) => `Invalid schema: ${schema}`)
 export const MediaTypeError = defineError('PGRST107', 406, (types: string) => `None of these media types are available: ${types}`)
 export const NotEmbeddedError = defineError('PGRST108', 400, (name: string) => `'${name}' is not an embedded resource in this request`)
-/** PostgREST v12's limited update/delete (kept here): `limit` on PATCH/DELETE needs an `order`. */
-export const LimitNoOrderError = defineError('PGRST109', 400, () => "A 'limit' was applied without an explicit 'order'")
 export const ResponseHeadersGucError = defineError('PGRST111', 500,
   () => 'response.headers guc must be a JSON array composed of objects with a single key and a string value')
 export const ResponseStatusGucError = defineError('PGRST112', 500, () => 'response.status guc must be a valid status code')
@@ -263,7 +261,7 @@ export function proxyStatus (e: GatehouseError): string {
 export const REST_ERRORS = {
   DbConnectionError, SchemaCacheLoadError, PoolTimeoutError,
   ParseError, RpcMethodError, InvalidBodyError, RangeNotSatisfiableError, PutMatchingPkError, InvalidSchemaError,
-  MediaTypeError, NotEmbeddedError, LimitNoOrderError, ResponseHeadersGucError, ResponseStatusGucError, PutLimitError,
+  MediaTypeError, NotEmbeddedError, ResponseHeadersGucError, ResponseStatusGucError, PutLimitError,
   PutPayloadMismatchError, SingularityError, UnsupportedMethodError, RelatedOrderNotToOneError, RaiseJsonError,
   InvalidPreferencesError, AggregatesNotAllowedError, MaxAffectedError, InvalidPathError, NotImplementedError,
   MaxAffectedRpcError,
@@ -364,9 +362,19 @@ function jsonObject (text: string): Record<string, unknown> | null {
   }
 }
 
+/** A JSON string or null/absent (aeson's `.:?` of Text); anything else fails the parse. */
+function optionalText (v: unknown): { ok: true, value: string | null } | { ok: false } {
+  if (v === undefined || v === null) return { ok: true, value: null }
+  return typeof v === 'string' ? { ok: true, value: v } : { ok: false }
+}
+
 function fromPgrstRaise (err: Error & { detail?: string }): GatehouseError {
+  // Matches PostgREST's parse: MESSAGE {code, message: strings; details, hint: strings or
+  // null}; DETAIL {status: an integer, headers: an object of strings, status_text: a string}.
   const body = jsonObject(err.message)
-  if (body === null || typeof body.code !== 'string' || typeof body.message !== 'string') {
+  const details = optionalText(body?.details)
+  const hint = optionalText(body?.hint)
+  if (body === null || typeof body.code !== 'string' || typeof body.message !== 'string' || !details.ok || !hint.ok) {
     return new RaiseJsonError({ details: `Invalid JSON value for MESSAGE: '${err.message}'`, hint: PGRST_MESSAGE_HINT, cause: err })
   }
   if (err.detail === undefined || err.detail === null) {
@@ -374,21 +382,40 @@ function fromPgrstRaise (err: Error & { detail?: string }): GatehouseError {
   }
   const detail = jsonObject(err.detail)
   const status = detail?.status
-  const headers = detail?.headers ?? {}
+  const headers = detail?.headers
+  const statusText = optionalText(detail?.status_text)
+  // The status must also be one HTTP can carry (PostgREST takes any integer).
   if (detail === null || typeof status !== 'number' || !Number.isInteger(status) || status < 100 || status > 599 ||
-      typeof headers !== 'object' || headers === null || Array.isArray(headers)) {
+      typeof headers !== 'object' || headers === null || Array.isArray(headers) ||
+      Object.values(headers).some((v) => typeof v !== 'string') || !statusText.ok) {
     return new RaiseJsonError({ details: `Invalid JSON value for DETAIL: '${err.detail}'`, hint: PGRST_DETAIL_HINT, cause: err })
   }
   const out: Record<string, string> = {}
-  for (const [k, v] of Object.entries(headers as Record<string, unknown>)) {
-    // Only well-formed header names and single-line string values reach the response.
-    if (typeof v === 'string' && /^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/.test(k) && !/[\r\n]/.test(v)) out[k.toLowerCase()] = v
+  for (const [k, v] of Object.entries(headers as Record<string, string>)) {
+    // Only well-formed header names and single-line values reach the response.
+    if (/^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/.test(k) && !/[\r\n]/.test(v)) out[k.toLowerCase()] = v
   }
-  const text = (v: unknown): string | null => (typeof v === 'string' ? v : v === undefined || v === null ? null : JSON.stringify(v))
-  const e = new GatehouseError(body.code, status, body.message, { details: text(body.details), hint: text(body.hint), headers: out, cause: err })
-  const phrase = typeof detail.status_text === 'string' ? statusLineSafe(detail.status_text) : null
+  const e = new GatehouseError(body.code, status, body.message, { details: details.value, hint: hint.value, headers: out, cause: err })
+  const phrase = statusText.value !== null ? statusLineSafe(statusText.value) : null
   if (phrase !== null) ownPhrases.set(e, phrase)
   return e
+}
+
+// ---------------------------------------------------------------------------------------
+// The error body as PostgREST writes it: aeson encodes a JSON object with its keys sorted
+// (`{"code":..,"details":..,"hint":..,"message":..}`), nested objects too.
+
+function sortedKeys (v: unknown): unknown {
+  if (Array.isArray(v)) return v.map(sortedKeys)
+  if (typeof v !== 'object' || v === null) return v
+  const out: Record<string, unknown> = {}
+  for (const k of Object.keys(v).sort()) out[k] = sortedKeys((v as Record<string, unknown>)[k])
+  return out
+}
+
+/** The JSON text of an error's body, keys in PostgREST's (sorted) order; `extra` fields included. */
+export function errorBodyJson (e: GatehouseError, extra: Record<string, unknown> = {}): string {
+  return JSON.stringify(sortedKeys({ ...e.toWire(), ...extra }))
 }
 
 // ---------------------------------------------------------------------------------------

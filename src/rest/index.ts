@@ -10,7 +10,7 @@ import {
 } from '../shared/index.js'
 import { DATABASE_NAME, type TenantLookup } from '../tenants/index.js'
 import { TokenVerifier } from './auth.js'
-import { BadRequestError, InvalidBodyError, InvalidPathError, PayloadTooLargeError, TenantNotFoundError, UnexpectedError, proxyStatus, reasonPhrase } from './errors.js'
+import { BadRequestError, InvalidBodyError, InvalidPathError, PayloadTooLargeError, TenantNotFoundError, UnexpectedError, errorBodyJson, proxyStatus, reasonPhrase } from './errors.js'
 import { createEnginePools } from './execute.js'
 import { createPlanCache, handleRequest, type Engine } from './handler.js'
 import { isJsonBody, jsonDepthExceeds } from './api-request/json-depth.js'
@@ -192,8 +192,6 @@ export function buildRestEngine (deps: RestEngineDeps): FastifyInstance {
 }
 
 function sendError (reply: FastifyReply, e: GatehouseError, requestId?: string): FastifyReply {
-  const body = e.toWire()
-  if (requestId !== undefined) body.request_id = requestId
   reply.code(e.status)
   const phrase = reasonPhrase(e.status, e)
   if (phrase !== null) reply.raw.statusMessage = phrase
@@ -202,5 +200,5 @@ function sendError (reply: FastifyReply, e: GatehouseError, requestId?: string):
   if (e.status === 503) reply.header('retry-after', '1')
   for (const [k, v] of Object.entries(e.headers ?? {})) reply.header(k, v)
   if (e.status === 401 && !reply.hasHeader('www-authenticate')) reply.header('www-authenticate', 'Bearer')
-  return reply.send(JSON.stringify(body))
+  return reply.send(errorBodyJson(e, requestId === undefined ? {} : { request_id: requestId }))
 }

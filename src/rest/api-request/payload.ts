@@ -58,20 +58,38 @@ function sameKeys (a: readonly string[], b: readonly string[]): boolean {
   return true
 }
 
-/** JSON rows: an object, an array of objects with the same keys (unless `columns=`), or a scalar (= []). */
+/** Whether a JSON text looks like an object: its first non-blank character is `{`. */
+function looksLikeObject (text: string): boolean {
+  return /^[ \t\n\r]*\{/.test(text)
+}
+
+/**
+ * A JSON body with `columns=`: passed to Postgres as sent, unparsed (as PostgREST does), so
+ * invalid JSON is Postgres' own 22P02. `isArray` is decided by the first character; the rows
+ * are the parsed body when it parses (only used to see which keys a row carries).
+ */
+function rawJsonRows (body: Buffer | null, columns: readonly string[]): RowsPayload {
+  const text = body === null ? '' : body.toString('utf8')
+  let value: unknown = null
+  try { value = JSON.parse(text) } catch {}
+  const rows = isObject(value) ? [value] : Array.isArray(value) ? value.filter(isObject) : []
+  return { kind: 'rows', isArray: !looksLikeObject(text), rows, keys: columns, json: text }
+}
+
+/** JSON rows: an object, an array of objects with the same keys, or a scalar (= []); raw with `columns=`. */
 function jsonRows (body: Buffer | null, columns: readonly string[] | null): RowsPayload {
+  if (columns !== null) return rawJsonRows(body, columns)
   const { value, text } = parseJson(body)
   if (isObject(value)) {
-    return { kind: 'rows', isArray: false, rows: [value], keys: columns ?? Object.keys(value).sort(), json: text }
+    return { kind: 'rows', isArray: false, rows: [value], keys: Object.keys(value).sort(), json: text }
   }
   if (!Array.isArray(value)) {
     // Matches PostgREST: a bare JSON scalar is taken as an empty array (nothing is written).
-    return { kind: 'rows', isArray: true, rows: [], keys: columns ?? [], json: '[]' }
+    return { kind: 'rows', isArray: true, rows: [], keys: [], json: '[]' }
   }
-  if (value.length === 0) return { kind: 'rows', isArray: true, rows: [], keys: columns ?? [], json: text }
+  if (value.length === 0) return { kind: 'rows', isArray: true, rows: [], keys: [], json: text }
   if (!value.every(isObject)) throw new InvalidBodyError(KEYS_MUST_MATCH)
   const rows = value as Array<Record<string, unknown>>
-  if (columns !== null) return { kind: 'rows', isArray: true, rows, keys: columns, json: text }
   const keys = Object.keys(rows[0]).sort()
   for (let i = 1; i < rows.length; i++) {
     if (!sameKeys(keys, Object.keys(rows[i]).sort())) throw new InvalidBodyError(KEYS_MUST_MATCH)
@@ -133,10 +151,11 @@ export function parseCsv (text: string): { header: string[], rows: Array<Array<s
   return { header: names, rows }
 }
 
-function csvRows (body: Buffer | null, columns: readonly string[] | null): RowsPayload {
+/** CSV rows: the header names the columns (`columns=` is not read, as PostgREST). */
+function csvRows (body: Buffer | null): RowsPayload {
   const { header, rows } = parseCsv(body === null ? '' : body.toString('utf8'))
   const objects = rows.map((r) => Object.fromEntries(header.map((h, k) => [h, r[k]])))
-  return { kind: 'rows', isArray: true, rows: objects, keys: columns ?? [...new Set(header)].sort(), json: JSON.stringify(objects) }
+  return { kind: 'rows', isArray: true, rows: objects, keys: [...new Set(header)].sort(), json: JSON.stringify(objects) }
 }
 
 /** `a=1&b=2` with `+` as a space; a repeated name keeps every value in order. */
@@ -162,10 +181,11 @@ export function parseForm (body: Buffer | null): Array<[string, string[]]> {
   return [...out]
 }
 
-function formRows (body: Buffer | null, columns: readonly string[] | null): RowsPayload {
+/** Form rows: the fields name the columns (`columns=` is not read, as PostgREST). */
+function formRows (body: Buffer | null): RowsPayload {
   const row = bareRecord<string>()
   for (const [k, vs] of parseForm(body)) row[k] = vs[vs.length - 1]
-  return { kind: 'rows', isArray: false, rows: [row], keys: columns ?? Object.keys(row).sort(), json: JSON.stringify(row) }
+  return { kind: 'rows', isArray: false, rows: [row], keys: Object.keys(row).sort(), json: JSON.stringify(row) }
 }
 
 /** The body of POST / PATCH / PUT on a table (spec §3.1). */
@@ -175,9 +195,9 @@ export function parseWritePayload (body: Buffer | null, contentType: MediaType |
     case 'application/json':
       return jsonRows(body, columns)
     case 'text/csv':
-      return csvRows(body, columns)
+      return csvRows(body)
     case 'application/x-www-form-urlencoded':
-      return formRows(body, columns)
+      return formRows(body)
     default:
       throw new InvalidBodyError(`Content-Type not acceptable: ${type}`)
   }
@@ -188,27 +208,32 @@ export function parseCallPayload (body: Buffer | null, contentType: MediaType | 
   const type = contentType?.type ?? 'application/json'
   switch (type) {
     case 'application/json': {
-      if (body === null || body.toString('utf8').trim() === '') return { kind: 'json-args', keys: columns ?? [], json: '{}' }
+      if (columns !== null) {
+        // As PostgREST: with `columns=` the body goes to Postgres unparsed (even when empty).
+        const text = body === null ? '' : body.toString('utf8')
+        return { kind: 'json-args', keys: columns, json: text, array: !looksLikeObject(text) }
+      }
+      if (body === null || body.toString('utf8').trim() === '') return { kind: 'json-args', keys: [], json: '{}' }
       const { value, text } = parseJson(body)
       if (Array.isArray(value)) {
-        const rows = jsonRows(body, columns)
+        const rows = jsonRows(body, null)
         return { kind: 'json-args', keys: rows.keys, json: rows.json, array: true }
       }
       // As PostgREST (and writes): a bare JSON scalar is taken as an empty array.
-      if (!isObject(value)) return { kind: 'json-args', keys: columns ?? [], json: '[]', array: true }
-      const keys = columns ?? Object.keys(value)
-      return { kind: 'json-args', keys, json: text }
+      if (!isObject(value)) return { kind: 'json-args', keys: [], json: '[]', array: true }
+      return { kind: 'json-args', keys: Object.keys(value), json: text }
     }
     case 'application/x-www-form-urlencoded': {
       const args = parseForm(body)
-      return { kind: 'text-args', args: columns === null ? args : args.filter(([k]) => columns.includes(k)) }
+      // As PostgREST: the fields are the arguments (`columns=` is not read).
+      return { kind: 'text-args', args }
     }
     case 'text/plain':
     case 'text/xml':
     case 'application/octet-stream':
       return { kind: 'raw', mime: type, bytes: body ?? Buffer.alloc(0) }
     case 'text/csv': {
-      const rows = csvRows(body, columns)
+      const rows = csvRows(body)
       return { kind: 'json-args', keys: rows.keys, json: rows.json, array: true, csv: true }
     }
     default:

@@ -11,7 +11,7 @@ import { showAccept } from '../api-request/media-type.js'
 import type { ApiRequest } from '../api-request/types.js'
 import { qnKey, type Column, type Routine, type RoutineParam, type SchemaCache, type Table } from '../schema-cache/types.js'
 import { FuzzySet } from './fuzzy.js'
-import { negotiateRead } from './negotiate.js'
+import { checkPreferences, negotiateRead } from './negotiate.js'
 import { planReadTree } from './read-plan.js'
 import { rebaseRoot } from './rebase.js'
 import type { CallArgs, CallPlan, CallShape, ReadNode } from './types.js'
@@ -181,7 +181,8 @@ export interface CallPlanOptions {
 
 /** Plans `GET|HEAD|POST /rpc/<name>`. */
 export function planCall (req: ApiRequest, name: string, invoke: 'get' | 'head' | 'post', cache: SchemaCache, opts: CallPlanOptions): CallPlan {
-  const media = negotiateRead(req.accept)
+  // PostgREST's order: the body, the function, the read tree over its rows, the Accept
+  // header (PGRST107), handling=strict (PGRST122), then max-affected (PGRST128).
   const payload = invoke === 'post' ? parseCallPayload(req.body, req.contentType, req.query.columns) : null
   const keys = payload === null
     ? [...new Set(req.query.rpcArgs.map(([k]) => k))]
@@ -190,10 +191,6 @@ export function planCall (req: ApiRequest, name: string, invoke: 'get' | 'head' 
 
   const shape = shapeOf(routine)
   const scalar = shape === 'scalar' || shape === 'setof-scalar' || shape === 'void'
-  if (media.kind === 'csv' && scalar) throw new MediaTypeError(showAccept(req.accept))
-  const strict = req.preferences.handling === 'strict'
-  const maxAffected = strict ? req.preferences.maxAffected : null
-  if (maxAffected !== null && shape !== 'setof-scalar' && shape !== 'setof-composite') throw new MaxAffectedRpcError()
 
   // The rows of the result as a read tree: a cached table's (with its relationships), or a stand-in.
   const rel = !scalar && routine.returnRelation !== null ? cache.tables.get(qnKey(routine.returnRelation.schema, routine.returnRelation.name)) : undefined
@@ -209,6 +206,13 @@ export function planCall (req: ApiRequest, name: string, invoke: 'get' | 'head' 
     tree = planReadTree({ ...readReq, schema: routine.schema }, routine.name, standIn, { maxRows: opts.maxRows, aggregates: opts.aggregates }).tree
     alias = routine.name
   }
+
+  const media = negotiateRead(req.accept)
+  if (media.kind === 'csv' && scalar) throw new MediaTypeError(showAccept(req.accept))
+  checkPreferences(req)
+  const strict = req.preferences.handling === 'strict'
+  const maxAffected = strict ? req.preferences.maxAffected : null
+  if (maxAffected !== null && shape !== 'setof-scalar' && shape !== 'setof-composite') throw new MaxAffectedRpcError()
   const ranged = tree.range.limit !== null || tree.range.offset > 0
   return {
     kind: 'call',

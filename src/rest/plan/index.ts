@@ -1,9 +1,9 @@
 // ApiRequest + SchemaCache -> ActionPlan (PostgREST's Plan.hs). Pure: knows the schema
 // cache but not SQL. planAction plans every action kind; the plan types are in types.ts.
-import { invalidPreferences, NotImplementedError } from '../errors.js'
+import { NotImplementedError } from '../errors.js'
 import type { ApiRequest } from '../api-request/types.js'
 import type { SchemaCache } from '../schema-cache/types.js'
-import { negotiatePlan, negotiateRead } from './negotiate.js'
+import { checkPreferences, negotiatePlan, negotiateRead } from './negotiate.js'
 import { planReadTree } from './read-plan.js'
 import type { ActionPlan, ReadPlan } from './types.js'
 import { planMutate } from './mutate-plan.js'
@@ -32,6 +32,7 @@ export function planRead (req: ApiRequest, relation: string, headersOnly: boolea
   // Negotiate first: PostgREST answers PGRST107 before looking at the table.
   const media = negotiateRead(req.accept)
   const { table, tree, implicitLimit } = planReadTree(req, relation, cache, opts)
+  checkPreferences(req)
   const ranged = tree.range.limit !== null || tree.range.offset > 0 || opts.maxRows !== null
   return {
     kind: 'read',
@@ -46,25 +47,15 @@ export function planRead (req: ApiRequest, relation: string, headersOnly: boolea
   }
 }
 
-/** Matches PostgREST: with handling=strict, any preference it does not know is an error (PGRST122). */
-function checkPreferences (req: ApiRequest): void {
-  const p = req.preferences
-  if (p.handling === 'strict' && p.invalid.length > 0) {
-    throw invalidPreferences(p.invalid)
-  }
-}
-
 /** The plan of a read (GET/HEAD on a table); other actions go through planAction. */
 export function planRequest (req: ApiRequest, cache: SchemaCache, opts: PlanOptions): ReadPlan {
   const a = req.action
-  checkPreferences(req)
   if (a.kind !== 'read') throw new NotImplementedError({ details: `planRequest plans reads; ${a.kind} goes through planAction.` })
   return planRead(req, a.relation, a.headersOnly, cache, opts)
 }
 
 /** The plan of any request; throws the PGRST error of the first problem found. */
 export function planAction (req: ApiRequest, cache: SchemaCache, opts: PlanOptions): ActionPlan {
-  checkPreferences(req)
   const a = req.action
   if (a.kind === 'read' || a.kind === 'mutate' || a.kind === 'call') {
     // The plan media type wraps the media type it is for: plan for that one, then explain.
@@ -88,7 +79,7 @@ function planOf (req: ApiRequest, cache: SchemaCache, opts: PlanOptions): Action
     case 'call':
       return planCall(req, a.routine, a.invoke, cache, { maxRows: opts.maxRows, allowTxOverride: true, aggregates: opts.aggregates === true })
     case 'info':
-      return planInfo(req, a.resource, cache)
+      return planInfo(req, a.resource, cache, { maxRows: opts.maxRows, allowTxOverride: true, aggregates: opts.aggregates === true })
     case 'openapi':
       return planOpenApi(req, a.headersOnly, cache)
   }

@@ -1,7 +1,7 @@
 // Plans of OPTIONS and of the root (spec/rest.md §1.1, §5.4): the Allow list of a table,
 // function or the root, and the OpenAPI document's negotiation. Pure.
 import { MediaTypeError } from '../errors.js'
-import { findRoutine } from './call-plan.js'
+import { planCall, type CallPlanOptions } from './call-plan.js'
 import { showAccept } from '../api-request/media-type.js'
 import type { ApiRequest, Resource } from '../api-request/types.js'
 import { qnKey, type SchemaCache } from '../schema-cache/types.js'
@@ -9,7 +9,7 @@ import { findTable } from './read-plan.js'
 import type { ForeignKeyNote, InfoPlan, OpenApiPlan } from './types.js'
 
 /** OPTIONS: the methods a resource takes (from the table's flags, not from grants). */
-export function planInfo (req: ApiRequest, resource: Resource, cache: SchemaCache): InfoPlan {
+export function planInfo (req: ApiRequest, resource: Resource, cache: SchemaCache, opts: CallPlanOptions = { maxRows: null, allowTxOverride: true }): InfoPlan {
   switch (resource.kind) {
     case 'schema':
       return { kind: 'info', allow: 'OPTIONS,GET,HEAD' }
@@ -23,9 +23,10 @@ export function planInfo (req: ApiRequest, resource: Resource, cache: SchemaCach
       return { kind: 'info', allow: methods.join(',') }
     }
     case 'routine': {
-      // As PostgREST: the function is looked up as a GET call without arguments (query
-      // parameters are filters on OPTIONS), so one that needs arguments is PGRST202.
-      const { routine } = findRoutine(cache, req.schema, resource.name, [], null)
+      // As PostgREST: planned as a HEAD call without arguments (query parameters are filters
+      // on OPTIONS), so one that needs arguments is PGRST202, and the select, Accept
+      // (PGRST107) and Prefer (handling=strict: PGRST122, max-affected: PGRST128) are checked.
+      const { routine } = planCall(req, resource.name, 'head', cache, opts)
       return { kind: 'info', allow: routine.volatility === 'volatile' ? 'OPTIONS,POST' : 'OPTIONS,GET,HEAD,POST' }
     }
   }

@@ -1,18 +1,19 @@
 // ApiRequest + SchemaCache -> MutatePlan (PostgREST's mutate plan, spec/rest.md §3): the
 // payload checked against the table's columns (PGRST204), upsert resolution and
-// on_conflict, PUT's primary-key rules (PGRST105/114/115), PATCH/DELETE filters with
-// limit+order, max-affected, and the read tree of the representation. Pure.
+// on_conflict, PUT's primary-key rules (PGRST105/114/115), PATCH/DELETE filters,
+// max-affected, and the read tree of the representation. As PostgREST 14, `limit` and
+// `offset` do not narrow a write (nor the embeddings of its representation). Pure.
 import {
-  ColumnNotFoundError, InvalidBodyError, LimitNoOrderError, NotImplementedError, PutLimitError, PutMatchingPkError
+  ColumnNotFoundError, NotImplementedError, PutLimitError, PutMatchingPkError
 } from '../errors.js'
 import { ALL_ROWS } from '../api-request/range.js'
 import { parseWritePayload } from '../api-request/payload.js'
 import type { ApiRequest, Mutation } from '../api-request/types.js'
 import type { SchemaCache, Table } from '../schema-cache/types.js'
-import { negotiateRead } from './negotiate.js'
+import { checkPreferences, negotiateRead } from './negotiate.js'
 import { planReadTree } from './read-plan.js'
 import { rebaseRoot, rootColumns } from './rebase.js'
-import type { Condition, DeleteSpec, InsertSpec, LimitedWrite, MutatePlan, ReadNode, ReturnPreference, UpdateSpec } from './types.js'
+import type { Condition, DeleteSpec, InsertSpec, MutatePlan, ReadNode, ReturnPreference, UpdateSpec } from './types.js'
 
 function checkColumns (table: Table, names: readonly string[]): void {
   for (const c of names) {
@@ -23,7 +24,7 @@ function checkColumns (table: Table, names: readonly string[]): void {
 /** PUT: filters must be exactly the primary key, each a plain `eq` (spec §3.4). */
 function putKey (req: ApiRequest, table: Table): Array<readonly [string, string]> {
   const q = req.query
-  if (q.ranges.some((r) => r.path.length === 0 && (r.limit !== null || r.offset !== null))) throw new PutLimitError()
+  if (q.ranges.some((r) => r.path.length === 0 && (r.limit !== null || (r.offset ?? 0) > 0))) throw new PutLimitError()
   const root = q.filters.filter((f) => f.path.length === 0)
   const bad = (): Error => new PutMatchingPkError()
   if (table.pk.length === 0 || q.logic.some((l) => l.path.length === 0) || root.length !== table.pk.length) throw bad()
@@ -35,22 +36,6 @@ function putKey (req: ApiRequest, table: Table): Array<readonly [string, string]
     out.push([col, op.operation.value])
   }
   return out
-}
-
-function limitedWrite (req: ApiRequest, table: Table, root: ReadNode): LimitedWrite | null {
-  const r = root.range
-  if (r.limit === null && r.offset === 0) return null
-  // Matches PostgREST v12's limited update/delete: an order is required.
-  if (root.order.length === 0) throw new LimitNoOrderError({ hint: "Apply an 'order' using unique column(s)" })
-  if (root.order.some((o) => o.kind !== 'field')) {
-    throw new NotImplementedError({ details: 'Related orders are not implemented for limited updates and deletes.' })
-  }
-  let key: LimitedWrite['key'] = 'ctid'
-  if (table.isView || table.kind === 'foreign-table') {
-    if (table.pk.length === 0) throw new NotImplementedError({ details: `A limited ${req.method} on '${table.name}' needs a primary key.` })
-    key = table.pk
-  }
-  return { order: root.order, range: r, key }
 }
 
 function rootWhere (root: ReadNode): Condition[] {
@@ -73,14 +58,14 @@ export interface MutatePlanOptions {
 
 /** Plans POST / PATCH / PUT / DELETE on `relation`. */
 export function planMutate (req: ApiRequest, relation: string, mutation: Mutation, cache: SchemaCache, opts: MutatePlanOptions = { allowTxOverride: true }): MutatePlan {
-  const media = negotiateRead(req.accept)
   const prefs = req.preferences
-  // The write's filters, order and range come from the root of the request's read tree;
-  // the representation is the same tree without them (embeds keep theirs).
+  // The write's filters come from the root of the request's read tree; the representation is
+  // the same tree without them (its order kept, embeds keep their filters). PostgREST 14
+  // reads no limit/offset on writes: the tree is planned without ranges.
   const readReq: ApiRequest = mutation === 'insert' || mutation === 'single-upsert'
     ? { ...req, query: { ...req.query, filters: req.query.filters.filter((f) => f.path.length > 0), logic: req.query.logic.filter((l) => l.path.length > 0) } }
     : req
-  const { table, tree } = planReadTree({ ...readReq, range: mutation === 'update' || mutation === 'delete' ? req.range : ALL_ROWS, rangeHeader: null, defaultLimit: null }, relation, cache, { maxRows: null, aggregates: opts.aggregates })
+  const { table, tree } = planReadTree({ ...readReq, query: { ...readReq.query, ranges: [] }, range: ALL_ROWS, rangeHeader: null, defaultLimit: null }, relation, cache, { maxRows: null, aggregates: opts.aggregates })
 
   let returning: ReturnPreference = prefs.return ?? 'minimal'
   if (returning === 'headers-only' && mutation !== 'insert') returning = 'minimal'
@@ -90,14 +75,16 @@ export function planMutate (req: ApiRequest, relation: string, mutation: Mutatio
   switch (mutation) {
     case 'insert':
     case 'single-upsert': {
-      const payload = parseWritePayload(req.body, req.contentType, columns)
+      // PUT reads no `columns=` (as PostgREST): the body names the columns.
+      const payload = parseWritePayload(req.body, req.contentType, mutation === 'insert' ? columns : null)
       checkColumns(table, payload.keys)
       let key: Array<readonly [string, string]> | null = null
       let onConflict: InsertSpec['onConflict'] = null
       let resolutionApplied = false
       if (mutation === 'single-upsert') {
+        // An array body is taken as PostgREST takes it: its rows matching the key are
+        // upserted, and anything but exactly one row is PGRST115.
         key = putKey(req, table)
-        if (payload.isArray && payload.rows.length !== 1) throw new InvalidBodyError('PUT takes one object')
         onConflict = { columns: table.pk, action: 'merge' }
       } else if (prefs.resolution !== null) {
         const target = req.query.onConflict ?? (table.pk.length > 0 ? table.pk : null)
@@ -127,23 +114,27 @@ export function planMutate (req: ApiRequest, relation: string, mutation: Mutatio
       break
     }
     case 'update': {
+      // An array body updates as PostgREST's does: UPDATE ... FROM its rows (one per matched row).
       const payload = parseWritePayload(req.body, req.contentType, columns)
-      if (payload.isArray && payload.rows.length > 1) throw new InvalidBodyError('PATCH takes one object')
       checkColumns(table, payload.keys)
       const row = payload.rows[0] ?? {}
       const set: UpdateSpec['set'] = payload.keys.map((c) => ({
         column: c,
         value: prefs.missing === 'default' && columns !== null && !Object.prototype.hasOwnProperty.call(row, c) ? 'default' : 'body'
       }))
-      spec = { kind: 'update', payload, set, where: rootWhere(tree), limited: limitedWrite(req, table, tree) }
+      spec = { kind: 'update', payload, set, where: rootWhere(tree) }
       break
     }
     case 'delete':
-      spec = { kind: 'delete', where: rootWhere(tree), limited: limitedWrite(req, table, tree) }
+      spec = { kind: 'delete', where: rootWhere(tree) }
       break
   }
 
-  const bare: ReadNode = { ...tree, where: [], order: [], range: ALL_ROWS }
+  // Matches PostgREST 14: unknown preferences with handling=strict (PGRST122) after the
+  // write is planned, then the Accept header (PGRST107).
+  checkPreferences(req)
+  const media = negotiateRead(req.accept)
+  const bare: ReadNode = { ...tree, where: [], range: ALL_ROWS }
   const returnColumns = returning === 'representation' ? rootColumns(bare) : returning === 'headers-only' ? [...table.pk] : []
   const strict = prefs.handling === 'strict'
   return {

@@ -1,9 +1,9 @@
 // Content negotiation (PostgREST's Plan/Negotiate.hs, spec §5.1): the first acceptable
 // media type, in the client's order of preference, that this action can produce.
 // PGRST107 when none is available.
-import { MediaTypeError } from '../errors.js'
+import { MediaTypeError, invalidPreferences } from '../errors.js'
 import { mimeName, planFor, showAccept } from '../api-request/media-type.js'
-import type { MediaType } from '../api-request/types.js'
+import type { ApiRequest, MediaType } from '../api-request/types.js'
 import type { ExplainSpec, MediaHandler, PlanOption } from './types.js'
 
 const JSON_CT = 'application/json; charset=utf-8'
@@ -77,4 +77,17 @@ export function negotiatePlan (accept: readonly MediaType[], enabled: boolean): 
     }
   }
   return null
+}
+
+/**
+ * Matches PostgREST: with handling=strict, any preference it does not know is an error
+ * (PGRST122), checked once the table and the select are planned and Accept negotiated
+ * (reads, calls, OPTIONS on a function; writes check it in planMutate). OPTIONS on a table
+ * or the root and the OpenAPI document do not check it.
+ */
+export function checkPreferences (req: ApiRequest): void {
+  const p = req.preferences
+  if (p.handling === 'strict' && p.invalid.length > 0) {
+    throw invalidPreferences(p.invalid)
+  }
 }

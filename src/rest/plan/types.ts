@@ -189,27 +189,17 @@ export interface InsertSpec {
   readonly resolutionApplied: boolean
 }
 
-/** PATCH/DELETE `limit`/`offset` with `order`: only the first rows of the ordered match. */
-export interface LimitedWrite {
-  readonly order: readonly PlannedOrder[]
-  readonly range: RowRange
-  /** How a row is named: its ctid (tables) or its primary key (views). */
-  readonly key: 'ctid' | readonly string[]
-}
-
 export interface UpdateSpec {
   readonly kind: 'update'
   readonly payload: RowsPayload
   /** SET list: from the body, or DEFAULT (`missing=default` for a listed column the body lacks). */
   readonly set: ReadonlyArray<{ readonly column: string, readonly value: 'body' | 'default' }>
   readonly where: readonly Condition[]
-  readonly limited: LimitedWrite | null
 }
 
 export interface DeleteSpec {
   readonly kind: 'delete'
   readonly where: readonly Condition[]
-  readonly limited: LimitedWrite | null
 }
 
 export interface MutatePlan extends Explainable {

@@ -3,8 +3,8 @@
 // data-modifying CTE, then one row with page_total, the body (Postgres builds the JSON)
 // and the response.* settings. The body is one JSON parameter read with
 // json_populate_record[set] over the table's own row type. Pure.
-import type { ColumnDefault, InsertSpec, LimitedWrite, MediaHandler, MutatePlan, Qualifier, ReturnPreference, UpdateSpec } from '../plan/types.js'
-import { geoJsonBody, renderCondition, renderNode, renderOrder, renderRange } from './read.js'
+import type { ColumnDefault, InsertSpec, MediaHandler, MutatePlan, Qualifier, ReturnPreference, UpdateSpec } from '../plan/types.js'
+import { geoJsonBody, renderCondition, renderNode } from './read.js'
 import { catalogExpression, empty, ident, join, param, qualified, render, sql, type Sql, type Statement } from './sql.js'
 
 const ALL = { offset: 0, limit: null }
@@ -71,21 +71,10 @@ function renderInsert (plan: MutatePlan, spec: InsertSpec, returning: ReturnPref
   return sql`pgrst_source AS ( ${insertStatement(plan, spec, spec.columns, rows, returning)} )`
 }
 
-function limitedCondition (plan: MutatePlan, limited: LimitedWrite, where: Sql): Sql {
-  const t = qualified(plan.table.schema, plan.table.name)
-  const q: Qualifier = { kind: 'table', schema: plan.table.schema, name: plan.table.name }
-  const tail = sql`${where}${renderOrder(q, limited.order)}${renderRange(limited.range)}`
-  if (limited.key === 'ctid') return sql`${t}.ctid = ANY(ARRAY(SELECT ${t}.ctid FROM ${t}${tail}))`
-  const cols = join(limited.key.map((c) => sql`${t}.${ident(c)}`))
-  return sql`(${cols}) IN (SELECT ${cols} FROM ${t}${tail})`
-}
-
-function whereClause (plan: MutatePlan, spec: UpdateSpec | { where: UpdateSpec['where'], limited: LimitedWrite | null }): Sql {
+function whereClause (plan: MutatePlan, spec: { where: UpdateSpec['where'] }): Sql {
   const q: Qualifier = { kind: 'table', schema: plan.table.schema, name: plan.table.name }
   const conds = spec.where.map((c) => renderCondition(q, c))
-  const where = conds.length === 0 ? empty : sql` WHERE ${join(conds, sql` AND `)}`
-  if (spec.limited === null) return where
-  return sql` WHERE ${limitedCondition(plan, spec.limited, where)}`
+  return conds.length === 0 ? empty : sql` WHERE ${join(conds, sql` AND `)}`
 }
 
 function renderUpdate (plan: MutatePlan, spec: UpdateSpec, returning: ReturnPreference): Sql {

@@ -4,7 +4,7 @@
 // trigger or function may set. Pure.
 import type { ApiRequest } from '../api-request/types.js'
 import type { CallPlan, MutatePlan } from '../plan/types.js'
-import { offsetOutOfBounds } from '../errors.js'
+import { errorBodyJson, offsetOutOfBounds } from '../errors.js'
 import { contentRange } from './content-range.js'
 import { withResponseSettings, type RestResponse } from './gucs.js'
 import { locationOf } from './location.js'
@@ -94,7 +94,7 @@ export function shapeCallResponse (req: ApiRequest, plan: CallPlan, r: WriteResu
   // As PostgREST: an offset past the counted total keeps the call's headers, PGRST103's body.
   if (set && total !== null && offset > total) {
     headers['content-range'] = `*/${total}`
-    return withResponseSettings(416, headers, plan.headersOnly ? null : JSON.stringify(offsetOutOfBounds(offset, total).toWire()), r)
+    return withResponseSettings(416, headers, plan.headersOnly ? null : errorBodyJson(offsetOutOfBounds(offset, total)), r)
   }
   const status = total !== null && r.pageTotal < total ? 206 : 200
   return withResponseSettings(status, headers, plan.headersOnly ? null : r.body, r)

@@ -1,7 +1,7 @@
 // Read results -> {status, headers, body} (PostgREST's Response.hs, spec §2.6, §5.6):
 // status from the count and range, Content-Range, Content-Location, Content-Profile,
 // Preference-Applied and our cut-result header. Pure: knows HTTP, not SQL.
-import { offsetOutOfBounds } from '../errors.js'
+import { errorBodyJson, offsetOutOfBounds } from '../errors.js'
 import type { ApiRequest } from '../api-request/types.js'
 import type { ReadPlan } from '../plan/types.js'
 import { contentRange } from './content-range.js'
@@ -76,7 +76,7 @@ export function shapeReadResponse (req: ApiRequest, plan: ReadPlan, r: ReadResul
   if (req.echoProfile) headers['content-profile'] = req.schema
   const applied = preferenceApplied(req.preferences, { tx: true })
   if (applied !== null) headers['preference-applied'] = applied
-  if (outOfBounds) return withResponseSettings(416, headers, JSON.stringify(offsetOutOfBounds(offset, total).toWire()), r)
+  if (outOfBounds) return withResponseSettings(416, headers, errorBodyJson(offsetOutOfBounds(offset, total)), r)
   if (r.cut && plan.implicitLimit !== null) headers[LIMIT_APPLIED_HEADER] = String(plan.implicitLimit)
   const status = total !== null && r.pageTotal < total ? 206 : 200
   return withResponseSettings(status, headers, plan.headersOnly ? null : r.body, r)

@@ -17,7 +17,7 @@ t.test('writes and RPC: hostile input stays data', async (t) => {
     { name: 'on_conflict=', method: 'POST', path: `/items?on_conflict=${encodeURIComponent('"' + drop.replace(/"/g, '\\"') + '"')}`, body: '{"name":"a"}', headers: { ...json, prefer: 'resolution=merge-duplicates' }, statuses: [400] },
     { name: 'a PUT key value', method: 'PUT', path: `/kv?k=eq.${encodeURIComponent("a'; DROP TABLE canary; --")}`, body: JSON.stringify({ k: "a'; DROP TABLE canary; --" }), headers: json, statuses: [204] },
     { name: 'a PATCH filter value', method: 'PATCH', path: `/items?name=eq.${encodeURIComponent("'; DROP TABLE canary; --")}`, body: '{"qty":2}', headers: json, statuses: [204] },
-    { name: 'a DELETE order column', method: 'DELETE', path: `/items?order=${encodeURIComponent('"' + drop.replace(/"/g, '\\"') + '"')}&limit=1`, statuses: [400] },
+    { name: 'a PATCH order column (ordering the representation)', method: 'PATCH', path: `/items?name=eq.none&order=${encodeURIComponent('"' + drop.replace(/"/g, '\\"') + '"')}`, body: '{"qty":2}', headers: { ...json, prefer: 'return=representation' }, statuses: [400] },
     { name: 'a CSV header', method: 'POST', path: '/items', body: `"${drop.replace(/"/g, '""')}"\n1\n`, headers: { 'content-type': 'text/csv' }, statuses: [400] },
     { name: 'a select in the representation', method: 'POST', path: `/items?select=${encodeURIComponent('"' + drop.replace(/"/g, '\\"') + '"')}`, body: '{"name":"b"}', headers: { ...json, prefer: 'return=representation' }, statuses: [400] },
     { name: 'an RPC name', method: 'POST', path: `/rpc/${encodeURIComponent(drop)}`, body: '{}', headers: json, statuses: [404] },
