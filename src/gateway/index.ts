@@ -259,7 +259,7 @@ export function buildGateway (deps: GatewayDeps): FastifyInstance {
     // route; without a type, fastify parses none. GET and HEAD bodies are never vetted.
     if (method !== 'GET' && method !== 'HEAD') {
       const ct = req.headers['content-type']
-      if (ct !== undefined ? !SIMPLE_MEDIA_TYPE.test(ct) : hasBodyHeaders(req)) return false
+      if (ct !== undefined ? !VALID_MEDIA_TYPE.test(ct) : hasBodyHeaders(req)) return false
     }
     const id = requestIdOf(req)
     if (closing && req.httpVersionMajor !== 2) res.setHeader('Connection', 'close')
@@ -286,8 +286,9 @@ export function buildGateway (deps: GatewayDeps): FastifyInstance {
   return app
 }
 
-// A media type fastify's parser surely takes (type/subtype, at most a charset parameter).
-const SIMPLE_MEDIA_TYPE = /^[a-z0-9][a-z0-9!#$&^_.+-]*\/[a-z0-9][a-z0-9!#$&^_.+-]*(?:[ \t]*;[ \t]*charset=[a-z0-9_.:-]+)?$/i
+// A content type fastify's parser takes as valid (its lib/content-type.js: `type/subtype`
+// tokens before any `;`; parameters never make it invalid).
+const VALID_MEDIA_TYPE = /^[\w!#$%&'*+.^`|~-]+\/[\w!#$%&'*+.^`|~-]+\s*(?:;|$)/
 
 function hasBodyHeaders (req: http.IncomingMessage): boolean {
   const cl = req.headers['content-length']
