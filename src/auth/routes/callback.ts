@@ -19,7 +19,7 @@ import {
 } from '../models/flow-state.js'
 import { isFlowStateExpired } from '../pkce.js'
 import { providerOf, ProviderError, type ProviderTokens, type ProviderUser } from '../providers/index.js'
-import { errorRedirectUrl, ProviderRedirectError, withFragmentParams, withQueryParams } from '../redirects.js'
+import { errorParams, errorRedirectUrl, ProviderRedirectError, withFragmentParams, withQueryParams } from '../redirects.js'
 import type { TenantContext } from '../types.js'
 import { callbackUrl } from './authorize.js'
 
@@ -60,7 +60,8 @@ async function handleCallback (req: FastifyRequest, reply: FastifyReply) {
   try {
     flow = await loadFlow(ctx, p.state)
   } catch (err) {
-    return reply.redirect(errorRedirectUrl(ctx.tenant.auth.site_url, err, true), 303)
+    // GoTrue's loadFlowState: the site URL with the error in its query only (no fragment).
+    return reply.redirect(withQueryParams(ctx.tenant.auth.site_url, errorParams(err)), 303)
   }
   // Checked again: the allow list may have changed since /authorize.
   const target = flow.referrer && isRedirectAllowed(flow.referrer, ctx.tenant.auth) ? flow.referrer : ctx.tenant.auth.site_url
