@@ -5,7 +5,8 @@ import { ResponseHeadersGucError, ResponseStatusGucError } from '../errors.js'
 
 export interface RestResponse {
   status: number
-  headers: Record<string, string>
+  /** A list: a header `response.headers` names more than once (Set-Cookie) is sent once per value. */
+  headers: Record<string, string | string[]>
   /** null: no body (HEAD, 204). */
   body: string | null
 }
@@ -36,10 +37,20 @@ export function parseResponseStatus (value: string | null): number | null {
   return n
 }
 
-/** Applies the response.* settings to a shaped response: extra headers, then the status. */
-export function withResponseSettings (status: number, headers: Record<string, string>, body: string | null,
+/**
+ * Applies the response.* settings to a shaped response, as PostgREST's
+ * addHeadersIfNotIncluded: a header the settings name replaces the engine's, and every
+ * value the settings give is sent (twice named, twice sent); then the status.
+ */
+export function withResponseSettings (status: number, headers: Record<string, string | string[]>, body: string | null,
   r: { responseHeaders: string | null, responseStatus: string | null }): RestResponse {
-  for (const [k, v] of parseResponseHeaders(r.responseHeaders)) headers[k] = v
+  const set = parseResponseHeaders(r.responseHeaders)
+  const named = new Set(set.map(([k]) => k))
+  for (const k of named) delete headers[k]
+  for (const [k, v] of set) {
+    const prev = headers[k]
+    headers[k] = prev === undefined ? v : [...(Array.isArray(prev) ? prev : [prev]), v]
+  }
   const custom = parseResponseStatus(r.responseStatus)
   return { status: custom ?? status, headers, body }
 }

@@ -27,6 +27,9 @@ INSERT INTO i2459_t1 VALUES (1);
 INSERT INTO i2459_t2 VALUES (1);
 CREATE VIEW i2459_v1 AS TABLE i2459_t1;
 CREATE VIEW i2459_v2 AS SELECT t1_id AS t1_id1, t1_id AS t1_id2 FROM i2459_t2;
+CREATE FUNCTION set_cookie_twice() RETURNS void LANGUAGE sql AS $$
+  SELECT set_config('response.headers', '[{"Set-Cookie": "sessionid=38afes7a8; HttpOnly; Path=/"}, {"Set-Cookie": "id=a3fWa; Secure; HttpOnly"}, {"Content-Range": "mine"}]', true)
+$$;
 SELECT platform.grant('SELECT', 'depts', 'anon');
 SELECT platform.grant('SELECT', 'agents', 'anon');
 SELECT platform.grant('SELECT', 'i2459_v1', 'anon');
@@ -93,6 +96,12 @@ t.test('reads as PostgREST 14 answers them', async (t) => {
     const embedded = await get(stack, '/authors?select=name,books()&books=not.is.null&limit=2', { prefer: 'count=estimated' })
     const plannedEmbedded = await get(stack, '/authors?select=name,books()&books=not.is.null&limit=2', { prefer: 'count=planned' })
     t.same([embedded.status, embedded.headers.get('content-range')], [206, plannedEmbedded.headers.get('content-range')])
+  })
+
+  t.test('response.headers naming a header twice sends it twice (RpcSpec "can set the same http header twice")', async (t) => {
+    const r = await fetch(`${stack.gatewayUrl}/${stack.database}/rest/v1/rpc/set_cookie_twice`, { headers: { apikey: stack.tenant.file.keys.public } })
+    t.same([r.status, r.headers.getSetCookie(), r.headers.get('content-range')],
+      [204, ['sessionid=38afes7a8; HttpOnly; Path=/', 'id=a3fWa; Secure; HttpOnly'], 'mine'], 'and a header it names replaces the engine\'s')
   })
 
   t.test('PGRST201 lists candidates in PostgREST\'s order (EmbedDisambiguationSpec "errs on an ambiguous embed that has a circular reference")', async (t) => {
