@@ -13,7 +13,9 @@ import type { Caller, TokenVerifier } from './auth.js'
 import {
   EngineNotConfiguredError, TableNotFoundError, fromPgError, isNewRowRefusal, isPgServerError, rowWrittenError
 } from './errors.js'
-import { executeCatalogQueries, executeTransaction, listen, type DbRow, type TransactionResult } from './execute.js'
+import {
+  clusterOf, executeCatalogQueries, executeTransaction, readSchemaVersion, SchemaChangedError, type DbRow, type TransactionResult
+} from './execute.js'
 import { planAction, type ActionPlan } from './plan/index.js'
 import type { Table } from './schema-cache/types.js'
 import { renderAction, renderPreRequest, type ActionStatements, type ExecutablePlan } from './query/index.js'
@@ -39,6 +41,8 @@ export interface CachedPlan {
   plan: ActionPlan
   /** The plan's transaction; null for plans that run no SQL (OPTIONS). */
   statements: ActionStatements | null
+  /** The schema version of the cache it was planned with (null: the database has none). */
+  schemaVersion: string | null
 }
 
 export function createPlanCache (max = 2_000): LRUCache<string, CachedPlan> {
@@ -58,8 +62,8 @@ function restUrl (tenant: Tenant): string {
 
 function cacheSource (engine: Engine, key: string, url: string): CacheSource {
   return {
-    withCatalog: (fn) => executeCatalogQueries(engine.pools, key, url, fn),
-    listen: (onNotify, onLost) => listen(url, onNotify, onLost, engine.settings.connectTimeoutMs, engine.pools)
+    withCatalog: (statements) => executeCatalogQueries(engine.pools, key, url, statements),
+    cluster: () => clusterOf(url)
   }
 }
 
@@ -82,7 +86,26 @@ function isMiss (err: unknown): boolean {
   return code === 'PGRST205' || code === 'PGRST200' || code === 'PGRST202'
 }
 
-/** Parse, plan and render, or take them from the plan cache. Retries once after a cache miss. */
+/**
+ * After a plan error: a newer cache when the schema changed since `cache` was loaded (its
+ * version read now differs: one round trip), or, after a miss, when a reload (at most one
+ * a second) finds something new; null otherwise.
+ */
+async function freshCache (engine: Engine, tenant: Tenant, source: CacheSource, cache: SchemaCache, err: unknown): Promise<SchemaCache | null> {
+  const key = tenantKey(tenant)
+  let fresh: SchemaCache | null = null
+  if (typeof cache.dbVersion === 'string') {
+    const now = await readSchemaVersion(engine.pools, key, restUrl(tenant)).catch(() => cache.dbVersion)
+    if (now !== cache.dbVersion) {
+      engine.schemaCaches.observed(key, now ?? null)
+      fresh = await engine.schemaCaches.get(key, tenant.rest.schemas, source)
+    }
+  }
+  if ((fresh === null || fresh.version === cache.version) && isMiss(err)) fresh = await engine.schemaCaches.reloadOnMiss(key, tenant.rest.schemas, source)
+  return fresh === null || fresh.version === cache.version ? null : fresh
+}
+
+/** Parse, plan and render, or take them from the plan cache. Retries once with a fresh cache after a plan error. */
 async function prepare (engine: Engine, tenant: Tenant, raw: RawRequest): Promise<CachedPlan> {
   const key = tenantKey(tenant)
   const source = cacheSource(engine, key, restUrl(tenant))
@@ -97,17 +120,16 @@ async function prepare (engine: Engine, tenant: Tenant, raw: RawRequest): Promis
   try {
     plan = planAction(req, cache, opts)
   } catch (err) {
-    // Created since the last load and the notification not seen yet? Reload once, retry.
-    if (!isMiss(err)) throw err
-    const fresh = await engine.schemaCaches.reloadOnMiss(key, tenant.rest.schemas, source)
-    if (!fresh || fresh.version === cache.version) throw err
+    // Planned against a cache the schema has moved past? Reload once, plan again.
+    const fresh = await freshCache(engine, tenant, source, cache, err)
+    if (fresh === null) throw err
     cache = fresh
     plan = planAction(req, cache, opts)
   }
   let statements = plan.kind === 'info' ? null : renderAction(plan)
   // A cached read is prepared once per connection (Postgres parses and plans it once).
   if (statements && cacheable && plan.kind === 'read' && plan.explain === undefined) statements = { ...statements, main: { ...statements.main, name: statementName(statements.main.text) } }
-  const prepared: CachedPlan = { req, plan, statements }
+  const prepared: CachedPlan = { req, plan, statements, schemaVersion: cache.dbVersion ?? null }
   if (cacheable) engine.plans.set(planKey(tenant, cache, raw), prepared)
   return prepared
 }
@@ -119,6 +141,8 @@ interface RunContext {
   caller: Caller
   raw: RawRequest
   req: ApiRequest
+  /** The version of the schema cache the plan was made with; `strict`: a changed one gives the transaction up. */
+  schemaVersion?: { expected: string, strict: boolean }
 }
 
 /** The relation a plan acts on: its visibility to the caller's role gates the request. */
@@ -153,7 +177,8 @@ function transact (ctx: RunContext, plan: ExecutablePlan, st: ActionStatements):
     main: st.main,
     after: st.planned ? [st.planned, ...st.after] : st.after,
     check: resultCheck(plan),
-    rollback: st.rollback
+    rollback: st.rollback,
+    schemaVersion: ctx.schemaVersion
   })
 }
 
@@ -183,17 +208,26 @@ async function execute (ctx: RunContext, plan: ExecutablePlan, st: ActionStateme
   return { main: tx.main, rows: tx.mainRows, countPlan: st.planned ? tx.after[0] ?? [] : null }
 }
 
-/** The whole pipeline for one request of one tenant. Throws GatehouseErrors. */
+/**
+ * The whole pipeline for one request of one tenant. Throws GatehouseErrors. When its
+ * transaction finds the schema changed since the cache it was planned with, nothing of it
+ * is kept and it is planned (the cache reloaded meanwhile) and run once more; a second
+ * change only has the cache reloaded for the requests after it.
+ */
 export async function handleRequest (engine: Engine, tenant: Tenant, raw: RawRequest): Promise<RestResponse> {
   const caller = await engine.tokens.caller(tenant, firstHeader(raw.headers, 'authorization'))
-  const { req, plan, statements } = await prepare(engine, tenant, raw)
-  const ctx: RunContext = { engine, tenant, caller, raw, req }
-  try {
-    const result = plan.kind === 'info' || statements === null ? null : await execute(ctx, plan, statements)
-    return respond({ req, headers: raw.headers, database: tenant.database }, plan, result)
-  } catch (err) {
-    // Postgres errors become wire errors with the caller's 401/403 rule.
-    if (isPgServerError(err)) throw fromPgError(err, caller.isAnon)
-    throw err
+  for (let attempt = 0; ; attempt++) {
+    const { req, plan, statements, schemaVersion } = await prepare(engine, tenant, raw)
+    const ctx: RunContext = { engine, tenant, caller, raw, req }
+    if (schemaVersion !== null) ctx.schemaVersion = { expected: schemaVersion, strict: attempt === 0 }
+    try {
+      const result = plan.kind === 'info' || statements === null ? null : await execute(ctx, plan, statements)
+      return respond({ req, headers: raw.headers, database: tenant.database }, plan, result)
+    } catch (err) {
+      if (err instanceof SchemaChangedError && attempt === 0) continue
+      // Postgres errors become wire errors with the caller's 401/403 rule.
+      if (isPgServerError(err)) throw fromPgError(err, caller.isAnon)
+      throw err
+    }
   }
 }

@@ -1,7 +1,7 @@
 // The REST engine (PostgREST protocol, target v14): a multi-tenant fastify service whose
 // routes are `/:database/<table>`, `/:database/rpc/<fn>` and the OpenAPI root
 // `/:database/`, all through one handler (handler.ts). Builds an UNSTARTED instance; the
-// caller listens. Closing the instance closes every pool and LISTEN connection.
+// caller listens. Closing the instance closes every pool.
 import type { FastifyBaseLogger, FastifyInstance, FastifyReply, FastifyRequest, FastifyServerOptions } from 'fastify'
 import type { Config } from '../config/index.js'
 import {
@@ -85,7 +85,9 @@ export function buildRestEngine (deps: RestEngineDeps): FastifyInstance {
   })
   const log = app.log
   const connectTimeoutMs = deps.connectTimeoutMs ?? 5_000
-  // A tenant whose pool was closed (idle) also gives up its LISTEN connection and cache.
+  // A tenant whose pool was closed (idle) also gives up its schema cache. Schema changes
+  // reach the cache from the pool's connections: the schema version each transaction reads,
+  // and NOTIFY pgrst heard on them (see execute.ts).
   const pools = createEnginePools({
     budget: rest.pool_budget,
     perTenant: rest.pool_per_tenant,
@@ -95,11 +97,15 @@ export function buildRestEngine (deps: RestEngineDeps): FastifyInstance {
     maxTenants: rest.pool_max_tenants,
     reconnectBackoffMs: rest.reconnect_backoff_ms,
     reconnectBackoffMaxMs: rest.reconnect_backoff_max_ms
-  }, log, (key) => { void engine.schemaCaches.drop(key) })
+  }, log, {
+    poolClosed: (key) => engine.schemaCaches.drop(key),
+    notification: (key, payload) => engine.schemaCaches.notified(key, payload),
+    schemaVersion: (key, version) => engine.schemaCaches.observed(key, version)
+  })
   const engine: Engine = {
     settings: { statementTimeoutMs: rest.statement_timeout_ms, connectTimeoutMs },
     pools,
-    schemaCaches: createSchemaCacheStore({ logger: log, listenRetryMs: rest.reconnect_backoff_ms, listenRetryMaxMs: rest.reconnect_backoff_max_ms }),
+    schemaCaches: createSchemaCacheStore({ logger: log }),
     tokens: new TokenVerifier(),
     plans: createPlanCache()
   }

@@ -1,22 +1,33 @@
-// The per-tenant schema cache store: loads a tenant's cache on first use, keeps one
-// LISTEN connection per tenant and reloads on `NOTIFY pgrst, 'reload schema'` (or an
-// empty payload), serves the old cache while a reload fails, and reloads on a miss at
-// most once a second. Connections come from the source it is given (the executor).
+// The per-tenant schema cache store: loads a tenant's cache on first use and keeps it
+// until the tenant's pool closes. It reloads when
+// - a request's transaction read a schema version (platform.schema_version, moved by the
+//   DDL event trigger when a transaction that ran DDL commits) newer than the cache's: the
+//   requests after that wait for the reload (the one that saw it runs again, see the engine);
+// - a `NOTIFY pgrst, 'reload schema'` (or an empty payload) arrives on one of the tenant's
+//   pool connections (they LISTEN): PostgREST's convention, for whatever DDL cannot tell;
+//   like PostgREST, the reload runs in the background and the requests after it wait for it;
+// - a request misses (unknown table, relationship or function), at most once a second.
+// A failed reload keeps the old cache in service and is tried again on a request at most
+// once per missReloadIntervalMs. Connections come from the source it is given (the executor).
 import { SchemaCacheLoadError } from '../errors.js'
-import { loadSchemaCache, type CatalogQuery } from './load.js'
+import { loadSchemaCacheBatch, type CatalogBatch } from './load.js'
 import type { SchemaCache } from './types.js'
 
 export type * from './types.js'
 export { qnKey, isToOne } from './types.js'
-export { buildSchemaCache, loadSchemaCache, type CatalogRows, type CatalogQuery } from './load.js'
+export {
+  buildSchemaCache, loadSchemaCache, loadSchemaCacheBatch, type CatalogBatch, type CatalogRows, type CatalogQuery, type CatalogStatement,
+  type LoadOptions
+} from './load.js'
+export { SCHEMA_VERSION_SQL } from './queries.js'
 export { parseViewColumns } from './view-defs.js'
 
 /** How the store reaches one tenant's database. */
 export interface CacheSource {
-  /** Runs catalog queries on one connection. */
-  withCatalog<T> (fn: (query: CatalogQuery) => Promise<T>): Promise<T>
-  /** Starts listening on the pgrst channel; resolves to a closer. */
-  listen (onNotify: (payload: string) => void, onLost: () => void): Promise<() => Promise<void>>
+  /** Runs catalog statements in one read-only transaction (one round trip). */
+  withCatalog: CatalogBatch
+  /** The cluster the database is on: its databases share the server's time zone names. */
+  cluster?: () => string
 }
 
 export interface CacheLogger {
@@ -29,71 +40,100 @@ interface Entry {
   schemas: string
   source: CacheSource
   cache: SchemaCache | null
-  /** Generation wanted (bumped by notifications, lost LISTEN, schema list changes). */
+  /** Generation wanted (bumped by notifications, misses, schema list changes). */
   wanted: number
   /** Generation of `cache`. */
   have: number
   loading: Promise<SchemaCache> | null
   /** When the last load ended (or started, while one runs): a miss reloads at most once per interval after it. */
   lastLoadAt: number
-  unlisten: (() => Promise<void>) | null
-  listening: boolean
-  /** After a failed LISTEN: no new try before this time (ms since epoch), the wait doubling per failure. */
-  listenRetryAt: number
-  listenRetryMs: number
+  /** When the last load failed (0: it did not). */
+  failedAt: number
+  /** The newest schema version a request read (null: none newer than a cache's). */
+  seen: bigint | null
+  /** What `cache` is known to cover: its own version, or a newer one seen before its load started. */
+  covers: bigint | null
+  /** `seen` when the running load started. */
+  seenAtStart: bigint | null
 }
 
 let versionCounter = 0
 
 export interface SchemaCacheStore {
-  /** The cache of `key` for `schemas`; loads, or waits for a reload a notification asked for. */
+  /** The cache of `key` for `schemas`; loads, or waits for a reload that was asked for. */
   get (key: string, schemas: readonly string[], source: CacheSource): Promise<SchemaCache>
   /** After a miss (unknown table or relationship): reloads unless one started in the last second. */
   reloadOnMiss (key: string, schemas: readonly string[], source: CacheSource): Promise<SchemaCache | null>
   /** Forces a reload (tests, admin); null when the tenant has no cache yet. */
   reload (key: string): Promise<SchemaCache | null>
-  /** Drops a tenant's cache and its LISTEN connection (its pool went idle). */
-  drop (key: string): Promise<void>
+  /** A notification on the pgrst channel: 'reload schema' or an empty payload reloads in the background. */
+  notified (key: string, payload: string): void
+  /**
+   * A request's transaction read the database's schema version `version` (null: it could not
+   * be read): a cache older than that reloads now, and get() waits for the reload.
+   */
+  observed (key: string, version: string | null): void
+  /** Drops a tenant's cache (its pool was closed). */
+  drop (key: string): void
   close (): Promise<void>
 }
 
 export interface SchemaCacheStoreOptions {
   logger?: CacheLogger
-  /** A miss reloads at most once per this interval (default 1 s). */
+  /** A miss reloads at most once per this interval (default 1 s); so does a reload after a failed one. */
   missReloadIntervalMs?: number
-  /**
-   * After a LISTEN connection could not be made (too many connections, say), the next try
-   * waits this long, doubling per failure up to listenRetryMaxMs (defaults 1 s, 32 s).
-   * Requests are served meanwhile; the cache reloads on misses only.
-   */
-  listenRetryMs?: number
-  listenRetryMaxMs?: number
+}
+
+/** At most this many clusters' time zone names are kept. */
+const MAX_CLUSTERS = 1_000
+
+function asVersion (v: string | null | undefined): bigint | null {
+  if (v === null || v === undefined || !/^-?\d+$/.test(v)) return null
+  return BigInt(v)
 }
 
 export function createSchemaCacheStore (opts: SchemaCacheStoreOptions = {}): SchemaCacheStore {
   const entries = new Map<string, Entry>()
   const missInterval = opts.missReloadIntervalMs ?? 1_000
-  const retryFirst = opts.listenRetryMs ?? 1_000
-  const retryMax = Math.max(retryFirst, opts.listenRetryMaxMs ?? 32_000)
+  /** pg_timezone_names by cluster: the server's, read once per cluster (it is slow: it reads the zone files). */
+  const zonesByCluster = new Map<string, ReadonlySet<string>>()
   let closed = false
+
+  /** The cache is older than a version a request read. */
+  function stale (e: Entry): boolean {
+    return e.seen !== null && (e.covers === null || e.covers < e.seen)
+  }
 
   function startLoad (e: Entry): Promise<SchemaCache> {
     const gen = e.wanted
+    const seenAtStart = e.seen
+    e.seenAtStart = seenAtStart
     e.lastLoadAt = Date.now()
     const schemas = JSON.parse(e.schemas) as string[]
-    const p = e.source.withCatalog((q) => loadSchemaCache(q, schemas, ++versionCounter, e.cache?.timezones)).then((cache) => {
+    const cluster = e.source.cluster?.()
+    const timezones = e.cache?.timezones ?? (cluster === undefined ? undefined : zonesByCluster.get(cluster))
+    const p = loadSchemaCacheBatch(e.source.withCatalog, schemas, ++versionCounter, { timezones }).then((cache) => {
       e.cache = cache
       e.have = Math.max(e.have, gen)
+      const own = asVersion(cache.dbVersion)
+      // A load that started after a version was read sees at least that version's catalog.
+      e.covers = own !== null && (seenAtStart === null || own >= seenAtStart) ? own : seenAtStart ?? own
+      e.failedAt = 0
+      if (cluster !== undefined && cache.timezones !== undefined && cache.timezones.size > 0 && !zonesByCluster.has(cluster)) {
+        if (zonesByCluster.size >= MAX_CLUSTERS) zonesByCluster.clear()
+        zonesByCluster.set(cluster, cache.timezones)
+      }
       return cache
     })
     e.loading = p
     p.then(() => {
       e.lastLoadAt = Date.now()
       if (e.loading === p) e.loading = null
-      // A notification arrived during the load: load again.
-      if (!closed && e.have < e.wanted && entries.get(e.key) === e) startLoad(e).catch(() => {})
+      // Asked for again during the load (a notification, a newer version): load again.
+      if (!closed && (e.have < e.wanted || stale(e)) && entries.get(e.key) === e) startLoad(e).catch(() => {})
     }, (err: unknown) => {
       if (e.loading === p) e.loading = null
+      e.failedAt = Date.now()
       opts.logger?.warn({ err: (err as Error)?.message, tenant: e.key }, 'rest: schema cache load failed')
     })
     return p
@@ -101,7 +141,7 @@ export function createSchemaCacheStore (opts: SchemaCacheStoreOptions = {}): Sch
 
   async function current (e: Entry): Promise<SchemaCache> {
     const target = e.wanted
-    while (!e.cache || e.have < target) {
+    while (!e.cache || e.have < target || stale(e)) {
       try {
         await (e.loading ?? startLoad(e))
       } catch (err) {
@@ -117,36 +157,11 @@ export function createSchemaCacheStore (opts: SchemaCacheStoreOptions = {}): Sch
     if (!e.loading) startLoad(e).catch(() => {})
   }
 
-  async function ensureListening (e: Entry): Promise<void> {
-    if (e.listening || closed) return
-    e.listening = true
-    try {
-      const unlisten = await e.source.listen((payload) => {
-        if (payload === '' || payload === 'reload schema') requestReload(e)
-      }, () => {
-        // The connection is gone: notifications may be missed, so reload on next use.
-        e.listening = false
-        e.unlisten = null
-        e.wanted++
-      })
-      if (closed || entries.get(e.key) !== e) await unlisten()
-      else e.unlisten = unlisten
-      // Listening again after refusals: notifications of the time between were missed.
-      if (e.listenRetryMs !== 0 && e.cache !== null) requestReload(e)
-      e.listenRetryMs = 0
-    } catch (err) {
-      e.listening = false
-      e.listenRetryMs = e.listenRetryMs === 0 ? retryFirst : Math.min(e.listenRetryMs * 2, retryMax)
-      e.listenRetryAt = Date.now() + e.listenRetryMs
-      opts.logger?.warn({ err: (err as Error)?.message, tenant: e.key }, 'rest: cannot LISTEN for schema reloads')
-    }
-  }
-
   function entryFor (key: string, schemas: readonly string[], source: CacheSource): Entry {
     const s = JSON.stringify(schemas)
     let e = entries.get(key)
     if (!e) {
-      e = { key, schemas: s, source, cache: null, wanted: 0, have: 0, loading: null, lastLoadAt: 0, unlisten: null, listening: false, listenRetryAt: 0, listenRetryMs: 0 }
+      e = { key, schemas: s, source, cache: null, wanted: 0, have: 0, loading: null, lastLoadAt: 0, failedAt: 0, seen: null, covers: null, seenAtStart: null }
       entries.set(key, e)
     } else if (e.schemas !== s) {
       e.schemas = s
@@ -159,8 +174,11 @@ export function createSchemaCacheStore (opts: SchemaCacheStoreOptions = {}): Sch
   return {
     async get (key, schemas, source) {
       const e = entryFor(key, schemas, source)
-      if (!e.listening && Date.now() >= e.listenRetryAt) void ensureListening(e)
-      if (e.cache && e.have >= e.wanted) return e.cache
+      if (e.cache !== null) {
+        if (e.have >= e.wanted && !stale(e)) return e.cache
+        // A reload failed a moment ago: the old cache serves until the next try is due.
+        if (e.loading === null && e.failedAt !== 0 && Date.now() - e.failedAt < missInterval) return e.cache
+      }
       return current(e)
     },
     async reloadOnMiss (key, schemas, source) {
@@ -175,20 +193,27 @@ export function createSchemaCacheStore (opts: SchemaCacheStoreOptions = {}): Sch
       e.wanted++
       return current(e)
     },
-    async drop (key) {
+    notified (key, payload) {
+      if (payload !== '' && payload !== 'reload schema') return
       const e = entries.get(key)
-      if (!e) return
+      if (e !== undefined && e.cache !== null) requestReload(e)
+    },
+    observed (key, version) {
+      const e = entries.get(key)
+      if (e === undefined || e.cache === null) return
+      const v = asVersion(version)
+      if (v === null) { requestReload(e); return }
+      if (e.seen === null || v > e.seen) e.seen = v
+      if (stale(e) && !e.loading) startLoad(e).catch(() => {})
+    },
+    drop (key) {
       entries.delete(key)
-      await e.unlisten?.()
     },
     async close () {
       closed = true
       const all = [...entries.values()]
       entries.clear()
-      await Promise.all(all.map(async (e) => {
-        await e.unlisten?.()
-        await e.loading?.catch(() => {})
-      }))
+      await Promise.all(all.map(async (e) => { await e.loading?.catch(() => {}) }))
     }
   }
 }

@@ -1,8 +1,10 @@
-// Loads a tenant's schema cache: runs the catalog queries through a query function it
-// is given (the executor owns connections) and builds the SchemaCache from the rows
-// with buildSchemaCache, a pure function testable without Postgres.
+// Loads a tenant's schema cache: sends the catalog queries in one transaction (one round
+// trip: the executor pipelines them) through a function it is given (the executor owns
+// connections) and builds the SchemaCache from the rows with buildSchemaCache, a pure
+// function testable without Postgres.
 import {
-  ATTNAMES_SQL, COLUMNS_SQL, COMPUTED_RELS_SQL, CONSTRAINTS_SQL, RELATIONS_SQL, ROUTINES_SQL, TIMEZONES_SQL, VIEWS_SQL
+  ATTNAMES_SQL, COLUMNS_SQL, COMPUTED_RELS_SQL, CONSTRAINTS_SQL, RELATIONS_SQL, ROUTINES_SQL, SCHEMA_VERSION_SQL,
+  TIMEZONES_SQL, VIEWS_SQL
 } from './queries.js'
 import { inferRelationships, type ForeignKey, type Stand } from './relationships.js'
 import {
@@ -11,47 +13,98 @@ import {
 } from './types.js'
 import { parseViewColumns, type ViewColumnSource } from './view-defs.js'
 
+/** One catalog statement. */
+export interface CatalogStatement {
+  readonly text: string
+  readonly values: readonly unknown[]
+}
+
+type CatalogRow = Record<string, unknown>
+
+/**
+ * Runs catalog statements in one read-only transaction that sees one snapshot of the
+ * catalog (the executor sends them in one round trip); resolves with each one's rows, in order.
+ */
+export type CatalogBatch = (statements: readonly CatalogStatement[]) => Promise<CatalogRow[][]>
+
 /** Runs one catalog query; rows are plain objects. */
-export type CatalogQuery = (text: string, values: unknown[]) => Promise<Array<Record<string, unknown>>>
+export type CatalogQuery = (text: string, values: unknown[]) => Promise<CatalogRow[]>
 
 export interface CatalogRows {
-  relations: Array<Record<string, unknown>>
-  columns: Array<Record<string, unknown>>
-  constraints: Array<Record<string, unknown>>
+  relations: CatalogRow[]
+  columns: CatalogRow[]
+  constraints: CatalogRow[]
   /** View OID -> its target list (parsed from pg_rewrite). */
   views: ReadonlyMap<number, readonly ViewColumnSource[]>
-  /** Column names of relations outside the exposed schemas that views refer to. */
-  attnames: Array<Record<string, unknown>>
-  routines: Array<Record<string, unknown>>
+  /** Column names of the relations views refer to (those outside the exposed schemas too). */
+  attnames: CatalogRow[]
+  routines: CatalogRow[]
   /** Functions from a row of a relation to rows of a relation (computed relationships). */
-  computed?: Array<Record<string, unknown>>
+  computed?: CatalogRow[]
   /** pg_timezone_names (the zones `Prefer: timezone=` may name). */
-  timezones?: Array<Record<string, unknown>>
+  timezones?: CatalogRow[]
+}
+
+export interface LoadOptions {
+  /**
+   * The zone names of pg_timezone_names when already known: they are the server's (the
+   * same for every database of a cluster) and the view is slow (it reads the zone files).
+   */
+  timezones?: ReadonlySet<string>
+}
+
+/** Postgres' answer when the schema version's table or sequence is missing or not readable. */
+function versionUnavailable (err: unknown): boolean {
+  const code = (err as { code?: unknown })?.code
+  return code === '42P01' || code === '42501' || code === '3F000'
 }
 
 /**
- * Loads a tenant's schema cache. `timezones`: the zone names of an earlier load of the same
- * database (they change only with the server's time zone data; pg_timezone_names is slow).
+ * Loads a schema cache one query after the other (a connection of one's own: tests,
+ * benches). `timezones`: as LoadOptions.timezones.
  */
-export async function loadSchemaCache (query: CatalogQuery, schemas: readonly string[], version: number,
+export function loadSchemaCache (query: CatalogQuery, schemas: readonly string[], version: number,
   timezones?: ReadonlySet<string>): Promise<SchemaCache> {
+  return loadSchemaCacheBatch(async (statements) => {
+    const out: CatalogRow[][] = []
+    for (const st of statements) out.push(await query(st.text, [...st.values]))
+    return out
+  }, schemas, version, { timezones })
+}
+
+/**
+ * Loads a tenant's schema cache with its schema version (null when the database has none:
+ * not migrated to it yet; then the catalog is read again without it).
+ */
+export async function loadSchemaCacheBatch (query: CatalogBatch, schemas: readonly string[], version: number,
+  opts: LoadOptions = {}): Promise<SchemaCache> {
   const list = [...schemas]
-  const relations = await query(RELATIONS_SQL, [list])
-  const columns = await query(COLUMNS_SQL, [list])
-  const constraints = await query(CONSTRAINTS_SQL, [])
-  const viewRows = await query(VIEWS_SQL, [])
-  const views = new Map<number, ViewColumnSource[]>()
-  const referenced = new Set<number>()
-  for (const r of viewRows) {
-    const cols = parseViewColumns(String(r.action))
-    views.set(Number(r.rel), cols)
-    for (const c of cols) if (c.relOid) referenced.add(c.relOid)
+  const statements: CatalogStatement[] = [
+    { text: RELATIONS_SQL, values: [list] },
+    { text: COLUMNS_SQL, values: [list] },
+    { text: CONSTRAINTS_SQL, values: [] },
+    { text: VIEWS_SQL, values: [] },
+    { text: ATTNAMES_SQL, values: [] },
+    { text: ROUTINES_SQL, values: [list] },
+    { text: COMPUTED_RELS_SQL, values: [list] }
+  ]
+  if (opts.timezones === undefined) statements.push({ text: TIMEZONES_SQL, values: [] })
+  let dbVersion: string | null
+  let rows: CatalogRow[][]
+  try {
+    const all = await query([{ text: SCHEMA_VERSION_SQL, values: [] }, ...statements])
+    dbVersion = String(all[0]?.[0]?.version ?? '')
+    rows = all.slice(1)
+  } catch (err) {
+    if (!versionUnavailable(err)) throw err
+    dbVersion = null
+    rows = await query(statements)
   }
-  const attnames = referenced.size ? await query(ATTNAMES_SQL, [[...referenced]]) : []
-  const routines = await query(ROUTINES_SQL, [list])
-  const computed = await query(COMPUTED_RELS_SQL, [list])
-  const zones = timezones === undefined ? await query(TIMEZONES_SQL, []) : [...timezones].map((name) => ({ name }))
-  return buildSchemaCache({ relations, columns, constraints, views, attnames, routines, computed, timezones: zones }, schemas, version)
+  const [relations = [], columns = [], constraints = [], viewRows = [], attnames = [], routines = [], computed = [], zoneRows] = rows
+  const views = new Map<number, ViewColumnSource[]>()
+  for (const r of viewRows) views.set(Number(r.rel), parseViewColumns(String(r.action)))
+  const timezones = opts.timezones === undefined ? zoneRows ?? [] : [...opts.timezones].map((name) => ({ name }))
+  return { ...buildSchemaCache({ relations, columns, constraints, views, attnames, routines, computed, timezones }, schemas, version), dbVersion }
 }
 
 const KINDS: Record<string, RelationKind> = {

@@ -1,11 +1,23 @@
 // Catalog queries of the schema cache: static SQL text whose only inputs are bind
-// parameters ($1 = the exposed schemas as text[]). Read by load.ts, which runs them
-// through the executor's query function and turns the rows into a SchemaCache.
+// parameters ($1 = the exposed schemas as text[]). Read by load.ts, which sends them all
+// in one transaction and one round trip through the executor and turns the rows into a
+// SchemaCache.
+
+/**
+ * The database's schema version (platform migration 0160): changes when a transaction
+ * that ran DDL commits. Read with the catalog (the version the cache is of) and in every
+ * request's transaction (has it changed since?). Text: compared, never computed with.
+ */
+export const SCHEMA_VERSION_SQL = `
+SELECT (s.version + CASE WHEN e.is_called THEN e.last_value ELSE 0 END)::text AS version
+FROM platform.schema_version s CROSS JOIN platform.schema_version_extra e`
 
 /** Tables, views, materialized views, foreign and partitioned tables (no partitions). */
 export const RELATIONS_SQL = `
 SELECT c.oid AS oid, n.nspname AS schema, c.relname AS name, c.relkind::text AS kind,
-       pg_catalog.pg_relation_is_updatable(c.oid, true) AS mask,
+       -- A table is always insertable, updatable and deletable (what the function answers
+       -- for one, without opening the relation).
+       CASE WHEN c.relkind IN ('r', 'p') THEN 28 ELSE pg_catalog.pg_relation_is_updatable(c.oid, true) END AS mask,
        pg_catalog.obj_description(c.oid, 'pg_class') AS description
 FROM pg_catalog.pg_class c
 JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace
@@ -69,11 +81,24 @@ JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace
 WHERE c.relkind IN ('v', 'm') AND r.rulename = '_RETURN'
   AND n.nspname NOT IN ('pg_catalog', 'information_schema')`
 
-/** Column names by (relation, attnum), for base relations a view refers to. */
+/**
+ * Column names by (relation, attnum) of every relation a view of VIEWS_SQL depends on
+ * (its rule's pg_depend entries: all relations its query reads), so that the base column
+ * each view column stands for can be named whatever schema the base relation is in.
+ */
 export const ATTNAMES_SQL = `
 SELECT a.attrelid AS rel, a.attnum AS num, a.attname AS name
 FROM pg_catalog.pg_attribute a
-WHERE a.attrelid = ANY ($1::oid[]) AND a.attnum > 0 AND NOT a.attisdropped`
+WHERE a.attnum > 0 AND NOT a.attisdropped AND a.attrelid IN (
+  SELECT d.refobjid
+  FROM pg_catalog.pg_depend d
+  JOIN pg_catalog.pg_rewrite r ON r.oid = d.objid
+  JOIN pg_catalog.pg_class c ON c.oid = r.ev_class
+  JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace
+  WHERE d.classid = 'pg_catalog.pg_rewrite'::pg_catalog.regclass
+    AND d.refclassid = 'pg_catalog.pg_class'::pg_catalog.regclass
+    AND c.relkind IN ('v', 'm') AND r.rulename = '_RETURN'
+    AND n.nspname NOT IN ('pg_catalog', 'information_schema'))`
 
 /**
  * Computed relationships (PostgREST's allComputedRels): functions of one argument that is a

@@ -123,6 +123,11 @@ export interface SchemaCache {
   readonly routines: ReadonlyMap<string, readonly Routine[]>
   /** pg_timezone_names: the zones `Prefer: timezone=` may name (absent: not checked). */
   readonly timezones?: ReadonlySet<string>
+  /**
+   * The database's schema version (platform.schema_version) the catalog was read at; null
+   * or absent when the database has none (then only NOTIFY pgrst and misses reload it).
+   */
+  readonly dbVersion?: string | null
 }
 
 /** The map key of a qualified name (unambiguous: NUL cannot occur in identifiers). */

@@ -1,13 +1,13 @@
 // Schema cache against a real tenant database: relations, keys, relationships (also
-// through views and chains of views), routines; and the store's reload on NOTIFY pgrst
-// (sent by provisioning's DDL event trigger) and on a miss.
+// through views and chains of views), routines; and the store's reloads: on a newer schema
+// version (moved by provisioning's DDL event trigger), on NOTIFY pgrst (the engine passes
+// its connections' notifications on), on a miss; a failed reload keeps the old cache.
 import t from 'tap'
 import { createTestTenant, withClient } from '../../helpers/tenants.js'
 import { FIXTURE_SQL } from '../../helpers/rest-fixture.js'
 import {
-  createSchemaCacheStore, loadSchemaCache, qnKey, parseViewColumns, type CacheSource, type SchemaCache
+  createSchemaCacheStore, loadSchemaCache, qnKey, parseViewColumns, SCHEMA_VERSION_SQL, type CacheSource, type SchemaCache
 } from '../../../src/rest/schema-cache/index.js'
-import { listen } from '../../../src/rest/execute.js'
 
 const EXTRA = `
 CREATE SCHEMA api;
@@ -86,13 +86,17 @@ t.test('view definitions: the target list of the top-level query', async (t) => 
   t.same(parseViewColumns('garbage'), [])
 })
 
-t.test('store: loads once, reloads on NOTIFY pgrst (DDL event trigger) and on a miss', async (t) => {
+t.test('store: loads once, reloads on a notification, on a newer schema version and on a miss', async (t) => {
   const tt = await createTestTenant(t)
   await withClient(tt.ownerUrl, (c) => c.query(FIXTURE_SQL))
   let loads = 0
   const source: CacheSource = {
-    withCatalog: (fn) => withClient(tt.ownerUrl, (c) => { loads++; return fn(async (text, values) => (await c.query(text, values)).rows) }),
-    listen: (onNotify, onLost) => listen(tt.ownerUrl, onNotify, onLost, 5_000)
+    withCatalog: (statements) => withClient(tt.file.engines!.rest!, async (c) => {
+      loads++
+      const out: Array<Array<Record<string, unknown>>> = []
+      for (const st of statements) out.push((await c.query(st.text, [...st.values])).rows)
+      return out
+    })
   }
   const store = createSchemaCacheStore({ missReloadIntervalMs: 200 })
   t.teardown(() => store.close())
@@ -100,33 +104,72 @@ t.test('store: loads once, reloads on NOTIFY pgrst (DDL event trigger) and on a 
   t.equal(a, b, 'concurrent first uses share one load')
   t.equal(loads, 1)
   t.equal(await store.get('k', ['public'], source), a, 'cached')
+  t.match(a.dbVersion, /^\d+$/, 'the schema version the catalog was read at')
 
-  // DDL sends NOTIFY pgrst, 'reload schema' through the event trigger.
-  await new Promise((r) => setTimeout(r, 200)) // the LISTEN connection is being opened
+  // DDL moves the schema version when it commits; a request that read the new version
+  // tells the store, and the next get() waits for the reload.
   await withClient(tt.ownerUrl, (c) => c.query('CREATE TABLE fresh (id int PRIMARY KEY)'))
-  const deadline = Date.now() + 5_000
-  let cache = a
-  while (!cache.tables.has(qnKey('public', 'fresh')) && Date.now() < deadline) {
-    await new Promise((r) => setTimeout(r, 25))
-    cache = await store.get('k', ['public'], source)
-  }
-  t.ok(cache.tables.has(qnKey('public', 'fresh')), 'reloaded after DDL')
+  const version = await withClient(tt.file.engines!.rest!, async (c) => String((await c.query(SCHEMA_VERSION_SQL)).rows[0].version))
+  t.ok(BigInt(version) > BigInt(a.dbVersion!), 'DDL moved the version')
+  store.observed('k', version)
+  const cache = await store.get('k', ['public'], source)
+  t.ok(cache.tables.has(qnKey('public', 'fresh')), 'the next get() has the new table')
   t.ok(cache.version > a.version)
+  t.equal(cache.dbVersion, version)
+  const n = loads
+  store.observed('k', version)
+  t.equal(await store.get('k', ['public'], source), cache, 'the same version again: no reload')
+  t.equal(loads, n)
 
-  // A bare NOTIFY pgrst (empty payload) reloads too; other payloads do not.
-  const before = loads
-  await withClient(tt.ownerUrl, (c) => c.query("NOTIFY pgrst, 'reload config'"))
-  await new Promise((r) => setTimeout(r, 150))
-  t.equal(loads, before, "'reload config' does not reload the schema")
-  await withClient(tt.ownerUrl, (c) => c.query('NOTIFY pgrst'))
-  const d2 = Date.now() + 5_000
-  while (loads === before && Date.now() < d2) await new Promise((r) => setTimeout(r, 25))
-  t.equal(loads, before + 1, 'an empty payload reloads')
+  // A NOTIFY pgrst with 'reload schema' or an empty payload reloads; other payloads do not.
+  store.notified('k', 'reload config')
+  t.equal(await store.get('k', ['public'], source), cache, "'reload config' does not reload the schema")
+  t.equal(loads, n)
+  store.notified('k', '')
+  t.not(await store.get('k', ['public'], source), cache, 'an empty payload reloads')
+  t.equal(loads, n + 1)
+  store.notified('k', 'reload schema')
+  await store.get('k', ['public'], source)
+  t.equal(loads, n + 2, "'reload schema' reloads")
 
   // A miss reloads at most once per interval (counted from the end of the last load).
-  await store.get('k', ['public'], source)
   await new Promise((r) => setTimeout(r, 250))
   const m1 = await store.reloadOnMiss('k', ['public'], source)
   t.ok(m1)
   t.equal(await store.reloadOnMiss('k', ['public'], source), null, 'rate limited')
+})
+
+t.test('store: a failed reload keeps the old cache in service and is tried again after the interval', async (t) => {
+  // The fault: a catalog source that fails on demand (a catalog read cannot be made to fail
+  // from a tenant database while its requests still work).
+  const tt = await createTestTenant(t)
+  await withClient(tt.ownerUrl, (c) => c.query(FIXTURE_SQL))
+  let failing = false
+  let tries = 0
+  const source: CacheSource = {
+    withCatalog: (statements) => {
+      tries++
+      if (failing) return Promise.reject(new Error('catalog unavailable'))
+      return withClient(tt.file.engines!.rest!, async (c) => {
+        const out: Array<Array<Record<string, unknown>>> = []
+        for (const st of statements) out.push((await c.query(st.text, [...st.values])).rows)
+        return out
+      })
+    }
+  }
+  const warnings: string[] = []
+  const store = createSchemaCacheStore({ missReloadIntervalMs: 300, logger: { warn: (_o, msg) => { warnings.push(String(msg)) } } })
+  t.teardown(() => store.close())
+  const a = await store.get('k', ['public'], source)
+  failing = true
+  store.notified('k', 'reload schema')
+  t.equal(await store.get('k', ['public'], source), a, 'the old cache serves while the reload fails')
+  const afterFailure = tries
+  for (let i = 0; i < 5; i++) t.equal(await store.get('k', ['public'], source), a)
+  t.equal(tries, afterFailure, 'no new try on every request')
+  t.ok(warnings.includes('rest: schema cache load failed'), 'the failure is logged')
+  failing = false
+  await new Promise((r) => setTimeout(r, 350))
+  const b = await store.get('k', ['public'], source)
+  t.ok(b.version > a.version, 'tried again after the interval, and loaded')
 })
