@@ -3,6 +3,9 @@
 // trigger when a transaction that ran DDL commits), and the pool's connections LISTEN on
 // the pgrst channel for NOTIFY pgrst sent by hand. Real Postgres, real engine.
 import t from 'tap'
+import net from 'node:net'
+import pg from 'pg'
+import type { Tenant } from '../../src/tenants/index.js'
 import { buildRestEngine, restEngineOf } from '../../src/rest/index.js'
 import { adminQuery } from '../helpers/db.js'
 import { createRestFixture, TEST_CONFIG, type RestFixture } from '../helpers/rest-fixture.js'
@@ -51,6 +54,52 @@ t.test('serving many tenants: one pool connection each, no LISTEN connection of 
   t.same(rows, names.sort().map((db) => ({ datname: db, application_name: 'gatehouse-rest', n: engine.poolStats(db)?.open })),
     'each tenant database has exactly its pool connections open, nothing else')
   t.equal(engine.openConnections(), names.length, 'one connection per tenant')
+})
+
+/** A TCP relay to `target` counting the connections made through it and the chunks clients send (one per round trip). */
+async function relay (t: { teardown: (fn: () => void) => void }, target: URL): Promise<{ url: string, connections: () => number, chunks: () => number }> {
+  let connections = 0
+  let chunks = 0
+  const sockets = new Set<net.Socket>()
+  const server = net.createServer((client) => {
+    connections++
+    const upstream = net.connect(Number(target.port || 5432), target.hostname)
+    sockets.add(client); sockets.add(upstream)
+    client.setNoDelay(true); upstream.setNoDelay(true)
+    client.on('data', (c) => { chunks++; upstream.write(c) })
+    upstream.on('data', (c) => client.write(c))
+    const close = (): void => { client.destroy(); upstream.destroy() }
+    client.on('close', close); upstream.on('close', close)
+    client.on('error', close); upstream.on('error', close)
+  })
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
+  t.teardown(() => { for (const s of sockets) s.destroy(); server.close() })
+  const via = new URL(target.href)
+  via.hostname = '127.0.0.1'
+  via.port = String((server.address() as net.AddressInfo).port)
+  return { url: via.href, connections: () => connections, chunks: () => chunks }
+}
+
+t.test("a tenant's first request: one connection, the schema cache in one round trip, the request in one more", async (t) => {
+  const tt = await createTestTenant(t)
+  await withClient(tt.ownerUrl, (c) => c.query(`CREATE TABLE things (id int PRIMARY KEY, name text); INSERT INTO things VALUES (1, 'a');
+    CREATE TABLE parts (id int PRIMARY KEY, thing_id int REFERENCES things (id)); CREATE VIEW thing_names AS SELECT id, name FROM things;
+    SELECT platform.grant('SELECT', 'things', 'anon'); SELECT platform.grant('SELECT', 'parts', 'anon')`))
+  const counter = await relay(t, new URL(tt.tenant.engines!.rest!))
+  // What logging in takes (startup and authentication messages), measured on a connection of our own.
+  const own = new pg.Client({ connectionString: counter.url })
+  await own.connect()
+  const login = counter.chunks()
+  await own.end()
+  const before = { connections: counter.connections(), chunks: counter.chunks() }
+  const tenant: Tenant = { ...tt.tenant, engines: { ...tt.tenant.engines!, rest: counter.url } }
+  const app = buildRestEngine({ config: TEST_CONFIG, tenants: { get: async (db) => (db === tt.database ? tenant : null) } })
+  t.teardown(() => app.close())
+  const token = await signHS256({ role: tt.tenant.roles.anon }, { secret: tt.file.jwt.upstream_secret, expiresInSeconds: 60 })
+  const res = await app.inject({ url: `/${tt.database}/things?select=id,name,parts(id)`, headers: { authorization: `Bearer ${token}` } })
+  t.same([res.statusCode, JSON.parse(res.body)], [200, [{ id: 1, name: 'a', parts: [] }]])
+  t.equal(counter.connections() - before.connections, 1, 'one connection')
+  t.equal(counter.chunks() - before.chunks - login, 2, 'log-in, then two round trips: the catalog, the request')
 })
 
 t.test('DDL by the owner is seen by the very next request', async (t) => {
