@@ -27,7 +27,7 @@ import pg from 'pg'
 import { AggregatorRegistry, collectDefaultMetrics, type Registry } from 'prom-client'
 import {
   startDevPostgres, startDevMail, devSecrets, writeRuntimeTenantFiles, writeDevInfo, readDevInfo,
-  renderDevInfo, watchTenantFiles, type DevInfo
+  renderDevInfo, runningDevInfo, watchTenantFiles, type DevInfo
 } from './dev/index.js'
 
 export const PARTS = ['gateway', 'rest', 'auth', 'panel'] as const
@@ -447,6 +447,12 @@ export function registerDevCommands (program: Command): void {
     .action((o: { json?: boolean }) => {
       const info = readDevInfo(path.join(process.cwd(), '.gatehouse'))
       if (!info) throw new ConfigError('no development stack has run here: start one with `npm start`')
-      process.stdout.write(o.json ? JSON.stringify(info, null, 2) + '\n' : renderDevInfo(info))
+      // dev.json stays after a stop: tell a stack that runs from one that did.
+      const running = runningDevInfo(process.cwd()) !== null
+      process.stdout.write(o.json ? JSON.stringify(info, null, 2) + '\n' : renderDevInfo(info, { running }))
+      if (!running) {
+        if (o.json) process.stderr.write('gatehouse: the development stack is not running (npm start starts it)\n')
+        process.exitCode = 3
+      }
     })
 }

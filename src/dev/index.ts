@@ -64,10 +64,17 @@ export function readDevInfo (stateDir: string): DevInfo | null {
   return existsSync(file) ? JSON.parse(readFileSync(file, 'utf8')) as DevInfo : null
 }
 
-export function renderDevInfo (info: DevInfo): string {
+/**
+ * The banner of `npm start` and `gatehouse status`. `running: false` (status, when the stack
+ * that wrote dev.json has stopped) says so instead of "is running".
+ */
+export function renderDevInfo (info: DevInfo, opts: { running?: boolean } = {}): string {
+  const running = opts.running ?? true
   const lines = [
     '',
-    'Gatehouse is running.',
+    running
+      ? 'Gatehouse is running.'
+      : 'Gatehouse is NOT running: these are the URLs and keys of its last start here. `npm start` starts it again (same keys, data kept).',
     '',
     `  gateway      ${info.gateway_url}`,
     `  panel API    ${info.panel_url}`,
@@ -87,6 +94,8 @@ export function renderDevInfo (info: DevInfo): string {
       `    secret key   ${d.secret_key}`,
       `    owner        ${d.owner_url}`, '')
   }
-  lines.push('  The same is in .gatehouse/dev.json (`gatehouse status --json`). Ctrl-C stops everything.', '')
+  lines.push(running
+    ? '  The same is in .gatehouse/dev.json (`gatehouse status --json`). Ctrl-C stops everything.'
+    : '  The same is in .gatehouse/dev.json (`gatehouse status --json`).', '')
   return lines.join('\n')
 }

@@ -2,7 +2,8 @@
 // as a child process in a working copy (config/tenants renamed so it never meets a developer's
 // own stack on the shared cluster), other ports through GATEHOUSE_* variables, DATABASE_URL
 // set. It prints the URLs and keys, writes .gatehouse/dev.json, `gatehouse status --json`
-// prints the same, a request works, Ctrl-C (SIGINT) stops everything (exit 0, ports free),
+// prints the same, a request works, Ctrl-C (SIGINT) stops everything (exit 0, ports free;
+// `gatehouse status` then says the stack is not running),
 // a second start finds the tenants provisioned and keeps what the owner created, and a
 // kill -9 leaves no mail catcher behind.
 import t, { type Test } from 'tap'
@@ -193,8 +194,13 @@ t.test('npm start: banner, dev.json, status --json, a working gateway, Ctrl-C st
   await owner.query("CREATE TABLE public.kept (id int PRIMARY KEY); INSERT INTO public.kept VALUES (7); SELECT platform.grant('SELECT', 'public.kept', 'anon')")
   await owner.end()
 
-  // 4. Ctrl-C.
+  // 4. Ctrl-C. dev.json stays; `gatehouse status` says the stack is not running (exit 3).
   await stopWithCtrlC(t, run)
+  const stopped = await status(copy)
+  t.equal(stopped.code, 3, 'status exits 3 once the stack has stopped')
+  t.match(stopped.stdout, /Gatehouse is NOT running/)
+  t.notMatch(stopped.stdout, /Gatehouse is running/)
+  t.match(stopped.stdout, info.gateway_url, 'and still shows the URLs and keys of its last start')
 
   // 5. Second start: nothing to provision; the same keys, the same panel secret, the data kept.
   const again = await startDevProcess(t, copy)
