@@ -127,7 +127,7 @@ export async function run (): Promise<BenchReport> {
     const own = (x: BenchScenario): number => x.otherCpuUsPerRequest ?? Infinity
     const leastCpu = (name: string): BenchScenario => runs.get(name)!.reduce((a, b) => (own(b) < own(a) ? b : a))
     const best = (name: string): BenchScenario => runs.get(name)!.reduce((a, b) => (b.requestsPerSec > a.requestsPerSec ? b : a))
-    for (const [n, r] of runs) notes.push(`${n} rounds: ${r.map((x) => `${x.requestsPerSec} req/s, ${own(x)} µs CPU/req in the proxy process`).join('; ')}`)
+    for (const [n, r] of runs) notes.push(`${n} rounds: ${r.map((x) => `${x.requestsPerSec} req/s, ${own(x)} µs CPU/req in the proxy process (${x.otherSystemUsPerRequest ?? 0} µs of it system time)`).join('; ')}`)
     const [classic, viaFetch, viaUndici, gwS, gwR] = ['bare-classic', 'bare-fetch', 'bare-undici', 'gateway', 'gateway-routed'].map(leastCpu) as [BenchScenario, BenchScenario, BenchScenario, BenchScenario, BenchScenario]
     // The cheaper of http-proxy-3's two paths is the one the goal is measured against.
     const bareHp3 = own(classic) <= own(viaFetch) ? classic : viaFetch

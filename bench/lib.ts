@@ -40,6 +40,8 @@ export interface BenchScenario {
    * otherCpu, e.g. a gateway in its own process), per request, microseconds.
    */
   otherCpuUsPerRequest?: number
+  /** The system (kernel) part of otherCpuUsPerRequest: socket reads and writes, wake-ups. */
+  otherSystemUsPerRequest?: number
 }
 
 /** A ratio between two scenarios (e.g. gateway / bare proxy req/s), with an optional target. */
@@ -157,7 +159,8 @@ export async function measure (name: string, description: string, o: MeasureOpti
   const cpu = process.cpuUsage(cpu0)
   const other1 = await Promise.all(others.map((f) => f()))
   let otherCpu = 0
-  other1.forEach((c, i) => { otherCpu += c.user - other0[i]!.user + c.system - other0[i]!.system })
+  let otherSystem = 0
+  other1.forEach((c, i) => { otherCpu += c.user - other0[i]!.user + c.system - other0[i]!.system; otherSystem += c.system - other0[i]!.system })
   const total = r.requests.total
   return {
     name,
@@ -171,7 +174,9 @@ export async function measure (name: string, description: string, o: MeasureOpti
     non2xx: r.non2xx,
     mainThreadUsPerRequest: total > 0 ? Math.round((elu.active * 1000) / total) : 0,
     cpuUsPerRequest: total > 0 ? Math.round((cpu.user + cpu.system + otherCpu) / total) : 0,
-    ...(others.length > 0 ? { otherCpuUsPerRequest: total > 0 ? Math.round(otherCpu / total) : 0 } : {})
+    ...(others.length > 0
+      ? { otherCpuUsPerRequest: total > 0 ? Math.round(otherCpu / total) : 0, otherSystemUsPerRequest: total > 0 ? Math.round(otherSystem / total) : 0 }
+      : {})
   }
 }
 
