@@ -124,8 +124,8 @@ function args (routine: Routine, fallback: boolean, payload: CallPayload | null,
     for (const [k, vs] of list) {
       const param = byName(k)
       if (!param) continue
-      // A repeated name fills a variadic parameter (spec §4.1); otherwise the first value counts.
-      values.push({ param, value: param.variadic ? arrayLiteralOf(vs) : vs[0] })
+      // A repeated name fills a variadic parameter (spec §4.1); otherwise the last value counts (as PostgREST).
+      values.push({ param, value: param.variadic ? arrayLiteralOf(vs) : vs[vs.length - 1] })
     }
     return values.length === 0 ? { kind: 'none' } : { kind: 'text', values }
   }

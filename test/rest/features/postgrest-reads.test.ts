@@ -30,6 +30,7 @@ CREATE VIEW i2459_v2 AS SELECT t1_id AS t1_id1, t1_id AS t1_id2 FROM i2459_t2;
 CREATE FUNCTION set_cookie_twice() RETURNS void LANGUAGE sql AS $$
   SELECT set_config('response.headers', '[{"Set-Cookie": "sessionid=38afes7a8; HttpOnly; Path=/"}, {"Set-Cookie": "id=a3fWa; Secure; HttpOnly"}, {"Content-Range": "mine"}]', true)
 $$;
+CREATE FUNCTION sayhello(name text) RETURNS text LANGUAGE sql STABLE AS $$SELECT 'Hello, ' || name$$;
 SELECT platform.grant('SELECT', 'depts', 'anon');
 SELECT platform.grant('SELECT', 'agents', 'anon');
 SELECT platform.grant('SELECT', 'i2459_v1', 'anon');
@@ -102,6 +103,11 @@ t.test('reads as PostgREST 14 answers them', async (t) => {
     const r = await fetch(`${stack.gatewayUrl}/${stack.database}/rest/v1/rpc/set_cookie_twice`, { headers: { apikey: stack.tenant.file.keys.public } })
     t.same([r.status, r.headers.getSetCookie(), r.headers.get('content-range')],
       [204, ['sessionid=38afes7a8; HttpOnly; Path=/', 'id=a3fWa; Secure; HttpOnly'], 'mine'], 'and a header it names replaces the engine\'s')
+  })
+
+  t.test('a repeated argument of a GET call: the last value counts (RpcSpec "returns last value for repeated params without VARIADIC")', async (t) => {
+    const r = await get(stack, '/rpc/sayhello?name=ignored&name=world')
+    t.same([r.status, r.json()], [200, 'Hello, world'])
   })
 
   t.test('PGRST201 lists candidates in PostgREST\'s order (EmbedDisambiguationSpec "errs on an ambiguous embed that has a circular reference")', async (t) => {
