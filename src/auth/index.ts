@@ -12,7 +12,7 @@ import type { Tenant, TenantLookup } from '../tenants/index.js'
 import { signInWithIdentity, type ExternalIdentity } from './accounts.js'
 import { buildTenantContext, PoolRegistry } from './context.js'
 import {
-  BadJsonError, NotFoundError, renderAuthError, RequestTooLargeError, toAuthError, unexpectedFailure, ValidationFailedError
+  BadJsonError, NotFoundError, renderAuthError, RequestTooLargeError, toAuthError, unexpectedFailure, ValidationFailedError, wantsApiVersion2024
 } from './errors.js'
 import { resolveTenantHook } from './hooks/resolve-tenant.js'
 import { jsonParser } from './json.js'
@@ -28,6 +28,7 @@ import { factorRoutes } from './routes/factors.js'
 import { reauthenticateRoutes } from './routes/reauthenticate.js'
 import { identityRoutes } from './routes/identities.js'
 import { ssoRoutes } from './routes/sso.js'
+import { unavailableRoutes } from './routes/unavailable.js'
 import { HEALTH_BODY, healthRoutes } from './routes/health.js'
 import { jwksRoutes } from './routes/jwks.js'
 import { logoutRoutes } from './routes/logout.js'
@@ -121,7 +122,7 @@ export function buildAuthEngine (deps: AuthEngineDeps): FastifyInstance {
   })
   app.addHook('onSend', (req, reply, payload, done) => {
     // auth-js reads the error code from `code` only when the response says 2024-01-01.
-    if (req.headers['x-supabase-api-version'] && !reply.hasHeader('x-supabase-api-version')) {
+    if (wantsApiVersion2024(req.headers['x-supabase-api-version']) && !reply.hasHeader('x-supabase-api-version')) {
       reply.header('x-supabase-api-version', '2024-01-01')
     }
     done(null, payload)
@@ -151,6 +152,7 @@ export function buildAuthEngine (deps: AuthEngineDeps): FastifyInstance {
     await scope.register(reauthenticateRoutes)
     await scope.register(identityRoutes)
     await scope.register(ssoRoutes)
+    await scope.register(unavailableRoutes)
   }, { prefix: '/:database' })
 
   instrumentPart(app, { part: 'auth', tenantOf: tenantLabel(deps.tenants), pools: [{ snapshot: () => pools.snapshot() }] })
