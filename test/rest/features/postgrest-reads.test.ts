@@ -31,6 +31,9 @@ CREATE FUNCTION set_cookie_twice() RETURNS void LANGUAGE sql AS $$
   SELECT set_config('response.headers', '[{"Set-Cookie": "sessionid=38afes7a8; HttpOnly; Path=/"}, {"Set-Cookie": "id=a3fWa; Secure; HttpOnly"}, {"Content-Range": "mine"}]', true)
 $$;
 CREATE FUNCTION sayhello(name text) RETURNS text LANGUAGE sql STABLE AS $$SELECT 'Hello, ' || name$$;
+CREATE FUNCTION single_out_param(num int, OUT num_plus_one int) LANGUAGE sql STABLE AS $$SELECT num + 1$$;
+CREATE FUNCTION single_inout_param(INOUT num int) LANGUAGE sql STABLE AS $$SELECT num + 1$$;
+CREATE FUNCTION single_column_table_return() RETURNS TABLE (a text) LANGUAGE sql STABLE AS $$SELECT 'A'$$;
 SELECT platform.grant('SELECT', 'depts', 'anon');
 SELECT platform.grant('SELECT', 'agents', 'anon');
 SELECT platform.grant('SELECT', 'i2459_v1', 'anon');
@@ -108,6 +111,15 @@ t.test('reads as PostgREST 14 answers them', async (t) => {
   t.test('a repeated argument of a GET call: the last value counts (RpcSpec "returns last value for repeated params without VARIADIC")', async (t) => {
     const r = await get(stack, '/rpc/sayhello?name=ignored&name=world')
     t.same([r.status, r.json()], [200, 'Hello, world'])
+  })
+
+  t.test('a function with OUT, INOUT or TABLE parameters answers rows (RpcSpec "returns an object result when there is a single OUT param")', async (t) => {
+    const out = await sb.rpc('single_out_param', { num: 5 })
+    t.same([out.status, out.error, out.data], [200, null, { num_plus_one: 6 }])
+    const inout = await sb.rpc('single_inout_param', { num: 2 }, { get: true })
+    t.same([inout.status, inout.error, inout.data], [200, null, { num: 3 }])
+    const table = await sb.rpc('single_column_table_return')
+    t.same([table.status, table.error, table.data], [200, null, [{ a: 'A' }]])
   })
 
   t.test('PGRST201 lists candidates in PostgREST\'s order (EmbedDisambiguationSpec "errs on an ambiguous embed that has a circular reference")', async (t) => {
