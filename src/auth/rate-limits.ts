@@ -6,6 +6,9 @@
 //   verify              GET and POST /verify
 //   otp                 POST /otp, /magiclink, /recover, /resend; PUT /user
 //
+// Within a class each endpoint counts on its own (as GoTrue has one limiter per endpoint):
+// /signup apart from the /token sign-ins, and each endpoint of the otp class apart.
+//
 // plus the classes of request-limits.ts (anonymous sign-ins, MFA challenge and verify),
 // whose settings are the tenant's anonymous_rate_per_hour and mfa_rate_per_minute.
 //
@@ -106,7 +109,12 @@ export function clientIp (req: FastifyRequest): string {
   return req.ip || req.socket.remoteAddress || 'unknown'
 }
 
-/** Takes a token of a bucket of auth.rate_limits for this request's tenant and client IP (429 when empty). */
-export async function limitRequest (req: FastifyRequest, ctx: { readonly tenant: Tenant, readonly rateLimits: RateLimits }, name: RateLimitBucketName): Promise<void> {
-  await ctx.rateLimits.consume(ctx, name, bucketSettings(ctx, name), clientIp(req))
+/**
+ * Takes a token of a bucket of auth.rate_limits for this request's tenant and client IP (429
+ * when empty). `endpoint` gives an endpoint its own counter with the class's setting, as
+ * GoTrue gives /otp, /magiclink, /recover, /resend, PUT /user and /signup each a limiter of
+ * their own with the OTP rate.
+ */
+export async function limitRequest (req: FastifyRequest, ctx: { readonly tenant: Tenant, readonly rateLimits: RateLimits }, name: RateLimitBucketName, endpoint?: string): Promise<void> {
+  await ctx.rateLimits.consume(ctx, endpoint ? `${name}/${endpoint}` : name, bucketSettings(ctx, name), clientIp(req))
 }

@@ -75,7 +75,7 @@ function magicLinkRequest (ctx: TenantContext, req: FastifyRequest, email: strin
 export async function otpRoutes (scope: FastifyInstance): Promise<void> {
   scope.post('/otp', async (req) => {
     const ctx = contextOf(req)
-    await limitRequest(req, ctx, 'otp')
+    await limitRequest(req, ctx, 'otp', 'otp')
     const b = bodyOf(req)
     const email = optString(b, 'email')
     const phone = optString(b, 'phone')
@@ -90,7 +90,7 @@ export async function otpRoutes (scope: FastifyInstance): Promise<void> {
 
   scope.post('/magiclink', async (req) => {
     const ctx = contextOf(req)
-    await limitRequest(req, ctx, 'otp')
+    await limitRequest(req, ctx, 'otp', 'magiclink')
     const b = bodyOf(req)
     if (!ctx.tenant.auth.magic_link) throw new MagicLinkDisabledError()
     const email = optString(b, 'email')

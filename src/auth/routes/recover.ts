@@ -14,7 +14,7 @@ import { pkceParamsOf, startEmailFlow } from '../pkce.js'
 export async function recoverRoutes (scope: FastifyInstance): Promise<void> {
   scope.post('/recover', async (req) => {
     const ctx = contextOf(req)
-    await limitRequest(req, ctx, 'otp')
+    await limitRequest(req, ctx, 'otp', 'recover')
     const b = bodyOf(req)
     const email = optString(b, 'email')
     if (!email) throw new ValidationFailedError('Password recovery requires an email')

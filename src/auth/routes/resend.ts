@@ -17,7 +17,7 @@ const TYPES = ['signup', 'email_change', 'sms', 'phone_change']
 export async function resendRoutes (scope: FastifyInstance): Promise<void> {
   scope.post('/resend', async (req) => {
     const ctx = contextOf(req)
-    await limitRequest(req, ctx, 'otp')
+    await limitRequest(req, ctx, 'otp', 'resend')
     const b = bodyOf(req)
     const type = optString(b, 'type') ?? ''
     const email = optString(b, 'email')

@@ -60,7 +60,7 @@ export async function signupRoutes (scope: FastifyInstance): Promise<void> {
     const password = optString(b, 'password')
     const data = optObject(b, 'data')
     if (!email && !phone) return anonymousSignIn(ctx, req, data)
-    await limitRequest(req, ctx, 'sign_in_sign_up')
+    await limitRequest(req, ctx, 'sign_in_sign_up', 'signup')
 
     if (!settings.signup_enabled) throw new SignupDisabledError()
     if (!password) throw new ValidationFailedError('Signup requires a valid password')

@@ -42,7 +42,7 @@ export async function userRoutes (scope: FastifyInstance): Promise<void> {
   scope.put('/user', async (req) => {
     const ctx = contextOf(req)
     const { user: current, sessionId } = await requireUser(ctx, req)
-    await limitRequest(req, ctx, 'otp')
+    await limitRequest(req, ctx, 'otp', 'user')
     const settings = ctx.tenant.auth
     const b = bodyOf(req)
     const rawEmail = optString(b, 'email')
