@@ -111,7 +111,16 @@ export function createProxyPipeline (deps: ProxyRouteDeps): ProxyPipeline {
   }
 
   function handle (ex: Exchange): Promise<void> {
-    return run(ex).catch((err: unknown) => { deps.fail(ex, err) })
+    return run(ex).catch((err: unknown) => {
+      try {
+        deps.fail(ex, err)
+      } catch (failure) {
+        // Nothing sensible left to send (the response cannot be written): cut the
+        // connection rather than leave the client waiting or the rejection unhandled.
+        ex.log.error({ err: failure, cause: err }, 'answering a failed request failed')
+        ex.res.destroy()
+      }
+    })
   }
 
   async function run (ex: Exchange): Promise<void> {

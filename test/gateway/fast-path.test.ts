@@ -87,6 +87,7 @@ t.test('the fast path and fastify\'s route answer alike', async (t) => {
     { name: 'an open auth route without a key', path: '/acme/auth/v1/verify?token=abc&type=signup', entry: 'fast' },
     { name: 'a bad key', path: '/acme/rest/v1/todos', headers: { apikey: 'pk_wrong' }, entry: 'fast' },
     { name: 'no key', path: '/acme/rest/v1/todos', entry: 'fast' },
+    { name: 'HEAD with a bad key', method: 'HEAD', path: '/acme/rest/v1/todos', headers: { apikey: 'pk_wrong' }, entry: 'fast' },
     { name: 'an expired-looking token', path: '/acme/rest/v1/todos', headers: { apikey: key, authorization: 'Bearer not.a.jwt' }, entry: 'fast' },
     { name: 'an unknown database', path: '/nosuch/rest/v1/todos', headers: { apikey: key }, entry: 'fast' },
     { name: 'a bad database name', path: '/Acme/rest/v1/todos', headers: { apikey: key }, entry: 'fast' },
