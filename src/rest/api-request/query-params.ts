@@ -57,8 +57,13 @@ export function parseQueryString (qs: string): Array<[string, string | null]> {
   return out
 }
 
+/**
+ * PostgREST's urlEncode (the HTTP package) of a parameter's bytes read one character per
+ * byte: letters, digits and `-_.~` stay, other ASCII is %XX, and each byte of a non-ASCII
+ * character is encoded as the UTF-8 of that byte's code point (`é` -> `%C3%83%C2%A9`).
+ */
 function encodeCanonical (s: string): string {
-  return encodeURIComponent(s).replace(/[!'()*]/g, (c) => '%' + c.charCodeAt(0).toString(16).toUpperCase())
+  return encodeURIComponent(Buffer.from(s, 'utf8').toString('latin1')).replace(/[!'()*]/g, (c) => '%' + c.charCodeAt(0).toString(16).toUpperCase())
 }
 
 /** Parameters sorted by key (stable), re-encoded; `?a` becomes `a=` (PostgREST's canonical form). */

@@ -61,6 +61,16 @@ export function resolveTotal (plan: ReadPlan, r: ReadResult): number | null {
   }
 }
 
+/**
+ * A relation name as PostgREST writes it in Content-Location: its UTF-8 bytes as they are
+ * (a header string carries them one per character); only characters a header cannot hold
+ * are percent-encoded.
+ */
+function rawPathName (name: string): string {
+  const raw = Buffer.from(name, 'utf8').toString('latin1')
+  return raw.replace(/[\u0000-\u0008\u000a-\u001f\u007f]/g, (c) => '%' + c.charCodeAt(0).toString(16).toUpperCase().padStart(2, '0'))
+}
+
 /** Status, headers and body of a successful read. */
 export function shapeReadResponse (req: ApiRequest, plan: ReadPlan, r: ReadResult): RestResponse {
   const offset = plan.tree.range.offset
@@ -72,7 +82,7 @@ export function shapeReadResponse (req: ApiRequest, plan: ReadPlan, r: ReadResul
   headers['content-type'] = plan.media.contentType
   headers['content-range'] = outOfBounds ? `*/${total}` : contentRange(offset, r.pageTotal, total)
   const canonical = req.query.canonical
-  headers['content-location'] = `/${encodeURIComponent(plan.table.name)}${canonical ? '?' + canonical : ''}`
+  headers['content-location'] = `/${rawPathName(plan.table.name)}${canonical ? '?' + canonical : ''}`
   if (req.echoProfile) headers['content-profile'] = req.schema
   const applied = preferenceApplied(req.preferences, { tx: true })
   if (applied !== null) headers['preference-applied'] = applied

@@ -122,6 +122,15 @@ t.test('reads as PostgREST 14 answers them', async (t) => {
     t.same([table.status, table.error, table.data], [200, null, [{ a: 'A' }]])
   })
 
+  t.test('Content-Location as PostgREST writes it (QuerySpec "Canonical location")', async (t) => {
+    const odd = await get(stack, '/Odd%20%22Name%22%20table?select=weird%20col&weird%20col=is.null')
+    t.same([odd.status, odd.headers.get('content-location')], [200, '/Odd "Name" table?limit=1000&select=weird%20col&weird%20col=is.null'],
+      'the relation name as it is, the parameters (with the gateway\'s limit) sorted and encoded')
+    const utf8 = await get(stack, '/authors?select=id&name=eq.%C3%A9')
+    t.same([utf8.status, utf8.headers.get('content-location')], [200, '/authors?limit=1000&name=eq.%C3%83%C2%A9&select=id'],
+      'each byte of a non-ASCII character encoded as a character of its own (the HTTP package\'s urlEncode over bytes)')
+  })
+
   t.test('PGRST201 lists candidates in PostgREST\'s order (EmbedDisambiguationSpec "errs on an ambiguous embed that has a circular reference")', async (t) => {
     const r = await sb.from('agents').select('*, depts(*)')
     t.same([r.status, r.statusText, r.error], [300, 'Multiple Choices', {
