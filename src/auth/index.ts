@@ -121,8 +121,9 @@ export function buildAuthEngine (deps: AuthEngineDeps): FastifyInstance {
     reply.code(r.status).headers(r.headers).send(r.body)
   })
   app.addHook('onSend', (req, reply, payload, done) => {
-    // auth-js reads the error code from `code` only when the response says 2024-01-01.
-    if (wantsApiVersion2024(req.headers['x-supabase-api-version']) && !reply.hasHeader('x-supabase-api-version')) {
+    // auth-js reads the error code from `code` only when the response says 2024-01-01; GoTrue
+    // says it on errors only (HandleResponseError).
+    if (reply.statusCode >= 400 && wantsApiVersion2024(req.headers['x-supabase-api-version']) && !reply.hasHeader('x-supabase-api-version')) {
       reply.header('x-supabase-api-version', '2024-01-01')
     }
     done(null, payload)

@@ -217,7 +217,7 @@ t.test('gotrue audit', async (t) => {
     t.match(authorize.body, { code: 'feature_disabled', message: 'OAuth server is disabled' })
   })
 
-  t.test('X-Supabase-Api-Version is echoed only for a version of 2024-01-01 or later', async (t) => {
+  t.test('X-Supabase-Api-Version is echoed on errors only, for a version of 2024-01-01 or later', async (t) => {
     const old = await call(h.base(x) + '/token?grant_type=password', { body: { email: 'a@b.example' }, apiVersion: '2023-05-01' })
     t.equal(old.status, 400)
     t.equal(old.headers.get('x-supabase-api-version'), null)
@@ -225,5 +225,8 @@ t.test('gotrue audit', async (t) => {
     const current = await call(h.base(x) + '/token?grant_type=password', { body: { email: 'a@b.example' } })
     t.equal(current.headers.get('x-supabase-api-version'), '2024-01-01')
     t.match(current.body, { code: 'invalid_credentials' })
+    const ok = await call(h.base(x) + '/settings')
+    t.equal(ok.status, 200)
+    t.equal(ok.headers.get('x-supabase-api-version'), null, 'not on a success')
   })
 })
