@@ -163,10 +163,20 @@ function anonCaller (tenant: Tenant): Caller {
   return { role: tenant.roles.anon, kind: 'anon', claims: { role: tenant.roles.anon }, isAnon: true }
 }
 
-/** The token of `Authorization: Bearer <token>` (scheme case-insensitive); null when there is none. */
+/** Data.Word8's isSpace (TAB, LF, VT, FF, CR, space, NBSP), which PostgREST's Bearer parsing uses. */
+const WAI_SPACE = /[\t\n\v\f\r \u00a0]/
+const WAI_LEADING_SPACE = /^[\t\n\v\f\r \u00a0]+/
+
+/**
+ * The token of `Authorization: Bearer <token>`; null when there is none. As PostgREST
+ * (wai-extra's extractBearerAuth): the scheme is everything before the first blank and
+ * must be `bearer` in any case, the token is the rest with its leading blanks dropped and
+ * nothing else removed (`Bearer` alone is an empty token).
+ */
 export function bearerToken (authorization: string | undefined): string | null {
   if (authorization === undefined) return null
-  const m = /^\s*bearer(?:\s+(.*))?$/is.exec(authorization)
-  if (!m) return null
-  return (m[1] ?? '').trim()
+  const blank = authorization.search(WAI_SPACE)
+  const scheme = blank < 0 ? authorization : authorization.slice(0, blank)
+  if (scheme.toLowerCase() !== 'bearer') return null
+  return blank < 0 ? '' : authorization.slice(blank).replace(WAI_LEADING_SPACE, '')
 }

@@ -162,7 +162,7 @@ function transact (ctx: RunContext, plan: ExecutablePlan, st: ActionStatements):
       claims: { ...caller.claims, role: caller.role },
       method: req.method,
       path: req.path,
-      headers: visibleHeaders(raw.headers),
+      headers: raw.gucHeaders ?? visibleHeaders(raw.headers),
       cookies: parseCookieHeader(raw.headers.cookie),
       statementTimeoutMs: engine.settings.statementTimeoutMs,
       timezone: req.preferences.timezone,

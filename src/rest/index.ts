@@ -14,7 +14,7 @@ import { BadRequestError, InvalidBodyError, InvalidPathError, PayloadTooLargeErr
 import { createEnginePools } from './execute.js'
 import { createPlanCache, handleRequest, type Engine } from './handler.js'
 import { isJsonBody, jsonDepthExceeds } from './api-request/json-depth.js'
-import { pathSegments, unsupportedMethod } from './api-request/index.js'
+import { headerViews, pathSegments, unsupportedMethod } from './api-request/index.js'
 import { createSchemaCacheStore, type SchemaCache } from './schema-cache/index.js'
 
 export { LIMIT_APPLIED_HEADER } from './response/index.js'
@@ -146,7 +146,8 @@ export function buildRestEngine (deps: RestEngineDeps): FastifyInstance {
       method: request.method,
       path: pathname.slice(prefix.length),
       query: q < 0 ? '' : url.slice(q + 1),
-      headers: request.headers,
+      // Repeated headers read as PostgREST reads them (the first Accept line, ...).
+      ...headerViews(request.headers, request.raw.headersDistinct),
       body: Buffer.isBuffer(request.body) ? request.body : null
     })
     reply.code(res.status).headers(res.headers)

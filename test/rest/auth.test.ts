@@ -33,7 +33,11 @@ t.test('cached until exp, exp re-checked on each use', async (t) => {
 t.test('Authorization parsing', async (t) => {
   t.equal(bearerToken(undefined), null)
   t.equal(bearerToken('Bearer abc'), 'abc')
-  t.equal(bearerToken('BEARER  abc '), 'abc')
+  t.equal(bearerToken('BEARER  abc '), 'abc ', 'as wai-extra: leading blanks dropped, trailing kept')
+  t.equal(bearerToken('bearer\tabc'), 'abc')
+  t.equal(bearerToken('Bearer\u00a0abc'), 'abc', 'NBSP is a blank (Data.Word8.isSpace)')
+  t.equal(bearerToken('\u00a0Bearer abc'), null, 'a blank before the scheme: no Bearer scheme')
+  t.equal(bearerToken('Bearerabc'), null)
   t.equal(bearerToken('Bearer'), '')
   t.equal(bearerToken('Basic xyz'), null)
 })

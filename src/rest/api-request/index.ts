@@ -24,6 +24,8 @@ export interface RawRequest {
   /** Query string without `?`. */
   query: string
   headers: Readonly<Record<string, string | string[] | undefined>>
+  /** `request.headers` as PostgREST sets it (see headerViews); absent: from `headers`. */
+  gucHeaders?: Readonly<Record<string, string>>
   body: Buffer | null
 }
 
@@ -96,6 +98,31 @@ export function routeAction (method: HttpMethod, segments: readonly string[]): A
     }
   }
   throw new InvalidPathError()
+}
+
+/** Headers PostgREST reads with Wai's `lookup`: a repeated one counts with its first line. */
+const FIRST_LINE: ReadonlySet<string> = new Set(['accept', 'accept-profile', 'content-profile', 'range', 'cookie', 'content-type', 'authorization'])
+
+/**
+ * A request's headers as PostgREST sees them, from every line of each (Node's
+ * `headersDistinct`; Node itself joins most repeated headers with ", "): `headers` to read
+ * from (the first line of Accept, Accept-Profile, Content-Profile, Range, Cookie; every
+ * Prefer line, joined, as PostgREST collects them all), and `guc`, the visible headers of
+ * `request.headers`, where a repeated header keeps its last line (PostgREST builds it with
+ * HashMap.fromList).
+ */
+export function headerViews (joined: RawRequest['headers'], lines: Readonly<Record<string, readonly string[] | undefined>> | undefined): {
+  headers: Record<string, string | string[] | undefined>
+  gucHeaders: Record<string, string>
+} {
+  const headers: Record<string, string | string[] | undefined> = { ...joined }
+  const last: Record<string, string | string[] | undefined> = { ...joined }
+  for (const [name, values] of Object.entries(lines ?? {})) {
+    if (values === undefined || values.length < 2) continue
+    if (FIRST_LINE.has(name)) headers[name] = values[0]
+    last[name] = values[values.length - 1]
+  }
+  return { headers, gucHeaders: visibleHeaders(last) }
 }
 
 /** `request.headers`: lower-case names, one value each, no credentials. */

@@ -5,10 +5,10 @@
 // order of error bodies.
 import t from 'tap'
 import { request } from 'node:http'
-import type { AddressInfo } from 'node:net'
+import { connect, type AddressInfo } from 'node:net'
 import { createWriteFixture, WRITE_SQL, type WriteFixture } from '../../helpers/rest-writes.js'
 import { RPC_SQL } from '../../helpers/rest-rpc.js'
-import { FIXTURE_SQL } from '../../helpers/rest-fixture.js'
+import { ALICE, FIXTURE_SQL } from '../../helpers/rest-fixture.js'
 import { startRestGateway } from '../../helpers/rest-gateway.js'
 
 interface RawResponse {
@@ -188,4 +188,57 @@ t.test('handling=strict is checked where PostgREST checks it: after the table an
   t.same([fn.status, fn.json().code], [404, 'PGRST202'], 'a call: the function first')
   const fnAccept = await call('GET', '/rpc/no_args', { prefer: 'handling=strict, nope', accept: 'image/png' })
   t.same([fnAccept.status, fnAccept.json().code], [406, 'PGRST107'], 'a call: Accept before Prefer')
+})
+
+t.test('Authorization: Bearer read as PostgREST reads it (wai-extra)', async (t) => {
+  const { fx, call } = await engine(t)
+  const token = await fx.token('auth', { sub: ALICE })
+  const as = async (authorization: string): Promise<RawResponse> => await call('GET', '/rpc/whoami', { authorization })
+  for (const h of [`Bearer ${token}`, `bearer ${token}`, `BEARER  ${token}`, `Bearer\t${token}`, `Bearer\u00a0${token}`]) {
+    const r = await as(h)
+    t.same([r.status, r.json().uid], [200, ALICE], JSON.stringify(h.replace(token, '<token>')))
+  }
+  const empty = await as('Bearer')
+  t.same([empty.status, empty.json().message], [401, 'Empty JWT is sent in Authorization header'])
+  const trailingNbsp = await as(`Bearer ${token}\u00a0`)
+  t.same([trailingNbsp.status, trailingNbsp.json().code], [401, 'PGRST301'], 'NBSP after the token is part of it')
+  const leadingNbsp = await as(`\u00a0Bearer ${token}`)
+  t.same([leadingNbsp.status, leadingNbsp.json().uid], [200, null], 'NBSP before the scheme: not Bearer, so anonymous')
+  const glued = await as(`Bearer${token}`)
+  t.same([glued.status, glued.json().uid], [200, null], 'no blank after Bearer: anonymous')
+  const basic = await as('Basic dXNlcjpwYXNz')
+  t.equal(basic.status, 200, 'another scheme: anonymous')
+})
+
+t.test('repeated headers: the first Accept, Range, profile and Cookie line, every Prefer line (as Warp/Wai and PostgREST)', async (t) => {
+  const { base, call } = await engine(t, `
+CREATE FUNCTION echo_request() RETURNS json LANGUAGE sql STABLE AS $$
+  SELECT json_build_object('accept', current_setting('request.headers', true)::json->>'accept',
+    'x_twice', current_setting('request.headers', true)::json->>'x-twice',
+    'cookies', current_setting('request.cookies', true)::json)
+$$;`)
+  const accept = await call('GET', '/authors?select=id&id=eq.1', { accept: ['text/csv', 'application/json'] })
+  t.same([accept.status, accept.headers['content-type'], accept.body], [200, 'text/csv; charset=utf-8', 'id\n1'], 'the first Accept line decides')
+  const refused = await call('GET', '/authors?select=id', { accept: ['image/png', 'application/json'] })
+  t.same([refused.status, refused.json().message], [406, 'None of these media types are available: image/png'], 'later lines are not read')
+  const range = await call('GET', '/authors?select=id&order=id', { range: ['0-0', '1-2'] })
+  t.same([range.status, range.headers['content-range'], range.json()], [200, '0-0/*', [{ id: 1 }]], 'the first Range line')
+  const prefer = await call('GET', '/authors?select=id', { prefer: ['count=exact', 'handling=strict, nope'] })
+  t.same([prefer.status, prefer.json().details], [400, 'Invalid preferences: nope'], 'every Prefer line is read')
+  const counted = await call('GET', '/authors?select=id&limit=1', { prefer: ['handling=lenient', 'count=exact'] })
+  t.equal(counted.headers['content-range'], '0-0/4')
+  const echo = await call('GET', '/rpc/echo_request', { accept: ['application/json', 'text/plain'], 'x-twice': ['one', 'two'] })
+  t.same(echo.json(), { accept: 'text/plain', x_twice: 'two', cookies: {} }, 'request.headers keeps the last line of a repeated header')
+  // Node's client joins cookie lines itself: two Cookie lines go out on a bare socket.
+  const wire = await new Promise<string>((resolve, reject) => {
+    const u = new URL(base)
+    const s = connect(Number(u.port), u.hostname, () => {
+      s.write(`GET ${u.pathname}/rpc/echo_request HTTP/1.1\r\nHost: x\r\nCookie: a=1\r\nCookie: b=2\r\nConnection: close\r\n\r\n`)
+    })
+    let out = ''
+    s.on('data', (c: Buffer) => { out += c.toString('utf8') })
+    s.on('end', () => resolve(out))
+    s.on('error', reject)
+  })
+  t.match(wire, /"cookies" : \{"a":"1"\}\}$/, 'request.cookies reads the first Cookie line')
 })
