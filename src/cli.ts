@@ -92,6 +92,29 @@ function commandWord (args: readonly string[]): string | undefined {
 }
 
 /**
+ * `tenants apply` in a checkout where `npm start` runs, with no config naming a store: the
+ * stack applies config/tenants itself (pointed at its own cluster and engines, into Redis when
+ * it runs with one), so an apply here would at best do nothing and at worst write the files'
+ * default ports over the stack's records. It is refused with what to do instead; `--dry-run`
+ * (validation only) and an explicit store (-c, GATEHOUSE_CONFIG, GATEHOUSE_TENANTS_SOURCE) pass.
+ */
+function guardApplyBesideDevStack (program: Command, running: (root: string) => { pid?: number, tenants_source?: string } | null): void {
+  const apply = program.commands.find((c) => c.name() === 'tenants')?.commands.find((c) => c.name() === 'apply')
+  if (apply === undefined) return
+  apply.hook('preAction', async (_cmd, action) => {
+    if ((action.opts() as { dryRun?: boolean }).dryRun === true) return
+    if (program.opts().config !== undefined || process.env.GATEHOUSE_CONFIG || process.env.GATEHOUSE_TENANTS_SOURCE) return
+    const dev = running(process.cwd())
+    if (dev === null) return
+    const { ConfigError } = await import('./shared/index.js')
+    throw new ConfigError(`the development stack running here (npm start, pid ${String(dev.pid)}) applies config/tenants itself: ` +
+      `a created or edited tenant file is served within a second${dev.tenants_source === 'redis' ? ' (it writes the record to its Redis)' : ''}, ` +
+      'and a bad file is reported in its log. Nothing to apply; `gatehouse tenants apply --dry-run <dir>` validates files. ' +
+      'To apply to another tenant store, name it: -c <config file> or GATEHOUSE_TENANTS_SOURCE=redis GATEHOUSE_REDIS_URL=<url>.')
+  })
+}
+
+/**
  * The program for `argv`: the command group named in it registered in full, every other
  * group as a name and description for the help listing.
  */
@@ -107,7 +130,7 @@ export async function buildCli (argv: readonly string[] = process.argv): Promise
     for (const g of GROUPS) program.command(g.name).description(g.description)
     return program
   }
-  const [{ loadConfig, unknownEnvironment }, { runningDevDefaults }] = await Promise.all([import('./config/index.js'), import('./dev/index.js')])
+  const [{ loadConfig, unknownEnvironment }, { runningDevDefaults, runningDevInfo }] = await Promise.all([import('./config/index.js'), import('./dev/index.js')])
   // A typo in a variable name is never silently ignored.
   for (const w of unknownEnvironment(process.env)) process.stderr.write(`gatehouse: ${w}\n`)
   const load = (kind: 'write' | 'read'): Config => {
@@ -119,6 +142,7 @@ export async function buildCli (argv: readonly string[] = process.argv): Promise
     return loadConfig(opts)
   }
   await chosen.register(program, { config: () => load('write'), readConfig: () => load('read') })
+  if (chosen.name === 'tenants') guardApplyBesideDevStack(program, runningDevInfo)
   // `gatehouse dev` also registers `status` (and the other way round): keep one of each.
   for (const g of GROUPS) {
     if (!program.commands.some((c) => c.name() === g.name)) program.command(g.name).description(g.description)

@@ -1,0 +1,111 @@
+// The CLI in a checkout where `npm start` runs (.gatehouse/dev.json of a live process) or ran:
+// `gatehouse tenants apply` is refused with what to do instead (the stack applies
+// config/tenants itself; an apply would write the files' default ports over its records),
+// `--dry-run` still validates, and a store named explicitly passes the guard; `gatehouse
+// status` says whether the stack that wrote dev.json still runs (exit 3 when it stopped).
+// The "running stack" is this test process's pid in a dev.json: no stack is started.
+import t from 'tap'
+import { spawn } from 'node:child_process'
+import { copyFileSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs'
+import os from 'node:os'
+import path from 'node:path'
+import { REPO_ROOT } from '../helpers/e2e-stack.js'
+
+const BIN = path.join(REPO_ROOT, 'node_modules', '.bin', 'gatehouse')
+
+interface Result { code: number | null, stdout: string, stderr: string }
+
+function shellEnv (extra: NodeJS.ProcessEnv = {}): NodeJS.ProcessEnv {
+  const env: NodeJS.ProcessEnv = {}
+  for (const [k, v] of Object.entries(process.env)) {
+    if (k.startsWith('GATEHOUSE_') || k === 'DATABASE_URL' || k === 'REDIS_URL' || k === 'NODE_OPTIONS' || k.startsWith('TAP')) continue
+    env[k] = v
+  }
+  return { ...env, ...extra }
+}
+
+function run (args: string[], cwd: string, env: NodeJS.ProcessEnv = shellEnv()): Promise<Result> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, [BIN, ...args], { cwd, env, stdio: ['ignore', 'pipe', 'pipe'] })
+    let stdout = ''
+    let stderr = ''
+    child.stdout.setEncoding('utf8').on('data', (d: string) => { stdout += d })
+    child.stderr.setEncoding('utf8').on('data', (d: string) => { stderr += d })
+    child.once('error', reject)
+    child.once('close', (code) => resolve({ code, stdout, stderr }))
+  })
+}
+
+/** A checkout with the demo tenant files and a dev.json naming `pid` as the stack's process. */
+function checkout (t: { teardown (fn: () => void): void }, pid: number, source: 'files' | 'redis'): string {
+  const root = mkdtempSync(path.join(os.tmpdir(), 'gatehouse-devcli-'))
+  t.teardown(() => rmSync(root, { recursive: true, force: true }))
+  mkdirSync(path.join(root, 'config', 'tenants'), { recursive: true })
+  for (const f of ['demo.yaml', 'demo2.yaml']) copyFileSync(path.join(REPO_ROOT, 'config', 'tenants', f), path.join(root, 'config', 'tenants', f))
+  mkdirSync(path.join(root, '.gatehouse'))
+  writeFileSync(path.join(root, '.gatehouse', 'dev.json'), JSON.stringify({
+    gateway_url: 'http://127.0.0.1:28500',
+    panel_url: 'http://127.0.0.1:28501',
+    panel_session: 'eyJ.session.x',
+    mail_url: 'http://127.0.0.1:28580',
+    rest_engine_url: 'http://127.0.0.1:28502',
+    auth_engine_url: 'http://127.0.0.1:28503',
+    databases: [],
+    pid,
+    postgres_admin_url: 'postgres://postgres:pw@127.0.0.1:1/postgres',
+    tenants_source: source,
+    tenants_dir: path.join(root, 'config', 'tenants'),
+    tenants_source_dir: path.join(root, 'config', 'tenants')
+  }))
+  return root
+}
+
+
+t.test('tenants apply beside a running stack is refused with what to do instead', async (t) => {
+  for (const source of ['files', 'redis'] as const) {
+    const root = checkout(t, process.pid, source)
+    const r = await run(['tenants', 'apply', 'config/tenants'], root)
+    t.equal(r.code, 1, `${source}: refused`)
+    t.match(r.stderr, new RegExp(`the development stack running here \\(npm start, pid ${process.pid}\\) applies config/tenants itself`), source)
+    t.match(r.stderr, /served within a second/)
+    if (source === 'redis') t.match(r.stderr, /writes the record to its Redis/)
+    t.match(r.stderr, /--dry-run/)
+    t.notMatch(r.stderr, /unexpected failure|at .*\.ts:\d+/)
+
+    const dry = await run(['tenants', 'apply', '--dry-run', 'config/tenants'], root)
+    t.equal(dry.code, 0, `${source}: --dry-run still validates${dry.stderr ? ': ' + dry.stderr : ''}`)
+    t.match(dry.stdout, /2 tenant file\(s\) valid: demo, demo2 \(dry run, nothing written\)/)
+  }
+  // A store named explicitly is the user's choice: the guard lets it through (here it then
+  // fails to reach a Redis nobody runs, with its own message).
+  const root = checkout(t, process.pid, 'files')
+  const named = await run(['tenants', 'apply', 'config/tenants'], root, shellEnv({ GATEHOUSE_TENANTS_SOURCE: 'redis', GATEHOUSE_REDIS_URL: 'redis://127.0.0.1:1' }))
+  t.notMatch(named.stderr, /applies config\/tenants itself/, 'an explicit store passes the guard')
+})
+
+t.test('gatehouse status tells a running stack from a stopped one', async (t) => {
+  const live = await run(['status'], checkout(t, process.pid, 'files'))
+  t.equal(live.code, 0)
+  t.match(live.stdout, /Gatehouse is running\./)
+  t.match(live.stdout, /http:\/\/127\.0\.0\.1:28500/)
+
+  // A pid that is not alive: the stack stopped (dev.json stays).
+  const gone = await new Promise<number>((resolve) => {
+    const c = spawn(process.execPath, ['-e', ''], { stdio: 'ignore' })
+    c.once('close', () => resolve(c.pid!))
+  })
+  const root = checkout(t, gone, 'files')
+  const stopped = await run(['status'], root)
+  t.equal(stopped.code, 3, 'exit 3')
+  t.match(stopped.stdout, /Gatehouse is NOT running/)
+  t.notMatch(stopped.stdout, /Gatehouse is running\./)
+  t.match(stopped.stdout, /http:\/\/127\.0\.0\.1:28500/, 'the last URLs and keys are still shown')
+  const json = await run(['status', '--json'], root)
+  t.equal(json.code, 3)
+  t.equal(JSON.parse(json.stdout).gateway_url, 'http://127.0.0.1:28500', 'the same JSON as dev.json')
+  t.match(json.stderr, /not running/)
+
+  // Once stopped, tenants apply is no longer refused for it.
+  const apply = await run(['tenants', 'apply', 'config/tenants'], root)
+  t.notMatch(apply.stderr, /applies config\/tenants itself/)
+})
