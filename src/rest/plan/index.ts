@@ -17,7 +17,7 @@ export { findRelationship, relationshipMatches, describeRelationship } from './r
 export { planMutate } from './mutate-plan.js'
 export { planCall, findRoutine } from './call-plan.js'
 export { planInfo, planOpenApi } from './info-plan.js'
-export { rebaseRoot, rootColumns } from './rebase.js'
+export { callColumns, rebaseRoot, rootColumns } from './rebase.js'
 
 export interface PlanOptions {
   /** Tenant max_rows (rest.max_rows), null = none. */

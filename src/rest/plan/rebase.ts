@@ -2,7 +2,7 @@
 // of an RPC are selected `FROM "pgrst_source" AS "<alias>"`, so the root and the join
 // conditions of its embeds must name that alias instead of the schema-qualified table.
 // Also: which columns of the root a tree reads (the RETURNING list of a write). Pure.
-import type { JoinCondition, Qualifier, ReadNode } from './types.js'
+import type { Condition, JoinCondition, Qualifier, ReadNode } from './types.js'
 
 function isRoot (q: Qualifier, root: ReadNode): boolean {
   return q.kind === 'table' && q.schema === root.from.schema && q.name === root.from.name
@@ -45,4 +45,35 @@ export function rootColumns (tree: ReadNode): string[] | null {
     }
   }
   return [...cols]
+}
+
+function conditionFields (c: Condition): string[] {
+  if (c.kind === 'filter') return [c.field.name]
+  if (c.kind === 'null-embed') return [c.child.relAlias ?? c.child.relName]
+  return c.children.flatMap(conditionFields)
+}
+
+function treeFilterFields (n: ReadNode): string[] {
+  return [...n.where.flatMap(conditionFields), ...n.children.flatMap(treeFilterFields)]
+}
+
+/**
+ * The columns a function call hands to its read (PostgREST's returnings plus filter
+ * fields): the root's selected fields, the columns its embeds join on, and the field of
+ * every filter of the tree; null = all of them (`*` selected, a computed relationship
+ * embedded, or nothing named). Selecting them from the call's own row lets a computed
+ * column be read off a function's result, and makes a missing column read `pgrst_call.x`.
+ */
+export function callColumns (tree: ReadNode): string[] | null {
+  const names = new Set(tree.select.map((s) => s.field.name))
+  if (names.has('*') || tree.children.some((c) => c.computed !== null)) return null
+  for (const c of tree.children) {
+    const card = c.relationship?.cardinality
+    if (card === undefined || card.kind === 'computed') continue
+    const pairs = card.kind === 'm2m' ? card.junction.columns1 : card.columns
+    for (const [col] of pairs) names.add(col)
+  }
+  if (names.size === 0) return null
+  for (const f of treeFilterFields(tree)) names.add(f)
+  return [...names].sort((a, b) => (a < b ? -1 : a > b ? 1 : 0))
 }

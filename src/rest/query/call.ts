@@ -3,6 +3,7 @@
 // types, query/form values cast to them, or the single unnamed parameter), its rows as
 // `pgrst_source`, then the read tree over them (filters, order, range, embeds) and one row
 // with page_total and the body Postgres builds. Pure.
+import { callColumns } from '../plan/rebase.js'
 import type { CallPlan } from '../plan/types.js'
 import type { RoutineParam } from '../schema-cache/types.js'
 import { renderRowsBody } from './mutate.js'
@@ -70,12 +71,18 @@ function renderBody (plan: CallPlan): Sql {
   }
 }
 
+/** What the call hands to its read: a row's columns the read needs (as PostgREST), or all. */
+function callSelect (plan: CallPlan): Sql {
+  const cols = plan.shape === 'composite' || plan.shape === 'setof-composite' ? callColumns(plan.tree) : null
+  return cols === null ? sql`pgrst_call.*` : join(cols.map((c) => sql`pgrst_call.${ident(c)}`))
+}
+
 /** The statement of an RPC call. */
 export function renderCall (plan: CallPlan): Statement {
   const from = sql`pgrst_source AS ${ident(plan.alias)}`
   const source = plan.shape === 'void'
     ? sql`SELECT 1 FROM ${callFrom(plan)}`
-    : sql`SELECT pgrst_call.* FROM ${callFrom(plan)}`
+    : sql`SELECT ${callSelect(plan)} FROM ${callFrom(plan)}`
   const repr = plan.shape === 'void' ? sql`SELECT * FROM pgrst_source` : renderNode(plan.tree, plan.tree.range, from)
   let total: Sql = sql`null::bigint`
   if (plan.countRows) {

@@ -34,6 +34,9 @@ CREATE FUNCTION sayhello(name text) RETURNS text LANGUAGE sql STABLE AS $$SELECT
 CREATE FUNCTION single_out_param(num int, OUT num_plus_one int) LANGUAGE sql STABLE AS $$SELECT num + 1$$;
 CREATE FUNCTION single_inout_param(INOUT num int) LANGUAGE sql STABLE AS $$SELECT num + 1$$;
 CREATE FUNCTION single_column_table_return() RETURNS TABLE (a text) LANGUAGE sql STABLE AS $$SELECT 'A'$$;
+CREATE FUNCTION book_label(books) RETURNS text LANGUAGE sql STABLE AS $$SELECT $1.title || '!'$$;
+CREATE FUNCTION book_label(authors) RETURNS text LANGUAGE sql STABLE AS $$SELECT $1.name || '!'$$;
+CREATE FUNCTION books_of_year(y int) RETURNS SETOF books LANGUAGE sql STABLE AS $$SELECT * FROM books WHERE year = y$$;
 SELECT platform.grant('SELECT', 'depts', 'anon');
 SELECT platform.grant('SELECT', 'agents', 'anon');
 SELECT platform.grant('SELECT', 'i2459_v1', 'anon');
@@ -129,6 +132,17 @@ t.test('reads as PostgREST 14 answers them', async (t) => {
     const utf8 = await get(stack, '/authors?select=id&name=eq.%C3%A9')
     t.same([utf8.status, utf8.headers.get('content-location')], [200, '/authors?limit=1000&name=eq.%C3%83%C2%A9&select=id'],
       'each byte of a non-ASCII character encoded as a character of its own (the HTTP package\'s urlEncode over bytes)')
+  })
+
+  t.test('a call hands its read the columns it names (QuerySpec "overloaded computed column on rpc")', async (t) => {
+    const computed = await sb.rpc('books_of_year', { y: 1968 }).select('id, book_label')
+    t.same([computed.status, computed.error, computed.data], [200, null, [{ id: 1, book_label: 'A Wizard of Earthsea!' }]],
+      'an overloaded computed column read off the function\'s own row')
+    const embed = await sb.rpc('books_of_year', { y: 1968 }).select('title, authors(name)')
+    t.same([embed.status, embed.error, embed.data], [200, null, [{ title: 'A Wizard of Earthsea', authors: { name: 'Ursula Le Guin' } }]],
+      'with the columns its embeds join on')
+    const missing = await sb.rpc('books_of_year', { y: 1968 }).select('id, nope')
+    t.same([missing.status, missing.error], [400, { code: '42703', message: 'column pgrst_call.nope does not exist', details: null, hint: null }])
   })
 
   t.test('PGRST201 lists candidates in PostgREST\'s order (EmbedDisambiguationSpec "errs on an ambiguous embed that has a circular reference")', async (t) => {
