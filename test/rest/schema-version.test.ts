@@ -3,14 +3,20 @@
 // trigger when a transaction that ran DDL commits), and the pool's connections LISTEN on
 // the pgrst channel for NOTIFY pgrst sent by hand. Real Postgres, real engine.
 import t from 'tap'
+import { randomBytes } from 'node:crypto'
+import { copyFileSync, mkdtempSync, rmSync } from 'node:fs'
 import net from 'node:net'
+import os from 'node:os'
+import path from 'node:path'
 import pg from 'pg'
-import type { Tenant } from '../../src/tenants/index.js'
+import { toTenant, type Tenant } from '../../src/tenants/index.js'
+import { dropTenant, listMigrations, migrateDatabase, provisionTenant } from '../../src/platform/index.js'
+import { SCHEMA_VERSION_SQL } from '../../src/rest/schema-cache/index.js'
 import { buildRestEngine, restEngineOf } from '../../src/rest/index.js'
-import { adminQuery } from '../helpers/db.js'
+import { adminQuery, adminUrl } from '../helpers/db.js'
 import { createRestFixture, TEST_CONFIG, type RestFixture } from '../helpers/rest-fixture.js'
 import { createTestTenant, withClient, type TestTenant } from '../helpers/tenants.js'
-import { quoteIdent, signHS256 } from '../../src/shared/index.js'
+import { quoteIdent, signHS256, withDatabase } from '../../src/shared/index.js'
 
 async function post (fx: RestFixture, path: string, body: unknown): Promise<{ status: number, json: any }> {
   const res = await fx.app.inject({
@@ -161,4 +167,32 @@ t.test('a database whose schema version cannot be read is still served, and relo
   await fx.ownerSql('ALTER TABLE authors ADD COLUMN motto text')
   const w = await until(() => post(fx, '/authors', { id: 12, name: 'Ada Palmer', motto: 'too like the lightning' }), (res) => res.status === 201)
   t.same([w.status, w.json?.[0]?.motto], [201, 'too like the lightning'], 'DDL is seen through the NOTIFY the pool connections hear')
+})
+
+t.test('a tenant database made before the schema version gets it from `tenants migrate`, served throughout', async (t) => {
+  // Provisioned with the migrations as they were before the schema version.
+  const dir = mkdtempSync(path.join(os.tmpdir(), 'gatehouse-mig-'))
+  t.teardown(() => rmSync(dir, { recursive: true, force: true }))
+  for (const m of listMigrations()) if (m.name !== 'schema_version') copyFileSync(m.file, path.join(dir, path.basename(m.file)))
+  const database = `tenant_${randomBytes(5).toString('hex')}`
+  const { file, ownerUrl, roles } = await provisionTenant({ adminUrl: adminUrl(), database, organization: 'org_test', migrationsDir: dir })
+  t.teardown(() => dropTenant({ adminUrl: adminUrl(), database, roles: Object.values(roles) }).catch(() => {}))
+  const tenant = toTenant(file)
+  await withClient(ownerUrl, (c) => c.query("CREATE TABLE things (id int PRIMARY KEY); INSERT INTO things VALUES (1); SELECT platform.grant('SELECT', 'things', 'svc')"))
+  const app = buildRestEngine({ config: TEST_CONFIG, tenants: { get: async (db) => (db === database ? tenant : null) } })
+  t.teardown(() => app.close())
+  const token = await signHS256({ role: tenant.roles.svc }, { secret: file.jwt.upstream_secret, expiresInSeconds: 60 })
+  const write = async (body: unknown): Promise<number> => (await app.inject({
+    method: 'POST', url: `/${database}/things`, headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' }, payload: JSON.stringify(body)
+  })).statusCode
+  t.equal(await write({ id: 2 }), 201, 'served without the schema version')
+
+  const r = await migrateDatabase(withDatabase(adminUrl(), database))
+  t.same(r.applied, ['0160_schema_version.sql'], 'migrate adds it')
+  t.equal(await write({ id: 3 }), 201, 'served while and after it is added')
+  await withClient(ownerUrl, (c) => c.query('ALTER TABLE things ADD COLUMN label text'))
+  const status = await until(() => write({ id: 4, label: 'new' }), (s) => s === 201)
+  t.equal(status, 201, 'DDL after the migration is seen')
+  const version = await withClient(file.engines!.rest!, async (c) => (await c.query(SCHEMA_VERSION_SQL)).rows[0].version as string)
+  t.ok(BigInt(version) > 0n, 'the version moved with the DDL')
 })
