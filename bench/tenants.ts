@@ -4,7 +4,8 @@
 //   made once, reused by later runs), their records in Redis through the real tenant store.
 // - A REST engine in its own process (--expose-gc) reading tenants from Redis:
 //   cold first request of every tenant one at a time (tenant record, pool connection,
-//   schema cache, plan), the engine's heap per warm tenant (after gc, N warm vs 1), warm
+//   schema cache, plan; with the Postgres sessions and transactions it took, from
+//   pg_stat_database), the engine's heap per warm tenant (after gc, N warm vs 1), warm
 //   requests (round robin over all tenants, and over a few within the pool budget), then
 //   every tenant at once for BENCH_ALL_SECONDS under the pool budget (errors, per-tenant served).
 // - BENCH_TENANT_RECORDS records (default 10,000; quick: 2,000) in Redis: a tenant cache
@@ -20,6 +21,7 @@ import { readdirSync, readFileSync } from 'node:fs'
 import path from 'node:path'
 import { fileURLToPath, pathToFileURL } from 'node:url'
 import { Redis } from 'ioredis'
+import pg from 'pg'
 import { createRedisStore, toTenant, type Tenant } from '../src/tenants/index.js'
 import { signHS256 } from '../src/shared/index.js'
 import { openBenchCluster, type BenchCluster } from './support/tenant-cluster.js'
@@ -28,8 +30,8 @@ import { BENCH_DIR, environment, formatReport, writeResult, type BenchGoal, type
 
 const CHILD = path.join(path.dirname(fileURLToPath(import.meta.url)), 'support', 'tenant-child.ts')
 /**
- * The engine's pool_idle_ms for the run: a tenant unused this long gives up its pool,
- * schema cache and LISTEN connection, and the phases must not make warm tenants cold.
+ * The engine's pool_idle_ms for the run: a tenant unused this long gives up its pool and
+ * schema cache, and the phases must not make warm tenants cold.
  */
 const IDLE_MS = 15 * 60_000
 /** A read with an embedded to-one relation, 10 rows. */
@@ -140,6 +142,44 @@ function postgresCpu (postmaster: number | undefined): number | null {
   return ticks * 10_000
 }
 
+interface PgWork { sessions: number, transactions: number }
+
+/** Sessions and transactions of `databases` (pg_stat_database) so far. */
+async function pgWork (adminUrl: string, databases: readonly string[]): Promise<PgWork> {
+  const c = new pg.Client({ connectionString: adminUrl })
+  await c.connect()
+  try {
+    const r = await c.query<{ sessions: string, transactions: string }>(
+      'SELECT coalesce(sum(sessions), 0) AS sessions, coalesce(sum(xact_commit + xact_rollback), 0) AS transactions FROM pg_stat_database WHERE datname = ANY ($1)',
+      [databases])
+    return { sessions: Number(r.rows[0]!.sessions), transactions: Number(r.rows[0]!.transactions) }
+  } finally {
+    await c.end()
+  }
+}
+
+/**
+ * Counts the Postgres sessions and transactions of `databases` between two calls, per
+ * request. Backends report their numbers when idle, at most every 10 s: the second call
+ * waits until two reads a second apart agree (at most 15 s). Null when they cannot be read.
+ */
+async function pgStatMeter (adminUrl: string, databases: readonly string[]): Promise<(requests: number) => Promise<PgWork | null>> {
+  const before = await pgWork(adminUrl, databases).catch(() => null)
+  return async (requests) => {
+    if (before === null) return null
+    let last = await pgWork(adminUrl, databases)
+    for (let i = 0; i < 15; i++) {
+      await new Promise((resolve) => setTimeout(resolve, 1000))
+      const now = await pgWork(adminUrl, databases)
+      const settled = now.sessions === last.sessions && now.transactions === last.transactions
+      last = now
+      if (settled && i >= 1) break
+    }
+    const n = Math.max(1, requests)
+    return { sessions: (last.sessions - before.sessions) / n, transactions: (last.transactions - before.transactions) / n }
+  }
+}
+
 /** The postmaster's child processes (backends and helpers) and their proportional memory (Linux /proc; null elsewhere). */
 function postgresMemory (postmaster: number | undefined): { processes: number, pssBytes: number } | null {
   if (postmaster === undefined || process.platform !== 'linux') return null
@@ -176,7 +216,7 @@ export async function run (): Promise<BenchReport> {
   const goals: BenchGoal[] = []
   const scenarios: BenchScenario[] = []
 
-  // One LISTEN connection per active tenant is kept outside the pool budget: room for all.
+  // The engine stays within its pool budget; room for one connection per tenant besides.
   const cluster: BenchCluster = await openBenchCluster({ dir, count, maxConnections: count + 200, log })
   const prefix = `gatehouse-bench:${randomBytes(4).toString('hex')}:`
   const store = createRedisStore({ url: redisUrl, prefix })
@@ -247,6 +287,7 @@ export async function run (): Promise<BenchReport> {
     // ---- cold: the first request of every other tenant, one at a time --------------------
     const cold: number[] = []
     const coldBad = { errors: 0, non2xx: 0, firstError: null as string | null }
+    const coldStats = await pgStatMeter(cluster.adminUrl, tenants.slice(1).map((t) => t.database))
     const coldCpu = await cpuMeter()
     const coldStart = performance.now()
     for (let i = 1; i < count; i++) {
@@ -258,7 +299,8 @@ export async function run (): Promise<BenchReport> {
     const coldC = await coldCpu(count - 1)
     const coldS = withCpu(scenario('cold first request', `first request of each of ${count - 1} tenants, one at a time: tenant record from Redis, pool connection, schema cache (catalog queries), token, plan, transaction`, cold, coldWall, coldBad.errors, coldBad.non2xx), coldC)
     scenarios.push(coldS)
-    notes.push(`Cold first request: ${cpuText(coldC)} (two connections: the pool's and the schema cache's LISTEN; the catalog queries; the first connection to a database after Postgres started also rebuilds its relation cache file). p50 ${coldS.p50Ms} ms, p99 ${coldS.p99Ms} ms, max ${r1(summary(cold).max)} ms.`)
+    const coldWork = await coldStats(count - 1)
+    notes.push(`Cold first request: ${cpuText(coldC)}${coldWork === null ? '' : ` and ${r1(coldWork.sessions)} Postgres sessions, ${r1(coldWork.transactions)} transactions per tenant (pg_stat_database)`}: one pool connection (its log-in; the first connection to a database after Postgres started also rebuilds its relation cache file), the catalog queries in one round trip, the request's transaction in one more (it reads the schema version and, on a connection's first, says LISTEN pgrst). p50 ${coldS.p50Ms} ms, p99 ${coldS.p99Ms} ms, max ${r1(summary(cold).max)} ms.`)
     if (coldBad.firstError !== null) notes.push(`cold: first failure: ${coldBad.firstError}`)
     const poolsAfterCold = await poolsOf()
     const pgMem = postgresMemory(cluster.pid)
@@ -268,8 +310,8 @@ export async function run (): Promise<BenchReport> {
     const perTenantRss = (heapN.rss - heap0.rss) / (count - 1)
     goals.push({ name: 'cold first request p99', goal: '< 150 ms', value: `${coldS.p99Ms} ms`, met: coldS.p99Ms < 150 && coldBad.errors + coldBad.non2xx === 0 })
     goals.push({ name: 'REST engine heap per warm tenant', goal: '< 200 KB', value: kb(perTenant), met: perTenant < 200 * 1024 })
-    notes.push(`Engine heap after gc: ${r1(heap0.heapUsed / 1048576)} MB with 1 warm tenant, ${r1(heapN.heapUsed / 1048576)} MB with ${count} (${kb(perTenant)} per tenant); off-heap (external) ${kb(perTenantExternal)} per tenant; RSS ${kb(perTenantRss)} per tenant. A warm tenant holds its cached record, schema cache, LISTEN connection, plan and token cache entries; ${poolsAfterCold.open} pool connections were open (budget ${poolsAfterCold.budget}) over ${poolsAfterCold.pools} tenant pools.`)
-    if (pgMem !== null) notes.push(`Postgres after the cold phase: ${pgMem.processes} server processes (one LISTEN connection per warm tenant, outside the pool budget, plus the pool's connections), ${r1(pgMem.pssBytes / 1048576)} MB proportional set size in all.`)
+    notes.push(`Engine heap after gc: ${r1(heap0.heapUsed / 1048576)} MB with 1 warm tenant, ${r1(heapN.heapUsed / 1048576)} MB with ${count} (${kb(perTenant)} per tenant); off-heap (external) ${kb(perTenantExternal)} per tenant; RSS ${kb(perTenantRss)} per tenant. A warm tenant holds its cached record, schema cache, plan and token cache entries; ${poolsAfterCold.open} pool connections were open (budget ${poolsAfterCold.budget}) over ${poolsAfterCold.pools} tenant pools.`)
+    if (pgMem !== null) notes.push(`Postgres after the cold phase: ${pgMem.processes} server processes (the pool's connections and Postgres' own), ${r1(pgMem.pssBytes / 1048576)} MB proportional set size in all.`)
 
     // ---- warm: every tenant again, round robin -------------------------------------------
     const warmAll: number[] = []
