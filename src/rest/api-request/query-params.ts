@@ -422,7 +422,7 @@ export function parseQueryParams (qs: string, opts: ParseQueryOptions = {}): Que
         if (last === 'limit') {
           if (n !== null && n < 0) throw negativeLimit()
           if (n !== null) entry.limit = n
-        } else if (n !== null && n >= 0) {
+        } else if (n !== null) {
           entry.offset = n
         }
         ranges.set(id, entry)
