@@ -203,7 +203,18 @@ export async function startEmbeddedPostgres (opts: EmbeddedPostgresOptions): Pro
         initdb = path.join(copy, 'bin', 'initdb')
         postgres = path.join(copy, 'bin', 'postgres')
       }
-      if (opts.persistent) writeFileSync(path.join(opts.dir, 'LOCATION'), `${home}\n`)
+      if (opts.persistent) {
+        const location = path.join(opts.dir, 'LOCATION')
+        // A cluster there that no LOCATION points at belongs to a state directory that was
+        // deleted (with the superuser password it was made with): nobody can log in to it,
+        // so it goes, and this start makes a fresh one ("delete .gatehouse to start over").
+        const orphan = path.join(home, 'data')
+        if (!existsSync(location) && existsSync(orphan)) {
+          await stopLeftover(orphan)
+          rmSync(orphan, { recursive: true, force: true })
+        }
+        writeFileSync(location, `${home}\n`)
+      }
     }
   }
   const dataDir = path.join(home, 'data')

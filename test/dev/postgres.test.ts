@@ -154,3 +154,33 @@ t.test('binaries the server user cannot reach are run from a private copy; nothi
   t.notOk(existsSync(path.join(checkout, 'pg')), 'and its directory in the checkout')
   t.same(pgLeftovers(port), before, 'nothing in /tmp')
 })
+
+t.test('deleting .gatehouse starts over: a fresh cluster with a fresh password, also when it lived outside the checkout', async (t) => {
+  const checkout = privateDir(t, 'gatehouse-checkout-')
+  const stateDir = path.join(checkout, '.gatehouse')
+  const port = await freePort()
+  const first = await startDevPostgres(stateDir, port)
+  const locationFile = path.join(stateDir, 'pg', 'LOCATION')
+  const outside = existsSync(locationFile) ? readFileSync(locationFile, 'utf8').trim() : null
+  t.teardown(() => { if (outside !== null) rmSync(outside, { recursive: true, force: true }) })
+  const c = new pg.Client({ connectionString: first.url })
+  await c.connect()
+  await c.query('CREATE DATABASE kept_from_first_run')
+  await c.end()
+  await first.stop()
+
+  // The reader's reset: the state directory goes (password, LOCATION); as root the cluster
+  // itself stayed under /var/lib/gatehouse-dev.
+  rmSync(stateDir, { recursive: true, force: true })
+  if (isRoot && outside !== null) t.ok(existsSync(path.join(outside, 'data')), 'the old cluster is still outside the checkout')
+
+  const again = await startDevPostgres(stateDir, port)
+  t.teardown(() => again.stop())
+  t.not(again.url, first.url, 'a new superuser password')
+  t.equal(await login(again.url), 'postgres', 'and it logs in (no "refused its superuser password")')
+  const c2 = new pg.Client({ connectionString: again.url })
+  await c2.connect()
+  const dbs = await c2.query("SELECT count(*)::int AS n FROM pg_database WHERE datname = 'kept_from_first_run'")
+  await c2.end()
+  t.equal(dbs.rows[0].n, 0, 'a fresh cluster: nothing of the first run')
+})
