@@ -1,7 +1,8 @@
-// POST /resend (spec §3.10): sends the pending confirmation (type signup) or email-change
-// mails again, with a new token (the old one stops working) and the same per-address
-// interval. Unknown users and nothing pending answer 200 {}; a phone is refused as GoTrue
-// refuses it with its phone provider off (this engine has none).
+// POST /resend (spec §3.10): sends the pending confirmation (type signup) or both
+// email-change mails again (the change starts over, as GoTrue's), with new tokens (the old
+// ones stop working) and the same per-address interval. Unknown users and nothing pending
+// answer 200 {}; a phone is refused as GoTrue refuses it with its phone provider off (this
+// engine has none).
 import type { FastifyInstance } from 'fastify'
 import { withTransaction } from '../../shared/index.js'
 import { sendEmailToken } from '../confirmations.js'
@@ -50,14 +51,12 @@ export async function resendRoutes (scope: FastifyInstance): Promise<void> {
       const newEmail = (user.email_change ?? '').toLowerCase()
       if (!newEmail) return
       if (pkce) await startEmailFlow(ctx, q, user.id, 'email_change', pkce)
-      // As PUT /user started it: a link to the new address and, in secure mode, one to the
-      // current one; after the first of the two was confirmed only the other is sent again.
-      const status = user.email_change_confirm_status ?? 0
-      const sendNew = status === 0 || !!user.email_change_token_new
-      const sendCurrent = !!user.email && (status === 0 || !!user.email_change_token_current)
-      let u = user
-      if (sendNew) u = (await sendEmailToken(ctx, q, u, 'email_change_new', { address: newEmail, redirectTo, newEmail, pkce: !!pkce })).user
-      if (sendCurrent) await sendEmailToken(ctx, q, u, 'email_change_current', { address: user.email!, redirectTo, newEmail, pkce: !!pkce })
+      // GoTrue's sendEmailChange starts the change over: a new link to the new address and
+      // one to the current address, neither confirmed yet (an earlier confirmation of one
+      // half no longer counts; the earlier links stop working).
+      const extra = { email_change: newEmail, email_change_confirm_status: 0, email_change_token_current: '' }
+      const u = (await sendEmailToken(ctx, q, user, 'email_change_new', { address: newEmail, redirectTo, newEmail, extra, pkce: !!pkce })).user
+      if (u.email) await sendEmailToken(ctx, q, u, 'email_change_current', { address: u.email, redirectTo, newEmail, pkce: !!pkce })
     })
     return {}
   })
