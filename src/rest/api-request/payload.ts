@@ -97,65 +97,114 @@ function jsonRows (body: Buffer | null, columns: readonly string[] | null): Rows
   return { kind: 'rows', isArray: true, rows, keys, json: text }
 }
 
-/**
- * CSV (RFC 4180 quoting): a header line of column names, then rows. An empty field is
- * the empty string, the bare word NULL is SQL null (spec §3.1).
- */
-export function parseCsv (text: string): { header: string[], rows: Array<Array<string | null>> } {
-  const lines: Array<Array<string | null>> = []
-  let fields: Array<string | null> = []
-  let i = 0
-  const n = text.length
-  const endLine = (): void => { lines.push(fields); fields = [] }
-  if (n === 0) throw new InvalidBodyError('Empty CSV body')
-  for (;;) {
-    // one field
-    if (text[i] === '"') {
-      let v = ''
-      i++
-      for (;;) {
-        if (i >= n) throw new InvalidBodyError('Unterminated quoted field in CSV body')
-        const ch = text[i]
-        if (ch === '"') {
-          if (text[i + 1] === '"') { v += '"'; i += 2; continue }
-          i++
-          break
-        }
-        v += ch
-        i++
-      }
-      fields.push(v)
-      if (i < n && text[i] !== ',' && text[i] !== '\n' && text[i] !== '\r') {
-        throw new InvalidBodyError('Unexpected character after a quoted field in CSV body')
-      }
-    } else {
-      let j = i
-      while (j < n && text[j] !== ',' && text[j] !== '\n' && text[j] !== '\r') j++
-      const v = text.slice(i, j)
-      fields.push(v === 'NULL' ? null : v)
-      i = j
-    }
-    if (i >= n) { endLine(); break }
-    const sep = text[i]
-    if (sep === ',') { i++; continue }
-    // end of line: \n or \r\n
-    i += sep === '\r' && text[i + 1] === '\n' ? 2 : 1
-    endLine()
-    if (i >= n) break
+/** Haskell's `show` of a String whose characters are bytes (cassava shows the unread input so). */
+const ASCII_NAMES = ['NUL', 'SOH', 'STX', 'ETX', 'EOT', 'ENQ', 'ACK', 'a', 'b', 't', 'n', 'v', 'f', 'r', 'SO', 'SI',
+  'DLE', 'DC1', 'DC2', 'DC3', 'DC4', 'NAK', 'SYN', 'ETB', 'CAN', 'EM', 'SUB', 'ESC', 'FS', 'GS', 'RS', 'US']
+
+function haskellShow (bytes: string): string {
+  let out = '"'
+  for (let i = 0; i < bytes.length; i++) {
+    const c = bytes.charCodeAt(i)
+    const next = i + 1 < bytes.length ? bytes[i + 1] : ''
+    let esc: string
+    if (c === 0x22) esc = '\\"'
+    else if (c === 0x5c) esc = '\\\\'
+    else if (c >= 0x20 && c < 0x7f) esc = bytes[i]
+    else if (c < 0x20) esc = '\\' + ASCII_NAMES[c]
+    else if (c === 0x7f) esc = '\\DEL'
+    else esc = '\\' + String(c)
+    out += esc
+    // `\SO` before `H` and a numeric escape before a digit are separated by `\&`.
+    if ((c === 0x0e && next === 'H') || (c >= 0x7f && c !== 0x7f && /[0-9]/.test(next))) out += '\\&'
   }
-  const [header, ...rows] = lines
-  const names = header.map((h) => h ?? 'NULL')
-  for (const r of rows) {
-    if (r.length !== names.length) throw new InvalidBodyError('All lines must have same number of fields')
-  }
-  return { header: names, rows }
+  return out + '"'
 }
 
-/** CSV rows: the header names the columns (`columns=` is not read, as PostgREST). */
+/** The failure of the CSV parser, worded as PostgREST (cassava over attoparsec) words it. */
+function csvFailure (message: string, text: string, at: number): Error {
+  const left = text.slice(at)
+  const shown = left.length > 100 ? left.slice(0, 100) + ' (truncated)' : haskellShow(left)
+  return new InvalidBodyError(`parse error (${message}) at ${shown}`)
+}
+
+/**
+ * CSV as PostgREST reads it (cassava's decodeByName): a header line that must end with a
+ * line break, then records; a field is quoted (`""` for a quote) or runs to a comma, quote
+ * or line break; blank records are skipped; NULL (quoted or not) is SQL null. Works on the
+ * body's bytes (one character per byte) so errors show the unread input as cassava does.
+ */
+export function parseCsv (text: string): { header: string[], rows: Array<Array<string | null>> } {
+  const n = text.length
+  let pos = 0
+  const field = (): string => {
+    if (text[pos] !== '"') {
+      const start = pos
+      while (pos < n && text[pos] !== '"' && text[pos] !== ',' && text[pos] !== '\n' && text[pos] !== '\r') pos++
+      return text.slice(start, pos)
+    }
+    pos++
+    const start = pos
+    let afterQuote = false
+    while (pos < n) {
+      if (text[pos] === '"') afterQuote = !afterQuote
+      else if (afterQuote) break
+      pos++
+    }
+    const scanned = text.slice(start, pos)
+    if (scanned === '') throw csvFailure('Failed reading: trailing double quote', text, pos)
+    // cassava drops the last scanned character as the closing quote (even at the end of input).
+    const inner = scanned.slice(0, -1)
+    if (!inner.includes('"')) return inner
+    let out = ''
+    for (let i = 0; i < inner.length; i++) {
+      if (inner[i] !== '"') { out += inner[i]; continue }
+      if (inner[i + 1] !== '"') throw csvFailure('Failed reading: insufficient input', text, pos)
+      out += '"'
+      i++
+    }
+    return out
+  }
+  const record = (): string[] => {
+    const fields = [field()]
+    while (text[pos] === ',') { pos++; fields.push(field()) }
+    return fields
+  }
+  const endOfLine = (): void => {
+    if (text[pos] === '\n') { pos++; return }
+    if (text[pos] === '\r' && text[pos + 1] === '\n') { pos += 2; return }
+    throw csvFailure(pos >= n || (text[pos] === '\r' && pos + 1 >= n) ? 'not enough input' : 'string', text, pos)
+  }
+  const bytesToText = (s: string): string => Buffer.from(s, 'latin1').toString('utf8')
+  const header = record().map(bytesToText)
+  endOfLine()
+  const rows: Array<Array<string | null>> = []
+  for (;;) {
+    const r = record()
+    if (!(r.length === 1 && r[0] === '')) rows.push(r.map((v) => v === 'NULL' ? null : bytesToText(v)))
+    if (pos >= n) break
+    endOfLine()
+  }
+  return { header, rows }
+}
+
+/**
+ * CSV rows: the header names the columns (`columns=` is not read, as PostgREST). As cassava
+ * pairs them, a record longer than the header loses its extra fields and a repeated name
+ * keeps its last field; then, as PostgREST, every record must carry the first one's columns.
+ */
 function csvRows (body: Buffer | null): RowsPayload {
-  const { header, rows } = parseCsv(body === null ? '' : body.toString('utf8'))
-  const objects = rows.map((r) => Object.fromEntries(header.map((h, k) => [h, r[k]])))
-  return { kind: 'rows', isArray: true, rows: objects, keys: [...new Set(header)].sort(), json: JSON.stringify(objects) }
+  const { header, rows } = parseCsv(body === null ? '' : body.toString('latin1'))
+  const objects = rows.map((r) => {
+    const o = bareRecord<string | null>()
+    for (let k = 0; k < Math.min(header.length, r.length); k++) o[header[k]] = r[k]
+    return o
+  })
+  if (objects.length === 0) return { kind: 'rows', isArray: true, rows: [], keys: [], json: '[]' }
+  const keys = Object.keys(objects[0]).sort()
+  for (let i = 1; i < objects.length; i++) {
+    if (!sameKeys(keys, Object.keys(objects[i]).sort())) throw new InvalidBodyError('All lines must have same number of fields')
+  }
+  return { kind: 'rows', isArray: true, rows: objects, keys, json: JSON.stringify(objects) }
 }
 
 /** `a=1&b=2` with `+` as a space; a repeated name keeps every value in order. */

@@ -242,3 +242,24 @@ $$;`)
   })
   t.match(wire, /"cookies" : \{"a":"1"\}\}$/, 'request.cookies reads the first Cookie line')
 })
+
+t.test('CSV bodies as PostgREST reads them (cassava): its texts and its leniencies', async (t) => {
+  const { fx, call } = await engine(t)
+  const csv = async (body: string, path = '/kv'): Promise<RawResponse> =>
+    await call('POST', path, { 'content-type': 'text/csv', prefer: 'return=representation' }, body)
+  const noBreak = await csv('k,v')
+  t.same([noBreak.status, noBreak.json()], [400, { code: 'PGRST102', details: null, hint: null, message: 'parse error (not enough input) at ""' }], 'a header without a line break')
+  const empty = await csv('')
+  t.same([empty.status, empty.json().message], [400, 'parse error (not enough input) at ""'])
+  const junk = await csv('k,v\n"a"b,c')
+  t.same([junk.status, junk.json().message], [400, 'parse error (string) at "b,c"'], 'text after a closing quote')
+  const few = await csv('k,v\na,1\nb')
+  t.same([few.status, few.json().message], [400, 'All lines must have same number of fields'])
+  t.same(await fx.ownerSql('SELECT count(*)::int AS n FROM kv'), [{ n: 0 }], 'nothing written')
+
+  const lenient = await csv('k,v\n\na,1,extra\n"b","NULL"\n\n"c""d",\u00e9\n')
+  t.same([lenient.status, lenient.json()], [201, [{ k: 'a', v: '1', n: 0 }, { k: 'b', v: null, n: 0 }, { k: 'c"d', v: '\u00e9', n: 0 }]],
+    'blank lines skipped, extra fields dropped, a quoted NULL is null, UTF-8 kept')
+  const unterminated = await csv('k\n"xyz')
+  t.same([unterminated.status, unterminated.json()], [201, [{ k: 'xy', v: null, n: 0 }]], 'an unterminated quote ends the field one character early, as cassava')
+})

@@ -28,7 +28,7 @@ t.test('bad bodies write nothing', async (t) => {
     { name: 'a foreign key to nothing', body: '{"name":"a","author_id":999}', headers: json, status: 409, error: { code: '23503' } },
     { name: 'a JSON object for an array column', body: '{"name":"a","tags":{"x":1}}', headers: json, status: 400, error: {} },
     { name: 'CSV lines of different lengths', body: 'name,qty\na,1\nb\n', headers: { 'content-type': 'text/csv' }, status: 400, error: { code: 'PGRST102', message: 'All lines must have same number of fields' } },
-    { name: 'CSV with an unterminated quote', body: 'name\n"open\n', headers: { 'content-type': 'text/csv' }, status: 400, error: { code: 'PGRST102' } },
+    { name: 'CSV with text after a closing quote', body: 'name\n"open"x\n', headers: { 'content-type': 'text/csv' }, status: 400, error: { code: 'PGRST102', message: 'parse error (string) at "x\\n"' } },
     { name: 'an unsupported content type', body: '<item/>', headers: { 'content-type': 'application/xml' }, status: 400, error: { code: 'PGRST102', message: 'Content-Type not acceptable: application/xml', details: null, hint: null } },
     { name: 'a payload over rest.max_body_bytes', body: JSON.stringify([{ name: 'x'.repeat(5000) }]), headers: json, status: 413, error: { code: 'payload_too_large' } },
     { name: 'PATCH: invalid JSON', method: 'PATCH', path: '/items?id=eq.1000', body: 'nope', headers: json, status: 400, error: { code: 'PGRST102', message: 'Empty or invalid json' } },
