@@ -60,9 +60,10 @@ function closestRelation (cache: SchemaCache, schema: string, origin: string, ta
   rels: readonly Relationship[]): { origin: string } | { target: string } | null {
   if (rels.length === 0) {
     const origins = new FuzzySet()
+    // PostgREST's keys: an origin counts when it relates to a table of the request's schema.
     for (const list of cache.relationships.values()) {
-      const r = list[0]
-      if (r !== undefined && r.table.schema === schema) origins.add(r.table.name)
+      const r = list.find((x) => x.foreignTable.schema === schema)
+      if (r !== undefined) origins.add(r.table.name)
     }
     const o = origins.getOne(origin)
     return o === null ? null : { origin: o }
@@ -138,7 +139,9 @@ export function compareRelationships (a: Relationship, b: Relationship): Cmp {
 
 /** The one relationship from `origin` (in `schema`) for `target!hint`, or PGRST200 / PGRST201. */
 export function findRelationship (cache: SchemaCache, schema: string, origin: string, target: string, hint: string | null): Relationship {
-  const all = cache.relationships.get(qnKey(schema, origin)) ?? []
+  // As PostgREST, which keys its relationships by origin and the target's schema: only
+  // targets in the request's schema are candidates.
+  const all = (cache.relationships.get(qnKey(schema, origin)) ?? []).filter((r) => r.foreignTable.schema === schema)
   const found = all.filter((r) => relationshipMatches(r, target, hint)).sort(compareRelationships)
   if (found.length === 1) return found[0]
   if (found.length === 0) {

@@ -148,6 +148,26 @@ t.test('reads as PostgREST 14 answers them', async (t) => {
     t.same([missing.status, missing.error], [400, { code: '42703', message: 'column pgrst_call.nope does not exist', details: null, hint: null }])
   })
 
+  t.test('an embed finds targets in the request\'s schema only (PostgREST keys relationships by the target\'s schema)', async (t) => {
+    const two = await startRestGateway(t, {
+      rest: { schemas: ['public', 'other'] },
+      sql: `CREATE SCHEMA other;
+        CREATE TABLE other.shelves (id int PRIMARY KEY, label text);
+        CREATE TABLE public.boxes (id int PRIMARY KEY, shelves_id int REFERENCES other.shelves (id));
+        INSERT INTO other.shelves VALUES (1, 'top'); INSERT INTO public.boxes VALUES (1, 1);
+        DO $$ BEGIN EXECUTE format('GRANT USAGE ON SCHEMA other TO %I', platform.role('anon')); END $$;
+        SELECT platform.grant('SELECT', 'public.boxes', 'anon');
+        SELECT platform.grant('SELECT', 'other.shelves', 'anon');`
+    })
+    const r = await two.client().from('boxes').select('id, shelves(label)')
+    t.same([r.status, r.error], [400, {
+      code: 'PGRST200',
+      message: "Could not find a relationship between 'boxes' and 'shelves' in the schema cache",
+      details: "Searched for a foreign key relationship between 'boxes' and 'shelves' in the schema 'public', but no matches were found.",
+      hint: null
+    }])
+  })
+
   t.test('PGRST201 lists candidates in PostgREST\'s order (EmbedDisambiguationSpec "errs on an ambiguous embed that has a circular reference")', async (t) => {
     const r = await sb.from('agents').select('*, depts(*)')
     t.same([r.status, r.statusText, r.error], [300, 'Multiple Choices', {
