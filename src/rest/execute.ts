@@ -110,11 +110,6 @@ function listenOn (pools: TenantPools, conn: PooledConnection): BatchStatement[]
   return listening.has(client) ? [] : [LISTEN]
 }
 
-/** Whether a connection's LISTEN pgrst is in place (tests). */
-export function isListening (client: pg.Client): boolean {
-  return listening.has(client)
-}
-
 /**
  * Reads the schema version in a request's transaction (the catalog's query, prepared once
  * per connection). Text: only compared.

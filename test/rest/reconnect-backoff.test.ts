@@ -1,5 +1,5 @@
 // While a tenant database refuses connections, the REST engine backs off: requests answer
-// 503 PGRST000 with Retry-After at once instead of each one trying to connect (and to LISTEN)
+// 503 PGRST000 with Retry-After at once instead of each one trying to connect
 // again, one request probes after the wait, and the engine recovers by itself once the
 // database is back. Real Postgres behind a TCP relay of this test that we can switch to
 // refusing (the fault: a database that cannot be reached), counting the connection attempts.
