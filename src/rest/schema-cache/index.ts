@@ -49,12 +49,12 @@ interface Entry {
   lastLoadAt: number
   /** When the last load failed (0: it did not). */
   failedAt: number
-  /** The newest schema version a request read (null: none newer than a cache's). */
-  seen: bigint | null
-  /** What `cache` is known to cover: its own version, or a newer one seen before its load started. */
-  covers: bigint | null
-  /** `seen` when the running load started. */
-  seenAtStart: bigint | null
+  /**
+   * The last schema version a request read that differed from the cache's, for which a
+   * reload was asked ('' when it could not be read): the same news from other requests asks
+   * for no further reload.
+   */
+  reported: string | null
 }
 
 let versionCounter = 0
@@ -70,7 +70,7 @@ export interface SchemaCacheStore {
   notified (key: string, payload: string): void
   /**
    * A request's transaction read the database's schema version `version` (null: it could not
-   * be read): a cache older than that reloads now, and get() waits for the reload.
+   * be read): a cache of another version reloads now, and get() waits for the reload.
    */
   observed (key: string, version: string | null): void
   /** Drops a tenant's cache (its pool was closed). */
@@ -87,11 +87,6 @@ export interface SchemaCacheStoreOptions {
 /** At most this many clusters' time zone names are kept. */
 const MAX_CLUSTERS = 1_000
 
-function asVersion (v: string | null | undefined): bigint | null {
-  if (v === null || v === undefined || !/^-?\d+$/.test(v)) return null
-  return BigInt(v)
-}
-
 export function createSchemaCacheStore (opts: SchemaCacheStoreOptions = {}): SchemaCacheStore {
   const entries = new Map<string, Entry>()
   const missInterval = opts.missReloadIntervalMs ?? 1_000
@@ -99,15 +94,8 @@ export function createSchemaCacheStore (opts: SchemaCacheStoreOptions = {}): Sch
   const zonesByCluster = new Map<string, ReadonlySet<string>>()
   let closed = false
 
-  /** The cache is older than a version a request read. */
-  function stale (e: Entry): boolean {
-    return e.seen !== null && (e.covers === null || e.covers < e.seen)
-  }
-
   function startLoad (e: Entry): Promise<SchemaCache> {
     const gen = e.wanted
-    const seenAtStart = e.seen
-    e.seenAtStart = seenAtStart
     e.lastLoadAt = Date.now()
     const schemas = JSON.parse(e.schemas) as string[]
     const cluster = e.source.cluster?.()
@@ -115,9 +103,6 @@ export function createSchemaCacheStore (opts: SchemaCacheStoreOptions = {}): Sch
     const p = loadSchemaCacheBatch(e.source.withCatalog, schemas, ++versionCounter, { timezones }).then((cache) => {
       e.cache = cache
       e.have = Math.max(e.have, gen)
-      const own = asVersion(cache.dbVersion)
-      // A load that started after a version was read sees at least that version's catalog.
-      e.covers = own !== null && (seenAtStart === null || own >= seenAtStart) ? own : seenAtStart ?? own
       e.failedAt = 0
       if (cluster !== undefined && cache.timezones !== undefined && cache.timezones.size > 0 && !zonesByCluster.has(cluster)) {
         if (zonesByCluster.size >= MAX_CLUSTERS) zonesByCluster.clear()
@@ -129,8 +114,8 @@ export function createSchemaCacheStore (opts: SchemaCacheStoreOptions = {}): Sch
     p.then(() => {
       e.lastLoadAt = Date.now()
       if (e.loading === p) e.loading = null
-      // Asked for again during the load (a notification, a newer version): load again.
-      if (!closed && (e.have < e.wanted || stale(e)) && entries.get(e.key) === e) startLoad(e).catch(() => {})
+      // Asked for again during the load (a notification, another version): load again.
+      if (!closed && e.have < e.wanted && entries.get(e.key) === e) startLoad(e).catch(() => {})
     }, (err: unknown) => {
       if (e.loading === p) e.loading = null
       e.failedAt = Date.now()
@@ -141,7 +126,7 @@ export function createSchemaCacheStore (opts: SchemaCacheStoreOptions = {}): Sch
 
   async function current (e: Entry): Promise<SchemaCache> {
     const target = e.wanted
-    while (!e.cache || e.have < target || stale(e)) {
+    while (!e.cache || e.have < target) {
       try {
         await (e.loading ?? startLoad(e))
       } catch (err) {
@@ -161,7 +146,7 @@ export function createSchemaCacheStore (opts: SchemaCacheStoreOptions = {}): Sch
     const s = JSON.stringify(schemas)
     let e = entries.get(key)
     if (!e) {
-      e = { key, schemas: s, source, cache: null, wanted: 0, have: 0, loading: null, lastLoadAt: 0, failedAt: 0, seen: null, covers: null, seenAtStart: null }
+      e = { key, schemas: s, source, cache: null, wanted: 0, have: 0, loading: null, lastLoadAt: 0, failedAt: 0, reported: null }
       entries.set(key, e)
     } else if (e.schemas !== s) {
       e.schemas = s
@@ -175,7 +160,7 @@ export function createSchemaCacheStore (opts: SchemaCacheStoreOptions = {}): Sch
     async get (key, schemas, source) {
       const e = entryFor(key, schemas, source)
       if (e.cache !== null) {
-        if (e.have >= e.wanted && !stale(e)) return e.cache
+        if (e.have >= e.wanted) return e.cache
         // A reload failed a moment ago: the old cache serves until the next try is due.
         if (e.loading === null && e.failedAt !== 0 && Date.now() - e.failedAt < missInterval) return e.cache
       }
@@ -200,11 +185,11 @@ export function createSchemaCacheStore (opts: SchemaCacheStoreOptions = {}): Sch
     },
     observed (key, version) {
       const e = entries.get(key)
-      if (e === undefined || e.cache === null) return
-      const v = asVersion(version)
-      if (v === null) { requestReload(e); return }
-      if (e.seen === null || v > e.seen) e.seen = v
-      if (stale(e) && !e.loading) startLoad(e).catch(() => {})
+      const v = version ?? ''
+      // Any other version than the cache's (a database made again starts lower) is news, once.
+      if (e === undefined || e.cache === null || v === e.cache.dbVersion || v === e.reported) return
+      e.reported = v
+      requestReload(e)
     },
     drop (key) {
       entries.delete(key)

@@ -121,16 +121,26 @@ t.test('store: loads once, reloads on a notification, on a newer schema version 
   t.equal(await store.get('k', ['public'], source), cache, 'the same version again: no reload')
   t.equal(loads, n)
 
+  // Any other version reloads, a lower one too (a database dropped and made again under
+  // the same name starts again from a low version); the same news again does not.
+  store.observed('k', '0')
+  const again = await store.get('k', ['public'], source)
+  t.not(again, cache, 'a lower version reloads')
+  t.equal(loads, n + 1)
+  store.observed('k', '0')
+  t.equal(await store.get('k', ['public'], source), again, 'reported once')
+  t.equal(loads, n + 1)
+
   // A NOTIFY pgrst with 'reload schema' or an empty payload reloads; other payloads do not.
   store.notified('k', 'reload config')
-  t.equal(await store.get('k', ['public'], source), cache, "'reload config' does not reload the schema")
-  t.equal(loads, n)
-  store.notified('k', '')
-  t.not(await store.get('k', ['public'], source), cache, 'an empty payload reloads')
+  t.equal(await store.get('k', ['public'], source), again, "'reload config' does not reload the schema")
   t.equal(loads, n + 1)
+  store.notified('k', '')
+  t.not(await store.get('k', ['public'], source), again, 'an empty payload reloads')
+  t.equal(loads, n + 2)
   store.notified('k', 'reload schema')
   await store.get('k', ['public'], source)
-  t.equal(loads, n + 2, "'reload schema' reloads")
+  t.equal(loads, n + 3, "'reload schema' reloads")
 
   // A miss reloads at most once per interval (counted from the end of the last load).
   await new Promise((r) => setTimeout(r, 250))
