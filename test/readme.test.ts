@@ -186,3 +186,29 @@ t.test('a write refused for the sequence: the hint runs as is', async (t) => {
   t.error(ok.error, 'after the hint ran, the insert works')
   t.same(ok.data, [{ body: 'first' }])
 })
+
+t.test('the control-panel API example runs as the README says', async (t) => {
+  await visible(demo, 'todos')
+  const start = README.indexOf('## Control-panel API')
+  t.ok(start > 0, 'the README has the section')
+  const section = README.slice(start, README.indexOf('\n## ', start + 1))
+  const m = /curl -s -X POST http:\/\/127\.0\.0\.1:8001(\S+) \\\n\s+-H "Authorization: Bearer <panel session>" -H 'Content-Type: application\/json' \\\n\s+-d '(\{[^']*\})'/.exec(section)
+  t.ok(m, 'the curl example is there')
+  const pathOf = m![1]!.replace('/org_demo/', `/${demo.organization}/`).replace('/databases/demo/', `/databases/${demo.database}/`)
+  const body = JSON.parse(m![2]!) as { sql: string, as: string }
+  t.equal(body.as, 'anon')
+  const anon = await stack.panel('POST', pathOf, { body })
+  t.equal(anon.status, 404, 'as anon: 404')
+  t.equal(anon.body.code, 'unknown_table')
+  t.match(anon.body.message, /role anon/)
+  const svc = await stack.panel('POST', pathOf, { body: { ...body, as: 'service_role' } })
+  t.equal(svc.status, 200, 'as service_role: the rows')
+  t.equal(svc.body.rolled_back, true)
+  t.ok(svc.body.rows.length > 0)
+  // Every call of the table answers (none is a 404 of the router).
+  for (const [method, call] of [['GET', 'policy-check'], ['GET', 'auth-settings'], ['GET', 'rest-settings'], ['GET', 'signing-keys']]) {
+    t.ok(section.includes(`${method} /${call}`) || section.includes(`\`${method}\`, \`PATCH /${call}\``), `the table lists ${method} ${call}`)
+    const r = await stack.panel(method!, pathOf.replace('/test-query', `/${call}`))
+    t.equal(r.status, 200, `${method} ${call}`)
+  }
+})
