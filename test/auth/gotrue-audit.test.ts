@@ -1,7 +1,11 @@
 // Differences to GoTrue (supabase/auth) found by reading its handlers side by side with
 // ours, each pinned here over real HTTP against the engine (auth-js where it has a method,
-// a real SMTP catcher for mail): the obfuscated user of a repeated sign-up, the key order
-// of /verify redirects, the verify-type refusals, and /resend's validation order.
+// a real SMTP catcher for mail): the sanitised user of a repeated sign-up, /verify redirect
+// parameters and verify-type refusals, /resend's validation and email-change restart,
+// validateEmail's texts, the mail wait's seconds, admin ban_duration and id texts,
+// redirect_to as GetReferrer picks it, passkeys / Web3 / OAuth server / custom providers
+// answered as GoTrue has them off, the OIDC discovery document, "provider is not enabled",
+// and when X-Supabase-Api-Version is echoed.
 import t from 'tap'
 import { GoTrueAdminApi, GoTrueClient } from '@supabase/auth-js'
 import { startAuth, call, email, memoryStorage } from '../helpers/auth-harness.js'
