@@ -118,6 +118,18 @@ export function pure<T> (value: T): Parser<T> {
 /** Parsec's `parserZero` (`guard False`, `mzero`): an empty failure with no message. */
 export const zero: Parser<never> = (_input, pos) => ({ ok: false, consumed: false, err: unknown(pos) })
 
+/**
+ * A failure that counts as consumed (no alternative is tried, nothing after it is
+ * ignored): for input no PostgREST rule refuses but the engine must (a NUL in a name).
+ */
+export function refuse (expected: string): Parser<never> {
+  return (input, pos) => ({
+    ok: false,
+    consumed: true,
+    err: { pos, msgs: [{ kind: SYS_UNEXPECT, text: pos < input.length ? showString(input[pos]) : '' }, { kind: EXPECT, text: expected }] }
+  })
+}
+
 // -- combinators -------------------------------------------------------------------------
 
 /** Parsec's `>>=`. */

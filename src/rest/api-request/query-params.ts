@@ -5,7 +5,7 @@
 import { ParseError, negativeLimit } from '../errors.js'
 import {
   alt, anyChar, attempt, between, bind, char, digit, eof, guard, label, lazy, letter, lookAhead, many, many1, map, noneOf,
-  notFollowedBy, oneOf, option, optionMaybe, parse, pure, sepBy, sepBy1, skip, string, then, zero, type Parser
+  notFollowedBy, oneOf, option, optionMaybe, parse, pure, refuse, sepBy, sepBy1, skip, string, then, type Parser
 } from './parsec.js'
 import type {
   AggregateFunction, EmbedPath, Field, Filter, FtsOperator, IsValue, JoinType, JsonOperand, JsonOperation, LogicTree,
@@ -101,10 +101,10 @@ const pIdentifierChar: Parser<string> = alt(letter, digit, oneOf('_ $'))
 /** A cast type or FTS language: `[letter digit _ space $]+`, trimmed. */
 const pIdentifier: Parser<string> = map(many1(pIdentifierChar), (cs) => cs.join('').trim())
 
-/** Postgres identifiers cannot hold NUL (and it could never name anything). */
+/** Postgres identifiers cannot hold NUL (and it could never name anything): refused where the name starts. */
 const noNul = (p: Parser<string>): Parser<string> => (input, pos) => {
   const r = p(input, pos)
-  if (r.ok && r.value.includes('\u0000')) return label(zero, FIELD_NAME)(input, pos)
+  if (r.ok && r.value.includes('\u0000')) return refuse(FIELD_NAME)(input, pos)
   return r
 }
 
