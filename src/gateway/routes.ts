@@ -217,7 +217,7 @@ export function createProxyPipeline (deps: ProxyRouteDeps): ProxyPipeline {
       for: deps.clientIp(raw),
       proto: deps.forwardedProto,
       host: deps.forwardedHost
-    }) as IncomingHttpHeaders
+    }, raw.headersDistinct) as IncomingHttpHeaders
     // The engine's span is a child of ours (else the client's traceparent goes on as sent).
     deps.tracer?.inject(raw, raw.headers as OutgoingHttpHeaders)
     // Tell the engine which limit was ours, not the caller's (client copies were stripped

@@ -39,6 +39,12 @@ export interface ForwardedFacts {
 }
 
 /**
+ * Headers PostgREST reads by their first line (Accept, Range, the profiles, Cookie) or line
+ * by line (Prefer): repeated, they are forwarded as sent, since Node joins them into one.
+ */
+const REPEATED_LINES: ReadonlySet<string> = new Set(['accept', 'accept-profile', 'content-profile', 'range', 'prefer', 'cookie'])
+
+/**
  * Headers for the upstream request. `incoming` is Node's parsed request headers (names
  * already lower case). `authorization` undefined = none is sent.
  */
@@ -46,14 +52,18 @@ export function buildUpstreamHeaders (
   incoming: IncomingHttpHeaders,
   authorization: string | undefined,
   requestId: string,
-  fwd: ForwardedFacts
+  fwd: ForwardedFacts,
+  lines?: Readonly<Record<string, readonly string[] | undefined>>
 ): OutgoingHttpHeaders {
   const listed = listedIn(incoming.connection)
   const out: OutgoingHttpHeaders = {}
   for (const name in incoming) {
     if (HOP_BY_HOP.has(name) || dropFromClient(name) || (listed !== null && listed.has(name))) continue
     const value = incoming[name]
-    if (value !== undefined) out[name] = value
+    // A repeated header the engines read line by line goes on as its lines, not Node's join.
+    const each = REPEATED_LINES.has(name) ? lines?.[name] : undefined
+    if (each !== undefined && each.length > 1) out[name] = [...each]
+    else if (value !== undefined) out[name] = value
   }
   // Transfer-Encoding is hop-by-hop, but a chunked body must stay framed on the next hop:
   // Node frames a GET/DELETE/OPTIONS body only when told to, and would otherwise send the

@@ -268,3 +268,15 @@ t.test('CSV bodies as PostgREST reads them (cassava): its texts and its lenienci
   const unterminated = await csv('k\n"xyz')
   t.same([unterminated.status, unterminated.json()], [201, [{ k: 'xy', v: null, n: 0 }]], 'an unterminated quote ends the field one character early, as cassava')
 })
+
+t.test('through the gateway: repeated Accept and Prefer lines reach the engine as sent', async (t) => {
+  const stack = await startRestGateway(t, { sql: FIXTURE_SQL })
+  const base = `${stack.gatewayUrl}/${stack.database}/rest/v1`
+  const apikey = stack.tenant.file.keys.public
+  const refused = await raw(base, '/authors?select=id', { headers: { apikey, accept: ['image/png', 'application/json'] } })
+  t.same([refused.status, refused.json().message], [406, 'None of these media types are available: image/png'], 'the first Accept line decides')
+  const csv = await raw(base, '/authors?select=id&id=eq.1', { headers: { apikey, accept: ['text/csv', 'application/json'] } })
+  t.same([csv.status, csv.body], [200, 'id\n1'])
+  const prefer = await raw(base, '/authors?select=id&limit=1', { headers: { apikey, prefer: ['handling=lenient', 'count=exact'] } })
+  t.same([prefer.status, prefer.headers['content-range']], [206, '0-0/4'], 'every Prefer line is read')
+})
