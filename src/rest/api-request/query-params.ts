@@ -209,7 +209,14 @@ function checkWidth (input: string, items: readonly SelectItem[]): void {
 
 /** Runs a rule as PostgREST's `P.parse`, failing with PGRST100 `"failed to parse <what> (<input>)"`. */
 export function runRule<T> (what: string, shown: string, p: Parser<T>, text: string = shown): T {
-  const r = parse(p, text)
+  let r: ReturnType<typeof parse<T>>
+  try {
+    r = parse(p, text)
+  } catch (err) {
+    // Nesting deeper than the call stack allows is the client's mistake, not a failure of ours.
+    if (err instanceof RangeError) throw new ParseError(what, shown, 1, { details: 'the value nests too deeply' })
+    throw err
+  }
   if (r.ok) return r.value
   throw new ParseError(what, shown, r.column, { details: r.details })
 }

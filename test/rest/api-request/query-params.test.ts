@@ -268,3 +268,11 @@ t.test('query string: decoding, classification, canonical form', async (t) => {
   t.same(rpc.rpcArgs, [['a', '1']])
   t.equal(rpc.filters.length, 1)
 })
+
+t.test('nesting deeper than the call stack allows: PGRST100, not a crash', async (t) => {
+  const n = 5000
+  for (const q of [`or=(${'or('.repeat(n)}a.eq.1${')'.repeat(n)})`, `select=${'a('.repeat(n)}b${')'.repeat(n)}`]) {
+    const e = failure(() => parseQueryParams(q))
+    t.same([e.code, e.status, e.details], ['PGRST100', 400, 'the value nests too deeply'])
+  }
+})
