@@ -429,7 +429,8 @@ export function parseQueryParams (qs: string, opts: ParseQueryOptions = {}): Que
         if (last === 'limit') {
           if (n !== null && n < 0) throw negativeLimit()
           if (n !== null) entry.limit = n
-        } else if (n !== null) {
+        } else if (n !== null && n >= 0) {
+          // As PostgREST (RangeSpec "succeeds if offset is negative as a no-op"): a negative offset is ignored.
           entry.offset = n
         }
         ranges.set(id, entry)
