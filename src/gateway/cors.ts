@@ -10,8 +10,8 @@ export const CORS_ALLOWED_HEADERS = [
 
 /** Response headers a browser script may read. */
 export const CORS_EXPOSED_HEADERS = [
-  'content-range', 'range', 'x-request-id', 'preference-applied', 'x-total-count', 'location',
-  'x-gatehouse-error-code', 'x-gatehouse-default-limit', 'x-gatehouse-max-limit'
+  'content-range', 'range', 'x-request-id', 'preference-applied', 'x-total-count', 'link', 'location',
+  'x-supabase-api-version', 'x-gatehouse-error-code', 'x-gatehouse-default-limit', 'x-gatehouse-max-limit'
 ]
 
 const METHODS = 'GET, HEAD, POST, PUT, PATCH, DELETE, OPTIONS'

@@ -191,7 +191,7 @@ t.test('auth upstream: Authorization rules and open routes', async (t) => {
   t.equal(auth.last().headers.authorization, `Bearer ${user}`, 'also with the secret key')
 
   // Open routes: browser redirects carry no key.
-  const open: Array<[string, string]> = [['GET', '/verify?token=abc&type=signup&redirect_to=x'], ['GET', '/callback?code=1&state=2'], ['POST', '/callback'], ['GET', '/authorize?provider=github']]
+  const open: Array<[string, string]> = [['GET', '/verify?token=abc&type=signup&redirect_to=x'], ['GET', '/callback?code=1&state=2'], ['POST', '/callback'], ['GET', '/.well-known/jwks.json'], ['GET', '/.well-known/openid-configuration'], ['GET', '/authorize?provider=github']]
   for (const [method, path] of open) {
     const before = auth.received.length
     r = await request(`${base}${path}`, { method })

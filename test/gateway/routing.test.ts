@@ -152,7 +152,7 @@ t.test('CORS: preflight without a key, exposed headers on answers and on errors'
   r = await request(`${gw.url}/acme/rest/v1/items`, { headers: { origin: 'https://app.example', apikey: acme.file.keys.public } })
   t.equal(r.status, 200)
   t.equal(r.headers['access-control-allow-origin'], '*')
-  for (const h of ['content-range', 'range', 'x-request-id', 'preference-applied', 'x-total-count', 'location']) {
+  for (const h of ['content-range', 'range', 'x-request-id', 'preference-applied', 'x-total-count', 'link', 'location', 'x-supabase-api-version']) {
     t.match(r.headers['access-control-expose-headers'], new RegExp(`(^|, )${h}(,|$)`), `exposes ${h}`)
   }
   r = await request(`${gw.url}/acme/rest/v1/items`, { headers: { origin: 'https://app.example' } })

@@ -64,9 +64,10 @@ export function parseGatewayPath (url: string): GatewayPath {
   return { database, service: null, path: rest, query }
 }
 
-/** Auth routes reachable without an API key (browser redirects, as Supabase's Kong). */
+/** Auth routes reachable without an API key (browser redirects, as Supabase's Kong, and the
+ * discovery documents OIDC libraries fetch without one). */
 export function isOpenAuthRoute (method: string, path: string): boolean {
-  if (method === 'GET') return path === '/verify' || path === '/callback' || path === '/authorize' || path === '/.well-known/jwks.json'
+  if (method === 'GET') return path === '/verify' || path === '/callback' || path === '/authorize' || path === '/.well-known/jwks.json' || path === '/.well-known/openid-configuration'
   if (method === 'POST') return path === '/callback'
   return false
 }
