@@ -8,6 +8,7 @@ import path from 'node:path'
 /** What dev.json says about the running stack (the fields the CLI uses). */
 interface RunningInfo {
   pid?: number
+  gateway_url?: string
   postgres_admin_url?: string
   tenants_dir?: string
   tenants_source_dir?: string
@@ -48,6 +49,8 @@ export function runningDevDefaults (root: string, kind: 'write' | 'read'): Recor
   if (info === null) return null
   const out: Record<string, unknown> = {}
   if (info.postgres_admin_url) out.postgres = { url: info.postgres_admin_url }
+  // The stack's gateway is the public URL of what the CLI makes there (printed database URLs).
+  if (info.gateway_url) out.public_url = info.gateway_url
   if (info.tenants_source !== 'redis') {
     const dir = kind === 'write' ? info.tenants_source_dir : info.tenants_dir
     if (dir) out.tenants = { dir }

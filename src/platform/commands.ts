@@ -112,6 +112,7 @@ export function registerPlatformCommands (tenants: Command, config: () => Config
       }
       out([
         `created database "${database}" (organization ${file.organization}) on ${describeUrl(adminUrl)}`,
+        `  url:         ${cfg.public_url.replace(/\/+$/, '')}/${database}`,
         `  tenant file: ${target}${cfg.tenants.source === 'redis' ? ' (and the Redis store)' : ''}`,
         `  roles:       ${roles.anon}, ${roles.auth}, ${roles.svc}`,
         `  public key:  ${file.keys.public}`,

@@ -83,6 +83,12 @@ t.test('tenants apply beside a running stack is refused with what to do instead'
   t.notMatch(named.stderr, /applies config\/tenants itself/, 'an explicit store passes the guard')
 })
 
+t.test('beside a running stack the CLI\'s public_url is the stack\'s gateway', async (t) => {
+  const dump = await run(['config', 'dump'], checkout(t, process.pid, 'files'))
+  t.equal(dump.code, 0, dump.stderr)
+  t.match(dump.stdout, /^public_url = "http:\/\/127\.0\.0\.1:28500\/?"$/m, 'so tenants create prints the URL the stack serves')
+})
+
 t.test('gatehouse status tells a running stack from a stopped one', async (t) => {
   const live = await run(['status'], checkout(t, process.pid, 'files'))
   t.equal(live.code, 0)

@@ -69,6 +69,7 @@ t.test('tenants create / drop round trip', async (t) => {
   t.ok(existsSync(file), 'the tenant file is written')
   const parsed = parseTenantFile(parseYaml(readFileSync(file, 'utf8')), file, {})
   t.equal(parsed.organization, 'org_cli')
+  t.match(created.stdout, `  url:         http://127.0.0.1:8000/${database}\n`, 'the database URL (public_url) is printed')
   t.same(parsed.upstreams, { auth: `http://auth.internal:9999/${database}`, rest: `http://rest.internal:3000/${database}` })
   t.match(parsed.keys, { public: /^pk_/, secret: /^sk_/ })
   t.ok(created.stdout.includes(parsed.keys.public) && created.stdout.includes(parsed.keys.secret), 'the keys are printed')
