@@ -7,6 +7,11 @@ import * as OTPAuth from 'otpauth'
 import pg from 'pg'
 import { startAuth, call, email, decodeJwt } from '../helpers/auth-harness.js'
 
+// pg warns (once per process) when a query is sent to a client still running another: inside
+// a transaction that is a query racing its neighbours, and pg 9 refuses it outright.
+const busyClientWarnings: string[] = []
+process.on('warning', (w) => { if (/already executing a query/.test(w.message)) busyClientWarnings.push(w.message) })
+
 function codeOf (secret: string, at: Date): string {
   return new OTPAuth.TOTP({ secret: OTPAuth.Secret.fromBase32(secret), digits: 6, period: 30, algorithm: 'SHA1' }).generate({ timestamp: at.getTime() })
 }
@@ -202,4 +207,8 @@ t.test('mfa', async (t) => {
     const v = await c.mfa.verify({ factorId: f.data!.id, challengeId: crypto.randomUUID(), code: '123456' })
     t.same([v.error?.status, v.error?.code, v.error?.message], [422, 'mfa_totp_verify_not_enabled', 'MFA verification is disabled for TOTP'])
   })
+})
+
+t.test('no query is sent to a transaction client still running another', async (t) => {
+  t.same(busyClientWarnings, [])
 })

@@ -113,7 +113,9 @@ export async function deleteUser (q: Queryable, id: string): Promise<boolean> {
 export async function loadUserWithIdentities (q: Queryable, id: string): Promise<UserWithIdentities | null> {
   const user = await findUserById(q, id)
   if (!user) return null
-  const [identities, factors] = await Promise.all([identitiesForUser(q, id), factorsOfUser(q, id)])
+  // One after another: q may be a transaction's client, which runs one query at a time.
+  const identities = await identitiesForUser(q, id)
+  const factors = await factorsOfUser(q, id)
   return { user, identities, factors }
 }
 
@@ -124,11 +126,9 @@ export async function listUsers (q: Queryable, o: ListUsersOptions): Promise<{ u
   const filter = o.filter ? '%' + o.filter.replace(/[\\%_]/g, (m) => '\\' + m) + '%' : null
   const where = `u.instance_id = $1 AND u.aud = $2 AND ($3::text IS NULL OR u.email ILIKE $3 OR u.raw_user_meta_data->>'full_name' ILIKE $3)`
   const dir = o.sortDesc ? 'DESC' : 'ASC'
-  const [rows, count] = await Promise.all([
-    q.query<UserRow>(`SELECT ${USER_SELECT} FROM auth.users u WHERE ${where} ORDER BY u.created_at ${dir}, u.id ${dir} LIMIT $4 OFFSET $5`,
-      [NIL_UUID, o.aud, filter, o.perPage, (o.page - 1) * o.perPage]),
-    q.query<{ n: string }>(`SELECT pg_catalog.count(*)::text AS n FROM auth.users u WHERE ${where}`, [NIL_UUID, o.aud, filter])
-  ])
+  const rows = await q.query<UserRow>(`SELECT ${USER_SELECT} FROM auth.users u WHERE ${where} ORDER BY u.created_at ${dir}, u.id ${dir} LIMIT $4 OFFSET $5`,
+    [NIL_UUID, o.aud, filter, o.perPage, (o.page - 1) * o.perPage])
+  const count = await q.query<{ n: string }>(`SELECT pg_catalog.count(*)::text AS n FROM auth.users u WHERE ${where}`, [NIL_UUID, o.aud, filter])
   const ids = rows.rows.map((u) => u.id)
   const identities = ids.length
     ? (await q.query<IdentityRow>(`SELECT id, provider_id, user_id, identity_data, provider, last_sign_in_at, created_at, updated_at, email

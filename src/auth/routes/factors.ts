@@ -113,7 +113,10 @@ async function raiseSession (ctx: TenantContext, q: Queryable, userId: string, s
   const refreshToken = await insertRefreshToken(q, { userId, sessionId, parent: active?.token, now })
   await setSessionAal(q, sessionId, 'aal2', factor.id, now)
   const user = (await findUserById(q, userId))!
-  const [identities, factors, amr] = await Promise.all([identitiesForUser(q, userId), factorsOfUser(q, userId), amrClaims(q, sessionId)])
+  // One after another: q is the transaction's client, which runs one query at a time.
+  const identities = await identitiesForUser(q, userId)
+  const factors = await factorsOfUser(q, userId)
+  const amr = await amrClaims(q, sessionId)
   return tokenResponse(ctx, { user, identities, factors }, { id: sessionId, refreshToken, amr })
 }
 
