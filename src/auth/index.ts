@@ -27,7 +27,6 @@ import { callbackRoutes } from './routes/callback.js'
 import { factorRoutes } from './routes/factors.js'
 import { reauthenticateRoutes } from './routes/reauthenticate.js'
 import { identityRoutes } from './routes/identities.js'
-import { ssoRoutes } from './routes/sso.js'
 import { unavailableRoutes } from './routes/unavailable.js'
 import { HEALTH_BODY, healthRoutes } from './routes/health.js'
 import { jwksRoutes } from './routes/jwks.js'
@@ -152,7 +151,6 @@ export function buildAuthEngine (deps: AuthEngineDeps): FastifyInstance {
     await scope.register(adminFactorRoutes)
     await scope.register(reauthenticateRoutes)
     await scope.register(identityRoutes)
-    await scope.register(ssoRoutes)
     await scope.register(unavailableRoutes)
   }, { prefix: '/:database' })
 

@@ -1,47 +1,82 @@
 // GoTrue features this engine does not offer, answered as GoTrue answers them switched off
 // (its defaults), so auth-js's methods for them get GoTrue's errors rather than a bare 404:
+//   - SAML single sign-on (`/sso`, `/sso/saml/*`, `/admin/sso/providers*`): 404
+//     saml_provider_disabled "SAML 2.0 is disabled"
+//   - passkeys (`/passkeys*`, auth-js's `passkey.*`): 404 passkey_disabled "Passkeys are disabled"
 //   - the OAuth 2.1 server (`/oauth/*`, `/user/oauth/grants`, `/admin/oauth/clients*`,
 //     `/.well-known/oauth-authorization-server`): 404 feature_disabled "OAuth server is disabled"
 //   - custom OAuth providers (`/admin/custom-providers*`): 404 feature_disabled
 //   - a user's passkeys in the admin API: none to list, none to delete.
 // Admin routes check the admin token first and /user routes the bearer first, as GoTrue's
 // route order does; the others refuse before anything else.
-import type { FastifyInstance, FastifyRequest } from 'fastify'
+import type { FastifyInstance, FastifyRequest, HTTPMethods } from 'fastify'
 import {
-  CustomProvidersDisabledError, OAuthServerDisabledError, PasskeyNotFoundError, UserNotFoundError, ValidationFailed404Error
+  CustomProvidersDisabledError, OAuthServerDisabledError, PasskeyNotFoundError, PasskeysDisabledError,
+  SamlDisabledError, UserNotFoundError, ValidationFailed404Error
 } from '../errors.js'
 import { contextOf } from '../hooks/resolve-tenant.js'
 import { requireAdmin, requireUser, UUID } from '../hooks/require-user.js'
 import { findUserById } from '../models/users.js'
 
+/** Who must be proven before the refusal: nobody, the caller's bearer, or the admin token. */
+type Check = 'none' | 'user' | 'admin'
+
+/** Each switched-off feature: its refusal, the check before it, and its routes. */
+const SWITCHED_OFF: Array<{ error: () => Error, check: Check, routes: Array<[HTTPMethods, string]> }> = [
+  {
+    error: () => new SamlDisabledError(),
+    check: 'none',
+    routes: [['POST', '/sso'], ['GET', '/sso/saml/metadata'], ['POST', '/sso/saml/acs']]
+  },
+  {
+    error: () => new SamlDisabledError(),
+    check: 'admin',
+    routes: [['GET', '/admin/sso/providers'], ['POST', '/admin/sso/providers'], ['GET', '/admin/sso/providers/:id'],
+      ['PUT', '/admin/sso/providers/:id'], ['DELETE', '/admin/sso/providers/:id']]
+  },
+  {
+    error: () => new PasskeysDisabledError(),
+    check: 'none',
+    routes: [['POST', '/passkeys/authentication/options'], ['POST', '/passkeys/authentication/verify'],
+      ['POST', '/passkeys/registration/options'], ['POST', '/passkeys/registration/verify'],
+      ['GET', '/passkeys'], ['PATCH', '/passkeys/:id'], ['DELETE', '/passkeys/:id']]
+  },
+  {
+    error: () => new OAuthServerDisabledError(),
+    check: 'none',
+    routes: [['GET', '/.well-known/oauth-authorization-server'], ['POST', '/oauth/clients/register'],
+      ['POST', '/oauth/token'], ['GET', '/oauth/userinfo'], ['GET', '/oauth/authorize'],
+      ['GET', '/oauth/authorizations/:id'], ['POST', '/oauth/authorizations/:id/consent']]
+  },
+  {
+    error: () => new OAuthServerDisabledError(),
+    check: 'user',
+    routes: [['GET', '/user/oauth/grants'], ['DELETE', '/user/oauth/grants']]
+  },
+  {
+    error: () => new OAuthServerDisabledError(),
+    check: 'admin',
+    routes: [['GET', '/admin/oauth/clients'], ['POST', '/admin/oauth/clients'], ['GET', '/admin/oauth/clients/:id'],
+      ['PUT', '/admin/oauth/clients/:id'], ['DELETE', '/admin/oauth/clients/:id'],
+      ['POST', '/admin/oauth/clients/:id/regenerate_secret']]
+  },
+  {
+    error: () => new CustomProvidersDisabledError(),
+    check: 'admin',
+    routes: [['GET', '/admin/custom-providers'], ['POST', '/admin/custom-providers'], ['GET', '/admin/custom-providers/:id'],
+      ['PUT', '/admin/custom-providers/:id'], ['DELETE', '/admin/custom-providers/:id']]
+  }
+]
+
 export async function unavailableRoutes (scope: FastifyInstance): Promise<void> {
-  const oauthOff = async () => { throw new OAuthServerDisabledError() }
-  scope.get('/.well-known/oauth-authorization-server', oauthOff)
-  scope.post('/oauth/clients/register', oauthOff)
-  scope.post('/oauth/token', oauthOff)
-  scope.get('/oauth/userinfo', oauthOff)
-  scope.get('/oauth/authorize', oauthOff)
-  scope.get('/oauth/authorizations/:id', oauthOff)
-  scope.post('/oauth/authorizations/:id/consent', oauthOff)
-
-  const userOauthOff = async (req: FastifyRequest) => { await requireUser(contextOf(req), req); throw new OAuthServerDisabledError() }
-  scope.get('/user/oauth/grants', userOauthOff)
-  scope.delete('/user/oauth/grants', userOauthOff)
-
-  const admin = (err: () => Error) => async (req: FastifyRequest) => { await requireAdmin(contextOf(req), req); throw err() }
-  const adminOauthOff = admin(() => new OAuthServerDisabledError())
-  scope.get('/admin/oauth/clients', adminOauthOff)
-  scope.post('/admin/oauth/clients', adminOauthOff)
-  scope.get('/admin/oauth/clients/:id', adminOauthOff)
-  scope.put('/admin/oauth/clients/:id', adminOauthOff)
-  scope.delete('/admin/oauth/clients/:id', adminOauthOff)
-  scope.post('/admin/oauth/clients/:id/regenerate_secret', adminOauthOff)
-  const customOff = admin(() => new CustomProvidersDisabledError())
-  scope.get('/admin/custom-providers', customOff)
-  scope.post('/admin/custom-providers', customOff)
-  scope.get('/admin/custom-providers/:id', customOff)
-  scope.put('/admin/custom-providers/:id', customOff)
-  scope.delete('/admin/custom-providers/:id', customOff)
+  for (const { error, check, routes } of SWITCHED_OFF) {
+    const refuse = async (req: FastifyRequest) => {
+      if (check === 'admin') await requireAdmin(contextOf(req), req)
+      else if (check === 'user') await requireUser(contextOf(req), req)
+      throw error()
+    }
+    for (const [method, url] of routes) scope.route({ method, url, handler: refuse })
+  }
 
   // GoTrue's loadUser, then the user's passkeys: there are none here.
   const adminUser = async (req: FastifyRequest) => {
