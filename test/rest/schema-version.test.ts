@@ -5,7 +5,6 @@
 import t from 'tap'
 import { randomBytes } from 'node:crypto'
 import { copyFileSync, mkdtempSync, rmSync } from 'node:fs'
-import net from 'node:net'
 import os from 'node:os'
 import path from 'node:path'
 import pg from 'pg'
@@ -16,6 +15,7 @@ import { buildRestEngine, restEngineOf } from '../../src/rest/index.js'
 import { adminQuery, adminUrl } from '../helpers/db.js'
 import { createRestFixture, TEST_CONFIG, type RestFixture } from '../helpers/rest-fixture.js'
 import { createTestTenant, withClient, type TestTenant } from '../helpers/tenants.js'
+import { tcpRelay } from '../helpers/tcp-relay.js'
 import { quoteIdent, signHS256, withDatabase } from '../../src/shared/index.js'
 
 async function post (fx: RestFixture, path: string, body: unknown): Promise<{ status: number, json: any }> {
@@ -62,36 +62,12 @@ t.test('serving many tenants: one pool connection each, no LISTEN connection of 
   t.equal(engine.openConnections(), names.length, 'one connection per tenant')
 })
 
-/** A TCP relay to `target` counting the connections made through it and the chunks clients send (one per round trip). */
-async function relay (t: { teardown: (fn: () => void) => void }, target: URL): Promise<{ url: string, connections: () => number, chunks: () => number }> {
-  let connections = 0
-  let chunks = 0
-  const sockets = new Set<net.Socket>()
-  const server = net.createServer((client) => {
-    connections++
-    const upstream = net.connect(Number(target.port || 5432), target.hostname)
-    sockets.add(client); sockets.add(upstream)
-    client.setNoDelay(true); upstream.setNoDelay(true)
-    client.on('data', (c) => { chunks++; upstream.write(c) })
-    upstream.on('data', (c) => client.write(c))
-    const close = (): void => { client.destroy(); upstream.destroy() }
-    client.on('close', close); upstream.on('close', close)
-    client.on('error', close); upstream.on('error', close)
-  })
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
-  t.teardown(() => { for (const s of sockets) s.destroy(); server.close() })
-  const via = new URL(target.href)
-  via.hostname = '127.0.0.1'
-  via.port = String((server.address() as net.AddressInfo).port)
-  return { url: via.href, connections: () => connections, chunks: () => chunks }
-}
-
 t.test("a tenant's first request: one connection, the schema cache in one round trip, the request in one more", async (t) => {
   const tt = await createTestTenant(t)
   await withClient(tt.ownerUrl, (c) => c.query(`CREATE TABLE things (id int PRIMARY KEY, name text); INSERT INTO things VALUES (1, 'a');
     CREATE TABLE parts (id int PRIMARY KEY, thing_id int REFERENCES things (id)); CREATE VIEW thing_names AS SELECT id, name FROM things;
     SELECT platform.grant('SELECT', 'things', 'anon'); SELECT platform.grant('SELECT', 'parts', 'anon')`))
-  const counter = await relay(t, new URL(tt.tenant.engines!.rest!))
+  const counter = await tcpRelay(t, new URL(tt.tenant.engines!.rest!))
   // What logging in takes (startup and authentication messages), measured on a connection of our own.
   const own = new pg.Client({ connectionString: counter.url })
   await own.connect()

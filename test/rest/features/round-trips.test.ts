@@ -5,11 +5,11 @@
 // is sent before the answer to the previous one came back. Failures in any step leave the
 // connection clean for the next request.
 import t from 'tap'
-import net from 'node:net'
 import { buildRestEngine } from '../../../src/rest/index.js'
 import type { Tenant } from '../../../src/tenants/index.js'
 import { createTestTenant, withClient } from '../../helpers/tenants.js'
 import { TEST_CONFIG } from '../../helpers/rest-fixture.js'
+import { tcpRelay } from '../../helpers/tcp-relay.js'
 
 const SCHEMA = `
 CREATE TABLE items (id int PRIMARY KEY, n int NOT NULL);
@@ -18,34 +18,11 @@ SELECT platform.grant('SELECT, INSERT', 'items', 'anon');
 CREATE TABLE hidden (id int);
 `
 
-/** A TCP relay to `target` that counts the chunks clients send through it. */
-async function relay (t: { teardown: (fn: () => void) => void }, target: { host: string, port: number }): Promise<{ port: number, chunks: () => number, reset: () => void }> {
-  let chunks = 0
-  const sockets = new Set<net.Socket>()
-  const server = net.createServer((client) => {
-    const upstream = net.connect(target.port, target.host)
-    sockets.add(client); sockets.add(upstream)
-    client.setNoDelay(true); upstream.setNoDelay(true)
-    client.on('data', (c) => { chunks++; upstream.write(c) })
-    upstream.on('data', (c) => client.write(c))
-    const close = (): void => { client.destroy(); upstream.destroy() }
-    client.on('close', close); upstream.on('close', close)
-    client.on('error', close); upstream.on('error', close)
-  })
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
-  t.teardown(() => { for (const s of sockets) s.destroy(); server.close() })
-  return { port: (server.address() as net.AddressInfo).port, chunks: () => chunks, reset: () => { chunks = 0 } }
-}
-
 t.test('one round trip per read, two per insert, clean after failures', async (t) => {
   const tt = await createTestTenant(t)
   await withClient(tt.ownerUrl, (c) => c.query(SCHEMA))
-  const direct = new URL(tt.tenant.engines?.rest ?? '')
-  const counter = await relay(t, { host: direct.hostname, port: Number(direct.port || 5432) })
-  const viaRelay = new URL(direct.href)
-  viaRelay.hostname = '127.0.0.1'
-  viaRelay.port = String(counter.port)
-  const tenant: Tenant = { ...tt.tenant, engines: { ...tt.tenant.engines!, rest: viaRelay.href } }
+  const counter = await tcpRelay(t, new URL(tt.tenant.engines?.rest ?? ''))
+  const tenant: Tenant = { ...tt.tenant, engines: { ...tt.tenant.engines!, rest: counter.url } }
   const app = buildRestEngine({
     // One connection: every request below runs on the same one.
     config: { rest: { ...TEST_CONFIG.rest, pool_budget: 2, pool_per_tenant: 1 } },
