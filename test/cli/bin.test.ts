@@ -10,22 +10,13 @@ import net from 'node:net'
 import os from 'node:os'
 import path from 'node:path'
 import { REPO_ROOT } from '../helpers/e2e-stack.js'
+import { shellEnv } from '../helpers/shell-env.js'
 
 const BIN = path.join(REPO_ROOT, 'node_modules', '.bin', 'gatehouse')
 const TRACE = path.join(REPO_ROOT, 'test', 'cli', 'fixtures', 'trace-modules.mjs')
 const VERSION = (JSON.parse(readFileSync(path.join(REPO_ROOT, 'package.json'), 'utf8')) as { version: string }).version
 
 interface Result { code: number | null, stdout: string, stderr: string }
-
-/** A shell's environment: no services or GATEHOUSE_* settings of the test run. */
-function shellEnv (extra: NodeJS.ProcessEnv = {}): NodeJS.ProcessEnv {
-  const env: NodeJS.ProcessEnv = {}
-  for (const [k, v] of Object.entries(process.env)) {
-    if (k.startsWith('GATEHOUSE_') || k === 'DATABASE_URL' || k === 'REDIS_URL' || k === 'NODE_OPTIONS' || k.startsWith('TAP')) continue
-    env[k] = v
-  }
-  return { ...env, ...extra }
-}
 
 function run (cmd: string, args: string[], opts: { env?: NodeJS.ProcessEnv, cwd?: string, until?: (out: string) => boolean } = {}): Promise<Result> {
   return new Promise((resolve, reject) => {

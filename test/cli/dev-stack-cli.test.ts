@@ -10,19 +10,11 @@ import { copyFileSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'nod
 import os from 'node:os'
 import path from 'node:path'
 import { REPO_ROOT } from '../helpers/e2e-stack.js'
+import { shellEnv } from '../helpers/shell-env.js'
 
 const BIN = path.join(REPO_ROOT, 'node_modules', '.bin', 'gatehouse')
 
 interface Result { code: number | null, stdout: string, stderr: string }
-
-function shellEnv (extra: NodeJS.ProcessEnv = {}): NodeJS.ProcessEnv {
-  const env: NodeJS.ProcessEnv = {}
-  for (const [k, v] of Object.entries(process.env)) {
-    if (k.startsWith('GATEHOUSE_') || k === 'DATABASE_URL' || k === 'REDIS_URL' || k === 'NODE_OPTIONS' || k.startsWith('TAP')) continue
-    env[k] = v
-  }
-  return { ...env, ...extra }
-}
 
 function run (args: string[], cwd: string, env: NodeJS.ProcessEnv = shellEnv()): Promise<Result> {
   return new Promise((resolve, reject) => {

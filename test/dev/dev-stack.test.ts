@@ -10,6 +10,7 @@ import path from 'node:path'
 import { createWorkingCopy, REPO_ROOT } from '../helpers/e2e-stack.js'
 import { adminUrl } from '../helpers/db.js'
 import { dropTenant } from '../../src/platform/index.js'
+import { shellEnv } from '../helpers/shell-env.js'
 
 // Whole development stacks start here: on a loaded machine that takes minutes, not seconds.
 t.setTimeout(300_000)
@@ -17,16 +18,6 @@ t.setTimeout(300_000)
 const BIN = path.join(REPO_ROOT, 'node_modules', '.bin', 'gatehouse')
 const BASE = 18180
 const GATEWAY = `http://127.0.0.1:${BASE}`
-
-/** A developer's shell: no services or GATEHOUSE_* settings of the test run. */
-function shellEnv (extra: NodeJS.ProcessEnv = {}): NodeJS.ProcessEnv {
-  const env: NodeJS.ProcessEnv = {}
-  for (const [k, v] of Object.entries(process.env)) {
-    if (k.startsWith('GATEHOUSE_') || k === 'DATABASE_URL' || k === 'REDIS_URL' || k === 'NODE_OPTIONS' || k.startsWith('TAP')) continue
-    env[k] = v
-  }
-  return { ...env, ...extra }
-}
 
 function cli (cwd: string, args: string[]): Promise<{ code: number | null, stdout: string, stderr: string }> {
   return new Promise((resolve, reject) => {
