@@ -38,7 +38,7 @@ export async function run (): Promise<BenchReport> {
   const startedAt = new Date().toISOString()
   const config = loadConfig({
     env: {},
-    overrides: { public_url: 'http://127.0.0.1:8000', log: { level: 'info' }, gateway: { port: 0 }, rest: { port: 0 }, auth: { port: 0 } }
+    overrides: { public_url: 'http://127.0.0.1:8000', log: { level: 'info' }, gateway: { port: 0, client_max_inflight_share: 1 }, rest: { port: 0 }, auth: { port: 0 } }
   })
   const { logger, close: closeLog } = devNullLogger(config.log)
   const tenants = new Map<string, Tenant>()

@@ -52,7 +52,7 @@ export async function run (): Promise<BenchReport> {
   const upPort = await listen(upstream)
   const upUrl = `http://127.0.0.1:${upPort}`
 
-  const config = loadConfig({ env: {}, overrides: { public_url: 'http://127.0.0.1:8000', log: { level: process.env.BENCH_LOG_LEVEL ?? 'info' }, gateway: { port: 0 } } })
+  const config = loadConfig({ env: {}, overrides: { public_url: 'http://127.0.0.1:8000', log: { level: process.env.BENCH_LOG_LEVEL ?? 'info' }, gateway: { port: 0, client_max_inflight_share: 1 } } })
 
   // The gateway, with its production logger (info, one line per request) to /dev/null.
   const tenantFile = {
@@ -83,7 +83,7 @@ export async function run (): Promise<BenchReport> {
       bares[kind] = await forkGateway({}, [], { kind, target: upUrl, keepAliveMs })
       procs.push(bares[kind])
     }
-    const gwOverrides = { public_url: config.public_url, log: { level: process.env.BENCH_LOG_LEVEL ?? 'info' }, gateway: { port: 0 } }
+    const gwOverrides = { public_url: config.public_url, log: { level: process.env.BENCH_LOG_LEVEL ?? 'info' }, gateway: { port: 0, client_max_inflight_share: 1 } }
     const gw = await forkGateway(gwOverrides, [tenantFile])
     procs.push(gw)
     const gwRouted = await forkGateway(gwOverrides, [tenantFile], undefined, false)

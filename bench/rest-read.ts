@@ -58,7 +58,7 @@ export async function run (): Promise<BenchReport> {
   const connections = Number(process.env.BENCH_CONNECTIONS ?? 32)
   const rounds = Math.max(1, Number(process.env.BENCH_ROUNDS ?? 2))
   const startedAt = new Date().toISOString()
-  const config = loadConfig({ env: {}, overrides: { public_url: 'http://127.0.0.1:8000', log: { level: 'info' }, gateway: { port: 0 }, rest: { port: 0 } } })
+  const config = loadConfig({ env: {}, overrides: { public_url: 'http://127.0.0.1:8000', log: { level: 'info' }, gateway: { port: 0, client_max_inflight_share: 1 }, rest: { port: 0 } } })
   const cap = perTenantCap({ budget: config.rest.pool_budget, perTenant: config.rest.pool_per_tenant })
 
   const tenants = new Map<string, Tenant>()
@@ -137,7 +137,7 @@ export async function run (): Promise<BenchReport> {
     await gateway.listen({ port: 0, host: '127.0.0.1' })
     const gwPort = (gateway.server.address() as AddressInfo).port
     // The gateway as deployed: a process of its own, same config, same tenant record.
-    raw.gw = await forkGateway({ public_url: config.public_url, log: { level: 'info' }, gateway: { port: 0 } }, [file])
+    raw.gw = await forkGateway({ public_url: config.public_url, log: { level: 'info' }, gateway: { port: 0, client_max_inflight_share: 1 } }, [file])
     const gwProc = raw.gw
 
     const upstreamToken = await signHS256(upstreamClaims, { secret: file.jwt.upstream_secret, expiresInSeconds: 3600 })

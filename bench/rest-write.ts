@@ -33,7 +33,7 @@ export async function run (): Promise<BenchReport> {
   const connections = Number(process.env.BENCH_CONNECTIONS ?? 32)
   const rounds = Math.max(1, Number(process.env.BENCH_ROUNDS ?? 2))
   const startedAt = new Date().toISOString()
-  const config = loadConfig({ env: {}, overrides: { public_url: 'http://127.0.0.1:8000', log: { level: 'info' }, gateway: { port: 0 }, rest: { port: 0 } } })
+  const config = loadConfig({ env: {}, overrides: { public_url: 'http://127.0.0.1:8000', log: { level: 'info' }, gateway: { port: 0, client_max_inflight_share: 1 }, rest: { port: 0 } } })
 
   const tenants = new Map<string, Tenant>()
   const lookup = { get: async (db: string) => tenants.get(db) ?? null }

@@ -70,6 +70,32 @@ export const ConfigSchema = Type.Object({
     body_idle_timeout_ms: Type.Integer({ minimum: 1, default: 10_000 }),
     /** A request body taking longer in all: 408 request_timeout. */
     body_timeout_ms: Type.Integer({ minimum: 1, default: 60_000 }),
+    /**
+     * Bytes of a request body read before the request takes a tenant's in-flight slot or an
+     * upstream socket (nginx's proxy_request_buffering, Kong's request_buffering): a slow
+     * upload holds neither while it arrives. A larger body streams once this much is read.
+     */
+    buffer_body_bytes: Type.Integer({ minimum: 0, default: 1_048_576 }),
+    /**
+     * A request body must arrive at least this fast, measured over each body_rate_window_ms
+     * (a streamed body is not judged while the upstream holds it back): slower is 408
+     * request_timeout, the upstream request cut. 0: no minimum.
+     */
+    min_body_bytes_per_second: Type.Integer({ minimum: 0, default: 1024 }),
+    body_rate_window_ms: Type.Integer({ minimum: 10, default: 10_000 }),
+    /**
+     * The share of gateway.tenant_max_inflight one client (its address and the kind of API
+     * key it sends) may hold: beyond it that client gets 429 client_too_many_concurrent_requests.
+     */
+    client_max_inflight_share: Type.Number({ exclusiveMinimum: 0, maximum: 1, default: 0.25 }),
+    /**
+     * Bytes of an upstream response the gateway holds for a client that reads slower than
+     * the upstream answers: within it the upstream request completes (and gives its slot
+     * back) whatever the client does; beyond it the upstream is held back.
+     */
+    response_buffer_bytes: Type.Integer({ minimum: 0, default: 1_048_576 }),
+    /** A client that takes none of its response for this long is disconnected (nginx's send_timeout). */
+    send_timeout_ms: Type.Integer({ minimum: 1, default: 10_000 }),
     cors_origins: Type.Array(Type.String(), { default: ['*'] }),
     /**
      * Addresses (IPs, CIDRs, `loopback`, `linklocal`, `uniquelocal`) of proxies in front of

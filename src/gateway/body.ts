@@ -1,18 +1,18 @@
-// Request bodies within their limits. Small bodies (up to STREAM_ABOVE_BYTES) are read
-// whole before the gateway takes an upstream socket (as nginx's request buffering does), so
-// a client that dawdles over a small upload never holds one. Larger bodies stream to the
-// upstream as they arrive (BodyStream), bytes counted on the way: a body that passes its
-// limit, stalls longer than the idle time or takes longer than the body time in all is cut
-// there, the upstream request is aborted mid-body (the engine never gets a complete body,
-// so it never acts on one) and the client gets its 413 / 408. A declared Content-Length
-// over the limit is refused before anything is read.
+// Request bodies within their limits. A body is read into memory up to the buffer size
+// (gateway.buffer_body_bytes) before the request takes a tenant's in-flight slot or an
+// upstream socket (nginx's proxy_request_buffering, Kong's request_buffering), so a client
+// that dawdles over an upload holds neither while it arrives. A larger body then streams to
+// the upstream (BodyStream), bytes counted on the way. Either way a body that passes its
+// limit, stalls longer than the idle time, arrives slower than the minimum rate over a
+// window (nginx's client_body_timeout judges single reads; this judges the rate) or takes
+// longer than the body time in all is cut there: a streamed body's upstream request is
+// aborted mid-body (the engine never gets a complete body, so it never acts on one) and
+// the client gets its 413 / 408. A declared Content-Length over the limit is refused
+// before anything is read.
 import type { IncomingMessage } from 'node:http'
 import { Readable } from 'node:stream'
 import type { GatehouseError } from '../shared/index.js'
 import { PayloadTooLargeError, RequestTimeoutError } from './errors.js'
-
-/** Bodies larger than this stream to the upstream; smaller ones are read whole first. */
-export const STREAM_ABOVE_BYTES = 64 * 1024
 
 export interface BodyLimits {
   maxBytes: number
@@ -20,6 +20,9 @@ export interface BodyLimits {
   idleMs: number
   /** Longest time for the whole body, ms. */
   totalMs: number
+  /** Least bytes per second over each rateWindowMs (0: no minimum). */
+  minBytesPerSecond?: number
+  rateWindowMs?: number
 }
 
 /** The responses that refuse a body close the connection: its unread rest is never parsed as a request. */
@@ -60,14 +63,12 @@ export class ClientAbortedError extends Error {
 
 /**
  * Reads the request body within the limits: into one Buffer when it is at most
- * `streamAbove` bytes, else a BodyStream carrying what was read so far and the rest as it
- * comes (a declared Content-Length over `streamAbove` streams at once). Rejects with a 413
+ * `streamAbove` bytes, else a BodyStream carrying what was read so far (the first
+ * `streamAbove` bytes, whatever Content-Length declares) and the rest as it comes. Rejects with a 413
  * or 408 GatehouseError (both close the connection), or ClientAbortedError.
  */
 export function readBody (req: IncomingMessage, limits: BodyLimits, streamAbove = Infinity): Promise<Buffer | BodyStream> {
   const started = Date.now()
-  const declared = req.headers['content-length'] !== undefined ? Number(req.headers['content-length']) : NaN
-  if (declared > streamAbove) return Promise.resolve(new BodyStream(req, [], 0, limits, started))
   return new Promise((resolve, reject) => {
     const chunks: Buffer[] = []
     let size = 0
@@ -76,6 +77,7 @@ export function readBody (req: IncomingMessage, limits: BodyLimits, streamAbove 
       settled = true
       clearTimeout(idle)
       clearTimeout(total)
+      rate?.stop()
       req.off('data', onData)
       req.off('end', onEnd)
       req.off('error', onError)
@@ -92,8 +94,10 @@ export function readBody (req: IncomingMessage, limits: BodyLimits, streamAbove 
     const onTotal = (): void => finish(totalTimeout(limits))
     const idle = setTimeout(onIdle, limits.idleMs)
     const total = setTimeout(onTotal, limits.totalMs)
+    const rate = RateWatch.of(limits, (err) => finish(err))
     const onData = (chunk: Buffer): void => {
       size += chunk.length
+      rate?.add(chunk.length)
       if (size > limits.maxBytes) { finish(new PayloadTooLargeError(limits.maxBytes, { headers: CLOSE })); return }
       chunks.push(chunk)
       idle.refresh()
@@ -123,6 +127,44 @@ function totalTimeout (limits: BodyLimits): GatehouseError {
 }
 
 /**
+ * The minimum rate: at the end of each window the bytes that arrived in it must reach
+ * minBytesPerSecond x the window, else `onSlow` gets a 408. A window in which the gateway
+ * itself held the body back (hold()) is not judged.
+ */
+class RateWatch {
+  readonly #timer: NodeJS.Timeout
+  readonly #need: number
+  #bytes = 0
+  /** Held back at some point of this window / now. */
+  #held = false
+  #holding = false
+
+  static of (limits: BodyLimits, onSlow: (err: GatehouseError) => void): RateWatch | null {
+    const min = limits.minBytesPerSecond ?? 0
+    const windowMs = limits.rateWindowMs ?? 10_000
+    return min > 0 ? new RateWatch(min, windowMs, onSlow) : null
+  }
+
+  private constructor (min: number, windowMs: number, onSlow: (err: GatehouseError) => void) {
+    this.#need = Math.ceil(min * windowMs / 1000)
+    this.#timer = setInterval(() => {
+      if (!this.#held && this.#bytes < this.#need) {
+        onSlow(new RequestTimeoutError(`the body arrived slower than ${min} bytes per second over ${windowMs} ms`, { headers: CLOSE }))
+        return
+      }
+      this.#bytes = 0
+      this.#held = this.#holding
+    }, windowMs)
+  }
+
+  add (n: number): void { this.#bytes += n }
+  /** The gateway paused the body (upstream backpressure): no window is judged until release(). */
+  hold (): void { this.#held = true; this.#holding = true }
+  release (): void { this.#holding = false }
+  stop (): void { clearInterval(this.#timer) }
+}
+
+/**
  * A request body on its way to the upstream, within the limits: it fails (and the upstream
  * request with it) with a 413 / 408 GatehouseError as soon as the body passes the limit or
  * the idle or total time, or with ClientAbortedError when the client goes away. Backpressure
@@ -134,6 +176,7 @@ export class BodyStream extends Readable {
   #size: number
   #idle: NodeJS.Timeout | null
   #total: NodeJS.Timeout | null
+  readonly #rate: RateWatch | null
   /** The 413 / 408 that cut the body (also set when nobody was reading any more). */
   refusal: GatehouseError | null = null
 
@@ -145,6 +188,9 @@ export class BodyStream extends Readable {
     for (const c of head) this.push(c)
     this.#idle = setTimeout(() => this.#refuse(idleTimeout(limits)), limits.idleMs)
     this.#total = setTimeout(() => this.#refuse(totalTimeout(limits)), Math.max(0, limits.totalMs - (Date.now() - started)))
+    this.#rate = RateWatch.of(limits, (err) => this.#refuse(err))
+    // The request stays paused (readBody paused it) until the upstream reads: held till then.
+    this.#rate?.hold()
     req.on('data', this.#onData)
     req.on('end', this.#onEnd)
     req.on('error', this.#onAbort)
@@ -155,7 +201,8 @@ export class BodyStream extends Readable {
     this.#size += chunk.length
     if (this.#size > this.#limits.maxBytes) { this.#refuse(new PayloadTooLargeError(this.#limits.maxBytes, { headers: CLOSE })); return }
     this.#idle?.refresh()
-    if (!this.push(chunk)) this.#req.pause()
+    this.#rate?.add(chunk.length)
+    if (!this.push(chunk)) { this.#rate?.hold(); this.#req.pause() }
   }
 
   #onEnd = (): void => {
@@ -173,6 +220,7 @@ export class BodyStream extends Readable {
   #detach (): void {
     if (this.#idle !== null) { clearTimeout(this.#idle); this.#idle = null }
     if (this.#total !== null) { clearTimeout(this.#total); this.#total = null }
+    this.#rate?.stop()
     this.#req.off('data', this.#onData)
     this.#req.off('end', this.#onEnd)
     this.#req.off('error', this.#onAbort)
@@ -187,6 +235,7 @@ export class BodyStream extends Readable {
   }
 
   override _read (): void {
+    this.#rate?.release()
     this.#req.resume()
   }
 

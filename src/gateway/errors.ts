@@ -43,6 +43,10 @@ export const UpstreamTimeoutError = defineError('upstream_timeout', 504,
 export const TooManyConcurrentRequestsError = defineError('too_many_concurrent_requests', 429,
   (limit: number) => `This database already has ${limit} requests in progress; retry shortly`)
 
+/** One client's requests in flight to a tenant reached its share (gateway.client_max_inflight_share). */
+export const ClientTooManyConcurrentRequestsError = defineError('client_too_many_concurrent_requests', 429,
+  (limit: number) => `This client already has ${limit} requests to this database in progress, its share; retry shortly`)
+
 /** No upstream socket became free within gateway.upstream_queue_timeout_ms. */
 export const UpstreamBusyError = defineError('upstream_busy', 503,
   () => 'unexpected failure')
@@ -89,8 +93,8 @@ export const REFUSAL_CODES: readonly RefusalCode[] = errorCodes(REFUSAL_ERRORS)
 export const GATEWAY_ERRORS = {
   InvalidPathError, BadRequestError, LengthRequiredError, PayloadTooLargeError, RequestTimeoutError,
   TenantNotFoundError, NotFoundError, NoApiKeyError, InvalidApiKeyError, InvalidTokenError,
-  UpstreamUnavailableError, UpstreamTimeoutError, TooManyConcurrentRequestsError, UpstreamBusyError,
-  NotReadyError, InternalError
+  UpstreamUnavailableError, UpstreamTimeoutError, TooManyConcurrentRequestsError,
+  ClientTooManyConcurrentRequestsError, UpstreamBusyError, NotReadyError, InternalError
 } as const
 
 export type GatewayErrorCode = CodeOf<typeof GATEWAY_ERRORS>

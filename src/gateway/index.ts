@@ -100,6 +100,7 @@ export function buildGateway (deps: GatewayDeps): FastifyInstance {
   const cors = createCors(g.cors_origins)
   const authenticator = createAuthenticator({ publicUrl: config.public_url, now })
   const tokens = createUpstreamTokens({ ttlSeconds: g.upstream_token_ttl_seconds, now })
+  const slots = createInflightSlots(g.tenant_max_inflight, g.client_max_inflight_share)
   const upstream = createUpstreamProxy({
     timeoutMs: g.upstream_timeout_ms,
     connectTimeoutMs: g.upstream_connect_timeout_ms,
@@ -107,6 +108,11 @@ export function buildGateway (deps: GatewayDeps): FastifyInstance {
     queueTimeoutMs: g.upstream_queue_timeout_ms,
     keepAliveMs: g.upstream_keepalive_ms,
     maxErrorBodyBytes: g.max_error_body_bytes,
+    responseBufferBytes: g.response_buffer_bytes,
+    sendTimeoutMs: g.send_timeout_ms,
+    // The upstream's answer is complete (or failed): the tenant's slot is free again,
+    // whether or not the client has read the answer yet.
+    onUpstreamDone: (res) => slots.release(res),
     rewriteError: deps.rewriteError,
     isShuttingDown: () => state.shuttingDown,
     onUpstreamError: (ctx, code) => metrics.upstreamError(ctx.tenant.database, ctx.service, code),
@@ -229,9 +235,12 @@ export function buildGateway (deps: GatewayDeps): FastifyInstance {
       authMaxBodyBytes: g.auth_max_body_bytes,
       bodyIdleMs: g.body_idle_timeout_ms,
       bodyTimeoutMs: g.body_timeout_ms,
+      bufferBodyBytes: g.buffer_body_bytes,
+      minBodyBytesPerSecond: g.min_body_bytes_per_second,
+      bodyRateWindowMs: g.body_rate_window_ms,
       tenantMaxInflight: g.tenant_max_inflight
     },
-    slots: createInflightSlots(g.tenant_max_inflight),
+    slots,
     onClientGone: (info) => { info.errorCode = 'client_closed'; complete(info, 499) },
     forwardedProto: publicUrl.protocol.replace(/:$/, ''),
     forwardedHost: publicUrl.host,

@@ -9,7 +9,7 @@
 import type { FastifyBaseLogger, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import type { IncomingHttpHeaders, IncomingMessage, OutgoingHttpHeaders, ServerResponse } from 'node:http'
 import type { TenantLookup } from '../tenants/index.js'
-import { LengthRequiredError, NotFoundError, NotReadyError, TenantNotFoundError, TooManyConcurrentRequestsError } from './errors.js'
+import { ClientTooManyConcurrentRequestsError, LengthRequiredError, NotFoundError, NotReadyError, TenantNotFoundError, TooManyConcurrentRequestsError } from './errors.js'
 import { isOpenAuthRoute, isTablePath, parseGatewayPath } from './request/path.js'
 import { rewriteQuery } from './request/query.js'
 import { isUnverifiedTokenRefusal, type Authenticator } from './request/authenticate.js'
@@ -20,7 +20,7 @@ import { firstHeader, type PartTracer } from '../shared/index.js'
 import { UNKNOWN_TENANT } from './metrics.js'
 import type { Cors } from './cors.js'
 import type { Caller, RequestInfo } from './types.js'
-import { ClientAbortedError, STREAM_ABOVE_BYTES, declaredTooLarge, lingerThenClose, readBody, type BodyStream } from './body.js'
+import { ClientAbortedError, declaredTooLarge, lingerThenClose, readBody, type BodyStream } from './body.js'
 import type { InflightSlots } from './inflight.js'
 import { performance } from 'node:perf_hooks'
 
@@ -73,6 +73,10 @@ export interface ProxyRouteDeps {
     authMaxBodyBytes: number
     bodyIdleMs: number
     bodyTimeoutMs: number
+    /** Bytes read before a slot is taken; a larger body streams (body.ts). */
+    bufferBodyBytes: number
+    minBodyBytesPerSecond: number
+    bodyRateWindowMs: number
     tenantMaxInflight: number
   }
   slots: InflightSlots
@@ -193,13 +197,20 @@ export function createProxyPipeline (deps: ProxyRouteDeps): ProxyPipeline {
     if (q.limitAdded !== null) ours['x-gatehouse-default-limit'] = String(q.limitAdded)
     if (q.limitCapped !== null) ours['x-gatehouse-max-limit'] = String(q.limitCapped)
 
-    // A small body whole before an upstream socket is taken (413 / 408 refuse it here); a
-    // large one streams, its limits enforced on the way (body.ts).
+    // The body, up to gateway.buffer_body_bytes, before the request takes a slot or an
+    // upstream socket (413 / 408 refuse it here); a larger one streams from there, its
+    // limits enforced on the way (body.ts).
     let body: Buffer | BodyStream | null = null
     if (hasBody) {
       try {
         if (/\b100-continue\b/i.test(raw.headers.expect ?? '')) res.writeContinue()
-        body = await readBody(raw, { maxBytes: maxBody, idleMs: limits.bodyIdleMs, totalMs: limits.bodyTimeoutMs }, STREAM_ABOVE_BYTES)
+        body = await readBody(raw, {
+          maxBytes: maxBody,
+          idleMs: limits.bodyIdleMs,
+          totalMs: limits.bodyTimeoutMs,
+          minBytesPerSecond: limits.minBodyBytesPerSecond,
+          rateWindowMs: limits.bodyRateWindowMs
+        }, limits.bufferBodyBytes)
       } catch (err) {
         if (!(err instanceof ClientAbortedError)) throw err
         raw.socket.destroy()
@@ -207,14 +218,20 @@ export function createProxyPipeline (deps: ProxyRouteDeps): ProxyPipeline {
         return
       }
     }
-    if (!slots.take(tenant.database, res)) {
+    const clientIp = deps.clientIp(raw)
+    // One client: its address and the kind of key it sends (a backend's secret key does not
+    // share the browsers' share behind the same address).
+    const taken = slots.take(tenant.database, caller.keyKind === 'svc' ? `${clientIp} svc` : clientIp, res)
+    if (taken !== 'ok') {
       if (body !== null && !Buffer.isBuffer(body)) { body.destroy(); lingerThenClose(raw) }
-      throw new TooManyConcurrentRequestsError(limits.tenantMaxInflight, { headers: busy })
+      throw taken === 'tenant'
+        ? new TooManyConcurrentRequestsError(limits.tenantMaxInflight, { headers: busy })
+        : new ClientTooManyConcurrentRequestsError(slots.perClient, { headers: busy })
     }
 
     const target = baseUrl(service === 'rest' ? tenant.upstreams.rest : tenant.upstreams.auth)
     raw.headers = buildUpstreamHeaders(raw.headers, authorization, ex.id, {
-      for: deps.clientIp(raw),
+      for: clientIp,
       proto: deps.forwardedProto,
       host: deps.forwardedHost
     }, raw.headersDistinct) as IncomingHttpHeaders

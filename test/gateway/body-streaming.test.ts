@@ -2,12 +2,16 @@
 // body limits enforced on the way: the upstream sees the first bytes before the client has
 // sent the rest; a body that passes the limit or stalls is cut there, the upstream request
 // is aborted mid-body (the upstream never gets a complete body) and the client gets its
-// 413 / 408. Small bodies are still read whole first (body-limits.test.ts).
+// 413 / 408. Bodies up to gateway.buffer_body_bytes (64 KiB here) are read whole first
+// (body-limits.test.ts, slow-clients.test.ts).
 import t from 'tap'
 import http from 'node:http'
 import net from 'node:net'
 import type { AddressInfo } from 'node:net'
 import { lookupOf, makeTenant, startGateway, testConfig } from '../helpers/gateway.js'
+
+/** gateway.buffer_body_bytes of these gateways: larger bodies stream. */
+const BUFFER = 64 * 1024
 
 interface Seen { url: string, bytes: number, complete: boolean }
 
@@ -52,7 +56,7 @@ function rawPost (port: number, path: string, headers: string[], first: Buffer, 
 t.test('a large upload streams: the upstream reads its first bytes before the client has sent the rest', async (t) => {
   const up = await recordingUpstream(t)
   const tt = makeTenant('acme', { auth: up.url, rest: up.url })
-  const gw = await startGateway(t, { tenants: lookupOf(tt) })
+  const gw = await startGateway(t, { tenants: lookupOf(tt), config: testConfig({ gateway: { buffer_body_bytes: BUFFER } }) })
   const size = 512 * 1024
   const half = Buffer.alloc(size / 2, 'a')
   // The second half is sent only once the upstream has seen bytes of the first: a gateway
@@ -70,7 +74,7 @@ t.test('a large upload streams: the upstream reads its first bytes before the cl
 t.test('a large chunked upload over the limit: the upstream request is cut mid-body, the client gets 413', async (t) => {
   const up = await recordingUpstream(t)
   const tt = makeTenant('acme', { auth: up.url, rest: up.url })
-  const gw = await startGateway(t, { tenants: lookupOf(tt), config: testConfig({ gateway: { rest_max_body_bytes: 256 * 1024 } }) })
+  const gw = await startGateway(t, { tenants: lookupOf(tt), config: testConfig({ gateway: { rest_max_body_bytes: 256 * 1024, buffer_body_bytes: BUFFER } }) })
   const ended = up.next()
   const piece = Buffer.alloc(64 * 1024, 'c')
   const chunk = Buffer.concat([Buffer.from(`${piece.length.toString(16)}\r\n`), piece, Buffer.from('\r\n')])
@@ -90,11 +94,33 @@ t.test('a large chunked upload over the limit: the upstream request is cut mid-b
 t.test('a large upload that stalls: the upstream request is cut, the client gets 408', async (t) => {
   const up = await recordingUpstream(t)
   const tt = makeTenant('acme', { auth: up.url, rest: up.url })
-  const gw = await startGateway(t, { tenants: lookupOf(tt), config: testConfig({ gateway: { body_idle_timeout_ms: 300 } }) })
+  const gw = await startGateway(t, { tenants: lookupOf(tt), config: testConfig({ gateway: { body_idle_timeout_ms: 300, buffer_body_bytes: BUFFER } }) })
   const ended = up.next()
   const answer = await rawPost(gw.port, '/acme/rest/v1/blobs', [`apikey: ${tt.file.keys.public}`, `content-length: ${1024 * 1024}`], Buffer.alloc(128 * 1024, 'd'), async () => {})
   t.match(answer, /^HTTP\/1\.1 408 /, 'the client gets 408')
   t.match(answer, /no part of the body arrived for 300 ms/)
+  const s = await ended
+  t.equal(s.complete, false, 'the upstream request was cut before its body was complete')
+  t.ok(s.bytes > 0, 'the upstream had the first bytes (the body was streaming)')
+})
+
+t.test('a large upload slower than the minimum rate: the upstream request is cut, the client gets 408', async (t) => {
+  const up = await recordingUpstream(t)
+  const tt = makeTenant('acme', { auth: up.url, rest: up.url })
+  const gw = await startGateway(t, {
+    tenants: lookupOf(tt),
+    config: testConfig({ gateway: { buffer_body_bytes: BUFFER, min_body_bytes_per_second: 1000, body_rate_window_ms: 200, body_idle_timeout_ms: 60_000 } })
+  })
+  const ended = up.next()
+  let drip: NodeJS.Timeout | undefined
+  t.teardown(() => clearInterval(drip))
+  const answer = await rawPost(gw.port, '/acme/rest/v1/blobs', [`apikey: ${tt.file.keys.public}`, `content-length: ${1024 * 1024}`], Buffer.alloc(128 * 1024, 'e'), async (socket) => {
+    // Never idle, but 50 bytes per second once the first 128 KiB are in.
+    drip = setInterval(() => { if (!socket.destroyed) socket.write('e') }, 20)
+  })
+  clearInterval(drip)
+  t.match(answer, /^HTTP\/1\.1 408 /, 'the client gets 408')
+  t.match(answer, /slower than 1000 bytes per second over 200 ms/)
   const s = await ended
   t.equal(s.complete, false, 'the upstream request was cut before its body was complete')
   t.ok(s.bytes > 0, 'the upstream had the first bytes (the body was streaming)')

@@ -1,6 +1,6 @@
 // The upstream sockets are shared by every tenant on an engine, over real sockets: each
 // tenant's requests in flight are capped (429 too_many_concurrent_requests + Retry-After,
-// others go on), a wait for an upstream socket ends with 503 upstream_busy + Retry-After,
+// others go on; one client's share of them: slow-clients.test.ts), a wait for an upstream socket ends with 503 upstream_busy + Retry-After,
 // and an engine's 503 reaches the client with a Retry-After.
 import t from 'tap'
 import type http from 'node:http'
@@ -33,7 +33,7 @@ t.test('each tenant has at most gateway.tenant_max_inflight requests in flight',
   const { up, waitHeld, release } = await holdingUpstream(t)
   const busy = makeTenant('busy', { auth: up.url, rest: up.url })
   const calm = makeTenant('calm', { auth: up.url, rest: up.url })
-  const gw = await startGateway(t, { tenants: lookupOf(busy, calm), config: testConfig({ gateway: { tenant_max_inflight: 2 } }) })
+  const gw = await startGateway(t, { tenants: lookupOf(busy, calm), config: testConfig({ gateway: { tenant_max_inflight: 2, client_max_inflight_share: 1 } }) })
   const get = (tt: typeof busy, path: string) => request(`${gw.url}/${tt.tenant.database}/rest/v1${path}`, { headers: { apikey: tt.file.keys.public } })
 
   const slow = [get(busy, '/hold'), get(busy, '/hold')]

@@ -127,6 +127,8 @@ export interface RequestOptions {
   headers?: Record<string, string | string[]>
   body?: string | Buffer
   agent?: http.Agent | false
+  /** The client's own address (any of 127.0.0.0/8 on loopback: another client). */
+  localAddress?: string
 }
 
 /** One HTTP request on a fresh connection (unless an agent is given). */
@@ -137,7 +139,7 @@ export function request (url: string, opts: RequestOptions = {}): Promise<Respon
     if (!m) throw new Error(`not an http URL: ${url}`)
     const req = http.request({
       host: m[1], port: Number(m[2]), path: m[3] ?? '/',
-      method: opts.method ?? 'GET', headers: opts.headers, agent: opts.agent ?? false
+      method: opts.method ?? 'GET', headers: opts.headers, agent: opts.agent ?? false, localAddress: opts.localAddress
     }, (res) => {
       const chunks: Buffer[] = []
       res.on('data', (c: Buffer) => chunks.push(c))

@@ -46,6 +46,16 @@ export interface UpstreamProxyOptions {
   queueTimeoutMs: number
   keepAliveMs: number
   maxErrorBodyBytes: number
+  /**
+   * Bytes of the answer held for a client that reads slower than the upstream sends
+   * (undici keeps reading the upstream until then, so its request completes and its slot
+   * is free); beyond it the upstream is held back until the client drains. Default 0.
+   */
+  responseBufferBytes?: number
+  /** A client that takes no byte of its answer for this long is disconnected (nginx's send_timeout). */
+  sendTimeoutMs?: number
+  /** The upstream request is over (complete, failed, or left the queue): its slot can go back. */
+  onUpstreamDone?: (res: ServerResponse) => void
   rewriteError?: RewriteError
   /** True once shutdown began: responses then close their connection. */
   isShuttingDown: () => boolean
@@ -133,6 +143,32 @@ function onClientDrain (this: Tracked): void {
   this[kForward]?.resume?.()
 }
 
+const kSendWatch = Symbol('gatehouse.sendWatch')
+type Watched = ServerResponse & { [kSendWatch]?: NodeJS.Timeout }
+
+/**
+ * Cuts `res` when its client takes no byte of it for `ms` (the kernel took none from the
+ * socket), checked every `ms` until the answer is written out or the response closes. Armed
+ * once per response, when a write is first held back.
+ */
+function watchSend (res: ServerResponse, ms: number): void {
+  const w = res as Watched
+  if (w[kSendWatch] !== undefined) return
+  // Bytes the kernel took from the socket (bytesWritten counts the ones still queued too).
+  const sent = (): number => res.socket === null ? 0 : res.socket.bytesWritten - res.socket.writableLength
+  let last = sent()
+  const timer = setInterval(() => {
+    const now = sent()
+    if (now === last && res.writableLength > 0) res.destroy()
+    last = now
+  }, ms)
+  timer.unref()
+  w[kSendWatch] = timer
+  const stop = (): void => { clearInterval(timer) }
+  res.once('finish', stop)
+  res.once('close', stop)
+}
+
 interface Internals {
   opts: UpstreamProxyOptions
   release (o: Origin): void
@@ -195,6 +231,7 @@ class Forward implements Dispatcher.DispatchHandler {
       const i = q.indexOf(this)
       if (i >= 0) q.splice(i, 1)
     }
+    if (was !== 'done') this.internals.opts.onUpstreamDone?.(this.res)
   }
 
   onConnect (abort: (err?: Error) => void): void {
@@ -258,13 +295,20 @@ class Forward implements Dispatcher.DispatchHandler {
       res.writeHead(this.status, this.headers)
       let ok = true
       for (const c of chunks) ok = res.write(c)
-      return ok || this.waitForDrain()
+      return ok || this.backpressure()
     }
-    return res.write(chunk) || this.waitForDrain()
+    return res.write(chunk) || this.backpressure()
   }
 
-  /** Backpressure: undici stops reading the upstream until the client response drains. */
-  waitForDrain (): false {
+  /**
+   * The client reads slower than the upstream sends: hold the answer up to
+   * responseBufferBytes (reading on), then stop reading the upstream until the client
+   * drains; either way a client that takes nothing for sendTimeoutMs is cut.
+   */
+  backpressure (): boolean {
+    const opts = this.internals.opts
+    if (opts.sendTimeoutMs !== undefined) watchSend(this.res, opts.sendTimeoutMs)
+    if (this.res.writableLength <= (opts.responseBufferBytes ?? 0)) return true
     if (!this.drainHooked) { this.drainHooked = true; this.res.on('drain', onClientDrain) }
     return false
   }
