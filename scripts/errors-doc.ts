@@ -13,6 +13,7 @@ import { AUTH_ERRORS } from '../src/auth/index.js'
 import { PANEL_ERRORS } from '../src/panel/index.js'
 import { TENANT_ERRORS } from '../src/tenants/index.js'
 import { PLATFORM_ERRORS } from '../src/platform/index.js'
+import { TYPEGEN_ERRORS } from '../src/typegen/index.js'
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..')
 export const ERRORS_DOC = path.join(root, 'docs', 'errors.md')
@@ -24,7 +25,8 @@ const PARTS: ReadonlyArray<[string, ErrorRegistry]> = [
   ['Auth engine (GoTrue `error_code` values; body shape chosen by `X-Supabase-Api-Version`; `invalid request`, `invalid_request` and `invalid nonce` are OAuth-form `{error, error_description}`)', AUTH_ERRORS],
   ['Control-panel API', PANEL_ERRORS],
   ['Tenant store and `gatehouse tenants apply|list|show|delete|keys`', TENANT_ERRORS],
-  ['Provisioning and `gatehouse tenants create|drop|migrate`', PLATFORM_ERRORS]
+  ['Provisioning and `gatehouse tenants create|drop|migrate`', PLATFORM_ERRORS],
+  ['Type generation (`gatehouse gen types typescript`)', TYPEGEN_ERRORS]
 ]
 
 /** What each refusal means, for the people reading the reference (service.md). */

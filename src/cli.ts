@@ -63,6 +63,14 @@ const GROUPS: Group[] = [
     }
   },
   {
+    name: 'gen',
+    description: 'generate code from a database: gen types typescript <database>',
+    async register (program, { readConfig }) {
+      const { registerGenCommands } = await import('./typegen/index.js')
+      registerGenCommands(program, readConfig)
+    }
+  },
+  {
     name: 'config',
     description: 'process configuration',
     async register (program, { config }) {

@@ -206,7 +206,7 @@ t.test('the control-panel API example runs as the README says', async (t) => {
   t.equal(svc.body.rolled_back, true)
   t.ok(svc.body.rows.length > 0)
   // Every call of the table answers (none is a 404 of the router).
-  for (const [method, call] of [['GET', 'policy-check'], ['GET', 'auth-settings'], ['GET', 'rest-settings'], ['GET', 'signing-keys']]) {
+  for (const [method, call] of [['GET', 'policy-check'], ['GET', 'auth-settings'], ['GET', 'rest-settings'], ['GET', 'signing-keys'], ['GET', 'types/typescript']]) {
     t.ok(section.includes(`${method} /${call}`) || section.includes(`\`${method}\`, \`PATCH /${call}\``), `the table lists ${method} ${call}`)
     const r = await stack.panel(method!, pathOf.replace('/test-query', `/${call}`))
     t.equal(r.status, 200, `${method} ${call}`)

@@ -15,6 +15,7 @@ import {
   AccountLinkRefusedError, DatabaseNotFoundError, DatabaseUnavailableError, EngineNotConfiguredError, QueryError, ResultTooLargeError, QueryTimeoutError, SettingsReadOnlyError, TestQueryLoginError
 } from './errors.js'
 import { checkPolicies } from './policy-check.js'
+import { generateTypescriptTypes, parseSchemaList } from '../typegen/index.js'
 import type { PanelPools } from './pools.js'
 import type { ExchangeLimiter } from './exchange-limit.js'
 import {
@@ -224,6 +225,27 @@ export function panelRoutes (deps: PanelRouteDeps) {
         return { database, count: policies.length, policies }
       } catch (err) {
         throw new DatabaseUnavailableError({ cause: err, internal: err })
+      }
+    })
+
+    // ---- GET types/typescript: the database's generated types (Supabase Management API's
+    // `GET /v1/projects/{ref}/types/typescript?included_schemas=`: `{ types }`) ----------------
+    scope.get<{ Querystring: { included_schemas?: string | string[] } }>('/types/typescript', async (req) => {
+      const { tenant, database } = panelContext(req)
+      const asked = req.query.included_schemas
+      const schemas = parseSchemaList(asked === undefined ? [] : Array.isArray(asked) ? asked : [asked])
+      let client
+      try {
+        client = await deps.ownerPools.get(database, tenant.postgres).connect()
+      } catch (err) {
+        throw new DatabaseUnavailableError({ cause: err, internal: err })
+      }
+      try {
+        return { types: await generateTypescriptTypes(client, { schemas: schemas.length > 0 ? schemas : tenant.rest.schemas }) }
+      } catch (err) {
+        throw new DatabaseUnavailableError({ cause: err, internal: err })
+      } finally {
+        client.release()
       }
     })
   }

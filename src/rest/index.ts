@@ -20,6 +20,8 @@ import { createSchemaCacheStore, type SchemaCache } from './schema-cache/index.j
 export { LIMIT_APPLIED_HEADER } from './response/index.js'
 export { DEFAULT_LIMIT_HEADER } from './api-request/index.js'
 export { statusForSqlState } from './errors.js'
+/** The catalog reader of the schema cache (type generation reads relationships with it). */
+export { loadSchemaCache, type Relationship, type CatalogQuery as SchemaCatalogQuery } from './schema-cache/index.js'
 export { REST_ERRORS, REST_ERROR_CODES, type RestErrorCode } from './errors.js'
 
 export interface RestEngineDeps {

@@ -20,6 +20,7 @@ import * as authModule from '../../src/auth/index.js'
 import * as panelModule from '../../src/panel/index.js'
 import * as tenantsModule from '../../src/tenants/index.js'
 import * as platformModule from '../../src/platform/index.js'
+import * as typegenModule from '../../src/typegen/index.js'
 
 t.test('docs/errors.md is what the registries render', async (t) => {
   t.equal(readFileSync(ERRORS_DOC, 'utf8'), renderErrorsDoc(), 'in sync (else run npm run errors-doc)')
@@ -51,7 +52,8 @@ t.test('every error class an errors module exports is in its part\'s registry', 
     ['auth', authModule, [AUTH_ERRORS]],
     ['panel', panelModule, [PANEL_ERRORS]],
     ['tenants', tenantsModule, [TENANT_ERRORS]],
-    ['platform', platformModule, [PLATFORM_ERRORS]]
+    ['platform', platformModule, [PLATFORM_ERRORS]],
+    ['typegen', typegenModule, [typegenModule.TYPEGEN_ERRORS]]
   ]
   for (const [part, mod, registries] of pairs) {
     const listed = new Set(registries.flatMap((r) => Object.values(r)))
