@@ -11,7 +11,7 @@ import { identitiesForUser, insertIdentity, updateIdentity } from './models/iden
 import {
   deleteOneTimeToken, deleteOneTimeTokensOfUser, findOneTimeToken, putOneTimeToken, type OneTimeTokenType
 } from './models/one-time-tokens.js'
-import { otpAttemptsOf } from './models/otp-attempts.js'
+import { clearAddressAttempts, otpAttemptsOf } from './models/otp-attempts.js'
 import { isUserBanned, lockUserById, updateUser, type UserColumn } from './models/users.js'
 import { confirmEmail, emailIdentityData, refreshProviders } from './accounts.js'
 import type { TenantContext, UserRow, UserWithIdentities } from './types.js'
@@ -192,13 +192,19 @@ export async function verifyTokenHash (ctx: TenantContext, q: Queryable, type: s
   const user = await lockUserById(q, found.user_id)
   const ott = user ? await findOneTimeToken(q, hash, kind.ottTypes) : null
   if (!user || !ott || (opts.relatesTo !== undefined && ott.relates_to !== opts.relatesTo.toLowerCase())) throw (opts.linkOpened === true ? new EmailLinkInvalidError() : new OtpExpiredError())
-  // Burned by wrong codes (the caller may have counted this very attempt already).
-  if (await otpAttemptsOf(q, ott.id) >= MAX_OTP_ATTEMPTS + (opts.attemptCounted ? 1 : 0)) throw new OtpAttemptsExhaustedError()
+  // A code burned by wrong codes (the caller may have counted this very attempt already).
+  // Only the 6-digit code burns: the link's token hash (224 bits, guessed by no one) goes
+  // on working until it is used or expires, whatever strangers typed (docs/edge.md).
+  if (opts.relatesTo !== undefined && await otpAttemptsOf(q, ott.id) >= MAX_OTP_ATTEMPTS + (opts.attemptCounted ? 1 : 0)) throw new OtpAttemptsExhaustedError()
   if (isUserBanned(user, ctx.now())) throw new UserBannedBearerError()
   const sent = kind.sentAt(user) ?? ott.created_at
   if (sent.getTime() + ctx.tenant.auth.otp_expiry * 1000 < ctx.now().getTime()) throw (opts.linkOpened === true ? new EmailLinkInvalidError() : new OtpExpiredError())
   const outcome = await kind.apply(ctx, q, user, ott.token_type)
-  // The token reached its address and came back: the user owns that address.
-  if (ott.relates_to) await recordEmailProof(q, user.id, ott.relates_to, ctx.now())
+  // The token reached its address and came back: the user owns that address (and the
+  // wrong codes strangers entered for it no longer count).
+  if (ott.relates_to) {
+    await recordEmailProof(q, user.id, ott.relates_to, ctx.now())
+    await clearAddressAttempts(q, ott.relates_to)
+  }
   return outcome
 }

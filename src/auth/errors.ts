@@ -111,8 +111,11 @@ export const overRequestRateLimit = (retryAfterSeconds = 1) =>
   new OverRequestRateLimitError({ headers: { 'retry-after': String(Math.max(1, retryAfterSeconds)) } })
 /** Wrong codes a one-time code takes before it stops working (ours; GoTrue has no such limit). */
 export const MAX_OTP_ATTEMPTS = 5
-/** Ours: the code has taken MAX_OTP_ATTEMPTS wrong codes and no longer works, even the right one. */
-export const OtpAttemptsExhaustedError = defineAuthError('otp_expired', 403, () => `Token has expired or is invalid: after ${MAX_OTP_ATTEMPTS} wrong codes this code no longer works, request a new one`)
+/**
+ * Ours: MAX_OTP_ATTEMPTS wrong codes were entered for the code or its address within the
+ * code lifetime: codes for it no longer work, even the right one; the mailed link does.
+ */
+export const OtpAttemptsExhaustedError = defineAuthError('otp_expired', 403, () => `Token has expired or is invalid: after ${MAX_OTP_ATTEMPTS} wrong codes this code no longer works; the link in the mail still does`)
 export const EmailSendFailedError = defineAuthError('unexpected_failure', 500, (what: string) => `Error sending ${what} email`)
 
 // ----- magic link, OTP, PKCE, external providers ---------------------------------------------

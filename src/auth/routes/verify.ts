@@ -14,7 +14,7 @@ import { contextOf } from '../hooks/resolve-tenant.js'
 import { limitRequest } from '../rate-limits.js'
 import { bodyOf, clientMeta, normaliseEmail, optString, queryParam, redirectUrlOf } from '../http.js'
 import { findOneTimeToken } from '../models/one-time-tokens.js'
-import { countOtpAttempt } from '../models/otp-attempts.js'
+import { countAddressAttempt, countOtpAttempt } from '../models/otp-attempts.js'
 import { findLatestFlowState, updateFlowState } from '../models/flow-state.js'
 import { flowMethodOfVerifyType } from '../pkce.js'
 import { errorRedirectUrl, withFragmentParams, withQueryParams } from '../redirects.js'
@@ -137,9 +137,16 @@ export async function verifyRoutes (scope: FastifyInstance): Promise<void> {
       return session!
     }
     // A code with its address: the attempt counts against that address's outstanding codes
-    // before the code is checked, so however many clients guess at once, a code is checked
-    // MAX_OTP_ATTEMPTS times at most; after that even the right code is refused.
-    const attempts = await countOtpAttempt(ctx.db, relatesTo, ottTypesOfVerifyType(type))
+    // and against the address itself within a code lifetime, before the code is checked, so
+    // however many clients guess at once, and however many new codes they have mailed, an
+    // address's codes are checked MAX_OTP_ATTEMPTS times at most; after that even the right
+    // code is refused (the mailed link still works).
+    // One transaction, the address's row locked first: concurrent guesses are counted one
+    // after the other, both counts together.
+    const attempts = await withTransaction(ctx.db, async (q) => {
+      const byAddress = await countAddressAttempt(q, relatesTo!, ctx.tenant.auth.otp_expiry, ctx.now())
+      return Math.max(byAddress, await countOtpAttempt(q, relatesTo!, ottTypesOfVerifyType(type)))
+    })
     if (attempts > MAX_OTP_ATTEMPTS) throw new OtpAttemptsExhaustedError()
     try {
       const { outcome, session } = await verifyAndSignIn(ctx, req, type, hashes, { relatesTo, attemptCounted: true })
