@@ -31,6 +31,8 @@ export interface PoolSettings {
   reconnectBackoffMs?: number
   /** Longest wait between reconnects, ms. Default 32 000. */
   reconnectBackoffMaxMs?: number
+  /** The back-off's clock, ms (tests drive a long outage with it). Default Date.now. */
+  now?: () => number
 }
 
 export interface PoolLogger {
@@ -75,7 +77,14 @@ export function createEnginePools (s: PoolSettings, logger?: PoolLogger, events:
     logger: logger && { warn: (obj, msg) => logger.warn(obj, `rest: ${msg ?? ''}`) },
     onPoolClosed: events.poolClosed
   })
-  backoffs.set(pools, new ReconnectBackoff({ initialMs: s.reconnectBackoffMs ?? 1_000, maxMs: s.reconnectBackoffMaxMs ?? 32_000 }))
+  backoffs.set(pools, new ReconnectBackoff({
+    initialMs: s.reconnectBackoffMs ?? 1_000,
+    maxMs: s.reconnectBackoffMaxMs ?? 32_000,
+    ...(s.now !== undefined ? { now: s.now } : {}),
+    // One connect per backing-off URL at most every second: service resumes within a
+    // second of the database coming back, whatever the wait had grown to.
+    probe: (url) => pools.probe(url)
+  }))
   eventsOf.set(pools, events)
   return pools
 }
@@ -126,6 +135,11 @@ export class SchemaChangedError extends Error {
 
 /** The reconnect backoff of each engine's pools (by database URL). */
 const backoffs = new WeakMap<TenantPools, ReconnectBackoff>()
+
+/** The engine's reconnect back-off (its probes stop on close; tests wait for them). */
+export function reconnectBackoffOf (pools: TenantPools): ReconnectBackoff | undefined {
+  return backoffs.get(pools)
+}
 
 /** A connection from the pools, unless `url` is backing off after a failed connect (then 503 at once). */
 async function acquire (pools: TenantPools, key: string, url: string): Promise<PooledConnection> {

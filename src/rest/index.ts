@@ -11,7 +11,7 @@ import {
 import { DATABASE_NAME, type TenantLookup } from '../tenants/index.js'
 import { TokenVerifier } from './auth.js'
 import { BadRequestError, InvalidBodyError, InvalidPathError, PayloadTooLargeError, TenantNotFoundError, UnexpectedError, errorBodyJson, proxyStatus, reasonPhrase } from './errors.js'
-import { createEnginePools } from './execute.js'
+import { createEnginePools, reconnectBackoffOf } from './execute.js'
 import { createPlanCache, handleRequest, type Engine } from './handler.js'
 import { isJsonBody, jsonDepthExceeds } from './api-request/json-depth.js'
 import { headerViews, pathSegments, unsupportedMethod } from './api-request/index.js'
@@ -34,6 +34,8 @@ export interface RestEngineDeps {
   tracer?: PartTracer
   /** How long a request waits for a pooled connection before 504 PGRST003 (default 10 s). */
   poolAcquireTimeoutMs?: number
+  /** Clock in ms of the reconnect back-off and its probes (tests); default Date.now. */
+  now?: () => number
   /** Connection timeout of new connections (default 5 s). */
   connectTimeoutMs?: number
 }
@@ -50,6 +52,8 @@ export interface RestEngineHandle {
   poolSnapshot (): TenantPoolsSnapshot
   /** Effective per-tenant connection cap. */
   perTenantCap (): number
+  /** Resolves once no background reconnect probe is running (tests). */
+  reconnectProbesSettled (): Promise<void>
 }
 
 const handles = new WeakMap<FastifyInstance, RestEngineHandle>()
@@ -98,7 +102,8 @@ export function buildRestEngine (deps: RestEngineDeps): FastifyInstance {
     connectTimeoutMs,
     maxTenants: rest.pool_max_tenants,
     reconnectBackoffMs: rest.reconnect_backoff_ms,
-    reconnectBackoffMaxMs: rest.reconnect_backoff_max_ms
+    reconnectBackoffMaxMs: rest.reconnect_backoff_max_ms,
+    ...(deps.now !== undefined ? { now: deps.now } : {})
   }, log, {
     poolClosed: (key) => engine.schemaCaches.drop(key),
     notification: (key, payload) => engine.schemaCaches.notified(key, payload),
@@ -117,7 +122,8 @@ export function buildRestEngine (deps: RestEngineDeps): FastifyInstance {
     openConnections: () => pools.openConnections,
     poolStats: (database) => pools.stats(database),
     poolSnapshot: () => pools.snapshot(),
-    perTenantCap: () => pools.perTenantCap
+    perTenantCap: () => pools.perTenantCap,
+    reconnectProbesSettled: async () => { await reconnectBackoffOf(pools)?.probesSettled() }
   })
 
   // Bodies are kept as raw bytes (api-request/ parses JSON / CSV / form itself).
@@ -194,6 +200,7 @@ export function buildRestEngine (deps: RestEngineDeps): FastifyInstance {
   instrumentPart(app, { part: 'rest', tenantOf: tenantLabel(deps.tenants), pools: [{ snapshot: () => pools.snapshot() }] })
 
   app.addHook('onClose', async () => {
+    reconnectBackoffOf(pools)?.close()
     await engine.schemaCaches.close()
     await pools.close()
   })

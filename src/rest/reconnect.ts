@@ -3,6 +3,12 @@
 // trying again; then one request probes while the others keep failing fast; the wait
 // doubles up to a cap while the database stays unreachable (PostgREST retries on the same
 // schedule: 1, 2, 4 ... 32 s) and is forgotten at the first success.
+//
+// Beyond PostgREST: while a URL backs off, one cheap background probe (a connect, no
+// query) runs at most every probeIntervalMs, so a database that is back is served again
+// within a second however long the wait had grown (docs/edge.md). A probe starts from a
+// timer, and also from a request that finds the last probe older than the interval (by the
+// injected clock: tests drive a long outage without waiting for it).
 import { DbConnectionError } from './errors.js'
 
 export interface ReconnectBackoffOptions {
@@ -11,16 +17,29 @@ export interface ReconnectBackoffOptions {
   /** Longest wait, ms. */
   maxMs: number
   now?: () => number
+  /** Resolves when `url` accepts a connection again (no probes when absent). */
+  probe?: (url: string) => Promise<void>
+  /** Least time between two probes of one URL, ms (default 1000). */
+  probeIntervalMs?: number
 }
 
-interface State { until: number, delayMs: number, probing: boolean }
+interface State {
+  until: number
+  delayMs: number
+  /** A request is trying the URL (the first after the wait). */
+  probing: boolean
+  /** The background probe: its last start (clock ms), whether one is running, its timer. */
+  probedAt: number
+  probe: Promise<void> | null
+  timer: NodeJS.Timeout | null
+}
 
 export class ReconnectBackoff {
-  readonly #s: Required<ReconnectBackoffOptions>
+  readonly #s: Required<Omit<ReconnectBackoffOptions, 'probe'>> & Pick<ReconnectBackoffOptions, 'probe'>
   readonly #states = new Map<string, State>()
 
   constructor (opts: ReconnectBackoffOptions) {
-    this.#s = { now: Date.now, ...opts }
+    this.#s = { now: Date.now, probeIntervalMs: 1_000, ...opts }
   }
 
   /**
@@ -32,7 +51,8 @@ export class ReconnectBackoff {
     if (st === undefined) return
     const now = this.#s.now()
     if (now >= st.until && !st.probing) { st.probing = true; return }
-    const seconds = Math.max(1, Math.ceil((Math.max(st.until, now + 1) - now) / 1000))
+    this.#maybeProbe(url, st)
+    const seconds = Math.max(1, Math.min(Math.ceil((Math.max(st.until, now + 1) - now) / 1000), this.#retryCapSeconds()))
     throw new DbConnectionError({ internal: `backing off reconnects for ${seconds} s`, headers: { 'retry-after': String(seconds) } })
   }
 
@@ -40,14 +60,67 @@ export class ReconnectBackoff {
   failed (url: string): void {
     const st = this.#states.get(url)
     const delayMs = st === undefined ? this.#s.initialMs : Math.min(st.delayMs * 2, this.#s.maxMs)
-    this.#states.set(url, { until: this.#s.now() + delayMs, delayMs, probing: false })
+    const now = this.#s.now()
+    if (st === undefined) {
+      // The failed connect was a probe of its own: the first background one is an interval away.
+      const fresh: State = { until: now + delayMs, delayMs, probing: false, probedAt: now, probe: null, timer: null }
+      this.#states.set(url, fresh)
+      this.#schedule(url, fresh)
+      return
+    }
+    st.until = now + delayMs
+    st.delayMs = delayMs
+    st.probing = false
   }
 
   /** A connection to `url` worked: no more waiting. */
   succeeded (url: string): void {
-    if (this.#states.size !== 0) this.#states.delete(url)
+    if (this.#states.size === 0) return
+    const st = this.#states.get(url)
+    if (st === undefined) return
+    if (st.timer !== null) clearTimeout(st.timer)
+    this.#states.delete(url)
   }
 
   /** Whether `url` is backing off now (tests, metrics). */
   backingOff (url: string): boolean { return this.#states.has(url) }
+
+  /** Resolves once no background probe is running (tests). */
+  async probesSettled (): Promise<void> {
+    for (const st of [...this.#states.values()]) if (st.probe !== null) await st.probe
+  }
+
+  /** Stops every background probe timer (the engine closes). */
+  close (): void {
+    for (const st of this.#states.values()) if (st.timer !== null) clearTimeout(st.timer)
+    this.#states.clear()
+  }
+
+  /** With probes, a client is told to retry within the probe interval, not the whole wait. */
+  #retryCapSeconds (): number {
+    return this.#s.probe === undefined ? Infinity : Math.max(1, Math.ceil(this.#s.probeIntervalMs / 1000))
+  }
+
+  #schedule (url: string, st: State): void {
+    if (this.#s.probe === undefined) return
+    st.timer = setTimeout(() => {
+      st.timer = null
+      if (this.#states.get(url) !== st) return
+      this.#maybeProbe(url, st)
+      if (this.#states.get(url) === st) this.#schedule(url, st)
+    }, this.#s.probeIntervalMs)
+    st.timer.unref()
+  }
+
+  /** Starts a probe of `url` unless one runs or the last started less than an interval ago. */
+  #maybeProbe (url: string, st: State): void {
+    const probe = this.#s.probe
+    const now = this.#s.now()
+    if (probe === undefined || st.probe !== null || now - st.probedAt < this.#s.probeIntervalMs) return
+    st.probedAt = now
+    st.probe = probe(url).then(
+      () => { st.probe = null; if (this.#states.get(url) === st) this.succeeded(url) },
+      () => { st.probe = null }
+    )
+  }
 }

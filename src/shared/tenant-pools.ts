@@ -392,6 +392,26 @@ export class TenantPools {
     return conn
   }
 
+  /**
+   * Opens one connection to `url` outside the pools (no budget, no tenant slot) and closes
+   * it: resolves when the database accepts connections again, rejects with the connect
+   * error otherwise. The reconnect back-off's background probe.
+   */
+  async probe (url: string): Promise<void> {
+    const client = new pg.Client({
+      ...this.#s.clientConfig,
+      connectionString: url,
+      connectionTimeoutMillis: this.#s.connectTimeoutMs,
+      application_name: this.#s.applicationName
+    })
+    client.on('error', () => {})
+    try {
+      await client.connect()
+    } finally {
+      await client.end().catch(() => {})
+    }
+  }
+
   async #connect (pool: TenantPool): Promise<Conn> {
     this.#open++
     pool.open++

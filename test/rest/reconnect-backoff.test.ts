@@ -1,12 +1,13 @@
 // While a tenant database refuses connections, the REST engine backs off: requests answer
 // 503 PGRST000 with Retry-After at once instead of each one trying to connect
 // again, one request probes after the wait, and the engine recovers by itself once the
-// database is back. Real Postgres behind a TCP relay of this test that we can switch to
+// database is back: a background probe (at most one a second per URL, by the engine's
+// injected clock here) finds it back within a second however long the outage was. Real Postgres behind a TCP relay of this test that we can switch to
 // refusing (the fault: a database that cannot be reached), counting the connection attempts.
 import t from 'tap'
 import net from 'node:net'
 import type { AddressInfo } from 'node:net'
-import { buildRestEngine } from '../../src/rest/index.js'
+import { buildRestEngine, restEngineOf } from '../../src/rest/index.js'
 import { createRestFixture, TEST_CONFIG } from '../helpers/rest-fixture.js'
 
 interface Relay { url (base: string): string, attempts: number, down: boolean, cut (): void }
@@ -72,4 +73,61 @@ t.test('a database that refuses: 503 at once with Retry-After, few attempts, rec
     if (status !== 200) await new Promise((resolve) => setTimeout(resolve, 25))
   }
   t.equal(status, 200, 'recovered without a restart')
+})
+
+t.test('a 20 s outage (by the injected clock): the first request after the database is back within 1 s succeeds', async (t) => {
+  const fx = await createRestFixture(t)
+  const relay = await relayTo(t, new URL(fx.tenant.engines!.rest!))
+  const tenant = { ...fx.tenant, engines: { ...fx.tenant.engines, rest: relay.url(fx.tenant.engines!.rest!) } }
+  // The back-off and its probes read this clock: the outage lasts 20 s on it, not on the wall.
+  const clock = { ms: Date.now() }
+  const app = buildRestEngine({
+    config: TEST_CONFIG, // 1 s doubling up to 32 s, as PostgREST
+    tenants: { get: async (db) => db === fx.database ? tenant : null },
+    now: () => clock.ms
+  })
+  t.teardown(() => app.close())
+  await app.listen({ port: 0, host: '127.0.0.1' })
+  const engine = restEngineOf(app)
+  const base = `http://127.0.0.1:${(app.server.address() as AddressInfo).port}/${fx.database}`
+  const get = (table = 'authors') => fetch(`${base}/${table}?select=id`)
+  t.equal((await get()).status, 200)
+
+  relay.down = true
+  relay.cut()
+  const before = relay.attempts
+  const during: number[] = []
+  for (let ms = 0; ms < 20_000; ms += 250) {
+    clock.ms += 250
+    const r = await get()
+    during.push(r.status)
+    await r.arrayBuffer()
+    await engine.reconnectProbesSettled()
+  }
+  t.same([...new Set(during)], [503], 'every request of the outage: 503 at once')
+  const attempts = relay.attempts - before
+  t.ok(attempts <= 30, `80 requests over 20 s made ${attempts} connection attempts (about one probe a second)`)
+  const retry = await get()
+  t.equal(retry.status, 503)
+  t.equal(retry.headers.get('retry-after'), '1', 'clients are told to retry within the probe interval, not the grown wait')
+
+  // Postgres is ready again; a table is created at once.
+  relay.down = false
+  const readyAt = clock.ms
+  await fx.ownerSql("CREATE TABLE after_outage (id int PRIMARY KEY); INSERT INTO after_outage VALUES (7); SELECT platform.grant('SELECT', 'after_outage', 'anon')")
+  let status = 0
+  while (status !== 200 && clock.ms - readyAt <= 5_000) {
+    const r = await get()
+    status = r.status
+    await r.arrayBuffer()
+    if (status !== 200) {
+      await engine.reconnectProbesSettled()
+      clock.ms += 100
+    }
+  }
+  t.equal(status, 200, 'served again')
+  t.ok(clock.ms - readyAt <= 1_000, `the first request ${clock.ms - readyAt} ms after the database was ready succeeded (goal: 1 s)`)
+  const created = await get('after_outage')
+  t.equal(created.status, 200, 'the table created as it came back is there')
+  t.same(await created.json(), [{ id: 7 }])
 })
