@@ -27,7 +27,7 @@ import pg from 'pg'
 import { AggregatorRegistry, collectDefaultMetrics, type Registry } from 'prom-client'
 import {
   startDevPostgres, startDevMail, devSecrets, writeRuntimeTenantFiles, writeDevInfo, readDevInfo,
-  renderDevInfo, runningDevInfo, watchTenantFiles, type DevInfo
+  renderDevInfo, runningDevInfo, watchTenantFiles, acquireDevLock, type DevInfo
 } from './dev/index.js'
 
 export const PARTS = ['gateway', 'rest', 'auth', 'panel'] as const
@@ -327,10 +327,27 @@ export async function startDev (opts: DevOptions): Promise<DevStack> {
   const stopAll = async () => {
     while (stops.length) await stops.pop()!().catch(() => {})
   }
+  // Before anything is started or stopped: a stack already running here keeps all it has.
+  const lock = acquireDevLock(stateDir, (owner) => describeRunningStack(stateDir, owner.pid))
+  stops.push(async () => { lock.release() })
+  // What went wrong while the stack runs: in its log, in dev.json and so in `gatehouse status`.
+  const problems: string[] = []
+  let report: ((message: string) => void) | undefined
+  let written: DevInfo | undefined
+  const problem = (message: string): void => {
+    problems.push(message)
+    if (report !== undefined) report(message)
+    else process.stderr.write(`gatehouse dev: ${message}\n`)
+    if (written !== undefined) writeDevInfo(stateDir, { ...written, problems: [...problems] })
+  }
   try {
+    const pgPort = Number(env.GATEHOUSE_DEV_PG_PORT ?? 54322)
     const postgres = env.DATABASE_URL
-      ? { url: env.DATABASE_URL, stop: async () => {} }
-      : await startDevPostgres(stateDir, Number(env.GATEHOUSE_DEV_PG_PORT ?? 54322))
+      ? { url: env.DATABASE_URL, pid: undefined, stop: async () => {} }
+      : await startDevPostgres(stateDir, pgPort, undefined, (how) => {
+        problem(`the development Postgres (127.0.0.1:${pgPort}) exited unexpectedly (${how}): requests that need a database fail ` +
+          '(REST PGRST002, auth 503) until the stack starts again: stop it (Ctrl-C) and run `npm start`')
+      })
     stops.push(() => postgres.stop())
     const base = loadConfig({ file: opts.configFile, env, overrides: opts.overrides })
     const mail = await startDevMail(base.mail.smtp_port, base.mail.web_port, path.join(stateDir, 'mail'))
@@ -380,6 +397,7 @@ export async function startDev (opts: DevOptions): Promise<DevStack> {
     }
     // Tenant files created or edited from now on are picked up while the stack runs.
     const devLog = partLogger(config, 'dev')
+    report = (message) => { devLog.error(message) }
     const watcher = watchTenantFiles({
       sourceDir,
       runtimeDir,
@@ -417,13 +435,23 @@ export async function startDev (opts: DevOptions): Promise<DevStack> {
         owner_url: f.postgres
       }))
     }
+    if (problems.length > 0) info.problems = [...problems]
     writeDevInfo(stateDir, info)
+    written = info
     opts.onReady?.(info)
     return { info, stop: stopAll, tenantFilesIdle: () => watcher.idle() }
   } catch (err) {
     await stopAll()
     throw err
   }
+}
+
+/** What a second start says of the stack running in `stateDir` (its URLs once it is up). */
+function describeRunningStack (stateDir: string, pid: number): string {
+  let info: DevInfo | null = null
+  try { info = readDevInfo(stateDir) } catch {}
+  if (info === null || info.pid !== pid) return ', still starting'
+  return `: gateway ${info.gateway_url}, panel API ${info.panel_url}, mail UI ${info.mail_url}`
 }
 
 export function registerDevCommands (program: Command): void {
@@ -453,15 +481,25 @@ export function registerDevCommands (program: Command): void {
   program.command('status')
     .description('print the development stack\'s URLs and keys (.gatehouse/dev.json)')
     .option('--json', 'print JSON')
-    .action((o: { json?: boolean }) => {
+    .addHelpText('after', '\nExit status: 0 running, 3 not running (dev.json of its last start printed), 4 running with a problem (its Postgres gone, say).')
+    .action(async (o: { json?: boolean }) => {
       const info = readDevInfo(path.join(process.cwd(), '.gatehouse'))
       if (!info) throw new ConfigError('no development stack has run here: start one with `npm start`')
       // dev.json stays after a stop: tell a stack that runs from one that did.
       const running = runningDevInfo(process.cwd()) !== null
+      if (running && !(info.problems?.length)) {
+        // A Postgres the stack did not notice going (DATABASE_URL's, say).
+        try { await pingPostgres(info.postgres_admin_url) } catch (err) {
+          info.problems = [`${(err as Error).message}: requests that need a database fail`]
+        }
+      }
       process.stdout.write(o.json ? JSON.stringify(info, null, 2) + '\n' : renderDevInfo(info, { running }))
       if (!running) {
         if (o.json) process.stderr.write('gatehouse: the development stack is not running (npm start starts it)\n')
         process.exitCode = 3
+      } else if (info.problems?.length) {
+        if (o.json) process.stderr.write(`gatehouse: the development stack runs with a problem: ${info.problems.join('; ')}\n`)
+        process.exitCode = 4
       }
     })
 }

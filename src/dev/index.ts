@@ -11,6 +11,7 @@ export {
 } from './postgres.js'
 export { startDevMail, type DevMail } from './mail.js'
 export { runningDevInfo, runningDevDefaults } from './running.js'
+export { acquireDevLock, devLockOwner, DevStackRunningError, LOCK_FILE, type DevLock, type DevLockOwner } from './lock.js'
 export { runtimeTenantRecord, writeRuntimeTenantFile, writeRuntimeTenantFiles, tenantSourceFiles, TENANT_FILE, type DevEngines } from './tenant-files.js'
 export { watchTenantFiles, type TenantWatcher, type TenantWatcherOptions } from './watch.js'
 
@@ -41,6 +42,8 @@ export interface DevInfo {
   tenants_source: 'files' | 'redis'
   tenants_dir: string
   tenants_source_dir: string
+  /** What went wrong since the start (the stack's Postgres exited, say); absent when nothing. */
+  problems?: string[]
 }
 
 /** Development secrets kept between starts (.gatehouse/secrets.json). */
@@ -73,8 +76,9 @@ export function renderDevInfo (info: DevInfo, opts: { running?: boolean } = {}):
   const lines = [
     '',
     running
-      ? 'Gatehouse is running.'
+      ? (info.problems?.length ? 'Gatehouse is running, BUT:' : 'Gatehouse is running.')
       : 'Gatehouse is NOT running: these are the URLs and keys of its last start here. `npm start` starts it again (same keys, data kept).',
+    ...(running && info.problems?.length ? info.problems.map((p) => `  - ${p}`) : []),
     '',
     `  gateway      ${info.gateway_url}`,
     `  panel API    ${info.panel_url}`,

