@@ -29,7 +29,8 @@ function run (args: string[], cwd: string, env: NodeJS.ProcessEnv = shellEnv()):
 }
 
 /** A checkout with the demo tenant files and a dev.json naming `pid` as the stack's process. */
-function checkout (t: { teardown (fn: () => void): void }, pid: number, source: 'files' | 'redis'): string {
+function checkout (t: { teardown (fn: () => void): void }, pid: number, source: 'files' | 'redis',
+  postgresUrl = process.env.DATABASE_URL ?? 'postgres://postgres:pw@127.0.0.1:1/postgres'): string {
   const root = mkdtempSync(path.join(os.tmpdir(), 'gatehouse-devcli-'))
   t.teardown(() => rmSync(root, { recursive: true, force: true }))
   mkdirSync(path.join(root, 'config', 'tenants'), { recursive: true })
@@ -44,7 +45,7 @@ function checkout (t: { teardown (fn: () => void): void }, pid: number, source: 
     auth_engine_url: 'http://127.0.0.1:28503',
     databases: [],
     pid,
-    postgres_admin_url: 'postgres://postgres:pw@127.0.0.1:1/postgres',
+    postgres_admin_url: postgresUrl,
     tenants_source: source,
     tenants_dir: path.join(root, 'config', 'tenants'),
     tenants_source_dir: path.join(root, 'config', 'tenants')
@@ -86,6 +87,11 @@ t.test('gatehouse status tells a running stack from a stopped one', async (t) =>
   t.equal(live.code, 0)
   t.match(live.stdout, /Gatehouse is running\./)
   t.match(live.stdout, /http:\/\/127\.0\.0\.1:28500/)
+
+  // Running, but its Postgres does not answer: said, exit 4.
+  const noPg = await run(['status'], checkout(t, process.pid, 'files', 'postgres://postgres:pw@127.0.0.1:1/postgres'))
+  t.equal(noPg.code, 4, 'exit 4: running with a problem')
+  t.match(noPg.stdout, /Gatehouse is running, BUT:\n {2}- postgres at 127\.0\.0\.1:1: .*requests that need a database fail/)
 
   // A pid that is not alive: the stack stopped (dev.json stays).
   const gone = await new Promise<number>((resolve) => {
