@@ -3,10 +3,11 @@
 // commander tree in process (each process start costs seconds on a shared machine).
 import t from 'tap'
 import { spawn } from 'node:child_process'
-import { existsSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs'
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import os from 'node:os'
 import path from 'node:path'
-import { fileURLToPath } from 'node:url'
+import { fileURLToPath, pathToFileURL } from 'node:url'
+import { createRequire } from 'node:module'
 import { parse as parseYaml } from 'yaml'
 import { parseTenantFile, createRedisStore, hashKey } from '../../src/tenants/index.js'
 import { buildCli } from '../../src/cli.js'
@@ -16,6 +17,13 @@ import { withClient } from '../helpers/tenants.js'
 import { createTestRedis } from '../helpers/redis.js'
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..')
+// The commands run in a directory of their own: in the checkout, a running `npm start` would
+// lend them its cluster and gateway as defaults (what a person there wants, not this test).
+// The tsx loader by absolute URL: that directory has no node_modules.
+const TSX = pathToFileURL(createRequire(import.meta.url).resolve('tsx')).href
+const cwd = mkdtempSync(path.join(os.tmpdir(), 'gatehouse-cli-cwd-'))
+process.chdir(cwd)
+t.teardown(() => { process.chdir(root); rmSync(cwd, { recursive: true, force: true }) })
 
 interface Run { code: number | null, stdout: string, stderr: string }
 
@@ -24,8 +32,8 @@ function gatehouse (args: string[], env: NodeJS.ProcessEnv = {}): Promise<Run> {
   return new Promise((resolve, reject) => {
     // No inherited GATEHOUSE_* / DATABASE_URL: the command gets what the test gives it.
     const clean = Object.fromEntries(Object.entries(process.env).filter(([k]) => !k.startsWith('GATEHOUSE_') && k !== 'DATABASE_URL' && k !== 'REDIS_URL'))
-    const child = spawn(process.execPath, ['--import', 'tsx', path.join(root, 'src/cli.ts'), ...args], {
-      cwd: root, env: { ...clean, ...env }, stdio: ['ignore', 'pipe', 'pipe']
+    const child = spawn(process.execPath, ['--import', TSX, path.join(root, 'src/cli.ts'), ...args], {
+      cwd, env: { ...clean, ...env }, stdio: ['ignore', 'pipe', 'pipe']
     })
     let stdout = ''
     let stderr = ''
