@@ -7,8 +7,8 @@ import type { Command } from 'commander'
 import type { FastifyInstance } from 'fastify'
 import { loadConfig, type Config } from './config/index.js'
 import {
-  createTenantStore, createTenantCache, tenantCacheOptions, parseTenantFile, toTenant,
-  type TenantStore, type TenantCache, type TenantFile
+  createTenantStore, createTenantCache, tenantCacheOptions, parseTenantFile, applyTenantFiles, TenantApplyConflictError,
+  type TenantStore, type TenantCache, type TenantFile, type TenantStoreDeps, type LoadedTenantFile
 } from './tenants/index.js'
 import { buildGateway, installGracefulShutdown, createRefusalRewriter } from './gateway/index.js'
 import { buildAuthEngine } from './auth/index.js'
@@ -21,13 +21,13 @@ import {
 } from './shared/index.js'
 import { pino } from 'pino'
 import path from 'node:path'
-import { rmSync } from 'node:fs'
+import { existsSync, rmSync } from 'node:fs'
 import { ensureClusterRoles, ensureTenant } from './platform/index.js'
 import pg from 'pg'
 import { AggregatorRegistry, collectDefaultMetrics, type Registry } from 'prom-client'
 import {
   startDevPostgres, startDevMail, devSecrets, writeRuntimeTenantFiles, writeDevInfo, readDevInfo,
-  renderDevInfo, runningDevInfo, watchTenantFiles, acquireDevLock, type DevInfo
+  renderDevInfo, runningDevInfo, watchTenantFiles, acquireDevLock, runtimeTenantRecord, writeRuntimeTenantFile, type DevInfo
 } from './dev/index.js'
 
 export const PARTS = ['gateway', 'rest', 'auth', 'panel'] as const
@@ -215,10 +215,10 @@ function serveWorkerOps (ops: PartOps): void {
   })
 }
 
-export function createStoreAndCache (config: Config): { store: TenantStore, tenants: TenantCache } {
+export function createStoreAndCache (config: Config, deps: TenantStoreDeps = {}): { store: TenantStore, tenants: TenantCache } {
   // Outages and a store that lost its data are logged (once per episode) by the store and cache.
   const logger = partLogger(config, 'tenants')
-  const store = createTenantStore(config, { env: process.env, logger })
+  const store = createTenantStore(config, { env: process.env, logger, ...deps })
   const tenants = createTenantCache(store, { ...tenantCacheOptions(config.tenants), logger })
   return { store, tenants }
 }
@@ -296,6 +296,21 @@ function mergeDeep (a: Record<string, unknown>, b: Record<string, unknown>): Rec
       : v
   }
   return out
+}
+
+/**
+ * The stack's tenant files into its Redis store, merged three ways as `tenants apply` does so
+ * panel changes survive a restart; a field changed both in a file and from the panel since the
+ * last start takes the file's value, with a warning naming it.
+ */
+async function applyDevFiles (store: TenantStore, entries: LoadedTenantFile[], log: { warn (o: object, m: string): void }): Promise<void> {
+  try {
+    await applyTenantFiles(store, entries, { who: 'dev' })
+  } catch (err) {
+    if (!(err instanceof TenantApplyConflictError)) throw err
+    log.warn({}, `${err.message.split('\n').slice(0, -1).join('\n')}\nThe development stack takes the files' values.`)
+    await applyTenantFiles(store, entries, { who: 'dev', force: true })
+  }
 }
 
 export interface DevOptions {
@@ -379,9 +394,23 @@ export async function startDev (opts: DevOptions): Promise<DevStack> {
         outbound: { allow_hosts: [...new Set([...base.outbound.allow_hosts, '127.0.0.1', 'localhost', '::1'])] }
       })
     })
-    const { store, tenants } = createStoreAndCache(config)
+    // A panel or CLI change is written into the tenant file a developer keeps (config/tenants),
+    // and its generated copy made again; the watcher skips what the store itself wrote.
+    const ownWrites = new Map<string, string>()
+    const sourceOf = (database: string): string | null => {
+      for (const ext of ['.yaml', '.yml']) { const f = path.join(sourceDir, database + ext); if (existsSync(f)) return f }
+      return null
+    }
+    const { store, tenants } = createStoreAndCache(config, {
+      fileOf: sourceOf,
+      onFileWritten: (file, text) => {
+        ownWrites.set(file, text)
+        writeRuntimeTenantFile(runtimeDir, runtimeTenantRecord(file, postgres.url, engines))
+      }
+    })
     stops.push(async () => { tenants.close(); await store.close() })
-    if (useRedis) await store.putAll(files.map(toTenant))
+    const devLog = partLogger(config, 'dev')
+    if (useRedis) await applyDevFiles(store, files.map((file) => ({ path: sourceOf(file.database) ?? file.database, file })), devLog)
 
     const deps = { config, tenants, store }
     const running: RunningPart[] = []
@@ -396,9 +425,10 @@ export async function startDev (opts: DevOptions): Promise<DevStack> {
       }
     }
     // Tenant files created or edited from now on are picked up while the stack runs.
-    const devLog = partLogger(config, 'dev')
     report = (message) => { devLog.error(message) }
     const watcher = watchTenantFiles({
+      isOwnWrite: (file, text) => ownWrites.get(file) === text,
+      apply: (entries) => applyDevFiles(store, entries, devLog),
       sourceDir,
       runtimeDir,
       adminUrl: postgres.url,

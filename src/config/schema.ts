@@ -32,6 +32,8 @@ export const ConfigSchema = Type.Object({
     /** `files`: YAML files in memory (embedded default); `redis`: the Redis store. */
     source: Type.Union([Type.Literal('files'), Type.Literal('redis')], { default: 'files' }),
     dir: Type.String({ default: 'config/tenants' }),
+    /** files source: where the audit trail and the revocations of control-plane changes are kept (docs/tenant-state.md). */
+    state_dir: Type.String({ default: '.gatehouse' }),
     /** TTL backstop of the per-process tenant cache. */
     cache_ttl_seconds: Type.Integer({ minimum: 1, default: 60 }),
     /** How long an unknown database is remembered as unknown. */

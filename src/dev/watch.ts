@@ -3,7 +3,9 @@
 // database provisioned or migrated, its generated copy rewritten and its record put into
 // the tenant store (whose change notice reaches every part's cache); a removed file takes
 // its record out. A file that fails is reported and the database keeps its last good record.
-import { watch, existsSync, rmSync, type FSWatcher } from 'node:fs'
+// What the store itself wrote into a file (a panel change, docs/tenant-state.md) is not loaded
+// again: the store already holds it, and a reload could briefly put back an older state.
+import { watch, existsSync, readFileSync, rmSync, type FSWatcher } from 'node:fs'
 import path from 'node:path'
 import { parseTenantFile, toTenant, type TenantFile, type TenantStore } from '../tenants/index.js'
 import { ensureTenant } from '../platform/index.js'
@@ -23,6 +25,10 @@ export interface TenantWatcherOptions {
   report (level: 'info' | 'error', message: string, fields: Record<string, unknown>): void
   /** Quiet period after the last change of a file before it is read (editors write in steps). */
   settleMs?: number
+  /** True for a text the store itself wrote into `file` (a panel change): nothing to load. */
+  isOwnWrite?: (file: string, text: string) => boolean
+  /** How a Redis store takes a file (merged three ways); the files source puts the record. */
+  apply?: (entries: Array<{ path: string, file: TenantFile }>) => Promise<void>
 }
 
 export interface TenantWatcher {
@@ -53,6 +59,9 @@ export function watchTenantFiles (opts: TenantWatcherOptions): TenantWatcher {
       opts.report('info', `tenant file ${label} removed: database ${database} is no longer served`, { file: label, database })
       return
     }
+    let own = false
+    try { own = opts.isOwnWrite?.(src, readFileSync(src, 'utf8')) === true } catch { /* read again below */ }
+    if (own) return
     let file: TenantFile
     try {
       const raw = runtimeTenantRecord(src, opts.adminUrl, opts.engines)
@@ -71,7 +80,8 @@ export function watchTenantFiles (opts: TenantWatcherOptions): TenantWatcher {
       rmSync(path.join(opts.runtimeDir, `${before}.yaml`), { force: true })
     }
     known.set(src, file.database)
-    await opts.store.putAll([toTenant(file)])
+    if (opts.store.kind === 'redis' && opts.apply !== undefined) await opts.apply([{ path: src, file }])
+    else await opts.store.putAll([toTenant(file)])
     opts.report('info', `tenant file ${label} loaded: database ${file.database}`, { file: label, database: file.database })
   }
 

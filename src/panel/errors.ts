@@ -68,6 +68,9 @@ export const SigningKeyNotFoundError = defineError('signing_key_not_found', 404,
 export const SigningKeyInUseError = defineError('signing_key_in_use', 409,
   (kid: string) => `Signing key ${JSON.stringify(kid)} signs this database's tokens now and cannot be revoked`)
 
+export const LegacySecretRetireRefusedError = defineError('legacy_secret_retire_refused', 409,
+  (why: string) => `The legacy JWT secret cannot be retired: ${why}`)
+
 // ---- process ------------------------------------------------------------------------------
 // database_unavailable, internal_error: shared
 
@@ -76,7 +79,7 @@ export const PANEL_ERRORS = {
   NoSessionError, InvalidSessionError, NotAMemberError, DatabaseNotFoundError, BadRequestError, ValidationError,
   PayloadTooLargeError, UnsupportedMediaTypeError,
   NotFoundError, QueryError, QueryTimeoutError, ResultTooLargeError, EngineNotConfiguredError, AccountLinkRefusedError, ExchangeRateLimitError, TestQueryLoginError,
-  SettingsReadOnlyError, SigningKeyNotFoundError, SigningKeyInUseError, DatabaseUnavailableError, InternalError
+  SettingsReadOnlyError, SigningKeyNotFoundError, SigningKeyInUseError, LegacySecretRetireRefusedError, DatabaseUnavailableError, InternalError
 } as const
 
 export type PanelErrorCode = CodeOf<typeof PANEL_ERRORS>

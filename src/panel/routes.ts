@@ -1,15 +1,15 @@
 // The panel's database routes under /organizations/:org/databases/:db/api: the app-session
 // exchange, the test query, the auth and REST settings and the policy check. Each handler reads the
 // guarded context (context.ts) and answers JSON; errors are thrown and rendered by index.ts.
-import type { FastifyInstance } from 'fastify'
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import type { Config } from '../config/index.js'
 import type { AuthService } from '../auth/index.js'
 import type { RefusalExplainer } from '../gateway/index.js'
-import type { TenantStore } from '../tenants/index.js'
+import { updateTenant, type Tenant, type TenantStore, type UpdateResult } from '../tenants/index.js'
 import { isGatehouseError } from '../shared/index.js'
 import { applyAuthSettingsPatch, checkProviderUrls, maskAuthSettings } from './auth-settings.js'
 import { applyRestSettingsPatch, restSettingsView } from './rest-settings.js'
-import { revokedJwt, rotatedJwt, signingKeysView } from './signing-keys.js'
+import { retiredLegacyJwt, revokedJwt, rotatedJwt, signingKeysView } from './signing-keys.js'
 import { panelContext } from './context.js'
 import {
   AccountLinkRefusedError, DatabaseNotFoundError, DatabaseUnavailableError, EngineNotConfiguredError, QueryError, ResultTooLargeError, QueryTimeoutError, SettingsReadOnlyError, TestQueryLoginError
@@ -44,6 +44,19 @@ function connectionFailure (err: unknown): boolean {
   const code = (err as { code?: unknown })?.code
   const msg = String((err as { message?: unknown })?.message ?? '')
   return typeof code === 'string' ? /^E[A-Z]+/.test(code) : /timeout|terminated|Connection/i.test(msg)
+}
+
+/** A version as an ETag (a strong validator, RFC 9110 8.8.3). */
+export function etagOf (version: string): string {
+  return `"${version}"`
+}
+
+/** The version an If-Match header names (`*` for any), or undefined without one. */
+export function ifMatchOf (header: string | string[] | undefined): string | undefined {
+  const v = (Array.isArray(header) ? header[0] : header)?.split(',')[0]?.trim()
+  if (v === undefined || v === '') return undefined
+  if (v === '*') return '*'
+  return v.replace(/^W\//, '').replace(/^"(.*)"$/, '$1')
 }
 
 export function panelRoutes (deps: PanelRouteDeps) {
@@ -147,74 +160,102 @@ export function panelRoutes (deps: PanelRouteDeps) {
       }
     })
 
+    // ---- changes: compare-and-set with the record's version, audited (docs/tenant-state.md) ----
+    const change = async (req: FastifyRequest, reply: FastifyReply, action: string, fn: (t: Tenant) => Tenant | Promise<Tenant>): Promise<UpdateResult> => {
+      const { organization, database, session } = panelContext(req)
+      const store = deps.store
+      if (store === undefined) throw new SettingsReadOnlyError()
+      const notOurs = (): never => { throw new DatabaseNotFoundError(organization, database) }
+      let r: UpdateResult
+      try {
+        r = await updateTenant(store, database, fn, {
+          who: session.userId,
+          via: 'panel',
+          action,
+          ifMatch: ifMatchOf(req.headers['if-match']),
+          check: (t) => { if (t.organization !== organization) notOurs() }
+        })
+      } catch (err) {
+        if (isGatehouseError(err) && err.code === 'tenant_not_in_store') notOurs()
+        throw err
+      }
+      if (r.entry !== null) req.log.info({ audit: r.entry }, `tenant ${database} changed from the panel (${action})`)
+      void reply.header('etag', etagOf(r.version))
+      return r
+    }
+    /** The record's version as an ETag (GET), read from the store itself. */
+    const tagged = async (reply: FastifyReply, database: string): Promise<void> => {
+      const v = await deps.store?.read(database)
+      if (v) void reply.header('etag', etagOf(v.version))
+    }
+
     // ---- GET / PATCH auth-settings ---------------------------------------------------------
-    scope.get('/auth-settings', async (req) => {
+    scope.get('/auth-settings', async (req, reply) => {
       const { tenant, database } = panelContext(req)
+      await tagged(reply, database)
       return { database, settings: maskAuthSettings(tenant.auth) }
     })
 
-    scope.patch('/auth-settings', async (req) => {
-      const { organization, database } = panelContext(req)
-      const store = deps.store
-      if (store === undefined) throw new SettingsReadOnlyError()
-      // Read the record from the store itself (not a cached copy) right before writing.
-      const current = await store.get(database)
-      if (current === null || current.organization !== organization) throw new DatabaseNotFoundError(organization, database)
-      const auth = applyAuthSettingsPatch(current.auth, req.body)
-      await checkProviderUrls(req.body, auth, { allowHosts: deps.config.outbound.allow_hosts })
-      await store.putAll([{ ...structuredClone(current), auth }])
-      req.log.info({ database, fields: Object.keys(req.body as object) }, 'auth settings changed from the panel')
-      return { database, settings: maskAuthSettings(auth) }
+    scope.patch('/auth-settings', async (req, reply) => {
+      const { database } = panelContext(req)
+      const r = await change(req, reply, 'auth-settings', async (current) => {
+        const auth = applyAuthSettingsPatch(current.auth, req.body)
+        await checkProviderUrls(req.body, auth, { allowHosts: deps.config.outbound.allow_hosts })
+        return { ...current, auth }
+      })
+      return { database, settings: maskAuthSettings(r.tenant.auth) }
     })
 
     // ---- GET / PATCH rest-settings ---------------------------------------------------------
-    scope.get('/rest-settings', async (req) => {
+    scope.get('/rest-settings', async (req, reply) => {
       const { tenant, database } = panelContext(req)
+      await tagged(reply, database)
       return { database, settings: restSettingsView(tenant.rest) }
     })
 
-    scope.patch('/rest-settings', async (req) => {
-      const { organization, database } = panelContext(req)
-      const store = deps.store
-      if (store === undefined) throw new SettingsReadOnlyError()
-      const current = await store.get(database)
-      if (current === null || current.organization !== organization) throw new DatabaseNotFoundError(organization, database)
-      const rest = applyRestSettingsPatch(current.rest, req.body)
-      await store.putAll([{ ...structuredClone(current), rest }])
-      req.log.info({ database, fields: Object.keys(req.body as object) }, 'REST settings changed from the panel')
-      return { database, settings: restSettingsView(rest) }
+    scope.patch('/rest-settings', async (req, reply) => {
+      const { database } = panelContext(req)
+      const r = await change(req, reply, 'rest-settings', (current) => ({ ...current, rest: applyRestSettingsPatch(current.rest, req.body) }))
+      return { database, settings: restSettingsView(r.tenant.rest) }
     })
 
-    // ---- signing keys: GET, POST rotate, DELETE :kid (revoke) -------------------------------
-    scope.get('/signing-keys', async (req) => {
+    // ---- signing keys: GET, POST rotate, DELETE legacy, DELETE :kid (revoke) ----------------
+    scope.get('/signing-keys', async (req, reply) => {
       const { tenant, database } = panelContext(req)
+      await tagged(reply, database)
       return { database, ...signingKeysView(tenant) }
     })
 
-    scope.post('/signing-keys/rotate', async (req) => {
-      const { organization, database } = panelContext(req)
-      const store = deps.store
-      if (store === undefined) throw new SettingsReadOnlyError()
-      const current = await store.get(database)
-      if (current === null || current.organization !== organization) throw new DatabaseNotFoundError(organization, database)
-      const { jwt, kid } = await rotatedJwt(current, req.body)
-      const next = { ...structuredClone(current), jwt }
-      await store.putAll([next])
-      req.log.info({ database, kid }, 'signing key rotated from the panel')
-      return { database, rotated: kid, ...signingKeysView(next) }
+    scope.post('/signing-keys/rotate', async (req, reply) => {
+      const { database } = panelContext(req)
+      let kid = ''
+      const r = await change(req, reply, 'rotate', async (current) => {
+        const rotated = await rotatedJwt(current, req.body)
+        kid = rotated.kid
+        return { ...current, jwt: rotated.jwt }
+      })
+      return { database, rotated: kid, ...signingKeysView(r.tenant) }
     })
 
-    scope.delete<{ Params: { kid: string } }>('/signing-keys/:kid', async (req) => {
-      const { organization, database } = panelContext(req)
+    scope.delete('/signing-keys/legacy', async (req, reply) => {
+      const { database, session } = panelContext(req)
+      const r = await change(req, reply, 'retire-legacy', (current) => ({ ...current, jwt: retiredLegacyJwt(current, session.userId) }))
+      return { database, legacy_secret_retired: r.tenant.jwt.legacy_secret_retired, ...signingKeysView(r.tenant) }
+    })
+
+    scope.delete<{ Params: { kid: string } }>('/signing-keys/:kid', async (req, reply) => {
+      const { database, session } = panelContext(req)
+      const kid = req.params.kid
+      const r = await change(req, reply, 'revoke', (current) => ({ ...current, jwt: revokedJwt(current, database, kid, session.userId) }))
+      return { database, revoked: kid, ...signingKeysView(r.tenant) }
+    })
+
+    // ---- GET history: the audit trail of control-plane changes ------------------------------
+    scope.get('/history', async (req) => {
+      const { database } = panelContext(req)
       const store = deps.store
       if (store === undefined) throw new SettingsReadOnlyError()
-      const current = await store.get(database)
-      if (current === null || current.organization !== organization) throw new DatabaseNotFoundError(organization, database)
-      const kid = req.params.kid
-      const next = { ...structuredClone(current), jwt: revokedJwt(current, database, kid) }
-      await store.putAll([next])
-      req.log.info({ database, kid }, 'signing key revoked from the panel')
-      return { database, revoked: kid, ...signingKeysView(next) }
+      return { database, entries: await store.history(database) }
     })
 
     // ---- GET policy-check ------------------------------------------------------------------

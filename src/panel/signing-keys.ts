@@ -4,12 +4,16 @@
 // verifying everywhere once the record's invalidation reaches each process).
 import {
   ASYMMETRIC_ALGORITHMS, SigningKeyChangeError, currentSigningKey, generateSigningKey, runtimeSigningKey, signingAlgorithmOf,
-  withRevokedKey, withRotatedKey, type AsymmetricAlgorithm, type PublicSigningJwk, type Tenant
+  withRetiredLegacySecret, withRevokedKey, withRotatedKey, type AsymmetricAlgorithm, type PublicSigningJwk, type Tenant
 } from '../tenants/index.js'
-import { SigningKeyInUseError, SigningKeyNotFoundError, ValidationError } from './errors.js'
+import { LegacySecretRetireRefusedError, SigningKeyInUseError, SigningKeyNotFoundError, ValidationError } from './errors.js'
 
 export interface SigningKeysView {
   signing_algorithm: 'HS256' | AsymmetricAlgorithm
+  /** false once the legacy HS256 secret is retired (its tokens are refused). */
+  legacy_secret_active: boolean
+  /** Revoked keys (tombstones): kid, when, by whom. */
+  revoked_keys: Array<{ kid: string, revoked_at: string, revoked_by: string }>
   keys: Array<{ kid: string, alg: AsymmetricAlgorithm, current: boolean, public_jwk: PublicSigningJwk }>
 }
 
@@ -17,6 +21,8 @@ export function signingKeysView (t: Tenant): SigningKeysView {
   const cur = currentSigningKey(t.jwt)?.kid
   return {
     signing_algorithm: signingAlgorithmOf(t.jwt),
+    legacy_secret_active: t.jwt.legacy_secret_retired === undefined,
+    revoked_keys: (t.jwt.revoked_keys ?? []).map((r) => ({ kid: r.kid, revoked_at: r.revoked_at, revoked_by: r.revoked_by })),
     keys: (t.jwt.signing_keys ?? []).map((k) => ({ kid: k.kid, alg: k.alg, current: k.kid === cur, public_jwk: k.public_jwk }))
   }
 }
@@ -41,14 +47,32 @@ export async function rotatedJwt (t: Tenant, body: unknown): Promise<{ jwt: Tena
   return { jwt: withRotatedKey(t.jwt, key), kid: key.kid }
 }
 
-/** The record's jwt block without `kid` (404 for an unknown kid, 409 for the key that signs now). */
-export function revokedJwt (t: Tenant, database: string, kid: string): Tenant['jwt'] {
+/**
+ * The record's jwt block without `kid` and with its tombstone (404 for an unknown or already
+ * revoked kid, 409 for the key that signs now).
+ */
+export function revokedJwt (t: Tenant, database: string, kid: string, by: string): Tenant['jwt'] {
   try {
-    return withRevokedKey(t.jwt, kid)
+    return withRevokedKey(t.jwt, kid, { by, at: new Date().toISOString() })
   } catch (err) {
     if (err instanceof SigningKeyChangeError) {
-      if (err.reason === 'unknown_kid') throw new SigningKeyNotFoundError(database, kid, { cause: err })
+      if (err.reason === 'unknown_kid') throw new SigningKeyNotFoundError(database, kid, { cause: err, details: err.message })
       throw new SigningKeyInUseError(kid, { cause: err, hint: 'Rotate first (POST .../api/signing-keys/rotate), then revoke this key.' })
+    }
+    throw err
+  }
+}
+
+/** The record's jwt block with the legacy HS256 secret retired (409 while it still signs, or once retired). */
+export function retiredLegacyJwt (t: Tenant, by: string): Tenant['jwt'] {
+  try {
+    return withRetiredLegacySecret(t.jwt, { by, at: new Date().toISOString() })
+  } catch (err) {
+    if (err instanceof SigningKeyChangeError) {
+      throw new LegacySecretRetireRefusedError(err.message, {
+        cause: err,
+        hint: err.reason === 'no_asymmetric_key' ? 'Rotate first (POST .../api/signing-keys/rotate {"alg": "ES256"}), then retire the legacy secret.' : null
+      })
     }
     throw err
   }

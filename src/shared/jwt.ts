@@ -90,6 +90,17 @@ export interface VerificationKey {
 export interface KeysVerifyOptions extends VerifyOptions {
   /** The asymmetric keys of the same tenant as `secret`; nobody else's. */
   keys: readonly VerificationKey[]
+  /** The legacy HS256 secret was retired: HS256 tokens are refused (LegacySecretRetiredError). */
+  legacyRetired?: boolean
+}
+
+/** An HS256 token of a tenant whose legacy secret was retired (docs/tenant-state.md). */
+export class LegacySecretRetiredError extends joseErrors.JOSEError {
+  static override code = 'ERR_GATEHOUSE_LEGACY_SECRET_RETIRED'
+  override code = 'ERR_GATEHOUSE_LEGACY_SECRET_RETIRED'
+  constructor () {
+    super('token is signed with the legacy JWT secret (HS256), which this project retired; sign in again for a token of its current signing key')
+  }
 }
 
 /** A token signed with an asymmetric algorithm whose kid is none of the given keys. */
@@ -135,7 +146,10 @@ export async function verifyWithKeys (token: string, opts: KeysVerifyOptions): P
   if (opts.audience !== undefined) o.audience = opts.audience
   if (opts.currentDate) o.currentDate = opts.currentDate
   const resolve = (header: JWTHeaderParameters): Uint8Array | KeyObject => {
-    if (header.alg === 'HS256') return hmacKey(opts.secret)
+    if (header.alg === 'HS256') {
+      if (opts.legacyRetired === true) throw new LegacySecretRetiredError()
+      return hmacKey(opts.secret)
+    }
     const k = header.kid === undefined ? undefined : opts.keys.find((x) => x.kid === header.kid && x.alg === header.alg)
     if (k === undefined) throw new UnknownKeyIdError(header.kid)
     return publicKeyOf(k)
@@ -150,7 +164,7 @@ export function describeJwtError (err: unknown): string {
   if (err instanceof joseErrors.JWTClaimValidationFailed) return `claim "${err.claim}" is invalid: ${err.reason}`
   if (err instanceof joseErrors.JOSEAlgNotAllowed) return 'token algorithm is not allowed'
   if (err instanceof joseErrors.JWSSignatureVerificationFailed) return 'token signature is invalid'
-  if (err instanceof UnknownKeyIdError) return err.message
+  if (err instanceof UnknownKeyIdError || err instanceof LegacySecretRetiredError) return err.message
   if (err instanceof joseErrors.JWTInvalid || err instanceof joseErrors.JWSInvalid) return 'token is malformed'
   if (err instanceof joseErrors.JOSEError) return 'token is invalid'
   return 'token is invalid'

@@ -1,21 +1,25 @@
-// `gatehouse tenants apply|list|show|delete|keys`: the tenant store commands.
-// `apply` validates every file before it writes anything, writes all in one transaction,
-// then publishes one invalidation per database. Failures are GatehouseError/ConfigError,
-// which the CLI prints as one clear message with exit code 1 (never a stack).
-import { existsSync, readFileSync, renameSync, statSync, writeFileSync } from 'node:fs'
+// `gatehouse tenants apply|diff|export|history|list|show|delete|keys`: the tenant store
+// commands (docs/tenant-state.md). `apply` validates every file before it writes anything and
+// merges three ways (apply.ts); every change is compare-and-set and audited. Failures are
+// GatehouseError/ConfigError, which the CLI prints as one clear message with exit code 1.
+import { existsSync, renameSync, writeFileSync } from 'node:fs'
 import path from 'node:path'
 import type { Command } from 'commander'
-import { parseDocument, stringify as toYaml } from 'yaml'
+import { stringify as toYaml } from 'yaml'
 import type { Config } from '../config/index.js'
 import { createTenantStore } from './store.js'
 import { createRedisStore, type RedisTenantStore } from './redis-store.js'
 import { loadTenantFileEntries } from './yaml-loader.js'
-import { DATABASE_NAME, maskTenant, toTenant } from './schema.js'
-import { TenantNotInStoreError, TenantStoreConfigError } from './errors.js'
+import { DATABASE_NAME, maskTenant, type Tenant } from './schema.js'
+import { createMemoryStore } from './memory-store.js'
+import { updateTenant } from './update.js'
+import { writeTenantChanges } from './file-writer.js'
+import { TenantApplyConflictError, TenantNotInStoreError, TenantStoreConfigError } from './errors.js'
+import { applyTenantFiles, conflictMessage, describeDiffRow, diffTenantFiles, exportTenantFile, planApply, type ApplyPlan } from './apply.js'
 import type { TenantStore } from './types.js'
 import {
   ASYMMETRIC_ALGORITHMS, SigningKeyChangeError, describeSigningKeys, generateSigningKey, runtimeSigningKey, signingAlgorithmOf,
-  withRevokedKey, withRotatedKey, type AsymmetricAlgorithm, type SigningAlgorithm, type SigningKeyFile
+  withRetiredLegacySecret, withRevokedKey, withRotatedKey, type AsymmetricAlgorithm, type SigningKeyFile
 } from './signing-keys.js'
 
 type Out = (text: string) => void
@@ -42,36 +46,98 @@ function redisStoreOf (config: Config, what: string): RedisTenantStore {
   return createRedisStore({ url: config.redis.url, prefix: config.redis.key_prefix })
 }
 
+function warnRevoked (database: string, file: string, kids: string[]): void {
+  for (const kid of kids) process.stderr.write(`gatehouse: warning: ${database}: ${file} lists signing key ${kid}, which was revoked: applied without it (it never verifies again)\n`)
+}
+
+function describePlan (p: ApplyPlan, version?: string | null): string {
+  const lines = [`  ${p.database}: ${p.expected === null ? 'new record' : p.fields.length === 0 ? 'unchanged' : `${p.fields.length} field(s) changed`}${version ? ` (version ${version})` : ''}`]
+  if (p.fields.length > 0) lines.push(`    from the file: ${p.fields.join(', ')}`)
+  if (p.kept.length > 0) lines.push(`    kept (changed in the store since the last apply): ${p.kept.join(', ')}`)
+  if (p.noLastApplied) lines.push('    (no last apply was recorded: the file\'s values were taken)')
+  return lines.join('\n')
+}
+
+/** Writes a file only its owner reads, atomically. */
+function writePrivateFile (file: string, text: string): void {
+  const tmp = `${file}.${process.pid}.tmp`
+  writeFileSync(tmp, text, { mode: 0o600 })
+  renameSync(tmp, file)
+}
+
 export function registerTenantStoreCommands (tenants: Command, config: () => Config): void {
   tenants.command('apply')
-    .description('validate tenant files (a file or a directory of *.yaml), then write them all to the Redis store and publish an invalidation; nothing is written when any file is bad')
+    .description('validate tenant files (a file or a directory of *.yaml), then merge each into the Redis store three ways (file now, file as last applied, store now): fields the file changed are taken, fields changed elsewhere (panel, CLI) are kept, a field changed on both sides refuses the apply; nothing is written when any file is bad or conflicts')
     .argument('<dir|file>', 'a tenant file or a directory of tenant files (<database>.yaml)')
-    .option('--dry-run', 'validate only; write nothing')
-    .action(async (target: string, opts: { dryRun?: boolean }) => {
+    .option('--dry-run', 'validate and show what would change; write nothing')
+    .option('--force', 'a field changed both in the file and in the store takes the file\'s value')
+    .action(async (target: string, opts: { dryRun?: boolean, force?: boolean }) => {
       const cfg = config()
       // 1. Validate ALL files first (throws a ConfigError naming every bad file and field).
       const entries = loadTenantFileEntries(target)
       if (entries.length === 0) throw new TenantStoreConfigError(`no tenant files (*.yaml, *.yml) in ${target}`)
       const names = entries.map((e) => e.file.database)
-      if (opts.dryRun) { out(`${entries.length} tenant file(s) valid: ${names.join(', ')} (dry run, nothing written)`); return }
-      // 2. Write all in one transaction, 3. publish one invalidation per database.
+      if (opts.dryRun && cfg.tenants.source !== 'redis') { out(`${entries.length} tenant file(s) valid: ${names.join(', ')} (dry run, nothing written)`); return }
       const store = redisStoreOf(cfg, 'apply')
       try {
-        // Keys rotated in the store only (the panel) and missing from a file are revoked by
-        // this apply: say so, naming them, so it is never a surprise.
-        for (const e of entries) {
-          const stored = await store.get(e.file.database)
-          const inFile = new Set(e.file.jwt.signing_keys.map((k) => k.kid))
-          const dropped = (stored?.jwt.signing_keys ?? []).map((k) => k.kid).filter((kid) => !inFile.has(kid))
-          if (dropped.length > 0) {
-            process.stderr.write(`gatehouse: warning: ${e.file.database}: the store holds signing key(s) ${dropped.join(', ')} that ${e.path} does not list (rotated from the panel?); this apply removes them and tokens they signed stop verifying\n`)
-          }
+        if (opts.dryRun) {
+          const plans = await Promise.all(entries.map((e) => planApply(store, e, opts.force === true)))
+          out(`${entries.length} tenant file(s) valid: ${names.join(', ')} (dry run, nothing written)`)
+          for (const p of plans) { warnRevoked(p.database, p.path, p.revokedListed); out(describePlan(p)) }
+          if (!opts.force && plans.some((p) => p.conflicts.length > 0)) throw new TenantApplyConflictError(conflictMessage(plans))
+          return
         }
-        await store.putAll(entries.map((e) => toTenant(e.file)))
+        const done = await applyTenantFiles(store, entries, { force: opts.force === true, who: 'cli' })
+        for (const d of done) {
+          warnRevoked(d.plan.database, d.plan.path, d.plan.revokedListed)
+          if (d.plan.conflicts.length > 0) process.stderr.write(`gatehouse: warning: --force: ${d.plan.database}: the file's values replaced the store's for ${d.plan.conflicts.map((c) => c.field).join(', ')}\n`)
+        }
+        out(`applied ${entries.length} tenant(s): ${names.join(', ')}`)
+        for (const d of done) out(describePlan(d.plan, d.version))
       } finally {
         await store.close()
       }
-      out(`applied ${entries.length} tenant(s): ${names.join(', ')}`)
+    })
+
+  tenants.command('diff')
+    .description('show, field by field, where the Redis store and tenant files differ and who changed what since the last apply (secrets masked); exit code 1 when they differ')
+    .argument('<dir|file>', 'a tenant file or a directory of tenant files')
+    .option('--json', 'print JSON')
+    .action(async (target: string, opts: { json?: boolean }) => {
+      const entries = loadTenantFileEntries(target)
+      const store = redisStoreOf(config(), 'diff')
+      let rows
+      try { rows = await diffTenantFiles(store, entries) } finally { await store.close() }
+      if (opts.json) out(JSON.stringify(rows, null, 2))
+      else out(rows.length === 0 ? `no differences: the store holds what ${target} says` : rows.map(describeDiffRow).join('\n'))
+      if (rows.length > 0) process.exitCode = 1
+    })
+
+  tenants.command('export')
+    .description('write the effective record of a database (with every panel and CLI change) as a tenant file; secrets are ${ENV} references unless --include-secrets')
+    .argument('<database>', 'the database name')
+    .option('-o, --out <file>', 'write the file (mode 0600) instead of printing it')
+    .option('--include-secrets', 'write the JWT secrets, private keys and passwords themselves')
+    .action(async (database: string, opts: { out?: string, includeSecrets?: boolean }) => {
+      checkName(database)
+      const v = await withStore(config(), (s) => s.read(database))
+      if (!v) throw new TenantNotInStoreError(database)
+      const { text, env } = exportTenantFile(v.tenant, { includeSecrets: opts.includeSecrets === true, version: v.version })
+      if (opts.out === undefined) { process.stdout.write(text); return }
+      writePrivateFile(opts.out, text)
+      out(`wrote ${opts.out} (${database}, version ${v.version})${env.length > 0 ? `; set ${env.join(', ')} before applying it` : ''}`)
+    })
+
+  tenants.command('history')
+    .description('the last control-plane changes of a database (panel, CLI, apply): when, who, which fields, versions')
+    .argument('<database>', 'the database name')
+    .option('--json', 'print JSON')
+    .action(async (database: string, opts: { json?: boolean }) => {
+      checkName(database)
+      const entries = await withStore(config(), (s) => s.history(database))
+      if (opts.json) { out(JSON.stringify(entries, null, 2)); return }
+      if (entries.length === 0) { process.stderr.write(`no recorded changes of ${database}\n`); return }
+      out(entries.map((e) => `${e.at}  ${e.who} (${e.via})  ${e.action}  ${e.old_version ?? '-'} -> ${e.new_version}  ${e.fields.join(', ')}`).join('\n'))
     })
 
   tenants.command('list')
@@ -117,7 +183,7 @@ export function registerTenantStoreCommands (tenants: Command, config: () => Con
 
 // ---- signing keys ----------------------------------------------------------------------------
 
-type KeyChange = { kind: 'rotate', key: SigningKeyFile } | { kind: 'revoke', kid: string }
+type KeyChange = { kind: 'rotate', key: SigningKeyFile } | { kind: 'revoke', kid: string } | { kind: 'retire-legacy' }
 
 /** The error of a refused change, as the CLI reports it. */
 function refusal (err: unknown): unknown {
@@ -125,32 +191,18 @@ function refusal (err: unknown): unknown {
   return err
 }
 
-/**
- * Applies a key change to a tenant file in place, keeping everything else as written
- * (comments, `${ENV}` references, other fields). Throws when the file does not allow it.
- */
-export function changeKeysInFile (file: string, change: KeyChange): void {
-  const doc = parseDocument(readFileSync(file, 'utf8'))
-  if (doc.errors.length > 0) throw new TenantStoreConfigError(`${file}: not valid YAML: ${doc.errors[0]!.message.split('\n')[0]}`)
-  const raw = doc.toJS() as { jwt?: { signing_algorithm?: SigningAlgorithm, signing_keys?: SigningKeyFile[] } } | null
-  if (!raw || typeof raw !== 'object' || !raw.jwt || typeof raw.jwt !== 'object') throw new TenantStoreConfigError(`${file}: has no jwt: mapping`)
-  const keys = Array.isArray(raw.jwt.signing_keys) ? raw.jwt.signing_keys : []
-  if (change.kind === 'rotate') {
-    doc.setIn(['jwt', 'signing_algorithm'], change.key.alg)
-    const entry = doc.createNode({ kid: change.key.kid, alg: change.key.alg, private_key: change.key.private_key })
-    if (doc.hasIn(['jwt', 'signing_keys']) && Array.isArray(raw.jwt.signing_keys)) doc.addIn(['jwt', 'signing_keys'], entry)
-    else doc.setIn(['jwt', 'signing_keys'], doc.createNode([entry]))
-  } else {
-    try { withRevokedKey(raw.jwt, change.kid) } catch (err) { throw refusal(err) }
-    doc.deleteIn(['jwt', 'signing_keys', keys.findIndex((k) => k?.kid === change.kid)])
-  }
-  const tmp = `${file}.${process.pid}.tmp`
-  writeFileSync(tmp, doc.toString({ lineWidth: 0 }), { mode: statSync(file).mode & 0o777 })
-  renameSync(tmp, file)
+/** The jwt block after a key change made by the CLI. */
+function changedJwt (jwt: Tenant['jwt'], c: KeyChange): Tenant['jwt'] {
+  const stamp = { by: 'cli', at: new Date().toISOString() }
+  try {
+    if (c.kind === 'rotate') return withRotatedKey(jwt, runtimeSigningKey(c.key))
+    if (c.kind === 'revoke') return withRevokedKey(jwt, c.kid, stamp)
+    return withRetiredLegacySecret(jwt, stamp)
+  } catch (err) { throw refusal(err) }
 }
 
 export function registerSigningKeyCommands (tenants: Command, config: () => Config): void {
-  const keys = tenants.command('keys').description('asymmetric signing keys of a database (ES256, RS256): list, rotate, revoke')
+  const keys = tenants.command('keys').description('signing keys of a database (ES256, RS256): list, rotate, revoke, retire-legacy')
 
   keys.command('list')
     .description('the signing keys of a database: kid, algorithm, which one signs now (never private parts)')
@@ -171,34 +223,33 @@ export function registerSigningKeyCommands (tenants: Command, config: () => Conf
     const file = flags.file ?? path.join(cfg.tenants.dir, `${database}.yaml`)
     const hasFile = existsSync(file)
     const lines: string[] = []
+    const how = { who: 'cli', via: 'cli' as const, action: c.kind }
     if (cfg.tenants.source === 'redis') {
-      // The store holds what every process serves: change it, then the file (when there is
-      // one) the same way, so a later `tenants apply` keeps the change.
+      // The store holds what every process serves: change it (compare-and-set, audited), then
+      // the file (when there is one) the same way, so the file says what the store holds.
       const store = redisStoreOf(cfg, 'change')
+      let before: Tenant | null = null
+      let r
       try {
-        const current = await store.get(database)
-        if (!current) throw new TenantNotInStoreError(database)
-        let jwt
-        try {
-          jwt = c.kind === 'rotate' ? withRotatedKey(current.jwt, runtimeSigningKey(c.key)) : withRevokedKey(current.jwt, c.kid)
-        } catch (err) { throw refusal(err) }
-        await store.putAll([{ ...current, jwt }])
+        r = await updateTenant(store, database, (current) => { before = structuredClone(current); return { ...current, jwt: changedJwt(current.jwt, c) } }, how)
       } finally {
         await store.close()
       }
-      lines.push(`tenant store updated; every process drops its cached record of ${database}`)
-      if (hasFile) {
-        changeKeysInFile(file, c)
+      lines.push(`tenant store updated (version ${r.version}); every process drops its cached record of ${database}`)
+      if (hasFile && before !== null) {
+        writeTenantChanges(file, before, r.tenant)
         lines.push(`tenant file updated: ${file}`)
       } else {
-        lines.push(`no tenant file at ${file}: a later \`tenants apply\` of another copy of it would undo this (pass --file)`)
+        lines.push(`no tenant file at ${file}: \`gatehouse tenants export ${database}\` writes one with this change`)
       }
     } else {
       if (!hasFile) throw new TenantStoreConfigError(`no tenant file ${file} (tenants.source is files: the file is the record; pass --file)`)
-      changeKeysInFile(file, c)
-      // Validate what was written, as every process will when it reads it.
+      // The file is the record: change it through a store over that one file (compare-and-set,
+      // comments kept, audited in tenants.state_dir), then validate it as every process will.
+      const store = createMemoryStore({ dir: file, stateDir: cfg.tenants.state_dir })
+      const r = await updateTenant(store, database, (current) => ({ ...current, jwt: changedJwt(current.jwt, c) }), how)
       loadTenantFileEntries(file)
-      lines.push(`tenant file updated: ${file} (processes reading ${cfg.tenants.dir} use it from their next start; \`npm start\` picks it up at once)`)
+      lines.push(`tenant file updated: ${file} (version ${r.version}; processes reading ${cfg.tenants.dir} use it from their next start; \`npm start\` picks it up at once)`)
     }
     return lines
   }
@@ -225,8 +276,17 @@ export function registerSigningKeyCommands (tenants: Command, config: () => Conf
       out([`${database}: new ${alg} signing key ${key.kid} signs from now on`, ...lines.map((l) => '  ' + l)].join('\n'))
     })
 
+  keys.command('retire-legacy')
+    .description('retire the legacy HS256 secret: tokens it signed are refused from then on (only while an ES256 or RS256 key signs). The upstream secret the gateway signs REST requests with is not affected')
+    .argument('<database>', 'the database name')
+    .option('--file <file>', 'the tenant file to change too; default <tenants.dir>/<database>.yaml')
+    .action(async (database: string, flags: { file?: string }) => {
+      const lines = await change(database, flags, { kind: 'retire-legacy' })
+      out([`${database}: legacy JWT secret retired: HS256 tokens are refused from now on`, ...lines.map((l) => '  ' + l)].join('\n'))
+    })
+
   keys.command('revoke')
-    .description('remove a signing key: tokens it signed stop verifying, and it leaves the JWKS. The key that signs now cannot be revoked (rotate first)')
+    .description('revoke a signing key: tokens it signed stop verifying, it leaves the JWKS, and its tombstone keeps it from ever coming back. The key that signs now cannot be revoked (rotate first)')
     .argument('<database>', 'the database name')
     .argument('<kid>', 'the key id (`tenants keys list`)')
     .option('--file <file>', 'the tenant file to change too; default <tenants.dir>/<database>.yaml')

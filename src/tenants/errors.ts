@@ -32,9 +32,25 @@ export const TenantStoreConfigError = defineError('tenant_store_config', 400,
 export const TenantNotInStoreError = defineError('tenant_not_in_store', 404,
   (database: string) => `no tenant "${database}" in the store`)
 
+// ---- changes (docs/tenant-state.md) --------------------------------------------------------
+
+/** A change sent with the version it was made on (If-Match) when the record has moved on. */
+export const TenantVersionMismatchError = defineError('version_mismatch', 412,
+  (database: string, expected: string, current: string | null) => `database "${database}" is at version ${current ?? '(none)'}, not ${expected}: ` +
+    'another change came first; read it again and resend your change with its version')
+
+/** A change that lost the compare-and-set to other writers at every attempt. */
+export const TenantStoreBusyError = defineError('tenant_store_busy', 503,
+  (database: string, attempts: number) => `database "${database}" was changed by others at each of ${attempts} attempts; try again`)
+
+/** `tenants apply` of a field changed both in the file and elsewhere since the last apply. */
+export const TenantApplyConflictError = defineError('apply_conflict', 409,
+  (message: string) => message)
+
 /** Every error of the tenant store and its commands. */
 export const TENANT_ERRORS = {
-  TenantStoreUnavailableError, TenantStoreBackendError, TenantStoreEmptyError, TenantStoreConfigError, TenantNotInStoreError
+  TenantStoreUnavailableError, TenantStoreBackendError, TenantStoreEmptyError, TenantStoreConfigError, TenantNotInStoreError,
+  TenantVersionMismatchError, TenantStoreBusyError, TenantApplyConflictError
 } as const
 
 export type TenantErrorCode = CodeOf<typeof TENANT_ERRORS>

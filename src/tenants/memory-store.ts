@@ -1,10 +1,24 @@
 // The in-memory tenant store: the embedded default (tenants.source = files). Holds the
 // tenants of a directory of YAML files (or records put by tests); reload() re-reads the
-// directory and notifies listeners of what changed. Nothing here survives the process.
+// directory and notifies listeners of what changed. A change made through write() (the
+// panel, the CLI) is written into the tenant file it came from (file-writer.ts), so the file
+// stays the truth and the change survives a restart (docs/tenant-state.md). The version of a
+// record is a hash of its content; the audit trail and the revocations live in a state
+// directory (`<stateDir>/audit.log`, `<stateDir>/revocations.json`), so a revoked key stays
+// revoked even when a file is edited to list it again.
+import { createHash } from 'node:crypto'
+import { appendFileSync, existsSync, mkdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs'
+import path from 'node:path'
 import { isDeepStrictEqual } from 'node:util'
-import { loadTenantFiles } from './yaml-loader.js'
-import { toTenant, type Tenant } from './schema.js'
-import { type ChangeListener, type TenantStore } from './types.js'
+import { loadTenantFileEntries } from './yaml-loader.js'
+import { toTenant, type Tenant, type TenantFile } from './schema.js'
+import { TenantStoreConfigError } from './errors.js'
+import { writeTenantChanges } from './file-writer.js'
+import { keepRevocations } from './fields.js'
+import { revivalProblem, revokedKeysListed, type RevokedKey } from './signing-keys.js'
+import {
+  AUDIT_KEEP, silentLogger, type AuditEntry, type ChangeListener, type StoreLogger, type TenantStore, type WriteResult
+} from './types.js'
 
 export interface MemoryStoreOptions {
   /** A file or directory of tenant files; without it the store starts empty. */
@@ -13,6 +27,16 @@ export interface MemoryStoreOptions {
   env?: NodeJS.ProcessEnv
   /** Initial records (tests). */
   tenants?: Tenant[]
+  /**
+   * The tenant file a change of `database` is written into; default the file it was read
+   * from. null: the change stays in memory (records put by tests).
+   */
+  fileOf?: (database: string) => string | null
+  /** The audit log and revocations; default `<dir>/.gatehouse` (no dir: nothing is kept). */
+  stateDir?: string
+  /** Told of each text this store wrote into a tenant file (the dev stack's watcher skips its own writes). */
+  onFileWritten?: (file: string, text: string) => void
+  logger?: StoreLogger
 }
 
 export interface MemoryTenantStore extends TenantStore {
@@ -21,10 +45,66 @@ export interface MemoryTenantStore extends TenantStore {
   reload (): Promise<string[]>
 }
 
+/** The version of a record: a hash of its content (keys sorted), the same after a restart. */
+export function contentVersion (t: Tenant): string {
+  const canonical = JSON.stringify(t, (_k, v: unknown) => (v && typeof v === 'object' && !Array.isArray(v)
+    ? Object.fromEntries(Object.entries(v as Record<string, unknown>).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)))
+    : v))
+  return createHash('sha256').update(canonical).digest('hex').slice(0, 20)
+}
+
+interface Revocations { revoked_keys?: RevokedKey[], legacy_secret_retired?: { retired_at: string, retired_by: string } }
+
+/** The state directory's files: the audit log and the revocations of every database. */
+function stateFiles (stateDir: string | undefined) {
+  const audit = stateDir === undefined ? undefined : path.join(stateDir, 'audit.log')
+  const revocations = stateDir === undefined ? undefined : path.join(stateDir, 'revocations.json')
+  const readRevocations = (): Record<string, Revocations> => {
+    if (revocations === undefined || !existsSync(revocations)) return {}
+    try { return JSON.parse(readFileSync(revocations, 'utf8')) as Record<string, Revocations> } catch { return {} }
+  }
+  const atomicWrite = (file: string, text: string): void => {
+    mkdirSync(path.dirname(file), { recursive: true, mode: 0o700 })
+    const tmp = `${file}.${process.pid}.tmp`
+    writeFileSync(tmp, text, { mode: 0o600 })
+    renameSync(tmp, file)
+  }
+  return {
+    readRevocations,
+    saveRevocations (database: string, t: Tenant): void {
+      if (revocations === undefined) return
+      if (t.jwt.revoked_keys === undefined && t.jwt.legacy_secret_retired === undefined) return
+      const all = readRevocations()
+      all[database] = { revoked_keys: t.jwt.revoked_keys, legacy_secret_retired: t.jwt.legacy_secret_retired }
+      atomicWrite(revocations, JSON.stringify(all, null, 2) + '\n')
+    },
+    readAudit (): AuditEntry[] {
+      if (audit === undefined || !existsSync(audit)) return []
+      return readFileSync(audit, 'utf8').split('\n').flatMap((l) => { try { return l ? [JSON.parse(l) as AuditEntry] : [] } catch { return [] } })
+    },
+    appendAudit (entry: AuditEntry, all: () => AuditEntry[]): void {
+      if (audit === undefined) return
+      mkdirSync(path.dirname(audit), { recursive: true, mode: 0o700 })
+      appendFileSync(audit, JSON.stringify(entry) + '\n', { mode: 0o600 })
+      const entries = all()
+      const mine = entries.filter((e) => e.database === entry.database)
+      if (mine.length <= AUDIT_KEEP) return
+      // Keep the newest AUDIT_KEEP of this database.
+      const drop = new Set(mine.slice(0, mine.length - AUDIT_KEEP))
+      atomicWrite(audit, entries.filter((e) => !drop.has(e)).map((e) => JSON.stringify(e) + '\n').join(''))
+    }
+  }
+}
+
 export function createMemoryStore (opts: MemoryStoreOptions = {}): MemoryTenantStore {
   const env = opts.env ?? process.env
+  const log = opts.logger ?? silentLogger
   const records = new Map<string, Tenant>()
+  const sources = new Map<string, string>()
   const listeners = new Set<ChangeListener>()
+  const stateDir = opts.stateDir ?? (opts.dir === undefined ? undefined : path.join(opts.dir, '.gatehouse'))
+  const state = stateFiles(stateDir)
+  let lock: Promise<unknown> = Promise.resolve()
 
   const notify = (database: string) => {
     for (const l of [...listeners]) {
@@ -32,14 +112,61 @@ export function createMemoryStore (opts: MemoryStoreOptions = {}): MemoryTenantS
     }
   }
 
+  /** `t` with every revocation this store knows of (its own record, the state directory). */
+  const revoked = (t: Tenant, source: string, listed: Tenant['jwt'] | TenantFile['jwt'] = t.jwt): Tenant => {
+    const kept = state.readRevocations()[t.database]
+    let next = t
+    const current = records.get(t.database)
+    if (current !== undefined) next = keepRevocations(current, next)
+    if (kept !== undefined) next = keepRevocations({ ...next, jwt: { ...next.jwt, ...kept } } as Tenant, next)
+    for (const { kid } of revokedKeysListed(listed, next.jwt.revoked_keys ?? [])) {
+      log.warn({ database: t.database, kid, file: source }, `tenant file ${source} lists signing key ${kid}, which was revoked: it is left out and never verifies again`)
+    }
+    return next
+  }
+
   const readDir = (): Map<string, Tenant> => {
     const next = new Map<string, Tenant>()
-    if (opts.dir) for (const f of loadTenantFiles(opts.dir, env)) next.set(f.database, toTenant(f))
+    if (opts.dir) {
+      for (const e of loadTenantFileEntries(opts.dir, env)) {
+        next.set(e.file.database, revoked(toTenant(e.file), e.path, e.file.jwt))
+        sources.set(e.file.database, e.path)
+      }
+    }
     return next
   }
 
   for (const [k, v] of readDir()) records.set(k, v)
   for (const t of opts.tenants ?? []) records.set(t.database, structuredClone(t))
+
+  const fileOf = (database: string): string | null => opts.fileOf !== undefined ? opts.fileOf(database) : sources.get(database) ?? null
+
+  /** Runs `fn` after every earlier write of this store (one writer at a time). */
+  const serial = <T>(fn: () => T | Promise<T>): Promise<T> => {
+    const run = lock.then(fn, fn)
+    lock = run.catch(() => {})
+    return run
+  }
+
+  const write = (database: string, expected: string | null, next: Tenant, o: Parameters<TenantStore['write']>[3]): Promise<WriteResult> => serial(() => {
+    const current = records.get(database) ?? null
+    const version = current === null ? null : contentVersion(current)
+    if (version !== expected) return { ok: false, version }
+    const problem = revivalProblem(current?.jwt ?? null, next.jwt)
+    if (problem !== null) throw new TenantStoreConfigError(`${database}: ${problem}`)
+    const file = current === null ? null : fileOf(database)
+    if (file !== null && current !== null) {
+      const text = writeTenantChanges(file, current, next)
+      opts.onFileWritten?.(file, text)
+    }
+    const stored = structuredClone(next)
+    records.set(database, stored)
+    state.saveRevocations(database, stored)
+    const entry: AuditEntry = { at: new Date().toISOString(), ...o.audit, database, old_version: expected, new_version: contentVersion(stored) }
+    state.appendAudit(entry, () => state.readAudit())
+    notify(database)
+    return { ok: true, version: entry.new_version, entry }
+  })
 
   return {
     kind: 'files',
@@ -47,12 +174,25 @@ export function createMemoryStore (opts: MemoryStoreOptions = {}): MemoryTenantS
       const t = records.get(database)
       return t ? structuredClone(t) : null
     },
+    async read (database) {
+      const t = records.get(database)
+      return t ? { tenant: structuredClone(t), version: contentVersion(t) } : null
+    },
+    write,
+    async history (database) {
+      return state.readAudit().filter((e) => e.database === database).reverse().slice(0, AUDIT_KEEP)
+    },
+    async lastApplied () {
+      return null
+    },
     async ping () {},
     async list () {
       return [...records.keys()].sort()
     },
     async putAll (tenants) {
-      for (const t of tenants) records.set(t.database, structuredClone(t))
+      await serial(() => {
+        for (const t of tenants) records.set(t.database, revoked(structuredClone(t), fileOf(t.database) ?? t.database))
+      })
       for (const t of tenants) notify(t.database)
     },
     async delete (database) {

@@ -1,16 +1,23 @@
 // The Redis tenant store (ioredis): a hash per tenant `<prefix>tenant:<database>` (the record
-// as JSON in `record`, plus `version` and `updated_at`), a set `<prefix>tenants` of every
+// as JSON in `record`, plus `version`, `updated_at` and `applied`, the tenant file as last
+// applied, for the next apply's three-way merge), its audit list
+// `<prefix>tenant:<database>:audit` (newest first, AUDIT_KEEP kept), a set `<prefix>tenants` of every
 // database, the marker `<prefix>tenants:applied` (time of the last apply; `tenants delete`
 // leaves it), and the pub/sub channel `<prefix>tenants:changed` carrying database names.
 // A look-up that misses while the marker this process saw is gone means Redis lost its data
 // (restarted without persistence, flushed): that is an error (the cache keeps serving its
 // last good records), never "no such tenant".
-// Only hashed keys are ever written. Commands fail fast while Redis is down (the cache
+// Changes are compare-and-set (a Lua script checks the version and writes record, version
+// and audit entry at once; docs/tenant-state.md). Only hashed keys are ever written. Commands fail fast while Redis is down (the cache
 // serves what it holds); the subscriber has its own connection and resyncs on reconnect.
 import { Redis, type RedisOptions } from 'ioredis'
 import { DATABASE_NAME, type Tenant } from './schema.js'
 import { TenantStoreBackendError, TenantStoreConfigError, TenantStoreEmptyError } from './errors.js'
-import { ALL_TENANTS, silentLogger, type ChangeListener, type StoreLogger, type TenantStore } from './types.js'
+import {
+  ALL_TENANTS, AUDIT_KEEP, silentLogger, type AuditEntry, type ChangeListener, type StoreLogger, type TenantStore, type WriteResult
+} from './types.js'
+import { revivalProblem } from './signing-keys.js'
+import { keepRevocations } from './fields.js'
 
 export interface RedisStoreOptions {
   /** redis:// URL; required unless `redis` is given. */
@@ -31,7 +38,7 @@ export interface TenantMeta { version: number, updated_at: string | null }
 export interface RedisTenantStore extends TenantStore {
   readonly kind: 'redis'
   /** Key names, for operators and tests. */
-  readonly keys: { tenant (database: string): string, set: string, channel: string, marker: string }
+  readonly keys: { tenant (database: string): string, audit (database: string): string, set: string, channel: string, marker: string }
   /** `version` and `updated_at` of a stored tenant, or null. */
   meta (database: string): Promise<TenantMeta | null>
   /** Resolves once the change subscription is active (starts it when needed). */
@@ -39,6 +46,29 @@ export interface RedisTenantStore extends TenantStore {
 }
 
 const KEY_HASH = /^sha256:[0-9a-f]{64}$/
+
+// KEYS: record hash, tenant set, apply marker, audit list. ARGV: expected version ('' = no
+// record), record JSON, time, audit entry JSON without versions, database, last applied JSON
+// ('' = leave it), '1' to write the record or '0' to record the last applied file only. Returns {1, new version} or {0, the version found}.
+const CAS_SCRIPT = `
+local cur = ''
+if redis.call('HEXISTS', KEYS[1], 'record') == 1 then cur = redis.call('HGET', KEYS[1], 'version') or '0' end
+if cur ~= ARGV[1] then return {0, cur} end
+if ARGV[7] == '0' then
+  redis.call('HSET', KEYS[1], 'applied', ARGV[6])
+  return {1, cur}
+end
+redis.call('HSET', KEYS[1], 'record', ARGV[2], 'updated_at', ARGV[3])
+if ARGV[6] ~= '' then redis.call('HSET', KEYS[1], 'applied', ARGV[6]) end
+local nv = tostring(redis.call('HINCRBY', KEYS[1], 'version', 1))
+redis.call('SADD', KEYS[2], ARGV[5])
+redis.call('SET', KEYS[3], ARGV[3])
+local old = 'null'
+if cur ~= '' then old = '"' .. cur .. '"' end
+redis.call('LPUSH', KEYS[4], '{"old_version":' .. old .. ',"new_version":"' .. nv .. '",' .. string.sub(ARGV[4], 2))
+redis.call('LTRIM', KEYS[4], 0, ${AUDIT_KEEP - 1})
+return {1, nv}
+`
 
 
 function safeUrl (url: string | undefined): string {
@@ -61,6 +91,14 @@ export function connectRedis (url: string, options: RedisOptions = {}): Redis {
     return { host, port: Number(port || 26379) }
   })
   return new Redis({ ...options, sentinels, name: decodeURIComponent(m[3]), password, sentinelPassword: password })
+}
+
+function checkRecord (t: Tenant, database: string): void {
+  if (!DATABASE_NAME.test(t.database) || t.database !== database) throw new TenantStoreConfigError(`tenant store: "${t.database}" is not a valid database name`)
+  // Plain keys never reach the store.
+  if (!KEY_HASH.test(t.keys.public) || !KEY_HASH.test(t.keys.secret)) {
+    throw new TenantStoreConfigError(`tenant store: keys of ${t.database} are not hashed (use toTenant)`)
+  }
 }
 
 export function createRedisStore (opts: RedisStoreOptions): RedisTenantStore {
@@ -86,6 +124,7 @@ export function createRedisStore (opts: RedisStoreOptions): RedisTenantStore {
 
   const keys = {
     tenant: (database: string) => `${prefix}tenant:${database}`,
+    audit: (database: string) => `${prefix}tenant:${database}:audit`,
     set: `${prefix}tenants`,
     channel: `${prefix}tenants:changed`,
     marker: `${prefix}tenants:applied`
@@ -201,17 +240,49 @@ export function createRedisStore (opts: RedisStoreOptions): RedisTenantStore {
     kind: 'redis',
     keys,
     async get (database) {
+      return (await this.read(database))?.tenant ?? null
+    },
+    async read (database) {
       if (!DATABASE_NAME.test(database)) return null
-      // One round trip: the record and whether the store still holds what was applied.
-      const [json, marker] = await run('get', async () => {
-        const res = await client.pipeline().hget(keys.tenant(database), 'record').exists(keys.marker).exec()
+      // One round trip: the record, its version and whether the store still holds what was applied.
+      const [json, version, marker] = await run('get', async () => {
+        const res = await client.pipeline().hmget(keys.tenant(database), 'record', 'version').exists(keys.marker).exec()
         const failed = res?.find(([err]) => err)
         if (!res || failed) throw failed?.[0] ?? new Error('pipeline aborted')
-        return [res[0]![1] as string | null, Number(res[1]![1])] as const
+        const [rec, ver] = res[0]![1] as Array<string | null>
+        return [rec ?? null, ver ?? '0', Number(res[1]![1])] as const
       })
       if (marker === 1) sawMarker = true
       else if (json === null && sawMarker) throw new TenantStoreEmptyError(where)
-      return json === null ? null : decode(database, json)
+      return json === null ? null : { tenant: decode(database, json), version }
+    },
+    async write (database, expected, next, opts): Promise<WriteResult> {
+      checkRecord(next, database)
+      const current = expected === null ? null : await this.get(database)
+      const problem = revivalProblem(current?.jwt ?? null, next.jwt)
+      if (problem !== null) throw new TenantStoreConfigError(`${database}: ${problem}`)
+      const at = new Date().toISOString()
+      const entry = { at, ...opts.audit, database }
+      // Nothing of the record changes (an apply that only records the file it applied).
+      const recordOnly = opts.audit.fields.length === 0 && opts.lastApplied !== undefined && expected !== null
+      const res = await run('write', () => client.eval(CAS_SCRIPT, 4, keys.tenant(database), keys.set, keys.marker, keys.audit(database),
+        expected ?? '', JSON.stringify(next), at, JSON.stringify(entry), database, opts.lastApplied ? JSON.stringify(opts.lastApplied) : '',
+        recordOnly ? '0' : '1')) as [number, string]
+      if (Number(res[0]) !== 1) return { ok: false, version: res[1] === '' ? null : String(res[1]) }
+      if (recordOnly) return { ok: true, version: String(res[1]), entry: null }
+      await run('publish', () => publishAll([database]))
+      return { ok: true, version: String(res[1]), entry: { ...entry, old_version: expected, new_version: String(res[1]) } }
+    },
+    async history (database) {
+      if (!DATABASE_NAME.test(database)) return []
+      const lines = await run('history', () => client.lrange(keys.audit(database), 0, AUDIT_KEEP - 1))
+      return lines.flatMap((l) => { try { return [JSON.parse(l) as AuditEntry] } catch { return [] } })
+    },
+    async lastApplied (database) {
+      if (!DATABASE_NAME.test(database)) return null
+      const json = await run('get', () => client.hget(keys.tenant(database), 'applied'))
+      if (json === null) return null
+      try { return JSON.parse(json) as Tenant } catch { return null }
     },
     async meta (database) {
       if (!DATABASE_NAME.test(database)) return null
@@ -225,18 +296,20 @@ export function createRedisStore (opts: RedisStoreOptions): RedisTenantStore {
       const names = await run('list', () => client.smembers(keys.set))
       return names.sort()
     },
-    async putAll (tenants) {
+    async putAll (given) {
       const seen = new Set<string>()
-      for (const t of tenants) {
-        if (!DATABASE_NAME.test(t.database)) throw new TenantStoreConfigError(`tenant store: "${t.database}" is not a valid database name`)
+      for (const t of given) {
+        checkRecord(t, t.database)
         if (seen.has(t.database)) throw new TenantStoreConfigError(`tenant store: ${t.database} given twice`)
         seen.add(t.database)
-        // Plain keys never reach the store.
-        if (!KEY_HASH.test(t.keys.public) || !KEY_HASH.test(t.keys.secret)) {
-          throw new TenantStoreConfigError(`tenant store: keys of ${t.database} are not hashed (use toTenant)`)
-        }
       }
-      if (tenants.length === 0) return
+      if (given.length === 0) return
+      // Tombstones and a retired legacy secret stay whatever is put (docs/tenant-state.md).
+      const stored = await run('get', () => client.pipeline(given.map((t) => ['hget', keys.tenant(t.database), 'record'])).exec())
+      const tenants = given.map((t, i) => {
+        const json = stored?.[i]?.[1] as string | null | undefined
+        return json ? keepRevocations(decode(t.database, json), t) : t
+      })
       const now = new Date().toISOString()
       await run('write', async () => {
         const m = client.multi()

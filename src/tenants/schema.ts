@@ -6,7 +6,7 @@ import { createHash, timingSafeEqual } from 'node:crypto'
 import { Ajv, type ErrorObject } from 'ajv'
 import { ConfigError, ROLE_KINDS } from '../shared/index.js'
 import {
-  KID, currentSigningKey, runtimeSigningKey, signingKeyProblem,
+  KID, currentSigningKey, runtimeSigningKey, signingKeyProblem, withoutRevoked,
   type SigningAlgorithm, type TenantSigningKey
 } from './signing-keys.js'
 
@@ -150,7 +150,23 @@ export const TenantFileSchema = Type.Object({
       alg: Type.Union([Type.Literal('ES256'), Type.Literal('RS256')]),
       /** A private JWK as JSON, or a PKCS#8 PEM. */
       private_key: Type.String({ minLength: 1 })
-    }, { additionalProperties: false }), { default: [] })
+    }, { additionalProperties: false }), { default: [] }),
+    /**
+     * Tombstones of revoked signing keys (docs/tenant-state.md): a key listed here never
+     * verifies again, whatever `signing_keys` says; nothing removes an entry.
+     */
+    revoked_keys: Type.Optional(Type.Array(Type.Object({
+      kid: Type.String({ pattern: KID.source }),
+      /** RFC 7638 thumbprint of the public key: the same key under another kid is refused too. */
+      thumbprint: Type.Optional(Type.String({ minLength: 1 })),
+      revoked_at: Type.String({ minLength: 1 }),
+      revoked_by: Type.String({ minLength: 1 })
+    }, { additionalProperties: false }))),
+    /** Set once the legacy HS256 secret is retired: tokens it signs are refused from then on. */
+    legacy_secret_retired: Type.Optional(Type.Object({
+      retired_at: Type.String({ minLength: 1 }),
+      retired_by: Type.String({ minLength: 1 })
+    }, { additionalProperties: false }))
   }, { additionalProperties: false }),
   keys: Type.Object({
     public: Type.String({ minLength: 16 }),
@@ -278,6 +294,9 @@ export function parseTenantFile (raw: unknown, source: string, env: NodeJS.Proce
       const p = signingKeyProblem(k)
       if (p !== null) problems.push(`jwt.signing_keys.${i}.${p}`)
     })
+    if (f.jwt.legacy_secret_retired !== undefined && f.jwt.signing_algorithm === 'HS256') {
+      problems.push('jwt.signing_algorithm: is HS256 but the legacy secret is retired (jwt.legacy_secret_retired): sign with ES256 or RS256')
+    }
     if (f.jwt.signing_algorithm !== 'HS256' && currentSigningKey(f.jwt) === null) {
       problems.push(`jwt.signing_algorithm: is ${f.jwt.signing_algorithm} but jwt.signing_keys holds no ${f.jwt.signing_algorithm} key (\`gatehouse tenants keys rotate ${f.database}\` adds one)`)
     }
@@ -298,12 +317,24 @@ export function parseTenantFile (raw: unknown, source: string, env: NodeJS.Proce
   return data as TenantFile
 }
 
-/** The runtime form: API keys hashed, signing keys with their public JWKs. */
+const KEY_HASH = /^sha256:[0-9a-f]{64}$/
+
+/** A key as stored: a file may hold the hash itself (`tenants export` writes it so). */
+function storedKey (key: string): KeyHash {
+  return KEY_HASH.test(key) ? key : hashKey(key)
+}
+
+/**
+ * The runtime form: API keys hashed, signing keys with their public JWKs. A key the file
+ * lists although it is revoked (a tombstone in jwt.revoked_keys) is left out: it never
+ * verifies again (revokedKeysListed names them for a warning).
+ */
 export function toTenant (file: TenantFile): Tenant {
+  const keys = (file.jwt.signing_keys ?? []).map(runtimeSigningKey)
   return {
     ...file,
-    jwt: { ...file.jwt, signing_keys: (file.jwt.signing_keys ?? []).map(runtimeSigningKey) },
-    keys: { public: hashKey(file.keys.public), secret: hashKey(file.keys.secret) }
+    jwt: { ...file.jwt, signing_keys: withoutRevoked(keys, file.jwt.revoked_keys ?? []) },
+    keys: { public: storedKey(file.keys.public), secret: storedKey(file.keys.secret) }
   }
 }
 

@@ -14,6 +14,10 @@ export interface TenantStoreDeps {
   logger?: StoreLogger
   /** An existing ioredis client (redis source); not closed by the store. */
   redis?: Redis
+  /** files source: the tenant file a change is written into (default the file it was read from). */
+  fileOf?: (database: string) => string | null
+  /** files source: told of each text the store wrote into a tenant file. */
+  onFileWritten?: (file: string, text: string) => void
 }
 
 /**
@@ -28,5 +32,12 @@ export function createTenantStore (config: Pick<Config, 'tenants' | 'redis'>, de
     }
     return createRedisStore({ url: config.redis.url, prefix: config.redis.key_prefix, redis: deps.redis, logger: deps.logger })
   }
-  return createMemoryStore({ dir: config.tenants.dir, env: deps.env })
+  return createMemoryStore({
+    dir: config.tenants.dir,
+    env: deps.env,
+    stateDir: config.tenants.state_dir,
+    logger: deps.logger,
+    ...(deps.fileOf !== undefined ? { fileOf: deps.fileOf } : {}),
+    ...(deps.onFileWritten !== undefined ? { onFileWritten: deps.onFileWritten } : {})
+  })
 }

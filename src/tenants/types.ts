@@ -20,6 +20,42 @@ export const ALL_TENANTS = '*'
 /** Called with a database name, or ALL_TENANTS. */
 export type ChangeListener = (database: string) => void
 
+/** A record and its version (an opaque string: Redis counts, files hash their content). */
+export interface VersionedTenant { tenant: Tenant, version: string }
+
+/** One control-plane change as the audit trail keeps it (never a secret value). */
+export interface AuditEntry {
+  at: string
+  /** The panel user's subject, or `cli`. */
+  who: string
+  /** Where it came from: `panel`, `cli`, `apply`, `files` (a tenant file read by the dev stack). */
+  via: string
+  database: string
+  /** What was done: `auth-settings`, `rest-settings`, `rotate`, `revoke`, `retire-legacy`, `apply`, ... */
+  action: string
+  /** Names of the fields changed (docs/tenant-state.md), never their values. */
+  fields: string[]
+  old_version: string | null
+  new_version: string
+}
+
+/** What a write records in the audit trail besides versions and time. */
+export type AuditInput = Pick<AuditEntry, 'who' | 'via' | 'action' | 'fields'>
+
+export interface WriteOptions {
+  audit: AuditInput
+  /** The file as applied (Redis: kept for the next apply's three-way merge). */
+  lastApplied?: Tenant
+}
+
+/** The outcome of a compare-and-set write. */
+export type WriteResult =
+  | { ok: true, version: string, entry: AuditEntry | null }
+  | { ok: false, version: string | null }
+
+/** How many audit entries are kept per database. */
+export const AUDIT_KEEP = 100
+
 /** A tenant backend: Redis (production) or YAML files in memory (embedded default). */
 export interface TenantStore extends TenantLookup {
   /** `redis` or `files`. */
@@ -30,6 +66,18 @@ export interface TenantStore extends TenantLookup {
   list (): Promise<string[]>
   /** Writes every tenant (all or nothing where the backend allows), then publishes one change per database. */
   putAll (tenants: Tenant[]): Promise<void>
+  /** The record with its version, read from the backend itself (never a cached copy). */
+  read (database: string): Promise<VersionedTenant | null>
+  /**
+   * Compare-and-set: writes `next` only while the stored version is still `expected` (null:
+   * while there is no record), records the audit entry with it and publishes the change.
+   * A revoked key may not come back, nor a tombstone go (TenantStoreConfigError).
+   */
+  write (database: string, expected: string | null, next: Tenant, opts: WriteOptions): Promise<WriteResult>
+  /** The newest audit entries of a database, newest first (at most AUDIT_KEEP). */
+  history (database: string): Promise<AuditEntry[]>
+  /** The file as last applied (Redis), or null. */
+  lastApplied (database: string): Promise<Tenant | null>
   /** Removes a tenant and publishes the change; false when there was none. */
   delete (database: string): Promise<boolean>
   /** Listens for changes (this process's and, for Redis, every other process's). Returns an unsubscribe function. */

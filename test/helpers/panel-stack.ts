@@ -46,7 +46,7 @@ export interface Stack {
   /** A panel session (HS256 with the stack's secret). */
   panelSession (o: { userId: string, email?: string, orgs: string[], expiresIn?: number }): Promise<string>
   /** A JSON call to the panel. */
-  panel (method: string, path: string, o?: { token?: string, body?: unknown }): Promise<{ status: number, body: any, headers: Headers }>
+  panel (method: string, path: string, o?: { token?: string, body?: unknown, headers?: Record<string, string> }): Promise<{ status: number, body: any, headers: Headers }>
 }
 
 async function listen (t: Teardown, app: FastifyInstance): Promise<string> {
@@ -116,7 +116,7 @@ export async function startStack (t: Teardown, opts: { panelOverrides?: Record<s
     },
     panelSession: (o) => signPanelSession({ secret: PANEL_SECRET, userId: o.userId, email: o.email, orgs: o.orgs, expiresIn: o.expiresIn }),
     async panel (method, path, o = {}) {
-      const headers: Record<string, string> = {}
+      const headers: Record<string, string> = { ...(o.headers ?? {}) }
       if (o.token !== undefined) headers.authorization = `Bearer ${o.token}`
       if (o.body !== undefined) headers['content-type'] = 'application/json'
       const res = await fetch(`${panelUrl}${path}`, { method, headers, body: o.body !== undefined ? JSON.stringify(o.body) : undefined })

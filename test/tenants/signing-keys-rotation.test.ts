@@ -120,12 +120,16 @@ t.test('CLI: tenants keys rotate / revoke / list against the Redis store, the te
   const after = parseTenantFile(parseYaml(readFileSync(file, 'utf8')), file, {})
   t.same(after.jwt.signing_keys.map((k) => k.kid), [kid1])
 
-  // An apply of a copy of the file that predates the rotation says which keys it takes away.
+  // An apply of a copy of the file that predates the rotation and the revocation keeps the
+  // rotated key (a change made elsewhere) and leaves the revoked one out, naming it.
   const stale = path.join(tempDir(t), `${x.database}.yaml`)
   writeFileSync(stale, renderTenantFile(x.file), { mode: 0o600 })
   const applied = await cli(['tenants', 'apply', stale], env)
   t.equal(applied.code, 0, applied.stderr)
-  t.match(applied.stderr, `warning: ${x.database}: the store holds signing key(s) ${kid1} that ${stale} does not list`)
+  t.match(applied.stderr, `warning: ${x.database}: ${stale} lists signing key ${kid0}, which was revoked: applied without it`)
+  const stored = await stack.store.get(x.database)
+  t.same(stored?.jwt.signing_keys?.map((k) => k.kid), [kid1], 'the rotated key is kept, the revoked one stays out')
+  t.same(stored?.jwt.revoked_keys?.map((k) => k.kid), [kid0], 'its tombstone stays')
 })
 
 t.test('panel: list, rotate and revoke signing keys, members only', async (t) => {

@@ -6,7 +6,7 @@
 import type { FastifyRequest } from 'fastify'
 import { errors as joseErrors } from 'jose'
 import {
-  describeJwtError, UnknownKeyIdError, verifyWithKeys, ROLE_CLAIMS, type VerificationKey
+  describeJwtError, LegacySecretRetiredError, UnknownKeyIdError, verifyWithKeys, ROLE_CLAIMS, type VerificationKey
 } from '../../shared/index.js'
 import {
   BadJwtError, MissingSubClaimError, NoAuthorizationError, NotAdminError, SessionNotFoundBearerError, SubNotUuidError, UserBannedBearerError, UserNotFoundBearerError
@@ -33,6 +33,7 @@ function goJwtReason (err: unknown, token: string): string {
   if (err instanceof joseErrors.JWTExpired) return 'token has invalid claims: token is expired'
   if (err instanceof joseErrors.JWSSignatureVerificationFailed) return 'token signature is invalid: signature is invalid'
   if (err instanceof UnknownKeyIdError) return `token is unverifiable: error while executing keyfunc: ${err.kid === undefined ? 'missing kid' : 'invalid kid: ' + err.kid}`
+  if (err instanceof LegacySecretRetiredError) return `token is unverifiable: ${err.message}`
   if (err instanceof joseErrors.JOSEAlgNotAllowed) return 'token is unverifiable: error while executing keyfunc: unexpected signing method'
   if (token.split('.').length !== 3) return 'token is malformed: token contains an invalid number of segments'
   if (err instanceof joseErrors.JWSInvalid || err instanceof joseErrors.JWTInvalid) return 'token is malformed: ' + describeJwtError(err)
@@ -56,7 +57,13 @@ export async function verifyBearer (ctx: TenantContext, req: FastifyRequest): Pr
   const token = bearerToken(req)
   if (!token) throw new NoAuthorizationError()
   try {
-    return await verifyWithKeys(token, { secret: ctx.tenant.jwt.secret, keys: verificationKeysOf(ctx), issuer: ctx.issuer, currentDate: ctx.now() }) as BearerClaims
+    return await verifyWithKeys(token, {
+      secret: ctx.tenant.jwt.secret,
+      keys: verificationKeysOf(ctx),
+      legacyRetired: ctx.tenant.jwt.legacy_secret_retired !== undefined,
+      issuer: ctx.issuer,
+      currentDate: ctx.now()
+    }) as BearerClaims
   } catch (err) {
     throw new BadJwtError(goJwtReason(err, token))
   }

@@ -4,8 +4,8 @@
 // caller's) and the auth upstream's service_role token for secret-key calls.
 import type { JWTPayload } from 'jose'
 import { LRUCache } from 'lru-cache'
-import { signHS256, ROLE_CLAIMS } from '../../shared/index.js'
-import type { Tenant } from '../../tenants/index.js'
+import { signAsymmetric, signHS256, ROLE_CLAIMS } from '../../shared/index.js'
+import { currentSigningKey, privateKeyObject, type Tenant } from '../../tenants/index.js'
 import type { Caller } from '../types.js'
 
 export interface UpstreamTokenOptions {
@@ -76,9 +76,12 @@ export function createUpstreamTokens (opts: UpstreamTokenOptions): UpstreamToken
   }
 
   async function signAuthService (tenant: Tenant, issuer: string, key: string, nowSec: number): Promise<string> {
-    const token = await signHS256({ role: ROLE_CLAIMS.svc }, {
-      secret: tenant.jwt.secret, issuer, expiresInSeconds: ttl, now: nowSec
-    })
+    // Once the legacy secret is retired the auth engine refuses HS256: sign with the key
+    // that signs the tenant's own tokens (docs/tenant-state.md).
+    const signer = tenant.jwt.legacy_secret_retired !== undefined ? currentSigningKey(tenant.jwt) : null
+    const token = signer !== null
+      ? await signAsymmetric({ role: ROLE_CLAIMS.svc }, { alg: signer.alg, kid: signer.kid, privateKey: privateKeyObject(signer.private_key), issuer, expiresInSeconds: ttl, now: nowSec })
+      : await signHS256({ role: ROLE_CLAIMS.svc }, { secret: tenant.jwt.secret, issuer, expiresInSeconds: ttl, now: nowSec })
     cache.set(key, { token, renewAt: nowSec + ttl - margin }, { ttl: ttl * 1000 })
     return token
   }

@@ -111,6 +111,7 @@ export function createAuthenticator (opts: AuthenticatorOptions): Authenticator 
         known: new Map(),
         // A revoked (removed) signing key changes the fingerprint: verdicts cached under it are not reused.
         fp: tokenCacheKey(tenant.database, issuer, tenant.jwt.aud, tenant.jwt.secret, tenant.jwt.upstream_secret,
+          tenant.jwt.legacy_secret_retired !== undefined ? 'legacy-retired' : 'legacy',
           tenant.roles.anon, tenant.roles.auth, tenant.roles.svc, tenant.keys.public, tenant.keys.secret,
           ...verificationKeys.map((k) => `${k.alg}:${k.kid}:${JSON.stringify(k.public_jwk)}`))
       }
@@ -132,6 +133,7 @@ export function createAuthenticator (opts: AuthenticatorOptions): Authenticator 
       claims = await verifyWithKeys(token, {
         secret: tenant.jwt.secret,
         keys: f.verificationKeys,
+        legacyRetired: tenant.jwt.legacy_secret_retired !== undefined,
         issuer: f.issuer,
         audience: tenant.jwt.aud,
         currentDate: new Date(now())
