@@ -385,7 +385,7 @@ export async function startDev (opts: DevOptions): Promise<DevStack> {
       file: opts.configFile,
       env,
       overrides: mergeDeep(opts.overrides ?? {}, {
-        tenants: { source: useRedis ? 'redis' : 'files', dir: runtimeDir },
+        tenants: { source: useRedis ? 'redis' : 'files', dir: runtimeDir, state_dir: stateDir },
         postgres: { url: postgres.url },
         // The gateway of this stack is the public address unless one was configured.
         ...(env.GATEHOUSE_PUBLIC_URL || opts.overrides?.public_url ? {} : { public_url: `http://${base.gateway.host}:${base.gateway.port}` }),
