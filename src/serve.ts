@@ -15,7 +15,7 @@ import { buildAuthEngine } from './auth/index.js'
 import { buildRestEngine } from './rest/index.js'
 import { buildPanel } from './panel/index.js'
 import {
-  ConfigError, loggerOptions, startPartTracing, signHS256, buildAdminApp, buildPartAdmin, partOps,
+  ConfigError, loggerOptions, bufferedStdout, type BatchedDestination, startPartTracing, signHS256, buildAdminApp, buildPartAdmin, partOps,
   readiness, registerPoolMetrics, type PartTracer, type PartOps, type Readiness,
   type ReadinessCheck
 } from './shared/index.js'
@@ -47,9 +47,19 @@ export interface PartDeps {
   store: TenantStore
 }
 
+/**
+ * The process's log sink: stdout, batched, never holding the process (a closed pipe drops
+ * lines, the exit flush is bounded: see createBatchedDestination). One per process.
+ */
+let stdoutSink: BatchedDestination | null = null
+function logSink (): BatchedDestination {
+  stdoutSink ??= bufferedStdout()
+  return stdoutSink
+}
+
 /** A part's logger: every line it writes carries `part` (gateway, rest, auth, panel, ...). */
 export function partLogger (config: Config, part: string): ReturnType<typeof pino> {
-  return pino(loggerOptions(config.log)).child({ part })
+  return pino(loggerOptions(config.log), logSink()).child({ part })
 }
 
 /** Builds one part (unstarted) with its dependencies. */
@@ -235,7 +245,7 @@ async function serve (name: PartName, config: Config, workers: number): Promise<
       metrics: async () => ({ contentType: aggregator.contentType, body: await aggregator.clusterMetrics() })
     })
     await admin.listen({ host: section.admin_host, port: section.admin_port })
-    pino(loggerOptions(config.log)).info({ part: name, admin: listenUrl(section.admin_host, admin.server, section.admin_port), workers }, 'admin listening (metrics of every worker)')
+    pino(loggerOptions(config.log), logSink()).info({ part: name, admin: listenUrl(section.admin_host, admin.server, section.admin_port), workers }, 'admin listening (metrics of every worker)')
     let stopping = false
     cluster.on('exit', (worker, code) => {
       if (!stopping && code !== 0) { console.error(`worker ${worker.process.pid} exited (${code}); starting another`); cluster.fork() }

@@ -1,7 +1,9 @@
 // Graceful shutdown of a listening gateway: on SIGTERM (or shutdown()) /readyz turns 503,
 // after an optional drain delay (for load balancers to notice) the server stops accepting,
 // in-flight requests finish (their connections close after the response), then exit.
-// A grace timer cuts connections that are still open after graceMs.
+// A grace timer cuts connections that are still open after graceMs. Shutdown never waits
+// on a log write or a hook that hangs: a line that cannot be written is skipped, the process
+// exits at the latest HOOKS_MS after the grace period, and a second signal exits at once.
 import type { FastifyInstance } from 'fastify'
 
 interface GatewayState { shuttingDown: boolean }
@@ -33,19 +35,33 @@ export interface GracefulShutdown {
   dispose (): void
 }
 
+/** After the grace period, how long the close hooks may still take before the process exits anyway. */
+const HOOKS_MS = 2_000
+
 export function installGracefulShutdown (app: FastifyInstance, opts: GracefulShutdownOptions): GracefulShutdown {
   const signals = opts.signals ?? ['SIGTERM', 'SIGINT']
-  const exit = opts.exit ?? ((code: number) => process.exit(code))
+  const exitNow = opts.exit ?? ((code: number) => process.exit(code))
+  let exited = false
+  const exit = (code: number): void => { if (!exited) { exited = true; exitNow(code) } }
   let running: Promise<void> | null = null
+  // A log line is never worth a stuck shutdown: a logger that throws is passed over.
+  const log = (level: 'info' | 'warn' | 'error', obj: object, msg: string): void => {
+    try { app.log[level](obj, msg) } catch {}
+  }
 
   function shutdown (reason = 'shutdown'): Promise<void> {
     if (running !== null) return running
     running = (async () => {
       gatewayState(app).shuttingDown = true
-      app.log.info({ reason, graceMs: opts.graceMs }, 'shutting down: readyz is 503, draining in-flight requests')
+      log('info', { reason, graceMs: opts.graceMs }, 'shutting down: readyz is 503, draining in-flight requests')
+      const deadline = setTimeout(() => {
+        log('error', { hooksMs: HOOKS_MS }, 'shutdown took longer than the grace period and its hooks may: exiting')
+        exit(1)
+      }, (opts.drainDelayMs ?? 0) + opts.graceMs + HOOKS_MS)
+      deadline.unref()
       if (opts.drainDelayMs) await new Promise((resolve) => setTimeout(resolve, opts.drainDelayMs).unref())
       const force = setTimeout(() => {
-        app.log.warn('shutdown grace period over: closing the remaining connections')
+        log('warn', {}, 'shutdown grace period over: closing the remaining connections')
         app.server.closeAllConnections()
       }, opts.graceMs)
       force.unref()
@@ -53,18 +69,25 @@ export function installGracefulShutdown (app: FastifyInstance, opts: GracefulShu
       try {
         await app.close()
       } catch (err) {
-        app.log.error({ err }, 'error while closing the gateway')
+        log('error', { err }, 'error while closing the gateway')
         code = 1
       } finally {
         clearTimeout(force)
+        clearTimeout(deadline)
       }
-      app.log.info('gateway closed')
+      log('info', {}, 'gateway closed')
       exit(code)
     })()
     return running
   }
 
-  const handler = (signal: NodeJS.Signals): void => { void shutdown(signal) }
+  // A second signal while shutting down: exit now (the first one is taking too long for
+  // whoever sent it).
+  const handler = (signal: NodeJS.Signals): void => {
+    if (running === null) { void shutdown(signal); return }
+    log('warn', { signal }, 'second signal while shutting down: exiting now')
+    exit(1)
+  }
   for (const s of signals) process.on(s, handler)
   return {
     shutdown,

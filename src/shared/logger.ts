@@ -156,8 +156,14 @@ export interface BatchedDestination extends DestinationStream {
  * 64 KiB or per 50 ms). A line costs an array push: pino's sonic-boom re-measures its
  * growing buffer string on every line, which cost a busy gateway more CPU than the request
  * itself. Everything pending is written synchronously when the process exits; only a
- * SIGKILL can lose the last lines.
+ * SIGKILL can lose the last lines. A write never holds the process: when the sink is gone
+ * (a closed pipe: `gatehouse serve gateway | head -3`) lines are dropped from then on, and
+ * the exit flush gives up on a sink that takes nothing for EXIT_FLUSH_MS (sonic-boom's
+ * flushSync, pino's default at exit, retries a closed pipe forever).
  */
+/** The longest the exit flush waits for a sink that takes nothing (a full pipe nobody reads). */
+const EXIT_FLUSH_MS = 1_000
+
 export function createBatchedDestination (opts: BatchedDestinationOptions = {}): BatchedDestination {
   const fd = opts.fd ?? 1
   const maxBytes = opts.maxBytes ?? 65_536
@@ -171,6 +177,8 @@ export function createBatchedDestination (opts: BatchedDestinationOptions = {}):
   let timer: NodeJS.Timeout | null = null
   let dropped = 0
   let ended = false
+  /** The sink failed for good (EPIPE and the like): lines are dropped. */
+  let gone = false
 
   const take = (): string => {
     const data = chunks.length === 1 ? chunks[0]! : chunks.join('')
@@ -191,7 +199,10 @@ export function createBatchedDestination (opts: BatchedDestinationOptions = {}):
           if ((err as NodeJS.ErrnoException).code === 'EAGAIN') { setTimeout(() => send(buf), 10).unref(); return }
           writing = false
           inflight = null
-          return // the sink is gone (closed pipe): nothing sensible to do with log lines
+          // The sink is gone (closed pipe): nothing sensible to do with log lines.
+          gone = true
+          take()
+          return
         }
         if (n < buf.length) { send(buf.subarray(n)); return }
         writing = false
@@ -210,13 +221,14 @@ export function createBatchedDestination (opts: BatchedDestinationOptions = {}):
     const parts: Buffer[] = []
     if (atExit && inflight !== null) { parts.push(inflight); inflight = null }
     if (pending > 0) parts.push(Buffer.from(take(), 'utf8'))
-    if (parts.length === 0) return
+    if (parts.length === 0 || gone) return
     let buf = parts.length === 1 ? parts[0]! : Buffer.concat(parts)
-    for (let tries = 0; buf.length > 0 && tries < 1000; tries++) {
+    const deadline = Date.now() + EXIT_FLUSH_MS
+    while (buf.length > 0 && Date.now() < deadline) {
       try {
         buf = buf.subarray(fs.writeSync(fd, buf))
       } catch (err) {
-        if ((err as NodeJS.ErrnoException).code !== 'EAGAIN') return
+        if ((err as NodeJS.ErrnoException).code !== 'EAGAIN') { gone = true; return }
         Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, 5)
       }
     }
@@ -227,7 +239,7 @@ export function createBatchedDestination (opts: BatchedDestinationOptions = {}):
 
   return {
     write (line: string): void {
-      if (ended) return
+      if (ended || gone) return
       if (pending > maxPending) { dropped++; return }
       chunks.push(line)
       pending += line.length

@@ -6,8 +6,8 @@ import http from 'node:http'
 import net from 'node:net'
 import { spawn } from 'node:child_process'
 import { fileURLToPath } from 'node:url'
-import { installGracefulShutdown } from '../../src/gateway/index.js'
-import { makeTenant, lookupOf, startUpstream, startGateway, request } from '../helpers/gateway.js'
+import { buildGateway, installGracefulShutdown } from '../../src/gateway/index.js'
+import { makeTenant, lookupOf, startUpstream, startGateway, request, testConfig } from '../helpers/gateway.js'
 
 const child = fileURLToPath(new URL('./fixtures/shutdown-child.ts', import.meta.url))
 
@@ -97,4 +97,41 @@ t.test('shutdown(): the grace period cuts what is still open, then exits', async
   await done
   await t.rejects(stuck, 'the stuck request was cut after the grace period')
   t.same(codes, [0], 'exit called once with 0')
+})
+
+/** A listening gateway with a close hook that ends only when released. */
+async function hangingGateway (t: { teardown: (fn: () => unknown) => void }, tt: ReturnType<typeof makeTenant>) {
+  const app = buildGateway({ config: testConfig(), tenants: lookupOf(tt) })
+  let release: () => void = () => {}
+  app.addHook('onClose', () => new Promise<void>((resolve) => { release = resolve }))
+  t.teardown(() => release())
+  await app.listen({ port: 0, host: '127.0.0.1' })
+  return { app }
+}
+
+t.test('a close hook that never ends: a second signal exits at once, else the process exits after the grace period and its hooks', async (t) => {
+  const up = await startUpstream(t)
+  const acme = makeTenant('acme', { auth: up.url, rest: up.url })
+  const { app } = await hangingGateway(t, acme)
+  const codes: number[] = []
+  const sd = installGracefulShutdown(app, { graceMs: 50, signals: ['SIGUSR2'], exit: (code) => { codes.push(code) } })
+  t.teardown(() => sd.dispose())
+  process.kill(process.pid, 'SIGUSR2')
+  await until(async () => app.server.listening === false, 'the listener closed')
+  t.same(codes, [], 'still waiting for its hook')
+  process.kill(process.pid, 'SIGUSR2')
+  await until(async () => codes.length === 1, 'the second signal exits')
+  t.same(codes, [1], 'a second signal: exit 1 at once')
+})
+
+t.test('a close hook that never ends and no second signal: exit 1 once the grace period and the hooks\' time are over', async (t) => {
+  const up = await startUpstream(t)
+  const acme = makeTenant('acme', { auth: up.url, rest: up.url })
+  const { app } = await hangingGateway(t, acme)
+  const codes: number[] = []
+  const sd = installGracefulShutdown(app, { graceMs: 50, signals: [], exit: (code) => { codes.push(code) } })
+  t.teardown(() => sd.dispose())
+  void sd.shutdown('test')
+  await until(async () => codes.length === 1, 'the deadline exits', 400)
+  t.same(codes, [1])
 })
