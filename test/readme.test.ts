@@ -179,7 +179,7 @@ t.test('a write refused for the sequence: the hint runs as is', async (t) => {
   t.equal(refused.status, 403)
   t.equal(refused.error?.code, 'permission_denied')
   t.match(refused.error?.message, /permission denied for sequence notes_id_seq/)
-  t.equal(refused.error?.hint, "SELECT platform.grant('USAGE', 'public.notes_id_seq', 'auth');")
+  t.equal(refused.error?.hint, 'GRANT USAGE ON SEQUENCE public.notes_id_seq TO authenticated;')
 
   await stack.owner(demo, refused.error!.hint!)
   const ok = await user.from('notes').insert({ body: 'first' }).select('body')

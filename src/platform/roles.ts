@@ -6,8 +6,20 @@ import pg from 'pg'
 import { quoteIdent, quoteLiteral, ROLE_CLAIMS, ROLE_KINDS as REQUEST_ROLE_KINDS } from '../shared/index.js'
 import { ClusterUnreachableError, AdminNotSuperuserError, TenantIdInvalidError } from './errors.js'
 
-/** The cluster-wide group roles policies name: `TO anon`, `TO authenticated` (the claim names). */
-const CLUSTER_GROUPS: string[] = [ROLE_CLAIMS.anon, ROLE_CLAIMS.auth]
+/**
+ * The cluster-wide group roles that policies and GRANTs name (`TO anon`, `TO authenticated`,
+ * `TO service_role`: the claim names, as Supabase's migrations write them), with their
+ * attributes. Each database's request role is a member of its kind's group, so a plain
+ * `GRANT ... TO anon, authenticated, service_role` reaches it; other tenants' roles cannot
+ * connect to the database, so the grant stays this database's. service_role is as Supabase
+ * makes it (NOINHERIT BYPASSRLS); the attribute is never inherited by members: each
+ * database's svc role has its own BYPASSRLS.
+ */
+const CLUSTER_GROUPS: ReadonlyArray<{ name: string, attributes: string }> = [
+  { name: ROLE_CLAIMS.anon, attributes: 'NOLOGIN' },
+  { name: ROLE_CLAIMS.auth, attributes: 'NOLOGIN' },
+  { name: ROLE_CLAIMS.svc, attributes: 'NOLOGIN NOINHERIT BYPASSRLS' }
+]
 
 /** Kinds of per-tenant roles. The first three are the request roles of platform.role(). */
 export const ROLE_KINDS = [...REQUEST_ROLE_KINDS, 'rest', 'authn', 'owner'] as const
@@ -99,19 +111,20 @@ function isDuplicate (err: unknown): boolean {
 }
 
 /**
- * Cluster-wide NOLOGIN group roles `anon` and `authenticated` (policies say `TO
- * authenticated`). Idempotent and safe when two processes race.
+ * Cluster-wide NOLOGIN group roles `anon`, `authenticated` and `service_role` (policies say
+ * `TO authenticated`, migrations `GRANT ... TO service_role`). Idempotent and safe when two
+ * processes race.
  */
 export async function ensureClusterRoles (admin: string | pg.Client): Promise<void> {
   const client = typeof admin === 'string' ? await connectAdmin(admin) : admin
   try {
     const have = await client.query<{ rolname: string }>(
-      'SELECT rolname FROM pg_roles WHERE rolname = ANY ($1::text[])', [CLUSTER_GROUPS])
+      'SELECT rolname FROM pg_roles WHERE rolname = ANY ($1::text[])', [CLUSTER_GROUPS.map((g) => g.name)])
     const names = new Set(have.rows.map((r) => r.rolname))
-    for (const role of CLUSTER_GROUPS) {
-      if (names.has(role)) continue
+    for (const { name, attributes } of CLUSTER_GROUPS) {
+      if (names.has(name)) continue
       try {
-        await client.query(`CREATE ROLE ${quoteIdent(role)} NOLOGIN`)
+        await client.query(`CREATE ROLE ${quoteIdent(name)} ${attributes}`)
       } catch (err) {
         if (!isDuplicate(err)) throw err
       }
@@ -134,12 +147,13 @@ export async function createTenantRoles (client: pg.Client, database: string, ro
   const statements = [
     `CREATE ROLE ${q('anon')} NOLOGIN INHERIT`,
     `CREATE ROLE ${q('auth')} NOLOGIN INHERIT`,
-    `CREATE ROLE ${q('svc')} NOLOGIN NOINHERIT BYPASSRLS`,
+    `CREATE ROLE ${q('svc')} NOLOGIN INHERIT BYPASSRLS`,
     `CREATE ROLE ${q('rest')} LOGIN NOINHERIT PASSWORD ${quoteLiteral(passwords.rest)}`,
     `CREATE ROLE ${q('authn')} LOGIN NOINHERIT PASSWORD ${quoteLiteral(passwords.authn)}`,
     `CREATE ROLE ${q('owner')} LOGIN INHERIT PASSWORD ${quoteLiteral(passwords.owner)}`,
     `GRANT ${quoteIdent(ROLE_CLAIMS.anon)} TO ${q('anon')}`,
     `GRANT ${quoteIdent(ROLE_CLAIMS.auth)}, ${q('anon')} TO ${q('auth')}`,
+    `GRANT ${quoteIdent(ROLE_CLAIMS.svc)} TO ${q('svc')}`,
     `GRANT ${q('anon')}, ${q('auth')}, ${q('svc')} TO ${q('rest')}${setOnly}`,
     `REVOKE ALL ON DATABASE ${db} FROM PUBLIC`,
     `GRANT CONNECT ON DATABASE ${db} TO ${q('rest')}, ${q('authn')}`,

@@ -350,7 +350,7 @@ t.test('every refusal of the Errors table', async (t) => {
   const noGrant = await anon.from('suggestions').select('body')
   t.equal(noGrant.status, 403)
   t.equal(noGrant.error?.code, 'no_table_grant')
-  t.match(noGrant.error?.hint, /^SELECT platform\.grant\('SELECT', 'public\.suggestions', 'anon'\);$/)
+  t.match(noGrant.error?.hint, /^GRANT SELECT ON public\.suggestions TO anon;$/)
   await stack.owner(a, noGrant.error!.hint)
   const fixed = await anon.from('suggestions').select('body')
   t.equal(fixed.error, null, 'the hint, run by the owner, fixes it')

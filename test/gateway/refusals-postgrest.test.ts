@@ -49,7 +49,7 @@ t.test('42501 for a table the role holds nothing on (PostgREST: 401 for anon): u
 t.test('42501 for a missing privilege of a visible table: no_table_grant with the statement', async (t) => {
   const r = await rewrite(ctx('auth', 'POST', '/todos', 403, { code: '42501', message: 'permission denied for table todos', details: null, hint: null }))
   t.equal(r?.status, 403)
-  t.match(r?.body, { code: 'no_table_grant', hint: "SELECT platform.grant('INSERT', 'public.todos', 'auth');", privilege: 'INSERT', sqlstate: '42501' })
+  t.match(r?.body, { code: 'no_table_grant', hint: 'GRANT INSERT ON public.todos TO authenticated;', privilege: 'INSERT', sqlstate: '42501' })
 })
 
 t.test('PGRST205 for a missing table: unknown_table, PostgREST\'s suggestion kept', async (t) => {

@@ -77,7 +77,7 @@ t.test('a grant to authenticated only, called as anon: unknown_table naming the 
   t.match(error?.details, /holds no privilege/)
   t.match(error?.details, `authenticated (${x.roles.auth}): SELECT`, 'says who holds the grant')
   t.match(error?.hint, /grant to the wrong role/)
-  t.match(error?.hint, "SELECT platform.grant('SELECT', 'public.todos', 'anon');")
+  t.match(error?.hint, 'GRANT SELECT ON public.todos TO anon;')
 
   // The same table as a signed-in user: visible (the grant is right for that role).
   const token = await userToken(x, randomUUID())
@@ -105,7 +105,7 @@ t.test('a privilege missing for the method: no_table_grant whose hint the owner 
   t.equal(first.body.sqlstate, '42501')
   t.match(first.body.message, `Role anon (${x.roles.anon}) lacks the SELECT privilege on table public.inbox, which GET needs`)
   t.match(first.body.details, /it holds INSERT/)
-  t.equal(first.body.hint, "SELECT platform.grant('SELECT', 'public.inbox', 'anon');")
+  t.equal(first.body.hint, 'GRANT SELECT ON public.inbox TO anon;')
 
   // 1. The owner runs the hint exactly as given.
   await stack.owner(x, first.body.hint)
@@ -123,7 +123,7 @@ t.test('SELECT granted but INSERT not: no_table_grant for the insert, and the hi
   t.equal(first.error?.code, 'no_table_grant')
   t.match(first.error?.message, `Role authenticated (${x.roles.auth}) lacks the INSERT privilege on table public.notes, which POST needs`)
   t.match(first.error?.details, /it holds SELECT/)
-  t.equal(first.error?.hint, "SELECT platform.grant('INSERT', 'public.notes', 'auth');")
+  t.equal(first.error?.hint, 'GRANT INSERT ON public.notes TO authenticated;')
 
   // 1. The owner runs the hint as given; 2. the same insert succeeds and the row is there.
   await stack.owner(x, first.error!.hint)
@@ -137,7 +137,7 @@ t.test('SELECT granted but INSERT not: no_table_grant for the insert, and the hi
   const anon = await stack.supabase(x).from('notes').insert({ body: 'anon' })
   t.equal(anon.error?.code, 'unknown_table')
   t.match(anon.error?.message, `role anon (${x.roles.anon})`)
-  t.match(anon.error?.hint, "SELECT platform.grant('INSERT', 'public.notes', 'anon');")
+  t.match(anon.error?.hint, 'GRANT INSERT ON public.notes TO anon;')
 })
 
 t.test('an insert whose row the SELECT policy hides: rls_refusal, and the row is in the table', async (t) => {

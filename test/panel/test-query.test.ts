@@ -80,7 +80,7 @@ t.test('refusals come back as the gateway gives them', async (t) => {
   const grant = await query({ sql: 'INSERT INTO public.board VALUES (1)', as: 'anon' })
   t.equal(grant.status, 403)
   t.equal(grant.body.code, 'no_table_grant')
-  t.equal(grant.body.hint, "SELECT platform.grant('INSERT', 'public.board', 'anon');")
+  t.equal(grant.body.hint, 'GRANT INSERT ON public.board TO anon;')
   t.equal(grant.body.rolled_back, true)
 
   const rls = await query({ sql: `INSERT INTO public.items VALUES (600, '${randomUUID()}', 'forged')`, as: 'authenticated', user_id: user })

@@ -137,6 +137,7 @@ t.test('isolation between two tenants', async (t) => {
     t.same(members.rows, [
       { role: 'anon', member: a.roles.anon },
       { role: 'authenticated', member: a.roles.auth },
+      { role: 'service_role', member: a.roles.svc },
       { role: a.roles.anon, member: a.roles.auth },
       { role: a.roles.anon, member: a.roles.rest },
       { role: a.roles.auth, member: a.roles.rest },

@@ -5,7 +5,7 @@
 // role names into what it returns.
 import type { RoleKind, Tenant } from '../../tenants/index.js'
 import {
-  ROLE_KINDS, roleDisplayName, roleLabel as describeRole, type GatehouseError
+  ROLE_KINDS, roleClaim, roleDisplayName, roleLabel as describeRole, type GatehouseError
 } from '../../shared/index.js'
 import type { Catalog, Privilege, RolePrivileges, TableFacts } from './catalog.js'
 import {
@@ -122,10 +122,13 @@ function quoteName (s: string): string {
   return /^[a-z_][a-z0-9_$]*$/.test(s) ? s : '"' + s.replace(/"/g, '""') + '"'
 }
 
-/** The ready statement the owner runs: `SELECT platform.grant('INSERT', 'public.todos', 'auth');` */
+/**
+ * The ready statement the owner runs: `GRANT INSERT ON public.todos TO authenticated;`. A plain
+ * GRANT to the cluster role of the caller's kind (anon, authenticated, service_role): this
+ * database's request role is a member of it (docs/roles.md), as in Supabase.
+ */
 export function grantStatement (privilege: Privilege, schema: string, name: string, kind: RoleKind): string {
-  const lit = (s: string): string => "'" + s.replace(/'/g, "''") + "'"
-  return `SELECT platform.grant(${lit(privilege)}, ${lit(qualified(schema, name))}, ${lit(kind)});`
+  return `GRANT ${privilege} ON ${qualified(schema, name)} TO ${roleClaim(kind)};`
 }
 
 // ---- reading upstream messages ------------------------------------------------------------
@@ -288,9 +291,9 @@ function unknownTable (input: RefusalInput, f: Extract<TableFacts, { exists: tru
     : `${table} exists, but role ${roleLabel(tenant, kind)} holds no privilege on it.`
   return unknownTableError(input, table, {
     details: `${why} ${heldBy(tenant, f, kind)}`,
-    hint: 'The usual cause is a grant to the wrong role. Role names differ per database: grant to ' +
-      `platform.role('${kind}') with the owner's helper, e.g. ${grantStatement(firstNeed(input), f.schema, f.name, kind)} ` +
-      `(a plain GRANT cannot name platform.role('${kind}')), then enable row-level security on the table and add a policy.`,
+    hint: `The usual cause is a grant to the wrong role. Grant to ${roleClaim(kind)} (this database's ${roleDisplayName(kind)} ` +
+      `role is a member of it), e.g. ${grantStatement(firstNeed(input), f.schema, f.name, kind)} ` +
+      'then enable row-level security on the table and add a policy.',
     extra: { role: roleDisplayName(kind), table }
   })
 }
@@ -317,8 +320,8 @@ function unknownTableBare (input: RefusalInput, ref: TableRef | null): Refusal {
   const table = ref !== null && NAME_OK(ref.name) ? qualified(schema, ref.name) : 'the requested table'
   return unknownTableError(input, table, {
     details: 'The table is missing, or the role holds no privilege on it.',
-    hint: `The usual cause is a grant to the wrong role: grant to platform.role('${kind}') with the owner's helper, ` +
-      `e.g. SELECT platform.grant('SELECT', '<schema>.<table>', '${kind}');`,
+    hint: `The usual cause is a grant to the wrong role: grant to ${roleClaim(kind)}, ` +
+      `e.g. GRANT SELECT ON <schema>.<table> TO ${roleClaim(kind)};`,
     extra: { role: roleDisplayName(kind), ...(ref !== null && NAME_OK(ref.name) ? { table } : {}) }
   })
 }
@@ -344,7 +347,7 @@ function columnHint (input: RefusalInput, schema: string, name: string, privileg
 function touchedHint (input: RefusalInput, f: Extract<TableFacts, { exists: true }>, mine: RolePrivileges): string {
   const held = (['SELECT', 'INSERT', 'UPDATE', 'DELETE'] as const).filter((p) => mine.table[p])
   return `The statement touched ${qualified(f.schema, f.name)}, on which role ${roleDisplayName(input.kind)} holds ` +
-    `${held.length > 0 ? held.join(', ') : 'no privilege'}. Grant what it needs with the owner's helper, e.g. ` +
+    `${held.length > 0 ? held.join(', ') : 'no privilege'}. Grant what it needs as the owner, e.g. ` +
     grantStatement(held.includes('SELECT') ? 'INSERT' : 'SELECT', f.schema, f.name, input.kind)
 }
 
@@ -354,8 +357,7 @@ function touchedHint (input: RefusalInput, f: Extract<TableFacts, { exists: true
  * its schema: the schema of the addressed table (the first exposed one) is assumed.
  */
 function sequenceHint (input: RefusalInput, schemas: readonly string[], name: string): string {
-  const lit = (s: string): string => "'" + s.replace(/'/g, "''") + "'"
-  return `SELECT platform.grant('USAGE', ${lit(qualified(schemas[0] ?? 'public', name))}, ${lit(input.kind)});`
+  return `GRANT USAGE ON SEQUENCE ${qualified(schemas[0] ?? 'public', name)} TO ${roleClaim(input.kind)};`
 }
 
 function rlsViolationHint (input: RefusalInput): string {
