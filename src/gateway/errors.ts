@@ -22,6 +22,10 @@ export const RequestTimeoutError = defineError('request_timeout', 408,
 // ---- routing --------------------------------------------------------------------------
 // tenant_not_found and not_found: shared (src/shared/errors.ts)
 
+/** A Supabase service path Gatehouse does not serve (/storage/v1, /functions/v1, ...; docs/supabase.md). */
+export const ServiceNotOfferedError = defineError('service_not_offered', 404,
+  (service: string, prefix: string) => `Gatehouse does not offer Supabase ${service} (${prefix}): it serves Auth (/auth/v1) and REST (/rest/v1) only`)
+
 // ---- keys and tokens ------------------------------------------------------------------
 export const NoApiKeyError = defineError('no_api_key', 401,
   () => 'No API key found in request')
@@ -92,7 +96,7 @@ export const REFUSAL_CODES: readonly RefusalCode[] = errorCodes(REFUSAL_ERRORS)
 /** Every error this part can send (docs/errors.md is generated from it). */
 export const GATEWAY_ERRORS = {
   InvalidPathError, BadRequestError, LengthRequiredError, PayloadTooLargeError, RequestTimeoutError,
-  TenantNotFoundError, NotFoundError, NoApiKeyError, InvalidApiKeyError, InvalidTokenError,
+  TenantNotFoundError, NotFoundError, ServiceNotOfferedError, NoApiKeyError, InvalidApiKeyError, InvalidTokenError,
   UpstreamUnavailableError, UpstreamTimeoutError, TooManyConcurrentRequestsError,
   ClientTooManyConcurrentRequestsError, UpstreamBusyError, NotReadyError, InternalError
 } as const

@@ -16,6 +16,7 @@ import { createPartApp, redactUrl, firstHeader, instrumentPart, requestIdOf } fr
 import { createAuthenticator } from './request/authenticate.js'
 import { createUpstreamTokens } from './proxy/upstream-token.js'
 import { createUpstreamProxy } from './proxy/proxy-server.js'
+import { refuseUpgrade } from './upgrade.js'
 import { createCors } from './cors.js'
 import { createInflightSlots } from './inflight.js'
 import { createGatewayMetrics, registerStoreHealth } from './metrics.js'
@@ -93,6 +94,7 @@ export function buildGateway (deps: GatewayDeps): FastifyInstance {
   // before (a declared body over the limit, a bad key) gets its answer instead of an
   // invitation to send a body it would drop (Node would send 100 Continue at once).
   app.server.on('checkContinue', (req, res) => { app.server.emit('request', req, res) })
+  app.server.on('upgrade', (req, socket) => { refuseUpgrade(req, socket) })
 
   const state = gatewayState(app)
   const metrics = createGatewayMetrics(deps.metricsRegistry)

@@ -9,8 +9,8 @@
 import type { FastifyBaseLogger, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import type { IncomingHttpHeaders, IncomingMessage, OutgoingHttpHeaders, ServerResponse } from 'node:http'
 import type { TenantLookup } from '../tenants/index.js'
-import { ClientTooManyConcurrentRequestsError, LengthRequiredError, NotFoundError, NotReadyError, TenantNotFoundError, TooManyConcurrentRequestsError } from './errors.js'
-import { isOpenAuthRoute, isTablePath, parseGatewayPath } from './request/path.js'
+import { ClientTooManyConcurrentRequestsError, LengthRequiredError, NotReadyError, TenantNotFoundError, TooManyConcurrentRequestsError } from './errors.js'
+import { isOpenAuthRoute, isTablePath, notServedError, parseGatewayPath } from './request/path.js'
 import { rewriteQuery } from './request/query.js'
 import { isUnverifiedTokenRefusal, type Authenticator } from './request/authenticate.js'
 import type { UpstreamTokens } from './proxy/upstream-token.js'
@@ -146,10 +146,11 @@ export function createProxyPipeline (deps: ProxyRouteDeps): ProxyPipeline {
     if ((method === 'DELETE' || method === 'OPTIONS') && raw.headers['transfer-encoding'] !== undefined) throw new LengthRequiredError(method)
 
     const gp = parseGatewayPath(raw.url ?? '/')
+    // Supabase's other services are not offered by any database: said before any look-up.
+    if (gp.service === null) throw notServedError(gp.path)
     const tenant = await tenants.get(gp.database)
     if (tenant === null || tenant === undefined) throw new TenantNotFoundError(gp.database)
     info.tenant = tenant.database
-    if (gp.service === null) throw new NotFoundError()
     const service = gp.service
     info.service = service
     const hasBody = hasRequestBody(raw.headers)

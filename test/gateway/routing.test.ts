@@ -45,7 +45,8 @@ t.test('unknown database, other paths, bad names and encoded tricks', async (t) 
   t.equal(r.headers['x-gatehouse-error-code'], 'tenant_not_found')
   t.match(r.headers['content-type'], /^application\/json/)
 
-  for (const path of ['/acme', '/acme/', '/acme/storage/v1/x', '/acme/rest/v2/items', '/acme/rest/v10', '/acme/restv1']) {
+  // (Supabase's Storage, Functions, GraphQL and Realtime paths: test/gateway/unoffered-services.test.ts)
+  for (const path of ['/acme', '/acme/', '/acme/storage/v2/x', '/acme/buckets/v1/x', '/acme/rest/v2/items', '/acme/rest/v10', '/acme/restv1']) {
     r = await request(`${gw.url}${path}`, { headers: { apikey: key } })
     t.equal(r.status, 404, `${path} is 404`)
     t.equal(r.json().code, 'not_found', `${path}: not_found`)

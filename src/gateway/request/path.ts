@@ -3,7 +3,7 @@
 // look-up, and splits `/<database>/<service>/v1/<rest>?<query>`.
 // Works on the raw URL, never on router-decoded params, so routing, keys and logs agree.
 import { DATABASE_NAME } from '../../tenants/index.js'
-import { InvalidPathError, NotFoundError, TenantNotFoundError } from '../errors.js'
+import { InvalidPathError, NotFoundError, ServiceNotOfferedError, TenantNotFoundError } from '../errors.js'
 import type { Service } from '../types.js'
 
 export interface GatewayPath {
@@ -79,4 +79,26 @@ export function isTablePath (path: string): boolean {
   if (end !== -1 && end !== path.length - 1) return false
   const seg = end === -1 ? path.slice(1) : path.slice(1, end)
   return seg !== '' && seg !== 'rpc'
+}
+
+/** Supabase's other services, by path segment: answered as not offered, never as a bare 404. */
+const UNOFFERED: ReadonlyMap<string, string> = new Map([
+  ['storage', 'Storage'],
+  ['functions', 'Edge Functions'],
+  ['graphql', 'GraphQL'],
+  ['realtime', 'Realtime']
+])
+const SERVICE_PREFIX = /^\/([a-z]+)\/v1(?:\/|$)/
+
+/**
+ * The error for a path below `/<database>` that names no service we serve: service_not_offered
+ * for Supabase's Storage, Edge Functions, GraphQL and Realtime paths, not_found otherwise.
+ */
+export function notServedError (below: string): InstanceType<typeof ServiceNotOfferedError> | InstanceType<typeof NotFoundError> {
+  const m = SERVICE_PREFIX.exec(below)
+  const name = m === null ? undefined : UNOFFERED.get(m[1]!)
+  if (name === undefined) return new NotFoundError()
+  return new ServiceNotOfferedError(name, `/${m![1]}/v1`, {
+    hint: 'The services Gatehouse offers and the Supabase features it leaves out are listed in its docs/supabase.md.'
+  })
 }
