@@ -3,7 +3,7 @@
 import { mkdirSync, readFileSync, readdirSync, writeFileSync, existsSync } from 'node:fs'
 import path from 'node:path'
 import { parse as parseYaml, stringify as toYaml } from 'yaml'
-import { DATABASE_NAME } from '../tenants/index.js'
+import { DATABASE_NAME, redactSecrets } from '../tenants/index.js'
 import { ConfigError } from '../shared/index.js'
 
 /** The base URLs of the stack's engines (a tenant's upstreams are these plus /<database>). */
@@ -21,7 +21,13 @@ export function runtimeTenantRecord (src: string, clusterUrl: string, engines: D
     x.port = cluster.port
     return x.toString()
   }
-  const raw = parseYaml(readFileSync(src, 'utf8')) as Record<string, unknown> & { postgres: string, engines?: { rest?: string, auth?: string } }
+  let raw: Record<string, unknown> & { postgres: string, engines?: { rest?: string, auth?: string } }
+  try {
+    raw = parseYaml(readFileSync(src, 'utf8')) as typeof raw
+  } catch (err) {
+    // The parser quotes the lines around the error: secrets masked (docs/tenant-state.md).
+    throw new ConfigError(`${src}: not valid YAML: ${redactSecrets((err as Error).message)}`)
+  }
   if (raw === null || typeof raw !== 'object' || Array.isArray(raw)) throw new ConfigError(`${src}: a tenant file holds a mapping`)
   if (typeof raw.database !== 'string' || !DATABASE_NAME.test(raw.database)) {
     throw new ConfigError(`${src}: database: must match ${String(DATABASE_NAME)}`)

@@ -7,7 +7,7 @@
 // again: the store already holds it, and a reload could briefly put back an older state.
 import { watch, existsSync, readFileSync, rmSync, type FSWatcher } from 'node:fs'
 import path from 'node:path'
-import { parseTenantFile, toTenant, type TenantFile, type TenantStore } from '../tenants/index.js'
+import { parseTenantFile, redactSecrets, toTenant, type TenantFile, type TenantStore } from '../tenants/index.js'
 import { ensureTenant } from '../platform/index.js'
 import { runtimeTenantRecord, writeRuntimeTenantFile, tenantSourceFiles, TENANT_FILE, type DevEngines } from './tenant-files.js'
 
@@ -70,7 +70,7 @@ export function watchTenantFiles (opts: TenantWatcherOptions): TenantWatcher {
       writeRuntimeTenantFile(opts.runtimeDir, raw)
     } catch (err) {
       const database = known.get(src)
-      opts.report('error', `tenant file ${label} is not valid: ${(err as Error).message}` +
+      opts.report('error', `tenant file ${label} is not valid: ${redactSecrets((err as Error).message, { excerpt: false })}` +
         (database !== undefined ? ` (database ${database} keeps its last good record)` : ''), { file: label, database })
       return
     }
@@ -92,7 +92,7 @@ export function watchTenantFiles (opts: TenantWatcherOptions): TenantWatcher {
     timers.set(src, setTimeout(() => {
       timers.delete(src)
       chain = chain.then(() => load(src)).catch((err: unknown) => {
-        opts.report('error', `tenant file ${src}: ${(err as Error).message}`, { file: src })
+        opts.report('error', `tenant file ${src}: ${redactSecrets((err as Error).message, { excerpt: false })}`, { file: src })
       })
     }, settleMs))
   }

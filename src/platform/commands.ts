@@ -39,6 +39,31 @@ export function renderTenantFile (file: TenantFile): string {
   ].join('\n')
 }
 
+const IGNORE_HEADER = '# Written by `gatehouse tenants create`: the tenant files it writes hold keys, JWT secrets and\n' +
+  '# database passwords, so git ignores them (and this file). See docs/tenant-state.md.\n.gitignore\n'
+
+/**
+ * Keeps a new tenant file out of git: its name in the directory's .gitignore (created, and
+ * ignoring itself, when there is none). Returns that .gitignore's path.
+ */
+export function ignoreInGit (dir: string, name: string): string {
+  const file = path.join(dir, '.gitignore')
+  let text = existsSync(file) ? readFileSync(file, 'utf8') : IGNORE_HEADER
+  const lines = text.split('\n').map((l) => l.trim())
+  if (!lines.includes(name) && !lines.includes(`/${name}`)) text = `${text.replace(/\n?$/, '\n')}/${name}\n`
+  writeFileSync(file, text)
+  return file
+}
+
+/** Takes a dropped tenant file's name out of the directory's .gitignore. */
+function unignoreInGit (dir: string, name: string): void {
+  const file = path.join(dir, '.gitignore')
+  if (!existsSync(file)) return
+  const text = readFileSync(file, 'utf8')
+  const next = text.split('\n').filter((l) => l.trim() !== `/${name}`).join('\n')
+  if (next !== text) writeFileSync(file, next)
+}
+
 /** Role names of a tenant file, read leniently (a file with unset ${ENV} still names its roles). */
 function rolesInFile (file: string): string[] {
   try {
@@ -93,14 +118,17 @@ export function registerPlatformCommands (tenants: Command, config: () => Config
 
       // 1. Provision (all or nothing on the cluster).
       const { file, roles } = await provisionTenant({ adminUrl, database, organization: flags.org, upstreams, signingAlgorithm: signingAlgorithm as SigningAlgorithm })
+      let ignored = ''
       const undo = async (): Promise<void> => {
+        if (ignored !== '') unignoreInGit(dir, path.basename(target))
         rmSync(target, { force: true })
         await dropTenant({ adminUrl, database, roles: Object.values(roles) }).catch(() => {})
       }
       try {
-        // 2. The tenant file (exclusive create: never overwrite someone's file).
+        // 2. The tenant file (exclusive create: never overwrite someone's file), which git ignores.
         mkdirSync(dir, { recursive: true })
         writeFileSync(target, renderTenantFile(file), { mode: 0o600, flag: 'wx' })
+        ignored = ignoreInGit(dir, path.basename(target))
         // 3. The Redis store, when it is the source of truth.
         if (cfg.tenants.source === 'redis') {
           const store = createTenantStore(cfg)
@@ -113,7 +141,7 @@ export function registerPlatformCommands (tenants: Command, config: () => Config
       out([
         `created database "${database}" (organization ${file.organization}) on ${describeUrl(adminUrl)}`,
         `  url:         ${cfg.public_url.replace(/\/+$/, '')}/${database}`,
-        `  tenant file: ${target}${cfg.tenants.source === 'redis' ? ' (and the Redis store)' : ''}`,
+        `  tenant file: ${target}${cfg.tenants.source === 'redis' ? ' (and the Redis store)' : ''}; git ignores it (listed in ${ignored}): it holds secrets`,
         `  roles:       ${roles.anon}, ${roles.auth}, ${roles.svc}`,
         `  public key:  ${file.keys.public}`,
         `  secret key:  ${file.keys.secret}`,
@@ -144,7 +172,7 @@ export function registerPlatformCommands (tenants: Command, config: () => Config
       }
       const res = await dropTenant({ adminUrl, database, roles: existsSync(target) ? rolesInFile(target) : [] })
       let fileRemoved = false
-      if (!flags.keepFile && existsSync(target)) { rmSync(target, { force: true }); fileRemoved = true }
+      if (!flags.keepFile && existsSync(target)) { rmSync(target, { force: true }); unignoreInGit(path.dirname(target), path.basename(target)); fileRemoved = true }
       let storeRemoved = false
       if (cfg.tenants.source === 'redis') {
         const store = createTenantStore(cfg)

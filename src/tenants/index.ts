@@ -35,3 +35,4 @@ export {
   planApply, applyTenantFiles, diffTenantFiles, exportTenantFile, conflictMessage, describeDiffRow, lastChangeOf,
   type ApplyPlan, type ApplyOutcome, type DiffRow
 } from './apply.js'
+export { redactSecrets } from './redact.js'

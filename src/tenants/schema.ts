@@ -5,6 +5,7 @@ import { Type, type Static } from '@sinclair/typebox'
 import { createHash, timingSafeEqual } from 'node:crypto'
 import { Ajv, type ErrorObject } from 'ajv'
 import { ConfigError, ROLE_KINDS } from '../shared/index.js'
+import { redactSecrets } from './redact.js'
 import {
   KID, currentSigningKey, runtimeSigningKey, signingKeyProblem, withoutRevoked,
   type SigningAlgorithm, type TenantSigningKey
@@ -313,7 +314,7 @@ export function parseTenantFile (raw: unknown, source: string, env: NodeJS.Proce
       if (db !== f.database) problems.push(`${field}: connects to database "${db}", not to "${f.database}"`)
     }
   }
-  if (problems.length) throw new ConfigError(`invalid tenant file ${source}`, problems.map((p) => `${source}: ${p}`))
+  if (problems.length) throw new ConfigError(`invalid tenant file ${source}`, problems.map((p) => `${source}: ${redactSecrets(p, { excerpt: false })}`))
   return data as TenantFile
 }
 

@@ -1,11 +1,13 @@
 // Tenant files on disk -> validated TenantFile records. Takes one file or a directory of
 // *.yaml / *.yml; validates EVERY file before returning, so callers can refuse the whole
-// set. Errors name the file and the field; this module never writes anything.
+// set. Errors name the file and the field, never a secret (redact.ts); this module never
+// writes anything.
 import { readFileSync, readdirSync, statSync } from 'node:fs'
 import path from 'node:path'
 import { parse as parseYaml, YAMLParseError } from 'yaml'
 import { ConfigError } from '../shared/index.js'
 import { parseTenantFile, type TenantFile } from './schema.js'
+import { redactSecrets } from './redact.js'
 
 const YAML_FILE = /\.ya?ml$/i
 
@@ -48,7 +50,10 @@ function readOne (file: string, env: NodeJS.ProcessEnv, problems: string[]): Ten
     const where = err instanceof YAMLParseError && err.linePos ? ` (line ${err.linePos[0].line})` : ''
     // `{ secret: ${X} }` is a YAML error: braces are flow indicators inside { } and [ ].
     const hint = /[{[][^\n]*\$\{/.test(text) ? ' (inside { } or [ ], quote ${ENV} values: secret: "${NAME}")' : ''
-    problems.push(`${file}: not valid YAML${where}: ${e.message.split('\n')[0]}${hint}`)
+    // The parser's excerpt of the lines around the error, secrets masked (docs/tenant-state.md).
+    const [first, ...context] = e.message.split('\n')
+    const excerpt = context.filter((l) => l.trim() !== '').map((l) => `    ${redactSecrets(l)}`).join('\n')
+    problems.push(`${file}: not valid YAML${where}: ${redactSecrets(first ?? '', { excerpt: false })}${hint}${excerpt ? '\n' + excerpt : ''}`)
     return null
   }
   if (!raw || typeof raw !== 'object' || Array.isArray(raw)) {

@@ -2,7 +2,7 @@
 // src/cli.ts for the round trip and for exit codes; the other refusals run the same
 // commander tree in process (each process start costs seconds on a shared machine).
 import t from 'tap'
-import { spawn } from 'node:child_process'
+import { execFileSync, spawn } from 'node:child_process'
 import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import os from 'node:os'
 import path from 'node:path'
@@ -66,6 +66,8 @@ t.test('tenants create / drop round trip', async (t) => {
   const database = randomName('tenant')
   t.teardown(() => dropTenant({ adminUrl: adminUrl(), database }))
   const file = path.join(dir, `${database}.yaml`)
+  // The tenant directory is in a git checkout, as config/tenants is.
+  execFileSync('git', ['init', '-q'], { cwd: dir })
 
   const [created, bad, badAlg] = await Promise.all([
     gatehouse(['tenants', 'create', database, '--org', 'org_cli', '--postgres', adminUrl(), '--dir', dir,
@@ -82,6 +84,9 @@ t.test('tenants create / drop round trip', async (t) => {
   t.match(parsed.keys, { public: /^pk_/, secret: /^sk_/ })
   t.ok(created.stdout.includes(parsed.keys.public) && created.stdout.includes(parsed.keys.secret), 'the keys are printed')
   t.match(readFileSync(file, 'utf8'), /^# .*tenants create/, 'with a header comment')
+  t.match(created.stdout, `  tenant file: ${file}; git ignores it (listed in ${path.join(dir, '.gitignore')}): it holds secrets`)
+  t.equal(execFileSync('git', ['status', '--porcelain', '--untracked-files=all'], { cwd: dir, encoding: 'utf8' }), '',
+    'git sees nothing to commit: the new file with its secrets (and the .gitignore) are ignored')
   t.equal(parsed.jwt.signing_algorithm, 'ES256', 'a new database signs with ES256')
   t.same(parsed.jwt.signing_keys.map((k) => k.alg), ['ES256'], 'with the one key generated for it')
   t.match(created.stdout, `signing:     ES256 (kid ${parsed.jwt.signing_keys[0]!.kid})`)
@@ -110,6 +115,7 @@ t.test('tenants create / drop round trip', async (t) => {
   t.equal(dropped.code, 0, dropped.stderr)
   t.match(dropped.stdout, /dropped database/)
   t.notOk(existsSync(file), 'the tenant file is removed')
+  t.notMatch(readFileSync(path.join(dir, '.gitignore'), 'utf8'), database, 'and its line in .gitignore')
   const left = await adminQuery('SELECT (SELECT count(*)::int FROM pg_database WHERE datname = $1) AS db, (SELECT count(*)::int FROM pg_roles WHERE rolname = ANY ($2)) AS roles',
     [database, Object.values(parsed.roles)])
   t.same(left.rows[0], { db: 0, roles: 0 }, 'database and roles are gone')
