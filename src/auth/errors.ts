@@ -268,6 +268,8 @@ export const ChallengeNotFoundError = defineAuthError('mfa_factor_not_found', 42
 export const ChallengeIpMismatchError = defineAuthError('mfa_ip_address_mismatch', 422, () => 'Challenge and verify IP addresses mismatch.')
 export const ChallengeExpiredError = defineAuthError('mfa_challenge_expired', 422, (id: string) => `MFA challenge ${id} has expired, verify against another challenge or create a new challenge.`)
 export const InvalidTotpCodeError = defineAuthError('mfa_verification_failed', 422, () => 'Invalid TOTP code entered')
+/** Ours: the code verified once already (RFC 6238 section 5.2); GoTrue accepts it again. */
+export const TotpCodeUsedError = defineAuthError('mfa_verification_failed', 422, () => 'This TOTP code was already used; wait for the next code of your authenticator')
 export const SamlDisabledError = defineAuthError('saml_provider_disabled', 404, () => 'SAML 2.0 is disabled')
 export const PasskeysDisabledError = defineAuthError('passkey_disabled', 404, () => 'Passkeys are disabled')
 export const Web3DisabledError = defineAuthError('web3_provider_disabled', 422, () => 'Web3 provider is disabled')
@@ -293,7 +295,7 @@ export const ProviderDisabledError = defineAuthError('provider_disabled', 400, (
 export const LinkingEmailExistsError = defineAuthError('email_exists', 400, () => 'A user with this email address has already been registered')
 export const UnverifiedProviderEmailError = defineAuthError('email_not_confirmed', 422,
   (provider: string) => `Unverified email with ${provider}. Verify the email with ${provider} and try again`)
-/** Ours: an identity whose email matches a user who never proved the address is not linked to it. */
+/** Ours, retired (never sent since such an identity gets a user of its own, docs/edge.md): kept so the code is never reused. */
 export const EmailNotProvenError = defineAuthError('email_not_proven', 422,
   (email: string) => `The user with email ${email} never proved the address by a mail round trip, so this identity is not linked to it`)
 export const ProviderEmailNeedsVerificationError = defineAuthError('provider_email_needs_verification', 422,

@@ -211,6 +211,12 @@ t.test('error answers: id_token, linking switched off, identities, SSO', async (
   t.same(badNonce.body, { error: 'invalid nonce', error_description: 'Nonces mismatch' })
   const forged = tok.split('.').slice(0, 2).join('.') + '.' + Buffer.from('forged').toString('base64url')
   t.same((await pub('/auth/v1/token?grant_type=id_token', { id_token: forged, provider: 'oidc', nonce: 'n1' })).body, { error: 'invalid request', error_description: 'Bad ID token' })
+  // An ID token with no expiry would sign in forever once leaked: refused (GoTrue's
+  // verifier too); the same token with one is accepted.
+  const forever = await pub('/auth/v1/token?grant_type=id_token', { id_token: await op.signIdToken({ sub: 'carol', email: mail('carol') }, { expiresIn: null }), provider: 'oidc' })
+  t.same([forever.status, forever.body], [400, { error: 'invalid request', error_description: 'Bad ID token' }], 'no exp: refused')
+  const expiring = await pub('/auth/v1/token?grant_type=id_token', { id_token: await op.signIdToken({ sub: 'carol', email: mail('carol') }), provider: 'oidc' })
+  t.equal(expiring.status, 200, 'with exp: signed in')
   const link = await pub('/auth/v1/token?grant_type=id_token', { id_token: tok, provider: 'oidc', nonce: 'n1', link_identity: true })
   t.same(link.body, { error: 'invalid request', error_description: 'Linking requires a valid user access token in Authorization' })
 

@@ -97,6 +97,32 @@ t.test('mfa', async (t) => {
     t.notOk((await c.getUser()).data.user?.factors?.length)
   })
 
+  t.test('a code that verified is refused for the rest of its window, and so is an older one', async (t) => {
+    const c = h.client(a)
+    const e = email('replay')
+    t.error((await c.signUp({ email: e, password: 'secret123' })).error)
+    const f = (await c.mfa.enroll({ factorType: 'totp' })).data!
+    const first = codeOf(f.totp.secret, h.clock.now())
+    const ch = await c.mfa.challenge({ factorId: f.id })
+    t.error((await c.mfa.verify({ factorId: f.id, challengeId: ch.data!.id, code: first })).error, 'the code verifies once')
+
+    // Someone who saw the code (and has the password) tries it again within its window.
+    const thief = h.client(a)
+    t.error((await thief.signInWithPassword({ email: e, password: 'secret123' })).error)
+    const ch2 = await thief.mfa.challenge({ factorId: f.id })
+    const again = await thief.mfa.verify({ factorId: f.id, challengeId: ch2.data!.id, code: first })
+    t.same([again.error?.status, again.error?.code, again.error?.message],
+      [422, 'mfa_verification_failed', 'This TOTP code was already used; wait for the next code of your authenticator'])
+
+    h.clock.advance(30)
+    const ch3 = await thief.mfa.challenge({ factorId: f.id })
+    const stale = await thief.mfa.verify({ factorId: f.id, challengeId: ch3.data!.id, code: first })
+    t.equal(stale.error?.message, 'This TOTP code was already used; wait for the next code of your authenticator', 'still within the skew window: refused')
+    const next = await thief.mfa.verify({ factorId: f.id, challengeId: ch3.data!.id, code: codeOf(f.totp.secret, h.clock.now()) })
+    t.error(next.error, 'the next code verifies')
+    h.clock.advance(-30)
+  })
+
   t.test('admin lists and deletes factors; RLS reads aal', async (t) => {
     const c = h.client(a)
     const e = email('mfaadmin')

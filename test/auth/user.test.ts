@@ -1,7 +1,9 @@
 // GET/PUT /user through auth-js: metadata merge, password change (policy, same password,
 // other sessions ended), email change confirmed by both mails (secure mode), an anonymous
-// user taking an address, and app_metadata refused to non-admins.
+// user taking an address, app_metadata refused to non-admins, and tokens of another
+// audience refused (GoTrue's UserGet check).
 import t from 'tap'
+import { SignJWT } from 'jose'
 import { startAuth, call, email, decodeJwt } from '../helpers/auth-harness.js'
 
 t.test('user', async (t) => {
@@ -28,6 +30,33 @@ t.test('user', async (t) => {
     t.equal(decodeJwt(data.session!.access_token).user_metadata.color, 'blue')
     const admin = await call(h.base(a) + '/user', { method: 'PUT', body: { app_metadata: { plan: 'gold' } }, token: data.session!.access_token })
     t.same([admin.status, admin.body], [403, { code: 'not_admin', message: 'Updating app_metadata requires admin privileges' }])
+  })
+
+  t.test('a token of this database made for another audience: /user and the admin routes refuse it', async (t) => {
+    const c = h.client(a)
+    t.error((await c.signUp({ email: email('aud'), password: 'secret123' })).error)
+    const own = (await c.getSession()).data.session!.access_token
+    const claims = decodeJwt(own)
+    // The same claims, signed with the database's secret, for another audience.
+    const resign = (aud: string | null, extra: Record<string, unknown> = claims) => {
+      let jwt = new SignJWT({ ...extra, aud: undefined }).setProtectedHeader({ alg: 'HS256', typ: 'JWT' })
+        .setIssuer(claims.iss).setIssuedAt().setExpirationTime('5m')
+      if (aud !== null) jwt = jwt.setAudience(aud)
+      return jwt.sign(new TextEncoder().encode(a.file.jwt.secret))
+    }
+    t.equal((await call(h.base(a) + '/user', { token: own })).status, 200, 'its own token: served')
+    const other = await resign('another-app')
+    const got = await call(h.base(a) + '/user', { token: other })
+    t.same([got.status, got.body], [400, { code: 'validation_failed', message: "Token audience doesn't match request audience" }], "GET /user: GoTrue's answer")
+    const put = await call(h.base(a) + '/user', { method: 'PUT', body: { data: { x: 1 } }, token: other })
+    t.same([put.status, put.body.code], [400, 'validation_failed'], 'PUT /user too')
+    t.equal((await call(h.base(a) + '/user', { token: await resign(null) })).status, 400, 'no audience at all: refused')
+
+    const service = { role: 'service_role' }
+    t.equal((await call(h.base(a) + '/admin/users', { token: await resign(null, service) })).status, 200, 'a service token with no audience: served')
+    t.equal((await call(h.base(a) + '/admin/users', { token: await resign('authenticated', service) })).status, 200, "with the database's audience: served")
+    const adm = await call(h.base(a) + '/admin/users', { token: await resign('another-app', service) })
+    t.same([adm.status, adm.body], [403, { code: 'unexpected_audience', message: "Token audience doesn't match request audience" }], 'another audience: refused')
   })
 
   t.test('password change', async (t) => {

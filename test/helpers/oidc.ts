@@ -5,6 +5,7 @@
 import http from 'node:http'
 import { generateKeyPairSync, randomBytes } from 'node:crypto'
 import type { AddressInfo } from 'node:net'
+import { SignJWT } from 'jose'
 
 interface Teardown { teardown (fn: () => unknown): void }
 
@@ -29,6 +30,11 @@ export interface OidcProviderHandle {
    * redirects to (the client's redirect_uri with code and state, or with an error).
    */
   signIn (authorizationUrl: string, accountId: string): Promise<string>
+  /**
+   * An ID token as this provider's key signs it (iss, aud = the client, iat; `exp` in
+   * seconds from now unless null): what an app hands to grant_type=id_token.
+   */
+  signIdToken (claims: Record<string, unknown>, opts?: { expiresIn?: number | null }): Promise<string>
   close (): Promise<void>
 }
 
@@ -139,5 +145,14 @@ export async function startOidcProvider (t: Teardown, opts: { redirectUris: stri
     throw new Error('too many redirects at the OpenID provider')
   }
 
-  return { issuer, client, accounts, signIn, close }
+  async function signIdToken (claims: Record<string, unknown>, o: { expiresIn?: number | null } = {}): Promise<string> {
+    const now = Math.floor(Date.now() / 1000)
+    let jwt = new SignJWT(claims).setProtectedHeader({ alg: 'RS256', kid: 'test-key' })
+      .setIssuer(issuer).setAudience(client.client_id).setIssuedAt(now)
+    const exp = o.expiresIn === undefined ? 600 : o.expiresIn
+    if (exp !== null) jwt = jwt.setExpirationTime(now + exp)
+    return jwt.sign(privateKey)
+  }
+
+  return { issuer, client, accounts, signIn, signIdToken, close }
 }

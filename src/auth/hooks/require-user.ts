@@ -9,7 +9,8 @@ import {
   describeJwtError, LegacySecretRetiredError, UnknownKeyIdError, verifyWithKeys, ROLE_CLAIMS, type VerificationKey
 } from '../../shared/index.js'
 import {
-  BadJwtError, MissingSubClaimError, NoAuthorizationError, NotAdminError, SessionNotFoundBearerError, SubNotUuidError, UserBannedBearerError, UserNotFoundBearerError
+  BadJwtError, MissingSubClaimError, NoAuthorizationError, NotAdminError, SessionNotFoundBearerError, SubNotUuidError, UnexpectedAudienceError,
+  UserBannedBearerError, UserNotFoundBearerError, ValidationFailedError
 } from '../errors.js'
 import { sessionExists } from '../models/sessions.js'
 import { isUserBanned, loadUserWithIdentities, NIL_UUID } from '../models/users.js'
@@ -89,5 +90,24 @@ export async function requireUser (ctx: TenantContext, req: FastifyRequest): Pro
 export async function requireAdmin (ctx: TenantContext, req: FastifyRequest): Promise<BearerClaims> {
   const claims = await verifyBearer(ctx, req)
   if (typeof claims.role !== 'string' || !ADMIN_ROLES.has(claims.role)) throw new NotAdminError()
+  // A service token names no audience (the gateway's, Supabase's service_role key); one
+  // that names another audience than the database's was made for something else: 403
+  // unexpected_audience, GoTrue's answer for a token of another audience.
+  if (claims.aud !== undefined && audienceOf(claims) !== ctx.tenant.jwt.aud) throw new UnexpectedAudienceError()
   return claims
+}
+
+/** The token's audience as GoTrue reads it: `aud`, or its first entry when a list. */
+export function audienceOf (claims: BearerClaims): string | undefined {
+  const aud = claims.aud
+  return Array.isArray(aud) ? (typeof aud[0] === 'string' ? aud[0] : undefined) : typeof aud === 'string' ? aud : undefined
+}
+
+/**
+ * GoTrue's UserGet check, for GET and PUT /user: a token whose audience is not the
+ * database's (a token of this database's secret made for another audience) is 400
+ * validation_failed "Token audience doesn't match request audience".
+ */
+export function requireDatabaseAudience (ctx: TenantContext, claims: BearerClaims): void {
+  if (audienceOf(claims) !== ctx.tenant.jwt.aud) throw new ValidationFailedError("Token audience doesn't match request audience")
 }

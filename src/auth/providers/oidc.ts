@@ -165,14 +165,16 @@ export interface VerifiedIdToken {
 
 /**
  * Checks an ID token against the issuer's discovery and JWKS (signature with an asymmetric
- * key, iss, exp); the audience and nonce are the caller's to check. ProviderError when the
+ * key, iss, exp present and not past); the audience and nonce are the caller's to check. ProviderError when the
  * issuer cannot be reached; IdTokenRefused when the token is not good.
  */
 export async function verifyIdTokenOfIssuer (issuer: string, idToken: string): Promise<VerifiedIdToken> {
   const meta = await discover(issuer)
   let payload: Record<string, unknown>
   try {
-    ({ payload } = await jwtVerify(idToken, keySet(meta.jwks_uri), { issuer: meta.issuer, algorithms: ASYMMETRIC, clockTolerance: 60 }))
+    // An ID token without exp would be good forever once leaked: refused, as GoTrue's
+    // verifier (go-oidc) refuses it.
+    ({ payload } = await jwtVerify(idToken, keySet(meta.jwks_uri), { issuer: meta.issuer, algorithms: ASYMMETRIC, clockTolerance: 60, requiredClaims: ['exp'] }))
   } catch (err) {
     throw new IdTokenRefused(err)
   }

@@ -8,7 +8,7 @@ import * as OTPAuth from 'otpauth'
 import QRCode from 'qrcode'
 import { withTransaction, type Queryable } from '../../shared/index.js'
 import {
-  Aal2RequiredToEnrollError, Aal2RequiredToUnenrollError, AnonymousNotAllowedError, BadJsonError, ChallengeExpiredError, ChallengeIpMismatchError, ChallengeNotFoundError, CodeRequiredError, EnrollSessionRequiredError, FactorIdNotUuidError, FactorNameConflictError, FactorNotFoundError, FactorTypeInvalidError, InvalidTotpCodeError, MfaPhoneEnrollDisabledError, MfaPhoneVerifyDisabledError, MfaTotpEnrollDisabledError, MfaTotpVerifyDisabledError, MfaWebAuthnEnrollDisabledError, MfaWebAuthnVerifyDisabledError, MfaWebAuthnVerifyDisabledOnVerifyError, QrCodeError, SiteUrlInvalidError, TooManyFactorsError, unexpectedFailure
+  Aal2RequiredToEnrollError, Aal2RequiredToUnenrollError, AnonymousNotAllowedError, BadJsonError, ChallengeExpiredError, ChallengeIpMismatchError, ChallengeNotFoundError, CodeRequiredError, EnrollSessionRequiredError, FactorIdNotUuidError, FactorNameConflictError, FactorNotFoundError, FactorTypeInvalidError, InvalidTotpCodeError, TotpCodeUsedError, MfaPhoneEnrollDisabledError, MfaPhoneVerifyDisabledError, MfaTotpEnrollDisabledError, MfaTotpVerifyDisabledError, MfaWebAuthnEnrollDisabledError, MfaWebAuthnVerifyDisabledError, MfaWebAuthnVerifyDisabledOnVerifyError, QrCodeError, SiteUrlInvalidError, TooManyFactorsError, unexpectedFailure
 } from '../errors.js'
 import { contextOf } from '../hooks/resolve-tenant.js'
 import { requireUser, UUID } from '../hooks/require-user.js'
@@ -66,8 +66,27 @@ function totpOf (secret: string): OTPAuth.TOTP {
 
 /** True when `code` is the TOTP of `secret` at `now`, one period of skew either way. */
 export function validTotp (secret: string, code: string, now: Date): boolean {
-  if (!/^\d{6}$/.test(code)) return false
-  return totpOf(secret).validate({ token: code, timestamp: now.getTime(), window: 1 }) !== null
+  return totpStep(secret, code, now) !== null
+}
+
+/** The time step `code` belongs to (one period of skew either way), or null when it is not a code of `secret` near `now`. */
+function totpStep (secret: string, code: string, now: Date): number | null {
+  if (!/^\d{6}$/.test(code)) return null
+  const delta = totpOf(secret).validate({ token: code, timestamp: now.getTime(), window: 1 })
+  return delta === null ? null : Math.floor(now.getTime() / 1000 / TOTP.period) + delta
+}
+
+/**
+ * Records that `factorId` verified with time step `step`; false when that step (or a later
+ * one) was used already: a code works once, and no older code after it (RFC 6238 section 5.2).
+ */
+async function useTotpStep (q: Queryable, factorId: string, step: number): Promise<boolean> {
+  const r = await q.query(
+    `INSERT INTO auth.gatehouse_totp_used_steps (factor_id, last_step) VALUES ($1, $2)
+     ON CONFLICT (factor_id) DO UPDATE SET last_step = EXCLUDED.last_step
+       WHERE auth.gatehouse_totp_used_steps.last_step < EXCLUDED.last_step
+     RETURNING factor_id`, [factorId, step])
+  return r.rowCount === 1
 }
 
 async function enrollTotp (ctx: TenantContext, req: FastifyRequest, u: AuthenticatedUser & { sessionId: string }, friendlyName: string, issuerParam: string | undefined) {
@@ -130,9 +149,12 @@ async function verifyTotp (ctx: TenantContext, req: FastifyRequest, u: Authentic
     await deleteChallenge(ctx.db, challenge.id)
     throw new ChallengeExpiredError(challenge.id)
   }
-  if (!factor.secret || !validTotp(factor.secret, code, now)) throw new InvalidTotpCodeError()
+  const step = factor.secret ? totpStep(factor.secret, code, now) : null
+  if (step === null) throw new InvalidTotpCodeError()
   const userId = u.user.user.id
   return withTransaction(ctx.db, async (q) => {
+    // A code that verified once is spent for the rest of its window (GoTrue accepts it again).
+    if (!await useTotpStep(q, factor.id, step)) throw new TotpCodeUsedError()
     await audit(q, {
       action: 'verification_attempted', actorId: userId, actorUsername: u.user.user.email,
       traits: { factor_id: factor.id, challenge_id: challenge.id, factor_type: factor.factor_type }, ip, now

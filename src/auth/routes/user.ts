@@ -12,7 +12,7 @@ import {
 import { contextOf } from '../hooks/resolve-tenant.js'
 import { limitRequest } from '../rate-limits.js'
 import { countOtpAttempt } from '../models/otp-attempts.js'
-import { requireUser } from '../hooks/require-user.js'
+import { requireDatabaseAudience, requireUser } from '../hooks/require-user.js'
 import { bodyOf, normaliseEmail, optObject, optString, redirectUrlOf } from '../http.js'
 import { audit } from '../models/audit-log.js'
 import { identitiesForUser, insertIdentity } from '../models/identities.js'
@@ -35,13 +35,15 @@ export function mergeMetadata (current: Record<string, unknown> | null, patch: R
 export async function userRoutes (scope: FastifyInstance): Promise<void> {
   scope.get('/user', async (req) => {
     const ctx = contextOf(req)
-    const { user } = await requireUser(ctx, req)
+    const { user, claims } = await requireUser(ctx, req)
+    requireDatabaseAudience(ctx, claims)
     return toUserJson(user)
   })
 
   scope.put('/user', async (req) => {
     const ctx = contextOf(req)
-    const { user: current, sessionId } = await requireUser(ctx, req)
+    const { user: current, sessionId, claims } = await requireUser(ctx, req)
+    requireDatabaseAudience(ctx, claims)
     await limitRequest(req, ctx, 'otp', 'user')
     const settings = ctx.tenant.auth
     const b = bodyOf(req)
