@@ -6,7 +6,7 @@
 import { randomUUID } from 'node:crypto'
 import { withTransaction, type Queryable } from '../shared/index.js'
 import {
-  EmailNotProvenError, MultipleAccountsError, ProviderEmailNeedsVerificationError, SignupDisabledError, UserBannedBearerError
+  MultipleAccountsError, ProviderEmailNeedsVerificationError, SignupDisabledError, UserBannedBearerError
 } from './errors.js'
 import {
   findIdentitiesByEmails, findIdentity, identitiesForUser, insertIdentity, insertIdentityIfAbsent,
@@ -105,8 +105,10 @@ export interface ExternalIdentity {
   identityData?: Record<string, unknown>
   /**
    * Link to an existing user of the email only when that user proved the address by a mail
-   * round trip (a verified token mailed to it); refuse with `email_not_proven` otherwise.
-   * The panel exchange sets it: auto-confirmed sign-ups prove nothing.
+   * round trip (a verified token mailed to it); otherwise the identity gets a user of its
+   * own, linked by the identity alone, without the address someone else holds (docs/edge.md).
+   * The panel exchange sets it: auto-confirmed sign-ups prove nothing, and a stranger's
+   * sign-up with a member's address neither blocks the member nor is handed to them.
    */
   requireEmailProof?: boolean
 }
@@ -123,9 +125,6 @@ export interface IdentitySignInResult {
   /** What happened: found by identity, linked to an existing user, or a new user. */
   decision: 'account_exists' | 'link_account' | 'create_account'
 }
-
-export const emailNotProven = (email: string) =>
-  new EmailNotProvenError(email)
 
 export const providerEmailNeedsVerification = () =>
   new ProviderEmailNeedsVerificationError()
@@ -152,10 +151,17 @@ export async function signInWithIdentity (ctx: TenantContext, ext: ExternalIdent
  * callback (whose session starts at the code exchange) share it.
  */
 export async function resolveIdentityUser (ctx: TenantContext, q: Queryable, ext: ExternalIdentity): Promise<{ user: UserWithIdentities, decision: IdentitySignInResult['decision'] }> {
-  const email = ext.email ? ext.email.trim().toLowerCase() : ''
+  let email = ext.email ? ext.email.trim().toLowerCase() : ''
   await q.query('SELECT pg_advisory_xact_lock($1, hashtext($2))', [LINK_LOCK_NS, JSON.stringify(['identity', ext.provider, ext.providerId])])
   if (email) await q.query('SELECT pg_advisory_xact_lock($1, hashtext($2))', [LINK_LOCK_NS, JSON.stringify(['email', email])])
   const now = ctx.now()
+  let owner: UserRow | null = null
+  if (await findIdentity(q, ext.provider, ext.providerId) === null && ext.emailVerified && email) {
+    owner = await linkingCandidate(ctx, q, email)
+    // Someone else holds the address and never proved it: the identity gets a user of its
+    // own, without the address (neither handed the stranger's account nor refused).
+    if (owner !== null && ext.requireEmailProof === true && !(await hasEmailProof(q, owner.id, email))) { owner = null; email = '' }
+  }
   const identityData: Record<string, unknown> = {
     ...(ext.identityData ?? {}),
     sub: ext.providerId,
@@ -176,8 +182,6 @@ export async function resolveIdentityUser (ctx: TenantContext, q: Queryable, ext
     if (!u) throw new Error('identity without user')
     user = await updateUser(q, u.id, { raw_user_meta_data: { ...(u.raw_user_meta_data ?? {}), ...identityData } }, now)
   } else {
-    const owner = ext.emailVerified && email ? await linkingCandidate(ctx, q, email) : null
-    if (owner && ext.requireEmailProof === true && !(await hasEmailProof(q, owner.id, email))) throw emailNotProven(email)
     if (owner) {
       decision = 'link_account'
       await insertIdentityIfAbsent(q, { userId: owner.id, provider: ext.provider, providerId: ext.providerId, identityData, now, lastSignInAt: now })

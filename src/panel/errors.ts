@@ -47,6 +47,7 @@ export const EngineNotConfiguredError = defineError('engine_not_configured', 409
   (database: string, what: string) => `Database ${JSON.stringify(database)} has no ${what} connection (tenant engines), which this needs`)
 
 // ---- app-session --------------------------------------------------------------------------
+/** Retired: a stranger holding a member's address no longer blocks the exchange (docs/edge.md); kept so the code is never reused. */
 export const AccountLinkRefusedError = defineError('account_link_refused', 409,
   (database: string, email: string) => `Database ${JSON.stringify(database)} already has a user with email ${email} ` +
     'whose ownership of the address was never proven by a mail round trip, so the exchange does not hand you that account')

@@ -12,7 +12,7 @@ import { applyRestSettingsPatch, restSettingsView } from './rest-settings.js'
 import { retiredLegacyJwt, revokedJwt, rotatedJwt, signingKeysView } from './signing-keys.js'
 import { panelContext } from './context.js'
 import {
-  AccountLinkRefusedError, DatabaseNotFoundError, DatabaseUnavailableError, EngineNotConfiguredError, QueryError, ResultTooLargeError, QueryTimeoutError, SettingsReadOnlyError, TestQueryLoginError
+  DatabaseNotFoundError, DatabaseUnavailableError, EngineNotConfiguredError, QueryError, ResultTooLargeError, QueryTimeoutError, SettingsReadOnlyError, TestQueryLoginError
 } from './errors.js'
 import { checkPolicies } from './policy-check.js'
 import { generateTypescriptTypes, parseSchemaList } from '../typegen/index.js'
@@ -70,29 +70,16 @@ export function panelRoutes (deps: PanelRouteDeps) {
       const t = tenant.jwt.expiry === EXCHANGE_EXPIRES_IN ? tenant : { ...tenant, jwt: { ...tenant.jwt, expiry: EXCHANGE_EXPIRES_IN } }
       // Never hand a member an account the exchange did not establish as theirs: link only to
       // a user that already has this panel identity, or whose address was proven by a mail
-      // round trip (a stranger may have signed up with the member's address, unconfirmed).
-      let r: Awaited<ReturnType<AuthService['findOrCreateUserByIdentity']>>
-      try {
-        r = await deps.auth.findOrCreateUserByIdentity({
-          tenant: t,
-          provider: 'panel',
-          providerId: session.userId,
-          email: session.email,
-          emailVerified: session.emailVerified,
-          requireEmailProof: true
-        })
-      } catch (err) {
-        if (isGatehouseError(err) && err.code === 'email_not_proven') {
-          const email = session.email ?? ''
-          throw new AccountLinkRefusedError(database, email, {
-            cause: err,
-            hint: `Prove the address once: in the app, sign in as ${email} through a mailed link (magic link, password ` +
-              'recovery or sign-up confirmation) and follow it, then exchange again. Or, if that user is not yours, ' +
-              'delete it (Admin API or DELETE FROM auth.users as the owner) and exchange again to get a new one.'
-          })
-        }
-        throw err
-      }
+      // round trip; when a stranger holds the address unproven, the member gets a user of
+      // their own, linked by the panel identity alone (docs/edge.md).
+      const r = await deps.auth.findOrCreateUserByIdentity({
+        tenant: t,
+        provider: 'panel',
+        providerId: session.userId,
+        email: session.email,
+        emailVerified: session.emailVerified,
+        requireEmailProof: true
+      })
       const user = r.user as { id: string, email?: string | null }
       return {
         url: `${deps.config.public_url.replace(/\/+$/, '')}/${database}`,
