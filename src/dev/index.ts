@@ -68,7 +68,7 @@ export function readDevInfo (stateDir: string): DevInfo | null {
 }
 
 /**
- * The banner of `npm start` and `gatehouse status`. `running: false` (status, when the stack
+ * The banner of `npm start` and `gatehouse status`; each value under its dev.json name. `running: false` (status, when the stack
  * that wrote dev.json has stopped) says so instead of "is running".
  */
 export function renderDevInfo (info: DevInfo, opts: { running?: boolean } = {}): string {
@@ -80,23 +80,23 @@ export function renderDevInfo (info: DevInfo, opts: { running?: boolean } = {}):
       : 'Gatehouse is NOT running: these are the URLs and keys of its last start here. `npm start` starts it again (same keys, data kept).',
     ...(running && info.problems?.length ? info.problems.map((p) => `  - ${p}`) : []),
     '',
-    `  gateway      ${info.gateway_url}`,
-    `  panel API    ${info.panel_url}`,
-    `  mail UI      ${info.mail_url}`,
+    `  gateway_url    ${info.gateway_url}`,
+    `  panel_url      ${info.panel_url}      (the control-panel API)`,
+    `  mail_url       ${info.mail_url}      (the mail catcher's web UI)`,
     '',
     ...(info.admin_urls !== undefined && Object.keys(info.admin_urls).length > 0
-      ? ['  admin (/healthz /readyz /metrics):', ...Object.entries(info.admin_urls).map(([part, url]) => `    ${part.padEnd(10)} ${url}`), '']
+      ? ['  admin_urls (/healthz /readyz /metrics):', ...Object.entries(info.admin_urls).map(([part, url]) => `    ${part.padEnd(10)} ${url}`), '']
       : []),
-    '  panel session (Authorization: Bearer ...):',
+    '  panel_session (Authorization: Bearer ...):',
     `    ${info.panel_session}`,
     ''
   ]
   for (const d of info.databases) {
     lines.push(`  database ${d.database} (organization ${d.organization})`,
       `    url          ${d.url}`,
-      `    public key   ${d.public_key}`,
-      `    secret key   ${d.secret_key}`,
-      `    owner        ${d.owner_url}`, '')
+      `    public_key   ${d.public_key}`,
+      `    secret_key   ${d.secret_key}`,
+      `    owner_url    ${d.owner_url}`, '')
   }
   lines.push(running
     ? '  The same is in .gatehouse/dev.json (`gatehouse status --json`). Ctrl-C stops everything.'

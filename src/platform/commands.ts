@@ -19,7 +19,7 @@ const out = (text: string): void => { process.stdout.write(text.endsWith('\n') ?
 function adminUrlOf (flag: string | undefined, cfg: Config): string {
   const url = flag ?? cfg.postgres.url
   if (!url) {
-    throw new PlatformCommandError('no admin connection: pass --postgres <url> or set postgres.url (GATEHOUSE_POSTGRES_URL or DATABASE_URL)')
+    throw new PlatformCommandError('no admin connection: run it where `npm start` runs (the development stack lends its cluster), or pass --postgres <url>, or set postgres.url (GATEHOUSE_POSTGRES_URL or DATABASE_URL)')
   }
   try { new URL(url) } catch { throw new PlatformCommandError('--postgres / postgres.url is not a URL (postgres://user:password@host:port/postgres)') }
   return url

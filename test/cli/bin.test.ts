@@ -1,11 +1,11 @@
-// The `gatehouse` command after `npm ci`, as the README writes it: `npx gatehouse --help`
+// The `gatehouse` command after `npm ci`, as the README writes it: `npx --no gatehouse --help`
 // works without a build, --help and --version load nothing of weight (no server framework,
 // no database driver: what made a call cost seconds), a misspelt GATEHOUSE_* variable is
 // reported with the variable it probably meant, a busy port names the port and its key, and
 // each log line names the part that wrote it. Port 18186 is this file's.
 import t from 'tap'
 import { spawn } from 'node:child_process'
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs'
+import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs'
 import net from 'node:net'
 import os from 'node:os'
 import path from 'node:path'
@@ -33,20 +33,34 @@ function run (cmd: string, args: string[], opts: { env?: NodeJS.ProcessEnv, cwd?
   })
 }
 
-t.test('npx gatehouse --help and --version work after npm ci, without a build', async (t) => {
-  const help = await run('npx', ['gatehouse', '--help'])
+t.test('npx --no gatehouse --help and --version work after npm ci, without a build', async (t) => {
+  // `--` first: npx reads a flag right after the package name as its own.
+  const help = await run('npx', ['--no', '--', 'gatehouse', '--help'])
   t.equal(help.code, 0, help.stderr)
   t.match(help.stdout, /^Usage: gatehouse \[options\] \[command\]/m)
   for (const c of ['serve', 'dev', 'status', 'tenants', 'config']) t.match(help.stdout, new RegExp(`^  ${c} `, 'm'), `lists ${c}`)
   t.notMatch(help.stderr, /not found|EBADENGINE/)
 
-  const version = await run('npx', ['gatehouse', '--version'])
+  const version = await run('npx', ['--no', '--', 'gatehouse', '--version'])
   t.equal(version.code, 0)
   t.equal(version.stdout.trim(), VERSION)
 
-  const sub = await run('npx', ['gatehouse', 'tenants', 'create', '--help'])
+  const sub = await run('npx', ['--no', 'gatehouse', 'tenants', 'create', '--help'])
   t.equal(sub.code, 0)
   t.match(sub.stdout, /Usage: gatehouse tenants create \[options\] <database>/)
+})
+
+t.test('docs and help never say a bare `npx gatehouse` (an unrelated registry package has the name)', async (t) => {
+  // `npx --no` never downloads: where the local bin is missing it fails instead of running
+  // whatever the registry has under that name.
+  const docs = ['README.md', 'deploy/README.md', 'bin/package.json', 'bin/gatehouse.mjs',
+    ...readdirSync(path.join(REPO_ROOT, 'docs')).filter((f) => f.endsWith('.md')).map((f) => `docs/${f}`)]
+  const sources = readdirSync(path.join(REPO_ROOT, 'src'), { recursive: true, encoding: 'utf8' })
+    .filter((f) => f.endsWith('.ts')).map((f) => `src/${f}`)
+  for (const file of [...docs, ...sources]) {
+    const bare = readFileSync(path.join(REPO_ROOT, file), 'utf8').split('\n').filter((l) => /\bnpx\s+gatehouse\b/.test(l))
+    t.same(bare, [], `${file} says npx --no gatehouse`)
+  }
 })
 
 t.test('--help and --version load commander and the entry only', async (t) => {

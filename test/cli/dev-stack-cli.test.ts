@@ -43,7 +43,7 @@ function checkout (t: { teardown (fn: () => void): void }, pid: number, source: 
     mail_url: 'http://127.0.0.1:28580',
     rest_engine_url: 'http://127.0.0.1:28502',
     auth_engine_url: 'http://127.0.0.1:28503',
-    databases: [],
+    databases: [{ database: 'demo', organization: 'org_demo', url: 'http://127.0.0.1:28500/demo', public_key: 'pk_x', secret_key: 'sk_x', owner_url: 'postgres://o:p@127.0.0.1:1/demo' }],
     pid,
     postgres_admin_url: postgresUrl,
     tenants_source: source,
@@ -87,6 +87,11 @@ t.test('gatehouse status tells a running stack from a stopped one', async (t) =>
   t.equal(live.code, 0)
   t.match(live.stdout, /Gatehouse is running\./)
   t.match(live.stdout, /http:\/\/127\.0\.0\.1:28500/)
+  // Each value under its dev.json name.
+  for (const [k, v] of Object.entries({ gateway_url: 'http://127.0.0.1:28500', panel_url: 'http://127.0.0.1:28501', mail_url: 'http://127.0.0.1:28580', public_key: 'pk_x', secret_key: 'sk_x', owner_url: 'postgres://o:p@127.0.0.1:1/demo' })) {
+    t.match(live.stdout, new RegExp(`^ +${k} +${v.replace(/[.]/g, '\\.')}`, 'm'), `the banner names ${k} as dev.json does`)
+  }
+  t.match(live.stdout, /^ +panel_session \(Authorization: Bearer \.\.\.\):\n +eyJ\.session\.x$/m)
 
   // Running, but its Postgres does not answer: said, exit 4.
   const noPg = await run(['status'], checkout(t, process.pid, 'files', 'postgres://postgres:pw@127.0.0.1:1/postgres'))

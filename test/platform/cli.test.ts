@@ -137,6 +137,7 @@ t.test('refusals and help', async (t) => {
   const noUrl = await inProcess(['tenants', 'create', randomName('tenant'), '--org', 'o', '--dir', dir])
   process.env.DATABASE_URL = saved
   t.match(noUrl.error?.message, /pass --postgres/)
+  t.match(noUrl.error?.message, /where `npm start` runs/, 'names the development stack that lends its cluster')
 
   const half = await inProcess(['tenants', 'create', randomName('tenant'), '--org', 'o', '--postgres', adminUrl(), '--dir', dir, '--auth-upstream', 'http://x/y'])
   t.match(half.error?.message, /go together/)
