@@ -195,7 +195,7 @@ t.test('CLI with tenants.source files: the tenant file is the record, edited in 
   const secret = 's'.repeat(40)
   const text = '# acme: kept as written\n' + stringifyYaml(tenantFile('acme')).replace(/secret: jwt-secret-of-acme-\S+/, 'secret: ${ACME_JWT_SECRET}')
   writeFileSync(file, text, { mode: 0o600 })
-  const env = { GATEHOUSE_TENANTS_SOURCE: 'files', GATEHOUSE_TENANTS_DIR: dir, ACME_JWT_SECRET: secret }
+  const env = { GATEHOUSE_TENANTS_SOURCE: 'files', GATEHOUSE_TENANTS_DIR: dir, GATEHOUSE_TENANTS_STATE_DIR: path.join(dir, '.state'), ACME_JWT_SECRET: secret }
 
   const r = await cli(['tenants', 'keys', 'rotate', 'acme', '--alg', 'RS256'], env)
   t.equal(r.code, 0, r.stderr)
@@ -212,4 +212,17 @@ t.test('CLI with tenants.source files: the tenant file is the record, edited in 
   t.equal(refused.code, 1)
   t.match(refused.stderr, /rotate to a new key first/)
   t.equal(readFileSync(file, 'utf8'), after, 'a refused change leaves the file as it was')
+
+  // A revocation leaves its tombstone in the file; both changes are in the audit trail.
+  const first = f.jwt.signing_keys[0]!.kid
+  t.equal((await cli(['tenants', 'keys', 'rotate', 'acme', '--alg', 'ES256'], env)).code, 0)
+  const revoked = await cli(['tenants', 'keys', 'revoke', 'acme', first], env)
+  t.equal(revoked.code, 0, revoked.stderr)
+  const g = parseYaml(readFileSync(file, 'utf8')) as { jwt: { revoked_keys: Array<{ kid: string, revoked_by: string }> } }
+  t.same(g.jwt.revoked_keys.map((k) => [k.kid, k.revoked_by]), [[first, 'cli']])
+  t.match(readFileSync(file, 'utf8'), /^# acme: kept as written/)
+  const h = await cli(['tenants', 'history', 'acme'], env)
+  t.equal(h.code, 0, h.stderr)
+  t.match(h.stdout, /cli \(cli\)\s+revoke\s+\S+ -> \S+\s+jwt\.revoked_keys\./)
+  t.match(h.stdout, /cli \(cli\)\s+rotate/)
 })
