@@ -16,8 +16,9 @@ import { deleteOneTimeTokensOfUser } from './models/one-time-tokens.js'
 import { audit } from './models/audit-log.js'
 import { hasEmailProof } from './models/email-proofs.js'
 import {
-  findUserByEmail, findUserById, insertUser, isEmailTaken, isUserBanned, providersOf, updateUser
+  findUserByEmail, findUserById, insertUser, isEmailTaken, isUserBanned, providersOf, toUserJson, updateUser
 } from './models/users.js'
+import { beforeUserCreatedHook } from './auth-hooks.js'
 import { startSession, type AuthMethod } from './tokens.js'
 import type { AccessTokenResponse, IdentityRow, TenantContext, UserRow, UserWithIdentities } from './types.js'
 
@@ -58,6 +59,7 @@ export async function createEmailUser (ctx: TenantContext, q: Queryable, n: NewE
     now
   })
   const identity = await insertIdentity(q, { userId: id, provider: 'email', providerId: id, identityData, now })
+  await beforeUserCreatedHook({ ctx, q }, toUserJson({ user, identities: [identity] }))
   return { user, identities: [identity] }
 }
 
@@ -215,7 +217,8 @@ export async function resolveIdentityUser (ctx: TenantContext, q: Queryable, ext
         emailConfirmedAt: confirmed ? now : null,
         now
       })
-      await insertIdentity(q, { userId: id, provider: ext.provider, providerId: ext.providerId, identityData, now, lastSignInAt: now })
+      const identity = await insertIdentity(q, { userId: id, provider: ext.provider, providerId: ext.providerId, identityData, now, lastSignInAt: now })
+      await beforeUserCreatedHook({ ctx, q }, toUserJson({ user, identities: [identity] }))
       await audit(q, { action: 'user_signedup', actorId: id, actorUsername: user.email, traits: { provider: ext.provider }, now })
     }
   }

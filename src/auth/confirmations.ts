@@ -12,7 +12,8 @@ import {
   deleteOneTimeToken, deleteOneTimeTokensOfUser, findOneTimeToken, putOneTimeToken, type OneTimeTokenType
 } from './models/one-time-tokens.js'
 import { clearAddressAttempts, otpAttemptsOf } from './models/otp-attempts.js'
-import { isUserBanned, lockUserById, updateUser, type UserColumn } from './models/users.js'
+import { isUserBanned, lockUserById, toUserJson, updateUser, type UserColumn } from './models/users.js'
+import { hookOf, sendEmailHook } from './auth-hooks.js'
 import { confirmEmail, emailIdentityData, refreshProviders } from './accounts.js'
 import type { TenantContext, UserRow, UserWithIdentities } from './types.js'
 import { recordEmailProof } from './models/email-proofs.js'
@@ -60,7 +61,20 @@ export async function sendEmailToken (ctx: TenantContext, q: Queryable, user: Us
   opts: { address: string, redirectTo: string, pkce?: boolean, newEmail?: string, extra?: Partial<Record<UserColumn, unknown>> }): Promise<IssuedToken> {
   const issued = await issueEmailToken(ctx, q, user, kind, opts)
   const spec = EMAIL_TOKENS[kind]
+  const toNew = kind === 'email_change_new'
+  const deliver = hookOf(ctx, 'send_email') === null
+    ? undefined
+    : async () => sendEmailHook({ ctx, q }, toUserJson({ user: issued.user, identities: await identitiesForUser(q, user.id) }), {
+      token: toNew ? '' : issued.otp,
+      token_hash: toNew ? '' : issued.hash,
+      redirect_to: opts.redirectTo,
+      email_action_type: spec.linkType,
+      site_url: ctx.tenant.auth.site_url,
+      token_new: toNew ? issued.otp : '',
+      token_hash_new: toNew ? issued.hash : ''
+    })
   await ctx.mailer.send(ctx, q, {
+    deliver,
     kind: spec.mail,
     to: opts.address,
     linkType: spec.linkType,

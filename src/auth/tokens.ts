@@ -4,6 +4,7 @@
 // tokens lives in grants/refresh-token.ts.
 import { signAsymmetric, signHS256Sync, type Queryable } from '../shared/index.js'
 import { currentSigningKey, privateKeyObject } from '../tenants/index.js'
+import { customizeAccessToken } from './access-token-hook.js'
 import { audit, type AuditAction } from './models/audit-log.js'
 import { factorsOfUser } from './models/factors.js'
 import { insertRefreshToken } from './models/refresh-tokens.js'
@@ -37,22 +38,58 @@ export function accessTokenClaims (ctx: TenantContext, u: UserWithIdentities, se
   }
 }
 
+interface SignAs { subject?: string, issuer?: string, iat: number, expiresIn: number }
+
 /**
- * Signs an access token with the tenant's current key: the newest signing key of
+ * Signs claims with the tenant's current key: the newest signing key of
  * `jwt.signing_algorithm` (ES256/RS256, `kid` in the header), or the HS256 secret.
  */
-export async function signAccessToken (ctx: TenantContext, claims: Record<string, unknown>, subject: string, iat: number, expiresIn: number): Promise<string> {
+function signClaims (ctx: TenantContext, claims: Record<string, unknown>, as: SignAs): Promise<string> | string {
   const key = currentSigningKey(ctx.tenant.jwt)
-  const common = { expiresInSeconds: expiresIn, issuer: ctx.issuer, subject, now: iat }
+  const common = { expiresInSeconds: as.expiresIn, issuer: as.issuer, subject: as.subject, now: as.iat }
   if (key === null) return signHS256Sync(claims, { secret: ctx.tenant.jwt.secret, ...common })
   return signAsymmetric(claims, { alg: key.alg, kid: key.kid, privateKey: privateKeyObject(key.private_key), ...common })
 }
 
-/** Signs an access token for a session and shapes the AccessTokenResponse. */
-export async function tokenResponse (ctx: TenantContext, u: UserWithIdentities, session: { id: string, refreshToken: string, amr: AmrEntry[] }): Promise<AccessTokenResponse> {
+/** Signs an access token of this tenant (its issuer) for `subject`. */
+export async function signAccessToken (ctx: TenantContext, claims: Record<string, unknown>, subject: string, iat: number, expiresIn: number): Promise<string> {
+  return signClaims(ctx, claims, { subject, issuer: ctx.issuer, iat, expiresIn })
+}
+
+/** Signs the claims a custom access token hook answered, with its own iat, exp, iss and sub. */
+async function signCustomClaims (ctx: TenantContext, claims: Record<string, unknown>): Promise<string> {
+  const { iat, exp, iss, sub, ...rest } = claims
+  return signClaims(ctx, rest, {
+    subject: typeof sub === 'string' ? sub : undefined,
+    issuer: typeof iss === 'string' ? iss : undefined,
+    iat: Number(iat),
+    expiresIn: Number(exp) - Number(iat)
+  })
+}
+
+/** How a token was asked for: the custom access token hook is told (GoTrue's authentication_method). */
+export interface IssueOptions {
+  /** The request's transaction, where the hook runs when it is a function (a transaction client, never a pool). */
+  readonly q?: Queryable
+  /** GoTrue's authentication method: a sign-in method, `token_refresh`, `mfa/totp`. */
+  readonly method: string
+  readonly ip?: string | null
+}
+
+/**
+ * Signs an access token for a session and shapes the AccessTokenResponse. With a custom access
+ * token hook the hook's claims are signed instead (GoTrue's GenerateAccessToken).
+ */
+export async function tokenResponse (ctx: TenantContext, u: UserWithIdentities, session: { id: string, refreshToken: string, amr: AmrEntry[] },
+  issue: IssueOptions): Promise<AccessTokenResponse> {
   const iat = Math.floor(ctx.now().getTime() / 1000)
   const expiresIn = ctx.tenant.jwt.expiry
-  const accessToken = await signAccessToken(ctx, accessTokenClaims(ctx, u, session.id, session.amr), u.user.id, iat, expiresIn)
+  const claims = accessTokenClaims(ctx, u, session.id, session.amr)
+  const custom = await customizeAccessToken({ ctx, q: issue.q, ip: issue.ip }, u.user.id, issue.method,
+    { iss: ctx.issuer, sub: u.user.id, ...claims, exp: iat + expiresIn, iat })
+  const accessToken = custom === null
+    ? await signAccessToken(ctx, claims, u.user.id, iat, expiresIn)
+    : await signCustomClaims(ctx, custom)
   return {
     access_token: accessToken,
     token_type: 'bearer',
@@ -87,5 +124,6 @@ export async function startSession (ctx: TenantContext, q: Queryable, u: UserWit
   }
   const amr: AmrEntry[] = [{ method: opts.method, timestamp: Math.floor(now.getTime() / 1000) }]
   const factors = u.factors ?? await factorsOfUser(q, user.id)
-  return tokenResponse(ctx, { user, identities: u.identities, factors }, { id: session.id, refreshToken, amr })
+  return tokenResponse(ctx, { user, identities: u.identities, factors }, { id: session.id, refreshToken, amr }, { q, method: opts.method, ip: opts.ip })
 }
+

@@ -4,6 +4,7 @@
 export {
   DATABASE_NAME, parseTenantFile, toTenant, hashKey, keyKind, keyMatches, tenantIssuer, maskTenant,
   interpolateEnv, TenantFileSchema, AuthSettingsSchema, ProviderSchema, SmtpSchema, RateLimitsSchema, DEFAULT_RATE_LIMITS,
+  AuthHooksSchema, maskHooks, type AuthHook, type AuthHooks,
   type Tenant, type TenantFile, type AuthSettings, type ProviderSettings, type RoleKind, type KeyHash,
   type RateLimits, type RateLimitBucket, type RateLimitBucketName
 } from './schema.js'

@@ -45,6 +45,26 @@ export const MailTemplateSchema = Type.Object({
   text: Type.Optional(Type.String())
 }, { additionalProperties: false })
 
+/**
+ * One auth hook (GoTrue's hook configuration): `uri` is `pg-functions://postgres/<schema>/<function>`
+ * (a Postgres function the auth engine calls in its own transaction) or `https://...` (a POST
+ * signed with Standard Webhooks); `secrets` are the webhook secrets (`v1,whsec_<base64>`).
+ */
+export const AuthHookSchema = Type.Object({
+  uri: Type.String({ pattern: '^(pg-functions://[^/]*/[A-Za-z_][A-Za-z0-9_$]*/[A-Za-z_][A-Za-z0-9_$]*|https?://\\S+)$', maxLength: 2048 }),
+  secrets: Type.Optional(Type.Array(Type.String({ pattern: '^v1,whsec_[A-Za-z0-9+/=]+$' }), { maxItems: 5 })),
+  enabled: Type.Optional(Type.Boolean())
+}, { additionalProperties: false })
+
+/** The hooks of a database, by GoTrue's names. */
+export const AuthHooksSchema = Type.Object({
+  custom_access_token: Type.Optional(AuthHookSchema),
+  send_email: Type.Optional(AuthHookSchema),
+  password_verification_attempt: Type.Optional(AuthHookSchema),
+  mfa_verification_attempt: Type.Optional(AuthHookSchema),
+  before_user_created: Type.Optional(AuthHookSchema)
+}, { additionalProperties: false })
+
 /** Per-kind overrides of the auth engine's mails; GoTrue placeholders ({{ .ConfirmationURL }}, {{ .Token }} ...). */
 export const MailTemplatesSchema = Type.Object({
   confirmation: Type.Optional(MailTemplateSchema),
@@ -125,7 +145,9 @@ export const AuthSettingsSchema = Type.Object({
   rate_limits: Type.Optional(RateLimitsSchema),
   providers: Type.Record(Type.String({ pattern: '^[a-z][a-z0-9_-]*$' }), ProviderSchema, { default: {} }),
   smtp: Type.Optional(SmtpSchema),
-  mail_templates: Type.Optional(MailTemplatesSchema)
+  mail_templates: Type.Optional(MailTemplatesSchema),
+  /** Auth hooks (GoTrue's): custom access token claims, send email, attempts, sign-up check. */
+  hooks: Type.Optional(AuthHooksSchema)
 }, { additionalProperties: false })
 
 /** A tenant file as written by people or by `tenants create`. */
@@ -198,6 +220,8 @@ export type TenantFile = Static<typeof TenantFileSchema>
 export type AuthSettings = Static<typeof AuthSettingsSchema>
 export type ProviderSettings = Static<typeof ProviderSchema>
 export type RateLimits = Static<typeof RateLimitsSchema>
+export type AuthHook = Static<typeof AuthHookSchema>
+export type AuthHooks = Static<typeof AuthHooksSchema>
 export interface RateLimitBucket { capacity: number, rate: number, interval_seconds: number }
 
 /** A stored key: `sha256:<hex>`. Plain keys never reach the store. */
@@ -359,6 +383,21 @@ export function maskTenant (t: Tenant | TenantFile): Record<string, unknown> {
       signing_keys: (t.jwt.signing_keys ?? []).map((k) => ({ kid: k.kid, alg: k.alg, private_key: '****' }))
     },
     keys: { public: mask(t.keys.public), secret: mask(t.keys.secret) },
-    auth: { ...t.auth, providers, smtp: t.auth.smtp ? { ...t.auth.smtp, pass: t.auth.smtp.pass ? '****' : undefined } : undefined }
+    auth: {
+      ...t.auth,
+      providers,
+      smtp: t.auth.smtp ? { ...t.auth.smtp, pass: t.auth.smtp.pass ? '****' : undefined } : undefined,
+      hooks: maskHooks(t.auth.hooks)
+    }
   }
+}
+
+/** Hook settings with their webhook secrets masked. */
+export function maskHooks (hooks: AuthHooks | undefined): AuthHooks | undefined {
+  if (hooks === undefined) return undefined
+  const out: Record<string, AuthHook> = {}
+  for (const [name, h] of Object.entries(hooks) as Array<[string, AuthHook | undefined]>) {
+    if (h !== undefined) out[name] = h.secrets === undefined ? { ...h } : { ...h, secrets: h.secrets.map(() => '****') }
+  }
+  return out as AuthHooks
 }

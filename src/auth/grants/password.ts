@@ -3,12 +3,14 @@
 // same bcrypt time). Adds `weak_password` when the right password fails today's policy.
 import type { FastifyRequest } from 'fastify'
 import { withTransaction } from '../../shared/index.js'
+import { passwordAttemptHook } from '../auth-hooks.js'
 import { passwordStrength, verifyPassword } from '../crypto.js'
 import {
   EmailNotConfirmedError, InvalidCredentialsError, PhoneProviderDisabled422Error, UserBannedError, ValidationFailedError
 } from '../errors.js'
 import { clientMeta, normaliseEmail, optString, type Body } from '../http.js'
 import { identitiesForUser } from '../models/identities.js'
+import { deleteSessionsOfUser } from '../models/sessions.js'
 import { findUserByEmail, isUserBanned } from '../models/users.js'
 import { startSession } from '../tokens.js'
 import type { AccessTokenResponse, TenantContext } from '../types.js'
@@ -25,6 +27,7 @@ export async function passwordGrant (ctx: TenantContext, req: FastifyRequest, b:
   const cost = ctx.config.auth.bcrypt_cost
   const user = address ? await findUserByEmail(ctx.db, address, ctx.tenant.jwt.aud) : null
   const ok = await verifyPassword(password, user?.encrypted_password, cost)
+  if (user) await passwordAttemptHook({ ctx, ip: clientMeta(req).ip }, user.id, ok, (id) => deleteSessionsOfUser(ctx.db, id))
   if (!user || !ok) throw new InvalidCredentialsError()
   if (isUserBanned(user, ctx.now())) throw new UserBannedError()
   if (!user.email_confirmed_at) throw new EmailNotConfirmedError()

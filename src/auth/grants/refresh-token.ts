@@ -10,7 +10,7 @@ import { assertRefreshTokenShape } from '../crypto.js'
 import {
   ConflictError, RefreshSessionNotFoundError, RefreshTokenAlreadyUsedError, RefreshTokenNotFoundError, RefreshTokenRequiredError, RefreshUserBannedError, SessionExpiredError
 } from '../errors.js'
-import type { Body } from '../http.js'
+import { clientMeta, type Body } from '../http.js'
 import {
   activeTokenOfSession, deleteRefreshToken, isConcurrentDeletion, loadRefreshContext, lockTokenAndSession, revokeSessionTokens,
   rotateLiveToken, rotateRefreshToken, touchSession
@@ -24,7 +24,8 @@ const LOCK_WAIT_MS = 5_000
 
 type ReuseOutcome = { kind: 'ok', token: string } | { kind: 'locked' } | { kind: 'gone' } | { kind: 'live' } | { kind: 'reused' }
 
-export async function refreshTokenGrant (ctx: TenantContext, _req: FastifyRequest, b: Body): Promise<AccessTokenResponse> {
+export async function refreshTokenGrant (ctx: TenantContext, req: FastifyRequest, b: Body): Promise<AccessTokenResponse> {
+  const issue = { method: 'token_refresh', ip: clientMeta(req).ip }
   const presented = b.refresh_token
   if (presented === undefined || presented === null || presented === '') throw new RefreshTokenRequiredError()
   assertRefreshTokenShape(presented)
@@ -32,7 +33,7 @@ export async function refreshTokenGrant (ctx: TenantContext, _req: FastifyReques
   const hot = await rotateLiveToken(ctx.db, presented, ctx.now())
   if (hot) {
     const c = hot.context
-    return tokenResponse(ctx, { user: c.user!, identities: c.identities, factors: c.factors }, { id: c.token.session_id!, refreshToken: hot.newToken, amr: c.amr })
+    return tokenResponse(ctx, { user: c.user!, identities: c.identities, factors: c.factors }, { id: c.token.session_id!, refreshToken: hot.newToken, amr: c.amr }, issue)
   }
   const giveUpAt = Date.now() + LOCK_WAIT_MS
 
@@ -53,7 +54,7 @@ export async function refreshTokenGrant (ctx: TenantContext, _req: FastifyReques
 
     if (!rc.token.revoked) {
       const out = await rotateRefreshToken(ctx.db, { id: rc.token.id, userId: rc.user.id, sessionId, now })
-      if (out.kind === 'rotated') return tokenResponse(ctx, user, { id: sessionId, refreshToken: out.token, amr: rc.amr })
+      if (out.kind === 'rotated') return tokenResponse(ctx, user, { id: sessionId, refreshToken: out.token, amr: rc.amr }, issue)
       if (out.kind === 'gone') continue
       if (out.kind === 'locked') { await backoff(giveUpAt); continue }
       // revoked meanwhile: the reuse path below decides.
@@ -81,7 +82,7 @@ export async function refreshTokenGrant (ctx: TenantContext, _req: FastifyReques
     })
     if (!reuse) continue
     switch (reuse.kind) {
-      case 'ok': return tokenResponse(ctx, user, { id: sessionId, refreshToken: reuse.token, amr: rc.amr })
+      case 'ok': return tokenResponse(ctx, user, { id: sessionId, refreshToken: reuse.token, amr: rc.amr }, issue)
       case 'reused': throw new RefreshTokenAlreadyUsedError()
       case 'locked': await backoff(giveUpAt); continue
       case 'gone': case 'live': continue

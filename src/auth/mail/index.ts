@@ -31,6 +31,8 @@ export interface MailRequest {
   email: string
   newEmail?: string
   data?: Record<string, unknown>
+  /** Delivers the mail instead of SMTP (the database's send_email hook); limits still apply. */
+  deliver?: () => Promise<void>
 }
 
 /** What a send needs of the request's tenant context (the engine's TenantContext has it). */
@@ -64,6 +66,7 @@ export function createMailer (deps: { config: Config, logger: FastifyBaseLogger 
   return {
     async send (ctx, q, req) {
       await reserveMailSend(q, ctx.tenant.auth, { address: req.to, bucket: throttleBucket(req.kind), now: ctx.now() })
+      if (req.deliver !== undefined) { await req.deliver(); return }
       const vars: TemplateVars = {
         SiteURL: ctx.tenant.auth.site_url,
         ConfirmationURL: req.linkType && req.tokenHash ? verifyLink(ctx.externalUrl, req.tokenHash, req.linkType, req.redirectTo) : undefined,

@@ -10,6 +10,7 @@ import { withTransaction, type Queryable } from '../../shared/index.js'
 import {
   Aal2RequiredToEnrollError, Aal2RequiredToUnenrollError, AnonymousNotAllowedError, BadJsonError, ChallengeExpiredError, ChallengeIpMismatchError, ChallengeNotFoundError, CodeRequiredError, EnrollSessionRequiredError, FactorIdNotUuidError, FactorNameConflictError, FactorNotFoundError, FactorTypeInvalidError, InvalidTotpCodeError, TotpCodeUsedError, MfaPhoneEnrollDisabledError, MfaPhoneVerifyDisabledError, MfaTotpEnrollDisabledError, MfaTotpVerifyDisabledError, MfaWebAuthnEnrollDisabledError, MfaWebAuthnVerifyDisabledError, MfaWebAuthnVerifyDisabledOnVerifyError, QrCodeError, SiteUrlInvalidError, TooManyFactorsError, unexpectedFailure
 } from '../errors.js'
+import { mfaAttemptHook } from '../auth-hooks.js'
 import { contextOf } from '../hooks/resolve-tenant.js'
 import { requireUser, UUID } from '../hooks/require-user.js'
 import { bodyOf, clientMeta, optString } from '../http.js'
@@ -21,7 +22,7 @@ import {
 } from '../models/factors.js'
 import { identitiesForUser } from '../models/identities.js'
 import { activeTokenOfSession, insertRefreshToken, revokeSessionTokens } from '../models/refresh-tokens.js'
-import { addAmrClaim, amrClaims, findSession } from '../models/sessions.js'
+import { addAmrClaim, amrClaims, deleteSessionsOfUser, findSession } from '../models/sessions.js'
 import { findUserById } from '../models/users.js'
 import { limitFeatureRequest } from '../request-limits.js'
 import { tokenResponse } from '../tokens.js'
@@ -124,7 +125,7 @@ async function enrollTotp (ctx: TenantContext, req: FastifyRequest, u: Authentic
  * AMR claim added, the session's refresh token rotated (the aal1 one no longer refreshes),
  * aal and factor_id stored, a token signed with the session's AMR.
  */
-async function raiseSession (ctx: TenantContext, q: Queryable, userId: string, sessionId: string, factor: FactorRow): Promise<AccessTokenResponse> {
+async function raiseSession (ctx: TenantContext, q: Queryable, userId: string, sessionId: string, factor: FactorRow, ip: string | null): Promise<AccessTokenResponse> {
   const now = ctx.now()
   await addAmrClaim(q, sessionId, AMR_OF_FACTOR[factor.factor_type]!, now)
   const active = await activeTokenOfSession(q, sessionId)
@@ -136,7 +137,7 @@ async function raiseSession (ctx: TenantContext, q: Queryable, userId: string, s
   const identities = await identitiesForUser(q, userId)
   const factors = await factorsOfUser(q, userId)
   const amr = await amrClaims(q, sessionId)
-  return tokenResponse(ctx, { user, identities, factors }, { id: sessionId, refreshToken, amr })
+  return tokenResponse(ctx, { user, identities, factors }, { id: sessionId, refreshToken, amr }, { q, method: `mfa/${factor.factor_type}`, ip })
 }
 
 async function verifyTotp (ctx: TenantContext, req: FastifyRequest, u: AuthenticatedUser & { sessionId: string }, factor: FactorRow, challengeId: string, code: string) {
@@ -149,9 +150,11 @@ async function verifyTotp (ctx: TenantContext, req: FastifyRequest, u: Authentic
     await deleteChallenge(ctx.db, challenge.id)
     throw new ChallengeExpiredError(challenge.id)
   }
-  const step = factor.secret ? totpStep(factor.secret, code, now) : null
-  if (step === null) throw new InvalidTotpCodeError()
   const userId = u.user.user.id
+  const step = factor.secret ? totpStep(factor.secret, code, now) : null
+  await mfaAttemptHook({ ctx, ip }, { userId, factorId: factor.id, factorType: factor.factor_type, valid: step !== null },
+    (id) => deleteSessionsOfUser(ctx.db, id))
+  if (step === null) throw new InvalidTotpCodeError()
   return withTransaction(ctx.db, async (q) => {
     // A code that verified once is spent for the rest of its window (GoTrue accepts it again).
     if (!await useTotpStep(q, factor.id, step)) throw new TotpCodeUsedError()
@@ -162,7 +165,7 @@ async function verifyTotp (ctx: TenantContext, req: FastifyRequest, u: Authentic
     // Two verifies of one challenge race here; the loser sees a spent challenge.
     if (!await markChallengeVerified(q, challenge.id, now)) throw new ChallengeIpMismatchError()
     if (factor.status !== 'verified') await markFactorVerified(q, factor.id, now)
-    const token = await raiseSession(ctx, q, userId, u.sessionId, factor)
+    const token = await raiseSession(ctx, q, userId, u.sessionId, factor, ip)
     await deleteSessionsBelowAal2(q, userId)
     await deleteUnverifiedFactors(q, userId, factor.factor_type)
     return token

@@ -12,7 +12,9 @@ import { requireUser } from '../hooks/require-user.js'
 import { clientMeta } from '../http.js'
 import { audit } from '../models/audit-log.js'
 import { deleteOneTimeToken, putOneTimeToken } from '../models/one-time-tokens.js'
-import { updateUser } from '../models/users.js'
+import { toUserJson, updateUser } from '../models/users.js'
+import { identitiesForUser } from '../models/identities.js'
+import { hookOf, sendEmailHook } from '../auth-hooks.js'
 import type { TenantContext, UserRow } from '../types.js'
 
 /**
@@ -47,7 +49,12 @@ export async function reauthenticateRoutes (scope: FastifyInstance): Promise<voi
       await q.query('UPDATE auth.users SET reauthentication_token = $2 WHERE id = $1', [user.id, hash])
       await updateUser(q, user.id, { reauthentication_sent_at: now }, now)
       await putOneTimeToken(q, { userId: user.id, type: 'reauthentication_token', hash, relatesTo: address, now })
-      await ctx.mailer.send(ctx, q, { kind: 'reauthentication', to: address, otp, redirectTo: ctx.tenant.auth.site_url, email: address })
+      const deliver = hookOf(ctx, 'send_email') === null
+        ? undefined
+        : async () => sendEmailHook({ ctx, q, ip: clientMeta(req).ip }, toUserJson({ user, identities: await identitiesForUser(q, user.id) }), {
+          token: otp, token_hash: hash, redirect_to: '', email_action_type: 'reauthentication', site_url: ctx.tenant.auth.site_url, token_new: '', token_hash_new: ''
+        })
+      await ctx.mailer.send(ctx, q, { kind: 'reauthentication', to: address, otp, redirectTo: ctx.tenant.auth.site_url, email: address, deliver })
     })
     return {}
   })

@@ -17,6 +17,7 @@ import { bodyOf, clientMeta, normaliseEmail, optObject, optString, redirectUrlOf
 import { audit } from '../models/audit-log.js'
 import { identitiesForUser } from '../models/identities.js'
 import { findUserByEmail, insertUser, toUserJson } from '../models/users.js'
+import { beforeUserCreatedHook } from '../auth-hooks.js'
 import { pkceParamsOf, startEmailFlow } from '../pkce.js'
 import { limitFeatureRequest } from '../request-limits.js'
 import { startSession } from '../tokens.js'
@@ -32,6 +33,7 @@ async function anonymousSignIn (ctx: TenantContext, req: FastifyRequest, data: R
       id: randomUUID(), aud: ctx.tenant.jwt.aud, role: 'authenticated', appMetadata: {}, userMetadata: data ?? {},
       isAnonymous: true, encryptedPassword: null, now
     })
+    await beforeUserCreatedHook({ ctx, q, ip: clientMeta(req).ip }, toUserJson({ user, identities: [] }))
     return startSession(ctx, q, { user, identities: [] }, { method: 'anonymous', ...clientMeta(req), auditAction: 'user_signedup' })
   })
 }
