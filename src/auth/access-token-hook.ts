@@ -3,7 +3,7 @@
 // which are signed instead once they pass GoTrue's minimum schema (MinimumViableTokenSchema of
 // supabase/auth internal/tokens/service.go: required claims present and of their types).
 import { Ajv, type ErrorObject } from 'ajv'
-import { AuthError } from './errors.js'
+import { HookFailedError } from './errors.js'
 import { hookOf, runAuthHook, type HookCall } from './auth-hooks.js'
 
 const ajv = new Ajv({ allErrors: true, strict: false })
@@ -48,14 +48,14 @@ function describe (e: ErrorObject): string {
 export async function customizeAccessToken (call: HookCall, userId: string, method: string, claims: Record<string, unknown>): Promise<Record<string, unknown> | null> {
   if (hookOf(call.ctx, 'custom_access_token') === null) return null
   const answer = await runAuthHook(call, 'custom_access_token', { user_id: userId, claims, authentication_method: method })
-  if (answer === null || !('claims' in answer)) throw new AuthError('unexpected_failure', 500, 'output claims field is missing')
+  if (answer === null || !('claims' in answer)) throw new HookFailedError('output claims field is missing')
   const out = answer.claims
   if (typeof out !== 'object' || out === null || Array.isArray(out)) {
-    throw new AuthError('unexpected_failure', 500, 'Error unmarshaling JSON output.')
+    throw new HookFailedError('Error unmarshaling JSON output.')
   }
   if (!validate(out)) {
     const lines = (validate.errors ?? []).map((e) => `- ${describe(e)}\n`).join('')
-    throw new AuthError('unexpected_failure', 500, `output claims do not conform to the expected schema: \n${lines}`)
+    throw new HookFailedError(`output claims do not conform to the expected schema: \n${lines}`)
   }
   return out as Record<string, unknown>
 }

@@ -7,7 +7,10 @@
 import { createHmac, randomUUID } from 'node:crypto'
 import { outboundFetch, OutboundRefusedError, quoteIdent, withTransaction, type Queryable } from '../shared/index.js'
 import type { AuthHook } from '../tenants/index.js'
-import { AuthError, unexpectedFailure } from './errors.js'
+import {
+  AuthError, HookFailedError, HookPayloadInvalidContentTypeError, HookPayloadOverSizeLimitError, HookTimeoutAfterRetryError,
+  HookTimeoutError, MfaVerificationRejectedError, PasswordAttemptRejectedError, unexpectedFailure
+} from './errors.js'
 import type { TenantContext } from './types.js'
 
 export type AuthHookName =
@@ -58,7 +61,7 @@ export async function runAuthHook (call: HookCall, name: AuthHookName, payload: 
   } catch (err) {
     call.ctx.log.warn({ action: 'run_hook', hook: hook.uri, success: false, duration_ms: Date.now() - started, err }, 'Hook errored out')
     if (err instanceof AuthError) throw err
-    throw new AuthError('unexpected_failure', 500, `Error running hook URI: ${hook.uri}`, { internal: err })
+    throw new HookFailedError(`Error running hook URI: ${hook.uri}`, { internal: err })
   }
 }
 
@@ -67,7 +70,7 @@ export async function runAuthHook (call: HookCall, name: AuthHookName, payload: 
 /** `pg-functions://<database>/<schema>/<function>` -> the quoted function name. */
 function functionOf (uri: string): string {
   const m = /^pg-functions:\/\/[^/]*\/([A-Za-z_][A-Za-z0-9_$]*)\/([A-Za-z_][A-Za-z0-9_$]*)$/.exec(uri)
-  if (m === null) throw new AuthError('unexpected_failure', 500, `Error running hook URI: ${uri}`)
+  if (m === null) throw new HookFailedError(`Error running hook URI: ${uri}`)
   return `${quoteIdent(m[1] as string)}.${quoteIdent(m[2] as string)}`
 }
 
@@ -98,8 +101,6 @@ export function webhookSignatures (secrets: readonly string[], id: string, times
   }).join(', ')
 }
 
-const timeoutError = (): AuthError =>
-  new AuthError('hook_timeout', 422, `Failed to reach hook within maximum time of ${(HOOK_LIMITS.httpTimeoutMs / 1000).toFixed(6)} seconds`)
 
 async function runHttpHook (call: HookCall, hook: AuthHook, body: string): Promise<Record<string, unknown> | null> {
   const deadline = AbortSignal.timeout(HOOK_LIMITS.httpTimeoutMs)
@@ -123,19 +124,19 @@ async function runHttpHook (call: HookCall, hook: AuthHook, body: string): Promi
         }
       }, policy)
     } catch (err) {
-      if (deadline.aborted) throw timeoutError()
-      if (err instanceof OutboundRefusedError) throw new AuthError('unexpected_failure', 500, `Error running hook URI: ${hook.uri}`, { internal: err })
+      if (deadline.aborted) throw new HookTimeoutError((HOOK_LIMITS.httpTimeoutMs / 1000).toFixed(6))
+      if (err instanceof OutboundRefusedError) throw new HookFailedError(`Error running hook URI: ${hook.uri}`, { internal: err })
       if (/larger than/.test(String((err as Error).message))) {
-        throw new AuthError('hook_payload_over_size_limit', 422, `Payload size exceeded size limit of ${HOOK_LIMITS.maxBytes} bytes`)
+        throw new HookPayloadOverSizeLimitError(HOOK_LIMITS.maxBytes)
       }
-      if (attempt === HOOK_LIMITS.httpTries - 1) throw new AuthError('hook_timeout_after_retry', 422, 'Failed to reach hook after maximum retries')
+      if (attempt === HOOK_LIMITS.httpTries - 1) throw new HookTimeoutAfterRetryError()
       await new Promise((resolve) => setTimeout(resolve, HOOK_LIMITS.httpBackoffMs))
       continue
     }
     const answer = await readHttpAnswer(res)
     if (answer !== 'retry') return answer
   }
-  throw new AuthError('unexpected_failure', 500, 'Service currently unavailable due to hook')
+  throw new HookFailedError('Service currently unavailable due to hook')
 }
 
 /** GoTrue's reading of an endpoint's status and body; 'retry' for a 429/503 with Retry-After. */
@@ -144,18 +145,18 @@ async function readHttpAnswer (res: Response): Promise<Record<string, unknown> |
     case 204: return null
     case 200: case 202: {
       const type = res.headers.get('content-type')
-      if (type === null || type === '') throw new AuthError('hook_payload_invalid_content_type', 400, 'Invalid Content-Type: Missing Content-Type header')
+      if (type === null || type === '') throw new HookPayloadInvalidContentTypeError('Invalid Content-Type: Missing Content-Type header')
       if (type.split(';')[0]?.trim().toLowerCase() !== 'application/json') {
-        throw new AuthError('hook_payload_invalid_content_type', 400, `Invalid JSON response. Received content-type: ${type}`)
+        throw new HookPayloadInvalidContentTypeError(`Invalid JSON response. Received content-type: ${type}`)
       }
       return checkAnswer(parseJson(await res.text()))
     }
     case 429: case 503:
       if (res.headers.get('retry-after')) return 'retry'
-      throw new AuthError('unexpected_failure', 500, 'Service currently unavailable due to hook')
-    case 400: throw new AuthError('unexpected_failure', 500, 'Invalid payload sent to hook')
-    case 401: throw new AuthError('unexpected_failure', 500, 'Hook requires authorization token')
-    default: throw new AuthError('unexpected_failure', 500, `Unexpected status code returned from hook: ${res.status}`)
+      throw new HookFailedError('Service currently unavailable due to hook')
+    case 400: throw new HookFailedError('Invalid payload sent to hook')
+    case 401: throw new HookFailedError('Hook requires authorization token')
+    default: throw new HookFailedError(`Unexpected status code returned from hook: ${res.status}`)
   }
 }
 
@@ -165,7 +166,7 @@ function parseJson (text: string): unknown {
   try {
     return JSON.parse(text)
   } catch (err) {
-    throw new AuthError('unexpected_failure', 500, 'Error unmarshaling JSON output.', { internal: err })
+    throw new HookFailedError('Error unmarshaling JSON output.', { internal: err })
   }
 }
 
@@ -211,7 +212,7 @@ export async function passwordAttemptHook (call: HookCall, userId: string, valid
   const d = decisionOf(await runAuthHook(call, 'password_verification_attempt', { user_id: userId, valid }), DEFAULT_REJECTION.password)
   if (!d.reject) return
   if (d.logout) await logout(userId)
-  throw new AuthError('invalid_credentials', 400, d.message)
+  throw new PasswordAttemptRejectedError(d.message)
 }
 
 /**
@@ -226,7 +227,7 @@ export async function mfaAttemptHook (call: HookCall, a: { userId: string, facto
   const d = decisionOf(answer, DEFAULT_REJECTION.mfa)
   if (!d.reject) return
   await logout(a.userId)
-  throw new AuthError('mfa_verification_rejected', 403, d.message)
+  throw new MfaVerificationRejectedError(d.message)
 }
 
 /**

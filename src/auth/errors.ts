@@ -328,3 +328,16 @@ export const EnrollSessionRequiredError = defineAuthError('unexpected_failure', 
 export const SiteUrlInvalidError = defineAuthError('unexpected_failure', 500, () => 'site url is improperly formatted')
 export const QrCodeError = defineAuthError('unexpected_failure', 500, () => 'Error generating QR Code')
 
+
+// ----- auth hooks (GoTrue's internal/hooks) ------------------------------------------------------
+/** A hook that failed: GoTrue answers 500 with what went wrong, never the hook's own internals. */
+export const HookFailedError = defineAuthError('unexpected_failure', 500, (message: string) => message)
+export const HookTimeoutError = defineAuthError('hook_timeout', 422,
+  (seconds: string) => `Failed to reach hook within maximum time of ${seconds} seconds`)
+export const HookTimeoutAfterRetryError = defineAuthError('hook_timeout_after_retry', 422, () => 'Failed to reach hook after maximum retries')
+export const HookPayloadOverSizeLimitError = defineAuthError('hook_payload_over_size_limit', 422,
+  (bytes: number) => `Payload size exceeded size limit of ${bytes} bytes`)
+export const HookPayloadInvalidContentTypeError = defineAuthError('hook_payload_invalid_content_type', 400, (message: string) => message)
+export const MfaVerificationRejectedError = defineAuthError('mfa_verification_rejected', 403, (message: string) => message)
+/** A password_verification_attempt hook's `reject`, with its message. */
+export const PasswordAttemptRejectedError = defineAuthError('invalid_credentials', 400, (message: string) => message)

@@ -3,7 +3,9 @@
 // confirmation): the masked view (secrets never leave), and a validated merge of a PATCH
 // into the tenant's settings (the tenant record schema of src/tenants decides validity).
 import { Ajv, type ErrorObject } from 'ajv'
-import { AuthSettingsSchema, DEFAULT_RATE_LIMITS, type AuthSettings, type ProviderSettings, type RateLimits } from '../tenants/index.js'
+import {
+  AuthHooksSchema, AuthSettingsSchema, DEFAULT_RATE_LIMITS, type AuthHook, type AuthHooks, type AuthSettings, type ProviderSettings, type RateLimits
+} from '../tenants/index.js'
 import { ValidationError } from './errors.js'
 import { ownValue, checkOutboundUrl, OutboundRefusedError, type OutboundPolicy } from '../shared/index.js'
 
@@ -14,7 +16,7 @@ export const MASKED_SECRET = '********'
 export const PATCHABLE = [
   'site_url', 'redirect_urls', 'magic_link', 'pkce', 'mail_confirmation', 'providers',
   'anonymous_sign_in', 'anonymous_rate_per_hour', 'mfa_totp_enroll', 'mfa_totp_verify', 'mfa_max_enrolled_factors',
-  'mfa_rate_per_minute', 'manual_linking', 'secure_password_change', 'mail_rate_per_hour', 'rate_limits'
+  'mfa_rate_per_minute', 'manual_linking', 'secure_password_change', 'mail_rate_per_hour', 'rate_limits', 'hooks'
 ] as const
 
 export interface MaskedProvider {
@@ -48,6 +50,45 @@ export interface AuthSettingsView {
   /** The per-IP request buckets, every one with its effective capacity, rate and interval. */
   rate_limits: RateLimits
   providers: Record<string, MaskedProvider>
+  /** Auth hooks by name: `uri`, `enabled`, webhook secrets masked. */
+  hooks: Record<string, AuthHook>
+}
+
+const HOOK_NAMES = Object.keys(AuthHooksSchema.properties)
+
+function maskedHooks (hooks: AuthHooks | undefined): Record<string, AuthHook> {
+  const out: Record<string, AuthHook> = {}
+  for (const name of HOOK_NAMES) {
+    const h = ownValue(hooks ?? {}, name) as AuthHook | undefined
+    if (h !== undefined) out[name] = h.secrets === undefined ? { ...h } : { ...h, secrets: h.secrets.map(() => MASKED_SECRET) }
+  }
+  return out
+}
+
+/**
+ * Hooks merge by name: null removes one, an object sets it; secrets left out or masked keep the
+ * stored ones. Problems are added to `problems`.
+ */
+function mergeHooks (current: AuthHooks | undefined, patch: unknown, problems: string[]): AuthHooks {
+  if (!isObject(patch)) {
+    problems.push(`hooks: must be an object of hook name (${HOOK_NAMES.join(', ')}) -> {uri, secrets, enabled} (null removes one)`)
+    return current ?? {}
+  }
+  const out: Record<string, unknown> = { ...structuredClone(current ?? {}) }
+  for (const [name, value] of Object.entries(patch)) {
+    if (!HOOK_NAMES.includes(name)) { problems.push(`hooks.${name}: not a hook (${HOOK_NAMES.join(', ')})`); continue }
+    if (value === null) { delete out[name]; continue }
+    if (!isObject(value)) { problems.push(`hooks.${name}: must be an object or null`); continue }
+    const stored = ownValue(out, name) as AuthHook | undefined
+    const next: Record<string, unknown> = structuredClone(value)
+    const secrets = value.secrets
+    if (secrets === undefined || (Array.isArray(secrets) && secrets.length > 0 && secrets.every((x) => x === MASKED_SECRET))) {
+      if (stored?.secrets !== undefined) next.secrets = stored.secrets
+      else delete next.secrets
+    }
+    out[name] = next
+  }
+  return out as AuthHooks
 }
 
 /** The tenant's buckets over GoTrue's defaults (records stored before rate limits have none). */
@@ -83,7 +124,8 @@ export function maskAuthSettings (a: AuthSettings): AuthSettingsView {
     secure_password_change: a.secure_password_change,
     mail_rate_per_hour: a.mail_rate_per_hour,
     rate_limits: effectiveRateLimits(a.rate_limits),
-    providers
+    providers,
+    hooks: maskedHooks(a.hooks)
   }
 }
 
@@ -124,7 +166,7 @@ export function applyAuthSettingsPatch (current: AuthSettings, patch: unknown): 
 
   const next = structuredClone(current) as AuthSettings & Record<string, unknown>
   for (const k of PATCHABLE) {
-    if (!(k in patch) || k === 'providers' || k === 'rate_limits') continue
+    if (!(k in patch) || k === 'providers' || k === 'rate_limits' || k === 'hooks') continue
     next[k] = structuredClone(patch[k]) as never
   }
   if ('providers' in patch) {
@@ -150,6 +192,7 @@ export function applyAuthSettingsPatch (current: AuthSettings, patch: unknown): 
       next.providers = providers
     }
   }
+  if ('hooks' in patch) next.hooks = mergeHooks(current.hooks, patch.hooks, problems)
   if ('rate_limits' in patch) {
     // Buckets merge by name and field: {verify: {capacity: 10}} changes one number; null
     // puts a bucket back to GoTrue's default.
@@ -192,9 +235,22 @@ const FETCHED_FIELDS = ['issuer', 'token_url', 'userinfo_url'] as const
  * (400) naming every refused field. The engine checks again at each request.
  */
 export async function checkProviderUrls (patch: unknown, next: AuthSettings, policy: OutboundPolicy): Promise<void> {
-  if (!isObject(patch) || !isObject(patch.providers)) return
+  if (!isObject(patch)) return
   const problems: string[] = []
-  for (const [name, value] of Object.entries(patch.providers)) {
+  // An HTTP hook is called by the auth engine: the same outbound rules as a provider's URLs.
+  if (isObject(patch.hooks)) {
+    for (const name of Object.keys(patch.hooks)) {
+      const uri = (ownValue(next.hooks ?? {}, name) as AuthHook | undefined)?.uri
+      if (uri === undefined || uri.startsWith('pg-functions:')) continue
+      try {
+        await checkOutboundUrl(uri, policy)
+      } catch (err) {
+        if (!(err instanceof OutboundRefusedError)) throw err
+        problems.push(`hooks.${name}.uri: ${err.reason}`)
+      }
+    }
+  }
+  for (const [name, value] of Object.entries(isObject(patch.providers) ? patch.providers : {})) {
     if (!isObject(value)) continue
     const p = ownValue(next.providers, name)
     if (p === undefined) continue

@@ -53,10 +53,40 @@ t.test('GET shows the switches with secrets masked', async (t) => {
         verify: { capacity: 30, rate: 30, interval_seconds: 300 },
         otp: { capacity: 30, rate: 30, interval_seconds: 300 }
       },
-      providers: { github: { client_id: 'gh-client', secret: '********', enabled: true } }
+      providers: { github: { client_id: 'gh-client', secret: '********', enabled: true } },
+      hooks: {}
     }
   })
   t.notMatch(JSON.stringify(r.body), 'gh-very-secret-value')
+})
+
+t.test('PATCH sets auth hooks by name: secrets masked, kept when masked, null removes, private endpoints refused', async (t) => {
+  const secret = `v1,whsec_${Buffer.from('hook secret of the panel test').toString('base64')}`
+  const set = await stack.panel('PATCH', path(), {
+    token,
+    body: { hooks: { custom_access_token: { uri: 'pg-functions://postgres/public/claims' }, send_email: { uri: 'http://127.0.0.1:9/mail', secrets: [secret] } } }
+  })
+  t.equal(set.status, 200, JSON.stringify(set.body))
+  t.same(set.body.settings.hooks, {
+    custom_access_token: { uri: 'pg-functions://postgres/public/claims' },
+    send_email: { uri: 'http://127.0.0.1:9/mail', secrets: ['********'] }
+  })
+  t.notMatch(JSON.stringify(set.body), secret)
+  const stored = await stack.store.get(x.database)
+  t.same(stored?.auth.hooks?.send_email?.secrets, [secret], 'the store keeps the secret')
+
+  const masked = await stack.panel('PATCH', path(), { token, body: { hooks: { send_email: { uri: 'http://127.0.0.1:9/mail2', secrets: ['********'] }, custom_access_token: null } } })
+  t.equal(masked.status, 200)
+  t.same(masked.body.settings.hooks, { send_email: { uri: 'http://127.0.0.1:9/mail2', secrets: ['********'] } })
+  t.same((await stack.store.get(x.database))?.auth.hooks?.send_email?.secrets, [secret], 'a masked secret keeps the stored one')
+
+  const bad = await stack.panel('PATCH', path(), { token, body: { hooks: { before_user_created: { uri: 'ftp://x' }, not_a_hook: { uri: 'https://a.example' } } } })
+  t.equal(bad.status, 400)
+  t.match(bad.body.message, 'hooks.not_a_hook: not a hook')
+  const internal = await stack.panel('PATCH', path(), { token, body: { hooks: { before_user_created: { uri: 'https://10.0.0.1/hook' } } } })
+  t.equal(internal.status, 400)
+  t.match(internal.body.message, 'hooks.before_user_created.uri')
+  await stack.panel('PATCH', path(), { token, body: { hooks: { send_email: null } } })
 })
 
 t.test('bad changes are refused with 400 and nothing is written', async (t) => {
