@@ -19,6 +19,7 @@ import { createUpstreamProxy } from './proxy/proxy-server.js'
 import { refuseUpgrade } from './upgrade.js'
 import { createCors } from './cors.js'
 import { createInflightSlots } from './inflight.js'
+import { createProxyHint } from './proxy-hint.js'
 import { createGatewayMetrics, registerStoreHealth } from './metrics.js'
 import { NotFoundError, InvalidPathError } from './errors.js'
 import { renderError } from './render.js'
@@ -125,7 +126,13 @@ export function buildGateway (deps: GatewayDeps): FastifyInstance {
   // request.ip with this trustProxy setting: the socket's, or the nearest untrusted hop
   // of X-Forwarded-For when the peer is a listed proxy.
   const trust = g.trusted_proxies.length > 0 ? proxyAddr.compile([...g.trusted_proxies]) : null
-  const clientIp = (raw: http.IncomingMessage): string => (trust === null ? raw.socket.remoteAddress : proxyAddr(raw, trust)) ?? ''
+  // Without trusted proxies: a warning when most traffic comes from what looks like one.
+  const hint = createProxyHint(g.trusted_proxies, app.log)
+  const clientIp = (raw: http.IncomingMessage): string => {
+    if (trust !== null) return proxyAddr(raw, trust) ?? ''
+    if (hint !== null) hint(raw)
+    return raw.socket.remoteAddress ?? ''
+  }
 
   // Headers of every response: request id, CORS, `Connection: close` while shutting down.
   // Added where each response is made (no global onRequest hook on the hot path).
