@@ -1,20 +1,53 @@
-// The per-database REST engine switches the panel shows and changes (PostgREST's
-// db-aggregates-enabled as `aggregates_enabled`): the view, and a validated merge of a
-// PATCH into the tenant's `rest` settings. Limits, schemas and keys are not changed here.
+// The per-database REST settings the panel shows and changes: the engine switches
+// (PostgREST's db-aggregates-enabled as `aggregates_enabled`) and the gateway's request-rate
+// limits of /rest/v1 (`rate_limits`, docs/edge.md): the view, and a validated merge of a
+// PATCH into the tenant's `rest` settings. Other limits, schemas and keys are not changed here.
 import { ValidationError } from './errors.js'
-import type { TenantFile } from '../tenants/index.js'
+import type { RestRateLimits, TenantFile } from '../tenants/index.js'
 
 type RestSettings = TenantFile['rest']
 
-/** Fields a PATCH may change, each a boolean switch. */
-export const REST_PATCHABLE = ['aggregates_enabled'] as const
+/** Fields a PATCH may change. */
+export const REST_PATCHABLE = ['aggregates_enabled', 'rate_limits'] as const
 
 export interface RestSettingsView {
   aggregates_enabled: boolean
+  /** The request-rate limits set, or null (none: off, the default). */
+  rate_limits: RestRateLimits | null
 }
 
+const SCOPES = ['database', 'client', 'key'] as const
+const PERIODS = ['second', 'minute'] as const
+
 export function restSettingsView (r: RestSettings): RestSettingsView {
-  return { aggregates_enabled: r.aggregates_enabled === true }
+  return { aggregates_enabled: r.aggregates_enabled === true, rate_limits: r.rate_limits ?? null }
+}
+
+/**
+ * A PATCH of rate_limits: null clears them all; an object sets the scopes it names (a scope
+ * null, or a period null, clears that one). Problems are pushed as `rate_limits.<path>: why`.
+ */
+function patchRateLimits (current: RestRateLimits | undefined, v: unknown, problems: string[]): RestRateLimits | undefined {
+  if (v === null) return undefined
+  if (typeof v !== 'object' || Array.isArray(v)) { problems.push('rate_limits: must be an object of database, client, key, or null'); return current }
+  const out: RestRateLimits = structuredClone(current ?? {})
+  for (const [scope, windows] of Object.entries(v as Record<string, unknown>)) {
+    if (!(SCOPES as readonly string[]).includes(scope)) { problems.push(`rate_limits.${scope}: not a scope (allowed: ${SCOPES.join(', ')})`); continue }
+    const s = scope as typeof SCOPES[number]
+    if (windows === null) { delete out[s]; continue }
+    if (typeof windows !== 'object' || Array.isArray(windows)) { problems.push(`rate_limits.${s}: must be an object of second, minute, or null`); continue }
+    const next = { ...(out[s] ?? {}) }
+    for (const [period, n] of Object.entries(windows as Record<string, unknown>)) {
+      if (!(PERIODS as readonly string[]).includes(period)) { problems.push(`rate_limits.${s}.${period}: not a period (allowed: ${PERIODS.join(', ')})`); continue }
+      const p = period as typeof PERIODS[number]
+      if (n === null) delete next[p]
+      else if (typeof n === 'number' && Number.isInteger(n) && n >= 1) next[p] = n
+      else problems.push(`rate_limits.${s}.${p}: must be a positive integer (requests), or null`)
+    }
+    if (Object.keys(next).length === 0) delete out[s]
+    else out[s] = next
+  }
+  return Object.keys(out).length === 0 ? undefined : out
 }
 
 /** Merges a PATCH body into `current`; throws ValidationError (400) naming every bad field. */
@@ -23,10 +56,18 @@ export function applyRestSettingsPatch (current: RestSettings, patch: unknown): 
   const body = patch as Record<string, unknown>
   const problems: string[] = []
   if (Object.keys(body).length === 0) problems.push('(body): name at least one setting to change')
+  const next: RestSettings = structuredClone(current)
   for (const [k, v] of Object.entries(body)) {
     if (!(REST_PATCHABLE as readonly string[]).includes(k)) problems.push(`${k}: not a setting the panel changes (allowed: ${REST_PATCHABLE.join(', ')})`)
-    else if (typeof v !== 'boolean') problems.push(`${k}: must be boolean`)
+    else if (k === 'aggregates_enabled') {
+      if (typeof v !== 'boolean') problems.push(`${k}: must be boolean`)
+      else next.aggregates_enabled = v
+    } else {
+      const limits = patchRateLimits(current.rate_limits, v, problems)
+      if (limits === undefined) delete next.rate_limits
+      else next.rate_limits = limits
+    }
   }
   if (problems.length > 0) throw new ValidationError(problems.join('; '))
-  return { ...structuredClone(current), aggregates_enabled: body.aggregates_enabled as boolean }
+  return next
 }

@@ -6,7 +6,7 @@ export {
   interpolateEnv, TenantFileSchema, AuthSettingsSchema, ProviderSchema, SmtpSchema, RateLimitsSchema, DEFAULT_RATE_LIMITS,
   AuthHooksSchema, maskHooks, type AuthHook, type AuthHooks,
   type Tenant, type TenantFile, type AuthSettings, type ProviderSettings, type RoleKind, type KeyHash,
-  type RateLimits, type RateLimitBucket, type RateLimitBucketName
+  type RateLimits, type RateLimitBucket, type RateLimitBucketName, RestRateLimitsSchema, type RestRateLimits
 } from './schema.js'
 export {
   ALL_TENANTS, AUDIT_KEEP, type TenantLookup, type TenantStore, type ChangeListener, type StoreLogger, type VersionedTenant,

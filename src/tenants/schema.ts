@@ -80,6 +80,24 @@ export const MailTemplatesSchema = Type.Object({
  * tokens refilled at `rate` per `interval_seconds`. Anonymous sign-ins and MFA have their
  * own flat settings (anonymous_rate_per_hour, mfa_rate_per_minute) as GoTrue does.
  */
+/** Requests allowed per second and per minute (either may be absent: no limit on it). */
+export const RestRateWindowsSchema = Type.Object({
+  second: Type.Optional(Type.Integer({ minimum: 1 })),
+  minute: Type.Optional(Type.Integer({ minimum: 1 }))
+}, { additionalProperties: false })
+
+/** rest.rate_limits: what each limit counts by. */
+export const RestRateLimitsSchema = Type.Object({
+  /** All requests to the database together. */
+  database: Type.Optional(RestRateWindowsSchema),
+  /** Per client address (the socket's, or X-Forwarded-For from gateway.trusted_proxies). */
+  client: Type.Optional(RestRateWindowsSchema),
+  /** Per API key sent (apikey header or query parameter). */
+  key: Type.Optional(RestRateWindowsSchema)
+}, { additionalProperties: false })
+
+export type RestRateLimits = Static<typeof RestRateLimitsSchema>
+
 export const DEFAULT_RATE_LIMITS = {
   /** POST /signup with email or phone; POST /token password, pkce, id_token. */
   sign_in_sign_up: { capacity: 30, rate: 30, interval_seconds: 300 },
@@ -211,7 +229,13 @@ export const TenantFileSchema = Type.Object({
     aggregates_enabled: Type.Boolean({ default: false }),
     /** PostgREST's db-plan-enabled: `Accept: application/vnd.pgrst.plan` answers the EXPLAIN of the request. */
     plan_enabled: Type.Boolean({ default: false }),
-    schemas: Type.Array(Type.String({ minLength: 1 }), { minItems: 1, default: ['public'] })
+    schemas: Type.Array(Type.String({ minLength: 1 }), { minItems: 1, default: ['public'] }),
+    /**
+     * Request-rate limits of /rest/v1 as Kong's rate-limiting plugin has them, checked by the
+     * gateway: per database, per client address and per API key, requests per second and per
+     * minute; off unless set (docs/edge.md). Over one: 429 over_request_rate_limit.
+     */
+    rate_limits: Type.Optional(RestRateLimitsSchema)
   }, { additionalProperties: false, default: {} }),
   auth: AuthSettingsSchema
 }, { additionalProperties: false })

@@ -28,13 +28,18 @@ t.before(async () => {
 t.test('GET shows the switch, off by default', async (t) => {
   const r = await stack.panel('GET', path(), { token })
   t.equal(r.status, 200)
-  t.same(r.body, { database: x.database, settings: { aggregates_enabled: false } })
+  t.same(r.body, { database: x.database, settings: { aggregates_enabled: false, rate_limits: null } })
 })
 
 t.test('bad changes are refused with 400 and nothing is written', async (t) => {
   const cases: Array<[unknown, RegExp]> = [
     [{ aggregates_enabled: 'yes' }, /aggregates_enabled: must be boolean/],
     [{ max_rows: 5 }, /max_rows: not a setting the panel changes/],
+    [{ rate_limits: 5 }, /rate_limits: must be an object/],
+    [{ rate_limits: { everyone: { second: 1 } } }, /rate_limits\.everyone: not a scope/],
+    [{ rate_limits: { client: { hour: 1 } } }, /rate_limits\.client\.hour: not a period/],
+    [{ rate_limits: { client: { minute: 0 } } }, /rate_limits\.client\.minute: must be a positive integer/],
+    [{ rate_limits: { key: { second: 1.5 } } }, /rate_limits\.key\.second: must be a positive integer/],
     [{}, /name at least one setting/],
     [[true], /JSON object/]
   ]
@@ -56,7 +61,7 @@ t.test('aggregates switched on answer at once through supabase-js; switched off 
   let seen = servicesSeeChange()
   const on = await stack.panel('PATCH', path(), { token, body: { aggregates_enabled: true } })
   t.equal(on.status, 200)
-  t.same(on.body.settings, { aggregates_enabled: true })
+  t.same(on.body.settings, { aggregates_enabled: true, rate_limits: null })
   await seen
   const stored = await stack.store.get(x.database)
   t.equal(stored?.rest.aggregates_enabled, true)
