@@ -27,7 +27,8 @@ import pg from 'pg'
 import { AggregatorRegistry, collectDefaultMetrics, type Registry } from 'prom-client'
 import {
   startDevPostgres, startDevMail, devSecrets, writeRuntimeTenantFiles, writeDevInfo, readDevInfo,
-  renderDevInfo, runningDevInfo, watchTenantFiles, acquireDevLock, runtimeTenantRecord, writeRuntimeTenantFile, type DevInfo
+  renderDevInfo, runningDevInfo, watchTenantFiles, acquireDevLock, runtimeTenantRecord, writeRuntimeTenantFile,
+  parsePortOffset, offsetPortOverrides, devPgPort, devEnvironmentHelp, resetDevState, type DevInfo
 } from './dev/index.js'
 
 export const PARTS = ['gateway', 'rest', 'auth', 'panel'] as const
@@ -333,6 +334,8 @@ export interface DevOptions {
   stateDir?: string
   /** Config values that win over file and env (tests use other ports). */
   overrides?: Record<string, unknown>
+  /** Added to every port of the stack (--port-offset; else GATEHOUSE_DEV_PORT_OFFSET). */
+  portOffset?: number
   /** Called once everything listens. */
   onReady?: (info: DevInfo) => void
 }
@@ -366,7 +369,10 @@ export async function startDev (opts: DevOptions): Promise<DevStack> {
     if (written !== undefined) writeDevInfo(stateDir, { ...written, problems: [...problems] })
   }
   try {
-    const pgPort = Number(env.GATEHOUSE_DEV_PG_PORT ?? 54322)
+    const offset = parsePortOffset(opts.portOffset ?? env.GATEHOUSE_DEV_PORT_OFFSET, opts.portOffset !== undefined ? '--port-offset' : undefined)
+    const overrides = mergeDeep(opts.overrides ?? {},
+      offsetPortOverrides(loadConfig({ file: opts.configFile, env, overrides: opts.overrides }), offset))
+    const pgPort = devPgPort(env, offset)
     const postgres = env.DATABASE_URL
       ? { url: env.DATABASE_URL, pid: undefined, stop: async () => {} }
       : await startDevPostgres(stateDir, pgPort, undefined, (how) => {
@@ -374,7 +380,7 @@ export async function startDev (opts: DevOptions): Promise<DevStack> {
           '(REST PGRST002, auth 503) until the stack starts again: stop it (Ctrl-C) and run `npm start`')
       })
     stops.push(() => postgres.stop())
-    const base = loadConfig({ file: opts.configFile, env, overrides: opts.overrides })
+    const base = loadConfig({ file: opts.configFile, env, overrides })
     const mail = await startDevMail(base.mail.smtp_port, base.mail.web_port, path.join(stateDir, 'mail'))
     stops.push(() => mail.stop())
 
@@ -394,7 +400,7 @@ export async function startDev (opts: DevOptions): Promise<DevStack> {
     const config = loadConfig({
       file: opts.configFile,
       env,
-      overrides: mergeDeep(opts.overrides ?? {}, {
+      overrides: mergeDeep(overrides, {
         tenants: { source: useRedis ? 'redis' : 'files', dir: runtimeDir, state_dir: stateDir },
         postgres: { url: postgres.url },
         // The gateway of this stack is the public address unless one was configured.
@@ -497,9 +503,19 @@ function describeRunningStack (stateDir: string, pid: number): string {
 export function registerDevCommands (program: Command): void {
   program.command('dev')
     .description('run the whole service on embedded defaults (npm start): Postgres, tenants, engines, gateway, panel, mail catcher')
-    .action(async () => {
+    .option('--port-offset <n>', 'add n to every port of the stack (a second checkout\'s stack beside the first); also GATEHOUSE_DEV_PORT_OFFSET')
+    .option('--reset', 'remove this checkout\'s development state (.gatehouse/: the cluster wherever it lives, keys, mails) and exit')
+    .addHelpText('after', devEnvironmentHelp())
+    .action(async (o: { portOffset?: string, reset?: boolean }) => {
+      const stateDir = path.join(process.cwd(), '.gatehouse')
+      if (o.reset === true) {
+        const removed = await resetDevState(stateDir, (pid) => describeRunningStack(stateDir, pid))
+        process.stdout.write(`removed ${removed.join(', ')}\nThe next \`npm start\` makes a fresh cluster, new keys and a new panel session.\n`)
+        return
+      }
       const configFile = program.opts().config as string | undefined
-      const stack = await startDev({ root: process.cwd(), env: process.env, configFile, onReady: (info) => process.stdout.write(renderDevInfo(info)) })
+      const portOffset = o.portOffset === undefined ? undefined : parsePortOffset(o.portOffset, '--port-offset')
+      const stack = await startDev({ root: process.cwd(), env: process.env, configFile, portOffset, onReady: (info) => process.stdout.write(renderDevInfo(info)) })
       let stopping = false
       const stop = (): void => {
         if (stopping) return

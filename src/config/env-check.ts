@@ -3,20 +3,26 @@
 // processes (deploy scripts, the test wrapper, systemd's *_ARGS) are known and not reported.
 import { ConfigSchema } from './schema.js'
 
-const TOOLING = /^GATEHOUSE_(?:CONFIG|HOME|IMAGE|HEALTHCHECK_URL|DEV_PG_PORT|DEBUG_PG|TEST_[A-Z0-9_]*|BOOTSTRAP_[A-Z0-9_]*|[A-Z]+_ARGS)$/
+const TOOLING = /^GATEHOUSE_(?:CONFIG|HOME|IMAGE|HEALTHCHECK_URL|DEV_PG_PORT|DEV_PORT_OFFSET|DEBUG_PG|TEST_[A-Z0-9_]*|BOOTSTRAP_[A-Z0-9_]*|[A-Z]+_ARGS)$/
 
-/** Every GATEHOUSE_* variable the configuration reads. */
-export function configEnvNames (): string[] {
-  const out: string[] = []
-  const props = (ConfigSchema as unknown as { properties: Record<string, { properties?: Record<string, unknown> }> }).properties
+/** Every GATEHOUSE_* variable the configuration reads, with the key's default (undefined: none). */
+export function configEnvEntries (): Array<{ name: string, default: unknown }> {
+  const out: Array<{ name: string, default: unknown }> = []
+  type Prop = { default?: unknown, properties?: Record<string, { default?: unknown }> }
+  const props = (ConfigSchema as unknown as { properties: Record<string, Prop> }).properties
   for (const [section, schema] of Object.entries(props)) {
     if (schema.properties) {
-      for (const key of Object.keys(schema.properties)) out.push(`GATEHOUSE_${section}_${key}`.toUpperCase())
+      for (const [key, p] of Object.entries(schema.properties)) out.push({ name: `GATEHOUSE_${section}_${key}`.toUpperCase(), default: p.default })
     } else {
-      out.push(`GATEHOUSE_${section}`.toUpperCase())
+      out.push({ name: `GATEHOUSE_${section}`.toUpperCase(), default: schema.default })
     }
   }
   return out
+}
+
+/** Every GATEHOUSE_* variable the configuration reads. */
+export function configEnvNames (): string[] {
+  return configEnvEntries().map((e) => e.name)
 }
 
 function distance (a: string, b: string): number {

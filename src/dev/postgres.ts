@@ -12,7 +12,7 @@
 //   private 0700 directory owned by it outside the checkout, with a copy of the binaries.
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process'
 import { randomBytes, createHash } from 'node:crypto'
-import { chmodSync, chownSync, cpSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
+import { chmodSync, chownSync, cpSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs'
 import os from 'node:os'
 import path from 'node:path'
 import net from 'node:net'
@@ -123,10 +123,14 @@ function fallbackDir (opts: EmbeddedPostgresOptions, as: RunAs): string {
     return canWrite(dir, as)
   }
   if (opts.persistent) {
-    const base = opts.fallbackBase ?? '/var/lib/gatehouse-dev'
+    const base = opts.fallbackBase ?? FALLBACK_BASE
     mkdirSync(base, { recursive: true, mode: 0o755 })
     const dir = path.join(base, createHash('sha256').update(path.resolve(opts.dir)).digest('hex').slice(0, 16))
-    if (own(dir)) return dir
+    if (own(dir)) {
+      // Where it came from: a cluster whose state directory is gone is removed (sweepOrphanClusters).
+      writeFileSync(path.join(dir, SOURCE_FILE), `${path.resolve(opts.dir)}\n`)
+      return dir
+    }
     throw new ConfigError(`the postgres user cannot reach ${opts.dir} nor ${dir}`)
   }
   const bases = [...new Set([opts.fallbackBase, os.tmpdir(), '/tmp', '/var/tmp'].filter((b): b is string => b !== undefined))]
@@ -137,6 +141,62 @@ function fallbackDir (opts: EmbeddedPostgresOptions, as: RunAs): string {
     rmSync(dir, { recursive: true, force: true })
   }
   throw new ConfigError(`the postgres user can reach none of ${bases.join(', ')}`)
+}
+
+const SOURCE_FILE = 'SOURCE'
+/** Where persistent clusters go when the postgres user cannot reach their state directory. */
+export const FALLBACK_BASE = '/var/lib/gatehouse-dev'
+
+function postmasterAlive (dataDir: string): boolean {
+  try {
+    const pid = Number(readFileSync(path.join(dataDir, 'postmaster.pid'), 'utf8').split('\n')[0])
+    return Number.isInteger(pid) && pid > 0 && alive(pid)
+  } catch {
+    return false
+  }
+}
+
+/**
+ * Removes the clusters below `base` whose state directory is gone (a deleted .gatehouse/ or a
+ * deleted checkout): each names its directory in SOURCE, whose LOCATION no longer points back.
+ * A cluster whose server still runs is left alone. Returns the directories removed.
+ */
+export function sweepOrphanClusters (base = FALLBACK_BASE): string[] {
+  const removed: string[] = []
+  let entries: string[]
+  try { entries = readdirSync(base) } catch { return removed }
+  for (const name of entries) {
+    const dir = path.join(base, name)
+    // One being made this moment has SOURCE before its LOCATION: leave young ones alone.
+    try { if (Date.now() - statSync(dir).mtimeMs < 60_000) continue } catch { continue }
+    let source: string
+    try { source = readFileSync(path.join(dir, SOURCE_FILE), 'utf8').trim() } catch { continue }
+    let pointsBack = false
+    try { pointsBack = readFileSync(path.join(source, 'LOCATION'), 'utf8').trim() === dir } catch {}
+    if (pointsBack || postmasterAlive(path.join(dir, 'data'))) continue
+    rmSync(dir, { recursive: true, force: true })
+    removed.push(dir)
+  }
+  return removed
+}
+
+/**
+ * Removes the development cluster of `stateDir` wherever it lives (its own pg/ and the
+ * directory LOCATION names outside the checkout), stopping its server first. The caller holds
+ * the state directory's lock: no stack runs there.
+ */
+export async function removeDevCluster (stateDir: string): Promise<string[]> {
+  const dir = path.join(stateDir, 'pg')
+  const removed: string[] = []
+  let location: string | undefined
+  try { location = readFileSync(path.join(dir, 'LOCATION'), 'utf8').trim() || undefined } catch {}
+  for (const home of [location, dir]) {
+    if (home === undefined || !existsSync(home)) continue
+    await stopLeftover(path.join(home, 'data'))
+    rmSync(home, { recursive: true, force: true })
+    removed.push(home)
+  }
+  return removed
 }
 
 function portInUse (port: number): Promise<boolean> {
@@ -340,6 +400,8 @@ export async function startDevPostgres (stateDir: string, port: number, onLog?: 
   const dir = path.join(stateDir, 'pg')
   const pwFile = path.join(stateDir, 'pg-superuser-password')
   mkdirSync(stateDir, { recursive: true })
+  // Clusters of deleted checkouts (or deleted .gatehouse/ directories) go.
+  if (typeof process.getuid === 'function' && process.getuid() === 0) sweepOrphanClusters()
   let password: string
   let legacy = false
   if (existsSync(pwFile)) {

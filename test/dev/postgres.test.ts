@@ -3,12 +3,12 @@
 // port is an error naming it and its variable), nothing in the system's temporary directory,
 // and, as root, a checkout the `postgres` user cannot enter (a 0700 parent directory).
 import t from 'tap'
-import { chmodSync, cpSync, existsSync, mkdtempSync, readFileSync, readdirSync, rmSync, statSync } from 'node:fs'
+import { chmodSync, cpSync, existsSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, statSync, utimesSync, writeFileSync } from 'node:fs'
 import net from 'node:net'
 import os from 'node:os'
 import path from 'node:path'
 import pg from 'pg'
-import { startDevPostgres, startEmbeddedPostgres } from '../../src/dev/postgres.js'
+import { startDevPostgres, startEmbeddedPostgres, sweepOrphanClusters } from '../../src/dev/postgres.js'
 
 const isRoot = typeof process.getuid === 'function' && process.getuid() === 0
 
@@ -183,4 +183,32 @@ t.test('deleting .gatehouse starts over: a fresh cluster with a fresh password, 
   const dbs = await c2.query("SELECT count(*)::int AS n FROM pg_database WHERE datname = 'kept_from_first_run'")
   await c2.end()
   t.equal(dbs.rows[0].n, 0, 'a fresh cluster: nothing of the first run')
+})
+
+t.test('clusters whose state directory is gone are swept; others stay', async (t) => {
+  const base = mkdtempSync(path.join(os.tmpdir(), 'gatehouse-sweep-'))
+  t.teardown(() => rmSync(base, { recursive: true, force: true }))
+  const checkout = mkdtempSync(path.join(os.tmpdir(), 'gatehouse-sweep-checkout-'))
+  t.teardown(() => rmSync(checkout, { recursive: true, force: true }))
+  const cluster = (name: string, source: string, opts: { location?: boolean, young?: boolean } = {}): string => {
+    const dir = path.join(base, name)
+    mkdirSync(path.join(dir, 'data'), { recursive: true })
+    writeFileSync(path.join(dir, 'SOURCE'), `${source}\n`)
+    if (opts.location === true) {
+      mkdirSync(source, { recursive: true })
+      writeFileSync(path.join(source, 'LOCATION'), `${dir}\n`)
+    }
+    if (opts.young !== true) utimesSync(dir, new Date(Date.now() - 3_600_000), new Date(Date.now() - 3_600_000))
+    return dir
+  }
+  const deleted = cluster('a', path.join(checkout, 'gone', '.gatehouse', 'pg'))
+  const kept = cluster('b', path.join(checkout, 'here', '.gatehouse', 'pg'), { location: true })
+  const young = cluster('c', path.join(checkout, 'new', '.gatehouse', 'pg'))
+  utimesSync(young, new Date(), new Date())
+  const running = cluster('d', path.join(checkout, 'other', '.gatehouse', 'pg'))
+  writeFileSync(path.join(running, 'data', 'postmaster.pid'), `${process.pid}\n`)
+  utimesSync(running, new Date(Date.now() - 3_600_000), new Date(Date.now() - 3_600_000))
+  mkdirSync(path.join(base, 'no-source'))
+  t.same(sweepOrphanClusters(base), [deleted], 'only the cluster of a deleted .gatehouse goes')
+  for (const d of [kept, young, running, path.join(base, 'no-source')]) t.ok(existsSync(d), `${path.basename(d)} stays`)
 })

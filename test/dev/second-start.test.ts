@@ -1,7 +1,8 @@
 // The development stack owns only what it started. A second `npm start` in the same checkout
 // says that one runs (its pid and URLs) and exits without touching it: the first stack's own
 // Postgres keeps running and its gateway keeps answering. When that Postgres dies, the stack
-// says so in its log and `gatehouse status` says so too (exit status 4).
+// says so in its log and `gatehouse status` says so too (exit status 4). `gatehouse dev --reset`
+// is refused while it runs and afterwards removes .gatehouse/ and the cluster wherever it lived.
 // The stack here starts its own embedded Postgres (no DATABASE_URL). Ports 18190-18196 are
 // this file's (a stack writes its engines' URLs into tenant files before they listen).
 import t from 'tap'
@@ -115,8 +116,18 @@ t.test('a second start leaves the running stack alone; a dead Postgres is report
   t.match(status.out(), /Gatehouse is running, BUT:/)
   t.match(status.out(), /the development Postgres .* exited unexpectedly/)
 
-  // 4. Ctrl-C stops the first stack and releases the lock.
+  // 4. --reset is refused while the stack runs; Ctrl-C stops it and releases the lock.
+  const early = start(copy.root, ['dev', '--reset'], env)
+  t.equal(await early.exited, 1)
+  t.match(early.err(), /already running/)
+  t.ok(existsSync(clusterDir), 'the cluster stays')
   first.child.kill('SIGINT')
   t.equal(await first.exited, 0)
   t.notOk(existsSync(path.join(stateDir, 'dev.lock')), 'the lock is gone with its owner')
+
+  // 5. --reset removes the state and the cluster, wherever it lived.
+  const reset = start(copy.root, ['dev', '--reset'], env)
+  t.equal(await reset.exited, 0, reset.err())
+  t.notOk(existsSync(clusterDir), `the cluster is gone (${clusterDir})`)
+  t.notOk(existsSync(stateDir), '.gatehouse is gone')
 })
