@@ -44,8 +44,10 @@ function matches (r: Routine, keys: ReadonlySet<string>, rawPost: boolean): bool
   // A raw body (text, xml, bytes) never calls a function without parameters; one whose
   // parameters all have defaults is called without arguments, as PostgREST does.
   if (r.params.length === 0) return keys.size === 0 && !rawPost
+  // Names compared as sets, as PostgREST's matchesParams: an unnamed parameter's name is '',
+  // so a body `{"": value}` (postgrest-js's call of such a function) names it.
   for (const p of r.params) if (!p.hasDefault && !keys.has(p.name)) return false
-  for (const k of keys) if (!r.params.some((p) => p.name === k && p.name !== '')) return false
+  for (const k of keys) if (!r.params.some((p) => p.name === k)) return false
   return true
 }
 
@@ -112,8 +114,13 @@ function shapeOf (r: Routine): CallShape {
   return r.returnsSet ? 'setof-composite' : 'composite'
 }
 
+/** PostgREST's OnePosParam: a function whose one parameter has no name is called with it by position. */
+function onePositional (routine: Routine): boolean {
+  return routine.params.length === 1 && routine.params[0]?.name === ''
+}
+
 function args (routine: Routine, fallback: boolean, payload: CallPayload | null, getArgs: ReadonlyArray<readonly [string, string]>): CallArgs {
-  if (fallback && payload !== null) {
+  if ((fallback || onePositional(routine)) && payload !== null) {
     const param = routine.params[0]
     if (payload.kind === 'raw') return { kind: 'single', param, value: payload.mime === 'application/octet-stream' ? payload.bytes : payload.bytes.toString('utf8') }
     if (payload.kind === 'json-args') return { kind: 'single', param, value: payload.json }

@@ -107,6 +107,19 @@ export async function loadSchemaCacheBatch (query: CatalogBatch, schemas: readon
   return { ...buildSchemaCache({ relations, columns, constraints, views, attnames, routines, computed, timezones }, schemas, version), dbVersion }
 }
 
+/** Types a function's one unnamed parameter may have for PostgREST to call it with the whole body. */
+const UNNAMED_TYPES = new Set(['bytea', 'json', 'jsonb', 'text', 'xml'])
+
+/**
+ * PostgREST's schema cache keeps only the functions it can call (its funcsSqlQuery `callable`):
+ * when no parameter has a name, there must be exactly one, of type bytea, json, jsonb, text or xml.
+ */
+function callableParams (names: readonly string[], inputs: ReadonlyArray<{ typeRef?: QualifiedName }>): boolean {
+  if (names.length > 0 || inputs.length === 0) return true
+  const only = inputs.length === 1 ? inputs[0]?.typeRef : undefined
+  return only !== undefined && only.schema === 'pg_catalog' && UNNAMED_TYPES.has(only.name)
+}
+
 const KINDS: Record<string, RelationKind> = {
   r: 'table', v: 'view', m: 'materialized-view', f: 'foreign-table', p: 'partitioned-table'
 }
@@ -293,6 +306,7 @@ export function buildSchemaCache (rows: CatalogRows, schemas: readonly string[],
   const routines = new Map<string, Routine[]>()
   for (const p of rows.routines) {
     const r = buildRoutine(p, tableByOid)
+    if (r === null) continue
     const k = qnKey(r.schema, r.name)
     const list = routines.get(k)
     if (list) list.push(r)
@@ -303,7 +317,8 @@ export function buildSchemaCache (rows: CatalogRows, schemas: readonly string[],
   return { version, loadedAt: now, schemas: [...schemas], tables, relationships, routines, timezones }
 }
 
-function buildRoutine (p: Record<string, unknown>, tableByOid: ReadonlyMap<number, Table>): Routine {
+/** A routine of the cache, or null for one PostgREST cannot call (see callableParams). */
+function buildRoutine (p: Record<string, unknown>, tableByOid: ReadonlyMap<number, Table>): Routine | null {
   const names = strList(p.arg_names)
   const types = strList(p.arg_types)
   const modes = strList(p.arg_modes)
@@ -317,6 +332,7 @@ function buildRoutine (p: Record<string, unknown>, tableByOid: ReadonlyMap<numbe
   })
   const ndefaults = Number(p.nargdefaults ?? 0)
   const params: RoutineParam[] = inputs.map((x, i) => ({ ...x, hasDefault: i >= inputs.length - ndefaults }))
+  if (!callableParams(names, inputs)) return null
   const typtype = str(p.return_typtype)
   const returnType = str(p.return_type)
   const rel = tableByOid.get(Number(p.return_relid ?? 0))

@@ -1,0 +1,61 @@
+// Functions with unnamed parameters, as PostgREST 14 calls them through supabase-js's rpc():
+// - the schema cache keeps only functions it can call: all parameters named, or exactly one
+//   unnamed parameter of type bytea, json, jsonb, text or xml (PostgREST's funcsSqlQuery);
+// - `rpc(fn, {'': value})` names the unnamed parameter '' and calls it by position with the
+//   whole body (PostgREST's matchesParams and OnePosParam);
+// - overloads PostgREST cannot choose between answer 300 PGRST203, one it does not keep 404
+//   PGRST202 with the closest kept function as hint.
+import t from 'tap'
+import { startRestGateway } from '../../helpers/rest-gateway.js'
+
+const SQL = `
+CREATE FUNCTION unnamed_int(int) RETURNS int LANGUAGE sql AS 'SELECT 1';
+CREATE FUNCTION unnamed_json(json) RETURNS int LANGUAGE sql AS 'SELECT 1';
+CREATE FUNCTION unnamed_jsonb(jsonb) RETURNS jsonb LANGUAGE sql AS 'SELECT $1';
+CREATE FUNCTION unnamed_text(text) RETURNS text LANGUAGE sql AS 'SELECT $1';
+CREATE FUNCTION none_or_unnamed() RETURNS int LANGUAGE sql AS 'SELECT 1';
+CREATE FUNCTION none_or_unnamed(bool) RETURNS int LANGUAGE sql AS 'SELECT 2';
+CREATE FUNCTION none_or_unnamed(text) RETURNS text LANGUAGE sql AS $$SELECT 'text one'$$;
+CREATE FUNCTION unnamed_default() RETURNS int LANGUAGE sql AS 'SELECT 1';
+CREATE FUNCTION unnamed_default(int DEFAULT 42) RETURNS int LANGUAGE sql AS 'SELECT 2';
+CREATE FUNCTION unnamed_default(text DEFAULT 'd') RETURNS text LANGUAGE sql AS $$SELECT 'text one'$$;
+CREATE FUNCTION two_unnamed(text, text) RETURNS text LANGUAGE sql AS 'SELECT $1 || $2';
+`
+
+t.test('unnamed parameters as PostgREST calls them', async (t) => {
+  const stack = await startRestGateway(t, { sql: SQL })
+  const db = stack.client()
+
+  const json = await db.rpc('unnamed_json', { '': { test: 'value' } })
+  t.same({ status: json.status, data: json.data, error: json.error }, { status: 200, data: 1, error: null }, 'json: called with the body')
+  const jsonb = await db.rpc('unnamed_jsonb', { '': { test: 'value' } })
+  t.same(jsonb.data, { '': { test: 'value' } }, 'jsonb: the whole body is the argument')
+  const text = await db.rpc('unnamed_text', { '': 'test' })
+  t.same({ status: text.status, data: text.data }, { status: 200, data: '{"":"test"}' }, 'text: the body as sent, as text')
+
+  const int = await db.rpc('unnamed_int', { '': 1 })
+  t.equal(int.status, 404)
+  t.same(int.error, {
+    code: 'PGRST202',
+    details: 'Searched for the function public.unnamed_int with parameter  or with a single unnamed json/jsonb parameter, but no matches were found in the schema cache.',
+    hint: 'Perhaps you meant to call the function public.unnamed_text',
+    message: 'Could not find the function public.unnamed_int() in the schema cache'
+  }, 'a single unnamed int is not kept: the closest kept function is the hint')
+  t.equal((await db.rpc('two_unnamed', { '': 'a' })).status, 404, 'two unnamed parameters are not kept either')
+
+  const none = await db.rpc('none_or_unnamed')
+  t.same({ status: none.status, data: none.data }, { status: 200, data: 1 }, 'no arguments: the function without parameters')
+  const withText = await db.rpc('none_or_unnamed', { '': 'x' })
+  t.same({ status: withText.status, data: withText.data }, { status: 200, data: 'text one' }, '{"": ...}: the unnamed text one')
+
+  const ambiguous = await db.rpc('unnamed_default')
+  t.equal(ambiguous.status, 300)
+  t.same(ambiguous.error, {
+    code: 'PGRST203',
+    details: null,
+    hint: 'Try renaming the parameters or the function itself in the database so function overloading can be resolved',
+    message: 'Could not choose the best candidate function between: public.unnamed_default(), public.unnamed_default( => text)'
+  })
+  const chosen = await db.rpc('unnamed_default', { '': 'custom' })
+  t.same({ status: chosen.status, data: chosen.data }, { status: 200, data: 'text one' })
+})
