@@ -11,7 +11,9 @@ export const CORS_ALLOWED_HEADERS = [
 /** Response headers a browser script may read. */
 export const CORS_EXPOSED_HEADERS = [
   'content-range', 'range', 'x-request-id', 'preference-applied', 'x-total-count', 'link', 'location',
-  'x-supabase-api-version', 'x-gatehouse-error-code', 'x-gatehouse-default-limit', 'x-gatehouse-max-limit'
+  'x-supabase-api-version', 'x-gatehouse-error-code', 'x-gatehouse-default-limit', 'x-gatehouse-max-limit',
+  // Request-rate limits (rate-limits.ts): a browser app may read when to retry.
+  'ratelimit', 'ratelimit-policy', 'retry-after'
 ]
 
 const METHODS = 'GET, HEAD, POST, PUT, PATCH, DELETE, OPTIONS'

@@ -51,6 +51,11 @@ export const TooManyConcurrentRequestsError = defineError('too_many_concurrent_r
 export const ClientTooManyConcurrentRequestsError = defineError('client_too_many_concurrent_requests', 429,
   (limit: number) => `This client already has ${limit} requests to this database in progress, its share; retry shortly`)
 
+/** A request-rate limit of the tenant's rest.rate_limits is reached (rate-limits.ts). */
+export const RateLimitedError = defineError('over_request_rate_limit', 429,
+  (policy: string, quota: number, window: number) =>
+    `Request rate limit reached: this database allows ${quota} requests per ${window === 1 ? 'second' : 'minute'} ${policy.startsWith('database') ? 'in all' : policy.startsWith('client') ? 'per client address' : 'per API key'}; retry after Retry-After seconds`)
+
 /** No upstream socket became free within gateway.upstream_queue_timeout_ms. */
 export const UpstreamBusyError = defineError('upstream_busy', 503,
   () => 'unexpected failure')
@@ -98,7 +103,7 @@ export const GATEWAY_ERRORS = {
   InvalidPathError, BadRequestError, LengthRequiredError, PayloadTooLargeError, RequestTimeoutError,
   TenantNotFoundError, NotFoundError, ServiceNotOfferedError, NoApiKeyError, InvalidApiKeyError, InvalidTokenError,
   UpstreamUnavailableError, UpstreamTimeoutError, TooManyConcurrentRequestsError,
-  ClientTooManyConcurrentRequestsError, UpstreamBusyError, NotReadyError, InternalError
+  ClientTooManyConcurrentRequestsError, RateLimitedError, UpstreamBusyError, NotReadyError, InternalError
 } as const
 
 export type GatewayErrorCode = CodeOf<typeof GATEWAY_ERRORS>

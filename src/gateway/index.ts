@@ -20,6 +20,7 @@ import { refuseUpgrade } from './upgrade.js'
 import { createCors } from './cors.js'
 import { createInflightSlots } from './inflight.js'
 import { createProxyHint } from './proxy-hint.js'
+import { createRestRateLimiter } from './rate-limits.js'
 import { createGatewayMetrics, registerStoreHealth } from './metrics.js'
 import { NotFoundError, InvalidPathError } from './errors.js'
 import { renderError } from './render.js'
@@ -104,6 +105,7 @@ export function buildGateway (deps: GatewayDeps): FastifyInstance {
   const authenticator = createAuthenticator({ publicUrl: config.public_url, now })
   const tokens = createUpstreamTokens({ ttlSeconds: g.upstream_token_ttl_seconds, now })
   const slots = createInflightSlots(g.tenant_max_inflight, g.client_max_inflight_share)
+  const rateLimiter = createRestRateLimiter({ redisUrl: config.redis.url, keyPrefix: config.redis.key_prefix })
   const upstream = createUpstreamProxy({
     timeoutMs: g.upstream_timeout_ms,
     connectTimeoutMs: g.upstream_connect_timeout_ms,
@@ -250,6 +252,7 @@ export function buildGateway (deps: GatewayDeps): FastifyInstance {
       tenantMaxInflight: g.tenant_max_inflight
     },
     slots,
+    rateLimiter,
     onClientGone: (info) => { info.errorCode = 'client_closed'; complete(info, 499) },
     forwardedProto: publicUrl.protocol.replace(/:$/, ''),
     forwardedHost: publicUrl.host,
@@ -297,6 +300,7 @@ export function buildGateway (deps: GatewayDeps): FastifyInstance {
 
   app.addHook('onClose', async () => {
     upstream.close()
+    rateLimiter.close()
     authenticator.clear()
     tokens.clear()
   })

@@ -9,7 +9,7 @@
 import type { FastifyBaseLogger, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import type { IncomingHttpHeaders, IncomingMessage, OutgoingHttpHeaders, ServerResponse } from 'node:http'
 import type { TenantLookup } from '../tenants/index.js'
-import { ClientTooManyConcurrentRequestsError, LengthRequiredError, NotReadyError, TenantNotFoundError, TooManyConcurrentRequestsError } from './errors.js'
+import { ClientTooManyConcurrentRequestsError, LengthRequiredError, RateLimitedError, NotReadyError, TenantNotFoundError, TooManyConcurrentRequestsError } from './errors.js'
 import { isOpenAuthRoute, isTablePath, notServedError, parseGatewayPath } from './request/path.js'
 import { rewriteQuery } from './request/query.js'
 import { isUnverifiedTokenRefusal, type Authenticator } from './request/authenticate.js'
@@ -22,6 +22,7 @@ import type { Cors } from './cors.js'
 import type { Caller, RequestInfo } from './types.js'
 import { ClientAbortedError, declaredTooLarge, lingerThenClose, readBody, type BodyStream } from './body.js'
 import type { InflightSlots } from './inflight.js'
+import type { RestRateLimiter } from './rate-limits.js'
 import { performance } from 'node:perf_hooks'
 
 const kInfo = Symbol('gatehouse.requestInfo')
@@ -80,6 +81,8 @@ export interface ProxyRouteDeps {
     tenantMaxInflight: number
   }
   slots: InflightSlots
+  /** The request-rate limits of /rest/v1 (a tenant's rest.rate_limits). */
+  rateLimiter: RestRateLimiter
   /** The client went away while sending its body: log line and metrics (499). */
   onClientGone: (info: RequestInfo) => void
   /** X-Forwarded-Proto / -Host values (from config.public_url). */
@@ -197,6 +200,22 @@ export function createProxyPipeline (deps: ProxyRouteDeps): ProxyPipeline {
     const ours: OutgoingHttpHeaders = deps.baseHeaders(ex)
     if (q.limitAdded !== null) ours['x-gatehouse-default-limit'] = String(q.limitAdded)
     if (q.limitCapped !== null) ours['x-gatehouse-max-limit'] = String(q.limitCapped)
+    const clientIp = deps.clientIp(raw)
+    // Request-rate limits (rest.rate_limits; none unless the database sets them), before
+    // any body is read: a limited client uploads nothing.
+    const rate = service === 'rest' ? tenant.rest.rate_limits : undefined
+    if (rate !== undefined) {
+      const verdict = await deps.rateLimiter.check(rate, { database: tenant.database, client: clientIp, apikey: firstHeader(raw.headers.apikey) ?? q.apikey ?? '' })
+      if (verdict !== null) {
+        Object.assign(ours, verdict.headers)
+        const r = verdict.refused
+        if (r !== null) {
+          const headers: Record<string, string> = { ...verdict.headers, 'retry-after': String(r.retryAfter) }
+          if (hasBody) { headers.connection = 'close'; lingerThenClose(raw) }
+          throw new RateLimitedError(r.policy, r.quota, r.window, { headers })
+        }
+      }
+    }
 
     // The body, up to gateway.buffer_body_bytes, before the request takes a slot or an
     // upstream socket (413 / 408 refuse it here); a larger one streams from there, its
@@ -219,7 +238,6 @@ export function createProxyPipeline (deps: ProxyRouteDeps): ProxyPipeline {
         return
       }
     }
-    const clientIp = deps.clientIp(raw)
     // One client: its address and the kind of key it sends (a backend's secret key does not
     // share the browsers' share behind the same address).
     const taken = slots.take(tenant.database, caller.keyKind === 'svc' ? `${clientIp} svc` : clientIp, res)

@@ -1,9 +1,10 @@
-// The per-database REST switch of the panel (aggregates, PostgREST's db-aggregates-enabled):
+// The per-database REST settings of the panel: request-rate limits (rest.rate_limits, taken
+// up by the gateway through the store's invalidation) and the aggregates switch (PostgREST's db-aggregates-enabled):
 // read, validated changes written to the tenant store and taken up by the running REST
 // engine through the store's invalidation: supabase-js `.select('count()')` is refused
 // with PGRST123, then answered once the panel switched aggregates on, then refused again.
 import t from 'tap'
-import { startStack, type Stack, type StackTenant } from '../helpers/panel-stack.js'
+import { gatewayCall, startStack, type Stack, type StackTenant } from '../helpers/panel-stack.js'
 
 let stack: Stack
 let x: StackTenant
@@ -77,6 +78,31 @@ t.test('aggregates switched on answer at once through supabase-js; switched off 
   t.equal((await stack.panel('PATCH', path(), { token, body: { aggregates_enabled: false } })).status, 200)
   await seen
   t.equal((await supabase.from('orders').select('count()')).error?.code, 'PGRST123')
+})
+
+t.test('request-rate limits set in the panel apply at the gateway at once; null takes them away', async (t) => {
+  let seen = servicesSeeChange()
+  const set = await stack.panel('PATCH', path(), { token, body: { rate_limits: { client: { minute: 2 } } } })
+  t.equal(set.status, 200)
+  t.same(set.body.settings.rate_limits, { client: { minute: 2 } })
+  await seen
+  t.same((await stack.store.get(x.database))?.rest.rate_limits, { client: { minute: 2 } }, 'written to the store')
+  const statuses = []
+  for (let i = 0; i < 3; i++) statuses.push((await gatewayCall(stack, x, '/rest/v1/orders?select=id')).status)
+  t.same(statuses, [200, 200, 429], 'the third request of this client in the minute is refused')
+  const over = await gatewayCall(stack, x, '/rest/v1/orders?select=id')
+  t.equal(over.body.code, 'over_request_rate_limit')
+  t.equal(over.headers.get('ratelimit-policy'), '"client-minute";q=2;w=60')
+  t.ok(Number(over.headers.get('retry-after')) >= 1)
+
+  // Narrowing one period keeps the others; null clears them all.
+  const both = await stack.panel('PATCH', path(), { token, body: { rate_limits: { client: { second: 50 }, key: { minute: 1000 } } } })
+  t.same(both.body.settings.rate_limits, { client: { minute: 2, second: 50 }, key: { minute: 1000 } })
+  seen = servicesSeeChange()
+  const off = await stack.panel('PATCH', path(), { token, body: { rate_limits: null } })
+  t.same(off.body.settings.rate_limits, null)
+  await seen
+  t.equal((await gatewayCall(stack, x, '/rest/v1/orders?select=id')).status, 200, 'served again')
 })
 
 t.test('only members of the owning organization may read or change it', async (t) => {
