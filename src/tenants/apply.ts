@@ -154,6 +154,7 @@ export async function diffTenantFiles (store: TenantStore, entries: LoadedTenant
 /** One diff row as a line. */
 export function describeDiffRow (r: DiffRow): string {
   if (r.changed === 'new') return `${r.database}: not in the store (apply adds it from ${r.file})`
+  if (r.field === '(record)') return `${r.database}: only in the store, no tenant file (apply leaves it; \`tenants export ${r.database}\` writes one)`
   const what = {
     file: 'changed in the file since the last apply (apply takes it)',
     store: `changed in the store since the last apply${who(r.by)} (apply keeps it; export brings it into the file)`,

@@ -2,7 +2,7 @@
 // commands (docs/tenant-state.md). `apply` validates every file before it writes anything and
 // merges three ways (apply.ts); every change is compare-and-set and audited. Failures are
 // GatehouseError/ConfigError, which the CLI prints as one clear message with exit code 1.
-import { existsSync, renameSync, writeFileSync } from 'node:fs'
+import { existsSync, renameSync, statSync, writeFileSync } from 'node:fs'
 import path from 'node:path'
 import type { Command } from 'commander'
 import { stringify as toYaml } from 'yaml'
@@ -107,7 +107,15 @@ export function registerTenantStoreCommands (tenants: Command, config: () => Con
       const entries = loadTenantFileEntries(target)
       const store = redisStoreOf(config(), 'diff')
       let rows
-      try { rows = await diffTenantFiles(store, entries) } finally { await store.close() }
+      let onlyStored: string[] = []
+      try {
+        rows = await diffTenantFiles(store, entries)
+        if (statSync(target).isDirectory()) {
+          const named = new Set(entries.map((e) => e.file.database))
+          onlyStored = (await store.list()).filter((d) => !named.has(d))
+        }
+      } finally { await store.close() }
+      for (const d of onlyStored) rows.push({ database: d, field: '(record)', file: '(absent)', store: 'present', changed: 'store' as const, by: null })
       if (opts.json) out(JSON.stringify(rows, null, 2))
       else out(rows.length === 0 ? `no differences: the store holds what ${target} says` : rows.map(describeDiffRow).join('\n'))
       if (rows.length > 0) process.exitCode = 1

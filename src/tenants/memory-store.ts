@@ -138,6 +138,8 @@ export function createMemoryStore (opts: MemoryStoreOptions = {}): MemoryTenantS
 
   for (const [k, v] of readDir()) records.set(k, v)
   for (const t of opts.tenants ?? []) records.set(t.database, structuredClone(t))
+  /** Databases put by the caller (tests), not read from a file. */
+  const initial = new Set((opts.tenants ?? []).map((t) => t.database))
 
   const fileOf = (database: string): string | null => opts.fileOf !== undefined ? opts.fileOf(database) : sources.get(database) ?? null
 
@@ -155,6 +157,10 @@ export function createMemoryStore (opts: MemoryStoreOptions = {}): MemoryTenantS
     const problem = revivalProblem(current?.jwt ?? null, next.jwt)
     if (problem !== null) throw new TenantStoreConfigError(`${database}: ${problem}`)
     const file = current === null ? null : fileOf(database)
+    // A record read from a file is changed there or not at all: never in memory only.
+    if (file === null && current !== null && opts.dir !== undefined && !initial.has(database)) {
+      throw new TenantStoreConfigError(`${database}: its tenant file is gone, so the change cannot be written into it; restore the file and try again`)
+    }
     if (file !== null && current !== null) {
       const text = writeTenantChanges(file, current, next)
       opts.onFileWritten?.(file, text)
