@@ -1,12 +1,8 @@
 // CORS for browsers calling the gateway with supabase-js. Preflights are answered here,
-// without a key (the key is the auth boundary, not the Origin: Supabase's gateway docs).
-// Allowed origins come from config.gateway.cors_origins ('*' or exact origins).
-
-/** Request headers supabase-js (and postgrest-js retries) send. */
-export const CORS_ALLOWED_HEADERS = [
-  'apikey', 'authorization', 'x-client-info', 'x-supabase-api-version', 'prefer', 'range',
-  'accept-profile', 'content-profile', 'content-type', 'x-request-id', 'x-retry-count'
-]
+// without a key (the key is the auth boundary, not the Origin: Supabase's gateway docs), as
+// PostgREST's CORS middleware answers them (wai-cors with its policy, PostgREST src/PostgREST/
+// Cors.hs): 200, its methods, the requested headers allowed with Authorization and the simple
+// ones, cached a day. Allowed origins come from config.gateway.cors_origins ('*' or exact origins).
 
 /** Response headers a browser script may read. */
 export const CORS_EXPOSED_HEADERS = [
@@ -16,20 +12,38 @@ export const CORS_EXPOSED_HEADERS = [
   'ratelimit', 'ratelimit-policy', 'retry-after'
 ]
 
-const METHODS = 'GET, HEAD, POST, PUT, PATCH, DELETE, OPTIONS'
+/** PostgREST's methods as wai-cors lists them (HEAD last). */
+const METHODS = 'GET, POST, PATCH, PUT, DELETE, OPTIONS, HEAD'
+
+/** What a preflight allows: Authorization, the headers the browser asks for, then CORS's simple headers. */
+export function allowedRequestHeaders (requested: string | undefined): string {
+  const out: string[] = []
+  const seen = new Set<string>()
+  const add = (h: string): void => {
+    const lower = h.toLowerCase()
+    if (h === '' || seen.has(lower)) return
+    seen.add(lower)
+    out.push(h)
+  }
+  add('Authorization')
+  for (const h of (requested ?? '').split(',')) add(h.trim())
+  for (const h of ['Accept', 'Accept-Language', 'Content-Language']) add(h)
+  return out.join(', ')
+}
 
 export interface Cors {
   /** Headers for an actual (non-preflight) response to `origin`, or null when none apply. */
   response (origin: string | undefined): Record<string, string> | null
   /** Headers of a preflight answer, or null when the origin is not allowed. */
-  preflight (origin: string): Record<string, string> | null
+  preflight (origin: string, requestedHeaders?: string): Record<string, string> | null
+  /** Whether every origin is allowed (`*`). */
+  readonly anyOrigin: boolean
 }
 
 export function createCors (origins: readonly string[]): Cors {
   const any = origins.includes('*')
   const allowed = new Set(origins)
   const exposed = CORS_EXPOSED_HEADERS.join(', ')
-  const allowedHeaders = CORS_ALLOWED_HEADERS.join(', ')
   const anyHeaders: Record<string, string> = { 'access-control-allow-origin': '*', 'access-control-expose-headers': exposed }
 
   function allowOrigin (origin: string): string | null {
@@ -45,13 +59,14 @@ export function createCors (origins: readonly string[]): Cors {
       if (o === null) return null
       return { 'access-control-allow-origin': o, 'access-control-expose-headers': exposed, vary: 'Origin' }
     },
-    preflight (origin) {
+    anyOrigin: any,
+    preflight (origin, requestedHeaders) {
       const o = allowOrigin(origin)
       if (o === null) return null
       const h: Record<string, string> = {
         'access-control-allow-origin': o,
         'access-control-allow-methods': METHODS,
-        'access-control-allow-headers': allowedHeaders,
+        'access-control-allow-headers': allowedRequestHeaders(requestedHeaders),
         'access-control-max-age': '86400'
       }
       if (o !== '*') h.vary = 'Origin'

@@ -33,7 +33,7 @@ import { performance } from 'node:perf_hooks'
 export type { GatewayDeps, Caller, RewriteError, RewrittenError, UpstreamErrorContext, Service } from './types.js'
 export { installGracefulShutdown, gatewayState, type GracefulShutdown, type GracefulShutdownOptions } from './shutdown.js'
 export { GATEWAY_ERRORS, GATEWAY_ERROR_CODES, REFUSAL_ERRORS, type GatewayErrorCode } from './errors.js'
-export { CORS_ALLOWED_HEADERS, CORS_EXPOSED_HEADERS } from './cors.js'
+export { CORS_EXPOSED_HEADERS } from './cors.js'
 export * from './rewrite/index.js'
 
 /**
@@ -138,12 +138,15 @@ export function buildGateway (deps: GatewayDeps): FastifyInstance {
 
   // Headers of every response: request id, CORS, `Connection: close` while shutting down.
   // Added where each response is made (no global onRequest hook on the hot path).
-  const baseHeaders = (request: { id: string, raw: { headers: Record<string, string | string[] | undefined> } }): Record<string, string> => {
+  const baseHeaders = (request: { id: string, raw: { method?: string, headers: Record<string, string | string[] | undefined> } }): Record<string, string> => {
     const h: Record<string, string> = { 'x-request-id': request.id }
     const origin = request.raw.headers.origin
     if (origin !== undefined) {
       const c = cors.response(firstHeader(origin))
       if (c !== null) Object.assign(h, c)
+    } else if (request.raw.method === 'OPTIONS' && cors.anyOrigin) {
+      // PostgREST answers every OPTIONS (a table's, a function's, the root's) with this.
+      h['access-control-allow-origin'] = '*'
     }
     if (state.shuttingDown) h.connection = 'close'
     return h

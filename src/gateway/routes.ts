@@ -136,8 +136,8 @@ export function createProxyPipeline (deps: ProxyRouteDeps): ProxyPipeline {
     const method = raw.method ?? 'GET'
     // CORS preflight: answered for any path, before any tenant look-up, without a key.
     if (method === 'OPTIONS' && raw.headers['access-control-request-method'] !== undefined && raw.headers.origin !== undefined) {
-      const h = deps.cors.preflight(firstHeader(raw.headers.origin)!)
-      res.writeHead(204, h === null ? deps.baseHeaders(ex) : { ...deps.baseHeaders(ex), ...h })
+      const h = deps.cors.preflight(firstHeader(raw.headers.origin)!, firstHeader(raw.headers['access-control-request-headers']))
+      res.writeHead(200, h === null ? deps.baseHeaders(ex) : { ...deps.baseHeaders(ex), ...h, 'content-length': '0' })
       res.end()
       return
     }
