@@ -18,7 +18,7 @@ import { pathToFileURL } from 'node:url'
 import { SignJWT } from 'jose'
 import { loadConfig } from '../src/config/index.js'
 import { parseTenantFile, toTenant, tenantIssuer } from '../src/tenants/index.js'
-import { atLeast, benchSeconds, environment, formatReport, measure, ratio, writeResult, type BenchRatio, type BenchReport, type BenchScenario } from './lib.js'
+import { atLeast, atMost, benchSeconds, environment, formatReport, measure, ratio, writeResult, type BenchRatio, type BenchReport, type BenchScenario } from './lib.js'
 import { forkGateway, type ForkedGateway } from './support/fork-gateway.js'
 import { BARE_DESCRIPTIONS, type BareKind } from './support/bare-proxies.js'
 
@@ -31,6 +31,13 @@ function cpuOwnRatio (name: string, description: string, num: BenchScenario, den
 }
 
 const BODY = JSON.stringify([{ id: 1, title: 'a todo', done: false }])
+/** The POST scenarios' request body: one small row, as an app inserts it. */
+const POST_BODY = JSON.stringify({ title: 'a new todo', done: false, tags: ['home', 'weekend'] })
+
+/** The method and body a scenario sends (GET with none unless it says). */
+function bodyOf (sc: { method?: string, body?: string }): { method?: string, body?: string } {
+  return sc.method === undefined ? {} : { method: sc.method, body: sc.body }
+}
 
 async function listen (server: http.Server): Promise<number> {
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
@@ -88,16 +95,36 @@ export async function run (): Promise<BenchReport> {
     procs.push(gw)
     const gwRouted = await forkGateway(gwOverrides, [tenantFile], undefined, false)
     procs.push(gwRouted)
+    // The same gateway with request buffering off (gateway.buffer_body_bytes 0: every body
+    // streams to the engine as it arrives): the POST scenarios measure what reading a small
+    // body whole before taking a slot costs (docs/edge.md).
+    const gwStreamed = await forkGateway({ ...gwOverrides, gateway: { ...gwOverrides.gateway, buffer_body_bytes: 0 } }, [tenantFile])
+    procs.push(gwStreamed)
+    const post = { method: 'POST', body: POST_BODY }
     const gwHeaders = { apikey: file.keys.public, authorization: `Bearer ${token}`, 'x-client-info': 'supabase-js/2' }
     // The same request everywhere: the bare proxies and the upstream get the client's
     // apikey and Authorization headers too (they just do not look at them).
-    const scenarios = [
+    const scenarios: Array<{ name: string, description: string, url: string, proc: ForkedGateway, method?: string, body?: string }> = [
       ...BARE_KINDS.map((kind) => ({ name: `bare-${kind}`, description: BARE_DESCRIPTIONS[kind], url: `http://127.0.0.1:${bares[kind].port}/bench${path}`, proc: bares[kind] })),
       {
         name: 'gateway',
         description: 'gateway: apikey + signed-in user JWT, re-signed upstream token, limit rewrite, header hygiene, metrics, info log line',
         url: `http://127.0.0.1:${gw.port}/bench/rest/v1${path}`,
         proc: gw
+      },
+      {
+        name: 'gateway-post',
+        description: 'the gateway, POST of a small JSON body: the body read whole before the request takes a slot and an upstream socket',
+        url: `http://127.0.0.1:${gw.port}/bench/rest/v1/todos`,
+        proc: gw,
+        ...post
+      },
+      {
+        name: 'gateway-post-streamed',
+        description: 'the same POST through a gateway with gateway.buffer_body_bytes 0 (the body streams to the engine)',
+        url: `http://127.0.0.1:${gwStreamed.port}/bench/rest/v1/todos`,
+        proc: gwStreamed,
+        ...post
       },
       {
         name: 'gateway-routed',
@@ -111,7 +138,7 @@ export async function run (): Promise<BenchReport> {
       // Profiling aid: one scenario only, no report written.
       const sc = scenarios.find((x) => x.name === only)
       if (sc === undefined) throw new Error(`BENCH_ONLY: one of ${scenarios.map((x) => x.name).join(', ')}`)
-      const s = await measure(sc.name, sc.description, { url: sc.url, seconds, connections, headers: gwHeaders, otherCpu: [sc.proc.cpu] })
+      const s = await measure(sc.name, sc.description, { ...bodyOf(sc), url: sc.url, seconds, connections, headers: gwHeaders, otherCpu: [sc.proc.cpu] })
       return { name: 'gateway-only', title: only, startedAt, secondsPerScenario: seconds, connections, scenarios: [s], ratios: [], notes: [], environment: environment() }
     }
     const rounds = Math.max(1, Number(process.env.BENCH_ROUNDS ?? 3))
@@ -121,7 +148,7 @@ export async function run (): Promise<BenchReport> {
     const runs = new Map<string, BenchScenario[]>(scenarios.map((x) => [x.name, []]))
     for (let i = 0; i < rounds; i++) {
       for (const sc of scenarios) {
-        runs.get(sc.name)!.push(await measure(sc.name, sc.description, { url: sc.url, seconds, connections, headers: gwHeaders, otherCpu: [sc.proc.cpu] }))
+        runs.get(sc.name)!.push(await measure(sc.name, sc.description, { ...bodyOf(sc), url: sc.url, seconds, connections, headers: gwHeaders, otherCpu: [sc.proc.cpu] }))
       }
     }
     const own = (x: BenchScenario): number => x.otherCpuUsPerRequest ?? Infinity
@@ -148,6 +175,8 @@ export async function run (): Promise<BenchReport> {
         cpuOwnRatio('bare-fetch vs bare-classic (CPU)', "http-proxy-3's classic path CPU per request over its fetch path's (above 1: fetch is cheaper)", viaFetch, classic),
         cpuOwnRatio('bare-undici vs bare-classic (CPU)', "http-proxy-3's classic path CPU per request over undici Pool.dispatch()'s (above 1: undici is cheaper)", viaUndici, classic),
         cpuOwnRatio('gateway vs bare-undici (CPU)', 'the bare undici passthrough CPU per request over the gateway\'s: what the gateway\'s own work costs on top of its client', gwS, viaUndici),
+        atMost('gateway POST buffered vs streamed (CPU) <= 1.1', 'the gateway process\'s CPU per small POST with the body read whole first over the same POST streamed (gateway.buffer_body_bytes 0): the cost of request buffering',
+          own(leastCpu('gateway-post')) / own(leastCpu('gateway-post-streamed')), 1.1),
         cpuOwnRatio('gateway vs gateway-routed (CPU)', 'the gateway\'s CPU per request with every request through fastify over the fast path\'s (above 1: the fast path is cheaper)', gwS, gwR),
         ratio('gateway / bare-classic (req/s)', 'req/s of the gateway over the bare http-proxy-3 classic passthrough (best rounds)', best('gateway'), best('bare-classic'))
       ],
