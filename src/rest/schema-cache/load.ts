@@ -218,7 +218,8 @@ export function buildSchemaCache (rows: CatalogRows, schemas: readonly string[],
       const base = viewBase.get(oid)
       pk = []
       if (base) {
-        // A view's PK: the PK of a base table whose every PK column the view exposes.
+        // A view's PK, as PostgREST's addViewPrimaryKeys: the PKs of its base tables whose every
+        // PK column it exposes, one after the other (a view over a join has the PKs of both).
         const byBase = new Map<number, Map<string, string>>()
         for (const [vcol, b] of base) {
           let m = byBase.get(b.oid)
@@ -227,7 +228,7 @@ export function buildSchemaCache (rows: CatalogRows, schemas: readonly string[],
         }
         for (const [boid, m] of byBase) {
           const bpk = pkByRel.get(boid)
-          if (bpk && bpk.length && bpk.every((c) => m.has(c))) { pk = bpk.map((c) => m.get(c) as string); break }
+          if (bpk && bpk.length && bpk.every((c) => m.has(c))) pk = [...pk, ...bpk.map((c) => m.get(c) as string)]
         }
       }
     }

@@ -280,3 +280,31 @@ t.test('through the gateway: repeated Accept and Prefer lines reach the engine a
   const prefer = await raw(base, '/authors?select=id&limit=1', { headers: { apikey, prefer: ['handling=lenient', 'count=exact'] } })
   t.same([prefer.status, prefer.headers['content-range']], [206, '0-0/4'], 'every Prefer line is read')
 })
+
+t.test('Location of a view over a join: the primary keys of both tables, a null one as is.null (PostgREST InsertSpec)', async (t) => {
+  const fx = await createWriteFixture(t, {
+    sql: `
+    CREATE TABLE pk_left (k1 int PRIMARY KEY);
+    CREATE TABLE pk_right (k2 int PRIMARY KEY);
+    CREATE VIEW pk_both AS SELECT * FROM pk_left, pk_right;
+    CREATE FUNCTION pk_both_insert() RETURNS trigger LANGUAGE plpgsql AS $$
+    BEGIN
+      INSERT INTO pk_left VALUES (NEW.k1) ON CONFLICT DO NOTHING;
+      INSERT INTO pk_right VALUES (NEW.k2) ON CONFLICT DO NOTHING;
+      RETURN NEW;
+    END $$;
+    CREATE TRIGGER ins INSTEAD OF INSERT ON pk_both FOR EACH ROW EXECUTE FUNCTION pk_both_insert();
+    CREATE TABLE sponsors_x (id int PRIMARY KEY);
+    CREATE TABLE racers_x (id int PRIMARY KEY, sponsor_id int REFERENCES sponsors_x (id));
+    CREATE VIEW racers_sponsors AS SELECT r.id, s.id AS sponsor_id FROM racers_x r LEFT JOIN sponsors_x s ON r.sponsor_id = s.id;
+    CREATE RULE racers_sponsors_ins AS ON INSERT TO racers_sponsors DO INSTEAD
+      INSERT INTO racers_x (id, sponsor_id) VALUES (NEW.id, NEW.sponsor_id) RETURNING id, sponsor_id;
+    GRANT SELECT, INSERT ON pk_both, racers_sponsors TO PUBLIC;`
+  })
+  const both = await fx.call('POST', '/pk_both', { body: { k1: 1, k2: 2 }, headers: { prefer: 'return=headers-only' }, role: 'svc' })
+  t.equal(both.status, 201)
+  t.equal(both.headers.location, '/pk_both?k1=eq.1&k2=eq.2')
+  const nullKey = await fx.call('POST', '/racers_sponsors', { body: { id: 1 }, headers: { prefer: 'return=headers-only' }, role: 'svc' })
+  t.equal(nullKey.status, 201)
+  t.equal(nullKey.headers.location, '/racers_sponsors?id=eq.1&sponsor_id=is.null')
+})
