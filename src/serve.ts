@@ -21,13 +21,13 @@ import {
 } from './shared/index.js'
 import { pino } from 'pino'
 import path from 'node:path'
-import { existsSync, rmSync } from 'node:fs'
+import { existsSync, readFileSync, rmSync } from 'node:fs'
 import { ensureClusterRoles, ensureTenant } from './platform/index.js'
 import pg from 'pg'
 import { AggregatorRegistry, collectDefaultMetrics, type Registry } from 'prom-client'
 import {
   startDevPostgres, startDevMail, devSecrets, writeRuntimeTenantFiles, writeDevInfo, readDevInfo,
-  renderDevInfo, runningDevInfo, watchTenantFiles, acquireDevLock, runtimeTenantRecord, writeRuntimeTenantFile,
+  renderDevInfo, runningDevInfo, watchTenantFiles, acquireDevLock, runtimeTenantRecord, writeRuntimeTenantFile, tenantSourceFiles,
   parsePortOffset, offsetPortOverrides, devPgPort, devEnvironmentHelp, resetDevState, type DevInfo
 } from './dev/index.js'
 
@@ -412,16 +412,27 @@ export async function startDev (opts: DevOptions): Promise<DevStack> {
     })
     // A panel or CLI change is written into the tenant file a developer keeps (config/tenants),
     // and its generated copy made again; the watcher skips what the store itself wrote.
-    const ownWrites = new Map<string, string>()
+    // Every text the store wrote lately (not only the last one): the watcher may read the
+    // file between two of a burst of panel writes, and an older text of ours is no edit.
+    const ownWrites = new Map<string, string[]>()
+    // The text of each file the store's record was last made from (read at start or by the
+    // watcher): a write over any other text merged a person's edit, which must be loaded.
+    const loaded = new Map<string, string>()
+    for (const f of tenantSourceFiles(sourceDir)) { try { loaded.set(f, readFileSync(f, 'utf8')) } catch { /* read when it changes */ } }
     const sourceOf = (database: string): string | null => {
       for (const ext of ['.yaml', '.yml']) { const f = path.join(sourceDir, database + ext); if (existsSync(f)) return f }
       return null
     }
     const { store, tenants } = createStoreAndCache(config, {
       fileOf: sourceOf,
-      onFileWritten: (file, text) => {
-        ownWrites.set(file, text)
+      onFileWritten: (file, text, previous) => {
         writeRuntimeTenantFile(runtimeDir, runtimeTenantRecord(file, postgres.url, engines))
+        const texts = ownWrites.get(file) ?? []
+        // Written over an edit nobody loaded yet: the watcher loads the result (both changes).
+        if (previous !== loaded.get(file) && !texts.includes(previous)) return
+        texts.push(text)
+        if (texts.length > 256) texts.shift()
+        ownWrites.set(file, texts)
       }
     })
     stops.push(async () => { tenants.close(); await store.close() })
@@ -443,7 +454,11 @@ export async function startDev (opts: DevOptions): Promise<DevStack> {
     // Tenant files created or edited from now on are picked up while the stack runs.
     report = (message) => { devLog.error(message) }
     const watcher = watchTenantFiles({
-      isOwnWrite: (file, text) => ownWrites.get(file) === text,
+      isOwnWrite: (file, text) => {
+        if (ownWrites.get(file)?.includes(text) === true) return true
+        loaded.set(file, text)
+        return false
+      },
       apply: (entries) => applyDevFiles(store, entries, devLog),
       sourceDir,
       runtimeDir,

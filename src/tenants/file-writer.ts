@@ -87,13 +87,13 @@ export function replaceFileIfUnchanged (file: string, expected: string, text: st
   return true
 }
 
-/** Writes the change from `before` to `after` into `file`; returns the text written. */
-export function writeTenantChanges (file: string, before: Tenant, after: Tenant): string {
+/** Writes the change from `before` to `after` into `file`; returns the text written and the text it replaced. */
+export function writeTenantChanges (file: string, before: Tenant, after: Tenant): { text: string, previous: string } {
   for (let attempt = 0; attempt < 10; attempt++) {
     const text = readFileSync(file, 'utf8')
     const next = changedTenantText(text, file, before, after)
-    if (next === text) return text
-    if (replaceFileIfUnchanged(file, text, next)) return next
+    if (next === text) return { text, previous: text }
+    if (replaceFileIfUnchanged(file, text, next)) return { text: next, previous: text }
   }
   throw new TenantStoreConfigError(`${file}: changed by another writer at every attempt; try again`)
 }

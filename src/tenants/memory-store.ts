@@ -34,8 +34,8 @@ export interface MemoryStoreOptions {
   fileOf?: (database: string) => string | null
   /** The audit log and revocations; default `<dir>/.gatehouse` (no dir: nothing is kept). */
   stateDir?: string
-  /** Told of each text this store wrote into a tenant file (the dev stack's watcher skips its own writes). */
-  onFileWritten?: (file: string, text: string) => void
+  /** Told of each text this store wrote into a tenant file, and the text it replaced (the dev stack's watcher skips its own writes). */
+  onFileWritten?: (file: string, text: string, previous: string) => void
   logger?: StoreLogger
 }
 
@@ -162,8 +162,8 @@ export function createMemoryStore (opts: MemoryStoreOptions = {}): MemoryTenantS
       throw new TenantStoreConfigError(`${database}: its tenant file is gone, so the change cannot be written into it; restore the file and try again`)
     }
     if (file !== null && current !== null) {
-      const text = writeTenantChanges(file, current, next)
-      opts.onFileWritten?.(file, text)
+      const { text, previous } = writeTenantChanges(file, current, next)
+      opts.onFileWritten?.(file, text, previous)
     }
     const stored = structuredClone(next)
     records.set(database, stored)

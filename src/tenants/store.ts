@@ -17,7 +17,7 @@ export interface TenantStoreDeps {
   /** files source: the tenant file a change is written into (default the file it was read from). */
   fileOf?: (database: string) => string | null
   /** files source: told of each text the store wrote into a tenant file. */
-  onFileWritten?: (file: string, text: string) => void
+  onFileWritten?: (file: string, text: string, previous: string) => void
 }
 
 /**
