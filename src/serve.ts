@@ -15,7 +15,7 @@ import { buildAuthEngine } from './auth/index.js'
 import { buildRestEngine } from './rest/index.js'
 import { buildPanel } from './panel/index.js'
 import {
-  ConfigError, loggerOptions, bufferedStdout, type BatchedDestination, startPartTracing, signHS256, buildAdminApp, buildPartAdmin, partOps,
+  ConfigError, loggerOptions, bufferedStdout, type BatchedDestination, startPartTracing, packageVersion, signHS256, buildAdminApp, buildPartAdmin, partOps,
   readiness, registerPoolMetrics, type PartTracer, type PartOps, type Readiness,
   type ReadinessCheck
 } from './shared/index.js'
@@ -146,8 +146,10 @@ export interface StartPartOptions {
 export async function startPart (name: PartName, deps: PartDeps, opts: StartPartOptions = {}): Promise<RunningPart> {
   // Tracing (its packages loaded only then) when an OTLP endpoint is configured; the
   // spans still buffered are exported when the part closes.
-  const endpoint = deps.config.tracing.otlp_endpoint
-  const tracer = endpoint !== undefined ? await startPartTracing({ endpoint, part: name }) : undefined
+  const { otlp_endpoint: endpoint, service_name: serviceName, resource_attributes: resourceAttributes } = deps.config.tracing
+  const tracer = endpoint !== undefined
+    ? await startPartTracing({ endpoint, part: name, serviceName, resourceAttributes, version: packageVersion() })
+    : undefined
   let app: FastifyInstance
   try {
     app = await buildPart(name, deps, tracer)

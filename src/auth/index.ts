@@ -154,7 +154,7 @@ export function buildAuthEngine (deps: AuthEngineDeps): FastifyInstance {
     await scope.register(unavailableRoutes)
   }, { prefix: '/:database' })
 
-  instrumentPart(app, { part: 'auth', tenantOf: tenantLabel(deps.tenants), pools: [{ snapshot: () => pools.snapshot() }] })
+  instrumentPart(app, { part: 'auth', tenantOf: tenantLabel(deps.tenants), tenantLabel: deps.config.metrics.tenant_label, pools: [{ snapshot: () => pools.snapshot() }] })
 
   app.addHook('onClose', async () => {
     mailer.close()

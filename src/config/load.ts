@@ -53,6 +53,9 @@ function fromEnv (env: NodeJS.ProcessEnv): { data: Json, sources: Map<string, st
     ((data.tracing ??= {}) as Json).otlp_endpoint = env.OTEL_EXPORTER_OTLP_ENDPOINT
     sources.set('tracing.otlp_endpoint', 'OTEL_EXPORTER_OTLP_ENDPOINT')
   }
+  for (const [name, key] of [['OTEL_SERVICE_NAME', 'service_name'], ['OTEL_RESOURCE_ATTRIBUTES', 'resource_attributes']] as const) {
+    if (env[name] && !sources.has(`tracing.${key}`)) { ((data.tracing ??= {}) as Json)[key] = env[name]; sources.set(`tracing.${key}`, name) }
+  }
   if (env.DATABASE_URL && !sources.has('postgres.url')) { ((data.postgres ??= {}) as Json).url = env.DATABASE_URL; sources.set('postgres.url', 'DATABASE_URL') }
   return { data, sources }
 }

@@ -26,7 +26,24 @@ export const ConfigSchema = Type.Object({
      * OTLP/HTTP base URL (spans go to <url>/v1/traces); tracing is off when unset. The
      * standard OTEL_EXPORTER_OTLP_ENDPOINT sets it too.
      */
-    otlp_endpoint: Type.Optional(Type.String({ minLength: 1 }))
+    otlp_endpoint: Type.Optional(Type.String({ minLength: 1 })),
+    /**
+     * The spans' service.name (default `gatehouse-<part>`); the standard OTEL_SERVICE_NAME
+     * sets it too and wins over a service.name in resource_attributes, as OpenTelemetry says.
+     */
+    service_name: Type.Optional(Type.String({ minLength: 1 })),
+    /**
+     * More resource attributes of the spans, `key=value,key2=value2` with values
+     * percent-encoded (the format of the standard OTEL_RESOURCE_ATTRIBUTES, which sets it too).
+     */
+    resource_attributes: Type.Optional(Type.String())
+  }, { default: {}, additionalProperties: false }),
+  metrics: Type.Object({
+    /**
+     * Label per-request metrics with the tenant database (a series per database). Off for
+     * very many databases: the series are then per part and status only.
+     */
+    tenant_label: Type.Boolean({ default: true })
   }, { default: {}, additionalProperties: false }),
   tenants: Type.Object({
     /** `files`: YAML files in memory (embedded default); `redis`: the Redis store. */

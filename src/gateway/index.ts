@@ -99,7 +99,7 @@ export function buildGateway (deps: GatewayDeps): FastifyInstance {
   app.server.on('upgrade', (req, socket) => { refuseUpgrade(req, socket) })
 
   const state = gatewayState(app)
-  const metrics = createGatewayMetrics(deps.metricsRegistry)
+  const metrics = createGatewayMetrics(deps.metricsRegistry, { tenantLabel: config.metrics.tenant_label })
   if (deps.tenants.health !== undefined) registerStoreHealth(metrics.registry, deps.tenants.health.bind(deps.tenants))
   const cors = createCors(g.cors_origins)
   const authenticator = createAuthenticator({ publicUrl: config.public_url, now })
@@ -172,6 +172,7 @@ export function buildGateway (deps: GatewayDeps): FastifyInstance {
       ms: Math.round(ms * 10) / 10
     }
     if (info.errorCode !== null) line.code = info.errorCode
+    if (info.trace !== undefined) { line.trace_id = info.trace.trace_id; line.span_id = info.trace.span_id }
     accessLog.info(line, 'request completed')
   }
 
@@ -297,7 +298,8 @@ export function buildGateway (deps: GatewayDeps): FastifyInstance {
       res.on('finish', end)
       res.on('error', end)
     }
-    void pipeline.handle({ raw: req, res, id, log: new LazyRequestLogger(log, { reqId: id }) })
+    const bindings = tracer === undefined ? { reqId: id } : { reqId: id, ...tracer.logFields?.(req) }
+    void pipeline.handle({ raw: req, res, id, log: new LazyRequestLogger(log, bindings) })
     return true
   }
 

@@ -1,12 +1,19 @@
-// Prometheus metrics of the gateway: requests by tenant, service and status class, a
-// latency histogram, upstream failures. The hot path only bumps numbers in plain arrays
+// Prometheus metrics of the gateway: requests by part, tenant and status code (the one
+// request counter every part shares, gatehouse_requests_total), a latency histogram by tenant
+// and service, upstream failures. The hot path only bumps numbers in plain arrays and maps
 // (prom-client's own observe() hashes and validates labels on every call, which cost more
 // than the rest of the request's bookkeeping); the series are handed to a prom-client
 // Registry as metric objects rendered at scrape time. Label cardinality is bounded: the
-// tenant label is a known database, `_unknown` for anything that did not resolve.
+// tenant label is a known database, `_unknown` for anything that did not resolve, and with
+// metrics.tenant_label off there is none (series summed over the databases at scrape time).
 import { Registry } from 'prom-client'
 
 export const UNKNOWN_TENANT = '_unknown'
+
+export interface GatewayMetricsOptions {
+  /** Label series with the tenant database (metrics.tenant_label; default true). */
+  tenantLabel?: boolean
+}
 
 export interface GatewayMetrics {
   registry: Registry
@@ -15,12 +22,12 @@ export interface GatewayMetrics {
 }
 
 const BUCKETS = [0.002, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30]
-const CLASSES = ['1xx', '2xx', '3xx', '4xx', '5xx']
 
 interface Series {
   tenant: string
   service: string
-  classes: number[]
+  /** Responses by status code. */
+  statuses: Map<number, number>
   /** Per-bucket counts (not cumulative); the last slot is above the largest bound. */
   buckets: number[]
   sum: number
@@ -68,10 +75,9 @@ class RequestMetrics {
 
   observe (tenant: string, service: string, status: number, seconds: number): void {
     const s = this.series.get(tenant, service) ?? this.series.set(tenant, service, {
-      tenant, service, classes: [0, 0, 0, 0, 0], buckets: new Array<number>(BUCKETS.length + 1).fill(0), sum: 0, count: 0
+      tenant, service, statuses: new Map(), buckets: new Array<number>(BUCKETS.length + 1).fill(0), sum: 0, count: 0
     })
-    const cls = Math.floor(status / 100) - 1
-    s.classes[cls >= 0 && cls < 5 ? cls : 4]!++
+    s.statuses.set(status, (s.statuses.get(status) ?? 0) + 1)
     let i = 0
     while (i < BUCKETS.length && seconds > BUCKETS[i]!) i++
     s.buckets[i]!++
@@ -84,35 +90,65 @@ class RequestMetrics {
     ;(this.errors.get(tenant, key) ?? this.errors.set(tenant, key, { tenant, service, code, n: 0 })).n++
   }
 
-  metrics (): ScrapedMetric[] {
+  /** The series summed by `key` (tenant and service, or service only). */
+  #merged (tenantLabel: boolean): Series[] {
+    if (tenantLabel) return [...this.series.values()]
+    const by = new Map<string, Series>()
+    for (const s of this.series.values()) {
+      let m = by.get(s.service)
+      if (m === undefined) {
+        m = { tenant: '', service: s.service, statuses: new Map(), buckets: new Array<number>(BUCKETS.length + 1).fill(0), sum: 0, count: 0 }
+        by.set(s.service, m)
+      }
+      for (const [status, n] of s.statuses) m.statuses.set(status, (m.statuses.get(status) ?? 0) + n)
+      s.buckets.forEach((n, i) => { m!.buckets[i]! += n })
+      m.sum += s.sum
+      m.count += s.count
+    }
+    return [...by.values()]
+  }
+
+  metrics (tenantLabel: boolean): ScrapedMetric[] {
     const latencyName = 'gatehouse_gateway_request_duration_seconds'
+    const tenantOf = (tenant: string): Record<string, string> => tenantLabel ? { tenant } : {}
     return [
-      scraped('gatehouse_gateway_requests_total', 'Requests answered by the gateway, by tenant database, service and status class', 'counter', () => {
-        const values: Value[] = []
+      scraped('gatehouse_requests_total', 'Requests answered, by part (gateway, rest, auth, panel), tenant database and status code', 'counter', () => {
+        const counts = new Map<string, { tenant: string, status: number, n: number }>()
         for (const s of this.series.values()) {
-          s.classes.forEach((n, i) => { if (n > 0) values.push({ labels: { tenant: s.tenant, service: s.service, status_class: CLASSES[i]! }, value: n }) })
+          for (const [status, n] of s.statuses) {
+            const key = tenantLabel ? `${s.tenant}\u0000${status}` : String(status)
+            const c = counts.get(key)
+            if (c === undefined) counts.set(key, { tenant: s.tenant, status, n })
+            else c.n += n
+          }
         }
-        return values
+        return [...counts.values()].map((c) => ({ labels: { part: 'gateway', ...tenantOf(c.tenant), status: c.status }, value: c.n }))
       }, () => this.series.clear()),
-      scraped(latencyName, 'Time from request to the end of the response, by tenant database and service', 'histogram', () => {
+      scraped(latencyName, `Time from request to the end of the response, by ${tenantLabel ? 'tenant database and ' : ''}service`, 'histogram', () => {
         const values: Value[] = []
         const bucketName = `${latencyName}_bucket`
-        for (const s of this.series.values()) {
+        for (const s of this.#merged(tenantLabel)) {
+          const labels = { ...tenantOf(s.tenant), service: s.service }
           let acc = 0
           BUCKETS.forEach((le, i) => {
             acc += s.buckets[i]!
-            values.push({ labels: { le, tenant: s.tenant, service: s.service }, value: acc, metricName: bucketName })
+            values.push({ labels: { le, ...labels }, value: acc, metricName: bucketName })
           })
-          values.push({ labels: { le: '+Inf', tenant: s.tenant, service: s.service }, value: s.count, metricName: bucketName })
-          values.push({ labels: { tenant: s.tenant, service: s.service }, value: s.sum, metricName: `${latencyName}_sum` })
-          values.push({ labels: { tenant: s.tenant, service: s.service }, value: s.count, metricName: `${latencyName}_count` })
+          values.push({ labels: { le: '+Inf', ...labels }, value: s.count, metricName: bucketName })
+          values.push({ labels, value: s.sum, metricName: `${latencyName}_sum` })
+          values.push({ labels, value: s.count, metricName: `${latencyName}_count` })
         }
         return values
       }, () => this.series.clear()),
-      scraped('gatehouse_gateway_upstream_errors_total', 'Upstream requests that failed (refused, reset, timed out), by tenant, service and error code', 'counter', () => {
-        const values: Value[] = []
-        for (const e of this.errors.values()) values.push({ labels: { tenant: e.tenant, service: e.service, code: e.code }, value: e.n })
-        return values
+      scraped('gatehouse_gateway_upstream_errors_total', `Upstream requests that failed (refused, reset, timed out), by ${tenantLabel ? 'tenant, ' : ''}service and error code`, 'counter', () => {
+        const by = new Map<string, Value>()
+        for (const e of this.errors.values()) {
+          const key = tenantLabel ? `${e.tenant}\u0000${e.service}\u0000${e.code}` : `${e.service}\u0000${e.code}`
+          const v = by.get(key)
+          if (v === undefined) by.set(key, { labels: { ...tenantOf(e.tenant), service: e.service, code: e.code }, value: e.n })
+          else v.value += e.n
+        }
+        return [...by.values()]
       }, () => this.errors.clear())
     ]
   }
@@ -124,12 +160,12 @@ const owners = new WeakMap<Registry, RequestMetrics>()
  * The gateway's metrics in `registry` (a new one by default). Gateways sharing a registry
  * share the series.
  */
-export function createGatewayMetrics (registry: Registry = new Registry()): GatewayMetrics {
+export function createGatewayMetrics (registry: Registry = new Registry(), opts: GatewayMetricsOptions = {}): GatewayMetrics {
   let m = owners.get(registry)
   if (m === undefined) {
     m = new RequestMetrics()
     owners.set(registry, m)
-    for (const metric of m.metrics()) registry.registerMetric(metric as never)
+    for (const metric of m.metrics(opts.tenantLabel !== false)) registry.registerMetric(metric as never)
   }
   const target = m
   return {

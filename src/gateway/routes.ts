@@ -142,6 +142,7 @@ export function createProxyPipeline (deps: ProxyRouteDeps): ProxyPipeline {
       return
     }
     const info = setRequestInfo(raw, ex.id)
+    if (deps.tracer !== undefined) info.trace = deps.tracer.logFields?.(raw)
     if (deps.isClosing()) throw new NotReadyError()
     // A DELETE or OPTIONS body must come with a length: proxies in front of an engine (and
     // http-proxy-3) send one without Content-Length as `Content-Length: 0`, and a chunked

@@ -1,7 +1,7 @@
 // Types the gateway's modules share: its dependencies, the authenticated caller, the
 // per-request context, and the hook the refusal rewriter plugs into.
 // Importing a type from here never drags in logic.
-import type { PartTracer } from '../shared/index.js'
+import type { PartTracer, TraceLogFields } from '../shared/index.js'
 import type { FastifyBaseLogger } from 'fastify'
 import type { LoggerOptions } from 'pino'
 import type { Registry } from 'prom-client'
@@ -102,4 +102,6 @@ export interface RequestInfo {
   errorCode: string | null
   /** Set once the completion line and metrics are written. */
   done: boolean
+  /** The request's trace (its span's ids) when the part traces: on its completion line. */
+  trace?: TraceLogFields
 }

@@ -109,6 +109,7 @@ export function buildPanel (deps: PanelDeps): FastifyInstance {
   instrumentPart(app, {
     part: 'panel',
     tenantOf: tenantLabel(deps.tenants, 'db'),
+    tenantLabel: deps.config.metrics.tenant_label,
     pools: [
       { part: 'panel-test-query', snapshot: () => restPools.snapshot(), tenantOf: poolTenant },
       { part: 'panel-owner', snapshot: () => ownerPools.snapshot(), tenantOf: poolTenant }

@@ -26,7 +26,7 @@ export { REST_ERRORS, REST_ERROR_CODES, type RestErrorCode } from './errors.js'
 
 export interface RestEngineDeps {
   /** The process config; the engine reads `config.rest`. */
-  config: Pick<Config, 'rest'>
+  config: Pick<Config, 'rest'> & { metrics?: Config['metrics'] }
   tenants: TenantLookup
   /** A pino/fastify logger instance, or fastify logger options (default: off). */
   logger?: FastifyBaseLogger | FastifyServerOptions['logger']
@@ -197,7 +197,7 @@ export function buildRestEngine (deps: RestEngineDeps): FastifyInstance {
     return sendError(reply, e, e instanceof UnexpectedError ? request.id : undefined)
   })
 
-  instrumentPart(app, { part: 'rest', tenantOf: tenantLabel(deps.tenants), pools: [{ snapshot: () => pools.snapshot() }] })
+  instrumentPart(app, { part: 'rest', tenantOf: tenantLabel(deps.tenants), tenantLabel: deps.config.metrics?.tenant_label, pools: [{ snapshot: () => pools.snapshot() }] })
 
   app.addHook('onClose', async () => {
     reconnectBackoffOf(pools)?.close()

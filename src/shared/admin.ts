@@ -5,7 +5,8 @@
 // `--workers`). A part registers what it has with instrumentPart(); serve.ts adds the
 // process-level checks (tenant store, Postgres) and listens.
 import Fastify, { type FastifyInstance, type FastifyRequest } from 'fastify'
-import { Counter, Histogram, Registry } from 'prom-client'
+import { Counter, Gauge, Histogram, Registry } from 'prom-client'
+import { packageVersion } from './version.js'
 import { registerPoolMetrics, type PoolMetricsSource } from './pool-metrics.js'
 
 /** A dependency of the part: check() rejects (with the reason) when it does not answer. */
@@ -44,6 +45,8 @@ export interface InstrumentOptions {
    * database, or `_unknown`). Parts with their own request metrics (the gateway) omit it.
    */
   tenantOf?: (request: FastifyRequest) => string | Promise<string>
+  /** Label the request metrics with the tenant (metrics.tenant_label; default true). */
+  tenantLabel?: boolean
   /** The part's per-tenant pools, reported as gatehouse_pool_* gauges. */
   pools?: Array<Omit<PoolMetricsSource, 'part'> & { part?: string }>
   checks?: ReadinessCheck[]
@@ -54,7 +57,6 @@ export interface InstrumentOptions {
 export const UNKNOWN_TENANT_LABEL = '_unknown'
 const CHECK_TIMEOUT_MS = 2_000
 const BUCKETS = [0.002, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30]
-const CLASSES = ['1xx', '2xx', '3xx', '4xx', '5xx']
 
 const opsByApp = new WeakMap<FastifyInstance, PartOps>()
 
@@ -79,33 +81,63 @@ export function instrumentPart (app: FastifyInstance, opts: InstrumentOptions): 
 
   for (const p of opts.pools ?? []) registerPoolMetrics(registry, { ...p, part: p.part ?? opts.part })
 
+  registerBuildInfo(registry, opts.part)
   const tenantOf = opts.tenantOf
-  if (tenantOf !== undefined) {
-    const counter = registry.getSingleMetric('gatehouse_requests_total') as Counter<'part' | 'tenant' | 'status_class'> | undefined ??
-      new Counter({
-        name: 'gatehouse_requests_total',
-        help: 'Requests answered by a part (rest, auth, panel), by tenant database and status class',
-        labelNames: ['part', 'tenant', 'status_class'],
-        registers: [registry]
-      })
-    const latency = registry.getSingleMetric('gatehouse_request_duration_seconds') as Histogram<'part' | 'tenant'> | undefined ??
-      new Histogram({
-        name: 'gatehouse_request_duration_seconds',
-        help: 'Time from request to the end of the response in a part (rest, auth, panel), by tenant database',
-        labelNames: ['part', 'tenant'],
-        buckets: BUCKETS,
-        registers: [registry]
-      })
-    app.addHook('onResponse', async (request, reply) => {
-      const seconds = reply.elapsedTime / 1000
-      let tenant = UNKNOWN_TENANT_LABEL
-      try { tenant = await tenantOf(request) } catch { /* an unresolvable tenant is _unknown */ }
-      const cls = Math.floor(reply.statusCode / 100) - 1
-      counter.inc({ part: opts.part, tenant, status_class: CLASSES[cls >= 0 && cls < 5 ? cls : 4]! })
-      latency.observe({ part: opts.part, tenant }, seconds)
-    })
-  }
+  if (tenantOf !== undefined) countRequests(app, registry, opts.part, opts.tenantLabel === false ? undefined : tenantOf)
   return ops
+}
+
+/**
+ * gatehouse_requests_total{part,tenant,status} (the request counter of every part; the gateway
+ * renders the same name from its own series) and gatehouse_request_duration_seconds{part,tenant};
+ * without `tenantOf` (metrics.tenant_label off) the series have no tenant label.
+ */
+function countRequests (app: FastifyInstance, registry: Registry, part: string,
+  tenantOf: ((request: FastifyRequest) => string | Promise<string>) | undefined): void {
+  const withTenant = tenantOf !== undefined
+  const counter = registry.getSingleMetric('gatehouse_requests_total') as Counter<'part' | 'tenant' | 'status'> | undefined ??
+    new Counter({
+      name: 'gatehouse_requests_total',
+      help: 'Requests answered, by part (gateway, rest, auth, panel), tenant database and status code',
+      labelNames: withTenant ? ['part', 'tenant', 'status'] : ['part', 'status'],
+      registers: [registry]
+    })
+  const latency = registry.getSingleMetric('gatehouse_request_duration_seconds') as Histogram<'part' | 'tenant'> | undefined ??
+    new Histogram({
+      name: 'gatehouse_request_duration_seconds',
+      help: `Time from request to the end of the response in a part (rest, auth, panel)${withTenant ? ', by tenant database' : ''}`,
+      labelNames: withTenant ? ['part', 'tenant'] : ['part'],
+      buckets: BUCKETS,
+      registers: [registry]
+    })
+  app.addHook('onResponse', async (request, reply) => {
+    const seconds = reply.elapsedTime / 1000
+    if (tenantOf === undefined) {
+      counter.inc({ part, status: reply.statusCode })
+      latency.observe({ part }, seconds)
+      return
+    }
+    let tenant = UNKNOWN_TENANT_LABEL
+    try { tenant = await tenantOf(request) } catch { /* an unresolvable tenant is _unknown */ }
+    counter.inc({ part, tenant, status: reply.statusCode })
+    latency.observe({ part, tenant }, seconds)
+  })
+}
+
+/**
+ * gatehouse_build_info{part,version,node_version} 1 (once per registry): what runs, for
+ * dashboards and alerts across a fleet. Its value is taken from one worker under `--workers`.
+ */
+export function registerBuildInfo (registry: Registry, part: string): void {
+  if (registry.getSingleMetric('gatehouse_build_info') !== undefined) return
+  const g = new Gauge({
+    name: 'gatehouse_build_info',
+    help: 'The running build: part, Gatehouse version and Node.js version (value 1)',
+    labelNames: ['part', 'version', 'node_version'],
+    aggregator: 'first',
+    registers: [registry]
+  })
+  g.set({ part, version: packageVersion(), node_version: process.versions.node }, 1)
 }
 
 /**

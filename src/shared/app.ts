@@ -87,7 +87,13 @@ export function createPartApp (opts: PartAppOptions): FastifyInstance {
   if (opts.notFoundHandler !== undefined) app.setNotFoundHandler(opts.notFoundHandler)
   const tracer = opts.tracer
   if (tracer !== undefined) {
-    app.addHook('onRequest', (request, _reply, done) => { tracer.start(request.raw); done() })
+    app.addHook('onRequest', (request, _reply, done) => {
+      tracer.start(request.raw)
+      // The request's log lines carry its trace (OpenTelemetry's log correlation fields).
+      const ids = tracer.logFields?.(request.raw)
+      if (ids !== undefined) request.log = request.log.child(ids)
+      done()
+    })
     app.addHook('onResponse', (request, reply, done) => {
       tracer.end(request.raw, reply.statusCode, request.is404 ? undefined : request.routeOptions.url)
       done()

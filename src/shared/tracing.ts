@@ -11,15 +11,57 @@ export interface PartTracer {
   end (req: IncomingMessage, status: number, route: string | undefined): void
   /** Sets `traceparent` (and `tracestate`) of an upstream request to the request's span. */
   inject (req: IncomingMessage, headers: OutgoingHttpHeaders): void
+  /** `trace_id` and `span_id` of the request's span, for its log lines; undefined when untraced. */
+  logFields? (req: IncomingMessage): TraceLogFields | undefined
   /** Exports the spans still buffered and stops. */
   shutdown (): Promise<void>
+}
+
+export interface TraceLogFields {
+  trace_id: string
+  span_id: string
 }
 
 export interface PartTracingOptions {
   /** OTLP base URL (OTEL_EXPORTER_OTLP_ENDPOINT); spans are posted to <endpoint>/v1/traces. */
   endpoint: string
-  /** Names the service `gatehouse-<part>`. */
+  /** The part: `gatehouse.part` of the resource, and the service `gatehouse-<part>` by default. */
   part: string
+  /** service.name (OTEL_SERVICE_NAME); default `gatehouse-<part>`. */
+  serviceName?: string
+  /** More resource attributes, OTEL_RESOURCE_ATTRIBUTES' format: `k=v,k2=v2`, values percent-encoded. */
+  resourceAttributes?: string
+  /** service.version. */
+  version?: string
+}
+
+/**
+ * OTEL_RESOURCE_ATTRIBUTES' format (OpenTelemetry's resource SDK spec): comma-separated
+ * `key=value` pairs, values percent-decoded; a malformed pair is skipped.
+ */
+export function parseResourceAttributes (text: string | undefined): Record<string, string> {
+  const out: Record<string, string> = {}
+  if (text === undefined) return out
+  for (const pair of text.split(',')) {
+    const eq = pair.indexOf('=')
+    if (eq <= 0) continue
+    const key = pair.slice(0, eq).trim()
+    let value: string
+    try { value = decodeURIComponent(pair.slice(eq + 1).trim()) } catch { continue }
+    if (key !== '') out[key] = value
+  }
+  return out
+}
+
+/** The resource of a part's spans: attributes, then the part's own; OTEL_SERVICE_NAME wins. */
+export function partResource (opts: PartTracingOptions): Record<string, string> {
+  const attrs = parseResourceAttributes(opts.resourceAttributes)
+  return {
+    ...attrs,
+    'service.name': opts.serviceName ?? attrs['service.name'] ?? `gatehouse-${opts.part}`,
+    ...(opts.version !== undefined && attrs['service.version'] === undefined ? { 'service.version': opts.version } : {}),
+    'gatehouse.part': opts.part
+  }
 }
 
 /** The OTLP/HTTP traces URL of a base endpoint. */
@@ -37,7 +79,7 @@ export async function startPartTracing (opts: PartTracingOptions): Promise<PartT
     import('@opentelemetry/resources')
   ])
   const provider = new base.BasicTracerProvider({
-    resource: resources.resourceFromAttributes({ 'service.name': `gatehouse-${opts.part}` }),
+    resource: resources.resourceFromAttributes(partResource(opts)),
     spanProcessors: [new base.BatchSpanProcessor(new otlp.OTLPTraceExporter({ url: otlpTracesUrl(opts.endpoint) }))]
   })
   const tracer = provider.getTracer('gatehouse')
@@ -70,6 +112,10 @@ export async function startPartTracing (opts: PartTracingOptions): Promise<PartT
       const span = spans.get(req)
       if (span === undefined) return
       propagator.inject(api.trace.setSpan(api.ROOT_CONTEXT, span), headers, api.defaultTextMapSetter)
+    },
+    logFields (req) {
+      const ctx = spans.get(req)?.spanContext()
+      return ctx === undefined ? undefined : { trace_id: ctx.traceId, span_id: ctx.spanId }
     },
     shutdown: () => provider.shutdown()
   }

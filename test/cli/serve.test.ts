@@ -91,7 +91,7 @@ t.test('serve gateway --workers 2 answers and stops on SIGTERM', async (t) => {
   }
   const m = await getFresh(`${admin}/metrics`)
   t.equal(m.status, 200)
-  t.match(m.body, /gatehouse_gateway_requests_total\{tenant="_unknown",service="none",status_class="4xx"\} 6\b/,
+  t.match(m.body, /gatehouse_requests_total\{part="gateway",tenant="_unknown",status="404"\} 6\b/,
     'the requests of both workers are counted together')
   t.match(m.body, /process_cpu_user_seconds_total/, 'process metrics')
 

@@ -122,9 +122,9 @@ t.test('health, readiness and metrics: on the admin listener only', async (t) =>
   r = await request(`${gw.adminUrl}/metrics`)
   t.equal(r.status, 200)
   t.match(r.headers['content-type'], /text\/plain/)
-  t.match(r.body, /gatehouse_gateway_requests_total\{tenant="acme",service="rest",status_class="2xx"\} 1/)
-  t.match(r.body, /gatehouse_gateway_requests_total\{tenant="acme",service="rest",status_class="4xx"\} 1/)
-  t.match(r.body, /gatehouse_gateway_requests_total\{tenant="_unknown",service="none",status_class="4xx"\} 3/,
+  t.match(r.body, /gatehouse_requests_total\{part="gateway",tenant="acme",status="200"\} 1/)
+  t.match(r.body, /gatehouse_requests_total\{part="gateway",tenant="acme",status="401"\} 1/)
+  t.match(r.body, /gatehouse_requests_total\{part="gateway",tenant="_unknown",status="404"\} 3/,
     'unknown databases are counted under one label')
   t.notMatch(r.body, /db0|db1|db2/, 'no label per unknown name')
   t.match(r.body, /gatehouse_gateway_request_duration_seconds_bucket\{le="[0-9.]+",tenant="acme",service="rest"\}/)

@@ -4,8 +4,7 @@
 // to an OTLP/HTTP receiver. With tracing off the client's `traceparent` goes on unchanged
 // and nothing is exported.
 import t from 'tap'
-import { createServer, type IncomingMessage } from 'node:http'
-import type { AddressInfo } from 'node:net'
+import { startReceiver } from '../helpers/otlp.js'
 import { startRestGateway } from '../helpers/rest-gateway.js'
 import { startPartTracing, type PartTracer } from '../../src/shared/index.js'
 import { loadConfig } from '../../src/config/index.js'
@@ -22,40 +21,6 @@ const SQL = `
 const CLIENT_TRACE = '4bf92f3577b34da6a3ce929d0e0e4736'
 const CLIENT_SPAN = '00f067aa0ba902b7'
 const CLIENT_TRACEPARENT = `00-${CLIENT_TRACE}-${CLIENT_SPAN}-01`
-
-interface ExportedSpan { service: string, traceId: string, spanId: string, parentSpanId: string, kind: number, name: string }
-
-/** An OTLP/HTTP receiver: keeps what is posted to /v1/traces (JSON). */
-async function startReceiver (t: { teardown (fn: () => unknown): void }): Promise<{ endpoint: string, posts: Array<{ contentType: string }>, spans: ExportedSpan[] }> {
-  const posts: Array<{ contentType: string }> = []
-  const spans: ExportedSpan[] = []
-  const server = createServer((req: IncomingMessage, res) => {
-    const chunks: Buffer[] = []
-    req.on('data', (c: Buffer) => chunks.push(c))
-    req.on('end', () => {
-      if (req.method === 'POST' && req.url === '/v1/traces') {
-        const contentType = String(req.headers['content-type'] ?? '')
-        posts.push({ contentType })
-        if (contentType.startsWith('application/json')) {
-          const body = JSON.parse(Buffer.concat(chunks).toString('utf8')) as {
-            resourceSpans: Array<{
-              resource: { attributes: Array<{ key: string, value: { stringValue?: string } }> }
-              scopeSpans: Array<{ spans: Array<Omit<ExportedSpan, 'service'>> }>
-            }>
-          }
-          for (const rs of body.resourceSpans) {
-            const service = rs.resource.attributes.find((a) => a.key === 'service.name')?.value.stringValue ?? ''
-            for (const ss of rs.scopeSpans) for (const s of ss.spans) spans.push({ ...s, parentSpanId: s.parentSpanId ?? '', service })
-          }
-        }
-      }
-      res.writeHead(200, { 'content-type': 'application/json' }).end('{}')
-    })
-  })
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
-  t.teardown(() => new Promise<void>((resolve) => server.close(() => resolve())))
-  return { endpoint: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, posts, spans }
-}
 
 async function callRpc (gatewayUrl: string, database: string, key: string, headers: Record<string, string>): Promise<{ status: number, body: unknown }> {
   const res = await fetch(`${gatewayUrl}/${database}/rest/v1/rpc/seen_traceparent`, {

@@ -107,14 +107,14 @@ t.test('each part: health, readiness and metrics on its admin port only', async 
   await get(`${rest.url}/no_such_db_x/`)
 
   const gm = (await get(`${gateway.adminUrl}/metrics`)).body
-  t.equal(sample(gm, `gatehouse_gateway_requests_total{tenant="${db}",service="rest",status_class="2xx"}`), 3, 'gateway counts per tenant')
+  t.equal(sample(gm, `gatehouse_requests_total{part="gateway",tenant="${db}",status="200"}`), 4, 'gateway counts per tenant and status (3 REST, 1 auth)')
   t.ok(sample(gm, 'process_cpu_user_seconds_total') !== undefined, 'gateway: process metrics')
 
   const rm = (await get(`${rest.adminUrl}/metrics`)).body
-  t.equal(sample(rm, `gatehouse_requests_total{part="rest",tenant="${db}",status_class="2xx"}`), 3, 'REST engine counts per tenant')
+  t.equal(sample(rm, `gatehouse_requests_total{part="rest",tenant="${db}",status="200"}`), 3, 'REST engine counts per tenant')
   t.equal(sample(rm, `gatehouse_request_duration_seconds_count{part="rest",tenant="${db}"}`), 3, 'REST engine latency histogram per tenant')
   t.ok(sample(rm, `gatehouse_request_duration_seconds_bucket{le="+Inf",part="rest",tenant="${db}"}`) === 3)
-  t.equal(sample(rm, 'gatehouse_requests_total{part="rest",tenant="_unknown",status_class="4xx"}'), 4,
+  t.equal(sample(rm, 'gatehouse_requests_total{part="rest",tenant="_unknown",status="404"}'), 4,
     'unknown databases (the three probes of the public port, no_such_db_x) are counted as _unknown')
   t.notMatch(rm, /no_such_db_x/, 'no label per unknown name')
   const inUse = sample(rm, `gatehouse_pool_connections{part="rest",tenant="${db}",state="in_use"}`)
@@ -124,7 +124,7 @@ t.test('each part: health, readiness and metrics on its admin port only', async 
   t.ok(sample(rm, 'process_resident_memory_bytes') !== undefined || sample(rm, 'nodejs_heap_size_used_bytes') !== undefined, 'REST: process metrics')
 
   const am = (await get(`${auth.adminUrl}/metrics`)).body
-  t.equal(sample(am, `gatehouse_requests_total{part="auth",tenant="${db}",status_class="2xx"}`), 1, 'auth engine counts per tenant')
+  t.equal(sample(am, `gatehouse_requests_total{part="auth",tenant="${db}",status="200"}`), 1, 'auth engine counts per tenant')
   t.match(am, /gatehouse_pool_budget\{part="auth"\} \d+/, 'auth pool metrics')
   const pm = (await get(`${parts.get('panel')!.adminUrl}/metrics`)).body
   t.match(pm, /nodejs_eventloop_lag_seconds/, 'panel: process metrics')
