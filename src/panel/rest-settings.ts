@@ -1,5 +1,6 @@
 // The per-database REST settings the panel shows and changes: the engine switches
-// (PostgREST's db-aggregates-enabled as `aggregates_enabled`) and the gateway's request-rate
+// (PostgREST's db-aggregates-enabled as `aggregates_enabled`, db-plan-enabled as `plan_enabled`,
+// server-timing-enabled as `server_timing_enabled`) and the gateway's request-rate
 // limits of /rest/v1 (`rate_limits`, docs/edge.md): the view, and a validated merge of a
 // PATCH into the tenant's `rest` settings. Other limits, schemas and keys are not changed here.
 import { ValidationError } from './errors.js'
@@ -8,10 +9,15 @@ import type { RestRateLimits, TenantFile } from '../tenants/index.js'
 type RestSettings = TenantFile['rest']
 
 /** Fields a PATCH may change. */
-export const REST_PATCHABLE = ['aggregates_enabled', 'rate_limits'] as const
+export const REST_PATCHABLE = ['aggregates_enabled', 'plan_enabled', 'server_timing_enabled', 'rate_limits'] as const
+
+/** The switches among them (booleans). */
+const SWITCHES = ['aggregates_enabled', 'plan_enabled', 'server_timing_enabled'] as const
 
 export interface RestSettingsView {
   aggregates_enabled: boolean
+  plan_enabled: boolean
+  server_timing_enabled: boolean
   /** The request-rate limits set, or null (none: off, the default). */
   rate_limits: RestRateLimits | null
 }
@@ -20,7 +26,12 @@ const SCOPES = ['database', 'client', 'key'] as const
 const PERIODS = ['second', 'minute'] as const
 
 export function restSettingsView (r: RestSettings): RestSettingsView {
-  return { aggregates_enabled: r.aggregates_enabled === true, rate_limits: r.rate_limits ?? null }
+  return {
+    aggregates_enabled: r.aggregates_enabled === true,
+    plan_enabled: r.plan_enabled === true,
+    server_timing_enabled: r.server_timing_enabled === true,
+    rate_limits: r.rate_limits ?? null
+  }
 }
 
 /**
@@ -59,9 +70,9 @@ export function applyRestSettingsPatch (current: RestSettings, patch: unknown): 
   const next: RestSettings = structuredClone(current)
   for (const [k, v] of Object.entries(body)) {
     if (!(REST_PATCHABLE as readonly string[]).includes(k)) problems.push(`${k}: not a setting the panel changes (allowed: ${REST_PATCHABLE.join(', ')})`)
-    else if (k === 'aggregates_enabled') {
+    else if ((SWITCHES as readonly string[]).includes(k)) {
       if (typeof v !== 'boolean') problems.push(`${k}: must be boolean`)
-      else next.aggregates_enabled = v
+      else next[k as typeof SWITCHES[number]] = v
     } else {
       const limits = patchRateLimits(current.rate_limits, v, problems)
       if (limits === undefined) delete next.rate_limits

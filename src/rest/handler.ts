@@ -17,6 +17,7 @@ import {
   clusterOf, executeCatalogQueries, executeTransaction, readSchemaVersion, SchemaChangedError, type DbRow, type TransactionResult
 } from './execute.js'
 import { planAction, type ActionPlan } from './plan/index.js'
+import { StageTimer } from './timing.js'
 import type { Table } from './schema-cache/types.js'
 import { renderAction, renderPreRequest, type ActionStatements, type ExecutablePlan } from './query/index.js'
 import { respond, resultCheck, type ExecutionResult, type RestResponse } from './response/index.js'
@@ -106,15 +107,20 @@ async function freshCache (engine: Engine, tenant: Tenant, source: CacheSource, 
 }
 
 /** Parse, plan and render, or take them from the plan cache. Retries once with a fresh cache after a plan error. */
-async function prepare (engine: Engine, tenant: Tenant, raw: RawRequest): Promise<CachedPlan> {
+async function prepare (engine: Engine, tenant: Tenant, raw: RawRequest, timer: StageTimer): Promise<CachedPlan> {
   const key = tenantKey(tenant)
   const source = cacheSource(engine, key, restUrl(tenant))
   let cache = await engine.schemaCaches.get(key, tenant.rest.schemas, source)
   const cacheable = raw.method === 'GET' || raw.method === 'HEAD'
   const pk = cacheable ? planKey(tenant, cache, raw) : null
   const hit = pk === null ? undefined : engine.plans.get(pk)
-  if (hit) return hit
+  if (hit) {
+    timer.mark('parse')
+    timer.mark('plan')
+    return hit
+  }
   const req = parseApiRequest(raw, { schemas: tenant.rest.schemas, timezones: cache.timezones })
+  timer.mark('parse')
   const opts = { maxRows: tenant.rest.max_rows, aggregates: tenant.rest.aggregates_enabled === true, plans: tenant.rest.plan_enabled === true }
   let plan: ActionPlan
   try {
@@ -127,6 +133,8 @@ async function prepare (engine: Engine, tenant: Tenant, raw: RawRequest): Promis
     plan = planAction(req, cache, opts)
   }
   let statements = plan.kind === 'info' ? null : renderAction(plan)
+  timer.mark('plan')
+  if (statements === null) timer.drop('plan')
   // A cached read is prepared once per connection (Postgres parses and plans it once).
   if (statements && cacheable && plan.kind === 'read' && plan.explain === undefined) statements = { ...statements, main: { ...statements.main, name: statementName(statements.main.text) } }
   const prepared: CachedPlan = { req, plan, statements, schemaVersion: cache.dbVersion ?? null }
@@ -215,14 +223,20 @@ async function execute (ctx: RunContext, plan: ExecutablePlan, st: ActionStateme
  * change only has the cache reloaded for the requests after it.
  */
 export async function handleRequest (engine: Engine, tenant: Tenant, raw: RawRequest): Promise<RestResponse> {
+  const timer = new StageTimer(tenant.rest.server_timing_enabled === true)
   const caller = await engine.tokens.caller(tenant, firstHeader(raw.headers, 'authorization'))
+  timer.mark('jwt')
   for (let attempt = 0; ; attempt++) {
-    const { req, plan, statements, schemaVersion } = await prepare(engine, tenant, raw)
+    const { req, plan, statements, schemaVersion } = await prepare(engine, tenant, raw, timer)
     const ctx: RunContext = { engine, tenant, caller, raw, req }
     if (schemaVersion !== null) ctx.schemaVersion = { expected: schemaVersion, strict: attempt === 0 }
     try {
       const result = plan.kind === 'info' || statements === null ? null : await execute(ctx, plan, statements)
-      return respond({ req, headers: raw.headers, database: tenant.database }, plan, result)
+      if (result !== null) timer.mark('transaction')
+      const res = respond({ req, headers: raw.headers, database: tenant.database }, plan, result)
+      timer.mark('response')
+      const timing = timer.header()
+      return timing === null ? res : { ...res, headers: { ...res.headers, 'server-timing': timing } }
     } catch (err) {
       if (err instanceof SchemaChangedError && attempt === 0) continue
       // Postgres errors become wire errors with the caller's 401/403 rule.

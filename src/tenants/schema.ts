@@ -229,6 +229,8 @@ export const TenantFileSchema = Type.Object({
     aggregates_enabled: Type.Boolean({ default: false }),
     /** PostgREST's db-plan-enabled: `Accept: application/vnd.pgrst.plan` answers the EXPLAIN of the request. */
     plan_enabled: Type.Boolean({ default: false }),
+    /** PostgREST's server-timing-enabled: a `Server-Timing` header with the time of each stage. */
+    server_timing_enabled: Type.Boolean({ default: false }),
     schemas: Type.Array(Type.String({ minLength: 1 }), { minItems: 1, default: ['public'] }),
     /**
      * Request-rate limits of /rest/v1 as Kong's rate-limiting plugin has them, checked by the

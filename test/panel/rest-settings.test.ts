@@ -29,7 +29,7 @@ t.before(async () => {
 t.test('GET shows the switch, off by default', async (t) => {
   const r = await stack.panel('GET', path(), { token })
   t.equal(r.status, 200)
-  t.same(r.body, { database: x.database, settings: { aggregates_enabled: false, rate_limits: null } })
+  t.same(r.body, { database: x.database, settings: { aggregates_enabled: false, plan_enabled: false, server_timing_enabled: false, rate_limits: null } })
 })
 
 t.test('bad changes are refused with 400 and nothing is written', async (t) => {
@@ -62,7 +62,7 @@ t.test('aggregates switched on answer at once through supabase-js; switched off 
   let seen = servicesSeeChange()
   const on = await stack.panel('PATCH', path(), { token, body: { aggregates_enabled: true } })
   t.equal(on.status, 200)
-  t.same(on.body.settings, { aggregates_enabled: true, rate_limits: null })
+  t.same(on.body.settings, { aggregates_enabled: true, plan_enabled: false, server_timing_enabled: false, rate_limits: null })
   await seen
   const stored = await stack.store.get(x.database)
   t.equal(stored?.rest.aggregates_enabled, true)
@@ -111,4 +111,18 @@ t.test('only members of the owning organization may read or change it', async (t
   t.equal((await stack.panel('PATCH', path(), { token: outsider, body: { aggregates_enabled: true } })).status, 403)
   t.equal((await stack.panel('PATCH', path(), { body: { aggregates_enabled: true } })).status, 401)
   t.equal((await stack.store.get(x.database))?.rest.aggregates_enabled, false)
+})
+
+t.test('Server-Timing switched on from the panel answers with the header at once', async (t) => {
+  t.equal((await gatewayCall(stack, x, '/rest/v1/orders?select=id')).headers.get('server-timing'), null, 'off by default')
+  const seen = servicesSeeChange()
+  const on = await stack.panel('PATCH', path(), { token, body: { server_timing_enabled: true } })
+  t.equal(on.status, 200)
+  t.equal(on.body.settings.server_timing_enabled, true)
+  await seen
+  t.match((await gatewayCall(stack, x, '/rest/v1/orders?select=id')).headers.get('server-timing'), /^jwt;dur=[\d.]+, parse;dur=[\d.]+, plan;dur=/)
+  t.equal((await stack.panel('PATCH', path(), { token, body: { server_timing_enabled: 'yes' } })).status, 400)
+  const seenOff = servicesSeeChange()
+  await stack.panel('PATCH', path(), { token, body: { server_timing_enabled: false } })
+  await seenOff
 })
