@@ -4,6 +4,7 @@
 // `gatehouse tenants check` reads the databases the stack serves.
 import { existsSync, readFileSync } from 'node:fs'
 import path from 'node:path'
+import { devLockOwner, LOCK_FILE } from './lock.js'
 
 /** What dev.json says about the running stack (the fields the CLI uses). */
 interface RunningInfo {
@@ -35,8 +36,13 @@ export function runningDevInfo (root: string): RunningInfo | null {
   if (!existsSync(file)) return null
   let info: RunningInfo
   try { info = JSON.parse(readFileSync(file, 'utf8')) as RunningInfo } catch { return null }
-  if (typeof info.pid !== 'number' || !alive(info.pid)) return null
-  return info
+  if (typeof info.pid !== 'number') return null
+  // The lock (dev.lock) knows its owner by pid and the kernel's start time of that pid: a pid
+  // reused by another process after a crash is not taken for the stack.
+  const owner = devLockOwner(path.join(root, '.gatehouse'))
+  if (owner !== null) return owner.pid === info.pid ? info : null
+  if (existsSync(path.join(root, '.gatehouse', LOCK_FILE))) return null
+  return alive(info.pid) ? info : null
 }
 
 /**

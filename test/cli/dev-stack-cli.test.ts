@@ -114,6 +114,13 @@ t.test('gatehouse status tells a running stack from a stopped one', async (t) =>
   t.equal(JSON.parse(json.stdout).gateway_url, 'http://127.0.0.1:28500', 'the same JSON as dev.json')
   t.match(json.stderr, /not running/)
 
+  // dev.json names a live pid, but the stack's lock says its owner is gone (killed, and the
+  // pid reused since): not running.
+  const reused = checkout(t, process.pid, 'files')
+  writeFileSync(path.join(reused, '.gatehouse', 'dev.lock'), JSON.stringify({ pid: process.pid, started_at: '2026-01-01T00:00:00.000Z', proc_start: '1' }))
+  const stale = await run(['status'], reused)
+  t.equal(stale.code, 3, 'a lock whose owner is not that process: not running')
+
   // Once stopped, tenants apply is no longer refused for it.
   const apply = await run(['tenants', 'apply', 'config/tenants'], root)
   t.notMatch(apply.stderr, /applies config\/tenants itself/)
