@@ -26,25 +26,29 @@ function callFrom (plan: CallPlan): Sql {
   const r = plan.routine
   const fn = qualified(r.schema, r.name)
   const scalar = plan.shape === 'scalar' || plan.shape === 'setof-scalar'
-  const as = scalar ? sql` AS pgrst_call(${ident(plan.scalarColumn)})` : sql` AS pgrst_call`
+  // A bare `record` has no columns FROM could name without a definition list: it is called in
+  // a select list, as PostgREST calls every scalar (`(SELECT f() pgrst_scalar) pgrst_call`).
+  const called = (call: Sql): Sql => scalar && r.returnType === 'record'
+    ? sql`(SELECT ${call} AS ${ident(plan.scalarColumn)}) AS pgrst_call`
+    : scalar ? sql`${call} AS pgrst_call(${ident(plan.scalarColumn)})` : sql`${call} AS pgrst_call`
   const a = plan.args
   switch (a.kind) {
     case 'none':
-      return sql`${fn}()${as}`
+      return called(sql`${fn}()`)
     case 'single': {
       const p = a.param
       const v = Buffer.isBuffer(a.value) ? sql`${param(a.value)}::bytea` : sql`CAST(${param(a.value)} AS ${paramType(p)})`
-      return sql`${fn}(${v})${as}`
+      return called(sql`${fn}(${v})`)
     }
     case 'text':
-      return sql`${fn}(${join(a.values.map(({ param: p, value }) => named(p, sql`CAST(${param(value)} AS ${paramType(p)})`)))})${as}`
+      return called(sql`${fn}(${join(a.values.map(({ param: p, value }) => named(p, sql`CAST(${param(value)} AS ${paramType(p)})`)))})`)
     case 'json': {
       const defs = join(a.params.map((p) => sql`${ident(p.name)} ${paramType(p)}`))
-      const args = join(a.params.map((p) => named(p, sql`pgrst_body.${ident(p.name)}`)))
+      const call = called(sql`${fn}(${join(a.params.map((p) => named(p, sql`pgrst_body.${ident(p.name)}`)))})`)
       // An array body (JSON or CSV) calls the function with its first row, as PostgREST.
       return a.array === true
-        ? sql`(SELECT * FROM json_to_recordset(${param(a.json)}::json) AS pgrst_rows(${defs}) LIMIT 1) AS pgrst_body, LATERAL ${fn}(${args})${as}`
-        : sql`json_to_record(${param(a.json)}::json) AS pgrst_body(${defs}), LATERAL ${fn}(${args})${as}`
+        ? sql`(SELECT * FROM json_to_recordset(${param(a.json)}::json) AS pgrst_rows(${defs}) LIMIT 1) AS pgrst_body, LATERAL ${call}`
+        : sql`json_to_record(${param(a.json)}::json) AS pgrst_body(${defs}), LATERAL ${call}`
     }
   }
 }

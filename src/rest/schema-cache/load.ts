@@ -337,11 +337,12 @@ function buildRoutine (p: Record<string, unknown>, tableByOid: ReadonlyMap<numbe
   const typtype = str(p.return_typtype)
   const returnType = str(p.return_type)
   const rel = tableByOid.get(Number(p.return_relid ?? 0))
-  // As PostgREST: any OUT, INOUT or TABLE parameter makes the result a row (one OUT int is {"name": n}).
+  // As PostgREST: any OUT, INOUT or TABLE parameter makes the result a row (one OUT int is {"name": n});
+  // a bare `record` (or `SETOF record`) is a scalar whose JSON is the row it holds.
   const outParams = modes.some((m) => m === 'o' || m === 'b' || m === 't')
   const returnKind: Routine['returnKind'] = returnType === 'void'
     ? 'void'
-    : typtype === 'c' ? 'composite' : returnType === 'record' || outParams ? 'record' : 'scalar'
+    : typtype === 'c' ? 'composite' : outParams ? 'record' : 'scalar'
   const vol = str(p.volatility)
   return {
     oid: Number(p.oid),

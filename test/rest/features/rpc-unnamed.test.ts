@@ -59,3 +59,20 @@ t.test('unnamed parameters as PostgREST calls them', async (t) => {
   const chosen = await db.rpc('unnamed_default', { '': 'custom' })
   t.same({ status: chosen.status, data: chosen.data }, { status: 200, data: 'text one' })
 })
+
+t.test('a function returning record or SETOF record answers its rows, as PostgREST (RpcSpec)', async (t) => {
+  const stack = await startRestGateway(t, {
+    sql: `
+    CREATE TABLE projects (id int PRIMARY KEY, name text, client_id int);
+    INSERT INTO projects VALUES (1, 'Windows 7', 1), (2, 'Windows 10', 1), (3, 'IOS', 2);
+    SELECT platform.grant('SELECT', 'public.projects', 'anon');
+    CREATE FUNCTION one_record() RETURNS record LANGUAGE sql AS 'SELECT * FROM projects ORDER BY id LIMIT 1';
+    CREATE FUNCTION some_records(id int, name text) RETURNS SETOF record LANGUAGE sql
+      AS 'SELECT * FROM projects p WHERE p.id >= $1 AND p.name LIKE $2 ORDER BY p.id';`
+  })
+  const db = stack.client()
+  const one = await db.rpc('one_record')
+  t.same({ status: one.status, data: one.data, error: one.error }, { status: 200, data: { id: 1, name: 'Windows 7', client_id: 1 }, error: null })
+  const some = await db.rpc('some_records', { id: 1, name: 'Windows%' })
+  t.same({ status: some.status, data: some.data }, { status: 200, data: [{ id: 1, name: 'Windows 7', client_id: 1 }, { id: 2, name: 'Windows 10', client_id: 1 }] })
+})
