@@ -204,7 +204,17 @@ export function exportTenantFile (t: Tenant, opts: { includeSecrets?: boolean, v
   }
   const providers: Record<string, unknown> = {}
   for (const [name, p] of Object.entries(t.auth.providers ?? {})) providers[name] = { ...p, secret: ref(`${name.toUpperCase().replace(/[^A-Z0-9]/g, '_')}_SECRET`, p.secret) }
-  file.auth = { ...t.auth, providers: providers as never, ...(t.auth.smtp?.pass !== undefined ? { smtp: { ...t.auth.smtp, pass: ref('SMTP_PASS', t.auth.smtp.pass) } } : {}) }
+  const hooks: Record<string, unknown> = {}
+  for (const [name, h] of Object.entries(t.auth.hooks ?? {})) {
+    if (h === undefined) continue
+    hooks[name] = h.secrets === undefined ? h : { ...h, secrets: h.secrets.map((s, i) => ref(`HOOK_${name.toUpperCase()}_SECRET_${i + 1}`, s)) }
+  }
+  file.auth = {
+    ...t.auth,
+    providers: providers as never,
+    ...(t.auth.hooks !== undefined ? { hooks: hooks as never } : {}),
+    ...(t.auth.smtp?.pass !== undefined ? { smtp: { ...t.auth.smtp, pass: ref('SMTP_PASS', t.auth.smtp.pass) } } : {})
+  }
   const head = [
     `# ${t.database}: exported by \`gatehouse tenants export\`${opts.version !== undefined ? ` (version ${opts.version})` : ''}: the record as the store holds it.`,
     '# keys: the hashes of the API keys (the store holds no more); they work as written.',

@@ -63,7 +63,8 @@ export function changedFields (before: Tenant | null, after: Tenant): string[] {
 }
 
 const SECRET_FIELDS: RegExp[] = [
-  /^jwt\.(secret|upstream_secret)$/, /^jwt\.signing_keys\./, /^auth\.providers\.[^.]+\.secret$/, /^auth\.smtp\.pass$/
+  /^jwt\.(secret|upstream_secret)$/, /^jwt\.signing_keys\./, /^auth\.providers\.[^.]+\.secret$/, /^auth\.smtp\.pass$/,
+  /^auth\.hooks\.[^.]+\.secrets$/
 ]
 const URL_FIELDS = /^(postgres|engines\.(rest|auth))$/
 

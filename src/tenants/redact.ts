@@ -17,6 +17,8 @@ const RULES: Array<[RegExp, string]> = [
   [/("(?:d|p|q|dp|dq|qi|k)"\s*:\s*")[^"]*"/g, `$1${MASK}"`],
   // `name: value` of a secret field, quoted or not, up to the end of the value.
   [new RegExp(`(^|[\\s{,"'])((?:${SECRET_NAMES})["']?\\s*:\\s*)("[^"\\n]*"?|'[^'\\n]*'?|[^\\s,}\\n]+)`, 'gim'), `$1$2${MASK}`],
+  // Standard Webhooks secrets (auth hooks).
+  [/v1,whsec_[A-Za-z0-9+/=]+/g, `v1,whsec_${MASK}`],
   // API keys and JWT-looking strings anywhere.
   [/\b(pk|sk)_[A-Za-z0-9_]{8,}/g, `$1_${MASK}`],
   [/\beyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]+\.[A-Za-z0-9_-]*/g, MASK]

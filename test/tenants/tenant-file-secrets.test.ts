@@ -8,9 +8,9 @@ import { execFile } from 'node:child_process'
 import { generateKeyPairSync } from 'node:crypto'
 import { writeFileSync } from 'node:fs'
 import path from 'node:path'
-import { loadTenantFileEntries } from '../../src/tenants/index.js'
+import { displayValue, exportTenantFile, loadTenantFileEntries, parseTenantFile, redactSecrets, toTenant } from '../../src/tenants/index.js'
 import { runtimeTenantRecord } from '../../src/dev/index.js'
-import { tempDir } from '../helpers/tenant-fixtures.js'
+import { tempDir, tenantFile } from '../helpers/tenant-fixtures.js'
 
 const PASSWORD = 'p4ss-W0rd-of-the-owner-Zq81'
 const JWT_SECRET = 'jwt-secret-0123456789-abcdefghij-KLMNOP'
@@ -98,4 +98,15 @@ t.test('validation errors name fields, never values', async (t) => {
   try { loadTenantFileEntries(dir) } catch (err) { message = (err as Error).message }
   t.match(message, /jwt\.bogus: unknown field/)
   for (const s of SECRETS) t.notOk(message.includes(s), 'no secret in a validation error')
+})
+
+t.test('auth hook secrets: masked in diffs and conflicts, references in an export, masked in errors', async (t) => {
+  const hook = 'v1,whsec_c2VjcmV0LW9mLXRoZS1ob29rLTAxMjM0NTY3'
+  t.equal(displayValue('auth.hooks.send_email.secrets', [hook]), '****')
+  const tenant = toTenant(parseTenantFile({ ...tenantFile('hk'), auth: { hooks: { send_email: { uri: 'https://hooks.example.com/mail', secrets: [hook] } } } }, 'hk.yaml', {}))
+  const { text, env } = exportTenantFile(tenant)
+  t.notOk(text.includes(hook), 'not in an export without --include-secrets')
+  t.ok(env.includes('HK_HOOK_SEND_EMAIL_SECRET_1'))
+  t.ok(exportTenantFile(tenant, { includeSecrets: true }).text.includes(hook), 'with it, as written')
+  t.equal(redactSecrets(`      secrets: ["${hook}"]: x`).includes(hook), false)
 })
