@@ -165,7 +165,7 @@ function transact (ctx: RunContext, plan: ExecutablePlan, st: ActionStatements):
   return executeTransaction(engine.pools, tenantKey(tenant), restUrl(tenant), {
     readOnly: st.readOnly,
     pre: renderPreRequest({
-      searchPath: [req.schema, 'public'],
+      searchPath: [req.schema, ...(tenant.rest.extra_search_path ?? ['public'])],
       role: caller.role,
       claims: { ...caller.claims, role: caller.role },
       method: req.method,

@@ -232,6 +232,8 @@ export const TenantFileSchema = Type.Object({
     /** PostgREST's server-timing-enabled: a `Server-Timing` header with the time of each stage. */
     server_timing_enabled: Type.Boolean({ default: false }),
     schemas: Type.Array(Type.String({ minLength: 1 }), { minItems: 1, default: ['public'] }),
+    /** PostgREST's db-extra-search-path: schemas after the request's on every request's search path. */
+    extra_search_path: Type.Array(Type.String({ minLength: 1 }), { default: ['public'] }),
     /**
      * Request-rate limits of /rest/v1 as Kong's rate-limiting plugin has them, checked by the
      * gateway: per database, per client address and per API key, requests per second and per
