@@ -202,3 +202,27 @@ t.test('a failing hook answers as GoTrue does', async (t) => {
   const users = await stack.supabase(x, 'secret').auth.admin.listUsers()
   t.equal(users.data.users.length, 0, 'a sign-up whose token failed is rolled back whole')
 })
+
+t.test('an mfa_verification_attempt hook that rejects signs the user out with its message', async (t) => {
+  const stack = await startStack(t)
+  const x = await stack.addTenant({ auth: { hooks: { mfa_verification_attempt: { uri: 'pg-functions://postgres/public/on_mfa' } } } })
+  await stack.owner(x, `CREATE FUNCTION public.on_mfa(event jsonb) RETURNS jsonb LANGUAGE sql AS $$
+    SELECT CASE WHEN (event->>'valid')::boolean THEN jsonb_build_object('decision', 'continue')
+      ELSE jsonb_build_object('decision', 'reject', 'message', 'One wrong code is one too many') END $$;`)
+  await grantToAuthEngine(stack, x, 'public.on_mfa')
+  const app = stack.supabase(x)
+  const signUp = await app.auth.signUp({ email: email('mfa'), password: 'correct horse battery' })
+  t.error(signUp.error)
+  const session = signUp.data.session!
+  const c = stack.supabase(x, 'public', session.access_token)
+  const enrolled = await c.auth.mfa.enroll({ factorType: 'totp' })
+  t.error(enrolled.error)
+  const challenge = await c.auth.mfa.challenge({ factorId: enrolled.data!.id })
+  t.error(challenge.error)
+  const wrong = await c.auth.mfa.verify({ factorId: enrolled.data!.id, challengeId: challenge.data!.id, code: '000000' })
+  t.equal(wrong.error?.status, 403)
+  t.equal(wrong.error?.code, 'mfa_verification_rejected')
+  t.equal(wrong.error?.message, 'One wrong code is one too many')
+  const refreshed = await app.auth.refreshSession({ refresh_token: session.refresh_token })
+  t.ok(refreshed.error, 'the user was signed out everywhere: the refresh token no longer works')
+})
