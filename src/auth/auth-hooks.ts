@@ -25,6 +25,9 @@ const GOTRUE_NAMES: Record<AuthHookName, string> = {
   before_user_created: 'before-user-created'
 }
 
+/** The search path the auth engine's login connects with (platform migration 0010). */
+const PINNED_SEARCH_PATH = 'pg_catalog, pg_temp'
+
 /** GoTrue's limits: 2 s for a function, 5 s and three tries for an endpoint, 200 KB of answer. */
 export const HOOK_LIMITS = { pgTimeoutMs: 2_000, httpTimeoutMs: 5_000, httpTries: 3, httpBackoffMs: 2_000, maxBytes: 200 * 1024 }
 
@@ -74,20 +77,25 @@ function functionOf (uri: string): string {
   return `${quoteIdent(m[1] as string)}.${quoteIdent(m[2] as string)}`
 }
 
+/** The 2 s statement timeout of a function hook, for the rest of its transaction (a constant). */
+const HOOK_TIMEOUT_SQL = `SET LOCAL statement_timeout = ${HOOK_LIMITS.pgTimeoutMs}`
+
 async function runFunctionHook (call: HookCall, uri: string, body: string): Promise<Record<string, unknown> | null> {
   const fn = functionOf(uri)
+  // One statement calls the function and reads back what it may have changed for the session.
   const invoke = async (q: Queryable): Promise<unknown> => {
-    await q.query(`SELECT pg_catalog.set_config('statement_timeout', $1, true)`, [String(HOOK_LIMITS.pgTimeoutMs)])
-    try {
-      const r = await q.query<{ output: unknown }>(`SELECT ${fn}($1::jsonb) AS output`, [body])
-      return r.rows[0]?.output ?? null
-    } finally {
-      // Whatever the function set for the session ends here: the engine's login keeps its
-      // pinned search path and its own role on this pooled connection.
-      await q.query('SET LOCAL statement_timeout TO DEFAULT; RESET ROLE; RESET search_path').catch(() => {})
-    }
+    const r = await q.query<{ output: unknown, role: string, path: string, pinned: string }>(
+      `SELECT ${fn}($1::jsonb) AS output, pg_catalog.current_setting('role') AS role,
+        pg_catalog.current_setting('search_path') AS path, pg_catalog.current_setting('gatehouse.hook_search_path', true) AS pinned`, [body])
+    const row = r.rows[0]
+    // Whatever the function set for the session ends here: the engine's login keeps its
+    // pinned search path and its own role on this pooled connection.
+    if (row !== undefined && (row.role !== 'none' || row.path !== PINNED_SEARCH_PATH)) await q.query('RESET ROLE; RESET search_path')
+    return row?.output ?? null
   }
-  const output = call.q !== undefined ? await invoke(call.q) : await withTransaction(call.ctx.db, invoke)
+  const output = call.q !== undefined
+    ? await (async () => { await call.q!.query(HOOK_TIMEOUT_SQL); return invoke(call.q!) })()
+    : await withTransaction(call.ctx.db, invoke, `BEGIN; ${HOOK_TIMEOUT_SQL}`)
   return checkAnswer(typeof output === 'string' ? parseJson(output) : output)
 }
 
