@@ -8,7 +8,7 @@
 // error handler. The hot path only touches caches.
 import type { FastifyBaseLogger, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import type { IncomingHttpHeaders, IncomingMessage, OutgoingHttpHeaders, ServerResponse } from 'node:http'
-import type { TenantLookup } from '../tenants/index.js'
+import type { Tenant, TenantLookup } from '../tenants/index.js'
 import { ClientTooManyConcurrentRequestsError, LengthRequiredError, RateLimitedError, NotReadyError, TenantNotFoundError, TooManyConcurrentRequestsError } from './errors.js'
 import { isOpenAuthRoute, isTablePath, notServedError, parseGatewayPath } from './request/path.js'
 import { rewriteQuery } from './request/query.js'
@@ -130,6 +130,53 @@ export function createProxyPipeline (deps: ProxyRouteDeps): ProxyPipeline {
     })
   }
 
+  /**
+   * The tenant's rest.rate_limits (rate-limits.ts): the RateLimit fields go into `ours`;
+   * over a limit, 429 (a request with a body is answered and its connection closed).
+   */
+  async function checkRate (raw: IncomingMessage, tenant: Tenant, client: string, apikey: string, hasBody: boolean, ours: OutgoingHttpHeaders): Promise<void> {
+    const verdict = await deps.rateLimiter.check(tenant.rest.rate_limits, { database: tenant.database, client, apikey })
+    if (verdict === null) return
+    Object.assign(ours, verdict.headers)
+    const r = verdict.refused
+    if (r === null) return
+    const headers: Record<string, string> = { ...verdict.headers, 'retry-after': String(r.retryAfter) }
+    if (hasBody) { headers.connection = 'close'; lingerThenClose(raw) }
+    throw new RateLimitedError(r.policy, r.quota, r.window, { headers })
+  }
+
+  /** The body within its limits (body.ts); null when the client went away (its socket is cut). */
+  async function readWithin (raw: IncomingMessage, res: ServerResponse, maxBytes: number): Promise<Buffer | BodyStream | null> {
+    try {
+      if (/\b100-continue\b/i.test(raw.headers.expect ?? '')) res.writeContinue()
+      return await readBody(raw, {
+        maxBytes,
+        idleMs: limits.bodyIdleMs,
+        totalMs: limits.bodyTimeoutMs,
+        minBytesPerSecond: limits.minBodyBytesPerSecond,
+        rateWindowMs: limits.bodyRateWindowMs
+      }, limits.bufferBodyBytes)
+    } catch (err) {
+      if (!(err instanceof ClientAbortedError)) throw err
+      raw.socket.destroy()
+      return null
+    }
+  }
+
+  /**
+   * One of the tenant's in-flight slots for this client: its address and the kind of key it
+   * sends (a backend's secret key does not share the browsers' share behind one address).
+   * 429 when the tenant's cap or the client's share is reached.
+   */
+  function takeSlot (database: string, caller: Caller, clientIp: string, res: ServerResponse, raw: IncomingMessage, body: Buffer | BodyStream | null): void {
+    const taken = slots.take(database, caller.keyKind === 'svc' ? `${clientIp} svc` : clientIp, res)
+    if (taken === 'ok') return
+    if (body !== null && !Buffer.isBuffer(body)) { body.destroy(); lingerThenClose(raw) }
+    throw taken === 'tenant'
+      ? new TooManyConcurrentRequestsError(limits.tenantMaxInflight, { headers: busy })
+      : new ClientTooManyConcurrentRequestsError(slots.perClient, { headers: busy })
+  }
+
   async function run (ex: Exchange): Promise<void> {
     const raw = ex.raw
     const res = ex.res
@@ -202,52 +249,18 @@ export function createProxyPipeline (deps: ProxyRouteDeps): ProxyPipeline {
     if (q.limitAdded !== null) ours['x-gatehouse-default-limit'] = String(q.limitAdded)
     if (q.limitCapped !== null) ours['x-gatehouse-max-limit'] = String(q.limitCapped)
     const clientIp = deps.clientIp(raw)
-    // Request-rate limits (rest.rate_limits; none unless the database sets them), before
-    // any body is read: a limited client uploads nothing.
-    const rate = service === 'rest' ? tenant.rest.rate_limits : undefined
-    if (rate !== undefined) {
-      const verdict = await deps.rateLimiter.check(rate, { database: tenant.database, client: clientIp, apikey: firstHeader(raw.headers.apikey) ?? q.apikey ?? '' })
-      if (verdict !== null) {
-        Object.assign(ours, verdict.headers)
-        const r = verdict.refused
-        if (r !== null) {
-          const headers: Record<string, string> = { ...verdict.headers, 'retry-after': String(r.retryAfter) }
-          if (hasBody) { headers.connection = 'close'; lingerThenClose(raw) }
-          throw new RateLimitedError(r.policy, r.quota, r.window, { headers })
-        }
-      }
+    // Request-rate limits before any body is read: a limited client uploads nothing.
+    if (service === 'rest' && tenant.rest.rate_limits !== undefined) {
+      await checkRate(raw, tenant, clientIp, firstHeader(raw.headers.apikey) ?? q.apikey ?? '', hasBody, ours)
     }
-
     // The body, up to gateway.buffer_body_bytes, before the request takes a slot or an
-    // upstream socket (413 / 408 refuse it here); a larger one streams from there, its
-    // limits enforced on the way (body.ts).
+    // upstream socket (413 / 408 refuse it here); a larger one streams from there.
     let body: Buffer | BodyStream | null = null
     if (hasBody) {
-      try {
-        if (/\b100-continue\b/i.test(raw.headers.expect ?? '')) res.writeContinue()
-        body = await readBody(raw, {
-          maxBytes: maxBody,
-          idleMs: limits.bodyIdleMs,
-          totalMs: limits.bodyTimeoutMs,
-          minBytesPerSecond: limits.minBodyBytesPerSecond,
-          rateWindowMs: limits.bodyRateWindowMs
-        }, limits.bufferBodyBytes)
-      } catch (err) {
-        if (!(err instanceof ClientAbortedError)) throw err
-        raw.socket.destroy()
-        deps.onClientGone(info)
-        return
-      }
+      body = await readWithin(raw, res, maxBody)
+      if (body === null) { deps.onClientGone(info); return }
     }
-    // One client: its address and the kind of key it sends (a backend's secret key does not
-    // share the browsers' share behind the same address).
-    const taken = slots.take(tenant.database, caller.keyKind === 'svc' ? `${clientIp} svc` : clientIp, res)
-    if (taken !== 'ok') {
-      if (body !== null && !Buffer.isBuffer(body)) { body.destroy(); lingerThenClose(raw) }
-      throw taken === 'tenant'
-        ? new TooManyConcurrentRequestsError(limits.tenantMaxInflight, { headers: busy })
-        : new ClientTooManyConcurrentRequestsError(slots.perClient, { headers: busy })
-    }
+    takeSlot(tenant.database, caller, clientIp, res, raw, body)
 
     const target = baseUrl(service === 'rest' ? tenant.upstreams.rest : tenant.upstreams.auth)
     raw.headers = buildUpstreamHeaders(raw.headers, authorization, ex.id, {
