@@ -126,7 +126,7 @@ SELECT p.oid AS oid, n.nspname AS schema, p.proname AS name,
        pg_catalog.obj_description(p.oid, 'pg_proc') AS description,
        p.provolatile::text AS volatility, p.proretset AS returns_set,
        pg_catalog.format_type(p.prorettype, NULL) AS return_type,
-       rt.typtype::text AS return_typtype, rt.typrelid AS return_relid,
+       COALESCE(bt.typtype, rt.typtype)::text AS return_typtype, COALESCE(bt.typrelid, rt.typrelid) AS return_relid,
        p.pronargdefaults AS nargdefaults,
        COALESCE(p.proargnames, ARRAY[]::text[])::text[] AS arg_names,
        ARRAY(SELECT pg_catalog.format_type(x, NULL) FROM unnest(COALESCE(p.proallargtypes, p.proargtypes::oid[])) WITH ORDINALITY AS u(x, o) ORDER BY o) AS arg_types,
@@ -139,6 +139,8 @@ SELECT p.oid AS oid, n.nspname AS schema, p.proname AS name,
 FROM pg_catalog.pg_proc p
 JOIN pg_catalog.pg_namespace n ON n.oid = p.pronamespace
 JOIN pg_catalog.pg_type rt ON rt.oid = p.prorettype
+-- A domain returns what its base type is (PostgREST's base_types): a domain over a composite is a row.
+LEFT JOIN pg_catalog.pg_type bt ON rt.typtype = 'd' AND bt.oid = rt.typbasetype
 WHERE p.prokind = 'f' AND n.nspname = ANY ($1::text[])
 ORDER BY n.nspname, p.proname, p.oid`
 

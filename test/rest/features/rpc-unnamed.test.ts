@@ -76,3 +76,18 @@ t.test('a function returning record or SETOF record answers its rows, as PostgRE
   const some = await db.rpc('some_records', { id: 1, name: 'Windows%' })
   t.same({ status: some.status, data: some.data }, { status: 200, data: [{ id: 1, name: 'Windows 7', client_id: 1 }, { id: 2, name: 'Windows 10', client_id: 1 }] })
 })
+
+t.test('a function returning a domain over a composite type answers the row, as PostgREST (RpcSpec)', async (t) => {
+  const stack = await startRestGateway(t, {
+    sql: `
+    CREATE TYPE point_2d AS (x int, y int);
+    CREATE DOMAIN positive_point AS point_2d CHECK ((VALUE).x > 0 AND (VALUE).y > 0);
+    CREATE FUNCTION ret_positive_point() RETURNS positive_point LANGUAGE sql AS 'SELECT ROW(10, 5)::point_2d::positive_point';
+    CREATE FUNCTION ret_positive_points() RETURNS SETOF positive_point LANGUAGE sql AS 'SELECT ROW(g, g)::point_2d::positive_point FROM generate_series(1, 2) g';`
+  })
+  const db = stack.client()
+  const one = await db.rpc('ret_positive_point')
+  t.same({ status: one.status, data: one.data, error: one.error }, { status: 200, data: { x: 10, y: 5 }, error: null })
+  const some = await db.rpc('ret_positive_points')
+  t.same({ status: some.status, data: some.data }, { status: 200, data: [{ x: 1, y: 1 }, { x: 2, y: 2 }] })
+})
