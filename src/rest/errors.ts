@@ -307,8 +307,9 @@ export function statusForSqlState (sqlstate: string, message: string, isAnon: bo
   if (c === '42P01') return 404
   if (c === '42P17') return 500
   if (c === '42501') return isAnon ? 401 : 403
-  if (cls === 'PT' && /^PT\d{3}$/.test(c)) {
-    const s = Number(c.slice(2))
+  if (cls === 'PT') {
+    // PostgREST reads the three characters after PT as the status; anything else (PT40A) is 500.
+    const s = /^PT\d{3}$/.test(c) ? Number(c.slice(2)) : 0
     return s >= 100 && s <= 599 ? s : 500
   }
   return 400

@@ -55,7 +55,7 @@ t.test('SQLSTATE -> HTTP status', async (t) => {
     ['P0001', '', false, 400], ['P0002', '', false, 500], ['XX000', '', false, 500],
     ['42883', 'function foo() does not exist', false, 404], ['42883', 'function xmlagg(x) does not exist', false, 406],
     ['42P01', '', false, 404], ['42P17', '', false, 500], ['42501', '', true, 401], ['42501', '', false, 403],
-    ['PT402', '', false, 402], ['22P02', '', false, 400], ['42703', '', false, 400], ['23502', '', false, 400]
+    ['PT402', '', false, 402], ['PT40A', '', false, 500], ['PTABC', '', false, 500], ['22P02', '', false, 400], ['42703', '', false, 400], ['23502', '', false, 400]
   ]
   for (const [code, message, anon, status] of cases) t.equal(statusForSqlState(code, message, anon), status, `${code} ${message}`)
 })
