@@ -312,7 +312,8 @@ export async function startEmbeddedPostgres (opts: EmbeddedPostgresOptions): Pro
       }
     }
 
-    const settings = { listen_addresses: '127.0.0.1', unix_socket_directories: '', ...(opts.settings ?? {}) }
+    // compute_query_id as Supabase's Postgres has it: `explain(verbose)` plans show the Query Identifier.
+    const settings = { listen_addresses: '127.0.0.1', unix_socket_directories: '', compute_query_id: 'on', ...(opts.settings ?? {}) }
     const args = ['-D', dataDir, '-p', String(opts.port)]
     for (const [k, v] of Object.entries(settings)) args.push('-c', `${k}=${v}`)
     const child: ChildProcess = spawn(postgres, args, { ...(as ?? {}), stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, LC_ALL: 'C' } })

@@ -62,6 +62,7 @@ t.test('execution plans', async (t) => {
     const doc = opts.json()[0]
     t.type(doc.Plan['Actual Rows'], 'number', 'analyze')
     t.type(doc.Plan.Output, Array, 'verbose')
+    t.type(doc['Query Identifier'], 'number', 'verbose: the query identifier (compute_query_id is on, as in Supabase\'s Postgres)')
     t.type(doc.Plan['Shared Hit Blocks'], 'number', 'buffers')
     t.type(doc.Plan['WAL Records'], 'number', 'wal')
     t.type(doc['Execution Time'], 'number')
