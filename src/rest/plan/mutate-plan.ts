@@ -13,12 +13,23 @@ import type { SchemaCache, Table } from '../schema-cache/types.js'
 import { checkPreferences, negotiateRead } from './negotiate.js'
 import { planReadTree } from './read-plan.js'
 import { rebaseRoot, rootColumns } from './rebase.js'
-import type { Condition, DeleteSpec, InsertSpec, MutatePlan, ReadNode, ReturnPreference, UpdateSpec } from './types.js'
+import type { BodyParsers, Condition, DeleteSpec, InsertSpec, MutatePlan, ReadNode, ReturnPreference, UpdateSpec } from './types.js'
 
 function checkColumns (table: Table, names: readonly string[]): void {
   for (const c of names) {
     if (!table.columnsByName.has(c)) throw new ColumnNotFoundError(c, table.name)
   }
+}
+
+/** The body columns a data representation parses from json (PostgREST's withJsonParse). */
+function bodyParsers (cache: SchemaCache, table: Table, names: readonly string[]): BodyParsers {
+  const reps = cache.representations?.fromJson
+  if (reps === undefined) return []
+  return names.flatMap((c) => {
+    const oid = table.columnsByName.get(c)?.typeOid
+    const fn = oid === undefined ? undefined : reps.get(oid)
+    return fn === undefined ? [] : [[c, fn] as const]
+  })
 }
 
 /** PUT: filters must be exactly the primary key, each a plain `eq` (spec §3.4). */
@@ -104,6 +115,7 @@ export function planMutate (req: ApiRequest, relation: string, mutation: Mutatio
       spec = {
         kind: 'insert',
         payload,
+        parsers: bodyParsers(cache, table, payload.keys),
         columns: payload.keys,
         defaults,
         onConflict,
@@ -122,7 +134,7 @@ export function planMutate (req: ApiRequest, relation: string, mutation: Mutatio
         column: c,
         value: prefs.missing === 'default' && columns !== null && !Object.prototype.hasOwnProperty.call(row, c) ? 'default' : 'body'
       }))
-      spec = { kind: 'update', payload, set, where: rootWhere(tree) }
+      spec = { kind: 'update', payload, parsers: bodyParsers(cache, table, payload.keys), set, where: rootWhere(tree) }
       break
     }
     case 'delete':

@@ -139,13 +139,28 @@ function addRels (node: Draft, root: Draft, cache: SchemaCache, schema: string):
 
 const JSON_TYPES = new Set(['json', 'jsonb'])
 
-/** Resolves a field against its table's columns (unknown columns: to_jsonb for paths, no to_tsvector). */
-function coerce (table: Table | undefined, field: Field, fts: { language: string | null } | null = null): CoercibleField {
+/**
+ * Resolves a field against its table's columns (unknown columns: to_jsonb for paths, no
+ * to_tsvector). `reps`: the data representations that apply where the field stands (the
+ * output one in a select, the text parser in a filter), as PostgREST's withTransformer.
+ */
+function coerce (table: Table | undefined, field: Field, fts: { language: string | null } | null = null,
+  reps?: ReadonlyMap<number, QualifiedName>): CoercibleField {
   const col = table?.columnsByName.get(field.name)
   if (!col) return { name: field.name, jsonPath: field.jsonPath, toJson: true, toTsVector: null }
-  if (JSON_TYPES.has(col.baseType)) return { name: field.name, jsonPath: field.jsonPath, toJson: false, toTsVector: fts }
-  if (col.baseType === 'tsvector') return { name: field.name, jsonPath: field.jsonPath, toJson: true, toTsVector: null }
-  return { name: field.name, jsonPath: field.jsonPath, toJson: true, toTsVector: fts }
+  const transform = reps !== undefined && col.typeOid !== undefined && field.jsonPath.length === 0 ? reps.get(col.typeOid) : undefined
+  const out: CoercibleField = JSON_TYPES.has(col.baseType)
+    ? { name: field.name, jsonPath: field.jsonPath, toJson: false, toTsVector: fts }
+    : col.baseType === 'tsvector'
+      ? { name: field.name, jsonPath: field.jsonPath, toJson: true, toTsVector: null }
+      : { name: field.name, jsonPath: field.jsonPath, toJson: true, toTsVector: fts }
+  return transform === undefined ? out : { ...out, transform }
+}
+
+/** A column formatted by a data representation on output (PostgREST's hasOutputRep). */
+function hasOutputRep (table: Table | undefined, reps: ReadonlyMap<number, QualifiedName> | undefined): boolean {
+  if (reps === undefined || table === undefined) return false
+  return table.columns.some((c) => c.typeOid !== undefined && reps.has(c.typeOid))
 }
 
 /** Output key of an unaliased JSON path selection: its last key (spec §2.1). */
@@ -158,15 +173,15 @@ function jsonPathAlias (field: Field): string | null {
   return field.name
 }
 
-function toCondition (table: Table | undefined, f: Filter): Condition {
+function toCondition (table: Table | undefined, f: Filter, reps?: ReadonlyMap<number, QualifiedName>): Condition {
   const op = f.opExpr.operation
   const fts = op.kind === 'fts' ? { language: op.language } : null
-  return { kind: 'filter', field: coerce(table, f.field, fts), opExpr: f.opExpr }
+  return { kind: 'filter', field: coerce(table, f.field, fts, reps), opExpr: f.opExpr }
 }
 
-function logicToCondition (table: Table | undefined, t: LogicTree): Condition {
-  if (t.kind === 'expr') return toCondition(table, t.filter)
-  return { kind: 'logic', op: t.op, negated: t.negated, children: t.children.map((c) => logicToCondition(table, c)) }
+function logicToCondition (table: Table | undefined, t: LogicTree, reps?: ReadonlyMap<number, QualifiedName>): Condition {
+  if (t.kind === 'expr') return toCondition(table, t.filter, reps)
+  return { kind: 'logic', op: t.op, negated: t.negated, children: t.children.map((c) => logicToCondition(table, c, reps)) }
 }
 
 // -- finishing: drafts -> ReadNode -----------------------------------------------------------
@@ -201,11 +216,14 @@ function expandStars (fields: readonly SelectField[], table: Table | undefined, 
   })
 }
 
-/** The output key of a select item (spec §2.1): the alias, a JSON path's last key, an aggregate's name in spreads. */
-function selectAlias (f: SelectField, isSpread: boolean): string | null {
+/**
+ * The output key of a select item (spec §2.1): the alias, a JSON path's last key, an
+ * aggregate's name in spreads, a column formatted by a data representation's own name.
+ */
+function selectAlias (f: SelectField, isSpread: boolean, transformed = false): string | null {
   if (f.alias !== null) return f.alias
   if (f.aggregate !== null) return isSpread ? f.aggregate : null
-  return jsonPathAlias(f.field)
+  return transformed ? f.field.name : jsonPathAlias(f.field)
 }
 
 /** Names (with their aggregates still unapplied) that a spread node lifts into its parent. */
@@ -240,9 +258,12 @@ function finish (d: Draft, ctx: Finish, parentHasAgg: boolean): { node: ReadNode
 
   // select: fields with their aliases and aggregates; a to-one spread hands its aggregates to its parent
   const hoisted: HoistedAggregate[] = []
-  const select: SelectColumn[] = expandStars(d.fields, table, hasAgg, d.isSpread).map((f) => {
-    const alias = selectAlias(f, d.isSpread)
-    const field = f.fullRow === true ? { ...coerce(undefined, f.field), fullRow: true } : coerce(table, f.field)
+  const reps = ctx.cache.representations
+  // As PostgREST: `*` is expanded when a column of the table has an output representation.
+  const expandForReps = hasOutputRep(table, reps?.toJson)
+  const select: SelectColumn[] = expandStars(d.fields, table, hasAgg || expandForReps, d.isSpread).map((f) => {
+    const field = f.fullRow === true ? { ...coerce(undefined, f.field), fullRow: true } : coerce(table, f.field, null, reps?.toJson)
+    const alias = selectAlias(f, d.isSpread, field.transform !== undefined)
     if (toOneSpread && f.aggregate !== null) {
       hoisted.push({ aggAlias: d.aggAlias, name: alias ?? f.field.name, aggregate: f.aggregate, aggregateCast: f.aggregateCast, alias })
       return { field, alias, cast: f.cast, aggregate: null, aggregateCast: null }
@@ -275,8 +296,8 @@ function finish (d: Draft, ctx: Finish, parentHasAgg: boolean): { node: ReadNode
     return { kind: 'null-embed', notNull: c.opExpr.negated, aggAlias: child.aggAlias, child }
   }
   const where: Condition[] = [
-    ...d.filters.map((f) => toCondition(table, f)),
-    ...d.logic.map((t) => logicToCondition(table, t))
+    ...d.filters.map((f) => toCondition(table, f, reps?.fromText)),
+    ...d.logic.map((t) => logicToCondition(table, t, reps?.fromText))
   ].map(nullEmbed)
 
   // order, with related orders resolved to a to-one embed's lateral alias

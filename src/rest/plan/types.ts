@@ -20,6 +20,11 @@ export interface CoercibleField {
   readonly toTsVector: { readonly language: string | null } | null
   /** `count()` in a to-one spread: the whole row of the relation (`"<alias>"`), not a column. */
   readonly fullRow?: boolean
+  /**
+   * A data representation's cast function (PostgREST's cfTransform): in a select, applied to
+   * the column (domain -> json); in a filter, to the value (text -> domain).
+   */
+  readonly transform?: QualifiedName
 }
 
 export interface SelectColumn {
@@ -168,9 +173,17 @@ export interface ColumnDefault {
   readonly expression: string
 }
 
+/**
+ * Body columns read through a data representation's json parser (PostgREST's withJsonParse):
+ * column name -> the cast function from json to the column's domain.
+ */
+export type BodyParsers = ReadonlyArray<readonly [string, QualifiedName]>
+
 export interface InsertSpec {
   readonly kind: 'insert'
   readonly payload: RowsPayload
+  /** Body columns parsed from json by a data representation (empty: none). */
+  readonly parsers?: BodyParsers
   /** The INSERT column list (sorted keys or `columns=`). */
   readonly columns: readonly string[]
   /**
@@ -192,6 +205,8 @@ export interface InsertSpec {
 export interface UpdateSpec {
   readonly kind: 'update'
   readonly payload: RowsPayload
+  /** Body columns parsed from json by a data representation (empty: none). */
+  readonly parsers?: BodyParsers
   /** SET list: from the body, or DEFAULT (`missing=default` for a listed column the body lacks). */
   readonly set: ReadonlyArray<{ readonly column: string, readonly value: 'body' | 'default' }>
   readonly where: readonly Condition[]

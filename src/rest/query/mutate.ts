@@ -3,7 +3,7 @@
 // data-modifying CTE, then one row with page_total, the body (Postgres builds the JSON)
 // and the response.* settings. The body is one JSON parameter read with
 // json_populate_record[set] over the table's own row type. Pure.
-import type { ColumnDefault, InsertSpec, MediaHandler, MutatePlan, Qualifier, ReturnPreference, UpdateSpec } from '../plan/types.js'
+import type { BodyParsers, ColumnDefault, InsertSpec, MediaHandler, MutatePlan, Qualifier, ReturnPreference, UpdateSpec } from '../plan/types.js'
 import { geoJsonBody, renderCondition, renderNode } from './read.js'
 import { catalogExpression, empty, ident, join, param, qualified, render, sql, type Sql, type Statement } from './sql.js'
 
@@ -23,8 +23,34 @@ function returningClause (plan: MutatePlan, returning: ReturnPreference): Sql {
   return sql` RETURNING ${join(cols.map((c) => sql`${t}.${ident(c)}`))}`
 }
 
-function bodyColumns (cols: readonly string[]): Sql {
-  return cols.length === 0 ? empty : join(cols.map((c) => sql`pgrst_body.${ident(c)}`))
+const NO_PARSERS: BodyParsers = []
+
+/** A body column: `pgrst_body."c"`, or its json value through a data representation's parser. */
+function bodyColumn (c: string, parsers: BodyParsers): Sql {
+  const fn = parsers.find(([name]) => name === c)?.[1]
+  return fn === undefined ? sql`pgrst_body.${ident(c)}` : sql`${qualified(fn.schema, fn.name)}(pgrst_rep.${ident(c)})`
+}
+
+function bodyColumns (cols: readonly string[], parsers: BodyParsers): Sql {
+  return cols.length === 0 ? empty : join(cols.map((c) => bodyColumn(c, parsers)))
+}
+
+/**
+ * The body's rows as `pgrst_body` (the table's row type, json_populate_record[set]). With
+ * data representations, as PostgREST's json_to_recordset typed `json` for those columns:
+ * each element's parsed columns are read as json (`pgrst_rep`) and left out of `pgrst_body`.
+ */
+function bodyRows (rowType: Sql, json: Sql, isArray: boolean, parsers: BodyParsers, jsonb = false): Sql {
+  if (parsers.length === 0) {
+    const fn = jsonb
+      ? (isArray ? sql`jsonb_populate_recordset` : sql`jsonb_populate_record`)
+      : (isArray ? sql`json_populate_recordset` : sql`json_populate_record`)
+    return sql`LATERAL ${fn}(${rowType}, ${json}) AS pgrst_body`
+  }
+  const elems = isArray ? sql`LATERAL json_array_elements(${json}::json) AS pgrst_elem(v)` : sql`LATERAL (SELECT ${json} AS v) AS pgrst_elem`
+  const names = parsers.map(([c]) => c)
+  const defs = join(names.map((c) => sql`${ident(c)} json`))
+  return sql`${elems}, LATERAL json_populate_record(${rowType}, (pgrst_elem.v::jsonb - ${param(names)}::text[])::json) AS pgrst_body, LATERAL json_to_record(pgrst_elem.v::json) AS pgrst_rep(${defs})`
 }
 
 function conflictClause (spec: InsertSpec, setColumns: readonly string[]): Sql {
@@ -48,7 +74,7 @@ function insertStatement (plan: MutatePlan, spec: InsertSpec, columns: readonly 
   const target = columns.length === 0 ? t : sql`${t} (${join(columns.map((c) => ident(c)))})`
   // DO UPDATE sets every payload column: with missing=default, one the row lacks gets the
   // DEFAULT that EXCLUDED holds for it (as PostgREST, which inserts DEFAULT there).
-  return sql`INSERT INTO ${target} SELECT ${bodyColumns(columns)} FROM ${rows}${where}${conflictClause(spec, spec.payload.keys)}${returningClause(plan, returning)}`
+  return sql`INSERT INTO ${target} SELECT ${bodyColumns(columns, spec.parsers ?? NO_PARSERS)} FROM ${rows}${where}${conflictClause(spec, spec.payload.keys)}${returningClause(plan, returning)}`
 }
 
 /** `jsonb_build_object('col', <its default>, ...)`: evaluated where it stands, once per row. */
@@ -58,15 +84,16 @@ function defaultsObject (defaults: readonly ColumnDefault[]): Sql {
 
 function renderInsert (plan: MutatePlan, spec: InsertSpec, returning: ReturnPreference): Sql {
   const rowType = sql`NULL::${qualified(plan.table.schema, plan.table.name)}`
+  const parsers = spec.parsers ?? NO_PARSERS
+  const isArray = spec.payload.isArray
   let rows: Sql
   if (spec.defaults === null || spec.defaults.length === 0) {
-    const fn = spec.payload.isArray ? sql`json_populate_recordset` : sql`json_populate_record`
-    rows = sql`pgrst_payload, LATERAL ${fn}(${rowType}, pgrst_payload.json_data) AS pgrst_body`
-  } else if (spec.payload.isArray) {
+    rows = sql`pgrst_payload, ${bodyRows(rowType, sql`pgrst_payload.json_data`, isArray, parsers)}`
+  } else if (isArray) {
     // Matches PostgREST's missing=default: each element over the defaults (its own keys win).
-    rows = sql`pgrst_payload, LATERAL (SELECT jsonb_agg(${defaultsObject(spec.defaults)} || pgrst_elem) AS val FROM jsonb_array_elements(pgrst_payload.json_data::jsonb) AS pgrst_elem) AS pgrst_json_defs, LATERAL jsonb_populate_recordset(${rowType}, pgrst_json_defs.val) AS pgrst_body`
+    rows = sql`pgrst_payload, LATERAL (SELECT jsonb_agg(${defaultsObject(spec.defaults)} || pgrst_elem) AS val FROM jsonb_array_elements(pgrst_payload.json_data::jsonb) AS pgrst_elem) AS pgrst_json_defs, ${bodyRows(rowType, sql`pgrst_json_defs.val`, true, parsers, true)}`
   } else {
-    rows = sql`pgrst_payload, LATERAL (SELECT ${defaultsObject(spec.defaults)} || pgrst_payload.json_data::jsonb AS val) AS pgrst_json_defs, LATERAL jsonb_populate_record(${rowType}, pgrst_json_defs.val) AS pgrst_body`
+    rows = sql`pgrst_payload, LATERAL (SELECT ${defaultsObject(spec.defaults)} || pgrst_payload.json_data::jsonb AS val) AS pgrst_json_defs, ${bodyRows(rowType, sql`pgrst_json_defs.val`, false, parsers, true)}`
   }
   return sql`pgrst_source AS ( ${insertStatement(plan, spec, spec.columns, rows, returning)} )`
 }
@@ -86,9 +113,9 @@ function renderUpdate (plan: MutatePlan, spec: UpdateSpec, returning: ReturnPref
       : plan.returnColumns === null ? sql`${t}.*` : join(plan.returnColumns.map((c) => sql`${t}.${ident(c)}`))
     return sql`pgrst_source AS ( SELECT ${cols} FROM ${t} WHERE false )`
   }
-  const set = join(spec.set.map((s) => s.value === 'default' ? sql`${ident(s.column)} = DEFAULT` : sql`${ident(s.column)} = pgrst_body.${ident(s.column)}`))
-  const fn = spec.payload.isArray ? sql`json_populate_recordset` : sql`json_populate_record`
-  const from = sql`pgrst_payload, LATERAL ${fn}(NULL::${t}, pgrst_payload.json_data) AS pgrst_body`
+  const parsers = spec.parsers ?? NO_PARSERS
+  const set = join(spec.set.map((s) => s.value === 'default' ? sql`${ident(s.column)} = DEFAULT` : sql`${ident(s.column)} = ${bodyColumn(s.column, parsers)}`))
+  const from = sql`pgrst_payload, ${bodyRows(sql`NULL::${t}`, sql`pgrst_payload.json_data`, spec.payload.isArray, parsers)}`
   return sql`pgrst_source AS ( UPDATE ${t} SET ${set} FROM ${from}${whereClause(plan, spec)}${returningClause(plan, returning)} )`
 }
 

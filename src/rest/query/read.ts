@@ -6,7 +6,7 @@ import type { AggregateFunction, Operation, OpExpr } from '../api-request/types.
 import type {
   CoercibleField, Condition, JoinCondition, PlannedOrder, Qualifier, ReadNode, ReadPlan, SelectColumn, SpreadSelect
 } from '../plan/types.js'
-import { isToOne } from '../schema-cache/types.js'
+import { isToOne, type QualifiedName } from '../schema-cache/types.js'
 import { empty, ident, join, param, qualified, raw, render, sql, typeName, type Keyword, type Sql, type Statement } from './sql.js'
 
 // -- names and fields -------------------------------------------------------------------
@@ -54,6 +54,8 @@ function applyAggregate (expr: Sql, aggregate: AggregateFunction | null | undefi
 
 function renderSelectColumn (q: Qualifier, s: SelectColumn): Sql {
   let expr = renderField(q, s.field)
+  // A data representation formats the column (PostgREST's pgFmtTableCoerce).
+  if (s.field.transform !== undefined) expr = sql`${qualified(s.field.transform.schema, s.field.transform.name)}(${expr})`
   if (s.cast !== null) expr = sql`CAST( ${expr} AS ${typeName(s.cast)} )`
   expr = applyAggregate(expr, s.aggregate, s.aggregateCast)
   return s.alias === null ? expr : sql`${expr} AS ${ident(s.alias)}`
@@ -88,24 +90,40 @@ export function arrayLiteral (values: readonly string[]): string {
   return '{' + values.map((v) => '"' + v.replace(/\\/g, '\\\\').replace(/"/g, '\\"') + '"').join(',') + '}'
 }
 
-function renderOperation (expr: Sql, op: Operation): Sql {
+/**
+ * A filter value: a parameter, through a data representation's text parser when the
+ * field has one (PostgREST's pgFmtUnknownLiteralForField).
+ */
+function valueOf (value: string, parse: QualifiedName | undefined): Sql {
+  return parse === undefined ? param(value) : sql`${qualified(parse.schema, parse.name)}(${param(value)})`
+}
+
+/** The elements of `in.(...)`: one array parameter, each element parsed when the field has a parser. */
+function listOf (values: readonly string[], parse: QualifiedName | undefined): Sql {
+  const list = values.length === 1 && values[0] === '' ? '{}' : arrayLiteral(values)
+  return parse === undefined
+    ? param(list)
+    : sql`(SELECT ${qualified(parse.schema, parse.name)}(unnest(${param(list)}::text[])))`
+}
+
+function renderOperation (expr: Sql, op: Operation, parse?: QualifiedName): Sql {
   switch (op.kind) {
     case 'simple':
-      return sql`${expr} ${raw(SIMPLE[op.op])} ${param(op.value)}`
+      return sql`${expr} ${raw(SIMPLE[op.op])} ${valueOf(op.value, parse)}`
     case 'quant': {
-      const value = op.op === 'like' || op.op === 'ilike' ? op.value.replace(/\*/g, '%') : op.value
-      const rhs = op.quantifier === null ? param(value) : sql`${raw(op.quantifier === 'any' ? 'ANY' : 'ALL')}(${param(value)})`
+      const like = op.op === 'like' || op.op === 'ilike'
+      // As PostgREST: (i)like patterns are never parsed.
+      const value = like ? param(op.value.replace(/\*/g, '%')) : valueOf(op.value, parse)
+      const rhs = op.quantifier === null ? value : sql`${raw(op.quantifier === 'any' ? 'ANY' : 'ALL')}(${value})`
       return sql`${expr} ${raw(QUANT[op.op])} ${rhs}`
     }
     case 'in':
       // `in.()` matches nothing (= ANY('{}')); elements travel as one array parameter.
-      return op.values.length === 1 && op.values[0] === ''
-        ? sql`${expr} = ANY(${param('{}')})`
-        : sql`${expr} = ANY(${param(arrayLiteral(op.values))})`
+      return sql`${expr} = ANY(${listOf(op.values, parse)})`
     case 'is':
       return sql`${expr} ${raw(IS[op.value])}`
     case 'isdistinct':
-      return sql`${expr} IS DISTINCT FROM ${param(op.value)}`
+      return sql`${expr} IS DISTINCT FROM ${valueOf(op.value, parse)}`
     case 'fts': {
       const args = op.language === null ? param(op.value) : sql`${param(op.language)}, ${param(op.value)}`
       return sql`${expr} @@ ${raw(FTS[op.op])}(${args})`
@@ -113,8 +131,8 @@ function renderOperation (expr: Sql, op: Operation): Sql {
   }
 }
 
-function renderOpExpr (expr: Sql, e: OpExpr): Sql {
-  const body = renderOperation(expr, e.operation)
+function renderOpExpr (expr: Sql, e: OpExpr, parse?: QualifiedName): Sql {
+  const body = renderOperation(expr, e.operation, parse)
   return e.negated ? sql`NOT ${body}` : body
 }
 
@@ -123,7 +141,7 @@ type CountHook = (child: ReadNode, notNull: boolean) => Sql
 export function renderCondition (q: Qualifier, c: Condition, countHook?: CountHook): Sql {
   switch (c.kind) {
     case 'filter':
-      return renderOpExpr(renderField(q, c.field), c.opExpr)
+      return renderOpExpr(renderField(q, c.field), c.opExpr, c.field.transform)
     case 'null-embed':
       if (countHook) return countHook(c.child, c.notNull)
       return sql`${ident(c.aggAlias)} ${raw(c.notNull ? 'IS DISTINCT FROM NULL' : 'IS NOT DISTINCT FROM NULL')}`

@@ -3,12 +3,12 @@
 // connections) and builds the SchemaCache from the rows with buildSchemaCache, a pure
 // function testable without Postgres.
 import {
-  ATTNAMES_SQL, COLUMNS_SQL, COMPUTED_RELS_SQL, CONSTRAINTS_SQL, RELATIONS_SQL, ROUTINES_SQL, SCHEMA_VERSION_SQL,
-  TIMEZONES_SQL, VIEWS_SQL
+  ATTNAMES_SQL, COLUMNS_SQL, COMPUTED_RELS_SQL, CONSTRAINTS_SQL, RELATIONS_SQL, REPRESENTATIONS_SQL, ROUTINES_SQL,
+  SCHEMA_VERSION_SQL, TIMEZONES_SQL, VIEWS_SQL
 } from './queries.js'
 import { inferRelationships, type ForeignKey, type Stand } from './relationships.js'
 import {
-  qnKey, type Column, type QualifiedName, type RelationKind, type Relationship, type Routine,
+  qnKey, type Column, type QualifiedName, type RelationKind, type Relationship, type Representations, type Routine,
   type RoutineParam, type SchemaCache, type Table
 } from './types.js'
 import { parseViewColumns, type ViewColumnSource } from './view-defs.js'
@@ -43,6 +43,8 @@ export interface CatalogRows {
   computed?: CatalogRow[]
   /** pg_timezone_names (the zones `Prefer: timezone=` may name). */
   timezones?: CatalogRow[]
+  /** Casts of domains to and from json and text (data representations). */
+  representations?: CatalogRow[]
 }
 
 export interface LoadOptions {
@@ -86,7 +88,8 @@ export async function loadSchemaCacheBatch (query: CatalogBatch, schemas: readon
     { text: VIEWS_SQL, values: [] },
     { text: ATTNAMES_SQL, values: [] },
     { text: ROUTINES_SQL, values: [list] },
-    { text: COMPUTED_RELS_SQL, values: [list] }
+    { text: COMPUTED_RELS_SQL, values: [list] },
+    { text: REPRESENTATIONS_SQL, values: [] }
   ]
   if (opts.timezones === undefined) statements.push({ text: TIMEZONES_SQL, values: [] })
   let dbVersion: string | null
@@ -100,11 +103,11 @@ export async function loadSchemaCacheBatch (query: CatalogBatch, schemas: readon
     dbVersion = null
     rows = await query(statements)
   }
-  const [relations = [], columns = [], constraints = [], viewRows = [], attnames = [], routines = [], computed = [], zoneRows] = rows
+  const [relations = [], columns = [], constraints = [], viewRows = [], attnames = [], routines = [], computed = [], representations = [], zoneRows] = rows
   const views = new Map<number, ViewColumnSource[]>()
   for (const r of viewRows) views.set(Number(r.rel), parseViewColumns(String(r.action)))
   const timezones = opts.timezones === undefined ? zoneRows ?? [] : [...opts.timezones].map((name) => ({ name }))
-  return { ...buildSchemaCache({ relations, columns, constraints, views, attnames, routines, computed, timezones }, schemas, version), dbVersion }
+  return { ...buildSchemaCache({ relations, columns, constraints, views, attnames, routines, computed, timezones, representations }, schemas, version), dbVersion }
 }
 
 /** Types a function's one unnamed parameter may have for PostgREST to call it with the whole body. */
@@ -146,6 +149,7 @@ export function buildSchemaCache (rows: CatalogRows, schemas: readonly string[],
     const col: Column = {
       name: str(c.name),
       type: str(c.type),
+      ...(c.type_oid === undefined || c.type_oid === null ? {} : { typeOid: Number(c.type_oid) }),
       baseType: str(c.base_type),
       nullable: c.nullable === true,
       default: strOrNull(c.default_expr),
@@ -315,7 +319,30 @@ export function buildSchemaCache (rows: CatalogRows, schemas: readonly string[],
   }
 
   const timezones = new Set((rows.timezones ?? []).map((r) => str(r.name)))
-  return { version, loadedAt: now, schemas: [...schemas], tables, relationships, routines, timezones }
+  const representations = buildRepresentations(rows.representations ?? [])
+  return { version, loadedAt: now, schemas: [...schemas], tables, relationships, routines, timezones, ...(representations ? { representations } : {}) }
+}
+
+/** The builtin OIDs of json and text (fixed in pg_type.dat). */
+const JSON_OID = 114
+const TEXT_OID = 25
+
+/** Data representations by domain OID; undefined when there are none (the common case costs nothing). */
+function buildRepresentations (rows: readonly CatalogRow[]): Representations | undefined {
+  if (rows.length === 0) return undefined
+  const toJson = new Map<number, QualifiedName>()
+  const fromText = new Map<number, QualifiedName>()
+  const fromJson = new Map<number, QualifiedName>()
+  for (const r of rows) {
+    const fn = { schema: str(r.fn_schema), name: str(r.fn_name) }
+    const source = Number(r.source)
+    const target = Number(r.target)
+    if (r.from_domain === true) {
+      if (target === JSON_OID) toJson.set(source, fn)
+    } else if (source === TEXT_OID) fromText.set(target, fn)
+    else if (source === JSON_OID) fromJson.set(target, fn)
+  }
+  return { toJson, fromText, fromJson }
 }
 
 /** A routine of the cache, or null for one PostgREST cannot call (see callableParams). */

@@ -26,7 +26,7 @@ ORDER BY n.nspname, c.relname`
 
 export const COLUMNS_SQL = `
 SELECT a.attrelid AS rel, a.attname AS name, a.attnum AS num,
-       pg_catalog.format_type(a.atttypid, a.atttypmod) AS type,
+       pg_catalog.format_type(a.atttypid, a.atttypmod) AS type, a.atttypid AS type_oid,
        COALESCE(bt.typname, t.typname)::text AS base_type,
        NOT (a.attnotnull OR (t.typtype = 'd' AND t.typnotnull)) AS nullable,
        pg_catalog.pg_get_expr(d.adbin, d.adrelid) AS default_expr,
@@ -143,6 +143,24 @@ JOIN pg_catalog.pg_type rt ON rt.oid = p.prorettype
 LEFT JOIN pg_catalog.pg_type bt ON rt.typtype = 'd' AND bt.oid = rt.typbasetype
 WHERE p.prokind = 'f' AND n.nspname = ANY ($1::text[])
 ORDER BY n.nspname, p.proname, p.oid`
+
+/**
+ * Data representations (PostgREST's dataRepresentations, docs "Domain Representations"):
+ * the implicit casts WITH FUNCTION the caller may execute from a domain to json or text,
+ * or from json or text to a domain. A few rows of pg_cast; none in most databases.
+ */
+export const REPRESENTATIONS_SQL = `
+SELECT c.castsource AS source, c.casttarget AS target, s.typtype = 'd' AS from_domain,
+       fn.nspname AS fn_schema, p.proname AS fn_name
+FROM pg_catalog.pg_cast c
+JOIN pg_catalog.pg_type s ON s.oid = c.castsource
+JOIN pg_catalog.pg_type t ON t.oid = c.casttarget
+JOIN pg_catalog.pg_proc p ON p.oid = c.castfunc
+JOIN pg_catalog.pg_namespace fn ON fn.oid = p.pronamespace
+WHERE c.castcontext = 'i' AND c.castmethod = 'f'
+  AND pg_catalog.has_function_privilege(c.castfunc, 'execute')
+  AND ((s.typtype = 'd' AND c.casttarget IN ('pg_catalog.json'::pg_catalog.regtype, 'pg_catalog.text'::pg_catalog.regtype))
+    OR (t.typtype = 'd' AND c.castsource IN ('pg_catalog.json'::pg_catalog.regtype, 'pg_catalog.text'::pg_catalog.regtype)))`
 
 /** The time zone names `Prefer: timezone=` may use (PostgREST's dbTimezones). */
 export const TIMEZONES_SQL = 'SELECT name FROM pg_catalog.pg_timezone_names'

@@ -12,6 +12,8 @@ export interface Column {
   readonly name: string
   /** Declared type as `format_type` writes it (`integer`, `character varying(20)`, `text[]`). */
   readonly type: string
+  /** pg_type OID of the declared type (the key of data representations). */
+  readonly typeOid?: number
   /** `typname` of the type, or of a domain's base type (`int4`, `jsonb`, `tsvector`, `_text`). */
   readonly baseType: string
   readonly nullable: boolean
@@ -111,6 +113,17 @@ export interface Routine extends QualifiedName {
   readonly settings: ReadonlyArray<readonly [string, string]>
 }
 
+/**
+ * Data representations (PostgREST's RepresentationsMap): the cast functions of domains, by
+ * the domain's OID. `toJson` formats a column for output, `fromText` parses a filter value,
+ * `fromJson` parses a value of a write's body.
+ */
+export interface Representations {
+  readonly toJson: ReadonlyMap<number, QualifiedName>
+  readonly fromText: ReadonlyMap<number, QualifiedName>
+  readonly fromJson: ReadonlyMap<number, QualifiedName>
+}
+
 export interface SchemaCache {
   /** Increases on every load; part of plan-cache keys. */
   readonly version: number
@@ -121,6 +134,8 @@ export interface SchemaCache {
   readonly relationships: ReadonlyMap<string, readonly Relationship[]>
   /** Routines by key (several when overloaded). */
   readonly routines: ReadonlyMap<string, readonly Routine[]>
+  /** Data representations; absent when the database declares none. */
+  readonly representations?: Representations
   /** pg_timezone_names: the zones `Prefer: timezone=` may name (absent: not checked). */
   readonly timezones?: ReadonlySet<string>
   /**
