@@ -69,7 +69,9 @@ t.test('unknown database, other paths, bad names and encoded tricks', async (t) 
     '/acme/rest/v1/../../other/rest/v1/x',
     '/acme//rest/v1/x',
     '/acme/rest/v1//x',
-    '/acme/rest/v1/x;param',
+    '/acme;param/rest/v1/x',
+    '/acme/rest;param/v1/x',
+    '/acme/auth/v1/user;param',
     '/acme/rest/v1/a%5Cb',
     '/acme/rest/v1/a%00'
   ]

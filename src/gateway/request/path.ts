@@ -1,5 +1,5 @@
 // Reads the raw request target once: rejects encoded tricks (%2F, %5C, dot segments,
-// double slashes, `;`), checks the database segment against DATABASE_NAME before any
+// double slashes, `;` outside a REST relation name), checks the database segment against DATABASE_NAME before any
 // look-up, and splits `/<database>/<service>/v1/<rest>?<query>`.
 // Works on the raw URL, never on router-decoded params, so routing, keys and logs agree.
 import { DATABASE_NAME } from '../../tenants/index.js'
@@ -24,7 +24,6 @@ function rejectTricks (path: string): void {
   if (path.charCodeAt(0) !== 47 /* / */) throw new InvalidPathError('it must start with "/"')
   if (path.includes('//')) throw new InvalidPathError('empty path segment (double slash)')
   if (path.includes('\\')) throw new InvalidPathError('backslash in path')
-  if (path.includes(';')) throw new InvalidPathError('";" in path')
   if (path.includes('#')) throw new InvalidPathError('"#" in path')
   if (path.includes('%') && ENCODED_TRICK.test(path)) {
     throw new InvalidPathError('encoded slash, backslash, dot or NUL in path')
@@ -43,6 +42,8 @@ export function parseGatewayPath (url: string): GatewayPath {
   const query = q === -1 ? '' : url.slice(q + 1)
   rejectTricks(path)
   const s1 = path.indexOf('/', 1)
+  const semi = path.indexOf(';')
+  if (semi !== -1 && (s1 === -1 || semi < s1)) throw new InvalidPathError('";" in path')
   const database = s1 === -1 ? path.slice(1) : path.slice(1, s1)
   if (database === '') throw new NotFoundError()
   if (!DATABASE_NAME.test(database)) {
@@ -56,6 +57,9 @@ export function parseGatewayPath (url: string): GatewayPath {
   let service: Service | null = null
   if (rest.startsWith('/auth/v1')) service = 'auth'
   else if (rest.startsWith('/rest/v1')) service = 'rest'
+  // `;` only in what the REST engine reads as a relation or function name (PostgREST serves a
+  // table named `Escap3e;`); never in the database or service segments, nor on auth paths.
+  if (semi !== -1 && !(service === 'rest' && semi > s1 + 8)) throw new InvalidPathError('";" in path')
   if (service !== null) {
     const below = rest.slice(8)
     if (below === '') return { database, service, path: '/', query }
