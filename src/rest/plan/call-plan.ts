@@ -11,7 +11,7 @@ import { showAccept } from '../api-request/media-type.js'
 import type { ApiRequest } from '../api-request/types.js'
 import { qnKey, type Column, type Routine, type RoutineParam, type SchemaCache, type Table } from '../schema-cache/types.js'
 import { FuzzySet } from './fuzzy.js'
-import { checkPreferences, negotiateRead } from './negotiate.js'
+import { checkPreferences, isDefaultSelect, negotiateRead } from './negotiate.js'
 import { planReadTree } from './read-plan.js'
 import { rebaseRoot } from './rebase.js'
 import type { CallArgs, CallPlan, CallShape, ReadNode } from './types.js'
@@ -214,7 +214,9 @@ export function planCall (req: ApiRequest, name: string, invoke: 'get' | 'head' 
     alias = routine.name
   }
 
-  const media = negotiateRead(req.accept)
+  // Handlers of the returned relation (or of the function itself), as PostgREST's relIdentifier.
+  const target = { schema: routine.schema, name: routine.returnRelation?.name ?? routine.name }
+  const media = negotiateRead(req.accept, { handlers: cache.mediaHandlers, target, defaultSelect: isDefaultSelect(req) })
   if (media.kind === 'csv' && scalar) throw new MediaTypeError(showAccept(req.accept))
   checkPreferences(req)
   const strict = req.preferences.handling === 'strict'

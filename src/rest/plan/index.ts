@@ -3,7 +3,7 @@
 import { NotImplementedError } from '../errors.js'
 import type { ApiRequest } from '../api-request/types.js'
 import type { SchemaCache } from '../schema-cache/types.js'
-import { checkPreferences, negotiatePlan, negotiateRead } from './negotiate.js'
+import { checkPreferences, isDefaultSelect, negotiatePlan, negotiateRead } from './negotiate.js'
 import { planReadTree } from './read-plan.js'
 import type { ActionPlan, ReadPlan } from './types.js'
 import { planMutate } from './mutate-plan.js'
@@ -11,6 +11,7 @@ import { planCall } from './call-plan.js'
 import { planInfo, planOpenApi } from './info-plan.js'
 
 export type * from './types.js'
+export { isDefaultSelect } from './negotiate.js'
 export { negotiatePlan, negotiateRead } from './negotiate.js'
 export { planReadTree, findTable, topRange } from './read-plan.js'
 export { findRelationship, relationshipMatches, describeRelationship } from './relationships.js'
@@ -29,9 +30,11 @@ export interface PlanOptions {
 }
 
 export function planRead (req: ApiRequest, relation: string, headersOnly: boolean, cache: SchemaCache, opts: PlanOptions): ReadPlan {
-  // Negotiate first: PostgREST answers PGRST107 before looking at the table.
-  const media = negotiateRead(req.accept)
+  // Negotiate first: PostgREST answers PGRST107 before looking at the table (it does so
+  // again with the database's media handlers once the table is known).
+  const builtin = cache.mediaHandlers === undefined ? negotiateRead(req.accept) : null
   const { table, tree, implicitLimit } = planReadTree(req, relation, cache, opts)
+  const media = builtin ?? negotiateRead(req.accept, { handlers: cache.mediaHandlers, target: table, defaultSelect: isDefaultSelect(req) })
   checkPreferences(req)
   const ranged = tree.range.limit !== null || tree.range.offset > 0 || opts.maxRows !== null
   return {

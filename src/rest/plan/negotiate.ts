@@ -4,14 +4,60 @@
 import { MediaTypeError, invalidPreferences } from '../errors.js'
 import { mimeName, planFor, showAccept } from '../api-request/media-type.js'
 import type { ApiRequest, MediaType } from '../api-request/types.js'
+import { mediaHandlerKey, type MediaHandlerDef, type QualifiedName } from '../schema-cache/types.js'
 import type { ExplainSpec, MediaHandler, PlanOption } from './types.js'
 
 const JSON_CT = 'application/json; charset=utf-8'
 
+/** Where a read's media type handlers are looked up (PostgREST's negotiateContent). */
+export interface HandlerScope {
+  readonly handlers: ReadonlyMap<string, MediaHandlerDef> | undefined
+  /** The relation (or scalar function) whose rows the body is made of. */
+  readonly target: QualifiedName
+  /** The select is the default `*`: handlers of the target itself apply. */
+  readonly defaultSelect: boolean
+}
+
+/** The select is the default `*` alone (PostgREST's hasDefaultSelect): handlers of the target apply. */
+export function isDefaultSelect (req: ApiRequest): boolean {
+  const s = req.query.select
+  if (s.length !== 1) return false
+  const f = s[0]
+  return f.kind === 'field' && f.field.name === '*' && f.field.jsonPath.length === 0 && f.aggregate === null
+}
+
+/** Media types PostgREST sends with `; charset=utf-8` (MediaType.hs toContentType). */
+const CHARSET_TYPES: ReadonlySet<string> = new Set([
+  'application/json', 'application/geo+json', 'text/csv', 'text/plain', 'text/xml', 'application/openapi+json',
+  'application/x-www-form-urlencoded'
+])
+
+function customHandler (def: MediaHandlerDef): MediaHandler {
+  const ct = CHARSET_TYPES.has(def.mediaType) ? `${def.mediaType}; charset=utf-8` : def.mediaType
+  return { kind: 'custom', contentType: ct, function: def.function, target: def.target, bytes: def.bytes }
+}
+
+/**
+ * A handler of the database for `type`, as PostgREST's lookupHandler: the target's `*\/*`
+ * handler or its handler of that type (default select only), then an anyelement handler.
+ */
+function lookupCustom (scope: HandlerScope | undefined, type: string): MediaHandler | null {
+  const h = scope?.handlers
+  if (h === undefined) return null
+  const own = scope!.defaultSelect
+    ? h.get(mediaHandlerKey(scope!.target, '*/*')) ?? h.get(mediaHandlerKey(scope!.target, type))
+    : undefined
+  const def = own ?? h.get(mediaHandlerKey(null, type))
+  return def === undefined ? null : customHandler(def)
+}
+
 /** The media handler of a read (tables, views, RPC results). */
-export function negotiateRead (accept: readonly MediaType[]): MediaHandler {
+export function negotiateRead (accept: readonly MediaType[], scope?: HandlerScope): MediaHandler {
   for (const m of accept) {
     const stripped = m.params.nulls === 'stripped'
+    const vendored = m.type.startsWith('application/vnd.pgrst.')
+    const custom = vendored ? null : lookupCustom(scope, m.type)
+    if (custom !== null) return custom
     switch (m.type) {
       case '*/*':
       case 'application/json':

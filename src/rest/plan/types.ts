@@ -123,6 +123,12 @@ export type MediaHandler =
   | { readonly kind: 'csv', readonly contentType: string }
   /** `application/geo+json`: a FeatureCollection of `ST_AsGeoJSON(row)` (PostGIS must be installed). */
   | { readonly kind: 'geojson', readonly contentType: string }
+  /**
+   * A media type handler of the database (PostgREST's CustomFunc): `function` over the rows
+   * (cast to `target`'s row type; as they are when null), or over a scalar result; the body
+   * is what it returns, as it is.
+   */
+  | { readonly kind: 'custom', readonly contentType: string, readonly function: QualifiedName, readonly target: QualifiedName | null, readonly bytes: boolean }
 
 /** An EXPLAIN option of `Accept: application/vnd.pgrst.plan; options=...`, in PostgREST's order. */
 export type PlanOption = 'analyze' | 'verbose' | 'settings' | 'buffers' | 'wal'

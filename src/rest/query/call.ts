@@ -7,7 +7,7 @@ import { callColumns } from '../plan/rebase.js'
 import type { CallPlan } from '../plan/types.js'
 import type { RoutineParam } from '../schema-cache/types.js'
 import { renderRowsBody } from './mutate.js'
-import { renderNode } from './read.js'
+import { customBody, renderNode } from './read.js'
 import { empty, ident, join, param, qualified, render, sql, typeName, type Sql, type Statement } from './sql.js'
 
 const ALL = { offset: 0, limit: null }
@@ -56,6 +56,7 @@ function callFrom (plan: CallPlan): Sql {
 function renderBody (plan: CallPlan): Sql {
   if (plan.headersOnly || plan.shape === 'void') return sql`''::text`
   if (plan.media.kind === 'geojson') return renderRowsBody(plan.media)
+  if (plan.media.kind === 'custom') return plan.shape === 'scalar' ? customBody(plan.media, plan.scalarColumn) : customBody(plan.media)
   const col = sql`_postgrest_t.${ident(plan.scalarColumn)}`
   switch (plan.shape) {
     case 'scalar':

@@ -4,7 +4,7 @@
 // and the response.* settings. The body is one JSON parameter read with
 // json_populate_record[set] over the table's own row type. Pure.
 import type { BodyParsers, ColumnDefault, InsertSpec, MediaHandler, MutatePlan, Qualifier, ReturnPreference, UpdateSpec } from '../plan/types.js'
-import { geoJsonBody, renderCondition, renderNode } from './read.js'
+import { customBody, geoJsonBody, renderCondition, renderNode } from './read.js'
 import { catalogExpression, empty, ident, join, param, qualified, render, sql, type Sql, type Statement } from './sql.js'
 
 const ALL = { offset: 0, limit: null }
@@ -139,6 +139,8 @@ export function renderRowsBody (media: MediaHandler): Sql {
       return sql`(SELECT coalesce(string_agg(a.k, ','), '') FROM (SELECT json_object_keys(r)::text AS k FROM (SELECT row_to_json(hh) AS r FROM pgrst_repr AS hh LIMIT 1) s) a) || E'\\n' || coalesce(string_agg(substring(_postgrest_t::text, 2, length(_postgrest_t::text) - 2), E'\\n'), '')`
     case 'geojson':
       return geoJsonBody
+    case 'custom':
+      return customBody(media)
   }
 }
 

@@ -4,7 +4,7 @@
 // Pure; every value is a bind parameter, every name a quoted identifier.
 import type { AggregateFunction, Operation, OpExpr } from '../api-request/types.js'
 import type {
-  CoercibleField, Condition, JoinCondition, PlannedOrder, Qualifier, ReadNode, ReadPlan, SelectColumn, SpreadSelect
+  CoercibleField, Condition, JoinCondition, MediaHandler, PlannedOrder, Qualifier, ReadNode, ReadPlan, SelectColumn, SpreadSelect
 } from '../plan/types.js'
 import { isToOne, type QualifiedName } from '../schema-cache/types.js'
 import { empty, ident, join, param, qualified, raw, render, sql, typeName, type Keyword, type Sql, type Statement } from './sql.js'
@@ -288,6 +288,23 @@ export const geoJsonBody: Sql = sql`json_build_object('type', 'FeatureCollection
 
 // -- the statement --------------------------------------------------------------------------
 
+/**
+ * The body of a media type handler of the database (PostgREST's customFuncF): the function
+ * over the scalar column, or over the rows (as `target`'s row type when it has one); sent
+ * as bytes when the media type is over bytea, else as text.
+ */
+export function customBody (media: MediaHandler & { kind: 'custom' }, scalarColumn?: string): Sql {
+  const fn = qualified(media.function.schema, media.function.name)
+  if (scalarColumn !== undefined) {
+    // The one value of a scalar function, through the domain; an aggregate, as the
+    // statement also counts the rows.
+    const value = sql`${fn}(_postgrest_t.${ident(scalarColumn)})`
+    return media.bytes ? sql`string_agg((${value})::bytea, ''::bytea)` : sql`string_agg((${value})::text, '')`
+  }
+  const arg = media.target === null ? sql`_postgrest_t` : sql`_postgrest_t::${qualified(media.target.schema, media.target.name)}`
+  return media.bytes ? sql`(${fn}(${arg}))::bytea` : sql`(${fn}(${arg}))::text`
+}
+
 function renderBody (plan: ReadPlan): Sql {
   if (plan.headersOnly) return sql`''::text`
   const m = plan.media
@@ -304,6 +321,8 @@ function renderBody (plan: ReadPlan): Sql {
       return sql`(SELECT coalesce(string_agg(a.k, ','), '') FROM (SELECT json_object_keys(r)::text AS k FROM (SELECT row_to_json(hh) AS r FROM pgrst_source AS hh LIMIT 1) s) a) || E'\\n' || coalesce(string_agg(substring(_postgrest_t::text, 2, length(_postgrest_t::text) - 2), E'\\n'), '')`
     case 'geojson':
       return geoJsonBody
+    case 'custom':
+      return customBody(m)
   }
 }
 

@@ -7,8 +7,8 @@ export interface RestResponse {
   status: number
   /** A list: a header `response.headers` names more than once (Set-Cookie) is sent once per value. */
   headers: Record<string, string | string[]>
-  /** null: no body (HEAD, 204). */
-  body: string | null
+  /** null: no body (HEAD, 204). Bytes: a media type handler's output over bytea. */
+  body: string | Buffer | null
 }
 
 /** `response.headers` as a function set it: a JSON array of single-key objects (else PGRST111). */
@@ -42,7 +42,7 @@ export function parseResponseStatus (value: string | null): number | null {
  * addHeadersIfNotIncluded: a header the settings name replaces the engine's, and every
  * value the settings give is sent (twice named, twice sent); then the status.
  */
-export function withResponseSettings (status: number, headers: Record<string, string | string[]>, body: string | null,
+export function withResponseSettings (status: number, headers: Record<string, string | string[]>, body: string | Buffer | null,
   r: { responseHeaders: string | null, responseStatus: string | null }): RestResponse {
   const set = parseResponseHeaders(r.responseHeaders)
   const named = new Set(set.map(([k]) => k))

@@ -15,7 +15,7 @@ export interface WriteResult {
   pageTotal: number
   /** The count query's total (RPC with a range), else null. */
   totalResultSet: number | null
-  body: string
+  body: string | Buffer
   responseHeaders: string | null
   responseStatus: string | null
   /** Rows really inserted (merge-duplicates, PUT), null when not counted. */
@@ -27,7 +27,7 @@ export function toWriteResult (row: Record<string, unknown>): WriteResult {
   return {
     pageTotal: Number(row.page_total ?? 0),
     totalResultSet: num(row.total_result_set),
-    body: typeof row.body === 'string' ? row.body : '',
+    body: typeof row.body === 'string' || Buffer.isBuffer(row.body) ? row.body : '',
     responseHeaders: (row.response_headers as string | null | undefined) ?? null,
     responseStatus: (row.response_status as string | null | undefined) ?? null,
     inserted: num(row.response_inserted)
@@ -57,7 +57,7 @@ export function shapeMutateResponse (req: ApiRequest, plan: MutatePlan, r: Write
     case 'insert': {
       headers['content-range'] = contentRange(1, 0, total)
       if (plan.returning === 'headers-only') {
-        const loc = locationOf(plan.table.name, plan.table.pk, r.body)
+        const loc = locationOf(plan.table.name, plan.table.pk, r.body.toString())
         if (loc !== null) headers.location = loc
       }
       // Matches PostgREST: merge-duplicates answers 200 when no row was really inserted (also for []).

@@ -15,7 +15,7 @@ export const LIMIT_APPLIED_HEADER = 'x-gatehouse-limit-applied'
 export interface ReadResult {
   totalResultSet: number | null
   pageTotal: number
-  body: string
+  body: string | Buffer
   responseHeaders: string | null
   responseStatus: string | null
   cut: boolean
@@ -28,7 +28,7 @@ export function toReadResult (main: Record<string, unknown>, explain: ReadonlyAr
   return {
     totalResultSet: main.total_result_set === null || main.total_result_set === undefined ? null : Number(main.total_result_set),
     pageTotal: Number(main.page_total ?? 0),
-    body: typeof main.body === 'string' ? main.body : '',
+    body: typeof main.body === 'string' || Buffer.isBuffer(main.body) ? main.body : '',
     responseHeaders: (main.response_headers as string | null) ?? null,
     responseStatus: (main.response_status as string | null) ?? null,
     cut: main.cut === true,

@@ -3,12 +3,12 @@
 // connections) and builds the SchemaCache from the rows with buildSchemaCache, a pure
 // function testable without Postgres.
 import {
-  ATTNAMES_SQL, COLUMNS_SQL, COMPUTED_RELS_SQL, CONSTRAINTS_SQL, RELATIONS_SQL, REPRESENTATIONS_SQL, ROUTINES_SQL,
+  ATTNAMES_SQL, COLUMNS_SQL, COMPUTED_RELS_SQL, CONSTRAINTS_SQL, MEDIA_HANDLERS_SQL, RELATIONS_SQL, REPRESENTATIONS_SQL, ROUTINES_SQL,
   SCHEMA_VERSION_SQL, TIMEZONES_SQL, VIEWS_SQL
 } from './queries.js'
 import { inferRelationships, type ForeignKey, type Stand } from './relationships.js'
 import {
-  qnKey, type Column, type QualifiedName, type RelationKind, type Relationship, type Representations, type Routine,
+  mediaHandlerKey, qnKey, type Column, type MediaHandlerDef, type QualifiedName, type RelationKind, type Relationship, type Representations, type Routine,
   type RoutineParam, type SchemaCache, type Table
 } from './types.js'
 import { parseViewColumns, type ViewColumnSource } from './view-defs.js'
@@ -45,6 +45,8 @@ export interface CatalogRows {
   timezones?: CatalogRow[]
   /** Casts of domains to and from json and text (data representations). */
   representations?: CatalogRow[]
+  /** Aggregates and functions returning a media type domain. */
+  mediaHandlers?: CatalogRow[]
 }
 
 export interface LoadOptions {
@@ -89,7 +91,8 @@ export async function loadSchemaCacheBatch (query: CatalogBatch, schemas: readon
     { text: ATTNAMES_SQL, values: [] },
     { text: ROUTINES_SQL, values: [list] },
     { text: COMPUTED_RELS_SQL, values: [list] },
-    { text: REPRESENTATIONS_SQL, values: [] }
+    { text: REPRESENTATIONS_SQL, values: [] },
+    { text: MEDIA_HANDLERS_SQL, values: [list] }
   ]
   if (opts.timezones === undefined) statements.push({ text: TIMEZONES_SQL, values: [] })
   let dbVersion: string | null
@@ -103,11 +106,11 @@ export async function loadSchemaCacheBatch (query: CatalogBatch, schemas: readon
     dbVersion = null
     rows = await query(statements)
   }
-  const [relations = [], columns = [], constraints = [], viewRows = [], attnames = [], routines = [], computed = [], representations = [], zoneRows] = rows
+  const [relations = [], columns = [], constraints = [], viewRows = [], attnames = [], routines = [], computed = [], representations = [], mediaHandlers = [], zoneRows] = rows
   const views = new Map<number, ViewColumnSource[]>()
   for (const r of viewRows) views.set(Number(r.rel), parseViewColumns(String(r.action)))
   const timezones = opts.timezones === undefined ? zoneRows ?? [] : [...opts.timezones].map((name) => ({ name }))
-  return { ...buildSchemaCache({ relations, columns, constraints, views, attnames, routines, computed, timezones, representations }, schemas, version), dbVersion }
+  return { ...buildSchemaCache({ relations, columns, constraints, views, attnames, routines, computed, timezones, representations, mediaHandlers }, schemas, version), dbVersion }
 }
 
 /** Types a function's one unnamed parameter may have for PostgREST to call it with the whole body. */
@@ -320,7 +323,29 @@ export function buildSchemaCache (rows: CatalogRows, schemas: readonly string[],
 
   const timezones = new Set((rows.timezones ?? []).map((r) => str(r.name)))
   const representations = buildRepresentations(rows.representations ?? [])
-  return { version, loadedAt: now, schemas: [...schemas], tables, relationships, routines, timezones, ...(representations ? { representations } : {}) }
+  const mediaHandlers = buildMediaHandlers(rows.mediaHandlers ?? [])
+  return {
+    version, loadedAt: now, schemas: [...schemas], tables, relationships, routines, timezones,
+    ...(representations ? { representations } : {}),
+    ...(mediaHandlers ? { mediaHandlers } : {})
+  }
+}
+
+/** Media type handlers by target and media type; undefined when there are none. */
+function buildMediaHandlers (rows: readonly CatalogRow[]): Map<string, MediaHandlerDef> | undefined {
+  if (rows.length === 0) return undefined
+  const out = new Map<string, MediaHandlerDef>()
+  for (const r of rows) {
+    const target = r.any_target === true ? null : { schema: str(r.target_schema), name: str(r.target_name) }
+    const def: MediaHandlerDef = {
+      function: { schema: str(r.handler_schema), name: str(r.handler_name) },
+      target,
+      mediaType: str(r.resolved).toLowerCase(),
+      bytes: r.bytes === true
+    }
+    out.set(mediaHandlerKey(target, str(r.media_type).toLowerCase()), def)
+  }
+  return out
 }
 
 /** The builtin OIDs of json and text (fixed in pg_type.dat). */

@@ -162,5 +162,38 @@ WHERE c.castcontext = 'i' AND c.castmethod = 'f'
   AND ((s.typtype = 'd' AND c.casttarget IN ('pg_catalog.json'::pg_catalog.regtype, 'pg_catalog.text'::pg_catalog.regtype))
     OR (t.typtype = 'd' AND c.castsource IN ('pg_catalog.json'::pg_catalog.regtype, 'pg_catalog.text'::pg_catalog.regtype)))`
 
+/**
+ * Media type handlers (PostgREST's mediaHandlers, docs "Media Type Handlers"): domains
+ * named like a media type (`text/html`, `*\/*`); aggregates of the exposed schemas returning
+ * one over rows of a relation (or anyelement), and functions returning one (not SETOF).
+ * `*\/*` answers as application/octet-stream.
+ */
+export const MEDIA_HANDLERS_SQL = `
+WITH media_types AS (
+  SELECT t.oid, lower(t.typname) AS typname, t.typnamespace,
+         CASE t.typname WHEN '*/*' THEN 'application/octet-stream' ELSE t.typname::text END AS resolved,
+         t.typbasetype = 'pg_catalog.bytea'::pg_catalog.regtype AS bytes
+  FROM pg_catalog.pg_type t
+  WHERE t.typbasetype <> 0 AND (t.typname ~* '^[A-Za-z0-9.-]+/[A-Za-z0-9.+-]+$' OR t.typname = '*/*')
+)
+SELECT pn.nspname AS handler_schema, p.proname AS handler_name,
+       an.nspname AS target_schema, a.typname::text AS target_name, a.typname = 'anyelement' AS any_target,
+       m.typname AS media_type, m.resolved, m.bytes
+FROM media_types m
+JOIN pg_catalog.pg_proc p ON p.prorettype = m.oid
+JOIN pg_catalog.pg_namespace pn ON pn.oid = p.pronamespace
+JOIN pg_catalog.pg_aggregate g ON g.aggfnoid = p.oid
+JOIN pg_catalog.pg_type a ON a.oid = p.proargtypes[0]
+JOIN pg_catalog.pg_namespace an ON an.oid = a.typnamespace
+WHERE pn.nspname = ANY ($1::text[]) AND p.pronargs = 1
+  AND (a.typname = 'anyelement' OR EXISTS (SELECT 1 FROM pg_catalog.pg_class c WHERE c.reltype = a.oid AND c.relkind IN ('v', 'r', 'm', 'f', 'p')))
+UNION
+SELECT tn.nspname, m.typname, pn.nspname, p.proname::text, false, m.typname, m.resolved, m.bytes
+FROM media_types m
+JOIN pg_catalog.pg_proc p ON p.prorettype = m.oid
+JOIN pg_catalog.pg_namespace pn ON pn.oid = p.pronamespace
+JOIN pg_catalog.pg_namespace tn ON tn.oid = m.typnamespace
+WHERE pn.nspname = ANY ($1::text[]) AND NOT p.proretset AND p.prokind = 'f'`
+
 /** The time zone names `Prefer: timezone=` may use (PostgREST's dbTimezones). */
 export const TIMEZONES_SQL = 'SELECT name FROM pg_catalog.pg_timezone_names'

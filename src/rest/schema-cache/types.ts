@@ -124,6 +124,25 @@ export interface Representations {
   readonly fromJson: ReadonlyMap<number, QualifiedName>
 }
 
+/**
+ * A media type handler (PostgREST's CustomFunc): `function` (an aggregate, or the media type
+ * domain itself for a function returning it) builds the body of `target`'s rows (null:
+ * anyelement, any relation); answered as `mediaType`.
+ */
+export interface MediaHandlerDef {
+  readonly function: QualifiedName
+  readonly target: QualifiedName | null
+  /** The Content-Type's media type (`*\/*` resolved to application/octet-stream). */
+  readonly mediaType: string
+  /** The media type domain is over bytea (the body is bytes; else text). */
+  readonly bytes: boolean
+}
+
+/** The key of a media handler: its target (or anyelement) and the media type it answers. */
+export function mediaHandlerKey (target: QualifiedName | null, mediaType: string): string {
+  return (target === null ? '' : qnKey(target.schema, target.name)) + '\u0001' + mediaType
+}
+
 export interface SchemaCache {
   /** Increases on every load; part of plan-cache keys. */
   readonly version: number
@@ -134,6 +153,8 @@ export interface SchemaCache {
   readonly relationships: ReadonlyMap<string, readonly Relationship[]>
   /** Routines by key (several when overloaded). */
   readonly routines: ReadonlyMap<string, readonly Routine[]>
+  /** Media type handlers by mediaHandlerKey; absent when the database declares none. */
+  readonly mediaHandlers?: ReadonlyMap<string, MediaHandlerDef>
   /** Data representations; absent when the database declares none. */
   readonly representations?: Representations
   /** pg_timezone_names: the zones `Prefer: timezone=` may name (absent: not checked). */
