@@ -29,7 +29,7 @@ const PARTS: ReadonlyArray<[string, ErrorRegistry]> = [
   ['Type generation (`gatehouse gen types typescript`)', TYPEGEN_ERRORS]
 ]
 
-/** What each refusal means, for the people reading the reference (service.md). */
+/** What each refusal means, for the people reading the reference (docs/service.md §7). */
 const REFUSAL_MEANINGS: Readonly<Record<string, string>> = {
   unknown_table: 'The table is not in the catalog of the role the request ran as (missing, or the role holds no privilege on it). The message names the role as the caller knows it (anon / authenticated / svc) and its real name; the hint explains the usual cause: a grant to the wrong role, to be made with `platform.grant(...)`.',
   no_table_grant: "The table is visible to the role but the privilege the method needs is missing; `hint` holds the ready statement (`SELECT platform.grant('INSERT', 'public.t', 'auth');`).",
@@ -63,7 +63,7 @@ export function renderErrorsDoc (): string {
   const lines = ['# Error reference', '',
     'Generated from the error registries of the parts by `npm run errors-doc`; `test/shared/errors-registry.test.ts`',
     'fails when this file differs from what the registries say. Codes are never reused.', '',
-    '## Refusals of table access (service.md)', '',
+    '## Refusals of table access (docs/service.md §7)', '',
     'The gateway rewrites REST refusals (from our engine or a real PostgREST) into these:', '',
     '| code | status | message | meaning |', '|---|---|---|---|']
   for (const r of rowsOf(REFUSAL_ERRORS)) {

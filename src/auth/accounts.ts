@@ -1,6 +1,6 @@
 // Account operations shared by several endpoints: creating a user with its email identity,
 // confirming an email, refreshing app_metadata.providers, and the external-identity sign-in
-// of spec §5.9 (find by provider + provider id, else link to the user owning the verified
+// of docs/auth-protocol.md §5.9 (find by provider + provider id, else link to the user owning the verified
 // email, else create). The provider callback and the panel exchange both go
 // through signInWithIdentity, so a repeated sign-in always finds the same user.
 import { randomUUID } from 'node:crypto'
@@ -25,7 +25,7 @@ import type { AccessTokenResponse, IdentityRow, TenantContext, UserRow, UserWith
 // Namespace of our transaction advisory locks (two-int form): "an identity or email is being linked".
 const LINK_LOCK_NS = 0x6c696e6b // 'link'
 
-/** The identity data of an email identity (spec §2.1): GoTrue's keys win over signup data. */
+/** The identity data of an email identity (docs/auth-protocol.md §2.1): GoTrue's keys win over signup data. */
 export function emailIdentityData (userId: string, email: string, data: Record<string, unknown> | undefined, verified: boolean): Record<string, unknown> {
   return { ...(data ?? {}), sub: userId, email, email_verified: verified, phone_verified: false }
 }
@@ -78,7 +78,7 @@ export async function confirmEmail (ctx: TenantContext, q: Queryable, user: User
   return { user: updated, identities: await identitiesForUser(q, user.id) }
 }
 
-/** Recomputes app_metadata.provider/providers from the user's identities (spec §2.1). */
+/** Recomputes app_metadata.provider/providers from the user's identities (docs/auth-protocol.md §2.1). */
 export async function refreshProviders (ctx: TenantContext, q: Queryable, user: UserRow): Promise<UserWithIdentities> {
   const identities = await identitiesForUser(q, user.id)
   if (user.is_anonymous && identities.length === 0) return { user, identities }
@@ -93,7 +93,7 @@ export async function refreshProviders (ctx: TenantContext, q: Queryable, user: 
   return { user: updated, identities }
 }
 
-// ----- external identities (spec §5.9) ------------------------------------------------------
+// ----- external identities (docs/auth-protocol.md §5.9) ------------------------------------------------------
 
 export interface ExternalIdentity {
   /** `github`, `google`, `oidc`, `panel`, `custom:<id>` ... */

@@ -1,4 +1,4 @@
-// Emailed one-time tokens (spec §5.4, §5.5): issuing a token of a kind (user column +
+// Emailed one-time tokens (docs/auth-protocol.md §5.4, §5.5): issuing a token of a kind (user column +
 // auth.one_time_tokens row + *_sent_at), mailing it, and what verifying each kind does.
 // Every kind (signup, invite, email_change, recovery, magic link) has its entry in
 // EMAIL_TOKENS / VERIFY_KINDS and goes through the same functions.

@@ -1,5 +1,5 @@
 // Password hashing (bcrypt) and the tenant password policy, one-time token generation
-// and hashing as GoTrue stores them (hex SHA-224 of address + OTP, spec §5.4), random
+// and hashing as GoTrue stores them (hex SHA-224 of address + OTP, docs/auth-protocol.md §5.4), random
 // passwords and legacy v1 refresh token strings (§5.2). No I/O besides bcrypt's CPU work,
 // which runs natively on libuv's thread pool (@node-rs/bcrypt's async calls), never on the
 // event loop: a flood of sign-ins at one tenant must not stall the others' requests.
@@ -134,7 +134,7 @@ export function generateOtp (length = 6): string {
   return out
 }
 
-/** hex(SHA-224(address + otp)): the value GoTrue stores and puts into links (spec §5.4). */
+/** hex(SHA-224(address + otp)): the value GoTrue stores and puts into links (docs/auth-protocol.md §5.4). */
 export function hashOtp (address: string, otp: string): string {
   return createHash('sha224').update(address + otp, 'utf8').digest('hex')
 }
@@ -147,7 +147,7 @@ export function randomPassword (): string {
 
 const BASE32 = 'abcdefghijklmnopqrstuvwxyz234567'
 
-/** A legacy v1 refresh token: 12 random lower-case base32 characters (spec §5.2). */
+/** A legacy v1 refresh token: 12 random lower-case base32 characters (docs/auth-protocol.md §5.2). */
 export function generateRefreshToken (): string {
   const bytes = randomBytes(12)
   let out = ''
@@ -155,7 +155,7 @@ export function generateRefreshToken (): string {
   return out
 }
 
-/** Pre-validation of a presented refresh token (spec §3.4): v1 shape only. */
+/** Pre-validation of a presented refresh token (docs/auth-protocol.md §3.4): v1 shape only. */
 export function assertRefreshTokenShape (token: unknown): asserts token is string {
   // We issue v1 tokens only; a longer string would have to be a v2 token, which this
   // engine never issued, so it is refused like GoTrue refuses an unparseable v2 token.

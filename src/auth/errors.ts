@@ -1,5 +1,5 @@
 // The auth engine's error registry: GoTrue's `error_code` values with their statuses
-// (spec/auth.md §6.3), and the renderer that picks the wire shape from the request's
+// (docs/auth-protocol.md §6.3), and the renderer that picks the wire shape from the request's
 // X-Supabase-Api-Version header (§6.1). Status lives with the code; messages are GoTrue's.
 // Internal causes are logged with the request id, never sent.
 import { DatabaseUnavailableError, GatehouseError, TenantNotFoundError, defineError, isDefinedError, type ErrorOptions } from '../shared/index.js'
@@ -18,7 +18,7 @@ export class AuthError extends GatehouseError {
   }
 }
 
-/** GoTrue's OAuth-form error `{error, error_description}`, always 400 (§6.1.3); `code` is the `error`. */
+/** GoTrue's OAuth-form error `{error, error_description}`, always 400 (§6.1, format 3); `code` is the `error`. */
 export class OAuthError extends GatehouseError {
   constructor (code: string, status: number, description: string, opts: ErrorOptions = {}) {
     super(code, status, description, opts)
@@ -202,7 +202,7 @@ export function toAuthError (err: unknown): GatehouseError {
 
 const API_VERSION_2024 = Date.UTC(2024, 0, 1)
 
-/** True when the X-Supabase-Api-Version header is a date >= 2024-01-01 (§6.1.2). */
+/** True when the X-Supabase-Api-Version header is a date >= 2024-01-01 (§6.1, format 2). */
 export function wantsApiVersion2024 (header: string | string[] | undefined): boolean {
   const v = Array.isArray(header) ? header[0] : header
   if (!v || !/^\d{4}-\d{2}-\d{2}$/.test(v)) return false

@@ -1,6 +1,6 @@
 // Request helpers of the auth engine: GoTrue-style body field access (null = absent,
 // wrong type = bad_json), email and phone validation, client metadata, and redirect_to
-// validation against the tenant's site URL and allow list (spec §1.5).
+// validation against the tenant's site URL and allow list (docs/auth-protocol.md §1.5).
 import { isIP, isIPv4 } from 'node:net'
 import type { FastifyRequest } from 'fastify'
 import type { AuthSettings } from '../tenants/index.js'
@@ -56,7 +56,7 @@ export function normaliseEmail (email: string): string {
   return email.toLowerCase()
 }
 
-/** E.164 digits without '+' (spec §3.3). */
+/** E.164 digits without '+' (docs/auth-protocol.md §3.3). */
 export function normalisePhone (phone: string): string {
   const p = phone.replace(/[+\s]/g, '')
   if (!/^[1-9][0-9]{1,14}$/.test(p)) throw new ValidationFailedError('Invalid phone number format (E.164 required)')
@@ -69,7 +69,7 @@ export function clientMeta (req: FastifyRequest): { userAgent: string | null, ip
   return { userAgent: typeof ua === 'string' ? ua.slice(0, 1024) : null, ip }
 }
 
-// ----- redirect_to (spec §1.5) -------------------------------------------------------------
+// ----- redirect_to (docs/auth-protocol.md §1.5) -------------------------------------------------------------
 
 function isLoopback (host: string): boolean {
   return host === 'localhost' || host === '127.0.0.1' || host === '[::1]' || host === '::1'

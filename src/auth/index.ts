@@ -1,4 +1,4 @@
-// The auth engine (GoTrue protocol, spec/auth.md): a multi-tenant fastify app whose routes
+// The auth engine (GoTrue protocol, docs/auth-protocol.md): a multi-tenant fastify app whose routes
 // sit under /:database (a tenant's auth base URL is http://<engine>/<database>), storing
 // everything in the tenant database's `auth` schema and signing with the tenant's secret.
 // Also the in-process sign-in through an external identity the panel exchange uses.
@@ -181,7 +181,7 @@ export interface FindOrCreateByIdentityInput {
 }
 
 export interface FindOrCreateByIdentityResult {
-  /** The User object of spec §2.1. */
+  /** The User object of docs/auth-protocol.md §2.1. */
   user: UserJson
   session: AccessTokenResponse
 }

@@ -1,4 +1,4 @@
-// Manual identity linking (spec §3.16, GoTrue's linkIdentityToUser): an external identity
+// Manual identity linking (docs/auth-protocol.md §3.16, GoTrue's linkIdentityToUser): an external identity
 // added to the signed-in user (through /user/identities/authorize + /callback, or the
 // id_token grant with link_identity), and unlinking one (DELETE /user/identities/:id).
 // Runs on the caller's transaction, serialised per identity by the same advisory lock as

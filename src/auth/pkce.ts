@@ -1,4 +1,4 @@
-// PKCE (spec §5.7): reading code_challenge / code_challenge_method from a request, the
+// PKCE (docs/auth-protocol.md §5.7): reading code_challenge / code_challenge_method from a request, the
 // tenant's switch, checking a verifier against a stored challenge, flow-state expiry and
 // the AMR method of each verify type. Email flows start their flow state here too.
 import { createHash } from 'node:crypto'

@@ -1,4 +1,4 @@
-// Redirect URLs of browser flows (spec §5.8, §6.2): parameters in the fragment (implicit:
+// Redirect URLs of browser flows (docs/auth-protocol.md §5.8, §6.2): parameters in the fragment (implicit:
 // tokens, errors, with the `sb` marker) or in the query (PKCE `code`, and errors again),
 // and the error parameters GoTrue derives from an error (OAuth `error` from the status).
 import { AuthError, oauthErrorForStatus, oauthErrorOfStatus, toAuthError } from './errors.js'

@@ -1,4 +1,4 @@
-// Access and refresh token issuance (spec §4.1, §2.4, §5.1): the claims GoTrue puts into
+// Access and refresh token issuance (docs/auth-protocol.md §4.1, §2.4, §5.1): the claims GoTrue puts into
 // an access token, the AccessTokenResponse, and "start a session" for every sign-in method
 // (session row + AMR claim + first refresh token + last_sign_in_at). Rotation of refresh
 // tokens lives in grants/refresh-token.ts.
@@ -12,7 +12,7 @@ import { addAmrClaim, insertSession } from './models/sessions.js'
 import { toUserJson, updateUser } from './models/users.js'
 import type { AccessTokenResponse, AmrEntry, TenantContext, UserWithIdentities } from './types.js'
 
-/** Sign-in methods recorded in the AMR claim (spec §4.1). */
+/** Sign-in methods recorded in the AMR claim (docs/auth-protocol.md §4.1). */
 export type AuthMethod =
   | 'password' | 'otp' | 'oauth' | 'magiclink' | 'recovery' | 'invite' | 'email/signup'
   | 'email_change' | 'anonymous' | 'sso/saml' | 'web3'

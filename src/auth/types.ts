@@ -110,7 +110,7 @@ export interface UserWithIdentities {
 
 export interface AmrEntry { method: string, timestamp: number, provider?: string }
 
-/** The User object of spec §2.1 (optional timestamps omitted when null). */
+/** The User object of docs/auth-protocol.md §2.1 (optional timestamps omitted when null). */
 export interface UserJson {
   id: string
   aud: string
@@ -124,7 +124,7 @@ export interface UserJson {
   [field: string]: unknown
 }
 
-/** The AccessTokenResponse of spec §2.4. */
+/** The AccessTokenResponse of docs/auth-protocol.md §2.4. */
 export interface AccessTokenResponse {
   access_token: string
   token_type: 'bearer'

@@ -66,7 +66,7 @@ export const NotReadyError = defineError('not_ready', 503,
 
 // internal_error: shared
 
-// ---- refusals of table access (service.md; the refusal rewriter and the panel's test query) --
+// ---- refusals of table access (docs/service.md §7; the refusal rewriter and the panel's test query) --
 /** The table is not in the catalog of the role the request ran as (missing, or no privilege on it). */
 export const UnknownTableError = defineError('unknown_table', 404,
   (table: string, role: string) => `Table ${table} is not in the catalog of role ${role}, the role this request ran as`)
@@ -88,7 +88,7 @@ export const AnonPermissionDeniedError = defineError('permission_denied', 401,
 export const RlsRefusalError = defineError('rls_refusal', 403,
   (table: string, role: string) => `The row was written, but the SELECT policy of ${table} hides it from role ${role}, so it cannot be returned`)
 
-/** The refusals of service.md. */
+/** The refusals of docs/service.md §7. */
 export const REFUSAL_ERRORS = {
   UnknownTableError, NoTableGrantError, PermissionDeniedError, AnonPermissionDeniedError, RlsRefusalError
 } as const

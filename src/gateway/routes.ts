@@ -229,7 +229,7 @@ export function createProxyPipeline (deps: ProxyRouteDeps): ProxyPipeline {
       caller = unverifiedAuthCaller(raw.headers)
     }
 
-    // Authorization for the upstream (contract in briefs/common.md):
+    // Authorization for the upstream (contract in docs/service.md §5):
     //   REST: always our re-signed token (role = this tenant's Postgres role).
     //   auth: a user JWT passes unchanged; a secret key becomes a service_role token;
     //         a public key sends none.

@@ -1,4 +1,4 @@
-// The per-database auth switches the panel shows and changes (service.md: magic link, PKCE,
+// The per-database auth switches the panel shows and changes (docs/service.md §1: magic link, PKCE,
 // external providers with client id and secret, site URL, redirect allow list, mail
 // confirmation): the masked view (secrets never leave), and a validated merge of a PATCH
 // into the tenant's settings (the tenant record schema of src/tenants decides validity).

@@ -1,6 +1,6 @@
 // `gatehouse tenants check <database>`: the panel's policy check from the command line.
 // Reads the tenant from the configured store, connects with its owner connection, prints
-// the always-true policies with the warning of service.md (or JSON with --json). Exit
+// the always-true policies with the warning of docs/service.md §6 (or JSON with --json). Exit
 // code 1 when there is something to review, 0 when there is not.
 import type { Command } from 'commander'
 import pg from 'pg'

@@ -1,6 +1,6 @@
 // The policy check: lists the permissive row-level security policies of a tenant database
 // whose condition is always true (`USING (true)`, `WITH CHECK (true)`, or only a test of
-// the caller's role) for the signed-in role, anon or PUBLIC, with the warning of service.md.
+// the caller's role) for the signed-in role, anon or PUBLIC, with the warning of docs/service.md §6.
 // Read-only, over the tenant's owner connection; shared by the panel route and
 // `gatehouse tenants check <database>`.
 import type { Queryable } from '../shared/index.js'

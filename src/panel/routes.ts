@@ -35,7 +35,7 @@ export interface PanelRouteDeps {
   exchangeLimiter: ExchangeLimiter
 }
 
-/** The documented lifetime of an exchanged access token (service.md, Limits). */
+/** The documented lifetime of an exchanged access token (docs/service.md §9). */
 export const EXCHANGE_EXPIRES_IN = 3600
 
 /** Errors of the connection itself (not of a statement) are a 503. */
@@ -66,7 +66,7 @@ export function panelRoutes (deps: PanelRouteDeps) {
       const { tenant, session, database } = panelContext(req)
       if (!tenant.engines?.auth) throw new EngineNotConfiguredError(database, 'auth engine')
       await deps.exchangeLimiter.consume(tenant, session.userId)
-      // The exchange's access token lives 3600 s whatever the tenant's own expiry (service.md).
+      // The exchange's access token lives 3600 s whatever the tenant's own expiry (docs/service.md §8).
       const t = tenant.jwt.expiry === EXCHANGE_EXPIRES_IN ? tenant : { ...tenant, jwt: { ...tenant.jwt, expiry: EXCHANGE_EXPIRES_IN } }
       // Never hand a member an account the exchange did not establish as theirs: link only to
       // a user that already has this panel identity, or whose address was proven by a mail

@@ -1,4 +1,4 @@
-// The REST engine's error registry: PostgREST's PGRSTnnn codes (spec/rest.md §7.2) with
+// The REST engine's error registry: PostgREST's PGRSTnnn codes (docs/rest-protocol.md §7.2) with
 // their statuses, the SQLSTATE -> HTTP table (§7.3), and the translation of a Postgres
 // error into a wire error. Codes are append-only; the status lives with the code here,
 // never at the throw site. Nothing here renders HTTP (the handler does).
@@ -197,7 +197,7 @@ export function unknownRole (role: string): GatehouseError {
 }
 
 // ---------------------------------------------------------------------------------------
-// Row-level security on writes (service.md)
+// Row-level security on writes (docs/service.md §6-§7)
 
 /** Postgres' refusal of a new row by a policy (WITH CHECK, or SELECT policies on RETURNING). */
 export function isNewRowRefusal (err: unknown): boolean {
@@ -205,7 +205,7 @@ export function isNewRowRefusal (err: unknown): boolean {
 }
 
 export interface RowWrittenFacts {
-  /** The caller's role as service.md names it (anon, authenticated, service_role). */
+  /** The caller's role as docs/service.md §3 names it (anon, authenticated, service_role). */
   role: string
   isAnon: boolean
   schema: string
@@ -216,7 +216,7 @@ export interface RowWrittenFacts {
 }
 
 /**
- * service.md: the row was written, but the SELECT policy hides it from its author. A
+ * docs/service.md §7: the row was written, but the SELECT policy hides it from its author. A
  * 42501 refusal (401 for anon, 403 otherwise, as any 42501) whose message says so (the
  * gateway's refusal rewriter turns it into `rls_refusal`); the body carries
  * `row_written: true` and the header `x-gatehouse-row-written: true`.
@@ -277,7 +277,7 @@ export type RestErrorCode = CodeOf<typeof REST_ERRORS>
 export const REST_ERROR_CODES: readonly RestErrorCode[] = errorCodes(REST_ERRORS)
 
 // ---------------------------------------------------------------------------------------
-// SQLSTATE -> HTTP (spec §7.3, PostgREST's mapSQLtoHTTP); checked top to bottom.
+// SQLSTATE -> HTTP (docs/rest-protocol.md §7.3, PostgREST's mapSQLtoHTTP); checked top to bottom.
 
 /**
  * The HTTP status of a Postgres error. `isAnon` decides 42501: 401 for the anon role
@@ -348,7 +348,7 @@ export function fromPgError (err: Error & { code: string, detail?: string, hint?
 }
 
 // ---------------------------------------------------------------------------------------
-// RAISE SQLSTATE 'PGRST' (spec §7.4): MESSAGE is the JSON error body, DETAIL the
+// RAISE SQLSTATE 'PGRST' (docs/rest-protocol.md §7.4): MESSAGE is the JSON error body, DETAIL the
 // status and extra headers; anything else is PGRST121.
 
 const PGRST_MESSAGE_HINT = "MESSAGE must be a JSON object with obligatory keys: 'code', 'message' and optional keys: 'details', 'hint'."

@@ -1,4 +1,4 @@
-// External providers (spec §3.12-3.13, §5.9): supabase-js signInWithOAuth through
+// External providers (docs/auth-protocol.md §3.12-3.13, §5.9): supabase-js signInWithOAuth through
 // the gateway against a real OpenID Provider (oidc-provider on loopback) whose login form
 // the test fills in over HTTP. The first sign-in creates the user, later ones find it; a
 // verified address links to the existing account; implicit and PKCE flows; provider_token

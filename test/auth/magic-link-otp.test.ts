@@ -1,4 +1,4 @@
-// Magic link and email OTP (spec §3.5-3.6, §3.8-3.9, §5.4-5.5): supabase-js
+// Magic link and email OTP (docs/auth-protocol.md §3.5-3.6, §3.8-3.9, §5.4-5.5): supabase-js
 // signInWithOtp through the gateway, the link and the 6-digit code read from a real SMTP
 // catcher; create_user, the confirmation mail of new accounts, single use, expiry,
 // tampering, the interval between mails, redirect_to checks, and the per-database switch.

@@ -1,4 +1,4 @@
-// PKCE end to end for the email flows (spec §5.7): supabase-js with flowType
+// PKCE end to end for the email flows (docs/auth-protocol.md §5.7): supabase-js with flowType
 // 'pkce' and a memory storage through the gateway; signInWithOtp, resetPasswordForEmail
 // and signUp mail a `pkce_` link whose verify ends with `?code=`, and exchangeCodeForSession
 // turns it into a session. Wrong verifier, reuse, expiry and tampering refused with

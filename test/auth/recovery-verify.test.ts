@@ -1,4 +1,4 @@
-// Password recovery, resend and the verify types (spec §3.7-3.10, §5.5):
+// Password recovery, resend and the verify types (docs/auth-protocol.md §3.7-3.10, §5.5):
 // resetPasswordForEmail then updateUser({password}) through the gateway with the link and
 // with the code from the SMTP catcher; POST /verify for signup, invite, recovery,
 // magiclink, email_change and email; POST /resend of confirmation and email-change mails.

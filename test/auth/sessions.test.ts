@@ -1,4 +1,4 @@
-// Password sign-in, refresh-token rotation with reuse detection (spec §5.2), sign-out
+// Password sign-in, refresh-token rotation with reuse detection (docs/auth-protocol.md §5.2), sign-out
 // scopes and access-token expiry, through auth-js and raw HTTP against the engine. Time
 // moves through the engine's injected clock, never by sleeping.
 import t from 'tap'

@@ -1,4 +1,4 @@
-// Sign-up (spec §3.3) through auth-js against the engine over real HTTP: autoconfirm
+// Sign-up (docs/auth-protocol.md §3.3) through auth-js against the engine over real HTTP: autoconfirm
 // sessions, the confirmation mail read from a real SMTP catcher and its link verified,
 // anonymous sign-in, the password policy, duplicate sign-ups, disabled sign-ups, mail
 // limits, and GoTrue's two error shapes.

@@ -1,4 +1,4 @@
-// service.md from top to bottom with @supabase/supabase-js against the stack `npm start`
+// docs/service.md from top to bottom with @supabase/supabase-js against the stack `npm start`
 // brings up (startDev on a renamed working copy of config/tenants, tenant files in memory):
 // sign-up and sign-in, a fresh database exposing zero tables, making a table visible with
 // platform.grant + RLS + a policy on auth.uid(), reads (filters, order, embedding), the
@@ -129,7 +129,7 @@ t.test('a fresh database exposes zero tables', async (t) => {
 })
 
 t.test('making a table visible: platform.grant + RLS + a policy on auth.uid()', async (t) => {
-  // The owner, connected with owner_url from dev.json, as service.md says.
+  // The owner, connected with owner_url from dev.json, as docs/service.md §3 says.
   await stack.owner(a, `
     CREATE TABLE public.projects (
       id int PRIMARY KEY,

@@ -1,4 +1,4 @@
-// service.md's panel exchange and tenant isolation, end to end with @supabase/supabase-js
+// docs/service.md's panel exchange and tenant isolation, end to end with @supabase/supabase-js
 // against the stack `npm start` brings up, this time with the tenant store in Redis (the
 // services wrapper's REDIS_URL, a key prefix of its own): the exchange behaves as a sign-in,
 // finds the same user twice, refreshes through supabase-js and widens nothing; the two demo

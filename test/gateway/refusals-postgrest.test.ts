@@ -1,5 +1,5 @@
 // The refusal rewriter in front of a real PostgREST: no PostgREST runs in these tests, so the
-// rewriter is called directly with the error bodies PostgREST v14 sends (spec/rest.md §7.5:
+// rewriter is called directly with the error bodies PostgREST v14 sends (docs/rest-protocol.md §7.5:
 // 42501 401/403 for a missing privilege, PGRST205 404, 42501 "new row violates row-level
 // security policy" for both RLS cases) against a real tenant's catalog.
 import t from 'tap'

@@ -1,4 +1,4 @@
-// The panel exchange (service.md, Panel exchange): a panel session becomes a database
+// The panel exchange (docs/service.md §8): a panel session becomes a database
 // session of the tenant's auth.users, found or created like an external provider sign-in.
 // Over the whole stack: the same user twice, the token with RLS through the gateway and
 // supabase-js (setSession, refreshSession), refusals for outsiders and expired sessions, and

@@ -1,5 +1,5 @@
 // The policy check on a real tenant: always-true policies for authenticated, anon or PUBLIC
-// are listed with the warning of service.md, safe and restrictive ones are not; the panel
+// are listed with the warning of docs/service.md §6, safe and restrictive ones are not; the panel
 // route and `gatehouse tenants check <database>` (over the Redis tenant store) say the same.
 import t from 'tap'
 import { Command } from 'commander'

@@ -1,4 +1,4 @@
-// The auth schema's policy helpers (spec/auth.md §7.3, §4.3): auth.uid(), auth.role(),
+// The auth schema's policy helpers (docs/auth-protocol.md §7.3, §4.3): auth.uid(), auth.role(),
 // auth.email(), auth.jwt() read request.jwt.claims of the current transaction; auth.role()
 // maps this tenant's role names back. Also: an RLS policy built on them, and the DDL event
 // trigger that asks the REST engine to reload its schema cache.
@@ -87,7 +87,7 @@ t.test('auth helper functions', async (t) => {
     const gotrue = ['audit_log_entries', 'flow_state', 'identities', 'instances', 'mfa_amr_claims', 'mfa_challenges',
       'mfa_factors', 'oauth_client_states', 'one_time_tokens', 'refresh_tokens', 'sessions', 'users']
     const names = r.rows.map((row) => row.name)
-    t.same(gotrue.filter((n) => !names.includes(n)), [], 'every GoTrue table of spec/auth.md §7 exists')
+    t.same(gotrue.filter((n) => !names.includes(n)), [], 'every GoTrue table of docs/auth-protocol.md §7 exists')
     t.same([...new Set(r.rows.map((row) => row.owner))], [a.roles.authn], 'all owned by the auth engine login')
     const schema = await adminQuery<{ owner: string }>("SELECT pg_get_userbyid(nspowner) AS owner FROM pg_namespace WHERE nspname = 'auth'", [], a.database)
     t.equal(schema.rows[0].owner, a.roles.authn)

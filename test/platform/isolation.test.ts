@@ -1,4 +1,4 @@
-// Roles and isolation (DESIGN.md "Roles and isolation"): a fresh database exposes
+// Roles and isolation (docs/service.md §3): a fresh database exposes
 // zero tables, platform.role()/platform.grant() work on this tenant only, and another
 // tenant's roles can neither connect nor be reached, even though pg_roles lists them.
 import t from 'tap'

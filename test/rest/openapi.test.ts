@@ -1,4 +1,4 @@
-// The OpenAPI root (spec/rest.md §5.4): GET / of a tenant's REST base answers a Swagger 2.0
+// The OpenAPI root (docs/rest-protocol.md §5.4): GET / of a tenant's REST base answers a Swagger 2.0
 // document of the tables, views and functions the caller's role can use (follow-privileges),
 // with methods by privilege, definitions with PK/FK notes and COMMENTs, function arguments,
 // and host/basePath as a client behind the gateway reaches them. Real Postgres, inject.

@@ -1,4 +1,4 @@
-// grant_type=id_token (spec §3.4, GoTrue's IdTokenGrant): an app signs a person in with an
+// grant_type=id_token (docs/auth-protocol.md §3.4, GoTrue's IdTokenGrant): an app signs a person in with an
 // ID token it got from an OpenID Connect provider the database has switched on. The token is
 // checked against the provider's JWKS (discovery of its issuer), the audience against the
 // provider's client id, the nonce against hex(SHA-256(request nonce)); then the person is

@@ -1,4 +1,4 @@
-// grant_type=password (spec §3.4): email (or phone) + password -> a session. Unknown user,
+// grant_type=password (docs/auth-protocol.md §3.4): email (or phone) + password -> a session. Unknown user,
 // no password and wrong password all answer the same invalid_credentials (and take the
 // same bcrypt time). Adds `weak_password` when the right password fails today's policy.
 import type { FastifyRequest } from 'fastify'

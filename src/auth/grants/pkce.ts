@@ -1,4 +1,4 @@
-// grant_type=pkce (spec §3.4, §5.7): auth_code + code_verifier -> a session. The flow row
+// grant_type=pkce (docs/auth-protocol.md §3.4, §5.7): auth_code + code_verifier -> a session. The flow row
 // is locked and deleted in the same transaction, so a code works once; its method becomes
 // the session's AMR and the provider tokens of an OAuth flow come back in the response.
 import type { FastifyRequest } from 'fastify'

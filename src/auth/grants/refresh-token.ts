@@ -1,4 +1,4 @@
-// grant_type=refresh_token: GoTrue's legacy v1 rotation (spec §5.2). A live token is
+// grant_type=refresh_token: GoTrue's legacy v1 rotation (docs/auth-protocol.md §5.2). A live token is
 // rotated in one atomic statement (the hot path). A revoked token is either a lost
 // response (its child is the active token), a reuse within the tenant's reuse interval
 // (both answer the current active token), or theft: the whole session family is revoked

@@ -1,4 +1,4 @@
-// Bearer checks of spec §4.4: `Authorization: Bearer <jwt>` signed with the tenant secret
+// Bearer checks of docs/auth-protocol.md §4.4: `Authorization: Bearer <jwt>` signed with the tenant secret
 // (HS256) or one of this tenant's signing keys (ES256/RS256, by kid), exp required, iss =
 // this tenant's issuer, so another tenant's token fails the key and the issuer; then the
 // user (and session) the claims name must exist.

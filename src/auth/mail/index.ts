@@ -12,7 +12,7 @@ import { senderOf, smtpTargetOf, TransportPool } from './transport.js'
 
 export { renderMail, renderTemplate, type MailKind, type TemplateVars, type Template } from './templates.js'
 
-/** The `type` of a verify link (spec §3.8). */
+/** The `type` of a verify link (docs/auth-protocol.md §3.8). */
 export type VerifyLinkType = 'signup' | 'invite' | 'recovery' | 'magiclink' | 'email_change'
 
 export interface MailRequest {
@@ -50,7 +50,7 @@ export interface Mailer {
   close (): void
 }
 
-/** `{externalUrl}/verify?token=<hash>&type=<type>&redirect_to=<url>` (spec §5.10). */
+/** `{externalUrl}/verify?token=<hash>&type=<type>&redirect_to=<url>` (docs/auth-protocol.md §5.10). */
 export function verifyLink (externalUrl: string, tokenHash: string, type: VerifyLinkType, redirectTo: string): string {
   const qs = new URLSearchParams({ token: tokenHash, type, redirect_to: redirectTo })
   return `${externalUrl}/verify?${qs.toString()}`

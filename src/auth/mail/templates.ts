@@ -1,4 +1,4 @@
-// The mail templates of the auth engine: GoTrue's kinds and default subjects (spec §5.10),
+// The mail templates of the auth engine: GoTrue's kinds and default subjects (docs/auth-protocol.md §5.10),
 // a tenant's overrides (tenant.auth.mail_templates), and a tiny renderer for GoTrue's
 // `{{ .Name }}` placeholders (HTML-escaped in html bodies, raw in subject and text).
 import type { Tenant } from '../../tenants/index.js'

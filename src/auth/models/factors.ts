@@ -110,7 +110,7 @@ export async function downgradeSessionsOfFactor (q: Queryable, factor: { id: str
     [factor.user_id, factor.id, now])
 }
 
-/** The Factor object (spec §2.3): secret never sent, friendly_name omitted when empty. */
+/** The Factor object (docs/auth-protocol.md §2.3): secret never sent, friendly_name omitted when empty. */
 export function toFactorJson (f: FactorRow): Record<string, unknown> {
   const out: Record<string, unknown> = {
     id: f.id,

@@ -1,4 +1,4 @@
-// auth.flow_state (spec §5.7) and auth.oauth_client_states: the state of a PKCE or OAuth
+// auth.flow_state (docs/auth-protocol.md §5.7) and auth.oauth_client_states: the state of a PKCE or OAuth
 // flow between its start (/signup, /otp, /recover, /authorize) and its end (/verify,
 // /callback, the pkce grant). Timestamps come from the engine's clock; values are parameters.
 import { randomUUID } from 'node:crypto'

@@ -1,5 +1,5 @@
 // auth.identities: one row per (provider, provider_id), keyed as GoTrue keys them, and
-// the identity JSON of spec §2.2 (`identity_id` = row uuid, `id` = provider subject).
+// the identity JSON of docs/auth-protocol.md §2.2 (`identity_id` = row uuid, `id` = provider subject).
 import { randomUUID } from 'node:crypto'
 import type { Queryable } from '../../shared/index.js'
 import type { IdentityRow } from '../types.js'

@@ -1,4 +1,4 @@
-// auth.one_time_tokens: the hashed tokens of mails (spec §5.4), mirrored in the user's
+// auth.one_time_tokens: the hashed tokens of mails (docs/auth-protocol.md §5.4), mirrored in the user's
 // token column as GoTrue does. (user_id, token_type) is unique: a new token of a type
 // replaces the previous one. created_at is `timestamp without time zone` holding UTC.
 import { randomUUID } from 'node:crypto'

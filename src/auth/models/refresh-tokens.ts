@@ -1,4 +1,4 @@
-// auth.refresh_tokens: legacy v1 tokens (spec §5.2). A token row names its session and
+// auth.refresh_tokens: legacy v1 tokens (docs/auth-protocol.md §5.2). A token row names its session and
 // its parent (the token it replaced). The hot path of the refresh grant is one read and
 // one atomic rotation statement; the rarer revoked-token path runs in a transaction.
 import type { Queryable } from '../../shared/index.js'

@@ -1,5 +1,5 @@
 // auth.sessions and auth.mfa_amr_claims: a session per sign-in, its authentication
-// methods (AMR, spec §4.1), and deletion for logout (rows cascade to refresh tokens).
+// methods (AMR, docs/auth-protocol.md §4.1), and deletion for logout (rows cascade to refresh tokens).
 // refreshed_at is `timestamp without time zone` holding UTC, so it is written AT TIME ZONE 'UTC'.
 import { randomUUID } from 'node:crypto'
 import type { Queryable } from '../../shared/index.js'

@@ -1,4 +1,4 @@
-// auth.users: look-ups, inserts and column updates, and the user JSON of spec §2.1.
+// auth.users: look-ups, inserts and column updates, and the user JSON of docs/auth-protocol.md §2.1.
 // Column names come from a fixed allow-list and are quoted; values are parameters.
 // Timestamps are written from the engine's clock (the `now` dependency), never the DB's.
 import { quoteIdent, type Queryable } from '../../shared/index.js'
@@ -121,7 +121,7 @@ export async function loadUserWithIdentities (q: Queryable, id: string): Promise
 
 export interface ListUsersOptions { aud: string, page: number, perPage: number, filter?: string, sortDesc: boolean }
 
-/** One page of users of an audience with the total count (admin list, spec §3.20). */
+/** One page of users of an audience with the total count (admin list, docs/auth-protocol.md §3.20). */
 export async function listUsers (q: Queryable, o: ListUsersOptions): Promise<{ users: UserWithIdentities[], total: number }> {
   const filter = o.filter ? '%' + o.filter.replace(/[\\%_]/g, (m) => '\\' + m) + '%' : null
   const where = `u.instance_id = $1 AND u.aud = $2 AND ($3::text IS NULL OR u.email ILIKE $3 OR u.raw_user_meta_data->>'full_name' ILIKE $3)`
@@ -144,7 +144,7 @@ export function isUserBanned (u: UserRow, now: Date): boolean {
   return u.banned_until !== null && u.banned_until.getTime() > now.getTime()
 }
 
-/** app_metadata.providers: distinct identity providers by identity creation order (spec §2.1). */
+/** app_metadata.providers: distinct identity providers by identity creation order (docs/auth-protocol.md §2.1). */
 export function providersOf (identities: IdentityRow[]): string[] {
   const sorted = [...identities].sort((a, b) => (a.created_at?.getTime() ?? 0) - (b.created_at?.getTime() ?? 0))
   const out: string[] = []
@@ -156,7 +156,7 @@ function ts (d: Date | null | undefined): string | undefined {
   return d ? d.toISOString() : undefined
 }
 
-/** The User object of spec §2.1: optional timestamps omitted when null, email/phone never null. */
+/** The User object of docs/auth-protocol.md §2.1: optional timestamps omitted when null, email/phone never null. */
 export function toUserJson ({ user: u, identities, factors }: UserWithIdentities): UserJson {
   const out: Record<string, unknown> = {
     id: u.id,

@@ -1,4 +1,4 @@
-// The contract of an external identity provider (spec §3.12-3.13, §5.9): build the
+// The contract of an external identity provider (docs/auth-protocol.md §3.12-3.13, §5.9): build the
 // authorization URL, exchange the callback's code for tokens, read who the person is.
 // Presets (github, gitlab, google, generic OIDC) implement it; nothing here does I/O.
 

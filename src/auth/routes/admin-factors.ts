@@ -1,4 +1,4 @@
-// Admin API of MFA factors (spec §3.20): GET /admin/users/:id/factors lists a user's factors,
+// Admin API of MFA factors (docs/auth-protocol.md §3.20): GET /admin/users/:id/factors lists a user's factors,
 // PUT /admin/users/:id/factors/:factor_id renames one, DELETE removes it (the sessions it
 // raised drop back to aal1). Admin bearer required, as every /admin route.
 import type { FastifyInstance, FastifyRequest } from 'fastify'

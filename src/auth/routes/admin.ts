@@ -1,4 +1,4 @@
-// The admin API of spec §3.20 (bearer JWT with role service_role; the gateway mints it for
+// The admin API of docs/auth-protocol.md §3.20 (bearer JWT with role service_role; the gateway mints it for
 // the secret key): /admin/users list (page/per_page, X-Total-Count and Link), create, get,
 // update, delete; /admin/generate_link (tokens made, no mail sent); /invite (with mail).
 import { randomUUID } from 'node:crypto'

@@ -1,4 +1,4 @@
-// GET /authorize (spec §3.12): starts an external sign-in. The flow is kept in
+// GET /authorize (docs/auth-protocol.md §3.12): starts an external sign-in. The flow is kept in
 // auth.flow_state (its id is the OAuth `state`; the client's PKCE challenge and the
 // validated redirect URL with it) and the browser is sent to the provider. Errors are
 // JSON; with skip_http_redirect=true the URL is answered as {url}.

@@ -1,4 +1,4 @@
-// GET|POST /callback (spec §3.13): the provider sends the browser back here with `state`
+// GET|POST /callback (docs/auth-protocol.md §3.13): the provider sends the browser back here with `state`
 // (our flow_state id) and `code`. The code is exchanged, the person read, and the user
 // found, linked by verified email or created (accounts.resolveIdentityUser, the path the
 // panel exchange uses too). Implicit flows end with the session in the fragment; PKCE

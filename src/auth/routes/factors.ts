@@ -1,4 +1,4 @@
-// MFA with TOTP (spec §3.19): POST /factors (enroll: secret, otpauth URI, QR code as SVG),
+// MFA with TOTP (docs/auth-protocol.md §3.19): POST /factors (enroll: secret, otpauth URI, QR code as SVG),
 // POST /factors/:id/challenge, POST /factors/:id/verify (the same session raised to aal2:
 // AMR `totp`, refresh token rotated, the user's other aal1 sessions ended) and
 // DELETE /factors/:id. Phone and WebAuthn factors are never enabled here and answer GoTrue's

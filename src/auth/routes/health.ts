@@ -1,4 +1,4 @@
-// GET /health (spec §3.1): GoTrue's identification body. Answers for any known tenant
+// GET /health (docs/auth-protocol.md §3.1): GoTrue's identification body. Answers for any known tenant
 // without touching its database.
 import type { FastifyInstance } from 'fastify'
 

@@ -1,4 +1,4 @@
-// Manual identity linking (spec §3.16): GET /user/identities/authorize starts an external
+// Manual identity linking (docs/auth-protocol.md §3.16): GET /user/identities/authorize starts an external
 // sign-in whose identity is added to the caller (the provider's URL as {url} with
 // skip_http_redirect=true, else a 302), DELETE /user/identities/:identity_id removes one.
 // Both need a signed-in user first and then the database's manual_linking switch (GoTrue:

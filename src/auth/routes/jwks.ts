@@ -1,4 +1,4 @@
-// GET /.well-known/jwks.json (spec §3.18): the public halves of this tenant's asymmetric
+// GET /.well-known/jwks.json (docs/auth-protocol.md §3.18): the public halves of this tenant's asymmetric
 // signing keys (every listed key, the one that signs now and the older ones that still
 // verify), in GoTrue's shape. The HS256 secret is never published. GET
 // /.well-known/openid-configuration: GoTrue's discovery document for this tenant's issuer,

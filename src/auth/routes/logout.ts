@@ -1,4 +1,4 @@
-// POST /logout?scope=global|local|others (spec §3.17): deletes sessions (refresh tokens
+// POST /logout?scope=global|local|others (docs/auth-protocol.md §3.17): deletes sessions (refresh tokens
 // cascade) and answers 204. A token without a session_id falls back to global.
 import type { FastifyInstance } from 'fastify'
 import { ValidationFailedError } from '../errors.js'

@@ -1,4 +1,4 @@
-// POST /otp and POST /magiclink (spec §3.5-3.6): a sign-in link that also carries a 6-digit
+// POST /otp and POST /magiclink (docs/auth-protocol.md §3.5-3.6): a sign-in link that also carries a 6-digit
 // code. A confirmed user gets a magic-link mail (recovery_token, type magiclink); a new or
 // unconfirmed one gets the confirmation mail (type signup), which doubles as the link.
 // PKCE requests start a flow state and mail a `pkce_` token. Both answer 200 {}.

@@ -1,4 +1,4 @@
-// GET /reauthenticate (spec §3.11): mails the signed-in user a nonce (a 6-digit code whose
+// GET /reauthenticate (docs/auth-protocol.md §3.11): mails the signed-in user a nonce (a 6-digit code whose
 // hash is kept in users.reauthentication_token and one_time_tokens); PUT /user takes it as
 // `nonce` for a password change when the database has secure password change on.
 import type { FastifyInstance } from 'fastify'

@@ -1,4 +1,4 @@
-// POST /recover (spec §3.7): mails a password-recovery link (type recovery) with its code.
+// POST /recover (docs/auth-protocol.md §3.7): mails a password-recovery link (type recovery) with its code.
 // Unknown addresses answer the same 200 {} (no enumeration). PKCE requests start a
 // `recovery` flow state and mail a `pkce_` token.
 import type { FastifyInstance } from 'fastify'

@@ -1,4 +1,4 @@
-// POST /resend (spec §3.10): sends the pending confirmation (type signup) or both
+// POST /resend (docs/auth-protocol.md §3.10): sends the pending confirmation (type signup) or both
 // email-change mails again (the change starts over, as GoTrue's), with new tokens (the old
 // ones stop working) and the same per-address interval. Unknown users and nothing pending
 // answer 200 {}; a phone is refused as GoTrue refuses it with its phone provider off (this

@@ -1,4 +1,4 @@
-// GET /settings (spec §3.2): what the tenant has switched on. `external` lists GoTrue's
+// GET /settings (docs/auth-protocol.md §3.2): what the tenant has switched on. `external` lists GoTrue's
 // providers (false unless configured) plus any other provider the tenant names; two
 // Gatehouse fields tell clients about magic link and PKCE, which GoTrue's body lacks.
 import type { FastifyInstance } from 'fastify'

@@ -1,4 +1,4 @@
-// POST /signup (spec §3.3): email + password sign-up (confirmation mail, or a session with
+// POST /signup (docs/auth-protocol.md §3.3): email + password sign-up (confirmation mail, or a session with
 // autoconfirm), and anonymous sign-in when neither email nor phone is given. Repeated
 // sign-ups of a confirmed address answer an obfuscated user (no enumeration) unless
 // autoconfirm is on, then 422 user_already_exists.
@@ -39,7 +39,7 @@ async function anonymousSignIn (ctx: TenantContext, req: FastifyRequest, data: R
 }
 
 /**
- * The fake user of a repeated sign-up (spec §3.3), as GoTrue's sanitizeUser shapes it: a
+ * The fake user of a repeated sign-up (docs/auth-protocol.md §3.3), as GoTrue's sanitizeUser shapes it: a
  * random id, an empty role, confirmation_sent_at now, no confirmation times, no identities.
  * Nothing of the real record (its other timestamps, metadata, factors) is carried over.
  */

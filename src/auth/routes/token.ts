@@ -1,4 +1,4 @@
-// POST /token?grant_type=... (spec §3.4): dispatches to the grant functions. An unknown
+// POST /token?grant_type=... (docs/auth-protocol.md §3.4): dispatches to the grant functions. An unknown
 // grant is GoTrue's 400 invalid_credentials "unsupported_grant_type".
 import type { FastifyInstance } from 'fastify'
 import { UnsupportedGrantTypeError } from '../errors.js'

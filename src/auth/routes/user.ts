@@ -1,4 +1,4 @@
-// GET /user and PUT /user (spec §3.14-3.15): the signed-in user's record; metadata merge
+// GET /user and PUT /user (docs/auth-protocol.md §3.14-3.15): the signed-in user's record; metadata merge
 // (null deletes a key), password change (policy, not the same password, other sessions
 // ended), and email change with confirmation mails (GoTrue's secure mode: both addresses).
 import type { FastifyInstance } from 'fastify'

@@ -1,5 +1,5 @@
 // GET /verify (the link in mails; 303 redirects with the session or the error in the
-// fragment) and POST /verify (token_hash, or token + email; JSON answers), spec §3.8-3.9.
+// fragment) and POST /verify (token_hash, or token + email; JSON answers), docs/auth-protocol.md §3.8-3.9.
 // The verify types themselves live in confirmations.ts (VERIFY_KINDS). A `pkce_` link ends
 // with `?code=` of the user's flow state instead of a session; `email` is a
 // confirmation or a magic-link token, whichever it turns out to be.

@@ -1,5 +1,5 @@
 // Turns a database refusal (PostgREST's PGRST205, Postgres' 42P01 and 42501) into the
-// platform's refusals of service.md: unknown_table, no_table_grant, permission_denied,
+// platform's refusals of docs/service.md §7: unknown_table, no_table_grant, permission_denied,
 // rls_refusal, each naming the role the request ran as and the fix. Used by the gateway's
 // rewriter and by the panel's test query. Never puts SQL text, stacks or another tenant's
 // role names into what it returns.

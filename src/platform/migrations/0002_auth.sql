@@ -1,4 +1,4 @@
--- 0002_auth: the GoTrue `auth` schema (spec/auth.md §7: enum types, core tables, MFA
+-- 0002_auth: the GoTrue `auth` schema (docs/auth-protocol.md §7: enum types, core tables, MFA
 -- tables, helper functions), owned by the tenant's auth engine login so a real GoTrue
 -- could take over. Objects are created under SET LOCAL ROLE of that login, so it owns
 -- them. Role names come from gatehouse.role_<kind>, set by the migration runner.

@@ -68,7 +68,7 @@ export function unsupportedMethod (method: string, segments: readonly string[]):
   return new InvalidPathError()
 }
 
-/** PostgREST's routing table (spec §1.1). */
+/** PostgREST's routing table (docs/rest-protocol.md §1.1). */
 export function routeAction (method: HttpMethod, segments: readonly string[]): Action {
   if (segments.length === 0) {
     if (method === 'GET' || method === 'HEAD') return { kind: 'openapi', headersOnly: method === 'HEAD' }

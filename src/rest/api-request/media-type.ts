@@ -1,4 +1,4 @@
-// Accept and Content-Type parsing (spec/rest.md §5.1): media types with parameters and
+// Accept and Content-Type parsing (docs/rest-protocol.md §5.1): media types with parameters and
 // q-values, sorted by preference (stable). Choosing among them is plan/negotiate.ts.
 import type { MediaType } from './types.js'
 import { bareRecord } from '../../shared/index.js'

@@ -1,4 +1,4 @@
-// Request bodies of writes and RPC (spec/rest.md §3.1, §4.1, §5.5): JSON object or array,
+// Request bodies of writes and RPC (docs/rest-protocol.md §3.1, §4.1, §5.5): JSON object or array,
 // CSV, form fields, and the raw bodies of a single unnamed parameter. Pure: validates and
 // describes the body; the JSON text that reaches Postgres is the client's own bytes (never
 // re-serialized, so big numbers keep their digits). Errors are PGRST102.
@@ -237,7 +237,7 @@ function formRows (body: Buffer | null): RowsPayload {
   return { kind: 'rows', isArray: false, rows: [row], keys: Object.keys(row).sort(), json: JSON.stringify(row) }
 }
 
-/** The body of POST / PATCH / PUT on a table (spec §3.1). */
+/** The body of POST / PATCH / PUT on a table (docs/rest-protocol.md §3.1). */
 export function parseWritePayload (body: Buffer | null, contentType: MediaType | null, columns: readonly string[] | null): RowsPayload {
   const type = contentType?.type ?? 'application/json'
   switch (type) {
@@ -252,7 +252,7 @@ export function parseWritePayload (body: Buffer | null, contentType: MediaType |
   }
 }
 
-/** The body of `POST /rpc/<fn>` (spec §4.1, §5.5). An empty body counts as `{}`. */
+/** The body of `POST /rpc/<fn>` (docs/rest-protocol.md §4.1, §5.5). An empty body counts as `{}`. */
 export function parseCallPayload (body: Buffer | null, contentType: MediaType | null, columns: readonly string[] | null): CallPayload {
   const type = contentType?.type ?? 'application/json'
   switch (type) {

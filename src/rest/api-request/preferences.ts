@@ -1,4 +1,4 @@
-// The Prefer header (RFC 7240) as PostgREST 14 reads it (spec/rest.md §3.7): all Prefer
+// The Prefer header (RFC 7240) as PostgREST 14 reads it (docs/rest-protocol.md §3.7): all Prefer
 // headers merged, values split on commas and trimmed, the first recognized token of each
 // family wins; tokens it does not know are collected as `invalid` (PGRST122 only with
 // handling=strict). A `timezone=` is recognized when the database knows the zone (the

@@ -1,4 +1,4 @@
-// The query-string grammar of the PostgREST protocol (spec/rest.md §1.2, §1.3, §2): one
+// The query-string grammar of the PostgREST protocol (docs/rest-protocol.md §1.2, §1.3, §2): one
 // function per rule (select, field names, JSON paths, operator expressions, logic trees,
 // order, columns), and parseQueryParams, which classifies every parameter and parses it.
 // Pure: knows neither the database nor HTTP. Errors are PGRST100 (or PGRST103 for limits).

@@ -1,4 +1,4 @@
-// Row ranges (spec/rest.md §2.6): the Range request header (RFC 9110 style `from-to`,
+// Row ranges (docs/rest-protocol.md §2.6): the Range request header (RFC 9110 style `from-to`,
 // items), limit/offset, and their intersection. Pure arithmetic; errors are PGRST103.
 import { lowerAboveUpper } from '../errors.js'
 import type { RowRange, ScopedRange } from './types.js'

@@ -1,4 +1,4 @@
-// ApiRequest + SchemaCache -> CallPlan (PostgREST's call plan, spec/rest.md §4): overload
+// ApiRequest + SchemaCache -> CallPlan (PostgREST's call plan, docs/rest-protocol.md §4): overload
 // resolution by argument names (PGRST202 / PGRST203), the single unnamed json/jsonb/text/
 // xml/bytea parameter, arguments from the query string or the body, GET only on STABLE
 // and IMMUTABLE functions, the result's shape, and the read tree over its rows (filters,
@@ -39,7 +39,7 @@ function signature (r: Routine): string {
   return `${r.schema}.${r.name}(${r.params.map((p) => `${p.name} => ${p.type}`).join(', ')})`
 }
 
-/** Whether the named arguments `keys` fit `r` (spec §4.2). */
+/** Whether the named arguments `keys` fit `r` (docs/rest-protocol.md §4.2). */
 function matches (r: Routine, keys: ReadonlySet<string>, rawPost: boolean): boolean {
   // A raw body (text, xml, bytes) never calls a function without parameters; one whose
   // parameters all have defaults is called without arguments, as PostgREST does.
@@ -131,7 +131,7 @@ function args (routine: Routine, fallback: boolean, payload: CallPayload | null,
     for (const [k, vs] of list) {
       const param = byName(k)
       if (!param) continue
-      // A repeated name fills a variadic parameter (spec §4.1); otherwise the last value counts (as PostgREST).
+      // A repeated name fills a variadic parameter (docs/rest-protocol.md §4.1); otherwise the last value counts (as PostgREST).
       values.push({ param, value: param.variadic ? arrayLiteralOf(vs) : vs[vs.length - 1] })
     }
     return values.length === 0 ? { kind: 'none' } : { kind: 'text', values }

@@ -1,4 +1,4 @@
-// Plans of OPTIONS and of the root (spec/rest.md §1.1, §5.4): the Allow list of a table,
+// Plans of OPTIONS and of the root (docs/rest-protocol.md §1.1, §5.4): the Allow list of a table,
 // function or the root, and the OpenAPI document's negotiation. Pure.
 import { MediaTypeError } from '../errors.js'
 import { planCall, type CallPlanOptions } from './call-plan.js'

@@ -1,4 +1,4 @@
-// ApiRequest + SchemaCache -> MutatePlan (PostgREST's mutate plan, spec/rest.md §3): the
+// ApiRequest + SchemaCache -> MutatePlan (PostgREST's mutate plan, docs/rest-protocol.md §3): the
 // payload checked against the table's columns (PGRST204), upsert resolution and
 // on_conflict, PUT's primary-key rules (PGRST105/114/115), PATCH/DELETE filters,
 // max-affected, and the read tree of the representation. As PostgREST 14, `limit` and
@@ -32,7 +32,7 @@ function bodyParsers (cache: SchemaCache, table: Table, names: readonly string[]
   })
 }
 
-/** PUT: filters must be exactly the primary key, each a plain `eq` (spec §3.4). */
+/** PUT: filters must be exactly the primary key, each a plain `eq` (docs/rest-protocol.md §3.4). */
 function putKey (req: ApiRequest, table: Table): Array<readonly [string, string]> {
   const q = req.query
   if (q.ranges.some((r) => r.path.length === 0 && (r.limit !== null || (r.offset ?? 0) > 0))) throw new PutLimitError()

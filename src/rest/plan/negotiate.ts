@@ -1,4 +1,4 @@
-// Content negotiation (PostgREST's Plan/Negotiate.hs, spec §5.1): the first acceptable
+// Content negotiation (PostgREST's Plan/Negotiate.hs, docs/rest-protocol.md §5.1): the first acceptable
 // media type, in the client's order of preference, that this action can produce.
 // PGRST107 when none is available.
 import { MediaTypeError, invalidPreferences } from '../errors.js'

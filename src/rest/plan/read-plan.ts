@@ -163,7 +163,7 @@ function hasOutputRep (table: Table | undefined, reps: ReadonlyMap<number, Quali
   return table.columns.some((c) => c.typeOid !== undefined && reps.has(c.typeOid))
 }
 
-/** Output key of an unaliased JSON path selection: its last key (spec §2.1). */
+/** Output key of an unaliased JSON path selection: its last key (docs/rest-protocol.md §2.1). */
 function jsonPathAlias (field: Field): string | null {
   if (field.jsonPath.length === 0) return null
   for (let i = field.jsonPath.length - 1; i >= 0; i--) {
@@ -217,7 +217,7 @@ function expandStars (fields: readonly SelectField[], table: Table | undefined, 
 }
 
 /**
- * The output key of a select item (spec §2.1): the alias, a JSON path's last key, an
+ * The output key of a select item (docs/rest-protocol.md §2.1): the alias, a JSON path's last key, an
  * aggregate's name in spreads, a column formatted by a data representation's own name.
  */
 function selectAlias (f: SelectField, isSpread: boolean, transformed = false): string | null {

@@ -1,5 +1,5 @@
 // Embedding: which relationship `origin?select=target!hint(...)` means (PostgREST's
-// findRel, spec §2.2), with PGRST200 when none matches and PGRST201 (300) with the
+// findRel, docs/rest-protocol.md §2.2), with PGRST200 when none matches and PGRST201 (300) with the
 // candidates when several do. Pure.
 import { AmbiguousRelationshipError, noRelationship } from '../errors.js'
 import { qnKey, type Relationship, type SchemaCache } from '../schema-cache/types.js'

@@ -1,4 +1,4 @@
-// CallPlan -> SQL (PostgREST's callPlanToQuery, spec/rest.md §8.6): the function called in
+// CallPlan -> SQL (PostgREST's callPlanToQuery, docs/rest-protocol.md §8.6): the function called in
 // FROM with named arguments (a JSON body through json_to_record with the parameters' own
 // types, query/form values cast to them, or the single unnamed parameter), its rows as
 // `pgrst_source`, then the read tree over them (filters, order, range, embeds) and one row

@@ -1,4 +1,4 @@
-// MutatePlan -> SQL (PostgREST's mutatePlanToQuery, spec/rest.md §8.4-8.5): INSERT (with
+// MutatePlan -> SQL (PostgREST's mutatePlanToQuery, docs/rest-protocol.md §8.4-8.5): INSERT (with
 // ON CONFLICT, PUT's key check, the inserted-rows counter), UPDATE, DELETE as a
 // data-modifying CTE, then one row with page_total, the body (Postgres builds the JSON)
 // and the response.* settings. The body is one JSON parameter read with
@@ -146,7 +146,7 @@ export function renderRowsBody (media: MediaHandler): Sql {
 
 /**
  * The statement of a write. `returning` may differ from the plan's: the engine retries a
- * representation refused by the SELECT policy as minimal (service.md).
+ * representation refused by the SELECT policy as minimal (docs/service.md §7).
  */
 export function renderMutate (plan: MutatePlan, returning: ReturnPreference = plan.returning): Statement {
   const spec = plan.spec

@@ -1,4 +1,4 @@
-// The privilege look-up behind the OpenAPI root (spec/rest.md §5.4, follow-privileges):
+// The privilege look-up behind the OpenAPI root (docs/rest-protocol.md §5.4, follow-privileges):
 // which of the schema's relations and functions the request's role may use, run inside
 // the request's transaction after SET ROLE. Static text; the OIDs are parameters. Pure.
 import { param, render, sql, type Statement } from './sql.js'

@@ -1,4 +1,4 @@
-// The settings statement that opens every request transaction (spec §6.2): role,
+// The settings statement that opens every request transaction (docs/rest-protocol.md §6.2): role,
 // request.jwt.claims (+ the legacy request.jwt.claim.<name>), request.method/path/
 // headers/cookies, statement_timeout, timezone, search_path — all transaction-local and
 // all parameters — plus the caller role's visibility of the target relation.

@@ -1,4 +1,4 @@
-// ReadPlan -> SQL (PostgREST's QueryBuilder.readPlanToQuery / SqlFragment, spec §8.3):
+// ReadPlan -> SQL (PostgREST's QueryBuilder.readPlanToQuery / SqlFragment, docs/rest-protocol.md §8.3):
 // the read tree as nested LATERAL joins, the count query, and the outer statement that
 // makes Postgres build the whole body (json_agg / row_to_json / csv) as one text value.
 // Pure; every value is a bind parameter, every name a quoted identifier.

@@ -1,5 +1,5 @@
 // What every response shares: its shape, and the `response.headers` / `response.status`
-// settings a function or trigger may set in the request's transaction (spec §6.3, PGRST111,
+// settings a function or trigger may set in the request's transaction (docs/rest-protocol.md §6.3, PGRST111,
 // PGRST112). Pure.
 import { ResponseHeadersGucError, ResponseStatusGucError } from '../errors.js'
 

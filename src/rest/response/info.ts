@@ -1,4 +1,4 @@
-// OPTIONS (spec/rest.md §1.1): the Allow list of the resource, no body. Pure.
+// OPTIONS (docs/rest-protocol.md §1.1): the Allow list of the resource, no body. Pure.
 import type { InfoPlan } from '../plan/types.js'
 import type { RestResponse } from './gucs.js'
 

@@ -1,4 +1,4 @@
-// The Location header of `POST` with `Prefer: return=headers-only` (spec/rest.md §3.7):
+// The Location header of `POST` with `Prefer: return=headers-only` (docs/rest-protocol.md §3.7):
 // `/T?pk1=eq.v1&pk2=eq.v2` for exactly one inserted row of a table with a primary key; a
 // null key value becomes `is.null`. Relative to the tenant's REST base, as PostgREST's is
 // to its root. Pure.

@@ -1,4 +1,4 @@
-// Write results -> {status, headers, body} (PostgREST's Response.hs, spec/rest.md §3.8):
+// Write results -> {status, headers, body} (PostgREST's Response.hs, docs/rest-protocol.md §3.8):
 // 201/200/204 by method, return preference and real inserts; Content-Range; Location for
 // return=headers-only; Preference-Applied; Content-Profile; and the response.* settings a
 // trigger or function may set. Pure.
@@ -62,7 +62,7 @@ export function shapeMutateResponse (req: ApiRequest, plan: MutatePlan, r: Write
       }
       // Matches PostgREST: merge-duplicates answers 200 when no row was really inserted (also for []).
       const merged = spec.kind === 'insert' && spec.onConflict?.action === 'merge' && (r.inserted ?? 0) <= 0
-      // An empty 201 carries Content-Length: 0 and no Content-Type (spec §3.8).
+      // An empty 201 carries Content-Length: 0 and no Content-Type (docs/rest-protocol.md §3.8).
       return withResponseSettings(merged ? 200 : 201, headers, body, r)
     }
     case 'single-upsert':

@@ -1,4 +1,4 @@
-// The OpenAPI root (`GET /`, spec/rest.md §5.4): a Swagger 2.0 document of the tables,
+// The OpenAPI root (`GET /`, docs/rest-protocol.md §5.4): a Swagger 2.0 document of the tables,
 // views and functions of the request's schema that the caller's role can use (PostgREST's
 // follow-privileges mode), shaped as PostgREST's Response/OpenAPI.hs shapes it: paths,
 // definitions with PK/FK notes and COMMENT descriptions, and the shared parameters. Pure.

@@ -1,4 +1,4 @@
-// The Preference-Applied header (spec/rest.md §3.7, RFC 7240): the preferences that took
+// The Preference-Applied header (docs/rest-protocol.md §3.7, RFC 7240): the preferences that took
 // effect, `, `-joined in PostgREST's fixed order: resolution, missing, return, count, tx,
 // handling, timezone, max-affected. Which families a request echoes depends on its kind;
 // the caller says which apply. Pure.

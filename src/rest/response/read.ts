@@ -1,4 +1,4 @@
-// Read results -> {status, headers, body} (PostgREST's Response.hs, spec §2.6, §5.6):
+// Read results -> {status, headers, body} (PostgREST's Response.hs, docs/rest-protocol.md §2.6, §5.6):
 // status from the count and range, Content-Range, Content-Location, Content-Profile,
 // Preference-Applied and our cut-result header. Pure: knows HTTP, not SQL.
 import { errorBodyJson, offsetOutOfBounds } from '../errors.js'

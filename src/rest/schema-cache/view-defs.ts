@@ -1,6 +1,6 @@
 // Reads a view's stored rule (pg_rewrite.ev_action as node-tree text) to learn, for each
 // view column, the base relation and column it comes from (TARGETENTRY :resorigtbl /
-// :resorigcol), so foreign keys of base tables also relate views (spec §2.2). Pure.
+// :resorigcol), so foreign keys of base tables also relate views (docs/rest-protocol.md §2.2). Pure.
 
 export interface ViewColumnSource {
   /** Output column name of the view. */

@@ -1,4 +1,4 @@
-// RPC (spec/rest.md §4): POST with named arguments from a JSON object or a form, GET with
+// RPC (docs/rest-protocol.md §4): POST with named arguments from a JSON object or a form, GET with
 // query arguments (STABLE/IMMUTABLE only), the single unnamed json/text/bytea parameter,
 // array and variadic arguments, scalar / composite / set-returning / OUT / TABLE results,
 // filters, order, limit and embeds on set results, counts, singular, void, volatile

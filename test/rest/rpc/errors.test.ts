@@ -1,4 +1,4 @@
-// RPC resolution and errors (spec/rest.md §4.2, §7.3-7.4): overloads chosen by argument
+// RPC resolution and errors (docs/rest-protocol.md §4.2, §7.3-7.4): overloads chosen by argument
 // names, PGRST202 (404) and PGRST203 (300) with PostgREST's texts, RAISE EXCEPTION (P0001,
 // 400, details and hint kept), RAISE SQLSTATE 'PTxyz' (status xyz), RAISE SQLSTATE 'PGRST'
 // (full control, PGRST121 when malformed), EXECUTE revoked (42501). Real Postgres, inject.

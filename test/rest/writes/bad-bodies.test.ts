@@ -1,4 +1,4 @@
-// Bad request bodies (spec/rest.md §3.1): invalid or empty JSON, mismatched keys,
+// Bad request bodies (docs/rest-protocol.md §3.1): invalid or empty JSON, mismatched keys,
 // wrong types, unknown columns, CSV with uneven lines, unsupported content types and
 // oversize payloads each get a clear JSON error with a fitting status, and nothing is
 // written: the statement is all or nothing. Real Postgres, fastify inject.

@@ -1,4 +1,4 @@
-// POST on a table (spec/rest.md §3.1-3.2, §3.7-3.8): object and array bodies, columns=,
+// POST on a table (docs/rest-protocol.md §3.1-3.2, §3.7-3.8): object and array bodies, columns=,
 // CSV and form bodies, missing=default, every return preference with its exact status,
 // headers and body, count, singular responses, embedding in the representation,
 // tx=rollback and handling=strict. Real Postgres, real HTTP (fastify inject).

@@ -1,4 +1,4 @@
-// The rule of service.md: an insert with Prefer: return=representation whose row
+// The rule of docs/service.md §6-§7: an insert with Prefer: return=representation whose row
 // the SELECT policy hides is KEPT and answered with an RLS refusal (42501, 401 for anon and
 // 403 otherwise) whose message says the row was written, plus `row_written: true` and the
 // header x-gatehouse-row-written: true for the gateway's rewriter. Same for PATCH. With
@@ -111,7 +111,7 @@ t.test('return=representation and the SELECT policy', async (t) => {
     ], 'written as return=minimal writes it')
 
     // A filter reads columns: Postgres then checks the new row against the SELECT policy even
-    // for return=minimal and refuses the statement: nothing is written (spec §7.5).
+    // for return=minimal and refuses the statement: nothing is written (docs/rest-protocol.md §7.5).
     await fx.ownerSql(`UPDATE posts SET owner_id = '${ALICE}' WHERE id = 51`)
     const away = await fx.call('PATCH', '/posts?id=eq.51', { body: { owner_id: BOB }, ...alice })
     t.equal(away.status, 403)

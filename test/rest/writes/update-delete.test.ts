@@ -1,4 +1,4 @@
-// PATCH and DELETE (spec/rest.md §3.5-3.6, §3.8): filters and logic trees, limit/offset
+// PATCH and DELETE (docs/rest-protocol.md §3.5-3.6, §3.8): filters and logic trees, limit/offset
 // not read (PostgREST 14), order of the representation, Prefer max-affected (PGRST124, strict only), return
 // preferences with their statuses and Content-Range, count, singular, missing=default,
 // an empty body, embedding in the representation. Real Postgres, fastify inject.

@@ -1,4 +1,4 @@
-// Upsert (spec/rest.md §3.3-3.4): POST with Prefer resolution=merge-duplicates |
+// Upsert (docs/rest-protocol.md §3.3-3.4): POST with Prefer resolution=merge-duplicates |
 // ignore-duplicates and on_conflict=, the 201/200 rule on real inserts, missing=default on
 // conflict, tables without a key; PUT with its primary-key checks (PGRST105/114/115) and
 // statuses. Real Postgres, fastify inject.
