@@ -10,7 +10,7 @@ import { ALL_ROWS } from '../api-request/range.js'
 import { parseWritePayload } from '../api-request/payload.js'
 import type { ApiRequest, Mutation } from '../api-request/types.js'
 import type { SchemaCache, Table } from '../schema-cache/types.js'
-import { checkPreferences, negotiateRead } from './negotiate.js'
+import { checkPreferences, isDefaultSelect, negotiateRead } from './negotiate.js'
 import { planReadTree } from './read-plan.js'
 import { rebaseRoot, rootColumns } from './rebase.js'
 import type { BodyParsers, Condition, DeleteSpec, InsertSpec, MutatePlan, ReadNode, ReturnPreference, UpdateSpec } from './types.js'
@@ -145,7 +145,9 @@ export function planMutate (req: ApiRequest, relation: string, mutation: Mutatio
   // Matches PostgREST 14: unknown preferences with handling=strict (PGRST122) after the
   // write is planned, then the Accept header (PGRST107).
   checkPreferences(req)
-  const media = negotiateRead(req.accept)
+  // As PostgREST: the table's media handlers are negotiated for every write; only the
+  // representation is built with one.
+  const media = negotiateRead(req.accept, { handlers: cache.mediaHandlers, target: table, defaultSelect: isDefaultSelect(req) })
   const bare: ReadNode = { ...tree, where: [], range: ALL_ROWS }
   const returnColumns = returning === 'representation' ? rootColumns(bare) : returning === 'headers-only' ? [...table.pk] : []
   const strict = prefs.handling === 'strict'

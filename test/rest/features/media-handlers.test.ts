@@ -32,7 +32,7 @@ CREATE AGGREGATE any_tsv(anyelement) (sfunc = tsv_line, stype = text, finalfunc 
 CREATE FUNCTION "hello.html"() RETURNS "text/html" LANGUAGE sql IMMUTABLE AS $$ SELECT '<h1>hello</h1>' $$;
 CREATE FUNCTION blob() RETURNS "*/*" LANGUAGE sql IMMUTABLE AS $$ SELECT '\\x00ff10'::bytea $$;
 CREATE FUNCTION all_songs() RETURNS SETOF songs LANGUAGE sql STABLE AS $$ SELECT * FROM songs ORDER BY id $$;
-SELECT platform.grant('SELECT', 'songs', 'anon');
+SELECT platform.grant('SELECT, INSERT', 'songs', 'anon');
 `
 
 t.test('media type handlers', async (t) => {
@@ -103,6 +103,19 @@ t.test('media type handlers', async (t) => {
     const r = await get('/rpc/hello.html', 'text/xml')
     t.equal(r.status, 406)
     t.equal(JSON.parse(r.body).code, 'PGRST107')
+  })
+
+  t.test('a write\'s representation goes through the table\'s handler', async (t) => {
+    const r = await fx.call('POST', '/songs', {
+      body: { id: 3, title: 'Help' },
+      headers: { accept: 'text/plain', prefer: 'return=representation' }
+    })
+    t.same([r.status, r.headers['content-type'], r.body], [201, 'text/plain; charset=utf-8', '3 Help'])
+  })
+
+  t.test('a write without representation accepts the handler\'s type and sends no body', async (t) => {
+    const r = await fx.call('POST', '/songs', { body: { id: 4, title: 'Something' }, headers: { accept: 'text/plain' } })
+    t.same([r.status, r.body], [201, ''])
   })
 
   t.test('a schema cache without handlers carries none', async (t) => {
