@@ -1,7 +1,8 @@
-// README.md works as written: its quick-start SQL block runs as the owner of a freshly
-// provisioned database, its JS block (only the URL and key placeholders replaced) runs on
-// the Node of this test run against the real gateway of the development stack, and then a
-// signed-in user inserts and reads. A grant that leaves out the sequence of a bigserial
+// README.md and the docs work as written: the front page's first app (its SQL block as the
+// owner of a freshly provisioned database, as a Supabase migration writes it; its JS block, only
+// the URL and key placeholders replaced, on the Node of this test run against the real gateway
+// of the development stack), then a signed-in user inserts and reads; docs/development.md's
+// panel exchange and docs/panel-api.md's examples. A grant that leaves out the sequence of a bigserial
 // column is refused with a hint that, run as is by the owner, fixes it.
 // Ports 18170-18175 are this file's.
 import t from 'tap'
@@ -14,16 +15,22 @@ import { startE2eStack, email, REPO_ROOT, type E2eStack, type E2eTenant } from '
 t.setTimeout(300_000)
 
 const README = readFileSync(path.join(REPO_ROOT, 'README.md'), 'utf8')
+const DEVELOPMENT = readFileSync(path.join(REPO_ROOT, 'docs', 'development.md'), 'utf8')
+const PANEL_API = readFileSync(path.join(REPO_ROOT, 'docs', 'panel-api.md'), 'utf8')
 
-/** The fenced blocks of one language in the README's "Quick start" section, in order. */
-function quickStartBlocks (lang: string): string[] {
-  const start = README.indexOf('## Quick start')
-  if (start < 0) throw new Error('README.md has no "## Quick start" section')
-  const next = README.indexOf('\n## ', start + 1)
-  const section = README.slice(start, next < 0 ? undefined : next)
+/** The text of `doc`'s section under `heading` (to the next heading of its level). */
+function section (doc: string, heading: string): string {
+  const start = doc.indexOf(`${heading}\n`)
+  if (start < 0) throw new Error(`no "${heading}" section`)
+  const next = doc.indexOf(`\n${heading.split(' ')[0]} `, start + 1)
+  return doc.slice(start, next < 0 ? undefined : next)
+}
+
+/** The fenced blocks of one language in README's "A first app" (or another text), in order. */
+function quickStartBlocks (lang: string, text = section(README, '## A first app')): string[] {
   const out: string[] = []
   const fence = new RegExp('^```' + lang + '\\n([\\s\\S]*?)^```$', 'gm')
-  for (const m of section.matchAll(fence)) out.push(m[1]!)
+  for (const m of text.matchAll(fence)) out.push(m[1]!)
   return out
 }
 
@@ -64,11 +71,12 @@ t.before(async () => {
   demo = stack.tenant('demo')
 })
 
-t.test('the quick start: SQL as the owner, the JS as an app, then a signed-in insert and read', async (t) => {
+t.test('the first app: SQL as the owner, the JS as an app, then a signed-in insert and read', async (t) => {
   const sql = quickStartBlocks('sql')
   const js = quickStartBlocks('js')
   t.equal(sql.length, 1, 'one SQL block')
-  t.equal(js.length, 2, 'two JS blocks: the app, the panel exchange')
+  t.equal(js.length, 1, 'one JS block: the app')
+  t.match(sql[0], /^grant select, insert on todos to authenticated;$/m, 'a plain GRANT, as a Supabase migration writes it')
 
   // Nothing is visible before the SQL runs (the README's claim about a fresh database).
   const before = await stack.gateway(demo, '/rest/v1/todos?select=id')
@@ -117,7 +125,7 @@ t.test('the quick start: SQL as the owner, the JS as an app, then a signed-in in
 })
 
 t.test('the panel exchange block runs as written and signs in a user of demo', async (t) => {
-  const js = quickStartBlocks('js')[1]!
+  const js = quickStartBlocks('js', DEVELOPMENT).find((b) => b.includes('/api/app-session'))!
   await visible(demo, 'todos')
   // The block reads .gatehouse/dev.json of the checkout and looks up the database named demo:
   // here the working copy's dev.json, whose demo has a name of its own.
@@ -133,8 +141,8 @@ t.test('the panel exchange block runs as written and signs in a user of demo', a
   }
 
   // The curl form the README gives.
-  const curl = /`curl -X POST <panel_url>(\/organizations\/org_demo\/databases\/demo\/api\/app-session)\s+-H "Authorization: Bearer <panel session>"`/.exec(README)
-  t.ok(curl, 'the README gives the curl form')
+  const curl = /`curl -X POST <panel_url>(\/organizations\/org_demo\/databases\/demo\/api\/app-session)\s+-H "Authorization: Bearer <panel session>"`/.exec(DEVELOPMENT)
+  t.ok(curl, 'docs/development.md gives the curl form')
   const r = await stack.panel('POST', curl![1]!.replace('org_demo', demo.organization).replace('/demo/', `/${demo.database}/`))
   t.equal(r.status, 200)
   t.equal(r.body.expires_in, 3600)
@@ -147,7 +155,7 @@ t.test('the panel exchange block runs as written and signs in a user of demo', a
   t.equal(listed.body.users.filter((u: { email: string }) => u.email === 'developer@gatehouse.local').length, 1, 'one user for the panel member after four exchanges')
 
   // The mail catcher's JSON list, as the README names it.
-  t.match(README, /`GET <mail_url>\/email` lists them as JSON/)
+  t.match(DEVELOPMENT, /`GET <mail_url>\/email` lists them as JSON/)
   const mails = await fetch(`${stack.info.mail_url}/email`)
   t.equal(mails.status, 200)
   t.ok(Array.isArray(await mails.json()), 'GET <mail_url>/email is a JSON list')
@@ -187,12 +195,10 @@ t.test('a write refused for the sequence: the hint runs as is', async (t) => {
   t.same(ok.data, [{ body: 'first' }])
 })
 
-t.test('the control-panel API example runs as the README says', async (t) => {
+t.test('the control-panel API example runs as docs/panel-api.md says', async (t) => {
   await visible(demo, 'todos')
-  const start = README.indexOf('## Control-panel API')
-  t.ok(start > 0, 'the README has the section')
-  const section = README.slice(start, README.indexOf('\n## ', start + 1))
-  const m = /curl -s -X POST http:\/\/127\.0\.0\.1:8001(\S+) \\\n\s+-H "Authorization: Bearer <panel session>" -H 'Content-Type: application\/json' \\\n\s+-d '(\{[^']*\})'/.exec(section)
+  const api = PANEL_API
+  const m = /curl -s -X POST http:\/\/127\.0\.0\.1:8001(\S+) \\\n\s+-H "Authorization: Bearer <panel session>" -H 'Content-Type: application\/json' \\\n\s+-d '(\{[^']*\})'/.exec(api)
   t.ok(m, 'the curl example is there')
   const pathOf = m![1]!.replace('/org_demo/', `/${demo.organization}/`).replace('/databases/demo/', `/databases/${demo.database}/`)
   const body = JSON.parse(m![2]!) as { sql: string, as: string }
@@ -207,7 +213,7 @@ t.test('the control-panel API example runs as the README says', async (t) => {
   t.ok(svc.body.rows.length > 0)
   // Every call of the table answers (none is a 404 of the router).
   for (const [method, call] of [['GET', 'policy-check'], ['GET', 'auth-settings'], ['GET', 'rest-settings'], ['GET', 'signing-keys'], ['GET', 'types/typescript']]) {
-    t.ok(section.includes(`${method} /${call}`) || section.includes(`\`${method}\`, \`PATCH /${call}\``), `the table lists ${method} ${call}`)
+    t.ok(api.includes(`${method} /${call}`) || api.includes(`\`${method}\`, \`PATCH /${call}\``), `the table lists ${method} ${call}`)
     const r = await stack.panel(method!, pathOf.replace('/test-query', `/${call}`))
     t.equal(r.status, 200, `${method} ${call}`)
   }

@@ -30,7 +30,7 @@ export function devEnvironmentHelp (): string {
     '  GATEHOUSE_CONFIG            a YAML process config file (also -c)',
     '  Ports (each moved by the offset; 0 lets the kernel choose):',
     ...ports.map((e) => `    ${e.name.padEnd(34)} ${String(e.default)}`),
-    '  Every other configuration key, as GATEHOUSE_<SECTION>_<KEY> (README, Configuration):',
+    '  Every other configuration key, as GATEHOUSE_<SECTION>_<KEY> (docs/configuration.md):',
     ...wrap(others.map((e) => e.name)),
     ''
   ].join('\n')
