@@ -9,7 +9,43 @@ import type { RestRateLimits, TenantFile } from '../tenants/index.js'
 type RestSettings = TenantFile['rest']
 
 /** Fields a PATCH may change. */
-export const REST_PATCHABLE = ['aggregates_enabled', 'plan_enabled', 'server_timing_enabled', 'rate_limits'] as const
+export const REST_PATCHABLE = [
+  'aggregates_enabled', 'plan_enabled', 'server_timing_enabled', 'rate_limits',
+  'extra_search_path', 'pre_request', 'app_settings', 'openapi_mode', 'server_trace_header'
+] as const
+
+const IDENT = '[A-Za-z_][A-Za-z0-9_$]*'
+const OPENAPI_MODES = ['follow-privileges', 'ignore-privileges', 'disabled'] as const
+
+/**
+ * PostgREST's other per-database settings: each checked and written as it is (null clears a
+ * nullable one); pushes `<field>: why` on a bad value.
+ */
+function patchSetting (next: RestSettings, k: string, v: unknown, problems: string[]): void {
+  switch (k) {
+    case 'extra_search_path':
+      if (!Array.isArray(v) || v.length > 20 || !v.every((x) => typeof x === 'string' && x !== '')) problems.push(`${k}: must be a list of schema names`)
+      else next.extra_search_path = [...v] as string[]
+      return
+    case 'pre_request':
+      if (v !== null && (typeof v !== 'string' || !new RegExp(`^${IDENT}\\.${IDENT}$`).test(v))) problems.push(`${k}: must be schema.function, or null`)
+      else next.pre_request = v
+      return
+    case 'app_settings':
+      if (v === null) { next.app_settings = {}; return }
+      if (typeof v !== 'object' || Array.isArray(v) || !Object.entries(v as object).every(([name, x]) => /^[A-Za-z_][A-Za-z0-9_]*$/.test(name) && typeof x === 'string')) {
+        problems.push(`${k}: must be an object of setting name -> text value, or null`)
+      } else next.app_settings = { ...(v as Record<string, string>) }
+      return
+    case 'openapi_mode':
+      if (!(OPENAPI_MODES as readonly unknown[]).includes(v)) problems.push(`${k}: must be one of ${OPENAPI_MODES.join(', ')}`)
+      else next.openapi_mode = v as typeof OPENAPI_MODES[number]
+      return
+    case 'server_trace_header':
+      if (v !== null && (typeof v !== 'string' || !/^[A-Za-z0-9-]{1,100}$/.test(v))) problems.push(`${k}: must be a header name, or null`)
+      else next.server_trace_header = v
+  }
+}
 
 /** The switches among them (booleans). */
 const SWITCHES = ['aggregates_enabled', 'plan_enabled', 'server_timing_enabled'] as const
@@ -18,6 +54,12 @@ export interface RestSettingsView {
   aggregates_enabled: boolean
   plan_enabled: boolean
   server_timing_enabled: boolean
+  extra_search_path: string[]
+  pre_request: string | null
+  /** app.settings names, values masked (they often hold secrets). */
+  app_settings: Record<string, string>
+  openapi_mode: string
+  server_trace_header: string | null
   /** The request-rate limits set, or null (none: off, the default). */
   rate_limits: RestRateLimits | null
 }
@@ -30,6 +72,11 @@ export function restSettingsView (r: RestSettings): RestSettingsView {
     aggregates_enabled: r.aggregates_enabled === true,
     plan_enabled: r.plan_enabled === true,
     server_timing_enabled: r.server_timing_enabled === true,
+    extra_search_path: [...(r.extra_search_path ?? ['public'])],
+    pre_request: r.pre_request ?? null,
+    app_settings: Object.fromEntries(Object.keys(r.app_settings ?? {}).map((name) => [name, '********'])),
+    openapi_mode: r.openapi_mode ?? 'follow-privileges',
+    server_trace_header: r.server_trace_header ?? null,
     rate_limits: r.rate_limits ?? null
   }
 }
@@ -73,6 +120,8 @@ export function applyRestSettingsPatch (current: RestSettings, patch: unknown): 
     else if ((SWITCHES as readonly string[]).includes(k)) {
       if (typeof v !== 'boolean') problems.push(`${k}: must be boolean`)
       else next[k as typeof SWITCHES[number]] = v
+    } else if (k !== 'rate_limits') {
+      patchSetting(next, k, v, problems)
     } else {
       const limits = patchRateLimits(current.rate_limits, v, problems)
       if (limits === undefined) delete next.rate_limits

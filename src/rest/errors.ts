@@ -48,6 +48,8 @@ export const AggregatesNotAllowedError = defineError('PGRST123', 400, () => 'Use
 export const MaxAffectedError = defineError('PGRST124', 400, () => 'Query result exceeds max-affected preference constraint')
 export const InvalidPathError = defineError('PGRST125', 404, () => 'Invalid path specified in request URL')
 export const NotImplementedError = defineError('PGRST127', 400, () => 'Feature not implemented')
+/** The OpenAPI root with rest.openapi_mode `disabled` (PostgREST's openapi-mode). */
+export const OpenApiDisabledError = defineError('PGRST126', 404, () => 'Root endpoint metadata is disabled')
 export const MaxAffectedRpcError = defineError('PGRST128', 400,
   () => 'Function must return SETOF or TABLE when max-affected preference is used with handling=strict')
 
@@ -125,7 +127,6 @@ export function noRelationship (origin: string, target: string, embedHint: strin
 // ---------------------------------------------------------------------------------------
 // Group 3: JWT (PostgREST 14's Error.hs JwtError texts; jose-jwt's KeyError/BadAlgorithm
 // texts as details). Every 401 here carries PostgREST's WWW-Authenticate challenge.
-// (PostgREST's PGRST126 is not sent: the OpenAPI root cannot be switched off.)
 
 export const JwtSecretMissingError = defineError('PGRST300', 500, () => 'Server lacks JWT secret')
 /** Decode errors: empty token, bad parts, no key verifies, algorithm, malformed token. */

@@ -167,6 +167,8 @@ export interface Transaction {
   pre: Statement & { name?: string }
   /** Runs after `pre`; throwing rolls back before the main statement (e.g. PGRST205). */
   afterPre?: (row: DbRow) => void
+  /** PostgREST's db-pre-request call, right after `pre`. */
+  preRequest?: Statement
   /** The main statement; a name prepares it once per connection (cached read plans). */
   main: Statement & { name?: string }
   /** Statements after the main one (e.g. EXPLAIN for Prefer: count=planned). */
@@ -213,6 +215,7 @@ export async function executeTransaction (pools: TenantPools, key: string, url: 
   const client = conn.client
   const end = tx.rollback ? ROLLBACK : COMMIT
   const after = tx.after ?? []
+  const preRequest = tx.preRequest === undefined ? [] : [tx.preRequest]
   const listen = listenOn(pools, conn)
   const sv = tx.schemaVersion
   // BEGIN, LISTEN (a connection's first transaction), the schema version: then `pre` at `at`.
@@ -236,7 +239,7 @@ export async function executeTransaction (pools: TenantPools, key: string, url: 
     if (tx.readOnly) {
       let r: BatchResult
       try {
-        r = await runBatch(client, [...head, tx.pre, tx.main, ...after, end], failed)
+        r = await runBatch(client, [...head, tx.pre, ...preRequest, tx.main, ...after, end], failed)
       } catch (err) {
         checkVersion(completed)
         // The settings' visibility check speaks first, as if nothing had run after it.
@@ -246,15 +249,15 @@ export async function executeTransaction (pools: TenantPools, key: string, url: 
       checkVersion(r)
       const pre = r[at]![0] ?? {}
       tx.afterPre?.(pre)
-      const mainRows = r[at + 1]!
-      const afterRows = after.map((_, i) => r[at + 2 + i]!)
+      const mainRows = r[at + 1 + preRequest.length]!
+      const afterRows = after.map((_, i) => r[at + 2 + preRequest.length + i]!)
       const main = mainRows[0] ?? {}
       tx.check?.(main, afterRows)
       result = { pre, main, mainRows, after: afterRows }
     } else {
       let first: BatchResult
       try {
-        first = await runBatch(client, [...head, tx.pre], failed)
+        first = await runBatch(client, [...head, tx.pre, ...preRequest], failed)
       } catch (err) {
         checkVersion(completed)
         throw err

@@ -19,7 +19,7 @@ import {
 import { planAction, type ActionPlan } from './plan/index.js'
 import { StageTimer } from './timing.js'
 import type { Table } from './schema-cache/types.js'
-import { renderAction, renderPreRequest, type ActionStatements, type ExecutablePlan } from './query/index.js'
+import { renderAction, renderPreRequest, renderPreRequestCall, type ActionStatements, type ExecutablePlan } from './query/index.js'
 import { respond, resultCheck, type ExecutionResult, type RestResponse } from './response/index.js'
 import type { CacheSource, SchemaCache, SchemaCacheStore } from './schema-cache/index.js'
 
@@ -72,7 +72,8 @@ function cacheSource (engine: Engine, key: string, url: string): CacheSource {
 function planKey (tenant: Tenant, cache: SchemaCache, raw: RawRequest): string {
   const h = (name: string): string | string[] | null => raw.headers[name] ?? null
   return JSON.stringify([
-    tenantKey(tenant), cache.version, tenant.rest.schemas, tenant.rest.max_rows, tenant.rest.aggregates_enabled === true, tenant.rest.plan_enabled === true, raw.method, raw.path, raw.query,
+    tenantKey(tenant), cache.version, tenant.rest.schemas, tenant.rest.max_rows, tenant.rest.aggregates_enabled === true, tenant.rest.plan_enabled === true,
+    tenant.rest.openapi_mode, raw.method, raw.path, raw.query,
     h('accept'), h('accept-profile'), h('content-profile'), h('prefer'), h('range'), h(DEFAULT_LIMIT_HEADER)
   ])
 }
@@ -121,7 +122,12 @@ async function prepare (engine: Engine, tenant: Tenant, raw: RawRequest, timer: 
   }
   const req = parseApiRequest(raw, { schemas: tenant.rest.schemas, timezones: cache.timezones })
   timer.mark('parse')
-  const opts = { maxRows: tenant.rest.max_rows, aggregates: tenant.rest.aggregates_enabled === true, plans: tenant.rest.plan_enabled === true }
+  const opts = {
+    maxRows: tenant.rest.max_rows,
+    aggregates: tenant.rest.aggregates_enabled === true,
+    plans: tenant.rest.plan_enabled === true,
+    openapiMode: tenant.rest.openapi_mode
+  }
   let plan: ActionPlan
   try {
     plan = planAction(req, cache, opts)
@@ -174,8 +180,10 @@ function transact (ctx: RunContext, plan: ExecutablePlan, st: ActionStatements):
       cookies: parseCookieHeader(raw.headers.cookie),
       statementTimeoutMs: engine.settings.statementTimeoutMs,
       timezone: req.preferences.timezone,
-      relationOid: target?.oid ?? null
+      relationOid: target?.oid ?? null,
+      appSettings: tenant.rest.app_settings
     }),
+    ...(tenant.rest.pre_request ? { preRequest: renderPreRequestCall(tenant.rest.pre_request) } : {}),
     afterPre: target === null
       ? undefined
       : (row: DbRow) => {

@@ -150,6 +150,10 @@ export function buildRestEngine (deps: RestEngineDeps): FastifyInstance {
     const pathname = q < 0 ? url : url.slice(0, q)
     const prefix = '/' + database
     if (!pathname.startsWith(prefix)) throw new InvalidPathError()
+    // PostgREST's server-trace-header: the request's value of that header is on the answer, errors too.
+    const trace = tenant.rest.server_trace_header
+    const traced = trace === null || trace === undefined ? undefined : request.headers[trace.toLowerCase()]
+    if (trace && typeof traced === 'string') reply.header(trace, traced)
     const res = await handleRequest(engine, tenant, {
       method: request.method,
       path: pathname.slice(prefix.length),

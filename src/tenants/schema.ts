@@ -234,6 +234,14 @@ export const TenantFileSchema = Type.Object({
     schemas: Type.Array(Type.String({ minLength: 1 }), { minItems: 1, default: ['public'] }),
     /** PostgREST's db-extra-search-path: schemas after the request's on every request's search path. */
     extra_search_path: Type.Array(Type.String({ minLength: 1 }), { default: ['public'] }),
+    /** PostgREST's db-pre-request: `schema.function` called at the start of every request's transaction. */
+    pre_request: Type.Union([Type.String({ pattern: '^[A-Za-z_][A-Za-z0-9_$]*\\.[A-Za-z_][A-Za-z0-9_$]*$' }), Type.Null()], { default: null }),
+    /** PostgREST's app.settings.*: `app.settings.<name>` set in every request's transaction. */
+    app_settings: Type.Record(Type.String({ pattern: '^[A-Za-z_][A-Za-z0-9_]*$' }), Type.String(), { default: {} }),
+    /** PostgREST's openapi-mode: follow-privileges, ignore-privileges or disabled (PGRST126). */
+    openapi_mode: Type.Union([Type.Literal('follow-privileges'), Type.Literal('ignore-privileges'), Type.Literal('disabled')], { default: 'follow-privileges' }),
+    /** PostgREST's server-trace-header: a request header echoed on the answer (e.g. X-Request-Id). */
+    server_trace_header: Type.Union([Type.String({ pattern: '^[A-Za-z0-9-]+$' }), Type.Null()], { default: null }),
     /**
      * Request-rate limits of /rest/v1 as Kong's rate-limiting plugin has them, checked by the
      * gateway: per database, per client address and per API key, requests per second and per

@@ -29,7 +29,7 @@ t.before(async () => {
 t.test('GET shows the switch, off by default', async (t) => {
   const r = await stack.panel('GET', path(), { token })
   t.equal(r.status, 200)
-  t.same(r.body, { database: x.database, settings: { aggregates_enabled: false, plan_enabled: false, server_timing_enabled: false, rate_limits: null } })
+  t.same(r.body, { database: x.database, settings: { aggregates_enabled: false, plan_enabled: false, server_timing_enabled: false, extra_search_path: ['public'], pre_request: null, app_settings: {}, openapi_mode: 'follow-privileges', server_trace_header: null, rate_limits: null } })
 })
 
 t.test('bad changes are refused with 400 and nothing is written', async (t) => {
@@ -62,7 +62,7 @@ t.test('aggregates switched on answer at once through supabase-js; switched off 
   let seen = servicesSeeChange()
   const on = await stack.panel('PATCH', path(), { token, body: { aggregates_enabled: true } })
   t.equal(on.status, 200)
-  t.same(on.body.settings, { aggregates_enabled: true, plan_enabled: false, server_timing_enabled: false, rate_limits: null })
+  t.same(on.body.settings, { aggregates_enabled: true, plan_enabled: false, server_timing_enabled: false, extra_search_path: ['public'], pre_request: null, app_settings: {}, openapi_mode: 'follow-privileges', server_trace_header: null, rate_limits: null })
   await seen
   const stored = await stack.store.get(x.database)
   t.equal(stored?.rest.aggregates_enabled, true)
@@ -125,4 +125,21 @@ t.test('Server-Timing switched on from the panel answers with the header at once
   const seenOff = servicesSeeChange()
   await stack.panel('PATCH', path(), { token, body: { server_timing_enabled: false } })
   await seenOff
+})
+
+t.test('PostgREST settings from the panel: checked, app.settings values masked', async (t) => {
+  const set = await stack.panel('PATCH', path(), {
+    token,
+    body: { extra_search_path: ['public', 'extensions'], pre_request: 'public.check_request', app_settings: { secret: 's3cr3t' }, openapi_mode: 'disabled', server_trace_header: 'X-Trace-Id' }
+  })
+  t.equal(set.status, 200, JSON.stringify(set.body))
+  t.match(set.body.settings, { extra_search_path: ['public', 'extensions'], pre_request: 'public.check_request', app_settings: { secret: '********' }, openapi_mode: 'disabled', server_trace_header: 'X-Trace-Id' })
+  t.notMatch(JSON.stringify(set.body), 's3cr3t')
+  const stored = await stack.store.get(x.database)
+  t.same(stored?.rest.app_settings, { secret: 's3cr3t' })
+  const bad = await stack.panel('PATCH', path(), { token, body: { pre_request: 'not a function; drop table x', openapi_mode: 'sometimes', server_trace_header: 'X Trace', app_settings: { 'a.b': 'x' } } })
+  t.equal(bad.status, 400)
+  for (const f of ['pre_request', 'openapi_mode', 'server_trace_header', 'app_settings']) t.match(bad.body.message, `${f}:`)
+  const back = await stack.panel('PATCH', path(), { token, body: { extra_search_path: ['public'], pre_request: null, app_settings: null, openapi_mode: 'follow-privileges', server_trace_header: null } })
+  t.equal(back.status, 200)
 })

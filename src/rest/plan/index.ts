@@ -1,6 +1,6 @@
 // ApiRequest + SchemaCache -> ActionPlan (PostgREST's Plan.hs). Pure: knows the schema
 // cache but not SQL. planAction plans every action kind; the plan types are in types.ts.
-import { NotImplementedError } from '../errors.js'
+import { NotImplementedError, OpenApiDisabledError } from '../errors.js'
 import type { ApiRequest } from '../api-request/types.js'
 import type { SchemaCache } from '../schema-cache/types.js'
 import { checkPreferences, isDefaultSelect, negotiatePlan, negotiateRead } from './negotiate.js'
@@ -27,6 +27,8 @@ export interface PlanOptions {
   aggregates?: boolean
   /** Tenant rest.plan_enabled: `Accept: application/vnd.pgrst.plan` answers the EXPLAIN (otherwise not offered). */
   plans?: boolean
+  /** Tenant rest.openapi_mode (PostgREST's openapi-mode); follow-privileges when absent. */
+  openapiMode?: 'follow-privileges' | 'ignore-privileges' | 'disabled'
 }
 
 export function planRead (req: ApiRequest, relation: string, headersOnly: boolean, cache: SchemaCache, opts: PlanOptions): ReadPlan {
@@ -84,6 +86,7 @@ function planOf (req: ApiRequest, cache: SchemaCache, opts: PlanOptions): Action
     case 'info':
       return planInfo(req, a.resource, cache, { maxRows: opts.maxRows, allowTxOverride: true, aggregates: opts.aggregates === true })
     case 'openapi':
-      return planOpenApi(req, a.headersOnly, cache)
+      if (opts.openapiMode === 'disabled') throw new OpenApiDisabledError()
+      return planOpenApi(req, a.headersOnly, cache, opts.openapiMode === 'ignore-privileges')
   }
 }

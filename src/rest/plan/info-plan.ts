@@ -33,7 +33,7 @@ export function planInfo (req: ApiRequest, resource: Resource, cache: SchemaCach
 }
 
 /** GET / : Accept must allow the OpenAPI document (PGRST107 otherwise). */
-export function planOpenApi (req: ApiRequest, headersOnly: boolean, cache: SchemaCache): OpenApiPlan {
+export function planOpenApi (req: ApiRequest, headersOnly: boolean, cache: SchemaCache, ignorePrivileges = false): OpenApiPlan {
   const ok = req.accept.some((m) => m.type === '*/*' || m.type === 'application/json' || m.type === 'application/openapi+json')
   if (!ok) throw new MediaTypeError(showAccept(req.accept))
   const tables = [...cache.tables.values()].filter((t) => t.schema === req.schema).sort((a, b) => a.name < b.name ? -1 : a.name > b.name ? 1 : 0)
@@ -48,5 +48,5 @@ export function planOpenApi (req: ApiRequest, headersOnly: boolean, cache: Schem
     }
     foreignKeys.set(t.name, notes)
   }
-  return { kind: 'openapi', headersOnly, schema: req.schema, tables, routines, foreignKeys }
+  return { kind: 'openapi', headersOnly, schema: req.schema, tables, routines, foreignKeys, ignorePrivileges }
 }

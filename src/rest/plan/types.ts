@@ -311,6 +311,8 @@ export interface OpenApiPlan {
   readonly routines: readonly Routine[]
   /** Table name -> its many-to-one foreign key columns. */
   readonly foreignKeys: ReadonlyMap<string, readonly ForeignKeyNote[]>
+  /** openapi-mode ignore-privileges: every table and function of the schema is listed. */
+  readonly ignorePrivileges?: boolean
 }
 
 /** Every plan the handler runs (rendered in query/, answered in response/). */

@@ -2,7 +2,7 @@
 // gives the whole transaction of any plan.
 export { sql, ident, qualified, param, raw, typeName, join, render, empty, Sql, KEYWORDS, type Keyword, type Statement } from './sql.js'
 export { renderRead, renderNode, renderCountNode, renderField, arrayLiteral, type ReadStatements } from './read.js'
-export { renderPreRequest, legacyClaims, searchPathValue, PRE_REQUEST_NAME, type RequestSettings } from './pre-request.js'
+export { renderPreRequest, renderPreRequestCall, legacyClaims, searchPathValue, PRE_REQUEST_NAME, type RequestSettings } from './pre-request.js'
 export { renderMutate, renderRowsBody } from './mutate.js'
 export { renderCall, paramType } from './call.js'
 export { renderOpenApiPrivileges } from './openapi.js'

@@ -6,7 +6,7 @@ import type { Statement } from './sql.js'
 import { bareRecord } from '../../shared/index.js'
 
 /** Prepared once per connection under this name (the text never changes). */
-export const PRE_REQUEST_NAME = 'gatehouse_rest_pre_v1'
+export const PRE_REQUEST_NAME = 'gatehouse_rest_pre_v2'
 
 const PRE_REQUEST_TEXT = `SELECT pg_catalog.set_config('search_path', $1, true) AS search_path,
  pg_catalog.set_config('role', $2, true) AS role,
@@ -18,6 +18,7 @@ const PRE_REQUEST_TEXT = `SELECT pg_catalog.set_config('search_path', $1, true) 
  pg_catalog.set_config('statement_timeout', $8, true) AS statement_timeout,
  CASE WHEN $9::text IS NULL THEN NULL ELSE pg_catalog.set_config('timezone', $9::text, true) END AS timezone,
  (SELECT pg_catalog.count(pg_catalog.set_config('request.jwt.claim.' || j.key, j.value, true)) FROM pg_catalog.json_each_text($10::json) AS j) AS legacy_claims,
+ (SELECT pg_catalog.count(pg_catalog.set_config('app.settings.' || s.key, s.value, true)) FROM pg_catalog.json_each_text($13::json) AS s) AS app_settings,
  CASE WHEN $11::oid IS NULL THEN true ELSE COALESCE(pg_catalog.has_any_column_privilege($12::name, $11::oid, 'SELECT, INSERT, UPDATE, REFERENCES') OR pg_catalog.has_table_privilege($12::name, $11::oid, 'DELETE, TRUNCATE, TRIGGER'), false) END AS visible`
 
 export interface RequestSettings {
@@ -34,6 +35,8 @@ export interface RequestSettings {
   timezone: string | null
   /** Relation whose visibility to `role` is checked (any privilege); null = no check. */
   relationOid: number | null
+  /** PostgREST's app.settings.*: `app.settings.<name>` for the transaction. */
+  appSettings?: Readonly<Record<string, string>>
 }
 
 /** Claim names safe as a setting name suffix (`request.jwt.claim.<name>`). */
@@ -55,6 +58,20 @@ export function searchPathValue (schemas: readonly string[]): string {
   return [...new Set(schemas)].map((s) => '"' + s.replace(/"/g, '""') + '"').join(', ')
 }
 
+/** `"schema"."function"` of a `schema.function` name (the tenant schema allows identifier characters only). */
+function quotedFunction (name: string): string {
+  return name.split('.').map((p) => '"' + p.replace(/"/g, '""') + '"').join('.')
+}
+
+/**
+ * PostgREST's db-pre-request: `SELECT schema.function()` as a statement of its own after the
+ * settings (in the settings' statement Postgres would check its privileges as the login, before
+ * the role is set).
+ */
+export function renderPreRequestCall (fn: string): Statement {
+  return { text: `SELECT ${quotedFunction(fn)}() IS NULL AS pre_request`, values: [] }
+}
+
 export function renderPreRequest (s: RequestSettings): Statement & { name: string } {
   return {
     name: PRE_REQUEST_NAME,
@@ -71,7 +88,8 @@ export function renderPreRequest (s: RequestSettings): Statement & { name: strin
       s.timezone,
       JSON.stringify(legacyClaims(s.claims)),
       s.relationOid,
-      s.role
+      s.role,
+      JSON.stringify(s.appSettings ?? {})
     ]
   }
 }

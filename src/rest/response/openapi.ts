@@ -160,13 +160,20 @@ function sharedParameters (tables: readonly Table[]): Json {
 
 /** The Swagger 2.0 document as JSON text. */
 export function buildOpenApi (plan: OpenApiPlan, may: OpenApiPrivileges, server: OpenApiServer): string {
-  const tables = may.usage
-    ? plan.tables.filter((t) => {
-      const p = may.tables.get(t.oid)
-      return p !== undefined && (p.select || p.insert || p.update || p.delete)
-    })
-    : []
-  const routines = may.usage ? plan.routines.filter((r) => may.routines.get(r.oid) === true) : []
+  // openapi-mode ignore-privileges: everything of the schema, each table with what it takes.
+  const all = plan.ignorePrivileges === true
+  const privilegesOf = (t: OpenApiPlan['tables'][number]) => all
+    ? { select: true, insert: t.insertable, update: t.updatable, delete: t.deletable }
+    : may.tables.get(t.oid) ?? { select: false, insert: false, update: false, delete: false }
+  const tables = all
+    ? plan.tables
+    : may.usage
+      ? plan.tables.filter((t) => {
+        const p = may.tables.get(t.oid)
+        return p !== undefined && (p.select || p.insert || p.update || p.delete)
+      })
+      : []
+  const routines = all ? plan.routines : may.usage ? plan.routines.filter((r) => may.routines.get(r.oid) === true) : []
   const paths: Json = {
     '/': {
       get: {
@@ -179,7 +186,7 @@ export function buildOpenApi (plan: OpenApiPlan, may: OpenApiPrivileges, server:
   }
   const definitions: Json = {}
   for (const t of tables) {
-    const p = tablePath(t, may.tables.get(t.oid) ?? { select: false, insert: false, update: false, delete: false })
+    const p = tablePath(t, privilegesOf(t))
     if (Object.keys(p).length > 0) paths[`/${t.name}`] = p
     definitions[t.name] = definition(t, plan.foreignKeys.get(t.name) ?? [])
   }

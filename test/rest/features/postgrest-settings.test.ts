@@ -1,0 +1,64 @@
+// PostgREST 14's per-database settings, in the tenant file as rest.*: db-pre-request
+// (pre_request), app.settings.* (app_settings), openapi-mode (openapi_mode) and
+// server-trace-header (server_trace_header), each as PostgREST applies it, through the gateway.
+import t from 'tap'
+import { startRestGateway } from '../../helpers/rest-gateway.js'
+
+const SQL = `
+CREATE TABLE notes (id int PRIMARY KEY, body text);
+INSERT INTO notes VALUES (1, 'one');
+SELECT platform.grant('SELECT', 'public.notes', 'anon');
+CREATE TABLE hidden (id int PRIMARY KEY);
+CREATE FUNCTION app_setting(name text) RETURNS text LANGUAGE sql STABLE AS $$SELECT current_setting('app.settings.' || name, true)$$;
+CREATE FUNCTION check_request() RETURNS void LANGUAGE plpgsql AS $$
+BEGIN
+  IF current_setting('request.headers', true)::json->>'x-blocked' = 'yes' THEN
+    RAISE SQLSTATE 'PT403' USING MESSAGE = 'blocked by the pre-request function';
+  END IF;
+  PERFORM set_config('response.headers', '[{"X-Pre-Request": "ran"}]', true);
+END $$;
+GRANT EXECUTE ON FUNCTION app_setting(text), check_request() TO PUBLIC;
+`
+
+t.test('pre_request, app_settings and server_trace_header', async (t) => {
+  const stack = await startRestGateway(t, {
+    sql: SQL,
+    rest: { pre_request: 'public.check_request', app_settings: { greeting: 'hello', plan: 'pro' }, server_trace_header: 'X-Trace-Id' }
+  })
+  const base = `${stack.gatewayUrl}/${stack.database}/rest/v1`
+  const key = { apikey: stack.tenant.file.keys.public }
+
+  let r = await fetch(`${base}/notes`, { headers: { ...key, 'x-trace-id': 'trace-123' } })
+  t.equal(r.status, 200)
+  t.same(await r.json(), [{ id: 1, body: 'one' }])
+  t.equal(r.headers.get('x-pre-request'), 'ran', 'the pre-request function ran in the request\'s transaction')
+  t.equal(r.headers.get('x-trace-id'), 'trace-123', 'the trace header is echoed')
+
+  r = await fetch(`${base}/notes`, { headers: { ...key, 'x-blocked': 'yes', 'x-trace-id': 'trace-456' } })
+  t.equal(r.status, 403)
+  t.match(await r.json(), { code: 'PT403', message: 'blocked by the pre-request function' })
+  t.equal(r.headers.get('x-trace-id'), 'trace-456', 'on errors too')
+
+  const setting = await stack.client().rpc('app_setting', { name: 'greeting' })
+  t.equal(setting.data, 'hello', 'app.settings.greeting is set in the transaction')
+  t.equal((await stack.client().rpc('app_setting', { name: 'missing' })).data, null)
+})
+
+t.test('openapi_mode', async (t) => {
+  const disabled = await startRestGateway(t, { sql: SQL, rest: { openapi_mode: 'disabled' } })
+  let r = await fetch(`${disabled.gatewayUrl}/${disabled.database}/rest/v1/`, { headers: { apikey: disabled.tenant.file.keys.public } })
+  t.equal(r.status, 404)
+  t.same(await r.json(), { code: 'PGRST126', details: null, hint: null, message: 'Root endpoint metadata is disabled' })
+
+  const ignore = await startRestGateway(t, { sql: SQL, rest: { openapi_mode: 'ignore-privileges' } })
+  r = await fetch(`${ignore.gatewayUrl}/${ignore.database}/rest/v1/`, { headers: { apikey: ignore.tenant.file.keys.public } })
+  t.equal(r.status, 200)
+  const doc = await r.json() as { paths: Record<string, unknown> }
+  t.ok('/hidden' in doc.paths, 'a table the caller holds no privilege on is listed')
+
+  const follow = await startRestGateway(t, { sql: SQL })
+  r = await fetch(`${follow.gatewayUrl}/${follow.database}/rest/v1/`, { headers: { apikey: follow.tenant.file.keys.public } })
+  const own = await r.json() as { paths: Record<string, unknown> }
+  t.ok('/notes' in own.paths)
+  t.notOk('/hidden' in own.paths, 'by default only what the caller may use (follow-privileges)')
+})
