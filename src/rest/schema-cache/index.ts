@@ -82,6 +82,8 @@ export interface SchemaCacheStoreOptions {
   logger?: CacheLogger
   /** A miss reloads at most once per this interval (default 1 s); so does a reload after a failed one. */
   missReloadIntervalMs?: number
+  /** The clock of those intervals (tests inject one; default Date.now). */
+  now?: () => number
 }
 
 /** At most this many clusters' time zone names are kept. */
@@ -90,13 +92,14 @@ const MAX_CLUSTERS = 1_000
 export function createSchemaCacheStore (opts: SchemaCacheStoreOptions = {}): SchemaCacheStore {
   const entries = new Map<string, Entry>()
   const missInterval = opts.missReloadIntervalMs ?? 1_000
+  const now = opts.now ?? Date.now
   /** pg_timezone_names by cluster: the server's, read once per cluster (it is slow: it reads the zone files). */
   const zonesByCluster = new Map<string, ReadonlySet<string>>()
   let closed = false
 
   function startLoad (e: Entry): Promise<SchemaCache> {
     const gen = e.wanted
-    e.lastLoadAt = Date.now()
+    e.lastLoadAt = now()
     const schemas = JSON.parse(e.schemas) as string[]
     const cluster = e.source.cluster?.()
     const timezones = e.cache?.timezones ?? (cluster === undefined ? undefined : zonesByCluster.get(cluster))
@@ -112,13 +115,13 @@ export function createSchemaCacheStore (opts: SchemaCacheStoreOptions = {}): Sch
     })
     e.loading = p
     p.then(() => {
-      e.lastLoadAt = Date.now()
+      e.lastLoadAt = now()
       if (e.loading === p) e.loading = null
       // Asked for again during the load (a notification, another version): load again.
       if (!closed && e.have < e.wanted && entries.get(e.key) === e) startLoad(e).catch(() => {})
     }, (err: unknown) => {
       if (e.loading === p) e.loading = null
-      e.failedAt = Date.now()
+      e.failedAt = now()
       opts.logger?.warn({ err: (err as Error)?.message, tenant: e.key }, 'rest: schema cache load failed')
     })
     return p
@@ -162,13 +165,13 @@ export function createSchemaCacheStore (opts: SchemaCacheStoreOptions = {}): Sch
       if (e.cache !== null) {
         if (e.have >= e.wanted) return e.cache
         // A reload failed a moment ago: the old cache serves until the next try is due.
-        if (e.loading === null && e.failedAt !== 0 && Date.now() - e.failedAt < missInterval) return e.cache
+        if (e.loading === null && e.failedAt !== 0 && now() - e.failedAt < missInterval) return e.cache
       }
       return current(e)
     },
     async reloadOnMiss (key, schemas, source) {
       const e = entryFor(key, schemas, source)
-      if (!e.loading && Date.now() - e.lastLoadAt < missInterval) return null
+      if (!e.loading && now() - e.lastLoadAt < missInterval) return null
       if (!e.loading) e.wanted++
       return current(e)
     },

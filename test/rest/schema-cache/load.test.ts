@@ -98,7 +98,8 @@ t.test('store: loads once, reloads on a notification, on a newer schema version 
       return out
     })
   }
-  const store = createSchemaCacheStore({ missReloadIntervalMs: 200 })
+  let clock = 1_000_000 // the store's clock: the miss interval below is counted on it
+  const store = createSchemaCacheStore({ missReloadIntervalMs: 200, now: () => clock })
   t.teardown(() => store.close())
   const [a, b] = await Promise.all([store.get('k', ['public'], source), store.get('k', ['public'], source)])
   t.equal(a, b, 'concurrent first uses share one load')
@@ -143,7 +144,10 @@ t.test('store: loads once, reloads on a notification, on a newer schema version 
   t.equal(loads, n + 3, "'reload schema' reloads")
 
   // A miss reloads at most once per interval (counted from the end of the last load).
-  await new Promise((r) => setTimeout(r, 250))
+  clock += 199
+  t.equal(await store.reloadOnMiss('k', ['public'], source), null, 'not within the interval of the last load')
+  t.equal(loads, n + 3)
+  clock += 1
   const m1 = await store.reloadOnMiss('k', ['public'], source)
   t.ok(m1)
   t.equal(await store.reloadOnMiss('k', ['public'], source), null, 'rate limited')
@@ -168,7 +172,10 @@ t.test('store: a failed reload keeps the old cache in service and is tried again
     }
   }
   const warnings: string[] = []
-  const store = createSchemaCacheStore({ missReloadIntervalMs: 300, logger: { warn: (_o, msg) => { warnings.push(String(msg)) } } })
+  let clock = 1_000_000 // the store's clock: the retry interval below is counted on it
+  const store = createSchemaCacheStore({
+    missReloadIntervalMs: 300, now: () => clock, logger: { warn: (_o, msg) => { warnings.push(String(msg)) } }
+  })
   t.teardown(() => store.close())
   const a = await store.get('k', ['public'], source)
   failing = true
@@ -179,7 +186,10 @@ t.test('store: a failed reload keeps the old cache in service and is tried again
   t.equal(tries, afterFailure, 'no new try on every request')
   t.ok(warnings.includes('rest: schema cache load failed'), 'the failure is logged')
   failing = false
-  await new Promise((r) => setTimeout(r, 350))
+  clock += 299
+  t.equal(await store.get('k', ['public'], source), a, 'not tried again within the interval')
+  t.equal(tries, afterFailure)
+  clock += 1
   const b = await store.get('k', ['public'], source)
   t.ok(b.version > a.version, 'tried again after the interval, and loaded')
 })
