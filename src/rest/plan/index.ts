@@ -2,7 +2,7 @@
 // cache but not SQL. planAction plans every action kind; the plan types are in types.ts.
 import { NotImplementedError, OpenApiDisabledError } from '../errors.js'
 import type { ApiRequest } from '../api-request/types.js'
-import type { SchemaCache } from '../schema-cache/types.js'
+import { qnKey, type SchemaCache } from '../schema-cache/types.js'
 import { checkPreferences, isDefaultSelect, negotiatePlan, negotiateRead } from './negotiate.js'
 import { planReadTree } from './read-plan.js'
 import type { ActionPlan, ReadPlan } from './types.js'
@@ -34,9 +34,11 @@ export interface PlanOptions {
 export function planRead (req: ApiRequest, relation: string, headersOnly: boolean, cache: SchemaCache, opts: PlanOptions): ReadPlan {
   // Negotiate first: PostgREST answers PGRST107 before looking at the table (it does so
   // again with the database's media handlers once the table is known).
-  const builtin = cache.mediaHandlers === undefined ? negotiateRead(req.accept) : null
+  const early = cache.mediaHandlers === undefined || !cache.tables.has(qnKey(req.schema, relation)) ? negotiateRead(req.accept) : null
   const { table, tree, implicitLimit } = planReadTree(req, relation, cache, opts)
-  const media = builtin ?? negotiateRead(req.accept, { handlers: cache.mediaHandlers, target: table, defaultSelect: isDefaultSelect(req) })
+  const media = cache.mediaHandlers === undefined && early !== null
+    ? early
+    : negotiateRead(req.accept, { handlers: cache.mediaHandlers, target: table, defaultSelect: isDefaultSelect(req) })
   checkPreferences(req)
   const ranged = tree.range.limit !== null || tree.range.offset > 0 || opts.maxRows !== null
   return {

@@ -105,6 +105,12 @@ t.test('media type handlers', async (t) => {
     t.equal(JSON.parse(r.body).code, 'PGRST107')
   })
 
+  t.test('a type no handler of the database has is refused before the table is looked up', async (t) => {
+    const r = await get('/no_such_table', 'image/gif')
+    t.equal(r.status, 406)
+    t.equal(JSON.parse(r.body).code, 'PGRST107')
+  })
+
   t.test('a write\'s representation goes through the table\'s handler', async (t) => {
     const r = await fx.call('POST', '/songs', {
       body: { id: 3, title: 'Help' },
