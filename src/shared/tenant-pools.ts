@@ -45,6 +45,8 @@ export interface TenantPoolsOptions {
   logger?: TenantPoolsLogger
   /** Called with a tenant's key when its pool was closed (idle, or evicted for another tenant). */
   onPoolClosed?: (key: string) => void
+  /** The clock of waits and idle times (tests inject one; default Date.now). */
+  now?: () => number
 }
 
 export interface TenantPoolsLogger {
@@ -170,6 +172,7 @@ export type PoolLike = Pick<pg.Pool, 'query' | 'connect'>
 
 export class TenantPools {
   readonly #s: TenantPoolsOptions
+  readonly #now: () => number
   readonly #cap: number
   /** Insertion order is recency: a used pool moves to the end. */
   readonly #pools = new Map<string, TenantPool>()
@@ -184,6 +187,7 @@ export class TenantPools {
 
   constructor (options: TenantPoolsOptions) {
     this.#s = options
+    this.#now = options.now ?? Date.now
     this.#cap = perTenantCap(options)
     this.#sweeper = setInterval(() => this.#sweep(), Math.max(250, Math.min(options.idleMs / 2, 5_000)))
     this.#sweeper.unref()
@@ -215,7 +219,7 @@ export class TenantPools {
   async acquire (key: string, url: string): Promise<PooledConnection> {
     if (this.#closed) throw this.#connectError(new TenantPoolsClosedError(), key)
     const pool = this.#poolFor(key, url)
-    pool.lastUsed = Date.now()
+    pool.lastUsed = this.#now()
     if (pool.waiters.length === 0) {
       const idle = pool.idle.pop()
       if (idle !== undefined) { pool.servedAt = ++this.#served; return this.#handOut(idle) }
@@ -224,7 +228,7 @@ export class TenantPools {
     return new Promise<Conn>((resolve, reject) => {
       const w: Waiter = {
         pool,
-        since: Date.now(),
+        since: this.#now(),
         resolve,
         reject,
         timer: setTimeout(() => {
@@ -251,7 +255,7 @@ export class TenantPools {
       this.#dispatch()
       return
     }
-    conn.idleSince = Date.now()
+    conn.idleSince = this.#now()
     pool.lastUsed = conn.idleSince
     const other = this.#fairestWaiting(pool)
     if (pool.waiters.length > 0 && (other === null || pool.open - 1 <= other.open)) {
@@ -344,7 +348,7 @@ export class TenantPools {
     }
     const max = this.#s.maxTenants
     if (max !== undefined && this.#pools.size >= max) this.#evictTenant()
-    p = { key, url, idle: [], open: 0, waiters: [], lastUsed: Date.now(), servedAt: 0 }
+    p = { key, url, idle: [], open: 0, waiters: [], lastUsed: this.#now(), servedAt: 0 }
     this.#pools.set(key, p)
     return p
   }
@@ -421,7 +425,7 @@ export class TenantPools {
       connectionTimeoutMillis: this.#s.connectTimeoutMs,
       application_name: this.#s.applicationName
     })
-    const conn: Conn = { client, key: pool.key, pool, url: pool.url, idleSince: Date.now(), broken: false }
+    const conn: Conn = { client, key: pool.key, pool, url: pool.url, idleSince: this.#now(), broken: false }
     client.on('error', () => {
       conn.broken = true
       const i = pool.idle.indexOf(conn)
@@ -483,7 +487,7 @@ export class TenantPools {
   }
 
   #sweep (): void {
-    const now = Date.now()
+    const now = this.#now()
     for (const p of [...this.#pools.values()]) {
       while (p.idle.length > 0 && now - (p.idle[0] as Conn).idleSince >= this.#s.idleMs) void this.#close(p.idle.shift() as Conn)
       if (p.open === 0 && p.waiters.length === 0 && now - p.lastUsed >= this.#s.idleMs) this.#dropPool(p)

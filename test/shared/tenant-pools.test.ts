@@ -47,15 +47,18 @@ t.test('fairest: among tenants holding as many, the one served least recently, t
 
 t.test('a freed connection goes to a tenant not served yet before one served a moment ago, even one waiting longer', async (t) => {
   const db = await createTestDatabase(t)
-  const p = pools(t, { budget: 1, perTenant: 1 })
+  let clock = 1_000_000 // the pools' clock: a's wait starts before c's
+  const p = pools(t, { budget: 1, perTenant: 1, now: () => clock })
   const a1 = await p.acquire('a', db.url)
   const b1 = tracked(p.acquire('b', db.url))
   p.release(a1)
   const b = await b1.promise
   // a asks again (its turn was just now), then c, never served, asks.
   const a2 = tracked(p.acquire('a', db.url))
-  await new Promise((resolve) => setTimeout(resolve, 20))
+  clock += 20
   const c1 = tracked(p.acquire('c', db.url))
+  const waits = p.snapshot().tenants.filter((x) => x.waiting > 0).map((x) => x.key)
+  t.same(waits.sort(), ['a', 'c'], 'a and c wait')
   p.release(b)
   const c = await c1.promise
   t.notOk(a2.settled(), 'a, served before and waiting longer, waits on')
