@@ -66,7 +66,7 @@ export function planAction (req: ApiRequest, cache: SchemaCache, opts: PlanOptio
   const a = req.action
   if (a.kind === 'read' || a.kind === 'mutate' || a.kind === 'call') {
     // The plan media type wraps the media type it is for: plan for that one, then explain.
-    const p = negotiatePlan(req.accept, opts.plans === true)
+    const p = negotiatePlan(req.accept, opts.plans === true, cache.mediaHandlers)
     if (p !== null) {
       const plan = planOf({ ...req, accept: p.accept }, cache, opts)
       if (plan.kind === 'read' || plan.kind === 'mutate' || plan.kind === 'call') return { ...plan, explain: p.explain }

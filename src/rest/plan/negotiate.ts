@@ -106,16 +106,21 @@ const PLAN_OPTIONS: readonly PlanOption[] = ['analyze', 'verbose', 'settings', '
  * type. Disabled, the plan types are not offered (a request that accepts nothing else
  * gets PGRST107).
  */
-export function negotiatePlan (accept: readonly MediaType[], enabled: boolean): { explain: ExplainSpec, accept: MediaType[] } | null {
+export function negotiatePlan (accept: readonly MediaType[], enabled: boolean,
+  handlers?: ReadonlyMap<string, MediaHandlerDef>): { explain: ExplainSpec, accept: MediaType[] } | null {
   if (!enabled) return null
+  // The types the database's media handlers produce count as produced (PostgREST's
+  // lookupHandler of the plan's `for` type); whether one applies is decided by the plan.
+  const custom = handlers === undefined ? null : new Set([...handlers.keys()].map((k) => k.slice(k.indexOf('\u0001') + 1)))
+  const produced = (type: string): boolean => PRODUCED.has(type) || custom?.has(type) === true || custom?.has('*/*') === true
   for (const m of accept) {
     const format = PLAN_TYPES.get(m.type)
     if (format === undefined) {
-      if (PRODUCED.has(m.type)) return null
+      if (produced(m.type)) return null
       continue
     }
     const inner = planFor(m)
-    if (!PRODUCED.has(inner.type) || PLAN_TYPES.has(inner.type)) continue
+    if (!produced(inner.type) || PLAN_TYPES.has(inner.type)) continue
     const given = new Set(Object.prototype.hasOwnProperty.call(m.params, 'options') ? m.params.options!.split('|') : [])
     return {
       explain: { format, options: PLAN_OPTIONS.filter((o) => given.has(o)), forMediaType: mimeName(inner) },

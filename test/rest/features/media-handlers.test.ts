@@ -36,7 +36,7 @@ SELECT platform.grant('SELECT, INSERT', 'songs', 'anon');
 `
 
 t.test('media type handlers', async (t) => {
-  const fx = await createWriteFixture(t, { sql: SQL })
+  const fx = await createWriteFixture(t, { sql: SQL, rest: { plan_enabled: true } })
   const get = async (path: string, accept?: string, method: 'GET' | 'HEAD' = 'GET') => {
     const res = await fx.app.inject({ method, url: `/${fx.database}${path}`, headers: accept === undefined ? {} : { accept } })
     return { status: res.statusCode, type: res.headers['content-type'], body: res.body, raw: res.rawPayload }
@@ -109,6 +109,13 @@ t.test('media type handlers', async (t) => {
     const r = await get('/no_such_table', 'image/gif')
     t.equal(r.status, 406)
     t.equal(JSON.parse(r.body).code, 'PGRST107')
+  })
+
+  t.test('the plan media type explains the read for a handler\'s type', async (t) => {
+    const r = await get('/songs', 'application/vnd.pgrst.plan+text; for="text/plain"')
+    t.equal(r.status, 200)
+    t.equal(r.type, 'application/vnd.pgrst.plan+text; for="text/plain"; charset=utf-8')
+    t.match(r.body, /Aggregate/)
   })
 
   t.test('a write\'s representation goes through the table\'s handler', async (t) => {
