@@ -38,9 +38,10 @@ function bodyColumns (cols: readonly string[], parsers: BodyParsers): Sql {
 /**
  * The body's rows as `pgrst_body` (the table's row type, json_populate_record[set]). With
  * data representations, as PostgREST's json_to_recordset typed `json` for those columns:
- * each element's parsed columns are read as json (`pgrst_rep`) and left out of `pgrst_body`.
+ * each element's parsed columns are read as json (`pgrst_rep`); `pgrst_body` reads only the
+ * other written columns (`columns`), so no other key is parsed.
  */
-function bodyRows (rowType: Sql, json: Sql, isArray: boolean, parsers: BodyParsers, jsonb = false): Sql {
+function bodyRows (rowType: Sql, json: Sql, isArray: boolean, parsers: BodyParsers, columns: readonly string[], jsonb = false): Sql {
   if (parsers.length === 0) {
     const fn = jsonb
       ? (isArray ? sql`jsonb_populate_recordset` : sql`jsonb_populate_record`)
@@ -49,8 +50,10 @@ function bodyRows (rowType: Sql, json: Sql, isArray: boolean, parsers: BodyParse
   }
   const elems = isArray ? sql`LATERAL json_array_elements(${json}::json) AS pgrst_elem(v)` : sql`LATERAL (SELECT ${json} AS v) AS pgrst_elem`
   const names = parsers.map(([c]) => c)
+  const plain = columns.filter((c) => !names.includes(c))
   const defs = join(names.map((c) => sql`${ident(c)} json`))
-  return sql`${elems}, LATERAL json_populate_record(${rowType}, (pgrst_elem.v::jsonb - ${param(names)}::text[])::json) AS pgrst_body, LATERAL json_to_record(pgrst_elem.v::json) AS pgrst_rep(${defs})`
+  const kept = sql`(SELECT coalesce(json_object_agg(pgrst_kv.key, pgrst_kv.value), '{}') FROM json_each(pgrst_elem.v::json) AS pgrst_kv WHERE pgrst_kv.key = ANY(${param(plain)}::text[]))`
+  return sql`${elems}, LATERAL json_populate_record(${rowType}, ${kept}) AS pgrst_body, LATERAL json_to_record(pgrst_elem.v::json) AS pgrst_rep(${defs})`
 }
 
 function conflictClause (spec: InsertSpec, setColumns: readonly string[]): Sql {
@@ -88,12 +91,12 @@ function renderInsert (plan: MutatePlan, spec: InsertSpec, returning: ReturnPref
   const isArray = spec.payload.isArray
   let rows: Sql
   if (spec.defaults === null || spec.defaults.length === 0) {
-    rows = sql`pgrst_payload, ${bodyRows(rowType, sql`pgrst_payload.json_data`, isArray, parsers)}`
+    rows = sql`pgrst_payload, ${bodyRows(rowType, sql`pgrst_payload.json_data`, isArray, parsers, spec.columns)}`
   } else if (isArray) {
     // Matches PostgREST's missing=default: each element over the defaults (its own keys win).
-    rows = sql`pgrst_payload, LATERAL (SELECT jsonb_agg(${defaultsObject(spec.defaults)} || pgrst_elem) AS val FROM jsonb_array_elements(pgrst_payload.json_data::jsonb) AS pgrst_elem) AS pgrst_json_defs, ${bodyRows(rowType, sql`pgrst_json_defs.val`, true, parsers, true)}`
+    rows = sql`pgrst_payload, LATERAL (SELECT jsonb_agg(${defaultsObject(spec.defaults)} || pgrst_elem) AS val FROM jsonb_array_elements(pgrst_payload.json_data::jsonb) AS pgrst_elem) AS pgrst_json_defs, ${bodyRows(rowType, sql`pgrst_json_defs.val`, true, parsers, spec.columns, true)}`
   } else {
-    rows = sql`pgrst_payload, LATERAL (SELECT ${defaultsObject(spec.defaults)} || pgrst_payload.json_data::jsonb AS val) AS pgrst_json_defs, ${bodyRows(rowType, sql`pgrst_json_defs.val`, false, parsers, true)}`
+    rows = sql`pgrst_payload, LATERAL (SELECT ${defaultsObject(spec.defaults)} || pgrst_payload.json_data::jsonb AS val) AS pgrst_json_defs, ${bodyRows(rowType, sql`pgrst_json_defs.val`, false, parsers, spec.columns, true)}`
   }
   return sql`pgrst_source AS ( ${insertStatement(plan, spec, spec.columns, rows, returning)} )`
 }
@@ -115,7 +118,7 @@ function renderUpdate (plan: MutatePlan, spec: UpdateSpec, returning: ReturnPref
   }
   const parsers = spec.parsers ?? NO_PARSERS
   const set = join(spec.set.map((s) => s.value === 'default' ? sql`${ident(s.column)} = DEFAULT` : sql`${ident(s.column)} = ${bodyColumn(s.column, parsers)}`))
-  const from = sql`pgrst_payload, ${bodyRows(sql`NULL::${t}`, sql`pgrst_payload.json_data`, spec.payload.isArray, parsers)}`
+  const from = sql`pgrst_payload, ${bodyRows(sql`NULL::${t}`, sql`pgrst_payload.json_data`, spec.payload.isArray, parsers, spec.payload.keys)}`
   return sql`pgrst_source AS ( UPDATE ${t} SET ${set} FROM ${from}${whereClause(plan, spec)}${returningClause(plan, returning)} )`
 }
 

@@ -30,7 +30,7 @@ INSERT INTO paints VALUES (1, 'red', 16711680, '2020-01-02'), (2, 'green', 65280
 INSERT INTO palettes VALUES (1, 'warm', 1), (2, 'cool', 3);
 SELECT platform.grant('SELECT, INSERT, UPDATE, DELETE', 'paints', 'anon');
 SELECT platform.grant('SELECT', 'palettes', 'anon');
-SELECT platform.grant('SELECT', 'paint_shades', 'anon');
+SELECT platform.grant('SELECT, INSERT', 'paint_shades', 'anon');
 `
 
 const RED = { id: 1, name: 'red', shade: '#FF0000', made: '02.01.2020' }
@@ -137,6 +137,29 @@ t.test('data representations', async (t) => {
       { id: 11, name: 'a', shade: '#0A0B0C', made: '03.02.2022' },
       { id: 12, name: 'b', shade: null, made: null }
     ])
+  })
+
+  t.test('with columns=, only the listed keys are read and parsed', async (t) => {
+    const r = await fx.call('POST', '/paints?columns=id,shade&select=id,name,shade,made', {
+      body: { id: 13, name: 'ignored', shade: '#010203', made: 'not a date, not read' },
+      headers: { prefer: 'return=representation' }
+    })
+    t.equal(r.status, 201)
+    t.same(r.json(), [{ id: 13, name: null, shade: '#010203', made: null }])
+  })
+
+  t.test('headers-only: parsed, no body, Location of the row', async (t) => {
+    const r = await fx.call('POST', '/paints', { body: { id: 14, shade: '#000001' }, headers: { prefer: 'return=headers-only' } })
+    t.equal(r.status, 201)
+    t.equal(r.headers.location, '/paints?id=eq.14')
+    t.equal(r.body, '')
+    t.same(await fx.ownerSql('SELECT shade FROM paints WHERE id = 14'), [{ shade: 1 }])
+  })
+
+  t.test('an insert through an updatable view parses and formats its columns', async (t) => {
+    const r = await fx.call('POST', '/paint_shades?columns=id,shade', { body: { id: 15, shade: '#000004', half: 'not read' }, headers: { prefer: 'return=representation' } })
+    t.equal(r.status, 201)
+    t.same(r.json(), [{ id: 15, shade: '#000004', half: '#000002' }])
   })
 
   t.test('an update body is parsed and its filter too', async (t) => {
