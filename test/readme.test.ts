@@ -67,7 +67,7 @@ let stack: E2eStack
 let demo: E2eTenant
 
 t.before(async () => {
-  stack = await startE2eStack(t, { basePort: 18170, source: 'files', prefix: 'readme' })
+  stack = await startE2eStack(t, { source: 'files', prefix: 'readme' })
   demo = stack.tenant('demo')
 })
 

@@ -29,7 +29,7 @@ async function poll (what: string, check: () => Promise<boolean>): Promise<void>
   throw new Error(`never happened: ${what}`)
 }
 
-async function scenario (t: Test, source: 'files' | 'redis', BASE: number): Promise<void> {
+async function scenario (t: Test, source: 'files' | 'redis'): Promise<void> {
   const copy = createWorkingCopy(t, `state_${source}`)
   const stateDir = path.join(copy.root, '.gatehouse')
   const redis = source === 'redis' ? createTestRedis(t) : null
@@ -37,16 +37,17 @@ async function scenario (t: Test, source: 'files' | 'redis', BASE: number): Prom
   const src = path.join(copy.root, 'config', 'tenants', `${demo.database}.yaml`)
   // A developer's comments, which the panel's writes keep.
   writeFileSync(src, '# my notes about this tenant\n' + readFileSync(src, 'utf8').replace(/^database: (\S+)$/m, 'database: $1 # the URL segment'))
+  const ports = await stackPorts() // the same ones at every restart
   const start = (): Promise<DevStack> => startDev({
     root: copy.root,
     env: { DATABASE_URL: adminUrl(), ...(redis !== null ? { REDIS_URL: redis.url } : {}) },
     stateDir,
     overrides: {
-      ...stackPorts(BASE),
+      ...ports,
       ...(redis !== null ? { redis: { key_prefix: redis.prefix } } : {}),
       log: { level: 'silent' },
-      auth: { ...stackPorts(BASE).auth, bcrypt_cost: 4, pool_per_tenant: 2 },
-      rest: { ...stackPorts(BASE).rest, pool_per_tenant: 2 }
+      auth: { ...ports.auth, bcrypt_cost: 4, pool_per_tenant: 2 },
+      rest: { ...ports.rest, pool_per_tenant: 2 }
     }
   })
   let dev = await start()
@@ -139,5 +140,5 @@ function checkFile (t: Test, src: string, stateDir: string, revokedKid: string, 
   t.notMatch(readFileSync(path.join(stateDir, 'audit.log'), 'utf8'), /s3cret/, 'no secret in the audit log')
 }
 
-t.test('files: panel changes are written into the tenant file and survive restarts', (t) => scenario(t, 'files', 18260))
-t.test('redis: panel changes survive restarts of a stack that applies its files at start', (t) => scenario(t, 'redis', 18270))
+t.test('files: panel changes are written into the tenant file and survive restarts', (t) => scenario(t, 'files'))
+t.test('redis: panel changes survive restarts of a stack that applies its files at start', (t) => scenario(t, 'redis'))

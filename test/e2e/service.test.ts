@@ -12,7 +12,7 @@ let stack: E2eStack
 let a: E2eTenant
 
 t.before(async () => {
-  stack = await startE2eStack(t, { basePort: 18110, source: 'files', prefix: 'e2e_svc' })
+  stack = await startE2eStack(t, { source: 'files', prefix: 'e2e_svc' })
   a = stack.tenant('demo')
 })
 

@@ -13,7 +13,7 @@ let a: E2eTenant
 let b: E2eTenant
 
 t.before(async () => {
-  stack = await startE2eStack(t, { basePort: 18120, source: 'redis', prefix: 'e2e_ten' })
+  stack = await startE2eStack(t, { source: 'redis', prefix: 'e2e_ten' })
   a = stack.tenant('demo')
   b = stack.tenant('demo2')
   // A: notes readable by their owner only; whoami shows the role a request runs as.

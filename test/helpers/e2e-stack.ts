@@ -1,11 +1,12 @@
 // The development stack for the end-to-end suites (not a test file): a temporary working
 // copy of config/tenants whose databases, roles, passwords, keys and secrets are renamed or
 // regenerated, so test files and a developer's `npm start` never collide on the shared
-// cluster; startDev() on it with fixed ports; supabase-js clients, owner connections and raw
+// cluster; startDev() on it with ports the kernel picked (stackPorts); supabase-js clients, owner connections and raw
 // calls against what dev.json says. Everything is dropped on teardown.
 import { mkdtempSync, mkdirSync, readFileSync, writeFileSync, rmSync } from 'node:fs'
 import { randomBytes } from 'node:crypto'
 import os from 'node:os'
+import net, { type AddressInfo } from 'node:net'
 import path from 'node:path'
 import { fileURLToPath } from 'node:url'
 import pg from 'pg'
@@ -99,16 +100,28 @@ export function createWorkingCopy (t: Teardown, prefix: string): WorkingCopy {
 }
 
 /**
- * Fixed ports of one stack: base+0 gateway, +1 REST, +2 auth, +3 panel, +4 SMTP, +5 mail UI,
- * +6..+9 the admin listeners of gateway, REST, auth and panel.
+ * Ports of one stack, picked by the kernel: ten listeners on port 0 at once (so they differ),
+ * closed again for the stack to take (gateway, REST, auth, panel, their admin listeners, the
+ * mail catcher's SMTP and web ports). The development stack writes the engines' URLs into the
+ * tenant records before it listens, so it cannot listen on 0 itself; a port taken by another
+ * process in between fails the start with a clear "port ... is in use".
  */
-export function stackPorts (base: number) {
+export async function stackPorts () {
+  const servers = await Promise.all(Array.from({ length: 10 }, () => new Promise<net.Server>((resolve, reject) => {
+    const s = net.createServer()
+    s.once('error', reject)
+    s.listen(0, '127.0.0.1', () => resolve(s))
+  })))
+  const ports = servers.map((s) => (s.address() as AddressInfo).port)
+  await Promise.all(servers.map((s) => new Promise((resolve) => s.close(resolve))))
+  const [gateway, rest, auth, panel, smtp, web, gatewayAdmin, restAdmin, authAdmin, panelAdmin] = ports as [
+    number, number, number, number, number, number, number, number, number, number]
   return {
-    gateway: { port: base, admin_port: base + 6 },
-    rest: { port: base + 1, admin_port: base + 7 },
-    auth: { port: base + 2, admin_port: base + 8 },
-    panel: { port: base + 3, admin_port: base + 9 },
-    mail: { smtp_port: base + 4, web_port: base + 5 }
+    gateway: { port: gateway, admin_port: gatewayAdmin },
+    rest: { port: rest, admin_port: restAdmin },
+    auth: { port: auth, admin_port: authAdmin },
+    panel: { port: panel, admin_port: panelAdmin },
+    mail: { smtp_port: smtp, web_port: web }
   }
 }
 
@@ -149,8 +162,6 @@ async function call (url: string, init: { method: string, headers: Record<string
 }
 
 export interface StartOptions {
-  /** First of six consecutive fixed ports (stackPorts). */
-  basePort: number
   /** Tenant store: 'files' (embedded default) or 'redis' (REDIS_URL of the services wrapper, own key prefix). */
   source: 'files' | 'redis'
   /** Working-copy name prefix (the databases are `<prefix>_<hex>_demo` and `..._demo2`). */
@@ -176,17 +187,18 @@ export async function startE2eStack (t: Teardown, opts: StartOptions): Promise<E
       }
     })
   }
+  const ports = await stackPorts()
   const dev = await startDev({
     root: copy.root,
     env,
     stateDir,
     overrides: {
-      ...stackPorts(opts.basePort),
+      ...ports,
       log: { level: 'silent' },
       redis: { key_prefix: keyPrefix },
       // Fast password hashing for tests; small pools on the shared cluster.
-      auth: { ...stackPorts(opts.basePort).auth, bcrypt_cost: 4, pool_per_tenant: 3 },
-      rest: { ...stackPorts(opts.basePort).rest, pool_per_tenant: 4 }
+      auth: { ...ports.auth, bcrypt_cost: 4, pool_per_tenant: 3 },
+      rest: { ...ports.rest, pool_per_tenant: 4 }
     }
   })
   t.teardown(() => dev.stop())
