@@ -185,30 +185,28 @@ t.test('the delayed second invalidation drops a copy a lagging read put back', a
     get: async (db: string) => (lagging ? v1 : reader.get(db)),
     onChange: reader.onChange.bind(reader)
   })
-  const run = async (reinvalidateMs: number) => {
-    const cache = createTenantCache(laggy, { ttlMs: 3_600_000, reinvalidateMs })
-    t.teardown(() => cache.close())
-    await reader.subscribed()
-    await cache.get('acme')
-    let resolveFirst: () => void
-    const firstInvalidation = new Promise<void>((resolve) => { resolveFirst = resolve })
-    const off = reader.onChange(() => { lagging = true; resolveFirst() })
-    // 1. The write publishes; the cache drops acme (first invalidation).
-    await writer.putAll([tenant('acme', { organization: `org_${reinvalidateMs}` })])
-    await firstInvalidation
-    off()
-    // 2. A request right then reads the old record back into the cache.
+  // Two caches on the same store, one with the second invalidation and one without: the
+  // moment the first drops its stale copy, the second still has its own (no sleep needed).
+  const withSecond = createTenantCache(laggy, { ttlMs: 3_600_000, reinvalidateMs: 150 })
+  const without = createTenantCache(laggy, { ttlMs: 3_600_000, reinvalidateMs: 0 })
+  t.teardown(() => { withSecond.close(); without.close() })
+  await reader.subscribed()
+  for (const cache of [withSecond, without]) await cache.get('acme')
+  let resolveFirst: () => void
+  const firstInvalidation = new Promise<void>((resolve) => { resolveFirst = resolve })
+  const off = reader.onChange(() => { lagging = true; resolveFirst() }) // after the caches' own listeners
+  // 1. The write publishes; both caches drop acme (first invalidation).
+  await writer.putAll([tenant('acme', { organization: 'org_new' })])
+  await firstInvalidation
+  off()
+  // 2. A request right then reads the old record back into each cache.
+  for (const cache of [withSecond, without]) {
     t.equal((await cache.get('acme'))?.organization, 'org_acme', 'the lagging read cached the old record')
-    lagging = false
-    return cache
   }
+  lagging = false
 
-  const withSecond = await run(150)
-  t.ok(await eventually(async () => (await withSecond.get('acme'))?.organization === 'org_150', 1000),
+  t.ok(await eventually(async () => (await withSecond.get('acme'))?.organization === 'org_new', 1000),
     'the second invalidation ~150 ms later drops the stale copy')
-
-  const without = await run(0)
-  await eventually(() => false, 300)
   t.equal((await without.get('acme'))?.organization, 'org_acme', 'without it, the stale copy stays (until the TTL)')
 })
 
