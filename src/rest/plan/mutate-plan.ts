@@ -7,7 +7,7 @@ import {
   ColumnNotFoundError, NotImplementedError, PutLimitError, PutMatchingPkError
 } from '../errors.js'
 import { ALL_ROWS } from '../api-request/range.js'
-import { parseWritePayload } from '../api-request/payload.js'
+import { parseWritePayload, type RowsPayload } from '../api-request/payload.js'
 import type { ApiRequest, Mutation } from '../api-request/types.js'
 import type { SchemaCache, Table } from '../schema-cache/types.js'
 import { checkPreferences, isDefaultSelect, negotiateRead } from './negotiate.js'
@@ -19,6 +19,13 @@ function checkColumns (table: Table, names: readonly string[]): void {
   for (const c of names) {
     if (!table.columnsByName.has(c)) throw new ColumnNotFoundError(c, table.name)
   }
+}
+
+/** Whether a row of the body has a key the written columns leave out (`columns=`). */
+function hasExtraKeys (payload: RowsPayload, listed: readonly string[] | null): boolean {
+  if (listed === null) return false
+  const keys = new Set(listed)
+  return payload.rows.some((r) => Object.keys(r).some((k) => !keys.has(k)))
 }
 
 /** The body columns a data representation parses from json (PostgREST's withJsonParse). */
@@ -116,6 +123,7 @@ export function planMutate (req: ApiRequest, relation: string, mutation: Mutatio
         kind: 'insert',
         payload,
         parsers: bodyParsers(cache, table, payload.keys),
+        extraKeys: hasExtraKeys(payload, mutation === 'insert' ? columns : null),
         columns: payload.keys,
         defaults,
         onConflict,
@@ -134,7 +142,7 @@ export function planMutate (req: ApiRequest, relation: string, mutation: Mutatio
         column: c,
         value: prefs.missing === 'default' && columns !== null && !Object.prototype.hasOwnProperty.call(row, c) ? 'default' : 'body'
       }))
-      spec = { kind: 'update', payload, parsers: bodyParsers(cache, table, payload.keys), set, where: rootWhere(tree) }
+      spec = { kind: 'update', payload, parsers: bodyParsers(cache, table, payload.keys), extraKeys: hasExtraKeys(payload, columns), set, where: rootWhere(tree) }
       break
     }
     case 'delete':

@@ -190,6 +190,8 @@ export interface InsertSpec {
   readonly payload: RowsPayload
   /** Body columns parsed from json by a data representation (empty: none). */
   readonly parsers?: BodyParsers
+  /** A row has keys `columns=` leaves out: only the written columns' keys are read (as PostgREST). */
+  readonly extraKeys?: boolean
   /** The INSERT column list (sorted keys or `columns=`). */
   readonly columns: readonly string[]
   /**
@@ -213,6 +215,8 @@ export interface UpdateSpec {
   readonly payload: RowsPayload
   /** Body columns parsed from json by a data representation (empty: none). */
   readonly parsers?: BodyParsers
+  /** A row has keys `columns=` leaves out: only the written columns' keys are read (as PostgREST). */
+  readonly extraKeys?: boolean
   /** SET list: from the body, or DEFAULT (`missing=default` for a listed column the body lacks). */
   readonly set: ReadonlyArray<{ readonly column: string, readonly value: 'body' | 'default' }>
   readonly where: readonly Condition[]

@@ -25,6 +25,11 @@ function returningClause (plan: MutatePlan, returning: ReturnPreference): Sql {
 
 const NO_PARSERS: BodyParsers = []
 
+/** The columns whose keys are read from each row, when not all keys may be (parsers, `columns=`). */
+function keyFilter (spec: InsertSpec | UpdateSpec): readonly string[] | null {
+  return (spec.parsers ?? NO_PARSERS).length > 0 || spec.extraKeys === true ? spec.payload.keys : null
+}
+
 /** A body column: `pgrst_body."c"`, or its json value through a data representation's parser. */
 function bodyColumn (c: string, parsers: BodyParsers): Sql {
   const fn = parsers.find(([name]) => name === c)?.[1]
@@ -41,8 +46,8 @@ function bodyColumns (cols: readonly string[], parsers: BodyParsers): Sql {
  * each element's parsed columns are read as json (`pgrst_rep`); `pgrst_body` reads only the
  * other written columns (`columns`), so no other key is parsed.
  */
-function bodyRows (rowType: Sql, json: Sql, isArray: boolean, parsers: BodyParsers, columns: readonly string[], jsonb = false): Sql {
-  if (parsers.length === 0) {
+function bodyRows (rowType: Sql, json: Sql, isArray: boolean, parsers: BodyParsers, columns: readonly string[] | null, jsonb = false): Sql {
+  if (parsers.length === 0 && columns === null) {
     const fn = jsonb
       ? (isArray ? sql`jsonb_populate_recordset` : sql`jsonb_populate_record`)
       : (isArray ? sql`json_populate_recordset` : sql`json_populate_record`)
@@ -50,10 +55,12 @@ function bodyRows (rowType: Sql, json: Sql, isArray: boolean, parsers: BodyParse
   }
   const elems = isArray ? sql`LATERAL json_array_elements(${json}::json) AS pgrst_elem(v)` : sql`LATERAL (SELECT ${json} AS v) AS pgrst_elem`
   const names = parsers.map(([c]) => c)
-  const plain = columns.filter((c) => !names.includes(c))
-  const defs = join(names.map((c) => sql`${ident(c)} json`))
+  const plain = (columns ?? []).filter((c) => !names.includes(c))
   const kept = sql`(SELECT coalesce(json_object_agg(pgrst_kv.key, pgrst_kv.value), '{}') FROM json_each(pgrst_elem.v::json) AS pgrst_kv WHERE pgrst_kv.key = ANY(${param(plain)}::text[]))`
-  return sql`${elems}, LATERAL json_populate_record(${rowType}, ${kept}) AS pgrst_body, LATERAL json_to_record(pgrst_elem.v::json) AS pgrst_rep(${defs})`
+  const body = sql`${elems}, LATERAL json_populate_record(${rowType}, ${kept}) AS pgrst_body`
+  if (names.length === 0) return body
+  const defs = join(names.map((c) => sql`${ident(c)} json`))
+  return sql`${body}, LATERAL json_to_record(pgrst_elem.v::json) AS pgrst_rep(${defs})`
 }
 
 function conflictClause (spec: InsertSpec, setColumns: readonly string[]): Sql {
@@ -91,12 +98,12 @@ function renderInsert (plan: MutatePlan, spec: InsertSpec, returning: ReturnPref
   const isArray = spec.payload.isArray
   let rows: Sql
   if (spec.defaults === null || spec.defaults.length === 0) {
-    rows = sql`pgrst_payload, ${bodyRows(rowType, sql`pgrst_payload.json_data`, isArray, parsers, spec.columns)}`
+    rows = sql`pgrst_payload, ${bodyRows(rowType, sql`pgrst_payload.json_data`, isArray, parsers, keyFilter(spec))}`
   } else if (isArray) {
     // Matches PostgREST's missing=default: each element over the defaults (its own keys win).
-    rows = sql`pgrst_payload, LATERAL (SELECT jsonb_agg(${defaultsObject(spec.defaults)} || pgrst_elem) AS val FROM jsonb_array_elements(pgrst_payload.json_data::jsonb) AS pgrst_elem) AS pgrst_json_defs, ${bodyRows(rowType, sql`pgrst_json_defs.val`, true, parsers, spec.columns, true)}`
+    rows = sql`pgrst_payload, LATERAL (SELECT jsonb_agg(${defaultsObject(spec.defaults)} || pgrst_elem) AS val FROM jsonb_array_elements(pgrst_payload.json_data::jsonb) AS pgrst_elem) AS pgrst_json_defs, ${bodyRows(rowType, sql`pgrst_json_defs.val`, true, parsers, keyFilter(spec), true)}`
   } else {
-    rows = sql`pgrst_payload, LATERAL (SELECT ${defaultsObject(spec.defaults)} || pgrst_payload.json_data::jsonb AS val) AS pgrst_json_defs, ${bodyRows(rowType, sql`pgrst_json_defs.val`, false, parsers, spec.columns, true)}`
+    rows = sql`pgrst_payload, LATERAL (SELECT ${defaultsObject(spec.defaults)} || pgrst_payload.json_data::jsonb AS val) AS pgrst_json_defs, ${bodyRows(rowType, sql`pgrst_json_defs.val`, false, parsers, keyFilter(spec), true)}`
   }
   return sql`pgrst_source AS ( ${insertStatement(plan, spec, spec.columns, rows, returning)} )`
 }
@@ -118,7 +125,7 @@ function renderUpdate (plan: MutatePlan, spec: UpdateSpec, returning: ReturnPref
   }
   const parsers = spec.parsers ?? NO_PARSERS
   const set = join(spec.set.map((s) => s.value === 'default' ? sql`${ident(s.column)} = DEFAULT` : sql`${ident(s.column)} = ${bodyColumn(s.column, parsers)}`))
-  const from = sql`pgrst_payload, ${bodyRows(sql`NULL::${t}`, sql`pgrst_payload.json_data`, spec.payload.isArray, parsers, spec.payload.keys)}`
+  const from = sql`pgrst_payload, ${bodyRows(sql`NULL::${t}`, sql`pgrst_payload.json_data`, spec.payload.isArray, parsers, keyFilter(spec))}`
   return sql`pgrst_source AS ( UPDATE ${t} SET ${set} FROM ${from}${whereClause(plan, spec)}${returningClause(plan, returning)} )`
 }
 

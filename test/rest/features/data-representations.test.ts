@@ -148,6 +148,15 @@ t.test('data representations', async (t) => {
     t.same(r.json(), [{ id: 13, name: null, shade: '#010203', made: null }])
   })
 
+  t.test('keys columns= leaves out are not read, even without a parser among the listed', async (t) => {
+    const r = await fx.call('PATCH', '/paints?id=eq.13&columns=name&select=id,name,shade', {
+      body: { name: 'other', shade: 'invalid', made: 'bad' },
+      headers: { prefer: 'return=representation' }
+    })
+    t.equal(r.status, 200)
+    t.same(r.json(), [{ id: 13, name: 'other', shade: '#010203' }])
+  })
+
   t.test('headers-only: parsed, no body, Location of the row', async (t) => {
     const r = await fx.call('POST', '/paints', { body: { id: 14, shade: '#000001' }, headers: { prefer: 'return=headers-only' } })
     t.equal(r.status, 201)
