@@ -10,7 +10,7 @@ import path from 'node:path'
 import { createWorkingCopy, REPO_ROOT } from '../helpers/e2e-stack.js'
 import { adminUrl } from '../helpers/db.js'
 import { dropTenant } from '../../src/platform/index.js'
-import { shellEnv } from '../helpers/shell-env.js'
+import { devStackPorts, shellEnv } from '../helpers/shell-env.js'
 
 // Whole development stacks start here: on a loaded machine that takes minutes, not seconds.
 t.setTimeout(300_000)
@@ -51,17 +51,7 @@ t.test('tenant files and the CLI while the stack runs', async (t) => {
   const copy = createWorkingCopy(t, 'devwatch')
   const env = shellEnv({
     DATABASE_URL: adminUrl(),
-    GATEHOUSE_GATEWAY_PORT: String(BASE),
-    GATEHOUSE_REST_PORT: String(BASE + 1),
-    GATEHOUSE_AUTH_PORT: String(BASE + 2),
-    GATEHOUSE_PANEL_PORT: String(BASE + 3),
-    GATEHOUSE_MAIL_SMTP_PORT: String(BASE + 4),
-    GATEHOUSE_MAIL_WEB_PORT: String(BASE + 5),
-    // Admin listeners on free ports (the defaults 9100-9103 may be a developer's stack).
-    GATEHOUSE_GATEWAY_ADMIN_PORT: '0',
-    GATEHOUSE_REST_ADMIN_PORT: '0',
-    GATEHOUSE_AUTH_ADMIN_PORT: '0',
-    GATEHOUSE_PANEL_ADMIN_PORT: '0',
+    ...devStackPorts(BASE),
     GATEHOUSE_LOG_LEVEL: 'info',
     GATEHOUSE_AUTH_BCRYPT_COST: '4'
   })

@@ -11,7 +11,7 @@ import { existsSync, readFileSync, rmSync } from 'node:fs'
 import path from 'node:path'
 import pg from 'pg'
 import { createWorkingCopy, REPO_ROOT } from '../helpers/e2e-stack.js'
-import { shellEnv } from '../helpers/shell-env.js'
+import { devStackPorts, shellEnv } from '../helpers/shell-env.js'
 
 // A whole development stack with a fresh cluster (initdb): minutes on a loaded machine.
 t.setTimeout(300_000)
@@ -49,16 +49,7 @@ t.test('a second start leaves the running stack alone; a dead Postgres is report
   const copy = createWorkingCopy(t, 'twice')
   const env = shellEnv({
     GATEHOUSE_DEV_PG_PORT: String(BASE + 6),
-    GATEHOUSE_GATEWAY_PORT: String(BASE),
-    GATEHOUSE_REST_PORT: String(BASE + 1),
-    GATEHOUSE_AUTH_PORT: String(BASE + 2),
-    GATEHOUSE_PANEL_PORT: String(BASE + 3),
-    GATEHOUSE_MAIL_SMTP_PORT: String(BASE + 4),
-    GATEHOUSE_MAIL_WEB_PORT: String(BASE + 5),
-    GATEHOUSE_GATEWAY_ADMIN_PORT: '0',
-    GATEHOUSE_REST_ADMIN_PORT: '0',
-    GATEHOUSE_AUTH_ADMIN_PORT: '0',
-    GATEHOUSE_PANEL_ADMIN_PORT: '0',
+    ...devStackPorts(BASE),
     GATEHOUSE_LOG_LEVEL: 'warn',
     GATEHOUSE_AUTH_BCRYPT_COST: '4'
   })

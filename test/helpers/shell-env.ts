@@ -9,3 +9,22 @@ export function shellEnv (extra: NodeJS.ProcessEnv = {}): NodeJS.ProcessEnv {
   }
   return { ...env, ...extra }
 }
+
+/**
+ * The listener ports of a dev stack from `base` (gateway, rest, auth, panel, mail SMTP, mail
+ * web: base .. base+5) with the admin listeners on ports the kernel picks.
+ */
+export function devStackPorts (base: number): NodeJS.ProcessEnv {
+  return {
+    GATEHOUSE_GATEWAY_PORT: String(base),
+    GATEHOUSE_REST_PORT: String(base + 1),
+    GATEHOUSE_AUTH_PORT: String(base + 2),
+    GATEHOUSE_PANEL_PORT: String(base + 3),
+    GATEHOUSE_MAIL_SMTP_PORT: String(base + 4),
+    GATEHOUSE_MAIL_WEB_PORT: String(base + 5),
+    GATEHOUSE_GATEWAY_ADMIN_PORT: '0',
+    GATEHOUSE_REST_ADMIN_PORT: '0',
+    GATEHOUSE_AUTH_ADMIN_PORT: '0',
+    GATEHOUSE_PANEL_ADMIN_PORT: '0'
+  }
+}
