@@ -234,14 +234,19 @@ export async function migrateAll (adminUrl: string, opts: Omit<MigrateOptions, '
   return out
 }
 
+/**
+ * Whether a database was dropped while we worked on it. A connection attempt is the test,
+ * not a pg_database look-up: DROP DATABASE ... WITH (FORCE) ends our session before its own
+ * transaction commits, and a new connection waits on the database's lock until the drop is
+ * done, then fails with 3D000 (or "invalid database" once the catalog marks it so).
+ */
 async function gone (adminUrl: string, database: string): Promise<boolean> {
-  const client = await connectAdmin(adminUrl).catch(() => null)
-  if (!client) return false
   try {
-    return (await client.query('SELECT 1 FROM pg_database WHERE datname = $1', [database])).rowCount === 0
-  } catch {
+    const db = await connectAdmin(withDatabase(adminUrl, database))
+    await db.end().catch(() => {})
     return false
-  } finally {
-    await client.end().catch(() => {})
+  } catch (err) {
+    const e = ((err as Error).cause ?? err) as { code?: string, message?: string }
+    return e.code === '3D000' || /invalid database/.test(e.message ?? '')
   }
 }

@@ -8,9 +8,10 @@ import os from 'node:os'
 import path from 'node:path'
 import {
   provisionTenant, dropTenant, ensureTenant, migrateDatabase, migrateAll, listMigrations, ensureClusterRoles,
-  tenantRoleNames, newTenantId, MIGRATIONS_DIR, allTenantRoleNames, tenantIdOf
+  tenantRoleNames, newTenantId, MIGRATIONS_DIR, allTenantRoleNames, tenantIdOf, connectAdmin
 } from '../../src/platform/index.js'
 import { withDatabase } from '../../src/shared/index.js'
+import { eventually } from '../helpers/tenant-fixtures.js'
 import { createTestTenant, rejection, withClient } from '../helpers/tenants.js'
 import { adminQuery, adminUrl, createTestDatabase, randomName } from '../helpers/db.js'
 
@@ -132,6 +133,24 @@ t.test('migrations', async (t) => {
   const schemas = await adminQuery("SELECT count(*)::int AS n FROM pg_namespace WHERE nspname = 'platform'", [], plain.name)
   t.equal(schemas.rows[0].n, 0, 'and left untouched')
   t.notOk(all.some((r) => r.database === plain.name), 'migrateAll skips it')
+})
+
+t.test('migrateAll skips a database dropped while it waits on it', async (t) => {
+  const b = await provisionTenant({ adminUrl: adminUrl(), database: randomName('tenant'), organization: 'o' })
+  t.teardown(() => dropTenant({ adminUrl: adminUrl(), database: b.file.database, roles: b.file.roles }))
+  // Another runner holds the database's migration lock, so migrateAll waits inside it...
+  const holder = await connectAdmin(withDatabase(adminUrl(), b.file.database))
+  holder.on('error', () => {})
+  await holder.query('SELECT pg_advisory_lock($1)', [0x6761_7465])
+  const running = migrateAll(adminUrl())
+  const waiting = await eventually(async () => (await adminQuery(
+    "SELECT 1 FROM pg_stat_activity WHERE datname = $1 AND wait_event = 'advisory'", [b.file.database])).rowCount === 1, 10_000)
+  t.ok(waiting, 'the runner waits on the lock')
+  // ...when an operator drops it (WITH (FORCE) ends both sessions before the drop commits).
+  await dropTenant({ adminUrl: adminUrl(), database: b.file.database, roles: b.file.roles })
+  await holder.end().catch(() => {})
+  const all = await running
+  t.same(all.filter((r) => r.database === b.file.database), [], 'no failure is reported for it')
 })
 
 t.test('ensureTenant makes an existing tenant file real', async (t) => {
