@@ -14,36 +14,20 @@ import { buildTenantContext, PoolRegistry } from './context.js'
 import {
   BadJsonError, NotFoundError, renderAuthError, RequestTooLargeError, toAuthError, unexpectedFailure, ValidationFailedError, wantsApiVersion2024
 } from './errors.js'
-import { resolveTenantHook } from './hooks/resolve-tenant.js'
+import { decorateAuthRequests, resolveTenantHook } from './request-state.js'
 import { jsonParser } from './json.js'
 import { setHashConcurrency } from './crypto.js'
 import { RateLimits } from './rate-limits.js'
 import { createMailer, type Mailer } from './mail/index.js'
 import { setProviderOutboundPolicy } from './providers/index.js'
-import { adminRoutes } from './routes/admin.js'
-import { adminFactorRoutes } from './routes/admin-factors.js'
-import { authorizeRoutes } from './routes/authorize.js'
-import { callbackRoutes } from './routes/callback.js'
-import { factorRoutes } from './routes/factors.js'
-import { reauthenticateRoutes } from './routes/reauthenticate.js'
-import { identityRoutes } from './routes/identities.js'
-import { unavailableRoutes } from './routes/unavailable.js'
-import { HEALTH_BODY, healthRoutes } from './routes/health.js'
-import { jwksRoutes } from './routes/jwks.js'
-import { logoutRoutes } from './routes/logout.js'
-import { otpRoutes } from './routes/otp.js'
-import { recoverRoutes } from './routes/recover.js'
-import { resendRoutes } from './routes/resend.js'
-import { settingsRoutes } from './routes/settings.js'
-import { signupRoutes } from './routes/signup.js'
-import { tokenRoutes } from './routes/token.js'
-import { userRoutes } from './routes/user.js'
-import { verifyRoutes } from './routes/verify.js'
+import { HEALTH_BODY } from './routes/health.js'
+import { registerAuthRoutes } from './routes/table.js'
 import type { AccessTokenResponse, UserJson } from './types.js'
 
 export type { AccessTokenResponse, TenantContext, UserJson } from './types.js'
 export { AuthError, OAuthError } from './errors.js'
 export { AUTH_ERRORS, AUTH_ERROR_CODES, type AuthErrorCode } from './registry.js'
+export { authRouteList } from './routes/table.js'
 
 /** Dependencies of the auth engine. */
 export interface AuthEngineDeps {
@@ -72,10 +56,8 @@ function translateFastifyError (err: FastifyError): GatehouseError {
 }
 
 /**
- * Builds the engine (not listening). Routes: `/:database/health`, `/settings`, `/signup`,
- * `/token`, `/verify`, `/user`, `/logout`, `/.well-known/jwks.json`, `/invite`,
- * `/admin/users[/:id]`, `/admin/generate_link`, `/otp`, `/magiclink`, `/recover`, `/resend`,
- * `/authorize`, `/callback`; plus `/health` for the process.
+ * Builds the engine (not listening): the routes of routes/table.ts under `/:database`
+ * (docs/routes.md), plus `/health` for the process.
  */
 export function buildAuthEngine (deps: AuthEngineDeps): FastifyInstance {
   setProviderOutboundPolicy({ allowHosts: deps.config.outbound.allow_hosts })
@@ -128,30 +110,12 @@ export function buildAuthEngine (deps: AuthEngineDeps): FastifyInstance {
     done(null, payload)
   })
 
+  decorateAuthRequests(app)
   app.get('/health', async () => HEALTH_BODY)
 
   app.register(async (scope) => {
     scope.addHook('onRequest', resolveTenantHook({ config: deps.config, pools, mailer, rateLimits, now, tenants: deps.tenants }))
-    await scope.register(healthRoutes)
-    await scope.register(settingsRoutes)
-    await scope.register(jwksRoutes)
-    await scope.register(signupRoutes)
-    await scope.register(tokenRoutes)
-    await scope.register(verifyRoutes)
-    await scope.register(userRoutes)
-    await scope.register(logoutRoutes)
-    await scope.register(adminRoutes)
-    // magic link / OTP, recovery, resend, external providers
-    await scope.register(otpRoutes)
-    await scope.register(recoverRoutes)
-    await scope.register(resendRoutes)
-    await scope.register(authorizeRoutes)
-    await scope.register(callbackRoutes)
-    await scope.register(factorRoutes)
-    await scope.register(adminFactorRoutes)
-    await scope.register(reauthenticateRoutes)
-    await scope.register(identityRoutes)
-    await scope.register(unavailableRoutes)
+    registerAuthRoutes(scope)
   }, { prefix: '/:database' })
 
   instrumentPart(app, { part: 'auth', tenantOf: tenantLabel(deps.tenants), tenantLabel: deps.config.metrics.tenant_label, pools: [{ snapshot: () => pools.snapshot() }] })

@@ -149,7 +149,7 @@ export interface BearerClaims {
   [k: string]: unknown
 }
 
-/** What require-user attaches to a request. */
+/** What the `user` check (bearer.ts requireUser) proves about the caller. */
 export interface AuthenticatedUser {
   claims: BearerClaims
   user: UserWithIdentities

@@ -19,7 +19,7 @@ import { guardHook } from './context.js'
 import { BadRequestError, NotFoundError, PANEL_BODY_LIMIT, renderPanelError } from './errors.js'
 import { createPanelPools } from './pools.js'
 import { createExchangeLimiter } from './exchange-limit.js'
-import { panelRoutes } from './routes.js'
+import { registerPanelRoutes } from './routes.js'
 import { createSessionVerifier } from './session.js'
 
 export { signPanelSession, createSessionVerifier, type SignPanelSessionOptions, type PanelSession, type SessionVerifier } from './session.js'
@@ -28,8 +28,9 @@ export { maskAuthSettings, applyAuthSettingsPatch, MASKED_SECRET, PATCHABLE, typ
 export { restSettingsView, applyRestSettingsPatch, REST_PATCHABLE, type RestSettingsView } from './rest-settings.js'
 export { PANEL_ERRORS, PANEL_ERROR_CODES, type PanelErrorCode } from './errors.js'
 export type { TestQueryRequest, TestQueryResult, TestQueryAs } from './test-query.js'
-export { EXCHANGE_EXPIRES_IN } from './routes.js'
+export { EXCHANGE_EXPIRES_IN } from './exchange.js'
 export { registerPanelCommands } from './commands.js'
+export { panelRouteList } from './routes.js'
 
 export interface PanelDeps {
   config: Config
@@ -48,10 +49,9 @@ export interface PanelDeps {
 }
 
 /**
- * Builds the panel (never listens; health, readiness and metrics are on its admin listener). Routes under
- * `/organizations/:org/databases/:db/api`: `POST /app-session`, `POST /test-query`,
- * `GET|PATCH /auth-settings`, `GET|PATCH /rest-settings`, `GET /signing-keys`, `POST /signing-keys/rotate`,
- * `DELETE /signing-keys/:kid`, `GET /policy-check`. Close with `app.close()` (pools end).
+ * Builds the panel (never listens; health, readiness and metrics are on its admin listener): the
+ * routes of routes.ts under `/organizations/:org/databases/:db/api` (docs/routes.md). Close with
+ * `app.close()` (pools end).
  */
 export function buildPanel (deps: PanelDeps): FastifyInstance {
   const { config } = deps
@@ -118,7 +118,7 @@ export function buildPanel (deps: PanelDeps): FastifyInstance {
 
   void app.register(async (scope) => {
     scope.addHook('onRequest', guardHook({ verifier, tenants: deps.tenants }))
-    await scope.register(panelRoutes({ config, store: deps.store, auth, explainer, restPools, ownerPools, exchangeLimiter: createExchangeLimiter() }))
+    registerPanelRoutes(scope, { config, store: deps.store, auth, explainer, restPools, ownerPools, exchangeLimiter: createExchangeLimiter() })
   }, { prefix: '/organizations/:org/databases/:db/api' })
 
   app.addHook('onClose', async () => {

@@ -12,7 +12,7 @@ import { resolveIdentityUser, type ExternalIdentity } from '../accounts.js'
 import {
   BadIdTokenError, IdTokenRequestError, ManualLinkingDisabledError, NonceMismatchError, ProviderDisabledError, unexpectedFailure, ValidationFailedError
 } from '../errors.js'
-import { requireUser } from '../hooks/require-user.js'
+import { requireUser } from '../bearer.js'
 import { clientMeta, optBool, optString, type Body } from '../http.js'
 import { linkIdentityToUser } from '../linking.js'
 import { identityClaimsOf, IdTokenRefused, ProviderError, verifyIdTokenOfIssuer } from '../providers/index.js'

@@ -2,7 +2,7 @@
 // the secret key): /admin/users list (page/per_page, X-Total-Count and Link), create, get,
 // update, delete; /admin/generate_link (tokens made, no mail sent); /invite (with mail).
 import { randomUUID } from 'node:crypto'
-import type { FastifyInstance, FastifyRequest } from 'fastify'
+import type { FastifyReply, FastifyRequest } from 'fastify'
 import { withTransaction, type Queryable } from '../../shared/index.js'
 import { confirmEmail, createEmailUser, emailIdentityData, refreshProviders } from '../accounts.js'
 import { issueEmailToken, sendEmailToken, type EmailTokenKind } from '../confirmations.js'
@@ -10,8 +10,8 @@ import { assertPasswordAcceptable, checkPasswordLength, hashOtp, hashPassword, r
 import {
   CreateUserWithoutAddressError, EmailExistsError, PhoneExistsError, UserNotFoundError, UserWithEmailNotFoundError, ValidationFailed404Error, ValidationFailed422Error, ValidationFailedError
 } from '../errors.js'
-import { contextOf } from '../hooks/resolve-tenant.js'
-import { requireAdmin, UUID } from '../hooks/require-user.js'
+import { contextOf } from '../request-state.js'
+import { UUID } from '../bearer.js'
 import {
   bodyOf, normaliseEmail, normalisePhone, optBool, optObject, optString, queryParam, redirectUrlOf, type Body
 } from '../http.js'
@@ -24,7 +24,7 @@ import {
   insertUser, toUserJson, updateUser, type UserColumn
 } from '../models/users.js'
 import { mergeMetadata } from './user.js'
-import type { TenantContext, UserRow } from '../types.js'
+import type { TenantContext, UserJson, UserRow } from '../types.js'
 
 const GO_UNITS: Record<string, number> = { ns: 1e-6, us: 1e-3, µs: 1e-3, μs: 1e-3, ms: 1, s: 1000, m: 60_000, h: 3_600_000 }
 
@@ -333,63 +333,64 @@ function listParams (req: FastifyRequest): { page: number, perPage: number, sort
   return { page: Math.max(1, page), perPage: Math.min(1000, perPage < 1 ? 20 : perPage), sortDesc }
 }
 
-export async function adminRoutes (scope: FastifyInstance): Promise<void> {
-  // Every route here is admin-only.
-  scope.addHook('preHandler', async (req) => { await requireAdmin(contextOf(req), req) })
-
-  scope.get('/admin/users', async (req, reply) => {
-    const ctx = contextOf(req)
-    const { page, perPage, sortDesc } = listParams(req)
-    const filter = queryParam(req, 'filter') || undefined
-    const { users, total } = await listUsers(ctx.db, { aud: ctx.tenant.jwt.aud, page, perPage, filter, sortDesc })
-    // Link: query keys in sorted order so `page` comes first (auth-js parses it so).
-    const query = { ...(req.query as Record<string, string>) }
-    const link = (p: number) => {
-      const qs = new URLSearchParams()
-      for (const k of Object.keys({ ...query, page: '', per_page: '' }).sort()) {
-        qs.set(k, k === 'page' ? String(p) : k === 'per_page' ? String(perPage) : String(query[k]))
-      }
-      return `<${ctx.externalUrl}/admin/users?${qs.toString()}>`
+export async function getAdminUsers (req: FastifyRequest, reply: FastifyReply): Promise<unknown> {
+  const ctx = contextOf(req)
+  const { page, perPage, sortDesc } = listParams(req)
+  const filter = queryParam(req, 'filter') || undefined
+  const { users, total } = await listUsers(ctx.db, { aud: ctx.tenant.jwt.aud, page, perPage, filter, sortDesc })
+  // Link: query keys in sorted order so `page` comes first (auth-js parses it so).
+  const query = { ...(req.query as Record<string, string>) }
+  const link = (p: number) => {
+    const qs = new URLSearchParams()
+    for (const k of Object.keys({ ...query, page: '', per_page: '' }).sort()) {
+      qs.set(k, k === 'page' ? String(p) : k === 'per_page' ? String(perPage) : String(query[k]))
     }
-    const lastPage = Math.ceil(total / perPage)
-    const parts: string[] = []
-    if (total > page * perPage) parts.push(`${link(page + 1)}; rel="next"`)
-    parts.push(`${link(lastPage)}; rel="last"`)
-    reply.header('x-total-count', String(total))
-    reply.header('link', parts.join(', '))
-    return { users: users.map(toUserJson), aud: ctx.tenant.jwt.aud }
-  })
+    return `<${ctx.externalUrl}/admin/users?${qs.toString()}>`
+  }
+  const lastPage = Math.ceil(total / perPage)
+  const parts: string[] = []
+  if (total > page * perPage) parts.push(`${link(page + 1)}; rel="next"`)
+  parts.push(`${link(lastPage)}; rel="last"`)
+  reply.header('x-total-count', String(total))
+  reply.header('link', parts.join(', '))
+  return { users: users.map(toUserJson), aud: ctx.tenant.jwt.aud }
+}
 
-  scope.post('/admin/users', async (req) => adminCreateUser(contextOf(req), bodyOf(req)))
+export async function postAdminUsers (req: FastifyRequest): Promise<UserJson> {
+  return adminCreateUser(contextOf(req), bodyOf(req))
+}
 
-  scope.get('/admin/users/:id', async (req) => {
-    const ctx = contextOf(req)
-    const u = await loadUserWithIdentities(ctx.db, userIdParam(req))
-    if (!u) throw new UserNotFoundError()
-    return toUserJson(u)
-  })
+export async function putAdminUser (req: FastifyRequest): Promise<UserJson> {
+  return adminUpdateUser(contextOf(req), userIdParam(req), bodyOf(req))
+}
 
-  scope.put('/admin/users/:id', async (req) => adminUpdateUser(contextOf(req), userIdParam(req), bodyOf(req)))
+export async function postGenerateLink (req: FastifyRequest): Promise<unknown> {
+  return generateLink(contextOf(req), req, bodyOf(req))
+}
 
-  scope.delete('/admin/users/:id', async (req) => {
-    const ctx = contextOf(req)
-    return adminDeleteUser(ctx, userIdParam(req), optBool(bodyOf(req), 'should_soft_delete') ?? false)
-  })
+export async function getAdminUser (req: FastifyRequest): Promise<UserJson> {
+  const ctx = contextOf(req)
+  const u = await loadUserWithIdentities(ctx.db, userIdParam(req))
+  if (!u) throw new UserNotFoundError()
+  return toUserJson(u)
+}
 
-  scope.post('/admin/generate_link', async (req) => generateLink(contextOf(req), req, bodyOf(req)))
+export async function deleteAdminUser (req: FastifyRequest): Promise<unknown> {
+  const ctx = contextOf(req)
+  return adminDeleteUser(ctx, userIdParam(req), optBool(bodyOf(req), 'should_soft_delete') ?? false)
+}
 
-  scope.post('/invite', async (req) => {
-    const ctx = contextOf(req)
-    const b = bodyOf(req)
-    const email = normaliseEmail(optString(b, 'email') ?? '')
-    const data = optObject(b, 'data')
-    const redirectTo = redirectUrlOf(req, ctx.tenant.auth)
-    return withTransaction(ctx.db, async (q) => {
-      let user = await findUserByEmail(q, email, ctx.tenant.jwt.aud)
-      if (user?.email_confirmed_at) throw new EmailExistsError()
-      if (!user) user = (await createEmailUser(ctx, q, { email, encryptedPassword: null, data, confirmed: false, invited: true })).user
-      const sent = await sendEmailToken(ctx, q, user, 'invite', { address: email, redirectTo, extra: { invited_at: ctx.now() } })
-      return toUserJson({ user: sent.user, identities: await identitiesForUser(q, user.id) })
-    })
+export async function postInvite (req: FastifyRequest): Promise<UserJson> {
+  const ctx = contextOf(req)
+  const b = bodyOf(req)
+  const email = normaliseEmail(optString(b, 'email') ?? '')
+  const data = optObject(b, 'data')
+  const redirectTo = redirectUrlOf(req, ctx.tenant.auth)
+  return withTransaction(ctx.db, async (q) => {
+    let user = await findUserByEmail(q, email, ctx.tenant.jwt.aud)
+    if (user?.email_confirmed_at) throw new EmailExistsError()
+    if (!user) user = (await createEmailUser(ctx, q, { email, encryptedPassword: null, data, confirmed: false, invited: true })).user
+    const sent = await sendEmailToken(ctx, q, user, 'invite', { address: email, redirectTo, extra: { invited_at: ctx.now() } })
+    return toUserJson({ user: sent.user, identities: await identitiesForUser(q, user.id) })
   })
 }

@@ -3,9 +3,9 @@
 // validated redirect URL with it) and the browser is sent to the provider. Errors are
 // JSON; with skip_http_redirect=true the URL is answered as {url}.
 import { createHash, randomBytes } from 'node:crypto'
-import type { FastifyInstance, FastifyRequest } from 'fastify'
+import type { FastifyReply, FastifyRequest } from 'fastify'
 import { unexpectedFailure } from '../errors.js'
-import { contextOf } from '../hooks/resolve-tenant.js'
+import { contextOf } from '../request-state.js'
 import { queryParam, redirectUrlOf } from '../http.js'
 import { insertFlowState, insertOAuthClientState } from '../models/flow-state.js'
 import { pkceParamsOf } from '../pkce.js'
@@ -57,10 +57,8 @@ export async function startExternalFlow (ctx: TenantContext, req: FastifyRequest
   }
 }
 
-export async function authorizeRoutes (scope: FastifyInstance): Promise<void> {
-  scope.get('/authorize', async (req, reply) => {
-    const url = await startExternalFlow(contextOf(req), req)
-    if (queryParam(req, 'skip_http_redirect') === 'true') return { url }
-    return reply.redirect(url, 302)
-  })
+export async function getAuthorize (req: FastifyRequest, reply: FastifyReply): Promise<unknown> {
+  const url = await startExternalFlow(contextOf(req), req)
+  if (queryParam(req, 'skip_http_redirect') === 'true') return { url }
+  return reply.redirect(url, 302)
 }

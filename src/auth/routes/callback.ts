@@ -3,16 +3,16 @@
 // found, linked by verified email or created (accounts.resolveIdentityUser, the path the
 // panel exchange uses too). Implicit flows end with the session in the fragment; PKCE
 // flows with `?code=<auth_code>` for the pkce grant. Failures are redirects, never JSON.
-import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
+import type { FastifyReply, FastifyRequest } from 'fastify'
 import { withTransaction } from '../../shared/index.js'
 import { resolveIdentityUser, signInWithIdentity, type ExternalIdentity } from '../accounts.js'
 import {
   AuthError, BadOAuthCallbackError, BadOAuthStateError, ExternalCodeExchangeError, FlowStateAlreadyUsedError, OAuthStateExpiredError, ProviderEmailMissingError, toAuthError, unexpectedFailure
 } from '../errors.js'
-import { contextOf } from '../hooks/resolve-tenant.js'
+import { contextOf } from '../request-state.js'
 import { linkIdentityToUser } from '../linking.js'
 import { startSession } from '../tokens.js'
-import { UUID } from '../hooks/require-user.js'
+import { UUID } from '../bearer.js'
 import { clientMeta, isRedirectAllowed } from '../http.js'
 import {
   deleteFlowState, findFlowStateById, takeOAuthClientState, updateFlowState, type FlowStateRow
@@ -53,7 +53,7 @@ async function loadFlow (ctx: TenantContext, state: string | undefined): Promise
   return flow
 }
 
-async function handleCallback (req: FastifyRequest, reply: FastifyReply) {
+export async function handleCallback (req: FastifyRequest, reply: FastifyReply) {
   const ctx = contextOf(req)
   const p = paramsOf(req)
   let flow: FlowStateRow
@@ -123,9 +123,4 @@ async function handleCallback (req: FastifyRequest, reply: FastifyReply) {
     if (e.status >= 500) req.log.error({ err: e.internal ?? err }, 'provider callback failed')
     return reply.redirect(errorRedirectUrl(target, e, true), 302)
   }
-}
-
-export async function callbackRoutes (scope: FastifyInstance): Promise<void> {
-  scope.get('/callback', handleCallback)
-  scope.post('/callback', handleCallback)
 }

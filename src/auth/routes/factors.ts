@@ -3,28 +3,27 @@
 // AMR `totp`, refresh token rotated, the user's other aal1 sessions ended) and
 // DELETE /factors/:id. Phone and WebAuthn factors are never enabled here and answer GoTrue's
 // "disabled" errors. Anonymous users are refused; challenge and verify are rate limited.
-import type { FastifyInstance, FastifyRequest } from 'fastify'
+import type { FastifyRequest } from 'fastify'
 import * as OTPAuth from 'otpauth'
 import QRCode from 'qrcode'
 import { withTransaction, type Queryable } from '../../shared/index.js'
 import {
-  Aal2RequiredToEnrollError, Aal2RequiredToUnenrollError, AnonymousNotAllowedError, BadJsonError, ChallengeExpiredError, ChallengeIpMismatchError, ChallengeNotFoundError, CodeRequiredError, EnrollSessionRequiredError, FactorIdNotUuidError, FactorNameConflictError, FactorNotFoundError, FactorTypeInvalidError, InvalidTotpCodeError, TotpCodeUsedError, MfaPhoneEnrollDisabledError, MfaPhoneVerifyDisabledError, MfaTotpEnrollDisabledError, MfaTotpVerifyDisabledError, MfaWebAuthnEnrollDisabledError, MfaWebAuthnVerifyDisabledError, MfaWebAuthnVerifyDisabledOnVerifyError, QrCodeError, SiteUrlInvalidError, TooManyFactorsError, unexpectedFailure
+  Aal2RequiredToEnrollError, Aal2RequiredToUnenrollError, BadJsonError, ChallengeExpiredError, ChallengeIpMismatchError, ChallengeNotFoundError, CodeRequiredError, FactorNameConflictError, FactorTypeInvalidError, InvalidTotpCodeError, TotpCodeUsedError, MfaPhoneEnrollDisabledError, MfaPhoneVerifyDisabledError, MfaTotpEnrollDisabledError, MfaTotpVerifyDisabledError, MfaWebAuthnEnrollDisabledError, MfaWebAuthnVerifyDisabledError, MfaWebAuthnVerifyDisabledOnVerifyError, QrCodeError, SiteUrlInvalidError, TooManyFactorsError, unexpectedFailure
 } from '../errors.js'
 import { mfaAttemptHook } from '../auth-hooks.js'
-import { contextOf } from '../hooks/resolve-tenant.js'
-import { requireUser, UUID } from '../hooks/require-user.js'
+import { callerOf, contextOf, factorOf } from '../request-state.js'
+import { UUID } from '../bearer.js'
 import { bodyOf, clientMeta, optString } from '../http.js'
 import { audit } from '../models/audit-log.js'
 import {
   AMR_OF_FACTOR, deleteChallenge, deleteExpiredFactors, deleteFactor, deleteSessionsBelowAal2, deleteUnverifiedFactors,
-  downgradeSessionsOfFactor, factorsOfUser, findChallenge, findFactorOfUser, insertChallenge, insertTotpFactor,
+  downgradeSessionsOfFactor, factorsOfUser, findChallenge, insertChallenge, insertTotpFactor,
   markChallengeVerified, markFactorVerified, setSessionAal
 } from '../models/factors.js'
 import { identitiesForUser } from '../models/identities.js'
 import { activeTokenOfSession, insertRefreshToken, revokeSessionTokens } from '../models/refresh-tokens.js'
 import { addAmrClaim, amrClaims, deleteSessionsOfUser, findSession } from '../models/sessions.js'
 import { findUserById } from '../models/users.js'
-import { limitFeatureRequest } from '../request-limits.js'
 import { tokenResponse } from '../tokens.js'
 import type { AccessTokenResponse, AuthenticatedUser, FactorRow, TenantContext } from '../types.js'
 
@@ -34,20 +33,9 @@ const FACTOR_EXPIRY_SECONDS = 300
 const MAX_VERIFIED_FACTORS = 10
 const TOTP = { algorithm: 'SHA1', digits: 6, period: 30 } as const
 
-/** A signed-in, non-anonymous user with a session (GoTrue's requireAuthentication + requireNotAnonymous). */
-async function requireMfaUser (ctx: TenantContext, req: FastifyRequest): Promise<AuthenticatedUser & { sessionId: string }> {
-  const u = await requireUser(ctx, req)
-  if (u.claims.is_anonymous === true) throw new AnonymousNotAllowedError()
-  if (!u.sessionId) throw new EnrollSessionRequiredError()
-  return u as AuthenticatedUser & { sessionId: string }
-}
-
-async function loadFactor (ctx: TenantContext, req: FastifyRequest, userId: string): Promise<FactorRow> {
-  const id = (req.params as { id?: string }).id ?? ''
-  if (!UUID.test(id)) throw new FactorIdNotUuidError()
-  const f = await findFactorOfUser(ctx.db, userId, id.toLowerCase())
-  if (!f) throw new FactorNotFoundError()
-  return f
+/** The caller the table's checks proved: signed in, not anonymous, with a session. */
+function mfaCallerOf (req: FastifyRequest): AuthenticatedUser & { sessionId: string } {
+  return callerOf(req) as AuthenticatedUser & { sessionId: string }
 }
 
 async function sessionIsAal2 (q: Queryable, sessionId: string): Promise<boolean> {
@@ -179,86 +167,82 @@ function challengeIdOf (b: Record<string, unknown>): string {
   return v.toLowerCase()
 }
 
-export async function factorRoutes (scope: FastifyInstance): Promise<void> {
-  scope.post('/factors', async (req) => {
-    const ctx = contextOf(req)
-    const u = await requireMfaUser(ctx, req)
-    const b = bodyOf(req)
-    const friendlyName = optString(b, 'friendly_name') ?? ''
-    const factorType = optString(b, 'factor_type') ?? ''
-    const issuer = optString(b, 'issuer')
-    optString(b, 'phone')
-    switch (factorType) {
-      case 'phone': throw new MfaPhoneEnrollDisabledError()
-      case 'webauthn': throw new MfaWebAuthnEnrollDisabledError()
-      case 'totp':
-        if (!ctx.tenant.auth.mfa_totp_enroll) throw new MfaTotpEnrollDisabledError()
-        return enrollTotp(ctx, req, u, friendlyName, issuer)
-      default: throw new FactorTypeInvalidError()
-    }
-  })
+export async function postFactor (req: FastifyRequest): Promise<unknown> {
+  const ctx = contextOf(req)
+  const u = mfaCallerOf(req)
+  const b = bodyOf(req)
+  const friendlyName = optString(b, 'friendly_name') ?? ''
+  const factorType = optString(b, 'factor_type') ?? ''
+  const issuer = optString(b, 'issuer')
+  optString(b, 'phone')
+  switch (factorType) {
+    case 'phone': throw new MfaPhoneEnrollDisabledError()
+    case 'webauthn': throw new MfaWebAuthnEnrollDisabledError()
+    case 'totp':
+      if (!ctx.tenant.auth.mfa_totp_enroll) throw new MfaTotpEnrollDisabledError()
+      return enrollTotp(ctx, req, u, friendlyName, issuer)
+    default: throw new FactorTypeInvalidError()
+  }
+}
 
-  scope.post('/factors/:id/challenge', async (req) => {
-    const ctx = contextOf(req)
-    const u = await requireMfaUser(ctx, req)
-    const factor = await loadFactor(ctx, req, u.user.user.id)
-    await limitFeatureRequest(ctx, req, 'mfa_challenge')
-    const b = bodyOf(req)
-    optString(b, 'channel')
-    switch (factor.factor_type) {
-      case 'phone': throw new MfaPhoneVerifyDisabledError()
-      case 'webauthn': throw new MfaWebAuthnVerifyDisabledError()
-      case 'totp': break
-      default: throw new FactorTypeInvalidError()
-    }
-    if (!ctx.tenant.auth.mfa_totp_verify) throw new MfaTotpVerifyDisabledError()
-    const ip = clientMeta(req).ip
-    if (!ip) throw unexpectedFailure(new Error('no client IP for an MFA challenge'))
-    const challenge = await withTransaction(ctx.db, async (q) => {
-      const now = ctx.now()
-      const c = await insertChallenge(q, { factorId: factor.id, ip, now })
-      await audit(q, {
-        action: 'challenge_created', actorId: u.user.user.id, actorUsername: u.user.user.email,
-        traits: { factor_id: factor.id, factor_status: factor.status }, ip, now
-      })
-      return c
+export async function postChallenge (req: FastifyRequest): Promise<unknown> {
+  const ctx = contextOf(req)
+  const u = mfaCallerOf(req)
+  const factor = factorOf(req)
+  const b = bodyOf(req)
+  optString(b, 'channel')
+  switch (factor.factor_type) {
+    case 'phone': throw new MfaPhoneVerifyDisabledError()
+    case 'webauthn': throw new MfaWebAuthnVerifyDisabledError()
+    case 'totp': break
+    default: throw new FactorTypeInvalidError()
+  }
+  if (!ctx.tenant.auth.mfa_totp_verify) throw new MfaTotpVerifyDisabledError()
+  const ip = clientMeta(req).ip
+  if (!ip) throw unexpectedFailure(new Error('no client IP for an MFA challenge'))
+  const challenge = await withTransaction(ctx.db, async (q) => {
+    const now = ctx.now()
+    const c = await insertChallenge(q, { factorId: factor.id, ip, now })
+    await audit(q, {
+      action: 'challenge_created', actorId: u.user.user.id, actorUsername: u.user.user.email,
+      traits: { factor_id: factor.id, factor_status: factor.status }, ip, now
     })
-    return { id: challenge.id, type: factor.factor_type, expires_at: Math.floor(challenge.created_at.getTime() / 1000) + CHALLENGE_EXPIRY_SECONDS }
+    return c
   })
+  return { id: challenge.id, type: factor.factor_type, expires_at: Math.floor(challenge.created_at.getTime() / 1000) + CHALLENGE_EXPIRY_SECONDS }
+}
 
-  scope.post('/factors/:id/verify', async (req) => {
-    const ctx = contextOf(req)
-    const u = await requireMfaUser(ctx, req)
-    const factor = await loadFactor(ctx, req, u.user.user.id)
-    await limitFeatureRequest(ctx, req, 'mfa_verify')
-    const b = bodyOf(req)
-    const challengeId = challengeIdOf(b)
-    const code = optString(b, 'code') ?? ''
-    if (code === '' && factor.factor_type !== 'webauthn') throw new CodeRequiredError()
-    switch (factor.factor_type) {
-      case 'phone': throw new MfaPhoneVerifyDisabledError()
-      case 'webauthn': throw new MfaWebAuthnVerifyDisabledOnVerifyError()
-      case 'totp': break
-      default: throw new FactorTypeInvalidError()
-    }
-    if (!ctx.tenant.auth.mfa_totp_verify) throw new MfaTotpVerifyDisabledError()
-    return verifyTotp(ctx, req, u, factor, challengeId, code)
-  })
+export async function postFactorVerify (req: FastifyRequest): Promise<unknown> {
+  const ctx = contextOf(req)
+  const u = mfaCallerOf(req)
+  const factor = factorOf(req)
+  const b = bodyOf(req)
+  const challengeId = challengeIdOf(b)
+  const code = optString(b, 'code') ?? ''
+  if (code === '' && factor.factor_type !== 'webauthn') throw new CodeRequiredError()
+  switch (factor.factor_type) {
+    case 'phone': throw new MfaPhoneVerifyDisabledError()
+    case 'webauthn': throw new MfaWebAuthnVerifyDisabledOnVerifyError()
+    case 'totp': break
+    default: throw new FactorTypeInvalidError()
+  }
+  if (!ctx.tenant.auth.mfa_totp_verify) throw new MfaTotpVerifyDisabledError()
+  return verifyTotp(ctx, req, u, factor, challengeId, code)
+}
 
-  scope.delete('/factors/:id', async (req) => {
-    const ctx = contextOf(req)
-    const u = await requireMfaUser(ctx, req)
-    const factor = await loadFactor(ctx, req, u.user.user.id)
-    if (factor.status === 'verified' && !await sessionIsAal2(ctx.db, u.sessionId)) throw new Aal2RequiredToUnenrollError()
-    await withTransaction(ctx.db, async (q) => {
-      const now = ctx.now()
-      await deleteFactor(q, factor.id)
-      await audit(q, {
-        action: 'factor_unenrolled', actorId: u.user.user.id, actorUsername: u.user.user.email,
-        traits: { factor_id: factor.id, factor_status: factor.status, session_id: u.sessionId }, ip: clientMeta(req).ip, now
-      })
-      await downgradeSessionsOfFactor(q, factor, now)
+export async function deleteFactorRoute (req: FastifyRequest): Promise<unknown> {
+  const ctx = contextOf(req)
+  const u = mfaCallerOf(req)
+  const factor = factorOf(req)
+  if (factor.status === 'verified' && !await sessionIsAal2(ctx.db, u.sessionId)) throw new Aal2RequiredToUnenrollError()
+  await withTransaction(ctx.db, async (q) => {
+    const now = ctx.now()
+    await deleteFactor(q, factor.id)
+    await audit(q, {
+      action: 'factor_unenrolled', actorId: u.user.user.id, actorUsername: u.user.user.email,
+      traits: { factor_id: factor.id, factor_status: factor.status, session_id: u.sessionId }, ip: clientMeta(req).ip, now
     })
-    return { id: factor.id }
+    await downgradeSessionsOfFactor(q, factor, now)
   })
+  return { id: factor.id }
 }

@@ -1,6 +1,5 @@
 // GET /health (docs/auth-protocol.md §3.1): GoTrue's identification body. Answers for any known tenant
 // without touching its database.
-import type { FastifyInstance } from 'fastify'
 
 export const HEALTH_BODY = {
   version: 'gatehouse-0.1.0',
@@ -8,6 +7,6 @@ export const HEALTH_BODY = {
   description: 'GoTrue is a user registration and authentication API'
 }
 
-export async function healthRoutes (scope: FastifyInstance): Promise<void> {
-  scope.get('/health', async () => HEALTH_BODY)
+export async function getHealth (): Promise<typeof HEALTH_BODY> {
+  return HEALTH_BODY
 }

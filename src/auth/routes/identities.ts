@@ -4,44 +4,34 @@
 // Both need a signed-in user first and then the database's manual_linking switch (GoTrue:
 // 404 manual_linking_disabled). GET /user/identities has no handler in GoTrue: with the
 // switch on it is 404 not_found, as there.
-import type { FastifyInstance, FastifyRequest } from 'fastify'
+import type { FastifyReply, FastifyRequest } from 'fastify'
 import { withTransaction } from '../../shared/index.js'
-import { IdentityIdNotUuidError, ManualLinkingDisabledError, NotFoundError, UnexpectedAudienceError } from '../errors.js'
-import { contextOf } from '../hooks/resolve-tenant.js'
-import { requireUser, UUID } from '../hooks/require-user.js'
+import { IdentityIdNotUuidError, NotFoundError, UnexpectedAudienceError } from '../errors.js'
+import { callerOf, contextOf } from '../request-state.js'
+import { UUID } from '../bearer.js'
 import { queryParam } from '../http.js'
 import { unlinkIdentity } from '../linking.js'
-import type { AuthenticatedUser, TenantContext } from '../types.js'
 import { startExternalFlow } from './authorize.js'
 
-async function requireLinkingUser (ctx: TenantContext, req: FastifyRequest): Promise<AuthenticatedUser> {
-  const u = await requireUser(ctx, req)
-  if (!ctx.tenant.auth.manual_linking) throw new ManualLinkingDisabledError()
-  return u
+export async function getIdentities (): Promise<never> {
+  throw new NotFoundError()
 }
 
-export async function identityRoutes (scope: FastifyInstance): Promise<void> {
-  scope.get('/user/identities', async (req) => {
-    await requireLinkingUser(contextOf(req), req)
-    throw new NotFoundError()
-  })
+export async function getIdentityAuthorize (req: FastifyRequest, reply: FastifyReply): Promise<unknown> {
+  const ctx = contextOf(req)
+  const u = callerOf(req)
+  const url = await startExternalFlow(ctx, req, u.user.user.id)
+  if (queryParam(req, 'skip_http_redirect') === 'true') return { url }
+  return reply.redirect(url, 302)
+}
 
-  scope.get('/user/identities/authorize', async (req, reply) => {
-    const ctx = contextOf(req)
-    const u = await requireLinkingUser(ctx, req)
-    const url = await startExternalFlow(ctx, req, u.user.user.id)
-    if (queryParam(req, 'skip_http_redirect') === 'true') return { url }
-    return reply.redirect(url, 302)
-  })
-
-  scope.delete('/user/identities/:identity_id', async (req) => {
-    const ctx = contextOf(req)
-    const u = await requireLinkingUser(ctx, req)
-    const id = (req.params as { identity_id?: string }).identity_id ?? ''
-    if (!UUID.test(id)) throw new IdentityIdNotUuidError()
-    const aud = Array.isArray(u.claims.aud) ? u.claims.aud[0] : u.claims.aud
-    if (aud !== ctx.tenant.jwt.aud) throw new UnexpectedAudienceError()
-    await withTransaction(ctx.db, (q) => unlinkIdentity(ctx, q, u.user.user.id, id.toLowerCase()))
-    return {}
-  })
+export async function deleteIdentity (req: FastifyRequest): Promise<Record<string, never>> {
+  const ctx = contextOf(req)
+  const u = callerOf(req)
+  const id = (req.params as { identity_id?: string }).identity_id ?? ''
+  if (!UUID.test(id)) throw new IdentityIdNotUuidError()
+  const aud = Array.isArray(u.claims.aud) ? u.claims.aud[0] : u.claims.aud
+  if (aud !== ctx.tenant.jwt.aud) throw new UnexpectedAudienceError()
+  await withTransaction(ctx.db, (q) => unlinkIdentity(ctx, q, u.user.user.id, id.toLowerCase()))
+  return {}
 }

@@ -4,35 +4,33 @@
 // /.well-known/openid-configuration: GoTrue's discovery document for this tenant's issuer,
 // so OIDC libraries find the JWKS from `iss` (the /oauth endpoints it names are those of
 // GoTrue's OAuth server, which is off here as it is by default).
-import type { FastifyInstance } from 'fastify'
-import { contextOf } from '../hooks/resolve-tenant.js'
+import type { FastifyReply, FastifyRequest } from 'fastify'
+import { contextOf } from '../request-state.js'
 
-export async function jwksRoutes (scope: FastifyInstance): Promise<void> {
-  scope.get('/.well-known/jwks.json', async (req, reply) => {
-    const ctx = contextOf(req)
-    reply.header('cache-control', 'public, max-age=600')
-    return { keys: (ctx.tenant.jwt.signing_keys ?? []).map((k) => k.public_jwk) }
-  })
+export async function getJwks (req: FastifyRequest, reply: FastifyReply): Promise<unknown> {
+  const ctx = contextOf(req)
+  reply.header('cache-control', 'public, max-age=600')
+  return { keys: (ctx.tenant.jwt.signing_keys ?? []).map((k) => k.public_jwk) }
+}
 
-  scope.get('/.well-known/openid-configuration', async (req, reply) => {
-    const issuer = contextOf(req).issuer.replace(/\/+$/, '')
-    reply.header('cache-control', 'public, max-age=600')
-    return {
-      issuer,
-      authorization_endpoint: `${issuer}/oauth/authorize`,
-      token_endpoint: `${issuer}/oauth/token`,
-      jwks_uri: `${issuer}/.well-known/jwks.json`,
-      userinfo_endpoint: `${issuer}/oauth/userinfo`,
-      scopes_supported: ['openid', 'profile', 'email', 'phone', 'offline_access'],
-      response_types_supported: ['code'],
-      response_modes_supported: ['query'],
-      grant_types_supported: ['authorization_code', 'refresh_token'],
-      subject_types_supported: ['public'],
-      id_token_signing_alg_values_supported: ['RS256', 'HS256', 'ES256'],
-      token_endpoint_auth_methods_supported: ['client_secret_basic', 'client_secret_post', 'none'],
-      claims_supported: ['sub', 'aud', 'iss', 'exp', 'iat', 'auth_time', 'nonce', 'email', 'email_verified', 'phone_number',
-        'phone_number_verified', 'name', 'picture', 'preferred_username', 'updated_at'],
-      code_challenge_methods_supported: ['S256', 'plain']
-    }
-  })
+export async function getOpenIdConfiguration (req: FastifyRequest, reply: FastifyReply): Promise<unknown> {
+  const issuer = contextOf(req).issuer.replace(/\/+$/, '')
+  reply.header('cache-control', 'public, max-age=600')
+  return {
+    issuer,
+    authorization_endpoint: `${issuer}/oauth/authorize`,
+    token_endpoint: `${issuer}/oauth/token`,
+    jwks_uri: `${issuer}/.well-known/jwks.json`,
+    userinfo_endpoint: `${issuer}/oauth/userinfo`,
+    scopes_supported: ['openid', 'profile', 'email', 'phone', 'offline_access'],
+    response_types_supported: ['code'],
+    response_modes_supported: ['query'],
+    grant_types_supported: ['authorization_code', 'refresh_token'],
+    subject_types_supported: ['public'],
+    id_token_signing_alg_values_supported: ['RS256', 'HS256', 'ES256'],
+    token_endpoint_auth_methods_supported: ['client_secret_basic', 'client_secret_post', 'none'],
+    claims_supported: ['sub', 'aud', 'iss', 'exp', 'iat', 'auth_time', 'nonce', 'email', 'email_verified', 'phone_number',
+      'phone_number_verified', 'name', 'picture', 'preferred_username', 'updated_at'],
+    code_challenge_methods_supported: ['S256', 'plain']
+  }
 }

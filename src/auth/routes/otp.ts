@@ -2,7 +2,7 @@
 // code. A confirmed user gets a magic-link mail (recovery_token, type magiclink); a new or
 // unconfirmed one gets the confirmation mail (type signup), which doubles as the link.
 // PKCE requests start a flow state and mail a `pkce_` token. Both answer 200 {}.
-import type { FastifyInstance, FastifyRequest } from 'fastify'
+import type { FastifyRequest } from 'fastify'
 import { withTransaction } from '../../shared/index.js'
 import { createEmailUser } from '../accounts.js'
 import { sendEmailToken } from '../confirmations.js'
@@ -10,8 +10,7 @@ import { hashPassword, randomPassword } from '../crypto.js'
 import {
   MagicLinkDisabledError, OtpDisabledError, PhoneProviderDisabledError, SignupDisabledError, ValidationFailedError, ValidationFailed422Error
 } from '../errors.js'
-import { contextOf } from '../hooks/resolve-tenant.js'
-import { limitRequest } from '../rate-limits.js'
+import { contextOf } from '../request-state.js'
 import { bodyOf, normaliseEmail, optBool, optObject, optString, redirectUrlOf } from '../http.js'
 import { audit } from '../models/audit-log.js'
 import { findUserByEmail, lockUserById } from '../models/users.js'
@@ -72,29 +71,27 @@ function magicLinkRequest (ctx: TenantContext, req: FastifyRequest, email: strin
   return { email: address, data: optObject(b, 'data'), createUser, pkce, redirectTo: redirectUrlOf(req, ctx.tenant.auth) }
 }
 
-export async function otpRoutes (scope: FastifyInstance): Promise<void> {
-  scope.post('/otp', async (req) => {
-    const ctx = contextOf(req)
-    await limitRequest(req, ctx, 'otp', 'otp')
-    const b = bodyOf(req)
-    const email = optString(b, 'email')
-    const phone = optString(b, 'phone')
-    const createUser = optBool(b, 'create_user') ?? true
-    if (email && phone) throw new ValidationFailedError('Only an email address or phone number should be provided')
-    if (email && optString(b, 'channel')) throw new ValidationFailedError('Channel should only be specified with Phone OTP')
-    if (phone) throw new PhoneProviderDisabledError('Unsupported phone provider')
-    if (!email) throw new ValidationFailedError('One of email or phone must be set')
-    if (!ctx.tenant.auth.magic_link) throw new MagicLinkDisabledError()
-    return sendMagicLink(ctx, magicLinkRequest(ctx, req, email, b, createUser))
-  })
+/** POST /otp: a magic link (with its code) to an email; phones are refused (no SMS here). */
+export async function postOtp (req: FastifyRequest): Promise<Record<string, never>> {
+  const ctx = contextOf(req)
+  const b = bodyOf(req)
+  const email = optString(b, 'email')
+  const phone = optString(b, 'phone')
+  const createUser = optBool(b, 'create_user') ?? true
+  if (email && phone) throw new ValidationFailedError('Only an email address or phone number should be provided')
+  if (email && optString(b, 'channel')) throw new ValidationFailedError('Channel should only be specified with Phone OTP')
+  if (phone) throw new PhoneProviderDisabledError('Unsupported phone provider')
+  if (!email) throw new ValidationFailedError('One of email or phone must be set')
+  if (!ctx.tenant.auth.magic_link) throw new MagicLinkDisabledError()
+  return sendMagicLink(ctx, magicLinkRequest(ctx, req, email, b, createUser))
+}
 
-  scope.post('/magiclink', async (req) => {
-    const ctx = contextOf(req)
-    await limitRequest(req, ctx, 'otp', 'magiclink')
-    const b = bodyOf(req)
-    if (!ctx.tenant.auth.magic_link) throw new MagicLinkDisabledError()
-    const email = optString(b, 'email')
-    if (!email) throw new ValidationFailed422Error('Password recovery requires an email')
-    return sendMagicLink(ctx, magicLinkRequest(ctx, req, email, b, true))
-  })
+/** POST /magiclink: auth-js's older call of the same. */
+export async function postMagicLink (req: FastifyRequest): Promise<Record<string, never>> {
+  const ctx = contextOf(req)
+  const b = bodyOf(req)
+  if (!ctx.tenant.auth.magic_link) throw new MagicLinkDisabledError()
+  const email = optString(b, 'email')
+  if (!email) throw new ValidationFailed422Error('Password recovery requires an email')
+  return sendMagicLink(ctx, magicLinkRequest(ctx, req, email, b, true))
 }

@@ -1,14 +1,13 @@
 // GET /reauthenticate (docs/auth-protocol.md §3.11): mails the signed-in user a nonce (a 6-digit code whose
 // hash is kept in users.reauthentication_token and one_time_tokens); PUT /user takes it as
 // `nonce` for a password change when the database has secure password change on.
-import type { FastifyInstance } from 'fastify'
+import type { FastifyRequest } from 'fastify'
 import { withTransaction, type Queryable } from '../../shared/index.js'
 import { constantTimeEqual, generateOtp, hashOtp } from '../crypto.js'
 import {
   ReauthenticationEmailNotConfirmedError, ReauthenticationNoAddressError, ReauthenticationNotValidError
 } from '../errors.js'
-import { contextOf } from '../hooks/resolve-tenant.js'
-import { requireUser } from '../hooks/require-user.js'
+import { callerOf, contextOf } from '../request-state.js'
 import { clientMeta } from '../http.js'
 import { audit } from '../models/audit-log.js'
 import { deleteOneTimeToken, putOneTimeToken } from '../models/one-time-tokens.js'
@@ -33,29 +32,27 @@ export async function verifyReauthenticationNonce (ctx: TenantContext, q: Querya
   await deleteOneTimeToken(q, user.id, 'reauthentication_token')
 }
 
-export async function reauthenticateRoutes (scope: FastifyInstance): Promise<void> {
-  scope.get('/reauthenticate', async (req) => {
-    const ctx = contextOf(req)
-    const { user: { user } } = await requireUser(ctx, req)
-    const address = user.email ?? ''
-    // No SMS here: a phone-only user has no address to send the nonce to.
-    if (address === '') throw new ReauthenticationNoAddressError()
-    if (!user.email_confirmed_at) throw new ReauthenticationEmailNotConfirmedError()
-    await withTransaction(ctx.db, async (q) => {
-      const now = ctx.now()
-      await audit(q, { action: 'user_reauthenticate_requested', actorId: user.id, actorUsername: address, ip: clientMeta(req).ip, now })
-      const otp = generateOtp(6)
-      const hash = hashOtp(address.toLowerCase(), otp)
-      await q.query('UPDATE auth.users SET reauthentication_token = $2 WHERE id = $1', [user.id, hash])
-      await updateUser(q, user.id, { reauthentication_sent_at: now }, now)
-      await putOneTimeToken(q, { userId: user.id, type: 'reauthentication_token', hash, relatesTo: address, now })
-      const deliver = hookOf(ctx, 'send_email') === null
-        ? undefined
-        : async () => sendEmailHook({ ctx, q, ip: clientMeta(req).ip }, toUserJson({ user, identities: await identitiesForUser(q, user.id) }), {
-          token: otp, token_hash: hash, redirect_to: '', email_action_type: 'reauthentication', site_url: ctx.tenant.auth.site_url, token_new: '', token_hash_new: ''
-        })
-      await ctx.mailer.send(ctx, q, { kind: 'reauthentication', to: address, otp, redirectTo: ctx.tenant.auth.site_url, email: address, deliver })
-    })
-    return {}
+export async function getReauthenticate (req: FastifyRequest): Promise<Record<string, never>> {
+  const ctx = contextOf(req)
+  const { user: { user } } = callerOf(req)
+  const address = user.email ?? ''
+  // No SMS here: a phone-only user has no address to send the nonce to.
+  if (address === '') throw new ReauthenticationNoAddressError()
+  if (!user.email_confirmed_at) throw new ReauthenticationEmailNotConfirmedError()
+  await withTransaction(ctx.db, async (q) => {
+    const now = ctx.now()
+    await audit(q, { action: 'user_reauthenticate_requested', actorId: user.id, actorUsername: address, ip: clientMeta(req).ip, now })
+    const otp = generateOtp(6)
+    const hash = hashOtp(address.toLowerCase(), otp)
+    await q.query('UPDATE auth.users SET reauthentication_token = $2 WHERE id = $1', [user.id, hash])
+    await updateUser(q, user.id, { reauthentication_sent_at: now }, now)
+    await putOneTimeToken(q, { userId: user.id, type: 'reauthentication_token', hash, relatesTo: address, now })
+    const deliver = hookOf(ctx, 'send_email') === null
+      ? undefined
+      : async () => sendEmailHook({ ctx, q, ip: clientMeta(req).ip }, toUserJson({ user, identities: await identitiesForUser(q, user.id) }), {
+        token: otp, token_hash: hash, redirect_to: '', email_action_type: 'reauthentication', site_url: ctx.tenant.auth.site_url, token_new: '', token_hash_new: ''
+      })
+    await ctx.mailer.send(ctx, q, { kind: 'reauthentication', to: address, otp, redirectTo: ctx.tenant.auth.site_url, email: address, deliver })
   })
+  return {}
 }

@@ -1,34 +1,30 @@
 // POST /recover (docs/auth-protocol.md §3.7): mails a password-recovery link (type recovery) with its code.
 // Unknown addresses answer the same 200 {} (no enumeration). PKCE requests start a
 // `recovery` flow state and mail a `pkce_` token.
-import type { FastifyInstance } from 'fastify'
+import type { FastifyRequest } from 'fastify'
 import { withTransaction } from '../../shared/index.js'
 import { sendEmailToken } from '../confirmations.js'
 import { ValidationFailedError } from '../errors.js'
-import { contextOf } from '../hooks/resolve-tenant.js'
-import { limitRequest } from '../rate-limits.js'
+import { contextOf } from '../request-state.js'
 import { bodyOf, normaliseEmail, optString, redirectUrlOf } from '../http.js'
 import { findUserByEmail, lockUserById } from '../models/users.js'
 import { pkceParamsOf, startEmailFlow } from '../pkce.js'
 
-export async function recoverRoutes (scope: FastifyInstance): Promise<void> {
-  scope.post('/recover', async (req) => {
-    const ctx = contextOf(req)
-    await limitRequest(req, ctx, 'otp', 'recover')
-    const b = bodyOf(req)
-    const email = optString(b, 'email')
-    if (!email) throw new ValidationFailedError('Password recovery requires an email')
-    const address = normaliseEmail(email)
-    const pkce = pkceParamsOf(ctx, b.code_challenge, b.code_challenge_method)
-    const redirectTo = redirectUrlOf(req, ctx.tenant.auth)
-    const found = await findUserByEmail(ctx.db, address, ctx.tenant.jwt.aud)
-    if (!found) return {}
-    await withTransaction(ctx.db, async (q) => {
-      const user = await lockUserById(q, found.id)
-      if (!user) return
-      if (pkce) await startEmailFlow(ctx, q, user.id, 'recovery', pkce)
-      await sendEmailToken(ctx, q, user, 'recovery', { address, redirectTo, pkce: !!pkce })
-    })
-    return {}
+export async function postRecover (req: FastifyRequest): Promise<Record<string, never>> {
+  const ctx = contextOf(req)
+  const b = bodyOf(req)
+  const email = optString(b, 'email')
+  if (!email) throw new ValidationFailedError('Password recovery requires an email')
+  const address = normaliseEmail(email)
+  const pkce = pkceParamsOf(ctx, b.code_challenge, b.code_challenge_method)
+  const redirectTo = redirectUrlOf(req, ctx.tenant.auth)
+  const found = await findUserByEmail(ctx.db, address, ctx.tenant.jwt.aud)
+  if (!found) return {}
+  await withTransaction(ctx.db, async (q) => {
+    const user = await lockUserById(q, found.id)
+    if (!user) return
+    if (pkce) await startEmailFlow(ctx, q, user.id, 'recovery', pkce)
+    await sendEmailToken(ctx, q, user, 'recovery', { address, redirectTo, pkce: !!pkce })
   })
+  return {}
 }

@@ -3,61 +3,57 @@
 // ones stop working) and the same per-address interval. Unknown users and nothing pending
 // answer 200 {}; a phone is refused as GoTrue refuses it with its phone provider off (this
 // engine has none).
-import type { FastifyInstance } from 'fastify'
+import type { FastifyRequest } from 'fastify'
 import { withTransaction } from '../../shared/index.js'
 import { sendEmailToken } from '../confirmations.js'
 import { PhoneProviderDisabledError, ValidationFailedError } from '../errors.js'
-import { contextOf } from '../hooks/resolve-tenant.js'
-import { limitRequest } from '../rate-limits.js'
+import { contextOf } from '../request-state.js'
 import { bodyOf, normaliseEmail, optString, redirectUrlOf } from '../http.js'
 import { findUserByEmail, lockUserById } from '../models/users.js'
 import { pkceParamsOf, startEmailFlow } from '../pkce.js'
 
 const TYPES = ['signup', 'email_change', 'sms', 'phone_change']
 
-export async function resendRoutes (scope: FastifyInstance): Promise<void> {
-  scope.post('/resend', async (req) => {
-    const ctx = contextOf(req)
-    await limitRequest(req, ctx, 'otp', 'resend')
-    const b = bodyOf(req)
-    const type = optString(b, 'type') ?? ''
-    const email = optString(b, 'email')
-    const phone = optString(b, 'phone')
-    // GoTrue's ResendConfirmationParams.Validate, in its order.
-    if (!TYPES.includes(type)) throw new ValidationFailedError('Missing one of these types: signup, email_change, sms, phone_change')
-    const emailType = type === 'signup' || type === 'email_change'
-    const pkce = emailType ? pkceParamsOf(ctx, b.code_challenge, b.code_challenge_method) : null
-    if (!email && type === 'signup') throw new ValidationFailedError('Type provided requires an email address')
-    if (!phone && type === 'sms') throw new ValidationFailedError('Type provided requires a phone number')
-    if (email && phone) throw new ValidationFailedError('Only an email address or phone number should be provided.')
-    if (!email && !phone) throw new ValidationFailedError('Missing email address or phone number')
-    // This engine has no phone provider (GoTrue's answer with the phone provider off).
-    if (phone) throw new PhoneProviderDisabledError('Phone logins are disabled')
-    const address = normaliseEmail(email!)
-    // phone_change by email: no user here has a pending phone change, GoTrue's 200 {}.
-    if (!emailType) return {}
-    const redirectTo = redirectUrlOf(req, ctx.tenant.auth)
-    const found = await findUserByEmail(ctx.db, address, ctx.tenant.jwt.aud)
-    if (!found) return {}
-    await withTransaction(ctx.db, async (q) => {
-      const user = await lockUserById(q, found.id)
-      if (!user) return
-      if (type === 'signup') {
-        if (user.email_confirmed_at) return
-        if (pkce) await startEmailFlow(ctx, q, user.id, 'email/signup', pkce)
-        await sendEmailToken(ctx, q, user, 'confirmation', { address, redirectTo, pkce: !!pkce })
-        return
-      }
-      const newEmail = (user.email_change ?? '').toLowerCase()
-      if (!newEmail) return
-      if (pkce) await startEmailFlow(ctx, q, user.id, 'email_change', pkce)
-      // GoTrue's sendEmailChange starts the change over: a new link to the new address and
-      // one to the current address, neither confirmed yet (an earlier confirmation of one
-      // half no longer counts; the earlier links stop working).
-      const extra = { email_change: newEmail, email_change_confirm_status: 0, email_change_token_current: '' }
-      const u = (await sendEmailToken(ctx, q, user, 'email_change_new', { address: newEmail, redirectTo, newEmail, extra, pkce: !!pkce })).user
-      if (u.email) await sendEmailToken(ctx, q, u, 'email_change_current', { address: u.email, redirectTo, newEmail, pkce: !!pkce })
-    })
-    return {}
+export async function postResend (req: FastifyRequest): Promise<Record<string, never>> {
+  const ctx = contextOf(req)
+  const b = bodyOf(req)
+  const type = optString(b, 'type') ?? ''
+  const email = optString(b, 'email')
+  const phone = optString(b, 'phone')
+  // GoTrue's ResendConfirmationParams.Validate, in its order.
+  if (!TYPES.includes(type)) throw new ValidationFailedError('Missing one of these types: signup, email_change, sms, phone_change')
+  const emailType = type === 'signup' || type === 'email_change'
+  const pkce = emailType ? pkceParamsOf(ctx, b.code_challenge, b.code_challenge_method) : null
+  if (!email && type === 'signup') throw new ValidationFailedError('Type provided requires an email address')
+  if (!phone && type === 'sms') throw new ValidationFailedError('Type provided requires a phone number')
+  if (email && phone) throw new ValidationFailedError('Only an email address or phone number should be provided.')
+  if (!email && !phone) throw new ValidationFailedError('Missing email address or phone number')
+  // This engine has no phone provider (GoTrue's answer with the phone provider off).
+  if (phone) throw new PhoneProviderDisabledError('Phone logins are disabled')
+  const address = normaliseEmail(email!)
+  // phone_change by email: no user here has a pending phone change, GoTrue's 200 {}.
+  if (!emailType) return {}
+  const redirectTo = redirectUrlOf(req, ctx.tenant.auth)
+  const found = await findUserByEmail(ctx.db, address, ctx.tenant.jwt.aud)
+  if (!found) return {}
+  await withTransaction(ctx.db, async (q) => {
+    const user = await lockUserById(q, found.id)
+    if (!user) return
+    if (type === 'signup') {
+      if (user.email_confirmed_at) return
+      if (pkce) await startEmailFlow(ctx, q, user.id, 'email/signup', pkce)
+      await sendEmailToken(ctx, q, user, 'confirmation', { address, redirectTo, pkce: !!pkce })
+      return
+    }
+    const newEmail = (user.email_change ?? '').toLowerCase()
+    if (!newEmail) return
+    if (pkce) await startEmailFlow(ctx, q, user.id, 'email_change', pkce)
+    // GoTrue's sendEmailChange starts the change over: a new link to the new address and
+    // one to the current address, neither confirmed yet (an earlier confirmation of one
+    // half no longer counts; the earlier links stop working).
+    const extra = { email_change: newEmail, email_change_confirm_status: 0, email_change_token_current: '' }
+    const u = (await sendEmailToken(ctx, q, user, 'email_change_new', { address: newEmail, redirectTo, newEmail, extra, pkce: !!pkce })).user
+    if (u.email) await sendEmailToken(ctx, q, u, 'email_change_current', { address: u.email, redirectTo, newEmail, pkce: !!pkce })
   })
+  return {}
 }

@@ -1,9 +1,9 @@
 // GET /settings (docs/auth-protocol.md §3.2): what the tenant has switched on. `external` lists GoTrue's
 // providers (false unless configured) plus any other provider the tenant names; two
 // Gatehouse fields tell clients about magic link and PKCE, which GoTrue's body lacks.
-import type { FastifyInstance } from 'fastify'
+import type { FastifyRequest } from 'fastify'
 import type { Tenant } from '../../tenants/index.js'
-import { contextOf } from '../hooks/resolve-tenant.js'
+import { contextOf } from '../request-state.js'
 import { isProviderEnabled } from '../providers/index.js'
 
 const GOTRUE_PROVIDERS = [
@@ -34,6 +34,6 @@ export function settingsOf (tenant: Tenant): Record<string, unknown> {
   }
 }
 
-export async function settingsRoutes (scope: FastifyInstance): Promise<void> {
-  scope.get('/settings', async (req) => settingsOf(contextOf(req).tenant))
+export async function getSettings (req: FastifyRequest): Promise<unknown> {
+  return settingsOf(contextOf(req).tenant)
 }

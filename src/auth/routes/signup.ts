@@ -3,29 +3,25 @@
 // sign-ups of a confirmed address answer an obfuscated user (no enumeration) unless
 // autoconfirm is on, then 422 user_already_exists.
 import { randomUUID } from 'node:crypto'
-import type { FastifyInstance, FastifyRequest } from 'fastify'
+import type { FastifyRequest } from 'fastify'
 import { withTransaction } from '../../shared/index.js'
 import { confirmEmail, createEmailUser } from '../accounts.js'
 import { sendEmailToken } from '../confirmations.js'
 import { assertPasswordAcceptable, hashPassword, verifyPassword } from '../crypto.js'
 import {
-  AnonymousDisabledError, PhoneProviderDisabledError, SignupDisabledError, UserAlreadyExistsError, ValidationFailedError
+  PhoneProviderDisabledError, SignupDisabledError, UserAlreadyExistsError, ValidationFailedError
 } from '../errors.js'
-import { contextOf } from '../hooks/resolve-tenant.js'
-import { limitRequest } from '../rate-limits.js'
+import { contextOf } from '../request-state.js'
 import { bodyOf, clientMeta, normaliseEmail, optObject, optString, redirectUrlOf } from '../http.js'
 import { audit } from '../models/audit-log.js'
 import { identitiesForUser } from '../models/identities.js'
 import { findUserByEmail, insertUser, toUserJson } from '../models/users.js'
 import { beforeUserCreatedHook } from '../auth-hooks.js'
 import { pkceParamsOf, startEmailFlow } from '../pkce.js'
-import { limitFeatureRequest } from '../request-limits.js'
 import { startSession } from '../tokens.js'
 import type { TenantContext } from '../types.js'
 
 async function anonymousSignIn (ctx: TenantContext, req: FastifyRequest, data: Record<string, unknown> | undefined) {
-  if (!ctx.tenant.auth.anonymous_sign_in) throw new AnonymousDisabledError()
-  await limitFeatureRequest(ctx, req, 'anonymous_sign_ins')
   if (!ctx.tenant.auth.signup_enabled) throw new SignupDisabledError()
   return withTransaction(ctx.db, async (q) => {
     const now = ctx.now()
@@ -52,68 +48,65 @@ function obfuscatedUser (ctx: TenantContext, email: string, data: Record<string,
   }
 }
 
-export async function signupRoutes (scope: FastifyInstance): Promise<void> {
-  scope.post('/signup', async (req) => {
-    const ctx = contextOf(req)
-    const settings = ctx.tenant.auth
-    const b = bodyOf(req)
-    const email = optString(b, 'email')
-    const phone = optString(b, 'phone')
-    const password = optString(b, 'password')
-    const data = optObject(b, 'data')
-    if (!email && !phone) return anonymousSignIn(ctx, req, data)
-    await limitRequest(req, ctx, 'sign_in_sign_up', 'signup')
+export async function postSignup (req: FastifyRequest): Promise<unknown> {
+  const ctx = contextOf(req)
+  const settings = ctx.tenant.auth
+  const b = bodyOf(req)
+  const email = optString(b, 'email')
+  const phone = optString(b, 'phone')
+  const password = optString(b, 'password')
+  const data = optObject(b, 'data')
+  if (!email && !phone) return anonymousSignIn(ctx, req, data)
 
-    if (!settings.signup_enabled) throw new SignupDisabledError()
-    if (!password) throw new ValidationFailedError('Signup requires a valid password')
-    assertPasswordAcceptable(password, settings)
-    if (email && phone) throw new ValidationFailedError('Only an email address or phone number should be provided on signup.')
-    if (phone) throw new PhoneProviderDisabledError('Phone signups are disabled')
-    const pkce = pkceParamsOf(ctx, b.code_challenge, b.code_challenge_method)
-    const address = normaliseEmail(email!)
-    const redirectTo = redirectUrlOf(req, settings)
-    const autoconfirm = !settings.mail_confirmation
-    const cost = ctx.config.auth.bcrypt_cost
+  if (!settings.signup_enabled) throw new SignupDisabledError()
+  if (!password) throw new ValidationFailedError('Signup requires a valid password')
+  assertPasswordAcceptable(password, settings)
+  if (email && phone) throw new ValidationFailedError('Only an email address or phone number should be provided on signup.')
+  if (phone) throw new PhoneProviderDisabledError('Phone signups are disabled')
+  const pkce = pkceParamsOf(ctx, b.code_challenge, b.code_challenge_method)
+  const address = normaliseEmail(email!)
+  const redirectTo = redirectUrlOf(req, settings)
+  const autoconfirm = !settings.mail_confirmation
+  const cost = ctx.config.auth.bcrypt_cost
 
-    const existing = await findUserByEmail(ctx.db, address, ctx.tenant.jwt.aud)
-    if (existing?.email_confirmed_at) {
+  const existing = await findUserByEmail(ctx.db, address, ctx.tenant.jwt.aud)
+  if (existing?.email_confirmed_at) {
+    if (autoconfirm) throw new UserAlreadyExistsError()
+    return obfuscatedUser(ctx, address, data)
+  }
+  if (existing) {
+    // Unconfirmed: nothing stored changes. With autoconfirm (the tenant switched it on
+    // since), the right password confirms and signs in; otherwise a new confirmation mail.
+    if (autoconfirm) {
+      if (!await verifyPassword(password, existing.encrypted_password, cost)) throw new UserAlreadyExistsError()
+      return withTransaction(ctx.db, async (q) => {
+        const confirmed = await confirmEmail(ctx, q, existing)
+        return startSession(ctx, q, confirmed, { method: 'password', ...clientMeta(req) })
+      })
+    }
+    return withTransaction(ctx.db, async (q) => {
+      if (pkce) await startEmailFlow(ctx, q, existing.id, 'email/signup', pkce)
+      const sent = await sendEmailToken(ctx, q, existing, 'confirmation', { address, redirectTo, pkce: !!pkce })
+      return toUserJson({ user: sent.user, identities: await identitiesForUser(q, existing.id) })
+    })
+  }
+
+  const hash = await hashPassword(password, cost)
+  try {
+    return await withTransaction(ctx.db, async (q) => {
+      const created = await createEmailUser(ctx, q, { email: address, encryptedPassword: hash, data, confirmed: autoconfirm })
+      await audit(q, { action: 'user_signedup', actorId: created.user.id, actorUsername: address, traits: { provider: 'email' }, now: ctx.now() })
+      if (autoconfirm) return startSession(ctx, q, created, { method: 'password', ...clientMeta(req), auditAction: null })
+      if (pkce) await startEmailFlow(ctx, q, created.user.id, 'email/signup', pkce)
+      const sent = await sendEmailToken(ctx, q, created.user, 'confirmation', { address, redirectTo, pkce: !!pkce })
+      return toUserJson({ user: sent.user, identities: created.identities })
+    })
+  } catch (err) {
+    // A concurrent sign-up of the same address won the unique index.
+    if ((err as { code?: string }).code === '23505') {
       if (autoconfirm) throw new UserAlreadyExistsError()
       return obfuscatedUser(ctx, address, data)
     }
-    if (existing) {
-      // Unconfirmed: nothing stored changes. With autoconfirm (the tenant switched it on
-      // since), the right password confirms and signs in; otherwise a new confirmation mail.
-      if (autoconfirm) {
-        if (!await verifyPassword(password, existing.encrypted_password, cost)) throw new UserAlreadyExistsError()
-        return withTransaction(ctx.db, async (q) => {
-          const confirmed = await confirmEmail(ctx, q, existing)
-          return startSession(ctx, q, confirmed, { method: 'password', ...clientMeta(req) })
-        })
-      }
-      return withTransaction(ctx.db, async (q) => {
-        if (pkce) await startEmailFlow(ctx, q, existing.id, 'email/signup', pkce)
-        const sent = await sendEmailToken(ctx, q, existing, 'confirmation', { address, redirectTo, pkce: !!pkce })
-        return toUserJson({ user: sent.user, identities: await identitiesForUser(q, existing.id) })
-      })
-    }
-
-    const hash = await hashPassword(password, cost)
-    try {
-      return await withTransaction(ctx.db, async (q) => {
-        const created = await createEmailUser(ctx, q, { email: address, encryptedPassword: hash, data, confirmed: autoconfirm })
-        await audit(q, { action: 'user_signedup', actorId: created.user.id, actorUsername: address, traits: { provider: 'email' }, now: ctx.now() })
-        if (autoconfirm) return startSession(ctx, q, created, { method: 'password', ...clientMeta(req), auditAction: null })
-        if (pkce) await startEmailFlow(ctx, q, created.user.id, 'email/signup', pkce)
-        const sent = await sendEmailToken(ctx, q, created.user, 'confirmation', { address, redirectTo, pkce: !!pkce })
-        return toUserJson({ user: sent.user, identities: created.identities })
-      })
-    } catch (err) {
-      // A concurrent sign-up of the same address won the unique index.
-      if ((err as { code?: string }).code === '23505') {
-        if (autoconfirm) throw new UserAlreadyExistsError()
-        return obfuscatedUser(ctx, address, data)
-      }
-      throw err
-    }
-  })
+    throw err
+  }
 }

@@ -9,20 +9,21 @@
 //   - a user's passkeys in the admin API: none to list, none to delete.
 // Admin routes check the admin token first and /user routes the bearer first, as GoTrue's
 // route order does; the others refuse before anything else.
-import type { FastifyInstance, FastifyRequest, HTTPMethods } from 'fastify'
+import type { FastifyRequest, HTTPMethods } from 'fastify'
 import {
   CustomProvidersDisabledError, OAuthServerDisabledError, PasskeyNotFoundError, PasskeysDisabledError,
   SamlDisabledError, UserNotFoundError, ValidationFailed404Error
 } from '../errors.js'
-import { contextOf } from '../hooks/resolve-tenant.js'
-import { requireAdmin, requireUser, UUID } from '../hooks/require-user.js'
+import { contextOf } from '../request-state.js'
+import { UUID } from '../bearer.js'
 import { findUserById } from '../models/users.js'
+import { ADMIN, USER, type AuthRoute, type Check } from './checks.js'
 
 /** Who must be proven before the refusal: nobody, the caller's bearer, or the admin token. */
-type Check = 'none' | 'user' | 'admin'
+type Who = 'none' | 'user' | 'admin'
 
 /** Each switched-off feature: its refusal, the check before it, and its routes. */
-const SWITCHED_OFF: Array<{ error: () => Error, check: Check, routes: Array<[HTTPMethods, string]> }> = [
+const SWITCHED_OFF: Array<{ error: () => Error, check: Who, routes: Array<[HTTPMethods, string]> }> = [
   {
     error: () => new SamlDisabledError(),
     check: 'none',
@@ -68,24 +69,33 @@ const SWITCHED_OFF: Array<{ error: () => Error, check: Check, routes: Array<[HTT
   }
 ]
 
-export async function unavailableRoutes (scope: FastifyInstance): Promise<void> {
-  for (const { error, check, routes } of SWITCHED_OFF) {
-    const refuse = async (req: FastifyRequest) => {
-      if (check === 'admin') await requireAdmin(contextOf(req), req)
-      else if (check === 'user') await requireUser(contextOf(req), req)
-      throw error()
-    }
-    for (const [method, url] of routes) scope.route({ method, url, handler: refuse })
-  }
-
-  // GoTrue's loadUser, then the user's passkeys: there are none here.
-  const adminUser = async (req: FastifyRequest) => {
-    const ctx = contextOf(req)
-    await requireAdmin(ctx, req)
-    const id = (req.params as { id?: string }).id ?? ''
-    if (!UUID.test(id)) throw new ValidationFailed404Error('user_id must be an UUID')
-    if (!await findUserById(ctx.db, id.toLowerCase())) throw new UserNotFoundError()
-  }
-  scope.get('/admin/users/:id/passkeys', async (req) => { await adminUser(req); return [] })
-  scope.delete('/admin/users/:id/passkeys/:passkey', async (req) => { await adminUser(req); throw new PasskeyNotFoundError() })
+/** The refusal as the route list shows it: status and code. */
+function noteOf (err: Error): string {
+  const e = err as Error & { status?: number, code?: string }
+  return `switched off: ${e.status ?? ''} ${e.code ?? ''}`
 }
+
+const CHECKS: Record<Who, Check[]> = { none: [], user: [USER], admin: [ADMIN] }
+
+/** GoTrue's loadUser, then the user's passkeys: there are none here. */
+async function findAdminUser (req: FastifyRequest): Promise<void> {
+  const ctx = contextOf(req)
+  const id = (req.params as { id?: string }).id ?? ''
+  if (!UUID.test(id)) throw new ValidationFailed404Error('user_id must be an UUID')
+  if (!await findUserById(ctx.db, id.toLowerCase())) throw new UserNotFoundError()
+}
+
+/** The routes of the switched-off features, for the route table. */
+export const UNAVAILABLE_ROUTES: readonly AuthRoute[] = [
+  ...SWITCHED_OFF.flatMap(({ error, check, routes }) => routes.map(([method, path]): AuthRoute => ({
+    method, path, checks: CHECKS[check], limit: null, handler: async () => { throw error() }, note: noteOf(error())
+  }))),
+  {
+    method: 'GET', path: '/admin/users/:id/passkeys', checks: [ADMIN], limit: null,
+    handler: async (req) => { await findAdminUser(req); return [] }, note: 'switched off: no passkeys'
+  },
+  {
+    method: 'DELETE', path: '/admin/users/:id/passkeys/:passkey', checks: [ADMIN], limit: null,
+    handler: async (req) => { await findAdminUser(req); throw new PasskeyNotFoundError() }, note: noteOf(new PasskeyNotFoundError())
+  }
+]

@@ -3,15 +3,14 @@
 // The verify types themselves live in confirmations.ts (VERIFY_KINDS). A `pkce_` link ends
 // with `?code=` of the user's flow state instead of a session; `email` is a
 // confirmation or a magic-link token, whichever it turns out to be.
-import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
+import type { FastifyReply, FastifyRequest } from 'fastify'
 import { withTransaction, type Queryable } from '../../shared/index.js'
 import { ottTypesOfVerifyType, verifyTokenHash, type VerifyOutcome } from '../confirmations.js'
 import { hashOtp } from '../crypto.js'
 import {
   AuthError, FlowStateNotFoundRedirectError, MAX_OTP_ATTEMPTS, OtpAttemptsExhaustedError, toAuthError, ValidationFailed422Error, ValidationFailedError
 } from '../errors.js'
-import { contextOf } from '../hooks/resolve-tenant.js'
-import { limitRequest } from '../rate-limits.js'
+import { contextOf } from '../request-state.js'
 import { bodyOf, clientMeta, normaliseEmail, optString, queryParam, redirectUrlOf } from '../http.js'
 import { findOneTimeToken } from '../models/one-time-tokens.js'
 import { countAddressAttempt, countOtpAttempt } from '../models/otp-attempts.js'
@@ -72,89 +71,85 @@ function errorRedirect (reply: FastifyReply, redirectTo: string, err: unknown, p
   return reply.redirect(errorRedirectUrl(redirectTo, e, pkce, 'verify'), 303)
 }
 
-export async function verifyRoutes (scope: FastifyInstance): Promise<void> {
-  scope.get('/verify', async (req, reply) => {
-    const ctx = contextOf(req)
-    await limitRequest(req, ctx, 'verify')
-    const type = queryParam(req, 'type')
-    const token = queryParam(req, 'token')
-    if (!type) throw new ValidationFailedError('Verify requires a verification type')
-    if (!token) throw new ValidationFailedError('Verify requires a token or a token hash')
-    const redirectTo = redirectUrlOf(req, ctx.tenant.auth)
-    const pkce = token.startsWith('pkce_')
-    try {
-      if (!LINK_TYPES.has(type)) throw new ValidationFailedError('Invalid email verification type')
-      const { outcome, session, code, type: verifiedType } = await verifyAndSignIn(ctx, req, type, [token], { linkOpened: true, pkceRedirect: true })
-      if (outcome.kind === 'first_email_change_confirmation') {
-        const base = pkce ? withQueryParams(redirectTo, { message: FIRST_EMAIL_CHANGE }) : redirectTo
-        return reply.redirect(withFragmentParams(base, { message: FIRST_EMAIL_CHANGE }), 303)
-      }
-      if (code) return reply.redirect(withQueryParams(redirectTo, { code }), 303)
-      const s = session!
-      return reply.redirect(withFragmentParams(redirectTo, {
-        access_token: s.access_token,
-        expires_at: String(s.expires_at),
-        expires_in: String(s.expires_in),
-        refresh_token: s.refresh_token,
-        token_type: 'bearer',
-        type: verifiedType
-      }), 303)
-    } catch (err) {
-      return errorRedirect(reply, redirectTo, err, pkce, req.log)
+export async function getVerify (req: FastifyRequest, reply: FastifyReply): Promise<FastifyReply> {
+  const ctx = contextOf(req)
+  const type = queryParam(req, 'type')
+  const token = queryParam(req, 'token')
+  if (!type) throw new ValidationFailedError('Verify requires a verification type')
+  if (!token) throw new ValidationFailedError('Verify requires a token or a token hash')
+  const redirectTo = redirectUrlOf(req, ctx.tenant.auth)
+  const pkce = token.startsWith('pkce_')
+  try {
+    if (!LINK_TYPES.has(type)) throw new ValidationFailedError('Invalid email verification type')
+    const { outcome, session, code, type: verifiedType } = await verifyAndSignIn(ctx, req, type, [token], { linkOpened: true, pkceRedirect: true })
+    if (outcome.kind === 'first_email_change_confirmation') {
+      const base = pkce ? withQueryParams(redirectTo, { message: FIRST_EMAIL_CHANGE }) : redirectTo
+      return reply.redirect(withFragmentParams(base, { message: FIRST_EMAIL_CHANGE }), 303)
     }
-  })
+    if (code) return reply.redirect(withQueryParams(redirectTo, { code }), 303)
+    const s = session!
+    return reply.redirect(withFragmentParams(redirectTo, {
+      access_token: s.access_token,
+      expires_at: String(s.expires_at),
+      expires_in: String(s.expires_in),
+      refresh_token: s.refresh_token,
+      token_type: 'bearer',
+      type: verifiedType
+    }), 303)
+  } catch (err) {
+    return errorRedirect(reply, redirectTo, err, pkce, req.log)
+  }
+}
 
-  scope.post('/verify', async (req) => {
-    const ctx = contextOf(req)
-    await limitRequest(req, ctx, 'verify')
-    const b = bodyOf(req)
-    const type = optString(b, 'type')
-    const token = optString(b, 'token')
-    const tokenHash = optString(b, 'token_hash')
-    const email = optString(b, 'email')
-    const phone = optString(b, 'phone')
-    if (!type) throw new ValidationFailedError('Verify requires a verification type')
-    if ((token && tokenHash) || (!token && !tokenHash)) throw new ValidationFailedError('Verify requires either a token or a token hash')
-    let hashes: string[]
-    let relatesTo: string | undefined
-    if (tokenHash) {
-      if (email || phone || optString(b, 'redirect_to')) throw new ValidationFailedError('Only the token_hash and type should be provided')
-      // GoTrue looks a token hash up by its type first: a type without emailed tokens is a 400.
-      if (!LINK_TYPES.has(type)) throw new ValidationFailedError('Invalid email verification type')
-      hashes = [tokenHash]
-    } else {
-      if (!email) throw new ValidationFailedError('Verify requires an email or a phone number')
-      let address: string
-      try { address = normaliseEmail(email) } catch { throw new ValidationFailed422Error('Invalid email format') }
-      const hash = hashOtp(address, token!)
-      // A code mailed in a PKCE flow is stored `pkce_`-prefixed; the code works all the same.
-      hashes = [hash, 'pkce_' + hash]
-      relatesTo = address
-    }
-    if (relatesTo === undefined) {
-      const { outcome, session } = await verifyAndSignIn(ctx, req, type, hashes, {})
-      if (outcome.kind === 'first_email_change_confirmation') return { msg: FIRST_EMAIL_CHANGE, code: '200' }
-      return session!
-    }
-    // A code with its address: the attempt counts against that address's outstanding codes
-    // and against the address itself within a code lifetime, before the code is checked, so
-    // however many clients guess at once, and however many new codes they have mailed, an
-    // address's codes are checked MAX_OTP_ATTEMPTS times at most; after that even the right
-    // code is refused (the mailed link still works).
-    // One transaction, the address's row locked first: concurrent guesses are counted one
-    // after the other, both counts together.
-    const attempts = await withTransaction(ctx.db, async (q) => {
-      const byAddress = await countAddressAttempt(q, relatesTo!, ctx.tenant.auth.otp_expiry, ctx.now())
-      return Math.max(byAddress, await countOtpAttempt(q, relatesTo!, ottTypesOfVerifyType(type)))
-    })
-    if (attempts > MAX_OTP_ATTEMPTS) throw new OtpAttemptsExhaustedError()
-    try {
-      const { outcome, session } = await verifyAndSignIn(ctx, req, type, hashes, { relatesTo, attemptCounted: true })
-      if (outcome.kind === 'first_email_change_confirmation') return { msg: FIRST_EMAIL_CHANGE, code: '200' }
-      return session!
-    } catch (err) {
-      if (attempts === MAX_OTP_ATTEMPTS && err instanceof AuthError && err.code === 'otp_expired') throw new OtpAttemptsExhaustedError()
-      throw err
-    }
+export async function postVerify (req: FastifyRequest): Promise<unknown> {
+  const ctx = contextOf(req)
+  const b = bodyOf(req)
+  const type = optString(b, 'type')
+  const token = optString(b, 'token')
+  const tokenHash = optString(b, 'token_hash')
+  const email = optString(b, 'email')
+  const phone = optString(b, 'phone')
+  if (!type) throw new ValidationFailedError('Verify requires a verification type')
+  if ((token && tokenHash) || (!token && !tokenHash)) throw new ValidationFailedError('Verify requires either a token or a token hash')
+  let hashes: string[]
+  let relatesTo: string | undefined
+  if (tokenHash) {
+    if (email || phone || optString(b, 'redirect_to')) throw new ValidationFailedError('Only the token_hash and type should be provided')
+    // GoTrue looks a token hash up by its type first: a type without emailed tokens is a 400.
+    if (!LINK_TYPES.has(type)) throw new ValidationFailedError('Invalid email verification type')
+    hashes = [tokenHash]
+  } else {
+    if (!email) throw new ValidationFailedError('Verify requires an email or a phone number')
+    let address: string
+    try { address = normaliseEmail(email) } catch { throw new ValidationFailed422Error('Invalid email format') }
+    const hash = hashOtp(address, token!)
+    // A code mailed in a PKCE flow is stored `pkce_`-prefixed; the code works all the same.
+    hashes = [hash, 'pkce_' + hash]
+    relatesTo = address
+  }
+  if (relatesTo === undefined) {
+    const { outcome, session } = await verifyAndSignIn(ctx, req, type, hashes, {})
+    if (outcome.kind === 'first_email_change_confirmation') return { msg: FIRST_EMAIL_CHANGE, code: '200' }
+    return session!
+  }
+  // A code with its address: the attempt counts against that address's outstanding codes
+  // and against the address itself within a code lifetime, before the code is checked, so
+  // however many clients guess at once, and however many new codes they have mailed, an
+  // address's codes are checked MAX_OTP_ATTEMPTS times at most; after that even the right
+  // code is refused (the mailed link still works).
+  // One transaction, the address's row locked first: concurrent guesses are counted one
+  // after the other, both counts together.
+  const attempts = await withTransaction(ctx.db, async (q) => {
+    const byAddress = await countAddressAttempt(q, relatesTo!, ctx.tenant.auth.otp_expiry, ctx.now())
+    return Math.max(byAddress, await countOtpAttempt(q, relatesTo!, ottTypesOfVerifyType(type)))
   })
+  if (attempts > MAX_OTP_ATTEMPTS) throw new OtpAttemptsExhaustedError()
+  try {
+    const { outcome, session } = await verifyAndSignIn(ctx, req, type, hashes, { relatesTo, attemptCounted: true })
+    if (outcome.kind === 'first_email_change_confirmation') return { msg: FIRST_EMAIL_CHANGE, code: '200' }
+    return session!
+  } catch (err) {
+    if (attempts === MAX_OTP_ATTEMPTS && err instanceof AuthError && err.code === 'otp_expired') throw new OtpAttemptsExhaustedError()
+    throw err
+  }
 }

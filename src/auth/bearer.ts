@@ -7,14 +7,14 @@ import type { FastifyRequest } from 'fastify'
 import { errors as joseErrors } from 'jose'
 import {
   describeJwtError, LegacySecretRetiredError, UnknownKeyIdError, verifyWithKeys, ROLE_CLAIMS, type VerificationKey
-} from '../../shared/index.js'
+} from '../shared/index.js'
 import {
   BadJwtError, MissingSubClaimError, NoAuthorizationError, NotAdminError, SessionNotFoundBearerError, SubNotUuidError, UnexpectedAudienceError,
   UserBannedBearerError, UserNotFoundBearerError, ValidationFailedError
-} from '../errors.js'
-import { sessionExists } from '../models/sessions.js'
-import { isUserBanned, loadUserWithIdentities, NIL_UUID } from '../models/users.js'
-import type { AuthenticatedUser, BearerClaims, TenantContext } from '../types.js'
+} from './errors.js'
+import { sessionExists } from './models/sessions.js'
+import { isUserBanned, loadUserWithIdentities, NIL_UUID } from './models/users.js'
+import type { AuthenticatedUser, BearerClaims, TenantContext } from './types.js'
 
 export const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i
 
