@@ -36,16 +36,16 @@ const GROUPS: Group[] = [
     name: 'dev',
     description: 'run the whole service on embedded defaults (npm start): Postgres, tenants, engines, gateway, panel, mail catcher',
     async register (program) {
-      const { registerDevCommands } = await import('./serve.js')
-      registerDevCommands(program)
+      const { registerDevCommands } = await import('./dev/index.js')
+      await registerDevCommands(program)
     }
   },
   {
     name: 'status',
     description: 'print the development stack\'s URLs and keys (.gatehouse/dev.json)',
     async register (program) {
-      const { registerDevCommands } = await import('./serve.js')
-      registerDevCommands(program)
+      const { registerDevCommands } = await import('./dev/index.js')
+      await registerDevCommands(program)
     }
   },
   {

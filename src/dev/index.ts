@@ -2,9 +2,10 @@
 // Embedded Postgres (or DATABASE_URL), the demo tenants of config/tenants/ provisioned on
 // first start, the mail catcher, the REST and auth engines, the gateway and the panel in
 // one process; writes what a person or a script needs to .gatehouse/dev.json.
-import { mkdirSync, readFileSync, writeFileSync, existsSync } from 'node:fs'
-import path from 'node:path'
-import { randomBytes } from 'node:crypto'
+// The stack (stack.ts) and its commands (commands.ts) load every part: they are imported only
+// when a stack starts, so the CLI's other commands (which read runningDevDefaults) stay light.
+import type { Command } from 'commander'
+import type { DevOptions, DevStack } from './stack.js'
 
 export {
   startDevPostgres, startEmbeddedPostgres, type DevPostgres, type EmbeddedPostgres, type EmbeddedPostgresOptions
@@ -18,92 +19,17 @@ export { sweepOrphanClusters, removeDevCluster } from './postgres.js'
 export { acquireDevLock, devLockOwner, DevStackRunningError, LOCK_FILE, type DevLock, type DevLockOwner } from './lock.js'
 export { runtimeTenantRecord, writeRuntimeTenantFile, writeRuntimeTenantFiles, tenantSourceFiles, TENANT_FILE, type DevEngines } from './tenant-files.js'
 export { watchTenantFiles, type TenantWatcher, type TenantWatcherOptions } from './watch.js'
+export { devSecrets, writeDevInfo, readDevInfo, renderDevInfo, type DevInfo, type DevDatabaseInfo } from './info.js'
+export type { DevOptions, DevStack } from './stack.js'
 
-export interface DevDatabaseInfo {
-  database: string
-  organization: string
-  url: string
-  public_key: string
-  secret_key: string
-  owner_url: string
+/** Starts the whole service on embedded defaults (what `npm start` runs); see stack.ts. */
+export async function startDev (opts: DevOptions): Promise<DevStack> {
+  const { startDev: start } = await import('./stack.js')
+  return start(opts)
 }
 
-export interface DevInfo {
-  gateway_url: string
-  panel_url: string
-  panel_session: string
-  mail_url: string
-  rest_engine_url: string
-  auth_engine_url: string
-  /** Each part's admin listener (/healthz, /readyz, /metrics). */
-  admin_urls?: Record<string, string>
-  databases: DevDatabaseInfo[]
-  /** The process running the stack (the CLI uses the stack's defaults while it lives). */
-  pid: number
-  /** Superuser URL of the stack's cluster (its own generated password, or DATABASE_URL). */
-  postgres_admin_url: string
-  /** Where tenants live: the files the stack serves (generated) and the files it watches. */
-  tenants_source: 'files' | 'redis'
-  tenants_dir: string
-  tenants_source_dir: string
-  /** What went wrong since the start (the stack's Postgres exited, say); absent when nothing. */
-  problems?: string[]
-}
-
-/** Development secrets kept between starts (.gatehouse/secrets.json). */
-export function devSecrets (stateDir: string): { panel_session_secret: string } {
-  const file = path.join(stateDir, 'secrets.json')
-  if (existsSync(file)) return JSON.parse(readFileSync(file, 'utf8')) as { panel_session_secret: string }
-  const s = { panel_session_secret: randomBytes(32).toString('base64url') }
-  mkdirSync(stateDir, { recursive: true })
-  writeFileSync(file, JSON.stringify(s, null, 2) + '\n', { mode: 0o600 })
-  return s
-}
-
-export function writeDevInfo (stateDir: string, info: DevInfo): string {
-  const file = path.join(stateDir, 'dev.json')
-  writeFileSync(file, JSON.stringify(info, null, 2) + '\n', { mode: 0o600 })
-  return file
-}
-
-export function readDevInfo (stateDir: string): DevInfo | null {
-  const file = path.join(stateDir, 'dev.json')
-  return existsSync(file) ? JSON.parse(readFileSync(file, 'utf8')) as DevInfo : null
-}
-
-/**
- * The banner of `npm start` and `gatehouse status`; each value under its dev.json name. `running: false` (status, when the stack
- * that wrote dev.json has stopped) says so instead of "is running".
- */
-export function renderDevInfo (info: DevInfo, opts: { running?: boolean } = {}): string {
-  const running = opts.running ?? true
-  const lines = [
-    '',
-    running
-      ? (info.problems?.length ? 'Gatehouse is running, BUT:' : 'Gatehouse is running.')
-      : 'Gatehouse is NOT running: these are the URLs and keys of its last start here. `npm start` starts it again (same keys, data kept).',
-    ...(running && info.problems?.length ? info.problems.map((p) => `  - ${p}`) : []),
-    '',
-    `  gateway_url    ${info.gateway_url}`,
-    `  panel_url      ${info.panel_url}      (the control-panel API)`,
-    `  mail_url       ${info.mail_url}      (the mail catcher's web UI)`,
-    '',
-    ...(info.admin_urls !== undefined && Object.keys(info.admin_urls).length > 0
-      ? ['  admin_urls (/healthz /readyz /metrics):', ...Object.entries(info.admin_urls).map(([part, url]) => `    ${part.padEnd(10)} ${url}`), '']
-      : []),
-    '  panel_session (Authorization: Bearer ...):',
-    `    ${info.panel_session}`,
-    ''
-  ]
-  for (const d of info.databases) {
-    lines.push(`  database ${d.database} (organization ${d.organization})`,
-      `    url          ${d.url}`,
-      `    public_key   ${d.public_key}`,
-      `    secret_key   ${d.secret_key}`,
-      `    owner_url    ${d.owner_url}`, '')
-  }
-  lines.push(running
-    ? '  The same is in .gatehouse/dev.json (`gatehouse status --json`). Ctrl-C stops everything.'
-    : '  The same is in .gatehouse/dev.json (`gatehouse status --json`).', '')
-  return lines.join('\n')
+/** `gatehouse dev` and `gatehouse status`. */
+export async function registerDevCommands (program: Command): Promise<void> {
+  const { registerDevCommands: register } = await import('./commands.js')
+  register(program)
 }

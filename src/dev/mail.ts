@@ -9,6 +9,7 @@ import { ConfigError } from '../shared/index.js'
 
 export interface DevMail {
   smtpPort: number
+  webPort: number
   webUrl: string
   stop (): Promise<void>
 }
@@ -38,32 +39,76 @@ function maildevEntry (): string {
 }
 
 /**
- * Starts maildev on the two ports unless something already answers on the SMTP port. Mails
- * are kept in `mailDir` (emptied first), never in the system's temporary directory.
+ * The catcher's process: maildev with its options in process.argv (as its own bin reads them);
+ * once both servers listen it sends the ports they got to its parent (the kernel's choice for a
+ * port of 0). It exits when its parent goes ('disconnect').
+ */
+function bootScript (entry: string): string {
+  const web = JSON.stringify(path.join(path.dirname(entry), 'lib', 'web.js'))
+  return `process.on('disconnect', () => process.exit(0));
+process.argv.splice(1, 0, ${JSON.stringify(entry)});
+const MailDev = require(${JSON.stringify(entry)});
+const web = require(${web});
+const mail = new MailDev();
+mail.listen().then(() => {
+  const ready = () => process.send({ smtp: mail.smtp.server.address().port, web: web.server.address().port });
+  if (web.server.listening) ready(); else web.server.once('listening', ready);
+});`
+}
+
+/** The ports the catcher reports, or its exit before it did (a port in use, say). */
+function catcherPorts (child: ChildProcess, smtpPort: number, webPort: number): Promise<{ smtp: number, web: number }> {
+  return new Promise((resolve, reject) => {
+    const onMessage = (msg: { smtp?: unknown, web?: unknown }): void => {
+      child.off('exit', onExit)
+      if (typeof msg?.smtp === 'number' && typeof msg.web === 'number') resolve({ smtp: msg.smtp, web: msg.web })
+      else reject(new ConfigError('the development mail catcher (maildev) did not say which ports it listens on'))
+    }
+    const onExit = (code: number | null, signal: string | null): void => {
+      child.off('message', onMessage)
+      reject(new ConfigError(`the development mail catcher (maildev) exited while starting (${signal ?? `exit code ${code}`}): ` +
+        `are its ports ${smtpPort} (GATEHOUSE_MAIL_SMTP_PORT) and ${webPort} (GATEHOUSE_MAIL_WEB_PORT) in use? ` +
+        'Give it free ones (0 lets the kernel choose)'))
+    }
+    child.once('message', onMessage)
+    child.once('exit', onExit)
+  })
+}
+
+function stopper (child: ChildProcess): () => Promise<void> {
+  return () => new Promise<void>((resolve) => {
+    if (child.exitCode !== null || child.signalCode !== null) return resolve()
+    child.once('exit', () => resolve())
+    child.kill('SIGTERM')
+  })
+}
+
+/**
+ * Starts maildev on the two ports (0: ports the kernel picks, reported back) unless something
+ * already answers on a given SMTP port. Mails are kept in `mailDir` (emptied first), never in
+ * the system's temporary directory.
  */
 export async function startDevMail (smtpPort: number, webPort: number, mailDir: string): Promise<DevMail> {
-  const webUrl = `http://127.0.0.1:${webPort}`
-  if (await portOpen(smtpPort)) return { smtpPort, webUrl, stop: async () => {} }
+  if (smtpPort !== 0 && await portOpen(smtpPort)) {
+    return { smtpPort, webPort, webUrl: `http://127.0.0.1:${webPort}`, stop: async () => {} }
+  }
   rmSync(mailDir, { recursive: true, force: true })
   mkdirSync(mailDir, { recursive: true, mode: 0o700 })
-  const entry = maildevEntry()
   // The catcher must not outlive this process when it dies without cleaning up (a crash,
   // SIGKILL): it holds the ports the next start needs. Through an IPC channel the child sees
-  // its parent go ('disconnect') and exits. maildev reads its options from process.argv.
-  const boot = `process.on('disconnect', () => process.exit(0)); process.argv.splice(1, 0, ${JSON.stringify(entry)}); const MailDev = require(${JSON.stringify(entry)}); new MailDev().listen()`
+  // its parent go ('disconnect') and exits.
   const child: ChildProcess = spawn(process.execPath,
-    ['-e', boot, '--', '--smtp', String(smtpPort), '--web', String(webPort), '--ip', '127.0.0.1', '--mail-directory', mailDir, '--silent'],
+    ['-e', bootScript(maildevEntry()), '--', '--smtp', String(smtpPort), '--web', String(webPort), '--ip', '127.0.0.1',
+      '--mail-directory', mailDir, '--silent'],
     { stdio: ['ignore', 'ignore', 'inherit', 'ipc'] })
-  child.channel?.unref()
-  // Ready when both listen: the web UI can come up after SMTP on a loaded machine.
-  for (let i = 0; i < 200 && !((await portOpen(smtpPort)) && (await portOpen(webPort))); i++) await new Promise((r) => setTimeout(r, 50))
-  return {
-    smtpPort,
-    webUrl,
-    stop: () => new Promise<void>((resolve) => {
-      if (child.exitCode !== null) return resolve()
-      child.once('exit', () => resolve())
-      child.kill('SIGTERM')
-    })
+  const stop = stopper(child)
+  let ports: { smtp: number, web: number }
+  try {
+    ports = await catcherPorts(child, smtpPort, webPort)
+  } catch (err) {
+    await stop()
+    throw err
   }
+  child.channel?.unref()
+  return { smtpPort: ports.smtp, webPort: ports.web, webUrl: `http://127.0.0.1:${ports.web}`, stop }
 }

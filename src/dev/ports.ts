@@ -39,10 +39,15 @@ export function offsetPortOverrides (config: Config, offset: number): Record<str
   return out
 }
 
-/** The embedded Postgres's port: GATEHOUSE_DEV_PG_PORT (or 54322), moved by the offset. */
+/**
+ * The embedded Postgres's port: GATEHOUSE_DEV_PG_PORT (or 54322), moved by the offset; 0 for
+ * a port the kernel picks (startEmbeddedPostgres).
+ */
 export function devPgPort (env: NodeJS.ProcessEnv, offset: number): number {
   const raw = env.GATEHOUSE_DEV_PG_PORT
   const port = raw === undefined || raw === '' ? DEV_PG_PORT : Number(raw)
-  if (!Number.isInteger(port) || port < 1 || port > 65535) throw new ConfigError(`GATEHOUSE_DEV_PG_PORT must be a port number, not ${JSON.stringify(raw)}`)
+  if (!Number.isInteger(port) || port < 0 || port > 65535) {
+    throw new ConfigError(`GATEHOUSE_DEV_PG_PORT must be a port number (0: one the kernel picks), not ${JSON.stringify(raw)}`)
+  }
   return shift(port, offset, 'GATEHOUSE_DEV_PG_PORT')
 }
