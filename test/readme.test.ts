@@ -4,7 +4,6 @@
 // of the development stack), then a signed-in user inserts and reads; docs/development.md's
 // panel exchange and docs/panel-api.md's examples. A grant that leaves out the sequence of a bigserial
 // column is refused with a hint that, run as is by the owner, fixes it.
-// Ports 18170-18175 are this file's.
 import t from 'tap'
 import { spawn } from 'node:child_process'
 import { readFileSync } from 'node:fs'

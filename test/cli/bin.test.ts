@@ -2,7 +2,7 @@
 // works without a build, --help and --version load nothing of weight (no server framework,
 // no database driver: what made a call cost seconds), a misspelt GATEHOUSE_* variable is
 // reported with the variable it probably meant, a busy port names the port and its key, and
-// each log line names the part that wrote it. Port 18186 is this file's.
+// each log line names the part that wrote it. Its ports are the kernel's choice.
 import t from 'tap'
 import { spawn } from 'node:child_process'
 import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs'
@@ -103,7 +103,7 @@ t.test('every log line names its part', async (t) => {
   const dir = mkdtempSync(path.join(os.tmpdir(), 'gatehouse-tenants-'))
   t.teardown(() => rmSync(dir, { recursive: true, force: true }))
   const r = await run(BIN, ['serve', 'gateway'], {
-    env: shellEnv({ GATEHOUSE_GATEWAY_PORT: '18186', GATEHOUSE_GATEWAY_ADMIN_PORT: '0', GATEHOUSE_TENANTS_DIR: dir, GATEHOUSE_LOG_LEVEL: 'info' }),
+    env: shellEnv({ GATEHOUSE_GATEWAY_PORT: '0', GATEHOUSE_GATEWAY_ADMIN_PORT: '0', GATEHOUSE_TENANTS_DIR: dir, GATEHOUSE_LOG_LEVEL: 'info' }),
     until: (out) => /Server listening/.test(out)
   })
   const lines = r.stdout.split('\n').filter((l) => l.startsWith('{'))

@@ -2,7 +2,7 @@
 // checkout: `tenants create` lands on the stack's cluster (no --postgres) and is served
 // within moments, no restart; `tenants check` reads the databases the stack serves; an edit
 // to a tenant file is picked up, a bad one is reported and the last good record kept; every
-// log line names its part. Ports 18180-18185 are this file's.
+// log line names its part. Every port is the kernel's choice (dev.json says which).
 import t from 'tap'
 import { spawn, type ChildProcess } from 'node:child_process'
 import { readFileSync, writeFileSync } from 'node:fs'
@@ -10,14 +10,14 @@ import path from 'node:path'
 import { createWorkingCopy, REPO_ROOT } from '../helpers/e2e-stack.js'
 import { adminUrl } from '../helpers/db.js'
 import { dropTenant } from '../../src/platform/index.js'
-import { devStackPorts, shellEnv } from '../helpers/shell-env.js'
+import { KERNEL_PORTS_ENV, shellEnv } from '../helpers/shell-env.js'
 
 // Whole development stacks start here: on a loaded machine that takes minutes, not seconds.
 t.setTimeout(300_000)
 
 const BIN = path.join(REPO_ROOT, 'node_modules', '.bin', 'gatehouse')
-const BASE = 18180
-const GATEWAY = `http://127.0.0.1:${BASE}`
+/** The running stack's gateway (dev.json's gateway_url). */
+let GATEWAY = ''
 
 function cli (cwd: string, args: string[]): Promise<{ code: number | null, stdout: string, stderr: string }> {
   return new Promise((resolve, reject) => {
@@ -51,7 +51,7 @@ t.test('tenant files and the CLI while the stack runs', async (t) => {
   const copy = createWorkingCopy(t, 'devwatch')
   const env = shellEnv({
     DATABASE_URL: adminUrl(),
-    ...devStackPorts(BASE),
+    ...KERNEL_PORTS_ENV,
     GATEHOUSE_LOG_LEVEL: 'info',
     GATEHOUSE_AUTH_BCRYPT_COST: '4'
   })
@@ -68,6 +68,7 @@ t.test('tenant files and the CLI while the stack runs', async (t) => {
     if (dev.exitCode !== null) throw new Error(`gatehouse dev exited: ${out} ${err}`)
     return out.includes('Ctrl-C stops everything')
   }, 110)
+  GATEWAY = (JSON.parse(readFileSync(path.join(copy.root, '.gatehouse', 'dev.json'), 'utf8')) as { gateway_url: string }).gateway_url
 
   // 1. `tenants create` in another shell: no --postgres, no DATABASE_URL there.
   const database = `devwatch_${Math.random().toString(16).slice(2, 8)}`

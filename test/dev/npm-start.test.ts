@@ -1,7 +1,7 @@
 // `npm start` as a person runs it: the real `gatehouse dev` (node --import tsx src/cli.ts dev)
 // as a child process in a working copy (config/tenants renamed so it never meets a developer's
-// own stack on the shared cluster), other ports through GATEHOUSE_* variables, DATABASE_URL
-// set. It prints the URLs and keys, writes .gatehouse/dev.json, `gatehouse status --json`
+// own stack on the shared cluster), every port the kernel's choice (GATEHOUSE_*_PORT=0: the
+// stack binds them first and reports them in dev.json and its banner), DATABASE_URL set. It prints the URLs and keys, writes .gatehouse/dev.json, `gatehouse status --json`
 // prints the same, a request works, Ctrl-C (SIGINT) stops everything (exit 0, ports free;
 // `gatehouse status` then says the stack is not running),
 // a second start finds the tenants provisioned and keeps what the owner created, and a
@@ -17,13 +17,11 @@ import { promisify } from 'node:util'
 import pg from 'pg'
 import { createWorkingCopy, REPO_ROOT, type WorkingCopy } from '../helpers/e2e-stack.js'
 import { adminUrl } from '../helpers/db.js'
+import { KERNEL_PORTS_ENV } from '../helpers/shell-env.js'
 
 // Whole development stacks start here: on a loaded machine that takes minutes, not seconds.
 t.setTimeout(300_000)
 
-const BASE = 18130
-const PORTS = { gateway: BASE, rest: BASE + 1, auth: BASE + 2, panel: BASE + 3, smtp: BASE + 4, web: BASE + 5 }
-const ADMIN_PORTS = { gateway: BASE + 6, rest: BASE + 7, auth: BASE + 8, panel: BASE + 9 }
 const CLI = path.join(REPO_ROOT, 'src', 'cli.ts')
 // The tsx loader by absolute URL: the working copy has no node_modules of its own.
 const TSX = pathToFileURL(createRequire(import.meta.url).resolve('tsx')).href
@@ -38,16 +36,7 @@ function devEnv (): NodeJS.ProcessEnv {
   return {
     ...env,
     DATABASE_URL: adminUrl(),
-    GATEHOUSE_GATEWAY_PORT: String(PORTS.gateway),
-    GATEHOUSE_REST_PORT: String(PORTS.rest),
-    GATEHOUSE_AUTH_PORT: String(PORTS.auth),
-    GATEHOUSE_PANEL_PORT: String(PORTS.panel),
-    GATEHOUSE_MAIL_SMTP_PORT: String(PORTS.smtp),
-    GATEHOUSE_MAIL_WEB_PORT: String(PORTS.web),
-    GATEHOUSE_GATEWAY_ADMIN_PORT: String(ADMIN_PORTS.gateway),
-    GATEHOUSE_REST_ADMIN_PORT: String(ADMIN_PORTS.rest),
-    GATEHOUSE_AUTH_ADMIN_PORT: String(ADMIN_PORTS.auth),
-    GATEHOUSE_PANEL_ADMIN_PORT: String(ADMIN_PORTS.panel),
+    ...KERNEL_PORTS_ENV,
     GATEHOUSE_LOG_LEVEL: 'warn',
     GATEHOUSE_AUTH_BCRYPT_COST: '4'
   }
@@ -90,11 +79,12 @@ async function startDevProcess (t: Test, copy: WorkingCopy): Promise<Running> {
   return { child, stdout: () => out, stderr: () => err, exited, readyMs: Date.now() - started }
 }
 
+/** Whether nothing accepts a connection on the port (asked by connecting, never by taking it). */
 function portFree (port: number): Promise<boolean> {
   return new Promise((resolve) => {
-    const srv = net.createServer()
-    srv.once('error', () => resolve(false))
-    srv.listen(port, '127.0.0.1', () => srv.close(() => resolve(true)))
+    const s = net.connect(port, '127.0.0.1')
+    s.once('connect', () => { s.destroy(); resolve(false) })
+    s.once('error', () => resolve(true))
   })
 }
 
@@ -107,6 +97,28 @@ async function eventuallyFree (port: number): Promise<boolean> {
   return false
 }
 
+interface Info {
+  gateway_url: string
+  panel_url: string
+  mail_url: string
+  rest_engine_url: string
+  auth_engine_url: string
+  admin_urls?: Record<string, string>
+}
+
+/** Every listener dev.json names, by name: the ports the kernel gave this start. */
+function listeners (info: Info): Record<string, number> {
+  const port = (url: string): number => Number(new URL(url).port)
+  return {
+    gateway: port(info.gateway_url),
+    rest: port(info.rest_engine_url),
+    auth: port(info.auth_engine_url),
+    panel: port(info.panel_url),
+    'mail web': port(info.mail_url),
+    ...Object.fromEntries(Object.entries(info.admin_urls ?? {}).map(([k, v]) => [`${k} admin`, port(v)]))
+  }
+}
+
 async function status (copy: WorkingCopy, ...args: string[]): Promise<{ stdout: string, stderr: string, code: number }> {
   try {
     const r = await promisify(execFile)(process.execPath, ['--import', TSX, CLI, 'status', ...args], { cwd: copy.root, env: devEnv() })
@@ -117,23 +129,18 @@ async function status (copy: WorkingCopy, ...args: string[]): Promise<{ stdout: 
   }
 }
 
-async function stopWithCtrlC (t: Test, run: Running): Promise<void> {
+async function stopWithCtrlC (t: Test, run: Running, info: Info): Promise<void> {
   run.child.kill('SIGINT')
   const { code, signal } = await run.exited
   t.equal(code, 0, 'exit 0 after Ctrl-C')
   t.equal(signal, null)
   t.match(run.stdout(), /stopping/)
   t.notMatch(run.stderr(), /unexpected failure|Error:|at .*\.ts:\d+/, 'nothing alarming on stderr')
-  for (const [name, port] of Object.entries({ ...PORTS, ...Object.fromEntries(Object.entries(ADMIN_PORTS).map(([k, v]) => [`${k} admin`, v])) })) {
-    t.ok(await portFree(port), `${name} port ${port} is free again`)
-  }
+  for (const [name, port] of Object.entries(listeners(info))) t.ok(await portFree(port), `${name} port ${port} is free again`)
 }
 
 t.test('npm start: banner, dev.json, status --json, a working gateway, Ctrl-C stops everything', async (t) => {
   const copy = createWorkingCopy(t, 'npmstart')
-  for (const port of [...Object.values(PORTS), ...Object.values(ADMIN_PORTS)]) {
-    if (!(await portFree(port))) throw new Error(`port ${port} is in use: another run of this test?`)
-  }
 
   // 1. First start: provisions the two tenants of the working copy.
   const run = await startDevProcess(t, copy)
@@ -141,9 +148,12 @@ t.test('npm start: banner, dev.json, status --json, a working gateway, Ctrl-C st
   const out = run.stdout()
   const info = JSON.parse(readFileSync(path.join(copy.root, '.gatehouse', 'dev.json'), 'utf8'))
 
-  t.equal(info.gateway_url, `http://127.0.0.1:${PORTS.gateway}`)
-  t.equal(info.panel_url, `http://127.0.0.1:${PORTS.panel}`)
-  t.equal(info.mail_url, `http://127.0.0.1:${PORTS.web}`)
+  // Ten listeners, each on its own port the kernel gave it.
+  const ports = listeners(info)
+  t.same(Object.keys(ports).sort(), ['auth', 'auth admin', 'gateway', 'gateway admin', 'mail web', 'panel', 'panel admin', 'rest', 'rest admin'].sort())
+  t.ok(Object.values(ports).every((p) => Number.isInteger(p) && p > 0), `real ports, none 0: ${JSON.stringify(ports)}`)
+  t.equal(new Set(Object.values(ports)).size, Object.keys(ports).length, 'all different')
+  for (const url of [info.gateway_url, info.panel_url, info.mail_url, info.rest_engine_url, info.auth_engine_url]) t.match(url, /^http:\/\/127\.0\.0\.1:\d+$/)
   t.type(info.panel_session, 'string')
   t.same(info.databases.map((d: { database: string }) => d.database).sort(), copy.tenants.map((x) => x.database).sort())
   // The banner prints what dev.json holds.
@@ -155,10 +165,11 @@ t.test('npm start: banner, dev.json, status --json, a working gateway, Ctrl-C st
   }
   t.equal(info.databases.find((d: { database: string }) => d.database === copy.byName('demo').database).organization, 'org_demo')
   // Each part's admin listener: printed, in dev.json, answering /healthz and /readyz.
-  for (const [part, port] of Object.entries(ADMIN_PORTS)) {
-    t.equal(info.admin_urls?.[part], `http://127.0.0.1:${port}`, `dev.json names ${part}'s admin listener`)
-    t.match(out, `http://127.0.0.1:${port}`, `the banner shows ${part}'s admin listener`)
-    t.equal((await fetch(`http://127.0.0.1:${port}/readyz`)).status, 200, `${part} is ready`)
+  for (const part of ['gateway', 'rest', 'auth', 'panel']) {
+    const url = info.admin_urls?.[part] as string
+    t.match(url, /^http:\/\/127\.0\.0\.1:\d+$/, `dev.json names ${part}'s admin listener`)
+    t.match(out, url, `the banner shows ${part}'s admin listener`)
+    t.equal((await fetch(`${url}/readyz`)).status, 200, `${part} is ready`)
   }
   t.equal((await fetch(`${info.gateway_url}/metrics`)).status, 404, 'no metrics on the public gateway port')
 
@@ -195,22 +206,26 @@ t.test('npm start: banner, dev.json, status --json, a working gateway, Ctrl-C st
   await owner.end()
 
   // 4. Ctrl-C. dev.json stays; `gatehouse status` says the stack is not running (exit 3).
-  await stopWithCtrlC(t, run)
+  await stopWithCtrlC(t, run, info)
   const stopped = await status(copy)
   t.equal(stopped.code, 3, 'status exits 3 once the stack has stopped')
   t.match(stopped.stdout, /Gatehouse is NOT running/)
   t.notMatch(stopped.stdout, /Gatehouse is running/)
   t.match(stopped.stdout, info.gateway_url, 'and still shows the URLs and keys of its last start')
 
-  // 5. Second start: nothing to provision; the same keys, the same panel secret, the data kept.
+  // 5. Second start: nothing to provision; the same keys, the same panel secret, the data kept
+  // (on other ports: the kernel's choice again).
   const again = await startDevProcess(t, copy)
   t.comment(`second start ready in ${again.readyMs} ms`)
   const info2 = JSON.parse(readFileSync(path.join(copy.root, '.gatehouse', 'dev.json'), 'utf8'))
-  t.same(info2.databases, info.databases)
-  const kept = await fetch(`${demo.url}/rest/v1/kept?select=id`, { headers: { apikey: demo.public_key } })
+  const withoutUrl = (dbs: Array<{ url: string }>) => dbs.map(({ url, ...rest }) => rest)
+  t.same(withoutUrl(info2.databases), withoutUrl(info.databases))
+  for (const d of info2.databases) t.equal(d.url, `${info2.gateway_url}/${d.database}`)
+  const demo2 = info2.databases.find((d: { database: string }) => d.database === demo.database)
+  const kept = await fetch(`${demo2.url}/rest/v1/kept?select=id`, { headers: { apikey: demo.public_key } })
   t.equal(kept.status, 200)
   t.same(await kept.json(), [{ id: 7 }])
-  const signin = await fetch(`${demo.url}/auth/v1/token?grant_type=password`, {
+  const signin = await fetch(`${demo2.url}/auth/v1/token?grant_type=password`, {
     method: 'POST',
     headers: { apikey: demo.public_key, 'content-type': 'application/json' },
     body: JSON.stringify({ email: 'someone@example.com', password: 'a fine password' })
@@ -225,7 +240,7 @@ t.test('npm start: banner, dev.json, status --json, a working gateway, Ctrl-C st
   // goes too, so nothing holds the ports of the next start.
   again.child.kill('SIGKILL')
   t.equal((await again.exited).signal, 'SIGKILL')
-  for (const [name, port] of Object.entries(PORTS)) t.ok(await eventuallyFree(port), `${name} port ${port} is free after kill -9`)
+  for (const [name, port] of Object.entries(listeners(info2))) t.ok(await eventuallyFree(port), `${name} port ${port} is free after kill -9`)
 
   const tenantsInCluster = new pg.Client({ connectionString: adminUrl() })
   await tenantsInCluster.connect()

@@ -2,23 +2,26 @@
 // engines, panel, their admin listeners, the mail catcher; the embedded Postgres too), so a
 // second checkout's stack runs beside the first with one setting; GATEHOUSE_DEV_PORT_OFFSET
 // says the same; `gatehouse dev --help` lists every GATEHOUSE_* variable the stack reads.
-// The stack here uses the test run's cluster (DATABASE_URL). Its ports are the defaults moved
-// by 10007 (18007, 13007, 20006, 18008, 19107-19110, 11032, 11087): this file's.
+// Every port here is the kernel's: the test holds a port P the kernel gave it and asks the stack
+// for P - N moved by N; the stack, which binds its listeners before anything else, names P as
+// in use. Other ports are 0 (which the offset leaves 0). The mail catcher's and Postgres's
+// offsets are the arithmetic tested below.
 import t from 'tap'
 import { spawn } from 'node:child_process'
 import { readdirSync, readFileSync } from 'node:fs'
+import net, { type AddressInfo } from 'node:net'
 import path from 'node:path'
-import { createWorkingCopy, REPO_ROOT } from '../helpers/e2e-stack.js'
+import { createWorkingCopy, KERNEL_PORTS, REPO_ROOT } from '../helpers/e2e-stack.js'
 import { adminUrl } from '../helpers/db.js'
-import { shellEnv } from '../helpers/shell-env.js'
+import { KERNEL_PORTS_ENV, shellEnv } from '../helpers/shell-env.js'
 import { configEnvNames } from '../../src/config/index.js'
-import { devPgPort, offsetPortOverrides } from '../../src/dev/index.js'
+import { devPgPort, offsetPortOverrides, startDev } from '../../src/dev/index.js'
 import { loadConfig } from '../../src/config/index.js'
 
 t.setTimeout(300_000)
 
 const BIN = path.join(REPO_ROOT, 'node_modules', '.bin', 'gatehouse')
-const OFFSET = 10007
+const OFFSET = 7
 
 function run (cwd: string, args: string[], env: NodeJS.ProcessEnv, until?: (out: string) => boolean): Promise<{ code: number | null, stdout: string, stderr: string }> {
   return new Promise((resolve, reject) => {
@@ -35,33 +38,43 @@ function run (cwd: string, args: string[], env: NodeJS.ProcessEnv, until?: (out:
   })
 }
 
-t.test('--port-offset moves every port of the stack', async (t) => {
+/** A port the kernel gives this test, held (listening) until the test ends. */
+async function heldPort (t: { teardown (fn: () => unknown): void }): Promise<number> {
+  const server = net.createServer((socket) => socket.destroy())
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
+  t.teardown(() => new Promise((resolve) => server.close(resolve)))
+  return (server.address() as AddressInfo).port
+}
+
+t.test('--port-offset and GATEHOUSE_DEV_PORT_OFFSET move the stack\'s ports', async (t) => {
   const copy = createWorkingCopy(t, 'offset')
-  const env = shellEnv({ DATABASE_URL: adminUrl(), GATEHOUSE_LOG_LEVEL: 'warn', GATEHOUSE_AUTH_BCRYPT_COST: '4' })
-  let info: any
-  const r = await run(copy.root, ['dev', '--port-offset', String(OFFSET)], env, (out) => {
-    if (!out.includes('Ctrl-C stops everything')) return false
-    info = JSON.parse(readFileSync(path.join(copy.root, '.gatehouse', 'dev.json'), 'utf8'))
-    return true
-  })
-  t.equal(r.code, 0, r.stderr)
-  const port = (url: string): number => Number(new URL(url).port)
-  t.same({
-    gateway: port(info.gateway_url),
-    panel: port(info.panel_url),
-    mail: port(info.mail_url),
-    rest: port(info.rest_engine_url),
-    auth: port(info.auth_engine_url),
-    admin: Object.fromEntries(Object.entries(info.admin_urls as Record<string, string>).map(([k, v]) => [k, port(v)]))
-  }, {
-    gateway: 8000 + OFFSET,
-    panel: 8001 + OFFSET,
-    mail: 1080 + OFFSET,
-    rest: 3000 + OFFSET,
-    auth: 9999 + OFFSET,
-    admin: { gateway: 9100 + OFFSET, rest: 9101 + OFFSET, auth: 9102 + OFFSET, panel: 9103 + OFFSET }
-  })
-  t.equal(info.databases[0].url, `http://127.0.0.1:${8000 + OFFSET}/${info.databases[0].database}`, 'database URLs on the moved gateway')
+  const held = await heldPort(t)
+  const env = shellEnv({ DATABASE_URL: adminUrl(), ...KERNEL_PORTS_ENV, GATEHOUSE_GATEWAY_PORT: String(held - OFFSET), GATEHOUSE_LOG_LEVEL: 'warn' })
+  const flag = await run(copy.root, ['dev', '--port-offset', String(OFFSET)], env)
+  t.equal(flag.code, 1, flag.stdout)
+  t.match(flag.stderr, `port ${held} (gateway.port, GATEHOUSE_GATEWAY_PORT) is in use by another process`)
+  t.notMatch(flag.stdout, /Gatehouse is running/)
+  const fromEnv = await run(copy.root, ['dev'], { ...env, GATEHOUSE_DEV_PORT_OFFSET: String(OFFSET) })
+  t.equal(fromEnv.code, 1, fromEnv.stdout)
+  t.match(fromEnv.stderr, `port ${held} (gateway.port, GATEHOUSE_GATEWAY_PORT) is in use by another process`)
+})
+
+t.test('the offset moves each listener of each part', async (t) => {
+  const copy = createWorkingCopy(t, 'offsetall')
+  for (const part of ['gateway', 'rest', 'auth', 'panel'] as const) {
+    for (const key of ['port', 'admin_port'] as const) {
+      const held = await heldPort(t)
+      const start = startDev({
+        root: copy.root,
+        env: { DATABASE_URL: adminUrl() },
+        portOffset: OFFSET,
+        overrides: { ...KERNEL_PORTS, log: { level: 'silent' }, [part]: { ...KERNEL_PORTS[part], [key]: held - OFFSET } }
+      })
+      // A stack that started after all (the offset not applied) is stopped again.
+      void start.then((stack) => stack.stop(), () => {})
+      await t.rejects(start, new RegExp(`^port ${held} \\(${part}\\.${key}, GATEHOUSE_${part.toUpperCase()}_${key.toUpperCase()}\\) is in use`), `${part}.${key}`)
+    }
+  }
 })
 
 t.test('the offset of the embedded Postgres and of ports the environment set; 0 stays 0', async (t) => {

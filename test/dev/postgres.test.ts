@@ -1,7 +1,7 @@
 // The embedded Postgres of `gatehouse dev` and of the test wrapper: its own generated
 // superuser password (kept in .gatehouse/, 0600), never a server it did not start (a busy
 // port is an error naming it and its variable), nothing in the system's temporary directory,
-// and, as root, a checkout the `postgres` user cannot enter (a 0700 parent directory).
+// a port of 0 is one the kernel names (another one when a process took it first), and, as root, a checkout the `postgres` user cannot enter (a 0700 parent directory).
 import t from 'tap'
 import { chmodSync, cpSync, existsSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, statSync, utimesSync, writeFileSync } from 'node:fs'
 import net from 'node:net'
@@ -12,6 +12,7 @@ import { startDevPostgres, startEmbeddedPostgres, sweepOrphanClusters } from '..
 
 const isRoot = typeof process.getuid === 'function' && process.getuid() === 0
 
+/** A port the kernel names free this moment (for the retry test's second try). */
 function freePort (): Promise<number> {
   return new Promise((resolve, reject) => {
     const srv = net.createServer()
@@ -65,9 +66,10 @@ function pgLeftovers (port: number): string[] {
 t.test('the development cluster: its own password, kept in .gatehouse, 0600', async (t) => {
   const checkout = privateDir(t, 'gatehouse-checkout-')
   const stateDir = path.join(checkout, '.gatehouse')
-  const port = await freePort()
-  const passwordsBefore = pgLeftovers(port)
-  const cluster = await startDevPostgres(stateDir, port)
+  const cluster = await startDevPostgres(stateDir, 0)
+  const port = cluster.port
+  t.ok(port > 0, `a port the kernel named: ${port}`)
+  t.equal(new URL(cluster.url).port, String(port))
   let stopped = false
   const locationFile = path.join(stateDir, 'pg', 'LOCATION')
   const outside = existsSync(locationFile) ? readFileSync(locationFile, 'utf8').trim() : null
@@ -84,7 +86,7 @@ t.test('the development cluster: its own password, kept in .gatehouse, 0600', as
   t.equal(new URL(cluster.url).password, encodeURIComponent(password))
   t.equal(await login(cluster.url), 'postgres', 'the generated password logs in')
   t.equal(await login(`postgres://postgres:postgres@127.0.0.1:${port}/postgres`), null, 'postgres:postgres does not')
-  t.same(pgLeftovers(port), passwordsBefore, 'no socket in /tmp')
+  t.same(pgLeftovers(port), [], 'no socket in /tmp')
 
   if (isRoot) {
     // The checkout is under a 0700 directory: the cluster lives where the postgres user can
@@ -101,9 +103,9 @@ t.test('the development cluster: its own password, kept in .gatehouse, 0600', as
   stopped = true
   t.notOk(await portOpen(port), 'stopped: the port is free')
 
-  // A second start uses the kept password on the kept data.
-  const again = await startDevPostgres(stateDir, port)
-  t.equal(again.url, cluster.url)
+  // A second start uses the kept password on the kept data (on a port the kernel names again).
+  const again = await startDevPostgres(stateDir, 0)
+  t.equal(new URL(again.url).password, new URL(cluster.url).password)
   t.equal(await login(again.url), 'postgres')
   await again.stop()
 })
@@ -123,6 +125,31 @@ t.test('never adopts a server it did not start: a busy port names the port and i
   t.same(after.filter((d) => !fallbacks.includes(d)), [], 'no directory is left for the cluster that did not start')
 })
 
+t.test('port 0: a port taken between the kernel naming it and Postgres binding it is replaced by another', async (t) => {
+  // The race made on purpose: the first port offered is one this test holds.
+  const other = net.createServer((s) => s.destroy())
+  await new Promise<void>((resolve) => other.listen(0, '127.0.0.1', resolve))
+  t.teardown(() => new Promise<void>((resolve) => other.close(() => resolve())))
+  const taken = (other.address() as net.AddressInfo).port
+  const offered: number[] = []
+  let log = ''
+  const cluster = await startEmbeddedPostgres({
+    dir: path.join(privateDir(t, 'gatehouse-retry-'), 'pg'),
+    port: 0,
+    choosePort: async () => { const p = offered.length === 0 ? taken : await freePort(); offered.push(p); return p },
+    persistent: false,
+    password: 'a-generated-one',
+    initdbFlags: ['--nosync'],
+    onLog: (line) => { log += line }
+  })
+  t.teardown(() => cluster.stop())
+  t.equal(offered.length, 2, 'a second port was asked for')
+  t.equal(offered[0], taken)
+  t.match(log, /Address already in use/, 'the first could not be bound')
+  t.equal(cluster.port, offered[1])
+  t.equal(await login(cluster.url), 'postgres', 'it runs on the second')
+})
+
 t.test('binaries the server user cannot reach are run from a private copy; nothing is left after stop', async (t) => {
   // The platform package's binaries copied under a 0700 directory, as in a checkout under
   // /root: as root, the postgres user cannot execute them there.
@@ -135,31 +162,29 @@ t.test('binaries the server user cannot reach are run from a private copy; nothi
   chmodSync(base, 0o711)
   t.teardown(() => rmSync(base, { recursive: true, force: true }))
 
-  const port = await freePort()
-  const before = pgLeftovers(port)
   const cluster = await startEmbeddedPostgres({
     dir: path.join(checkout, 'pg'),
     fallbackBase: base,
-    port,
+    port: 0,
     persistent: false,
     password: 'a-generated-one',
     initdbFlags: ['--nosync'],
     postgresBinary: path.join(native, 'bin', 'postgres')
   })
+  const port = cluster.port
   t.equal(await login(cluster.url), 'postgres')
   if (isRoot) t.ok(cluster.dataDir.startsWith(base), `the data directory is in reach of the postgres user: ${cluster.dataDir}`)
   await cluster.stop()
   t.notOk(await portOpen(port), 'the server is gone')
   t.same(readdirSync(base), [], 'its directory is removed')
   t.notOk(existsSync(path.join(checkout, 'pg')), 'and its directory in the checkout')
-  t.same(pgLeftovers(port), before, 'nothing in /tmp')
+  t.same(pgLeftovers(port), [], 'nothing in /tmp')
 })
 
 t.test('deleting .gatehouse starts over: a fresh cluster with a fresh password, also when it lived outside the checkout', async (t) => {
   const checkout = privateDir(t, 'gatehouse-checkout-')
   const stateDir = path.join(checkout, '.gatehouse')
-  const port = await freePort()
-  const first = await startDevPostgres(stateDir, port)
+  const first = await startDevPostgres(stateDir, 0)
   const locationFile = path.join(stateDir, 'pg', 'LOCATION')
   const outside = existsSync(locationFile) ? readFileSync(locationFile, 'utf8').trim() : null
   t.teardown(() => { if (outside !== null) rmSync(outside, { recursive: true, force: true }) })
@@ -174,9 +199,9 @@ t.test('deleting .gatehouse starts over: a fresh cluster with a fresh password, 
   rmSync(stateDir, { recursive: true, force: true })
   if (isRoot && outside !== null) t.ok(existsSync(path.join(outside, 'data')), 'the old cluster is still outside the checkout')
 
-  const again = await startDevPostgres(stateDir, port)
+  const again = await startDevPostgres(stateDir, 0)
   t.teardown(() => again.stop())
-  t.not(again.url, first.url, 'a new superuser password')
+  t.not(new URL(again.url).password, new URL(first.url).password, 'a new superuser password')
   t.equal(await login(again.url), 'postgres', 'and it logs in (no "refused its superuser password")')
   const c2 = new pg.Client({ connectionString: again.url })
   await c2.connect()

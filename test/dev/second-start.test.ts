@@ -3,21 +3,20 @@
 // Postgres keeps running and its gateway keeps answering. When that Postgres dies, the stack
 // says so in its log and `gatehouse status` says so too (exit status 4). `gatehouse dev --reset`
 // is refused while it runs and afterwards removes .gatehouse/ and the cluster wherever it lived.
-// The stack here starts its own embedded Postgres (no DATABASE_URL). Ports 18190-18196 are
-// this file's (a stack writes its engines' URLs into tenant files before they listen).
+// The stack here starts its own embedded Postgres (no DATABASE_URL). Every port, Postgres's
+// too, is the kernel's choice (dev.json says which).
 import t from 'tap'
 import { spawn, type ChildProcess } from 'node:child_process'
 import { existsSync, readFileSync, rmSync } from 'node:fs'
 import path from 'node:path'
 import pg from 'pg'
 import { createWorkingCopy, REPO_ROOT } from '../helpers/e2e-stack.js'
-import { devStackPorts, shellEnv } from '../helpers/shell-env.js'
+import { KERNEL_PORTS_ENV, shellEnv } from '../helpers/shell-env.js'
 
 // A whole development stack with a fresh cluster (initdb): minutes on a loaded machine.
 t.setTimeout(300_000)
 
 const BIN = path.join(REPO_ROOT, 'node_modules', '.bin', 'gatehouse')
-const BASE = 18190
 
 interface Run { child: ChildProcess, out (): string, err (): string, exited: Promise<number | null> }
 
@@ -48,8 +47,7 @@ async function pgAnswers (url: string): Promise<boolean> {
 t.test('a second start leaves the running stack alone; a dead Postgres is reported', async (t) => {
   const copy = createWorkingCopy(t, 'twice')
   const env = shellEnv({
-    GATEHOUSE_DEV_PG_PORT: String(BASE + 6),
-    ...devStackPorts(BASE),
+    ...KERNEL_PORTS_ENV,
     GATEHOUSE_LOG_LEVEL: 'warn',
     GATEHOUSE_AUTH_BCRYPT_COST: '4'
   })

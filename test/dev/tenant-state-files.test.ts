@@ -5,15 +5,15 @@
 // files three ways at start instead of writing them over the store. The revoked key never
 // verifies again, not after a restart and not after an edit of the file that lists it again
 // and drops its tombstone. The real development stack (startDev) on the test cluster, real
-// files, real Redis. Ports 18260-18279 are this file's.
+// files, real Redis, every port the kernel's choice at each start.
 import t, { type Test } from 'tap'
 import { readFileSync, writeFileSync } from 'node:fs'
 import path from 'node:path'
 import { parse as parseYaml, parseDocument } from 'yaml'
-import { startDev, type DevStack } from '../../src/serve.js'
+import { startDev, type DevStack } from '../../src/dev/index.js'
 import { privateKeyObject } from '../../src/tenants/index.js'
 import { signAsymmetric } from '../../src/shared/index.js'
-import { createWorkingCopy, stackPorts } from '../helpers/e2e-stack.js'
+import { createWorkingCopy, KERNEL_PORTS } from '../helpers/e2e-stack.js'
 import { adminUrl } from '../helpers/db.js'
 import { createTestRedis } from '../helpers/redis.js'
 
@@ -37,17 +37,16 @@ async function scenario (t: Test, source: 'files' | 'redis'): Promise<void> {
   const src = path.join(copy.root, 'config', 'tenants', `${demo.database}.yaml`)
   // A developer's comments, which the panel's writes keep.
   writeFileSync(src, '# my notes about this tenant\n' + readFileSync(src, 'utf8').replace(/^database: (\S+)$/m, 'database: $1 # the URL segment'))
-  const ports = await stackPorts() // the same ones at every restart
   const start = (): Promise<DevStack> => startDev({
     root: copy.root,
     env: { DATABASE_URL: adminUrl(), ...(redis !== null ? { REDIS_URL: redis.url } : {}) },
     stateDir,
     overrides: {
-      ...ports,
+      ...KERNEL_PORTS,
       ...(redis !== null ? { redis: { key_prefix: redis.prefix } } : {}),
       log: { level: 'silent' },
-      auth: { ...ports.auth, bcrypt_cost: 4, pool_per_tenant: 2 },
-      rest: { ...ports.rest, pool_per_tenant: 2 }
+      auth: { ...KERNEL_PORTS.auth, bcrypt_cost: 4, pool_per_tenant: 2 },
+      rest: { ...KERNEL_PORTS.rest, pool_per_tenant: 2 }
     }
   })
   let dev = await start()

@@ -1,19 +1,18 @@
 // The development stack for the end-to-end suites (not a test file): a temporary working
 // copy of config/tenants whose databases, roles, passwords, keys and secrets are renamed or
 // regenerated, so test files and a developer's `npm start` never collide on the shared
-// cluster; startDev() on it with ports the kernel picked (stackPorts); supabase-js clients, owner connections and raw
+// cluster; startDev() on it with every port the kernel's choice (KERNEL_PORTS); supabase-js clients, owner connections and raw
 // calls against what dev.json says. Everything is dropped on teardown.
 import { mkdtempSync, mkdirSync, readFileSync, writeFileSync, rmSync } from 'node:fs'
 import { randomBytes } from 'node:crypto'
 import os from 'node:os'
-import net, { type AddressInfo } from 'node:net'
 import path from 'node:path'
 import { fileURLToPath } from 'node:url'
 import pg from 'pg'
 import { parse as parseYaml, stringify as toYaml } from 'yaml'
 import { Redis } from 'ioredis'
 import { createClient, type SupabaseClient } from '@supabase/supabase-js'
-import { startDev, type DevStack } from '../../src/serve.js'
+import { startDev, type DevStack } from '../../src/dev/index.js'
 import type { DevDatabaseInfo, DevInfo } from '../../src/dev/index.js'
 import { dropTenant, tenantRoleNames, type TenantRoleNames } from '../../src/platform/index.js'
 import { adminUrl } from './db.js'
@@ -100,30 +99,16 @@ export function createWorkingCopy (t: Teardown, prefix: string): WorkingCopy {
 }
 
 /**
- * Ports of one stack, picked by the kernel: ten listeners on port 0 at once (so they differ),
- * closed again for the stack to take (gateway, REST, auth, panel, their admin listeners, the
- * mail catcher's SMTP and web ports). The development stack writes the engines' URLs into the
- * tenant records before it listens, so it cannot listen on 0 itself; a port taken by another
- * process in between fails the start with a clear "port ... is in use".
+ * Every port of a stack left to the kernel (0): the stack binds its listeners before it builds
+ * anything and reports the ports it got (dev.json, DevStack.info), so nothing is handed over.
  */
-export async function stackPorts () {
-  const servers = await Promise.all(Array.from({ length: 10 }, () => new Promise<net.Server>((resolve, reject) => {
-    const s = net.createServer()
-    s.once('error', reject)
-    s.listen(0, '127.0.0.1', () => resolve(s))
-  })))
-  const ports = servers.map((s) => (s.address() as AddressInfo).port)
-  await Promise.all(servers.map((s) => new Promise((resolve) => s.close(resolve))))
-  const [gateway, rest, auth, panel, smtp, web, gatewayAdmin, restAdmin, authAdmin, panelAdmin] = ports as [
-    number, number, number, number, number, number, number, number, number, number]
-  return {
-    gateway: { port: gateway, admin_port: gatewayAdmin },
-    rest: { port: rest, admin_port: restAdmin },
-    auth: { port: auth, admin_port: authAdmin },
-    panel: { port: panel, admin_port: panelAdmin },
-    mail: { smtp_port: smtp, web_port: web }
-  }
-}
+export const KERNEL_PORTS = {
+  gateway: { port: 0, admin_port: 0 },
+  rest: { port: 0, admin_port: 0 },
+  auth: { port: 0, admin_port: 0 },
+  panel: { port: 0, admin_port: 0 },
+  mail: { smtp_port: 0, web_port: 0 }
+} as const
 
 export interface Call {
   status: number
@@ -187,18 +172,17 @@ export async function startE2eStack (t: Teardown, opts: StartOptions): Promise<E
       }
     })
   }
-  const ports = await stackPorts()
   const dev = await startDev({
     root: copy.root,
     env,
     stateDir,
     overrides: {
-      ...ports,
+      ...KERNEL_PORTS,
       log: { level: 'silent' },
       redis: { key_prefix: keyPrefix },
       // Fast password hashing for tests; small pools on the shared cluster.
-      auth: { ...ports.auth, bcrypt_cost: 4, pool_per_tenant: 3 },
-      rest: { ...ports.rest, pool_per_tenant: 4 }
+      auth: { ...KERNEL_PORTS.auth, bcrypt_cost: 4, pool_per_tenant: 3 },
+      rest: { ...KERNEL_PORTS.rest, pool_per_tenant: 4 }
     }
   })
   t.teardown(() => dev.stop())

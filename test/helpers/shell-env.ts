@@ -11,20 +11,20 @@ export function shellEnv (extra: NodeJS.ProcessEnv = {}): NodeJS.ProcessEnv {
 }
 
 /**
- * The listener ports of a dev stack from `base` (gateway, rest, auth, panel, mail SMTP, mail
- * web: base .. base+5) with the admin listeners on ports the kernel picks.
+ * Every port of a dev stack left to the kernel: its listeners (gateway, engines, panel and
+ * their admin listeners), the mail catcher's SMTP and web ports and the embedded Postgres's.
+ * The stack reports what it got in .gatehouse/dev.json and its banner.
  */
-export function devStackPorts (base: number): NodeJS.ProcessEnv {
-  return {
-    GATEHOUSE_GATEWAY_PORT: String(base),
-    GATEHOUSE_REST_PORT: String(base + 1),
-    GATEHOUSE_AUTH_PORT: String(base + 2),
-    GATEHOUSE_PANEL_PORT: String(base + 3),
-    GATEHOUSE_MAIL_SMTP_PORT: String(base + 4),
-    GATEHOUSE_MAIL_WEB_PORT: String(base + 5),
-    GATEHOUSE_GATEWAY_ADMIN_PORT: '0',
-    GATEHOUSE_REST_ADMIN_PORT: '0',
-    GATEHOUSE_AUTH_ADMIN_PORT: '0',
-    GATEHOUSE_PANEL_ADMIN_PORT: '0'
-  }
+export const KERNEL_PORTS_ENV: NodeJS.ProcessEnv = {
+  GATEHOUSE_GATEWAY_PORT: '0',
+  GATEHOUSE_REST_PORT: '0',
+  GATEHOUSE_AUTH_PORT: '0',
+  GATEHOUSE_PANEL_PORT: '0',
+  GATEHOUSE_MAIL_SMTP_PORT: '0',
+  GATEHOUSE_MAIL_WEB_PORT: '0',
+  GATEHOUSE_GATEWAY_ADMIN_PORT: '0',
+  GATEHOUSE_REST_ADMIN_PORT: '0',
+  GATEHOUSE_AUTH_ADMIN_PORT: '0',
+  GATEHOUSE_PANEL_ADMIN_PORT: '0',
+  GATEHOUSE_DEV_PG_PORT: '0'
 }
