@@ -2,7 +2,7 @@
 // Runs a command with real Postgres and Redis available, then stops them.
 // Uses DATABASE_URL / REDIS_URL when they are set and reachable; otherwise starts an
 // embedded Postgres (real binaries from npm, src/dev/postgres.ts) and a redis-server child on
-// free ports. Whatever happens to the command (it fails, crashes, or this wrapper gets
+// ports the kernel names (each started again on another when a process took its port first). Whatever happens to the command (it fails, crashes, or this wrapper gets
 // SIGINT/SIGTERM/SIGHUP or an error of its own), both are stopped and every file made for
 // the run is removed: the command's temporary files go to a private directory (TMPDIR)
 // that is deleted at the end, so nothing is left in the system's temporary directory.
@@ -75,11 +75,10 @@ async function startPostgres () {
   }
   const { tsImport } = await import('tsx/esm/api')
   const { startEmbeddedPostgres } = await tsImport('../src/dev/postgres.ts', import.meta.url)
-  const port = await freePort()
   const server = await startEmbeddedPostgres({
     dir: path.join(scratch, 'pg'),
     fallbackBase: scratch,
-    port,
+    port: 0, // the kernel's choice (another one when taken before Postgres binds it)
     persistent: false,
     password: randomBytes(18).toString('base64url'),
     initdbFlags: ['--nosync'],
@@ -94,27 +93,52 @@ async function startPostgres () {
 }
 
 let redisChild
-async function startRedis () {
-  if (process.env.REDIS_URL && await reachableRedis(process.env.REDIS_URL)) return process.env.REDIS_URL
-  const port = await freePort()
+
+/**
+ * redis-server on `port`, once it listens (its URL); 'taken' when it could not bind the port (another
+ * process took it after the kernel named it free).
+ */
+async function tryRedis (port) {
   const child = spawn('redis-server', ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--dir', scratch],
-    { stdio: 'ignore' })
+    { stdio: ['ignore', 'pipe', 'ignore'] })
   redisChild = child
-  cleanups.push(() => new Promise((resolve) => {
+  let output = ''
+  child.stdout.setEncoding('utf8').on('data', (d) => { output += d })
+  const stop = () => new Promise((resolve) => {
     if (child.exitCode !== null || child.signalCode !== null || child.pid === undefined) return resolve()
     child.once('exit', resolve)
     child.kill('SIGTERM')
-  }))
+  })
+  cleanups.push(stop)
   await new Promise((resolve, reject) => {
     child.once('error', (err) => reject(new Error(`cannot start redis-server (${err.message}); install it: apt-get install -y redis-server`)))
     child.once('spawn', resolve)
   })
-  const url = `redis://127.0.0.1:${port}`
-  for (let i = 0; i < 50; i++) {
-    if (await reachableRedis(url)) return url
-    await new Promise((resolve) => setTimeout(resolve, 100))
+  // Its own log says when it listens (a PING could be answered by whoever took the port).
+  return new Promise((resolve) => {
+    const onData = () => {
+      if (!/Ready to accept connections/.test(output)) return
+      child.stdout.off('data', onData)
+      child.off('exit', onExit)
+      resolve(`redis://127.0.0.1:${port}`)
+    }
+    const onExit = () => {
+      child.stdout.off('data', onData)
+      resolve(/Address already in use/i.test(output) ? 'taken' : null)
+    }
+    child.stdout.on('data', onData)
+    child.once('exit', onExit)
+  })
+}
+
+async function startRedis () {
+  if (process.env.REDIS_URL && await reachableRedis(process.env.REDIS_URL)) return process.env.REDIS_URL
+  for (let attempt = 1; attempt <= 5; attempt++) {
+    const url = await tryRedis(await freePort())
+    if (url === null) break
+    if (url !== 'taken') return url
   }
-  throw new Error('redis-server did not answer PING')
+  throw new Error('redis-server did not start (its ports were taken, or it exited)')
 }
 
 let child
