@@ -49,6 +49,15 @@ export function firstHeader (value: string | string[] | undefined): string | und
   return Array.isArray(value) ? value[0] : value
 }
 
+/**
+ * The token of an `Authorization: Bearer <token>` value (scheme case-insensitive, RFC 6750
+ * §2.1; one token, blanks around it allowed); null when the value is not of that form.
+ */
+export function bearerToken (authorization: string): string | null {
+  const m = /^Bearer[ \t]+(\S+)[ \t]*$/i.exec(authorization)
+  return m === null ? null : m[1]!
+}
+
 /** A Cookie header as name -> value (first occurrence wins), as request.cookies carries it. */
 export function parseCookieHeader (h: string | string[] | undefined): Record<string, string> {
   const out = bareRecord<string>()

@@ -2,7 +2,7 @@
 // files, and a redis-server of our own on a unix socket (to kill it for outage tests).
 // Not a test file (only *.test.ts run).
 import { spawn, type ChildProcess } from 'node:child_process'
-import { mkdtempSync, rmSync, writeFileSync, existsSync } from 'node:fs'
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import path from 'node:path'
 import { stringify } from 'yaml'
@@ -49,9 +49,21 @@ export async function spawnRedis (t: Teardown): Promise<{ url: string, stop (): 
   const socket = path.join(dir, 'redis.sock')
   let child: ChildProcess | null = null
   const start = async () => {
-    child = spawn('redis-server', ['--port', '0', '--unixsocket', socket, '--save', '', '--appendonly', 'no', '--dir', dir], { stdio: 'ignore' })
-    for (let i = 0; i < 100 && !existsSync(socket); i++) await new Promise((r) => setTimeout(r, 20))
-    if (!existsSync(socket)) throw new Error('redis-server did not start')
+    const c = spawn('redis-server', ['--port', '0', '--unixsocket', socket, '--save', '', '--appendonly', 'no', '--dir', dir], { stdio: ['ignore', 'pipe', 'ignore'] })
+    child = c
+    // Ready once it says so: its socket file exists from bind(), before it listens.
+    await new Promise<void>((resolve, reject) => {
+      let out = ''
+      const onData = (chunk: Buffer): void => {
+        out += chunk.toString('utf8')
+        if (!/ready to accept connections/i.test(out)) return
+        c.stdout!.off('data', onData)
+        c.stdout!.resume()
+        resolve()
+      }
+      c.stdout!.on('data', onData)
+      c.once('exit', (code) => reject(new Error(`redis-server exited (${code}) before it was ready: ${out.slice(-500)}`)))
+    })
   }
   const stop = async () => {
     const c = child

@@ -1,20 +1,17 @@
-// The gateway's upstream client: one undici Pool per upstream origin (keep-alive, idle
-// timeout shorter than the upstream's: supabase/cli #6674), at most maxSockets requests in
-// flight per origin (the rest wait in a queue bounded by queueTimeoutMs), connect and
-// response timeouts, and the response side: success bodies stream untouched (backpressure
-// both ways), error bodies with a JSON type are buffered (bounded) for the refusal
-// rewriter. undici's dispatch() with a handler object per request: no WHATWG fetch, no
-// node:http ClientRequest, no stream pipe (bench/gateway.ts measures the three).
+// One proxied request on its way back: undici's dispatch handler for it (Forward), which
+// streams a success answer to the client untouched (backpressure both ways, a bounded
+// buffer for slow readers, nginx's send_timeout), and buffers a JSON error answer (bounded)
+// for the refusal rewriter (finishRewrite). The upstream client (upstream-client.ts) makes
+// one per request and owns the origins' slots it gives back.
 import type { IncomingHttpHeaders, OutgoingHttpHeaders, IncomingMessage, ServerResponse } from 'node:http'
-import { Pool, type Dispatcher } from 'undici'
+import type { Dispatcher } from 'undici'
 import type { FastifyBaseLogger } from 'fastify'
 import { isJsonContentType, standardReasonPhrase } from '../../shared/index.js'
 import type { Tenant } from '../../tenants/index.js'
-import { UpstreamBusyError, UpstreamTimeoutError, UpstreamUnavailableError } from '../errors.js'
-import { renderError } from '../render.js'
 import type { Caller, RequestInfo, RewriteError, Service } from '../types.js'
 import { buildResponseHeaders } from './headers.js'
-import { BodyStream, ClientAbortedError } from '../body.js'
+import type { BodyStream } from '../body.js'
+
 /** Everything the response side needs about one proxied request. */
 export interface ForwardContext {
   target: URL
@@ -37,7 +34,7 @@ export interface ForwardContext {
   rewriting?: boolean
 }
 
-export interface UpstreamProxyOptions {
+export interface UpstreamClientOptions {
   timeoutMs: number
   connectTimeoutMs: number
   /** Sockets per upstream origin (shared by every tenant on it). */
@@ -63,35 +60,6 @@ export interface UpstreamProxyOptions {
   /** The response is complete (or cut): log line and metrics. */
   onComplete?: (info: RequestInfo, status: number) => void
 }
-
-/** The upstream request target: the base URL's path joined with the path below the service. */
-export function upstreamPath (base: URL, path: string, query: string): string {
-  const p = base.pathname
-  const joined = p.endsWith('/') ? p + path.slice(1) : p + path
-  return query === '' ? joined : `${joined}?${query}`
-}
-
-export interface UpstreamProxy {
-  /**
-   * Sends req (its method, url and headers; the body is ctx.body) to ctx.target's origin
-   * and streams the answer back; req.url must be the full upstream path (upstreamPath()).
-   * The reply must already be hijacked.
-   */
-  web (req: IncomingMessage, res: ServerResponse, ctx: ForwardContext): void
-  /** Destroys the keep-alive sockets; queued requests fail. */
-  close (): void
-}
-
-/**
- * Whether a client request carries a body (RFC 9112 §6.3: only these two headers say so).
- * Asked of the client's headers, before the upstream headers replace them.
- */
-export function hasRequestBody (headers: IncomingHttpHeaders): boolean {
-  return headers['content-length'] !== undefined || headers['transfer-encoding'] !== undefined
-}
-
-const BUSY = 'EUPSTREAM_BUSY'
-const TIMEOUT_CODES = new Set(['UND_ERR_HEADERS_TIMEOUT', 'UND_ERR_BODY_TIMEOUT', 'UND_ERR_CONNECT_TIMEOUT'])
 
 /**
  * A flat header list with `set` replacing same-named entries and `drop` removing them
@@ -122,18 +90,17 @@ function headersObject (raw: string[]): IncomingHttpHeaders {
 }
 
 /** One upstream origin: its pool and the requests waiting for one of its maxSockets. */
-interface Origin {
+export interface Origin {
   origin: string
-  pool: Pool
+  pool: Dispatcher
   active: number
   queue: Forward[]
 }
-
-const kForward = Symbol('gatehouse.forward')
-type Tracked = ServerResponse & { [kForward]?: Forward }
+export const kForward = Symbol('gatehouse.forward')
+export type Tracked = ServerResponse & { [kForward]?: Forward }
 
 /** 'close' of a client response: the client went away before the answer was complete. */
-function onClientClose (this: Tracked): void {
+export function onClientClose (this: Tracked): void {
   const f = this[kForward]
   if (f !== undefined && !this.writableFinished) f.clientGone()
 }
@@ -169,8 +136,9 @@ function watchSend (res: ServerResponse, ms: number): void {
   res.once('close', stop)
 }
 
-interface Internals {
-  opts: UpstreamProxyOptions
+/** What a Forward needs of the client that made it. */
+export interface Internals {
+  opts: UpstreamClientOptions
   release (o: Origin): void
   fail (f: Forward, err: Error): void
 }
@@ -179,7 +147,7 @@ interface Internals {
  * One proxied request: undici's dispatch handler (its legacy callbacks, which undici calls
  * without the wrapper its newer handler API needs) and the state of the exchange.
  */
-class Forward implements Dispatcher.DispatchHandler {
+export class Forward implements Dispatcher.DispatchHandler {
   readonly req: IncomingMessage
   readonly res: Tracked
   readonly ctx: ForwardContext
@@ -386,149 +354,3 @@ async function finishRewrite (raw: Buffer, f: Forward, rewrite: RewriteError): P
   opts.onComplete?.(ctx.info, out.status)
 }
 
-/** The size of an engine's response headers the gateway reads at most. */
-const UPSTREAM_MAX_HEADER_BYTES = 256 * 1024
-
-export function createUpstreamProxy (opts: UpstreamProxyOptions): UpstreamProxy {
-  const origins = new Map<string, Origin>()
-  // Per target URL object (routes.ts keeps one per upstream base URL): URL's origin getter
-  // builds a new string on every call.
-  const byTarget = new WeakMap<URL, Origin>()
-
-  function originOf (target: URL): Origin {
-    const known = byTarget.get(target)
-    if (known !== undefined && origins.get(known.origin) === known) return known
-    let o = origins.get(target.origin)
-    if (o === undefined) {
-      const pool = new Pool(target.origin, {
-        connections: opts.maxSockets,
-        pipelining: 1,
-        // Idle sockets are closed after this (also when the upstream's Keep-Alive hint is
-        // longer): shorter than the upstream's idle timeout, so we never write to a socket
-        // the upstream is closing.
-        keepAliveTimeout: opts.keepAliveMs,
-        keepAliveMaxTimeout: opts.keepAliveMs,
-        connect: { timeout: opts.connectTimeoutMs },
-        // An engine's response headers may echo the request (PostgREST's Content-Location
-        // re-encodes the query string, up to three times the client's URL): well above
-        // what a client may send, so a long URL is never a 502.
-        maxHeaderSize: UPSTREAM_MAX_HEADER_BYTES
-      })
-      // A pool-level failure is reported to each request's handler; nothing to do here.
-      pool.on('connectionError', () => {})
-      o = { origin: target.origin, pool, active: 0, queue: [] }
-      origins.set(target.origin, o)
-    }
-    byTarget.set(target, o)
-    return o
-  }
-
-  const internals: Internals = {
-    opts,
-    release (o) {
-      o.active--
-      // The next queued request (in arrival order) gets the slot.
-      const next = o.queue.shift()
-      if (next !== undefined) start(next)
-    },
-    fail: onProxyError
-  }
-
-  function queueTimedOut (f: Forward): void {
-    f.queueTimer = null
-    if (f.state !== 'queued') return
-    f.settle()
-    onProxyError(f, Object.assign(new Error('no upstream socket became free in time'), { code: BUSY }))
-  }
-
-  function start (f: Forward): void {
-    if (f.queueTimer !== null) { clearTimeout(f.queueTimer); f.queueTimer = null }
-    f.state = 'active'
-    f.origin.active++
-    const req = f.req
-    f.origin.pool.dispatch({
-      path: req.url ?? '/',
-      method: (req.method ?? 'GET') as Dispatcher.HttpMethod,
-      headers: req.headers as Record<string, string | string[]>,
-      body: f.ctx.body,
-      headersTimeout: opts.timeoutMs,
-      bodyTimeout: opts.timeoutMs
-    }, f)
-  }
-
-  // Refused, reset, unreachable or too slow: 502 / 504 with our JSON body, unless the
-  // response already started (then the client connection is cut, as a proxy must).
-  function onProxyError (f: Forward, err: Error): void {
-    const { ctx, req } = f
-    const response = f.res
-    const body = ctx.body
-    if (body instanceof BodyStream && (body.refusal !== null || body.errored instanceof ClientAbortedError)) {
-      bodyFailed(f, body)
-      return
-    }
-    const code = (err as NodeJS.ErrnoException).code
-    const error = code === BUSY
-      ? new UpstreamBusyError({ cause: err })
-      : code !== undefined && TIMEOUT_CODES.has(code)
-        ? new UpstreamTimeoutError({ cause: err })
-        : new UpstreamUnavailableError({ cause: err })
-    ctx.log.error({ tenant: ctx.tenant.database, err, upstream: ctx.target.origin, code: error.code }, 'upstream request failed')
-    opts.onUpstreamError?.(ctx, error.code)
-    if (response.headersSent || response.writableEnded || response.destroyed) {
-      response.destroy()
-      opts.onComplete?.(ctx.info, response.statusCode)
-      return
-    }
-    const r = renderError(error, ctx.requestId, { auth: ctx.service === 'auth', apiVersion: req.headers['x-supabase-api-version'] })
-    const headers: OutgoingHttpHeaders = { ...ctx.responseHeaders, ...r.headers, 'content-length': String(Buffer.byteLength(r.body)) }
-    if (opts.isShuttingDown()) headers.connection = 'close'
-    response.writeHead(r.status, headers)
-    response.end(r.body)
-    ctx.info.errorCode = error.code
-    opts.onComplete?.(ctx.info, r.status)
-  }
-
-  // A streamed body was cut (over its limit, too slow, or the client went away): the
-  // upstream request was aborted with it; the client gets the 413 / 408 (or nothing).
-  function bodyFailed (f: Forward, body: BodyStream): void {
-    const { ctx, req } = f
-    const response = f.res
-    const refusal = body.refusal
-    if (refusal === null) {
-      req.socket.destroy()
-      ctx.info.errorCode = 'client_closed'
-      opts.onComplete?.(ctx.info, 499)
-      return
-    }
-    if (response.headersSent || response.writableEnded || response.destroyed) {
-      response.destroy()
-      opts.onComplete?.(ctx.info, response.statusCode)
-      return
-    }
-    const r = renderError(refusal, ctx.requestId, { auth: ctx.service === 'auth', apiVersion: req.headers['x-supabase-api-version'] })
-    response.writeHead(r.status, { ...ctx.responseHeaders, ...r.headers, 'content-length': String(Buffer.byteLength(r.body)) })
-    response.end(r.body)
-    ctx.info.errorCode = refusal.code
-    opts.onComplete?.(ctx.info, r.status)
-  }
-
-  return {
-    web (req, res, ctx) {
-      const o = originOf(ctx.target)
-      const f = new Forward(req, res, ctx, o, internals)
-      ;(res as Tracked)[kForward] = f
-      res.on('close', onClientClose)
-      if (o.active < opts.maxSockets) { start(f); return }
-      // All of the origin's sockets are busy: wait (bounded) for one.
-      f.queueTimer = setTimeout(queueTimedOut, opts.queueTimeoutMs, f)
-      o.queue.push(f)
-    },
-    close () {
-      for (const o of origins.values()) {
-        for (const f of o.queue.splice(0)) { f.settle(); onProxyError(f, new Error('the gateway is closing')) }
-        void o.pool.destroy().catch(() => {})
-      }
-      origins.clear()
-    }
-  }
-}
