@@ -311,7 +311,7 @@ class ProxyPipeline {
       for: f.clientIp,
       proto: this.#deps.forwardedProto,
       host: this.#deps.forwardedHost
-    }, raw.headersDistinct) as IncomingHttpHeaders
+    }, () => raw.headersDistinct) as IncomingHttpHeaders
     // The engine's span is a child of ours (else the client's traceparent goes on as sent).
     this.#deps.tracer?.inject(raw, raw.headers as OutgoingHttpHeaders)
     // Tell the engine which limit was ours, not the caller's (client copies were stripped

@@ -53,15 +53,17 @@ export function buildUpstreamHeaders (
   authorization: string | undefined,
   requestId: string,
   fwd: ForwardedFacts,
-  lines?: Readonly<Record<string, readonly string[] | undefined>>
+  lines?: () => Readonly<Record<string, readonly string[] | undefined>>
 ): OutgoingHttpHeaders {
   const listed = listedIn(incoming.connection)
   const out: OutgoingHttpHeaders = {}
   for (const name in incoming) {
     if (HOP_BY_HOP.has(name) || dropFromClient(name) || (listed !== null && listed.has(name))) continue
     const value = incoming[name]
-    // A repeated header the engines read line by line goes on as its lines, not Node's join.
-    const each = REPEATED_LINES.has(name) ? lines?.[name] : undefined
+    // A repeated header the engines read line by line goes on as its lines, not Node's join
+    // (which has a `,`, or `;` for Cookie: only then are the lines asked for, since Node
+    // builds them for every header at once).
+    const each = REPEATED_LINES.has(name) && typeof value === 'string' && (value.includes(',') || value.includes(';')) ? lines?.()[name] : undefined
     if (each !== undefined && each.length > 1) out[name] = [...each]
     else if (value !== undefined) out[name] = value
   }

@@ -211,48 +211,54 @@ export function createRefusalExplainer (opts: ExplainerOptions): RefusalExplaine
   }
 
   async function explain (input: RefusalInput): Promise<Refusal | null> {
-    const { tenant, kind, error } = input
-    if (!isRefusalCandidate(error)) return null
-    const schemas = input.schemas ?? tenant.rest.schemas
-    const ref = refOf(error, schemas, input.table ?? null)
-
-    if (error.code === '42501') {
-      if (input.rowWritten === true || saysRowWritten(error)) return rlsRefusal(input, ref)
-      if (RLS_VIOLATION.test(error.message)) return permissionDenied(input, rlsViolationHint(input))
-      const sequence = PERMISSION_ON_SEQUENCE.exec(error.message)
-      if (sequence !== null && NAME_OK(sequence[1]!)) return permissionDenied(input, sequenceHint(input, schemas, unquote(sequence[1]!)))
-      const m = PERMISSION_ON_RELATION.exec(error.message)
-      if (m === null || ref === null || !NAME_OK(ref.name)) return permissionDenied(input, null)
-      const f = await facts(tenant, ref.schema !== null ? [ref.schema] : schemas, ref.name)
-      if (f === null || !f.exists) return permissionDenied(input, null)
-      const mine = f.roles[kind]
-      if (mine === undefined) return permissionDenied(input, null)
-      // RPC, arbitrary SQL, or a table other than the one addressed (a policy's subquery, a
-      // view's base table): what the role holds there, not a refusal of the addressed table.
-      const other = input.table !== undefined && input.table !== null && input.table !== f.name
-      if (input.needs.length === 0 || other) return permissionDenied(input, touchedHint(input, f, mine))
-      if (!mine.usage || !mine.any) return unknownTable(input, f, mine)
-      const missing = input.needs.find((p) => !mine.table[p])
-      if (missing === undefined) return permissionDenied(input, null)
-      if (missing !== 'DELETE' && mine.columns[missing]) return permissionDenied(input, columnHint(input, f.schema, f.name, missing))
-      return noTableGrant(input, f.schema, f.name, mine, missing)
-    }
-
-    // PGRST205 / 42P01: not in the catalog of the role (missing, or no privilege at all).
-    if (ref === null || !NAME_OK(ref.name)) return unknownTableBare(input, null)
-    const f = await facts(tenant, ref.schema !== null ? [ref.schema] : schemas, ref.name)
-    if (f === null) return unknownTableBare(input, ref)
-    if (!f.exists) return unknownTableMissing(input, f.schemas, f.name)
-    const mine = f.roles[kind]
-    if (mine !== undefined && mine.usage && mine.any) {
-      // The role can see it: the upstream's schema cache is stale (e.g. the table was just
-      // created and the reload is in flight). Not one of our refusals.
-      return null
-    }
-    return unknownTable(input, f, mine)
+    if (!isRefusalCandidate(input.error)) return null
+    const schemas = input.schemas ?? input.tenant.rest.schemas
+    const ref = refOf(input.error, schemas, input.table ?? null)
+    return input.error.code === '42501'
+      ? explainPermissionDenied(input, schemas, ref, facts)
+      : explainUnknownTable(input, schemas, ref, facts)
   }
 
   return { explain }
+}
+
+type FactsLookup = (tenant: Tenant, schemas: readonly string[], name: string) => Promise<TableFacts | null>
+
+/** 42501: a row policy, a sequence, a relation the role lacks (and what it holds instead). */
+async function explainPermissionDenied (input: RefusalInput, schemas: readonly string[], ref: TableRef | null, facts: FactsLookup): Promise<Refusal | null> {
+  const { error } = input
+  if (input.rowWritten === true || saysRowWritten(error)) return rlsRefusal(input, ref)
+  if (RLS_VIOLATION.test(error.message)) return permissionDenied(input, rlsViolationHint(input))
+  const sequence = PERMISSION_ON_SEQUENCE.exec(error.message)
+  if (sequence !== null && NAME_OK(sequence[1]!)) return permissionDenied(input, sequenceHint(input, schemas, unquote(sequence[1]!)))
+  const m = PERMISSION_ON_RELATION.exec(error.message)
+  if (m === null || ref === null || !NAME_OK(ref.name)) return permissionDenied(input, null)
+  const f = await facts(input.tenant, ref.schema !== null ? [ref.schema] : schemas, ref.name)
+  if (f === null || !f.exists) return permissionDenied(input, null)
+  const mine = f.roles[input.kind]
+  if (mine === undefined) return permissionDenied(input, null)
+  // RPC, arbitrary SQL, or a table other than the one addressed (a policy's subquery, a
+  // view's base table): what the role holds there, not a refusal of the addressed table.
+  const other = input.table !== undefined && input.table !== null && input.table !== f.name
+  if (input.needs.length === 0 || other) return permissionDenied(input, touchedHint(input, f, mine))
+  if (!mine.usage || !mine.any) return unknownTable(input, f, mine)
+  const missing = input.needs.find((p) => !mine.table[p])
+  if (missing === undefined) return permissionDenied(input, null)
+  if (missing !== 'DELETE' && mine.columns[missing]) return permissionDenied(input, columnHint(input, f.schema, f.name, missing))
+  return noTableGrant(input, f.schema, f.name, mine, missing)
+}
+
+/** PGRST205 / 42P01: not in the catalog of the role (missing, or no privilege at all). */
+async function explainUnknownTable (input: RefusalInput, schemas: readonly string[], ref: TableRef | null, facts: FactsLookup): Promise<Refusal | null> {
+  if (ref === null || !NAME_OK(ref.name)) return unknownTableBare(input, null)
+  const f = await facts(input.tenant, ref.schema !== null ? [ref.schema] : schemas, ref.name)
+  if (f === null) return unknownTableBare(input, ref)
+  if (!f.exists) return unknownTableMissing(input, f.schemas, f.name)
+  const mine = f.roles[input.kind]
+  // The role can see it: the upstream's schema cache is stale (e.g. the table was just
+  // created and the reload is in flight). Not one of our refusals.
+  if (mine !== undefined && mine.usage && mine.any) return null
+  return unknownTable(input, f, mine)
 }
 
 // ---- the refusals -------------------------------------------------------------------------
