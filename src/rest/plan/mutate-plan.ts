@@ -77,79 +77,12 @@ export interface MutatePlanOptions {
 /** Plans POST / PATCH / PUT / DELETE on `relation`. */
 export function planMutate (req: ApiRequest, relation: string, mutation: Mutation, cache: SchemaCache, opts: MutatePlanOptions = { allowTxOverride: true }): MutatePlan {
   const prefs = req.preferences
-  // The write's filters come from the root of the request's read tree; the representation is
-  // the same tree without them (its order kept, embeds keep their filters). PostgREST 14
-  // reads no limit/offset on writes: the tree is planned without ranges.
-  const readReq: ApiRequest = mutation === 'insert' || mutation === 'single-upsert'
-    ? { ...req, query: { ...req.query, filters: req.query.filters.filter((f) => f.path.length > 0), logic: req.query.logic.filter((l) => l.path.length > 0) } }
-    : req
-  const { table, tree } = planReadTree({ ...readReq, query: { ...readReq.query, ranges: [] }, range: ALL_ROWS, rangeHeader: null, defaultLimit: null }, relation, cache, { maxRows: null, aggregates: opts.aggregates })
-
+  const { table, tree } = writeTree(req, relation, mutation, cache, opts)
   let returning: ReturnPreference = prefs.return ?? 'minimal'
   if (returning === 'headers-only' && mutation !== 'insert') returning = 'minimal'
-
-  const columns = req.query.columns
-  let spec: InsertSpec | UpdateSpec | DeleteSpec
-  switch (mutation) {
-    case 'insert':
-    case 'single-upsert': {
-      // PUT reads no `columns=` (as PostgREST): the body names the columns.
-      const payload = parseWritePayload(req.body, req.contentType, mutation === 'insert' ? columns : null)
-      checkColumns(table, payload.keys)
-      let key: Array<readonly [string, string]> | null = null
-      let onConflict: InsertSpec['onConflict'] = null
-      let resolutionApplied = false
-      if (mutation === 'single-upsert') {
-        // An array body is taken as PostgREST takes it: its rows matching the key are
-        // upserted, and anything but exactly one row is PGRST115.
-        key = putKey(req, table)
-        onConflict = { columns: table.pk, action: 'merge' }
-      } else if (prefs.resolution !== null) {
-        const target = req.query.onConflict ?? (table.pk.length > 0 ? table.pk : null)
-        // Matches PostgREST: no PK and no on_conflict = a plain insert, resolution not echoed.
-        if (target !== null) {
-          onConflict = { columns: target, action: prefs.resolution === 'merge-duplicates' ? 'merge' : 'ignore' }
-          resolutionApplied = true
-        }
-      }
-      // Matches PostgREST: missing=default applies to POST (PUT sends the whole row).
-      const defaults = mutation === 'insert' && prefs.missing === 'default'
-        ? payload.keys.flatMap((c) => {
-          const expression = table.columnsByName.get(c)?.insertDefault ?? null
-          return expression === null ? [] : [{ column: c, expression }]
-        })
-        : null
-      spec = {
-        kind: 'insert',
-        payload,
-        parsers: bodyParsers(cache, table, payload.keys),
-        extraKeys: hasExtraKeys(payload, mutation === 'insert' ? columns : null),
-        columns: payload.keys,
-        defaults,
-        onConflict,
-        putKey: key,
-        countInserts: mutation === 'single-upsert' || onConflict?.action === 'merge',
-        resolutionApplied
-      }
-      break
-    }
-    case 'update': {
-      // An array body updates as PostgREST's does: UPDATE ... FROM its rows (one per matched row).
-      const payload = parseWritePayload(req.body, req.contentType, columns)
-      checkColumns(table, payload.keys)
-      const row = payload.rows[0] ?? {}
-      const set: UpdateSpec['set'] = payload.keys.map((c) => ({
-        column: c,
-        value: prefs.missing === 'default' && columns !== null && !Object.prototype.hasOwnProperty.call(row, c) ? 'default' : 'body'
-      }))
-      spec = { kind: 'update', payload, parsers: bodyParsers(cache, table, payload.keys), extraKeys: hasExtraKeys(payload, columns), set, where: rootWhere(tree) }
-      break
-    }
-    case 'delete':
-      spec = { kind: 'delete', where: rootWhere(tree) }
-      break
-  }
-
+  const spec: InsertSpec | UpdateSpec | DeleteSpec = mutation === 'delete'
+    ? { kind: 'delete', where: rootWhere(tree) }
+    : mutation === 'update' ? updateSpec(req, table, tree, cache) : insertSpec(req, mutation, table, cache)
   // Matches PostgREST 14: unknown preferences with handling=strict (PGRST122) after the
   // write is planned, then the Accept header (PGRST107).
   checkPreferences(req)
@@ -174,4 +107,70 @@ export function planMutate (req: ApiRequest, relation: string, mutation: Mutatio
     maxAffected: strict && (mutation === 'update' || mutation === 'delete') ? prefs.maxAffected : null,
     rollback: opts.allowTxOverride && prefs.tx === 'rollback'
   }
+}
+
+/**
+ * The write's filters come from the root of the request's read tree; the representation is
+ * the same tree without them (its order kept, embeds keep their filters). PostgREST 14
+ * reads no limit/offset on writes: the tree is planned without ranges.
+ */
+function writeTree (req: ApiRequest, relation: string, mutation: Mutation, cache: SchemaCache, opts: MutatePlanOptions): { table: Table, tree: ReadNode } {
+  const readReq: ApiRequest = mutation === 'insert' || mutation === 'single-upsert'
+    ? { ...req, query: { ...req.query, filters: req.query.filters.filter((f) => f.path.length > 0), logic: req.query.logic.filter((l) => l.path.length > 0) } }
+    : req
+  return planReadTree({ ...readReq, query: { ...readReq.query, ranges: [] }, range: ALL_ROWS, rangeHeader: null, defaultLimit: null }, relation, cache, { maxRows: null, aggregates: opts.aggregates })
+}
+
+/** POST (insert) and PUT (single-upsert). */
+function insertSpec (req: ApiRequest, mutation: 'insert' | 'single-upsert', table: Table, cache: SchemaCache): InsertSpec {
+  const columns = req.query.columns
+  // PUT reads no `columns=` (as PostgREST): the body names the columns.
+  const payload = parseWritePayload(req.body, req.contentType, mutation === 'insert' ? columns : null)
+  checkColumns(table, payload.keys)
+  // An array body is taken as PostgREST takes it: its rows matching the key are
+  // upserted, and anything but exactly one row is PGRST115.
+  const key = mutation === 'single-upsert' ? putKey(req, table) : null
+  const { onConflict, resolutionApplied } = conflictOf(req, mutation, table)
+  // Matches PostgREST: missing=default applies to POST (PUT sends the whole row).
+  const defaults = mutation === 'insert' && req.preferences.missing === 'default'
+    ? payload.keys.flatMap((c) => {
+      const expression = table.columnsByName.get(c)?.insertDefault ?? null
+      return expression === null ? [] : [{ column: c, expression }]
+    })
+    : null
+  return {
+    kind: 'insert',
+    payload,
+    parsers: bodyParsers(cache, table, payload.keys),
+    extraKeys: hasExtraKeys(payload, mutation === 'insert' ? columns : null),
+    columns: payload.keys,
+    defaults,
+    onConflict,
+    putKey: key,
+    countInserts: mutation === 'single-upsert' || onConflict?.action === 'merge',
+    resolutionApplied
+  }
+}
+
+/** The ON CONFLICT of an upsert: PUT merges on the PK; POST as Prefer: resolution says. */
+function conflictOf (req: ApiRequest, mutation: 'insert' | 'single-upsert', table: Table): { onConflict: InsertSpec['onConflict'], resolutionApplied: boolean } {
+  if (mutation === 'single-upsert') return { onConflict: { columns: table.pk, action: 'merge' }, resolutionApplied: false }
+  const resolution = req.preferences.resolution
+  const target = req.query.onConflict ?? (table.pk.length > 0 ? table.pk : null)
+  // Matches PostgREST: no PK and no on_conflict = a plain insert, resolution not echoed.
+  if (resolution === null || target === null) return { onConflict: null, resolutionApplied: false }
+  return { onConflict: { columns: target, action: resolution === 'merge-duplicates' ? 'merge' : 'ignore' }, resolutionApplied: true }
+}
+
+/** PATCH: an array body updates as PostgREST's does, UPDATE ... FROM its rows (one per matched row). */
+function updateSpec (req: ApiRequest, table: Table, tree: ReadNode, cache: SchemaCache): UpdateSpec {
+  const columns = req.query.columns
+  const payload = parseWritePayload(req.body, req.contentType, columns)
+  checkColumns(table, payload.keys)
+  const row = payload.rows[0] ?? {}
+  const set: UpdateSpec['set'] = payload.keys.map((c) => ({
+    column: c,
+    value: req.preferences.missing === 'default' && columns !== null && !Object.prototype.hasOwnProperty.call(row, c) ? 'default' : 'body'
+  }))
+  return { kind: 'update', payload, parsers: bodyParsers(cache, table, payload.keys), extraKeys: hasExtraKeys(payload, columns), set, where: rootWhere(tree) }
 }

@@ -242,103 +242,33 @@ function isEmptyEmbed (n: ReadNode): boolean {
   return n.spread === null && n.select.length === 0 && n.children.every(isEmptyEmbed)
 }
 
+/** How a draft is finished: whether it is a spread of which kind, and whether aggregates are in play. */
+interface NodeShape {
+  readonly table: Table | undefined
+  readonly toManySpread: boolean
+  readonly toOneSpread: boolean
+  readonly hasAgg: boolean
+}
+
 function finish (d: Draft, ctx: Finish, parentHasAgg: boolean): { node: ReadNode, hoisted: HoistedAggregate[] } {
   const table = ctx.cache.tables.get(qnKey(d.from.schema, d.from.name))
   if (!ctx.aggregates && d.fields.some((f) => f.aggregate !== null)) throw new AggregatesNotAllowedError()
-
   const toManySpread = d.isSpread && d.relationship !== null && !isToOne(d.relationship)
-  const toOneSpread = d.isSpread && !toManySpread && d.depth > 0
-  const hasAgg = parentHasAgg || toManySpread || d.fields.some((f) => f.aggregate !== null)
-
-  const finished = d.children.map((c) => finish(c, ctx, hasAgg))
-  let children = finished.map((f) => f.node)
+  const shape: NodeShape = {
+    table,
+    toManySpread,
+    toOneSpread: d.isSpread && !toManySpread && d.depth > 0,
+    hasAgg: parentHasAgg || toManySpread || d.fields.some((f) => f.aggregate !== null)
+  }
+  const finished = d.children.map((c) => finish(c, ctx, shape.hasAgg))
   const childHoisted = finished.flatMap((f) => f.hoisted)
-  const childByName = (name: string): ReadNode | undefined =>
-    children.find((c) => (c.relAlias ?? c.relName) === name) ?? children.find((c) => c.relAlias !== null && c.relName === name)
-
-  // select: fields with their aliases and aggregates; a to-one spread hands its aggregates to its parent
-  const hoisted: HoistedAggregate[] = []
-  const reps = ctx.cache.representations
-  // As PostgREST: `*` is expanded when a column of the table has an output representation.
-  const expandForReps = hasOutputRep(table, reps?.toJson)
-  const select: SelectColumn[] = expandStars(d.fields, table, hasAgg || expandForReps, d.isSpread).map((f) => {
-    const field = f.fullRow === true ? { ...coerce(undefined, f.field), fullRow: true } : coerce(table, f.field, null, reps?.toJson)
-    const alias = selectAlias(f, d.isSpread, field.transform !== undefined)
-    if (toOneSpread && f.aggregate !== null) {
-      hoisted.push({ aggAlias: d.aggAlias, name: alias ?? f.field.name, aggregate: f.aggregate, aggregateCast: f.aggregateCast, alias })
-      return { field, alias, cast: f.cast, aggregate: null, aggregateCast: null }
-    }
-    return { field, alias, cast: f.cast, aggregate: f.aggregate, aggregateCast: f.aggregateCast }
-  })
-  if (toOneSpread) {
-    // Aggregates of nested to-one spreads travel on up, now read through this node's lateral alias.
-    for (const h of childHoisted) hoisted.push({ ...h, aggAlias: d.aggAlias })
-  } else if (childHoisted.length > 0) {
-    // Applied here, to the columns the spread children lift into this node.
-    children = children.map((c) => {
-      if (c.spread === null) return c
-      const selects = c.spread.selects.map((s): SpreadSelect => {
-        const h = childHoisted.find((x) => x.aggAlias === c.aggAlias && x.name === s.name)
-        return h ? { ...s, aggregate: h.aggregate, aggregateCast: h.aggregateCast, alias: h.alias } : s
-      })
-      return { ...c, spread: { ...c.spread, selects } }
-    })
-  }
-
-  // where: filters and logic trees; `rel=is.null` / `rel=not.is.null` on an embed test its lateral row
-  const nullEmbed = (c: Condition): Condition => {
-    if (c.kind === 'logic') return { ...c, children: c.children.map(nullEmbed) }
-    if (c.kind !== 'filter' || c.field.jsonPath.length !== 0) return c
-    const op = c.opExpr.operation
-    if (op.kind !== 'is' || op.value !== 'null') return c
-    const child = children.find((x) => (x.relAlias ?? x.relName) === c.field.name)
-    if (!child) return c
-    return { kind: 'null-embed', notNull: c.opExpr.negated, aggAlias: child.aggAlias, child }
-  }
-  const where: Condition[] = [
-    ...d.filters.map((f) => toCondition(table, f, reps?.fromText)),
-    ...d.logic.map((t) => logicToCondition(table, t, reps?.fromText))
-  ].map(nullEmbed)
-
-  // order, with related orders resolved to a to-one embed's lateral alias
-  let order: PlannedOrder[] = d.order.map((t): PlannedOrder => {
-    if (t.kind === 'field') return { kind: 'field', field: coerce(table, t.field), direction: t.direction, nulls: t.nulls }
-    const child = childByName(t.relation)
-    if (!child) throw notEmbedded(t.relation)
-    if (!child.relationship || !isToOne(child.relationship)) {
-      throw relatedOrderNotToOne(d.from.name, t.relation)
-    }
-    return {
-      kind: 'related',
-      aggAlias: child.aggAlias,
-      field: { name: t.field.name, jsonPath: t.field.jsonPath, toJson: false, toTsVector: null },
-      direction: t.direction,
-      nulls: t.nulls
-    }
-  })
-
-  // to-many spread: order columns are selected under generated names and ordered inside json_agg
-  let spread: Spread | null = null
-  if (d.isSpread) {
-    const selects = liftedSelects(select, children)
-    if (!toManySpread) {
-      spread = { kind: 'to-one', selects }
-    } else {
-      const aggregated = select.some((s) => s.aggregate != null) ||
-        children.some((c) => c.spread !== null && c.spread.selects.some((s) => s.aggregate !== null))
-      if (aggregated) throw new NotImplementedError({ details: 'Aggregates are not implemented for one-to-many or many-to-many spreads.' })
-      const orderSelects: SpreadOrderSelect[] = []
-      const spreadOrder: PlannedOrder[] = order.map((o, i) => {
-        const alias = `${d.aggAlias}_${o.field.name}_${i + 1}`
-        // A related order reads the column through the to-one child's lateral alias.
-        orderSelects.push({ from: o.kind === 'related' ? { kind: 'alias', name: o.aggAlias } : null, column: { field: o.field, alias, cast: null } })
-        return { kind: 'field', field: { name: alias, jsonPath: [], toJson: false, toTsVector: null }, direction: o.direction, nulls: o.nulls }
-      })
-      spread = { kind: 'to-many', selects, orderSelects, order: spreadOrder }
-      order = []
-    }
-  }
-
+  const { select, hoisted } = finishSelect(d, shape, ctx.cache.representations)
+  let children = finished.map((f) => f.node)
+  // Aggregates of nested to-one spreads travel on up, now read through this node's lateral alias.
+  if (shape.toOneSpread) for (const h of childHoisted) hoisted.push({ ...h, aggAlias: d.aggAlias })
+  else if (childHoisted.length > 0) children = applyHoisted(children, childHoisted)
+  const where = finishWhere(d, table, children, ctx.cache.representations?.fromText)
+  const { order, spread } = finishSpread(d, shape, select, children, finishOrder(d, table, children))
   const node: ReadNode = {
     from: d.from,
     alias: d.alias,
@@ -360,6 +290,93 @@ function finish (d: Draft, ctx: Finish, parentHasAgg: boolean): { node: ReadNode
     children
   }
   return { node, hoisted }
+}
+
+/** The select: fields with their aliases and aggregates; a to-one spread hands its aggregates to its parent. */
+function finishSelect (d: Draft, shape: NodeShape, reps: SchemaCache['representations']): { select: SelectColumn[], hoisted: HoistedAggregate[] } {
+  const { table, toOneSpread } = shape
+  const hoisted: HoistedAggregate[] = []
+  // As PostgREST: `*` is expanded when a column of the table has an output representation.
+  const expandForReps = hasOutputRep(table, reps?.toJson)
+  const select = expandStars(d.fields, table, shape.hasAgg || expandForReps, d.isSpread).map((f): SelectColumn => {
+    const field = f.fullRow === true ? { ...coerce(undefined, f.field), fullRow: true } : coerce(table, f.field, null, reps?.toJson)
+    const alias = selectAlias(f, d.isSpread, field.transform !== undefined)
+    if (toOneSpread && f.aggregate !== null) {
+      hoisted.push({ aggAlias: d.aggAlias, name: alias ?? f.field.name, aggregate: f.aggregate, aggregateCast: f.aggregateCast, alias })
+      return { field, alias, cast: f.cast, aggregate: null, aggregateCast: null }
+    }
+    return { field, alias, cast: f.cast, aggregate: f.aggregate, aggregateCast: f.aggregateCast }
+  })
+  return { select, hoisted }
+}
+
+/** Aggregates hoisted out of to-one spread children, applied to the columns those children lift into this node. */
+function applyHoisted (children: readonly ReadNode[], childHoisted: readonly HoistedAggregate[]): ReadNode[] {
+  return children.map((c) => {
+    if (c.spread === null) return c
+    const selects = c.spread.selects.map((s): SpreadSelect => {
+      const h = childHoisted.find((x) => x.aggAlias === c.aggAlias && x.name === s.name)
+      return h ? { ...s, aggregate: h.aggregate, aggregateCast: h.aggregateCast, alias: h.alias } : s
+    })
+    return { ...c, spread: { ...c.spread, selects } }
+  })
+}
+
+/** The where: filters and logic trees; `rel=is.null` / `rel=not.is.null` on an embed test its lateral row. */
+function finishWhere (d: Draft, table: Table | undefined, children: readonly ReadNode[], fromText?: ReadonlyMap<number, QualifiedName>): Condition[] {
+  const nullEmbed = (c: Condition): Condition => {
+    if (c.kind === 'logic') return { ...c, children: c.children.map(nullEmbed) }
+    if (c.kind !== 'filter' || c.field.jsonPath.length !== 0) return c
+    const op = c.opExpr.operation
+    if (op.kind !== 'is' || op.value !== 'null') return c
+    const child = children.find((x) => (x.relAlias ?? x.relName) === c.field.name)
+    if (!child) return c
+    return { kind: 'null-embed', notNull: c.opExpr.negated, aggAlias: child.aggAlias, child }
+  }
+  return [
+    ...d.filters.map((f) => toCondition(table, f, fromText)),
+    ...d.logic.map((t) => logicToCondition(table, t, fromText))
+  ].map(nullEmbed)
+}
+
+/** The order, with related orders resolved to a to-one embed's lateral alias. */
+function finishOrder (d: Draft, table: Table | undefined, children: readonly ReadNode[]): PlannedOrder[] {
+  const childByName = (name: string): ReadNode | undefined =>
+    children.find((c) => (c.relAlias ?? c.relName) === name) ?? children.find((c) => c.relAlias !== null && c.relName === name)
+  return d.order.map((t): PlannedOrder => {
+    if (t.kind === 'field') return { kind: 'field', field: coerce(table, t.field), direction: t.direction, nulls: t.nulls }
+    const child = childByName(t.relation)
+    if (!child) throw notEmbedded(t.relation)
+    if (!child.relationship || !isToOne(child.relationship)) {
+      throw relatedOrderNotToOne(d.from.name, t.relation)
+    }
+    return {
+      kind: 'related',
+      aggAlias: child.aggAlias,
+      field: { name: t.field.name, jsonPath: t.field.jsonPath, toJson: false, toTsVector: null },
+      direction: t.direction,
+      nulls: t.nulls
+    }
+  })
+}
+
+/** A spread node's lift; a to-many spread's order columns are selected under generated names and ordered inside json_agg. */
+function finishSpread (d: Draft, shape: NodeShape, select: readonly SelectColumn[], children: readonly ReadNode[],
+  order: PlannedOrder[]): { order: PlannedOrder[], spread: Spread | null } {
+  if (!d.isSpread) return { order, spread: null }
+  const selects = liftedSelects(select, children)
+  if (!shape.toManySpread) return { order, spread: { kind: 'to-one', selects } }
+  const aggregated = select.some((s) => s.aggregate != null) ||
+    children.some((c) => c.spread !== null && c.spread.selects.some((s) => s.aggregate !== null))
+  if (aggregated) throw new NotImplementedError({ details: 'Aggregates are not implemented for one-to-many or many-to-many spreads.' })
+  const orderSelects: SpreadOrderSelect[] = []
+  const spreadOrder: PlannedOrder[] = order.map((o, i) => {
+    const alias = `${d.aggAlias}_${o.field.name}_${i + 1}`
+    // A related order reads the column through the to-one child's lateral alias.
+    orderSelects.push({ from: o.kind === 'related' ? { kind: 'alias', name: o.aggAlias } : null, column: { field: o.field, alias, cast: null } })
+    return { kind: 'field', field: { name: alias, jsonPath: [], toJson: false, toTsVector: null }, direction: o.direction, nulls: o.nulls }
+  })
+  return { order: [], spread: { kind: 'to-many', selects, orderSelects, order: spreadOrder } }
 }
 
 /**

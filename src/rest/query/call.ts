@@ -6,8 +6,7 @@
 import { callColumns } from '../plan/rebase.js'
 import type { CallPlan } from '../plan/types.js'
 import type { RoutineParam } from '../schema-cache/types.js'
-import { renderRowsBody } from './mutate.js'
-import { customBody, renderNode } from './read.js'
+import { customBody, renderNode, renderRowsBody } from './read.js'
 import { empty, ident, join, param, qualified, render, sql, typeName, type Sql, type Statement } from './sql.js'
 
 const ALL = { offset: 0, limit: null }
@@ -55,7 +54,7 @@ function callFrom (plan: CallPlan): Sql {
 
 function renderBody (plan: CallPlan): Sql {
   if (plan.headersOnly || plan.shape === 'void') return sql`''::text`
-  if (plan.media.kind === 'geojson') return renderRowsBody(plan.media)
+  if (plan.media.kind === 'geojson') return renderRowsBody(plan.media, 'pgrst_repr')
   if (plan.media.kind === 'custom') return plan.shape === 'scalar' ? customBody(plan.media, plan.scalarColumn) : customBody(plan.media)
   const col = sql`_postgrest_t.${ident(plan.scalarColumn)}`
   switch (plan.shape) {
@@ -67,12 +66,12 @@ function renderBody (plan: CallPlan): Sql {
         : sql`coalesce(json_agg(${col}), '[]')::text`
     case 'composite':
       return plan.media.kind === 'csv'
-        ? renderRowsBody(plan.media)
+        ? renderRowsBody(plan.media, 'pgrst_repr')
         : plan.media.stripNulls
           ? sql`coalesce(json_strip_nulls(json_agg(_postgrest_t)->0), 'null')::text`
           : sql`coalesce(json_agg(_postgrest_t)->0, 'null')::text`
     case 'setof-composite':
-      return renderRowsBody(plan.media)
+      return renderRowsBody(plan.media, 'pgrst_repr')
   }
 }
 

@@ -3,8 +3,8 @@
 // data-modifying CTE, then one row with page_total, the body (Postgres builds the JSON)
 // and the response.* settings. The body is one JSON parameter read with
 // json_populate_record[set] over the table's own row type. Pure.
-import type { BodyParsers, ColumnDefault, InsertSpec, MediaHandler, MutatePlan, Qualifier, ReturnPreference, UpdateSpec } from '../plan/types.js'
-import { customBody, geoJsonBody, renderCondition, renderNode } from './read.js'
+import type { BodyParsers, ColumnDefault, InsertSpec, MutatePlan, Qualifier, ReturnPreference, UpdateSpec } from '../plan/types.js'
+import { renderCondition, renderNode, renderRowsBody } from './read.js'
 import { catalogExpression, empty, ident, join, param, qualified, render, sql, type Sql, type Statement } from './sql.js'
 
 const ALL = { offset: 0, limit: null }
@@ -134,26 +134,6 @@ function renderDelete (plan: MutatePlan, spec: MutatePlan['spec'] & { kind: 'del
   return sql`pgrst_source AS ( DELETE FROM ${t}${whereClause(plan, spec)}${returningClause(plan, returning)} )`
 }
 
-/** The body expression over `_postgrest_t` (rows of `pgrst_repr` for CSV's header line). */
-export function renderRowsBody (media: MediaHandler): Sql {
-  switch (media.kind) {
-    case 'json':
-      return media.stripNulls
-        ? sql`coalesce(json_strip_nulls(json_agg(_postgrest_t)), '[]')::text`
-        : sql`coalesce(json_agg(_postgrest_t), '[]')::text`
-    case 'singular':
-      return media.stripNulls
-        ? sql`coalesce(json_strip_nulls(json_agg(_postgrest_t)->0), 'null')::text`
-        : sql`coalesce(json_agg(_postgrest_t)->0, 'null')::text`
-    case 'csv':
-      return sql`(SELECT coalesce(string_agg(a.k, ','), '') FROM (SELECT json_object_keys(r)::text AS k FROM (SELECT row_to_json(hh) AS r FROM pgrst_repr AS hh LIMIT 1) s) a) || E'\\n' || coalesce(string_agg(substring(_postgrest_t::text, 2, length(_postgrest_t::text) - 2), E'\\n'), '')`
-    case 'geojson':
-      return geoJsonBody
-    case 'custom':
-      return customBody(media)
-  }
-}
-
 /**
  * The statement of a write. `returning` may differ from the plan's: the engine retries a
  * representation refused by the SELECT policy as minimal (docs/service.md §7).
@@ -174,7 +154,7 @@ export function renderMutate (plan: MutatePlan, returning: ReturnPreference = pl
     const from = sql`pgrst_source AS ${ident(plan.alias)}`
     ctes = sql`${ctes}, pgrst_repr AS ( ${renderNode(plan.tree, ALL, from)} )`
     rows = sql`SELECT * FROM pgrst_repr`
-    body = renderRowsBody(plan.media)
+    body = renderRowsBody(plan.media, 'pgrst_repr')
   } else if (returning === 'headers-only') {
     body = sql`coalesce(json_agg(_postgrest_t), '[]')::text`
   } else {

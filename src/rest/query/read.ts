@@ -305,25 +305,32 @@ export function customBody (media: MediaHandler & { kind: 'custom' }, scalarColu
   return media.bytes ? sql`(${fn}(${arg}))::bytea` : sql`(${fn}(${arg}))::text`
 }
 
-function renderBody (plan: ReadPlan): Sql {
-  if (plan.headersOnly) return sql`''::text`
-  const m = plan.media
-  switch (m.kind) {
+/**
+ * The body expression over `_postgrest_t`: the rows as JSON, CSV (its header line from the
+ * first row of `headerFrom`: the source of a read, the representation of a write or call),
+ * GeoJSON or a media type handler's output.
+ */
+export function renderRowsBody (media: MediaHandler, headerFrom: 'pgrst_source' | 'pgrst_repr'): Sql {
+  switch (media.kind) {
     case 'json':
-      return m.stripNulls
+      return media.stripNulls
         ? sql`coalesce(json_strip_nulls(json_agg(_postgrest_t)), '[]')::text`
         : sql`coalesce(json_agg(_postgrest_t), '[]')::text`
     case 'singular':
-      return m.stripNulls
+      return media.stripNulls
         ? sql`coalesce(json_strip_nulls(json_agg(_postgrest_t)->0), 'null')::text`
         : sql`coalesce(json_agg(_postgrest_t)->0, 'null')::text`
     case 'csv':
-      return sql`(SELECT coalesce(string_agg(a.k, ','), '') FROM (SELECT json_object_keys(r)::text AS k FROM (SELECT row_to_json(hh) AS r FROM pgrst_source AS hh LIMIT 1) s) a) || E'\\n' || coalesce(string_agg(substring(_postgrest_t::text, 2, length(_postgrest_t::text) - 2), E'\\n'), '')`
+      return sql`(SELECT coalesce(string_agg(a.k, ','), '') FROM (SELECT json_object_keys(r)::text AS k FROM (SELECT row_to_json(hh) AS r FROM ${headerFrom === 'pgrst_source' ? sql`pgrst_source` : sql`pgrst_repr`} AS hh LIMIT 1) s) a) || E'\\n' || coalesce(string_agg(substring(_postgrest_t::text, 2, length(_postgrest_t::text) - 2), E'\\n'), '')`
     case 'geojson':
       return geoJsonBody
     case 'custom':
-      return customBody(m)
+      return customBody(media)
   }
+}
+
+function renderBody (plan: ReadPlan): Sql {
+  return plan.headersOnly ? sql`''::text` : renderRowsBody(plan.media, 'pgrst_source')
 }
 
 export interface ReadStatements {

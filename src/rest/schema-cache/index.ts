@@ -15,9 +15,9 @@ import type { SchemaCache } from './types.js'
 
 export type * from './types.js'
 export { qnKey, isToOne } from './types.js'
+export { buildSchemaCache, type CatalogRows } from './build.js'
 export {
-  buildSchemaCache, loadSchemaCache, loadSchemaCacheBatch, type CatalogBatch, type CatalogRows, type CatalogQuery, type CatalogStatement,
-  type LoadOptions
+  loadSchemaCache, loadSchemaCacheBatch, type CatalogBatch, type CatalogQuery, type CatalogStatement, type LoadOptions
 } from './load.js'
 export { SCHEMA_VERSION_SQL } from './queries.js'
 export { parseViewColumns } from './view-defs.js'
@@ -90,48 +90,63 @@ export interface SchemaCacheStoreOptions {
 const MAX_CLUSTERS = 1_000
 
 export function createSchemaCacheStore (opts: SchemaCacheStoreOptions = {}): SchemaCacheStore {
-  const entries = new Map<string, Entry>()
-  const missInterval = opts.missReloadIntervalMs ?? 1_000
-  const now = opts.now ?? Date.now
-  /** pg_timezone_names by cluster: the server's, read once per cluster (it is slow: it reads the zone files). */
-  const zonesByCluster = new Map<string, ReadonlySet<string>>()
-  let closed = false
+  return new TenantSchemaCaches(opts)
+}
 
-  function startLoad (e: Entry): Promise<SchemaCache> {
+/** The store: one Entry per tenant; a load per entry at a time, asked for again by bumping `wanted`. */
+class TenantSchemaCaches implements SchemaCacheStore {
+  readonly #entries = new Map<string, Entry>()
+  readonly #missInterval: number
+  readonly #now: () => number
+  readonly #logger: CacheLogger | undefined
+  /** pg_timezone_names by cluster: the server's, read once per cluster (it is slow: it reads the zone files). */
+  readonly #zonesByCluster = new Map<string, ReadonlySet<string>>()
+  #closed = false
+
+  constructor (opts: SchemaCacheStoreOptions) {
+    this.#missInterval = opts.missReloadIntervalMs ?? 1_000
+    this.#now = opts.now ?? Date.now
+    this.#logger = opts.logger
+  }
+
+  #startLoad (e: Entry): Promise<SchemaCache> {
     const gen = e.wanted
-    e.lastLoadAt = now()
+    e.lastLoadAt = this.#now()
     const schemas = JSON.parse(e.schemas) as string[]
     const cluster = e.source.cluster?.()
-    const timezones = e.cache?.timezones ?? (cluster === undefined ? undefined : zonesByCluster.get(cluster))
+    const timezones = e.cache?.timezones ?? (cluster === undefined ? undefined : this.#zonesByCluster.get(cluster))
     const p = loadSchemaCacheBatch(e.source.withCatalog, schemas, ++versionCounter, { timezones }).then((cache) => {
       e.cache = cache
       e.have = Math.max(e.have, gen)
       e.failedAt = 0
-      if (cluster !== undefined && cache.timezones !== undefined && cache.timezones.size > 0 && !zonesByCluster.has(cluster)) {
-        if (zonesByCluster.size >= MAX_CLUSTERS) zonesByCluster.clear()
-        zonesByCluster.set(cluster, cache.timezones)
-      }
+      if (cluster !== undefined) this.#keepZones(cluster, cache)
       return cache
     })
     e.loading = p
     p.then(() => {
-      e.lastLoadAt = now()
+      e.lastLoadAt = this.#now()
       if (e.loading === p) e.loading = null
       // Asked for again during the load (a notification, another version): load again.
-      if (!closed && e.have < e.wanted && entries.get(e.key) === e) startLoad(e).catch(() => {})
+      if (!this.#closed && e.have < e.wanted && this.#entries.get(e.key) === e) this.#startLoad(e).catch(() => {})
     }, (err: unknown) => {
       if (e.loading === p) e.loading = null
-      e.failedAt = now()
-      opts.logger?.warn({ err: (err as Error)?.message, tenant: e.key }, 'rest: schema cache load failed')
+      e.failedAt = this.#now()
+      this.#logger?.warn({ err: (err as Error)?.message, tenant: e.key }, 'rest: schema cache load failed')
     })
     return p
   }
 
-  async function current (e: Entry): Promise<SchemaCache> {
+  #keepZones (cluster: string, cache: SchemaCache): void {
+    if (cache.timezones === undefined || cache.timezones.size === 0 || this.#zonesByCluster.has(cluster)) return
+    if (this.#zonesByCluster.size >= MAX_CLUSTERS) this.#zonesByCluster.clear()
+    this.#zonesByCluster.set(cluster, cache.timezones)
+  }
+
+  async #current (e: Entry): Promise<SchemaCache> {
     const target = e.wanted
     while (!e.cache || e.have < target) {
       try {
-        await (e.loading ?? startLoad(e))
+        await (e.loading ?? this.#startLoad(e))
       } catch (err) {
         if (e.cache) return e.cache // best effort: keep serving the old cache
         throw new SchemaCacheLoadError({ cause: err, internal: (err as Error)?.message })
@@ -140,17 +155,17 @@ export function createSchemaCacheStore (opts: SchemaCacheStoreOptions = {}): Sch
     return e.cache
   }
 
-  function requestReload (e: Entry): void {
+  #requestReload (e: Entry): void {
     e.wanted++
-    if (!e.loading) startLoad(e).catch(() => {})
+    if (!e.loading) this.#startLoad(e).catch(() => {})
   }
 
-  function entryFor (key: string, schemas: readonly string[], source: CacheSource): Entry {
+  #entryFor (key: string, schemas: readonly string[], source: CacheSource): Entry {
     const s = JSON.stringify(schemas)
-    let e = entries.get(key)
+    let e = this.#entries.get(key)
     if (!e) {
       e = { key, schemas: s, source, cache: null, wanted: 0, have: 0, loading: null, lastLoadAt: 0, failedAt: 0, reported: null }
-      entries.set(key, e)
+      this.#entries.set(key, e)
     } else if (e.schemas !== s) {
       e.schemas = s
       e.source = source
@@ -159,49 +174,53 @@ export function createSchemaCacheStore (opts: SchemaCacheStoreOptions = {}): Sch
     return e
   }
 
-  return {
-    async get (key, schemas, source) {
-      const e = entryFor(key, schemas, source)
-      if (e.cache !== null) {
-        if (e.have >= e.wanted) return e.cache
-        // A reload failed a moment ago: the old cache serves until the next try is due.
-        if (e.loading === null && e.failedAt !== 0 && now() - e.failedAt < missInterval) return e.cache
-      }
-      return current(e)
-    },
-    async reloadOnMiss (key, schemas, source) {
-      const e = entryFor(key, schemas, source)
-      if (!e.loading && now() - e.lastLoadAt < missInterval) return null
-      if (!e.loading) e.wanted++
-      return current(e)
-    },
-    async reload (key) {
-      const e = entries.get(key)
-      if (!e) return null
-      e.wanted++
-      return current(e)
-    },
-    notified (key, payload) {
-      if (payload !== '' && payload !== 'reload schema') return
-      const e = entries.get(key)
-      if (e !== undefined && e.cache !== null) requestReload(e)
-    },
-    observed (key, version) {
-      const e = entries.get(key)
-      const v = version ?? ''
-      // Any other version than the cache's (a database made again starts lower) is news, once.
-      if (e === undefined || e.cache === null || v === e.cache.dbVersion || v === e.reported) return
-      e.reported = v
-      requestReload(e)
-    },
-    drop (key) {
-      entries.delete(key)
-    },
-    async close () {
-      closed = true
-      const all = [...entries.values()]
-      entries.clear()
-      await Promise.all(all.map(async (e) => { await e.loading?.catch(() => {}) }))
+  async get (key: string, schemas: readonly string[], source: CacheSource): Promise<SchemaCache> {
+    const e = this.#entryFor(key, schemas, source)
+    if (e.cache !== null) {
+      if (e.have >= e.wanted) return e.cache
+      // A reload failed a moment ago: the old cache serves until the next try is due.
+      if (e.loading === null && e.failedAt !== 0 && this.#now() - e.failedAt < this.#missInterval) return e.cache
     }
+    return this.#current(e)
+  }
+
+  async reloadOnMiss (key: string, schemas: readonly string[], source: CacheSource): Promise<SchemaCache | null> {
+    const e = this.#entryFor(key, schemas, source)
+    if (!e.loading && this.#now() - e.lastLoadAt < this.#missInterval) return null
+    if (!e.loading) e.wanted++
+    return this.#current(e)
+  }
+
+  async reload (key: string): Promise<SchemaCache | null> {
+    const e = this.#entries.get(key)
+    if (!e) return null
+    e.wanted++
+    return this.#current(e)
+  }
+
+  notified (key: string, payload: string): void {
+    if (payload !== '' && payload !== 'reload schema') return
+    const e = this.#entries.get(key)
+    if (e !== undefined && e.cache !== null) this.#requestReload(e)
+  }
+
+  observed (key: string, version: string | null): void {
+    const e = this.#entries.get(key)
+    const v = version ?? ''
+    // Any other version than the cache's (a database made again starts lower) is news, once.
+    if (e === undefined || e.cache === null || v === e.cache.dbVersion || v === e.reported) return
+    e.reported = v
+    this.#requestReload(e)
+  }
+
+  drop (key: string): void {
+    this.#entries.delete(key)
+  }
+
+  async close (): Promise<void> {
+    this.#closed = true
+    const all = [...this.#entries.values()]
+    this.#entries.clear()
+    await Promise.all(all.map(async (e) => { await e.loading?.catch(() => {}) }))
   }
 }
