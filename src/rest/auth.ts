@@ -14,7 +14,8 @@ import {
 
 export type { RoleKind } from '../shared/index.js'
 
-export interface Caller {
+/** Who a request runs as: the verified token's role and claims (the anon role without one). */
+export interface RequestRole {
   /** The Postgres role the request runs as. */
   role: string
   kind: RoleKind
@@ -53,7 +54,7 @@ function headerFailure (encodedHeader: string): Error | null {
 }
 
 /** jose's verification failure -> PostgREST's PGRST301. */
-export function jwtError (err: unknown): Error {
+function jwtError (err: unknown): Error {
   if (err instanceof joseErrors.JWSSignatureVerificationFailed) return jwtKeyCannotDecode()
   if (err instanceof joseErrors.JOSEAlgNotAllowed || err instanceof joseErrors.JOSENotSupported) return jwtKeyCannotDecode()
   return jwtMalformed()
@@ -69,7 +70,7 @@ function seconds (v: number): number {
  * absent claims pass, except exp, which the upstream token must carry (a missing exp is
  * reported as PostgREST reports an exp that is not a number).
  */
-export function claimsFailure (claims: Record<string, unknown>, nowSec: number): JwtClaimsFailure | null {
+function claimsFailure (claims: Record<string, unknown>, nowSec: number): JwtClaimsFailure | null {
   const now = Math.floor(nowSec)
   const exp = claims.exp
   if (typeof exp !== 'number') return 'expNotNumber'
@@ -90,11 +91,11 @@ export function claimsFailure (claims: Record<string, unknown>, nowSec: number):
   return null
 }
 
-export function roleKindOf (tenant: Pick<Tenant, 'roles'>, role: string): RoleKind | null {
+function roleKindOf (tenant: Pick<Tenant, 'roles'>, role: string): RoleKind | null {
   return kindOfRoleName(tenant.roles, role)
 }
 
-export interface TokenVerifierOptions {
+interface TokenVerifierOptions {
   /** Verified tokens kept (each until its exp). */
   max?: number
   now?: () => number
@@ -114,7 +115,7 @@ export class TokenVerifier {
   }
 
   /** The caller of a request with this Authorization header (or none). */
-  async caller (tenant: Tenant, authorization: string | undefined): Promise<Caller> {
+  async caller (tenant: Tenant, authorization: string | undefined): Promise<RequestRole> {
     const token = bearerToken(authorization)
     if (token === null) return anonCaller(tenant)
     if (token === '') throw jwtEmpty()
@@ -159,7 +160,7 @@ export class TokenVerifier {
   clear (): void { this.#cache.clear() }
 }
 
-function anonCaller (tenant: Tenant): Caller {
+function anonCaller (tenant: Tenant): RequestRole {
   return { role: tenant.roles.anon, kind: 'anon', claims: { role: tenant.roles.anon }, isAnon: true }
 }
 

@@ -3,7 +3,7 @@
 // error into a wire error. Codes are append-only; the status lives with the code here,
 // never at the throw site. Nothing here renders HTTP (the handler does).
 import {
-  BadRequestError, GatehouseError, PayloadTooLargeError, TenantNotFoundError, defineError, errorCodes, type CodeOf, type ErrorOptions, standardReasonPhrase
+  BadRequestError, GatehouseError, PayloadTooLargeError, TenantNotFoundError, defineError, type ErrorOptions, standardReasonPhrase
 } from '../shared/index.js'
 
 export { BadRequestError, PayloadTooLargeError, TenantNotFoundError }
@@ -28,24 +28,24 @@ export const ParseError = defineError('PGRST100', 400,
   (what: string, input: string, column: number) => `"failed to parse ${what} (${input})" (line 1, column ${column})`)
 export const RpcMethodError = defineError('PGRST101', 405, (method: string) => `Cannot use the ${method} method on RPC`)
 export const InvalidBodyError = defineError('PGRST102', 400, (message: string) => message)
-export const RangeNotSatisfiableError = defineError('PGRST103', 416, () => 'Requested range not satisfiable')
+const RangeNotSatisfiableError = defineError('PGRST103', 416, () => 'Requested range not satisfiable')
 export const PutMatchingPkError = defineError('PGRST105', 405, () => "Filters must include all and only primary key columns with 'eq' operators")
-export const InvalidSchemaError = defineError('PGRST106', 406, (schema: string) => `Invalid schema: ${schema}`)
+const InvalidSchemaError = defineError('PGRST106', 406, (schema: string) => `Invalid schema: ${schema}`)
 export const MediaTypeError = defineError('PGRST107', 406, (types: string) => `None of these media types are available: ${types}`)
-export const NotEmbeddedError = defineError('PGRST108', 400, (name: string) => `'${name}' is not an embedded resource in this request`)
+const NotEmbeddedError = defineError('PGRST108', 400, (name: string) => `'${name}' is not an embedded resource in this request`)
 export const ResponseHeadersGucError = defineError('PGRST111', 500,
   () => 'response.headers guc must be a JSON array composed of objects with a single key and a string value')
 export const ResponseStatusGucError = defineError('PGRST112', 500, () => 'response.status guc must be a valid status code')
 export const PutLimitError = defineError('PGRST114', 400, () => 'limit/offset querystring parameters are not allowed for PUT')
 export const PutPayloadMismatchError = defineError('PGRST115', 400, () => 'Payload values do not match URL in primary key column(s)')
 /** Matches PostgREST: an object was requested and 0 or more than 1 rows came back. */
-export const SingularityError = defineError('PGRST116', 406, () => 'Cannot coerce the result to a single JSON object')
+const SingularityError = defineError('PGRST116', 406, () => 'Cannot coerce the result to a single JSON object')
 export const UnsupportedMethodError = defineError('PGRST117', 405, (method: string) => `Unsupported HTTP method: ${method}`)
-export const RelatedOrderNotToOneError = defineError('PGRST118', 400, (rel: string) => `A related order on '${rel}' is not possible`)
-export const RaiseJsonError = defineError('PGRST121', 500, () => 'Could not parse JSON in the "RAISE SQLSTATE \'PGRST\'" error')
-export const InvalidPreferencesError = defineError('PGRST122', 400, () => 'Invalid preferences given with handling=strict')
+const RelatedOrderNotToOneError = defineError('PGRST118', 400, (rel: string) => `A related order on '${rel}' is not possible`)
+const RaiseJsonError = defineError('PGRST121', 500, () => 'Could not parse JSON in the "RAISE SQLSTATE \'PGRST\'" error')
+const InvalidPreferencesError = defineError('PGRST122', 400, () => 'Invalid preferences given with handling=strict')
 export const AggregatesNotAllowedError = defineError('PGRST123', 400, () => 'Use of aggregate functions is not allowed')
-export const MaxAffectedError = defineError('PGRST124', 400, () => 'Query result exceeds max-affected preference constraint')
+const MaxAffectedError = defineError('PGRST124', 400, () => 'Query result exceeds max-affected preference constraint')
 export const InvalidPathError = defineError('PGRST125', 404, () => 'Invalid path specified in request URL')
 export const NotImplementedError = defineError('PGRST127', 400, () => 'Feature not implemented')
 /** The OpenAPI root with rest.openapi_mode `disabled` (PostgREST's openapi-mode). */
@@ -87,7 +87,7 @@ export const maxAffected = (rows: number): GatehouseError =>
 // ---------------------------------------------------------------------------------------
 // Group 2: the schema cache (relations, relationships, functions, columns)
 
-export const NoRelationshipError = defineError('PGRST200', 400,
+const NoRelationshipError = defineError('PGRST200', 400,
   (origin: string, target: string) => `Could not find a relationship between '${origin}' and '${target}' in the schema cache`)
 /** Status 300 as PostgREST; details is a JSON array (sent through `extra`). */
 export const AmbiguousRelationshipError = defineError('PGRST201', 300,
@@ -128,12 +128,12 @@ export function noRelationship (origin: string, target: string, embedHint: strin
 // Group 3: JWT (PostgREST 14's Error.hs JwtError texts; jose-jwt's KeyError/BadAlgorithm
 // texts as details). Every 401 here carries PostgREST's WWW-Authenticate challenge.
 
-export const JwtSecretMissingError = defineError('PGRST300', 500, () => 'Server lacks JWT secret')
+const JwtSecretMissingError = defineError('PGRST300', 500, () => 'Server lacks JWT secret')
 /** Decode errors: empty token, bad parts, no key verifies, algorithm, malformed token. */
-export const JwtDecodeError = defineError('PGRST301', 401, (message: string) => message)
-export const AnonDisabledError = defineError('PGRST302', 401, () => 'Anonymous access is disabled')
+const JwtDecodeError = defineError('PGRST301', 401, (message: string) => message)
+const AnonDisabledError = defineError('PGRST302', 401, () => 'Anonymous access is disabled')
 /** Claim errors: expired, not yet valid, issued in the future, a time or aud claim of the wrong type. */
-export const JwtClaimsError = defineError('PGRST303', 401, (message: string) => message)
+const JwtClaimsError = defineError('PGRST303', 401, (message: string) => message)
 
 /** `Bearer error="invalid_token", error_description="<message>"` (PostgREST's challenge on PGRST301/303). */
 function invalidTokenChallenge (message: string): Record<string, string> {
@@ -184,9 +184,6 @@ export function jwtClaims (failure: JwtClaimsFailure): GatehouseError {
   return new JwtClaimsError(message, { headers: invalidTokenChallenge(message) })
 }
 
-/** PGRST302: no token and no anonymous role (with a bare `WWW-Authenticate: Bearer`). */
-export const anonDisabled = (): GatehouseError => new AnonDisabledError({ headers: { 'www-authenticate': 'Bearer' } })
-
 /**
  * A token role the request may not switch to: what PostgREST answers for a role that
  * does not exist (Postgres' 22023 on `set_config('role', ...)`, 401 with `WWW-Authenticate:
@@ -205,7 +202,7 @@ export function isNewRowRefusal (err: unknown): boolean {
   return isPgServerError(err) && err.code === '42501' && /^new row violates row-level security policy/.test(err.message)
 }
 
-export interface RowWrittenFacts {
+interface RowWrittenFacts {
   /** The caller's role as docs/service.md §3 names it (anon, authenticated, service_role). */
   role: string
   isAnon: boolean
@@ -272,11 +269,6 @@ export const REST_ERRORS = {
   TenantNotFoundError, EngineNotConfiguredError, PayloadTooLargeError, BadRequestError, UnexpectedError
 } as const
 
-export type RestErrorCode = CodeOf<typeof REST_ERRORS>
-
-/** Every code of the registry, sorted. */
-export const REST_ERROR_CODES: readonly RestErrorCode[] = errorCodes(REST_ERRORS)
-
 // ---------------------------------------------------------------------------------------
 // SQLSTATE -> HTTP (docs/rest-protocol.md §7.3, PostgREST's mapSQLtoHTTP); checked top to bottom.
 
@@ -341,10 +333,9 @@ export function fromPgError (err: Error & { code: string, detail?: string, hint?
   const status = statusForSqlState(err.code, err.message, isAnon)
   const opts: ErrorOptions = { details: err.detail ?? null, hint: err.hint ?? null, cause: err }
   if (status === 401) opts.headers = { 'www-authenticate': 'Bearer' }
-  const e = new GatehouseError(err.code, status, err.message, opts)
   // Matches PostgREST: RAISE SQLSTATE 'PTnnn' answers status nnn with the message as its reason phrase.
   const phrase = /^PT\d{3}$/i.test(err.code) && status === Number(err.code.slice(2)) ? statusLineSafe(err.message) : null
-  if (phrase !== null) ownPhrases.set(e, phrase)
+  const e = new DatabaseError(err.code, status, err.message, opts, phrase)
   return e
 }
 
@@ -397,9 +388,8 @@ function fromPgrstRaise (err: Error & { detail?: string }): GatehouseError {
     // Only well-formed header names and single-line values reach the response.
     if (/^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/.test(k) && !/[\r\n]/.test(v)) out[k.toLowerCase()] = v
   }
-  const e = new GatehouseError(body.code, status, body.message, { details: details.value, hint: hint.value, headers: out, cause: err })
   const phrase = statusText.value !== null ? statusLineSafe(statusText.value) : null
-  if (phrase !== null) ownPhrases.set(e, phrase)
+  const e = new DatabaseError(body.code, status, body.message, { details: details.value, hint: hint.value, headers: out, cause: err }, phrase)
   return e
 }
 
@@ -424,8 +414,16 @@ export function errorBodyJson (e: GatehouseError, extra: Record<string, unknown>
 // HTTP reason phrases (supabase-js shows them as statusText): PostgREST's (shared/http.ts),
 // or the one an error chose itself.
 
-/** Reason phrases an error chose itself (RAISE SQLSTATE 'PTnnn' and 'PGRST' with status_text). */
-const ownPhrases = new WeakMap<GatehouseError, string>()
+/**
+ * An error raised in the database, under its own code (a SQLSTATE, or the code of a
+ * `RAISE SQLSTATE 'PGRST'`), with the reason phrase it chose itself, if any (RAISE SQLSTATE
+ * 'PTnnn' and 'PGRST' with status_text).
+ */
+class DatabaseError extends GatehouseError {
+  constructor (code: string, status: number, message: string, opts: ErrorOptions, readonly statusText: string | null) {
+    super(code, status, message, opts)
+  }
+}
 
 /** A phrase safe on the status line (visible ASCII and spaces, no CR/LF). */
 function statusLineSafe (text: string): string | null {
@@ -434,9 +432,6 @@ function statusLineSafe (text: string): string | null {
 
 /** The reason phrase PostgREST sends with `status` (or that `err` chose), null = Node's own. */
 export function reasonPhrase (status: number, err?: GatehouseError): string | null {
-  if (err !== undefined) {
-    const own = ownPhrases.get(err)
-    if (own !== undefined) return own
-  }
+  if (err instanceof DatabaseError && err.statusText !== null) return err.statusText
   return standardReasonPhrase(status)
 }

@@ -1,43 +1,41 @@
-// The request pipeline of every action in one place (PostgREST's App.hs): caller (JWT) ->
-// schema cache -> parse -> plan -> SQL (all three cached per canonical GET/HEAD) -> one
-// transaction -> response. Reads, writes, calls, OPTIONS and the OpenAPI root differ only
-// in their plan: query/ renders each plan's transaction, response/ shapes each answer, and
-// this module runs them the same way.
+// The request pipeline of every action in one place (PostgREST's App.hs), each stage timed
+// (timing.ts): jwt (the caller's role) -> parse (schema cache, ApiRequest) -> plan (plan and
+// SQL; parse and plan cached per canonical GET/HEAD) -> transaction -> response. Reads,
+// writes, calls, OPTIONS and the OpenAPI root differ only in their plan: query/ renders each
+// plan's transaction, response/ shapes each answer, and this module runs them the same way.
 import { createHash } from 'node:crypto'
 import { LRUCache } from 'lru-cache'
 import type { Tenant } from '../tenants/index.js'
-import { parseCookieHeader, roleDisplayName, type TenantPools } from '../shared/index.js'
-import { parseApiRequest, visibleHeaders, firstHeader, DEFAULT_LIMIT_HEADER, type RawRequest } from './api-request/index.js'
+import { parseCookieHeader, roleDisplayName } from '../shared/index.js'
+import { parseApiRequest, visibleHeaders, requestHeader, DEFAULT_LIMIT_HEADER, type RawRequest } from './api-request/index.js'
 import type { ApiRequest } from './api-request/types.js'
-import type { Caller, TokenVerifier } from './auth.js'
+import type { RequestRole, TokenVerifier } from './auth.js'
 import {
   EngineNotConfiguredError, TableNotFoundError, fromPgError, isNewRowRefusal, isPgServerError, rowWrittenError
 } from './errors.js'
-import {
-  clusterOf, executeCatalogQueries, executeTransaction, readSchemaVersion, SchemaChangedError, type DbRow, type TransactionResult
-} from './execute.js'
+import { clusterOf, SchemaChangedError, type DbRow, type EnginePools, type TransactionResult } from './execute.js'
 import { planAction, type ActionPlan } from './plan/index.js'
-import { StageTimer } from './timing.js'
+import type { StageTimings } from './timing.js'
 import type { Table } from './schema-cache/types.js'
 import { renderAction, renderPreRequest, renderPreRequestCall, type ActionStatements, type ExecutablePlan } from './query/index.js'
 import { respond, resultCheck, type ExecutionResult, type RestResponse } from './response/index.js'
 import type { CacheSource, SchemaCache, SchemaCacheStore } from './schema-cache/index.js'
 
-export interface EngineSettings {
+interface EngineSettings {
   statementTimeoutMs: number
   connectTimeoutMs: number
 }
 
 export interface Engine {
   readonly settings: EngineSettings
-  readonly pools: TenantPools
+  readonly pools: EnginePools
   readonly schemaCaches: SchemaCacheStore
   readonly tokens: TokenVerifier
   /** Parsed + planned + rendered GET/HEAD requests by canonical request (and schema cache version). */
   readonly plans: LRUCache<string, CachedPlan>
 }
 
-export interface CachedPlan {
+interface CachedPlan {
   req: ApiRequest
   plan: ActionPlan
   /** The plan's transaction; null for plans that run no SQL (OPTIONS). */
@@ -63,7 +61,7 @@ function restUrl (tenant: Tenant): string {
 
 function cacheSource (engine: Engine, key: string, url: string): CacheSource {
   return {
-    withCatalog: (statements) => executeCatalogQueries(engine.pools, key, url, statements),
+    withCatalog: (statements) => engine.pools.catalogQueries(key, url, statements),
     cluster: () => clusterOf(url)
   }
 }
@@ -97,7 +95,7 @@ async function freshCache (engine: Engine, tenant: Tenant, source: CacheSource, 
   const key = tenantKey(tenant)
   let fresh: SchemaCache | null = null
   if (typeof cache.dbVersion === 'string') {
-    const now = await readSchemaVersion(engine.pools, key, restUrl(tenant)).catch(() => cache.dbVersion)
+    const now = await engine.pools.readSchemaVersion(key, restUrl(tenant)).catch(() => cache.dbVersion)
     if (now !== cache.dbVersion) {
       engine.schemaCaches.observed(key, now ?? null)
       fresh = await engine.schemaCaches.get(key, tenant.rest.schemas, source)
@@ -107,21 +105,32 @@ async function freshCache (engine: Engine, tenant: Tenant, source: CacheSource, 
   return fresh === null || fresh.version === cache.version ? null : fresh
 }
 
-/** Parse, plan and render, or take them from the plan cache. Retries once with a fresh cache after a plan error. */
-async function prepare (engine: Engine, tenant: Tenant, raw: RawRequest, timer: StageTimer): Promise<CachedPlan> {
+/**
+ * The parse and plan stages: parse, plan and render, or take them from the plan cache.
+ * Retries once with a fresh cache after a plan error.
+ */
+async function prepare (engine: Engine, tenant: Tenant, raw: RawRequest, timings: StageTimings): Promise<CachedPlan> {
   const key = tenantKey(tenant)
   const source = cacheSource(engine, key, restUrl(tenant))
-  let cache = await engine.schemaCaches.get(key, tenant.rest.schemas, source)
-  const cacheable = raw.method === 'GET' || raw.method === 'HEAD'
-  const pk = cacheable ? planKey(tenant, cache, raw) : null
-  const hit = pk === null ? undefined : engine.plans.get(pk)
-  if (hit) {
-    timer.mark('parse')
-    timer.mark('plan')
-    return hit
+  const parsed = await timings.time('parse', async () => {
+    const cache = await engine.schemaCaches.get(key, tenant.rest.schemas, source)
+    const hit = raw.method === 'GET' || raw.method === 'HEAD' ? engine.plans.get(planKey(tenant, cache, raw)) : undefined
+    return hit ?? { cache, req: parseApiRequest(raw, { schemas: tenant.rest.schemas, timezones: cache.timezones }) }
+  })
+  if (!('cache' in parsed)) {
+    timings.add('plan', 0)
+    return parsed
   }
-  const req = parseApiRequest(raw, { schemas: tenant.rest.schemas, timezones: cache.timezones })
-  timer.mark('parse')
+  const prepared = await timings.time('plan', () => plan(engine, tenant, raw, source, parsed))
+  if (prepared.statements === null) timings.drop('plan')
+  return prepared
+}
+
+/** Plans and renders a parsed request (kept in the plan cache when it is a GET or HEAD). */
+async function plan (engine: Engine, tenant: Tenant, raw: RawRequest, source: CacheSource,
+  parsed: { cache: SchemaCache, req: ApiRequest }): Promise<CachedPlan> {
+  const { req } = parsed
+  let cache = parsed.cache
   const opts = {
     maxRows: tenant.rest.max_rows,
     aggregates: tenant.rest.aggregates_enabled === true,
@@ -138,9 +147,8 @@ async function prepare (engine: Engine, tenant: Tenant, raw: RawRequest, timer: 
     cache = fresh
     plan = planAction(req, cache, opts)
   }
+  const cacheable = raw.method === 'GET' || raw.method === 'HEAD'
   let statements = plan.kind === 'info' ? null : renderAction(plan)
-  timer.mark('plan')
-  if (statements === null) timer.drop('plan')
   // A cached read is prepared once per connection (Postgres parses and plans it once).
   if (statements && cacheable && plan.kind === 'read' && plan.explain === undefined) statements = { ...statements, main: { ...statements.main, name: statementName(statements.main.text) } }
   const prepared: CachedPlan = { req, plan, statements, schemaVersion: cache.dbVersion ?? null }
@@ -152,7 +160,7 @@ async function prepare (engine: Engine, tenant: Tenant, raw: RawRequest, timer: 
 interface RunContext {
   engine: Engine
   tenant: Tenant
-  caller: Caller
+  caller: RequestRole
   raw: RawRequest
   req: ApiRequest
   /** The version of the schema cache the plan was made with; `strict`: a changed one gives the transaction up. */
@@ -168,7 +176,7 @@ function targetOf (plan: ExecutablePlan): Table | null {
 function transact (ctx: RunContext, plan: ExecutablePlan, st: ActionStatements): Promise<TransactionResult> {
   const { engine, tenant, caller, raw, req } = ctx
   const target = targetOf(plan)
-  return executeTransaction(engine.pools, tenantKey(tenant), restUrl(tenant), {
+  return engine.pools.transaction(tenantKey(tenant), restUrl(tenant), {
     readOnly: st.readOnly,
     pre: renderPreRequest({
       searchPath: [req.schema, ...(tenant.rest.extra_search_path ?? ['public'])],
@@ -225,26 +233,16 @@ async function execute (ctx: RunContext, plan: ExecutablePlan, st: ActionStateme
 }
 
 /**
- * The whole pipeline for one request of one tenant. Throws GatehouseErrors. When its
- * transaction finds the schema changed since the cache it was planned with, nothing of it
- * is kept and it is planned (the cache reloaded meanwhile) and run once more; a second
- * change only has the cache reloaded for the requests after it.
+ * The whole pipeline for one request of one tenant, timed per stage into `timings`. Throws
+ * GatehouseErrors. When its transaction finds the schema changed since the cache it was
+ * planned with, nothing of it is kept and it is planned (the cache reloaded meanwhile) and
+ * run once more; a second change only has the cache reloaded for the requests after it.
  */
-export async function handleRequest (engine: Engine, tenant: Tenant, raw: RawRequest): Promise<RestResponse> {
-  const timer = new StageTimer(tenant.rest.server_timing_enabled === true)
-  const caller = await engine.tokens.caller(tenant, firstHeader(raw.headers, 'authorization'))
-  timer.mark('jwt')
+export async function handleRequest (engine: Engine, tenant: Tenant, raw: RawRequest, timings: StageTimings): Promise<RestResponse> {
+  const caller = await timings.time('jwt', () => engine.tokens.caller(tenant, requestHeader(raw.headers, 'authorization')))
   for (let attempt = 0; ; attempt++) {
-    const { req, plan, statements, schemaVersion } = await prepare(engine, tenant, raw, timer)
-    const ctx: RunContext = { engine, tenant, caller, raw, req }
-    if (schemaVersion !== null) ctx.schemaVersion = { expected: schemaVersion, strict: attempt === 0 }
     try {
-      const result = plan.kind === 'info' || statements === null ? null : await execute(ctx, plan, statements)
-      if (result !== null) timer.mark('transaction')
-      const res = respond({ req, headers: raw.headers, database: tenant.database }, plan, result)
-      timer.mark('response')
-      const timing = timer.header()
-      return timing === null ? res : { ...res, headers: { ...res.headers, 'server-timing': timing } }
+      return await runStages(engine, tenant, raw, timings, caller, attempt)
     } catch (err) {
       if (err instanceof SchemaChangedError && attempt === 0) continue
       // Postgres errors become wire errors with the caller's 401/403 rule.
@@ -252,4 +250,13 @@ export async function handleRequest (engine: Engine, tenant: Tenant, raw: RawReq
       throw err
     }
   }
+}
+
+/** One run of the parse, plan, transaction and response stages. */
+async function runStages (engine: Engine, tenant: Tenant, raw: RawRequest, timings: StageTimings, caller: RequestRole, attempt: number): Promise<RestResponse> {
+  const { req, plan, statements, schemaVersion } = await prepare(engine, tenant, raw, timings)
+  const ctx: RunContext = { engine, tenant, caller, raw, req }
+  if (schemaVersion !== null) ctx.schemaVersion = { expected: schemaVersion, strict: attempt === 0 }
+  const result = plan.kind === 'info' || statements === null ? null : await timings.time('transaction', () => execute(ctx, plan, statements))
+  return timings.timeSync('response', () => respond({ req, headers: raw.headers, database: tenant.database }, plan, result))
 }

@@ -11,8 +11,9 @@ import {
 import { DATABASE_NAME, type TenantLookup } from '../tenants/index.js'
 import { TokenVerifier } from './auth.js'
 import { BadRequestError, InvalidBodyError, InvalidPathError, PayloadTooLargeError, TenantNotFoundError, UnexpectedError, errorBodyJson, proxyStatus, reasonPhrase } from './errors.js'
-import { createEnginePools, reconnectBackoffOf } from './execute.js'
+import { EnginePools } from './execute.js'
 import { createPlanCache, handleRequest, type Engine } from './handler.js'
+import { StageTimings } from './timing.js'
 import { isJsonBody, jsonDepthExceeds } from './api-request/json-depth.js'
 import { headerViews, pathSegments, unsupportedMethod } from './api-request/index.js'
 import { createSchemaCacheStore, type SchemaCache } from './schema-cache/index.js'
@@ -21,8 +22,8 @@ export { LIMIT_APPLIED_HEADER } from './response/index.js'
 export { DEFAULT_LIMIT_HEADER } from './api-request/index.js'
 export { statusForSqlState } from './errors.js'
 /** The catalog reader of the schema cache (type generation reads relationships with it). */
-export { loadSchemaCache, type Relationship, type CatalogQuery as SchemaCatalogQuery } from './schema-cache/index.js'
-export { REST_ERRORS, REST_ERROR_CODES, type RestErrorCode } from './errors.js'
+export { loadSchemaCache, type Relationship } from './schema-cache/index.js'
+export { REST_ERRORS } from './errors.js'
 
 export interface RestEngineDeps {
   /** The process config; the engine reads `config.rest`. */
@@ -56,13 +57,15 @@ export interface RestEngineHandle {
   reconnectProbesSettled (): Promise<void>
 }
 
-const handles = new WeakMap<FastifyInstance, RestEngineHandle>()
+/** The name of the instance decorator holding its RestEngineHandle. */
+const ENGINE_DECORATOR = 'restEngine'
+/** The name of the request decorator holding the request's StageTimings (null before the pipeline runs). */
+const TIMINGS_DECORATOR = 'restTimings'
 
 /** The engine behind an instance built by buildRestEngine. */
 export function restEngineOf (app: FastifyInstance): RestEngineHandle {
-  const h = handles.get(app)
-  if (!h) throw new TypeError('not a REST engine instance')
-  return h
+  if (!app.hasDecorator(ENGINE_DECORATOR)) throw new TypeError('not a REST engine instance')
+  return app.getDecorator<RestEngineHandle>(ENGINE_DECORATOR)
 }
 
 const METHODS = ['GET', 'HEAD', 'POST', 'PATCH', 'PUT', 'DELETE', 'OPTIONS'] as const
@@ -73,6 +76,27 @@ const METHODS = ['GET', 'HEAD', 'POST', 'PATCH', 'PUT', 'DELETE', 'OPTIONS'] as 
  * tenant's anon role) on the tenant's `engines.rest` connection.
  */
 export function buildRestEngine (deps: RestEngineDeps): FastifyInstance {
+  const app = createRestApp(deps)
+  const engine = createEngine(deps, app.log)
+  app.decorate(ENGINE_DECORATOR, engineHandle(engine))
+  app.decorateRequest(TIMINGS_DECORATOR, null)
+  const routes = new RestRoutes(deps, engine)
+  app.route({ method: [...METHODS], url: '/:database', handler: routes.handle })
+  app.route({ method: [...METHODS], url: '/:database/*', handler: routes.handle })
+  app.setNotFoundHandler(routes.notFound)
+  app.setErrorHandler(routes.failed)
+  instrumentPart(app, {
+    part: 'rest', tenantOf: tenantLabel(deps.tenants), tenantLabel: deps.config.metrics?.tenant_label, pools: [{ snapshot: () => engine.pools.snapshot() }]
+  })
+  app.addHook('onClose', async () => {
+    await engine.schemaCaches.close()
+    await engine.pools.close()
+  })
+  return app
+}
+
+/** The unstarted fastify instance: our own query-string and body handling. */
+function createRestApp (deps: RestEngineDeps): FastifyInstance {
   const rest = deps.config.rest
   // The gateway logs every request; the engine logs failures only.
   const app = createPartApp({
@@ -89,43 +113,6 @@ export function buildRestEngine (deps: RestEngineDeps): FastifyInstance {
       }
     }
   })
-  const log = app.log
-  const connectTimeoutMs = deps.connectTimeoutMs ?? 5_000
-  // A tenant whose pool was closed (idle) also gives up its schema cache. Schema changes
-  // reach the cache from the pool's connections: the schema version each transaction reads,
-  // and NOTIFY pgrst heard on them (see execute.ts).
-  const pools = createEnginePools({
-    budget: rest.pool_budget,
-    perTenant: rest.pool_per_tenant,
-    idleMs: rest.pool_idle_ms,
-    acquireTimeoutMs: deps.poolAcquireTimeoutMs ?? 10_000,
-    connectTimeoutMs,
-    maxTenants: rest.pool_max_tenants,
-    reconnectBackoffMs: rest.reconnect_backoff_ms,
-    reconnectBackoffMaxMs: rest.reconnect_backoff_max_ms,
-    ...(deps.now !== undefined ? { now: deps.now } : {})
-  }, log, {
-    poolClosed: (key) => engine.schemaCaches.drop(key),
-    notification: (key, payload) => engine.schemaCaches.notified(key, payload),
-    schemaVersion: (key, version) => engine.schemaCaches.observed(key, version)
-  })
-  const engine: Engine = {
-    settings: { statementTimeoutMs: rest.statement_timeout_ms, connectTimeoutMs },
-    pools,
-    schemaCaches: createSchemaCacheStore({ logger: log }),
-    tokens: new TokenVerifier(),
-    plans: createPlanCache()
-  }
-
-  handles.set(app, {
-    reloadSchema: (database) => engine.schemaCaches.reload(database),
-    openConnections: () => pools.openConnections,
-    poolStats: (database) => pools.stats(database),
-    poolSnapshot: () => pools.snapshot(),
-    perTenantCap: () => pools.perTenantCap,
-    reconnectProbesSettled: async () => { await reconnectBackoffOf(pools)?.probesSettled() }
-  })
-
   // Bodies are kept as raw bytes (api-request/ parses JSON / CSV / form itself).
   app.removeAllContentTypeParsers()
   // JSON nested deeper than rest.max_json_depth is refused before any parser recurses into it.
@@ -139,11 +126,70 @@ export function buildRestEngine (deps: RestEngineDeps): FastifyInstance {
     }
     done(null, body)
   })
+  return app
+}
 
-  const handler = async (request: FastifyRequest<{ Params: { database: string } }>, reply: FastifyReply): Promise<void> => {
+/**
+ * The engine's pools, schema caches, token verifier and plan cache. A tenant whose pool was
+ * closed (idle) also gives up its schema cache. Schema changes reach the cache from the
+ * pool's connections: the schema version each transaction reads, and NOTIFY pgrst heard on
+ * them (see execute.ts).
+ */
+function createEngine (deps: RestEngineDeps, log: FastifyBaseLogger): Engine {
+  const rest = deps.config.rest
+  const connectTimeoutMs = deps.connectTimeoutMs ?? 5_000
+  const schemaCaches = createSchemaCacheStore({ logger: log })
+  const pools = new EnginePools({
+    budget: rest.pool_budget,
+    perTenant: rest.pool_per_tenant,
+    idleMs: rest.pool_idle_ms,
+    acquireTimeoutMs: deps.poolAcquireTimeoutMs ?? 10_000,
+    connectTimeoutMs,
+    maxTenants: rest.pool_max_tenants,
+    reconnectBackoffMs: rest.reconnect_backoff_ms,
+    reconnectBackoffMaxMs: rest.reconnect_backoff_max_ms,
+    ...(deps.now !== undefined ? { now: deps.now } : {})
+  }, log, {
+    poolClosed: (key) => schemaCaches.drop(key),
+    notification: (key, payload) => schemaCaches.notified(key, payload),
+    schemaVersion: (key, version) => schemaCaches.observed(key, version)
+  })
+  return {
+    settings: { statementTimeoutMs: rest.statement_timeout_ms, connectTimeoutMs },
+    pools,
+    schemaCaches,
+    tokens: new TokenVerifier(),
+    plans: createPlanCache()
+  }
+}
+
+function engineHandle (engine: Engine): RestEngineHandle {
+  const pools = engine.pools
+  return {
+    reloadSchema: (database) => engine.schemaCaches.reload(database),
+    openConnections: () => pools.openConnections,
+    poolStats: (database) => pools.stats(database),
+    poolSnapshot: () => pools.snapshot(),
+    perTenantCap: () => pools.perTenantCap,
+    reconnectProbesSettled: () => pools.backoff.probesSettled()
+  }
+}
+
+/** The engine's HTTP side: the route handler (the pipeline's way in and out), unknown routes and errors. */
+class RestRoutes {
+  readonly #deps: RestEngineDeps
+  readonly #engine: Engine
+
+  constructor (deps: RestEngineDeps, engine: Engine) {
+    this.#deps = deps
+    this.#engine = engine
+  }
+
+  /** A request of a tenant: through the pipeline (handler.ts), answered with its stage timings when the tenant asks for them. */
+  readonly handle = async (request: FastifyRequest<{ Params: { database: string } }>, reply: FastifyReply): Promise<void> => {
     const database = request.params.database
     if (!DATABASE_NAME.test(database)) throw new TenantNotFoundError(database)
-    const tenant = await deps.tenants.get(database)
+    const tenant = await this.#deps.tenants.get(database)
     if (!tenant) throw new TenantNotFoundError(database)
     const url = request.raw.url ?? '/'
     const q = url.indexOf('?')
@@ -154,61 +200,55 @@ export function buildRestEngine (deps: RestEngineDeps): FastifyInstance {
     const trace = tenant.rest.server_trace_header
     const traced = trace === null || trace === undefined ? undefined : request.headers[trace.toLowerCase()]
     if (trace && typeof traced === 'string') reply.header(trace, traced)
-    const res = await handleRequest(engine, tenant, {
+    const timings = new StageTimings()
+    request.setDecorator(TIMINGS_DECORATOR, timings)
+    const res = await handleRequest(this.#engine, tenant, {
       method: request.method,
       path: pathname.slice(prefix.length),
       query: q < 0 ? '' : url.slice(q + 1),
       // Repeated headers read as PostgREST reads them (the first Accept line, ...).
       ...headerViews(request.headers, request.raw.headersDistinct),
       body: Buffer.isBuffer(request.body) ? request.body : null
-    })
+    }, timings)
     reply.code(res.status).headers(res.headers)
+    if (tenant.rest.server_timing_enabled === true) reply.header('server-timing', timings.serverTiming())
     const phrase = reasonPhrase(res.status)
     if (phrase !== null) reply.raw.statusMessage = phrase
     if (res.body === null || request.method === 'HEAD') await reply.send()
     else await reply.send(res.body)
   }
-  app.route({ method: [...METHODS], url: '/:database', handler })
-  app.route({ method: [...METHODS], url: '/:database/*', handler })
 
-  // Methods the routes do not take (TRACE, PROPFIND ...) arrive here: answered as PostgREST
-  // answers them (PGRST117, or PGRST101 on a function) once the tenant is known.
-  app.setNotFoundHandler(async (request, reply) => {
+  /**
+   * Methods the routes do not take (TRACE, PROPFIND ...) arrive here: answered as PostgREST
+   * answers them (PGRST117, or PGRST101 on a function) once the tenant is known.
+   */
+  readonly notFound = async (request: FastifyRequest, reply: FastifyReply): Promise<FastifyReply> => {
     const url = request.raw.url ?? '/'
     const q = url.indexOf('?')
     const [, database = '', ...rest] = (q < 0 ? url : url.slice(0, q)).split('/')
     if ((METHODS as readonly string[]).includes(request.method) || database === '') return sendError(reply, new InvalidPathError())
-    if (!DATABASE_NAME.test(database) || !(await deps.tenants.get(database))) return sendError(reply, new TenantNotFoundError(database))
+    if (!DATABASE_NAME.test(database) || !(await this.#deps.tenants.get(database))) return sendError(reply, new TenantNotFoundError(database))
     return sendError(reply, unsupportedMethod(request.method, pathSegments(rest.length === 0 ? '' : '/' + rest.join('/'))))
-  })
-  app.setErrorHandler((err: unknown, request, reply) => {
-    let e: GatehouseError
-    if (isGatehouseError(err)) {
-      e = err
-    } else {
-      const fe = err as { statusCode?: number, code?: string, message?: string }
-      if (typeof fe.statusCode === 'number' && fe.statusCode >= 400 && fe.statusCode < 500) {
-        e = fe.statusCode === 413
-          ? new PayloadTooLargeError(rest.max_body_bytes, { cause: err })
-          : new BadRequestError(String(fe.message ?? 'bad request'), { cause: err })
-      } else {
-        e = new UnexpectedError({ cause: err })
-      }
-    }
+  }
+
+  /** Every error of the engine, ours or fastify's (a body too large, a bad content type), as PostgREST's error body. */
+  readonly failed = (err: unknown, request: FastifyRequest, reply: FastifyReply): FastifyReply => {
+    const e = this.#gatehouseError(err)
     if (e.status >= 500) {
-      request.log.error({ err: e.cause ?? err, internal: e.internal, code: e.code }, 'rest: request failed')
+      const timings = request.getDecorator<StageTimings | null>(TIMINGS_DECORATOR)
+      request.log.error({ err: e.cause ?? err, internal: e.internal, code: e.code, stages: timings?.serverTiming() }, 'rest: request failed')
     }
     return sendError(reply, e, e instanceof UnexpectedError ? request.id : undefined)
-  })
+  }
 
-  instrumentPart(app, { part: 'rest', tenantOf: tenantLabel(deps.tenants), tenantLabel: deps.config.metrics?.tenant_label, pools: [{ snapshot: () => pools.snapshot() }] })
-
-  app.addHook('onClose', async () => {
-    reconnectBackoffOf(pools)?.close()
-    await engine.schemaCaches.close()
-    await pools.close()
-  })
-  return app
+  #gatehouseError (err: unknown): GatehouseError {
+    if (isGatehouseError(err)) return err
+    const fe = err as { statusCode?: number, message?: string }
+    if (typeof fe.statusCode !== 'number' || fe.statusCode < 400 || fe.statusCode >= 500) return new UnexpectedError({ cause: err })
+    return fe.statusCode === 413
+      ? new PayloadTooLargeError(this.#deps.config.rest.max_body_bytes, { cause: err })
+      : new BadRequestError(String(fe.message ?? 'bad request'), { cause: err })
+  }
 }
 
 function sendError (reply: FastifyReply, e: GatehouseError, requestId?: string): FastifyReply {
