@@ -11,7 +11,7 @@
 // injected clock: tests drive a long outage without waiting for it).
 import { DbConnectionError } from './errors.js'
 
-export interface ReconnectBackoffOptions {
+interface ReconnectBackoffOptions {
   /** First wait after a failure, ms. */
   initialMs: number
   /** Longest wait, ms. */

@@ -10,11 +10,11 @@ import { intersectRanges, parseRangeHeader, rangeOf } from './range.js'
 import type { Action, ApiRequest, HttpMethod, RowRange } from './types.js'
 
 export type * from './types.js'
-export { parseQueryParams, parseSelect, parseOrder, parseFilterValue, parseLogicTree, parseColumns, canonicalQuery } from './query-params.js'
+export { parseQueryParams, parseSelect, parseOrder, parseFilterValue, parseLogicTree, parseColumns } from './query-params.js'
 export { parsePreferences } from './preferences.js'
-export { parseAccept, parseMediaType, decodeMediaType, mimeName, planFor, showAccept } from './media-type.js'
+export { parseAccept, mimeName, planFor, showAccept } from './media-type.js'
 export { parseRangeHeader, intersectRanges, capRange, rangeOf, ALL_ROWS } from './range.js'
-export { parseWritePayload, parseCallPayload, parseCsv, parseForm, type RowsPayload, type CallPayload } from './payload.js'
+export { parseWritePayload, parseCallPayload, parseCsv, type RowsPayload, type CallPayload } from './payload.js'
 
 /** What the HTTP layer hands over: everything below the tenant's base URL. */
 export interface RawRequest {
@@ -29,7 +29,7 @@ export interface RawRequest {
   body: Buffer | null
 }
 
-export interface ParseContext {
+interface ParseContext {
   /** The tenant's exposed schemas; the first is the default. */
   schemas: readonly string[]
   /** The database's time zone names (pg_timezone_names); absent: any `timezone=` is taken. */
@@ -43,8 +43,8 @@ const HIDDEN_HEADERS: ReadonlySet<string> = new Set(['authorization', 'cookie', 
 
 export const DEFAULT_LIMIT_HEADER = 'x-gatehouse-default-limit'
 
-/** A header's first value (Node joins most repeated headers; a few arrive as arrays). */
-export function firstHeader (h: RawRequest['headers'], name: string): string | undefined {
+/** A request header's first value (Node joins most repeated headers; a few arrive as arrays). */
+export function requestHeader (h: RawRequest['headers'], name: string): string | undefined {
   const v = h[name]
   return Array.isArray(v) ? v[0] : v
 }
@@ -69,7 +69,7 @@ export function unsupportedMethod (method: string, segments: readonly string[]):
 }
 
 /** PostgREST's routing table (docs/rest-protocol.md §1.1). */
-export function routeAction (method: HttpMethod, segments: readonly string[]): Action {
+function routeAction (method: HttpMethod, segments: readonly string[]): Action {
   if (segments.length === 0) {
     if (method === 'GET' || method === 'HEAD') return { kind: 'openapi', headersOnly: method === 'HEAD' }
     if (method === 'OPTIONS') return { kind: 'info', resource: { kind: 'schema' } }
@@ -147,7 +147,7 @@ export function parseApiRequest (raw: RawRequest, ctx: ParseContext): ApiRequest
 
   // Profiles (§5.3): GET/HEAD (and OPTIONS) read Accept-Profile, writes Content-Profile.
   const readLike = m === 'GET' || m === 'HEAD' || m === 'OPTIONS'
-  const profile = firstHeader(raw.headers, readLike ? 'accept-profile' : 'content-profile')
+  const profile = requestHeader(raw.headers, readLike ? 'accept-profile' : 'content-profile')
   let schema = ctx.schemas[0]
   if (profile !== undefined) {
     if (!ctx.schemas.includes(profile)) {
@@ -163,12 +163,12 @@ export function parseApiRequest (raw: RawRequest, ctx: ParseContext): ApiRequest
   // Top-level range: limit/offset, intersected with Range on GET (RFC 9110: others ignore it).
   const topScoped = query.ranges.find((r) => r.path.length === 0)
   let range: RowRange = rangeOf(topScoped)
-  const rangeHeader = m === 'GET' ? parseRangeHeader(firstHeader(raw.headers, 'range')) : null
+  const rangeHeader = m === 'GET' ? parseRangeHeader(requestHeader(raw.headers, 'range')) : null
   if (rangeHeader) range = intersectRanges(range, rangeHeader)
 
-  const dl = firstHeader(raw.headers, DEFAULT_LIMIT_HEADER)
+  const dl = requestHeader(raw.headers, DEFAULT_LIMIT_HEADER)
   const defaultLimit = dl !== undefined && /^[0-9]+$/.test(dl.trim()) ? Number(dl.trim()) : null
-  const ct = firstHeader(raw.headers, 'content-type')
+  const ct = requestHeader(raw.headers, 'content-type')
 
   return {
     action,
@@ -180,7 +180,7 @@ export function parseApiRequest (raw: RawRequest, ctx: ParseContext): ApiRequest
     preferences,
     range,
     rangeHeader,
-    accept: parseAccept(firstHeader(raw.headers, 'accept')),
+    accept: parseAccept(requestHeader(raw.headers, 'accept')),
     contentType: ct ? parseMediaType(ct) : null,
     body: raw.body && raw.body.length > 0 ? raw.body : null,
     headers: visibleHeaders(raw.headers),

@@ -34,7 +34,7 @@ export function parseMediaType (value: string): MediaType | null {
  * `-`, lower-cased; value: a "quoted" string or letters, digits, `|-`, kept as written).
  * Whatever follows what parses is ignored. null when not even `main/sub` parses.
  */
-export function decodeMediaType (text: string): { type: string, params: Record<string, string> } | null {
+function decodeMediaType (text: string): { type: string, params: Record<string, string> } | null {
   const m = /^([A-Za-z0-9.*]+)\/([A-Za-z0-9.*+-]+)/.exec(text)
   if (!m) return null
   const params = bareRecord<string>()

@@ -14,9 +14,9 @@ type MsgKind = typeof SYS_UNEXPECT | typeof UNEXPECT | typeof EXPECT | typeof ME
 interface Msg { readonly kind: MsgKind, readonly text: string }
 
 /** Parsec's ParseError: a position (index in the input) and its messages. */
-export interface PError { readonly pos: number, readonly msgs: readonly Msg[] }
+interface PError { readonly pos: number, readonly msgs: readonly Msg[] }
 
-export type Reply<T> =
+type Reply<T> =
   | { readonly ok: true, readonly consumed: boolean, readonly value: T, readonly pos: number, readonly err: PError }
   | { readonly ok: false, readonly consumed: boolean, readonly err: PError }
 
@@ -52,20 +52,20 @@ function showLitChar (ch: string, next: string | undefined, quote: '"' | '\''): 
 }
 
 /** Haskell's `show` of a String: `"..."` with escapes. */
-export function showString (s: string): string {
+function showString (s: string): string {
   const cps = [...s]
   return '"' + cps.map((c, i) => showLitChar(c, cps[i + 1], '"')).join('') + '"'
 }
 
 /** Haskell's `show` of a Char: `'x'`. */
-export function showChar (c: string): string {
+function showChar (c: string): string {
   return '\'' + showLitChar(c, undefined, '\'') + '\''
 }
 
 // -- primitives ----------------------------------------------------------------------------
 
 /** One code point matching `pred`; fails (empty) with the character it saw. */
-export function satisfy (pred: (c: string) => boolean): Parser<string> {
+function satisfy (pred: (c: string) => boolean): Parser<string> {
   return (input, pos) => {
     if (pos >= input.length) return { ok: false, consumed: false, err: { pos, msgs: [{ kind: SYS_UNEXPECT, text: '' }] } }
     const c = input[pos]
@@ -241,7 +241,7 @@ export function lazy<T> (f: () => Parser<T>): Parser<T> {
 // -- running and reporting ------------------------------------------------------------------
 
 /** Parsec's source position of an index: tabs move to the next multiple of 8, newlines start a line. */
-export function lineColumn (input: readonly string[], pos: number): { line: number, column: number } {
+function lineColumn (input: readonly string[], pos: number): { line: number, column: number } {
   let line = 1
   let column = 1
   for (let i = 0; i < pos && i < input.length; i++) {
@@ -253,7 +253,7 @@ export function lineColumn (input: readonly string[], pos: number): { line: numb
 }
 
 /** Parsec's showErrorMessages "or" "unknown parse error" "expecting" "unexpected" "end of input". */
-export function showErrorMessages (msgs: readonly Msg[]): string {
+function showErrorMessages (msgs: readonly Msg[]): string {
   if (msgs.length === 0) return 'unknown parse error'
   const of = (k: MsgKind): string[] => msgs.filter((m) => m.kind === k).map((m) => m.text)
   const sys = of(SYS_UNEXPECT)
@@ -270,8 +270,8 @@ export function showErrorMessages (msgs: readonly Msg[]): string {
   return parts.map((p) => '\n' + p).join('')
 }
 
-export interface ParseResult<T> { ok: true, value: T }
-export interface ParseFailed { ok: false, line: number, column: number, details: string }
+interface ParseResult<T> { ok: true, value: T }
+interface ParseFailed { ok: false, line: number, column: number, details: string }
 
 /** Parsec's `parse`: runs `p` from the start; what follows a success is not looked at. */
 export function parse<T> (p: Parser<T>, text: string): ParseResult<T> | ParseFailed {

@@ -208,7 +208,7 @@ function csvRows (body: Buffer | null): RowsPayload {
 }
 
 /** `a=1&b=2` with `+` as a space; a repeated name keeps every value in order. */
-export function parseForm (body: Buffer | null): Array<[string, string[]]> {
+function parseForm (body: Buffer | null): Array<[string, string[]]> {
   const text = body === null ? '' : body.toString('utf8')
   const out = new Map<string, string[]>()
   for (const part of text.split('&')) {

@@ -26,7 +26,7 @@ function int64 (text: string): number | null {
   return n >= -(2n ** 63n) && n < 2n ** 63n ? Number(n) : null
 }
 
-export const NO_PREFERENCES: Preferences = Object.freeze({
+const NO_PREFERENCES: Preferences = Object.freeze({
   return: null, count: null, resolution: null, missing: null, handling: null, tx: null, timezone: null, maxAffected: null, invalid: []
 })
 

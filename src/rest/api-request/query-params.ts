@@ -9,7 +9,7 @@ import {
 } from './parsec.js'
 import type {
   AggregateFunction, EmbedPath, Field, Filter, FtsOperator, IsValue, JoinType, JsonOperand, JsonOperation, LogicTree,
-  OpExpr, Operation, OrderDirection, OrderNulls, OrderTerm, QuantOperator, QueryParams, ScopedRange, SelectField,
+  OpExpr, Operation, OrderDirection, OrderNulls, OrderTerm, QuantOperator, QueryParams, SelectField,
   SelectItem, SelectRelation, SelectSpread, SimpleOperator
 } from './types.js'
 
@@ -23,19 +23,23 @@ export function decodeComponent (s: string, plusAsSpace = true): string {
   try {
     return decodeURIComponent(t)
   } catch {
-    // Decode the valid escapes byte-wise, keep the rest (as Haskell's urlDecode does).
-    const bytes: number[] = []
-    for (let i = 0; i < t.length; i++) {
-      const ch = t[i]
-      if (ch === '%' && /^[0-9a-fA-F]{2}$/.test(t.slice(i + 1, i + 3))) {
-        bytes.push(parseInt(t.slice(i + 1, i + 3), 16))
-        i += 2
-      } else {
-        for (const b of Buffer.from(ch, 'utf8')) bytes.push(b)
-      }
-    }
-    return Buffer.from(bytes).toString('utf8')
+    return decodeValidEscapes(t)
   }
+}
+
+/** Decodes the valid escapes byte-wise and keeps the rest (as Haskell's urlDecode does). */
+function decodeValidEscapes (t: string): string {
+  const bytes: number[] = []
+  for (let i = 0; i < t.length; i++) {
+    const ch = t[i]
+    if (ch === '%' && /^[0-9a-fA-F]{2}$/.test(t.slice(i + 1, i + 3))) {
+      bytes.push(parseInt(t.slice(i + 1, i + 3), 16))
+      i += 2
+    } else {
+      bytes.push(...Buffer.from(ch, 'utf8'))
+    }
+  }
+  return Buffer.from(bytes).toString('utf8')
 }
 
 /**
@@ -43,7 +47,7 @@ export function decodeComponent (s: string, plusAsSpace = true): string {
  * `&` and `;`, an empty piece kept (as an empty key without a value) except after the
  * last separator; a parameter without `=` has a null value.
  */
-export function parseQueryString (qs: string): Array<[string, string | null]> {
+function parseQueryString (qs: string): Array<[string, string | null]> {
   const out: Array<[string, string | null]> = []
   const body = qs.startsWith('?') ? qs.slice(1) : qs
   if (!body) return out
@@ -67,7 +71,7 @@ function encodeCanonical (s: string): string {
 }
 
 /** Parameters sorted by key (stable), re-encoded; `?a` becomes `a=` (PostgREST's canonical form). */
-export function canonicalQuery (pairs: ReadonlyArray<readonly [string, string | null]>): string {
+function canonicalQuery (pairs: ReadonlyArray<readonly [string, string | null]>): string {
   return pairs
     .map((p, i) => [p, i] as const)
     .sort((a, b) => (a[0][0] < b[0][0] ? -1 : a[0][0] > b[0][0] ? 1 : a[1] - b[1]))
@@ -87,7 +91,7 @@ const pDelimiter: Parser<string> = label(char('.'), 'delimiter (.)')
 const FIELD_NAME = 'field name (* or [a..z0..9_$])'
 
 /** `"..."` with backslash escapes; the quotes are removed. */
-export const pQuotedValue: Parser<string> = map(
+const pQuotedValue: Parser<string> = map(
   then(char('"'), skip(many(alt(noneOf('\\"'), then(char('\\'), anyChar))), char('"'))),
   (cs) => cs.join(''))
 
@@ -109,7 +113,7 @@ const noNul = (p: Parser<string>): Parser<string> => (input, pos) => {
 }
 
 /** A column, relation, alias or hint name: quoted, or bare words joined by dashes. */
-export const pFieldName: Parser<string> = noNul(label(alt(pQuotedValue, sepByDash(pIdentifier)), FIELD_NAME))
+const pFieldName: Parser<string> = noNul(label(alt(pQuotedValue, sepByDash(pIdentifier)), FIELD_NAME))
 
 const pJsonKeyIdentifier: Parser<string> = map(many1(noneOf('(-:.,>)')), (cs) => cs.join('').trim())
 const pJsonKeyName: Parser<string> = label(alt(pQuotedValue, sepByDash(pJsonKeyIdentifier)), 'any non reserved character different from: .,>()')
@@ -125,11 +129,11 @@ const pJsonArrow: Parser<'->' | '->>'> = alt(
   map(attempt(string('->')), () => '->' as const))
 
 /** `->key`, `->>key`, `->0`, `->-1`, repeated. */
-export const pJsonPath: Parser<JsonOperation[]> = many(bind(pJsonArrow, (arrow) =>
+const pJsonPath: Parser<JsonOperation[]> = many(bind(pJsonArrow, (arrow) =>
   map(alt(attempt(pJIdx), attempt(pJKey)), (operand): JsonOperation => ({ arrow, operand }))))
 
 /** A name with an optional JSON path, blanks allowed around it. */
-export const pField: Parser<Field> = lexeme(bind(pFieldName, (name) => map(option<JsonOperation[]>([], pJsonPath), (jsonPath): Field => ({ name, jsonPath }))))
+const pField: Parser<Field> = lexeme(bind(pFieldName, (name) => map(option<JsonOperation[]>([], pJsonPath), (jsonPath): Field => ({ name, jsonPath }))))
 
 // ---------------------------------------------------------------------------------------
 // select= (§2.1)
@@ -180,12 +184,12 @@ const withChildren = <T extends SelectRelation | SelectSpread>(head: Parser<Head
   bind(attempt(head), (h) => map(between(char('('), char(')'), pFieldForest), (children) => ({ ...h, children }) as SelectItem))
 
 /** Comma-separated select items; may be empty (`select=`, `rel()`). */
-export const pFieldForest: Parser<SelectItem[]> = lazy(() => sepBy(
+const pFieldForest: Parser<SelectItem[]> = lazy(() => sepBy(
   alt(withChildren(pSpreadRelationSelect), withChildren(pRelationSelect), pFieldSelect),
   lexeme(char(','))))
 
 /** Postgres's limit on the entries of one target list (MaxTupleAttributeNumber). */
-export const MAX_SELECT_ITEMS = 1664
+const MAX_SELECT_ITEMS = 1664
 
 /** Entries one select list puts in its SELECT: a spread's columns join its parent's list. */
 function listWidth (items: readonly SelectItem[]): number {
@@ -208,7 +212,7 @@ function checkWidth (input: string, items: readonly SelectItem[]): void {
 }
 
 /** Runs a rule as PostgREST's `P.parse`, failing with PGRST100 `"failed to parse <what> (<input>)"`. */
-export function runRule<T> (what: string, shown: string, p: Parser<T>, text: string = shown): T {
+function runRule<T> (what: string, shown: string, p: Parser<T>, text: string = shown): T {
   let r: ReturnType<typeof parse<T>>
   try {
     r = parse(p, text)
@@ -286,7 +290,7 @@ const pOpExprTop = pOpExprOf(pSingleVal)
 const pOpExprLogic = pOpExprOf(pLogicSingleVal)
 
 /** The operator expression of a filter value (top level: the value is the rest of the input). */
-export const pOpExpr = (inLogic: boolean): Parser<OpExpr> => (inLogic ? pOpExprLogic : pOpExprTop)
+const pOpExpr = (inLogic: boolean): Parser<OpExpr> => (inLogic ? pOpExprLogic : pOpExprTop)
 
 /** A filter value at the top level; null when `rpc` and it is not an operator expression. */
 export function parseFilterValue (input: string, rpc: boolean): OpExpr | null {
@@ -298,10 +302,10 @@ export function parseFilterValue (input: string, rpc: boolean): OpExpr | null {
 // Keys: tree paths (§2.3)
 
 /** `a.b.col->x` -> path `[a, b]`, field `col->x`; what follows is ignored, as PostgREST does. */
-export const pTreePath: Parser<{ path: string[], field: Field }> = bind(sepBy1(pFieldName, pDelimiter), (names) =>
+const pTreePath: Parser<{ path: string[], field: Field }> = bind(sepBy1(pFieldName, pDelimiter), (names) =>
   map(option<JsonOperation[]>([], pJsonPath), (jsonPath) => ({ path: names.slice(0, -1), field: { name: names[names.length - 1], jsonPath } })))
 
-export function parseTreePath (key: string): { path: string[], field: Field } {
+function parseTreePath (key: string): { path: string[], field: Field } {
   return runRule('tree path', key, pTreePath)
 }
 
@@ -314,14 +318,14 @@ const pLogicNot: Parser<boolean> = label(alt(attempt(map(then(string('not'), pDe
 const pLogicOp: Parser<'and' | 'or'> = label(alt(attempt(map(string('and'), () => 'and' as const)), map(string('or'), () => 'or' as const)), 'logic operator (and, or)')
 
 /** A condition (`field.op.value`) or a nested `[not.]and(...)` / `[not.]or(...)`. */
-export const pLogicTree: Parser<LogicTree> = lazy(() => alt(
+const pLogicTree: Parser<LogicTree> = lazy(() => alt(
   attempt(pLogicFilter),
   bind(pLogicNot, (negated) => bind(pLogicOp, (op) =>
     map(then(lexeme(char('(')), skip(sepBy1(pLogicTree, lexeme(char(','))), lexeme(char(')')))),
       (children): LogicTree => ({ kind: 'logic', op, negated, children }))))))
 
 /** The key of a logic parameter: `[path.][not.](or|and)` ("not" may appear anywhere). */
-export function parseLogicKey (key: string): { path: string[], op: string } {
+function parseLogicKey (key: string): { path: string[], op: string } {
   return runRule('logic path', key, map(sepBy1(pFieldName, pDelimiter), (names) => {
     const last = names[names.length - 1]
     const negated = names.includes('not')
@@ -387,7 +391,7 @@ function readInteger (v: string): number | null {
   return Number.isSafeInteger(n) ? n : null
 }
 
-export interface ParseQueryOptions {
+interface ParseQueryOptions {
   /** GET/HEAD on `/rpc/fn`: parameters that are not operator expressions become arguments. */
   rpcRead?: boolean
 }
@@ -395,65 +399,80 @@ export interface ParseQueryOptions {
 /** Parses and classifies every parameter of a query string. */
 export function parseQueryParams (qs: string, opts: ParseQueryOptions = {}): QueryParams {
   const pairs = parseQueryString(qs)
-  const canonical = canonicalQuery(pairs)
-  let selectRaw: string | null = null
-  let columnsRaw: string | null = null
-  let onConflictRaw: string | null = null
-  const filters: Array<{ path: EmbedPath, filter: Filter }> = []
-  const rpcArgs: Array<readonly [string, string]> = []
-  const logic: Array<{ path: EmbedPath, tree: LogicTree }> = []
-  const order: Array<{ path: EmbedPath, terms: OrderTerm[] }> = []
-  const ranges = new Map<string, { path: EmbedPath, limit: number | null, offset: number | null }>()
-
+  const params = new QueryParamsCollector(opts.rpcRead === true)
   for (const [key, value] of pairs) {
-    if (value === null) continue
-    if (RESERVED.has(key)) {
-      if (key === 'select') selectRaw ??= value
-      else if (key === 'columns') columnsRaw ??= value
-      else onConflictRaw ??= value
-      continue
-    }
-    const last = lastSegment(key)
-    if (RESERVED_EMBEDDABLE.has(last)) {
-      if (last === 'and' || last === 'or') {
-        const { path, op } = parseLogicKey(key)
-        logic.push({ path, tree: parseLogicTree(op, value) })
-      } else if (last === 'order') {
-        const { path } = parseTreePath(key)
-        order.push({ path, terms: parseOrder(value) })
-      } else {
-        const { path } = parseTreePath(key)
-        const id = JSON.stringify(path)
-        const entry = ranges.get(id) ?? { path, limit: null, offset: null }
-        const n = readInteger(value)
-        if (last === 'limit') {
-          if (n !== null && n < 0) throw negativeLimit()
-          if (n !== null) entry.limit = n
-        } else if (n !== null && n >= 0) {
-          // As PostgREST (RangeSpec "succeeds if offset is negative as a no-op"): a negative offset is ignored.
-          entry.offset = n
-        }
-        ranges.set(id, entry)
-      }
-      continue
-    }
-    const { path, field } = parseTreePath(key)
-    const opExpr = parseFilterValue(value, opts.rpcRead === true)
-    if (opExpr === null) rpcArgs.push([key, value])
-    else filters.push({ path, filter: { field, opExpr } })
+    if (value !== null) params.add(key, value)
+  }
+  return params.result(canonicalQuery(pairs))
+}
+
+/** The parameters of one query string, classified as they are read. */
+class QueryParamsCollector {
+  readonly #rpcRead: boolean
+  #selectRaw: string | null = null
+  #columnsRaw: string | null = null
+  #onConflictRaw: string | null = null
+  readonly #filters: Array<{ path: EmbedPath, filter: Filter }> = []
+  readonly #rpcArgs: Array<readonly [string, string]> = []
+  readonly #logic: Array<{ path: EmbedPath, tree: LogicTree }> = []
+  readonly #order: Array<{ path: EmbedPath, terms: OrderTerm[] }> = []
+  readonly #ranges = new Map<string, { path: EmbedPath, limit: number | null, offset: number | null }>()
+
+  constructor (rpcRead: boolean) {
+    this.#rpcRead = rpcRead
   }
 
-  const ranged: ScopedRange[] = [...ranges.values()]
-  return {
-    canonical,
-    select: parseSelect(selectRaw ?? '*'),
-    filters,
-    rpcArgs,
-    logic,
-    order,
-    ranges: ranged,
-    columns: columnsRaw === null ? null : parseColumns('columns parameter', columnsRaw),
-    onConflict: onConflictRaw === null ? null : parseColumns('on_conflict parameter', onConflictRaw)
+  add (key: string, value: string): void {
+    if (RESERVED.has(key)) {
+      if (key === 'select') this.#selectRaw ??= value
+      else if (key === 'columns') this.#columnsRaw ??= value
+      else this.#onConflictRaw ??= value
+      return
+    }
+    const last = lastSegment(key)
+    if (last === 'and' || last === 'or') {
+      const { path, op } = parseLogicKey(key)
+      this.#logic.push({ path, tree: parseLogicTree(op, value) })
+    } else if (last === 'order') {
+      this.#order.push({ path: parseTreePath(key).path, terms: parseOrder(value) })
+    } else if (RESERVED_EMBEDDABLE.has(last)) {
+      this.#addRange(key, last, value)
+    } else {
+      const { path, field } = parseTreePath(key)
+      const opExpr = parseFilterValue(value, this.#rpcRead)
+      if (opExpr === null) this.#rpcArgs.push([key, value])
+      else this.#filters.push({ path, filter: { field, opExpr } })
+    }
+  }
+
+  /** `limit` and `offset`, of the root or of an embed. */
+  #addRange (key: string, last: string, value: string): void {
+    const { path } = parseTreePath(key)
+    const id = JSON.stringify(path)
+    const entry = this.#ranges.get(id) ?? { path, limit: null, offset: null }
+    const n = readInteger(value)
+    if (last === 'limit') {
+      if (n !== null && n < 0) throw negativeLimit()
+      if (n !== null) entry.limit = n
+    } else if (n !== null && n >= 0) {
+      // As PostgREST (RangeSpec "succeeds if offset is negative as a no-op"): a negative offset is ignored.
+      entry.offset = n
+    }
+    this.#ranges.set(id, entry)
+  }
+
+  result (canonical: string): QueryParams {
+    return {
+      canonical,
+      select: parseSelect(this.#selectRaw ?? '*'),
+      filters: this.#filters,
+      rpcArgs: this.#rpcArgs,
+      logic: this.#logic,
+      order: this.#order,
+      ranges: [...this.#ranges.values()],
+      columns: this.#columnsRaw === null ? null : parseColumns('columns parameter', this.#columnsRaw),
+      onConflict: this.#onConflictRaw === null ? null : parseColumns('on_conflict parameter', this.#onConflictRaw)
+    }
   }
 }
 

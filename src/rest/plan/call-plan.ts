@@ -57,7 +57,7 @@ function isFallback (r: Routine, mime: string | null): boolean {
 }
 
 /** PostgREST's overload resolution; throws PGRST202 / PGRST203. */
-export function findRoutine (cache: SchemaCache, schema: string, name: string, keys: readonly string[], payload: CallPayload | null): { routine: Routine, fallback: boolean } {
+function findRoutine (cache: SchemaCache, schema: string, name: string, keys: readonly string[], payload: CallPayload | null): { routine: Routine, fallback: boolean } {
   const candidates = cache.routines.get(qnKey(schema, name)) ?? []
   const keySet = new Set(keys)
   const rawPost = payload?.kind === 'raw'

@@ -12,15 +12,15 @@ import { planInfo, planOpenApi } from './info-plan.js'
 
 export type * from './types.js'
 export { isDefaultSelect } from './negotiate.js'
-export { negotiatePlan, negotiateRead } from './negotiate.js'
-export { planReadTree, findTable, topRange } from './read-plan.js'
-export { findRelationship, relationshipMatches, describeRelationship } from './relationships.js'
+export { negotiateRead } from './negotiate.js'
+export { planReadTree, findTable } from './read-plan.js'
+export { findRelationship } from './relationships.js'
 export { planMutate } from './mutate-plan.js'
-export { planCall, findRoutine } from './call-plan.js'
-export { planInfo, planOpenApi } from './info-plan.js'
+export { planCall } from './call-plan.js'
+
 export { callColumns, rebaseRoot, rootColumns } from './rebase.js'
 
-export interface PlanOptions {
+interface PlanOptions {
   /** Tenant max_rows (rest.max_rows), null = none. */
   maxRows: number | null
   /** Tenant rest.aggregates_enabled: `count()`, `col.sum()`, ... in select (otherwise PGRST123). */
@@ -31,7 +31,7 @@ export interface PlanOptions {
   openapiMode?: 'follow-privileges' | 'ignore-privileges' | 'disabled'
 }
 
-export function planRead (req: ApiRequest, relation: string, headersOnly: boolean, cache: SchemaCache, opts: PlanOptions): ReadPlan {
+function planRead (req: ApiRequest, relation: string, headersOnly: boolean, cache: SchemaCache, opts: PlanOptions): ReadPlan {
   // Negotiate first: PostgREST answers PGRST107 before looking at the table (it does so
   // again with the database's media handlers once the table is known).
   const early = cache.mediaHandlers === undefined || !cache.tables.has(qnKey(req.schema, relation)) ? negotiateRead(req.accept) : null

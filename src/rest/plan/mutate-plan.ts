@@ -67,7 +67,7 @@ function rootWhere (root: ReadNode): Condition[] {
   return [...root.where]
 }
 
-export interface MutatePlanOptions {
+interface MutatePlanOptions {
   /** Prefer: tx is honoured (else ignored). */
   allowTxOverride: boolean
   /** Tenant rest.aggregates_enabled (the representation's select). */

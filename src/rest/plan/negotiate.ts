@@ -10,7 +10,7 @@ import type { ExplainSpec, MediaHandler, PlanOption } from './types.js'
 const JSON_CT = 'application/json; charset=utf-8'
 
 /** Where a read's media type handlers are looked up (PostgREST's negotiateContent). */
-export interface HandlerScope {
+interface HandlerScope {
   readonly handlers: ReadonlyMap<string, MediaHandlerDef> | undefined
   /** The relation (or scalar function) whose rows the body is made of. */
   readonly target: QualifiedName

@@ -17,7 +17,7 @@ import type {
   CoercibleField, ComputedSource, Condition, JoinCondition, PlannedOrder, Qualifier, ReadNode, SelectColumn, Spread, SpreadOrderSelect, SpreadSelect
 } from './types.js'
 
-export interface ReadPlanOptions {
+interface ReadPlanOptions {
   /** Tenant max_rows: caps every node's range. */
   maxRows: number | null
   /** Tenant rest.aggregates_enabled (PostgREST's db-aggregates-enabled): otherwise PGRST123. */
@@ -385,7 +385,7 @@ function finishSpread (d: Draft, shape: NodeShape, select: readonly SelectColumn
  * `implicitLimit` is that limit, and the renderer fetches one row more to tell whether
  * the result was cut.
  */
-export function topRange (req: ApiRequest, maxRows: number | null): { range: RowRange, implicitLimit: number | null } {
+function topRange (req: ApiRequest, maxRows: number | null): { range: RowRange, implicitLimit: number | null } {
   const scoped = req.query.ranges.find((r) => r.path.length === 0)
   const gatewayLimit = req.defaultLimit !== null && scoped?.limit === req.defaultLimit
   const range = capRange(req.range, maxRows)

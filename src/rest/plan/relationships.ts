@@ -17,7 +17,7 @@ function constraintOf (rel: Relationship): string | null {
 }
 
 /** Whether a relationship matches `target` (and `hint`) as PostgREST decides. */
-export function relationshipMatches (rel: Relationship, target: string, hint: string | null): boolean {
+function relationshipMatches (rel: Relationship, target: string, hint: string | null): boolean {
   const card = rel.cardinality.kind
   // A computed relationship is named by its function; hints do not apply.
   if (rel.cardinality.kind === 'computed') return target === rel.cardinality.function.name
@@ -40,7 +40,7 @@ export function relationshipMatches (rel: Relationship, target: string, hint: st
 const CARDINALITY_NAMES = { m2o: 'many-to-one', o2m: 'one-to-many', o2o: 'one-to-one', m2m: 'many-to-many' } as const
 
 /** PGRST201's `details` entry for one candidate. */
-export function describeRelationship (rel: Relationship): { cardinality: string, embedding: string, relationship: string } | Record<string, never> {
+function describeRelationship (rel: Relationship): { cardinality: string, embedding: string, relationship: string } | Record<string, never> {
   const els = (cols: readonly string[]): string => '(' + cols.join(', ') + ')'
   const c = rel.cardinality
   // As PostgREST: two computed relationships can never be ambiguous with each other.
@@ -124,7 +124,7 @@ function cmpCardinality (a: Relationship['cardinality'], b: Relationship['cardin
  * cache): foreign table, self, cardinality (one-to-many, many-to-one, one-to-one,
  * many-to-many, then constraint and columns), views; computed relationships last, by function.
  */
-export function compareRelationships (a: Relationship, b: Relationship): Cmp {
+function compareRelationships (a: Relationship, b: Relationship): Cmp {
   const ca = a.cardinality
   const cb = b.cardinality
   if (ca.kind === 'computed' || cb.kind === 'computed') {

@@ -145,7 +145,7 @@ export interface ExplainSpec {
 }
 
 /** Plans whose statement can be explained (reads, writes, calls). */
-export interface Explainable {
+interface Explainable {
   /** Set when the plan media type was negotiated: the response is the EXPLAIN output. */
   readonly explain?: ExplainSpec
 }

@@ -21,7 +21,7 @@ export interface ActionStatements extends ReadStatements {
 }
 
 /** Run before a deliberate rollback, so deferred constraints still report. */
-export const CONSTRAINTS_IMMEDIATE: Statement = { text: 'SET CONSTRAINTS ALL IMMEDIATE', values: [] }
+const CONSTRAINTS_IMMEDIATE: Statement = { text: 'SET CONSTRAINTS ALL IMMEDIATE', values: [] }
 
 function rollbackTail (rollback: boolean): readonly Statement[] {
   return rollback ? [CONSTRAINTS_IMMEDIATE] : []
@@ -32,7 +32,7 @@ const EXPLAIN_OPTIONS: Readonly<Record<PlanOption, string>> = {
 }
 
 /** `EXPLAIN (FORMAT ..., <options>) <statement>`: the statement's parameters are unchanged. */
-export function renderExplain (st: Statement, e: ExplainSpec): Statement {
+function renderExplain (st: Statement, e: ExplainSpec): Statement {
   const opts = [e.format === 'json' ? 'FORMAT JSON' : 'FORMAT TEXT', ...e.options.map((o) => EXPLAIN_OPTIONS[o])]
   return { text: `EXPLAIN (${opts.join(', ')}) ${st.text}`, values: st.values, textResult: true }
 }

@@ -12,7 +12,7 @@ import { empty, ident, join, param, qualified, render, sql, typeName, type Sql, 
 const ALL = { offset: 0, limit: null }
 
 /** A parameter's type for a cast or a column definition: `"pg_catalog"."int4"`. */
-export function paramType (p: RoutineParam): Sql {
+function paramType (p: RoutineParam): Sql {
   return p.typeRef !== undefined ? qualified(p.typeRef.schema, p.typeRef.name) : typeName(p.type)
 }
 

@@ -6,7 +6,7 @@ import type { Statement } from './sql.js'
 import { bareRecord } from '../../shared/index.js'
 
 /** Prepared once per connection under this name (the text never changes). */
-export const PRE_REQUEST_NAME = 'gatehouse_rest_pre_v2'
+const PRE_REQUEST_NAME = 'gatehouse_rest_pre_v2'
 
 const PRE_REQUEST_TEXT = `SELECT pg_catalog.set_config('search_path', $1, true) AS search_path,
  pg_catalog.set_config('role', $2, true) AS role,
@@ -21,7 +21,7 @@ const PRE_REQUEST_TEXT = `SELECT pg_catalog.set_config('search_path', $1, true) 
  (SELECT pg_catalog.count(pg_catalog.set_config('app.settings.' || s.key, s.value, true)) FROM pg_catalog.json_each_text($13::json) AS s) AS app_settings,
  CASE WHEN $11::oid IS NULL THEN true ELSE COALESCE(pg_catalog.has_any_column_privilege($12::name, $11::oid, 'SELECT, INSERT, UPDATE, REFERENCES') OR pg_catalog.has_table_privilege($12::name, $11::oid, 'DELETE, TRUNCATE, TRIGGER'), false) END AS visible`
 
-export interface RequestSettings {
+interface RequestSettings {
   /** Schemas of search_path, first the request's. */
   searchPath: readonly string[]
   role: string
@@ -43,7 +43,7 @@ export interface RequestSettings {
 const CLAIM_NAME = /^[A-Za-z_][A-Za-z0-9_]{0,62}$/
 
 /** Top-level scalar claims for the legacy per-claim settings. */
-export function legacyClaims (claims: Record<string, unknown>): Record<string, string> {
+function legacyClaims (claims: Record<string, unknown>): Record<string, string> {
   const out = bareRecord<string>()
   for (const [k, v] of Object.entries(claims)) {
     if (!CLAIM_NAME.test(k)) continue
@@ -54,7 +54,7 @@ export function legacyClaims (claims: Record<string, unknown>): Record<string, s
 }
 
 /** `"a", "b"` for search_path (each name quoted). */
-export function searchPathValue (schemas: readonly string[]): string {
+function searchPathValue (schemas: readonly string[]): string {
   return [...new Set(schemas)].map((s) => '"' + s.replace(/"/g, '""') + '"').join(', ')
 }
 

@@ -11,7 +11,7 @@ import { empty, ident, join, param, qualified, raw, render, sql, typeName, type 
 
 // -- names and fields -------------------------------------------------------------------
 
-export function renderQualifier (q: Qualifier): Sql {
+function renderQualifier (q: Qualifier): Sql {
   return q.kind === 'table' ? qualified(q.schema, q.name) : ident(q.name)
 }
 
@@ -27,7 +27,7 @@ function jsonPath (field: Pick<CoercibleField, 'jsonPath'>): Sql {
 }
 
 /** A field's expression: `"q"."col"`, `to_jsonb("q"."col")->$1`, `to_tsvector($1, "q"."col")`. */
-export function renderField (q: Qualifier, f: CoercibleField): Sql {
+function renderField (q: Qualifier, f: CoercibleField): Sql {
   let expr: Sql
   if (f.fullRow === true) expr = ident(q.name)
   else if (f.jsonPath.length === 0) expr = column(q, f.name)
@@ -86,7 +86,7 @@ const IS: Record<string, Keyword> = {
 }
 
 /** A Postgres array literal: every element double-quoted, `"` and `\` escaped. */
-export function arrayLiteral (values: readonly string[]): string {
+function arrayLiteral (values: readonly string[]): string {
   return '{' + values.map((v) => '"' + v.replace(/\\/g, '\\\\').replace(/"/g, '\\"') + '"').join(',') + '}'
 }
 
@@ -165,11 +165,11 @@ function renderOrderTerm (q: Qualifier, o: PlannedOrder): Sql {
   return sql`${expr}${dir}${nulls}`
 }
 
-export function renderOrder (q: Qualifier, order: readonly PlannedOrder[]): Sql {
+function renderOrder (q: Qualifier, order: readonly PlannedOrder[]): Sql {
   return order.length === 0 ? empty : sql` ORDER BY ${join(order.map((o) => renderOrderTerm(q, o)))}`
 }
 
-export function renderRange (r: { offset: number, limit: number | null }): Sql {
+function renderRange (r: { offset: number, limit: number | null }): Sql {
   const limit = r.limit === null ? empty : sql` LIMIT ${param(r.limit)}`
   const offset = r.offset === 0 ? empty : sql` OFFSET ${param(r.offset)}`
   return sql`${limit}${offset}`
@@ -177,7 +177,7 @@ export function renderRange (r: { offset: number, limit: number | null }): Sql {
 
 // -- the tree ---------------------------------------------------------------------------
 
-export function nodeQualifier (n: ReadNode): Qualifier {
+function nodeQualifier (n: ReadNode): Qualifier {
   return n.alias !== null ? { kind: 'alias', name: n.alias } : { kind: 'table', schema: n.from.schema, name: n.from.name }
 }
 
@@ -269,7 +269,7 @@ export function renderNode (n: ReadNode, range: { offset: number, limit: number 
  * The count query of a node: its filters and join conditions, `EXISTS` for `!inner`
  * embeds and for `rel=not.is.null` (NOT EXISTS for `rel=is.null`); no limit.
  */
-export function renderCountNode (n: ReadNode): Sql {
+function renderCountNode (n: ReadNode): Sql {
   const q = nodeQualifier(n)
   const hook: CountHook = (child, notNull) => notNull
     ? sql`EXISTS (${renderCountNode(child)})`
@@ -284,7 +284,7 @@ export function renderCountNode (n: ReadNode): Sql {
 }
 
 /** `application/geo+json` (PostgREST's asGeoJsonF): every row through PostGIS' ST_AsGeoJSON. */
-export const geoJsonBody: Sql = sql`json_build_object('type', 'FeatureCollection', 'features', coalesce(json_agg(ST_AsGeoJSON(_postgrest_t)::json), '[]'))::text`
+const geoJsonBody: Sql = sql`json_build_object('type', 'FeatureCollection', 'features', coalesce(json_agg(ST_AsGeoJSON(_postgrest_t)::json), '[]'))::text`
 
 // -- the statement --------------------------------------------------------------------------
 

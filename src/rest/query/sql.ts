@@ -71,7 +71,7 @@ export function param (value: unknown): Sql {
 }
 
 /** Keywords and operators the renderer may choose from at run time. Nothing else is raw. */
-export const KEYWORDS = [
+const KEYWORDS = [
   'ASC', 'DESC', 'NULLS FIRST', 'NULLS LAST',
   'AND', 'OR', 'NOT', 'TRUE', 'FALSE', 'NULL',
   'IS NULL', 'IS NOT NULL', 'IS TRUE', 'IS FALSE', 'IS UNKNOWN',

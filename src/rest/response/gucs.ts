@@ -12,7 +12,7 @@ export interface RestResponse {
 }
 
 /** `response.headers` as a function set it: a JSON array of single-key objects (else PGRST111). */
-export function parseResponseHeaders (value: string | null): Array<[string, string]> {
+function parseResponseHeaders (value: string | null): Array<[string, string]> {
   if (value === null) return []
   let doc: unknown
   try { doc = JSON.parse(value) } catch { throw new ResponseHeadersGucError() }
@@ -30,7 +30,7 @@ export function parseResponseHeaders (value: string | null): Array<[string, stri
 }
 
 /** `response.status` as a function set it (else PGRST112). */
-export function parseResponseStatus (value: string | null): number | null {
+function parseResponseStatus (value: string | null): number | null {
   if (value === null) return null
   const n = Number(value)
   if (!/^[0-9]{3}$/.test(value.trim()) || n < 100 || n > 599) throw new ResponseStatusGucError()

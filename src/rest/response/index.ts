@@ -11,13 +11,11 @@ import { shapePlanResponse } from './plan.js'
 import { shapeReadResponse, toReadResult } from './read.js'
 
 export { contentRange } from './content-range.js'
-export { parseResponseHeaders, parseResponseStatus, withResponseSettings, type RestResponse } from './gucs.js'
-export { LIMIT_APPLIED_HEADER, plannedRows, resolveTotal, shapeReadResponse, toReadResult, type ReadResult } from './read.js'
-export { shapeCallResponse, shapeMutateResponse, toWriteResult, type WriteResult } from './mutate.js'
-export { buildOpenApi, openApiServer, parseOpenApiPrivileges, type OpenApiPrivileges, type OpenApiServer } from './openapi.js'
-export { shapeInfoResponse } from './info.js'
+export { withResponseSettings, type RestResponse } from './gucs.js'
+export { LIMIT_APPLIED_HEADER } from './read.js'
+export { type WriteResult } from './mutate.js'
+
 export { resultCheck } from './checks.js'
-export { planContentType, shapePlanResponse } from './plan.js'
 
 /** What the transaction of a plan returned: the main statement's row, and the rows of the count's EXPLAIN when one ran. */
 export interface ExecutionResult {
@@ -28,7 +26,7 @@ export interface ExecutionResult {
 }
 
 /** The request as the response needs it: parsed, its raw headers, the tenant's database. */
-export interface ResponseContext {
+interface ResponseContext {
   req: ApiRequest
   headers: RawRequest['headers']
   database: string

@@ -2,21 +2,21 @@
 // views and functions of the request's schema that the caller's role can use (PostgREST's
 // follow-privileges mode), shaped as PostgREST's Response/OpenAPI.hs shapes it: paths,
 // definitions with PK/FK notes and COMMENT descriptions, and the shared parameters. Pure.
-import { firstHeader, type RawRequest } from '../api-request/index.js'
+import { requestHeader, type RawRequest } from '../api-request/index.js'
 import type { ApiRequest } from '../api-request/types.js'
 import type { ForeignKeyNote, OpenApiPlan } from '../plan/types.js'
 import type { Column, Routine, Table } from '../schema-cache/types.js'
 import type { RestResponse } from './gucs.js'
 
 /** What the caller's role may do, by OID (from the privilege query). */
-export interface OpenApiPrivileges {
+interface OpenApiPrivileges {
   usage: boolean
   tables: ReadonlyMap<number, { select: boolean, insert: boolean, update: boolean, delete: boolean }>
   routines: ReadonlyMap<number, boolean>
 }
 
 /** Parses the row of renderOpenApiPrivileges. */
-export function parseOpenApiPrivileges (row: Record<string, unknown>): OpenApiPrivileges {
+function parseOpenApiPrivileges (row: Record<string, unknown>): OpenApiPrivileges {
   const tables = new Map<number, { select: boolean, insert: boolean, update: boolean, delete: boolean }>()
   for (const [oid, s, i, u, d] of JSON.parse(String(row.tables ?? '[]')) as Array<[number, boolean | null, boolean | null, boolean | null, boolean | null]>) {
     tables.set(Number(oid), { select: s === true, insert: i === true, update: u === true, delete: d === true })
@@ -26,7 +26,7 @@ export function parseOpenApiPrivileges (row: Record<string, unknown>): OpenApiPr
   return { usage: row.usage === true, tables, routines }
 }
 
-export interface OpenApiServer {
+interface OpenApiServer {
   host: string
   basePath: string
   scheme: 'http' | 'https'
@@ -159,7 +159,7 @@ function sharedParameters (tables: readonly Table[]): Json {
 }
 
 /** The Swagger 2.0 document as JSON text. */
-export function buildOpenApi (plan: OpenApiPlan, may: OpenApiPrivileges, server: OpenApiServer): string {
+function buildOpenApi (plan: OpenApiPlan, may: OpenApiPrivileges, server: OpenApiServer): string {
   // openapi-mode ignore-privileges: everything of the schema, each table with what it takes.
   const all = plan.ignorePrivileges === true
   const privilegesOf = (t: OpenApiPlan['tables'][number]) => all
@@ -215,17 +215,16 @@ export function buildOpenApi (plan: OpenApiPlan, may: OpenApiPrivileges, server:
   return JSON.stringify(doc)
 }
 
-
 /**
  * Where the document says the API lives: behind the gateway (X-Forwarded-Host set) at
  * `<proto>://<host>/<database>/rest/v1`, else this engine's `/<database>`.
  */
 export function openApiServer (headers: RawRequest['headers'], database: string): OpenApiServer {
-  const fwdHost = firstHeader(headers, 'x-forwarded-host')
-  const proto = firstHeader(headers, 'x-forwarded-proto') === 'https' ? 'https' : 'http'
+  const fwdHost = requestHeader(headers, 'x-forwarded-host')
+  const proto = requestHeader(headers, 'x-forwarded-proto') === 'https' ? 'https' : 'http'
   const db = encodeURIComponent(database)
   if (fwdHost !== undefined && fwdHost !== '') return { host: fwdHost, basePath: `/${db}/rest/v1`, scheme: proto }
-  return { host: firstHeader(headers, 'host') ?? 'localhost', basePath: `/${db}`, scheme: 'http' }
+  return { host: requestHeader(headers, 'host') ?? 'localhost', basePath: `/${db}`, scheme: 'http' }
 }
 
 /** GET / HEAD /: the OpenAPI document for the caller's role (`privileges` is the row of renderOpenApiPrivileges). */

@@ -5,7 +5,7 @@ import type { ApiRequest } from '../api-request/types.js'
 import type { ExplainSpec } from '../plan/types.js'
 import type { RestResponse } from './gucs.js'
 
-export function planContentType (e: ExplainSpec): string {
+function planContentType (e: ExplainSpec): string {
   const options = e.options.length > 0 ? `; options=${e.options.join('|')}` : ''
   return `application/vnd.pgrst.plan+${e.format}; for="${e.forMediaType}"${options}; charset=utf-8`
 }

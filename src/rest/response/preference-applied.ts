@@ -4,7 +4,7 @@
 // the caller says which apply. Pure.
 import type { Preferences } from '../api-request/types.js'
 
-export interface AppliedFamilies {
+interface AppliedFamilies {
   /** POST on a table with a PK or on_conflict. */
   resolution?: boolean
   /** POST and PATCH. */

@@ -12,7 +12,7 @@ import { withResponseSettings, type RestResponse } from './gucs.js'
 export const LIMIT_APPLIED_HEADER = 'x-gatehouse-limit-applied'
 
 /** What the main statement of a read returned, plus the planned count when asked. */
-export interface ReadResult {
+interface ReadResult {
   totalResultSet: number | null
   pageTotal: number
   body: string | Buffer
@@ -37,7 +37,7 @@ export function toReadResult (main: Record<string, unknown>, explain: ReadonlyAr
 }
 
 /** The row count of an `EXPLAIN (FORMAT JSON)` result. */
-export function plannedRows (explain: unknown): number | null {
+function plannedRows (explain: unknown): number | null {
   const doc = typeof explain === 'string' ? JSON.parse(explain) as unknown : explain
   const rows = (Array.isArray(doc) ? (doc[0] as { Plan?: { 'Plan Rows'?: unknown } })?.Plan?.['Plan Rows'] : undefined)
   return typeof rows === 'number' ? rows : null
@@ -48,7 +48,7 @@ export function plannedRows (explain: unknown): number | null {
  * of exact and planned when the exact count exceeds max_rows, and always when there is no
  * max_rows (its `total > maxRows` is true against an absent maximum); else the exact count.
  */
-export function resolveTotal (plan: ReadPlan, r: ReadResult): number | null {
+function resolveTotal (plan: ReadPlan, r: ReadResult): number | null {
   switch (plan.count) {
     case null: return null
     case 'exact': return r.totalResultSet ?? r.pageTotal

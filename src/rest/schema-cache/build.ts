@@ -10,7 +10,7 @@ import type { ViewColumnSource } from './view-defs.js'
 
 type CatalogRow = Record<string, unknown>
 
-export interface CatalogRows {
+interface CatalogRows {
   relations: CatalogRow[]
   columns: CatalogRow[]
   constraints: CatalogRow[]

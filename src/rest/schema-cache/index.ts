@@ -15,10 +15,8 @@ import type { SchemaCache } from './types.js'
 
 export type * from './types.js'
 export { qnKey, isToOne } from './types.js'
-export { buildSchemaCache, type CatalogRows } from './build.js'
-export {
-  loadSchemaCache, loadSchemaCacheBatch, type CatalogBatch, type CatalogQuery, type CatalogStatement, type LoadOptions
-} from './load.js'
+export { buildSchemaCache } from './build.js'
+export { loadSchemaCache, type CatalogQuery, type CatalogStatement } from './load.js'
 export { SCHEMA_VERSION_SQL } from './queries.js'
 export { parseViewColumns } from './view-defs.js'
 
@@ -30,7 +28,7 @@ export interface CacheSource {
   cluster?: () => string
 }
 
-export interface CacheLogger {
+interface CacheLogger {
   warn (obj: object, msg?: string): void
   info? (obj: object, msg?: string): void
 }
@@ -78,7 +76,7 @@ export interface SchemaCacheStore {
   close (): Promise<void>
 }
 
-export interface SchemaCacheStoreOptions {
+interface SchemaCacheStoreOptions {
   logger?: CacheLogger
   /** A miss reloads at most once per this interval (default 1 s); so does a reload after a failed one. */
   missReloadIntervalMs?: number

@@ -26,7 +26,7 @@ export type CatalogBatch = (statements: readonly CatalogStatement[]) => Promise<
 /** Runs one catalog query; rows are plain objects. */
 export type CatalogQuery = (text: string, values: unknown[]) => Promise<CatalogRow[]>
 
-export interface LoadOptions {
+interface LoadOptions {
   /**
    * The zone names of pg_timezone_names when already known: they are the server's (the
    * same for every database of a cluster) and the view is slow (it reads the zone files).

@@ -20,7 +20,7 @@ export interface ForeignKey {
   readonly foreignColumns: readonly string[]
 }
 
-export interface RelationshipInput {
+interface RelationshipInput {
   readonly foreignKeys: readonly ForeignKey[]
   /** The exposed relations standing for a base table's given columns (the table, views). */
   readonly standsFor: (baseOid: number, columns: readonly string[]) => Stand[]

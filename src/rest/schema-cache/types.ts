@@ -51,7 +51,7 @@ export interface Table extends QualifiedName {
 /** Column pairs of a relationship: `[origin column, foreign column]`. */
 export type ColumnPairs = ReadonlyArray<readonly [string, string]>
 
-export interface Junction {
+interface Junction {
   readonly table: QualifiedName
   /** FK from the junction to the origin. */
   readonly constraint1: string
