@@ -231,15 +231,18 @@ function liftedSelects (select: readonly SelectColumn[], children: readonly Read
   const own = select.map((s): SpreadSelect => ({ name: s.alias ?? s.field.name, aggregate: null, aggregateCast: null, alias: null }))
   const fromChildren = children.flatMap((c): SpreadSelect[] => {
     if (c.spread !== null) return c.spread.selects.map((x) => ({ name: x.alias ?? x.name, aggregate: null, aggregateCast: null, alias: null }))
-    if (isEmptyEmbed(c)) return []
+    if (liftsNoColumn(c)) return []
     return [{ name: c.relAlias ?? c.relName, aggregate: null, aggregateCast: null, alias: null }]
   })
   return [...own, ...fromChildren]
 }
 
-/** An embed whose select is empty all the way down adds no output column (`rel()`). */
-function isEmptyEmbed (n: ReadNode): boolean {
-  return n.spread === null && n.select.length === 0 && n.children.every(isEmptyEmbed)
+/**
+ * An embed that lifts no column into a spread parent: not itself a spread, and its select
+ * empty all the way down (`rel()`).
+ */
+function liftsNoColumn (n: ReadNode): boolean {
+  return n.spread === null && n.select.length === 0 && n.children.every(liftsNoColumn)
 }
 
 /** How a draft is finished: whether it is a spread of which kind, and whether aggregates are in play. */

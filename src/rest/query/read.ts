@@ -191,15 +191,18 @@ function fromClause (n: ReadNode): Sql {
   return n.junction === null ? aliased : sql`${aliased}, ${qualified(n.junction.schema, n.junction.name)}`
 }
 
-/** An embed whose select is empty all the way down adds no output column (`rel()`). */
-function isEmptyEmbed (n: ReadNode): boolean {
-  return n.select.length === 0 && n.children.every(isEmptyEmbed)
+/**
+ * An embed whose select lists are empty all the way down (`rel()`): its parent renders no
+ * column for it (a spread child is rendered from its spread's selects before this is asked).
+ */
+function selectsNoColumn (n: ReadNode): boolean {
+  return n.select.length === 0 && n.children.every(selectsNoColumn)
 }
 
 function childSelects (c: ReadNode): Sql[] {
   const agg = ident(c.aggAlias)
   if (c.spread !== null) return c.spread.selects.map((s) => renderSpreadSelect(c.aggAlias, s))
-  if (isEmptyEmbed(c)) return []
+  if (selectsNoColumn(c)) return []
   const key = ident(c.relAlias ?? c.relName)
   return c.relationship !== null && isToOne(c.relationship)
     ? [sql`row_to_json(${agg}.*)::jsonb AS ${key}`]
@@ -222,7 +225,7 @@ function groupBy (q: Qualifier, n: ReadNode): Sql {
   for (const c of n.children) {
     if (c.spread !== null) {
       for (const s of c.spread.selects) if (s.aggregate === null) terms.push(spreadColumn(c.aggAlias, s.alias ?? s.name))
-    } else if (!isEmptyEmbed(c)) {
+    } else if (!selectsNoColumn(c)) {
       terms.push(ident(c.relAlias ?? c.relName))
     }
   }
