@@ -54,23 +54,34 @@ function describeRelationship (rel: Relationship): { cardinality: string, embedd
 /**
  * PostgREST's suggestion for PGRST200: an origin without relationships gets the closest
  * origin of the schema that has some; else the closest target among its relationships
- * (an exact match suggests nothing: then the embed hint was the problem).
+ * (an exact match suggests nothing: then the embed hint was the problem). An origin whose
+ * only relationships go through a junction outside the exposed schemas has relationships
+ * for this (PostgREST keeps its key with an empty list), and none to suggest.
  */
 function closestRelation (cache: SchemaCache, schema: string, origin: string, target: string,
   rels: readonly Relationship[]): { origin: string } | { target: string } | null {
   if (rels.length === 0) {
-    const origins = new FuzzySet()
-    // PostgREST's keys: an origin counts when it relates to a table of the request's schema.
-    for (const list of cache.relationships.values()) {
-      const r = list.find((x) => x.foreignTable.schema === schema)
-      if (r !== undefined) origins.add(r.table.name)
-    }
-    const o = origins.getOne(origin)
+    const origins = originsOf(cache, schema)
+    if (origins.has(qnKey(schema, origin))) return null
+    const o = new FuzzySet([...origins.values()]).getOne(origin)
     return o === null ? null : { origin: o }
   }
   const targets = new FuzzySet(rels.map((r) => r.foreignTable.name))
   const t = targets.get(target).find((m) => m.score < 1)
   return t === undefined ? null : { target: t.value }
+}
+
+/** PostgREST's relationship keys for targets in `schema`: the origins, by key, with their names. */
+function originsOf (cache: SchemaCache, schema: string): Map<string, string> {
+  const origins = new Map<string, string>()
+  for (const list of cache.relationships.values()) {
+    const r = list.find((x) => x.foreignTable.schema === schema)
+    if (r !== undefined) origins.set(qnKey(r.table.schema, r.table.name), r.table.name)
+  }
+  for (const [o, targetSchema] of cache.hiddenJunctionOrigins ?? []) {
+    if (targetSchema === schema) origins.set(qnKey(o.schema, o.name), o.name)
+  }
+  return origins
 }
 
 // -- PostgREST's order of relationships (the derived Ord of its Relationship type) --------

@@ -35,6 +35,7 @@ export function buildSchemaCache (rows: CatalogRows, schemas: readonly string[],
   const timezones = new Set((rows.timezones ?? []).map((r) => str(r.name)))
   const representations = buildRepresentations(rows.representations ?? [])
   const mediaHandlers = buildMediaHandlers(rows.mediaHandlers ?? [])
+  const hiddenJunctionOrigins = b.hiddenJunctionOrigins()
   return {
     version,
     loadedAt: now,
@@ -44,7 +45,8 @@ export function buildSchemaCache (rows: CatalogRows, schemas: readonly string[],
     routines: b.routines(),
     timezones,
     ...(representations ? { representations } : {}),
-    ...(mediaHandlers ? { mediaHandlers } : {})
+    ...(mediaHandlers ? { mediaHandlers } : {}),
+    ...(hiddenJunctionOrigins.length > 0 ? { hiddenJunctionOrigins } : {})
   }
 }
 
@@ -266,6 +268,27 @@ class SchemaCacheBuilder {
       tableIsView: this.tables.get(k)?.isView ?? false,
       foreignTableIsView: this.tables.get(qnKey(foreignTable.schema, foreignTable.name))?.isView ?? false
     })
+  }
+
+  /**
+   * The exposed tables joined to an exposed table by a junction outside the exposed schemas
+   * (two foreign keys inside its primary key, as for a many-to-many relationship), with the
+   * other table's schema.
+   */
+  hiddenJunctionOrigins (): Array<readonly [QualifiedName, string]> {
+    const byJunction = new Map<number, ForeignKey[]>()
+    for (const fk of this.#foreignKeys) if (!this.#tableByOid.has(fk.table)) push(byJunction, fk.table, fk)
+    const out: Array<readonly [QualifiedName, string]> = []
+    for (const [junction, fks] of byJunction) {
+      const pk = new Set(this.#pkByRel.get(junction) ?? [])
+      const inPk = fks.filter((fk) => fk.columns.every((c) => pk.has(c)))
+      for (const fk1 of inPk) {
+        const a = this.#tableByOid.get(fk1.foreignTable)
+        const others = inPk.filter((fk2) => fk2.name !== fk1.name && this.#tableByOid.has(fk2.foreignTable))
+        if (a !== undefined) for (const fk2 of others) out.push([{ schema: a.schema, name: a.name }, (this.#tableByOid.get(fk2.foreignTable) as Table).schema])
+      }
+    }
+    return out
   }
 
   /** The callable routines by qualified name (overloads in catalog order). */

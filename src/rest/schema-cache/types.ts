@@ -151,6 +151,12 @@ export interface SchemaCache {
   readonly tables: ReadonlyMap<string, Table>
   /** Relationships by origin key. */
   readonly relationships: ReadonlyMap<string, readonly Relationship[]>
+  /**
+   * Many-to-many relationships through a junction outside the exposed schemas, as
+   * `[origin key, target schema]`: never embeddable, but PostgREST's relationship map keeps
+   * their origin (with an empty list), which decides its PGRST200 hint. Absent when none.
+   */
+  readonly hiddenJunctionOrigins?: ReadonlyArray<readonly [origin: QualifiedName, targetSchema: string]>
   /** Routines by key (several when overloaded). */
   readonly routines: ReadonlyMap<string, readonly Routine[]>
   /** Media type handlers by mediaHandlerKey; absent when the database declares none. */
