@@ -1,0 +1,47 @@
+// Counts and formats as PostgREST 14 answers them: Prefer: count=estimated under max-rows
+// (QueryLimitedSpec: the planner's guess when more rows match than max-rows, for HEAD as for
+// GET) and CSV output.
+import t from 'tap'
+import { createRestFixture } from '../../helpers/rest-fixture.js'
+import { startRestGateway } from '../../helpers/rest-gateway.js'
+
+const SQL = `
+CREATE TABLE proj (id int PRIMARY KEY, name text);
+INSERT INTO proj SELECT i, 'p' || i FROM generate_series(1, 5) i;
+CREATE FUNCTION all_proj() RETURNS SETOF proj LANGUAGE sql AS 'SELECT * FROM proj' ROWS 2019;
+CREATE FUNCTION proj_above(int) RETURNS SETOF proj LANGUAGE sql AS 'SELECT * FROM proj WHERE id > $1' ROWS 1;
+CREATE VIEW all_proj_view AS SELECT * FROM all_proj();
+CREATE VIEW proj_above_view AS SELECT * FROM proj_above(1);
+GRANT SELECT ON proj, all_proj_view, proj_above_view TO PUBLIC;
+`
+
+t.test('count=estimated under max-rows', async (t) => {
+  const fx = await createRestFixture(t, { sql: SQL, rest: { max_rows: 2 } })
+  for (const method of ['GET', 'HEAD'] as const) {
+    const guess = await fx.get('/all_proj_view', { prefer: 'count=estimated' }, method)
+    t.equal(guess.status, 206, `${method}: more rows than max-rows: partial`)
+    t.equal(guess.headers['content-range'], '0-1/2019', `${method}: the planner's guess`)
+
+    const few = await fx.get('/all_proj_view?id=lt.3', { prefer: 'count=estimated' }, method)
+    t.equal(few.status, 200, `${method}: no more rows than max-rows`)
+    t.equal(few.headers['content-range'], '0-1/2', `${method}: the exact count`)
+
+    const low = await fx.get('/proj_above_view', { prefer: 'count=estimated' }, method)
+    t.equal(low.status, 206, `${method}: a guess below the rows counted`)
+    t.equal(low.headers['content-range'], '0-1/3', `${method}: the rows counted up to max-rows + 1`)
+  }
+})
+
+t.test('count=estimated under max-rows through the gateway (supabase-js head: true)', async (t) => {
+  const stack = await startRestGateway(t, { sql: SQL, rest: { max_rows: 2 } })
+  const sb = stack.client()
+  const head = await sb.from('all_proj_view').select('*', { count: 'estimated', head: true })
+  t.same({ status: head.status, count: head.count, error: head.error }, { status: 206, count: 2019, error: null }, 'HEAD')
+  const get = await sb.from('all_proj_view').select('id', { count: 'estimated' })
+  t.same({ status: get.status, count: get.count, rows: get.data?.length }, { status: 206, count: 2019, rows: 2 }, 'GET')
+  const r = await fetch(`${stack.gatewayUrl}/${stack.database}/rest/v1/all_proj_view`, {
+    method: 'HEAD', headers: { apikey: stack.tenant.file.keys.public, prefer: 'count=estimated' }
+  })
+  t.equal(r.status, 206)
+  t.equal(r.headers.get('content-range'), '0-1/2019')
+})
