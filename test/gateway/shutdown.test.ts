@@ -8,16 +8,9 @@ import { spawn } from 'node:child_process'
 import { fileURLToPath } from 'node:url'
 import { buildGateway, installGracefulShutdown } from '../../src/gateway/index.js'
 import { makeTenant, lookupOf, startUpstream, startGateway, request, testConfig } from '../helpers/gateway.js'
+import { until } from '../helpers/eventually.js'
 
 const child = fileURLToPath(new URL('./fixtures/shutdown-child.ts', import.meta.url))
-
-async function until (fn: () => Promise<boolean>, what: string, tries = 200): Promise<void> {
-  for (let i = 0; i < tries; i++) {
-    if (await fn()) return
-    await new Promise((r) => setTimeout(r, 25))
-  }
-  throw new Error(`never happened: ${what}`)
-}
 
 function refused (port: number): Promise<boolean> {
   return new Promise((resolve) => {
@@ -132,6 +125,6 @@ t.test('a close hook that never ends and no second signal: exit 1 once the grace
   const sd = installGracefulShutdown(app, { graceMs: 50, signals: [], exit: (code) => { codes.push(code) } })
   t.teardown(() => sd.dispose())
   void sd.shutdown('test')
-  await until(async () => codes.length === 1, 'the deadline exits', 400)
+  await until(async () => codes.length === 1, 'the deadline exits', 10_000)
   t.same(codes, [1])
 })

@@ -10,6 +10,7 @@ import t from 'tap'
 import http from 'node:http'
 import net from 'node:net'
 import { lookupOf, makeTenant, request, startGateway, startUpstream, testConfig, type Response } from '../helpers/gateway.js'
+import { eventually } from '../helpers/eventually.js'
 
 const ENTRIES = [{ name: 'fast path', fastPath: true }, { name: 'fastify route', fastPath: false }] as const
 
@@ -34,14 +35,6 @@ function answerOf (socket: net.Socket): Promise<string> {
   })
 }
 
-/** Polls `attempt` (one real request each time) until it gives true; false after `tries`. */
-async function eventually (attempt: () => Promise<boolean>, tries = 200): Promise<boolean> {
-  for (let i = 0; i < tries; i++) {
-    if (await attempt()) return true
-    await new Promise((resolve) => setTimeout(resolve, 20))
-  }
-  return false
-}
 
 for (const entry of ENTRIES) {
   t.test(`${entry.name}: 150 slow uploads from one client hold no slot; other callers of the database get 200`, async (t) => {

@@ -7,6 +7,7 @@ import { createRedisStore, createTenantCache, type RedisTenantStore } from '../.
 import { createTestRedis } from '../helpers/redis.js'
 import { spawnRedis } from '../helpers/tenant-fixtures.js'
 import { makeTenant, startUpstream, startGateway, request } from '../helpers/gateway.js'
+import { until } from '../helpers/eventually.js'
 
 interface Teardown { teardown (fn: () => unknown): void }
 
@@ -14,14 +15,6 @@ function store (t: Teardown, url: string, prefix: string): RedisTenantStore {
   const s = createRedisStore({ url, prefix, connectTimeoutMs: 500, commandTimeoutMs: 500 })
   t.teardown(() => s.close())
   return s
-}
-
-async function until (fn: () => Promise<boolean>, what: string, tries = 200): Promise<void> {
-  for (let i = 0; i < tries; i++) {
-    if (await fn()) return
-    await new Promise((r) => setTimeout(r, 25))
-  }
-  throw new Error(`never happened: ${what}`)
 }
 
 t.test('a key rotation published through Redis reaches both gateway instances', async (t) => {

@@ -8,6 +8,7 @@ import { execFile } from 'node:child_process'
 import { createRedisStore, createTenantCache, parseTenantFile, toTenant, type RedisTenantStore } from '../../src/tenants/index.js'
 import { spawnRedis, tenantFile, writeTenantDir } from '../helpers/tenant-fixtures.js'
 import { startUpstream, startGateway, request } from '../helpers/gateway.js'
+import { until } from '../helpers/eventually.js'
 
 interface Teardown { teardown (fn: () => unknown): void }
 
@@ -17,14 +18,6 @@ function cli (args: string[], env: Record<string, string>): Promise<{ code: numb
     execFile(process.execPath, ['--import', 'tsx', 'src/cli.ts', ...args], { env: { ...clean, ...env }, timeout: 30_000 },
       (err, stdout, stderr) => resolve({ code: err ? (typeof err.code === 'number' ? err.code : 1) : 0, stdout, stderr }))
   })
-}
-
-async function until (fn: () => Promise<boolean>, what: string, tries = 200): Promise<void> {
-  for (let i = 0; i < tries; i++) {
-    if (await fn()) return
-    await new Promise((r) => setTimeout(r, 25))
-  }
-  throw new Error(`never happened: ${what}`)
 }
 
 function store (t: Teardown, url: string, prefix: string): RedisTenantStore {

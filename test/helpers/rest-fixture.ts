@@ -189,17 +189,6 @@ export async function createRestFixture (tap: Teardown, opts: FixtureOptions = {
   return fx
 }
 
-/** Waits until `fn` stops throwing (schema reloads arrive by NOTIFY). */
-export async function eventually<T> (fn: () => Promise<T>, timeoutMs = 5_000): Promise<T> {
-  const end = Date.now() + timeoutMs
-  for (;;) {
-    try {
-      return await fn()
-    } catch (err) {
-      if (Date.now() > end) throw err
-      await new Promise((r) => setTimeout(r, 50))
-    }
-  }
-}
+export { eventually } from './eventually.js'
 
 export { restEngineOf }

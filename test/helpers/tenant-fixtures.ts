@@ -77,12 +77,4 @@ export async function spawnRedis (t: Teardown): Promise<{ url: string, stop (): 
   return { url: socket, stop, start }
 }
 
-/** Polls `fn` until it returns true (at most `ms`, default 1000). */
-export async function eventually (fn: () => boolean | Promise<boolean>, ms = 1000): Promise<boolean> {
-  const end = Date.now() + ms
-  while (Date.now() < end) {
-    if (await fn()) return true
-    await new Promise((r) => setTimeout(r, 10))
-  }
-  return fn()
-}
+export { eventually } from './eventually.js'
