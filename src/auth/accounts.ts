@@ -179,51 +179,65 @@ export async function resolveIdentityUser (ctx: TenantContext, q: Queryable, ext
   if (existing) {
     // AccountExists: refresh the identity, merge its data into user_metadata.
     decision = 'account_exists'
-    await updateIdentity(q, existing.id, { identityData, lastSignInAt: now }, now)
-    const u = await findUserById(q, existing.user_id)
-    if (!u) throw new Error('identity without user')
-    user = await updateUser(q, u.id, { raw_user_meta_data: { ...(u.raw_user_meta_data ?? {}), ...identityData } }, now)
+    user = await refreshIdentityUser(q, existing, identityData, now)
+  } else if (owner) {
+    decision = 'link_account'
+    user = await linkIdentityToOwner(q, owner, ext, identityData, now)
   } else {
-    if (owner) {
-      decision = 'link_account'
-      await insertIdentityIfAbsent(q, { userId: owner.id, provider: ext.provider, providerId: ext.providerId, identityData, now, lastSignInAt: now })
-      let u = owner
-      if (!u.email_confirmed_at) {
-        // Pre-account-takeover defence (§5.9 step 4): whoever registered this address
-        // without confirming it loses the password and other identities.
-        const mine = await findIdentity(q, ext.provider, ext.providerId)
-        await deleteIdentitiesOfUser(q, u.id, mine?.id)
-        u = await updateUser(q, u.id, { encrypted_password: '', raw_user_meta_data: identityData, email_confirmed_at: now }, now)
-      } else {
-        u = await updateUser(q, u.id, { raw_user_meta_data: { ...(u.raw_user_meta_data ?? {}), ...identityData } }, now)
-      }
-      user = u
-      await audit(q, { action: 'identity_linked', actorId: u.id, actorUsername: u.email, traits: { provider: ext.provider }, now })
-    } else {
-      if (!ctx.tenant.auth.signup_enabled) throw new SignupDisabledError()
-      decision = 'create_account'
-      const id = randomUUID()
-      const emailFree = email ? !(await isEmailTaken(q, email)) : false
-      const confirmed = emailFree && (ext.emailVerified || !ctx.tenant.auth.mail_confirmation)
-      if (emailFree && !confirmed) throw providerEmailNeedsVerification()
-      user = await insertUser(q, {
-        id,
-        aud: ctx.tenant.jwt.aud,
-        role: 'authenticated',
-        email: emailFree ? email : null,
-        encryptedPassword: '',
-        appMetadata: { provider: ext.provider, providers: [ext.provider] },
-        userMetadata: identityData,
-        emailConfirmedAt: confirmed ? now : null,
-        now
-      })
-      const identity = await insertIdentity(q, { userId: id, provider: ext.provider, providerId: ext.providerId, identityData, now, lastSignInAt: now })
-      await beforeUserCreatedHook({ ctx, q }, toUserJson({ user, identities: [identity] }))
-      await audit(q, { action: 'user_signedup', actorId: id, actorUsername: user.email, traits: { provider: ext.provider }, now })
-    }
+    if (!ctx.tenant.auth.signup_enabled) throw new SignupDisabledError()
+    decision = 'create_account'
+    user = await createIdentityUser(ctx, q, ext, email, identityData, now)
   }
   if (isUserBanned(user, now)) throw new UserBannedBearerError()
   return { user: await refreshProviders(ctx, q, user), decision }
+}
+
+async function refreshIdentityUser (q: Queryable, existing: IdentityRow, identityData: Record<string, unknown>, now: Date): Promise<UserRow> {
+  await updateIdentity(q, existing.id, { identityData, lastSignInAt: now }, now)
+  const u = await findUserById(q, existing.user_id)
+  if (!u) throw new Error('identity without user')
+  return updateUser(q, u.id, { raw_user_meta_data: { ...(u.raw_user_meta_data ?? {}), ...identityData } }, now)
+}
+
+/** LinkAccount: the identity added to the user owning the verified email. */
+async function linkIdentityToOwner (q: Queryable, owner: UserRow, ext: ExternalIdentity, identityData: Record<string, unknown>, now: Date): Promise<UserRow> {
+  await insertIdentityIfAbsent(q, { userId: owner.id, provider: ext.provider, providerId: ext.providerId, identityData, now, lastSignInAt: now })
+  let u = owner
+  if (!u.email_confirmed_at) {
+    // Pre-account-takeover defence (§5.9 step 4): whoever registered this address
+    // without confirming it loses the password and other identities.
+    const mine = await findIdentity(q, ext.provider, ext.providerId)
+    await deleteIdentitiesOfUser(q, u.id, mine?.id)
+    u = await updateUser(q, u.id, { encrypted_password: '', raw_user_meta_data: identityData, email_confirmed_at: now }, now)
+  } else {
+    u = await updateUser(q, u.id, { raw_user_meta_data: { ...(u.raw_user_meta_data ?? {}), ...identityData } }, now)
+  }
+  await audit(q, { action: 'identity_linked', actorId: u.id, actorUsername: u.email, traits: { provider: ext.provider }, now })
+  return u
+}
+
+/** CreateAccount: a new user of the identity, with the address when nobody holds it. */
+async function createIdentityUser (ctx: TenantContext, q: Queryable, ext: ExternalIdentity, email: string,
+  identityData: Record<string, unknown>, now: Date): Promise<UserRow> {
+  const id = randomUUID()
+  const emailFree = email ? !(await isEmailTaken(q, email)) : false
+  const confirmed = emailFree && (ext.emailVerified || !ctx.tenant.auth.mail_confirmation)
+  if (emailFree && !confirmed) throw providerEmailNeedsVerification()
+  const user = await insertUser(q, {
+    id,
+    aud: ctx.tenant.jwt.aud,
+    role: 'authenticated',
+    email: emailFree ? email : null,
+    encryptedPassword: '',
+    appMetadata: { provider: ext.provider, providers: [ext.provider] },
+    userMetadata: identityData,
+    emailConfirmedAt: confirmed ? now : null,
+    now
+  })
+  const identity = await insertIdentity(q, { userId: id, provider: ext.provider, providerId: ext.providerId, identityData, now, lastSignInAt: now })
+  await beforeUserCreatedHook({ ctx, q }, toUserJson({ user, identities: [identity] }))
+  await audit(q, { action: 'user_signedup', actorId: id, actorUsername: user.email, traits: { provider: ext.provider }, now })
+  return user
 }
 
 /** The one user a verified email links to: owner of an identity or of the email itself. */

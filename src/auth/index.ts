@@ -55,6 +55,41 @@ function translateFastifyError (err: FastifyError): GatehouseError {
   return unexpectedFailure(err)
 }
 
+/** GoTrue-style bodies: an empty body is `{}`, bad JSON or too deep nesting is 400 bad_json. */
+function setBodyParsers (app: FastifyInstance, maxJsonDepth: number): void {
+  const parseJson = jsonParser(maxJsonDepth)
+  app.removeAllContentTypeParsers()
+  app.addContentTypeParser('application/json', { parseAs: 'string', bodyLimit: MAX_BODY }, parseJson)
+  app.addContentTypeParser('application/x-www-form-urlencoded', { parseAs: 'string', bodyLimit: MAX_BODY }, (_req, body, done) => {
+    done(null, Object.fromEntries(new URLSearchParams(body as string)))
+  })
+  // GoTrue reads every body as JSON whatever the Content-Type says.
+  app.addContentTypeParser('*', { parseAs: 'string', bodyLimit: MAX_BODY }, parseJson)
+}
+
+/** Every failure and unknown route answered in GoTrue's shape (errors.ts renderAuthError). */
+function setErrorRendering (app: FastifyInstance): void {
+  app.setErrorHandler((err: FastifyError | GatehouseError, req, reply) => {
+    const e = toAuthError(err instanceof GatehouseError ? err : translateFastifyError(err as FastifyError))
+    if (e.code === 'database_unavailable') req.log.warn({ err: e.internal ?? err, reqId: req.id }, 'tenant database unreachable')
+    else if (e.status >= 500) req.log.error({ err: e.internal ?? e.cause ?? err, reqId: req.id }, 'auth engine failure')
+    const r = renderAuthError(e, req.headers['x-supabase-api-version'], String(req.id))
+    reply.code(r.status).headers(r.headers).send(r.body)
+  })
+  app.setNotFoundHandler((req, reply) => {
+    const r = renderAuthError(new NotFoundError(), req.headers['x-supabase-api-version'], String(req.id))
+    reply.code(r.status).headers(r.headers).send(r.body)
+  })
+  app.addHook('onSend', (req, reply, payload, done) => {
+    // auth-js reads the error code from `code` only when the response says 2024-01-01; GoTrue
+    // says it on errors only (HandleResponseError).
+    if (reply.statusCode >= 400 && wantsApiVersion2024(req.headers['x-supabase-api-version']) && !reply.hasHeader('x-supabase-api-version')) {
+      reply.header('x-supabase-api-version', '2024-01-01')
+    }
+    done(null, payload)
+  })
+}
+
 /**
  * Builds the engine (not listening): the routes of routes/table.ts under `/:database`
  * (docs/routes.md), plus `/health` for the process.
@@ -80,35 +115,8 @@ export function buildAuthEngine (deps: AuthEngineDeps): FastifyInstance {
   setHashConcurrency(deps.config.auth.hash_concurrency)
   const now = deps.now ?? (() => new Date())
 
-  // GoTrue-style JSON: an empty body is `{}`, bad JSON or too deep nesting is 400 bad_json.
-  const parseJson = jsonParser(deps.config.auth.max_json_depth)
-  app.removeAllContentTypeParsers()
-  app.addContentTypeParser('application/json', { parseAs: 'string', bodyLimit: MAX_BODY }, parseJson)
-  app.addContentTypeParser('application/x-www-form-urlencoded', { parseAs: 'string', bodyLimit: MAX_BODY }, (_req, body, done) => {
-    done(null, Object.fromEntries(new URLSearchParams(body as string)))
-  })
-  // GoTrue reads every body as JSON whatever the Content-Type says.
-  app.addContentTypeParser('*', { parseAs: 'string', bodyLimit: MAX_BODY }, parseJson)
-
-  app.setErrorHandler((err: FastifyError | GatehouseError, req, reply) => {
-    const e = toAuthError(err instanceof GatehouseError ? err : translateFastifyError(err as FastifyError))
-    if (e.code === 'database_unavailable') req.log.warn({ err: e.internal ?? err, reqId: req.id }, 'tenant database unreachable')
-    else if (e.status >= 500) req.log.error({ err: e.internal ?? e.cause ?? err, reqId: req.id }, 'auth engine failure')
-    const r = renderAuthError(e, req.headers['x-supabase-api-version'], String(req.id))
-    reply.code(r.status).headers(r.headers).send(r.body)
-  })
-  app.setNotFoundHandler((req, reply) => {
-    const r = renderAuthError(new NotFoundError(), req.headers['x-supabase-api-version'], String(req.id))
-    reply.code(r.status).headers(r.headers).send(r.body)
-  })
-  app.addHook('onSend', (req, reply, payload, done) => {
-    // auth-js reads the error code from `code` only when the response says 2024-01-01; GoTrue
-    // says it on errors only (HandleResponseError).
-    if (reply.statusCode >= 400 && wantsApiVersion2024(req.headers['x-supabase-api-version']) && !reply.hasHeader('x-supabase-api-version')) {
-      reply.header('x-supabase-api-version', '2024-01-01')
-    }
-    done(null, payload)
-  })
+  setBodyParsers(app, deps.config.auth.max_json_depth)
+  setErrorRendering(app)
 
   decorateAuthRequests(app)
   app.get('/health', async () => HEALTH_BODY)

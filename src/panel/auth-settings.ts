@@ -157,12 +157,8 @@ function isObject (v: unknown): v is Record<string, unknown> {
  */
 export function applyAuthSettingsPatch (current: AuthSettings, patch: unknown): AuthSettings {
   if (!isObject(patch)) throw new ValidationError('send a JSON object of settings to change')
+  checkPatchKeys(patch)
   const problems: string[] = []
-  for (const k of Object.keys(patch)) {
-    if (!(PATCHABLE as readonly string[]).includes(k)) problems.push(`${k}: not a setting the panel changes (allowed: ${PATCHABLE.join(', ')})`)
-  }
-  if (Object.keys(patch).length === 0) problems.push('(body): name at least one setting to change')
-  if (problems.length > 0) throw new ValidationError(problems.join('; '))
 
   const next = structuredClone(current) as AuthSettings & Record<string, unknown>
   for (const k of PATCHABLE) {
@@ -170,54 +166,83 @@ export function applyAuthSettingsPatch (current: AuthSettings, patch: unknown): 
     next[k] = structuredClone(patch[k]) as never
   }
   if ('providers' in patch) {
-    const p = patch.providers
-    if (!isObject(p)) {
-      problems.push('providers: must be an object of provider name -> settings (null removes one)')
-    } else {
-      const providers: Record<string, ProviderSettings> = { ...structuredClone(current.providers ?? {}) }
-      for (const [name, value] of Object.entries(p)) {
-        if (!PROVIDER_NAME.test(name)) { problems.push(`providers.${JSON.stringify(name)}: a provider name is lower-case letters, digits, _ and -`); continue }
-        if (value === null) { delete providers[name]; continue }
-        if (!isObject(value)) { problems.push(`providers.${name}: must be an object or null`); continue }
-        const stored = ownValue(providers, name)
-        const merged: Record<string, unknown> = { ...(stored ?? {}), ...structuredClone(value) }
-        if (value.secret === undefined || value.secret === MASKED_SECRET) {
-          const kept = stored?.secret
-          if (kept !== undefined) merged.secret = kept
-          else if (value.secret === MASKED_SECRET) problems.push(`providers.${name}.secret: is required for a new provider`)
-          else delete merged.secret
-        }
-        providers[name] = merged as ProviderSettings
-      }
-      next.providers = providers
-    }
+    const providers = mergeProviders(current.providers, patch.providers, problems)
+    if (providers !== undefined) next.providers = providers
   }
   if ('hooks' in patch) next.hooks = mergeHooks(current.hooks, patch.hooks, problems)
   if ('rate_limits' in patch) {
-    // Buckets merge by name and field: {verify: {capacity: 10}} changes one number; null
-    // puts a bucket back to GoTrue's default.
-    const p = patch.rate_limits
-    if (!isObject(p)) {
-      problems.push('rate_limits: must be an object of bucket name -> {capacity, rate, interval_seconds} (null resets one)')
-    } else {
-      const merged: Record<string, unknown> = { ...effectiveRateLimits(current.rate_limits) }
-      for (const [name, value] of Object.entries(p)) {
-        if (value === null) {
-          if (Object.hasOwn(DEFAULT_RATE_LIMITS, name)) merged[name] = { ...DEFAULT_RATE_LIMITS[name as keyof typeof DEFAULT_RATE_LIMITS] }
-          continue
-        }
-        if (!isObject(value)) { problems.push(`rate_limits.${name}: must be an object or null`); continue }
-        const stored = Object.hasOwn(merged, name) ? merged[name] as Record<string, unknown> : {}
-        merged[name] = { ...stored, ...structuredClone(value) }
-      }
-      next.rate_limits = merged as RateLimits
-    }
+    const limits = mergeRateLimits(current.rate_limits, patch.rate_limits, problems)
+    if (limits !== undefined) next.rate_limits = limits
   }
   if (problems.length > 0) throw new ValidationError(problems.join('; '))
+  return validated(next)
+}
 
+/** The patch's keys, each one the panel changes, at least one; throws ValidationError naming the others. */
+function checkPatchKeys (patch: Record<string, unknown>): void {
+  const problems: string[] = []
+  for (const k of Object.keys(patch)) {
+    if (!(PATCHABLE as readonly string[]).includes(k)) problems.push(`${k}: not a setting the panel changes (allowed: ${PATCHABLE.join(', ')})`)
+  }
+  if (Object.keys(patch).length === 0) problems.push('(body): name at least one setting to change')
+  if (problems.length > 0) throw new ValidationError(problems.join('; '))
+}
+
+/** Providers merged by name: `null` removes one, an object updates it (a missing or masked secret keeps the stored one). */
+function mergeProviders (current: AuthSettings['providers'], p: unknown, problems: string[]): Record<string, ProviderSettings> | undefined {
+  if (!isObject(p)) {
+    problems.push('providers: must be an object of provider name -> settings (null removes one)')
+    return undefined
+  }
+  const providers: Record<string, ProviderSettings> = { ...structuredClone(current ?? {}) }
+  for (const [name, value] of Object.entries(p)) {
+    if (!PROVIDER_NAME.test(name)) { problems.push(`providers.${JSON.stringify(name)}: a provider name is lower-case letters, digits, _ and -`); continue }
+    if (value === null) { delete providers[name]; continue }
+    if (!isObject(value)) { problems.push(`providers.${name}: must be an object or null`); continue }
+    providers[name] = mergeProvider(name, ownValue(providers, name), value, problems)
+  }
+  return providers
+}
+
+function mergeProvider (name: string, stored: ProviderSettings | undefined, value: Record<string, unknown>, problems: string[]): ProviderSettings {
+  const merged: Record<string, unknown> = { ...(stored ?? {}), ...structuredClone(value) }
+  if (value.secret === undefined || value.secret === MASKED_SECRET) {
+    const kept = stored?.secret
+    if (kept !== undefined) merged.secret = kept
+    else if (value.secret === MASKED_SECRET) problems.push(`providers.${name}.secret: is required for a new provider`)
+    else delete merged.secret
+  }
+  return merged as ProviderSettings
+}
+
+/**
+ * Buckets merge by name and field: {verify: {capacity: 10}} changes one number; null puts a
+ * bucket back to GoTrue's default.
+ */
+function mergeRateLimits (current: AuthSettings['rate_limits'], p: unknown, problems: string[]): RateLimits | undefined {
+  if (!isObject(p)) {
+    problems.push('rate_limits: must be an object of bucket name -> {capacity, rate, interval_seconds} (null resets one)')
+    return undefined
+  }
+  const merged: Record<string, unknown> = { ...effectiveRateLimits(current) }
+  for (const [name, value] of Object.entries(p)) {
+    if (value === null) {
+      if (Object.hasOwn(DEFAULT_RATE_LIMITS, name)) merged[name] = { ...DEFAULT_RATE_LIMITS[name as keyof typeof DEFAULT_RATE_LIMITS] }
+      continue
+    }
+    if (!isObject(value)) { problems.push(`rate_limits.${name}: must be an object or null`); continue }
+    const stored = Object.hasOwn(merged, name) ? merged[name] as Record<string, unknown> : {}
+    merged[name] = { ...stored, ...structuredClone(value) }
+  }
+  return merged as RateLimits
+}
+
+/** The merged settings when the schema and the URL checks accept them; else ValidationError. */
+function validated (next: AuthSettings): AuthSettings {
   if (!validateSettings(next)) {
     throw new ValidationError((validateSettings.errors ?? []).map(describe).join('; '))
   }
+  const problems: string[] = []
   if (!URL_LIKE.test(next.site_url)) problems.push('site_url: must be an absolute URL (https://app.example.com)')
   next.redirect_urls.forEach((u, i) => {
     if (!URL_LIKE.test(u) || u.length > 2048) problems.push(`redirect_urls.${i}: must be an absolute URL or URL pattern`)
@@ -237,32 +262,26 @@ const FETCHED_FIELDS = ['issuer', 'token_url', 'userinfo_url'] as const
 export async function checkProviderUrls (patch: unknown, next: AuthSettings, policy: OutboundPolicy): Promise<void> {
   if (!isObject(patch)) return
   const problems: string[] = []
-  // An HTTP hook is called by the auth engine: the same outbound rules as a provider's URLs.
-  if (isObject(patch.hooks)) {
-    for (const name of Object.keys(patch.hooks)) {
-      const uri = (ownValue(next.hooks ?? {}, name) as AuthHook | undefined)?.uri
-      if (uri === undefined || uri.startsWith('pg-functions:')) continue
-      try {
-        await checkOutboundUrl(uri, policy)
-      } catch (err) {
-        if (!(err instanceof OutboundRefusedError)) throw err
-        problems.push(`hooks.${name}.uri: ${err.reason}`)
-      }
+  /** Checks one URL; a refusal becomes a problem of `field`. */
+  const check = async (url: string, field: string): Promise<void> => {
+    try {
+      await checkOutboundUrl(url, policy)
+    } catch (err) {
+      if (!(err instanceof OutboundRefusedError)) throw err
+      problems.push(`${field}: ${err.reason}`)
     }
   }
+  // An HTTP hook is called by the auth engine: the same outbound rules as a provider's URLs.
+  for (const name of Object.keys(isObject(patch.hooks) ? patch.hooks : {})) {
+    const uri = (ownValue(next.hooks ?? {}, name) as AuthHook | undefined)?.uri
+    if (uri !== undefined && !uri.startsWith('pg-functions:')) await check(uri, `hooks.${name}.uri`)
+  }
   for (const [name, value] of Object.entries(isObject(patch.providers) ? patch.providers : {})) {
-    if (!isObject(value)) continue
     const p = ownValue(next.providers, name)
-    if (p === undefined) continue
+    if (!isObject(value) || p === undefined) continue
     for (const field of FETCHED_FIELDS) {
       const url = p[field]
-      if (value[field] === undefined || typeof url !== 'string' || url === '') continue
-      try {
-        await checkOutboundUrl(url, policy)
-      } catch (err) {
-        if (!(err instanceof OutboundRefusedError)) throw err
-        problems.push(`providers.${name}.${field}: ${err.reason}`)
-      }
+      if (value[field] !== undefined && typeof url === 'string' && url !== '') await check(url, `providers.${name}.${field}`)
     }
   }
   if (problems.length > 0) throw new ValidationError(problems.join('; '))

@@ -48,6 +48,35 @@ export interface PanelDeps {
   now?: () => Date
 }
 
+/** The panel's pools are keyed by JSON [database, url]: the tenant label is the database. */
+function poolTenant (key: string): string {
+  try { return String((JSON.parse(key) as unknown[])[0]) } catch { return key }
+}
+
+/** JSON bodies only (an empty body is {}: the exchange needs none), the request id on every answer, the panel's error bodies. */
+function setJsonAndErrors (app: FastifyInstance): void {
+  app.removeAllContentTypeParsers()
+  app.addContentTypeParser('application/json', { parseAs: 'string', bodyLimit: PANEL_BODY_LIMIT }, (_req, body, done) => {
+    const text = String(body)
+    if (text.trim() === '') { done(null, {}); return }
+    try { done(null, JSON.parse(text)) } catch { done(new BadRequestError('the body is not valid JSON'), undefined) }
+  })
+
+  app.addHook('onRequest', async (req, reply) => { reply.header('x-request-id', req.id) })
+
+  app.setErrorHandler((err, req, reply) => {
+    const r = renderPanelError(err, req.id, firstHeader(req.headers['content-type']) ?? '')
+    if (r.status >= 500) req.log.error({ err: r.error.internal ?? r.error.cause ?? err, code: r.error.code }, 'panel request failed')
+    else req.log.info({ code: r.error.code, status: r.status }, 'panel request refused')
+    void reply.code(r.status).headers(r.headers).send(r.body)
+  })
+
+  app.setNotFoundHandler((req, reply) => {
+    const r = renderPanelError(new NotFoundError(), req.id)
+    void reply.code(r.status).headers(r.headers).send(r.body)
+  })
+}
+
 /**
  * Builds the panel (never listens; health, readiness and metrics are on its admin listener): the
  * routes of routes.ts under `/organizations/:org/databases/:db/api` (docs/routes.md). Close with
@@ -82,30 +111,7 @@ export function buildPanel (deps: PanelDeps): FastifyInstance {
   const restPools = createPanelPools({ applicationName: 'gatehouse-panel-test-query' })
   const ownerPools = createPanelPools({ applicationName: 'gatehouse-panel' })
 
-  // JSON only; an empty body is {} (the exchange needs none).
-  app.removeAllContentTypeParsers()
-  app.addContentTypeParser('application/json', { parseAs: 'string', bodyLimit: PANEL_BODY_LIMIT }, (_req, body, done) => {
-    const text = String(body)
-    if (text.trim() === '') { done(null, {}); return }
-    try { done(null, JSON.parse(text)) } catch { done(new BadRequestError('the body is not valid JSON'), undefined) }
-  })
-
-  app.addHook('onRequest', async (req, reply) => { reply.header('x-request-id', req.id) })
-
-  app.setErrorHandler((err, req, reply) => {
-    const r = renderPanelError(err, req.id, firstHeader(req.headers['content-type']) ?? '')
-    if (r.status >= 500) req.log.error({ err: r.error.internal ?? r.error.cause ?? err, code: r.error.code }, 'panel request failed')
-    else req.log.info({ code: r.error.code, status: r.status }, 'panel request refused')
-    void reply.code(r.status).headers(r.headers).send(r.body)
-  })
-
-  app.setNotFoundHandler((req, reply) => {
-    const r = renderPanelError(new NotFoundError(), req.id)
-    void reply.code(r.status).headers(r.headers).send(r.body)
-  })
-
-  // The panel's pools are keyed by JSON [database, url]: the tenant label is the database.
-  const poolTenant = (key: string): string => { try { return String((JSON.parse(key) as unknown[])[0]) } catch { return key } }
+  setJsonAndErrors(app)
   instrumentPart(app, {
     part: 'panel',
     tenantOf: tenantLabel(deps.tenants, 'db'),

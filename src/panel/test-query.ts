@@ -58,6 +58,15 @@ const REFUSED_KEYWORDS = new Set([
   'PREPARE', 'DEALLOCATE', 'DISCARD', 'SET', 'RESET'
 ])
 
+/** The index after the block comment that starts at `i` (block comments nest in Postgres). */
+function afterBlockComment (sql: string, i: number): number {
+  let depth = 0
+  while (i < sql.length) {
+    if (sql.startsWith('/*', i)) { depth++; i += 2 } else if (sql.startsWith('*/', i)) { depth--; i += 2; if (depth === 0) break } else i++
+  }
+  return i
+}
+
 /** The statement's first keyword, after comments and whitespace (upper case), or ''. */
 export function leadingKeyword (sql: string): string {
   let i = 0
@@ -67,17 +76,11 @@ export function leadingKeyword (sql: string): string {
     if (sql.startsWith('--', i)) {
       const nl = sql.indexOf('\n', i)
       i = nl === -1 ? n : nl + 1
-      continue
+    } else if (sql.startsWith('/*', i)) {
+      i = afterBlockComment(sql, i)
+    } else {
+      break
     }
-    if (sql.startsWith('/*', i)) {
-      // Block comments nest in Postgres.
-      let depth = 0
-      while (i < n) {
-        if (sql.startsWith('/*', i)) { depth++; i += 2 } else if (sql.startsWith('*/', i)) { depth--; i += 2; if (depth === 0) break } else i++
-      }
-      continue
-    }
-    break
   }
   const m = /^[A-Za-z_]+/.exec(sql.slice(i, i + 64))
   return m === null ? '' : m[0].toUpperCase()

@@ -60,26 +60,7 @@ export async function refreshTokenGrant (ctx: TenantContext, req: FastifyRequest
       // revoked meanwhile: the reuse path below decides.
     }
 
-    const reuse = await withTransaction<ReuseOutcome | null>(ctx.db, async (q) => {
-      const locked = await lockTokenAndSession(q, rc.token.id, sessionId)
-      if (locked === null) return { kind: 'locked' }
-      const token = locked.token
-      if (!token) return { kind: 'gone' }
-      if (!token.revoked) return { kind: 'live' }
-      const active = await activeTokenOfSession(q, sessionId)
-      const withinInterval = now.getTime() <= token.updated_at.getTime() + ctx.tenant.auth.refresh_token_reuse_interval * 1000
-      // Lost response: the client never saw the child of this token. Or a reuse inside the
-      // interval (several tabs refreshing at once): both get the current token.
-      if (active && (active.parent === token.token || withinInterval)) {
-        await touchSession(q, sessionId, now)
-        return { kind: 'ok', token: active.token }
-      }
-      await revokeSessionTokens(q, sessionId, now)
-      return { kind: 'reused' }
-    }).catch((err: unknown) => {
-      if (isConcurrentDeletion(err)) return null
-      throw err
-    })
+    const reuse = await decideReuse(ctx, rc.token.id, sessionId, now)
     if (!reuse) continue
     switch (reuse.kind) {
       case 'ok': return tokenResponse(ctx, user, { id: sessionId, refreshToken: reuse.token, amr: rc.amr }, issue)
@@ -88,6 +69,34 @@ export async function refreshTokenGrant (ctx: TenantContext, req: FastifyRequest
       case 'gone': case 'live': continue
     }
   }
+}
+
+/**
+ * A revoked token presented again, decided under the token's and session's locks: the current
+ * token (lost response, or a reuse within the interval), or the family revoked (theft);
+ * null when the rows went away meanwhile.
+ */
+async function decideReuse (ctx: TenantContext, tokenId: string, sessionId: string, now: Date): Promise<ReuseOutcome | null> {
+  return withTransaction<ReuseOutcome | null>(ctx.db, async (q) => {
+    const locked = await lockTokenAndSession(q, tokenId, sessionId)
+    if (locked === null) return { kind: 'locked' }
+    const token = locked.token
+    if (!token) return { kind: 'gone' }
+    if (!token.revoked) return { kind: 'live' }
+    const active = await activeTokenOfSession(q, sessionId)
+    const withinInterval = now.getTime() <= token.updated_at.getTime() + ctx.tenant.auth.refresh_token_reuse_interval * 1000
+    // Lost response: the client never saw the child of this token. Or a reuse inside the
+    // interval (several tabs refreshing at once): both get the current token.
+    if (active && (active.parent === token.token || withinInterval)) {
+      await touchSession(q, sessionId, now)
+      return { kind: 'ok', token: active.token }
+    }
+    await revokeSessionTokens(q, sessionId, now)
+    return { kind: 'reused' }
+  }).catch((err: unknown) => {
+    if (isConcurrentDeletion(err)) return null
+    throw err
+  })
 }
 
 async function backoff (giveUpAt: number): Promise<void> {

@@ -210,8 +210,18 @@ async function adminDeleteUser (ctx: TenantContext, id: string, soft: boolean) {
 const LINK_TYPES = ['signup', 'invite', 'magiclink', 'recovery', 'email_change_current', 'email_change_new'] as const
 type LinkType = typeof LINK_TYPES[number]
 
-async function generateLink (ctx: TenantContext, req: FastifyRequest, b: Body) {
-  // GoTrue's order: the address, the user, then the type.
+interface LinkRequest {
+  type: LinkType
+  email: string
+  data: Record<string, unknown> | undefined
+  newEmailRaw: string
+  redirectTo: string
+  /** The new user's password hash of a signup link (bcrypt before the transaction). */
+  passwordHash: string | undefined
+}
+
+/** The body read in GoTrue's order: the address, the user, then the type. */
+async function linkRequestOf (ctx: TenantContext, req: FastifyRequest, b: Body): Promise<LinkRequest> {
   const requested = optString(b, 'type') ?? ''
   const email = normaliseEmail(optString(b, 'email') ?? '')
   const data = optObject(b, 'data')
@@ -230,57 +240,67 @@ async function generateLink (ctx: TenantContext, req: FastifyRequest, b: Body) {
     assertPasswordAcceptable(password, ctx.tenant.auth)
     passwordHash = await hashPassword(password, ctx.config.auth.bcrypt_cost)
   }
+  return { type, email, data, newEmailRaw, redirectTo, passwordHash }
+}
 
-  return withTransaction(ctx.db, async (q: Queryable) => {
-    let user: UserRow | null = await findUserByEmail(q, email, ctx.tenant.jwt.aud)
-    let verificationType: VerifyLinkType | LinkType = type
-    let tokenKind: EmailTokenKind
-    let address = email
-    const extra: Partial<Record<UserColumn, unknown>> = {}
-    switch (type) {
-      case 'signup':
-      case 'invite': {
-        if (user?.email_confirmed_at) throw new EmailExistsError()
-        if (user && type === 'signup' && data) {
-          user = await updateUser(q, user.id, { raw_user_meta_data: mergeMetadata(user.raw_user_meta_data, data) }, ctx.now())
-        }
-        if (!user) {
-          const hash = type === 'signup'
-            ? passwordHash ?? await hashPassword(randomPassword().slice(0, 64), ctx.config.auth.bcrypt_cost)
-            : null
-          user = (await createEmailUser(ctx, q, { email, encryptedPassword: hash, data, confirmed: false, invited: type === 'invite' })).user
-        } else if (type === 'invite') {
-          extra.invited_at = ctx.now()
-        }
-        tokenKind = type === 'signup' ? 'confirmation' : 'invite'
-        break
-      }
-      case 'magiclink': {
-        if (!user) {
-          const hash = await hashPassword(randomPassword().slice(0, 64), ctx.config.auth.bcrypt_cost)
-          user = (await createEmailUser(ctx, q, { email, encryptedPassword: hash, data, confirmed: false })).user
-          verificationType = 'signup'
-          tokenKind = 'confirmation'
-        } else {
-          tokenKind = 'magiclink'
-        }
-        break
-      }
-      case 'recovery': {
-        if (!user) throw new UserNotFoundError()
-        tokenKind = 'recovery'
-        break
-      }
-      default: {
-        if (!user) throw new UserNotFoundError()
-        const newEmail = normaliseEmail(newEmailRaw)
-        if (await isEmailTaken(q, newEmail, user.id)) throw new EmailExistsError()
-        extra.email_change = newEmail
-        extra.email_change_confirm_status = 0
-        tokenKind = type
-        if (type === 'email_change_new') address = newEmail
-      }
+/** The user a link is for, the token it carries, the verify type and the address it goes to. */
+interface LinkTarget {
+  user: UserRow
+  tokenKind: EmailTokenKind
+  verificationType: VerifyLinkType | LinkType
+  address: string
+  extra: Partial<Record<UserColumn, unknown>>
+}
+
+async function signupOrInviteTarget (ctx: TenantContext, q: Queryable, r: LinkRequest, found: UserRow | null): Promise<LinkTarget> {
+  const { type, email, data } = r
+  let user = found
+  const extra: Partial<Record<UserColumn, unknown>> = {}
+  if (user?.email_confirmed_at) throw new EmailExistsError()
+  if (user && type === 'signup' && data) {
+    user = await updateUser(q, user.id, { raw_user_meta_data: mergeMetadata(user.raw_user_meta_data, data) }, ctx.now())
+  }
+  if (!user) {
+    const hash = type === 'signup'
+      ? r.passwordHash ?? await hashPassword(randomPassword().slice(0, 64), ctx.config.auth.bcrypt_cost)
+      : null
+    user = (await createEmailUser(ctx, q, { email, encryptedPassword: hash, data, confirmed: false, invited: type === 'invite' })).user
+  } else if (type === 'invite') {
+    extra.invited_at = ctx.now()
+  }
+  return { user, tokenKind: type === 'signup' ? 'confirmation' : 'invite', verificationType: type, address: email, extra }
+}
+
+async function linkTarget (ctx: TenantContext, q: Queryable, r: LinkRequest): Promise<LinkTarget> {
+  const { type, email } = r
+  const user = await findUserByEmail(q, email, ctx.tenant.jwt.aud)
+  switch (type) {
+    case 'signup':
+    case 'invite':
+      return signupOrInviteTarget(ctx, q, r, user)
+    case 'magiclink': {
+      if (user) return { user, tokenKind: 'magiclink', verificationType: type, address: email, extra: {} }
+      const hash = await hashPassword(randomPassword().slice(0, 64), ctx.config.auth.bcrypt_cost)
+      const created = (await createEmailUser(ctx, q, { email, encryptedPassword: hash, data: r.data, confirmed: false })).user
+      return { user: created, tokenKind: 'confirmation', verificationType: 'signup', address: email, extra: {} }
     }
+    case 'recovery':
+      if (!user) throw new UserNotFoundError()
+      return { user, tokenKind: 'recovery', verificationType: type, address: email, extra: {} }
+    default: {
+      if (!user) throw new UserNotFoundError()
+      const newEmail = normaliseEmail(r.newEmailRaw)
+      if (await isEmailTaken(q, newEmail, user.id)) throw new EmailExistsError()
+      const extra = { email_change: newEmail, email_change_confirm_status: 0 }
+      return { user, tokenKind: type, verificationType: type, address: type === 'email_change_new' ? newEmail : email, extra }
+    }
+  }
+}
+
+async function generateLink (ctx: TenantContext, req: FastifyRequest, b: Body) {
+  const r = await linkRequestOf(ctx, req, b)
+  return withTransaction(ctx.db, async (q: Queryable) => {
+    const { user, tokenKind, verificationType, address, extra } = await linkTarget(ctx, q, r)
     const issued = await issueEmailToken(ctx, q, user, tokenKind, { address, extra })
     const linkType: VerifyLinkType = tokenKind === 'email_change_new' || tokenKind === 'email_change_current'
       ? 'email_change'
@@ -288,13 +308,13 @@ async function generateLink (ctx: TenantContext, req: FastifyRequest, b: Body) {
     const full = await loadUserWithIdentities(q, user.id)
     return {
       ...toUserJson(full!),
-      action_link: verifyLink(ctx.externalUrl, issued.hash, linkType, redirectTo),
+      action_link: verifyLink(ctx.externalUrl, issued.hash, linkType, r.redirectTo),
       email_otp: issued.otp,
       // The hash of the address the token was issued for (GoTrue hashes the request's
       // address even for email_change_new, a hash no verify accepts; this one verifies).
       hashed_token: hashOtp(address, issued.otp),
       verification_type: verificationType,
-      redirect_to: redirectTo
+      redirect_to: r.redirectTo
     }
   })
 }

@@ -18,7 +18,7 @@ import {
   deleteFlowState, findFlowStateById, takeOAuthClientState, updateFlowState, type FlowStateRow
 } from '../models/flow-state.js'
 import { isFlowStateExpired } from '../pkce.js'
-import { providerOf, ProviderError, type ProviderTokens, type ProviderUser } from '../providers/index.js'
+import { providerOf, ProviderError, type OAuthProvider, type ProviderTokens, type ProviderUser } from '../providers/index.js'
 import { errorParams, errorRedirectUrl, ProviderRedirectError, withFragmentParams, withQueryParams } from '../redirects.js'
 import type { TenantContext } from '../types.js'
 import { callbackUrl } from './authorize.js'
@@ -53,6 +53,59 @@ async function loadFlow (ctx: TenantContext, state: string | undefined): Promise
   return flow
 }
 
+/** The provider's tokens for the code and the person they name, as an external identity. */
+async function exchangeCode (ctx: TenantContext, provider: OAuthProvider, code: string, flow: FlowStateRow): Promise<{ tokens: ProviderTokens, ext: ExternalIdentity }> {
+  const verifier = flow.oauth_client_state_id ? await takeOAuthClientState(ctx.db, flow.oauth_client_state_id) : null
+  let person: ProviderUser
+  let tokens: ProviderTokens
+  try {
+    tokens = await provider.exchangeCode(code, callbackUrl(ctx), verifier)
+    person = await provider.userData(tokens, { state: flow.id })
+  } catch (err) {
+    if (err instanceof ProviderError) {
+      throw new ExternalCodeExchangeError({ internal: err })
+    }
+    throw err
+  }
+  const { email, verified } = pickEmail(person)
+  if (!email) throw noEmail()
+  return { tokens, ext: { provider: provider.name, providerId: person.id, email, emailVerified: verified, identityData: person.claims } }
+}
+
+/** PKCE: the user is known now and kept on the flow; the session starts when the code is exchanged. */
+async function keepPkceUser (ctx: TenantContext, flow: FlowStateRow, tokens: ProviderTokens, ext: ExternalIdentity): Promise<void> {
+  await withTransaction(ctx.db, async (q) => {
+    const current = await findFlowStateById(q, flow.id, true)
+    if (!current) throw new BadOAuthStateError()
+    if (current.user_id) throw new FlowStateAlreadyUsedError()
+    const user = flow.linking_target_id
+      ? await linkIdentityToUser(ctx, q, flow.linking_target_id, ext)
+      : (await resolveIdentityUser(ctx, q, ext)).user
+    await updateFlowState(q, flow.id, {
+      userId: user.user.id, providerAccessToken: tokens.accessToken, providerRefreshToken: tokens.refreshToken ?? null, authCodeIssuedAt: ctx.now()
+    }, ctx.now())
+  })
+}
+
+/** Implicit: a session now (of the linking target, or of the identity's user), as the fragment's parameters. */
+async function implicitSession (ctx: TenantContext, req: FastifyRequest, flow: FlowStateRow, tokens: ProviderTokens,
+  ext: ExternalIdentity): Promise<Record<string, string>> {
+  const linkTo = flow.linking_target_id
+  const { session } = linkTo
+    ? { session: await withTransaction(ctx.db, async (q) => startSession(ctx, q, await linkIdentityToUser(ctx, q, linkTo, ext), { method: 'oauth', ...clientMeta(req) })) }
+    : await signInWithIdentity(ctx, ext, { method: 'oauth', ...clientMeta(req) })
+  const fragment: Record<string, string> = {
+    access_token: session.access_token,
+    expires_at: String(session.expires_at),
+    expires_in: String(session.expires_in),
+    refresh_token: session.refresh_token,
+    token_type: 'bearer',
+    provider_token: tokens.accessToken
+  }
+  if (tokens.refreshToken) fragment.provider_refresh_token = tokens.refreshToken
+  return fragment
+}
+
 export async function handleCallback (req: FastifyRequest, reply: FastifyReply) {
   const ctx = contextOf(req)
   const p = paramsOf(req)
@@ -73,51 +126,12 @@ export async function handleCallback (req: FastifyRequest, reply: FastifyReply) 
       // Implicit: the state is spent now, whatever happens next.
       await deleteFlowState(ctx.db, flow.id)
     }
-    const verifier = flow.oauth_client_state_id ? await takeOAuthClientState(ctx.db, flow.oauth_client_state_id) : null
-    let person: ProviderUser
-    let tokens: ProviderTokens
-    try {
-      tokens = await provider.exchangeCode(p.code, callbackUrl(ctx), verifier)
-      person = await provider.userData(tokens, { state: flow.id })
-    } catch (err) {
-      if (err instanceof ProviderError) {
-        throw new ExternalCodeExchangeError({ internal: err })
-      }
-      throw err
-    }
-    const { email, verified } = pickEmail(person)
-    if (!email) throw noEmail()
-    const ext: ExternalIdentity = { provider: provider.name, providerId: person.id, email, emailVerified: verified, identityData: person.claims }
-
+    const { tokens, ext } = await exchangeCode(ctx, provider, p.code, flow)
     if (flow.auth_code) {
-      // PKCE: the user is known now; the session starts when the code is exchanged.
-      await withTransaction(ctx.db, async (q) => {
-        const current = await findFlowStateById(q, flow.id, true)
-        if (!current) throw new BadOAuthStateError()
-        if (current.user_id) throw new FlowStateAlreadyUsedError()
-        const user = flow.linking_target_id
-          ? await linkIdentityToUser(ctx, q, flow.linking_target_id, ext)
-          : (await resolveIdentityUser(ctx, q, ext)).user
-        await updateFlowState(q, flow.id, {
-          userId: user.user.id, providerAccessToken: tokens.accessToken, providerRefreshToken: tokens.refreshToken ?? null, authCodeIssuedAt: ctx.now()
-        }, ctx.now())
-      })
+      await keepPkceUser(ctx, flow, tokens, ext)
       return reply.redirect(withQueryParams(target, { code: flow.auth_code }), 302)
     }
-    const linkTo = flow.linking_target_id
-    const { session } = linkTo
-      ? { session: await withTransaction(ctx.db, async (q) => startSession(ctx, q, await linkIdentityToUser(ctx, q, linkTo, ext), { method: 'oauth', ...clientMeta(req) })) }
-      : await signInWithIdentity(ctx, ext, { method: 'oauth', ...clientMeta(req) })
-    const fragment: Record<string, string> = {
-      access_token: session.access_token,
-      expires_at: String(session.expires_at),
-      expires_in: String(session.expires_in),
-      refresh_token: session.refresh_token,
-      token_type: 'bearer',
-      provider_token: tokens.accessToken
-    }
-    if (tokens.refreshToken) fragment.provider_refresh_token = tokens.refreshToken
-    return reply.redirect(withFragmentParams(target, fragment), 302)
+    return reply.redirect(withFragmentParams(target, await implicitSession(ctx, req, flow, tokens, ext)), 302)
   } catch (err) {
     const e = err instanceof ProviderRedirectError ? err : toAuthError(err instanceof AuthError ? err : unexpectedFailure(err))
     if (e.status >= 500) req.log.error({ err: e.internal ?? err }, 'provider callback failed')

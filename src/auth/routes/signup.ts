@@ -17,9 +17,9 @@ import { audit } from '../models/audit-log.js'
 import { identitiesForUser } from '../models/identities.js'
 import { findUserByEmail, insertUser, toUserJson } from '../models/users.js'
 import { beforeUserCreatedHook } from '../auth-hooks.js'
-import { pkceParamsOf, startEmailFlow } from '../pkce.js'
+import { pkceParamsOf, startEmailFlow, type PkceParams } from '../pkce.js'
 import { startSession } from '../tokens.js'
-import type { TenantContext } from '../types.js'
+import type { TenantContext, UserRow } from '../types.js'
 
 async function anonymousSignIn (ctx: TenantContext, req: FastifyRequest, data: Record<string, unknown> | undefined) {
   if (!ctx.tenant.auth.signup_enabled) throw new SignupDisabledError()
@@ -48,6 +48,28 @@ function obfuscatedUser (ctx: TenantContext, email: string, data: Record<string,
   }
 }
 
+/**
+ * A sign-up of an address already registered but unconfirmed: nothing stored changes. With
+ * autoconfirm (the tenant switched it on since), the right password confirms and signs in;
+ * otherwise a new confirmation mail.
+ */
+async function signUpUnconfirmed (ctx: TenantContext, req: FastifyRequest, existing: UserRow,
+  r: { password: string, address: string, redirectTo: string, pkce: PkceParams | null }): Promise<unknown> {
+  const { address, redirectTo, pkce } = r
+  if (!ctx.tenant.auth.mail_confirmation) {
+    if (!await verifyPassword(r.password, existing.encrypted_password, ctx.config.auth.bcrypt_cost)) throw new UserAlreadyExistsError()
+    return withTransaction(ctx.db, async (q) => {
+      const confirmed = await confirmEmail(ctx, q, existing)
+      return startSession(ctx, q, confirmed, { method: 'password', ...clientMeta(req) })
+    })
+  }
+  return withTransaction(ctx.db, async (q) => {
+    if (pkce) await startEmailFlow(ctx, q, existing.id, 'email/signup', pkce)
+    const sent = await sendEmailToken(ctx, q, existing, 'confirmation', { address, redirectTo, pkce: !!pkce })
+    return toUserJson({ user: sent.user, identities: await identitiesForUser(q, existing.id) })
+  })
+}
+
 export async function postSignup (req: FastifyRequest): Promise<unknown> {
   const ctx = contextOf(req)
   const settings = ctx.tenant.auth
@@ -74,22 +96,7 @@ export async function postSignup (req: FastifyRequest): Promise<unknown> {
     if (autoconfirm) throw new UserAlreadyExistsError()
     return obfuscatedUser(ctx, address, data)
   }
-  if (existing) {
-    // Unconfirmed: nothing stored changes. With autoconfirm (the tenant switched it on
-    // since), the right password confirms and signs in; otherwise a new confirmation mail.
-    if (autoconfirm) {
-      if (!await verifyPassword(password, existing.encrypted_password, cost)) throw new UserAlreadyExistsError()
-      return withTransaction(ctx.db, async (q) => {
-        const confirmed = await confirmEmail(ctx, q, existing)
-        return startSession(ctx, q, confirmed, { method: 'password', ...clientMeta(req) })
-      })
-    }
-    return withTransaction(ctx.db, async (q) => {
-      if (pkce) await startEmailFlow(ctx, q, existing.id, 'email/signup', pkce)
-      const sent = await sendEmailToken(ctx, q, existing, 'confirmation', { address, redirectTo, pkce: !!pkce })
-      return toUserJson({ user: sent.user, identities: await identitiesForUser(q, existing.id) })
-    })
-  }
+  if (existing) return signUpUnconfirmed(ctx, req, existing, { password, address, redirectTo, pkce })
 
   const hash = await hashPassword(password, cost)
   try {
