@@ -72,6 +72,19 @@ export interface DevLock {
   release (): void
 }
 
+/** Creates the lock file for `me`; false when it exists (EEXIST). */
+function createLock (file: string, me: DevLockOwner): boolean {
+  let fd: number
+  try {
+    fd = openSync(file, 'wx', 0o600)
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw err
+    return false
+  }
+  try { writeSync(fd, JSON.stringify(me) + '\n') } finally { closeSync(fd) }
+  return true
+}
+
 /**
  * Takes the lock of `stateDir` for this process, or throws DevStackRunningError when a live
  * stack holds it. `describe(owner)` adds what is known of the running stack (its URLs).
@@ -81,25 +94,19 @@ export function acquireDevLock (stateDir: string, describe: (owner: DevLockOwner
   const file = path.join(stateDir, LOCK_FILE)
   const me: DevLockOwner = { pid: process.pid, started_at: new Date().toISOString(), proc_start: processStart(process.pid) }
   for (let attempt = 0; attempt < 3; attempt++) {
-    let fd: number
-    try {
-      fd = openSync(file, 'wx', 0o600)
-    } catch (err) {
-      if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw err
-      const owner = readOwner(file)
-      if (owner !== null && ownerAlive(owner)) throw new DevStackRunningError(owner, describe(owner))
-      // A stale lock (its owner is gone), or one being written this instant (retried).
-      if (owner !== null || attempt > 0) { try { unlinkSync(file) } catch {} }
-      continue
-    }
-    try { writeSync(fd, JSON.stringify(me) + '\n') } finally { closeSync(fd) }
-    return {
-      owner: me,
-      release () {
-        const now = existsSync(file) ? readOwner(file) : null
-        if (now?.pid === me.pid && now.started_at === me.started_at) { try { unlinkSync(file) } catch {} }
+    if (createLock(file, me)) {
+      return {
+        owner: me,
+        release () {
+          const now = existsSync(file) ? readOwner(file) : null
+          if (now?.pid === me.pid && now.started_at === me.started_at) { try { unlinkSync(file) } catch {} }
+        }
       }
     }
+    const owner = readOwner(file)
+    if (owner !== null && ownerAlive(owner)) throw new DevStackRunningError(owner, describe(owner))
+    // A stale lock (its owner is gone), or one being written this instant (retried).
+    if (owner !== null || attempt > 0) { try { unlinkSync(file) } catch {} }
   }
   throw new ConfigError(`cannot take the lock ${file}: another start takes it at the same time`)
 }

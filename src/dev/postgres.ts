@@ -16,7 +16,7 @@ import { chmodSync, chownSync, cpSync, existsSync, mkdirSync, mkdtempSync, readd
 import os from 'node:os'
 import path from 'node:path'
 import net from 'node:net'
-import pg from 'pg'
+import { connectAdmin } from '../platform/index.js'
 import { ConfigError } from '../shared/index.js'
 
 export interface EmbeddedPostgresOptions {
@@ -462,9 +462,7 @@ export interface DevPostgres {
 }
 
 async function canLogin (url: string): Promise<boolean> {
-  const c = new pg.Client({ connectionString: url, connectionTimeoutMillis: 3000 })
-  c.on('error', () => {})
-  try { await c.connect(); await c.end(); return true } catch { return false }
+  try { await (await connectAdmin(url)).end(); return true } catch { return false }
 }
 
 /**
@@ -510,8 +508,7 @@ export async function startDevPostgres (stateDir: string, port: number, onLog?: 
     throw err
   }
   if (legacy) {
-    const c = new pg.Client({ connectionString: cluster.url })
-    await c.connect()
+    const c = await connectAdmin(cluster.url)
     try { await c.query(`ALTER ROLE ${SUPERUSER} PASSWORD '${password.replace(/'/g, "''")}'`) } finally { await c.end() }
   }
   const url = `postgres://${SUPERUSER}:${encodeURIComponent(password)}@127.0.0.1:${cluster.port}/postgres`

@@ -6,7 +6,7 @@ import { readdirSync, readFileSync } from 'node:fs'
 import { fileURLToPath } from 'node:url'
 import path from 'node:path'
 import type pg from 'pg'
-import { withDatabase } from '../shared/index.js'
+import { inTransaction, withDatabase } from '../shared/index.js'
 import { connectAdmin, ROLE_KINDS, type TenantRoleNames } from './roles.js'
 import {
   MigrationFailedError, MigrationFileInvalidError, RolesMismatchError, RolesNotRegisteredError
@@ -94,18 +94,6 @@ BEGIN
 END
 $do$`
 
-async function inTransaction<T> (client: pg.Client, fn: () => Promise<T>): Promise<T> {
-  await client.query('BEGIN')
-  try {
-    const out = await fn()
-    await client.query('COMMIT')
-    return out
-  } catch (err) {
-    await client.query('ROLLBACK').catch(() => {})
-    throw err
-  }
-}
-
 async function registerRoles (client: pg.Client, database: string, roles: TenantRoleNames): Promise<void> {
   await inTransaction(client, async () => {
     for (const kind of ROLE_KINDS) {
@@ -115,6 +103,42 @@ async function registerRoles (client: pg.Client, database: string, roles: Tenant
       if (r.rows[0].role_name !== roles[kind]) throw new RolesMismatchError(database, kind)
     }
   })
+}
+
+/** The database's role names by kind (platform.roles); every kind must be there. */
+async function registeredRoles (client: pg.Client, database: string): Promise<Map<string, string>> {
+  const rows = (await client.query<{ kind: string, role_name: string }>('SELECT kind, role_name FROM platform.roles')).rows
+  const roles = new Map(rows.map((r) => [r.kind, r.role_name]))
+  const missing = ROLE_KINDS.filter((k) => !roles.has(k))
+  if (missing.length) throw new RolesNotRegisteredError(database, missing.join(', '))
+  return roles
+}
+
+/**
+ * Applies `pending` in order, each in its own transaction with the tenant's role names in
+ * gatehouse.role_<kind> (what the SQL files read); returns the file names applied.
+ */
+async function applyPending (client: pg.Client, database: string, pending: Migration[]): Promise<string[]> {
+  if (pending.length === 0) return []
+  const roles = await registeredRoles(client, database)
+  const applied: string[] = []
+  for (const m of pending) {
+    const sql = readFileSync(m.file, 'utf8')
+    const base = path.basename(m.file)
+    try {
+      await inTransaction(client, async () => {
+        for (const kind of ROLE_KINDS) await client.query('SELECT set_config($1, $2, true)', [`gatehouse.role_${kind}`, roles.get(kind)])
+        await client.query(sql)
+        await client.query('RESET ROLE')
+        await client.query('INSERT INTO platform.schema_migrations (version, name) VALUES ($1, $2)', [m.version, m.name])
+      })
+    } catch (err) {
+      const e = err as Error & { code?: string }
+      throw new MigrationFailedError(database, base, e.code ? `${e.message} (SQLSTATE ${e.code})` : e.message, { cause: err })
+    }
+    applied.push(base)
+  }
+  return applied
 }
 
 /**
@@ -140,33 +164,7 @@ export async function migrateDatabase (url: string, opts: MigrateOptions = {}): 
 
     const done = new Set((await client.query<{ version: number }>(
       'SELECT version FROM platform.schema_migrations')).rows.map((r) => r.version))
-    const pending = migrations.filter((m) => !done.has(m.version))
-    const applied: string[] = []
-    if (pending.length) {
-      const rows = (await client.query<{ kind: string, role_name: string }>(
-        'SELECT kind, role_name FROM platform.roles')).rows
-      const roles = new Map(rows.map((r) => [r.kind, r.role_name]))
-      const missing = ROLE_KINDS.filter((k) => !roles.has(k))
-      if (missing.length) throw new RolesNotRegisteredError(database, missing.join(', '))
-      for (const m of pending) {
-        const sql = readFileSync(m.file, 'utf8')
-        const base = path.basename(m.file)
-        try {
-          await inTransaction(client, async () => {
-            for (const kind of ROLE_KINDS) {
-              await client.query('SELECT set_config($1, $2, true)', [`gatehouse.role_${kind}`, roles.get(kind)])
-            }
-            await client.query(sql)
-            await client.query('RESET ROLE')
-            await client.query('INSERT INTO platform.schema_migrations (version, name) VALUES ($1, $2)', [m.version, m.name])
-          })
-        } catch (err) {
-          const e = err as Error & { code?: string }
-          throw new MigrationFailedError(database, base, e.code ? `${e.message} (SQLSTATE ${e.code})` : e.message, { cause: err })
-        }
-        applied.push(base)
-      }
-    }
+    const applied = await applyPending(client, database, migrations.filter((m) => !done.has(m.version)))
     await client.query(SYNC_TEST_QUERY_LOGINS)
     const v = await client.query<{ v: number | null }>('SELECT max(version) AS v FROM platform.schema_migrations')
     return { applied, version: v.rows[0].v ?? 0 }

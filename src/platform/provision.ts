@@ -287,6 +287,21 @@ export interface DropResult {
   rolesDropped: string[]
 }
 
+/** The tenant ids a database's platform.roles names (none when it is not one of ours). */
+async function recordedTenantIds (adminUrl: string, database: string): Promise<string[]> {
+  const db = await connectAdmin(withDatabase(adminUrl, database)).catch(() => null)
+  if (db === null) return []
+  try {
+    const r = await db.query<{ role_name: string }>('SELECT role_name FROM platform.roles')
+    return r.rows.map((row) => tenantIdOf(row.role_name)).filter((id): id is string => Boolean(id))
+  } catch {
+    // not one of ours, or no platform schema: only the given names count
+    return []
+  } finally {
+    await db.end().catch(() => {})
+  }
+}
+
 /**
  * Drops the database (WITH FORCE) and the tenant's roles. Idempotent. Role names come
  * from the options and from the database's platform.roles; only names of the form
@@ -304,21 +319,7 @@ export async function dropTenant (opts: DropOptions): Promise<DropResult> {
   try {
     const exists = (await client.query('SELECT 1 FROM pg_database WHERE datname = $1', [opts.database])).rowCount === 1
     if (exists) {
-      const db = await connectAdmin(withDatabase(opts.adminUrl, opts.database)).catch(() => null)
-      if (db) {
-        try {
-          const r = await db.query<{ role_name: string }>(
-            'SELECT role_name FROM platform.roles')
-          for (const row of r.rows) {
-            const id = tenantIdOf(row.role_name)
-            if (id) ids.add(id)
-          }
-        } catch {
-          // not one of ours, or no platform schema: only the given names count
-        } finally {
-          await db.end().catch(() => {})
-        }
-      }
+      for (const id of await recordedTenantIds(opts.adminUrl, opts.database)) ids.add(id)
       await client.query(`DROP DATABASE IF EXISTS ${quoteIdent(opts.database)} WITH (FORCE)`)
     }
     const names = [...ids].flatMap((id) => allTenantRoleNames(id))

@@ -3,7 +3,7 @@
 // dropped together. Names come from a random tenant id, never from user input.
 import { randomBytes } from 'node:crypto'
 import pg from 'pg'
-import { quoteIdent, quoteLiteral, ROLE_CLAIMS, ROLE_KINDS as REQUEST_ROLE_KINDS } from '../shared/index.js'
+import { inTransaction, quoteIdent, quoteLiteral, ROLE_CLAIMS, ROLE_KINDS as REQUEST_ROLE_KINDS } from '../shared/index.js'
 import { ClusterUnreachableError, AdminNotSuperuserError, TenantIdInvalidError } from './errors.js'
 
 /**
@@ -110,6 +110,15 @@ function isDuplicate (err: unknown): boolean {
   return code === '42710' || code === '23505'
 }
 
+/** One cluster group role; a process that created it first meanwhile is no error. */
+async function createGroupRole (client: pg.Client, group: { name: string, attributes: string }): Promise<void> {
+  try {
+    await client.query(`CREATE ROLE ${quoteIdent(group.name)} ${group.attributes}`)
+  } catch (err) {
+    if (!isDuplicate(err)) throw err
+  }
+}
+
 /**
  * Cluster-wide NOLOGIN group roles `anon`, `authenticated` and `service_role` (policies say
  * `TO authenticated`, migrations `GRANT ... TO service_role`). Idempotent and safe when two
@@ -121,13 +130,8 @@ export async function ensureClusterRoles (admin: string | pg.Client): Promise<vo
     const have = await client.query<{ rolname: string }>(
       'SELECT rolname FROM pg_roles WHERE rolname = ANY ($1::text[])', [CLUSTER_GROUPS.map((g) => g.name)])
     const names = new Set(have.rows.map((r) => r.rolname))
-    for (const { name, attributes } of CLUSTER_GROUPS) {
-      if (names.has(name)) continue
-      try {
-        await client.query(`CREATE ROLE ${quoteIdent(name)} ${attributes}`)
-      } catch (err) {
-        if (!isDuplicate(err)) throw err
-      }
+    for (const group of CLUSTER_GROUPS) {
+      if (!names.has(group.name)) await createGroupRole(client, group)
     }
   } finally {
     if (typeof admin === 'string') await client.end().catch(() => {})
@@ -159,12 +163,7 @@ export async function createTenantRoles (client: pg.Client, database: string, ro
     `GRANT CONNECT ON DATABASE ${db} TO ${q('rest')}, ${q('authn')}`,
     `GRANT CONNECT, TEMPORARY, CREATE ON DATABASE ${db} TO ${q('owner')}`
   ]
-  await client.query('BEGIN')
-  try {
+  await inTransaction(client, async () => {
     for (const s of statements) await client.query(s)
-    await client.query('COMMIT')
-  } catch (err) {
-    await client.query('ROLLBACK').catch(() => {})
-    throw err
-  }
+  })
 }

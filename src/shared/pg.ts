@@ -18,17 +18,28 @@ export function quoteLiteral (value: string): string {
 
 export type Queryable = Pick<pg.Pool | pg.PoolClient | pg.Client, 'query'>
 
-/** Runs fn in one transaction on a pooled client; rolls back on error. */
-export async function withTransaction<T> (pool: Pick<pg.Pool, 'connect'>, fn: (client: pg.PoolClient) => Promise<T>, begin = 'BEGIN'): Promise<T> {
-  const client = await pool.connect()
+/**
+ * Runs fn in one transaction on `client` (BEGIN, or `begin` such as 'BEGIN ISOLATION LEVEL
+ * SERIALIZABLE'); COMMIT when it resolves, ROLLBACK when it throws. The one transaction helper:
+ * withTransaction runs it on a client of a pool.
+ */
+export async function inTransaction<C extends Queryable, T> (client: C, fn: (client: C) => Promise<T>, begin = 'BEGIN'): Promise<T> {
+  await client.query(begin)
   try {
-    await client.query(begin)
     const out = await fn(client)
     await client.query('COMMIT')
     return out
   } catch (err) {
     await client.query('ROLLBACK').catch(() => {})
     throw err
+  }
+}
+
+/** Runs fn in one transaction on a pooled client (inTransaction); rolls back on error. */
+export async function withTransaction<T> (pool: Pick<pg.Pool, 'connect'>, fn: (client: pg.PoolClient) => Promise<T>, begin = 'BEGIN'): Promise<T> {
+  const client = await pool.connect()
+  try {
+    return await inTransaction(client, fn, begin)
   } finally {
     client.release()
   }
