@@ -295,7 +295,7 @@ function serveWorkerOps (ops: PartOps): void {
 export function createStoreAndCache (config: Config, deps: TenantStoreDeps = {}): { store: TenantStore, tenants: TenantCache } {
   // Outages and a store that lost its data are logged (once per episode) by the store and cache.
   const logger = partLogger(config, 'tenants')
-  const store = createTenantStore(config, { env: process.env, logger, ...deps })
+  const store = createTenantStore(config, { logger, ...deps })
   const tenants = createTenantCache(store, { ...tenantCacheOptions(config.tenants), logger })
   return { store, tenants }
 }

@@ -37,84 +37,104 @@ export interface TenantWatcher {
   close (): void
 }
 
-export function watchTenantFiles (opts: TenantWatcherOptions): TenantWatcher {
-  const settleMs = opts.settleMs ?? 100
-  // Source file -> the database it last loaded (to take it out when the file goes).
-  const known = new Map<string, string>()
-  for (const src of tenantSourceFiles(opts.sourceDir)) {
-    try { known.set(src, runtimeTenantRecord(src, opts.adminUrl, opts.engines).database as string) } catch { /* reported when it changes */ }
-  }
-  const timers = new Map<string, NodeJS.Timeout>()
-  let chain: Promise<void> = Promise.resolve()
-  let closed = false
+/** The tenant file watcher: each change settles, then loads in order, one at a time. */
+class TenantFileWatcher implements TenantWatcher {
+  readonly #opts: TenantWatcherOptions
+  readonly #settleMs: number
+  /** Source file -> the database it last loaded (to take it out when the file goes). */
+  readonly #known = new Map<string, string>()
+  readonly #timers = new Map<string, NodeJS.Timeout>()
+  #chain: Promise<void> = Promise.resolve()
+  #closed = false
+  #watcher: FSWatcher | undefined
 
-  async function load (src: string): Promise<void> {
-    const label = path.relative(process.cwd(), src) || src
-    if (!existsSync(src)) {
-      const database = known.get(src)
-      if (database === undefined) return
-      known.delete(src)
-      await opts.store.delete(database)
-      rmSync(path.join(opts.runtimeDir, `${database}.yaml`), { force: true })
-      opts.report('info', `tenant file ${label} removed: database ${database} is no longer served`, { file: label, database })
-      return
+  constructor (opts: TenantWatcherOptions) {
+    this.#opts = opts
+    this.#settleMs = opts.settleMs ?? 100
+    for (const src of tenantSourceFiles(opts.sourceDir)) {
+      try { this.#known.set(src, runtimeTenantRecord(src, opts.adminUrl, opts.engines).database as string) } catch { /* reported when it changes */ }
     }
-    let own = false
-    try { own = opts.isOwnWrite?.(src, readFileSync(src, 'utf8')) === true } catch { /* read again below */ }
-    if (own) return
-    let file: TenantFile
     try {
-      const raw = runtimeTenantRecord(src, opts.adminUrl, opts.engines)
-      file = parseTenantFile(raw, label, opts.env)
-      await ensureTenant({ adminUrl: opts.adminUrl, file })
-      writeRuntimeTenantFile(opts.runtimeDir, raw)
+      this.#watcher = watch(opts.sourceDir, { persistent: false }, (_event, name) => { if (name) this.#schedule(String(name)) })
+      this.#watcher.on('error', (err) => opts.report('error', `watching ${opts.sourceDir} failed: ${err.message}`, {}))
     } catch (err) {
-      const database = known.get(src)
-      opts.report('error', `tenant file ${label} is not valid: ${redactSecrets((err as Error).message, { excerpt: false })}` +
-        (database !== undefined ? ` (database ${database} keeps its last good record)` : ''), { file: label, database })
-      return
+      opts.report('error', `cannot watch ${opts.sourceDir}: ${(err as Error).message}; tenant files are read at start only`, {})
     }
-    const before = known.get(src)
-    if (before !== undefined && before !== file.database) {
-      await opts.store.delete(before)
-      rmSync(path.join(opts.runtimeDir, `${before}.yaml`), { force: true })
-    }
-    known.set(src, file.database)
-    if (opts.store.kind === 'redis' && opts.apply !== undefined) await opts.apply([{ path: src, file }])
-    else await opts.store.putAll([toTenant(file)])
-    opts.report('info', `tenant file ${label} loaded: database ${file.database}`, { file: label, database: file.database })
   }
 
-  function schedule (name: string): void {
-    if (closed || !TENANT_FILE.test(name)) return
-    const src = path.join(opts.sourceDir, name)
-    clearTimeout(timers.get(src))
-    timers.set(src, setTimeout(() => {
-      timers.delete(src)
-      chain = chain.then(() => load(src)).catch((err: unknown) => {
-        opts.report('error', `tenant file ${src}: ${redactSecrets((err as Error).message, { excerpt: false })}`, { file: src })
+  async idle (): Promise<void> {
+    while (this.#timers.size > 0) await new Promise((resolve) => setTimeout(resolve, this.#settleMs))
+    await this.#chain
+  }
+
+  close (): void {
+    this.#closed = true
+    this.#watcher?.close()
+    for (const t of this.#timers.values()) clearTimeout(t)
+    this.#timers.clear()
+  }
+
+  #schedule (name: string): void {
+    if (this.#closed || !TENANT_FILE.test(name)) return
+    const src = path.join(this.#opts.sourceDir, name)
+    clearTimeout(this.#timers.get(src))
+    this.#timers.set(src, setTimeout(() => {
+      this.#timers.delete(src)
+      this.#chain = this.#chain.then(() => this.#load(src)).catch((err: unknown) => {
+        this.#opts.report('error', `tenant file ${src}: ${redactSecrets((err as Error).message, { excerpt: false })}`, { file: src })
       })
-    }, settleMs))
+    }, this.#settleMs))
   }
 
-  let watcher: FSWatcher | undefined
-  try {
-    watcher = watch(opts.sourceDir, { persistent: false }, (_event, name) => { if (name) schedule(String(name)) })
-    watcher.on('error', (err) => opts.report('error', `watching ${opts.sourceDir} failed: ${err.message}`, {}))
-  } catch (err) {
-    opts.report('error', `cannot watch ${opts.sourceDir}: ${(err as Error).message}; tenant files are read at start only`, {})
+  /** Takes `database` out of the store and the generated copies. */
+  async #unserve (database: string): Promise<void> {
+    await this.#opts.store.delete(database)
+    rmSync(path.join(this.#opts.runtimeDir, `${database}.yaml`), { force: true })
   }
 
-  return {
-    async idle () {
-      while (timers.size > 0) await new Promise((resolve) => setTimeout(resolve, settleMs))
-      await chain
-    },
-    close () {
-      closed = true
-      watcher?.close()
-      for (const t of timers.values()) clearTimeout(t)
-      timers.clear()
+  async #load (src: string): Promise<void> {
+    const label = path.relative(process.cwd(), src) || src
+    if (!existsSync(src)) return this.#removed(src, label)
+    let own = false
+    try { own = this.#opts.isOwnWrite?.(src, readFileSync(src, 'utf8')) === true } catch { /* read again below */ }
+    if (own) return
+    const file = await this.#provision(src, label)
+    if (file === null) return
+    const before = this.#known.get(src)
+    if (before !== undefined && before !== file.database) await this.#unserve(before)
+    this.#known.set(src, file.database)
+    const { store, apply } = this.#opts
+    if (store.kind === 'redis' && apply !== undefined) await apply([{ path: src, file }])
+    else await store.putAll([toTenant(file)])
+    this.#opts.report('info', `tenant file ${label} loaded: database ${file.database}`, { file: label, database: file.database })
+  }
+
+  async #removed (src: string, label: string): Promise<void> {
+    const database = this.#known.get(src)
+    if (database === undefined) return
+    this.#known.delete(src)
+    await this.#unserve(database)
+    this.#opts.report('info', `tenant file ${label} removed: database ${database} is no longer served`, { file: label, database })
+  }
+
+  /** The file validated, its database provisioned or migrated and its generated copy written; null (reported) when it fails. */
+  async #provision (src: string, label: string): Promise<TenantFile | null> {
+    const { adminUrl, engines, env, runtimeDir } = this.#opts
+    try {
+      const raw = runtimeTenantRecord(src, adminUrl, engines)
+      const file = parseTenantFile(raw, label, env)
+      await ensureTenant({ adminUrl, file })
+      writeRuntimeTenantFile(runtimeDir, raw)
+      return file
+    } catch (err) {
+      const database = this.#known.get(src)
+      this.#opts.report('error', `tenant file ${label} is not valid: ${redactSecrets((err as Error).message, { excerpt: false })}` +
+        (database !== undefined ? ` (database ${database} keeps its last good record)` : ''), { file: label, database })
+      return null
     }
   }
+}
+
+export function watchTenantFiles (opts: TenantWatcherOptions): TenantWatcher {
+  return new TenantFileWatcher(opts)
 }

@@ -10,6 +10,7 @@ import { createHash } from 'node:crypto'
 import { appendFileSync, existsSync, mkdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs'
 import path from 'node:path'
 import { isDeepStrictEqual } from 'node:util'
+import { tenantFileEnvironment } from '../config/index.js'
 import { loadTenantFileEntries } from './yaml-loader.js'
 import { toTenant, type Tenant, type TenantFile } from './schema.js'
 import { TenantStoreConfigError } from './errors.js'
@@ -97,7 +98,7 @@ function stateFiles (stateDir: string | undefined) {
 }
 
 export function createMemoryStore (opts: MemoryStoreOptions = {}): MemoryTenantStore {
-  const env = opts.env ?? process.env
+  const env = opts.env ?? tenantFileEnvironment()
   const log = opts.logger ?? silentLogger
   const records = new Map<string, Tenant>()
   const sources = new Map<string, string>()

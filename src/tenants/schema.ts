@@ -5,6 +5,7 @@ import { Type, type Static } from '@sinclair/typebox'
 import { createHash, timingSafeEqual } from 'node:crypto'
 import { Ajv, type ErrorObject } from 'ajv'
 import { ConfigError, ROLE_KINDS } from '../shared/index.js'
+import { tenantFileEnvironment } from '../config/index.js'
 import { redactSecrets } from './redact.js'
 import {
   KID, currentSigningKey, runtimeSigningKey, signingKeyProblem, withoutRevoked,
@@ -338,7 +339,7 @@ export function interpolateEnv (value: unknown, env: NodeJS.ProcessEnv, path: st
  * Validates a parsed tenant file (after interpolation). Throws a ConfigError naming
  * `source` and every bad field. Defaults are filled in.
  */
-export function parseTenantFile (raw: unknown, source: string, env: NodeJS.ProcessEnv = process.env): TenantFile {
+export function parseTenantFile (raw: unknown, source: string, env: NodeJS.ProcessEnv = tenantFileEnvironment()): TenantFile {
   const problems: string[] = []
   const data = structuredClone(interpolateEnv(raw, env, [], problems)) as unknown
   if (problems.length === 0 && !validateFile(data)) {

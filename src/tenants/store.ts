@@ -9,7 +9,7 @@ import type { StoreLogger, TenantStore } from './types.js'
 
 /** Optional dependencies of createTenantStore. */
 export interface TenantStoreDeps {
-  /** Values for `${ENV}` in tenant files (files source). Default: process.env. */
+  /** Values for `${ENV}` in tenant files (files source). Default: the process's (config's tenantFileEnvironment). */
   env?: NodeJS.ProcessEnv
   logger?: StoreLogger
   /** An existing ioredis client (redis source); not closed by the store. */

@@ -5,6 +5,7 @@
 import { readFileSync, readdirSync, statSync } from 'node:fs'
 import path from 'node:path'
 import { parse as parseYaml, YAMLParseError } from 'yaml'
+import { tenantFileEnvironment } from '../config/index.js'
 import { ConfigError } from '../shared/index.js'
 import { parseTenantFile, type TenantFile } from './schema.js'
 import { redactSecrets } from './redact.js'
@@ -78,7 +79,7 @@ function readOne (file: string, env: NodeJS.ProcessEnv, problems: string[]): Ten
  * Reads and validates every tenant file under `fileOrDir`. Throws one ConfigError listing
  * every problem of every file (file + field), or for a database named by two files.
  */
-export function loadTenantFileEntries (fileOrDir: string, env: NodeJS.ProcessEnv = process.env): LoadedTenantFile[] {
+export function loadTenantFileEntries (fileOrDir: string, env: NodeJS.ProcessEnv = tenantFileEnvironment()): LoadedTenantFile[] {
   const files = listTenantFiles(fileOrDir)
   const problems: string[] = []
   const out: LoadedTenantFile[] = []
@@ -102,6 +103,6 @@ export function loadTenantFileEntries (fileOrDir: string, env: NodeJS.ProcessEnv
 }
 
 /** Reads and validates every tenant file under `fileOrDir` (see loadTenantFileEntries). */
-export function loadTenantFiles (fileOrDir: string, env: NodeJS.ProcessEnv = process.env): TenantFile[] {
+export function loadTenantFiles (fileOrDir: string, env: NodeJS.ProcessEnv = tenantFileEnvironment()): TenantFile[] {
   return loadTenantFileEntries(fileOrDir, env).map((e) => e.file)
 }
