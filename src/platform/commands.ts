@@ -11,7 +11,7 @@ import { withDatabase } from '../shared/index.js'
 import { createTenantStore, toTenant, SIGNING_ALGORITHMS, currentSigningKey, type SigningAlgorithm, type TenantFile } from '../tenants/index.js'
 import { assertDatabaseName, dropTenant, provisionTenant } from './provision.js'
 import { migrateAll, migrateDatabase } from './migrate.js'
-import { connectAdmin, describeUrl } from './roles.js'
+import { connectAdmin, describeUrl, type TenantRoleNames } from './roles.js'
 import { PlatformCommandError } from './errors.js'
 
 const out = (text: string): void => { process.stdout.write(text.endsWith('\n') ? text : text + '\n') }
@@ -87,139 +87,172 @@ interface CreateFlags { org: string, postgres?: string, dir?: string, authUpstre
 interface DropFlags { yes?: boolean, postgres?: string, dir?: string, keepFile?: boolean }
 interface MigrateFlags { all?: boolean, postgres?: string }
 
+/** The checked create flags: the signing algorithm and the tenant's upstreams. */
+function createPlan (cfg: Config, database: string, flags: CreateFlags): { signingAlgorithm: SigningAlgorithm, upstreams: { auth: string, rest: string } } {
+  assertDatabaseName(database)
+  const signingAlgorithm = flags.signingAlgorithm ?? 'ES256'
+  if (!(SIGNING_ALGORITHMS as readonly string[]).includes(signingAlgorithm)) {
+    throw new PlatformCommandError(`--signing-algorithm must be one of ${SIGNING_ALGORITHMS.join(', ')}`)
+  }
+  if (!flags.org.trim()) throw new PlatformCommandError('--org must not be empty')
+  if (Boolean(flags.authUpstream) !== Boolean(flags.restUpstream)) {
+    throw new PlatformCommandError('--auth-upstream and --rest-upstream go together: pass both or neither')
+  }
+  const upstreams = flags.authUpstream && flags.restUpstream
+    ? { auth: flags.authUpstream, rest: flags.restUpstream }
+    : { auth: `http://${cfg.auth.host}:${cfg.auth.port}/${database}`, rest: `http://${cfg.rest.host}:${cfg.rest.port}/${database}` }
+  return { signingAlgorithm: signingAlgorithm as SigningAlgorithm, upstreams }
+}
+
+/**
+ * The new tenant's file (exclusive create: never overwrite someone's file), which git ignores,
+ * and its Redis record when Redis is the source of truth. `done.ignored`: the .gitignore that lists it.
+ */
+async function recordNewTenant (cfg: Config, dir: string, target: string, file: TenantFile, done: { ignored: string }): Promise<void> {
+  mkdirSync(dir, { recursive: true })
+  writeFileSync(target, renderTenantFile(file), { mode: 0o600, flag: 'wx' })
+  done.ignored = ignoreInGit(dir, path.basename(target))
+  if (cfg.tenants.source === 'redis') {
+    const store = createTenantStore(cfg)
+    try { await store.putAll([toTenant(file)]) } finally { await store.close() }
+  }
+}
+
+function createdReport (cfg: Config, adminUrl: string, target: string, ignored: string, file: TenantFile, roles: TenantRoleNames): string {
+  const signing = currentSigningKey(file.jwt)
+  return [
+    `created database "${file.database}" (organization ${file.organization}) on ${describeUrl(adminUrl)}`,
+    `  url:         ${cfg.public_url.replace(/\/+$/, '')}/${file.database}`,
+    `  tenant file: ${target}${cfg.tenants.source === 'redis' ? ' (and the Redis store)' : ''}; git ignores it (listed in ${ignored}): it holds secrets`,
+    `  roles:       ${roles.anon}, ${roles.auth}, ${roles.svc}`,
+    `  public key:  ${file.keys.public}`,
+    `  secret key:  ${file.keys.secret}`,
+    `  signing:     ${file.jwt.signing_algorithm}${signing ? ` (kid ${signing.kid})` : ''}`,
+    `  owner login: ${file.postgres}`,
+    'The keys are shown once here; the tenant file holds them too. Keep the secret key private.'
+  ].join('\n')
+}
+
+async function create (cfg: Config, database: string, flags: CreateFlags): Promise<void> {
+  const { signingAlgorithm, upstreams } = createPlan(cfg, database, flags)
+  const adminUrl = adminUrlOf(flags.postgres, cfg)
+  const dir = flags.dir ?? cfg.tenants.dir
+  const target = fileOf(dir, database)
+  if (existsSync(target)) throw new PlatformCommandError(`tenant file ${target} already exists: the name "${database}" is taken`)
+  // 1. Provision (all or nothing on the cluster); 2. its file and record, or everything undone.
+  const { file, roles } = await provisionTenant({ adminUrl, database, organization: flags.org, upstreams, signingAlgorithm })
+  const done = { ignored: '' }
+  try {
+    await recordNewTenant(cfg, dir, target, file, done)
+  } catch (err) {
+    if (done.ignored !== '') unignoreInGit(dir, path.basename(target))
+    rmSync(target, { force: true })
+    await dropTenant({ adminUrl, database, roles: Object.values(roles) }).catch(() => {})
+    throw err
+  }
+  out(createdReport(cfg, adminUrl, target, done.ignored, file, roles))
+}
+
+async function confirmDrop (database: string, adminUrl: string, flags: DropFlags): Promise<void> {
+  if (flags.yes) return
+  if (!process.stdin.isTTY) throw new PlatformCommandError(`refusing to drop "${database}" without --yes when not on a terminal`)
+  const ok = await confirm(`Drop database "${database}" on ${describeUrl(adminUrl)} with all its data and roles? Type the database name to confirm: `, database)
+  if (!ok) throw new PlatformCommandError('not confirmed; nothing was dropped')
+}
+
+/** Removes the tenant's file (unless --keep-file) and its Redis record; says which went. */
+async function forgetTenant (cfg: Config, database: string, target: string, keepFile: boolean): Promise<{ fileRemoved: boolean, storeRemoved: boolean }> {
+  let fileRemoved = false
+  if (!keepFile && existsSync(target)) {
+    rmSync(target, { force: true })
+    unignoreInGit(path.dirname(target), path.basename(target))
+    fileRemoved = true
+  }
+  let storeRemoved = false
+  if (cfg.tenants.source === 'redis') {
+    const store = createTenantStore(cfg)
+    try { storeRemoved = await store.delete(database) } finally { await store.close() }
+  }
+  return { fileRemoved, storeRemoved }
+}
+
+async function drop (cfg: Config, database: string, flags: DropFlags): Promise<void> {
+  assertDatabaseName(database)
+  const adminUrl = adminUrlOf(flags.postgres, cfg)
+  const target = fileOf(flags.dir ?? cfg.tenants.dir, database)
+  await confirmDrop(database, adminUrl, flags)
+  const res = await dropTenant({ adminUrl, database, roles: existsSync(target) ? rolesInFile(target) : [] })
+  const { fileRemoved, storeRemoved } = await forgetTenant(cfg, database, target, flags.keepFile === true)
+  if (!res.databaseDropped && res.rolesDropped.length === 0 && !fileRemoved && !storeRemoved) {
+    out(`nothing to drop: no database, roles, file or record for "${database}"`)
+    return
+  }
+  out([
+    res.databaseDropped ? `dropped database "${database}"` : `database "${database}" did not exist`,
+    `  roles dropped: ${res.rolesDropped.length ? res.rolesDropped.join(', ') : 'none'}`,
+    fileRemoved ? `  tenant file removed: ${target}` : null,
+    storeRemoved ? '  Redis record removed' : null
+  ].filter((l): l is string => l !== null).join('\n'))
+}
+
+function migrated (r: { database: string, applied: string[], version: number }): string {
+  return r.applied.length ? `${r.database}: applied ${r.applied.join(', ')} (now at ${r.version})` : `${r.database}: up to date (version ${r.version})`
+}
+
+async function migrateOne (adminUrl: string, database: string): Promise<void> {
+  assertDatabaseName(database)
+  const admin = await connectAdmin(adminUrl)
+  try {
+    const r = await admin.query('SELECT 1 FROM pg_database WHERE datname = $1', [database])
+    if (r.rowCount !== 1) throw new PlatformCommandError(`database "${database}" does not exist on ${describeUrl(adminUrl)}`)
+  } finally {
+    await admin.end().catch(() => {})
+  }
+  out(migrated({ database, ...await migrateDatabase(withDatabase(adminUrl, database)) }))
+}
+
+async function migrateEvery (adminUrl: string): Promise<void> {
+  const results = await migrateAll(adminUrl)
+  if (results.length === 0) { out(`no tenant databases on ${describeUrl(adminUrl)}`); return }
+  for (const r of results) out(r.error ? `${r.database}: FAILED: ${r.error.message}` : migrated(r))
+  const failed = results.filter((r) => r.error)
+  if (failed.length) throw new PlatformCommandError(`${failed.length} of ${results.length} database(s) failed to migrate: ${failed.map((r) => r.database).join(', ')}`)
+}
+
+async function migrate (cfg: Config, database: string | undefined, flags: MigrateFlags): Promise<void> {
+  if (database && flags.all) throw new PlatformCommandError('name a database or pass --all, not both')
+  if (!database && !flags.all) throw new PlatformCommandError('name a database or pass --all')
+  const adminUrl = adminUrlOf(flags.postgres, cfg)
+  if (database) await migrateOne(adminUrl, database)
+  else await migrateEvery(adminUrl)
+}
+
+const POSTGRES_OPTION = ['--postgres <url>', 'admin (superuser) URL of the cluster; default postgres.url'] as const
+const DIR_OPTION = ['--dir <dir>', 'directory of tenant files; default tenants.dir (config/tenants)'] as const
+
 export function registerPlatformCommands (tenants: Command, config: () => Config): void {
   tenants.command('create')
     .description('provision a tenant: create the database, its roles, the platform and auth schemas, generate the JWT secrets and keys, and write <dir>/<database>.yaml (and the Redis store when tenants.source is redis). Prints the keys once.')
     .argument('<database>', 'database name, also the URL segment: ^[a-z][a-z0-9_-]{0,62}$')
     .requiredOption('--org <organization>', 'the panel organization that owns the database')
-    .option('--postgres <url>', 'admin (superuser) URL of the cluster; default postgres.url')
-    .option('--dir <dir>', 'directory of tenant files; default tenants.dir (config/tenants)')
+    .option(...POSTGRES_OPTION)
+    .option(...DIR_OPTION)
     .option('--auth-upstream <url>', 'auth engine base URL of this tenant (with --rest-upstream); default our auth engine: http://<auth.host>:<auth.port>/<database>')
     .option('--rest-upstream <url>', 'REST engine base URL of this tenant (with --auth-upstream); default our REST engine: http://<rest.host>:<rest.port>/<database>')
     .option('--signing-algorithm <alg>', 'what signs access tokens: ES256 (default), RS256, or HS256 (the legacy secret; an ES256 key is generated all the same)')
-    .action(async (database: string, flags: CreateFlags) => {
-      const cfg = config()
-      assertDatabaseName(database)
-      const signingAlgorithm = flags.signingAlgorithm ?? 'ES256'
-      if (!(SIGNING_ALGORITHMS as readonly string[]).includes(signingAlgorithm)) {
-        throw new PlatformCommandError(`--signing-algorithm must be one of ${SIGNING_ALGORITHMS.join(', ')}`)
-      }
-      if (!flags.org.trim()) throw new PlatformCommandError('--org must not be empty')
-      if (Boolean(flags.authUpstream) !== Boolean(flags.restUpstream)) {
-        throw new PlatformCommandError('--auth-upstream and --rest-upstream go together: pass both or neither')
-      }
-      const adminUrl = adminUrlOf(flags.postgres, cfg)
-      const dir = flags.dir ?? cfg.tenants.dir
-      const target = fileOf(dir, database)
-      if (existsSync(target)) throw new PlatformCommandError(`tenant file ${target} already exists: the name "${database}" is taken`)
-      const upstreams = flags.authUpstream && flags.restUpstream
-        ? { auth: flags.authUpstream, rest: flags.restUpstream }
-        : { auth: `http://${cfg.auth.host}:${cfg.auth.port}/${database}`, rest: `http://${cfg.rest.host}:${cfg.rest.port}/${database}` }
-
-      // 1. Provision (all or nothing on the cluster).
-      const { file, roles } = await provisionTenant({ adminUrl, database, organization: flags.org, upstreams, signingAlgorithm: signingAlgorithm as SigningAlgorithm })
-      let ignored = ''
-      const undo = async (): Promise<void> => {
-        if (ignored !== '') unignoreInGit(dir, path.basename(target))
-        rmSync(target, { force: true })
-        await dropTenant({ adminUrl, database, roles: Object.values(roles) }).catch(() => {})
-      }
-      try {
-        // 2. The tenant file (exclusive create: never overwrite someone's file), which git ignores.
-        mkdirSync(dir, { recursive: true })
-        writeFileSync(target, renderTenantFile(file), { mode: 0o600, flag: 'wx' })
-        ignored = ignoreInGit(dir, path.basename(target))
-        // 3. The Redis store, when it is the source of truth.
-        if (cfg.tenants.source === 'redis') {
-          const store = createTenantStore(cfg)
-          try { await store.putAll([toTenant(file)]) } finally { await store.close() }
-        }
-      } catch (err) {
-        await undo()
-        throw err
-      }
-      out([
-        `created database "${database}" (organization ${file.organization}) on ${describeUrl(adminUrl)}`,
-        `  url:         ${cfg.public_url.replace(/\/+$/, '')}/${database}`,
-        `  tenant file: ${target}${cfg.tenants.source === 'redis' ? ' (and the Redis store)' : ''}; git ignores it (listed in ${ignored}): it holds secrets`,
-        `  roles:       ${roles.anon}, ${roles.auth}, ${roles.svc}`,
-        `  public key:  ${file.keys.public}`,
-        `  secret key:  ${file.keys.secret}`,
-        `  signing:     ${file.jwt.signing_algorithm}${currentSigningKey(file.jwt) ? ` (kid ${currentSigningKey(file.jwt)!.kid})` : ''}`,
-        `  owner login: ${file.postgres}`,
-        'The keys are shown once here; the tenant file holds them too. Keep the secret key private.'
-      ].join('\n'))
-    })
-
+    .action((database: string, flags: CreateFlags) => create(config(), database, flags))
   tenants.command('drop')
     .description('drop a tenant: its database (with every connection closed), its roles, its tenant file and its Redis record. Asks for the database name unless --yes.')
     .argument('<database>', 'the database name')
     .option('-y, --yes', 'do not ask (required when not on a terminal)')
-    .option('--postgres <url>', 'admin (superuser) URL of the cluster; default postgres.url')
-    .option('--dir <dir>', 'directory of tenant files; default tenants.dir (config/tenants)')
+    .option(...POSTGRES_OPTION)
+    .option(...DIR_OPTION)
     .option('--keep-file', 'leave the tenant file in place')
-    .action(async (database: string, flags: DropFlags) => {
-      const cfg = config()
-      assertDatabaseName(database)
-      const adminUrl = adminUrlOf(flags.postgres, cfg)
-      const target = fileOf(flags.dir ?? cfg.tenants.dir, database)
-      if (!flags.yes) {
-        if (!process.stdin.isTTY) {
-          throw new PlatformCommandError(`refusing to drop "${database}" without --yes when not on a terminal`)
-        }
-        const ok = await confirm(`Drop database "${database}" on ${describeUrl(adminUrl)} with all its data and roles? Type the database name to confirm: `, database)
-        if (!ok) throw new PlatformCommandError('not confirmed; nothing was dropped')
-      }
-      const res = await dropTenant({ adminUrl, database, roles: existsSync(target) ? rolesInFile(target) : [] })
-      let fileRemoved = false
-      if (!flags.keepFile && existsSync(target)) { rmSync(target, { force: true }); unignoreInGit(path.dirname(target), path.basename(target)); fileRemoved = true }
-      let storeRemoved = false
-      if (cfg.tenants.source === 'redis') {
-        const store = createTenantStore(cfg)
-        try { storeRemoved = await store.delete(database) } finally { await store.close() }
-      }
-      if (!res.databaseDropped && res.rolesDropped.length === 0 && !fileRemoved && !storeRemoved) {
-        out(`nothing to drop: no database, roles, file or record for "${database}"`)
-        return
-      }
-      out([
-        res.databaseDropped ? `dropped database "${database}"` : `database "${database}" did not exist`,
-        `  roles dropped: ${res.rolesDropped.length ? res.rolesDropped.join(', ') : 'none'}`,
-        fileRemoved ? `  tenant file removed: ${target}` : null,
-        storeRemoved ? '  Redis record removed' : null
-      ].filter((l): l is string => l !== null).join('\n'))
-    })
-
+    .action((database: string, flags: DropFlags) => drop(config(), database, flags))
   tenants.command('migrate')
     .description('apply pending platform/auth migrations to a tenant database, or to every tenant database of the cluster with --all; re-running is a no-op')
     .argument('[database]', 'the database name')
     .option('--all', 'every tenant database on the cluster (those with platform.schema_migrations)')
-    .option('--postgres <url>', 'admin (superuser) URL of the cluster; default postgres.url')
-    .action(async (database: string | undefined, flags: MigrateFlags) => {
-      const cfg = config()
-      if (database && flags.all) throw new PlatformCommandError('name a database or pass --all, not both')
-      if (!database && !flags.all) throw new PlatformCommandError('name a database or pass --all')
-      const adminUrl = adminUrlOf(flags.postgres, cfg)
-      if (database) {
-        assertDatabaseName(database)
-        const admin = await connectAdmin(adminUrl)
-        try {
-          const r = await admin.query('SELECT 1 FROM pg_database WHERE datname = $1', [database])
-          if (r.rowCount !== 1) throw new PlatformCommandError(`database "${database}" does not exist on ${describeUrl(adminUrl)}`)
-        } finally {
-          await admin.end().catch(() => {})
-        }
-        const r = await migrateDatabase(withDatabase(adminUrl, database))
-        out(r.applied.length ? `${database}: applied ${r.applied.join(', ')} (now at ${r.version})` : `${database}: up to date (version ${r.version})`)
-        return
-      }
-      const results = await migrateAll(adminUrl)
-      if (results.length === 0) { out(`no tenant databases on ${describeUrl(adminUrl)}`); return }
-      for (const r of results) {
-        if (r.error) out(`${r.database}: FAILED: ${r.error.message}`)
-        else out(r.applied.length ? `${r.database}: applied ${r.applied.join(', ')} (now at ${r.version})` : `${r.database}: up to date (version ${r.version})`)
-      }
-      const failed = results.filter((r) => r.error)
-      if (failed.length) throw new PlatformCommandError(`${failed.length} of ${results.length} database(s) failed to migrate: ${failed.map((r) => r.database).join(', ')}`)
-    })
+    .option(...POSTGRES_OPTION)
+    .action((database: string | undefined, flags: MigrateFlags) => migrate(config(), database, flags))
 }
