@@ -70,114 +70,139 @@ function deepFreeze<T> (o: T): T {
   return o
 }
 
-export function createTenantCache (store: TenantStore, opts: TenantCacheOptions = {}): TenantCache {
-  const ttlMs = opts.ttlMs ?? 60_000
-  const negativeMs = opts.negativeTtlMs ?? 5_000
-  const reinvalidateMs = opts.reinvalidateMs ?? 500
-  const degradedRetryMs = Math.min(opts.degradedRetryMs ?? 5_000, ttlMs)
-  const max = opts.max ?? 10_000
-  const log = opts.logger ?? silentLogger
-  const timers = new Set<NodeJS.Timeout>()
-  let state: TenantStoreHealth['state'] = 'ok'
-  let lastGoodServed = 0
-  // The newest record the store gave for each database (insertion order = age, bounded by
-  // max). Invalidations leave it: it is only replaced by a newer record or removed when the
-  // store, answering normally, says the database is gone.
-  const lastGood = new Map<string, Tenant>()
+/** Reports a change of the store's state once per episode. */
+function reportState (log: StoreLogger, next: 'unreachable' | 'empty', detail: Record<string, unknown>): void {
+  if (next === 'empty') {
+    const msg = 'tenant store lost its tenants (restarted without persistence?): serving the last good records until `gatehouse tenants apply` restores them'
+    if (log.error !== undefined) log.error(detail, msg)
+    else log.warn(detail, msg)
+  } else {
+    log.warn(detail, 'tenant store unreachable: serving the last good records, databases never resolved fail with 503')
+  }
+}
 
-  const remember = (database: string, tenant: Tenant): void => {
-    lastGood.delete(database)
-    lastGood.set(database, tenant)
-    if (lastGood.size > max) lastGood.delete(lastGood.keys().next().value as string)
+/** The cache: an LRU whose fetch asks the store, the last good records beside it. */
+class StoreTenantCache implements TenantCache {
+  readonly #store: TenantStore
+  readonly #log: StoreLogger
+  readonly #negativeMs: number
+  readonly #reinvalidateMs: number
+  readonly #degradedRetryMs: number
+  readonly #max: number
+  readonly #timers = new Set<NodeJS.Timeout>()
+  #state: TenantStoreHealth['state'] = 'ok'
+  #lastGoodServed = 0
+  /**
+   * The newest record the store gave for each database (insertion order = age, bounded by
+   * max). Invalidations leave it: it is only replaced by a newer record or removed when the
+   * store, answering normally, says the database is gone.
+   */
+  readonly #lastGood = new Map<string, Tenant>()
+  readonly #lru: LRUCache<string, Entry>
+  readonly #unsubscribe: () => void
+
+  constructor (store: TenantStore, opts: TenantCacheOptions) {
+    const ttlMs = opts.ttlMs ?? 60_000
+    this.#store = store
+    this.#log = opts.logger ?? silentLogger
+    this.#negativeMs = opts.negativeTtlMs ?? 5_000
+    this.#reinvalidateMs = opts.reinvalidateMs ?? 500
+    this.#degradedRetryMs = Math.min(opts.degradedRetryMs ?? 5_000, ttlMs)
+    this.#max = opts.max ?? 10_000
+    this.#lru = new LRUCache<string, Entry>({
+      max: this.#max,
+      ttl: ttlMs,
+      ttlResolution: 0,
+      ...(opts.now ? { perf: { now: opts.now } } : {}),
+      // A fetch interrupted by an invalidation still answers its callers, but its result
+      // is not cached (the slot no longer holds that fetch).
+      ignoreFetchAbort: true,
+      fetchMethod: (database, _stale, { options }) => this.#fetch(database, options)
+    })
+    this.#unsubscribe = store.onChange((database) => { this.invalidate(database) })
   }
 
-  const enter = (next: 'unreachable' | 'empty', err: unknown): void => {
-    if (state === next) return
-    state = next
-    const detail = { store: store.kind, lastGood: lastGood.size, err: (err as Error)?.message ?? String(err) }
-    if (next === 'empty') {
-      const msg = 'tenant store lost its tenants (restarted without persistence?): serving the last good records until `gatehouse tenants apply` restores them'
-      if (log.error !== undefined) log.error(detail, msg)
-      else log.warn(detail, msg)
-    } else {
-      log.warn(detail, 'tenant store unreachable: serving the last good records, databases never resolved fail with 503')
+  async get (database: string): Promise<Tenant | null> {
+    // Strict name check first: an invalid name never reaches the store.
+    if (typeof database !== 'string' || !DATABASE_NAME.test(database)) return null
+    let entry: Entry | undefined
+    try {
+      entry = await this.#lru.fetch(database)
+    } catch (err) {
+      throw new TenantStoreUnavailableError(database, { internal: err })
     }
+    if (entry === undefined) throw new TenantStoreUnavailableError(database)
+    if (entry.tenant === null && this.#negativeMs === 0) this.#lru.delete(database)
+    return entry.tenant
   }
 
-  const lru = new LRUCache<string, Entry>({
-    max,
-    ttl: ttlMs,
-    ttlResolution: 0,
-    ...(opts.now ? { perf: { now: opts.now } } : {}),
-    // A fetch interrupted by an invalidation still answers its callers, but its result
-    // is not cached (the slot no longer holds that fetch).
-    ignoreFetchAbort: true,
-    fetchMethod: async (database, _stale, { options }) => {
-      let tenant: Tenant | null
-      try {
-        tenant = await store.get(database)
-      } catch (err) {
-        enter(err instanceof TenantStoreEmptyError ? 'empty' : 'unreachable', err)
-        const good = lastGood.get(database)
-        if (good === undefined) throw err
-        // Served from the last good record, asked again soon.
-        lastGoodServed++
-        options.ttl = degradedRetryMs
-        return { tenant: good }
-      }
-      if (state !== 'ok') {
-        log.info?.({ store: store.kind, was: state }, 'tenant store answering again: records are read from it')
-        state = 'ok'
-      }
-      if (tenant === null) {
-        lastGood.delete(database)
-        if (negativeMs > 0) options.ttl = negativeMs
-        return { tenant: null }
-      }
-      // Shared by every caller of this process: frozen so nobody edits it in place.
-      const frozen = deepFreeze(tenant)
-      remember(database, frozen)
-      return { tenant: frozen }
-    }
-  })
-
-  const drop = (database: string) => {
-    if (database === ALL_TENANTS) lru.clear()
-    else lru.delete(database)
-  }
-
-  const invalidate = (database: string) => {
-    drop(database)
-    if (reinvalidateMs > 0) {
-      const timer = setTimeout(() => { timers.delete(timer); drop(database) }, reinvalidateMs)
+  invalidate (database: string): void {
+    this.#drop(database)
+    if (this.#reinvalidateMs > 0) {
+      const timer = setTimeout(() => { this.#timers.delete(timer); this.#drop(database) }, this.#reinvalidateMs)
       timer.unref()
-      timers.add(timer)
+      this.#timers.add(timer)
     }
   }
 
-  const unsubscribe = store.onChange(invalidate)
+  get size (): number { return this.#lru.size }
 
-  return {
-    async get (database) {
-      // Strict name check first: an invalid name never reaches the store.
-      if (typeof database !== 'string' || !DATABASE_NAME.test(database)) return null
-      let entry: Entry | undefined
-      try {
-        entry = await lru.fetch(database)
-      } catch (err) {
-        throw new TenantStoreUnavailableError(database, { internal: err })
-      }
-      if (entry === undefined) throw new TenantStoreUnavailableError(database)
-      if (entry.tenant === null && negativeMs === 0) lru.delete(database)
-      return entry.tenant
-    },
-    invalidate,
-    get size () { return lru.size },
-    health () { return { state, lastGood: lastGood.size, lastGoodServed } },
-    close () {
-      unsubscribe()
-      for (const t of timers) clearTimeout(t)
-      timers.clear()
-    }
+  health (): TenantStoreHealth {
+    return { state: this.#state, lastGood: this.#lastGood.size, lastGoodServed: this.#lastGoodServed }
   }
+
+  close (): void {
+    this.#unsubscribe()
+    for (const t of this.#timers) clearTimeout(t)
+    this.#timers.clear()
+  }
+
+  #drop (database: string): void {
+    if (database === ALL_TENANTS) this.#lru.clear()
+    else this.#lru.delete(database)
+  }
+
+  #remember (database: string, tenant: Tenant): void {
+    this.#lastGood.delete(database)
+    this.#lastGood.set(database, tenant)
+    if (this.#lastGood.size > this.#max) this.#lastGood.delete(this.#lastGood.keys().next().value as string)
+  }
+
+  #enter (next: 'unreachable' | 'empty', err: unknown): void {
+    if (this.#state === next) return
+    this.#state = next
+    reportState(this.#log, next, { store: this.#store.kind, lastGood: this.#lastGood.size, err: (err as Error)?.message ?? String(err) })
+  }
+
+  async #fetch (database: string, options: { ttl?: number }): Promise<Entry> {
+    let tenant: Tenant | null
+    try {
+      tenant = await this.#store.get(database)
+    } catch (err) {
+      this.#enter(err instanceof TenantStoreEmptyError ? 'empty' : 'unreachable', err)
+      const good = this.#lastGood.get(database)
+      if (good === undefined) throw err
+      // Served from the last good record, asked again soon.
+      this.#lastGoodServed++
+      options.ttl = this.#degradedRetryMs
+      return { tenant: good }
+    }
+    if (this.#state !== 'ok') {
+      this.#log.info?.({ store: this.#store.kind, was: this.#state }, 'tenant store answering again: records are read from it')
+      this.#state = 'ok'
+    }
+    if (tenant === null) {
+      this.#lastGood.delete(database)
+      if (this.#negativeMs > 0) options.ttl = this.#negativeMs
+      return { tenant: null }
+    }
+    // Shared by every caller of this process: frozen so nobody edits it in place.
+    const frozen = deepFreeze(tenant)
+    this.#remember(database, frozen)
+    return { tenant: frozen }
+  }
+}
+
+export function createTenantCache (store: TenantStore, opts: TenantCacheOptions = {}): TenantCache {
+  return new StoreTenantCache(store, opts)
 }

@@ -18,7 +18,7 @@ import { writeTenantChanges } from './file-writer.js'
 import { keepRevocations } from './fields.js'
 import { revivalProblem, revokedKeysListed, type RevokedKey } from './signing-keys.js'
 import {
-  AUDIT_KEEP, silentLogger, type AuditEntry, type ChangeListener, type StoreLogger, type TenantStore, type WriteResult
+  AUDIT_KEEP, silentLogger, type AuditEntry, type ChangeListener, type StoreLogger, type TenantStore, type WriteOptions, type WriteResult
 } from './types.js'
 
 export interface MemoryStoreOptions {
@@ -97,132 +97,159 @@ function stateFiles (stateDir: string | undefined) {
   }
 }
 
-export function createMemoryStore (opts: MemoryStoreOptions = {}): MemoryTenantStore {
-  const env = opts.env ?? tenantFileEnvironment()
-  const log = opts.logger ?? silentLogger
-  const records = new Map<string, Tenant>()
-  const sources = new Map<string, string>()
-  const listeners = new Set<ChangeListener>()
-  const stateDir = opts.stateDir ?? (opts.dir === undefined ? undefined : path.join(opts.dir, '.gatehouse'))
-  const state = stateFiles(stateDir)
-  let lock: Promise<unknown> = Promise.resolve()
+/**
+ * The store of the files source: records in memory, read from tenant files, each change
+ * written back into its file (comments kept) with its audit entry. The interface's methods
+ * are arrow properties: a wrapper made with Object.create(store) (tests) still reaches the
+ * instance's state.
+ */
+class FileTenantStore implements MemoryTenantStore {
+  readonly kind = 'files' as const
+  readonly #opts: MemoryStoreOptions
+  readonly #env: NodeJS.ProcessEnv
+  readonly #log: StoreLogger
+  readonly #records = new Map<string, Tenant>()
+  readonly #sources = new Map<string, string>()
+  readonly #listeners = new Set<ChangeListener>()
+  readonly #state: ReturnType<typeof stateFiles>
+  /** Databases put by the caller (tests), not read from a file. */
+  readonly #initial: Set<string>
+  #lock: Promise<unknown> = Promise.resolve()
 
-  const notify = (database: string) => {
-    for (const l of [...listeners]) {
+  constructor (opts: MemoryStoreOptions) {
+    this.#opts = opts
+    this.#env = opts.env ?? tenantFileEnvironment()
+    this.#log = opts.logger ?? silentLogger
+    this.#state = stateFiles(opts.stateDir ?? (opts.dir === undefined ? undefined : path.join(opts.dir, '.gatehouse')))
+    for (const [k, v] of this.#readDir()) this.#records.set(k, v)
+    for (const t of opts.tenants ?? []) this.#records.set(t.database, structuredClone(t))
+    this.#initial = new Set((opts.tenants ?? []).map((t) => t.database))
+  }
+
+  get = async (database: string): Promise<Tenant | null> => {
+    const t = this.#records.get(database)
+    return t ? structuredClone(t) : null
+  }
+
+  read = async (database: string): Promise<{ tenant: Tenant, version: string } | null> => {
+    const t = this.#records.get(database)
+    return t ? { tenant: structuredClone(t), version: contentVersion(t) } : null
+  }
+
+  write = (database: string, expected: string | null, next: Tenant, o: WriteOptions): Promise<WriteResult> =>
+    this.#serial(() => this.#write(database, expected, next, o))
+
+  history = async (database: string): Promise<AuditEntry[]> =>
+    this.#state.readAudit().filter((e) => e.database === database).reverse().slice(0, AUDIT_KEEP)
+
+  lastApplied = async (): Promise<Tenant | null> => null
+
+  ping = async (): Promise<void> => {}
+
+  list = async (): Promise<string[]> => [...this.#records.keys()].sort()
+
+  putAll = async (tenants: Tenant[]): Promise<void> => {
+    await this.#serial(() => {
+      for (const t of tenants) this.#records.set(t.database, this.#revoked(structuredClone(t), this.#fileOf(t.database) ?? t.database))
+    })
+    for (const t of tenants) this.#notify(t.database)
+  }
+
+  delete = async (database: string): Promise<boolean> => {
+    const had = this.#records.delete(database)
+    if (had) this.#notify(database)
+    return had
+  }
+
+  onChange = (listener: ChangeListener): (() => void) => {
+    this.#listeners.add(listener)
+    return () => { this.#listeners.delete(listener) }
+  }
+
+  reload = async (): Promise<string[]> => {
+    const next = this.#readDir()
+    const changed: string[] = []
+    for (const [k, v] of next) if (!isDeepStrictEqual(this.#records.get(k), v)) changed.push(k)
+    for (const k of this.#records.keys()) if (!next.has(k)) changed.push(k)
+    this.#records.clear()
+    for (const [k, v] of next) this.#records.set(k, v)
+    for (const k of changed.sort()) this.#notify(k)
+    return changed
+  }
+
+  close = async (): Promise<void> => {
+    this.#listeners.clear()
+  }
+
+  #notify (database: string): void {
+    for (const l of [...this.#listeners]) {
       try { l(database) } catch { /* a listener's failure is its own */ }
     }
   }
 
   /** `t` with every revocation this store knows of (its own record, the state directory). */
-  const revoked = (t: Tenant, source: string, listed: Tenant['jwt'] | TenantFile['jwt'] = t.jwt): Tenant => {
-    const kept = state.readRevocations()[t.database]
+  #revoked (t: Tenant, source: string, listed: Tenant['jwt'] | TenantFile['jwt'] = t.jwt): Tenant {
+    const kept = this.#state.readRevocations()[t.database]
     let next = t
-    const current = records.get(t.database)
+    const current = this.#records.get(t.database)
     if (current !== undefined) next = keepRevocations(current, next)
     if (kept !== undefined) next = keepRevocations({ ...next, jwt: { ...next.jwt, ...kept } } as Tenant, next)
     for (const { kid } of revokedKeysListed(listed, next.jwt.revoked_keys ?? [])) {
-      log.warn({ database: t.database, kid, file: source }, `tenant file ${source} lists signing key ${kid}, which was revoked: it is left out and never verifies again`)
+      this.#log.warn({ database: t.database, kid, file: source }, `tenant file ${source} lists signing key ${kid}, which was revoked: it is left out and never verifies again`)
     }
     return next
   }
 
-  const readDir = (): Map<string, Tenant> => {
+  #readDir (): Map<string, Tenant> {
     const next = new Map<string, Tenant>()
-    if (opts.dir) {
-      for (const e of loadTenantFileEntries(opts.dir, env)) {
-        next.set(e.file.database, revoked(toTenant(e.file), e.path, e.file.jwt))
-        sources.set(e.file.database, e.path)
+    if (this.#opts.dir) {
+      for (const e of loadTenantFileEntries(this.#opts.dir, this.#env)) {
+        next.set(e.file.database, this.#revoked(toTenant(e.file), e.path, e.file.jwt))
+        this.#sources.set(e.file.database, e.path)
       }
     }
     return next
   }
 
-  for (const [k, v] of readDir()) records.set(k, v)
-  for (const t of opts.tenants ?? []) records.set(t.database, structuredClone(t))
-  /** Databases put by the caller (tests), not read from a file. */
-  const initial = new Set((opts.tenants ?? []).map((t) => t.database))
-
-  const fileOf = (database: string): string | null => opts.fileOf !== undefined ? opts.fileOf(database) : sources.get(database) ?? null
+  #fileOf (database: string): string | null {
+    return this.#opts.fileOf !== undefined ? this.#opts.fileOf(database) : this.#sources.get(database) ?? null
+  }
 
   /** Runs `fn` after every earlier write of this store (one writer at a time). */
-  const serial = <T>(fn: () => T | Promise<T>): Promise<T> => {
-    const run = lock.then(fn, fn)
-    lock = run.catch(() => {})
+  #serial<T> (fn: () => T | Promise<T>): Promise<T> {
+    const run = this.#lock.then(fn, fn)
+    this.#lock = run.catch(() => {})
     return run
   }
 
-  const write = (database: string, expected: string | null, next: Tenant, o: Parameters<TenantStore['write']>[3]): Promise<WriteResult> => serial(() => {
-    const current = records.get(database) ?? null
+  #write (database: string, expected: string | null, next: Tenant, o: WriteOptions): WriteResult {
+    const current = this.#records.get(database) ?? null
     const version = current === null ? null : contentVersion(current)
     if (version !== expected) return { ok: false, version }
     const problem = revivalProblem(current?.jwt ?? null, next.jwt)
     if (problem !== null) throw new TenantStoreConfigError(`${database}: ${problem}`)
-    const file = current === null ? null : fileOf(database)
-    // A record read from a file is changed there or not at all: never in memory only.
-    if (file === null && current !== null && opts.dir !== undefined && !initial.has(database)) {
+    if (current !== null) this.#writeFile(database, current, next)
+    const stored = structuredClone(next)
+    this.#records.set(database, stored)
+    this.#state.saveRevocations(database, stored)
+    const entry: AuditEntry = { at: new Date().toISOString(), ...o.audit, database, old_version: expected, new_version: contentVersion(stored) }
+    this.#state.appendAudit(entry, () => this.#state.readAudit())
+    this.#notify(database)
+    return { ok: true, version: entry.new_version, entry }
+  }
+
+  /** A record read from a file is changed there or not at all: never in memory only. */
+  #writeFile (database: string, current: Tenant, next: Tenant): void {
+    const file = this.#fileOf(database)
+    if (file === null && this.#opts.dir !== undefined && !this.#initial.has(database)) {
       throw new TenantStoreConfigError(`${database}: its tenant file is gone, so the change cannot be written into it; restore the file and try again`)
     }
-    if (file !== null && current !== null) {
-      const { text, previous } = writeTenantChanges(file, current, next)
-      opts.onFileWritten?.(file, text, previous)
-    }
-    const stored = structuredClone(next)
-    records.set(database, stored)
-    state.saveRevocations(database, stored)
-    const entry: AuditEntry = { at: new Date().toISOString(), ...o.audit, database, old_version: expected, new_version: contentVersion(stored) }
-    state.appendAudit(entry, () => state.readAudit())
-    notify(database)
-    return { ok: true, version: entry.new_version, entry }
-  })
-
-  return {
-    kind: 'files',
-    async get (database) {
-      const t = records.get(database)
-      return t ? structuredClone(t) : null
-    },
-    async read (database) {
-      const t = records.get(database)
-      return t ? { tenant: structuredClone(t), version: contentVersion(t) } : null
-    },
-    write,
-    async history (database) {
-      return state.readAudit().filter((e) => e.database === database).reverse().slice(0, AUDIT_KEEP)
-    },
-    async lastApplied () {
-      return null
-    },
-    async ping () {},
-    async list () {
-      return [...records.keys()].sort()
-    },
-    async putAll (tenants) {
-      await serial(() => {
-        for (const t of tenants) records.set(t.database, revoked(structuredClone(t), fileOf(t.database) ?? t.database))
-      })
-      for (const t of tenants) notify(t.database)
-    },
-    async delete (database) {
-      const had = records.delete(database)
-      if (had) notify(database)
-      return had
-    },
-    onChange (listener) {
-      listeners.add(listener)
-      return () => { listeners.delete(listener) }
-    },
-    async reload () {
-      const next = readDir()
-      const changed: string[] = []
-      for (const [k, v] of next) if (!isDeepStrictEqual(records.get(k), v)) changed.push(k)
-      for (const k of records.keys()) if (!next.has(k)) changed.push(k)
-      records.clear()
-      for (const [k, v] of next) records.set(k, v)
-      for (const k of changed.sort()) notify(k)
-      return changed
-    },
-    async close () {
-      listeners.clear()
-    }
+    if (file === null) return
+    const { text, previous } = writeTenantChanges(file, current, next)
+    this.#opts.onFileWritten?.(file, text, previous)
   }
+}
+
+export function createMemoryStore (opts: MemoryStoreOptions = {}): MemoryTenantStore {
+  return new FileTenantStore(opts)
 }

@@ -14,7 +14,8 @@ import { Redis, type RedisOptions } from 'ioredis'
 import { DATABASE_NAME, type Tenant } from './schema.js'
 import { TenantStoreBackendError, TenantStoreConfigError, TenantStoreEmptyError } from './errors.js'
 import {
-  ALL_TENANTS, AUDIT_KEEP, silentLogger, type AuditEntry, type ChangeListener, type StoreLogger, type TenantStore, type WriteResult
+  ALL_TENANTS, AUDIT_KEEP, silentLogger, type AuditEntry, type ChangeListener, type StoreLogger, type TenantStore, type VersionedTenant,
+  type WriteOptions, type WriteResult
 } from './types.js'
 import { revivalProblem } from './signing-keys.js'
 import { keepRevocations } from './fields.js'
@@ -101,255 +102,292 @@ function checkRecord (t: Tenant, database: string): void {
   }
 }
 
-export function createRedisStore (opts: RedisStoreOptions): RedisTenantStore {
-  if (!opts.redis && !opts.url) throw new TenantStoreConfigError('the redis tenant store needs redis.url (GATEHOUSE_REDIS_URL)')
-  const prefix = opts.prefix ?? 'gatehouse:'
-  const log = opts.logger ?? silentLogger
-  const where = safeUrl(opts.url)
-  const connectTimeout = opts.connectTimeoutMs ?? 2000
-  const clientOptions = {
-    lazyConnect: true,
-    connectTimeout,
-    commandTimeout: opts.commandTimeoutMs ?? 2000,
-    maxRetriesPerRequest: 1
+/** A stored record, checked: JSON, its own database, hashed keys, well-formed signing keys. */
+function decodeRecord (database: string, json: string): Tenant {
+  let t: Tenant
+  try { t = JSON.parse(json) as Tenant } catch (err) {
+    throw new TenantStoreBackendError(`tenant store: the record of ${database} in redis is not JSON`, { cause: err })
   }
-  const owned = !opts.redis
-  const client: Redis = opts.redis ?? connectRedis(opts.url as string, clientOptions)
-  let subscriber: Redis | null = null
-  let subscribing: Promise<void> | null = null
-  let closed = false
-  /** This process saw the apply marker: a later miss without it means the data was lost. */
-  let sawMarker = false
-  const listeners = new Set<ChangeListener>()
+  const signingKeys: unknown = t?.jwt?.signing_keys
+  const keysOk = signingKeys === undefined || (Array.isArray(signingKeys) && signingKeys.every((k: { kid?: unknown, private_key?: unknown, public_jwk?: unknown } | null) =>
+    typeof k?.kid === 'string' && typeof k.private_key === 'string' && typeof k.public_jwk === 'object' && k.public_jwk !== null))
+  if (!t || typeof t !== 'object' || t.database !== database || !KEY_HASH.test(t.keys?.public) || !KEY_HASH.test(t.keys?.secret) || !keysOk) {
+    throw new TenantStoreBackendError(`tenant store: the record of ${database} in redis is malformed; re-apply its tenant file`)
+  }
+  return t
+}
 
-  const keys = {
+/** Checks a batch for putAll: valid records with hashed keys, each database once. */
+function checkedBatch (given: Tenant[]): void {
+  const seen = new Set<string>()
+  for (const t of given) {
+    checkRecord(t, t.database)
+    if (seen.has(t.database)) throw new TenantStoreConfigError(`tenant store: ${t.database} given twice`)
+    seen.add(t.database)
+  }
+}
+
+function storeKeys (prefix: string): RedisTenantStore['keys'] {
+  return {
     tenant: (database: string) => `${prefix}tenant:${database}`,
     audit: (database: string) => `${prefix}tenant:${database}:audit`,
     set: `${prefix}tenants`,
     channel: `${prefix}tenants:changed`,
     marker: `${prefix}tenants:applied`
   }
+}
 
-  // One warning per outage and per connection, not one per failed reconnect.
-  const watch = (conn: Redis, role: string) => {
+/**
+ * The Redis store. The interface's methods are arrow properties: a wrapper made with
+ * Object.create(store) (tests) still reaches the instance's state.
+ */
+class RedisStore implements RedisTenantStore {
+  readonly kind = 'redis' as const
+  readonly keys: RedisTenantStore['keys']
+  readonly #log: StoreLogger
+  readonly #where: string
+  readonly #connectTimeout: number
+  readonly #clientOptions: RedisOptions
+  /** Whether the client is ours to close. */
+  readonly #owned: boolean
+  readonly #client: Redis
+  #subscriber: Redis | null = null
+  #subscribing: Promise<void> | null = null
+  #closed = false
+  /** This process saw the apply marker: a later miss without it means the data was lost. */
+  #sawMarker = false
+  readonly #listeners = new Set<ChangeListener>()
+
+  constructor (opts: RedisStoreOptions) {
+    if (!opts.redis && !opts.url) throw new TenantStoreConfigError('the redis tenant store needs redis.url (GATEHOUSE_REDIS_URL)')
+    this.keys = storeKeys(opts.prefix ?? 'gatehouse:')
+    this.#log = opts.logger ?? silentLogger
+    this.#where = safeUrl(opts.url)
+    this.#connectTimeout = opts.connectTimeoutMs ?? 2000
+    this.#clientOptions = { lazyConnect: true, connectTimeout: this.#connectTimeout, commandTimeout: opts.commandTimeoutMs ?? 2000, maxRetriesPerRequest: 1 }
+    this.#owned = !opts.redis
+    this.#client = opts.redis ?? connectRedis(opts.url as string, this.#clientOptions)
+    if (this.#owned) this.#watch(this.#client, 'commands')
+  }
+
+  get = async (database: string): Promise<Tenant | null> => (await this.read(database))?.tenant ?? null
+
+  read = async (database: string): Promise<VersionedTenant | null> => {
+    if (!DATABASE_NAME.test(database)) return null
+    // One round trip: the record, its version and whether the store still holds what was applied.
+    const [json, version, marker] = await this.#run('get', async () => {
+      const res = await this.#client.pipeline().hmget(this.keys.tenant(database), 'record', 'version').exists(this.keys.marker).exec()
+      const failed = res?.find(([err]) => err)
+      if (!res || failed) throw failed?.[0] ?? new Error('pipeline aborted')
+      const [rec, ver] = res[0]![1] as Array<string | null>
+      return [rec ?? null, ver ?? '0', Number(res[1]![1])] as const
+    })
+    if (marker === 1) this.#sawMarker = true
+    else if (json === null && this.#sawMarker) throw new TenantStoreEmptyError(this.#where)
+    return json === null ? null : { tenant: decodeRecord(database, json), version }
+  }
+
+  write = async (database: string, expected: string | null, next: Tenant, opts: WriteOptions): Promise<WriteResult> => {
+    checkRecord(next, database)
+    const current = expected === null ? null : await this.get(database)
+    const problem = revivalProblem(current?.jwt ?? null, next.jwt)
+    if (problem !== null) throw new TenantStoreConfigError(`${database}: ${problem}`)
+    const at = new Date().toISOString()
+    const entry = { at, ...opts.audit, database }
+    // Nothing of the record changes (an apply that only records the file it applied).
+    const recordOnly = opts.audit.fields.length === 0 && opts.lastApplied !== undefined && expected !== null
+    const k = this.keys
+    const res = await this.#run('write', () => this.#client.eval(CAS_SCRIPT, 4, k.tenant(database), k.set, k.marker, k.audit(database),
+      expected ?? '', JSON.stringify(next), at, JSON.stringify(entry), database, opts.lastApplied ? JSON.stringify(opts.lastApplied) : '',
+      recordOnly ? '0' : '1')) as [number, string]
+    if (Number(res[0]) !== 1) return { ok: false, version: res[1] === '' ? null : String(res[1]) }
+    if (recordOnly) return { ok: true, version: String(res[1]), entry: null }
+    await this.#run('publish', () => this.#publishAll([database]))
+    return { ok: true, version: String(res[1]), entry: { ...entry, old_version: expected, new_version: String(res[1]) } }
+  }
+
+  history = async (database: string): Promise<AuditEntry[]> => {
+    if (!DATABASE_NAME.test(database)) return []
+    const lines = await this.#run('history', () => this.#client.lrange(this.keys.audit(database), 0, AUDIT_KEEP - 1))
+    return lines.flatMap((l) => { try { return [JSON.parse(l) as AuditEntry] } catch { return [] } })
+  }
+
+  lastApplied = async (database: string): Promise<Tenant | null> => {
+    if (!DATABASE_NAME.test(database)) return null
+    const json = await this.#run('get', () => this.#client.hget(this.keys.tenant(database), 'applied'))
+    if (json === null) return null
+    try { return JSON.parse(json) as Tenant } catch { return null }
+  }
+
+  meta = async (database: string): Promise<TenantMeta | null> => {
+    if (!DATABASE_NAME.test(database)) return null
+    const [version, updated] = await this.#run('meta', () => this.#client.hmget(this.keys.tenant(database), 'version', 'updated_at'))
+    return version === null ? null : { version: Number(version), updated_at: updated }
+  }
+
+  ping = async (): Promise<void> => {
+    await this.#run('ping', () => this.#client.ping())
+  }
+
+  list = async (): Promise<string[]> => {
+    const names = await this.#run('list', () => this.#client.smembers(this.keys.set))
+    return names.sort()
+  }
+
+  putAll = async (given: Tenant[]): Promise<void> => {
+    checkedBatch(given)
+    if (given.length === 0) return
+    const tenants = await this.#withStoredRevocations(given)
+    const now = new Date().toISOString()
+    await this.#run('write', async () => {
+      const m = this.#client.multi()
+      for (const t of tenants) {
+        m.hset(this.keys.tenant(t.database), 'record', JSON.stringify(t), 'updated_at', now)
+        m.hincrby(this.keys.tenant(t.database), 'version', 1)
+        m.sadd(this.keys.set, t.database)
+      }
+      m.set(this.keys.marker, now)
+      const res = await m.exec()
+      const failed = res?.find(([err]) => err)
+      if (!res || failed) throw new Error(failed?.[0]?.message ?? 'transaction aborted')
+    })
+    await this.#run('publish', () => this.#publishAll(tenants.map((t) => t.database)))
+  }
+
+  delete = async (database: string): Promise<boolean> => {
+    if (!DATABASE_NAME.test(database)) return false
+    const res = await this.#run('delete', () => this.#client.multi().del(this.keys.tenant(database)).srem(this.keys.set, database).exec())
+    const removed = (res ?? []).some(([, n]) => Number(n) > 0)
+    if (removed) await this.#run('publish', () => this.#publishAll([database]))
+    return removed
+  }
+
+  onChange = (listener: ChangeListener): (() => void) => {
+    this.#listeners.add(listener)
+    this.#subscribe().catch(() => {})
+    return () => { this.#listeners.delete(listener) }
+  }
+
+  subscribed = (): Promise<void> => this.#subscribe()
+
+  close = async (): Promise<void> => {
+    if (this.#closed) return
+    this.#closed = true
+    this.#listeners.clear()
+    const end = async (conn: Redis): Promise<void> => {
+      if (conn.status === 'ready') await conn.quit().catch(() => conn.disconnect())
+      else conn.disconnect()
+    }
+    if (this.#subscriber) await end(this.#subscriber)
+    if (this.#owned) await end(this.#client)
+  }
+
+  /** One warning per outage and per connection, not one per failed reconnect. */
+  #watch (conn: Redis, role: string): void {
     let down = false
     let everReady = conn.status === 'ready'
     conn.on('error', (err: Error) => {
-      if (!down) { down = true; log.warn({ redis: where, role, err: err.message }, 'tenant store: redis connection failed') }
+      if (!down) { down = true; this.#log.warn({ redis: this.#where, role, err: err.message }, 'tenant store: redis connection failed') }
     })
     conn.on('ready', () => {
-      if (down) log.info?.({ redis: where, role }, 'tenant store: redis connection restored')
+      if (down) this.#log.info?.({ redis: this.#where, role }, 'tenant store: redis connection restored')
       down = false
-      if (role === 'subscriber' && everReady) notify(ALL_TENANTS) // messages may have been missed
+      if (role === 'subscriber' && everReady) this.#notify(ALL_TENANTS) // messages may have been missed
       everReady = true
     })
   }
-  if (owned) watch(client, 'commands')
 
-  const notify = (database: string) => {
-    for (const l of [...listeners]) {
+  #notify (database: string): void {
+    for (const l of [...this.#listeners]) {
       try { l(database) } catch { /* a listener's failure is its own */ }
     }
   }
 
   /** Waits for the first connection; fails at once while a known connection is down. */
-  const connected = async (conn: Redis): Promise<void> => {
-    if (closed) throw new TenantStoreBackendError('tenant store is closed')
+  async #connected (conn: Redis): Promise<void> {
+    if (this.#closed) throw new TenantStoreBackendError('tenant store is closed')
     if (conn.status === 'ready') return
     if (conn.status === 'wait') conn.connect().catch(() => {})
     else if (conn.status !== 'connecting' && conn.status !== 'connect') {
-      throw new TenantStoreBackendError(`tenant store unreachable: redis at ${where} is ${conn.status}`)
+      throw new TenantStoreBackendError(`tenant store unreachable: redis at ${this.#where} is ${conn.status}`)
     }
+    const where = this.#where
+    const timeout = this.#connectTimeout
     await new Promise<void>((resolve, reject) => {
-      const done = (err?: Error) => {
+      const done = (err?: Error): void => {
         clearTimeout(timer)
         conn.off('ready', onReady)
         conn.off('error', onError)
         if (err) reject(err); else resolve()
       }
-      const onReady = () => done()
-      const onError = (err: Error) => done(new TenantStoreBackendError(`tenant store unreachable: redis at ${where}: ${err.message}`, { cause: err }))
-      const timer = setTimeout(() => done(new TenantStoreBackendError(`tenant store unreachable: redis at ${where}: no connection after ${connectTimeout} ms`)), connectTimeout)
+      const onReady = (): void => done()
+      const onError = (err: Error): void => done(new TenantStoreBackendError(`tenant store unreachable: redis at ${where}: ${err.message}`, { cause: err }))
+      const timer = setTimeout(() => done(new TenantStoreBackendError(`tenant store unreachable: redis at ${where}: no connection after ${timeout} ms`)), timeout)
       conn.on('ready', onReady)
       conn.on('error', onError)
     })
   }
 
-  const run = async <T>(what: string, fn: () => Promise<T>): Promise<T> => {
-    await connected(client)
+  async #run<T> (what: string, fn: () => Promise<T>): Promise<T> {
+    await this.#connected(this.#client)
     try {
       return await fn()
     } catch (err) {
       if (err instanceof TenantStoreBackendError) throw err
-      throw new TenantStoreBackendError(`tenant store: ${what} failed on redis at ${where}: ${(err as Error).message}`, { cause: err })
+      throw new TenantStoreBackendError(`tenant store: ${what} failed on redis at ${this.#where}: ${(err as Error).message}`, { cause: err })
     }
   }
 
-  const decode = (database: string, json: string): Tenant => {
-    let t: Tenant
-    try { t = JSON.parse(json) as Tenant } catch (err) {
-      throw new TenantStoreBackendError(`tenant store: the record of ${database} in redis is not JSON`, { cause: err })
-    }
-    const signingKeys: unknown = t?.jwt?.signing_keys
-    const keysOk = signingKeys === undefined || (Array.isArray(signingKeys) && signingKeys.every((k: { kid?: unknown, private_key?: unknown, public_jwk?: unknown } | null) =>
-      typeof k?.kid === 'string' && typeof k.private_key === 'string' && typeof k.public_jwk === 'object' && k.public_jwk !== null))
-    if (!t || typeof t !== 'object' || t.database !== database || !KEY_HASH.test(t.keys?.public) || !KEY_HASH.test(t.keys?.secret) || !keysOk) {
-      throw new TenantStoreBackendError(`tenant store: the record of ${database} in redis is malformed; re-apply its tenant file`)
-    }
-    return t
+  /** Tombstones and a retired legacy secret stay whatever is put (docs/tenant-state.md). */
+  async #withStoredRevocations (given: Tenant[]): Promise<Tenant[]> {
+    const stored = await this.#run('get', () => this.#client.pipeline(given.map((t) => ['hget', this.keys.tenant(t.database), 'record'])).exec())
+    return given.map((t, i) => {
+      const json = stored?.[i]?.[1] as string | null | undefined
+      return json ? keepRevocations(decodeRecord(t.database, json), t) : t
+    })
   }
 
-  const publishAll = async (databases: string[]) => {
-    const p = client.pipeline()
-    for (const d of databases) p.publish(keys.channel, d)
+  async #publishAll (databases: string[]): Promise<void> {
+    const p = this.#client.pipeline()
+    for (const d of databases) p.publish(this.keys.channel, d)
     await p.exec()
-    for (const d of databases) notify(d)
+    for (const d of databases) this.#notify(d)
   }
 
-  const subscribe = (): Promise<void> => {
-    if (subscribing) return subscribing
-    let sub = subscriber
-    if (!sub) {
-      sub = client.duplicate({ ...clientOptions, commandTimeout: undefined, maxRetriesPerRequest: null })
-      subscriber = sub
-      watch(sub, 'subscriber')
-      sub.on('message', (channel: string, message: string) => {
-        if (channel !== keys.channel) return
-        if (message === ALL_TENANTS || DATABASE_NAME.test(message)) notify(message)
-      })
-      // The first subscribe failed (Redis was down): subscribe once it is up, and resync.
-      sub.on('ready', () => {
-        if (subscribing || closed) return
-        subscribe().then(() => notify(ALL_TENANTS), () => {})
-      })
-    }
-    const conn = sub
+  /** The subscriber connection, made once: change messages to the listeners, a resubscribe when it comes back. */
+  #subscriberConnection (): Redis {
+    if (this.#subscriber) return this.#subscriber
+    const sub = this.#client.duplicate({ ...this.#clientOptions, commandTimeout: undefined, maxRetriesPerRequest: null })
+    this.#subscriber = sub
+    this.#watch(sub, 'subscriber')
+    sub.on('message', (channel: string, message: string) => {
+      if (channel !== this.keys.channel) return
+      if (message === ALL_TENANTS || DATABASE_NAME.test(message)) this.#notify(message)
+    })
+    // The first subscribe failed (Redis was down): subscribe once it is up, and resync.
+    sub.on('ready', () => {
+      if (this.#subscribing || this.#closed) return
+      this.#subscribe().then(() => this.#notify(ALL_TENANTS), () => {})
+    })
+    return sub
+  }
+
+  #subscribe (): Promise<void> {
+    if (this.#subscribing) return this.#subscribing
+    const conn = this.#subscriberConnection()
     const attempt = (async () => {
-      await connected(conn)
-      await conn.subscribe(keys.channel)
+      await this.#connected(conn)
+      await conn.subscribe(this.keys.channel)
     })()
-    subscribing = attempt
+    this.#subscribing = attempt
     attempt.catch((err: Error) => {
-      if (subscribing === attempt) subscribing = null
-      if (!closed) log.warn({ redis: where, err: err.message }, 'tenant store: change subscription not active yet; retrying when redis is back')
+      if (this.#subscribing === attempt) this.#subscribing = null
+      if (!this.#closed) this.#log.warn({ redis: this.#where, err: err.message }, 'tenant store: change subscription not active yet; retrying when redis is back')
     })
     return attempt
   }
+}
 
-  return {
-    kind: 'redis',
-    keys,
-    async get (database) {
-      return (await this.read(database))?.tenant ?? null
-    },
-    async read (database) {
-      if (!DATABASE_NAME.test(database)) return null
-      // One round trip: the record, its version and whether the store still holds what was applied.
-      const [json, version, marker] = await run('get', async () => {
-        const res = await client.pipeline().hmget(keys.tenant(database), 'record', 'version').exists(keys.marker).exec()
-        const failed = res?.find(([err]) => err)
-        if (!res || failed) throw failed?.[0] ?? new Error('pipeline aborted')
-        const [rec, ver] = res[0]![1] as Array<string | null>
-        return [rec ?? null, ver ?? '0', Number(res[1]![1])] as const
-      })
-      if (marker === 1) sawMarker = true
-      else if (json === null && sawMarker) throw new TenantStoreEmptyError(where)
-      return json === null ? null : { tenant: decode(database, json), version }
-    },
-    async write (database, expected, next, opts): Promise<WriteResult> {
-      checkRecord(next, database)
-      const current = expected === null ? null : await this.get(database)
-      const problem = revivalProblem(current?.jwt ?? null, next.jwt)
-      if (problem !== null) throw new TenantStoreConfigError(`${database}: ${problem}`)
-      const at = new Date().toISOString()
-      const entry = { at, ...opts.audit, database }
-      // Nothing of the record changes (an apply that only records the file it applied).
-      const recordOnly = opts.audit.fields.length === 0 && opts.lastApplied !== undefined && expected !== null
-      const res = await run('write', () => client.eval(CAS_SCRIPT, 4, keys.tenant(database), keys.set, keys.marker, keys.audit(database),
-        expected ?? '', JSON.stringify(next), at, JSON.stringify(entry), database, opts.lastApplied ? JSON.stringify(opts.lastApplied) : '',
-        recordOnly ? '0' : '1')) as [number, string]
-      if (Number(res[0]) !== 1) return { ok: false, version: res[1] === '' ? null : String(res[1]) }
-      if (recordOnly) return { ok: true, version: String(res[1]), entry: null }
-      await run('publish', () => publishAll([database]))
-      return { ok: true, version: String(res[1]), entry: { ...entry, old_version: expected, new_version: String(res[1]) } }
-    },
-    async history (database) {
-      if (!DATABASE_NAME.test(database)) return []
-      const lines = await run('history', () => client.lrange(keys.audit(database), 0, AUDIT_KEEP - 1))
-      return lines.flatMap((l) => { try { return [JSON.parse(l) as AuditEntry] } catch { return [] } })
-    },
-    async lastApplied (database) {
-      if (!DATABASE_NAME.test(database)) return null
-      const json = await run('get', () => client.hget(keys.tenant(database), 'applied'))
-      if (json === null) return null
-      try { return JSON.parse(json) as Tenant } catch { return null }
-    },
-    async meta (database) {
-      if (!DATABASE_NAME.test(database)) return null
-      const [version, updated] = await run('meta', () => client.hmget(keys.tenant(database), 'version', 'updated_at'))
-      return version === null ? null : { version: Number(version), updated_at: updated }
-    },
-    async ping () {
-      await run('ping', () => client.ping())
-    },
-    async list () {
-      const names = await run('list', () => client.smembers(keys.set))
-      return names.sort()
-    },
-    async putAll (given) {
-      const seen = new Set<string>()
-      for (const t of given) {
-        checkRecord(t, t.database)
-        if (seen.has(t.database)) throw new TenantStoreConfigError(`tenant store: ${t.database} given twice`)
-        seen.add(t.database)
-      }
-      if (given.length === 0) return
-      // Tombstones and a retired legacy secret stay whatever is put (docs/tenant-state.md).
-      const stored = await run('get', () => client.pipeline(given.map((t) => ['hget', keys.tenant(t.database), 'record'])).exec())
-      const tenants = given.map((t, i) => {
-        const json = stored?.[i]?.[1] as string | null | undefined
-        return json ? keepRevocations(decode(t.database, json), t) : t
-      })
-      const now = new Date().toISOString()
-      await run('write', async () => {
-        const m = client.multi()
-        for (const t of tenants) {
-          m.hset(keys.tenant(t.database), 'record', JSON.stringify(t), 'updated_at', now)
-          m.hincrby(keys.tenant(t.database), 'version', 1)
-          m.sadd(keys.set, t.database)
-        }
-        m.set(keys.marker, now)
-        const res = await m.exec()
-        const failed = res?.find(([err]) => err)
-        if (!res || failed) throw new Error(failed?.[0]?.message ?? 'transaction aborted')
-      })
-      await run('publish', () => publishAll(tenants.map((t) => t.database)))
-    },
-    async delete (database) {
-      if (!DATABASE_NAME.test(database)) return false
-      const res = await run('delete', () => client.multi().del(keys.tenant(database)).srem(keys.set, database).exec())
-      const removed = (res ?? []).some(([, n]) => Number(n) > 0)
-      if (removed) await run('publish', () => publishAll([database]))
-      return removed
-    },
-    onChange (listener) {
-      listeners.add(listener)
-      subscribe().catch(() => {})
-      return () => { listeners.delete(listener) }
-    },
-    subscribed () {
-      return subscribe()
-    },
-    async close () {
-      if (closed) return
-      closed = true
-      listeners.clear()
-      const end = async (conn: Redis) => {
-        if (conn.status === 'ready') await conn.quit().catch(() => conn.disconnect())
-        else conn.disconnect()
-      }
-      if (subscriber) await end(subscriber)
-      if (owned) await end(client)
-    }
-  }
+export function createRedisStore (opts: RedisStoreOptions): RedisTenantStore {
+  return new RedisStore(opts)
 }
