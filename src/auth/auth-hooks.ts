@@ -1,11 +1,12 @@
 // Auth hooks as GoTrue has them (supabase/auth internal/hooks: v0hooks, hookspgfunc, hookshttp,
 // hookserrors): at five points the engine hands a JSON payload to the database's hook and reads
 // its answer. A hook is `pg-functions://postgres/<schema>/<function>` (called on the engine's own
-// connection, in the request's transaction when there is one, with a 2 s statement timeout; the
+// connection, in the request's transaction when there is one, cancelled after 2 s; the
 // function must be granted to the engine's login) or an http(s) endpoint (a POST signed with
 // Standard Webhooks, 5 s, through the outbound guard). Failures answer as GoTrue's do.
 import { createHmac, randomUUID } from 'node:crypto'
-import { outboundFetch, OutboundRefusedError, quoteIdent, withTransaction, type Queryable } from '../shared/index.js'
+import type pg from 'pg'
+import { outboundFetch, OutboundRefusedError, quoteIdent, type PoolLike, type Queryable } from '../shared/index.js'
 import type { AuthHook } from '../tenants/index.js'
 import {
   AuthError, HookFailedError, HookPayloadInvalidContentTypeError, HookPayloadOverSizeLimitError, HookTimeoutAfterRetryError,
@@ -28,8 +29,8 @@ const GOTRUE_NAMES: Record<AuthHookName, string> = {
 /** The search path the auth engine's login connects with (platform migration 0010). */
 const PINNED_SEARCH_PATH = 'pg_catalog, pg_temp'
 
-/** GoTrue's limits: 2 s for a function, 5 s and three tries for an endpoint, 200 KB of answer. */
-export const HOOK_LIMITS = { pgTimeoutMs: 2_000, httpTimeoutMs: 5_000, httpTries: 3, httpBackoffMs: 2_000, maxBytes: 200 * 1024 }
+/** GoTrue's limits: 5 s and three tries for an endpoint, 200 KB of answer (a function's: auth.hook_function_timeout_ms). */
+export const HOOK_LIMITS = { httpTimeoutMs: 5_000, httpTries: 3, httpBackoffMs: 2_000, maxBytes: 200 * 1024 }
 
 /** Where a hook runs from: the request's tenant context and, when known, the caller's address. */
 export interface HookCall {
@@ -77,26 +78,69 @@ function functionOf (uri: string): string {
   return `${quoteIdent(m[1] as string)}.${quoteIdent(m[2] as string)}`
 }
 
-/** The 2 s statement timeout of a function hook, for the rest of its transaction (a constant). */
-const HOOK_TIMEOUT_SQL = `SET LOCAL statement_timeout = ${HOOK_LIMITS.pgTimeoutMs}`
-
+/**
+ * Calls a function hook in one round trip: one statement calls it and reads back what it may
+ * have changed for the session. Its 2 s limit is kept from the outside (no `SET LOCAL
+ * statement_timeout` before it, no transaction of its own): a call still running then is
+ * cancelled from another connection of the pool (pg_cancel_backend; a backend that is idle
+ * by then ignores the cancel), and counts as a failed hook. Outside a request's transaction
+ * the call runs in autocommit on a pooled connection.
+ */
 async function runFunctionHook (call: HookCall, uri: string, body: string): Promise<Record<string, unknown> | null> {
   const fn = functionOf(uri)
-  // One statement calls the function and reads back what it may have changed for the session.
-  const invoke = async (q: Queryable): Promise<unknown> => {
-    const r = await q.query<{ output: unknown, role: string, path: string, pinned: string }>(
-      `SELECT ${fn}($1::jsonb) AS output, pg_catalog.current_setting('role') AS role,
-        pg_catalog.current_setting('search_path') AS path, pg_catalog.current_setting('gatehouse.hook_search_path', true) AS pinned`, [body])
-    const row = r.rows[0]
-    // Whatever the function set for the session ends here: the engine's login keeps its
-    // pinned search path and its own role on this pooled connection.
-    if (row !== undefined && (row.role !== 'none' || row.path !== PINNED_SEARCH_PATH)) await q.query('RESET ROLE; RESET search_path')
-    return row?.output ?? null
-  }
+  const db = call.ctx.db
+  const limitMs = call.ctx.config.auth.hook_function_timeout_ms
   const output = call.q !== undefined
-    ? await (async () => { await call.q!.query(HOOK_TIMEOUT_SQL); return invoke(call.q!) })()
-    : await withTransaction(call.ctx.db, invoke, `BEGIN; ${HOOK_TIMEOUT_SQL}`)
+    ? await withinHookDeadline(db, call.q, limitMs, () => invokeFunction(call.q!, fn, body))
+    : await withPooledClient(db, (client) => withinHookDeadline(db, client, limitMs, () => invokeFunction(client, fn, body)))
   return checkAnswer(typeof output === 'string' ? parseJson(output) : output)
+}
+
+async function invokeFunction (q: Queryable, fn: string, body: string): Promise<unknown> {
+  const r = await q.query<{ output: unknown, role: string, path: string }>(
+    `SELECT ${fn}($1::jsonb) AS output, pg_catalog.current_setting('role') AS role,
+      pg_catalog.current_setting('search_path') AS path`, [body])
+  const row = r.rows[0]
+  // Whatever the function set for the session ends here: the engine's login keeps its
+  // pinned search path and its own role on this pooled connection.
+  if (row !== undefined && (row.role !== 'none' || row.path !== PINNED_SEARCH_PATH)) await q.query('RESET ROLE; RESET search_path')
+  return row?.output ?? null
+}
+
+/** A connection of the pool for `fn`; one whose hook call was cancelled is discarded, not reused. */
+async function withPooledClient<T> (db: PoolLike, fn: (client: pg.PoolClient) => Promise<T>): Promise<T> {
+  const client = await db.connect()
+  try {
+    const out = await fn(client)
+    client.release()
+    return out
+  } catch (err) {
+    client.release(err instanceof HookDeadlineError ? err : undefined)
+    throw err
+  }
+}
+
+/** The hook's call ran into its 2 s limit and was cancelled. */
+class HookDeadlineError extends Error {}
+
+/** Runs `call` on `client`, cancelling its statement (from another connection of `db`) after the hook limit. */
+async function withinHookDeadline<T> (db: PoolLike, client: Queryable, limitMs: number, call: () => Promise<T>): Promise<T> {
+  const pid = (client as { processID?: number | null }).processID
+  if (typeof pid !== 'number') throw new Error('a function hook needs a connection of its own (no backend process id)')
+  let cancelled = false
+  const timer = setTimeout(() => {
+    cancelled = true
+    db.query('SELECT pg_catalog.pg_cancel_backend($1)', [pid]).catch(() => {})
+  }, limitMs)
+  try {
+    const out = await call()
+    if (cancelled) throw new HookDeadlineError(`the function hook ran past ${limitMs} ms`)
+    return out
+  } catch (err) {
+    throw cancelled && !(err instanceof HookDeadlineError) ? new HookDeadlineError(`the function hook ran past ${limitMs} ms`, { cause: err }) : err
+  } finally {
+    clearTimeout(timer)
+  }
 }
 
 // ---- HTTP endpoints -------------------------------------------------------------------------

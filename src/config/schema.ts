@@ -150,6 +150,8 @@ export const ConfigSchema = Type.Object({
     /** Tenant pools kept open at most (the least recently used idle one is closed). */
     pool_max_tenants: Type.Integer({ minimum: 1, default: 1000 }),
     bcrypt_cost: Type.Integer({ minimum: 4, maximum: 15, default: 10 }),
+    /** How long a Postgres function hook may run before it is cancelled (GoTrue: 2 s). */
+    hook_function_timeout_ms: Type.Integer({ minimum: 10, maximum: 60_000, default: 2_000 }),
     /** bcrypt computations running at once in a process (others queue); 0 = the cores less one. */
     hash_concurrency: Type.Integer({ minimum: 0, default: 0 }),
     /** Deepest nesting of objects/arrays a JSON body may have (user_metadata, data ...); deeper is 400. */
