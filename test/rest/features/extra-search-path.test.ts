@@ -3,6 +3,7 @@
 // of an extension schema unqualified finds it.
 import t from 'tap'
 import { startRestGateway } from '../../helpers/rest-gateway.js'
+import { createRestFixture } from '../../helpers/rest-fixture.js'
 
 const SQL = `
 CREATE SCHEMA api;
@@ -21,4 +22,47 @@ t.test('the extra search path is on every request search path', async (t) => {
   const byDefault = await startRestGateway(t, { sql: SQL, rest: { schemas: ['api'] } })
   const missing = await byDefault.client().schema('api').rpc('answer')
   t.equal(missing.error?.code, '42883', 'by default only public follows the request schema: helper() is not found')
+})
+
+// PostgREST's ExtraSearchPathSpec with the exposed schema `api` and ltree in public: its
+// operators (`cd` is <@, `match` is ~) and a computed column whose body calls nlevel() are
+// found through the extra search path. A function of public taking the row is found too
+// (Postgres' functional notation), unless the extra search path leaves public out, as
+// PostgREST's own spec configuration does (QuerySpec: "cannot access a computed column that
+// is outside of the config schema", 400).
+const LTREE_SQL = `
+CREATE EXTENSION IF NOT EXISTS ltree WITH SCHEMA public;
+CREATE SCHEMA api;
+GRANT USAGE ON SCHEMA api TO PUBLIC;
+CREATE TABLE api.ltree_sample (path public.ltree);
+INSERT INTO api.ltree_sample VALUES ('Top'), ('Top.Science'), ('Top.Science.Astronomy'), ('Top.Science.Astronomy.Cosmology'), ('Top.Hobbies');
+CREATE FUNCTION api.number_of_labels(api.ltree_sample) RETURNS integer LANGUAGE sql AS 'SELECT nlevel($1.path)';
+CREATE FUNCTION public.always_false(api.ltree_sample) RETURNS boolean LANGUAGE sql IMMUTABLE AS 'SELECT false';
+GRANT SELECT ON api.ltree_sample TO PUBLIC;
+CREATE SCHEMA "EXTRA ""@/\\#~_-";
+GRANT USAGE ON SCHEMA "EXTRA ""@/\\#~_-" TO PUBLIC;
+CREATE FUNCTION "EXTRA ""@/\\#~_-".get_val_special(val text) RETURNS text LANGUAGE sql AS 'SELECT val';
+SET check_function_bodies = off;
+CREATE FUNCTION api.special_extended_schema(val text) RETURNS text LANGUAGE sql AS 'SELECT get_val_special(val)';
+`
+
+t.test('operators and computed columns through the extra search path', async (t) => {
+  const fx = await createRestFixture(t, { sql: LTREE_SQL, rest: { schemas: ['api'], extra_search_path: ['public', 'EXTRA "@/\\#~_-'] } })
+  const within = await fx.get('/ltree_sample?path=cd.Top.Science')
+  t.equal(within.status, 200, within.body)
+  t.same(within.json(), [{ path: 'Top.Science' }, { path: 'Top.Science.Astronomy' }, { path: 'Top.Science.Astronomy.Cosmology' }], 'ltree <@')
+  const match = await fx.get('/ltree_sample?path=match.*.Astronomy.*')
+  t.equal(match.status, 200, match.body)
+  t.same(match.json(), [{ path: 'Top.Science.Astronomy' }, { path: 'Top.Science.Astronomy.Cosmology' }], 'ltree ~')
+  const labels = await fx.get('/ltree_sample?select=number_of_labels&path=eq.Top.Science')
+  t.equal(labels.status, 200, labels.body)
+  t.same(labels.json(), [{ number_of_labels: 2 }], 'nlevel() found by the computed column')
+  const special = await fx.get('/rpc/special_extended_schema?val=value')
+  t.same({ status: special.status, body: special.json() }, { status: 200, body: 'value' }, 'a schema named with quotes and symbols')
+  t.equal((await fx.get('/ltree_sample?always_false=is.false')).status, 200, 'public is on the search path: always_false(row) is found')
+
+  const bare = await createRestFixture(t, { sql: LTREE_SQL, rest: { schemas: ['api'], extra_search_path: [] } })
+  const outside = await bare.get('/ltree_sample?always_false=is.false')
+  t.equal(outside.status, 400, 'no extra search path: a function of public is no computed column')
+  t.equal(outside.json().code, '42703')
 })
