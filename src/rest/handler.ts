@@ -71,9 +71,14 @@ function planKey (tenant: Tenant, cache: SchemaCache, raw: RawRequest): string {
   const h = (name: string): string | string[] | null => raw.headers[name] ?? null
   return JSON.stringify([
     tenantKey(tenant), cache.version, tenant.rest.schemas, tenant.rest.max_rows, tenant.rest.aggregates_enabled === true, tenant.rest.plan_enabled === true,
-    tenant.rest.openapi_mode, raw.method, raw.path, raw.query,
+    tenant.rest.openapi_mode, rootSpecOf(tenant), tenant.rest.openapi_security_active === true, raw.method, raw.path, raw.query,
     h('accept'), h('accept-profile'), h('content-profile'), h('prefer'), h('range'), h(DEFAULT_LIMIT_HEADER)
   ])
+}
+
+/** The function the root path calls (db-root-spec); none while the OpenAPI root is disabled (PGRST126 first, as PostgREST). */
+function rootSpecOf (tenant: Tenant): string | null {
+  return tenant.rest.openapi_mode === 'disabled' ? null : tenant.rest.root_spec ?? null
 }
 
 /** A prepared statement's name from its text (values are parameters: one name per shape). */
@@ -115,7 +120,7 @@ async function prepare (engine: Engine, tenant: Tenant, raw: RawRequest, timings
   const parsed = await timings.time('parse', async () => {
     const cache = await engine.schemaCaches.get(key, tenant.rest.schemas, source)
     const hit = raw.method === 'GET' || raw.method === 'HEAD' ? engine.plans.get(planKey(tenant, cache, raw)) : undefined
-    return hit ?? { cache, req: parseApiRequest(raw, { schemas: tenant.rest.schemas, timezones: cache.timezones }) }
+    return hit ?? { cache, req: parseApiRequest(raw, { schemas: tenant.rest.schemas, timezones: cache.timezones, rootSpec: rootSpecOf(tenant) }) }
   })
   if (!('cache' in parsed)) {
     timings.add('plan', 0)
@@ -135,7 +140,8 @@ async function plan (engine: Engine, tenant: Tenant, raw: RawRequest, source: Ca
     maxRows: tenant.rest.max_rows,
     aggregates: tenant.rest.aggregates_enabled === true,
     plans: tenant.rest.plan_enabled === true,
-    openapiMode: tenant.rest.openapi_mode
+    openapiMode: tenant.rest.openapi_mode,
+    openapiSecurity: tenant.rest.openapi_security_active === true
   }
   let plan: ActionPlan
   try {

@@ -241,6 +241,10 @@ export const TenantFileSchema = Type.Object({
     app_settings: Type.Record(Type.String({ pattern: '^[A-Za-z_][A-Za-z0-9_]*$' }), Type.String(), { default: {} }),
     /** PostgREST's openapi-mode: follow-privileges, ignore-privileges or disabled (PGRST126). */
     openapi_mode: Type.Union([Type.Literal('follow-privileges'), Type.Literal('ignore-privileges'), Type.Literal('disabled')], { default: 'follow-privileges' }),
+    /** PostgREST's db-root-spec: a function of the request's schema the root path calls in place of the OpenAPI document. */
+    root_spec: Type.Union([Type.String({ pattern: '^[A-Za-z_][A-Za-z0-9_$]*$' }), Type.Null()], { default: null }),
+    /** PostgREST's openapi-security-active: the OpenAPI document names the JWT bearer scheme. */
+    openapi_security_active: Type.Boolean({ default: false }),
     /** PostgREST's server-trace-header: a request header echoed on the answer (e.g. X-Request-Id). */
     server_trace_header: Type.Union([Type.String({ pattern: '^[A-Za-z0-9-]+$' }), Type.Null()], { default: null }),
     /**

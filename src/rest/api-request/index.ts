@@ -34,6 +34,8 @@ interface ParseContext {
   schemas: readonly string[]
   /** The database's time zone names (pg_timezone_names); absent: any `timezone=` is taken. */
   timezones?: ReadonlySet<string>
+  /** PostgREST's db-root-spec: the function the root path calls in place of the OpenAPI document. */
+  rootSpec?: string | null
 }
 
 const METHODS: ReadonlySet<string> = new Set(['GET', 'HEAD', 'POST', 'PATCH', 'PUT', 'DELETE', 'OPTIONS'])
@@ -143,7 +145,8 @@ export function parseApiRequest (raw: RawRequest, ctx: ParseContext): ApiRequest
   const segments = pathSegments(raw.path)
   if (!METHODS.has(method)) throw unsupportedMethod(method, segments)
   const m = method as HttpMethod
-  const action = routeAction(m, segments)
+  // db-root-spec: the root is that function of the request's schema, as `/rpc/<function>`.
+  const action = routeAction(m, segments.length === 0 && ctx.rootSpec ? ['rpc', ctx.rootSpec] : segments)
 
   // Profiles (§5.3): GET/HEAD (and OPTIONS) read Accept-Profile, writes Content-Profile.
   const readLike = m === 'GET' || m === 'HEAD' || m === 'OPTIONS'

@@ -29,6 +29,8 @@ interface PlanOptions {
   plans?: boolean
   /** Tenant rest.openapi_mode (PostgREST's openapi-mode); follow-privileges when absent. */
   openapiMode?: 'follow-privileges' | 'ignore-privileges' | 'disabled'
+  /** Tenant rest.openapi_security_active (PostgREST's openapi-security-active): the document names the JWT scheme. */
+  openapiSecurity?: boolean
 }
 
 function planRead (req: ApiRequest, relation: string, headersOnly: boolean, cache: SchemaCache, opts: PlanOptions): ReadPlan {
@@ -89,6 +91,6 @@ function planOf (req: ApiRequest, cache: SchemaCache, opts: PlanOptions): Action
       return planInfo(req, a.resource, cache, { maxRows: opts.maxRows, allowTxOverride: true, aggregates: opts.aggregates === true })
     case 'openapi':
       if (opts.openapiMode === 'disabled') throw new OpenApiDisabledError()
-      return planOpenApi(req, a.headersOnly, cache, opts.openapiMode === 'ignore-privileges')
+      return planOpenApi(req, a.headersOnly, cache, { ignorePrivileges: opts.openapiMode === 'ignore-privileges', securityActive: opts.openapiSecurity === true })
   }
 }

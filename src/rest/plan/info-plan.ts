@@ -33,7 +33,8 @@ export function planInfo (req: ApiRequest, resource: Resource, cache: SchemaCach
 }
 
 /** GET / : Accept must allow the OpenAPI document (PGRST107 otherwise). */
-export function planOpenApi (req: ApiRequest, headersOnly: boolean, cache: SchemaCache, ignorePrivileges = false): OpenApiPlan {
+export function planOpenApi (req: ApiRequest, headersOnly: boolean, cache: SchemaCache,
+  opts: { ignorePrivileges?: boolean, securityActive?: boolean } = {}): OpenApiPlan {
   const ok = req.accept.some((m) => m.type === '*/*' || m.type === 'application/json' || m.type === 'application/openapi+json')
   if (!ok) throw new MediaTypeError(showAccept(req.accept))
   const tables = [...cache.tables.values()].filter((t) => t.schema === req.schema).sort((a, b) => a.name < b.name ? -1 : a.name > b.name ? 1 : 0)
@@ -48,5 +49,5 @@ export function planOpenApi (req: ApiRequest, headersOnly: boolean, cache: Schem
     }
     foreignKeys.set(t.name, notes)
   }
-  return { kind: 'openapi', headersOnly, schema: req.schema, tables, routines, foreignKeys, ignorePrivileges }
+  return { kind: 'openapi', headersOnly, schema: req.schema, tables, routines, foreignKeys, ignorePrivileges: opts.ignorePrivileges === true, securityActive: opts.securityActive === true }
 }

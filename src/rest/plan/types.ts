@@ -317,6 +317,8 @@ export interface OpenApiPlan {
   readonly foreignKeys: ReadonlyMap<string, readonly ForeignKeyNote[]>
   /** openapi-mode ignore-privileges: every table and function of the schema is listed. */
   readonly ignorePrivileges?: boolean
+  /** openapi-security-active: the document names the JWT bearer scheme (security, securityDefinitions). */
+  readonly securityActive?: boolean
 }
 
 /** Every plan the handler runs (rendered in query/, answered in response/). */

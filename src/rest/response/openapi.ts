@@ -210,6 +210,15 @@ function buildOpenApi (plan: OpenApiPlan, may: OpenApiPrivileges, server: OpenAp
     paths,
     definitions,
     parameters: sharedParameters(tables),
+    // openapi-security-active: the Authorization header as PostgREST's document describes it.
+    ...(plan.securityActive === true
+      ? {
+          security: [{ JWT: [] }],
+          securityDefinitions: {
+            JWT: { type: 'apiKey', in: 'header', name: 'Authorization', description: 'Add the token prepending "Bearer " (without quotes) to it' }
+          }
+        }
+      : {}),
     externalDocs: { description: 'PostgREST Documentation', url: 'https://postgrest.org/en/v14/references/api.html' }
   }
   return JSON.stringify(doc)

@@ -1,6 +1,7 @@
 // PostgREST 14's per-database settings, in the tenant file as rest.*: db-pre-request
 // (pre_request), app.settings.* (app_settings), openapi-mode (openapi_mode) and
-// server-trace-header (server_trace_header), each as PostgREST applies it, through the gateway.
+// server-trace-header (server_trace_header), db-root-spec (root_spec) and
+// openapi-security-active (openapi_security_active), each as PostgREST applies it, through the gateway.
 import t from 'tap'
 import { startRestGateway } from '../../helpers/rest-gateway.js'
 
@@ -61,4 +62,46 @@ t.test('openapi_mode', async (t) => {
   const own = await r.json() as { paths: Record<string, unknown> }
   t.ok('/notes' in own.paths)
   t.notOk('/hidden' in own.paths, 'by default only what the caller may use (follow-privileges)')
+})
+
+// db-root-spec (RootSpec: the root calls that function, its media type domain negotiated as
+// for /rpc) and openapi-security-active (SecurityOpenApiSpec: the JWT bearer scheme).
+const ROOT_SQL = SQL + `
+CREATE DOMAIN "application/openapi+json" AS json;
+CREATE FUNCTION root() RETURNS "application/openapi+json" LANGUAGE sql STABLE AS
+  $$ SELECT '{"swagger": "2.0", "info": {"title": "Own API", "description": "written by hand"}}'::"application/openapi+json" $$;
+GRANT EXECUTE ON FUNCTION root() TO PUBLIC;
+`
+
+t.test('root_spec and openapi_security_active', async (t) => {
+  const own = await startRestGateway(t, { sql: ROOT_SQL, rest: { root_spec: 'root' } })
+  const root = `${own.gatewayUrl}/${own.database}/rest/v1/`
+  const apikey = own.tenant.file.keys.public
+  const wanted = { swagger: '2.0', info: { title: 'Own API', description: 'written by hand' } }
+  let r = await fetch(root, { headers: { apikey, accept: 'application/openapi+json' } })
+  t.equal(r.status, 200)
+  t.equal(r.headers.get('content-type'), 'application/openapi+json; charset=utf-8')
+  t.same(await r.json(), wanted, 'the function answers the root')
+  r = await fetch(root, { headers: { apikey, accept: 'application/json' } })
+  t.equal(r.status, 200)
+  t.equal(r.headers.get('content-type'), 'application/json; charset=utf-8')
+  t.same(await r.json(), wanted, 'as application/json')
+  r = await fetch(`${root}notes?select=id`, { headers: { apikey } })
+  t.same(await r.json(), [{ id: 1 }], 'the other paths are as before')
+
+  const disabled = await startRestGateway(t, { sql: ROOT_SQL, rest: { root_spec: 'root', openapi_mode: 'disabled' } })
+  r = await fetch(`${disabled.gatewayUrl}/${disabled.database}/rest/v1/`, { headers: { apikey: disabled.tenant.file.keys.public } })
+  t.equal(r.status, 404, 'openapi_mode disabled wins (PGRST126)')
+  t.equal((await r.json() as { code: string }).code, 'PGRST126')
+
+  const secured = await startRestGateway(t, { sql: SQL, rest: { openapi_security_active: true } })
+  r = await fetch(`${secured.gatewayUrl}/${secured.database}/rest/v1/`, { headers: { apikey: secured.tenant.file.keys.public } })
+  const doc = await r.json() as Record<string, unknown>
+  t.same(doc.security, [{ JWT: [] }])
+  t.same(doc.securityDefinitions, {
+    JWT: { description: 'Add the token prepending "Bearer " (without quotes) to it', in: 'header', name: 'Authorization', type: 'apiKey' }
+  })
+  const byDefault = await startRestGateway(t, { sql: SQL })
+  const d = await (await fetch(`${byDefault.gatewayUrl}/${byDefault.database}/rest/v1/`, { headers: { apikey: byDefault.tenant.file.keys.public } })).json() as Record<string, unknown>
+  t.notOk('security' in d || 'securityDefinitions' in d, 'off by default')
 })
