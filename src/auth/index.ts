@@ -6,8 +6,7 @@ import type { FastifyBaseLogger, FastifyInstance, FastifyError } from 'fastify'
 import pino from 'pino'
 import type { Config } from '../config/index.js'
 import {
-  GatehouseError, createPartApp, loggerOptions, instrumentPart, tenantLabel, type PartTracer
-} from '../shared/index.js'
+  GatehouseError, createPartApp, loggerOptions, instrumentPart, tenantLabel, type PartTracer, fastifyClientError } from '../shared/index.js'
 import type { Tenant, TenantLookup } from '../tenants/index.js'
 import { signInWithIdentity, type ExternalIdentity } from './accounts.js'
 import { buildTenantContext, PoolRegistry } from './context.js'
@@ -44,15 +43,17 @@ export interface AuthEngineDeps {
 const MAX_BODY = 1024 * 1024
 
 /** Fastify's own client errors keep their meaning; anything else is an unexpected failure. */
-function translateFastifyError (err: FastifyError): GatehouseError {
-  const own = typeof err.code === 'string' && err.code.startsWith('FST_')
-  if (!own) return unexpectedFailure(err)
-  if (err.code === 'FST_ERR_CTP_BODY_TOO_LARGE') return new RequestTooLargeError()
-  if (err.code.startsWith('FST_ERR_CTP_') || err.statusCode === 400) return new BadJsonError(`Could not parse request body as JSON: ${err.message}`)
-  if (err.statusCode === 404) return new NotFoundError()
-  // Any other fastify 4xx keeps its status (fastify chose it) under GoTrue's validation code.
-  if (err.statusCode && err.statusCode < 500) return Object.assign(new ValidationFailedError(err.message, { cause: err }), { status: err.statusCode })
-  return unexpectedFailure(err)
+function translateFastifyError (err: unknown): GatehouseError {
+  const fe = fastifyClientError(err)
+  if (fe === null || !fe.fastify) return unexpectedFailure(err)
+  switch (fe.kind) {
+    case 'body_too_large': return new RequestTooLargeError()
+    case 'bad_body': case 'bad_url': case 'unsupported_media_type':
+      return new BadJsonError(`Could not parse request body as JSON: ${fe.message}`)
+    case 'not_found': return new NotFoundError()
+    // Any other fastify 4xx keeps its status (fastify chose it) under GoTrue's validation code.
+    default: return Object.assign(new ValidationFailedError(fe.message, { cause: err }), { status: fe.status })
+  }
 }
 
 /** GoTrue-style bodies: an empty body is `{}`, bad JSON or too deep nesting is 400 bad_json. */
@@ -70,7 +71,7 @@ function setBodyParsers (app: FastifyInstance, maxJsonDepth: number): void {
 /** Every failure and unknown route answered in GoTrue's shape (errors.ts renderAuthError). */
 function setErrorRendering (app: FastifyInstance): void {
   app.setErrorHandler((err: FastifyError | GatehouseError, req, reply) => {
-    const e = toAuthError(err instanceof GatehouseError ? err : translateFastifyError(err as FastifyError))
+    const e = toAuthError(err instanceof GatehouseError ? err : translateFastifyError(err))
     if (e.code === 'database_unavailable') req.log.warn({ err: e.internal ?? err, reqId: req.id }, 'tenant database unreachable')
     else if (e.status >= 500) req.log.error({ err: e.internal ?? e.cause ?? err, reqId: req.id }, 'auth engine failure')
     const r = renderAuthError(e, req.headers['x-supabase-api-version'], String(req.id))

@@ -2,7 +2,7 @@
 // `x-gatehouse-error-code` header. 5xx bodies say "unexpected failure" and carry the request
 // id; the cause is logged by the caller, never sent. Used by fastify's error handler and by
 // the proxy's raw error path (after reply.hijack()).
-import { isGatehouseError, type GatehouseError, type WireError } from '../shared/index.js'
+import { isGatehouseError, type GatehouseError, type WireError, fastifyClientError } from '../shared/index.js'
 import { BadRequestError, InternalError, InvalidPathError } from './errors.js'
 
 export interface RenderedError {
@@ -44,18 +44,13 @@ const RETRY_AFTER_503: Record<string, string> = {
   tenant_store_unavailable: '5'
 }
 
-/** Our error for anything thrown (fastify framework errors keep their 4xx meaning). */
+/** Our error for anything thrown (fastify's client errors keep their 4xx meaning). */
 export function toGatehouseError (err: unknown): GatehouseError {
   if (isGatehouseError(err)) return err
-  const e = err as { statusCode?: number, code?: string, message?: string }
-  if (typeof e?.statusCode === 'number' && e.statusCode >= 400 && e.statusCode < 500) {
-    if (e.code === 'FST_ERR_BAD_URL' || e.code === 'FST_ERR_ASYNC_CONSTRAINT') {
-      return new InvalidPathError('the URL cannot be decoded', { cause: err })
-    }
-    const g = new BadRequestError(String(e.message ?? 'bad request'), { cause: err })
-    return Object.assign(g, { status: e.statusCode }) as GatehouseError
-  }
-  return new InternalError({ cause: err, internal: err })
+  const fe = fastifyClientError(err)
+  if (fe === null) return new InternalError({ cause: err, internal: err })
+  if (fe.kind === 'bad_url') return new InvalidPathError('the URL cannot be decoded', { cause: err })
+  return Object.assign(new BadRequestError(fe.message, { cause: err }), { status: fe.status }) as GatehouseError
 }
 
 export function renderError (err: unknown, requestId: string, opts?: RenderOptions): RenderedError {

@@ -3,8 +3,7 @@
 // `x-gatehouse-error-code` header. 5xx bodies say "unexpected failure" and the request id.
 import {
   BadRequestError, DatabaseUnavailableError, InternalError, NotFoundError, PayloadTooLargeError,
-  defineError, errorCodes, isGatehouseError, type CodeOf, type GatehouseError, type WireError
-} from '../shared/index.js'
+  defineError, errorCodes, isGatehouseError, type CodeOf, type GatehouseError, type WireError, fastifyClientError } from '../shared/index.js'
 
 export { BadRequestError, DatabaseUnavailableError, InternalError, NotFoundError, PayloadTooLargeError }
 
@@ -98,13 +97,11 @@ export interface RenderedPanelError {
 /** Our error for anything thrown; fastify's 4xx keep their meaning, the rest is a 500. */
 export function toPanelError (err: unknown, contentType = ''): GatehouseError {
   if (isGatehouseError(err)) return err
-  const e = err as { statusCode?: number, code?: string, message?: string }
-  if (typeof e?.statusCode === 'number' && e.statusCode >= 400 && e.statusCode < 500) {
-    if (e.statusCode === 413) return new PayloadTooLargeError(PANEL_BODY_LIMIT, { cause: err })
-    if (e.statusCode === 415) return new UnsupportedMediaTypeError(contentType, { cause: err })
-    return new BadRequestError(String(e.message ?? 'bad request'), { cause: err })
-  }
-  return new InternalError({ cause: err, internal: err })
+  const fe = fastifyClientError(err)
+  if (fe === null) return new InternalError({ cause: err, internal: err })
+  if (fe.kind === 'body_too_large') return new PayloadTooLargeError(PANEL_BODY_LIMIT, { cause: err })
+  if (fe.kind === 'unsupported_media_type') return new UnsupportedMediaTypeError(contentType, { cause: err })
+  return new BadRequestError(fe.message, { cause: err })
 }
 
 export function renderPanelError (err: unknown, requestId: string, contentType = ''): RenderedPanelError {

@@ -6,8 +6,7 @@ import type { FastifyBaseLogger, FastifyInstance, FastifyReply, FastifyRequest, 
 import type { Config } from '../config/index.js'
 import {
   GatehouseError, isGatehouseError, createPartApp, instrumentPart, tenantLabel, type PartTracer,
-  type TenantPoolsSnapshot
-} from '../shared/index.js'
+  type TenantPoolsSnapshot, fastifyClientError } from '../shared/index.js'
 import { DATABASE_NAME, type TenantLookup } from '../tenants/index.js'
 import { TokenVerifier } from './auth.js'
 import { BadRequestError, InvalidBodyError, InvalidPathError, PayloadTooLargeError, TenantNotFoundError, UnexpectedError, errorBodyJson, proxyStatus, reasonPhrase } from './errors.js'
@@ -243,11 +242,11 @@ class RestRoutes {
 
   #gatehouseError (err: unknown): GatehouseError {
     if (isGatehouseError(err)) return err
-    const fe = err as { statusCode?: number, message?: string }
-    if (typeof fe.statusCode !== 'number' || fe.statusCode < 400 || fe.statusCode >= 500) return new UnexpectedError({ cause: err })
-    return fe.statusCode === 413
+    const fe = fastifyClientError(err)
+    if (fe === null) return new UnexpectedError({ cause: err })
+    return fe.kind === 'body_too_large'
       ? new PayloadTooLargeError(this.#deps.config.rest.max_body_bytes, { cause: err })
-      : new BadRequestError(String(fe.message ?? 'bad request'), { cause: err })
+      : new BadRequestError(fe.message, { cause: err })
   }
 }
 
