@@ -151,6 +151,9 @@ export interface BatchedDestination extends DestinationStream {
   readonly dropped: number
 }
 
+/** The longest the exit flush waits for a sink that takes nothing (a full pipe nobody reads). */
+const EXIT_FLUSH_MS = 1_000
+
 /**
  * A log destination that queues lines in memory and writes them in batches (one write per
  * 64 KiB or per 50 ms). A line costs an array push: pino's sonic-boom re-measures its
@@ -161,99 +164,116 @@ export interface BatchedDestination extends DestinationStream {
  * the exit flush gives up on a sink that takes nothing for EXIT_FLUSH_MS (sonic-boom's
  * flushSync, pino's default at exit, retries a closed pipe forever).
  */
-/** The longest the exit flush waits for a sink that takes nothing (a full pipe nobody reads). */
-const EXIT_FLUSH_MS = 1_000
-
-export function createBatchedDestination (opts: BatchedDestinationOptions = {}): BatchedDestination {
-  const fd = opts.fd ?? 1
-  const maxBytes = opts.maxBytes ?? 65_536
-  const flushMs = opts.flushMs ?? 50
-  const maxPending = opts.maxPendingBytes ?? 16 * 1024 * 1024
-  let chunks: string[] = []
-  let pending = 0
-  let writing = false
+class BatchedFdDestination implements BatchedDestination {
+  readonly #fd: number
+  readonly #maxBytes: number
+  readonly #flushMs: number
+  readonly #maxPending: number
+  #chunks: string[] = []
+  #pending = 0
+  #writing = false
   /** The batch an asynchronous write is carrying (written again by flushSync at exit). */
-  let inflight: Buffer | null = null
-  let timer: NodeJS.Timeout | null = null
-  let dropped = 0
-  let ended = false
+  #inflight: Buffer | null = null
+  #timer: NodeJS.Timeout | null = null
+  #dropped = 0
+  #ended = false
   /** The sink failed for good (EPIPE and the like): lines are dropped. */
-  let gone = false
+  #gone = false
+  readonly #onExit = (): void => { this.#flushSync(true) }
 
-  const take = (): string => {
-    const data = chunks.length === 1 ? chunks[0]! : chunks.join('')
-    chunks = []
-    pending = 0
+  constructor (opts: BatchedDestinationOptions) {
+    this.#fd = opts.fd ?? 1
+    this.#maxBytes = opts.maxBytes ?? 65_536
+    this.#flushMs = opts.flushMs ?? 50
+    this.#maxPending = opts.maxPendingBytes ?? 16 * 1024 * 1024
+    process.once('exit', this.#onExit)
+  }
+
+  get dropped (): number {
+    return this.#dropped
+  }
+
+  write (line: string): void {
+    if (this.#ended || this.#gone) return
+    if (this.#pending > this.#maxPending) { this.#dropped++; return }
+    this.#chunks.push(line)
+    this.#pending += line.length
+    if (this.#pending >= this.#maxBytes) this.#flush()
+    else if (this.#timer === null && !this.#writing) this.#timer = setTimeout(() => { this.#flush() }, this.#flushMs).unref()
+  }
+
+  flushSync (): void {
+    this.#flushSync(false)
+  }
+
+  end (): void {
+    this.#ended = true
+    process.removeListener('exit', this.#onExit)
+    this.#flushSync(false)
+  }
+
+  #take (): string {
+    const data = this.#chunks.length === 1 ? this.#chunks[0]! : this.#chunks.join('')
+    this.#chunks = []
+    this.#pending = 0
     return data
   }
 
-  const flush = (): void => {
-    if (timer !== null) { clearTimeout(timer); timer = null }
-    if (writing || pending === 0) return
-    writing = true
-    const data = Buffer.from(take(), 'utf8')
-    const send = (buf: Buffer): void => {
-      inflight = buf
-      fs.write(fd, buf, 0, buf.length, null, (err, n) => {
-        if (err) {
-          if ((err as NodeJS.ErrnoException).code === 'EAGAIN') { setTimeout(() => send(buf), 10).unref(); return }
-          writing = false
-          inflight = null
-          // The sink is gone (closed pipe): nothing sensible to do with log lines.
-          gone = true
-          take()
-          return
-        }
-        if (n < buf.length) { send(buf.subarray(n)); return }
-        writing = false
-        inflight = null
-        if (pending >= maxBytes) flush()
-        else if (pending > 0 && timer === null) timer = setTimeout(flush, flushMs).unref()
-      })
-    }
-    send(data)
+  #stopTimer (): void {
+    if (this.#timer !== null) { clearTimeout(this.#timer); this.#timer = null }
+  }
+
+  #flush (): void {
+    this.#stopTimer()
+    if (this.#writing || this.#pending === 0) return
+    this.#writing = true
+    this.#send(Buffer.from(this.#take(), 'utf8'))
+  }
+
+  #send (buf: Buffer): void {
+    this.#inflight = buf
+    fs.write(this.#fd, buf, 0, buf.length, null, (err, n) => {
+      if (err) { this.#failed(err, buf); return }
+      if (n < buf.length) { this.#send(buf.subarray(n)); return }
+      this.#writing = false
+      this.#inflight = null
+      if (this.#pending >= this.#maxBytes) this.#flush()
+      else if (this.#pending > 0 && this.#timer === null) this.#timer = setTimeout(() => { this.#flush() }, this.#flushMs).unref()
+    })
+  }
+
+  /** EAGAIN: try the batch again; anything else: the sink is gone (closed pipe), lines are dropped. */
+  #failed (err: NodeJS.ErrnoException, buf: Buffer): void {
+    if (err.code === 'EAGAIN') { setTimeout(() => { this.#send(buf) }, 10).unref(); return }
+    this.#writing = false
+    this.#inflight = null
+    this.#gone = true
+    this.#take()
   }
 
   // At exit an asynchronous write may not have completed: its batch is written again
   // (a line may then appear twice; none is lost).
-  const flushSync = (atExit = false): void => {
-    if (timer !== null) { clearTimeout(timer); timer = null }
+  #flushSync (atExit: boolean): void {
+    this.#stopTimer()
     const parts: Buffer[] = []
-    if (atExit && inflight !== null) { parts.push(inflight); inflight = null }
-    if (pending > 0) parts.push(Buffer.from(take(), 'utf8'))
-    if (parts.length === 0 || gone) return
+    if (atExit && this.#inflight !== null) { parts.push(this.#inflight); this.#inflight = null }
+    if (this.#pending > 0) parts.push(Buffer.from(this.#take(), 'utf8'))
+    if (parts.length === 0 || this.#gone) return
     let buf = parts.length === 1 ? parts[0]! : Buffer.concat(parts)
     const deadline = Date.now() + EXIT_FLUSH_MS
     while (buf.length > 0 && Date.now() < deadline) {
       try {
-        buf = buf.subarray(fs.writeSync(fd, buf))
+        buf = buf.subarray(fs.writeSync(this.#fd, buf))
       } catch (err) {
-        if ((err as NodeJS.ErrnoException).code !== 'EAGAIN') { gone = true; return }
+        if ((err as NodeJS.ErrnoException).code !== 'EAGAIN') { this.#gone = true; return }
         Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, 5)
       }
     }
   }
+}
 
-  const onExit = (): void => flushSync(true)
-  process.once('exit', onExit)
-
-  return {
-    write (line: string): void {
-      if (ended || gone) return
-      if (pending > maxPending) { dropped++; return }
-      chunks.push(line)
-      pending += line.length
-      if (pending >= maxBytes) flush()
-      else if (timer === null && !writing) timer = setTimeout(flush, flushMs).unref()
-    },
-    flushSync: () => flushSync(),
-    end (): void {
-      ended = true
-      process.removeListener('exit', onExit)
-      flushSync()
-    },
-    get dropped () { return dropped }
-  }
+export function createBatchedDestination (opts: BatchedDestinationOptions = {}): BatchedDestination {
+  return new BatchedFdDestination(opts)
 }
 
 /** Stdout through createBatchedDestination(): what a busy gateway process should log to. */
