@@ -23,30 +23,27 @@ interface Group {
   register (program: Command, loaders: Loaders): Promise<void>
 }
 
+/** `gatehouse dev` and `gatehouse status`: one module registers both. */
+async function registerDev (program: Command): Promise<void> {
+  const { registerDevCommands } = await import('./dev/index.js')
+  await registerDevCommands(program)
+}
+
 const GROUPS: Group[] = [
   {
     name: 'serve',
     description: 'run one part for production: gateway | rest | auth | panel',
-    async register (program, { config }) {
-      const { registerServeCommands } = await import('./serve.js')
-      registerServeCommands(program, config)
-    }
+    register: async (program, { config }) => { (await import('./serve.js')).registerServeCommands(program, config) }
   },
   {
     name: 'dev',
     description: 'run the whole service on embedded defaults (npm start): Postgres, tenants, engines, gateway, panel, mail catcher',
-    async register (program) {
-      const { registerDevCommands } = await import('./dev/index.js')
-      await registerDevCommands(program)
-    }
+    register: registerDev
   },
   {
     name: 'status',
     description: 'print the development stack\'s URLs and keys (.gatehouse/dev.json)',
-    async register (program) {
-      const { registerDevCommands } = await import('./dev/index.js')
-      await registerDevCommands(program)
-    }
+    register: registerDev
   },
   {
     name: 'tenants',
@@ -65,10 +62,7 @@ const GROUPS: Group[] = [
   {
     name: 'gen',
     description: 'generate code from a database: gen types typescript <database>',
-    async register (program, { readConfig }) {
-      const { registerGenCommands } = await import('./typegen/index.js')
-      registerGenCommands(program, readConfig)
-    }
+    register: async (program, { readConfig }) => { (await import('./typegen/index.js')).registerGenCommands(program, readConfig) }
   },
   {
     name: 'config',

@@ -7,19 +7,11 @@
 import type { Command } from 'commander'
 import type { DevOptions, DevStack } from './stack.js'
 
-export {
-  startDevPostgres, startEmbeddedPostgres, type DevPostgres, type EmbeddedPostgres, type EmbeddedPostgresOptions
-} from './postgres.js'
-export { startDevMail, type DevMail } from './mail.js'
+export { startEmbeddedPostgres, type EmbeddedPostgres } from './postgres.js'
 export { runningDevInfo, runningDevDefaults } from './running.js'
-export { parsePortOffset, offsetPortOverrides, devPgPort, DEV_PG_PORT } from './ports.js'
-export { devEnvironmentHelp } from './help.js'
-export { resetDevState } from './reset.js'
-export { sweepOrphanClusters, removeDevCluster } from './postgres.js'
-export { acquireDevLock, devLockOwner, DevStackRunningError, LOCK_FILE, type DevLock, type DevLockOwner } from './lock.js'
-export { runtimeTenantRecord, writeRuntimeTenantFile, writeRuntimeTenantFiles, tenantSourceFiles, TENANT_FILE, type DevEngines } from './tenant-files.js'
-export { watchTenantFiles, type TenantWatcher, type TenantWatcherOptions } from './watch.js'
-export { devSecrets, writeDevInfo, readDevInfo, renderDevInfo, type DevInfo, type DevDatabaseInfo } from './info.js'
+export { offsetPortOverrides, devPgPort, DEV_PG_PORT } from './ports.js'
+export { runtimeTenantRecord } from './tenant-files.js'
+export type { DevInfo, DevDatabaseInfo } from './info.js'
 export type { DevOptions, DevStack } from './stack.js'
 
 /** Starts the whole service on embedded defaults (what `npm start` runs); see stack.ts. */

@@ -18,7 +18,7 @@ export interface DevLockOwner {
 }
 
 /** The kernel's start time of `pid` (clock ticks since boot), or undefined where unknown. */
-export function processStart (pid: number): string | undefined {
+function processStart (pid: number): string | undefined {
   try {
     const stat = readFileSync(`/proc/${pid}/stat`, 'utf8')
     // Fields after the command name (which may hold spaces and parentheses): state is field 3.
@@ -34,7 +34,7 @@ function alive (pid: number): boolean {
 }
 
 /** Whether the lock's owner is the process that took it and still runs. */
-export function ownerAlive (owner: DevLockOwner): boolean {
+function ownerAlive (owner: DevLockOwner): boolean {
   if (!Number.isInteger(owner.pid) || owner.pid <= 0 || !alive(owner.pid)) return false
   if (owner.proc_start === undefined) return true
   const now = processStart(owner.pid)
@@ -57,7 +57,7 @@ export function devLockOwner (stateDir: string): DevLockOwner | null {
 }
 
 /** Thrown by a second start: names the running stack (what `describe` says of it). */
-export class DevStackRunningError extends ConfigError {
+class DevStackRunningError extends ConfigError {
   constructor (readonly owner: DevLockOwner, description: string) {
     super(`a development stack is already running in this checkout (pid ${owner.pid}, started ${owner.started_at})${description}. ` +
       'Nothing was started or stopped. Use that one (`gatehouse status` prints its URLs and keys), stop it with Ctrl-C in its terminal ' +

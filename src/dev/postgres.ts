@@ -154,7 +154,7 @@ function fallbackDir (opts: EmbeddedPostgresOptions, as: RunAs): string {
 
 const SOURCE_FILE = 'SOURCE'
 /** Where persistent clusters go when the postgres user cannot reach their state directory. */
-export const FALLBACK_BASE = '/var/lib/gatehouse-dev'
+const FALLBACK_BASE = '/var/lib/gatehouse-dev'
 
 function postmasterAlive (dataDir: string): boolean {
   try {

@@ -46,7 +46,7 @@ const IGNORE_HEADER = '# Written by `gatehouse tenants create`: the tenant files
  * Keeps a new tenant file out of git: its name in the directory's .gitignore (created, and
  * ignoring itself, when there is none). Returns that .gitignore's path.
  */
-export function ignoreInGit (dir: string, name: string): string {
+function ignoreInGit (dir: string, name: string): string {
   const file = path.join(dir, '.gitignore')
   let text = existsSync(file) ? readFileSync(file, 'utf8') : IGNORE_HEADER
   const lines = text.split('\n').map((l) => l.trim())

@@ -99,7 +99,7 @@ export async function assertSuperuser (client: pg.Client): Promise<void> {
   if (!r.rows[0]?.rolsuper) throw new AdminNotSuperuserError(r.rows[0]?.name ?? '?')
 }
 
-export async function serverVersion (client: pg.Client): Promise<number> {
+async function serverVersion (client: pg.Client): Promise<number> {
   const r = await client.query<{ v: string }>("SELECT current_setting('server_version_num') AS v")
   return Number(r.rows[0].v)
 }

@@ -1,7 +1,7 @@
 // The tenant record: the schema of a tenant file (config/tenants/<database>.yaml),
 // its `${ENV}` interpolation, and the runtime form every process uses (keys hashed).
 // Validation errors name the file and the field; nothing here does I/O.
-import { Type, type Static } from '@sinclair/typebox'
+import { Type, type Static, type TObject, type TOptional, type TSchema } from '@sinclair/typebox'
 import { createHash, timingSafeEqual } from 'node:crypto'
 import { Ajv, type ErrorObject } from 'ajv'
 import { ConfigError, ROLE_KINDS } from '../shared/index.js'
@@ -40,7 +40,7 @@ export const SmtpSchema = Type.Object({
   sender_name: Type.Optional(Type.String())
 }, { additionalProperties: false })
 
-export const MailTemplateSchema = Type.Object({
+const MailTemplateSchema = Type.Object({
   subject: Type.Optional(Type.String()),
   html: Type.Optional(Type.String()),
   text: Type.Optional(Type.String())
@@ -51,30 +51,25 @@ export const MailTemplateSchema = Type.Object({
  * (a Postgres function the auth engine calls in its own transaction) or `https://...` (a POST
  * signed with Standard Webhooks); `secrets` are the webhook secrets (`v1,whsec_<base64>`).
  */
-export const AuthHookSchema = Type.Object({
+const AuthHookSchema = Type.Object({
   uri: Type.String({ pattern: '^(pg-functions://[^/]*/[A-Za-z_][A-Za-z0-9_$]*/[A-Za-z_][A-Za-z0-9_$]*|https?://\\S+)$', maxLength: 2048 }),
   secrets: Type.Optional(Type.Array(Type.String({ pattern: '^v1,whsec_[A-Za-z0-9+/=]+$' }), { maxItems: 5 })),
   enabled: Type.Optional(Type.Boolean())
 }, { additionalProperties: false })
 
+/** An object of the given fields, each optional and each `item`, and nothing else. */
+function optionalEach<K extends string, T extends TSchema> (names: readonly K[], item: T): TObject<{ [P in K]: TOptional<T> }> {
+  const fields = Object.fromEntries(names.map((n) => [n, Type.Optional(item)])) as unknown as { [P in K]: TOptional<T> }
+  return Type.Object(fields, { additionalProperties: false })
+}
+
 /** The hooks of a database, by GoTrue's names. */
-export const AuthHooksSchema = Type.Object({
-  custom_access_token: Type.Optional(AuthHookSchema),
-  send_email: Type.Optional(AuthHookSchema),
-  password_verification_attempt: Type.Optional(AuthHookSchema),
-  mfa_verification_attempt: Type.Optional(AuthHookSchema),
-  before_user_created: Type.Optional(AuthHookSchema)
-}, { additionalProperties: false })
+export const AuthHooksSchema = optionalEach(
+  ['custom_access_token', 'send_email', 'password_verification_attempt', 'mfa_verification_attempt', 'before_user_created'], AuthHookSchema)
 
 /** Per-kind overrides of the auth engine's mails; GoTrue placeholders ({{ .ConfirmationURL }}, {{ .Token }} ...). */
-export const MailTemplatesSchema = Type.Object({
-  confirmation: Type.Optional(MailTemplateSchema),
-  invite: Type.Optional(MailTemplateSchema),
-  recovery: Type.Optional(MailTemplateSchema),
-  magic_link: Type.Optional(MailTemplateSchema),
-  email_change: Type.Optional(MailTemplateSchema),
-  reauthentication: Type.Optional(MailTemplateSchema)
-}, { additionalProperties: false })
+const MailTemplatesSchema = optionalEach(
+  ['confirmation', 'invite', 'recovery', 'magic_link', 'email_change', 'reauthentication'], MailTemplateSchema)
 
 /**
  * GoTrue's per-IP rate limits (RATE_LIMIT_OTP, _TOKEN_REFRESH, _VERIFY): buckets of 30
@@ -82,7 +77,7 @@ export const MailTemplatesSchema = Type.Object({
  * own flat settings (anonymous_rate_per_hour, mfa_rate_per_minute) as GoTrue does.
  */
 /** Requests allowed per second and per minute (either may be absent: no limit on it). */
-export const RestRateWindowsSchema = Type.Object({
+const RestRateWindowsSchema = Type.Object({
   second: Type.Optional(Type.Integer({ minimum: 1 })),
   minute: Type.Optional(Type.Integer({ minimum: 1 }))
 }, { additionalProperties: false })

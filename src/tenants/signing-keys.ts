@@ -131,7 +131,7 @@ function thumbprintOf (key: SigningKeyFile): string | null {
 }
 
 /** The tombstone a key matches (same kid, or the same key under another kid), or null. */
-export function revocationOf (key: SigningKeyFile, revoked: readonly RevokedKey[]): RevokedKey | null {
+function revocationOf (key: SigningKeyFile, revoked: readonly RevokedKey[]): RevokedKey | null {
   if (revoked.length === 0) return null
   const byKid = revoked.find((r) => r.kid === key.kid)
   if (byKid !== undefined) return byKid
