@@ -12,7 +12,6 @@ import {
   type JwtClaimsFailure
 } from './errors.js'
 
-export type { RoleKind } from '../shared/index.js'
 
 /** Who a request runs as: the verified token's role and claims (the anon role without one). */
 export interface RequestRole {

@@ -12,9 +12,9 @@ import type { Action, ApiRequest, HttpMethod, RowRange } from './types.js'
 export type * from './types.js'
 export { parseQueryParams, parseSelect, parseOrder, parseFilterValue, parseLogicTree, parseColumns } from './query-params.js'
 export { parsePreferences } from './preferences.js'
-export { parseAccept, mimeName, planFor, showAccept } from './media-type.js'
-export { parseRangeHeader, intersectRanges, capRange, rangeOf, ALL_ROWS } from './range.js'
-export { parseWritePayload, parseCallPayload, parseCsv, type RowsPayload, type CallPayload } from './payload.js'
+export { parseAccept } from './media-type.js'
+export { parseRangeHeader, intersectRanges } from './range.js'
+export { parseWritePayload, parseCallPayload, parseCsv } from './payload.js'
 
 /** What the HTTP layer hands over: everything below the tenant's base URL. */
 export interface RawRequest {

@@ -116,7 +116,7 @@ export function pure<T> (value: T): Parser<T> {
 }
 
 /** Parsec's `parserZero` (`guard False`, `mzero`): an empty failure with no message. */
-export const zero: Parser<never> = (_input, pos) => ({ ok: false, consumed: false, err: unknown(pos) })
+const zero: Parser<never> = (_input, pos) => ({ ok: false, consumed: false, err: unknown(pos) })
 
 /**
  * A failure that counts as consumed (no alternative is tried, nothing after it is

@@ -289,8 +289,6 @@ function pOpExprOf (pSVal: Parser<string>): Parser<OpExpr> {
 const pOpExprTop = pOpExprOf(pSingleVal)
 const pOpExprLogic = pOpExprOf(pLogicSingleVal)
 
-/** The operator expression of a filter value (top level: the value is the rest of the input). */
-const pOpExpr = (inLogic: boolean): Parser<OpExpr> => (inLogic ? pOpExprLogic : pOpExprTop)
 
 /** A filter value at the top level; null when `rpc` and it is not an operator expression. */
 export function parseFilterValue (input: string, rpc: boolean): OpExpr | null {
@@ -476,5 +474,3 @@ class QueryParamsCollector {
   }
 }
 
-// Exported for tests of single rules.
-export const rules = { pFieldName, pJsonPath, pField, pOpExpr, pLogicTree, pTreePath, pFieldForest, pOrder }

@@ -11,14 +11,8 @@ import { planCall } from './call-plan.js'
 import { planInfo, planOpenApi } from './info-plan.js'
 
 export type * from './types.js'
-export { isDefaultSelect } from './negotiate.js'
 export { negotiateRead } from './negotiate.js'
-export { planReadTree, findTable } from './read-plan.js'
-export { findRelationship } from './relationships.js'
-export { planMutate } from './mutate-plan.js'
-export { planCall } from './call-plan.js'
 
-export { callColumns, rebaseRoot, rootColumns } from './rebase.js'
 
 interface PlanOptions {
   /** Tenant max_rows (rest.max_rows), null = none. */

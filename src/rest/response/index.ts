@@ -10,10 +10,8 @@ import { openApiServer, shapeOpenApiResponse } from './openapi.js'
 import { shapePlanResponse } from './plan.js'
 import { shapeReadResponse, toReadResult } from './read.js'
 
-export { contentRange } from './content-range.js'
-export { withResponseSettings, type RestResponse } from './gucs.js'
+export { type RestResponse } from './gucs.js'
 export { LIMIT_APPLIED_HEADER } from './read.js'
-export { type WriteResult } from './mutate.js'
 
 export { resultCheck } from './checks.js'
 

@@ -14,9 +14,9 @@ import { loadSchemaCacheBatch, type CatalogBatch } from './load.js'
 import type { SchemaCache } from './types.js'
 
 export type * from './types.js'
-export { qnKey, isToOne } from './types.js'
+export { qnKey } from './types.js'
 export { buildSchemaCache } from './build.js'
-export { loadSchemaCache, type CatalogQuery, type CatalogStatement } from './load.js'
+export { loadSchemaCache, type CatalogStatement } from './load.js'
 export { SCHEMA_VERSION_SQL } from './queries.js'
 export { parseViewColumns } from './view-defs.js'
 

@@ -63,7 +63,7 @@ interface Junction {
   readonly columns2: ColumnPairs
 }
 
-export type Cardinality =
+type Cardinality =
   | { readonly kind: 'm2o', readonly constraint: string, readonly columns: ColumnPairs }
   | { readonly kind: 'o2m', readonly constraint: string, readonly columns: ColumnPairs }
   /** One-to-one: FK columns are the PK or unique; `isParent` on the referenced side. */
