@@ -56,7 +56,7 @@ export function partLogger (config: Config, part: string): ReturnType<typeof pin
 }
 
 /** Builds one part (unstarted) with its dependencies. */
-export async function buildPart (name: PartName, deps: PartDeps, tracer?: PartTracer): Promise<FastifyInstance> {
+async function buildPart (name: PartName, deps: PartDeps, tracer?: PartTracer): Promise<FastifyInstance> {
   const { config, tenants } = deps
   switch (name) {
     case 'gateway': {

@@ -40,7 +40,7 @@ function distance (a: string, b: string): number {
 }
 
 /** The known variable nearest to `name` (edit distance). */
-export function nearestEnvName (name: string, known: readonly string[] = configEnvNames()): string {
+function nearestEnvName (name: string, known: readonly string[] = configEnvNames()): string {
   let best = known[0]!
   let bestD = Infinity
   for (const k of known) {

@@ -16,7 +16,7 @@ export const CORS_EXPOSED_HEADERS = [
 const METHODS = 'GET, POST, PATCH, PUT, DELETE, OPTIONS, HEAD'
 
 /** What a preflight allows: Authorization, the headers the browser asks for, then CORS's simple headers. */
-export function allowedRequestHeaders (requested: string | undefined): string {
+function allowedRequestHeaders (requested: string | undefined): string {
   const out: string[] = []
   const seen = new Set<string>()
   const add = (h: string): void => {

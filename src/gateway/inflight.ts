@@ -14,7 +14,7 @@ const kClient = Symbol('gatehouse.inflightClient')
 type Tracked = ServerResponse & { [kTenant]?: string, [kClient]?: string }
 
 /** take()'s answer: a slot, or which cap refused one. */
-export type TakeResult = 'ok' | 'tenant' | 'client'
+type TakeResult = 'ok' | 'tenant' | 'client'
 
 export interface InflightSlots {
   /**

@@ -34,7 +34,7 @@ function unverifiedAuthCaller (headers: IncomingHttpHeaders): Caller {
   return { kind: 'anon', claims: null, token, exp: null, keyKind: null, cacheKey: '' }
 }
 
-export function setRequestInfo (raw: IncomingMessage, reqId: string): RequestInfo {
+function setRequestInfo (raw: IncomingMessage, reqId: string): RequestInfo {
   const info: RequestInfo = { reqId, method: raw.method ?? 'GET', url: raw.url ?? '/', start: performance.now(), tenant: UNKNOWN_TENANT, service: 'none', errorCode: null, done: false }
   ;(raw as WithInfo)[kInfo] = info
   return info

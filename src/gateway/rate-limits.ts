@@ -16,14 +16,14 @@ const PERIODS = { second: 1, minute: 60 } as const
 const SCOPES = ['database', 'client', 'key'] as const
 
 /** Who is asking, as the limits count them. */
-export interface RateSubject {
+interface RateSubject {
   database: string
   client: string
   /** The API key as sent (hashed before it is used as a counter key). */
   apikey: string
 }
 
-export interface RateVerdict {
+interface RateVerdict {
   /** RateLimit-Policy and RateLimit field values. */
   headers: Record<string, string>
   /** Set when a limit is exceeded: seconds to wait, and the limit (`client-minute` ...) that refused. */

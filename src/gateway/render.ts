@@ -45,7 +45,7 @@ const RETRY_AFTER_503: Record<string, string> = {
 }
 
 /** Our error for anything thrown (fastify's client errors keep their 4xx meaning). */
-export function toGatehouseError (err: unknown): GatehouseError {
+function toGatehouseError (err: unknown): GatehouseError {
   if (isGatehouseError(err)) return err
   const fe = fastifyClientError(err)
   if (fe === null) return new InternalError({ cause: err, internal: err })

@@ -15,7 +15,7 @@ export interface ReadinessCheck {
   check (): Promise<void>
 }
 
-export interface CheckResult {
+interface CheckResult {
   name: string
   ok: boolean
   error?: string
@@ -54,7 +54,7 @@ export interface InstrumentOptions {
   stopping?: () => boolean
 }
 
-export const UNKNOWN_TENANT_LABEL = '_unknown'
+const UNKNOWN_TENANT_LABEL = '_unknown'
 const CHECK_TIMEOUT_MS = 2_000
 const BUCKETS = [0.002, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30]
 
@@ -128,7 +128,7 @@ function countRequests (app: FastifyInstance, registry: Registry, part: string,
  * gatehouse_build_info{part,version,node_version} 1 (once per registry): what runs, for
  * dashboards and alerts across a fleet. Its value is taken from one worker under `--workers`.
  */
-export function registerBuildInfo (registry: Registry, part: string): void {
+function registerBuildInfo (registry: Registry, part: string): void {
   if (registry.getSingleMetric('gatehouse_build_info') !== undefined) return
   const g = new Gauge({
     name: 'gatehouse_build_info',

@@ -53,7 +53,7 @@ function isLogger (x: unknown): x is FastifyBaseLogger {
  * headers over the size limit or too slow): the JSON error shape of every other answer,
  * with its code in `x-gatehouse-error-code`, then the connection is closed.
  */
-export function clientErrorResponse (err: Error & { code?: string }): string {
+function clientErrorResponse (err: Error & { code?: string }): string {
   let e: GatehouseError
   if (err.code === 'ERR_HTTP_REQUEST_TIMEOUT') e = new HeadersTimeoutError()
   else if (err.code === 'HPE_HEADER_OVERFLOW') e = new HeaderFieldsTooLargeError(maxHeaderSize)

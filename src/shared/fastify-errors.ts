@@ -5,7 +5,7 @@
 // Anything else thrown is an unexpected failure, which the parts render as their 500.
 
 /** What went wrong, as far as a client needs to know. */
-export type FastifyClientErrorKind =
+type FastifyClientErrorKind =
   | 'bad_url' | 'body_too_large' | 'unsupported_media_type' | 'bad_body' | 'not_found' | 'client'
 
 export interface FastifyClientError {

@@ -31,7 +31,7 @@ export function connectionListed (connection: string | string[] | undefined): Se
 }
 
 /** Accepted shape of a client-supplied X-Request-Id; anything else is replaced. */
-export const REQUEST_ID = /^[A-Za-z0-9._:@-]{1,128}$/
+const REQUEST_ID = /^[A-Za-z0-9._:@-]{1,128}$/
 
 export function isValidRequestId (value: unknown): value is string {
   return typeof value === 'string' && REQUEST_ID.test(value)

@@ -55,7 +55,7 @@ export function signHS256Sync (claims: JWTPayload, opts: SignOptions): string {
   return input + '.' + createHmac('sha256', hmacKey(opts.secret)).update(input).digest('base64url')
 }
 
-export interface VerifyOptions {
+interface VerifyOptions {
   secret: string
   issuer?: string | string[]
   audience?: string | string[]

@@ -5,7 +5,7 @@
 import fs from 'node:fs'
 import { pino, type Logger, type LoggerOptions, type DestinationStream } from 'pino'
 
-export const REDACTED = '[REDACTED]'
+const REDACTED = '[REDACTED]'
 
 /** Field names whose values are credentials, wherever they appear (case-insensitive). */
 const SECRET_FIELDS: ReadonlySet<string> = new Set([
@@ -31,7 +31,7 @@ function isPlain (v: object): boolean {
  * they are (no copy). Used as pino's log and bindings formatters: one pass over the keys
  * the caller logged, far cheaper per line than path-based redaction.
  */
-export function censor<T> (obj: T, depth = 0): T {
+function censor<T> (obj: T, depth = 0): T {
   if (obj === null || typeof obj !== 'object') return obj
   let out: Record<string, unknown> | unknown[] | null = null
   const src = obj as Record<string, unknown>
@@ -90,7 +90,7 @@ export function redactUrl (url: string): string {
 interface RequestLike { method?: string, url?: string, id?: string, ip?: string, socket?: { remoteAddress?: string } }
 
 /** Request serializer: method, redacted URL, id and peer; never headers. */
-export function serializeRequest (req: RequestLike): Record<string, unknown> {
+function serializeRequest (req: RequestLike): Record<string, unknown> {
   return {
     method: req.method,
     url: req.url === undefined ? undefined : redactUrl(req.url),

@@ -49,7 +49,7 @@ export interface TenantPoolsOptions {
   now?: () => number
 }
 
-export interface TenantPoolsLogger {
+interface TenantPoolsLogger {
   warn (obj: object, msg?: string): void
 }
 
@@ -107,7 +107,7 @@ interface TenantPool {
 }
 
 /** One tenant's numbers in a snapshot. */
-export interface TenantPoolStats {
+interface TenantPoolStats {
   key: string
   /** Connections open or opening. */
   open: number

@@ -65,7 +65,7 @@ export function partResource (opts: PartTracingOptions): Record<string, string> 
 }
 
 /** The OTLP/HTTP traces URL of a base endpoint. */
-export function otlpTracesUrl (endpoint: string): string {
+function otlpTracesUrl (endpoint: string): string {
   return `${endpoint.replace(/\/+$/, '')}/v1/traces`
 }
 

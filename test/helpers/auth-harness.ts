@@ -17,8 +17,8 @@ interface Teardown { teardown (fn: () => unknown): void }
 export const PUBLIC_URL = 'http://gatehouse.test'
 
 /** A clock tests move forward instead of sleeping. */
-export interface TestClock { now (): Date, advance (seconds: number): void }
-export function testClock (): TestClock {
+interface TestClock { now (): Date, advance (seconds: number): void }
+function testClock (): TestClock {
   let offset = 0
   return { now: () => new Date(Date.now() + offset), advance: (s) => { offset += s * 1000 } }
 }

@@ -22,7 +22,7 @@ interface Teardown { teardown (fn: () => unknown): void }
 export const REPO_ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..')
 
 /** One tenant of the working copy: its original name (demo, demo2) and what it became. */
-export interface CopiedTenant {
+interface CopiedTenant {
   /** demo | demo2 (the committed file it came from). */
   source: string
   database: string
@@ -110,7 +110,7 @@ export const KERNEL_PORTS = {
   mail: { smtp_port: 0, web_port: 0 }
 } as const
 
-export interface Call {
+interface Call {
   status: number
   body: any
   headers: Headers

@@ -50,7 +50,7 @@ export function testConfig (overrides: Record<string, unknown> = {}): Config {
   })
 }
 
-export interface Received {
+interface Received {
   method: string
   url: string
   headers: http.IncomingHttpHeaders

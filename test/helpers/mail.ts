@@ -93,7 +93,7 @@ function decodeHtmlEntities (s: string): string {
   return s.replace(/&amp;/g, '&').replace(/&quot;/g, '"').replace(/&#39;/g, "'").replace(/&lt;/g, '<').replace(/&gt;/g, '>')
 }
 
-export function parseMail (raw: string, envelopeTo: string[], envelopeFrom: string): CaughtMail {
+function parseMail (raw: string, envelopeTo: string[], envelopeFrom: string): CaughtMail {
   const split = raw.search(/\r?\n\r?\n/)
   const headers = parseHeaders(split < 0 ? raw : raw.slice(0, split))
   const parts = parseEntity(raw)

@@ -16,7 +16,7 @@ export interface OidcAccount {
   picture?: string
 }
 
-export interface OidcClient { client_id: string, client_secret: string, redirect_uris: string[] }
+interface OidcClient { client_id: string, client_secret: string, redirect_uris: string[] }
 
 export interface OidcProviderHandle {
   /** The issuer, http://127.0.0.1:<port> (discovery at /.well-known/openid-configuration). */

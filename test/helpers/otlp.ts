@@ -3,7 +3,7 @@
 import { createServer, type IncomingMessage } from 'node:http'
 import type { AddressInfo } from 'node:net'
 
-export interface ExportedSpan {
+interface ExportedSpan {
   service: string
   resource: Record<string, string>
   traceId: string

@@ -20,7 +20,7 @@ import { startMailCatcher, type MailCatcher } from './mail.js'
 interface Teardown { teardown (fn: () => unknown): void }
 
 export const PUBLIC_URL = 'http://gatehouse.test'
-export const PANEL_SECRET = 'panel-session-secret-for-tests-0123456789abcdef'
+const PANEL_SECRET = 'panel-session-secret-for-tests-0123456789abcdef'
 
 export interface StackTenant extends TestTenant {
   /** The runtime record as stored (upstreams point at this stack's engines). */

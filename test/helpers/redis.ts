@@ -10,7 +10,7 @@ export function redisUrl (): string {
 
 interface Teardown { teardown (fn: () => unknown): void }
 
-export function testKeyPrefix (): string {
+function testKeyPrefix (): string {
   return `test:${randomBytes(4).toString('hex')}:`
 }
 

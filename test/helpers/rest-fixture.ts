@@ -3,7 +3,7 @@
 // owner connection with grants through platform.grant, and a REST engine serving it.
 import type { FastifyInstance } from 'fastify'
 import { signHS256 } from '../../src/shared/index.js'
-import { buildRestEngine, restEngineOf } from '../../src/rest/index.js'
+import { buildRestEngine } from '../../src/rest/index.js'
 import type { Config } from '../../src/config/index.js'
 import type { Tenant } from '../../src/tenants/index.js'
 import { createTestTenant, withClient, type TestTenant } from './tenants.js'
@@ -191,4 +191,4 @@ export async function createRestFixture (tap: Teardown, opts: FixtureOptions = {
 
 export { eventually } from './eventually.js'
 
-export { restEngineOf }
+

@@ -46,9 +46,9 @@ SELECT platform.grant('SELECT, INSERT, UPDATE, DELETE', 'posts', 'anon');
 SELECT platform.grant('SELECT, INSERT, UPDATE, DELETE', 'item_names', 'anon');
 `
 
-export type Role = 'anon' | 'auth' | 'svc'
+type Role = 'anon' | 'auth' | 'svc'
 
-export interface CallOptions {
+interface CallOptions {
   headers?: Record<string, string>
   /** A JSON value (sent as application/json unless a content-type is given), or raw text/bytes. */
   body?: unknown

@@ -99,7 +99,7 @@ export function privilegesForMethod (method: string): Privilege[] {
 const TENANT_ROLE_IN_TEXT = /\bt_[0-9a-f]{10}_(?:anon|auth|svc|rest|authn|owner)\b/g
 
 /** Removes other tenants' role names and control characters from upstream text; bounds it. */
-export function scrub (text: string | null | undefined, tenant: Tenant): string | null {
+function scrub (text: string | null | undefined, tenant: Tenant): string | null {
   if (typeof text !== 'string' || text === '') return null
   const own = new Set(Object.values(tenant.roles))
   let out = text.replace(TENANT_ROLE_IN_TEXT, (m) => own.has(m) || m.startsWith(ownPrefix(tenant)) ? m : '(another role)')
