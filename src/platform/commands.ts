@@ -8,7 +8,7 @@ import type { Command } from 'commander'
 import { parse as parseYaml, stringify as toYaml } from 'yaml'
 import type { Config } from '../config/index.js'
 import { withDatabase } from '../shared/index.js'
-import { createTenantStore, toTenant, SIGNING_ALGORITHMS, currentSigningKey, type SigningAlgorithm, type TenantFile } from '../tenants/index.js'
+import { createTenantStore, declareCommands, toTenant, SIGNING_ALGORITHMS, currentSigningKey, type SigningAlgorithm, type TenantFile } from '../tenants/index.js'
 import { assertDatabaseName, dropTenant, provisionTenant } from './provision.js'
 import { migrateAll, migrateDatabase } from './migrate.js'
 import { connectAdmin, describeUrl, type TenantRoleNames } from './roles.js'
@@ -231,28 +231,34 @@ const POSTGRES_OPTION = ['--postgres <url>', 'admin (superuser) URL of the clust
 const DIR_OPTION = ['--dir <dir>', 'directory of tenant files; default tenants.dir (config/tenants)'] as const
 
 export function registerPlatformCommands (tenants: Command, config: () => Config): void {
-  tenants.command('create')
-    .description('provision a tenant: create the database, its roles, the platform and auth schemas, generate the JWT secrets and keys, and write <dir>/<database>.yaml (and the Redis store when tenants.source is redis). Prints the keys once.')
-    .argument('<database>', 'database name, also the URL segment: ^[a-z][a-z0-9_-]{0,62}$')
-    .requiredOption('--org <organization>', 'the panel organization that owns the database')
-    .option(...POSTGRES_OPTION)
-    .option(...DIR_OPTION)
-    .option('--auth-upstream <url>', 'auth engine base URL of this tenant (with --rest-upstream); default our auth engine: http://<auth.host>:<auth.port>/<database>')
-    .option('--rest-upstream <url>', 'REST engine base URL of this tenant (with --auth-upstream); default our REST engine: http://<rest.host>:<rest.port>/<database>')
-    .option('--signing-algorithm <alg>', 'what signs access tokens: ES256 (default), RS256, or HS256 (the legacy secret; an ES256 key is generated all the same)')
-    .action((database: string, flags: CreateFlags) => create(config(), database, flags))
-  tenants.command('drop')
-    .description('drop a tenant: its database (with every connection closed), its roles, its tenant file and its Redis record. Asks for the database name unless --yes.')
-    .argument('<database>', 'the database name')
-    .option('-y, --yes', 'do not ask (required when not on a terminal)')
-    .option(...POSTGRES_OPTION)
-    .option(...DIR_OPTION)
-    .option('--keep-file', 'leave the tenant file in place')
-    .action((database: string, flags: DropFlags) => drop(config(), database, flags))
-  tenants.command('migrate')
-    .description('apply pending platform/auth migrations to a tenant database, or to every tenant database of the cluster with --all; re-running is a no-op')
-    .argument('[database]', 'the database name')
-    .option('--all', 'every tenant database on the cluster (those with platform.schema_migrations)')
-    .option(...POSTGRES_OPTION)
-    .action((database: string | undefined, flags: MigrateFlags) => migrate(config(), database, flags))
+  declareCommands(tenants, [
+    {
+      name: 'create',
+      description: 'provision a tenant: create the database, its roles, the platform and auth schemas, generate the JWT secrets and keys, and write <dir>/<database>.yaml (and the Redis store when tenants.source is redis). Prints the keys once.',
+      args: [['<database>', 'database name, also the URL segment: ^[a-z][a-z0-9_-]{0,62}$']],
+      required: [['--org <organization>', 'the panel organization that owns the database']],
+      options: [
+        POSTGRES_OPTION,
+        DIR_OPTION,
+        ['--auth-upstream <url>', 'auth engine base URL of this tenant (with --rest-upstream); default our auth engine: http://<auth.host>:<auth.port>/<database>'],
+        ['--rest-upstream <url>', 'REST engine base URL of this tenant (with --auth-upstream); default our REST engine: http://<rest.host>:<rest.port>/<database>'],
+        ['--signing-algorithm <alg>', 'what signs access tokens: ES256 (default), RS256, or HS256 (the legacy secret; an ES256 key is generated all the same)']
+      ],
+      action: (database: string, flags: CreateFlags) => create(config(), database, flags)
+    },
+    {
+      name: 'drop',
+      description: 'drop a tenant: its database (with every connection closed), its roles, its tenant file and its Redis record. Asks for the database name unless --yes.',
+      args: [['<database>', 'the database name']],
+      options: [['-y, --yes', 'do not ask (required when not on a terminal)'], POSTGRES_OPTION, DIR_OPTION, ['--keep-file', 'leave the tenant file in place']],
+      action: (database: string, flags: DropFlags) => drop(config(), database, flags)
+    },
+    {
+      name: 'migrate',
+      description: 'apply pending platform/auth migrations to a tenant database, or to every tenant database of the cluster with --all; re-running is a no-op',
+      args: [['[database]', 'the database name']],
+      options: [['--all', 'every tenant database on the cluster (those with platform.schema_migrations)'], POSTGRES_OPTION],
+      action: (database: string | undefined, flags: MigrateFlags) => migrate(config(), database, flags)
+    }
+  ])
 }

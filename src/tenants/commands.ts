@@ -8,6 +8,7 @@ import type { Command } from 'commander'
 import { stringify as toYaml } from 'yaml'
 import type { Config } from '../config/index.js'
 import { createTenantStore } from './store.js'
+import { declareCommands } from './command-table.js'
 import { createRedisStore, type RedisTenantStore } from './redis-store.js'
 import { loadTenantFileEntries, type LoadedTenantFile } from './yaml-loader.js'
 import { DATABASE_NAME, maskTenant, type Tenant } from './schema.js'
@@ -169,42 +170,58 @@ async function deleteTenant (cfg: Config, database: string): Promise<void> {
 
 const DATABASE_ARG = ['<database>', 'the database name'] as const
 
+const JSON_OPTION = ['--json', 'print JSON'] as const
+
 export function registerTenantStoreCommands (tenants: Command, config: () => Config): void {
-  tenants.command('apply')
-    .description('validate tenant files (a file or a directory of *.yaml), then merge each into the Redis store three ways (file now, file as last applied, store now): fields the file changed are taken, fields changed elsewhere (panel, CLI) are kept, a field changed on both sides refuses the apply; nothing is written when any file is bad or conflicts')
-    .argument('<dir|file>', 'a tenant file or a directory of tenant files (<database>.yaml)')
-    .option('--dry-run', 'validate and show what would change; write nothing')
-    .option('--force', 'a field changed both in the file and in the store takes the file\'s value')
-    .action((target: string, opts: ApplyFlags) => apply(config(), target, opts))
-  tenants.command('diff')
-    .description('show, field by field, where the Redis store and tenant files differ and who changed what since the last apply (secrets masked); exit code 1 when they differ')
-    .argument('<dir|file>', 'a tenant file or a directory of tenant files')
-    .option('--json', 'print JSON')
-    .action((target: string, opts: { json?: boolean }) => diff(config(), target, opts))
-  tenants.command('export')
-    .description('write the effective record of a database (with every panel and CLI change) as a tenant file; secrets are ${ENV} references unless --include-secrets')
-    .argument(...DATABASE_ARG)
-    .option('-o, --out <file>', 'write the file (mode 0600) instead of printing it')
-    .option('--include-secrets', 'write the JWT secrets, private keys and passwords themselves')
-    .action((database: string, opts: { out?: string, includeSecrets?: boolean }) => exportTenant(config(), database, opts))
-  tenants.command('history')
-    .description('the last control-plane changes of a database (panel, CLI, apply): when, who, which fields, versions')
-    .argument(...DATABASE_ARG)
-    .option('--json', 'print JSON')
-    .action((database: string, opts: { json?: boolean }) => history(config(), database, opts))
-  tenants.command('list')
-    .description('list the databases in the tenant store (tenants.source)')
-    .option('--json', 'print a JSON array')
-    .action((opts: { json?: boolean }) => list(config(), opts))
-  tenants.command('show')
-    .description('print one tenant record, secrets masked')
-    .argument(...DATABASE_ARG)
-    .option('--json', 'print JSON instead of YAML')
-    .action((database: string, opts: { json?: boolean }) => show(config(), database, opts))
-  tenants.command('delete')
-    .description('remove a tenant from the Redis store and publish an invalidation (the database itself is kept)')
-    .argument(...DATABASE_ARG)
-    .action((database: string) => deleteTenant(config(), database))
+  declareCommands(tenants, [
+    {
+      name: 'apply',
+      description: 'validate tenant files (a file or a directory of *.yaml), then merge each into the Redis store three ways (file now, file as last applied, store now): fields the file changed are taken, fields changed elsewhere (panel, CLI) are kept, a field changed on both sides refuses the apply; nothing is written when any file is bad or conflicts',
+      args: [['<dir|file>', 'a tenant file or a directory of tenant files (<database>.yaml)']],
+      options: [['--dry-run', 'validate and show what would change; write nothing'], ['--force', 'a field changed both in the file and in the store takes the file\'s value']],
+      action: (target: string, opts: ApplyFlags) => apply(config(), target, opts)
+    },
+    {
+      name: 'diff',
+      description: 'show, field by field, where the Redis store and tenant files differ and who changed what since the last apply (secrets masked); exit code 1 when they differ',
+      args: [['<dir|file>', 'a tenant file or a directory of tenant files']],
+      options: [JSON_OPTION],
+      action: (target: string, opts: { json?: boolean }) => diff(config(), target, opts)
+    },
+    {
+      name: 'export',
+      description: 'write the effective record of a database (with every panel and CLI change) as a tenant file; secrets are ${ENV} references unless --include-secrets',
+      args: [DATABASE_ARG],
+      options: [['-o, --out <file>', 'write the file (mode 0600) instead of printing it'], ['--include-secrets', 'write the JWT secrets, private keys and passwords themselves']],
+      action: (database: string, opts: { out?: string, includeSecrets?: boolean }) => exportTenant(config(), database, opts)
+    },
+    {
+      name: 'history',
+      description: 'the last control-plane changes of a database (panel, CLI, apply): when, who, which fields, versions',
+      args: [DATABASE_ARG],
+      options: [JSON_OPTION],
+      action: (database: string, opts: { json?: boolean }) => history(config(), database, opts)
+    },
+    {
+      name: 'list',
+      description: 'list the databases in the tenant store (tenants.source)',
+      options: [['--json', 'print a JSON array']],
+      action: (opts: { json?: boolean }) => list(config(), opts)
+    },
+    {
+      name: 'show',
+      description: 'print one tenant record, secrets masked',
+      args: [DATABASE_ARG],
+      options: [['--json', 'print JSON instead of YAML']],
+      action: (database: string, opts: { json?: boolean }) => show(config(), database, opts)
+    },
+    {
+      name: 'delete',
+      description: 'remove a tenant from the Redis store and publish an invalidation (the database itself is kept)',
+      args: [DATABASE_ARG],
+      action: (database: string) => deleteTenant(config(), database)
+    }
+  ])
 }
 
 // ---- signing keys ----------------------------------------------------------------------------
@@ -302,28 +319,36 @@ const FILE_OPTION = ['--file <file>', 'the tenant file to change too; default <t
 
 export function registerSigningKeyCommands (tenants: Command, config: () => Config): void {
   const keys = tenants.command('keys').description('signing keys of a database (ES256, RS256): list, rotate, revoke, retire-legacy')
-  keys.command('list')
-    .description('the signing keys of a database: kid, algorithm, which one signs now (never private parts)')
-    .argument(...DATABASE_ARG)
-    .option('--json', 'print JSON')
-    .action((database: string, opts: { json?: boolean }) => listKeys(config(), database, opts))
-  keys.command('rotate')
-    .description('generate a new signing key and make it the one that signs; the older keys keep verifying (and stay in the JWKS) until revoked')
-    .argument(...DATABASE_ARG)
-    .option('--alg <alg>', 'ES256 or RS256; default the algorithm the database signs with, ES256 when that is HS256')
-    .option(...FILE_OPTION)
-    .action((database: string, flags: { alg?: string, file?: string }) => rotateKey(config(), database, flags))
-  keys.command('retire-legacy')
-    .description('retire the legacy HS256 secret: tokens it signed are refused from then on (only while an ES256 or RS256 key signs). The upstream secret the gateway signs REST requests with is not affected')
-    .argument(...DATABASE_ARG)
-    .option(...FILE_OPTION)
-    .action((database: string, flags: { file?: string }) => changeKeys(config(), database, flags, { kind: 'retire-legacy' },
-      `${database}: legacy JWT secret retired: HS256 tokens are refused from now on`))
-  keys.command('revoke')
-    .description('revoke a signing key: tokens it signed stop verifying, it leaves the JWKS, and its tombstone keeps it from ever coming back. The key that signs now cannot be revoked (rotate first)')
-    .argument(...DATABASE_ARG)
-    .argument('<kid>', 'the key id (`tenants keys list`)')
-    .option(...FILE_OPTION)
-    .action((database: string, kid: string, flags: { file?: string }) => changeKeys(config(), database, flags, { kind: 'revoke', kid },
-      `${database}: signing key ${kid} revoked`))
+  declareCommands(keys, [
+    {
+      name: 'list',
+      description: 'the signing keys of a database: kid, algorithm, which one signs now (never private parts)',
+      args: [DATABASE_ARG],
+      options: [JSON_OPTION],
+      action: (database: string, opts: { json?: boolean }) => listKeys(config(), database, opts)
+    },
+    {
+      name: 'rotate',
+      description: 'generate a new signing key and make it the one that signs; the older keys keep verifying (and stay in the JWKS) until revoked',
+      args: [DATABASE_ARG],
+      options: [['--alg <alg>', 'ES256 or RS256; default the algorithm the database signs with, ES256 when that is HS256'], FILE_OPTION],
+      action: (database: string, flags: { alg?: string, file?: string }) => rotateKey(config(), database, flags)
+    },
+    {
+      name: 'retire-legacy',
+      description: 'retire the legacy HS256 secret: tokens it signed are refused from then on (only while an ES256 or RS256 key signs). The upstream secret the gateway signs REST requests with is not affected',
+      args: [DATABASE_ARG],
+      options: [FILE_OPTION],
+      action: (database: string, flags: { file?: string }) => changeKeys(config(), database, flags, { kind: 'retire-legacy' },
+        `${database}: legacy JWT secret retired: HS256 tokens are refused from now on`)
+    },
+    {
+      name: 'revoke',
+      description: 'revoke a signing key: tokens it signed stop verifying, it leaves the JWKS, and its tombstone keeps it from ever coming back. The key that signs now cannot be revoked (rotate first)',
+      args: [DATABASE_ARG, ['<kid>', 'the key id (`tenants keys list`)']],
+      options: [FILE_OPTION],
+      action: (database: string, kid: string, flags: { file?: string }) => changeKeys(config(), database, flags, { kind: 'revoke', kid },
+        `${database}: signing key ${kid} revoked`)
+    }
+  ])
 }

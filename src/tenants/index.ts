@@ -32,6 +32,7 @@ export {
 } from './signing-keys.js'
 export { createTenantStore, type TenantStoreDeps } from './store.js'
 export { registerTenantStoreCommands, registerSigningKeyCommands } from './commands.js'
+export { declareCommands, type CommandRow } from './command-table.js'
 export {
   planApply, applyTenantFiles, diffTenantFiles, exportTenantFile, conflictMessage, describeDiffRow, lastChangeOf,
   type ApplyPlan, type ApplyOutcome, type DiffRow
