@@ -7,7 +7,7 @@ import { createHash } from 'node:crypto'
 import { LRUCache } from 'lru-cache'
 import type { Tenant } from '../tenants/index.js'
 import { parseCookieHeader, roleDisplayName } from '../shared/index.js'
-import { parseApiRequest, visibleHeaders, requestHeader, DEFAULT_LIMIT_HEADER, type RawRequest } from './api-request/index.js'
+import { parseApiRequest, visibleHeaders, requestHeader, DEFAULT_LIMIT_HEADER, type ParseContext, type RawRequest } from './api-request/index.js'
 import type { ApiRequest } from './api-request/types.js'
 import type { RequestRole, TokenVerifier } from './auth.js'
 import {
@@ -81,6 +81,16 @@ function rootSpecOf (tenant: Tenant): string | null {
   return tenant.rest.openapi_mode === 'disabled' ? null : tenant.rest.root_spec ?? null
 }
 
+/** What parsing reads of the tenant's settings and the schema cache. */
+function parseContext (tenant: Tenant, cache: SchemaCache): ParseContext {
+  return {
+    schemas: tenant.rest.schemas,
+    timezones: cache.timezones,
+    rootSpec: rootSpecOf(tenant),
+    openapiDisabled: tenant.rest.openapi_mode === 'disabled'
+  }
+}
+
 /** A prepared statement's name from its text (values are parameters: one name per shape). */
 function statementName (text: string): string {
   return 'gh_r_' + createHash('sha256').update(text).digest('base64url').slice(0, 24)
@@ -120,7 +130,7 @@ async function prepare (engine: Engine, tenant: Tenant, raw: RawRequest, timings
   const parsed = await timings.time('parse', async () => {
     const cache = await engine.schemaCaches.get(key, tenant.rest.schemas, source)
     const hit = raw.method === 'GET' || raw.method === 'HEAD' ? engine.plans.get(planKey(tenant, cache, raw)) : undefined
-    return hit ?? { cache, req: parseApiRequest(raw, { schemas: tenant.rest.schemas, timezones: cache.timezones, rootSpec: rootSpecOf(tenant) }) }
+    return hit ?? { cache, req: parseApiRequest(raw, parseContext(tenant, cache)) }
   })
   if (!('cache' in parsed)) {
     timings.add('plan', 0)

@@ -1,7 +1,7 @@
 // HTTP -> ApiRequest (PostgREST's ApiRequest.hs): routes path + method to an action,
 // selects the schema (profiles), parses the query string, Prefer, Range and Accept.
 // Pure: knows HTTP but not the database; throws RestErrors (PGRST1xx) on bad input.
-import { InvalidPathError, invalidSchema, RpcMethodError, UnsupportedMethodError } from '../errors.js'
+import { InvalidPathError, invalidSchema, OpenApiDisabledError, RpcMethodError, UnsupportedMethodError } from '../errors.js'
 import type { GatehouseError } from '../../shared/index.js'
 import { parseAccept, parseMediaType } from './media-type.js'
 import { parsePreferences } from './preferences.js'
@@ -29,13 +29,15 @@ export interface RawRequest {
   body: Buffer | null
 }
 
-interface ParseContext {
+export interface ParseContext {
   /** The tenant's exposed schemas; the first is the default. */
   schemas: readonly string[]
   /** The database's time zone names (pg_timezone_names); absent: any `timezone=` is taken. */
   timezones?: ReadonlySet<string>
   /** PostgREST's db-root-spec: the function the root path calls in place of the OpenAPI document. */
   rootSpec?: string | null
+  /** PostgREST's openapi-mode disabled: the root path answers PGRST126, whatever the method. */
+  openapiDisabled?: boolean
 }
 
 const METHODS: ReadonlySet<string> = new Set(['GET', 'HEAD', 'POST', 'PATCH', 'PUT', 'DELETE', 'OPTIONS'])
@@ -145,7 +147,9 @@ export function parseApiRequest (raw: RawRequest, ctx: ParseContext): ApiRequest
   const segments = pathSegments(raw.path)
   if (!METHODS.has(method)) throw unsupportedMethod(method, segments)
   const m = method as HttpMethod
-  // db-root-spec: the root is that function of the request's schema, as `/rpc/<function>`.
+  // As PostgREST's getResource: a disabled root is refused before the method is looked at;
+  // db-root-spec makes the root that function of the request's schema, as `/rpc/<function>`.
+  if (segments.length === 0 && ctx.openapiDisabled === true) throw new OpenApiDisabledError()
   const action = routeAction(m, segments.length === 0 && ctx.rootSpec ? ['rpc', ctx.rootSpec] : segments)
 
   // Profiles (§5.3): GET/HEAD (and OPTIONS) read Accept-Profile, writes Content-Profile.

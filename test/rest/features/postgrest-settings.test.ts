@@ -4,6 +4,7 @@
 // openapi-security-active (openapi_security_active), each as PostgREST applies it, through the gateway.
 import t from 'tap'
 import { startRestGateway } from '../../helpers/rest-gateway.js'
+import { createRestFixture } from '../../helpers/rest-fixture.js'
 
 const SQL = `
 CREATE TABLE notes (id int PRIMARY KEY, body text);
@@ -66,12 +67,13 @@ t.test('openapi_mode', async (t) => {
 
 // db-root-spec (RootSpec: the root calls that function, its media type domain negotiated as
 // for /rpc) and openapi-security-active (SecurityOpenApiSpec: the JWT bearer scheme).
-const ROOT_SQL = SQL + `
+const ROOT_FN_SQL = `
 CREATE DOMAIN "application/openapi+json" AS json;
 CREATE FUNCTION root() RETURNS "application/openapi+json" LANGUAGE sql STABLE AS
   $$ SELECT '{"swagger": "2.0", "info": {"title": "Own API", "description": "written by hand"}}'::"application/openapi+json" $$;
 GRANT EXECUTE ON FUNCTION root() TO PUBLIC;
 `
+const ROOT_SQL = SQL + ROOT_FN_SQL
 
 t.test('root_spec and openapi_security_active', async (t) => {
   const own = await startRestGateway(t, { sql: ROOT_SQL, rest: { root_spec: 'root' } })
@@ -104,4 +106,23 @@ t.test('root_spec and openapi_security_active', async (t) => {
   const byDefault = await startRestGateway(t, { sql: SQL })
   const d = await (await fetch(`${byDefault.gatewayUrl}/${byDefault.database}/rest/v1/`, { headers: { apikey: byDefault.tenant.file.keys.public } })).json() as Record<string, unknown>
   t.notOk('security' in d || 'securityDefinitions' in d, 'off by default')
+})
+
+// PostgREST's getResource: a disabled root answers PGRST126 whatever the method, before the
+// method or the profile is looked at; with db-root-spec the root takes the function's
+// methods (OPTIONS lists them, POST calls it).
+t.test('the root path by method', async (t) => {
+  const disabled = await createRestFixture(t, { sql: ROOT_FN_SQL, rest: { openapi_mode: 'disabled', root_spec: 'root' } })
+  for (const method of ['OPTIONS', 'POST', 'DELETE'] as const) {
+    const r = await disabled.app.inject({ method, url: `/${disabled.database}/`, headers: { 'accept-profile': 'nope', 'content-profile': 'nope' } })
+    t.equal(r.statusCode, 404, method)
+    t.equal(JSON.parse(r.body).code, 'PGRST126', method)
+  }
+  const own = await createRestFixture(t, { sql: ROOT_FN_SQL, rest: { root_spec: 'root' } })
+  const options = await own.app.inject({ method: 'OPTIONS', url: `/${own.database}/` })
+  t.equal(options.statusCode, 200)
+  t.equal(options.headers.allow, 'OPTIONS,GET,HEAD,POST', 'a stable function: the methods of /rpc/root')
+  const post = await own.app.inject({ method: 'POST', url: `/${own.database}/`, headers: { accept: 'application/openapi+json' } })
+  t.equal(post.statusCode, 200)
+  t.same(JSON.parse(post.body).info.title, 'Own API')
 })
