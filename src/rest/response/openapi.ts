@@ -158,6 +158,14 @@ function sharedParameters (tables: readonly Table[]): Json {
   return out
 }
 
+/** openapi-security-active: the Authorization header as PostgREST's document describes it. */
+const JWT_SECURITY = {
+  security: [{ JWT: [] }],
+  securityDefinitions: {
+    JWT: { type: 'apiKey', in: 'header', name: 'Authorization', description: 'Add the token prepending "Bearer " (without quotes) to it' }
+  }
+}
+
 /** The Swagger 2.0 document as JSON text. */
 function buildOpenApi (plan: OpenApiPlan, may: OpenApiPrivileges, server: OpenApiServer): string {
   // openapi-mode ignore-privileges: everything of the schema, each table with what it takes.
@@ -210,15 +218,7 @@ function buildOpenApi (plan: OpenApiPlan, may: OpenApiPrivileges, server: OpenAp
     paths,
     definitions,
     parameters: sharedParameters(tables),
-    // openapi-security-active: the Authorization header as PostgREST's document describes it.
-    ...(plan.securityActive === true
-      ? {
-          security: [{ JWT: [] }],
-          securityDefinitions: {
-            JWT: { type: 'apiKey', in: 'header', name: 'Authorization', description: 'Add the token prepending "Bearer " (without quotes) to it' }
-          }
-        }
-      : {}),
+    ...(plan.securityActive === true ? JWT_SECURITY : {}),
     externalDocs: { description: 'PostgREST Documentation', url: 'https://postgrest.org/en/v14/references/api.html' }
   }
   return JSON.stringify(doc)
