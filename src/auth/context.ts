@@ -4,7 +4,7 @@
 // the TenantContext a handler receives. The registry is owned by one engine (or
 // service) and closed with it.
 import type { FastifyBaseLogger } from 'fastify'
-import type { Config } from '../config/index.js'
+import { AUTH_CONSTANTS, type Config } from '../config/index.js'
 import { TenantPools, TenantPoolTimeoutError, type PoolLike, type TenantPoolsSnapshot } from '../shared/index.js'
 import { tenantIssuer, type Tenant } from '../tenants/index.js'
 import { databaseUnavailable, unexpectedFailure } from './errors.js'
@@ -15,9 +15,9 @@ import type { TenantContext } from './types.js'
 export interface PoolRegistryOptions {
   /** Connections one tenant may hold. */
   max: number
-  /** Connections for all tenants together (default 40). */
+  /** Connections for all tenants together (default AUTH_CONSTANTS.defaultPoolBudget). */
   budget?: number
-  /** Tenant pools kept at most (default 1000). */
+  /** Tenant pools kept at most (default AUTH_CONSTANTS.defaultPoolMaxTenants). */
   maxTenants?: number
   /** Idle connections do not keep the process alive. */
   allowExitOnIdle?: boolean
@@ -28,12 +28,12 @@ export class PoolRegistry {
 
   constructor (opts: PoolRegistryOptions) {
     this.#pools = new TenantPools({
-      budget: opts.budget ?? 40,
+      budget: opts.budget ?? AUTH_CONSTANTS.defaultPoolBudget,
       perTenant: opts.max,
-      idleMs: 30_000,
-      acquireTimeoutMs: 10_000,
-      connectTimeoutMs: 10_000,
-      maxTenants: opts.maxTenants ?? 1000,
+      idleMs: AUTH_CONSTANTS.poolIdleMs,
+      acquireTimeoutMs: AUTH_CONSTANTS.poolAcquireTimeoutMs,
+      connectTimeoutMs: AUTH_CONSTANTS.poolConnectTimeoutMs,
+      maxTenants: opts.maxTenants ?? AUTH_CONSTANTS.defaultPoolMaxTenants,
       applicationName: 'gatehouse-auth',
       // A wait for a connection that timed out answers like an unreachable database (503).
       timeoutError: (key) => databaseUnavailable(new TenantPoolTimeoutError(key)),

@@ -3,10 +3,10 @@
 // everything in the tenant database's `auth` schema and signing with the tenant's secret.
 // Also the in-process sign-in through an external identity the panel exchange uses.
 import type { FastifyBaseLogger, FastifyInstance, FastifyError } from 'fastify'
-import pino from 'pino'
-import type { Config } from '../config/index.js'
+import { AUTH_CONSTANTS, type Config } from '../config/index.js'
 import {
-  GatehouseError, createPartApp, loggerOptions, instrumentPart, tenantLabel, type PartTracer, fastifyClientError } from '../shared/index.js'
+  GatehouseError, createLogger, createPartApp, instrumentPart, tenantLabel, type PartTracer, fastifyClientError
+} from '../shared/index.js'
 import type { Tenant, TenantLookup } from '../tenants/index.js'
 import { signInWithIdentity, type ExternalIdentity } from './accounts.js'
 import { buildTenantContext, PoolRegistry } from './context.js'
@@ -40,7 +40,7 @@ export interface AuthEngineDeps {
   now?: () => Date
 }
 
-const MAX_BODY = 1024 * 1024
+const MAX_BODY = AUTH_CONSTANTS.bodyLimitBytes
 
 /** Fastify's own client errors keep their meaning; anything else is an unexpected failure. */
 function translateFastifyError (err: unknown): GatehouseError {
@@ -139,18 +139,9 @@ export function buildAuthEngine (deps: AuthEngineDeps): FastifyInstance {
 
 // ----- in-process sign-in through an external identity (panel exchange) ----------------------
 
-export interface FindOrCreateByIdentityInput {
+/** An external identity (accounts.ts: provider, its subject, email ...) of a tenant's user. */
+export interface FindOrCreateByIdentityInput extends ExternalIdentity {
   tenant: Tenant
-  /** Provider name, e.g. `panel`, `github`, `oidc`. */
-  provider: string
-  /** The provider's subject for this person (identities are keyed by provider + provider id). */
-  providerId: string
-  email?: string | null
-  /** Whether the provider vouches for the email (only a verified email links to an existing user). */
-  emailVerified: boolean
-  identityData?: Record<string, unknown>
-  /** Link to an existing user only when its address is proven by a mail round trip (see ExternalIdentity). */
-  requireEmailProof?: boolean
 }
 
 export interface FindOrCreateByIdentityResult {
@@ -179,7 +170,7 @@ export interface AuthServiceDeps {
 
 export function createAuthService (deps: AuthServiceDeps): AuthService {
   setProviderOutboundPolicy({ allowHosts: deps.config.outbound.allow_hosts })
-  const logger = deps.logger ?? pino(loggerOptions(deps.config.log))
+  const logger = deps.logger ?? createLogger(deps.config.log)
   const pools = new PoolRegistry({ max: deps.config.auth.pool_per_tenant, budget: deps.config.auth.pool_budget, maxTenants: deps.config.auth.pool_max_tenants, allowExitOnIdle: true })
   const mailer: Mailer = createMailer({ config: deps.config, logger })
   // The in-process exchange takes no per-IP tokens; its limiter never opens a Redis connection.
@@ -187,15 +178,8 @@ export function createAuthService (deps: AuthServiceDeps): AuthService {
   const now = deps.now ?? (() => new Date())
   return {
     async findOrCreateUserByIdentity (input) {
-      const ctx = buildTenantContext({ config: deps.config, pools, mailer, rateLimits, now }, input.tenant, logger)
-      const ext: ExternalIdentity = {
-        provider: input.provider,
-        providerId: input.providerId,
-        email: input.email,
-        emailVerified: input.emailVerified,
-        identityData: input.identityData,
-        requireEmailProof: input.requireEmailProof
-      }
+      const { tenant, ...ext } = input
+      const ctx = buildTenantContext({ config: deps.config, pools, mailer, rateLimits, now }, tenant, logger)
       const { session } = await signInWithIdentity(ctx, ext, { method: 'oauth' })
       return { user: session.user, session }
     },

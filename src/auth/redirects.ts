@@ -1,7 +1,7 @@
 // Redirect URLs of browser flows (docs/auth-protocol.md §5.8, §6.2): parameters in the fragment (implicit:
 // tokens, errors, with the `sb` marker) or in the query (PKCE `code`, and errors again),
 // and the error parameters GoTrue derives from an error (OAuth `error` from the status).
-import { AuthError, oauthErrorForStatus, oauthErrorOfStatus, toAuthError } from './errors.js'
+import { oauthErrorForStatus, oauthErrorOfStatus, toAuthError } from './errors.js'
 
 /**
  * `<url>#k=v&...` with the `sb` marker, keys sorted as Go's url.Values.Encode sorts them
@@ -28,13 +28,12 @@ export function withQueryParams (url: string, params: Record<string, string>): s
   }
 }
 
-/** A provider's own OAuth error, passed on as it came (no error_code). */
-export class ProviderRedirectError extends AuthError {
-  readonly error: string
-  constructor (error: string, description: string) {
-    super('', 400, description)
-    this.error = error
-  }
+/**
+ * A provider's own OAuth error (the `error` and `error_description` of its redirect to the
+ * callback), passed on to the client's redirect as it came: not an error of ours, no error_code.
+ */
+export class ProviderRefusal {
+  constructor (readonly error: string, readonly description: string) {}
 }
 
 /**
@@ -44,7 +43,7 @@ export class ProviderRedirectError extends AuthError {
  * leaves `error` out for such a status (a 422 flow_state_expired has none).
  */
 export function errorParams (err: unknown, source: 'callback' | 'verify' = 'callback'): Record<string, string> {
-  if (err instanceof ProviderRedirectError) return { error: err.error, error_description: err.message }
+  if (err instanceof ProviderRefusal) return { error: err.error, error_description: err.description }
   const e = toAuthError(err)
   const out: Record<string, string> = {}
   if (source === 'verify') {

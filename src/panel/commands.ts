@@ -5,16 +5,11 @@
 import type { Command } from 'commander'
 import pg from 'pg'
 import type { Config } from '../config/index.js'
-import { GatehouseError } from '../shared/index.js'
 import { createTenantStore, DATABASE_NAME } from '../tenants/index.js'
+import { CheckFailedError } from './errors.js'
 import { checkPolicies, formatPolicyReport } from './policy-check.js'
 
 const out = (text: string): void => { process.stdout.write(text.endsWith('\n') ? text : text + '\n') }
-
-/** A refused CLI operation (printed as one line by cli.ts). */
-class CheckError extends GatehouseError {
-  constructor (message: string) { super('check_failed', 400, message) }
-}
 
 export function registerPanelCommands (tenants: Command, config: () => Config): void {
   tenants.command('check')
@@ -22,18 +17,18 @@ export function registerPanelCommands (tenants: Command, config: () => Config): 
     .argument('<database>', 'the database name')
     .option('--json', 'print the findings as JSON')
     .action(async (database: string, opts: { json?: boolean }) => {
-      if (!DATABASE_NAME.test(database)) throw new CheckError(`"${database}" is not a database name (${DATABASE_NAME.source})`)
+      if (!DATABASE_NAME.test(database)) throw new CheckFailedError(`"${database}" is not a database name (${DATABASE_NAME.source})`)
       const cfg = config()
       const store = createTenantStore(cfg)
       let tenant
       try { tenant = await store.get(database) } finally { await store.close() }
-      if (tenant === null) throw new CheckError(`no tenant named "${database}" in the tenant store`)
+      if (tenant === null) throw new CheckFailedError(`no tenant named "${database}" in the tenant store`)
       const client = new pg.Client({ connectionString: tenant.postgres, connectionTimeoutMillis: 10_000, application_name: 'gatehouse-check' })
       client.on('error', () => {})
       try {
         await client.connect()
       } catch (err) {
-        throw new CheckError(`cannot connect to database "${database}" with its owner connection: ${(err as Error).message}`)
+        throw new CheckFailedError(`cannot connect to database "${database}" with its owner connection: ${(err as Error).message}`)
       }
       try {
         const findings = await checkPolicies(client, tenant)

@@ -1,7 +1,8 @@
 // The per-request guard of every database route of the panel: the panel session (401), the
 // membership of the organization in the path (403), and the database belonging to that
-// organization (404, also when it does not exist). Routes read the result with panelContext().
-import type { FastifyRequest } from 'fastify'
+// organization (404, also when it does not exist). Routes read the result with panelContext();
+// it is kept on the request (fastify's decorateRequest).
+import type { FastifyInstance, FastifyRequest } from 'fastify'
 import { DATABASE_NAME, type Tenant, type TenantLookup } from '../tenants/index.js'
 import { DatabaseNotFoundError, InternalError, NoSessionError, NotAMemberError } from './errors.js'
 import type { PanelSession, SessionVerifier } from './session.js'
@@ -13,7 +14,17 @@ export interface PanelRequestContext {
   tenant: Tenant
 }
 
-const contexts = new WeakMap<FastifyRequest, PanelRequestContext>()
+declare module 'fastify' {
+  interface FastifyRequest {
+    /** What the panel's guard proved about this request (null before it ran). */
+    panelState: PanelRequestContext | null
+  }
+}
+
+/** Gives the panel's requests their state slot (once, on the panel's app). */
+export function decoratePanelRequests (app: FastifyInstance): void {
+  app.decorateRequest('panelState', null)
+}
 
 /** The bearer token of an Authorization header, or null. */
 export function bearerOf (header: string | string[] | undefined): string | null {
@@ -37,12 +48,12 @@ export function guardHook (deps: { verifier: SessionVerifier, tenants: TenantLoo
     if (!DATABASE_NAME.test(database)) throw new DatabaseNotFoundError(organization, database.slice(0, 63))
     const tenant = await deps.tenants.get(database)
     if (tenant === null || tenant.organization !== organization) throw new DatabaseNotFoundError(organization, database)
-    contexts.set(req, { session, organization, database, tenant })
+    req.panelState = { session, organization, database, tenant }
   }
 }
 
 export function panelContext (req: FastifyRequest): PanelRequestContext {
-  const c = contexts.get(req)
-  if (c === undefined) throw new InternalError({ internal: new Error('panel route registered outside the guarded scope') })
+  const c = req.panelState
+  if (c === null) throw new InternalError({ internal: new Error('panel route registered outside the guarded scope') })
   return c
 }

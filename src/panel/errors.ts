@@ -3,12 +3,14 @@
 // `x-gatehouse-error-code` header. 5xx bodies say "unexpected failure" and the request id.
 import {
   BadRequestError, DatabaseUnavailableError, InternalError, NotFoundError, PayloadTooLargeError,
-  defineError, errorCodes, isGatehouseError, type CodeOf, type GatehouseError, type WireError, fastifyClientError } from '../shared/index.js'
+  defineError, errorCodes, isGatehouseError, type CodeOf, type GatehouseError, type WireError, fastifyClientError
+} from '../shared/index.js'
+import { PANEL_CONSTANTS } from '../config/index.js'
 
 export { BadRequestError, DatabaseUnavailableError, InternalError, NotFoundError, PayloadTooLargeError }
 
 /** The largest request body the panel reads. */
-export const PANEL_BODY_LIMIT = 1024 * 1024
+export const PANEL_BODY_LIMIT = PANEL_CONSTANTS.bodyLimitBytes
 
 // ---- panel session ----------------------------------------------------------------------
 export const NoSessionError = defineError('no_session', 401,
@@ -45,6 +47,11 @@ export const ResultTooLargeError = defineError('test_query_result_too_large', 40
 export const EngineNotConfiguredError = defineError('engine_not_configured', 409,
   (database: string, what: string) => `Database ${JSON.stringify(database)} has no ${what} connection (tenant engines), which this needs`)
 
+// ---- `gatehouse tenants check` ----------------------------------------------------------------
+/** A refused `gatehouse tenants check` (a bad name, an unknown tenant, no connection), printed as one line. */
+export const CheckFailedError = defineError('check_failed', 400,
+  (message: string) => message)
+
 // ---- app-session --------------------------------------------------------------------------
 /** Retired: a stranger holding a member's address no longer blocks the exchange (docs/edge.md); kept so the code is never reused. */
 export const AccountLinkRefusedError = defineError('account_link_refused', 409,
@@ -79,7 +86,7 @@ export const PANEL_ERRORS = {
   NoSessionError, InvalidSessionError, NotAMemberError, DatabaseNotFoundError, BadRequestError, ValidationError,
   PayloadTooLargeError, UnsupportedMediaTypeError,
   NotFoundError, QueryError, QueryTimeoutError, ResultTooLargeError, EngineNotConfiguredError, AccountLinkRefusedError, ExchangeRateLimitError, TestQueryLoginError,
-  SettingsReadOnlyError, SigningKeyNotFoundError, SigningKeyInUseError, LegacySecretRetireRefusedError, DatabaseUnavailableError, InternalError
+  SettingsReadOnlyError, SigningKeyNotFoundError, SigningKeyInUseError, LegacySecretRetireRefusedError, CheckFailedError, DatabaseUnavailableError, InternalError
 } as const
 
 export type PanelErrorCode = CodeOf<typeof PANEL_ERRORS>

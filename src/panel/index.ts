@@ -15,7 +15,7 @@ import { createAuthService, type AuthService } from '../auth/index.js'
 import { createCatalog, createRefusalExplainer } from '../gateway/index.js'
 import { createPartApp, firstHeader, instrumentPart, tenantLabel, type PartTracer } from '../shared/index.js'
 import type { TenantLookup, TenantStore } from '../tenants/index.js'
-import { guardHook } from './context.js'
+import { decoratePanelRequests, guardHook } from './context.js'
 import { BadRequestError, NotFoundError, PANEL_BODY_LIMIT, renderPanelError } from './errors.js'
 import { createPanelPools } from './pools.js'
 import { createExchangeLimiter } from './exchange-limit.js'
@@ -112,6 +112,7 @@ export function buildPanel (deps: PanelDeps): FastifyInstance {
   const ownerPools = createPanelPools({ applicationName: 'gatehouse-panel' })
 
   setJsonAndErrors(app)
+  decoratePanelRequests(app)
   instrumentPart(app, {
     part: 'panel',
     tenantOf: tenantLabel(deps.tenants, 'db'),

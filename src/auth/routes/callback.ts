@@ -19,7 +19,7 @@ import {
 } from '../models/flow-state.js'
 import { isFlowStateExpired } from '../pkce.js'
 import { providerOf, ProviderError, type OAuthProvider, type ProviderTokens, type ProviderUser } from '../providers/index.js'
-import { errorParams, errorRedirectUrl, ProviderRedirectError, withFragmentParams, withQueryParams } from '../redirects.js'
+import { errorParams, errorRedirectUrl, ProviderRefusal, withFragmentParams, withQueryParams } from '../redirects.js'
 import type { TenantContext } from '../types.js'
 import { callbackUrl } from './authorize.js'
 
@@ -119,7 +119,7 @@ export async function handleCallback (req: FastifyRequest, reply: FastifyReply) 
   // Checked again: the allow list may have changed since /authorize.
   const target = flow.referrer && isRedirectAllowed(flow.referrer, ctx.tenant.auth) ? flow.referrer : ctx.tenant.auth.site_url
   try {
-    if (p.error) throw new ProviderRedirectError(p.error, p.error_description ?? p.error)
+    if (p.error) return reply.redirect(errorRedirectUrl(target, new ProviderRefusal(p.error, p.error_description ?? p.error), true), 302)
     const provider = providerOf(ctx.tenant, flow.provider_type)
     if (!p.code) throw new BadOAuthCallbackError('OAuth callback with missing authorization code')
     if (!flow.auth_code) {
@@ -133,7 +133,7 @@ export async function handleCallback (req: FastifyRequest, reply: FastifyReply) 
     }
     return reply.redirect(withFragmentParams(target, await implicitSession(ctx, req, flow, tokens, ext)), 302)
   } catch (err) {
-    const e = err instanceof ProviderRedirectError ? err : toAuthError(err instanceof AuthError ? err : unexpectedFailure(err))
+    const e = toAuthError(err instanceof AuthError ? err : unexpectedFailure(err))
     if (e.status >= 500) req.log.error({ err: e.internal ?? err }, 'provider callback failed')
     return reply.redirect(errorRedirectUrl(target, e, true), 302)
   }

@@ -1,0 +1,31 @@
+// Fixed numbers of the parts that are not settings (no YAML key, no GATEHOUSE_* variable),
+// kept here with their reasons so each is chosen in one place. A number that operators need
+// to change becomes a setting in schema.ts instead.
+
+/** The auth engine (src/auth). */
+export const AUTH_CONSTANTS = Object.freeze({
+  /** The largest request body read, as GoTrue's default (1 MiB); larger is 413. */
+  bodyLimitBytes: 1024 * 1024,
+  /** A tenant's idle connection is closed after this long. */
+  poolIdleMs: 30_000,
+  /** A request waits this long for a free connection of its tenant, then answers 503. */
+  poolAcquireTimeoutMs: 10_000,
+  /** A new connection to a tenant database may take this long, then the request answers 503. */
+  poolConnectTimeoutMs: 10_000,
+  /** Connections of all tenants together when a caller names no budget (auth.pool_budget's default). */
+  defaultPoolBudget: 40,
+  /** Tenant pools kept when a caller names no bound (auth.pool_max_tenants's default). */
+  defaultPoolMaxTenants: 1000
+})
+
+/** The control-panel API (src/panel). */
+export const PANEL_CONSTANTS = Object.freeze({
+  /** The largest request body read; larger is 413 payload_too_large. */
+  bodyLimitBytes: 1024 * 1024,
+  /** Side pools (one per database and connection URL) kept at most; the least recently used goes. */
+  sidePoolsMax: 50,
+  /** Connections of one side pool: test queries and policy checks are occasional. */
+  sidePoolSize: 2,
+  /** A side pool's connection attempt may take this long. */
+  sidePoolTimeoutMs: 5_000
+})
