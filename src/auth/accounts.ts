@@ -16,7 +16,7 @@ import { deleteOneTimeTokensOfUser } from './models/one-time-tokens.js'
 import { audit } from './models/audit-log.js'
 import { hasEmailProof } from './models/email-proofs.js'
 import {
-  findUserByEmail, findUserById, insertUser, isEmailTaken, isUserBanned, providersOf, toUserJson, updateUser
+  findUserByEmail, findUserById, insertUser, isEmailTaken, isUserBanned, lockUserById, providersOf, toUserJson, updateUser
 } from './models/users.js'
 import { beforeUserCreatedHook } from './auth-hooks.js'
 import { startSession, type AuthMethod } from './tokens.js'
@@ -91,6 +91,19 @@ export async function refreshProviders (ctx: TenantContext, q: Queryable, user: 
   const same = JSON.stringify(app) === JSON.stringify(user.raw_app_meta_data ?? {})
   const updated = same ? user : await updateUser(q, user.id, { raw_app_meta_data: app }, ctx.now())
   return { user: updated, identities }
+}
+
+/**
+ * Runs `fn` in one transaction on the locked user of `address` (this database's audience);
+ * nothing when there is none (also when it was deleted meanwhile).
+ */
+export async function withUserOfEmail (ctx: TenantContext, address: string, fn: (q: Queryable, user: UserRow) => Promise<void>): Promise<void> {
+  const found = await findUserByEmail(ctx.db, address, ctx.tenant.jwt.aud)
+  if (!found) return
+  await withTransaction(ctx.db, async (q) => {
+    const user = await lockUserById(q, found.id)
+    if (user) await fn(q, user)
+  })
 }
 
 // ----- external identities (docs/auth-protocol.md §5.9) ------------------------------------------------------

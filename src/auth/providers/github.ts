@@ -2,7 +2,7 @@
 // (GitHub says which are verified and which is primary). `issuer` names a GitHub
 // Enterprise host (its API under /api/v3); explicit URLs override either.
 import type { ProviderSettings } from '../../tenants/index.js'
-import { buildAuthorizeUrl, exchangeAuthorizationCode, getJson, joinScopes, str } from './http.js'
+import { getJson, oauth2SignIn, str } from './http.js'
 import { ProviderError, type OAuthProvider, type ProviderEmail } from './types.js'
 
 export function githubProvider (name: string, s: ProviderSettings): OAuthProvider {
@@ -13,15 +13,7 @@ export function githubProvider (name: string, s: ProviderSettings): OAuthProvide
   const userUrl = s.userinfo_url ?? `${api}/user`
   return {
     name,
-    usesPkce: false,
-    async authorizeUrl (r) {
-      return buildAuthorizeUrl(authorizeUrl, {
-        clientId: s.client_id, redirectUri: r.redirectUri, state: r.state, extra: r.params,
-        scope: joinScopes(s.scopes ?? ['user:email'], r.scopes)
-      })
-    },
-    exchangeCode: (code, redirectUri, codeVerifier) =>
-      exchangeAuthorizationCode({ tokenUrl, clientId: s.client_id, clientSecret: s.secret, code, redirectUri, codeVerifier }),
+    ...oauth2SignIn(s, { authorizeUrl, tokenUrl, defaultScopes: ['user:email'], usesPkce: false }),
     async userData (tokens) {
       const u = await getJson(userUrl, 'github user', tokens.accessToken) as Record<string, unknown>
       const id = str(u.id)

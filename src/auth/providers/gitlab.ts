@@ -2,7 +2,7 @@
 // /api/v4/user (its primary address is confirmed by GitLab), other addresses from
 // /api/v4/user/emails, which say nothing of confirmation, so they count as unverified.
 import type { ProviderSettings } from '../../tenants/index.js'
-import { buildAuthorizeUrl, exchangeAuthorizationCode, getJson, joinScopes, str } from './http.js'
+import { getJson, oauth2SignIn, str } from './http.js'
 import { ProviderError, type OAuthProvider, type ProviderEmail } from './types.js'
 
 export function gitlabProvider (name: string, s: ProviderSettings): OAuthProvider {
@@ -12,15 +12,7 @@ export function gitlabProvider (name: string, s: ProviderSettings): OAuthProvide
   const userUrl = s.userinfo_url ?? `${host}/api/v4/user`
   return {
     name,
-    usesPkce: true,
-    async authorizeUrl (r) {
-      return buildAuthorizeUrl(authorizeUrl, {
-        clientId: s.client_id, redirectUri: r.redirectUri, state: r.state, extra: r.params, codeChallenge: r.codeChallenge,
-        scope: joinScopes(s.scopes ?? ['read_user'], r.scopes)
-      })
-    },
-    exchangeCode: (code, redirectUri, codeVerifier) =>
-      exchangeAuthorizationCode({ tokenUrl, clientId: s.client_id, clientSecret: s.secret, code, redirectUri, codeVerifier }),
+    ...oauth2SignIn(s, { authorizeUrl, tokenUrl, defaultScopes: ['read_user'], usesPkce: true }),
     async userData (tokens) {
       const u = await getJson(userUrl, 'gitlab user', tokens.accessToken) as Record<string, unknown>
       const id = str(u.id)

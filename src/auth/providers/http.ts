@@ -1,6 +1,7 @@
 // HTTP towards providers: JSON GETs and the token request (form POST, RFC 6749 §4.1.3),
 // with a time limit and a size limit, errors as ProviderError. Never logs tokens.
-import { ProviderError, type ProviderTokens } from './types.js'
+import type { ProviderSettings } from '../../tenants/index.js'
+import { ProviderError, type OAuthProvider, type ProviderTokens } from './types.js'
 import {
   DEFAULT_OUTBOUND_POLICY, OutboundRefusedError, outboundFetch, type OutboundPolicy
 } from '../../shared/index.js'
@@ -114,4 +115,24 @@ export function joinScopes (base: string[], extra: string[]): string {
 
 export function str (v: unknown): string | undefined {
   return typeof v === 'string' && v !== '' ? v : typeof v === 'number' ? String(v) : undefined
+}
+
+/**
+ * The sign-in halves of a plain OAuth 2 preset (GitHub, GitLab): the authorization URL with
+ * the configured scopes (else the preset's) plus the request's, and the code exchange at the
+ * token URL; with `usesPkce` our own PKCE challenge travels along.
+ */
+export function oauth2SignIn (s: ProviderSettings, o: { authorizeUrl: string, tokenUrl: string, defaultScopes: string[], usesPkce: boolean }):
+  Pick<OAuthProvider, 'usesPkce' | 'authorizeUrl' | 'exchangeCode'> {
+  return {
+    usesPkce: o.usesPkce,
+    async authorizeUrl (r) {
+      return buildAuthorizeUrl(o.authorizeUrl, {
+        clientId: s.client_id, redirectUri: r.redirectUri, state: r.state, extra: r.params, codeChallenge: o.usesPkce ? r.codeChallenge : undefined,
+        scope: joinScopes(s.scopes ?? o.defaultScopes, r.scopes)
+      })
+    },
+    exchangeCode: (code, redirectUri, codeVerifier) =>
+      exchangeAuthorizationCode({ tokenUrl: o.tokenUrl, clientId: s.client_id, clientSecret: s.secret, code, redirectUri, codeVerifier })
+  }
 }

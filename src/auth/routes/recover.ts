@@ -2,12 +2,11 @@
 // Unknown addresses answer the same 200 {} (no enumeration). PKCE requests start a
 // `recovery` flow state and mail a `pkce_` token.
 import type { FastifyRequest } from 'fastify'
-import { withTransaction } from '../../shared/index.js'
+import { withUserOfEmail } from '../accounts.js'
 import { sendEmailToken } from '../confirmations.js'
 import { ValidationFailedError } from '../errors.js'
 import { contextOf } from '../request-state.js'
 import { bodyOf, normaliseEmail, optString, redirectUrlOf } from '../http.js'
-import { findUserByEmail, lockUserById } from '../models/users.js'
 import { pkceParamsOf, startEmailFlow } from '../pkce.js'
 
 export async function postRecover (req: FastifyRequest): Promise<Record<string, never>> {
@@ -18,11 +17,7 @@ export async function postRecover (req: FastifyRequest): Promise<Record<string, 
   const address = normaliseEmail(email)
   const pkce = pkceParamsOf(ctx, b.code_challenge, b.code_challenge_method)
   const redirectTo = redirectUrlOf(req, ctx.tenant.auth)
-  const found = await findUserByEmail(ctx.db, address, ctx.tenant.jwt.aud)
-  if (!found) return {}
-  await withTransaction(ctx.db, async (q) => {
-    const user = await lockUserById(q, found.id)
-    if (!user) return
+  await withUserOfEmail(ctx, address, async (q, user) => {
     if (pkce) await startEmailFlow(ctx, q, user.id, 'recovery', pkce)
     await sendEmailToken(ctx, q, user, 'recovery', { address, redirectTo, pkce: !!pkce })
   })

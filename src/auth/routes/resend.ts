@@ -4,12 +4,11 @@
 // answer 200 {}; a phone is refused as GoTrue refuses it with its phone provider off (this
 // engine has none).
 import type { FastifyRequest } from 'fastify'
-import { withTransaction } from '../../shared/index.js'
+import { withUserOfEmail } from '../accounts.js'
 import { sendEmailToken } from '../confirmations.js'
 import { PhoneProviderDisabledError, ValidationFailedError } from '../errors.js'
 import { contextOf } from '../request-state.js'
 import { bodyOf, normaliseEmail, optString, redirectUrlOf } from '../http.js'
-import { findUserByEmail, lockUserById } from '../models/users.js'
 import { pkceParamsOf, startEmailFlow } from '../pkce.js'
 
 const TYPES = ['signup', 'email_change', 'sms', 'phone_change']
@@ -34,11 +33,7 @@ export async function postResend (req: FastifyRequest): Promise<Record<string, n
   // phone_change by email: no user here has a pending phone change, GoTrue's 200 {}.
   if (!emailType) return {}
   const redirectTo = redirectUrlOf(req, ctx.tenant.auth)
-  const found = await findUserByEmail(ctx.db, address, ctx.tenant.jwt.aud)
-  if (!found) return {}
-  await withTransaction(ctx.db, async (q) => {
-    const user = await lockUserById(q, found.id)
-    if (!user) return
+  await withUserOfEmail(ctx, address, async (q, user) => {
     if (type === 'signup') {
       if (user.email_confirmed_at) return
       if (pkce) await startEmailFlow(ctx, q, user.id, 'email/signup', pkce)
