@@ -30,7 +30,7 @@ export function emailIdentityData (userId: string, email: string, data: Record<s
   return { ...(data ?? {}), sub: userId, email, email_verified: verified, phone_verified: false }
 }
 
-export interface NewEmailUser {
+interface NewEmailUser {
   email: string
   encryptedPassword: string | null
   data?: Record<string, unknown>
@@ -128,20 +128,20 @@ export interface ExternalIdentity {
   requireEmailProof?: boolean
 }
 
-export interface IdentitySignInOptions {
+interface IdentitySignInOptions {
   method?: AuthMethod
   userAgent?: string | null
   ip?: string | null
 }
 
-export interface IdentitySignInResult {
+interface IdentitySignInResult {
   user: UserWithIdentities
   session: AccessTokenResponse
   /** What happened: found by identity, linked to an existing user, or a new user. */
   decision: 'account_exists' | 'link_account' | 'create_account'
 }
 
-export const providerEmailNeedsVerification = () =>
+const providerEmailNeedsVerification = () =>
   new ProviderEmailNeedsVerificationError()
 
 /**

@@ -19,7 +19,7 @@ import type { AuthenticatedUser, BearerClaims, TenantContext } from './types.js'
 export const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i
 
 /** GoTrue's JWT_ADMIN_ROLES default. */
-export const ADMIN_ROLES = new Set<string>([ROLE_CLAIMS.svc, 'supabase_admin'])
+const ADMIN_ROLES = new Set<string>([ROLE_CLAIMS.svc, 'supabase_admin'])
 
 export function bearerToken (req: FastifyRequest): string | null {
   const h = req.headers.authorization
@@ -54,7 +54,7 @@ function verificationKeysOf (ctx: TenantContext): VerificationKey[] {
   return keys
 }
 
-export async function verifyBearer (ctx: TenantContext, req: FastifyRequest): Promise<BearerClaims> {
+async function verifyBearer (ctx: TenantContext, req: FastifyRequest): Promise<BearerClaims> {
   const token = bearerToken(req)
   if (!token) throw new NoAuthorizationError()
   try {

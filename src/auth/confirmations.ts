@@ -29,7 +29,7 @@ interface EmailTokenSpec {
 }
 
 /** Where each kind of emailed token lives and which mail carries it. */
-export const EMAIL_TOKENS: Record<EmailTokenKind, EmailTokenSpec> = {
+const EMAIL_TOKENS: Record<EmailTokenKind, EmailTokenSpec> = {
   confirmation: { ott: 'confirmation_token', column: 'confirmation_token', sentAt: 'confirmation_sent_at', mail: 'confirmation', linkType: 'signup' },
   invite: { ott: 'confirmation_token', column: 'confirmation_token', sentAt: 'confirmation_sent_at', mail: 'invite', linkType: 'invite' },
   recovery: { ott: 'recovery_token', column: 'recovery_token', sentAt: 'recovery_sent_at', mail: 'recovery', linkType: 'recovery' },
@@ -38,7 +38,7 @@ export const EMAIL_TOKENS: Record<EmailTokenKind, EmailTokenSpec> = {
   email_change_current: { ott: 'email_change_token_current', column: 'email_change_token_current', sentAt: 'email_change_sent_at', mail: 'email_change', linkType: 'email_change' }
 }
 
-export interface IssuedToken { otp: string, hash: string, user: UserRow }
+interface IssuedToken { otp: string, hash: string, user: UserRow }
 
 /**
  * Creates the token of a kind for `address`: hex SHA-224(address + otp), `pkce_`-prefixed

@@ -12,7 +12,7 @@ import type { Mailer } from './mail/index.js'
 import type { RateLimits } from './rate-limits.js'
 import type { TenantContext } from './types.js'
 
-export interface PoolRegistryOptions {
+interface PoolRegistryOptions {
   /** Connections one tenant may hold. */
   max: number
   /** Connections for all tenants together (default AUTH_CONSTANTS.defaultPoolBudget). */
@@ -67,7 +67,7 @@ export interface ContextDeps {
 }
 
 /** Public base of a tenant's auth API as clients reach it through the gateway. */
-export function tenantExternalUrl (tenant: Tenant, publicUrl: string): string {
+function tenantExternalUrl (tenant: Tenant, publicUrl: string): string {
   return `${publicUrl.replace(/\/+$/, '')}/${tenant.database}/auth/v1`
 }
 

@@ -36,7 +36,7 @@ const bcryptHash = (password: string, cost: number) => withHashSlot(() => native
 const bcryptVerify = (password: string, hash: string) => withHashSlot(() => nativeVerify(password, hash))
 
 /** bcrypt reads 72 bytes at most; GoTrue refuses longer passwords rather than truncating. */
-export const MAX_PASSWORD_BYTES = 72
+const MAX_PASSWORD_BYTES = 72
 
 export function checkPasswordLength (password: string): void {
   if (Buffer.byteLength(password, 'utf8') > MAX_PASSWORD_BYTES) throw new PasswordTooLongError()
@@ -89,7 +89,7 @@ const DIGITS = '0123456789'
 const SYMBOLS = '!@#$%^&*()_+-=[]{};\'\\:"|<>?,./`~'
 
 /** The character sets of a tenant's `password_required_characters` preset (Supabase's presets). */
-export function requiredCharacterSets (preset: string): string[] {
+function requiredCharacterSets (preset: string): string[] {
   switch (preset) {
     case '': return []
     case 'letters_digits': return [LOWER + UPPER, DIGITS]
@@ -101,7 +101,7 @@ export function requiredCharacterSets (preset: string): string[] {
   }
 }
 
-export interface PasswordStrength { ok: boolean, message: string, reasons: string[] }
+interface PasswordStrength { ok: boolean, message: string, reasons: string[] }
 
 /** GoTrue's checkPasswordStrength: `length` and `characters` reasons, messages joined by spaces. */
 export function passwordStrength (password: string, settings: Pick<AuthSettings, 'password_min_length' | 'password_required_characters'>): PasswordStrength {

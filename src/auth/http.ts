@@ -93,7 +93,7 @@ function rawHostname (candidate: string): string | null {
 }
 
 /** A glob of the allow list: separators '.' and '/'; `*` stays within a segment, `**` crosses. */
-export function globToRegExp (glob: string): RegExp {
+function globToRegExp (glob: string): RegExp {
   let out = ''
   for (let i = 0; i < glob.length; i++) {
     const c = glob[i]!

@@ -11,7 +11,7 @@ import type { TenantContext } from './types.js'
 export interface PkceParams { challenge: string, method: CodeChallengeMethod }
 
 /** GoTrue's flow-state lifetime (EXTERNAL_FLOW_STATE_EXPIRY_DURATION default and minimum). */
-export const FLOW_STATE_EXPIRY_SECONDS = 300
+const FLOW_STATE_EXPIRY_SECONDS = 300
 
 const CHALLENGE = /^[a-zA-Z._~0-9-]+$/
 

@@ -30,7 +30,7 @@ import { overRequestRateLimit } from './errors.js'
 export type { RateLimitBucketName } from '../tenants/index.js'
 
 /** One tenant's setting of a bucket; tenants stored before rate limits existed get GoTrue's defaults. */
-export function bucketSettings (ctx: { readonly tenant: Tenant }, name: RateLimitBucketName): RateLimitBucket {
+function bucketSettings (ctx: { readonly tenant: Tenant }, name: RateLimitBucketName): RateLimitBucket {
   const own = ctx.tenant.auth.rate_limits
   const set = own && Object.hasOwn(own, name) ? own[name] : undefined
   return { ...DEFAULT_RATE_LIMITS[name], ...(set ?? {}) }

@@ -22,7 +22,7 @@ function aalOf (amr: AmrEntry[]): 'aal1' | 'aal2' {
 }
 
 /** The claims of an access token, in GoTrue's order. */
-export function accessTokenClaims (ctx: TenantContext, u: UserWithIdentities, sessionId: string, amr: AmrEntry[]): Record<string, unknown> {
+function accessTokenClaims (ctx: TenantContext, u: UserWithIdentities, sessionId: string, amr: AmrEntry[]): Record<string, unknown> {
   const user = u.user
   return {
     aud: user.aud || ctx.tenant.jwt.aud,
@@ -52,7 +52,7 @@ function signClaims (ctx: TenantContext, claims: Record<string, unknown>, as: Si
 }
 
 /** Signs an access token of this tenant (its issuer) for `subject`. */
-export async function signAccessToken (ctx: TenantContext, claims: Record<string, unknown>, subject: string, iat: number, expiresIn: number): Promise<string> {
+async function signAccessToken (ctx: TenantContext, claims: Record<string, unknown>, subject: string, iat: number, expiresIn: number): Promise<string> {
   return signClaims(ctx, claims, { subject, issuer: ctx.issuer, iat, expiresIn })
 }
 
@@ -68,7 +68,7 @@ async function signCustomClaims (ctx: TenantContext, claims: Record<string, unkn
 }
 
 /** How a token was asked for: the custom access token hook is told (GoTrue's authentication_method). */
-export interface IssueOptions {
+interface IssueOptions {
   /** The request's transaction, where the hook runs when it is a function (a transaction client, never a pool). */
   readonly q?: Queryable
   /** GoTrue's authentication method: a sign-in method, `token_refresh`, `mfa/totp`. */
@@ -100,7 +100,7 @@ export async function tokenResponse (ctx: TenantContext, u: UserWithIdentities, 
   }
 }
 
-export interface StartSessionOptions {
+interface StartSessionOptions {
   method: AuthMethod
   userAgent?: string | null
   ip?: string | null

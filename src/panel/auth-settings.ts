@@ -19,7 +19,7 @@ export const PATCHABLE = [
   'mfa_rate_per_minute', 'manual_linking', 'secure_password_change', 'mail_rate_per_hour', 'rate_limits', 'hooks'
 ] as const
 
-export interface MaskedProvider {
+interface MaskedProvider {
   client_id: string
   secret: typeof MASKED_SECRET
   enabled: boolean

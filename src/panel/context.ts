@@ -7,7 +7,7 @@ import { DATABASE_NAME, type Tenant, type TenantLookup } from '../tenants/index.
 import { DatabaseNotFoundError, InternalError, NoSessionError, NotAMemberError } from './errors.js'
 import type { PanelSession, SessionVerifier } from './session.js'
 
-export interface PanelRequestContext {
+interface PanelRequestContext {
   session: PanelSession
   organization: string
   database: string
@@ -27,7 +27,7 @@ export function decoratePanelRequests (app: FastifyInstance): void {
 }
 
 /** The bearer token of an Authorization header, or null. */
-export function bearerOf (header: string | string[] | undefined): string | null {
+function bearerOf (header: string | string[] | undefined): string | null {
   const v = Array.isArray(header) ? header[0] : header
   if (typeof v !== 'string') return null
   const m = /^Bearer[ \t]+([^\s]+)[ \t]*$/i.exec(v)

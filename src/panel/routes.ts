@@ -13,12 +13,12 @@ import {
 import { postTestQuery } from './test-query-route.js'
 
 /** A check or a limit before a handler: its name in the route list, and what it does. */
-export interface PanelStep {
+interface PanelStep {
   readonly name: string
   readonly run: (deps: PanelRouteDeps, req: FastifyRequest) => Promise<void>
 }
 
-export interface PanelRoute {
+interface PanelRoute {
   readonly method: HTTPMethods
   readonly path: string
   readonly checks: readonly PanelStep[]
@@ -29,7 +29,7 @@ export interface PanelRoute {
 const AUTH_ENGINE: PanelStep = { name: 'auth engine configured', run: requireAuthEngine }
 const EXCHANGE_LIMIT: PanelStep = { name: 'sign_in_sign_up per database and panel user', run: takeExchange }
 
-export const PANEL_ROUTES: readonly PanelRoute[] = [
+const PANEL_ROUTES: readonly PanelRoute[] = [
   { method: 'POST', path: '/app-session', checks: [AUTH_ENGINE], limit: EXCHANGE_LIMIT, handler: postAppSession },
   { method: 'POST', path: '/test-query', checks: [], limit: null, handler: postTestQuery },
   { method: 'GET', path: '/auth-settings', checks: [], limit: null, handler: getAuthSettings },

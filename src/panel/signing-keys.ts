@@ -8,7 +8,7 @@ import {
 } from '../tenants/index.js'
 import { LegacySecretRetireRefusedError, SigningKeyInUseError, SigningKeyNotFoundError, ValidationError } from './errors.js'
 
-export interface SigningKeysView {
+interface SigningKeysView {
   signing_algorithm: 'HS256' | AsymmetricAlgorithm
   /** false once the legacy HS256 secret is retired (its tokens are refused). */
   legacy_secret_active: boolean

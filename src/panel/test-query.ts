@@ -124,7 +124,7 @@ export function parseTestQuery (body: unknown): TestQueryRequest {
 }
 
 /** The claims a real call of this kind carries to the REST engine (the gateway's re-signed token). */
-export function claimsFor (tenant: Tenant, req: TestQueryRequest, publicUrl: string): Record<string, unknown> {
+function claimsFor (tenant: Tenant, req: TestQueryRequest, publicUrl: string): Record<string, unknown> {
   const kind = kindOfAs(req.as)
   const claims: Record<string, unknown> = { role: tenant.roles[kind] }
   if (kind === 'auth') {
@@ -237,7 +237,7 @@ function searchPathOf (tenant: Tenant): string {
   return [...new Set([...tenant.rest.schemas, 'public'])].map(quoteIdent).join(', ')
 }
 
-export interface RunTestQueryOptions {
+interface RunTestQueryOptions {
   pool: PoolLike
   tenant: Tenant
   request: TestQueryRequest

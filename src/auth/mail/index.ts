@@ -15,7 +15,7 @@ export { renderMail, renderTemplate, type MailKind, type TemplateVars, type Temp
 /** The `type` of a verify link (docs/auth-protocol.md §3.8). */
 export type VerifyLinkType = 'signup' | 'invite' | 'recovery' | 'magiclink' | 'email_change'
 
-export interface MailRequest {
+interface MailRequest {
   kind: MailKind
   /** Recipient. */
   to: string
@@ -36,7 +36,7 @@ export interface MailRequest {
 }
 
 /** What a send needs of the request's tenant context (the engine's TenantContext has it). */
-export interface MailContext {
+interface MailContext {
   readonly tenant: Tenant
   /** Public base of the tenant's auth API, the start of the links in mails. */
   readonly externalUrl: string

@@ -4,7 +4,7 @@ import nodemailer, { type Transporter } from 'nodemailer'
 import type { Config } from '../../config/index.js'
 import type { Tenant } from '../../tenants/index.js'
 
-export interface SmtpTarget {
+interface SmtpTarget {
   host: string
   port: number
   secure: boolean
@@ -12,7 +12,7 @@ export interface SmtpTarget {
   pass?: string
 }
 
-export interface Sender { address: string, name?: string }
+interface Sender { address: string, name?: string }
 
 export function smtpTargetOf (tenant: Tenant, config: Config): SmtpTarget {
   const s = tenant.auth.smtp

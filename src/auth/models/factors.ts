@@ -50,7 +50,7 @@ export async function deleteUnverifiedFactors (q: Queryable, userId: string, fac
   await q.query(`DELETE FROM auth.mfa_factors WHERE user_id = $1 AND status = 'unverified' AND factor_type = $2::auth.factor_type`, [userId, factorType])
 }
 
-export interface ChallengeRow {
+interface ChallengeRow {
   id: string
   factor_id: string
   created_at: Date

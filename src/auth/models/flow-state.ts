@@ -29,7 +29,7 @@ const SELECT = `id, user_id, auth_code, code_challenge_method::text AS code_chal
   provider_access_token, provider_refresh_token, created_at, updated_at, authentication_method, auth_code_issued_at,
   referrer, oauth_client_state_id, linking_target_id`
 
-export interface NewFlowState {
+interface NewFlowState {
   providerType: string
   authenticationMethod: string
   /** PKCE: the client's challenge; an auth_code is generated. Null for implicit OAuth flows. */
@@ -77,7 +77,7 @@ export async function findLatestFlowState (q: Queryable, userId: string, method:
   return r.rows[0] ?? null
 }
 
-export interface FlowStateUpdate {
+interface FlowStateUpdate {
   userId?: string
   providerAccessToken?: string | null
   providerRefreshToken?: string | null

@@ -25,7 +25,7 @@ export async function findIdentitiesByEmails (q: Queryable, emails: string[]): P
   return r.rows
 }
 
-export interface NewIdentity {
+interface NewIdentity {
   userId: string
   provider: string
   providerId: string

@@ -8,7 +8,7 @@ export type OneTimeTokenType =
   | 'confirmation_token' | 'reauthentication_token' | 'recovery_token'
   | 'email_change_token_new' | 'email_change_token_current' | 'phone_change_token'
 
-export interface OneTimeTokenRow {
+interface OneTimeTokenRow {
   id: string
   user_id: string
   token_type: OneTimeTokenType

@@ -6,7 +6,7 @@ import { generateRefreshToken } from '../crypto.js'
 import type { AmrEntry, FactorRow, IdentityRow, UserRow } from '../types.js'
 import { NIL_UUID, USER_SELECT } from './users.js'
 
-export interface RefreshTokenRow {
+interface RefreshTokenRow {
   id: string
   token: string
   user_id: string
@@ -27,7 +27,7 @@ export async function insertRefreshToken (q: Queryable, t: { userId: string, ses
 }
 
 /** Everything the refresh grant needs, read in one statement (no lock). */
-export interface RefreshContext {
+interface RefreshContext {
   token: RefreshTokenRow
   sessionExists: boolean
   sessionNotAfter: Date | null
@@ -159,7 +159,7 @@ export function isConcurrentDeletion (err: unknown): boolean {
   return code === '23503' || code === '40P01'
 }
 
-export type RotateOutcome =
+type RotateOutcome =
   | { kind: 'rotated', token: string }
   | { kind: 'locked' }
   | { kind: 'revoked' }

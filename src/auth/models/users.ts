@@ -56,7 +56,7 @@ export async function findUserByPhone (q: Queryable, phone: string, aud: string)
   return r.rows[0] ?? null
 }
 
-export interface NewUser {
+interface NewUser {
   id: string
   aud: string
   role: string
@@ -119,7 +119,7 @@ export async function loadUserWithIdentities (q: Queryable, id: string): Promise
   return { user, identities, factors }
 }
 
-export interface ListUsersOptions { aud: string, page: number, perPage: number, filter?: string, sortDesc: boolean }
+interface ListUsersOptions { aud: string, page: number, perPage: number, filter?: string, sortDesc: boolean }
 
 /** One page of users of an audience with the total count (admin list, docs/auth-protocol.md §3.20). */
 export async function listUsers (q: Queryable, o: ListUsersOptions): Promise<{ users: UserWithIdentities[], total: number }> {

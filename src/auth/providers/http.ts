@@ -51,7 +51,7 @@ export async function getJson (url: string, what: string, accessToken?: string):
   return readJson(res, what)
 }
 
-export interface TokenRequest {
+interface TokenRequest {
   tokenUrl: string
   clientId: string
   clientSecret: string

@@ -17,7 +17,7 @@ export { setProviderOutboundPolicy } from './http.js'
 const OIDC_SCOPES = ['openid', 'email', 'profile']
 
 /** The provider implementation for a configured name, or null when the settings cannot make one. */
-export function buildProvider (name: string, s: ProviderSettings): OAuthProvider | null {
+function buildProvider (name: string, s: ProviderSettings): OAuthProvider | null {
   switch (name) {
     case 'github': return githubProvider(name, s)
     case 'gitlab': return gitlabProvider(name, s)

@@ -40,7 +40,7 @@ async function fetchDiscovery (issuer: string): Promise<OidcMetadata> {
   return meta
 }
 
-export function discover (issuer: string): Promise<OidcMetadata> {
+function discover (issuer: string): Promise<OidcMetadata> {
   const key = trimSlash(issuer)
   let p = discoveries.get(key)
   if (!p) {
@@ -156,7 +156,7 @@ export function oidcProvider (name: string, s: ProviderSettings, defaults: { iss
 }
 
 /** The claims of an ID token an app got from the provider itself (grant_type=id_token). */
-export interface VerifiedIdToken {
+interface VerifiedIdToken {
   sub?: string
   aud: string[]
   nonce?: string

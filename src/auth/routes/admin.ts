@@ -32,7 +32,7 @@ const GO_UNITS: Record<string, number> = { ns: 1e-6, us: 1e-3, µs: 1e-3, μs: 1
  * Go's time.ParseDuration ("24h", "1h30m", "-1.5h", "0") in milliseconds, or its error text
  * (`time: unknown unit "d" in duration "1d"`), which GoTrue puts into its ban_duration answer.
  */
-export function parseGoDuration (s: string): { ms: number } | { error: string } {
+function parseGoDuration (s: string): { ms: number } | { error: string } {
   const quoted = JSON.stringify(s)
   const invalid = { error: `time: invalid duration ${quoted}` }
   let rest = s

@@ -78,12 +78,12 @@ export const ADMIN: Check = {
 export type Limit = { readonly bucket: RateLimitBucketName, readonly endpoint?: string } | { readonly feature: FeatureLimit }
 
 /** A limit that depends on the request: its description in the route list, and the choice. */
-export interface LimitRule {
+interface LimitRule {
   readonly name: string
   readonly pick: (req: FastifyRequest) => Limit | null
 }
 
-export function isLimitRule (limit: Limit | LimitRule): limit is LimitRule {
+function isLimitRule (limit: Limit | LimitRule): limit is LimitRule {
   return 'pick' in limit
 }
 
@@ -133,7 +133,7 @@ export const SIGNUP_LIMIT: LimitRule = {
   }
 }
 
-export type RouteHandler = (req: FastifyRequest, reply: FastifyReply) => Promise<unknown>
+type RouteHandler = (req: FastifyRequest, reply: FastifyReply) => Promise<unknown>
 
 /** One route of the engine (below /:database): the checks, then the limit, then the handler. */
 export interface AuthRoute {

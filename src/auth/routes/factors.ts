@@ -28,7 +28,7 @@ import { tokenResponse } from '../tokens.js'
 import type { AccessTokenResponse, AuthenticatedUser, FactorRow, TenantContext } from '../types.js'
 
 /** GoTrue's MFA defaults: challenges and unverified, unchallenged factors live 300 s. */
-export const CHALLENGE_EXPIRY_SECONDS = 300
+const CHALLENGE_EXPIRY_SECONDS = 300
 const FACTOR_EXPIRY_SECONDS = 300
 const MAX_VERIFIED_FACTORS = 10
 const TOTP = { algorithm: 'SHA1', digits: 6, period: 30 } as const
@@ -43,7 +43,7 @@ async function sessionIsAal2 (q: Queryable, sessionId: string): Promise<boolean>
 }
 
 /** pquerna/otp's key URL: otpauth://totp/<issuer>:<account>?algorithm&digits&issuer&period&secret. */
-export function otpauthUri (issuer: string, account: string, secret: string): string {
+function otpauthUri (issuer: string, account: string, secret: string): string {
   const path = (s: string) => encodeURIComponent(s).replace(/%40/g, '@')
   const q = new URLSearchParams({ algorithm: TOTP.algorithm, digits: String(TOTP.digits), issuer, period: String(TOTP.period), secret })
   return `otpauth://totp/${path(issuer)}:${path(account)}?${q.toString().replace(/\+/g, '%20')}`
@@ -51,11 +51,6 @@ export function otpauthUri (issuer: string, account: string, secret: string): st
 
 function totpOf (secret: string): OTPAuth.TOTP {
   return new OTPAuth.TOTP({ ...TOTP, secret: OTPAuth.Secret.fromBase32(secret) })
-}
-
-/** True when `code` is the TOTP of `secret` at `now`, one period of skew either way. */
-export function validTotp (secret: string, code: string, now: Date): boolean {
-  return totpStep(secret, code, now) !== null
 }
 
 /** The time step `code` belongs to (one period of skew either way), or null when it is not a code of `secret` near `now`. */

@@ -26,7 +26,7 @@ interface MagicLinkRequest {
 }
 
 /** GoTrue's MagicLink: mails a sign-in link (or the confirmation link of a new account). */
-export async function sendMagicLink (ctx: TenantContext, r: MagicLinkRequest): Promise<Record<string, never>> {
+async function sendMagicLink (ctx: TenantContext, r: MagicLinkRequest): Promise<Record<string, never>> {
   const settings = ctx.tenant.auth
   const autoconfirm = !settings.mail_confirmation
   const known = await findUserByEmail(ctx.db, r.email, ctx.tenant.jwt.aud)

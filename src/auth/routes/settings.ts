@@ -12,7 +12,7 @@ const GOTRUE_PROVIDERS = [
   'workos', 'twitch', 'twitter', 'zoom'
 ]
 
-export function settingsOf (tenant: Tenant): Record<string, unknown> {
+function settingsOf (tenant: Tenant): Record<string, unknown> {
   const a = tenant.auth
   const external: Record<string, boolean> = { anonymous_users: a.anonymous_sign_in }
   for (const p of GOTRUE_PROVIDERS) external[p] = false

@@ -34,7 +34,7 @@ import { getVerify, postVerify } from './verify.js'
 const MFA_USER = [USER, NOT_ANONYMOUS, SESSION]
 const LINKING_USER = [USER, MANUAL_LINKING]
 
-export const AUTH_ROUTES: readonly AuthRoute[] = [
+const AUTH_ROUTES: readonly AuthRoute[] = [
   { method: 'GET', path: '/health', checks: [], limit: null, handler: getHealth },
   { method: 'GET', path: '/settings', checks: [], limit: null, handler: getSettings },
   { method: 'GET', path: '/.well-known/jwks.json', checks: [], limit: null, handler: getJwks },
