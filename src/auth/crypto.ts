@@ -7,7 +7,7 @@ import { hash as nativeHash, verify as nativeVerify } from '@node-rs/bcrypt'
 import { createHash, randomBytes, randomInt, timingSafeEqual } from 'node:crypto'
 import { availableParallelism } from 'node:os'
 import type { AuthSettings } from '../tenants/index.js'
-import { PasswordTooLongError, ValidationFailedError, weakPassword } from './errors.js'
+import { ValidationFailedError, weakPassword } from './errors.js'
 
 // At most this many hashes run at once in the process (the rest wait their turn): bcrypt
 // keeps a core busy for its whole run, and libuv's pool has 4 threads, so a flood of
@@ -39,7 +39,7 @@ const bcryptVerify = (password: string, hash: string) => withHashSlot(() => nati
 const MAX_PASSWORD_BYTES = 72
 
 export function checkPasswordLength (password: string): void {
-  if (Buffer.byteLength(password, 'utf8') > MAX_PASSWORD_BYTES) throw new PasswordTooLongError()
+  if (Buffer.byteLength(password, 'utf8') > MAX_PASSWORD_BYTES) throw new ValidationFailedError('Password cannot be longer than 72 characters')
 }
 
 export async function hashPassword (password: string, cost: number): Promise<string> {

@@ -2,7 +2,9 @@
 // (docs/auth-protocol.md §6.3), and the renderer that picks the wire shape from the request's
 // X-Supabase-Api-Version header (§6.1). Status lives with the code; messages are GoTrue's.
 // Internal causes are logged with the request id, never sent.
-import { DatabaseUnavailableError, GatehouseError, TenantNotFoundError, defineError, isDefinedError, type ErrorOptions } from '../shared/index.js'
+import {
+  DatabaseUnavailableError, GatehouseError, TenantNotFoundError, defineError, isDefinedError, type ErrorClass, type ErrorOptions
+} from '../shared/index.js'
 
 // Shared codes the engine answers (GoTrue shape, like its own).
 export { DatabaseUnavailableError, TenantNotFoundError }
@@ -11,8 +13,8 @@ export { DatabaseUnavailableError, TenantNotFoundError }
 export class AuthError extends GatehouseError {
   /** Reasons of a weak_password error (sent as `weak_password: {reasons}`). */
   readonly reasons?: string[]
-  constructor (code: string, status: number, message: string, opts: ErrorOptions & { reasons?: string[] } = {}) {
-    super(code, status, message, opts)
+  constructor (code: string, status: number, message: string, opts: ErrorOptions & { reasons?: string[], status?: number } = {}) {
+    super(code, opts.status ?? status, message, opts)
     this.name = 'AuthError'
     if (opts.reasons) this.reasons = opts.reasons
   }
@@ -46,9 +48,12 @@ export const UnexpectedFailureError = defineAuthError('unexpected_failure', 500,
   () => 'Unexpected failure, please check server logs for more information')
 /** unexpected_failure with its cause kept for the log. */
 export const unexpectedFailure = (internal?: unknown) => new UnexpectedFailureError({ internal })
-export const ValidationFailedError = defineAuthError('validation_failed', 400, (message: string) => message)
-export const ValidationFailed404Error = defineAuthError('validation_failed', 404, (message: string) => message)
-export const ValidationFailed422Error = defineAuthError('validation_failed', 422, (message: string) => message)
+/**
+ * validation_failed, GoTrue's one code for a request it cannot take, with GoTrue's message of
+ * each case; 400, or the 404 or 422 GoTrue answers in some cases (`{ status }` of the options).
+ */
+export const ValidationFailedError = defineAuthError('validation_failed', 400, (message: string) => message) as
+  ErrorClass<'validation_failed', 400, [message: string, opts?: ErrorOptions & { status?: 404 | 422 }]>
 export const BadJsonError = defineAuthError('bad_json', 400, (message: string) => message)
 export const RequestTooLargeError = defineAuthError('request_entity_too_large', 413, () => 'Request body too large')
 export const NotFoundError = defineAuthError('not_found', 404, () => 'Not Found')
@@ -88,7 +93,6 @@ export const WeakPasswordError = defineAuthError('weak_password', 422, (message:
 /** weak_password with its reasons (sent as `weak_password: {reasons}`). */
 export const weakPassword = (message: string, reasons: string[]) => new WeakPasswordError(message, { reasons } as ErrorOptions)
 export const SamePasswordError = defineAuthError('same_password', 422, () => 'New password should be different from the old password.')
-export const PasswordTooLongError = defineAuthError('validation_failed', 400, () => 'Password cannot be longer than 72 characters')
 
 // ----- refresh tokens (§3.4) -------------------------------------------------------------------
 export const RefreshTokenNotFoundError = defineAuthError('refresh_token_not_found', 400, () => 'Invalid Refresh Token: Refresh Token Not Found')
@@ -121,9 +125,6 @@ export const EmailSendFailedError = defineAuthError('unexpected_failure', 500, (
 // ----- magic link, OTP, PKCE, external providers ---------------------------------------------
 export const MagicLinkDisabledError = defineAuthError('email_provider_disabled', 422, () => 'Login with magic link is disabled')
 export const OtpDisabledError = defineAuthError('otp_disabled', 422, () => 'Signups not allowed for otp')
-export const InvalidPkceParamsError = defineAuthError('validation_failed', 400, () => 'PKCE flow requires code_challenge_method and code_challenge')
-/** Ours: the tenant has not switched PKCE on (GoTrue has no such switch; the status is its PKCE-parameter one). */
-export const PkceDisabledError = defineAuthError('validation_failed', 400, () => 'PKCE flow is disabled for this database')
 export const FlowStateNotFoundError = defineAuthError('flow_state_not_found', 404, () => 'invalid flow state, no valid flow state found')
 export const FlowStateExpiredError = defineAuthError('flow_state_expired', 422, () => 'invalid flow state, flow state has expired')
 export const FlowStateAlreadyUsedError = defineAuthError('flow_state_already_used', 400, () => 'State has already been used')
@@ -131,7 +132,6 @@ export const BadCodeVerifierError = defineAuthError('bad_code_verifier', 400, ()
 export const BadOAuthStateError = defineAuthError('bad_oauth_state', 400, () => 'OAuth state not found or expired')
 export const OAuthStateExpiredError = defineAuthError('bad_oauth_state', 400, () => 'OAuth state has expired')
 export const BadOAuthCallbackError = defineAuthError('bad_oauth_callback', 400, (message: string) => message)
-export const UnsupportedProviderError = defineAuthError('validation_failed', 400, (reason: string) => `Unsupported provider: ${reason}`)
 
 /**
  * GoTrue's oauthErrorMap: the OAuth `error` value of a status, for redirects (§6.2);
@@ -247,9 +247,7 @@ export function renderAuthError (err: GatehouseError, apiVersionHeader: string |
 
 // ----- MFA, anonymous users, identities, reauthentication, SSO, id_token ----------------------
 export const AnonymousNotAllowedError = defineAuthError('no_authorization', 403, () => 'Anonymous user not allowed to perform these actions')
-export const FactorIdNotUuidError = defineAuthError('validation_failed', 404, () => 'factor_id must be an UUID')
 export const FactorNotFoundError = defineAuthError('mfa_factor_not_found', 404, () => 'Factor not found')
-export const FactorTypeInvalidError = defineAuthError('validation_failed', 400, () => 'factor_type needs to be totp, phone, or webauthn')
 export const MfaTotpEnrollDisabledError = defineAuthError('mfa_totp_enroll_not_enabled', 422, () => 'MFA enroll is disabled for TOTP')
 export const MfaTotpVerifyDisabledError = defineAuthError('mfa_totp_verify_not_enabled', 422, () => 'MFA verification is disabled for TOTP')
 export const MfaPhoneEnrollDisabledError = defineAuthError('mfa_phone_enroll_not_enabled', 422, () => 'MFA enroll is disabled for Phone')
@@ -263,7 +261,6 @@ export const TooManyFactorsError = defineAuthError('too_many_enrolled_mfa_factor
 export const Aal2RequiredToEnrollError = defineAuthError('insufficient_aal', 403, () => 'AAL2 required to enroll a new factor')
 export const Aal2RequiredToUnenrollError = defineAuthError('insufficient_aal', 422, () => 'AAL2 required to unenroll verified factor')
 export const Aal2RequiredToUpdateError = defineAuthError('insufficient_aal', 401, () => 'AAL2 session is required to update email or password when MFA is enabled.')
-export const CodeRequiredError = defineAuthError('validation_failed', 400, () => 'Code needs to be non-empty')
 export const ChallengeNotFoundError = defineAuthError('mfa_factor_not_found', 422, () => 'MFA factor with the provided challenge ID not found')
 export const ChallengeIpMismatchError = defineAuthError('mfa_ip_address_mismatch', 422, () => 'Challenge and verify IP addresses mismatch.')
 export const ChallengeExpiredError = defineAuthError('mfa_challenge_expired', 422, (id: string) => `MFA challenge ${id} has expired, verify against another challenge or create a new challenge.`)
@@ -275,15 +272,12 @@ export const PasskeysDisabledError = defineAuthError('passkey_disabled', 404, ()
 export const Web3DisabledError = defineAuthError('web3_provider_disabled', 422, () => 'Web3 provider is disabled')
 export const OAuthServerDisabledError = defineAuthError('feature_disabled', 404, () => 'OAuth server is disabled')
 export const CustomProvidersDisabledError = defineAuthError('feature_disabled', 404, () => 'Custom OAuth providers are disabled')
-export const PasskeyNotFoundError = defineAuthError('validation_failed', 404, () => 'Passkey not found')
 export const ManualLinkingDisabledError = defineAuthError('manual_linking_disabled', 404, () => 'Manual linking is disabled')
-export const IdentityIdNotUuidError = defineAuthError('validation_failed', 404, () => 'identity_id must be an UUID')
 export const SingleIdentityNotDeletableError = defineAuthError('single_identity_not_deletable', 422, () => 'User must have at least 1 identity after unlinking')
 export const IdentityNotFoundError = defineAuthError('identity_not_found', 422, () => "Identity doesn't exist")
 export const IdentityAlreadyLinkedError = defineAuthError('identity_already_exists', 422, (other: boolean) => other ? 'Identity is already linked to another user' : 'Identity is already linked')
 export const EmailConflictIdentityNotDeletableError = defineAuthError('email_conflict_identity_not_deletable', 422, () => 'Unable to unlink identity due to email conflict')
 export const UnexpectedAudienceError = defineAuthError('unexpected_audience', 403, () => "Token audience doesn't match request audience")
-export const ReauthenticationNoAddressError = defineAuthError('validation_failed', 400, () => 'Reauthentication requires the user to have an email or a phone number')
 export const ReauthenticationEmailNotConfirmedError = defineAuthError('email_not_confirmed', 422, () => 'Please verify your email first.')
 export const ReauthenticationNeededError = defineAuthError('reauthentication_needed', 400, () => 'Password update requires reauthentication')
 export const ReauthenticationNotValidError = defineAuthError('reauthentication_not_valid', 422, () => 'Nonce has expired or is invalid')
@@ -302,8 +296,6 @@ export const ProviderEmailNeedsVerificationError = defineAuthError('provider_ema
   () => 'Unverified email with the provider. Please verify your email and try again.')
 export const MultipleAccountsError = defineAuthError('unexpected_failure', 500,
   () => 'Multiple accounts with the same email address in the same linking domain detected')
-/** GoTrue adminUserCreate with neither address. */
-export const CreateUserWithoutAddressError = defineAuthError('validation_failed', 400, () => 'Cannot create a user without either an email or phone')
 /** GoTrue requireAuthentication: a bearer token without a subject. */
 export const MissingSubClaimError = defineAuthError('bad_jwt', 403, () => 'invalid claim: missing sub claim')
 /** GoTrue answers a subject that is not a UUID with 400, not the 403 of the other bad_jwt refusals. */

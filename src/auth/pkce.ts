@@ -4,7 +4,7 @@
 import { createHash } from 'node:crypto'
 import type { Queryable } from '../shared/index.js'
 import { constantTimeEqual } from './crypto.js'
-import { InvalidPkceParamsError, PkceDisabledError, ValidationFailedError } from './errors.js'
+import { ValidationFailedError } from './errors.js'
 import { insertFlowState, type CodeChallengeMethod, type FlowStateRow } from './models/flow-state.js'
 import type { TenantContext } from './types.js'
 
@@ -27,14 +27,14 @@ function asString (v: unknown): string {
 export function pkceParamsOf (ctx: TenantContext, rawChallenge: unknown, rawMethod: unknown): PkceParams | null {
   const challenge = asString(rawChallenge)
   const method = asString(rawMethod)
-  if ((challenge === '') !== (method === '')) throw new InvalidPkceParamsError()
+  if ((challenge === '') !== (method === '')) throw new ValidationFailedError('PKCE flow requires code_challenge_method and code_challenge')
   if (challenge === '') return null
   if (challenge.length < 43 || challenge.length > 128 || !CHALLENGE.test(challenge)) {
     throw new ValidationFailedError('code challenge has to be between 43 and 128 characters')
   }
   const m = method.toLowerCase()
   if (m !== 's256' && m !== 'plain') throw new ValidationFailedError(`code challenge method not supported: ${method}`)
-  if (!ctx.tenant.auth.pkce) throw new PkceDisabledError()
+  if (!ctx.tenant.auth.pkce) throw new ValidationFailedError('PKCE flow is disabled for this database')
   return { challenge, method: m }
 }
 

@@ -4,7 +4,7 @@
 import type { FastifyRequest } from 'fastify'
 import { withTransaction } from '../../shared/index.js'
 import {
-  BadCodeVerifierError, FlowStateExpiredError, FlowStateNotFoundError, PkceDisabledError, UserBannedError, ValidationFailedError
+  BadCodeVerifierError, FlowStateExpiredError, FlowStateNotFoundError, UserBannedError, ValidationFailedError
 } from '../errors.js'
 import { clientMeta, optString, type Body } from '../http.js'
 import { deleteFlowState, lockFlowStateByAuthCode } from '../models/flow-state.js'
@@ -17,7 +17,7 @@ export async function pkceGrant (ctx: TenantContext, req: FastifyRequest, b: Bod
   const authCode = optString(b, 'auth_code') ?? ''
   const verifier = optString(b, 'code_verifier') ?? ''
   if (authCode === '' || verifier === '') throw new ValidationFailedError('invalid request: both auth code and code verifier should be non-empty')
-  if (!ctx.tenant.auth.pkce) throw new PkceDisabledError()
+  if (!ctx.tenant.auth.pkce) throw new ValidationFailedError('PKCE flow is disabled for this database')
   return withTransaction(ctx.db, async (q) => {
     const flow = await lockFlowStateByAuthCode(q, authCode)
     if (!flow || !flow.user_id) throw new FlowStateNotFoundError()

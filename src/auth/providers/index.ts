@@ -3,7 +3,7 @@
 // Connect provider, or plain OAuth 2 with explicit URLs), and GoTrue's refusal of an
 // unknown or disabled provider (400 validation_failed "Unsupported provider: ...").
 import type { Tenant, ProviderSettings } from '../../tenants/index.js'
-import { UnsupportedProviderError } from '../errors.js'
+import { ValidationFailedError } from '../errors.js'
 import { githubProvider } from './github.js'
 import { gitlabProvider } from './gitlab.js'
 import { oidcProvider } from './oidc.js'
@@ -48,10 +48,10 @@ const GOTRUE_BUILTIN_PROVIDERS = new Set([
  */
 export function providerOf (tenant: Tenant, name: string): OAuthProvider {
   const s = Object.hasOwn(tenant.auth.providers, name) ? tenant.auth.providers[name] : undefined
-  if (!s && GOTRUE_BUILTIN_PROVIDERS.has(name.toLowerCase())) throw new UnsupportedProviderError('provider is not enabled')
-  if (!s) throw new UnsupportedProviderError(`Provider ${name} could not be found`)
-  if (s.enabled === false) throw new UnsupportedProviderError('provider is not enabled')
+  if (!s && GOTRUE_BUILTIN_PROVIDERS.has(name.toLowerCase())) throw new ValidationFailedError('Unsupported provider: provider is not enabled')
+  if (!s) throw new ValidationFailedError(`Unsupported provider: Provider ${name} could not be found`)
+  if (s.enabled === false) throw new ValidationFailedError('Unsupported provider: provider is not enabled')
   const p = buildProvider(name, s)
-  if (!p) throw new UnsupportedProviderError(`Provider ${name} could not be found`)
+  if (!p) throw new ValidationFailedError(`Unsupported provider: Provider ${name} could not be found`)
   return p
 }

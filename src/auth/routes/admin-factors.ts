@@ -3,7 +3,7 @@
 // raised drop back to aal1). Admin bearer required, as every /admin route.
 import type { FastifyRequest } from 'fastify'
 import { withTransaction } from '../../shared/index.js'
-import { FactorIdNotUuidError, FactorNotFoundError, UserNotFoundError, ValidationFailed404Error } from '../errors.js'
+import { FactorNotFoundError, UserNotFoundError, ValidationFailedError } from '../errors.js'
 import { contextOf } from '../request-state.js'
 import { UUID } from '../bearer.js'
 import { bodyOf, optString } from '../http.js'
@@ -14,7 +14,7 @@ import type { FactorRow, TenantContext, UserRow } from '../types.js'
 
 async function loadUser (ctx: TenantContext, req: FastifyRequest): Promise<UserRow> {
   const id = (req.params as { id?: string }).id ?? ''
-  if (!UUID.test(id)) throw new ValidationFailed404Error('user_id must be an UUID')
+  if (!UUID.test(id)) throw new ValidationFailedError('user_id must be an UUID', { status: 404 })
   const user = await findUserById(ctx.db, id.toLowerCase())
   if (!user) throw new UserNotFoundError()
   return user
@@ -22,7 +22,7 @@ async function loadUser (ctx: TenantContext, req: FastifyRequest): Promise<UserR
 
 async function loadFactor (ctx: TenantContext, req: FastifyRequest, user: UserRow): Promise<FactorRow> {
   const id = (req.params as { factor_id?: string }).factor_id ?? ''
-  if (!UUID.test(id)) throw new FactorIdNotUuidError()
+  if (!UUID.test(id)) throw new ValidationFailedError('factor_id must be an UUID', { status: 404 })
   const f = await findFactorOfUser(ctx.db, user.id, id.toLowerCase())
   if (!f) throw new FactorNotFoundError()
   return f

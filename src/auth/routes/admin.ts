@@ -8,7 +8,7 @@ import { confirmEmail, createEmailUser, emailIdentityData, refreshProviders } fr
 import { issueEmailToken, sendEmailToken, type EmailTokenKind } from '../confirmations.js'
 import { assertPasswordAcceptable, checkPasswordLength, hashOtp, hashPassword, randomPassword } from '../crypto.js'
 import {
-  CreateUserWithoutAddressError, EmailExistsError, PhoneExistsError, UserNotFoundError, UserWithEmailNotFoundError, ValidationFailed404Error, ValidationFailed422Error, ValidationFailedError
+  EmailExistsError, PhoneExistsError, UserNotFoundError, UserWithEmailNotFoundError, ValidationFailedError
 } from '../errors.js'
 import { contextOf } from '../request-state.js'
 import { UUID } from '../bearer.js'
@@ -65,7 +65,7 @@ function banUntil (ctx: TenantContext, banDuration: string | undefined): Date | 
 
 function userIdParam (req: FastifyRequest): string {
   const id = (req.params as { id?: string }).id ?? ''
-  if (!UUID.test(id)) throw new ValidationFailed404Error('user_id must be an UUID')
+  if (!UUID.test(id)) throw new ValidationFailedError('user_id must be an UUID', { status: 404 })
   return id.toLowerCase()
 }
 
@@ -86,7 +86,7 @@ async function passwordHashFrom (ctx: TenantContext, b: Body, checkStrength: boo
 async function adminCreateUser (ctx: TenantContext, b: Body) {
   const rawEmail = optString(b, 'email')
   const rawPhone = optString(b, 'phone')
-  if (!rawEmail && !rawPhone) throw new CreateUserWithoutAddressError()
+  if (!rawEmail && !rawPhone) throw new ValidationFailedError('Cannot create a user without either an email or phone')
   const email = rawEmail ? normaliseEmail(rawEmail) : undefined
   const phone = rawPhone ? normalisePhone(rawPhone) : undefined
   const id = optString(b, 'id')
@@ -127,7 +127,7 @@ async function adminCreateUser (ctx: TenantContext, b: Body) {
   } catch (err) {
     if ((err as { code?: string, constraint?: string }).code === '23505') {
       const c = (err as { constraint?: string }).constraint ?? ''
-      throw c.includes('phone') ? new PhoneExistsError() : c.includes('pkey') ? new ValidationFailed422Error('A user with this id already exists') : new EmailExistsError()
+      throw c.includes('phone') ? new PhoneExistsError() : c.includes('pkey') ? new ValidationFailedError('A user with this id already exists', { status: 422 }) : new EmailExistsError()
     }
     throw err
   }

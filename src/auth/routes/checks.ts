@@ -6,8 +6,7 @@ import type { FastifyReply, FastifyRequest, HTTPMethods } from 'fastify'
 import { ownValue } from '../../shared/index.js'
 import { requireAdmin, requireDatabaseAudience, requireUser, UUID } from '../bearer.js'
 import {
-  AnonymousDisabledError, AnonymousNotAllowedError, EnrollSessionRequiredError, FactorIdNotUuidError, FactorNotFoundError,
-  ManualLinkingDisabledError, UnsupportedGrantTypeError
+  AnonymousDisabledError, AnonymousNotAllowedError, EnrollSessionRequiredError, FactorNotFoundError, ManualLinkingDisabledError, UnsupportedGrantTypeError, ValidationFailedError
 } from '../errors.js'
 import { GRANTS } from '../grants/index.js'
 import { bodyOf, optObject, optString, queryParam } from '../http.js'
@@ -58,7 +57,7 @@ export const FACTOR: Check = {
   run: async (req) => {
     const ctx = contextOf(req)
     const id = (req.params as { id?: string }).id ?? ''
-    if (!UUID.test(id)) throw new FactorIdNotUuidError()
+    if (!UUID.test(id)) throw new ValidationFailedError('factor_id must be an UUID', { status: 404 })
     const f = await findFactorOfUser(ctx.db, callerOf(req).user.user.id, id.toLowerCase())
     if (!f) throw new FactorNotFoundError()
     setFactor(req, f)

@@ -8,7 +8,7 @@ import * as OTPAuth from 'otpauth'
 import QRCode from 'qrcode'
 import { withTransaction, type Queryable } from '../../shared/index.js'
 import {
-  Aal2RequiredToEnrollError, Aal2RequiredToUnenrollError, BadJsonError, ChallengeExpiredError, ChallengeIpMismatchError, ChallengeNotFoundError, CodeRequiredError, FactorNameConflictError, FactorTypeInvalidError, InvalidTotpCodeError, TotpCodeUsedError, MfaPhoneEnrollDisabledError, MfaPhoneVerifyDisabledError, MfaTotpEnrollDisabledError, MfaTotpVerifyDisabledError, MfaWebAuthnEnrollDisabledError, MfaWebAuthnVerifyDisabledError, MfaWebAuthnVerifyDisabledOnVerifyError, QrCodeError, SiteUrlInvalidError, TooManyFactorsError, unexpectedFailure
+  Aal2RequiredToEnrollError, Aal2RequiredToUnenrollError, BadJsonError, ChallengeExpiredError, ChallengeIpMismatchError, ChallengeNotFoundError, FactorNameConflictError, InvalidTotpCodeError, MfaPhoneEnrollDisabledError, MfaPhoneVerifyDisabledError, MfaTotpEnrollDisabledError, MfaTotpVerifyDisabledError, MfaWebAuthnEnrollDisabledError, MfaWebAuthnVerifyDisabledError, MfaWebAuthnVerifyDisabledOnVerifyError, QrCodeError, SiteUrlInvalidError, TooManyFactorsError, TotpCodeUsedError, unexpectedFailure, ValidationFailedError
 } from '../errors.js'
 import { mfaAttemptHook } from '../auth-hooks.js'
 import { callerOf, contextOf, factorOf } from '../request-state.js'
@@ -176,7 +176,7 @@ export async function postFactor (req: FastifyRequest): Promise<unknown> {
     case 'totp':
       if (!ctx.tenant.auth.mfa_totp_enroll) throw new MfaTotpEnrollDisabledError()
       return enrollTotp(ctx, req, u, friendlyName, issuer)
-    default: throw new FactorTypeInvalidError()
+    default: throw new ValidationFailedError('factor_type needs to be totp, phone, or webauthn')
   }
 }
 
@@ -190,7 +190,7 @@ export async function postChallenge (req: FastifyRequest): Promise<unknown> {
     case 'phone': throw new MfaPhoneVerifyDisabledError()
     case 'webauthn': throw new MfaWebAuthnVerifyDisabledError()
     case 'totp': break
-    default: throw new FactorTypeInvalidError()
+    default: throw new ValidationFailedError('factor_type needs to be totp, phone, or webauthn')
   }
   if (!ctx.tenant.auth.mfa_totp_verify) throw new MfaTotpVerifyDisabledError()
   const ip = clientMeta(req).ip
@@ -214,12 +214,12 @@ export async function postFactorVerify (req: FastifyRequest): Promise<unknown> {
   const b = bodyOf(req)
   const challengeId = challengeIdOf(b)
   const code = optString(b, 'code') ?? ''
-  if (code === '' && factor.factor_type !== 'webauthn') throw new CodeRequiredError()
+  if (code === '' && factor.factor_type !== 'webauthn') throw new ValidationFailedError('Code needs to be non-empty')
   switch (factor.factor_type) {
     case 'phone': throw new MfaPhoneVerifyDisabledError()
     case 'webauthn': throw new MfaWebAuthnVerifyDisabledOnVerifyError()
     case 'totp': break
-    default: throw new FactorTypeInvalidError()
+    default: throw new ValidationFailedError('factor_type needs to be totp, phone, or webauthn')
   }
   if (!ctx.tenant.auth.mfa_totp_verify) throw new MfaTotpVerifyDisabledError()
   return verifyTotp(ctx, req, u, factor, challengeId, code)

@@ -6,7 +6,7 @@
 // switch on it is 404 not_found, as there.
 import type { FastifyReply, FastifyRequest } from 'fastify'
 import { withTransaction } from '../../shared/index.js'
-import { IdentityIdNotUuidError, NotFoundError, UnexpectedAudienceError } from '../errors.js'
+import { NotFoundError, UnexpectedAudienceError, ValidationFailedError } from '../errors.js'
 import { callerOf, contextOf } from '../request-state.js'
 import { UUID } from '../bearer.js'
 import { queryParam } from '../http.js'
@@ -29,7 +29,7 @@ export async function deleteIdentity (req: FastifyRequest): Promise<Record<strin
   const ctx = contextOf(req)
   const u = callerOf(req)
   const id = (req.params as { identity_id?: string }).identity_id ?? ''
-  if (!UUID.test(id)) throw new IdentityIdNotUuidError()
+  if (!UUID.test(id)) throw new ValidationFailedError('identity_id must be an UUID', { status: 404 })
   const aud = Array.isArray(u.claims.aud) ? u.claims.aud[0] : u.claims.aud
   if (aud !== ctx.tenant.jwt.aud) throw new UnexpectedAudienceError()
   await withTransaction(ctx.db, (q) => unlinkIdentity(ctx, q, u.user.user.id, id.toLowerCase()))

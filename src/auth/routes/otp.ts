@@ -8,7 +8,7 @@ import { createEmailUser } from '../accounts.js'
 import { sendEmailToken } from '../confirmations.js'
 import { hashPassword, randomPassword } from '../crypto.js'
 import {
-  MagicLinkDisabledError, OtpDisabledError, PhoneProviderDisabledError, SignupDisabledError, ValidationFailedError, ValidationFailed422Error
+  MagicLinkDisabledError, OtpDisabledError, PhoneProviderDisabledError, SignupDisabledError, ValidationFailedError
 } from '../errors.js'
 import { contextOf } from '../request-state.js'
 import { bodyOf, normaliseEmail, optBool, optObject, optString, redirectUrlOf } from '../http.js'
@@ -92,6 +92,6 @@ export async function postMagicLink (req: FastifyRequest): Promise<Record<string
   const b = bodyOf(req)
   if (!ctx.tenant.auth.magic_link) throw new MagicLinkDisabledError()
   const email = optString(b, 'email')
-  if (!email) throw new ValidationFailed422Error('Password recovery requires an email')
+  if (!email) throw new ValidationFailedError('Password recovery requires an email', { status: 422 })
   return sendMagicLink(ctx, magicLinkRequest(ctx, req, email, b, true))
 }

@@ -4,9 +4,7 @@
 import type { FastifyRequest } from 'fastify'
 import { withTransaction, type Queryable } from '../../shared/index.js'
 import { constantTimeEqual, generateOtp, hashOtp } from '../crypto.js'
-import {
-  ReauthenticationEmailNotConfirmedError, ReauthenticationNoAddressError, ReauthenticationNotValidError
-} from '../errors.js'
+import { ReauthenticationEmailNotConfirmedError, ReauthenticationNotValidError, ValidationFailedError } from '../errors.js'
 import { callerOf, contextOf } from '../request-state.js'
 import { clientMeta } from '../http.js'
 import { audit } from '../models/audit-log.js'
@@ -37,7 +35,7 @@ export async function getReauthenticate (req: FastifyRequest): Promise<Record<st
   const { user: { user } } = callerOf(req)
   const address = user.email ?? ''
   // No SMS here: a phone-only user has no address to send the nonce to.
-  if (address === '') throw new ReauthenticationNoAddressError()
+  if (address === '') throw new ValidationFailedError('Reauthentication requires the user to have an email or a phone number')
   if (!user.email_confirmed_at) throw new ReauthenticationEmailNotConfirmedError()
   await withTransaction(ctx.db, async (q) => {
     const now = ctx.now()

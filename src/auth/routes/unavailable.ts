@@ -11,8 +11,7 @@
 // route order does; the others refuse before anything else.
 import type { FastifyRequest, HTTPMethods } from 'fastify'
 import {
-  CustomProvidersDisabledError, OAuthServerDisabledError, PasskeyNotFoundError, PasskeysDisabledError,
-  SamlDisabledError, UserNotFoundError, ValidationFailed404Error
+  CustomProvidersDisabledError, OAuthServerDisabledError, PasskeysDisabledError, SamlDisabledError, UserNotFoundError, ValidationFailedError
 } from '../errors.js'
 import { contextOf } from '../request-state.js'
 import { UUID } from '../bearer.js'
@@ -77,11 +76,13 @@ function noteOf (err: Error): string {
 
 const CHECKS: Record<Who, Check[]> = { none: [], user: [USER], admin: [ADMIN] }
 
+const passkeyNotFound = (): Error => new ValidationFailedError('Passkey not found', { status: 404 })
+
 /** GoTrue's loadUser, then the user's passkeys: there are none here. */
 async function findAdminUser (req: FastifyRequest): Promise<void> {
   const ctx = contextOf(req)
   const id = (req.params as { id?: string }).id ?? ''
-  if (!UUID.test(id)) throw new ValidationFailed404Error('user_id must be an UUID')
+  if (!UUID.test(id)) throw new ValidationFailedError('user_id must be an UUID', { status: 404 })
   if (!await findUserById(ctx.db, id.toLowerCase())) throw new UserNotFoundError()
 }
 
@@ -96,6 +97,6 @@ export const UNAVAILABLE_ROUTES: readonly AuthRoute[] = [
   },
   {
     method: 'DELETE', path: '/admin/users/:id/passkeys/:passkey', checks: [ADMIN], limit: null,
-    handler: async (req) => { await findAdminUser(req); throw new PasskeyNotFoundError() }, note: noteOf(new PasskeyNotFoundError())
+    handler: async (req) => { await findAdminUser(req); throw passkeyNotFound() }, note: noteOf(passkeyNotFound())
   }
 ]

@@ -7,7 +7,7 @@ import { emailIdentityData, refreshProviders } from '../accounts.js'
 import { sendEmailToken } from '../confirmations.js'
 import { assertPasswordAcceptable, hashPassword, verifyPassword } from '../crypto.js'
 import {
-  Aal2RequiredToUpdateError, AppMetadataAdminOnlyError, EmailExistsError, MAX_OTP_ATTEMPTS, PhoneProviderDisabledError, ReauthenticationAttemptsExhaustedError, ReauthenticationNeededError, SamePasswordError, ValidationFailed422Error
+  Aal2RequiredToUpdateError, AppMetadataAdminOnlyError, EmailExistsError, MAX_OTP_ATTEMPTS, PhoneProviderDisabledError, ReauthenticationAttemptsExhaustedError, ReauthenticationNeededError, SamePasswordError, ValidationFailedError
 } from '../errors.js'
 import { callerOf, contextOf } from '../request-state.js'
 import { countOtpAttempt } from '../models/otp-attempts.js'
@@ -77,7 +77,7 @@ async function checkUserPatch (ctx: TenantContext, current: UserWithIdentities, 
     }
   }
   if (p.password !== undefined && u.is_anonymous && !u.email && !p.email) {
-    throw new ValidationFailed422Error('Updating password of an anonymous user without an email or phone is not allowed')
+    throw new ValidationFailedError('Updating password of an anonymous user without an email or phone is not allowed', { status: 422 })
   }
   const changingEmail = p.email !== undefined && p.email !== (u.email ?? '').toLowerCase()
   if (changingEmail && await isEmailTaken(ctx.db, p.email!, u.id)) throw new EmailExistsError()

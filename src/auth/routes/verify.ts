@@ -8,7 +8,7 @@ import { withTransaction, type Queryable } from '../../shared/index.js'
 import { ottTypesOfVerifyType, verifyTokenHash, type VerifyOutcome } from '../confirmations.js'
 import { hashOtp } from '../crypto.js'
 import {
-  AuthError, FlowStateNotFoundRedirectError, MAX_OTP_ATTEMPTS, OtpAttemptsExhaustedError, toAuthError, ValidationFailed422Error, ValidationFailedError
+  AuthError, FlowStateNotFoundRedirectError, MAX_OTP_ATTEMPTS, OtpAttemptsExhaustedError, toAuthError, ValidationFailedError
 } from '../errors.js'
 import { contextOf } from '../request-state.js'
 import { bodyOf, clientMeta, normaliseEmail, optString, queryParam, redirectUrlOf } from '../http.js'
@@ -121,7 +121,7 @@ export async function postVerify (req: FastifyRequest): Promise<unknown> {
   } else {
     if (!email) throw new ValidationFailedError('Verify requires an email or a phone number')
     let address: string
-    try { address = normaliseEmail(email) } catch { throw new ValidationFailed422Error('Invalid email format') }
+    try { address = normaliseEmail(email) } catch { throw new ValidationFailedError('Invalid email format', { status: 422 }) }
     const hash = hashOtp(address, token!)
     // A code mailed in a PKCE flow is stored `pkce_`-prefixed; the code works all the same.
     hashes = [hash, 'pkce_' + hash]
