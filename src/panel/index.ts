@@ -18,7 +18,7 @@ import type { TenantLookup, TenantStore } from '../tenants/index.js'
 import { decoratePanelRequests, guardHook } from './context.js'
 import { BadRequestError, NotFoundError, PANEL_BODY_LIMIT, renderPanelError } from './errors.js'
 import { createPanelPools } from './pools.js'
-import { createExchangeLimiter } from './exchange-limit.js'
+import { ExchangeLimiter } from './exchange-limit.js'
 import { registerPanelRoutes } from './routes.js'
 import { createSessionVerifier } from './session.js'
 
@@ -125,7 +125,7 @@ export function buildPanel (deps: PanelDeps): FastifyInstance {
 
   void app.register(async (scope) => {
     scope.addHook('onRequest', guardHook({ verifier, tenants: deps.tenants }))
-    registerPanelRoutes(scope, { config, store: deps.store, auth, explainer, restPools, ownerPools, exchangeLimiter: createExchangeLimiter() })
+    registerPanelRoutes(scope, { config, store: deps.store, auth, explainer, restPools, ownerPools, exchangeLimiter: new ExchangeLimiter() })
   }, { prefix: '/organizations/:org/databases/:db/api' })
 
   app.addHook('onClose', async () => {

@@ -180,19 +180,27 @@ export async function postFactor (req: FastifyRequest): Promise<unknown> {
   }
 }
 
+/**
+ * Challenge and verify work on TOTP factors only, with TOTP verification on: a phone or
+ * WebAuthn factor gets GoTrue's "disabled" error (`webauthn`: the one of the calling route).
+ */
+function requireTotpVerify (ctx: TenantContext, factor: FactorRow, webauthn: () => Error): void {
+  switch (factor.factor_type) {
+    case 'phone': throw new MfaPhoneVerifyDisabledError()
+    case 'webauthn': throw webauthn()
+    case 'totp': break
+    default: throw new ValidationFailedError('factor_type needs to be totp, phone, or webauthn')
+  }
+  if (!ctx.tenant.auth.mfa_totp_verify) throw new MfaTotpVerifyDisabledError()
+}
+
 export async function postChallenge (req: FastifyRequest): Promise<unknown> {
   const ctx = contextOf(req)
   const u = mfaCallerOf(req)
   const factor = factorOf(req)
   const b = bodyOf(req)
   optString(b, 'channel')
-  switch (factor.factor_type) {
-    case 'phone': throw new MfaPhoneVerifyDisabledError()
-    case 'webauthn': throw new MfaWebAuthnVerifyDisabledError()
-    case 'totp': break
-    default: throw new ValidationFailedError('factor_type needs to be totp, phone, or webauthn')
-  }
-  if (!ctx.tenant.auth.mfa_totp_verify) throw new MfaTotpVerifyDisabledError()
+  requireTotpVerify(ctx, factor, () => new MfaWebAuthnVerifyDisabledError())
   const ip = clientMeta(req).ip
   if (!ip) throw unexpectedFailure(new Error('no client IP for an MFA challenge'))
   const challenge = await withTransaction(ctx.db, async (q) => {
@@ -215,13 +223,7 @@ export async function postFactorVerify (req: FastifyRequest): Promise<unknown> {
   const challengeId = challengeIdOf(b)
   const code = optString(b, 'code') ?? ''
   if (code === '' && factor.factor_type !== 'webauthn') throw new ValidationFailedError('Code needs to be non-empty')
-  switch (factor.factor_type) {
-    case 'phone': throw new MfaPhoneVerifyDisabledError()
-    case 'webauthn': throw new MfaWebAuthnVerifyDisabledOnVerifyError()
-    case 'totp': break
-    default: throw new ValidationFailedError('factor_type needs to be totp, phone, or webauthn')
-  }
-  if (!ctx.tenant.auth.mfa_totp_verify) throw new MfaTotpVerifyDisabledError()
+  requireTotpVerify(ctx, factor, () => new MfaWebAuthnVerifyDisabledOnVerifyError())
   return verifyTotp(ctx, req, u, factor, challengeId, code)
 }
 
