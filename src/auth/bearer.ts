@@ -21,7 +21,7 @@ export const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{1
 /** GoTrue's JWT_ADMIN_ROLES default. */
 const ADMIN_ROLES = new Set<string>([ROLE_CLAIMS.svc, 'supabase_admin'])
 
-export function bearerToken (req: FastifyRequest): string | null {
+function bearerToken (req: FastifyRequest): string | null {
   const h = req.headers.authorization
   if (typeof h !== 'string') return null
   const m = /^bearer (\S+)$/i.exec(h.trim())
@@ -98,7 +98,7 @@ export async function requireAdmin (ctx: TenantContext, req: FastifyRequest): Pr
 }
 
 /** The token's audience as GoTrue reads it: `aud`, or its first entry when a list. */
-export function audienceOf (claims: BearerClaims): string | undefined {
+function audienceOf (claims: BearerClaims): string | undefined {
   const aud = claims.aud
   return Array.isArray(aud) ? (typeof aud[0] === 'string' ? aud[0] : undefined) : typeof aud === 'string' ? aud : undefined
 }

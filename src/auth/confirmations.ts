@@ -104,7 +104,7 @@ interface VerifyKind {
 }
 
 /** The verify `type`s this engine handles, by GoTrue name. */
-export const VERIFY_KINDS: Partial<Record<string, VerifyKind>> = {
+const VERIFY_KINDS: Partial<Record<string, VerifyKind>> = {
   signup: {
     ottTypes: ['confirmation_token'],
     sentAt: (u) => u.confirmation_sent_at,

@@ -8,7 +8,7 @@ import { BadJsonError } from './errors.js'
  * The deepest nesting of objects and arrays in a JSON text, counting only brackets outside
  * strings; stops counting as soon as `limit` is passed. Linear, no recursion.
  */
-export function jsonDepthExceeds (text: string, limit: number): boolean {
+function jsonDepthExceeds (text: string, limit: number): boolean {
   let depth = 0
   let inString = false
   for (let i = 0; i < text.length; i++) {

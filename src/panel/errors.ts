@@ -7,7 +7,7 @@ import {
 } from '../shared/index.js'
 import { PANEL_CONSTANTS } from '../config/index.js'
 
-export { BadRequestError, DatabaseUnavailableError, InternalError, NotFoundError, PayloadTooLargeError }
+export { BadRequestError, DatabaseUnavailableError, InternalError, NotFoundError }
 
 /** The largest request body the panel reads. */
 export const PANEL_BODY_LIMIT = PANEL_CONSTANTS.bodyLimitBytes
@@ -31,7 +31,7 @@ export const DatabaseNotFoundError = defineError('database_not_found', 404,
 export const ValidationError = defineError('validation_failed', 400,
   (why: string) => `The request is not valid: ${why}`)
 
-export const UnsupportedMediaTypeError = defineError('unsupported_media_type', 415,
+const UnsupportedMediaTypeError = defineError('unsupported_media_type', 415,
   (contentType: string) => `The panel reads bodies sent as application/json, not ${JSON.stringify(contentType)}`)
 
 // ---- test query ---------------------------------------------------------------------------
@@ -54,7 +54,7 @@ export const CheckFailedError = defineError('check_failed', 400,
 
 // ---- app-session --------------------------------------------------------------------------
 /** Retired: a stranger holding a member's address no longer blocks the exchange (docs/edge.md); kept so the code is never reused. */
-export const AccountLinkRefusedError = defineError('account_link_refused', 409,
+const AccountLinkRefusedError = defineError('account_link_refused', 409,
   (database: string, email: string) => `Database ${JSON.stringify(database)} already has a user with email ${email} ` +
     'whose ownership of the address was never proven by a mail round trip, so the exchange does not hand you that account')
 
@@ -102,7 +102,7 @@ export interface RenderedPanelError {
 }
 
 /** Our error for anything thrown; fastify's 4xx keep their meaning, the rest is a 500. */
-export function toPanelError (err: unknown, contentType = ''): GatehouseError {
+function toPanelError (err: unknown, contentType = ''): GatehouseError {
   if (isGatehouseError(err)) return err
   const fe = fastifyClientError(err)
   if (fe === null) return new InternalError({ cause: err, internal: err })

@@ -10,7 +10,7 @@ import { reserveMailSend } from './rate-limit.js'
 import { renderMail, throttleBucket, type MailKind, type TemplateVars } from './templates.js'
 import { senderOf, smtpTargetOf, TransportPool } from './transport.js'
 
-export { renderMail, renderTemplate, type MailKind, type TemplateVars, type Template } from './templates.js'
+export type { MailKind } from './templates.js'
 
 /** The `type` of a verify link (docs/auth-protocol.md §3.8). */
 export type VerifyLinkType = 'signup' | 'invite' | 'recovery' | 'magiclink' | 'email_change'

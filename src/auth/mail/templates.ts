@@ -62,7 +62,7 @@ function escapeHtml (s: string): string {
 }
 
 /** Replaces `{{ .Name }}` and `{{ .Data.key }}`; unknown names become ''. */
-export function renderTemplate (text: string, vars: TemplateVars, html: boolean): string {
+function renderTemplate (text: string, vars: TemplateVars, html: boolean): string {
   return text.replace(/\{\{\s*\.([A-Za-z]+)(?:\.([A-Za-z0-9_]+))?\s*\}\}/g, (_m, name: string, sub: string | undefined) => {
     let v: unknown = (vars as unknown as Record<string, unknown>)[name]
     if (sub !== undefined) v = v && typeof v === 'object' ? (v as Record<string, unknown>)[sub] : undefined

@@ -9,9 +9,9 @@ import { gitlabProvider } from './gitlab.js'
 import { oidcProvider } from './oidc.js'
 import type { OAuthProvider } from './types.js'
 
-export type { OAuthProvider, ProviderTokens, ProviderUser, ProviderEmail, AuthorizeRequest } from './types.js'
+export type { OAuthProvider, ProviderTokens, ProviderUser } from './types.js'
 export { ProviderError } from './types.js'
-export { nonceOf, verifyIdTokenOfIssuer, IdTokenRefused, identityClaimsOf } from './oidc.js'
+export { verifyIdTokenOfIssuer, IdTokenRefused, identityClaimsOf } from './oidc.js'
 export { setProviderOutboundPolicy } from './http.js'
 
 const OIDC_SCOPES = ['openid', 'email', 'profile']

@@ -62,7 +62,7 @@ function keySet (uri: string): ReturnType<typeof createRemoteJWKSet> {
 }
 
 /** The nonce of a flow: bound to our state, so no storage is needed to check it. */
-export function nonceOf (state: string): string {
+function nonceOf (state: string): string {
   return createHash('sha256').update('gatehouse-oidc-nonce:' + state, 'utf8').digest('base64url')
 }
 

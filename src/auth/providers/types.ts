@@ -3,7 +3,7 @@
 // Presets (github, gitlab, google, generic OIDC) implement it; nothing here does I/O.
 
 /** What /authorize hands a provider to build its authorization URL. */
-export interface AuthorizeRequest {
+interface AuthorizeRequest {
   /** Our state: the flow_state id. */
   state: string
   /** `<tenant auth URL>/callback`. */
