@@ -166,22 +166,36 @@ const JWT_SECURITY = {
   }
 }
 
-/** The Swagger 2.0 document as JSON text. */
-function buildOpenApi (plan: OpenApiPlan, may: OpenApiPrivileges, server: OpenApiServer): string {
-  // openapi-mode ignore-privileges: everything of the schema, each table with what it takes.
-  const all = plan.ignorePrivileges === true
-  const privilegesOf = (t: OpenApiPlan['tables'][number]) => all
-    ? { select: true, insert: t.insertable, update: t.updatable, delete: t.deletable }
-    : may.tables.get(t.oid) ?? { select: false, insert: false, update: false, delete: false }
-  const tables = all
-    ? plan.tables
-    : may.usage
-      ? plan.tables.filter((t) => {
-        const p = may.tables.get(t.oid)
-        return p !== undefined && (p.select || p.insert || p.update || p.delete)
-      })
-      : []
-  const routines = all ? plan.routines : may.usage ? plan.routines.filter((r) => may.routines.get(r.oid) === true) : []
+type PlanTable = OpenApiPlan['tables'][number]
+type TablePrivileges = { select: boolean, insert: boolean, update: boolean, delete: boolean }
+
+/**
+ * What the document lists: with openapi-mode ignore-privileges everything of the schema, each
+ * table with what it takes; otherwise what the calling role may use.
+ */
+function visible (plan: OpenApiPlan, may: OpenApiPrivileges): { tables: readonly PlanTable[], routines: OpenApiPlan['routines'], privilegesOf: (t: PlanTable) => TablePrivileges } {
+  if (plan.ignorePrivileges === true) {
+    return {
+      tables: plan.tables,
+      routines: plan.routines,
+      privilegesOf: (t) => ({ select: true, insert: t.insertable, update: t.updatable, delete: t.deletable })
+    }
+  }
+  const none = { select: false, insert: false, update: false, delete: false }
+  const usable = (t: PlanTable): boolean => {
+    const p = may.tables.get(t.oid)
+    return p !== undefined && (p.select || p.insert || p.update || p.delete)
+  }
+  return {
+    tables: may.usage ? plan.tables.filter(usable) : [],
+    routines: may.usage ? plan.routines.filter((r) => may.routines.get(r.oid) === true) : [],
+    privilegesOf: (t) => may.tables.get(t.oid) ?? none
+  }
+}
+
+/** The document's paths (the root, each table, each function) and definitions. */
+function pathsOf (plan: OpenApiPlan, may: OpenApiPrivileges): { paths: Json, definitions: Json, tables: readonly PlanTable[] } {
+  const { tables, routines, privilegesOf } = visible(plan, may)
   const paths: Json = {
     '/': {
       get: {
@@ -203,6 +217,12 @@ function buildOpenApi (plan: OpenApiPlan, may: OpenApiPrivileges, server: OpenAp
     const key = `/rpc/${r.name}`
     if (!(key in paths)) paths[key] = routinePath(r)
   }
+  return { paths, definitions, tables }
+}
+
+/** The Swagger 2.0 document as JSON text. */
+function buildOpenApi (plan: OpenApiPlan, may: OpenApiPrivileges, server: OpenApiServer): string {
+  const { paths, definitions, tables } = pathsOf(plan, may)
   const doc = {
     swagger: '2.0',
     info: {
