@@ -9,8 +9,7 @@ import {
   describeJwtError, LegacySecretRetiredError, UnknownKeyIdError, verifyWithKeys, ROLE_CLAIMS, type VerificationKey
 } from '../shared/index.js'
 import {
-  BadJwtError, MissingSubClaimError, NoAuthorizationError, NotAdminError, SessionNotFoundBearerError, SubNotUuidError, UnexpectedAudienceError,
-  UserBannedBearerError, UserNotFoundBearerError, ValidationFailedError
+  BadJwtError, MissingSubClaimError, NoAuthorizationError, NotAdminError, SessionNotFoundBearerError, SubNotUuidError, UnexpectedAudienceError, UserBannedBearerError, UserNotFoundBearerError, ValidationFailedError
 } from './errors.js'
 import { sessionExists } from './models/sessions.js'
 import { isUserBanned, loadUserWithIdentities, NIL_UUID } from './models/users.js'
@@ -89,7 +88,7 @@ export async function requireUser (ctx: TenantContext, req: FastifyRequest): Pro
 
 export async function requireAdmin (ctx: TenantContext, req: FastifyRequest): Promise<BearerClaims> {
   const claims = await verifyBearer(ctx, req)
-  if (typeof claims.role !== 'string' || !ADMIN_ROLES.has(claims.role)) throw new NotAdminError()
+  if (typeof claims.role !== 'string' || !ADMIN_ROLES.has(claims.role)) throw new NotAdminError('User not allowed')
   // A service token names no audience (the gateway's, Supabase's service_role key); one
   // that names another audience than the database's was made for something else: 403
   // unexpected_audience, GoTrue's answer for a token of another audience.

@@ -69,8 +69,8 @@ export const ConflictError = defineAuthError('conflict', 409, () => 'Too many co
 // ----- bearer / admin ----------------------------------------------------------------------
 export const NoAuthorizationError = defineAuthError('no_authorization', 401, () => 'This endpoint requires a valid Bearer token')
 export const BadJwtError = defineAuthError('bad_jwt', 403, (reason: string) => `invalid JWT: unable to parse or verify signature, ${reason}`)
-export const NotAdminError = defineAuthError('not_admin', 403, () => 'User not allowed')
-export const AppMetadataAdminOnlyError = defineAuthError('not_admin', 403, () => 'Updating app_metadata requires admin privileges')
+/** not_admin: GoTrue's code, with the message of each case. */
+export const NotAdminError = defineAuthError('not_admin', 403, (message: string) => message)
 export const UserNotFoundBearerError = defineAuthError('user_not_found', 403, () => 'User from sub claim in JWT does not exist')
 export const UserNotFoundError = defineAuthError('user_not_found', 404, () => 'User not found')
 export const SessionNotFoundBearerError = defineAuthError('session_not_found', 403, () => 'Session from session_id claim in JWT does not exist')
@@ -84,9 +84,8 @@ export const PhoneProviderDisabled422Error = defineAuthError('phone_provider_dis
 export const UserAlreadyExistsError = defineAuthError('user_already_exists', 422, () => 'User already registered')
 export const EmailExistsError = defineAuthError('email_exists', 422, () => 'A user with this email address has already been registered')
 export const PhoneExistsError = defineAuthError('phone_exists', 422, () => 'Phone number already registered by another user')
-export const InvalidCredentialsError = defineAuthError('invalid_credentials', 400, () => 'Invalid login credentials')
-/** GoTrue answers an unknown grant_type with invalid_credentials and this text. */
-export const UnsupportedGrantTypeError = defineAuthError('invalid_credentials', 400, () => 'unsupported_grant_type')
+/** invalid_credentials: GoTrue's code, with the message of each case. */
+export const InvalidCredentialsError = defineAuthError('invalid_credentials', 400, (message: string) => message)
 export const EmailNotConfirmedError = defineAuthError('email_not_confirmed', 400, () => 'Email not confirmed')
 export const UserBannedError = defineAuthError('user_banned', 400, () => 'User is banned')
 export const WeakPasswordError = defineAuthError('weak_password', 422, (message: string) => message)
@@ -129,8 +128,8 @@ export const FlowStateNotFoundError = defineAuthError('flow_state_not_found', 40
 export const FlowStateExpiredError = defineAuthError('flow_state_expired', 422, () => 'invalid flow state, flow state has expired')
 export const FlowStateAlreadyUsedError = defineAuthError('flow_state_already_used', 400, () => 'State has already been used')
 export const BadCodeVerifierError = defineAuthError('bad_code_verifier', 400, () => 'code challenge does not match previously saved code verifier')
-export const BadOAuthStateError = defineAuthError('bad_oauth_state', 400, () => 'OAuth state not found or expired')
-export const OAuthStateExpiredError = defineAuthError('bad_oauth_state', 400, () => 'OAuth state has expired')
+/** bad_oauth_state: GoTrue's code, with the message of each case. */
+export const BadOAuthStateError = defineAuthError('bad_oauth_state', 400, (message: string) => message)
 export const BadOAuthCallbackError = defineAuthError('bad_oauth_callback', 400, (message: string) => message)
 
 /**
@@ -252,9 +251,8 @@ export const MfaTotpEnrollDisabledError = defineAuthError('mfa_totp_enroll_not_e
 export const MfaTotpVerifyDisabledError = defineAuthError('mfa_totp_verify_not_enabled', 422, () => 'MFA verification is disabled for TOTP')
 export const MfaPhoneEnrollDisabledError = defineAuthError('mfa_phone_enroll_not_enabled', 422, () => 'MFA enroll is disabled for Phone')
 export const MfaPhoneVerifyDisabledError = defineAuthError('mfa_phone_verify_not_enabled', 422, () => 'MFA verification is disabled for Phone')
-export const MfaWebAuthnEnrollDisabledError = defineAuthError('mfa_webauthn_enroll_not_enabled', 422, () => 'MFA enroll is disabled for WebAuthn')
-/** GoTrue answers a disabled WebAuthn verify with the enroll code and the verify message. */
-export const MfaWebAuthnVerifyDisabledOnVerifyError = defineAuthError('mfa_webauthn_enroll_not_enabled', 422, () => 'MFA verification is disabled for WebAuthn')
+/** mfa_webauthn_enroll_not_enabled: GoTrue's code, with the message of each case. */
+export const MfaWebAuthnEnrollDisabledError = defineAuthError('mfa_webauthn_enroll_not_enabled', 422, (message: string) => message)
 export const MfaWebAuthnVerifyDisabledError = defineAuthError('mfa_webauthn_verify_not_enabled', 422, () => 'MFA verification is disabled for WebAuthn')
 export const FactorNameConflictError = defineAuthError('mfa_factor_name_conflict', 422, (name: string) => `A factor with the friendly name ${JSON.stringify(name)} for this user already exists`)
 export const TooManyFactorsError = defineAuthError('too_many_enrolled_mfa_factors', 422, () => 'Maximum number of verified factors reached, unenroll to continue')
@@ -264,14 +262,13 @@ export const Aal2RequiredToUpdateError = defineAuthError('insufficient_aal', 401
 export const ChallengeNotFoundError = defineAuthError('mfa_factor_not_found', 422, () => 'MFA factor with the provided challenge ID not found')
 export const ChallengeIpMismatchError = defineAuthError('mfa_ip_address_mismatch', 422, () => 'Challenge and verify IP addresses mismatch.')
 export const ChallengeExpiredError = defineAuthError('mfa_challenge_expired', 422, (id: string) => `MFA challenge ${id} has expired, verify against another challenge or create a new challenge.`)
-export const InvalidTotpCodeError = defineAuthError('mfa_verification_failed', 422, () => 'Invalid TOTP code entered')
-/** Ours: the code verified once already (RFC 6238 section 5.2); GoTrue accepts it again. */
-export const TotpCodeUsedError = defineAuthError('mfa_verification_failed', 422, () => 'This TOTP code was already used; wait for the next code of your authenticator')
+/** mfa_verification_failed: GoTrue's code, with the message of each case. */
+export const MfaVerificationFailedError = defineAuthError('mfa_verification_failed', 422, (message: string) => message)
 export const SamlDisabledError = defineAuthError('saml_provider_disabled', 404, () => 'SAML 2.0 is disabled')
 export const PasskeysDisabledError = defineAuthError('passkey_disabled', 404, () => 'Passkeys are disabled')
 export const Web3DisabledError = defineAuthError('web3_provider_disabled', 422, () => 'Web3 provider is disabled')
-export const OAuthServerDisabledError = defineAuthError('feature_disabled', 404, () => 'OAuth server is disabled')
-export const CustomProvidersDisabledError = defineAuthError('feature_disabled', 404, () => 'Custom OAuth providers are disabled')
+/** feature_disabled: GoTrue's code, with the message of each case. */
+export const FeatureDisabledError = defineAuthError('feature_disabled', 404, (message: string) => message)
 export const ManualLinkingDisabledError = defineAuthError('manual_linking_disabled', 404, () => 'Manual linking is disabled')
 export const SingleIdentityNotDeletableError = defineAuthError('single_identity_not_deletable', 422, () => 'User must have at least 1 identity after unlinking')
 export const IdentityNotFoundError = defineAuthError('identity_not_found', 422, () => "Identity doesn't exist")
@@ -280,9 +277,8 @@ export const EmailConflictIdentityNotDeletableError = defineAuthError('email_con
 export const UnexpectedAudienceError = defineAuthError('unexpected_audience', 403, () => "Token audience doesn't match request audience")
 export const ReauthenticationEmailNotConfirmedError = defineAuthError('email_not_confirmed', 422, () => 'Please verify your email first.')
 export const ReauthenticationNeededError = defineAuthError('reauthentication_needed', 400, () => 'Password update requires reauthentication')
-export const ReauthenticationNotValidError = defineAuthError('reauthentication_not_valid', 422, () => 'Nonce has expired or is invalid')
-/** Ours: the reauthentication nonce took MAX_OTP_ATTEMPTS tries and no longer works. */
-export const ReauthenticationAttemptsExhaustedError = defineAuthError('reauthentication_not_valid', 422, () => `Nonce has expired or is invalid: after ${MAX_OTP_ATTEMPTS} tries this nonce no longer works, request a new one`)
+/** reauthentication_not_valid: GoTrue's code, with the message of each case. */
+export const ReauthenticationNotValidError = defineAuthError('reauthentication_not_valid', 422, (message: string) => message)
 export const ProviderDisabledError = defineAuthError('provider_disabled', 400, (message: string) => message)
 
 // ----- identities and account linking -----------------------------------------------------------

@@ -6,7 +6,7 @@ import { withTransaction } from '../../shared/index.js'
 import { passwordAttemptHook } from '../auth-hooks.js'
 import { passwordStrength, verifyPassword } from '../crypto.js'
 import {
-  EmailNotConfirmedError, InvalidCredentialsError, PhoneProviderDisabled422Error, UserBannedError, ValidationFailedError
+  PhoneProviderDisabled422Error, InvalidCredentialsError, EmailNotConfirmedError, UserBannedError, ValidationFailedError
 } from '../errors.js'
 import { clientMeta, normaliseEmail, optString, type Body } from '../http.js'
 import { identitiesForUser } from '../models/identities.js'
@@ -28,7 +28,7 @@ export async function passwordGrant (ctx: TenantContext, req: FastifyRequest, b:
   const user = address ? await findUserByEmail(ctx.db, address, ctx.tenant.jwt.aud) : null
   const ok = await verifyPassword(password, user?.encrypted_password, cost)
   if (user) await passwordAttemptHook({ ctx, ip: clientMeta(req).ip }, user.id, ok, (id) => deleteSessionsOfUser(ctx.db, id))
-  if (!user || !ok) throw new InvalidCredentialsError()
+  if (!user || !ok) throw new InvalidCredentialsError('Invalid login credentials')
   if (isUserBanned(user, ctx.now())) throw new UserBannedError()
   if (!user.email_confirmed_at) throw new EmailNotConfirmedError()
   const strength = passwordStrength(password, ctx.tenant.auth)

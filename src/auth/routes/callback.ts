@@ -7,7 +7,7 @@ import type { FastifyReply, FastifyRequest } from 'fastify'
 import { withTransaction } from '../../shared/index.js'
 import { resolveIdentityUser, signInWithIdentity, type ExternalIdentity } from '../accounts.js'
 import {
-  AuthError, BadOAuthCallbackError, BadOAuthStateError, ExternalCodeExchangeError, FlowStateAlreadyUsedError, OAuthStateExpiredError, ProviderEmailMissingError, toAuthError, unexpectedFailure
+  AuthError, BadOAuthCallbackError, BadOAuthStateError, FlowStateAlreadyUsedError, toAuthError, ProviderEmailMissingError, unexpectedFailure, ExternalCodeExchangeError
 } from '../errors.js'
 import { contextOf } from '../request-state.js'
 import { linkIdentityToUser } from '../linking.js'
@@ -45,10 +45,10 @@ function pickEmail (u: ProviderUser): { email: string | null, verified: boolean 
 /** Loads the flow of a state; its problems redirect to the site URL (GoTrue: 303). */
 async function loadFlow (ctx: TenantContext, state: string | undefined): Promise<FlowStateRow> {
   if (!state) throw new BadOAuthCallbackError('OAuth state parameter missing')
-  if (!UUID.test(state)) throw new BadOAuthStateError()
+  if (!UUID.test(state)) throw new BadOAuthStateError('OAuth state not found or expired')
   const flow = await findFlowStateById(ctx.db, state)
-  if (!flow || flow.authentication_method !== 'oauth') throw new BadOAuthStateError()
-  if (isFlowStateExpired(flow, ctx.now())) throw new OAuthStateExpiredError()
+  if (!flow || flow.authentication_method !== 'oauth') throw new BadOAuthStateError('OAuth state not found or expired')
+  if (isFlowStateExpired(flow, ctx.now())) throw new BadOAuthStateError('OAuth state has expired')
   if (flow.auth_code && flow.user_id) throw new FlowStateAlreadyUsedError()
   return flow
 }
@@ -76,7 +76,7 @@ async function exchangeCode (ctx: TenantContext, provider: OAuthProvider, code: 
 async function keepPkceUser (ctx: TenantContext, flow: FlowStateRow, tokens: ProviderTokens, ext: ExternalIdentity): Promise<void> {
   await withTransaction(ctx.db, async (q) => {
     const current = await findFlowStateById(q, flow.id, true)
-    if (!current) throw new BadOAuthStateError()
+    if (!current) throw new BadOAuthStateError('OAuth state not found or expired')
     if (current.user_id) throw new FlowStateAlreadyUsedError()
     const user = flow.linking_target_id
       ? await linkIdentityToUser(ctx, q, flow.linking_target_id, ext)

@@ -6,7 +6,7 @@ import type { FastifyReply, FastifyRequest, HTTPMethods } from 'fastify'
 import { ownValue } from '../../shared/index.js'
 import { requireAdmin, requireDatabaseAudience, requireUser, UUID } from '../bearer.js'
 import {
-  AnonymousDisabledError, AnonymousNotAllowedError, EnrollSessionRequiredError, FactorNotFoundError, ManualLinkingDisabledError, UnsupportedGrantTypeError, ValidationFailedError
+  AnonymousDisabledError, AnonymousNotAllowedError, FactorNotFoundError, InvalidCredentialsError, ManualLinkingDisabledError, EnrollSessionRequiredError, ValidationFailedError
 } from '../errors.js'
 import { GRANTS } from '../grants/index.js'
 import { bodyOf, optObject, optString, queryParam } from '../http.js'
@@ -108,7 +108,7 @@ export const TOKEN_LIMIT: LimitRule = {
   name: 'token_refresh for grant_type=refresh_token, else sign_in_sign_up',
   pick: (req) => {
     const grantType = queryParam(req, 'grant_type') ?? ''
-    if (!ownValue(GRANTS, grantType)) throw new UnsupportedGrantTypeError()
+    if (!ownValue(GRANTS, grantType)) throw new InvalidCredentialsError('unsupported_grant_type')
     return { bucket: grantType === 'refresh_token' ? 'token_refresh' : 'sign_in_sign_up' }
   }
 }

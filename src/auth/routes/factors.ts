@@ -8,7 +8,7 @@ import * as OTPAuth from 'otpauth'
 import QRCode from 'qrcode'
 import { withTransaction, type Queryable } from '../../shared/index.js'
 import {
-  Aal2RequiredToEnrollError, Aal2RequiredToUnenrollError, BadJsonError, ChallengeExpiredError, ChallengeIpMismatchError, ChallengeNotFoundError, FactorNameConflictError, InvalidTotpCodeError, MfaPhoneEnrollDisabledError, MfaPhoneVerifyDisabledError, MfaTotpEnrollDisabledError, MfaTotpVerifyDisabledError, MfaWebAuthnEnrollDisabledError, MfaWebAuthnVerifyDisabledError, MfaWebAuthnVerifyDisabledOnVerifyError, QrCodeError, SiteUrlInvalidError, TooManyFactorsError, TotpCodeUsedError, unexpectedFailure, ValidationFailedError
+  Aal2RequiredToEnrollError, Aal2RequiredToUnenrollError, BadJsonError, ChallengeExpiredError, ChallengeIpMismatchError, ChallengeNotFoundError, FactorNameConflictError, MfaPhoneEnrollDisabledError, MfaPhoneVerifyDisabledError, MfaTotpEnrollDisabledError, MfaTotpVerifyDisabledError, MfaVerificationFailedError, MfaWebAuthnEnrollDisabledError, MfaWebAuthnVerifyDisabledError, TooManyFactorsError, QrCodeError, SiteUrlInvalidError, unexpectedFailure, ValidationFailedError
 } from '../errors.js'
 import { mfaAttemptHook } from '../auth-hooks.js'
 import { callerOf, contextOf, factorOf } from '../request-state.js'
@@ -137,10 +137,10 @@ async function verifyTotp (ctx: TenantContext, req: FastifyRequest, u: Authentic
   const step = factor.secret ? totpStep(factor.secret, code, now) : null
   await mfaAttemptHook({ ctx, ip }, { userId, factorId: factor.id, factorType: factor.factor_type, valid: step !== null },
     (id) => deleteSessionsOfUser(ctx.db, id))
-  if (step === null) throw new InvalidTotpCodeError()
+  if (step === null) throw new MfaVerificationFailedError('Invalid TOTP code entered')
   return withTransaction(ctx.db, async (q) => {
     // A code that verified once is spent for the rest of its window (GoTrue accepts it again).
-    if (!await useTotpStep(q, factor.id, step)) throw new TotpCodeUsedError()
+    if (!await useTotpStep(q, factor.id, step)) throw new MfaVerificationFailedError('This TOTP code was already used; wait for the next code of your authenticator')
     await audit(q, {
       action: 'verification_attempted', actorId: userId, actorUsername: u.user.user.email,
       traits: { factor_id: factor.id, challenge_id: challenge.id, factor_type: factor.factor_type }, ip, now
@@ -172,7 +172,7 @@ export async function postFactor (req: FastifyRequest): Promise<unknown> {
   optString(b, 'phone')
   switch (factorType) {
     case 'phone': throw new MfaPhoneEnrollDisabledError()
-    case 'webauthn': throw new MfaWebAuthnEnrollDisabledError()
+    case 'webauthn': throw new MfaWebAuthnEnrollDisabledError('MFA enroll is disabled for WebAuthn')
     case 'totp':
       if (!ctx.tenant.auth.mfa_totp_enroll) throw new MfaTotpEnrollDisabledError()
       return enrollTotp(ctx, req, u, friendlyName, issuer)
@@ -223,7 +223,7 @@ export async function postFactorVerify (req: FastifyRequest): Promise<unknown> {
   const challengeId = challengeIdOf(b)
   const code = optString(b, 'code') ?? ''
   if (code === '' && factor.factor_type !== 'webauthn') throw new ValidationFailedError('Code needs to be non-empty')
-  requireTotpVerify(ctx, factor, () => new MfaWebAuthnVerifyDisabledOnVerifyError())
+  requireTotpVerify(ctx, factor, () => new MfaWebAuthnEnrollDisabledError('MFA verification is disabled for WebAuthn'))
   return verifyTotp(ctx, req, u, factor, challengeId, code)
 }
 

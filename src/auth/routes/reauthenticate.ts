@@ -22,10 +22,10 @@ export async function verifyReauthenticationNonce (ctx: TenantContext, q: Querya
   const r = await q.query<{ token: string | null, sent_at: Date | null }>(
     'SELECT reauthentication_token AS token, reauthentication_sent_at AS sent_at FROM auth.users WHERE id = $1', [user.id])
   const row = r.rows[0]
-  if (!row?.token || !row.sent_at) throw new ReauthenticationNotValidError()
-  if (!user.email) throw new ReauthenticationNotValidError()
+  if (!row?.token || !row.sent_at) throw new ReauthenticationNotValidError('Nonce has expired or is invalid')
+  if (!user.email) throw new ReauthenticationNotValidError('Nonce has expired or is invalid')
   const fresh = row.sent_at.getTime() + ctx.tenant.auth.otp_expiry * 1000 > ctx.now().getTime()
-  if (!fresh || !constantTimeEqual(hashOtp(user.email.toLowerCase(), nonce), row.token)) throw new ReauthenticationNotValidError()
+  if (!fresh || !constantTimeEqual(hashOtp(user.email.toLowerCase(), nonce), row.token)) throw new ReauthenticationNotValidError('Nonce has expired or is invalid')
   await q.query(`UPDATE auth.users SET reauthentication_token = '', reauthentication_sent_at = NULL WHERE id = $1`, [user.id])
   await deleteOneTimeToken(q, user.id, 'reauthentication_token')
 }

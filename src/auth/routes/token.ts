@@ -1,7 +1,7 @@
 // POST /token?grant_type=... (docs/auth-protocol.md §3.4): dispatches to the grant functions. An unknown
 // grant is GoTrue's 400 invalid_credentials "unsupported_grant_type".
 import type { FastifyRequest } from 'fastify'
-import { UnsupportedGrantTypeError } from '../errors.js'
+import { InvalidCredentialsError } from '../errors.js'
 import { GRANTS } from '../grants/index.js'
 import { contextOf } from '../request-state.js'
 import { bodyOf, queryParam } from '../http.js'
@@ -11,6 +11,6 @@ export async function postToken (req: FastifyRequest): Promise<unknown> {
   const ctx = contextOf(req)
   const grantType = queryParam(req, 'grant_type') ?? ''
   const grant = ownValue(GRANTS, grantType)
-  if (!grant) throw new UnsupportedGrantTypeError()
+  if (!grant) throw new InvalidCredentialsError('unsupported_grant_type')
   return grant(ctx, req, bodyOf(req))
 }

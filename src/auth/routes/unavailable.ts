@@ -11,7 +11,7 @@
 // route order does; the others refuse before anything else.
 import type { FastifyRequest, HTTPMethods } from 'fastify'
 import {
-  CustomProvidersDisabledError, OAuthServerDisabledError, PasskeysDisabledError, SamlDisabledError, UserNotFoundError, ValidationFailedError
+  PasskeysDisabledError, FeatureDisabledError, SamlDisabledError, UserNotFoundError, ValidationFailedError
 } from '../errors.js'
 import { contextOf } from '../request-state.js'
 import { UUID } from '../bearer.js'
@@ -42,26 +42,26 @@ const SWITCHED_OFF: Array<{ error: () => Error, check: Who, routes: Array<[HTTPM
       ['GET', '/passkeys'], ['PATCH', '/passkeys/:id'], ['DELETE', '/passkeys/:id']]
   },
   {
-    error: () => new OAuthServerDisabledError(),
+    error: () => new FeatureDisabledError('OAuth server is disabled'),
     check: 'none',
     routes: [['GET', '/.well-known/oauth-authorization-server'], ['POST', '/oauth/clients/register'],
       ['POST', '/oauth/token'], ['GET', '/oauth/userinfo'], ['GET', '/oauth/authorize'],
       ['GET', '/oauth/authorizations/:id'], ['POST', '/oauth/authorizations/:id/consent']]
   },
   {
-    error: () => new OAuthServerDisabledError(),
+    error: () => new FeatureDisabledError('OAuth server is disabled'),
     check: 'user',
     routes: [['GET', '/user/oauth/grants'], ['DELETE', '/user/oauth/grants']]
   },
   {
-    error: () => new OAuthServerDisabledError(),
+    error: () => new FeatureDisabledError('OAuth server is disabled'),
     check: 'admin',
     routes: [['GET', '/admin/oauth/clients'], ['POST', '/admin/oauth/clients'], ['GET', '/admin/oauth/clients/:id'],
       ['PUT', '/admin/oauth/clients/:id'], ['DELETE', '/admin/oauth/clients/:id'],
       ['POST', '/admin/oauth/clients/:id/regenerate_secret']]
   },
   {
-    error: () => new CustomProvidersDisabledError(),
+    error: () => new FeatureDisabledError('Custom OAuth providers are disabled'),
     check: 'admin',
     routes: [['GET', '/admin/custom-providers'], ['POST', '/admin/custom-providers'], ['GET', '/admin/custom-providers/:id'],
       ['PUT', '/admin/custom-providers/:id'], ['DELETE', '/admin/custom-providers/:id']]

@@ -7,7 +7,7 @@ import { emailIdentityData, refreshProviders } from '../accounts.js'
 import { sendEmailToken } from '../confirmations.js'
 import { assertPasswordAcceptable, hashPassword, verifyPassword } from '../crypto.js'
 import {
-  Aal2RequiredToUpdateError, AppMetadataAdminOnlyError, EmailExistsError, MAX_OTP_ATTEMPTS, PhoneProviderDisabledError, ReauthenticationAttemptsExhaustedError, ReauthenticationNeededError, SamePasswordError, ValidationFailedError
+  Aal2RequiredToUpdateError, PhoneProviderDisabledError, EmailExistsError, MAX_OTP_ATTEMPTS, NotAdminError, ReauthenticationNeededError, ReauthenticationNotValidError, SamePasswordError, ValidationFailedError
 } from '../errors.js'
 import { callerOf, contextOf } from '../request-state.js'
 import { countOtpAttempt } from '../models/otp-attempts.js'
@@ -59,7 +59,7 @@ function readUserPatch (ctx: TenantContext, req: FastifyRequest, u: UserRow): Us
   const email = rawEmail ? normaliseEmail(rawEmail) : undefined
   if (phone) throw new PhoneProviderDisabledError('Phone provider is disabled for this database')
   if (password !== undefined) assertPasswordAcceptable(password, ctx.tenant.auth)
-  if (appMetadata && u.role !== 'admin') throw new AppMetadataAdminOnlyError()
+  if (appMetadata && u.role !== 'admin') throw new NotAdminError('Updating app_metadata requires admin privileges')
   const nonce = optString(b, 'nonce')
   return { email, phone, password, data, appMetadata, nonce, codeChallenge: b.code_challenge, codeChallengeMethod: b.code_challenge_method }
 }
@@ -95,7 +95,7 @@ async function checkNonceNeeded (ctx: TenantContext, u: UserRow, p: UserPatch, s
   if (needsNonce && !p.nonce) throw new ReauthenticationNeededError()
   if (needsNonce) {
     const attempts = await countOtpAttempt(ctx.db, u.email ?? '', ['reauthentication_token'])
-    if (attempts > MAX_OTP_ATTEMPTS) throw new ReauthenticationAttemptsExhaustedError()
+    if (attempts > MAX_OTP_ATTEMPTS) throw new ReauthenticationNotValidError(`Nonce has expired or is invalid: after ${MAX_OTP_ATTEMPTS} tries this nonce no longer works, request a new one`)
   }
   return needsNonce
 }
