@@ -20,7 +20,7 @@ import {
 } from './shared/index.js'
 import { pino } from 'pino'
 import net, { type AddressInfo } from 'node:net'
-import pg from 'pg'
+import { pingPostgres } from './platform/index.js'
 import { AggregatorRegistry, collectDefaultMetrics, type Registry } from 'prom-client'
 
 export const PARTS = ['gateway', 'rest', 'auth', 'panel'] as const
@@ -83,21 +83,6 @@ async function buildPart (name: PartName, deps: PartDeps, tracer?: PartTracer): 
       return buildAuthEngine({ config, tenants, logger: partLogger(config, 'auth'), tracer })
     case 'panel':
       return buildPanel({ config, tenants, store: deps.store, logger: partLogger(config, 'panel'), tracer })
-  }
-}
-
-/** Answers when `url`'s server accepts a connection and runs `select 1`. */
-export async function pingPostgres (url: string): Promise<void> {
-  const client = new pg.Client({ connectionString: url, connectionTimeoutMillis: 2_000, application_name: 'gatehouse-readyz' })
-  client.on('error', () => {})
-  try {
-    await client.connect()
-    await client.query('select 1')
-  } catch (err) {
-    const where = (() => { try { const u = new URL(url); return `${u.hostname}:${u.port || '5432'}` } catch { return 'the configured server' } })()
-    throw new Error(`postgres at ${where}: ${(err as Error).message}`, { cause: err })
-  } finally {
-    await client.end().catch(() => {})
   }
 }
 

@@ -3,9 +3,9 @@
 import path from 'node:path'
 import type { Command } from 'commander'
 import { ConfigError } from '../shared/index.js'
-import { pingPostgres } from '../serve.js'
-import { startDev, describeRunningStack, type DevStack } from './stack.js'
-import { readDevInfo, renderDevInfo } from './info.js'
+import { pingPostgres } from '../platform/index.js'
+import type { DevStack } from './stack.js'
+import { readDevInfo, renderDevInfo, describeRunningStack } from './info.js'
 import { runningDevInfo } from './running.js'
 import { parsePortOffset } from './ports.js'
 import { devEnvironmentHelp } from './help.js'
@@ -40,6 +40,8 @@ async function dev (program: Command, o: { portOffset?: string, reset?: boolean 
   }
   const configFile = program.opts().config as string | undefined
   const portOffset = o.portOffset === undefined ? undefined : parsePortOffset(o.portOffset, '--port-offset')
+  // The stack loads every part: imported only for `dev` (`status` stays light).
+  const { startDev } = await import('./stack.js')
   const stack = await startDev({ root: process.cwd(), env: process.env, configFile, portOffset, onReady: (info) => process.stdout.write(renderDevInfo(info)) })
   stopOnSignals(stack)
 }

@@ -56,6 +56,14 @@ export function readDevInfo (stateDir: string): DevInfo | null {
   return existsSync(file) ? JSON.parse(readFileSync(file, 'utf8')) as DevInfo : null
 }
 
+/** What a second start says of the stack running in `stateDir` (its URLs once it is up). */
+export function describeRunningStack (stateDir: string, pid: number): string {
+  let info: DevInfo | null = null
+  try { info = readDevInfo(stateDir) } catch {}
+  if (info === null || info.pid !== pid) return ', still starting'
+  return `: gateway ${info.gateway_url}, panel API ${info.panel_url}, mail UI ${info.mail_url}`
+}
+
 /**
  * The banner of `npm start` and `gatehouse status`; each value under its dev.json name. `running: false` (status, when the stack
  * that wrote dev.json has stopped) says so instead of "is running".

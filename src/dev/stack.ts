@@ -25,7 +25,7 @@ import { startDevMail, type DevMail } from './mail.js'
 import { parsePortOffset, offsetPortOverrides, devPgPort } from './ports.js'
 import { writeRuntimeTenantFiles, writeRuntimeTenantFile, runtimeTenantRecord, tenantSourceFiles, type DevEngines } from './tenant-files.js'
 import { watchTenantFiles, type TenantWatcher } from './watch.js'
-import { devSecrets, writeDevInfo, readDevInfo, type DevInfo } from './info.js'
+import { devSecrets, writeDevInfo, describeRunningStack, type DevInfo } from './info.js'
 
 export interface DevOptions {
   /** Project root (config/tenants and .gatehouse live there). */
@@ -59,14 +59,6 @@ function mergeDeep (a: Record<string, unknown>, b: Record<string, unknown>): Rec
       : v
   }
   return out
-}
-
-/** What a second start says of the stack running in `stateDir` (its URLs once it is up). */
-export function describeRunningStack (stateDir: string, pid: number): string {
-  let info: DevInfo | null = null
-  try { info = readDevInfo(stateDir) } catch {}
-  if (info === null || info.pid !== pid) return ', still starting'
-  return `: gateway ${info.gateway_url}, panel API ${info.panel_url}, mail UI ${info.mail_url}`
 }
 
 /**

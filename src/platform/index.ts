@@ -6,7 +6,7 @@ export {
   type EnsureTenantOptions, type ProvisionOptions, type ProvisionResult, type DropOptions, type DropResult
 } from './provision.js'
 export {
-  connectAdmin, ensureClusterRoles, tenantRoleNames, allTenantRoleNames, tenantIdOf, newTenantId, ROLE_KINDS, TENANT_ID, TENANT_ROLE,
+  connectAdmin, pingPostgres, ensureClusterRoles, tenantRoleNames, allTenantRoleNames, tenantIdOf, newTenantId, ROLE_KINDS, TENANT_ID, TENANT_ROLE,
   type TenantRoleKind, type TenantRoleNames
 } from './roles.js'
 export {

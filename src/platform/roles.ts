@@ -66,6 +66,24 @@ export function describeUrl (url: string): string {
   }
 }
 
+/**
+ * Answers when `url`'s server accepts a connection and runs `select 1` (readiness, `gatehouse
+ * status`); rejects naming the server.
+ */
+export async function pingPostgres (url: string): Promise<void> {
+  const client = new pg.Client({ connectionString: url, connectionTimeoutMillis: 2_000, application_name: 'gatehouse-readyz' })
+  client.on('error', () => {})
+  try {
+    await client.connect()
+    await client.query('select 1')
+  } catch (err) {
+    const where = (() => { try { const u = new URL(url); return `${u.hostname}:${u.port || '5432'}` } catch { return 'the configured server' } })()
+    throw new Error(`postgres at ${where}: ${(err as Error).message}`, { cause: err })
+  } finally {
+    await client.end().catch(() => {})
+  }
+}
+
 /** Opens a client; a failure to connect becomes ClusterUnreachableError. */
 export async function connectAdmin (url: string): Promise<pg.Client> {
   let client: pg.Client
