@@ -30,7 +30,7 @@ const GOTRUE_NAMES: Record<AuthHookName, string> = {
 const PINNED_SEARCH_PATH = 'pg_catalog, pg_temp'
 
 /** GoTrue's limits: 5 s and three tries for an endpoint, 200 KB of answer (a function's: auth.hook_function_timeout_ms). */
-export const HOOK_LIMITS = { httpTimeoutMs: 5_000, httpTries: 3, httpBackoffMs: 2_000, maxBytes: 200 * 1024 }
+const HOOK_LIMITS = { httpTimeoutMs: 5_000, httpTries: 3, httpBackoffMs: 2_000, maxBytes: 200 * 1024 }
 
 /** Where a hook runs from: the request's tenant context and, when known, the caller's address. */
 export interface HookCall {
@@ -146,7 +146,7 @@ async function withinHookDeadline<T> (db: PoolLike, client: Queryable, limitMs: 
 // ---- HTTP endpoints -------------------------------------------------------------------------
 
 /** Standard Webhooks signatures (`v1,<base64 HMAC-SHA256>`) of the payload with each secret. */
-export function webhookSignatures (secrets: readonly string[], id: string, timestamp: number, body: string): string {
+function webhookSignatures (secrets: readonly string[], id: string, timestamp: number, body: string): string {
   return secrets.map((secret) => {
     const key = Buffer.from(secret.replace(/^v1,whsec_/, ''), 'base64')
     return 'v1,' + createHmac('sha256', key).update(`${id}.${timestamp}.${body}`).digest('base64')

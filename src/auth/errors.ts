@@ -3,8 +3,7 @@
 // X-Supabase-Api-Version header (§6.1). Status lives with the code; messages are GoTrue's.
 // Internal causes are logged with the request id, never sent.
 import {
-  DatabaseUnavailableError, GatehouseError, TenantNotFoundError, defineError, isDefinedError, type ErrorClass, type ErrorOptions
-} from '../shared/index.js'
+  DatabaseUnavailableError, GatehouseError, TenantNotFoundError, defineError, isDefinedError, type ErrorClass, type ErrorOptions, gotrueErrorBody } from '../shared/index.js'
 
 // Shared codes the engine answers (GoTrue shape, like its own).
 export { DatabaseUnavailableError, TenantNotFoundError }
@@ -199,16 +198,6 @@ export function toAuthError (err: unknown): GatehouseError {
 
 // ----- rendering ----------------------------------------------------------------------------
 
-const API_VERSION_2024 = Date.UTC(2024, 0, 1)
-
-/** True when the X-Supabase-Api-Version header is a date >= 2024-01-01 (§6.1, format 2). */
-export function wantsApiVersion2024 (header: string | string[] | undefined): boolean {
-  const v = Array.isArray(header) ? header[0] : header
-  if (!v || !/^\d{4}-\d{2}-\d{2}$/.test(v)) return false
-  const t = Date.parse(v + 'T00:00:00Z')
-  return Number.isFinite(t) && t >= API_VERSION_2024
-}
-
 export interface RenderedError {
   status: number
   headers: Record<string, string>
@@ -230,18 +219,9 @@ export function renderAuthError (err: GatehouseError, apiVersionHeader: string |
   const message = status >= 500 && !(err instanceof AuthError) && !isDefinedError(err)
     ? 'Unexpected failure, please check server logs for more information'
     : err.message
-  headers['x-sb-error-code'] = code
   const reasons = err instanceof AuthError ? err.reasons : undefined
-  if (wantsApiVersion2024(apiVersionHeader)) {
-    headers['x-supabase-api-version'] = '2024-01-01'
-    const body: Record<string, unknown> = { code, message }
-    if (reasons) body.weak_password = { reasons }
-    return { status, headers, body }
-  }
-  const body: Record<string, unknown> = { code: status, error_code: code, msg: message }
-  if (status >= 500) body.error_id = requestId
-  if (reasons) body.weak_password = { reasons }
-  return { status, headers, body }
+  const shaped = gotrueErrorBody({ status, code, message, requestId, apiVersion: apiVersionHeader, extra: reasons ? { weak_password: { reasons } } : undefined })
+  return { status, headers: { ...headers, ...shaped.headers }, body: shaped.body }
 }
 
 // ----- MFA, anonymous users, identities, reauthentication, SSO, id_token ----------------------

@@ -5,13 +5,12 @@
 import type { FastifyBaseLogger, FastifyInstance, FastifyError } from 'fastify'
 import { AUTH_CONSTANTS, type Config } from '../config/index.js'
 import {
-  GatehouseError, createLogger, createPartApp, instrumentPart, tenantLabel, type PartTracer, fastifyClientError
-} from '../shared/index.js'
+  GatehouseError, createLogger, createPartApp, instrumentPart, tenantLabel, type PartTracer, fastifyClientError, wantsApiVersion2024 } from '../shared/index.js'
 import type { Tenant, TenantLookup } from '../tenants/index.js'
 import { signInWithIdentity, type ExternalIdentity } from './accounts.js'
 import { buildTenantContext, PoolRegistry } from './context.js'
 import {
-  BadJsonError, NotFoundError, renderAuthError, RequestTooLargeError, toAuthError, unexpectedFailure, ValidationFailedError, wantsApiVersion2024
+  BadJsonError, NotFoundError, renderAuthError, RequestTooLargeError, toAuthError, unexpectedFailure, ValidationFailedError
 } from './errors.js'
 import { decorateAuthRequests, resolveTenantHook } from './request-state.js'
 import { jsonParser } from './json.js'

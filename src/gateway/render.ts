@@ -2,7 +2,7 @@
 // `x-gatehouse-error-code` header. 5xx bodies say "unexpected failure" and carry the request
 // id; the cause is logged by the caller, never sent. Used by fastify's error handler and by
 // the proxy's raw error path (after reply.hijack()).
-import { isGatehouseError, type GatehouseError, type WireError, fastifyClientError } from '../shared/index.js'
+import { isGatehouseError, type GatehouseError, type WireError, fastifyClientError, gotrueErrorBody } from '../shared/index.js'
 import { BadRequestError, InternalError, InvalidPathError } from './errors.js'
 
 export interface RenderedError {
@@ -25,12 +25,6 @@ const HINTS_5XX: Record<string, string> = {
  * refusals keep the gateway's shape everywhere, as Supabase's edge does.
  */
 const AUTH_SHAPED = new Set(['payload_too_large', 'request_timeout', 'too_many_concurrent_requests', 'upstream_busy'])
-
-/** Whether the client asked for GoTrue's 2024-01-01 error shape `{code, message}`. */
-function apiVersion2024 (header: string | string[] | undefined): boolean {
-  const v = Array.isArray(header) ? header[0] : header
-  return v !== undefined && /^\d{4}-\d{2}-\d{2}$/.test(v.trim()) && v.trim() >= '2024-01-01'
-}
 
 export interface RenderOptions {
   /** The request went to /auth/v1: errors in AUTH_SHAPED take GoTrue's shape. */
@@ -55,14 +49,18 @@ function toGatehouseError (err: unknown): GatehouseError {
 
 export function renderError (err: unknown, requestId: string, opts?: RenderOptions): RenderedError {
   const error = toGatehouseError(err)
+  const headers: Record<string, string> = {
+    'content-type': 'application/json; charset=utf-8',
+    'x-gatehouse-error-code': error.code,
+    ...(error.headers ?? {})
+  }
+  if (error.status === 503 && headers['retry-after'] === undefined) headers['retry-after'] = RETRY_AFTER_503[error.code] ?? '1'
   let wire: WireError | Record<string, unknown>
-  const gotrue = opts?.auth === true && AUTH_SHAPED.has(error.code)
-  const message = error.status >= 500 ? 'unexpected failure' : error.message
-  if (gotrue && apiVersion2024(opts?.apiVersion)) {
-    wire = { code: error.code, message }
-  } else if (gotrue) {
-    wire = { code: error.status, error_code: error.code, msg: message }
-    if (error.status >= 500) wire.error_id = requestId
+  if (opts?.auth === true && AUTH_SHAPED.has(error.code)) {
+    const message = error.status >= 500 ? 'unexpected failure' : error.message
+    const g = gotrueErrorBody({ status: error.status, code: error.code, message, requestId, apiVersion: opts.apiVersion })
+    wire = g.body
+    Object.assign(headers, g.headers)
   } else if (error.status >= 500) {
     wire = {
       code: error.code,
@@ -74,12 +72,5 @@ export function renderError (err: unknown, requestId: string, opts?: RenderOptio
   } else {
     wire = error.toWire()
   }
-  const headers: Record<string, string> = {
-    'content-type': 'application/json; charset=utf-8',
-    'x-gatehouse-error-code': error.code,
-    ...(error.headers ?? {})
-  }
-  if (gotrue) headers['x-sb-error-code'] = error.code
-  if (error.status === 503 && headers['retry-after'] === undefined) headers['retry-after'] = RETRY_AFTER_503[error.code] ?? '1'
   return { status: error.status, headers, body: JSON.stringify(wire), error }
 }
