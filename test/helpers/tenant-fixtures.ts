@@ -72,8 +72,9 @@ export async function spawnRedis (t: Teardown): Promise<{ url: string, stop (): 
     rmSync(socket, { force: true })
     child = null
   }
-  await start()
+  // Stopped at teardown even when it never became ready (the wait then failed the test).
   t.teardown(stop)
+  await start()
   return { url: socket, stop, start }
 }
 
