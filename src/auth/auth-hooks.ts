@@ -132,15 +132,18 @@ async function withinHookDeadline<T> (db: PoolLike, client: Queryable, limitMs: 
     cancelled = true
     db.query('SELECT pg_catalog.pg_cancel_backend($1)', [pid]).catch(() => {})
   }, limitMs)
+  let out: T
   try {
-    const out = await call()
-    if (cancelled) throw new HookDeadlineError(`the function hook ran past ${limitMs} ms`)
-    return out
+    out = await call()
   } catch (err) {
-    throw cancelled && !(err instanceof HookDeadlineError) ? new HookDeadlineError(`the function hook ran past ${limitMs} ms`, { cause: err }) : err
+    if (cancelled) throw new HookDeadlineError(`the function hook ran past ${limitMs} ms`, { cause: err })
+    throw err
   } finally {
     clearTimeout(timer)
   }
+  // Answered just as the cancel went out: still past the limit, and the connection may carry it.
+  if (cancelled) throw new HookDeadlineError(`the function hook ran past ${limitMs} ms`)
+  return out
 }
 
 // ---- HTTP endpoints -------------------------------------------------------------------------

@@ -12,8 +12,8 @@ import type { Tenant, RoleKind, TenantLookup } from '../tenants/index.js'
 /** Which upstream a request goes to. */
 export type Service = 'auth' | 'rest'
 
-/** Context given to the refusal rewriter for an upstream error response. */
-export interface UpstreamErrorContext {
+/** What a proxied request is: whose, to which service, by whom, and its method, path and query. */
+export interface ProxiedRequest {
   tenant: Tenant
   service: Service
   caller: Caller
@@ -22,6 +22,10 @@ export interface UpstreamErrorContext {
   path: string
   /** Query string as forwarded (without `?`). */
   query: string
+}
+
+/** Context given to the refusal rewriter for an upstream error response. */
+export interface UpstreamErrorContext extends ProxiedRequest {
   status: number
   headers: Record<string, string | string[] | undefined>
   /** The parsed JSON body, or undefined when it did not parse. */

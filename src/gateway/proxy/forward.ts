@@ -7,21 +7,14 @@ import type { IncomingHttpHeaders, OutgoingHttpHeaders, IncomingMessage, ServerR
 import type { Dispatcher } from 'undici'
 import type { FastifyBaseLogger } from 'fastify'
 import { isJsonContentType, standardReasonPhrase } from '../../shared/index.js'
-import type { Tenant } from '../../tenants/index.js'
-import type { Caller, RequestInfo, RewriteError, Service } from '../types.js'
+import type { ProxiedRequest, RequestInfo, RewriteError } from '../types.js'
 import { buildResponseHeaders } from './headers.js'
 import type { BodyStream } from '../body.js'
 
 /** Everything the response side needs about one proxied request. */
-export interface ForwardContext {
+export interface ForwardContext extends ProxiedRequest {
   target: URL
   requestId: string
-  tenant: Tenant
-  service: Service
-  caller: Caller
-  method: string
-  path: string
-  query: string
   /** The client request has a body (hasRequestBody() of its own headers). */
   hasBody: boolean
   /** The body, read whole by the gateway or streaming within its limits (body.ts); null when there is none. */
