@@ -12,7 +12,7 @@ import partBoundaries from './eslint/part-boundaries.js'
 export const PROJECT_SOURCES = ['src/', 'test/', 'bench/', 'scripts/', 'eslint/', 'bin/', 'deploy/', 'eslint.config.js']
 
 /** The configuration; ESLint's cwd is the project root the rules read src/ parts from. */
-export function lintConfig () {
+export function lintConfig() {
   return tseslint.config(
     {
       ignores: ['node_modules/', 'dist/', 'coverage/', '.tap/', '.gatehouse/', 'bench/results/', 'test/fixtures/'],
@@ -39,12 +39,15 @@ export function lintConfig () {
         'gatehouse/no-import-cycle': 'error',
         // `catch {}` is how a best-effort step says "a failure here changes nothing"
         'no-empty': ['error', { allowEmptyCatch: true }],
-        '@typescript-eslint/no-unused-vars': ['error', {
-          argsIgnorePattern: '^_',
-          varsIgnorePattern: '^_',
-          caughtErrors: 'none',
-          ignoreRestSiblings: true,
-        }],
+        '@typescript-eslint/no-unused-vars': [
+          'error',
+          {
+            argsIgnorePattern: '^_',
+            varsIgnorePattern: '^_',
+            caughtErrors: 'none',
+            ignoreRestSiblings: true,
+          },
+        ],
       },
     },
     {

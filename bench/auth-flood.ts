@@ -22,16 +22,36 @@ import { buildGateway } from '../src/gateway/index.js'
 import { provisionTenant, dropTenant } from '../src/platform/index.js'
 import { toTenant, type Tenant, type TenantFile } from '../src/tenants/index.js'
 import { readLatencies } from './support/latency-reader.js'
-import { autocannonProcess, benchSeconds, devNullLogger, type AutocannonResult, environment, formatReport, measure, writeResult, type BenchReport, type BenchScenario } from './lib.js'
+import {
+  autocannonProcess,
+  benchSeconds,
+  devNullLogger,
+  type AutocannonResult,
+  environment,
+  formatReport,
+  measure,
+  writeResult,
+  type BenchReport,
+  type BenchScenario,
+} from './lib.js'
 
 /** The flood: autocannon in a child process posting wrong passwords for `seconds`. */
-function flood (url: string, apikey: string, body: string, connections: number, seconds: number): Promise<AutocannonResult> {
-  return autocannonProcess({ url, connections, method: 'POST', headers: { 'content-type': 'application/json', apikey }, body }, seconds)
+function flood(
+  url: string,
+  apikey: string,
+  body: string,
+  connections: number,
+  seconds: number,
+): Promise<AutocannonResult> {
+  return autocannonProcess(
+    { url, connections, method: 'POST', headers: { 'content-type': 'application/json', apikey }, body },
+    seconds,
+  )
 }
 
 const ROOMY = { capacity: 1_000_000, rate: 1_000_000, interval_seconds: 1 }
 
-export async function run (): Promise<BenchReport> {
+export async function run(): Promise<BenchReport> {
   const adminUrl = process.env.DATABASE_URL
   if (!adminUrl) throw new Error('DATABASE_URL is not set: run through `npm run bench` (scripts/with-services.mjs)')
   const seconds = benchSeconds()
@@ -40,7 +60,13 @@ export async function run (): Promise<BenchReport> {
   const startedAt = new Date().toISOString()
   const config = loadConfig({
     env: {},
-    overrides: { public_url: 'http://127.0.0.1:8000', log: { level: 'info' }, gateway: { port: 0, client_max_inflight_share: 1 }, rest: { port: 0 }, auth: { port: 0 } }
+    overrides: {
+      public_url: 'http://127.0.0.1:8000',
+      log: { level: 'info' },
+      gateway: { port: 0, client_max_inflight_share: 1 },
+      rest: { port: 0 },
+      auth: { port: 0 },
+    },
   })
   const { logger, close: closeLog } = devNullLogger(config.log)
   const tenants = new Map<string, Tenant>()
@@ -48,21 +74,30 @@ export async function run (): Promise<BenchReport> {
   const rest = buildRestEngine({ config, tenants: lookup, logger: logger as never })
   const auth = buildAuthEngine({ config, tenants: lookup, logger: logger as never })
   const gateway = buildGateway({ config, tenants: lookup, logger: logger as never })
-  const port = async (app: typeof rest) => { await app.listen({ port: 0, host: '127.0.0.1' }); return (app.server.address() as AddressInfo).port }
+  const port = async (app: typeof rest) => {
+    await app.listen({ port: 0, host: '127.0.0.1' })
+    return (app.server.address() as AddressInfo).port
+  }
   const restPort = await port(rest)
   const authPort = await port(auth)
   const gwPort = await port(gateway)
   const gw = `http://127.0.0.1:${gwPort}`
 
-  const made: Array<{ file: TenantFile, roles: Record<string, string>, database: string }> = []
+  const made: Array<{ file: TenantFile; roles: Record<string, string>; database: string }> = []
   const notes: string[] = []
   try {
     const make = async (prefix: string, rateLimits?: unknown) => {
       const database = `${prefix}_${randomBytes(4).toString('hex')}`
       const p = await provisionTenant({
-        adminUrl, database, organization: 'org_bench', publicUrl: config.public_url,
-        upstreams: { auth: `http://127.0.0.1:${authPort}/${database}`, rest: `http://127.0.0.1:${restPort}/${database}` },
-        auth: rateLimits ? { rate_limits: rateLimits as never } : {}
+        adminUrl,
+        database,
+        organization: 'org_bench',
+        publicUrl: config.public_url,
+        upstreams: {
+          auth: `http://127.0.0.1:${authPort}/${database}`,
+          rest: `http://127.0.0.1:${restPort}/${database}`,
+        },
+        auth: rateLimits ? { rate_limits: rateLimits as never } : {},
       })
       made.push({ file: p.file, roles: p.roles as unknown as Record<string, string>, database })
       tenants.set(database, toTenant(p.file))
@@ -79,19 +114,27 @@ export async function run (): Promise<BenchReport> {
 
     // A's victim account (the flood guesses its password).
     const signup = await fetch(`${gw}/${a.database}/auth/v1/signup`, {
-      method: 'POST', headers: { 'content-type': 'application/json', apikey: a.file.keys.public },
-      body: JSON.stringify({ email: 'victim@example.com', password: 'the-right-password' })
+      method: 'POST',
+      headers: { 'content-type': 'application/json', apikey: a.file.keys.public },
+      body: JSON.stringify({ email: 'victim@example.com', password: 'the-right-password' }),
     })
     if (!signup.ok) throw new Error(`sign-up at the flooded tenant: ${signup.status} ${await signup.text()}`)
 
     const readUrl = `${gw}/${b.database}/rest/v1/items?select=id,name&id=lte.10`
-    const read = (name: string, description: string) => measure(name, description, {
-      url: readUrl, connections: readers, seconds, headers: { apikey: b.file.keys.public }
-    })
+    const read = (name: string, description: string) =>
+      measure(name, description, {
+        url: readUrl,
+        connections: readers,
+        seconds,
+        headers: { apikey: b.file.keys.public },
+      })
     const floodUrl = `${gw}/${a.database}/auth/v1/token?grant_type=password`
     const floodBody = JSON.stringify({ email: 'victim@example.com', password: 'a-wrong-password' })
 
-    const idle = await read('rest-read-idle', `tenant B: GET /rest/v1/items (10 rows) through the gateway, ${readers} connections, nothing else running`)
+    const idle = await read(
+      'rest-read-idle',
+      `tenant B: GET /rest/v1/items (10 rows) through the gateway, ${readers} connections, nothing else running`,
+    )
     const latencyJob = { url: readUrl, headers: { apikey: b.file.keys.public }, connections: readers, seconds }
     const idleUs = await readLatencies(latencyJob)
 
@@ -125,18 +168,25 @@ export async function run (): Promise<BenchReport> {
       // Every answer is the expected 400 invalid_credentials; anything else is counted.
       non2xx: signIns - (f.statusCodeStats?.['400']?.count ?? 0),
       mainThreadUsPerRequest: signIns > 0 ? Math.round((elu.active * 1000) / signIns) : 0,
-      ...(main && signIns > 0 ? { cpuUsPerRequest: Math.round((main.user + main.system) / signIns) } : {})
+      ...(main && signIns > 0 ? { cpuUsPerRequest: Math.round((main.user + main.system) / signIns) } : {}),
     }
-    notes.push(`Event-loop delay with nothing running: p99 ${ms(quiet.percentile(99))} ms, max ${ms(quiet.max)} ms; during the flood alone: ` +
-      `p50 ${ms(h.percentile(50))} ms, p99 ${ms(h.percentile(99))} ms, max ${ms(h.max)} ms (the flood's own share of the p99: ${stallP99} ms).`)
+    notes.push(
+      `Event-loop delay with nothing running: p99 ${ms(quiet.percentile(99))} ms, max ${ms(quiet.max)} ms; during the flood alone: ` +
+        `p50 ${ms(h.percentile(50))} ms, p99 ${ms(h.percentile(99))} ms, max ${ms(h.max)} ms (the flood's own share of the p99: ${stallP99} ms).`,
+    )
     if (main && signIns > 0) {
-      notes.push(`Main-thread CPU per sign-in: ${floodScenario.cpuUsPerRequest} µs (process.threadCpuUsage; bcrypt itself runs on libuv's thread pool, so this is the time a sign-in holds the event loop, whatever the machine's load).`)
+      notes.push(
+        `Main-thread CPU per sign-in: ${floodScenario.cpuUsPerRequest} µs (process.threadCpuUsage; bcrypt itself runs on libuv's thread pool, so this is the time a sign-in holds the event loop, whatever the machine's load).`,
+      )
     }
 
     // B's reads while A is flooded.
     const flooding = flood(floodUrl, a.file.keys.public, floodBody, flooders, seconds + 4)
     await new Promise((resolve) => setTimeout(resolve, 1000))
-    const busy = await read('rest-read-during-flood', `the same reads of tenant B while tenant A takes the flood (${flooders} connections of wrong passwords)`)
+    const busy = await read(
+      'rest-read-during-flood',
+      `the same reads of tenant B while tenant A takes the flood (${flooders} connections of wrong passwords)`,
+    )
     await flooding
     const floodingAgain = flood(floodUrl, a.file.keys.public, floodBody, flooders, seconds + 4)
     await new Promise((resolve) => setTimeout(resolve, 1000))
@@ -144,24 +194,46 @@ export async function run (): Promise<BenchReport> {
     await floodingAgain
 
     const medianRatio = busyUs.p50Us > 0 ? Math.round(((2 * idleUs.p50Us) / busyUs.p50Us) * 1000) / 1000 : 0
-    notes.push(`Tenant B's median read in microseconds (reader process, ${readers} connections): ${idleUs.p50Us} µs alone (p99 ${idleUs.p99Us} µs, ${idleUs.requests} reads), ${busyUs.p50Us} µs during the flood (p99 ${busyUs.p99Us} µs, ${busyUs.requests} reads); ${idleUs.non2xx + busyUs.non2xx} non-2xx, ${idleUs.errors + busyUs.errors} errors.`)
+    notes.push(
+      `Tenant B's median read in microseconds (reader process, ${readers} connections): ${idleUs.p50Us} µs alone (p99 ${idleUs.p99Us} µs, ${idleUs.requests} reads), ${busyUs.p50Us} µs during the flood (p99 ${busyUs.p99Us} µs, ${busyUs.requests} reads); ${idleUs.non2xx + busyUs.non2xx} non-2xx, ${idleUs.errors + busyUs.errors} errors.`,
+    )
     const stallRatio = Math.round((5 / Math.max(stallP99, 0.01)) * 1000) / 1000
-    notes.push(`Tenant B's median read: ${idle.p50Ms} ms alone, ${busy.p50Ms} ms during the flood (${idle.p50Ms > 0 ? Math.round((busy.p50Ms / idle.p50Ms) * 100) / 100 : '-'}x).`)
-    if (signIns === 0) notes.push(`No sign-in of the flood finished within the ${seconds} s window (bcrypt at cost ${config.auth.bcrypt_cost}, ${config.auth.hash_concurrency || 'cores - 1'} at once, ${flooders} waiting): the machine was too loaded to hash faster.`)
-    notes.push('Gateway, REST engine and auth engine share this process and its event loop, as under `npm start`; autocannon runs in child processes; Postgres and everything else share the machine.')
+    notes.push(
+      `Tenant B's median read: ${idle.p50Ms} ms alone, ${busy.p50Ms} ms during the flood (${idle.p50Ms > 0 ? Math.round((busy.p50Ms / idle.p50Ms) * 100) / 100 : '-'}x).`,
+    )
+    if (signIns === 0)
+      notes.push(
+        `No sign-in of the flood finished within the ${seconds} s window (bcrypt at cost ${config.auth.bcrypt_cost}, ${config.auth.hash_concurrency || 'cores - 1'} at once, ${flooders} waiting): the machine was too loaded to hash faster.`,
+      )
+    notes.push(
+      'Gateway, REST engine and auth engine share this process and its event loop, as under `npm start`; autocannon runs in child processes; Postgres and everything else share the machine.',
+    )
     const report: BenchReport = {
       name: 'auth-flood',
-      title: 'One tenant\'s REST reads while another takes a wrong-password flood',
+      title: "One tenant's REST reads while another takes a wrong-password flood",
       startedAt,
       secondsPerScenario: seconds,
       connections: readers,
       scenarios: [idle, floodScenario, busy],
       ratios: [
-        { name: '2 x idle median / median under flood', description: 'tenant B\'s read median (microseconds) may at most double while tenant A is flooded', value: medianRatio, target: 1, ok: medianRatio >= 1 },
-        { name: '5 ms / event-loop stall p99', description: 'the flood\'s share of the event loop\'s delay (p99 of monitorEventLoopDelay, flood minus quiet), against 5 ms per sign-in', value: stallRatio, target: 1, ok: stallRatio >= 1 }
+        {
+          name: '2 x idle median / median under flood',
+          description: "tenant B's read median (microseconds) may at most double while tenant A is flooded",
+          value: medianRatio,
+          target: 1,
+          ok: medianRatio >= 1,
+        },
+        {
+          name: '5 ms / event-loop stall p99',
+          description:
+            "the flood's share of the event loop's delay (p99 of monitorEventLoopDelay, flood minus quiet), against 5 ms per sign-in",
+          value: stallRatio,
+          target: 1,
+          ok: stallRatio >= 1,
+        },
       ],
       notes,
-      environment: environment()
+      environment: environment(),
     }
     writeResult(report)
     return report
@@ -170,7 +242,8 @@ export async function run (): Promise<BenchReport> {
     await auth.close()
     await rest.close()
     closeLog()
-    for (const m of made) await dropTenant({ adminUrl, database: m.database, roles: Object.values(m.roles) }).catch(() => {})
+    for (const m of made)
+      await dropTenant({ adminUrl, database: m.database, roles: Object.values(m.roles) }).catch(() => {})
   }
 }
 

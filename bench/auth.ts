@@ -21,8 +21,8 @@ import { toTenant } from '../src/tenants/index.js'
 import { benchSeconds, environment, formatReport, writeResult, type BenchReport, type BenchScenario } from './lib.js'
 
 interface AutocannonResult {
-  requests: { average: number, total: number }
-  latency: { p50: number, p99: number }
+  requests: { average: number; total: number }
+  latency: { p50: number; p99: number }
   errors: number
   timeouts: number
   non2xx: number
@@ -55,44 +55,68 @@ autocannon({
 }).then((r) => { process.stdout.write(JSON.stringify(r)) }, (e) => { console.error(e); process.exit(1) })
 `
 
-function runLoader (script: string, url: string, tokensFile: string, connections: number, seconds: number): Promise<AutocannonResult> {
+function runLoader(
+  script: string,
+  url: string,
+  tokensFile: string,
+  connections: number,
+  seconds: number,
+): Promise<AutocannonResult> {
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [script, url, tokensFile, String(connections), String(seconds)], { stdio: ['ignore', 'pipe', 'pipe'] })
+    const child = spawn(process.execPath, [script, url, tokensFile, String(connections), String(seconds)], {
+      stdio: ['ignore', 'pipe', 'pipe'],
+    })
     let out = ''
     let err = ''
-    child.stdout.on('data', (c: Buffer) => { out += c.toString() })
-    child.stderr.on('data', (c: Buffer) => { err += c.toString() })
+    child.stdout.on('data', (c: Buffer) => {
+      out += c.toString()
+    })
+    child.stderr.on('data', (c: Buffer) => {
+      err += c.toString()
+    })
     child.on('error', reject)
     child.on('exit', (code) => {
-      try { resolve(JSON.parse(out) as AutocannonResult) } catch { reject(new Error(`load generator exited with ${String(code)}: ${err.slice(0, 500)}`)) }
+      try {
+        resolve(JSON.parse(out) as AutocannonResult)
+      } catch {
+        reject(new Error(`load generator exited with ${String(code)}: ${err.slice(0, 500)}`))
+      }
     })
   })
 }
 
 /** CPU seconds (user + system) the given processes have used so far (Linux /proc). */
-function cpuSecondsOf (pids: number[]): number {
+function cpuSecondsOf(pids: number[]): number {
   let ticks = 0
   for (const pid of pids) {
     try {
       const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ')
       ticks += Number(fields[11]) + Number(fields[12])
-    } catch { /* gone */ }
+    } catch {
+      /* gone */
+    }
   }
   return ticks / 100
 }
 
 /** The server processes of the Postgres cluster behind `url` (backends and auxiliary processes). */
-async function postgresPids (url: string): Promise<number[]> {
+async function postgresPids(url: string): Promise<number[]> {
   const c = new pg.Client({ connectionString: url })
   await c.connect()
   try {
     const r = await c.query<{ pid: number }>('SELECT pid FROM pg_stat_activity WHERE pid <> pg_backend_pid()')
     return r.rows.map((x) => x.pid)
-  } finally { await c.end() }
+  } finally {
+    await c.end()
+  }
 }
 
-async function post (url: string, body: unknown): Promise<any> {
-  const res = await fetch(url, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) })
+async function post(url: string, body: unknown): Promise<any> {
+  const res = await fetch(url, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify(body),
+  })
   const json = await res.json()
   if (!res.ok) throw new Error(`${url}: ${res.status} ${JSON.stringify(json)}`)
   return json
@@ -112,20 +136,47 @@ $$;
 SELECT platform.grant_hook('public.custom_claims(jsonb)');
 SELECT platform.grant_hook('SELECT', 'public.user_roles');`
 
-interface Measured { scenario: BenchScenario, engineUs: number, pgUs: number, rotations: number, poolSize: number }
+interface Measured {
+  scenario: BenchScenario
+  engineUs: number
+  pgUs: number
+  rotations: number
+  poolSize: number
+}
 
 /** Refresh grants against a fresh tenant (with the hook, or without), for `seconds`. */
-async function measureRefresh (adminUrl: string, hooked: boolean, seconds: number, connections: number): Promise<Measured> {
+async function measureRefresh(
+  adminUrl: string,
+  hooked: boolean,
+  seconds: number,
+  connections: number,
+): Promise<Measured> {
   const database = `bench_auth_${hooked ? 'hook_' : ''}${process.pid}`
   const hooks = hooked ? { custom_access_token: { uri: 'pg-functions://postgres/public/custom_claims' } } : undefined
-  const { file } = await provisionTenant({ adminUrl, database, organization: 'org_bench', auth: { refresh_token_reuse_interval: 10, rate_limits: { sign_in_sign_up: ROOMY, token_refresh: ROOMY, verify: ROOMY, otp: ROOMY }, ...(hooks ? { hooks } : {}) } })
+  const { file } = await provisionTenant({
+    adminUrl,
+    database,
+    organization: 'org_bench',
+    auth: {
+      refresh_token_reuse_interval: 10,
+      rate_limits: { sign_in_sign_up: ROOMY, token_refresh: ROOMY, verify: ROOMY, otp: ROOMY },
+      ...(hooks ? { hooks } : {}),
+    },
+  })
   if (hooked) {
     const owner = new pg.Client({ connectionString: file.postgres })
     await owner.connect()
-    try { await owner.query(HOOK_SQL) } finally { await owner.end() }
+    try {
+      await owner.query(HOOK_SQL)
+    } finally {
+      await owner.end()
+    }
   }
   const tenant = toTenant(file)
-  const config = loadConfig({ env: {}, overrides: { public_url: 'http://127.0.0.1:8000', log: { level: 'silent' }, auth: { port: 0, bcrypt_cost: 4 } } })
+  const config = loadConfig({
+    env: {},
+    overrides: { public_url: 'http://127.0.0.1:8000', log: { level: 'silent' }, auth: { port: 0, bcrypt_cost: 4 } },
+  })
   const engine = buildAuthEngine({ config, tenants: { get: async (db) => (db === database ? tenant : null) } })
   await engine.listen({ port: 0, host: '127.0.0.1' })
   const base = `http://127.0.0.1:${(engine.server.address() as AddressInfo).port}/${database}`
@@ -134,7 +185,10 @@ async function measureRefresh (adminUrl: string, hooked: boolean, seconds: numbe
     await post(`${base}/signup`, { email: 'bench@example.com', password: 'bench-password' })
     const tokens: string[] = []
     for (let i = 0; i < connections; i++) {
-      tokens.push((await post(`${base}/token?grant_type=password`, { email: 'bench@example.com', password: 'bench-password' })).refresh_token)
+      tokens.push(
+        (await post(`${base}/token?grant_type=password`, { email: 'bench@example.com', password: 'bench-password' }))
+          .refresh_token,
+      )
     }
     const tokensFile = path.join(dir, 'tokens.json')
     const script = path.join(dir, 'load.cjs')
@@ -145,7 +199,11 @@ async function measureRefresh (adminUrl: string, hooked: boolean, seconds: numbe
     const rows = async () => {
       const c = new pg.Client({ connectionString: file.engines!.auth })
       await c.connect()
-      try { return Number((await c.query<{ n: string }>('SELECT count(*)::text AS n FROM auth.refresh_tokens')).rows[0]!.n) } finally { await c.end() }
+      try {
+        return Number((await c.query<{ n: string }>('SELECT count(*)::text AS n FROM auth.refresh_tokens')).rows[0]!.n)
+      } finally {
+        await c.end()
+      }
     }
     const rows0 = await rows()
     const pgPids = await postgresPids(adminUrl)
@@ -162,7 +220,8 @@ async function measureRefresh (adminUrl: string, hooked: boolean, seconds: numbe
     return {
       scenario: {
         name: hooked ? 'refresh-token-grant-with-hook' : 'refresh-token-grant',
-        description: 'POST /token?grant_type=refresh_token, each connection rotating its own session (v1 tokens, reuse detection on)' +
+        description:
+          'POST /token?grant_type=refresh_token, each connection rotating its own session (v1 tokens, reuse detection on)' +
           (hooked ? ', with a Postgres custom access token hook (one look-up, one claim)' : ''),
         requestsPerSec: Math.round(r.requests.average),
         p50Ms: r.latency.p50,
@@ -172,12 +231,12 @@ async function measureRefresh (adminUrl: string, hooked: boolean, seconds: numbe
         timeouts: r.timeouts,
         non2xx: r.non2xx,
         mainThreadUsPerRequest: perRequest(elu.active * 1000),
-        cpuUsPerRequest: engineUs
+        cpuUsPerRequest: engineUs,
       },
       engineUs,
       pgUs: perRequest(pgCpu * 1e6),
       rotations,
-      poolSize: config.auth.pool_per_tenant
+      poolSize: config.auth.pool_per_tenant,
     }
   } finally {
     await engine.close()
@@ -186,7 +245,7 @@ async function measureRefresh (adminUrl: string, hooked: boolean, seconds: numbe
   }
 }
 
-export async function run (): Promise<BenchReport> {
+export async function run(): Promise<BenchReport> {
   const adminUrl = process.env.DATABASE_URL
   if (!adminUrl) throw new Error('DATABASE_URL is not set: run through scripts/with-services.mjs (npm run bench)')
   const seconds = benchSeconds()
@@ -197,12 +256,17 @@ export async function run (): Promise<BenchReport> {
   const hooked = await measureRefresh(adminUrl, true, seconds, connections)
   for (const m of [plain, hooked]) {
     const s = m.scenario
-    if (s.errors + s.timeouts + s.non2xx > 0) notes.push(`${s.name}: ${s.errors} errors, ${s.timeouts} timeouts, ${s.non2xx} non-2xx answers`)
+    if (s.errors + s.timeouts + s.non2xx > 0)
+      notes.push(`${s.name}: ${s.errors} errors, ${s.timeouts} timeouts, ${s.non2xx} non-2xx answers`)
     const estimate = Math.round(2e6 / Math.max(1, m.engineUs + m.pgUs))
-    notes.push(`${s.name}: CPU per grant engine ${m.engineUs} µs, Postgres ${m.pgUs} µs: on 2 otherwise idle cores about ${estimate}/s ` +
-      `(the load generator excluded); ${m.rotations} refresh tokens issued for ${s.requests} answers.`)
+    notes.push(
+      `${s.name}: CPU per grant engine ${m.engineUs} µs, Postgres ${m.pgUs} µs: on 2 otherwise idle cores about ${estimate}/s ` +
+        `(the load generator excluded); ${m.rotations} refresh tokens issued for ${s.requests} answers.`,
+    )
   }
-  notes.push(`${connections} sessions of one user, engine pool of ${plain.poolSize} connections; engine, Postgres and the load generator share the machine.`)
+  notes.push(
+    `${connections} sessions of one user, engine pool of ${plain.poolSize} connections; engine, Postgres and the load generator share the machine.`,
+  )
   const estimateOf = (m: Measured): number => Math.round(2e6 / Math.max(1, m.engineUs + m.pgUs))
   const target = 1500
   const report: BenchReport = {
@@ -213,12 +277,31 @@ export async function run (): Promise<BenchReport> {
     connections,
     scenarios: [plain.scenario, hooked.scenario],
     ratios: [
-      { name: 'refresh grants per s / 1,500', description: 'measured req/s of the refresh grant over the target', value: Math.round((plain.scenario.requestsPerSec / target) * 1000) / 1000, target: 1, ok: plain.scenario.requestsPerSec >= target },
-      { name: 'CPU-based estimate / 3,000', description: '2 cores / (engine + Postgres CPU per grant), over the goal of issue 26', value: Math.round((estimateOf(plain) / 3000) * 1000) / 1000, target: 1, ok: estimateOf(plain) >= 3000 },
-      { name: 'with hook / without, req/s', description: 'refresh grants per second with the Postgres hook over without (side by side in one run)', value: plain.scenario.requestsPerSec === 0 ? 0 : Math.round((hooked.scenario.requestsPerSec / plain.scenario.requestsPerSec) * 1000) / 1000 }
+      {
+        name: 'refresh grants per s / 1,500',
+        description: 'measured req/s of the refresh grant over the target',
+        value: Math.round((plain.scenario.requestsPerSec / target) * 1000) / 1000,
+        target: 1,
+        ok: plain.scenario.requestsPerSec >= target,
+      },
+      {
+        name: 'CPU-based estimate / 3,000',
+        description: '2 cores / (engine + Postgres CPU per grant), over the goal of issue 26',
+        value: Math.round((estimateOf(plain) / 3000) * 1000) / 1000,
+        target: 1,
+        ok: estimateOf(plain) >= 3000,
+      },
+      {
+        name: 'with hook / without, req/s',
+        description: 'refresh grants per second with the Postgres hook over without (side by side in one run)',
+        value:
+          plain.scenario.requestsPerSec === 0
+            ? 0
+            : Math.round((hooked.scenario.requestsPerSec / plain.scenario.requestsPerSec) * 1000) / 1000,
+      },
     ],
     notes,
-    environment: environment()
+    environment: environment(),
   }
   writeResult(report)
   return report

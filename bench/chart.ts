@@ -4,11 +4,11 @@
 // reports in, SVG text out; bench/run.ts writes it to bench/results/latest.svg.
 import type { BenchReport } from './lib.js'
 
-function esc (s: string): string {
+function esc(s: string): string {
   return s.replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;').replace(/"/g, '&quot;')
 }
 
-export function renderChart (reports: BenchReport[]): string {
+export function renderChart(reports: BenchReport[]): string {
   const rows = reports.flatMap((r) => r.scenarios.map((s) => ({ report: r.name, s })))
   const rowH = 22
   const top = 48
@@ -18,7 +18,7 @@ export function renderChart (reports: BenchReport[]): string {
   const width = labelW + panelW * 2 + gap + 40
   const groupGap = 10
   let y = top
-  const placed: Array<{ y: number, report: string, s: BenchReport['scenarios'][number], first: boolean }> = []
+  const placed: Array<{ y: number; report: string; s: BenchReport['scenarios'][number]; first: boolean }> = []
   let last = ''
   for (const row of rows) {
     const first = row.report !== last
@@ -31,9 +31,10 @@ export function renderChart (reports: BenchReport[]): string {
   const maxRps = Math.max(1, ...rows.map((r) => r.s.requestsPerSec))
   const maxLat = Math.max(1, ...rows.map((r) => r.s.p99Ms))
   // Log scales: 1 req/s and 1 µs are the left edges.
-  const rpsFrac = (v: number): number => v <= 1 ? 0 : Math.log10(v) / Math.log10(Math.max(10, maxRps))
+  const rpsFrac = (v: number): number => (v <= 1 ? 0 : Math.log10(v) / Math.log10(Math.max(10, maxRps)))
   const minLat = 0.001
-  const latFrac = (v: number): number => v <= minLat ? 0 : Math.log10(v / minLat) / Math.log10(Math.max(10 * minLat, maxLat) / minLat)
+  const latFrac = (v: number): number =>
+    v <= minLat ? 0 : Math.log10(v / minLat) / Math.log10(Math.max(10 * minLat, maxLat) / minLat)
   const x1 = labelW
   const x2 = labelW + panelW + gap
   const out: string[] = [
@@ -41,7 +42,7 @@ export function renderChart (reports: BenchReport[]): string {
     `<rect width="100%" height="100%" fill="#fff"/>`,
     `<text x="${x1}" y="20" font-weight="bold">throughput (req/s, log scale)</text>`,
     `<text x="${x2}" y="20" font-weight="bold">latency (ms, log scale from 1 µs): p50 dark, p99 light</text>`,
-    `<text x="8" y="20" font-weight="bold">scenario</text>`
+    `<text x="8" y="20" font-weight="bold">scenario</text>`,
   ]
   for (const p of placed) {
     const cy = p.y + rowH / 2 + 4
@@ -56,6 +57,9 @@ export function renderChart (reports: BenchReport[]): string {
     out.push(`<rect x="${x2}" y="${p.y + 3}" width="${w50}" height="${rowH - 6}" fill="#dc2626"/>`)
     out.push(`<text x="${x2 + w99 + 4}" y="${cy}">${p.s.p50Ms} / ${p.s.p99Ms}</text>`)
   }
-  out.push(`<text x="8" y="${height - 10}" fill="#555">${esc(`${rows.length} scenarios from ${reports.length} benchmarks`)}</text>`, '</svg>')
+  out.push(
+    `<text x="8" y="${height - 10}" fill="#555">${esc(`${rows.length} scenarios from ${reports.length} benchmarks`)}</text>`,
+    '</svg>',
+  )
   return out.join('\n') + '\n'
 }

@@ -78,7 +78,7 @@ export interface BenchReport {
   /** Goals in their own units (latency bounds, bytes, counts); rendered as a table. */
   goals?: BenchGoal[]
   notes: string[]
-  environment: { node: string, platform: string, cpus: number, cpuModel: string, loadavg: number[] }
+  environment: { node: string; platform: string; cpus: number; cpuModel: string; loadavg: number[] }
 }
 
 export interface MeasureOptions {
@@ -94,12 +94,12 @@ export interface MeasureOptions {
    * CPU time of other processes under test (e.g. a gateway in its own process), read before
    * and after the measured window and added to cpuUsPerRequest.
    */
-  otherCpu?: Array<() => Promise<{ user: number, system: number }>>
+  otherCpu?: Array<() => Promise<{ user: number; system: number }>>
 }
 
 export interface AutocannonResult {
-  requests: { average: number, total: number }
-  latency: { p50: number, p99: number }
+  requests: { average: number; total: number }
+  latency: { p50: number; p99: number }
   errors: number
   timeouts: number
   non2xx: number
@@ -110,9 +110,20 @@ const require = createRequire(import.meta.url)
 const AUTOCANNON_CLI = path.join(path.dirname(require.resolve('autocannon/package.json')), 'autocannon.js')
 
 /** Runs the autocannon CLI in a child process (its own CPU, not ours) and returns its JSON result. */
-export function autocannonProcess (o: MeasureOptions, seconds: number): Promise<AutocannonResult> {
-  const args = [AUTOCANNON_CLI, '--json', '--no-progress', '-c', String(o.connections ?? 32), '-p', String(o.pipelining ?? 1),
-    '-d', String(seconds), '-m', o.method ?? 'GET']
+export function autocannonProcess(o: MeasureOptions, seconds: number): Promise<AutocannonResult> {
+  const args = [
+    AUTOCANNON_CLI,
+    '--json',
+    '--no-progress',
+    '-c',
+    String(o.connections ?? 32),
+    '-p',
+    String(o.pipelining ?? 1),
+    '-d',
+    String(seconds),
+    '-m',
+    o.method ?? 'GET',
+  ]
   for (const [k, v] of Object.entries(o.headers ?? {})) args.push('-H', `${k}=${v}`)
   if (o.body !== undefined) args.push('-b', o.body)
   args.push(o.url)
@@ -120,8 +131,12 @@ export function autocannonProcess (o: MeasureOptions, seconds: number): Promise<
     const child = spawn(process.execPath, args, { stdio: ['ignore', 'pipe', 'pipe'] })
     let out = ''
     let err = ''
-    child.stdout.on('data', (c: Buffer) => { out += c.toString() })
-    child.stderr.on('data', (c: Buffer) => { err += c.toString() })
+    child.stdout.on('data', (c: Buffer) => {
+      out += c.toString()
+    })
+    child.stderr.on('data', (c: Buffer) => {
+      err += c.toString()
+    })
     child.on('error', reject)
     child.on('exit', (code) => {
       try {
@@ -137,7 +152,7 @@ export const BENCH_DIR = path.dirname(fileURLToPath(import.meta.url))
 export const RESULTS_DIR = path.join(BENCH_DIR, 'results')
 
 /** Seconds per scenario: BENCH_SECONDS or the given default. */
-export function benchSeconds (fallback = 10): number {
+export function benchSeconds(fallback = 10): number {
   const v = Number(process.env.BENCH_SECONDS)
   return Number.isFinite(v) && v > 0 ? v : fallback
 }
@@ -147,7 +162,7 @@ export function benchSeconds (fallback = 10): number {
  * load generator is a separate process, so this process's CPU time over the window is what
  * the servers under test spent (cpuUsPerRequest).
  */
-export async function measure (name: string, description: string, o: MeasureOptions): Promise<BenchScenario> {
+export async function measure(name: string, description: string, o: MeasureOptions): Promise<BenchScenario> {
   const warm = o.warmupSeconds ?? 2
   if (warm > 0) await autocannonProcess(o, warm)
   const others = o.otherCpu ?? []
@@ -160,7 +175,10 @@ export async function measure (name: string, description: string, o: MeasureOpti
   const other1 = await Promise.all(others.map((f) => f()))
   let otherCpu = 0
   let otherSystem = 0
-  other1.forEach((c, i) => { otherCpu += c.user - other0[i]!.user + c.system - other0[i]!.system; otherSystem += c.system - other0[i]!.system })
+  other1.forEach((c, i) => {
+    otherCpu += c.user - other0[i]!.user + c.system - other0[i]!.system
+    otherSystem += c.system - other0[i]!.system
+  })
   const total = r.requests.total
   return {
     name,
@@ -175,43 +193,64 @@ export async function measure (name: string, description: string, o: MeasureOpti
     mainThreadUsPerRequest: total > 0 ? Math.round((elu.active * 1000) / total) : 0,
     cpuUsPerRequest: total > 0 ? Math.round((cpu.user + cpu.system + otherCpu) / total) : 0,
     ...(others.length > 0
-      ? { otherCpuUsPerRequest: total > 0 ? Math.round(otherCpu / total) : 0, otherSystemUsPerRequest: total > 0 ? Math.round(otherSystem / total) : 0 }
-      : {})
+      ? {
+          otherCpuUsPerRequest: total > 0 ? Math.round(otherCpu / total) : 0,
+          otherSystemUsPerRequest: total > 0 ? Math.round(otherSystem / total) : 0,
+        }
+      : {}),
   }
 }
 
 /** A measured value against a goal it must not exceed (e.g. a share of CPU). */
-export function atMost (name: string, description: string, value: number, target: number): BenchRatio {
+export function atMost(name: string, description: string, value: number, target: number): BenchRatio {
   const v = Math.round(value * 1000) / 1000
   return { name, description, value: v, target, atMost: true, ok: v <= target }
 }
 
 /** A measured value against a goal it must reach. */
-export function atLeast (name: string, description: string, value: number, target: number): BenchRatio {
+export function atLeast(name: string, description: string, value: number, target: number): BenchRatio {
   const v = Math.round(value * 1000) / 1000
   return { name, description, value: v, target, ok: v >= target }
 }
 
-export function ratio (name: string, description: string, num: BenchScenario, den: BenchScenario, target?: number): BenchRatio {
+export function ratio(
+  name: string,
+  description: string,
+  num: BenchScenario,
+  den: BenchScenario,
+  target?: number,
+): BenchRatio {
   const value = den.requestsPerSec === 0 ? 0 : Math.round((num.requestsPerSec / den.requestsPerSec) * 1000) / 1000
   return target === undefined ? { name, description, value } : { name, description, value, target, ok: value >= target }
 }
 
 /** `den` CPU per request over `num`'s: how many of num's requests fit in den's CPU budget. */
-export function cpuRatio (name: string, description: string, num: BenchScenario, den: BenchScenario, target?: number): BenchRatio {
+export function cpuRatio(
+  name: string,
+  description: string,
+  num: BenchScenario,
+  den: BenchScenario,
+  target?: number,
+): BenchRatio {
   const a = num.cpuUsPerRequest ?? 0
   const b = den.cpuUsPerRequest ?? 0
   const value = a === 0 ? 0 : Math.round((b / a) * 1000) / 1000
   return target === undefined ? { name, description, value } : { name, description, value, target, ok: value >= target }
 }
 
-export function environment (): BenchReport['environment'] {
+export function environment(): BenchReport['environment'] {
   const cpus = os.cpus()
-  return { node: process.version, platform: `${os.platform()} ${os.release()}`, cpus: cpus.length, cpuModel: cpus[0]?.model ?? 'unknown', loadavg: os.loadavg().map((x) => Math.round(x * 100) / 100) }
+  return {
+    node: process.version,
+    platform: `${os.platform()} ${os.release()}`,
+    cpus: cpus.length,
+    cpuModel: cpus[0]?.model ?? 'unknown',
+    loadavg: os.loadavg().map((x) => Math.round(x * 100) / 100),
+  }
 }
 
 /** Writes bench/results/<name>.json and returns its path. */
-export function writeResult (report: BenchReport, name = report.name): string {
+export function writeResult(report: BenchReport, name = report.name): string {
   mkdirSync(RESULTS_DIR, { recursive: true })
   const file = path.join(RESULTS_DIR, `${name}.json`)
   writeFileSync(file, JSON.stringify(report, null, 2) + '\n')
@@ -219,7 +258,7 @@ export function writeResult (report: BenchReport, name = report.name): string {
 }
 
 /** A plain-text table of a report, for the console and latest.md. */
-export function formatReport (r: BenchReport): string {
+export function formatReport(r: BenchReport): string {
   const lines = [
     `## ${r.title} (${r.name})`,
     '',
@@ -227,8 +266,11 @@ export function formatReport (r: BenchReport): string {
     '',
     '| scenario | req/s | p50 ms | p99 ms | CPU µs/req | errors | non-2xx |',
     '|---|---:|---:|---:|---:|---:|---:|',
-    ...r.scenarios.map((s) => `| ${s.name} | ${s.requestsPerSec} | ${s.p50Ms} | ${s.p99Ms} | ${s.cpuUsPerRequest ?? s.mainThreadUsPerRequest ?? '-'}${s.otherCpuUsPerRequest !== undefined ? ` (${s.otherCpuUsPerRequest})` : ''} | ${s.errors + s.timeouts} | ${s.non2xx} |`),
-    ''
+    ...r.scenarios.map(
+      (s) =>
+        `| ${s.name} | ${s.requestsPerSec} | ${s.p50Ms} | ${s.p99Ms} | ${s.cpuUsPerRequest ?? s.mainThreadUsPerRequest ?? '-'}${s.otherCpuUsPerRequest !== undefined ? ` (${s.otherCpuUsPerRequest})` : ''} | ${s.errors + s.timeouts} | ${s.non2xx} |`,
+    ),
+    '',
   ]
   if (r.goals !== undefined && r.goals.length > 0) {
     lines.push('| goal | target | value | met |', '|---|---|---:|---|')
@@ -236,9 +278,14 @@ export function formatReport (r: BenchReport): string {
     lines.push('')
   }
   for (const q of r.ratios) {
-    lines.push(`- ${q.name}: **${q.value}**${q.target !== undefined ? ` (target ${q.atMost === true ? '<=' : '>='} ${q.target}: ${q.ok ? 'met' : 'NOT met'})` : ''} - ${q.description}`)
+    lines.push(
+      `- ${q.name}: **${q.value}**${q.target !== undefined ? ` (target ${q.atMost === true ? '<=' : '>='} ${q.target}: ${q.ok ? 'met' : 'NOT met'})` : ''} - ${q.description}`,
+    )
   }
-  if (r.notes.length) { lines.push(''); for (const n of r.notes) lines.push(`- ${n}`) }
+  if (r.notes.length) {
+    lines.push('')
+    for (const n of r.notes) lines.push(`- ${n}`)
+  }
   return lines.join('\n') + '\n'
 }
 
@@ -248,8 +295,14 @@ export function formatReport (r: BenchReport): string {
  * before the fd is closed: a destination that flushes at exit into a closed fd (re-used by
  * then, perhaps by a non-blocking socket) can spin forever.
  */
-export function devNullLogger (log: LogSettings): { logger: Logger, close: () => void } {
+export function devNullLogger(log: LogSettings): { logger: Logger; close: () => void } {
   const fd = openSync('/dev/null', 'w')
   const dest = createBatchedDestination({ fd })
-  return { logger: pino(loggerOptions(log), dest), close: () => { dest.end(); closeSync(fd) } }
+  return {
+    logger: pino(loggerOptions(log), dest),
+    close: () => {
+      dest.end()
+      closeSync(fd)
+    },
+  }
 }

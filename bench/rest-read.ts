@@ -31,7 +31,20 @@ import { renderRead, renderPreRequest } from '../src/rest/query/index.js'
 import { loadSchemaCache } from '../src/rest/schema-cache/index.js'
 import { perTenantCap } from '../src/rest/execute.js'
 import { forkGateway, type ForkedGateway } from './support/fork-gateway.js'
-import { atLeast, atMost, benchSeconds, devNullLogger, cpuRatio, environment, formatReport, measure, ratio, writeResult, type BenchReport, type BenchScenario } from './lib.js'
+import {
+  atLeast,
+  atMost,
+  benchSeconds,
+  devNullLogger,
+  cpuRatio,
+  environment,
+  formatReport,
+  measure,
+  ratio,
+  writeResult,
+  type BenchReport,
+  type BenchScenario,
+} from './lib.js'
 
 const SCHEMA = `
 CREATE TABLE authors (id int PRIMARY KEY, name text NOT NULL, country text);
@@ -48,19 +61,27 @@ ANALYZE authors; ANALYZE books;
 /** filter + order + embed, 20 rows */
 const QUERY = 'select=id,title,year,price,authors(name,country)&year=gte.1950&price=lt.30&order=year.desc,id&limit=20'
 
-async function listen (server: http.Server): Promise<number> {
+async function listen(server: http.Server): Promise<number> {
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
   return (server.address() as AddressInfo).port
 }
 
-export async function run (): Promise<BenchReport> {
+export async function run(): Promise<BenchReport> {
   const adminUrl = process.env.DATABASE_URL
   if (!adminUrl) throw new Error('DATABASE_URL is not set: run through `npm run bench` (scripts/with-services.mjs)')
   const seconds = benchSeconds()
   const connections = Number(process.env.BENCH_CONNECTIONS ?? 32)
   const rounds = Math.max(1, Number(process.env.BENCH_ROUNDS ?? 2))
   const startedAt = new Date().toISOString()
-  const config = loadConfig({ env: {}, overrides: { public_url: 'http://127.0.0.1:8000', log: { level: 'info' }, gateway: { port: 0, client_max_inflight_share: 1 }, rest: { port: 0 } } })
+  const config = loadConfig({
+    env: {},
+    overrides: {
+      public_url: 'http://127.0.0.1:8000',
+      log: { level: 'info' },
+      gateway: { port: 0, client_max_inflight_share: 1 },
+      rest: { port: 0 },
+    },
+  })
   const cap = perTenantCap({ budget: config.rest.pool_budget, perTenant: config.rest.pool_per_tenant })
 
   const tenants = new Map<string, Tenant>()
@@ -68,7 +89,9 @@ export async function run (): Promise<BenchReport> {
   const { logger, close: closeLog } = devNullLogger(config.log)
   const engine = buildRestEngine({ config, tenants: lookup, logger: logger as never })
   const enginePort = await new Promise<number>((resolve, reject) => {
-    engine.listen({ port: 0, host: '127.0.0.1' }).then(() => resolve((engine.server.address() as AddressInfo).port), reject)
+    engine
+      .listen({ port: 0, host: '127.0.0.1' })
+      .then(() => resolve((engine.server.address() as AddressInfo).port), reject)
   })
 
   const database = `bench_rest_${randomBytes(4).toString('hex')}`
@@ -77,21 +100,35 @@ export async function run (): Promise<BenchReport> {
     database,
     organization: 'org_bench',
     publicUrl: config.public_url,
-    upstreams: { auth: 'http://127.0.0.1:9/unused', rest: `http://127.0.0.1:${enginePort}/${database}` }
+    upstreams: { auth: 'http://127.0.0.1:9/unused', rest: `http://127.0.0.1:${enginePort}/${database}` },
   })
   const tenant = toTenant(file)
   tenants.set(database, tenant)
   const gateway = buildGateway({ config, tenants: lookup, logger: logger as never })
-  const raw: { server: http.Server | null, prepared: http.Server | null, pool: pg.Pool | null, gw: ForkedGateway | null, bare: ForkedGateway | null, bareUndici: ForkedGateway | null } = { server: null, prepared: null, pool: null, gw: null, bare: null, bareUndici: null }
+  const raw: {
+    server: http.Server | null
+    prepared: http.Server | null
+    pool: pg.Pool | null
+    gw: ForkedGateway | null
+    bare: ForkedGateway | null
+    bareUndici: ForkedGateway | null
+  } = { server: null, prepared: null, pool: null, gw: null, bare: null, bareUndici: null }
   const notes: string[] = []
   try {
     const owner = new pg.Client({ connectionString: ownerUrl })
     await owner.connect()
     await owner.query(SCHEMA)
     // The same statements the engine runs, rendered once from the same modules.
-    const cache = await loadSchemaCache(async (text, values) => (await owner.query(text, values)).rows, tenant.rest.schemas, 1)
+    const cache = await loadSchemaCache(
+      async (text, values) => (await owner.query(text, values)).rows,
+      tenant.rest.schemas,
+      1,
+    )
     await owner.end()
-    const req = parseApiRequest({ method: 'GET', path: '/books', query: QUERY, headers: {}, body: null }, { schemas: tenant.rest.schemas })
+    const req = parseApiRequest(
+      { method: 'GET', path: '/books', query: QUERY, headers: {}, body: null },
+      { schemas: tenant.rest.schemas },
+    )
     const plan = planRequest(req, cache, { maxRows: tenant.rest.max_rows }) as ReadPlan
     const { main } = renderRead(plan)
     const sub = randomBytes(16).toString('hex')
@@ -106,30 +143,40 @@ export async function run (): Promise<BenchReport> {
       cookies: {},
       statementTimeoutMs: config.rest.statement_timeout_ms,
       timezone: null,
-      relationOid: plan.table.oid
+      relationOid: plan.table.oid,
     })
 
     // (2) raw pg: the same transaction on a pool of the engine's per-tenant size.
     const pool = new pg.Pool({ connectionString: file.engines?.rest, max: cap })
     raw.pool = pool
-    const rawServer = (mainQuery: pg.QueryConfig): http.Server => http.createServer((request, res) => {
-      request.resume()
-      pool.connect().then(async (c) => {
-        try {
-          await c.query('BEGIN ISOLATION LEVEL READ COMMITTED READ ONLY')
-          await c.query({ name: pre.name, text: pre.text, values: pre.values as unknown[] })
-          const row = (await c.query(mainQuery)).rows[0]
-          await c.query('COMMIT')
-          c.release()
-          res.writeHead(200, { 'content-type': 'application/json; charset=utf-8', 'content-range': `0-${Number(row.page_total) - 1}/*` })
-          res.end(row.body)
-        } catch (err) {
-          c.release(err as Error)
-          res.writeHead(500)
-          res.end()
-        }
-      }, () => { res.writeHead(503); res.end() })
-    })
+    const rawServer = (mainQuery: pg.QueryConfig): http.Server =>
+      http.createServer((request, res) => {
+        request.resume()
+        pool.connect().then(
+          async (c) => {
+            try {
+              await c.query('BEGIN ISOLATION LEVEL READ COMMITTED READ ONLY')
+              await c.query({ name: pre.name, text: pre.text, values: pre.values as unknown[] })
+              const row = (await c.query(mainQuery)).rows[0]
+              await c.query('COMMIT')
+              c.release()
+              res.writeHead(200, {
+                'content-type': 'application/json; charset=utf-8',
+                'content-range': `0-${Number(row.page_total) - 1}/*`,
+              })
+              res.end(row.body)
+            } catch (err) {
+              c.release(err as Error)
+              res.writeHead(500)
+              res.end()
+            }
+          },
+          () => {
+            res.writeHead(503)
+            res.end()
+          },
+        )
+      })
     raw.server = rawServer({ text: main.text, values: main.values as unknown[] })
     const rawPort = await listen(raw.server)
     // The same again with the main statement prepared once per connection, as the engine
@@ -139,74 +186,189 @@ export async function run (): Promise<BenchReport> {
     await gateway.listen({ port: 0, host: '127.0.0.1' })
     const gwPort = (gateway.server.address() as AddressInfo).port
     // The gateway as deployed: a process of its own, same config, same tenant record.
-    raw.gw = await forkGateway({ public_url: config.public_url, log: { level: 'info' }, gateway: { port: 0, client_max_inflight_share: 1 } }, [file])
+    raw.gw = await forkGateway(
+      { public_url: config.public_url, log: { level: 'info' }, gateway: { port: 0, client_max_inflight_share: 1 } },
+      [file],
+    )
     const gwProc = raw.gw
 
     const upstreamToken = await signHS256(upstreamClaims, { secret: file.jwt.upstream_secret, expiresInSeconds: 3600 })
-    const userToken = await signHS256({ sub, role: 'authenticated', email: 'bench@example.com' }, {
-      secret: file.jwt.secret, expiresInSeconds: 3600, issuer: tenantIssuer(tenant, config.public_url), audience: tenant.jwt.aud
-    })
+    const userToken = await signHS256(
+      { sub, role: 'authenticated', email: 'bench@example.com' },
+      {
+        secret: file.jwt.secret,
+        expiresInSeconds: 3600,
+        issuer: tenantIssuer(tenant, config.public_url),
+        audience: tenant.jwt.aud,
+      },
+    )
     const engineUrl = `http://127.0.0.1:${enginePort}/${database}/books?${QUERY}`
     const check = await fetch(engineUrl, { headers: { authorization: `Bearer ${upstreamToken}` } })
-    const body = await check.json() as unknown[]
-    if (check.status !== 200 || body.length !== 20) throw new Error(`engine answered ${check.status} with ${body.length} rows`)
+    const body = (await check.json()) as unknown[]
+    if (check.status !== 200 || body.length !== 20)
+      throw new Error(`engine answered ${check.status} with ${body.length} rows`)
     const viaRaw = await (await fetch(`http://127.0.0.1:${rawPort}/`)).json()
     if (JSON.stringify(viaRaw) !== JSON.stringify(body)) throw new Error('raw pg and the engine disagree')
 
     // A bare http-proxy-3 passthrough to the engine (no keys, no tokens, nothing else) in a
     // process of its own, on its classic path (bench/gateway.ts: the cheaper of its two).
-    raw.bare = await forkGateway({}, [], { kind: 'classic', target: `http://127.0.0.1:${enginePort}`, keepAliveMs: config.gateway.upstream_keepalive_ms })
+    raw.bare = await forkGateway({}, [], {
+      kind: 'classic',
+      target: `http://127.0.0.1:${enginePort}`,
+      keepAliveMs: config.gateway.upstream_keepalive_ms,
+    })
     const bareProc = raw.bare
     // The floor: a bare undici passthrough (the gateway's own upstream client, nothing else).
-    raw.bareUndici = await forkGateway({}, [], { kind: 'undici', target: `http://127.0.0.1:${enginePort}`, keepAliveMs: config.gateway.upstream_keepalive_ms })
+    raw.bareUndici = await forkGateway({}, [], {
+      kind: 'undici',
+      target: `http://127.0.0.1:${enginePort}`,
+      keepAliveMs: config.gateway.upstream_keepalive_ms,
+    })
     const bareUndiciProc = raw.bareUndici
 
     const gwHeaders = { apikey: file.keys.public, authorization: `Bearer ${userToken}` }
     const engineHeaders = { authorization: `Bearer ${upstreamToken}` }
-    const scenarios: Array<{ name: string, description: string, url: string, headers?: Record<string, string>, otherCpu?: Array<() => Promise<{ user: number, system: number }>> }> = [
-      { name: 'raw-pg', description: `node:http + pg.Pool(max ${cap}): BEGIN READ ONLY, the settings statement, the main statement, COMMIT`, url: `http://127.0.0.1:${rawPort}/` },
-      { name: 'raw-pg-prepared', description: 'the same, the main statement prepared once per connection (as the engine prepares it), one round trip per statement', url: `http://127.0.0.1:${rawPreparedPort}/` },
-      { name: 'engine', description: 'REST engine directly: upstream token (cached), plan cache, same statements sent in one round trip, pool of the same size', url: engineUrl, headers: engineHeaders },
-      { name: 'bare-proxy-process', description: 'a bare http-proxy-3 passthrough (classic path, keep-alive agent, nothing else) in a process of its own -> engine; CPU of both processes (the proxy\'s in brackets)', url: `http://127.0.0.1:${bareProc.port}/${database}/books?${QUERY}`, headers: engineHeaders, otherCpu: [bareProc.cpu] },
-      { name: 'bare-undici-process', description: 'a bare undici Pool.dispatch() passthrough (keep-alive pool, streaming, nothing else) in a process of its own -> engine: the floor under any Node proxy; CPU of both processes (the proxy\'s in brackets)', url: `http://127.0.0.1:${bareUndiciProc.port}/${database}/books?${QUERY}`, headers: engineHeaders, otherCpu: [bareUndiciProc.cpu] },
-      { name: 'gateway', description: 'gateway (public key + user JWT, re-signed upstream token, default limit) -> engine, in this process', url: `http://127.0.0.1:${gwPort}/${database}/rest/v1/books?${QUERY}`, headers: gwHeaders },
-      { name: 'gateway-process', description: 'the same gateway in a process of its own (as deployed) -> engine; CPU of both processes (the gateway\'s in brackets)', url: `http://127.0.0.1:${gwProc.port}/${database}/rest/v1/books?${QUERY}`, headers: gwHeaders, otherCpu: [gwProc.cpu] }
+    const scenarios: Array<{
+      name: string
+      description: string
+      url: string
+      headers?: Record<string, string>
+      otherCpu?: Array<() => Promise<{ user: number; system: number }>>
+    }> = [
+      {
+        name: 'raw-pg',
+        description: `node:http + pg.Pool(max ${cap}): BEGIN READ ONLY, the settings statement, the main statement, COMMIT`,
+        url: `http://127.0.0.1:${rawPort}/`,
+      },
+      {
+        name: 'raw-pg-prepared',
+        description:
+          'the same, the main statement prepared once per connection (as the engine prepares it), one round trip per statement',
+        url: `http://127.0.0.1:${rawPreparedPort}/`,
+      },
+      {
+        name: 'engine',
+        description:
+          'REST engine directly: upstream token (cached), plan cache, same statements sent in one round trip, pool of the same size',
+        url: engineUrl,
+        headers: engineHeaders,
+      },
+      {
+        name: 'bare-proxy-process',
+        description:
+          "a bare http-proxy-3 passthrough (classic path, keep-alive agent, nothing else) in a process of its own -> engine; CPU of both processes (the proxy's in brackets)",
+        url: `http://127.0.0.1:${bareProc.port}/${database}/books?${QUERY}`,
+        headers: engineHeaders,
+        otherCpu: [bareProc.cpu],
+      },
+      {
+        name: 'bare-undici-process',
+        description:
+          "a bare undici Pool.dispatch() passthrough (keep-alive pool, streaming, nothing else) in a process of its own -> engine: the floor under any Node proxy; CPU of both processes (the proxy's in brackets)",
+        url: `http://127.0.0.1:${bareUndiciProc.port}/${database}/books?${QUERY}`,
+        headers: engineHeaders,
+        otherCpu: [bareUndiciProc.cpu],
+      },
+      {
+        name: 'gateway',
+        description:
+          'gateway (public key + user JWT, re-signed upstream token, default limit) -> engine, in this process',
+        url: `http://127.0.0.1:${gwPort}/${database}/rest/v1/books?${QUERY}`,
+        headers: gwHeaders,
+      },
+      {
+        name: 'gateway-process',
+        description:
+          "the same gateway in a process of its own (as deployed) -> engine; CPU of both processes (the gateway's in brackets)",
+        url: `http://127.0.0.1:${gwProc.port}/${database}/rest/v1/books?${QUERY}`,
+        headers: gwHeaders,
+        otherCpu: [gwProc.cpu],
+      },
     ]
     const only = process.env.BENCH_ONLY
     if (only !== undefined) {
       // Profiling aid: one scenario only, no report written.
       const sc = scenarios.find((x) => x.name === only)
       if (sc === undefined) throw new Error(`BENCH_ONLY: one of ${scenarios.map((x) => x.name).join(', ')}`)
-      const s = await measure(sc.name, sc.description, { url: sc.url, seconds, connections, headers: sc.headers, otherCpu: sc.otherCpu })
-      return { name: 'rest-read-only', title: only, startedAt, secondsPerScenario: seconds, connections, scenarios: [s], ratios: [], notes: [], environment: environment() }
+      const s = await measure(sc.name, sc.description, {
+        url: sc.url,
+        seconds,
+        connections,
+        headers: sc.headers,
+        otherCpu: sc.otherCpu,
+      })
+      return {
+        name: 'rest-read-only',
+        title: only,
+        startedAt,
+        secondsPerScenario: seconds,
+        connections,
+        scenarios: [s],
+        ratios: [],
+        notes: [],
+        environment: environment(),
+      }
     }
 
     const runs = new Map<string, BenchScenario[]>(scenarios.map((x) => [x.name, []]))
     for (let i = 0; i < rounds; i++) {
       for (const sc of scenarios) {
-        runs.get(sc.name)!.push(await measure(sc.name, sc.description, { url: sc.url, seconds, connections, headers: sc.headers, otherCpu: sc.otherCpu }))
+        runs
+          .get(sc.name)!
+          .push(
+            await measure(sc.name, sc.description, {
+              url: sc.url,
+              seconds,
+              connections,
+              headers: sc.headers,
+              otherCpu: sc.otherCpu,
+            }),
+          )
       }
     }
     // Interference from other processes only ever slows a round down: the best round counts.
-    const best = (name: string): BenchScenario => runs.get(name)!.reduce((a, b) => (b.requestsPerSec > a.requestsPerSec ? b : a))
+    const best = (name: string): BenchScenario =>
+      runs.get(name)!.reduce((a, b) => (b.requestsPerSec > a.requestsPerSec ? b : a))
     // ... and only ever inflates the CPU per request: the least of the rounds counts.
-    const leastCpu = (name: string): BenchScenario => runs.get(name)!.reduce((a, b) => ((b.cpuUsPerRequest ?? Infinity) < (a.cpuUsPerRequest ?? Infinity) ? b : a))
-    const [rawS, rawP, eng, bare, bareU, gw, gwP] = scenarios.map((x) => best(x.name)) as [BenchScenario, BenchScenario, BenchScenario, BenchScenario, BenchScenario, BenchScenario, BenchScenario]
-    for (const [n, r] of runs) notes.push(`${n} rounds: ${r.map((x) => `${x.requestsPerSec} req/s, ${x.cpuUsPerRequest} µs CPU/req`).join('; ')}`)
+    const leastCpu = (name: string): BenchScenario =>
+      runs.get(name)!.reduce((a, b) => ((b.cpuUsPerRequest ?? Infinity) < (a.cpuUsPerRequest ?? Infinity) ? b : a))
+    const [rawS, rawP, eng, bare, bareU, gw, gwP] = scenarios.map((x) => best(x.name)) as [
+      BenchScenario,
+      BenchScenario,
+      BenchScenario,
+      BenchScenario,
+      BenchScenario,
+      BenchScenario,
+      BenchScenario,
+    ]
+    for (const [n, r] of runs)
+      notes.push(
+        `${n} rounds: ${r.map((x) => `${x.requestsPerSec} req/s, ${x.cpuUsPerRequest} µs CPU/req`).join('; ')}`,
+      )
     for (const s of [rawS, rawP, eng, bare, bareU, gw, gwP]) {
-      if (s.errors + s.timeouts + s.non2xx > 0) notes.push(`${s.name}: ${s.errors} errors, ${s.timeouts} timeouts, ${s.non2xx} non-2xx answers`)
+      if (s.errors + s.timeouts + s.non2xx > 0)
+        notes.push(`${s.name}: ${s.errors} errors, ${s.timeouts} timeouts, ${s.non2xx} non-2xx answers`)
     }
     notes.push(`Query: GET /books?${QUERY} (2000 books, RLS policy with auth.uid(), 20 rows with an embedded author).`)
-    notes.push('Postgres runs on the same machine; the raw servers, the engine and the gateway share this process (bare-proxy-process and gateway-process: the proxy in a child process); autocannon runs in a child process. CPU µs/req is the CPU of the processes under test per request (Postgres not included); in brackets, the child process\'s share.')
+    notes.push(
+      "Postgres runs on the same machine; the raw servers, the engine and the gateway share this process (bare-proxy-process and gateway-process: the proxy in a child process); autocannon runs in a child process. CPU µs/req is the CPU of the processes under test per request (Postgres not included); in brackets, the child process's share.",
+    )
     // Both goals from the runs with the proxy in its own process: its CPU per request is
     // that process's, the engine's is this process's in the same run (the same requests).
     const engineShare = (x: BenchScenario): number => (x.cpuUsPerRequest ?? 0) - (x.otherCpuUsPerRequest ?? 0)
-    const leastOwn = (name: string): BenchScenario => runs.get(name)!.reduce((a, b) => ((b.otherCpuUsPerRequest ?? Infinity) < (a.otherCpuUsPerRequest ?? Infinity) ? b : a))
+    const leastOwn = (name: string): BenchScenario =>
+      runs
+        .get(name)!
+        .reduce((a, b) => ((b.otherCpuUsPerRequest ?? Infinity) < (a.otherCpuUsPerRequest ?? Infinity) ? b : a))
     const gwOwn = leastOwn('gateway-process')
     const bareOwn = leastOwn('bare-proxy-process')
     const floorOwn = leastOwn('bare-undici-process')
-    notes.push(`The gateway's own CPU per proxied request is the gateway process's CPU over the requests it proxied (${gwOwn.otherCpuUsPerRequest} µs, its least round); the engine's is this process's CPU per request in that same round (${engineShare(gwOwn)} µs; the raw servers and the in-process gateway sit idle meanwhile). The bare http-proxy-3 process used ${bareOwn.otherCpuUsPerRequest} µs per request (least round), the bare undici passthrough ${floorOwn.otherCpuUsPerRequest} µs.`)
-    notes.push(`The floor under any Node proxy (the goal is the gateway within 1.2x of it): a bare undici passthrough, which does nothing but the HTTP hop (read the request, write it upstream, read the answer, write it back), costs ${floorOwn.otherCpuUsPerRequest} µs per request (${floorOwn.otherSystemUsPerRequest} µs of it system time: two socket reads and two writes per request, each waking a process; the rest is Node's HTTP server and undici), ${Math.round(100 * (floorOwn.otherCpuUsPerRequest ?? 0) / Math.max(1, engineShare(floorOwn)))}% of the engine's ${engineShare(floorOwn)} µs in its run, which no proxy in Node goes below. The gateway's own work is what it costs over that floor (its process: ${gwOwn.otherSystemUsPerRequest} µs system time).`)
+    notes.push(
+      `The gateway's own CPU per proxied request is the gateway process's CPU over the requests it proxied (${gwOwn.otherCpuUsPerRequest} µs, its least round); the engine's is this process's CPU per request in that same round (${engineShare(gwOwn)} µs; the raw servers and the in-process gateway sit idle meanwhile). The bare http-proxy-3 process used ${bareOwn.otherCpuUsPerRequest} µs per request (least round), the bare undici passthrough ${floorOwn.otherCpuUsPerRequest} µs.`,
+    )
+    notes.push(
+      `The floor under any Node proxy (the goal is the gateway within 1.2x of it): a bare undici passthrough, which does nothing but the HTTP hop (read the request, write it upstream, read the answer, write it back), costs ${floorOwn.otherCpuUsPerRequest} µs per request (${floorOwn.otherSystemUsPerRequest} µs of it system time: two socket reads and two writes per request, each waking a process; the rest is Node's HTTP server and undici), ${Math.round((100 * (floorOwn.otherCpuUsPerRequest ?? 0)) / Math.max(1, engineShare(floorOwn)))}% of the engine's ${engineShare(floorOwn)} µs in its run, which no proxy in Node goes below. The gateway's own work is what it costs over that floor (its process: ${gwOwn.otherSystemUsPerRequest} µs system time).`,
+    )
     const report: BenchReport = {
       name: 'rest-read',
       title: 'REST engine read against raw pg (same statements, same pool size)',
@@ -216,36 +378,67 @@ export async function run (): Promise<BenchReport> {
       scenarios: [rawS, rawP, eng, bare, bareU, gw, gwP],
       ratios: [
         ratio('engine / raw-pg', 'req/s of the engine over raw pg running the same statements', eng, rawS, 0.7),
-        ratio('engine / raw-pg-prepared', 'req/s of the engine over raw pg with the main statement prepared too', eng, rawP, 1),
+        ratio(
+          'engine / raw-pg-prepared',
+          'req/s of the engine over raw pg with the main statement prepared too',
+          eng,
+          rawP,
+          1,
+        ),
         cpuRatio('engine / raw-pg (CPU)', "raw pg's CPU per request over the engine's (this process only)", eng, rawS),
-        cpuRatio('engine / raw-pg-prepared (CPU)', "least CPU per request of raw pg prepared over the engine's (all rounds, this process only): the req/s ratio on a machine with nothing else running", leastCpu('engine'), leastCpu('raw-pg-prepared'), 1),
+        cpuRatio(
+          'engine / raw-pg-prepared (CPU)',
+          "least CPU per request of raw pg prepared over the engine's (all rounds, this process only): the req/s ratio on a machine with nothing else running",
+          leastCpu('engine'),
+          leastCpu('raw-pg-prepared'),
+          1,
+        ),
         ratio('gateway / engine', 'req/s through the gateway over the engine directly', gw, eng, 0.9),
-        ratio('bare-proxy-process / engine', 'req/s through a bare http-proxy-3 hop (own process) over the engine directly', bare, eng),
-        ratio('gateway-process / engine', 'req/s through the gateway in its own process over the engine directly', gwP, eng),
-        atMost("the gateway's own CPU per proxied read <= 1.2x the bare undici passthrough's",
+        ratio(
+          'bare-proxy-process / engine',
+          'req/s through a bare http-proxy-3 hop (own process) over the engine directly',
+          bare,
+          eng,
+        ),
+        ratio(
+          'gateway-process / engine',
+          'req/s through the gateway in its own process over the engine directly',
+          gwP,
+          eng,
+        ),
+        atMost(
+          "the gateway's own CPU per proxied read <= 1.2x the bare undici passthrough's",
           `the gateway process's CPU per request (${gwOwn.otherCpuUsPerRequest} µs) over the bare undici passthrough process's (${floorOwn.otherCpuUsPerRequest} µs), both in front of the engine, least rounds`,
-          (gwOwn.otherCpuUsPerRequest ?? 0) / Math.max(1, floorOwn.otherCpuUsPerRequest ?? 0), 1.2),
+          (gwOwn.otherCpuUsPerRequest ?? 0) / Math.max(1, floorOwn.otherCpuUsPerRequest ?? 0),
+          1.2,
+        ),
         {
           name: "the gateway's own CPU per proxied request / the REST engine's",
           description: `the gateway process's CPU per request (${gwOwn.otherCpuUsPerRequest} µs) over the engine's in the same run (${engineShare(gwOwn)} µs): shown, no goal (the bare hop alone is more than half of it)`,
-          value: Math.round(1000 * (gwOwn.otherCpuUsPerRequest ?? 0) / Math.max(1, engineShare(gwOwn))) / 1000
+          value: Math.round((1000 * (gwOwn.otherCpuUsPerRequest ?? 0)) / Math.max(1, engineShare(gwOwn))) / 1000,
         },
-        atLeast('gateway vs bare http-proxy-3 >= 0.9 in CPU per request',
+        atLeast(
+          'gateway vs bare http-proxy-3 >= 0.9 in CPU per request',
           `the bare http-proxy-3 process's CPU per request (${bareOwn.otherCpuUsPerRequest} µs) over the gateway process's (${gwOwn.otherCpuUsPerRequest} µs), both in front of the engine`,
-          (bareOwn.otherCpuUsPerRequest ?? 0) / Math.max(1, gwOwn.otherCpuUsPerRequest ?? 0), 0.9),
+          (bareOwn.otherCpuUsPerRequest ?? 0) / Math.max(1, gwOwn.otherCpuUsPerRequest ?? 0),
+          0.9,
+        ),
         {
           name: 'gateway vs bare undici (CPU, own process)',
           description: `the bare undici passthrough's CPU per request (${floorOwn.otherCpuUsPerRequest} µs) over the gateway process's (${gwOwn.otherCpuUsPerRequest} µs): 1 would be a gateway whose own work costs nothing`,
-          value: Math.round(1000 * (floorOwn.otherCpuUsPerRequest ?? 0) / Math.max(1, gwOwn.otherCpuUsPerRequest ?? 0)) / 1000
+          value:
+            Math.round((1000 * (floorOwn.otherCpuUsPerRequest ?? 0)) / Math.max(1, gwOwn.otherCpuUsPerRequest ?? 0)) /
+            1000,
         },
         {
           name: 'bare undici / engine (CPU)',
-          description: 'the bare undici passthrough\'s own CPU per request over the engine\'s in the same run: the least share of the engine\'s CPU a Node proxy in front of it reaches',
-          value: Math.round(1000 * (floorOwn.otherCpuUsPerRequest ?? 0) / Math.max(1, engineShare(floorOwn))) / 1000
-        }
+          description:
+            "the bare undici passthrough's own CPU per request over the engine's in the same run: the least share of the engine's CPU a Node proxy in front of it reaches",
+          value: Math.round((1000 * (floorOwn.otherCpuUsPerRequest ?? 0)) / Math.max(1, engineShare(floorOwn))) / 1000,
+        },
       ],
       notes,
-      environment: environment()
+      environment: environment(),
     }
     writeResult(report)
     return report
@@ -254,7 +447,10 @@ export async function run (): Promise<BenchReport> {
     await raw.gw?.close()
     await engine.close()
     for (const srv of [raw.server, raw.prepared]) {
-      if (srv) { srv.closeAllConnections(); await new Promise<void>((resolve) => srv.close(() => resolve())) }
+      if (srv) {
+        srv.closeAllConnections()
+        await new Promise<void>((resolve) => srv.close(() => resolve()))
+      }
     }
     await raw.bare?.close()
     await raw.bareUndici?.close()

@@ -13,7 +13,18 @@ import { buildRestEngine } from '../src/rest/index.js'
 import { buildGateway } from '../src/gateway/index.js'
 import { signHS256 } from '../src/shared/index.js'
 import pg from 'pg'
-import { benchSeconds, devNullLogger, cpuRatio, environment, formatReport, measure, ratio, writeResult, type BenchReport, type BenchScenario } from './lib.js'
+import {
+  benchSeconds,
+  devNullLogger,
+  cpuRatio,
+  environment,
+  formatReport,
+  measure,
+  ratio,
+  writeResult,
+  type BenchReport,
+  type BenchScenario,
+} from './lib.js'
 
 const SCHEMA = `
 CREATE TABLE events (
@@ -26,14 +37,22 @@ SELECT platform.grant('SELECT, INSERT', 'events', 'anon');
 `
 const BODY = JSON.stringify({ kind: 'page_view', payload: { path: '/pricing', ref: 'newsletter', n: 3 } })
 
-export async function run (): Promise<BenchReport> {
+export async function run(): Promise<BenchReport> {
   const adminUrl = process.env.DATABASE_URL
   if (!adminUrl) throw new Error('DATABASE_URL is not set: run through `npm run bench` (scripts/with-services.mjs)')
   const seconds = benchSeconds()
   const connections = Number(process.env.BENCH_CONNECTIONS ?? 32)
   const rounds = Math.max(1, Number(process.env.BENCH_ROUNDS ?? 2))
   const startedAt = new Date().toISOString()
-  const config = loadConfig({ env: {}, overrides: { public_url: 'http://127.0.0.1:8000', log: { level: 'info' }, gateway: { port: 0, client_max_inflight_share: 1 }, rest: { port: 0 } } })
+  const config = loadConfig({
+    env: {},
+    overrides: {
+      public_url: 'http://127.0.0.1:8000',
+      log: { level: 'info' },
+      gateway: { port: 0, client_max_inflight_share: 1 },
+      rest: { port: 0 },
+    },
+  })
 
   const tenants = new Map<string, Tenant>()
   const lookup = { get: async (db: string) => tenants.get(db) ?? null }
@@ -48,7 +67,7 @@ export async function run (): Promise<BenchReport> {
     database,
     organization: 'org_bench',
     publicUrl: config.public_url,
-    upstreams: { auth: 'http://127.0.0.1:9/unused', rest: `http://127.0.0.1:${enginePort}/${database}` }
+    upstreams: { auth: 'http://127.0.0.1:9/unused', rest: `http://127.0.0.1:${enginePort}/${database}` },
   })
   const tenant = toTenant(file)
   tenants.set(database, tenant)
@@ -61,7 +80,10 @@ export async function run (): Promise<BenchReport> {
     await gateway.listen({ port: 0, host: '127.0.0.1' })
     const gwPort = (gateway.server.address() as AddressInfo).port
 
-    const upstreamToken = await signHS256({ role: tenant.roles.anon }, { secret: file.jwt.upstream_secret, expiresInSeconds: 3600 })
+    const upstreamToken = await signHS256(
+      { role: tenant.roles.anon },
+      { secret: file.jwt.upstream_secret, expiresInSeconds: 3600 },
+    )
     const engineUrl = `http://127.0.0.1:${enginePort}/${database}/events`
     const gatewayUrl = `http://127.0.0.1:${gwPort}/${database}/rest/v1/events`
     const json = { 'content-type': 'application/json' }
@@ -74,7 +96,8 @@ export async function run (): Promise<BenchReport> {
     const a = await post(engineUrl, engineHeaders)
     const b = await post(gatewayUrl, gatewayHeaders)
     const c = await post(engineUrl, { ...engineHeaders, prefer: 'return=representation' })
-    if (a.status !== 201 || b.status !== 201 || c.status !== 201) throw new Error(`inserts answered ${a.status}, ${b.status}, ${c.status}`)
+    if (a.status !== 201 || b.status !== 201 || c.status !== 201)
+      throw new Error(`inserts answered ${a.status}, ${b.status}, ${c.status}`)
     const before = Number((await owner.query('SELECT count(*) AS n FROM events')).rows[0].n)
     if (before !== 3) throw new Error(`expected 3 rows after the checks, found ${before}`)
 
@@ -82,30 +105,69 @@ export async function run (): Promise<BenchReport> {
     const gwRuns: BenchScenario[] = []
     const reprRuns: BenchScenario[] = []
     for (let i = 0; i < rounds; i++) {
-      engineRuns.push(await measure('engine insert', 'POST one row to the REST engine directly (upstream token, return=minimal)', {
-        url: engineUrl, seconds, connections, method: 'POST', headers: engineHeaders, body: BODY
-      }))
-      gwRuns.push(await measure('gateway insert', 'POST one row through the gateway (public key, re-signed upstream token) -> engine', {
-        url: gatewayUrl, seconds, connections, method: 'POST', headers: gatewayHeaders, body: BODY
-      }))
-      reprRuns.push(await measure('engine insert + representation', 'the same insert with Prefer: return=representation (the row comes back as JSON)', {
-        url: engineUrl, seconds, connections, method: 'POST', headers: { ...engineHeaders, prefer: 'return=representation' }, body: BODY
-      }))
+      engineRuns.push(
+        await measure('engine insert', 'POST one row to the REST engine directly (upstream token, return=minimal)', {
+          url: engineUrl,
+          seconds,
+          connections,
+          method: 'POST',
+          headers: engineHeaders,
+          body: BODY,
+        }),
+      )
+      gwRuns.push(
+        await measure(
+          'gateway insert',
+          'POST one row through the gateway (public key, re-signed upstream token) -> engine',
+          {
+            url: gatewayUrl,
+            seconds,
+            connections,
+            method: 'POST',
+            headers: gatewayHeaders,
+            body: BODY,
+          },
+        ),
+      )
+      reprRuns.push(
+        await measure(
+          'engine insert + representation',
+          'the same insert with Prefer: return=representation (the row comes back as JSON)',
+          {
+            url: engineUrl,
+            seconds,
+            connections,
+            method: 'POST',
+            headers: { ...engineHeaders, prefer: 'return=representation' },
+            body: BODY,
+          },
+        ),
+      )
     }
-    const best = (runs: BenchScenario[]): BenchScenario => runs.reduce((x, y) => (y.requestsPerSec > x.requestsPerSec ? y : x))
+    const best = (runs: BenchScenario[]): BenchScenario =>
+      runs.reduce((x, y) => (y.requestsPerSec > x.requestsPerSec ? y : x))
     const eng = best(engineRuns)
     const gw = best(gwRuns)
     const repr = best(reprRuns)
-    for (const [n, runs] of [['engine', engineRuns], ['gateway', gwRuns], ['representation', reprRuns]] as const) {
-      notes.push(`${n} rounds: ${runs.map((r) => `${r.requestsPerSec} req/s, ${r.cpuUsPerRequest} µs CPU/req`).join('; ')}`)
+    for (const [n, runs] of [
+      ['engine', engineRuns],
+      ['gateway', gwRuns],
+      ['representation', reprRuns],
+    ] as const) {
+      notes.push(
+        `${n} rounds: ${runs.map((r) => `${r.requestsPerSec} req/s, ${r.cpuUsPerRequest} µs CPU/req`).join('; ')}`,
+      )
     }
     for (const s of [eng, gw, repr]) {
-      if (s.errors + s.timeouts + s.non2xx > 0) notes.push(`${s.name}: ${s.errors} errors, ${s.timeouts} timeouts, ${s.non2xx} non-2xx answers`)
+      if (s.errors + s.timeouts + s.non2xx > 0)
+        notes.push(`${s.name}: ${s.errors} errors, ${s.timeouts} timeouts, ${s.non2xx} non-2xx answers`)
     }
     const after = Number((await owner.query('SELECT count(*) AS n FROM events')).rows[0].n)
     await owner.end()
     notes.push(`${after - before} rows inserted during the run (one per 2xx answer, warm-ups included).`)
-    notes.push('Every request is its own READ WRITE transaction with a commit; Postgres (synchronous_commit as configured by the wrapper) runs on the same machine. The engine and the gateway share this process; autocannon runs in a child process.')
+    notes.push(
+      'Every request is its own READ WRITE transaction with a commit; Postgres (synchronous_commit as configured by the wrapper) runs on the same machine. The engine and the gateway share this process; autocannon runs in a child process.',
+    )
     const report: BenchReport = {
       name: 'rest-write',
       title: 'REST engine single-row insert: gateway against the engine directly',
@@ -115,11 +177,16 @@ export async function run (): Promise<BenchReport> {
       scenarios: [eng, gw, repr],
       ratios: [
         ratio('gateway / engine (insert)', 'req/s of inserts through the gateway over the engine directly', gw, eng),
-        cpuRatio('gateway / engine (insert, CPU)', "the engine's CPU per insert over the gateway path's (this process only)", gw, eng),
-        ratio('representation / minimal', 'req/s with return=representation over return=minimal (engine)', repr, eng)
+        cpuRatio(
+          'gateway / engine (insert, CPU)',
+          "the engine's CPU per insert over the gateway path's (this process only)",
+          gw,
+          eng,
+        ),
+        ratio('representation / minimal', 'req/s with return=representation over return=minimal (engine)', repr, eng),
       ],
       notes,
-      environment: environment()
+      environment: environment(),
     }
     writeResult(report)
     return report

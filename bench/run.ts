@@ -8,7 +8,10 @@ import { pathToFileURL } from 'node:url'
 import { BENCH_DIR, RESULTS_DIR, formatReport, type BenchReport } from './lib.js'
 import { renderChart } from './chart.js'
 
-interface Failure { name: string, error: string }
+interface Failure {
+  name: string
+  error: string
+}
 
 const wanted = new Set(process.argv.slice(2))
 const names = readdirSync(BENCH_DIR)
@@ -22,7 +25,9 @@ const failures: Failure[] = []
 for (const name of names) {
   process.stdout.write(`# bench ${name} ...\n`)
   try {
-    const mod = await import(pathToFileURL(path.join(BENCH_DIR, `${name}.ts`)).href) as { run?: () => Promise<BenchReport> }
+    const mod = (await import(pathToFileURL(path.join(BENCH_DIR, `${name}.ts`)).href)) as {
+      run?: () => Promise<BenchReport>
+    }
     if (typeof mod.run !== 'function') throw new Error('exports no run()')
     const report = await mod.run()
     reports.push(report)
@@ -40,13 +45,17 @@ const at = new Date().toISOString()
 // keeps the others from the previous run (each report carries its own startedAt).
 if (wanted.size > 0) {
   try {
-    const previous = JSON.parse(readFileSync(path.join(RESULTS_DIR, 'latest.json'), 'utf8')) as { reports?: BenchReport[] }
+    const previous = JSON.parse(readFileSync(path.join(RESULTS_DIR, 'latest.json'), 'utf8')) as {
+      reports?: BenchReport[]
+    }
     const fresh = new Set(reports.map((r) => r.name))
     const failed = new Set(failures.map((f) => f.name))
     const kept = (previous.reports ?? []).filter((r) => !fresh.has(r.name) && !failed.has(r.name))
     reports.push(...kept)
     reports.sort((a, b) => a.name.localeCompare(b.name))
-  } catch { /* no previous results */ }
+  } catch {
+    /* no previous results */
+  }
 }
 writeFileSync(path.join(RESULTS_DIR, 'latest.json'), JSON.stringify({ at, reports, failures }, null, 2) + '\n')
 const md = [
@@ -57,14 +66,18 @@ const md = [
   '![throughput and latency per scenario](latest.svg)',
   '',
   ...reports.map(formatReport),
-  ...failures.map((f) => `## ${f.name}: FAILED\n\n\`\`\`\n${f.error}\n\`\`\`\n`)
+  ...failures.map((f) => `## ${f.name}: FAILED\n\n\`\`\`\n${f.error}\n\`\`\`\n`),
 ].join('\n')
 writeFileSync(path.join(RESULTS_DIR, 'latest.md'), md)
 writeFileSync(path.join(RESULTS_DIR, 'latest.svg'), renderChart(reports))
-process.stdout.write(`wrote ${path.relative(process.cwd(), path.join(RESULTS_DIR, 'latest.md'))} and latest.json (${reports.length} reports, ${failures.length} failed)\n`)
+process.stdout.write(
+  `wrote ${path.relative(process.cwd(), path.join(RESULTS_DIR, 'latest.md'))} and latest.json (${reports.length} reports, ${failures.length} failed)\n`,
+)
 const missed = reports.flatMap((r) => [
-  ...r.ratios.filter((q) => q.ok === false).map((q) => `${r.name}: ${q.name} ${q.value} ${q.atMost === true ? '>' : '<'} ${q.target}`),
-  ...(r.goals ?? []).filter((g) => !g.met).map((g) => `${r.name}: ${g.name} ${g.value}, goal ${g.goal}`)
+  ...r.ratios
+    .filter((q) => q.ok === false)
+    .map((q) => `${r.name}: ${q.name} ${q.value} ${q.atMost === true ? '>' : '<'} ${q.target}`),
+  ...(r.goals ?? []).filter((g) => !g.met).map((g) => `${r.name}: ${g.name} ${g.value}, goal ${g.goal}`),
 ])
 if (missed.length) process.stdout.write(`targets not met:\n  ${missed.join('\n  ')}\n`)
 process.exit(failures.length ? 1 : 0)

@@ -26,7 +26,15 @@ import { createRedisStore, toTenant, type Tenant } from '../src/tenants/index.js
 import { signHS256 } from '../src/shared/index.js'
 import { openBenchCluster, type BenchCluster } from './support/tenant-cluster.js'
 import type { ChildMessage, ChildReply, HeapNumbers, PoolNumbers, RecordNumbers } from './support/tenant-child.js'
-import { BENCH_DIR, environment, formatReport, writeResult, type BenchGoal, type BenchReport, type BenchScenario } from './lib.js'
+import {
+  BENCH_DIR,
+  environment,
+  formatReport,
+  writeResult,
+  type BenchGoal,
+  type BenchReport,
+  type BenchScenario,
+} from './lib.js'
 
 const CHILD = path.join(path.dirname(fileURLToPath(import.meta.url)), 'support', 'tenant-child.ts')
 /**
@@ -37,14 +45,19 @@ const IDLE_MS = 15 * 60_000
 /** A read with an embedded to-one relation, 10 rows. */
 const QUERY = '/items?select=id,name,price,categories(name)&order=id&limit=10'
 
-function percentile (sorted: readonly number[], p: number): number {
+function percentile(sorted: readonly number[], p: number): number {
   if (sorted.length === 0) return 0
   return sorted[Math.min(sorted.length - 1, Math.max(0, Math.ceil((p / 100) * sorted.length) - 1))] as number
 }
 
-function summary (values: readonly number[]): { p50: number, p99: number, max: number, mean: number } {
+function summary(values: readonly number[]): { p50: number; p99: number; max: number; mean: number } {
   const s = [...values].sort((a, b) => a - b)
-  return { p50: percentile(s, 50), p99: percentile(s, 99), max: s[s.length - 1] ?? 0, mean: s.length ? s.reduce((a, b) => a + b, 0) / s.length : 0 }
+  return {
+    p50: percentile(s, 50),
+    p99: percentile(s, 99),
+    max: s[s.length - 1] ?? 0,
+    mean: s.length ? s.reduce((a, b) => a + b, 0) / s.length : 0,
+  }
 }
 
 const r1 = (x: number): number => Math.round(x * 10) / 10
@@ -52,48 +65,79 @@ const r3 = (x: number): number => Math.round(x * 1000) / 1000
 
 interface Child {
   proc: ChildProcess
-  next <T extends ChildReply['type']> (type: T, timeoutMs?: number): Promise<Extract<ChildReply, { type: T }>>
-  send (m: ChildMessage): void
-  close (): Promise<void>
+  next<T extends ChildReply['type']>(type: T, timeoutMs?: number): Promise<Extract<ChildReply, { type: T }>>
+  send(m: ChildMessage): void
+  close(): Promise<void>
 }
 
-function forkChild (): Child {
-  const proc = fork(CHILD, [], { execArgv: ['--expose-gc', '--import', 'tsx'], stdio: ['ignore', 'inherit', 'inherit', 'ipc'] })
+function forkChild(): Child {
+  const proc = fork(CHILD, [], {
+    execArgv: ['--expose-gc', '--import', 'tsx'],
+    stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
+  })
   return {
     proc,
-    next (type, timeoutMs = 600_000) {
+    next(type, timeoutMs = 600_000) {
       return new Promise((resolve, reject) => {
-        const timer = setTimeout(() => { cleanup(); reject(new Error(`bench child: no ${type} after ${timeoutMs} ms`)) }, timeoutMs)
+        const timer = setTimeout(() => {
+          cleanup()
+          reject(new Error(`bench child: no ${type} after ${timeoutMs} ms`))
+        }, timeoutMs)
         const onMessage = (m: ChildReply): void => {
-          if (m.type === 'error') { cleanup(); reject(new Error(`bench child: ${m.message}`)) } else if (m.type === type) { cleanup(); resolve(m as never) }
+          if (m.type === 'error') {
+            cleanup()
+            reject(new Error(`bench child: ${m.message}`))
+          } else if (m.type === type) {
+            cleanup()
+            resolve(m as never)
+          }
         }
-        const onExit = (code: number | null): void => { cleanup(); reject(new Error(`bench child exited with ${String(code)}`)) }
-        const cleanup = (): void => { clearTimeout(timer); proc.off('message', onMessage); proc.off('exit', onExit) }
+        const onExit = (code: number | null): void => {
+          cleanup()
+          reject(new Error(`bench child exited with ${String(code)}`))
+        }
+        const cleanup = (): void => {
+          clearTimeout(timer)
+          proc.off('message', onMessage)
+          proc.off('exit', onExit)
+        }
         proc.on('message', onMessage)
         proc.on('exit', onExit)
       })
     },
-    send (m) { proc.send(m) },
-    async close () {
+    send(m) {
+      proc.send(m)
+    },
+    async close() {
       if (proc.exitCode !== null || proc.signalCode !== null) return
       const exited = new Promise<void>((resolve) => proc.once('exit', () => resolve()))
       proc.send({ type: 'close' } satisfies ChildMessage)
       const timer = setTimeout(() => proc.kill('SIGKILL'), 20_000)
       await exited
       clearTimeout(timer)
-    }
+    },
   }
 }
 
-interface Answer { status: number, body: string, ms: number }
+interface Answer {
+  status: number
+  body: string
+  ms: number
+}
 
-function get (agent: http.Agent, port: number, urlPath: string, headers: Record<string, string>): Promise<Answer> {
+function get(agent: http.Agent, port: number, urlPath: string, headers: Record<string, string>): Promise<Answer> {
   return new Promise((resolve, reject) => {
     const t0 = performance.now()
     const req = http.request({ host: '127.0.0.1', port, path: urlPath, method: 'GET', headers, agent }, (res) => {
       const chunks: Buffer[] = []
       res.on('data', (c: Buffer) => chunks.push(c))
-      res.on('end', () => resolve({ status: res.statusCode ?? 0, body: Buffer.concat(chunks).toString('utf8'), ms: performance.now() - t0 }))
+      res.on('end', () =>
+        resolve({
+          status: res.statusCode ?? 0,
+          body: Buffer.concat(chunks).toString('utf8'),
+          ms: performance.now() - t0,
+        }),
+      )
       res.on('error', reject)
     })
     req.on('error', reject)
@@ -101,11 +145,23 @@ function get (agent: http.Agent, port: number, urlPath: string, headers: Record<
   })
 }
 
-function rowsOf (a: Answer): number {
-  try { const v = JSON.parse(a.body) as unknown; return Array.isArray(v) ? v.length : -1 } catch { return -1 }
+function rowsOf(a: Answer): number {
+  try {
+    const v = JSON.parse(a.body) as unknown
+    return Array.isArray(v) ? v.length : -1
+  } catch {
+    return -1
+  }
 }
 
-function scenario (name: string, description: string, ms: number[], wallMs: number, errors: number, non2xx: number): BenchScenario {
+function scenario(
+  name: string,
+  description: string,
+  ms: number[],
+  wallMs: number,
+  errors: number,
+  non2xx: number,
+): BenchScenario {
   const s = summary(ms)
   return {
     name,
@@ -116,14 +172,14 @@ function scenario (name: string, description: string, ms: number[], wallMs: numb
     requests: ms.length,
     errors,
     timeouts: 0,
-    non2xx
+    non2xx,
   }
 }
 
 const kb = (bytes: number): string => `${r1(bytes / 1024)} KB`
 
 /** CPU time (user + system) of the postmaster, its reaped children and its live children (backends), µs; null off Linux. */
-function postgresCpu (postmaster: number | undefined): number | null {
+function postgresCpu(postmaster: number | undefined): number | null {
   if (postmaster === undefined || process.platform !== 'linux') return null
   const fields = (pid: number | string): string[] => {
     const stat = readFileSync(`/proc/${pid}/stat`, 'utf8')
@@ -137,21 +193,27 @@ function postgresCpu (postmaster: number | undefined): number | null {
     try {
       const f = fields(name)
       if (Number(f[1]) === postmaster) ticks += Number(f[11]) + Number(f[12])
-    } catch { /* gone meanwhile */ }
+    } catch {
+      /* gone meanwhile */
+    }
   }
   return ticks * 10_000
 }
 
-interface PgWork { sessions: number, transactions: number }
+interface PgWork {
+  sessions: number
+  transactions: number
+}
 
 /** Sessions and transactions of `databases` (pg_stat_database) so far. */
-async function pgWork (adminUrl: string, databases: readonly string[]): Promise<PgWork> {
+async function pgWork(adminUrl: string, databases: readonly string[]): Promise<PgWork> {
   const c = new pg.Client({ connectionString: adminUrl })
   await c.connect()
   try {
-    const r = await c.query<{ sessions: string, transactions: string }>(
+    const r = await c.query<{ sessions: string; transactions: string }>(
       'SELECT coalesce(sum(sessions), 0) AS sessions, coalesce(sum(xact_commit + xact_rollback), 0) AS transactions FROM pg_stat_database WHERE datname = ANY ($1)',
-      [databases])
+      [databases],
+    )
     return { sessions: Number(r.rows[0]!.sessions), transactions: Number(r.rows[0]!.transactions) }
   } finally {
     await c.end()
@@ -163,7 +225,10 @@ async function pgWork (adminUrl: string, databases: readonly string[]): Promise<
  * request. Backends report their numbers when idle, at most every 10 s: the second call
  * waits until two reads a second apart agree (at most 15 s). Null when they cannot be read.
  */
-async function pgStatMeter (adminUrl: string, databases: readonly string[]): Promise<(requests: number) => Promise<PgWork | null>> {
+async function pgStatMeter(
+  adminUrl: string,
+  databases: readonly string[],
+): Promise<(requests: number) => Promise<PgWork | null>> {
   const before = await pgWork(adminUrl, databases).catch(() => null)
   return async (requests) => {
     if (before === null) return null
@@ -176,12 +241,15 @@ async function pgStatMeter (adminUrl: string, databases: readonly string[]): Pro
       if (settled && i >= 1) break
     }
     const n = Math.max(1, requests)
-    return { sessions: (last.sessions - before.sessions) / n, transactions: (last.transactions - before.transactions) / n }
+    return {
+      sessions: (last.sessions - before.sessions) / n,
+      transactions: (last.transactions - before.transactions) / n,
+    }
   }
 }
 
 /** The postmaster's child processes (backends and helpers) and their proportional memory (Linux /proc; null elsewhere). */
-function postgresMemory (postmaster: number | undefined): { processes: number, pssBytes: number } | null {
+function postgresMemory(postmaster: number | undefined): { processes: number; pssBytes: number } | null {
   if (postmaster === undefined || process.platform !== 'linux') return null
   let processes = 0
   let pss = 0
@@ -194,12 +262,14 @@ function postgresMemory (postmaster: number | undefined): { processes: number, p
       const m = /^Pss:\s+(\d+) kB/m.exec(readFileSync(`/proc/${name}/smaps_rollup`, 'utf8'))
       processes++
       pss += Number(m?.[1] ?? 0) * 1024
-    } catch { /* gone meanwhile */ }
+    } catch {
+      /* gone meanwhile */
+    }
   }
   return { processes, pssBytes: pss }
 }
 
-export async function run (): Promise<BenchReport> {
+export async function run(): Promise<BenchReport> {
   const redisUrl = process.env.REDIS_URL
   if (!redisUrl) throw new Error('REDIS_URL is not set: run through `npm run bench` (scripts/with-services.mjs)')
   const quick = process.env.BENCH_QUICK === '1'
@@ -211,7 +281,9 @@ export async function run (): Promise<BenchReport> {
   const dir = process.env.BENCH_TENANTS_DIR ?? path.join(BENCH_DIR, '..', '.gatehouse', 'bench-tenants')
   const startedAt = new Date().toISOString()
   const t0 = performance.now()
-  const log = (line: string): void => { process.stdout.write(`  ${line}\n`) }
+  const log = (line: string): void => {
+    process.stdout.write(`  ${line}\n`)
+  }
   const notes: string[] = []
   const goals: BenchGoal[] = []
   const scenarios: BenchScenario[] = []
@@ -224,21 +296,38 @@ export async function run (): Promise<BenchReport> {
   const agent = new http.Agent({ keepAlive: true, maxSockets: Infinity })
   try {
     if (cluster.provisionedNow > 0) {
-      notes.push(`This run provisioned ${cluster.provisionedNow} tenant databases in ${r1(cluster.provisionWallMs / 1000)} s (2 at a time); the others were kept from an earlier run in ${cluster.dir}.`)
+      notes.push(
+        `This run provisioned ${cluster.provisionedNow} tenant databases in ${r1(cluster.provisionWallMs / 1000)} s (2 at a time); the others were kept from an earlier run in ${cluster.dir}.`,
+      )
     } else {
-      notes.push(`All ${count} tenant databases were kept from an earlier run (${cluster.dir}); provisioning is not part of this run's time.`)
+      notes.push(
+        `All ${count} tenant databases were kept from an earlier run (${cluster.dir}); provisioning is not part of this run's time.`,
+      )
     }
     const prov = summary(cluster.tenants.map((t) => t.provisionMs))
-    notes.push(`Provisioning one tenant (provisionTenant: database, 6 roles, grants, platform + auth migrations; then 3 tables, a view, a policy, 55 rows, grants), as measured when each was made: p50 ${Math.round(prov.p50)} ms, p99 ${Math.round(prov.p99)} ms.`)
+    notes.push(
+      `Provisioning one tenant (provisionTenant: database, 6 roles, grants, platform + auth migrations; then 3 tables, a view, a policy, 55 rows, grants), as measured when each was made: p50 ${Math.round(prov.p50)} ms, p99 ${Math.round(prov.p99)} ms.`,
+    )
 
     // ---- the tenants' records in Redis, the engine reading them --------------------------
     const tenants: Tenant[] = cluster.tenants.map((t) => toTenant(t.file))
     for (let i = 0; i < tenants.length; i += 500) await store.putAll(tenants.slice(i, i + 500))
-    const tokens = await Promise.all(tenants.map((t) => signHS256({ role: t.roles.anon }, { secret: t.jwt.upstream_secret, expiresInSeconds: 3600 })))
+    const tokens = await Promise.all(
+      tenants.map((t) => signHS256({ role: t.roles.anon }, { secret: t.jwt.upstream_secret, expiresInSeconds: 3600 })),
+    )
     const engine = forkChild()
     children.push(engine)
     const listening = engine.next('listening')
-    engine.send({ type: 'start', role: 'engine', redisUrl, prefix, overrides: { log: { level: 'info' }, rest: { port: 0, pool_idle_ms: IDLE_MS, pool_max_tenants: Math.max(1000, count) } } })
+    engine.send({
+      type: 'start',
+      role: 'engine',
+      redisUrl,
+      prefix,
+      overrides: {
+        log: { level: 'info' },
+        rest: { port: 0, pool_idle_ms: IDLE_MS, pool_max_tenants: Math.max(1000, count) },
+      },
+    })
     const { port } = await listening
     const heapOf = async (): Promise<HeapNumbers> => {
       const p = engine.next('heap')
@@ -251,19 +340,24 @@ export async function run (): Promise<BenchReport> {
       return (await p).us
     }
     /** CPU of the engine and of Postgres between two calls, per request, µs. */
-    const cpuMeter = async (): Promise<(requests: number) => Promise<{ engine: number, postgres: number | null }>> => {
+    const cpuMeter = async (): Promise<(requests: number) => Promise<{ engine: number; postgres: number | null }>> => {
       const e0 = await engineCpu()
       const p0 = postgresCpu(cluster.pid)
       return async (requests) => {
         const e1 = await engineCpu()
         const p1 = postgresCpu(cluster.pid)
         const n = Math.max(1, requests)
-        return { engine: Math.round((e1 - e0) / n), postgres: p0 === null || p1 === null ? null : Math.round((p1 - p0) / n) }
+        return {
+          engine: Math.round((e1 - e0) / n),
+          postgres: p0 === null || p1 === null ? null : Math.round((p1 - p0) / n),
+        }
       }
     }
-    const withCpu = (s: BenchScenario, c: { engine: number, postgres: number | null }): BenchScenario =>
-      ({ ...s, cpuUsPerRequest: c.engine + (c.postgres ?? 0) })
-    const cpuText = (c: { engine: number, postgres: number | null }): string =>
+    const withCpu = (s: BenchScenario, c: { engine: number; postgres: number | null }): BenchScenario => ({
+      ...s,
+      cpuUsPerRequest: c.engine + (c.postgres ?? 0),
+    })
+    const cpuText = (c: { engine: number; postgres: number | null }): string =>
       `engine ${r1(c.engine / 1000)} ms${c.postgres === null ? '' : ` + Postgres ${r1(c.postgres / 1000)} ms`} CPU per request`
     const poolsOf = async (): Promise<PoolNumbers> => {
       const p = engine.next('pools')
@@ -272,7 +366,7 @@ export async function run (): Promise<BenchReport> {
     }
     const request = (i: number): Promise<Answer> =>
       get(agent, port, `/${tenants[i]!.database}${QUERY}`, { authorization: `Bearer ${tokens[i]!}` })
-    const checked = (a: Answer, bad: { errors: number, non2xx: number, firstError: string | null }): void => {
+    const checked = (a: Answer, bad: { errors: number; non2xx: number; firstError: string | null }): void => {
       if (a.status !== 200 || rowsOf(a) !== 10) {
         if (a.status === 200) bad.errors++
         else bad.non2xx++
@@ -287,7 +381,10 @@ export async function run (): Promise<BenchReport> {
     // ---- cold: the first request of every other tenant, one at a time --------------------
     const cold: number[] = []
     const coldBad = { errors: 0, non2xx: 0, firstError: null as string | null }
-    const coldStats = await pgStatMeter(cluster.adminUrl, tenants.slice(1).map((t) => t.database))
+    const coldStats = await pgStatMeter(
+      cluster.adminUrl,
+      tenants.slice(1).map((t) => t.database),
+    )
     const coldCpu = await cpuMeter()
     const coldStart = performance.now()
     for (let i = 1; i < count; i++) {
@@ -297,10 +394,22 @@ export async function run (): Promise<BenchReport> {
     }
     const coldWall = performance.now() - coldStart
     const coldC = await coldCpu(count - 1)
-    const coldS = withCpu(scenario('cold first request', `first request of each of ${count - 1} tenants, one at a time: tenant record from Redis, pool connection, schema cache (catalog queries), token, plan, transaction`, cold, coldWall, coldBad.errors, coldBad.non2xx), coldC)
+    const coldS = withCpu(
+      scenario(
+        'cold first request',
+        `first request of each of ${count - 1} tenants, one at a time: tenant record from Redis, pool connection, schema cache (catalog queries), token, plan, transaction`,
+        cold,
+        coldWall,
+        coldBad.errors,
+        coldBad.non2xx,
+      ),
+      coldC,
+    )
     scenarios.push(coldS)
     const coldWork = await coldStats(count - 1)
-    notes.push(`Cold first request: ${cpuText(coldC)}${coldWork === null ? '' : ` and ${r1(coldWork.sessions)} Postgres sessions, ${r1(coldWork.transactions)} transactions per tenant (pg_stat_database)`}: one pool connection (its log-in; the first connection to a database after Postgres started also rebuilds its relation cache file), the catalog queries in one round trip, the request's transaction in one more (it reads the schema version and, on a connection's first, says LISTEN pgrst). p50 ${coldS.p50Ms} ms, p99 ${coldS.p99Ms} ms, max ${r1(summary(cold).max)} ms.`)
+    notes.push(
+      `Cold first request: ${cpuText(coldC)}${coldWork === null ? '' : ` and ${r1(coldWork.sessions)} Postgres sessions, ${r1(coldWork.transactions)} transactions per tenant (pg_stat_database)`}: one pool connection (its log-in; the first connection to a database after Postgres started also rebuilds its relation cache file), the catalog queries in one round trip, the request's transaction in one more (it reads the schema version and, on a connection's first, says LISTEN pgrst). p50 ${coldS.p50Ms} ms, p99 ${coldS.p99Ms} ms, max ${r1(summary(cold).max)} ms.`,
+    )
     if (coldBad.firstError !== null) notes.push(`cold: first failure: ${coldBad.firstError}`)
     const poolsAfterCold = await poolsOf()
     const pgMem = postgresMemory(cluster.pid)
@@ -308,10 +417,25 @@ export async function run (): Promise<BenchReport> {
     const perTenant = (heapN.heapUsed - heap0.heapUsed) / (count - 1)
     const perTenantExternal = (heapN.external - heap0.external) / (count - 1)
     const perTenantRss = (heapN.rss - heap0.rss) / (count - 1)
-    goals.push({ name: 'cold first request p99', goal: '< 150 ms', value: `${coldS.p99Ms} ms`, met: coldS.p99Ms < 150 && coldBad.errors + coldBad.non2xx === 0 })
-    goals.push({ name: 'REST engine heap per warm tenant', goal: '< 200 KB', value: kb(perTenant), met: perTenant < 200 * 1024 })
-    notes.push(`Engine heap after gc: ${r1(heap0.heapUsed / 1048576)} MB with 1 warm tenant, ${r1(heapN.heapUsed / 1048576)} MB with ${count} (${kb(perTenant)} per tenant); off-heap (external) ${kb(perTenantExternal)} per tenant; RSS ${kb(perTenantRss)} per tenant. A warm tenant holds its cached record, schema cache, plan and token cache entries; ${poolsAfterCold.open} pool connections were open (budget ${poolsAfterCold.budget}) over ${poolsAfterCold.pools} tenant pools.`)
-    if (pgMem !== null) notes.push(`Postgres after the cold phase: ${pgMem.processes} server processes (the pool's connections and Postgres' own), ${r1(pgMem.pssBytes / 1048576)} MB proportional set size in all.`)
+    goals.push({
+      name: 'cold first request p99',
+      goal: '< 150 ms',
+      value: `${coldS.p99Ms} ms`,
+      met: coldS.p99Ms < 150 && coldBad.errors + coldBad.non2xx === 0,
+    })
+    goals.push({
+      name: 'REST engine heap per warm tenant',
+      goal: '< 200 KB',
+      value: kb(perTenant),
+      met: perTenant < 200 * 1024,
+    })
+    notes.push(
+      `Engine heap after gc: ${r1(heap0.heapUsed / 1048576)} MB with 1 warm tenant, ${r1(heapN.heapUsed / 1048576)} MB with ${count} (${kb(perTenant)} per tenant); off-heap (external) ${kb(perTenantExternal)} per tenant; RSS ${kb(perTenantRss)} per tenant. A warm tenant holds its cached record, schema cache, plan and token cache entries; ${poolsAfterCold.open} pool connections were open (budget ${poolsAfterCold.budget}) over ${poolsAfterCold.pools} tenant pools.`,
+    )
+    if (pgMem !== null)
+      notes.push(
+        `Postgres after the cold phase: ${pgMem.processes} server processes (the pool's connections and Postgres' own), ${r1(pgMem.pssBytes / 1048576)} MB proportional set size in all.`,
+      )
 
     // ---- warm: every tenant again, round robin -------------------------------------------
     const warmAll: number[] = []
@@ -324,7 +448,19 @@ export async function run (): Promise<BenchReport> {
       warmAll.push(a.ms)
     }
     const warmC = await warmCpu(count)
-    scenarios.push(withCpu(scenario('warm, round robin', `second request of each of ${count} tenants, one at a time (record, schema cache, plan and token cached; each tenant's connection made again, since ${poolsAfterCold.budget} connections serve ${count} tenants)`, warmAll, performance.now() - wallStart, warmBad.errors, warmBad.non2xx), warmC))
+    scenarios.push(
+      withCpu(
+        scenario(
+          'warm, round robin',
+          `second request of each of ${count} tenants, one at a time (record, schema cache, plan and token cached; each tenant's connection made again, since ${poolsAfterCold.budget} connections serve ${count} tenants)`,
+          warmAll,
+          performance.now() - wallStart,
+          warmBad.errors,
+          warmBad.non2xx,
+        ),
+        warmC,
+      ),
+    )
     notes.push(`Warm, round robin: ${cpuText(warmC)} (a connection made and closed per request under the budget).`)
 
     // ---- warm within the budget: a few tenants, connections kept -------------------------
@@ -339,10 +475,22 @@ export async function run (): Promise<BenchReport> {
         warmFew.push(a.ms)
       }
     }
-    const warmFewS = scenario('warm, within budget', `${few} tenants round robin, 10 passes, one request at a time: their connections stay open`, warmFew, performance.now() - wallStart, 0, 0)
+    const warmFewS = scenario(
+      'warm, within budget',
+      `${few} tenants round robin, 10 passes, one request at a time: their connections stay open`,
+      warmFew,
+      performance.now() - wallStart,
+      0,
+      0,
+    )
     scenarios.push(warmFewS)
     if (warmBad.firstError !== null) notes.push(`warm: first failure: ${warmBad.firstError}`)
-    goals.push({ name: 'warm request p99 (within the pool budget)', goal: 'measured', value: `${warmFewS.p99Ms} ms`, met: warmBad.errors + warmBad.non2xx === 0 })
+    goals.push({
+      name: 'warm request p99 (within the pool budget)',
+      goal: 'measured',
+      value: `${warmFewS.p99Ms} ms`,
+      met: warmBad.errors + warmBad.non2xx === 0,
+    })
 
     // ---- every tenant at once, under the pool budget ---------------------------------------
     const served = new Array<number>(count).fill(0)
@@ -352,48 +500,92 @@ export async function run (): Promise<BenchReport> {
     let maxOpen = 0
     let maxWaiting = 0
     const poller = setInterval(() => {
-      poolsOf().then((p) => { maxOpen = Math.max(maxOpen, p.open); maxWaiting = Math.max(maxWaiting, p.waiting) }, () => {})
+      poolsOf().then(
+        (p) => {
+          maxOpen = Math.max(maxOpen, p.open)
+          maxWaiting = Math.max(maxWaiting, p.waiting)
+        },
+        () => {},
+      )
     }, 250)
     const allCpu = await cpuMeter()
     const deadline = performance.now() + allSeconds * 1000
     wallStart = performance.now()
-    await Promise.all(tenants.map(async (_t, i) => {
-      while (performance.now() < deadline) {
-        let a: Answer
-        try { a = await request(i) } catch (err) {
-          allBad.errors++
-          failed[i]!++
-          allBad.firstError ??= (err as Error).message
-          continue
+    await Promise.all(
+      tenants.map(async (_t, i) => {
+        while (performance.now() < deadline) {
+          let a: Answer
+          try {
+            a = await request(i)
+          } catch (err) {
+            allBad.errors++
+            failed[i]!++
+            allBad.firstError ??= (err as Error).message
+            continue
+          }
+          allMs.push(a.ms)
+          if (a.status === 200 && rowsOf(a) === 10) served[i]!++
+          else {
+            failed[i]!++
+            checked(a, allBad)
+          }
         }
-        allMs.push(a.ms)
-        if (a.status === 200 && rowsOf(a) === 10) served[i]!++
-        else { failed[i]!++; checked(a, allBad) }
-      }
-    }))
+      }),
+    )
     const allWall = performance.now() - wallStart
     clearInterval(poller)
     const poolsAfterAll = await poolsOf()
     const perTenantServed = [...served].sort((a, b) => a - b)
     const starved = served.filter((n) => n === 0).length
     const allC = await allCpu(served.reduce((a, b) => a + b, 0))
-    const allS = withCpu(scenario('all tenants at once', `${count} tenants, one client each, requests back to back for ${allSeconds} s (pool budget ${poolsAfterAll.budget} connections)`, allMs, allWall, allBad.errors, allBad.non2xx), allC)
+    const allS = withCpu(
+      scenario(
+        'all tenants at once',
+        `${count} tenants, one client each, requests back to back for ${allSeconds} s (pool budget ${poolsAfterAll.budget} connections)`,
+        allMs,
+        allWall,
+        allBad.errors,
+        allBad.non2xx,
+      ),
+      allC,
+    )
     scenarios.push(allS)
     const perReqCpu = allC.engine + (allC.postgres ?? 0)
     if (perReqCpu > 0) {
       const idleRate = 2e6 / perReqCpu
-      notes.push(`All at once: ${cpuText(allC)}. On 2 otherwise idle cores that is about ${Math.round(idleRate)} requests/s (the load generator excluded): one request of every tenant in about ${r1(count / idleRate)} s, against the pool's 10 s acquire timeout.`)
+      notes.push(
+        `All at once: ${cpuText(allC)}. On 2 otherwise idle cores that is about ${Math.round(idleRate)} requests/s (the load generator excluded): one request of every tenant in about ${r1(count / idleRate)} s, against the pool's 10 s acquire timeout.`,
+      )
     }
     const minS = perTenantServed[0] ?? 0
     const medS = percentile(perTenantServed, 50)
     const maxS = perTenantServed[perTenantServed.length - 1] ?? 0
-    goals.push({ name: `${count} tenants at once: failed requests`, goal: '0', value: String(allBad.errors + allBad.non2xx), met: allBad.errors + allBad.non2xx === 0 })
-    goals.push({ name: `${count} tenants at once: starved tenants (none served)`, goal: '0', value: `${starved} (served per tenant min ${minS} / median ${medS} / max ${maxS})`, met: starved === 0 })
-    goals.push({ name: `${count} tenants at once: open connections`, goal: `<= budget ${poolsAfterAll.budget}`, value: String(maxOpen), met: maxOpen <= poolsAfterAll.budget })
-    notes.push(`All at once: ${allMs.length} requests in ${r1(allWall / 1000)} s (${served.reduce((a, b) => a + b, 0)} served, ${allBad.errors + allBad.non2xx} failed), served per tenant min ${minS}, median ${medS}, max ${maxS}; latency p50 ${allS.p50Ms} ms, p99 ${allS.p99Ms} ms, max ${r1(summary(allMs).max)} ms; most connections open ${maxOpen}, most requests waiting ${maxWaiting}.`)
+    goals.push({
+      name: `${count} tenants at once: failed requests`,
+      goal: '0',
+      value: String(allBad.errors + allBad.non2xx),
+      met: allBad.errors + allBad.non2xx === 0,
+    })
+    goals.push({
+      name: `${count} tenants at once: starved tenants (none served)`,
+      goal: '0',
+      value: `${starved} (served per tenant min ${minS} / median ${medS} / max ${maxS})`,
+      met: starved === 0,
+    })
+    goals.push({
+      name: `${count} tenants at once: open connections`,
+      goal: `<= budget ${poolsAfterAll.budget}`,
+      value: String(maxOpen),
+      met: maxOpen <= poolsAfterAll.budget,
+    })
+    notes.push(
+      `All at once: ${allMs.length} requests in ${r1(allWall / 1000)} s (${served.reduce((a, b) => a + b, 0)} served, ${allBad.errors + allBad.non2xx} failed), served per tenant min ${minS}, median ${medS}, max ${maxS}; latency p50 ${allS.p50Ms} ms, p99 ${allS.p99Ms} ms, max ${r1(summary(allMs).max)} ms; most connections open ${maxOpen}, most requests waiting ${maxWaiting}.`,
+    )
     if (allBad.firstError !== null) notes.push(`all at once: first failure: ${allBad.firstError}`)
     const logs = Object.entries(poolsAfterAll.logs).filter(([, n]) => n > 0)
-    notes.push(`Engine log lines during the run: ${logs.length === 0 ? 'none' : logs.map(([m, n]) => `"${m}" x${n}`).join(', ')}.`)
+    notes.push(
+      `Engine log lines during the run: ${logs.length === 0 ? 'none' : logs.map(([m, n]) => `"${m}" x${n}`).join(', ')}.`,
+    )
     await engine.close()
 
     // ---- records in Redis: memory per cached record, warm look-ups -------------------------
@@ -402,13 +594,22 @@ export async function run (): Promise<BenchReport> {
     for (let i = 0; i < recordCount; i++) {
       const b = base[i % base.length] as Tenant
       const file = cluster.tenants[i % base.length]!.file
-      synth.push(toTenant({
-        ...file,
-        database: `br_${String(i).padStart(5, '0')}`,
-        jwt: { ...file.jwt, secret: randomBytes(32).toString('base64url'), upstream_secret: randomBytes(32).toString('base64url') },
-        keys: { public: `pk_${randomBytes(24).toString('base64url')}`, secret: `sk_${randomBytes(24).toString('base64url')}` },
-        roles: b.roles
-      }))
+      synth.push(
+        toTenant({
+          ...file,
+          database: `br_${String(i).padStart(5, '0')}`,
+          jwt: {
+            ...file.jwt,
+            secret: randomBytes(32).toString('base64url'),
+            upstream_secret: randomBytes(32).toString('base64url'),
+          },
+          keys: {
+            public: `pk_${randomBytes(24).toString('base64url')}`,
+            secret: `sk_${randomBytes(24).toString('base64url')}`,
+          },
+          roles: b.roles,
+        }),
+      )
     }
     const writeStart = performance.now()
     for (let i = 0; i < synth.length; i += 1000) await store.putAll(synth.slice(i, i + 1000))
@@ -416,7 +617,14 @@ export async function run (): Promise<BenchReport> {
     const recordsChild = forkChild()
     children.push(recordsChild)
     const recordsDone = recordsChild.next('records')
-    recordsChild.send({ type: 'start', role: 'records', redisUrl, prefix, databases: synth.map((t) => t.database), passes: 3 })
+    recordsChild.send({
+      type: 'start',
+      role: 'records',
+      redisUrl,
+      prefix,
+      databases: synth.map((t) => t.database),
+      passes: 3,
+    })
     const rec: RecordNumbers = (await recordsDone).result
     await recordsChild.close()
     const perRecord = (rec.heapAfter.heapUsed - rec.heapBefore.heapUsed) / rec.records
@@ -430,12 +638,19 @@ export async function run (): Promise<BenchReport> {
       requests: rec.lookupsUs.length,
       errors: 0,
       timeouts: 0,
-      non2xx: 0
+      non2xx: 0,
     })
-    goals.push({ name: `warm resolve p99 (${rec.records} records)`, goal: '< 0.2 ms', value: `${r3(look.p99 / 1000)} ms (${r1(look.p99)} µs)`, met: look.p99 < 200 })
+    goals.push({
+      name: `warm resolve p99 (${rec.records} records)`,
+      goal: '< 0.2 ms',
+      value: `${r3(look.p99 / 1000)} ms (${r1(look.p99)} µs)`,
+      met: look.p99 < 200,
+    })
     goals.push({ name: 'heap per cached tenant record', goal: '< 4 KB', value: kb(perRecord), met: perRecord < 4096 })
     const recordJson = JSON.stringify(synth[0])
-    notes.push(`Records: ${synth.length} written through the Redis store (putAll, 1000 per call) in ${r1(writeMs / 1000)} s; one record is ${recordJson.length} bytes of JSON. Tenant cache heap after gc: ${r1(rec.heapBefore.heapUsed / 1048576)} MB empty, ${r1(rec.heapAfter.heapUsed / 1048576)} MB with ${rec.records} records (${kb(perRecord)} each). Warm resolve p50 ${r1(look.p50)} µs, p99 ${r1(look.p99)} µs, max ${r1(look.max)} µs.`)
+    notes.push(
+      `Records: ${synth.length} written through the Redis store (putAll, 1000 per call) in ${r1(writeMs / 1000)} s; one record is ${recordJson.length} bytes of JSON. Tenant cache heap after gc: ${r1(rec.heapBefore.heapUsed / 1048576)} MB empty, ${r1(rec.heapAfter.heapUsed / 1048576)} MB with ${rec.records} records (${kb(perRecord)} each). Warm resolve p50 ${r1(look.p50)} µs, p99 ${r1(look.p99)} µs, max ${r1(look.max)} µs.`,
+    )
 
     // ---- invalidation: a write seen by every process -------------------------------------
     const listenerCount = 4
@@ -456,13 +671,23 @@ export async function run (): Promise<BenchReport> {
       const t = watched[i % watched.length] as Tenant
       const limit = 2000 + i
       const changed: Tenant = { ...t, rest: { ...t.rest, default_limit: limit } }
-      const seen = listeners.map((c) => new Promise<number>((resolve, reject) => {
-        const timer = setTimeout(() => { c.proc.off('message', on); reject(new Error('not seen within 5 s')) }, 5000)
-        const on = (m: ChildReply): void => {
-          if (m.type === 'seen' && m.database === t.database && m.limit === limit) { clearTimeout(timer); c.proc.off('message', on); resolve(m.at) }
-        }
-        c.proc.on('message', on)
-      }))
+      const seen = listeners.map(
+        (c) =>
+          new Promise<number>((resolve, reject) => {
+            const timer = setTimeout(() => {
+              c.proc.off('message', on)
+              reject(new Error('not seen within 5 s'))
+            }, 5000)
+            const on = (m: ChildReply): void => {
+              if (m.type === 'seen' && m.database === t.database && m.limit === limit) {
+                clearTimeout(timer)
+                c.proc.off('message', on)
+                resolve(m.at)
+              }
+            }
+            c.proc.on('message', on)
+          }),
+      )
       const at0 = performance.timeOrigin + performance.now()
       await store.putAll([changed])
       try {
@@ -484,12 +709,23 @@ export async function run (): Promise<BenchReport> {
       requests: inval.length,
       errors: missed,
       timeouts: 0,
-      non2xx: 0
+      non2xx: 0,
     })
-    goals.push({ name: `invalidation to all ${listenerCount} processes p99`, goal: 'measured; none missed', value: `${r3(inv.p99)} ms (p50 ${r3(inv.p50)} ms, ${missed} missed)`, met: missed === 0 })
-    notes.push(`Invalidation: putAll writes the hash (MULTI) and publishes on the change channel; each process's cache drops its copy on the message and the next get() reads Redis. Times are wall-clock (performance.timeOrigin + now()) across processes on one machine.`)
-    notes.push(`Engine: the process config's defaults (pool_budget, pool_per_tenant) but pool_idle_ms ${IDLE_MS / 60_000} min (so no tenant goes idle between the phases) and pool_max_tenants ${Math.max(1000, count)}, tenants from Redis through the tenant cache, in a child process with --expose-gc; requests over HTTP with the tenant's upstream token (anon role), GET ${QUERY}. Postgres (max_connections ${count + 200}), Redis, the engine and this process share the machine.`)
-    notes.push(`Run time without provisioning: ${r1((performance.now() - t0 - cluster.provisionWallMs) / 1000)} s (${count} tenants, ${recordCount} records).`)
+    goals.push({
+      name: `invalidation to all ${listenerCount} processes p99`,
+      goal: 'measured; none missed',
+      value: `${r3(inv.p99)} ms (p50 ${r3(inv.p50)} ms, ${missed} missed)`,
+      met: missed === 0,
+    })
+    notes.push(
+      `Invalidation: putAll writes the hash (MULTI) and publishes on the change channel; each process's cache drops its copy on the message and the next get() reads Redis. Times are wall-clock (performance.timeOrigin + now()) across processes on one machine.`,
+    )
+    notes.push(
+      `Engine: the process config's defaults (pool_budget, pool_per_tenant) but pool_idle_ms ${IDLE_MS / 60_000} min (so no tenant goes idle between the phases) and pool_max_tenants ${Math.max(1000, count)}, tenants from Redis through the tenant cache, in a child process with --expose-gc; requests over HTTP with the tenant's upstream token (anon role), GET ${QUERY}. Postgres (max_connections ${count + 200}), Redis, the engine and this process share the machine.`,
+    )
+    notes.push(
+      `Run time without provisioning: ${r1((performance.now() - t0 - cluster.provisionWallMs) / 1000)} s (${count} tenants, ${recordCount} records).`,
+    )
   } finally {
     agent.destroy()
     for (const c of children) await c.close().catch(() => {})
@@ -507,14 +743,14 @@ export async function run (): Promise<BenchReport> {
     ratios: [],
     goals,
     notes,
-    environment: environment()
+    environment: environment(),
   }
   writeResult(report)
   return report
 }
 
 /** Removes this run's keys (the records and the marker) from Redis. */
-async function cleanupRedis (url: string, prefix: string): Promise<void> {
+async function cleanupRedis(url: string, prefix: string): Promise<void> {
   const r = new Redis(url, { lazyConnect: true, maxRetriesPerRequest: 1 })
   await r.connect()
   try {

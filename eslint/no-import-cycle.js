@@ -11,7 +11,7 @@ import { importVisitors, resolveSpecifier } from './resolve.js'
 
 const importsOnDisk = new Map()
 
-function importsOf (file) {
+function importsOf(file) {
   let found = importsOnDisk.get(file)
   if (found === undefined) {
     let text = ''
@@ -28,7 +28,7 @@ function importsOf (file) {
 }
 
 /** The shortest chain of imports from `start` back to `goal`, or null. */
-function pathBack (start, goal) {
+function pathBack(start, goal) {
   const previous = new Map([[start, null]])
   const queue = [start]
   while (queue.length > 0) {
@@ -55,7 +55,7 @@ export default {
     schema: [],
     messages: { cycle: 'import cycle: {{chain}}' },
   },
-  create (context) {
+  create(context) {
     const filename = context.physicalFilename
     const root = context.cwd
     const check = (node, source) => {

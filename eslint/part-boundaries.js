@@ -10,7 +10,7 @@ import { importVisitors, resolveSpecifier } from './resolve.js'
 
 const partsByRoot = new Map()
 
-function partsOf (root) {
+function partsOf(root) {
   let parts = partsByRoot.get(root)
   if (parts === undefined) {
     try {
@@ -26,7 +26,7 @@ function partsOf (root) {
 }
 
 /** The parts whose inside the file at `segments` (relative to the root) may import. */
-function ownParts (segments, parts) {
+function ownParts(segments, parts) {
   const [top, second] = segments
   if ((top === 'src' || top === 'test') && segments.length > 2 && parts.includes(second)) return [second]
   if (top === 'bench' && segments.length === 2) {
@@ -41,10 +41,11 @@ export default {
     docs: { description: "Forbid imports of another part's modules other than its index.ts" },
     schema: [],
     messages: {
-      internal: "'{{specifier}}' reaches inside the {{part}} part: import it through src/{{part}}/index.ts, its one public entry",
+      internal:
+        "'{{specifier}}' reaches inside the {{part}} part: import it through src/{{part}}/index.ts, its one public entry",
     },
   },
-  create (context) {
+  create(context) {
     const root = context.cwd
     const parts = partsOf(root)
     const own = ownParts(path.relative(root, context.physicalFilename).split(path.sep), parts)

@@ -4,7 +4,7 @@
 import { statSync } from 'node:fs'
 import path from 'node:path'
 
-function isFile (file) {
+function isFile(file) {
   try {
     return statSync(file).isFile()
   } catch {
@@ -13,7 +13,7 @@ function isFile (file) {
 }
 
 /** The file a relative specifier names from `fromFile`, or null (packages, missing files). */
-export function resolveSpecifier (fromFile, specifier) {
+export function resolveSpecifier(fromFile, specifier) {
   if (!specifier.startsWith('./') && !specifier.startsWith('../')) return null
   const target = path.resolve(path.dirname(fromFile), specifier)
   const candidates = target.endsWith('.js')
@@ -23,13 +23,14 @@ export function resolveSpecifier (fromFile, specifier) {
 }
 
 /** Visitors calling `check(node, specifierLiteral)` for every way a module names another. */
-export function importVisitors (check) {
+export function importVisitors(check) {
   return {
     ImportDeclaration: (node) => check(node, node.source),
     ExportNamedDeclaration: (node) => check(node, node.source),
     ExportAllDeclaration: (node) => check(node, node.source),
     ImportExpression: (node) => check(node, node.source),
     // `typeof import('../x/y.js')` and `import('../x/y.js').Type` in type positions
-    TSImportType: (node) => check(node, node.argument?.type === 'TSLiteralType' ? node.argument.literal : node.argument),
+    TSImportType: (node) =>
+      check(node, node.argument?.type === 'TSLiteralType' ? node.argument.literal : node.argument),
   }
 }

@@ -21,19 +21,19 @@ import { copyAssets } from './copy-assets.mjs'
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..')
 
-function fail (message) {
+function fail(message) {
   process.stderr.write(`build-image-tree: ${message}\n`)
   process.exit(1)
 }
 
-function run (file, args, cwd) {
+function run(file, args, cwd) {
   const r = spawnSync(file, args, { cwd, stdio: ['ignore', 'inherit', 'inherit'] })
   if (r.error) fail(`cannot run ${path.basename(file)}: ${r.error.message}`)
   if (r.status !== 0) fail(`${path.basename(file)} ${args.join(' ')} failed (exit code ${r.status})`)
 }
 
 /** Bytes and files below `dir` (symlinks counted, never followed). */
-function treeSize (dir) {
+function treeSize(dir) {
   let bytes = 0
   let files = 0
   for (const e of readdirSync(dir, { withFileTypes: true })) {
@@ -51,13 +51,16 @@ function treeSize (dir) {
 }
 
 /** Installed packages below node_modules (scoped ones counted one by one). */
-function countPackages (nodeModules) {
+function countPackages(nodeModules) {
   let n = 0
   const walk = (dir) => {
     for (const e of readdirSync(dir, { withFileTypes: true })) {
       if (!e.isDirectory() || e.name.startsWith('.')) continue
       const p = path.join(dir, e.name)
-      if (e.name.startsWith('@')) { walk(p); continue }
+      if (e.name.startsWith('@')) {
+        walk(p)
+        continue
+      }
       n++
       if (existsSync(path.join(p, 'node_modules'))) walk(path.join(p, 'node_modules'))
     }
@@ -95,11 +98,24 @@ cpSync(path.join(root, 'bin'), path.join(out, 'bin'), { recursive: true })
 
 // 3. Production dependencies, native optional builds included; no install script runs.
 const npm = process.env.npm_execpath
-run(npm !== undefined && npm.endsWith('.js') ? process.execPath : 'npm',
-  [...(npm !== undefined && npm.endsWith('.js') ? [npm] : []), 'ci', '--omit=dev', '--ignore-scripts',
-    '--no-audit', '--no-fund', '--loglevel=error', ...npmFlags], out)
+run(
+  npm !== undefined && npm.endsWith('.js') ? process.execPath : 'npm',
+  [
+    ...(npm !== undefined && npm.endsWith('.js') ? [npm] : []),
+    'ci',
+    '--omit=dev',
+    '--ignore-scripts',
+    '--no-audit',
+    '--no-fund',
+    '--loglevel=error',
+    ...npmFlags,
+  ],
+  out,
+)
 
 const nm = treeSize(path.join(out, 'node_modules'))
 const all = treeSize(out)
-process.stdout.write(`build-image-tree: ${out}: ${countPackages(path.join(out, 'node_modules'))} packages, ` +
-  `node_modules ${(nm.bytes / 1e6).toFixed(1)} MB, tree ${(all.bytes / 1e6).toFixed(1)} MB in ${all.files} files\n`)
+process.stdout.write(
+  `build-image-tree: ${out}: ${countPackages(path.join(out, 'node_modules'))} packages, ` +
+    `node_modules ${(nm.bytes / 1e6).toFixed(1)} MB, tree ${(all.bytes / 1e6).toFixed(1)} MB in ${all.files} files\n`,
+)

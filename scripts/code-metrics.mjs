@@ -9,7 +9,7 @@ import path from 'node:path'
 import ts from 'typescript'
 
 const args = process.argv.slice(2)
-function flag (name, fallback) {
+function flag(name, fallback) {
   const i = args.indexOf(name)
   if (i < 0) return fallback
   const v = Number(args[i + 1])
@@ -22,7 +22,7 @@ const maxDepth = flag('--max-depth', null)
 const root = args[0] ?? 'src'
 const LIMIT = maxLines ?? 60
 
-function files (dir) {
+function files(dir) {
   return readdirSync(dir).flatMap((name) => {
     const p = path.join(dir, name)
     if (statSync(p).isDirectory()) return files(p)
@@ -31,12 +31,18 @@ function files (dir) {
 }
 
 const NESTS = new Set([
-  ts.SyntaxKind.IfStatement, ts.SyntaxKind.ForStatement, ts.SyntaxKind.ForInStatement,
-  ts.SyntaxKind.ForOfStatement, ts.SyntaxKind.WhileStatement, ts.SyntaxKind.DoStatement,
-  ts.SyntaxKind.TryStatement, ts.SyntaxKind.SwitchStatement, ts.SyntaxKind.CatchClause,
+  ts.SyntaxKind.IfStatement,
+  ts.SyntaxKind.ForStatement,
+  ts.SyntaxKind.ForInStatement,
+  ts.SyntaxKind.ForOfStatement,
+  ts.SyntaxKind.WhileStatement,
+  ts.SyntaxKind.DoStatement,
+  ts.SyntaxKind.TryStatement,
+  ts.SyntaxKind.SwitchStatement,
+  ts.SyntaxKind.CatchClause,
 ])
 
-function nameOf (node, sf) {
+function nameOf(node, sf) {
   if (node.name) return node.name.getText(sf)
   const p = node.parent
   if (p && ts.isVariableDeclaration(p)) return p.name.getText(sf)
@@ -46,12 +52,13 @@ function nameOf (node, sf) {
 }
 
 /** Control-flow depth inside one function body, nested `else if` counted once. */
-function depthOf (body) {
+function depthOf(body) {
   let deepest = 0
   const walk = (node, depth) => {
     if (ts.isFunctionLike(node) && node.body !== body) return // measured on its own
     let d = depth
-    const elseIf = ts.isIfStatement(node) && node.parent && ts.isIfStatement(node.parent) && node.parent.elseStatement === node
+    const elseIf =
+      ts.isIfStatement(node) && node.parent && ts.isIfStatement(node.parent) && node.parent.elseStatement === node
     if (NESTS.has(node.kind) && !elseIf) d = depth + 1
     if (d > deepest) deepest = d
     ts.forEachChild(node, (c) => walk(c, d))
@@ -73,7 +80,12 @@ for (const file of files(root)) {
     if (ts.isFunctionLike(node) && node.body) {
       const start = sf.getLineAndCharacterOfPosition(node.getStart(sf)).line
       const end = sf.getLineAndCharacterOfPosition(node.end).line
-      fns.push({ where: `${file}:${start + 1}`, name: nameOf(node, sf), lines: end - start + 1, depth: depthOf(node.body) })
+      fns.push({
+        where: `${file}:${start + 1}`,
+        name: nameOf(node, sf),
+        lines: end - start + 1,
+        depth: depthOf(node.body),
+      })
     }
     ts.forEachChild(node, visit)
   }
@@ -82,7 +94,9 @@ for (const file of files(root)) {
 
 const over = fns.filter((f) => f.lines > LIMIT).sort((a, b) => b.lines - a.lines)
 const deep = [...fns].sort((a, b) => b.depth - a.depth)
-console.log(`${fns.length} functions in ${lines} lines of ${root}/; ${over.length} over ${LIMIT} lines (${(over.length / lines * 1000).toFixed(2)} per 1,000 lines); ${long} lines over 120 characters`)
+console.log(
+  `${fns.length} functions in ${lines} lines of ${root}/; ${over.length} over ${LIMIT} lines (${((over.length / lines) * 1000).toFixed(2)} per 1,000 lines); ${long} lines over 120 characters`,
+)
 console.log('longest:')
 for (const f of over.slice(0, top)) console.log(`  ${f.lines}\t${f.name}\t${f.where}`)
 console.log(`deepest nesting: ${deep[0]?.depth ?? 0}`)

@@ -10,7 +10,7 @@ const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..')
 const ASSETS = [{ dir: 'platform/migrations', ext: '.sql' }]
 
 /** Copies the run-time assets of `srcDir` to the same places below `distDir`. */
-export function copyAssets (srcDir, distDir) {
+export function copyAssets(srcDir, distDir) {
   for (const { dir, ext } of ASSETS) {
     const from = path.join(srcDir, dir)
     const to = path.join(distDir, dir)

@@ -20,7 +20,7 @@ if (!cmd) {
   process.exit(2)
 }
 
-function freePort () {
+function freePort() {
   return new Promise((resolve, reject) => {
     const srv = net.createServer()
     srv.unref()
@@ -32,20 +32,31 @@ function freePort () {
   })
 }
 
-async function reachablePostgres (url) {
+async function reachablePostgres(url) {
   const client = new pg.Client({ connectionString: url, connectionTimeoutMillis: 2000 })
   client.on('error', () => {})
-  try { await client.connect(); await client.end(); return true } catch { return false }
+  try {
+    await client.connect()
+    await client.end()
+    return true
+  } catch {
+    return false
+  }
 }
 
-function reachableRedis (url) {
+function reachableRedis(url) {
   return new Promise((resolve) => {
     const u = new URL(url)
     const sock = net.connect(Number(u.port || 6379), u.hostname)
-    const done = (ok) => { sock.destroy(); resolve(ok) }
+    const done = (ok) => {
+      sock.destroy()
+      resolve(ok)
+    }
     sock.setTimeout(2000, () => done(false))
     sock.on('error', () => done(false))
-    sock.on('connect', () => { sock.write('PING\r\n') })
+    sock.on('connect', () => {
+      sock.write('PING\r\n')
+    })
     sock.on('data', (d) => done(d.toString().includes('PONG')))
   })
 }
@@ -59,18 +70,22 @@ const childTmp = mkdtempSync(path.join(scratch, 'tmp-'))
 process.env.TMPDIR = childTmp
 const cleanups = [() => rmSync(scratch, { recursive: true, force: true })]
 let stopping
-function stopAll () {
+function stopAll() {
   stopping ??= (async () => {
     while (cleanups.length) {
       const fn = cleanups.pop()
-      try { await fn() } catch (err) { console.error('[with-services] cleanup:', err.message) }
+      try {
+        await fn()
+      } catch (err) {
+        console.error('[with-services] cleanup:', err.message)
+      }
     }
   })()
   return stopping
 }
 
-async function startPostgres () {
-  if (process.env.DATABASE_URL && await reachablePostgres(process.env.DATABASE_URL)) {
+async function startPostgres() {
+  if (process.env.DATABASE_URL && (await reachablePostgres(process.env.DATABASE_URL))) {
     return process.env.DATABASE_URL
   }
   const { tsImport } = await import('tsx/esm/api')
@@ -83,10 +98,15 @@ async function startPostgres () {
     password: randomBytes(18).toString('base64url'),
     initdbFlags: ['--nosync'],
     settings: {
-      fsync: 'off', synchronous_commit: 'off', full_page_writes: 'off',
-      max_connections: '400', shared_buffers: '256MB'
+      fsync: 'off',
+      synchronous_commit: 'off',
+      full_page_writes: 'off',
+      max_connections: '400',
+      shared_buffers: '256MB',
     },
-    onLog: (line) => { if (process.env.GATEHOUSE_DEBUG_PG) process.stderr.write(line) }
+    onLog: (line) => {
+      if (process.env.GATEHOUSE_DEBUG_PG) process.stderr.write(line)
+    },
   })
   cleanups.push(() => server.stop())
   return server.url
@@ -98,20 +118,28 @@ let redisChild
  * redis-server on `port`, once it listens (its URL); 'taken' when it could not bind the port (another
  * process took it after the kernel named it free).
  */
-async function tryRedis (port) {
-  const child = spawn('redis-server', ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--dir', scratch],
-    { stdio: ['ignore', 'pipe', 'ignore'] })
+async function tryRedis(port) {
+  const child = spawn(
+    'redis-server',
+    ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--dir', scratch],
+    { stdio: ['ignore', 'pipe', 'ignore'] },
+  )
   redisChild = child
   let output = ''
-  child.stdout.setEncoding('utf8').on('data', (d) => { output += d })
-  const stop = () => new Promise((resolve) => {
-    if (child.exitCode !== null || child.signalCode !== null || child.pid === undefined) return resolve()
-    child.once('exit', resolve)
-    child.kill('SIGTERM')
+  child.stdout.setEncoding('utf8').on('data', (d) => {
+    output += d
   })
+  const stop = () =>
+    new Promise((resolve) => {
+      if (child.exitCode !== null || child.signalCode !== null || child.pid === undefined) return resolve()
+      child.once('exit', resolve)
+      child.kill('SIGTERM')
+    })
   cleanups.push(stop)
   await new Promise((resolve, reject) => {
-    child.once('error', (err) => reject(new Error(`cannot start redis-server (${err.message}); install it: apt-get install -y redis-server`)))
+    child.once('error', (err) =>
+      reject(new Error(`cannot start redis-server (${err.message}); install it: apt-get install -y redis-server`)),
+    )
     child.once('spawn', resolve)
   })
   // Its own log says when it listens (a PING could be answered by whoever took the port).
@@ -131,8 +159,8 @@ async function tryRedis (port) {
   })
 }
 
-async function startRedis () {
-  if (process.env.REDIS_URL && await reachableRedis(process.env.REDIS_URL)) return process.env.REDIS_URL
+async function startRedis() {
+  if (process.env.REDIS_URL && (await reachableRedis(process.env.REDIS_URL))) return process.env.REDIS_URL
   for (let attempt = 1; attempt <= 5; attempt++) {
     const url = await tryRedis(await freePort())
     if (url === null) break
@@ -164,10 +192,19 @@ process.on('exit', () => {
 
 try {
   const [databaseUrl, redisUrl] = await Promise.all([startPostgres(), startRedis()])
-  const env = { ...process.env, DATABASE_URL: databaseUrl, REDIS_URL: redisUrl, GATEHOUSE_TEST_SERVICES: '1', TMPDIR: childTmp }
+  const env = {
+    ...process.env,
+    DATABASE_URL: databaseUrl,
+    REDIS_URL: redisUrl,
+    GATEHOUSE_TEST_SERVICES: '1',
+    TMPDIR: childTmp,
+  }
   child = spawn(cmd, args, { stdio: 'inherit', env, shell: false })
   code = await new Promise((resolve) => {
-    child.once('error', (err) => { console.error(`[with-services] cannot run ${cmd}: ${err.message}`); resolve(127) })
+    child.once('error', (err) => {
+      console.error(`[with-services] cannot run ${cmd}: ${err.message}`)
+      resolve(127)
+    })
     child.once('exit', (c, sig) => resolve(c ?? (sig ? 1 : 0)))
   })
 } catch (err) {

@@ -20,11 +20,11 @@ interface Loaders {
 interface Group {
   name: string
   description: string
-  register (program: Command, loaders: Loaders): Promise<void>
+  register(program: Command, loaders: Loaders): Promise<void>
 }
 
 /** `gatehouse dev` and `gatehouse status`: one module registers both. */
-async function registerDev (program: Command): Promise<void> {
+async function registerDev(program: Command): Promise<void> {
   const { registerDevCommands } = await import('./dev/index.js')
   await registerDevCommands(program)
 }
@@ -33,60 +33,75 @@ const GROUPS: Group[] = [
   {
     name: 'serve',
     description: 'run one part for production: gateway | rest | auth | panel',
-    register: async (program, { config }) => { (await import('./serve.js')).registerServeCommands(program, config) }
+    register: async (program, { config }) => {
+      ;(await import('./serve.js')).registerServeCommands(program, config)
+    },
   },
   {
     name: 'dev',
-    description: 'run the whole service on embedded defaults (npm start): Postgres, tenants, engines, gateway, panel, mail catcher',
-    register: registerDev
+    description:
+      'run the whole service on embedded defaults (npm start): Postgres, tenants, engines, gateway, panel, mail catcher',
+    register: registerDev,
   },
   {
     name: 'status',
-    description: 'print the development stack\'s URLs and keys (.gatehouse/dev.json)',
-    register: registerDev
+    description: "print the development stack's URLs and keys (.gatehouse/dev.json)",
+    register: registerDev,
   },
   {
     name: 'tenants',
     description: 'manage tenant databases and their records',
-    async register (program, { config, readConfig }) {
+    async register(program, { config, readConfig }) {
       const [store, platform, panel] = await Promise.all([
-        import('./tenants/index.js'), import('./platform/index.js'), import('./panel/index.js')
+        import('./tenants/index.js'),
+        import('./platform/index.js'),
+        import('./panel/index.js'),
       ])
       const tenants = program.command('tenants').description('manage tenant databases and their records')
       store.registerTenantStoreCommands(tenants, readConfig)
       store.registerSigningKeyCommands(tenants, config)
       platform.registerPlatformCommands(tenants, config)
       panel.registerPanelCommands(tenants, readConfig)
-    }
+    },
   },
   {
     name: 'gen',
     description: 'generate code from a database: gen types typescript <database>',
-    register: async (program, { readConfig }) => { (await import('./typegen/index.js')).registerGenCommands(program, readConfig) }
+    register: async (program, { readConfig }) => {
+      ;(await import('./typegen/index.js')).registerGenCommands(program, readConfig)
+    },
   },
   {
     name: 'config',
     description: 'process configuration',
-    async register (program, { config }) {
+    async register(program, { config }) {
       const { dumpConfig } = await import('./config/index.js')
-      program.command('config').description('process configuration')
-        .command('dump').description('print the effective configuration, secrets masked')
-        .action(() => { process.stdout.write(dumpConfig(config())) })
-    }
-  }
+      program
+        .command('config')
+        .description('process configuration')
+        .command('dump')
+        .description('print the effective configuration, secrets masked')
+        .action(() => {
+          process.stdout.write(dumpConfig(config()))
+        })
+    },
+  },
 ]
 
 /** This package's version (package.json beside src/ and dist/). */
-export function packageVersion (): string {
+export function packageVersion(): string {
   const pkg = JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8')) as { version?: string }
   return pkg.version ?? '0.0.0'
 }
 
 /** The first command word of argv (after the global -c/--config option), if any. */
-function commandWord (args: readonly string[]): string | undefined {
+function commandWord(args: readonly string[]): string | undefined {
   for (let i = 0; i < args.length; i++) {
     const a = args[i]!
-    if (a === '-c' || a === '--config') { i++; continue }
+    if (a === '-c' || a === '--config') {
+      i++
+      continue
+    }
     if (a.startsWith('-')) continue
     return a
   }
@@ -100,19 +115,25 @@ function commandWord (args: readonly string[]): string | undefined {
  * default ports over the stack's records. It is refused with what to do instead; `--dry-run`
  * (validation only) and an explicit store (-c, GATEHOUSE_CONFIG, GATEHOUSE_TENANTS_SOURCE) pass.
  */
-function guardApplyBesideDevStack (program: Command, running: (root: string) => { pid?: number, tenants_source?: string } | null): void {
+function guardApplyBesideDevStack(
+  program: Command,
+  running: (root: string) => { pid?: number; tenants_source?: string } | null,
+): void {
   const apply = program.commands.find((c) => c.name() === 'tenants')?.commands.find((c) => c.name() === 'apply')
   if (apply === undefined) return
   apply.hook('preAction', async (_cmd, action) => {
     if ((action.opts() as { dryRun?: boolean }).dryRun === true) return
-    if (program.opts().config !== undefined || process.env.GATEHOUSE_CONFIG || process.env.GATEHOUSE_TENANTS_SOURCE) return
+    if (program.opts().config !== undefined || process.env.GATEHOUSE_CONFIG || process.env.GATEHOUSE_TENANTS_SOURCE)
+      return
     const dev = running(process.cwd())
     if (dev === null) return
     const { ConfigError } = await import('./shared/index.js')
-    throw new ConfigError(`the development stack running here (npm start, pid ${String(dev.pid)}) applies config/tenants itself: ` +
-      `a created or edited tenant file is served within a second${dev.tenants_source === 'redis' ? ' (it writes the record to its Redis)' : ''}, ` +
-      'and a bad file is reported in its log. Nothing to apply; `gatehouse tenants apply --dry-run <dir>` validates files. ' +
-      'To apply to another tenant store, name it: -c <config file> or GATEHOUSE_TENANTS_SOURCE=redis GATEHOUSE_REDIS_URL=<url>.')
+    throw new ConfigError(
+      `the development stack running here (npm start, pid ${String(dev.pid)}) applies config/tenants itself: ` +
+        `a created or edited tenant file is served within a second${dev.tenants_source === 'redis' ? ' (it writes the record to its Redis)' : ''}, ` +
+        'and a bad file is reported in its log. Nothing to apply; `gatehouse tenants apply --dry-run <dir>` validates files. ' +
+        'To apply to another tenant store, name it: -c <config file> or GATEHOUSE_TENANTS_SOURCE=redis GATEHOUSE_REDIS_URL=<url>.',
+    )
   })
 }
 
@@ -120,9 +141,11 @@ function guardApplyBesideDevStack (program: Command, running: (root: string) => 
  * The program for `argv`: the command group named in it registered in full, every other
  * group as a name and description for the help listing.
  */
-export async function buildCli (argv: readonly string[] = process.argv): Promise<Command> {
+export async function buildCli(argv: readonly string[] = process.argv): Promise<Command> {
   const program = new Command('gatehouse')
-    .description('Gatehouse: the gateway of a hosted-Postgres platform (GoTrue-protocol auth and PostgREST-protocol REST per database)')
+    .description(
+      'Gatehouse: the gateway of a hosted-Postgres platform (GoTrue-protocol auth and PostgREST-protocol REST per database)',
+    )
     .version(packageVersion(), '-V, --version', 'print the version')
     .option('-c, --config <file>', 'YAML process config (also GATEHOUSE_CONFIG)')
     .showHelpAfterError()
@@ -132,7 +155,10 @@ export async function buildCli (argv: readonly string[] = process.argv): Promise
     for (const g of GROUPS) program.command(g.name).description(g.description)
     return program
   }
-  const [{ loadConfig, unknownEnvironment }, { runningDevDefaults, runningDevInfo }] = await Promise.all([import('./config/index.js'), import('./dev/index.js')])
+  const [{ loadConfig, unknownEnvironment }, { runningDevDefaults, runningDevInfo }] = await Promise.all([
+    import('./config/index.js'),
+    import('./dev/index.js'),
+  ])
   // A typo in a variable name is never silently ignored.
   for (const w of unknownEnvironment(process.env)) process.stderr.write(`gatehouse: ${w}\n`)
   const load = (kind: 'write' | 'read'): Config => {
@@ -152,7 +178,7 @@ export async function buildCli (argv: readonly string[] = process.argv): Promise
   return program
 }
 
-export async function main (argv: string[]): Promise<void> {
+export async function main(argv: string[]): Promise<void> {
   try {
     const program = await buildCli(argv)
     program.exitOverride()
@@ -178,8 +204,12 @@ export async function main (argv: string[]): Promise<void> {
 
 // Run when executed directly (node src/cli.ts, node dist/cli.js), not when imported (the
 // bin shim imports it and calls main()).
-function isMain (): boolean {
+function isMain(): boolean {
   if (!process.argv[1]) return false
-  try { return realpathSync(process.argv[1]) === realpathSync(fileURLToPath(import.meta.url)) } catch { return false }
+  try {
+    return realpathSync(process.argv[1]) === realpathSync(fileURLToPath(import.meta.url))
+  } catch {
+    return false
+  }
 }
 if (isMain()) await main(process.argv)

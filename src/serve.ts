@@ -7,16 +7,33 @@ import type { Command } from 'commander'
 import type { FastifyInstance, FastifyListenOptions } from 'fastify'
 import type { Config } from './config/index.js'
 import {
-  createTenantStore, createTenantCache, tenantCacheOptions, type TenantStore, type TenantCache, type TenantStoreDeps
+  createTenantStore,
+  createTenantCache,
+  tenantCacheOptions,
+  type TenantStore,
+  type TenantCache,
+  type TenantStoreDeps,
 } from './tenants/index.js'
 import { buildGateway, installGracefulShutdown, createRefusalRewriter } from './gateway/index.js'
 import { buildAuthEngine } from './auth/index.js'
 import { buildRestEngine } from './rest/index.js'
 import { buildPanel } from './panel/index.js'
 import {
-  ConfigError, loggerOptions, bufferedStdout, type BatchedDestination, startPartTracing, packageVersion, buildAdminApp, buildPartAdmin, partOps,
-  readiness, registerPoolMetrics, type PartTracer, type PartOps, type Readiness,
-  type ReadinessCheck
+  ConfigError,
+  loggerOptions,
+  bufferedStdout,
+  type BatchedDestination,
+  startPartTracing,
+  packageVersion,
+  buildAdminApp,
+  buildPartAdmin,
+  partOps,
+  readiness,
+  registerPoolMetrics,
+  type PartTracer,
+  type PartOps,
+  type Readiness,
+  type ReadinessCheck,
 } from './shared/index.js'
 import { pino } from 'pino'
 import net, { type AddressInfo } from 'node:net'
@@ -24,7 +41,7 @@ import { pingPostgres } from './platform/index.js'
 import { AggregatorRegistry, collectDefaultMetrics, type Registry } from 'prom-client'
 
 export const PARTS = ['gateway', 'rest', 'auth', 'panel'] as const
-export type PartName = typeof PARTS[number]
+export type PartName = (typeof PARTS)[number]
 
 export interface RunningPart {
   name: PartName
@@ -45,32 +62,40 @@ export interface PartDeps {
  * lines, the exit flush is bounded: see createBatchedDestination). One per process.
  */
 let stdoutSink: BatchedDestination | null = null
-function logSink (): BatchedDestination {
+function logSink(): BatchedDestination {
   stdoutSink ??= bufferedStdout()
   return stdoutSink
 }
 
 /** A part's logger: every line it writes carries `part` (gateway, rest, auth, panel, ...). */
-export function partLogger (config: Config, part: string): ReturnType<typeof pino> {
+export function partLogger(config: Config, part: string): ReturnType<typeof pino> {
   return pino(loggerOptions(config.log), logSink()).child({ part })
 }
 
 /** Builds one part (unstarted) with its dependencies. */
-async function buildPart (name: PartName, deps: PartDeps, tracer?: PartTracer): Promise<FastifyInstance> {
+async function buildPart(name: PartName, deps: PartDeps, tracer?: PartTracer): Promise<FastifyInstance> {
   const { config, tenants } = deps
   switch (name) {
     case 'gateway': {
       const logger = partLogger(config, 'gateway')
       const rewriteError = createRefusalRewriter({ config, logger })
       const app = buildGateway({ config, tenants, logger, rewriteError, tracer })
-      app.addHook('onClose', async () => { await rewriteError.close() })
+      app.addHook('onClose', async () => {
+        await rewriteError.close()
+      })
       // The refusal rewriter's catalog pools (keys are JSON [database, url]).
       const ops = partOps(app)
       if (ops !== undefined) {
         registerPoolMetrics(ops.registry, {
           part: 'gateway-catalog',
           snapshot: () => rewriteError.poolSnapshot(),
-          tenantOf: (key) => { try { return String((JSON.parse(key) as unknown[])[0]) } catch { return key } }
+          tenantOf: (key) => {
+            try {
+              return String((JSON.parse(key) as unknown[])[0])
+            } catch {
+              return key
+            }
+          },
         })
       }
       return app
@@ -87,7 +112,7 @@ async function buildPart (name: PartName, deps: PartDeps, tracer?: PartTracer): 
 }
 
 /** What every part needs for any request: the tenant store (Redis when used) and Postgres. */
-function dependencyChecks (deps: PartDeps): ReadinessCheck[] {
+function dependencyChecks(deps: PartDeps): ReadinessCheck[] {
   const checks: ReadinessCheck[] = []
   if (deps.store.kind === 'redis') checks.push({ name: 'redis', check: () => deps.store.ping() })
   const url = deps.config.postgres.url
@@ -96,22 +121,25 @@ function dependencyChecks (deps: PartDeps): ReadinessCheck[] {
 }
 
 /** Process metrics (CPU, memory, event loop, GC) in `registry`, once. */
-function collectProcessMetrics (registry: Registry): void {
-  if (registry.getSingleMetric('process_cpu_user_seconds_total') === undefined) collectDefaultMetrics({ register: registry })
+function collectProcessMetrics(registry: Registry): void {
+  if (registry.getSingleMetric('process_cpu_user_seconds_total') === undefined)
+    collectDefaultMetrics({ register: registry })
 }
 
-function listenUrl (host: string, server: { address (): unknown }, fallback: number): string {
+function listenUrl(host: string, server: { address(): unknown }, fallback: number): string {
   const addr = server.address()
   const port = typeof addr === 'object' && addr !== null ? (addr as { port: number }).port : fallback
   return `http://${host.includes(':') ? `[${host}]` : host}:${port}`
 }
 
 /** A busy port named with its config key and variable; other errors as they are. */
-function busyPort (err: unknown, name: PartName, key: 'port' | 'admin_port', port: number): unknown {
+function busyPort(err: unknown, name: PartName, key: 'port' | 'admin_port', port: number): unknown {
   if ((err as NodeJS.ErrnoException).code !== 'EADDRINUSE') return err
   const env = `GATEHOUSE_${name.toUpperCase()}_${key.toUpperCase()}`
-  return new ConfigError(`port ${port} (${name}.${key}, ${env}) is in use by another process: ` +
-    `stop it, or give the ${name} a free port (${env}=<port> or ${name}.${key} in the config file)`)
+  return new ConfigError(
+    `port ${port} (${name}.${key}, ${env}) is in use by another process: ` +
+      `stop it, or give the ${name} a free port (${env}=<port> or ${name}.${key} in the config file)`,
+  )
 }
 
 export interface StartPartOptions {
@@ -132,10 +160,14 @@ export interface PartListeners {
 }
 
 /** Binds `host:port` (0: a port the kernel picks); a connection before a part takes it over is closed. */
-function bindPort (name: PartName, key: 'port' | 'admin_port', host: string, port: number): Promise<net.Server> {
+function bindPort(name: PartName, key: 'port' | 'admin_port', host: string, port: number): Promise<net.Server> {
   return new Promise((resolve, reject) => {
-    const server = net.createServer((socket) => { socket.destroy() })
-    server.once('error', (err) => { reject(busyPort(err, name, key, port)) })
+    const server = net.createServer((socket) => {
+      socket.destroy()
+    })
+    server.once('error', (err) => {
+      reject(busyPort(err, name, key, port))
+    })
     server.listen(port, host, () => {
       server.removeAllListeners('error')
       resolve(server)
@@ -144,7 +176,7 @@ function bindPort (name: PartName, key: 'port' | 'admin_port', host: string, por
 }
 
 /** Binds a part's public and admin ports of `config` (each may be 0); see StartPartOptions.listeners. */
-export async function bindPartListeners (config: Config, name: PartName): Promise<PartListeners> {
+export async function bindPartListeners(config: Config, name: PartName): Promise<PartListeners> {
   const section = config[name]
   const pub = await bindPort(name, 'port', section.host, section.port)
   try {
@@ -156,7 +188,7 @@ export async function bindPartListeners (config: Config, name: PartName): Promis
 }
 
 /** The port a bound socket got (the kernel's choice for 0). */
-export function boundPort (server: net.Server): number {
+export function boundPort(server: net.Server): number {
   return (server.address() as AddressInfo).port
 }
 
@@ -165,7 +197,7 @@ export function boundPort (server: net.Server): number {
  * accepts an object with the `_handle` of a listening server
  * (https://nodejs.org/api/net.html#serverlistenhandle-backlog-callback).
  */
-function listenOn (app: FastifyInstance, host: string, port: number, bound: net.Server | undefined): Promise<string> {
+function listenOn(app: FastifyInstance, host: string, port: number, bound: net.Server | undefined): Promise<string> {
   if (bound === undefined) return app.listen({ host, port })
   const address = (bound.address() as AddressInfo).address
   const handle = (bound as unknown as { _handle: unknown })._handle
@@ -173,14 +205,14 @@ function listenOn (app: FastifyInstance, host: string, port: number, bound: net.
 }
 
 /** Tracing (its packages loaded only then) when an OTLP endpoint is configured. */
-async function partTracer (name: PartName, config: Config): Promise<PartTracer | undefined> {
+async function partTracer(name: PartName, config: Config): Promise<PartTracer | undefined> {
   const { otlp_endpoint: endpoint, service_name: serviceName, resource_attributes: resourceAttributes } = config.tracing
   if (endpoint === undefined) return undefined
   return startPartTracing({ endpoint, part: name, serviceName, resourceAttributes, version: packageVersion() })
 }
 
 /** Builds the part with its tracer; the spans still buffered are exported when it closes. */
-async function buildTracedPart (name: PartName, deps: PartDeps): Promise<FastifyInstance> {
+async function buildTracedPart(name: PartName, deps: PartDeps): Promise<FastifyInstance> {
   const tracer = await partTracer(name, deps.config)
   let app: FastifyInstance
   try {
@@ -189,12 +221,15 @@ async function buildTracedPart (name: PartName, deps: PartDeps): Promise<Fastify
     await tracer?.shutdown().catch(() => {})
     throw err
   }
-  if (tracer !== undefined) app.addHook('onClose', async () => { await tracer.shutdown().catch(() => {}) })
+  if (tracer !== undefined)
+    app.addHook('onClose', async () => {
+      await tracer.shutdown().catch(() => {})
+    })
   return app
 }
 
 /** Builds and listens (the public port, then the admin port); returns the part and its URLs. */
-export async function startPart (name: PartName, deps: PartDeps, opts: StartPartOptions = {}): Promise<RunningPart> {
+export async function startPart(name: PartName, deps: PartDeps, opts: StartPartOptions = {}): Promise<RunningPart> {
   const bound = opts.listeners
   let app: FastifyInstance
   try {
@@ -210,7 +245,10 @@ export async function startPart (name: PartName, deps: PartDeps, opts: StartPart
     collectProcessMetrics(ops.registry)
   }
   const admin = opts.admin !== false && ops !== undefined ? buildPartAdmin(app) : null
-  if (admin !== null) app.addHook('onClose', async () => { await admin.close() })
+  if (admin !== null)
+    app.addHook('onClose', async () => {
+      await admin.close()
+    })
   else bound?.admin.close()
   const section = deps.config[name]
   try {
@@ -238,9 +276,10 @@ const READYZ_REQ = 'gatehouse:readyz'
 const READYZ_RES = 'gatehouse:readyz:res'
 
 /** Readiness of every worker (primary of `--workers`): ready when each live worker is. */
-function clusterReadiness (timeoutMs = 3_000): Promise<Readiness> {
+function clusterReadiness(timeoutMs = 3_000): Promise<Readiness> {
   const workers = Object.values(cluster.workers ?? {}).filter((w) => w !== undefined && w.isConnected())
-  if (workers.length === 0) return Promise.resolve({ ready: false, checks: [{ name: 'workers', ok: false, error: 'no worker is running' }] })
+  if (workers.length === 0)
+    return Promise.resolve({ ready: false, checks: [{ name: 'workers', ok: false, error: 'no worker is running' }] })
   const id = Math.random().toString(36).slice(2)
   return new Promise((resolve) => {
     const answers = new Map<number, Readiness>()
@@ -249,13 +288,17 @@ function clusterReadiness (timeoutMs = 3_000): Promise<Readiness> {
       cluster.off('message', onMessage)
       const checks = workers.flatMap((w) => {
         const r = answers.get(w!.id)
-        if (r === undefined) return [{ name: `worker ${w!.process.pid}`, ok: false, error: `no answer within ${timeoutMs} ms` }]
+        if (r === undefined)
+          return [{ name: `worker ${w!.process.pid}`, ok: false, error: `no answer within ${timeoutMs} ms` }]
         if (r.stopping === true) return [{ name: `worker ${w!.process.pid}`, ok: false, error: 'shutting down' }]
-        return [{ name: `worker ${w!.process.pid}`, ok: true }, ...r.checks.map((c) => ({ ...c, name: `worker ${w!.process.pid}: ${c.name}` }))]
+        return [
+          { name: `worker ${w!.process.pid}`, ok: true },
+          ...r.checks.map((c) => ({ ...c, name: `worker ${w!.process.pid}: ${c.name}` })),
+        ]
       })
       resolve({ ready: checks.every((c) => c.ok), checks })
     }
-    const onMessage = (worker: { id: number }, msg: { type?: string, id?: string, readiness?: Readiness }): void => {
+    const onMessage = (worker: { id: number }, msg: { type?: string; id?: string; readiness?: Readiness }): void => {
       if (msg?.type !== READYZ_RES || msg.id !== id || msg.readiness === undefined) return
       answers.set(worker.id, msg.readiness)
       if (answers.size === workers.length) finish()
@@ -267,17 +310,20 @@ function clusterReadiness (timeoutMs = 3_000): Promise<Readiness> {
 }
 
 /** A worker of `--workers`: answers the primary's metrics and readiness requests. */
-function serveWorkerOps (ops: PartOps): void {
+function serveWorkerOps(ops: PartOps): void {
   // Constructing it installs prom-client's worker-side listener.
   void new AggregatorRegistry()
   AggregatorRegistry.setRegistries([ops.registry])
-  process.on('message', (msg: { type?: string, id?: string }) => {
+  process.on('message', (msg: { type?: string; id?: string }) => {
     if (msg?.type !== READYZ_REQ) return
     void readiness(ops).then((r) => process.send?.({ type: READYZ_RES, id: msg.id, readiness: r }))
   })
 }
 
-export function createStoreAndCache (config: Config, deps: TenantStoreDeps = {}): { store: TenantStore, tenants: TenantCache } {
+export function createStoreAndCache(
+  config: Config,
+  deps: TenantStoreDeps = {},
+): { store: TenantStore; tenants: TenantCache } {
   // Outages and a store that lost its data are logged (once per episode) by the store and cache.
   const logger = partLogger(config, 'tenants')
   const store = createTenantStore(config, { logger, ...deps })
@@ -285,7 +331,7 @@ export function createStoreAndCache (config: Config, deps: TenantStoreDeps = {})
   return { store, tenants }
 }
 
-async function serve (name: PartName, config: Config, workers: number): Promise<void> {
+async function serve(name: PartName, config: Config, workers: number): Promise<void> {
   if (workers > 1 && cluster.isPrimary) {
     for (let i = 0; i < workers; i++) cluster.fork()
     // The admin port is the primary's: metrics merged from every worker, readiness of all.
@@ -294,13 +340,19 @@ async function serve (name: PartName, config: Config, workers: number): Promise<
     const admin = buildAdminApp({
       part: name,
       ready: () => clusterReadiness(),
-      metrics: async () => ({ contentType: aggregator.contentType, body: await aggregator.clusterMetrics() })
+      metrics: async () => ({ contentType: aggregator.contentType, body: await aggregator.clusterMetrics() }),
     })
     await admin.listen({ host: section.admin_host, port: section.admin_port })
-    pino(loggerOptions(config.log), logSink()).info({ part: name, admin: listenUrl(section.admin_host, admin.server, section.admin_port), workers }, 'admin listening (metrics of every worker)')
+    pino(loggerOptions(config.log), logSink()).info(
+      { part: name, admin: listenUrl(section.admin_host, admin.server, section.admin_port), workers },
+      'admin listening (metrics of every worker)',
+    )
     let stopping = false
     cluster.on('exit', (worker, code) => {
-      if (!stopping && code !== 0) { console.error(`worker ${worker.process.pid} exited (${code}); starting another`); cluster.fork() }
+      if (!stopping && code !== 0) {
+        console.error(`worker ${worker.process.pid} exited (${code}); starting another`)
+        cluster.fork()
+      }
     })
     const stop = () => {
       stopping = true
@@ -325,27 +377,32 @@ async function serve (name: PartName, config: Config, workers: number): Promise<
   }
   const ops = partOps(part.app)
   if (clustered && ops !== undefined) serveWorkerOps(ops)
-  part.app.log.info({ url: part.url, ...(part.adminUrl !== '' ? { admin: part.adminUrl } : {}), part: name }, 'listening')
+  part.app.log.info(
+    { url: part.url, ...(part.adminUrl !== '' ? { admin: part.adminUrl } : {}), part: name },
+    'listening',
+  )
   installGracefulShutdown(part.app, {
     graceMs: config.gateway.shutdown_grace_ms,
     exit: (code) => {
       tenants.close()
       void store.close().catch(() => {})
       void Promise.resolve().then(() => process.exit(code))
-    }
+    },
   })
 }
 
-export function registerServeCommands (program: Command, config: () => Config): void {
-  program.command('serve')
+export function registerServeCommands(program: Command, config: () => Config): void {
+  program
+    .command('serve')
     .description('run one part for production: gateway | rest | auth | panel')
     .argument('<part>', PARTS.join(' | '))
     .option('-w, --workers <n>', 'worker processes (Node cluster); "auto" = one per core', '1')
     .action(async (part: string, opts: { workers: string }) => {
-      if (!(PARTS as readonly string[]).includes(part)) throw new ConfigError(`unknown part "${part}": expected one of ${PARTS.join(', ')}`)
+      if (!(PARTS as readonly string[]).includes(part))
+        throw new ConfigError(`unknown part "${part}": expected one of ${PARTS.join(', ')}`)
       const workers = opts.workers === 'auto' ? os.availableParallelism() : Number(opts.workers)
-      if (!Number.isInteger(workers) || workers < 1) throw new ConfigError('--workers must be a positive integer or "auto"')
+      if (!Number.isInteger(workers) || workers < 1)
+        throw new ConfigError('--workers must be a positive integer or "auto"')
       await serve(part as PartName, config(), workers)
     })
 }
-

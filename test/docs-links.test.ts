@@ -5,14 +5,24 @@ import { existsSync, readdirSync, readFileSync } from 'node:fs'
 import path from 'node:path'
 import { REPO_ROOT } from './helpers/e2e-stack.js'
 
-const pages = ['README.md', 'deploy/README.md', ...readdirSync(path.join(REPO_ROOT, 'docs')).filter((f) => f.endsWith('.md')).map((f) => `docs/${f}`)]
+const pages = [
+  'README.md',
+  'deploy/README.md',
+  ...readdirSync(path.join(REPO_ROOT, 'docs'))
+    .filter((f) => f.endsWith('.md'))
+    .map((f) => `docs/${f}`),
+]
 
 /** GitHub's id of a heading: lower case, punctuation but `-` and `_` dropped, spaces to `-`. */
-function slug (heading: string): string {
-  return heading.trim().toLowerCase().replace(/[^\p{L}\p{N}\s_-]/gu, '').replace(/\s/g, '-')
+function slug(heading: string): string {
+  return heading
+    .trim()
+    .toLowerCase()
+    .replace(/[^\p{L}\p{N}\s_-]/gu, '')
+    .replace(/\s/g, '-')
 }
 
-function anchors (file: string): Set<string> {
+function anchors(file: string): Set<string> {
   const out = new Set<string>()
   let fence = false
   for (const line of readFileSync(file, 'utf8').split('\n')) {
@@ -33,7 +43,8 @@ t.test('relative links and anchors resolve', async (t) => {
       const [rel, anchor] = target.split('#') as [string, string | undefined]
       const dest = rel === '' ? file : path.resolve(path.dirname(file), rel)
       t.ok(existsSync(dest), `${page}: ${target} exists`)
-      if (anchor !== undefined && dest.endsWith('.md') && existsSync(dest)) t.ok(anchors(dest).has(anchor), `${page}: ${target} names a heading`)
+      if (anchor !== undefined && dest.endsWith('.md') && existsSync(dest))
+        t.ok(anchors(dest).has(anchor), `${page}: ${target} names a heading`)
     }
   }
 })

@@ -18,7 +18,7 @@ const DEVELOPMENT = readFileSync(path.join(REPO_ROOT, 'docs', 'development.md'),
 const PANEL_API = readFileSync(path.join(REPO_ROOT, 'docs', 'panel-api.md'), 'utf8')
 
 /** The text of `doc`'s section under `heading` (to the next heading of its level). */
-function section (doc: string, heading: string): string {
+function section(doc: string, heading: string): string {
   const start = doc.indexOf(`${heading}\n`)
   if (start < 0) throw new Error(`no "${heading}" section`)
   const next = doc.indexOf(`\n${heading.split(' ')[0]} `, start + 1)
@@ -26,7 +26,7 @@ function section (doc: string, heading: string): string {
 }
 
 /** The fenced blocks of one language in README's "A first app" (or another text), in order. */
-function quickStartBlocks (lang: string, text = section(README, '## A first app')): string[] {
+function quickStartBlocks(lang: string, text = section(README, '## A first app')): string[] {
   const out: string[] = []
   const fence = new RegExp('^```' + lang + '\\n([\\s\\S]*?)^```$', 'gm')
   for (const m of text.matchAll(fence)) out.push(m[1]!)
@@ -37,13 +37,20 @@ const PLACEHOLDER_URL = 'http://127.0.0.1:8000/demo'
 const PLACEHOLDER_KEY = 'pk_dev_...'
 
 /** Runs ES module code on this run's Node from the checkout (so bare imports resolve there). */
-function runModule (code: string): Promise<{ code: number | null, stdout: string, stderr: string }> {
+function runModule(code: string): Promise<{ code: number | null; stdout: string; stderr: string }> {
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, ['--input-type=module', '-'], { cwd: REPO_ROOT, stdio: ['pipe', 'pipe', 'pipe'] })
+    const child = spawn(process.execPath, ['--input-type=module', '-'], {
+      cwd: REPO_ROOT,
+      stdio: ['pipe', 'pipe', 'pipe'],
+    })
     let stdout = ''
     let stderr = ''
-    child.stdout.setEncoding('utf8').on('data', (d: string) => { stdout += d })
-    child.stderr.setEncoding('utf8').on('data', (d: string) => { stderr += d })
+    child.stdout.setEncoding('utf8').on('data', (d: string) => {
+      stdout += d
+    })
+    child.stderr.setEncoding('utf8').on('data', (d: string) => {
+      stderr += d
+    })
     child.once('error', reject)
     child.once('close', (c) => resolve({ code: c, stdout, stderr }))
     child.stdin.end(code)
@@ -54,7 +61,7 @@ function runModule (code: string): Promise<{ code: number | null, stdout: string
  * Waits until the REST engine's schema cache has a table the owner just created (its reload
  * follows the DDL asynchronously), asking as the secret key's role, which reaches every table.
  */
-async function visible (x: E2eTenant, table: string): Promise<void> {
+async function visible(x: E2eTenant, table: string): Promise<void> {
   for (let i = 0; i < 300; i++) {
     if ((await stack.gateway(x, `/rest/v1/${table}?select=*&limit=0`, { apikey: x.secret_key })).status === 200) return
     await new Promise((resolve) => setTimeout(resolve, 100))
@@ -75,7 +82,11 @@ t.test('the first app: SQL as the owner, the JS as an app, then a signed-in inse
   const js = quickStartBlocks('js')
   t.equal(sql.length, 1, 'one SQL block')
   t.equal(js.length, 1, 'one JS block: the app')
-  t.match(sql[0], /^grant select, insert on todos to authenticated;$/m, 'a plain GRANT, as a Supabase migration writes it')
+  t.match(
+    sql[0],
+    /^grant select, insert on todos to authenticated;$/m,
+    'a plain GRANT, as a Supabase migration writes it',
+  )
 
   // Nothing is visible before the SQL runs (the README's claim about a fresh database).
   const before = await stack.gateway(demo, '/rest/v1/todos?select=id')
@@ -97,8 +108,12 @@ t.test('the first app: SQL as the owner, the JS as an app, then a signed-in inse
   const again = await runModule(code)
   t.equal(again.code, 0, `the JS runs again${again.stderr ? ': ' + again.stderr : ''}`)
   t.equal(again.stderr, '', 'nothing on stderr the second time')
-  t.match(again.stdout, /^\[\s*\{\s*id: \d+,\s*title: 'try Gatehouse'\s*\},\s*\{\s*id: \d+,\s*title: 'try Gatehouse'\s*\}\s*\]\n$/, 'the second run signs in and prints both rows')
-  await stack.owner(demo, "DELETE FROM public.todos WHERE id <> (SELECT min(id) FROM public.todos)")
+  t.match(
+    again.stdout,
+    /^\[\s*\{\s*id: \d+,\s*title: 'try Gatehouse'\s*\},\s*\{\s*id: \d+,\s*title: 'try Gatehouse'\s*\}\s*\]\n$/,
+    'the second run signs in and prints both rows',
+  )
+  await stack.owner(demo, 'DELETE FROM public.todos WHERE id <> (SELECT min(id) FROM public.todos)')
 
   // The user the README signed up signs in, writes and reads.
   const ada = stack.supabase(demo)
@@ -131,27 +146,46 @@ t.test('the panel exchange block runs as written and signs in a user of demo', a
   t.ok(js.includes("readFileSync('.gatehouse/dev.json', 'utf8')"), 'it reads dev.json')
   t.ok(js.includes("d.database === 'demo'"), 'it picks demo')
   const devJson = path.join(stack.copy.root, '.gatehouse', 'dev.json')
-  const code = js.replace("'.gatehouse/dev.json'", JSON.stringify(devJson)).replace("d.database === 'demo'", `d.database === ${JSON.stringify(demo.database)}`)
+  const code = js
+    .replace("'.gatehouse/dev.json'", JSON.stringify(devJson))
+    .replace("d.database === 'demo'", `d.database === ${JSON.stringify(demo.database)}`)
   for (const round of ['first', 'second']) {
     const run = await runModule(code)
     t.equal(run.code, 0, `${round} exchange runs to the end${run.stderr ? ': ' + run.stderr : ''}`)
     t.equal(run.stderr, '', 'nothing on stderr')
-    t.match(run.stdout, /^developer@gatehouse\.local true\n\[\]\n$/, `${round}: the panel user, signed in, sees no row of ada's`)
+    t.match(
+      run.stdout,
+      /^developer@gatehouse\.local true\n\[\]\n$/,
+      `${round}: the panel user, signed in, sees no row of ada's`,
+    )
   }
 
   // The curl form the README gives.
-  const curl = /`curl -X POST <panel_url>(\/organizations\/org_demo\/databases\/demo\/api\/app-session)\s+-H "Authorization: Bearer <panel session>"`/.exec(DEVELOPMENT)
+  const curl =
+    /`curl -X POST <panel_url>(\/organizations\/org_demo\/databases\/demo\/api\/app-session)\s+-H "Authorization: Bearer <panel session>"`/.exec(
+      DEVELOPMENT,
+    )
   t.ok(curl, 'docs/development.md gives the curl form')
-  const r = await stack.panel('POST', curl![1]!.replace('org_demo', demo.organization).replace('/demo/', `/${demo.database}/`))
+  const r = await stack.panel(
+    'POST',
+    curl![1]!.replace('org_demo', demo.organization).replace('/demo/', `/${demo.database}/`),
+  )
   t.equal(r.status, 200)
   t.equal(r.body.expires_in, 3600)
   t.equal(r.body.url, demo.url)
   t.equal(r.body.user.email, 'developer@gatehouse.local')
-  const again = await stack.panel('POST', curl![1]!.replace('org_demo', demo.organization).replace('/demo/', `/${demo.database}/`))
+  const again = await stack.panel(
+    'POST',
+    curl![1]!.replace('org_demo', demo.organization).replace('/demo/', `/${demo.database}/`),
+  )
   t.equal(again.body.user.id, r.body.user.id, 'a repeated exchange finds the same user')
   const listed = await stack.gateway(demo, '/auth/v1/admin/users', { apikey: demo.secret_key, token: demo.secret_key })
   t.equal(listed.status, 200)
-  t.equal(listed.body.users.filter((u: { email: string }) => u.email === 'developer@gatehouse.local').length, 1, 'one user for the panel member after four exchanges')
+  t.equal(
+    listed.body.users.filter((u: { email: string }) => u.email === 'developer@gatehouse.local').length,
+    1,
+    'one user for the panel member after four exchanges',
+  )
 
   // The mail catcher's JSON list, as the README names it.
   t.match(DEVELOPMENT, /`GET <mail_url>\/email` lists them as JSON/)
@@ -161,23 +195,37 @@ t.test('the panel exchange block runs as written and signs in a user of demo', a
 })
 
 t.test('platform.grant and sequences', async (t) => {
-  const granted = await stack.owner(demo, "CREATE TABLE public.ids (id int GENERATED ALWAYS AS IDENTITY, n bigserial, v text); SELECT platform.grant('insert', 'public.ids', 'auth') AS stmt")
+  const granted = await stack.owner(
+    demo,
+    "CREATE TABLE public.ids (id int GENERATED ALWAYS AS IDENTITY, n bigserial, v text); SELECT platform.grant('insert', 'public.ids', 'auth') AS stmt",
+  )
   const stmt = (granted as unknown as Array<{ rows: Array<{ stmt: string }> }>)[1]!.rows[0]!.stmt
   t.match(stmt, /^GRANT INSERT ON TABLE public\.ids TO t_[0-9a-f]{10}_auth; /)
-  t.match(stmt, /GRANT USAGE ON SEQUENCE public\.ids_id_seq TO /, 'the identity column\'s sequence')
-  t.match(stmt, /GRANT USAGE ON SEQUENCE public\.ids_n_seq TO /, 'the bigserial column\'s sequence')
+  t.match(stmt, /GRANT USAGE ON SEQUENCE public\.ids_id_seq TO /, "the identity column's sequence")
+  t.match(stmt, /GRANT USAGE ON SEQUENCE public\.ids_n_seq TO /, "the bigserial column's sequence")
   const select = await stack.owner(demo, "SELECT platform.grant('SELECT', 'public.ids', 'auth') AS stmt")
   t.notMatch(select.rows[0].stmt, /SEQUENCE/, 'SELECT alone grants no sequence')
   const direct = await stack.owner(demo, "SELECT platform.grant('USAGE', 'public.ids_n_seq', 'anon') AS stmt")
-  t.match(direct.rows[0].stmt, /^GRANT USAGE ON SEQUENCE public\.ids_n_seq TO t_[0-9a-f]{10}_anon$/, 'a sequence by name')
-  await t.rejects(stack.owner(demo, "SELECT platform.grant('INSERT', 'public.ids_n_seq', 'anon')"), { message: /invalid privilege 'INSERT' for a sequence/ })
-  await t.rejects(stack.owner(demo, "SELECT platform.grant('USAGE', 'public.ids', 'anon')"), { message: /invalid privilege 'USAGE' for a table/ })
+  t.match(
+    direct.rows[0].stmt,
+    /^GRANT USAGE ON SEQUENCE public\.ids_n_seq TO t_[0-9a-f]{10}_anon$/,
+    'a sequence by name',
+  )
+  await t.rejects(stack.owner(demo, "SELECT platform.grant('INSERT', 'public.ids_n_seq', 'anon')"), {
+    message: /invalid privilege 'INSERT' for a sequence/,
+  })
+  await t.rejects(stack.owner(demo, "SELECT platform.grant('USAGE', 'public.ids', 'anon')"), {
+    message: /invalid privilege 'USAGE' for a table/,
+  })
 })
 
 t.test('a write refused for the sequence: the hint runs as is', async (t) => {
   // A GRANT of INSERT on the table alone (not through platform.grant): nextval() is refused.
-  await stack.owner(demo, `CREATE TABLE public.notes (id bigserial PRIMARY KEY, body text);
-    DO $$ BEGIN EXECUTE format('GRANT SELECT, INSERT ON public.notes TO %I', platform.role('auth')); END $$`)
+  await stack.owner(
+    demo,
+    `CREATE TABLE public.notes (id bigserial PRIMARY KEY, body text);
+    DO $$ BEGIN EXECUTE format('GRANT SELECT, INSERT ON public.notes TO %I', platform.role('auth')); END $$`,
+  )
   await visible(demo, 'notes')
   const user = stack.supabase(demo)
   t.error((await user.auth.signUp({ email: email('carol'), password: 'a fine password' })).error)
@@ -197,10 +245,15 @@ t.test('a write refused for the sequence: the hint runs as is', async (t) => {
 t.test('the control-panel API example runs as docs/panel-api.md says', async (t) => {
   await visible(demo, 'todos')
   const api = PANEL_API
-  const m = /curl -s -X POST http:\/\/127\.0\.0\.1:8001(\S+) \\\n\s+-H "Authorization: Bearer <panel session>" -H 'Content-Type: application\/json' \\\n\s+-d '(\{[^']*\})'/.exec(api)
+  const m =
+    /curl -s -X POST http:\/\/127\.0\.0\.1:8001(\S+) \\\n\s+-H "Authorization: Bearer <panel session>" -H 'Content-Type: application\/json' \\\n\s+-d '(\{[^']*\})'/.exec(
+      api,
+    )
   t.ok(m, 'the curl example is there')
-  const pathOf = m![1]!.replace('/org_demo/', `/${demo.organization}/`).replace('/databases/demo/', `/databases/${demo.database}/`)
-  const body = JSON.parse(m![2]!) as { sql: string, as: string }
+  const pathOf = m![1]!
+    .replace('/org_demo/', `/${demo.organization}/`)
+    .replace('/databases/demo/', `/databases/${demo.database}/`)
+  const body = JSON.parse(m![2]!) as { sql: string; as: string }
   t.equal(body.as, 'anon')
   const anon = await stack.panel('POST', pathOf, { body })
   t.equal(anon.status, 404, 'as anon: 404')
@@ -211,8 +264,17 @@ t.test('the control-panel API example runs as docs/panel-api.md says', async (t)
   t.equal(svc.body.rolled_back, true)
   t.ok(svc.body.rows.length > 0)
   // Every call of the table answers (none is a 404 of the router).
-  for (const [method, call] of [['GET', 'policy-check'], ['GET', 'auth-settings'], ['GET', 'rest-settings'], ['GET', 'signing-keys'], ['GET', 'types/typescript']]) {
-    t.ok(api.includes(`${method} /${call}`) || api.includes(`\`${method}\`, \`PATCH /${call}\``), `the table lists ${method} ${call}`)
+  for (const [method, call] of [
+    ['GET', 'policy-check'],
+    ['GET', 'auth-settings'],
+    ['GET', 'rest-settings'],
+    ['GET', 'signing-keys'],
+    ['GET', 'types/typescript'],
+  ]) {
+    t.ok(
+      api.includes(`${method} /${call}`) || api.includes(`\`${method}\`, \`PATCH /${call}\``),
+      `the table lists ${method} ${call}`,
+    )
     const r = await stack.panel(method!, pathOf.replace('/test-query', `/${call}`))
     t.equal(r.status, 200, `${method} ${call}`)
   }

@@ -16,14 +16,26 @@ export type BareKind = 'classic' | 'fetch' | 'undici'
 export const BARE_DESCRIPTIONS: Record<BareKind, string> = {
   classic: "http-proxy-3's classic path (node:http client, keep-alive http.Agent), nothing else",
   fetch: "http-proxy-3's fetch path over an undici Agent (keep-alive pool per upstream), nothing else",
-  undici: "undici Pool.dispatch() (keep-alive pool per upstream) streaming both ways, nothing else"
+  undici: 'undici Pool.dispatch() (keep-alive pool per upstream) streaming both ways, nothing else',
 }
 
-export interface BareProxy { port: number, close: () => Promise<void> }
+export interface BareProxy {
+  port: number
+  close: () => Promise<void>
+}
 
-const HOP = new Set(['connection', 'keep-alive', 'host', 'transfer-encoding', 'proxy-connection', 'te', 'trailer', 'upgrade'])
+const HOP = new Set([
+  'connection',
+  'keep-alive',
+  'host',
+  'transfer-encoding',
+  'proxy-connection',
+  'te',
+  'trailer',
+  'upgrade',
+])
 
-function undiciHandler (pool: Pool, target: URL): http.RequestListener {
+function undiciHandler(pool: Pool, target: URL): http.RequestListener {
   const base = target.pathname === '/' ? '' : target.pathname.replace(/\/$/, '')
   return (req, res) => {
     const headers: string[] = []
@@ -33,8 +45,8 @@ function undiciHandler (pool: Pool, target: URL): http.RequestListener {
     let resume: (() => void) | null = null
     res.on('drain', () => resume?.())
     const handler: Dispatcher.DispatchHandler = {
-      onConnect () {},
-      onHeaders (status, rawHeaders, res2) {
+      onConnect() {},
+      onHeaders(status, rawHeaders, res2) {
         resume = res2
         const out: string[] = []
         for (let i = 0; i < rawHeaders.length; i += 2) {
@@ -44,41 +56,78 @@ function undiciHandler (pool: Pool, target: URL): http.RequestListener {
         res.writeHead(status, out)
         return true
       },
-      onData (chunk) { return res.write(chunk) },
-      onComplete () { res.end() },
-      onError () { if (!res.headersSent) { res.writeHead(502); res.end() } else res.destroy() }
+      onData(chunk) {
+        return res.write(chunk)
+      },
+      onComplete() {
+        res.end()
+      },
+      onError() {
+        if (!res.headersSent) {
+          res.writeHead(502)
+          res.end()
+        } else res.destroy()
+      },
     }
-    pool.dispatch({ path: base + (req.url ?? '/'), method: req.method as Dispatcher.HttpMethod, headers, body: hasBody ? req : null }, handler)
+    pool.dispatch(
+      {
+        path: base + (req.url ?? '/'),
+        method: req.method as Dispatcher.HttpMethod,
+        headers,
+        body: hasBody ? req : null,
+      },
+      handler,
+    )
   }
 }
 
-export async function startBareProxy (kind: BareKind, target: string, keepAliveMs: number): Promise<BareProxy> {
+export async function startBareProxy(kind: BareKind, target: string, keepAliveMs: number): Promise<BareProxy> {
   const url = new URL(target)
   let onClose = async (): Promise<void> => {}
   let listener: http.RequestListener
   if (kind === 'undici') {
     const pool = new Pool(url.origin, { connections: 512, keepAliveTimeout: keepAliveMs })
-    onClose = async () => { await pool.destroy() }
+    onClose = async () => {
+      await pool.destroy()
+    }
     listener = undiciHandler(pool, url)
   } else {
     let proxy: ProxyServer
     if (kind === 'classic') {
-      const agent = new http.Agent({ keepAlive: true, keepAliveMsecs: 1000, timeout: keepAliveMs, maxSockets: 512, maxFreeSockets: 256, scheduling: 'lifo' })
+      const agent = new http.Agent({
+        keepAlive: true,
+        keepAliveMsecs: 1000,
+        timeout: keepAliveMs,
+        maxSockets: 512,
+        maxFreeSockets: 256,
+        scheduling: 'lifo',
+      })
       proxy = new ProxyServer({ target, agent })
-      onClose = async () => { agent.destroy() }
+      onClose = async () => {
+        agent.destroy()
+      }
     } else {
       const dispatcher = new Agent({ connections: 512, keepAliveTimeout: keepAliveMs })
       proxy = new ProxyServer({
         target,
         fetchOptions: {
           requestOptions: { dispatcher },
-          onBeforeRequest: async (o: { headers?: unknown }) => { (o.headers as Headers).delete('connection') }
-        }
+          onBeforeRequest: async (o: { headers?: unknown }) => {
+            ;(o.headers as Headers).delete('connection')
+          },
+        },
       } as ConstructorParameters<typeof ProxyServer>[0])
-      onClose = async () => { await dispatcher.destroy() }
+      onClose = async () => {
+        await dispatcher.destroy()
+      }
     }
     listener = (req, res) => {
-      proxy.web(req, res, {}, (err) => { if (!res.headersSent) { res.writeHead(502); res.end() } else res.destroy(err) })
+      proxy.web(req, res, {}, (err) => {
+        if (!res.headersSent) {
+          res.writeHead(502)
+          res.end()
+        } else res.destroy(err)
+      })
     }
   }
   const server = http.createServer(listener)
@@ -89,6 +138,6 @@ export async function startBareProxy (kind: BareKind, target: string, keepAliveM
       server.closeAllConnections()
       await new Promise<void>((resolve) => server.close(() => resolve()))
       await onClose()
-    }
+    },
   }
 }

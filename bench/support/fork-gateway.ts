@@ -11,29 +11,63 @@ export interface ForkedGateway {
   port: number
   pid: number
   /** CPU time (user + system) of the gateway process so far, microseconds. */
-  cpu: () => Promise<{ user: number, system: number }>
+  cpu: () => Promise<{ user: number; system: number }>
   close: () => Promise<void>
 }
 
 const ENTRY = path.join(path.dirname(fileURLToPath(import.meta.url)), 'gateway-process.ts')
 
-function next (child: ChildProcess, type: GatewayProcessReply['type']): Promise<GatewayProcessReply> {
+function next(child: ChildProcess, type: GatewayProcessReply['type']): Promise<GatewayProcessReply> {
   return new Promise((resolve, reject) => {
     const onMessage = (m: GatewayProcessReply): void => {
-      if (m.type === 'error') { cleanup(); reject(new Error(`gateway process: ${m.message}`)) } else if (m.type === type) { cleanup(); resolve(m) }
+      if (m.type === 'error') {
+        cleanup()
+        reject(new Error(`gateway process: ${m.message}`))
+      } else if (m.type === type) {
+        cleanup()
+        resolve(m)
+      }
     }
-    const onExit = (code: number | null): void => { cleanup(); reject(new Error(`gateway process exited with ${String(code)}`)) }
-    const cleanup = (): void => { child.off('message', onMessage); child.off('exit', onExit) }
+    const onExit = (code: number | null): void => {
+      cleanup()
+      reject(new Error(`gateway process exited with ${String(code)}`))
+    }
+    const cleanup = (): void => {
+      child.off('message', onMessage)
+      child.off('exit', onExit)
+    }
     child.on('message', onMessage)
     child.on('exit', onExit)
   })
 }
 
 /** `bare`: a bare passthrough proxy in that process instead of the gateway; `fastPath` false: the gateway with its fast path off. */
-export async function forkGateway (overrides: Record<string, unknown>, tenants: unknown[], bare?: GatewayProcessStart['bare'], fastPath?: boolean): Promise<ForkedGateway> {
-  const child = fork(ENTRY, [], { execArgv: ['--import', 'tsx', ...(process.env.BENCH_GATEWAY_PROF !== undefined ? (process.env.BENCH_GATEWAY_PROF === 'perf' ? ['--perf-basic-prof'] : ['--cpu-prof', `--cpu-prof-dir=${process.env.BENCH_GATEWAY_PROF}`]) : [])], stdio: ['ignore', 'inherit', 'inherit', 'ipc'] })
+export async function forkGateway(
+  overrides: Record<string, unknown>,
+  tenants: unknown[],
+  bare?: GatewayProcessStart['bare'],
+  fastPath?: boolean,
+): Promise<ForkedGateway> {
+  const child = fork(ENTRY, [], {
+    execArgv: [
+      '--import',
+      'tsx',
+      ...(process.env.BENCH_GATEWAY_PROF !== undefined
+        ? process.env.BENCH_GATEWAY_PROF === 'perf'
+          ? ['--perf-basic-prof']
+          : ['--cpu-prof', `--cpu-prof-dir=${process.env.BENCH_GATEWAY_PROF}`]
+        : []),
+    ],
+    stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
+  })
   const listening = next(child, 'listening')
-  child.send({ type: 'start', overrides, tenants, ...(bare !== undefined ? { bare } : {}), ...(fastPath === false ? { fastPath } : {}) } satisfies GatewayProcessMessage)
+  child.send({
+    type: 'start',
+    overrides,
+    tenants,
+    ...(bare !== undefined ? { bare } : {}),
+    ...(fastPath === false ? { fastPath } : {}),
+  } satisfies GatewayProcessMessage)
   const r = await listening
   if (r.type !== 'listening') throw new Error('unexpected reply')
   return {
@@ -50,6 +84,6 @@ export async function forkGateway (overrides: Record<string, unknown>, tenants: 
       const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()))
       child.send({ type: 'close' } satisfies GatewayProcessMessage)
       await exited
-    }
+    },
   }
 }

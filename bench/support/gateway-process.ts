@@ -16,14 +16,19 @@ export interface GatewayProcessStart {
   /** Tenant files as parsed objects (the YAML's content). */
   tenants: unknown[]
   /** Run this bare proxy instead of the gateway. */
-  bare?: { kind: BareKind, target: string, keepAliveMs: number }
+  bare?: { kind: BareKind; target: string; keepAliveMs: number }
   /** false: the gateway with its node:http fast path off (every request through fastify's routing). */
   fastPath?: boolean
 }
 export type GatewayProcessMessage = GatewayProcessStart | { type: 'cpu' } | { type: 'close' }
-export type GatewayProcessReply = { type: 'listening', port: number } | { type: 'cpu', user: number, system: number } | { type: 'error', message: string }
+export type GatewayProcessReply =
+  | { type: 'listening'; port: number }
+  | { type: 'cpu'; user: number; system: number }
+  | { type: 'error'; message: string }
 
-const send = (m: GatewayProcessReply): void => { process.send?.(m) }
+const send = (m: GatewayProcessReply): void => {
+  process.send?.(m)
+}
 let close: (() => Promise<void>) | null = null
 
 process.on('message', (m: GatewayProcessMessage) => {
@@ -37,7 +42,7 @@ process.on('message', (m: GatewayProcessMessage) => {
   }
 })
 
-async function start (m: GatewayProcessStart): Promise<void> {
+async function start(m: GatewayProcessStart): Promise<void> {
   if (m.bare !== undefined) {
     const bare = await startBareProxy(m.bare.kind, m.bare.target, m.bare.keepAliveMs)
     close = bare.close
@@ -51,8 +56,16 @@ async function start (m: GatewayProcessStart): Promise<void> {
     tenants.set(tenant.database, tenant)
   }
   const log = devNullLogger(config.log)
-  const gateway = buildGateway({ config, tenants: { get: async (db) => tenants.get(db) ?? null }, logger: log.logger as never, ...(m.fastPath === false ? { fastPath: false } : {}) })
+  const gateway = buildGateway({
+    config,
+    tenants: { get: async (db) => tenants.get(db) ?? null },
+    logger: log.logger as never,
+    ...(m.fastPath === false ? { fastPath: false } : {}),
+  })
   await gateway.listen({ port: 0, host: '127.0.0.1' })
-  close = async () => { await gateway.close(); log.close() }
+  close = async () => {
+    await gateway.close()
+    log.close()
+  }
   send({ type: 'listening', port: (gateway.server.address() as AddressInfo).port })
 }

@@ -18,24 +18,37 @@ export interface LatencyResult {
   errors: number
 }
 
-interface Job { url: string, headers: Record<string, string>, connections: number, seconds: number }
+interface Job {
+  url: string
+  headers: Record<string, string>
+  connections: number
+  seconds: number
+}
 
 /** Forks this file and measures `url` from there. */
-export function readLatencies (job: Job): Promise<LatencyResult> {
+export function readLatencies(job: Job): Promise<LatencyResult> {
   return new Promise((resolve, reject) => {
-    const child = fork(fileURLToPath(import.meta.url), [], { execArgv: ['--import', 'tsx'], stdio: ['ignore', 'inherit', 'inherit', 'ipc'] })
-    child.once('message', (m: LatencyResult) => { resolve(m); child.disconnect() })
-    child.once('exit', (code) => { if (code !== 0) reject(new Error(`latency reader exited with ${String(code)}`)) })
+    const child = fork(fileURLToPath(import.meta.url), [], {
+      execArgv: ['--import', 'tsx'],
+      stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
+    })
+    child.once('message', (m: LatencyResult) => {
+      resolve(m)
+      child.disconnect()
+    })
+    child.once('exit', (code) => {
+      if (code !== 0) reject(new Error(`latency reader exited with ${String(code)}`))
+    })
     child.send(job)
   })
 }
 
-function percentile (sorted: number[], p: number): number {
+function percentile(sorted: number[], p: number): number {
   if (sorted.length === 0) return 0
   return Math.round(sorted[Math.min(sorted.length - 1, Math.floor(sorted.length * p))]!)
 }
 
-async function measure (job: Job): Promise<LatencyResult> {
+async function measure(job: Job): Promise<LatencyResult> {
   const u = new URL(job.url)
   const pool = new Pool(u.origin, { connections: job.connections })
   const path = u.pathname + u.search
@@ -59,11 +72,19 @@ async function measure (job: Job): Promise<LatencyResult> {
   await Promise.all(Array.from({ length: job.connections }, loop))
   await pool.close()
   durations.sort((a, b) => a - b)
-  return { p50Us: percentile(durations, 0.5), p99Us: percentile(durations, 0.99), requests: durations.length, non2xx, errors }
+  return {
+    p50Us: percentile(durations, 0.5),
+    p99Us: percentile(durations, 0.99),
+    requests: durations.length,
+    non2xx,
+    errors,
+  }
 }
 
 if (process.send !== undefined && process.argv[1] === fileURLToPath(import.meta.url)) {
   process.once('message', (job: Job) => {
-    void measure(job).then((r) => { process.send!(r) })
+    void measure(job).then((r) => {
+      process.send!(r)
+    })
   })
 }

@@ -12,7 +12,14 @@ import net from 'node:net'
 import path from 'node:path'
 import pg from 'pg'
 import { startEmbeddedPostgres, type EmbeddedPostgres } from '../../src/dev/index.js'
-import { dropTenant, listMigrations, migrateDatabase, provisionTenant, tenantRoleNames, tenantIdOf } from '../../src/platform/index.js'
+import {
+  dropTenant,
+  listMigrations,
+  migrateDatabase,
+  provisionTenant,
+  tenantRoleNames,
+  tenantIdOf,
+} from '../../src/platform/index.js'
 import { parseTenantFile, type TenantFile } from '../../src/tenants/index.js'
 import { withDatabase } from '../../src/shared/index.js'
 
@@ -74,14 +81,14 @@ export interface BenchCluster {
   dir: string
   /** The postmaster's process id (its children are the backends). */
   pid: number | undefined
-  stop (): Promise<void>
+  stop(): Promise<void>
 }
 
-export function tenantName (i: number): string {
+export function tenantName(i: number): string {
   return `bt_${String(i).padStart(5, '0')}`
 }
 
-function freePort (): Promise<number> {
+function freePort(): Promise<number> {
   return new Promise((resolve, reject) => {
     const srv = net.createServer()
     srv.unref()
@@ -93,47 +100,55 @@ function freePort (): Promise<number> {
   })
 }
 
-function atPort (url: string, port: number): string {
+function atPort(url: string, port: number): string {
   const u = new URL(url)
   u.port = String(port)
   return u.toString()
 }
 
 /** A kept tenant file with its connection URLs moved to this run's port. */
-function rebase (file: TenantFile, port: number): TenantFile {
+function rebase(file: TenantFile, port: number): TenantFile {
   return {
     ...file,
     postgres: atPort(file.postgres, port),
     engines: {
       ...(file.engines?.rest !== undefined ? { rest: atPort(file.engines.rest, port) } : {}),
-      ...(file.engines?.auth !== undefined ? { auth: atPort(file.engines.auth, port) } : {})
-    }
+      ...(file.engines?.auth !== undefined ? { auth: atPort(file.engines.auth, port) } : {}),
+    },
   }
 }
 
-function readState (file: string): State {
+function readState(file: string): State {
   if (!existsSync(file)) return { appSchema: APP_SCHEMA_VERSION, migrations: 0, tenants: [] }
   const s = JSON.parse(readFileSync(file, 'utf8')) as State
-  return { appSchema: s.appSchema, migrations: s.migrations ?? 0, tenants: s.tenants.map((t) => ({ ...t, file: parseTenantFile(t.file, 'bench state', {}) })) }
+  return {
+    appSchema: s.appSchema,
+    migrations: s.migrations ?? 0,
+    tenants: s.tenants.map((t) => ({ ...t, file: parseTenantFile(t.file, 'bench state', {}) })),
+  }
 }
 
-function writeState (file: string, s: State): void {
+function writeState(file: string, s: State): void {
   const tmp = `${file}.tmp`
   writeFileSync(tmp, JSON.stringify(s) + '\n', { mode: 0o600 })
   renameSync(tmp, file)
 }
 
-async function provisionOne (adminUrl: string, i: number): Promise<BenchTenant> {
+async function provisionOne(adminUrl: string, i: number): Promise<BenchTenant> {
   const t0 = performance.now()
   const { file, ownerUrl } = await provisionTenant({
     adminUrl,
     database: tenantName(i),
     organization: 'org_bench',
-    upstreams: { auth: 'http://127.0.0.1:9/unused', rest: `http://127.0.0.1:9/${tenantName(i)}` }
+    upstreams: { auth: 'http://127.0.0.1:9/unused', rest: `http://127.0.0.1:9/${tenantName(i)}` },
   })
   const owner = new pg.Client({ connectionString: ownerUrl })
   await owner.connect()
-  try { await owner.query(APP_SCHEMA) } finally { await owner.end() }
+  try {
+    await owner.query(APP_SCHEMA)
+  } finally {
+    await owner.end()
+  }
   return { file, provisionMs: Math.round(performance.now() - t0) }
 }
 
@@ -141,7 +156,13 @@ async function provisionOne (adminUrl: string, i: number): Promise<BenchTenant> 
  * Starts the kept cluster (initialised on first use) with room for `maxConnections`, and
  * makes sure tenants bt_00000 .. bt_<count-1> exist. `log` hears progress.
  */
-export async function openBenchCluster (opts: { dir: string, count: number, maxConnections: number, concurrency?: number, log: (line: string) => void }): Promise<BenchCluster> {
+export async function openBenchCluster(opts: {
+  dir: string
+  count: number
+  maxConnections: number
+  concurrency?: number
+  log: (line: string) => void
+}): Promise<BenchCluster> {
   mkdirSync(opts.dir, { recursive: true, mode: 0o700 })
   const pwFile = path.join(opts.dir, 'pg-superuser-password')
   if (!existsSync(pwFile)) writeFileSync(pwFile, randomBytes(18).toString('base64url') + '\n', { mode: 0o600 })
@@ -161,8 +182,8 @@ export async function openBenchCluster (opts: { dir: string, count: number, maxC
       max_connections: String(opts.maxConnections),
       shared_buffers: process.env.BENCH_PG_SHARED_BUFFERS ?? '256MB',
       // Idle sessions hold little; the default (64 locks per connection) is plenty.
-      max_locks_per_transaction: '64'
-    }
+      max_locks_per_transaction: '64',
+    },
   })
   const adminUrl = server.url
   const stateFile = path.join(opts.dir, 'state.json')
@@ -170,7 +191,11 @@ export async function openBenchCluster (opts: { dir: string, count: number, maxC
     let state = readState(stateFile)
     const admin = new pg.Client({ connectionString: adminUrl })
     await admin.connect()
-    const existing = new Set((await admin.query<{ datname: string }>("SELECT datname FROM pg_database WHERE datname LIKE 'bt\\_%'")).rows.map((r) => r.datname))
+    const existing = new Set(
+      (await admin.query<{ datname: string }>("SELECT datname FROM pg_database WHERE datname LIKE 'bt\\_%'")).rows.map(
+        (r) => r.datname,
+      ),
+    )
     await admin.end()
     if (state.appSchema !== APP_SCHEMA_VERSION) {
       opts.log(`bench tenants: application schema changed, dropping ${state.tenants.length} kept tenants`)
@@ -194,7 +219,10 @@ export async function openBenchCluster (opts: { dir: string, count: number, maxC
       opts.log(`bench tenants: migrating ${state.tenants.length} kept databases to ${latest}`)
       for (const t of state.tenants) {
         const id = tenantIdOf(t.file.roles.anon)
-        await migrateDatabase(withDatabase(adminUrl, t.file.database), id === null ? {} : { roles: tenantRoleNames(id) })
+        await migrateDatabase(
+          withDatabase(adminUrl, t.file.database),
+          id === null ? {} : { roles: tenantRoleNames(id) },
+        )
         migratedNow++
       }
     }
@@ -206,7 +234,9 @@ export async function openBenchCluster (opts: { dir: string, count: number, maxC
     for (let i = 0; i < opts.count; i++) if (!byName.has(tenantName(i))) missing.push(i)
     const t0 = performance.now()
     if (missing.length > 0) {
-      opts.log(`bench tenants: provisioning ${missing.length} tenant databases (${state.tenants.length} kept in ${opts.dir})`)
+      opts.log(
+        `bench tenants: provisioning ${missing.length} tenant databases (${state.tenants.length} kept in ${opts.dir})`,
+      )
       let next = 0
       let done = 0
       const worker = async (): Promise<void> => {
@@ -217,7 +247,9 @@ export async function openBenchCluster (opts: { dir: string, count: number, maxC
           byName.set(t.file.database, t)
           if (++done % 50 === 0 || done === missing.length) {
             writeState(stateFile, state)
-            opts.log(`bench tenants: ${done}/${missing.length} provisioned (${Math.round((performance.now() - t0) / done)} ms each)`)
+            opts.log(
+              `bench tenants: ${done}/${missing.length} provisioned (${Math.round((performance.now() - t0) / done)} ms each)`,
+            )
           }
         }
       }
@@ -241,7 +273,7 @@ export async function openBenchCluster (opts: { dir: string, count: number, maxC
       migratedNow,
       dir: opts.dir,
       pid: server.pid,
-      stop: () => server.stop()
+      stop: () => server.stop(),
     }
   } catch (err) {
     await server.stop()

@@ -26,18 +26,20 @@ const MINIMUM_TOKEN_SCHEMA = {
     aal: { type: 'string' },
     amr: { type: 'array', items: { anyOf: [{ type: 'string' }, { type: 'object' }] } },
     session_id: { type: 'string' },
-    client_id: { type: 'string' }
+    client_id: { type: 'string' },
   },
-  required: ['aud', 'exp', 'iat', 'sub', 'email', 'phone', 'role', 'aal', 'session_id', 'is_anonymous']
+  required: ['aud', 'exp', 'iat', 'sub', 'email', 'phone', 'role', 'aal', 'session_id', 'is_anonymous'],
 } as const
 
 const validate = ajv.compile(MINIMUM_TOKEN_SCHEMA as object)
 
 /** An error in gojsonschema's words (`(root): email is required`, `exp: Invalid type. Expected: integer`). */
-function describe (e: ErrorObject): string {
+function describe(e: ErrorObject): string {
   const field = e.instancePath === '' ? '(root)' : e.instancePath.slice(1).replace(/\//g, '.')
-  if (e.keyword === 'required') return `${field}: ${String((e.params as { missingProperty: string }).missingProperty)} is required`
-  if (e.keyword === 'type') return `${field}: Invalid type. Expected: ${String((e.params as { type: string | string[] }).type)}`
+  if (e.keyword === 'required')
+    return `${field}: ${String((e.params as { missingProperty: string }).missingProperty)} is required`
+  if (e.keyword === 'type')
+    return `${field}: Invalid type. Expected: ${String((e.params as { type: string | string[] }).type)}`
   return `${field}: ${e.message ?? 'is invalid'}`
 }
 
@@ -45,9 +47,18 @@ function describe (e: ErrorObject): string {
  * The claims to sign: the hook's when the database has a custom access token hook, else null
  * (sign `claims` as they are). Throws GoTrue's 500s for a missing or non-conforming answer.
  */
-export async function customizeAccessToken (call: HookCall, userId: string, method: string, claims: Record<string, unknown>): Promise<Record<string, unknown> | null> {
+export async function customizeAccessToken(
+  call: HookCall,
+  userId: string,
+  method: string,
+  claims: Record<string, unknown>,
+): Promise<Record<string, unknown> | null> {
   if (hookOf(call.ctx, 'custom_access_token') === null) return null
-  const answer = await runAuthHook(call, 'custom_access_token', { user_id: userId, claims, authentication_method: method })
+  const answer = await runAuthHook(call, 'custom_access_token', {
+    user_id: userId,
+    claims,
+    authentication_method: method,
+  })
   if (answer === null || !('claims' in answer)) throw new HookFailedError('output claims field is missing')
   const out = answer.claims
   if (typeof out !== 'object' || out === null || Array.isArray(out)) {

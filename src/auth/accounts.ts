@@ -6,17 +6,34 @@
 import { randomUUID } from 'node:crypto'
 import { withTransaction, type Queryable } from '../shared/index.js'
 import {
-  MultipleAccountsError, ProviderEmailNeedsVerificationError, SignupDisabledError, UserBannedBearerError
+  MultipleAccountsError,
+  ProviderEmailNeedsVerificationError,
+  SignupDisabledError,
+  UserBannedBearerError,
 } from './errors.js'
 import {
-  findIdentitiesByEmails, findIdentity, identitiesForUser, insertIdentity, insertIdentityIfAbsent,
-  deleteIdentitiesOfUser, mergeIdentityData, updateIdentity
+  findIdentitiesByEmails,
+  findIdentity,
+  identitiesForUser,
+  insertIdentity,
+  insertIdentityIfAbsent,
+  deleteIdentitiesOfUser,
+  mergeIdentityData,
+  updateIdentity,
 } from './models/identities.js'
 import { deleteOneTimeTokensOfUser } from './models/one-time-tokens.js'
 import { audit } from './models/audit-log.js'
 import { hasEmailProof } from './models/email-proofs.js'
 import {
-  findUserByEmail, findUserById, insertUser, isEmailTaken, isUserBanned, lockUserById, providersOf, toUserJson, updateUser
+  findUserByEmail,
+  findUserById,
+  insertUser,
+  isEmailTaken,
+  isUserBanned,
+  lockUserById,
+  providersOf,
+  toUserJson,
+  updateUser,
 } from './models/users.js'
 import { beforeUserCreatedHook } from './auth-hooks.js'
 import { startSession, type AuthMethod } from './tokens.js'
@@ -26,7 +43,12 @@ import type { AccessTokenResponse, IdentityRow, TenantContext, UserRow, UserWith
 const LINK_LOCK_NS = 0x6c696e6b // 'link'
 
 /** The identity data of an email identity (docs/auth-protocol.md §2.1): GoTrue's keys win over signup data. */
-export function emailIdentityData (userId: string, email: string, data: Record<string, unknown> | undefined, verified: boolean): Record<string, unknown> {
+export function emailIdentityData(
+  userId: string,
+  email: string,
+  data: Record<string, unknown> | undefined,
+  verified: boolean,
+): Record<string, unknown> {
   return { ...(data ?? {}), sub: userId, email, email_verified: verified, phone_verified: false }
 }
 
@@ -42,7 +64,7 @@ interface NewEmailUser {
 }
 
 /** Inserts a user with an `email` identity whose provider_id is the user id. */
-export async function createEmailUser (ctx: TenantContext, q: Queryable, n: NewEmailUser): Promise<UserWithIdentities> {
+export async function createEmailUser(ctx: TenantContext, q: Queryable, n: NewEmailUser): Promise<UserWithIdentities> {
   const now = ctx.now()
   const id = n.id ?? randomUUID()
   const identityData = emailIdentityData(id, n.email, n.data, n.confirmed)
@@ -56,7 +78,7 @@ export async function createEmailUser (ctx: TenantContext, q: Queryable, n: NewE
     userMetadata: identityData,
     emailConfirmedAt: n.confirmed ? now : null,
     invitedAt: n.invited ? now : null,
-    now
+    now,
   })
   const identity = await insertIdentity(q, { userId: id, provider: 'email', providerId: id, identityData, now })
   await beforeUserCreatedHook({ ctx, q }, toUserJson({ user, identities: [identity] }))
@@ -64,22 +86,27 @@ export async function createEmailUser (ctx: TenantContext, q: Queryable, n: NewE
 }
 
 /** Marks the email confirmed: timestamp, email_verified in metadata and identity, tokens cleared. */
-export async function confirmEmail (ctx: TenantContext, q: Queryable, user: UserRow): Promise<UserWithIdentities> {
+export async function confirmEmail(ctx: TenantContext, q: Queryable, user: UserRow): Promise<UserWithIdentities> {
   const now = ctx.now()
   const meta = { ...(user.raw_user_meta_data ?? {}), email_verified: true }
-  const updated = await updateUser(q, user.id, {
-    email_confirmed_at: user.email_confirmed_at ?? now,
-    raw_user_meta_data: meta,
-    confirmation_token: '',
-    recovery_token: ''
-  }, now)
+  const updated = await updateUser(
+    q,
+    user.id,
+    {
+      email_confirmed_at: user.email_confirmed_at ?? now,
+      raw_user_meta_data: meta,
+      confirmation_token: '',
+      recovery_token: '',
+    },
+    now,
+  )
   await mergeIdentityData(q, user.id, 'email', { email_verified: true }, now)
   await deleteOneTimeTokensOfUser(q, user.id)
   return { user: updated, identities: await identitiesForUser(q, user.id) }
 }
 
 /** Recomputes app_metadata.provider/providers from the user's identities (docs/auth-protocol.md §2.1). */
-export async function refreshProviders (ctx: TenantContext, q: Queryable, user: UserRow): Promise<UserWithIdentities> {
+export async function refreshProviders(ctx: TenantContext, q: Queryable, user: UserRow): Promise<UserWithIdentities> {
   const identities = await identitiesForUser(q, user.id)
   if (user.is_anonymous && identities.length === 0) return { user, identities }
   const providers = providersOf(identities)
@@ -97,7 +124,11 @@ export async function refreshProviders (ctx: TenantContext, q: Queryable, user: 
  * Runs `fn` in one transaction on the locked user of `address` (this database's audience);
  * nothing when there is none (also when it was deleted meanwhile).
  */
-export async function withUserOfEmail (ctx: TenantContext, address: string, fn: (q: Queryable, user: UserRow) => Promise<void>): Promise<void> {
+export async function withUserOfEmail(
+  ctx: TenantContext,
+  address: string,
+  fn: (q: Queryable, user: UserRow) => Promise<void>,
+): Promise<void> {
   const found = await findUserByEmail(ctx.db, address, ctx.tenant.jwt.aud)
   if (!found) return
   await withTransaction(ctx.db, async (q) => {
@@ -141,19 +172,25 @@ interface IdentitySignInResult {
   decision: 'account_exists' | 'link_account' | 'create_account'
 }
 
-const providerEmailNeedsVerification = () =>
-  new ProviderEmailNeedsVerificationError()
+const providerEmailNeedsVerification = () => new ProviderEmailNeedsVerificationError()
 
 /**
  * Signs a person in through an external identity, in one transaction: serialised per
  * (provider, provider id) and per email by advisory locks, so concurrent calls for one
  * person end with one user. Returns the user and a new session.
  */
-export async function signInWithIdentity (ctx: TenantContext, ext: ExternalIdentity, opts: IdentitySignInOptions = {}): Promise<IdentitySignInResult> {
+export async function signInWithIdentity(
+  ctx: TenantContext,
+  ext: ExternalIdentity,
+  opts: IdentitySignInOptions = {},
+): Promise<IdentitySignInResult> {
   return withTransaction(ctx.db, async (q) => {
     const { user: withIdentities, decision } = await resolveIdentityUser(ctx, q, ext)
     const session = await startSession(ctx, q, withIdentities, {
-      method: opts.method ?? 'oauth', userAgent: opts.userAgent, ip: opts.ip, auditAction: decision === 'create_account' ? null : 'login'
+      method: opts.method ?? 'oauth',
+      userAgent: opts.userAgent,
+      ip: opts.ip,
+      auditAction: decision === 'create_account' ? null : 'login',
     })
     const finalUser = { user: withIdentities.user, identities: await identitiesForUser(q, withIdentities.user.id) }
     return { user: finalUser, session: { ...session, user: session.user }, decision }
@@ -165,17 +202,28 @@ export async function signInWithIdentity (ctx: TenantContext, ext: ExternalIdent
  * caller's transaction and without a session: signInWithIdentity and the PKCE provider
  * callback (whose session starts at the code exchange) share it.
  */
-export async function resolveIdentityUser (ctx: TenantContext, q: Queryable, ext: ExternalIdentity): Promise<{ user: UserWithIdentities, decision: IdentitySignInResult['decision'] }> {
+export async function resolveIdentityUser(
+  ctx: TenantContext,
+  q: Queryable,
+  ext: ExternalIdentity,
+): Promise<{ user: UserWithIdentities; decision: IdentitySignInResult['decision'] }> {
   let email = ext.email ? ext.email.trim().toLowerCase() : ''
-  await q.query('SELECT pg_advisory_xact_lock($1, hashtext($2))', [LINK_LOCK_NS, JSON.stringify(['identity', ext.provider, ext.providerId])])
-  if (email) await q.query('SELECT pg_advisory_xact_lock($1, hashtext($2))', [LINK_LOCK_NS, JSON.stringify(['email', email])])
+  await q.query('SELECT pg_advisory_xact_lock($1, hashtext($2))', [
+    LINK_LOCK_NS,
+    JSON.stringify(['identity', ext.provider, ext.providerId]),
+  ])
+  if (email)
+    await q.query('SELECT pg_advisory_xact_lock($1, hashtext($2))', [LINK_LOCK_NS, JSON.stringify(['email', email])])
   const now = ctx.now()
   let owner: UserRow | null = null
-  if (await findIdentity(q, ext.provider, ext.providerId) === null && ext.emailVerified && email) {
+  if ((await findIdentity(q, ext.provider, ext.providerId)) === null && ext.emailVerified && email) {
     owner = await linkingCandidate(ctx, q, email)
     // Someone else holds the address and never proved it: the identity gets a user of its
     // own, without the address (neither handed the stranger's account nor refused).
-    if (owner !== null && ext.requireEmailProof === true && !(await hasEmailProof(q, owner.id, email))) { owner = null; email = '' }
+    if (owner !== null && ext.requireEmailProof === true && !(await hasEmailProof(q, owner.id, email))) {
+      owner = null
+      email = ''
+    }
   }
   const identityData: Record<string, unknown> = {
     ...(ext.identityData ?? {}),
@@ -183,7 +231,7 @@ export async function resolveIdentityUser (ctx: TenantContext, q: Queryable, ext
     ...(email ? { email } : {}),
     email_verified: ext.emailVerified,
     phone_verified: false,
-    provider_id: ext.providerId
+    provider_id: ext.providerId,
   }
 
   let decision: IdentitySignInResult['decision']
@@ -205,7 +253,12 @@ export async function resolveIdentityUser (ctx: TenantContext, q: Queryable, ext
   return { user: await refreshProviders(ctx, q, user), decision }
 }
 
-async function refreshIdentityUser (q: Queryable, existing: IdentityRow, identityData: Record<string, unknown>, now: Date): Promise<UserRow> {
+async function refreshIdentityUser(
+  q: Queryable,
+  existing: IdentityRow,
+  identityData: Record<string, unknown>,
+  now: Date,
+): Promise<UserRow> {
   await updateIdentity(q, existing.id, { identityData, lastSignInAt: now }, now)
   const u = await findUserById(q, existing.user_id)
   if (!u) throw new Error('identity without user')
@@ -213,25 +266,55 @@ async function refreshIdentityUser (q: Queryable, existing: IdentityRow, identit
 }
 
 /** LinkAccount: the identity added to the user owning the verified email. */
-async function linkIdentityToOwner (q: Queryable, owner: UserRow, ext: ExternalIdentity, identityData: Record<string, unknown>, now: Date): Promise<UserRow> {
-  await insertIdentityIfAbsent(q, { userId: owner.id, provider: ext.provider, providerId: ext.providerId, identityData, now, lastSignInAt: now })
+async function linkIdentityToOwner(
+  q: Queryable,
+  owner: UserRow,
+  ext: ExternalIdentity,
+  identityData: Record<string, unknown>,
+  now: Date,
+): Promise<UserRow> {
+  await insertIdentityIfAbsent(q, {
+    userId: owner.id,
+    provider: ext.provider,
+    providerId: ext.providerId,
+    identityData,
+    now,
+    lastSignInAt: now,
+  })
   let u = owner
   if (!u.email_confirmed_at) {
     // Pre-account-takeover defence (§5.9 step 4): whoever registered this address
     // without confirming it loses the password and other identities.
     const mine = await findIdentity(q, ext.provider, ext.providerId)
     await deleteIdentitiesOfUser(q, u.id, mine?.id)
-    u = await updateUser(q, u.id, { encrypted_password: '', raw_user_meta_data: identityData, email_confirmed_at: now }, now)
+    u = await updateUser(
+      q,
+      u.id,
+      { encrypted_password: '', raw_user_meta_data: identityData, email_confirmed_at: now },
+      now,
+    )
   } else {
     u = await updateUser(q, u.id, { raw_user_meta_data: { ...(u.raw_user_meta_data ?? {}), ...identityData } }, now)
   }
-  await audit(q, { action: 'identity_linked', actorId: u.id, actorUsername: u.email, traits: { provider: ext.provider }, now })
+  await audit(q, {
+    action: 'identity_linked',
+    actorId: u.id,
+    actorUsername: u.email,
+    traits: { provider: ext.provider },
+    now,
+  })
   return u
 }
 
 /** CreateAccount: a new user of the identity, with the address when nobody holds it. */
-async function createIdentityUser (ctx: TenantContext, q: Queryable, ext: ExternalIdentity, email: string,
-  identityData: Record<string, unknown>, now: Date): Promise<UserRow> {
+async function createIdentityUser(
+  ctx: TenantContext,
+  q: Queryable,
+  ext: ExternalIdentity,
+  email: string,
+  identityData: Record<string, unknown>,
+  now: Date,
+): Promise<UserRow> {
   const id = randomUUID()
   const emailFree = email ? !(await isEmailTaken(q, email)) : false
   const confirmed = emailFree && (ext.emailVerified || !ctx.tenant.auth.mail_confirmation)
@@ -245,16 +328,29 @@ async function createIdentityUser (ctx: TenantContext, q: Queryable, ext: Extern
     appMetadata: { provider: ext.provider, providers: [ext.provider] },
     userMetadata: identityData,
     emailConfirmedAt: confirmed ? now : null,
-    now
+    now,
   })
-  const identity = await insertIdentity(q, { userId: id, provider: ext.provider, providerId: ext.providerId, identityData, now, lastSignInAt: now })
+  const identity = await insertIdentity(q, {
+    userId: id,
+    provider: ext.provider,
+    providerId: ext.providerId,
+    identityData,
+    now,
+    lastSignInAt: now,
+  })
   await beforeUserCreatedHook({ ctx, q }, toUserJson({ user, identities: [identity] }))
-  await audit(q, { action: 'user_signedup', actorId: id, actorUsername: user.email, traits: { provider: ext.provider }, now })
+  await audit(q, {
+    action: 'user_signedup',
+    actorId: id,
+    actorUsername: user.email,
+    traits: { provider: ext.provider },
+    now,
+  })
   return user
 }
 
 /** The one user a verified email links to: owner of an identity or of the email itself. */
-async function linkingCandidate (ctx: TenantContext, q: Queryable, email: string): Promise<UserRow | null> {
+async function linkingCandidate(ctx: TenantContext, q: Queryable, email: string): Promise<UserRow | null> {
   const identities: IdentityRow[] = await findIdentitiesByEmails(q, [email])
   const ids = new Set(identities.map((i) => i.user_id))
   const byEmail = await findUserByEmail(q, email, ctx.tenant.jwt.aud)

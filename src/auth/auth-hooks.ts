@@ -9,13 +9,24 @@ import type pg from 'pg'
 import { outboundFetch, OutboundRefusedError, quoteIdent, type PoolLike, type Queryable } from '../shared/index.js'
 import type { AuthHook } from '../tenants/index.js'
 import {
-  AuthError, HookFailedError, HookPayloadInvalidContentTypeError, HookPayloadOverSizeLimitError, HookTimeoutAfterRetryError,
-  HookTimeoutError, MfaVerificationRejectedError, PasswordAttemptRejectedError, unexpectedFailure
+  AuthError,
+  HookFailedError,
+  HookPayloadInvalidContentTypeError,
+  HookPayloadOverSizeLimitError,
+  HookTimeoutAfterRetryError,
+  HookTimeoutError,
+  MfaVerificationRejectedError,
+  PasswordAttemptRejectedError,
+  unexpectedFailure,
 } from './errors.js'
 import type { TenantContext } from './types.js'
 
 export type AuthHookName =
-  | 'custom_access_token' | 'send_email' | 'password_verification_attempt' | 'mfa_verification_attempt' | 'before_user_created'
+  | 'custom_access_token'
+  | 'send_email'
+  | 'password_verification_attempt'
+  | 'mfa_verification_attempt'
+  | 'before_user_created'
 
 /** GoTrue's names of the hooks (the payload's `metadata.name`). */
 const GOTRUE_NAMES: Record<AuthHookName, string> = {
@@ -23,7 +34,7 @@ const GOTRUE_NAMES: Record<AuthHookName, string> = {
   send_email: 'send-email',
   password_verification_attempt: 'password-verification',
   mfa_verification_attempt: 'mfa-verification',
-  before_user_created: 'before-user-created'
+  before_user_created: 'before-user-created',
 }
 
 /** The search path the auth engine's login connects with (platform migration 0010). */
@@ -41,7 +52,7 @@ export interface HookCall {
 }
 
 /** The hook configured for `name`, or null when none is (or it is switched off). */
-export function hookOf (ctx: TenantContext, name: AuthHookName): AuthHook | null {
+export function hookOf(ctx: TenantContext, name: AuthHookName): AuthHook | null {
   const hook = ctx.tenant.auth.hooks?.[name]
   return hook === undefined || hook.enabled === false ? null : hook
 }
@@ -51,19 +62,35 @@ export function hookOf (ctx: TenantContext, name: AuthHookName): AuthHook | null
  * (null for an empty one); null at once when the database has no such hook. Throws the
  * AuthError GoTrue answers with when the hook fails or answers `{error: {http_code, message}}`.
  */
-export async function runAuthHook (call: HookCall, name: AuthHookName, payload: Record<string, unknown>): Promise<Record<string, unknown> | null> {
+export async function runAuthHook(
+  call: HookCall,
+  name: AuthHookName,
+  payload: Record<string, unknown>,
+): Promise<Record<string, unknown> | null> {
   const hook = hookOf(call.ctx, name)
   if (hook === null) return null
-  const metadata: Record<string, unknown> = { uuid: randomUUID(), time: call.ctx.now().toISOString(), name: GOTRUE_NAMES[name] }
+  const metadata: Record<string, unknown> = {
+    uuid: randomUUID(),
+    time: call.ctx.now().toISOString(),
+    name: GOTRUE_NAMES[name],
+  }
   if (call.ip) metadata.ip_address = call.ip
   const body = JSON.stringify({ metadata, ...payload })
   const started = Date.now()
   try {
-    const answer = hook.uri.startsWith('pg-functions:') ? await runFunctionHook(call, hook.uri, body) : await runHttpHook(call, hook, body)
-    call.ctx.log.info({ action: 'run_hook', hook: hook.uri, success: true, duration_ms: Date.now() - started }, 'Hook ran successfully')
+    const answer = hook.uri.startsWith('pg-functions:')
+      ? await runFunctionHook(call, hook.uri, body)
+      : await runHttpHook(call, hook, body)
+    call.ctx.log.info(
+      { action: 'run_hook', hook: hook.uri, success: true, duration_ms: Date.now() - started },
+      'Hook ran successfully',
+    )
     return answer
   } catch (err) {
-    call.ctx.log.warn({ action: 'run_hook', hook: hook.uri, success: false, duration_ms: Date.now() - started, err }, 'Hook errored out')
+    call.ctx.log.warn(
+      { action: 'run_hook', hook: hook.uri, success: false, duration_ms: Date.now() - started, err },
+      'Hook errored out',
+    )
     if (err instanceof AuthError) throw err
     throw new HookFailedError(`Error running hook URI: ${hook.uri}`, { internal: err })
   }
@@ -72,7 +99,7 @@ export async function runAuthHook (call: HookCall, name: AuthHookName, payload: 
 // ---- Postgres functions ---------------------------------------------------------------------
 
 /** `pg-functions://<database>/<schema>/<function>` -> the quoted function name. */
-function functionOf (uri: string): string {
+function functionOf(uri: string): string {
   const m = /^pg-functions:\/\/[^/]*\/([A-Za-z_][A-Za-z0-9_$]*)\/([A-Za-z_][A-Za-z0-9_$]*)$/.exec(uri)
   if (m === null) throw new HookFailedError(`Error running hook URI: ${uri}`)
   return `${quoteIdent(m[1] as string)}.${quoteIdent(m[2] as string)}`
@@ -86,29 +113,35 @@ function functionOf (uri: string): string {
  * by then ignores the cancel), and counts as a failed hook. Outside a request's transaction
  * the call runs in autocommit on a pooled connection.
  */
-async function runFunctionHook (call: HookCall, uri: string, body: string): Promise<Record<string, unknown> | null> {
+async function runFunctionHook(call: HookCall, uri: string, body: string): Promise<Record<string, unknown> | null> {
   const fn = functionOf(uri)
   const db = call.ctx.db
   const limitMs = call.ctx.config.auth.hook_function_timeout_ms
-  const output = call.q !== undefined
-    ? await withinHookDeadline(db, call.q, limitMs, () => invokeFunction(call.q!, fn, body))
-    : await withPooledClient(db, (client) => withinHookDeadline(db, client, limitMs, () => invokeFunction(client, fn, body)))
+  const output =
+    call.q !== undefined
+      ? await withinHookDeadline(db, call.q, limitMs, () => invokeFunction(call.q!, fn, body))
+      : await withPooledClient(db, (client) =>
+          withinHookDeadline(db, client, limitMs, () => invokeFunction(client, fn, body)),
+        )
   return checkAnswer(typeof output === 'string' ? parseJson(output) : output)
 }
 
-async function invokeFunction (q: Queryable, fn: string, body: string): Promise<unknown> {
-  const r = await q.query<{ output: unknown, role: string, path: string }>(
+async function invokeFunction(q: Queryable, fn: string, body: string): Promise<unknown> {
+  const r = await q.query<{ output: unknown; role: string; path: string }>(
     `SELECT ${fn}($1::jsonb) AS output, pg_catalog.current_setting('role') AS role,
-      pg_catalog.current_setting('search_path') AS path`, [body])
+      pg_catalog.current_setting('search_path') AS path`,
+    [body],
+  )
   const row = r.rows[0]
   // Whatever the function set for the session ends here: the engine's login keeps its
   // pinned search path and its own role on this pooled connection.
-  if (row !== undefined && (row.role !== 'none' || row.path !== PINNED_SEARCH_PATH)) await q.query('RESET ROLE; RESET search_path')
+  if (row !== undefined && (row.role !== 'none' || row.path !== PINNED_SEARCH_PATH))
+    await q.query('RESET ROLE; RESET search_path')
   return row?.output ?? null
 }
 
 /** A connection of the pool for `fn`; one whose hook call was cancelled is discarded, not reused. */
-async function withPooledClient<T> (db: PoolLike, fn: (client: pg.PoolClient) => Promise<T>): Promise<T> {
+async function withPooledClient<T>(db: PoolLike, fn: (client: pg.PoolClient) => Promise<T>): Promise<T> {
   const client = await db.connect()
   try {
     const out = await fn(client)
@@ -124,7 +157,12 @@ async function withPooledClient<T> (db: PoolLike, fn: (client: pg.PoolClient) =>
 class HookDeadlineError extends Error {}
 
 /** Runs `call` on `client`, cancelling its statement (from another connection of `db`) after the hook limit. */
-async function withinHookDeadline<T> (db: PoolLike, client: Queryable, limitMs: number, call: () => Promise<T>): Promise<T> {
+async function withinHookDeadline<T>(
+  db: PoolLike,
+  client: Queryable,
+  limitMs: number,
+  call: () => Promise<T>,
+): Promise<T> {
   const pid = (client as { processID?: number | null }).processID
   if (typeof pid !== 'number') throw new Error('a function hook needs a connection of its own (no backend process id)')
   let cancelled = false
@@ -149,15 +187,16 @@ async function withinHookDeadline<T> (db: PoolLike, client: Queryable, limitMs: 
 // ---- HTTP endpoints -------------------------------------------------------------------------
 
 /** Standard Webhooks signatures (`v1,<base64 HMAC-SHA256>`) of the payload with each secret. */
-function webhookSignatures (secrets: readonly string[], id: string, timestamp: number, body: string): string {
-  return secrets.map((secret) => {
-    const key = Buffer.from(secret.replace(/^v1,whsec_/, ''), 'base64')
-    return 'v1,' + createHmac('sha256', key).update(`${id}.${timestamp}.${body}`).digest('base64')
-  }).join(', ')
+function webhookSignatures(secrets: readonly string[], id: string, timestamp: number, body: string): string {
+  return secrets
+    .map((secret) => {
+      const key = Buffer.from(secret.replace(/^v1,whsec_/, ''), 'base64')
+      return 'v1,' + createHmac('sha256', key).update(`${id}.${timestamp}.${body}`).digest('base64')
+    })
+    .join(', ')
 }
 
-
-async function runHttpHook (call: HookCall, hook: AuthHook, body: string): Promise<Record<string, unknown> | null> {
+async function runHttpHook(call: HookCall, hook: AuthHook, body: string): Promise<Record<string, unknown> | null> {
   const deadline = AbortSignal.timeout(HOOK_LIMITS.httpTimeoutMs)
   const policy = { allowHosts: call.ctx.config.outbound.allow_hosts }
   for (let attempt = 0; attempt < HOOK_LIMITS.httpTries; attempt++) {
@@ -165,22 +204,27 @@ async function runHttpHook (call: HookCall, hook: AuthHook, body: string): Promi
     const timestamp = Math.floor(call.ctx.now().getTime() / 1000)
     let res: Response
     try {
-      res = await outboundFetch(hook.uri, {
-        method: 'POST',
-        body,
-        signal: deadline,
-        maxBytes: HOOK_LIMITS.maxBytes + 1,
-        headers: {
-          'content-type': 'application/json',
-          'webhook-id': id,
-          'webhook-timestamp': String(timestamp),
-          'webhook-signature': webhookSignatures(hook.secrets ?? [], id, timestamp, body),
-          'accept-encoding': 'identity'
-        }
-      }, policy)
+      res = await outboundFetch(
+        hook.uri,
+        {
+          method: 'POST',
+          body,
+          signal: deadline,
+          maxBytes: HOOK_LIMITS.maxBytes + 1,
+          headers: {
+            'content-type': 'application/json',
+            'webhook-id': id,
+            'webhook-timestamp': String(timestamp),
+            'webhook-signature': webhookSignatures(hook.secrets ?? [], id, timestamp, body),
+            'accept-encoding': 'identity',
+          },
+        },
+        policy,
+      )
     } catch (err) {
       if (deadline.aborted) throw new HookTimeoutError((HOOK_LIMITS.httpTimeoutMs / 1000).toFixed(6))
-      if (err instanceof OutboundRefusedError) throw new HookFailedError(`Error running hook URI: ${hook.uri}`, { internal: err })
+      if (err instanceof OutboundRefusedError)
+        throw new HookFailedError(`Error running hook URI: ${hook.uri}`, { internal: err })
       if (/larger than/.test(String((err as Error).message))) {
         throw new HookPayloadOverSizeLimitError(HOOK_LIMITS.maxBytes)
       }
@@ -195,29 +239,36 @@ async function runHttpHook (call: HookCall, hook: AuthHook, body: string): Promi
 }
 
 /** GoTrue's reading of an endpoint's status and body; 'retry' for a 429/503 with Retry-After. */
-async function readHttpAnswer (res: Response): Promise<Record<string, unknown> | null | 'retry'> {
+async function readHttpAnswer(res: Response): Promise<Record<string, unknown> | null | 'retry'> {
   switch (res.status) {
-    case 204: return null
-    case 200: case 202: {
+    case 204:
+      return null
+    case 200:
+    case 202: {
       const type = res.headers.get('content-type')
-      if (type === null || type === '') throw new HookPayloadInvalidContentTypeError('Invalid Content-Type: Missing Content-Type header')
+      if (type === null || type === '')
+        throw new HookPayloadInvalidContentTypeError('Invalid Content-Type: Missing Content-Type header')
       if (type.split(';')[0]?.trim().toLowerCase() !== 'application/json') {
         throw new HookPayloadInvalidContentTypeError(`Invalid JSON response. Received content-type: ${type}`)
       }
       return checkAnswer(parseJson(await res.text()))
     }
-    case 429: case 503:
+    case 429:
+    case 503:
       if (res.headers.get('retry-after')) return 'retry'
       throw new HookFailedError('Service currently unavailable due to hook')
-    case 400: throw new HookFailedError('Invalid payload sent to hook')
-    case 401: throw new HookFailedError('Hook requires authorization token')
-    default: throw new HookFailedError(`Unexpected status code returned from hook: ${res.status}`)
+    case 400:
+      throw new HookFailedError('Invalid payload sent to hook')
+    case 401:
+      throw new HookFailedError('Hook requires authorization token')
+    default:
+      throw new HookFailedError(`Unexpected status code returned from hook: ${res.status}`)
   }
 }
 
 // ---- answers --------------------------------------------------------------------------------
 
-function parseJson (text: string): unknown {
+function parseJson(text: string): unknown {
   try {
     return JSON.parse(text)
   } catch (err) {
@@ -231,12 +282,15 @@ const isObject = (v: unknown): v is Record<string, unknown> => typeof v === 'obj
  * A hook's answer; `{error: {http_code, message}}` becomes that error (GoTrue's hookserrors:
  * 500 when no code is given; `unknown` as the error_code of other statuses).
  */
-function checkAnswer (output: unknown): Record<string, unknown> | null {
+function checkAnswer(output: unknown): Record<string, unknown> | null {
   if (output === null || output === undefined) return null
   if (!isObject(output)) throw unexpectedFailure(new Error('hook answered something other than a JSON object'))
   const e = output.error
   if (isObject(e) && typeof e.message === 'string' && e.message !== '') {
-    const code = typeof e.http_code === 'number' && Number.isInteger(e.http_code) && e.http_code >= 400 && e.http_code <= 599 ? e.http_code : 500
+    const code =
+      typeof e.http_code === 'number' && Number.isInteger(e.http_code) && e.http_code >= 400 && e.http_code <= 599
+        ? e.http_code
+        : 500
     throw new AuthError(code === 500 ? 'unexpected_failure' : 'unknown', code, e.message)
   }
   return output
@@ -247,12 +301,16 @@ function checkAnswer (output: unknown): Record<string, unknown> | null {
 /** GoTrue's default texts when a hook rejects without a message. */
 const DEFAULT_REJECTION = {
   password: 'Further password verification attempts will be rejected.',
-  mfa: 'Further MFA verification attempts will be rejected.'
+  mfa: 'Further MFA verification attempts will be rejected.',
 }
 
-interface Decision { reject: boolean, message: string, logout: boolean }
+interface Decision {
+  reject: boolean
+  message: string
+  logout: boolean
+}
 
-function decisionOf (answer: Record<string, unknown> | null, fallback: string): Decision {
+function decisionOf(answer: Record<string, unknown> | null, fallback: string): Decision {
   const reject = answer?.decision === 'reject'
   const message = typeof answer?.message === 'string' && answer.message !== '' ? answer.message : fallback
   return { reject, message, logout: answer?.should_logout_user === true }
@@ -262,9 +320,17 @@ function decisionOf (answer: Record<string, unknown> | null, fallback: string): 
  * password_verification_attempt: told whether the password was right; `reject` answers 400
  * invalid_credentials with the hook's message (signing the user out everywhere when it asks).
  */
-export async function passwordAttemptHook (call: HookCall, userId: string, valid: boolean, logout: (userId: string) => Promise<unknown>): Promise<void> {
+export async function passwordAttemptHook(
+  call: HookCall,
+  userId: string,
+  valid: boolean,
+  logout: (userId: string) => Promise<unknown>,
+): Promise<void> {
   if (hookOf(call.ctx, 'password_verification_attempt') === null) return
-  const d = decisionOf(await runAuthHook(call, 'password_verification_attempt', { user_id: userId, valid }), DEFAULT_REJECTION.password)
+  const d = decisionOf(
+    await runAuthHook(call, 'password_verification_attempt', { user_id: userId, valid }),
+    DEFAULT_REJECTION.password,
+  )
   if (!d.reject) return
   if (d.logout) await logout(userId)
   throw new PasswordAttemptRejectedError(d.message)
@@ -274,11 +340,18 @@ export async function passwordAttemptHook (call: HookCall, userId: string, valid
  * mfa_verification_attempt: told whether the code was right; `reject` signs the user out
  * everywhere and answers 403 mfa_verification_rejected with the hook's message.
  */
-export async function mfaAttemptHook (call: HookCall, a: { userId: string, factorId: string, factorType: string, valid: boolean },
-  logout: (userId: string) => Promise<unknown>): Promise<void> {
+export async function mfaAttemptHook(
+  call: HookCall,
+  a: { userId: string; factorId: string; factorType: string; valid: boolean },
+  logout: (userId: string) => Promise<unknown>,
+): Promise<void> {
   if (hookOf(call.ctx, 'mfa_verification_attempt') === null) return
-  const answer = await runAuthHook(call, 'mfa_verification_attempt',
-    { user_id: a.userId, factor_id: a.factorId, factor_type: a.factorType, valid: a.valid })
+  const answer = await runAuthHook(call, 'mfa_verification_attempt', {
+    user_id: a.userId,
+    factor_id: a.factorId,
+    factor_type: a.factorType,
+    valid: a.valid,
+  })
   const d = decisionOf(answer, DEFAULT_REJECTION.mfa)
   if (!d.reject) return
   await logout(a.userId)
@@ -289,7 +362,7 @@ export async function mfaAttemptHook (call: HookCall, a: { userId: string, facto
  * before_user_created: the user about to be created (as the API would show it); the hook
  * refuses it by answering an error, which rolls the creation back.
  */
-export async function beforeUserCreatedHook (call: HookCall, user: Record<string, unknown>): Promise<void> {
+export async function beforeUserCreatedHook(call: HookCall, user: Record<string, unknown>): Promise<void> {
   await runAuthHook(call, 'before_user_created', { user })
 }
 
@@ -305,6 +378,10 @@ export interface EmailData {
 }
 
 /** send_email: the mail goes to the hook instead of SMTP, with the user and the mail's tokens. */
-export async function sendEmailHook (call: HookCall, user: Record<string, unknown>, emailData: EmailData): Promise<void> {
+export async function sendEmailHook(
+  call: HookCall,
+  user: Record<string, unknown>,
+  emailData: EmailData,
+): Promise<void> {
   await runAuthHook(call, 'send_email', { user, email_data: emailData })
 }

@@ -6,10 +6,24 @@
 import type { FastifyRequest } from 'fastify'
 import { errors as joseErrors } from 'jose'
 import {
-  describeJwtError, LegacySecretRetiredError, UnknownKeyIdError, verifyWithKeys, ROLE_CLAIMS, type VerificationKey
+  describeJwtError,
+  LegacySecretRetiredError,
+  UnknownKeyIdError,
+  verifyWithKeys,
+  ROLE_CLAIMS,
+  type VerificationKey,
 } from '../shared/index.js'
 import {
-  BadJwtError, MissingSubClaimError, NoAuthorizationError, NotAdminError, SessionNotFoundBearerError, SubNotUuidError, UnexpectedAudienceError, UserBannedBearerError, UserNotFoundBearerError, ValidationFailedError
+  BadJwtError,
+  MissingSubClaimError,
+  NoAuthorizationError,
+  NotAdminError,
+  SessionNotFoundBearerError,
+  SubNotUuidError,
+  UnexpectedAudienceError,
+  UserBannedBearerError,
+  UserNotFoundBearerError,
+  ValidationFailedError,
 } from './errors.js'
 import { sessionExists } from './models/sessions.js'
 import { isUserBanned, loadUserWithIdentities, NIL_UUID } from './models/users.js'
@@ -20,7 +34,7 @@ export const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{1
 /** GoTrue's JWT_ADMIN_ROLES default. */
 const ADMIN_ROLES = new Set<string>([ROLE_CLAIMS.svc, 'supabase_admin'])
 
-function bearerToken (req: FastifyRequest): string | null {
+function bearerToken(req: FastifyRequest): string | null {
   const h = req.headers.authorization
   if (typeof h !== 'string') return null
   const m = /^bearer (\S+)$/i.exec(h.trim())
@@ -29,21 +43,25 @@ function bearerToken (req: FastifyRequest): string | null {
 
 /** Verifies a bearer token of this tenant; 401 without one, 403 bad_jwt when it fails. */
 /** The reason GoTrue's JWT library (golang-jwt v5) gives for the common failures. */
-function goJwtReason (err: unknown, token: string): string {
+function goJwtReason(err: unknown, token: string): string {
   if (err instanceof joseErrors.JWTExpired) return 'token has invalid claims: token is expired'
-  if (err instanceof joseErrors.JWSSignatureVerificationFailed) return 'token signature is invalid: signature is invalid'
-  if (err instanceof UnknownKeyIdError) return `token is unverifiable: error while executing keyfunc: ${err.kid === undefined ? 'missing kid' : 'invalid kid: ' + err.kid}`
+  if (err instanceof joseErrors.JWSSignatureVerificationFailed)
+    return 'token signature is invalid: signature is invalid'
+  if (err instanceof UnknownKeyIdError)
+    return `token is unverifiable: error while executing keyfunc: ${err.kid === undefined ? 'missing kid' : 'invalid kid: ' + err.kid}`
   if (err instanceof LegacySecretRetiredError) return `token is unverifiable: ${err.message}`
-  if (err instanceof joseErrors.JOSEAlgNotAllowed) return 'token is unverifiable: error while executing keyfunc: unexpected signing method'
+  if (err instanceof joseErrors.JOSEAlgNotAllowed)
+    return 'token is unverifiable: error while executing keyfunc: unexpected signing method'
   if (token.split('.').length !== 3) return 'token is malformed: token contains an invalid number of segments'
-  if (err instanceof joseErrors.JWSInvalid || err instanceof joseErrors.JWTInvalid) return 'token is malformed: ' + describeJwtError(err)
+  if (err instanceof joseErrors.JWSInvalid || err instanceof joseErrors.JWTInvalid)
+    return 'token is malformed: ' + describeJwtError(err)
   return describeJwtError(err)
 }
 
 const keysOfRecord = new WeakMap<object, VerificationKey[]>()
 
 /** The tenant's public signing keys (memoised per tenant record). */
-function verificationKeysOf (ctx: TenantContext): VerificationKey[] {
+function verificationKeysOf(ctx: TenantContext): VerificationKey[] {
   const list = ctx.tenant.jwt.signing_keys ?? []
   let keys = keysOfRecord.get(list)
   if (keys === undefined) {
@@ -53,32 +71,33 @@ function verificationKeysOf (ctx: TenantContext): VerificationKey[] {
   return keys
 }
 
-async function verifyBearer (ctx: TenantContext, req: FastifyRequest): Promise<BearerClaims> {
+async function verifyBearer(ctx: TenantContext, req: FastifyRequest): Promise<BearerClaims> {
   const token = bearerToken(req)
   if (!token) throw new NoAuthorizationError()
   try {
-    return await verifyWithKeys(token, {
+    return (await verifyWithKeys(token, {
       secret: ctx.tenant.jwt.secret,
       keys: verificationKeysOf(ctx),
       legacyRetired: ctx.tenant.jwt.legacy_secret_retired !== undefined,
       issuer: ctx.issuer,
-      currentDate: ctx.now()
-    }) as BearerClaims
+      currentDate: ctx.now(),
+    })) as BearerClaims
   } catch (err) {
     throw new BadJwtError(goJwtReason(err, token))
   }
 }
 
-export async function requireUser (ctx: TenantContext, req: FastifyRequest): Promise<AuthenticatedUser> {
+export async function requireUser(ctx: TenantContext, req: FastifyRequest): Promise<AuthenticatedUser> {
   const claims = await verifyBearer(ctx, req)
   if (typeof claims.sub !== 'string' || claims.sub === '') throw new MissingSubClaimError()
   if (!UUID.test(claims.sub)) throw new SubNotUuidError()
-  const sessionId = typeof claims.session_id === 'string' && UUID.test(claims.session_id) && claims.session_id !== NIL_UUID
-    ? claims.session_id
-    : null
+  const sessionId =
+    typeof claims.session_id === 'string' && UUID.test(claims.session_id) && claims.session_id !== NIL_UUID
+      ? claims.session_id
+      : null
   const [user, hasSession] = await Promise.all([
     loadUserWithIdentities(ctx.db, claims.sub),
-    sessionId ? sessionExists(ctx.db, sessionId, claims.sub) : Promise.resolve(true)
+    sessionId ? sessionExists(ctx.db, sessionId, claims.sub) : Promise.resolve(true),
   ])
   if (!user) throw new UserNotFoundBearerError()
   if (!hasSession) throw new SessionNotFoundBearerError()
@@ -86,7 +105,7 @@ export async function requireUser (ctx: TenantContext, req: FastifyRequest): Pro
   return { claims, user, sessionId }
 }
 
-export async function requireAdmin (ctx: TenantContext, req: FastifyRequest): Promise<BearerClaims> {
+export async function requireAdmin(ctx: TenantContext, req: FastifyRequest): Promise<BearerClaims> {
   const claims = await verifyBearer(ctx, req)
   if (typeof claims.role !== 'string' || !ADMIN_ROLES.has(claims.role)) throw new NotAdminError('User not allowed')
   // A service token names no audience (the gateway's, Supabase's service_role key); one
@@ -97,9 +116,15 @@ export async function requireAdmin (ctx: TenantContext, req: FastifyRequest): Pr
 }
 
 /** The token's audience as GoTrue reads it: `aud`, or its first entry when a list. */
-function audienceOf (claims: BearerClaims): string | undefined {
+function audienceOf(claims: BearerClaims): string | undefined {
   const aud = claims.aud
-  return Array.isArray(aud) ? (typeof aud[0] === 'string' ? aud[0] : undefined) : typeof aud === 'string' ? aud : undefined
+  return Array.isArray(aud)
+    ? typeof aud[0] === 'string'
+      ? aud[0]
+      : undefined
+    : typeof aud === 'string'
+      ? aud
+      : undefined
 }
 
 /**
@@ -107,6 +132,7 @@ function audienceOf (claims: BearerClaims): string | undefined {
  * database's (a token of this database's secret made for another audience) is 400
  * validation_failed "Token audience doesn't match request audience".
  */
-export function requireDatabaseAudience (ctx: TenantContext, claims: BearerClaims): void {
-  if (audienceOf(claims) !== ctx.tenant.jwt.aud) throw new ValidationFailedError("Token audience doesn't match request audience")
+export function requireDatabaseAudience(ctx: TenantContext, claims: BearerClaims): void {
+  if (audienceOf(claims) !== ctx.tenant.jwt.aud)
+    throw new ValidationFailedError("Token audience doesn't match request audience")
 }

@@ -4,12 +4,22 @@
 // EMAIL_TOKENS / VERIFY_KINDS and goes through the same functions.
 import { ownValue, type Queryable } from '../shared/index.js'
 import { generateOtp, hashOtp, randomPassword, hashPassword } from './crypto.js'
-import { EmailLinkInvalidError, MAX_OTP_ATTEMPTS, OtpAttemptsExhaustedError, OtpExpiredError, UserBannedBearerError } from './errors.js'
+import {
+  EmailLinkInvalidError,
+  MAX_OTP_ATTEMPTS,
+  OtpAttemptsExhaustedError,
+  OtpExpiredError,
+  UserBannedBearerError,
+} from './errors.js'
 import type { MailKind, VerifyLinkType } from './mail/index.js'
 import { audit } from './models/audit-log.js'
 import { identitiesForUser, insertIdentity, updateIdentity } from './models/identities.js'
 import {
-  deleteOneTimeToken, deleteOneTimeTokensOfUser, findOneTimeToken, putOneTimeToken, type OneTimeTokenType
+  deleteOneTimeToken,
+  deleteOneTimeTokensOfUser,
+  findOneTimeToken,
+  putOneTimeToken,
+  type OneTimeTokenType,
 } from './models/one-time-tokens.js'
 import { clearAddressAttempts, otpAttemptsOf } from './models/otp-attempts.js'
 import { isUserBanned, lockUserById, toUserJson, updateUser, type UserColumn } from './models/users.js'
@@ -18,7 +28,8 @@ import { confirmEmail, emailIdentityData, refreshProviders } from './accounts.js
 import type { TenantContext, UserRow, UserWithIdentities } from './types.js'
 import { recordEmailProof } from './models/email-proofs.js'
 
-export type EmailTokenKind = 'confirmation' | 'invite' | 'recovery' | 'magiclink' | 'email_change_new' | 'email_change_current'
+export type EmailTokenKind =
+  'confirmation' | 'invite' | 'recovery' | 'magiclink' | 'email_change_new' | 'email_change_current'
 
 interface EmailTokenSpec {
   ott: OneTimeTokenType
@@ -30,22 +41,67 @@ interface EmailTokenSpec {
 
 /** Where each kind of emailed token lives and which mail carries it. */
 const EMAIL_TOKENS: Record<EmailTokenKind, EmailTokenSpec> = {
-  confirmation: { ott: 'confirmation_token', column: 'confirmation_token', sentAt: 'confirmation_sent_at', mail: 'confirmation', linkType: 'signup' },
-  invite: { ott: 'confirmation_token', column: 'confirmation_token', sentAt: 'confirmation_sent_at', mail: 'invite', linkType: 'invite' },
-  recovery: { ott: 'recovery_token', column: 'recovery_token', sentAt: 'recovery_sent_at', mail: 'recovery', linkType: 'recovery' },
-  magiclink: { ott: 'recovery_token', column: 'recovery_token', sentAt: 'recovery_sent_at', mail: 'magic_link', linkType: 'magiclink' },
-  email_change_new: { ott: 'email_change_token_new', column: 'email_change_token_new', sentAt: 'email_change_sent_at', mail: 'email_change', linkType: 'email_change' },
-  email_change_current: { ott: 'email_change_token_current', column: 'email_change_token_current', sentAt: 'email_change_sent_at', mail: 'email_change', linkType: 'email_change' }
+  confirmation: {
+    ott: 'confirmation_token',
+    column: 'confirmation_token',
+    sentAt: 'confirmation_sent_at',
+    mail: 'confirmation',
+    linkType: 'signup',
+  },
+  invite: {
+    ott: 'confirmation_token',
+    column: 'confirmation_token',
+    sentAt: 'confirmation_sent_at',
+    mail: 'invite',
+    linkType: 'invite',
+  },
+  recovery: {
+    ott: 'recovery_token',
+    column: 'recovery_token',
+    sentAt: 'recovery_sent_at',
+    mail: 'recovery',
+    linkType: 'recovery',
+  },
+  magiclink: {
+    ott: 'recovery_token',
+    column: 'recovery_token',
+    sentAt: 'recovery_sent_at',
+    mail: 'magic_link',
+    linkType: 'magiclink',
+  },
+  email_change_new: {
+    ott: 'email_change_token_new',
+    column: 'email_change_token_new',
+    sentAt: 'email_change_sent_at',
+    mail: 'email_change',
+    linkType: 'email_change',
+  },
+  email_change_current: {
+    ott: 'email_change_token_current',
+    column: 'email_change_token_current',
+    sentAt: 'email_change_sent_at',
+    mail: 'email_change',
+    linkType: 'email_change',
+  },
 }
 
-interface IssuedToken { otp: string, hash: string, user: UserRow }
+interface IssuedToken {
+  otp: string
+  hash: string
+  user: UserRow
+}
 
 /**
  * Creates the token of a kind for `address`: hex SHA-224(address + otp), `pkce_`-prefixed
  * in PKCE mode, stored in the user's column and in one_time_tokens; stamps *_sent_at.
  */
-export async function issueEmailToken (ctx: TenantContext, q: Queryable, user: UserRow, kind: EmailTokenKind,
-  opts: { address: string, pkce?: boolean, extra?: Partial<Record<UserColumn, unknown>> }): Promise<IssuedToken> {
+export async function issueEmailToken(
+  ctx: TenantContext,
+  q: Queryable,
+  user: UserRow,
+  kind: EmailTokenKind,
+  opts: { address: string; pkce?: boolean; extra?: Partial<Record<UserColumn, unknown>> },
+): Promise<IssuedToken> {
   const spec = EMAIL_TOKENS[kind]
   const now = ctx.now()
   const otp = generateOtp(6)
@@ -57,22 +113,39 @@ export async function issueEmailToken (ctx: TenantContext, q: Queryable, user: U
 }
 
 /** Issues a token and mails it (inside the caller's transaction: a failed send rolls back). */
-export async function sendEmailToken (ctx: TenantContext, q: Queryable, user: UserRow, kind: EmailTokenKind,
-  opts: { address: string, redirectTo: string, pkce?: boolean, newEmail?: string, extra?: Partial<Record<UserColumn, unknown>> }): Promise<IssuedToken> {
+export async function sendEmailToken(
+  ctx: TenantContext,
+  q: Queryable,
+  user: UserRow,
+  kind: EmailTokenKind,
+  opts: {
+    address: string
+    redirectTo: string
+    pkce?: boolean
+    newEmail?: string
+    extra?: Partial<Record<UserColumn, unknown>>
+  },
+): Promise<IssuedToken> {
   const issued = await issueEmailToken(ctx, q, user, kind, opts)
   const spec = EMAIL_TOKENS[kind]
   const toNew = kind === 'email_change_new'
-  const deliver = hookOf(ctx, 'send_email') === null
-    ? undefined
-    : async () => sendEmailHook({ ctx, q }, toUserJson({ user: issued.user, identities: await identitiesForUser(q, user.id) }), {
-      token: toNew ? '' : issued.otp,
-      token_hash: toNew ? '' : issued.hash,
-      redirect_to: opts.redirectTo,
-      email_action_type: spec.linkType,
-      site_url: ctx.tenant.auth.site_url,
-      token_new: toNew ? issued.otp : '',
-      token_hash_new: toNew ? issued.hash : ''
-    })
+  const deliver =
+    hookOf(ctx, 'send_email') === null
+      ? undefined
+      : async () =>
+          sendEmailHook(
+            { ctx, q },
+            toUserJson({ user: issued.user, identities: await identitiesForUser(q, user.id) }),
+            {
+              token: toNew ? '' : issued.otp,
+              token_hash: toNew ? '' : issued.hash,
+              redirect_to: opts.redirectTo,
+              email_action_type: spec.linkType,
+              site_url: ctx.tenant.auth.site_url,
+              token_new: toNew ? issued.otp : '',
+              token_hash_new: toNew ? issued.hash : '',
+            },
+          )
   await ctx.mailer.send(ctx, q, {
     deliver,
     kind: spec.mail,
@@ -83,9 +156,14 @@ export async function sendEmailToken (ctx: TenantContext, q: Queryable, user: Us
     redirectTo: opts.redirectTo,
     email: user.email ?? '',
     newEmail: opts.newEmail,
-    data: issued.user.raw_user_meta_data ?? {}
+    data: issued.user.raw_user_meta_data ?? {},
   })
-  const action = kind === 'invite' ? 'user_invited' : kind === 'recovery' || kind === 'magiclink' ? 'user_recovery_requested' : 'user_confirmation_requested'
+  const action =
+    kind === 'invite'
+      ? 'user_invited'
+      : kind === 'recovery' || kind === 'magiclink'
+        ? 'user_recovery_requested'
+        : 'user_confirmation_requested'
   await audit(q, { action, actorId: user.id, actorUsername: user.email, now: ctx.now() })
   return issued
 }
@@ -93,14 +171,14 @@ export async function sendEmailToken (ctx: TenantContext, q: Queryable, user: Us
 // ----- verification --------------------------------------------------------------------------
 
 export type VerifyOutcome =
-  | { kind: 'signed_in', user: UserWithIdentities }
+  | { kind: 'signed_in'; user: UserWithIdentities }
   /** Secure email change: the first of two links was accepted; no session. */
   | { kind: 'first_email_change_confirmation' }
 
 interface VerifyKind {
   ottTypes: OneTimeTokenType[]
-  sentAt (u: UserRow): Date | null
-  apply (ctx: TenantContext, q: Queryable, user: UserRow, tokenType: OneTimeTokenType): Promise<VerifyOutcome>
+  sentAt(u: UserRow): Date | null
+  apply(ctx: TenantContext, q: Queryable, user: UserRow, tokenType: OneTimeTokenType): Promise<VerifyOutcome>
 }
 
 /** The verify `type`s this engine handles, by GoTrue name. */
@@ -108,40 +186,45 @@ const VERIFY_KINDS: Partial<Record<string, VerifyKind>> = {
   signup: {
     ottTypes: ['confirmation_token'],
     sentAt: (u) => u.confirmation_sent_at,
-    async apply (ctx, q, user) {
+    async apply(ctx, q, user) {
       return { kind: 'signed_in', user: await confirmEmail(ctx, q, user) }
-    }
+    },
   },
   invite: {
     ottTypes: ['confirmation_token'],
     sentAt: (u) => u.invited_at ?? u.confirmation_sent_at,
-    async apply (ctx, q, user) {
+    async apply(ctx, q, user) {
       // An invited user has no password yet: a random one, the app then asks for a real one.
       if (!user.encrypted_password) {
-        user = await updateUser(q, user.id, { encrypted_password: await hashPassword(randomPassword().slice(0, 64), ctx.config.auth.bcrypt_cost) }, ctx.now())
+        user = await updateUser(
+          q,
+          user.id,
+          { encrypted_password: await hashPassword(randomPassword().slice(0, 64), ctx.config.auth.bcrypt_cost) },
+          ctx.now(),
+        )
       }
       return { kind: 'signed_in', user: await confirmEmail(ctx, q, user) }
-    }
+    },
   },
   email_change: {
     ottTypes: ['email_change_token_new', 'email_change_token_current'],
     sentAt: (u) => u.email_change_sent_at,
-    apply: applyEmailChange
+    apply: applyEmailChange,
   },
   recovery: {
     ottTypes: ['recovery_token'],
     sentAt: (u) => u.recovery_sent_at,
-    apply: applyRecoveryToken
+    apply: applyRecoveryToken,
   },
   magiclink: {
     ottTypes: ['recovery_token'],
     sentAt: (u) => u.recovery_sent_at,
-    apply: applyRecoveryToken
-  }
+    apply: applyRecoveryToken,
+  },
 }
 
 /** recovery / magiclink: the token is spent, an unconfirmed address becomes confirmed. */
-async function applyRecoveryToken (ctx: TenantContext, q: Queryable, user: UserRow): Promise<VerifyOutcome> {
+async function applyRecoveryToken(ctx: TenantContext, q: Queryable, user: UserRow): Promise<VerifyOutcome> {
   if (!user.email_confirmed_at) return { kind: 'signed_in', user: await confirmEmail(ctx, q, user) }
   const updated = await updateUser(q, user.id, { recovery_token: '' }, ctx.now())
   await deleteOneTimeTokensOfUser(q, user.id)
@@ -149,9 +232,15 @@ async function applyRecoveryToken (ctx: TenantContext, q: Queryable, user: UserR
 }
 
 /** §5.5 email change: in secure mode the first of the two links only records the confirmation. */
-async function applyEmailChange (ctx: TenantContext, q: Queryable, user: UserRow, tokenType: OneTimeTokenType): Promise<VerifyOutcome> {
+async function applyEmailChange(
+  ctx: TenantContext,
+  q: Queryable,
+  user: UserRow,
+  tokenType: OneTimeTokenType,
+): Promise<VerifyOutcome> {
   const now = ctx.now()
-  const column: UserColumn = tokenType === 'email_change_token_current' ? 'email_change_token_current' : 'email_change_token_new'
+  const column: UserColumn =
+    tokenType === 'email_change_token_current' ? 'email_change_token_current' : 'email_change_token_new'
   const bothPending = !!user.email && !!user.email_change_token_current && !!user.email_change_token_new
   if (bothPending && (user.email_change_confirm_status ?? 0) === 0) {
     await updateUser(q, user.id, { email_change_confirm_status: 1, [column]: '' }, now)
@@ -161,31 +250,53 @@ async function applyEmailChange (ctx: TenantContext, q: Queryable, user: UserRow
   const newEmail = (user.email_change ?? '').toLowerCase()
   if (!newEmail) throw new OtpExpiredError()
   const meta = { ...(user.raw_user_meta_data ?? {}), email: newEmail, email_verified: true }
-  let updated = await updateUser(q, user.id, {
-    email: newEmail,
-    email_change: '',
-    email_change_token_new: '',
-    email_change_token_current: '',
-    email_change_confirm_status: 0,
-    email_confirmed_at: user.email_confirmed_at ?? now,
-    is_anonymous: false,
-    raw_user_meta_data: meta
-  }, now)
+  let updated = await updateUser(
+    q,
+    user.id,
+    {
+      email: newEmail,
+      email_change: '',
+      email_change_token_new: '',
+      email_change_token_current: '',
+      email_change_confirm_status: 0,
+      email_confirmed_at: user.email_confirmed_at ?? now,
+      is_anonymous: false,
+      raw_user_meta_data: meta,
+    },
+    now,
+  )
   const identities = await identitiesForUser(q, user.id)
   const emailIdentity = identities.find((i) => i.provider === 'email')
   if (emailIdentity) {
-    await updateIdentity(q, emailIdentity.id, { identityData: { ...emailIdentity.identity_data, email: newEmail, email_verified: true } }, now)
+    await updateIdentity(
+      q,
+      emailIdentity.id,
+      { identityData: { ...emailIdentity.identity_data, email: newEmail, email_verified: true } },
+      now,
+    )
   } else {
-    await insertIdentity(q, { userId: user.id, provider: 'email', providerId: user.id, identityData: emailIdentityData(user.id, newEmail, undefined, true), now })
+    await insertIdentity(q, {
+      userId: user.id,
+      provider: 'email',
+      providerId: user.id,
+      identityData: emailIdentityData(user.id, newEmail, undefined, true),
+      now,
+    })
   }
   await deleteOneTimeTokensOfUser(q, user.id)
   updated = (await refreshProviders(ctx, q, updated)).user
-  await audit(q, { action: 'user_modified', actorId: user.id, actorUsername: newEmail, traits: { email_change: true }, now })
+  await audit(q, {
+    action: 'user_modified',
+    actorId: user.id,
+    actorUsername: newEmail,
+    traits: { email_change: true },
+    now,
+  })
   return { kind: 'signed_in', user: { user: updated, identities: await identitiesForUser(q, user.id) } }
 }
 
 /** The token types a verify `type` may match (`email`: a confirmation or a magic link). */
-export function ottTypesOfVerifyType (type: string): OneTimeTokenType[] {
+export function ottTypesOfVerifyType(type: string): OneTimeTokenType[] {
   if (type === 'email') return ['confirmation_token', 'recovery_token']
   return ownValue(VERIFY_KINDS, type)?.ottTypes ?? []
 }
@@ -195,24 +306,35 @@ export function ottTypesOfVerifyType (type: string): OneTimeTokenType[] {
  * expiry (sent_at + otp_expiry) and the ban, then applies the kind. Runs in the caller's
  * transaction. `relatesTo` (OTP verification) must match the address the token was sent to.
  */
-export async function verifyTokenHash (ctx: TenantContext, q: Queryable, type: string, hash: string,
-  opts: { relatesTo?: string, linkOpened?: boolean, attemptCounted?: boolean } = {}): Promise<VerifyOutcome> {
+export async function verifyTokenHash(
+  ctx: TenantContext,
+  q: Queryable,
+  type: string,
+  hash: string,
+  opts: { relatesTo?: string; linkOpened?: boolean; attemptCounted?: boolean } = {},
+): Promise<VerifyOutcome> {
   const kind = ownValue(VERIFY_KINDS, type)
-  if (!kind) throw (opts.linkOpened === true ? new EmailLinkInvalidError() : new OtpExpiredError())
+  if (!kind) throw opts.linkOpened === true ? new EmailLinkInvalidError() : new OtpExpiredError()
   const found = await findOneTimeToken(q, hash, kind.ottTypes)
-  if (!found) throw (opts.linkOpened === true ? new EmailLinkInvalidError() : new OtpExpiredError())
+  if (!found) throw opts.linkOpened === true ? new EmailLinkInvalidError() : new OtpExpiredError()
   // Lock the user, then read the token again: a concurrent verification of the same
   // token has deleted it by the time we get the lock, so a token works once.
   const user = await lockUserById(q, found.user_id)
   const ott = user ? await findOneTimeToken(q, hash, kind.ottTypes) : null
-  if (!user || !ott || (opts.relatesTo !== undefined && ott.relates_to !== opts.relatesTo.toLowerCase())) throw (opts.linkOpened === true ? new EmailLinkInvalidError() : new OtpExpiredError())
+  if (!user || !ott || (opts.relatesTo !== undefined && ott.relates_to !== opts.relatesTo.toLowerCase()))
+    throw opts.linkOpened === true ? new EmailLinkInvalidError() : new OtpExpiredError()
   // A code burned by wrong codes (the caller may have counted this very attempt already).
   // Only the 6-digit code burns: the link's token hash (224 bits, guessed by no one) goes
   // on working until it is used or expires, whatever strangers typed (docs/edge.md).
-  if (opts.relatesTo !== undefined && await otpAttemptsOf(q, ott.id) >= MAX_OTP_ATTEMPTS + (opts.attemptCounted ? 1 : 0)) throw new OtpAttemptsExhaustedError()
+  if (
+    opts.relatesTo !== undefined &&
+    (await otpAttemptsOf(q, ott.id)) >= MAX_OTP_ATTEMPTS + (opts.attemptCounted ? 1 : 0)
+  )
+    throw new OtpAttemptsExhaustedError()
   if (isUserBanned(user, ctx.now())) throw new UserBannedBearerError()
   const sent = kind.sentAt(user) ?? ott.created_at
-  if (sent.getTime() + ctx.tenant.auth.otp_expiry * 1000 < ctx.now().getTime()) throw (opts.linkOpened === true ? new EmailLinkInvalidError() : new OtpExpiredError())
+  if (sent.getTime() + ctx.tenant.auth.otp_expiry * 1000 < ctx.now().getTime())
+    throw opts.linkOpened === true ? new EmailLinkInvalidError() : new OtpExpiredError()
   const outcome = await kind.apply(ctx, q, user, ott.token_type)
   // The token reached its address and came back: the user owns that address (and the
   // wrong codes strangers entered for it no longer count).

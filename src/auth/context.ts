@@ -26,7 +26,7 @@ interface PoolRegistryOptions {
 export class PoolRegistry {
   readonly #pools: TenantPools
 
-  constructor (opts: PoolRegistryOptions) {
+  constructor(opts: PoolRegistryOptions) {
     this.#pools = new TenantPools({
       budget: opts.budget ?? AUTH_CONSTANTS.defaultPoolBudget,
       perTenant: opts.max,
@@ -37,23 +37,23 @@ export class PoolRegistry {
       applicationName: 'gatehouse-auth',
       // A wait for a connection that timed out answers like an unreachable database (503).
       timeoutError: (key) => databaseUnavailable(new TenantPoolTimeoutError(key)),
-      allowExitOnIdle: opts.allowExitOnIdle
+      allowExitOnIdle: opts.allowExitOnIdle,
     })
   }
 
   /** The pool of a tenant; a changed engines.auth URL retires the old URL's connections. */
-  get (tenant: Tenant): PoolLike {
+  get(tenant: Tenant): PoolLike {
     const url = tenant.engines?.auth
     if (!url) throw unexpectedFailure(new Error(`tenant ${tenant.database} has no engines.auth connection`))
     return this.#pools.pool(tenant.database, url)
   }
 
   /** Every tenant's pool numbers (metrics). */
-  snapshot (): TenantPoolsSnapshot {
+  snapshot(): TenantPoolsSnapshot {
     return this.#pools.snapshot()
   }
 
-  async close (): Promise<void> {
+  async close(): Promise<void> {
     await this.#pools.close()
   }
 }
@@ -67,11 +67,11 @@ export interface ContextDeps {
 }
 
 /** Public base of a tenant's auth API as clients reach it through the gateway. */
-function tenantExternalUrl (tenant: Tenant, publicUrl: string): string {
+function tenantExternalUrl(tenant: Tenant, publicUrl: string): string {
   return `${publicUrl.replace(/\/+$/, '')}/${tenant.database}/auth/v1`
 }
 
-export function buildTenantContext (deps: ContextDeps, tenant: Tenant, log: FastifyBaseLogger): TenantContext {
+export function buildTenantContext(deps: ContextDeps, tenant: Tenant, log: FastifyBaseLogger): TenantContext {
   return {
     tenant,
     db: deps.pools.get(tenant),
@@ -81,6 +81,6 @@ export function buildTenantContext (deps: ContextDeps, tenant: Tenant, log: Fast
     mailer: deps.mailer,
     rateLimits: deps.rateLimits,
     log,
-    now: deps.now
+    now: deps.now,
   }
 }

@@ -17,15 +17,20 @@ let hashesRunning = 0
 const hashQueue: Array<() => void> = []
 
 /** Sets the number of bcrypt computations that may run at once; 0 means the cores less one. */
-export function setHashConcurrency (n: number): void {
+export function setHashConcurrency(n: number): void {
   hashSlots = n > 0 ? n : Math.max(1, availableParallelism() - 1)
-  while (hashesRunning < hashSlots && hashQueue.length > 0) { hashesRunning++; hashQueue.shift()!() }
+  while (hashesRunning < hashSlots && hashQueue.length > 0) {
+    hashesRunning++
+    hashQueue.shift()!()
+  }
 }
 
-async function withHashSlot<T> (fn: () => Promise<T>): Promise<T> {
+async function withHashSlot<T>(fn: () => Promise<T>): Promise<T> {
   if (hashesRunning >= hashSlots) await new Promise<void>((resolve) => hashQueue.push(resolve))
   else hashesRunning++
-  try { return await fn() } finally {
+  try {
+    return await fn()
+  } finally {
     const next = hashQueue.shift()
     if (next) next()
     else hashesRunning--
@@ -38,11 +43,12 @@ const bcryptVerify = (password: string, hash: string) => withHashSlot(() => nati
 /** bcrypt reads 72 bytes at most; GoTrue refuses longer passwords rather than truncating. */
 const MAX_PASSWORD_BYTES = 72
 
-export function checkPasswordLength (password: string): void {
-  if (Buffer.byteLength(password, 'utf8') > MAX_PASSWORD_BYTES) throw new ValidationFailedError('Password cannot be longer than 72 characters')
+export function checkPasswordLength(password: string): void {
+  if (Buffer.byteLength(password, 'utf8') > MAX_PASSWORD_BYTES)
+    throw new ValidationFailedError('Password cannot be longer than 72 characters')
 }
 
-export async function hashPassword (password: string, cost: number): Promise<string> {
+export async function hashPassword(password: string, cost: number): Promise<string> {
   checkPasswordLength(password)
   return asGoTrueHash(await bcryptHash(password, cost))
 }
@@ -52,7 +58,7 @@ export async function hashPassword (password: string, cost: number): Promise<str
  * $2y$/$2b$ that the native hasher writes differs from $2a$ only for inputs over 255 bytes,
  * which checkPasswordLength refuses, so the prefix is all that changes.
  */
-function asGoTrueHash (hash: string): string {
+function asGoTrueHash(hash: string): string {
   return /^\$2[by]\$/.test(hash) ? '$2a$' + hash.slice(4) : hash
 }
 
@@ -60,7 +66,7 @@ function asGoTrueHash (hash: string): string {
 // sign-in does not reveal whether the address is registered (one per cost, made lazily
 // off the event loop; concurrent first callers share the one being made).
 const dummyHashes = new Map<number, Promise<string>>()
-function dummyHash (cost: number): Promise<string> {
+function dummyHash(cost: number): Promise<string> {
   let h = dummyHashes.get(cost)
   if (!h) {
     h = bcryptHash(randomBytes(16).toString('hex'), cost)
@@ -74,7 +80,11 @@ function dummyHash (cost: number): Promise<string> {
  * Compares a password with a stored bcrypt hash ($2a$/$2b$/$2y$ of any earlier writer,
  * GoTrue's and bcryptjs' included); false for empty or foreign hashes.
  */
-export async function verifyPassword (password: string, hash: string | null | undefined, cost: number): Promise<boolean> {
+export async function verifyPassword(
+  password: string,
+  hash: string | null | undefined,
+  cost: number,
+): Promise<boolean> {
   if (Buffer.byteLength(password, 'utf8') > MAX_PASSWORD_BYTES) return false
   if (!hash || !/^\$2[abxy]\$\d\d\$/.test(hash)) {
     await bcryptVerify(password, await dummyHash(cost)).catch(() => false)
@@ -89,22 +99,36 @@ const DIGITS = '0123456789'
 const SYMBOLS = '!@#$%^&*()_+-=[]{};\'\\:"|<>?,./`~'
 
 /** The character sets of a tenant's `password_required_characters` preset (Supabase's presets). */
-function requiredCharacterSets (preset: string): string[] {
+function requiredCharacterSets(preset: string): string[] {
   switch (preset) {
-    case '': return []
-    case 'letters_digits': return [LOWER + UPPER, DIGITS]
-    case 'lower_upper_letters_digits': return [LOWER, UPPER, DIGITS]
-    case 'lower_upper_letters_digits_symbols': return [LOWER, UPPER, DIGITS, SYMBOLS]
+    case '':
+      return []
+    case 'letters_digits':
+      return [LOWER + UPPER, DIGITS]
+    case 'lower_upper_letters_digits':
+      return [LOWER, UPPER, DIGITS]
+    case 'lower_upper_letters_digits_symbols':
+      return [LOWER, UPPER, DIGITS, SYMBOLS]
     default:
       // GoTrue's own syntax: colon-separated sets, `\:` escapes a colon.
-      return preset.split(/(?<!\\):/).map((s) => s.replace(/\\:/g, ':')).filter((s) => s.length > 0)
+      return preset
+        .split(/(?<!\\):/)
+        .map((s) => s.replace(/\\:/g, ':'))
+        .filter((s) => s.length > 0)
   }
 }
 
-interface PasswordStrength { ok: boolean, message: string, reasons: string[] }
+interface PasswordStrength {
+  ok: boolean
+  message: string
+  reasons: string[]
+}
 
 /** GoTrue's checkPasswordStrength: `length` and `characters` reasons, messages joined by spaces. */
-export function passwordStrength (password: string, settings: Pick<AuthSettings, 'password_min_length' | 'password_required_characters'>): PasswordStrength {
+export function passwordStrength(
+  password: string,
+  settings: Pick<AuthSettings, 'password_min_length' | 'password_required_characters'>,
+): PasswordStrength {
   const reasons: string[] = []
   const messages: string[] = []
   const min = Math.max(6, settings.password_min_length)
@@ -121,26 +145,31 @@ export function passwordStrength (password: string, settings: Pick<AuthSettings,
 }
 
 /** Throws 422 weak_password (or 400 for an over-long password) when the policy refuses it. */
-export function assertPasswordAcceptable (password: string, settings: Pick<AuthSettings, 'password_min_length' | 'password_required_characters'>): void {
+export function assertPasswordAcceptable(
+  password: string,
+  settings: Pick<AuthSettings, 'password_min_length' | 'password_required_characters'>,
+): void {
   checkPasswordLength(password)
   const s = passwordStrength(password, settings)
   if (!s.ok) throw weakPassword(s.message, s.reasons)
 }
 
 /** A numeric OTP of `length` digits, zero-padded. */
-export function generateOtp (length = 6): string {
+export function generateOtp(length = 6): string {
   let out = ''
   for (let i = 0; i < length; i++) out += String(randomInt(0, 10))
   return out
 }
 
 /** hex(SHA-224(address + otp)): the value GoTrue stores and puts into links (docs/auth-protocol.md §5.4). */
-export function hashOtp (address: string, otp: string): string {
-  return createHash('sha224').update(address + otp, 'utf8').digest('hex')
+export function hashOtp(address: string, otp: string): string {
+  return createHash('sha224')
+    .update(address + otp, 'utf8')
+    .digest('hex')
 }
 
 /** A random password for accounts created without one (33-64 chars, all character classes). */
-export function randomPassword (): string {
+export function randomPassword(): string {
   const base = randomBytes(36).toString('base64url')
   return base + 'aA1!'
 }
@@ -148,7 +177,7 @@ export function randomPassword (): string {
 const BASE32 = 'abcdefghijklmnopqrstuvwxyz234567'
 
 /** A legacy v1 refresh token: 12 random lower-case base32 characters (docs/auth-protocol.md §5.2). */
-export function generateRefreshToken (): string {
+export function generateRefreshToken(): string {
   const bytes = randomBytes(12)
   let out = ''
   for (let i = 0; i < 12; i++) out += BASE32[bytes[i]! & 31]
@@ -156,7 +185,7 @@ export function generateRefreshToken (): string {
 }
 
 /** Pre-validation of a presented refresh token (docs/auth-protocol.md §3.4): v1 shape only. */
-export function assertRefreshTokenShape (token: unknown): asserts token is string {
+export function assertRefreshTokenShape(token: unknown): asserts token is string {
   // We issue v1 tokens only; a longer string would have to be a v2 token, which this
   // engine never issued, so it is refused like GoTrue refuses an unparseable v2 token.
   if (typeof token !== 'string' || !/^[a-z0-9]{12}$/.test(token)) {
@@ -164,7 +193,7 @@ export function assertRefreshTokenShape (token: unknown): asserts token is strin
   }
 }
 
-export function constantTimeEqual (a: string, b: string): boolean {
+export function constantTimeEqual(a: string, b: string): boolean {
   const x = Buffer.from(a)
   const y = Buffer.from(b)
   return x.length === y.length && timingSafeEqual(x, y)

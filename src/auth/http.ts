@@ -9,47 +9,52 @@ import { BadJsonError, ValidationFailedError } from './errors.js'
 export type Body = Record<string, unknown>
 
 /** The JSON body as an object ({} when empty); arrays and scalars are bad_json. */
-export function bodyOf (req: FastifyRequest): Body {
+export function bodyOf(req: FastifyRequest): Body {
   const b = req.body
   if (b === undefined || b === null || b === '') return {}
-  if (typeof b !== 'object' || Array.isArray(b)) throw new BadJsonError('Could not parse request body as JSON: expected an object')
+  if (typeof b !== 'object' || Array.isArray(b))
+    throw new BadJsonError('Could not parse request body as JSON: expected an object')
   return b as Body
 }
 
-export function optString (b: Body, key: string): string | undefined {
+export function optString(b: Body, key: string): string | undefined {
   const v = b[key]
   if (v === undefined || v === null) return undefined
-  if (typeof v !== 'string') throw new BadJsonError(`Could not parse request body as JSON: field ${key} must be a string`)
+  if (typeof v !== 'string')
+    throw new BadJsonError(`Could not parse request body as JSON: field ${key} must be a string`)
   return v
 }
 
-export function optBool (b: Body, key: string): boolean | undefined {
+export function optBool(b: Body, key: string): boolean | undefined {
   const v = b[key]
   if (v === undefined || v === null) return undefined
-  if (typeof v !== 'boolean') throw new BadJsonError(`Could not parse request body as JSON: field ${key} must be a boolean`)
+  if (typeof v !== 'boolean')
+    throw new BadJsonError(`Could not parse request body as JSON: field ${key} must be a boolean`)
   return v
 }
 
-export function optObject (b: Body, key: string): Record<string, unknown> | undefined {
+export function optObject(b: Body, key: string): Record<string, unknown> | undefined {
   const v = b[key]
   if (v === undefined || v === null) return undefined
-  if (typeof v !== 'object' || Array.isArray(v)) throw new BadJsonError(`Could not parse request body as JSON: field ${key} must be an object`)
+  if (typeof v !== 'object' || Array.isArray(v))
+    throw new BadJsonError(`Could not parse request body as JSON: field ${key} must be an object`)
   return v as Record<string, unknown>
 }
 
-export function queryParam (req: FastifyRequest, key: string): string | undefined {
+export function queryParam(req: FastifyRequest, key: string): string | undefined {
   const v = (req.query as Record<string, unknown> | undefined)?.[key]
   if (Array.isArray(v)) return typeof v[0] === 'string' ? v[0] : undefined
   return typeof v === 'string' ? v : undefined
 }
 
-const EMAIL = /^[a-zA-Z0-9.!#$%&'*+/=?^_`{|}~-]+@[a-zA-Z0-9](?:[a-zA-Z0-9-]{0,61}[a-zA-Z0-9])?(?:\.[a-zA-Z0-9](?:[a-zA-Z0-9-]{0,61}[a-zA-Z0-9])?)*$/
+const EMAIL =
+  /^[a-zA-Z0-9.!#$%&'*+/=?^_`{|}~-]+@[a-zA-Z0-9](?:[a-zA-Z0-9-]{0,61}[a-zA-Z0-9])?(?:\.[a-zA-Z0-9](?:[a-zA-Z0-9-]{0,61}[a-zA-Z0-9])?)*$/
 
 /**
  * GoTrue's validateEmail: required, at most 255 characters, a valid address (not trimmed:
  * surrounding spaces make it invalid), lower-cased.
  */
-export function normaliseEmail (email: string): string {
+export function normaliseEmail(email: string): string {
   if (email === '') throw new ValidationFailedError('An email address is required')
   if (email.length > 255) throw new ValidationFailedError('An email address is too long')
   if (!EMAIL.test(email)) throw new ValidationFailedError('Unable to validate email address: invalid format')
@@ -57,13 +62,13 @@ export function normaliseEmail (email: string): string {
 }
 
 /** E.164 digits without '+' (docs/auth-protocol.md §3.3). */
-export function normalisePhone (phone: string): string {
+export function normalisePhone(phone: string): string {
   const p = phone.replace(/[+\s]/g, '')
   if (!/^[1-9][0-9]{1,14}$/.test(p)) throw new ValidationFailedError('Invalid phone number format (E.164 required)')
   return p
 }
 
-export function clientMeta (req: FastifyRequest): { userAgent: string | null, ip: string | null } {
+export function clientMeta(req: FastifyRequest): { userAgent: string | null; ip: string | null } {
   const ua = req.headers['user-agent']
   const ip = req.ip && /^[0-9a-fA-F:.]+$/.test(req.ip) ? req.ip : null
   return { userAgent: typeof ua === 'string' ? ua.slice(0, 1024) : null, ip }
@@ -71,12 +76,12 @@ export function clientMeta (req: FastifyRequest): { userAgent: string | null, ip
 
 // ----- redirect_to (docs/auth-protocol.md §1.5) -------------------------------------------------------------
 
-function isLoopback (host: string): boolean {
+function isLoopback(host: string): boolean {
   return host === 'localhost' || host === '127.0.0.1' || host === '[::1]' || host === '::1'
 }
 
 /** net.ParseIP(host).IsLoopback(): 127.0.0.0/8, ::1 and IPv4-mapped 127/8. */
-function isLoopbackIp (ip: string): boolean {
+function isLoopbackIp(ip: string): boolean {
   if (isIPv4(ip)) return ip.startsWith('127.')
   const v6 = ip.toLowerCase()
   if (v6 === '::1' || /^(0{0,4}:){7}0{0,3}1$/.test(v6)) return true
@@ -85,7 +90,7 @@ function isLoopbackIp (ip: string): boolean {
 }
 
 /** The host of a URL as Go's url.Hostname() reads it: as written, brackets of IPv6 removed. */
-function rawHostname (candidate: string): string | null {
+function rawHostname(candidate: string): string | null {
   const m = /^[a-zA-Z][a-zA-Z0-9+.-]*:\/\/(?:[^@/?#]*@)?(\[[^\]]*\]|[^:/?#]*)/.exec(candidate)
   if (!m) return null
   const host = m[1]!
@@ -93,12 +98,15 @@ function rawHostname (candidate: string): string | null {
 }
 
 /** A glob of the allow list: separators '.' and '/'; `*` stays within a segment, `**` crosses. */
-function globToRegExp (glob: string): RegExp {
+function globToRegExp(glob: string): RegExp {
   let out = ''
   for (let i = 0; i < glob.length; i++) {
     const c = glob[i]!
     if (c === '*') {
-      if (glob[i + 1] === '*') { out += '.*'; i++ } else out += '[^./]*'
+      if (glob[i + 1] === '*') {
+        out += '.*'
+        i++
+      } else out += '[^./]*'
     } else if (c === '?') out += '[^./]'
     else out += c.replace(/[\\^$+.()|{}[\]]/g, '\\$&')
   }
@@ -112,15 +120,28 @@ const REGULAR_HOSTNAME = /^[a-zA-Z0-9]([a-zA-Z0-9.-]*[a-zA-Z0-9])?$/
  * never a decimal-integer host; an IP literal only when it is a loopback address; an http(s)
  * host only of ordinary characters; else a match of the allow list (fragment ignored).
  */
-export function isRedirectAllowed (candidate: string, settings: Pick<AuthSettings, 'site_url' | 'redirect_urls'>): boolean {
+export function isRedirectAllowed(
+  candidate: string,
+  settings: Pick<AuthSettings, 'site_url' | 'redirect_urls'>,
+): boolean {
   if (candidate === '') return false
   let url: URL
-  try { url = new URL(candidate) } catch { return false }
+  try {
+    url = new URL(candidate)
+  } catch {
+    return false
+  }
   try {
     const site = new URL(settings.site_url)
-    if (site.protocol === url.protocol && site.hostname === url.hostname &&
-      (site.port === url.port || (isLoopback(site.hostname) && isLoopback(url.hostname)))) return true
-  } catch { /* a bad site_url matches nothing */ }
+    if (
+      site.protocol === url.protocol &&
+      site.hostname === url.hostname &&
+      (site.port === url.port || (isLoopback(site.hostname) && isLoopback(url.hostname)))
+    )
+      return true
+  } catch {
+    /* a bad site_url matches nothing */
+  }
   const host = rawHostname(candidate) ?? url.hostname
   const isHttp = url.protocol === 'http:' || url.protocol === 'https:'
   if (/^[0-9]+$/.test(host)) return false
@@ -135,10 +156,15 @@ export function isRedirectAllowed (candidate: string, settings: Pick<AuthSetting
  * allowed; else the Referer when allowed; else the site URL. `bodyValue` (generate_link's
  * body field) wins over both when it is allowed.
  */
-export function redirectUrlOf (req: FastifyRequest, settings: Pick<AuthSettings, 'site_url' | 'redirect_urls'>, bodyValue?: string): string {
+export function redirectUrlOf(
+  req: FastifyRequest,
+  settings: Pick<AuthSettings, 'site_url' | 'redirect_urls'>,
+  bodyValue?: string,
+): string {
   if (bodyValue && isRedirectAllowed(bodyValue, settings)) return bodyValue
   const header = req.headers.redirect_to
-  const asked = (typeof header === 'string' && header !== '' ? header : undefined) ?? queryParam(req, 'redirect_to') ?? ''
+  const asked =
+    (typeof header === 'string' && header !== '' ? header : undefined) ?? queryParam(req, 'redirect_to') ?? ''
   if (isRedirectAllowed(asked, settings)) return asked
   const referer = typeof req.headers.referer === 'string' ? req.headers.referer : ''
   if (isRedirectAllowed(referer, settings)) return referer

@@ -5,12 +5,26 @@
 import type { FastifyBaseLogger, FastifyInstance, FastifyError } from 'fastify'
 import { AUTH_CONSTANTS, type Config } from '../config/index.js'
 import {
-  GatehouseError, createLogger, createPartApp, instrumentPart, tenantLabel, type PartTracer, fastifyClientError, wantsApiVersion2024 } from '../shared/index.js'
+  GatehouseError,
+  createLogger,
+  createPartApp,
+  instrumentPart,
+  tenantLabel,
+  type PartTracer,
+  fastifyClientError,
+  wantsApiVersion2024,
+} from '../shared/index.js'
 import type { Tenant, TenantLookup } from '../tenants/index.js'
 import { signInWithIdentity, type ExternalIdentity } from './accounts.js'
 import { buildTenantContext, PoolRegistry } from './context.js'
 import {
-  BadJsonError, NotFoundError, renderAuthError, RequestTooLargeError, toAuthError, unexpectedFailure, ValidationFailedError
+  BadJsonError,
+  NotFoundError,
+  renderAuthError,
+  RequestTooLargeError,
+  toAuthError,
+  unexpectedFailure,
+  ValidationFailedError,
 } from './errors.js'
 import { decorateAuthRequests, resolveTenantHook } from './request-state.js'
 import { jsonParser } from './json.js'
@@ -42,36 +56,46 @@ export interface AuthEngineDeps {
 const MAX_BODY = AUTH_CONSTANTS.bodyLimitBytes
 
 /** Fastify's own client errors keep their meaning; anything else is an unexpected failure. */
-function translateFastifyError (err: unknown): GatehouseError {
+function translateFastifyError(err: unknown): GatehouseError {
   const fe = fastifyClientError(err)
   if (fe === null || !fe.fastify) return unexpectedFailure(err)
   switch (fe.kind) {
-    case 'body_too_large': return new RequestTooLargeError()
-    case 'bad_body': case 'bad_url': case 'unsupported_media_type':
+    case 'body_too_large':
+      return new RequestTooLargeError()
+    case 'bad_body':
+    case 'bad_url':
+    case 'unsupported_media_type':
       return new BadJsonError(`Could not parse request body as JSON: ${fe.message}`)
-    case 'not_found': return new NotFoundError()
+    case 'not_found':
+      return new NotFoundError()
     // Any other fastify 4xx keeps its status (fastify chose it) under GoTrue's validation code.
-    default: return Object.assign(new ValidationFailedError(fe.message, { cause: err }), { status: fe.status })
+    default:
+      return Object.assign(new ValidationFailedError(fe.message, { cause: err }), { status: fe.status })
   }
 }
 
 /** GoTrue-style bodies: an empty body is `{}`, bad JSON or too deep nesting is 400 bad_json. */
-function setBodyParsers (app: FastifyInstance, maxJsonDepth: number): void {
+function setBodyParsers(app: FastifyInstance, maxJsonDepth: number): void {
   const parseJson = jsonParser(maxJsonDepth)
   app.removeAllContentTypeParsers()
   app.addContentTypeParser('application/json', { parseAs: 'string', bodyLimit: MAX_BODY }, parseJson)
-  app.addContentTypeParser('application/x-www-form-urlencoded', { parseAs: 'string', bodyLimit: MAX_BODY }, (_req, body, done) => {
-    done(null, Object.fromEntries(new URLSearchParams(body as string)))
-  })
+  app.addContentTypeParser(
+    'application/x-www-form-urlencoded',
+    { parseAs: 'string', bodyLimit: MAX_BODY },
+    (_req, body, done) => {
+      done(null, Object.fromEntries(new URLSearchParams(body as string)))
+    },
+  )
   // GoTrue reads every body as JSON whatever the Content-Type says.
   app.addContentTypeParser('*', { parseAs: 'string', bodyLimit: MAX_BODY }, parseJson)
 }
 
 /** Every failure and unknown route answered in GoTrue's shape (errors.ts renderAuthError). */
-function setErrorRendering (app: FastifyInstance): void {
+function setErrorRendering(app: FastifyInstance): void {
   app.setErrorHandler((err: FastifyError | GatehouseError, req, reply) => {
     const e = toAuthError(err instanceof GatehouseError ? err : translateFastifyError(err))
-    if (e.code === 'database_unavailable') req.log.warn({ err: e.internal ?? err, reqId: req.id }, 'tenant database unreachable')
+    if (e.code === 'database_unavailable')
+      req.log.warn({ err: e.internal ?? err, reqId: req.id }, 'tenant database unreachable')
     else if (e.status >= 500) req.log.error({ err: e.internal ?? e.cause ?? err, reqId: req.id }, 'auth engine failure')
     const r = renderAuthError(e, req.headers['x-supabase-api-version'], String(req.id))
     reply.code(r.status).headers(r.headers).send(r.body)
@@ -83,7 +107,11 @@ function setErrorRendering (app: FastifyInstance): void {
   app.addHook('onSend', (req, reply, payload, done) => {
     // auth-js reads the error code from `code` only when the response says 2024-01-01; GoTrue
     // says it on errors only (HandleResponseError).
-    if (reply.statusCode >= 400 && wantsApiVersion2024(req.headers['x-supabase-api-version']) && !reply.hasHeader('x-supabase-api-version')) {
+    if (
+      reply.statusCode >= 400 &&
+      wantsApiVersion2024(req.headers['x-supabase-api-version']) &&
+      !reply.hasHeader('x-supabase-api-version')
+    ) {
       reply.header('x-supabase-api-version', '2024-01-01')
     }
     done(null, payload)
@@ -94,7 +122,7 @@ function setErrorRendering (app: FastifyInstance): void {
  * Builds the engine (not listening): the routes of routes/table.ts under `/:database`
  * (docs/routes.md), plus `/health` for the process.
  */
-export function buildAuthEngine (deps: AuthEngineDeps): FastifyInstance {
+export function buildAuthEngine(deps: AuthEngineDeps): FastifyInstance {
   setProviderOutboundPolicy({ allowHosts: deps.config.outbound.allow_hosts })
   const app = createPartApp({
     tracer: deps.tracer,
@@ -105,11 +133,15 @@ export function buildAuthEngine (deps: AuthEngineDeps): FastifyInstance {
       // X-Forwarded-For counts only from the gateways (auth.trusted_proxies): the client IP
       // of rate limits and sessions is otherwise the socket's.
       trustProxy: deps.config.auth.trusted_proxies.length > 0 ? [...deps.config.auth.trusted_proxies] : false,
-      routerOptions: { ignoreTrailingSlash: true }
-    }
+      routerOptions: { ignoreTrailingSlash: true },
+    },
   })
   const logger = app.log
-  const pools = new PoolRegistry({ max: deps.config.auth.pool_per_tenant, budget: deps.config.auth.pool_budget, maxTenants: deps.config.auth.pool_max_tenants })
+  const pools = new PoolRegistry({
+    max: deps.config.auth.pool_per_tenant,
+    budget: deps.config.auth.pool_budget,
+    maxTenants: deps.config.auth.pool_max_tenants,
+  })
   const mailer = createMailer({ config: deps.config, logger })
   const rateLimits = new RateLimits({ config: deps.config })
   setHashConcurrency(deps.config.auth.hash_concurrency)
@@ -121,12 +153,23 @@ export function buildAuthEngine (deps: AuthEngineDeps): FastifyInstance {
   decorateAuthRequests(app)
   app.get('/health', async () => HEALTH_BODY)
 
-  app.register(async (scope) => {
-    scope.addHook('onRequest', resolveTenantHook({ config: deps.config, pools, mailer, rateLimits, now, tenants: deps.tenants }))
-    registerAuthRoutes(scope)
-  }, { prefix: '/:database' })
+  app.register(
+    async (scope) => {
+      scope.addHook(
+        'onRequest',
+        resolveTenantHook({ config: deps.config, pools, mailer, rateLimits, now, tenants: deps.tenants }),
+      )
+      registerAuthRoutes(scope)
+    },
+    { prefix: '/:database' },
+  )
 
-  instrumentPart(app, { part: 'auth', tenantOf: tenantLabel(deps.tenants), tenantLabel: deps.config.metrics.tenant_label, pools: [{ snapshot: () => pools.snapshot() }] })
+  instrumentPart(app, {
+    part: 'auth',
+    tenantOf: tenantLabel(deps.tenants),
+    tenantLabel: deps.config.metrics.tenant_label,
+    pools: [{ snapshot: () => pools.snapshot() }],
+  })
 
   app.addHook('onClose', async () => {
     mailer.close()
@@ -157,8 +200,8 @@ export interface AuthService {
    * code path as an external provider's callback; serialised per identity and email, so a
    * repeated or concurrent call finds the same user.
    */
-  findOrCreateUserByIdentity (input: FindOrCreateByIdentityInput): Promise<FindOrCreateByIdentityResult>
-  close (): Promise<void>
+  findOrCreateUserByIdentity(input: FindOrCreateByIdentityInput): Promise<FindOrCreateByIdentityResult>
+  close(): Promise<void>
 }
 
 export interface AuthServiceDeps {
@@ -167,38 +210,49 @@ export interface AuthServiceDeps {
   now?: () => Date
 }
 
-export function createAuthService (deps: AuthServiceDeps): AuthService {
+export function createAuthService(deps: AuthServiceDeps): AuthService {
   setProviderOutboundPolicy({ allowHosts: deps.config.outbound.allow_hosts })
   const logger = deps.logger ?? createLogger(deps.config.log)
-  const pools = new PoolRegistry({ max: deps.config.auth.pool_per_tenant, budget: deps.config.auth.pool_budget, maxTenants: deps.config.auth.pool_max_tenants, allowExitOnIdle: true })
+  const pools = new PoolRegistry({
+    max: deps.config.auth.pool_per_tenant,
+    budget: deps.config.auth.pool_budget,
+    maxTenants: deps.config.auth.pool_max_tenants,
+    allowExitOnIdle: true,
+  })
   const mailer: Mailer = createMailer({ config: deps.config, logger })
   // The in-process exchange takes no per-IP tokens; its limiter never opens a Redis connection.
   const rateLimits = new RateLimits({ config: deps.config, redis: null })
   const now = deps.now ?? (() => new Date())
   return {
-    async findOrCreateUserByIdentity (input) {
+    async findOrCreateUserByIdentity(input) {
       const { tenant, ...ext } = input
       const ctx = buildTenantContext({ config: deps.config, pools, mailer, rateLimits, now }, tenant, logger)
       const { session } = await signInWithIdentity(ctx, ext, { method: 'oauth' })
       return { user: session.user, session }
     },
-    async close () {
+    async close() {
       mailer.close()
       await pools.close()
-    }
+    },
   }
 }
 
-let defaultService: { config: Config, service: AuthService } | null = null
+let defaultService: { config: Config; service: AuthService } | null = null
 
 /**
  * The panel exchange's entry point: like AuthService.findOrCreateUserByIdentity, on a
  * process-wide service for `config` (pools let the process exit when idle).
  */
-export async function findOrCreateUserByIdentity (input: FindOrCreateByIdentityInput & { config: Config, now?: () => Date }): Promise<FindOrCreateByIdentityResult> {
+export async function findOrCreateUserByIdentity(
+  input: FindOrCreateByIdentityInput & { config: Config; now?: () => Date },
+): Promise<FindOrCreateByIdentityResult> {
   if (input.now) {
     const s = createAuthService({ config: input.config, now: input.now })
-    try { return await s.findOrCreateUserByIdentity(input) } finally { await s.close() }
+    try {
+      return await s.findOrCreateUserByIdentity(input)
+    } finally {
+      await s.close()
+    }
   }
   if (!defaultService || defaultService.config !== input.config) {
     if (defaultService) void defaultService.service.close()

@@ -8,7 +8,7 @@ import { BadJsonError } from './errors.js'
  * The deepest nesting of objects and arrays in a JSON text, counting only brackets outside
  * strings; stops counting as soon as `limit` is passed. Linear, no recursion.
  */
-function jsonDepthExceeds (text: string, limit: number): boolean {
+function jsonDepthExceeds(text: string, limit: number): boolean {
   let depth = 0
   let inString = false
   for (let i = 0; i < text.length; i++) {
@@ -25,14 +25,23 @@ function jsonDepthExceeds (text: string, limit: number): boolean {
 }
 
 /** A fastify content-type parser for JSON bodies with a nesting limit. */
-export function jsonParser (maxDepth: number) {
-  return function parseJson (_req: unknown, body: string, done: (err: Error | null, value?: unknown) => void): void {
-    if (body.trim() === '') { done(null, {}); return }
-    if (jsonDepthExceeds(body, maxDepth)) {
-      done(new BadJsonError(`Could not parse request body as JSON: nesting deeper than ${maxDepth} levels is not accepted (auth.max_json_depth)`))
+export function jsonParser(maxDepth: number) {
+  return function parseJson(_req: unknown, body: string, done: (err: Error | null, value?: unknown) => void): void {
+    if (body.trim() === '') {
+      done(null, {})
       return
     }
-    try { done(null, JSON.parse(body)) } catch (err) {
+    if (jsonDepthExceeds(body, maxDepth)) {
+      done(
+        new BadJsonError(
+          `Could not parse request body as JSON: nesting deeper than ${maxDepth} levels is not accepted (auth.max_json_depth)`,
+        ),
+      )
+      return
+    }
+    try {
+      done(null, JSON.parse(body))
+    } catch (err) {
       done(new BadJsonError(`Could not parse request body as JSON: ${(err as Error).message}`))
     }
   }

@@ -6,7 +6,13 @@
 import type { Queryable } from '../shared/index.js'
 import { refreshProviders, type ExternalIdentity } from './accounts.js'
 import {
-  EmailConflictIdentityNotDeletableError, IdentityAlreadyLinkedError, IdentityNotFoundError, LinkingEmailExistsError, SingleIdentityNotDeletableError, UnverifiedProviderEmailError, UserNotFoundError
+  EmailConflictIdentityNotDeletableError,
+  IdentityAlreadyLinkedError,
+  IdentityNotFoundError,
+  LinkingEmailExistsError,
+  SingleIdentityNotDeletableError,
+  UnverifiedProviderEmailError,
+  UserNotFoundError,
 } from './errors.js'
 import { audit } from './models/audit-log.js'
 import { findIdentity, identitiesForUser, insertIdentity } from './models/identities.js'
@@ -16,8 +22,16 @@ import type { TenantContext, UserWithIdentities } from './types.js'
 const LINK_LOCK_NS = 0x6c6b // 'lk'
 
 /** Links `ext` to the user `targetUserId`; 422 identity_already_exists when the identity has an owner. */
-export async function linkIdentityToUser (ctx: TenantContext, q: Queryable, targetUserId: string, ext: ExternalIdentity): Promise<UserWithIdentities> {
-  await q.query('SELECT pg_advisory_xact_lock($1, hashtext($2))', [LINK_LOCK_NS, JSON.stringify([ext.provider, ext.providerId])])
+export async function linkIdentityToUser(
+  ctx: TenantContext,
+  q: Queryable,
+  targetUserId: string,
+  ext: ExternalIdentity,
+): Promise<UserWithIdentities> {
+  await q.query('SELECT pg_advisory_xact_lock($1, hashtext($2))', [
+    LINK_LOCK_NS,
+    JSON.stringify([ext.provider, ext.providerId]),
+  ])
   const existing = await findIdentity(q, ext.provider, ext.providerId)
   if (existing) throw new IdentityAlreadyLinkedError(existing.user_id !== targetUserId)
   let user = await findUserById(q, targetUserId)
@@ -25,10 +39,28 @@ export async function linkIdentityToUser (ctx: TenantContext, q: Queryable, targ
   const now = ctx.now()
   const email = ext.email ? ext.email.trim().toLowerCase() : ''
   const identityData: Record<string, unknown> = {
-    ...(ext.identityData ?? {}), sub: ext.providerId, ...(email ? { email } : {}), email_verified: ext.emailVerified, phone_verified: false, provider_id: ext.providerId
+    ...(ext.identityData ?? {}),
+    sub: ext.providerId,
+    ...(email ? { email } : {}),
+    email_verified: ext.emailVerified,
+    phone_verified: false,
+    provider_id: ext.providerId,
   }
-  const identity = await insertIdentity(q, { userId: user.id, provider: ext.provider, providerId: ext.providerId, identityData, now, lastSignInAt: now })
-  await audit(q, { action: 'identity_linked', actorId: user.id, actorUsername: user.email, traits: { identity_id: identity.id, provider: ext.provider, provider_id: ext.providerId }, now })
+  const identity = await insertIdentity(q, {
+    userId: user.id,
+    provider: ext.provider,
+    providerId: ext.providerId,
+    identityData,
+    now,
+    lastSignInAt: now,
+  })
+  await audit(q, {
+    action: 'identity_linked',
+    actorId: user.id,
+    actorUsername: user.email,
+    traits: { identity_id: identity.id, provider: ext.provider, provider_id: ext.providerId },
+    now,
+  })
   if (!user.email && email) {
     // The user (an anonymous one, say) takes the identity's address; only a verified one
     // (GoTrue mails a confirmation for an unverified one; this engine refuses the link).
@@ -36,13 +68,23 @@ export async function linkIdentityToUser (ctx: TenantContext, q: Queryable, targ
     if (!ext.emailVerified) {
       throw new UnverifiedProviderEmailError(ext.provider)
     }
-    user = await updateUser(q, user.id, { email, email_confirmed_at: user.email_confirmed_at ?? now, is_anonymous: false }, now)
+    user = await updateUser(
+      q,
+      user.id,
+      { email, email_confirmed_at: user.email_confirmed_at ?? now, is_anonymous: false },
+      now,
+    )
   }
   return refreshProviders(ctx, q, user)
 }
 
 /** Removes one identity of a user (never the last); the user's email follows the remaining identities. */
-export async function unlinkIdentity (ctx: TenantContext, q: Queryable, userId: string, identityId: string): Promise<void> {
+export async function unlinkIdentity(
+  ctx: TenantContext,
+  q: Queryable,
+  userId: string,
+  identityId: string,
+): Promise<void> {
   const identities = await identitiesForUser(q, userId)
   if (identities.length <= 1) throw new SingleIdentityNotDeletableError()
   const target = identities.find((i) => i.id === identityId)
@@ -51,8 +93,11 @@ export async function unlinkIdentity (ctx: TenantContext, q: Queryable, userId: 
   if (!user) throw new UserNotFoundError()
   const now = ctx.now()
   await audit(q, {
-    action: 'identity_unlinked', actorId: user.id, actorUsername: user.email,
-    traits: { identity_id: target.id, provider: target.provider, provider_id: target.provider_id }, now
+    action: 'identity_unlinked',
+    actorId: user.id,
+    actorUsername: user.email,
+    traits: { identity_id: target.id, provider: target.provider, provider_id: target.provider_id },
+    now,
   })
   await q.query('DELETE FROM auth.identities WHERE id = $1', [target.id])
   let current = user

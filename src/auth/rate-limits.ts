@@ -22,7 +22,11 @@ import type { FastifyRequest } from 'fastify'
 import type { Redis } from 'ioredis'
 import { RateLimiterMemory, RateLimiterRedis, RateLimiterRes, type RateLimiterAbstract } from 'rate-limiter-flexible'
 import {
-  connectRedis, DEFAULT_RATE_LIMITS, type RateLimitBucket, type RateLimitBucketName, type Tenant
+  connectRedis,
+  DEFAULT_RATE_LIMITS,
+  type RateLimitBucket,
+  type RateLimitBucketName,
+  type Tenant,
 } from '../tenants/index.js'
 import type { Config } from '../config/index.js'
 import { overRequestRateLimit } from './errors.js'
@@ -30,7 +34,7 @@ import { overRequestRateLimit } from './errors.js'
 export type { RateLimitBucketName } from '../tenants/index.js'
 
 /** One tenant's setting of a bucket; tenants stored before rate limits existed get GoTrue's defaults. */
-function bucketSettings (ctx: { readonly tenant: Tenant }, name: RateLimitBucketName): RateLimitBucket {
+function bucketSettings(ctx: { readonly tenant: Tenant }, name: RateLimitBucketName): RateLimitBucket {
   const own = ctx.tenant.auth.rate_limits
   const set = own && Object.hasOwn(own, name) ? own[name] : undefined
   return { ...DEFAULT_RATE_LIMITS[name], ...(set ?? {}) }
@@ -49,7 +53,7 @@ export class RateLimits {
   // One limiter per (bucket, points, window): a tenant's new setting starts fresh counters.
   readonly #limiters = new Map<string, RateLimiterAbstract>()
 
-  constructor (opts: { config: Pick<Config, 'redis'>, redis?: Redis | null }) {
+  constructor(opts: { config: Pick<Config, 'redis'>; redis?: Redis | null }) {
     this.#prefix = `${opts.config.redis.key_prefix}auth-rl`
     if (opts.redis !== undefined) {
       this.#redis = opts.redis
@@ -67,11 +71,13 @@ export class RateLimits {
   }
 
   /** Where counters are kept: `redis` or `memory`. */
-  get store (): 'redis' | 'memory' { return this.#redis ? 'redis' : 'memory' }
+  get store(): 'redis' | 'memory' {
+    return this.#redis ? 'redis' : 'memory'
+  }
 
-  #limiter (name: string, b: RateLimitBucket): RateLimiterAbstract {
+  #limiter(name: string, b: RateLimitBucket): RateLimiterAbstract {
     const points = b.capacity
-    const duration = Math.max(1, Math.ceil(b.capacity / b.rate * b.interval_seconds))
+    const duration = Math.max(1, Math.ceil((b.capacity / b.rate) * b.interval_seconds))
     const id = `${name}:${points}:${duration}`
     let l = this.#limiters.get(id)
     if (!l) {
@@ -89,7 +95,7 @@ export class RateLimits {
    * Takes a token of the bucket `name` (of the given size and refill) for (database, ip);
    * throws 429 over_request_rate_limit when there is none.
    */
-  async consume (ctx: { readonly tenant: Tenant }, name: string, bucket: RateLimitBucket, ip: string): Promise<void> {
+  async consume(ctx: { readonly tenant: Tenant }, name: string, bucket: RateLimitBucket, ip: string): Promise<void> {
     const limiter = this.#limiter(name, bucket)
     try {
       await limiter.consume(`${ctx.tenant.database}:${ip}`)
@@ -99,13 +105,13 @@ export class RateLimits {
     }
   }
 
-  async close (): Promise<void> {
+  async close(): Promise<void> {
     if (this.#ownsRedis && this.#redis) this.#redis.disconnect()
   }
 }
 
 /** The client IP of a request as the engine trusts it (see auth.trusted_proxies). */
-export function clientIp (req: FastifyRequest): string {
+export function clientIp(req: FastifyRequest): string {
   return req.ip || req.socket.remoteAddress || 'unknown'
 }
 
@@ -115,6 +121,11 @@ export function clientIp (req: FastifyRequest): string {
  * GoTrue gives /otp, /magiclink, /recover, /resend, PUT /user and /signup each a limiter of
  * their own with the OTP rate.
  */
-export async function limitRequest (req: FastifyRequest, ctx: { readonly tenant: Tenant, readonly rateLimits: RateLimits }, name: RateLimitBucketName, endpoint?: string): Promise<void> {
+export async function limitRequest(
+  req: FastifyRequest,
+  ctx: { readonly tenant: Tenant; readonly rateLimits: RateLimits },
+  name: RateLimitBucketName,
+  endpoint?: string,
+): Promise<void> {
   await ctx.rateLimits.consume(ctx, endpoint ? `${name}/${endpoint}` : name, bucketSettings(ctx, name), clientIp(req))
 }

@@ -7,7 +7,7 @@ import { oauthErrorForStatus, oauthErrorOfStatus, toAuthError } from './errors.j
  * `<url>#k=v&...` with the `sb` marker, keys sorted as Go's url.Values.Encode sorts them
  * (so `sb=` sits between `refresh_token` and `token_type`), replacing any fragment of the URL.
  */
-export function withFragmentParams (url: string, params: Record<string, string>): string {
+export function withFragmentParams(url: string, params: Record<string, string>): string {
   const all: Record<string, string> = { ...params, sb: '' }
   const qs = new URLSearchParams()
   for (const k of Object.keys(all).sort()) qs.set(k, all[k]!)
@@ -16,7 +16,7 @@ export function withFragmentParams (url: string, params: Record<string, string>)
 }
 
 /** `<url>` with the parameters added to its query (existing ones kept), fragment dropped. */
-export function withQueryParams (url: string, params: Record<string, string>): string {
+export function withQueryParams(url: string, params: Record<string, string>): string {
   const [base] = url.split('#')
   try {
     const u = new URL(base!)
@@ -33,7 +33,10 @@ export function withQueryParams (url: string, params: Record<string, string>): s
  * callback), passed on to the client's redirect as it came: not an error of ours, no error_code.
  */
 export class ProviderRefusal {
-  constructor (readonly error: string, readonly description: string) {}
+  constructor(
+    readonly error: string,
+    readonly description: string,
+  ) {}
 }
 
 /**
@@ -42,7 +45,7 @@ export class ProviderRefusal {
  * server_error for a status without an OAuth name; a /verify link (prepErrorRedirectURL)
  * leaves `error` out for such a status (a 422 flow_state_expired has none).
  */
-export function errorParams (err: unknown, source: 'callback' | 'verify' = 'callback'): Record<string, string> {
+export function errorParams(err: unknown, source: 'callback' | 'verify' = 'callback'): Record<string, string> {
   if (err instanceof ProviderRefusal) return { error: err.error, error_description: err.description }
   const e = toAuthError(err)
   const out: Record<string, string> = {}
@@ -61,7 +64,12 @@ export function errorParams (err: unknown, source: 'callback' | 'verify' = 'call
 }
 
 /** The error in the fragment, and for PKCE and provider callbacks in the query as well. */
-export function errorRedirectUrl (url: string, err: unknown, alsoInQuery: boolean, source: 'callback' | 'verify' = 'callback'): string {
+export function errorRedirectUrl(
+  url: string,
+  err: unknown,
+  alsoInQuery: boolean,
+  source: 'callback' | 'verify' = 'callback',
+): string {
   const p = errorParams(err, source)
   return withFragmentParams(alsoInQuery ? withQueryParams(url, p) : url, p)
 }

@@ -11,11 +11,13 @@ import type { TenantContext } from './types.js'
 /** The limit classes these features use (GoTrue's limiter names). */
 export type FeatureLimit = 'anonymous_sign_ins' | 'mfa_challenge' | 'mfa_verify'
 
-function bucketOf (ctx: TenantContext, kind: FeatureLimit): RateLimitBucket | null {
+function bucketOf(ctx: TenantContext, kind: FeatureLimit): RateLimitBucket | null {
   const a = ctx.tenant.auth
   switch (kind) {
     case 'anonymous_sign_ins':
-      return a.anonymous_rate_per_hour > 0 ? { capacity: a.anonymous_rate_per_hour, rate: a.anonymous_rate_per_hour, interval_seconds: 3600 } : null
+      return a.anonymous_rate_per_hour > 0
+        ? { capacity: a.anonymous_rate_per_hour, rate: a.anonymous_rate_per_hour, interval_seconds: 3600 }
+        : null
     case 'mfa_challenge':
     case 'mfa_verify':
       return a.mfa_rate_per_minute > 0 ? { capacity: 30, rate: a.mfa_rate_per_minute, interval_seconds: 60 } : null
@@ -23,7 +25,7 @@ function bucketOf (ctx: TenantContext, kind: FeatureLimit): RateLimitBucket | nu
 }
 
 /** Takes one request from the bucket of (tenant, kind, IP); 429 over_request_rate_limit when empty. */
-export async function limitFeatureRequest (ctx: TenantContext, req: FastifyRequest, kind: FeatureLimit): Promise<void> {
+export async function limitFeatureRequest(ctx: TenantContext, req: FastifyRequest, kind: FeatureLimit): Promise<void> {
   const bucket = bucketOf(ctx, kind)
   if (!bucket) return
   await ctx.rateLimits.consume(ctx, kind, bucket, clientIp(req))

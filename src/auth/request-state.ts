@@ -22,13 +22,13 @@ declare module 'fastify' {
 }
 
 /** Gives the engine's requests their state slot (once, on the engine's app). */
-export function decorateAuthRequests (app: FastifyInstance): void {
+export function decorateAuthRequests(app: FastifyInstance): void {
   app.decorateRequest('authState', null)
 }
 
 /** onRequest hook of the tenant-scoped routes: the first path segment names the database; unknown -> 404. */
-export function resolveTenantHook (deps: ContextDeps & { tenants: TenantLookup }) {
-  return async function resolveTenant (req: FastifyRequest): Promise<void> {
+export function resolveTenantHook(deps: ContextDeps & { tenants: TenantLookup }) {
+  return async function resolveTenant(req: FastifyRequest): Promise<void> {
     const database = (req.params as { database?: string }).database ?? ''
     if (!DATABASE_NAME.test(database)) throw tenantNotFound(database)
     const tenant = await deps.tenants.get(database)
@@ -37,35 +37,35 @@ export function resolveTenantHook (deps: ContextDeps & { tenants: TenantLookup }
   }
 }
 
-function stateOf (req: FastifyRequest): AuthRequestState {
+function stateOf(req: FastifyRequest): AuthRequestState {
   const s = req.authState
   if (!s) throw unexpectedFailure(new Error('route registered outside the tenant scope'))
   return s
 }
 
 /** The context the hook built for this request. */
-export function contextOf (req: FastifyRequest): TenantContext {
+export function contextOf(req: FastifyRequest): TenantContext {
   return stateOf(req).ctx
 }
 
 /** The signed-in caller a route's `user` check proved. */
-export function callerOf (req: FastifyRequest): AuthenticatedUser {
+export function callerOf(req: FastifyRequest): AuthenticatedUser {
   const caller = stateOf(req).caller
   if (!caller) throw unexpectedFailure(new Error('route reads the caller without the user check'))
   return caller
 }
 
-export function setCaller (req: FastifyRequest, caller: AuthenticatedUser): void {
+export function setCaller(req: FastifyRequest, caller: AuthenticatedUser): void {
   stateOf(req).caller = caller
 }
 
 /** The caller's factor a route's `factor` check loaded. */
-export function factorOf (req: FastifyRequest): FactorRow {
+export function factorOf(req: FastifyRequest): FactorRow {
   const factor = stateOf(req).factor
   if (!factor) throw unexpectedFailure(new Error('route reads the factor without the factor check'))
   return factor
 }
 
-export function setFactor (req: FastifyRequest, factor: FactorRow): void {
+export function setFactor(req: FastifyRequest, factor: FactorRow): void {
   stateOf(req).factor = factor
 }

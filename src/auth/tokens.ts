@@ -14,15 +14,31 @@ import type { AccessTokenResponse, AmrEntry, TenantContext, UserWithIdentities }
 
 /** Sign-in methods recorded in the AMR claim (docs/auth-protocol.md §4.1). */
 export type AuthMethod =
-  | 'password' | 'otp' | 'oauth' | 'magiclink' | 'recovery' | 'invite' | 'email/signup'
-  | 'email_change' | 'anonymous' | 'sso/saml' | 'web3'
+  | 'password'
+  | 'otp'
+  | 'oauth'
+  | 'magiclink'
+  | 'recovery'
+  | 'invite'
+  | 'email/signup'
+  | 'email_change'
+  | 'anonymous'
+  | 'sso/saml'
+  | 'web3'
 
-function aalOf (amr: AmrEntry[]): 'aal1' | 'aal2' {
-  return amr.some((a) => a.method === 'totp' || a.method === 'mfa/phone' || a.method === 'mfa/webauthn') ? 'aal2' : 'aal1'
+function aalOf(amr: AmrEntry[]): 'aal1' | 'aal2' {
+  return amr.some((a) => a.method === 'totp' || a.method === 'mfa/phone' || a.method === 'mfa/webauthn')
+    ? 'aal2'
+    : 'aal1'
 }
 
 /** The claims of an access token, in GoTrue's order. */
-function accessTokenClaims (ctx: TenantContext, u: UserWithIdentities, sessionId: string, amr: AmrEntry[]): Record<string, unknown> {
+function accessTokenClaims(
+  ctx: TenantContext,
+  u: UserWithIdentities,
+  sessionId: string,
+  amr: AmrEntry[],
+): Record<string, unknown> {
   const user = u.user
   return {
     aud: user.aud || ctx.tenant.jwt.aud,
@@ -34,36 +50,52 @@ function accessTokenClaims (ctx: TenantContext, u: UserWithIdentities, sessionId
     aal: aalOf(amr),
     amr,
     session_id: sessionId,
-    is_anonymous: user.is_anonymous
+    is_anonymous: user.is_anonymous,
   }
 }
 
-interface SignAs { subject?: string, issuer?: string, iat: number, expiresIn: number }
+interface SignAs {
+  subject?: string
+  issuer?: string
+  iat: number
+  expiresIn: number
+}
 
 /**
  * Signs claims with the tenant's current key: the newest signing key of
  * `jwt.signing_algorithm` (ES256/RS256, `kid` in the header), or the HS256 secret.
  */
-function signClaims (ctx: TenantContext, claims: Record<string, unknown>, as: SignAs): Promise<string> | string {
+function signClaims(ctx: TenantContext, claims: Record<string, unknown>, as: SignAs): Promise<string> | string {
   const key = currentSigningKey(ctx.tenant.jwt)
   const common = { expiresInSeconds: as.expiresIn, issuer: as.issuer, subject: as.subject, now: as.iat }
   if (key === null) return signHS256Sync(claims, { secret: ctx.tenant.jwt.secret, ...common })
-  return signAsymmetric(claims, { alg: key.alg, kid: key.kid, privateKey: privateKeyObject(key.private_key), ...common })
+  return signAsymmetric(claims, {
+    alg: key.alg,
+    kid: key.kid,
+    privateKey: privateKeyObject(key.private_key),
+    ...common,
+  })
 }
 
 /** Signs an access token of this tenant (its issuer) for `subject`. */
-async function signAccessToken (ctx: TenantContext, claims: Record<string, unknown>, subject: string, iat: number, expiresIn: number): Promise<string> {
+async function signAccessToken(
+  ctx: TenantContext,
+  claims: Record<string, unknown>,
+  subject: string,
+  iat: number,
+  expiresIn: number,
+): Promise<string> {
   return signClaims(ctx, claims, { subject, issuer: ctx.issuer, iat, expiresIn })
 }
 
 /** Signs the claims a custom access token hook answered, with its own iat, exp, iss and sub. */
-async function signCustomClaims (ctx: TenantContext, claims: Record<string, unknown>): Promise<string> {
+async function signCustomClaims(ctx: TenantContext, claims: Record<string, unknown>): Promise<string> {
   const { iat, exp, iss, sub, ...rest } = claims
   return signClaims(ctx, rest, {
     subject: typeof sub === 'string' ? sub : undefined,
     issuer: typeof iss === 'string' ? iss : undefined,
     iat: Number(iat),
-    expiresIn: Number(exp) - Number(iat)
+    expiresIn: Number(exp) - Number(iat),
   })
 }
 
@@ -80,23 +112,33 @@ interface IssueOptions {
  * Signs an access token for a session and shapes the AccessTokenResponse. With a custom access
  * token hook the hook's claims are signed instead (GoTrue's GenerateAccessToken).
  */
-export async function tokenResponse (ctx: TenantContext, u: UserWithIdentities, session: { id: string, refreshToken: string, amr: AmrEntry[] },
-  issue: IssueOptions): Promise<AccessTokenResponse> {
+export async function tokenResponse(
+  ctx: TenantContext,
+  u: UserWithIdentities,
+  session: { id: string; refreshToken: string; amr: AmrEntry[] },
+  issue: IssueOptions,
+): Promise<AccessTokenResponse> {
   const iat = Math.floor(ctx.now().getTime() / 1000)
   const expiresIn = ctx.tenant.jwt.expiry
   const claims = accessTokenClaims(ctx, u, session.id, session.amr)
-  const custom = await customizeAccessToken({ ctx, q: issue.q, ip: issue.ip }, u.user.id, issue.method,
-    { iss: ctx.issuer, sub: u.user.id, ...claims, exp: iat + expiresIn, iat })
-  const accessToken = custom === null
-    ? await signAccessToken(ctx, claims, u.user.id, iat, expiresIn)
-    : await signCustomClaims(ctx, custom)
+  const custom = await customizeAccessToken({ ctx, q: issue.q, ip: issue.ip }, u.user.id, issue.method, {
+    iss: ctx.issuer,
+    sub: u.user.id,
+    ...claims,
+    exp: iat + expiresIn,
+    iat,
+  })
+  const accessToken =
+    custom === null
+      ? await signAccessToken(ctx, claims, u.user.id, iat, expiresIn)
+      : await signCustomClaims(ctx, custom)
   return {
     access_token: accessToken,
     token_type: 'bearer',
     expires_in: expiresIn,
     expires_at: iat + expiresIn,
     refresh_token: session.refreshToken,
-    user: toUserJson(u)
+    user: toUserJson(u),
   }
 }
 
@@ -112,7 +154,12 @@ interface StartSessionOptions {
  * Starts a session for a user who just proved who they are: session row, AMR claim,
  * first refresh token, last_sign_in_at. Runs on the caller's transaction client.
  */
-export async function startSession (ctx: TenantContext, q: Queryable, u: UserWithIdentities, opts: StartSessionOptions): Promise<AccessTokenResponse> {
+export async function startSession(
+  ctx: TenantContext,
+  q: Queryable,
+  u: UserWithIdentities,
+  opts: StartSessionOptions,
+): Promise<AccessTokenResponse> {
   const now = ctx.now()
   const session = await insertSession(q, { userId: u.user.id, now, userAgent: opts.userAgent, ip: opts.ip })
   await addAmrClaim(q, session.id, opts.method, now)
@@ -120,10 +167,21 @@ export async function startSession (ctx: TenantContext, q: Queryable, u: UserWit
   const user = await updateUser(q, u.user.id, { last_sign_in_at: now }, now)
   const action = opts.auditAction === undefined ? 'login' : opts.auditAction
   if (action) {
-    await audit(q, { action, actorId: user.id, actorUsername: user.email ?? user.phone, traits: { provider: opts.method }, ip: opts.ip, now })
+    await audit(q, {
+      action,
+      actorId: user.id,
+      actorUsername: user.email ?? user.phone,
+      traits: { provider: opts.method },
+      ip: opts.ip,
+      now,
+    })
   }
   const amr: AmrEntry[] = [{ method: opts.method, timestamp: Math.floor(now.getTime() / 1000) }]
-  const factors = u.factors ?? await factorsOfUser(q, user.id)
-  return tokenResponse(ctx, { user, identities: u.identities, factors }, { id: session.id, refreshToken, amr }, { q, method: opts.method, ip: opts.ip })
+  const factors = u.factors ?? (await factorsOfUser(q, user.id))
+  return tokenResponse(
+    ctx,
+    { user, identities: u.identities, factors },
+    { id: session.id, refreshToken, amr },
+    { q, method: opts.method, ip: opts.ip },
+  )
 }
-

@@ -22,7 +22,7 @@ export interface TenantContext {
   /** The per-IP request buckets of this engine (shared through Redis when configured). */
   readonly rateLimits: RateLimits
   readonly log: FastifyBaseLogger
-  now (): Date
+  now(): Date
 }
 
 /** A row of auth.users as the models return it. */
@@ -108,7 +108,11 @@ export interface UserWithIdentities {
   factors?: FactorRow[]
 }
 
-export interface AmrEntry { method: string, timestamp: number, provider?: string }
+export interface AmrEntry {
+  method: string
+  timestamp: number
+  provider?: string
+}
 
 /** The User object of docs/auth-protocol.md §2.1 (optional timestamps omitted when null). */
 export interface UserJson {
@@ -134,7 +138,7 @@ export interface AccessTokenResponse {
   user: UserJson
   provider_token?: string
   provider_refresh_token?: string
-  weak_password?: { message: string, reasons: string[] }
+  weak_password?: { message: string; reasons: string[] }
 }
 
 /** The verified claims of a bearer token on a user route. */

@@ -15,7 +15,7 @@ export const AUTH_CONSTANTS = Object.freeze({
   /** Connections of all tenants together when a caller names no budget (auth.pool_budget's default). */
   defaultPoolBudget: 40,
   /** Tenant pools kept when a caller names no bound (auth.pool_max_tenants's default). */
-  defaultPoolMaxTenants: 1000
+  defaultPoolMaxTenants: 1000,
 })
 
 /** The control-panel API (src/panel). */
@@ -27,5 +27,5 @@ export const PANEL_CONSTANTS = Object.freeze({
   /** Connections of one side pool: test queries and policy checks are occasional. */
   sidePoolSize: 2,
   /** A side pool's connection attempt may take this long. */
-  sidePoolTimeoutMs: 5_000
+  sidePoolTimeoutMs: 5_000,
 })

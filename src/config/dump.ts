@@ -3,11 +3,17 @@ import type { Config } from './schema.js'
 
 const SECRET = /(secret|password|pass|token)$/i
 
-function maskUrl (v: string): string {
-  try { const u = new URL(v); if (u.password) u.password = '****'; return u.toString() } catch { return v }
+function maskUrl(v: string): string {
+  try {
+    const u = new URL(v)
+    if (u.password) u.password = '****'
+    return u.toString()
+  } catch {
+    return v
+  }
 }
 
-export function dumpConfig (cfg: Config): string {
+export function dumpConfig(cfg: Config): string {
   const lines: string[] = []
   const walk = (o: unknown, path: string) => {
     if (o && typeof o === 'object' && !Array.isArray(o)) {

@@ -11,7 +11,7 @@ const validate = ajv.compile(ConfigSchema)
 
 type Json = Record<string, unknown>
 
-function deepFreeze<T> (o: T): T {
+function deepFreeze<T>(o: T): T {
   if (o && typeof o === 'object') {
     Object.freeze(o)
     for (const v of Object.values(o)) deepFreeze(v)
@@ -19,19 +19,22 @@ function deepFreeze<T> (o: T): T {
   return o
 }
 
-function isObj (v: unknown): v is Json { return !!v && typeof v === 'object' && !Array.isArray(v) }
+function isObj(v: unknown): v is Json {
+  return !!v && typeof v === 'object' && !Array.isArray(v)
+}
 
-function merge (a: Json, b: Json): Json {
+function merge(a: Json, b: Json): Json {
   const out: Json = { ...a }
   for (const [k, v] of Object.entries(b)) out[k] = isObj(v) && isObj(out[k]) ? merge(out[k] as Json, v) : v
   return out
 }
 
 /** Env GATEHOUSE_<SECTION>_<KEY> -> { section: { key } } for keys the schema knows. */
-function fromEnv (env: NodeJS.ProcessEnv): { data: Json, sources: Map<string, string> } {
+function fromEnv(env: NodeJS.ProcessEnv): { data: Json; sources: Map<string, string> } {
   const data: Json = {}
   const sources = new Map<string, string>()
-  const props = (ConfigSchema as unknown as { properties: Record<string, { properties?: Record<string, unknown> }> }).properties
+  const props = (ConfigSchema as unknown as { properties: Record<string, { properties?: Record<string, unknown> }> })
+    .properties
   for (const [section, schema] of Object.entries(props)) {
     if (schema.properties) {
       for (const key of Object.keys(schema.properties)) {
@@ -44,23 +47,44 @@ function fromEnv (env: NodeJS.ProcessEnv): { data: Json, sources: Map<string, st
       }
     } else {
       const name = `GATEHOUSE_${section}`.toUpperCase()
-      if (env[name] !== undefined) { data[section] = env[name]; sources.set(section, name) }
+      if (env[name] !== undefined) {
+        data[section] = env[name]
+        sources.set(section, name)
+      }
     }
   }
   // Conventional names used by platforms and by `npm start`.
-  if (env.REDIS_URL && !sources.has('redis.url')) { ((data.redis ??= {}) as Json).url = env.REDIS_URL; sources.set('redis.url', 'REDIS_URL') }
+  if (env.REDIS_URL && !sources.has('redis.url')) {
+    ;((data.redis ??= {}) as Json).url = env.REDIS_URL
+    sources.set('redis.url', 'REDIS_URL')
+  }
   if (env.OTEL_EXPORTER_OTLP_ENDPOINT && !sources.has('tracing.otlp_endpoint')) {
-    ((data.tracing ??= {}) as Json).otlp_endpoint = env.OTEL_EXPORTER_OTLP_ENDPOINT
+    ;((data.tracing ??= {}) as Json).otlp_endpoint = env.OTEL_EXPORTER_OTLP_ENDPOINT
     sources.set('tracing.otlp_endpoint', 'OTEL_EXPORTER_OTLP_ENDPOINT')
   }
-  for (const [name, key] of [['OTEL_SERVICE_NAME', 'service_name'], ['OTEL_RESOURCE_ATTRIBUTES', 'resource_attributes']] as const) {
-    if (env[name] && !sources.has(`tracing.${key}`)) { ((data.tracing ??= {}) as Json)[key] = env[name]; sources.set(`tracing.${key}`, name) }
+  for (const [name, key] of [
+    ['OTEL_SERVICE_NAME', 'service_name'],
+    ['OTEL_RESOURCE_ATTRIBUTES', 'resource_attributes'],
+  ] as const) {
+    if (env[name] && !sources.has(`tracing.${key}`)) {
+      ;((data.tracing ??= {}) as Json)[key] = env[name]
+      sources.set(`tracing.${key}`, name)
+    }
   }
-  if (env.DATABASE_URL && !sources.has('postgres.url')) { ((data.postgres ??= {}) as Json).url = env.DATABASE_URL; sources.set('postgres.url', 'DATABASE_URL') }
+  if (env.DATABASE_URL && !sources.has('postgres.url')) {
+    ;((data.postgres ??= {}) as Json).url = env.DATABASE_URL
+    sources.set('postgres.url', 'DATABASE_URL')
+  }
   return { data, sources }
 }
 
-function safeJson (v: string): unknown { try { return JSON.parse(v) } catch { return v } }
+function safeJson(v: string): unknown {
+  try {
+    return JSON.parse(v)
+  } catch {
+    return v
+  }
+}
 
 export interface LoadConfigOptions {
   /** Path of a YAML config file. */
@@ -72,7 +96,7 @@ export interface LoadConfigOptions {
   defaults?: Json
 }
 
-export function loadConfig (opts: LoadConfigOptions = {}): Config {
+export function loadConfig(opts: LoadConfigOptions = {}): Config {
   const env = opts.env ?? {}
   let fileData: Json = {}
   const file = opts.file ?? env.GATEHOUSE_CONFIG
@@ -89,15 +113,22 @@ export function loadConfig (opts: LoadConfigOptions = {}): Config {
   if (!validate(data)) {
     const problems = (validate.errors ?? []).map((e) => {
       const p = e.instancePath.replace(/^\//, '').replace(/\//g, '.')
-      const extra = e.keyword === 'additionalProperties' ? ` (${String((e.params as { additionalProperty: string }).additionalProperty)})` : ''
-      const src = sources.get(p) ?? (file ? file : opts.defaults !== undefined ? 'defaults (and the running development stack)' : 'defaults')
+      const extra =
+        e.keyword === 'additionalProperties'
+          ? ` (${String((e.params as { additionalProperty: string }).additionalProperty)})`
+          : ''
+      const src =
+        sources.get(p) ??
+        (file ? file : opts.defaults !== undefined ? 'defaults (and the running development stack)' : 'defaults')
       return `${p || '(root)'}${extra}: ${e.message ?? 'invalid'} [from ${src}]`
     })
     throw new ConfigError('invalid configuration', problems)
   }
   const cfg = data as unknown as Config
   if (cfg.tenants.source === 'redis' && !cfg.redis.url) {
-    throw new ConfigError('invalid configuration', ['tenants.source is redis but redis.url is not set (GATEHOUSE_REDIS_URL or REDIS_URL)'])
+    throw new ConfigError('invalid configuration', [
+      'tenants.source is redis but redis.url is not set (GATEHOUSE_REDIS_URL or REDIS_URL)',
+    ])
   }
   return deepFreeze(cfg)
 }

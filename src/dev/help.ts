@@ -4,11 +4,14 @@ import { DEV_PG_PORT } from './ports.js'
 
 const PORT_KEYS = /_(?:PORT|ADMIN_PORT|SMTP_PORT|WEB_PORT)$/
 
-function wrap (words: string[], width = 96, indent = '    '): string[] {
+function wrap(words: string[], width = 96, indent = '    '): string[] {
   const lines: string[] = []
   let line = indent
   for (const w of words) {
-    if (line.length + w.length + 1 > width && line.trim() !== '') { lines.push(line.trimEnd()); line = indent }
+    if (line.length + w.length + 1 > width && line.trim() !== '') {
+      lines.push(line.trimEnd())
+      line = indent
+    }
     line += w + ' '
   }
   if (line.trim() !== '') lines.push(line.trimEnd())
@@ -16,7 +19,7 @@ function wrap (words: string[], width = 96, indent = '    '): string[] {
 }
 
 /** The help text after `gatehouse dev`'s options: the variables it reads, ports with defaults. */
-export function devEnvironmentHelp (): string {
+export function devEnvironmentHelp(): string {
   const entries = configEnvEntries()
   const ports = entries.filter((e) => PORT_KEYS.test(e.name))
   const others = entries.filter((e) => !PORT_KEYS.test(e.name))
@@ -32,6 +35,6 @@ export function devEnvironmentHelp (): string {
     ...ports.map((e) => `    ${e.name.padEnd(34)} ${String(e.default)}`),
     '  Every other configuration key, as GATEHOUSE_<SECTION>_<KEY> (docs/configuration.md):',
     ...wrap(others.map((e) => e.name)),
-    ''
+    '',
   ].join('\n')
 }

@@ -15,13 +15,13 @@ export type { DevInfo, DevDatabaseInfo } from './info.js'
 export type { DevOptions, DevStack } from './stack.js'
 
 /** Starts the whole service on embedded defaults (what `npm start` runs); see stack.ts. */
-export async function startDev (opts: DevOptions): Promise<DevStack> {
+export async function startDev(opts: DevOptions): Promise<DevStack> {
   const { startDev: start } = await import('./stack.js')
   return start(opts)
 }
 
 /** `gatehouse dev` and `gatehouse status`. */
-export async function registerDevCommands (program: Command): Promise<void> {
+export async function registerDevCommands(program: Command): Promise<void> {
   const { registerDevCommands: register } = await import('./commands.js')
   register(program)
 }

@@ -36,7 +36,7 @@ export interface DevInfo {
 }
 
 /** Development secrets kept between starts (.gatehouse/secrets.json). */
-export function devSecrets (stateDir: string): { panel_session_secret: string } {
+export function devSecrets(stateDir: string): { panel_session_secret: string } {
   const file = path.join(stateDir, 'secrets.json')
   if (existsSync(file)) return JSON.parse(readFileSync(file, 'utf8')) as { panel_session_secret: string }
   const s = { panel_session_secret: randomBytes(32).toString('base64url') }
@@ -45,21 +45,23 @@ export function devSecrets (stateDir: string): { panel_session_secret: string } 
   return s
 }
 
-export function writeDevInfo (stateDir: string, info: DevInfo): string {
+export function writeDevInfo(stateDir: string, info: DevInfo): string {
   const file = path.join(stateDir, 'dev.json')
   writeFileSync(file, JSON.stringify(info, null, 2) + '\n', { mode: 0o600 })
   return file
 }
 
-export function readDevInfo (stateDir: string): DevInfo | null {
+export function readDevInfo(stateDir: string): DevInfo | null {
   const file = path.join(stateDir, 'dev.json')
-  return existsSync(file) ? JSON.parse(readFileSync(file, 'utf8')) as DevInfo : null
+  return existsSync(file) ? (JSON.parse(readFileSync(file, 'utf8')) as DevInfo) : null
 }
 
 /** What a second start says of the stack running in `stateDir` (its URLs once it is up). */
-export function describeRunningStack (stateDir: string, pid: number): string {
+export function describeRunningStack(stateDir: string, pid: number): string {
   let info: DevInfo | null = null
-  try { info = readDevInfo(stateDir) } catch {}
+  try {
+    info = readDevInfo(stateDir)
+  } catch {}
   if (info === null || info.pid !== pid) return ', still starting'
   return `: gateway ${info.gateway_url}, panel API ${info.panel_url}, mail UI ${info.mail_url}`
 }
@@ -68,12 +70,14 @@ export function describeRunningStack (stateDir: string, pid: number): string {
  * The banner of `npm start` and `gatehouse status`; each value under its dev.json name. `running: false` (status, when the stack
  * that wrote dev.json has stopped) says so instead of "is running".
  */
-export function renderDevInfo (info: DevInfo, opts: { running?: boolean } = {}): string {
+export function renderDevInfo(info: DevInfo, opts: { running?: boolean } = {}): string {
   const running = opts.running ?? true
   const lines = [
     '',
     running
-      ? (info.problems?.length ? 'Gatehouse is running, BUT:' : 'Gatehouse is running.')
+      ? info.problems?.length
+        ? 'Gatehouse is running, BUT:'
+        : 'Gatehouse is running.'
       : 'Gatehouse is NOT running: these are the URLs and keys of its last start here. `npm start` starts it again (same keys, data kept).',
     ...(running && info.problems?.length ? info.problems.map((p) => `  - ${p}`) : []),
     '',
@@ -82,21 +86,31 @@ export function renderDevInfo (info: DevInfo, opts: { running?: boolean } = {}):
     `  mail_url       ${info.mail_url}      (the mail catcher's web UI)`,
     '',
     ...(info.admin_urls !== undefined && Object.keys(info.admin_urls).length > 0
-      ? ['  admin_urls (/healthz /readyz /metrics):', ...Object.entries(info.admin_urls).map(([part, url]) => `    ${part.padEnd(10)} ${url}`), '']
+      ? [
+          '  admin_urls (/healthz /readyz /metrics):',
+          ...Object.entries(info.admin_urls).map(([part, url]) => `    ${part.padEnd(10)} ${url}`),
+          '',
+        ]
       : []),
     '  panel_session (Authorization: Bearer ...):',
     `    ${info.panel_session}`,
-    ''
+    '',
   ]
   for (const d of info.databases) {
-    lines.push(`  database ${d.database} (organization ${d.organization})`,
+    lines.push(
+      `  database ${d.database} (organization ${d.organization})`,
       `    url          ${d.url}`,
       `    public_key   ${d.public_key}`,
       `    secret_key   ${d.secret_key}`,
-      `    owner_url    ${d.owner_url}`, '')
+      `    owner_url    ${d.owner_url}`,
+      '',
+    )
   }
-  lines.push(running
-    ? '  The same is in .gatehouse/dev.json (`gatehouse status --json`). Ctrl-C stops everything.'
-    : '  The same is in .gatehouse/dev.json (`gatehouse status --json`).', '')
+  lines.push(
+    running
+      ? '  The same is in .gatehouse/dev.json (`gatehouse status --json`). Ctrl-C stops everything.'
+      : '  The same is in .gatehouse/dev.json (`gatehouse status --json`).',
+    '',
+  )
   return lines.join('\n')
 }

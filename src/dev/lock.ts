@@ -18,7 +18,7 @@ export interface DevLockOwner {
 }
 
 /** The kernel's start time of `pid` (clock ticks since boot), or undefined where unknown. */
-function processStart (pid: number): string | undefined {
+function processStart(pid: number): string | undefined {
   try {
     const stat = readFileSync(`/proc/${pid}/stat`, 'utf8')
     // Fields after the command name (which may hold spaces and parentheses): state is field 3.
@@ -29,19 +29,24 @@ function processStart (pid: number): string | undefined {
   }
 }
 
-function alive (pid: number): boolean {
-  try { process.kill(pid, 0); return true } catch (err) { return (err as NodeJS.ErrnoException).code === 'EPERM' }
+function alive(pid: number): boolean {
+  try {
+    process.kill(pid, 0)
+    return true
+  } catch (err) {
+    return (err as NodeJS.ErrnoException).code === 'EPERM'
+  }
 }
 
 /** Whether the lock's owner is the process that took it and still runs. */
-function ownerAlive (owner: DevLockOwner): boolean {
+function ownerAlive(owner: DevLockOwner): boolean {
   if (!Number.isInteger(owner.pid) || owner.pid <= 0 || !alive(owner.pid)) return false
   if (owner.proc_start === undefined) return true
   const now = processStart(owner.pid)
   return now === undefined || now === owner.proc_start
 }
 
-function readOwner (file: string): DevLockOwner | null {
+function readOwner(file: string): DevLockOwner | null {
   try {
     const o = JSON.parse(readFileSync(file, 'utf8')) as DevLockOwner
     return typeof o.pid === 'number' ? o : null
@@ -51,17 +56,22 @@ function readOwner (file: string): DevLockOwner | null {
 }
 
 /** The live owner of the stack in `stateDir`, or null (none runs there). */
-export function devLockOwner (stateDir: string): DevLockOwner | null {
+export function devLockOwner(stateDir: string): DevLockOwner | null {
   const owner = readOwner(path.join(stateDir, LOCK_FILE))
   return owner !== null && ownerAlive(owner) ? owner : null
 }
 
 /** Thrown by a second start: names the running stack (what `describe` says of it). */
 class DevStackRunningError extends ConfigError {
-  constructor (readonly owner: DevLockOwner, description: string) {
-    super(`a development stack is already running in this checkout (pid ${owner.pid}, started ${owner.started_at})${description}. ` +
-      'Nothing was started or stopped. Use that one (`gatehouse status` prints its URLs and keys), stop it with Ctrl-C in its terminal ' +
-      `(or \`kill -INT ${owner.pid}\`), or run another checkout's stack beside it with \`gatehouse dev --port-offset <n>\``)
+  constructor(
+    readonly owner: DevLockOwner,
+    description: string,
+  ) {
+    super(
+      `a development stack is already running in this checkout (pid ${owner.pid}, started ${owner.started_at})${description}. ` +
+        'Nothing was started or stopped. Use that one (`gatehouse status` prints its URLs and keys), stop it with Ctrl-C in its terminal ' +
+        `(or \`kill -INT ${owner.pid}\`), or run another checkout's stack beside it with \`gatehouse dev --port-offset <n>\``,
+    )
     this.name = 'DevStackRunningError'
   }
 }
@@ -69,11 +79,11 @@ class DevStackRunningError extends ConfigError {
 export interface DevLock {
   owner: DevLockOwner
   /** Removes the lock if it is still this process's. */
-  release (): void
+  release(): void
 }
 
 /** Creates the lock file for `me`; false when it exists (EEXIST). */
-function createLock (file: string, me: DevLockOwner): boolean {
+function createLock(file: string, me: DevLockOwner): boolean {
   let fd: number
   try {
     fd = openSync(file, 'wx', 0o600)
@@ -81,7 +91,11 @@ function createLock (file: string, me: DevLockOwner): boolean {
     if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw err
     return false
   }
-  try { writeSync(fd, JSON.stringify(me) + '\n') } finally { closeSync(fd) }
+  try {
+    writeSync(fd, JSON.stringify(me) + '\n')
+  } finally {
+    closeSync(fd)
+  }
   return true
 }
 
@@ -89,24 +103,36 @@ function createLock (file: string, me: DevLockOwner): boolean {
  * Takes the lock of `stateDir` for this process, or throws DevStackRunningError when a live
  * stack holds it. `describe(owner)` adds what is known of the running stack (its URLs).
  */
-export function acquireDevLock (stateDir: string, describe: (owner: DevLockOwner) => string = () => ''): DevLock {
+export function acquireDevLock(stateDir: string, describe: (owner: DevLockOwner) => string = () => ''): DevLock {
   mkdirSync(stateDir, { recursive: true })
   const file = path.join(stateDir, LOCK_FILE)
-  const me: DevLockOwner = { pid: process.pid, started_at: new Date().toISOString(), proc_start: processStart(process.pid) }
+  const me: DevLockOwner = {
+    pid: process.pid,
+    started_at: new Date().toISOString(),
+    proc_start: processStart(process.pid),
+  }
   for (let attempt = 0; attempt < 3; attempt++) {
     if (createLock(file, me)) {
       return {
         owner: me,
-        release () {
+        release() {
           const now = existsSync(file) ? readOwner(file) : null
-          if (now?.pid === me.pid && now.started_at === me.started_at) { try { unlinkSync(file) } catch {} }
-        }
+          if (now?.pid === me.pid && now.started_at === me.started_at) {
+            try {
+              unlinkSync(file)
+            } catch {}
+          }
+        },
       }
     }
     const owner = readOwner(file)
     if (owner !== null && ownerAlive(owner)) throw new DevStackRunningError(owner, describe(owner))
     // A stale lock (its owner is gone), or one being written this instant (retried).
-    if (owner !== null || attempt > 0) { try { unlinkSync(file) } catch {} }
+    if (owner !== null || attempt > 0) {
+      try {
+        unlinkSync(file)
+      } catch {}
+    }
   }
   throw new ConfigError(`cannot take the lock ${file}: another start takes it at the same time`)
 }

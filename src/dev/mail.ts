@@ -11,13 +11,16 @@ export interface DevMail {
   smtpPort: number
   webPort: number
   webUrl: string
-  stop (): Promise<void>
+  stop(): Promise<void>
 }
 
-function portOpen (port: number): Promise<boolean> {
+function portOpen(port: number): Promise<boolean> {
   return new Promise((resolve) => {
     const s = net.connect(port, '127.0.0.1')
-    s.once('connect', () => { s.destroy(); resolve(true) })
+    s.once('connect', () => {
+      s.destroy()
+      resolve(true)
+    })
     s.once('error', () => resolve(false))
   })
 }
@@ -27,14 +30,16 @@ function portOpen (port: number): Promise<boolean> {
  * hook in the environment (a coverage tool's, say) may not load a file without one. maildev is
  * a development dependency: a production install (`npm ci --omit=dev`) has none.
  */
-function maildevEntry (): string {
+function maildevEntry(): string {
   const require = createRequire(import.meta.url)
   try {
     return path.join(path.dirname(require.resolve('maildev/package.json')), 'index.js')
   } catch {
-    throw new ConfigError('the development mail catcher (maildev, a development dependency) is not installed here: ' +
-      '`gatehouse dev` needs the full install of a checkout (`npm ci`, not `npm ci --omit=dev`); ' +
-      'production processes run with `gatehouse serve` and a real SMTP server')
+    throw new ConfigError(
+      'the development mail catcher (maildev, a development dependency) is not installed here: ' +
+        '`gatehouse dev` needs the full install of a checkout (`npm ci`, not `npm ci --omit=dev`); ' +
+        'production processes run with `gatehouse serve` and a real SMTP server',
+    )
   }
 }
 
@@ -43,7 +48,7 @@ function maildevEntry (): string {
  * once both servers listen it sends the ports they got to its parent (the kernel's choice for a
  * port of 0). It exits when its parent goes ('disconnect').
  */
-function bootScript (entry: string): string {
+function bootScript(entry: string): string {
   const web = JSON.stringify(path.join(path.dirname(entry), 'lib', 'web.js'))
   return `process.on('disconnect', () => process.exit(0));
 process.argv.splice(1, 0, ${JSON.stringify(entry)});
@@ -57,30 +62,35 @@ mail.listen().then(() => {
 }
 
 /** The ports the catcher reports, or its exit before it did (a port in use, say). */
-function catcherPorts (child: ChildProcess, smtpPort: number, webPort: number): Promise<{ smtp: number, web: number }> {
+function catcherPorts(child: ChildProcess, smtpPort: number, webPort: number): Promise<{ smtp: number; web: number }> {
   return new Promise((resolve, reject) => {
-    const onMessage = (msg: { smtp?: unknown, web?: unknown }): void => {
+    const onMessage = (msg: { smtp?: unknown; web?: unknown }): void => {
       child.off('exit', onExit)
       if (typeof msg?.smtp === 'number' && typeof msg.web === 'number') resolve({ smtp: msg.smtp, web: msg.web })
       else reject(new ConfigError('the development mail catcher (maildev) did not say which ports it listens on'))
     }
     const onExit = (code: number | null, signal: string | null): void => {
       child.off('message', onMessage)
-      reject(new ConfigError(`the development mail catcher (maildev) exited while starting (${signal ?? `exit code ${code}`}): ` +
-        `are its ports ${smtpPort} (GATEHOUSE_MAIL_SMTP_PORT) and ${webPort} (GATEHOUSE_MAIL_WEB_PORT) in use? ` +
-        'Give it free ones (0 lets the kernel choose)'))
+      reject(
+        new ConfigError(
+          `the development mail catcher (maildev) exited while starting (${signal ?? `exit code ${code}`}): ` +
+            `are its ports ${smtpPort} (GATEHOUSE_MAIL_SMTP_PORT) and ${webPort} (GATEHOUSE_MAIL_WEB_PORT) in use? ` +
+            'Give it free ones (0 lets the kernel choose)',
+        ),
+      )
     }
     child.once('message', onMessage)
     child.once('exit', onExit)
   })
 }
 
-function stopper (child: ChildProcess): () => Promise<void> {
-  return () => new Promise<void>((resolve) => {
-    if (child.exitCode !== null || child.signalCode !== null) return resolve()
-    child.once('exit', () => resolve())
-    child.kill('SIGTERM')
-  })
+function stopper(child: ChildProcess): () => Promise<void> {
+  return () =>
+    new Promise<void>((resolve) => {
+      if (child.exitCode !== null || child.signalCode !== null) return resolve()
+      child.once('exit', () => resolve())
+      child.kill('SIGTERM')
+    })
 }
 
 /**
@@ -88,8 +98,8 @@ function stopper (child: ChildProcess): () => Promise<void> {
  * already answers on a given SMTP port. Mails are kept in `mailDir` (emptied first), never in
  * the system's temporary directory.
  */
-export async function startDevMail (smtpPort: number, webPort: number, mailDir: string): Promise<DevMail> {
-  if (smtpPort !== 0 && await portOpen(smtpPort)) {
+export async function startDevMail(smtpPort: number, webPort: number, mailDir: string): Promise<DevMail> {
+  if (smtpPort !== 0 && (await portOpen(smtpPort))) {
     return { smtpPort, webPort, webUrl: `http://127.0.0.1:${webPort}`, stop: async () => {} }
   }
   rmSync(mailDir, { recursive: true, force: true })
@@ -97,12 +107,26 @@ export async function startDevMail (smtpPort: number, webPort: number, mailDir: 
   // The catcher must not outlive this process when it dies without cleaning up (a crash,
   // SIGKILL): it holds the ports the next start needs. Through an IPC channel the child sees
   // its parent go ('disconnect') and exits.
-  const child: ChildProcess = spawn(process.execPath,
-    ['-e', bootScript(maildevEntry()), '--', '--smtp', String(smtpPort), '--web', String(webPort), '--ip', '127.0.0.1',
-      '--mail-directory', mailDir, '--silent'],
-    { stdio: ['ignore', 'ignore', 'inherit', 'ipc'] })
+  const child: ChildProcess = spawn(
+    process.execPath,
+    [
+      '-e',
+      bootScript(maildevEntry()),
+      '--',
+      '--smtp',
+      String(smtpPort),
+      '--web',
+      String(webPort),
+      '--ip',
+      '127.0.0.1',
+      '--mail-directory',
+      mailDir,
+      '--silent',
+    ],
+    { stdio: ['ignore', 'ignore', 'inherit', 'ipc'] },
+  )
   const stop = stopper(child)
-  let ports: { smtp: number, web: number }
+  let ports: { smtp: number; web: number }
   try {
     ports = await catcherPorts(child, smtpPort, webPort)
   } catch (err) {

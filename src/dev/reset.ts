@@ -6,7 +6,7 @@ import { acquireDevLock } from './lock.js'
 import { removeDevCluster } from './postgres.js'
 
 /** Removes `stateDir` and its cluster; returns the directories removed. */
-export async function resetDevState (stateDir: string, describe?: (pid: number) => string): Promise<string[]> {
+export async function resetDevState(stateDir: string, describe?: (pid: number) => string): Promise<string[]> {
   const lock = acquireDevLock(stateDir, describe === undefined ? undefined : (owner) => describe(owner.pid))
   try {
     const removed = await removeDevCluster(stateDir)

@@ -18,24 +18,35 @@ interface RunningInfo {
   auth_engine_url?: string
 }
 
-function alive (pid: number): boolean {
-  try { process.kill(pid, 0); return true } catch (err) { return (err as NodeJS.ErrnoException).code === 'EPERM' }
+function alive(pid: number): boolean {
+  try {
+    process.kill(pid, 0)
+    return true
+  } catch (err) {
+    return (err as NodeJS.ErrnoException).code === 'EPERM'
+  }
 }
 
-function listen (url: string | undefined): { host: string, port: number } | undefined {
+function listen(url: string | undefined): { host: string; port: number } | undefined {
   if (!url) return undefined
   try {
     const u = new URL(url)
     return { host: u.hostname, port: Number(u.port) }
-  } catch { return undefined }
+  } catch {
+    return undefined
+  }
 }
 
 /** dev.json of the stack running in `root`, or null (none ran there, or it stopped). */
-export function runningDevInfo (root: string): RunningInfo | null {
+export function runningDevInfo(root: string): RunningInfo | null {
   const file = path.join(root, '.gatehouse', 'dev.json')
   if (!existsSync(file)) return null
   let info: RunningInfo
-  try { info = JSON.parse(readFileSync(file, 'utf8')) as RunningInfo } catch { return null }
+  try {
+    info = JSON.parse(readFileSync(file, 'utf8')) as RunningInfo
+  } catch {
+    return null
+  }
   if (typeof info.pid !== 'number') return null
   // The lock (dev.lock) knows its owner by pid and the kernel's start time of that pid: a pid
   // reused by another process after a crash is not taken for the stack.
@@ -50,7 +61,7 @@ export function runningDevInfo (root: string): RunningInfo | null {
  * that write tenants (`write`), the tenant files it watches and its engines; for commands
  * that read them (`read`), the tenant files it serves (pointed at its cluster).
  */
-export function runningDevDefaults (root: string, kind: 'write' | 'read'): Record<string, unknown> | null {
+export function runningDevDefaults(root: string, kind: 'write' | 'read'): Record<string, unknown> | null {
   const info = runningDevInfo(root)
   if (info === null) return null
   const out: Record<string, unknown> = {}

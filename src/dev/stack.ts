@@ -11,19 +11,38 @@ import path from 'node:path'
 import { existsSync, readFileSync, rmSync } from 'node:fs'
 import { loadConfig, type Config } from '../config/index.js'
 import {
-  parseTenantFile, applyTenantFiles, TenantApplyConflictError, type TenantStore, type TenantFile, type LoadedTenantFile
+  parseTenantFile,
+  applyTenantFiles,
+  TenantApplyConflictError,
+  type TenantStore,
+  type TenantFile,
+  type LoadedTenantFile,
 } from '../tenants/index.js'
 import { ensureClusterRoles, ensureTenant } from '../platform/index.js'
 import { signHS256 } from '../shared/index.js'
 import {
-  PARTS, startPart, bindPartListeners, boundPort, createStoreAndCache, partLogger,
-  type PartName, type PartListeners, type RunningPart, type PartDeps
+  PARTS,
+  startPart,
+  bindPartListeners,
+  boundPort,
+  createStoreAndCache,
+  partLogger,
+  type PartName,
+  type PartListeners,
+  type RunningPart,
+  type PartDeps,
 } from '../serve.js'
 import { acquireDevLock } from './lock.js'
 import { startDevPostgres, type DevPostgres } from './postgres.js'
 import { startDevMail, type DevMail } from './mail.js'
 import { parsePortOffset, offsetPortOverrides, devPgPort } from './ports.js'
-import { writeRuntimeTenantFiles, writeRuntimeTenantFile, runtimeTenantRecord, tenantSourceFiles, type DevEngines } from './tenant-files.js'
+import {
+  writeRuntimeTenantFiles,
+  writeRuntimeTenantFile,
+  runtimeTenantRecord,
+  tenantSourceFiles,
+  type DevEngines,
+} from './tenant-files.js'
 import { watchTenantFiles, type TenantWatcher } from './watch.js'
 import { devSecrets, writeDevInfo, describeRunningStack, type DevInfo } from './info.js'
 
@@ -45,18 +64,19 @@ export interface DevOptions {
 
 export interface DevStack {
   info: DevInfo
-  stop (): Promise<void>
+  stop(): Promise<void>
   /** Resolves once every tenant file change seen so far is handled. */
-  tenantFilesIdle (): Promise<void>
+  tenantFilesIdle(): Promise<void>
 }
 
-function mergeDeep (a: Record<string, unknown>, b: Record<string, unknown>): Record<string, unknown> {
+function mergeDeep(a: Record<string, unknown>, b: Record<string, unknown>): Record<string, unknown> {
   const out: Record<string, unknown> = { ...a }
   for (const [k, v] of Object.entries(b)) {
     const prev = out[k]
-    out[k] = v && typeof v === 'object' && !Array.isArray(v) && prev && typeof prev === 'object' && !Array.isArray(prev)
-      ? mergeDeep(prev as Record<string, unknown>, v as Record<string, unknown>)
-      : v
+    out[k] =
+      v && typeof v === 'object' && !Array.isArray(v) && prev && typeof prev === 'object' && !Array.isArray(prev)
+        ? mergeDeep(prev as Record<string, unknown>, v as Record<string, unknown>)
+        : v
   }
   return out
 }
@@ -66,7 +86,11 @@ function mergeDeep (a: Record<string, unknown>, b: Record<string, unknown>): Rec
  * panel changes survive a restart; a field changed both in a file and from the panel since the
  * last start takes the file's value, with a warning naming it.
  */
-async function applyDevFiles (store: TenantStore, entries: LoadedTenantFile[], log: { warn (o: object, m: string): void }): Promise<void> {
+async function applyDevFiles(
+  store: TenantStore,
+  entries: LoadedTenantFile[],
+  log: { warn(o: object, m: string): void },
+): Promise<void> {
   try {
     await applyTenantFiles(store, entries, { who: 'dev' })
   } catch (err) {
@@ -83,11 +107,15 @@ class Problems {
   #log: ((message: string) => void) | undefined
   #written: DevInfo | undefined
 
-  constructor (stateDir: string) { this.#stateDir = stateDir }
+  constructor(stateDir: string) {
+    this.#stateDir = stateDir
+  }
 
-  get list (): string[] { return [...this.#list] }
+  get list(): string[] {
+    return [...this.#list]
+  }
 
-  add (message: string): void {
+  add(message: string): void {
     this.#list.push(message)
     if (this.#log !== undefined) this.#log(message)
     else process.stderr.write(`gatehouse dev: ${message}\n`)
@@ -95,10 +123,14 @@ class Problems {
   }
 
   /** From now on problems go to the stack's log. */
-  logTo (log: (message: string) => void): void { this.#log = log }
+  logTo(log: (message: string) => void): void {
+    this.#log = log
+  }
 
   /** dev.json was written with `info`: a later problem is added to it. */
-  written (info: DevInfo): void { this.#written = info }
+  written(info: DevInfo): void {
+    this.#written = info
+  }
 }
 
 /**
@@ -112,12 +144,18 @@ class OwnWrites {
   readonly #texts = new Map<string, string[]>()
   readonly #loaded = new Map<string, string>()
 
-  constructor (files: string[]) {
-    for (const f of files) { try { this.#loaded.set(f, readFileSync(f, 'utf8')) } catch { /* read when it changes */ } }
+  constructor(files: string[]) {
+    for (const f of files) {
+      try {
+        this.#loaded.set(f, readFileSync(f, 'utf8'))
+      } catch {
+        /* read when it changes */
+      }
+    }
   }
 
   /** The store wrote `text` over `previous`. */
-  wrote (file: string, text: string, previous: string): void {
+  wrote(file: string, text: string, previous: string): void {
     const texts = this.#texts.get(file) ?? []
     // Written over an edit nobody loaded yet: the watcher loads the result (both changes).
     if (previous !== this.#loaded.get(file) && !texts.includes(previous)) return
@@ -127,7 +165,7 @@ class OwnWrites {
   }
 
   /** Whether the watcher's `text` of `file` is the store's own; otherwise it is loaded now. */
-  isOwn (file: string, text: string): boolean {
+  isOwn(file: string, text: string): boolean {
     if (this.#texts.get(file)?.includes(text) === true) return true
     this.#loaded.set(file, text)
     return false
@@ -140,7 +178,7 @@ interface DevTenants {
   runtimeDir: string
   engines: DevEngines
   files: TenantFile[]
-  sourceOf (database: string): string | null
+  sourceOf(database: string): string | null
 }
 
 /** One start of the stack: what it started, stopped in reverse order. */
@@ -153,23 +191,28 @@ class DevStart {
   /** Bound listeners no part has taken over yet (closed on a failed start). */
   readonly #unclaimed = new Map<PartName, PartListeners>()
 
-  constructor (opts: DevOptions) {
+  constructor(opts: DevOptions) {
     this.#opts = opts
     this.#env = opts.env
     this.#stateDir = opts.stateDir ?? path.join(opts.root, '.gatehouse')
     this.#problems = new Problems(this.#stateDir)
   }
 
-  async stop (): Promise<void> {
-    for (const l of this.#unclaimed.values()) { l.public.close(); l.admin.close() }
+  async stop(): Promise<void> {
+    for (const l of this.#unclaimed.values()) {
+      l.public.close()
+      l.admin.close()
+    }
     this.#unclaimed.clear()
     while (this.#stops.length) await this.#stops.pop()!().catch(() => {})
   }
 
-  async run (): Promise<DevStack> {
+  async run(): Promise<DevStack> {
     // Before anything is started or stopped: a stack already running here keeps all it has.
     const lock = acquireDevLock(this.#stateDir, (owner) => describeRunningStack(this.#stateDir, owner.pid))
-    this.#stops.push(async () => { lock.release() })
+    this.#stops.push(async () => {
+      lock.release()
+    })
     const { overrides, offset } = this.#requested()
     await this.#bindListeners(this.#load(overrides))
     const postgres = await this.#startPostgres(offset)
@@ -188,43 +231,48 @@ class DevStart {
     return { info, stop: () => this.stop(), tenantFilesIdle: () => watcher.idle() }
   }
 
-  #load (overrides: Record<string, unknown>): Config {
+  #load(overrides: Record<string, unknown>): Config {
     return loadConfig({ file: this.#opts.configFile, env: this.#env, overrides })
   }
 
   /** The overrides asked for, every port moved by the offset. */
-  #requested (): { overrides: Record<string, unknown>, offset: number } {
+  #requested(): { overrides: Record<string, unknown>; offset: number } {
     const { portOffset } = this.#opts
-    const offset = parsePortOffset(portOffset ?? this.#env.GATEHOUSE_DEV_PORT_OFFSET, portOffset !== undefined ? '--port-offset' : undefined)
+    const offset = parsePortOffset(
+      portOffset ?? this.#env.GATEHOUSE_DEV_PORT_OFFSET,
+      portOffset !== undefined ? '--port-offset' : undefined,
+    )
     const asked = this.#opts.overrides ?? {}
     return { overrides: mergeDeep(asked, offsetPortOverrides(this.#load(asked), offset)), offset }
   }
 
-  async #bindListeners (config: Config): Promise<void> {
+  async #bindListeners(config: Config): Promise<void> {
     for (const name of PARTS) this.#unclaimed.set(name, await bindPartListeners(config, name))
   }
 
   /** The ports bound (the parts' listeners, the mail catcher's) as config overrides. */
-  #boundPorts (mail: DevMail): Record<string, unknown> {
+  #boundPorts(mail: DevMail): Record<string, unknown> {
     const out: Record<string, unknown> = { mail: { smtp_port: mail.smtpPort, web_port: mail.webPort } }
     for (const [name, l] of this.#unclaimed) out[name] = { port: boundPort(l.public), admin_port: boundPort(l.admin) }
     return out
   }
 
-  async #startPostgres (offset: number): Promise<DevPostgres> {
+  async #startPostgres(offset: number): Promise<DevPostgres> {
     const url = this.#env.DATABASE_URL
     if (url) return { url, port: Number(new URL(url).port || 5432), stop: async () => {} }
     let where = ''
     const postgres = await startDevPostgres(this.#stateDir, devPgPort(this.#env, offset), undefined, (how) => {
-      this.#problems.add(`the development Postgres (${where}) exited unexpectedly (${how}): requests that need a database fail ` +
-        '(REST PGRST002, auth 503) until the stack starts again: stop it (Ctrl-C) and run `npm start`')
+      this.#problems.add(
+        `the development Postgres (${where}) exited unexpectedly (${how}): requests that need a database fail ` +
+          '(REST PGRST002, auth 503) until the stack starts again: stop it (Ctrl-C) and run `npm start`',
+      )
     })
     where = `127.0.0.1:${postgres.port}`
     this.#stops.push(() => postgres.stop())
     return postgres
   }
 
-  async #startMail (config: Config): Promise<DevMail> {
+  async #startMail(config: Config): Promise<DevMail> {
     const mail = await startDevMail(config.mail.smtp_port, config.mail.web_port, path.join(this.#stateDir, 'mail'))
     this.#stops.push(() => mail.stop())
     return mail
@@ -234,28 +282,34 @@ class DevStart {
    * The generated copies, made anew from the source files at every start (a copy whose source
    * is gone must not be served), and their databases provisioned.
    */
-  async #prepareTenants (base: Config, clusterUrl: string): Promise<DevTenants> {
+  async #prepareTenants(base: Config, clusterUrl: string): Promise<DevTenants> {
     const runtimeDir = path.join(this.#stateDir, 'tenants')
     const sourceDir = path.resolve(this.#opts.root, base.tenants.dir)
-    const engines = { rest: `http://${base.rest.host}:${base.rest.port}`, auth: `http://${base.auth.host}:${base.auth.port}` }
+    const engines = {
+      rest: `http://${base.rest.host}:${base.rest.port}`,
+      auth: `http://${base.auth.host}:${base.auth.port}`,
+    }
     rmSync(runtimeDir, { recursive: true, force: true })
     const raws = writeRuntimeTenantFiles(sourceDir, runtimeDir, clusterUrl, engines)
     const files = raws.map((raw) => parseTenantFile(raw, `config/tenants/${String(raw.database)}.yaml`, this.#env))
     await ensureClusterRoles(clusterUrl)
     for (const file of files) await ensureTenant({ adminUrl: clusterUrl, file })
     const sourceOf = (database: string): string | null => {
-      for (const ext of ['.yaml', '.yml']) { const f = path.join(sourceDir, database + ext); if (existsSync(f)) return f }
+      for (const ext of ['.yaml', '.yml']) {
+        const f = path.join(sourceDir, database + ext)
+        if (existsSync(f)) return f
+      }
       return null
     }
     return { sourceDir, runtimeDir, engines, files, sourceOf }
   }
 
-  #useRedis (): boolean {
+  #useRedis(): boolean {
     return Boolean(this.#env.REDIS_URL ?? this.#env.GATEHOUSE_REDIS_URL)
   }
 
   /** What the stack sets on top of the asked configuration: its cluster, its tenant files, its gateway's URL. */
-  #stackOverrides (base: Config, clusterUrl: string, runtimeDir: string): Record<string, unknown> {
+  #stackOverrides(base: Config, clusterUrl: string, runtimeDir: string): Record<string, unknown> {
     const secrets = devSecrets(this.#stateDir)
     const publicUrl = this.#env.GATEHOUSE_PUBLIC_URL || this.#opts.overrides?.public_url
     return {
@@ -265,7 +319,7 @@ class DevStart {
       ...(publicUrl ? {} : { public_url: `http://${base.gateway.host}:${base.gateway.port}` }),
       panel: { session_secret: secrets.panel_session_secret },
       // The development stack's identity providers run on this machine, over http.
-      outbound: { allow_hosts: [...new Set([...base.outbound.allow_hosts, '127.0.0.1', 'localhost', '::1'])] }
+      outbound: { allow_hosts: [...new Set([...base.outbound.allow_hosts, '127.0.0.1', 'localhost', '::1'])] },
     }
   }
 
@@ -274,16 +328,23 @@ class DevStart {
    * keeps (config/tenants), and its generated copy made again; the watcher skips what the
    * store itself wrote.
    */
-  async #startStore (config: Config, tenants: DevTenants, clusterUrl: string): Promise<PartDeps & { writes: OwnWrites }> {
+  async #startStore(
+    config: Config,
+    tenants: DevTenants,
+    clusterUrl: string,
+  ): Promise<PartDeps & { writes: OwnWrites }> {
     const writes = new OwnWrites(tenantSourceFiles(tenants.sourceDir))
     const { store, tenants: cache } = createStoreAndCache(config, {
       fileOf: tenants.sourceOf,
       onFileWritten: (file, text, previous) => {
         writeRuntimeTenantFile(tenants.runtimeDir, runtimeTenantRecord(file, clusterUrl, tenants.engines))
         writes.wrote(file, text, previous)
-      }
+      },
     })
-    this.#stops.push(async () => { cache.close(); await store.close() })
+    this.#stops.push(async () => {
+      cache.close()
+      await store.close()
+    })
     if (this.#useRedis()) {
       const entries = tenants.files.map((file) => ({ path: tenants.sourceOf(file.database) ?? file.database, file }))
       await applyDevFiles(store, entries, partLogger(config, 'dev'))
@@ -291,7 +352,7 @@ class DevStart {
     return { config, tenants: cache, store, writes }
   }
 
-  async #startParts (deps: PartDeps): Promise<RunningPart[]> {
+  async #startParts(deps: PartDeps): Promise<RunningPart[]> {
     const running: RunningPart[] = []
     for (const name of PARTS) {
       const listeners = this.#unclaimed.get(name)
@@ -304,9 +365,11 @@ class DevStart {
   }
 
   /** Tenant files created or edited from now on are picked up while the stack runs. */
-  #watch (deps: PartDeps & { writes: OwnWrites }, tenants: DevTenants, clusterUrl: string): TenantWatcher {
+  #watch(deps: PartDeps & { writes: OwnWrites }, tenants: DevTenants, clusterUrl: string): TenantWatcher {
     const devLog = partLogger(deps.config, 'dev')
-    this.#problems.logTo((message) => { devLog.error(message) })
+    this.#problems.logTo((message) => {
+      devLog.error(message)
+    })
     const watcher = watchTenantFiles({
       isOwnWrite: (file, text) => deps.writes.isOwn(file, text),
       apply: (entries) => applyDevFiles(deps.store, entries, devLog),
@@ -316,18 +379,29 @@ class DevStart {
       engines: tenants.engines,
       store: deps.store,
       env: this.#env,
-      report: (level, message, fields) => { devLog[level](fields, message) }
+      report: (level, message, fields) => {
+        devLog[level](fields, message)
+      },
     })
-    this.#stops.push(async () => { watcher.close() })
+    this.#stops.push(async () => {
+      watcher.close()
+    })
     return watcher
   }
 
-  async #devInfo (config: Config, running: RunningPart[], mail: DevMail, postgres: DevPostgres, tenants: DevTenants): Promise<DevInfo> {
+  async #devInfo(
+    config: Config,
+    running: RunningPart[],
+    mail: DevMail,
+    postgres: DevPostgres,
+    tenants: DevTenants,
+  ): Promise<DevInfo> {
     const secrets = devSecrets(this.#stateDir)
     const urlOf = (n: PartName): string => running.find((p) => p.name === n)?.url ?? ''
     const panelSession = await signHS256(
       { email: 'developer@gatehouse.local', orgs: ['org_demo'] },
-      { secret: secrets.panel_session_secret, subject: 'panel-user-dev', expiresInSeconds: 30 * 24 * 3600 })
+      { secret: secrets.panel_session_secret, subject: 'panel-user-dev', expiresInSeconds: 30 * 24 * 3600 },
+    )
     const gatewayUrl = config.public_url.replace(/\/+$/, '')
     const info: DevInfo = {
       gateway_url: gatewayUrl,
@@ -348,8 +422,8 @@ class DevStart {
         url: `${gatewayUrl}/${f.database}`,
         public_key: f.keys.public,
         secret_key: f.keys.secret,
-        owner_url: f.postgres
-      }))
+        owner_url: f.postgres,
+      })),
     }
     if (this.#problems.list.length > 0) info.problems = this.#problems.list
     return info
@@ -357,7 +431,7 @@ class DevStart {
 }
 
 /** Starts the whole service on embedded defaults (what `npm start` runs). */
-export async function startDev (opts: DevOptions): Promise<DevStack> {
+export async function startDev(opts: DevOptions): Promise<DevStack> {
   const start = new DevStart(opts)
   try {
     return await start.run()

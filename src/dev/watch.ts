@@ -9,7 +9,13 @@ import { watch, existsSync, readFileSync, rmSync, type FSWatcher } from 'node:fs
 import path from 'node:path'
 import { parseTenantFile, redactSecrets, toTenant, type TenantFile, type TenantStore } from '../tenants/index.js'
 import { ensureTenant } from '../platform/index.js'
-import { runtimeTenantRecord, writeRuntimeTenantFile, tenantSourceFiles, TENANT_FILE, type DevEngines } from './tenant-files.js'
+import {
+  runtimeTenantRecord,
+  writeRuntimeTenantFile,
+  tenantSourceFiles,
+  TENANT_FILE,
+  type DevEngines,
+} from './tenant-files.js'
 
 export interface TenantWatcherOptions {
   /** The directory a developer edits (config/tenants). */
@@ -22,19 +28,19 @@ export interface TenantWatcherOptions {
   store: TenantStore
   env: NodeJS.ProcessEnv
   /** What happened, one line each (a file loaded, refused or removed). */
-  report (level: 'info' | 'error', message: string, fields: Record<string, unknown>): void
+  report(level: 'info' | 'error', message: string, fields: Record<string, unknown>): void
   /** Quiet period after the last change of a file before it is read (editors write in steps). */
   settleMs?: number
   /** True for a text the store itself wrote into `file` (a panel change): nothing to load. */
   isOwnWrite?: (file: string, text: string) => boolean
   /** How a Redis store takes a file (merged three ways); the files source puts the record. */
-  apply?: (entries: Array<{ path: string, file: TenantFile }>) => Promise<void>
+  apply?: (entries: Array<{ path: string; file: TenantFile }>) => Promise<void>
 }
 
 export interface TenantWatcher {
   /** Resolves when every change seen so far has been handled (tests). */
-  idle (): Promise<void>
-  close (): void
+  idle(): Promise<void>
+  close(): void
 }
 
 /** The tenant file watcher: each change settles, then loads in order, one at a time. */
@@ -48,55 +54,78 @@ class TenantFileWatcher implements TenantWatcher {
   #closed = false
   #watcher: FSWatcher | undefined
 
-  constructor (opts: TenantWatcherOptions) {
+  constructor(opts: TenantWatcherOptions) {
     this.#opts = opts
     this.#settleMs = opts.settleMs ?? 100
     for (const src of tenantSourceFiles(opts.sourceDir)) {
-      try { this.#known.set(src, runtimeTenantRecord(src, opts.adminUrl, opts.engines).database as string) } catch { /* reported when it changes */ }
+      try {
+        this.#known.set(src, runtimeTenantRecord(src, opts.adminUrl, opts.engines).database as string)
+      } catch {
+        /* reported when it changes */
+      }
     }
     try {
-      this.#watcher = watch(opts.sourceDir, { persistent: false }, (_event, name) => { if (name) this.#schedule(String(name)) })
+      this.#watcher = watch(opts.sourceDir, { persistent: false }, (_event, name) => {
+        if (name) this.#schedule(String(name))
+      })
       this.#watcher.on('error', (err) => opts.report('error', `watching ${opts.sourceDir} failed: ${err.message}`, {}))
     } catch (err) {
-      opts.report('error', `cannot watch ${opts.sourceDir}: ${(err as Error).message}; tenant files are read at start only`, {})
+      opts.report(
+        'error',
+        `cannot watch ${opts.sourceDir}: ${(err as Error).message}; tenant files are read at start only`,
+        {},
+      )
     }
   }
 
-  async idle (): Promise<void> {
+  async idle(): Promise<void> {
     while (this.#timers.size > 0) await new Promise((resolve) => setTimeout(resolve, this.#settleMs))
     await this.#chain
   }
 
-  close (): void {
+  close(): void {
     this.#closed = true
     this.#watcher?.close()
     for (const t of this.#timers.values()) clearTimeout(t)
     this.#timers.clear()
   }
 
-  #schedule (name: string): void {
+  #schedule(name: string): void {
     if (this.#closed || !TENANT_FILE.test(name)) return
     const src = path.join(this.#opts.sourceDir, name)
     clearTimeout(this.#timers.get(src))
-    this.#timers.set(src, setTimeout(() => {
-      this.#timers.delete(src)
-      this.#chain = this.#chain.then(() => this.#load(src)).catch((err: unknown) => {
-        this.#opts.report('error', `tenant file ${src}: ${redactSecrets((err as Error).message, { excerpt: false })}`, { file: src })
-      })
-    }, this.#settleMs))
+    this.#timers.set(
+      src,
+      setTimeout(() => {
+        this.#timers.delete(src)
+        this.#chain = this.#chain
+          .then(() => this.#load(src))
+          .catch((err: unknown) => {
+            this.#opts.report(
+              'error',
+              `tenant file ${src}: ${redactSecrets((err as Error).message, { excerpt: false })}`,
+              { file: src },
+            )
+          })
+      }, this.#settleMs),
+    )
   }
 
   /** Takes `database` out of the store and the generated copies. */
-  async #unserve (database: string): Promise<void> {
+  async #unserve(database: string): Promise<void> {
     await this.#opts.store.delete(database)
     rmSync(path.join(this.#opts.runtimeDir, `${database}.yaml`), { force: true })
   }
 
-  async #load (src: string): Promise<void> {
+  async #load(src: string): Promise<void> {
     const label = path.relative(process.cwd(), src) || src
     if (!existsSync(src)) return this.#removed(src, label)
     let own = false
-    try { own = this.#opts.isOwnWrite?.(src, readFileSync(src, 'utf8')) === true } catch { /* read again below */ }
+    try {
+      own = this.#opts.isOwnWrite?.(src, readFileSync(src, 'utf8')) === true
+    } catch {
+      /* read again below */
+    }
     if (own) return
     const file = await this.#provision(src, label)
     if (file === null) return
@@ -106,19 +135,25 @@ class TenantFileWatcher implements TenantWatcher {
     const { store, apply } = this.#opts
     if (store.kind === 'redis' && apply !== undefined) await apply([{ path: src, file }])
     else await store.putAll([toTenant(file)])
-    this.#opts.report('info', `tenant file ${label} loaded: database ${file.database}`, { file: label, database: file.database })
+    this.#opts.report('info', `tenant file ${label} loaded: database ${file.database}`, {
+      file: label,
+      database: file.database,
+    })
   }
 
-  async #removed (src: string, label: string): Promise<void> {
+  async #removed(src: string, label: string): Promise<void> {
     const database = this.#known.get(src)
     if (database === undefined) return
     this.#known.delete(src)
     await this.#unserve(database)
-    this.#opts.report('info', `tenant file ${label} removed: database ${database} is no longer served`, { file: label, database })
+    this.#opts.report('info', `tenant file ${label} removed: database ${database} is no longer served`, {
+      file: label,
+      database,
+    })
   }
 
   /** The file validated, its database provisioned or migrated and its generated copy written; null (reported) when it fails. */
-  async #provision (src: string, label: string): Promise<TenantFile | null> {
+  async #provision(src: string, label: string): Promise<TenantFile | null> {
     const { adminUrl, engines, env, runtimeDir } = this.#opts
     try {
       const raw = runtimeTenantRecord(src, adminUrl, engines)
@@ -128,13 +163,17 @@ class TenantFileWatcher implements TenantWatcher {
       return file
     } catch (err) {
       const database = this.#known.get(src)
-      this.#opts.report('error', `tenant file ${label} is not valid: ${redactSecrets((err as Error).message, { excerpt: false })}` +
-        (database !== undefined ? ` (database ${database} keeps its last good record)` : ''), { file: label, database })
+      this.#opts.report(
+        'error',
+        `tenant file ${label} is not valid: ${redactSecrets((err as Error).message, { excerpt: false })}` +
+          (database !== undefined ? ` (database ${database} keeps its last good record)` : ''),
+        { file: label, database },
+      )
       return null
     }
   }
 }
 
-export function watchTenantFiles (opts: TenantWatcherOptions): TenantWatcher {
+export function watchTenantFiles(opts: TenantWatcherOptions): TenantWatcher {
   return new TenantFileWatcher(opts)
 }

@@ -36,7 +36,7 @@ const LINGER_MS = 5_000
  * instead of failing on a write to a closed socket (nginx's lingering close), and cut the
  * connection after LINGER_MS whatever it does.
  */
-export function lingerThenClose (req: IncomingMessage): void {
+export function lingerThenClose(req: IncomingMessage): void {
   req.resume()
   const socket = req.socket
   // Node's server ends a `connection: close` answer with socket.destroySoon(), which
@@ -44,12 +44,16 @@ export function lingerThenClose (req: IncomingMessage): void {
   // kernel reset the connection, and the client may lose the answer with it. Only the
   // sending side is closed here; the socket goes when the client closes its side (the
   // server's half-open handling) or when LINGER_MS is over.
-  socket.destroySoon = function (this: typeof socket) { this.end() }
-  setTimeout(() => { socket.destroy() }, LINGER_MS).unref()
+  socket.destroySoon = function (this: typeof socket) {
+    this.end()
+  }
+  setTimeout(() => {
+    socket.destroy()
+  }, LINGER_MS).unref()
 }
 
 /** A declared Content-Length over the limit (checked before anything is read), or null. */
-export function declaredTooLarge (req: IncomingMessage, maxBytes: number): GatehouseError | null {
+export function declaredTooLarge(req: IncomingMessage, maxBytes: number): GatehouseError | null {
   const cl = req.headers['content-length']
   if (cl === undefined) return null
   const n = Number(cl)
@@ -58,7 +62,10 @@ export function declaredTooLarge (req: IncomingMessage, maxBytes: number): Gateh
 
 /** Marks a read the client abandoned (the socket closed): nothing is sent back. */
 export class ClientAbortedError extends Error {
-  constructor () { super('the client closed the connection while sending the body'); this.name = 'ClientAbortedError' }
+  constructor() {
+    super('the client closed the connection while sending the body')
+    this.name = 'ClientAbortedError'
+  }
 }
 
 /**
@@ -67,7 +74,11 @@ export class ClientAbortedError extends Error {
  * `streamAbove` bytes, whatever Content-Length declares) and the rest as it comes. Rejects with a 413
  * or 408 GatehouseError (both close the connection), or ClientAbortedError.
  */
-export function readBody (req: IncomingMessage, limits: BodyLimits, streamAbove = Infinity): Promise<Buffer | BodyStream> {
+export function readBody(
+  req: IncomingMessage,
+  limits: BodyLimits,
+  streamAbove = Infinity,
+): Promise<Buffer | BodyStream> {
   const started = Date.now()
   return new Promise((resolve, reject) => {
     const chunks: Buffer[] = []
@@ -86,7 +97,10 @@ export function readBody (req: IncomingMessage, limits: BodyLimits, streamAbove 
     const finish = (err: Error | null): void => {
       if (settled) return
       detach()
-      if (err === null) { resolve(chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks, size)); return }
+      if (err === null) {
+        resolve(chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks, size))
+        return
+      }
       if (!(err instanceof ClientAbortedError)) lingerThenClose(req)
       reject(err)
     }
@@ -98,7 +112,10 @@ export function readBody (req: IncomingMessage, limits: BodyLimits, streamAbove 
     const onData = (chunk: Buffer): void => {
       size += chunk.length
       rate?.add(chunk.length)
-      if (size > limits.maxBytes) { finish(new PayloadTooLargeError(limits.maxBytes, { headers: CLOSE })); return }
+      if (size > limits.maxBytes) {
+        finish(new PayloadTooLargeError(limits.maxBytes, { headers: CLOSE }))
+        return
+      }
       chunks.push(chunk)
       idle.refresh()
       if (size > streamAbove) {
@@ -110,7 +127,9 @@ export function readBody (req: IncomingMessage, limits: BodyLimits, streamAbove 
     }
     const onEnd = (): void => finish(null)
     const onError = (): void => finish(new ClientAbortedError())
-    const onClose = (): void => { if (!req.complete) finish(new ClientAbortedError()) }
+    const onClose = (): void => {
+      if (!req.complete) finish(new ClientAbortedError())
+    }
     req.on('data', onData)
     req.on('end', onEnd)
     req.on('error', onError)
@@ -118,11 +137,11 @@ export function readBody (req: IncomingMessage, limits: BodyLimits, streamAbove 
   })
 }
 
-function idleTimeout (limits: BodyLimits): GatehouseError {
+function idleTimeout(limits: BodyLimits): GatehouseError {
   return new RequestTimeoutError(`no part of the body arrived for ${limits.idleMs} ms`, { headers: CLOSE })
 }
 
-function totalTimeout (limits: BodyLimits): GatehouseError {
+function totalTimeout(limits: BodyLimits): GatehouseError {
   return new RequestTimeoutError(`the body took longer than ${limits.totalMs} ms`, { headers: CLOSE })
 }
 
@@ -139,17 +158,21 @@ class RateWatch {
   #held = false
   #holding = false
 
-  static of (limits: BodyLimits, onSlow: (err: GatehouseError) => void): RateWatch | null {
+  static of(limits: BodyLimits, onSlow: (err: GatehouseError) => void): RateWatch | null {
     const min = limits.minBytesPerSecond ?? 0
     const windowMs = limits.rateWindowMs ?? 10_000
     return min > 0 ? new RateWatch(min, windowMs, onSlow) : null
   }
 
-  private constructor (min: number, windowMs: number, onSlow: (err: GatehouseError) => void) {
-    this.#need = Math.ceil(min * windowMs / 1000)
+  private constructor(min: number, windowMs: number, onSlow: (err: GatehouseError) => void) {
+    this.#need = Math.ceil((min * windowMs) / 1000)
     this.#timer = setInterval(() => {
       if (!this.#held && this.#bytes < this.#need) {
-        onSlow(new RequestTimeoutError(`the body arrived slower than ${min} bytes per second over ${windowMs} ms`, { headers: CLOSE }))
+        onSlow(
+          new RequestTimeoutError(`the body arrived slower than ${min} bytes per second over ${windowMs} ms`, {
+            headers: CLOSE,
+          }),
+        )
         return
       }
       this.#bytes = 0
@@ -157,11 +180,20 @@ class RateWatch {
     }, windowMs)
   }
 
-  add (n: number): void { this.#bytes += n }
+  add(n: number): void {
+    this.#bytes += n
+  }
   /** The gateway paused the body (upstream backpressure): no window is judged until release(). */
-  hold (): void { this.#held = true; this.#holding = true }
-  release (): void { this.#holding = false }
-  stop (): void { clearInterval(this.#timer) }
+  hold(): void {
+    this.#held = true
+    this.#holding = true
+  }
+  release(): void {
+    this.#holding = false
+  }
+  stop(): void {
+    clearInterval(this.#timer)
+  }
 }
 
 /**
@@ -180,14 +212,17 @@ export class BodyStream extends Readable {
   /** The 413 / 408 that cut the body (also set when nobody was reading any more). */
   refusal: GatehouseError | null = null
 
-  constructor (req: IncomingMessage, head: Buffer[], size: number, limits: BodyLimits, started: number) {
+  constructor(req: IncomingMessage, head: Buffer[], size: number, limits: BodyLimits, started: number) {
     super()
     this.#req = req
     this.#limits = limits
     this.#size = size
     for (const c of head) this.push(c)
     this.#idle = setTimeout(() => this.#refuse(idleTimeout(limits)), limits.idleMs)
-    this.#total = setTimeout(() => this.#refuse(totalTimeout(limits)), Math.max(0, limits.totalMs - (Date.now() - started)))
+    this.#total = setTimeout(
+      () => this.#refuse(totalTimeout(limits)),
+      Math.max(0, limits.totalMs - (Date.now() - started)),
+    )
     this.#rate = RateWatch.of(limits, (err) => this.#refuse(err))
     // The request stays paused (readBody paused it) until the upstream reads: held till then.
     this.#rate?.hold()
@@ -199,10 +234,16 @@ export class BodyStream extends Readable {
 
   #onData = (chunk: Buffer): void => {
     this.#size += chunk.length
-    if (this.#size > this.#limits.maxBytes) { this.#refuse(new PayloadTooLargeError(this.#limits.maxBytes, { headers: CLOSE })); return }
+    if (this.#size > this.#limits.maxBytes) {
+      this.#refuse(new PayloadTooLargeError(this.#limits.maxBytes, { headers: CLOSE }))
+      return
+    }
     this.#idle?.refresh()
     this.#rate?.add(chunk.length)
-    if (!this.push(chunk)) { this.#rate?.hold(); this.#req.pause() }
+    if (!this.push(chunk)) {
+      this.#rate?.hold()
+      this.#req.pause()
+    }
   }
 
   #onEnd = (): void => {
@@ -215,11 +256,19 @@ export class BodyStream extends Readable {
     this.destroy(new ClientAbortedError())
   }
 
-  #onClose = (): void => { if (!this.#req.complete) this.#onAbort() }
+  #onClose = (): void => {
+    if (!this.#req.complete) this.#onAbort()
+  }
 
-  #detach (): void {
-    if (this.#idle !== null) { clearTimeout(this.#idle); this.#idle = null }
-    if (this.#total !== null) { clearTimeout(this.#total); this.#total = null }
+  #detach(): void {
+    if (this.#idle !== null) {
+      clearTimeout(this.#idle)
+      this.#idle = null
+    }
+    if (this.#total !== null) {
+      clearTimeout(this.#total)
+      this.#total = null
+    }
     this.#rate?.stop()
     this.#req.off('data', this.#onData)
     this.#req.off('end', this.#onEnd)
@@ -227,19 +276,19 @@ export class BodyStream extends Readable {
     this.#req.off('close', this.#onClose)
   }
 
-  #refuse (err: GatehouseError): void {
+  #refuse(err: GatehouseError): void {
     this.#detach()
     this.refusal = err
     lingerThenClose(this.#req)
     this.destroy(err)
   }
 
-  override _read (): void {
+  override _read(): void {
     this.#rate?.release()
     this.#req.resume()
   }
 
-  override _destroy (err: Error | null, cb: (err?: Error | null) => void): void {
+  override _destroy(err: Error | null, cb: (err?: Error | null) => void): void {
     this.#detach()
     cb(err)
   }

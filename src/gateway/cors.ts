@@ -6,17 +6,28 @@
 
 /** Response headers a browser script may read. */
 export const CORS_EXPOSED_HEADERS = [
-  'content-range', 'range', 'x-request-id', 'preference-applied', 'x-total-count', 'link', 'location',
-  'x-supabase-api-version', 'x-gatehouse-error-code', 'x-gatehouse-default-limit', 'x-gatehouse-max-limit',
+  'content-range',
+  'range',
+  'x-request-id',
+  'preference-applied',
+  'x-total-count',
+  'link',
+  'location',
+  'x-supabase-api-version',
+  'x-gatehouse-error-code',
+  'x-gatehouse-default-limit',
+  'x-gatehouse-max-limit',
   // Request-rate limits (rate-limits.ts): a browser app may read when to retry.
-  'ratelimit', 'ratelimit-policy', 'retry-after'
+  'ratelimit',
+  'ratelimit-policy',
+  'retry-after',
 ]
 
 /** PostgREST's methods as wai-cors lists them (HEAD last). */
 const METHODS = 'GET, POST, PATCH, PUT, DELETE, OPTIONS, HEAD'
 
 /** What a preflight allows: Authorization, the headers the browser asks for, then CORS's simple headers. */
-function allowedRequestHeaders (requested: string | undefined): string {
+function allowedRequestHeaders(requested: string | undefined): string {
   const out: string[] = []
   const seen = new Set<string>()
   const add = (h: string): void => {
@@ -33,26 +44,29 @@ function allowedRequestHeaders (requested: string | undefined): string {
 
 export interface Cors {
   /** Headers for an actual (non-preflight) response to `origin`, or null when none apply. */
-  response (origin: string | undefined): Record<string, string> | null
+  response(origin: string | undefined): Record<string, string> | null
   /** Headers of a preflight answer, or null when the origin is not allowed. */
-  preflight (origin: string, requestedHeaders?: string): Record<string, string> | null
+  preflight(origin: string, requestedHeaders?: string): Record<string, string> | null
   /** Whether every origin is allowed (`*`). */
   readonly anyOrigin: boolean
 }
 
-export function createCors (origins: readonly string[]): Cors {
+export function createCors(origins: readonly string[]): Cors {
   const any = origins.includes('*')
   const allowed = new Set(origins)
   const exposed = CORS_EXPOSED_HEADERS.join(', ')
-  const anyHeaders: Record<string, string> = { 'access-control-allow-origin': '*', 'access-control-expose-headers': exposed }
+  const anyHeaders: Record<string, string> = {
+    'access-control-allow-origin': '*',
+    'access-control-expose-headers': exposed,
+  }
 
-  function allowOrigin (origin: string): string | null {
+  function allowOrigin(origin: string): string | null {
     if (any) return '*'
     return allowed.has(origin) ? origin : null
   }
 
   return {
-    response (origin) {
+    response(origin) {
       if (origin === undefined) return null
       if (any) return anyHeaders
       const o = allowOrigin(origin)
@@ -60,17 +74,17 @@ export function createCors (origins: readonly string[]): Cors {
       return { 'access-control-allow-origin': o, 'access-control-expose-headers': exposed, vary: 'Origin' }
     },
     anyOrigin: any,
-    preflight (origin, requestedHeaders) {
+    preflight(origin, requestedHeaders) {
       const o = allowOrigin(origin)
       if (o === null) return null
       const h: Record<string, string> = {
         'access-control-allow-origin': o,
         'access-control-allow-methods': METHODS,
         'access-control-allow-headers': allowedRequestHeaders(requestedHeaders),
-        'access-control-max-age': '86400'
+        'access-control-max-age': '86400',
       }
       if (o !== '*') h.vary = 'Origin'
       return h
-    }
+    },
   }
 }

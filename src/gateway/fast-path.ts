@@ -27,7 +27,7 @@ const METHODS = new Set(PROXY_METHODS)
 // tokens before any `;`; parameters never make it invalid).
 const VALID_MEDIA_TYPE = /^[\w!#$%&'*+.^`|~-]+\/[\w!#$%&'*+.^`|~-]+\s*(?:;|$)/
 
-export function createFastPath (opts: FastPathOptions): FastPath {
+export function createFastPath(opts: FastPathOptions): FastPath {
   const { pipeline, log, tracer } = opts
   return (req, res) => {
     if (!takes(req)) return false
@@ -41,10 +41,11 @@ export function createFastPath (opts: FastPathOptions): FastPath {
 }
 
 /** Whether the fast path may take the request (else fastify routes it). */
-function takes (req: http.IncomingMessage): boolean {
+function takes(req: http.IncomingMessage): boolean {
   const url = req.url
   const method = req.method
-  if (url === undefined || url.charCodeAt(0) !== 47 /* / */ || method === undefined || !METHODS.has(method)) return false
+  if (url === undefined || url.charCodeAt(0) !== 47 /* / */ || method === undefined || !METHODS.has(method))
+    return false
   const q = url.indexOf('?')
   const pct = url.indexOf('%')
   // Percent-encoded paths: fastify's router decodes them (400 when it cannot).
@@ -59,7 +60,7 @@ function takes (req: http.IncomingMessage): boolean {
 }
 
 /** The request's span, ended when its response is (what fastify's tracing hooks do). */
-function traceResponse (tracer: PartTracer, req: http.IncomingMessage, res: http.ServerResponse): void {
+function traceResponse(tracer: PartTracer, req: http.IncomingMessage, res: http.ServerResponse): void {
   tracer.start(req)
   const end = (): void => {
     res.removeListener('finish', end)
@@ -70,13 +71,13 @@ function traceResponse (tracer: PartTracer, req: http.IncomingMessage, res: http
   res.on('error', end)
 }
 
-function hasBodyHeaders (req: http.IncomingMessage): boolean {
+function hasBodyHeaders(req: http.IncomingMessage): boolean {
   const cl = req.headers['content-length']
   return req.headers['transfer-encoding'] !== undefined || (cl !== undefined && cl !== '0')
 }
 
 /** `/healthz`, `/readyz`, `/metrics` (fastify routes here: answered 404 before any look-up). */
-function isAdminPath (url: string, pathLength: number): boolean {
+function isAdminPath(url: string, pathLength: number): boolean {
   if (pathLength === 8) return url.startsWith('/healthz') || url.startsWith('/metrics')
   return pathLength === 7 && url.startsWith('/readyz')
 }

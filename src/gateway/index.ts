@@ -33,7 +33,12 @@ import type { GatewayDeps } from './types.js'
 type GatewayConfig = GatewayDeps['config']['gateway']
 
 export type { GatewayDeps, Caller, RewriteError, RewrittenError, UpstreamErrorContext, Service } from './types.js'
-export { installGracefulShutdown, gatewayState, type GracefulShutdown, type GracefulShutdownOptions } from './shutdown.js'
+export {
+  installGracefulShutdown,
+  gatewayState,
+  type GracefulShutdown,
+  type GracefulShutdownOptions,
+} from './shutdown.js'
 export { GATEWAY_ERRORS, GATEWAY_ERROR_CODES, REFUSAL_ERRORS, type GatewayErrorCode } from './errors.js'
 export { CORS_EXPOSED_HEADERS } from './cors.js'
 export * from './rewrite/index.js'
@@ -44,7 +49,7 @@ export * from './rewrite/index.js'
  * buildPartAdmin). Close it with `app.close()` (keep-alive upstream
  * sockets are destroyed on close) or through installGracefulShutdown().
  */
-export function buildGateway (deps: GatewayDeps): FastifyInstance {
+export function buildGateway(deps: GatewayDeps): FastifyInstance {
   const g = deps.config.gateway
   // The fast path's listener, set once the pipeline exists (below).
   let fastPath: FastPath | null = null
@@ -55,17 +60,25 @@ export function buildGateway (deps: GatewayDeps): FastifyInstance {
     log: deps.config.log,
     loggerOptions: deps.loggerOptions,
     childLoggerFactory: lazyChildLoggerFactory,
-    fastify: fastifyOptions(g, () => fastPath, (error: Error, request: FastifyRequest, reply: FastifyReply) => {
-      const r = responder!.bare(new InvalidPathError('the URL cannot be decoded', { cause: error }), request)
-      request.log.info({ code: r.code }, 'request refused')
-      void reply.code(r.status).headers(r.headers).send(r.body)
-    })
+    fastify: fastifyOptions(
+      g,
+      () => fastPath,
+      (error: Error, request: FastifyRequest, reply: FastifyReply) => {
+        const r = responder!.bare(new InvalidPathError('the URL cannot be decoded', { cause: error }), request)
+        request.log.info({ code: r.code }, 'request refused')
+        void reply.code(r.status).headers(r.headers).send(r.body)
+      },
+    ),
   })
   // Expect: 100-continue is answered by the route, once it reads the body: a request refused
   // before (a declared body over the limit, a bad key) gets its answer instead of an
   // invitation to send a body it would drop (Node would send 100 Continue at once).
-  app.server.on('checkContinue', (req, res) => { app.server.emit('request', req, res) })
-  app.server.on('upgrade', (req, socket) => { refuseUpgrade(req, socket) })
+  app.server.on('checkContinue', (req, res) => {
+    app.server.emit('request', req, res)
+  })
+  app.server.on('upgrade', (req, socket) => {
+    refuseUpgrade(req, socket)
+  })
 
   const state = gatewayState(app)
   const metrics = createGatewayMetrics(deps.metricsRegistry, { tenantLabel: deps.config.metrics.tenant_label })
@@ -77,20 +90,40 @@ export function buildGateway (deps: GatewayDeps): FastifyInstance {
 
   // Set when app.close() begins (before the listener stops).
   let closing = false
-  app.addHook('preClose', (done) => { closing = true; done() })
+  app.addHook('preClose', (done) => {
+    closing = true
+    done()
+  })
   instrumentPart(app, {
     part: 'gateway',
     registry: metrics.registry,
     stopping: () => state.shuttingDown,
-    checks: deps.ready === undefined
-      ? []
-      : [{ name: 'gateway', check: async () => { if (!(await deps.ready!())) throw new Error('its readiness check failed') } }]
+    checks:
+      deps.ready === undefined
+        ? []
+        : [
+            {
+              name: 'gateway',
+              check: async () => {
+                if (!(await deps.ready!())) throw new Error('its readiness check failed')
+              },
+            },
+          ],
   })
 
-  const pipelineDeps = proxyDeps(deps, app, cors, answers, metrics, () => state.shuttingDown, () => closing)
+  const pipelineDeps = proxyDeps(
+    deps,
+    app,
+    cors,
+    answers,
+    metrics,
+    () => state.shuttingDown,
+    () => closing,
+  )
   const pipeline = createProxyPipeline(pipelineDeps)
   void app.register(pipeline.plugin.bind(pipeline))
-  if (deps.fastPath !== false) fastPath = createFastPath({ pipeline, log: app.log, tracer: deps.tracer, isClosing: () => closing })
+  if (deps.fastPath !== false)
+    fastPath = createFastPath({ pipeline, log: app.log, tracer: deps.tracer, isClosing: () => closing })
 
   app.addHook('onClose', async () => {
     pipelineDeps.upstream.close()
@@ -105,7 +138,11 @@ export function buildGateway (deps: GatewayDeps): FastifyInstance {
  * fastify's options for the gateway: the server fastify listens with is ours
  * (serverFactory), its request listener trying the fast path first.
  */
-function fastifyOptions (g: GatewayConfig, fastPath: () => FastPath | null, frameworkErrors: (error: Error, request: FastifyRequest, reply: FastifyReply) => void): FastifyServerOptions {
+function fastifyOptions(
+  g: GatewayConfig,
+  fastPath: () => FastPath | null,
+  frameworkErrors: (error: Error, request: FastifyRequest, reply: FastifyReply) => void,
+): FastifyServerOptions {
   return {
     // The client IP (request.ip, sent upstream as the only X-Forwarded-For entry) is the
     // socket's, or from X-Forwarded-For when the peer is a listed proxy (a load balancer).
@@ -120,7 +157,7 @@ function fastifyOptions (g: GatewayConfig, fastPath: () => FastPath | null, fram
       maxParamLength: 200,
       // No route reads request.query (the proxy works on the raw query string, forwarded
       // as is): skip parsing it on every request.
-      querystringParser: () => ({})
+      querystringParser: () => ({}),
     } as FastifyServerOptions['routerOptions'],
     // fastify's own server set-up (lib/server.js), on a server whose listener tries the
     // fast path first.
@@ -135,12 +172,12 @@ function fastifyOptions (g: GatewayConfig, fastPath: () => FastPath | null, fram
       if ((o.maxRequestsPerSocket ?? 0) > 0) server.maxRequestsPerSocket = o.maxRequestsPerSocket!
       return server
     },
-    frameworkErrors: frameworkErrors as FastifyServerOptions['frameworkErrors']
+    frameworkErrors: frameworkErrors as FastifyServerOptions['frameworkErrors'],
   }
 }
 
 /** fastify's error and not-found handlers, and the admin paths answered 404 here. */
-function installErrorHandlers (app: FastifyInstance, answers: GatewayResponder): void {
+function installErrorHandlers(app: FastifyInstance, answers: GatewayResponder): void {
   app.setErrorHandler((err, request, reply) => {
     const r = answers.render(err, request)
     void reply.code(r.status).headers(r.headers).send(r.body)
@@ -158,7 +195,15 @@ function installErrorHandlers (app: FastifyInstance, answers: GatewayResponder):
 }
 
 /** The proxy pipeline's parts, from the gateway's configuration. */
-function proxyDeps (deps: GatewayDeps, app: FastifyInstance, cors: ProxyRouteDeps['cors'], answers: GatewayResponder, metrics: GatewayMetrics, shuttingDown: () => boolean, closing: () => boolean): ProxyRouteDeps {
+function proxyDeps(
+  deps: GatewayDeps,
+  app: FastifyInstance,
+  cors: ProxyRouteDeps['cors'],
+  answers: GatewayResponder,
+  metrics: GatewayMetrics,
+  shuttingDown: () => boolean,
+  closing: () => boolean,
+): ProxyRouteDeps {
   const { config } = deps
   const g = config.gateway
   const now = deps.now ?? Date.now
@@ -166,7 +211,9 @@ function proxyDeps (deps: GatewayDeps, app: FastifyInstance, cors: ProxyRouteDep
   const slots: InflightSlots = createInflightSlots(g.tenant_max_inflight, g.client_max_inflight_share)
   return {
     baseHeaders: (ex) => answers.baseHeaders(ex),
-    fail: (ex, err) => { answers.fail(ex, err) },
+    fail: (ex, err) => {
+      answers.fail(ex, err)
+    },
     clientIp: clientIpOf(g, app),
     cors,
     tenants: deps.tenants,
@@ -187,7 +234,7 @@ function proxyDeps (deps: GatewayDeps, app: FastifyInstance, cors: ProxyRouteDep
       rewriteError: deps.rewriteError,
       isShuttingDown: shuttingDown,
       onUpstreamError: (ctx, code) => metrics.upstreamError(ctx.tenant.database, ctx.service, code),
-      onComplete: (info, status) => answers.complete(info, status)
+      onComplete: (info, status) => answers.complete(info, status),
     }),
     isClosing: closing,
     limits: {
@@ -198,14 +245,17 @@ function proxyDeps (deps: GatewayDeps, app: FastifyInstance, cors: ProxyRouteDep
       bufferBodyBytes: g.buffer_body_bytes,
       minBodyBytesPerSecond: g.min_body_bytes_per_second,
       bodyRateWindowMs: g.body_rate_window_ms,
-      tenantMaxInflight: g.tenant_max_inflight
+      tenantMaxInflight: g.tenant_max_inflight,
     },
     slots,
     rateLimiter: createRestRateLimiter({ redisUrl: config.redis.url, keyPrefix: config.redis.key_prefix }),
-    onClientGone: (info) => { info.errorCode = 'client_closed'; answers.complete(info, 499) },
+    onClientGone: (info) => {
+      info.errorCode = 'client_closed'
+      answers.complete(info, 499)
+    },
     forwardedProto: publicUrl.protocol.replace(/:$/, ''),
     forwardedHost: publicUrl.host,
-    tracer: deps.tracer
+    tracer: deps.tracer,
   }
 }
 
@@ -215,12 +265,15 @@ function proxyDeps (deps: GatewayDeps, app: FastifyInstance, cors: ProxyRouteDep
  * X-Forwarded-For when the peer is a listed proxy. Without trusted proxies: a warning when
  * most traffic comes from what looks like one.
  */
-function clientIpOf (g: GatewayConfig, app: FastifyInstance): (raw: http.IncomingMessage) => string {
+function clientIpOf(g: GatewayConfig, app: FastifyInstance): (raw: http.IncomingMessage) => string {
   if (g.trusted_proxies.length > 0) {
     const trust = proxyAddr.compile([...g.trusted_proxies])
     return (raw) => proxyAddr(raw, trust) ?? ''
   }
   const hint = createProxyHint(g.trusted_proxies, app.log)
   if (hint === null) return (raw) => raw.socket.remoteAddress ?? ''
-  return (raw) => { hint(raw); return raw.socket.remoteAddress ?? '' }
+  return (raw) => {
+    hint(raw)
+    return raw.socket.remoteAddress ?? ''
+  }
 }

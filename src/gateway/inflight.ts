@@ -11,7 +11,7 @@ import type { ServerResponse } from 'node:http'
 
 const kTenant = Symbol('gatehouse.inflightTenant')
 const kClient = Symbol('gatehouse.inflightClient')
-type Tracked = ServerResponse & { [kTenant]?: string, [kClient]?: string }
+type Tracked = ServerResponse & { [kTenant]?: string; [kClient]?: string }
 
 /** take()'s answer: a slot, or which cap refused one. */
 type TakeResult = 'ok' | 'tenant' | 'client'
@@ -21,16 +21,16 @@ export interface InflightSlots {
    * Takes a slot of `tenant` for `client` and `res` (given back by release(res) or when res
    * closes); 'tenant' / 'client' when that cap is reached.
    */
-  take (tenant: string, client: string, res: ServerResponse): TakeResult
+  take(tenant: string, client: string, res: ServerResponse): TakeResult
   /** Gives back res's slot (once; later calls and the close do nothing). */
-  release (res: ServerResponse): void
+  release(res: ServerResponse): void
   /** Requests of `tenant` in flight now. */
-  count (tenant: string): number
+  count(tenant: string): number
   /** The most one client may hold of a tenant's slots. */
   readonly perClient: number
 }
 
-export function createInflightSlots (maxPerTenant: number, clientShare = 1): InflightSlots {
+export function createInflightSlots(maxPerTenant: number, clientShare = 1): InflightSlots {
   const counts = new Map<string, number>()
   // Per client within a tenant: key `${tenant}\n${client}`.
   const clients = new Map<string, number>()
@@ -42,18 +42,21 @@ export function createInflightSlots (maxPerTenant: number, clientShare = 1): Inf
     else map.set(key, n)
   }
 
-  function release (this: Tracked): void {
+  function release(this: Tracked): void {
     const tenant = this[kTenant]
     if (tenant === undefined) return
     this[kTenant] = undefined
     dec(counts, tenant)
     const client = this[kClient]
-    if (client !== undefined) { this[kClient] = undefined; dec(clients, client) }
+    if (client !== undefined) {
+      this[kClient] = undefined
+      dec(clients, client)
+    }
   }
 
   return {
     perClient,
-    take (tenant, client, res) {
+    take(tenant, client, res) {
       const n = counts.get(tenant) ?? 0
       if (n >= maxPerTenant) return 'tenant'
       const key = `${tenant}\n${client}`
@@ -67,7 +70,11 @@ export function createInflightSlots (maxPerTenant: number, clientShare = 1): Inf
       res.on('close', release)
       return 'ok'
     },
-    release (res) { release.call(res as Tracked) },
-    count (tenant) { return counts.get(tenant) ?? 0 }
+    release(res) {
+      release.call(res as Tracked)
+    },
+    count(tenant) {
+      return counts.get(tenant) ?? 0
+    },
   }
 }

@@ -17,8 +17,8 @@ export interface GatewayMetricsOptions {
 
 export interface GatewayMetrics {
   registry: Registry
-  observe (tenant: string, service: string, status: number, seconds: number): void
-  upstreamError (tenant: string, service: string, code: string): void
+  observe(tenant: string, service: string, status: number, seconds: number): void
+  upstreamError(tenant: string, service: string, code: string): void
 }
 
 const BUCKETS = [0.002, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30]
@@ -34,7 +34,11 @@ interface Series {
   count: number
 }
 
-interface Value { labels: Record<string, string | number>, value: number, metricName?: string }
+interface Value {
+  labels: Record<string, string | number>
+  value: number
+  metricName?: string
+}
 
 /** The shape prom-client's Registry renders (what its own metrics return from get()). */
 interface ScrapedMetric {
@@ -42,41 +46,68 @@ interface ScrapedMetric {
   help: string
   type: 'counter' | 'histogram' | 'gauge'
   aggregator: 'sum'
-  get (): Promise<{ name: string, help: string, type: string, values: Value[], aggregator: string }>
-  reset (): void
+  get(): Promise<{ name: string; help: string; type: string; values: Value[]; aggregator: string }>
+  reset(): void
 }
 
 /** A metric prom-client's Registry renders from `collect()` at scrape time. */
-function scraped (name: string, help: string, type: ScrapedMetric['type'], collect: () => Value[], reset: () => void): ScrapedMetric {
-  return { name, help, type, aggregator: 'sum', get: async () => ({ name, help, type, values: collect(), aggregator: 'sum' }), reset }
+function scraped(
+  name: string,
+  help: string,
+  type: ScrapedMetric['type'],
+  collect: () => Value[],
+  reset: () => void,
+): ScrapedMetric {
+  return {
+    name,
+    help,
+    type,
+    aggregator: 'sum',
+    get: async () => ({ name, help, type, values: collect(), aggregator: 'sum' }),
+    reset,
+  }
 }
 
 /** Two-level map (tenant -> key -> T): no string building per request. */
 class Table<T> {
   readonly #rows = new Map<string, Map<string, T>>()
-  get (a: string, b: string): T | undefined {
+  get(a: string, b: string): T | undefined {
     return this.#rows.get(a)?.get(b)
   }
 
-  set (a: string, b: string, v: T): T {
+  set(a: string, b: string, v: T): T {
     let row = this.#rows.get(a)
-    if (row === undefined) { row = new Map(); this.#rows.set(a, row) }
+    if (row === undefined) {
+      row = new Map()
+      this.#rows.set(a, row)
+    }
     row.set(b, v)
     return v
   }
 
-  * values (): IterableIterator<T> { for (const row of this.#rows.values()) yield * row.values() }
-  clear (): void { this.#rows.clear() }
+  *values(): IterableIterator<T> {
+    for (const row of this.#rows.values()) yield* row.values()
+  }
+  clear(): void {
+    this.#rows.clear()
+  }
 }
 
 class RequestMetrics {
   readonly series = new Table<Series>()
-  readonly errors = new Table<{ tenant: string, service: string, code: string, n: number }>()
+  readonly errors = new Table<{ tenant: string; service: string; code: string; n: number }>()
 
-  observe (tenant: string, service: string, status: number, seconds: number): void {
-    const s = this.series.get(tenant, service) ?? this.series.set(tenant, service, {
-      tenant, service, statuses: new Map(), buckets: new Array<number>(BUCKETS.length + 1).fill(0), sum: 0, count: 0
-    })
+  observe(tenant: string, service: string, status: number, seconds: number): void {
+    const s =
+      this.series.get(tenant, service) ??
+      this.series.set(tenant, service, {
+        tenant,
+        service,
+        statuses: new Map(),
+        buckets: new Array<number>(BUCKETS.length + 1).fill(0),
+        sum: 0,
+        count: 0,
+      })
     s.statuses.set(status, (s.statuses.get(status) ?? 0) + 1)
     let i = 0
     while (i < BUCKETS.length && seconds > BUCKETS[i]!) i++
@@ -85,71 +116,102 @@ class RequestMetrics {
     s.count++
   }
 
-  upstreamError (tenant: string, service: string, code: string): void {
+  upstreamError(tenant: string, service: string, code: string): void {
     const key = `${service}\u0000${code}`
     ;(this.errors.get(tenant, key) ?? this.errors.set(tenant, key, { tenant, service, code, n: 0 })).n++
   }
 
   /** The series summed by `key` (tenant and service, or service only). */
-  #merged (tenantLabel: boolean): Series[] {
+  #merged(tenantLabel: boolean): Series[] {
     if (tenantLabel) return [...this.series.values()]
     const by = new Map<string, Series>()
     for (const s of this.series.values()) {
       let m = by.get(s.service)
       if (m === undefined) {
-        m = { tenant: '', service: s.service, statuses: new Map(), buckets: new Array<number>(BUCKETS.length + 1).fill(0), sum: 0, count: 0 }
+        m = {
+          tenant: '',
+          service: s.service,
+          statuses: new Map(),
+          buckets: new Array<number>(BUCKETS.length + 1).fill(0),
+          sum: 0,
+          count: 0,
+        }
         by.set(s.service, m)
       }
       for (const [status, n] of s.statuses) m.statuses.set(status, (m.statuses.get(status) ?? 0) + n)
-      s.buckets.forEach((n, i) => { m!.buckets[i]! += n })
+      s.buckets.forEach((n, i) => {
+        m!.buckets[i]! += n
+      })
       m.sum += s.sum
       m.count += s.count
     }
     return [...by.values()]
   }
 
-  metrics (tenantLabel: boolean): ScrapedMetric[] {
+  metrics(tenantLabel: boolean): ScrapedMetric[] {
     const latencyName = 'gatehouse_gateway_request_duration_seconds'
-    const tenantOf = (tenant: string): Record<string, string> => tenantLabel ? { tenant } : {}
+    const tenantOf = (tenant: string): Record<string, string> => (tenantLabel ? { tenant } : {})
     return [
-      scraped('gatehouse_requests_total', 'Requests answered, by part (gateway, rest, auth, panel), tenant database and status code', 'counter', () => {
-        const counts = new Map<string, { tenant: string, status: number, n: number }>()
-        for (const s of this.series.values()) {
-          for (const [status, n] of s.statuses) {
-            const key = tenantLabel ? `${s.tenant}\u0000${status}` : String(status)
-            const c = counts.get(key)
-            if (c === undefined) counts.set(key, { tenant: s.tenant, status, n })
-            else c.n += n
+      scraped(
+        'gatehouse_requests_total',
+        'Requests answered, by part (gateway, rest, auth, panel), tenant database and status code',
+        'counter',
+        () => {
+          const counts = new Map<string, { tenant: string; status: number; n: number }>()
+          for (const s of this.series.values()) {
+            for (const [status, n] of s.statuses) {
+              const key = tenantLabel ? `${s.tenant}\u0000${status}` : String(status)
+              const c = counts.get(key)
+              if (c === undefined) counts.set(key, { tenant: s.tenant, status, n })
+              else c.n += n
+            }
           }
-        }
-        return [...counts.values()].map((c) => ({ labels: { part: 'gateway', ...tenantOf(c.tenant), status: c.status }, value: c.n }))
-      }, () => this.series.clear()),
-      scraped(latencyName, `Time from request to the end of the response, by ${tenantLabel ? 'tenant database and ' : ''}service`, 'histogram', () => {
-        const values: Value[] = []
-        const bucketName = `${latencyName}_bucket`
-        for (const s of this.#merged(tenantLabel)) {
-          const labels = { ...tenantOf(s.tenant), service: s.service }
-          let acc = 0
-          BUCKETS.forEach((le, i) => {
-            acc += s.buckets[i]!
-            values.push({ labels: { le, ...labels }, value: acc, metricName: bucketName })
-          })
-          values.push({ labels: { le: '+Inf', ...labels }, value: s.count, metricName: bucketName })
-          values.push({ labels, value: s.sum, metricName: `${latencyName}_sum` })
-          values.push({ labels, value: s.count, metricName: `${latencyName}_count` })
-        }
-        return values
-      }, () => this.series.clear()),
-      scraped('gatehouse_gateway_upstream_errors_total', `Upstream requests that failed (refused, reset, timed out), by ${tenantLabel ? 'tenant, ' : ''}service and error code`, 'counter', () => {
-        const by = new Map<string, Value>()
-        for (const e of this.errors.values()) {
-          const key = tenantLabel ? `${e.tenant}\u0000${e.service}\u0000${e.code}` : `${e.service}\u0000${e.code}`
-          const v = by.get(key)
-          if (v === undefined) by.set(key, { labels: { ...tenantOf(e.tenant), service: e.service, code: e.code }, value: e.n })
-          else v.value += e.n
-        }
-        return [...by.values()]
-      }, () => this.errors.clear())
+          return [...counts.values()].map((c) => ({
+            labels: { part: 'gateway', ...tenantOf(c.tenant), status: c.status },
+            value: c.n,
+          }))
+        },
+        () => this.series.clear(),
+      ),
+      scraped(
+        latencyName,
+        `Time from request to the end of the response, by ${tenantLabel ? 'tenant database and ' : ''}service`,
+        'histogram',
+        () => {
+          const values: Value[] = []
+          const bucketName = `${latencyName}_bucket`
+          for (const s of this.#merged(tenantLabel)) {
+            const labels = { ...tenantOf(s.tenant), service: s.service }
+            let acc = 0
+            BUCKETS.forEach((le, i) => {
+              acc += s.buckets[i]!
+              values.push({ labels: { le, ...labels }, value: acc, metricName: bucketName })
+            })
+            values.push({ labels: { le: '+Inf', ...labels }, value: s.count, metricName: bucketName })
+            values.push({ labels, value: s.sum, metricName: `${latencyName}_sum` })
+            values.push({ labels, value: s.count, metricName: `${latencyName}_count` })
+          }
+          return values
+        },
+        () => this.series.clear(),
+      ),
+      scraped(
+        'gatehouse_gateway_upstream_errors_total',
+        `Upstream requests that failed (refused, reset, timed out), by ${tenantLabel ? 'tenant, ' : ''}service and error code`,
+        'counter',
+        () => {
+          const by = new Map<string, Value>()
+          for (const e of this.errors.values()) {
+            const key = tenantLabel ? `${e.tenant}\u0000${e.service}\u0000${e.code}` : `${e.service}\u0000${e.code}`
+            const v = by.get(key)
+            if (v === undefined)
+              by.set(key, { labels: { ...tenantOf(e.tenant), service: e.service, code: e.code }, value: e.n })
+            else v.value += e.n
+          }
+          return [...by.values()]
+        },
+        () => this.errors.clear(),
+      ),
     ]
   }
 }
@@ -160,7 +222,10 @@ const owners = new WeakMap<Registry, RequestMetrics>()
  * The gateway's metrics in `registry` (a new one by default). Gateways sharing a registry
  * share the series.
  */
-export function createGatewayMetrics (registry: Registry = new Registry(), opts: GatewayMetricsOptions = {}): GatewayMetrics {
+export function createGatewayMetrics(
+  registry: Registry = new Registry(),
+  opts: GatewayMetricsOptions = {},
+): GatewayMetrics {
   let m = owners.get(registry)
   if (m === undefined) {
     m = new RequestMetrics()
@@ -171,26 +236,47 @@ export function createGatewayMetrics (registry: Registry = new Registry(), opts:
   return {
     registry,
     observe: (tenant, service, status, seconds) => target.observe(tenant, service, status, seconds),
-    upstreamError: (tenant, service, code) => target.upstreamError(tenant, service, code)
+    upstreamError: (tenant, service, code) => target.upstreamError(tenant, service, code),
   }
 }
 
-type StoreHealth = () => { state: 'ok' | 'unreachable' | 'empty', lastGood: number, lastGoodServed: number }
+type StoreHealth = () => { state: 'ok' | 'unreachable' | 'empty'; lastGood: number; lastGoodServed: number }
 
 /**
  * The tenant store's health in `registry` (once per registry): its state as a gauge per
  * state (1 = current), the last good records held and how many look-ups they answered.
  */
-export function registerStoreHealth (registry: Registry, health: StoreHealth): void {
+export function registerStoreHealth(registry: Registry, health: StoreHealth): void {
   const stateName = 'gatehouse_tenant_store_state'
   if (registry.getSingleMetric(stateName) !== undefined) return
   const metrics = [
-    scraped(stateName, 'State of the tenant store as this process sees it (1 for the current state): ok, unreachable, or empty (it lost the tenants it held; serving last good records until `gatehouse tenants apply`)', 'gauge',
-      () => { const h = health(); return (['ok', 'unreachable', 'empty'] as const).map((s) => ({ labels: { state: s }, value: h.state === s ? 1 : 0 })) }, () => {}),
-    scraped('gatehouse_tenant_store_last_good_records', 'Tenant records this process can fall back to while the store fails', 'gauge',
-      () => [{ labels: {}, value: health().lastGood }], () => {}),
-    scraped('gatehouse_tenant_store_last_good_served_total', 'Tenant look-ups answered from a last good record because the store failed', 'counter',
-      () => [{ labels: {}, value: health().lastGoodServed }], () => {})
+    scraped(
+      stateName,
+      'State of the tenant store as this process sees it (1 for the current state): ok, unreachable, or empty (it lost the tenants it held; serving last good records until `gatehouse tenants apply`)',
+      'gauge',
+      () => {
+        const h = health()
+        return (['ok', 'unreachable', 'empty'] as const).map((s) => ({
+          labels: { state: s },
+          value: h.state === s ? 1 : 0,
+        }))
+      },
+      () => {},
+    ),
+    scraped(
+      'gatehouse_tenant_store_last_good_records',
+      'Tenant records this process can fall back to while the store fails',
+      'gauge',
+      () => [{ labels: {}, value: health().lastGood }],
+      () => {},
+    ),
+    scraped(
+      'gatehouse_tenant_store_last_good_served_total',
+      'Tenant look-ups answered from a last good record because the store failed',
+      'counter',
+      () => [{ labels: {}, value: health().lastGoodServed }],
+      () => {},
+    ),
   ]
   for (const m of metrics) registry.registerMetric(m as never)
 }

@@ -9,7 +9,14 @@
 import type { FastifyBaseLogger, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import type { IncomingHttpHeaders, IncomingMessage, OutgoingHttpHeaders, ServerResponse } from 'node:http'
 import type { Tenant, TenantLookup } from '../tenants/index.js'
-import { ClientTooManyConcurrentRequestsError, LengthRequiredError, RateLimitedError, NotReadyError, TenantNotFoundError, TooManyConcurrentRequestsError } from './errors.js'
+import {
+  ClientTooManyConcurrentRequestsError,
+  LengthRequiredError,
+  RateLimitedError,
+  NotReadyError,
+  TenantNotFoundError,
+  TooManyConcurrentRequestsError,
+} from './errors.js'
 import { isOpenAuthRoute, isTablePath, notServedError, parseGatewayPath } from './request/path.js'
 import { rewriteQuery, type LimitPolicy, type QueryRewrite } from './request/query.js'
 import { isUnverifiedTokenRefusal, type Authenticator } from './request/authenticate.js'
@@ -29,18 +36,27 @@ const kInfo = Symbol('gatehouse.requestInfo')
 type WithInfo = IncomingMessage & { [kInfo]?: RequestInfo }
 
 /** The caller of an /auth/v1 request whose bearer JWT failed verification: no role, the token as sent. */
-function unverifiedAuthCaller (headers: IncomingHttpHeaders): Caller {
+function unverifiedAuthCaller(headers: IncomingHttpHeaders): Caller {
   const token = bearerToken(firstHeader(headers.authorization) ?? '')
   return { kind: 'anon', claims: null, token, exp: null, keyKind: null, cacheKey: '' }
 }
 
-function setRequestInfo (raw: IncomingMessage, reqId: string): RequestInfo {
-  const info: RequestInfo = { reqId, method: raw.method ?? 'GET', url: raw.url ?? '/', start: performance.now(), tenant: UNKNOWN_TENANT, service: 'none', errorCode: null, done: false }
+function setRequestInfo(raw: IncomingMessage, reqId: string): RequestInfo {
+  const info: RequestInfo = {
+    reqId,
+    method: raw.method ?? 'GET',
+    url: raw.url ?? '/',
+    start: performance.now(),
+    tenant: UNKNOWN_TENANT,
+    service: 'none',
+    errorCode: null,
+    done: false,
+  }
   ;(raw as WithInfo)[kInfo] = info
   return info
 }
 
-export function requestInfo (raw: IncomingMessage): RequestInfo | undefined {
+export function requestInfo(raw: IncomingMessage): RequestInfo | undefined {
   return (raw as WithInfo)[kInfo]
 }
 
@@ -56,7 +72,7 @@ export interface Exchange {
 
 export interface ProxyRouteDeps {
   /** Request id, CORS and shutdown headers every response carries. */
-  baseHeaders: (ex: { id: string, raw: IncomingMessage }) => Record<string, string>
+  baseHeaders: (ex: { id: string; raw: IncomingMessage }) => Record<string, string>
   /** Answers an error the pipeline met (rendered, logged, counted) on ex.res. */
   fail: (ex: Exchange, err: unknown) => void
   /** The client address sent upstream (the socket's, or X-Forwarded-For from trusted proxies). */
@@ -95,7 +111,6 @@ export interface ProxyRouteDeps {
 /** The methods the pipeline serves (others: fastify's not-found answer). */
 export const PROXY_METHODS: readonly string[] = ['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS']
 
-
 /** The tenant, service and path of a request, once resolved. */
 interface Routed {
   tenant: Tenant
@@ -113,12 +128,12 @@ class ProxyPipeline {
   /** Parsed upstream base URLs (one per tenant upstream string). */
   readonly #bases = new Map<string, URL>()
 
-  constructor (deps: ProxyRouteDeps) {
+  constructor(deps: ProxyRouteDeps) {
     this.#deps = deps
   }
 
   /** Runs one request to its end (errors answered through deps.fail); never rejects. */
-  handle (ex: Exchange): Promise<void> {
+  handle(ex: Exchange): Promise<void> {
     return this.#run(ex).catch((err: unknown) => {
       try {
         this.#deps.fail(ex, err)
@@ -132,22 +147,24 @@ class ProxyPipeline {
   }
 
   /** fastify's entry: the catch-all route, its body left unparsed (hijacked). */
-  async plugin (instance: FastifyInstance): Promise<void> {
+  async plugin(instance: FastifyInstance): Promise<void> {
     // Bodies are never parsed: every content type (and none) leaves the stream unread
     // for the proxy to pipe.
     instance.removeAllContentTypeParsers()
-    instance.addContentTypeParser('*', (_request, _payload, done) => { done(null) })
+    instance.addContentTypeParser('*', (_request, _payload, done) => {
+      done(null)
+    })
     instance.route({
       method: [...PROXY_METHODS],
       url: '/*',
       handler: (request: FastifyRequest, reply: FastifyReply) => {
         reply.hijack()
         return this.handle({ raw: request.raw, res: reply.raw, id: request.id, log: request.log })
-      }
+      },
     })
   }
 
-  async #run (ex: Exchange): Promise<void> {
+  async #run(ex: Exchange): Promise<void> {
     const raw = ex.raw
     if (this.#preflight(ex)) return
     const info = setRequestInfo(raw, ex.id)
@@ -170,16 +187,30 @@ class ProxyPipeline {
     let body: Buffer | BodyStream | null = null
     if (r.hasBody) {
       body = await this.#readWithin(raw, ex.res, r.maxBody)
-      if (body === null) { this.#deps.onClientGone(info); return }
+      if (body === null) {
+        this.#deps.onClientGone(info)
+        return
+      }
     }
     this.#takeSlot(r.tenant.database, caller, clientIp, ex, body)
-    this.#forward(ex, { r, caller, authorization, clientIp, query: q.query, limitAdded: q.limitAdded, body, ours, info })
+    this.#forward(ex, {
+      r,
+      caller,
+      authorization,
+      clientIp,
+      query: q.query,
+      limitAdded: q.limitAdded,
+      body,
+      ours,
+      info,
+    })
   }
 
   /** CORS preflight: answered for any path, before any tenant look-up, without a key. */
-  #preflight (ex: Exchange): boolean {
+  #preflight(ex: Exchange): boolean {
     const h = ex.raw.headers
-    if (ex.raw.method !== 'OPTIONS' || h['access-control-request-method'] === undefined || h.origin === undefined) return false
+    if (ex.raw.method !== 'OPTIONS' || h['access-control-request-method'] === undefined || h.origin === undefined)
+      return false
     const allowed = this.#deps.cors.preflight(firstHeader(h.origin)!, firstHeader(h['access-control-request-headers']))
     const base = this.#deps.baseHeaders(ex)
     ex.res.writeHead(200, allowed === null ? base : { ...base, ...allowed, 'content-length': '0' })
@@ -188,17 +219,18 @@ class ProxyPipeline {
   }
 
   /** Refusals before any look-up: a closing gateway, a DELETE/OPTIONS body without a length. */
-  #admit (raw: IncomingMessage): void {
+  #admit(raw: IncomingMessage): void {
     if (this.#deps.isClosing()) throw new NotReadyError()
     // A DELETE or OPTIONS body must come with a length: proxies in front of an engine (and
     // http-proxy-3) send one without Content-Length as `Content-Length: 0`, and a chunked
     // body would then follow as bare bytes, read as the next request on the connection.
     const method = raw.method
-    if ((method === 'DELETE' || method === 'OPTIONS') && raw.headers['transfer-encoding'] !== undefined) throw new LengthRequiredError(method)
+    if ((method === 'DELETE' || method === 'OPTIONS') && raw.headers['transfer-encoding'] !== undefined)
+      throw new LengthRequiredError(method)
   }
 
   /** The tenant and service the path names; a declared body over the limit is refused here. */
-  async #route (raw: IncomingMessage, info: RequestInfo): Promise<Routed> {
+  async #route(raw: IncomingMessage, info: RequestInfo): Promise<Routed> {
     const gp = parseGatewayPath(raw.url ?? '/')
     // Supabase's other services are not offered by any database: said before any look-up.
     if (gp.service === null) throw notServedError(gp.path)
@@ -208,10 +240,14 @@ class ProxyPipeline {
     info.service = gp.service
     const limits = this.#deps.limits
     const hasBody = hasRequestBody(raw.headers)
-    const maxBody = gp.service === 'rest' ? (tenant.rest.max_body_bytes ?? limits.restMaxBodyBytes) : limits.authMaxBodyBytes
+    const maxBody =
+      gp.service === 'rest' ? (tenant.rest.max_body_bytes ?? limits.restMaxBodyBytes) : limits.authMaxBodyBytes
     if (hasBody) {
       const tooLarge = declaredTooLarge(raw, maxBody)
-      if (tooLarge !== null) { lingerThenClose(raw); throw tooLarge }
+      if (tooLarge !== null) {
+        lingerThenClose(raw)
+        throw tooLarge
+      }
     }
     const q = rewriteQuery(gp.query, limitOf(raw.method ?? 'GET', gp.service, gp.path, tenant))
     return { tenant, service: gp.service, path: gp.path, q, hasBody, maxBody }
@@ -223,7 +259,7 @@ class ProxyPipeline {
    * ours): it refuses it GoTrue's way ("invalid JWT: ...", the answer auth clients such as
    * admin.signOut expect). The API key was checked before.
    */
-  async #authenticate (raw: IncomingMessage, r: Routed): Promise<Caller> {
+  async #authenticate(raw: IncomingMessage, r: Routed): Promise<Caller> {
     const open = r.service === 'auth' && isOpenAuthRoute(raw.method ?? 'GET', r.path)
     try {
       const authenticated = this.#deps.authenticator.authenticate(r.tenant, raw.headers, r.q.apikey, open, raw.socket)
@@ -239,7 +275,7 @@ class ProxyPipeline {
    * re-signed token (role = this tenant's Postgres role); auth gets a user JWT unchanged, a
    * service_role token for a secret key, and none for a public key.
    */
-  async #upstreamAuthorization (r: Routed, caller: Caller): Promise<string | undefined> {
+  async #upstreamAuthorization(r: Routed, caller: Caller): Promise<string | undefined> {
     const tokens = this.#deps.tokens
     if (r.service === 'rest') {
       const t = tokens.rest(r.tenant, caller)
@@ -256,29 +292,46 @@ class ProxyPipeline {
    * The tenant's rest.rate_limits (rate-limits.ts): the RateLimit fields go into `ours`;
    * over a limit, 429 (a request with a body is answered and its connection closed).
    */
-  async #checkRate (raw: IncomingMessage, r: Routed, client: string, apikey: string, ours: OutgoingHttpHeaders): Promise<void> {
-    const verdict = await this.#deps.rateLimiter.check(r.tenant.rest.rate_limits, { database: r.tenant.database, client, apikey })
+  async #checkRate(
+    raw: IncomingMessage,
+    r: Routed,
+    client: string,
+    apikey: string,
+    ours: OutgoingHttpHeaders,
+  ): Promise<void> {
+    const verdict = await this.#deps.rateLimiter.check(r.tenant.rest.rate_limits, {
+      database: r.tenant.database,
+      client,
+      apikey,
+    })
     if (verdict === null) return
     Object.assign(ours, verdict.headers)
     const refused = verdict.refused
     if (refused === null) return
     const headers: Record<string, string> = { ...verdict.headers, 'retry-after': String(refused.retryAfter) }
-    if (r.hasBody) { headers.connection = 'close'; lingerThenClose(raw) }
+    if (r.hasBody) {
+      headers.connection = 'close'
+      lingerThenClose(raw)
+    }
     throw new RateLimitedError(refused.policy, refused.quota, refused.window, { headers })
   }
 
   /** The body within its limits (body.ts); null when the client went away (its socket is cut). */
-  async #readWithin (raw: IncomingMessage, res: ServerResponse, maxBytes: number): Promise<Buffer | BodyStream | null> {
+  async #readWithin(raw: IncomingMessage, res: ServerResponse, maxBytes: number): Promise<Buffer | BodyStream | null> {
     const limits = this.#deps.limits
     try {
       if (/\b100-continue\b/i.test(raw.headers.expect ?? '')) res.writeContinue()
-      return await readBody(raw, {
-        maxBytes,
-        idleMs: limits.bodyIdleMs,
-        totalMs: limits.bodyTimeoutMs,
-        minBytesPerSecond: limits.minBodyBytesPerSecond,
-        rateWindowMs: limits.bodyRateWindowMs
-      }, limits.bufferBodyBytes)
+      return await readBody(
+        raw,
+        {
+          maxBytes,
+          idleMs: limits.bodyIdleMs,
+          totalMs: limits.bodyTimeoutMs,
+          minBytesPerSecond: limits.minBodyBytesPerSecond,
+          rateWindowMs: limits.bodyRateWindowMs,
+        },
+        limits.bufferBodyBytes,
+      )
     } catch (err) {
       if (!(err instanceof ClientAbortedError)) throw err
       raw.socket.destroy()
@@ -291,27 +344,36 @@ class ProxyPipeline {
    * sends (a backend's secret key does not share the browsers' share behind one address).
    * 429 when the tenant's cap or the client's share is reached.
    */
-  #takeSlot (database: string, caller: Caller, clientIp: string, ex: Exchange, body: Buffer | BodyStream | null): void {
+  #takeSlot(database: string, caller: Caller, clientIp: string, ex: Exchange, body: Buffer | BodyStream | null): void {
     const slots = this.#deps.slots
     const taken = slots.take(database, caller.keyKind === 'svc' ? `${clientIp} svc` : clientIp, ex.res)
     if (taken === 'ok') return
-    if (body !== null && !Buffer.isBuffer(body)) { body.destroy(); lingerThenClose(ex.raw) }
+    if (body !== null && !Buffer.isBuffer(body)) {
+      body.destroy()
+      lingerThenClose(ex.raw)
+    }
     throw taken === 'tenant'
       ? new TooManyConcurrentRequestsError(this.#deps.limits.tenantMaxInflight, { headers: BUSY })
       : new ClientTooManyConcurrentRequestsError(slots.perClient, { headers: BUSY })
   }
 
   /** The request as the upstream gets it (headers, path), handed to the upstream client. */
-  #forward (ex: Exchange, f: Forwarding): void {
+  #forward(ex: Exchange, f: Forwarding): void {
     const { r, body } = f
     const raw = ex.raw
     const method = raw.method ?? 'GET'
     const target = this.#baseUrl(r.service === 'rest' ? r.tenant.upstreams.rest : r.tenant.upstreams.auth)
-    raw.headers = buildUpstreamHeaders(raw.headers, f.authorization, ex.id, {
-      for: f.clientIp,
-      proto: this.#deps.forwardedProto,
-      host: this.#deps.forwardedHost
-    }, () => raw.headersDistinct) as IncomingHttpHeaders
+    raw.headers = buildUpstreamHeaders(
+      raw.headers,
+      f.authorization,
+      ex.id,
+      {
+        for: f.clientIp,
+        proto: this.#deps.forwardedProto,
+        host: this.#deps.forwardedHost,
+      },
+      () => raw.headersDistinct,
+    ) as IncomingHttpHeaders
     // The engine's span is a child of ours (else the client's traceparent goes on as sent).
     this.#deps.tracer?.inject(raw, raw.headers as OutgoingHttpHeaders)
     // Tell the engine which limit was ours, not the caller's (client copies were stripped
@@ -337,11 +399,11 @@ class ProxyPipeline {
       query: f.query,
       responseHeaders: f.ours,
       info: f.info,
-      log: ex.log
+      log: ex.log,
     })
   }
 
-  #baseUrl (url: string): URL {
+  #baseUrl(url: string): URL {
     let u = this.#bases.get(url)
     if (u === undefined) {
       u = new URL(url)
@@ -368,13 +430,13 @@ interface Forwarding {
 const BUSY = { 'retry-after': '1' }
 
 /** The default and maximum row limits of a table read (null: not one). */
-function limitOf (method: string, service: Service, path: string, tenant: Tenant): LimitPolicy | null {
+function limitOf(method: string, service: Service, path: string, tenant: Tenant): LimitPolicy | null {
   return service === 'rest' && (method === 'GET' || method === 'HEAD') && isTablePath(path)
     ? { default: tenant.rest.default_limit, max: tenant.rest.max_limit }
     : null
 }
 
-export function createProxyPipeline (deps: ProxyRouteDeps): ProxyPipeline {
+export function createProxyPipeline(deps: ProxyRouteDeps): ProxyPipeline {
   return new ProxyPipeline(deps)
 }
 

@@ -12,27 +12,32 @@ const WINDOW = 200
 const MOST = 0.8
 
 export interface ProxyHintLogger {
-  warn (obj: object, msg: string): void
+  warn(obj: object, msg: string): void
 }
 
 /** IPv4 (or IPv4-mapped IPv6) private or carrier-grade NAT, or IPv6 unique local. */
-export function isPrivateAddress (address: string): boolean {
+export function isPrivateAddress(address: string): boolean {
   const a = address.startsWith('::ffff:') ? address.slice(7) : address
   const m = /^(\d+)\.(\d+)\.\d+\.\d+$/.exec(a)
   if (m !== null) {
     const x = Number(m[1])
     const y = Number(m[2])
-    return x === 10 || (x === 172 && y >= 16 && y <= 31) || (x === 192 && y === 168) || (x === 100 && y >= 64 && y <= 127)
+    return (
+      x === 10 || (x === 172 && y >= 16 && y <= 31) || (x === 192 && y === 168) || (x === 100 && y >= 64 && y <= 127)
+    )
   }
   return /^f[cd][0-9a-f]{2}:/i.test(a)
 }
 
-function isLoopback (address: string): boolean {
+function isLoopback(address: string): boolean {
   return address === '::1' || address.startsWith('127.') || address.startsWith('::ffff:127.')
 }
 
 /** Returns the per-request hook (null when proxies are configured: nothing to notice). */
-export function createProxyHint (trustedProxies: readonly string[], log: ProxyHintLogger): ((raw: IncomingMessage) => void) | null {
+export function createProxyHint(
+  trustedProxies: readonly string[],
+  log: ProxyHintLogger,
+): ((raw: IncomingMessage) => void) | null {
   if (trustedProxies.length > 0) return null
   let counts = new Map<string, number>()
   let seen = 0
@@ -46,10 +51,12 @@ export function createProxyHint (trustedProxies: readonly string[], log: ProxyHi
     for (const [peer, n] of counts) {
       if (n >= WINDOW * MOST) {
         warned = true
-        log.warn({ peer, requests: n, of: seen, setting: 'gateway.trusted_proxies' },
+        log.warn(
+          { peer, requests: n, of: seen, setting: 'gateway.trusted_proxies' },
           `most requests (${n} of ${seen}) come from ${peer}, which looks like a proxy in front of the gateway, while gateway.trusted_proxies is empty: ` +
-          'every client behind it counts as one (auth rate limits, the per-client share of in-flight requests, MFA IP binding). ' +
-          'List that proxy in gateway.trusted_proxies (docs/edge.md)')
+            'every client behind it counts as one (auth rate limits, the per-client share of in-flight requests, MFA IP binding). ' +
+            'List that proxy in gateway.trusted_proxies (docs/edge.md)',
+        )
       }
     }
     counts = new Map()

@@ -27,16 +27,16 @@ interface RateVerdict {
   /** RateLimit-Policy and RateLimit field values. */
   headers: Record<string, string>
   /** Set when a limit is exceeded: seconds to wait, and the limit (`client-minute` ...) that refused. */
-  refused: { retryAfter: number, policy: string, quota: number, window: number } | null
+  refused: { retryAfter: number; policy: string; quota: number; window: number } | null
 }
 
 export interface RestRateLimiter {
   /** Counts the request against every limit `limits` sets; null when none is set. */
-  check (limits: RestRateLimits | undefined, who: RateSubject): Promise<RateVerdict | null>
-  close (): void
+  check(limits: RestRateLimits | undefined, who: RateSubject): Promise<RateVerdict | null>
+  close(): void
 }
 
-export function createRestRateLimiter (opts: { redisUrl?: string, keyPrefix: string }): RestRateLimiter {
+export function createRestRateLimiter(opts: { redisUrl?: string; keyPrefix: string }): RestRateLimiter {
   let redis: Redis | null = null
   const limiters = new Map<string, RateLimiterAbstract>()
 
@@ -50,21 +50,24 @@ export function createRestRateLimiter (opts: { redisUrl?: string, keyPrefix: str
     return redis
   }
 
-  function limiter (points: number, duration: number): RateLimiterAbstract {
+  function limiter(points: number, duration: number): RateLimiterAbstract {
     const id = `${points}:${duration}`
     let l = limiters.get(id)
     if (l === undefined) {
       const keyPrefix = `${opts.keyPrefix}rest-rl:${id}`
       const memory = new RateLimiterMemory({ keyPrefix, points, duration })
       const r = store()
-      l = r !== null ? new RateLimiterRedis({ storeClient: r, keyPrefix, points, duration, insuranceLimiter: memory }) : memory
+      l =
+        r !== null
+          ? new RateLimiterRedis({ storeClient: r, keyPrefix, points, duration, insuranceLimiter: memory })
+          : memory
       limiters.set(id, l)
     }
     return l
   }
 
   return {
-    async check (limits, who) {
+    async check(limits, who) {
       if (limits === undefined) return null
       const policies: string[] = []
       const states: string[] = []
@@ -81,27 +84,31 @@ export function createRestRateLimiter (opts: { redisUrl?: string, keyPrefix: str
           const reset = Math.max(1, Math.ceil(res.msBeforeNext / 1000))
           policies.push(`"${name}";q=${quota};w=${window}`)
           states.push(`"${name}";r=${Math.max(0, res.remainingPoints)};t=${reset}`)
-          if (res.over && (refused === null || reset > refused.retryAfter)) refused = { retryAfter: reset, policy: name, quota, window }
+          if (res.over && (refused === null || reset > refused.retryAfter))
+            refused = { retryAfter: reset, policy: name, quota, window }
         }
       }
       if (policies.length === 0) return null
       return { headers: { 'ratelimit-policy': policies.join(', '), ratelimit: states.join(', ') }, refused }
     },
-    close () {
+    close() {
       if (redis !== null) redis.disconnect()
-    }
+    },
   }
 }
 
 /** The counter key of a scope: the client address, a hash of the API key, or the database. */
-function subjectOf (scope: typeof SCOPES[number], who: RateSubject): string {
+function subjectOf(scope: (typeof SCOPES)[number], who: RateSubject): string {
   if (scope === 'client') return who.client
   if (scope === 'key') return createHash('sha256').update(who.apikey).digest('base64url').slice(0, 22)
   return '*'
 }
 
 /** One request counted; `over` when the window's quota was already spent. */
-async function consume (l: RateLimiterAbstract, key: string): Promise<{ over: boolean, remainingPoints: number, msBeforeNext: number }> {
+async function consume(
+  l: RateLimiterAbstract,
+  key: string,
+): Promise<{ over: boolean; remainingPoints: number; msBeforeNext: number }> {
   try {
     const r = await l.consume(key)
     return { over: false, remainingPoints: r.remainingPoints, msBeforeNext: r.msBeforeNext }

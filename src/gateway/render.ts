@@ -2,7 +2,13 @@
 // `x-gatehouse-error-code` header. 5xx bodies say "unexpected failure" and carry the request
 // id; the cause is logged by the caller, never sent. Used by fastify's error handler and by
 // the proxy's raw error path (after reply.hijack()).
-import { isGatehouseError, type GatehouseError, type WireError, fastifyClientError, gotrueErrorBody } from '../shared/index.js'
+import {
+  isGatehouseError,
+  type GatehouseError,
+  type WireError,
+  fastifyClientError,
+  gotrueErrorBody,
+} from '../shared/index.js'
 import { BadRequestError, InternalError, InvalidPathError } from './errors.js'
 
 export interface RenderedError {
@@ -13,10 +19,12 @@ export interface RenderedError {
 }
 
 const HINTS_5XX: Record<string, string> = {
-  upstream_unavailable: 'The service behind the gateway could not be reached. Retry later; quote the request id when reporting it.',
-  upstream_timeout: 'The service behind the gateway did not answer in time. Retry later; quote the request id when reporting it.',
+  upstream_unavailable:
+    'The service behind the gateway could not be reached. Retry later; quote the request id when reporting it.',
+  upstream_timeout:
+    'The service behind the gateway did not answer in time. Retry later; quote the request id when reporting it.',
   not_ready: 'The gateway is shutting down or not ready. Retry on another instance.',
-  upstream_busy: 'Every connection to the service behind the gateway stayed busy. Retry after the Retry-After seconds.'
+  upstream_busy: 'Every connection to the service behind the gateway stayed busy. Retry after the Retry-After seconds.',
 }
 
 /**
@@ -35,11 +43,11 @@ export interface RenderOptions {
 
 /** Seconds a client should wait before retrying a 503 (every 503 says; default 1). */
 const RETRY_AFTER_503: Record<string, string> = {
-  tenant_store_unavailable: '5'
+  tenant_store_unavailable: '5',
 }
 
 /** Our error for anything thrown (fastify's client errors keep their 4xx meaning). */
-function toGatehouseError (err: unknown): GatehouseError {
+function toGatehouseError(err: unknown): GatehouseError {
   if (isGatehouseError(err)) return err
   const fe = fastifyClientError(err)
   if (fe === null) return new InternalError({ cause: err, internal: err })
@@ -47,18 +55,25 @@ function toGatehouseError (err: unknown): GatehouseError {
   return Object.assign(new BadRequestError(fe.message, { cause: err }), { status: fe.status }) as GatehouseError
 }
 
-export function renderError (err: unknown, requestId: string, opts?: RenderOptions): RenderedError {
+export function renderError(err: unknown, requestId: string, opts?: RenderOptions): RenderedError {
   const error = toGatehouseError(err)
   const headers: Record<string, string> = {
     'content-type': 'application/json; charset=utf-8',
     'x-gatehouse-error-code': error.code,
-    ...(error.headers ?? {})
+    ...(error.headers ?? {}),
   }
-  if (error.status === 503 && headers['retry-after'] === undefined) headers['retry-after'] = RETRY_AFTER_503[error.code] ?? '1'
+  if (error.status === 503 && headers['retry-after'] === undefined)
+    headers['retry-after'] = RETRY_AFTER_503[error.code] ?? '1'
   let wire: WireError | Record<string, unknown>
   if (opts?.auth === true && AUTH_SHAPED.has(error.code)) {
     const message = error.status >= 500 ? 'unexpected failure' : error.message
-    const g = gotrueErrorBody({ status: error.status, code: error.code, message, requestId, apiVersion: opts.apiVersion })
+    const g = gotrueErrorBody({
+      status: error.status,
+      code: error.code,
+      message,
+      requestId,
+      apiVersion: opts.apiVersion,
+    })
     wire = g.body
     Object.assign(headers, g.headers)
   } else if (error.status >= 500) {
@@ -67,7 +82,7 @@ export function renderError (err: unknown, requestId: string, opts?: RenderOptio
       message: 'unexpected failure',
       details: `request id ${requestId}`,
       hint: HINTS_5XX[error.code] ?? 'Quote the request id when reporting this failure.',
-      request_id: requestId
+      request_id: requestId,
     }
   } else {
     wire = error.toWire()

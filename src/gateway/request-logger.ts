@@ -7,8 +7,8 @@ import type { Bindings, ChildLoggerOptions } from 'pino'
 
 type Level = 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace'
 
-function call (logger: FastifyBaseLogger, level: Level, args: unknown[]): void {
-  (logger[level] as (...a: unknown[]) => void).apply(logger, args)
+function call(logger: FastifyBaseLogger, level: Level, args: unknown[]): void {
+  ;(logger[level] as (...a: unknown[]) => void).apply(logger, args)
 }
 
 export class LazyRequestLogger implements FastifyBaseLogger {
@@ -17,36 +17,59 @@ export class LazyRequestLogger implements FastifyBaseLogger {
   readonly #options: ChildLoggerOptions | undefined
   #real: FastifyBaseLogger | null = null
 
-  constructor (parent: FastifyBaseLogger, bindings: Bindings, options?: ChildLoggerOptions) {
+  constructor(parent: FastifyBaseLogger, bindings: Bindings, options?: ChildLoggerOptions) {
     this.#parent = parent
     this.#bindings = bindings
     this.#options = options
   }
 
-  #logger (): FastifyBaseLogger {
+  #logger(): FastifyBaseLogger {
     if (this.#real === null) {
-      this.#real = this.#options === undefined ? this.#parent.child(this.#bindings) : this.#parent.child(this.#bindings, this.#options)
+      this.#real =
+        this.#options === undefined
+          ? this.#parent.child(this.#bindings)
+          : this.#parent.child(this.#bindings, this.#options)
     }
     return this.#real
   }
 
-  get level (): string { return this.#real !== null ? this.#real.level : this.#parent.level }
-  set level (level: string) { this.#logger().level = level }
+  get level(): string {
+    return this.#real !== null ? this.#real.level : this.#parent.level
+  }
+  set level(level: string) {
+    this.#logger().level = level
+  }
 
-  fatal (...args: unknown[]): void { call(this.#logger(), 'fatal', args) }
-  error (...args: unknown[]): void { call(this.#logger(), 'error', args) }
-  warn (...args: unknown[]): void { call(this.#logger(), 'warn', args) }
-  info (...args: unknown[]): void { call(this.#logger(), 'info', args) }
-  debug (...args: unknown[]): void { call(this.#logger(), 'debug', args) }
-  trace (...args: unknown[]): void { call(this.#logger(), 'trace', args) }
-  silent (): void {}
+  fatal(...args: unknown[]): void {
+    call(this.#logger(), 'fatal', args)
+  }
+  error(...args: unknown[]): void {
+    call(this.#logger(), 'error', args)
+  }
+  warn(...args: unknown[]): void {
+    call(this.#logger(), 'warn', args)
+  }
+  info(...args: unknown[]): void {
+    call(this.#logger(), 'info', args)
+  }
+  debug(...args: unknown[]): void {
+    call(this.#logger(), 'debug', args)
+  }
+  trace(...args: unknown[]): void {
+    call(this.#logger(), 'trace', args)
+  }
+  silent(): void {}
 
-  child (bindings: Bindings, options?: ChildLoggerOptions): FastifyBaseLogger {
+  child(bindings: Bindings, options?: ChildLoggerOptions): FastifyBaseLogger {
     return options === undefined ? this.#logger().child(bindings) : this.#logger().child(bindings, options)
   }
 }
 
 /** fastify's childLoggerFactory option. */
-export function lazyChildLoggerFactory (logger: FastifyBaseLogger, bindings: Bindings, options: ChildLoggerOptions): FastifyBaseLogger {
+export function lazyChildLoggerFactory(
+  logger: FastifyBaseLogger,
+  bindings: Bindings,
+  options: ChildLoggerOptions,
+): FastifyBaseLogger {
   return new LazyRequestLogger(logger, bindings, options)
 }

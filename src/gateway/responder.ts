@@ -17,7 +17,7 @@ import type { RequestInfo } from './types.js'
 /** What baseHeaders() reads of a request (fastify's request or an Exchange). */
 export interface HeaderSource {
   id: string
-  raw: { method?: string, headers: Record<string, string | string[] | undefined> }
+  raw: { method?: string; headers: Record<string, string | string[] | undefined> }
 }
 
 /** An error as the client gets it. */
@@ -35,7 +35,7 @@ export class GatewayResponder {
   readonly #shuttingDown: () => boolean
   readonly #accessLog: FastifyBaseLogger
 
-  constructor (opts: { cors: Cors, metrics: GatewayMetrics, shuttingDown: () => boolean, log: FastifyBaseLogger }) {
+  constructor(opts: { cors: Cors; metrics: GatewayMetrics; shuttingDown: () => boolean; log: FastifyBaseLogger }) {
     this.#cors = opts.cors
     this.#metrics = opts.metrics
     this.#shuttingDown = opts.shuttingDown
@@ -45,7 +45,7 @@ export class GatewayResponder {
   }
 
   /** Headers of every response: request id, CORS, `Connection: close` while shutting down. */
-  baseHeaders (request: HeaderSource): Record<string, string> {
+  baseHeaders(request: HeaderSource): Record<string, string> {
     const h: Record<string, string> = { 'x-request-id': request.id }
     const origin = request.raw.headers.origin
     if (origin !== undefined) {
@@ -60,7 +60,7 @@ export class GatewayResponder {
   }
 
   /** The request is answered: one log line (URL redacted) and the metrics, once. */
-  complete (info: RequestInfo, status: number): void {
+  complete(info: RequestInfo, status: number): void {
     if (info.done) return
     info.done = true
     const ms = performance.now() - info.start
@@ -71,26 +71,33 @@ export class GatewayResponder {
       method: info.method,
       url: redactUrl(info.url),
       status,
-      ms: Math.round(ms * 10) / 10
+      ms: Math.round(ms * 10) / 10,
     }
     if (info.errorCode !== null) line.code = info.errorCode
-    if (info.trace !== undefined) { line.trace_id = info.trace.trace_id; line.span_id = info.trace.span_id }
+    if (info.trace !== undefined) {
+      line.trace_id = info.trace.trace_id
+      line.span_id = info.trace.span_id
+    }
     this.#accessLog.info(line, 'request completed')
   }
 
   /** An error answered: rendered, logged (5xx with the cause; refusals at debug). */
-  render (err: unknown, ex: { id: string, raw: http.IncomingMessage, log: FastifyBaseLogger }): RenderedAnswer {
+  render(err: unknown, ex: { id: string; raw: http.IncomingMessage; log: FastifyBaseLogger }): RenderedAnswer {
     const info = requestInfo(ex.raw)
-    const r = renderError(err, ex.id, { auth: info?.service === 'auth', apiVersion: ex.raw.headers['x-supabase-api-version'] })
+    const r = renderError(err, ex.id, {
+      auth: info?.service === 'auth',
+      apiVersion: ex.raw.headers['x-supabase-api-version'],
+    })
     if (info !== undefined) info.errorCode = r.error.code
     const tenant = info?.tenant
     if (r.status >= 500) ex.log.error({ tenant, err: r.error.cause ?? err, code: r.error.code }, 'request failed')
-    else if (r.error.details !== null) ex.log.debug({ tenant, code: r.error.code, details: r.error.details }, 'request refused')
+    else if (r.error.details !== null)
+      ex.log.debug({ tenant, code: r.error.code, details: r.error.details }, 'request refused')
     return { code: r.error.code, status: r.status, headers: { ...this.baseHeaders(ex), ...r.headers }, body: r.body }
   }
 
   /** The pipeline's errors, on the raw response (the same bytes fastify's reply.send writes). */
-  fail (ex: Exchange, err: unknown): void {
+  fail(ex: Exchange, err: unknown): void {
     const r = this.render(err, ex)
     const res = ex.res
     if (res.headersSent || res.destroyed) {
@@ -105,8 +112,13 @@ export class GatewayResponder {
   }
 
   /** An error answered before any request info exists (404 of unknown paths, undecodable URLs). */
-  bare (err: unknown, request: HeaderSource): RenderedAnswer {
+  bare(err: unknown, request: HeaderSource): RenderedAnswer {
     const r = renderError(err, request.id)
-    return { code: r.error.code, status: r.status, headers: { ...this.baseHeaders(request), ...r.headers }, body: r.body }
+    return {
+      code: r.error.code,
+      status: r.status,
+      headers: { ...this.baseHeaders(request), ...r.headers },
+      body: r.body,
+    }
   }
 }

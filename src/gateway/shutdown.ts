@@ -6,14 +6,19 @@
 // exits at the latest HOOKS_MS after the grace period, and a second signal exits at once.
 import type { FastifyInstance } from 'fastify'
 
-interface GatewayState { shuttingDown: boolean }
+interface GatewayState {
+  shuttingDown: boolean
+}
 
 const states = new WeakMap<FastifyInstance, GatewayState>()
 
 /** The shutdown flag of a gateway instance (created on first use). */
-export function gatewayState (app: FastifyInstance): GatewayState {
+export function gatewayState(app: FastifyInstance): GatewayState {
   let s = states.get(app)
-  if (s === undefined) { s = { shuttingDown: false }; states.set(app, s) }
+  if (s === undefined) {
+    s = { shuttingDown: false }
+    states.set(app, s)
+  }
   return s
 }
 
@@ -30,34 +35,44 @@ export interface GracefulShutdownOptions {
 
 export interface GracefulShutdown {
   /** Starts (or joins) the shutdown; resolves after the exit callback ran. */
-  shutdown (reason?: string): Promise<void>
+  shutdown(reason?: string): Promise<void>
   /** Removes the signal handlers. */
-  dispose (): void
+  dispose(): void
 }
 
 /** After the grace period, how long the close hooks may still take before the process exits anyway. */
 const HOOKS_MS = 2_000
 
-export function installGracefulShutdown (app: FastifyInstance, opts: GracefulShutdownOptions): GracefulShutdown {
+export function installGracefulShutdown(app: FastifyInstance, opts: GracefulShutdownOptions): GracefulShutdown {
   const signals = opts.signals ?? ['SIGTERM', 'SIGINT']
   const exitNow = opts.exit ?? ((code: number) => process.exit(code))
   let exited = false
-  const exit = (code: number): void => { if (!exited) { exited = true; exitNow(code) } }
+  const exit = (code: number): void => {
+    if (!exited) {
+      exited = true
+      exitNow(code)
+    }
+  }
   let running: Promise<void> | null = null
   // A log line is never worth a stuck shutdown: a logger that throws is passed over.
   const log = (level: 'info' | 'warn' | 'error', obj: object, msg: string): void => {
-    try { app.log[level](obj, msg) } catch {}
+    try {
+      app.log[level](obj, msg)
+    } catch {}
   }
 
-  function shutdown (reason = 'shutdown'): Promise<void> {
+  function shutdown(reason = 'shutdown'): Promise<void> {
     if (running !== null) return running
     running = (async () => {
       gatewayState(app).shuttingDown = true
       log('info', { reason, graceMs: opts.graceMs }, 'shutting down: readyz is 503, draining in-flight requests')
-      const deadline = setTimeout(() => {
-        log('error', { hooksMs: HOOKS_MS }, 'shutdown took longer than the grace period and its hooks may: exiting')
-        exit(1)
-      }, (opts.drainDelayMs ?? 0) + opts.graceMs + HOOKS_MS)
+      const deadline = setTimeout(
+        () => {
+          log('error', { hooksMs: HOOKS_MS }, 'shutdown took longer than the grace period and its hooks may: exiting')
+          exit(1)
+        },
+        (opts.drainDelayMs ?? 0) + opts.graceMs + HOOKS_MS,
+      )
       deadline.unref()
       if (opts.drainDelayMs) await new Promise((resolve) => setTimeout(resolve, opts.drainDelayMs).unref())
       const force = setTimeout(() => {
@@ -84,13 +99,18 @@ export function installGracefulShutdown (app: FastifyInstance, opts: GracefulShu
   // A second signal while shutting down: exit now (the first one is taking too long for
   // whoever sent it).
   const handler = (signal: NodeJS.Signals): void => {
-    if (running === null) { void shutdown(signal); return }
+    if (running === null) {
+      void shutdown(signal)
+      return
+    }
     log('warn', { signal }, 'second signal while shutting down: exiting now')
     exit(1)
   }
   for (const s of signals) process.on(s, handler)
   return {
     shutdown,
-    dispose () { for (const s of signals) process.removeListener(s, handler) }
+    dispose() {
+      for (const s of signals) process.removeListener(s, handler)
+    },
   }
 }

@@ -10,7 +10,7 @@ import { notServedError, parseGatewayPath } from './request/path.js'
 import { renderError } from './render.js'
 
 /** The error for an upgrade of `url`. */
-function upgradeError (url: string): unknown {
+function upgradeError(url: string): unknown {
   try {
     const gp = parseGatewayPath(url)
     return gp.service === null ? notServedError(gp.path) : new NotFoundError()
@@ -20,13 +20,20 @@ function upgradeError (url: string): unknown {
 }
 
 /** Writes the JSON error for the upgrade request and ends the connection. */
-export function refuseUpgrade (req: IncomingMessage, socket: Duplex, extraHeaders: Record<string, string> = {}): void {
+export function refuseUpgrade(req: IncomingMessage, socket: Duplex, extraHeaders: Record<string, string> = {}): void {
   socket.on('error', () => {})
   const id = requestIdOf(req)
   const r = renderError(upgradeError(req.url ?? '/'), id)
   const headers: Record<string, string> = {
-    ...extraHeaders, ...r.headers, 'x-request-id': id, 'content-length': String(Buffer.byteLength(r.body)), connection: 'close'
+    ...extraHeaders,
+    ...r.headers,
+    'x-request-id': id,
+    'content-length': String(Buffer.byteLength(r.body)),
+    connection: 'close',
   }
-  const head = [`HTTP/1.1 ${r.status} ${STATUS_CODES[r.status] ?? ''}`, ...Object.entries(headers).map(([k, v]) => `${k}: ${v}`)]
+  const head = [
+    `HTTP/1.1 ${r.status} ${STATUS_CODES[r.status] ?? ''}`,
+    ...Object.entries(headers).map(([k, v]) => `${k}: ${v}`),
+  ]
   socket.end(head.join('\r\n') + '\r\n\r\n' + r.body)
 }

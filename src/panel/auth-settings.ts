@@ -4,7 +4,14 @@
 // into the tenant's settings (the tenant record schema of src/tenants decides validity).
 import { Ajv, type ErrorObject } from 'ajv'
 import {
-  AuthHooksSchema, AuthSettingsSchema, DEFAULT_RATE_LIMITS, type AuthHook, type AuthHooks, type AuthSettings, type ProviderSettings, type RateLimits
+  AuthHooksSchema,
+  AuthSettingsSchema,
+  DEFAULT_RATE_LIMITS,
+  type AuthHook,
+  type AuthHooks,
+  type AuthSettings,
+  type ProviderSettings,
+  type RateLimits,
 } from '../tenants/index.js'
 import { ValidationError } from './errors.js'
 import { ownValue, checkOutboundUrl, OutboundRefusedError, type OutboundPolicy } from '../shared/index.js'
@@ -14,9 +21,23 @@ export const MASKED_SECRET = '********'
 
 /** Fields a PATCH may change. */
 export const PATCHABLE = [
-  'site_url', 'redirect_urls', 'magic_link', 'pkce', 'mail_confirmation', 'providers',
-  'anonymous_sign_in', 'anonymous_rate_per_hour', 'mfa_totp_enroll', 'mfa_totp_verify', 'mfa_max_enrolled_factors',
-  'mfa_rate_per_minute', 'manual_linking', 'secure_password_change', 'mail_rate_per_hour', 'rate_limits', 'hooks'
+  'site_url',
+  'redirect_urls',
+  'magic_link',
+  'pkce',
+  'mail_confirmation',
+  'providers',
+  'anonymous_sign_in',
+  'anonymous_rate_per_hour',
+  'mfa_totp_enroll',
+  'mfa_totp_verify',
+  'mfa_max_enrolled_factors',
+  'mfa_rate_per_minute',
+  'manual_linking',
+  'secure_password_change',
+  'mail_rate_per_hour',
+  'rate_limits',
+  'hooks',
 ] as const
 
 interface MaskedProvider {
@@ -56,11 +77,12 @@ export interface AuthSettingsView {
 
 const HOOK_NAMES = Object.keys(AuthHooksSchema.properties)
 
-function maskedHooks (hooks: AuthHooks | undefined): Record<string, AuthHook> {
+function maskedHooks(hooks: AuthHooks | undefined): Record<string, AuthHook> {
   const out: Record<string, AuthHook> = {}
   for (const name of HOOK_NAMES) {
     const h = ownValue(hooks ?? {}, name) as AuthHook | undefined
-    if (h !== undefined) out[name] = h.secrets === undefined ? { ...h } : { ...h, secrets: h.secrets.map(() => MASKED_SECRET) }
+    if (h !== undefined)
+      out[name] = h.secrets === undefined ? { ...h } : { ...h, secrets: h.secrets.map(() => MASKED_SECRET) }
   }
   return out
 }
@@ -69,20 +91,34 @@ function maskedHooks (hooks: AuthHooks | undefined): Record<string, AuthHook> {
  * Hooks merge by name: null removes one, an object sets it; secrets left out or masked keep the
  * stored ones. Problems are added to `problems`.
  */
-function mergeHooks (current: AuthHooks | undefined, patch: unknown, problems: string[]): AuthHooks {
+function mergeHooks(current: AuthHooks | undefined, patch: unknown, problems: string[]): AuthHooks {
   if (!isObject(patch)) {
-    problems.push(`hooks: must be an object of hook name (${HOOK_NAMES.join(', ')}) -> {uri, secrets, enabled} (null removes one)`)
+    problems.push(
+      `hooks: must be an object of hook name (${HOOK_NAMES.join(', ')}) -> {uri, secrets, enabled} (null removes one)`,
+    )
     return current ?? {}
   }
   const out: Record<string, unknown> = { ...structuredClone(current ?? {}) }
   for (const [name, value] of Object.entries(patch)) {
-    if (!HOOK_NAMES.includes(name)) { problems.push(`hooks.${name}: not a hook (${HOOK_NAMES.join(', ')})`); continue }
-    if (value === null) { delete out[name]; continue }
-    if (!isObject(value)) { problems.push(`hooks.${name}: must be an object or null`); continue }
+    if (!HOOK_NAMES.includes(name)) {
+      problems.push(`hooks.${name}: not a hook (${HOOK_NAMES.join(', ')})`)
+      continue
+    }
+    if (value === null) {
+      delete out[name]
+      continue
+    }
+    if (!isObject(value)) {
+      problems.push(`hooks.${name}: must be an object or null`)
+      continue
+    }
     const stored = ownValue(out, name) as AuthHook | undefined
     const next: Record<string, unknown> = structuredClone(value)
     const secrets = value.secrets
-    if (secrets === undefined || (Array.isArray(secrets) && secrets.length > 0 && secrets.every((x) => x === MASKED_SECRET))) {
+    if (
+      secrets === undefined ||
+      (Array.isArray(secrets) && secrets.length > 0 && secrets.every((x) => x === MASKED_SECRET))
+    ) {
       if (stored?.secrets !== undefined) next.secrets = stored.secrets
       else delete next.secrets
     }
@@ -92,7 +128,7 @@ function mergeHooks (current: AuthHooks | undefined, patch: unknown, problems: s
 }
 
 /** The tenant's buckets over GoTrue's defaults (records stored before rate limits have none). */
-function effectiveRateLimits (own: RateLimits | undefined): RateLimits {
+function effectiveRateLimits(own: RateLimits | undefined): RateLimits {
   const out = structuredClone(DEFAULT_RATE_LIMITS) as unknown as RateLimits
   for (const name of Object.keys(out) as Array<keyof RateLimits>) {
     const set = own && Object.hasOwn(own, name) ? own[name] : undefined
@@ -101,7 +137,7 @@ function effectiveRateLimits (own: RateLimits | undefined): RateLimits {
   return out
 }
 
-export function maskAuthSettings (a: AuthSettings): AuthSettingsView {
+export function maskAuthSettings(a: AuthSettings): AuthSettingsView {
   const providers: Record<string, MaskedProvider> = {}
   for (const [name, p] of Object.entries(a.providers ?? {})) {
     const { secret: _secret, enabled, ...rest } = p
@@ -125,14 +161,14 @@ export function maskAuthSettings (a: AuthSettings): AuthSettingsView {
     mail_rate_per_hour: a.mail_rate_per_hour,
     rate_limits: effectiveRateLimits(a.rate_limits),
     providers,
-    hooks: maskedHooks(a.hooks)
+    hooks: maskedHooks(a.hooks),
   }
 }
 
 const ajv = new Ajv({ allErrors: true, useDefaults: true, strict: false })
 const validateSettings = ajv.compile(AuthSettingsSchema)
 
-function describe (e: ErrorObject): string {
+function describe(e: ErrorObject): string {
   const field = (e.instancePath || '').replace(/^\//, '').replace(/\//g, '.')
   if (e.keyword === 'additionalProperties') {
     return `${field ? field + '.' : ''}${String((e.params as { additionalProperty: string }).additionalProperty)}: unknown field`
@@ -146,7 +182,7 @@ function describe (e: ErrorObject): string {
 const PROVIDER_NAME = /^[a-z][a-z0-9_-]{0,63}$/
 const URL_LIKE = /^[a-z][a-z0-9+.-]*:\/\/\S+$/i
 
-function isObject (v: unknown): v is Record<string, unknown> {
+function isObject(v: unknown): v is Record<string, unknown> {
   return typeof v === 'object' && v !== null && !Array.isArray(v)
 }
 
@@ -155,7 +191,7 @@ function isObject (v: unknown): v is Record<string, unknown> {
  * updates it (a missing or masked secret keeps the stored one). Throws ValidationError (400)
  * naming every bad field; returns a new object.
  */
-export function applyAuthSettingsPatch (current: AuthSettings, patch: unknown): AuthSettings {
+export function applyAuthSettingsPatch(current: AuthSettings, patch: unknown): AuthSettings {
   if (!isObject(patch)) throw new ValidationError('send a JSON object of settings to change')
   checkPatchKeys(patch)
   const problems: string[] = []
@@ -179,32 +215,51 @@ export function applyAuthSettingsPatch (current: AuthSettings, patch: unknown): 
 }
 
 /** The patch's keys, each one the panel changes, at least one; throws ValidationError naming the others. */
-function checkPatchKeys (patch: Record<string, unknown>): void {
+function checkPatchKeys(patch: Record<string, unknown>): void {
   const problems: string[] = []
   for (const k of Object.keys(patch)) {
-    if (!(PATCHABLE as readonly string[]).includes(k)) problems.push(`${k}: not a setting the panel changes (allowed: ${PATCHABLE.join(', ')})`)
+    if (!(PATCHABLE as readonly string[]).includes(k))
+      problems.push(`${k}: not a setting the panel changes (allowed: ${PATCHABLE.join(', ')})`)
   }
   if (Object.keys(patch).length === 0) problems.push('(body): name at least one setting to change')
   if (problems.length > 0) throw new ValidationError(problems.join('; '))
 }
 
 /** Providers merged by name: `null` removes one, an object updates it (a missing or masked secret keeps the stored one). */
-function mergeProviders (current: AuthSettings['providers'], p: unknown, problems: string[]): Record<string, ProviderSettings> | undefined {
+function mergeProviders(
+  current: AuthSettings['providers'],
+  p: unknown,
+  problems: string[],
+): Record<string, ProviderSettings> | undefined {
   if (!isObject(p)) {
     problems.push('providers: must be an object of provider name -> settings (null removes one)')
     return undefined
   }
   const providers: Record<string, ProviderSettings> = { ...structuredClone(current ?? {}) }
   for (const [name, value] of Object.entries(p)) {
-    if (!PROVIDER_NAME.test(name)) { problems.push(`providers.${JSON.stringify(name)}: a provider name is lower-case letters, digits, _ and -`); continue }
-    if (value === null) { delete providers[name]; continue }
-    if (!isObject(value)) { problems.push(`providers.${name}: must be an object or null`); continue }
+    if (!PROVIDER_NAME.test(name)) {
+      problems.push(`providers.${JSON.stringify(name)}: a provider name is lower-case letters, digits, _ and -`)
+      continue
+    }
+    if (value === null) {
+      delete providers[name]
+      continue
+    }
+    if (!isObject(value)) {
+      problems.push(`providers.${name}: must be an object or null`)
+      continue
+    }
     providers[name] = mergeProvider(name, ownValue(providers, name), value, problems)
   }
   return providers
 }
 
-function mergeProvider (name: string, stored: ProviderSettings | undefined, value: Record<string, unknown>, problems: string[]): ProviderSettings {
+function mergeProvider(
+  name: string,
+  stored: ProviderSettings | undefined,
+  value: Record<string, unknown>,
+  problems: string[],
+): ProviderSettings {
   const merged: Record<string, unknown> = { ...(stored ?? {}), ...structuredClone(value) }
   if (value.secret === undefined || value.secret === MASKED_SECRET) {
     const kept = stored?.secret
@@ -219,33 +274,40 @@ function mergeProvider (name: string, stored: ProviderSettings | undefined, valu
  * Buckets merge by name and field: {verify: {capacity: 10}} changes one number; null puts a
  * bucket back to GoTrue's default.
  */
-function mergeRateLimits (current: AuthSettings['rate_limits'], p: unknown, problems: string[]): RateLimits | undefined {
+function mergeRateLimits(current: AuthSettings['rate_limits'], p: unknown, problems: string[]): RateLimits | undefined {
   if (!isObject(p)) {
-    problems.push('rate_limits: must be an object of bucket name -> {capacity, rate, interval_seconds} (null resets one)')
+    problems.push(
+      'rate_limits: must be an object of bucket name -> {capacity, rate, interval_seconds} (null resets one)',
+    )
     return undefined
   }
   const merged: Record<string, unknown> = { ...effectiveRateLimits(current) }
   for (const [name, value] of Object.entries(p)) {
     if (value === null) {
-      if (Object.hasOwn(DEFAULT_RATE_LIMITS, name)) merged[name] = { ...DEFAULT_RATE_LIMITS[name as keyof typeof DEFAULT_RATE_LIMITS] }
+      if (Object.hasOwn(DEFAULT_RATE_LIMITS, name))
+        merged[name] = { ...DEFAULT_RATE_LIMITS[name as keyof typeof DEFAULT_RATE_LIMITS] }
       continue
     }
-    if (!isObject(value)) { problems.push(`rate_limits.${name}: must be an object or null`); continue }
-    const stored = Object.hasOwn(merged, name) ? merged[name] as Record<string, unknown> : {}
+    if (!isObject(value)) {
+      problems.push(`rate_limits.${name}: must be an object or null`)
+      continue
+    }
+    const stored = Object.hasOwn(merged, name) ? (merged[name] as Record<string, unknown>) : {}
     merged[name] = { ...stored, ...structuredClone(value) }
   }
   return merged as RateLimits
 }
 
 /** The merged settings when the schema and the URL checks accept them; else ValidationError. */
-function validated (next: AuthSettings): AuthSettings {
+function validated(next: AuthSettings): AuthSettings {
   if (!validateSettings(next)) {
     throw new ValidationError((validateSettings.errors ?? []).map(describe).join('; '))
   }
   const problems: string[] = []
   if (!URL_LIKE.test(next.site_url)) problems.push('site_url: must be an absolute URL (https://app.example.com)')
   next.redirect_urls.forEach((u, i) => {
-    if (!URL_LIKE.test(u) || u.length > 2048) problems.push(`redirect_urls.${i}: must be an absolute URL or URL pattern`)
+    if (!URL_LIKE.test(u) || u.length > 2048)
+      problems.push(`redirect_urls.${i}: must be an absolute URL or URL pattern`)
   })
   if (problems.length > 0) throw new ValidationError(problems.join('; '))
   return next
@@ -259,7 +321,7 @@ const FETCHED_FIELDS = ['issuer', 'token_url', 'userinfo_url'] as const
  * addresses unless the host is allowed), resolving each host now; throws ValidationError
  * (400) naming every refused field. The engine checks again at each request.
  */
-export async function checkProviderUrls (patch: unknown, next: AuthSettings, policy: OutboundPolicy): Promise<void> {
+export async function checkProviderUrls(patch: unknown, next: AuthSettings, policy: OutboundPolicy): Promise<void> {
   if (!isObject(patch)) return
   const problems: string[] = []
   /** Checks one URL; a refusal becomes a problem of `field`. */
@@ -281,7 +343,8 @@ export async function checkProviderUrls (patch: unknown, next: AuthSettings, pol
     if (!isObject(value) || p === undefined) continue
     for (const field of FETCHED_FIELDS) {
       const url = p[field]
-      if (value[field] !== undefined && typeof url === 'string' && url !== '') await check(url, `providers.${name}.${field}`)
+      if (value[field] !== undefined && typeof url === 'string' && url !== '')
+        await check(url, `providers.${name}.${field}`)
     }
   }
   if (problems.length > 0) throw new ValidationError(problems.join('; '))

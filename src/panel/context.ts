@@ -22,24 +22,24 @@ declare module 'fastify' {
 }
 
 /** Gives the panel's requests their state slot (once, on the panel's app). */
-export function decoratePanelRequests (app: FastifyInstance): void {
+export function decoratePanelRequests(app: FastifyInstance): void {
   app.decorateRequest('panelState', null)
 }
 
 /** The bearer token of an Authorization header, or null. */
-function bearerOf (header: string | string[] | undefined): string | null {
+function bearerOf(header: string | string[] | undefined): string | null {
   const v = Array.isArray(header) ? header[0] : header
   if (typeof v !== 'string') return null
   const m = /^Bearer[ \t]+([^\s]+)[ \t]*$/i.exec(v)
   return m === null ? null : m[1]!
 }
 
-export function guardHook (deps: { verifier: SessionVerifier, tenants: TenantLookup }) {
-  return async function guard (req: FastifyRequest): Promise<void> {
+export function guardHook(deps: { verifier: SessionVerifier; tenants: TenantLookup }) {
+  return async function guard(req: FastifyRequest): Promise<void> {
     const token = bearerOf(req.headers.authorization)
     if (token === null) throw new NoSessionError()
     const session = await deps.verifier.verify(token)
-    const { org, db } = req.params as { org?: string, db?: string }
+    const { org, db } = req.params as { org?: string; db?: string }
     const organization = org ?? ''
     const database = db ?? ''
     if (organization === '' || organization.length > 200 || !session.orgs.includes(organization)) {
@@ -52,7 +52,7 @@ export function guardHook (deps: { verifier: SessionVerifier, tenants: TenantLoo
   }
 }
 
-export function panelContext (req: FastifyRequest): PanelRequestContext {
+export function panelContext(req: FastifyRequest): PanelRequestContext {
   const c = req.panelState
   if (c === null) throw new InternalError({ internal: new Error('panel route registered outside the guarded scope') })
   return c

@@ -2,8 +2,18 @@
 // as retired and is never reused) and its renderer: {code, message, details, hint} plus the
 // `x-gatehouse-error-code` header. 5xx bodies say "unexpected failure" and the request id.
 import {
-  BadRequestError, DatabaseUnavailableError, InternalError, NotFoundError, PayloadTooLargeError,
-  defineError, errorCodes, isGatehouseError, type CodeOf, type GatehouseError, type WireError, fastifyClientError
+  BadRequestError,
+  DatabaseUnavailableError,
+  InternalError,
+  NotFoundError,
+  PayloadTooLargeError,
+  defineError,
+  errorCodes,
+  isGatehouseError,
+  type CodeOf,
+  type GatehouseError,
+  type WireError,
+  fastifyClientError,
 } from '../shared/index.js'
 import { PANEL_CONSTANTS } from '../config/index.js'
 
@@ -13,80 +23,150 @@ export { BadRequestError, DatabaseUnavailableError, InternalError, NotFoundError
 export const PANEL_BODY_LIMIT = PANEL_CONSTANTS.bodyLimitBytes
 
 // ---- panel session ----------------------------------------------------------------------
-export const NoSessionError = defineError('no_session', 401,
-  () => 'A panel session is required: send it as Authorization: Bearer <panel session token>')
+export const NoSessionError = defineError(
+  'no_session',
+  401,
+  () => 'A panel session is required: send it as Authorization: Bearer <panel session token>',
+)
 
-export const InvalidSessionError = defineError('invalid_session', 401,
-  (why: string) => `The panel session is not valid: ${why}`)
+export const InvalidSessionError = defineError(
+  'invalid_session',
+  401,
+  (why: string) => `The panel session is not valid: ${why}`,
+)
 
 // ---- organization and database ------------------------------------------------------------
-export const NotAMemberError = defineError('not_a_member', 403,
-  (organization: string) => `You are not a member of organization ${JSON.stringify(organization)}`)
+export const NotAMemberError = defineError(
+  'not_a_member',
+  403,
+  (organization: string) => `You are not a member of organization ${JSON.stringify(organization)}`,
+)
 
-export const DatabaseNotFoundError = defineError('database_not_found', 404,
-  (organization: string, database: string) => `Organization ${JSON.stringify(organization)} has no database ${JSON.stringify(database)}`)
+export const DatabaseNotFoundError = defineError(
+  'database_not_found',
+  404,
+  (organization: string, database: string) =>
+    `Organization ${JSON.stringify(organization)} has no database ${JSON.stringify(database)}`,
+)
 
 // ---- request shape ------------------------------------------------------------------------
 // bad_request, not_found: shared (src/shared/errors.ts)
-export const ValidationError = defineError('validation_failed', 400,
-  (why: string) => `The request is not valid: ${why}`)
+export const ValidationError = defineError(
+  'validation_failed',
+  400,
+  (why: string) => `The request is not valid: ${why}`,
+)
 
-const UnsupportedMediaTypeError = defineError('unsupported_media_type', 415,
-  (contentType: string) => `The panel reads bodies sent as application/json, not ${JSON.stringify(contentType)}`)
+const UnsupportedMediaTypeError = defineError(
+  'unsupported_media_type',
+  415,
+  (contentType: string) => `The panel reads bodies sent as application/json, not ${JSON.stringify(contentType)}`,
+)
 
 // ---- test query ---------------------------------------------------------------------------
-export const QueryError = defineError('query_error', 400,
-  (message: string) => message)
+export const QueryError = defineError('query_error', 400, (message: string) => message)
 
-export const QueryTimeoutError = defineError('query_timeout', 400,
-  (ms: number) => `The statement ran longer than ${ms} ms and was cancelled`)
+export const QueryTimeoutError = defineError(
+  'query_timeout',
+  400,
+  (ms: number) => `The statement ran longer than ${ms} ms and was cancelled`,
+)
 
-export const ResultTooLargeError = defineError('test_query_result_too_large', 400,
-  (bytes: number) => `The statement's result is larger than ${bytes} bytes and was cut off: select fewer or smaller columns, or fewer rows`)
+export const ResultTooLargeError = defineError(
+  'test_query_result_too_large',
+  400,
+  (bytes: number) =>
+    `The statement's result is larger than ${bytes} bytes and was cut off: select fewer or smaller columns, or fewer rows`,
+)
 
-export const EngineNotConfiguredError = defineError('engine_not_configured', 409,
-  (database: string, what: string) => `Database ${JSON.stringify(database)} has no ${what} connection (tenant engines), which this needs`)
+export const EngineNotConfiguredError = defineError(
+  'engine_not_configured',
+  409,
+  (database: string, what: string) =>
+    `Database ${JSON.stringify(database)} has no ${what} connection (tenant engines), which this needs`,
+)
 
 // ---- `gatehouse tenants check` ----------------------------------------------------------------
 /** A refused `gatehouse tenants check` (a bad name, an unknown tenant, no connection), printed as one line. */
-export const CheckFailedError = defineError('check_failed', 400,
-  (message: string) => message)
+export const CheckFailedError = defineError('check_failed', 400, (message: string) => message)
 
 // ---- app-session --------------------------------------------------------------------------
 /** Retired: a stranger holding a member's address no longer blocks the exchange (docs/edge.md); kept so the code is never reused. */
-const AccountLinkRefusedError = defineError('account_link_refused', 409,
-  (database: string, email: string) => `Database ${JSON.stringify(database)} already has a user with email ${email} ` +
-    'whose ownership of the address was never proven by a mail round trip, so the exchange does not hand you that account')
+const AccountLinkRefusedError = defineError(
+  'account_link_refused',
+  409,
+  (database: string, email: string) =>
+    `Database ${JSON.stringify(database)} already has a user with email ${email} ` +
+    'whose ownership of the address was never proven by a mail round trip, so the exchange does not hand you that account',
+)
 
-export const ExchangeRateLimitError = defineError('over_request_rate_limit', 429,
-  (points: number, seconds: number) => `Too many app-session exchanges: at most ${points} per ${seconds} s for one panel user and database (the database's sign-in limit)`)
+export const ExchangeRateLimitError = defineError(
+  'over_request_rate_limit',
+  429,
+  (points: number, seconds: number) =>
+    `Too many app-session exchanges: at most ${points} per ${seconds} s for one panel user and database (the database's sign-in limit)`,
+)
 
-export const TestQueryLoginError = defineError('test_query_login_unavailable', 409,
-  (database: string, login: string) => `Database ${JSON.stringify(database)} has no working test-query login ${login}`)
+export const TestQueryLoginError = defineError(
+  'test_query_login_unavailable',
+  409,
+  (database: string, login: string) => `Database ${JSON.stringify(database)} has no working test-query login ${login}`,
+)
 
 // ---- settings -----------------------------------------------------------------------------
-export const SettingsReadOnlyError = defineError('settings_read_only', 409,
-  () => 'This panel has no writable tenant store: settings and signing keys cannot be changed here')
+export const SettingsReadOnlyError = defineError(
+  'settings_read_only',
+  409,
+  () => 'This panel has no writable tenant store: settings and signing keys cannot be changed here',
+)
 
 // ---- signing keys -------------------------------------------------------------------------
-export const SigningKeyNotFoundError = defineError('signing_key_not_found', 404,
-  (database: string, kid: string) => `Database ${JSON.stringify(database)} has no signing key ${JSON.stringify(kid)}`)
+export const SigningKeyNotFoundError = defineError(
+  'signing_key_not_found',
+  404,
+  (database: string, kid: string) => `Database ${JSON.stringify(database)} has no signing key ${JSON.stringify(kid)}`,
+)
 
-export const SigningKeyInUseError = defineError('signing_key_in_use', 409,
-  (kid: string) => `Signing key ${JSON.stringify(kid)} signs this database's tokens now and cannot be revoked`)
+export const SigningKeyInUseError = defineError(
+  'signing_key_in_use',
+  409,
+  (kid: string) => `Signing key ${JSON.stringify(kid)} signs this database's tokens now and cannot be revoked`,
+)
 
-export const LegacySecretRetireRefusedError = defineError('legacy_secret_retire_refused', 409,
-  (why: string) => `The legacy JWT secret cannot be retired: ${why}`)
+export const LegacySecretRetireRefusedError = defineError(
+  'legacy_secret_retire_refused',
+  409,
+  (why: string) => `The legacy JWT secret cannot be retired: ${why}`,
+)
 
 // ---- process ------------------------------------------------------------------------------
 // database_unavailable, internal_error: shared
 
 /** Every error this part raises (besides refusals of the gateway and auth errors it relays). */
 export const PANEL_ERRORS = {
-  NoSessionError, InvalidSessionError, NotAMemberError, DatabaseNotFoundError, BadRequestError, ValidationError,
-  PayloadTooLargeError, UnsupportedMediaTypeError,
-  NotFoundError, QueryError, QueryTimeoutError, ResultTooLargeError, EngineNotConfiguredError, AccountLinkRefusedError, ExchangeRateLimitError, TestQueryLoginError,
-  SettingsReadOnlyError, SigningKeyNotFoundError, SigningKeyInUseError, LegacySecretRetireRefusedError, CheckFailedError, DatabaseUnavailableError, InternalError
+  NoSessionError,
+  InvalidSessionError,
+  NotAMemberError,
+  DatabaseNotFoundError,
+  BadRequestError,
+  ValidationError,
+  PayloadTooLargeError,
+  UnsupportedMediaTypeError,
+  NotFoundError,
+  QueryError,
+  QueryTimeoutError,
+  ResultTooLargeError,
+  EngineNotConfiguredError,
+  AccountLinkRefusedError,
+  ExchangeRateLimitError,
+  TestQueryLoginError,
+  SettingsReadOnlyError,
+  SigningKeyNotFoundError,
+  SigningKeyInUseError,
+  LegacySecretRetireRefusedError,
+  CheckFailedError,
+  DatabaseUnavailableError,
+  InternalError,
 } as const
 
 export type PanelErrorCode = CodeOf<typeof PANEL_ERRORS>
@@ -102,7 +182,7 @@ export interface RenderedPanelError {
 }
 
 /** Our error for anything thrown; fastify's 4xx keep their meaning, the rest is a 500. */
-function toPanelError (err: unknown, contentType = ''): GatehouseError {
+function toPanelError(err: unknown, contentType = ''): GatehouseError {
   if (isGatehouseError(err)) return err
   const fe = fastifyClientError(err)
   if (fe === null) return new InternalError({ cause: err, internal: err })
@@ -111,15 +191,26 @@ function toPanelError (err: unknown, contentType = ''): GatehouseError {
   return new BadRequestError(fe.message, { cause: err })
 }
 
-export function renderPanelError (err: unknown, requestId: string, contentType = ''): RenderedPanelError {
+export function renderPanelError(err: unknown, requestId: string, contentType = ''): RenderedPanelError {
   const error = toPanelError(err, contentType)
-  const body: WireError = error.status >= 500
-    ? { code: error.code, message: 'unexpected failure', details: `request id ${requestId}`, hint: 'Retry later; quote the request id when reporting it.', request_id: requestId }
-    : error.toWire()
+  const body: WireError =
+    error.status >= 500
+      ? {
+          code: error.code,
+          message: 'unexpected failure',
+          details: `request id ${requestId}`,
+          hint: 'Retry later; quote the request id when reporting it.',
+          request_id: requestId,
+        }
+      : error.toWire()
   return {
     status: error.status,
-    headers: { 'content-type': 'application/json; charset=utf-8', 'x-gatehouse-error-code': error.code, ...(error.headers ?? {}) },
+    headers: {
+      'content-type': 'application/json; charset=utf-8',
+      'x-gatehouse-error-code': error.code,
+      ...(error.headers ?? {}),
+    },
     body,
-    error
+    error,
   }
 }

@@ -11,12 +11,12 @@ export class ExchangeLimiter {
   readonly #limiters = new Map<string, RateLimiterMemory>()
 
   /** Takes one exchange of (tenant, panel user); throws ExchangeRateLimitError when none is left. */
-  async consume (tenant: Tenant, panelUserId: string): Promise<void> {
+  async consume(tenant: Tenant, panelUserId: string): Promise<void> {
     const own = tenant.auth.rate_limits
     const set = own !== undefined && Object.hasOwn(own, 'sign_in_sign_up') ? own.sign_in_sign_up : undefined
     const b = { ...DEFAULT_RATE_LIMITS.sign_in_sign_up, ...(set ?? {}) }
     const points = b.capacity
-    const duration = Math.max(1, Math.ceil(b.capacity / b.rate * b.interval_seconds))
+    const duration = Math.max(1, Math.ceil((b.capacity / b.rate) * b.interval_seconds))
     try {
       await this.#limiter(points, duration).consume(JSON.stringify([tenant.database, panelUserId]))
     } catch (res) {
@@ -28,7 +28,7 @@ export class ExchangeLimiter {
     }
   }
 
-  #limiter (points: number, duration: number): RateLimiterMemory {
+  #limiter(points: number, duration: number): RateLimiterMemory {
     const id = `${points}:${duration}`
     let l = this.#limiters.get(id)
     if (l === undefined) {

@@ -8,21 +8,24 @@ import type { PanelRouteDeps } from './route-deps.js'
 export const EXCHANGE_EXPIRES_IN = 3600
 
 /** The exchange needs the database's auth engine (checked before the exchange's limit). */
-export async function requireAuthEngine (_deps: PanelRouteDeps, req: FastifyRequest): Promise<void> {
+export async function requireAuthEngine(_deps: PanelRouteDeps, req: FastifyRequest): Promise<void> {
   const { tenant, database } = panelContext(req)
   if (!tenant.engines?.auth) throw new EngineNotConfiguredError(database, 'auth engine')
 }
 
 /** The exchange is a sign-in: limited per database and panel user (exchange-limit.ts). */
-export async function takeExchange (deps: PanelRouteDeps, req: FastifyRequest): Promise<void> {
+export async function takeExchange(deps: PanelRouteDeps, req: FastifyRequest): Promise<void> {
   const { tenant, session } = panelContext(req)
   await deps.exchangeLimiter.consume(tenant, session.userId)
 }
 
-export async function postAppSession (deps: PanelRouteDeps, req: FastifyRequest): Promise<unknown> {
+export async function postAppSession(deps: PanelRouteDeps, req: FastifyRequest): Promise<unknown> {
   const { tenant, session, database } = panelContext(req)
   // The exchange's access token lives 3600 s whatever the tenant's own expiry (docs/service.md §8).
-  const t = tenant.jwt.expiry === EXCHANGE_EXPIRES_IN ? tenant : { ...tenant, jwt: { ...tenant.jwt, expiry: EXCHANGE_EXPIRES_IN } }
+  const t =
+    tenant.jwt.expiry === EXCHANGE_EXPIRES_IN
+      ? tenant
+      : { ...tenant, jwt: { ...tenant.jwt, expiry: EXCHANGE_EXPIRES_IN } }
   // Never hand a member an account the exchange did not establish as theirs: link only to
   // a user that already has this panel identity, or whose address was proven by a mail
   // round trip; when a stranger holds the address unproven, the member gets a user of
@@ -33,15 +36,15 @@ export async function postAppSession (deps: PanelRouteDeps, req: FastifyRequest)
     providerId: session.userId,
     email: session.email,
     emailVerified: session.emailVerified,
-    requireEmailProof: true
+    requireEmailProof: true,
   })
-  const user = r.user as { id: string, email?: string | null }
+  const user = r.user as { id: string; email?: string | null }
   return {
     url: `${deps.config.public_url.replace(/\/+$/, '')}/${database}`,
     access_token: r.session.access_token,
     refresh_token: r.session.refresh_token,
     expires_in: EXCHANGE_EXPIRES_IN,
     token_type: 'bearer',
-    user: { id: user.id, email: user.email ?? '' }
+    user: { id: user.id, email: user.email ?? '' },
   }
 }

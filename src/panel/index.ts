@@ -22,9 +22,21 @@ import { ExchangeLimiter } from './exchange-limit.js'
 import { registerPanelRoutes } from './routes.js'
 import { createSessionVerifier } from './session.js'
 
-export { signPanelSession, createSessionVerifier, type SignPanelSessionOptions, type PanelSession, type SessionVerifier } from './session.js'
+export {
+  signPanelSession,
+  createSessionVerifier,
+  type SignPanelSessionOptions,
+  type PanelSession,
+  type SessionVerifier,
+} from './session.js'
 export { checkPolicies, formatPolicyReport, type PolicyFinding, type PolicyAudience } from './policy-check.js'
-export { maskAuthSettings, applyAuthSettingsPatch, MASKED_SECRET, PATCHABLE, type AuthSettingsView } from './auth-settings.js'
+export {
+  maskAuthSettings,
+  applyAuthSettingsPatch,
+  MASKED_SECRET,
+  PATCHABLE,
+  type AuthSettingsView,
+} from './auth-settings.js'
 export { restSettingsView, applyRestSettingsPatch, REST_PATCHABLE, type RestSettingsView } from './rest-settings.js'
 export { PANEL_ERRORS, PANEL_ERROR_CODES, type PanelErrorCode } from './errors.js'
 export type { TestQueryRequest, TestQueryResult, TestQueryAs } from './test-query.js'
@@ -49,24 +61,42 @@ export interface PanelDeps {
 }
 
 /** The panel's pools are keyed by JSON [database, url]: the tenant label is the database. */
-function poolTenant (key: string): string {
-  try { return String((JSON.parse(key) as unknown[])[0]) } catch { return key }
+function poolTenant(key: string): string {
+  try {
+    return String((JSON.parse(key) as unknown[])[0])
+  } catch {
+    return key
+  }
 }
 
 /** JSON bodies only (an empty body is {}: the exchange needs none), the request id on every answer, the panel's error bodies. */
-function setJsonAndErrors (app: FastifyInstance): void {
+function setJsonAndErrors(app: FastifyInstance): void {
   app.removeAllContentTypeParsers()
-  app.addContentTypeParser('application/json', { parseAs: 'string', bodyLimit: PANEL_BODY_LIMIT }, (_req, body, done) => {
-    const text = String(body)
-    if (text.trim() === '') { done(null, {}); return }
-    try { done(null, JSON.parse(text)) } catch { done(new BadRequestError('the body is not valid JSON'), undefined) }
-  })
+  app.addContentTypeParser(
+    'application/json',
+    { parseAs: 'string', bodyLimit: PANEL_BODY_LIMIT },
+    (_req, body, done) => {
+      const text = String(body)
+      if (text.trim() === '') {
+        done(null, {})
+        return
+      }
+      try {
+        done(null, JSON.parse(text))
+      } catch {
+        done(new BadRequestError('the body is not valid JSON'), undefined)
+      }
+    },
+  )
 
-  app.addHook('onRequest', async (req, reply) => { reply.header('x-request-id', req.id) })
+  app.addHook('onRequest', async (req, reply) => {
+    reply.header('x-request-id', req.id)
+  })
 
   app.setErrorHandler((err, req, reply) => {
     const r = renderPanelError(err, req.id, firstHeader(req.headers['content-type']) ?? '')
-    if (r.status >= 500) req.log.error({ err: r.error.internal ?? r.error.cause ?? err, code: r.error.code }, 'panel request failed')
+    if (r.status >= 500)
+      req.log.error({ err: r.error.internal ?? r.error.cause ?? err, code: r.error.code }, 'panel request failed')
     else req.log.info({ code: r.error.code, status: r.status }, 'panel request refused')
     void reply.code(r.status).headers(r.headers).send(r.body)
   })
@@ -82,7 +112,7 @@ function setJsonAndErrors (app: FastifyInstance): void {
  * routes of routes.ts under `/organizations/:org/databases/:db/api` (docs/routes.md). Close with
  * `app.close()` (pools end).
  */
-export function buildPanel (deps: PanelDeps): FastifyInstance {
+export function buildPanel(deps: PanelDeps): FastifyInstance {
   const { config } = deps
   const verifier = createSessionVerifier(config.panel, deps.now !== undefined ? { now: deps.now } : {})
   const app = createPartApp({
@@ -93,20 +123,22 @@ export function buildPanel (deps: PanelDeps): FastifyInstance {
       bodyLimit: PANEL_BODY_LIMIT,
       trustProxy: false,
       return503OnClosing: true,
-      routerOptions: { ignoreTrailingSlash: true, maxParamLength: 200 }
-    }
+      routerOptions: { ignoreTrailingSlash: true, maxParamLength: 200 },
+    },
   })
 
   const ownAuth = deps.authService === undefined
-  const auth = deps.authService ?? createAuthService({
-    config,
-    logger: app.log,
-    ...(deps.now !== undefined ? { now: deps.now } : {})
-  })
+  const auth =
+    deps.authService ??
+    createAuthService({
+      config,
+      logger: app.log,
+      ...(deps.now !== undefined ? { now: deps.now } : {}),
+    })
   const catalog = createCatalog()
   const explainer = createRefusalExplainer({
     catalog,
-    onLookupError: (err, tenant) => app.log.warn({ err, tenant: tenant.database }, 'panel: catalog look-up failed')
+    onLookupError: (err, tenant) => app.log.warn({ err, tenant: tenant.database }, 'panel: catalog look-up failed'),
   })
   const restPools = createPanelPools({ applicationName: 'gatehouse-panel-test-query' })
   const ownerPools = createPanelPools({ applicationName: 'gatehouse-panel' })
@@ -119,21 +151,32 @@ export function buildPanel (deps: PanelDeps): FastifyInstance {
     tenantLabel: deps.config.metrics.tenant_label,
     pools: [
       { part: 'panel-test-query', snapshot: () => restPools.snapshot(), tenantOf: poolTenant },
-      { part: 'panel-owner', snapshot: () => ownerPools.snapshot(), tenantOf: poolTenant }
-    ]
+      { part: 'panel-owner', snapshot: () => ownerPools.snapshot(), tenantOf: poolTenant },
+    ],
   })
 
-  void app.register(async (scope) => {
-    scope.addHook('onRequest', guardHook({ verifier, tenants: deps.tenants }))
-    registerPanelRoutes(scope, { config, store: deps.store, auth, explainer, restPools, ownerPools, exchangeLimiter: new ExchangeLimiter() })
-  }, { prefix: '/organizations/:org/databases/:db/api' })
+  void app.register(
+    async (scope) => {
+      scope.addHook('onRequest', guardHook({ verifier, tenants: deps.tenants }))
+      registerPanelRoutes(scope, {
+        config,
+        store: deps.store,
+        auth,
+        explainer,
+        restPools,
+        ownerPools,
+        exchangeLimiter: new ExchangeLimiter(),
+      })
+    },
+    { prefix: '/organizations/:org/databases/:db/api' },
+  )
 
   app.addHook('onClose', async () => {
     await Promise.all([
       ownAuth ? auth.close() : Promise.resolve(),
       catalog.close(),
       restPools.close(),
-      ownerPools.close()
+      ownerPools.close(),
     ])
   })
 

@@ -67,7 +67,7 @@ interface PolicyRow {
 }
 
 /** Strips whitespace, case and redundant outer parentheses of a deparsed expression. */
-function normalise (expr: string): string {
+function normalise(expr: string): string {
   let s = expr.replace(/\s+/g, '').toLowerCase()
   for (;;) {
     if (!s.startsWith('(') || !s.endsWith(')')) return s
@@ -76,7 +76,13 @@ function normalise (expr: string): string {
     let closesAtEnd = true
     for (let i = 0; i < s.length; i++) {
       if (s[i] === '(') depth++
-      else if (s[i] === ')') { depth--; if (depth === 0 && i < s.length - 1) { closesAtEnd = false; break } }
+      else if (s[i] === ')') {
+        depth--
+        if (depth === 0 && i < s.length - 1) {
+          closesAtEnd = false
+          break
+        }
+      }
     }
     if (!closesAtEnd) return s
     s = s.slice(1, -1)
@@ -86,7 +92,7 @@ function normalise (expr: string): string {
 const ALWAYS_TRUE = new Set(['true', "'t'::boolean", "'true'::boolean", '1=1', 'true=true'])
 
 /** What an expression lets through: everybody, a role kind only, or something narrower (null). */
-function openness (expr: string | null): 'all' | 'authenticated' | 'anon' | null {
+function openness(expr: string | null): 'all' | 'authenticated' | 'anon' | null {
   if (expr === null) return null
   const s = normalise(expr)
   if (ALWAYS_TRUE.has(s)) return 'all'
@@ -95,36 +101,48 @@ function openness (expr: string | null): 'all' | 'authenticated' | 'anon' | null
   return null
 }
 
-function audienceOf (roles: string[], tenant: Tenant): PolicyAudience | null {
+function audienceOf(roles: string[], tenant: Tenant): PolicyAudience | null {
   if (roles.includes('public')) return 'public'
   if (roles.includes('anon') || roles.includes(tenant.roles.anon)) return 'anon'
   if (roles.includes('authenticated') || roles.includes(tenant.roles.auth)) return 'authenticated'
   return null
 }
 
-function displayRoles (roles: string[], tenant: Tenant): string[] {
-  return roles.map((r) => r === tenant.roles.anon ? `${r} (anon)` : r === tenant.roles.auth ? `${r} (authenticated)` : r === tenant.roles.svc ? `${r} (svc)` : r)
+function displayRoles(roles: string[], tenant: Tenant): string[] {
+  return roles.map((r) =>
+    r === tenant.roles.anon
+      ? `${r} (anon)`
+      : r === tenant.roles.auth
+        ? `${r} (authenticated)`
+        : r === tenant.roles.svc
+          ? `${r} (svc)`
+          : r,
+  )
 }
 
-function quoteName (s: string): string {
+function quoteName(s: string): string {
   return /^[a-z_][a-z0-9_$]*$/.test(s) ? s : '"' + s.replace(/"/g, '""') + '"'
 }
 
-function warningOf (f: Omit<PolicyFinding, 'warning'>): string {
+function warningOf(f: Omit<PolicyFinding, 'warning'>): string {
   const where = `Policy ${JSON.stringify(f.policy)} on ${quoteName(f.schema)}.${quoteName(f.table)} (${f.command})`
   const says = `TO ${f.audience === 'public' ? 'PUBLIC' : f.audience} ${f.clause} (true)`
   const writes = f.clause !== 'USING' && f.command !== 'SELECT'
   if (f.audience === 'authenticated') {
-    return `${where} says ${says}: it means "anyone signed in"${writes ? ' may write any row' : ''}. ` +
+    return (
+      `${where} says ${says}: it means "anyone signed in"${writes ? ' may write any row' : ''}. ` +
       'Before a dedicated signed-in role existed, such a policy exposed the table to anyone holding the public key; ' +
       'check that this meaning is intended.'
+    )
   }
-  return `${where} says ${says}: it means "anyone holding the public key", signed in or not${writes ? ', may write any row' : ''}; ` +
+  return (
+    `${where} says ${says}: it means "anyone holding the public key", signed in or not${writes ? ', may write any row' : ''}; ` +
     'check that this meaning is intended.'
+  )
 }
 
 /** The always-true policies of the tenant database `q` is connected to. */
-export async function checkPolicies (q: Queryable, tenant: Tenant): Promise<PolicyFinding[]> {
+export async function checkPolicies(q: Queryable, tenant: Tenant): Promise<PolicyFinding[]> {
   const { rows } = await q.query<PolicyRow>(POLICIES_SQL, [tenant.roles.anon, tenant.roles.auth])
   const out: PolicyFinding[] = []
   for (const r of rows) {
@@ -150,7 +168,7 @@ export async function checkPolicies (q: Queryable, tenant: Tenant): Promise<Poli
       using: r.using,
       with_check: r.with_check,
       rls_enabled: r.rls_enabled,
-      granted: audience === 'authenticated' ? r.auth_granted : r.anon_granted || r.auth_granted
+      granted: audience === 'authenticated' ? r.auth_granted : r.anon_granted || r.auth_granted,
     } as const
     out.push({ ...base, warning: warningOf(base) })
   }
@@ -158,14 +176,20 @@ export async function checkPolicies (q: Queryable, tenant: Tenant): Promise<Poli
 }
 
 /** The text `gatehouse tenants check` prints. */
-export function formatPolicyReport (database: string, findings: PolicyFinding[]): string {
+export function formatPolicyReport(database: string, findings: PolicyFinding[]): string {
   if (findings.length === 0) return `${database}: no always-true policies for authenticated, anon or PUBLIC.\n`
   const lines = [`${database}: ${findings.length} polic${findings.length === 1 ? 'y' : 'ies'} to review`]
   for (const f of findings) {
     lines.push('', `- ${f.warning}`)
     lines.push(`  roles: ${f.roles.join(', ')}; using: ${f.using ?? '-'}; with check: ${f.with_check ?? '-'}`)
-    if (!f.rls_enabled) lines.push('  row-level security is not enabled on this table: the policy has no effect yet, grants alone decide.')
-    else if (!f.granted) lines.push(`  the ${f.audience} role holds no privilege for ${f.command} on this table yet: the policy is not live.`)
+    if (!f.rls_enabled)
+      lines.push(
+        '  row-level security is not enabled on this table: the policy has no effect yet, grants alone decide.',
+      )
+    else if (!f.granted)
+      lines.push(
+        `  the ${f.audience} role holds no privilege for ${f.command} on this table yet: the policy is not live.`,
+      )
   }
   return lines.join('\n') + '\n'
 }

@@ -5,11 +5,11 @@ import { createSidePools, type SidePools } from '../shared/index.js'
 
 export type PanelPools = SidePools
 
-export function createPanelPools (opts: { max?: number, size?: number, applicationName: string }): PanelPools {
+export function createPanelPools(opts: { max?: number; size?: number; applicationName: string }): PanelPools {
   return createSidePools({
     maxPools: opts.max ?? PANEL_CONSTANTS.sidePoolsMax,
     poolSize: opts.size ?? PANEL_CONSTANTS.sidePoolSize,
     timeoutMs: PANEL_CONSTANTS.sidePoolTimeoutMs,
-    applicationName: opts.applicationName
+    applicationName: opts.applicationName,
   })
 }

@@ -10,8 +10,15 @@ type RestSettings = TenantFile['rest']
 
 /** Fields a PATCH may change. */
 export const REST_PATCHABLE = [
-  'aggregates_enabled', 'plan_enabled', 'server_timing_enabled', 'rate_limits',
-  'extra_search_path', 'pre_request', 'app_settings', 'openapi_mode', 'server_trace_header'
+  'aggregates_enabled',
+  'plan_enabled',
+  'server_timing_enabled',
+  'rate_limits',
+  'extra_search_path',
+  'pre_request',
+  'app_settings',
+  'openapi_mode',
+  'server_trace_header',
 ] as const
 
 const IDENT = '[A-Za-z_][A-Za-z0-9_$]*'
@@ -21,28 +28,41 @@ const OPENAPI_MODES = ['follow-privileges', 'ignore-privileges', 'disabled'] as 
  * PostgREST's other per-database settings: each checked and written as it is (null clears a
  * nullable one); pushes `<field>: why` on a bad value.
  */
-function patchSetting (next: RestSettings, k: string, v: unknown, problems: string[]): void {
+function patchSetting(next: RestSettings, k: string, v: unknown, problems: string[]): void {
   switch (k) {
     case 'extra_search_path':
-      if (!Array.isArray(v) || v.length > 20 || !v.every((x) => typeof x === 'string' && x !== '')) problems.push(`${k}: must be a list of schema names`)
+      if (!Array.isArray(v) || v.length > 20 || !v.every((x) => typeof x === 'string' && x !== ''))
+        problems.push(`${k}: must be a list of schema names`)
       else next.extra_search_path = [...v] as string[]
       return
     case 'pre_request':
-      if (v !== null && (typeof v !== 'string' || !new RegExp(`^${IDENT}\\.${IDENT}$`).test(v))) problems.push(`${k}: must be schema.function, or null`)
+      if (v !== null && (typeof v !== 'string' || !new RegExp(`^${IDENT}\\.${IDENT}$`).test(v)))
+        problems.push(`${k}: must be schema.function, or null`)
       else next.pre_request = v
       return
     case 'app_settings':
-      if (v === null) { next.app_settings = {}; return }
-      if (typeof v !== 'object' || Array.isArray(v) || !Object.entries(v as object).every(([name, x]) => /^[A-Za-z_][A-Za-z0-9_]*$/.test(name) && typeof x === 'string')) {
+      if (v === null) {
+        next.app_settings = {}
+        return
+      }
+      if (
+        typeof v !== 'object' ||
+        Array.isArray(v) ||
+        !Object.entries(v as object).every(
+          ([name, x]) => /^[A-Za-z_][A-Za-z0-9_]*$/.test(name) && typeof x === 'string',
+        )
+      ) {
         problems.push(`${k}: must be an object of setting name -> text value, or null`)
       } else next.app_settings = { ...(v as Record<string, string>) }
       return
     case 'openapi_mode':
-      if (!(OPENAPI_MODES as readonly unknown[]).includes(v)) problems.push(`${k}: must be one of ${OPENAPI_MODES.join(', ')}`)
-      else next.openapi_mode = v as typeof OPENAPI_MODES[number]
+      if (!(OPENAPI_MODES as readonly unknown[]).includes(v))
+        problems.push(`${k}: must be one of ${OPENAPI_MODES.join(', ')}`)
+      else next.openapi_mode = v as (typeof OPENAPI_MODES)[number]
       return
     case 'server_trace_header':
-      if (v !== null && (typeof v !== 'string' || !/^[A-Za-z0-9-]{1,100}$/.test(v))) problems.push(`${k}: must be a header name, or null`)
+      if (v !== null && (typeof v !== 'string' || !/^[A-Za-z0-9-]{1,100}$/.test(v)))
+        problems.push(`${k}: must be a header name, or null`)
       else next.server_trace_header = v
   }
 }
@@ -67,7 +87,7 @@ export interface RestSettingsView {
 const SCOPES = ['database', 'client', 'key'] as const
 const PERIODS = ['second', 'minute'] as const
 
-export function restSettingsView (r: RestSettings): RestSettingsView {
+export function restSettingsView(r: RestSettings): RestSettingsView {
   return {
     aggregates_enabled: r.aggregates_enabled === true,
     plan_enabled: r.plan_enabled === true,
@@ -77,7 +97,7 @@ export function restSettingsView (r: RestSettings): RestSettingsView {
     app_settings: Object.fromEntries(Object.keys(r.app_settings ?? {}).map((name) => [name, '********'])),
     openapi_mode: r.openapi_mode ?? 'follow-privileges',
     server_trace_header: r.server_trace_header ?? null,
-    rate_limits: r.rate_limits ?? null
+    rate_limits: r.rate_limits ?? null,
   }
 }
 
@@ -85,19 +105,38 @@ export function restSettingsView (r: RestSettings): RestSettingsView {
  * A PATCH of rate_limits: null clears them all; an object sets the scopes it names (a scope
  * null, or a period null, clears that one). Problems are pushed as `rate_limits.<path>: why`.
  */
-function patchRateLimits (current: RestRateLimits | undefined, v: unknown, problems: string[]): RestRateLimits | undefined {
+function patchRateLimits(
+  current: RestRateLimits | undefined,
+  v: unknown,
+  problems: string[],
+): RestRateLimits | undefined {
   if (v === null) return undefined
-  if (typeof v !== 'object' || Array.isArray(v)) { problems.push('rate_limits: must be an object of database, client, key, or null'); return current }
+  if (typeof v !== 'object' || Array.isArray(v)) {
+    problems.push('rate_limits: must be an object of database, client, key, or null')
+    return current
+  }
   const out: RestRateLimits = structuredClone(current ?? {})
   for (const [scope, windows] of Object.entries(v as Record<string, unknown>)) {
-    if (!(SCOPES as readonly string[]).includes(scope)) { problems.push(`rate_limits.${scope}: not a scope (allowed: ${SCOPES.join(', ')})`); continue }
-    const s = scope as typeof SCOPES[number]
-    if (windows === null) { delete out[s]; continue }
-    if (typeof windows !== 'object' || Array.isArray(windows)) { problems.push(`rate_limits.${s}: must be an object of second, minute, or null`); continue }
+    if (!(SCOPES as readonly string[]).includes(scope)) {
+      problems.push(`rate_limits.${scope}: not a scope (allowed: ${SCOPES.join(', ')})`)
+      continue
+    }
+    const s = scope as (typeof SCOPES)[number]
+    if (windows === null) {
+      delete out[s]
+      continue
+    }
+    if (typeof windows !== 'object' || Array.isArray(windows)) {
+      problems.push(`rate_limits.${s}: must be an object of second, minute, or null`)
+      continue
+    }
     const next = { ...(out[s] ?? {}) }
     for (const [period, n] of Object.entries(windows as Record<string, unknown>)) {
-      if (!(PERIODS as readonly string[]).includes(period)) { problems.push(`rate_limits.${s}.${period}: not a period (allowed: ${PERIODS.join(', ')})`); continue }
-      const p = period as typeof PERIODS[number]
+      if (!(PERIODS as readonly string[]).includes(period)) {
+        problems.push(`rate_limits.${s}.${period}: not a period (allowed: ${PERIODS.join(', ')})`)
+        continue
+      }
+      const p = period as (typeof PERIODS)[number]
       if (n === null) delete next[p]
       else if (typeof n === 'number' && Number.isInteger(n) && n >= 1) next[p] = n
       else problems.push(`rate_limits.${s}.${p}: must be a positive integer (requests), or null`)
@@ -109,17 +148,19 @@ function patchRateLimits (current: RestRateLimits | undefined, v: unknown, probl
 }
 
 /** Merges a PATCH body into `current`; throws ValidationError (400) naming every bad field. */
-export function applyRestSettingsPatch (current: RestSettings, patch: unknown): RestSettings {
-  if (typeof patch !== 'object' || patch === null || Array.isArray(patch)) throw new ValidationError('send a JSON object of settings to change')
+export function applyRestSettingsPatch(current: RestSettings, patch: unknown): RestSettings {
+  if (typeof patch !== 'object' || patch === null || Array.isArray(patch))
+    throw new ValidationError('send a JSON object of settings to change')
   const body = patch as Record<string, unknown>
   const problems: string[] = []
   if (Object.keys(body).length === 0) problems.push('(body): name at least one setting to change')
   const next: RestSettings = structuredClone(current)
   for (const [k, v] of Object.entries(body)) {
-    if (!(REST_PATCHABLE as readonly string[]).includes(k)) problems.push(`${k}: not a setting the panel changes (allowed: ${REST_PATCHABLE.join(', ')})`)
+    if (!(REST_PATCHABLE as readonly string[]).includes(k))
+      problems.push(`${k}: not a setting the panel changes (allowed: ${REST_PATCHABLE.join(', ')})`)
     else if ((SWITCHES as readonly string[]).includes(k)) {
       if (typeof v !== 'boolean') problems.push(`${k}: must be boolean`)
-      else next[k as typeof SWITCHES[number]] = v
+      else next[k as (typeof SWITCHES)[number]] = v
     } else if (k !== 'rate_limits') {
       patchSetting(next, k, v, problems)
     } else {

@@ -7,8 +7,17 @@ import type { FastifyInstance, FastifyRequest, HTTPMethods } from 'fastify'
 import { postAppSession, requireAuthEngine, takeExchange } from './exchange.js'
 import type { PanelHandler, PanelRouteDeps } from './route-deps.js'
 import {
-  deleteLegacy, deleteSigningKey, getAuthSettings, getHistory, getPolicyCheck, getRestSettings, getSigningKeys, getTypescriptTypes,
-  patchAuthSettings, patchRestSettings, postRotate
+  deleteLegacy,
+  deleteSigningKey,
+  getAuthSettings,
+  getHistory,
+  getPolicyCheck,
+  getRestSettings,
+  getSigningKeys,
+  getTypescriptTypes,
+  patchAuthSettings,
+  patchRestSettings,
+  postRotate,
 } from './settings-routes.js'
 import { postTestQuery } from './test-query-route.js'
 
@@ -42,23 +51,30 @@ const PANEL_ROUTES: readonly PanelRoute[] = [
   { method: 'DELETE', path: '/signing-keys/:kid', checks: [], limit: null, handler: deleteSigningKey },
   { method: 'GET', path: '/history', checks: [], limit: null, handler: getHistory },
   { method: 'GET', path: '/policy-check', checks: [], limit: null, handler: getPolicyCheck },
-  { method: 'GET', path: '/types/typescript', checks: [], limit: null, handler: getTypescriptTypes }
+  { method: 'GET', path: '/types/typescript', checks: [], limit: null, handler: getTypescriptTypes },
 ]
 
 /** Registers the table's routes on the guarded scope. */
-export function registerPanelRoutes (scope: FastifyInstance, deps: PanelRouteDeps): void {
+export function registerPanelRoutes(scope: FastifyInstance, deps: PanelRouteDeps): void {
   for (const route of PANEL_ROUTES) {
     const steps = route.limit === null ? route.checks : [...route.checks, route.limit]
     scope.route({
       method: route.method,
       url: route.path,
-      preHandler: async (req) => { for (const step of steps) await step.run(deps, req) },
-      handler: async (req, reply) => route.handler(deps, req, reply)
+      preHandler: async (req) => {
+        for (const step of steps) await step.run(deps, req)
+      },
+      handler: async (req, reply) => route.handler(deps, req, reply),
     })
   }
 }
 
 /** The table as the route list shows it (docs/routes.md): method, path, checks, limit. */
-export function panelRouteList (): Array<{ method: string, path: string, checks: string[], limit: string | null }> {
-  return PANEL_ROUTES.map((r) => ({ method: r.method, path: r.path, checks: r.checks.map((c) => c.name), limit: r.limit?.name ?? null }))
+export function panelRouteList(): Array<{ method: string; path: string; checks: string[]; limit: string | null }> {
+  return PANEL_ROUTES.map((r) => ({
+    method: r.method,
+    path: r.path,
+    checks: r.checks.map((c) => c.name),
+    limit: r.limit?.name ?? null,
+  }))
 }

@@ -23,21 +23,23 @@ export interface PanelSession {
 
 export interface SessionVerifier {
   /** Verifies a panel session token; throws InvalidSessionError (401) when it is not valid. */
-  verify (token: string): Promise<PanelSession>
+  verify(token: string): Promise<PanelSession>
 }
 
 const SYMMETRIC = /^HS(256|384|512)$/
 const ASYMMETRIC = /^(RS|PS|ES)(256|384|512)$|^EdDSA$|^Ed25519$/
 
 /** Builds the verifier; misconfiguration throws a ConfigError at boot, never at request time. */
-export function createSessionVerifier (panel: Config['panel'], opts: { now?: () => Date } = {}): SessionVerifier {
+export function createSessionVerifier(panel: Config['panel'], opts: { now?: () => Date } = {}): SessionVerifier {
   const algorithms = [...panel.algorithms]
   if (algorithms.length === 0) throw new ConfigError('panel.algorithms must name at least one JWT algorithm')
   for (const a of algorithms) {
-    if (!SYMMETRIC.test(a) && !ASYMMETRIC.test(a)) throw new ConfigError(`panel.algorithms: ${JSON.stringify(a)} is not a supported JWT algorithm`)
+    if (!SYMMETRIC.test(a) && !ASYMMETRIC.test(a))
+      throw new ConfigError(`panel.algorithms: ${JSON.stringify(a)} is not a supported JWT algorithm`)
   }
   const secret = panel.session_secret !== undefined ? hmacKey(panel.session_secret) : null
-  const jwks = panel.jwks_url !== undefined && panel.jwks_url !== '' ? createRemoteJWKSet(new URL(panel.jwks_url)) : null
+  const jwks =
+    panel.jwks_url !== undefined && panel.jwks_url !== '' ? createRemoteJWKSet(new URL(panel.jwks_url)) : null
   if (secret === null && jwks === null) {
     throw new ConfigError('the panel needs panel.session_secret (HS256) or panel.jwks_url to verify panel sessions')
   }
@@ -58,7 +60,7 @@ export function createSessionVerifier (panel: Config['panel'], opts: { now?: () 
   }
 
   return {
-    async verify (token) {
+    async verify(token) {
       let payload: JWTPayload
       try {
         const r = await jwtVerify(token, getKey, {
@@ -66,7 +68,7 @@ export function createSessionVerifier (panel: Config['panel'], opts: { now?: () 
           requiredClaims: ['exp', 'sub'],
           ...(panel.issuer !== undefined ? { issuer: panel.issuer } : {}),
           ...(panel.audience !== undefined ? { audience: panel.audience } : {}),
-          ...(opts.now !== undefined ? { currentDate: opts.now() } : {})
+          ...(opts.now !== undefined ? { currentDate: opts.now() } : {}),
         })
         payload = r.payload
       } catch (err) {
@@ -74,20 +76,23 @@ export function createSessionVerifier (panel: Config['panel'], opts: { now?: () 
         throw new InvalidSessionError(describeJwtError(err), { cause: err })
       }
       const sub = payload.sub
-      if (typeof sub !== 'string' || sub === '' || sub.length > 255) throw new InvalidSessionError('claim "sub" must be the panel user id')
+      if (typeof sub !== 'string' || sub === '' || sub.length > 255)
+        throw new InvalidSessionError('claim "sub" must be the panel user id')
       const orgs = (payload as { orgs?: unknown }).orgs
-      if (!Array.isArray(orgs) || !orgs.every((o) => typeof o === 'string')) throw new InvalidSessionError('claim "orgs" must be an array of organization ids')
+      if (!Array.isArray(orgs) || !orgs.every((o) => typeof o === 'string'))
+        throw new InvalidSessionError('claim "orgs" must be an array of organization ids')
       const email = (payload as { email?: unknown }).email
-      if (email !== undefined && email !== null && typeof email !== 'string') throw new InvalidSessionError('claim "email" must be a string')
+      if (email !== undefined && email !== null && typeof email !== 'string')
+        throw new InvalidSessionError('claim "email" must be a string')
       const verified = (payload as { email_verified?: unknown }).email_verified
       return {
         userId: sub,
         email: typeof email === 'string' && email !== '' ? email : null,
         emailVerified: verified !== false,
         orgs: orgs as string[],
-        exp: payload.exp as number
+        exp: payload.exp as number,
       }
-    }
+    },
   }
 }
 
@@ -112,7 +117,7 @@ export interface SignPanelSessionOptions {
  * tests; a real panel issues its own tokens (HS256 with the shared secret, or keys
  * published at panel.jwks_url).
  */
-export async function signPanelSession (o: SignPanelSessionOptions): Promise<string> {
+export async function signPanelSession(o: SignPanelSessionOptions): Promise<string> {
   const claims: JWTPayload = { orgs: [...o.orgs] }
   if (o.email !== undefined && o.email !== null) claims.email = o.email
   return signHS256(claims, {
@@ -121,6 +126,6 @@ export async function signPanelSession (o: SignPanelSessionOptions): Promise<str
     subject: o.userId,
     ...(o.issuer !== undefined ? { issuer: o.issuer } : {}),
     ...(o.audience !== undefined ? { audience: o.audience } : {}),
-    ...(o.now !== undefined ? { now: o.now } : {})
+    ...(o.now !== undefined ? { now: o.now } : {}),
   })
 }

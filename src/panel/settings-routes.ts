@@ -14,12 +14,12 @@ import type { PanelRouteDeps } from './route-deps.js'
 import { retiredLegacyJwt, revokedJwt, rotatedJwt, signingKeysView } from './signing-keys.js'
 
 /** A version as an ETag (a strong validator, RFC 9110 8.8.3). */
-function etagOf (version: string): string {
+function etagOf(version: string): string {
   return `"${version}"`
 }
 
 /** The version an If-Match header names (`*` for any), or undefined without one. */
-function ifMatchOf (header: string | string[] | undefined): string | undefined {
+function ifMatchOf(header: string | string[] | undefined): string | undefined {
   const v = (Array.isArray(header) ? header[0] : header)?.split(',')[0]?.trim()
   if (v === undefined || v === '') return undefined
   if (v === '*') return '*'
@@ -27,11 +27,18 @@ function ifMatchOf (header: string | string[] | undefined): string | undefined {
 }
 
 /** Changes the request's tenant record in the store with `fn` (404 when it is not the organization's). */
-async function change (deps: PanelRouteDeps, req: FastifyRequest, reply: FastifyReply, action: string,
-  fn: (t: Tenant) => Tenant | Promise<Tenant>): Promise<UpdateResult> {
+async function change(
+  deps: PanelRouteDeps,
+  req: FastifyRequest,
+  reply: FastifyReply,
+  action: string,
+  fn: (t: Tenant) => Tenant | Promise<Tenant>,
+): Promise<UpdateResult> {
   const { organization, database, session } = panelContext(req)
   const store = writableStore(deps)
-  const notOurs = (): never => { throw new DatabaseNotFoundError(organization, database) }
+  const notOurs = (): never => {
+    throw new DatabaseNotFoundError(organization, database)
+  }
   let r: UpdateResult
   try {
     r = await updateTenant(store, database, fn, {
@@ -39,7 +46,9 @@ async function change (deps: PanelRouteDeps, req: FastifyRequest, reply: Fastify
       via: 'panel',
       action,
       ifMatch: ifMatchOf(req.headers['if-match']),
-      check: (t) => { if (t.organization !== organization) notOurs() }
+      check: (t) => {
+        if (t.organization !== organization) notOurs()
+      },
     })
   } catch (err) {
     if (isGatehouseError(err) && err.code === 'tenant_not_in_store') notOurs()
@@ -50,24 +59,32 @@ async function change (deps: PanelRouteDeps, req: FastifyRequest, reply: Fastify
   return r
 }
 
-function writableStore (deps: PanelRouteDeps): TenantStore {
+function writableStore(deps: PanelRouteDeps): TenantStore {
   if (deps.store === undefined) throw new SettingsReadOnlyError()
   return deps.store
 }
 
 /** The record's version as an ETag (GET), read from the store itself. */
-async function tagged (deps: PanelRouteDeps, reply: FastifyReply, database: string): Promise<void> {
+async function tagged(deps: PanelRouteDeps, reply: FastifyReply, database: string): Promise<void> {
   const v = await deps.store?.read(database)
   if (v) void reply.header('etag', etagOf(v.version))
 }
 
-export async function getAuthSettings (deps: PanelRouteDeps, req: FastifyRequest, reply: FastifyReply): Promise<unknown> {
+export async function getAuthSettings(
+  deps: PanelRouteDeps,
+  req: FastifyRequest,
+  reply: FastifyReply,
+): Promise<unknown> {
   const { tenant, database } = panelContext(req)
   await tagged(deps, reply, database)
   return { database, settings: maskAuthSettings(tenant.auth) }
 }
 
-export async function patchAuthSettings (deps: PanelRouteDeps, req: FastifyRequest, reply: FastifyReply): Promise<unknown> {
+export async function patchAuthSettings(
+  deps: PanelRouteDeps,
+  req: FastifyRequest,
+  reply: FastifyReply,
+): Promise<unknown> {
   const { database } = panelContext(req)
   const r = await change(deps, req, reply, 'auth-settings', async (current) => {
     const auth = applyAuthSettingsPatch(current.auth, req.body)
@@ -77,25 +94,36 @@ export async function patchAuthSettings (deps: PanelRouteDeps, req: FastifyReque
   return { database, settings: maskAuthSettings(r.tenant.auth) }
 }
 
-export async function getRestSettings (deps: PanelRouteDeps, req: FastifyRequest, reply: FastifyReply): Promise<unknown> {
+export async function getRestSettings(
+  deps: PanelRouteDeps,
+  req: FastifyRequest,
+  reply: FastifyReply,
+): Promise<unknown> {
   const { tenant, database } = panelContext(req)
   await tagged(deps, reply, database)
   return { database, settings: restSettingsView(tenant.rest) }
 }
 
-export async function patchRestSettings (deps: PanelRouteDeps, req: FastifyRequest, reply: FastifyReply): Promise<unknown> {
+export async function patchRestSettings(
+  deps: PanelRouteDeps,
+  req: FastifyRequest,
+  reply: FastifyReply,
+): Promise<unknown> {
   const { database } = panelContext(req)
-  const r = await change(deps, req, reply, 'rest-settings', (current) => ({ ...current, rest: applyRestSettingsPatch(current.rest, req.body) }))
+  const r = await change(deps, req, reply, 'rest-settings', (current) => ({
+    ...current,
+    rest: applyRestSettingsPatch(current.rest, req.body),
+  }))
   return { database, settings: restSettingsView(r.tenant.rest) }
 }
 
-export async function getSigningKeys (deps: PanelRouteDeps, req: FastifyRequest, reply: FastifyReply): Promise<unknown> {
+export async function getSigningKeys(deps: PanelRouteDeps, req: FastifyRequest, reply: FastifyReply): Promise<unknown> {
   const { tenant, database } = panelContext(req)
   await tagged(deps, reply, database)
   return { database, ...signingKeysView(tenant) }
 }
 
-export async function postRotate (deps: PanelRouteDeps, req: FastifyRequest, reply: FastifyReply): Promise<unknown> {
+export async function postRotate(deps: PanelRouteDeps, req: FastifyRequest, reply: FastifyReply): Promise<unknown> {
   const { database } = panelContext(req)
   let kid = ''
   const r = await change(deps, req, reply, 'rotate', async (current) => {
@@ -106,26 +134,36 @@ export async function postRotate (deps: PanelRouteDeps, req: FastifyRequest, rep
   return { database, rotated: kid, ...signingKeysView(r.tenant) }
 }
 
-export async function deleteLegacy (deps: PanelRouteDeps, req: FastifyRequest, reply: FastifyReply): Promise<unknown> {
+export async function deleteLegacy(deps: PanelRouteDeps, req: FastifyRequest, reply: FastifyReply): Promise<unknown> {
   const { database, session } = panelContext(req)
-  const r = await change(deps, req, reply, 'retire-legacy', (current) => ({ ...current, jwt: retiredLegacyJwt(current, session.userId) }))
+  const r = await change(deps, req, reply, 'retire-legacy', (current) => ({
+    ...current,
+    jwt: retiredLegacyJwt(current, session.userId),
+  }))
   return { database, legacy_secret_retired: r.tenant.jwt.legacy_secret_retired, ...signingKeysView(r.tenant) }
 }
 
-export async function deleteSigningKey (deps: PanelRouteDeps, req: FastifyRequest, reply: FastifyReply): Promise<unknown> {
+export async function deleteSigningKey(
+  deps: PanelRouteDeps,
+  req: FastifyRequest,
+  reply: FastifyReply,
+): Promise<unknown> {
   const { database, session } = panelContext(req)
   const kid = (req.params as { kid: string }).kid
-  const r = await change(deps, req, reply, 'revoke', (current) => ({ ...current, jwt: revokedJwt(current, database, kid, session.userId) }))
+  const r = await change(deps, req, reply, 'revoke', (current) => ({
+    ...current,
+    jwt: revokedJwt(current, database, kid, session.userId),
+  }))
   return { database, revoked: kid, ...signingKeysView(r.tenant) }
 }
 
-export async function getHistory (deps: PanelRouteDeps, req: FastifyRequest): Promise<unknown> {
+export async function getHistory(deps: PanelRouteDeps, req: FastifyRequest): Promise<unknown> {
   const { database } = panelContext(req)
   const store = writableStore(deps)
   return { database, entries: await store.history(database) }
 }
 
-export async function getPolicyCheck (deps: PanelRouteDeps, req: FastifyRequest): Promise<unknown> {
+export async function getPolicyCheck(deps: PanelRouteDeps, req: FastifyRequest): Promise<unknown> {
   const { tenant, database } = panelContext(req)
   try {
     const policies = await checkPolicies(deps.ownerPools.get(database, tenant.postgres), tenant)
@@ -139,7 +177,7 @@ export async function getPolicyCheck (deps: PanelRouteDeps, req: FastifyRequest)
  * The database's generated types (Supabase Management API's
  * `GET /v1/projects/{ref}/types/typescript?included_schemas=`: `{ types }`).
  */
-export async function getTypescriptTypes (deps: PanelRouteDeps, req: FastifyRequest): Promise<unknown> {
+export async function getTypescriptTypes(deps: PanelRouteDeps, req: FastifyRequest): Promise<unknown> {
   const { tenant, database } = panelContext(req)
   const asked = (req.query as { included_schemas?: string | string[] }).included_schemas
   const schemas = parseSchemaList(asked === undefined ? [] : Array.isArray(asked) ? asked : [asked])
@@ -150,7 +188,9 @@ export async function getTypescriptTypes (deps: PanelRouteDeps, req: FastifyRequ
     throw new DatabaseUnavailableError({ cause: err, internal: err })
   }
   try {
-    return { types: await generateTypescriptTypes(client, { schemas: schemas.length > 0 ? schemas : tenant.rest.schemas }) }
+    return {
+      types: await generateTypescriptTypes(client, { schemas: schemas.length > 0 ? schemas : tenant.rest.schemas }),
+    }
   } catch (err) {
     throw new DatabaseUnavailableError({ cause: err, internal: err })
   } finally {

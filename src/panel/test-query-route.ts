@@ -5,19 +5,39 @@ import type { FastifyReply, FastifyRequest } from 'fastify'
 import type { Tenant } from '../tenants/index.js'
 import { panelContext } from './context.js'
 import {
-  DatabaseUnavailableError, EngineNotConfiguredError, QueryError, QueryTimeoutError, ResultTooLargeError, TestQueryLoginError
+  DatabaseUnavailableError,
+  EngineNotConfiguredError,
+  QueryError,
+  QueryTimeoutError,
+  ResultTooLargeError,
+  TestQueryLoginError,
 } from './errors.js'
 import type { PanelRouteDeps } from './route-deps.js'
 import {
-  kindOfAs, isServerError, leadingKeyword, ResultTooLarge, parseTestQuery, runTestQuery, statementNeeds, testQueryLogin, testQueryUrl,
-  type TestQueryRequest
+  kindOfAs,
+  isServerError,
+  leadingKeyword,
+  ResultTooLarge,
+  parseTestQuery,
+  runTestQuery,
+  statementNeeds,
+  testQueryLogin,
+  testQueryUrl,
+  type TestQueryRequest,
 } from './test-query.js'
 
-type ServerError = Error & { code: string, detail?: string, hint?: string, position?: string }
+type ServerError = Error & { code: string; detail?: string; hint?: string; position?: string }
 
 /** Errors of the connection itself (not of a statement) are a 503. */
-function connectionFailure (err: unknown): boolean {
-  if (isServerError(err)) return err.code.startsWith('08') || err.code === '57P01' || err.code === '53300' || err.code === '28P01' || err.code === '3D000'
+function connectionFailure(err: unknown): boolean {
+  if (isServerError(err))
+    return (
+      err.code.startsWith('08') ||
+      err.code === '57P01' ||
+      err.code === '53300' ||
+      err.code === '28P01' ||
+      err.code === '3D000'
+    )
   const code = (err as { code?: unknown })?.code
   const msg = String((err as { message?: unknown })?.message ?? '')
   return typeof code === 'string' ? /^E[A-Z]+/.test(code) : /timeout|terminated|Connection/i.test(msg)
@@ -32,12 +52,19 @@ interface Attempt {
   timeoutMs: number
 }
 
-export async function postTestQuery (deps: PanelRouteDeps, req: FastifyRequest, reply: FastifyReply): Promise<unknown> {
+export async function postTestQuery(deps: PanelRouteDeps, req: FastifyRequest, reply: FastifyReply): Promise<unknown> {
   const { tenant, database } = panelContext(req)
   const request = parseTestQuery(req.body)
   const url = tenant.engines?.rest
   if (!url) throw new EngineNotConfiguredError(database, 'REST engine')
-  const a: Attempt = { deps, tenant, database, request, kind: kindOfAs(request.as), timeoutMs: deps.config.panel.test_query_timeout_ms }
+  const a: Attempt = {
+    deps,
+    tenant,
+    database,
+    request,
+    kind: kindOfAs(request.as),
+    timeoutMs: deps.config.panel.test_query_timeout_ms,
+  }
   try {
     return await runTestQuery({
       pool: deps.restPools.get(database, testQueryUrl(url, tenant, a.kind)),
@@ -46,7 +73,7 @@ export async function postTestQuery (deps: PanelRouteDeps, req: FastifyRequest, 
       publicUrl: deps.config.public_url,
       timeoutMs: a.timeoutMs,
       maxRows: deps.config.panel.test_query_max_rows,
-      maxBytes: deps.config.panel.test_query_max_bytes
+      maxBytes: deps.config.panel.test_query_max_bytes,
     })
   } catch (err) {
     return answerFailure(a, err, reply)
@@ -54,7 +81,7 @@ export async function postTestQuery (deps: PanelRouteDeps, req: FastifyRequest, 
 }
 
 /** A failed test query: the panel's error (thrown), or the gateway's refusal (answered). */
-async function answerFailure (a: Attempt, err: unknown, reply: FastifyReply): Promise<FastifyReply> {
+async function answerFailure(a: Attempt, err: unknown, reply: FastifyReply): Promise<FastifyReply> {
   if (err instanceof ResultTooLarge) throw new ResultTooLargeError(err.maxBytes, { cause: err })
   if (isServerError(err) && (err.code === '28P01' || err.code === '28000')) throw loginError(a, err)
   if (!isServerError(err) || connectionFailure(err)) {
@@ -68,29 +95,37 @@ async function answerFailure (a: Attempt, err: unknown, reply: FastifyReply): Pr
     kind: a.kind,
     error: { code: err.code, message: err.message, details: err.detail ?? null, hint: err.hint ?? null },
     needs,
-    action
+    action,
   })
   if (refusal === null) throw queryError(err)
   // The same body as the gateway's refusal; no WWW-Authenticate here (the panel
   // session is fine: it is the tested role that was refused).
   const { 'www-authenticate': _omit, ...headers } = refusal.headers
-  return reply.code(refusal.status).headers(headers).send({ ...refusal.body, rolled_back: true })
+  return reply
+    .code(refusal.status)
+    .headers(headers)
+    .send({ ...refusal.body, rolled_back: true })
 }
 
-function loginError (a: Attempt, err: Error): Error {
+function loginError(a: Attempt, err: Error): Error {
   const login = testQueryLogin(a.tenant, a.kind)
   return new TestQueryLoginError(a.database, login, {
     cause: err,
-    hint: `Run \`gatehouse tenants migrate ${a.database}\`: it creates ${login} (a NOINHERIT member of ${a.tenant.roles[a.kind]} only) ` +
-      'with the REST engine login\'s password; after a change of that password, run it again.'
+    hint:
+      `Run \`gatehouse tenants migrate ${a.database}\`: it creates ${login} (a NOINHERIT member of ${a.tenant.roles[a.kind]} only) ` +
+      "with the REST engine login's password; after a change of that password, run it again.",
   })
 }
 
-function queryError (err: ServerError): Error {
+function queryError(err: ServerError): Error {
   return new QueryError(err.message, {
     cause: err,
     details: err.detail ?? null,
     hint: err.hint ?? null,
-    extra: { sqlstate: err.code, ...(err.position !== undefined ? { position: Number(err.position) } : {}), rolled_back: true }
+    extra: {
+      sqlstate: err.code,
+      ...(err.position !== undefined ? { position: Number(err.position) } : {}),
+      rolled_back: true,
+    },
   })
 }

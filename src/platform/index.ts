@@ -2,16 +2,39 @@
 // `platform` and `auth` schemas by numbered migrations, and the generated tenant file.
 // The one entry of this part; other parts import only from here.
 export {
-  provisionTenant, dropTenant, ensureTenant, assertDatabaseName,
-  type EnsureTenantOptions, type ProvisionOptions, type ProvisionResult, type DropOptions, type DropResult
+  provisionTenant,
+  dropTenant,
+  ensureTenant,
+  assertDatabaseName,
+  type EnsureTenantOptions,
+  type ProvisionOptions,
+  type ProvisionResult,
+  type DropOptions,
+  type DropResult,
 } from './provision.js'
 export {
-  connectAdmin, pingPostgres, ensureClusterRoles, tenantRoleNames, allTenantRoleNames, tenantIdOf, newTenantId, ROLE_KINDS, TENANT_ID, TENANT_ROLE,
-  type TenantRoleKind, type TenantRoleNames
+  connectAdmin,
+  pingPostgres,
+  ensureClusterRoles,
+  tenantRoleNames,
+  allTenantRoleNames,
+  tenantIdOf,
+  newTenantId,
+  ROLE_KINDS,
+  TENANT_ID,
+  TENANT_ROLE,
+  type TenantRoleKind,
+  type TenantRoleNames,
 } from './roles.js'
 export {
-  migrateDatabase, migrateAll, listMigrations, MIGRATIONS_DIR,
-  type MigrateAllResult, type Migration, type MigrateOptions, type MigrateResult
+  migrateDatabase,
+  migrateAll,
+  listMigrations,
+  MIGRATIONS_DIR,
+  type MigrateAllResult,
+  type Migration,
+  type MigrateOptions,
+  type MigrateResult,
 } from './migrate.js'
 export * from './errors.js'
 export { registerPlatformCommands, renderTenantFile } from './commands.js'

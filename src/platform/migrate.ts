@@ -9,7 +9,10 @@ import type pg from 'pg'
 import { inTransaction, withDatabase } from '../shared/index.js'
 import { connectAdmin, ROLE_KINDS, type TenantRoleNames } from './roles.js'
 import {
-  MigrationFailedError, MigrationFileInvalidError, RolesMismatchError, RolesNotRegisteredError
+  MigrationFailedError,
+  MigrationFileInvalidError,
+  RolesMismatchError,
+  RolesNotRegisteredError,
 } from './errors.js'
 
 /** The bundled migrations: beside this module in src/ (tsx) and in dist/ (copied at build). */
@@ -40,7 +43,7 @@ export interface MigrateResult {
 }
 
 /** The migration files of a directory, sorted by version; malformed names are refused. */
-export function listMigrations (dir = MIGRATIONS_DIR): Migration[] {
+export function listMigrations(dir = MIGRATIONS_DIR): Migration[] {
   const out: Migration[] = []
   const seen = new Map<number, string>()
   for (const file of readdirSync(dir).sort()) {
@@ -94,20 +97,23 @@ BEGIN
 END
 $do$`
 
-async function registerRoles (client: pg.Client, database: string, roles: TenantRoleNames): Promise<void> {
+async function registerRoles(client: pg.Client, database: string, roles: TenantRoleNames): Promise<void> {
   await inTransaction(client, async () => {
     for (const kind of ROLE_KINDS) {
       const r = await client.query<{ role_name: string }>(
         `INSERT INTO platform.roles (kind, role_name) VALUES ($1, $2)
-         ON CONFLICT (kind) DO UPDATE SET kind = EXCLUDED.kind RETURNING role_name`, [kind, roles[kind]])
+         ON CONFLICT (kind) DO UPDATE SET kind = EXCLUDED.kind RETURNING role_name`,
+        [kind, roles[kind]],
+      )
       if (r.rows[0].role_name !== roles[kind]) throw new RolesMismatchError(database, kind)
     }
   })
 }
 
 /** The database's role names by kind (platform.roles); every kind must be there. */
-async function registeredRoles (client: pg.Client, database: string): Promise<Map<string, string>> {
-  const rows = (await client.query<{ kind: string, role_name: string }>('SELECT kind, role_name FROM platform.roles')).rows
+async function registeredRoles(client: pg.Client, database: string): Promise<Map<string, string>> {
+  const rows = (await client.query<{ kind: string; role_name: string }>('SELECT kind, role_name FROM platform.roles'))
+    .rows
   const roles = new Map(rows.map((r) => [r.kind, r.role_name]))
   const missing = ROLE_KINDS.filter((k) => !roles.has(k))
   if (missing.length) throw new RolesNotRegisteredError(database, missing.join(', '))
@@ -118,7 +124,7 @@ async function registeredRoles (client: pg.Client, database: string): Promise<Ma
  * Applies `pending` in order, each in its own transaction with the tenant's role names in
  * gatehouse.role_<kind> (what the SQL files read); returns the file names applied.
  */
-async function applyPending (client: pg.Client, database: string, pending: Migration[]): Promise<string[]> {
+async function applyPending(client: pg.Client, database: string, pending: Migration[]): Promise<string[]> {
   if (pending.length === 0) return []
   const roles = await registeredRoles(client, database)
   const applied: string[] = []
@@ -127,14 +133,20 @@ async function applyPending (client: pg.Client, database: string, pending: Migra
     const base = path.basename(m.file)
     try {
       await inTransaction(client, async () => {
-        for (const kind of ROLE_KINDS) await client.query('SELECT set_config($1, $2, true)', [`gatehouse.role_${kind}`, roles.get(kind)])
+        for (const kind of ROLE_KINDS)
+          await client.query('SELECT set_config($1, $2, true)', [`gatehouse.role_${kind}`, roles.get(kind)])
         await client.query(sql)
         await client.query('RESET ROLE')
-        await client.query('INSERT INTO platform.schema_migrations (version, name) VALUES ($1, $2)', [m.version, m.name])
+        await client.query('INSERT INTO platform.schema_migrations (version, name) VALUES ($1, $2)', [
+          m.version,
+          m.name,
+        ])
       })
     } catch (err) {
       const e = err as Error & { code?: string }
-      throw new MigrationFailedError(database, base, e.code ? `${e.message} (SQLSTATE ${e.code})` : e.message, { cause: err })
+      throw new MigrationFailedError(database, base, e.code ? `${e.message} (SQLSTATE ${e.code})` : e.message, {
+        cause: err,
+      })
     }
     applied.push(base)
   }
@@ -146,14 +158,15 @@ async function applyPending (client: pg.Client, database: string, pending: Migra
  * run concurrently on the same database (an advisory lock serialises runners) and to
  * re-run (a no-op once current).
  */
-export async function migrateDatabase (url: string, opts: MigrateOptions = {}): Promise<MigrateResult> {
+export async function migrateDatabase(url: string, opts: MigrateOptions = {}): Promise<MigrateResult> {
   const migrations = listMigrations(opts.dir)
   const client = await connectAdmin(url)
   const database = client.database ?? '?'
   try {
     await client.query('SELECT pg_advisory_lock($1)', [LOCK_KEY])
     const r = await client.query<{ ok: boolean }>(
-      "SELECT to_regclass('platform.roles') IS NOT NULL AND to_regclass('platform.schema_migrations') IS NOT NULL AS ok")
+      "SELECT to_regclass('platform.roles') IS NOT NULL AND to_regclass('platform.schema_migrations') IS NOT NULL AS ok",
+    )
     if (!r.rows[0].ok) {
       // Only provisioning (which passes the roles) starts a database's history: never leave
       // a platform schema in a database that is not a tenant's.
@@ -162,9 +175,16 @@ export async function migrateDatabase (url: string, opts: MigrateOptions = {}): 
     }
     if (opts.roles) await registerRoles(client, database, opts.roles)
 
-    const done = new Set((await client.query<{ version: number }>(
-      'SELECT version FROM platform.schema_migrations')).rows.map((r) => r.version))
-    const applied = await applyPending(client, database, migrations.filter((m) => !done.has(m.version)))
+    const done = new Set(
+      (await client.query<{ version: number }>('SELECT version FROM platform.schema_migrations')).rows.map(
+        (r) => r.version,
+      ),
+    )
+    const applied = await applyPending(
+      client,
+      database,
+      migrations.filter((m) => !done.has(m.version)),
+    )
     await client.query(SYNC_TEST_QUERY_LOGINS)
     const v = await client.query<{ v: number | null }>('SELECT max(version) AS v FROM platform.schema_migrations')
     return { applied, version: v.rows[0].v ?? 0 }
@@ -187,18 +207,24 @@ export interface MigrateAllResult {
  * a tenant engine login and that has platform.schema_migrations. A database that vanishes meanwhile is skipped; a failing
  * one is reported in its entry and the others still run.
  */
-export async function migrateAll (adminUrl: string, opts: Omit<MigrateOptions, 'roles'> = {}): Promise<MigrateAllResult[]> {
+export async function migrateAll(
+  adminUrl: string,
+  opts: Omit<MigrateOptions, 'roles'> = {},
+): Promise<MigrateAllResult[]> {
   const client = await connectAdmin(adminUrl)
   let names: string[]
   try {
-    names = (await client.query<{ datname: string }>(
-      // Only databases whose CONNECT goes to a tenant engine login: no connection is ever
-      // opened to other databases (one may be a template someone is about to copy).
-      `SELECT d.datname FROM pg_database d
+    names = (
+      await client.query<{ datname: string }>(
+        // Only databases whose CONNECT goes to a tenant engine login: no connection is ever
+        // opened to other databases (one may be a template someone is about to copy).
+        `SELECT d.datname FROM pg_database d
         WHERE d.datallowconn AND NOT d.datistemplate
           AND EXISTS (SELECT 1 FROM aclexplode(d.datacl) a JOIN pg_roles r ON r.oid = a.grantee
                        WHERE r.rolname ~ '^t_[0-9a-f]{10}_rest$' AND a.privilege_type = 'CONNECT')
-        ORDER BY d.datname`)).rows.map((r) => r.datname)
+        ORDER BY d.datname`,
+      )
+    ).rows.map((r) => r.datname)
   } finally {
     await client.end().catch(() => {})
   }
@@ -238,13 +264,13 @@ export async function migrateAll (adminUrl: string, opts: Omit<MigrateOptions, '
  * transaction commits, and a new connection waits on the database's lock until the drop is
  * done, then fails with 3D000 (or "invalid database" once the catalog marks it so).
  */
-async function gone (adminUrl: string, database: string): Promise<boolean> {
+async function gone(adminUrl: string, database: string): Promise<boolean> {
   try {
     const db = await connectAdmin(withDatabase(adminUrl, database))
     await db.end().catch(() => {})
     return false
   } catch (err) {
-    const e = ((err as Error).cause ?? err) as { code?: string, message?: string }
+    const e = ((err as Error).cause ?? err) as { code?: string; message?: string }
     return e.code === '3D000' || /invalid database/.test(e.message ?? '')
   }
 }

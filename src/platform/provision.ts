@@ -5,22 +5,38 @@ import { randomBytes } from 'node:crypto'
 import type pg from 'pg'
 import { quoteIdent, withCredentials, withDatabase, ConfigError } from '../shared/index.js'
 import {
-  DATABASE_NAME, parseTenantFile, generateSigningKey, type AuthSettings, type TenantFile,
-  type SigningAlgorithm, type SigningKeyFile
+  DATABASE_NAME,
+  parseTenantFile,
+  generateSigningKey,
+  type AuthSettings,
+  type TenantFile,
+  type SigningAlgorithm,
+  type SigningKeyFile,
 } from '../tenants/index.js'
 import {
-  allTenantRoleNames, assertSuperuser, connectAdmin, createTenantRoles, ensureClusterRoles, newTenantId, tenantIdOf,
-  tenantRoleNames, TENANT_ROLE, type TenantRoleNames
+  allTenantRoleNames,
+  assertSuperuser,
+  connectAdmin,
+  createTenantRoles,
+  ensureClusterRoles,
+  newTenantId,
+  tenantIdOf,
+  tenantRoleNames,
+  TENANT_ROLE,
+  type TenantRoleNames,
 } from './roles.js'
 import { migrateDatabase } from './migrate.js'
 import {
-  DatabaseExistsError, DatabaseNameInvalidError, ProvisioningFailedError, TenantOptionsInvalidError,
-  TenantRoleExistsError
+  DatabaseExistsError,
+  DatabaseNameInvalidError,
+  ProvisioningFailedError,
+  TenantOptionsInvalidError,
+  TenantRoleExistsError,
 } from './errors.js'
 
 const RESERVED = new Set(['postgres', 'template0', 'template1'])
 
-export function assertDatabaseName (database: string): void {
+export function assertDatabaseName(database: string): void {
   if (typeof database !== 'string' || !DATABASE_NAME.test(database) || RESERVED.has(database)) {
     throw new DatabaseNameInvalidError(String(database))
   }
@@ -34,7 +50,7 @@ export interface ProvisionOptions {
   /** The panel organization that owns it. */
   organization: string
   /** Engine base URLs; default our engines on their default ports: `http://127.0.0.1:9999/<db>`, `:3000/<db>`. */
-  upstreams?: { auth: string, rest: string }
+  upstreams?: { auth: string; rest: string }
   /** When given, pins `jwt.issuer` to `<publicUrl>/<database>/auth/v1` (else derived at run time). */
   publicUrl?: string
   auth?: Partial<AuthSettings>
@@ -61,18 +77,23 @@ export interface ProvisionResult {
   roles: TenantRoleNames
 }
 
-function secret (bytes: number): string {
+function secret(bytes: number): string {
   return randomBytes(bytes).toString('base64url')
 }
 
-function describeError (err: unknown): string {
+function describeError(err: unknown): string {
   const e = err as Error & { code?: string }
   if (e instanceof Error && 'status' in e) return e.message
   return e?.code ? `${e.message} (SQLSTATE ${e.code})` : String(e?.message ?? err)
 }
 
 /** Builds and validates the tenant file before anything exists on the cluster. */
-function buildTenantFile (opts: ProvisionOptions, roles: TenantRoleNames, passwords: Record<'rest' | 'authn' | 'owner', string>, signingKey: SigningKeyFile): TenantFile {
+function buildTenantFile(
+  opts: ProvisionOptions,
+  roles: TenantRoleNames,
+  passwords: Record<'rest' | 'authn' | 'owner', string>,
+  signingKey: SigningKeyFile,
+): TenantFile {
   const dbUrl = withDatabase(opts.adminUrl, opts.database)
   const raw = {
     database: opts.database,
@@ -81,7 +102,7 @@ function buildTenantFile (opts: ProvisionOptions, roles: TenantRoleNames, passwo
     roles: { anon: roles.anon, auth: roles.auth, svc: roles.svc },
     engines: {
       rest: withCredentials(dbUrl, roles.rest, passwords.rest),
-      auth: withCredentials(dbUrl, roles.authn, passwords.authn)
+      auth: withCredentials(dbUrl, roles.authn, passwords.authn),
     },
     jwt: {
       secret: secret(32),
@@ -90,15 +111,15 @@ function buildTenantFile (opts: ProvisionOptions, roles: TenantRoleNames, passwo
       ...(opts.publicUrl ? { issuer: `${opts.publicUrl.replace(/\/+$/, '')}/${opts.database}/auth/v1` } : {}),
       aud: 'authenticated',
       signing_algorithm: opts.signingAlgorithm ?? 'ES256',
-      signing_keys: [signingKey]
+      signing_keys: [signingKey],
     },
     keys: { public: `pk_${secret(24)}`, secret: `sk_${secret(24)}` },
     upstreams: opts.upstreams ?? {
       auth: `http://127.0.0.1:9999/${opts.database}`,
-      rest: `http://127.0.0.1:3000/${opts.database}`
+      rest: `http://127.0.0.1:3000/${opts.database}`,
     },
     rest: { ...opts.rest },
-    auth: { ...opts.auth }
+    auth: { ...opts.auth },
   }
   try {
     // No environment: generated values never hold ${...}, and options must be literal.
@@ -114,7 +135,7 @@ function buildTenantFile (opts: ProvisionOptions, roles: TenantRoleNames, passwo
  * Refuses a taken or invalid name and an unreachable cluster; a failure after the
  * database exists drops the database and the roles this call created.
  */
-export async function provisionTenant (opts: ProvisionOptions): Promise<ProvisionResult> {
+export async function provisionTenant(opts: ProvisionOptions): Promise<ProvisionResult> {
   assertDatabaseName(opts.database)
   const id = opts.id ?? newTenantId()
   const roles = tenantRoleNames(id)
@@ -128,8 +149,13 @@ export async function provisionTenant (opts: ProvisionOptions): Promise<Provisio
 type Passwords = Record<'rest' | 'authn' | 'owner', string>
 
 /** Database, roles and migrations, all or nothing. */
-async function createTenantObjects (adminUrl: string, database: string, id: string, passwords: Passwords,
-  migrationsDir?: string): Promise<string[]> {
+async function createTenantObjects(
+  adminUrl: string,
+  database: string,
+  id: string,
+  passwords: Passwords,
+  migrationsDir?: string,
+): Promise<string[]> {
   const roles = tenantRoleNames(id)
   const client = await openAdmin(adminUrl)
   let databaseCreated = false
@@ -179,7 +205,7 @@ export interface EnsureTenantOptions {
  * start): creates database and roles with the file's names and passwords when the
  * database is missing, and brings it up to date either way.
  */
-export async function ensureTenant (opts: EnsureTenantOptions): Promise<{ created: boolean, applied: string[] }> {
+export async function ensureTenant(opts: EnsureTenantOptions): Promise<{ created: boolean; applied: string[] }> {
   const { file } = opts
   assertDatabaseName(file.database)
   const id = tenantIdOf(file.roles.anon)
@@ -189,16 +215,22 @@ export async function ensureTenant (opts: EnsureTenantOptions): Promise<{ create
   const roles = tenantRoleNames(id)
   const passwordOf = (url: string | undefined, kind: 'rest' | 'authn' | 'owner', field: string): string => {
     let u: URL
-    try { u = new URL(url ?? '') } catch { throw new TenantOptionsInvalidError(`tenant ${file.database}: ${field} is not a URL`) }
+    try {
+      u = new URL(url ?? '')
+    } catch {
+      throw new TenantOptionsInvalidError(`tenant ${file.database}: ${field} is not a URL`)
+    }
     if (decodeURIComponent(u.username) !== roles[kind] || !u.password) {
-      throw new TenantOptionsInvalidError(`tenant ${file.database}: ${field} must log in as ${roles[kind]} with a password`)
+      throw new TenantOptionsInvalidError(
+        `tenant ${file.database}: ${field} must log in as ${roles[kind]} with a password`,
+      )
     }
     return decodeURIComponent(u.password)
   }
   const passwords: Passwords = {
     owner: passwordOf(file.postgres, 'owner', 'postgres'),
     rest: passwordOf(file.engines?.rest, 'rest', 'engines.rest'),
-    authn: passwordOf(file.engines?.auth, 'authn', 'engines.auth')
+    authn: passwordOf(file.engines?.auth, 'authn', 'engines.auth'),
   }
   const client = await openAdmin(opts.adminUrl)
   let exists: boolean
@@ -224,15 +256,16 @@ export async function ensureTenant (opts: EnsureTenantOptions): Promise<{ create
   }
 }
 
-async function dropCreated (client: pg.Client, database: string, roles: TenantRoleNames | null): Promise<void> {
+async function dropCreated(client: pg.Client, database: string, roles: TenantRoleNames | null): Promise<void> {
   await client.query(`DROP DATABASE IF EXISTS ${quoteIdent(database)} WITH (FORCE)`)
   if (roles) await dropRoles(client, allTenantRoleNames(tenantIdOf(roles.anon)!))
 }
 
 /** Drops roles, first revoking what other databases still grant them (pg_shdepend). */
-async function dropRoles (client: pg.Client, names: string[]): Promise<void> {
-  const existing = (await client.query<{ rolname: string }>(
-    'SELECT rolname FROM pg_roles WHERE rolname = ANY ($1::text[])', [names])).rows.map((r) => r.rolname)
+async function dropRoles(client: pg.Client, names: string[]): Promise<void> {
+  const existing = (
+    await client.query<{ rolname: string }>('SELECT rolname FROM pg_roles WHERE rolname = ANY ($1::text[])', [names])
+  ).rows.map((r) => r.rolname)
   if (existing.length === 0) return
   const list = existing.map(quoteIdent).join(', ')
   // Grants or objects in other databases (e.g. another tenant's owner granted to one of
@@ -240,7 +273,9 @@ async function dropRoles (client: pg.Client, names: string[]): Promise<void> {
   const deps = await client.query<{ datname: string | null }>(
     `SELECT DISTINCT d.datname FROM pg_shdepend s LEFT JOIN pg_database d ON d.oid = s.dbid
       WHERE s.refclassid = 'pg_authid'::regclass
-        AND s.refobjid IN (SELECT oid FROM pg_roles WHERE rolname = ANY ($1::text[]))`, [existing])
+        AND s.refobjid IN (SELECT oid FROM pg_roles WHERE rolname = ANY ($1::text[]))`,
+    [existing],
+  )
   const here = client.database
   for (const { datname } of deps.rows) {
     if (datname === null || datname === here) {
@@ -263,13 +298,13 @@ async function dropRoles (client: pg.Client, names: string[]): Promise<void> {
 }
 
 const urls = new WeakMap<pg.Client, string>()
-function clientUrl (client: pg.Client): string {
+function clientUrl(client: pg.Client): string {
   const u = urls.get(client)
   if (!u) throw new Error('admin client without a known URL')
   return u
 }
 
-async function openAdmin (url: string): Promise<pg.Client> {
+async function openAdmin(url: string): Promise<pg.Client> {
   const c = await connectAdmin(url)
   urls.set(c, url)
   return c
@@ -288,7 +323,7 @@ export interface DropResult {
 }
 
 /** The tenant ids a database's platform.roles names (none when it is not one of ours). */
-async function recordedTenantIds (adminUrl: string, database: string): Promise<string[]> {
+async function recordedTenantIds(adminUrl: string, database: string): Promise<string[]> {
   const db = await connectAdmin(withDatabase(adminUrl, database)).catch(() => null)
   if (db === null) return []
   try {
@@ -307,7 +342,7 @@ async function recordedTenantIds (adminUrl: string, database: string): Promise<s
  * from the options and from the database's platform.roles; only names of the form
  * `t_<10 hex>_<kind>` are ever dropped, so shared roles cannot be.
  */
-export async function dropTenant (opts: DropOptions): Promise<DropResult> {
+export async function dropTenant(opts: DropOptions): Promise<DropResult> {
   assertDatabaseName(opts.database)
   const ids = new Set<string>()
   const given = Array.isArray(opts.roles) ? opts.roles : Object.values(opts.roles ?? {})
@@ -322,14 +357,13 @@ export async function dropTenant (opts: DropOptions): Promise<DropResult> {
       for (const id of await recordedTenantIds(opts.adminUrl, opts.database)) ids.add(id)
       await client.query(`DROP DATABASE IF EXISTS ${quoteIdent(opts.database)} WITH (FORCE)`)
     }
-    const names = [...ids].flatMap((id) => allTenantRoleNames(id))
-      .filter((n) => TENANT_ROLE.test(n))
-    const before = (await client.query<{ rolname: string }>(
-      'SELECT rolname FROM pg_roles WHERE rolname = ANY ($1::text[])', [names])).rows.map((r) => r.rolname)
+    const names = [...ids].flatMap((id) => allTenantRoleNames(id)).filter((n) => TENANT_ROLE.test(n))
+    const before = (
+      await client.query<{ rolname: string }>('SELECT rolname FROM pg_roles WHERE rolname = ANY ($1::text[])', [names])
+    ).rows.map((r) => r.rolname)
     await dropRoles(client, before)
     return { databaseDropped: exists, rolesDropped: before }
   } finally {
     await client.end().catch(() => {})
   }
 }
-

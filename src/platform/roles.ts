@@ -3,7 +3,13 @@
 // dropped together. Names come from a random tenant id, never from user input.
 import { randomBytes } from 'node:crypto'
 import pg from 'pg'
-import { inTransaction, quoteIdent, quoteLiteral, ROLE_CLAIMS, ROLE_KINDS as REQUEST_ROLE_KINDS } from '../shared/index.js'
+import {
+  inTransaction,
+  quoteIdent,
+  quoteLiteral,
+  ROLE_CLAIMS,
+  ROLE_KINDS as REQUEST_ROLE_KINDS,
+} from '../shared/index.js'
 import { ClusterUnreachableError, AdminNotSuperuserError, TenantIdInvalidError } from './errors.js'
 
 /**
@@ -15,15 +21,15 @@ import { ClusterUnreachableError, AdminNotSuperuserError, TenantIdInvalidError }
  * makes it (NOINHERIT BYPASSRLS); the attribute is never inherited by members: each
  * database's svc role has its own BYPASSRLS.
  */
-const CLUSTER_GROUPS: ReadonlyArray<{ name: string, attributes: string }> = [
+const CLUSTER_GROUPS: ReadonlyArray<{ name: string; attributes: string }> = [
   { name: ROLE_CLAIMS.anon, attributes: 'NOLOGIN' },
   { name: ROLE_CLAIMS.auth, attributes: 'NOLOGIN' },
-  { name: ROLE_CLAIMS.svc, attributes: 'NOLOGIN NOINHERIT BYPASSRLS' }
+  { name: ROLE_CLAIMS.svc, attributes: 'NOLOGIN NOINHERIT BYPASSRLS' },
 ]
 
 /** Kinds of per-tenant roles. The first three are the request roles of platform.role(). */
 export const ROLE_KINDS = [...REQUEST_ROLE_KINDS, 'rest', 'authn', 'owner'] as const
-export type TenantRoleKind = typeof ROLE_KINDS[number]
+export type TenantRoleKind = (typeof ROLE_KINDS)[number]
 export type TenantRoleNames = Record<TenantRoleKind, string>
 
 /** `t_<10 hex>` */
@@ -31,11 +37,11 @@ export const TENANT_ID = /^t_[0-9a-f]{10}$/
 /** Every role name provisioning creates (the `_probe` test-query logins too); dropping never touches anything else. */
 export const TENANT_ROLE = /^(t_[0-9a-f]{10})_(anon|auth|svc|rest|authn|owner|anon_probe|auth_probe|svc_probe)$/
 
-export function newTenantId (): string {
+export function newTenantId(): string {
   return 't_' + randomBytes(5).toString('hex')
 }
 
-export function tenantRoleNames (id: string): TenantRoleNames {
+export function tenantRoleNames(id: string): TenantRoleNames {
   if (!TENANT_ID.test(id)) throw new TenantIdInvalidError(id)
   const out = {} as TenantRoleNames
   for (const k of ROLE_KINDS) out[k] = `${id}_${k}`
@@ -46,18 +52,18 @@ export function tenantRoleNames (id: string): TenantRoleNames {
  * Every role of a tenant id: the six of tenantRoleNames and the three test-query logins
  * (`<request role>_probe`) the migrations make. Dropping a tenant drops these.
  */
-export function allTenantRoleNames (id: string): string[] {
+export function allTenantRoleNames(id: string): string[] {
   const names = tenantRoleNames(id)
   return [...ROLE_KINDS.map((k) => names[k]), ...REQUEST_ROLE_KINDS.map((k) => `${names[k]}_probe`)]
 }
 
 /** The tenant id of a role name made by provisioning, or null. */
-export function tenantIdOf (roleName: string): string | null {
+export function tenantIdOf(roleName: string): string | null {
   return TENANT_ROLE.exec(roleName)?.[1] ?? null
 }
 
 /** `host:port/database` of a URL, for messages (never the password). */
-export function describeUrl (url: string): string {
+export function describeUrl(url: string): string {
   try {
     const u = new URL(url)
     return `${u.hostname}:${u.port || '5432'}${u.pathname}`
@@ -70,14 +76,25 @@ export function describeUrl (url: string): string {
  * Answers when `url`'s server accepts a connection and runs `select 1` (readiness, `gatehouse
  * status`); rejects naming the server.
  */
-export async function pingPostgres (url: string): Promise<void> {
-  const client = new pg.Client({ connectionString: url, connectionTimeoutMillis: 2_000, application_name: 'gatehouse-readyz' })
+export async function pingPostgres(url: string): Promise<void> {
+  const client = new pg.Client({
+    connectionString: url,
+    connectionTimeoutMillis: 2_000,
+    application_name: 'gatehouse-readyz',
+  })
   client.on('error', () => {})
   try {
     await client.connect()
     await client.query('select 1')
   } catch (err) {
-    const where = (() => { try { const u = new URL(url); return `${u.hostname}:${u.port || '5432'}` } catch { return 'the configured server' } })()
+    const where = (() => {
+      try {
+        const u = new URL(url)
+        return `${u.hostname}:${u.port || '5432'}`
+      } catch {
+        return 'the configured server'
+      }
+    })()
     throw new Error(`postgres at ${where}: ${(err as Error).message}`, { cause: err })
   } finally {
     await client.end().catch(() => {})
@@ -85,7 +102,7 @@ export async function pingPostgres (url: string): Promise<void> {
 }
 
 /** Opens a client; a failure to connect becomes ClusterUnreachableError. */
-export async function connectAdmin (url: string): Promise<pg.Client> {
+export async function connectAdmin(url: string): Promise<pg.Client> {
   let client: pg.Client
   try {
     // The admin is a superuser working inside databases whose owner may create objects in
@@ -94,7 +111,7 @@ export async function connectAdmin (url: string): Promise<pg.Client> {
       connectionString: url,
       connectionTimeoutMillis: 5_000,
       application_name: 'gatehouse-platform',
-      options: '-c search_path=pg_catalog,pg_temp'
+      options: '-c search_path=pg_catalog,pg_temp',
     })
   } catch (err) {
     throw new ClusterUnreachableError(describeUrl(url), (err as Error).message, { cause: err })
@@ -111,25 +128,26 @@ export async function connectAdmin (url: string): Promise<pg.Client> {
 }
 
 /** Refuses early (with a clear message) when the admin role cannot provision. */
-export async function assertSuperuser (client: pg.Client): Promise<void> {
-  const r = await client.query<{ rolsuper: boolean, name: string }>(
-    'SELECT rolsuper, current_user::text AS name FROM pg_roles WHERE rolname = current_user')
+export async function assertSuperuser(client: pg.Client): Promise<void> {
+  const r = await client.query<{ rolsuper: boolean; name: string }>(
+    'SELECT rolsuper, current_user::text AS name FROM pg_roles WHERE rolname = current_user',
+  )
   if (!r.rows[0]?.rolsuper) throw new AdminNotSuperuserError(r.rows[0]?.name ?? '?')
 }
 
-async function serverVersion (client: pg.Client): Promise<number> {
+async function serverVersion(client: pg.Client): Promise<number> {
   const r = await client.query<{ v: string }>("SELECT current_setting('server_version_num') AS v")
   return Number(r.rows[0].v)
 }
 
-function isDuplicate (err: unknown): boolean {
+function isDuplicate(err: unknown): boolean {
   const code = (err as { code?: string }).code
   // 42710 duplicate_object; 23505 when two sessions race on pg_authid's unique index.
   return code === '42710' || code === '23505'
 }
 
 /** One cluster group role; a process that created it first meanwhile is no error. */
-async function createGroupRole (client: pg.Client, group: { name: string, attributes: string }): Promise<void> {
+async function createGroupRole(client: pg.Client, group: { name: string; attributes: string }): Promise<void> {
   try {
     await client.query(`CREATE ROLE ${quoteIdent(group.name)} ${group.attributes}`)
   } catch (err) {
@@ -142,11 +160,13 @@ async function createGroupRole (client: pg.Client, group: { name: string, attrib
  * `TO authenticated`, migrations `GRANT ... TO service_role`). Idempotent and safe when two
  * processes race.
  */
-export async function ensureClusterRoles (admin: string | pg.Client): Promise<void> {
+export async function ensureClusterRoles(admin: string | pg.Client): Promise<void> {
   const client = typeof admin === 'string' ? await connectAdmin(admin) : admin
   try {
     const have = await client.query<{ rolname: string }>(
-      'SELECT rolname FROM pg_roles WHERE rolname = ANY ($1::text[])', [CLUSTER_GROUPS.map((g) => g.name)])
+      'SELECT rolname FROM pg_roles WHERE rolname = ANY ($1::text[])',
+      [CLUSTER_GROUPS.map((g) => g.name)],
+    )
     const names = new Set(have.rows.map((r) => r.rolname))
     for (const group of CLUSTER_GROUPS) {
       if (!names.has(group.name)) await createGroupRole(client, group)
@@ -160,8 +180,12 @@ export async function ensureClusterRoles (admin: string | pg.Client): Promise<vo
  * Creates the six roles of a tenant and their memberships, and CONNECT on the database
  * for the login roles only (PUBLIC loses it), in one transaction: all or nothing.
  */
-export async function createTenantRoles (client: pg.Client, database: string, roles: TenantRoleNames,
-  passwords: Record<'rest' | 'authn' | 'owner', string>): Promise<void> {
+export async function createTenantRoles(
+  client: pg.Client,
+  database: string,
+  roles: TenantRoleNames,
+  passwords: Record<'rest' | 'authn' | 'owner', string>,
+): Promise<void> {
   const q = (k: TenantRoleKind) => quoteIdent(roles[k])
   // PG 16 can say it directly: the engine login reaches request roles by SET ROLE only.
   const setOnly = (await serverVersion(client)) >= 160000 ? ' WITH INHERIT FALSE, SET TRUE' : ''
@@ -179,7 +203,7 @@ export async function createTenantRoles (client: pg.Client, database: string, ro
     `GRANT ${q('anon')}, ${q('auth')}, ${q('svc')} TO ${q('rest')}${setOnly}`,
     `REVOKE ALL ON DATABASE ${db} FROM PUBLIC`,
     `GRANT CONNECT ON DATABASE ${db} TO ${q('rest')}, ${q('authn')}`,
-    `GRANT CONNECT, TEMPORARY, CREATE ON DATABASE ${db} TO ${q('owner')}`
+    `GRANT CONNECT, TEMPORARY, CREATE ON DATABASE ${db} TO ${q('owner')}`,
   ]
   await inTransaction(client, async () => {
     for (const s of statements) await client.query(s)

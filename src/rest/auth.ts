@@ -8,10 +8,16 @@ import { LRUCache } from 'lru-cache'
 import { hmacKey, tokenCacheKey, kindOfRoleName, type RoleKind } from '../shared/index.js'
 import type { Tenant } from '../tenants/index.js'
 import {
-  jwtClaims, jwtEmpty, jwtKeyCannotDecode, jwtMalformed, jwtNoSuitableKey, jwtParts, jwtUnsecured, unknownRole,
-  type JwtClaimsFailure
+  jwtClaims,
+  jwtEmpty,
+  jwtKeyCannotDecode,
+  jwtMalformed,
+  jwtNoSuitableKey,
+  jwtParts,
+  jwtUnsecured,
+  unknownRole,
+  type JwtClaimsFailure,
 } from './errors.js'
-
 
 /** Who a request runs as: the verified token's role and claims (the anon role without one). */
 export interface RequestRole {
@@ -37,14 +43,17 @@ const OTHER_HMAC_ALGS: ReadonlySet<string> = new Set(['HS384', 'HS512'])
  * unsecured token, an asymmetric algorithm has no suitable key, another HMAC algorithm is
  * a key that cannot decode it (the algorithm is pinned to HS256). null: HS256.
  */
-function headerFailure (encodedHeader: string): Error | null {
+function headerFailure(encodedHeader: string): Error | null {
   let header: unknown
   try {
     header = JSON.parse(Buffer.from(encodedHeader, 'base64url').toString('utf8'))
   } catch {
     return jwtMalformed()
   }
-  const alg = typeof header === 'object' && header !== null && !Array.isArray(header) ? (header as { alg?: unknown }).alg : undefined
+  const alg =
+    typeof header === 'object' && header !== null && !Array.isArray(header)
+      ? (header as { alg?: unknown }).alg
+      : undefined
   if (alg === 'HS256') return null
   if (alg === 'none') return jwtUnsecured()
   if (typeof alg === 'string' && ASYMMETRIC_ALGS.has(alg)) return jwtNoSuitableKey()
@@ -53,14 +62,15 @@ function headerFailure (encodedHeader: string): Error | null {
 }
 
 /** jose's verification failure -> PostgREST's PGRST301. */
-function jwtError (err: unknown): Error {
+function jwtError(err: unknown): Error {
   if (err instanceof joseErrors.JWSSignatureVerificationFailed) return jwtKeyCannotDecode()
-  if (err instanceof joseErrors.JOSEAlgNotAllowed || err instanceof joseErrors.JOSENotSupported) return jwtKeyCannotDecode()
+  if (err instanceof joseErrors.JOSEAlgNotAllowed || err instanceof joseErrors.JOSENotSupported)
+    return jwtKeyCannotDecode()
   return jwtMalformed()
 }
 
 /** A time claim as PostgREST reads it: a non-integer (or out of int64) number counts as 0. */
-function seconds (v: number): number {
+function seconds(v: number): number {
   return Number.isInteger(v) && Math.abs(v) <= 9.2e18 ? v : 0
 }
 
@@ -69,7 +79,7 @@ function seconds (v: number): number {
  * absent claims pass, except exp, which the upstream token must carry (a missing exp is
  * reported as PostgREST reports an exp that is not a number).
  */
-function claimsFailure (claims: Record<string, unknown>, nowSec: number): JwtClaimsFailure | null {
+function claimsFailure(claims: Record<string, unknown>, nowSec: number): JwtClaimsFailure | null {
   const now = Math.floor(nowSec)
   const exp = claims.exp
   if (typeof exp !== 'number') return 'expNotNumber'
@@ -85,12 +95,17 @@ function claimsFailure (claims: Record<string, unknown>, nowSec: number): JwtCla
     if (now + SKEW_SECONDS < seconds(iat)) return 'issuedAtFuture'
   }
   const aud = claims.aud
-  if (aud !== undefined && aud !== null && typeof aud !== 'string' &&
-      !(Array.isArray(aud) && aud.every((a) => typeof a === 'string'))) return 'audNotStringOrArray'
+  if (
+    aud !== undefined &&
+    aud !== null &&
+    typeof aud !== 'string' &&
+    !(Array.isArray(aud) && aud.every((a) => typeof a === 'string'))
+  )
+    return 'audNotStringOrArray'
   return null
 }
 
-function roleKindOf (tenant: Pick<Tenant, 'roles'>, role: string): RoleKind | null {
+function roleKindOf(tenant: Pick<Tenant, 'roles'>, role: string): RoleKind | null {
   return kindOfRoleName(tenant.roles, role)
 }
 
@@ -108,13 +123,13 @@ export class TokenVerifier {
   readonly #cache: LRUCache<string, Record<string, unknown>>
   readonly #now: () => number
 
-  constructor (opts: TokenVerifierOptions = {}) {
+  constructor(opts: TokenVerifierOptions = {}) {
     this.#cache = new LRUCache({ max: opts.max ?? 10_000 })
     this.#now = opts.now ?? Date.now
   }
 
   /** The caller of a request with this Authorization header (or none). */
-  async caller (tenant: Tenant, authorization: string | undefined): Promise<RequestRole> {
+  async caller(tenant: Tenant, authorization: string | undefined): Promise<RequestRole> {
     const token = bearerToken(authorization)
     if (token === null) return anonCaller(tenant)
     if (token === '') throw jwtEmpty()
@@ -133,7 +148,11 @@ export class TokenVerifier {
         throw jwtError(err)
       }
       let parsed: unknown
-      try { parsed = JSON.parse(Buffer.from(payload).toString('utf8')) } catch { parsed = null }
+      try {
+        parsed = JSON.parse(Buffer.from(payload).toString('utf8'))
+      } catch {
+        parsed = null
+      }
       if (typeof parsed !== 'object' || parsed === null || Array.isArray(parsed)) throw jwtClaims('parsingFailed')
       claims = parsed as Record<string, unknown>
       const failure = claimsFailure(claims, nowSec)
@@ -156,10 +175,12 @@ export class TokenVerifier {
     return { role, kind, claims, isAnon: kind === 'anon' }
   }
 
-  clear (): void { this.#cache.clear() }
+  clear(): void {
+    this.#cache.clear()
+  }
 }
 
-function anonCaller (tenant: Tenant): RequestRole {
+function anonCaller(tenant: Tenant): RequestRole {
   return { role: tenant.roles.anon, kind: 'anon', claims: { role: tenant.roles.anon }, isAnon: true }
 }
 
@@ -173,7 +194,7 @@ const WAI_LEADING_SPACE = /^[\t\n\v\f\r \u00a0]+/
  * must be `bearer` in any case, the token is the rest with its leading blanks dropped and
  * nothing else removed (`Bearer` alone is an empty token).
  */
-export function bearerToken (authorization: string | undefined): string | null {
+export function bearerToken(authorization: string | undefined): string | null {
   if (authorization === undefined) return null
   const blank = authorization.search(WAI_SPACE)
   const scheme = blank < 0 ? authorization : authorization.slice(0, blank)

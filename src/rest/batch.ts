@@ -24,17 +24,29 @@ export interface BatchStatement {
 type Row = Record<string, unknown>
 type Parser = (value: string) => unknown
 
-interface Field { name: string, dataTypeID: number }
-interface Shape { names: string[], parsers: Parser[], odd: boolean }
+interface Field {
+  name: string
+  dataTypeID: number
+}
+interface Shape {
+  names: string[]
+  parsers: Parser[]
+  odd: boolean
+}
 
 interface ProtocolConnection {
-  stream: { cork?: () => void, uncork?: () => void }
-  parse (q: { name?: string, text: string }): void
-  bind (c: { portal?: string, statement?: string, values: readonly unknown[], valueMapper: (v: unknown) => unknown }): void
-  describe (m: { type: 'P' | 'S', name?: string }): void
-  execute (c: { portal?: string, rows?: number }): void
-  close (m: { type: 'P' | 'S', name: string }): void
-  sync (): void
+  stream: { cork?: () => void; uncork?: () => void }
+  parse(q: { name?: string; text: string }): void
+  bind(c: {
+    portal?: string
+    statement?: string
+    values: readonly unknown[]
+    valueMapper: (v: unknown) => unknown
+  }): void
+  describe(m: { type: 'P' | 'S'; name?: string }): void
+  execute(c: { portal?: string; rows?: number }): void
+  close(m: { type: 'P' | 'S'; name: string }): void
+  sync(): void
 }
 
 interface ConnectionState {
@@ -44,25 +56,28 @@ interface ConnectionState {
 
 const states = new WeakMap<pg.Client, ConnectionState>()
 
-function stateOf (client: pg.Client): ConnectionState {
+function stateOf(client: pg.Client): ConnectionState {
   let s = states.get(client)
-  if (s === undefined) { s = { statements: new Map() }; states.set(client, s) }
+  if (s === undefined) {
+    s = { statements: new Map() }
+    states.set(client, s)
+  }
   return s
 }
 
 /** How many named statements this batch code has prepared on a connection. */
-export function preparedCount (client: pg.Client): number {
+export function preparedCount(client: pg.Client): number {
   return states.get(client)?.statements.size ?? 0
 }
 
 const identity: Parser = (v) => v
 
-function shapeOf (fields: readonly Field[], textResult: boolean): Shape {
+function shapeOf(fields: readonly Field[], textResult: boolean): Shape {
   return {
     names: fields.map((f) => f.name),
     // A column named __proto__ is set as an own property, not as the row's prototype.
     odd: fields.some((f) => f.name === '__proto__'),
-    parsers: fields.map((f) => textResult ? identity : pg.types.getTypeParser(f.dataTypeID, 'text') as Parser)
+    parsers: fields.map((f) => (textResult ? identity : (pg.types.getTypeParser(f.dataTypeID, 'text') as Parser))),
   }
 }
 
@@ -82,7 +97,12 @@ class Batch {
   #failed: unknown = null
   #settled = false
 
-  constructor (statements: readonly BatchStatement[], state: ConnectionState, resolve: (r: BatchResult) => void, reject: (err: unknown) => void) {
+  constructor(
+    statements: readonly BatchStatement[],
+    state: ConnectionState,
+    resolve: (r: BatchResult) => void,
+    reject: (err: unknown) => void,
+  ) {
     this.#statements = statements
     this.#state = state
     this.#resolve = resolve
@@ -90,12 +110,16 @@ class Batch {
   }
 
   /** Names this batch parsed: after an error it is unknown whether Postgres kept them. */
-  get parsed (): string[] { return this.#parsed.map(([n]) => n) }
+  get parsed(): string[] {
+    return this.#parsed.map(([n]) => n)
+  }
 
   /** The rows of the statements that completed (before an error). */
-  get completed (): BatchResult { return this.#rows.slice(0, this.#at) }
+  get completed(): BatchResult {
+    return this.#rows.slice(0, this.#at)
+  }
 
-  submit (connection: ProtocolConnection): Error | null {
+  submit(connection: ProtocolConnection): Error | null {
     const stream = connection.stream
     stream.cork?.()
     try {
@@ -123,7 +147,7 @@ class Batch {
     return null
   }
 
-  handleRowDescription (msg: { fields: Field[] }): void {
+  handleRowDescription(msg: { fields: Field[] }): void {
     const s = this.#statements[this.#at]
     const shape = shapeOf(msg.fields, s?.textResult === true)
     this.#shapes[this.#at] = shape
@@ -131,7 +155,7 @@ class Batch {
     if (p !== undefined) p[1] = shape
   }
 
-  handleDataRow (msg: { fields: Array<string | null> }): void {
+  handleDataRow(msg: { fields: Array<string | null> }): void {
     if (this.#failed !== null) return
     const shape = this.#shapes[this.#at]
     if (shape === undefined || shape === null) return
@@ -151,22 +175,35 @@ class Batch {
     this.#rows[this.#at]!.push(row)
   }
 
-  handleCommandComplete (): void { this.#at++ }
-  handleEmptyQuery (): void { this.#at++ }
-  handlePortalSuspended (): void { /* never asked for (Execute without a row limit) */ }
-  handleCopyInResponse (): void { /* no COPY statements */ }
-  handleCopyData (): void { /* no COPY statements */ }
+  handleCommandComplete(): void {
+    this.#at++
+  }
+  handleEmptyQuery(): void {
+    this.#at++
+  }
+  handlePortalSuspended(): void {
+    /* never asked for (Execute without a row limit) */
+  }
+  handleCopyInResponse(): void {
+    /* no COPY statements */
+  }
+  handleCopyData(): void {
+    /* no COPY statements */
+  }
 
-  handleError (err: unknown): void {
+  handleError(err: unknown): void {
     if (this.#settled) return
     this.#settled = true
     this.#reject(err)
   }
 
-  handleReadyForQuery (): void {
+  handleReadyForQuery(): void {
     if (this.#settled) return
     this.#settled = true
-    if (this.#failed !== null) { this.#reject(this.#failed); return }
+    if (this.#failed !== null) {
+      this.#reject(this.#failed)
+      return
+    }
     for (const [name, shape] of this.#parsed) this.#state.statements.set(name, shape)
     this.#resolve(this.#rows)
   }
@@ -178,8 +215,11 @@ class Batch {
  * `onFailure` hears, before the rejection, the names the batch parsed (pass them to
  * `recover`) and the rows of the statements that completed before the error.
  */
-export function runBatch (client: pg.Client, statements: readonly BatchStatement[],
-  onFailure?: (parsed: readonly string[], completed: BatchResult) => void): Promise<BatchResult> {
+export function runBatch(
+  client: pg.Client,
+  statements: readonly BatchStatement[],
+  onFailure?: (parsed: readonly string[], completed: BatchResult) => void,
+): Promise<BatchResult> {
   const state = stateOf(client)
   return new Promise<BatchResult>((resolve, reject) => {
     const batch: Batch = new Batch(statements, state, resolve, (err) => {
@@ -195,8 +235,11 @@ class Recovery {
   readonly #names: readonly string[]
   readonly #done: (err: unknown) => void
   #settled = false
-  constructor (names: readonly string[], done: (err: unknown) => void) { this.#names = names; this.#done = done }
-  submit (connection: ProtocolConnection): Error | null {
+  constructor(names: readonly string[], done: (err: unknown) => void) {
+    this.#names = names
+    this.#done = done
+  }
+  submit(connection: ProtocolConnection): Error | null {
     connection.stream.cork?.()
     try {
       // Closing a statement that does not exist is no error: those a failed batch may have kept go.
@@ -211,15 +254,25 @@ class Recovery {
     return null
   }
 
-  handleRowDescription (): void {}
-  handleDataRow (): void {}
-  handleCommandComplete (): void {}
-  handleEmptyQuery (): void {}
-  handlePortalSuspended (): void {}
-  handleCopyInResponse (): void {}
-  handleCopyData (): void {}
-  handleError (err: unknown): void { if (!this.#settled) { this.#settled = true; this.#done(err) } }
-  handleReadyForQuery (): void { if (!this.#settled) { this.#settled = true; this.#done(null) } }
+  handleRowDescription(): void {}
+  handleDataRow(): void {}
+  handleCommandComplete(): void {}
+  handleEmptyQuery(): void {}
+  handlePortalSuspended(): void {}
+  handleCopyInResponse(): void {}
+  handleCopyData(): void {}
+  handleError(err: unknown): void {
+    if (!this.#settled) {
+      this.#settled = true
+      this.#done(err)
+    }
+  }
+  handleReadyForQuery(): void {
+    if (!this.#settled) {
+      this.#settled = true
+      this.#done(null)
+    }
+  }
 }
 
 /**
@@ -227,10 +280,15 @@ class Recovery {
  * warning when none is) and closes the statements a failed batch may have prepared, in one
  * round trip. Rejects when that fails too (the connection is then not to be reused).
  */
-export function recover (client: pg.Client, parsed: readonly string[] = []): Promise<void> {
+export function recover(client: pg.Client, parsed: readonly string[] = []): Promise<void> {
   const state = stateOf(client)
   for (const name of parsed) state.statements.delete(name)
   return new Promise<void>((resolve, reject) => {
-    void (client as unknown as { query: (q: Recovery) => unknown }).query(new Recovery(parsed, (err) => { if (err === null) resolve(); else reject(err) }))
+    void (client as unknown as { query: (q: Recovery) => unknown }).query(
+      new Recovery(parsed, (err) => {
+        if (err === null) resolve()
+        else reject(err)
+      }),
+    )
   })
 }

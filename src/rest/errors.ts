@@ -3,7 +3,13 @@
 // error into a wire error. Codes are append-only; the status lives with the code here,
 // never at the throw site. Nothing here renders HTTP (the handler does).
 import {
-  BadRequestError, GatehouseError, PayloadTooLargeError, TenantNotFoundError, defineError, type ErrorOptions, standardReasonPhrase
+  BadRequestError,
+  GatehouseError,
+  PayloadTooLargeError,
+  TenantNotFoundError,
+  defineError,
+  type ErrorOptions,
+  standardReasonPhrase,
 } from '../shared/index.js'
 
 export { BadRequestError, PayloadTooLargeError, TenantNotFoundError }
@@ -14,8 +20,16 @@ export { BadRequestError, PayloadTooLargeError, TenantNotFoundError }
 /** Matches PostgREST v14: 503, the libpq message goes to the log, not the client. */
 /** Matches PostgREST v14's message; its details (the libpq message) stay in our log. */
 export const DbConnectionError = defineError('PGRST000', 503, () => 'Database connection error.')
-export const SchemaCacheLoadError = defineError('PGRST002', 503, () => 'Could not query the database for the schema cache. Retrying.')
-export const PoolTimeoutError = defineError('PGRST003', 504, () => 'Timed out acquiring connection from connection pool.')
+export const SchemaCacheLoadError = defineError(
+  'PGRST002',
+  503,
+  () => 'Could not query the database for the schema cache. Retrying.',
+)
+export const PoolTimeoutError = defineError(
+  'PGRST003',
+  504,
+  () => 'Timed out acquiring connection from connection pool.',
+)
 
 // ---------------------------------------------------------------------------------------
 // Group 1: the request (grammar, headers, negotiation)
@@ -24,25 +38,67 @@ export const PoolTimeoutError = defineError('PGRST003', 504, () => 'Timed out ac
  * PGRST100: `"failed to parse <what> (<input>)" (line 1, column N)` with the parser's
  * `unexpected X expecting Y` text as details.
  */
-export const ParseError = defineError('PGRST100', 400,
-  (what: string, input: string, column: number) => `"failed to parse ${what} (${input})" (line 1, column ${column})`)
+export const ParseError = defineError(
+  'PGRST100',
+  400,
+  (what: string, input: string, column: number) => `"failed to parse ${what} (${input})" (line 1, column ${column})`,
+)
 export const RpcMethodError = defineError('PGRST101', 405, (method: string) => `Cannot use the ${method} method on RPC`)
 export const InvalidBodyError = defineError('PGRST102', 400, (message: string) => message)
 const RangeNotSatisfiableError = defineError('PGRST103', 416, () => 'Requested range not satisfiable')
-export const PutMatchingPkError = defineError('PGRST105', 405, () => "Filters must include all and only primary key columns with 'eq' operators")
+export const PutMatchingPkError = defineError(
+  'PGRST105',
+  405,
+  () => "Filters must include all and only primary key columns with 'eq' operators",
+)
 const InvalidSchemaError = defineError('PGRST106', 406, (schema: string) => `Invalid schema: ${schema}`)
-export const MediaTypeError = defineError('PGRST107', 406, (types: string) => `None of these media types are available: ${types}`)
-const NotEmbeddedError = defineError('PGRST108', 400, (name: string) => `'${name}' is not an embedded resource in this request`)
-export const ResponseHeadersGucError = defineError('PGRST111', 500,
-  () => 'response.headers guc must be a JSON array composed of objects with a single key and a string value')
-export const ResponseStatusGucError = defineError('PGRST112', 500, () => 'response.status guc must be a valid status code')
-export const PutLimitError = defineError('PGRST114', 400, () => 'limit/offset querystring parameters are not allowed for PUT')
-export const PutPayloadMismatchError = defineError('PGRST115', 400, () => 'Payload values do not match URL in primary key column(s)')
+export const MediaTypeError = defineError(
+  'PGRST107',
+  406,
+  (types: string) => `None of these media types are available: ${types}`,
+)
+const NotEmbeddedError = defineError(
+  'PGRST108',
+  400,
+  (name: string) => `'${name}' is not an embedded resource in this request`,
+)
+export const ResponseHeadersGucError = defineError(
+  'PGRST111',
+  500,
+  () => 'response.headers guc must be a JSON array composed of objects with a single key and a string value',
+)
+export const ResponseStatusGucError = defineError(
+  'PGRST112',
+  500,
+  () => 'response.status guc must be a valid status code',
+)
+export const PutLimitError = defineError(
+  'PGRST114',
+  400,
+  () => 'limit/offset querystring parameters are not allowed for PUT',
+)
+export const PutPayloadMismatchError = defineError(
+  'PGRST115',
+  400,
+  () => 'Payload values do not match URL in primary key column(s)',
+)
 /** Matches PostgREST: an object was requested and 0 or more than 1 rows came back. */
 const SingularityError = defineError('PGRST116', 406, () => 'Cannot coerce the result to a single JSON object')
-export const UnsupportedMethodError = defineError('PGRST117', 405, (method: string) => `Unsupported HTTP method: ${method}`)
-const RelatedOrderNotToOneError = defineError('PGRST118', 400, (rel: string) => `A related order on '${rel}' is not possible`)
-const RaiseJsonError = defineError('PGRST121', 500, () => 'Could not parse JSON in the "RAISE SQLSTATE \'PGRST\'" error')
+export const UnsupportedMethodError = defineError(
+  'PGRST117',
+  405,
+  (method: string) => `Unsupported HTTP method: ${method}`,
+)
+const RelatedOrderNotToOneError = defineError(
+  'PGRST118',
+  400,
+  (rel: string) => `A related order on '${rel}' is not possible`,
+)
+const RaiseJsonError = defineError(
+  'PGRST121',
+  500,
+  () => 'Could not parse JSON in the "RAISE SQLSTATE \'PGRST\'" error',
+)
 const InvalidPreferencesError = defineError('PGRST122', 400, () => 'Invalid preferences given with handling=strict')
 export const AggregatesNotAllowedError = defineError('PGRST123', 400, () => 'Use of aggregate functions is not allowed')
 const MaxAffectedError = defineError('PGRST124', 400, () => 'Query result exceeds max-affected preference constraint')
@@ -50,8 +106,11 @@ export const InvalidPathError = defineError('PGRST125', 404, () => 'Invalid path
 export const NotImplementedError = defineError('PGRST127', 400, () => 'Feature not implemented')
 /** The OpenAPI root with rest.openapi_mode `disabled` (PostgREST's openapi-mode). */
 export const OpenApiDisabledError = defineError('PGRST126', 404, () => 'Root endpoint metadata is disabled')
-export const MaxAffectedRpcError = defineError('PGRST128', 400,
-  () => 'Function must return SETOF or TABLE when max-affected preference is used with handling=strict')
+export const MaxAffectedRpcError = defineError(
+  'PGRST128',
+  400,
+  () => 'Function must return SETOF or TABLE when max-affected preference is used with handling=strict',
+)
 
 // The details and hints PostgREST 14 attaches to group 1 (Error.hs), built here from the
 // facts the throw site knows, so that every text lives in this registry.
@@ -61,10 +120,15 @@ export const negativeLimit = (): GatehouseError =>
   new RangeNotSatisfiableError({ details: 'Limit should be greater than or equal to zero.' })
 /** PGRST103 for `Range: 5-2`. */
 export const lowerAboveUpper = (): GatehouseError =>
-  new RangeNotSatisfiableError({ details: 'The lower boundary must be lower than or equal to the upper boundary in the Range header.' })
+  new RangeNotSatisfiableError({
+    details: 'The lower boundary must be lower than or equal to the upper boundary in the Range header.',
+  })
 /** PGRST103 for an offset past the counted total (with `Content-Range: *\/<total>`). */
 export const offsetOutOfBounds = (offset: number, total: number): GatehouseError =>
-  new RangeNotSatisfiableError({ details: `An offset of ${offset} was requested, but there are only ${total} rows.`, headers: { 'content-range': `*/${total}` } })
+  new RangeNotSatisfiableError({
+    details: `An offset of ${offset} was requested, but there are only ${total} rows.`,
+    headers: { 'content-range': `*/${total}` },
+  })
 /** PGRST106 with the exposed schemas. */
 export const invalidSchema = (schema: string, exposed: readonly string[]): GatehouseError =>
   new InvalidSchemaError(schema, { hint: `Only the following schemas are exposed: ${exposed.join(', ')}` })
@@ -76,7 +140,9 @@ export const singularity = (rows: number): GatehouseError =>
   new SingularityError({ details: `The result contains ${rows} rows` })
 /** PGRST118 */
 export const relatedOrderNotToOne = (origin: string, target: string): GatehouseError =>
-  new RelatedOrderNotToOneError(target, { details: `'${origin}' and '${target}' do not form a many-to-one or one-to-one relationship` })
+  new RelatedOrderNotToOneError(target, {
+    details: `'${origin}' and '${target}' do not form a many-to-one or one-to-one relationship`,
+  })
 /** PGRST122 with the preferences it did not know. */
 export const invalidPreferences = (invalid: readonly string[]): GatehouseError =>
   new InvalidPreferencesError({ details: `Invalid preferences: ${invalid.join(', ')}` })
@@ -87,40 +153,72 @@ export const maxAffected = (rows: number): GatehouseError =>
 // ---------------------------------------------------------------------------------------
 // Group 2: the schema cache (relations, relationships, functions, columns)
 
-const NoRelationshipError = defineError('PGRST200', 400,
-  (origin: string, target: string) => `Could not find a relationship between '${origin}' and '${target}' in the schema cache`)
+const NoRelationshipError = defineError(
+  'PGRST200',
+  400,
+  (origin: string, target: string) =>
+    `Could not find a relationship between '${origin}' and '${target}' in the schema cache`,
+)
 /** Status 300 as PostgREST; details is a JSON array (sent through `extra`). */
-export const AmbiguousRelationshipError = defineError('PGRST201', 300,
-  (origin: string, target: string) => `Could not embed because more than one relationship was found for '${origin}' and '${target}'`)
-export const FunctionNotFoundError = defineError('PGRST202', 404, (signature: string) => `Could not find the function ${signature} in the schema cache`)
-export const AmbiguousFunctionError = defineError('PGRST203', 300, (candidates: string) => `Could not choose the best candidate function between: ${candidates}`)
-export const ColumnNotFoundError = defineError('PGRST204', 400,
-  (column: string, table: string) => `Could not find the '${column}' column of '${table}' in the schema cache`)
+export const AmbiguousRelationshipError = defineError(
+  'PGRST201',
+  300,
+  (origin: string, target: string) =>
+    `Could not embed because more than one relationship was found for '${origin}' and '${target}'`,
+)
+export const FunctionNotFoundError = defineError(
+  'PGRST202',
+  404,
+  (signature: string) => `Could not find the function ${signature} in the schema cache`,
+)
+export const AmbiguousFunctionError = defineError(
+  'PGRST203',
+  300,
+  (candidates: string) => `Could not choose the best candidate function between: ${candidates}`,
+)
+export const ColumnNotFoundError = defineError(
+  'PGRST204',
+  400,
+  (column: string, table: string) => `Could not find the '${column}' column of '${table}' in the schema cache`,
+)
 /** Also answered when the table exists but the caller's role has no privilege at all on it. */
-export const TableNotFoundError = defineError('PGRST205', 404,
-  (schema: string, name: string) => `Could not find the table '${schema}.${name}' in the schema cache`)
+export const TableNotFoundError = defineError(
+  'PGRST205',
+  404,
+  (schema: string, name: string) => `Could not find the table '${schema}.${name}' in the schema cache`,
+)
 
 /** PGRST205 with PostgREST's hint: the closest table name of the schema, when one is close. */
-export function tableNotFound (schema: string, name: string, closest: string | null): GatehouseError {
-  return new TableNotFoundError(schema, name, { hint: closest === null ? null : `Perhaps you meant the table '${schema}.${closest}'` })
+export function tableNotFound(schema: string, name: string, closest: string | null): GatehouseError {
+  return new TableNotFoundError(schema, name, {
+    hint: closest === null ? null : `Perhaps you meant the table '${schema}.${closest}'`,
+  })
 }
 
 /**
  * PGRST200 with PostgREST's details and hint: a close name for the origin when it has no
  * relationships at all, else a close name for the target among the origin's relationships.
  */
-export function noRelationship (origin: string, target: string, embedHint: string | null, schema: string,
-  closest: { origin: string } | { target: string } | null): GatehouseError {
+export function noRelationship(
+  origin: string,
+  target: string,
+  embedHint: string | null,
+  schema: string,
+  closest: { origin: string } | { target: string } | null,
+): GatehouseError {
   let hint: string | null = null
   if (closest !== null) {
-    hint = 'origin' in closest
-      ? `Perhaps you meant '${closest.origin}' instead of '${origin}'.`
-      : `Perhaps you meant '${closest.target}' instead of '${target}'.`
+    hint =
+      'origin' in closest
+        ? `Perhaps you meant '${closest.origin}' instead of '${origin}'.`
+        : `Perhaps you meant '${closest.target}' instead of '${target}'.`
   }
   return new NoRelationshipError(origin, target, {
-    details: `Searched for a foreign key relationship between '${origin}' and '${target}'` +
-      (embedHint === null ? '' : ` using the hint '${embedHint}'`) + ` in the schema '${schema}', but no matches were found.`,
-    hint
+    details:
+      `Searched for a foreign key relationship between '${origin}' and '${target}'` +
+      (embedHint === null ? '' : ` using the hint '${embedHint}'`) +
+      ` in the schema '${schema}', but no matches were found.`,
+    hint,
   })
 }
 
@@ -136,18 +234,24 @@ const AnonDisabledError = defineError('PGRST302', 401, () => 'Anonymous access i
 const JwtClaimsError = defineError('PGRST303', 401, (message: string) => message)
 
 /** `Bearer error="invalid_token", error_description="<message>"` (PostgREST's challenge on PGRST301/303). */
-function invalidTokenChallenge (message: string): Record<string, string> {
-  return { 'www-authenticate': `Bearer error="invalid_token", error_description="${message.replace(/["\\]/g, '\\$&')}"` }
+function invalidTokenChallenge(message: string): Record<string, string> {
+  return {
+    'www-authenticate': `Bearer error="invalid_token", error_description="${message.replace(/["\\]/g, '\\$&')}"`,
+  }
 }
 
 const JWT_DECODE_MESSAGES = {
   empty: 'Empty JWT is sent in Authorization header',
   key: 'No suitable key or wrong key type',
   algorithm: 'Wrong or unsupported encoding algorithm',
-  crypto: 'JWT cryptographic operation failed'
+  crypto: 'JWT cryptographic operation failed',
 } as const
 
-function jwtDecode (kind: keyof typeof JWT_DECODE_MESSAGES | 'parts', details: string | null = null, parts = 0): GatehouseError {
+function jwtDecode(
+  kind: keyof typeof JWT_DECODE_MESSAGES | 'parts',
+  details: string | null = null,
+  parts = 0,
+): GatehouseError {
   const message = kind === 'parts' ? `Expected 3 parts in JWT; got ${parts}` : JWT_DECODE_MESSAGES[kind]
   return new JwtDecodeError(message, { details, headers: invalidTokenChallenge(message) })
 }
@@ -161,7 +265,8 @@ export const jwtKeyCannotDecode = (): GatehouseError => jwtDecode('key', 'None o
 /** PGRST301: a signature algorithm no configured key can verify (RSA, EC, EdDSA). */
 export const jwtNoSuitableKey = (): GatehouseError => jwtDecode('key', 'No suitable key was found to decode the JWT')
 /** PGRST301: an unsecured token (`alg: none`). */
-export const jwtUnsecured = (): GatehouseError => jwtDecode('algorithm', "JWT is unsecured but expected 'alg' was not 'none'")
+export const jwtUnsecured = (): GatehouseError =>
+  jwtDecode('algorithm', "JWT is unsecured but expected 'alg' was not 'none'")
 /** PGRST301: a token that does not parse (bad base64url, header JSON, unknown algorithm). */
 export const jwtMalformed = (): GatehouseError => jwtDecode('crypto')
 
@@ -174,12 +279,12 @@ const JWT_CLAIMS_MESSAGES = {
   expNotNumber: "The JWT 'exp' claim must be a number",
   nbfNotNumber: "The JWT 'nbf' claim must be a number",
   iatNotNumber: "The JWT 'iat' claim must be a number",
-  audNotStringOrArray: "The JWT 'aud' claim must be a string or an array of strings"
+  audNotStringOrArray: "The JWT 'aud' claim must be a string or an array of strings",
 } as const
 export type JwtClaimsFailure = keyof typeof JWT_CLAIMS_MESSAGES
 
 /** PGRST303 for a failed claim check. */
-export function jwtClaims (failure: JwtClaimsFailure): GatehouseError {
+export function jwtClaims(failure: JwtClaimsFailure): GatehouseError {
   const message = JWT_CLAIMS_MESSAGES[failure]
   return new JwtClaimsError(message, { headers: invalidTokenChallenge(message) })
 }
@@ -189,16 +294,18 @@ export function jwtClaims (failure: JwtClaimsFailure): GatehouseError {
  * does not exist (Postgres' 22023 on `set_config('role', ...)`, 401 with `WWW-Authenticate:
  * Bearer`). Also said for another tenant's roles, whose existence is not ours to reveal.
  */
-export function unknownRole (role: string): GatehouseError {
+export function unknownRole(role: string): GatehouseError {
   const message = `role "${role}" does not exist`
-  return new GatehouseError('22023', statusForSqlState('22023', message, false), message, { headers: { 'www-authenticate': 'Bearer' } })
+  return new GatehouseError('22023', statusForSqlState('22023', message, false), message, {
+    headers: { 'www-authenticate': 'Bearer' },
+  })
 }
 
 // ---------------------------------------------------------------------------------------
 // Row-level security on writes (docs/service.md §6-§7)
 
 /** Postgres' refusal of a new row by a policy (WITH CHECK, or SELECT policies on RETURNING). */
-export function isNewRowRefusal (err: unknown): boolean {
+export function isNewRowRefusal(err: unknown): boolean {
   return isPgServerError(err) && err.code === '42501' && /^new row violates row-level security policy/.test(err.message)
 }
 
@@ -219,30 +326,44 @@ interface RowWrittenFacts {
  * gateway's refusal rewriter turns it into `rls_refusal`); the body carries
  * `row_written: true` and the header `x-gatehouse-row-written: true`.
  */
-export function rowWrittenError (f: RowWrittenFacts): GatehouseError {
+export function rowWrittenError(f: RowWrittenFacts): GatehouseError {
   const what = f.rows === 1 ? '1 row was' : `${f.rows} rows were`
-  return new GatehouseError('42501', statusForSqlState('42501', '', f.isAnon),
-    `new row was written but the SELECT policy hides it from role ${f.role}`, {
-      details: `${what} written to ${f.schema}.${f.table} and committed; only returning ${f.rows === 1 ? 'it' : 'them'} ` +
+  return new GatehouseError(
+    '42501',
+    statusForSqlState('42501', '', f.isAnon),
+    `new row was written but the SELECT policy hides it from role ${f.role}`,
+    {
+      details:
+        `${what} written to ${f.schema}.${f.table} and committed; only returning ${f.rows === 1 ? 'it' : 'them'} ` +
         `(Prefer: return=${f.returning}) was refused, because the SELECT policy does not let role ${f.role} see the new row. ` +
         'Do not retry the request: it would write the row again.',
       hint: 'Send Prefer: return=minimal, or add a SELECT policy that lets the author see the row.',
       extra: { row_written: true },
-      headers: { 'x-gatehouse-row-written': 'true', ...(f.isAnon ? { 'www-authenticate': 'Bearer' } : {}) }
-    })
+      headers: { 'x-gatehouse-row-written': 'true', ...(f.isAnon ? { 'www-authenticate': 'Bearer' } : {}) },
+    },
+  )
 }
 
 // ---------------------------------------------------------------------------------------
 // Ours (snake_case, not PostgREST's)
 
 // tenant_not_found, payload_too_large and bad_request: shared (src/shared/errors.ts)
-export const EngineNotConfiguredError = defineError('engine_not_configured', 503,
-  (database: string) => `The REST engine has no connection for database '${database}'`)
+export const EngineNotConfiguredError = defineError(
+  'engine_not_configured',
+  503,
+  (database: string) => `The REST engine has no connection for database '${database}'`,
+)
 /** 5xx with no known cause: the body says only this plus the request id; the cause is logged. */
 export const UnexpectedError = defineError('unexpected_failure', 500, () => 'unexpected failure')
 
 /** The engine's own errors (not PostgREST's): their Proxy-Status names Gatehouse. */
-const OWN_ERRORS = [TenantNotFoundError, EngineNotConfiguredError, PayloadTooLargeError, BadRequestError, UnexpectedError]
+const OWN_ERRORS = [
+  TenantNotFoundError,
+  EngineNotConfiguredError,
+  PayloadTooLargeError,
+  BadRequestError,
+  UnexpectedError,
+]
 
 /**
  * The Proxy-Status of an error response: `PostgREST; error=<code>` as PostgREST 14 sends
@@ -250,23 +371,53 @@ const OWN_ERRORS = [TenantNotFoundError, EngineNotConfiguredError, PayloadTooLar
  * `gatehouse; error=<code>` for the engine's own codes. Only visible ASCII of the code is
  * kept (a RAISEd code is arbitrary text).
  */
-export function proxyStatus (e: GatehouseError): string {
+export function proxyStatus(e: GatehouseError): string {
   const code = e.code.replace(/[^\x20-\x7e]/g, '')
   return `${OWN_ERRORS.some((c) => e instanceof c) ? 'gatehouse' : 'PostgREST'}; error=${code}`
 }
 
 /** Every error this part raises itself (a Postgres error keeps its SQLSTATE besides these). */
 export const REST_ERRORS = {
-  DbConnectionError, SchemaCacheLoadError, PoolTimeoutError,
-  ParseError, RpcMethodError, InvalidBodyError, RangeNotSatisfiableError, PutMatchingPkError, InvalidSchemaError,
-  MediaTypeError, NotEmbeddedError, ResponseHeadersGucError, ResponseStatusGucError, PutLimitError,
-  PutPayloadMismatchError, SingularityError, UnsupportedMethodError, RelatedOrderNotToOneError, RaiseJsonError,
-  InvalidPreferencesError, AggregatesNotAllowedError, MaxAffectedError, InvalidPathError, NotImplementedError,
+  DbConnectionError,
+  SchemaCacheLoadError,
+  PoolTimeoutError,
+  ParseError,
+  RpcMethodError,
+  InvalidBodyError,
+  RangeNotSatisfiableError,
+  PutMatchingPkError,
+  InvalidSchemaError,
+  MediaTypeError,
+  NotEmbeddedError,
+  ResponseHeadersGucError,
+  ResponseStatusGucError,
+  PutLimitError,
+  PutPayloadMismatchError,
+  SingularityError,
+  UnsupportedMethodError,
+  RelatedOrderNotToOneError,
+  RaiseJsonError,
+  InvalidPreferencesError,
+  AggregatesNotAllowedError,
+  MaxAffectedError,
+  InvalidPathError,
+  NotImplementedError,
   MaxAffectedRpcError,
-  NoRelationshipError, AmbiguousRelationshipError, FunctionNotFoundError, AmbiguousFunctionError, ColumnNotFoundError,
+  NoRelationshipError,
+  AmbiguousRelationshipError,
+  FunctionNotFoundError,
+  AmbiguousFunctionError,
+  ColumnNotFoundError,
   TableNotFoundError,
-  JwtSecretMissingError, JwtDecodeError, AnonDisabledError, JwtClaimsError,
-  TenantNotFoundError, EngineNotConfiguredError, PayloadTooLargeError, BadRequestError, UnexpectedError
+  JwtSecretMissingError,
+  JwtDecodeError,
+  AnonDisabledError,
+  JwtClaimsError,
+  TenantNotFoundError,
+  EngineNotConfiguredError,
+  PayloadTooLargeError,
+  BadRequestError,
+  UnexpectedError,
 } as const
 
 // ---------------------------------------------------------------------------------------
@@ -276,7 +427,7 @@ export const REST_ERRORS = {
  * The HTTP status of a Postgres error. `isAnon` decides 42501: 401 for the anon role
  * (a JWT whose role is anon is still anon), 403 otherwise.
  */
-export function statusForSqlState (sqlstate: string, message: string, isAnon: boolean): number {
+export function statusForSqlState(sqlstate: string, message: string, isAnon: boolean): number {
   const c = sqlstate.toUpperCase()
   const cls = c.slice(0, 2)
   if (cls === '08') return 503
@@ -309,16 +460,28 @@ export function statusForSqlState (sqlstate: string, message: string, isAnon: bo
 }
 
 /** The fields node-postgres puts on a server error. */
-interface PgServerError { code?: unknown, message?: unknown, detail?: unknown, hint?: unknown, severity?: unknown }
+interface PgServerError {
+  code?: unknown
+  message?: unknown
+  detail?: unknown
+  hint?: unknown
+  severity?: unknown
+}
 
 /** A server-side Postgres error (has a 5-character SQLSTATE and a severity). */
-export function isPgServerError (err: unknown): err is Error & { code: string, detail?: string, hint?: string } {
+export function isPgServerError(err: unknown): err is Error & { code: string; detail?: string; hint?: string } {
   const e = err as PgServerError
-  return !!e && typeof e === 'object' && typeof e.code === 'string' && /^[0-9A-Z]{5}$/.test(e.code) && typeof e.severity === 'string'
+  return (
+    !!e &&
+    typeof e === 'object' &&
+    typeof e.code === 'string' &&
+    /^[0-9A-Z]{5}$/.test(e.code) &&
+    typeof e.severity === 'string'
+  )
 }
 
 /** SQLSTATEs that mean the connection itself is gone (PGRST000 rather than a query error). */
-function isConnectionLoss (code: string): boolean {
+function isConnectionLoss(code: string): boolean {
   return code.startsWith('08') || code === '57P01' || code === '57P02' || code === '57P03'
 }
 
@@ -327,14 +490,18 @@ function isConnectionLoss (code: string): boolean {
  * SQLSTATE, message/details/hint are Postgres' MESSAGE/DETAIL/HINT. 401 carries
  * `WWW-Authenticate: Bearer`.
  */
-export function fromPgError (err: Error & { code: string, detail?: string, hint?: string }, isAnon: boolean): GatehouseError {
+export function fromPgError(
+  err: Error & { code: string; detail?: string; hint?: string },
+  isAnon: boolean,
+): GatehouseError {
   if (isConnectionLoss(err.code)) return new DbConnectionError({ cause: err, internal: err.message })
   if (err.code === 'PGRST') return fromPgrstRaise(err)
   const status = statusForSqlState(err.code, err.message, isAnon)
   const opts: ErrorOptions = { details: err.detail ?? null, hint: err.hint ?? null, cause: err }
   if (status === 401) opts.headers = { 'www-authenticate': 'Bearer' }
   // Matches PostgREST: RAISE SQLSTATE 'PTnnn' answers status nnn with the message as its reason phrase.
-  const phrase = /^PT\d{3}$/i.test(err.code) && status === Number(err.code.slice(2)) ? statusLineSafe(err.message) : null
+  const phrase =
+    /^PT\d{3}$/i.test(err.code) && status === Number(err.code.slice(2)) ? statusLineSafe(err.message) : null
   const e = new DatabaseError(err.code, status, err.message, opts, phrase)
   return e
 }
@@ -343,45 +510,68 @@ export function fromPgError (err: Error & { code: string, detail?: string, hint?
 // RAISE SQLSTATE 'PGRST' (docs/rest-protocol.md §7.4): MESSAGE is the JSON error body, DETAIL the
 // status and extra headers; anything else is PGRST121.
 
-const PGRST_MESSAGE_HINT = "MESSAGE must be a JSON object with obligatory keys: 'code', 'message' and optional keys: 'details', 'hint'."
-const PGRST_DETAIL_HINT = "DETAIL must be a JSON object with obligatory keys: 'status', 'headers' and optional key: 'status_text'."
+const PGRST_MESSAGE_HINT =
+  "MESSAGE must be a JSON object with obligatory keys: 'code', 'message' and optional keys: 'details', 'hint'."
+const PGRST_DETAIL_HINT =
+  "DETAIL must be a JSON object with obligatory keys: 'status', 'headers' and optional key: 'status_text'."
 
-function jsonObject (text: string): Record<string, unknown> | null {
+function jsonObject(text: string): Record<string, unknown> | null {
   try {
     const v = JSON.parse(text) as unknown
-    return typeof v === 'object' && v !== null && !Array.isArray(v) ? v as Record<string, unknown> : null
+    return typeof v === 'object' && v !== null && !Array.isArray(v) ? (v as Record<string, unknown>) : null
   } catch {
     return null
   }
 }
 
 /** A JSON string or null/absent (aeson's `.:?` of Text); anything else fails the parse. */
-function optionalText (v: unknown): { ok: true, value: string | null } | { ok: false } {
+function optionalText(v: unknown): { ok: true; value: string | null } | { ok: false } {
   if (v === undefined || v === null) return { ok: true, value: null }
   return typeof v === 'string' ? { ok: true, value: v } : { ok: false }
 }
 
-function fromPgrstRaise (err: Error & { detail?: string }): GatehouseError {
+function fromPgrstRaise(err: Error & { detail?: string }): GatehouseError {
   // Matches PostgREST's parse: MESSAGE {code, message: strings; details, hint: strings or
   // null}; DETAIL {status: an integer, headers: an object of strings, status_text: a string}.
   const body = jsonObject(err.message)
   const details = optionalText(body?.details)
   const hint = optionalText(body?.hint)
   if (body === null || typeof body.code !== 'string' || typeof body.message !== 'string' || !details.ok || !hint.ok) {
-    return new RaiseJsonError({ details: `Invalid JSON value for MESSAGE: '${err.message}'`, hint: PGRST_MESSAGE_HINT, cause: err })
+    return new RaiseJsonError({
+      details: `Invalid JSON value for MESSAGE: '${err.message}'`,
+      hint: PGRST_MESSAGE_HINT,
+      cause: err,
+    })
   }
   if (err.detail === undefined || err.detail === null) {
-    return new RaiseJsonError({ details: 'DETAIL is missing in the RAISE statement', hint: PGRST_DETAIL_HINT, cause: err })
+    return new RaiseJsonError({
+      details: 'DETAIL is missing in the RAISE statement',
+      hint: PGRST_DETAIL_HINT,
+      cause: err,
+    })
   }
   const detail = jsonObject(err.detail)
   const status = detail?.status
   const headers = detail?.headers
   const statusText = optionalText(detail?.status_text)
   // The status must also be one HTTP can carry (PostgREST takes any integer).
-  if (detail === null || typeof status !== 'number' || !Number.isInteger(status) || status < 100 || status > 599 ||
-      typeof headers !== 'object' || headers === null || Array.isArray(headers) ||
-      Object.values(headers).some((v) => typeof v !== 'string') || !statusText.ok) {
-    return new RaiseJsonError({ details: `Invalid JSON value for DETAIL: '${err.detail}'`, hint: PGRST_DETAIL_HINT, cause: err })
+  if (
+    detail === null ||
+    typeof status !== 'number' ||
+    !Number.isInteger(status) ||
+    status < 100 ||
+    status > 599 ||
+    typeof headers !== 'object' ||
+    headers === null ||
+    Array.isArray(headers) ||
+    Object.values(headers).some((v) => typeof v !== 'string') ||
+    !statusText.ok
+  ) {
+    return new RaiseJsonError({
+      details: `Invalid JSON value for DETAIL: '${err.detail}'`,
+      hint: PGRST_DETAIL_HINT,
+      cause: err,
+    })
   }
   const out: Record<string, string> = {}
   for (const [k, v] of Object.entries(headers as Record<string, string>)) {
@@ -389,7 +579,13 @@ function fromPgrstRaise (err: Error & { detail?: string }): GatehouseError {
     if (/^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/.test(k) && !/[\r\n]/.test(v)) out[k.toLowerCase()] = v
   }
   const phrase = statusText.value !== null ? statusLineSafe(statusText.value) : null
-  const e = new DatabaseError(body.code, status, body.message, { details: details.value, hint: hint.value, headers: out, cause: err }, phrase)
+  const e = new DatabaseError(
+    body.code,
+    status,
+    body.message,
+    { details: details.value, hint: hint.value, headers: out, cause: err },
+    phrase,
+  )
   return e
 }
 
@@ -397,7 +593,7 @@ function fromPgrstRaise (err: Error & { detail?: string }): GatehouseError {
 // The error body as PostgREST writes it: aeson encodes a JSON object with its keys sorted
 // (`{"code":..,"details":..,"hint":..,"message":..}`), nested objects too.
 
-function sortedKeys (v: unknown): unknown {
+function sortedKeys(v: unknown): unknown {
   if (Array.isArray(v)) return v.map(sortedKeys)
   if (typeof v !== 'object' || v === null) return v
   const out: Record<string, unknown> = {}
@@ -406,7 +602,7 @@ function sortedKeys (v: unknown): unknown {
 }
 
 /** The JSON text of an error's body, keys in PostgREST's (sorted) order; `extra` fields included. */
-export function errorBodyJson (e: GatehouseError, extra: Record<string, unknown> = {}): string {
+export function errorBodyJson(e: GatehouseError, extra: Record<string, unknown> = {}): string {
   return JSON.stringify(sortedKeys({ ...e.toWire(), ...extra }))
 }
 
@@ -420,18 +616,24 @@ export function errorBodyJson (e: GatehouseError, extra: Record<string, unknown>
  * 'PTnnn' and 'PGRST' with status_text).
  */
 class DatabaseError extends GatehouseError {
-  constructor (code: string, status: number, message: string, opts: ErrorOptions, readonly statusText: string | null) {
+  constructor(
+    code: string,
+    status: number,
+    message: string,
+    opts: ErrorOptions,
+    readonly statusText: string | null,
+  ) {
     super(code, status, message, opts)
   }
 }
 
 /** A phrase safe on the status line (visible ASCII and spaces, no CR/LF). */
-function statusLineSafe (text: string): string | null {
+function statusLineSafe(text: string): string | null {
   return /^[\t\x20-\x7e]{1,200}$/.test(text) ? text : null
 }
 
 /** The reason phrase PostgREST sends with `status` (or that `err` chose), null = Node's own. */
-export function reasonPhrase (status: number, err?: GatehouseError): string | null {
+export function reasonPhrase(status: number, err?: GatehouseError): string | null {
   if (err instanceof DatabaseError && err.statusText !== null) return err.statusText
   return standardReasonPhrase(status)
 }

@@ -8,7 +8,14 @@
 // connection of its own. It knows connections, not HTTP; it throws pg errors as they are,
 // plus PGRST000 (cannot connect) and PGRST003 (pool exhausted).
 import pg from 'pg'
-import { perTenantCap, TenantPools, TenantPoolsClosedError, type PooledConnection, type TenantPoolsOptions, type TenantPoolsSnapshot } from '../shared/index.js'
+import {
+  perTenantCap,
+  TenantPools,
+  TenantPoolsClosedError,
+  type PooledConnection,
+  type TenantPoolsOptions,
+  type TenantPoolsSnapshot,
+} from '../shared/index.js'
 import { DbConnectionError, PoolTimeoutError } from './errors.js'
 import { SCHEMA_VERSION_SQL, type CatalogStatement } from './schema-cache/index.js'
 import { ReconnectBackoff } from './reconnect.js'
@@ -16,7 +23,10 @@ import type { Statement } from './query/sql.js'
 import { preparedCount, recover, runBatch, type BatchResult, type BatchStatement } from './batch.js'
 
 /** The shared pools' settings the engine passes on, with its reconnect back-off's. */
-type PoolSettings = Pick<TenantPoolsOptions, 'budget' | 'perTenant' | 'idleMs' | 'acquireTimeoutMs' | 'connectTimeoutMs' | 'maxTenants' | 'now'> & {
+type PoolSettings = Pick<
+  TenantPoolsOptions,
+  'budget' | 'perTenant' | 'idleMs' | 'acquireTimeoutMs' | 'connectTimeoutMs' | 'maxTenants' | 'now'
+> & {
   /** First wait before reconnecting to a database that refused, ms (doubles up to reconnectBackoffMaxMs). Default 1000. */
   reconnectBackoffMs?: number
   /** Longest wait between reconnects, ms. Default 32 000. */
@@ -24,7 +34,7 @@ type PoolSettings = Pick<TenantPoolsOptions, 'budget' | 'perTenant' | 'idleMs' |
 }
 
 interface PoolLogger {
-  warn (obj: object, msg?: string): void
+  warn(obj: object, msg?: string): void
 }
 
 export { perTenantCap }
@@ -57,11 +67,16 @@ const LISTEN: BatchStatement = { text: `LISTEN ${RELOAD_CHANNEL}`, values: [] }
  * Reads the schema version in a request's transaction (the catalog's query, prepared once
  * per connection). Text: only compared.
  */
-const SCHEMA_VERSION: BatchStatement = { name: 'gatehouse_schema_version', text: SCHEMA_VERSION_SQL, values: [], textResult: true }
+const SCHEMA_VERSION: BatchStatement = {
+  name: 'gatehouse_schema_version',
+  text: SCHEMA_VERSION_SQL,
+  values: [],
+  textResult: true,
+}
 
 /** Thrown by EnginePools.transaction (nothing of the transaction kept) when the schema changed since the plan was made. */
 export class SchemaChangedError extends Error {
-  constructor (readonly version: string | null) {
+  constructor(readonly version: string | null) {
     super('the schema changed since the request was planned')
     this.name = 'SchemaChangedError'
   }
@@ -92,7 +107,7 @@ interface Transaction {
    * when `strict`, the transaction is given up (rolled back before anything is written)
    * with a SchemaChangedError, for the caller to plan and run the request again.
    */
-  schemaVersion?: { expected: string, strict: boolean }
+  schemaVersion?: { expected: string; strict: boolean }
 }
 
 export interface TransactionResult {
@@ -104,18 +119,30 @@ export interface TransactionResult {
   after: DbRow[][]
 }
 
-const BEGIN_RO: BatchStatement = { name: 'gatehouse_begin_ro', text: 'BEGIN ISOLATION LEVEL READ COMMITTED READ ONLY', values: [] }
-const BEGIN_RW: BatchStatement = { name: 'gatehouse_begin_rw', text: 'BEGIN ISOLATION LEVEL READ COMMITTED READ WRITE', values: [] }
-const BEGIN_CATALOG: BatchStatement = { name: 'gatehouse_begin_catalog', text: 'BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY', values: [] }
+const BEGIN_RO: BatchStatement = {
+  name: 'gatehouse_begin_ro',
+  text: 'BEGIN ISOLATION LEVEL READ COMMITTED READ ONLY',
+  values: [],
+}
+const BEGIN_RW: BatchStatement = {
+  name: 'gatehouse_begin_rw',
+  text: 'BEGIN ISOLATION LEVEL READ COMMITTED READ WRITE',
+  values: [],
+}
+const BEGIN_CATALOG: BatchStatement = {
+  name: 'gatehouse_begin_catalog',
+  text: 'BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY',
+  values: [],
+}
 const COMMIT: BatchStatement = { name: 'gatehouse_commit', text: 'COMMIT', values: [] }
 const ROLLBACK: BatchStatement = { name: 'gatehouse_rollback', text: 'ROLLBACK', values: [] }
 
-function isPgError (err: unknown): boolean {
+function isPgError(err: unknown): boolean {
   return err instanceof Error && typeof (err as { severity?: unknown }).severity === 'string'
 }
 
 /** Errors our own checks throw (they carry an HTTP status). */
-function isStatusError (err: unknown): boolean {
+function isStatusError(err: unknown): boolean {
   return err instanceof Error && 'status' in err
 }
 
@@ -135,40 +162,49 @@ export class EnginePools {
   /** Connections whose notifications are passed on. */
   readonly #wired = new WeakSet<pg.Client>()
 
-  constructor (s: PoolSettings, logger?: PoolLogger, events: EngineEvents = {}) {
+  constructor(s: PoolSettings, logger?: PoolLogger, events: EngineEvents = {}) {
     this.#events = events
-    const pools = this.shared = new TenantPools({
+    const pools = (this.shared = new TenantPools({
       ...s,
       applicationName: 'gatehouse-rest',
       timeoutError: () => new PoolTimeoutError(),
-      connectError: (err) => err instanceof TenantPoolsClosedError
-        ? new DbConnectionError({ internal: 'engine is closing' })
-        : new DbConnectionError({ cause: err, internal: (err as Error)?.message }),
+      connectError: (err) =>
+        err instanceof TenantPoolsClosedError
+          ? new DbConnectionError({ internal: 'engine is closing' })
+          : new DbConnectionError({ cause: err, internal: (err as Error)?.message }),
       logger: logger && { warn: (obj, msg) => logger.warn(obj, `rest: ${msg ?? ''}`) },
-      onPoolClosed: events.poolClosed
-    })
+      onPoolClosed: events.poolClosed,
+    }))
     this.backoff = new ReconnectBackoff({
       initialMs: s.reconnectBackoffMs ?? 1_000,
       maxMs: s.reconnectBackoffMaxMs ?? 32_000,
       ...(s.now !== undefined ? { now: s.now } : {}),
       // One connect per backing-off URL at most every second: service resumes within a
       // second of the database coming back, whatever the wait had grown to.
-      probe: (url) => pools.probe(url)
+      probe: (url) => pools.probe(url),
     })
   }
 
-  get openConnections (): number { return this.shared.openConnections }
-  get perTenantCap (): number { return this.shared.perTenantCap }
-  stats (key: string): { open: number, idle: number, waiting: number } | null { return this.shared.stats(key) }
-  snapshot (): TenantPoolsSnapshot { return this.shared.snapshot() }
+  get openConnections(): number {
+    return this.shared.openConnections
+  }
+  get perTenantCap(): number {
+    return this.shared.perTenantCap
+  }
+  stats(key: string): { open: number; idle: number; waiting: number } | null {
+    return this.shared.stats(key)
+  }
+  snapshot(): TenantPoolsSnapshot {
+    return this.shared.snapshot()
+  }
 
-  async close (): Promise<void> {
+  async close(): Promise<void> {
     this.backoff.close()
     await this.shared.close()
   }
 
   /** A connection from the pools, unless `url` is backing off after a failed connect (then 503 at once). */
-  async acquire (key: string, url: string): Promise<PooledConnection> {
+  async acquire(key: string, url: string): Promise<PooledConnection> {
     this.backoff.check(url)
     let conn: PooledConnection
     try {
@@ -187,25 +223,27 @@ export class EnginePools {
    * of its transactions committed it (when the owner hears notifications). Passes the
    * connection's notifications on from its first use.
    */
-  listenOn (conn: PooledConnection): BatchStatement[] {
+  listenOn(conn: PooledConnection): BatchStatement[] {
     const notify = this.#events.notification
     if (notify === undefined) return []
     const client = conn.client
     if (!this.#wired.has(client)) {
       this.#wired.add(client)
       const key = conn.key
-      client.on('notification', (msg) => { if (msg.channel === RELOAD_CHANNEL) notify(key, msg.payload ?? '') })
+      client.on('notification', (msg) => {
+        if (msg.channel === RELOAD_CHANNEL) notify(key, msg.payload ?? '')
+      })
     }
     return this.#listening.has(client) ? [] : [LISTEN]
   }
 
   /** Its LISTEN pgrst was committed. */
-  listening (client: pg.Client): void {
+  listening(client: pg.Client): void {
     this.#listening.add(client)
   }
 
   /** A transaction of `key` read the schema version `version` (see EngineEvents.schemaVersion). */
-  schemaVersionRead (key: string, version: string | null): void {
+  schemaVersionRead(key: string, version: string | null): void {
     this.#events.schemaVersion?.(key, version)
   }
 
@@ -213,7 +251,7 @@ export class EnginePools {
    * Runs one transaction on a connection of the pool `key`; nothing of it stays when any
    * step fails (see PooledTransaction).
    */
-  async transaction (key: string, url: string, tx: Transaction): Promise<TransactionResult> {
+  async transaction(key: string, url: string, tx: Transaction): Promise<TransactionResult> {
     const conn = await this.acquire(key, url)
     return new PooledTransaction(this, conn, tx).run()
   }
@@ -222,10 +260,19 @@ export class EnginePools {
    * After a failure (a pg error is `recoverable`): rolls back what is open and drops what a
    * failed batch prepared (`batchFailed`); the connection goes back broken when that fails.
    */
-  async #recoverAndRelease (conn: PooledConnection, parsed: readonly string[], recoverable: boolean, batchFailed: boolean): Promise<void> {
+  async #recoverAndRelease(
+    conn: PooledConnection,
+    parsed: readonly string[],
+    recoverable: boolean,
+    batchFailed: boolean,
+  ): Promise<void> {
     let broken = conn.broken || !recoverable
     if (!broken && (batchFailed || conn.client.getTransactionStatus() !== 'I')) {
-      try { await recover(conn.client, parsed) } catch { broken = true }
+      try {
+        await recover(conn.client, parsed)
+      } catch {
+        broken = true
+      }
     }
     this.shared.release(conn, broken || conn.client.getTransactionStatus() !== 'I')
   }
@@ -234,12 +281,14 @@ export class EnginePools {
    * The database's schema version now (one round trip on a pooled connection, no
    * transaction of its own); null when it cannot be read.
    */
-  async readSchemaVersion (key: string, url: string): Promise<string | null> {
+  async readSchemaVersion(key: string, url: string): Promise<string | null> {
     const conn = await this.acquire(key, url)
     const listen = this.listenOn(conn)
     let parsed: readonly string[] = []
     try {
-      const r = await runBatch(conn.client, [...listen, SCHEMA_VERSION], (names) => { parsed = names })
+      const r = await runBatch(conn.client, [...listen, SCHEMA_VERSION], (names) => {
+        parsed = names
+      })
       if (listen.length > 0) this.listening(conn.client)
       this.shared.release(conn, conn.client.getTransactionStatus() !== 'I')
       return String(r[listen.length]![0]?.version ?? '')
@@ -254,13 +303,16 @@ export class EnginePools {
    * Runs catalog statements (schema cache loads) in one read-only transaction with one
    * snapshot, in one round trip, on a pooled connection; resolves with each one's rows.
    */
-  async catalogQueries (key: string, url: string, statements: readonly CatalogStatement[]): Promise<DbRow[][]> {
+  async catalogQueries(key: string, url: string, statements: readonly CatalogStatement[]): Promise<DbRow[][]> {
     const conn = await this.acquire(key, url)
     const listen = this.listenOn(conn)
     let parsed: readonly string[] = []
     let batchFailed = false
     try {
-      const r = await runBatch(conn.client, [BEGIN_CATALOG, ...listen, ...statements, COMMIT], (names) => { batchFailed = true; parsed = names })
+      const r = await runBatch(conn.client, [BEGIN_CATALOG, ...listen, ...statements, COMMIT], (names) => {
+        batchFailed = true
+        parsed = names
+      })
       if (listen.length > 0) this.listening(conn.client)
       this.shared.release(conn, conn.client.getTransactionStatus() !== 'I')
       return r.slice(1 + listen.length, 1 + listen.length + statements.length)
@@ -297,7 +349,7 @@ class PooledTransaction {
   #completed: BatchResult = []
   #batchFailed = false
 
-  constructor (pools: EnginePools, conn: PooledConnection, tx: Transaction) {
+  constructor(pools: EnginePools, conn: PooledConnection, tx: Transaction) {
     this.#pools = pools
     this.#conn = conn
     this.#client = conn.client
@@ -306,22 +358,29 @@ class PooledTransaction {
     this.#after = tx.after ?? []
     this.#preRequest = tx.preRequest === undefined ? [] : [tx.preRequest]
     this.#listen = pools.listenOn(conn)
-    this.#head = [tx.readOnly ? BEGIN_RO : BEGIN_RW, ...this.#listen, ...(tx.schemaVersion === undefined ? [] : [SCHEMA_VERSION])]
+    this.#head = [
+      tx.readOnly ? BEGIN_RO : BEGIN_RW,
+      ...this.#listen,
+      ...(tx.schemaVersion === undefined ? [] : [SCHEMA_VERSION]),
+    ]
     this.#at = this.#head.length
   }
 
-  async run (): Promise<TransactionResult> {
+  async run(): Promise<TransactionResult> {
     try {
       const result = this.#tx.readOnly ? await this.#readOnly() : await this.#writing()
       if (this.#listen.length > 0 && this.#end === COMMIT) this.#pools.listening(this.#client)
-      this.#pools.shared.release(this.#conn, this.#client.getTransactionStatus() !== 'I' || preparedCount(this.#client) > MAX_PREPARED_PER_CONNECTION)
+      this.#pools.shared.release(
+        this.#conn,
+        this.#client.getTransactionStatus() !== 'I' || preparedCount(this.#client) > MAX_PREPARED_PER_CONNECTION,
+      )
       return result
     } catch (err) {
       return this.#failed(err)
     }
   }
 
-  #batch (statements: readonly BatchStatement[]): Promise<BatchResult> {
+  #batch(statements: readonly BatchStatement[]): Promise<BatchResult> {
     return runBatch(this.#client, statements, (names, rows) => {
       this.#batchFailed = true
       this.#parsed = names
@@ -330,19 +389,29 @@ class PooledTransaction {
   }
 
   /** After the batch that read it (or failed trying): throws when the schema changed and the caller asked for that. */
-  #checkVersion (rows: BatchResult): void {
+  #checkVersion(rows: BatchResult): void {
     const sv = this.#tx.schemaVersion
     if (sv === undefined) return
     const at = this.#at
     // Failed at the version's own statement: it cannot be read (null), which is a change too.
-    const read = rows.length >= at ? String(rows[at - 1]![0]?.version ?? '') : this.#batchFailed && rows.length === at - 1 ? null : undefined
+    const read =
+      rows.length >= at
+        ? String(rows[at - 1]![0]?.version ?? '')
+        : this.#batchFailed && rows.length === at - 1
+          ? null
+          : undefined
     if (read === undefined || read === sv.expected) return
     this.#pools.schemaVersionRead(this.#conn.key, read)
     if (sv.strict) throw new SchemaChangedError(read)
   }
 
-  async #readOnly (): Promise<TransactionResult> {
-    const { tx, at, preRequest, after } = { tx: this.#tx, at: this.#at, preRequest: this.#preRequest, after: this.#after }
+  async #readOnly(): Promise<TransactionResult> {
+    const { tx, at, preRequest, after } = {
+      tx: this.#tx,
+      at: this.#at,
+      preRequest: this.#preRequest,
+      after: this.#after,
+    }
     let r: BatchResult
     try {
       r = await this.#batch([...this.#head, tx.pre, ...preRequest, tx.main, ...after, this.#end])
@@ -362,7 +431,7 @@ class PooledTransaction {
     return { pre, main, mainRows, after: afterRows }
   }
 
-  async #writing (): Promise<TransactionResult> {
+  async #writing(): Promise<TransactionResult> {
     const tx = this.#tx
     let first: BatchResult
     try {
@@ -387,15 +456,24 @@ class PooledTransaction {
     return { pre, main, mainRows, after: afterRows }
   }
 
-  async #failed (err: unknown): Promise<never> {
+  async #failed(err: unknown): Promise<never> {
     const client = this.#client
     let broken = this.#conn.broken
     const known = isPgError(err) || isStatusError(err) || err instanceof SchemaChangedError
     // Roll back what is open (after a failed batch, or a step our checks refused while the
     // transaction was open) and drop the statements a failed batch may have left prepared.
     if (!broken && known && (this.#batchFailed || client.getTransactionStatus() !== 'I')) {
-      try { await recover(client, this.#parsed) } catch { broken = true }
-    } else if (!this.#batchFailed && this.#listen.length > 0 && this.#end === COMMIT && client.getTransactionStatus() === 'I') {
+      try {
+        await recover(client, this.#parsed)
+      } catch {
+        broken = true
+      }
+    } else if (
+      !this.#batchFailed &&
+      this.#listen.length > 0 &&
+      this.#end === COMMIT &&
+      client.getTransactionStatus() === 'I'
+    ) {
       this.#pools.listening(client) // a read-only transaction refused by our checks after it committed
     }
     // A socket-level failure (no SQLSTATE) leaves the connection unusable.
@@ -406,7 +484,7 @@ class PooledTransaction {
 }
 
 /** The cluster of a database URL (host and port): what its databases share, such as pg_timezone_names. */
-export function clusterOf (url: string): string {
+export function clusterOf(url: string): string {
   try {
     const u = new URL(url)
     return `${u.searchParams.get('host') ?? u.hostname}:${u.searchParams.get('port') ?? (u.port || '5432')}`

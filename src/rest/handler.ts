@@ -7,17 +7,35 @@ import { createHash } from 'node:crypto'
 import { LRUCache } from 'lru-cache'
 import type { Tenant } from '../tenants/index.js'
 import { parseCookieHeader, roleDisplayName } from '../shared/index.js'
-import { parseApiRequest, visibleHeaders, requestHeader, DEFAULT_LIMIT_HEADER, type ParseContext, type RawRequest } from './api-request/index.js'
+import {
+  parseApiRequest,
+  visibleHeaders,
+  requestHeader,
+  DEFAULT_LIMIT_HEADER,
+  type ParseContext,
+  type RawRequest,
+} from './api-request/index.js'
 import type { ApiRequest } from './api-request/types.js'
 import type { RequestRole, TokenVerifier } from './auth.js'
 import {
-  EngineNotConfiguredError, TableNotFoundError, fromPgError, isNewRowRefusal, isPgServerError, rowWrittenError
+  EngineNotConfiguredError,
+  TableNotFoundError,
+  fromPgError,
+  isNewRowRefusal,
+  isPgServerError,
+  rowWrittenError,
 } from './errors.js'
 import { clusterOf, SchemaChangedError, type DbRow, type EnginePools, type TransactionResult } from './execute.js'
 import { planAction, type ActionPlan } from './plan/index.js'
 import type { StageTimings } from './timing.js'
 import type { Table } from './schema-cache/types.js'
-import { renderAction, renderPreRequest, renderPreRequestCall, type ActionStatements, type ExecutablePlan } from './query/index.js'
+import {
+  renderAction,
+  renderPreRequest,
+  renderPreRequestCall,
+  type ActionStatements,
+  type ExecutablePlan,
+} from './query/index.js'
 import { respond, resultCheck, type ExecutionResult, type RestResponse } from './response/index.js'
 import type { CacheSource, SchemaCache, SchemaCacheStore } from './schema-cache/index.js'
 
@@ -44,59 +62,74 @@ interface CachedPlan {
   schemaVersion: string | null
 }
 
-export function createPlanCache (max = 2_000): LRUCache<string, CachedPlan> {
+export function createPlanCache(max = 2_000): LRUCache<string, CachedPlan> {
   return new LRUCache({ max })
 }
 
 /** The pool / cache identity of a tenant. */
-function tenantKey (tenant: Tenant): string {
+function tenantKey(tenant: Tenant): string {
   return tenant.database
 }
 
-function restUrl (tenant: Tenant): string {
+function restUrl(tenant: Tenant): string {
   const url = tenant.engines?.rest
   if (!url) throw new EngineNotConfiguredError(tenant.database)
   return url
 }
 
-function cacheSource (engine: Engine, key: string, url: string): CacheSource {
+function cacheSource(engine: Engine, key: string, url: string): CacheSource {
   return {
     withCatalog: (statements) => engine.pools.catalogQueries(key, url, statements),
-    cluster: () => clusterOf(url)
+    cluster: () => clusterOf(url),
   }
 }
 
 /** Everything parseApiRequest reads, as an unambiguous key (JSON tuple; repeated headers stay arrays). */
-function planKey (tenant: Tenant, cache: SchemaCache, raw: RawRequest): string {
+function planKey(tenant: Tenant, cache: SchemaCache, raw: RawRequest): string {
   const h = (name: string): string | string[] | null => raw.headers[name] ?? null
   return JSON.stringify([
-    tenantKey(tenant), cache.version, tenant.rest.schemas, tenant.rest.max_rows, tenant.rest.aggregates_enabled === true, tenant.rest.plan_enabled === true,
-    tenant.rest.openapi_mode, rootSpecOf(tenant), tenant.rest.openapi_security_active === true, raw.method, raw.path, raw.query,
-    h('accept'), h('accept-profile'), h('content-profile'), h('prefer'), h('range'), h(DEFAULT_LIMIT_HEADER)
+    tenantKey(tenant),
+    cache.version,
+    tenant.rest.schemas,
+    tenant.rest.max_rows,
+    tenant.rest.aggregates_enabled === true,
+    tenant.rest.plan_enabled === true,
+    tenant.rest.openapi_mode,
+    rootSpecOf(tenant),
+    tenant.rest.openapi_security_active === true,
+    raw.method,
+    raw.path,
+    raw.query,
+    h('accept'),
+    h('accept-profile'),
+    h('content-profile'),
+    h('prefer'),
+    h('range'),
+    h(DEFAULT_LIMIT_HEADER),
   ])
 }
 
 /** The function the root path calls (db-root-spec); none while the OpenAPI root is disabled (PGRST126 first, as PostgREST). */
-function rootSpecOf (tenant: Tenant): string | null {
-  return tenant.rest.openapi_mode === 'disabled' ? null : tenant.rest.root_spec ?? null
+function rootSpecOf(tenant: Tenant): string | null {
+  return tenant.rest.openapi_mode === 'disabled' ? null : (tenant.rest.root_spec ?? null)
 }
 
 /** What parsing reads of the tenant's settings and the schema cache. */
-function parseContext (tenant: Tenant, cache: SchemaCache): ParseContext {
+function parseContext(tenant: Tenant, cache: SchemaCache): ParseContext {
   return {
     schemas: tenant.rest.schemas,
     timezones: cache.timezones,
     rootSpec: rootSpecOf(tenant),
-    openapiDisabled: tenant.rest.openapi_mode === 'disabled'
+    openapiDisabled: tenant.rest.openapi_mode === 'disabled',
   }
 }
 
 /** A prepared statement's name from its text (values are parameters: one name per shape). */
-function statementName (text: string): string {
+function statementName(text: string): string {
   return 'gh_r_' + createHash('sha256').update(text).digest('base64url').slice(0, 24)
 }
 
-function isMiss (err: unknown): boolean {
+function isMiss(err: unknown): boolean {
   const code = (err as { code?: unknown })?.code
   return code === 'PGRST205' || code === 'PGRST200' || code === 'PGRST202'
 }
@@ -106,7 +139,13 @@ function isMiss (err: unknown): boolean {
  * version read now differs: one round trip), or, after a miss, when a reload (at most one
  * a second) finds something new; null otherwise.
  */
-async function freshCache (engine: Engine, tenant: Tenant, source: CacheSource, cache: SchemaCache, err: unknown): Promise<SchemaCache | null> {
+async function freshCache(
+  engine: Engine,
+  tenant: Tenant,
+  source: CacheSource,
+  cache: SchemaCache,
+  err: unknown,
+): Promise<SchemaCache | null> {
   const key = tenantKey(tenant)
   let fresh: SchemaCache | null = null
   if (typeof cache.dbVersion === 'string') {
@@ -116,7 +155,8 @@ async function freshCache (engine: Engine, tenant: Tenant, source: CacheSource, 
       fresh = await engine.schemaCaches.get(key, tenant.rest.schemas, source)
     }
   }
-  if ((fresh === null || fresh.version === cache.version) && isMiss(err)) fresh = await engine.schemaCaches.reloadOnMiss(key, tenant.rest.schemas, source)
+  if ((fresh === null || fresh.version === cache.version) && isMiss(err))
+    fresh = await engine.schemaCaches.reloadOnMiss(key, tenant.rest.schemas, source)
   return fresh === null || fresh.version === cache.version ? null : fresh
 }
 
@@ -124,12 +164,13 @@ async function freshCache (engine: Engine, tenant: Tenant, source: CacheSource, 
  * The parse and plan stages: parse, plan and render, or take them from the plan cache.
  * Retries once with a fresh cache after a plan error.
  */
-async function prepare (engine: Engine, tenant: Tenant, raw: RawRequest, timings: StageTimings): Promise<CachedPlan> {
+async function prepare(engine: Engine, tenant: Tenant, raw: RawRequest, timings: StageTimings): Promise<CachedPlan> {
   const key = tenantKey(tenant)
   const source = cacheSource(engine, key, restUrl(tenant))
   const parsed = await timings.time('parse', async () => {
     const cache = await engine.schemaCaches.get(key, tenant.rest.schemas, source)
-    const hit = raw.method === 'GET' || raw.method === 'HEAD' ? engine.plans.get(planKey(tenant, cache, raw)) : undefined
+    const hit =
+      raw.method === 'GET' || raw.method === 'HEAD' ? engine.plans.get(planKey(tenant, cache, raw)) : undefined
     return hit ?? { cache, req: parseApiRequest(raw, parseContext(tenant, cache)) }
   })
   if (!('cache' in parsed)) {
@@ -142,8 +183,13 @@ async function prepare (engine: Engine, tenant: Tenant, raw: RawRequest, timings
 }
 
 /** Plans and renders a parsed request (kept in the plan cache when it is a GET or HEAD). */
-async function plan (engine: Engine, tenant: Tenant, raw: RawRequest, source: CacheSource,
-  parsed: { cache: SchemaCache, req: ApiRequest }): Promise<CachedPlan> {
+async function plan(
+  engine: Engine,
+  tenant: Tenant,
+  raw: RawRequest,
+  source: CacheSource,
+  parsed: { cache: SchemaCache; req: ApiRequest },
+): Promise<CachedPlan> {
   const { req } = parsed
   let cache = parsed.cache
   const opts = {
@@ -151,7 +197,7 @@ async function plan (engine: Engine, tenant: Tenant, raw: RawRequest, source: Ca
     aggregates: tenant.rest.aggregates_enabled === true,
     plans: tenant.rest.plan_enabled === true,
     openapiMode: tenant.rest.openapi_mode,
-    openapiSecurity: tenant.rest.openapi_security_active === true
+    openapiSecurity: tenant.rest.openapi_security_active === true,
   }
   let plan: ActionPlan
   try {
@@ -166,7 +212,8 @@ async function plan (engine: Engine, tenant: Tenant, raw: RawRequest, source: Ca
   const cacheable = raw.method === 'GET' || raw.method === 'HEAD'
   let statements = plan.kind === 'info' ? null : renderAction(plan)
   // A cached read is prepared once per connection (Postgres parses and plans it once).
-  if (statements && cacheable && plan.kind === 'read' && plan.explain === undefined) statements = { ...statements, main: { ...statements.main, name: statementName(statements.main.text) } }
+  if (statements && cacheable && plan.kind === 'read' && plan.explain === undefined)
+    statements = { ...statements, main: { ...statements.main, name: statementName(statements.main.text) } }
   const prepared: CachedPlan = { req, plan, statements, schemaVersion: cache.dbVersion ?? null }
   if (cacheable) engine.plans.set(planKey(tenant, cache, raw), prepared)
   return prepared
@@ -180,16 +227,16 @@ interface RunContext {
   raw: RawRequest
   req: ApiRequest
   /** The version of the schema cache the plan was made with; `strict`: a changed one gives the transaction up. */
-  schemaVersion?: { expected: string, strict: boolean }
+  schemaVersion?: { expected: string; strict: boolean }
 }
 
 /** The relation a plan acts on: its visibility to the caller's role gates the request. */
-function targetOf (plan: ExecutablePlan): Table | null {
+function targetOf(plan: ExecutablePlan): Table | null {
   return plan.kind === 'read' || plan.kind === 'mutate' ? plan.table : null
 }
 
 /** One transaction of a plan: the request settings, the visibility check, the statements, the result check. */
-function transact (ctx: RunContext, plan: ExecutablePlan, st: ActionStatements): Promise<TransactionResult> {
+function transact(ctx: RunContext, plan: ExecutablePlan, st: ActionStatements): Promise<TransactionResult> {
   const { engine, tenant, caller, raw, req } = ctx
   const target = targetOf(plan)
   return engine.pools.transaction(tenantKey(tenant), restUrl(tenant), {
@@ -205,25 +252,26 @@ function transact (ctx: RunContext, plan: ExecutablePlan, st: ActionStatements):
       statementTimeoutMs: engine.settings.statementTimeoutMs,
       timezone: req.preferences.timezone,
       relationOid: target?.oid ?? null,
-      appSettings: tenant.rest.app_settings
+      appSettings: tenant.rest.app_settings,
     }),
     ...(tenant.rest.pre_request ? { preRequest: renderPreRequestCall(tenant.rest.pre_request) } : {}),
-    afterPre: target === null
-      ? undefined
-      : (row: DbRow) => {
-          // Visibility follows the caller's role: no privilege at all reads as "no such table".
-          if (row.visible !== true) throw new TableNotFoundError(target.schema, target.name, { hint: null })
-        },
+    afterPre:
+      target === null
+        ? undefined
+        : (row: DbRow) => {
+            // Visibility follows the caller's role: no privilege at all reads as "no such table".
+            if (row.visible !== true) throw new TableNotFoundError(target.schema, target.name, { hint: null })
+          },
     main: st.main,
     after: st.planned ? [st.planned, ...st.after] : st.after,
     check: resultCheck(plan),
     rollback: st.rollback,
-    schemaVersion: ctx.schemaVersion
+    schemaVersion: ctx.schemaVersion,
   })
 }
 
 /** Runs the plan's transaction; a write whose representation the SELECT policy hides is kept and reported. */
-async function execute (ctx: RunContext, plan: ExecutablePlan, st: ActionStatements): Promise<ExecutionResult> {
+async function execute(ctx: RunContext, plan: ExecutablePlan, st: ActionStatements): Promise<ExecutionResult> {
   let tx: TransactionResult
   try {
     tx = await transact(ctx, plan, st)
@@ -234,7 +282,14 @@ async function execute (ctx: RunContext, plan: ExecutablePlan, st: ActionStateme
     // If it fails again, a WITH CHECK refused it and nothing was written (that error goes out).
     // PATCH: the kept write is the one return=minimal makes (with filters Postgres checks the
     // new row against the SELECT policy even then, so only a filterless PATCH gets here).
-    if (plan.kind !== 'mutate' || plan.returning === 'minimal' || plan.spec.kind === 'delete' || plan.rollback || !isNewRowRefusal(err)) throw err
+    if (
+      plan.kind !== 'mutate' ||
+      plan.returning === 'minimal' ||
+      plan.spec.kind === 'delete' ||
+      plan.rollback ||
+      !isNewRowRefusal(err)
+    )
+      throw err
     const again = await transact(ctx, plan, renderAction(plan, 'minimal'))
     throw rowWrittenError({
       role: roleDisplayName(ctx.caller.kind),
@@ -242,10 +297,10 @@ async function execute (ctx: RunContext, plan: ExecutablePlan, st: ActionStateme
       schema: plan.table.schema,
       table: plan.table.name,
       returning: plan.returning,
-      rows: Number(again.main.page_total ?? 0)
+      rows: Number(again.main.page_total ?? 0),
     })
   }
-  return { main: tx.main, rows: tx.mainRows, countPlan: st.planned ? tx.after[0] ?? [] : null }
+  return { main: tx.main, rows: tx.mainRows, countPlan: st.planned ? (tx.after[0] ?? []) : null }
 }
 
 /**
@@ -254,8 +309,15 @@ async function execute (ctx: RunContext, plan: ExecutablePlan, st: ActionStateme
  * planned with, nothing of it is kept and it is planned (the cache reloaded meanwhile) and
  * run once more; a second change only has the cache reloaded for the requests after it.
  */
-export async function handleRequest (engine: Engine, tenant: Tenant, raw: RawRequest, timings: StageTimings): Promise<RestResponse> {
-  const caller = await timings.time('jwt', () => engine.tokens.caller(tenant, requestHeader(raw.headers, 'authorization')))
+export async function handleRequest(
+  engine: Engine,
+  tenant: Tenant,
+  raw: RawRequest,
+  timings: StageTimings,
+): Promise<RestResponse> {
+  const caller = await timings.time('jwt', () =>
+    engine.tokens.caller(tenant, requestHeader(raw.headers, 'authorization')),
+  )
   for (let attempt = 0; ; attempt++) {
     try {
       return await runStages(engine, tenant, raw, timings, caller, attempt)
@@ -269,10 +331,22 @@ export async function handleRequest (engine: Engine, tenant: Tenant, raw: RawReq
 }
 
 /** One run of the parse, plan, transaction and response stages. */
-async function runStages (engine: Engine, tenant: Tenant, raw: RawRequest, timings: StageTimings, caller: RequestRole, attempt: number): Promise<RestResponse> {
+async function runStages(
+  engine: Engine,
+  tenant: Tenant,
+  raw: RawRequest,
+  timings: StageTimings,
+  caller: RequestRole,
+  attempt: number,
+): Promise<RestResponse> {
   const { req, plan, statements, schemaVersion } = await prepare(engine, tenant, raw, timings)
   const ctx: RunContext = { engine, tenant, caller, raw, req }
   if (schemaVersion !== null) ctx.schemaVersion = { expected: schemaVersion, strict: attempt === 0 }
-  const result = plan.kind === 'info' || statements === null ? null : await timings.time('transaction', () => execute(ctx, plan, statements))
-  return timings.timeSync('response', () => respond({ req, headers: raw.headers, database: tenant.database }, plan, result))
+  const result =
+    plan.kind === 'info' || statements === null
+      ? null
+      : await timings.time('transaction', () => execute(ctx, plan, statements))
+  return timings.timeSync('response', () =>
+    respond({ req, headers: raw.headers, database: tenant.database }, plan, result),
+  )
 }

@@ -5,11 +5,28 @@
 import type { FastifyBaseLogger, FastifyInstance, FastifyReply, FastifyRequest, FastifyServerOptions } from 'fastify'
 import type { Config } from '../config/index.js'
 import {
-  GatehouseError, isGatehouseError, createPartApp, instrumentPart, tenantLabel, type PartTracer,
-  type TenantPoolsSnapshot, fastifyClientError } from '../shared/index.js'
+  GatehouseError,
+  isGatehouseError,
+  createPartApp,
+  instrumentPart,
+  tenantLabel,
+  type PartTracer,
+  type TenantPoolsSnapshot,
+  fastifyClientError,
+} from '../shared/index.js'
 import { DATABASE_NAME, type TenantLookup } from '../tenants/index.js'
 import { TokenVerifier } from './auth.js'
-import { BadRequestError, InvalidBodyError, InvalidPathError, PayloadTooLargeError, TenantNotFoundError, UnexpectedError, errorBodyJson, proxyStatus, reasonPhrase } from './errors.js'
+import {
+  BadRequestError,
+  InvalidBodyError,
+  InvalidPathError,
+  PayloadTooLargeError,
+  TenantNotFoundError,
+  UnexpectedError,
+  errorBodyJson,
+  proxyStatus,
+  reasonPhrase,
+} from './errors.js'
 import { EnginePools } from './execute.js'
 import { createPlanCache, handleRequest, type Engine } from './handler.js'
 import { StageTimings } from './timing.js'
@@ -43,17 +60,17 @@ export interface RestEngineDeps {
 /** Handles on a built engine (tests, admin): schema reloads, pool statistics. */
 export interface RestEngineHandle {
   /** Reloads a tenant's schema cache now; null when it has none yet. */
-  reloadSchema (database: string): Promise<SchemaCache | null>
+  reloadSchema(database: string): Promise<SchemaCache | null>
   /** Open connections of all tenants. */
-  openConnections (): number
+  openConnections(): number
   /** Connections of one tenant (open, idle, waiting requests), null when it has no pool. */
-  poolStats (database: string): { open: number, idle: number, waiting: number } | null
+  poolStats(database: string): { open: number; idle: number; waiting: number } | null
   /** Every tenant's pool numbers (metrics). */
-  poolSnapshot (): TenantPoolsSnapshot
+  poolSnapshot(): TenantPoolsSnapshot
   /** Effective per-tenant connection cap. */
-  perTenantCap (): number
+  perTenantCap(): number
   /** Resolves once no background reconnect probe is running (tests). */
-  reconnectProbesSettled (): Promise<void>
+  reconnectProbesSettled(): Promise<void>
 }
 
 /** The name of the instance decorator holding its RestEngineHandle. */
@@ -62,7 +79,7 @@ const ENGINE_DECORATOR = 'restEngine'
 const TIMINGS_DECORATOR = 'restTimings'
 
 /** The engine behind an instance built by buildRestEngine. */
-export function restEngineOf (app: FastifyInstance): RestEngineHandle {
+export function restEngineOf(app: FastifyInstance): RestEngineHandle {
   if (!app.hasDecorator(ENGINE_DECORATOR)) throw new TypeError('not a REST engine instance')
   return app.getDecorator<RestEngineHandle>(ENGINE_DECORATOR)
 }
@@ -74,7 +91,7 @@ const METHODS = ['GET', 'HEAD', 'POST', 'PATCH', 'PUT', 'DELETE', 'OPTIONS'] as 
  * `http://<engine>/<database>`; requests run as the role of the upstream token (or the
  * tenant's anon role) on the tenant's `engines.rest` connection.
  */
-export function buildRestEngine (deps: RestEngineDeps): FastifyInstance {
+export function buildRestEngine(deps: RestEngineDeps): FastifyInstance {
   const app = createRestApp(deps)
   const engine = createEngine(deps, app.log)
   app.decorate(ENGINE_DECORATOR, engineHandle(engine))
@@ -85,7 +102,10 @@ export function buildRestEngine (deps: RestEngineDeps): FastifyInstance {
   app.setNotFoundHandler(routes.notFound)
   app.setErrorHandler(routes.failed)
   instrumentPart(app, {
-    part: 'rest', tenantOf: tenantLabel(deps.tenants), tenantLabel: deps.config.metrics?.tenant_label, pools: [{ snapshot: () => engine.pools.snapshot() }]
+    part: 'rest',
+    tenantOf: tenantLabel(deps.tenants),
+    tenantLabel: deps.config.metrics?.tenant_label,
+    pools: [{ snapshot: () => engine.pools.snapshot() }],
   })
   app.addHook('onClose', async () => {
     await engine.schemaCaches.close()
@@ -95,7 +115,7 @@ export function buildRestEngine (deps: RestEngineDeps): FastifyInstance {
 }
 
 /** The unstarted fastify instance: our own query-string and body handling. */
-function createRestApp (deps: RestEngineDeps): FastifyInstance {
+function createRestApp(deps: RestEngineDeps): FastifyInstance {
   const rest = deps.config.rest
   // The gateway logs every request; the engine logs failures only.
   const app = createPartApp({
@@ -108,23 +128,29 @@ function createRestApp (deps: RestEngineDeps): FastifyInstance {
       routerOptions: {
         maxParamLength: 4096,
         // We parse the raw query string ourselves (PostgREST's rules: `+` is a space, order kept).
-        querystringParser: () => ({})
-      }
-    }
+        querystringParser: () => ({}),
+      },
+    },
   })
   // Bodies are kept as raw bytes (api-request/ parses JSON / CSV / form itself).
   app.removeAllContentTypeParsers()
   // JSON nested deeper than rest.max_json_depth is refused before any parser recurses into it.
   const maxDepth = rest.max_json_depth
-  app.addContentTypeParser('*', { parseAs: 'buffer' }, (req: FastifyRequest, body: Buffer, done: (err: Error | null, body?: Buffer) => void) => {
-    if (isJsonBody(req.headers['content-type']) && jsonDepthExceeds(body, maxDepth)) {
-      done(new InvalidBodyError(`The JSON body is nested deeper than ${maxDepth} levels`, {
-        details: `at most ${maxDepth} nested arrays and objects are accepted`
-      }))
-      return
-    }
-    done(null, body)
-  })
+  app.addContentTypeParser(
+    '*',
+    { parseAs: 'buffer' },
+    (req: FastifyRequest, body: Buffer, done: (err: Error | null, body?: Buffer) => void) => {
+      if (isJsonBody(req.headers['content-type']) && jsonDepthExceeds(body, maxDepth)) {
+        done(
+          new InvalidBodyError(`The JSON body is nested deeper than ${maxDepth} levels`, {
+            details: `at most ${maxDepth} nested arrays and objects are accepted`,
+          }),
+        )
+        return
+      }
+      done(null, body)
+    },
+  )
   return app
 }
 
@@ -134,35 +160,39 @@ function createRestApp (deps: RestEngineDeps): FastifyInstance {
  * pool's connections: the schema version each transaction reads, and NOTIFY pgrst heard on
  * them (see execute.ts).
  */
-function createEngine (deps: RestEngineDeps, log: FastifyBaseLogger): Engine {
+function createEngine(deps: RestEngineDeps, log: FastifyBaseLogger): Engine {
   const rest = deps.config.rest
   const connectTimeoutMs = deps.connectTimeoutMs ?? 5_000
   const schemaCaches = createSchemaCacheStore({ logger: log })
-  const pools = new EnginePools({
-    budget: rest.pool_budget,
-    perTenant: rest.pool_per_tenant,
-    idleMs: rest.pool_idle_ms,
-    acquireTimeoutMs: deps.poolAcquireTimeoutMs ?? 10_000,
-    connectTimeoutMs,
-    maxTenants: rest.pool_max_tenants,
-    reconnectBackoffMs: rest.reconnect_backoff_ms,
-    reconnectBackoffMaxMs: rest.reconnect_backoff_max_ms,
-    ...(deps.now !== undefined ? { now: deps.now } : {})
-  }, log, {
-    poolClosed: (key) => schemaCaches.drop(key),
-    notification: (key, payload) => schemaCaches.notified(key, payload),
-    schemaVersion: (key, version) => schemaCaches.observed(key, version)
-  })
+  const pools = new EnginePools(
+    {
+      budget: rest.pool_budget,
+      perTenant: rest.pool_per_tenant,
+      idleMs: rest.pool_idle_ms,
+      acquireTimeoutMs: deps.poolAcquireTimeoutMs ?? 10_000,
+      connectTimeoutMs,
+      maxTenants: rest.pool_max_tenants,
+      reconnectBackoffMs: rest.reconnect_backoff_ms,
+      reconnectBackoffMaxMs: rest.reconnect_backoff_max_ms,
+      ...(deps.now !== undefined ? { now: deps.now } : {}),
+    },
+    log,
+    {
+      poolClosed: (key) => schemaCaches.drop(key),
+      notification: (key, payload) => schemaCaches.notified(key, payload),
+      schemaVersion: (key, version) => schemaCaches.observed(key, version),
+    },
+  )
   return {
     settings: { statementTimeoutMs: rest.statement_timeout_ms, connectTimeoutMs },
     pools,
     schemaCaches,
     tokens: new TokenVerifier(),
-    plans: createPlanCache()
+    plans: createPlanCache(),
   }
 }
 
-function engineHandle (engine: Engine): RestEngineHandle {
+function engineHandle(engine: Engine): RestEngineHandle {
   const pools = engine.pools
   return {
     reloadSchema: (database) => engine.schemaCaches.reload(database),
@@ -170,7 +200,7 @@ function engineHandle (engine: Engine): RestEngineHandle {
     poolStats: (database) => pools.stats(database),
     poolSnapshot: () => pools.snapshot(),
     perTenantCap: () => pools.perTenantCap,
-    reconnectProbesSettled: () => pools.backoff.probesSettled()
+    reconnectProbesSettled: () => pools.backoff.probesSettled(),
   }
 }
 
@@ -179,13 +209,16 @@ class RestRoutes {
   readonly #deps: RestEngineDeps
   readonly #engine: Engine
 
-  constructor (deps: RestEngineDeps, engine: Engine) {
+  constructor(deps: RestEngineDeps, engine: Engine) {
     this.#deps = deps
     this.#engine = engine
   }
 
   /** A request of a tenant: through the pipeline (handler.ts), answered with its stage timings when the tenant asks for them. */
-  readonly handle = async (request: FastifyRequest<{ Params: { database: string } }>, reply: FastifyReply): Promise<void> => {
+  readonly handle = async (
+    request: FastifyRequest<{ Params: { database: string } }>,
+    reply: FastifyReply,
+  ): Promise<void> => {
     const database = request.params.database
     if (!DATABASE_NAME.test(database)) throw new TenantNotFoundError(database)
     const tenant = await this.#deps.tenants.get(database)
@@ -201,14 +234,19 @@ class RestRoutes {
     if (trace && typeof traced === 'string') reply.header(trace, traced)
     const timings = new StageTimings()
     request.setDecorator(TIMINGS_DECORATOR, timings)
-    const res = await handleRequest(this.#engine, tenant, {
-      method: request.method,
-      path: pathname.slice(prefix.length),
-      query: q < 0 ? '' : url.slice(q + 1),
-      // Repeated headers read as PostgREST reads them (the first Accept line, ...).
-      ...headerViews(request.headers, request.raw.headersDistinct),
-      body: Buffer.isBuffer(request.body) ? request.body : null
-    }, timings)
+    const res = await handleRequest(
+      this.#engine,
+      tenant,
+      {
+        method: request.method,
+        path: pathname.slice(prefix.length),
+        query: q < 0 ? '' : url.slice(q + 1),
+        // Repeated headers read as PostgREST reads them (the first Accept line, ...).
+        ...headerViews(request.headers, request.raw.headersDistinct),
+        body: Buffer.isBuffer(request.body) ? request.body : null,
+      },
+      timings,
+    )
     reply.code(res.status).headers(res.headers)
     if (tenant.rest.server_timing_enabled === true) reply.header('server-timing', timings.serverTiming())
     const phrase = reasonPhrase(res.status)
@@ -225,9 +263,14 @@ class RestRoutes {
     const url = request.raw.url ?? '/'
     const q = url.indexOf('?')
     const [, database = '', ...rest] = (q < 0 ? url : url.slice(0, q)).split('/')
-    if ((METHODS as readonly string[]).includes(request.method) || database === '') return sendError(reply, new InvalidPathError())
-    if (!DATABASE_NAME.test(database) || !(await this.#deps.tenants.get(database))) return sendError(reply, new TenantNotFoundError(database))
-    return sendError(reply, unsupportedMethod(request.method, pathSegments(rest.length === 0 ? '' : '/' + rest.join('/'))))
+    if ((METHODS as readonly string[]).includes(request.method) || database === '')
+      return sendError(reply, new InvalidPathError())
+    if (!DATABASE_NAME.test(database) || !(await this.#deps.tenants.get(database)))
+      return sendError(reply, new TenantNotFoundError(database))
+    return sendError(
+      reply,
+      unsupportedMethod(request.method, pathSegments(rest.length === 0 ? '' : '/' + rest.join('/'))),
+    )
   }
 
   /** Every error of the engine, ours or fastify's (a body too large, a bad content type), as PostgREST's error body. */
@@ -235,12 +278,15 @@ class RestRoutes {
     const e = this.#gatehouseError(err)
     if (e.status >= 500) {
       const timings = request.getDecorator<StageTimings | null>(TIMINGS_DECORATOR)
-      request.log.error({ err: e.cause ?? err, internal: e.internal, code: e.code, stages: timings?.serverTiming() }, 'rest: request failed')
+      request.log.error(
+        { err: e.cause ?? err, internal: e.internal, code: e.code, stages: timings?.serverTiming() },
+        'rest: request failed',
+      )
     }
     return sendError(reply, e, e instanceof UnexpectedError ? request.id : undefined)
   }
 
-  #gatehouseError (err: unknown): GatehouseError {
+  #gatehouseError(err: unknown): GatehouseError {
     if (isGatehouseError(err)) return err
     const fe = fastifyClientError(err)
     if (fe === null) return new UnexpectedError({ cause: err })
@@ -250,7 +296,7 @@ class RestRoutes {
   }
 }
 
-function sendError (reply: FastifyReply, e: GatehouseError, requestId?: string): FastifyReply {
+function sendError(reply: FastifyReply, e: GatehouseError, requestId?: string): FastifyReply {
   reply.code(e.status)
   const phrase = reasonPhrase(e.status, e)
   if (phrase !== null) reply.raw.statusMessage = phrase

@@ -38,7 +38,7 @@ export class ReconnectBackoff {
   readonly #s: Required<Omit<ReconnectBackoffOptions, 'probe'>> & Pick<ReconnectBackoffOptions, 'probe'>
   readonly #states = new Map<string, State>()
 
-  constructor (opts: ReconnectBackoffOptions) {
+  constructor(opts: ReconnectBackoffOptions) {
     this.#s = { now: Date.now, probeIntervalMs: 1_000, ...opts }
   }
 
@@ -46,18 +46,27 @@ export class ReconnectBackoff {
    * Throws 503 PGRST000 while `url` is backing off; otherwise lets the caller try (the
    * first caller after a wait is the probe: the others keep failing until it is done).
    */
-  check (url: string): void {
+  check(url: string): void {
     const st = this.#states.get(url)
     if (st === undefined) return
     const now = this.#s.now()
-    if (now >= st.until && !st.probing) { st.probing = true; return }
+    if (now >= st.until && !st.probing) {
+      st.probing = true
+      return
+    }
     this.#maybeProbe(url, st)
-    const seconds = Math.max(1, Math.min(Math.ceil((Math.max(st.until, now + 1) - now) / 1000), this.#retryCapSeconds()))
-    throw new DbConnectionError({ internal: `backing off reconnects for ${seconds} s`, headers: { 'retry-after': String(seconds) } })
+    const seconds = Math.max(
+      1,
+      Math.min(Math.ceil((Math.max(st.until, now + 1) - now) / 1000), this.#retryCapSeconds()),
+    )
+    throw new DbConnectionError({
+      internal: `backing off reconnects for ${seconds} s`,
+      headers: { 'retry-after': String(seconds) },
+    })
   }
 
   /** A connection to `url` failed: wait before the next try (doubling up to maxMs). */
-  failed (url: string): void {
+  failed(url: string): void {
     const st = this.#states.get(url)
     const delayMs = st === undefined ? this.#s.initialMs : Math.min(st.delayMs * 2, this.#s.maxMs)
     const now = this.#s.now()
@@ -74,7 +83,7 @@ export class ReconnectBackoff {
   }
 
   /** A connection to `url` worked: no more waiting. */
-  succeeded (url: string): void {
+  succeeded(url: string): void {
     if (this.#states.size === 0) return
     const st = this.#states.get(url)
     if (st === undefined) return
@@ -83,25 +92,27 @@ export class ReconnectBackoff {
   }
 
   /** Whether `url` is backing off now (tests, metrics). */
-  backingOff (url: string): boolean { return this.#states.has(url) }
+  backingOff(url: string): boolean {
+    return this.#states.has(url)
+  }
 
   /** Resolves once no background probe is running (tests). */
-  async probesSettled (): Promise<void> {
+  async probesSettled(): Promise<void> {
     for (const st of [...this.#states.values()]) if (st.probe !== null) await st.probe
   }
 
   /** Stops every background probe timer (the engine closes). */
-  close (): void {
+  close(): void {
     for (const st of this.#states.values()) if (st.timer !== null) clearTimeout(st.timer)
     this.#states.clear()
   }
 
   /** With probes, a client is told to retry within the probe interval, not the whole wait. */
-  #retryCapSeconds (): number {
+  #retryCapSeconds(): number {
     return this.#s.probe === undefined ? Infinity : Math.max(1, Math.ceil(this.#s.probeIntervalMs / 1000))
   }
 
-  #schedule (url: string, st: State): void {
+  #schedule(url: string, st: State): void {
     if (this.#s.probe === undefined) return
     st.timer = setTimeout(() => {
       st.timer = null
@@ -113,14 +124,19 @@ export class ReconnectBackoff {
   }
 
   /** Starts a probe of `url` unless one runs or the last started less than an interval ago. */
-  #maybeProbe (url: string, st: State): void {
+  #maybeProbe(url: string, st: State): void {
     const probe = this.#s.probe
     const now = this.#s.now()
     if (probe === undefined || st.probe !== null || now - st.probedAt < this.#s.probeIntervalMs) return
     st.probedAt = now
     st.probe = probe(url).then(
-      () => { st.probe = null; if (this.#states.get(url) === st) this.succeeded(url) },
-      () => { st.probe = null }
+      () => {
+        st.probe = null
+        if (this.#states.get(url) === st) this.succeeded(url)
+      },
+      () => {
+        st.probe = null
+      },
     )
   }
 }

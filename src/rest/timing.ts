@@ -13,7 +13,7 @@ export class StageTimings {
   readonly #spent = new Map<Stage, number>()
 
   /** Runs `stage` and adds the time it took, also when it throws. */
-  async time<T> (stage: Stage, run: () => Promise<T>): Promise<T> {
+  async time<T>(stage: Stage, run: () => Promise<T>): Promise<T> {
     const start = performance.now()
     try {
       return await run()
@@ -23,7 +23,7 @@ export class StageTimings {
   }
 
   /** As time(), for a stage that does not wait. */
-  timeSync<T> (stage: Stage, run: () => T): T {
+  timeSync<T>(stage: Stage, run: () => T): T {
     const start = performance.now()
     try {
       return run()
@@ -32,17 +32,19 @@ export class StageTimings {
     }
   }
 
-  add (stage: Stage, ms: number): void {
+  add(stage: Stage, ms: number): void {
     this.#spent.set(stage, (this.#spent.get(stage) ?? 0) + ms)
   }
 
   /** Forgets a stage (a plan that runs no SQL is not reported as planned). */
-  drop (stage: Stage): void {
+  drop(stage: Stage): void {
     this.#spent.delete(stage)
   }
 
   /** The Server-Timing header's value: `jwt;dur=0.4, parse;dur=0.5, ...`. */
-  serverTiming (): string {
-    return ORDER.filter((s) => this.#spent.has(s)).map((s) => `${s};dur=${(this.#spent.get(s) as number).toFixed(1)}`).join(', ')
+  serverTiming(): string {
+    return ORDER.filter((s) => this.#spent.has(s))
+      .map((s) => `${s};dur=${(this.#spent.get(s) as number).toFixed(1)}`)
+      .join(', ')
   }
 }

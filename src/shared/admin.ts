@@ -12,7 +12,7 @@ import { registerPoolMetrics, type PoolMetricsSource } from './pool-metrics.js'
 /** A dependency of the part: check() rejects (with the reason) when it does not answer. */
 export interface ReadinessCheck {
   name: string
-  check (): Promise<void>
+  check(): Promise<void>
 }
 
 interface CheckResult {
@@ -33,7 +33,7 @@ export interface PartOps {
   registry: Registry
   checks: ReadinessCheck[]
   /** True once the part drains or closes: readiness fails first. */
-  stopping (): boolean
+  stopping(): boolean
 }
 
 export interface InstrumentOptions {
@@ -61,21 +61,24 @@ const BUCKETS = [0.002, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10,
 const opsByApp = new WeakMap<FastifyInstance, PartOps>()
 
 /** The ops handle of a part built with instrumentPart (undefined for others). */
-export function partOps (app: FastifyInstance): PartOps | undefined {
+export function partOps(app: FastifyInstance): PartOps | undefined {
   return opsByApp.get(app)
 }
 
 /** Registers the part's metrics, pools and readiness checks on `app`. */
-export function instrumentPart (app: FastifyInstance, opts: InstrumentOptions): PartOps {
+export function instrumentPart(app: FastifyInstance, opts: InstrumentOptions): PartOps {
   const registry = opts.registry ?? new Registry()
   let closing = false
-  app.addHook('preClose', (done) => { closing = true; done() })
+  app.addHook('preClose', (done) => {
+    closing = true
+    done()
+  })
   const extra = opts.stopping
   const ops: PartOps = {
     part: opts.part,
     registry,
     checks: [...(opts.checks ?? [])],
-    stopping: () => closing || (extra !== undefined && extra())
+    stopping: () => closing || (extra !== undefined && extra()),
   }
   opsByApp.set(app, ops)
 
@@ -92,23 +95,29 @@ export function instrumentPart (app: FastifyInstance, opts: InstrumentOptions): 
  * renders the same name from its own series) and gatehouse_request_duration_seconds{part,tenant};
  * without `tenantOf` (metrics.tenant_label off) the series have no tenant label.
  */
-function countRequests (app: FastifyInstance, registry: Registry, part: string,
-  tenantOf: ((request: FastifyRequest) => string | Promise<string>) | undefined): void {
+function countRequests(
+  app: FastifyInstance,
+  registry: Registry,
+  part: string,
+  tenantOf: ((request: FastifyRequest) => string | Promise<string>) | undefined,
+): void {
   const withTenant = tenantOf !== undefined
-  const counter = registry.getSingleMetric('gatehouse_requests_total') as Counter<'part' | 'tenant' | 'status'> | undefined ??
+  const counter =
+    (registry.getSingleMetric('gatehouse_requests_total') as Counter<'part' | 'tenant' | 'status'> | undefined) ??
     new Counter({
       name: 'gatehouse_requests_total',
       help: 'Requests answered, by part (gateway, rest, auth, panel), tenant database and status code',
       labelNames: withTenant ? ['part', 'tenant', 'status'] : ['part', 'status'],
-      registers: [registry]
+      registers: [registry],
     })
-  const latency = registry.getSingleMetric('gatehouse_request_duration_seconds') as Histogram<'part' | 'tenant'> | undefined ??
+  const latency =
+    (registry.getSingleMetric('gatehouse_request_duration_seconds') as Histogram<'part' | 'tenant'> | undefined) ??
     new Histogram({
       name: 'gatehouse_request_duration_seconds',
       help: `Time from request to the end of the response in a part (rest, auth, panel)${withTenant ? ', by tenant database' : ''}`,
       labelNames: withTenant ? ['part', 'tenant'] : ['part'],
       buckets: BUCKETS,
-      registers: [registry]
+      registers: [registry],
     })
   app.addHook('onResponse', async (request, reply) => {
     const seconds = reply.elapsedTime / 1000
@@ -118,7 +127,11 @@ function countRequests (app: FastifyInstance, registry: Registry, part: string,
       return
     }
     let tenant = UNKNOWN_TENANT_LABEL
-    try { tenant = await tenantOf(request) } catch { /* an unresolvable tenant is _unknown */ }
+    try {
+      tenant = await tenantOf(request)
+    } catch {
+      /* an unresolvable tenant is _unknown */
+    }
     counter.inc({ part, tenant, status: reply.statusCode })
     latency.observe({ part, tenant }, seconds)
   })
@@ -128,14 +141,14 @@ function countRequests (app: FastifyInstance, registry: Registry, part: string,
  * gatehouse_build_info{part,version,node_version} 1 (once per registry): what runs, for
  * dashboards and alerts across a fleet. Its value is taken from one worker under `--workers`.
  */
-function registerBuildInfo (registry: Registry, part: string): void {
+function registerBuildInfo(registry: Registry, part: string): void {
   if (registry.getSingleMetric('gatehouse_build_info') !== undefined) return
   const g = new Gauge({
     name: 'gatehouse_build_info',
     help: 'The running build: part, Gatehouse version and Node.js version (value 1)',
     labelNames: ['part', 'version', 'node_version'],
     aggregator: 'first',
-    registers: [registry]
+    registers: [registry],
   })
   g.set({ part, version: packageVersion(), node_version: process.versions.node }, 1)
 }
@@ -144,7 +157,10 @@ function registerBuildInfo (registry: Registry, part: string): void {
  * The tenant label of a request whose route names the database in `param`: the name when
  * the tenant look-up knows it, else `_unknown` (labels stay bounded by the known tenants).
  */
-export function tenantLabel (lookup: { get (database: string): Promise<unknown> }, param = 'database'): (request: FastifyRequest) => Promise<string> {
+export function tenantLabel(
+  lookup: { get(database: string): Promise<unknown> },
+  param = 'database',
+): (request: FastifyRequest) => Promise<string> {
   return async (request) => {
     const params = request.params as Record<string, unknown> | undefined
     const db = params !== undefined && Object.hasOwn(params, param) ? params[param] : undefined
@@ -153,71 +169,92 @@ export function tenantLabel (lookup: { get (database: string): Promise<unknown> 
   }
 }
 
-function withTimeout (p: Promise<void>, ms: number): Promise<void> {
+function withTimeout(p: Promise<void>, ms: number): Promise<void> {
   let timer: NodeJS.Timeout | undefined
   return Promise.race([
     p,
-    new Promise<void>((_resolve, reject) => { timer = setTimeout(() => reject(new Error(`no answer within ${ms} ms`)), ms) })
+    new Promise<void>((_resolve, reject) => {
+      timer = setTimeout(() => reject(new Error(`no answer within ${ms} ms`)), ms)
+    }),
   ]).finally(() => clearTimeout(timer))
 }
 
 /** Runs every check of the part at once (each with a time limit). */
-export async function readiness (ops: Pick<PartOps, 'checks' | 'stopping'>, timeoutMs = CHECK_TIMEOUT_MS): Promise<Readiness> {
+export async function readiness(
+  ops: Pick<PartOps, 'checks' | 'stopping'>,
+  timeoutMs = CHECK_TIMEOUT_MS,
+): Promise<Readiness> {
   if (ops.stopping()) return { ready: false, stopping: true, checks: [] }
-  const checks = await Promise.all(ops.checks.map(async (c): Promise<CheckResult> => {
-    try {
-      await withTimeout(Promise.resolve().then(() => c.check()), timeoutMs)
-      return { name: c.name, ok: true }
-    } catch (err) {
-      return { name: c.name, ok: false, error: err instanceof Error ? err.message : String(err) }
-    }
-  }))
+  const checks = await Promise.all(
+    ops.checks.map(async (c): Promise<CheckResult> => {
+      try {
+        await withTimeout(
+          Promise.resolve().then(() => c.check()),
+          timeoutMs,
+        )
+        return { name: c.name, ok: true }
+      } catch (err) {
+        return { name: c.name, ok: false, error: err instanceof Error ? err.message : String(err) }
+      }
+    }),
+  )
   return { ready: checks.every((c) => c.ok), checks }
 }
 
 export interface AdminAppOptions {
   part: string
-  ready (): Promise<Readiness>
-  metrics (): Promise<{ contentType: string, body: string }>
+  ready(): Promise<Readiness>
+  metrics(): Promise<{ contentType: string; body: string }>
 }
 
 /** The admin app of a part built with instrumentPart (this process's metrics and checks). */
-export function buildPartAdmin (app: FastifyInstance): FastifyInstance {
+export function buildPartAdmin(app: FastifyInstance): FastifyInstance {
   const ops = partOps(app)
   if (ops === undefined) throw new TypeError('not an instrumented part')
   return buildAdminApp({
     part: ops.part,
     ready: () => readiness(ops),
-    metrics: async () => ({ contentType: ops.registry.contentType, body: await ops.registry.metrics() })
+    metrics: async () => ({ contentType: ops.registry.contentType, body: await ops.registry.metrics() }),
   })
 }
 
 /** The admin listener's app (unstarted): /healthz, /readyz, /metrics; JSON 404 elsewhere. */
-export function buildAdminApp (opts: AdminAppOptions): FastifyInstance {
+export function buildAdminApp(opts: AdminAppOptions): FastifyInstance {
   const app = Fastify({ logger: false }) as unknown as FastifyInstance
   app.get('/healthz', async () => ({ status: 'ok', part: opts.part }))
   app.get('/readyz', async (_request, reply) => {
     const r = await opts.ready()
     if (r.ready) return reply.send({ status: 'ready', part: opts.part, checks: r.checks })
     const failing = r.checks.filter((c) => !c.ok)
-    const message = r.stopping === true
-      ? `${opts.part} is shutting down`
-      : `${opts.part} is not ready: ${failing.map((c) => `${c.name} (${c.error ?? 'failed'})`).join(', ')}`
-    return reply.code(503).header('retry-after', '5').send({
-      status: 'not_ready',
-      part: opts.part,
-      code: 'not_ready',
-      message,
-      failing: failing.map((c) => c.name),
-      checks: r.checks
-    })
+    const message =
+      r.stopping === true
+        ? `${opts.part} is shutting down`
+        : `${opts.part} is not ready: ${failing.map((c) => `${c.name} (${c.error ?? 'failed'})`).join(', ')}`
+    return reply
+      .code(503)
+      .header('retry-after', '5')
+      .send({
+        status: 'not_ready',
+        part: opts.part,
+        code: 'not_ready',
+        message,
+        failing: failing.map((c) => c.name),
+        checks: r.checks,
+      })
   })
   app.get('/metrics', async (_request, reply) => {
     const m = await opts.metrics()
     return reply.header('content-type', m.contentType).send(m.body)
   })
   app.setNotFoundHandler((_request, reply) => {
-    void reply.code(404).send({ code: 'not_found', message: 'the admin listener serves /healthz, /readyz and /metrics', details: null, hint: null })
+    void reply
+      .code(404)
+      .send({
+        code: 'not_found',
+        message: 'the admin listener serves /healthz, /readyz and /metrics',
+        details: null,
+        hint: null,
+      })
   })
   return app
 }

@@ -7,8 +7,13 @@ import { randomUUID } from 'node:crypto'
 import { STATUS_CODES, maxHeaderSize } from 'node:http'
 import type { Duplex } from 'node:stream'
 import Fastify, {
-  LogController, type FastifyBaseLogger, type FastifyError, type FastifyInstance, type FastifyReply,
-  type FastifyRequest, type FastifyServerOptions
+  LogController,
+  type FastifyBaseLogger,
+  type FastifyError,
+  type FastifyInstance,
+  type FastifyReply,
+  type FastifyRequest,
+  type FastifyServerOptions,
 } from 'fastify'
 import type { LoggerOptions } from 'pino'
 import { firstHeader, isValidRequestId } from './http.js'
@@ -37,14 +42,18 @@ export interface PartAppOptions {
 }
 
 /** The request id: the caller's X-Request-Id when well-formed, else a random UUID. */
-export function requestIdOf (req: { headers: Record<string, string | string[] | undefined> }): string {
+export function requestIdOf(req: { headers: Record<string, string | string[] | undefined> }): string {
   const v = firstHeader(req.headers['x-request-id'])
   return isValidRequestId(v) ? v : randomUUID()
 }
 
-function isLogger (x: unknown): x is FastifyBaseLogger {
-  return typeof x === 'object' && x !== null && typeof (x as { child?: unknown }).child === 'function' &&
+function isLogger(x: unknown): x is FastifyBaseLogger {
+  return (
+    typeof x === 'object' &&
+    x !== null &&
+    typeof (x as { child?: unknown }).child === 'function' &&
     typeof (x as { info?: unknown }).info === 'function'
+  )
 }
 
 /**
@@ -53,17 +62,19 @@ function isLogger (x: unknown): x is FastifyBaseLogger {
  * headers over the size limit or too slow): the JSON error shape of every other answer,
  * with its code in `x-gatehouse-error-code`, then the connection is closed.
  */
-function clientErrorResponse (err: Error & { code?: string }): string {
+function clientErrorResponse(err: Error & { code?: string }): string {
   let e: GatehouseError
   if (err.code === 'ERR_HTTP_REQUEST_TIMEOUT') e = new HeadersTimeoutError()
   else if (err.code === 'HPE_HEADER_OVERFLOW') e = new HeaderFieldsTooLargeError(maxHeaderSize)
   else e = new BadRequestError('the HTTP request could not be parsed')
   const body = JSON.stringify(e.toWire())
-  return `HTTP/1.1 ${e.status} ${STATUS_CODES[e.status] ?? ''}\r\nContent-Type: application/json; charset=utf-8\r\n` +
+  return (
+    `HTTP/1.1 ${e.status} ${STATUS_CODES[e.status] ?? ''}\r\nContent-Type: application/json; charset=utf-8\r\n` +
     `x-gatehouse-error-code: ${e.code}\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`
+  )
 }
 
-function onClientError (err: Error & { code?: string }, socket: Duplex): void {
+function onClientError(err: Error & { code?: string }, socket: Duplex): void {
   // A reset connection has nobody left to answer.
   if (err.code === 'ECONNRESET' || socket.destroyed) return
   if (socket.writable) socket.write(clientErrorResponse(err))
@@ -71,7 +82,7 @@ function onClientError (err: Error & { code?: string }, socket: Duplex): void {
 }
 
 /** An unstarted fastify instance with the common set-up; the part adds its routes and hooks. */
-export function createPartApp (opts: PartAppOptions): FastifyInstance {
+export function createPartApp(opts: PartAppOptions): FastifyInstance {
   const logging = isLogger(opts.logger)
     ? { loggerInstance: opts.logger }
     : { logger: opts.logger ?? (opts.log === undefined ? false : loggerOptions(opts.log, opts.loggerOptions)) }
@@ -81,7 +92,7 @@ export function createPartApp (opts: PartAppOptions): FastifyInstance {
     ...(opts.childLoggerFactory !== undefined ? { childLoggerFactory: opts.childLoggerFactory } : {}),
     logController: new LogController({ disableRequestLogging: true, requestIdLogLabel: 'reqId' }),
     genReqId: requestIdOf,
-    clientErrorHandler: onClientError
+    clientErrorHandler: onClientError,
   } as never) as unknown as FastifyInstance
   if (opts.errorHandler !== undefined) app.setErrorHandler(opts.errorHandler)
   if (opts.notFoundHandler !== undefined) app.setNotFoundHandler(opts.notFoundHandler)

@@ -32,7 +32,7 @@ export class GatehouseError extends Error {
   readonly extra?: Record<string, unknown>
   readonly headers?: Record<string, string>
 
-  constructor (code: string, status: number, message: string, opts: ErrorOptions = {}) {
+  constructor(code: string, status: number, message: string, opts: ErrorOptions = {}) {
     super(message, opts.cause === undefined ? undefined : { cause: opts.cause })
     this.name = 'GatehouseError'
     this.code = code
@@ -44,18 +44,19 @@ export class GatehouseError extends Error {
     this.headers = opts.headers
   }
 
-  toWire (): WireError {
+  toWire(): WireError {
     return { code: this.code, message: this.message, details: this.details, hint: this.hint, ...this.extra }
   }
 }
 
-export type ErrorClass<C extends string, S extends number, A extends unknown[]> =
-  (new (...args: A) => GatehouseError & { readonly code: C, readonly status: S }) & {
-    readonly code: C
-    readonly status: S
-    /** The message of one instance, for the error reference (docs/errors.md). */
-    readonly template: (...args: never[]) => string
-  }
+export type ErrorClass<C extends string, S extends number, A extends unknown[]> = (new (
+  ...args: A
+) => GatehouseError & { readonly code: C; readonly status: S }) & {
+  readonly code: C
+  readonly status: S
+  /** The message of one instance, for the error reference (docs/errors.md). */
+  readonly template: (...args: never[]) => string
+}
 
 /** Any class made by defineError (or a part's variant of it). */
 // eslint-disable-next-line @typescript-eslint/no-explicit-any
@@ -72,7 +73,7 @@ export type ErrorRegistry = Readonly<Record<string, AnyErrorClass>>
 export type CodeOf<R extends ErrorRegistry> = R[keyof R]['code']
 
 /** The codes of registries, sorted and without repeats. */
-export function errorCodes<R extends ErrorRegistry> (...registries: R[]): Array<CodeOf<R>> {
+export function errorCodes<R extends ErrorRegistry>(...registries: R[]): Array<CodeOf<R>> {
   const codes = new Set<CodeOf<R>>()
   for (const r of registries) for (const cls of Object.values(r)) codes.add(cls.code as CodeOf<R>)
   return [...codes].sort()
@@ -86,16 +87,18 @@ const definedClasses = new WeakSet<object>()
  * last argument after the format arguments. `base` lets a part keep its own class
  * (the auth engine's AuthError) under the same mechanism.
  */
-export function defineError<C extends string, S extends number, A extends unknown[]> (
-  code: C, status: S, format: (...args: A) => string,
-  base: new (code: string, status: number, message: string, opts: ErrorOptions) => GatehouseError = GatehouseError
+export function defineError<C extends string, S extends number, A extends unknown[]>(
+  code: C,
+  status: S,
+  format: (...args: A) => string,
+  base: new (code: string, status: number, message: string, opts: ErrorOptions) => GatehouseError = GatehouseError,
 ): ErrorClass<C, S, [...A, ErrorOptions?]> {
   const arity = format.length
   const cls = class extends base {
     static readonly code = code
     static readonly status = status
     static readonly template = format
-    constructor (...args: [...A, ErrorOptions?]) {
+    constructor(...args: [...A, ErrorOptions?]) {
       const opts = (args.length > arity ? args[arity] : undefined) as ErrorOptions | undefined
       super(code, status, format(...(args.slice(0, arity) as A)), opts ?? {})
     }
@@ -112,7 +115,7 @@ export type RegistryOf<T> = { readonly [K in keyof T as T[K] extends AnyErrorCla
  * A registry from a part's errors module (`import * as errors`): every export made by
  * defineError, so an error added to the module is in the registry without a list to keep.
  */
-export function registryOf<T extends object> (mod: T): RegistryOf<T> {
+export function registryOf<T extends object>(mod: T): RegistryOf<T> {
   const out: Record<string, unknown> = {}
   for (const [name, value] of Object.entries(mod)) {
     if (typeof value === 'function' && definedClasses.has(value)) out[name] = value
@@ -121,18 +124,18 @@ export function registryOf<T extends object> (mod: T): RegistryOf<T> {
 }
 
 /** True for an instance of a registry class (its message was written for clients). */
-export function isDefinedError (err: unknown): err is GatehouseError {
+export function isDefinedError(err: unknown): err is GatehouseError {
   return err instanceof GatehouseError && definedClasses.has(err.constructor)
 }
 
-export function isGatehouseError (err: unknown): err is GatehouseError {
+export function isGatehouseError(err: unknown): err is GatehouseError {
   return err instanceof GatehouseError
 }
 
 /** Raised at boot for bad configuration; never becomes an HTTP response. */
 export class ConfigError extends Error {
   readonly problems: string[]
-  constructor (message: string, problems: string[] = []) {
+  constructor(message: string, problems: string[] = []) {
     super(problems.length ? `${message}\n  - ${problems.join('\n  - ')}` : message)
     this.name = 'ConfigError'
     this.problems = problems
@@ -143,39 +146,57 @@ export class ConfigError extends Error {
 // One definition each; every part that can answer them imports them from here.
 
 /** The first path segment names no database served here (gateway, REST and auth engines). */
-export const TenantNotFoundError = defineError('tenant_not_found', 404,
-  (database: string) => `No project database is named "${database}"`)
+export const TenantNotFoundError = defineError(
+  'tenant_not_found',
+  404,
+  (database: string) => `No project database is named "${database}"`,
+)
 
 /** The tenant database cannot be reached (restarting, connections terminated or refused); retry. */
-export const DatabaseUnavailableError = defineError('database_unavailable', 503,
-  () => 'The database is not reachable at the moment, please retry shortly')
+export const DatabaseUnavailableError = defineError(
+  'database_unavailable',
+  503,
+  () => 'The database is not reachable at the moment, please retry shortly',
+)
 
 /** Nothing is routed at this path (gateway and panel). */
-export const NotFoundError = defineError('not_found', 404,
-  () => 'Nothing is served at this path')
+export const NotFoundError = defineError('not_found', 404, () => 'Nothing is served at this path')
 
 /** A request the HTTP layer could not read (gateway and panel). */
-export const BadRequestError = defineError('bad_request', 400,
-  (why: string) => `The request is malformed: ${why}`)
+export const BadRequestError = defineError('bad_request', 400, (why: string) => `The request is malformed: ${why}`)
 
 /** A request body over the limit of the part that read it (gateway and REST engine). */
-export const PayloadTooLargeError = defineError('payload_too_large', 413,
-  (limit: number) => `The request body is larger than the limit of ${limit} bytes`)
+export const PayloadTooLargeError = defineError(
+  'payload_too_large',
+  413,
+  (limit: number) => `The request body is larger than the limit of ${limit} bytes`,
+)
 
 /** The request line and headers are over Node's header size limit (every part's listener). */
-export const HeaderFieldsTooLargeError = defineError('header_fields_too_large', 431,
-  (limit: number) => `The request line and headers are larger than the limit of ${limit} bytes`)
+export const HeaderFieldsTooLargeError = defineError(
+  'header_fields_too_large',
+  431,
+  (limit: number) => `The request line and headers are larger than the limit of ${limit} bytes`,
+)
 
 /** The request line and headers did not arrive in time (every part's listener). */
-export const HeadersTimeoutError = defineError('headers_timeout', 408,
-  () => 'The request headers did not arrive in time')
+export const HeadersTimeoutError = defineError(
+  'headers_timeout',
+  408,
+  () => 'The request headers did not arrive in time',
+)
 
 /** A failure with no known cause: 5xx bodies say only "unexpected failure"; the cause is logged. */
-export const InternalError = defineError('internal_error', 500,
-  () => 'unexpected failure')
+export const InternalError = defineError('internal_error', 500, () => 'unexpected failure')
 
 /** The codes every part shares. */
 export const SHARED_ERRORS = {
-  TenantNotFoundError, DatabaseUnavailableError, NotFoundError, BadRequestError, PayloadTooLargeError,
-  HeaderFieldsTooLargeError, HeadersTimeoutError, InternalError
+  TenantNotFoundError,
+  DatabaseUnavailableError,
+  NotFoundError,
+  BadRequestError,
+  PayloadTooLargeError,
+  HeaderFieldsTooLargeError,
+  HeadersTimeoutError,
+  InternalError,
 } as const satisfies ErrorRegistry

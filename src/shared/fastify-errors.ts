@@ -6,7 +6,7 @@
 
 /** What went wrong, as far as a client needs to know. */
 type FastifyClientErrorKind =
-  | 'bad_url' | 'body_too_large' | 'unsupported_media_type' | 'bad_body' | 'not_found' | 'client'
+  'bad_url' | 'body_too_large' | 'unsupported_media_type' | 'bad_body' | 'not_found' | 'client'
 
 export interface FastifyClientError {
   kind: FastifyClientErrorKind
@@ -19,16 +19,21 @@ export interface FastifyClientError {
 }
 
 /** fastify's (or an http-errors style) 4xx error, classified; null for anything else. */
-export function fastifyClientError (err: unknown): FastifyClientError | null {
+export function fastifyClientError(err: unknown): FastifyClientError | null {
   if (typeof err !== 'object' || err === null) return null
-  const e = err as { statusCode?: unknown, code?: unknown, message?: unknown }
+  const e = err as { statusCode?: unknown; code?: unknown; message?: unknown }
   const status = e.statusCode
   if (typeof status !== 'number' || status < 400 || status >= 500) return null
   const code = typeof e.code === 'string' ? e.code : ''
-  return { kind: kindOf(status, code), status, message: String(e.message ?? 'bad request'), fastify: code.startsWith('FST_') }
+  return {
+    kind: kindOf(status, code),
+    status,
+    message: String(e.message ?? 'bad request'),
+    fastify: code.startsWith('FST_'),
+  }
 }
 
-function kindOf (status: number, code: string): FastifyClientErrorKind {
+function kindOf(status: number, code: string): FastifyClientErrorKind {
   if (code === 'FST_ERR_BAD_URL' || code === 'FST_ERR_ASYNC_CONSTRAINT') return 'bad_url'
   if (status === 413 || code === 'FST_ERR_CTP_BODY_TOO_LARGE') return 'body_too_large'
   if (status === 415 || code === 'FST_ERR_CTP_INVALID_MEDIA_TYPE') return 'unsupported_media_type'

@@ -7,7 +7,7 @@
 const API_VERSION_2024 = Date.UTC(2024, 0, 1)
 
 /** True when the X-Supabase-Api-Version header is a date >= 2024-01-01 (as GoTrue parses it: exactly YYYY-MM-DD). */
-export function wantsApiVersion2024 (header: string | string[] | undefined): boolean {
+export function wantsApiVersion2024(header: string | string[] | undefined): boolean {
   const v = Array.isArray(header) ? header[0] : header
   if (!v || !/^\d{4}-\d{2}-\d{2}$/.test(v)) return false
   const t = Date.parse(v + 'T00:00:00Z')
@@ -27,7 +27,7 @@ export interface GoTrueError {
 }
 
 /** The body and the headers GoTrue answers an error with. */
-export function gotrueErrorBody (e: GoTrueError): { body: Record<string, unknown>, headers: Record<string, string> } {
+export function gotrueErrorBody(e: GoTrueError): { body: Record<string, unknown>; headers: Record<string, string> } {
   const headers: Record<string, string> = { 'x-sb-error-code': e.code }
   if (wantsApiVersion2024(e.apiVersion)) {
     headers['x-supabase-api-version'] = '2024-01-01'

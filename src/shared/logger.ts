@@ -9,9 +9,25 @@ const REDACTED = '[REDACTED]'
 
 /** Field names whose values are credentials, wherever they appear (case-insensitive). */
 const SECRET_FIELDS: ReadonlySet<string> = new Set([
-  'authorization', 'proxy-authorization', 'apikey', 'api_key', 'x-api-key', 'cookie', 'set-cookie',
-  'password', 'new_password', 'token', 'access_token', 'refresh_token', 'id_token', 'token_hash',
-  'secret', 'jwt', 'upstream_secret', 'client_secret', 'code_verifier'
+  'authorization',
+  'proxy-authorization',
+  'apikey',
+  'api_key',
+  'x-api-key',
+  'cookie',
+  'set-cookie',
+  'password',
+  'new_password',
+  'token',
+  'access_token',
+  'refresh_token',
+  'id_token',
+  'token_hash',
+  'secret',
+  'jwt',
+  'upstream_secret',
+  'client_secret',
+  'code_verifier',
 ])
 
 /** String fields holding URLs, whose query may carry a credential (`?apikey=`, `?token=`). */
@@ -20,7 +36,7 @@ const URL_FIELDS: ReadonlySet<string> = new Set(['url', 'path', 'location', 'red
 /** Values pino's serializers take care of (and which must not be walked: sockets, requests). */
 const SERIALIZED: ReadonlySet<string> = new Set(['req', 'res', 'err', 'error'])
 
-function isPlain (v: object): boolean {
+function isPlain(v: object): boolean {
   const proto = Object.getPrototypeOf(v)
   return proto === Object.prototype || proto === null || Array.isArray(v)
 }
@@ -31,7 +47,7 @@ function isPlain (v: object): boolean {
  * they are (no copy). Used as pino's log and bindings formatters: one pass over the keys
  * the caller logged, far cheaper per line than path-based redaction.
  */
-function censor<T> (obj: T, depth = 0): T {
+function censor<T>(obj: T, depth = 0): T {
   if (obj === null || typeof obj !== 'object') return obj
   let out: Record<string, unknown> | unknown[] | null = null
   const src = obj as Record<string, unknown>
@@ -44,7 +60,13 @@ function censor<T> (obj: T, depth = 0): T {
       next = REDACTED
     } else if (typeof v === 'string') {
       if (URL_FIELDS.has(lower) && v.includes('?')) next = redactUrl(v)
-    } else if (typeof v === 'object' && v !== null && depth < 4 && !(depth === 0 && SERIALIZED.has(lower)) && isPlain(v)) {
+    } else if (
+      typeof v === 'object' &&
+      v !== null &&
+      depth < 4 &&
+      !(depth === 0 && SERIALIZED.has(lower)) &&
+      isPlain(v)
+    ) {
       next = censor(v, depth + 1)
     }
     if (next !== v) {
@@ -57,21 +79,36 @@ function censor<T> (obj: T, depth = 0): T {
 
 /** Query parameters whose values are credentials (GoTrue links, OAuth callbacks, `?apikey=`). */
 const SECRET_PARAMS = new Set([
-  'apikey', 'api_key', 'access_token', 'refresh_token', 'id_token', 'token', 'token_hash',
-  'password', 'secret', 'code', 'code_verifier', 'jwt'
+  'apikey',
+  'api_key',
+  'access_token',
+  'refresh_token',
+  'id_token',
+  'token',
+  'token_hash',
+  'password',
+  'secret',
+  'code',
+  'code_verifier',
+  'jwt',
 ])
 
-function decodeKey (raw: string): string {
+function decodeKey(raw: string): string {
   if (!raw.includes('%') && !raw.includes('+')) return raw.toLowerCase()
-  try { return decodeURIComponent(raw.replace(/\+/g, ' ')).toLowerCase() } catch { return raw.toLowerCase() }
+  try {
+    return decodeURIComponent(raw.replace(/\+/g, ' ')).toLowerCase()
+  } catch {
+    return raw.toLowerCase()
+  }
 }
 
 // Any parameter name that could be one of SECRET_PARAMS (or encoded: `%`): only then is
 // the query taken apart. Most URLs carry none and return at once.
-const MAYBE_SECRET = /[?&](?:[^=&]*%|apikey|api_key|access_token|refresh_token|id_token|token|token_hash|password|secret|code|code_verifier|jwt)[^=&]*=/i
+const MAYBE_SECRET =
+  /[?&](?:[^=&]*%|apikey|api_key|access_token|refresh_token|id_token|token|token_hash|password|secret|code|code_verifier|jwt)[^=&]*=/i
 
 /** A URL (or path + query) with credential-bearing query values replaced by [REDACTED]. */
-export function redactUrl (url: string): string {
+export function redactUrl(url: string): string {
   const q = url.indexOf('?')
   if (q === -1 || !MAYBE_SECRET.test(url)) return url
   const hash = url.indexOf('#', q)
@@ -80,22 +117,31 @@ export function redactUrl (url: string): string {
   const parts = query.split('&').map((part) => {
     const eq = part.indexOf('=')
     const key = eq === -1 ? part : part.slice(0, eq)
-    if (eq !== -1 && SECRET_PARAMS.has(decodeKey(key))) { changed = true; return `${key}=${REDACTED}` }
+    if (eq !== -1 && SECRET_PARAMS.has(decodeKey(key))) {
+      changed = true
+      return `${key}=${REDACTED}`
+    }
     return part
   })
   if (!changed) return url
   return url.slice(0, q + 1) + parts.join('&') + (hash === -1 ? '' : url.slice(hash))
 }
 
-interface RequestLike { method?: string, url?: string, id?: string, ip?: string, socket?: { remoteAddress?: string } }
+interface RequestLike {
+  method?: string
+  url?: string
+  id?: string
+  ip?: string
+  socket?: { remoteAddress?: string }
+}
 
 /** Request serializer: method, redacted URL, id and peer; never headers. */
-function serializeRequest (req: RequestLike): Record<string, unknown> {
+function serializeRequest(req: RequestLike): Record<string, unknown> {
   return {
     method: req.method,
     url: req.url === undefined ? undefined : redactUrl(req.url),
     id: req.id,
-    remoteAddress: req.ip ?? req.socket?.remoteAddress
+    remoteAddress: req.ip ?? req.socket?.remoteAddress,
   }
 }
 
@@ -108,7 +154,7 @@ export interface LogSettings {
  * request serializer; pass to fastify's `logger` or to pino(). The caller's extra options
  * (level, stream ...) apply, but never replace the redaction.
  */
-export function loggerOptions (log: LogSettings, extra: LoggerOptions = {}): LoggerOptions {
+export function loggerOptions(log: LogSettings, extra: LoggerOptions = {}): LoggerOptions {
   const theirs = extra.formatters ?? {}
   return {
     level: log.level,
@@ -116,17 +162,17 @@ export function loggerOptions (log: LogSettings, extra: LoggerOptions = {}): Log
     formatters: {
       ...theirs,
       log: theirs.log ? (o) => censor(theirs.log!(o)) : censor,
-      bindings: theirs.bindings ? (b) => censor(theirs.bindings!(b)) : censor
+      bindings: theirs.bindings ? (b) => censor(theirs.bindings!(b)) : censor,
     },
     // pino formats child bindings without the formatters: top-level paths cover them
     // (explicit top-level paths cost nothing on lines that lack those keys).
     redact: { paths: [...SECRET_FIELDS].map((f) => (f.includes('-') ? `["${f}"]` : f)), censor: REDACTED },
-    serializers: { ...(extra.serializers ?? {}), req: serializeRequest as never }
+    serializers: { ...(extra.serializers ?? {}), req: serializeRequest as never },
   }
 }
 
 /** A pino logger with our options, writing to `destination` (stdout by default). */
-export function createLogger (log: LogSettings, destination?: DestinationStream, extra: LoggerOptions = {}): Logger {
+export function createLogger(log: LogSettings, destination?: DestinationStream, extra: LoggerOptions = {}): Logger {
   const opts = loggerOptions(log, extra)
   return destination ? pino(opts, destination) : pino(opts)
 }
@@ -144,9 +190,9 @@ export interface BatchedDestinationOptions {
 
 export interface BatchedDestination extends DestinationStream {
   /** Writes everything pending, synchronously (process exit). */
-  flushSync (): void
+  flushSync(): void
   /** Stops the timer and writes what is pending. */
-  end (): void
+  end(): void
   /** Lines dropped because the sink could not keep up. */
   readonly dropped: number
 }
@@ -179,9 +225,11 @@ class BatchedFdDestination implements BatchedDestination {
   #ended = false
   /** The sink failed for good (EPIPE and the like): lines are dropped. */
   #gone = false
-  readonly #onExit = (): void => { this.#flushSync(true) }
+  readonly #onExit = (): void => {
+    this.#flushSync(true)
+  }
 
-  constructor (opts: BatchedDestinationOptions) {
+  constructor(opts: BatchedDestinationOptions) {
     this.#fd = opts.fd ?? 1
     this.#maxBytes = opts.maxBytes ?? 65_536
     this.#flushMs = opts.flushMs ?? 50
@@ -189,62 +237,85 @@ class BatchedFdDestination implements BatchedDestination {
     process.once('exit', this.#onExit)
   }
 
-  get dropped (): number {
+  get dropped(): number {
     return this.#dropped
   }
 
-  write (line: string): void {
+  write(line: string): void {
     if (this.#ended || this.#gone) return
-    if (this.#pending > this.#maxPending) { this.#dropped++; return }
+    if (this.#pending > this.#maxPending) {
+      this.#dropped++
+      return
+    }
     this.#chunks.push(line)
     this.#pending += line.length
     if (this.#pending >= this.#maxBytes) this.#flush()
-    else if (this.#timer === null && !this.#writing) this.#timer = setTimeout(() => { this.#flush() }, this.#flushMs).unref()
+    else if (this.#timer === null && !this.#writing)
+      this.#timer = setTimeout(() => {
+        this.#flush()
+      }, this.#flushMs).unref()
   }
 
-  flushSync (): void {
+  flushSync(): void {
     this.#flushSync(false)
   }
 
-  end (): void {
+  end(): void {
     this.#ended = true
     process.removeListener('exit', this.#onExit)
     this.#flushSync(false)
   }
 
-  #take (): string {
+  #take(): string {
     const data = this.#chunks.length === 1 ? this.#chunks[0]! : this.#chunks.join('')
     this.#chunks = []
     this.#pending = 0
     return data
   }
 
-  #stopTimer (): void {
-    if (this.#timer !== null) { clearTimeout(this.#timer); this.#timer = null }
+  #stopTimer(): void {
+    if (this.#timer !== null) {
+      clearTimeout(this.#timer)
+      this.#timer = null
+    }
   }
 
-  #flush (): void {
+  #flush(): void {
     this.#stopTimer()
     if (this.#writing || this.#pending === 0) return
     this.#writing = true
     this.#send(Buffer.from(this.#take(), 'utf8'))
   }
 
-  #send (buf: Buffer): void {
+  #send(buf: Buffer): void {
     this.#inflight = buf
     fs.write(this.#fd, buf, 0, buf.length, null, (err, n) => {
-      if (err) { this.#failed(err, buf); return }
-      if (n < buf.length) { this.#send(buf.subarray(n)); return }
+      if (err) {
+        this.#failed(err, buf)
+        return
+      }
+      if (n < buf.length) {
+        this.#send(buf.subarray(n))
+        return
+      }
       this.#writing = false
       this.#inflight = null
       if (this.#pending >= this.#maxBytes) this.#flush()
-      else if (this.#pending > 0 && this.#timer === null) this.#timer = setTimeout(() => { this.#flush() }, this.#flushMs).unref()
+      else if (this.#pending > 0 && this.#timer === null)
+        this.#timer = setTimeout(() => {
+          this.#flush()
+        }, this.#flushMs).unref()
     })
   }
 
   /** EAGAIN: try the batch again; anything else: the sink is gone (closed pipe), lines are dropped. */
-  #failed (err: NodeJS.ErrnoException, buf: Buffer): void {
-    if (err.code === 'EAGAIN') { setTimeout(() => { this.#send(buf) }, 10).unref(); return }
+  #failed(err: NodeJS.ErrnoException, buf: Buffer): void {
+    if (err.code === 'EAGAIN') {
+      setTimeout(() => {
+        this.#send(buf)
+      }, 10).unref()
+      return
+    }
     this.#writing = false
     this.#inflight = null
     this.#gone = true
@@ -253,10 +324,13 @@ class BatchedFdDestination implements BatchedDestination {
 
   // At exit an asynchronous write may not have completed: its batch is written again
   // (a line may then appear twice; none is lost).
-  #flushSync (atExit: boolean): void {
+  #flushSync(atExit: boolean): void {
     this.#stopTimer()
     const parts: Buffer[] = []
-    if (atExit && this.#inflight !== null) { parts.push(this.#inflight); this.#inflight = null }
+    if (atExit && this.#inflight !== null) {
+      parts.push(this.#inflight)
+      this.#inflight = null
+    }
     if (this.#pending > 0) parts.push(Buffer.from(this.#take(), 'utf8'))
     if (parts.length === 0 || this.#gone) return
     let buf = parts.length === 1 ? parts[0]! : Buffer.concat(parts)
@@ -265,18 +339,21 @@ class BatchedFdDestination implements BatchedDestination {
       try {
         buf = buf.subarray(fs.writeSync(this.#fd, buf))
       } catch (err) {
-        if ((err as NodeJS.ErrnoException).code !== 'EAGAIN') { this.#gone = true; return }
+        if ((err as NodeJS.ErrnoException).code !== 'EAGAIN') {
+          this.#gone = true
+          return
+        }
         Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, 5)
       }
     }
   }
 }
 
-export function createBatchedDestination (opts: BatchedDestinationOptions = {}): BatchedDestination {
+export function createBatchedDestination(opts: BatchedDestinationOptions = {}): BatchedDestination {
   return new BatchedFdDestination(opts)
 }
 
 /** Stdout through createBatchedDestination(): what a busy gateway process should log to. */
-export function bufferedStdout (opts: Omit<BatchedDestinationOptions, 'fd'> = {}): BatchedDestination {
+export function bufferedStdout(opts: Omit<BatchedDestinationOptions, 'fd'> = {}): BatchedDestination {
   return createBatchedDestination({ ...opts, fd: 1 })
 }

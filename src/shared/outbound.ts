@@ -20,14 +20,14 @@ export const DEFAULT_OUTBOUND_POLICY: OutboundPolicy = Object.freeze({ allowHost
 /** A request refused before anything was sent; `reason` says why, in words a person can act on. */
 export class OutboundRefusedError extends Error {
   readonly reason: string
-  constructor (url: string, reason: string) {
+  constructor(url: string, reason: string) {
     super(`request to ${safeUrl(url)} refused: ${reason}`)
     this.name = 'OutboundRefusedError'
     this.reason = reason
   }
 }
 
-function safeUrl (url: string): string {
+function safeUrl(url: string): string {
   try {
     const u = new URL(url)
     return `${u.protocol}//${u.host}${u.pathname}`
@@ -62,7 +62,7 @@ const RANGES: Array<[string, number, 'ipv4' | 'ipv6', string]> = [
   ['fc00::', 7, 'ipv6', 'a private (unique local) or cloud metadata address'],
   ['fe80::', 10, 'ipv6', 'a link-local address'],
   ['fec0::', 10, 'ipv6', 'a site-local address'],
-  ['ff00::', 8, 'ipv6', 'a multicast address']
+  ['ff00::', 8, 'ipv6', 'a multicast address'],
 ]
 
 const lists = RANGES.map(([net, prefix, type, reason]) => {
@@ -72,13 +72,17 @@ const lists = RANGES.map(([net, prefix, type, reason]) => {
 })
 
 /** The 16 bytes of an IPv6 address (any textual form, `%zone` ignored). */
-function ipv6Bytes (addr: string): number[] | null {
+function ipv6Bytes(addr: string): number[] | null {
   let a = addr.split('%')[0]!
   const out: number[] = []
   const tailV4 = /(\d+\.\d+\.\d+\.\d+)$/.exec(a)
   if (tailV4) {
     const v4 = tailV4[1]!.split('.').map(Number)
-    a = a.slice(0, -tailV4[1]!.length) + ((v4[0]! << 8) | v4[1]!).toString(16) + ':' + ((v4[2]! << 8) | v4[3]!).toString(16)
+    a =
+      a.slice(0, -tailV4[1]!.length) +
+      ((v4[0]! << 8) | v4[1]!).toString(16) +
+      ':' +
+      ((v4[2]! << 8) | v4[3]!).toString(16)
   }
   const halves = a.split('::')
   if (halves.length > 2) return null
@@ -96,7 +100,7 @@ function ipv6Bytes (addr: string): number[] | null {
 }
 
 /** The IPv4 address an IPv6 address carries (mapped, compatible, NAT64, 6to4), or null. */
-function embeddedIpv4 (addr: string): string | null {
+function embeddedIpv4(addr: string): string | null {
   const b = ipv6Bytes(addr)
   if (b === null) return null
   const zeros = (from: number, to: number) => b.slice(from, to).every((x) => x === 0)
@@ -109,7 +113,7 @@ function embeddedIpv4 (addr: string): string | null {
 }
 
 /** Why an IP address is not a public one (e.g. "a loopback address"), or null when it is public. */
-export function nonPublicReason (ip: string): string | null {
+export function nonPublicReason(ip: string): string | null {
   const family = isIP(ip)
   if (family === 0) return 'not an IP address'
   if (family === 6) {
@@ -124,40 +128,56 @@ export function nonPublicReason (ip: string): string | null {
 // ---- the policy ---------------------------------------------------------------------------
 
 /** The host of a URL without IPv6 brackets, lower case. */
-function hostOf (u: URL): string {
+function hostOf(u: URL): string {
   return u.hostname.replace(/^\[|\]$/g, '').toLowerCase()
 }
 
-function isAllowed (policy: OutboundPolicy, u: URL): boolean {
+function isAllowed(policy: OutboundPolicy, u: URL): boolean {
   const host = hostOf(u)
   const port = u.port || (u.protocol === 'https:' ? '443' : '80')
   for (const entry of policy.allowHosts) {
-    const e = entry.trim().toLowerCase().replace(/^\[|\](?=(:\d+)?$)/g, '')
+    const e = entry
+      .trim()
+      .toLowerCase()
+      .replace(/^\[|\](?=(:\d+)?$)/g, '')
     if (e === host || e === `${host}:${port}` || e === `[${host}]:${port}`) return true
   }
   return false
 }
 
-interface Target { url: URL, address: string, family: 4 | 6, allowed: boolean }
+interface Target {
+  url: URL
+  address: string
+  family: 4 | 6
+  allowed: boolean
+}
 
 /** Checks a URL and resolves its host once: the address to connect to, or OutboundRefusedError. */
-async function resolveTarget (raw: string | URL, policy: OutboundPolicy): Promise<Target> {
+async function resolveTarget(raw: string | URL, policy: OutboundPolicy): Promise<Target> {
   let u: URL
-  try { u = new URL(raw) } catch { throw new OutboundRefusedError(String(raw), 'not an absolute URL') }
+  try {
+    u = new URL(raw)
+  } catch {
+    throw new OutboundRefusedError(String(raw), 'not an absolute URL')
+  }
   const text = u.toString()
-  if (u.protocol !== 'https:' && u.protocol !== 'http:') throw new OutboundRefusedError(text, `scheme ${u.protocol} is not allowed (https only)`)
+  if (u.protocol !== 'https:' && u.protocol !== 'http:')
+    throw new OutboundRefusedError(text, `scheme ${u.protocol} is not allowed (https only)`)
   if (u.username || u.password) throw new OutboundRefusedError(text, 'credentials in the URL are not allowed')
   const allowed = isAllowed(policy, u)
   if (!allowed && u.protocol !== 'https:') throw new OutboundRefusedError(text, 'only https is allowed')
   const host = hostOf(u)
-  let addrs: Array<{ address: string, family: number }>
+  let addrs: Array<{ address: string; family: number }>
   if (isIP(host) !== 0) {
     addrs = [{ address: host, family: isIP(host) }]
   } else {
     try {
       addrs = await dnsLookup(host, { all: true, verbatim: true })
     } catch (err) {
-      throw new OutboundRefusedError(text, `host ${host} does not resolve (${(err as { code?: string }).code ?? 'DNS error'})`)
+      throw new OutboundRefusedError(
+        text,
+        `host ${host} does not resolve (${(err as { code?: string }).code ?? 'DNS error'})`,
+      )
     }
     if (addrs.length === 0) throw new OutboundRefusedError(text, `host ${host} does not resolve`)
   }
@@ -165,7 +185,10 @@ async function resolveTarget (raw: string | URL, policy: OutboundPolicy): Promis
     for (const a of addrs) {
       const why = nonPublicReason(a.address)
       if (why !== null) {
-        throw new OutboundRefusedError(text, `${host} resolves to ${a.address}, ${why}; list the host in outbound.allow_hosts of the process config to allow it`)
+        throw new OutboundRefusedError(
+          text,
+          `${host} resolves to ${a.address}, ${why}; list the host in outbound.allow_hosts of the process config to allow it`,
+        )
       }
     }
   }
@@ -177,7 +200,7 @@ async function resolveTarget (raw: string | URL, policy: OutboundPolicy): Promis
  * Checks a URL as it would be fetched now (scheme, credentials, every resolved address);
  * throws OutboundRefusedError. For validating settings when they are written.
  */
-export async function checkOutboundUrl (raw: string, policy: OutboundPolicy): Promise<void> {
+export async function checkOutboundUrl(raw: string, policy: OutboundPolicy): Promise<void> {
   await resolveTarget(raw, policy)
 }
 
@@ -194,7 +217,7 @@ export interface OutboundInit {
   timeoutMs?: number
 }
 
-function headerRecord (h: OutboundInit['headers']): Record<string, string> {
+function headerRecord(h: OutboundInit['headers']): Record<string, string> {
   if (h === undefined) return {}
   if (h instanceof Headers) return Object.fromEntries(h.entries())
   if (Array.isArray(h)) return Object.fromEntries(h)
@@ -202,39 +225,53 @@ function headerRecord (h: OutboundInit['headers']): Record<string, string> {
 }
 
 /** One request to a checked address; the response read whole (up to maxBytes). */
-function requestOnce (t: Target, init: OutboundInit, signal: AbortSignal): Promise<{ status: number, headers: Headers, body: Buffer }> {
+function requestOnce(
+  t: Target,
+  init: OutboundInit,
+  signal: AbortSignal,
+): Promise<{ status: number; headers: Headers; body: Buffer }> {
   const maxBytes = init.maxBytes ?? 1024 * 1024
   return new Promise((resolve, reject) => {
     const lib = t.url.protocol === 'https:' ? https : http
-    const req = lib.request(t.url, {
-      method: init.method ?? 'GET',
-      headers: headerRecord(init.headers),
-      // The connection goes to the address checked above, whatever DNS says now; TLS still
-      // verifies the certificate against the host name (servername defaults to it).
-      lookup: (_host, opts, cb) => {
-        if ((opts as { all?: boolean }).all) (cb as unknown as (e: null, a: Array<{ address: string, family: number }>) => void)(null, [{ address: t.address, family: t.family }])
-        else cb(null, t.address, t.family)
+    const req = lib.request(
+      t.url,
+      {
+        method: init.method ?? 'GET',
+        headers: headerRecord(init.headers),
+        // The connection goes to the address checked above, whatever DNS says now; TLS still
+        // verifies the certificate against the host name (servername defaults to it).
+        lookup: (_host, opts, cb) => {
+          if ((opts as { all?: boolean }).all)
+            (cb as unknown as (e: null, a: Array<{ address: string; family: number }>) => void)(null, [
+              { address: t.address, family: t.family },
+            ])
+          else cb(null, t.address, t.family)
+        },
+        agent: false,
+        signal,
       },
-      agent: false,
-      signal
-    }, (res) => {
-      const chunks: Buffer[] = []
-      let size = 0
-      res.on('data', (c: Buffer) => {
-        size += c.length
-        if (size > maxBytes) { req.destroy(new Error(`response larger than ${maxBytes} bytes`)); return }
-        chunks.push(c)
-      })
-      res.on('end', () => {
-        const headers = new Headers()
-        for (const [k, v] of Object.entries(res.headers)) {
-          if (Array.isArray(v)) for (const x of v) headers.append(k, x)
-          else if (v !== undefined) headers.set(k, v)
-        }
-        resolve({ status: res.statusCode ?? 0, headers, body: Buffer.concat(chunks) })
-      })
-      res.on('error', reject)
-    })
+      (res) => {
+        const chunks: Buffer[] = []
+        let size = 0
+        res.on('data', (c: Buffer) => {
+          size += c.length
+          if (size > maxBytes) {
+            req.destroy(new Error(`response larger than ${maxBytes} bytes`))
+            return
+          }
+          chunks.push(c)
+        })
+        res.on('end', () => {
+          const headers = new Headers()
+          for (const [k, v] of Object.entries(res.headers)) {
+            if (Array.isArray(v)) for (const x of v) headers.append(k, x)
+            else if (v !== undefined) headers.set(k, v)
+          }
+          resolve({ status: res.statusCode ?? 0, headers, body: Buffer.concat(chunks) })
+        })
+        res.on('error', reject)
+      },
+    )
     req.on('error', reject)
     if (init.body !== undefined) req.write(init.body)
     req.end()
@@ -245,7 +282,7 @@ function requestOnce (t: Target, init: OutboundInit, signal: AbortSignal): Promi
  * fetch() for configured outbound URLs: every hop checked by the policy and pinned to the
  * address checked; answers a standard Response (the body already read, size-limited).
  */
-export async function outboundFetch (url: string | URL, init: OutboundInit, policy: OutboundPolicy): Promise<Response> {
+export async function outboundFetch(url: string | URL, init: OutboundInit, policy: OutboundPolicy): Promise<Response> {
   const signal = init.signal ?? AbortSignal.timeout(init.timeoutMs ?? 10_000)
   const method = (init.method ?? 'GET').toUpperCase()
   let redirects = init.maxRedirects ?? 3

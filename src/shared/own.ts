@@ -2,11 +2,11 @@
 // `__proto__`, `toString` ... from Object.prototype; these helpers answer only own keys.
 
 /** `obj[key]` when `key` is the object's own property, else undefined. */
-export function ownValue<V> (obj: Readonly<Record<string, V>>, key: string): V | undefined {
+export function ownValue<V>(obj: Readonly<Record<string, V>>, key: string): V | undefined {
   return Object.hasOwn(obj, key) ? obj[key] : undefined
 }
 
 /** An empty record with no prototype, safe to fill with client-chosen keys. */
-export function bareRecord<V> (): Record<string, V> {
+export function bareRecord<V>(): Record<string, V> {
   return Object.create(null) as Record<string, V>
 }

@@ -3,7 +3,7 @@
 import pg from 'pg'
 
 /** Quotes an identifier: wrap in double quotes, double any quote inside. */
-export function quoteIdent (name: string): string {
+export function quoteIdent(name: string): string {
   if (typeof name !== 'string' || name.length === 0 || name.includes('\u0000')) {
     throw new TypeError('invalid SQL identifier')
   }
@@ -11,7 +11,7 @@ export function quoteIdent (name: string): string {
 }
 
 /** Quotes a string literal (only for statements that cannot take parameters, e.g. CREATE ROLE ... PASSWORD). */
-export function quoteLiteral (value: string): string {
+export function quoteLiteral(value: string): string {
   if (value.includes('\u0000')) throw new TypeError('invalid SQL literal')
   return "'" + value.replace(/'/g, "''") + "'"
 }
@@ -23,7 +23,11 @@ export type Queryable = Pick<pg.Pool | pg.PoolClient | pg.Client, 'query'>
  * SERIALIZABLE'); COMMIT when it resolves, ROLLBACK when it throws. The one transaction helper:
  * withTransaction runs it on a client of a pool.
  */
-export async function inTransaction<C extends Queryable, T> (client: C, fn: (client: C) => Promise<T>, begin = 'BEGIN'): Promise<T> {
+export async function inTransaction<C extends Queryable, T>(
+  client: C,
+  fn: (client: C) => Promise<T>,
+  begin = 'BEGIN',
+): Promise<T> {
   await client.query(begin)
   try {
     const out = await fn(client)
@@ -36,7 +40,11 @@ export async function inTransaction<C extends Queryable, T> (client: C, fn: (cli
 }
 
 /** Runs fn in one transaction on a pooled client (inTransaction); rolls back on error. */
-export async function withTransaction<T> (pool: Pick<pg.Pool, 'connect'>, fn: (client: pg.PoolClient) => Promise<T>, begin = 'BEGIN'): Promise<T> {
+export async function withTransaction<T>(
+  pool: Pick<pg.Pool, 'connect'>,
+  fn: (client: pg.PoolClient) => Promise<T>,
+  begin = 'BEGIN',
+): Promise<T> {
   const client = await pool.connect()
   try {
     return await inTransaction(client, fn, begin)
@@ -46,14 +54,14 @@ export async function withTransaction<T> (pool: Pick<pg.Pool, 'connect'>, fn: (c
 }
 
 /** Replaces the database name of a connection URL. */
-export function withDatabase (url: string, database: string): string {
+export function withDatabase(url: string, database: string): string {
   const u = new URL(url)
   u.pathname = '/' + encodeURIComponent(database)
   return u.toString()
 }
 
 /** Replaces user and password of a connection URL. */
-export function withCredentials (url: string, user: string, password: string): string {
+export function withCredentials(url: string, user: string, password: string): string {
   const u = new URL(url)
   u.username = encodeURIComponent(user)
   u.password = encodeURIComponent(password)

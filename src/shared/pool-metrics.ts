@@ -8,22 +8,22 @@ import type { TenantPoolsSnapshot } from './tenant-pools.js'
 export interface PoolMetricsSource {
   /** The part the pools belong to (`rest`, `auth`, `gateway-catalog`, `panel`). */
   part: string
-  snapshot (): TenantPoolsSnapshot
+  snapshot(): TenantPoolsSnapshot
   /** The tenant label of a pool key (default: the key itself). */
-  tenantOf? (key: string): string
+  tenantOf?(key: string): string
 }
 
 const sourcesOf = new WeakMap<Registry, Map<string, PoolMetricsSource>>()
 
 /** Reports `source`'s pools in `registry` (replacing an earlier source of the same part). */
-export function registerPoolMetrics (registry: Registry, source: PoolMetricsSource): void {
+export function registerPoolMetrics(registry: Registry, source: PoolMetricsSource): void {
   let sources = sourcesOf.get(registry)
   if (sources === undefined) {
     const all = new Map<string, PoolMetricsSource>()
     sources = all
     sourcesOf.set(registry, all)
-    const tenants = (): Array<{ part: string, tenant: string, inUse: number, idle: number, waiting: number }> => {
-      const rows = new Map<string, { part: string, tenant: string, inUse: number, idle: number, waiting: number }>()
+    const tenants = (): Array<{ part: string; tenant: string; inUse: number; idle: number; waiting: number }> => {
+      const rows = new Map<string, { part: string; tenant: string; inUse: number; idle: number; waiting: number }>()
       for (const s of all.values()) {
         for (const t of s.snapshot().tenants) {
           const tenant = s.tenantOf?.(t.key) ?? t.key
@@ -42,33 +42,33 @@ export function registerPoolMetrics (registry: Registry, source: PoolMetricsSour
       help: 'Connections of a tenant pool by state (in_use: handed out or opening; idle)',
       labelNames: ['part', 'tenant', 'state'],
       registers: [registry],
-      collect () {
+      collect() {
         this.reset()
         for (const r of tenants()) {
           this.set({ part: r.part, tenant: r.tenant, state: 'in_use' }, r.inUse)
           this.set({ part: r.part, tenant: r.tenant, state: 'idle' }, r.idle)
         }
-      }
+      },
     })
     new Gauge({
       name: 'gatehouse_pool_waiting',
       help: 'Requests waiting for a connection of a tenant pool',
       labelNames: ['part', 'tenant'],
       registers: [registry],
-      collect () {
+      collect() {
         this.reset()
         for (const r of tenants()) this.set({ part: r.part, tenant: r.tenant }, r.waiting)
-      }
+      },
     })
     new Gauge({
       name: 'gatehouse_pool_budget',
       help: 'Connections a part may hold for all tenants together',
       labelNames: ['part'],
       registers: [registry],
-      collect () {
+      collect() {
         this.reset()
         for (const s of all.values()) this.set({ part: s.part }, s.snapshot().budget)
-      }
+      },
     })
   }
   sources.set(source.part, source)

@@ -6,31 +6,31 @@
 
 /** The request role kinds; `platform.role(kind)` takes these, tenant records key by them. */
 export const ROLE_KINDS = ['anon', 'auth', 'svc'] as const
-export type RoleKind = typeof ROLE_KINDS[number]
+export type RoleKind = (typeof ROLE_KINDS)[number]
 
 /** The `role` claim of each kind, as supabase-js, GoTrue and PostgREST know it. */
 export const ROLE_CLAIMS = { anon: 'anon', auth: 'authenticated', svc: 'service_role' } as const
-export type RoleClaim = typeof ROLE_CLAIMS[RoleKind]
+export type RoleClaim = (typeof ROLE_CLAIMS)[RoleKind]
 
 const KIND_OF_CLAIM: ReadonlyMap<string, RoleKind> = new Map(ROLE_KINDS.map((k) => [ROLE_CLAIMS[k], k]))
 
 /** The claim of a kind: `auth` -> `authenticated`. */
-export function roleClaim (kind: RoleKind): RoleClaim {
+export function roleClaim(kind: RoleKind): RoleClaim {
   return ROLE_CLAIMS[kind]
 }
 
 /** The kind a `role` claim stands for, or null for anything else (inherited names included). */
-export function kindOfClaim (claim: unknown): RoleKind | null {
-  return typeof claim === 'string' ? KIND_OF_CLAIM.get(claim) ?? null : null
+export function kindOfClaim(claim: unknown): RoleKind | null {
+  return typeof claim === 'string' ? (KIND_OF_CLAIM.get(claim) ?? null) : null
 }
 
 /** The name every message gives the caller of a kind: the claim name (`service_role`). */
-export function roleDisplayName (kind: RoleKind): string {
+export function roleDisplayName(kind: RoleKind): string {
   return ROLE_CLAIMS[kind]
 }
 
 /** `anon (t_abc_anon)`: the name the caller knows and the database's real role. */
-export function roleLabel (roles: Readonly<Record<RoleKind, string>>, kind: RoleKind): string {
+export function roleLabel(roles: Readonly<Record<RoleKind, string>>, kind: RoleKind): string {
   return `${ROLE_CLAIMS[kind]} (${roles[kind]})`
 }
 
@@ -38,7 +38,7 @@ export function roleLabel (roles: Readonly<Record<RoleKind, string>>, kind: Role
 export const ACCEPTED_CLAIMS_TEXT = `${ROLE_CLAIMS.auth}, ${ROLE_CLAIMS.anon} or ${ROLE_CLAIMS.svc}`
 
 /** The request kind of one of a tenant's Postgres role names, or null. */
-export function kindOfRoleName (roles: Readonly<Record<RoleKind, string>>, name: string): RoleKind | null {
+export function kindOfRoleName(roles: Readonly<Record<RoleKind, string>>, name: string): RoleKind | null {
   for (const k of ROLE_KINDS) if (roles[k] === name) return k
   return null
 }

@@ -19,14 +19,14 @@ export interface SidePoolsOptions {
 
 export interface SidePools {
   /** The pool of `url` for `database` (created on first use). */
-  get (database: string, url: string): PoolLike
+  get(database: string, url: string): PoolLike
   /** Every pool's numbers (metrics); keys are JSON [database, url]. */
-  snapshot (): TenantPoolsSnapshot
+  snapshot(): TenantPoolsSnapshot
   /** Closes every pool. */
-  close (): Promise<void>
+  close(): Promise<void>
 }
 
-export function createSidePools (opts: SidePoolsOptions): SidePools {
+export function createSidePools(opts: SidePoolsOptions): SidePools {
   const pools = new TenantPools({
     budget: opts.maxPools * opts.poolSize,
     perTenant: opts.poolSize,
@@ -36,11 +36,11 @@ export function createSidePools (opts: SidePoolsOptions): SidePools {
     connectTimeoutMs: opts.timeoutMs,
     clientConfig: opts.clientConfig,
     applicationName: opts.applicationName,
-    allowExitOnIdle: true
+    allowExitOnIdle: true,
   })
   return {
     get: (database, url) => pools.pool(JSON.stringify([database, url]), url),
     snapshot: () => pools.snapshot(),
-    close: () => pools.close()
+    close: () => pools.close(),
   }
 }

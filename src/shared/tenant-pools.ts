@@ -50,13 +50,13 @@ export interface TenantPoolsOptions {
 }
 
 interface TenantPoolsLogger {
-  warn (obj: object, msg?: string): void
+  warn(obj: object, msg?: string): void
 }
 
 /** Thrown when a wait for a connection exceeds acquireTimeoutMs (unless the owner maps it). */
 export class TenantPoolTimeoutError extends Error {
   readonly code = 'pool_timeout'
-  constructor (readonly key: string) {
+  constructor(readonly key: string) {
     super('timed out acquiring a connection from the pool')
     this.name = 'TenantPoolTimeoutError'
   }
@@ -65,7 +65,7 @@ export class TenantPoolTimeoutError extends Error {
 /** Thrown by acquire() once the pools are closed (unless the owner maps it). */
 export class TenantPoolsClosedError extends Error {
   readonly code = 'pools_closed'
-  constructor () {
+  constructor() {
     super('connection pools are closed')
     this.name = 'TenantPoolsClosedError'
   }
@@ -89,8 +89,8 @@ interface Conn extends PooledConnection {
 interface Waiter {
   pool: TenantPool
   since: number
-  resolve (c: Conn): void
-  reject (e: Error): void
+  resolve(c: Conn): void
+  reject(e: Error): void
   timer: NodeJS.Timeout
 }
 
@@ -127,7 +127,7 @@ export interface TenantPoolsSnapshot {
 }
 
 /** The effective per-tenant cap: never the whole budget when the budget can be shared. */
-export function perTenantCap (s: { budget: number, perTenant: number }): number {
+export function perTenantCap(s: { budget: number; perTenant: number }): number {
   const share = s.budget > 1 ? Math.max(1, Math.ceil(s.budget / 2)) : 1
   return Math.max(1, Math.min(s.perTenant, share))
 }
@@ -148,12 +148,15 @@ export interface FairShareCandidate {
  * before one served a moment ago); then the one whose oldest request has waited longest.
  * Returns the index of the winner, -1 for an empty list.
  */
-export function fairest (candidates: readonly FairShareCandidate[]): number {
+export function fairest(candidates: readonly FairShareCandidate[]): number {
   let best = -1
   for (let i = 0; i < candidates.length; i++) {
     const c = candidates[i]
     const b = best < 0 ? undefined : candidates[best]
-    if (b === undefined || c.open < b.open) { best = i; continue }
+    if (b === undefined || c.open < b.open) {
+      best = i
+      continue
+    }
     if (c.open !== b.open) continue
     const cs = c.servedAt ?? 0
     const bs = b.servedAt ?? 0
@@ -163,8 +166,8 @@ export function fairest (candidates: readonly FairShareCandidate[]): number {
 }
 
 /** pg.Client's socket ref/unref (not in its type declarations). */
-function refOf (client: pg.Client): { ref (): void, unref (): void } {
-  return client as unknown as { ref (): void, unref (): void }
+function refOf(client: pg.Client): { ref(): void; unref(): void } {
+  return client as unknown as { ref(): void; unref(): void }
 }
 
 /** The part of pg.Pool that code written against a pool uses. */
@@ -183,9 +186,9 @@ export class TenantPools {
   /** Increases with every hand-out (TenantPool.servedAt). */
   #served = 0
   readonly #sweeper: NodeJS.Timeout
-  readonly #facades = new Map<string, { url: string, facade: PoolLike }>()
+  readonly #facades = new Map<string, { url: string; facade: PoolLike }>()
 
-  constructor (options: TenantPoolsOptions) {
+  constructor(options: TenantPoolsOptions) {
     this.#s = options
     this.#now = options.now ?? Date.now
     this.#cap = perTenantCap(options)
@@ -194,36 +197,54 @@ export class TenantPools {
   }
 
   /** Open connections across all tenants. */
-  get openConnections (): number { return this.#open }
-  get perTenantCap (): number { return this.#cap }
-  get budget (): number { return this.#s.budget }
+  get openConnections(): number {
+    return this.#open
+  }
+  get perTenantCap(): number {
+    return this.#cap
+  }
+  get budget(): number {
+    return this.#s.budget
+  }
 
   /** One tenant's connections (open, idle), null when it has no pool. */
-  stats (key: string): { open: number, idle: number, waiting: number } | null {
+  stats(key: string): { open: number; idle: number; waiting: number } | null {
     const p = this.#pools.get(key)
     return p ? { open: p.open, idle: p.idle.length, waiting: p.waiters.length } : null
   }
 
   /** Every tenant's numbers (for metrics). */
-  snapshot (): TenantPoolsSnapshot {
+  snapshot(): TenantPoolsSnapshot {
     const tenants: TenantPoolStats[] = []
     let waiting = 0
     for (const p of this.#pools.values()) {
       waiting += p.waiters.length
-      tenants.push({ key: p.key, open: p.open, inUse: p.open - p.idle.length, idle: p.idle.length, waiting: p.waiters.length })
+      tenants.push({
+        key: p.key,
+        open: p.open,
+        inUse: p.open - p.idle.length,
+        idle: p.idle.length,
+        waiting: p.waiters.length,
+      })
     }
     return { budget: this.#s.budget, perTenantCap: this.#cap, open: this.#open, waiting, tenants }
   }
 
   /** A connection of the tenant `key` at `url`. Give it back with release(). */
-  async acquire (key: string, url: string): Promise<PooledConnection> {
+  async acquire(key: string, url: string): Promise<PooledConnection> {
     if (this.#closed) throw this.#connectError(new TenantPoolsClosedError(), key)
     const pool = this.#poolFor(key, url)
     pool.lastUsed = this.#now()
     if (pool.waiters.length === 0) {
       const idle = pool.idle.pop()
-      if (idle !== undefined) { pool.servedAt = ++this.#served; return this.#handOut(idle) }
-      if (pool.open < this.#cap && this.#makeRoom()) { pool.servedAt = ++this.#served; return this.#connect(pool) }
+      if (idle !== undefined) {
+        pool.servedAt = ++this.#served
+        return this.#handOut(idle)
+      }
+      if (pool.open < this.#cap && this.#makeRoom()) {
+        pool.servedAt = ++this.#served
+        return this.#connect(pool)
+      }
     }
     return new Promise<Conn>((resolve, reject) => {
       const w: Waiter = {
@@ -234,7 +255,7 @@ export class TenantPools {
         timer: setTimeout(() => {
           this.#dropWaiter(w)
           reject(this.#s.timeoutError?.(key) ?? new TenantPoolTimeoutError(key))
-        }, this.#s.acquireTimeoutMs)
+        }, this.#s.acquireTimeoutMs),
       }
       pool.waiters.push(w)
       this.#waiting.add(pool)
@@ -247,7 +268,7 @@ export class TenantPools {
    * tenant holding the fewest connections (its own tenant when that one holds no more than
    * any other that waits), else back to the idle list.
    */
-  release (connection: PooledConnection, broken = false): void {
+  release(connection: PooledConnection, broken = false): void {
     const conn = connection as Conn
     const pool = conn.pool
     if (broken || conn.broken || this.#closed || conn.url !== pool.url || this.#pools.get(pool.key) !== pool) {
@@ -276,7 +297,7 @@ export class TenantPools {
   }
 
   /** A pg.Pool-like view of one tenant's pool (query, connect -> client.release). */
-  pool (key: string, url: string): PoolLike {
+  pool(key: string, url: string): PoolLike {
     const known = this.#facades.get(key)
     if (known !== undefined && known.url === url) return known.facade
     const query = async (...args: unknown[]): Promise<unknown> => {
@@ -309,7 +330,7 @@ export class TenantPools {
   }
 
   /** Closes every pool (idle connections now, busy ones on release); waiters fail. Idempotent. */
-  async close (): Promise<void> {
+  async close(): Promise<void> {
     if (this.#closed) return
     this.#closed = true
     clearInterval(this.#sweeper)
@@ -327,12 +348,12 @@ export class TenantPools {
     await Promise.all(ends)
   }
 
-  #connectError (err: unknown, key: string): Error {
+  #connectError(err: unknown, key: string): Error {
     if (this.#s.connectError !== undefined) return this.#s.connectError(err, key)
     return err instanceof Error ? err : new Error(String(err))
   }
 
-  #poolFor (key: string, url: string): TenantPool {
+  #poolFor(key: string, url: string): TenantPool {
     let p = this.#pools.get(key)
     if (p !== undefined) {
       if (p.url !== url) {
@@ -354,7 +375,7 @@ export class TenantPools {
   }
 
   /** Closes the least recently used pool that has no busy connection and no waiter. */
-  #evictTenant (): void {
+  #evictTenant(): void {
     for (const p of this.#pools.values()) {
       if (p.waiters.length === 0 && p.open === p.idle.length) {
         this.#dropPool(p)
@@ -363,14 +384,14 @@ export class TenantPools {
     }
   }
 
-  #dropPool (p: TenantPool): void {
+  #dropPool(p: TenantPool): void {
     for (const c of p.idle.splice(0)) void this.#close(c)
     this.#pools.delete(p.key)
     this.#s.onPoolClosed?.(p.key)
   }
 
   /** Frees a budget slot if needed by closing the longest-idle connection of any tenant. */
-  #makeRoom (): boolean {
+  #makeRoom(): boolean {
     if (this.#open < this.#s.budget) return true
     let victim: Conn | undefined
     for (const p of this.#pools.values()) {
@@ -384,14 +405,16 @@ export class TenantPools {
   }
 
   /** The waiting tenant (other than `except`) that would get a freed slot: below its cap, fewest held. */
-  #fairestWaiting (except?: TenantPool): TenantPool | null {
+  #fairestWaiting(except?: TenantPool): TenantPool | null {
     const eligible: TenantPool[] = []
     for (const p of this.#waiting) if (p !== except && p.open < this.#cap) eligible.push(p)
-    const i = fairest(eligible.map((p) => ({ open: p.open, since: (p.waiters[0] as Waiter).since, servedAt: p.servedAt })))
-    return i < 0 ? null : eligible[i] as TenantPool
+    const i = fairest(
+      eligible.map((p) => ({ open: p.open, since: (p.waiters[0] as Waiter).since, servedAt: p.servedAt })),
+    )
+    return i < 0 ? null : (eligible[i] as TenantPool)
   }
 
-  #handOut (conn: Conn): Conn {
+  #handOut(conn: Conn): Conn {
     if (this.#s.allowExitOnIdle === true) refOf(conn.client).ref()
     return conn
   }
@@ -401,12 +424,12 @@ export class TenantPools {
    * it: resolves when the database accepts connections again, rejects with the connect
    * error otherwise. The reconnect back-off's background probe.
    */
-  async probe (url: string): Promise<void> {
+  async probe(url: string): Promise<void> {
     const client = new pg.Client({
       ...this.#s.clientConfig,
       connectionString: url,
       connectionTimeoutMillis: this.#s.connectTimeoutMs,
-      application_name: this.#s.applicationName
+      application_name: this.#s.applicationName,
     })
     client.on('error', () => {})
     try {
@@ -416,14 +439,14 @@ export class TenantPools {
     }
   }
 
-  async #connect (pool: TenantPool): Promise<Conn> {
+  async #connect(pool: TenantPool): Promise<Conn> {
     this.#open++
     pool.open++
     const client = new pg.Client({
       ...this.#s.clientConfig,
       connectionString: pool.url,
       connectionTimeoutMillis: this.#s.connectTimeoutMs,
-      application_name: this.#s.applicationName
+      application_name: this.#s.applicationName,
     })
     const conn: Conn = { client, key: pool.key, pool, url: pool.url, idleSince: this.#now(), broken: false }
     client.on('error', () => {
@@ -448,25 +471,25 @@ export class TenantPools {
     }
   }
 
-  async #close (conn: Conn): Promise<void> {
+  async #close(conn: Conn): Promise<void> {
     this.#open--
     conn.pool.open--
     await conn.client.end().catch(() => {})
   }
 
-  #settled (w: Waiter): void {
+  #settled(w: Waiter): void {
     clearTimeout(w.timer)
     if (w.pool.waiters.length === 0) this.#waiting.delete(w.pool)
   }
 
-  #dropWaiter (w: Waiter): void {
+  #dropWaiter(w: Waiter): void {
     const i = w.pool.waiters.indexOf(w)
     if (i >= 0) w.pool.waiters.splice(i, 1)
     if (w.pool.waiters.length === 0) this.#waiting.delete(w.pool)
   }
 
   /** Serves waiters that can get a connection now (idle ones, free budget, an evictable idle). */
-  #dispatch (): void {
+  #dispatch(): void {
     if (this.#closed) return
     for (const p of [...this.#waiting]) {
       while (p.waiters.length > 0 && p.idle.length > 0) {
@@ -486,10 +509,11 @@ export class TenantPools {
     }
   }
 
-  #sweep (): void {
+  #sweep(): void {
     const now = this.#now()
     for (const p of [...this.#pools.values()]) {
-      while (p.idle.length > 0 && now - (p.idle[0] as Conn).idleSince >= this.#s.idleMs) void this.#close(p.idle.shift() as Conn)
+      while (p.idle.length > 0 && now - (p.idle[0] as Conn).idleSince >= this.#s.idleMs)
+        void this.#close(p.idle.shift() as Conn)
       if (p.open === 0 && p.waiters.length === 0 && now - p.lastUsed >= this.#s.idleMs) this.#dropPool(p)
     }
     this.#dispatch()

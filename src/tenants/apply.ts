@@ -6,7 +6,15 @@
 import { stringify as toYaml } from 'yaml'
 import type { LoadedTenantFile } from './yaml-loader.js'
 import { toTenant, type Tenant } from './schema.js'
-import { changedFields, displayValue, fieldName, fieldsOf, maskUrlPassword, threeWayMerge, type FieldConflict } from './fields.js'
+import {
+  changedFields,
+  displayValue,
+  fieldName,
+  fieldsOf,
+  maskUrlPassword,
+  threeWayMerge,
+  type FieldConflict,
+} from './fields.js'
 import { mergeTombstones, revokedKeysListed } from './signing-keys.js'
 import { TenantApplyConflictError, TenantStoreBusyError } from './errors.js'
 import type { AuditEntry, TenantStore } from './types.js'
@@ -32,20 +40,31 @@ export interface ApplyPlan {
 }
 
 /** The newest audit entry that changed `field` (or a field under it), or null. */
-export function lastChangeOf (history: AuditEntry[], field: string): AuditEntry | null {
-  return history.find((e) => e.fields.some((f) => f === field || field.startsWith(f + '.') || f.startsWith(field + '.'))) ?? null
+export function lastChangeOf(history: AuditEntry[], field: string): AuditEntry | null {
+  return (
+    history.find((e) => e.fields.some((f) => f === field || field.startsWith(f + '.') || f.startsWith(field + '.'))) ??
+    null
+  )
 }
 
 /** What applying one file would do now. */
-export async function planApply (store: TenantStore, entry: LoadedTenantFile, force: boolean): Promise<ApplyPlan> {
+export async function planApply(store: TenantStore, entry: LoadedTenantFile, force: boolean): Promise<ApplyPlan> {
   const database = entry.file.database
   const [current, last] = await Promise.all([store.read(database), store.lastApplied(database)])
   const fileTenant = toTenant(entry.file)
   const tombstones = mergeTombstones(current?.tenant.jwt.revoked_keys, entry.file.jwt.revoked_keys)
   const revokedListed = revokedKeysListed(entry.file.jwt, tombstones).map((r) => r.kid)
   const plan: ApplyPlan = {
-    database, path: entry.path, expected: current?.version ?? null, merged: fileTenant, fileTenant,
-    fields: [], kept: [], conflicts: [], revokedListed, noLastApplied: current !== null && last === null
+    database,
+    path: entry.path,
+    expected: current?.version ?? null,
+    merged: fileTenant,
+    fileTenant,
+    fields: [],
+    kept: [],
+    conflicts: [],
+    revokedListed,
+    noLastApplied: current !== null && last === null,
   }
   if (current === null) {
     plan.fields = changedFields(null, fileTenant)
@@ -62,26 +81,40 @@ export async function planApply (store: TenantStore, entry: LoadedTenantFile, fo
   return plan
 }
 
-function who (e: AuditEntry | null): string {
+function who(e: AuditEntry | null): string {
   return e === null ? '' : ` (changed by ${e.who} via ${e.via} at ${e.at})`
 }
 
 /** The refusal of an apply with conflicts, naming each field and both values. */
-export function conflictMessage (plans: ApplyPlan[]): string {
-  const lines = plans.flatMap((p) => p.conflicts.map((c) =>
-    `  ${p.database}: ${c.field}: the file says ${c.file}, the store says ${c.store}${who(c.by)}; both changed it since the last apply (then ${c.last})`))
-  return `refused: ${lines.length} field(s) changed both in the tenant files and in the store since the last apply; nothing was written.\n` +
+export function conflictMessage(plans: ApplyPlan[]): string {
+  const lines = plans.flatMap((p) =>
+    p.conflicts.map(
+      (c) =>
+        `  ${p.database}: ${c.field}: the file says ${c.file}, the store says ${c.store}${who(c.by)}; both changed it since the last apply (then ${c.last})`,
+    ),
+  )
+  return (
+    `refused: ${lines.length} field(s) changed both in the tenant files and in the store since the last apply; nothing was written.\n` +
     `${lines.join('\n')}\n` +
-    'Bring the store\'s values into the files (`gatehouse tenants export <database>`) or pass --force to let the files win.'
+    "Bring the store's values into the files (`gatehouse tenants export <database>`) or pass --force to let the files win."
+  )
 }
 
-export interface ApplyOutcome { plan: ApplyPlan, version: string | null, written: boolean }
+export interface ApplyOutcome {
+  plan: ApplyPlan
+  version: string | null
+  written: boolean
+}
 
 /**
  * Applies every file (all planned first; any conflict refuses the whole apply unless
  * `force`). Returns what each database got.
  */
-export async function applyTenantFiles (store: TenantStore, entries: LoadedTenantFile[], opts: { force?: boolean, who?: string } = {}): Promise<ApplyOutcome[]> {
+export async function applyTenantFiles(
+  store: TenantStore,
+  entries: LoadedTenantFile[],
+  opts: { force?: boolean; who?: string } = {},
+): Promise<ApplyOutcome[]> {
   const force = opts.force === true
   const plans = await Promise.all(entries.map((e) => planApply(store, e, force)))
   if (!force && plans.some((p) => p.conflicts.length > 0)) throw new TenantApplyConflictError(conflictMessage(plans))
@@ -91,12 +124,18 @@ export async function applyTenantFiles (store: TenantStore, entries: LoadedTenan
     for (let attempt = 0; ; attempt++) {
       const unchanged = plan.fields.length === 0
       const lastSame = unchanged && isDeepStrictEqual(await store.lastApplied(plan.database), plan.fileTenant)
-      if (lastSame) { out.push({ plan, version: plan.expected, written: false }); break }
+      if (lastSame) {
+        out.push({ plan, version: plan.expected, written: false })
+        break
+      }
       const res = await store.write(plan.database, plan.expected, plan.merged, {
         audit: { who: opts.who ?? 'cli', via: 'apply', action: 'apply', fields: plan.fields },
-        lastApplied: plan.fileTenant
+        lastApplied: plan.fileTenant,
       })
-      if (res.ok) { out.push({ plan, version: res.version, written: !unchanged }); break }
+      if (res.ok) {
+        out.push({ plan, version: res.version, written: !unchanged })
+        break
+      }
       if (attempt >= 20) throw new TenantStoreBusyError(plan.database, attempt + 1)
       // Someone changed the record since it was planned: plan again on what is there now.
       plan = await planApply(store, entries[i]!, force)
@@ -119,11 +158,15 @@ export interface DiffRow {
 }
 
 /** Field by field, where the store and the files differ. */
-export async function diffTenantFiles (store: TenantStore, entries: LoadedTenantFile[]): Promise<DiffRow[]> {
+export async function diffTenantFiles(store: TenantStore, entries: LoadedTenantFile[]): Promise<DiffRow[]> {
   const rows: DiffRow[] = []
   for (const e of entries) {
     const database = e.file.database
-    const [current, last, history] = await Promise.all([store.read(database), store.lastApplied(database), store.history(database)])
+    const [current, last, history] = await Promise.all([
+      store.read(database),
+      store.lastApplied(database),
+      store.history(database),
+    ])
     const F = fieldsOf(toTenant(e.file))
     if (current === null) {
       rows.push({ database, field: '(record)', file: e.path, store: '(absent)', changed: 'new', by: null })
@@ -138,45 +181,70 @@ export async function diffTenantFiles (store: TenantStore, entries: LoadedTenant
       const s = S.get(k)?.value
       if (isDeepStrictEqual(f, s)) continue
       // A revoked key a file still lists is not a difference an apply would change.
-      if (name.startsWith('jwt.signing_keys.') && s === undefined && (current.tenant.jwt.revoked_keys ?? []).some((r) => r.kid === path[2])) continue
+      if (
+        name.startsWith('jwt.signing_keys.') &&
+        s === undefined &&
+        (current.tenant.jwt.revoked_keys ?? []).some((r) => r.kid === path[2])
+      )
+        continue
       if (name.startsWith('jwt.revoked_keys.') || name.startsWith('jwt.legacy_secret_retired.')) {
-        if (f === undefined) rows.push({ database, field: name, file: '(absent)', store: displayValue(name, s), changed: 'store', by: lastChangeOf(history, name) })
+        if (f === undefined)
+          rows.push({
+            database,
+            field: name,
+            file: '(absent)',
+            store: displayValue(name, s),
+            changed: 'store',
+            by: lastChangeOf(history, name),
+          })
         continue
       }
       const l = L?.get(k)?.value
-      const changed: DiffRow['changed'] = L === null ? 'unknown' : isDeepStrictEqual(f, l) ? 'store' : isDeepStrictEqual(s, l) ? 'file' : 'both'
-      rows.push({ database, field: name, file: displayValue(name, f), store: displayValue(name, s), changed, by: changed === 'store' || changed === 'both' ? lastChangeOf(history, name) : null })
+      const changed: DiffRow['changed'] =
+        L === null ? 'unknown' : isDeepStrictEqual(f, l) ? 'store' : isDeepStrictEqual(s, l) ? 'file' : 'both'
+      rows.push({
+        database,
+        field: name,
+        file: displayValue(name, f),
+        store: displayValue(name, s),
+        changed,
+        by: changed === 'store' || changed === 'both' ? lastChangeOf(history, name) : null,
+      })
     }
   }
   return rows
 }
 
 /** One diff row as a line. */
-export function describeDiffRow (r: DiffRow): string {
+export function describeDiffRow(r: DiffRow): string {
   if (r.changed === 'new') return `${r.database}: not in the store (apply adds it from ${r.file})`
-  if (r.field === '(record)') return `${r.database}: only in the store, no tenant file (apply leaves it; \`tenants export ${r.database}\` writes one)`
+  if (r.field === '(record)')
+    return `${r.database}: only in the store, no tenant file (apply leaves it; \`tenants export ${r.database}\` writes one)`
   const what = {
     file: 'changed in the file since the last apply (apply takes it)',
     store: `changed in the store since the last apply${who(r.by)} (apply keeps it; export brings it into the file)`,
     both: `CONFLICT: changed in both since the last apply${who(r.by)} (apply refuses it without --force)`,
-    unknown: 'differs (no last apply recorded: apply takes the file\'s value)'
+    unknown: "differs (no last apply recorded: apply takes the file's value)",
   }[r.changed]
   return `${r.database}: ${r.field}: file ${r.file}, store ${r.store}: ${what}`
 }
 
 // ---- export ----------------------------------------------------------------------------------
 
-const ENV_NAME = (database: string, what: string): string => `${database.toUpperCase().replace(/[^A-Z0-9]/g, '_')}_${what}`
+const ENV_NAME = (database: string, what: string): string =>
+  `${database.toUpperCase().replace(/[^A-Z0-9]/g, '_')}_${what}`
 
 /** Replaces a URL's password with a `${ENV}` reference (returns the name, or null without one). */
-function urlSecret (url: string, name: string, include: boolean, env: string[]): string {
+function urlSecret(url: string, name: string, include: boolean, env: string[]): string {
   if (include) return url
   try {
     const u = new URL(url)
     if (!u.password) return url
     env.push(name)
     return maskUrlPassword(url).replace(':****@', `:\${${name}}@`)
-  } catch { return url }
+  } catch {
+    return url
+  }
 }
 
 /**
@@ -184,43 +252,63 @@ function urlSecret (url: string, name: string, include: boolean, env: string[]):
  * more), the signing keys without their derived public JWKs, secrets as `${ENV}` references
  * unless `includeSecrets` (the names are returned so the caller can list them).
  */
-export function exportTenantFile (t: Tenant, opts: { includeSecrets?: boolean, version?: string } = {}): { text: string, env: string[] } {
+export function exportTenantFile(
+  t: Tenant,
+  opts: { includeSecrets?: boolean; version?: string } = {},
+): { text: string; env: string[] } {
   const inc = opts.includeSecrets === true
   const env: string[] = []
-  const ref = (what: string, value: string): string => { if (inc) return value; const n = ENV_NAME(t.database, what); env.push(n); return `\${${n}}` }
+  const ref = (what: string, value: string): string => {
+    if (inc) return value
+    const n = ENV_NAME(t.database, what)
+    env.push(n)
+    return `\${${n}}`
+  }
   const file = structuredClone(t) as unknown as Record<string, unknown> & Tenant
   file.postgres = urlSecret(t.postgres, ENV_NAME(t.database, 'OWNER_PASSWORD'), inc, env)
   if (t.engines !== undefined) {
     file.engines = {
-      ...(t.engines.rest !== undefined ? { rest: urlSecret(t.engines.rest, ENV_NAME(t.database, 'REST_PASSWORD'), inc, env) } : {}),
-      ...(t.engines.auth !== undefined ? { auth: urlSecret(t.engines.auth, ENV_NAME(t.database, 'AUTHN_PASSWORD'), inc, env) } : {})
+      ...(t.engines.rest !== undefined
+        ? { rest: urlSecret(t.engines.rest, ENV_NAME(t.database, 'REST_PASSWORD'), inc, env) }
+        : {}),
+      ...(t.engines.auth !== undefined
+        ? { auth: urlSecret(t.engines.auth, ENV_NAME(t.database, 'AUTHN_PASSWORD'), inc, env) }
+        : {}),
     }
   }
   file.jwt = {
     ...t.jwt,
     secret: ref('JWT_SECRET', t.jwt.secret),
     upstream_secret: ref('JWT_UPSTREAM_SECRET', t.jwt.upstream_secret),
-    signing_keys: (t.jwt.signing_keys ?? []).map((k, i) => ({ kid: k.kid, alg: k.alg, private_key: ref(`SIGNING_KEY_${i + 1}`, k.private_key) })) as never
+    signing_keys: (t.jwt.signing_keys ?? []).map((k, i) => ({
+      kid: k.kid,
+      alg: k.alg,
+      private_key: ref(`SIGNING_KEY_${i + 1}`, k.private_key),
+    })) as never,
   }
   const providers: Record<string, unknown> = {}
-  for (const [name, p] of Object.entries(t.auth.providers ?? {})) providers[name] = { ...p, secret: ref(`${name.toUpperCase().replace(/[^A-Z0-9]/g, '_')}_SECRET`, p.secret) }
+  for (const [name, p] of Object.entries(t.auth.providers ?? {}))
+    providers[name] = { ...p, secret: ref(`${name.toUpperCase().replace(/[^A-Z0-9]/g, '_')}_SECRET`, p.secret) }
   const hooks: Record<string, unknown> = {}
   for (const [name, h] of Object.entries(t.auth.hooks ?? {})) {
     if (h === undefined) continue
-    hooks[name] = h.secrets === undefined ? h : { ...h, secrets: h.secrets.map((s, i) => ref(`HOOK_${name.toUpperCase()}_SECRET_${i + 1}`, s)) }
+    hooks[name] =
+      h.secrets === undefined
+        ? h
+        : { ...h, secrets: h.secrets.map((s, i) => ref(`HOOK_${name.toUpperCase()}_SECRET_${i + 1}`, s)) }
   }
   file.auth = {
     ...t.auth,
     providers: providers as never,
     ...(t.auth.hooks !== undefined ? { hooks: hooks as never } : {}),
-    ...(t.auth.smtp?.pass !== undefined ? { smtp: { ...t.auth.smtp, pass: ref('SMTP_PASS', t.auth.smtp.pass) } } : {})
+    ...(t.auth.smtp?.pass !== undefined ? { smtp: { ...t.auth.smtp, pass: ref('SMTP_PASS', t.auth.smtp.pass) } } : {}),
   }
   const head = [
     `# ${t.database}: exported by \`gatehouse tenants export\`${opts.version !== undefined ? ` (version ${opts.version})` : ''}: the record as the store holds it.`,
     '# keys: the hashes of the API keys (the store holds no more); they work as written.',
     inc
       ? '# Holds the JWT secrets, private keys and database passwords in plain text: keep it out of git.'
-      : `# Secrets are \${ENV} references; set ${env.join(', ') || '(none)'} before applying it.`
+      : `# Secrets are \${ENV} references; set ${env.join(', ') || '(none)'} before applying it.`,
   ]
   return { text: head.join('\n') + '\n' + toYaml(JSON.parse(JSON.stringify(file)), { lineWidth: 0 }), env }
 }

@@ -40,29 +40,33 @@ export interface TenantStoreHealth {
 }
 
 /** Cache options from the process config's `tenants` section. */
-export function tenantCacheOptions (tenants: Pick<Config['tenants'], 'cache_ttl_seconds' | 'negative_ttl_seconds' | 'cache_max' | 'reinvalidate_ms'>): TenantCacheOptions {
+export function tenantCacheOptions(
+  tenants: Pick<Config['tenants'], 'cache_ttl_seconds' | 'negative_ttl_seconds' | 'cache_max' | 'reinvalidate_ms'>,
+): TenantCacheOptions {
   return {
     ttlMs: tenants.cache_ttl_seconds * 1000,
     negativeTtlMs: tenants.negative_ttl_seconds * 1000,
     max: tenants.cache_max,
-    reinvalidateMs: tenants.reinvalidate_ms
+    reinvalidateMs: tenants.reinvalidate_ms,
   }
 }
 
 export interface TenantCache extends TenantLookup {
   /** Drops a database now and again after reinvalidateMs (ALL_TENANTS drops all). */
-  invalidate (database: string): void
+  invalidate(database: string): void
   /** Number of cached entries, negative ones included. */
   readonly size: number
   /** The store's state as the last look-up saw it. */
-  health (): TenantStoreHealth
+  health(): TenantStoreHealth
   /** Stops listening to the store and cancels pending re-invalidations; does not close the store. */
-  close (): void
+  close(): void
 }
 
-interface Entry { tenant: Tenant | null }
+interface Entry {
+  tenant: Tenant | null
+}
 
-function deepFreeze<T> (o: T): T {
+function deepFreeze<T>(o: T): T {
   if (o && typeof o === 'object' && !Object.isFrozen(o)) {
     Object.freeze(o)
     for (const v of Object.values(o)) deepFreeze(v)
@@ -71,9 +75,10 @@ function deepFreeze<T> (o: T): T {
 }
 
 /** Reports a change of the store's state once per episode. */
-function reportState (log: StoreLogger, next: 'unreachable' | 'empty', detail: Record<string, unknown>): void {
+function reportState(log: StoreLogger, next: 'unreachable' | 'empty', detail: Record<string, unknown>): void {
   if (next === 'empty') {
-    const msg = 'tenant store lost its tenants (restarted without persistence?): serving the last good records until `gatehouse tenants apply` restores them'
+    const msg =
+      'tenant store lost its tenants (restarted without persistence?): serving the last good records until `gatehouse tenants apply` restores them'
     if (log.error !== undefined) log.error(detail, msg)
     else log.warn(detail, msg)
   } else {
@@ -101,7 +106,7 @@ class StoreTenantCache implements TenantCache {
   readonly #lru: LRUCache<string, Entry>
   readonly #unsubscribe: () => void
 
-  constructor (store: TenantStore, opts: TenantCacheOptions) {
+  constructor(store: TenantStore, opts: TenantCacheOptions) {
     const ttlMs = opts.ttlMs ?? 60_000
     this.#store = store
     this.#log = opts.logger ?? silentLogger
@@ -117,12 +122,14 @@ class StoreTenantCache implements TenantCache {
       // A fetch interrupted by an invalidation still answers its callers, but its result
       // is not cached (the slot no longer holds that fetch).
       ignoreFetchAbort: true,
-      fetchMethod: (database, _stale, { options }) => this.#fetch(database, options)
+      fetchMethod: (database, _stale, { options }) => this.#fetch(database, options),
     })
-    this.#unsubscribe = store.onChange((database) => { this.invalidate(database) })
+    this.#unsubscribe = store.onChange((database) => {
+      this.invalidate(database)
+    })
   }
 
-  async get (database: string): Promise<Tenant | null> {
+  async get(database: string): Promise<Tenant | null> {
     // Strict name check first: an invalid name never reaches the store.
     if (typeof database !== 'string' || !DATABASE_NAME.test(database)) return null
     let entry: Entry | undefined
@@ -136,45 +143,54 @@ class StoreTenantCache implements TenantCache {
     return entry.tenant
   }
 
-  invalidate (database: string): void {
+  invalidate(database: string): void {
     this.#drop(database)
     if (this.#reinvalidateMs > 0) {
-      const timer = setTimeout(() => { this.#timers.delete(timer); this.#drop(database) }, this.#reinvalidateMs)
+      const timer = setTimeout(() => {
+        this.#timers.delete(timer)
+        this.#drop(database)
+      }, this.#reinvalidateMs)
       timer.unref()
       this.#timers.add(timer)
     }
   }
 
-  get size (): number { return this.#lru.size }
+  get size(): number {
+    return this.#lru.size
+  }
 
-  health (): TenantStoreHealth {
+  health(): TenantStoreHealth {
     return { state: this.#state, lastGood: this.#lastGood.size, lastGoodServed: this.#lastGoodServed }
   }
 
-  close (): void {
+  close(): void {
     this.#unsubscribe()
     for (const t of this.#timers) clearTimeout(t)
     this.#timers.clear()
   }
 
-  #drop (database: string): void {
+  #drop(database: string): void {
     if (database === ALL_TENANTS) this.#lru.clear()
     else this.#lru.delete(database)
   }
 
-  #remember (database: string, tenant: Tenant): void {
+  #remember(database: string, tenant: Tenant): void {
     this.#lastGood.delete(database)
     this.#lastGood.set(database, tenant)
     if (this.#lastGood.size > this.#max) this.#lastGood.delete(this.#lastGood.keys().next().value as string)
   }
 
-  #enter (next: 'unreachable' | 'empty', err: unknown): void {
+  #enter(next: 'unreachable' | 'empty', err: unknown): void {
     if (this.#state === next) return
     this.#state = next
-    reportState(this.#log, next, { store: this.#store.kind, lastGood: this.#lastGood.size, err: (err as Error)?.message ?? String(err) })
+    reportState(this.#log, next, {
+      store: this.#store.kind,
+      lastGood: this.#lastGood.size,
+      err: (err as Error)?.message ?? String(err),
+    })
   }
 
-  async #fetch (database: string, options: { ttl?: number }): Promise<Entry> {
+  async #fetch(database: string, options: { ttl?: number }): Promise<Entry> {
     let tenant: Tenant | null
     try {
       tenant = await this.#store.get(database)
@@ -188,7 +204,10 @@ class StoreTenantCache implements TenantCache {
       return { tenant: good }
     }
     if (this.#state !== 'ok') {
-      this.#log.info?.({ store: this.#store.kind, was: this.#state }, 'tenant store answering again: records are read from it')
+      this.#log.info?.(
+        { store: this.#store.kind, was: this.#state },
+        'tenant store answering again: records are read from it',
+      )
       this.#state = 'ok'
     }
     if (tenant === null) {
@@ -203,6 +222,6 @@ class StoreTenantCache implements TenantCache {
   }
 }
 
-export function createTenantCache (store: TenantStore, opts: TenantCacheOptions = {}): TenantCache {
+export function createTenantCache(store: TenantStore, opts: TenantCacheOptions = {}): TenantCache {
   return new StoreTenantCache(store, opts)
 }

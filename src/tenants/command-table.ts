@@ -17,7 +17,7 @@ export interface CommandRow {
 }
 
 /** Declares every row as a subcommand of `parent`. */
-export function declareCommands (parent: Command, rows: readonly CommandRow[]): void {
+export function declareCommands(parent: Command, rows: readonly CommandRow[]): void {
   for (const row of rows) {
     const command = parent.command(row.name).description(row.description)
     for (const [name, text] of row.args ?? []) command.argument(name, text)

@@ -5,52 +5,73 @@ import { defineError, errorCodes, type CodeOf } from '../shared/index.js'
 // ---- look-ups ----------------------------------------------------------------------------
 
 /** The store cannot be reached and nothing is cached for this database. */
-export const TenantStoreUnavailableError = defineError('tenant_store_unavailable', 503,
-  (database: string) => `the tenant store is unreachable and database "${database}" is not cached; try again shortly`)
+export const TenantStoreUnavailableError = defineError(
+  'tenant_store_unavailable',
+  503,
+  (database: string) => `the tenant store is unreachable and database "${database}" is not cached; try again shortly`,
+)
 
 /** A Redis operation failed (unreachable, timed out, malformed record); the message names the server, password masked. */
-export const TenantStoreBackendError = defineError('tenant_store_backend', 503,
-  (message: string) => message)
+export const TenantStoreBackendError = defineError('tenant_store_backend', 503, (message: string) => message)
 
 /**
  * The store answered but holds none of the tenants it held before (Redis restarted without
  * persistence, or its data was flushed): `gatehouse tenants apply` restores them.
  */
-export const TenantStoreEmptyError = defineError('tenant_store_empty', 503,
-  (where: string) => `the tenant store at ${where} lost its tenants (restarted without persistence or flushed); run \`gatehouse tenants apply\` to restore them`)
+export const TenantStoreEmptyError = defineError(
+  'tenant_store_empty',
+  503,
+  (where: string) =>
+    `the tenant store at ${where} lost its tenants (restarted without persistence or flushed); run \`gatehouse tenants apply\` to restore them`,
+)
 
 // ---- commands ----------------------------------------------------------------------------
 
 /** A store or command used in a way the configuration or the record does not allow. */
-export const TenantStoreConfigError = defineError('tenant_store_config', 400,
-  (message: string) => message)
+export const TenantStoreConfigError = defineError('tenant_store_config', 400, (message: string) => message)
 
 /**
  * `tenants show|delete` of a database the store does not hold: an operator's command, not a
  * request for a database (that is the shared tenant_not_found).
  */
-export const TenantNotInStoreError = defineError('tenant_not_in_store', 404,
-  (database: string) => `no tenant "${database}" in the store`)
+export const TenantNotInStoreError = defineError(
+  'tenant_not_in_store',
+  404,
+  (database: string) => `no tenant "${database}" in the store`,
+)
 
 // ---- changes (docs/tenant-state.md) --------------------------------------------------------
 
 /** A change sent with the version it was made on (If-Match) when the record has moved on. */
-export const TenantVersionMismatchError = defineError('version_mismatch', 412,
-  (database: string, expected: string, current: string | null) => `database "${database}" is at version ${current ?? '(none)'}, not ${expected}: ` +
-    'another change came first; read it again and resend your change with its version')
+export const TenantVersionMismatchError = defineError(
+  'version_mismatch',
+  412,
+  (database: string, expected: string, current: string | null) =>
+    `database "${database}" is at version ${current ?? '(none)'}, not ${expected}: ` +
+    'another change came first; read it again and resend your change with its version',
+)
 
 /** A change that lost the compare-and-set to other writers at every attempt. */
-export const TenantStoreBusyError = defineError('tenant_store_busy', 503,
-  (database: string, attempts: number) => `database "${database}" was changed by others at each of ${attempts} attempts; try again`)
+export const TenantStoreBusyError = defineError(
+  'tenant_store_busy',
+  503,
+  (database: string, attempts: number) =>
+    `database "${database}" was changed by others at each of ${attempts} attempts; try again`,
+)
 
 /** `tenants apply` of a field changed both in the file and elsewhere since the last apply. */
-export const TenantApplyConflictError = defineError('apply_conflict', 409,
-  (message: string) => message)
+export const TenantApplyConflictError = defineError('apply_conflict', 409, (message: string) => message)
 
 /** Every error of the tenant store and its commands. */
 export const TENANT_ERRORS = {
-  TenantStoreUnavailableError, TenantStoreBackendError, TenantStoreEmptyError, TenantStoreConfigError, TenantNotInStoreError,
-  TenantVersionMismatchError, TenantStoreBusyError, TenantApplyConflictError
+  TenantStoreUnavailableError,
+  TenantStoreBackendError,
+  TenantStoreEmptyError,
+  TenantStoreConfigError,
+  TenantNotInStoreError,
+  TenantVersionMismatchError,
+  TenantStoreBusyError,
+  TenantApplyConflictError,
 } as const
 
 export type TenantErrorCode = CodeOf<typeof TENANT_ERRORS>

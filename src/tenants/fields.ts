@@ -9,22 +9,25 @@ import type { Tenant } from './schema.js'
 import { mergeTombstones, withoutRevoked, type TenantSigningKey } from './signing-keys.js'
 
 type Path = readonly string[]
-interface Field { path: Path, value: unknown }
+interface Field {
+  path: Path
+  value: unknown
+}
 
 /** Keyed collections: one field per element, named by its kid. */
 const KEYED = new Set(['jwt.signing_keys', 'jwt.revoked_keys'])
 
-function isPlainObject (v: unknown): v is Record<string, unknown> {
+function isPlainObject(v: unknown): v is Record<string, unknown> {
   return typeof v === 'object' && v !== null && !Array.isArray(v)
 }
 
-function keyedValue (collection: string, el: Record<string, unknown>): unknown {
+function keyedValue(collection: string, el: Record<string, unknown>): unknown {
   if (collection === 'jwt.signing_keys') return { alg: el.alg, private_key: el.private_key }
   const { kid: _kid, ...rest } = el
   return rest
 }
 
-function walk (value: unknown, path: string[], out: Map<string, Field>): void {
+function walk(value: unknown, path: string[], out: Map<string, Field>): void {
   const dotted = path.join('.')
   if (KEYED.has(dotted) && Array.isArray(value)) {
     for (const el of value as Array<Record<string, unknown>>) {
@@ -41,19 +44,19 @@ function walk (value: unknown, path: string[], out: Map<string, Field>): void {
 }
 
 /** Every field of a record, keyed by its JSON path. */
-export function fieldsOf (t: Tenant): Map<string, Field> {
+export function fieldsOf(t: Tenant): Map<string, Field> {
   const out = new Map<string, Field>()
   walk(t, [], out)
   return out
 }
 
 /** A field's name as people read it. */
-export function fieldName (path: Path): string {
+export function fieldName(path: Path): string {
   return path.join('.')
 }
 
 /** The names of the fields that differ between two records, sorted. */
-export function changedFields (before: Tenant | null, after: Tenant): string[] {
+export function changedFields(before: Tenant | null, after: Tenant): string[] {
   const a = before === null ? new Map<string, Field>() : fieldsOf(before)
   const b = fieldsOf(after)
   const names = new Set<string>()
@@ -63,13 +66,16 @@ export function changedFields (before: Tenant | null, after: Tenant): string[] {
 }
 
 const SECRET_FIELDS: RegExp[] = [
-  /^jwt\.(secret|upstream_secret)$/, /^jwt\.signing_keys\./, /^auth\.providers\.[^.]+\.secret$/, /^auth\.smtp\.pass$/,
-  /^auth\.hooks\.[^.]+\.secrets$/
+  /^jwt\.(secret|upstream_secret)$/,
+  /^jwt\.signing_keys\./,
+  /^auth\.providers\.[^.]+\.secret$/,
+  /^auth\.smtp\.pass$/,
+  /^auth\.hooks\.[^.]+\.secrets$/,
 ]
 const URL_FIELDS = /^(postgres|engines\.(rest|auth))$/
 
 /** A field's value as it may be printed: secrets masked, passwords out of connection URLs. */
-export function displayValue (name: string, value: unknown): string {
+export function displayValue(name: string, value: unknown): string {
   if (value === undefined) return '(absent)'
   if (SECRET_FIELDS.some((re) => re.test(name))) {
     if (isPlainObject(value) && 'alg' in value) return `{alg: ${String(value.alg)}, private_key: ****}`
@@ -80,7 +86,7 @@ export function displayValue (name: string, value: unknown): string {
 }
 
 /** A connection string with its password replaced by ****. */
-export function maskUrlPassword (url: string): string {
+export function maskUrlPassword(url: string): string {
   try {
     const u = new URL(url)
     if (u.password) u.password = '****'
@@ -90,7 +96,7 @@ export function maskUrlPassword (url: string): string {
   }
 }
 
-function setPath (target: Record<string, unknown>, path: Path, value: unknown): void {
+function setPath(target: Record<string, unknown>, path: Path, value: unknown): void {
   let o = target
   for (const k of path.slice(0, -1)) {
     if (!isPlainObject(o[k])) o[k] = {}
@@ -99,7 +105,7 @@ function setPath (target: Record<string, unknown>, path: Path, value: unknown): 
   o[path[path.length - 1]!] = structuredClone(value)
 }
 
-function deletePath (target: Record<string, unknown>, path: Path): void {
+function deletePath(target: Record<string, unknown>, path: Path): void {
   let o: unknown = target
   for (const k of path.slice(0, -1)) {
     if (!isPlainObject(o)) return
@@ -109,7 +115,12 @@ function deletePath (target: Record<string, unknown>, path: Path): void {
 }
 
 /** One field both sides changed since the last apply (values masked). */
-export interface FieldConflict { field: string, file: string, store: string, last: string }
+export interface FieldConflict {
+  field: string
+  file: string
+  store: string
+  last: string
+}
 
 export interface MergeResult {
   merged: Tenant
@@ -124,7 +135,7 @@ export interface MergeResult {
 /** What a field of `file` should become, given the last applied file and the store. */
 type Verdict = 'same' | 'file' | 'keep' | 'conflict'
 
-function verdict (f: unknown, l: unknown, s: unknown, hasLast: boolean): Verdict {
+function verdict(f: unknown, l: unknown, s: unknown, hasLast: boolean): Verdict {
   if (isDeepStrictEqual(f, s)) return 'same'
   // No apply recorded (kubectl's apply without its annotation): the file sets what it
   // names; what it does not name is kept, since nobody can tell it was removed.
@@ -135,17 +146,19 @@ function verdict (f: unknown, l: unknown, s: unknown, hasLast: boolean): Verdict
 }
 
 /** Applies one signing-key field of the file to the merged record's list. */
-function takeSigningKey (merged: Tenant, file: Tenant, kid: string): void {
+function takeSigningKey(merged: Tenant, file: Tenant, kid: string): void {
   const list = [...(merged.jwt.signing_keys ?? [])]
   const fromFile = (file.jwt.signing_keys ?? []).find((k) => k.kid === kid)
   const at = list.findIndex((k) => k.kid === kid)
-  if (fromFile === undefined) { if (at >= 0) list.splice(at, 1) } else if (at >= 0) list[at] = structuredClone(fromFile) as TenantSigningKey
+  if (fromFile === undefined) {
+    if (at >= 0) list.splice(at, 1)
+  } else if (at >= 0) list[at] = structuredClone(fromFile) as TenantSigningKey
   else list.push(structuredClone(fromFile) as TenantSigningKey)
   merged.jwt.signing_keys = list
 }
 
 /** Leaves no `{}` behind where the file has no object (a section the file removed). */
-function prune (merged: Record<string, unknown>, file: Tenant, path: Path): void {
+function prune(merged: Record<string, unknown>, file: Tenant, path: Path): void {
   for (let n = path.length - 1; n > 0; n--) {
     const parent = path.slice(0, n)
     let o: unknown = merged
@@ -164,7 +177,7 @@ function prune (merged: Record<string, unknown>, file: Tenant, path: Path): void
  * every field the file names comes from it, and fields it does not name are kept. Tombstones and a retired legacy secret are never undone:
  * both sides' are kept, and a revoked key stays out of the merged record.
  */
-export function threeWayMerge (file: Tenant, last: Tenant | null, store: Tenant, force = false): MergeResult {
+export function threeWayMerge(file: Tenant, last: Tenant | null, store: Tenant, force = false): MergeResult {
   const F = fieldsOf(file)
   const L = last === null ? new Map<string, Field>() : fieldsOf(last)
   const S = fieldsOf(store)
@@ -179,14 +192,25 @@ export function threeWayMerge (file: Tenant, last: Tenant | null, store: Tenant,
     const s = S.get(k)?.value
     const v = verdict(f, L.get(k)?.value, s, last !== null)
     if (v === 'same') continue
-    if (v === 'keep') { out.kept.push(name); continue }
+    if (v === 'keep') {
+      out.kept.push(name)
+      continue
+    }
     if (v === 'conflict') {
-      out.conflicts.push({ field: name, file: displayValue(name, f), store: displayValue(name, s), last: displayValue(name, L.get(k)?.value) })
+      out.conflicts.push({
+        field: name,
+        file: displayValue(name, f),
+        store: displayValue(name, s),
+        last: displayValue(name, L.get(k)?.value),
+      })
       if (!force) continue
     }
     out.fromFile.push(name)
     if (path.length === 3 && path[0] === 'jwt' && path[1] === 'signing_keys') takeSigningKey(merged, file, path[2]!)
-    else if (f === undefined) { deletePath(merged as unknown as Record<string, unknown>, path); prune(merged as unknown as Record<string, unknown>, file, path) } else setPath(merged as unknown as Record<string, unknown>, path, f)
+    else if (f === undefined) {
+      deletePath(merged as unknown as Record<string, unknown>, path)
+      prune(merged as unknown as Record<string, unknown>, file, path)
+    } else setPath(merged as unknown as Record<string, unknown>, path, f)
   }
   const tombstones = mergeTombstones(store.jwt.revoked_keys, file.jwt.revoked_keys)
   if (tombstones.length > 0) merged.jwt.revoked_keys = tombstones
@@ -204,7 +228,7 @@ export function threeWayMerge (file: Tenant, last: Tenant | null, store: Tenant,
 }
 
 /** `next` with the tombstones and the legacy retirement `current` holds; revoked keys left out. */
-export function keepRevocations (current: Tenant, next: Tenant): Tenant {
+export function keepRevocations(current: Tenant, next: Tenant): Tenant {
   const tombstones = mergeTombstones(current.jwt.revoked_keys, next.jwt.revoked_keys)
   const retired = current.jwt.legacy_secret_retired ?? next.jwt.legacy_secret_retired
   if (tombstones.length === 0 && retired === undefined) return next
@@ -214,7 +238,7 @@ export function keepRevocations (current: Tenant, next: Tenant): Tenant {
       ...next.jwt,
       signing_keys: withoutRevoked(next.jwt.signing_keys ?? [], tombstones),
       ...(tombstones.length > 0 ? { revoked_keys: tombstones } : {}),
-      ...(retired !== undefined ? { legacy_secret_retired: retired } : {})
-    }
+      ...(retired !== undefined ? { legacy_secret_retired: retired } : {}),
+    },
   }
 }

@@ -18,7 +18,14 @@ import { writeTenantChanges } from './file-writer.js'
 import { keepRevocations } from './fields.js'
 import { revivalProblem, revokedKeysListed, type RevokedKey } from './signing-keys.js'
 import {
-  AUDIT_KEEP, silentLogger, type AuditEntry, type ChangeListener, type StoreLogger, type TenantStore, type WriteOptions, type WriteResult
+  AUDIT_KEEP,
+  silentLogger,
+  type AuditEntry,
+  type ChangeListener,
+  type StoreLogger,
+  type TenantStore,
+  type WriteOptions,
+  type WriteResult,
 } from './types.js'
 
 export interface MemoryStoreOptions {
@@ -43,26 +50,37 @@ export interface MemoryStoreOptions {
 export interface MemoryTenantStore extends TenantStore {
   readonly kind: 'files'
   /** Re-reads the directory (all files validated first; on error nothing changes). Returns the changed databases. */
-  reload (): Promise<string[]>
+  reload(): Promise<string[]>
 }
 
 /** The version of a record: a hash of its content (keys sorted), the same after a restart. */
-export function contentVersion (t: Tenant): string {
-  const canonical = JSON.stringify(t, (_k, v: unknown) => (v && typeof v === 'object' && !Array.isArray(v)
-    ? Object.fromEntries(Object.entries(v as Record<string, unknown>).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)))
-    : v))
+export function contentVersion(t: Tenant): string {
+  const canonical = JSON.stringify(t, (_k, v: unknown) =>
+    v && typeof v === 'object' && !Array.isArray(v)
+      ? Object.fromEntries(
+          Object.entries(v as Record<string, unknown>).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)),
+        )
+      : v,
+  )
   return createHash('sha256').update(canonical).digest('hex').slice(0, 20)
 }
 
-interface Revocations { revoked_keys?: RevokedKey[], legacy_secret_retired?: { retired_at: string, retired_by: string } }
+interface Revocations {
+  revoked_keys?: RevokedKey[]
+  legacy_secret_retired?: { retired_at: string; retired_by: string }
+}
 
 /** The state directory's files: the audit log and the revocations of every database. */
-function stateFiles (stateDir: string | undefined) {
+function stateFiles(stateDir: string | undefined) {
   const audit = stateDir === undefined ? undefined : path.join(stateDir, 'audit.log')
   const revocations = stateDir === undefined ? undefined : path.join(stateDir, 'revocations.json')
   const readRevocations = (): Record<string, Revocations> => {
     if (revocations === undefined || !existsSync(revocations)) return {}
-    try { return JSON.parse(readFileSync(revocations, 'utf8')) as Record<string, Revocations> } catch { return {} }
+    try {
+      return JSON.parse(readFileSync(revocations, 'utf8')) as Record<string, Revocations>
+    } catch {
+      return {}
+    }
   }
   const atomicWrite = (file: string, text: string): void => {
     mkdirSync(path.dirname(file), { recursive: true, mode: 0o700 })
@@ -72,18 +90,26 @@ function stateFiles (stateDir: string | undefined) {
   }
   return {
     readRevocations,
-    saveRevocations (database: string, t: Tenant): void {
+    saveRevocations(database: string, t: Tenant): void {
       if (revocations === undefined) return
       if (t.jwt.revoked_keys === undefined && t.jwt.legacy_secret_retired === undefined) return
       const all = readRevocations()
       all[database] = { revoked_keys: t.jwt.revoked_keys, legacy_secret_retired: t.jwt.legacy_secret_retired }
       atomicWrite(revocations, JSON.stringify(all, null, 2) + '\n')
     },
-    readAudit (): AuditEntry[] {
+    readAudit(): AuditEntry[] {
       if (audit === undefined || !existsSync(audit)) return []
-      return readFileSync(audit, 'utf8').split('\n').flatMap((l) => { try { return l ? [JSON.parse(l) as AuditEntry] : [] } catch { return [] } })
+      return readFileSync(audit, 'utf8')
+        .split('\n')
+        .flatMap((l) => {
+          try {
+            return l ? [JSON.parse(l) as AuditEntry] : []
+          } catch {
+            return []
+          }
+        })
     },
-    appendAudit (entry: AuditEntry, all: () => AuditEntry[]): void {
+    appendAudit(entry: AuditEntry, all: () => AuditEntry[]): void {
       if (audit === undefined) return
       mkdirSync(path.dirname(audit), { recursive: true, mode: 0o700 })
       appendFileSync(audit, JSON.stringify(entry) + '\n', { mode: 0o600 })
@@ -92,8 +118,14 @@ function stateFiles (stateDir: string | undefined) {
       if (mine.length <= AUDIT_KEEP) return
       // Keep the newest AUDIT_KEEP of this database.
       const drop = new Set(mine.slice(0, mine.length - AUDIT_KEEP))
-      atomicWrite(audit, entries.filter((e) => !drop.has(e)).map((e) => JSON.stringify(e) + '\n').join(''))
-    }
+      atomicWrite(
+        audit,
+        entries
+          .filter((e) => !drop.has(e))
+          .map((e) => JSON.stringify(e) + '\n')
+          .join(''),
+      )
+    },
   }
 }
 
@@ -116,7 +148,7 @@ class FileTenantStore implements MemoryTenantStore {
   readonly #initial: Set<string>
   #lock: Promise<unknown> = Promise.resolve()
 
-  constructor (opts: MemoryStoreOptions) {
+  constructor(opts: MemoryStoreOptions) {
     this.#opts = opts
     this.#env = opts.env ?? tenantFileEnvironment()
     this.#log = opts.logger ?? silentLogger
@@ -131,7 +163,7 @@ class FileTenantStore implements MemoryTenantStore {
     return t ? structuredClone(t) : null
   }
 
-  read = async (database: string): Promise<{ tenant: Tenant, version: string } | null> => {
+  read = async (database: string): Promise<{ tenant: Tenant; version: string } | null> => {
     const t = this.#records.get(database)
     return t ? { tenant: structuredClone(t), version: contentVersion(t) } : null
   }
@@ -140,7 +172,11 @@ class FileTenantStore implements MemoryTenantStore {
     this.#serial(() => this.#write(database, expected, next, o))
 
   history = async (database: string): Promise<AuditEntry[]> =>
-    this.#state.readAudit().filter((e) => e.database === database).reverse().slice(0, AUDIT_KEEP)
+    this.#state
+      .readAudit()
+      .filter((e) => e.database === database)
+      .reverse()
+      .slice(0, AUDIT_KEEP)
 
   lastApplied = async (): Promise<Tenant | null> => null
 
@@ -150,7 +186,8 @@ class FileTenantStore implements MemoryTenantStore {
 
   putAll = async (tenants: Tenant[]): Promise<void> => {
     await this.#serial(() => {
-      for (const t of tenants) this.#records.set(t.database, this.#revoked(structuredClone(t), this.#fileOf(t.database) ?? t.database))
+      for (const t of tenants)
+        this.#records.set(t.database, this.#revoked(structuredClone(t), this.#fileOf(t.database) ?? t.database))
     })
     for (const t of tenants) this.#notify(t.database)
   }
@@ -163,7 +200,9 @@ class FileTenantStore implements MemoryTenantStore {
 
   onChange = (listener: ChangeListener): (() => void) => {
     this.#listeners.add(listener)
-    return () => { this.#listeners.delete(listener) }
+    return () => {
+      this.#listeners.delete(listener)
+    }
   }
 
   reload = async (): Promise<string[]> => {
@@ -181,26 +220,33 @@ class FileTenantStore implements MemoryTenantStore {
     this.#listeners.clear()
   }
 
-  #notify (database: string): void {
+  #notify(database: string): void {
     for (const l of [...this.#listeners]) {
-      try { l(database) } catch { /* a listener's failure is its own */ }
+      try {
+        l(database)
+      } catch {
+        /* a listener's failure is its own */
+      }
     }
   }
 
   /** `t` with every revocation this store knows of (its own record, the state directory). */
-  #revoked (t: Tenant, source: string, listed: Tenant['jwt'] | TenantFile['jwt'] = t.jwt): Tenant {
+  #revoked(t: Tenant, source: string, listed: Tenant['jwt'] | TenantFile['jwt'] = t.jwt): Tenant {
     const kept = this.#state.readRevocations()[t.database]
     let next = t
     const current = this.#records.get(t.database)
     if (current !== undefined) next = keepRevocations(current, next)
     if (kept !== undefined) next = keepRevocations({ ...next, jwt: { ...next.jwt, ...kept } } as Tenant, next)
     for (const { kid } of revokedKeysListed(listed, next.jwt.revoked_keys ?? [])) {
-      this.#log.warn({ database: t.database, kid, file: source }, `tenant file ${source} lists signing key ${kid}, which was revoked: it is left out and never verifies again`)
+      this.#log.warn(
+        { database: t.database, kid, file: source },
+        `tenant file ${source} lists signing key ${kid}, which was revoked: it is left out and never verifies again`,
+      )
     }
     return next
   }
 
-  #readDir (): Map<string, Tenant> {
+  #readDir(): Map<string, Tenant> {
     const next = new Map<string, Tenant>()
     if (this.#opts.dir) {
       for (const e of loadTenantFileEntries(this.#opts.dir, this.#env)) {
@@ -211,18 +257,18 @@ class FileTenantStore implements MemoryTenantStore {
     return next
   }
 
-  #fileOf (database: string): string | null {
-    return this.#opts.fileOf !== undefined ? this.#opts.fileOf(database) : this.#sources.get(database) ?? null
+  #fileOf(database: string): string | null {
+    return this.#opts.fileOf !== undefined ? this.#opts.fileOf(database) : (this.#sources.get(database) ?? null)
   }
 
   /** Runs `fn` after every earlier write of this store (one writer at a time). */
-  #serial<T> (fn: () => T | Promise<T>): Promise<T> {
+  #serial<T>(fn: () => T | Promise<T>): Promise<T> {
     const run = this.#lock.then(fn, fn)
     this.#lock = run.catch(() => {})
     return run
   }
 
-  #write (database: string, expected: string | null, next: Tenant, o: WriteOptions): WriteResult {
+  #write(database: string, expected: string | null, next: Tenant, o: WriteOptions): WriteResult {
     const current = this.#records.get(database) ?? null
     const version = current === null ? null : contentVersion(current)
     if (version !== expected) return { ok: false, version }
@@ -232,17 +278,25 @@ class FileTenantStore implements MemoryTenantStore {
     const stored = structuredClone(next)
     this.#records.set(database, stored)
     this.#state.saveRevocations(database, stored)
-    const entry: AuditEntry = { at: new Date().toISOString(), ...o.audit, database, old_version: expected, new_version: contentVersion(stored) }
+    const entry: AuditEntry = {
+      at: new Date().toISOString(),
+      ...o.audit,
+      database,
+      old_version: expected,
+      new_version: contentVersion(stored),
+    }
     this.#state.appendAudit(entry, () => this.#state.readAudit())
     this.#notify(database)
     return { ok: true, version: entry.new_version, entry }
   }
 
   /** A record read from a file is changed there or not at all: never in memory only. */
-  #writeFile (database: string, current: Tenant, next: Tenant): void {
+  #writeFile(database: string, current: Tenant, next: Tenant): void {
     const file = this.#fileOf(database)
     if (file === null && this.#opts.dir !== undefined && !this.#initial.has(database)) {
-      throw new TenantStoreConfigError(`${database}: its tenant file is gone, so the change cannot be written into it; restore the file and try again`)
+      throw new TenantStoreConfigError(
+        `${database}: its tenant file is gone, so the change cannot be written into it; restore the file and try again`,
+      )
     }
     if (file === null) return
     const { text, previous } = writeTenantChanges(file, current, next)
@@ -250,6 +304,6 @@ class FileTenantStore implements MemoryTenantStore {
   }
 }
 
-export function createMemoryStore (opts: MemoryStoreOptions = {}): MemoryTenantStore {
+export function createMemoryStore(opts: MemoryStoreOptions = {}): MemoryTenantStore {
   return new FileTenantStore(opts)
 }

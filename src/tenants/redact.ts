@@ -10,18 +10,24 @@ const SECRET_NAMES = 'secret|upstream_secret|private_key|pass|password|public|cl
 
 const RULES: Array<[RegExp, string]> = [
   // PEM private keys (whole block, or what the excerpt shows of it).
-  [/-----BEGIN [A-Z ]*PRIVATE KEY-----[\s\S]*?(-----END [A-Z ]*PRIVATE KEY-----|$)/g, `-----BEGIN PRIVATE KEY-----${MASK}`],
+  [
+    /-----BEGIN [A-Z ]*PRIVATE KEY-----[\s\S]*?(-----END [A-Z ]*PRIVATE KEY-----|$)/g,
+    `-----BEGIN PRIVATE KEY-----${MASK}`,
+  ],
   // Connection strings: scheme://user:password@host.
   [/([a-z][a-z0-9+.-]*:\/\/[^\s:/@'"]*:)[^\s@'"]+@/gi, `$1${MASK}@`],
   // Private JWK members (EC and RSA).
   [/("(?:d|p|q|dp|dq|qi|k)"\s*:\s*")[^"]*"/g, `$1${MASK}"`],
   // `name: value` of a secret field, quoted or not, up to the end of the value.
-  [new RegExp(`(^|[\\s{,"'])((?:${SECRET_NAMES})["']?\\s*:\\s*)("[^"\\n]*"?|'[^'\\n]*'?|[^\\s,}\\n]+)`, 'gim'), `$1$2${MASK}`],
+  [
+    new RegExp(`(^|[\\s{,"'])((?:${SECRET_NAMES})["']?\\s*:\\s*)("[^"\\n]*"?|'[^'\\n]*'?|[^\\s,}\\n]+)`, 'gim'),
+    `$1$2${MASK}`,
+  ],
   // Standard Webhooks secrets (auth hooks).
   [/v1,whsec_[A-Za-z0-9+/=]+/g, `v1,whsec_${MASK}`],
   // API keys and JWT-looking strings anywhere.
   [/\b(pk|sk)_[A-Za-z0-9_]{8,}/g, `$1_${MASK}`],
-  [/\beyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]+\.[A-Za-z0-9_-]*/g, MASK]
+  [/\beyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]+\.[A-Za-z0-9_-]*/g, MASK],
 ]
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i
@@ -34,7 +40,7 @@ const LONG_BASE64 = /[A-Za-z0-9+/_=-]{32,}/g
  * for a message that may name a path (a long run of base64 is then left, since a path looks
  * like one): only an excerpt of a file can hold a bare line of a PEM body.
  */
-export function redactSecrets (text: string, opts: { excerpt?: boolean } = {}): string {
+export function redactSecrets(text: string, opts: { excerpt?: boolean } = {}): string {
   let out = text
   for (const [re, by] of RULES) out = out.replace(re, by)
   return opts.excerpt === false ? out : out.replace(LONG_BASE64, (m) => (UUID.test(m) ? m : MASK))

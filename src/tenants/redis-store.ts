@@ -14,8 +14,16 @@ import { Redis, type RedisOptions } from 'ioredis'
 import { DATABASE_NAME, type Tenant } from './schema.js'
 import { TenantStoreBackendError, TenantStoreConfigError, TenantStoreEmptyError } from './errors.js'
 import {
-  ALL_TENANTS, AUDIT_KEEP, silentLogger, type AuditEntry, type ChangeListener, type StoreLogger, type TenantStore, type VersionedTenant,
-  type WriteOptions, type WriteResult
+  ALL_TENANTS,
+  AUDIT_KEEP,
+  silentLogger,
+  type AuditEntry,
+  type ChangeListener,
+  type StoreLogger,
+  type TenantStore,
+  type VersionedTenant,
+  type WriteOptions,
+  type WriteResult,
 } from './types.js'
 import { revivalProblem } from './signing-keys.js'
 import { keepRevocations } from './fields.js'
@@ -34,16 +42,25 @@ export interface RedisStoreOptions {
   commandTimeoutMs?: number
 }
 
-export interface TenantMeta { version: number, updated_at: string | null }
+export interface TenantMeta {
+  version: number
+  updated_at: string | null
+}
 
 export interface RedisTenantStore extends TenantStore {
   readonly kind: 'redis'
   /** Key names, for operators and tests. */
-  readonly keys: { tenant (database: string): string, audit (database: string): string, set: string, channel: string, marker: string }
+  readonly keys: {
+    tenant(database: string): string
+    audit(database: string): string
+    set: string
+    channel: string
+    marker: string
+  }
   /** `version` and `updated_at` of a stored tenant, or null. */
-  meta (database: string): Promise<TenantMeta | null>
+  meta(database: string): Promise<TenantMeta | null>
   /** Resolves once the change subscription is active (starts it when needed). */
-  subscribed (): Promise<void>
+  subscribed(): Promise<void>
 }
 
 const KEY_HASH = /^sha256:[0-9a-f]{64}$/
@@ -71,11 +88,16 @@ redis.call('LTRIM', KEYS[4], 0, ${AUDIT_KEEP - 1})
 return {1, nv}
 `
 
-
-function safeUrl (url: string | undefined): string {
+function safeUrl(url: string | undefined): string {
   if (!url) return 'redis'
   if (url.startsWith('/')) return url // a unix socket path
-  try { const u = new URL(url); if (u.password) u.password = '****'; return u.toString() } catch { return 'redis' }
+  try {
+    const u = new URL(url)
+    if (u.password) u.password = '****'
+    return u.toString()
+  } catch {
+    return 'redis'
+  }
 }
 
 /**
@@ -83,7 +105,7 @@ function safeUrl (url: string | undefined): string {
  * `redis+sentinel://[:password@]host1:26379,host2:26379/<master name>` (Redis Sentinel
  * finds the current master; ioredis follows fail-overs).
  */
-export function connectRedis (url: string, options: RedisOptions = {}): Redis {
+export function connectRedis(url: string, options: RedisOptions = {}): Redis {
   const m = /^redis\+sentinel:\/\/(?:(?:[^:@/]*):([^@/]*)@)?([^/]+)\/([^/?#]+)$/.exec(url)
   if (!m) return new Redis(url, options)
   const password = m[1] ? decodeURIComponent(m[1]) : undefined
@@ -94,8 +116,9 @@ export function connectRedis (url: string, options: RedisOptions = {}): Redis {
   return new Redis({ ...options, sentinels, name: decodeURIComponent(m[3]), password, sentinelPassword: password })
 }
 
-function checkRecord (t: Tenant, database: string): void {
-  if (!DATABASE_NAME.test(t.database) || t.database !== database) throw new TenantStoreConfigError(`tenant store: "${t.database}" is not a valid database name`)
+function checkRecord(t: Tenant, database: string): void {
+  if (!DATABASE_NAME.test(t.database) || t.database !== database)
+    throw new TenantStoreConfigError(`tenant store: "${t.database}" is not a valid database name`)
   // Plain keys never reach the store.
   if (!KEY_HASH.test(t.keys.public) || !KEY_HASH.test(t.keys.secret)) {
     throw new TenantStoreConfigError(`tenant store: keys of ${t.database} are not hashed (use toTenant)`)
@@ -103,22 +126,41 @@ function checkRecord (t: Tenant, database: string): void {
 }
 
 /** A stored record, checked: JSON, its own database, hashed keys, well-formed signing keys. */
-function decodeRecord (database: string, json: string): Tenant {
+function decodeRecord(database: string, json: string): Tenant {
   let t: Tenant
-  try { t = JSON.parse(json) as Tenant } catch (err) {
+  try {
+    t = JSON.parse(json) as Tenant
+  } catch (err) {
     throw new TenantStoreBackendError(`tenant store: the record of ${database} in redis is not JSON`, { cause: err })
   }
   const signingKeys: unknown = t?.jwt?.signing_keys
-  const keysOk = signingKeys === undefined || (Array.isArray(signingKeys) && signingKeys.every((k: { kid?: unknown, private_key?: unknown, public_jwk?: unknown } | null) =>
-    typeof k?.kid === 'string' && typeof k.private_key === 'string' && typeof k.public_jwk === 'object' && k.public_jwk !== null))
-  if (!t || typeof t !== 'object' || t.database !== database || !KEY_HASH.test(t.keys?.public) || !KEY_HASH.test(t.keys?.secret) || !keysOk) {
-    throw new TenantStoreBackendError(`tenant store: the record of ${database} in redis is malformed; re-apply its tenant file`)
+  const keysOk =
+    signingKeys === undefined ||
+    (Array.isArray(signingKeys) &&
+      signingKeys.every(
+        (k: { kid?: unknown; private_key?: unknown; public_jwk?: unknown } | null) =>
+          typeof k?.kid === 'string' &&
+          typeof k.private_key === 'string' &&
+          typeof k.public_jwk === 'object' &&
+          k.public_jwk !== null,
+      ))
+  if (
+    !t ||
+    typeof t !== 'object' ||
+    t.database !== database ||
+    !KEY_HASH.test(t.keys?.public) ||
+    !KEY_HASH.test(t.keys?.secret) ||
+    !keysOk
+  ) {
+    throw new TenantStoreBackendError(
+      `tenant store: the record of ${database} in redis is malformed; re-apply its tenant file`,
+    )
   }
   return t
 }
 
 /** Checks a batch for putAll: valid records with hashed keys, each database once. */
-function checkedBatch (given: Tenant[]): void {
+function checkedBatch(given: Tenant[]): void {
   const seen = new Set<string>()
   for (const t of given) {
     checkRecord(t, t.database)
@@ -127,13 +169,13 @@ function checkedBatch (given: Tenant[]): void {
   }
 }
 
-function storeKeys (prefix: string): RedisTenantStore['keys'] {
+function storeKeys(prefix: string): RedisTenantStore['keys'] {
   return {
     tenant: (database: string) => `${prefix}tenant:${database}`,
     audit: (database: string) => `${prefix}tenant:${database}:audit`,
     set: `${prefix}tenants`,
     channel: `${prefix}tenants:changed`,
-    marker: `${prefix}tenants:applied`
+    marker: `${prefix}tenants:applied`,
   }
 }
 
@@ -158,13 +200,19 @@ class RedisStore implements RedisTenantStore {
   #sawMarker = false
   readonly #listeners = new Set<ChangeListener>()
 
-  constructor (opts: RedisStoreOptions) {
-    if (!opts.redis && !opts.url) throw new TenantStoreConfigError('the redis tenant store needs redis.url (GATEHOUSE_REDIS_URL)')
+  constructor(opts: RedisStoreOptions) {
+    if (!opts.redis && !opts.url)
+      throw new TenantStoreConfigError('the redis tenant store needs redis.url (GATEHOUSE_REDIS_URL)')
     this.keys = storeKeys(opts.prefix ?? 'gatehouse:')
     this.#log = opts.logger ?? silentLogger
     this.#where = safeUrl(opts.url)
     this.#connectTimeout = opts.connectTimeoutMs ?? 2000
-    this.#clientOptions = { lazyConnect: true, connectTimeout: this.#connectTimeout, commandTimeout: opts.commandTimeoutMs ?? 2000, maxRetriesPerRequest: 1 }
+    this.#clientOptions = {
+      lazyConnect: true,
+      connectTimeout: this.#connectTimeout,
+      commandTimeout: opts.commandTimeoutMs ?? 2000,
+      maxRetriesPerRequest: 1,
+    }
     this.#owned = !opts.redis
     this.#client = opts.redis ?? connectRedis(opts.url as string, this.#clientOptions)
     if (this.#owned) this.#watch(this.#client, 'commands')
@@ -176,7 +224,11 @@ class RedisStore implements RedisTenantStore {
     if (!DATABASE_NAME.test(database)) return null
     // One round trip: the record, its version and whether the store still holds what was applied.
     const [json, version, marker] = await this.#run('get', async () => {
-      const res = await this.#client.pipeline().hmget(this.keys.tenant(database), 'record', 'version').exists(this.keys.marker).exec()
+      const res = await this.#client
+        .pipeline()
+        .hmget(this.keys.tenant(database), 'record', 'version')
+        .exists(this.keys.marker)
+        .exec()
       const failed = res?.find(([err]) => err)
       if (!res || failed) throw failed?.[0] ?? new Error('pipeline aborted')
       const [rec, ver] = res[0]![1] as Array<string | null>
@@ -197,31 +249,61 @@ class RedisStore implements RedisTenantStore {
     // Nothing of the record changes (an apply that only records the file it applied).
     const recordOnly = opts.audit.fields.length === 0 && opts.lastApplied !== undefined && expected !== null
     const k = this.keys
-    const res = await this.#run('write', () => this.#client.eval(CAS_SCRIPT, 4, k.tenant(database), k.set, k.marker, k.audit(database),
-      expected ?? '', JSON.stringify(next), at, JSON.stringify(entry), database, opts.lastApplied ? JSON.stringify(opts.lastApplied) : '',
-      recordOnly ? '0' : '1')) as [number, string]
+    const res = (await this.#run('write', () =>
+      this.#client.eval(
+        CAS_SCRIPT,
+        4,
+        k.tenant(database),
+        k.set,
+        k.marker,
+        k.audit(database),
+        expected ?? '',
+        JSON.stringify(next),
+        at,
+        JSON.stringify(entry),
+        database,
+        opts.lastApplied ? JSON.stringify(opts.lastApplied) : '',
+        recordOnly ? '0' : '1',
+      ),
+    )) as [number, string]
     if (Number(res[0]) !== 1) return { ok: false, version: res[1] === '' ? null : String(res[1]) }
     if (recordOnly) return { ok: true, version: String(res[1]), entry: null }
     await this.#run('publish', () => this.#publishAll([database]))
-    return { ok: true, version: String(res[1]), entry: { ...entry, old_version: expected, new_version: String(res[1]) } }
+    return {
+      ok: true,
+      version: String(res[1]),
+      entry: { ...entry, old_version: expected, new_version: String(res[1]) },
+    }
   }
 
   history = async (database: string): Promise<AuditEntry[]> => {
     if (!DATABASE_NAME.test(database)) return []
     const lines = await this.#run('history', () => this.#client.lrange(this.keys.audit(database), 0, AUDIT_KEEP - 1))
-    return lines.flatMap((l) => { try { return [JSON.parse(l) as AuditEntry] } catch { return [] } })
+    return lines.flatMap((l) => {
+      try {
+        return [JSON.parse(l) as AuditEntry]
+      } catch {
+        return []
+      }
+    })
   }
 
   lastApplied = async (database: string): Promise<Tenant | null> => {
     if (!DATABASE_NAME.test(database)) return null
     const json = await this.#run('get', () => this.#client.hget(this.keys.tenant(database), 'applied'))
     if (json === null) return null
-    try { return JSON.parse(json) as Tenant } catch { return null }
+    try {
+      return JSON.parse(json) as Tenant
+    } catch {
+      return null
+    }
   }
 
   meta = async (database: string): Promise<TenantMeta | null> => {
     if (!DATABASE_NAME.test(database)) return null
-    const [version, updated] = await this.#run('meta', () => this.#client.hmget(this.keys.tenant(database), 'version', 'updated_at'))
+    const [version, updated] = await this.#run('meta', () =>
+      this.#client.hmget(this.keys.tenant(database), 'version', 'updated_at'),
+    )
     return version === null ? null : { version: Number(version), updated_at: updated }
   }
 
@@ -256,7 +338,9 @@ class RedisStore implements RedisTenantStore {
 
   delete = async (database: string): Promise<boolean> => {
     if (!DATABASE_NAME.test(database)) return false
-    const res = await this.#run('delete', () => this.#client.multi().del(this.keys.tenant(database)).srem(this.keys.set, database).exec())
+    const res = await this.#run('delete', () =>
+      this.#client.multi().del(this.keys.tenant(database)).srem(this.keys.set, database).exec(),
+    )
     const removed = (res ?? []).some(([, n]) => Number(n) > 0)
     if (removed) await this.#run('publish', () => this.#publishAll([database]))
     return removed
@@ -265,7 +349,9 @@ class RedisStore implements RedisTenantStore {
   onChange = (listener: ChangeListener): (() => void) => {
     this.#listeners.add(listener)
     this.#subscribe().catch(() => {})
-    return () => { this.#listeners.delete(listener) }
+    return () => {
+      this.#listeners.delete(listener)
+    }
   }
 
   subscribed = (): Promise<void> => this.#subscribe()
@@ -283,11 +369,14 @@ class RedisStore implements RedisTenantStore {
   }
 
   /** One warning per outage and per connection, not one per failed reconnect. */
-  #watch (conn: Redis, role: string): void {
+  #watch(conn: Redis, role: string): void {
     let down = false
     let everReady = conn.status === 'ready'
     conn.on('error', (err: Error) => {
-      if (!down) { down = true; this.#log.warn({ redis: this.#where, role, err: err.message }, 'tenant store: redis connection failed') }
+      if (!down) {
+        down = true
+        this.#log.warn({ redis: this.#where, role, err: err.message }, 'tenant store: redis connection failed')
+      }
     })
     conn.on('ready', () => {
       if (down) this.#log.info?.({ redis: this.#where, role }, 'tenant store: redis connection restored')
@@ -297,14 +386,18 @@ class RedisStore implements RedisTenantStore {
     })
   }
 
-  #notify (database: string): void {
+  #notify(database: string): void {
     for (const l of [...this.#listeners]) {
-      try { l(database) } catch { /* a listener's failure is its own */ }
+      try {
+        l(database)
+      } catch {
+        /* a listener's failure is its own */
+      }
     }
   }
 
   /** Waits for the first connection; fails at once while a known connection is down. */
-  async #connected (conn: Redis): Promise<void> {
+  async #connected(conn: Redis): Promise<void> {
     if (this.#closed) throw new TenantStoreBackendError('tenant store is closed')
     if (conn.status === 'ready') return
     if (conn.status === 'wait') conn.connect().catch(() => {})
@@ -318,36 +411,51 @@ class RedisStore implements RedisTenantStore {
         clearTimeout(timer)
         conn.off('ready', onReady)
         conn.off('error', onError)
-        if (err) reject(err); else resolve()
+        if (err) reject(err)
+        else resolve()
       }
       const onReady = (): void => done()
-      const onError = (err: Error): void => done(new TenantStoreBackendError(`tenant store unreachable: redis at ${where}: ${err.message}`, { cause: err }))
-      const timer = setTimeout(() => done(new TenantStoreBackendError(`tenant store unreachable: redis at ${where}: no connection after ${timeout} ms`)), timeout)
+      const onError = (err: Error): void =>
+        done(new TenantStoreBackendError(`tenant store unreachable: redis at ${where}: ${err.message}`, { cause: err }))
+      const timer = setTimeout(
+        () =>
+          done(
+            new TenantStoreBackendError(
+              `tenant store unreachable: redis at ${where}: no connection after ${timeout} ms`,
+            ),
+          ),
+        timeout,
+      )
       conn.on('ready', onReady)
       conn.on('error', onError)
     })
   }
 
-  async #run<T> (what: string, fn: () => Promise<T>): Promise<T> {
+  async #run<T>(what: string, fn: () => Promise<T>): Promise<T> {
     await this.#connected(this.#client)
     try {
       return await fn()
     } catch (err) {
       if (err instanceof TenantStoreBackendError) throw err
-      throw new TenantStoreBackendError(`tenant store: ${what} failed on redis at ${this.#where}: ${(err as Error).message}`, { cause: err })
+      throw new TenantStoreBackendError(
+        `tenant store: ${what} failed on redis at ${this.#where}: ${(err as Error).message}`,
+        { cause: err },
+      )
     }
   }
 
   /** Tombstones and a retired legacy secret stay whatever is put (docs/tenant-state.md). */
-  async #withStoredRevocations (given: Tenant[]): Promise<Tenant[]> {
-    const stored = await this.#run('get', () => this.#client.pipeline(given.map((t) => ['hget', this.keys.tenant(t.database), 'record'])).exec())
+  async #withStoredRevocations(given: Tenant[]): Promise<Tenant[]> {
+    const stored = await this.#run('get', () =>
+      this.#client.pipeline(given.map((t) => ['hget', this.keys.tenant(t.database), 'record'])).exec(),
+    )
     return given.map((t, i) => {
       const json = stored?.[i]?.[1] as string | null | undefined
       return json ? keepRevocations(decodeRecord(t.database, json), t) : t
     })
   }
 
-  async #publishAll (databases: string[]): Promise<void> {
+  async #publishAll(databases: string[]): Promise<void> {
     const p = this.#client.pipeline()
     for (const d of databases) p.publish(this.keys.channel, d)
     await p.exec()
@@ -355,9 +463,13 @@ class RedisStore implements RedisTenantStore {
   }
 
   /** The subscriber connection, made once: change messages to the listeners, a resubscribe when it comes back. */
-  #subscriberConnection (): Redis {
+  #subscriberConnection(): Redis {
     if (this.#subscriber) return this.#subscriber
-    const sub = this.#client.duplicate({ ...this.#clientOptions, commandTimeout: undefined, maxRetriesPerRequest: null })
+    const sub = this.#client.duplicate({
+      ...this.#clientOptions,
+      commandTimeout: undefined,
+      maxRetriesPerRequest: null,
+    })
     this.#subscriber = sub
     this.#watch(sub, 'subscriber')
     sub.on('message', (channel: string, message: string) => {
@@ -367,12 +479,15 @@ class RedisStore implements RedisTenantStore {
     // The first subscribe failed (Redis was down): subscribe once it is up, and resync.
     sub.on('ready', () => {
       if (this.#subscribing || this.#closed) return
-      this.#subscribe().then(() => this.#notify(ALL_TENANTS), () => {})
+      this.#subscribe().then(
+        () => this.#notify(ALL_TENANTS),
+        () => {},
+      )
     })
     return sub
   }
 
-  #subscribe (): Promise<void> {
+  #subscribe(): Promise<void> {
     if (this.#subscribing) return this.#subscribing
     const conn = this.#subscriberConnection()
     const attempt = (async () => {
@@ -382,12 +497,16 @@ class RedisStore implements RedisTenantStore {
     this.#subscribing = attempt
     attempt.catch((err: Error) => {
       if (this.#subscribing === attempt) this.#subscribing = null
-      if (!this.#closed) this.#log.warn({ redis: this.#where, err: err.message }, 'tenant store: change subscription not active yet; retrying when redis is back')
+      if (!this.#closed)
+        this.#log.warn(
+          { redis: this.#where, err: err.message },
+          'tenant store: change subscription not active yet; retrying when redis is back',
+        )
     })
     return attempt
   }
 }
 
-export function createRedisStore (opts: RedisStoreOptions): RedisTenantStore {
+export function createRedisStore(opts: RedisStoreOptions): RedisTenantStore {
   return new RedisStore(opts)
 }

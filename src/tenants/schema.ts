@@ -8,8 +8,13 @@ import { ConfigError, ROLE_KINDS } from '../shared/index.js'
 import { tenantFileEnvironment } from '../config/index.js'
 import { redactSecrets } from './redact.js'
 import {
-  KID, currentSigningKey, runtimeSigningKey, signingKeyProblem, withoutRevoked,
-  type SigningAlgorithm, type TenantSigningKey
+  KID,
+  currentSigningKey,
+  runtimeSigningKey,
+  signingKeyProblem,
+  withoutRevoked,
+  type SigningAlgorithm,
+  type TenantSigningKey,
 } from './signing-keys.js'
 
 /** The URL segment of a database. Checked before any look-up. */
@@ -18,58 +23,86 @@ export const DATABASE_NAME = /^[a-z][a-z0-9_-]{0,62}$/
 const Url = Type.String({ minLength: 1 })
 const RoleName = Type.String({ minLength: 1, maxLength: 63 })
 
-export const ProviderSchema = Type.Object({
-  client_id: Type.String({ minLength: 1 }),
-  secret: Type.String({ minLength: 1 }),
-  /** OIDC issuer (discovery) for the generic `oidc` preset, or to override a preset. */
-  issuer: Type.Optional(Type.String()),
-  authorize_url: Type.Optional(Type.String()),
-  token_url: Type.Optional(Type.String()),
-  userinfo_url: Type.Optional(Type.String()),
-  scopes: Type.Optional(Type.Array(Type.String())),
-  enabled: Type.Optional(Type.Boolean({ default: true }))
-}, { additionalProperties: false })
+export const ProviderSchema = Type.Object(
+  {
+    client_id: Type.String({ minLength: 1 }),
+    secret: Type.String({ minLength: 1 }),
+    /** OIDC issuer (discovery) for the generic `oidc` preset, or to override a preset. */
+    issuer: Type.Optional(Type.String()),
+    authorize_url: Type.Optional(Type.String()),
+    token_url: Type.Optional(Type.String()),
+    userinfo_url: Type.Optional(Type.String()),
+    scopes: Type.Optional(Type.Array(Type.String())),
+    enabled: Type.Optional(Type.Boolean({ default: true })),
+  },
+  { additionalProperties: false },
+)
 
-export const SmtpSchema = Type.Object({
-  host: Type.String({ minLength: 1 }),
-  port: Type.Integer({ minimum: 1, maximum: 65535, default: 25 }),
-  user: Type.Optional(Type.String()),
-  pass: Type.Optional(Type.String()),
-  secure: Type.Optional(Type.Boolean()),
-  sender: Type.String({ default: 'no-reply@gatehouse.local' }),
-  sender_name: Type.Optional(Type.String())
-}, { additionalProperties: false })
+export const SmtpSchema = Type.Object(
+  {
+    host: Type.String({ minLength: 1 }),
+    port: Type.Integer({ minimum: 1, maximum: 65535, default: 25 }),
+    user: Type.Optional(Type.String()),
+    pass: Type.Optional(Type.String()),
+    secure: Type.Optional(Type.Boolean()),
+    sender: Type.String({ default: 'no-reply@gatehouse.local' }),
+    sender_name: Type.Optional(Type.String()),
+  },
+  { additionalProperties: false },
+)
 
-const MailTemplateSchema = Type.Object({
-  subject: Type.Optional(Type.String()),
-  html: Type.Optional(Type.String()),
-  text: Type.Optional(Type.String())
-}, { additionalProperties: false })
+const MailTemplateSchema = Type.Object(
+  {
+    subject: Type.Optional(Type.String()),
+    html: Type.Optional(Type.String()),
+    text: Type.Optional(Type.String()),
+  },
+  { additionalProperties: false },
+)
 
 /**
  * One auth hook (GoTrue's hook configuration): `uri` is `pg-functions://postgres/<schema>/<function>`
  * (a Postgres function the auth engine calls in its own transaction) or `https://...` (a POST
  * signed with Standard Webhooks); `secrets` are the webhook secrets (`v1,whsec_<base64>`).
  */
-const AuthHookSchema = Type.Object({
-  uri: Type.String({ pattern: '^(pg-functions://[^/]*/[A-Za-z_][A-Za-z0-9_$]*/[A-Za-z_][A-Za-z0-9_$]*|https?://\\S+)$', maxLength: 2048 }),
-  secrets: Type.Optional(Type.Array(Type.String({ pattern: '^v1,whsec_[A-Za-z0-9+/=]+$' }), { maxItems: 5 })),
-  enabled: Type.Optional(Type.Boolean())
-}, { additionalProperties: false })
+const AuthHookSchema = Type.Object(
+  {
+    uri: Type.String({
+      pattern: '^(pg-functions://[^/]*/[A-Za-z_][A-Za-z0-9_$]*/[A-Za-z_][A-Za-z0-9_$]*|https?://\\S+)$',
+      maxLength: 2048,
+    }),
+    secrets: Type.Optional(Type.Array(Type.String({ pattern: '^v1,whsec_[A-Za-z0-9+/=]+$' }), { maxItems: 5 })),
+    enabled: Type.Optional(Type.Boolean()),
+  },
+  { additionalProperties: false },
+)
 
 /** An object of the given fields, each optional and each `item`, and nothing else. */
-function optionalEach<K extends string, T extends TSchema> (names: readonly K[], item: T): TObject<{ [P in K]: TOptional<T> }> {
+function optionalEach<K extends string, T extends TSchema>(
+  names: readonly K[],
+  item: T,
+): TObject<{ [P in K]: TOptional<T> }> {
   const fields = Object.fromEntries(names.map((n) => [n, Type.Optional(item)])) as unknown as { [P in K]: TOptional<T> }
   return Type.Object(fields, { additionalProperties: false })
 }
 
 /** The hooks of a database, by GoTrue's names. */
 export const AuthHooksSchema = optionalEach(
-  ['custom_access_token', 'send_email', 'password_verification_attempt', 'mfa_verification_attempt', 'before_user_created'], AuthHookSchema)
+  [
+    'custom_access_token',
+    'send_email',
+    'password_verification_attempt',
+    'mfa_verification_attempt',
+    'before_user_created',
+  ],
+  AuthHookSchema,
+)
 
 /** Per-kind overrides of the auth engine's mails; GoTrue placeholders ({{ .ConfirmationURL }}, {{ .Token }} ...). */
 const MailTemplatesSchema = optionalEach(
-  ['confirmation', 'invite', 'recovery', 'magic_link', 'email_change', 'reauthentication'], MailTemplateSchema)
+  ['confirmation', 'invite', 'recovery', 'magic_link', 'email_change', 'reauthentication'],
+  MailTemplateSchema,
+)
 
 /**
  * GoTrue's per-IP rate limits (RATE_LIMIT_OTP, _TOKEN_REFRESH, _VERIFY): buckets of 30
@@ -77,20 +110,26 @@ const MailTemplatesSchema = optionalEach(
  * own flat settings (anonymous_rate_per_hour, mfa_rate_per_minute) as GoTrue does.
  */
 /** Requests allowed per second and per minute (either may be absent: no limit on it). */
-const RestRateWindowsSchema = Type.Object({
-  second: Type.Optional(Type.Integer({ minimum: 1 })),
-  minute: Type.Optional(Type.Integer({ minimum: 1 }))
-}, { additionalProperties: false })
+const RestRateWindowsSchema = Type.Object(
+  {
+    second: Type.Optional(Type.Integer({ minimum: 1 })),
+    minute: Type.Optional(Type.Integer({ minimum: 1 })),
+  },
+  { additionalProperties: false },
+)
 
 /** rest.rate_limits: what each limit counts by. */
-export const RestRateLimitsSchema = Type.Object({
-  /** All requests to the database together. */
-  database: Type.Optional(RestRateWindowsSchema),
-  /** Per client address (the socket's, or X-Forwarded-For from gateway.trusted_proxies). */
-  client: Type.Optional(RestRateWindowsSchema),
-  /** Per API key sent (apikey header or query parameter). */
-  key: Type.Optional(RestRateWindowsSchema)
-}, { additionalProperties: false })
+export const RestRateLimitsSchema = Type.Object(
+  {
+    /** All requests to the database together. */
+    database: Type.Optional(RestRateWindowsSchema),
+    /** Per client address (the socket's, or X-Forwarded-For from gateway.trusted_proxies). */
+    client: Type.Optional(RestRateWindowsSchema),
+    /** Per API key sent (apikey header or query parameter). */
+    key: Type.Optional(RestRateWindowsSchema),
+  },
+  { additionalProperties: false },
+)
 
 export type RestRateLimits = Static<typeof RestRateLimitsSchema>
 
@@ -102,155 +141,208 @@ export const DEFAULT_RATE_LIMITS = {
   /** GET and POST /verify. */
   verify: { capacity: 30, rate: 30, interval_seconds: 300 },
   /** POST /otp, /magiclink, /recover, /resend; PUT /user. */
-  otp: { capacity: 30, rate: 30, interval_seconds: 300 }
+  otp: { capacity: 30, rate: 30, interval_seconds: 300 },
 } as const
 
 export type RateLimitBucketName = keyof typeof DEFAULT_RATE_LIMITS
 
-const rateLimitBucket = (d: { capacity: number, rate: number, interval_seconds: number }) => Type.Object({
-  /** Requests a client may make at once (the bucket's size). */
-  capacity: Type.Integer({ minimum: 1, default: d.capacity }),
-  /** Requests refilled per interval_seconds. */
-  rate: Type.Integer({ minimum: 1, default: d.rate }),
-  interval_seconds: Type.Integer({ minimum: 1, default: d.interval_seconds })
-}, { additionalProperties: false, default: {} })
+const rateLimitBucket = (d: { capacity: number; rate: number; interval_seconds: number }) =>
+  Type.Object(
+    {
+      /** Requests a client may make at once (the bucket's size). */
+      capacity: Type.Integer({ minimum: 1, default: d.capacity }),
+      /** Requests refilled per interval_seconds. */
+      rate: Type.Integer({ minimum: 1, default: d.rate }),
+      interval_seconds: Type.Integer({ minimum: 1, default: d.interval_seconds }),
+    },
+    { additionalProperties: false, default: {} },
+  )
 
-export const RateLimitsSchema = Type.Object({
-  sign_in_sign_up: rateLimitBucket(DEFAULT_RATE_LIMITS.sign_in_sign_up),
-  token_refresh: rateLimitBucket(DEFAULT_RATE_LIMITS.token_refresh),
-  verify: rateLimitBucket(DEFAULT_RATE_LIMITS.verify),
-  otp: rateLimitBucket(DEFAULT_RATE_LIMITS.otp)
-}, { additionalProperties: false, default: {} })
+export const RateLimitsSchema = Type.Object(
+  {
+    sign_in_sign_up: rateLimitBucket(DEFAULT_RATE_LIMITS.sign_in_sign_up),
+    token_refresh: rateLimitBucket(DEFAULT_RATE_LIMITS.token_refresh),
+    verify: rateLimitBucket(DEFAULT_RATE_LIMITS.verify),
+    otp: rateLimitBucket(DEFAULT_RATE_LIMITS.otp),
+  },
+  { additionalProperties: false, default: {} },
+)
 
-export const AuthSettingsSchema = Type.Object({
-  site_url: Type.String({ default: 'http://localhost:3000' }),
-  redirect_urls: Type.Array(Type.String(), { default: [] }),
-  magic_link: Type.Boolean({ default: false }),
-  pkce: Type.Boolean({ default: false }),
-  signup_enabled: Type.Boolean({ default: true }),
-  anonymous_sign_in: Type.Boolean({ default: false }),
-  /** Anonymous sign-ins per hour and client IP (GoTrue RATE_LIMIT_ANONYMOUS_USERS). */
-  anonymous_rate_per_hour: Type.Integer({ minimum: 0, default: 30 }),
-  /** TOTP factors may be enrolled (GoTrue MFA_TOTP_ENROLL_ENABLED). */
-  mfa_totp_enroll: Type.Boolean({ default: true }),
-  /** TOTP factors may be challenged and verified (GoTrue MFA_TOTP_VERIFY_ENABLED). */
-  mfa_totp_verify: Type.Boolean({ default: true }),
-  /** Factors a user may hold, verified or not (GoTrue MFA_MAX_ENROLLED_FACTORS). */
-  mfa_max_enrolled_factors: Type.Integer({ minimum: 1, maximum: 100, default: 10 }),
-  /** MFA challenges and verifies per minute and client IP (GoTrue MFA_RATE_LIMIT_CHALLENGE_AND_VERIFY). */
-  mfa_rate_per_minute: Type.Integer({ minimum: 0, default: 15 }),
-  /** Users may link and unlink identities themselves (GoTrue SECURITY_MANUAL_LINKING_ENABLED). */
-  manual_linking: Type.Boolean({ default: false }),
-  /** A password change in a session older than 24 h needs the nonce of GET /reauthenticate
-   *  (GoTrue SECURITY_UPDATE_PASSWORD_REQUIRE_REAUTHENTICATION, "secure password change"). */
-  secure_password_change: Type.Boolean({ default: false }),
-  /** Mail confirmation on sign-up (GoTrue's !MAILER_AUTOCONFIRM). */
-  mail_confirmation: Type.Boolean({ default: false }),
-  password_min_length: Type.Integer({ minimum: 6, maximum: 72, default: 6 }),
-  /** '' | 'letters_digits' | 'lower_upper_letters_digits' | 'lower_upper_letters_digits_symbols' */
-  password_required_characters: Type.String({ default: '' }),
-  refresh_token_reuse_interval: Type.Integer({ minimum: 0, default: 10 }),
-  otp_expiry: Type.Integer({ minimum: 60, default: 3600 }),
-  /** Minimum seconds between two mails to one address (GoTrue SMTP max frequency). */
-  mail_min_interval: Type.Integer({ minimum: 0, default: 60 }),
-  /** Mails per hour for the whole tenant (GoTrue RATE_LIMIT_EMAIL_SENT). */
-  mail_rate_per_hour: Type.Integer({ minimum: 0, default: 30 }),
-  /** Per-IP request limits (GoTrue's classes and defaults); see DEFAULT_RATE_LIMITS. */
-  rate_limits: Type.Optional(RateLimitsSchema),
-  providers: Type.Record(Type.String({ pattern: '^[a-z][a-z0-9_-]*$' }), ProviderSchema, { default: {} }),
-  smtp: Type.Optional(SmtpSchema),
-  mail_templates: Type.Optional(MailTemplatesSchema),
-  /** Auth hooks (GoTrue's): custom access token claims, send email, attempts, sign-up check. */
-  hooks: Type.Optional(AuthHooksSchema)
-}, { additionalProperties: false })
+export const AuthSettingsSchema = Type.Object(
+  {
+    site_url: Type.String({ default: 'http://localhost:3000' }),
+    redirect_urls: Type.Array(Type.String(), { default: [] }),
+    magic_link: Type.Boolean({ default: false }),
+    pkce: Type.Boolean({ default: false }),
+    signup_enabled: Type.Boolean({ default: true }),
+    anonymous_sign_in: Type.Boolean({ default: false }),
+    /** Anonymous sign-ins per hour and client IP (GoTrue RATE_LIMIT_ANONYMOUS_USERS). */
+    anonymous_rate_per_hour: Type.Integer({ minimum: 0, default: 30 }),
+    /** TOTP factors may be enrolled (GoTrue MFA_TOTP_ENROLL_ENABLED). */
+    mfa_totp_enroll: Type.Boolean({ default: true }),
+    /** TOTP factors may be challenged and verified (GoTrue MFA_TOTP_VERIFY_ENABLED). */
+    mfa_totp_verify: Type.Boolean({ default: true }),
+    /** Factors a user may hold, verified or not (GoTrue MFA_MAX_ENROLLED_FACTORS). */
+    mfa_max_enrolled_factors: Type.Integer({ minimum: 1, maximum: 100, default: 10 }),
+    /** MFA challenges and verifies per minute and client IP (GoTrue MFA_RATE_LIMIT_CHALLENGE_AND_VERIFY). */
+    mfa_rate_per_minute: Type.Integer({ minimum: 0, default: 15 }),
+    /** Users may link and unlink identities themselves (GoTrue SECURITY_MANUAL_LINKING_ENABLED). */
+    manual_linking: Type.Boolean({ default: false }),
+    /** A password change in a session older than 24 h needs the nonce of GET /reauthenticate
+     *  (GoTrue SECURITY_UPDATE_PASSWORD_REQUIRE_REAUTHENTICATION, "secure password change"). */
+    secure_password_change: Type.Boolean({ default: false }),
+    /** Mail confirmation on sign-up (GoTrue's !MAILER_AUTOCONFIRM). */
+    mail_confirmation: Type.Boolean({ default: false }),
+    password_min_length: Type.Integer({ minimum: 6, maximum: 72, default: 6 }),
+    /** '' | 'letters_digits' | 'lower_upper_letters_digits' | 'lower_upper_letters_digits_symbols' */
+    password_required_characters: Type.String({ default: '' }),
+    refresh_token_reuse_interval: Type.Integer({ minimum: 0, default: 10 }),
+    otp_expiry: Type.Integer({ minimum: 60, default: 3600 }),
+    /** Minimum seconds between two mails to one address (GoTrue SMTP max frequency). */
+    mail_min_interval: Type.Integer({ minimum: 0, default: 60 }),
+    /** Mails per hour for the whole tenant (GoTrue RATE_LIMIT_EMAIL_SENT). */
+    mail_rate_per_hour: Type.Integer({ minimum: 0, default: 30 }),
+    /** Per-IP request limits (GoTrue's classes and defaults); see DEFAULT_RATE_LIMITS. */
+    rate_limits: Type.Optional(RateLimitsSchema),
+    providers: Type.Record(Type.String({ pattern: '^[a-z][a-z0-9_-]*$' }), ProviderSchema, { default: {} }),
+    smtp: Type.Optional(SmtpSchema),
+    mail_templates: Type.Optional(MailTemplatesSchema),
+    /** Auth hooks (GoTrue's): custom access token claims, send email, attempts, sign-up check. */
+    hooks: Type.Optional(AuthHooksSchema),
+  },
+  { additionalProperties: false },
+)
 
 /** A tenant file as written by people or by `tenants create`. */
-export const TenantFileSchema = Type.Object({
-  database: Type.String({ pattern: DATABASE_NAME.source }),
-  organization: Type.String({ minLength: 1 }),
-  /** Owner/admin connection: catalog look-ups, the panel, migrations. */
-  postgres: Url,
-  roles: Type.Object({ anon: RoleName, auth: RoleName, svc: RoleName }, { additionalProperties: false }),
-  jwt: Type.Object({
-    secret: Type.String({ minLength: 32 }),
-    /** Secret of the tokens the gateway re-signs for the REST upstream (PostgREST's jwt-secret). */
-    upstream_secret: Type.String({ minLength: 32 }),
-    expiry: Type.Integer({ minimum: 30, default: 3600 }),
-    /** `iss` of this tenant's tokens; defaults to `<public_url>/<database>/auth/v1`. */
-    issuer: Type.Optional(Type.String({ minLength: 1 })),
-    aud: Type.String({ default: 'authenticated' }),
-    /** What signs new access tokens: the HS256 secret, or the newest signing key of this algorithm. */
-    signing_algorithm: Type.Union([Type.Literal('HS256'), Type.Literal('ES256'), Type.Literal('RS256')], { default: 'HS256' }),
-    /** Asymmetric keys; every one verifies (and is published in the JWKS) until it is removed. */
-    signing_keys: Type.Array(Type.Object({
-      kid: Type.String({ pattern: KID.source }),
-      alg: Type.Union([Type.Literal('ES256'), Type.Literal('RS256')]),
-      /** A private JWK as JSON, or a PKCS#8 PEM. */
-      private_key: Type.String({ minLength: 1 })
-    }, { additionalProperties: false }), { default: [] }),
-    /**
-     * Tombstones of revoked signing keys (docs/tenant-state.md): a key listed here never
-     * verifies again, whatever `signing_keys` says; nothing removes an entry.
-     */
-    revoked_keys: Type.Optional(Type.Array(Type.Object({
-      kid: Type.String({ pattern: KID.source }),
-      /** RFC 7638 thumbprint of the public key: the same key under another kid is refused too. */
-      thumbprint: Type.Optional(Type.String({ minLength: 1 })),
-      revoked_at: Type.String({ minLength: 1 }),
-      revoked_by: Type.String({ minLength: 1 })
-    }, { additionalProperties: false }))),
-    /** Set once the legacy HS256 secret is retired: tokens it signs are refused from then on. */
-    legacy_secret_retired: Type.Optional(Type.Object({
-      retired_at: Type.String({ minLength: 1 }),
-      retired_by: Type.String({ minLength: 1 })
-    }, { additionalProperties: false }))
-  }, { additionalProperties: false }),
-  keys: Type.Object({
-    public: Type.String({ minLength: 16 }),
-    secret: Type.String({ minLength: 16 })
-  }, { additionalProperties: false }),
-  upstreams: Type.Object({ auth: Url, rest: Url }, { additionalProperties: false }),
-  /** Connection strings of the engines' login roles (our engines only). */
-  engines: Type.Optional(Type.Object({
-    rest: Type.Optional(Url),
-    auth: Type.Optional(Url)
-  }, { additionalProperties: false })),
-  rest: Type.Object({
-    default_limit: Type.Integer({ minimum: 1, default: 1000 }),
-    max_limit: Type.Union([Type.Integer({ minimum: 1 }), Type.Null()], { default: null }),
-    max_rows: Type.Union([Type.Integer({ minimum: 1 }), Type.Null()], { default: null }),
-    /** Request bodies larger are refused by the gateway (413); null: gateway.rest_max_body_bytes. */
-    max_body_bytes: Type.Union([Type.Integer({ minimum: 1024 }), Type.Null()], { default: null }),
-    /** PostgREST's db-aggregates-enabled: `count()`, `col.sum()`, ... in select. */
-    aggregates_enabled: Type.Boolean({ default: false }),
-    /** PostgREST's db-plan-enabled: `Accept: application/vnd.pgrst.plan` answers the EXPLAIN of the request. */
-    plan_enabled: Type.Boolean({ default: false }),
-    /** PostgREST's server-timing-enabled: a `Server-Timing` header with the time of each stage. */
-    server_timing_enabled: Type.Boolean({ default: false }),
-    schemas: Type.Array(Type.String({ minLength: 1 }), { minItems: 1, default: ['public'] }),
-    /** PostgREST's db-extra-search-path: schemas after the request's on every request's search path. */
-    extra_search_path: Type.Array(Type.String({ minLength: 1 }), { default: ['public'] }),
-    /** PostgREST's db-pre-request: `schema.function` called at the start of every request's transaction. */
-    pre_request: Type.Union([Type.String({ pattern: '^[A-Za-z_][A-Za-z0-9_$]*\\.[A-Za-z_][A-Za-z0-9_$]*$' }), Type.Null()], { default: null }),
-    /** PostgREST's app.settings.*: `app.settings.<name>` set in every request's transaction. */
-    app_settings: Type.Record(Type.String({ pattern: '^[A-Za-z_][A-Za-z0-9_]*$' }), Type.String(), { default: {} }),
-    /** PostgREST's openapi-mode: follow-privileges, ignore-privileges or disabled (PGRST126). */
-    openapi_mode: Type.Union([Type.Literal('follow-privileges'), Type.Literal('ignore-privileges'), Type.Literal('disabled')], { default: 'follow-privileges' }),
-    /** PostgREST's db-root-spec: a function of the request's schema the root path calls in place of the OpenAPI document. */
-    root_spec: Type.Union([Type.String({ pattern: '^[A-Za-z_][A-Za-z0-9_$]*$' }), Type.Null()], { default: null }),
-    /** PostgREST's openapi-security-active: the OpenAPI document names the JWT bearer scheme. */
-    openapi_security_active: Type.Boolean({ default: false }),
-    /** PostgREST's server-trace-header: a request header echoed on the answer (e.g. X-Request-Id). */
-    server_trace_header: Type.Union([Type.String({ pattern: '^[A-Za-z0-9-]+$' }), Type.Null()], { default: null }),
-    /**
-     * Request-rate limits of /rest/v1 as Kong's rate-limiting plugin has them, checked by the
-     * gateway: per database, per client address and per API key, requests per second and per
-     * minute; off unless set (docs/edge.md). Over one: 429 over_request_rate_limit.
-     */
-    rate_limits: Type.Optional(RestRateLimitsSchema)
-  }, { additionalProperties: false, default: {} }),
-  auth: AuthSettingsSchema
-}, { additionalProperties: false })
+export const TenantFileSchema = Type.Object(
+  {
+    database: Type.String({ pattern: DATABASE_NAME.source }),
+    organization: Type.String({ minLength: 1 }),
+    /** Owner/admin connection: catalog look-ups, the panel, migrations. */
+    postgres: Url,
+    roles: Type.Object({ anon: RoleName, auth: RoleName, svc: RoleName }, { additionalProperties: false }),
+    jwt: Type.Object(
+      {
+        secret: Type.String({ minLength: 32 }),
+        /** Secret of the tokens the gateway re-signs for the REST upstream (PostgREST's jwt-secret). */
+        upstream_secret: Type.String({ minLength: 32 }),
+        expiry: Type.Integer({ minimum: 30, default: 3600 }),
+        /** `iss` of this tenant's tokens; defaults to `<public_url>/<database>/auth/v1`. */
+        issuer: Type.Optional(Type.String({ minLength: 1 })),
+        aud: Type.String({ default: 'authenticated' }),
+        /** What signs new access tokens: the HS256 secret, or the newest signing key of this algorithm. */
+        signing_algorithm: Type.Union([Type.Literal('HS256'), Type.Literal('ES256'), Type.Literal('RS256')], {
+          default: 'HS256',
+        }),
+        /** Asymmetric keys; every one verifies (and is published in the JWKS) until it is removed. */
+        signing_keys: Type.Array(
+          Type.Object(
+            {
+              kid: Type.String({ pattern: KID.source }),
+              alg: Type.Union([Type.Literal('ES256'), Type.Literal('RS256')]),
+              /** A private JWK as JSON, or a PKCS#8 PEM. */
+              private_key: Type.String({ minLength: 1 }),
+            },
+            { additionalProperties: false },
+          ),
+          { default: [] },
+        ),
+        /**
+         * Tombstones of revoked signing keys (docs/tenant-state.md): a key listed here never
+         * verifies again, whatever `signing_keys` says; nothing removes an entry.
+         */
+        revoked_keys: Type.Optional(
+          Type.Array(
+            Type.Object(
+              {
+                kid: Type.String({ pattern: KID.source }),
+                /** RFC 7638 thumbprint of the public key: the same key under another kid is refused too. */
+                thumbprint: Type.Optional(Type.String({ minLength: 1 })),
+                revoked_at: Type.String({ minLength: 1 }),
+                revoked_by: Type.String({ minLength: 1 }),
+              },
+              { additionalProperties: false },
+            ),
+          ),
+        ),
+        /** Set once the legacy HS256 secret is retired: tokens it signs are refused from then on. */
+        legacy_secret_retired: Type.Optional(
+          Type.Object(
+            {
+              retired_at: Type.String({ minLength: 1 }),
+              retired_by: Type.String({ minLength: 1 }),
+            },
+            { additionalProperties: false },
+          ),
+        ),
+      },
+      { additionalProperties: false },
+    ),
+    keys: Type.Object(
+      {
+        public: Type.String({ minLength: 16 }),
+        secret: Type.String({ minLength: 16 }),
+      },
+      { additionalProperties: false },
+    ),
+    upstreams: Type.Object({ auth: Url, rest: Url }, { additionalProperties: false }),
+    /** Connection strings of the engines' login roles (our engines only). */
+    engines: Type.Optional(
+      Type.Object(
+        {
+          rest: Type.Optional(Url),
+          auth: Type.Optional(Url),
+        },
+        { additionalProperties: false },
+      ),
+    ),
+    rest: Type.Object(
+      {
+        default_limit: Type.Integer({ minimum: 1, default: 1000 }),
+        max_limit: Type.Union([Type.Integer({ minimum: 1 }), Type.Null()], { default: null }),
+        max_rows: Type.Union([Type.Integer({ minimum: 1 }), Type.Null()], { default: null }),
+        /** Request bodies larger are refused by the gateway (413); null: gateway.rest_max_body_bytes. */
+        max_body_bytes: Type.Union([Type.Integer({ minimum: 1024 }), Type.Null()], { default: null }),
+        /** PostgREST's db-aggregates-enabled: `count()`, `col.sum()`, ... in select. */
+        aggregates_enabled: Type.Boolean({ default: false }),
+        /** PostgREST's db-plan-enabled: `Accept: application/vnd.pgrst.plan` answers the EXPLAIN of the request. */
+        plan_enabled: Type.Boolean({ default: false }),
+        /** PostgREST's server-timing-enabled: a `Server-Timing` header with the time of each stage. */
+        server_timing_enabled: Type.Boolean({ default: false }),
+        schemas: Type.Array(Type.String({ minLength: 1 }), { minItems: 1, default: ['public'] }),
+        /** PostgREST's db-extra-search-path: schemas after the request's on every request's search path. */
+        extra_search_path: Type.Array(Type.String({ minLength: 1 }), { default: ['public'] }),
+        /** PostgREST's db-pre-request: `schema.function` called at the start of every request's transaction. */
+        pre_request: Type.Union(
+          [Type.String({ pattern: '^[A-Za-z_][A-Za-z0-9_$]*\\.[A-Za-z_][A-Za-z0-9_$]*$' }), Type.Null()],
+          { default: null },
+        ),
+        /** PostgREST's app.settings.*: `app.settings.<name>` set in every request's transaction. */
+        app_settings: Type.Record(Type.String({ pattern: '^[A-Za-z_][A-Za-z0-9_]*$' }), Type.String(), { default: {} }),
+        /** PostgREST's openapi-mode: follow-privileges, ignore-privileges or disabled (PGRST126). */
+        openapi_mode: Type.Union(
+          [Type.Literal('follow-privileges'), Type.Literal('ignore-privileges'), Type.Literal('disabled')],
+          { default: 'follow-privileges' },
+        ),
+        /** PostgREST's db-root-spec: a function of the request's schema the root path calls in place of the OpenAPI document. */
+        root_spec: Type.Union([Type.String({ pattern: '^[A-Za-z_][A-Za-z0-9_$]*$' }), Type.Null()], { default: null }),
+        /** PostgREST's openapi-security-active: the OpenAPI document names the JWT bearer scheme. */
+        openapi_security_active: Type.Boolean({ default: false }),
+        /** PostgREST's server-trace-header: a request header echoed on the answer (e.g. X-Request-Id). */
+        server_trace_header: Type.Union([Type.String({ pattern: '^[A-Za-z0-9-]+$' }), Type.Null()], { default: null }),
+        /**
+         * Request-rate limits of /rest/v1 as Kong's rate-limiting plugin has them, checked by the
+         * gateway: per database, per client address and per API key, requests per second and per
+         * minute; off unless set (docs/edge.md). Over one: 429 over_request_rate_limit.
+         */
+        rate_limits: Type.Optional(RestRateLimitsSchema),
+      },
+      { additionalProperties: false, default: {} },
+    ),
+    auth: AuthSettingsSchema,
+  },
+  { additionalProperties: false },
+)
 
 export type TenantFile = Static<typeof TenantFileSchema>
 export type AuthSettings = Static<typeof AuthSettingsSchema>
@@ -258,7 +350,11 @@ export type ProviderSettings = Static<typeof ProviderSchema>
 export type RateLimits = Static<typeof RateLimitsSchema>
 export type AuthHook = Static<typeof AuthHookSchema>
 export type AuthHooks = Static<typeof AuthHooksSchema>
-export interface RateLimitBucket { capacity: number, rate: number, interval_seconds: number }
+export interface RateLimitBucket {
+  capacity: number
+  rate: number
+  interval_seconds: number
+}
 
 /** A stored key: `sha256:<hex>`. Plain keys never reach the store. */
 export type KeyHash = string
@@ -269,7 +365,7 @@ export type KeyHash = string
  * `signing_algorithm` nor `signing_keys` (HS256, no keys).
  */
 export type Tenant = Omit<TenantFile, 'keys' | 'jwt'> & {
-  keys: { public: KeyHash, secret: KeyHash }
+  keys: { public: KeyHash; secret: KeyHash }
   jwt: Omit<TenantFile['jwt'], 'signing_algorithm' | 'signing_keys'> & {
     signing_algorithm?: SigningAlgorithm
     signing_keys?: TenantSigningKey[]
@@ -278,19 +374,19 @@ export type Tenant = Omit<TenantFile, 'keys' | 'jwt'> & {
 
 export type { RoleKind } from '../shared/index.js'
 
-export function hashKey (key: string): KeyHash {
+export function hashKey(key: string): KeyHash {
   return 'sha256:' + createHash('sha256').update(key, 'utf8').digest('hex')
 }
 
 /** Constant-time check of a presented key against a stored hash. */
-export function keyMatches (presented: string, stored: KeyHash): boolean {
+export function keyMatches(presented: string, stored: KeyHash): boolean {
   const a = Buffer.from(hashKey(presented))
   const b = Buffer.from(stored)
   return a.length === b.length && timingSafeEqual(a, b)
 }
 
 /** Which kind a presented key is for this tenant, or null. */
-export function keyKind (tenant: Tenant, presented: string): 'anon' | 'svc' | null {
+export function keyKind(tenant: Tenant, presented: string): 'anon' | 'svc' | null {
   // Both compared every time so timing does not tell which one matched.
   const pub = keyMatches(presented, tenant.keys.public)
   const sec = keyMatches(presented, tenant.keys.secret)
@@ -298,14 +394,14 @@ export function keyKind (tenant: Tenant, presented: string): 'anon' | 'svc' | nu
 }
 
 /** `iss` of a tenant's tokens. */
-export function tenantIssuer (tenant: Pick<Tenant, 'database' | 'jwt'>, publicUrl: string): string {
+export function tenantIssuer(tenant: Pick<Tenant, 'database' | 'jwt'>, publicUrl: string): string {
   return tenant.jwt.issuer ?? `${publicUrl.replace(/\/+$/, '')}/${tenant.database}/auth/v1`
 }
 
 const ajv = new Ajv({ allErrors: true, useDefaults: true, strict: false })
 const validateFile = ajv.compile(TenantFileSchema)
 
-function describe (e: ErrorObject): string {
+function describe(e: ErrorObject): string {
   const field = (e.instancePath || '').replace(/^\//, '').replace(/\//g, '.') || '(root)'
   if (e.keyword === 'additionalProperties') {
     return `${field === '(root)' ? '' : field + '.'}${String((e.params as { additionalProperty: string }).additionalProperty)}: unknown field`
@@ -317,11 +413,19 @@ function describe (e: ErrorObject): string {
 }
 
 /** Replaces `${NAME}` with env values; a missing variable is an error naming it. */
-export function interpolateEnv (value: unknown, env: NodeJS.ProcessEnv, path: string[] = [], problems: string[] = []): unknown {
+export function interpolateEnv(
+  value: unknown,
+  env: NodeJS.ProcessEnv,
+  path: string[] = [],
+  problems: string[] = [],
+): unknown {
   if (typeof value === 'string') {
     return value.replace(/\$\{([A-Za-z_][A-Za-z0-9_]*)\}/g, (_m, name: string) => {
       const v = env[name]
-      if (v === undefined) { problems.push(`${path.join('.') || '(root)'}: environment variable ${name} is not set`); return '' }
+      if (v === undefined) {
+        problems.push(`${path.join('.') || '(root)'}: environment variable ${name} is not set`)
+        return ''
+      }
       return v
     })
   }
@@ -338,7 +442,11 @@ export function interpolateEnv (value: unknown, env: NodeJS.ProcessEnv, path: st
  * Validates a parsed tenant file (after interpolation). Throws a ConfigError naming
  * `source` and every bad field. Defaults are filled in.
  */
-export function parseTenantFile (raw: unknown, source: string, env: NodeJS.ProcessEnv = tenantFileEnvironment()): TenantFile {
+export function parseTenantFile(
+  raw: unknown,
+  source: string,
+  env: NodeJS.ProcessEnv = tenantFileEnvironment(),
+): TenantFile {
   const problems: string[] = []
   const data = structuredClone(interpolateEnv(raw, env, [], problems)) as unknown
   if (problems.length === 0 && !validateFile(data)) {
@@ -356,32 +464,49 @@ export function parseTenantFile (raw: unknown, source: string, env: NodeJS.Proce
       if (p !== null) problems.push(`jwt.signing_keys.${i}.${p}`)
     })
     if (f.jwt.legacy_secret_retired !== undefined && f.jwt.signing_algorithm === 'HS256') {
-      problems.push('jwt.signing_algorithm: is HS256 but the legacy secret is retired (jwt.legacy_secret_retired): sign with ES256 or RS256')
+      problems.push(
+        'jwt.signing_algorithm: is HS256 but the legacy secret is retired (jwt.legacy_secret_retired): sign with ES256 or RS256',
+      )
     }
     if (f.jwt.signing_algorithm !== 'HS256' && currentSigningKey(f.jwt) === null) {
-      problems.push(`jwt.signing_algorithm: is ${f.jwt.signing_algorithm} but jwt.signing_keys holds no ${f.jwt.signing_algorithm} key (\`gatehouse tenants keys rotate ${f.database}\` adds one)`)
+      problems.push(
+        `jwt.signing_algorithm: is ${f.jwt.signing_algorithm} but jwt.signing_keys holds no ${f.jwt.signing_algorithm} key (\`gatehouse tenants keys rotate ${f.database}\` adds one)`,
+      )
     }
     for (const k of ROLE_KINDS) {
       if (!/^[A-Za-z_][A-Za-z0-9_$-]*$/.test(f.roles[k])) problems.push(`roles.${k}: not a valid role name`)
     }
     // The connections must reach this tenant's own database: a copy-pasted URL naming
     // another database would serve one tenant from another's data.
-    const urls: Array<[string, string | undefined]> = [['postgres', f.postgres], ['engines.rest', f.engines?.rest], ['engines.auth', f.engines?.auth]]
+    const urls: Array<[string, string | undefined]> = [
+      ['postgres', f.postgres],
+      ['engines.rest', f.engines?.rest],
+      ['engines.auth', f.engines?.auth],
+    ]
     for (const [field, url] of urls) {
       if (url === undefined) continue
       let db: string
-      try { db = decodeURIComponent(new URL(url).pathname.replace(/^\//, '')) } catch { problems.push(`${field}: not a URL`); continue }
+      try {
+        db = decodeURIComponent(new URL(url).pathname.replace(/^\//, ''))
+      } catch {
+        problems.push(`${field}: not a URL`)
+        continue
+      }
       if (db !== f.database) problems.push(`${field}: connects to database "${db}", not to "${f.database}"`)
     }
   }
-  if (problems.length) throw new ConfigError(`invalid tenant file ${source}`, problems.map((p) => `${source}: ${redactSecrets(p, { excerpt: false })}`))
+  if (problems.length)
+    throw new ConfigError(
+      `invalid tenant file ${source}`,
+      problems.map((p) => `${source}: ${redactSecrets(p, { excerpt: false })}`),
+    )
   return data as TenantFile
 }
 
 const KEY_HASH = /^sha256:[0-9a-f]{64}$/
 
 /** A key as stored: a file may hold the hash itself (`tenants export` writes it so). */
-function storedKey (key: string): KeyHash {
+function storedKey(key: string): KeyHash {
   return KEY_HASH.test(key) ? key : hashKey(key)
 }
 
@@ -390,21 +515,28 @@ function storedKey (key: string): KeyHash {
  * lists although it is revoked (a tombstone in jwt.revoked_keys) is left out: it never
  * verifies again (revokedKeysListed names them for a warning).
  */
-export function toTenant (file: TenantFile): Tenant {
+export function toTenant(file: TenantFile): Tenant {
   const keys = (file.jwt.signing_keys ?? []).map(runtimeSigningKey)
   return {
     ...file,
     jwt: { ...file.jwt, signing_keys: withoutRevoked(keys, file.jwt.revoked_keys ?? []) },
-    keys: { public: storedKey(file.keys.public), secret: storedKey(file.keys.secret) }
+    keys: { public: storedKey(file.keys.public), secret: storedKey(file.keys.secret) },
   }
 }
 
 /** Masks secrets for display (`tenants show`, config dumps). */
-export function maskTenant (t: Tenant | TenantFile): Record<string, unknown> {
-  const mask = (s: string | undefined) => (s === undefined ? undefined : s.length <= 8 ? '****' : s.slice(0, 4) + '****')
+export function maskTenant(t: Tenant | TenantFile): Record<string, unknown> {
+  const mask = (s: string | undefined) =>
+    s === undefined ? undefined : s.length <= 8 ? '****' : s.slice(0, 4) + '****'
   const maskUrl = (u: string | undefined) => {
     if (!u) return u
-    try { const x = new URL(u); if (x.password) x.password = '****'; return x.toString() } catch { return u }
+    try {
+      const x = new URL(u)
+      if (x.password) x.password = '****'
+      return x.toString()
+    } catch {
+      return u
+    }
   }
   const providers: Record<string, unknown> = {}
   for (const [name, p] of Object.entries(t.auth.providers ?? {})) providers[name] = { ...p, secret: '****' }
@@ -416,20 +548,20 @@ export function maskTenant (t: Tenant | TenantFile): Record<string, unknown> {
       ...t.jwt,
       secret: '****',
       upstream_secret: '****',
-      signing_keys: (t.jwt.signing_keys ?? []).map((k) => ({ kid: k.kid, alg: k.alg, private_key: '****' }))
+      signing_keys: (t.jwt.signing_keys ?? []).map((k) => ({ kid: k.kid, alg: k.alg, private_key: '****' })),
     },
     keys: { public: mask(t.keys.public), secret: mask(t.keys.secret) },
     auth: {
       ...t.auth,
       providers,
       smtp: t.auth.smtp ? { ...t.auth.smtp, pass: t.auth.smtp.pass ? '****' : undefined } : undefined,
-      hooks: maskHooks(t.auth.hooks)
-    }
+      hooks: maskHooks(t.auth.hooks),
+    },
   }
 }
 
 /** Hook settings with their webhook secrets masked. */
-export function maskHooks (hooks: AuthHooks | undefined): AuthHooks | undefined {
+export function maskHooks(hooks: AuthHooks | undefined): AuthHooks | undefined {
   if (hooks === undefined) return undefined
   const out: Record<string, AuthHook> = {}
   for (const [name, h] of Object.entries(hooks) as Array<[string, AuthHook | undefined]>) {

@@ -25,12 +25,17 @@ export interface TenantStoreDeps {
  * memory now (throws a ConfigError naming file and field when a file is bad);
  * `tenants.source = redis` connects lazily to `redis.url` under `redis.key_prefix`.
  */
-export function createTenantStore (config: Pick<Config, 'tenants' | 'redis'>, deps: TenantStoreDeps = {}): TenantStore {
+export function createTenantStore(config: Pick<Config, 'tenants' | 'redis'>, deps: TenantStoreDeps = {}): TenantStore {
   if (config.tenants.source === 'redis') {
     if (!config.redis.url && !deps.redis) {
       throw new ConfigError('tenants.source is redis but redis.url is not set (GATEHOUSE_REDIS_URL or REDIS_URL)')
     }
-    return createRedisStore({ url: config.redis.url, prefix: config.redis.key_prefix, redis: deps.redis, logger: deps.logger })
+    return createRedisStore({
+      url: config.redis.url,
+      prefix: config.redis.key_prefix,
+      redis: deps.redis,
+      logger: deps.logger,
+    })
   }
   return createMemoryStore({
     dir: config.tenants.dir,
@@ -38,6 +43,6 @@ export function createTenantStore (config: Pick<Config, 'tenants' | 'redis'>, de
     stateDir: config.tenants.state_dir,
     logger: deps.logger,
     ...(deps.fileOf !== undefined ? { fileOf: deps.fileOf } : {}),
-    ...(deps.onFileWritten !== undefined ? { onFileWritten: deps.onFileWritten } : {})
+    ...(deps.onFileWritten !== undefined ? { onFileWritten: deps.onFileWritten } : {}),
   })
 }

@@ -5,9 +5,9 @@ import type { Tenant } from './schema.js'
 
 /** What every HTTP part depends on: resolve a database name to its tenant, or null. */
 export interface TenantLookup {
-  get (database: string): Promise<Tenant | null>
+  get(database: string): Promise<Tenant | null>
   /** The state of the store behind it, when the look-up knows it (the cache does). */
-  health? (): { state: 'ok' | 'unreachable' | 'empty', lastGood: number, lastGoodServed: number }
+  health?(): { state: 'ok' | 'unreachable' | 'empty'; lastGood: number; lastGoodServed: number }
 }
 
 /**
@@ -21,7 +21,10 @@ export const ALL_TENANTS = '*'
 export type ChangeListener = (database: string) => void
 
 /** A record and its version (an opaque string: Redis counts, files hash their content). */
-export interface VersionedTenant { tenant: Tenant, version: string }
+export interface VersionedTenant {
+  tenant: Tenant
+  version: string
+}
 
 /** One control-plane change as the audit trail keeps it (never a secret value). */
 export interface AuditEntry {
@@ -50,8 +53,7 @@ export interface WriteOptions {
 
 /** The outcome of a compare-and-set write. */
 export type WriteResult =
-  | { ok: true, version: string, entry: AuditEntry | null }
-  | { ok: false, version: string | null }
+  { ok: true; version: string; entry: AuditEntry | null } | { ok: false; version: string | null }
 
 /** How many audit entries are kept per database. */
 export const AUDIT_KEEP = 100
@@ -61,38 +63,38 @@ export interface TenantStore extends TenantLookup {
   /** `redis` or `files`. */
   readonly kind: 'redis' | 'files'
   /** The tenant of `database`, or null when there is none. Rejects when the backend is unreachable. */
-  get (database: string): Promise<Tenant | null>
+  get(database: string): Promise<Tenant | null>
   /** All database names, sorted. */
-  list (): Promise<string[]>
+  list(): Promise<string[]>
   /** Writes every tenant (all or nothing where the backend allows), then publishes one change per database. */
-  putAll (tenants: Tenant[]): Promise<void>
+  putAll(tenants: Tenant[]): Promise<void>
   /** The record with its version, read from the backend itself (never a cached copy). */
-  read (database: string): Promise<VersionedTenant | null>
+  read(database: string): Promise<VersionedTenant | null>
   /**
    * Compare-and-set: writes `next` only while the stored version is still `expected` (null:
    * while there is no record), records the audit entry with it and publishes the change.
    * A revoked key may not come back, nor a tombstone go (TenantStoreConfigError).
    */
-  write (database: string, expected: string | null, next: Tenant, opts: WriteOptions): Promise<WriteResult>
+  write(database: string, expected: string | null, next: Tenant, opts: WriteOptions): Promise<WriteResult>
   /** The newest audit entries of a database, newest first (at most AUDIT_KEEP). */
-  history (database: string): Promise<AuditEntry[]>
+  history(database: string): Promise<AuditEntry[]>
   /** The file as last applied (Redis), or null. */
-  lastApplied (database: string): Promise<Tenant | null>
+  lastApplied(database: string): Promise<Tenant | null>
   /** Removes a tenant and publishes the change; false when there was none. */
-  delete (database: string): Promise<boolean>
+  delete(database: string): Promise<boolean>
   /** Listens for changes (this process's and, for Redis, every other process's). Returns an unsubscribe function. */
-  onChange (listener: ChangeListener): () => void
+  onChange(listener: ChangeListener): () => void
   /** Resolves when the backend answers now (Redis PING); rejects naming why not (readiness). */
-  ping (): Promise<void>
+  ping(): Promise<void>
   /** Closes connections and timers. Idempotent. */
-  close (): Promise<void>
+  close(): Promise<void>
 }
 
 /** The logger shape we accept (pino fits). */
 export interface StoreLogger {
-  warn (obj: unknown, msg?: string): void
-  info? (obj: unknown, msg?: string): void
-  error? (obj: unknown, msg?: string): void
+  warn(obj: unknown, msg?: string): void
+  info?(obj: unknown, msg?: string): void
+  error?(obj: unknown, msg?: string): void
 }
 
-export const silentLogger: StoreLogger = { warn () {} }
+export const silentLogger: StoreLogger = { warn() {} }

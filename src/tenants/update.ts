@@ -29,18 +29,26 @@ export interface UpdateResult {
 }
 
 /** Reads, changes and writes `database` (see the file comment). */
-export async function updateTenant (store: TenantStore, database: string, change: (current: Tenant) => Tenant | Promise<Tenant>, opts: UpdateOptions): Promise<UpdateResult> {
+export async function updateTenant(
+  store: TenantStore,
+  database: string,
+  change: (current: Tenant) => Tenant | Promise<Tenant>,
+  opts: UpdateOptions,
+): Promise<UpdateResult> {
   const attempts = opts.maxAttempts ?? 200
   const pinned = opts.ifMatch !== undefined && opts.ifMatch !== '*'
   for (let i = 0; i < attempts; i++) {
     const current = await store.read(database)
     if (current === null) throw new TenantNotInStoreError(database)
     opts.check?.(current.tenant)
-    if (pinned && opts.ifMatch !== current.version) throw new TenantVersionMismatchError(database, opts.ifMatch!, current.version)
+    if (pinned && opts.ifMatch !== current.version)
+      throw new TenantVersionMismatchError(database, opts.ifMatch!, current.version)
     const next = await change(structuredClone(current.tenant))
     const fields = changedFields(current.tenant, next)
     if (fields.length === 0) return { tenant: current.tenant, version: current.version, entry: null }
-    const res = await store.write(database, current.version, next, { audit: { who: opts.who, via: opts.via, action: opts.action, fields } })
+    const res = await store.write(database, current.version, next, {
+      audit: { who: opts.who, via: opts.via, action: opts.action, fields },
+    })
     if (res.ok) return { tenant: next, version: res.version, entry: res.entry }
     if (pinned) throw new TenantVersionMismatchError(database, opts.ifMatch!, res.version)
   }

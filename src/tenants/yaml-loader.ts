@@ -19,7 +19,7 @@ export interface LoadedTenantFile {
 }
 
 /** The tenant files a path names: itself when it is a file, else the *.yaml / *.yml in it (sorted). */
-export function listTenantFiles (fileOrDir: string): string[] {
+export function listTenantFiles(fileOrDir: string): string[] {
   let st
   try {
     st = statSync(fileOrDir)
@@ -35,7 +35,7 @@ export function listTenantFiles (fileOrDir: string): string[] {
     .filter((p) => statSync(p).isFile())
 }
 
-function readOne (file: string, env: NodeJS.ProcessEnv, problems: string[]): TenantFile | null {
+function readOne(file: string, env: NodeJS.ProcessEnv, problems: string[]): TenantFile | null {
   let text: string
   try {
     text = readFileSync(file, 'utf8')
@@ -53,8 +53,13 @@ function readOne (file: string, env: NodeJS.ProcessEnv, problems: string[]): Ten
     const hint = /[{[][^\n]*\$\{/.test(text) ? ' (inside { } or [ ], quote ${ENV} values: secret: "${NAME}")' : ''
     // The parser's excerpt of the lines around the error, secrets masked (docs/tenant-state.md).
     const [first, ...context] = e.message.split('\n')
-    const excerpt = context.filter((l) => l.trim() !== '').map((l) => `    ${redactSecrets(l)}`).join('\n')
-    problems.push(`${file}: not valid YAML${where}: ${redactSecrets(first ?? '', { excerpt: false })}${hint}${excerpt ? '\n' + excerpt : ''}`)
+    const excerpt = context
+      .filter((l) => l.trim() !== '')
+      .map((l) => `    ${redactSecrets(l)}`)
+      .join('\n')
+    problems.push(
+      `${file}: not valid YAML${where}: ${redactSecrets(first ?? '', { excerpt: false })}${hint}${excerpt ? '\n' + excerpt : ''}`,
+    )
     return null
   }
   if (!raw || typeof raw !== 'object' || Array.isArray(raw)) {
@@ -65,12 +70,17 @@ function readOne (file: string, env: NodeJS.ProcessEnv, problems: string[]): Ten
     const parsed = parseTenantFile(raw, file, env)
     const expected = path.basename(file).replace(YAML_FILE, '')
     if (parsed.database !== expected) {
-      problems.push(`${file}: database: is "${parsed.database}" but the file is named ${path.basename(file)}; name it ${parsed.database}.yaml`)
+      problems.push(
+        `${file}: database: is "${parsed.database}" but the file is named ${path.basename(file)}; name it ${parsed.database}.yaml`,
+      )
       return null
     }
     return parsed
   } catch (err) {
-    if (err instanceof ConfigError && err.problems.length) { problems.push(...err.problems); return null }
+    if (err instanceof ConfigError && err.problems.length) {
+      problems.push(...err.problems)
+      return null
+    }
     throw err
   }
 }
@@ -79,7 +89,10 @@ function readOne (file: string, env: NodeJS.ProcessEnv, problems: string[]): Ten
  * Reads and validates every tenant file under `fileOrDir`. Throws one ConfigError listing
  * every problem of every file (file + field), or for a database named by two files.
  */
-export function loadTenantFileEntries (fileOrDir: string, env: NodeJS.ProcessEnv = tenantFileEnvironment()): LoadedTenantFile[] {
+export function loadTenantFileEntries(
+  fileOrDir: string,
+  env: NodeJS.ProcessEnv = tenantFileEnvironment(),
+): LoadedTenantFile[] {
   const files = listTenantFiles(fileOrDir)
   const problems: string[] = []
   const out: LoadedTenantFile[] = []
@@ -103,6 +116,6 @@ export function loadTenantFileEntries (fileOrDir: string, env: NodeJS.ProcessEnv
 }
 
 /** Reads and validates every tenant file under `fileOrDir` (see loadTenantFileEntries). */
-export function loadTenantFiles (fileOrDir: string, env: NodeJS.ProcessEnv = tenantFileEnvironment()): TenantFile[] {
+export function loadTenantFiles(fileOrDir: string, env: NodeJS.ProcessEnv = tenantFileEnvironment()): TenantFile[] {
   return loadTenantFileEntries(fileOrDir, env).map((e) => e.file)
 }

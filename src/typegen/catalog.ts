@@ -59,7 +59,7 @@ export interface CatalogType {
   /** format_type of the type (a row type's qualified name when outside the search path). */
   readonly format: string
   readonly enums: readonly string[]
-  readonly attributes: ReadonlyArray<{ readonly name: string, readonly typeId: number }>
+  readonly attributes: ReadonlyArray<{ readonly name: string; readonly typeId: number }>
   /** The relation of a row type (table, view, composite type), null otherwise. */
   readonly relationId: number | null
 }
@@ -148,14 +148,20 @@ LEFT JOIN pg_catalog.pg_class c ON c.oid = t.typrelid
 WHERE t.typrelid = 0 OR c.relkind IN ('c', 'r', 'v', 'm', 'p')
 ORDER BY t.oid`
 
-const KINDS: Record<string, CatalogRelation['kind']> = { r: 'table', p: 'table', f: 'foreign-table', v: 'view', m: 'materialized-view' }
+const KINDS: Record<string, CatalogRelation['kind']> = {
+  r: 'table',
+  p: 'table',
+  f: 'foreign-table',
+  v: 'view',
+  m: 'materialized-view',
+}
 const MODES: Record<string, CatalogArg['mode']> = { i: 'in', o: 'out', b: 'inout', v: 'variadic', t: 'table' }
 
 const num = (v: unknown): number => Number(v)
 const numOrNull = (v: unknown): number | null => (v === null || v === undefined ? null : Number(v))
 const strs = (v: unknown): string[] => (Array.isArray(v) ? v.map(String) : [])
 
-function toFunction (r: Record<string, unknown>): CatalogFunction {
+function toFunction(r: Record<string, unknown>): CatalogFunction {
   const typeIds = (r.type_ids as unknown[]).map(Number)
   const modes = strs(r.modes)
   const names = strs(r.names)
@@ -165,7 +171,7 @@ function toFunction (r: Record<string, unknown>): CatalogFunction {
     mode: MODES[modes[i] ?? 'i'] ?? 'in',
     name: names[i] ?? '',
     typeId,
-    hasDefault: i < nargs && i >= firstDefault
+    hasDefault: i < nargs && i >= firstDefault,
   }))
   return {
     schema: String(r.schema),
@@ -176,12 +182,12 @@ function toFunction (r: Record<string, unknown>): CatalogFunction {
     returnTypeId: num(r.return_type_id),
     returnRelationId: numOrNull(r.return_relation_id),
     returnsSet: r.returns_set === true,
-    rows: numOrNull(r.rows)
+    rows: numOrNull(r.rows),
   }
 }
 
 /** The relationships of the REST engine's schema cache, each foreign key once, from its holder. */
-function toRelationships (byOrigin: ReadonlyMap<string, readonly Relationship[]>): CatalogRelationship[] {
+function toRelationships(byOrigin: ReadonlyMap<string, readonly Relationship[]>): CatalogRelationship[] {
   const out: CatalogRelationship[] = []
   for (const list of byOrigin.values()) {
     for (const rel of list) {
@@ -195,7 +201,7 @@ function toRelationships (byOrigin: ReadonlyMap<string, readonly Relationship[]>
         referencedSchema: rel.foreignTable.schema,
         referencedRelation: rel.foreignTable.name,
         referencedColumns: c.columns.map(([, fcol]) => fcol),
-        isOneToOne: c.kind === 'o2o'
+        isOneToOne: c.kind === 'o2o',
       })
     }
   }
@@ -207,12 +213,16 @@ function toRelationships (byOrigin: ReadonlyMap<string, readonly Relationship[]>
  * connection's search path sees them, so the caller runs this where the search path is
  * Postgres' default (`"$user", public`), as postgres-meta does.
  */
-export async function readCatalog (query: CatalogQuery, schemas: readonly string[]): Promise<Catalog> {
+export async function readCatalog(query: CatalogQuery, schemas: readonly string[]): Promise<Catalog> {
   const list = [...schemas]
   const visible = new Set((await query(SCHEMAS_SQL, [list])).map((r) => String(r.name)))
   const chosen = list.filter((s) => visible.has(s))
   const relations = (await query(RELATIONS_SQL, [chosen])).map((r): CatalogRelation => ({
-    id: num(r.id), schema: String(r.schema), name: String(r.name), kind: KINDS[String(r.kind)] ?? 'table', updatable: r.updatable === true
+    id: num(r.id),
+    schema: String(r.schema),
+    name: String(r.name),
+    kind: KINDS[String(r.kind)] ?? 'table',
+    updatable: r.updatable === true,
   }))
   const columns = (await query(COLUMNS_SQL, [chosen])).map((r): CatalogColumn => ({
     relationId: num(r.relation_id),
@@ -222,7 +232,7 @@ export async function readCatalog (query: CatalogQuery, schemas: readonly string
     identity: r.identity === true,
     identityAlways: r.identity_always === true,
     hasDefault: r.has_default === true,
-    updatable: r.updatable === true
+    updatable: r.updatable === true,
   }))
   const functions = (await query(FUNCTIONS_SQL, [chosen])).map(toFunction)
   const types = (await query(TYPES_SQL, [])).map((r): CatalogType => ({
@@ -231,11 +241,21 @@ export async function readCatalog (query: CatalogQuery, schemas: readonly string
     schema: String(r.schema),
     format: String(r.format),
     enums: strs(r.enums),
-    attributes: (r.attributes as Array<{ name: string, typeId: number }>).map((a) => ({ name: String(a.name), typeId: Number(a.typeId) })),
-    relationId: numOrNull(r.relation_id)
+    attributes: (r.attributes as Array<{ name: string; typeId: number }>).map((a) => ({
+      name: String(a.name),
+      typeId: Number(a.typeId),
+    })),
+    relationId: numOrNull(r.relation_id),
   }))
   const cache = await loadSchemaCache(query, chosen, 0, new Set())
-  return { schemas: [...chosen].sort(byName), relations, columns, functions, types, relationships: toRelationships(cache.relationships) }
+  return {
+    schemas: [...chosen].sort(byName),
+    relations,
+    columns,
+    functions,
+    types,
+    relationships: toRelationships(cache.relationships),
+  }
 }
 
 /** postgres-meta orders every list with String#localeCompare. */

@@ -15,21 +15,24 @@ interface Lookup {
 
 const W = 'DatabaseWithoutInternals'
 
-function sectionsOf (base: string, sections: readonly string[], breakIndent: string | null): string {
+function sectionsOf(base: string, sections: readonly string[], breakIndent: string | null): string {
   if (sections.length === 1) return `${base}[${str(sections[0] ?? '')}]`
   const parts = sections.map((s) => `${base}[${str(s)}]`)
   return `(${parts.join(breakIndent === null ? ' & ' : ` &\n${breakIndent}`)})`
 }
 
-function pick (target: string, member: Lookup['member'], indent: string): string {
+function pick(target: string, member: Lookup['member'], indent: string): string {
   if (member === undefined) return target
   const [key, letter] = member
   return `${target} extends {\n${indent}  ${key}: infer ${letter}\n${indent}}\n${indent}? ${letter}\n${indent}: never`
 }
 
-function lookup (l: Lookup): string {
+function lookup(l: Lookup): string {
   const own = `${W}[${l.param}["schema"]]`
-  const keyofOwn = l.sections.length === 1 ? `keyof ${sectionsOf(own, l.sections, null)}` : `keyof ${sectionsOf(own, l.sections, '        ')}`
+  const keyofOwn =
+    l.sections.length === 1
+      ? `keyof ${sectionsOf(own, l.sections, null)}`
+      : `keyof ${sectionsOf(own, l.sections, '        ')}`
   const withSchema = pick(`${sectionsOf(own, l.sections, '      ')}[${l.nameParam}]`, l.member, '    ')
   const withDefault = pick(`${sectionsOf('DefaultSchema', l.sections, null)}[${l.param}]`, l.member, '      ')
   return `export type ${l.name}<
@@ -51,7 +54,7 @@ function lookup (l: Lookup): string {
 }
 
 /** The helper types, defaulting to `schema`. */
-export function helperTypes (schema: string): string {
+export function helperTypes(schema: string): string {
   const table = { param: 'DefaultSchemaTableNameOrOptions', nameParam: 'TableName' }
   return [
     `type ${W} = Omit<Database, "__InternalSupabase">`,
@@ -60,6 +63,11 @@ export function helperTypes (schema: string): string {
     lookup({ name: 'TablesInsert', ...table, sections: ['Tables'], member: ['Insert', 'I'] }),
     lookup({ name: 'TablesUpdate', ...table, sections: ['Tables'], member: ['Update', 'U'] }),
     lookup({ name: 'Enums', param: 'DefaultSchemaEnumNameOrOptions', nameParam: 'EnumName', sections: ['Enums'] }),
-    lookup({ name: 'CompositeTypes', param: 'PublicCompositeTypeNameOrOptions', nameParam: 'CompositeTypeName', sections: ['CompositeTypes'] })
+    lookup({
+      name: 'CompositeTypes',
+      param: 'PublicCompositeTypeNameOrOptions',
+      nameParam: 'CompositeTypeName',
+      sections: ['CompositeTypes'],
+    }),
   ].join('\n\n')
 }

@@ -25,7 +25,11 @@ export interface GenerateTypesOptions {
 }
 
 /** One query that, failing, leaves the transaction usable (the schema cache reader retries without the schema version). */
-async function queryInSavepoint (client: CatalogClient, text: string, values: unknown[]): Promise<Array<Record<string, unknown>>> {
+async function queryInSavepoint(
+  client: CatalogClient,
+  text: string,
+  values: unknown[],
+): Promise<Array<Record<string, unknown>>> {
   await client.query('SAVEPOINT gatehouse_gen')
   try {
     const { rows } = await client.query(text, values)
@@ -42,7 +46,7 @@ async function queryInSavepoint (client: CatalogClient, text: string, values: un
  * search path is Postgres' default (`"$user", public`), as postgres-meta's connection has
  * it: function argument lists name types as that search path sees them.
  */
-export async function generateTypescriptTypes (client: CatalogClient, opts: GenerateTypesOptions = {}): Promise<string> {
+export async function generateTypescriptTypes(client: CatalogClient, opts: GenerateTypesOptions = {}): Promise<string> {
   const schemas = opts.schemas !== undefined && opts.schemas.length > 0 ? opts.schemas : ['public']
   await client.query('BEGIN READ ONLY')
   try {
@@ -55,41 +59,74 @@ export async function generateTypescriptTypes (client: CatalogClient, opts: Gene
 }
 
 /** Parses `--schema a,b` (also repeated). */
-export function parseSchemaList (values: readonly string[]): string[] {
-  return values.flatMap((v) => v.split(',')).map((s) => s.trim()).filter((s) => s !== '')
+export function parseSchemaList(values: readonly string[]): string[] {
+  return values
+    .flatMap((v) => v.split(','))
+    .map((s) => s.trim())
+    .filter((s) => s !== '')
 }
 
-interface GenOptions { schema: string[], dbUrl?: string }
+interface GenOptions {
+  schema: string[]
+  dbUrl?: string
+}
 
-async function resolveTarget (database: string | undefined, opts: GenOptions, config: () => Config): Promise<{ url: string, schemas: string[] }> {
+async function resolveTarget(
+  database: string | undefined,
+  opts: GenOptions,
+  config: () => Config,
+): Promise<{ url: string; schemas: string[] }> {
   const schemas = parseSchemaList(opts.schema)
   if (opts.dbUrl !== undefined) return { url: opts.dbUrl, schemas }
-  if (database === undefined) throw new GenTypesError('name a database (as in config/tenants/) or pass --db-url <postgres url>')
-  if (!DATABASE_NAME.test(database)) throw new GenTypesError(`"${database}" is not a database name (${DATABASE_NAME.source})`)
+  if (database === undefined)
+    throw new GenTypesError('name a database (as in config/tenants/) or pass --db-url <postgres url>')
+  if (!DATABASE_NAME.test(database))
+    throw new GenTypesError(`"${database}" is not a database name (${DATABASE_NAME.source})`)
   const store = createTenantStore(config())
   let tenant
-  try { tenant = await store.get(database) } finally { await store.close() }
-  if (tenant === null) throw new GenTypesError(`no tenant named "${database}" in the tenant store (is npm start running, or is the tenant applied?)`)
+  try {
+    tenant = await store.get(database)
+  } finally {
+    await store.close()
+  }
+  if (tenant === null)
+    throw new GenTypesError(
+      `no tenant named "${database}" in the tenant store (is npm start running, or is the tenant applied?)`,
+    )
   return { url: tenant.postgres, schemas: schemas.length > 0 ? schemas : [...tenant.rest.schemas] }
 }
 
 /** `gatehouse gen types typescript [database] [--schema a,b] [--db-url url]`. */
-export function registerGenCommands (program: Command, config: () => Config): void {
-  program.command('gen').description('generate code from a database')
-    .command('types').description('generate types from a database\'s schema')
+export function registerGenCommands(program: Command, config: () => Config): void {
+  program
+    .command('gen')
+    .description('generate code from a database')
+    .command('types')
+    .description("generate types from a database's schema")
     .command('typescript')
     .description('print the TypeScript Database type of a database, as `supabase gen types typescript` does')
     .argument('[database]', 'the database name (its owner connection from the tenant store)')
-    .option('--schema <schemas>', 'schemas to include, comma-separated (default: the database\'s exposed schemas)', (v: string, prev: string[]) => [...prev, v], [] as string[])
-    .option('--db-url <url>', 'a Postgres connection URL to read instead of a tenant\'s')
+    .option(
+      '--schema <schemas>',
+      "schemas to include, comma-separated (default: the database's exposed schemas)",
+      (v: string, prev: string[]) => [...prev, v],
+      [] as string[],
+    )
+    .option('--db-url <url>', "a Postgres connection URL to read instead of a tenant's")
     .action(async (database: string | undefined, opts: GenOptions) => {
       const { url, schemas } = await resolveTarget(database, opts, config)
-      const client = new pg.Client({ connectionString: url, connectionTimeoutMillis: 10_000, application_name: 'gatehouse-gen-types' })
+      const client = new pg.Client({
+        connectionString: url,
+        connectionTimeoutMillis: 10_000,
+        application_name: 'gatehouse-gen-types',
+      })
       client.on('error', () => {})
       try {
         await client.connect()
       } catch (err) {
-        throw new GenTypesError(`cannot connect to ${database === undefined ? 'the database' : `database "${database}"`}: ${(err as Error).message}`)
+        throw new GenTypesError(
+          `cannot connect to ${database === undefined ? 'the database' : `database "${database}"`}: ${(err as Error).message}`,
+        )
       }
       try {
         process.stdout.write(await generateTypescriptTypes(client, { schemas }))

@@ -9,7 +9,7 @@ import { tenantIssuer } from '../../src/tenants/index.js'
 
 t.test('admin', async (t) => {
   const h = await startAuth(t)
-  const [a] = h.list as [typeof h.list[0]]
+  const [a] = h.list as [(typeof h.list)[0]]
   const service = await h.serviceToken(a)
   const admin = new GoTrueAdminApi({ url: h.base(a), headers: { Authorization: `Bearer ${service}` } })
 
@@ -19,18 +19,30 @@ t.test('admin', async (t) => {
     const s = (await h.client(a).signUp({ email: email('plain'), password: 'secret123' })).data.session!
     const user = await call(h.base(a) + '/admin/users', { token: s.access_token })
     t.same([user.status, user.body], [403, { code: 'not_admin', message: 'User not allowed' }])
-    const forged = await new SignJWT({ role: 'service_role' }).setProtectedHeader({ alg: 'HS256' })
-      .setIssuer(tenantIssuer(a.tenant, 'http://gatehouse.test')).setExpirationTime('5m').sign(new TextEncoder().encode('x'.repeat(40)))
+    const forged = await new SignJWT({ role: 'service_role' })
+      .setProtectedHeader({ alg: 'HS256' })
+      .setIssuer(tenantIssuer(a.tenant, 'http://gatehouse.test'))
+      .setExpirationTime('5m')
+      .sign(new TextEncoder().encode('x'.repeat(40)))
     const bad = await call(h.base(a) + '/admin/users', { token: forged })
     t.same([bad.status, bad.body.code], [403, 'bad_jwt'])
-    const otherIss = await new SignJWT({ role: 'service_role' }).setProtectedHeader({ alg: 'HS256' })
-      .setIssuer('supabase').setExpirationTime('5m').sign(new TextEncoder().encode(a.file.jwt.secret))
+    const otherIss = await new SignJWT({ role: 'service_role' })
+      .setProtectedHeader({ alg: 'HS256' })
+      .setIssuer('supabase')
+      .setExpirationTime('5m')
+      .sign(new TextEncoder().encode(a.file.jwt.secret))
     t.equal((await call(h.base(a) + '/admin/users', { token: otherIss })).status, 403, 'iss is pinned to the tenant')
   })
 
   t.test('create, get, update, delete', async (t) => {
     const e = email('adm')
-    const created = await admin.createUser({ email: e, password: 'secret123', email_confirm: true, user_metadata: { name: 'Grace' }, app_metadata: { plan: 'gold' } })
+    const created = await admin.createUser({
+      email: e,
+      password: 'secret123',
+      email_confirm: true,
+      user_metadata: { name: 'Grace' },
+      app_metadata: { plan: 'gold' },
+    })
     t.error(created.error)
     const u = created.data.user!
     t.equal(u.email, e)
@@ -55,7 +67,11 @@ t.test('admin', async (t) => {
     t.equal(decodeJwt(signedIn.data.session!.access_token).app_metadata.plan, 'gold')
     const weak = await admin.updateUserById(u.id, { password: '1' })
     t.equal(weak.error?.code, 'weak_password', 'strength is checked on update')
-    const upd = await admin.updateUserById(u.id, { password: 'changed-1', user_metadata: { name: null, team: 'x' }, app_metadata: { plan: 'silver' } })
+    const upd = await admin.updateUserById(u.id, {
+      password: 'changed-1',
+      user_metadata: { name: null, team: 'x' },
+      app_metadata: { plan: 'silver' },
+    })
     t.error(upd.error)
     t.same(upd.data.user?.user_metadata, { team: 'x' })
     t.equal(upd.data.user?.app_metadata.plan, 'silver')
@@ -77,7 +93,16 @@ t.test('admin', async (t) => {
   })
 
   t.test('list with paging headers', async (t) => {
-    for (let i = 0; i < 5; i++) t.error((await admin.createUser({ email: email('page'), password: 'secret123', user_metadata: { full_name: `Pager ${i}` } })).error)
+    for (let i = 0; i < 5; i++)
+      t.error(
+        (
+          await admin.createUser({
+            email: email('page'),
+            password: 'secret123',
+            user_metadata: { full_name: `Pager ${i}` },
+          })
+        ).error,
+      )
     const raw = await call(h.base(a) + '/admin/users?page=1&per_page=2', { token: service })
     t.equal(raw.status, 200)
     const total = Number(raw.headers.get('x-total-count'))
@@ -95,13 +120,21 @@ t.test('admin', async (t) => {
     const filtered = await call(h.base(a) + '/admin/users?filter=Pager%203', { token: service })
     t.equal(filtered.body.users.length, 1)
     const page1 = new Set(raw.body.users.map((u: { id: string }) => u.id))
-    t.notOk(listed.data.users.some((u) => page1.has(u.id)), 'pages do not overlap')
+    t.notOk(
+      listed.data.users.some((u) => page1.has(u.id)),
+      'pages do not overlap',
+    )
   })
 
   t.test('generate_link: properties and working links, no mail', async (t) => {
     const e = email('gen')
     const before = h.mail.count()
-    const signup = await admin.generateLink({ type: 'signup', email: e, password: 'secret123', options: { data: { via: 'admin' }, redirectTo: 'http://localhost:3000/in' } })
+    const signup = await admin.generateLink({
+      type: 'signup',
+      email: e,
+      password: 'secret123',
+      options: { data: { via: 'admin' }, redirectTo: 'http://localhost:3000/in' },
+    })
     t.error(signup.error)
     const p = signup.data.properties!
     t.equal(p.verification_type, 'signup')
@@ -147,7 +180,9 @@ t.test('admin', async (t) => {
     t.error(change.error)
     t.equal(new URL(change.data.properties!.action_link).searchParams.get('type'), 'email_change')
     t.equal(change.data.user?.new_email, newAddr)
-    const moved = await h.client(a).verifyOtp({ token_hash: change.data.properties!.hashed_token, type: 'email_change' })
+    const moved = await h
+      .client(a)
+      .verifyOtp({ token_hash: change.data.properties!.hashed_token, type: 'email_change' })
     t.error(moved.error)
     t.equal(moved.data.user?.email, newAddr)
     t.equal(h.mail.count(), before, 'still no mail')
@@ -160,7 +195,13 @@ t.test('admin', async (t) => {
     t.ok(data.user?.invited_at)
     const mail = await h.mail.waitForMail(e)
     t.equal(mail.subject, "You've been invited")
-    const res = await fetch(h.engineLink(a, mail.links.find((l) => l.includes('/verify?'))!), { redirect: 'manual' })
+    const res = await fetch(
+      h.engineLink(
+        a,
+        mail.links.find((l) => l.includes('/verify?'))!,
+      ),
+      { redirect: 'manual' },
+    )
     const frag = new URLSearchParams(new URL(res.headers.get('location')!).hash.slice(1))
     t.equal(frag.get('type'), 'invite')
     const again = await admin.inviteUserByEmail(e)

@@ -14,57 +14,96 @@ BEGIN
     'hook_statement_timeout', pg_catalog.current_setting('statement_timeout')));
 END $$;`
 
-t.test('the custom access token hook is one statement: no timeout set before it, no transaction of its own on a refresh', async (t) => {
-  const h = await startAuth(t, { tenants: [{ auth: { hooks: { custom_access_token: { uri: 'pg-functions://postgres/public/stamp_claims' } } } as never }] })
-  const x = h.list[0]!
-  await h.ownerQuery(x, HOOK)
-  await h.ownerQuery(x, "SELECT platform.grant_hook('public.stamp_claims(jsonb)'::regprocedure)")
+t.test(
+  'the custom access token hook is one statement: no timeout set before it, no transaction of its own on a refresh',
+  async (t) => {
+    const h = await startAuth(t, {
+      tenants: [
+        { auth: { hooks: { custom_access_token: { uri: 'pg-functions://postgres/public/stamp_claims' } } } as never },
+      ],
+    })
+    const x = h.list[0]!
+    await h.ownerQuery(x, HOOK)
+    await h.ownerQuery(x, "SELECT platform.grant_hook('public.stamp_claims(jsonb)'::regprocedure)")
 
-  const auth = h.client(x)
-  const signUp = await auth.signUp({ email: email('rt'), password: 'correct horse battery' })
-  t.error(signUp.error)
-  const first = decodeJwt(signUp.data.session!.access_token)
-  t.equal(first.hook_statement_timeout, '0', 'sign-up: the hook ran in the request\'s transaction with no statement_timeout set for it')
+    const auth = h.client(x)
+    const signUp = await auth.signUp({ email: email('rt'), password: 'correct horse battery' })
+    t.error(signUp.error)
+    const first = decodeJwt(signUp.data.session!.access_token)
+    t.equal(
+      first.hook_statement_timeout,
+      '0',
+      "sign-up: the hook ran in the request's transaction with no statement_timeout set for it",
+    )
 
-  const refreshed = await auth.refreshSession({ refresh_token: signUp.data.session!.refresh_token })
-  t.error(refreshed.error)
-  const claims = decodeJwt(refreshed.data.session!.access_token)
-  t.equal(claims.hook_statement_timeout, '0', 'refresh: no statement_timeout was set before the call (and so no BEGIN/COMMIT around it)')
-})
+    const refreshed = await auth.refreshSession({ refresh_token: signUp.data.session!.refresh_token })
+    t.error(refreshed.error)
+    const claims = decodeJwt(refreshed.data.session!.access_token)
+    t.equal(
+      claims.hook_statement_timeout,
+      '0',
+      'refresh: no statement_timeout was set before the call (and so no BEGIN/COMMIT around it)',
+    )
+  },
+)
 
-t.test('a function hook past its limit is cancelled: the grant fails as GoTrue\'s does, nothing is kept, the pool serves on', async (t) => {
-  const hooks = { custom_access_token: { uri: 'pg-functions://postgres/public/slow_claims' } }
-  const h = await startAuth(t, { auth: { hook_function_timeout_ms: 300 }, tenants: [{ auth: { hooks } as never }] })
-  const x = h.list[0]!
-  await h.ownerQuery(x, `
+t.test(
+  "a function hook past its limit is cancelled: the grant fails as GoTrue's does, nothing is kept, the pool serves on",
+  async (t) => {
+    const hooks = { custom_access_token: { uri: 'pg-functions://postgres/public/slow_claims' } }
+    const h = await startAuth(t, { auth: { hook_function_timeout_ms: 300 }, tenants: [{ auth: { hooks } as never }] })
+    const x = h.list[0]!
+    await h.ownerQuery(
+      x,
+      `
     CREATE FUNCTION public.slow_claims(event jsonb) RETURNS jsonb LANGUAGE plpgsql VOLATILE AS $$
-    BEGIN PERFORM pg_catalog.pg_sleep(30); RETURN jsonb_build_object('claims', event->'claims'); END $$;`)
-  await h.ownerQuery(x, "SELECT platform.grant_hook('public.slow_claims(jsonb)'::regprocedure)")
-  await h.ownerQuery(x, HOOK)
-  await h.ownerQuery(x, "SELECT platform.grant_hook('public.stamp_claims(jsonb)'::regprocedure)")
+    BEGIN PERFORM pg_catalog.pg_sleep(30); RETURN jsonb_build_object('claims', event->'claims'); END $$;`,
+    )
+    await h.ownerQuery(x, "SELECT platform.grant_hook('public.slow_claims(jsonb)'::regprocedure)")
+    await h.ownerQuery(x, HOOK)
+    await h.ownerQuery(x, "SELECT platform.grant_hook('public.stamp_claims(jsonb)'::regprocedure)")
 
-  const auth = h.client(x)
-  const address = email('slow')
-  const refused = await call(`${h.base(x)}/signup`, { body: { email: address, password: 'correct horse battery' } })
-  t.match(refused, { status: 500, body: { code: 'unexpected_failure', message: /^Error running hook URI: pg-functions:\/\/postgres\/public\/slow_claims/ } }, 'GoTrue\'s answer to a failed hook')
-  const users = await call(`${h.base(x)}/admin/users`, { token: await h.serviceToken(x) })
-  t.notOk(users.body.users.some((u: { email: string }) => u.email === address), 'the sign-up\'s transaction was rolled back: no user')
-  const running = await h.ownerQuery(x, "SELECT count(*)::int AS n FROM pg_stat_activity WHERE datname = current_database() AND query LIKE '%slow_claims%' AND state = 'active' AND pid <> pg_backend_pid()")
-  t.equal(running.rows[0].n, 0, 'the call is not left running in the database')
+    const auth = h.client(x)
+    const address = email('slow')
+    const refused = await call(`${h.base(x)}/signup`, { body: { email: address, password: 'correct horse battery' } })
+    t.match(
+      refused,
+      {
+        status: 500,
+        body: {
+          code: 'unexpected_failure',
+          message: /^Error running hook URI: pg-functions:\/\/postgres\/public\/slow_claims/,
+        },
+      },
+      "GoTrue's answer to a failed hook",
+    )
+    const users = await call(`${h.base(x)}/admin/users`, { token: await h.serviceToken(x) })
+    t.notOk(
+      users.body.users.some((u: { email: string }) => u.email === address),
+      "the sign-up's transaction was rolled back: no user",
+    )
+    const running = await h.ownerQuery(
+      x,
+      "SELECT count(*)::int AS n FROM pg_stat_activity WHERE datname = current_database() AND query LIKE '%slow_claims%' AND state = 'active' AND pid <> pg_backend_pid()",
+    )
+    t.equal(running.rows[0].n, 0, 'the call is not left running in the database')
 
-  h.setAuth(x, { hooks: { custom_access_token: { uri: 'pg-functions://postgres/public/stamp_claims' } } } as never)
-  const served = await auth.signUp({ email: email('after'), password: 'correct horse battery' })
-  t.error(served.error, 'the next grant on the same pool is served')
-  t.equal(decodeJwt(served.data.session!.access_token).hook_statement_timeout, '0')
+    h.setAuth(x, { hooks: { custom_access_token: { uri: 'pg-functions://postgres/public/stamp_claims' } } } as never)
+    const served = await auth.signUp({ email: email('after'), password: 'correct horse battery' })
+    t.error(served.error, 'the next grant on the same pool is served')
+    t.equal(decodeJwt(served.data.session!.access_token).hook_statement_timeout, '0')
 
-  // On a refresh grant the call runs in autocommit on a pooled connection of its own: cancelled
-  // there too, and that connection is not handed out again.
-  h.setAuth(x, { hooks } as never)
-  const slowRefresh = await call(`${h.base(x)}/token?grant_type=refresh_token`, { body: { refresh_token: served.data.session!.refresh_token } })
-  t.match(slowRefresh, { status: 500, body: { message: /^Error running hook URI/ } }, 'refresh: the same answer')
-  h.setAuth(x, { hooks: { custom_access_token: { uri: 'pg-functions://postgres/public/stamp_claims' } } } as never)
-  for (let i = 0; i < 3; i++) {
-    const again = await auth.signUp({ email: email('again'), password: 'correct horse battery' })
-    t.error(again.error, `grant ${i + 1} after it is served`)
-  }
-})
+    // On a refresh grant the call runs in autocommit on a pooled connection of its own: cancelled
+    // there too, and that connection is not handed out again.
+    h.setAuth(x, { hooks } as never)
+    const slowRefresh = await call(`${h.base(x)}/token?grant_type=refresh_token`, {
+      body: { refresh_token: served.data.session!.refresh_token },
+    })
+    t.match(slowRefresh, { status: 500, body: { message: /^Error running hook URI/ } }, 'refresh: the same answer')
+    h.setAuth(x, { hooks: { custom_access_token: { uri: 'pg-functions://postgres/public/stamp_claims' } } } as never)
+    for (let i = 0; i < 3; i++) {
+      const again = await auth.signUp({ email: email('again'), password: 'correct horse battery' })
+      t.error(again.error, `grant ${i + 1} after it is served`)
+    }
+  },
+)

@@ -16,10 +16,13 @@ import { startStack, gatewayCall, type StackTenant, type Stack } from '../helper
 const WEBHOOK_SECRET_BYTES = Buffer.from('a webhook secret of our own for tests, 32+ bytes long')
 const WEBHOOK_SECRET = `v1,whsec_${WEBHOOK_SECRET_BYTES.toString('base64')}`
 
-interface Received { headers: http.IncomingHttpHeaders, body: string }
+interface Received {
+  headers: http.IncomingHttpHeaders
+  body: string
+}
 
 /** An endpoint on loopback that records every call and answers `answer()`. */
-async function hookEndpoint (t: Test, answer: (r: Received) => { status: number, type?: string, body?: string }) {
+async function hookEndpoint(t: Test, answer: (r: Received) => { status: number; type?: string; body?: string }) {
   const received: Received[] = []
   const server = http.createServer((req, res) => {
     const chunks: Buffer[] = []
@@ -40,16 +43,20 @@ async function hookEndpoint (t: Test, answer: (r: Received) => { status: number,
 const email = (label: string): string => `${label}-${Math.random().toString(36).slice(2, 10)}@example.com`
 
 /** What the owner runs (docs/auth-hooks.md): EXECUTE for the auth engine's login, PUBLIC's taken away. */
-async function grantToAuthEngine (stack: Stack, x: StackTenant, fn: string): Promise<void> {
+async function grantToAuthEngine(stack: Stack, x: StackTenant, fn: string): Promise<void> {
   const r = await stack.owner(x, 'SELECT platform.grant_hook($1::regprocedure) AS stmt', [`${fn}(jsonb)`])
   if (!String(r.rows[0].stmt).includes(x.roles.authn)) throw new Error('grant_hook did not name the auth engine login')
 }
 
 t.test('a Postgres custom access token hook adds a claim that RLS reads through the gateway', async (t) => {
   const stack = await startStack(t)
-  const x = await stack.addTenant({ auth: { hooks: { custom_access_token: { uri: 'pg-functions://postgres/public/custom_claims' } } } })
+  const x = await stack.addTenant({
+    auth: { hooks: { custom_access_token: { uri: 'pg-functions://postgres/public/custom_claims' } } },
+  })
   const other = await stack.addTenant()
-  await stack.owner(x, `
+  await stack.owner(
+    x,
+    `
     CREATE TABLE public.user_roles (user_id uuid PRIMARY KEY, role text NOT NULL);
     CREATE FUNCTION public.custom_claims(event jsonb) RETURNS jsonb LANGUAGE plpgsql STABLE AS $$
     DECLARE r text;
@@ -62,15 +69,20 @@ t.test('a Postgres custom access token hook adds a claim that RLS reads through 
     CREATE POLICY admins_read ON public.notes FOR SELECT TO PUBLIC USING (auth.jwt()->>'user_role' = 'admin');
     SELECT platform.grant('SELECT', 'public.notes', 'auth');
     INSERT INTO public.notes VALUES (1, 'for admins');
-    SELECT platform.grant_hook('SELECT', 'public.user_roles');`)
+    SELECT platform.grant_hook('SELECT', 'public.user_roles');`,
+  )
   await grantToAuthEngine(stack, x, 'public.custom_claims')
 
   const app = stack.supabase(x)
   const signUp = await app.auth.signUp({ email: email('hooked'), password: 'correct horse battery' })
   t.error(signUp.error)
   const session = signUp.data.session!
-  t.equal(decodeJwt(session.access_token).user_role, 'member', 'the hook\'s claim is in the access token')
-  t.match(decodeJwt(session.access_token), { sub: session.user.id, role: 'authenticated', aal: 'aal1' }, 'GoTrue\'s claims are kept')
+  t.equal(decodeJwt(session.access_token).user_role, 'member', "the hook's claim is in the access token")
+  t.match(
+    decodeJwt(session.access_token),
+    { sub: session.user.id, role: 'authenticated', aal: 'aal1' },
+    "GoTrue's claims are kept",
+  )
   const asMember = await stack.supabase(x, 'public', session.access_token).from('notes').select('body')
   t.same(asMember.data, [], 'user_role=member: the policy lets nothing through')
 
@@ -80,25 +92,33 @@ t.test('a Postgres custom access token hook adds a claim that RLS reads through 
   const token = refreshed.data.session!.access_token
   t.equal(decodeJwt(token).user_role, 'admin', 'the refresh grant runs the hook too')
   const asAdmin = await stack.supabase(x, 'public', token).from('notes').select('body')
-  t.same(asAdmin.data, [{ body: 'for admins' }], 'the claim reached SQL through the gateway\'s upstream token')
+  t.same(asAdmin.data, [{ body: 'for admins' }], "the claim reached SQL through the gateway's upstream token")
 
   const plain = await stack.supabase(other).auth.signUp({ email: email('plain'), password: 'correct horse battery' })
   t.error(plain.error)
-  t.equal(decodeJwt(plain.data.session!.access_token).user_role, undefined, 'another database\'s tokens are not hooked')
+  t.equal(decodeJwt(plain.data.session!.access_token).user_role, undefined, "another database's tokens are not hooked")
 })
 
 t.test('platform.grant_hook grants only on what the owner owns', async (t) => {
   const stack = await startStack(t)
   const x = await stack.addTenant()
-  await t.rejects(stack.owner(x, "SELECT platform.grant_hook('auth.uid()'::regprocedure)"), { message: /must be owner of function/ })
-  await t.rejects(stack.owner(x, "SELECT platform.grant_hook('SELECT', 'auth.users')"), { message: /must be owner of table/ })
-  await t.rejects(stack.owner(x, "SELECT platform.grant_hook('TRUNCATE', 'platform.roles')"), { message: /invalid privilege/ })
+  await t.rejects(stack.owner(x, "SELECT platform.grant_hook('auth.uid()'::regprocedure)"), {
+    message: /must be owner of function/,
+  })
+  await t.rejects(stack.owner(x, "SELECT platform.grant_hook('SELECT', 'auth.users')"), {
+    message: /must be owner of table/,
+  })
+  await t.rejects(stack.owner(x, "SELECT platform.grant_hook('TRUNCATE', 'platform.roles')"), {
+    message: /invalid privilege/,
+  })
 })
 
 t.test('an HTTP send_email hook gets the mail instead of SMTP', async (t) => {
   const stack = await startStack(t)
   const endpoint = await hookEndpoint(t, () => ({ status: 200, type: 'application/json', body: '{}' }))
-  const x = await stack.addTenant({ auth: { mail_confirmation: true, hooks: { send_email: { uri: endpoint.url, secrets: [WEBHOOK_SECRET] } } } })
+  const x = await stack.addTenant({
+    auth: { mail_confirmation: true, hooks: { send_email: { uri: endpoint.url, secrets: [WEBHOOK_SECRET] } } },
+  })
   const other = await stack.addTenant({ auth: { mail_confirmation: true } })
   const address = email('mailed')
   const before = stack.mail.mails.length
@@ -111,18 +131,20 @@ t.test('an HTTP send_email hook gets the mail instead of SMTP', async (t) => {
   t.match(payload, {
     metadata: { name: 'send-email' },
     user: { email: address, id: r.data.user!.id },
-    email_data: { email_action_type: 'signup', redirect_to: String, site_url: String }
+    email_data: { email_action_type: 'signup', redirect_to: String, site_url: String },
   })
   t.match(payload.email_data.token, /^\d{6}$/)
   // Standard Webhooks: base64 HMAC-SHA256 of "id.timestamp.body" with the secret's bytes.
-  const expected = createHmac('sha256', WEBHOOK_SECRET_BYTES).update(`${call.headers['webhook-id']}.${call.headers['webhook-timestamp']}.${call.body}`).digest('base64')
+  const expected = createHmac('sha256', WEBHOOK_SECRET_BYTES)
+    .update(`${call.headers['webhook-id']}.${call.headers['webhook-timestamp']}.${call.body}`)
+    .digest('base64')
   t.equal(call.headers['webhook-signature'], `v1,${expected}`, 'signed with the configured secret')
   const verified = await stack.supabase(x).auth.verifyOtp({ token_hash: payload.email_data.token_hash, type: 'signup' })
   t.error(verified.error, 'the token hash the hook got confirms the address')
   t.ok(verified.data.session)
 
   await stack.supabase(other).auth.signUp({ email: email('smtp'), password: 'correct horse battery' })
-  t.equal(endpoint.received.length, 1, 'another database\'s mail does not reach the hook')
+  t.equal(endpoint.received.length, 1, "another database's mail does not reach the hook")
   t.equal(stack.mail.mails.length, before + 1, 'and goes out by SMTP')
 })
 
@@ -133,18 +155,21 @@ t.test('before_user_created refuses a sign-up with its message; password attempt
       anonymous_sign_in: true,
       hooks: {
         before_user_created: { uri: 'pg-functions://postgres/public/check_signup' },
-        password_verification_attempt: { uri: 'pg-functions://postgres/public/check_password' }
-      }
-    }
+        password_verification_attempt: { uri: 'pg-functions://postgres/public/check_password' },
+      },
+    },
   })
-  await stack.owner(x, `
+  await stack.owner(
+    x,
+    `
     CREATE FUNCTION public.check_signup(event jsonb) RETURNS jsonb LANGUAGE sql AS $$
       SELECT CASE WHEN event->'user'->>'email' LIKE '%@blocked.example'
         THEN jsonb_build_object('error', jsonb_build_object('http_code', 403, 'message', 'Sign-ups from blocked.example are closed'))
         ELSE '{}'::jsonb END $$;
     CREATE FUNCTION public.check_password(event jsonb) RETURNS jsonb LANGUAGE sql AS $$
       SELECT CASE WHEN (event->>'valid')::boolean THEN jsonb_build_object('decision', 'continue')
-        ELSE jsonb_build_object('decision', 'reject', 'message', 'Too many wrong passwords: try again in an hour') END $$;`)
+        ELSE jsonb_build_object('decision', 'reject', 'message', 'Too many wrong passwords: try again in an hour') END $$;`,
+  )
   await grantToAuthEngine(stack, x, 'public.check_signup')
   await grantToAuthEngine(stack, x, 'public.check_password')
   const app = stack.supabase(x)
@@ -153,7 +178,10 @@ t.test('before_user_created refuses a sign-up with its message; password attempt
   t.equal(refused.error?.status, 403)
   t.equal(refused.error?.message, 'Sign-ups from blocked.example are closed')
   const users = await stack.supabase(x, 'secret').auth.admin.listUsers()
-  t.notOk(users.data.users.some((u) => u.email === 'eve@blocked.example'), 'nothing was stored')
+  t.notOk(
+    users.data.users.some((u) => u.email === 'eve@blocked.example'),
+    'nothing was stored',
+  )
 
   const address = email('allowed')
   const ok = await app.auth.signUp({ email: address, password: 'correct horse battery' })
@@ -164,7 +192,7 @@ t.test('before_user_created refuses a sign-up with its message; password attempt
   const wrong = await app.auth.signInWithPassword({ email: address, password: 'wrong password here' })
   t.equal(wrong.error?.status, 400)
   t.equal(wrong.error?.code, 'invalid_credentials')
-  t.equal(wrong.error?.message, 'Too many wrong passwords: try again in an hour', 'the hook\'s message')
+  t.equal(wrong.error?.message, 'Too many wrong passwords: try again in an hour', "the hook's message")
   const right = await app.auth.signInWithPassword({ email: address, password: 'correct horse battery' })
   t.error(right.error, 'a right password continues')
 })
@@ -172,19 +200,34 @@ t.test('before_user_created refuses a sign-up with its message; password attempt
 t.test('a failing hook answers as GoTrue does', async (t) => {
   const stack = await startStack(t)
   const plainText = await hookEndpoint(t, () => ({ status: 200, type: 'text/plain', body: 'ok' }))
-  const x = await stack.addTenant({ auth: { hooks: { custom_access_token: { uri: 'pg-functions://postgres/public/bad_claims' } } } })
-  const y = await stack.addTenant({ auth: { hooks: { custom_access_token: { uri: 'pg-functions://postgres/public/raises' } } } })
-  const z = await stack.addTenant({ auth: { hooks: { custom_access_token: { uri: plainText.url, secrets: [WEBHOOK_SECRET] } } } })
-  await stack.owner(x, `CREATE FUNCTION public.bad_claims(event jsonb) RETURNS jsonb LANGUAGE sql AS $$
-    SELECT jsonb_build_object('claims', (event->'claims') - 'email') $$;`)
+  const x = await stack.addTenant({
+    auth: { hooks: { custom_access_token: { uri: 'pg-functions://postgres/public/bad_claims' } } },
+  })
+  const y = await stack.addTenant({
+    auth: { hooks: { custom_access_token: { uri: 'pg-functions://postgres/public/raises' } } },
+  })
+  const z = await stack.addTenant({
+    auth: { hooks: { custom_access_token: { uri: plainText.url, secrets: [WEBHOOK_SECRET] } } },
+  })
+  await stack.owner(
+    x,
+    `CREATE FUNCTION public.bad_claims(event jsonb) RETURNS jsonb LANGUAGE sql AS $$
+    SELECT jsonb_build_object('claims', (event->'claims') - 'email') $$;`,
+  )
   await grantToAuthEngine(stack, x, 'public.bad_claims')
-  await stack.owner(y, `CREATE FUNCTION public.raises(event jsonb) RETURNS jsonb LANGUAGE plpgsql AS $$
-    BEGIN RAISE EXCEPTION 'no claims today'; END $$;`)
+  await stack.owner(
+    y,
+    `CREATE FUNCTION public.raises(event jsonb) RETURNS jsonb LANGUAGE plpgsql AS $$
+    BEGIN RAISE EXCEPTION 'no claims today'; END $$;`,
+  )
   await grantToAuthEngine(stack, y, 'public.raises')
 
-  const signUp = (tenant: StackTenant) => gatewayCall(stack, tenant, '/auth/v1/signup', {
-    method: 'POST', body: { email: email('failing'), password: 'correct horse battery' }, headers: { 'x-supabase-api-version': '2024-01-01' }
-  })
+  const signUp = (tenant: StackTenant) =>
+    gatewayCall(stack, tenant, '/auth/v1/signup', {
+      method: 'POST',
+      body: { email: email('failing'), password: 'correct horse battery' },
+      headers: { 'x-supabase-api-version': '2024-01-01' },
+    })
   const bad = await signUp(x)
   t.equal(bad.status, 500)
   t.equal(bad.body.code, 'unexpected_failure')
@@ -193,7 +236,7 @@ t.test('a failing hook answers as GoTrue does', async (t) => {
   const raised = await signUp(y)
   t.equal(raised.status, 500)
   t.equal(raised.body.message, 'Error running hook URI: pg-functions://postgres/public/raises')
-  t.notMatch(JSON.stringify(raised.body), 'no claims today', 'the function\'s own error stays in the log')
+  t.notMatch(JSON.stringify(raised.body), 'no claims today', "the function's own error stays in the log")
 
   const text = await signUp(z)
   t.equal(text.status, 400)
@@ -205,10 +248,15 @@ t.test('a failing hook answers as GoTrue does', async (t) => {
 
 t.test('an mfa_verification_attempt hook that rejects signs the user out with its message', async (t) => {
   const stack = await startStack(t)
-  const x = await stack.addTenant({ auth: { hooks: { mfa_verification_attempt: { uri: 'pg-functions://postgres/public/on_mfa' } } } })
-  await stack.owner(x, `CREATE FUNCTION public.on_mfa(event jsonb) RETURNS jsonb LANGUAGE sql AS $$
+  const x = await stack.addTenant({
+    auth: { hooks: { mfa_verification_attempt: { uri: 'pg-functions://postgres/public/on_mfa' } } },
+  })
+  await stack.owner(
+    x,
+    `CREATE FUNCTION public.on_mfa(event jsonb) RETURNS jsonb LANGUAGE sql AS $$
     SELECT CASE WHEN (event->>'valid')::boolean THEN jsonb_build_object('decision', 'continue')
-      ELSE jsonb_build_object('decision', 'reject', 'message', 'One wrong code is one too many') END $$;`)
+      ELSE jsonb_build_object('decision', 'reject', 'message', 'One wrong code is one too many') END $$;`,
+  )
   await grantToAuthEngine(stack, x, 'public.on_mfa')
   const app = stack.supabase(x)
   const signUp = await app.auth.signUp({ email: email('mfa'), password: 'correct horse battery' })
@@ -219,7 +267,11 @@ t.test('an mfa_verification_attempt hook that rejects signs the user out with it
   t.error(enrolled.error)
   const challenge = await c.auth.mfa.challenge({ factorId: enrolled.data!.id })
   t.error(challenge.error)
-  const wrong = await c.auth.mfa.verify({ factorId: enrolled.data!.id, challengeId: challenge.data!.id, code: '000000' })
+  const wrong = await c.auth.mfa.verify({
+    factorId: enrolled.data!.id,
+    challengeId: challenge.data!.id,
+    code: '000000',
+  })
   t.equal(wrong.error?.status, 403)
   t.equal(wrong.error?.code, 'mfa_verification_rejected')
   t.equal(wrong.error?.message, 'One wrong code is one too many')

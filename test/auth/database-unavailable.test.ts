@@ -10,14 +10,17 @@ import { adminQuery } from '../helpers/db.js'
 import { call, email, startAuth } from '../helpers/auth-harness.js'
 
 /** A TCP relay to host:port that can be shut (refusing, open sockets cut) and reopened. */
-async function relay (host: string, port: number) {
+async function relay(host: string, port: number) {
   const sockets = new Set<net.Socket>()
   const server = net.createServer((client) => {
     const upstream = net.connect(port, host)
     for (const s of [client, upstream]) {
       sockets.add(s)
       s.on('close', () => sockets.delete(s))
-      s.on('error', () => { client.destroy(); upstream.destroy() })
+      s.on('error', () => {
+        client.destroy()
+        upstream.destroy()
+      })
     }
     client.pipe(upstream).pipe(client)
   })
@@ -25,10 +28,15 @@ async function relay (host: string, port: number) {
   const own = (server.address() as net.AddressInfo).port
   return {
     port: own,
-    async shut () {
-      await new Promise<void>((resolve) => { server.close(() => resolve()); for (const s of sockets) s.destroy() })
+    async shut() {
+      await new Promise<void>((resolve) => {
+        server.close(() => resolve())
+        for (const s of sockets) s.destroy()
+      })
     },
-    async open () { await new Promise<void>((resolve) => server.listen(own, '127.0.0.1', resolve)) }
+    async open() {
+      await new Promise<void>((resolve) => server.listen(own, '127.0.0.1', resolve))
+    },
   }
 }
 
@@ -45,13 +53,17 @@ t.test('503 while the database is unreachable, then recovery without help', asyn
 
   const who = email('down')
   t.equal((await call(`${h.base(x)}/signup`, { body: { email: who, password: 'password-123' } })).status, 200)
-  const signIn = (apiVersion?: string | null) => call(`${h.base(x)}/token?grant_type=password`, { body: { email: who, password: 'password-123' }, apiVersion })
+  const signIn = (apiVersion?: string | null) =>
+    call(`${h.base(x)}/token?grant_type=password`, { body: { email: who, password: 'password-123' }, apiVersion })
   t.equal((await signIn()).status, 200, 'through the relay')
 
   await r.shut()
   const down = await signIn()
   t.equal(down.status, 503)
-  t.strictSame(down.body, { code: 'database_unavailable', message: 'The database is not reachable at the moment, please retry shortly' })
+  t.strictSame(down.body, {
+    code: 'database_unavailable',
+    message: 'The database is not reachable at the moment, please retry shortly',
+  })
   t.equal(down.headers.get('retry-after'), '1')
   t.equal(down.headers.get('x-sb-error-code'), 'database_unavailable')
   const legacy = await signIn(null)
@@ -59,7 +71,10 @@ t.test('503 while the database is unreachable, then recovery without help', asyn
   t.match(legacy.body, { code: 503, error_code: 'database_unavailable', msg: /not reachable/, error_id: String })
 
   // A mail link answers with the error in the redirect, as GoTrue's verify does.
-  const link = await call(`${h.base(x)}/verify?type=signup&token=${'a'.repeat(56)}&redirect_to=http://localhost:3000/cb`, { apiVersion: null })
+  const link = await call(
+    `${h.base(x)}/verify?type=signup&token=${'a'.repeat(56)}&redirect_to=http://localhost:3000/cb`,
+    { apiVersion: null },
+  )
   t.equal(link.status, 303)
   const fragment = new URLSearchParams(new URL(link.headers.get('location')!).hash.slice(1))
   t.equal(fragment.get('error'), 'temporarily_unavailable')
@@ -74,10 +89,13 @@ t.test('connections terminated by the server (pg_terminate_backend)', async (t) 
   const x = h.list[0]!
   const who = email('killed')
   t.equal((await call(`${h.base(x)}/signup`, { body: { email: who, password: 'password-123' } })).status, 200)
-  const signIn = () => call(`${h.base(x)}/token?grant_type=password`, { body: { email: who, password: 'password-123' } })
+  const signIn = () =>
+    call(`${h.base(x)}/token?grant_type=password`, { body: { email: who, password: 'password-123' } })
   t.equal((await signIn()).status, 200)
   const killed = await adminQuery<{ n: number }>(
-    `SELECT count(pg_terminate_backend(pid))::int AS n FROM pg_stat_activity WHERE datname = $1 AND application_name = 'gatehouse-auth'`, [x.database])
+    `SELECT count(pg_terminate_backend(pid))::int AS n FROM pg_stat_activity WHERE datname = $1 AND application_name = 'gatehouse-auth'`,
+    [x.database],
+  )
   t.ok(killed.rows[0]!.n > 0, 'the engine had pooled connections to kill')
   const statuses: number[] = []
   for (let i = 0; i < 5; i++) statuses.push((await signIn()).status)

@@ -23,15 +23,25 @@ t.test('external providers', async (t) => {
   const op = await startOidcProvider(t, { redirectUris: [`${PUBLIC_URL}/${database}/auth/v1/callback`] })
   const provider = { client_id: op.client.client_id, secret: op.client.client_secret, issuer: op.issuer }
   const h: AuthHarness & { list: TestTenant[] } = await startAuth(t, {
-    tenants: [{
-      database,
-      auth: { site_url: SITE, redirect_urls: [`${APP}/**`], pkce: true, providers: { oidc: provider, github: { client_id: 'x', secret: 'y', enabled: false } } }
-    }]
+    tenants: [
+      {
+        database,
+        auth: {
+          site_url: SITE,
+          redirect_urls: [`${APP}/**`],
+          pkce: true,
+          providers: { oidc: provider, github: { client_id: 'x', secret: 'y', enabled: false } },
+        },
+      },
+    ],
   })
   const tt = h.list[0]!
 
   // The gateway in front of the engine (the tenant's auth upstream is the engine).
-  const config = loadConfig({ env: {}, overrides: { public_url: PUBLIC_URL, log: { level: 'silent' }, gateway: { port: 0 } } })
+  const config = loadConfig({
+    env: {},
+    overrides: { public_url: PUBLIC_URL, log: { level: 'silent' }, gateway: { port: 0 } },
+  })
   const runtime: Tenant = { ...tt.tenant, upstreams: { auth: h.base(tt), rest: 'http://127.0.0.1:9/' + database } }
   const gw = buildGateway({ config, tenants: { get: async (db) => (db === database ? runtime : null) } })
   await gw.listen({ port: 0, host: '127.0.0.1' })
@@ -40,31 +50,42 @@ t.test('external providers', async (t) => {
   /** A URL of the tenant's public auth API as the browser would reach it: through the gateway. */
   const viaGateway = (u: string) => u.replace(`${PUBLIC_URL}/${database}`, gwBase)
 
-  const supabase = (flowType: 'implicit' | 'pkce'): SupabaseClient => createClient(gwBase, tt.file.keys.public, {
-    auth: { flowType, storage: memoryStorage(), persistSession: true, autoRefreshToken: false, detectSessionInUrl: false }
-  })
+  const supabase = (flowType: 'implicit' | 'pkce'): SupabaseClient =>
+    createClient(gwBase, tt.file.keys.public, {
+      auth: {
+        flowType,
+        storage: memoryStorage(),
+        persistSession: true,
+        autoRefreshToken: false,
+        detectSessionInUrl: false,
+      },
+    })
 
   /** GET with no redirect following; returns the Location. */
-  async function location (url: string): Promise<{ status: number, location: string }> {
+  async function location(url: string): Promise<{ status: number; location: string }> {
     const res = await fetch(url, { redirect: 'manual' })
     await res.arrayBuffer()
     return { status: res.status, location: res.headers.get('location') ?? '' }
   }
 
   /** Browser walk: our /authorize -> provider login -> our /callback -> the app's URL. */
-  async function walk (t: Test, authorizeUrl: string, account: string): Promise<URL> {
+  async function walk(t: Test, authorizeUrl: string, account: string): Promise<URL> {
     const a = await location(authorizeUrl)
     if (a.status !== 302) throw new Error(`authorize answered ${a.status}`)
     t.ok(a.location.startsWith(op.issuer + '/'), 'authorize sends the browser to the provider')
     const back = await op.signIn(a.location, account)
-    t.ok(back.startsWith(`${PUBLIC_URL}/${database}/auth/v1/callback?`), 'the provider sends the browser to our callback')
+    t.ok(
+      back.startsWith(`${PUBLIC_URL}/${database}/auth/v1/callback?`),
+      'the provider sends the browser to our callback',
+    )
     const cb = await location(viaGateway(back))
     t.equal(cb.status, 302, 'callback redirects')
     return new URL(cb.location)
   }
 
   const fragment = (u: URL) => Object.fromEntries(new URLSearchParams(u.hash.slice(1)))
-  const adminUsers = async () => (await call(`${h.base(tt)}/admin/users?per_page=1000`, { token: await h.serviceToken(tt) })).body.users as any[]
+  const adminUsers = async () =>
+    (await call(`${h.base(tt)}/admin/users?per_page=1000`, { token: await h.serviceToken(tt) })).body.users as any[]
 
   t.test('/settings lists the enabled provider only', async (t) => {
     const r = await call(`${h.base(tt)}/settings`)
@@ -74,12 +95,20 @@ t.test('external providers', async (t) => {
   })
 
   const alice = email('alice')
-  op.accounts.set('alice-sub', { email: alice, email_verified: true, name: 'Alice Liddell', picture: 'https://pics.example.com/alice.png' })
+  op.accounts.set('alice-sub', {
+    email: alice,
+    email_verified: true,
+    name: 'Alice Liddell',
+    picture: 'https://pics.example.com/alice.png',
+  })
   let aliceId = ''
 
   t.test('implicit: the first sign-in creates the user, a second finds it', async (t) => {
     const sb = supabase('implicit')
-    const { data, error } = await sb.auth.signInWithOAuth({ provider: 'oidc' as never, options: { redirectTo: `${APP}/welcome` } })
+    const { data, error } = await sb.auth.signInWithOAuth({
+      provider: 'oidc' as never,
+      options: { redirectTo: `${APP}/welcome` },
+    })
     t.error(error)
     t.ok(data.url?.startsWith(`${gwBase}/auth/v1/authorize?provider=oidc`), 'supabase-js builds the authorize URL')
     const landed = await walk(t, data.url!, 'alice-sub')
@@ -100,11 +129,22 @@ t.test('external providers', async (t) => {
     t.same(user.app_metadata, { provider: 'oidc', providers: ['oidc'] })
     t.equal(user.identities?.length, 1)
     t.match(user.identities?.[0], { provider: 'oidc', id: 'alice-sub' })
-    t.match(user.user_metadata, { sub: 'alice-sub', email: alice, email_verified: true, name: 'Alice Liddell', full_name: 'Alice Liddell', avatar_url: 'https://pics.example.com/alice.png', iss: op.issuer })
+    t.match(user.user_metadata, {
+      sub: 'alice-sub',
+      email: alice,
+      email_verified: true,
+      name: 'Alice Liddell',
+      full_name: 'Alice Liddell',
+      avatar_url: 'https://pics.example.com/alice.png',
+      iss: op.issuer,
+    })
     t.ok(user.email_confirmed_at, 'a verified provider email confirms the account')
 
     // Second sign-in: the same user, no second account.
-    const again = await supabase('implicit').auth.signInWithOAuth({ provider: 'oidc' as never, options: { redirectTo: `${APP}/welcome` } })
+    const again = await supabase('implicit').auth.signInWithOAuth({
+      provider: 'oidc' as never,
+      options: { redirectTo: `${APP}/welcome` },
+    })
     const landed2 = await walk(t, again.data.url!, 'alice-sub')
     t.equal(decodeJwt(fragment(landed2).access_token!).sub, aliceId, 'same user')
     t.equal((await adminUsers()).filter((u) => u.email === alice).length, 1, 'one account for the address')
@@ -128,7 +168,9 @@ t.test('external providers', async (t) => {
     t.equal(me.data.user?.id, aliceId, 'the session works through the gateway')
 
     // The code is spent.
-    const again = await call(`${h.base(tt)}/token?grant_type=pkce`, { body: { auth_code: code, code_verifier: 'x'.repeat(43) } })
+    const again = await call(`${h.base(tt)}/token?grant_type=pkce`, {
+      body: { auth_code: code, code_verifier: 'x'.repeat(43) },
+    })
     t.equal(again.status, 404)
     t.equal(again.body.code, 'flow_state_not_found')
   })
@@ -148,7 +190,10 @@ t.test('external providers', async (t) => {
     const user = (await call(`${h.base(tt)}/user`, { token: f.access_token })).body
     t.same(user.identities.map((i: any) => i.provider).sort(), ['email', 'oidc'])
     t.same(user.app_metadata.providers, ['email', 'oidc'])
-    t.error((await h.client(tt).signInWithPassword({ email: bob, password: 'secret123' })).error, 'the password still works')
+    t.error(
+      (await h.client(tt).signInWithPassword({ email: bob, password: 'secret123' })).error,
+      'the password still works',
+    )
   })
 
   t.test('an unverified provider email does not take over an account', async (t) => {
@@ -164,7 +209,10 @@ t.test('external providers', async (t) => {
   })
 
   t.test('an open redirect falls back to the site URL', async (t) => {
-    const { data } = await supabase('implicit').auth.signInWithOAuth({ provider: 'oidc' as never, options: { redirectTo: 'https://evil.example.net/steal' } })
+    const { data } = await supabase('implicit').auth.signInWithOAuth({
+      provider: 'oidc' as never,
+      options: { redirectTo: 'https://evil.example.net/steal' },
+    })
     const landed = await walk(t, data.url!, 'alice-sub')
     t.equal(landed.origin, SITE)
     t.ok(fragment(landed).access_token)
@@ -176,16 +224,22 @@ t.test('external providers', async (t) => {
     let u = new URL(missing.location)
     t.equal(u.origin, SITE)
     t.match(Object.fromEntries(u.searchParams), { error: 'invalid_request', error_code: 'bad_oauth_callback' })
-    t.equal(u.hash, '', 'a state that cannot be loaded: the error in the query only, as GoTrue\'s loadFlowState')
+    t.equal(u.hash, '', "a state that cannot be loaded: the error in the query only, as GoTrue's loadFlowState")
 
     const forged = await location(`${gwBase}/auth/v1/callback?code=abc&state=${crypto.randomUUID()}`)
     u = new URL(forged.location)
-    t.match(Object.fromEntries(u.searchParams), { error_code: 'bad_oauth_state', error_description: 'OAuth state not found or expired' })
+    t.match(Object.fromEntries(u.searchParams), {
+      error_code: 'bad_oauth_state',
+      error_description: 'OAuth state not found or expired',
+    })
     const garbage = await location(`${gwBase}/auth/v1/callback?code=abc&state=not-a-uuid`)
     t.equal(new URL(garbage.location).searchParams.get('error_code'), 'bad_oauth_state')
 
     // Replaying an implicit callback: the state is spent.
-    const { data } = await supabase('implicit').auth.signInWithOAuth({ provider: 'oidc' as never, options: { redirectTo: `${APP}/x` } })
+    const { data } = await supabase('implicit').auth.signInWithOAuth({
+      provider: 'oidc' as never,
+      options: { redirectTo: `${APP}/x` },
+    })
     const a = await location(data.url!)
     const back = await op.signIn(a.location, 'alice-sub')
     t.equal((await location(viaGateway(back))).status, 302)
@@ -193,35 +247,61 @@ t.test('external providers', async (t) => {
     t.equal(new URL(replay.location).searchParams.get('error_code'), 'bad_oauth_state')
 
     // Replaying a PKCE callback before the exchange: already used.
-    const p = await supabase('pkce').auth.signInWithOAuth({ provider: 'oidc' as never, options: { redirectTo: `${APP}/x` } })
+    const p = await supabase('pkce').auth.signInWithOAuth({
+      provider: 'oidc' as never,
+      options: { redirectTo: `${APP}/x` },
+    })
     const pa = await location(p.data.url!)
     const pback = await op.signIn(pa.location, 'alice-sub')
     t.ok(new URL((await location(viaGateway(pback))).location).searchParams.get('code'))
     const preplay = new URL((await location(viaGateway(pback))).location)
     t.equal(preplay.origin, SITE)
-    t.match(Object.fromEntries(preplay.searchParams), { error_code: 'flow_state_already_used', error_description: 'State has already been used' })
+    t.match(Object.fromEntries(preplay.searchParams), {
+      error_code: 'flow_state_already_used',
+      error_description: 'State has already been used',
+    })
 
     // An expired state (GoTrue: 5 minutes).
-    const e = await location(`${gwBase}/auth/v1/authorize?provider=oidc&redirect_to=${encodeURIComponent(APP + '/late')}`)
+    const e = await location(
+      `${gwBase}/auth/v1/authorize?provider=oidc&redirect_to=${encodeURIComponent(APP + '/late')}`,
+    )
     const state = new URL(e.location).searchParams.get('state')!
     h.clock.advance(301)
     try {
       const late = new URL((await location(`${gwBase}/auth/v1/callback?code=abc&state=${state}`)).location)
-      t.match(Object.fromEntries(late.searchParams), { error_code: 'bad_oauth_state', error_description: 'OAuth state has expired' })
-    } finally { h.clock.advance(-301) }
+      t.match(Object.fromEntries(late.searchParams), {
+        error_code: 'bad_oauth_state',
+        error_description: 'OAuth state has expired',
+      })
+    } finally {
+      h.clock.advance(-301)
+    }
   })
 
   t.test('errors after the state go back to the app, in the query and the fragment', async (t) => {
-    const a = await location(`${gwBase}/auth/v1/authorize?provider=oidc&redirect_to=${encodeURIComponent(APP + '/done')}`)
+    const a = await location(
+      `${gwBase}/auth/v1/authorize?provider=oidc&redirect_to=${encodeURIComponent(APP + '/done')}`,
+    )
     const state = new URL(a.location).searchParams.get('state')!
     // The person refused at the provider.
-    const denied = new URL((await location(`${gwBase}/auth/v1/callback?state=${state}&error=access_denied&error_description=${encodeURIComponent('End-User aborted interaction')}`)).location)
+    const denied = new URL(
+      (
+        await location(
+          `${gwBase}/auth/v1/callback?state=${state}&error=access_denied&error_description=${encodeURIComponent('End-User aborted interaction')}`,
+        )
+      ).location,
+    )
     t.equal(denied.origin + denied.pathname, `${APP}/done`)
-    t.match(Object.fromEntries(denied.searchParams), { error: 'access_denied', error_description: 'End-User aborted interaction' })
+    t.match(Object.fromEntries(denied.searchParams), {
+      error: 'access_denied',
+      error_description: 'End-User aborted interaction',
+    })
     t.match(fragment(denied), { error: 'access_denied', sb: '' })
 
     // A forged code: the provider refuses the exchange.
-    const b = await location(`${gwBase}/auth/v1/authorize?provider=oidc&redirect_to=${encodeURIComponent(APP + '/done')}`)
+    const b = await location(
+      `${gwBase}/auth/v1/authorize?provider=oidc&redirect_to=${encodeURIComponent(APP + '/done')}`,
+    )
     const s2 = new URL(b.location).searchParams.get('state')!
     const bad = new URL((await location(`${gwBase}/auth/v1/callback?state=${s2}&code=forged`)).location)
     t.equal(bad.origin + bad.pathname, `${APP}/done`)
@@ -235,16 +315,25 @@ t.test('external providers', async (t) => {
     t.match(off.body, { code: 'validation_failed', message: 'Unsupported provider: provider is not enabled' })
     const unknown = await call(`${gwBase}/auth/v1/authorize?provider=myspace`)
     t.equal(unknown.status, 400)
-    t.match(unknown.body, { code: 'validation_failed', message: 'Unsupported provider: Provider myspace could not be found' })
+    t.match(unknown.body, {
+      code: 'validation_failed',
+      message: 'Unsupported provider: Provider myspace could not be found',
+    })
 
     // Switched off after a flow started: the callback refuses it too.
-    const a = await location(`${gwBase}/auth/v1/authorize?provider=oidc&redirect_to=${encodeURIComponent(APP + '/off')}`)
+    const a = await location(
+      `${gwBase}/auth/v1/authorize?provider=oidc&redirect_to=${encodeURIComponent(APP + '/off')}`,
+    )
     const back = await op.signIn(a.location, 'alice-sub')
     h.setAuth(tt, { providers: { oidc: { ...provider, enabled: false } } })
     try {
       const r = new URL((await location(viaGateway(back))).location)
       t.equal(r.origin + r.pathname, `${APP}/off`)
-      t.match(Object.fromEntries(r.searchParams), { error: 'invalid_request', error_code: 'validation_failed', error_description: 'Unsupported provider: provider is not enabled' })
+      t.match(Object.fromEntries(r.searchParams), {
+        error: 'invalid_request',
+        error_code: 'validation_failed',
+        error_description: 'Unsupported provider: provider is not enabled',
+      })
       t.equal((await call(`${gwBase}/auth/v1/authorize?provider=oidc`)).body.code, 'validation_failed')
       t.equal((await call(`${h.base(tt)}/settings`)).body.external.oidc, false, '/settings says so')
     } finally {
@@ -266,7 +355,9 @@ t.test('external providers', async (t) => {
   })
 
   t.test('skip_http_redirect answers the provider URL as JSON', async (t) => {
-    const r = await call(`${gwBase}/auth/v1/authorize?provider=oidc&skip_http_redirect=true&scopes=offline_access&prompt=login`)
+    const r = await call(
+      `${gwBase}/auth/v1/authorize?provider=oidc&skip_http_redirect=true&scopes=offline_access&prompt=login`,
+    )
     t.equal(r.status, 200)
     const u = new URL(r.body.url)
     t.equal(u.origin, op.issuer)

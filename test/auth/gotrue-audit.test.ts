@@ -16,18 +16,21 @@ const SITE = 'http://app.example.com'
 
 t.test('gotrue audit', async (t) => {
   const h = await startAuth(t, {
-    tenants: [{ auth: { mail_confirmation: true, site_url: SITE, redirect_urls: [`${SITE}/**`] } }]
+    tenants: [{ auth: { mail_confirmation: true, site_url: SITE, redirect_urls: [`${SITE}/**`] } }],
   })
   const x = h.list[0]!
 
-  async function confirmedUser (): Promise<string> {
+  async function confirmedUser(): Promise<string> {
     const e = email('confirmed')
-    const r = await call(h.base(x) + '/admin/users', { token: await h.serviceToken(x), body: { email: e, password: 'secret123', email_confirm: true } })
+    const r = await call(h.base(x) + '/admin/users', {
+      token: await h.serviceToken(x),
+      body: { email: e, password: 'secret123', email_confirm: true },
+    })
     t.equal(r.status, 200)
     return e
   }
 
-  t.test('repeated sign-up of a confirmed address: GoTrue\'s sanitised user, shaped like a new one', async (t) => {
+  t.test("repeated sign-up of a confirmed address: GoTrue's sanitised user, shaped like a new one", async (t) => {
     const c = h.client(x)
     const fresh = await c.signUp({ email: email('fresh'), password: 'secret123' })
     t.error(fresh.error)
@@ -49,7 +52,7 @@ t.test('gotrue audit', async (t) => {
     t.same(Object.keys(fake).sort(), Object.keys(fresh.data.user!).sort())
   })
 
-  t.test('GET /verify: the session fragment in Go\'s sorted key order, sb among them', async (t) => {
+  t.test("GET /verify: the session fragment in Go's sorted key order, sb among them", async (t) => {
     const c = h.client(x)
     const e = email('order')
     t.error((await c.signUp({ email: e, password: 'secret123', options: { emailRedirectTo: `${SITE}/done` } })).error)
@@ -59,38 +62,57 @@ t.test('gotrue audit', async (t) => {
     t.equal(res.status, 303)
     const location = res.headers.get('location')!
     t.ok(location.startsWith(`${SITE}/done#`))
-    const keys = location.split('#')[1]!.split('&').map((kv) => kv.split('=')[0])
+    const keys = location
+      .split('#')[1]!
+      .split('&')
+      .map((kv) => kv.split('=')[0])
     t.same(keys, ['access_token', 'expires_at', 'expires_in', 'refresh_token', 'sb', 'token_type', 'type'])
 
     const again = await fetch(h.engineLink(x, link), { redirect: 'manual' })
-    const errKeys = again.headers.get('location')!.split('#')[1]!.split('&').map((kv) => kv.split('=')[0])
+    const errKeys = again.headers
+      .get('location')!
+      .split('#')[1]!
+      .split('&')
+      .map((kv) => kv.split('=')[0])
     t.same(errKeys, ['error', 'error_code', 'error_description', 'sb'])
   })
 
   t.test('verify redirects name the OAuth error only for statuses GoTrue maps', async (t) => {
     // prepErrorRedirectURL takes `error` from oauthErrorMap (400, 401, 403, 500, 503) only;
     // a provider callback says server_error for the rest.
-    t.same(errorParams(new FlowStateExpiredError(), 'verify'), { error_code: 'flow_state_expired', error_description: 'invalid flow state, flow state has expired' })
+    t.same(errorParams(new FlowStateExpiredError(), 'verify'), {
+      error_code: 'flow_state_expired',
+      error_description: 'invalid flow state, flow state has expired',
+    })
     t.equal(errorParams(new FlowStateExpiredError()).error, 'server_error')
     t.equal(errorParams(new OtpExpiredError(), 'verify').error, 'access_denied')
   })
 
-  t.test('POST /verify: a token hash of a type without emailed tokens is 400 "Invalid email verification type"', async (t) => {
-    const c = h.client(x)
-    const r = await c.verifyOtp({ token_hash: 'a'.repeat(56), type: 'sms' as 'signup' })
-    t.equal(r.error?.status, 400)
-    t.equal(r.error?.code, 'validation_failed')
-    t.equal(r.error?.message, 'Invalid email verification type')
-    const unknown = await c.verifyOtp({ token_hash: 'a'.repeat(56), type: 'signup' })
-    t.equal(unknown.error?.status, 403)
-    t.equal(unknown.error?.code, 'otp_expired')
-  })
+  t.test(
+    'POST /verify: a token hash of a type without emailed tokens is 400 "Invalid email verification type"',
+    async (t) => {
+      const c = h.client(x)
+      const r = await c.verifyOtp({ token_hash: 'a'.repeat(56), type: 'sms' as 'signup' })
+      t.equal(r.error?.status, 400)
+      t.equal(r.error?.code, 'validation_failed')
+      t.equal(r.error?.message, 'Invalid email verification type')
+      const unknown = await c.verifyOtp({ token_hash: 'a'.repeat(56), type: 'signup' })
+      t.equal(unknown.error?.status, 403)
+      t.equal(unknown.error?.code, 'otp_expired')
+    },
+  )
 
-  t.test('/resend validates in GoTrue\'s order with its texts', async (t) => {
+  t.test("/resend validates in GoTrue's order with its texts", async (t) => {
     const post = (body: Record<string, unknown>) => call(h.base(x) + '/resend', { body })
     const e = await confirmedUser()
-    t.match((await post({ type: 'email_change' })).body, { code: 'validation_failed', message: 'Missing email address or phone number' })
-    t.match((await post({ type: 'sms', email: e })).body, { code: 'validation_failed', message: 'Type provided requires a phone number' })
+    t.match((await post({ type: 'email_change' })).body, {
+      code: 'validation_failed',
+      message: 'Missing email address or phone number',
+    })
+    t.match((await post({ type: 'sms', email: e })).body, {
+      code: 'validation_failed',
+      message: 'Type provided requires a phone number',
+    })
     const phone = await post({ type: 'sms', phone: '+15555550100' })
     t.equal(phone.status, 400)
     t.match(phone.body, { code: 'phone_provider_disabled', message: 'Phone logins are disabled' })
@@ -101,7 +123,7 @@ t.test('gotrue audit', async (t) => {
     const c = h.client(x)
     t.error((await c.resend({ type: 'signup', email: e })).error)
   })
-  t.test('emails are validated as GoTrue\'s validateEmail does: required, length, never trimmed', async (t) => {
+  t.test("emails are validated as GoTrue's validateEmail does: required, length, never trimmed", async (t) => {
     const c = h.client(x)
     const e = await confirmedUser()
     const spaced = await c.signUp({ email: ` ${email('spaced')}`, password: 'secret123' })
@@ -125,11 +147,16 @@ t.test('gotrue audit', async (t) => {
     const again = await c.resetPasswordForEmail(e)
     t.equal(again.error?.status, 429)
     t.equal(again.error?.code, 'over_email_send_rate_limit')
-    const seconds = Number(/^For security purposes, you can only request this after (\d+) seconds\.$/.exec(again.error?.message ?? '')?.[1])
+    const seconds = Number(
+      /^For security purposes, you can only request this after (\d+) seconds\.$/.exec(again.error?.message ?? '')?.[1],
+    )
     t.ok(seconds >= 0 && seconds < 60, `under a minute left: ${seconds}`)
   })
-  t.test('admin createUser/updateUserById: GoTrue\'s texts for a bad ban_duration and a bad id', async (t) => {
-    const admin = new GoTrueAdminApi({ url: h.base(x), headers: { Authorization: `Bearer ${await h.serviceToken(x)}` } })
+  t.test("admin createUser/updateUserById: GoTrue's texts for a bad ban_duration and a bad id", async (t) => {
+    const admin = new GoTrueAdminApi({
+      url: h.base(x),
+      headers: { Authorization: `Bearer ${await h.serviceToken(x)}` },
+    })
     const unit = await admin.createUser({ email: email('ban'), ban_duration: '1d' })
     t.equal(unit.error?.status, 400)
     t.equal(unit.error?.message, 'invalid format for ban duration: time: unknown unit "d" in duration "1d"')
@@ -147,27 +174,36 @@ t.test('gotrue audit', async (t) => {
     const update = await admin.updateUserById(ok.data.user!.id, { ban_duration: '2x' })
     t.equal(update.error?.message, 'invalid format for ban duration: time: unknown unit "x" in duration "2x"')
   })
-  t.test('redirect_to as GoTrue\'s GetReferrer: any loopback IP, else the Referer when redirect_to is refused', async (t) => {
-    const c = h.client(x)
-    const linkOf = async (address: string) => {
-      const mail = await h.mail.waitForMail(address)
-      return new URL(mail.links.find((l) => l.includes('/verify?'))!).searchParams.get('redirect_to')
-    }
-    const a = await confirmedUser()
-    t.error((await c.resetPasswordForEmail(a, { redirectTo: 'http://127.0.0.1:4000/cb' })).error)
-    t.equal(await linkOf(a), 'http://127.0.0.1:4000/cb', 'a loopback IP literal needs no allow-list entry')
-    const b = await confirmedUser()
-    const r = await call(h.base(x) + '/recover?redirect_to=' + encodeURIComponent('https://evil.example.net/'), {
-      body: { email: b }, headers: { referer: `${SITE}/from-here` }
-    })
-    t.equal(r.status, 200)
-    t.equal(await linkOf(b), `${SITE}/from-here`, 'the allowed Referer, not the site URL')
-    const d = await confirmedUser()
-    t.error((await c.resetPasswordForEmail(d, { redirectTo: 'http://10.0.0.8/cb' })).error)
-    t.equal(await linkOf(d), SITE, 'a private IP literal is never allowed')
-  })
+  t.test(
+    "redirect_to as GoTrue's GetReferrer: any loopback IP, else the Referer when redirect_to is refused",
+    async (t) => {
+      const c = h.client(x)
+      const linkOf = async (address: string) => {
+        const mail = await h.mail.waitForMail(address)
+        return new URL(mail.links.find((l) => l.includes('/verify?'))!).searchParams.get('redirect_to')
+      }
+      const a = await confirmedUser()
+      t.error((await c.resetPasswordForEmail(a, { redirectTo: 'http://127.0.0.1:4000/cb' })).error)
+      t.equal(await linkOf(a), 'http://127.0.0.1:4000/cb', 'a loopback IP literal needs no allow-list entry')
+      const b = await confirmedUser()
+      const r = await call(h.base(x) + '/recover?redirect_to=' + encodeURIComponent('https://evil.example.net/'), {
+        body: { email: b },
+        headers: { referer: `${SITE}/from-here` },
+      })
+      t.equal(r.status, 200)
+      t.equal(await linkOf(b), `${SITE}/from-here`, 'the allowed Referer, not the site URL')
+      const d = await confirmedUser()
+      t.error((await c.resetPasswordForEmail(d, { redirectTo: 'http://10.0.0.8/cb' })).error)
+      t.equal(await linkOf(d), SITE, 'a private IP literal is never allowed')
+    },
+  )
   t.test('passkeys and Web3 sign-in answer as GoTrue does with them off', async (t) => {
-    const c = new GoTrueClient({ url: h.base(x), storage: memoryStorage(), autoRefreshToken: false, experimental: { passkey: true } } as never)
+    const c = new GoTrueClient({
+      url: h.base(x),
+      storage: memoryStorage(),
+      autoRefreshToken: false,
+      experimental: { passkey: true },
+    } as never)
     const started = await c.passkey.startAuthentication({})
     t.equal(started.error?.status, 404)
     t.equal(started.error?.code, 'passkey_disabled')
@@ -175,16 +211,23 @@ t.test('gotrue audit', async (t) => {
     const list = await call(h.base(x) + '/passkeys')
     t.equal(list.status, 404, 'before any bearer check')
     t.match(list.body, { code: 'passkey_disabled' })
-    const web3 = await call(h.base(x) + '/token?grant_type=web3', { body: { chain: 'ethereum', message: 'm', signature: '0x00' } })
+    const web3 = await call(h.base(x) + '/token?grant_type=web3', {
+      body: { chain: 'ethereum', message: 'm', signature: '0x00' },
+    })
     t.equal(web3.status, 422)
     t.match(web3.body, { code: 'web3_provider_disabled', message: 'Web3 provider is disabled' })
   })
-  t.test('GET /.well-known/openid-configuration: GoTrue\'s discovery document for the tenant issuer', async (t) => {
+  t.test("GET /.well-known/openid-configuration: GoTrue's discovery document for the tenant issuer", async (t) => {
     const r = await call(h.base(x) + '/.well-known/openid-configuration')
     t.equal(r.status, 200)
     t.equal(r.headers.get('cache-control'), 'public, max-age=600')
     const issuer = `http://gatehouse.test/${x.database}/auth/v1`
-    t.match(r.body, { issuer, jwks_uri: `${issuer}/.well-known/jwks.json`, response_types_supported: ['code'], subject_types_supported: ['public'] })
+    t.match(r.body, {
+      issuer,
+      jwks_uri: `${issuer}/.well-known/jwks.json`,
+      response_types_supported: ['code'],
+      subject_types_supported: ['public'],
+    })
     const jwks = await call(h.engineLink(x, r.body.jwks_uri))
     t.equal(jwks.status, 200)
     t.ok(Array.isArray(jwks.body.keys))
@@ -197,10 +240,17 @@ t.test('gotrue audit', async (t) => {
     t.equal(r.status, 400)
     t.match(r.body, { code: 'validation_failed', message: 'Unsupported provider: provider is not enabled' })
     const unknown = await call(h.base(x) + '/authorize?provider=myspace')
-    t.match(unknown.body, { code: 'validation_failed', message: 'Unsupported provider: Provider myspace could not be found' })
+    t.match(unknown.body, {
+      code: 'validation_failed',
+      message: 'Unsupported provider: Provider myspace could not be found',
+    })
   })
   t.test('the OAuth server, custom providers and admin passkeys answer as GoTrue does with them off', async (t) => {
-    const admin = new GoTrueAdminApi({ url: h.base(x), headers: { Authorization: `Bearer ${await h.serviceToken(x)}` }, experimental: { passkey: true } } as never)
+    const admin = new GoTrueAdminApi({
+      url: h.base(x),
+      headers: { Authorization: `Bearer ${await h.serviceToken(x)}` },
+      experimental: { passkey: true },
+    } as never)
     const clients = await admin.oauth.listClients()
     t.equal(clients.error?.status, 404)
     t.equal(clients.error?.code, 'feature_disabled')
@@ -222,7 +272,10 @@ t.test('gotrue audit', async (t) => {
   })
 
   t.test('X-Supabase-Api-Version is echoed on errors only, for a version of 2024-01-01 or later', async (t) => {
-    const old = await call(h.base(x) + '/token?grant_type=password', { body: { email: 'a@b.example' }, apiVersion: '2023-05-01' })
+    const old = await call(h.base(x) + '/token?grant_type=password', {
+      body: { email: 'a@b.example' },
+      apiVersion: '2023-05-01',
+    })
     t.equal(old.status, 400)
     t.equal(old.headers.get('x-supabase-api-version'), null)
     t.match(old.body, { code: 400, error_code: 'invalid_credentials' })
@@ -233,27 +286,31 @@ t.test('gotrue audit', async (t) => {
     t.equal(ok.status, 200)
     t.equal(ok.headers.get('x-supabase-api-version'), null, 'not on a success')
   })
-  t.test('/resend of an email change starts it over: both links again, an earlier confirmation no longer counts', async (t) => {
-    const c = h.client(x)
-    const from = await confirmedUser()
-    t.error((await c.signInWithPassword({ email: from, password: 'secret123' })).error)
-    const to = email('change-to')
-    t.error((await c.updateUser({ email: to })).error)
-    await h.mail.waitForMail(to)
-    const current1 = await h.mail.waitForMail(from)
-    const tokenOf = (m: { links: string[] }) => new URL(m.links.find((l) => l.includes('/verify?'))!).searchParams.get('token')!
-    const first = await c.verifyOtp({ token_hash: tokenOf(current1), type: 'email_change' })
-    t.error(first.error)
-    t.equal(first.data.session, null, 'the current address confirmed first')
-    t.error((await c.resend({ type: 'email_change', email: from })).error)
-    const newMail = await h.mail.waitForMail(to)
-    const currentMail = await h.mail.waitForMail(from)
-    t.ok(currentMail, 'the current address gets a link again')
-    const afterNew = await c.verifyOtp({ token_hash: tokenOf(newMail), type: 'email_change' })
-    t.error(afterNew.error)
-    t.equal(afterNew.data.session, null, 'the new link alone no longer completes the change')
-    const done = await c.verifyOtp({ token_hash: tokenOf(currentMail), type: 'email_change' })
-    t.error(done.error)
-    t.equal(done.data.user?.email, to)
-  })
+  t.test(
+    '/resend of an email change starts it over: both links again, an earlier confirmation no longer counts',
+    async (t) => {
+      const c = h.client(x)
+      const from = await confirmedUser()
+      t.error((await c.signInWithPassword({ email: from, password: 'secret123' })).error)
+      const to = email('change-to')
+      t.error((await c.updateUser({ email: to })).error)
+      await h.mail.waitForMail(to)
+      const current1 = await h.mail.waitForMail(from)
+      const tokenOf = (m: { links: string[] }) =>
+        new URL(m.links.find((l) => l.includes('/verify?'))!).searchParams.get('token')!
+      const first = await c.verifyOtp({ token_hash: tokenOf(current1), type: 'email_change' })
+      t.error(first.error)
+      t.equal(first.data.session, null, 'the current address confirmed first')
+      t.error((await c.resend({ type: 'email_change', email: from })).error)
+      const newMail = await h.mail.waitForMail(to)
+      const currentMail = await h.mail.waitForMail(from)
+      t.ok(currentMail, 'the current address gets a link again')
+      const afterNew = await c.verifyOtp({ token_hash: tokenOf(newMail), type: 'email_change' })
+      t.error(afterNew.error)
+      t.equal(afterNew.data.session, null, 'the new link alone no longer completes the change')
+      const done = await c.verifyOtp({ token_hash: tokenOf(currentMail), type: 'email_change' })
+      t.error(done.error)
+      t.equal(done.data.user?.email, to)
+    },
+  )
 })

@@ -8,7 +8,7 @@ import { tenantIssuer } from '../../src/tenants/index.js'
 
 t.test('GoTrue texts', async (t) => {
   const h = await startAuth(t)
-  const [a] = h.list as [typeof h.list[0]]
+  const [a] = h.list as [(typeof h.list)[0]]
   const admin = new GoTrueAdminApi({ url: h.base(a), headers: { Authorization: `Bearer ${await h.serviceToken(a)}` } })
 
   t.test('admin create without email or phone: GoTrue adminUserCreate', async (t) => {
@@ -19,12 +19,19 @@ t.test('GoTrue texts', async (t) => {
   })
 
   t.test('a bearer token whose sub is not a UUID: 400 bad_jwt (GoTrue requireAuthentication)', async (t) => {
-    const token = await new SignJWT({ role: 'authenticated' }).setProtectedHeader({ alg: 'HS256' }).setSubject('not-a-uuid')
-      .setIssuer(tenantIssuer(a.tenant, 'http://gatehouse.test')).setExpirationTime('5m').sign(new TextEncoder().encode(a.file.jwt.secret))
+    const token = await new SignJWT({ role: 'authenticated' })
+      .setProtectedHeader({ alg: 'HS256' })
+      .setSubject('not-a-uuid')
+      .setIssuer(tenantIssuer(a.tenant, 'http://gatehouse.test'))
+      .setExpirationTime('5m')
+      .sign(new TextEncoder().encode(a.file.jwt.secret))
     const r = await call(h.base(a) + '/user', { token })
     t.same([r.status, r.body], [400, { code: 'bad_jwt', message: 'invalid claim: sub claim must be a UUID' }])
-    const noSub = await new SignJWT({ role: 'authenticated' }).setProtectedHeader({ alg: 'HS256' })
-      .setIssuer(tenantIssuer(a.tenant, 'http://gatehouse.test')).setExpirationTime('5m').sign(new TextEncoder().encode(a.file.jwt.secret))
+    const noSub = await new SignJWT({ role: 'authenticated' })
+      .setProtectedHeader({ alg: 'HS256' })
+      .setIssuer(tenantIssuer(a.tenant, 'http://gatehouse.test'))
+      .setExpirationTime('5m')
+      .sign(new TextEncoder().encode(a.file.jwt.secret))
     const m = await call(h.base(a) + '/user', { token: noSub })
     t.same([m.status, m.body], [403, { code: 'bad_jwt', message: 'invalid claim: missing sub claim' }])
   })

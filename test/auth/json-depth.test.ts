@@ -5,7 +5,7 @@ import t from 'tap'
 import { call, email, startAuth } from '../helpers/auth-harness.js'
 
 /** `levels` nested objects: {"a":{"a":...{}}}. */
-function nest (levels: number): Record<string, unknown> {
+function nest(levels: number): Record<string, unknown> {
   let v: Record<string, unknown> = {}
   for (let i = 1; i < levels; i++) v = { a: v }
   return v
@@ -19,10 +19,10 @@ t.test('the default limit (100 levels, as the REST engine)', async (t) => {
   const deep = await fetch(`${h.base(x)}/signup`, {
     method: 'POST',
     headers: { 'content-type': 'application/json', 'x-supabase-api-version': '2024-01-01' },
-    body: `{"email":"${email('deep')}","password":"password-123","data":${nestText(50_000)}}`
+    body: `{"email":"${email('deep')}","password":"password-123","data":${nestText(50_000)}}`,
   })
   t.equal(deep.status, 400)
-  const body = await deep.json() as { code: string, message: string }
+  const body = (await deep.json()) as { code: string; message: string }
   t.equal(body.code, 'bad_json')
   t.match(body.message, /deeper than 100 levels/, 'the message names the limit')
   t.match(body.message, /auth\.max_json_depth/, 'and the setting')
@@ -44,8 +44,14 @@ t.test('the default limit (100 levels, as the REST engine)', async (t) => {
 t.test('a configured limit', async (t) => {
   const h = await startAuth(t, { auth: { max_json_depth: 8 } })
   const x = h.list[0]!
-  const r = await call(`${h.base(x)}/signup`, { body: { email: email('cfg'), password: 'password-123', data: nest(8) } }, )
+  const r = await call(`${h.base(x)}/signup`, {
+    body: { email: email('cfg'), password: 'password-123', data: nest(8) },
+  })
   t.equal(r.status, 400)
   t.match(r.body.message, /deeper than 8 levels/)
-  t.equal((await call(`${h.base(x)}/signup`, { body: { email: email('cfg'), password: 'password-123', data: nest(7) } })).status, 200)
+  t.equal(
+    (await call(`${h.base(x)}/signup`, { body: { email: email('cfg'), password: 'password-123', data: nest(7) } }))
+      .status,
+    200,
+  )
 })

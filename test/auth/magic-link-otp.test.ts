@@ -17,7 +17,7 @@ import { memoryStorage } from '../helpers/auth-harness.js'
 const SITE = 'http://localhost:3000'
 const APP = 'http://app.example.com'
 
-function verifyLinkOf (mail: CaughtMail): string {
+function verifyLinkOf(mail: CaughtMail): string {
   const l = mail.links.find((x) => x.includes('/verify?'))
   if (!l) throw new Error('no verify link in the mail')
   return l
@@ -29,13 +29,21 @@ t.test('magic link and email OTP', async (t) => {
       { auth: { magic_link: true, site_url: SITE, redirect_urls: [`${APP}/**`] } },
       { auth: { magic_link: true, mail_confirmation: true, site_url: SITE } },
       { auth: { magic_link: true, site_url: SITE, mail_min_interval: 60 } },
-      { auth: { magic_link: false, site_url: SITE } }
-    ]
+      { auth: { magic_link: false, site_url: SITE } },
+    ],
   })
   const [open, confirming, throttled, off] = h.list as [TestTenant, TestTenant, TestTenant, TestTenant]
 
-  const config = loadConfig({ env: {}, overrides: { public_url: PUBLIC_URL, log: { level: 'silent' }, gateway: { port: 0 } } })
-  const runtime = new Map<string, Tenant>(h.list.map((x) => [x.database, { ...x.tenant, upstreams: { auth: h.base(x), rest: 'http://127.0.0.1:9/' + x.database } }]))
+  const config = loadConfig({
+    env: {},
+    overrides: { public_url: PUBLIC_URL, log: { level: 'silent' }, gateway: { port: 0 } },
+  })
+  const runtime = new Map<string, Tenant>(
+    h.list.map((x) => [
+      x.database,
+      { ...x.tenant, upstreams: { auth: h.base(x), rest: 'http://127.0.0.1:9/' + x.database } },
+    ]),
+  )
   const gw = buildGateway({ config, tenants: { get: async (db) => runtime.get(db) ?? null } })
   await gw.listen({ port: 0, host: '127.0.0.1' })
   t.teardown(() => gw.close())
@@ -44,11 +52,18 @@ t.test('magic link and email OTP', async (t) => {
   /** A mailed link as the browser follows it: through the gateway. */
   const viaGateway = (x: TestTenant, link: string) => link.replace(`${PUBLIC_URL}/${x.database}`, gwBase(x))
 
-  const supabase = (x: TestTenant): SupabaseClient => createClient(gwBase(x), x.file.keys.public, {
-    auth: { flowType: 'implicit', storage: memoryStorage(), persistSession: true, autoRefreshToken: false, detectSessionInUrl: false }
-  })
+  const supabase = (x: TestTenant): SupabaseClient =>
+    createClient(gwBase(x), x.file.keys.public, {
+      auth: {
+        flowType: 'implicit',
+        storage: memoryStorage(),
+        persistSession: true,
+        autoRefreshToken: false,
+        detectSessionInUrl: false,
+      },
+    })
 
-  async function follow (url: string): Promise<{ status: number, location: URL }> {
+  async function follow(url: string): Promise<{ status: number; location: URL }> {
     const res = await fetch(url, { redirect: 'manual' })
     await res.arrayBuffer()
     return { status: res.status, location: new URL(res.headers.get('location') ?? 'about:blank') }
@@ -58,7 +73,10 @@ t.test('magic link and email OTP', async (t) => {
   t.test('signInWithOtp: the mailed link signs the user in', async (t) => {
     const sb = supabase(open)
     const e = email('link')
-    const { data, error } = await sb.auth.signInWithOtp({ email: e, options: { emailRedirectTo: `${APP}/home`, data: { plan: 'free' } } })
+    const { data, error } = await sb.auth.signInWithOtp({
+      email: e,
+      options: { emailRedirectTo: `${APP}/home`, data: { plan: 'free' } },
+    })
     t.error(error)
     t.same(data, { user: null, session: null })
     const mail = await h.mail.waitForMail(e)
@@ -87,7 +105,11 @@ t.test('magic link and email OTP', async (t) => {
     // Single use: the same link again.
     const again = await follow(viaGateway(open, link))
     t.equal(again.status, 303)
-    t.match(fragment(again.location), { error: 'access_denied', error_code: 'otp_expired', error_description: 'Email link is invalid or has expired' })
+    t.match(fragment(again.location), {
+      error: 'access_denied',
+      error_code: 'otp_expired',
+      error_description: 'Email link is invalid or has expired',
+    })
   })
 
   t.test('signInWithOtp: the 6-digit code signs the user in (verifyOtp type email)', async (t) => {
@@ -168,7 +190,9 @@ t.test('magic link and email OTP', async (t) => {
       t.match(fragment(r.location), { error: 'access_denied', error_code: 'otp_expired' })
       const v = await sb.auth.verifyOtp({ email: e, token: codeOf(mail), type: 'email' })
       t.equal(v.error?.code, 'otp_expired')
-    } finally { h.clock.advance(-(open.tenant.auth.otp_expiry + 1)) }
+    } finally {
+      h.clock.advance(-(open.tenant.auth.otp_expiry + 1))
+    }
   })
 
   t.test('tampered tokens are refused', async (t) => {
@@ -181,21 +205,38 @@ t.test('magic link and email OTP', async (t) => {
     t.match(fragment(r.location), { error_code: 'otp_expired' })
     link.searchParams.set('token', token)
     link.searchParams.set('type', 'signup')
-    t.match(fragment((await follow(viaGateway(open, link.toString()))).location), { error_code: 'otp_expired' }, 'a magic-link token is no confirmation token')
+    t.match(
+      fragment((await follow(viaGateway(open, link.toString()))).location),
+      { error_code: 'otp_expired' },
+      'a magic-link token is no confirmation token',
+    )
     link.searchParams.set('type', 'sms')
-    t.match(fragment((await follow(viaGateway(open, link.toString()))).location), { error: 'invalid_request', error_code: 'validation_failed', error_description: 'Invalid email verification type' })
-    const hashOnly = await call(`${gwBase(open)}/auth/v1/verify`, { body: { type: 'magiclink', token_hash: token + 'ff' }, headers: { apikey: open.file.keys.public } })
+    t.match(fragment((await follow(viaGateway(open, link.toString()))).location), {
+      error: 'invalid_request',
+      error_code: 'validation_failed',
+      error_description: 'Invalid email verification type',
+    })
+    const hashOnly = await call(`${gwBase(open)}/auth/v1/verify`, {
+      body: { type: 'magiclink', token_hash: token + 'ff' },
+      headers: { apikey: open.file.keys.public },
+    })
     t.equal(hashOnly.status, 403)
     t.equal(hashOnly.body.code, 'otp_expired')
     // The untouched hash still works (POST /verify with token_hash).
-    const ok = await call(`${gwBase(open)}/auth/v1/verify`, { body: { type: 'magiclink', token_hash: token }, headers: { apikey: open.file.keys.public } })
+    const ok = await call(`${gwBase(open)}/auth/v1/verify`, {
+      body: { type: 'magiclink', token_hash: token },
+      headers: { apikey: open.file.keys.public },
+    })
     t.equal(ok.status, 200)
     t.equal(ok.body.user.email, e)
   })
 
   t.test('an open redirect falls back to the site URL', async (t) => {
     const e = email('redirect')
-    await supabase(open).auth.signInWithOtp({ email: e, options: { emailRedirectTo: 'https://evil.example.net/collect' } })
+    await supabase(open).auth.signInWithOtp({
+      email: e,
+      options: { emailRedirectTo: 'https://evil.example.net/collect' },
+    })
     const link = verifyLinkOf(await h.mail.waitForMail(e))
     t.equal(new URL(link).searchParams.get('redirect_to'), SITE)
     // Editing redirect_to in the link does not help either.
@@ -204,7 +245,11 @@ t.test('magic link and email OTP', async (t) => {
     const r = await follow(viaGateway(open, forged.toString()))
     t.equal(r.location.origin, SITE)
     t.ok(fragment(r.location).access_token)
-    for (const bad of ['http://2130706433/', 'https://evil.example.net/?x=http://app.example.com/', 'javascript:alert(1)//app.example.com/']) {
+    for (const bad of [
+      'http://2130706433/',
+      'https://evil.example.net/?x=http://app.example.com/',
+      'javascript:alert(1)//app.example.com/',
+    ]) {
       const x = email('redirect')
       await supabase(open).auth.signInWithOtp({ email: x, options: { emailRedirectTo: bad } })
       t.equal(new URL(verifyLinkOf(await h.mail.waitForMail(x))).searchParams.get('redirect_to'), SITE, bad)
@@ -226,16 +271,24 @@ t.test('magic link and email OTP', async (t) => {
     try {
       t.error((await sb.auth.signInWithOtp({ email: e })).error, 'after the interval')
       await h.mail.waitForMail(e)
-    } finally { h.clock.advance(-61) }
+    } finally {
+      h.clock.advance(-61)
+    }
   })
 
   t.test('POST /magiclink (legacy) sends the same link', async (t) => {
     const e = email('legacy')
-    const r = await call(`${gwBase(open)}/auth/v1/magiclink`, { body: { email: e }, headers: { apikey: open.file.keys.public } })
+    const r = await call(`${gwBase(open)}/auth/v1/magiclink`, {
+      body: { email: e },
+      headers: { apikey: open.file.keys.public },
+    })
     t.equal(r.status, 200)
     t.same(r.body, {})
     t.equal((await h.mail.waitForMail(e)).subject, 'Your sign-in link')
-    const missing = await call(`${gwBase(open)}/auth/v1/magiclink`, { body: {}, headers: { apikey: open.file.keys.public } })
+    const missing = await call(`${gwBase(open)}/auth/v1/magiclink`, {
+      body: {},
+      headers: { apikey: open.file.keys.public },
+    })
     t.equal(missing.status, 422)
     t.equal(missing.body.code, 'validation_failed')
   })
@@ -245,8 +298,14 @@ t.test('magic link and email OTP', async (t) => {
     t.match((await post({})).body, { code: 'validation_failed', message: 'One of email or phone must be set' })
     t.match((await post({ email: 'a@example.com', phone: '15551234567' })).body, { code: 'validation_failed' })
     t.match((await post({ phone: '15551234567' })).body, { code: 'phone_provider_disabled' })
-    t.match((await post({ email: 'not-an-email' })).body, { code: 'validation_failed', message: 'Unable to validate email address: invalid format' })
-    t.match((await post({ email: 'a@example.com', code_challenge: 'x'.repeat(43) })).body, { code: 'validation_failed', message: 'PKCE flow requires code_challenge_method and code_challenge' })
+    t.match((await post({ email: 'not-an-email' })).body, {
+      code: 'validation_failed',
+      message: 'Unable to validate email address: invalid format',
+    })
+    t.match((await post({ email: 'a@example.com', code_challenge: 'x'.repeat(43) })).body, {
+      code: 'validation_failed',
+      message: 'PKCE flow requires code_challenge_method and code_challenge',
+    })
     t.match((await post({ email: 'a@example.com', create_user: 'yes' })).body, { code: 'bad_json' })
   })
 

@@ -12,10 +12,16 @@ import { startOidcProvider } from '../helpers/oidc.js'
 import { nonPublicReason, outboundFetch } from '../../src/shared/index.js'
 
 /** A loopback server that counts requests and answers with `answer`. */
-async function countingServer (t: { teardown (fn: () => unknown): void }, answer: (req: http.IncomingMessage, res: http.ServerResponse, base: string) => void) {
+async function countingServer(
+  t: { teardown(fn: () => unknown): void },
+  answer: (req: http.IncomingMessage, res: http.ServerResponse, base: string) => void,
+) {
   const seen: string[] = []
   let base = ''
-  const server = http.createServer((req, res) => { seen.push(`${req.method} ${req.url}`); answer(req, res, base) })
+  const server = http.createServer((req, res) => {
+    seen.push(`${req.method} ${req.url}`)
+    answer(req, res, base)
+  })
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
   base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`
   t.teardown(() => new Promise((resolve) => server.close(resolve)))
@@ -23,17 +29,39 @@ async function countingServer (t: { teardown (fn: () => unknown): void }, answer
 }
 
 t.test('address classes: loopback, private, link-local, CGNAT, metadata, IPv6 and IPv4-mapped', async (t) => {
-  const refused = ['127.0.0.1', '10.1.2.3', '172.16.0.1', '192.168.1.1', '169.254.169.254', '100.64.0.1', '0.0.0.0',
-    '::1', '::', 'fe80::1', 'fd00:ec2::254', 'fc00::1', '::ffff:127.0.0.1', '::ffff:7f00:1', '::ffff:169.254.169.254',
-    '64:ff9b::a9fe:a9fe', '2002:7f00:1::', 'ff02::1', '224.0.0.1']
+  const refused = [
+    '127.0.0.1',
+    '10.1.2.3',
+    '172.16.0.1',
+    '192.168.1.1',
+    '169.254.169.254',
+    '100.64.0.1',
+    '0.0.0.0',
+    '::1',
+    '::',
+    'fe80::1',
+    'fd00:ec2::254',
+    'fc00::1',
+    '::ffff:127.0.0.1',
+    '::ffff:7f00:1',
+    '::ffff:169.254.169.254',
+    '64:ff9b::a9fe:a9fe',
+    '2002:7f00:1::',
+    'ff02::1',
+    '224.0.0.1',
+  ]
   for (const ip of refused) t.not(nonPublicReason(ip), null, `${ip} is not public (${nonPublicReason(ip)})`)
-  for (const ip of ['93.184.215.14', '8.8.8.8', '2606:4700:4700::1111', '::ffff:8.8.8.8']) t.equal(nonPublicReason(ip), null, `${ip} is public`)
+  for (const ip of ['93.184.215.14', '8.8.8.8', '2606:4700:4700::1111', '::ffff:8.8.8.8'])
+    t.equal(nonPublicReason(ip), null, `${ip} is public`)
   t.match(nonPublicReason('169.254.169.254'), /metadata/)
   t.match(nonPublicReason('100.64.0.1'), /carrier-grade NAT/)
 })
 
 t.test('a provider pointed at loopback: the engine fetches nothing', async (t) => {
-  const target = await countingServer(t, (_req, res) => { res.writeHead(200, { 'content-type': 'application/json' }); res.end('{}') })
+  const target = await countingServer(t, (_req, res) => {
+    res.writeHead(200, { 'content-type': 'application/json' })
+    res.end('{}')
+  })
   const h = await startAuth(t, { outboundAllowHosts: [] })
   const x = h.list[0]!
   const authorize = (name: string) => fetch(`${h.base(x)}/authorize?provider=${name}`, { redirect: 'manual' })
@@ -42,7 +70,7 @@ t.test('a provider pointed at loopback: the engine fetches nothing', async (t) =
     ['plain', target.base],
     ['tls', target.base.replace('http:', 'https:')],
     ['named', target.base.replace('127.0.0.1', 'localhost')],
-    ['mapped', target.base.replace('127.0.0.1', '[::ffff:127.0.0.1]')]
+    ['mapped', target.base.replace('127.0.0.1', '[::ffff:127.0.0.1]')],
   ] as const) {
     h.setAuth(x, { providers: { [name]: { client_id: 'c', secret: 's', issuer } } })
     const r = await authorize(name)
@@ -54,24 +82,54 @@ t.test('a provider pointed at loopback: the engine fetches nothing', async (t) =
 
 t.test('redirects are checked hop by hop, and POSTs never follow one', async (t) => {
   const allowed = await countingServer(t, (req, res, base) => {
-    if (req.url === '/hop') { res.writeHead(302, { location: base.replace('127.0.0.1', 'localhost') + '/secret' }); res.end(); return }
-    if (req.url === '/post') { res.writeHead(307, { location: '/hop' }); res.end(); return }
-    res.writeHead(200, { 'content-type': 'text/plain' }); res.end('ok')
+    if (req.url === '/hop') {
+      res.writeHead(302, { location: base.replace('127.0.0.1', 'localhost') + '/secret' })
+      res.end()
+      return
+    }
+    if (req.url === '/post') {
+      res.writeHead(307, { location: '/hop' })
+      res.end()
+      return
+    }
+    res.writeHead(200, { 'content-type': 'text/plain' })
+    res.end('ok')
   })
   const policy = { allowHosts: ['127.0.0.1'] }
   const ok = await outboundFetch(`${allowed.base}/fine`, {}, policy)
   t.equal(await ok.text(), 'ok', 'an allowed host answers')
-  await t.rejects(outboundFetch(`${allowed.base}/hop`, {}, policy), { name: 'OutboundRefusedError', message: /only https/ }, 'the redirect to a host not allowed is refused')
-  await t.rejects(outboundFetch(`${allowed.base}/post`, { method: 'POST', body: 'x' }, policy), { message: /redirect \(HTTP 307\) not followed/ })
+  await t.rejects(
+    outboundFetch(`${allowed.base}/hop`, {}, policy),
+    { name: 'OutboundRefusedError', message: /only https/ },
+    'the redirect to a host not allowed is refused',
+  )
+  await t.rejects(outboundFetch(`${allowed.base}/post`, { method: 'POST', body: 'x' }, policy), {
+    message: /redirect \(HTTP 307\) not followed/,
+  })
   t.same(allowed.seen, ['GET /fine', 'GET /hop', 'POST /post'], 'the refused hops were never requested')
-  await t.rejects(outboundFetch(`${allowed.base}/fine`, {}, { allowHosts: [] }), { message: /only https is allowed/ }, 'without the allow-list: refused')
-  await t.rejects(outboundFetch('https://169.254.169.254/latest/meta-data/', {}, { allowHosts: [] }), { message: /metadata/ })
+  await t.rejects(
+    outboundFetch(`${allowed.base}/fine`, {}, { allowHosts: [] }),
+    { message: /only https is allowed/ },
+    'without the allow-list: refused',
+  )
+  await t.rejects(outboundFetch('https://169.254.169.254/latest/meta-data/', {}, { allowHosts: [] }), {
+    message: /metadata/,
+  })
 })
 
 t.test('with the host allowed, the real OIDC provider works as before', async (t) => {
   const database = `tenant_${randomBytes(5).toString('hex')}`
   const op = await startOidcProvider(t, { redirectUris: [`${PUBLIC_URL}/${database}/auth/v1/callback`] })
-  const h = await startAuth(t, { tenants: [{ database, auth: { providers: { oidc: { client_id: op.client.client_id, secret: op.client.client_secret, issuer: op.issuer } } } }] })
+  const h = await startAuth(t, {
+    tenants: [
+      {
+        database,
+        auth: {
+          providers: { oidc: { client_id: op.client.client_id, secret: op.client.client_secret, issuer: op.issuer } },
+        },
+      },
+    ],
+  })
   const r = await fetch(`${h.base(h.list[0]!)}/authorize?provider=oidc`, { redirect: 'manual' })
   t.equal(r.status, 302)
   t.ok((r.headers.get('location') ?? '').startsWith(op.issuer + '/'), 'discovery through the pinned connection worked')

@@ -14,11 +14,21 @@ t.test('earlier hashes verify, new ones are $2a$ at the configured cost', async 
   const h = await startAuth(t, { bcryptCost: 5 })
   const x = h.list[0]!
   const svc = await h.serviceToken(x)
-  for (const [name, hash] of [['bcryptjs $2b$', BCRYPTJS_2B], ['GoTrue $2a$', GOTRUE_2A]] as const) {
+  for (const [name, hash] of [
+    ['bcryptjs $2b$', BCRYPTJS_2B],
+    ['GoTrue $2a$', GOTRUE_2A],
+  ] as const) {
     const who = email('legacy')
-    const made = await call(`${h.base(x)}/admin/users`, { body: { email: who, password_hash: hash, email_confirm: true }, token: svc })
+    const made = await call(`${h.base(x)}/admin/users`, {
+      body: { email: who, password_hash: hash, email_confirm: true },
+      token: svc,
+    })
     t.equal(made.status, 200, `${name}: user created with the hash`)
-    t.equal((await call(`${h.base(x)}/token?grant_type=password`, { body: { email: who, password: 'hunter2-pw' } })).status, 200, `${name}: the right password signs in`)
+    t.equal(
+      (await call(`${h.base(x)}/token?grant_type=password`, { body: { email: who, password: 'hunter2-pw' } })).status,
+      200,
+      `${name}: the right password signs in`,
+    )
     const wrong = await call(`${h.base(x)}/token?grant_type=password`, { body: { email: who, password: 'hunter3-pw' } })
     t.equal(wrong.status, 400, `${name}: a wrong one does not`)
     t.equal(wrong.body.code, 'invalid_credentials')
@@ -26,9 +36,23 @@ t.test('earlier hashes verify, new ones are $2a$ at the configured cost', async 
 
   const who = email('fresh')
   t.equal((await call(`${h.base(x)}/signup`, { body: { email: who, password: 'password-123' } })).status, 200)
-  const row = await adminQuery<{ encrypted_password: string }>('SELECT encrypted_password FROM auth.users WHERE email = $1', [who], x.database)
+  const row = await adminQuery<{ encrypted_password: string }>(
+    'SELECT encrypted_password FROM auth.users WHERE email = $1',
+    [who],
+    x.database,
+  )
   t.match(row.rows[0]!.encrypted_password, /^\$2a\$05\$[./A-Za-z0-9]{53}$/, 'stored as GoTrue writes it')
-  t.equal((await call(`${h.base(x)}/token?grant_type=password`, { body: { email: who, password: 'password-123' } })).status, 200)
-  t.equal((await call(`${h.base(x)}/token?grant_type=password`, { body: { email: email('nobody'), password: 'password-123' } })).status, 400,
-    'an unknown address is compared against a dummy hash and refused')
+  t.equal(
+    (await call(`${h.base(x)}/token?grant_type=password`, { body: { email: who, password: 'password-123' } })).status,
+    200,
+  )
+  t.equal(
+    (
+      await call(`${h.base(x)}/token?grant_type=password`, {
+        body: { email: email('nobody'), password: 'password-123' },
+      })
+    ).status,
+    400,
+    'an unknown address is compared against a dummy hash and refused',
+  )
 })

@@ -19,7 +19,7 @@ import { memoryStorage } from '../helpers/auth-harness.js'
 const SITE = 'http://localhost:3000'
 const APP = 'http://app.example.com'
 
-function linkOf (mail: CaughtMail): URL {
+function linkOf(mail: CaughtMail): URL {
   const l = mail.links.find((x) => x.includes('/verify?'))
   if (!l) throw new Error('no verify link in the mail')
   return new URL(l)
@@ -32,33 +32,43 @@ t.test('PKCE', async (t) => {
     tenants: [
       { auth: { site_url: SITE, redirect_urls: [`${APP}/**`], magic_link: true, pkce: true } },
       { auth: { site_url: SITE, redirect_urls: [`${APP}/**`], magic_link: true, pkce: true, mail_confirmation: true } },
-      { auth: { site_url: SITE, magic_link: true, pkce: false } }
-    ]
+      { auth: { site_url: SITE, magic_link: true, pkce: false } },
+    ],
   })
   const [pk, confirming, nopkce] = h.list as [TestTenant, TestTenant, TestTenant]
 
-  const config = loadConfig({ env: {}, overrides: { public_url: PUBLIC_URL, log: { level: 'silent' }, gateway: { port: 0 } } })
-  const runtime = new Map<string, Tenant>(h.list.map((x) => [x.database, { ...x.tenant, upstreams: { auth: h.base(x), rest: 'http://127.0.0.1:9/' + x.database } }]))
+  const config = loadConfig({
+    env: {},
+    overrides: { public_url: PUBLIC_URL, log: { level: 'silent' }, gateway: { port: 0 } },
+  })
+  const runtime = new Map<string, Tenant>(
+    h.list.map((x) => [
+      x.database,
+      { ...x.tenant, upstreams: { auth: h.base(x), rest: 'http://127.0.0.1:9/' + x.database } },
+    ]),
+  )
   const gw = buildGateway({ config, tenants: { get: async (db) => runtime.get(db) ?? null } })
   await gw.listen({ port: 0, host: '127.0.0.1' })
   t.teardown(() => gw.close())
   const gwUrl = `http://127.0.0.1:${(gw.server.address() as AddressInfo).port}`
   const gwBase = (x: TestTenant) => `${gwUrl}/${x.database}`
   const viaGateway = (x: TestTenant, link: URL) => link.toString().replace(`${PUBLIC_URL}/${x.database}`, gwBase(x))
-  const supabase = (x: TestTenant, storage = memoryStorage()): SupabaseClient => createClient(gwBase(x), x.file.keys.public, {
-    auth: { flowType: 'pkce', storage, persistSession: true, autoRefreshToken: false, detectSessionInUrl: false }
-  })
-  async function follow (url: string): Promise<URL> {
+  const supabase = (x: TestTenant, storage = memoryStorage()): SupabaseClient =>
+    createClient(gwBase(x), x.file.keys.public, {
+      auth: { flowType: 'pkce', storage, persistSession: true, autoRefreshToken: false, detectSessionInUrl: false },
+    })
+  async function follow(url: string): Promise<URL> {
     const res = await fetch(url, { redirect: 'manual' })
     await res.arrayBuffer()
     if (res.status !== 303) throw new Error(`verify answered ${res.status}`)
     return new URL(res.headers.get('location')!)
   }
   const fragment = (u: URL) => Object.fromEntries(new URLSearchParams(u.hash.slice(1)))
-  const exchange = (x: TestTenant, body: Record<string, unknown>) => call(`${h.base(x)}/token?grant_type=pkce`, { body })
+  const exchange = (x: TestTenant, body: Record<string, unknown>) =>
+    call(`${h.base(x)}/token?grant_type=pkce`, { body })
 
   /** A magic-link PKCE flow up to the code: returns the code and the client holding the verifier. */
-  async function magicCode (x: TestTenant, e: string): Promise<{ code: string, sb: SupabaseClient, verifier: string }> {
+  async function magicCode(x: TestTenant, e: string): Promise<{ code: string; sb: SupabaseClient; verifier: string }> {
     const storage = memoryStorage()
     const sb = supabase(x, storage)
     const r = await sb.auth.signInWithOtp({ email: e, options: { emailRedirectTo: `${APP}/magic?keep=1` } })
@@ -112,13 +122,22 @@ t.test('PKCE', async (t) => {
     const { code, verifier } = await magicCode(pk, e)
     const wrong = await exchange(pk, { auth_code: code, code_verifier: verifier.slice(0, -2) + 'zz' })
     t.equal(wrong.status, 400)
-    t.match(wrong.body, { code: 'bad_code_verifier', message: 'code challenge does not match previously saved code verifier' })
-    const tampered = await exchange(pk, { auth_code: code.slice(0, -1) + (code.endsWith('0') ? '1' : '0'), code_verifier: verifier })
+    t.match(wrong.body, {
+      code: 'bad_code_verifier',
+      message: 'code challenge does not match previously saved code verifier',
+    })
+    const tampered = await exchange(pk, {
+      auth_code: code.slice(0, -1) + (code.endsWith('0') ? '1' : '0'),
+      code_verifier: verifier,
+    })
     t.equal(tampered.status, 404)
     t.equal(tampered.body.code, 'flow_state_not_found')
     const empty = await exchange(pk, { auth_code: code })
     t.equal(empty.status, 400)
-    t.match(empty.body, { code: 'validation_failed', message: 'invalid request: both auth code and code verifier should be non-empty' })
+    t.match(empty.body, {
+      code: 'validation_failed',
+      message: 'invalid request: both auth code and code verifier should be non-empty',
+    })
     const ok = await exchange(pk, { auth_code: code, code_verifier: verifier })
     t.equal(ok.status, 200, 'a wrong verifier does not spend the code')
     t.equal(ok.body.user.email, e)
@@ -131,7 +150,9 @@ t.test('PKCE', async (t) => {
       const late = await exchange(pk, { auth_code: code, code_verifier: verifier })
       t.equal(late.status, 422)
       t.match(late.body, { code: 'flow_state_expired', message: 'invalid flow state, flow state has expired' })
-    } finally { h.clock.advance(-301) }
+    } finally {
+      h.clock.advance(-301)
+    }
   })
 
   t.test('resetPasswordForEmail -> code -> session (redirectType recovery) -> updateUser', async (t) => {
@@ -174,7 +195,9 @@ t.test('PKCE', async (t) => {
       const landed2 = await follow(viaGateway(confirming, link2))
       const late = await sb2.auth.exchangeCodeForSession(landed2.searchParams.get('code')!)
       t.equal(late.error?.code, 'flow_state_expired')
-    } finally { h.clock.advance(-301) }
+    } finally {
+      h.clock.advance(-301)
+    }
   })
 
   t.test('updateUser({email}) of a PKCE client: both links, the second ends with ?code=', async (t) => {
@@ -188,7 +211,10 @@ t.test('PKCE', async (t) => {
     // browser tabs would.
     let verifier: string | null = null
     const setItem = storage.setItem
-    storage.setItem = (k: string, v: string) => { if (k.endsWith('-code-verifier')) verifier = v; setItem(k, v) }
+    storage.setItem = (k: string, v: string) => {
+      if (k.endsWith('-code-verifier')) verifier = v
+      setItem(k, v)
+    }
     t.error((await sb.auth.updateUser({ email: to }, { emailRedirectTo: `${APP}/changed` })).error)
     t.ok(verifier, 'PUT /user was sent with a challenge')
     storage.setItem = setItem
@@ -196,7 +222,10 @@ t.test('PKCE', async (t) => {
     const fromLink = linkOf(await h.mail.waitForMail(from))
     t.match(toLink.searchParams.get('token'), /^pkce_/)
     const first = await follow(viaGateway(pk, fromLink))
-    t.equal(first.searchParams.get('message'), 'Confirmation link accepted. Please proceed to confirm link sent to the other email')
+    t.equal(
+      first.searchParams.get('message'),
+      'Confirmation link accepted. Please proceed to confirm link sent to the other email',
+    )
     t.equal(fragment(first).message, first.searchParams.get('message'))
     const second = await follow(viaGateway(pk, toLink))
     t.equal(second.origin + second.pathname, `${APP}/changed`)
@@ -211,23 +240,45 @@ t.test('PKCE', async (t) => {
     const e = email('pkce-fail')
     await supabase(pk).auth.signInWithOtp({ email: e, options: { emailRedirectTo: `${APP}/magic` } })
     const link = linkOf(await h.mail.waitForMail(e))
-    link.searchParams.set('token', link.searchParams.get('token')!.replace(/.$/, (c) => (c === 'a' ? 'b' : 'a')))
+    link.searchParams.set(
+      'token',
+      link.searchParams.get('token')!.replace(/.$/, (c) => (c === 'a' ? 'b' : 'a')),
+    )
     const landed = await follow(viaGateway(pk, link))
     t.equal(landed.origin + landed.pathname, `${APP}/magic`)
-    t.match(Object.fromEntries(landed.searchParams), { error: 'access_denied', error_code: 'otp_expired', error_description: 'Email link is invalid or has expired' })
+    t.match(Object.fromEntries(landed.searchParams), {
+      error: 'access_denied',
+      error_code: 'otp_expired',
+      error_description: 'Email link is invalid or has expired',
+    })
     t.match(fragment(landed), { error_code: 'otp_expired', sb: '' })
   })
 
   t.test('bad PKCE parameters', async (t) => {
     const otp = (body: Record<string, unknown>) => call(`${h.base(pk)}/otp`, { body: { email: email('bad'), ...body } })
-    t.match((await otp({ code_challenge: s256('v'.repeat(50)) })).body, { code: 'validation_failed', message: 'PKCE flow requires code_challenge_method and code_challenge' })
+    t.match((await otp({ code_challenge: s256('v'.repeat(50)) })).body, {
+      code: 'validation_failed',
+      message: 'PKCE flow requires code_challenge_method and code_challenge',
+    })
     t.match((await otp({ code_challenge_method: 's256' })).body, { code: 'validation_failed' })
-    t.match((await otp({ code_challenge: 'short', code_challenge_method: 's256' })).body, { code: 'validation_failed', message: 'code challenge has to be between 43 and 128 characters' })
-    t.match((await otp({ code_challenge: s256('v'.repeat(50)), code_challenge_method: 'md5' })).body, { code: 'validation_failed' })
+    t.match((await otp({ code_challenge: 'short', code_challenge_method: 's256' })).body, {
+      code: 'validation_failed',
+      message: 'code challenge has to be between 43 and 128 characters',
+    })
+    t.match((await otp({ code_challenge: s256('v'.repeat(50)), code_challenge_method: 'md5' })).body, {
+      code: 'validation_failed',
+    })
     // plain works (upper-case method accepted).
     const e = email('plain')
     const verifier = 'p'.repeat(60)
-    t.equal((await call(`${h.base(pk)}/otp`, { body: { email: e, code_challenge: verifier, code_challenge_method: 'PLAIN' } })).status, 200)
+    t.equal(
+      (
+        await call(`${h.base(pk)}/otp`, {
+          body: { email: e, code_challenge: verifier, code_challenge_method: 'PLAIN' },
+        })
+      ).status,
+      200,
+    )
     const landed = await follow(h.engineLink(pk, linkOf(await h.mail.waitForMail(e)).toString()))
     const ok = await exchange(pk, { auth_code: landed.searchParams.get('code'), code_verifier: verifier })
     t.equal(ok.status, 200)

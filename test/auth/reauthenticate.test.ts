@@ -9,8 +9,10 @@ import { tenantIssuer } from '../../src/tenants/index.js'
 import { startAuth, call, email, PUBLIC_URL } from '../helpers/auth-harness.js'
 
 t.test('reauthenticate', async (t) => {
-  const h = await startAuth(t, { tenants: [{ auth: { secure_password_change: true, manual_linking: true } }, { auth: { mail_confirmation: true } }] })
-  const [a, confirm] = h.list as [typeof h.list[0], typeof h.list[0]]
+  const h = await startAuth(t, {
+    tenants: [{ auth: { secure_password_change: true, manual_linking: true } }, { auth: { mail_confirmation: true } }],
+  })
+  const [a, confirm] = h.list as [(typeof h.list)[0], (typeof h.list)[0]]
 
   t.test('the nonce of a password change in an old session', async (t) => {
     const c = h.client(a)
@@ -19,9 +21,15 @@ t.test('reauthenticate', async (t) => {
     h.clock.advance(25 * 3600)
     t.error((await c.refreshSession()).error, 'a new access token, the same (old) session')
     const none = await c.updateUser({ password: 'secret456' })
-    t.same([none.error?.status, none.error?.code, none.error?.message], [400, 'reauthentication_needed', 'Password update requires reauthentication'])
+    t.same(
+      [none.error?.status, none.error?.code, none.error?.message],
+      [400, 'reauthentication_needed', 'Password update requires reauthentication'],
+    )
     const noNonceYet = await c.updateUser({ password: 'secret456', nonce: '123456' })
-    t.same([noNonceYet.error?.status, noNonceYet.error?.code, noNonceYet.error?.message], [422, 'reauthentication_not_valid', 'Nonce has expired or is invalid'])
+    t.same(
+      [noNonceYet.error?.status, noNonceYet.error?.code, noNonceYet.error?.message],
+      [422, 'reauthentication_not_valid', 'Nonce has expired or is invalid'],
+    )
 
     t.error((await c.reauthenticate()).error)
     const mail = await h.mail.waitForMail(e)
@@ -48,22 +56,37 @@ t.test('reauthenticate', async (t) => {
 
   t.test('error answers', async (t) => {
     const none = await call(h.base(a) + '/reauthenticate')
-    t.same([none.status, none.body], [401, { code: 'no_authorization', message: 'This endpoint requires a valid Bearer token' }])
+    t.same(
+      [none.status, none.body],
+      [401, { code: 'no_authorization', message: 'This endpoint requires a valid Bearer token' }],
+    )
     // An anonymous user has no address to send the nonce to.
     h.setAuth(a, { anonymous_sign_in: true })
     const anon = h.client(a)
     t.error((await anon.signInAnonymously()).error)
     const noAddress = await anon.reauthenticate()
-    t.same([noAddress.error?.status, noAddress.error?.code, noAddress.error?.message],
-      [400, 'validation_failed', 'Reauthentication requires the user to have an email or a phone number'])
+    t.same(
+      [noAddress.error?.status, noAddress.error?.code, noAddress.error?.message],
+      [400, 'validation_failed', 'Reauthentication requires the user to have an email or a phone number'],
+    )
     // A user whose address is not confirmed (made by the admin API; a token minted for it).
-    const made = await call(h.base(confirm) + '/admin/users', { token: await h.serviceToken(confirm), body: { email: email('unconfirmed'), password: 'secret123' } })
+    const made = await call(h.base(confirm) + '/admin/users', {
+      token: await h.serviceToken(confirm),
+      body: { email: email('unconfirmed'), password: 'secret123' },
+    })
     t.equal(made.status, 200)
-    const userJwt = await new SignJWT({ role: 'authenticated', aud: 'authenticated' }).setProtectedHeader({ alg: 'HS256' })
-      .setSubject(made.body.id).setIssuer(tenantIssuer(confirm.tenant, PUBLIC_URL)).setIssuedAt().setExpirationTime('5m')
+    const userJwt = await new SignJWT({ role: 'authenticated', aud: 'authenticated' })
+      .setProtectedHeader({ alg: 'HS256' })
+      .setSubject(made.body.id)
+      .setIssuer(tenantIssuer(confirm.tenant, PUBLIC_URL))
+      .setIssuedAt()
+      .setExpirationTime('5m')
       .sign(new TextEncoder().encode(confirm.file.jwt.secret))
     const unconfirmed = await call(h.base(confirm) + '/reauthenticate', { token: userJwt })
-    t.same([unconfirmed.status, unconfirmed.body], [422, { code: 'email_not_confirmed', message: 'Please verify your email first.' }])
+    t.same(
+      [unconfirmed.status, unconfirmed.body],
+      [422, { code: 'email_not_confirmed', message: 'Please verify your email first.' }],
+    )
     const c = h.client(a)
     t.error((await c.signUp({ email: email('ok'), password: 'secret123' })).error)
     const token = (await c.getSession()).data.session!.access_token

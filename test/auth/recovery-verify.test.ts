@@ -17,7 +17,7 @@ import { memoryStorage } from '../helpers/auth-harness.js'
 const SITE = 'http://localhost:3000'
 const APP = 'http://app.example.com'
 
-function linkOf (mail: CaughtMail): URL {
+function linkOf(mail: CaughtMail): URL {
   const l = mail.links.find((x) => x.includes('/verify?'))
   if (!l) throw new Error('no verify link in the mail')
   return new URL(l)
@@ -28,23 +28,38 @@ t.test('recovery, resend and verify types', async (t) => {
     tenants: [
       { auth: { site_url: SITE, redirect_urls: [`${APP}/**`], magic_link: true } },
       { auth: { site_url: SITE, mail_confirmation: true } },
-      { auth: { site_url: SITE, magic_link: true, mail_min_interval: 60 } }
-    ]
+      { auth: { site_url: SITE, magic_link: true, mail_min_interval: 60 } },
+    ],
   })
   const [open, confirming, throttled] = h.list as [TestTenant, TestTenant, TestTenant]
 
-  const config = loadConfig({ env: {}, overrides: { public_url: PUBLIC_URL, log: { level: 'silent' }, gateway: { port: 0 } } })
-  const runtime = new Map<string, Tenant>(h.list.map((x) => [x.database, { ...x.tenant, upstreams: { auth: h.base(x), rest: 'http://127.0.0.1:9/' + x.database } }]))
+  const config = loadConfig({
+    env: {},
+    overrides: { public_url: PUBLIC_URL, log: { level: 'silent' }, gateway: { port: 0 } },
+  })
+  const runtime = new Map<string, Tenant>(
+    h.list.map((x) => [
+      x.database,
+      { ...x.tenant, upstreams: { auth: h.base(x), rest: 'http://127.0.0.1:9/' + x.database } },
+    ]),
+  )
   const gw = buildGateway({ config, tenants: { get: async (db) => runtime.get(db) ?? null } })
   await gw.listen({ port: 0, host: '127.0.0.1' })
   t.teardown(() => gw.close())
   const gwUrl = `http://127.0.0.1:${(gw.server.address() as AddressInfo).port}`
   const gwBase = (x: TestTenant) => `${gwUrl}/${x.database}`
   const viaGateway = (x: TestTenant, link: URL) => link.toString().replace(`${PUBLIC_URL}/${x.database}`, gwBase(x))
-  const supabase = (x: TestTenant): SupabaseClient => createClient(gwBase(x), x.file.keys.public, {
-    auth: { flowType: 'implicit', storage: memoryStorage(), persistSession: true, autoRefreshToken: false, detectSessionInUrl: false }
-  })
-  async function follow (url: string): Promise<URL> {
+  const supabase = (x: TestTenant): SupabaseClient =>
+    createClient(gwBase(x), x.file.keys.public, {
+      auth: {
+        flowType: 'implicit',
+        storage: memoryStorage(),
+        persistSession: true,
+        autoRefreshToken: false,
+        detectSessionInUrl: false,
+      },
+    })
+  async function follow(url: string): Promise<URL> {
     const res = await fetch(url, { redirect: 'manual' })
     await res.arrayBuffer()
     if (res.status !== 303) throw new Error(`verify answered ${res.status}`)
@@ -52,7 +67,7 @@ t.test('recovery, resend and verify types', async (t) => {
   }
   const fragment = (u: URL) => Object.fromEntries(new URLSearchParams(u.hash.slice(1)))
 
-  async function registered (x: TestTenant, prefix: string, password = 'secret123'): Promise<string> {
+  async function registered(x: TestTenant, prefix: string, password = 'secret123'): Promise<string> {
     const e = email(prefix)
     const r = await supabase(x).auth.signUp({ email: e, password })
     if (r.error) throw r.error
@@ -78,7 +93,10 @@ t.test('recovery, resend and verify types', async (t) => {
     t.error(upd.error)
     const old = await supabase(open).auth.signInWithPassword({ email: e, password: 'old-secret1' })
     t.equal(old.error?.code, 'invalid_credentials')
-    t.error((await supabase(open).auth.signInWithPassword({ email: e, password: 'new-secret2' })).error, 'the new password works')
+    t.error(
+      (await supabase(open).auth.signInWithPassword({ email: e, password: 'new-secret2' })).error,
+      'the new password works',
+    )
     t.match(fragment(await follow(viaGateway(open, link))), { error_code: 'otp_expired' }, 'the link works once')
   })
 
@@ -114,7 +132,10 @@ t.test('recovery, resend and verify types', async (t) => {
     const f = fragment(await follow(viaGateway(confirming, linkOf(await h.mail.waitForMail(e)))))
     const user = (await call(`${h.base(confirming)}/user`, { token: f.access_token })).body
     t.ok(user.email_confirmed_at)
-    t.error((await supabase(confirming).auth.signInWithPassword({ email: e, password: 'secret123' })).error, 'password sign-in now allowed')
+    t.error(
+      (await supabase(confirming).auth.signInWithPassword({ email: e, password: 'secret123' })).error,
+      'password sign-in now allowed',
+    )
   })
 
   t.test('recovery and magic link share the interval between mails', async (t) => {
@@ -133,7 +154,11 @@ t.test('recovery, resend and verify types', async (t) => {
     const e = email('resend')
     t.error((await sb.auth.signUp({ email: e, password: 'secret123' })).error)
     const first = await h.mail.waitForMail(e)
-    const r = await sb.auth.resend({ type: 'signup', email: e, options: { emailRedirectTo: 'https://evil.example.net/' } })
+    const r = await sb.auth.resend({
+      type: 'signup',
+      email: e,
+      options: { emailRedirectTo: 'https://evil.example.net/' },
+    })
     t.error(r.error)
     const second = await h.mail.waitForMail(e)
     t.equal(second.subject, 'Confirm your email address')
@@ -152,8 +177,14 @@ t.test('recovery, resend and verify types', async (t) => {
 
   t.test('resend: bad requests', async (t) => {
     const post = (body: unknown) => call(`${h.base(confirming)}/resend`, { body })
-    t.match((await post({ type: 'magiclink', email: 'a@example.com' })).body, { code: 'validation_failed', message: 'Missing one of these types: signup, email_change, sms, phone_change' })
-    t.match((await post({ type: 'signup' })).body, { code: 'validation_failed', message: 'Type provided requires an email address' })
+    t.match((await post({ type: 'magiclink', email: 'a@example.com' })).body, {
+      code: 'validation_failed',
+      message: 'Missing one of these types: signup, email_change, sms, phone_change',
+    })
+    t.match((await post({ type: 'signup' })).body, {
+      code: 'validation_failed',
+      message: 'Type provided requires an email address',
+    })
     t.match((await post({ type: 'sms', phone: '15551234567' })).body, { code: 'phone_provider_disabled' })
   })
 
@@ -169,10 +200,16 @@ t.test('recovery, resend and verify types', async (t) => {
     const toMail = await h.mail.waitForMail(to)
     const fromMail = await h.mail.waitForMail(e)
     t.equal(toMail.subject, 'Confirm your new email address')
-    const first = await sb.auth.verifyOtp({ token_hash: linkOf(fromMail).searchParams.get('token')!, type: 'email_change' })
+    const first = await sb.auth.verifyOtp({
+      token_hash: linkOf(fromMail).searchParams.get('token')!,
+      type: 'email_change',
+    })
     t.error(first.error)
     t.equal(first.data.session, null, 'secure change: the first link only records it')
-    const second = await sb.auth.verifyOtp({ token_hash: linkOf(toMail).searchParams.get('token')!, type: 'email_change' })
+    const second = await sb.auth.verifyOtp({
+      token_hash: linkOf(toMail).searchParams.get('token')!,
+      type: 'email_change',
+    })
     t.error(second.error)
     t.equal(second.data.user?.email, to)
   })
@@ -200,13 +237,19 @@ t.test('recovery, resend and verify types', async (t) => {
     const sb = supabase(confirming)
     const a = email('hash-signup')
     await sb.auth.signUp({ email: a, password: 'secret123' })
-    const v1 = await sb.auth.verifyOtp({ token_hash: linkOf(await h.mail.waitForMail(a)).searchParams.get('token')!, type: 'signup' })
+    const v1 = await sb.auth.verifyOtp({
+      token_hash: linkOf(await h.mail.waitForMail(a)).searchParams.get('token')!,
+      type: 'signup',
+    })
     t.error(v1.error)
     t.equal(v1.data.user?.email, a)
 
     const b = email('hash-email')
     await sb.auth.signUp({ email: b, password: 'secret123' })
-    const v2 = await sb.auth.verifyOtp({ token_hash: linkOf(await h.mail.waitForMail(b)).searchParams.get('token')!, type: 'email' })
+    const v2 = await sb.auth.verifyOtp({
+      token_hash: linkOf(await h.mail.waitForMail(b)).searchParams.get('token')!,
+      type: 'email',
+    })
     t.error(v2.error, 'type email accepts a confirmation hash')
     t.equal(v2.data.user?.email, b)
 

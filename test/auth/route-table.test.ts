@@ -17,12 +17,17 @@ t.test('docs/routes.md is what the route tables render', async (t) => {
 
 t.test('the doc lists the routes a user of auth-js reaches, the ones an older list missed among them', async (t) => {
   const doc = readFileSync(ROUTES_DOC, 'utf8')
-  for (const line of ['| POST | `/factors` |', '| GET | `/reauthenticate` | user |', '| GET | `/user/identities` |', '| PUT | `/user` | user, database audience | otp (user) |']) {
+  for (const line of [
+    '| POST | `/factors` |',
+    '| GET | `/reauthenticate` | user |',
+    '| GET | `/user/identities` |',
+    '| PUT | `/user` | user, database audience | otp (user) |',
+  ]) {
     t.ok(doc.includes(line), line)
   }
 })
 
-t.test('the engine serves exactly the table\'s routes below /:database (plus the process health)', async (t) => {
+t.test("the engine serves exactly the table's routes below /:database (plus the process health)", async (t) => {
   const config = loadConfig({ env: {}, overrides: { log: { level: 'silent' }, auth: { port: 0 } } })
   const app = buildAuthEngine({ config, tenants: { get: async () => null } })
   t.teardown(() => app.close())

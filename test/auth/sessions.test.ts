@@ -7,7 +7,7 @@ import { adminQuery } from '../helpers/db.js'
 
 t.test('sessions', async (t) => {
   const h = await startAuth(t, { tenants: [{ auth: { refresh_token_reuse_interval: 10 } }] })
-  const [a] = h.list as [typeof h.list[0]]
+  const [a] = h.list as [(typeof h.list)[0]]
   const password = 'correct-horse'
   const user = email('sess')
   t.error((await h.client(a).signUp({ email: user, password })).error)
@@ -16,7 +16,9 @@ t.test('sessions', async (t) => {
   t.test('password grant: success and refusals', async (t) => {
     const c = h.client(a)
     const events: string[] = []
-    c.onAuthStateChange((e) => { events.push(e) })
+    c.onAuthStateChange((e) => {
+      events.push(e)
+    })
     const ok = await c.signInWithPassword({ email: user, password })
     t.error(ok.error)
     t.ok(ok.data.session?.refresh_token.match(/^[a-z2-7]{12}$/), 'a v1 refresh token')
@@ -40,7 +42,9 @@ t.test('sessions', async (t) => {
   t.test('refreshSession rotates and keeps the session', async (t) => {
     const c = h.client(a)
     const events: string[] = []
-    c.onAuthStateChange((e) => { events.push(e) })
+    c.onAuthStateChange((e) => {
+      events.push(e)
+    })
     const first = (await c.signInWithPassword({ email: user, password })).data.session!
     const { data, error } = await c.refreshSession()
     t.error(error)
@@ -48,7 +52,11 @@ t.test('sessions', async (t) => {
     t.not(data.session?.refresh_token, first.refresh_token)
     t.equal(decodeJwt(data.session!.access_token).session_id, decodeJwt(first.access_token).session_id)
     t.equal(decodeJwt(data.session!.access_token).amr[0].method, 'password', 'AMR re-read from the session')
-    const row = await adminQuery('SELECT parent, revoked FROM auth.refresh_tokens WHERE token = $1', [data.session!.refresh_token], a.database)
+    const row = await adminQuery(
+      'SELECT parent, revoked FROM auth.refresh_tokens WHERE token = $1',
+      [data.session!.refresh_token],
+      a.database,
+    )
     t.same(row.rows, [{ parent: first.refresh_token, revoked: false }])
   })
 
@@ -75,7 +83,11 @@ t.test('sessions', async (t) => {
     const reused = await token({ refresh_token: s0.refresh_token })
     t.equal(reused.status, 400)
     t.same(reused.body, { code: 'refresh_token_already_used', message: 'Invalid Refresh Token: Already Used' })
-    const live = await adminQuery<{ n: number }>('SELECT count(*)::int AS n FROM auth.refresh_tokens WHERE session_id = $1 AND NOT revoked', [sid], a.database)
+    const live = await adminQuery<{ n: number }>(
+      'SELECT count(*)::int AS n FROM auth.refresh_tokens WHERE session_id = $1 AND NOT revoked',
+      [sid],
+      a.database,
+    )
     t.equal(live.rows[0]?.n, 0, 'no live token left in the session')
     const afterwards = await token({ refresh_token: rt2 })
     t.equal(afterwards.status, 400)
@@ -90,10 +102,17 @@ t.test('sessions', async (t) => {
   t.test('concurrent refreshes of one token all succeed with the same token', async (t) => {
     const s = (await h.client(a).signInWithPassword({ email: user, password })).data.session!
     const results = await Promise.all(Array.from({ length: 6 }, () => token({ refresh_token: s.refresh_token })))
-    t.same(results.map((r) => r.status), [200, 200, 200, 200, 200, 200])
+    t.same(
+      results.map((r) => r.status),
+      [200, 200, 200, 200, 200, 200],
+    )
     t.equal(new Set(results.map((r) => r.body.refresh_token)).size, 1, 'one child, handed to every caller')
     const sid = decodeJwt(s.access_token).session_id
-    const rows = await adminQuery<{ n: number }>('SELECT count(*)::int AS n FROM auth.refresh_tokens WHERE session_id = $1', [sid], a.database)
+    const rows = await adminQuery<{ n: number }>(
+      'SELECT count(*)::int AS n FROM auth.refresh_tokens WHERE session_id = $1',
+      [sid],
+      a.database,
+    )
     t.equal(rows.rows[0]?.n, 2)
   })
 
@@ -101,18 +120,28 @@ t.test('sessions', async (t) => {
     const statuses: number[] = []
     for (let i = 0; i < 8; i++) {
       const s = (await h.client(a).signInWithPassword({ email: user, password })).data.session!
-      const [r] = await Promise.all([token({ refresh_token: s.refresh_token }), call(h.base(a) + '/logout?scope=local', { method: 'POST', token: s.access_token })])
+      const [r] = await Promise.all([
+        token({ refresh_token: s.refresh_token }),
+        call(h.base(a) + '/logout?scope=local', { method: 'POST', token: s.access_token }),
+      ])
       statuses.push(r.status)
       if (r.status !== 200) t.match(r.body.code, /^(refresh_token_not_found|session_not_found)$/)
     }
-    t.ok(statuses.every((x) => x === 200 || x === 400), statuses.join(','))
+    t.ok(
+      statuses.every((x) => x === 200 || x === 400),
+      statuses.join(','),
+    )
   })
 
   t.test('a refresh token of an expired session: 400 session_expired', async (t) => {
     const s = (await h.client(a).signInWithPassword({ email: user, password })).data.session!
     const sid = decodeJwt(s.access_token).session_id
     // not_after is how GoTrue bounds a session's life (set for SSO sessions).
-    await adminQuery('UPDATE auth.sessions SET not_after = $2 WHERE id = $1', [sid, new Date(h.clock.now().getTime() - 1000)], a.database)
+    await adminQuery(
+      'UPDATE auth.sessions SET not_after = $2 WHERE id = $1',
+      [sid, new Date(h.clock.now().getTime() - 1000)],
+      a.database,
+    )
     const r = await token({ refresh_token: s.refresh_token })
     t.same([r.status, r.body], [400, { code: 'session_expired', message: 'Invalid Refresh Token: Session Expired' }])
     const viaClient = await h.client(a).refreshSession({ refresh_token: s.refresh_token })
@@ -121,11 +150,20 @@ t.test('sessions', async (t) => {
 
   t.test('bad refresh tokens', async (t) => {
     const unknown = await token({ refresh_token: 'aaaaaaaaaaaa' })
-    t.same([unknown.status, unknown.body], [400, { code: 'refresh_token_not_found', message: 'Invalid Refresh Token: Refresh Token Not Found' }])
+    t.same(
+      [unknown.status, unknown.body],
+      [400, { code: 'refresh_token_not_found', message: 'Invalid Refresh Token: Refresh Token Not Found' }],
+    )
     const malformed = await token({ refresh_token: 'short' })
-    t.same([malformed.status, malformed.body], [400, { code: 'validation_failed', message: 'Refresh token is not valid' }])
+    t.same(
+      [malformed.status, malformed.body],
+      [400, { code: 'validation_failed', message: 'Refresh token is not valid' }],
+    )
     const missing = await token({})
-    t.same([missing.status, missing.body], [400, { error: 'invalid_request', error_description: 'refresh_token required' }])
+    t.same(
+      [missing.status, missing.body],
+      [400, { error: 'invalid_request', error_description: 'refresh_token required' }],
+    )
   })
 
   t.test('sign-out scopes', async (t) => {
@@ -134,13 +172,18 @@ t.test('sessions', async (t) => {
     const sb = (await cb.signInWithPassword({ email: user, password })).data.session!
     const sc = (await cc.signInWithPassword({ email: user, password })).data.session!
     const events: string[] = []
-    ca.onAuthStateChange((e) => { events.push(e) })
+    ca.onAuthStateChange((e) => {
+      events.push(e)
+    })
 
     // local: only A's session ends.
     t.error((await ca.signOut({ scope: 'local' })).error)
     t.ok(events.includes('SIGNED_OUT'))
     const goneA = await call(h.base(a) + '/user', { token: sa.access_token })
-    t.same([goneA.status, goneA.body], [403, { code: 'session_not_found', message: 'Session from session_id claim in JWT does not exist' }])
+    t.same(
+      [goneA.status, goneA.body],
+      [403, { code: 'session_not_found', message: 'Session from session_id claim in JWT does not exist' }],
+    )
     t.error((await cb.getUser()).error)
     t.error((await cc.getUser()).error)
     // A's refresh token died with its session ("expired" for the client).
@@ -175,13 +218,19 @@ t.test('sessions', async (t) => {
     const expired = await call(h.base(a) + '/user', { token: s.access_token })
     t.equal(expired.status, 403)
     t.equal(expired.body.code, 'bad_jwt')
-    t.match(expired.body.message, /^invalid JWT: unable to parse or verify signature, token has invalid claims: token is expired$/)
+    t.match(
+      expired.body.message,
+      /^invalid JWT: unable to parse or verify signature, token has invalid claims: token is expired$/,
+    )
     // The refresh token still works after the access token expired.
     const refreshed = await token({ refresh_token: s.refresh_token })
     t.equal(refreshed.status, 200)
     t.equal((await call(h.base(a) + '/user', { token: refreshed.body.access_token })).status, 200)
     const none = await call(h.base(a) + '/user')
-    t.same([none.status, none.body], [401, { code: 'no_authorization', message: 'This endpoint requires a valid Bearer token' }])
+    t.same(
+      [none.status, none.body],
+      [401, { code: 'no_authorization', message: 'This endpoint requires a valid Bearer token' }],
+    )
     const junk = await call(h.base(a) + '/user', { token: 'not.a.jwt' })
     t.same([junk.status, junk.body.code], [403, 'bad_jwt'])
   })

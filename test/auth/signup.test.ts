@@ -11,22 +11,47 @@ t.test('signup', async (t) => {
   const h = await startAuth(t, {
     tenants: [
       {}, // autoconfirm (mail_confirmation off), the default
-      { auth: { mail_confirmation: true, site_url: 'http://app.example.com', redirect_urls: ['http://localhost:5173/**'] } },
-      { auth: { anonymous_sign_in: true, password_min_length: 10, password_required_characters: 'lower_upper_letters_digits' } }
-    ]
+      {
+        auth: {
+          mail_confirmation: true,
+          site_url: 'http://app.example.com',
+          redirect_urls: ['http://localhost:5173/**'],
+        },
+      },
+      {
+        auth: {
+          anonymous_sign_in: true,
+          password_min_length: 10,
+          password_required_characters: 'lower_upper_letters_digits',
+        },
+      },
+    ],
   })
-  const [auto, confirm, strict] = h.list as [typeof h.list[0], typeof h.list[0], typeof h.list[0]]
+  const [auto, confirm, strict] = h.list as [(typeof h.list)[0], (typeof h.list)[0], (typeof h.list)[0]]
 
   t.test('autoconfirm: a session, SIGNED_IN, metadata from data', async (t) => {
     const c = h.client(auto)
     const events: string[] = []
-    c.onAuthStateChange((event) => { events.push(event) })
+    c.onAuthStateChange((event) => {
+      events.push(event)
+    })
     const e = email()
-    const { data, error } = await c.signUp({ email: e.toUpperCase(), password: 'secret123', options: { data: { name: 'Ada', plan: 'pro' } } })
+    const { data, error } = await c.signUp({
+      email: e.toUpperCase(),
+      password: 'secret123',
+      options: { data: { name: 'Ada', plan: 'pro' } },
+    })
     t.error(error)
     t.ok(data.session, 'session returned')
     t.equal(data.user?.email, e, 'email lower-cased')
-    t.match(data.user?.user_metadata, { name: 'Ada', plan: 'pro', email: e, email_verified: true, phone_verified: false, sub: data.user?.id })
+    t.match(data.user?.user_metadata, {
+      name: 'Ada',
+      plan: 'pro',
+      email: e,
+      email_verified: true,
+      phone_verified: false,
+      sub: data.user?.id,
+    })
     t.same(data.user?.app_metadata, { provider: 'email', providers: ['email'] })
     t.equal(data.user?.identities?.length, 1)
     t.equal(data.user?.identities?.[0]?.provider, 'email')
@@ -34,8 +59,34 @@ t.test('signup', async (t) => {
     t.equal(data.session?.expires_in, 3600)
     t.ok(events.includes('SIGNED_IN'), 'SIGNED_IN emitted: ' + events.join(','))
     const claims = decodeJwt(data.session!.access_token)
-    t.same(Object.keys(claims).sort(), ['aal', 'amr', 'app_metadata', 'aud', 'email', 'exp', 'iat', 'is_anonymous', 'iss', 'phone', 'role', 'session_id', 'sub', 'user_metadata'].sort())
-    t.match(claims, { sub: data.user?.id, aud: 'authenticated', role: 'authenticated', email: e, phone: '', aal: 'aal1', is_anonymous: false })
+    t.same(
+      Object.keys(claims).sort(),
+      [
+        'aal',
+        'amr',
+        'app_metadata',
+        'aud',
+        'email',
+        'exp',
+        'iat',
+        'is_anonymous',
+        'iss',
+        'phone',
+        'role',
+        'session_id',
+        'sub',
+        'user_metadata',
+      ].sort(),
+    )
+    t.match(claims, {
+      sub: data.user?.id,
+      aud: 'authenticated',
+      role: 'authenticated',
+      email: e,
+      phone: '',
+      aal: 'aal1',
+      is_anonymous: false,
+    })
     t.equal(claims.iss, `http://gatehouse.test/${auto.database}/auth/v1`)
     t.equal(claims.exp - claims.iat, 3600)
     t.equal(claims.amr[0].method, 'password')
@@ -81,12 +132,18 @@ t.test('signup', async (t) => {
     const r2 = await call(h.base(auto) + '/signup', { body: { email: email() } })
     t.equal(r2.status, 400)
     t.equal(r2.body.message, 'Signup requires a valid password')
-    const r3 = await call(h.base(auto) + '/signup', { body: { email: email(), phone: '+15551234567', password: 'secret123' } })
+    const r3 = await call(h.base(auto) + '/signup', {
+      body: { email: email(), phone: '+15551234567', password: 'secret123' },
+    })
     t.equal(r3.status, 400)
     const r4 = await call(h.base(auto) + '/signup', { body: '[1,2]' })
     t.equal(r4.status, 400)
     t.equal(r4.body.code, 'bad_json')
-    const raw = await fetch(h.base(auto) + '/signup', { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{"email":' })
+    const raw = await fetch(h.base(auto) + '/signup', {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: '{"email":',
+    })
     t.equal(raw.status, 400)
     t.equal(((await raw.json()) as { error_code: string }).error_code, 'bad_json')
   })
@@ -102,7 +159,10 @@ t.test('signup', async (t) => {
     const v2024 = await call(h.base(auto) + '/signup', { body: { email: e, password: 'secret123' } })
     t.same(v2024.body, { code: 'user_already_exists', message: 'User already registered' })
     t.equal(v2024.headers.get('x-supabase-api-version'), '2024-01-01')
-    const old = await call(h.base(auto) + '/signup', { body: { email: e, password: 'secret123' }, apiVersion: '2023-05-01' })
+    const old = await call(h.base(auto) + '/signup', {
+      body: { email: e, password: 'secret123' },
+      apiVersion: '2023-05-01',
+    })
     t.equal(old.body.error_code, 'user_already_exists')
     const weak = await call(h.base(auto) + '/signup', { body: { email: email(), password: '1' }, apiVersion: null })
     t.same(weak.body.weak_password, { reasons: ['length'] })
@@ -111,7 +171,11 @@ t.test('signup', async (t) => {
   t.test('mail confirmation: no session, mail read from SMTP, link verified, then sign-in', async (t) => {
     const c = h.client(confirm)
     const e = email('confirm')
-    const { data, error } = await c.signUp({ email: e, password: 'secret123', options: { emailRedirectTo: 'http://localhost:5173/welcome', data: { team: 'blue' } } })
+    const { data, error } = await c.signUp({
+      email: e,
+      password: 'secret123',
+      options: { emailRedirectTo: 'http://localhost:5173/welcome', data: { team: 'blue' } },
+    })
     t.error(error)
     t.equal(data.session, null, 'no session before confirmation')
     t.equal(data.user?.email, e)
@@ -133,7 +197,11 @@ t.test('signup', async (t) => {
     t.equal(u.searchParams.get('redirect_to'), 'http://localhost:5173/welcome')
     t.match(u.searchParams.get('token'), /^[0-9a-f]{56}$/, 'SHA-224 hex token hash')
     t.match(mail.text, /Or enter this code: \d{6}/)
-    const stored = await adminQuery('SELECT token_type::text, relates_to FROM auth.one_time_tokens WHERE token_hash = $1', [u.searchParams.get('token')], confirm.database)
+    const stored = await adminQuery(
+      'SELECT token_type::text, relates_to FROM auth.one_time_tokens WHERE token_hash = $1',
+      [u.searchParams.get('token')],
+      confirm.database,
+    )
     t.same(stored.rows, [{ token_type: 'confirmation_token', relates_to: e }], 'the hash is kept in one_time_tokens')
 
     const res = await fetch(h.engineLink(confirm, link), { redirect: 'manual' })
@@ -193,7 +261,9 @@ t.test('signup', async (t) => {
 
   t.test('an unknown redirect_to falls back to the site URL', async (t) => {
     const e = email('redir')
-    const r = await call(h.base(confirm) + '/signup?redirect_to=' + encodeURIComponent('https://evil.example.net/'), { body: { email: e, password: 'secret123' } })
+    const r = await call(h.base(confirm) + '/signup?redirect_to=' + encodeURIComponent('https://evil.example.net/'), {
+      body: { email: e, password: 'secret123' },
+    })
     t.equal(r.status, 200)
     const mail = await h.mail.waitForMail(e)
     const link = new URL(mail.links.find((l) => l.includes('/verify?'))!)
@@ -214,7 +284,11 @@ t.test('signup', async (t) => {
     t.equal((await call(h.base(confirm) + '/signup', { body: { email: e, password: 'secret123' } })).status, 200)
     await h.mail.waitForMail(e)
 
-    const counted = await adminQuery<{ n: number }>('SELECT count(*)::int AS n FROM auth.gatehouse_mail_sends WHERE address = $1', [e], confirm.database)
+    const counted = await adminQuery<{ n: number }>(
+      'SELECT count(*)::int AS n FROM auth.gatehouse_mail_sends WHERE address = $1',
+      [e],
+      confirm.database,
+    )
     t.equal(counted.rows[0]?.n, 2, 'sends are counted in the tenant database')
     h.setAuth(confirm, { mail_min_interval: 0, mail_rate_per_hour: 0 })
     const over = await call(h.base(confirm) + '/signup', { body: { email: email('over'), password: 'secret123' } })
@@ -252,9 +326,18 @@ t.test('signup', async (t) => {
 
   t.test('settings, health and jwks reflect the tenant', async (t) => {
     const health = await call(h.base(auto) + '/health')
-    t.same(health.body, { version: 'gatehouse-0.1.0', name: 'GoTrue', description: 'GoTrue is a user registration and authentication API' })
+    t.same(health.body, {
+      version: 'gatehouse-0.1.0',
+      name: 'GoTrue',
+      description: 'GoTrue is a user registration and authentication API',
+    })
     const s1 = await call(h.base(confirm) + '/settings')
-    t.match(s1.body, { disable_signup: false, mailer_autoconfirm: false, phone_autoconfirm: false, external: { email: true, phone: false, anonymous_users: false, github: false, google: false } })
+    t.match(s1.body, {
+      disable_signup: false,
+      mailer_autoconfirm: false,
+      phone_autoconfirm: false,
+      external: { email: true, phone: false, anonymous_users: false, github: false, google: false },
+    })
     const s2 = await call(h.base(strict) + '/settings')
     t.match(s2.body, { mailer_autoconfirm: true, external: { anonymous_users: true } })
     h.setAuth(auto, { providers: { github: { client_id: 'x', secret: 'y' } }, magic_link: true, signup_enabled: false })
@@ -263,7 +346,11 @@ t.test('signup', async (t) => {
     h.setAuth(auto, { providers: {}, magic_link: false, signup_enabled: true })
     const jwks = await call(h.base(auto) + '/.well-known/jwks.json')
     const key = auto.file.jwt.signing_keys[0]!
-    t.same(jwks.body.keys.map((k: Record<string, unknown>) => [k.kid, k.alg, k.use]), [[key.kid, key.alg, 'sig']], 'the tenant\'s own signing key')
+    t.same(
+      jwks.body.keys.map((k: Record<string, unknown>) => [k.kid, k.alg, k.use]),
+      [[key.kid, key.alg, 'sig']],
+      "the tenant's own signing key",
+    )
     t.notOk('d' in jwks.body.keys[0], 'its public half only')
     t.equal(jwks.headers.get('cache-control'), 'public, max-age=600')
     const unknown = await call(`${h.url}/no_such_db/health`)

@@ -25,8 +25,8 @@ t.test('through the gateway', async (t) => {
       log: { level: 'silent' },
       auth: { port: 0, bcrypt_cost: 4 },
       gateway: { port: 0 },
-      mail: { smtp_host: mail.host, smtp_port: mail.port }
-    }
+      mail: { smtp_host: mail.host, smtp_port: mail.port },
+    },
   })
   const tenants = new Map<string, Tenant>()
   const lookup = { get: async (db: string) => tenants.get(db) ?? null }
@@ -41,7 +41,7 @@ t.test('through the gateway', async (t) => {
     const tt = await createTestTenant(t, {
       database,
       upstreams: { auth: `${engineUrl}/${database}`, rest: `http://127.0.0.1:9/${database}` },
-      auth: { mail_min_interval: 0, ...auth }
+      auth: { mail_min_interval: 0, ...auth },
     })
     tenants.set(database, tt.tenant)
     return tt
@@ -53,15 +53,18 @@ t.test('through the gateway', async (t) => {
   await gateway.listen({ port: 0, host: '127.0.0.1' })
   t.teardown(() => gateway.close())
   const gw = `http://127.0.0.1:${(gateway.server.address() as AddressInfo).port}`
-  const client = (tt: typeof a, key = tt.file.keys.public): SupabaseClient => createClient(`${gw}/${tt.database}`, key, {
-    auth: { storage: memoryStorage(), persistSession: true, autoRefreshToken: false, detectSessionInUrl: false }
-  })
+  const client = (tt: typeof a, key = tt.file.keys.public): SupabaseClient =>
+    createClient(`${gw}/${tt.database}`, key, {
+      auth: { storage: memoryStorage(), persistSession: true, autoRefreshToken: false, detectSessionInUrl: false },
+    })
 
   t.test('sign-up, sign-in, getUser, refresh, sign-out', async (t) => {
     const sb = client(a)
     const e = email('gw')
     const events: string[] = []
-    sb.auth.onAuthStateChange((ev) => { events.push(ev) })
+    sb.auth.onAuthStateChange((ev) => {
+      events.push(ev)
+    })
     const up = await sb.auth.signUp({ email: e, password: 'secret123', options: { data: { via: 'gateway' } } })
     t.error(up.error)
     t.ok(up.data.session)
@@ -88,27 +91,35 @@ t.test('through the gateway', async (t) => {
     t.error((await sb.auth.getUser()).error, 'the other session lives on')
     t.error((await sb.auth.signOut()).error)
     t.ok(events.includes('SIGNED_OUT'))
-    const after = await fetch(`${gw}/${a.database}/auth/v1/user`, { headers: { apikey: a.file.keys.public, authorization: `Bearer ${refreshed.data.session!.access_token}` } })
+    const after = await fetch(`${gw}/${a.database}/auth/v1/user`, {
+      headers: { apikey: a.file.keys.public, authorization: `Bearer ${refreshed.data.session!.access_token}` },
+    })
     t.equal(after.status, 403)
     t.equal(((await after.json()) as { error_code: string }).error_code, 'session_not_found')
   })
 
   t.test("tenant A's token is refused on tenant B's path", async (t) => {
     const s = (await client(a).auth.signUp({ email: email('cross'), password: 'secret123' })).data.session!
-    const res = await fetch(`${gw}/${b.database}/auth/v1/user`, { headers: { apikey: b.file.keys.public, authorization: `Bearer ${s.access_token}` } })
+    const res = await fetch(`${gw}/${b.database}/auth/v1/user`, {
+      headers: { apikey: b.file.keys.public, authorization: `Bearer ${s.access_token}` },
+    })
     // On /auth/v1 the gateway hands a token it cannot verify to B's engine without a role,
     // which refuses it as GoTrue does (403 bad_jwt: B's secret did not sign it).
     t.equal(res.status, 403, 'refused')
     t.match(await res.json(), { error_code: 'bad_jwt' })
     const onB = createClient(`${gw}/${b.database}`, b.file.keys.public, {
       auth: { persistSession: false, autoRefreshToken: false },
-      global: { headers: { Authorization: `Bearer ${s.access_token}` } }
+      global: { headers: { Authorization: `Bearer ${s.access_token}` } },
     })
     const viaClient = await onB.auth.getUser(s.access_token)
     t.ok(viaClient.error, 'supabase-js on B gets an error')
-    const keyOfA = await fetch(`${gw}/${b.database}/auth/v1/user`, { headers: { apikey: a.file.keys.public, authorization: `Bearer ${s.access_token}` } })
+    const keyOfA = await fetch(`${gw}/${b.database}/auth/v1/user`, {
+      headers: { apikey: a.file.keys.public, authorization: `Bearer ${s.access_token}` },
+    })
     t.equal(keyOfA.status, 401, "A's key on B's path")
-    const direct = await fetch(`${engineUrl}/${b.database}/user`, { headers: { authorization: `Bearer ${s.access_token}` } })
+    const direct = await fetch(`${engineUrl}/${b.database}/user`, {
+      headers: { authorization: `Bearer ${s.access_token}` },
+    })
     t.equal(direct.status, 403, "and B's engine path refuses it too")
   })
 

@@ -8,14 +8,16 @@ import { startAuth, call, email, decodeJwt } from '../helpers/auth-harness.js'
 
 t.test('user', async (t) => {
   const h = await startAuth(t, { tenants: [{}, { auth: { mail_confirmation: true, anonymous_sign_in: true } }] })
-  const [a, confirm] = h.list as [typeof h.list[0], typeof h.list[0]]
+  const [a, confirm] = h.list as [(typeof h.list)[0], (typeof h.list)[0]]
 
   t.test('getUser and metadata updates', async (t) => {
     const c = h.client(a)
     const e = email('meta')
     t.error((await c.signUp({ email: e, password: 'secret123', options: { data: { color: 'red', size: 3 } } })).error)
     const events: string[] = []
-    c.onAuthStateChange((ev) => { events.push(ev) })
+    c.onAuthStateChange((ev) => {
+      events.push(ev)
+    })
     const got = await c.getUser()
     t.equal(got.data.user?.email, e)
     const upd = await c.updateUser({ data: { color: 'blue', size: null, extra: { nested: true } } })
@@ -28,8 +30,15 @@ t.test('user', async (t) => {
     // A new access token carries the new metadata.
     const { data } = await c.refreshSession()
     t.equal(decodeJwt(data.session!.access_token).user_metadata.color, 'blue')
-    const admin = await call(h.base(a) + '/user', { method: 'PUT', body: { app_metadata: { plan: 'gold' } }, token: data.session!.access_token })
-    t.same([admin.status, admin.body], [403, { code: 'not_admin', message: 'Updating app_metadata requires admin privileges' }])
+    const admin = await call(h.base(a) + '/user', {
+      method: 'PUT',
+      body: { app_metadata: { plan: 'gold' } },
+      token: data.session!.access_token,
+    })
+    t.same(
+      [admin.status, admin.body],
+      [403, { code: 'not_admin', message: 'Updating app_metadata requires admin privileges' }],
+    )
   })
 
   t.test('a token of this database made for another audience: /user and the admin routes refuse it', async (t) => {
@@ -39,24 +48,43 @@ t.test('user', async (t) => {
     const claims = decodeJwt(own)
     // The same claims, signed with the database's secret, for another audience.
     const resign = (aud: string | null, extra: Record<string, unknown> = claims) => {
-      let jwt = new SignJWT({ ...extra, aud: undefined }).setProtectedHeader({ alg: 'HS256', typ: 'JWT' })
-        .setIssuer(claims.iss).setIssuedAt().setExpirationTime('5m')
+      let jwt = new SignJWT({ ...extra, aud: undefined })
+        .setProtectedHeader({ alg: 'HS256', typ: 'JWT' })
+        .setIssuer(claims.iss)
+        .setIssuedAt()
+        .setExpirationTime('5m')
       if (aud !== null) jwt = jwt.setAudience(aud)
       return jwt.sign(new TextEncoder().encode(a.file.jwt.secret))
     }
     t.equal((await call(h.base(a) + '/user', { token: own })).status, 200, 'its own token: served')
     const other = await resign('another-app')
     const got = await call(h.base(a) + '/user', { token: other })
-    t.same([got.status, got.body], [400, { code: 'validation_failed', message: "Token audience doesn't match request audience" }], "GET /user: GoTrue's answer")
+    t.same(
+      [got.status, got.body],
+      [400, { code: 'validation_failed', message: "Token audience doesn't match request audience" }],
+      "GET /user: GoTrue's answer",
+    )
     const put = await call(h.base(a) + '/user', { method: 'PUT', body: { data: { x: 1 } }, token: other })
     t.same([put.status, put.body.code], [400, 'validation_failed'], 'PUT /user too')
     t.equal((await call(h.base(a) + '/user', { token: await resign(null) })).status, 400, 'no audience at all: refused')
 
     const service = { role: 'service_role' }
-    t.equal((await call(h.base(a) + '/admin/users', { token: await resign(null, service) })).status, 200, 'a service token with no audience: served')
-    t.equal((await call(h.base(a) + '/admin/users', { token: await resign('authenticated', service) })).status, 200, "with the database's audience: served")
+    t.equal(
+      (await call(h.base(a) + '/admin/users', { token: await resign(null, service) })).status,
+      200,
+      'a service token with no audience: served',
+    )
+    t.equal(
+      (await call(h.base(a) + '/admin/users', { token: await resign('authenticated', service) })).status,
+      200,
+      "with the database's audience: served",
+    )
     const adm = await call(h.base(a) + '/admin/users', { token: await resign('another-app', service) })
-    t.same([adm.status, adm.body], [403, { code: 'unexpected_audience', message: "Token audience doesn't match request audience" }], 'another audience: refused')
+    t.same(
+      [adm.status, adm.body],
+      [403, { code: 'unexpected_audience', message: "Token audience doesn't match request audience" }],
+      'another audience: refused',
+    )
   })
 
   t.test('password change', async (t) => {
@@ -69,7 +97,10 @@ t.test('user', async (t) => {
     t.equal(weak.error?.code, 'weak_password')
     t.equal(weak.error?.status, 422)
     const same = await main.updateUser({ password: 'first-pass' })
-    t.same([same.error?.status, same.error?.code, same.error?.message], [422, 'same_password', 'New password should be different from the old password.'])
+    t.same(
+      [same.error?.status, same.error?.code, same.error?.message],
+      [422, 'same_password', 'New password should be different from the old password.'],
+    )
     t.error((await main.updateUser({ password: 'second-pass' })).error)
     t.error((await main.getUser()).error, 'the current session stays')
     t.equal((await other.getUser()).error?.name, 'AuthSessionMissingError', 'other sessions ended')
@@ -88,7 +119,10 @@ t.test('user', async (t) => {
     const dup = await c.updateUser({ email: taken })
     t.same([dup.error?.status, dup.error?.code], [422, 'email_exists'])
 
-    const { data, error } = await c.updateUser({ email: newEmail }, { emailRedirectTo: 'http://localhost:3000/changed' })
+    const { data, error } = await c.updateUser(
+      { email: newEmail },
+      { emailRedirectTo: 'http://localhost:3000/changed' },
+    )
     t.error(error)
     t.equal(data.user?.email, oldEmail, 'unchanged until confirmed')
     t.equal(data.user?.new_email, newEmail)
@@ -105,7 +139,10 @@ t.test('user', async (t) => {
     const first = await fetch(h.engineLink(a, linkOld), { redirect: 'manual' })
     t.equal(first.status, 303)
     const firstFrag = new URLSearchParams(new URL(first.headers.get('location')!).hash.slice(1))
-    t.equal(firstFrag.get('message'), 'Confirmation link accepted. Please proceed to confirm link sent to the other email')
+    t.equal(
+      firstFrag.get('message'),
+      'Confirmation link accepted. Please proceed to confirm link sent to the other email',
+    )
     t.equal((await c.getUser()).data.user?.email, oldEmail, 'one link is not enough')
 
     const second = await fetch(h.engineLink(a, linkNew), { redirect: 'manual' })
@@ -136,7 +173,13 @@ t.test('user', async (t) => {
     t.equal(data.user?.new_email, e)
     t.equal(data.user?.is_anonymous, true)
     const mail = await h.mail.waitForMail(e)
-    const res = await fetch(h.engineLink(confirm, mail.links.find((l) => l.includes('/verify?'))!), { redirect: 'manual' })
+    const res = await fetch(
+      h.engineLink(
+        confirm,
+        mail.links.find((l) => l.includes('/verify?'))!,
+      ),
+      { redirect: 'manual' },
+    )
     const frag = new URLSearchParams(new URL(res.headers.get('location')!).hash.slice(1))
     const claims = decodeJwt(frag.get('access_token')!)
     t.equal(claims.is_anonymous, false)

@@ -4,13 +4,42 @@ import { renderChart } from '../../bench/chart.js'
 import type { BenchReport } from '../../bench/lib.js'
 
 const env = { node: 'v20', platform: 'linux', cpus: 2, cpuModel: 'x', loadavg: [0, 0, 0] }
-const scenario = (name: string, rps: number, p50: number, p99: number) =>
-  ({ name, description: name, requestsPerSec: rps, p50Ms: p50, p99Ms: p99, requests: rps, errors: 0, timeouts: 0, non2xx: 0 })
+const scenario = (name: string, rps: number, p50: number, p99: number) => ({
+  name,
+  description: name,
+  requestsPerSec: rps,
+  p50Ms: p50,
+  p99Ms: p99,
+  requests: rps,
+  errors: 0,
+  timeouts: 0,
+  non2xx: 0,
+})
 
 t.test('one bar per scenario, values printed, text escaped', async (t) => {
   const reports: BenchReport[] = [
-    { name: 'gateway', title: 'g', startedAt: '', secondsPerScenario: 1, connections: 1, ratios: [], notes: [], environment: env, scenarios: [scenario('bare-proxy', 6000, 4, 10), scenario('gateway <jwt>', 5000, 5, 12)] },
-    { name: 'rest-read', title: 'r', startedAt: '', secondsPerScenario: 1, connections: 1, ratios: [], notes: [], environment: env, scenarios: [scenario('engine', 2000, 10, 40)] }
+    {
+      name: 'gateway',
+      title: 'g',
+      startedAt: '',
+      secondsPerScenario: 1,
+      connections: 1,
+      ratios: [],
+      notes: [],
+      environment: env,
+      scenarios: [scenario('bare-proxy', 6000, 4, 10), scenario('gateway <jwt>', 5000, 5, 12)],
+    },
+    {
+      name: 'rest-read',
+      title: 'r',
+      startedAt: '',
+      secondsPerScenario: 1,
+      connections: 1,
+      ratios: [],
+      notes: [],
+      environment: env,
+      scenarios: [scenario('engine', 2000, 10, 40)],
+    },
   ]
   const svg = renderChart(reports)
   t.match(svg, /^<svg /)
@@ -23,7 +52,21 @@ t.test('one bar per scenario, values printed, text escaped', async (t) => {
 
 t.test('latencies from microseconds to seconds all get bars of increasing width (log scale)', async (t) => {
   const reports: BenchReport[] = [
-    { name: 'tenants', title: 't', startedAt: '', secondsPerScenario: 1, connections: 1, ratios: [], notes: [], environment: env, scenarios: [scenario('resolve', 100000, 0.001, 0.004), scenario('cold', 5, 90, 140), scenario('all at once', 50, 9000, 14000)] }
+    {
+      name: 'tenants',
+      title: 't',
+      startedAt: '',
+      secondsPerScenario: 1,
+      connections: 1,
+      ratios: [],
+      notes: [],
+      environment: env,
+      scenarios: [
+        scenario('resolve', 100000, 0.001, 0.004),
+        scenario('cold', 5, 90, 140),
+        scenario('all at once', 50, 9000, 14000),
+      ],
+    },
   ]
   const svg = renderChart(reports)
   // p99 bars are the light ones, one per scenario in row order.

@@ -14,22 +14,40 @@ const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..')
 const cli = ['--import', 'tsx', path.join(root, 'src/cli.ts')]
 const logThenExit = fileURLToPath(new URL('./fixtures/log-then-exit.ts', import.meta.url))
 
-t.test('a part logger whose stdout is a closed pipe: lines written just before exit never hold the process', async (t) => {
-  const child = spawn(process.execPath, ['--import', 'tsx', logThenExit], { cwd: root, stdio: ['pipe', 'pipe', 'pipe'] })
-  t.teardown(() => { if (child.exitCode === null) child.kill('SIGKILL') })
-  const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)))
-  child.stdout.destroy()
-  // Once it has started (however long that takes on a busy machine), it logs and exits at once.
-  await new Promise<void>((resolve) => { child.stderr.on('data', (c: Buffer) => { if (c.toString().includes('ready')) resolve() }) })
-  child.stdin.write('go\n')
-  const deadline = new Promise<'still running'>((resolve) => setTimeout(() => resolve('still running'), 5_000).unref())
-  // pino's default sink (sonic-boom) retries the closed pipe forever in its exit flush.
-  t.equal(await Promise.race([exited, deadline]), 0, 'the process exited')
-})
+t.test(
+  'a part logger whose stdout is a closed pipe: lines written just before exit never hold the process',
+  async (t) => {
+    const child = spawn(process.execPath, ['--import', 'tsx', logThenExit], {
+      cwd: root,
+      stdio: ['pipe', 'pipe', 'pipe'],
+    })
+    t.teardown(() => {
+      if (child.exitCode === null) child.kill('SIGKILL')
+    })
+    const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)))
+    child.stdout.destroy()
+    // Once it has started (however long that takes on a busy machine), it logs and exits at once.
+    await new Promise<void>((resolve) => {
+      child.stderr.on('data', (c: Buffer) => {
+        if (c.toString().includes('ready')) resolve()
+      })
+    })
+    child.stdin.write('go\n')
+    const deadline = new Promise<'still running'>((resolve) =>
+      setTimeout(() => resolve('still running'), 5_000).unref(),
+    )
+    // pino's default sink (sonic-boom) retries the closed pipe forever in its exit flush.
+    t.equal(await Promise.race([exited, deadline]), 0, 'the process exited')
+  },
+)
 
-function get (url: string): Promise<number> {
+function get(url: string): Promise<number> {
   return new Promise((resolve) => {
-    http.get(url, { agent: false, headers: { apikey: 'pk_whatever_key_123' } }, (res) => { res.resume(); res.on('end', () => resolve(res.statusCode ?? 0)) })
+    http
+      .get(url, { agent: false, headers: { apikey: 'pk_whatever_key_123' } }, (res) => {
+        res.resume()
+        res.on('end', () => resolve(res.statusCode ?? 0))
+      })
       .on('error', () => resolve(0))
   })
 }
@@ -47,14 +65,18 @@ t.test('serve gateway with its stdout pipe closed: SIGTERM ends it within the gr
       GATEHOUSE_TENANTS_DIR: dir,
       GATEHOUSE_LOG_LEVEL: 'info',
       DATABASE_URL: '',
-      REDIS_URL: ''
+      REDIS_URL: '',
     },
-    stdio: ['ignore', 'pipe', 'pipe']
+    stdio: ['ignore', 'pipe', 'pipe'],
   })
   let stderr = ''
-  child.stderr.on('data', (c: Buffer) => { stderr += c.toString() })
+  child.stderr.on('data', (c: Buffer) => {
+    stderr += c.toString()
+  })
   const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)))
-  t.teardown(() => { if (child.exitCode === null) child.kill('SIGKILL') })
+  t.teardown(() => {
+    if (child.exitCode === null) child.kill('SIGKILL')
+  })
 
   // Read until the gateway says where it listens, then close the reading end (head -3 exits).
   const url = await new Promise<string>((resolve, reject) => {
@@ -75,7 +97,9 @@ t.test('serve gateway with its stdout pipe closed: SIGTERM ends it within the gr
   const first = await Promise.race([exited, deadline])
   if (first === 'still running') {
     child.kill('SIGTERM')
-    t.fail(`still running 10 s after SIGTERM (grace 1 s); a second SIGTERM ${await Promise.race([exited.then(() => 'ended it'), new Promise((resolve) => setTimeout(() => resolve('did not end it either'), 3_000).unref())])}`)
+    t.fail(
+      `still running 10 s after SIGTERM (grace 1 s); a second SIGTERM ${await Promise.race([exited.then(() => 'ended it'), new Promise((resolve) => setTimeout(() => resolve('did not end it either'), 3_000).unref())])}`,
+    )
     return
   }
   t.equal(first, 0, 'exit 0 within the grace period')

@@ -20,19 +20,23 @@ const TSX = pathToFileURL(createRequire(import.meta.url).resolve('tsx')).href
 const cli = ['--import', TSX, path.join(root, 'src/cli.ts')]
 
 /** A GET on a new connection (cluster workers take new connections in turn). */
-function getFresh (url: string, headers: Record<string, string> = {}): Promise<{ status: number, body: string }> {
+function getFresh(url: string, headers: Record<string, string> = {}): Promise<{ status: number; body: string }> {
   return new Promise((resolve, reject) => {
-    http.get(url, { agent: false, headers }, (res) => {
-      let body = ''
-      res.setEncoding('utf8')
-      res.on('data', (c: string) => { body += c })
-      res.on('end', () => resolve({ status: res.statusCode ?? 0, body }))
-    }).on('error', reject)
+    http
+      .get(url, { agent: false, headers }, (res) => {
+        let body = ''
+        res.setEncoding('utf8')
+        res.on('data', (c: string) => {
+          body += c
+        })
+        res.on('end', () => resolve({ status: res.statusCode ?? 0, body }))
+      })
+      .on('error', reject)
   })
 }
 
 /** Log records (pino JSON lines) of `text` with the message `msg`. */
-function records (text: string, msg: string): Array<Record<string, unknown>> {
+function records(text: string, msg: string): Array<Record<string, unknown>> {
   const out: Array<Record<string, unknown>> = []
   for (const line of text.split('\n')) {
     try {
@@ -48,18 +52,35 @@ t.test('serve gateway --workers 2 answers and stops on SIGTERM', async (t) => {
   t.teardown(() => rmSync(dir, { recursive: true, force: true }))
   const child = spawn(process.execPath, [...cli, 'serve', 'gateway', '--workers', '2'], {
     cwd: dir,
-    env: shellEnv({ GATEHOUSE_GATEWAY_PORT: '0', GATEHOUSE_GATEWAY_ADMIN_PORT: '0', GATEHOUSE_TENANTS_DIR: dir, GATEHOUSE_LOG_LEVEL: 'info' }),
-    stdio: ['ignore', 'pipe', 'pipe']
+    env: shellEnv({
+      GATEHOUSE_GATEWAY_PORT: '0',
+      GATEHOUSE_GATEWAY_ADMIN_PORT: '0',
+      GATEHOUSE_TENANTS_DIR: dir,
+      GATEHOUSE_LOG_LEVEL: 'info',
+    }),
+    stdio: ['ignore', 'pipe', 'pipe'],
   })
   let stdout = ''
   let stderr = ''
-  child.stdout.setEncoding('utf8').on('data', (c: string) => { stdout += c })
-  child.stderr.setEncoding('utf8').on('data', (c: string) => { stderr += c })
+  child.stdout.setEncoding('utf8').on('data', (c: string) => {
+    stdout += c
+  })
+  child.stderr.setEncoding('utf8').on('data', (c: string) => {
+    stderr += c
+  })
   const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)))
-  t.teardown(() => { if (child.exitCode === null) child.kill('SIGKILL') })
+  t.teardown(() => {
+    if (child.exitCode === null) child.kill('SIGKILL')
+  })
 
   // Both workers listening (on the same port) and the primary's admin listener.
-  for (let i = 0; i < 1200 && (records(stdout, 'listening').length < 2 || records(stdout, 'admin listening (metrics of every worker)').length < 1); i++) {
+  for (
+    let i = 0;
+    i < 1200 &&
+    (records(stdout, 'listening').length < 2 ||
+      records(stdout, 'admin listening (metrics of every worker)').length < 1);
+    i++
+  ) {
     if (child.exitCode !== null) break
     await new Promise((r) => setTimeout(r, 50))
   }
@@ -80,7 +101,11 @@ t.test('serve gateway --workers 2 answers and stops on SIGTERM', async (t) => {
     if (r.status === 200) ready = JSON.parse(r.body)
     else await new Promise((resolve) => setTimeout(resolve, 100))
   }
-  t.same((ready.checks ?? []).map((c) => /^worker \d+$/.test(c.name)), [true, true], 'readyz answers for both workers')
+  t.same(
+    (ready.checks ?? []).map((c) => /^worker \d+$/.test(c.name)),
+    [true, true],
+    'readyz answers for both workers',
+  )
   t.equal((await getFresh(`${pub}/healthz`)).status, 404, 'the public port does not answer /healthz')
   t.equal((await getFresh(`${pub}/metrics`)).status, 404, 'nor /metrics')
 
@@ -91,8 +116,11 @@ t.test('serve gateway --workers 2 answers and stops on SIGTERM', async (t) => {
   }
   const m = await getFresh(`${admin}/metrics`)
   t.equal(m.status, 200)
-  t.match(m.body, /gatehouse_requests_total\{part="gateway",tenant="_unknown",status="404"\} 6\b/,
-    'the requests of both workers are counted together')
+  t.match(
+    m.body,
+    /gatehouse_requests_total\{part="gateway",tenant="_unknown",status="404"\} 6\b/,
+    'the requests of both workers are counted together',
+  )
   t.match(m.body, /process_cpu_user_seconds_total/, 'process metrics')
 
   child.kill('SIGTERM')

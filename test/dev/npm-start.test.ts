@@ -27,7 +27,7 @@ const CLI = path.join(REPO_ROOT, 'src', 'cli.ts')
 const TSX = pathToFileURL(createRequire(import.meta.url).resolve('tsx')).href
 
 /** The environment of a developer's shell: no inherited GATEHOUSE_* and no REDIS_URL (tenant files). */
-function devEnv (): NodeJS.ProcessEnv {
+function devEnv(): NodeJS.ProcessEnv {
   const env: NodeJS.ProcessEnv = {}
   for (const [k, v] of Object.entries(process.env)) {
     if (k.startsWith('GATEHOUSE_') || k === 'REDIS_URL' || k.startsWith('TAP') || k === 'NODE_OPTIONS') continue
@@ -38,27 +38,35 @@ function devEnv (): NodeJS.ProcessEnv {
     DATABASE_URL: adminUrl(),
     ...KERNEL_PORTS_ENV,
     GATEHOUSE_LOG_LEVEL: 'warn',
-    GATEHOUSE_AUTH_BCRYPT_COST: '4'
+    GATEHOUSE_AUTH_BCRYPT_COST: '4',
   }
 }
 
 interface Running {
   child: ChildProcess
-  stdout (): string
-  stderr (): string
-  exited: Promise<{ code: number | null, signal: NodeJS.Signals | null }>
+  stdout(): string
+  stderr(): string
+  exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>
   readyMs: number
 }
 
 /** Starts `gatehouse dev` in the working copy and waits for its banner. */
-async function startDevProcess (t: Test, copy: WorkingCopy): Promise<Running> {
+async function startDevProcess(t: Test, copy: WorkingCopy): Promise<Running> {
   const started = Date.now()
-  const child = spawn(process.execPath, ['--import', TSX, CLI, 'dev'], { cwd: copy.root, env: devEnv(), stdio: ['ignore', 'pipe', 'pipe'] })
+  const child = spawn(process.execPath, ['--import', TSX, CLI, 'dev'], {
+    cwd: copy.root,
+    env: devEnv(),
+    stdio: ['ignore', 'pipe', 'pipe'],
+  })
   let out = ''
   let err = ''
-  child.stdout!.setEncoding('utf8').on('data', (d: string) => { out += d })
-  child.stderr!.setEncoding('utf8').on('data', (d: string) => { err += d })
-  const exited = new Promise<{ code: number | null, signal: NodeJS.Signals | null }>((resolve) => {
+  child.stdout!.setEncoding('utf8').on('data', (d: string) => {
+    out += d
+  })
+  child.stderr!.setEncoding('utf8').on('data', (d: string) => {
+    err += d
+  })
+  const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) => {
     child.once('exit', (code, signal) => resolve({ code, signal }))
   })
   // Never leave the stack running when a test fails half-way: Ctrl-C, then a hard stop.
@@ -71,8 +79,14 @@ async function startDevProcess (t: Test, copy: WorkingCopy): Promise<Running> {
   })
   const ready = await new Promise<boolean>((resolve) => {
     const check = setInterval(() => {
-      if (out.includes('Ctrl-C stops everything')) { clearInterval(check); resolve(true) }
-      if (child.exitCode !== null) { clearInterval(check); resolve(false) }
+      if (out.includes('Ctrl-C stops everything')) {
+        clearInterval(check)
+        resolve(true)
+      }
+      if (child.exitCode !== null) {
+        clearInterval(check)
+        resolve(false)
+      }
     }, 25)
   })
   if (!ready) throw new Error(`gatehouse dev exited before it was ready:\n${out}\n${err}`)
@@ -80,16 +94,19 @@ async function startDevProcess (t: Test, copy: WorkingCopy): Promise<Running> {
 }
 
 /** Whether nothing accepts a connection on the port (asked by connecting, never by taking it). */
-function portFree (port: number): Promise<boolean> {
+function portFree(port: number): Promise<boolean> {
   return new Promise((resolve) => {
     const s = net.connect(port, '127.0.0.1')
-    s.once('connect', () => { s.destroy(); resolve(false) })
+    s.once('connect', () => {
+      s.destroy()
+      resolve(false)
+    })
     s.once('error', () => resolve(true))
   })
 }
 
 /** Polls until nothing listens on the port (a killed process's children exit on their own). */
-async function eventuallyFree (port: number): Promise<boolean> {
+async function eventuallyFree(port: number): Promise<boolean> {
   for (let i = 0; i < 200; i++) {
     if (await portFree(port)) return true
     await new Promise((resolve) => setTimeout(resolve, 50))
@@ -107,7 +124,7 @@ interface Info {
 }
 
 /** Every listener dev.json names, by name: the ports the kernel gave this start. */
-function listeners (info: Info): Record<string, number> {
+function listeners(info: Info): Record<string, number> {
   const port = (url: string): number => Number(new URL(url).port)
   return {
     gateway: port(info.gateway_url),
@@ -115,28 +132,32 @@ function listeners (info: Info): Record<string, number> {
     auth: port(info.auth_engine_url),
     panel: port(info.panel_url),
     'mail web': port(info.mail_url),
-    ...Object.fromEntries(Object.entries(info.admin_urls ?? {}).map(([k, v]) => [`${k} admin`, port(v)]))
+    ...Object.fromEntries(Object.entries(info.admin_urls ?? {}).map(([k, v]) => [`${k} admin`, port(v)])),
   }
 }
 
-async function status (copy: WorkingCopy, ...args: string[]): Promise<{ stdout: string, stderr: string, code: number }> {
+async function status(copy: WorkingCopy, ...args: string[]): Promise<{ stdout: string; stderr: string; code: number }> {
   try {
-    const r = await promisify(execFile)(process.execPath, ['--import', TSX, CLI, 'status', ...args], { cwd: copy.root, env: devEnv() })
+    const r = await promisify(execFile)(process.execPath, ['--import', TSX, CLI, 'status', ...args], {
+      cwd: copy.root,
+      env: devEnv(),
+    })
     return { stdout: r.stdout, stderr: r.stderr, code: 0 }
   } catch (err) {
-    const e = err as { stdout?: string, stderr?: string, code?: number }
+    const e = err as { stdout?: string; stderr?: string; code?: number }
     return { stdout: e.stdout ?? '', stderr: e.stderr ?? '', code: e.code ?? -1 }
   }
 }
 
-async function stopWithCtrlC (t: Test, run: Running, info: Info): Promise<void> {
+async function stopWithCtrlC(t: Test, run: Running, info: Info): Promise<void> {
   run.child.kill('SIGINT')
   const { code, signal } = await run.exited
   t.equal(code, 0, 'exit 0 after Ctrl-C')
   t.equal(signal, null)
   t.match(run.stdout(), /stopping/)
   t.notMatch(run.stderr(), /unexpected failure|Error:|at .*\.ts:\d+/, 'nothing alarming on stderr')
-  for (const [name, port] of Object.entries(listeners(info))) t.ok(await portFree(port), `${name} port ${port} is free again`)
+  for (const [name, port] of Object.entries(listeners(info)))
+    t.ok(await portFree(port), `${name} port ${port} is free again`)
 }
 
 t.test('npm start: banner, dev.json, status --json, a working gateway, Ctrl-C stops everything', async (t) => {
@@ -150,10 +171,17 @@ t.test('npm start: banner, dev.json, status --json, a working gateway, Ctrl-C st
 
   // Ten listeners, each on its own port the kernel gave it.
   const ports = listeners(info)
-  t.same(Object.keys(ports).sort(), ['auth', 'auth admin', 'gateway', 'gateway admin', 'mail web', 'panel', 'panel admin', 'rest', 'rest admin'].sort())
-  t.ok(Object.values(ports).every((p) => Number.isInteger(p) && p > 0), `real ports, none 0: ${JSON.stringify(ports)}`)
+  t.same(
+    Object.keys(ports).sort(),
+    ['auth', 'auth admin', 'gateway', 'gateway admin', 'mail web', 'panel', 'panel admin', 'rest', 'rest admin'].sort(),
+  )
+  t.ok(
+    Object.values(ports).every((p) => Number.isInteger(p) && p > 0),
+    `real ports, none 0: ${JSON.stringify(ports)}`,
+  )
   t.equal(new Set(Object.values(ports)).size, Object.keys(ports).length, 'all different')
-  for (const url of [info.gateway_url, info.panel_url, info.mail_url, info.rest_engine_url, info.auth_engine_url]) t.match(url, /^http:\/\/127\.0\.0\.1:\d+$/)
+  for (const url of [info.gateway_url, info.panel_url, info.mail_url, info.rest_engine_url, info.auth_engine_url])
+    t.match(url, /^http:\/\/127\.0\.0\.1:\d+$/)
   t.type(info.panel_session, 'string')
   t.same(info.databases.map((d: { database: string }) => d.database).sort(), copy.tenants.map((x) => x.database).sort())
   // The banner prints what dev.json holds.
@@ -161,9 +189,13 @@ t.test('npm start: banner, dev.json, status --json, a working gateway, Ctrl-C st
   for (const d of info.databases) {
     t.equal(d.url, `${info.gateway_url}/${d.database}`)
     t.match(d.owner_url, new RegExp(`/${d.database}$`))
-    for (const s of [d.database, d.url, d.public_key, d.secret_key, d.owner_url]) t.match(out, s, `banner shows ${d.database}`)
+    for (const s of [d.database, d.url, d.public_key, d.secret_key, d.owner_url])
+      t.match(out, s, `banner shows ${d.database}`)
   }
-  t.equal(info.databases.find((d: { database: string }) => d.database === copy.byName('demo').database).organization, 'org_demo')
+  t.equal(
+    info.databases.find((d: { database: string }) => d.database === copy.byName('demo').database).organization,
+    'org_demo',
+  )
   // Each part's admin listener: printed, in dev.json, answering /healthz and /readyz.
   for (const part of ['gateway', 'rest', 'auth', 'panel']) {
     const url = info.admin_urls?.[part] as string
@@ -186,15 +218,16 @@ t.test('npm start: banner, dev.json, status --json, a working gateway, Ctrl-C st
   const signup = await fetch(`${demo.url}/auth/v1/signup`, {
     method: 'POST',
     headers: { apikey: demo.public_key, 'content-type': 'application/json' },
-    body: JSON.stringify({ email: 'someone@example.com', password: 'a fine password' })
+    body: JSON.stringify({ email: 'someone@example.com', password: 'a fine password' }),
   })
   t.equal(signup.status, 200)
-  t.type((await signup.json() as { access_token?: string }).access_token, 'string')
+  t.type(((await signup.json()) as { access_token?: string }).access_token, 'string')
   const rest = await fetch(`${demo.url}/rest/v1/kept`, { headers: { apikey: demo.public_key } })
   t.equal(rest.status, 404)
-  t.equal((await rest.json() as { code: string }).code, 'unknown_table')
+  t.equal(((await rest.json()) as { code: string }).code, 'unknown_table')
   const exchange = await fetch(`${info.panel_url}/organizations/org_demo/databases/${demo.database}/api/app-session`, {
-    method: 'POST', headers: { authorization: `Bearer ${info.panel_session}` }
+    method: 'POST',
+    headers: { authorization: `Bearer ${info.panel_session}` },
   })
   t.equal(exchange.status, 200, 'the printed panel session works')
   t.equal((await fetch(info.mail_url)).status, 200, 'the mail UI answers')
@@ -202,7 +235,9 @@ t.test('npm start: banner, dev.json, status --json, a working gateway, Ctrl-C st
   // The owner makes a table between the two starts.
   const owner = new pg.Client({ connectionString: demo.owner_url })
   await owner.connect()
-  await owner.query("CREATE TABLE public.kept (id int PRIMARY KEY); INSERT INTO public.kept VALUES (7); SELECT platform.grant('SELECT', 'public.kept', 'anon')")
+  await owner.query(
+    "CREATE TABLE public.kept (id int PRIMARY KEY); INSERT INTO public.kept VALUES (7); SELECT platform.grant('SELECT', 'public.kept', 'anon')",
+  )
   await owner.end()
 
   // 4. Ctrl-C. dev.json stays; `gatehouse status` says the stack is not running (exit 3).
@@ -228,23 +263,31 @@ t.test('npm start: banner, dev.json, status --json, a working gateway, Ctrl-C st
   const signin = await fetch(`${demo2.url}/auth/v1/token?grant_type=password`, {
     method: 'POST',
     headers: { apikey: demo.public_key, 'content-type': 'application/json' },
-    body: JSON.stringify({ email: 'someone@example.com', password: 'a fine password' })
+    body: JSON.stringify({ email: 'someone@example.com', password: 'a fine password' }),
   })
   t.equal(signin.status, 200, 'the user of the first run signs in')
-  const exchange2 = await fetch(`${info2.panel_url}/organizations/org_demo/databases/${demo.database}/api/app-session`, {
-    method: 'POST', headers: { authorization: `Bearer ${info.panel_session}` }
-  })
-  t.equal(exchange2.status, 200, 'the first run\'s panel session still works (secret kept in .gatehouse)')
+  const exchange2 = await fetch(
+    `${info2.panel_url}/organizations/org_demo/databases/${demo.database}/api/app-session`,
+    {
+      method: 'POST',
+      headers: { authorization: `Bearer ${info.panel_session}` },
+    },
+  )
+  t.equal(exchange2.status, 200, "the first run's panel session still works (secret kept in .gatehouse)")
 
   // 6. Killed without a chance to clean up (a crash, kill -9): the mail catcher it started
   // goes too, so nothing holds the ports of the next start.
   again.child.kill('SIGKILL')
   t.equal((await again.exited).signal, 'SIGKILL')
-  for (const [name, port] of Object.entries(listeners(info2))) t.ok(await eventuallyFree(port), `${name} port ${port} is free after kill -9`)
+  for (const [name, port] of Object.entries(listeners(info2)))
+    t.ok(await eventuallyFree(port), `${name} port ${port} is free after kill -9`)
 
   const tenantsInCluster = new pg.Client({ connectionString: adminUrl() })
   await tenantsInCluster.connect()
-  const dbs = await tenantsInCluster.query('SELECT datname FROM pg_database WHERE datname = ANY($1::text[]) ORDER BY 1', [copy.tenants.map((x) => x.database)])
+  const dbs = await tenantsInCluster.query(
+    'SELECT datname FROM pg_database WHERE datname = ANY($1::text[]) ORDER BY 1',
+    [copy.tenants.map((x) => x.database)],
+  )
   await tenantsInCluster.end()
-  t.equal(dbs.rowCount, 2, 'the databases stay after a stop (dropped by this test\'s teardown)')
+  t.equal(dbs.rowCount, 2, "the databases stay after a stop (dropped by this test's teardown)")
 })

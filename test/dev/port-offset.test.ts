@@ -23,7 +23,12 @@ t.setTimeout(300_000)
 const BIN = path.join(REPO_ROOT, 'node_modules', '.bin', 'gatehouse')
 const OFFSET = 7
 
-function run (cwd: string, args: string[], env: NodeJS.ProcessEnv, until?: (out: string) => boolean): Promise<{ code: number | null, stdout: string, stderr: string }> {
+function run(
+  cwd: string,
+  args: string[],
+  env: NodeJS.ProcessEnv,
+  until?: (out: string) => boolean,
+): Promise<{ code: number | null; stdout: string; stderr: string }> {
   return new Promise((resolve, reject) => {
     const child = spawn(BIN, args, { cwd, env, stdio: ['ignore', 'pipe', 'pipe'] })
     let stdout = ''
@@ -32,24 +37,31 @@ function run (cwd: string, args: string[], env: NodeJS.ProcessEnv, until?: (out:
       stdout += d
       if (until?.(stdout) === true) child.kill('SIGINT')
     })
-    child.stderr!.setEncoding('utf8').on('data', (d: string) => { stderr += d })
+    child.stderr!.setEncoding('utf8').on('data', (d: string) => {
+      stderr += d
+    })
     child.once('error', reject)
     child.once('close', (code) => resolve({ code, stdout, stderr }))
   })
 }
 
 /** A port the kernel gives this test, held (listening) until the test ends. */
-async function heldPort (t: { teardown (fn: () => unknown): void }): Promise<number> {
+async function heldPort(t: { teardown(fn: () => unknown): void }): Promise<number> {
   const server = net.createServer((socket) => socket.destroy())
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
   t.teardown(() => new Promise((resolve) => server.close(resolve)))
   return (server.address() as AddressInfo).port
 }
 
-t.test('--port-offset and GATEHOUSE_DEV_PORT_OFFSET move the stack\'s ports', async (t) => {
+t.test("--port-offset and GATEHOUSE_DEV_PORT_OFFSET move the stack's ports", async (t) => {
   const copy = createWorkingCopy(t, 'offset')
   const held = await heldPort(t)
-  const env = shellEnv({ DATABASE_URL: adminUrl(), ...KERNEL_PORTS_ENV, GATEHOUSE_GATEWAY_PORT: String(held - OFFSET), GATEHOUSE_LOG_LEVEL: 'warn' })
+  const env = shellEnv({
+    DATABASE_URL: adminUrl(),
+    ...KERNEL_PORTS_ENV,
+    GATEHOUSE_GATEWAY_PORT: String(held - OFFSET),
+    GATEHOUSE_LOG_LEVEL: 'warn',
+  })
   const flag = await run(copy.root, ['dev', '--port-offset', String(OFFSET)], env)
   t.equal(flag.code, 1, flag.stdout)
   t.match(flag.stderr, `port ${held} (gateway.port, GATEHOUSE_GATEWAY_PORT) is in use by another process`)
@@ -68,11 +80,24 @@ t.test('the offset moves each listener of each part', async (t) => {
         root: copy.root,
         env: { DATABASE_URL: adminUrl() },
         portOffset: OFFSET,
-        overrides: { ...KERNEL_PORTS, log: { level: 'silent' }, [part]: { ...KERNEL_PORTS[part], [key]: held - OFFSET } }
+        overrides: {
+          ...KERNEL_PORTS,
+          log: { level: 'silent' },
+          [part]: { ...KERNEL_PORTS[part], [key]: held - OFFSET },
+        },
       })
       // A stack that started after all (the offset not applied) is stopped again.
-      void start.then((stack) => stack.stop(), () => {})
-      await t.rejects(start, new RegExp(`^port ${held} \\(${part}\\.${key}, GATEHOUSE_${part.toUpperCase()}_${key.toUpperCase()}\\) is in use`), `${part}.${key}`)
+      void start.then(
+        (stack) => stack.stop(),
+        () => {},
+      )
+      await t.rejects(
+        start,
+        new RegExp(
+          `^port ${held} \\(${part}\\.${key}, GATEHOUSE_${part.toUpperCase()}_${key.toUpperCase()}\\) is in use`,
+        ),
+        `${part}.${key}`,
+      )
     }
   }
 })
@@ -81,7 +106,11 @@ t.test('the offset of the embedded Postgres and of ports the environment set; 0 
   t.equal(devPgPort({}, OFFSET), 54322 + OFFSET)
   t.equal(devPgPort({ GATEHOUSE_DEV_PG_PORT: '6000' }, 5), 6005)
   const cfg = loadConfig({ env: { GATEHOUSE_GATEWAY_PORT: '7000', GATEHOUSE_REST_ADMIN_PORT: '0' } })
-  t.match(offsetPortOverrides(cfg, 3), { gateway: { port: 7003, admin_port: 9103 }, rest: { port: 3003, admin_port: 0 }, mail: { smtp_port: 1028, web_port: 1083 } })
+  t.match(offsetPortOverrides(cfg, 3), {
+    gateway: { port: 7003, admin_port: 9103 },
+    rest: { port: 3003, admin_port: 0 },
+    mail: { smtp_port: 1028, web_port: 1083 },
+  })
   t.throws(() => offsetPortOverrides(cfg, 60000), /moves .* past 65535/)
 })
 
@@ -102,8 +131,11 @@ t.test('gatehouse dev --help lists every GATEHOUSE_* variable the stack reads', 
   t.match(r.stdout, /--reset/)
   const read = new Set(configEnvNames())
   for (const dir of ['src/dev', 'src']) {
-    for (const f of readdirSync(path.join(REPO_ROOT, dir)).filter((f) => f.endsWith('.ts') && (dir === 'src/dev' || f === 'serve.ts'))) {
-      for (const m of readFileSync(path.join(REPO_ROOT, dir, f), 'utf8').matchAll(/\bGATEHOUSE_[A-Z0-9_]*[A-Z0-9]\b/g)) read.add(m[0])
+    for (const f of readdirSync(path.join(REPO_ROOT, dir)).filter(
+      (f) => f.endsWith('.ts') && (dir === 'src/dev' || f === 'serve.ts'),
+    )) {
+      for (const m of readFileSync(path.join(REPO_ROOT, dir, f), 'utf8').matchAll(/\bGATEHOUSE_[A-Z0-9_]*[A-Z0-9]\b/g))
+        read.add(m[0])
     }
   }
   for (const name of read) t.match(r.stdout, new RegExp(`\\b${name}\\b`), `lists ${name}`)

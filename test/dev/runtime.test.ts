@@ -34,7 +34,7 @@ t.test('package.json and the image agree on the runtime', async (t) => {
 t.test('supabase-js builds a client without any WebSocket stand-in', async (t) => {
   t.equal(typeof globalThis.WebSocket, 'function', 'the runtime has a global WebSocket')
   const supabase = createClient('http://127.0.0.1:9/demo', 'pk_dev_unused', {
-    auth: { persistSession: false, autoRefreshToken: false }
+    auth: { persistSession: false, autoRefreshToken: false },
   })
   t.type(supabase.from, 'function')
   t.type(supabase.channel, 'function')

@@ -18,19 +18,28 @@ t.setTimeout(300_000)
 
 const BIN = path.join(REPO_ROOT, 'node_modules', '.bin', 'gatehouse')
 
-interface Run { child: ChildProcess, out (): string, err (): string, exited: Promise<number | null> }
+interface Run {
+  child: ChildProcess
+  out(): string
+  err(): string
+  exited: Promise<number | null>
+}
 
-function start (cwd: string, args: string[], env: NodeJS.ProcessEnv): Run {
+function start(cwd: string, args: string[], env: NodeJS.ProcessEnv): Run {
   const child = spawn(BIN, args, { cwd, env, stdio: ['ignore', 'pipe', 'pipe'] })
   let out = ''
   let err = ''
-  child.stdout!.setEncoding('utf8').on('data', (d: string) => { out += d })
-  child.stderr!.setEncoding('utf8').on('data', (d: string) => { err += d })
+  child.stdout!.setEncoding('utf8').on('data', (d: string) => {
+    out += d
+  })
+  child.stderr!.setEncoding('utf8').on('data', (d: string) => {
+    err += d
+  })
   const exited = new Promise<number | null>((resolve) => child.once('close', (code) => resolve(code)))
   return { child, out: () => out, err: () => err, exited }
 }
 
-async function until (what: string, check: () => boolean | Promise<boolean>, seconds = 240): Promise<void> {
+async function until(what: string, check: () => boolean | Promise<boolean>, seconds = 240): Promise<void> {
   for (let i = 0; i < seconds * 10; i++) {
     if (await check()) return
     await new Promise((resolve) => setTimeout(resolve, 100))
@@ -38,10 +47,18 @@ async function until (what: string, check: () => boolean | Promise<boolean>, sec
   throw new Error(`never happened: ${what}`)
 }
 
-async function pgAnswers (url: string): Promise<boolean> {
+async function pgAnswers(url: string): Promise<boolean> {
   const c = new pg.Client({ connectionString: url, connectionTimeoutMillis: 3000 })
   c.on('error', () => {})
-  try { await c.connect(); await c.query('select 1'); return true } catch { return false } finally { await c.end().catch(() => {}) }
+  try {
+    await c.connect()
+    await c.query('select 1')
+    return true
+  } catch {
+    return false
+  } finally {
+    await c.end().catch(() => {})
+  }
 }
 
 t.test('a second start leaves the running stack alone; a dead Postgres is reported', async (t) => {
@@ -49,7 +66,7 @@ t.test('a second start leaves the running stack alone; a dead Postgres is report
   const env = shellEnv({
     ...KERNEL_PORTS_ENV,
     GATEHOUSE_LOG_LEVEL: 'warn',
-    GATEHOUSE_AUTH_BCRYPT_COST: '4'
+    GATEHOUSE_AUTH_BCRYPT_COST: '4',
   })
   const stateDir = path.join(copy.root, '.gatehouse')
   // As root the cluster may live outside the checkout (.gatehouse/pg/LOCATION names it).
@@ -61,7 +78,10 @@ t.test('a second start leaves the running stack alone; a dead Postgres is report
   // 1. The first stack, with its own Postgres.
   const first = start(copy.root, ['dev'], env)
   t.teardown(async () => {
-    if (first.child.exitCode === null && first.child.signalCode === null) { first.child.kill('SIGINT'); await first.exited }
+    if (first.child.exitCode === null && first.child.signalCode === null) {
+      first.child.kill('SIGINT')
+      await first.exited
+    }
   })
   await until('the first stack is ready', () => {
     if (first.child.exitCode !== null) throw new Error(`gatehouse dev exited: ${first.out()} ${first.err()}`)
@@ -69,7 +89,7 @@ t.test('a second start leaves the running stack alone; a dead Postgres is report
   })
   const info = JSON.parse(readFileSync(path.join(stateDir, 'dev.json'), 'utf8'))
   const lock = JSON.parse(readFileSync(path.join(stateDir, 'dev.lock'), 'utf8'))
-  t.equal(lock.pid, info.pid, 'the lock names the stack\'s process')
+  t.equal(lock.pid, info.pid, "the lock names the stack's process")
   t.type(lock.started_at, 'string')
   const location = path.join(stateDir, 'pg', 'LOCATION')
   const clusterDir = existsSync(location) ? readFileSync(location, 'utf8').trim() : path.join(stateDir, 'pg')
@@ -79,27 +99,38 @@ t.test('a second start leaves the running stack alone; a dead Postgres is report
   // 2. A second start in the same checkout: refused, naming the running one; nothing touched.
   const second = start(copy.root, ['dev'], env)
   t.equal(await second.exited, 1, 'the second start exits 1')
-  t.match(second.err(), new RegExp(`a development stack is already running in this checkout \\(pid ${info.pid}, started `))
-  t.match(second.err(), info.gateway_url, 'it names the running stack\'s gateway')
+  t.match(
+    second.err(),
+    new RegExp(`a development stack is already running in this checkout \\(pid ${info.pid}, started `),
+  )
+  t.match(second.err(), info.gateway_url, "it names the running stack's gateway")
   t.match(second.err(), 'Nothing was started or stopped')
   t.notMatch(second.out(), /Gatehouse is running/)
-  t.ok(await pgAnswers(info.postgres_admin_url), 'the first stack\'s Postgres still answers')
+  t.ok(await pgAnswers(info.postgres_admin_url), "the first stack's Postgres still answers")
   let alive = true
-  try { process.kill(postmaster, 0) } catch { alive = false }
+  try {
+    process.kill(postmaster, 0)
+  } catch {
+    alive = false
+  }
   t.ok(alive, 'the same postmaster')
   const demo = info.databases[0]
   const signup = await fetch(`${demo.url}/auth/v1/signup`, {
     method: 'POST',
     headers: { apikey: demo.public_key, 'content-type': 'application/json' },
-    body: JSON.stringify({ email: 'still@example.com', password: 'a fine password' })
+    body: JSON.stringify({ email: 'still@example.com', password: 'a fine password' }),
   })
   t.equal(signup.status, 200, 'the first stack still serves requests that need its database')
-  t.same(JSON.parse(readFileSync(path.join(stateDir, 'dev.json'), 'utf8')), info, 'dev.json is the first stack\'s')
+  t.same(JSON.parse(readFileSync(path.join(stateDir, 'dev.json'), 'utf8')), info, "dev.json is the first stack's")
   t.equal(first.child.exitCode, null, 'the first stack runs on')
 
   // 3. Its Postgres dies: the stack's log says so, and `gatehouse status` too.
   process.kill(postmaster, 'SIGKILL')
-  await until('the stack reports its Postgres gone', () => /the development Postgres .* exited unexpectedly/.test(first.out() + first.err()), 60)
+  await until(
+    'the stack reports its Postgres gone',
+    () => /the development Postgres .* exited unexpectedly/.test(first.out() + first.err()),
+    60,
+  )
   const status = start(copy.root, ['status'], env)
   t.equal(await status.exited, 4, 'status exits 4: running with a problem')
   t.match(status.out(), /Gatehouse is running, BUT:/)

@@ -17,7 +17,7 @@ t.before(async () => {
 })
 
 /** Waits until the REST engine knows a table the owner just created (the secret key sees every table). */
-async function untilKnown (table: string): Promise<void> {
+async function untilKnown(table: string): Promise<void> {
   for (let i = 0; i < 100; i++) {
     const r = await stack.gateway(a, `/rest/v1/${table}?limit=0`, { apikey: a.secret_key })
     if (r.status === 200) return
@@ -26,7 +26,11 @@ async function untilKnown (table: string): Promise<void> {
   throw new Error(`the REST engine never saw public.${table}`)
 }
 
-interface Signed { id: string, email: string, token: string }
+interface Signed {
+  id: string
+  email: string
+  token: string
+}
 
 const users: Record<'ada' | 'bob', Signed> = {} as never
 
@@ -90,14 +94,18 @@ t.test('sign-up, sign-in, read and update the user, sign out (supabase-js)', asy
 
 t.test('a fresh database exposes zero tables', async (t) => {
   // No table of the exposed schema is granted to the anon or signed-in role.
-  const granted = await stack.owner(a, `
+  const granted = await stack.owner(
+    a,
+    `
     SELECT count(*)::int AS n FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
      WHERE n.nspname = 'public' AND c.relkind IN ('r', 'p', 'v', 'm', 'f')
        AND (has_table_privilege(platform.role('anon'), c.oid, 'SELECT, INSERT, UPDATE, DELETE')
-         OR has_table_privilege(platform.role('auth'), c.oid, 'SELECT, INSERT, UPDATE, DELETE'))`)
+         OR has_table_privilege(platform.role('auth'), c.oid, 'SELECT, INSERT, UPDATE, DELETE'))`,
+  )
   t.equal(granted.rows[0].n, 0)
   // The OpenAPI root lists no table, for the public key and for a signed-in user.
-  const tablePaths = (doc: any): string[] => Object.keys(doc?.paths ?? {}).filter((p) => p !== '/' && !p.startsWith('/rpc/'))
+  const tablePaths = (doc: any): string[] =>
+    Object.keys(doc?.paths ?? {}).filter((p) => p !== '/' && !p.startsWith('/rpc/'))
   const rootAnon = await stack.gateway(a, '/rest/v1/')
   t.equal(rootAnon.status, 200)
   t.same(tablePaths(rootAnon.body), [])
@@ -130,7 +138,9 @@ t.test('a fresh database exposes zero tables', async (t) => {
 
 t.test('making a table visible: platform.grant + RLS + a policy on auth.uid()', async (t) => {
   // The owner, connected with owner_url from dev.json, as docs/service.md §3 says.
-  await stack.owner(a, `
+  await stack.owner(
+    a,
+    `
     CREATE TABLE public.projects (
       id int PRIMARY KEY,
       owner_id uuid NOT NULL,
@@ -153,16 +163,23 @@ t.test('making a table visible: platform.grant + RLS + a policy on auth.uid()', 
     -- 3. a policy comparing the owner column to auth.uid()
     CREATE POLICY projects_own ON public.projects FOR SELECT TO PUBLIC USING (owner_id = auth.uid());
     CREATE POLICY notes_own ON public.notes FOR SELECT TO PUBLIC USING (owner_id = auth.uid());
-  `)
-  await stack.owner(a, "INSERT INTO public.projects VALUES (1, $1, 'house'), (2, $1, 'garden'), (3, $2, 'boat')",
-    [users.ada.id, users.bob.id])
-  await stack.owner(a, `
+  `,
+  )
+  await stack.owner(a, "INSERT INTO public.projects VALUES (1, $1, 'house'), (2, $1, 'garden'), (3, $2, 'boat')", [
+    users.ada.id,
+    users.bob.id,
+  ])
+  await stack.owner(
+    a,
+    `
     INSERT INTO public.notes (id, owner_id, project_id, title, done, rank) VALUES
       (1, $1, 1, 'paint the door', false, 3),
       (2, $1, 1, 'fix the roof', true, 1),
       (3, $1, 2, 'plant tulips', false, 2),
       (4, $1, NULL, 'call mum', true, 5),
-      (5, $2, 3, 'sand the hull', false, 4)`, [users.ada.id, users.bob.id])
+      (5, $2, 3, 'sand the hull', false, 4)`,
+    [users.ada.id, users.bob.id],
+  )
   await untilKnown('notes')
 
   const ada = stack.supabase(a, { accessToken: users.ada.token })
@@ -190,7 +207,10 @@ t.test('reads: filters, order, embedding', async (t) => {
   const ada = stack.supabase(a, { accessToken: users.ada.token })
 
   const open = await ada.from('notes').select('id, title').eq('done', false).order('rank', { ascending: false })
-  t.same(open.data, [{ id: 1, title: 'paint the door' }, { id: 3, title: 'plant tulips' }])
+  t.same(open.data, [
+    { id: 1, title: 'paint the door' },
+    { id: 3, title: 'plant tulips' },
+  ])
 
   const some = await ada.from('notes').select('id').in('id', [2, 4, 5]).order('id', { ascending: false })
   t.same(some.data, [{ id: 4 }, { id: 2 }], "bob's note 5 stays hidden even when asked for")
@@ -212,10 +232,11 @@ t.test('reads: filters, order, embedding', async (t) => {
   const withProject = await ada.from('notes').select('title, projects(name)').order('id').limit(2)
   t.same(withProject.data, [
     { title: 'paint the door', projects: { name: 'house' } },
-    { title: 'fix the roof', projects: { name: 'house' } }
+    { title: 'fix the roof', projects: { name: 'house' } },
   ])
   // One-to-many, with a filter and an order inside the embedding.
-  const withNotes = await ada.from('projects')
+  const withNotes = await ada
+    .from('projects')
     .select('name, notes(title)')
     .eq('notes.done', false)
     .order('name')
@@ -223,7 +244,7 @@ t.test('reads: filters, order, embedding', async (t) => {
   t.equal(withNotes.error, null)
   t.same(withNotes.data, [
     { name: 'garden', notes: [{ title: 'plant tulips' }] },
-    { name: 'house', notes: [{ title: 'paint the door' }] }
+    { name: 'house', notes: [{ title: 'paint the door' }] },
   ])
   // An inner join drops projects without a matching note; RLS applies inside the embedding too.
   const inner = await ada.from('projects').select('name, notes!inner(id)').eq('notes.rank', 1)
@@ -238,13 +259,16 @@ t.test('reads: filters, order, embedding', async (t) => {
 })
 
 t.test('the default limit of 1000 on a 1,500-row table, and an explicit larger limit', async (t) => {
-  await stack.owner(a, `
+  await stack.owner(
+    a,
+    `
     CREATE TABLE public.readings (id int PRIMARY KEY, value double precision NOT NULL);
     INSERT INTO public.readings SELECT i, i / 10.0 FROM generate_series(1, 1500) AS i;
     SELECT platform.grant('SELECT', 'public.readings', 'anon');
     ALTER TABLE public.readings ENABLE ROW LEVEL SECURITY;
     CREATE POLICY readings_all ON public.readings FOR SELECT TO PUBLIC USING (true);
-  `)
+  `,
+  )
   await untilKnown('readings')
   const client = stack.supabase(a)
 
@@ -258,7 +282,11 @@ t.test('the default limit of 1000 on a 1,500-row table, and an explicit larger l
   t.equal(raw.body.length, 1000)
   t.equal(raw.headers.get('x-gatehouse-default-limit'), '1000')
   t.equal(raw.headers.get('content-range'), '0-999/*')
-  t.equal(raw.headers.get('x-gatehouse-limit-applied'), '1000', 'the engine says the result was cut by a limit the caller did not give')
+  t.equal(
+    raw.headers.get('x-gatehouse-limit-applied'),
+    '1000',
+    'the engine says the result was cut by a limit the caller did not give',
+  )
 
   // The demo tenant has max_limit: null, so a larger explicit limit is honoured.
   const more = await client.from('readings').select('id').order('id').limit(1200)
@@ -266,7 +294,7 @@ t.test('the default limit of 1000 on a 1,500-row table, and an explicit larger l
   const rawMore = await stack.gateway(a, '/rest/v1/readings?select=id&limit=1200')
   t.equal(rawMore.body.length, 1200)
   t.equal(rawMore.headers.get('x-gatehouse-default-limit'), null)
-  t.equal(rawMore.headers.get('x-gatehouse-limit-applied'), null, 'the caller\'s own limit is not reported as a cut')
+  t.equal(rawMore.headers.get('x-gatehouse-limit-applied'), null, "the caller's own limit is not reported as a cut")
 
   // A range past the first page reaches the rest of the table.
   const tail = await client.from('readings').select('id').order('id').range(1400, 1599)
@@ -275,7 +303,9 @@ t.test('the default limit of 1000 on a 1,500-row table, and an explicit larger l
 })
 
 t.test('insert with return=representation is subject to the SELECT policy', async (t) => {
-  await stack.owner(a, `
+  await stack.owner(
+    a,
+    `
     CREATE TABLE public.messages (
       id int GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
       author_id uuid NOT NULL DEFAULT auth.uid(),
@@ -287,7 +317,8 @@ t.test('insert with return=representation is subject to the SELECT policy', asyn
     -- anyone signed in may write, as themselves; only the recipient may read
     CREATE POLICY messages_write ON public.messages FOR INSERT TO PUBLIC WITH CHECK (author_id = auth.uid());
     CREATE POLICY messages_read ON public.messages FOR SELECT TO PUBLIC USING (recipient_id = auth.uid());
-  `)
+  `,
+  )
   await untilKnown('messages')
   const ada = stack.supabase(a, { accessToken: users.ada.token })
 
@@ -303,23 +334,36 @@ t.test('insert with return=representation is subject to the SELECT policy', asyn
   t.equal(minimal.status, 201)
 
   // To bob with return=representation: written, but ada may not read it back: RLS refusal.
-  const toBob = await ada.from('messages').insert({ recipient_id: users.bob.id, body: 'hi bob (representation)' }).select()
+  const toBob = await ada
+    .from('messages')
+    .insert({ recipient_id: users.bob.id, body: 'hi bob (representation)' })
+    .select()
   t.equal(toBob.data, null)
   t.equal(toBob.error?.code, 'rls_refusal')
   t.equal(toBob.status, 403)
-  const written = await stack.owner(a, 'SELECT body FROM public.messages WHERE recipient_id = $1 ORDER BY id', [users.bob.id])
-  t.same(written.rows.map((r) => r.body), ['hi bob (minimal)', 'hi bob (representation)'], 'the insert succeeded')
+  const written = await stack.owner(a, 'SELECT body FROM public.messages WHERE recipient_id = $1 ORDER BY id', [
+    users.bob.id,
+  ])
+  t.same(
+    written.rows.map((r) => r.body),
+    ['hi bob (minimal)', 'hi bob (representation)'],
+    'the insert succeeded',
+  )
   const bobReads = await stack.supabase(a, { accessToken: users.bob.token }).from('messages').select('body').order('id')
   t.same(bobReads.data, [{ body: 'hi bob (minimal)' }, { body: 'hi bob (representation)' }])
 
   // The insert policy itself still refuses a message in someone else's name.
-  const forged = await ada.from('messages').insert({ author_id: users.bob.id, recipient_id: users.ada.id, body: 'forged' })
+  const forged = await ada
+    .from('messages')
+    .insert({ author_id: users.bob.id, recipient_id: users.ada.id, body: 'forged' })
   t.equal(forged.status, 403)
   t.ok(forged.error)
 })
 
 t.test('every refusal of the Errors table', async (t) => {
-  await stack.owner(a, `
+  await stack.owner(
+    a,
+    `
     CREATE TABLE public.wrong_grant (id int PRIMARY KEY);
     SELECT platform.grant('SELECT', 'public.wrong_grant', 'auth');
     CREATE TABLE public.suggestions (id int PRIMARY KEY, body text);
@@ -332,7 +376,8 @@ t.test('every refusal of the Errors table', async (t) => {
     SELECT platform.grant('SELECT', 'public.private_rows', 'anon');
     ALTER TABLE public.private_rows ENABLE ROW LEVEL SECURITY;
     CREATE POLICY private_own ON public.private_rows FOR SELECT TO PUBLIC USING (owner_id = auth.uid());
-  `)
+  `,
+  )
   // A plain GRANT of some columns only, to this database's anon role.
   await stack.owner(a, `GRANT SELECT (id, name) ON public.staff TO "${a.roles.anon}"`)
   await untilKnown('staff')
@@ -378,12 +423,15 @@ t.test('every refusal of the Errors table', async (t) => {
 })
 
 t.test('the secret key runs as svc: every row, RLS bypassed', async (t) => {
-  await stack.owner(a, `
+  await stack.owner(
+    a,
+    `
     CREATE VIEW public.whoami AS
       SELECT current_user::text AS role_name, auth.role() AS kind, auth.uid() AS uid,
              (SELECT rolbypassrls FROM pg_roles WHERE rolname = current_user) AS bypass_rls;
     SELECT platform.grant('SELECT', 'public.whoami', 'anon');
-  `)
+  `,
+  )
   await untilKnown('whoami')
   const svc = stack.supabase(a, { key: 'secret' })
 

@@ -17,7 +17,9 @@ t.before(async () => {
   a = stack.tenant('demo')
   b = stack.tenant('demo2')
   // A: notes readable by their owner only; whoami shows the role a request runs as.
-  await stack.owner(a, `
+  await stack.owner(
+    a,
+    `
     CREATE TABLE public.notes (id int PRIMARY KEY, owner_id uuid NOT NULL DEFAULT auth.uid(), title text NOT NULL);
     INSERT INTO public.notes VALUES (1, gen_random_uuid(), 'not yours');
     SELECT platform.grant('SELECT', 'public.notes', 'auth');
@@ -25,15 +27,19 @@ t.before(async () => {
     CREATE POLICY notes_own ON public.notes FOR SELECT TO PUBLIC USING (owner_id = auth.uid());
     CREATE VIEW public.whoami AS SELECT current_user::text AS role_name, auth.role() AS kind, auth.uid() AS uid, auth.email() AS email;
     SELECT platform.grant('SELECT', 'public.whoami', 'anon');
-  `)
+  `,
+  )
   // B: a table open to B's public key.
-  await stack.owner(b, `
+  await stack.owner(
+    b,
+    `
     CREATE TABLE public.ledger (id int PRIMARY KEY, amount int NOT NULL);
     INSERT INTO public.ledger VALUES (1, 42);
     SELECT platform.grant('SELECT', 'public.ledger', 'anon');
     ALTER TABLE public.ledger ENABLE ROW LEVEL SECURITY;
     CREATE POLICY ledger_all ON public.ledger FOR SELECT TO PUBLIC USING (true);
-  `)
+  `,
+  )
 })
 
 const exchangePath = (org: string, db: string): string => `/organizations/${org}/databases/${db}/api/app-session`
@@ -64,7 +70,12 @@ t.test('the panel exchange: a session that behaves as a sign-in', async (t) => {
   // 1. Sent as a bearer with the public key: role authenticated, auth.uid() set.
   const client = stack.supabase(a, { accessToken: s.access_token })
   const who = await client.from('whoami').select('*').single()
-  t.same(who.data, { role_name: a.roles.auth, kind: 'authenticated', uid: s.user.id, email: 'developer@gatehouse.local' })
+  t.same(who.data, {
+    role_name: a.roles.auth,
+    kind: 'authenticated',
+    uid: s.user.id,
+    email: 'developer@gatehouse.local',
+  })
   const me = await stack.supabase(a).auth.getUser(s.access_token)
   t.equal(me.data.user?.id, s.user.id)
 
@@ -86,7 +97,10 @@ t.test('the panel exchange: a session that behaves as a sign-in', async (t) => {
 
   // The exchanged session in supabase-js: setSession, then refreshSession.
   const app = stack.supabase(a)
-  const set = await app.auth.setSession({ access_token: second.body.access_token, refresh_token: second.body.refresh_token })
+  const set = await app.auth.setSession({
+    access_token: second.body.access_token,
+    refresh_token: second.body.refresh_token,
+  })
   t.equal(set.error, null)
   t.equal(set.data.user?.id, s.user.id)
   const refreshed = await app.auth.refreshSession()
@@ -173,13 +187,19 @@ t.test('two tenants cannot see each other', async (t) => {
   url.pathname = `/${b.database}`
   const c = new pg.Client({ connectionString: url.toString() })
   c.on('error', () => {})
-  const refused = await c.connect().then(() => null, (err: Error & { code?: string }) => err)
+  const refused = await c.connect().then(
+    () => null,
+    (err: Error & { code?: string }) => err,
+  )
   await c.end().catch(() => {})
   t.equal(refused?.code, '42501', 'no CONNECT on the other database')
   const ownerA = new pg.Client({ connectionString: a.owner_url })
   ownerA.on('error', () => {})
   await ownerA.connect()
-  const setRole = await ownerA.query(`SET ROLE "${b.roles.anon}"`).then(() => null, (err: Error & { code?: string }) => err)
+  const setRole = await ownerA.query(`SET ROLE "${b.roles.anon}"`).then(
+    () => null,
+    (err: Error & { code?: string }) => err,
+  )
   await ownerA.end()
   t.equal(setRole?.code, '42501', "not a member of the other tenant's roles")
   const roleOfA = await stack.owner(a, "SELECT platform.role('anon') AS r")

@@ -13,6 +13,12 @@ t.test('the default-limit marker reaches the engine only when the gateway added 
   await request(`${gw.url}/acme/rest/v1/todos?select=*`, { headers })
   t.equal(rest.last().headers['x-gatehouse-default-limit'], '1000', 'the limit the gateway added is marked')
 
-  await request(`${gw.url}/acme/rest/v1/todos?select=*&limit=5`, { headers: { ...headers, 'x-gatehouse-default-limit': '5' } })
-  t.equal(rest.last().headers['x-gatehouse-default-limit'], undefined, 'a client-sent marker is stripped; the caller\'s limit is unmarked')
+  await request(`${gw.url}/acme/rest/v1/todos?select=*&limit=5`, {
+    headers: { ...headers, 'x-gatehouse-default-limit': '5' },
+  })
+  t.equal(
+    rest.last().headers['x-gatehouse-default-limit'],
+    undefined,
+    "a client-sent marker is stripped; the caller's limit is unmarked",
+  )
 })

@@ -26,7 +26,7 @@ t.test('with no cap: a top-level limit is kept, anything else gets the default',
     ['select=limit,id&title=eq.limit', 'select=limit,id&title=eq.limit&limit=1000', 1000],
     ['li%6Dit=7', 'li%6Dit=7', null],
     ['lim%69t=7&select=id', 'lim%69t=7&select=id', null],
-    ['name=eq.a%26limit%3D1', 'name=eq.a%26limit%3D1&limit=1000', 1000]
+    ['name=eq.a%26limit%3D1', 'name=eq.a%26limit%3D1&limit=1000', 1000],
   ]
   for (const [query, forwarded, added] of cases) {
     const r = rewriteQuery(query, open)
@@ -43,7 +43,7 @@ t.test('with a cap: larger limits are capped, smaller ones kept', async (t) => {
     ['limit=20', 'limit=20', null, null],
     ['limit=1000&select=id', 'limit=200&select=id', null, 200],
     ['authors.limit=2', 'authors.limit=2&limit=50', 50, null],
-    ['authors.limit=900&limit=10', 'authors.limit=900&limit=10', null, null]
+    ['authors.limit=900&limit=10', 'authors.limit=900&limit=10', null, null],
   ]
   for (const [query, forwarded, added, cap] of cases) {
     const r = rewriteQuery(query, capped)
@@ -59,7 +59,11 @@ t.test('apikey is taken out wherever it is, and only limits of table reads are t
   r = rewriteQuery('apikey=pk%5F1', open)
   t.same(r, { query: 'limit=1000', apikey: 'pk_1', limitAdded: 1000, limitCapped: null })
   r = rewriteQuery('apikey=a&apikey=b&x=1', null)
-  t.same(r, { query: 'x=1', apikey: 'a', limitAdded: null, limitCapped: null }, 'the first apikey counts; not a table read: no limit')
+  t.same(
+    r,
+    { query: 'x=1', apikey: 'a', limitAdded: null, limitCapped: null },
+    'the first apikey counts; not a table read: no limit',
+  )
   r = rewriteQuery('limit=5000', null)
   t.same(r, { query: 'limit=5000', apikey: undefined, limitAdded: null, limitCapped: null }, 'RPC or write: untouched')
 })

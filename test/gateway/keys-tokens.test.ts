@@ -6,10 +6,17 @@ import http from 'node:http'
 import { generateKeyPair, exportSPKI, SignJWT, UnsecuredJWT, jwtVerify } from 'jose'
 import { tenantIssuer } from '../../src/tenants/index.js'
 import {
-  makeTenant, lookupOf, startUpstream, startGateway, request, signToken, errorShape, PUBLIC_URL
+  makeTenant,
+  lookupOf,
+  startUpstream,
+  startGateway,
+  request,
+  signToken,
+  errorShape,
+  PUBLIC_URL,
 } from '../helpers/gateway.js'
 
-async function setup (t: { teardown (fn: () => unknown): void }, extra: { now?: () => number } = {}) {
+async function setup(t: { teardown(fn: () => unknown): void }, extra: { now?: () => number } = {}) {
   const auth = await startUpstream(t)
   const rest = await startUpstream(t)
   const acme = makeTenant('acme', { auth: auth.url, rest: rest.url })
@@ -28,13 +35,18 @@ t.test('API keys: missing, wrong, of another tenant, in the query', async (t) =>
     code: 'no_api_key',
     message: 'No API key found in request',
     details: null,
-    hint: 'Send your project\'s public key in the apikey header (or ?apikey= in links).'
+    hint: "Send your project's public key in the apikey header (or ?apikey= in links).",
   })
   t.equal(r.headers['x-gatehouse-error-code'], 'no_api_key')
 
   r = await request(url, { headers: { apikey: 'pk_test_not_a_real_key_000' } })
   t.equal(r.status, 401)
-  t.same(errorShape(r.json()), { code: 'invalid_api_key', message: 'Invalid API key', details: 'the key does not belong to this project', hint: 'Use the public or secret key of this project.' })
+  t.same(errorShape(r.json()), {
+    code: 'invalid_api_key',
+    message: 'Invalid API key',
+    details: 'the key does not belong to this project',
+    hint: 'Use the public or secret key of this project.',
+  })
 
   r = await request(url, { headers: { apikey: beta.file.keys.public } })
   t.equal(r.status, 401, 'the public key of another tenant is invalid here')
@@ -73,14 +85,28 @@ t.test('bearer JWT refusals: each with its status, code and reason', async (t) =
   }
 
   await refuse('token of another tenant', await signToken(beta), /signature is invalid/)
-  await refuse('token of another tenant, our iss', await signToken(beta, {}, { iss: tenantIssuer(acme.tenant, PUBLIC_URL) }), /signature is invalid/)
-  await refuse('expired', await signToken(acme, {}, { now: Math.floor(Date.now() / 1000) - 7200, expiresIn: 3600 }), /expired/)
+  await refuse(
+    'token of another tenant, our iss',
+    await signToken(beta, {}, { iss: tenantIssuer(acme.tenant, PUBLIC_URL) }),
+    /signature is invalid/,
+  )
+  await refuse(
+    'expired',
+    await signToken(acme, {}, { now: Math.floor(Date.now() / 1000) - 7200, expiresIn: 3600 }),
+    /expired/,
+  )
   await refuse('no exp', await signToken(acme, {}, { expiresIn: null }), /no expiry/)
   await refuse('wrong iss', await signToken(acme, {}, { iss: `${PUBLIC_URL}/beta/auth/v1` }), /issuer \(iss\)/)
   await refuse('no iss', await signToken(acme, {}, { iss: null }), /iss/)
   await refuse('wrong aud', await signToken(acme, {}, { aud: 'somebody-else' }), /audience \(aud\)/)
 
-  const none = new UnsecuredJWT({ role: 'service_role', iss: tenantIssuer(acme.tenant, PUBLIC_URL), aud: 'authenticated' }).setExpirationTime('1h').encode()
+  const none = new UnsecuredJWT({
+    role: 'service_role',
+    iss: tenantIssuer(acme.tenant, PUBLIC_URL),
+    aud: 'authenticated',
+  })
+    .setExpirationTime('1h')
+    .encode()
   await refuse('alg none', none, /algorithm "none" is not allowed/)
 
   // HS/RS confusion, both directions: an RS256 token, and an HS256 token whose HMAC key
@@ -88,22 +114,38 @@ t.test('bearer JWT refusals: each with its status, code and reason', async (t) =
   // from the token).
   const { privateKey, publicKey } = await generateKeyPair('RS256')
   const claims = { role: 'authenticated', sub: 'u1' }
-  const rs = await new SignJWT(claims).setProtectedHeader({ alg: 'RS256' }).setIssuer(tenantIssuer(acme.tenant, PUBLIC_URL))
-    .setAudience('authenticated').setExpirationTime('1h').sign(privateKey)
+  const rs = await new SignJWT(claims)
+    .setProtectedHeader({ alg: 'RS256' })
+    .setIssuer(tenantIssuer(acme.tenant, PUBLIC_URL))
+    .setAudience('authenticated')
+    .setExpirationTime('1h')
+    .sign(privateKey)
   await refuse('RS256 token', rs, /algorithm "RS256" is not allowed/)
   const pem = await exportSPKI(publicKey)
-  await refuse('HS256 keyed with the RSA public key', await signToken(acme, claims, { secret: pem }), /signature is invalid/)
+  await refuse(
+    'HS256 keyed with the RSA public key',
+    await signToken(acme, claims, { secret: pem }),
+    /signature is invalid/,
+  )
 
   // Tampered: the payload changed (role raised), the signature kept.
   const good = await signToken(acme, { role: 'authenticated' })
   const [h, p, s] = good.split('.')
   const payload = JSON.parse(Buffer.from(p!, 'base64url').toString())
   payload.role = 'service_role'
-  await refuse('tampered payload', `${h}.${Buffer.from(JSON.stringify(payload)).toString('base64url')}.${s}`, /signature is invalid/)
+  await refuse(
+    'tampered payload',
+    `${h}.${Buffer.from(JSON.stringify(payload)).toString('base64url')}.${s}`,
+    /signature is invalid/,
+  )
   await refuse('tampered signature', `${h}.${p}.${s!.slice(0, -4)}AAAA`, /signature is invalid/)
 
   await refuse('role outside the three', await signToken(acme, { role: 'postgres' }), /role "postgres" is not accepted/)
-  await refuse('a Postgres role name as role', await signToken(acme, { role: acme.tenant.roles.svc }), /is not accepted/)
+  await refuse(
+    'a Postgres role name as role',
+    await signToken(acme, { role: acme.tenant.roles.svc }),
+    /is not accepted/,
+  )
   await refuse('not a JWT nor a key', 'garbage.abc', /neither a JWT nor this project's API key/)
   await refuse('a broken JWT', 'abc.def.ghi', /malformed|invalid/)
 
@@ -122,7 +164,11 @@ t.test('key kinds and bearer forms (supabase-js sends the key as Bearer when sig
   const url = `${gw.url}/acme/rest/v1/items`
   const roleSent = async () => {
     const auth = rest.last().headers.authorization!
-    const { payload } = await jwtVerify(auth.replace(/^Bearer /, ''), new TextEncoder().encode(acme.file.jwt.upstream_secret), { algorithms: ['HS256'] })
+    const { payload } = await jwtVerify(
+      auth.replace(/^Bearer /, ''),
+      new TextEncoder().encode(acme.file.jwt.upstream_secret),
+      { algorithms: ['HS256'] },
+    )
     return payload.role
   }
 
@@ -133,7 +179,9 @@ t.test('key kinds and bearer forms (supabase-js sends the key as Bearer when sig
   await request(url, { headers: { apikey: acme.file.keys.secret } })
   t.equal(await roleSent(), acme.tenant.roles.svc, 'secret key -> svc role')
 
-  r = await request(url, { headers: { apikey: acme.file.keys.public, authorization: `Bearer ${acme.file.keys.public}` } })
+  r = await request(url, {
+    headers: { apikey: acme.file.keys.public, authorization: `Bearer ${acme.file.keys.public}` },
+  })
   t.equal(r.status, 200, 'public key in both headers')
   t.equal(await roleSent(), acme.tenant.roles.anon)
 
@@ -141,17 +189,26 @@ t.test('key kinds and bearer forms (supabase-js sends the key as Bearer when sig
   t.equal(r.status, 200, 'a key as bearer alone is a key')
   t.equal(await roleSent(), acme.tenant.roles.svc)
 
-  r = await request(url, { headers: { apikey: acme.file.keys.public, authorization: `Bearer ${acme.file.keys.secret}` } })
+  r = await request(url, {
+    headers: { apikey: acme.file.keys.public, authorization: `Bearer ${acme.file.keys.secret}` },
+  })
   t.equal(r.status, 401, 'two different keys are refused')
   t.equal(r.json().code, 'invalid_api_key')
   r = await request(url, { headers: { authorization: `Bearer ${beta.file.keys.public}` } })
-  t.equal(r.json().code, 'invalid_api_key', 'another tenant\'s key as bearer')
+  t.equal(r.json().code, 'invalid_api_key', "another tenant's key as bearer")
 
   await request(url, { headers: { apikey: acme.file.keys.public, authorization: `Bearer ${await signToken(acme)}` } })
   t.equal(await roleSent(), acme.tenant.roles.auth, 'user token -> auth role')
-  await request(url, { headers: { apikey: acme.file.keys.public, authorization: `Bearer ${await signToken(acme, { role: 'anon' })}` } })
+  await request(url, {
+    headers: { apikey: acme.file.keys.public, authorization: `Bearer ${await signToken(acme, { role: 'anon' })}` },
+  })
   t.equal(await roleSent(), acme.tenant.roles.anon, 'anon token -> anon role')
-  await request(url, { headers: { apikey: acme.file.keys.public, authorization: `Bearer ${await signToken(acme, { role: 'service_role' })}` } })
+  await request(url, {
+    headers: {
+      apikey: acme.file.keys.public,
+      authorization: `Bearer ${await signToken(acme, { role: 'service_role' })}`,
+    },
+  })
   t.equal(await roleSent(), acme.tenant.roles.svc, 'service_role token -> svc role')
   await request(url, { headers: { apikey: acme.file.keys.secret, authorization: `Bearer ${await signToken(acme)}` } })
   t.equal(await roleSent(), acme.tenant.roles.auth, 'a user token wins over the secret key (as Supabase)')
@@ -167,18 +224,30 @@ t.test('auth upstream: Authorization rules and open routes', async (t) => {
   const svc = auth.last().headers.authorization!
   t.match(svc, /^Bearer /)
   const { payload, protectedHeader } = await jwtVerify(svc.slice(7), new TextEncoder().encode(acme.file.jwt.secret), {
-    algorithms: ['HS256'], issuer: tenantIssuer(acme.tenant, PUBLIC_URL), requiredClaims: ['exp']
+    algorithms: ['HS256'],
+    issuer: tenantIssuer(acme.tenant, PUBLIC_URL),
+    requiredClaims: ['exp'],
   })
   t.equal(payload.role, 'service_role')
   t.equal(protectedHeader.alg, 'HS256')
   t.equal(auth.last().headers.apikey, undefined, 'the key itself is not forwarded')
 
   // Secret key also sent as bearer (supabase-js admin client): same.
-  await request(`${base}/admin/users`, { headers: { apikey: acme.file.keys.secret, authorization: `Bearer ${acme.file.keys.secret}` } })
+  await request(`${base}/admin/users`, {
+    headers: { apikey: acme.file.keys.secret, authorization: `Bearer ${acme.file.keys.secret}` },
+  })
   t.equal(auth.last().headers.authorization, svc, 'the service token is cached and re-used')
 
   // Public key as bearer: removed.
-  r = await request(`${base}/signup`, { method: 'POST', headers: { apikey: acme.file.keys.public, authorization: `Bearer ${acme.file.keys.public}`, 'content-type': 'application/json' }, body: '{"email":"a@b.c","password":"pw123456"}' })
+  r = await request(`${base}/signup`, {
+    method: 'POST',
+    headers: {
+      apikey: acme.file.keys.public,
+      authorization: `Bearer ${acme.file.keys.public}`,
+      'content-type': 'application/json',
+    },
+    body: '{"email":"a@b.c","password":"pw123456"}',
+  })
   t.equal(r.status, 200)
   t.equal(auth.last().headers.authorization, undefined, 'a public key in Authorization is removed')
   t.equal(auth.last().body.toString(), '{"email":"a@b.c","password":"pw123456"}')
@@ -191,7 +260,14 @@ t.test('auth upstream: Authorization rules and open routes', async (t) => {
   t.equal(auth.last().headers.authorization, `Bearer ${user}`, 'also with the secret key')
 
   // Open routes: browser redirects carry no key.
-  const open: Array<[string, string]> = [['GET', '/verify?token=abc&type=signup&redirect_to=x'], ['GET', '/callback?code=1&state=2'], ['POST', '/callback'], ['GET', '/.well-known/jwks.json'], ['GET', '/.well-known/openid-configuration'], ['GET', '/authorize?provider=github']]
+  const open: Array<[string, string]> = [
+    ['GET', '/verify?token=abc&type=signup&redirect_to=x'],
+    ['GET', '/callback?code=1&state=2'],
+    ['POST', '/callback'],
+    ['GET', '/.well-known/jwks.json'],
+    ['GET', '/.well-known/openid-configuration'],
+    ['GET', '/authorize?provider=github'],
+  ]
   for (const [method, path] of open) {
     const before = auth.received.length
     r = await request(`${base}${path}`, { method })
@@ -203,7 +279,13 @@ t.test('auth upstream: Authorization rules and open routes', async (t) => {
   r = await request(`${base}/verify?apikey=wrong-key-0123456789`)
   t.equal(r.json().code, 'invalid_api_key', 'an open route still refuses a wrong key when one is given')
 
-  for (const [method, path] of [['POST', '/verify'], ['GET', '/settings'], ['GET', '/user'], ['POST', '/token?grant_type=password'], ['PUT', '/callback']] as const) {
+  for (const [method, path] of [
+    ['POST', '/verify'],
+    ['GET', '/settings'],
+    ['GET', '/user'],
+    ['POST', '/token?grant_type=password'],
+    ['PUT', '/callback'],
+  ] as const) {
     r = await request(`${base}${path}`, { method })
     t.equal(r.json().code, 'no_api_key', `${method} ${path} needs a key`)
   }
@@ -233,7 +315,10 @@ t.test('on one keep-alive connection: a rotated key and an expired token are ref
   const v1 = makeTenant('acme', { auth: rest.url, rest: rest.url })
   const v2 = makeTenant('acme', { auth: rest.url, rest: rest.url })
   let current = v1.tenant
-  const gw = await startGateway(t, { tenants: { get: async (db: string) => (db === 'acme' ? current : null) }, now: () => now })
+  const gw = await startGateway(t, {
+    tenants: { get: async (db: string) => (db === 'acme' ? current : null) },
+    now: () => now,
+  })
   const agent = new http.Agent({ keepAlive: true, maxSockets: 1 })
   t.teardown(() => agent.destroy())
   const sockets = new Set<unknown>()

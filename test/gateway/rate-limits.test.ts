@@ -7,10 +7,22 @@
 import t from 'tap'
 import type { RestRateLimits } from '../../src/tenants/index.js'
 import { createTestRedis } from '../helpers/redis.js'
-import { lookupOf, makeTenant, request, startGateway, startUpstream, testConfig, type TestTenant } from '../helpers/gateway.js'
+import {
+  lookupOf,
+  makeTenant,
+  request,
+  startGateway,
+  startUpstream,
+  testConfig,
+  type TestTenant,
+} from '../helpers/gateway.js'
 
-function limited (up: { url: string }, limits?: RestRateLimits): TestTenant {
-  return makeTenant('acme', { auth: up.url, rest: up.url }, limits === undefined ? {} : { rest: { rate_limits: limits } })
+function limited(up: { url: string }, limits?: RestRateLimits): TestTenant {
+  return makeTenant(
+    'acme',
+    { auth: up.url, rest: up.url },
+    limits === undefined ? {} : { rest: { rate_limits: limits } },
+  )
 }
 
 t.test('no limits set: none applied, no RateLimit fields', async (t) => {
@@ -28,7 +40,8 @@ t.test('per client address, per minute: the 4th request of a client is 429; anot
   const up = await startUpstream(t)
   const tt = limited(up, { client: { minute: 3 } })
   const gw = await startGateway(t, { tenants: lookupOf(tt) })
-  const get = (from = '127.0.0.1') => request(`${gw.url}/acme/rest/v1/items`, { headers: { apikey: tt.file.keys.public }, localAddress: from })
+  const get = (from = '127.0.0.1') =>
+    request(`${gw.url}/acme/rest/v1/items`, { headers: { apikey: tt.file.keys.public }, localAddress: from })
   for (let left = 2; left >= 0; left--) {
     const r = await get()
     t.equal(r.status, 200)
@@ -39,7 +52,10 @@ t.test('per client address, per minute: the 4th request of a client is 429; anot
   const over = await get()
   t.equal(over.status, 429)
   t.match(over.json(), { code: 'over_request_rate_limit', message: /allows 3 requests per minute per client address/ })
-  t.ok(Number(over.headers['retry-after']) >= 1 && Number(over.headers['retry-after']) <= 60, `Retry-After ${over.headers['retry-after']}`)
+  t.ok(
+    Number(over.headers['retry-after']) >= 1 && Number(over.headers['retry-after']) <= 60,
+    `Retry-After ${over.headers['retry-after']}`,
+  )
   t.match(over.headers.ratelimit, /^"client-minute";r=0;t=\d+$/)
   t.equal(up.received.length, before, 'the refused request never reached the engine')
   t.equal((await get('127.0.0.2')).status, 200, 'another client address has its own count')
@@ -52,7 +68,12 @@ t.test('per API key: the public key runs out, the secret key goes on; a body is 
   const up = await startUpstream(t)
   const tt = limited(up, { key: { minute: 2 } })
   const gw = await startGateway(t, { tenants: lookupOf(tt) })
-  const post = (apikey: string) => request(`${gw.url}/acme/rest/v1/items`, { method: 'POST', headers: { apikey, 'content-type': 'application/json' }, body: '{"a":1}' })
+  const post = (apikey: string) =>
+    request(`${gw.url}/acme/rest/v1/items`, {
+      method: 'POST',
+      headers: { apikey, 'content-type': 'application/json' },
+      body: '{"a":1}',
+    })
   t.same([(await post(tt.file.keys.public)).status, (await post(tt.file.keys.public)).status], [200, 200])
   const over = await post(tt.file.keys.public)
   t.equal(over.status, 429)
@@ -67,8 +88,14 @@ t.test('per database, per second: a burst is cut, every limit in the fields', as
   const up = await startUpstream(t)
   const tt = limited(up, { database: { second: 5, minute: 1000 } })
   const gw = await startGateway(t, { tenants: lookupOf(tt) })
-  const answers = await Promise.all(Array.from({ length: 30 }, (_, i) =>
-    request(`${gw.url}/acme/rest/v1/items`, { headers: { apikey: tt.file.keys.public }, localAddress: `127.0.0.${1 + (i % 5)}` })))
+  const answers = await Promise.all(
+    Array.from({ length: 30 }, (_, i) =>
+      request(`${gw.url}/acme/rest/v1/items`, {
+        headers: { apikey: tt.file.keys.public },
+        localAddress: `127.0.0.${1 + (i % 5)}`,
+      }),
+    ),
+  )
   const ok = answers.filter((r) => r.status === 200).length
   t.ok(ok >= 5 && ok <= 15, `${ok} of 30 served (5 per second)`)
   const refused = answers.find((r) => r.status === 429)!

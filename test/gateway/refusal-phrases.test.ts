@@ -7,21 +7,34 @@ import t from 'tap'
 import http from 'node:http'
 import { makeTenant, lookupOf, startUpstream, startGateway, testConfig } from '../helpers/gateway.js'
 
-function get (url: string, headers: Record<string, string>): Promise<{ status: number, phrase: string, body: string }> {
+function get(url: string, headers: Record<string, string>): Promise<{ status: number; phrase: string; body: string }> {
   return new Promise((resolve, reject) => {
-    http.get(url, { headers, agent: false }, (res) => {
-      const chunks: Buffer[] = []
-      res.on('data', (c: Buffer) => chunks.push(c))
-      res.on('end', () => resolve({ status: res.statusCode ?? 0, phrase: res.statusMessage ?? '', body: Buffer.concat(chunks).toString('utf8') }))
-      res.on('error', reject)
-    }).on('error', reject)
+    http
+      .get(url, { headers, agent: false }, (res) => {
+        const chunks: Buffer[] = []
+        res.on('data', (c: Buffer) => chunks.push(c))
+        res.on('end', () =>
+          resolve({
+            status: res.statusCode ?? 0,
+            phrase: res.statusMessage ?? '',
+            body: Buffer.concat(chunks).toString('utf8'),
+          }),
+        )
+        res.on('error', reject)
+      })
+      .on('error', reject)
   })
 }
 
 t.test('a rewritten refusal carries the standard phrase of its status', async (t) => {
   const up = await startUpstream(t, (req, res) => {
     const json = { 'content-type': 'application/json; charset=utf-8' }
-    const denied = JSON.stringify({ code: '42501', message: 'permission denied for table todos', details: null, hint: null })
+    const denied = JSON.stringify({
+      code: '42501',
+      message: 'permission denied for table todos',
+      details: null,
+      hint: null,
+    })
     if (req.url!.startsWith('/acme/own-phrase')) {
       res.writeHead(403, 'Go Away', json)
       res.end(denied)
@@ -33,7 +46,14 @@ t.test('a rewritten refusal carries the standard phrase of its status', async (t
       res.end(JSON.stringify({ code: 'P0001', message: 'too big', details: null, hint: null }))
     } else {
       res.writeHead(409, 'Taken Already', json)
-      res.end(JSON.stringify({ code: '23505', message: 'duplicate key value violates unique constraint', details: null, hint: null }))
+      res.end(
+        JSON.stringify({
+          code: '23505',
+          message: 'duplicate key value violates unique constraint',
+          details: null,
+          hint: null,
+        }),
+      )
     }
   })
   const tt = makeTenant('acme', { auth: up.url, rest: up.url })
@@ -41,11 +61,14 @@ t.test('a rewritten refusal carries the standard phrase of its status', async (t
     tenants: lookupOf(tt),
     config: testConfig(),
     rewriteError: (ctx) => {
-      if (ctx.path === '/own-phrase') return { status: 403, body: { code: 'no_table_grant', message: 'no grant', details: null, hint: null } }
-      if (ctx.path === '/anon') return { status: 404, body: { code: 'unknown_table', message: 'no table', details: null, hint: null } }
-      if (ctx.path === '/too-big') return { status: 413, body: { code: 'payload_too_large', message: 'too big', details: null, hint: null } }
+      if (ctx.path === '/own-phrase')
+        return { status: 403, body: { code: 'no_table_grant', message: 'no grant', details: null, hint: null } }
+      if (ctx.path === '/anon')
+        return { status: 404, body: { code: 'unknown_table', message: 'no table', details: null, hint: null } }
+      if (ctx.path === '/too-big')
+        return { status: 413, body: { code: 'payload_too_large', message: 'too big', details: null, hint: null } }
       return null
-    }
+    },
   })
   const h = { apikey: tt.file.keys.public }
 

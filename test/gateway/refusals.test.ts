@@ -15,7 +15,9 @@ let other: StackTenant
 t.before(async () => {
   stack = await startStack(t)
   ;[x, other] = await Promise.all([stack.addTenant(), stack.addTenant()])
-  await stack.owner(x, `
+  await stack.owner(
+    x,
+    `
     CREATE TABLE public.todos (id bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY, owner_id uuid, title text NOT NULL);
     INSERT INTO public.todos (owner_id, title) VALUES (gen_random_uuid(), 'someone else''s');
     SELECT platform.grant('SELECT', 'public.todos', 'auth');
@@ -57,10 +59,11 @@ t.before(async () => {
     ALTER TABLE public.mine ENABLE ROW LEVEL SECURITY;
     CREATE POLICY mine_read ON public.mine FOR SELECT TO PUBLIC USING (owner_id = auth.uid());
     SELECT platform.grant('SELECT', 'public.mine', 'anon');
-  `)
+  `,
+  )
 })
 
-function quote (name: string): string {
+function quote(name: string): string {
   return '"' + name.replace(/"/g, '""') + '"'
 }
 
@@ -91,7 +94,11 @@ t.test('a table that does not exist: unknown_table saying so', async (t) => {
   t.equal(r.status, 404)
   t.equal(r.body.code, 'unknown_table')
   t.equal(r.headers.get('x-gatehouse-error-code'), 'unknown_table')
-  t.equal(r.headers.get('proxy-status'), 'gatehouse; error=unknown_table', "the engine's PostgREST; error=PGRST205 is replaced")
+  t.equal(
+    r.headers.get('proxy-status'),
+    'gatehouse; error=unknown_table',
+    "the engine's PostgREST; error=PGRST205 is replaced",
+  )
   t.match(r.body.message, `role anon (${x.roles.anon})`)
   t.match(r.body.details, /No table or view named "todoz" exists in schema public/)
   t.same(Object.keys(r.body).slice(0, 4), ['code', 'message', 'details', 'hint'])
@@ -103,7 +110,10 @@ t.test('a privilege missing for the method: no_table_grant whose hint the owner 
   t.equal(first.status, 403)
   t.equal(first.body.code, 'no_table_grant')
   t.equal(first.body.sqlstate, '42501')
-  t.match(first.body.message, `Role anon (${x.roles.anon}) lacks the SELECT privilege on table public.inbox, which GET needs`)
+  t.match(
+    first.body.message,
+    `Role anon (${x.roles.anon}) lacks the SELECT privilege on table public.inbox, which GET needs`,
+  )
   t.match(first.body.details, /it holds INSERT/)
   t.equal(first.body.hint, 'GRANT SELECT ON public.inbox TO anon;')
 
@@ -121,7 +131,10 @@ t.test('SELECT granted but INSERT not: no_table_grant for the insert, and the hi
   const first = await client.from('notes').insert({ body: 'first' })
   t.equal(first.status, 403)
   t.equal(first.error?.code, 'no_table_grant')
-  t.match(first.error?.message, `Role authenticated (${x.roles.auth}) lacks the INSERT privilege on table public.notes, which POST needs`)
+  t.match(
+    first.error?.message,
+    `Role authenticated (${x.roles.auth}) lacks the INSERT privilege on table public.notes, which POST needs`,
+  )
   t.match(first.error?.details, /it holds SELECT/)
   t.equal(first.error?.hint, 'GRANT INSERT ON public.notes TO authenticated;')
 
@@ -147,7 +160,10 @@ t.test('an insert whose row the SELECT policy hides: rls_refusal, and the row is
   t.equal(r.status, 403)
   t.equal(r.data, null)
   t.equal(r.error?.code, 'rls_refusal')
-  t.match(r.error?.message, `The row was written, but the SELECT policy of public.drops hides it from role authenticated (${x.roles.auth})`)
+  t.match(
+    r.error?.message,
+    `The row was written, but the SELECT policy of public.drops hides it from role authenticated (${x.roles.auth})`,
+  )
   t.match(r.error?.details, /written to public.drops/)
   t.match(r.error?.hint, /Do not retry/)
   const kept = await stack.owner(x, "SELECT count(*)::int AS n FROM public.drops WHERE body = 'hidden from me'")
@@ -162,7 +178,10 @@ t.test('an insert whose row the SELECT policy hides: rls_refusal, and the row is
 t.test('an insert the INSERT policy refuses: permission_denied, nothing written', async (t) => {
   const token = await userToken(x, randomUUID())
   const r = await gatewayCall(stack, x, '/rest/v1/drops', {
-    method: 'POST', token, body: { body: 'forbidden' }, headers: { prefer: 'return=representation' }
+    method: 'POST',
+    token,
+    body: { body: 'forbidden' },
+    headers: { prefer: 'return=representation' },
   })
   t.equal(r.status, 403)
   t.equal(r.body.code, 'permission_denied')
@@ -231,7 +250,10 @@ t.test('errors that are not refusals pass through unchanged', async (t) => {
 
 t.test('nothing of another tenant leaks into a refusal', async (t) => {
   // The other tenant has a table of the same name granted to its anon role.
-  await stack.owner(other, "CREATE TABLE public.todos (id int); SELECT platform.grant('SELECT', 'public.todos', 'anon');")
+  await stack.owner(
+    other,
+    "CREATE TABLE public.todos (id int); SELECT platform.grant('SELECT', 'public.todos', 'anon');",
+  )
   const r = await gatewayCall(stack, x, '/rest/v1/todos')
   t.equal(r.body.code, 'unknown_table')
   const text = JSON.stringify(r.body)

@@ -3,24 +3,38 @@
 // hygiene (hop-by-hop and Connection-listed headers, spoofed X-Forwarded-*, request ids).
 import t from 'tap'
 import { jwtVerify, decodeJwt } from 'jose'
-import { makeTenant, lookupOf, startUpstream, startGateway, request, signToken, testConfig, PUBLIC_URL } from '../helpers/gateway.js'
+import {
+  makeTenant,
+  lookupOf,
+  startUpstream,
+  startGateway,
+  request,
+  signToken,
+  testConfig,
+  PUBLIC_URL,
+} from '../helpers/gateway.js'
 
-async function upstreamClaims (secret: string, authorization: string | undefined) {
+async function upstreamClaims(secret: string, authorization: string | undefined) {
   if (!authorization) throw new Error('no Authorization reached the upstream')
-  const { payload, protectedHeader } = await jwtVerify(authorization.replace(/^Bearer /, ''), new TextEncoder().encode(secret), {
-    algorithms: ['HS256'], requiredClaims: ['exp']
-  })
+  const { payload, protectedHeader } = await jwtVerify(
+    authorization.replace(/^Bearer /, ''),
+    new TextEncoder().encode(secret),
+    {
+      algorithms: ['HS256'],
+      requiredClaims: ['exp'],
+    },
+  )
   return { payload, protectedHeader }
 }
 
-t.test('the re-signed token: role, the caller\'s claims, exp, one token per caller', async (t) => {
+t.test("the re-signed token: role, the caller's claims, exp, one token per caller", async (t) => {
   let now = Date.now()
   const rest = await startUpstream(t)
   const acme = makeTenant('acme', { auth: rest.url, rest: rest.url })
   const gw = await startGateway(t, {
     tenants: lookupOf(acme),
     now: () => now,
-    config: testConfig({ gateway: { upstream_token_ttl_seconds: 300 } })
+    config: testConfig({ gateway: { upstream_token_ttl_seconds: 300 } }),
   })
   const nowSec = Math.floor(now / 1000)
   const claims = {
@@ -32,7 +46,7 @@ t.test('the re-signed token: role, the caller\'s claims, exp, one token per call
     user_metadata: { name: 'Ada' },
     is_anonymous: false,
     aal: 'aal1',
-    amr: [{ method: 'password', timestamp: nowSec }]
+    amr: [{ method: 'password', timestamp: nowSec }],
   }
   const user = await signToken(acme, claims, { now: nowSec, expiresIn: 3600 })
   const headers = { apikey: acme.file.keys.public, authorization: `Bearer ${user}` }
@@ -40,15 +54,15 @@ t.test('the re-signed token: role, the caller\'s claims, exp, one token per call
   const r = await request(`${gw.url}/acme/rest/v1/todos?select=*`, { headers })
   t.equal(r.status, 200)
   const sent = rest.last().headers.authorization
-  t.not(sent, `Bearer ${user}`, 'the caller\'s token is replaced')
+  t.not(sent, `Bearer ${user}`, "the caller's token is replaced")
   t.equal(rest.last().headers.apikey, undefined, 'the apikey header is not forwarded to REST')
   const { payload, protectedHeader } = await upstreamClaims(acme.file.jwt.upstream_secret, sent)
   t.equal(protectedHeader.alg, 'HS256')
-  t.equal(payload.role, acme.tenant.roles.auth, 'role = this tenant\'s Postgres role for signed-in users')
+  t.equal(payload.role, acme.tenant.roles.auth, "role = this tenant's Postgres role for signed-in users")
   for (const [k, v] of Object.entries(claims)) t.same(payload[k], v, `claim ${k} kept`)
   t.equal(payload.aud, 'authenticated', 'aud kept')
   t.equal(payload.iss, `${PUBLIC_URL}/acme/auth/v1`, 'iss kept')
-  t.equal(payload.exp, nowSec + 300, 'exp = now + upstream_token_ttl_seconds when the caller\'s is later')
+  t.equal(payload.exp, nowSec + 300, "exp = now + upstream_token_ttl_seconds when the caller's is later")
   await t.rejects(upstreamClaims(acme.file.jwt.secret, sent), 'not verifiable with the user-facing secret')
 
   await request(`${gw.url}/acme/rest/v1/todos`, { headers })
@@ -62,9 +76,11 @@ t.test('the re-signed token: role, the caller\'s claims, exp, one token per call
 
   // A caller token expiring sooner caps the upstream token.
   const shortLived = await signToken(acme, { sub: 'short' }, { now: Math.floor(now / 1000), expiresIn: 40 })
-  await request(`${gw.url}/acme/rest/v1/todos`, { headers: { apikey: acme.file.keys.public, authorization: `Bearer ${shortLived}` } })
+  await request(`${gw.url}/acme/rest/v1/todos`, {
+    headers: { apikey: acme.file.keys.public, authorization: `Bearer ${shortLived}` },
+  })
   const capped = await upstreamClaims(acme.file.jwt.upstream_secret, rest.last().headers.authorization)
-  t.equal(capped.payload.exp, Math.floor(now / 1000) + 40, 'exp = the caller\'s exp when that is sooner')
+  t.equal(capped.payload.exp, Math.floor(now / 1000) + 40, "exp = the caller's exp when that is sooner")
   t.equal(capped.payload.sub, 'short')
 
   // Key-only callers.
@@ -80,7 +96,11 @@ t.test('the re-signed token: role, the caller\'s claims, exp, one token per call
 t.test('default limit on table reads, max_limit caps, nothing elsewhere', async (t) => {
   const rest = await startUpstream(t)
   const acme = makeTenant('acme', { auth: rest.url, rest: rest.url })
-  const capped = makeTenant('capped', { auth: rest.url, rest: rest.url }, { rest: { default_limit: 50, max_limit: 200 } })
+  const capped = makeTenant(
+    'capped',
+    { auth: rest.url, rest: rest.url },
+    { rest: { default_limit: 50, max_limit: 200 } },
+  )
   const gw = await startGateway(t, { tenants: lookupOf(acme, capped) })
   const get = async (db: string, path: string, method = 'GET') => {
     const tt = db === 'acme' ? acme : capped
@@ -114,7 +134,7 @@ t.test('default limit on table reads, max_limit caps, nothing elsewhere', async 
   t.equal(x.url, '/acme/todos?id=eq.1')
 
   x = await get('capped', '/todos')
-  t.equal(x.url, '/capped/todos?limit=50', 'the tenant\'s default_limit')
+  t.equal(x.url, '/capped/todos?limit=50', "the tenant's default_limit")
   t.equal(x.r.headers['x-gatehouse-default-limit'], '50')
   x = await get('capped', '/todos?limit=1000&select=id')
   t.equal(x.url, '/capped/todos?limit=200&select=id', 'max_limit caps larger limits')
@@ -134,7 +154,7 @@ t.test('header hygiene', async (t) => {
       'keep-alive': 'timeout=5',
       'x-request-id': 'upstream-made-this-up',
       'access-control-allow-origin': 'https://upstream.example',
-      'content-range': '0-0/1'
+      'content-range': '0-0/1',
     })
     res.end('[]')
   })
@@ -163,15 +183,15 @@ t.test('header hygiene', async (t) => {
       prefer: 'count=exact',
       range: '0-9',
       'accept-profile': 'public',
-      'x-request-id': 'client-req-123'
-    }
+      'x-request-id': 'client-req-123',
+    },
   })
   t.equal(r.status, 200)
   const got = rest.last().headers
   t.match(got.authorization, /^Bearer ey/, 'the re-signed Authorization survives Connection: authorization')
   t.not(got.authorization, `Bearer ${user}`)
   t.equal(got['x-forwarded-for'], '127.0.0.1', 'X-Forwarded-For overwritten with the peer address')
-  t.equal(got['x-forwarded-host'], 'api.gatehouse.test', 'X-Forwarded-Host from public_url, never the client\'s')
+  t.equal(got['x-forwarded-host'], 'api.gatehouse.test', "X-Forwarded-Host from public_url, never the client's")
   t.equal(got['x-forwarded-proto'], 'https', 'X-Forwarded-Proto from public_url')
   t.equal(got['x-forwarded-port'], undefined)
   t.equal(got.forwarded, undefined)
@@ -181,13 +201,13 @@ t.test('header hygiene', async (t) => {
   t.equal(got['x-custom-keep'], 'kept')
   t.equal(got['proxy-authorization'], undefined)
   t.equal(got.te, undefined)
-  t.not(got['keep-alive'], 'timeout=100', 'the client\'s keep-alive is not forwarded')
+  t.not(got['keep-alive'], 'timeout=100', "the client's keep-alive is not forwarded")
   t.equal(got.apikey, undefined)
   t.equal(got.prefer, 'count=exact')
   t.equal(got.range, '0-9')
   t.equal(got['accept-profile'], 'public')
   t.equal(got['x-request-id'], 'client-req-123', 'a valid client request id is passed through')
-  t.equal(got.host, new URL(rest.url).host, 'Host is the upstream\'s')
+  t.equal(got.host, new URL(rest.url).host, "Host is the upstream's")
   const xff = rest.last().rawHeaders.filter((_, i, a) => i % 2 === 0 && a[i]!.toLowerCase() === 'x-forwarded-for')
   t.equal(xff.length, 1, 'one X-Forwarded-For, not appended')
 
@@ -197,7 +217,9 @@ t.test('header hygiene', async (t) => {
   t.equal(r.headers['content-range'], '0-0/1')
   t.equal(r.headers['access-control-allow-origin'], undefined, 'no upstream CORS without an Origin')
 
-  const bad = await request(`${gw.url}/acme/rest/v1/todos`, { headers: { apikey: acme.file.keys.public, 'x-request-id': 'has spaces and <tags>' } })
+  const bad = await request(`${gw.url}/acme/rest/v1/todos`, {
+    headers: { apikey: acme.file.keys.public, 'x-request-id': 'has spaces and <tags>' },
+  })
   const generated = bad.headers['x-request-id'] as string
   t.match(generated, /^[0-9a-f-]{36}$/, 'an invalid request id is replaced by a generated one')
   t.equal(rest.last().headers['x-request-id'], generated, 'the upstream sees the same id')

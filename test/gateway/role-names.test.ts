@@ -14,7 +14,7 @@ t.before(async () => {
   await stack.owner(x, `REVOKE ALL ON public.vault FROM "${x.roles.svc}"`)
 })
 
-t.test('the secret key\'s caller is service_role at the gateway and in the panel', async (t) => {
+t.test("the secret key's caller is service_role at the gateway and in the panel", async (t) => {
   const r = await gatewayCall(stack, x, '/rest/v1/vault?select=id', { key: 'secret' })
   t.equal(r.status, 404, JSON.stringify(r.body))
   t.equal(r.body.code, 'unknown_table')
@@ -23,7 +23,10 @@ t.test('the secret key\'s caller is service_role at the gateway and in the panel
 
   const token = await stack.panelSession({ userId: 'p1', orgs: ['org_names'] })
   for (const as of ['service_role', 'svc']) {
-    const q = await stack.panel('POST', `/organizations/org_names/databases/${x.database}/api/test-query`, { token, body: { sql: 'SELECT id FROM public.vault', as } })
+    const q = await stack.panel('POST', `/organizations/org_names/databases/${x.database}/api/test-query`, {
+      token,
+      body: { sql: 'SELECT id FROM public.vault', as },
+    })
     t.equal(q.body.code, r.body.code, `panel as ${as}: the same refusal`)
     t.equal(q.body.role, 'service_role', `panel as ${as}: the same name`)
     t.equal(q.body.message, r.body.message, `panel as ${as}: the same message`)

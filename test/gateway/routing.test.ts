@@ -14,9 +14,17 @@ t.test('routes auth and rest to the tenant upstreams, path and query kept', asyn
 
   let r = await request(`${gw.url}/acme/auth/v1/settings?x=1&y=%20z`, { headers: { apikey: key } })
   t.equal(r.status, 200)
-  t.equal(auth.last().url, '/acme/settings?x=1&y=%20z', 'auth: path below /auth/v1 appended to the upstream, query kept')
+  t.equal(
+    auth.last().url,
+    '/acme/settings?x=1&y=%20z',
+    'auth: path below /auth/v1 appended to the upstream, query kept',
+  )
 
-  r = await request(`${gw.url}/acme/rest/v1/rpc/do_it?a=eq.1`, { method: 'POST', headers: { apikey: key, 'content-type': 'application/json' }, body: '{"n":1}' })
+  r = await request(`${gw.url}/acme/rest/v1/rpc/do_it?a=eq.1`, {
+    method: 'POST',
+    headers: { apikey: key, 'content-type': 'application/json' },
+    body: '{"n":1}',
+  })
   t.equal(r.status, 200)
   t.equal(rest.last().url, '/acme/rpc/do_it?a=eq.1')
   t.equal(rest.last().method, 'POST')
@@ -41,12 +49,25 @@ t.test('unknown database, other paths, bad names and encoded tricks', async (t) 
 
   let r = await request(`${gw.url}/nosuch/rest/v1/items`, { headers: { apikey: key } })
   t.equal(r.status, 404)
-  t.same(r.json(), { code: 'tenant_not_found', message: 'No project database is named "nosuch"', details: null, hint: null })
+  t.same(r.json(), {
+    code: 'tenant_not_found',
+    message: 'No project database is named "nosuch"',
+    details: null,
+    hint: null,
+  })
   t.equal(r.headers['x-gatehouse-error-code'], 'tenant_not_found')
   t.match(r.headers['content-type'], /^application\/json/)
 
   // (Supabase's Storage, Functions, GraphQL and Realtime paths: test/gateway/unoffered-services.test.ts)
-  for (const path of ['/acme', '/acme/', '/acme/storage/v2/x', '/acme/buckets/v1/x', '/acme/rest/v2/items', '/acme/rest/v10', '/acme/restv1']) {
+  for (const path of [
+    '/acme',
+    '/acme/',
+    '/acme/storage/v2/x',
+    '/acme/buckets/v1/x',
+    '/acme/rest/v2/items',
+    '/acme/rest/v10',
+    '/acme/restv1',
+  ]) {
     r = await request(`${gw.url}${path}`, { headers: { apikey: key } })
     t.equal(r.status, 404, `${path} is 404`)
     t.equal(r.json().code, 'not_found', `${path}: not_found`)
@@ -55,7 +76,13 @@ t.test('unknown database, other paths, bad names and encoded tricks', async (t) 
   t.equal(r.json().code, 'not_found')
 
   tenants.calls.length = 0
-  for (const bad of ['/ACME/rest/v1/x', '/1abc/rest/v1/x', '/a.b/rest/v1/x', `/${'a'.repeat(64)}/rest/v1/x`, '/a%62c/rest/v1/x']) {
+  for (const bad of [
+    '/ACME/rest/v1/x',
+    '/1abc/rest/v1/x',
+    '/a.b/rest/v1/x',
+    `/${'a'.repeat(64)}/rest/v1/x`,
+    '/a%62c/rest/v1/x',
+  ]) {
     r = await request(`${gw.url}${bad}`, { headers: { apikey: key } })
     t.equal(r.status, 404, `${bad.slice(0, 30)} refused`)
     t.equal(r.json().code, 'tenant_not_found')
@@ -73,7 +100,7 @@ t.test('unknown database, other paths, bad names and encoded tricks', async (t) 
     '/acme/rest;param/v1/x',
     '/acme/auth/v1/user;param',
     '/acme/rest/v1/a%5Cb',
-    '/acme/rest/v1/a%00'
+    '/acme/rest/v1/a%00',
   ]
   for (const path of tricks) {
     r = await request(`${gw.url}${path}`, { headers: { apikey: key } })
@@ -126,8 +153,11 @@ t.test('health, readiness and metrics: on the admin listener only', async (t) =>
   t.match(r.headers['content-type'], /text\/plain/)
   t.match(r.body, /gatehouse_requests_total\{part="gateway",tenant="acme",status="200"\} 1/)
   t.match(r.body, /gatehouse_requests_total\{part="gateway",tenant="acme",status="401"\} 1/)
-  t.match(r.body, /gatehouse_requests_total\{part="gateway",tenant="_unknown",status="404"\} 3/,
-    'unknown databases are counted under one label')
+  t.match(
+    r.body,
+    /gatehouse_requests_total\{part="gateway",tenant="_unknown",status="404"\} 3/,
+    'unknown databases are counted under one label',
+  )
   t.notMatch(r.body, /db0|db1|db2/, 'no label per unknown name')
   t.match(r.body, /gatehouse_gateway_request_duration_seconds_bucket\{le="[0-9.]+",tenant="acme",service="rest"\}/)
 
@@ -142,33 +172,62 @@ t.test('CORS: preflight without a key, exposed headers on answers and on errors'
 
   let r = await request(`${gw.url}/acme/rest/v1/items`, {
     method: 'OPTIONS',
-    headers: { origin: 'https://app.example', 'access-control-request-method': 'POST', 'access-control-request-headers': 'apikey, authorization, x-client-info, content-type, prefer' }
+    headers: {
+      origin: 'https://app.example',
+      'access-control-request-method': 'POST',
+      'access-control-request-headers': 'apikey, authorization, x-client-info, content-type, prefer',
+    },
   })
   t.equal(r.status, 200, 'preflight answered by the gateway, as PostgREST answers it')
   t.equal(r.headers['access-control-allow-origin'], '*')
   t.equal(r.headers['access-control-allow-methods'], 'GET, POST, PATCH, PUT, DELETE, OPTIONS, HEAD')
-  t.equal(r.headers['access-control-allow-headers'], 'Authorization, apikey, x-client-info, content-type, prefer, Accept, Accept-Language, Content-Language',
-    'the requested headers, with Authorization and the simple ones')
+  t.equal(
+    r.headers['access-control-allow-headers'],
+    'Authorization, apikey, x-client-info, content-type, prefer, Accept, Accept-Language, Content-Language',
+    'the requested headers, with Authorization and the simple ones',
+  )
   t.equal(r.headers['access-control-max-age'], '86400')
   t.equal(up.received.length, 0, 'preflight never reaches the upstream')
 
   // PostgREST's CorsSpec: the root, headers of its own.
   r = await request(`${gw.url}/acme/rest/v1/`, {
     method: 'OPTIONS',
-    headers: { accept: '*/*', origin: 'http://example.com', 'access-control-request-method': 'POST', 'access-control-request-headers': 'Foo,Bar' }
+    headers: {
+      accept: '*/*',
+      origin: 'http://example.com',
+      'access-control-request-method': 'POST',
+      'access-control-request-headers': 'Foo,Bar',
+    },
   })
   t.equal(r.status, 200)
-  t.equal(r.headers['access-control-allow-headers'], 'Authorization, Foo, Bar, Accept, Accept-Language, Content-Language')
+  t.equal(
+    r.headers['access-control-allow-headers'],
+    'Authorization, Foo, Bar, Accept, Accept-Language, Content-Language',
+  )
   t.equal(r.body, '')
 
   // An OPTIONS that is not a preflight reaches the engine; its answer allows any origin.
-  r = await request(`${gw.url}/acme/rest/v1/items`, { method: 'OPTIONS', headers: { apikey: acme.file.keys.public, accept: 'application/json' } })
+  r = await request(`${gw.url}/acme/rest/v1/items`, {
+    method: 'OPTIONS',
+    headers: { apikey: acme.file.keys.public, accept: 'application/json' },
+  })
   t.equal(r.headers['access-control-allow-origin'], '*', 'OPTIONS without an Origin too, as PostgREST')
 
-  r = await request(`${gw.url}/acme/rest/v1/items`, { headers: { origin: 'https://app.example', apikey: acme.file.keys.public } })
+  r = await request(`${gw.url}/acme/rest/v1/items`, {
+    headers: { origin: 'https://app.example', apikey: acme.file.keys.public },
+  })
   t.equal(r.status, 200)
   t.equal(r.headers['access-control-allow-origin'], '*')
-  for (const h of ['content-range', 'range', 'x-request-id', 'preference-applied', 'x-total-count', 'link', 'location', 'x-supabase-api-version']) {
+  for (const h of [
+    'content-range',
+    'range',
+    'x-request-id',
+    'preference-applied',
+    'x-total-count',
+    'link',
+    'location',
+    'x-supabase-api-version',
+  ]) {
     t.match(r.headers['access-control-expose-headers'], new RegExp(`(^|, )${h}(,|$)`), `exposes ${h}`)
   }
   r = await request(`${gw.url}/acme/rest/v1/items`, { headers: { origin: 'https://app.example' } })
@@ -176,10 +235,19 @@ t.test('CORS: preflight without a key, exposed headers on answers and on errors'
   t.equal(r.headers['access-control-allow-origin'], '*', 'errors are readable by the browser too')
 
   // An allow-list of origins.
-  const gw2 = await startGateway(t, { tenants: lookupOf(acme), config: testConfig({ gateway: { cors_origins: ['https://good.example'] } }) })
-  r = await request(`${gw2.url}/acme/rest/v1/items`, { method: 'OPTIONS', headers: { origin: 'https://good.example', 'access-control-request-method': 'GET' } })
+  const gw2 = await startGateway(t, {
+    tenants: lookupOf(acme),
+    config: testConfig({ gateway: { cors_origins: ['https://good.example'] } }),
+  })
+  r = await request(`${gw2.url}/acme/rest/v1/items`, {
+    method: 'OPTIONS',
+    headers: { origin: 'https://good.example', 'access-control-request-method': 'GET' },
+  })
   t.equal(r.headers['access-control-allow-origin'], 'https://good.example')
   t.match(r.headers.vary, /Origin/)
-  r = await request(`${gw2.url}/acme/rest/v1/items`, { method: 'OPTIONS', headers: { origin: 'https://evil.example', 'access-control-request-method': 'GET' } })
+  r = await request(`${gw2.url}/acme/rest/v1/items`, {
+    method: 'OPTIONS',
+    headers: { origin: 'https://evil.example', 'access-control-request-method': 'GET' },
+  })
   t.equal(r.headers['access-control-allow-origin'], undefined, 'other origins get no CORS grant')
 })

@@ -12,10 +12,13 @@ import { until } from '../helpers/eventually.js'
 
 const child = fileURLToPath(new URL('./fixtures/shutdown-child.ts', import.meta.url))
 
-function refused (port: number): Promise<boolean> {
+function refused(port: number): Promise<boolean> {
   return new Promise((resolve) => {
     const s = net.connect(port, '127.0.0.1')
-    s.once('connect', () => { s.destroy(); resolve(false) })
+    s.once('connect', () => {
+      s.destroy()
+      resolve(false)
+    })
     s.once('error', () => resolve(true))
   })
 }
@@ -24,15 +27,20 @@ t.test('SIGTERM: readyz 503, stop accepting, in-flight finishes, exit 0', async 
   // The slow upstream holds every answer until the test releases it (no timing involved).
   const held: Array<(body: string) => void> = []
   const up = await startUpstream(t, (_req, res) => {
-    held.push((body) => { res.writeHead(200, { 'content-type': 'application/json' }); res.end(body) })
+    held.push((body) => {
+      res.writeHead(200, { 'content-type': 'application/json' })
+      res.end(body)
+    })
   })
   const acme = makeTenant('acme', { auth: up.url, rest: up.url })
 
   const proc = spawn(process.execPath, ['--import', 'tsx', child], {
     env: { ...process.env, GATEHOUSE_TEST_TENANT: JSON.stringify(acme.file), GATEHOUSE_TEST_DRAIN_MS: '1500' },
-    stdio: ['ignore', 'pipe', 'inherit']
+    stdio: ['ignore', 'pipe', 'inherit'],
   })
-  t.teardown(() => { if (proc.exitCode === null) proc.kill('SIGKILL') })
+  t.teardown(() => {
+    if (proc.exitCode === null) proc.kill('SIGKILL')
+  })
   const exited = new Promise<number | null>((resolve) => proc.once('exit', (code) => resolve(code)))
   const [port, adminPort] = await new Promise<[number, number]>((resolve, reject) => {
     let out = ''
@@ -75,8 +83,12 @@ t.test('SIGTERM: readyz 503, stop accepting, in-flight finishes, exit 0', async 
 
 t.test('shutdown(): the grace period cuts what is still open, then exits', async (t) => {
   const held: http.ServerResponse[] = []
-  const up = await startUpstream(t, (_req, res) => { held.push(res) })
-  t.teardown(() => { for (const r of held) r.destroy() })
+  const up = await startUpstream(t, (_req, res) => {
+    held.push(res)
+  })
+  t.teardown(() => {
+    for (const r of held) r.destroy()
+  })
   const acme = makeTenant('acme', { auth: up.url, rest: up.url })
   const gw = await startGateway(t, { tenants: lookupOf(acme) })
   const codes: number[] = []
@@ -93,38 +105,62 @@ t.test('shutdown(): the grace period cuts what is still open, then exits', async
 })
 
 /** A listening gateway with a close hook that ends only when released. */
-async function hangingGateway (t: { teardown: (fn: () => unknown) => void }, tt: ReturnType<typeof makeTenant>) {
+async function hangingGateway(t: { teardown: (fn: () => unknown) => void }, tt: ReturnType<typeof makeTenant>) {
   const app = buildGateway({ config: testConfig(), tenants: lookupOf(tt) })
   let release: () => void = () => {}
-  app.addHook('onClose', () => new Promise<void>((resolve) => { release = resolve }))
+  app.addHook(
+    'onClose',
+    () =>
+      new Promise<void>((resolve) => {
+        release = resolve
+      }),
+  )
   t.teardown(() => release())
   await app.listen({ port: 0, host: '127.0.0.1' })
   return { app }
 }
 
-t.test('a close hook that never ends: a second signal exits at once, else the process exits after the grace period and its hooks', async (t) => {
-  const up = await startUpstream(t)
-  const acme = makeTenant('acme', { auth: up.url, rest: up.url })
-  const { app } = await hangingGateway(t, acme)
-  const codes: number[] = []
-  const sd = installGracefulShutdown(app, { graceMs: 50, signals: ['SIGUSR2'], exit: (code) => { codes.push(code) } })
-  t.teardown(() => sd.dispose())
-  process.kill(process.pid, 'SIGUSR2')
-  await until(async () => app.server.listening === false, 'the listener closed')
-  t.same(codes, [], 'still waiting for its hook')
-  process.kill(process.pid, 'SIGUSR2')
-  await until(async () => codes.length === 1, 'the second signal exits')
-  t.same(codes, [1], 'a second signal: exit 1 at once')
-})
+t.test(
+  'a close hook that never ends: a second signal exits at once, else the process exits after the grace period and its hooks',
+  async (t) => {
+    const up = await startUpstream(t)
+    const acme = makeTenant('acme', { auth: up.url, rest: up.url })
+    const { app } = await hangingGateway(t, acme)
+    const codes: number[] = []
+    const sd = installGracefulShutdown(app, {
+      graceMs: 50,
+      signals: ['SIGUSR2'],
+      exit: (code) => {
+        codes.push(code)
+      },
+    })
+    t.teardown(() => sd.dispose())
+    process.kill(process.pid, 'SIGUSR2')
+    await until(async () => app.server.listening === false, 'the listener closed')
+    t.same(codes, [], 'still waiting for its hook')
+    process.kill(process.pid, 'SIGUSR2')
+    await until(async () => codes.length === 1, 'the second signal exits')
+    t.same(codes, [1], 'a second signal: exit 1 at once')
+  },
+)
 
-t.test('a close hook that never ends and no second signal: exit 1 once the grace period and the hooks\' time are over', async (t) => {
-  const up = await startUpstream(t)
-  const acme = makeTenant('acme', { auth: up.url, rest: up.url })
-  const { app } = await hangingGateway(t, acme)
-  const codes: number[] = []
-  const sd = installGracefulShutdown(app, { graceMs: 50, signals: [], exit: (code) => { codes.push(code) } })
-  t.teardown(() => sd.dispose())
-  void sd.shutdown('test')
-  await until(async () => codes.length === 1, 'the deadline exits', 10_000)
-  t.same(codes, [1])
-})
+t.test(
+  "a close hook that never ends and no second signal: exit 1 once the grace period and the hooks' time are over",
+  async (t) => {
+    const up = await startUpstream(t)
+    const acme = makeTenant('acme', { auth: up.url, rest: up.url })
+    const { app } = await hangingGateway(t, acme)
+    const codes: number[] = []
+    const sd = installGracefulShutdown(app, {
+      graceMs: 50,
+      signals: [],
+      exit: (code) => {
+        codes.push(code)
+      },
+    })
+    t.teardown(() => sd.dispose())
+    void sd.shutdown('test')
+    await until(async () => codes.length === 1, 'the deadline exits', 10_000)
+    t.same(codes, [1])
+  },
+)

@@ -9,9 +9,11 @@ import { spawnRedis } from '../helpers/tenant-fixtures.js'
 import { makeTenant, startUpstream, startGateway, request } from '../helpers/gateway.js'
 import { until } from '../helpers/eventually.js'
 
-interface Teardown { teardown (fn: () => unknown): void }
+interface Teardown {
+  teardown(fn: () => unknown): void
+}
 
-function store (t: Teardown, url: string, prefix: string): RedisTenantStore {
+function store(t: Teardown, url: string, prefix: string): RedisTenantStore {
   const s = createRedisStore({ url, prefix, connectTimeoutMs: 500, commandTimeoutMs: 500 })
   t.teardown(() => s.close())
   return s
@@ -42,8 +44,11 @@ t.test('a key rotation published through Redis reaches both gateway instances', 
 
   await cli.putAll([v2.tenant])
   for (const [i, gw] of gws.entries()) {
-    await until(async () => (await request(`${gw.url}/acme/rest/v1/todos`, { headers: { apikey: v2.file.keys.public } })).status === 200,
-      `gateway ${i} accepts the new key`)
+    await until(
+      async () =>
+        (await request(`${gw.url}/acme/rest/v1/todos`, { headers: { apikey: v2.file.keys.public } })).status === 200,
+      `gateway ${i} accepts the new key`,
+    )
     const old = await request(`${gw.url}/acme/rest/v1/todos`, { headers: { apikey: v1.file.keys.public } })
     t.equal(old.status, 401, `gateway ${i}: the old key is refused`)
     t.equal(old.json().code, 'invalid_api_key')
@@ -51,8 +56,11 @@ t.test('a key rotation published through Redis reaches both gateway instances', 
 
   await cli.delete('acme')
   for (const [i, gw] of gws.entries()) {
-    await until(async () => (await request(`${gw.url}/acme/rest/v1/todos`, { headers: { apikey: v2.file.keys.public } })).status === 404,
-      `gateway ${i} forgets the deleted tenant`)
+    await until(
+      async () =>
+        (await request(`${gw.url}/acme/rest/v1/todos`, { headers: { apikey: v2.file.keys.public } })).status === 404,
+      `gateway ${i} forgets the deleted tenant`,
+    )
   }
   t.pass('deletion reached both')
 })
@@ -89,7 +97,14 @@ t.test('Redis outage: a warm cache keeps serving, an uncached database gets a cl
 
   // Redis comes back empty (no persistence in tests): apply the tenants again.
   await redis.start()
-  await until(async () => { try { await s.putAll([acme.tenant, beta.tenant]); return true } catch { return false } }, 'Redis accepts writes again')
+  await until(async () => {
+    try {
+      await s.putAll([acme.tenant, beta.tenant])
+      return true
+    } catch {
+      return false
+    }
+  }, 'Redis accepts writes again')
   await until(async () => (await get('beta', beta.file.keys.public)).status === 200, 'beta resolves once Redis is back')
   t.pass('recovered')
 })

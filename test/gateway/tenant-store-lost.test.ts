@@ -5,28 +5,43 @@
 // real CLI) restores the records. A tenant deleted while the store is healthy is gone.
 import t from 'tap'
 import { execFile } from 'node:child_process'
-import { createRedisStore, createTenantCache, parseTenantFile, toTenant, type RedisTenantStore } from '../../src/tenants/index.js'
+import {
+  createRedisStore,
+  createTenantCache,
+  parseTenantFile,
+  toTenant,
+  type RedisTenantStore,
+} from '../../src/tenants/index.js'
 import { spawnRedis, tenantFile, writeTenantDir } from '../helpers/tenant-fixtures.js'
 import { startUpstream, startGateway, request } from '../helpers/gateway.js'
 import { until } from '../helpers/eventually.js'
 
-interface Teardown { teardown (fn: () => unknown): void }
+interface Teardown {
+  teardown(fn: () => unknown): void
+}
 
-function cli (args: string[], env: Record<string, string>): Promise<{ code: number, stdout: string, stderr: string }> {
-  const clean = Object.fromEntries(Object.entries(process.env).filter(([k]) => !k.startsWith('GATEHOUSE_') && k !== 'REDIS_URL'))
+function cli(args: string[], env: Record<string, string>): Promise<{ code: number; stdout: string; stderr: string }> {
+  const clean = Object.fromEntries(
+    Object.entries(process.env).filter(([k]) => !k.startsWith('GATEHOUSE_') && k !== 'REDIS_URL'),
+  )
   return new Promise((resolve) => {
-    execFile(process.execPath, ['--import', 'tsx', 'src/cli.ts', ...args], { env: { ...clean, ...env }, timeout: 30_000 },
-      (err, stdout, stderr) => resolve({ code: err ? (typeof err.code === 'number' ? err.code : 1) : 0, stdout, stderr }))
+    execFile(
+      process.execPath,
+      ['--import', 'tsx', 'src/cli.ts', ...args],
+      { env: { ...clean, ...env }, timeout: 30_000 },
+      (err, stdout, stderr) =>
+        resolve({ code: err ? (typeof err.code === 'number' ? err.code : 1) : 0, stdout, stderr }),
+    )
   })
 }
 
-function store (t: Teardown, url: string, prefix: string): RedisTenantStore {
+function store(t: Teardown, url: string, prefix: string): RedisTenantStore {
   const s = createRedisStore({ url, prefix, connectTimeoutMs: 500, commandTimeoutMs: 500 })
   t.teardown(() => s.close())
   return s
 }
 
-function metric (text: string, line: string): number | null {
+function metric(text: string, line: string): number | null {
   for (const l of text.split('\n')) if (l.startsWith(line + ' ')) return Number(l.slice(line.length + 1))
   return null
 }
@@ -35,7 +50,8 @@ t.test('Redis comes back empty: last good records keep serving until tenants app
   const redis = await spawnRedis(t)
   const up = await startUpstream(t)
   const files: Record<string, Record<string, unknown>> = {}
-  for (const db of ['acme', 'beta', 'gone']) files[`${db}.yaml`] = tenantFile(db, { upstreams: { auth: `${up.url}/${db}`, rest: `${up.url}/${db}` } })
+  for (const db of ['acme', 'beta', 'gone'])
+    files[`${db}.yaml`] = tenantFile(db, { upstreams: { auth: `${up.url}/${db}`, rest: `${up.url}/${db}` } })
   const dir = writeTenantDir(t, files)
   const key = (db: string) => `pk_test_${db}_0123456789`
   const prefix = 'gw-lost:'
@@ -44,11 +60,17 @@ t.test('Redis comes back empty: last good records keep serving until tenants app
   const applied = await cli(['tenants', 'apply', dir], env)
   t.equal(applied.code, 0, applied.stderr)
 
-  const lines: Array<{ level: string, msg: string }> = []
+  const lines: Array<{ level: string; msg: string }> = []
   const logger = {
-    warn: (_o: unknown, msg?: string) => { lines.push({ level: 'warn', msg: msg ?? '' }) },
-    error: (_o: unknown, msg?: string) => { lines.push({ level: 'error', msg: msg ?? '' }) },
-    info: (_o: unknown, msg?: string) => { lines.push({ level: 'info', msg: msg ?? '' }) }
+    warn: (_o: unknown, msg?: string) => {
+      lines.push({ level: 'warn', msg: msg ?? '' })
+    },
+    error: (_o: unknown, msg?: string) => {
+      lines.push({ level: 'error', msg: msg ?? '' })
+    },
+    info: (_o: unknown, msg?: string) => {
+      lines.push({ level: 'info', msg: msg ?? '' })
+    },
   }
   const s = createRedisStore({ url: redis.url, prefix, connectTimeoutMs: 500, commandTimeoutMs: 500, logger })
   t.teardown(() => s.close())
@@ -73,7 +95,14 @@ t.test('Redis comes back empty: last good records keep serving until tenants app
   await redis.stop()
   await redis.start()
   // The subscriber reconnects and drops every cached tenant (it may have missed messages).
-  await until(async () => await admin.list().then(() => true, () => false), 'Redis answers again')
+  await until(
+    async () =>
+      await admin.list().then(
+        () => true,
+        () => false,
+      ),
+    'Redis answers again',
+  )
   now += 120_000 // and past the TTL backstop
 
   let r = await get('acme')
@@ -95,7 +124,10 @@ t.test('Redis comes back empty: last good records keep serving until tenants app
   let m = await metrics()
   t.equal(metric(m, 'gatehouse_tenant_store_state{state="empty"}'), 1, 'the metric says the store is empty')
   t.equal(metric(m, 'gatehouse_tenant_store_state{state="ok"}'), 0)
-  t.ok((metric(m, 'gatehouse_tenant_store_last_good_served_total') ?? 0) >= 1, 'look-ups served from last good records are counted')
+  t.ok(
+    (metric(m, 'gatehouse_tenant_store_last_good_served_total') ?? 0) >= 1,
+    'look-ups served from last good records are counted',
+  )
 
   // Still serving a while later (the store is asked again, still empty).
   now += 10_000
@@ -109,7 +141,10 @@ t.test('Redis comes back empty: last good records keep serving until tenants app
   m = await metrics()
   t.equal(metric(m, 'gatehouse_tenant_store_state{state="ok"}'), 1, 'back to ok')
   t.equal(metric(m, 'gatehouse_tenant_store_state{state="empty"}'), 0)
-  t.ok(lines.some((l) => /answering again/.test(l.msg)), 'the recovery is logged')
+  t.ok(
+    lines.some((l) => /answering again/.test(l.msg)),
+    'the recovery is logged',
+  )
 })
 
 t.test('a process that never saw the store filled treats misses as unknown databases', async (t) => {

@@ -22,27 +22,40 @@ const CLIENT_TRACE = '4bf92f3577b34da6a3ce929d0e0e4736'
 const CLIENT_SPAN = '00f067aa0ba902b7'
 const CLIENT_TRACEPARENT = `00-${CLIENT_TRACE}-${CLIENT_SPAN}-01`
 
-async function callRpc (gatewayUrl: string, database: string, key: string, headers: Record<string, string>): Promise<{ status: number, body: unknown }> {
+async function callRpc(
+  gatewayUrl: string,
+  database: string,
+  key: string,
+  headers: Record<string, string>,
+): Promise<{ status: number; body: unknown }> {
   const res = await fetch(`${gatewayUrl}/${database}/rest/v1/rpc/seen_traceparent`, {
-    headers: { apikey: key, ...headers }
+    headers: { apikey: key, ...headers },
   })
   return { status: res.status, body: await res.json() }
 }
 
 t.test('the standard OTEL_EXPORTER_OTLP_ENDPOINT turns tracing on; unset, it is off', async (t) => {
-  t.equal(loadConfig({ env: { OTEL_EXPORTER_OTLP_ENDPOINT: 'http://collector:4318' } }).tracing.otlp_endpoint, 'http://collector:4318')
-  t.equal(loadConfig({ env: { GATEHOUSE_TRACING_OTLP_ENDPOINT: 'http://c2:4318' } }).tracing.otlp_endpoint, 'http://c2:4318')
+  t.equal(
+    loadConfig({ env: { OTEL_EXPORTER_OTLP_ENDPOINT: 'http://collector:4318' } }).tracing.otlp_endpoint,
+    'http://collector:4318',
+  )
+  t.equal(
+    loadConfig({ env: { GATEHOUSE_TRACING_OTLP_ENDPOINT: 'http://c2:4318' } }).tracing.otlp_endpoint,
+    'http://c2:4318',
+  )
   t.equal(loadConfig({ env: {} }).tracing.otlp_endpoint, undefined)
 })
 
 t.test('tracing on: the engine is a child of the gateway, which continues the client', async (t) => {
   const receiver = await startReceiver(t)
-  const tracers: { gateway: PartTracer, rest: PartTracer } = {
+  const tracers: { gateway: PartTracer; rest: PartTracer } = {
     gateway: await startPartTracing({ endpoint: receiver.endpoint, part: 'gateway' }),
-    rest: await startPartTracing({ endpoint: `${receiver.endpoint}/`, part: 'rest' })
+    rest: await startPartTracing({ endpoint: `${receiver.endpoint}/`, part: 'rest' }),
   }
   const stack = await startRestGateway(t, { sql: SQL, tracers })
-  const r = await callRpc(stack.gatewayUrl, stack.database, stack.tenant.file.keys.public, { traceparent: CLIENT_TRACEPARENT })
+  const r = await callRpc(stack.gatewayUrl, stack.database, stack.tenant.file.keys.public, {
+    traceparent: CLIENT_TRACEPARENT,
+  })
   t.equal(r.status, 200)
   const seen = String(r.body)
   const m = /^00-([0-9a-f]{32})-([0-9a-f]{16})-01$/.exec(seen)
@@ -54,7 +67,10 @@ t.test('tracing on: the engine is a child of the gateway, which continues the cl
   await tracers.gateway.shutdown()
   await tracers.rest.shutdown()
   t.ok(receiver.posts.length > 0, 'spans were posted')
-  t.ok(receiver.posts.every((p) => p.contentType.startsWith('application/json')), 'as OTLP JSON')
+  t.ok(
+    receiver.posts.every((p) => p.contentType.startsWith('application/json')),
+    'as OTLP JSON',
+  )
   const ours = receiver.spans.filter((s) => s.traceId === CLIENT_TRACE)
   const gw = ours.filter((s) => s.service === 'gatehouse-gateway')
   const rest = ours.filter((s) => s.service === 'gatehouse-rest')
@@ -77,15 +93,22 @@ t.test('a part started with tracing.otlp_endpoint traces its requests and flushe
       log: { level: 'silent' },
       tenants: { dir },
       gateway: { port: 0, admin_port: 0 },
-      tracing: { otlp_endpoint: receiver.endpoint }
-    }
+      tracing: { otlp_endpoint: receiver.endpoint },
+    },
   })
   const deps = createStoreAndCache(config)
-  t.teardown(async () => { deps.tenants.close(); await deps.store.close() })
+  t.teardown(async () => {
+    deps.tenants.close()
+    await deps.store.close()
+  })
   const part = await startPart('gateway', { config, ...deps }, { admin: false })
   let closed = false
-  t.teardown(async () => { if (!closed) await part.app.close() })
-  const res = await fetch(`${part.url}/nosuchdb/rest/v1/todos`, { headers: { apikey: 'pk_whatever_key_123', traceparent: CLIENT_TRACEPARENT } })
+  t.teardown(async () => {
+    if (!closed) await part.app.close()
+  })
+  const res = await fetch(`${part.url}/nosuchdb/rest/v1/todos`, {
+    headers: { apikey: 'pk_whatever_key_123', traceparent: CLIENT_TRACEPARENT },
+  })
   t.equal(res.status, 404)
   await res.arrayBuffer()
   await part.app.close()
@@ -100,7 +123,9 @@ t.test('a part started with tracing.otlp_endpoint traces its requests and flushe
 t.test('tracing off: the client traceparent reaches the engine unchanged, nothing is exported', async (t) => {
   const receiver = await startReceiver(t)
   const stack = await startRestGateway(t, { sql: SQL })
-  const r = await callRpc(stack.gatewayUrl, stack.database, stack.tenant.file.keys.public, { traceparent: CLIENT_TRACEPARENT })
+  const r = await callRpc(stack.gatewayUrl, stack.database, stack.tenant.file.keys.public, {
+    traceparent: CLIENT_TRACEPARENT,
+  })
   t.equal(r.status, 200)
   t.equal(r.body, CLIENT_TRACEPARENT)
   const r2 = await callRpc(stack.gatewayUrl, stack.database, stack.tenant.file.keys.public, {})

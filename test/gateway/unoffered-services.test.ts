@@ -18,7 +18,7 @@ const SERVICES = [
   ['/functions/v1/hello', 'Edge Functions', '/functions/v1', 'POST'],
   ['/graphql/v1', 'GraphQL', '/graphql/v1', 'POST'],
   ['/realtime/v1/api/broadcast', 'Realtime', '/realtime/v1', 'POST'],
-  ['/storage/v1/bucket', 'Storage', '/storage/v1', 'GET']
+  ['/storage/v1/bucket', 'Storage', '/storage/v1', 'GET'],
 ] as const
 
 t.test('each unoffered service path answers service_not_offered', async (t) => {
@@ -26,11 +26,15 @@ t.test('each unoffered service path answers service_not_offered', async (t) => {
     const r = await gatewayCall(stack, x, path, { method, body: method === 'POST' ? {} : undefined })
     t.equal(r.status, 404, path)
     t.equal(r.headers.get('x-gatehouse-error-code'), 'service_not_offered')
-    t.match(r.body, {
-      code: 'service_not_offered',
-      message: `Gatehouse does not offer Supabase ${name} (${prefix}): it serves Auth (/auth/v1) and REST (/rest/v1) only`,
-      hint: /docs\/supabase\.md/
-    }, path)
+    t.match(
+      r.body,
+      {
+        code: 'service_not_offered',
+        message: `Gatehouse does not offer Supabase ${name} (${prefix}): it serves Auth (/auth/v1) and REST (/rest/v1) only`,
+        hint: /docs\/supabase\.md/,
+      },
+      path,
+    )
   }
   const other = await gatewayCall(stack, x, '/nothing/v1/here')
   t.match([other.status, other.body.code], [404, 'not_found'], 'any other path stays not_found')
@@ -43,14 +47,23 @@ t.test('supabase-js storage sees the message', async (t) => {
 
 t.test('a Realtime WebSocket upgrade gets the JSON error, not a dropped connection', async (t) => {
   const url = new URL(`${stack.gatewayUrl}/${x.database}/realtime/v1/websocket?apikey=${x.file.keys.public}&vsn=1.0.0`)
-  const res = await new Promise<{ status: number, body: string, upgraded: boolean }>((resolve, reject) => {
+  const res = await new Promise<{ status: number; body: string; upgraded: boolean }>((resolve, reject) => {
     const req = http.request(url, {
-      headers: { connection: 'Upgrade', upgrade: 'websocket', 'sec-websocket-version': '13', 'sec-websocket-key': 'dGhlIHNhbXBsZSBub25jZQ==' }
+      headers: {
+        connection: 'Upgrade',
+        upgrade: 'websocket',
+        'sec-websocket-version': '13',
+        'sec-websocket-key': 'dGhlIHNhbXBsZSBub25jZQ==',
+      },
     })
     req.on('upgrade', () => resolve({ status: 101, body: '', upgraded: true }))
     req.on('response', (r) => {
       let body = ''
-      r.setEncoding('utf8').on('data', (d: string) => { body += d }).on('end', () => resolve({ status: r.statusCode ?? 0, body, upgraded: false }))
+      r.setEncoding('utf8')
+        .on('data', (d: string) => {
+          body += d
+        })
+        .on('end', () => resolve({ status: r.statusCode ?? 0, body, upgraded: false }))
     })
     req.on('error', reject)
     req.end()

@@ -9,23 +9,37 @@ import { lookupOf, makeTenant, request, startGateway, startUpstream, testConfig 
 import { eventually } from '../helpers/tenant-fixtures.js'
 
 /** An upstream that holds requests to paths containing `/hold` until released. */
-async function holdingUpstream (t: Parameters<typeof startUpstream>[0]) {
+async function holdingUpstream(t: Parameters<typeof startUpstream>[0]) {
   const held: http.ServerResponse[] = []
   let arrived: () => void = () => {}
   const up = await startUpstream(t, (req, res) => {
-    if (req.url!.includes('/hold')) { held.push(res); arrived(); return }
+    if (req.url!.includes('/hold')) {
+      held.push(res)
+      arrived()
+      return
+    }
     if (req.url!.includes('/unavailable')) {
       res.writeHead(503, { 'content-type': 'application/json' })
-      res.end('{"code":"PGRST000","message":"Database connection error. Retrying the connection.","details":null,"hint":null}')
+      res.end(
+        '{"code":"PGRST000","message":"Database connection error. Retrying the connection.","details":null,"hint":null}',
+      )
       return
     }
     res.writeHead(200, { 'content-type': 'application/json' })
     res.end('[]')
   })
   const waitHeld = async (n: number): Promise<void> => {
-    while (held.length < n) await new Promise<void>((resolve) => { arrived = resolve })
+    while (held.length < n)
+      await new Promise<void>((resolve) => {
+        arrived = resolve
+      })
   }
-  const release = (): void => { for (const r of held.splice(0)) { r.writeHead(200, { 'content-type': 'application/json' }); r.end('[]') } }
+  const release = (): void => {
+    for (const r of held.splice(0)) {
+      r.writeHead(200, { 'content-type': 'application/json' })
+      r.end('[]')
+    }
+  }
   t.teardown(release)
   return { up, waitHeld, release, held }
 }
@@ -34,8 +48,12 @@ t.test('each tenant has at most gateway.tenant_max_inflight requests in flight',
   const { up, waitHeld, release } = await holdingUpstream(t)
   const busy = makeTenant('busy', { auth: up.url, rest: up.url })
   const calm = makeTenant('calm', { auth: up.url, rest: up.url })
-  const gw = await startGateway(t, { tenants: lookupOf(busy, calm), config: testConfig({ gateway: { tenant_max_inflight: 2, client_max_inflight_share: 1 } }) })
-  const get = (tt: typeof busy, path: string) => request(`${gw.url}/${tt.tenant.database}/rest/v1${path}`, { headers: { apikey: tt.file.keys.public } })
+  const gw = await startGateway(t, {
+    tenants: lookupOf(busy, calm),
+    config: testConfig({ gateway: { tenant_max_inflight: 2, client_max_inflight_share: 1 } }),
+  })
+  const get = (tt: typeof busy, path: string) =>
+    request(`${gw.url}/${tt.tenant.database}/rest/v1${path}`, { headers: { apikey: tt.file.keys.public } })
 
   const slow = [get(busy, '/hold'), get(busy, '/hold')]
   await waitHeld(2)
@@ -45,7 +63,15 @@ t.test('each tenant has at most gateway.tenant_max_inflight requests in flight',
   t.match(r.json().message, /already has 2 requests in progress/)
   t.equal(r.headers['retry-after'], '1')
   r = await request(`${gw.url}/busy/auth/v1/settings`, { headers: { apikey: busy.file.keys.public } })
-  t.same(r.json(), { code: 429, error_code: 'too_many_concurrent_requests', msg: 'This database already has 2 requests in progress; retry shortly' }, 'GoTrue\'s shape under /auth/v1')
+  t.same(
+    r.json(),
+    {
+      code: 429,
+      error_code: 'too_many_concurrent_requests',
+      msg: 'This database already has 2 requests in progress; retry shortly',
+    },
+    "GoTrue's shape under /auth/v1",
+  )
 
   r = await get(calm, '/items')
   t.equal(r.status, 200, 'another tenant is not affected')
@@ -58,12 +84,21 @@ t.test('each tenant has at most gateway.tenant_max_inflight requests in flight',
   // A client that goes away gives its slot back too.
   const gone = [1, 2].map(() => {
     const ac = new AbortController()
-    const p = fetch(`${gw.url}/busy/rest/v1/hold`, { headers: { apikey: busy.file.keys.public }, signal: ac.signal }).catch(() => null)
+    const p = fetch(`${gw.url}/busy/rest/v1/hold`, {
+      headers: { apikey: busy.file.keys.public },
+      signal: ac.signal,
+    }).catch(() => null)
     return { ac, p }
   })
   await waitHeld(2)
-  for (const g of gone) { g.ac.abort(); await g.p }
-  t.ok(await eventually(async () => (await get(busy, '/items')).status === 200, 5_000), 'abandoned requests released their slots')
+  for (const g of gone) {
+    g.ac.abort()
+    await g.p
+  }
+  t.ok(
+    await eventually(async () => (await get(busy, '/items')).status === 200, 5_000),
+    'abandoned requests released their slots',
+  )
 })
 
 t.test('a wait for an upstream socket ends after gateway.upstream_queue_timeout_ms: 503 upstream_busy', async (t) => {
@@ -71,7 +106,7 @@ t.test('a wait for an upstream socket ends after gateway.upstream_queue_timeout_
   const acme = makeTenant('acme', { auth: up.url, rest: up.url })
   const gw = await startGateway(t, {
     tenants: lookupOf(acme),
-    config: testConfig({ gateway: { upstream_max_sockets: 1, upstream_queue_timeout_ms: 200 } })
+    config: testConfig({ gateway: { upstream_max_sockets: 1, upstream_queue_timeout_ms: 200 } }),
   })
   const holding = request(`${gw.url}/acme/rest/v1/hold`, { headers: { apikey: acme.file.keys.public } })
   await waitHeld(1)
@@ -79,10 +114,18 @@ t.test('a wait for an upstream socket ends after gateway.upstream_queue_timeout_
   t.equal(r.status, 503, 'no socket came free: 503 instead of waiting forever')
   t.equal(r.json().code, 'upstream_busy')
   t.equal(r.headers['retry-after'], '1')
-  t.equal(up.received.filter((x) => x.url.includes('/items')).length, 0, 'the queued request never reached the upstream')
+  t.equal(
+    up.received.filter((x) => x.url.includes('/items')).length,
+    0,
+    'the queued request never reached the upstream',
+  )
   release()
   t.equal((await holding).status, 200)
-  t.equal((await request(`${gw.url}/acme/rest/v1/items`, { headers: { apikey: acme.file.keys.public } })).status, 200, 'served again once the socket is free')
+  t.equal(
+    (await request(`${gw.url}/acme/rest/v1/items`, { headers: { apikey: acme.file.keys.public } })).status,
+    200,
+    'served again once the socket is free',
+  )
 })
 
 t.test("an engine's 503 without Retry-After gets one", async (t) => {
@@ -104,12 +147,17 @@ t.test('a request arriving while the gateway closes: 503 not_ready in our shape,
   const socket = net.connect(gw.port, '127.0.0.1')
   let raw = ''
   socket.setEncoding('utf8')
-  socket.on('data', (c: string) => { raw += c })
+  socket.on('data', (c: string) => {
+    raw += c
+  })
   const ended = new Promise<void>((resolve) => socket.on('close', () => resolve()))
-  const req = (path: string) => `GET /acme/rest/v1${path} HTTP/1.1\r\nHost: x\r\napikey: ${acme.file.keys.public}\r\n\r\n`
+  const req = (path: string) =>
+    `GET /acme/rest/v1${path} HTTP/1.1\r\nHost: x\r\napikey: ${acme.file.keys.public}\r\n\r\n`
   // Node's server takes a pipelined request at once (its answer waits behind the first one's).
   const secondTaken = new Promise<void>((resolve) => {
-    gw.app.server.on('request', (r: http.IncomingMessage) => { if (r.url?.endsWith('/items') === true) resolve() })
+    gw.app.server.on('request', (r: http.IncomingMessage) => {
+      if (r.url?.endsWith('/items') === true) resolve()
+    })
   })
   socket.write(req('/hold'))
   await waitHeld(1)

@@ -7,7 +7,11 @@
  * (default 5 s, a bound for a machine under load, not a wait) it rejects with the check's
  * last error, or says the condition stayed false.
  */
-export async function eventually<T> (check: () => T | Promise<T>, timeoutMs = 5_000, intervalMs = 20): Promise<Exclude<T, false>> {
+export async function eventually<T>(
+  check: () => T | Promise<T>,
+  timeoutMs = 5_000,
+  intervalMs = 20,
+): Promise<Exclude<T, false>> {
   const end = Date.now() + timeoutMs
   for (;;) {
     let failure: unknown = null
@@ -18,14 +22,16 @@ export async function eventually<T> (check: () => T | Promise<T>, timeoutMs = 5_
       failure = err
     }
     if (Date.now() > end) {
-      throw failure ?? new Error(`the condition was still false after ${timeoutMs} ms: ${check.toString().slice(0, 200)}`)
+      throw (
+        failure ?? new Error(`the condition was still false after ${timeoutMs} ms: ${check.toString().slice(0, 200)}`)
+      )
     }
     await new Promise((resolve) => setTimeout(resolve, intervalMs))
   }
 }
 
 /** eventually() with the condition named in its failure (`what`). */
-export async function until (check: () => boolean | Promise<boolean>, what: string, timeoutMs = 5_000): Promise<void> {
+export async function until(check: () => boolean | Promise<boolean>, what: string, timeoutMs = 5_000): Promise<void> {
   try {
     await eventually(check, timeoutMs)
   } catch (err) {

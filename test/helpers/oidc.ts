@@ -7,7 +7,9 @@ import { generateKeyPairSync, randomBytes } from 'node:crypto'
 import type { AddressInfo } from 'node:net'
 import { SignJWT } from 'jose'
 
-interface Teardown { teardown (fn: () => unknown): void }
+interface Teardown {
+  teardown(fn: () => unknown): void
+}
 
 export interface OidcAccount {
   email: string
@@ -16,7 +18,11 @@ export interface OidcAccount {
   picture?: string
 }
 
-interface OidcClient { client_id: string, client_secret: string, redirect_uris: string[] }
+interface OidcClient {
+  client_id: string
+  client_secret: string
+  redirect_uris: string[]
+}
 
 export interface OidcProviderHandle {
   /** The issuer, http://127.0.0.1:<port> (discovery at /.well-known/openid-configuration). */
@@ -29,19 +35,19 @@ export interface OidcProviderHandle {
    * the development form (consent is pre-granted) and returns the URL the provider then
    * redirects to (the client's redirect_uri with code and state, or with an error).
    */
-  signIn (authorizationUrl: string, accountId: string): Promise<string>
+  signIn(authorizationUrl: string, accountId: string): Promise<string>
   /**
    * An ID token as this provider's key signs it (iss, aud = the client, iat; `exp` in
    * seconds from now unless null): what an app hands to grant_type=id_token.
    */
-  signIdToken (claims: Record<string, unknown>, opts?: { expiresIn?: number | null }): Promise<string>
-  close (): Promise<void>
+  signIdToken(claims: Record<string, unknown>, opts?: { expiresIn?: number | null }): Promise<string>
+  close(): Promise<void>
 }
 
 /** A minimal cookie jar: name -> value, per provider (all paths, one host). */
 class CookieJar {
   readonly #cookies = new Map<string, string>()
-  store (res: Response): void {
+  store(res: Response): void {
     for (const line of res.headers.getSetCookie()) {
       const [pair] = line.split(';')
       const i = pair!.indexOf('=')
@@ -53,20 +59,23 @@ class CookieJar {
     }
   }
 
-  header (): string {
+  header(): string {
     return [...this.#cookies].map(([k, v]) => `${k}=${v}`).join('; ')
   }
 }
 
-export async function startOidcProvider (t: Teardown, opts: { redirectUris: string[], accounts?: Record<string, OidcAccount> }): Promise<OidcProviderHandle> {
+export async function startOidcProvider(
+  t: Teardown,
+  opts: { redirectUris: string[]; accounts?: Record<string, OidcAccount> },
+): Promise<OidcProviderHandle> {
   // oidc-provider ships no type declarations; a non-literal specifier keeps tsc out of it.
   const specifier: string = 'oidc-provider'
-  const { default: Provider } = await import(specifier) as { default: any }
+  const { default: Provider } = (await import(specifier)) as { default: any }
   const accounts = new Map(Object.entries(opts.accounts ?? {}))
   const client: OidcClient = {
     client_id: `gatehouse-${randomBytes(4).toString('hex')}`,
     client_secret: randomBytes(24).toString('base64url'),
-    redirect_uris: opts.redirectUris
+    redirect_uris: opts.redirectUris,
   }
   const { privateKey } = generateKeyPairSync('rsa', { modulusLength: 2048 })
   const jwk = { ...privateKey.export({ format: 'jwk' }), kid: 'test-key', use: 'sig', alg: 'RS256' }
@@ -77,42 +86,51 @@ export async function startOidcProvider (t: Teardown, opts: { redirectUris: stri
   const issuer = `http://127.0.0.1:${(server.address() as AddressInfo).port}`
 
   const provider = new Provider(issuer, {
-    clients: [{
-      ...client,
-      grant_types: ['authorization_code'],
-      response_types: ['code'],
-      token_endpoint_auth_method: 'client_secret_post'
-    }],
+    clients: [
+      {
+        ...client,
+        grant_types: ['authorization_code'],
+        response_types: ['code'],
+        token_endpoint_auth_method: 'client_secret_post',
+      },
+    ],
     jwks: { keys: [jwk] },
     cookies: { keys: [randomBytes(16).toString('hex')] },
     claims: { openid: ['sub'], email: ['email', 'email_verified'], profile: ['name', 'picture'] },
     features: { devInteractions: { enabled: true } },
     pkce: { required: () => false },
-    async findAccount (_ctx: unknown, id: string) {
+    async findAccount(_ctx: unknown, id: string) {
       const a = accounts.get(id)
       if (!a) return undefined
       return {
         accountId: id,
-        async claims () {
+        async claims() {
           return { sub: id, email: a.email, email_verified: a.email_verified ?? true, name: a.name, picture: a.picture }
-        }
+        },
       }
     },
     // First-party client: consent is granted without asking.
-    async loadExistingGrant (ctx: any) {
+    async loadExistingGrant(ctx: any) {
       const grantId = ctx.oidc.result?.consent?.grantId || ctx.oidc.session.grantIdFor(ctx.oidc.client.clientId)
       if (grantId) return ctx.oidc.provider.Grant.find(grantId)
-      const grant = new ctx.oidc.provider.Grant({ clientId: ctx.oidc.client.clientId, accountId: ctx.oidc.session.accountId })
+      const grant = new ctx.oidc.provider.Grant({
+        clientId: ctx.oidc.client.clientId,
+        accountId: ctx.oidc.session.accountId,
+      })
       grant.addOIDCScope('openid email profile')
       await grant.save()
       return grant
-    }
+    },
   })
   server.on('request', provider.callback())
-  const close = () => new Promise<void>((resolve) => { server.closeAllConnections(); server.close(() => resolve()) })
+  const close = () =>
+    new Promise<void>((resolve) => {
+      server.closeAllConnections()
+      server.close(() => resolve())
+    })
   t.teardown(close)
 
-  async function signIn (authorizationUrl: string, accountId: string): Promise<string> {
+  async function signIn(authorizationUrl: string, accountId: string): Promise<string> {
     const jar = new CookieJar()
     let url = authorizationUrl
     let method = 'GET'
@@ -122,7 +140,7 @@ export async function startOidcProvider (t: Teardown, opts: { redirectUris: stri
         method,
         redirect: 'manual',
         headers: { cookie: jar.header(), ...(body ? { 'content-type': 'application/x-www-form-urlencoded' } : {}) },
-        body
+        body,
       })
       jar.store(res)
       const text = await res.text()
@@ -145,10 +163,13 @@ export async function startOidcProvider (t: Teardown, opts: { redirectUris: stri
     throw new Error('too many redirects at the OpenID provider')
   }
 
-  async function signIdToken (claims: Record<string, unknown>, o: { expiresIn?: number | null } = {}): Promise<string> {
+  async function signIdToken(claims: Record<string, unknown>, o: { expiresIn?: number | null } = {}): Promise<string> {
     const now = Math.floor(Date.now() / 1000)
-    let jwt = new SignJWT(claims).setProtectedHeader({ alg: 'RS256', kid: 'test-key' })
-      .setIssuer(issuer).setAudience(client.client_id).setIssuedAt(now)
+    let jwt = new SignJWT(claims)
+      .setProtectedHeader({ alg: 'RS256', kid: 'test-key' })
+      .setIssuer(issuer)
+      .setAudience(client.client_id)
+      .setIssuedAt(now)
     const exp = o.expiresIn === undefined ? 600 : o.expiresIn
     if (exp !== null) jwt = jwt.setExpirationTime(now + exp)
     return jwt.sign(privateKey)

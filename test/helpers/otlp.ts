@@ -13,9 +13,13 @@ interface ExportedSpan {
   name: string
 }
 
-export interface Receiver { endpoint: string, posts: Array<{ contentType: string }>, spans: ExportedSpan[] }
+export interface Receiver {
+  endpoint: string
+  posts: Array<{ contentType: string }>
+  spans: ExportedSpan[]
+}
 
-export async function startReceiver (t: { teardown (fn: () => unknown): void }): Promise<Receiver> {
+export async function startReceiver(t: { teardown(fn: () => unknown): void }): Promise<Receiver> {
   const posts: Array<{ contentType: string }> = []
   const spans: ExportedSpan[] = []
   const server = createServer((req: IncomingMessage, res) => {
@@ -28,15 +32,17 @@ export async function startReceiver (t: { teardown (fn: () => unknown): void }):
         if (contentType.startsWith('application/json')) {
           const body = JSON.parse(Buffer.concat(chunks).toString('utf8')) as {
             resourceSpans: Array<{
-              resource: { attributes: Array<{ key: string, value: { stringValue?: string } }> }
+              resource: { attributes: Array<{ key: string; value: { stringValue?: string } }> }
               scopeSpans: Array<{ spans: Array<Omit<ExportedSpan, 'service' | 'resource'>> }>
             }>
           }
           for (const rs of body.resourceSpans) {
             const resource: Record<string, string> = {}
-            for (const a of rs.resource.attributes) if (a.value.stringValue !== undefined) resource[a.key] = a.value.stringValue
+            for (const a of rs.resource.attributes)
+              if (a.value.stringValue !== undefined) resource[a.key] = a.value.stringValue
             const service = resource['service.name'] ?? ''
-            for (const ss of rs.scopeSpans) for (const s of ss.spans) spans.push({ ...s, parentSpanId: s.parentSpanId ?? '', service, resource })
+            for (const ss of rs.scopeSpans)
+              for (const s of ss.spans) spans.push({ ...s, parentSpanId: s.parentSpanId ?? '', service, resource })
           }
         }
       }

@@ -8,7 +8,9 @@ import type { Config } from '../../src/config/index.js'
 import type { Tenant } from '../../src/tenants/index.js'
 import { createTestTenant, withClient, type TestTenant } from './tenants.js'
 
-interface Teardown { teardown (fn: () => unknown): void }
+interface Teardown {
+  teardown(fn: () => unknown): void
+}
 
 export const ALICE = '11111111-1111-1111-1111-111111111111'
 export const BOB = '22222222-2222-2222-2222-222222222222'
@@ -112,17 +114,21 @@ export interface RestFixture {
   app: FastifyInstance
   database: string
   /** An upstream token as the gateway would sign it. */
-  token (kind: 'anon' | 'auth' | 'svc', claims?: Record<string, unknown>, opts?: { expiresIn?: number, secret?: string }): Promise<string>
+  token(
+    kind: 'anon' | 'auth' | 'svc',
+    claims?: Record<string, unknown>,
+    opts?: { expiresIn?: number; secret?: string },
+  ): Promise<string>
   /** GET (or another method) on `/<database><path>` through fastify inject. */
-  get (path: string, headers?: Record<string, string>, method?: 'GET' | 'HEAD'): Promise<InjectResult>
-  ownerSql (sql: string, values?: unknown[]): Promise<Array<Record<string, unknown>>>
+  get(path: string, headers?: Record<string, string>, method?: 'GET' | 'HEAD'): Promise<InjectResult>
+  ownerSql(sql: string, values?: unknown[]): Promise<Array<Record<string, unknown>>>
 }
 
 export interface InjectResult {
   status: number
   headers: Record<string, string | string[] | number | undefined>
   body: string
-  json (): any
+  json(): any
 }
 
 export const TEST_CONFIG: Pick<Config, 'rest'> = {
@@ -139,8 +145,8 @@ export const TEST_CONFIG: Pick<Config, 'rest'> = {
     max_json_depth: 100,
     reconnect_backoff_ms: 1_000,
     reconnect_backoff_max_ms: 32_000,
-    statement_timeout_ms: 10_000
-  }
+    statement_timeout_ms: 10_000,
+  },
 }
 
 export interface FixtureOptions {
@@ -151,7 +157,7 @@ export interface FixtureOptions {
   poolAcquireTimeoutMs?: number
 }
 
-export async function createRestFixture (tap: Teardown, opts: FixtureOptions = {}): Promise<RestFixture> {
+export async function createRestFixture(tap: Teardown, opts: FixtureOptions = {}): Promise<RestFixture> {
   const t = await createTestTenant(tap, { rest: opts.rest })
   await withClient(t.ownerUrl, async (c) => {
     await c.query(FIXTURE_SQL)
@@ -161,7 +167,7 @@ export async function createRestFixture (tap: Teardown, opts: FixtureOptions = {
   const app = buildRestEngine({
     config: { rest: { ...TEST_CONFIG.rest, ...opts.config } },
     tenants: { get: async (db) => tenants.get(db) ?? null },
-    poolAcquireTimeoutMs: opts.poolAcquireTimeoutMs
+    poolAcquireTimeoutMs: opts.poolAcquireTimeoutMs,
   })
   tap.teardown(() => app.close())
   const fx: RestFixture = {
@@ -169,26 +175,27 @@ export async function createRestFixture (tap: Teardown, opts: FixtureOptions = {
     tenant: t.tenant,
     app,
     database: t.database,
-    async token (kind, claims = {}, o = {}) {
-      return signHS256({ role: t.tenant.roles[kind], ...claims }, {
-        secret: o.secret ?? t.file.jwt.upstream_secret,
-        expiresInSeconds: o.expiresIn ?? 300
-      })
+    async token(kind, claims = {}, o = {}) {
+      return signHS256(
+        { role: t.tenant.roles[kind], ...claims },
+        {
+          secret: o.secret ?? t.file.jwt.upstream_secret,
+          expiresInSeconds: o.expiresIn ?? 300,
+        },
+      )
     },
-    async get (path, headers = {}, method = 'GET') {
+    async get(path, headers = {}, method = 'GET') {
       const res = await app.inject({ method, url: `/${t.database}${path}`, headers })
       return {
         status: res.statusCode,
         headers: res.headers,
         body: res.body,
-        json: () => JSON.parse(res.body)
+        json: () => JSON.parse(res.body),
       }
     },
-    ownerSql: (sql, values = []) => withClient(t.ownerUrl, async (c) => (await c.query(sql, values)).rows)
+    ownerSql: (sql, values = []) => withClient(t.ownerUrl, async (c) => (await c.query(sql, values)).rows),
   }
   return fx
 }
 
 export { eventually } from './eventually.js'
-
-

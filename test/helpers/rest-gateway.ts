@@ -14,20 +14,22 @@ import { createTestTenant, withClient, type TestTenant, type TestTenantOptions }
 
 const PUBLIC_URL = 'http://gatehouse.test'
 
-interface Teardown { teardown (fn: () => unknown): void }
+interface Teardown {
+  teardown(fn: () => unknown): void
+}
 
 export interface RestGatewayStack {
   tenant: TestTenant
   database: string
   gatewayUrl: string
   /** supabase-js with the public key; `accessToken` signs in as that user. */
-  client (accessToken?: string): SupabaseClient
+  client(accessToken?: string): SupabaseClient
   /** A user's access token as the auth engine would issue it. */
-  userToken (sub: string): Promise<string>
-  owner (sql: string, values?: unknown[]): Promise<Array<Record<string, unknown>>>
+  userToken(sub: string): Promise<string>
+  owner(sql: string, values?: unknown[]): Promise<Array<Record<string, unknown>>>
 }
 
-async function listen (t: Teardown, app: FastifyInstance): Promise<string> {
+async function listen(t: Teardown, app: FastifyInstance): Promise<string> {
   await app.listen({ port: 0, host: '127.0.0.1' })
   t.teardown(() => app.close())
   return `http://127.0.0.1:${(app.server.address() as AddressInfo).port}`
@@ -37,36 +39,56 @@ export interface RestGatewayOptions {
   sql: string
   rest?: TestTenantOptions['rest']
   /** Tracers of the gateway and the engine (tracing on). */
-  tracers?: { gateway?: PartTracer, rest?: PartTracer }
+  tracers?: { gateway?: PartTracer; rest?: PartTracer }
 }
 
-export async function startRestGateway (t: Teardown, opts: RestGatewayOptions): Promise<RestGatewayStack> {
+export async function startRestGateway(t: Teardown, opts: RestGatewayOptions): Promise<RestGatewayStack> {
   const config = loadConfig({
     env: {},
-    overrides: { public_url: PUBLIC_URL, log: { level: 'silent' }, gateway: { port: 0 }, rest: { port: 0, pool_per_tenant: 3 } }
+    overrides: {
+      public_url: PUBLIC_URL,
+      log: { level: 'silent' },
+      gateway: { port: 0 },
+      rest: { port: 0, pool_per_tenant: 3 },
+    },
   })
   const tenants = new Map<string, Tenant>()
   const lookup = { get: async (db: string) => tenants.get(db) ?? null }
   const restUrl = await listen(t, buildRestEngine({ config, tenants: lookup, tracer: opts.tracers?.rest }))
   const rewriter = createRefusalRewriter({ config })
   t.teardown(() => rewriter.close())
-  const gatewayUrl = await listen(t, buildGateway({ config, tenants: lookup, rewriteError: rewriter, tracer: opts.tracers?.gateway }))
+  const gatewayUrl = await listen(
+    t,
+    buildGateway({ config, tenants: lookup, rewriteError: rewriter, tracer: opts.tracers?.gateway }),
+  )
 
   const database = `tenant_${randomBytes(5).toString('hex')}`
-  const x = await createTestTenant(t, { database, rest: opts.rest, upstreams: { auth: `${restUrl}/unused`, rest: `${restUrl}/${database}` } })
+  const x = await createTestTenant(t, {
+    database,
+    rest: opts.rest,
+    upstreams: { auth: `${restUrl}/unused`, rest: `${restUrl}/${database}` },
+  })
   tenants.set(database, x.tenant)
   await withClient(x.ownerUrl, (c) => c.query(opts.sql))
   return {
     tenant: x,
     database,
     gatewayUrl,
-    client: (accessToken) => createClient(`${gatewayUrl}/${database}`, x.file.keys.public, {
-      auth: { persistSession: false, autoRefreshToken: false, detectSessionInUrl: false },
-      ...(accessToken !== undefined ? { global: { headers: { Authorization: `Bearer ${accessToken}` } } } : {})
-    }),
-    userToken: (sub) => signHS256({ role: 'authenticated', aud: x.tenant.jwt.aud }, {
-      secret: x.file.jwt.secret, expiresInSeconds: 600, issuer: tenantIssuer(x.tenant, PUBLIC_URL), subject: sub
-    }),
-    owner: (sql, values = []) => withClient(x.ownerUrl, async (c) => (await c.query(sql, values)).rows)
+    client: (accessToken) =>
+      createClient(`${gatewayUrl}/${database}`, x.file.keys.public, {
+        auth: { persistSession: false, autoRefreshToken: false, detectSessionInUrl: false },
+        ...(accessToken !== undefined ? { global: { headers: { Authorization: `Bearer ${accessToken}` } } } : {}),
+      }),
+    userToken: (sub) =>
+      signHS256(
+        { role: 'authenticated', aud: x.tenant.jwt.aud },
+        {
+          secret: x.file.jwt.secret,
+          expiresInSeconds: 600,
+          issuer: tenantIssuer(x.tenant, PUBLIC_URL),
+          subject: sub,
+        },
+      ),
+    owner: (sql, values = []) => withClient(x.ownerUrl, async (c) => (await c.query(sql, values)).rows),
   }
 }

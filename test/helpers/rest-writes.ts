@@ -3,7 +3,9 @@
 // method with a body through fastify inject, as a given role.
 import { createRestFixture, type FixtureOptions, type InjectResult, type RestFixture } from './rest-fixture.js'
 
-interface Teardown { teardown (fn: () => unknown): void }
+interface Teardown {
+  teardown(fn: () => unknown): void
+}
 
 /** Tables for writes (run as the owner after the read fixture). anon may write all of them. */
 export const WRITE_SQL = `
@@ -58,14 +60,14 @@ interface CallOptions {
 }
 
 export interface WriteFixture extends RestFixture {
-  call (method: string, path: string, o?: CallOptions): Promise<InjectResult>
+  call(method: string, path: string, o?: CallOptions): Promise<InjectResult>
 }
 
-export async function createWriteFixture (t: Teardown, opts: FixtureOptions = {}): Promise<WriteFixture> {
+export async function createWriteFixture(t: Teardown, opts: FixtureOptions = {}): Promise<WriteFixture> {
   const fx = await createRestFixture(t, { ...opts, sql: WRITE_SQL + (opts.sql ?? '') })
   return {
     ...fx,
-    async call (method, path, o = {}) {
+    async call(method, path, o = {}) {
       const headers: Record<string, string> = { ...(o.headers ?? {}) }
       if (o.role !== undefined) headers.authorization = `Bearer ${await fx.token(o.role, o.claims ?? {})}`
       let payload: string | Buffer | undefined
@@ -79,6 +81,6 @@ export async function createWriteFixture (t: Teardown, opts: FixtureOptions = {}
       }
       const res = await fx.app.inject({ method: method as 'GET', url: `/${fx.database}${path}`, headers, payload })
       return { status: res.statusCode, headers: res.headers, body: res.body, json: () => JSON.parse(res.body) }
-    }
+    },
   }
 }

@@ -8,11 +8,13 @@ import { provisionTenant, dropTenant, type TenantRoleNames } from '../../src/pla
 import { toTenant, type AuthSettings, type Tenant, type TenantFile } from '../../src/tenants/index.js'
 import { adminUrl } from './db.js'
 
-interface Teardown { teardown (fn: () => unknown): void }
+interface Teardown {
+  teardown(fn: () => unknown): void
+}
 
 export interface TestTenantOptions {
   /** Engine base URLs for the tenant file (default: our engines' default ports). */
-  upstreams?: { auth: string, rest: string }
+  upstreams?: { auth: string; rest: string }
   auth?: Partial<AuthSettings>
   rest?: Partial<TenantFile['rest']>
   organization?: string
@@ -37,7 +39,7 @@ export interface TestTenant {
 }
 
 /** Provisions a tenant on the test cluster; dropped (database and roles) on teardown. */
-export async function createTestTenant (t: Teardown, opts: TestTenantOptions = {}): Promise<TestTenant> {
+export async function createTestTenant(t: Teardown, opts: TestTenantOptions = {}): Promise<TestTenant> {
   const database = opts.database ?? `tenant_${randomBytes(5).toString('hex')}`
   const admin = adminUrl()
   const { file, ownerUrl, roles } = await provisionTenant({
@@ -48,7 +50,7 @@ export async function createTestTenant (t: Teardown, opts: TestTenantOptions = {
     auth: opts.auth,
     rest: opts.rest,
     publicUrl: opts.publicUrl,
-    signingAlgorithm: opts.signingAlgorithm
+    signingAlgorithm: opts.signingAlgorithm,
   })
   t.teardown(async () => {
     await dropTenant({ adminUrl: admin, database, roles: Object.values(roles) }).catch(() => {})
@@ -58,16 +60,24 @@ export async function createTestTenant (t: Teardown, opts: TestTenantOptions = {
 
 // ---- running SQL as the tenant's roles ----------------------------------------------------
 
-export async function withClient<T> (url: string, fn: (c: pg.Client) => Promise<T>): Promise<T> {
+export async function withClient<T>(url: string, fn: (c: pg.Client) => Promise<T>): Promise<T> {
   const c = new pg.Client({ connectionString: url })
   c.on('error', () => {})
   await c.connect()
-  try { return await fn(c) } finally { await c.end().catch(() => {}) }
+  try {
+    return await fn(c)
+  } finally {
+    await c.end().catch(() => {})
+  }
 }
 
 /** As the engines do: BEGIN; SET LOCAL ROLE; request.jwt.claims; fn; always ROLLBACK. */
-export async function asRole<T> (loginUrl: string, role: string, fn: (c: pg.Client) => Promise<T>,
-  claims?: Record<string, unknown>): Promise<T> {
+export async function asRole<T>(
+  loginUrl: string,
+  role: string,
+  fn: (c: pg.Client) => Promise<T>,
+  claims?: Record<string, unknown>,
+): Promise<T> {
   return withClient(loginUrl, async (c) => {
     await c.query('BEGIN')
     try {
@@ -81,7 +91,7 @@ export async function asRole<T> (loginUrl: string, role: string, fn: (c: pg.Clie
 }
 
 /** The error a promise rejects with (fails when it resolves). */
-export async function rejection (p: Promise<unknown>): Promise<Error & { code?: string }> {
+export async function rejection(p: Promise<unknown>): Promise<Error & { code?: string }> {
   try {
     await p
   } catch (err) {

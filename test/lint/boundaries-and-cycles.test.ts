@@ -10,23 +10,33 @@ import { ESLint, type Linter } from 'eslint'
 
 const configModule = fileURLToPath(new URL('../../eslint.config.js', import.meta.url))
 
-interface Found { file: string, line: number, rule: string | null, message: string }
+interface Found {
+  file: string
+  line: number
+  rule: string | null
+  message: string
+}
 
-async function lintSample (t: Test, files: Record<string, string>): Promise<Found[]> {
+async function lintSample(t: Test, files: Record<string, string>): Promise<Found[]> {
   const root = t.testdir()
   for (const [name, text] of Object.entries(files)) {
     mkdirSync(path.dirname(path.join(root, name)), { recursive: true })
     writeFileSync(path.join(root, name), text)
   }
-  const { lintConfig } = await import(configModule) as { lintConfig: () => Linter.Config[] }
+  const { lintConfig } = (await import(configModule)) as { lintConfig: () => Linter.Config[] }
   const eslint = new ESLint({ cwd: root, overrideConfigFile: true, overrideConfig: lintConfig() })
   const results = await eslint.lintFiles(['.'])
-  return results.flatMap((r) => r.messages.map((m) => ({
-    file: path.relative(root, r.filePath), line: m.line, rule: m.ruleId, message: m.message
-  })))
+  return results.flatMap((r) =>
+    r.messages.map((m) => ({
+      file: path.relative(root, r.filePath),
+      line: m.line,
+      rule: m.ruleId,
+      message: m.message,
+    })),
+  )
 }
 
-t.test('an import of another part\'s internal module is reported; through its index.ts it is not', async (t) => {
+t.test("an import of another part's internal module is reported; through its index.ts it is not", async (t) => {
   const found = await lintSample(t, {
     'src/alpha/index.ts': "export { a } from './inner.js'\n",
     'src/alpha/inner.ts': 'export const a = 1\n',
@@ -39,15 +49,26 @@ t.test('an import of another part\'s internal module is reported; through its in
     'src/gamma/index.ts': "export type Inner = typeof import('../alpha/inner.js')\n",
   })
   const boundary = found.filter((f) => f.rule === 'gatehouse/part-boundaries')
-  t.same(boundary.map((f) => `${f.file}:${f.line}`).sort(), [
-    'src/beta/index.ts:1',
-    'src/entry.ts:1',
-    'src/gamma/index.ts:1',
-    'test/beta/reach.test.ts:1',
-    'test/helpers/reach.ts:1',
-  ], 'other parts (also in a type position), the entry files, other parts\' tests and helpers may not reach into alpha')
-  t.equal(boundary[0]!.message, "'../alpha/inner.js' reaches inside the alpha part: import it through src/alpha/index.ts, its one public entry")
-  t.same(found.filter((f) => f.rule !== 'gatehouse/part-boundaries'), [], 'nothing else is reported')
+  t.same(
+    boundary.map((f) => `${f.file}:${f.line}`).sort(),
+    [
+      'src/beta/index.ts:1',
+      'src/entry.ts:1',
+      'src/gamma/index.ts:1',
+      'test/beta/reach.test.ts:1',
+      'test/helpers/reach.ts:1',
+    ],
+    "other parts (also in a type position), the entry files, other parts' tests and helpers may not reach into alpha",
+  )
+  t.equal(
+    boundary[0]!.message,
+    "'../alpha/inner.js' reaches inside the alpha part: import it through src/alpha/index.ts, its one public entry",
+  )
+  t.same(
+    found.filter((f) => f.rule !== 'gatehouse/part-boundaries'),
+    [],
+    'nothing else is reported',
+  )
 })
 
 t.test('an import cycle is reported, also when it runs through type-only imports', async (t) => {
@@ -62,9 +83,19 @@ t.test('an import cycle is reported, also when it runs through type-only imports
   })
   const cycles = found.filter((f) => f.rule === 'gatehouse/no-import-cycle')
   t.same(cycles.map((f) => f.file).sort(), [
-    'src/delta/left.ts', 'src/delta/right.ts', 'src/gamma/one.ts', 'src/gamma/three.ts', 'src/gamma/two.ts',
+    'src/delta/left.ts',
+    'src/delta/right.ts',
+    'src/gamma/one.ts',
+    'src/gamma/three.ts',
+    'src/gamma/two.ts',
   ])
-  t.equal(cycles.find((f) => f.file === 'src/gamma/one.ts')!.message,
-    'import cycle: src/gamma/one.ts -> src/gamma/two.ts -> src/gamma/three.ts -> src/gamma/one.ts')
-  t.same(found.filter((f) => f.rule !== 'gatehouse/no-import-cycle'), [], 'nothing else is reported')
+  t.equal(
+    cycles.find((f) => f.file === 'src/gamma/one.ts')!.message,
+    'import cycle: src/gamma/one.ts -> src/gamma/two.ts -> src/gamma/three.ts -> src/gamma/one.ts',
+  )
+  t.same(
+    found.filter((f) => f.rule !== 'gatehouse/no-import-cycle'),
+    [],
+    'nothing else is reported',
+  )
 })

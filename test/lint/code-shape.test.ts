@@ -10,15 +10,18 @@ import { fileURLToPath } from 'node:url'
 
 const script = fileURLToPath(new URL('../../scripts/code-metrics.mjs', import.meta.url))
 
-function check (t: Test, source: string): { code: number, out: string } {
+function check(t: Test, source: string): { code: number; out: string } {
   const dir = mkdtempSync(path.join(os.tmpdir(), 'gatehouse-shape-'))
   t.teardown(() => rmSync(dir, { recursive: true, force: true }))
   writeFileSync(path.join(dir, 'a.ts'), source)
   try {
-    const out = execFileSync(process.execPath, [script, '--max-lines', '60', '--max-depth', '4', dir], { encoding: 'utf8', stdio: 'pipe' })
+    const out = execFileSync(process.execPath, [script, '--max-lines', '60', '--max-depth', '4', dir], {
+      encoding: 'utf8',
+      stdio: 'pipe',
+    })
     return { code: 0, out }
   } catch (err) {
-    const e = err as { status: number, stdout: string, stderr: string }
+    const e = err as { status: number; stdout: string; stderr: string }
     return { code: e.status, out: e.stdout + e.stderr }
   }
 }

@@ -18,46 +18,64 @@ const exchangePath = (x: StackTenant) => `/organizations/org_own/databases/${x.d
 
 t.before(async () => {
   stack = await startStack(t)
-  auto = await stack.addTenant({ organization: 'org_own', auth: { magic_link: true, site_url: 'https://app.example.com' } })
-  confirming = await stack.addTenant({ organization: 'org_own', auth: { mail_confirmation: true, site_url: 'https://app.example.com' } })
+  auto = await stack.addTenant({
+    organization: 'org_own',
+    auth: { magic_link: true, site_url: 'https://app.example.com' },
+  })
+  confirming = await stack.addTenant({
+    organization: 'org_own',
+    auth: { mail_confirmation: true, site_url: 'https://app.example.com' },
+  })
 })
 
-async function exchange (x: StackTenant, userId: string, email: string) {
+async function exchange(x: StackTenant, userId: string, email: string) {
   const session = await stack.panelSession({ userId, email, orgs: ['org_own'] })
   return stack.panel('POST', exchangePath(x), { token: session })
 }
 
-async function followMailLink (email: string): Promise<void> {
+async function followMailLink(email: string): Promise<void> {
   const mail = await stack.mail.waitForMail(email)
   const link = mail.links.find((l) => l.includes('/auth/v1/verify'))
   if (link === undefined) throw new Error('no verify link in the mail')
   const res = await fetch(link.replace(PUBLIC_URL, stack.gatewayUrl), { redirect: 'manual' })
-  if (res.status !== 303 || !/access_token=/.test(res.headers.get('location') ?? '')) throw new Error(`verify answered ${res.status}`)
+  if (res.status !== 303 || !/access_token=/.test(res.headers.get('location') ?? ''))
+    throw new Error(`verify answered ${res.status}`)
 }
 
-t.test('a stranger\'s auto-confirmed sign-up with the member\'s address neither blocks nor captures the exchange', async (t) => {
-  const email = address('member')
-  const stranger = stack.supabase(auto)
-  const up = await stranger.auth.signUp({ email, password: 'stranger-password' })
-  t.error(up.error)
-  t.ok(up.data.session, 'auto-confirmed: the stranger is signed in at once')
+t.test(
+  "a stranger's auto-confirmed sign-up with the member's address neither blocks nor captures the exchange",
+  async (t) => {
+    const email = address('member')
+    const stranger = stack.supabase(auto)
+    const up = await stranger.auth.signUp({ email, password: 'stranger-password' })
+    t.error(up.error)
+    t.ok(up.data.session, 'auto-confirmed: the stranger is signed in at once')
 
-  const r = await exchange(auto, 'panel-member-1', email)
-  t.equal(r.status, 200, 'the member is served')
-  t.not(r.body.user.id, up.data.user?.id, 'with a user of their own, not the stranger\'s')
-  t.equal(r.body.user.email, '', 'without the address the stranger holds')
-  t.ok(r.body.access_token)
-  const me = await stack.supabase(auto).auth.getUser(r.body.access_token)
-  t.equal(me.data.user?.id, r.body.user.id, 'the session works')
+    const r = await exchange(auto, 'panel-member-1', email)
+    t.equal(r.status, 200, 'the member is served')
+    t.not(r.body.user.id, up.data.user?.id, "with a user of their own, not the stranger's")
+    t.equal(r.body.user.email, '', 'without the address the stranger holds')
+    t.ok(r.body.access_token)
+    const me = await stack.supabase(auto).auth.getUser(r.body.access_token)
+    t.equal(me.data.user?.id, r.body.user.id, 'the session works')
 
-  const ids = await adminQuery("SELECT user_id::text AS user_id, email FROM auth.identities WHERE provider = 'panel' AND provider_id = 'panel-member-1'", [], auto.database)
-  t.same(ids.rows, [{ user_id: r.body.user.id, email: null }], 'the panel identity is the member user\'s, with no address')
-  const again = await stack.supabase(auto).auth.signInWithPassword({ email, password: 'stranger-password' })
-  t.error(again.error, 'the stranger keeps their own account')
-  t.equal(again.data.user?.id, up.data.user?.id)
-  const again2 = await exchange(auto, 'panel-member-1', email)
-  t.equal(again2.body.user.id, r.body.user.id, 'a repeated exchange finds the same user')
-})
+    const ids = await adminQuery(
+      "SELECT user_id::text AS user_id, email FROM auth.identities WHERE provider = 'panel' AND provider_id = 'panel-member-1'",
+      [],
+      auto.database,
+    )
+    t.same(
+      ids.rows,
+      [{ user_id: r.body.user.id, email: null }],
+      "the panel identity is the member user's, with no address",
+    )
+    const again = await stack.supabase(auto).auth.signInWithPassword({ email, password: 'stranger-password' })
+    t.error(again.error, 'the stranger keeps their own account')
+    t.equal(again.data.user?.id, up.data.user?.id)
+    const again2 = await exchange(auto, 'panel-member-1', email)
+    t.equal(again2.body.user.id, r.body.user.id, 'a repeated exchange finds the same user')
+  },
+)
 
 t.test('an address proven by a mailed link links the member to that user', async (t) => {
   const email = address('owner')

@@ -12,7 +12,7 @@ let stack: Stack
 let a: StackTenant
 let b: StackTenant
 
-function claimsOf (token: string): Record<string, any> {
+function claimsOf(token: string): Record<string, any> {
   return JSON.parse(Buffer.from(token.split('.')[1]!, 'base64url').toString('utf8'))
 }
 
@@ -20,13 +20,16 @@ t.before(async () => {
   stack = await startStack(t)
   ;[a, b] = await Promise.all([stack.addTenant({ organization: 'org_a' }), stack.addTenant({ organization: 'org_b' })])
   for (const x of [a, b]) {
-    await stack.owner(x, `
+    await stack.owner(
+      x,
+      `
       CREATE TABLE public.notes (id int PRIMARY KEY, owner_id uuid NOT NULL, body text);
       ALTER TABLE public.notes ENABLE ROW LEVEL SECURITY;
       CREATE POLICY own_notes ON public.notes FOR SELECT TO authenticated USING (owner_id = auth.uid());
       SELECT platform.grant('SELECT', 'public.notes', 'auth');
       INSERT INTO public.notes VALUES (1, gen_random_uuid(), 'not yours');
-    `)
+    `,
+    )
   }
 })
 
@@ -56,14 +59,26 @@ t.test('the exchange returns the session object, and the same user every time', 
   t.equal(r2.body.user.id, r1.body.user.id)
   t.not(r2.body.refresh_token, r1.body.refresh_token)
 
-  const users = await adminQuery('SELECT count(*)::int AS n FROM auth.users WHERE email = $1', ['ada@example.com'], a.database)
+  const users = await adminQuery(
+    'SELECT count(*)::int AS n FROM auth.users WHERE email = $1',
+    ['ada@example.com'],
+    a.database,
+  )
   t.equal(users.rows[0]!.n, 1, 'one user only')
-  const ids = await adminQuery("SELECT user_id, provider_id FROM auth.identities WHERE provider = 'panel'", [], a.database)
+  const ids = await adminQuery(
+    "SELECT user_id, provider_id FROM auth.identities WHERE provider = 'panel'",
+    [],
+    a.database,
+  )
   t.same(ids.rows, [{ user_id: r1.body.user.id, provider_id: 'panel-user-1' }], 'keyed by the panel user id')
 })
 
 t.test('the token behaves like a sign-in: RLS applies through the gateway (supabase-js), refresh works', async (t) => {
-  const session = await stack.panelSession({ userId: 'panel-user-2', email: 'bob@example.com', orgs: ['org_a', 'org_b'] })
+  const session = await stack.panelSession({
+    userId: 'panel-user-2',
+    email: 'bob@example.com',
+    orgs: ['org_a', 'org_b'],
+  })
   const r = await stack.panel('POST', exchangePath('org_a', a.database), { token: session })
   t.equal(r.status, 200)
   await stack.owner(a, 'INSERT INTO public.notes VALUES (2, $1, $2)', [r.body.user.id, 'mine'])
@@ -89,7 +104,11 @@ t.test('the token behaves like a sign-in: RLS applies through the gateway (supab
 })
 
 t.test('a token from the exchange for database A is refused by database B', async (t) => {
-  const session = await stack.panelSession({ userId: 'panel-user-3', email: 'cy@example.com', orgs: ['org_a', 'org_b'] })
+  const session = await stack.panelSession({
+    userId: 'panel-user-3',
+    email: 'cy@example.com',
+    orgs: ['org_a', 'org_b'],
+  })
   const r = await stack.panel('POST', exchangePath('org_a', a.database), { token: session })
   t.equal(r.status, 200)
   const onA = await gatewayCall(stack, a, '/rest/v1/notes', { token: r.body.access_token })
@@ -98,7 +117,11 @@ t.test('a token from the exchange for database A is refused by database B', asyn
   t.equal(onB.status, 401)
   t.equal(onB.body.code, 'invalid_token')
   const userOnB = await gatewayCall(stack, b, '/auth/v1/user', { token: r.body.access_token })
-  t.same([userOnB.status, userOnB.body.error_code], [403, 'bad_jwt'], "B's auth engine refuses A's token as GoTrue does")
+  t.same(
+    [userOnB.status, userOnB.body.error_code],
+    [403, 'bad_jwt'],
+    "B's auth engine refuses A's token as GoTrue does",
+  )
 })
 
 t.test('outsiders and bad sessions are refused', async (t) => {
@@ -110,21 +133,35 @@ t.test('outsiders and bad sessions are refused', async (t) => {
   t.equal(r2.status, 404, 'database of another organization')
   t.equal(r2.body.code, 'database_not_found')
 
-  const expired = await stack.panelSession({ userId: 'panel-user-1', email: 'ada@example.com', orgs: ['org_a'], expiresIn: -5 })
+  const expired = await stack.panelSession({
+    userId: 'panel-user-1',
+    email: 'ada@example.com',
+    orgs: ['org_a'],
+    expiresIn: -5,
+  })
   const r3 = await stack.panel('POST', exchangePath('org_a', a.database), { token: expired })
   t.equal(r3.status, 401)
   t.equal(r3.body.code, 'invalid_session')
   const r4 = await stack.panel('POST', exchangePath('org_a', a.database))
   t.equal(r4.status, 401)
 
-  const eve = await adminQuery('SELECT count(*)::int AS n FROM auth.users WHERE email = $1', ['eve@example.com'], a.database)
+  const eve = await adminQuery(
+    'SELECT count(*)::int AS n FROM auth.users WHERE email = $1',
+    ['eve@example.com'],
+    a.database,
+  )
   t.equal(eve.rows[0]!.n, 0, 'no user created for a refused exchange')
 })
 
 t.test('the exchanged token lives 3600 s even when the database issues shorter tokens', async (t) => {
   // The panel reads through its own cache, dropped when the store publishes the change.
   const seen = new Promise<void>((resolve) => {
-    const off = stack.panelStore.onChange((db) => { if (db === b.database) { off(); resolve() } })
+    const off = stack.panelStore.onChange((db) => {
+      if (db === b.database) {
+        off()
+        resolve()
+      }
+    })
   })
   await stack.store.putAll([{ ...b.tenant, jwt: { ...b.tenant.jwt, expiry: 600 } }])
   await seen

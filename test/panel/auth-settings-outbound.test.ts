@@ -19,18 +19,37 @@ t.before(async () => {
 t.test('loopback, private, link-local, metadata and plain http are refused, naming the field', async (t) => {
   const cases: Array<[string, string, RegExp]> = [
     ['issuer', 'http://127.0.0.1:9/', /providers\.evil\.issuer: only https is allowed/],
-    ['issuer', 'https://127.0.0.1:9/', /providers\.evil\.issuer: 127\.0\.0\.1 resolves to 127\.0\.0\.1, a loopback address; list the host in outbound\.allow_hosts/],
+    [
+      'issuer',
+      'https://127.0.0.1:9/',
+      /providers\.evil\.issuer: 127\.0\.0\.1 resolves to 127\.0\.0\.1, a loopback address; list the host in outbound\.allow_hosts/,
+    ],
     ['issuer', 'https://localhost/', /providers\.evil\.issuer: localhost resolves to .*a loopback address/],
-    ['token_url', 'https://169.254.169.254/latest/meta-data/', /providers\.evil\.token_url: .*link-local or cloud metadata/],
+    [
+      'token_url',
+      'https://169.254.169.254/latest/meta-data/',
+      /providers\.evil\.token_url: .*link-local or cloud metadata/,
+    ],
     ['token_url', 'https://10.0.0.5/token', /providers\.evil\.token_url: .*a private address/],
     ['token_url', 'https://100.64.1.1/token', /carrier-grade NAT/],
     ['userinfo_url', 'https://[::1]/me', /providers\.evil\.userinfo_url: .*loopback/],
     ['userinfo_url', 'https://[::ffff:127.0.0.1]/me', /providers\.evil\.userinfo_url: .*loopback/],
     ['userinfo_url', 'https://[fd00:ec2::254]/me', /providers\.evil\.userinfo_url: .*unique local/],
-    ['userinfo_url', 'ftp://example.com/me', /providers\.evil\.userinfo_url: scheme ftp: is not allowed/]
+    ['userinfo_url', 'ftp://example.com/me', /providers\.evil\.userinfo_url: scheme ftp: is not allowed/],
   ]
   for (const [field, url, why] of cases) {
-    const r = await patch({ providers: { evil: { client_id: 'c', secret: 's', authorize_url: 'https://id.example.com/authorize', token_url: 'https://93.184.215.14/token', userinfo_url: 'https://93.184.215.14/me', [field]: url } } })
+    const r = await patch({
+      providers: {
+        evil: {
+          client_id: 'c',
+          secret: 's',
+          authorize_url: 'https://id.example.com/authorize',
+          token_url: 'https://93.184.215.14/token',
+          userinfo_url: 'https://93.184.215.14/me',
+          [field]: url,
+        },
+      },
+    })
     t.equal(r.status, 400, `${field} = ${url}: 400`)
     t.equal(r.body.code, 'validation_failed')
     t.match(r.body.message, why, `${field} = ${url}`)
@@ -40,7 +59,17 @@ t.test('loopback, private, link-local, metadata and plain http are refused, nami
 })
 
 t.test('a public https provider is stored', async (t) => {
-  const r = await patch({ providers: { fine: { client_id: 'c', secret: 's', authorize_url: 'https://id.example.com/authorize', token_url: 'https://93.184.215.14/token', userinfo_url: 'https://93.184.215.14/me' } } })
+  const r = await patch({
+    providers: {
+      fine: {
+        client_id: 'c',
+        secret: 's',
+        authorize_url: 'https://id.example.com/authorize',
+        token_url: 'https://93.184.215.14/token',
+        userinfo_url: 'https://93.184.215.14/me',
+      },
+    },
+  })
   t.equal(r.status, 200, JSON.stringify(r.body))
   t.equal(r.body.settings.providers.fine.token_url, 'https://93.184.215.14/token')
 })
@@ -50,7 +79,7 @@ t.test('hosts the operator allows pass', async (t) => {
   const y = await allowing.addTenant({ organization: 'org_out' })
   const r = await allowing.panel('PATCH', `/organizations/org_out/databases/${y.database}/api/auth-settings`, {
     token: await allowing.panelSession({ userId: 'p1', orgs: ['org_out'] }),
-    body: { providers: { local: { client_id: 'c', secret: 's', issuer: 'http://127.0.0.1:9' } } }
+    body: { providers: { local: { client_id: 'c', secret: 's', issuer: 'http://127.0.0.1:9' } } },
   })
   t.equal(r.status, 200, JSON.stringify(r.body))
 })

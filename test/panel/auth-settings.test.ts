@@ -11,9 +11,14 @@ let token: string
 const path = () => `/organizations/org_as/databases/${x.database}/api/auth-settings`
 
 /** Resolves when the services' store has announced a change of the tenant (their caches are dropped). */
-function servicesSeeChange (): Promise<void> {
+function servicesSeeChange(): Promise<void> {
   return new Promise((resolve) => {
-    const off = stack.store.onChange((db) => { if (db === x.database) { off(); resolve() } })
+    const off = stack.store.onChange((db) => {
+      if (db === x.database) {
+        off()
+        resolve()
+      }
+    })
   })
 }
 
@@ -21,7 +26,7 @@ t.before(async () => {
   stack = await startStack(t)
   x = await stack.addTenant({
     organization: 'org_as',
-    auth: { providers: { github: { client_id: 'gh-client', secret: 'gh-very-secret-value' } } }
+    auth: { providers: { github: { client_id: 'gh-client', secret: 'gh-very-secret-value' } } },
   })
   token = await stack.panelSession({ userId: 'p1', email: 'ops@example.com', orgs: ['org_as'] })
 })
@@ -51,43 +56,66 @@ t.test('GET shows the switches with secrets masked', async (t) => {
         sign_in_sign_up: { capacity: 30, rate: 30, interval_seconds: 300 },
         token_refresh: { capacity: 30, rate: 150, interval_seconds: 300 },
         verify: { capacity: 30, rate: 30, interval_seconds: 300 },
-        otp: { capacity: 30, rate: 30, interval_seconds: 300 }
+        otp: { capacity: 30, rate: 30, interval_seconds: 300 },
       },
       providers: { github: { client_id: 'gh-client', secret: '********', enabled: true } },
-      hooks: {}
-    }
+      hooks: {},
+    },
   })
   t.notMatch(JSON.stringify(r.body), 'gh-very-secret-value')
 })
 
-t.test('PATCH sets auth hooks by name: secrets masked, kept when masked, null removes, private endpoints refused', async (t) => {
-  const secret = `v1,whsec_${Buffer.from('hook secret of the panel test').toString('base64')}`
-  const set = await stack.panel('PATCH', path(), {
-    token,
-    body: { hooks: { custom_access_token: { uri: 'pg-functions://postgres/public/claims' }, send_email: { uri: 'http://127.0.0.1:9/mail', secrets: [secret] } } }
-  })
-  t.equal(set.status, 200, JSON.stringify(set.body))
-  t.same(set.body.settings.hooks, {
-    custom_access_token: { uri: 'pg-functions://postgres/public/claims' },
-    send_email: { uri: 'http://127.0.0.1:9/mail', secrets: ['********'] }
-  })
-  t.notMatch(JSON.stringify(set.body), secret)
-  const stored = await stack.store.get(x.database)
-  t.same(stored?.auth.hooks?.send_email?.secrets, [secret], 'the store keeps the secret')
+t.test(
+  'PATCH sets auth hooks by name: secrets masked, kept when masked, null removes, private endpoints refused',
+  async (t) => {
+    const secret = `v1,whsec_${Buffer.from('hook secret of the panel test').toString('base64')}`
+    const set = await stack.panel('PATCH', path(), {
+      token,
+      body: {
+        hooks: {
+          custom_access_token: { uri: 'pg-functions://postgres/public/claims' },
+          send_email: { uri: 'http://127.0.0.1:9/mail', secrets: [secret] },
+        },
+      },
+    })
+    t.equal(set.status, 200, JSON.stringify(set.body))
+    t.same(set.body.settings.hooks, {
+      custom_access_token: { uri: 'pg-functions://postgres/public/claims' },
+      send_email: { uri: 'http://127.0.0.1:9/mail', secrets: ['********'] },
+    })
+    t.notMatch(JSON.stringify(set.body), secret)
+    const stored = await stack.store.get(x.database)
+    t.same(stored?.auth.hooks?.send_email?.secrets, [secret], 'the store keeps the secret')
 
-  const masked = await stack.panel('PATCH', path(), { token, body: { hooks: { send_email: { uri: 'http://127.0.0.1:9/mail2', secrets: ['********'] }, custom_access_token: null } } })
-  t.equal(masked.status, 200)
-  t.same(masked.body.settings.hooks, { send_email: { uri: 'http://127.0.0.1:9/mail2', secrets: ['********'] } })
-  t.same((await stack.store.get(x.database))?.auth.hooks?.send_email?.secrets, [secret], 'a masked secret keeps the stored one')
+    const masked = await stack.panel('PATCH', path(), {
+      token,
+      body: {
+        hooks: { send_email: { uri: 'http://127.0.0.1:9/mail2', secrets: ['********'] }, custom_access_token: null },
+      },
+    })
+    t.equal(masked.status, 200)
+    t.same(masked.body.settings.hooks, { send_email: { uri: 'http://127.0.0.1:9/mail2', secrets: ['********'] } })
+    t.same(
+      (await stack.store.get(x.database))?.auth.hooks?.send_email?.secrets,
+      [secret],
+      'a masked secret keeps the stored one',
+    )
 
-  const bad = await stack.panel('PATCH', path(), { token, body: { hooks: { before_user_created: { uri: 'ftp://x' }, not_a_hook: { uri: 'https://a.example' } } } })
-  t.equal(bad.status, 400)
-  t.match(bad.body.message, 'hooks.not_a_hook: not a hook')
-  const internal = await stack.panel('PATCH', path(), { token, body: { hooks: { before_user_created: { uri: 'https://10.0.0.1/hook' } } } })
-  t.equal(internal.status, 400)
-  t.match(internal.body.message, 'hooks.before_user_created.uri')
-  await stack.panel('PATCH', path(), { token, body: { hooks: { send_email: null } } })
-})
+    const bad = await stack.panel('PATCH', path(), {
+      token,
+      body: { hooks: { before_user_created: { uri: 'ftp://x' }, not_a_hook: { uri: 'https://a.example' } } },
+    })
+    t.equal(bad.status, 400)
+    t.match(bad.body.message, 'hooks.not_a_hook: not a hook')
+    const internal = await stack.panel('PATCH', path(), {
+      token,
+      body: { hooks: { before_user_created: { uri: 'https://10.0.0.1/hook' } } },
+    })
+    t.equal(internal.status, 400)
+    t.match(internal.body.message, 'hooks.before_user_created.uri')
+    await stack.panel('PATCH', path(), { token, body: { hooks: { send_email: null } } })
+  },
+)
 
 t.test('bad changes are refused with 400 and nothing is written', async (t) => {
   const cases: Array<[unknown, RegExp]> = [
@@ -100,7 +128,10 @@ t.test('bad changes are refused with 400 and nothing is written', async (t) => {
     [{ redirect_urls: 'https://a.example' }, /redirect_urls: must be array/],
     [{ redirect_urls: ['https://ok.example/**', 'nope'] }, /redirect_urls.1/],
     [{ providers: { gitlab: { client_id: 'c' } } }, /providers.gitlab.secret: is required/],
-    [{ providers: { gitlab: { client_id: 'c', secret: '********' } } }, /providers.gitlab.secret: is required for a new provider/],
+    [
+      { providers: { gitlab: { client_id: 'c', secret: '********' } } },
+      /providers.gitlab.secret: is required for a new provider/,
+    ],
     [{ providers: { 'Bad Name': { client_id: 'c', secret: 's' } } }, /providers/],
     [{ providers: { github: { client_id: 'c', colour: 'red' } } }, /colour: unknown field/],
     [[true], /JSON object/],
@@ -108,7 +139,7 @@ t.test('bad changes are refused with 400 and nothing is written', async (t) => {
     [{ rate_limits: { verify: { capacity: 0 } } }, /rate_limits.verify.capacity: must be >= 1/],
     [{ rate_limits: { verfy: { capacity: 3 } } }, /rate_limits.verfy: unknown field/],
     [{ rate_limits: { verify: { burst: 3 } } }, /rate_limits.verify.burst: unknown field/],
-    [{ mail_rate_per_hour: -1 }, /mail_rate_per_hour: must be >= 0/]
+    [{ mail_rate_per_hour: -1 }, /mail_rate_per_hour: must be >= 0/],
   ]
   for (const [body, message] of cases) {
     const r = await stack.panel('PATCH', path(), { token, body })
@@ -122,17 +153,28 @@ t.test('bad changes are refused with 400 and nothing is written', async (t) => {
 })
 
 t.test('providers merge by name; a missing or masked secret keeps the stored one', async (t) => {
-  const r1 = await stack.panel('PATCH', path(), { token, body: { providers: { github: { client_id: 'gh-client-2' } } } })
+  const r1 = await stack.panel('PATCH', path(), {
+    token,
+    body: { providers: { github: { client_id: 'gh-client-2' } } },
+  })
   t.equal(r1.status, 200)
   t.same(r1.body.settings.providers.github, { client_id: 'gh-client-2', secret: '********', enabled: true })
   t.equal((await stack.store.get(x.database))?.auth.providers.github?.secret, 'gh-very-secret-value')
 
-  const r2 = await stack.panel('PATCH', path(), { token, body: { providers: { github: { ...r1.body.settings.providers.github, enabled: false }, gitlab: { client_id: 'gl', secret: 'gl-secret' } } } })
+  const r2 = await stack.panel('PATCH', path(), {
+    token,
+    body: {
+      providers: {
+        github: { ...r1.body.settings.providers.github, enabled: false },
+        gitlab: { client_id: 'gl', secret: 'gl-secret' },
+      },
+    },
+  })
   t.equal(r2.status, 200)
   const stored = await stack.store.get(x.database)
   t.same(stored?.auth.providers, {
     github: { client_id: 'gh-client-2', secret: 'gh-very-secret-value', enabled: false },
-    gitlab: { client_id: 'gl', secret: 'gl-secret', enabled: true }
+    gitlab: { client_id: 'gl', secret: 'gl-secret', enabled: true },
   })
   t.notMatch(JSON.stringify(r2.body), /gl-secret|gh-very-secret-value/)
 
@@ -150,13 +192,18 @@ t.test('magic link switched on works at once through supabase-js; switched off i
 
   // 1. Switch it on (and a site URL) in the panel; the engines drop their cached record.
   let seen = servicesSeeChange()
-  const on = await stack.panel('PATCH', path(), { token, body: { magic_link: true, site_url: 'https://app.example.com' } })
+  const on = await stack.panel('PATCH', path(), {
+    token,
+    body: { magic_link: true, site_url: 'https://app.example.com' },
+  })
   t.equal(on.status, 200)
   t.equal(on.body.settings.magic_link, true)
   await seen
 
   // 2. At once: the settings of the engine and a magic link through supabase-js.
-  const settings = await fetch(`${stack.gatewayUrl}/${x.database}/auth/v1/settings`, { headers: { apikey: x.file.keys.public } })
+  const settings = await fetch(`${stack.gatewayUrl}/${x.database}/auth/v1/settings`, {
+    headers: { apikey: x.file.keys.public },
+  })
   t.equal(((await settings.json()) as { magic_link_enabled: boolean }).magic_link_enabled, true)
   const sent = await supabase.auth.signInWithOtp({ email })
   t.equal(sent.error, null)
@@ -182,14 +229,19 @@ t.test('a rate limit changed in the panel applies at once through the gateway', 
   const seen = servicesSeeChange()
   const r = await stack.panel('PATCH', path(), { token, body: { rate_limits: { verify: { capacity: 2 } } } })
   t.equal(r.status, 200)
-  t.same(r.body.settings.rate_limits.verify, { capacity: 2, rate: 30, interval_seconds: 300 }, 'one field changed, the others kept')
+  t.same(
+    r.body.settings.rate_limits.verify,
+    { capacity: 2, rate: 30, interval_seconds: 300 },
+    'one field changed, the others kept',
+  )
   t.same(r.body.settings.rate_limits.otp, { capacity: 30, rate: 30, interval_seconds: 300 })
   await seen
-  const verify = () => fetch(`${stack.gatewayUrl}/${x.database}/auth/v1/verify`, {
-    method: 'POST',
-    headers: { apikey: x.file.keys.public, 'content-type': 'application/json' },
-    body: JSON.stringify({ type: 'signup', token_hash: 'f'.repeat(56) })
-  })
+  const verify = () =>
+    fetch(`${stack.gatewayUrl}/${x.database}/auth/v1/verify`, {
+      method: 'POST',
+      headers: { apikey: x.file.keys.public, 'content-type': 'application/json' },
+      body: JSON.stringify({ type: 'signup', token_hash: 'f'.repeat(56) }),
+    })
   t.equal((await verify()).status, 403)
   t.equal((await verify()).status, 403)
   const over = await verify()
@@ -197,7 +249,11 @@ t.test('a rate limit changed in the panel applies at once through the gateway', 
   t.match(await over.json(), { error_code: 'over_request_rate_limit', msg: 'Request rate limit reached' })
 
   const reset = await stack.panel('PATCH', path(), { token, body: { rate_limits: { verify: null } } })
-  t.same(reset.body.settings.rate_limits.verify, { capacity: 30, rate: 30, interval_seconds: 300 }, 'null puts GoTrue\'s default back')
+  t.same(
+    reset.body.settings.rate_limits.verify,
+    { capacity: 30, rate: 30, interval_seconds: 300 },
+    "null puts GoTrue's default back",
+  )
 })
 
 t.test('anonymous sign-in and TOTP enrolment switched in the panel apply at once through supabase-js', async (t) => {
@@ -211,7 +267,9 @@ t.test('anonymous sign-in and TOTP enrolment switched in the panel apply at once
   t.same([r.body.settings.anonymous_sign_in, r.body.settings.mfa_totp_enroll], [true, false])
   await seen
 
-  const settings = await fetch(`${stack.gatewayUrl}/${x.database}/auth/v1/settings`, { headers: { apikey: x.file.keys.public } })
+  const settings = await fetch(`${stack.gatewayUrl}/${x.database}/auth/v1/settings`, {
+    headers: { apikey: x.file.keys.public },
+  })
   t.equal(((await settings.json()) as { external: { anonymous_users: boolean } }).external.anonymous_users, true)
   const anon = await stack.supabase(x).auth.signInAnonymously()
   t.error(anon.error)
@@ -228,7 +286,9 @@ t.test('only members of the owning organization may read or change them', async 
   t.equal((await stack.panel('PATCH', path(), { token: outsider, body: { magic_link: true } })).status, 403)
   t.equal((await stack.panel('PATCH', path(), { body: { magic_link: true } })).status, 401)
   const stranger = await stack.panelSession({ userId: 'p9', orgs: ['org_other'] })
-  const r = await stack.panel('GET', `/organizations/org_other/databases/${x.database}/api/auth-settings`, { token: stranger })
+  const r = await stack.panel('GET', `/organizations/org_other/databases/${x.database}/api/auth-settings`, {
+    token: stranger,
+  })
   t.equal(r.status, 404)
   t.equal((await stack.store.get(x.database))?.auth.magic_link, false)
 })

@@ -21,7 +21,10 @@ t.before(async () => {
 
 t.test('a huge test-query result is cut off with a 400 naming the limit', async (t) => {
   // 50 MB in one value, then 100 rows of 1 MB each: both far over the 64 KiB limit.
-  for (const sql of ["SELECT repeat('x', 50000000) AS big", "SELECT repeat('y', 1000000) AS big FROM generate_series(1, 100)"]) {
+  for (const sql of [
+    "SELECT repeat('x', 50000000) AS big",
+    "SELECT repeat('y', 1000000) AS big FROM generate_series(1, 100)",
+  ]) {
     const r = await stack.panel('POST', `${base()}/test-query`, { token, body: { sql, as: 'anon' } })
     t.equal(r.status, 400, sql)
     t.equal(r.body.code, 'test_query_result_too_large')
@@ -29,10 +32,16 @@ t.test('a huge test-query result is cut off with a 400 naming the limit', async 
     t.equal(r.headers.get('x-gatehouse-error-code'), 'test_query_result_too_large')
   }
   // The pool and the panel are fine afterwards.
-  const ok = await stack.panel('POST', `${base()}/test-query`, { token, body: { sql: "SELECT repeat('z', 1000) AS fine", as: 'anon' } })
+  const ok = await stack.panel('POST', `${base()}/test-query`, {
+    token,
+    body: { sql: "SELECT repeat('z', 1000) AS fine", as: 'anon' },
+  })
   t.equal(ok.status, 200)
   t.equal(ok.body.rows[0].fine.length, 1000)
-  const rows = await stack.panel('POST', `${base()}/test-query`, { token, body: { sql: 'SELECT g FROM generate_series(1, 5) g', as: 'svc' } })
+  const rows = await stack.panel('POST', `${base()}/test-query`, {
+    token,
+    body: { sql: 'SELECT g FROM generate_series(1, 5) g', as: 'svc' },
+  })
   t.equal(rows.status, 200)
   t.same(rows.body.rows, [{ g: 1 }, { g: 2 }, { g: 3 }, { g: 4 }, { g: 5 }])
 })
@@ -48,19 +57,31 @@ t.test('prototype names in the path and the body are unknown values', async (t) 
     t.equal(r.status, 404, db)
     t.equal(r.body.code, 'database_not_found')
   }
-  const as = await stack.panel('POST', `${base()}/test-query`, { token, body: { sql: 'SELECT current_user', as: '__proto__' } })
+  const as = await stack.panel('POST', `${base()}/test-query`, {
+    token,
+    body: { sql: 'SELECT current_user', as: '__proto__' },
+  })
   t.equal(as.status, 400)
   t.equal(as.body.code, 'validation_failed')
-  const key = await stack.panel('POST', `${base()}/test-query`, { token, body: JSON.parse('{"__proto__": {"as": "svc"}, "sql": "SELECT current_user"}') })
+  const key = await stack.panel('POST', `${base()}/test-query`, {
+    token,
+    body: JSON.parse('{"__proto__": {"as": "svc"}, "sql": "SELECT current_user"}'),
+  })
   t.equal(key.status, 400)
   t.equal(key.body.code, 'validation_failed')
-  const settings = await stack.panel('PATCH', `${base()}/auth-settings`, { token, body: JSON.parse('{"providers": {"__proto__": {"client_id": "x"}}}') })
+  const settings = await stack.panel('PATCH', `${base()}/auth-settings`, {
+    token,
+    body: JSON.parse('{"providers": {"__proto__": {"client_id": "x"}}}'),
+  })
   t.equal(settings.status, 400)
   t.equal(settings.body.code, 'validation_failed')
 })
 
 t.test('the exchange is limited like a sign-in, per database and panel user', async (t) => {
-  const limited = await stack.addTenant({ organization: 'org_probe', auth: { rate_limits: { sign_in_sign_up: { capacity: 3, rate: 3, interval_seconds: 300 } } } as never })
+  const limited = await stack.addTenant({
+    organization: 'org_probe',
+    auth: { rate_limits: { sign_in_sign_up: { capacity: 3, rate: 3, interval_seconds: 300 } } } as never,
+  })
   const url = `/organizations/org_probe/databases/${limited.database}/api/app-session`
   const member = await stack.panelSession({ userId: 'p-limit', email: 'limit@example.com', orgs: ['org_probe'] })
   const statuses: number[] = []
@@ -75,9 +96,21 @@ t.test('the exchange is limited like a sign-in, per database and panel user', as
   t.ok(Number(last!.headers.get('retry-after')) >= 1, 'Retry-After')
   const sessions = await adminQuery<{ n: number }>('SELECT count(*)::int AS n FROM auth.sessions', [], limited.database)
   t.equal(sessions.rows[0]!.n, 3, 'a refused exchange made no session')
-  const otherMember = await stack.panelSession({ userId: 'p-limit-2', email: 'limit2@example.com', orgs: ['org_probe'] })
-  t.equal((await stack.panel('POST', url, { token: otherMember })).status, 200, 'another panel user has their own count')
-  t.equal((await stack.panel('POST', `${base()}/app-session`, { token: member })).status, 200, 'and another database too')
+  const otherMember = await stack.panelSession({
+    userId: 'p-limit-2',
+    email: 'limit2@example.com',
+    orgs: ['org_probe'],
+  })
+  t.equal(
+    (await stack.panel('POST', url, { token: otherMember })).status,
+    200,
+    'another panel user has their own count',
+  )
+  t.equal(
+    (await stack.panel('POST', `${base()}/app-session`, { token: member })).status,
+    200,
+    'and another database too',
+  )
 })
 
 t.test('no session, a forged one, another organization', async (t) => {

@@ -50,14 +50,23 @@ t.test('dangerous policies are found, safe ones are not; the CLI prints the same
   await store.putAll([x.tenant, clean.tenant])
   const config = loadConfig({
     env: {},
-    overrides: { log: { level: 'silent' }, tenants: { source: 'redis' }, redis: { url, key_prefix: prefix }, panel: { session_secret: SECRET } }
+    overrides: {
+      log: { level: 'silent' },
+      tenants: { source: 'redis' },
+      redis: { url, key_prefix: prefix },
+      panel: { session_secret: SECRET },
+    },
   })
   const panel = buildPanel({ config, tenants: store })
   t.teardown(() => panel.close())
   const session = await signPanelSession({ secret: SECRET, userId: 'p1', orgs: ['org_pc'] })
 
   // 1. The panel route.
-  const r = await panel.inject({ method: 'GET', url: `/organizations/org_pc/databases/${x.database}/api/policy-check`, headers: { authorization: `Bearer ${session}` } })
+  const r = await panel.inject({
+    method: 'GET',
+    url: `/organizations/org_pc/databases/${x.database}/api/policy-check`,
+    headers: { authorization: `Bearer ${session}` },
+  })
   t.equal(r.statusCode, 200)
   const body = r.json()
   t.equal(body.database, x.database)
@@ -66,9 +75,20 @@ t.test('dangerous policies are found, safe ones are not; the CLI prints the same
   t.equal(body.count, 4)
 
   const signedIn = byName['anyone signed in reads']
-  t.match(signedIn, { schema: 'public', table: 'posts', command: 'SELECT', audience: 'authenticated', clause: 'USING', rls_enabled: true, granted: true })
+  t.match(signedIn, {
+    schema: 'public',
+    table: 'posts',
+    command: 'SELECT',
+    audience: 'authenticated',
+    clause: 'USING',
+    rls_enabled: true,
+    granted: true,
+  })
   t.match(signedIn.warning, 'says TO authenticated USING (true): it means "anyone signed in"')
-  t.match(signedIn.warning, 'Before a dedicated signed-in role existed, such a policy exposed the table to anyone holding the public key')
+  t.match(
+    signedIn.warning,
+    'Before a dedicated signed-in role existed, such a policy exposed the table to anyone holding the public key',
+  )
   t.match(signedIn.warning, 'check that this meaning is intended')
 
   t.match(byName.anyone_writes, { table: 'comments', audience: 'authenticated', clause: 'WITH CHECK', granted: false })
@@ -78,17 +98,24 @@ t.test('dangerous policies are found, safe ones are not; the CLI prints the same
   t.match(byName.open_feed.warning, 'anyone holding the public key')
   t.match(byName.role_only, { audience: 'authenticated', command: 'DELETE' })
 
-  const none = await panel.inject({ method: 'GET', url: `/organizations/org_pc/databases/${clean.database}/api/policy-check`, headers: { authorization: `Bearer ${session}` } })
+  const none = await panel.inject({
+    method: 'GET',
+    url: `/organizations/org_pc/databases/${clean.database}/api/policy-check`,
+    headers: { authorization: `Bearer ${session}` },
+  })
   t.same(none.json(), { database: clean.database, count: 0, policies: [] })
 
   // 2. `gatehouse tenants check <database>` over the same store.
-  async function runCheck (args: string[]): Promise<{ out: string, exitCode: number | undefined }> {
+  async function runCheck(args: string[]): Promise<{ out: string; exitCode: number | undefined }> {
     const program = new Command('gatehouse').exitOverride()
     registerPanelCommands(program.command('tenants'), () => config)
     const chunks: string[] = []
     const write = process.stdout.write
     const before = process.exitCode
-    process.stdout.write = ((s: string) => { chunks.push(String(s)); return true }) as typeof process.stdout.write
+    process.stdout.write = ((s: string) => {
+      chunks.push(String(s))
+      return true
+    }) as typeof process.stdout.write
     let exitCode: number | undefined
     try {
       await program.parseAsync(['node', 'gatehouse', 'tenants', 'check', ...args])

@@ -11,25 +11,46 @@ let x: StackTenant
 let token: string
 const path = () => `/organizations/org_rs/databases/${x.database}/api/rest-settings`
 
-function servicesSeeChange (): Promise<void> {
+function servicesSeeChange(): Promise<void> {
   return new Promise((resolve) => {
-    const off = stack.store.onChange((db) => { if (db === x.database) { off(); resolve() } })
+    const off = stack.store.onChange((db) => {
+      if (db === x.database) {
+        off()
+        resolve()
+      }
+    })
   })
 }
 
 t.before(async () => {
   stack = await startStack(t)
   x = await stack.addTenant({ organization: 'org_rs' })
-  await stack.owner(x, `CREATE TABLE orders (id int PRIMARY KEY, customer text, amount numeric);
+  await stack.owner(
+    x,
+    `CREATE TABLE orders (id int PRIMARY KEY, customer text, amount numeric);
     INSERT INTO orders VALUES (1, 'ann', 10.5), (2, 'ann', 4.5), (3, 'ben', 7);
-    SELECT platform.grant('SELECT', 'orders', 'anon');`)
+    SELECT platform.grant('SELECT', 'orders', 'anon');`,
+  )
   token = await stack.panelSession({ userId: 'p1', email: 'ops@example.com', orgs: ['org_rs'] })
 })
 
 t.test('GET shows the switch, off by default', async (t) => {
   const r = await stack.panel('GET', path(), { token })
   t.equal(r.status, 200)
-  t.same(r.body, { database: x.database, settings: { aggregates_enabled: false, plan_enabled: false, server_timing_enabled: false, extra_search_path: ['public'], pre_request: null, app_settings: {}, openapi_mode: 'follow-privileges', server_trace_header: null, rate_limits: null } })
+  t.same(r.body, {
+    database: x.database,
+    settings: {
+      aggregates_enabled: false,
+      plan_enabled: false,
+      server_timing_enabled: false,
+      extra_search_path: ['public'],
+      pre_request: null,
+      app_settings: {},
+      openapi_mode: 'follow-privileges',
+      server_trace_header: null,
+      rate_limits: null,
+    },
+  })
 })
 
 t.test('bad changes are refused with 400 and nothing is written', async (t) => {
@@ -42,7 +63,7 @@ t.test('bad changes are refused with 400 and nothing is written', async (t) => {
     [{ rate_limits: { client: { minute: 0 } } }, /rate_limits\.client\.minute: must be a positive integer/],
     [{ rate_limits: { key: { second: 1.5 } } }, /rate_limits\.key\.second: must be a positive integer/],
     [{}, /name at least one setting/],
-    [[true], /JSON object/]
+    [[true], /JSON object/],
   ]
   for (const [body, message] of cases) {
     const r = await stack.panel('PATCH', path(), { token, body })
@@ -57,12 +78,27 @@ t.test('aggregates switched on answer at once through supabase-js; switched off 
   const supabase = stack.supabase(x)
   const before = await supabase.from('orders').select('count()')
   t.equal(before.status, 400)
-  t.same(before.error, { code: 'PGRST123', message: 'Use of aggregate functions is not allowed', details: null, hint: null })
+  t.same(before.error, {
+    code: 'PGRST123',
+    message: 'Use of aggregate functions is not allowed',
+    details: null,
+    hint: null,
+  })
 
   let seen = servicesSeeChange()
   const on = await stack.panel('PATCH', path(), { token, body: { aggregates_enabled: true } })
   t.equal(on.status, 200)
-  t.same(on.body.settings, { aggregates_enabled: true, plan_enabled: false, server_timing_enabled: false, extra_search_path: ['public'], pre_request: null, app_settings: {}, openapi_mode: 'follow-privileges', server_trace_header: null, rate_limits: null })
+  t.same(on.body.settings, {
+    aggregates_enabled: true,
+    plan_enabled: false,
+    server_timing_enabled: false,
+    extra_search_path: ['public'],
+    pre_request: null,
+    app_settings: {},
+    openapi_mode: 'follow-privileges',
+    server_trace_header: null,
+    rate_limits: null,
+  })
   await seen
   const stored = await stack.store.get(x.database)
   t.equal(stored?.rest.aggregates_enabled, true)
@@ -72,7 +108,10 @@ t.test('aggregates switched on answer at once through supabase-js; switched off 
   t.equal(count.error, null)
   t.same(count.data, [{ count: 3 }])
   const sums = await supabase.from('orders').select('customer, total:amount.sum()').order('customer')
-  t.same(sums.data, [{ customer: 'ann', total: 15 }, { customer: 'ben', total: 7 }])
+  t.same(sums.data, [
+    { customer: 'ann', total: 15 },
+    { customer: 'ben', total: 7 },
+  ])
 
   seen = servicesSeeChange()
   t.equal((await stack.panel('PATCH', path(), { token, body: { aggregates_enabled: false } })).status, 200)
@@ -96,7 +135,10 @@ t.test('request-rate limits set in the panel apply at the gateway at once; null 
   t.ok(Number(over.headers.get('retry-after')) >= 1)
 
   // Narrowing one period keeps the others; null clears them all.
-  const both = await stack.panel('PATCH', path(), { token, body: { rate_limits: { client: { second: 50 }, key: { minute: 1000 } } } })
+  const both = await stack.panel('PATCH', path(), {
+    token,
+    body: { rate_limits: { client: { second: 50 }, key: { minute: 1000 } } },
+  })
   t.same(both.body.settings.rate_limits, { client: { minute: 2, second: 50 }, key: { minute: 1000 } })
   seen = servicesSeeChange()
   const off = await stack.panel('PATCH', path(), { token, body: { rate_limits: null } })
@@ -114,13 +156,20 @@ t.test('only members of the owning organization may read or change it', async (t
 })
 
 t.test('Server-Timing switched on from the panel answers with the header at once', async (t) => {
-  t.equal((await gatewayCall(stack, x, '/rest/v1/orders?select=id')).headers.get('server-timing'), null, 'off by default')
+  t.equal(
+    (await gatewayCall(stack, x, '/rest/v1/orders?select=id')).headers.get('server-timing'),
+    null,
+    'off by default',
+  )
   const seen = servicesSeeChange()
   const on = await stack.panel('PATCH', path(), { token, body: { server_timing_enabled: true } })
   t.equal(on.status, 200)
   t.equal(on.body.settings.server_timing_enabled, true)
   await seen
-  t.match((await gatewayCall(stack, x, '/rest/v1/orders?select=id')).headers.get('server-timing'), /^jwt;dur=[\d.]+, parse;dur=[\d.]+, plan;dur=/)
+  t.match(
+    (await gatewayCall(stack, x, '/rest/v1/orders?select=id')).headers.get('server-timing'),
+    /^jwt;dur=[\d.]+, parse;dur=[\d.]+, plan;dur=/,
+  )
   t.equal((await stack.panel('PATCH', path(), { token, body: { server_timing_enabled: 'yes' } })).status, 400)
   const seenOff = servicesSeeChange()
   await stack.panel('PATCH', path(), { token, body: { server_timing_enabled: false } })
@@ -130,16 +179,46 @@ t.test('Server-Timing switched on from the panel answers with the header at once
 t.test('PostgREST settings from the panel: checked, app.settings values masked', async (t) => {
   const set = await stack.panel('PATCH', path(), {
     token,
-    body: { extra_search_path: ['public', 'extensions'], pre_request: 'public.check_request', app_settings: { secret: 's3cr3t' }, openapi_mode: 'disabled', server_trace_header: 'X-Trace-Id' }
+    body: {
+      extra_search_path: ['public', 'extensions'],
+      pre_request: 'public.check_request',
+      app_settings: { secret: 's3cr3t' },
+      openapi_mode: 'disabled',
+      server_trace_header: 'X-Trace-Id',
+    },
   })
   t.equal(set.status, 200, JSON.stringify(set.body))
-  t.match(set.body.settings, { extra_search_path: ['public', 'extensions'], pre_request: 'public.check_request', app_settings: { secret: '********' }, openapi_mode: 'disabled', server_trace_header: 'X-Trace-Id' })
+  t.match(set.body.settings, {
+    extra_search_path: ['public', 'extensions'],
+    pre_request: 'public.check_request',
+    app_settings: { secret: '********' },
+    openapi_mode: 'disabled',
+    server_trace_header: 'X-Trace-Id',
+  })
   t.notMatch(JSON.stringify(set.body), 's3cr3t')
   const stored = await stack.store.get(x.database)
   t.same(stored?.rest.app_settings, { secret: 's3cr3t' })
-  const bad = await stack.panel('PATCH', path(), { token, body: { pre_request: 'not a function; drop table x', openapi_mode: 'sometimes', server_trace_header: 'X Trace', app_settings: { 'a.b': 'x' } } })
+  const bad = await stack.panel('PATCH', path(), {
+    token,
+    body: {
+      pre_request: 'not a function; drop table x',
+      openapi_mode: 'sometimes',
+      server_trace_header: 'X Trace',
+      app_settings: { 'a.b': 'x' },
+    },
+  })
   t.equal(bad.status, 400)
-  for (const f of ['pre_request', 'openapi_mode', 'server_trace_header', 'app_settings']) t.match(bad.body.message, `${f}:`)
-  const back = await stack.panel('PATCH', path(), { token, body: { extra_search_path: ['public'], pre_request: null, app_settings: null, openapi_mode: 'follow-privileges', server_trace_header: null } })
+  for (const f of ['pre_request', 'openapi_mode', 'server_trace_header', 'app_settings'])
+    t.match(bad.body.message, `${f}:`)
+  const back = await stack.panel('PATCH', path(), {
+    token,
+    body: {
+      extra_search_path: ['public'],
+      pre_request: null,
+      app_settings: null,
+      openapi_mode: 'follow-privileges',
+      server_trace_header: null,
+    },
+  })
   t.equal(back.status, 200)
 })

@@ -9,8 +9,14 @@ import { buildPanel, panelRouteList } from '../../src/panel/index.js'
 
 const PREFIX = '/organizations/:org/databases/:db/api'
 
-t.test('the panel serves exactly the table\'s routes', async (t) => {
-  const config = loadConfig({ env: {}, overrides: { log: { level: 'silent' }, panel: { port: 0, session_secret: 'panel-secret-of-this-test-0123456789abcdefgh' } } })
+t.test("the panel serves exactly the table's routes", async (t) => {
+  const config = loadConfig({
+    env: {},
+    overrides: {
+      log: { level: 'silent' },
+      panel: { port: 0, session_secret: 'panel-secret-of-this-test-0123456789abcdefgh' },
+    },
+  })
   const app = buildPanel({ config, tenants: { get: async () => null } })
   t.teardown(() => app.close())
   const seen: string[] = []

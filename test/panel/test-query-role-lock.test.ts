@@ -26,7 +26,7 @@ t.before(async () => {
 })
 
 /** A DO block that runs `steps`, then reads the vault and raises what it read. */
-function exfiltrate (steps: string): string {
+function exfiltrate(steps: string): string {
   return `DO $$ DECLARE v text; BEGIN ${steps}; SELECT string_agg(secret, ',') INTO v FROM public.vault; RAISE EXCEPTION 'leaked: %', v; END $$`
 }
 
@@ -39,15 +39,21 @@ t.test('the test query as svc reads the vault (the control)', async (t) => {
 t.test('no way out of the chosen role', async (t) => {
   const svc = x.roles.svc
   const attempts: Array<[string, string]> = [
-    ['set_config role in the select list', `SELECT set_config('role', '${svc}', true) AS r, current_setting('role') AS now_role`],
+    [
+      'set_config role in the select list',
+      `SELECT set_config('role', '${svc}', true) AS r, current_setting('role') AS now_role`,
+    ],
     ['set_config role, then read', exfiltrate(`PERFORM set_config('role', '${svc}', true)`)],
     ['SET ROLE', exfiltrate(`EXECUTE 'SET ROLE "${svc}"'`)],
     ['SET LOCAL ROLE', exfiltrate(`EXECUTE 'SET LOCAL ROLE "${svc}"'`)],
     ['RESET ROLE, then SET ROLE', exfiltrate(`EXECUTE 'RESET ROLE'; EXECUTE 'SET ROLE "${svc}"'`)],
-    ['set_config role none, then set_config role', exfiltrate(`PERFORM set_config('role', 'none', true); PERFORM set_config('role', '${svc}', true)`)],
+    [
+      'set_config role none, then set_config role',
+      exfiltrate(`PERFORM set_config('role', 'none', true); PERFORM set_config('role', '${svc}', true)`),
+    ],
     ['SET SESSION AUTHORIZATION', exfiltrate(`EXECUTE 'SET SESSION AUTHORIZATION "${svc}"'`)],
     ['RESET ROLE alone', exfiltrate("EXECUTE 'RESET ROLE'")],
-    ['set_config role none alone', exfiltrate("PERFORM set_config('role', 'none', true)")]
+    ['set_config role none alone', exfiltrate("PERFORM set_config('role', 'none', true)")],
   ]
   for (const as of ['anon', 'authenticated']) {
     for (const [what, sql] of attempts) {
@@ -71,18 +77,24 @@ t.test('within the role everything works as before', async (t) => {
 t.test('a test-query login that cannot log in is a 409 naming the fix', async (t) => {
   const y = await stack.addTenant({ organization: 'org_lock' })
   await adminQuery(`ALTER ROLE "${y.roles.anon}_probe" PASSWORD NULL`)
-  const r = await stack.panel('POST', `/organizations/org_lock/databases/${y.database}/api/test-query`, { token, body: { sql: 'SELECT 1', as: 'anon' } })
+  const r = await stack.panel('POST', `/organizations/org_lock/databases/${y.database}/api/test-query`, {
+    token,
+    body: { sql: 'SELECT 1', as: 'anon' },
+  })
   t.equal(r.status, 409)
   t.equal(r.body.code, 'test_query_login_unavailable')
   t.match(r.body.message, `${y.roles.anon}_probe`)
   t.match(r.body.hint, `gatehouse tenants migrate ${y.database}`)
   await migrateDatabaseAgain(y.database)
-  const ok = await stack.panel('POST', `/organizations/org_lock/databases/${y.database}/api/test-query`, { token, body: { sql: 'SELECT 1 AS one', as: 'anon' } })
+  const ok = await stack.panel('POST', `/organizations/org_lock/databases/${y.database}/api/test-query`, {
+    token,
+    body: { sql: 'SELECT 1 AS one', as: 'anon' },
+  })
   t.equal(ok.status, 200, 'after the migration the login works again')
 })
 
 /** `gatehouse tenants migrate <db>` on an up-to-date database. */
-async function migrateDatabaseAgain (database: string): Promise<void> {
+async function migrateDatabaseAgain(database: string): Promise<void> {
   const r = await migrateDatabase(withDatabase(adminUrl(), database))
   if (r.applied.length !== 0) throw new Error('expected an up-to-date database')
 }

@@ -12,11 +12,11 @@ let token: string
 const user = randomUUID()
 const path = () => `/organizations/org_tq/databases/${x.database}/api/test-query`
 
-async function query (body: unknown) {
+async function query(body: unknown) {
   return stack.panel('POST', path(), { token, body })
 }
 
-async function count (): Promise<number> {
+async function count(): Promise<number> {
   return (await stack.owner<{ n: number }>(x, 'SELECT count(*)::int AS n FROM public.items')).rows[0]!.n
 }
 
@@ -24,7 +24,9 @@ t.before(async () => {
   stack = await startStack(t, { panelOverrides: { test_query_timeout_ms: 300 } })
   x = await stack.addTenant({ organization: 'org_tq' })
   token = await stack.panelSession({ userId: 'p1', email: 'ops@example.com', orgs: ['org_tq'] })
-  await stack.owner(x, `
+  await stack.owner(
+    x,
+    `
     CREATE TABLE public.items (id int PRIMARY KEY, owner_id uuid NOT NULL, title text);
     ALTER TABLE public.items ENABLE ROW LEVEL SECURITY;
     CREATE POLICY own_items ON public.items FOR ALL TO authenticated USING (owner_id = auth.uid()) WITH CHECK (owner_id = auth.uid());
@@ -33,7 +35,8 @@ t.before(async () => {
     INSERT INTO public.items VALUES (99, gen_random_uuid(), 'not theirs');
     CREATE TABLE public.board (id int PRIMARY KEY);
     SELECT platform.grant('SELECT', 'public.board', 'anon');
-  `)
+  `,
+  )
 })
 
 t.test('a write runs, shows its result, and is rolled back', async (t) => {
@@ -55,10 +58,17 @@ t.test('a write runs, shows its result, and is rolled back', async (t) => {
 })
 
 t.test('claims as for a real call: auth.uid(), auth.role() and the policies', async (t) => {
-  const who = await query({ sql: 'SELECT auth.uid() AS uid, auth.role() AS role, current_user AS db_role', as: 'authenticated', user_id: user })
+  const who = await query({
+    sql: 'SELECT auth.uid() AS uid, auth.role() AS role, current_user AS db_role',
+    as: 'authenticated',
+    user_id: user,
+  })
   t.equal(who.status, 200)
   t.same(who.body.rows, [{ uid: user, role: 'authenticated', db_role: x.roles.auth }])
-  t.same(who.body.fields.map((f: { name: string }) => f.name), ['uid', 'role', 'db_role'])
+  t.same(
+    who.body.fields.map((f: { name: string }) => f.name),
+    ['uid', 'role', 'db_role'],
+  )
 
   const mine = await query({ sql: 'SELECT count(*)::int AS n FROM public.items', as: 'authenticated', user_id: user })
   t.same(mine.body.rows, [{ n: 10 }], 'the user sees its own rows')
@@ -83,7 +93,11 @@ t.test('refusals come back as the gateway gives them', async (t) => {
   t.equal(grant.body.hint, 'GRANT INSERT ON public.board TO anon;')
   t.equal(grant.body.rolled_back, true)
 
-  const rls = await query({ sql: `INSERT INTO public.items VALUES (600, '${randomUUID()}', 'forged')`, as: 'authenticated', user_id: user })
+  const rls = await query({
+    sql: `INSERT INTO public.items VALUES (600, '${randomUUID()}', 'forged')`,
+    as: 'authenticated',
+    user_id: user,
+  })
   t.equal(rls.status, 403)
   t.equal(rls.body.code, 'permission_denied')
   t.equal(rls.body.sqlstate, '42501')
@@ -112,10 +126,16 @@ t.test('the statement timeout cancels a long statement', async (t) => {
 })
 
 t.test('nothing a statement leaves in the session survives it', async (t) => {
-  const prep = await query({ sql: "DO $$ BEGIN EXECUTE 'PREPARE leftover AS SELECT 1'; PERFORM set_config('app.mark', 'x', false); END $$", as: 'svc' })
+  const prep = await query({
+    sql: "DO $$ BEGIN EXECUTE 'PREPARE leftover AS SELECT 1'; PERFORM set_config('app.mark', 'x', false); END $$",
+    as: 'svc',
+  })
   t.equal(prep.status, 200)
   for (let i = 0; i < 3; i++) {
-    const after = await query({ sql: "SELECT current_setting('app.mark', true) AS mark, (SELECT count(*)::int FROM pg_prepared_statements) AS prepared", as: 'svc' })
+    const after = await query({
+      sql: "SELECT current_setting('app.mark', true) AS mark, (SELECT count(*)::int FROM pg_prepared_statements) AS prepared",
+      as: 'svc',
+    })
     t.equal(after.body.rows[0].prepared, 0, 'no prepared statement left')
     t.not(after.body.rows[0].mark, 'x', 'no session setting left')
   }
@@ -134,7 +154,7 @@ t.test('bad input: clear 400s', async (t) => {
     [{ sql: '/* a /* nested */ comment */ -- and a line\n  begin', as: 'svc' }, /BEGIN is not allowed/],
     [{ sql: 'set role postgres', as: 'svc' }, /SET is not allowed/],
     [{ sql: '-- only a comment', as: 'svc' }, /holds no statement/],
-    [['SELECT 1'], /JSON object/]
+    [['SELECT 1'], /JSON object/],
   ]
   for (const [body, message] of cases) {
     const r = await query(body)
@@ -142,7 +162,11 @@ t.test('bad input: clear 400s', async (t) => {
     t.equal(r.body.code, 'validation_failed')
     t.match(r.body.message, message)
   }
-  const res = await fetch(`${stack.panelUrl}${path()}`, { method: 'POST', headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' }, body: '{"sql":' })
+  const res = await fetch(`${stack.panelUrl}${path()}`, {
+    method: 'POST',
+    headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
+    body: '{"sql":',
+  })
   t.equal(res.status, 400)
   t.equal(((await res.json()) as { code: string }).code, 'bad_request')
   t.equal(await count(), 11)

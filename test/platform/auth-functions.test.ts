@@ -17,7 +17,13 @@ t.test('auth helper functions', async (t) => {
   const read = 'SELECT auth.uid()::text AS uid, auth.role() AS role, auth.email() AS email, auth.jwt() AS jwt'
 
   await t.test('auth.uid() is the sub of the claims set in the transaction', async (t) => {
-    const claims = { sub: USER, role: a.roles.auth, email: 'ann@example.com', aud: 'authenticated', app_metadata: { provider: 'email' } }
+    const claims = {
+      sub: USER,
+      role: a.roles.auth,
+      email: 'ann@example.com',
+      aud: 'authenticated',
+      app_metadata: { provider: 'email' },
+    }
     const row = await asRole(rest, a.roles.auth, async (c) => (await c.query(read)).rows[0], claims)
     t.same(row, { uid: USER, role: 'authenticated', email: 'ann@example.com', jwt: claims })
     // A new transaction on the same connection starts without claims.
@@ -38,12 +44,19 @@ t.test('auth helper functions', async (t) => {
 
   await t.test('auth.role() maps role names and passes other values through', async (t) => {
     const cases: Array<[string, string]> = [
-      [a.roles.anon, 'anon'], [a.roles.auth, 'authenticated'], [a.roles.svc, 'service_role'],
-      ['authenticated', 'authenticated'], ['anon', 'anon'], ['service_role', 'service_role'],
-      ['t_0000000000_auth', 't_0000000000_auth'], ['custom', 'custom']
+      [a.roles.anon, 'anon'],
+      [a.roles.auth, 'authenticated'],
+      [a.roles.svc, 'service_role'],
+      ['authenticated', 'authenticated'],
+      ['anon', 'anon'],
+      ['service_role', 'service_role'],
+      ['t_0000000000_auth', 't_0000000000_auth'],
+      ['custom', 'custom'],
     ]
     for (const [claim, expected] of cases) {
-      const role = await asRole(rest, a.roles.anon, async (c) => (await c.query('SELECT auth.role() AS r')).rows[0].r, { role: claim })
+      const role = await asRole(rest, a.roles.anon, async (c) => (await c.query('SELECT auth.role() AS r')).rows[0].r, {
+        role: claim,
+      })
       t.equal(role, expected, `claim role ${claim} -> ${expected}`)
     }
     const none = await withClient(a.ownerUrl, async (c) => (await c.query(read)).rows[0])
@@ -52,7 +65,10 @@ t.test('auth helper functions', async (t) => {
 
   await t.test('legacy per-claim settings (PostgREST < 9) still work', async (t) => {
     const row = await asRole(rest, a.roles.auth, async (c) => {
-      await c.query("SELECT set_config('request.jwt.claim.sub', $1, true), set_config('request.jwt.claim.role', $2, true), set_config('request.jwt.claim.email', 'old@example.com', true)", [OTHER, a.roles.auth])
+      await c.query(
+        "SELECT set_config('request.jwt.claim.sub', $1, true), set_config('request.jwt.claim.role', $2, true), set_config('request.jwt.claim.email', 'old@example.com', true)",
+        [OTHER, a.roles.auth],
+      )
       return (await c.query('SELECT auth.uid()::text AS uid, auth.role() AS role, auth.email() AS email')).rows[0]
     })
     t.same(row, { uid: OTHER, role: 'authenticated', email: 'old@example.com' })
@@ -60,53 +76,119 @@ t.test('auth helper functions', async (t) => {
 
   await t.test('a policy on auth.uid() lets each user see only their rows', async (t) => {
     await withClient(a.ownerUrl, async (c) => {
-      await c.query('CREATE TABLE public.todos (id serial PRIMARY KEY, owner_id uuid NOT NULL REFERENCES auth.users (id), title text)')
+      await c.query(
+        'CREATE TABLE public.todos (id serial PRIMARY KEY, owner_id uuid NOT NULL REFERENCES auth.users (id), title text)',
+      )
       await c.query('ALTER TABLE public.todos ENABLE ROW LEVEL SECURITY')
-      await c.query("CREATE POLICY own ON public.todos FOR SELECT TO authenticated USING (owner_id = auth.uid() AND auth.role() = 'authenticated')")
+      await c.query(
+        "CREATE POLICY own ON public.todos FOR SELECT TO authenticated USING (owner_id = auth.uid() AND auth.role() = 'authenticated')",
+      )
       await c.query("SELECT platform.grant('select', 'public.todos', 'auth')")
     })
     // The auth engine's login owns auth.users.
-    await withClient(a.file.engines!.auth!, (c) => c.query(
-      "INSERT INTO auth.users (id, aud, role, email, created_at) VALUES ($1, 'authenticated', 'authenticated', 'a@x', now()), ($2, 'authenticated', 'authenticated', 'b@x', now())", [USER, OTHER]))
-    await withClient(a.ownerUrl, (c) => c.query("INSERT INTO public.todos (owner_id, title) VALUES ($1, 'mine'), ($2, 'theirs')", [USER, OTHER]))
-    const mine = await asRole(rest, a.roles.auth, async (c) => (await c.query('SELECT title FROM public.todos')).rows, { sub: USER, role: a.roles.auth })
+    await withClient(a.file.engines!.auth!, (c) =>
+      c.query(
+        "INSERT INTO auth.users (id, aud, role, email, created_at) VALUES ($1, 'authenticated', 'authenticated', 'a@x', now()), ($2, 'authenticated', 'authenticated', 'b@x', now())",
+        [USER, OTHER],
+      ),
+    )
+    await withClient(a.ownerUrl, (c) =>
+      c.query("INSERT INTO public.todos (owner_id, title) VALUES ($1, 'mine'), ($2, 'theirs')", [USER, OTHER]),
+    )
+    const mine = await asRole(rest, a.roles.auth, async (c) => (await c.query('SELECT title FROM public.todos')).rows, {
+      sub: USER,
+      role: a.roles.auth,
+    })
     t.same(mine, [{ title: 'mine' }], 'claims role as Postgres role name')
-    const same = await asRole(rest, a.roles.auth, async (c) => (await c.query('SELECT title FROM public.todos')).rows, { sub: USER, role: 'authenticated' })
+    const same = await asRole(rest, a.roles.auth, async (c) => (await c.query('SELECT title FROM public.todos')).rows, {
+      sub: USER,
+      role: 'authenticated',
+    })
     t.same(same, [{ title: 'mine' }], 'claims role as GoTrue writes it')
-    const anon = await asRole(rest, a.roles.anon, async (c) => (await c.query('SELECT count(*)::int AS n FROM public.todos')).rows[0].n)
-      .catch((err: { code?: string }) => err.code)
+    const anon = await asRole(
+      rest,
+      a.roles.anon,
+      async (c) => (await c.query('SELECT count(*)::int AS n FROM public.todos')).rows[0].n,
+    ).catch((err: { code?: string }) => err.code)
     t.equal(anon, '42501', 'anon has no grant')
-    const svc = await asRole(rest, a.roles.svc, async (c) => (await c.query('SELECT count(*)::int AS n FROM public.todos')).rows[0].n)
+    const svc = await asRole(
+      rest,
+      a.roles.svc,
+      async (c) => (await c.query('SELECT count(*)::int AS n FROM public.todos')).rows[0].n,
+    )
     t.equal(svc, 2, 'svc bypasses RLS')
   })
 
   await t.test('the auth tables are owned by the auth engine login', async (t) => {
-    const r = await adminQuery<{ owner: string, name: string }>(`
+    const r = await adminQuery<{ owner: string; name: string }>(
+      `
       SELECT pg_get_userbyid(c.relowner) AS owner, c.relname AS name FROM pg_class c
-        JOIN pg_namespace n ON n.oid = c.relnamespace WHERE n.nspname = 'auth' AND c.relkind = 'r' ORDER BY 2`, [], a.database)
-    const gotrue = ['audit_log_entries', 'flow_state', 'identities', 'instances', 'mfa_amr_claims', 'mfa_challenges',
-      'mfa_factors', 'oauth_client_states', 'one_time_tokens', 'refresh_tokens', 'sessions', 'users']
+        JOIN pg_namespace n ON n.oid = c.relnamespace WHERE n.nspname = 'auth' AND c.relkind = 'r' ORDER BY 2`,
+      [],
+      a.database,
+    )
+    const gotrue = [
+      'audit_log_entries',
+      'flow_state',
+      'identities',
+      'instances',
+      'mfa_amr_claims',
+      'mfa_challenges',
+      'mfa_factors',
+      'oauth_client_states',
+      'one_time_tokens',
+      'refresh_tokens',
+      'sessions',
+      'users',
+    ]
     const names = r.rows.map((row) => row.name)
-    t.same(gotrue.filter((n) => !names.includes(n)), [], 'every GoTrue table of docs/auth-protocol.md §7 exists')
+    t.same(
+      gotrue.filter((n) => !names.includes(n)),
+      [],
+      'every GoTrue table of docs/auth-protocol.md §7 exists',
+    )
     t.same([...new Set(r.rows.map((row) => row.owner))], [a.roles.authn], 'all owned by the auth engine login')
-    const schema = await adminQuery<{ owner: string }>("SELECT pg_get_userbyid(nspowner) AS owner FROM pg_namespace WHERE nspname = 'auth'", [], a.database)
+    const schema = await adminQuery<{ owner: string }>(
+      "SELECT pg_get_userbyid(nspowner) AS owner FROM pg_namespace WHERE nspname = 'auth'",
+      [],
+      a.database,
+    )
     t.equal(schema.rows[0].owner, a.roles.authn)
-    const pub = await adminQuery<{ owner: string }>("SELECT pg_get_userbyid(nspowner) AS owner FROM pg_namespace WHERE nspname = 'public'", [], a.database)
-    t.equal(pub.rows[0].owner, a.roles.owner, 'public is the owner\'s')
-    const cols = await adminQuery<{ column_name: string, data_type: string }>(`
+    const pub = await adminQuery<{ owner: string }>(
+      "SELECT pg_get_userbyid(nspowner) AS owner FROM pg_namespace WHERE nspname = 'public'",
+      [],
+      a.database,
+    )
+    t.equal(pub.rows[0].owner, a.roles.owner, "public is the owner's")
+    const cols = await adminQuery<{ column_name: string; data_type: string }>(
+      `
       SELECT column_name, data_type FROM information_schema.columns
        WHERE table_schema = 'auth' AND table_name = 'users' AND column_name IN ('id', 'confirmed_at', 'phone', 'is_anonymous')
-       ORDER BY column_name`, [], a.database)
+       ORDER BY column_name`,
+      [],
+      a.database,
+    )
     t.same(cols.rows, [
       { column_name: 'confirmed_at', data_type: 'timestamp with time zone' },
       { column_name: 'id', data_type: 'uuid' },
       { column_name: 'is_anonymous', data_type: 'boolean' },
-      { column_name: 'phone', data_type: 'text' }
+      { column_name: 'phone', data_type: 'text' },
     ])
-    const created = await withClient(a.ownerUrl, async (c) => (await c.query(
-      "SELECT has_schema_privilege('public', 'CREATE') AS pub, has_schema_privilege('auth', 'CREATE') AS auth")).rows[0])
+    const created = await withClient(
+      a.ownerUrl,
+      async (c) =>
+        (
+          await c.query(
+            "SELECT has_schema_privilege('public', 'CREATE') AS pub, has_schema_privilege('auth', 'CREATE') AS auth",
+          )
+        ).rows[0],
+    )
     t.same(created, { pub: true, auth: false }, 'the owner creates in public, not in auth')
-    const restCreate = await asRole(rest, a.roles.anon, async (c) => (await c.query("SELECT has_schema_privilege('public', 'CREATE') AS c")).rows[0].c)
+    const restCreate = await asRole(
+      rest,
+      a.roles.anon,
+      async (c) => (await c.query("SELECT has_schema_privilege('public', 'CREATE') AS c")).rows[0].c,
+    )
     t.equal(restCreate, false, 'request roles cannot create in public')
   })
 
@@ -116,7 +198,9 @@ t.test('auth helper functions', async (t) => {
     t.teardown(() => listener.end())
     const got: string[] = []
     const next = () => new Promise<void>((resolve) => listener.once('notification', () => resolve()))
-    listener.on('notification', (n) => { if (n.channel === 'pgrst') got.push(n.payload ?? '') })
+    listener.on('notification', (n) => {
+      if (n.channel === 'pgrst') got.push(n.payload ?? '')
+    })
     await listener.query('LISTEN pgrst')
     let wait = next()
     await withClient(a.ownerUrl, (c) => c.query('CREATE TABLE public.reload_me (x int)'))
@@ -125,6 +209,9 @@ t.test('auth helper functions', async (t) => {
     await withClient(a.ownerUrl, (c) => c.query('DROP TABLE public.reload_me'))
     await wait
     t.ok(got.length >= 2, 'one notification per DDL statement')
-    t.ok(got.every((p) => p === 'reload schema'), 'payload is "reload schema"')
+    t.ok(
+      got.every((p) => p === 'reload schema'),
+      'payload is "reload schema"',
+    )
   })
 })

@@ -31,7 +31,7 @@ const TRAP = `
   BEGIN PERFORM public.steal(); RETURN pg_catalog.current_setting($1::text); END $f$;
 `
 
-t.test('the auth engine never calls the owner\'s public.lower(varchar)', async (t) => {
+t.test("the auth engine never calls the owner's public.lower(varchar)", async (t) => {
   const h = await startAuth(t)
   const x = h.list[0]!
   await h.ownerQuery(x, TRAP)
@@ -42,15 +42,24 @@ t.test('the auth engine never calls the owner\'s public.lower(varchar)', async (
   t.error(up.error, 'sign-up works')
   await c.signOut()
   const dup = await c.signUp({ email: e, password: 'other-secret' })
-  t.ok(dup.error !== null || dup.data.user?.identities?.length === 0, 'a second sign-up finds the first (lower(email) compared)')
+  t.ok(
+    dup.error !== null || dup.data.user?.identities?.length === 0,
+    'a second sign-up finds the first (lower(email) compared)',
+  )
   const inAgain = await c.signInWithPassword({ email: e.toUpperCase(), password: 'secret123' })
   t.error(inAgain.error, 'sign-in by e-mail in other case works')
 
-  const loot = await h.ownerQuery<{ who: string, what: string }>(x, 'SELECT who, what FROM public.loot')
+  const loot = await h.ownerQuery<{ who: string; what: string }>(x, 'SELECT who, what FROM public.loot')
   t.same(loot.rows, [], 'the trap never ran')
   const setting = await adminQuery<{ setconfig: string[] }>(
-    `SELECT s.setconfig FROM pg_db_role_setting s JOIN pg_roles r ON r.oid = s.setrole WHERE r.rolname = $1`, [x.roles.authn])
-  t.same(setting.rows.map((r) => r.setconfig), [['search_path=pg_catalog, pg_temp']], 'the engine login\'s search_path is pinned')
+    `SELECT s.setconfig FROM pg_db_role_setting s JOIN pg_roles r ON r.oid = s.setrole WHERE r.rolname = $1`,
+    [x.roles.authn],
+  )
+  t.same(
+    setting.rows.map((r) => r.setconfig),
+    [['search_path=pg_catalog, pg_temp']],
+    "the engine login's search_path is pinned",
+  )
 })
 
 t.test('the REST engine login and the migration runner are pinned too', async (t) => {
@@ -59,15 +68,25 @@ t.test('the REST engine login and the migration runner are pinned too', async (t
   await h.ownerQuery(x, TRAP)
   for (const role of [x.roles.rest, `${x.roles.anon}_probe`, `${x.roles.auth}_probe`, `${x.roles.svc}_probe`]) {
     const setting = await adminQuery<{ setconfig: string[] }>(
-      'SELECT s.setconfig FROM pg_db_role_setting s JOIN pg_roles r ON r.oid = s.setrole WHERE r.rolname = $1', [role])
-    t.same(setting.rows.map((r) => r.setconfig), [['search_path=pg_catalog, pg_temp']], `${role}: pinned`)
+      'SELECT s.setconfig FROM pg_db_role_setting s JOIN pg_roles r ON r.oid = s.setrole WHERE r.rolname = $1',
+      [role],
+    )
+    t.same(
+      setting.rows.map((r) => r.setconfig),
+      [['search_path=pg_catalog, pg_temp']],
+      `${role}: pinned`,
+    )
   }
   // The migration runner works as superuser inside this database: its connection resolves
   // format(), current_setting() ... in pg_catalog only. Re-running the login migration (as
   // `tenants migrate` does after a password change) springs no trap and is idempotent.
   const admin = await connectAdmin(withDatabase(adminUrl(), x.database))
   try {
-    t.equal((await admin.query('SHOW search_path')).rows[0].search_path.replace(/ /g, ''), 'pg_catalog,pg_temp', 'the admin connection is pinned')
+    t.equal(
+      (await admin.query('SHOW search_path')).rows[0].search_path.replace(/ /g, ''),
+      'pg_catalog,pg_temp',
+      'the admin connection is pinned',
+    )
     t.equal((await admin.query("SELECT format('%s', 'x') AS v")).rows[0].v, 'x')
   } finally {
     await admin.end()

@@ -35,7 +35,12 @@ const SUPABASE_MIGRATION = `
 t.test('a Supabase-style migration granting to service_role applies and each key sees what it should', async (t) => {
   await stack.owner(x, SUPABASE_MIGRATION)
   const [ada, bob] = [randomUUID(), randomUUID()]
-  await stack.owner(x, 'insert into public.todos (user_id, task) values ($1, $2), ($3, $4)', [ada, 'ada\'s', bob, 'bob\'s'])
+  await stack.owner(x, 'insert into public.todos (user_id, task) values ($1, $2), ($3, $4)', [
+    ada,
+    "ada's",
+    bob,
+    "bob's",
+  ])
 
   const anon = await gatewayCall(stack, x, '/rest/v1/todos?select=task')
   t.equal(anon.status, 200, 'anon reaches the table through the grant to anon')
@@ -44,38 +49,59 @@ t.test('a Supabase-style migration granting to service_role applies and each key
   const token = await userToken(x, ada)
   const mine = await gatewayCall(stack, x, '/rest/v1/todos?select=task', { token })
   t.equal(mine.status, 200)
-  t.same(mine.body, [{ task: 'ada\'s' }], 'a user reads its own rows (grant to authenticated)')
+  t.same(mine.body, [{ task: "ada's" }], 'a user reads its own rows (grant to authenticated)')
   const added = await gatewayCall(stack, x, '/rest/v1/todos', { method: 'POST', token, body: { task: 'new' } })
   t.equal(added.status, 201, 'and writes them')
 
   const all = await gatewayCall(stack, x, '/rest/v1/todos?select=task&order=id', { key: 'secret' })
   t.equal(all.status, 200, 'the secret key reaches the table')
-  t.same(all.body.map((r: { task: string }) => r.task), ['ada\'s', 'bob\'s', 'new'], 'every row (BYPASSRLS)')
+  t.same(
+    all.body.map((r: { task: string }) => r.task),
+    ["ada's", "bob's", 'new'],
+    'every row (BYPASSRLS)',
+  )
 
-  const groups = await adminQuery<{ rolname: string, member: boolean }>(
+  const groups = await adminQuery<{ rolname: string; member: boolean }>(
     `SELECT g.rolname, pg_has_role($1, g.oid, 'USAGE') AS member FROM pg_roles g
-      WHERE g.rolname IN ('anon', 'authenticated', 'service_role') ORDER BY 1`, [x.roles.svc])
-  t.same(groups.rows, [
-    { rolname: 'anon', member: false },
-    { rolname: 'authenticated', member: false },
-    { rolname: 'service_role', member: true }
-  ], 'the svc role inherits service_role only')
+      WHERE g.rolname IN ('anon', 'authenticated', 'service_role') ORDER BY 1`,
+    [x.roles.svc],
+  )
+  t.same(
+    groups.rows,
+    [
+      { rolname: 'anon', member: false },
+      { rolname: 'authenticated', member: false },
+      { rolname: 'service_role', member: true },
+    ],
+    'the svc role inherits service_role only',
+  )
 })
 
 t.test('the hint of a missing grant is the plain GRANT that works', async (t) => {
   // The secret key's role gets every table of public by default privileges: take them back here.
-  await stack.owner(x, `create table public.notes (id int primary key, body text); grant select on public.notes to authenticated;
-    revoke all on public.notes from "${x.roles.svc}";`)
+  await stack.owner(
+    x,
+    `create table public.notes (id int primary key, body text); grant select on public.notes to authenticated;
+    revoke all on public.notes from "${x.roles.svc}";`,
+  )
   const anon = await gatewayCall(stack, x, '/rest/v1/notes')
   t.equal(anon.body.code, 'unknown_table')
   t.match(anon.body.hint, 'GRANT SELECT ON public.notes TO anon;')
   t.notMatch(anon.body.hint, /cannot/)
-  const svc = await gatewayCall(stack, x, '/rest/v1/notes', { method: 'POST', key: 'secret', body: { id: 1, body: 'x' } })
+  const svc = await gatewayCall(stack, x, '/rest/v1/notes', {
+    method: 'POST',
+    key: 'secret',
+    body: { id: 1, body: 'x' },
+  })
   t.equal(svc.body.code, 'unknown_table')
   t.match(svc.body.hint, 'GRANT INSERT ON public.notes TO service_role;')
   // The owner runs the hint as written; the secret key's call then goes through.
   await stack.owner(x, 'GRANT INSERT ON public.notes TO service_role;')
-  t.equal((await gatewayCall(stack, x, '/rest/v1/notes', { method: 'POST', key: 'secret', body: { id: 1, body: 'x' } })).status, 201)
+  t.equal(
+    (await gatewayCall(stack, x, '/rest/v1/notes', { method: 'POST', key: 'secret', body: { id: 1, body: 'x' } }))
+      .status,
+    201,
+  )
 })
 
 t.test('tenants migrate gives a database provisioned before service_role its membership', async (t) => {
@@ -85,11 +111,16 @@ t.test('tenants migrate gives a database provisioned before service_role its mem
   await adminQuery('DELETE FROM platform.schema_migrations WHERE version = 180', [], y.database)
   const r = await migrateDatabase(withDatabase(process.env.DATABASE_URL!, y.database))
   t.match(r.applied, [/0180_service_role/])
-  const after = await adminQuery<{ inherit: boolean, member: boolean }>(
-    "SELECT rolinherit AS inherit, pg_has_role(rolname, 'service_role', 'USAGE') AS member FROM pg_roles WHERE rolname = $1", [y.roles.svc])
+  const after = await adminQuery<{ inherit: boolean; member: boolean }>(
+    "SELECT rolinherit AS inherit, pg_has_role(rolname, 'service_role', 'USAGE') AS member FROM pg_roles WHERE rolname = $1",
+    [y.roles.svc],
+  )
   t.same(after.rows, [{ inherit: true, member: true }])
-  await stack.owner(y, `create table public.t (id int); insert into public.t values (1);
-    revoke all on public.t from "${y.roles.svc}"; grant select on public.t to service_role;`)
+  await stack.owner(
+    y,
+    `create table public.t (id int); insert into public.t values (1);
+    revoke all on public.t from "${y.roles.svc}"; grant select on public.t to service_role;`,
+  )
   const read = await gatewayCall(stack, y, '/rest/v1/t', { key: 'secret' })
   t.same([read.status, read.body], [200, [{ id: 1 }]])
 })

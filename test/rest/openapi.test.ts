@@ -38,16 +38,30 @@ t.test('OpenAPI root', async (t) => {
     const get = d.paths['/items'].get
     t.same(get.tags, ['items'])
     t.equal(get.summary, 'Things in stock', 'from COMMENT ON TABLE')
-    t.same(get.parameters.slice(0, 2), [{ $ref: '#/parameters/rowFilter.items.id' }, { $ref: '#/parameters/rowFilter.items.name' }])
-    t.same(get.parameters.slice(-7).map((p: any) => p.$ref), ['select', 'order', 'range', 'rangeUnit', 'offset', 'limit', 'preferCount'].map((n) => `#/parameters/${n}`))
+    t.same(get.parameters.slice(0, 2), [
+      { $ref: '#/parameters/rowFilter.items.id' },
+      { $ref: '#/parameters/rowFilter.items.name' },
+    ])
+    t.same(
+      get.parameters.slice(-7).map((p: any) => p.$ref),
+      ['select', 'order', 'range', 'rangeUnit', 'offset', 'limit', 'preferCount'].map((n) => `#/parameters/${n}`),
+    )
     t.same(get.responses['200'].schema, { type: 'array', items: { $ref: '#/definitions/items' } })
-    t.same(d.paths['/items'].post.parameters, [{ $ref: '#/parameters/body.items' }, { $ref: '#/parameters/select' }, { $ref: '#/parameters/preferPost' }])
+    t.same(d.paths['/items'].post.parameters, [
+      { $ref: '#/parameters/body.items' },
+      { $ref: '#/parameters/select' },
+      { $ref: '#/parameters/preferPost' },
+    ])
     t.same(d.paths['/items'].post.responses, { 201: { description: 'Created' } })
 
     const items = d.definitions.items
     t.equal(items.type, 'object')
     t.equal(items.description, 'Things in stock')
-    t.same(items.properties.id, { format: 'integer', type: 'integer', description: 'Note:\nThis is a Primary Key.<pk/>' })
+    t.same(items.properties.id, {
+      format: 'integer',
+      type: 'integer',
+      description: 'Note:\nThis is a Primary Key.<pk/>',
+    })
     t.same(items.properties.name, { format: 'text', type: 'string', description: 'What it is called' })
     t.same(items.properties.price, { format: 'numeric', type: 'number' })
     t.same(items.properties.tags, { type: 'array', format: 'text[]', items: { format: 'text', type: 'string' } })
@@ -55,15 +69,33 @@ t.test('OpenAPI root', async (t) => {
     t.same(items.properties.author_id, {
       format: 'integer',
       type: 'integer',
-      description: "Note:\nThis is a Foreign Key to `authors.id`.<fk table='authors' column='id'/>"
+      description: "Note:\nThis is a Foreign Key to `authors.id`.<fk table='authors' column='id'/>",
     })
     t.ok(items.required.includes('name'))
     t.notOk(items.required.includes('qty'), 'a column with a default is not required')
     t.notOk(items.required.includes('id'), 'nor an identity column')
     t.same(d.definitions.kv.required, ['k'], 'a primary key without a default is')
-    t.same(d.parameters['rowFilter.items.price'], { name: 'price', required: false, in: 'query', type: 'string', format: 'numeric' })
-    t.same(d.parameters['body.items'], { name: 'items', description: 'items', required: false, in: 'body', schema: { $ref: '#/definitions/items' } })
-    t.same(d.parameters.preferPost.enum, ['return=representation', 'return=minimal', 'return=none', 'resolution=ignore-duplicates', 'resolution=merge-duplicates'])
+    t.same(d.parameters['rowFilter.items.price'], {
+      name: 'price',
+      required: false,
+      in: 'query',
+      type: 'string',
+      format: 'numeric',
+    })
+    t.same(d.parameters['body.items'], {
+      name: 'items',
+      description: 'items',
+      required: false,
+      in: 'body',
+      schema: { $ref: '#/definitions/items' },
+    })
+    t.same(d.parameters.preferPost.enum, [
+      'return=representation',
+      'return=minimal',
+      'return=none',
+      'resolution=ignore-duplicates',
+      'resolution=merge-duplicates',
+    ])
 
     const rpc = d.paths['/rpc/add_them']
     t.equal(rpc.post.summary, 'Adds two numbers')
@@ -72,13 +104,19 @@ t.test('OpenAPI root', async (t) => {
       in: 'body',
       name: 'args',
       required: true,
-      schema: { type: 'object', properties: { a: { format: 'integer', type: 'integer' }, b: { format: 'integer', type: 'integer' } }, required: ['a', 'b'] }
+      schema: {
+        type: 'object',
+        properties: { a: { format: 'integer', type: 'integer' }, b: { format: 'integer', type: 'integer' } },
+        required: ['a', 'b'],
+      },
     })
     t.same(rpc.get.parameters, [
       { in: 'query', name: 'a', required: true, format: 'integer', type: 'integer' },
-      { in: 'query', name: 'b', required: true, format: 'integer', type: 'integer' }
+      { in: 'query', name: 'b', required: true, format: 'integer', type: 'integer' },
     ])
-    t.same(d.paths['/rpc/hello'].get.parameters, [{ in: 'query', name: 'name', required: false, format: 'text', type: 'string' }])
+    t.same(d.paths['/rpc/hello'].get.parameters, [
+      { in: 'query', name: 'name', required: false, format: 'text', type: 'string' },
+    ])
   })
 
   t.test('another role sees what it can use', async (t) => {
@@ -86,7 +124,7 @@ t.test('OpenAPI root', async (t) => {
     t.same(Object.keys(auth.paths['/secrets']), ['get'], 'SELECT granted to the signed-in role')
     t.ok(auth.definitions.secrets)
     const svc = await doc('svc')
-    t.ok(svc.paths['/rpc/secret_fn'], 'the secret key\'s role holds EXECUTE')
+    t.ok(svc.paths['/rpc/secret_fn'], "the secret key's role holds EXECUTE")
   })
 
   t.test('behind the gateway: host and basePath the client uses', async (t) => {
@@ -107,7 +145,12 @@ t.test('OpenAPI root', async (t) => {
     t.equal(json.status, 200)
     const csv = await fx.call('GET', '/', { headers: { accept: 'text/csv' } })
     t.equal(csv.status, 406)
-    t.same(csv.json(), { code: 'PGRST107', message: 'None of these media types are available: text/csv', details: null, hint: null })
+    t.same(csv.json(), {
+      code: 'PGRST107',
+      message: 'None of these media types are available: text/csv',
+      details: null,
+      hint: null,
+    })
     const prof = await fx.call('GET', '/', { headers: { 'accept-profile': 'private' } })
     t.equal(prof.status, 406)
     t.equal(prof.json().code, 'PGRST106')

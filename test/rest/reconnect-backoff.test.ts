@@ -10,28 +10,50 @@ import type { AddressInfo } from 'node:net'
 import { buildRestEngine, restEngineOf } from '../../src/rest/index.js'
 import { createRestFixture, TEST_CONFIG } from '../helpers/rest-fixture.js'
 
-interface Relay { url (base: string): string, attempts: number, down: boolean, cut (): void }
+interface Relay {
+  url(base: string): string
+  attempts: number
+  down: boolean
+  cut(): void
+}
 
-async function relayTo (t: { teardown (fn: () => unknown): void }, target: URL): Promise<Relay> {
+async function relayTo(t: { teardown(fn: () => unknown): void }, target: URL): Promise<Relay> {
   const open = new Set<net.Socket>()
   const relay: Relay = {
     attempts: 0,
     down: false,
-    url: (base) => { const u = new URL(base); u.host = `127.0.0.1:${port}`; return u.toString() },
-    cut: () => { for (const s of open) s.destroy(); open.clear() }
+    url: (base) => {
+      const u = new URL(base)
+      u.host = `127.0.0.1:${port}`
+      return u.toString()
+    },
+    cut: () => {
+      for (const s of open) s.destroy()
+      open.clear()
+    },
   }
   const server = net.createServer((sock) => {
     relay.attempts++
-    if (relay.down) { sock.destroy(); return }
+    if (relay.down) {
+      sock.destroy()
+      return
+    }
     const up = net.connect(Number(target.port || 5432), target.hostname)
-    open.add(sock); open.add(up)
+    open.add(sock)
+    open.add(up)
     sock.on('error', () => up.destroy())
     up.on('error', () => sock.destroy())
     sock.pipe(up).pipe(sock)
   })
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
   const port = (server.address() as AddressInfo).port
-  t.teardown(() => new Promise<void>((resolve) => { relay.cut(); server.close(() => resolve()) }))
+  t.teardown(
+    () =>
+      new Promise<void>((resolve) => {
+        relay.cut()
+        server.close(() => resolve())
+      }),
+  )
   return relay
 }
 
@@ -42,7 +64,7 @@ t.test('a database that refuses: 503 at once with Retry-After, few attempts, rec
   const tenant = { ...fx.tenant, engines: { ...fx.tenant.engines, rest: relay.url(fx.tenant.engines!.rest!) } }
   const app = buildRestEngine({
     config: { rest: { ...TEST_CONFIG.rest, reconnect_backoff_ms: 300, reconnect_backoff_max_ms: 1_200 } },
-    tenants: { get: async (db) => db === fx.database ? tenant : null }
+    tenants: { get: async (db) => (db === fx.database ? tenant : null) },
   })
   t.teardown(() => app.close())
   await app.listen({ port: 0, host: '127.0.0.1' })
@@ -59,11 +81,23 @@ t.test('a database that refuses: 503 at once with Retry-After, few attempts, rec
   const before = relay.attempts
   const answers = []
   for (let i = 0; i < 20; i++) answers.push(await get())
-  t.ok(answers.every((r) => r.status === 503), 'every request in the wait: 503')
-  const bodies = await Promise.all(answers.map(async (r) => await r.json() as { code: string }))
-  t.ok(bodies.every((b) => b.code === 'PGRST000'), 'PGRST000, as PostgREST')
-  t.ok(answers.every((r) => Number(r.headers.get('retry-after')) >= 1), 'with Retry-After')
-  t.ok(relay.attempts - before <= 2, `20 requests during the wait made ${relay.attempts - before} connection attempts, not 20`)
+  t.ok(
+    answers.every((r) => r.status === 503),
+    'every request in the wait: 503',
+  )
+  const bodies = await Promise.all(answers.map(async (r) => (await r.json()) as { code: string }))
+  t.ok(
+    bodies.every((b) => b.code === 'PGRST000'),
+    'PGRST000, as PostgREST',
+  )
+  t.ok(
+    answers.every((r) => Number(r.headers.get('retry-after')) >= 1),
+    'with Retry-After',
+  )
+  t.ok(
+    relay.attempts - before <= 2,
+    `20 requests during the wait made ${relay.attempts - before} connection attempts, not 20`,
+  )
 
   // Back up: after the wait one request probes and the engine serves again by itself.
   relay.down = false
@@ -75,59 +109,71 @@ t.test('a database that refuses: 503 at once with Retry-After, few attempts, rec
   t.equal(status, 200, 'recovered without a restart')
 })
 
-t.test('a 20 s outage (by the injected clock): the first request after the database is back within 1 s succeeds', async (t) => {
-  const fx = await createRestFixture(t)
-  const relay = await relayTo(t, new URL(fx.tenant.engines!.rest!))
-  const tenant = { ...fx.tenant, engines: { ...fx.tenant.engines, rest: relay.url(fx.tenant.engines!.rest!) } }
-  // The back-off and its probes read this clock: the outage lasts 20 s on it, not on the wall.
-  const clock = { ms: Date.now() }
-  const app = buildRestEngine({
-    config: TEST_CONFIG, // 1 s doubling up to 32 s, as PostgREST
-    tenants: { get: async (db) => db === fx.database ? tenant : null },
-    now: () => clock.ms
-  })
-  t.teardown(() => app.close())
-  await app.listen({ port: 0, host: '127.0.0.1' })
-  const engine = restEngineOf(app)
-  const base = `http://127.0.0.1:${(app.server.address() as AddressInfo).port}/${fx.database}`
-  const get = (table = 'authors') => fetch(`${base}/${table}?select=id`)
-  t.equal((await get()).status, 200)
+t.test(
+  'a 20 s outage (by the injected clock): the first request after the database is back within 1 s succeeds',
+  async (t) => {
+    const fx = await createRestFixture(t)
+    const relay = await relayTo(t, new URL(fx.tenant.engines!.rest!))
+    const tenant = { ...fx.tenant, engines: { ...fx.tenant.engines, rest: relay.url(fx.tenant.engines!.rest!) } }
+    // The back-off and its probes read this clock: the outage lasts 20 s on it, not on the wall.
+    const clock = { ms: Date.now() }
+    const app = buildRestEngine({
+      config: TEST_CONFIG, // 1 s doubling up to 32 s, as PostgREST
+      tenants: { get: async (db) => (db === fx.database ? tenant : null) },
+      now: () => clock.ms,
+    })
+    t.teardown(() => app.close())
+    await app.listen({ port: 0, host: '127.0.0.1' })
+    const engine = restEngineOf(app)
+    const base = `http://127.0.0.1:${(app.server.address() as AddressInfo).port}/${fx.database}`
+    const get = (table = 'authors') => fetch(`${base}/${table}?select=id`)
+    t.equal((await get()).status, 200)
 
-  relay.down = true
-  relay.cut()
-  const before = relay.attempts
-  const during: number[] = []
-  for (let ms = 0; ms < 20_000; ms += 250) {
-    clock.ms += 250
-    const r = await get()
-    during.push(r.status)
-    await r.arrayBuffer()
-    await engine.reconnectProbesSettled()
-  }
-  t.same([...new Set(during)], [503], 'every request of the outage: 503 at once')
-  const attempts = relay.attempts - before
-  t.ok(attempts <= 30, `80 requests over 20 s made ${attempts} connection attempts (about one probe a second)`)
-  const retry = await get()
-  t.equal(retry.status, 503)
-  t.equal(retry.headers.get('retry-after'), '1', 'clients are told to retry within the probe interval, not the grown wait')
-
-  // Postgres is ready again; a table is created at once.
-  relay.down = false
-  const readyAt = clock.ms
-  await fx.ownerSql("CREATE TABLE after_outage (id int PRIMARY KEY); INSERT INTO after_outage VALUES (7); SELECT platform.grant('SELECT', 'after_outage', 'anon')")
-  let status = 0
-  while (status !== 200 && clock.ms - readyAt <= 5_000) {
-    const r = await get()
-    status = r.status
-    await r.arrayBuffer()
-    if (status !== 200) {
+    relay.down = true
+    relay.cut()
+    const before = relay.attempts
+    const during: number[] = []
+    for (let ms = 0; ms < 20_000; ms += 250) {
+      clock.ms += 250
+      const r = await get()
+      during.push(r.status)
+      await r.arrayBuffer()
       await engine.reconnectProbesSettled()
-      clock.ms += 100
     }
-  }
-  t.equal(status, 200, 'served again')
-  t.ok(clock.ms - readyAt <= 1_000, `the first request ${clock.ms - readyAt} ms after the database was ready succeeded (goal: 1 s)`)
-  const created = await get('after_outage')
-  t.equal(created.status, 200, 'the table created as it came back is there')
-  t.same(await created.json(), [{ id: 7 }])
-})
+    t.same([...new Set(during)], [503], 'every request of the outage: 503 at once')
+    const attempts = relay.attempts - before
+    t.ok(attempts <= 30, `80 requests over 20 s made ${attempts} connection attempts (about one probe a second)`)
+    const retry = await get()
+    t.equal(retry.status, 503)
+    t.equal(
+      retry.headers.get('retry-after'),
+      '1',
+      'clients are told to retry within the probe interval, not the grown wait',
+    )
+
+    // Postgres is ready again; a table is created at once.
+    relay.down = false
+    const readyAt = clock.ms
+    await fx.ownerSql(
+      "CREATE TABLE after_outage (id int PRIMARY KEY); INSERT INTO after_outage VALUES (7); SELECT platform.grant('SELECT', 'after_outage', 'anon')",
+    )
+    let status = 0
+    while (status !== 200 && clock.ms - readyAt <= 5_000) {
+      const r = await get()
+      status = r.status
+      await r.arrayBuffer()
+      if (status !== 200) {
+        await engine.reconnectProbesSettled()
+        clock.ms += 100
+      }
+    }
+    t.equal(status, 200, 'served again')
+    t.ok(
+      clock.ms - readyAt <= 1_000,
+      `the first request ${clock.ms - readyAt} ms after the database was ready succeeded (goal: 1 s)`,
+    )
+    const created = await get('after_outage')
+    t.equal(created.status, 200, 'the table created as it came back is there')
+    t.same(await created.json(), [{ id: 7 }])
+  },
+)

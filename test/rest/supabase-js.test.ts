@@ -26,35 +26,50 @@ t.test('supabase-js through the gateway', async (t) => {
   const tt = await createTestTenant(t, {
     database,
     publicUrl: PUBLIC_URL,
-    upstreams: { auth: 'http://127.0.0.1:9/unused', rest: `http://127.0.0.1:${enginePort}/${database}` }
+    upstreams: { auth: 'http://127.0.0.1:9/unused', rest: `http://127.0.0.1:${enginePort}/${database}` },
   })
   await withClient(tt.ownerUrl, (c) => c.query(FIXTURE_SQL))
   tenants.set(database, tt.tenant)
 
-  const config = loadConfig({ env: {}, overrides: { public_url: PUBLIC_URL, log: { level: 'silent' }, gateway: { port: 0 } } })
+  const config = loadConfig({
+    env: {},
+    overrides: { public_url: PUBLIC_URL, log: { level: 'silent' }, gateway: { port: 0 } },
+  })
   const gateway = buildGateway({ config, tenants: lookup })
   await gateway.listen({ port: 0, host: '127.0.0.1' })
   t.teardown(() => gateway.close())
   const url = `http://127.0.0.1:${(gateway.server.address() as AddressInfo).port}/${database}`
 
-  const client = (accessToken?: string): SupabaseClient => createClient(url, tt.file.keys.public, {
-    auth: { persistSession: false, autoRefreshToken: false, detectSessionInUrl: false },
-    ...(accessToken ? { global: { headers: { Authorization: `Bearer ${accessToken}` } } } : {})
-  })
+  const client = (accessToken?: string): SupabaseClient =>
+    createClient(url, tt.file.keys.public, {
+      auth: { persistSession: false, autoRefreshToken: false, detectSessionInUrl: false },
+      ...(accessToken ? { global: { headers: { Authorization: `Bearer ${accessToken}` } } } : {}),
+    })
   const anon = client()
-  const userToken = await signHS256({ sub: ALICE, role: 'authenticated', email: 'alice@example.com' }, {
-    secret: tt.file.jwt.secret,
-    expiresInSeconds: 600,
-    issuer: tenantIssuer(tt.tenant, PUBLIC_URL),
-    audience: tt.tenant.jwt.aud
-  })
+  const userToken = await signHS256(
+    { sub: ALICE, role: 'authenticated', email: 'alice@example.com' },
+    {
+      secret: tt.file.jwt.secret,
+      expiresInSeconds: 600,
+      issuer: tenantIssuer(tt.tenant, PUBLIC_URL),
+      audience: tt.tenant.jwt.aud,
+    },
+  )
   const alice = client(userToken)
 
   t.test('select with filters and order', async (t) => {
-    const { data, error, status } = await anon.from('books').select('id,title').eq('author_id', 1).gt('year', 1968).order('year', { ascending: false })
+    const { data, error, status } = await anon
+      .from('books')
+      .select('id,title')
+      .eq('author_id', 1)
+      .gt('year', 1968)
+      .order('year', { ascending: false })
     t.equal(error, null)
     t.equal(status, 200)
-    t.same(data, [{ id: 3, title: 'The Dispossessed' }, { id: 2, title: 'The Left Hand of Darkness' }])
+    t.same(data, [
+      { id: 3, title: 'The Dispossessed' },
+      { id: 2, title: 'The Left Hand of Darkness' },
+    ])
     const more = await anon.from('books').select('id').in('id', [1, 4, 9]).like('title', '%a%').order('id')
     t.same(more.data, [{ id: 1 }, { id: 4 }])
     const nulls = await anon.from('books').select('id').is('price', null).order('id', { ascending: true })
@@ -85,12 +100,27 @@ t.test('supabase-js through the gateway', async (t) => {
   t.test('embedding', async (t) => {
     const { data, error } = await anon.from('books').select('title, authors(name), tags(name)').eq('id', 2)
     t.equal(error, null)
-    t.same(data, [{ title: 'The Left Hand of Darkness', authors: { name: 'Ursula Le Guin' }, tags: [{ name: 'classic' }, { name: 'award' }] }])
+    t.same(data, [
+      {
+        title: 'The Left Hand of Darkness',
+        authors: { name: 'Ursula Le Guin' },
+        tags: [{ name: 'classic' }, { name: 'award' }],
+      },
+    ])
     const inner = await anon.from('authors').select('name, books!inner(title)').eq('books.year', 1979)
     t.same(inner.data, [{ name: 'Octavia Butler', books: [{ title: 'Kindred' }] }])
-    const hinted = await anon.from('messages').select('body, sender:people!messages_sender_fkey(name)').order('id').limit(1)
+    const hinted = await anon
+      .from('messages')
+      .select('body, sender:people!messages_sender_fkey(name)')
+      .order('id')
+      .limit(1)
     t.same(hinted.data, [{ body: 'hi', sender: { name: 'Ann' } }])
-    const scoped = await anon.from('authors').select('name, books(title)').eq('id', 1).order('year', { referencedTable: 'books', ascending: false }).limit(1, { referencedTable: 'books' })
+    const scoped = await anon
+      .from('authors')
+      .select('name, books(title)')
+      .eq('id', 1)
+      .order('year', { referencedTable: 'books', ascending: false })
+      .limit(1, { referencedTable: 'books' })
     t.same(scoped.data, [{ name: 'Ursula Le Guin', books: [{ title: 'The Dispossessed' }] }])
   })
 
@@ -107,7 +137,10 @@ t.test('supabase-js through the gateway', async (t) => {
 
   t.test('RLS: the signed-in user sees only her rows, anon nothing', async (t) => {
     const mine = await alice.from('notes').select('id, body').order('id')
-    t.same(mine.data, [{ id: 1, body: 'alice one' }, { id: 2, body: 'alice two' }])
+    t.same(mine.data, [
+      { id: 1, body: 'alice one' },
+      { id: 2, body: 'alice two' },
+    ])
     const nobody = await anon.from('notes').select('id')
     t.same([nobody.data, nobody.error], [[], null])
   })

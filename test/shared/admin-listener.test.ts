@@ -13,7 +13,7 @@ import { createTestTenant } from '../helpers/tenants.js'
 
 const SESSION_SECRET = 'admin-listener-test-secret-0123456789abcdef'
 
-function config (over: Record<string, unknown>): Config {
+function config(over: Record<string, unknown>): Config {
   // A fresh object per section (the loader fills defaults into what it is given).
   const listen = () => ({ port: 0, admin_port: 0 })
   return loadConfig({
@@ -24,13 +24,13 @@ function config (over: Record<string, unknown>): Config {
       rest: listen(),
       auth: listen(),
       panel: { ...listen(), session_secret: SESSION_SECRET },
-      ...over
-    }
+      ...over,
+    },
   })
 }
 
 /** A port nothing listens on (bound, then closed). */
-async function closedPort (): Promise<number> {
+async function closedPort(): Promise<number> {
   const srv = net.createServer()
   await new Promise<void>((resolve) => srv.listen(0, '127.0.0.1', resolve))
   const port = (srv.address() as net.AddressInfo).port
@@ -38,23 +38,33 @@ async function closedPort (): Promise<number> {
   return port
 }
 
-async function get (url: string, headers: Record<string, string> = {}): Promise<{ status: number, body: string, json (): any, headers: Headers }> {
+async function get(
+  url: string,
+  headers: Record<string, string> = {},
+): Promise<{ status: number; body: string; json(): any; headers: Headers }> {
   const r = await fetch(url, { headers })
   const body = await r.text()
   return { status: r.status, body, json: () => JSON.parse(body), headers: r.headers }
 }
 
 /** The value of the first sample line starting with `series` (labels as written). */
-function sample (text: string, series: string): number | undefined {
+function sample(text: string, series: string): number | undefined {
   const line = text.split('\n').find((l) => l.startsWith(series + ' '))
   return line === undefined ? undefined : Number(line.slice(series.length + 1))
 }
 
 t.test('each part: health, readiness and metrics on its admin port only', async (t) => {
   const redis = createTestRedis(t)
-  const base = config({ tenants: { source: 'redis' }, redis: { url: redis.url, key_prefix: redis.prefix }, postgres: { url: adminUrl() } })
+  const base = config({
+    tenants: { source: 'redis' },
+    redis: { url: redis.url, key_prefix: redis.prefix },
+    postgres: { url: adminUrl() },
+  })
   const { store, tenants } = createStoreAndCache(base)
-  t.teardown(async () => { tenants.close(); await store.close() })
+  t.teardown(async () => {
+    tenants.close()
+    await store.close()
+  })
 
   const parts = new Map<PartName, RunningPart>()
   const start = async (name: PartName, cfg: Config): Promise<RunningPart> => {
@@ -66,13 +76,16 @@ t.test('each part: health, readiness and metrics on its admin port only', async 
   const rest = await start('rest', base)
   const auth = await start('auth', base)
   const database = `admin_${randomBytes(4).toString('hex')}`
-  const tenant = await createTestTenant(t, { database, upstreams: { rest: `${rest.url}/${database}`, auth: `${auth.url}/${database}` } })
+  const tenant = await createTestTenant(t, {
+    database,
+    upstreams: { rest: `${rest.url}/${database}`, auth: `${auth.url}/${database}` },
+  })
   await store.putAll([tenant.tenant])
   const cfg = config({
     tenants: { source: 'redis' },
     redis: { url: redis.url, key_prefix: redis.prefix },
     postgres: { url: adminUrl() },
-    public_url: 'http://127.0.0.1:1'
+    public_url: 'http://127.0.0.1:1',
   })
   const gateway = await start('gateway', cfg)
   await start('panel', cfg)
@@ -85,8 +98,17 @@ t.test('each part: health, readiness and metrics on its admin port only', async 
     t.same(r.json(), { status: 'ok', part: name })
     r = await get(`${p.adminUrl}/readyz`)
     t.equal(r.status, 200, `${name} /readyz`)
-    t.same(r.json().checks.map((c: { name: string, ok: boolean }) => [c.name, c.ok]).sort(), [['postgres', true], ['redis', true]],
-      `${name} checked Redis and Postgres`)
+    t.same(
+      r
+        .json()
+        .checks.map((c: { name: string; ok: boolean }) => [c.name, c.ok])
+        .sort(),
+      [
+        ['postgres', true],
+        ['redis', true],
+      ],
+      `${name} checked Redis and Postgres`,
+    )
     for (const path of ['/healthz', '/readyz', '/metrics']) {
       r = await get(`${p.url}${path}`)
       t.equal(r.status, 404, `${name}'s public port answers 404 for ${path}`)
@@ -107,24 +129,50 @@ t.test('each part: health, readiness and metrics on its admin port only', async 
   await get(`${rest.url}/no_such_db_x/`)
 
   const gm = (await get(`${gateway.adminUrl}/metrics`)).body
-  t.equal(sample(gm, `gatehouse_requests_total{part="gateway",tenant="${db}",status="200"}`), 4, 'gateway counts per tenant and status (3 REST, 1 auth)')
+  t.equal(
+    sample(gm, `gatehouse_requests_total{part="gateway",tenant="${db}",status="200"}`),
+    4,
+    'gateway counts per tenant and status (3 REST, 1 auth)',
+  )
   t.ok(sample(gm, 'process_cpu_user_seconds_total') !== undefined, 'gateway: process metrics')
 
   const rm = (await get(`${rest.adminUrl}/metrics`)).body
-  t.equal(sample(rm, `gatehouse_requests_total{part="rest",tenant="${db}",status="200"}`), 3, 'REST engine counts per tenant')
-  t.equal(sample(rm, `gatehouse_request_duration_seconds_count{part="rest",tenant="${db}"}`), 3, 'REST engine latency histogram per tenant')
+  t.equal(
+    sample(rm, `gatehouse_requests_total{part="rest",tenant="${db}",status="200"}`),
+    3,
+    'REST engine counts per tenant',
+  )
+  t.equal(
+    sample(rm, `gatehouse_request_duration_seconds_count{part="rest",tenant="${db}"}`),
+    3,
+    'REST engine latency histogram per tenant',
+  )
   t.ok(sample(rm, `gatehouse_request_duration_seconds_bucket{le="+Inf",part="rest",tenant="${db}"}`) === 3)
-  t.equal(sample(rm, 'gatehouse_requests_total{part="rest",tenant="_unknown",status="404"}'), 4,
-    'unknown databases (the three probes of the public port, no_such_db_x) are counted as _unknown')
+  t.equal(
+    sample(rm, 'gatehouse_requests_total{part="rest",tenant="_unknown",status="404"}'),
+    4,
+    'unknown databases (the three probes of the public port, no_such_db_x) are counted as _unknown',
+  )
   t.notMatch(rm, /no_such_db_x/, 'no label per unknown name')
   const inUse = sample(rm, `gatehouse_pool_connections{part="rest",tenant="${db}",state="in_use"}`)
   const idle = sample(rm, `gatehouse_pool_connections{part="rest",tenant="${db}",state="idle"}`)
-  t.ok(inUse !== undefined && idle !== undefined && inUse + idle >= 1, `REST pool use of the tenant (in_use ${inUse}, idle ${idle})`)
+  t.ok(
+    inUse !== undefined && idle !== undefined && inUse + idle >= 1,
+    `REST pool use of the tenant (in_use ${inUse}, idle ${idle})`,
+  )
   t.match(rm, /gatehouse_pool_budget\{part="rest"\} \d+/)
-  t.ok(sample(rm, 'process_resident_memory_bytes') !== undefined || sample(rm, 'nodejs_heap_size_used_bytes') !== undefined, 'REST: process metrics')
+  t.ok(
+    sample(rm, 'process_resident_memory_bytes') !== undefined ||
+      sample(rm, 'nodejs_heap_size_used_bytes') !== undefined,
+    'REST: process metrics',
+  )
 
   const am = (await get(`${auth.adminUrl}/metrics`)).body
-  t.equal(sample(am, `gatehouse_requests_total{part="auth",tenant="${db}",status="200"}`), 1, 'auth engine counts per tenant')
+  t.equal(
+    sample(am, `gatehouse_requests_total{part="auth",tenant="${db}",status="200"}`),
+    1,
+    'auth engine counts per tenant',
+  )
   t.match(am, /gatehouse_pool_budget\{part="auth"\} \d+/, 'auth pool metrics')
   const pm = (await get(`${parts.get('panel')!.adminUrl}/metrics`)).body
   t.match(pm, /nodejs_eventloop_lag_seconds/, 'panel: process metrics')
@@ -135,9 +183,16 @@ t.test('readyz is 503 naming the dependency that does not answer', async (t) => 
   const deadPg = `postgres://nobody:nothing@127.0.0.1:${await closedPort()}/postgres`
 
   // Redis down (tenant store), Postgres up.
-  const cfg = config({ tenants: { source: 'redis' }, redis: { url: deadRedis, key_prefix: 'admin-test:' }, postgres: { url: adminUrl() } })
+  const cfg = config({
+    tenants: { source: 'redis' },
+    redis: { url: deadRedis, key_prefix: 'admin-test:' },
+    postgres: { url: adminUrl() },
+  })
   const deps = createStoreAndCache(cfg)
-  t.teardown(async () => { deps.tenants.close(); await deps.store.close() })
+  t.teardown(async () => {
+    deps.tenants.close()
+    await deps.store.close()
+  })
   const restPart = await startPart('rest', { config: cfg, ...deps })
   t.teardown(() => restPart.app.close())
   let r = await get(`${restPart.adminUrl}/readyz`)
@@ -150,7 +205,10 @@ t.test('readyz is 503 naming the dependency that does not answer', async (t) => 
   // Postgres down, tenant files.
   const cfg2 = config({ postgres: { url: deadPg } })
   const deps2 = createStoreAndCache(cfg2)
-  t.teardown(async () => { deps2.tenants.close(); await deps2.store.close() })
+  t.teardown(async () => {
+    deps2.tenants.close()
+    await deps2.store.close()
+  })
   const authPart = await startPart('auth', { config: cfg2, ...deps2 })
   t.teardown(() => authPart.app.close())
   r = await get(`${authPart.adminUrl}/readyz`)

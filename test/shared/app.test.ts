@@ -13,21 +13,31 @@ t.test('request ids: a well-formed X-Request-Id is kept, anything else gets a UU
   t.match(bad.json(), { id: /^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/ })
 })
 
-t.test('the default logger redacts credentials; the error handler is the part\'s', async (t) => {
+t.test("the default logger redacts credentials; the error handler is the part's", async (t) => {
   const lines: string[] = []
-  const stream = new Writable({ write (chunk, _enc, done) { lines.push(String(chunk)); done() } })
+  const stream = new Writable({
+    write(chunk, _enc, done) {
+      lines.push(String(chunk))
+      done()
+    },
+  })
   const app = createPartApp({
     log: { level: 'info' },
     // fastify builds the default logger from options; `stream` points it at the test.
     loggerOptions: { stream } as never,
     errorHandler: (err, req, reply) => {
-      req.log.error({ err: err.message, headers: { authorization: 'Bearer secret-token' }, password: 'hunter2' }, 'failed')
+      req.log.error(
+        { err: err.message, headers: { authorization: 'Bearer secret-token' }, password: 'hunter2' },
+        'failed',
+      )
       return reply.code(418).send({ code: 'teapot' })
     },
-    fastify: {}
+    fastify: {},
   })
   t.teardown(() => app.close())
-  app.get('/boom', async () => { throw new Error('boom') })
+  app.get('/boom', async () => {
+    throw new Error('boom')
+  })
   const r = await app.inject({ url: '/boom' })
   t.equal(r.statusCode, 418)
   t.same(r.json(), { code: 'teapot' })

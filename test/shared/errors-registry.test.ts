@@ -44,7 +44,7 @@ t.test('a registry changed without regenerating is caught', async (t) => {
   t.equal(renderErrorsDoc(), doc)
 })
 
-t.test('every error class an errors module exports is in its part\'s registry', async (t) => {
+t.test("every error class an errors module exports is in its part's registry", async (t) => {
   const pairs: Array<[string, object, ErrorRegistry[]]> = [
     ['shared', sharedModule, [SHARED_ERRORS]],
     ['gateway', gatewayModule, [GATEWAY_ERRORS, REFUSAL_ERRORS]],
@@ -53,13 +53,17 @@ t.test('every error class an errors module exports is in its part\'s registry', 
     ['panel', panelModule, [PANEL_ERRORS]],
     ['tenants', tenantsModule, [TENANT_ERRORS]],
     ['platform', platformModule, [PLATFORM_ERRORS]],
-    ['typegen', typegenModule, [typegenModule.TYPEGEN_ERRORS]]
+    ['typegen', typegenModule, [typegenModule.TYPEGEN_ERRORS]],
   ]
   for (const [part, mod, registries] of pairs) {
     const listed = new Set(registries.flatMap((r) => Object.values(r)))
     for (const [name, value] of Object.entries(mod)) {
-      if (typeof value !== 'function' || typeof (value as { code?: unknown }).code !== 'string' ||
-        typeof (value as { template?: unknown }).template !== 'function') continue
+      if (
+        typeof value !== 'function' ||
+        typeof (value as { code?: unknown }).code !== 'string' ||
+        typeof (value as { template?: unknown }).template !== 'function'
+      )
+        continue
       t.ok(listed.has(value as never), `${part}: ${name} is in the registry`)
     }
   }

@@ -23,12 +23,23 @@ const TRACE = '0af7651916cd43dd8448eb211c80319c'
 const PARENT = 'b7ad6b7169203331'
 
 t.test('the resource: OTEL_SERVICE_NAME wins, OTEL_RESOURCE_ATTRIBUTES adds, values percent-decoded', async (t) => {
-  const cfg = loadConfig({ env: { OTEL_SERVICE_NAME: 'shop', OTEL_RESOURCE_ATTRIBUTES: 'service.name=ignored,team=core%2Cdata' } })
+  const cfg = loadConfig({
+    env: { OTEL_SERVICE_NAME: 'shop', OTEL_RESOURCE_ATTRIBUTES: 'service.name=ignored,team=core%2Cdata' },
+  })
   t.same([cfg.tracing.service_name, cfg.tracing.resource_attributes], ['shop', 'service.name=ignored,team=core%2Cdata'])
   t.same(parseResourceAttributes('a=1, b = two%20words ,bad,=x,c=%zz'), { a: '1', b: 'two words' })
-  t.same(partResource({ endpoint: 'x', part: 'rest', resourceAttributes: 'service.name=mine,k=v', version: '1.2.3' }),
-    { 'service.name': 'mine', k: 'v', 'service.version': '1.2.3', 'gatehouse.part': 'rest' })
-  t.same(partResource({ endpoint: 'x', part: 'auth', serviceName: 'a', resourceAttributes: 'service.name=b' })['service.name'], 'a')
+  t.same(partResource({ endpoint: 'x', part: 'rest', resourceAttributes: 'service.name=mine,k=v', version: '1.2.3' }), {
+    'service.name': 'mine',
+    k: 'v',
+    'service.version': '1.2.3',
+    'gatehouse.part': 'rest',
+  })
+  t.same(
+    partResource({ endpoint: 'x', part: 'auth', serviceName: 'a', resourceAttributes: 'service.name=b' })[
+      'service.name'
+    ],
+    'a',
+  )
   t.equal(partResource({ endpoint: 'x', part: 'auth' })['service.name'], 'gatehouse-auth')
 })
 
@@ -45,17 +56,30 @@ t.test('serve gateway: named spans, trace ids on its log lines, one request coun
       GATEHOUSE_LOG_LEVEL: 'info',
       OTEL_EXPORTER_OTLP_ENDPOINT: receiver.endpoint,
       OTEL_SERVICE_NAME: 'shop-gateway',
-      OTEL_RESOURCE_ATTRIBUTES: 'deployment.environment=staging,team=core%2Cdata'
+      OTEL_RESOURCE_ATTRIBUTES: 'deployment.environment=staging,team=core%2Cdata',
     }),
-    stdio: ['ignore', 'pipe', 'pipe']
+    stdio: ['ignore', 'pipe', 'pipe'],
   })
   let out = ''
   let err = ''
-  child.stdout.setEncoding('utf8').on('data', (d: string) => { out += d })
-  child.stderr.setEncoding('utf8').on('data', (d: string) => { err += d })
+  child.stdout.setEncoding('utf8').on('data', (d: string) => {
+    out += d
+  })
+  child.stderr.setEncoding('utf8').on('data', (d: string) => {
+    err += d
+  })
   const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)))
-  t.teardown(() => { if (child.exitCode === null) child.kill('SIGKILL') })
-  const lines = (): Array<Record<string, any>> => out.split('\n').flatMap((l) => { try { return [JSON.parse(l)] } catch { return [] } })
+  t.teardown(() => {
+    if (child.exitCode === null) child.kill('SIGKILL')
+  })
+  const lines = (): Array<Record<string, any>> =>
+    out.split('\n').flatMap((l) => {
+      try {
+        return [JSON.parse(l)]
+      } catch {
+        return []
+      }
+    })
   for (let i = 0; i < 1200 && !lines().some((l) => l.msg === 'listening'); i++) {
     if (child.exitCode !== null) break
     await new Promise((resolve) => setTimeout(resolve, 50))
@@ -71,9 +95,19 @@ t.test('serve gateway: named spans, trace ids on its log lines, one request coun
     await r.arrayBuffer()
   }
   const m = await (await fetch(`${listening.admin}/metrics`)).text()
-  t.match(m, /^gatehouse_requests_total\{part="gateway",tenant="_unknown",status="404"\} 2$/m, 'one counter, the status code')
+  t.match(
+    m,
+    /^gatehouse_requests_total\{part="gateway",tenant="_unknown",status="404"\} 2$/m,
+    'one counter, the status code',
+  )
   t.notMatch(m, /gatehouse_gateway_requests_total|status_class/, 'no second request counter, no status classes')
-  t.match(m, new RegExp(`^gatehouse_build_info\\{part="gateway",version="${packageVersion().replace(/\./g, '\\.')}",node_version="${process.versions.node.replace(/\./g, '\\.')}"\\} 1$`, 'm'))
+  t.match(
+    m,
+    new RegExp(
+      `^gatehouse_build_info\\{part="gateway",version="${packageVersion().replace(/\./g, '\\.')}",node_version="${process.versions.node.replace(/\./g, '\\.')}"\\} 1$`,
+      'm',
+    ),
+  )
 
   // 2. Stopped: its spans are flushed; each log line of a traced request names its span.
   child.kill('SIGTERM')
@@ -81,12 +115,22 @@ t.test('serve gateway: named spans, trace ids on its log lines, one request coun
   const spans = receiver.spans.filter((s) => s.traceId === TRACE)
   t.equal(spans.length, 2, 'both requests traced')
   for (const s of spans) {
-    t.match(s.resource, { 'service.name': 'shop-gateway', 'deployment.environment': 'staging', team: 'core,data', 'gatehouse.part': 'gateway', 'service.version': packageVersion() })
+    t.match(s.resource, {
+      'service.name': 'shop-gateway',
+      'deployment.environment': 'staging',
+      team: 'core,data',
+      'gatehouse.part': 'gateway',
+      'service.version': packageVersion(),
+    })
   }
   const completed = lines().filter((l) => l.msg === 'request completed')
   t.equal(completed.length, 2)
-  t.same(completed.map((l) => l.trace_id), [TRACE, TRACE], 'trace_id on each completion line')
-  t.same(completed.map((l) => l.span_id).sort(), spans.map((s) => s.spanId).sort(), 'span_id is the request\'s own span')
+  t.same(
+    completed.map((l) => l.trace_id),
+    [TRACE, TRACE],
+    'trace_id on each completion line',
+  )
+  t.same(completed.map((l) => l.span_id).sort(), spans.map((s) => s.spanId).sort(), "span_id is the request's own span")
 })
 
 t.test('metrics.tenant_label off: request series per part and status only', async (t) => {
@@ -94,18 +138,30 @@ t.test('metrics.tenant_label off: request series per part and status only', asyn
   t.teardown(() => rmSync(dir, { recursive: true, force: true }))
   const config = loadConfig({
     env: { GATEHOUSE_METRICS_TENANT_LABEL: 'false' },
-    overrides: { log: { level: 'silent' }, tenants: { dir }, gateway: { port: 0, admin_port: 0 }, rest: { port: 0, admin_port: 0 } }
+    overrides: {
+      log: { level: 'silent' },
+      tenants: { dir },
+      gateway: { port: 0, admin_port: 0 },
+      rest: { port: 0, admin_port: 0 },
+    },
   })
   t.equal(config.metrics.tenant_label, false)
   const deps = createStoreAndCache(config)
-  t.teardown(async () => { deps.tenants.close(); await deps.store.close() })
+  t.teardown(async () => {
+    deps.tenants.close()
+    await deps.store.close()
+  })
   for (const name of ['gateway', 'rest'] as const) {
     const part = await startPart(name, { config, ...deps })
     t.teardown(() => part.app.close())
     const path = name === 'gateway' ? '/nosuchdb/rest/v1/todos' : '/nosuchdb/todos'
     await (await fetch(`${part.url}${path}`, { headers: { apikey: 'pk_whatever_key_123' } })).arrayBuffer()
     const m = await (await fetch(`${part.adminUrl}/metrics`)).text()
-    t.match(m, new RegExp(`^gatehouse_requests_total\\{part="${name}",status="404"\\} 1$`, 'm'), `${name}: no tenant label`)
+    t.match(
+      m,
+      new RegExp(`^gatehouse_requests_total\\{part="${name}",status="404"\\} 1$`, 'm'),
+      `${name}: no tenant label`,
+    )
     t.notMatch(m, /tenant="/, `${name}: no tenant label anywhere in its request metrics`)
   }
 })

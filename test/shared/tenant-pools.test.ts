@@ -8,7 +8,7 @@ import { registerPoolMetrics } from '../../src/shared/pool-metrics.js'
 import { fairest, TenantPools, type PooledConnection, type TenantPoolsOptions } from '../../src/shared/tenant-pools.js'
 import { createTestDatabase } from '../helpers/db.js'
 
-function pools (t: { teardown (fn: () => unknown): void }, opts: Partial<TenantPoolsOptions>): TenantPools {
+function pools(t: { teardown(fn: () => unknown): void }, opts: Partial<TenantPoolsOptions>): TenantPools {
   const p = new TenantPools({
     budget: 3,
     perTenant: 2,
@@ -16,56 +16,99 @@ function pools (t: { teardown (fn: () => unknown): void }, opts: Partial<TenantP
     acquireTimeoutMs: 10_000,
     connectTimeoutMs: 5_000,
     applicationName: 'gatehouse-test',
-    ...opts
+    ...opts,
   })
   t.teardown(() => p.close())
   return p
 }
 
 /** A promise with a flag telling whether it settled yet. */
-function tracked<T> (p: Promise<T>): { promise: Promise<T>, settled: () => boolean } {
+function tracked<T>(p: Promise<T>): { promise: Promise<T>; settled: () => boolean } {
   let done = false
-  const promise = p.finally(() => { done = true })
+  const promise = p.finally(() => {
+    done = true
+  })
   return { promise, settled: () => done }
 }
 
-const pid = async (c: PooledConnection): Promise<number> => (await c.client.query('SELECT pg_backend_pid() AS pid')).rows[0].pid
+const pid = async (c: PooledConnection): Promise<number> =>
+  (await c.client.query('SELECT pg_backend_pid() AS pid')).rows[0].pid
 
 t.test('fairest: fewest connections first, then the longest wait', async (t) => {
   t.equal(fairest([]), -1)
-  t.equal(fairest([{ open: 3, since: 1 }, { open: 0, since: 9 }, { open: 1, since: 0 }]), 1)
-  t.equal(fairest([{ open: 2, since: 5 }, { open: 2, since: 3 }, { open: 2, since: 4 }]), 1)
+  t.equal(
+    fairest([
+      { open: 3, since: 1 },
+      { open: 0, since: 9 },
+      { open: 1, since: 0 },
+    ]),
+    1,
+  )
+  t.equal(
+    fairest([
+      { open: 2, since: 5 },
+      { open: 2, since: 3 },
+      { open: 2, since: 4 },
+    ]),
+    1,
+  )
   t.equal(fairest([{ open: 0, since: 7 }]), 0)
 })
 
 t.test('fairest: among tenants holding as many, the one served least recently, then the longest wait', async (t) => {
   // b waits longest but was served a moment ago; c was never served.
-  t.equal(fairest([{ open: 0, since: 1, servedAt: 5 }, { open: 0, since: 4 }, { open: 1, since: 0, servedAt: 0 }]), 1)
-  t.equal(fairest([{ open: 0, since: 3, servedAt: 7 }, { open: 0, since: 2, servedAt: 6 }]), 1)
-  t.equal(fairest([{ open: 0, since: 3, servedAt: 6 }, { open: 0, since: 2, servedAt: 6 }]), 1, 'equal: the longest wait')
+  t.equal(
+    fairest([
+      { open: 0, since: 1, servedAt: 5 },
+      { open: 0, since: 4 },
+      { open: 1, since: 0, servedAt: 0 },
+    ]),
+    1,
+  )
+  t.equal(
+    fairest([
+      { open: 0, since: 3, servedAt: 7 },
+      { open: 0, since: 2, servedAt: 6 },
+    ]),
+    1,
+  )
+  t.equal(
+    fairest([
+      { open: 0, since: 3, servedAt: 6 },
+      { open: 0, since: 2, servedAt: 6 },
+    ]),
+    1,
+    'equal: the longest wait',
+  )
 })
 
-t.test('a freed connection goes to a tenant not served yet before one served a moment ago, even one waiting longer', async (t) => {
-  const db = await createTestDatabase(t)
-  let clock = 1_000_000 // the pools' clock: a's wait starts before c's
-  const p = pools(t, { budget: 1, perTenant: 1, now: () => clock })
-  const a1 = await p.acquire('a', db.url)
-  const b1 = tracked(p.acquire('b', db.url))
-  p.release(a1)
-  const b = await b1.promise
-  // a asks again (its turn was just now), then c, never served, asks.
-  const a2 = tracked(p.acquire('a', db.url))
-  clock += 20
-  const c1 = tracked(p.acquire('c', db.url))
-  const waits = p.snapshot().tenants.filter((x) => x.waiting > 0).map((x) => x.key)
-  t.same(waits.sort(), ['a', 'c'], 'a and c wait')
-  p.release(b)
-  const c = await c1.promise
-  t.notOk(a2.settled(), 'a, served before and waiting longer, waits on')
-  p.release(c)
-  p.release(await a2.promise)
-  t.equal(p.openConnections, 1, 'never above the budget')
-})
+t.test(
+  'a freed connection goes to a tenant not served yet before one served a moment ago, even one waiting longer',
+  async (t) => {
+    const db = await createTestDatabase(t)
+    let clock = 1_000_000 // the pools' clock: a's wait starts before c's
+    const p = pools(t, { budget: 1, perTenant: 1, now: () => clock })
+    const a1 = await p.acquire('a', db.url)
+    const b1 = tracked(p.acquire('b', db.url))
+    p.release(a1)
+    const b = await b1.promise
+    // a asks again (its turn was just now), then c, never served, asks.
+    const a2 = tracked(p.acquire('a', db.url))
+    clock += 20
+    const c1 = tracked(p.acquire('c', db.url))
+    const waits = p
+      .snapshot()
+      .tenants.filter((x) => x.waiting > 0)
+      .map((x) => x.key)
+    t.same(waits.sort(), ['a', 'c'], 'a and c wait')
+    p.release(b)
+    const c = await c1.promise
+    t.notOk(a2.settled(), 'a, served before and waiting longer, waits on')
+    p.release(c)
+    p.release(await a2.promise)
+    t.equal(p.openConnections, 1, 'never above the budget')
+  },
+)
 
 t.test('a freed connection goes to the waiting tenant holding the fewest', async (t) => {
   const db = await createTestDatabase(t)
@@ -80,7 +123,14 @@ t.test('a freed connection goes to the waiting tenant holding the fewest', async
   const a3 = tracked(p.acquire('a', db.url))
   const b2 = tracked(p.acquire('b', db.url))
   const c1 = tracked(p.acquire('c', db.url))
-  t.same(p.snapshot().tenants.map((x) => [x.key, x.inUse, x.waiting]), [['a', 2, 1], ['b', 1, 1], ['c', 0, 1]])
+  t.same(
+    p.snapshot().tenants.map((x) => [x.key, x.inUse, x.waiting]),
+    [
+      ['a', 2, 1],
+      ['b', 1, 1],
+      ['c', 0, 1],
+    ],
+  )
 
   // a frees one: c holds none, b one, a one after this release -> c.
   const a2pid = await pid(a2)
@@ -101,16 +151,26 @@ t.test('a freed connection goes to the waiting tenant holding the fewest', async
   p.release(a1)
   await a3.promise
   t.equal(p.openConnections, 3, 'never above the budget')
-  t.same(p.snapshot().tenants.map((x) => [x.key, x.inUse, x.waiting]).sort(), [['a', 1, 0], ['b', 1, 0], ['c', 1, 0]])
+  t.same(
+    p
+      .snapshot()
+      .tenants.map((x) => [x.key, x.inUse, x.waiting])
+      .sort(),
+    [
+      ['a', 1, 0],
+      ['b', 1, 0],
+      ['c', 1, 0],
+    ],
+  )
 })
 
-t.test('a tenant at its cap waits for its own connections; a wait times out with the owner\'s error', async (t) => {
+t.test("a tenant at its cap waits for its own connections; a wait times out with the owner's error", async (t) => {
   const db = await createTestDatabase(t)
   class Exhausted extends Error {}
   const p = pools(t, { budget: 4, perTenant: 1, acquireTimeoutMs: 200, timeoutError: (key) => new Exhausted(key) })
   const a1 = await p.acquire('a', db.url)
   const err = await p.acquire('a', db.url).catch((e: unknown) => e)
-  t.ok(err instanceof Exhausted, 'the owner\'s timeout error')
+  t.ok(err instanceof Exhausted, "the owner's timeout error")
   t.equal((err as Error).message, 'a')
   t.equal(p.stats('a')?.waiting, 0, 'the timed-out request no longer waits')
   const b1 = await p.acquire('b', db.url)
@@ -120,11 +180,15 @@ t.test('a tenant at its cap waits for its own connections; a wait times out with
   t.same(p.stats('a'), { open: 1, idle: 1, waiting: 0 })
 })
 
-t.test('connect failures use the owner\'s error and free the slot', async (t) => {
+t.test("connect failures use the owner's error and free the slot", async (t) => {
   const db = await createTestDatabase(t)
   const down = new URL(db.url)
   down.port = '1'
-  const p = pools(t, { budget: 1, perTenant: 1, connectError: (err, key) => new Error(`down: ${key}: ${(err as Error).message !== ''}`) })
+  const p = pools(t, {
+    budget: 1,
+    perTenant: 1,
+    connectError: (err, key) => new Error(`down: ${key}: ${(err as Error).message !== ''}`),
+  })
   const err = await p.acquire('x', down.toString()).catch((e: unknown) => e)
   t.equal((err as Error).message, 'down: x: true')
   t.equal(p.openConnections, 0)
@@ -143,7 +207,13 @@ t.test('at most maxTenants pools: the least recently used idle one is closed', a
   const c = await p.acquire('c', db.url)
   t.same(closed, ['b'])
   t.equal(p.stats('b'), null)
-  t.same(p.snapshot().tenants.map((x) => x.key).sort(), ['a', 'c'])
+  t.same(
+    p
+      .snapshot()
+      .tenants.map((x) => x.key)
+      .sort(),
+    ['a', 'c'],
+  )
   p.release(a)
   p.release(c)
   // a was used before c: a goes for d.
@@ -178,7 +248,11 @@ t.test('pool metrics: per-tenant gauges from the snapshots of several parts', as
   const panel = pools(t, { budget: 6, perTenant: 2 })
   const registry = new Registry()
   registerPoolMetrics(registry, { part: 'rest', snapshot: () => rest.snapshot() })
-  registerPoolMetrics(registry, { part: 'panel', snapshot: () => panel.snapshot(), tenantOf: (k) => (JSON.parse(k) as string[])[0] as string })
+  registerPoolMetrics(registry, {
+    part: 'panel',
+    snapshot: () => panel.snapshot(),
+    tenantOf: (k) => (JSON.parse(k) as string[])[0] as string,
+  })
   const a = await rest.acquire('alpha', db.url)
   const waiting = rest.acquire('alpha', db.url)
   rest.release(await rest.acquire('beta', db.url))

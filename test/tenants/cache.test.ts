@@ -1,38 +1,53 @@
 import t from 'tap'
 import {
-  createRedisStore, createTenantCache, tenantCacheOptions, parseTenantFile, toTenant,
-  type Tenant, type TenantStore, type RedisTenantStore
+  createRedisStore,
+  createTenantCache,
+  tenantCacheOptions,
+  parseTenantFile,
+  toTenant,
+  type Tenant,
+  type TenantStore,
+  type RedisTenantStore,
 } from '../../src/tenants/index.js'
 import { createTestRedis } from '../helpers/redis.js'
 import { loadConfig } from '../../src/config/index.js'
 import { tenantFile, eventually, spawnRedis } from '../helpers/tenant-fixtures.js'
 
-const tenant = (db: string, over: Record<string, unknown> = {}) => toTenant(parseTenantFile(tenantFile(db, over), `${db}.yaml`, {}))
+const tenant = (db: string, over: Record<string, unknown> = {}) =>
+  toTenant(parseTenantFile(tenantFile(db, over), `${db}.yaml`, {}))
 
 /** Counts the look-ups that reach a real store. */
-function counted (store: TenantStore): TenantStore & { calls: string[] } {
+function counted(store: TenantStore): TenantStore & { calls: string[] } {
   const calls: string[] = []
   return Object.assign(Object.create(store) as TenantStore, {
     calls,
     kind: store.kind,
-    get: (db: string) => { calls.push(db); return store.get(db) },
-    onChange: store.onChange.bind(store)
+    get: (db: string) => {
+      calls.push(db)
+      return store.get(db)
+    },
+    onChange: store.onChange.bind(store),
   })
 }
 
-function clock () {
+function clock() {
   let now = 1_000_000
-  return { now: () => now, advance (ms: number) { now += ms } }
+  return {
+    now: () => now,
+    advance(ms: number) {
+      now += ms
+    },
+  }
 }
 
-function redisStore (t: { teardown (fn: () => unknown): void }, url: string, prefix: string): RedisTenantStore {
+function redisStore(t: { teardown(fn: () => unknown): void }, url: string, prefix: string): RedisTenantStore {
   const s = createRedisStore({ url, prefix })
   t.teardown(() => s.close())
   return s
 }
 
 /** Writes a record straight into Redis WITHOUT publishing (a missed invalidation). */
-async function writeSilently (redis: import('ioredis').Redis, prefix: string, t: Tenant) {
+async function writeSilently(redis: import('ioredis').Redis, prefix: string, t: Tenant) {
   await redis.hset(`${prefix}tenant:${t.database}`, 'record', JSON.stringify(t))
   await redis.sadd(`${prefix}tenants`, t.database)
 }
@@ -50,7 +65,13 @@ t.test('hits are served from the cache; concurrent misses are one look-up', asyn
   t.same(s.calls, ['acme'], 'twenty concurrent gets, one store look-up')
   t.equal((await cache.get('acme'))?.organization, 'org_acme')
   t.same(s.calls, ['acme'], 'the next get is a hit')
-  t.throws(() => { (all[0] as Tenant).organization = 'x' }, TypeError, 'cached tenants are frozen')
+  t.throws(
+    () => {
+      ;(all[0] as Tenant).organization = 'x'
+    },
+    TypeError,
+    'cached tenants are frozen',
+  )
 })
 
 t.test('invalid names never reach the store', async (t) => {
@@ -114,7 +135,10 @@ t.test('invalidation through pub/sub reaches a cache in another "process"', asyn
   const storeB = redisStore(t, url, prefix)
   const cacheA = createTenantCache(storeA, { ttlMs: 3_600_000, negativeTtlMs: 3_600_000 })
   const cacheB = createTenantCache(storeB, { ttlMs: 3_600_000, negativeTtlMs: 3_600_000 })
-  t.teardown(() => { cacheA.close(); cacheB.close() })
+  t.teardown(() => {
+    cacheA.close()
+    cacheB.close()
+  })
   await storeA.subscribed()
   await storeB.subscribed()
 
@@ -147,10 +171,13 @@ t.test('an invalidation during a look-up: the caller gets its answer, the cache 
     get: async (db: string) => {
       calls.push(db)
       const result = await store.get(db)
-      if (gated) await new Promise<void>((resolve) => { release = resolve })
+      if (gated)
+        await new Promise<void>((resolve) => {
+          release = resolve
+        })
       return result
     },
-    onChange: store.onChange.bind(store)
+    onChange: store.onChange.bind(store),
   })
   // Options from the process config's tenants section.
   const config = loadConfig({ env: { GATEHOUSE_TENANTS_REINVALIDATE_MS: '0' } })
@@ -183,18 +210,26 @@ t.test('the delayed second invalidation drops a copy a lagging read put back', a
   const laggy: TenantStore = Object.assign(Object.create(reader) as TenantStore, {
     kind: reader.kind,
     get: async (db: string) => (lagging ? v1 : reader.get(db)),
-    onChange: reader.onChange.bind(reader)
+    onChange: reader.onChange.bind(reader),
   })
   // Two caches on the same store, one with the second invalidation and one without: the
   // moment the first drops its stale copy, the second still has its own (no sleep needed).
   const withSecond = createTenantCache(laggy, { ttlMs: 3_600_000, reinvalidateMs: 150 })
   const without = createTenantCache(laggy, { ttlMs: 3_600_000, reinvalidateMs: 0 })
-  t.teardown(() => { withSecond.close(); without.close() })
+  t.teardown(() => {
+    withSecond.close()
+    without.close()
+  })
   await reader.subscribed()
   for (const cache of [withSecond, without]) await cache.get('acme')
   let resolveFirst: () => void
-  const firstInvalidation = new Promise<void>((resolve) => { resolveFirst = resolve })
-  const off = reader.onChange(() => { lagging = true; resolveFirst() }) // after the caches' own listeners
+  const firstInvalidation = new Promise<void>((resolve) => {
+    resolveFirst = resolve
+  })
+  const off = reader.onChange(() => {
+    lagging = true
+    resolveFirst()
+  }) // after the caches' own listeners
   // 1. The write publishes; both caches drop acme (first invalidation).
   await writer.putAll([tenant('acme', { organization: 'org_new' })])
   await firstInvalidation
@@ -205,8 +240,10 @@ t.test('the delayed second invalidation drops a copy a lagging read put back', a
   }
   lagging = false
 
-  t.ok(await eventually(async () => (await withSecond.get('acme'))?.organization === 'org_new', 1000),
-    'the second invalidation ~150 ms later drops the stale copy')
+  t.ok(
+    await eventually(async () => (await withSecond.get('acme'))?.organization === 'org_new', 1000),
+    'the second invalidation ~150 ms later drops the stale copy',
+  )
   t.equal((await without.get('acme'))?.organization, 'org_acme', 'without it, the stale copy stays (until the TTL)')
 })
 
@@ -219,7 +256,13 @@ t.test('Redis outage: a warm cache keeps serving; unknown databases fail clearly
   const warnings: unknown[] = []
   const c = clock()
   const cache = createTenantCache(store, {
-    ttlMs: 60_000, now: c.now, logger: { warn: (o) => { warnings.push(o) } }
+    ttlMs: 60_000,
+    now: c.now,
+    logger: {
+      warn: (o) => {
+        warnings.push(o)
+      },
+    },
   })
   t.teardown(() => cache.close())
   await store.subscribed()
@@ -233,8 +276,16 @@ t.test('Redis outage: a warm cache keeps serving; unknown databases fail clearly
   t.equal((await cache.get('acme'))?.database, 'acme', 'served stale after its TTL while the store is down')
   t.equal((await cache.get('acme'))?.database, 'acme', 'and again')
   t.equal(warnings.length, 1, 'the outage is logged once')
-  await t.rejects(cache.get('beta'), { code: 'tenant_store_unavailable', status: 503, message: /unreachable and database "beta" is not cached/ })
-  await t.rejects(cache.get('ghost'), { code: 'tenant_store_unavailable' }, 'an expired unknown entry is not served as "not found" during the outage')
+  await t.rejects(cache.get('beta'), {
+    code: 'tenant_store_unavailable',
+    status: 503,
+    message: /unreachable and database "beta" is not cached/,
+  })
+  await t.rejects(
+    cache.get('ghost'),
+    { code: 'tenant_store_unavailable' },
+    'an expired unknown entry is not served as "not found" during the outage',
+  )
   t.equal(warnings.length, 1, 'still logged once')
 
   // 2. Redis comes back empty (no persistence): the store lost what was applied, which is
@@ -243,7 +294,11 @@ t.test('Redis outage: a warm cache keeps serving; unknown databases fail clearly
   await eventually(async () => (await store.list().catch(() => null)) !== null, 3000)
   c.advance(61_000)
   t.equal((await cache.get('acme'))?.database, 'acme', 'the last good record serves while the store is empty')
-  await t.rejects(cache.get('beta'), { code: 'tenant_store_unavailable' }, 'a database never resolved is not "not found" either')
+  await t.rejects(
+    cache.get('beta'),
+    { code: 'tenant_store_unavailable' },
+    'a database never resolved is not "not found" either',
+  )
   t.equal(cache.health().state, 'empty')
 
   // 3. The tenants are applied again: look-ups read the store again.

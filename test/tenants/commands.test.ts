@@ -5,7 +5,11 @@ import { createRedisStore } from '../../src/tenants/index.js'
 import { createTestRedis } from '../helpers/redis.js'
 import { tenantFile, writeTenantDir, eventually } from '../helpers/tenant-fixtures.js'
 
-interface Run { code: number, stdout: string, stderr: string }
+interface Run {
+  code: number
+  stdout: string
+  stderr: string
+}
 
 // Each CLI start costs a core for a second or more (tsx compiles on the fly): at most two run
 // at a time, whatever the callers ask for at once, so a loaded two-core machine runs them in
@@ -16,24 +20,35 @@ const CLI_TIMEOUT_MS = 60_000
 let running = 0
 const waiting: Array<() => void> = []
 
-async function inSlot<T> (run: () => Promise<T>): Promise<T> {
+async function inSlot<T>(run: () => Promise<T>): Promise<T> {
   if (running < CLI_SLOTS) running++
   else await new Promise<void>((resolve) => waiting.push(resolve)) // a finishing run hands its slot over
   try {
     return await run()
   } finally {
     const next = waiting.shift()
-    if (next) next(); else running--
+    if (next) next()
+    else running--
   }
 }
 
 /** The real CLI, as an operator runs it. */
-function cli (args: string[], env: Record<string, string>): Promise<Run> {
-  const clean = Object.fromEntries(Object.entries(process.env).filter(([k]) => !k.startsWith('GATEHOUSE_') && k !== 'REDIS_URL'))
-  return inSlot(() => new Promise((resolve) => {
-    execFile(process.execPath, ['--import', 'tsx', 'src/cli.ts', ...args], { env: { ...clean, ...env }, timeout: CLI_TIMEOUT_MS },
-      (err, stdout, stderr) => resolve({ code: err ? (typeof err.code === 'number' ? err.code : 1) : 0, stdout, stderr }))
-  }))
+function cli(args: string[], env: Record<string, string>): Promise<Run> {
+  const clean = Object.fromEntries(
+    Object.entries(process.env).filter(([k]) => !k.startsWith('GATEHOUSE_') && k !== 'REDIS_URL'),
+  )
+  return inSlot(
+    () =>
+      new Promise((resolve) => {
+        execFile(
+          process.execPath,
+          ['--import', 'tsx', 'src/cli.ts', ...args],
+          { env: { ...clean, ...env }, timeout: CLI_TIMEOUT_MS },
+          (err, stdout, stderr) =>
+            resolve({ code: err ? (typeof err.code === 'number' ? err.code : 1) : 0, stdout, stderr }),
+        )
+      }),
+  )
 }
 
 // 20 runs, two at a time: more than tap's default per-file timeout allows on a busy machine.
@@ -66,7 +81,7 @@ t.test('tenants apply / list / show / delete against Redis', async (t) => {
     const mixed = writeTenantDir(t, {
       'acme.yaml': tenantFile('acme', { organization: 'org_changed' }),
       'gamma.yaml': tenantFile('gamma'),
-      'delta.yaml': tenantFile('delta', { jwt: { secret: 'too-short', upstream_secret: 'u'.repeat(40) } })
+      'delta.yaml': tenantFile('delta', { jwt: { secret: 'too-short', upstream_secret: 'u'.repeat(40) } }),
     })
     const before = await redis.keys(`${prefix}*`)
     changes.length = 0
@@ -79,7 +94,7 @@ t.test('tenants apply / list / show / delete against Redis', async (t) => {
     t.same((await redis.keys(`${prefix}*`)).sort(), before.sort(), 'no key added')
     t.equal(await redis.exists(`${prefix}tenant:gamma`), 0, 'the good file of the set was not written either')
     t.equal(await redis.hget(`${prefix}tenant:acme`, 'version'), '1', 'acme untouched')
-    t.notMatch(await redis.hget(`${prefix}tenant:acme`, 'record') ?? '', /org_changed/)
+    t.notMatch((await redis.hget(`${prefix}tenant:acme`, 'record')) ?? '', /org_changed/)
     // Redis delivers a channel's messages in the order it took them: once a marker published
     // after the CLI exited has arrived, anything the CLI published would have arrived first.
     await redis.publish(`${prefix}tenants:changed`, 'marker')
@@ -96,8 +111,10 @@ t.test('tenants apply / list / show / delete against Redis', async (t) => {
 
   await t.test('show masks secrets', async (t) => {
     const [r, j, missing, bad] = await Promise.all([
-      cli(['tenants', 'show', 'acme'], env), cli(['tenants', 'show', 'acme', '--json'], env),
-      cli(['tenants', 'show', 'nope'], env), cli(['tenants', 'show', 'Bad/Name'], env)
+      cli(['tenants', 'show', 'acme'], env),
+      cli(['tenants', 'show', 'acme', '--json'], env),
+      cli(['tenants', 'show', 'nope'], env),
+      cli(['tenants', 'show', 'Bad/Name'], env),
     ])
     t.equal(r.code, 0, r.stderr)
     t.match(r.stdout, /^# acme: version 1, updated \d{4}-/)
@@ -108,7 +125,10 @@ t.test('tenants apply / list / show / delete against Redis', async (t) => {
     t.equal(shown.jwt.secret, '****')
     t.equal(shown.jwt.upstream_secret, '****')
     t.equal(shown.postgres, 'postgres://owner:****@127.0.0.1:5432/acme')
-    const f = tenantFile('acme') as { jwt: { secret: string, upstream_secret: string }, keys: { public: string, secret: string } }
+    const f = tenantFile('acme') as {
+      jwt: { secret: string; upstream_secret: string }
+      keys: { public: string; secret: string }
+    }
     for (const out of [r.stdout, j.stdout]) {
       for (const secret of [f.jwt.secret, f.jwt.upstream_secret, f.keys.public, f.keys.secret, 'pw-acme']) {
         t.notOk(out.includes(secret), `no ${secret.slice(0, 6)}... in the output`)
@@ -144,7 +164,7 @@ t.test('without a reachable store', async (t) => {
     cli(['tenants', 'apply', '--dry-run', dir], files),
     cli(['tenants', 'apply', dir], down),
     cli(['tenants', 'list'], down),
-    ...['apply', 'list', 'show', 'delete'].map((c) => cli(['tenants', c, '--help'], {}))
+    ...['apply', 'list', 'show', 'delete'].map((c) => cli(['tenants', c, '--help'], {})),
   ])
 
   t.test('apply against the files source explains that files are read directly', async (t) => {

@@ -6,7 +6,8 @@ import { createMemoryStore, createTenantStore, parseTenantFile, toTenant } from 
 import { loadConfig as loadProcessConfig } from '../../src/config/index.js'
 import { tenantFile, writeTenantDir } from '../helpers/tenant-fixtures.js'
 
-const tenant = (db: string, over: Record<string, unknown> = {}) => toTenant(parseTenantFile(tenantFile(db, over), `${db}.yaml`, {}))
+const tenant = (db: string, over: Record<string, unknown> = {}) =>
+  toTenant(parseTenantFile(tenantFile(db, over), `${db}.yaml`, {}))
 
 t.test('files source: tenants of the directory, keys hashed', async (t) => {
   const dir = writeTenantDir(t, { 'acme.yaml': tenantFile('acme'), 'beta.yaml': tenantFile('beta') })

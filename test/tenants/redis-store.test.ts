@@ -4,7 +4,8 @@ import { loadConfig } from '../../src/config/index.js'
 import { createTestRedis } from '../helpers/redis.js'
 import { tenantFile, eventually, spawnRedis } from '../helpers/tenant-fixtures.js'
 
-const tenant = (db: string, over: Record<string, unknown> = {}) => toTenant(parseTenantFile(tenantFile(db, over), `${db}.yaml`, {}))
+const tenant = (db: string, over: Record<string, unknown> = {}) =>
+  toTenant(parseTenantFile(tenantFile(db, over), `${db}.yaml`, {}))
 
 t.test('put, get, list, delete; the layout of the keys', async (t) => {
   const { redis, prefix, url } = createTestRedis(t)
@@ -42,7 +43,10 @@ t.test('plaintext keys are refused, nothing written', async (t) => {
   const store = createRedisStore({ url, prefix })
   t.teardown(() => store.close())
   const plain = { ...tenant('bad'), keys: { public: 'pk_plaintext_key_123', secret: 'sk_plaintext_key_123' } }
-  await t.rejects(store.putAll([tenant('good'), plain]), { code: 'tenant_store_config', message: /keys of bad are not hashed/ })
+  await t.rejects(store.putAll([tenant('good'), plain]), {
+    code: 'tenant_store_config',
+    message: /keys of bad are not hashed/,
+  })
   t.same(await redis.keys(`${prefix}*`), [])
 })
 
@@ -66,7 +70,11 @@ t.test('changes are published to every store sharing the prefix, and only those'
   const a = createRedisStore({ url, prefix })
   const b = createRedisStore({ url, prefix })
   const other = createRedisStore({ url, prefix: prefix + 'other:' })
-  t.teardown(async () => { await a.close(); await b.close(); await other.close() })
+  t.teardown(async () => {
+    await a.close()
+    await b.close()
+    await other.close()
+  })
   const seenB: string[] = []
   const seenOther: string[] = []
   b.onChange((db) => seenB.push(db))
@@ -83,22 +91,34 @@ t.test('changes are published to every store sharing the prefix, and only those'
 
 t.test('createTenantStore: redis source from the config', async (t) => {
   const { prefix, url } = createTestRedis(t)
-  const config = loadConfig({ env: { GATEHOUSE_TENANTS_SOURCE: 'redis', GATEHOUSE_REDIS_URL: url, GATEHOUSE_REDIS_KEY_PREFIX: prefix } })
+  const config = loadConfig({
+    env: { GATEHOUSE_TENANTS_SOURCE: 'redis', GATEHOUSE_REDIS_URL: url, GATEHOUSE_REDIS_KEY_PREFIX: prefix },
+  })
   const store = createTenantStore(config)
   t.teardown(() => store.close())
   t.equal(store.kind, 'redis')
   await store.putAll([tenant('acme')])
   t.equal((await store.get('acme'))?.database, 'acme')
-  t.throws(() => createTenantStore(loadConfig({ env: { GATEHOUSE_TENANTS_SOURCE: 'redis' } })), { message: /redis\.url is not set/ })
+  t.throws(() => createTenantStore(loadConfig({ env: { GATEHOUSE_TENANTS_SOURCE: 'redis' } })), {
+    message: /redis\.url is not set/,
+  })
 })
 
 t.test('Redis down: commands fail fast with a clear error; back up: work again, subscribers resync', async (t) => {
   const server = await spawnRedis(t)
   const warned: string[] = []
-  const logger = { warn: (o: unknown) => { warned.push(String((o as { role?: unknown }).role)) }, info: () => {} }
+  const logger = {
+    warn: (o: unknown) => {
+      warned.push(String((o as { role?: unknown }).role))
+    },
+    info: () => {},
+  }
   const store = createRedisStore({ url: server.url, prefix: 'x:', logger })
   const watcher = createRedisStore({ url: server.url, prefix: 'x:' })
-  t.teardown(async () => { await store.close(); await watcher.close() })
+  t.teardown(async () => {
+    await store.close()
+    await watcher.close()
+  })
   const seen: string[] = []
   watcher.onChange((db) => seen.push(db))
   await watcher.subscribed()
@@ -109,13 +129,19 @@ t.test('Redis down: commands fail fast with a clear error; back up: work again, 
   t.ok(await eventually(() => warned.includes('commands'), 3000), 'the store noticed the outage (its warning)')
   // Fails at once: from the known-down connection, or from the refused reconnect; a command
   // that queued for the connection would end "no connection after <connectTimeout> ms".
-  const err = await store.get('acme').then(() => null, (e: unknown) => e as { code?: string, message?: string })
+  const err = await store.get('acme').then(
+    () => null,
+    (e: unknown) => e as { code?: string; message?: string },
+  )
   t.equal(err?.code, 'tenant_store_backend')
   t.match(err?.message, /^tenant store unreachable: redis at .*redis\.sock/)
   t.notMatch(err?.message, /no connection after/, 'fails at once instead of queueing')
 
   await server.start()
-  t.ok(await eventually(async () => (await store.get('acme').catch(() => 'down')) !== 'down', 3000), 'commands work again')
+  t.ok(
+    await eventually(async () => (await store.get('acme').catch(() => 'down')) !== 'down', 3000),
+    'commands work again',
+  )
   t.ok(await eventually(() => seen.includes(ALL_TENANTS), 3000), 'the subscriber announced a resync after reconnecting')
   seen.length = 0
   await store.putAll([tenant('beta')])

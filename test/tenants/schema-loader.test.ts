@@ -1,14 +1,22 @@
 import t from 'tap'
 import path from 'node:path'
 import {
-  parseTenantFile, toTenant, keyKind, keyMatches, hashKey, loadTenantFiles, loadTenantFileEntries
+  parseTenantFile,
+  toTenant,
+  keyKind,
+  keyMatches,
+  hashKey,
+  loadTenantFiles,
+  loadTenantFileEntries,
 } from '../../src/tenants/index.js'
 import { ConfigError } from '../../src/shared/index.js'
 import { loadConfig } from '../../src/config/index.js'
 import { tenantFile, writeTenantDir } from '../helpers/tenant-fixtures.js'
 
-function problemsOf (fn: () => unknown): string[] {
-  try { fn() } catch (err) {
+function problemsOf(fn: () => unknown): string[] {
+  try {
+    fn()
+  } catch (err) {
     if (err instanceof ConfigError) return err.problems
     throw err
   }
@@ -26,10 +34,17 @@ t.test('a valid file gets its defaults', async (t) => {
 })
 
 t.test('errors name the file and every bad field', async (t) => {
-  const raw = tenantFile('acme', { database: 'Acme!', jwt: { secret: 'short', upstream_secret: 'x'.repeat(40) }, extra: 1 })
+  const raw = tenantFile('acme', {
+    database: 'Acme!',
+    jwt: { secret: 'short', upstream_secret: 'x'.repeat(40) },
+    extra: 1,
+  })
   delete (raw as Record<string, unknown>).organization
   const problems = problemsOf(() => parseTenantFile(raw, 'config/tenants/acme.yaml', {}))
-  t.ok(problems.every((p) => p.startsWith('config/tenants/acme.yaml: ')), 'every line names the file')
+  t.ok(
+    problems.every((p) => p.startsWith('config/tenants/acme.yaml: ')),
+    'every line names the file',
+  )
   const text = problems.join('\n')
   t.match(text, /database: /)
   t.match(text, /jwt\.secret: /)
@@ -62,21 +77,32 @@ t.test('loader: a directory of .yaml and .yml files, others ignored', async (t) 
     'acme.yaml': tenantFile('acme'),
     'beta.yml': tenantFile('beta'),
     'README.md': '# not a tenant',
-    'notes.txt': 'ignored'
+    'notes.txt': 'ignored',
   })
   const files = loadTenantFiles(dir, {})
-  t.same(files.map((f) => f.database), ['acme', 'beta'])
-  t.same(loadTenantFileEntries(dir, {}).map((e) => path.basename(e.path)), ['acme.yaml', 'beta.yml'])
-  t.same(loadTenantFiles(path.join(dir, 'beta.yml'), {}).map((f) => f.database), ['beta'], 'a single file')
+  t.same(
+    files.map((f) => f.database),
+    ['acme', 'beta'],
+  )
+  t.same(
+    loadTenantFileEntries(dir, {}).map((e) => path.basename(e.path)),
+    ['acme.yaml', 'beta.yml'],
+  )
+  t.same(
+    loadTenantFiles(path.join(dir, 'beta.yml'), {}).map((f) => f.database),
+    ['beta'],
+    'a single file',
+  )
 })
 
 t.test('loader: ${ENV} inside YAML text', async (t) => {
   const dir = writeTenantDir(t, {
-    'acme.yaml': 'database: acme\norganization: org_acme\npostgres: ${ACME_PG}\n' +
+    'acme.yaml':
+      'database: acme\norganization: org_acme\npostgres: ${ACME_PG}\n' +
       'roles: { anon: a_anon, auth: a_auth, svc: a_svc }\n' +
       'jwt:\n  secret: ${ACME_JWT_SECRET}\n  upstream_secret: uuuuuuuuuuuuuuuuuuuuuuuuuuuuuuuuuuuu\n' +
       'keys: { public: pk_aaaaaaaaaaaaaaaa, secret: sk_aaaaaaaaaaaaaaaa }\n' +
-      'upstreams: { auth: "http://127.0.0.1:9999/acme", rest: "http://127.0.0.1:3000/acme" }\nauth: {}\n'
+      'upstreams: { auth: "http://127.0.0.1:9999/acme", rest: "http://127.0.0.1:3000/acme" }\nauth: {}\n',
   })
   const [f] = loadTenantFiles(dir, { ACME_PG: 'postgres://o:p@h/acme', ACME_JWT_SECRET: 'j'.repeat(32) })
   t.equal(f?.postgres, 'postgres://o:p@h/acme')
@@ -88,7 +114,7 @@ t.test('loader: every bad file reported, with file and field', async (t) => {
     'acme.yaml': tenantFile('acme'),
     'bad.yaml': tenantFile('bad', { upstreams: { auth: 'http://x/bad' } }),
     'broken.yaml': 'database: [unclosed\n',
-    'list.yaml': '- a\n- b\n'
+    'list.yaml': '- a\n- b\n',
   })
   const problems = problemsOf(() => loadTenantFiles(dir, {}))
   const text = problems.join('\n')
@@ -117,7 +143,10 @@ t.test('loader: a database defined twice is an error', async (t) => {
 })
 
 t.test('loader: a missing path is a clear error', async (t) => {
-  t.throws(() => loadTenantFiles('/nonexistent/tenants', {}), { name: 'ConfigError', message: /\/nonexistent\/tenants does not exist/ })
+  t.throws(() => loadTenantFiles('/nonexistent/tenants', {}), {
+    name: 'ConfigError',
+    message: /\/nonexistent\/tenants does not exist/,
+  })
 })
 
 t.test('the example tenant files of config/tenants are valid', async (t) => {
@@ -131,7 +160,7 @@ t.test('config/gatehouse.example.yaml is a valid process config', async (t) => {
   t.equal(config.tenants.dir, 'config/tenants')
 })
 
-t.test('connection URLs must name the tenant\'s own database', async (t) => {
+t.test("connection URLs must name the tenant's own database", async (t) => {
   const { parseTenantFile } = await import('../../src/tenants/index.js')
   const base = {
     database: 'acme',
@@ -141,11 +170,16 @@ t.test('connection URLs must name the tenant\'s own database', async (t) => {
     jwt: { secret: 'x'.repeat(40), upstream_secret: 'y'.repeat(40) },
     keys: { public: 'pk_' + 'a'.repeat(20), secret: 'sk_' + 'b'.repeat(20) },
     upstreams: { auth: 'http://a/acme', rest: 'http://r/acme' },
-    auth: {}
+    auth: {},
   }
   t.ok(parseTenantFile(structuredClone(base), 'acme.yaml', {}))
-  t.throws(() => parseTenantFile({ ...structuredClone(base), engines: { rest: 'postgres://r:p@h:5432/demo' } }, 'acme.yaml', {}),
-    /acme\.yaml: engines\.rest: connects to database "demo", not to "acme"/)
-  t.throws(() => parseTenantFile({ ...structuredClone(base), postgres: 'postgres://o:p@h:5432/other' }, 'acme.yaml', {}),
-    /postgres: connects to database "other"/)
+  t.throws(
+    () =>
+      parseTenantFile({ ...structuredClone(base), engines: { rest: 'postgres://r:p@h:5432/demo' } }, 'acme.yaml', {}),
+    /acme\.yaml: engines\.rest: connects to database "demo", not to "acme"/,
+  )
+  t.throws(
+    () => parseTenantFile({ ...structuredClone(base), postgres: 'postgres://o:p@h:5432/other' }, 'acme.yaml', {}),
+    /postgres: connects to database "other"/,
+  )
 })

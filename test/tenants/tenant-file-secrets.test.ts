@@ -8,7 +8,14 @@ import { execFile } from 'node:child_process'
 import { generateKeyPairSync } from 'node:crypto'
 import { writeFileSync } from 'node:fs'
 import path from 'node:path'
-import { displayValue, exportTenantFile, loadTenantFileEntries, parseTenantFile, redactSecrets, toTenant } from '../../src/tenants/index.js'
+import {
+  displayValue,
+  exportTenantFile,
+  loadTenantFileEntries,
+  parseTenantFile,
+  redactSecrets,
+  toTenant,
+} from '../../src/tenants/index.js'
 import { runtimeTenantRecord } from '../../src/dev/index.js'
 import { tempDir, tenantFile } from '../helpers/tenant-fixtures.js'
 
@@ -23,7 +30,7 @@ const JWK = privateKey.export({ format: 'jwk' }) as { d: string }
 const SECRETS = [PASSWORD, JWT_SECRET, PUBLIC_KEY, SECRET_KEY, PEM_LINE, JWK.d]
 
 /** A tenant file whose line `bad` (0-based, of the body below) is broken so the parser quotes it. */
-function brokenFile (database: string, bad: string): string {
+function brokenFile(database: string, bad: string): string {
   const lines = [
     `database: ${database}`,
     'organization: org_x',
@@ -37,35 +44,57 @@ function brokenFile (database: string, bad: string): string {
     '    - kid: k2',
     '      alg: ES256',
     '      private_key: |',
-    ...PEM.trim().split('\n').map((l) => `        ${l}`),
-    `keys: { public: ${PUBLIC_KEY}, secret: ${SECRET_KEY} }`
+    ...PEM.trim()
+      .split('\n')
+      .map((l) => `        ${l}`),
+    `keys: { public: ${PUBLIC_KEY}, secret: ${SECRET_KEY} }`,
   ]
   // `: x` after a value makes a nested mapping in a compact one; a short indent breaks a block;
   // a flow map without its `}` is never closed.
-  const broken = (l: string): string => l.startsWith('keys:') ? l.replace(' }', '') : l.startsWith('        ') ? `    ${l.trim()}: x` : `${l}: x`
+  const broken = (l: string): string =>
+    l.startsWith('keys:') ? l.replace(' }', '') : l.startsWith('        ') ? `    ${l.trim()}: x` : `${l}: x`
   return lines.map((l) => (l.includes(bad) ? broken(l) : l)).join('\n') + '\n'
 }
 
-function cli (args: string[]): Promise<{ code: number, stdout: string, stderr: string }> {
-  const clean = Object.fromEntries(Object.entries(process.env).filter(([k]) => !k.startsWith('GATEHOUSE_') && k !== 'REDIS_URL'))
+function cli(args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
+  const clean = Object.fromEntries(
+    Object.entries(process.env).filter(([k]) => !k.startsWith('GATEHOUSE_') && k !== 'REDIS_URL'),
+  )
   return new Promise((resolve) => {
-    execFile(process.execPath, ['--import', 'tsx', 'src/cli.ts', ...args], { env: { ...clean, GATEHOUSE_TENANTS_SOURCE: 'files' }, timeout: 60_000 },
-      (err, stdout, stderr) => resolve({ code: err ? (typeof err.code === 'number' ? err.code : 1) : 0, stdout, stderr }))
+    execFile(
+      process.execPath,
+      ['--import', 'tsx', 'src/cli.ts', ...args],
+      { env: { ...clean, GATEHOUSE_TENANTS_SOURCE: 'files' }, timeout: 60_000 },
+      (err, stdout, stderr) =>
+        resolve({ code: err ? (typeof err.code === 'number' ? err.code : 1) : 0, stdout, stderr }),
+    )
   })
 }
 
 const cases: Array<[string, string]> = [
-  ['the owner password', PASSWORD], ['the JWT secret', JWT_SECRET], ['a JWK private key', JWK.d], ['a PEM private key', PEM_LINE], ['the API keys', PUBLIC_KEY]
+  ['the owner password', PASSWORD],
+  ['the JWT secret', JWT_SECRET],
+  ['a JWK private key', JWK.d],
+  ['a PEM private key', PEM_LINE],
+  ['the API keys', PUBLIC_KEY],
 ]
 
 t.test('YAML errors show the line around them, secrets masked', async (t) => {
   const dir = tempDir(t)
   cases.forEach(([, bad], i) => writeFileSync(path.join(dir, `t${i}.yaml`), brokenFile(`t${i}`, bad)))
   let message = ''
-  try { loadTenantFileEntries(dir) } catch (err) { message = (err as Error).message }
+  try {
+    loadTenantFileEntries(dir)
+  } catch (err) {
+    message = (err as Error).message
+  }
   t.match(message, /invalid tenant files \(5 of 5 refused\)/)
   cases.forEach(([what], i) => t.match(message, new RegExp(`t${i}\\.yaml: not valid YAML \\(line \\d+\\)`), what))
-  t.match(message, /postgres: postgres:\/\/owner:\*\*\*\*@127\.0\.0\.1:5432\/t0: x/, 'the excerpt is shown, the password masked')
+  t.match(
+    message,
+    /postgres: postgres:\/\/owner:\*\*\*\*@127\.0\.0\.1:5432\/t0: x/,
+    'the excerpt is shown, the password masked',
+  )
   t.match(message, /secret: \*\*\*\*/)
   for (const s of SECRETS) t.notOk(message.includes(s), `no secret in the error (${s.slice(0, 6)}...)`)
 
@@ -81,7 +110,11 @@ t.test('the development stack reading a broken file masks them too', async (t) =
     const file = path.join(dir, 'x.yaml')
     writeFileSync(file, brokenFile('x', bad))
     let message = ''
-    try { runtimeTenantRecord(file, 'postgres://postgres@127.0.0.1:5432/postgres', { rest: 'http://r', auth: 'http://a' }) } catch (err) { message = (err as Error).message }
+    try {
+      runtimeTenantRecord(file, 'postgres://postgres@127.0.0.1:5432/postgres', { rest: 'http://r', auth: 'http://a' })
+    } catch (err) {
+      message = (err as Error).message
+    }
     t.match(message, /not valid YAML/, what)
     for (const s of SECRETS) t.notOk(message.includes(s), `${what}: no secret in the error`)
   }
@@ -89,13 +122,25 @@ t.test('the development stack reading a broken file masks them too', async (t) =
 
 t.test('validation errors name fields, never values', async (t) => {
   const dir = tempDir(t)
-  writeFileSync(path.join(dir, 'v.yaml'), [
-    'database: v', 'organization: o', `postgres: postgres://owner:${PASSWORD}@127.0.0.1:5432/other`,
-    'roles: { anon: a, auth: b, svc: c }', `jwt: { secret: "${JWT_SECRET}", upstream_secret: short, bogus: "${SECRET_KEY}" }`,
-    `keys: { public: ${PUBLIC_KEY}, secret: ${PUBLIC_KEY} }`, 'upstreams: { auth: http://a, rest: http://r }', 'auth: {}'
-  ].join('\n'))
+  writeFileSync(
+    path.join(dir, 'v.yaml'),
+    [
+      'database: v',
+      'organization: o',
+      `postgres: postgres://owner:${PASSWORD}@127.0.0.1:5432/other`,
+      'roles: { anon: a, auth: b, svc: c }',
+      `jwt: { secret: "${JWT_SECRET}", upstream_secret: short, bogus: "${SECRET_KEY}" }`,
+      `keys: { public: ${PUBLIC_KEY}, secret: ${PUBLIC_KEY} }`,
+      'upstreams: { auth: http://a, rest: http://r }',
+      'auth: {}',
+    ].join('\n'),
+  )
   let message = ''
-  try { loadTenantFileEntries(dir) } catch (err) { message = (err as Error).message }
+  try {
+    loadTenantFileEntries(dir)
+  } catch (err) {
+    message = (err as Error).message
+  }
   t.match(message, /jwt\.bogus: unknown field/)
   for (const s of SECRETS) t.notOk(message.includes(s), 'no secret in a validation error')
 })
@@ -103,7 +148,16 @@ t.test('validation errors name fields, never values', async (t) => {
 t.test('auth hook secrets: masked in diffs and conflicts, references in an export, masked in errors', async (t) => {
   const hook = 'v1,whsec_c2VjcmV0LW9mLXRoZS1ob29rLTAxMjM0NTY3'
   t.equal(displayValue('auth.hooks.send_email.secrets', [hook]), '****')
-  const tenant = toTenant(parseTenantFile({ ...tenantFile('hk'), auth: { hooks: { send_email: { uri: 'https://hooks.example.com/mail', secrets: [hook] } } } }, 'hk.yaml', {}))
+  const tenant = toTenant(
+    parseTenantFile(
+      {
+        ...tenantFile('hk'),
+        auth: { hooks: { send_email: { uri: 'https://hooks.example.com/mail', secrets: [hook] } } },
+      },
+      'hk.yaml',
+      {},
+    ),
+  )
   const { text, env } = exportTenantFile(tenant)
   t.notOk(text.includes(hook), 'not in an export without --include-secrets')
   t.ok(env.includes('HK_HOOK_SEND_EMAIL_SECRET_1'))

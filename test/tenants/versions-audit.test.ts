@@ -9,32 +9,58 @@ import { readFileSync, writeFileSync } from 'node:fs'
 import path from 'node:path'
 import { stringify } from 'yaml'
 import {
-  createMemoryStore, createRedisStore, parseTenantFile, toTenant, updateTenant, AUDIT_KEEP, type TenantStore
+  createMemoryStore,
+  createRedisStore,
+  parseTenantFile,
+  toTenant,
+  updateTenant,
+  AUDIT_KEEP,
+  type TenantStore,
 } from '../../src/tenants/index.js'
 import { tenantFile, tempDir } from '../helpers/tenant-fixtures.js'
 import { createTestRedis } from '../helpers/redis.js'
 
 const audit = { who: 'tester', via: 'cli', action: 'test', fields: ['auth.site_url'] }
 
-async function exercise (t: Test, store: TenantStore, versionShape: RegExp): Promise<void> {
+async function exercise(t: Test, store: TenantStore, versionShape: RegExp): Promise<void> {
   const v1 = (await store.read('acme'))!
   t.match(v1.version, versionShape)
   const changed = { ...v1.tenant, auth: { ...v1.tenant.auth, site_url: 'https://one.example' } }
   const w = await store.write('acme', v1.version, changed, { audit })
   t.equal(w.ok, true)
-  const stale = await store.write('acme', v1.version, { ...v1.tenant, auth: { ...v1.tenant.auth, site_url: 'https://two.example' } }, { audit })
-  t.same(stale, { ok: false, version: w.ok ? w.version : '' }, 'a write on a stale version is refused, naming the current one')
+  const stale = await store.write(
+    'acme',
+    v1.version,
+    { ...v1.tenant, auth: { ...v1.tenant.auth, site_url: 'https://two.example' } },
+    { audit },
+  )
+  t.same(
+    stale,
+    { ok: false, version: w.ok ? w.version : '' },
+    'a write on a stale version is refused, naming the current one',
+  )
   t.equal((await store.get('acme'))!.auth.site_url, 'https://one.example', 'and changes nothing')
 
   // updateTenant: without If-Match it lands whatever came between; with a stale one it is refused.
   const [a, b] = await Promise.all([
-    updateTenant(store, 'acme', (x) => ({ ...x, auth: { ...x.auth, magic_link: true } }), { who: 'u1', via: 'panel', action: 'a' }),
-    updateTenant(store, 'acme', (x) => ({ ...x, auth: { ...x.auth, pkce: true } }), { who: 'u2', via: 'panel', action: 'b' })
+    updateTenant(store, 'acme', (x) => ({ ...x, auth: { ...x.auth, magic_link: true } }), {
+      who: 'u1',
+      via: 'panel',
+      action: 'a',
+    }),
+    updateTenant(store, 'acme', (x) => ({ ...x, auth: { ...x.auth, pkce: true } }), {
+      who: 'u2',
+      via: 'panel',
+      action: 'b',
+    }),
   ])
   t.ok(a.entry && b.entry)
   const now = (await store.get('acme'))!
   t.same([now.auth.magic_link, now.auth.pkce], [true, true], 'both concurrent changes landed')
-  await t.rejects(updateTenant(store, 'acme', (x) => x, { who: 'u3', via: 'panel', action: 'c', ifMatch: v1.version }), { code: 'version_mismatch', status: 412 })
+  await t.rejects(
+    updateTenant(store, 'acme', (x) => x, { who: 'u3', via: 'panel', action: 'c', ifMatch: v1.version }),
+    { code: 'version_mismatch', status: 412 },
+  )
 
   const history = await store.history('acme')
   t.equal(history.length, 3)
@@ -44,7 +70,11 @@ async function exercise (t: Test, store: TenantStore, versionShape: RegExp): Pro
   t.match(last, { database: 'acme', via: 'panel', old_version: versionShape, new_version: versionShape })
 
   for (let i = 0; i < AUDIT_KEEP + 5; i++) {
-    await updateTenant(store, 'acme', (x) => ({ ...x, auth: { ...x.auth, mail_rate_per_hour: 1000 + i } }), { who: 'loop', via: 'cli', action: 'n' })
+    await updateTenant(store, 'acme', (x) => ({ ...x, auth: { ...x.auth, mail_rate_per_hour: 1000 + i } }), {
+      who: 'loop',
+      via: 'cli',
+      action: 'n',
+    })
   }
   const kept = await store.history('acme')
   t.equal(kept.length, AUDIT_KEEP, `only the last ${AUDIT_KEEP} are kept`)

@@ -26,7 +26,7 @@ const SCHEMA = readFileSync(path.join(here, 'fixtures/schema.sql'), 'utf8')
 const EXPECTED = readFileSync(path.join(here, 'fixtures/expected.types.txt'), 'utf8')
 const SECRET = 'typegen-panel-secret-0123456789abcdef'
 
-async function loadedTenant (t: Test) {
+async function loadedTenant(t: Test) {
   const x = await createTestTenant(t, { organization: 'org_types' })
   const owner = new pg.Client({ connectionString: x.ownerUrl })
   await owner.connect()
@@ -36,14 +36,19 @@ async function loadedTenant (t: Test) {
 }
 
 /** Type-checks `app` beside the generated `types` in a directory of the project (so it resolves supabase-js). */
-function compile (t: Test, types: string, app: string): string[] {
+function compile(t: Test, types: string, app: string): string[] {
   const dir = mkdtempSync(path.join(root, '.tap', 'typegen-'))
   t.teardown(() => rmSync(dir, { recursive: true, force: true }))
   writeFileSync(path.join(dir, 'database.types.ts'), types)
   writeFileSync(path.join(dir, 'app.ts'), app)
   const program = ts.createProgram([path.join(dir, 'app.ts')], {
-    strict: true, noEmit: true, target: ts.ScriptTarget.ES2022, module: ts.ModuleKind.NodeNext,
-    moduleResolution: ts.ModuleResolutionKind.NodeNext, skipLibCheck: true, types: []
+    strict: true,
+    noEmit: true,
+    target: ts.ScriptTarget.ES2022,
+    module: ts.ModuleKind.NodeNext,
+    moduleResolution: ts.ModuleResolutionKind.NodeNext,
+    skipLibCheck: true,
+    types: [],
   })
   return ts.getPreEmitDiagnostics(program).map((d) => ts.flattenDiagnosticMessageText(d.messageText, '\n'))
 }
@@ -65,13 +70,17 @@ t.test('the output is what supabase gen types typescript writes for the schema',
   await owner.query('SET search_path = pg_catalog')
   await generateTypescriptTypes(owner, { schemas: ['public'] })
   const search = await owner.query('SHOW search_path')
-  t.equal(search.rows[0].search_path, 'pg_catalog', 'the generator\'s own search path ended with its transaction')
+  t.equal(search.rows[0].search_path, 'pg_catalog', "the generator's own search path ended with its transaction")
 })
 
 t.test('a supabase-js app compiles against the generated type; a wrong column does not', async (t) => {
   const { owner } = await loadedTenant(t)
   const types = await generateTypescriptTypes(owner, { schemas: ['public', 'inventory'] })
-  const good = compile(t, types, APP_HEADER + `
+  const good = compile(
+    t,
+    types,
+    APP_HEADER +
+      `
 export async function app (): Promise<void> {
   const { data } = await supabase.from('books').select('id, title, authors(name, mood)').eq('author_id', 1)
   const title: string | undefined = data?.[0]?.title
@@ -88,31 +97,47 @@ export async function app (): Promise<void> {
   const unit: 'piece' | 'kg' | undefined = items.data?.[0]?.unit
   void [title, author, mood, n, book, first, unit]
 }
-`)
+`,
+  )
   t.same(good, [], 'no type errors')
 
-  const badSelect = compile(t, types, APP_HEADER + `
+  const badSelect = compile(
+    t,
+    types,
+    APP_HEADER +
+      `
 export async function app (): Promise<string | undefined> {
   const { data } = await supabase.from('books').select('id, titel')
   return data?.[0]?.titel.toUpperCase()
 }
-`)
+`,
+  )
   t.ok(badSelect.length > 0, 'a misspelt column in a select fails to compile')
   t.match(badSelect.join('\n'), /titel/)
 
-  const badInsert = compile(t, types, APP_HEADER + `
+  const badInsert = compile(
+    t,
+    types,
+    APP_HEADER +
+      `
 export async function app (): Promise<void> {
   await supabase.from('books').insert({ author_id: 1, titel: 'x' })
 }
-`)
+`,
+  )
   t.ok(badInsert.length > 0, 'a misspelt column in an insert fails to compile')
   t.match(badInsert.join('\n'), /titel/)
 
-  const identity = compile(t, types, APP_HEADER + `
+  const identity = compile(
+    t,
+    types,
+    APP_HEADER +
+      `
 export async function app (): Promise<void> {
   await supabase.from('authors').insert({ id: 5, name: 'x' })
 }
-`)
+`,
+  )
   t.ok(identity.length > 0, 'a GENERATED ALWAYS identity column cannot be inserted')
 })
 
@@ -125,16 +150,24 @@ t.test('gatehouse gen types typescript and the panel route print the same', asyn
   await store.putAll([x.tenant, other.tenant])
   const config = loadConfig({
     env: {},
-    overrides: { log: { level: 'silent' }, tenants: { source: 'redis' }, redis: { url, key_prefix: prefix }, panel: { session_secret: SECRET } }
+    overrides: {
+      log: { level: 'silent' },
+      tenants: { source: 'redis' },
+      redis: { url, key_prefix: prefix },
+      panel: { session_secret: SECRET },
+    },
   })
   const expected = await generateTypescriptTypes(owner, { schemas: ['public'] })
 
-  async function run (args: string[]): Promise<string> {
+  async function run(args: string[]): Promise<string> {
     const program = new Command('gatehouse').exitOverride()
     registerGenCommands(program, () => config)
     const chunks: string[] = []
     const write = process.stdout.write
-    process.stdout.write = ((s: string) => { chunks.push(String(s)); return true }) as typeof process.stdout.write
+    process.stdout.write = ((s: string) => {
+      chunks.push(String(s))
+      return true
+    }) as typeof process.stdout.write
     try {
       await program.parseAsync(['node', 'gatehouse', 'gen', 'types', 'typescript', ...args])
     } finally {
@@ -142,7 +175,7 @@ t.test('gatehouse gen types typescript and the panel route print the same', asyn
     }
     return chunks.join('')
   }
-  t.equal(await run([x.database]), expected, 'by database name: the tenant\'s exposed schemas (public)')
+  t.equal(await run([x.database]), expected, "by database name: the tenant's exposed schemas (public)")
   t.equal(await run(['--db-url', x.ownerUrl, '--schema', 'public']), expected, 'by connection URL')
   t.match(await run([x.database, '--schema', 'public,inventory']), /^ {2}inventory: \{/m)
   await t.rejects(run(['nope']), /no tenant named "nope"/)
@@ -157,12 +190,23 @@ t.test('gatehouse gen types typescript and the panel route print the same', asyn
   const r = await panel.inject({ method: 'GET', url: path1, headers: { authorization: `Bearer ${member}` } })
   t.equal(r.statusCode, 200)
   t.same(r.json(), { types: expected })
-  const narrowed = await panel.inject({ method: 'GET', url: `${path1}?included_schemas=inventory`, headers: { authorization: `Bearer ${member}` } })
+  const narrowed = await panel.inject({
+    method: 'GET',
+    url: `${path1}?included_schemas=inventory`,
+    headers: { authorization: `Bearer ${member}` },
+  })
   t.match(narrowed.json().types, /^ {2}inventory: \{/m)
   t.notMatch(narrowed.json().types, /^ {2}public: \{/m)
   const refused = await panel.inject({ method: 'GET', url: path1, headers: { authorization: `Bearer ${stranger}` } })
   t.equal(refused.statusCode, 403)
   t.notMatch(refused.body, 'Tables')
-  const crossOrg = await panel.inject({ method: 'GET', url: `/organizations/org_elsewhere/databases/${x.database}/api/types/typescript`, headers: { authorization: `Bearer ${stranger}` } })
-  t.ok(crossOrg.statusCode >= 400 && crossOrg.statusCode < 500, 'a database of another organization is not reached through one\'s own')
+  const crossOrg = await panel.inject({
+    method: 'GET',
+    url: `/organizations/org_elsewhere/databases/${x.database}/api/types/typescript`,
+    headers: { authorization: `Bearer ${stranger}` },
+  })
+  t.ok(
+    crossOrg.statusCode >= 400 && crossOrg.statusCode < 500,
+    "a database of another organization is not reached through one's own",
+  )
 })

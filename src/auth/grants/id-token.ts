@@ -10,7 +10,13 @@ import type { FastifyRequest } from 'fastify'
 import { withTransaction, ownValue } from '../../shared/index.js'
 import { resolveIdentityUser, type ExternalIdentity } from '../accounts.js'
 import {
-  BadIdTokenError, IdTokenRequestError, ManualLinkingDisabledError, NonceMismatchError, ProviderDisabledError, unexpectedFailure, ValidationFailedError
+  BadIdTokenError,
+  IdTokenRequestError,
+  ManualLinkingDisabledError,
+  NonceMismatchError,
+  ProviderDisabledError,
+  unexpectedFailure,
+  ValidationFailedError,
 } from '../errors.js'
 import { requireUser } from '../bearer.js'
 import { clientMeta, optBool, optString, type Body } from '../http.js'
@@ -28,25 +34,26 @@ const KNOWN_ISSUERS = new Map<string, string>([
   ['kakao', 'https://kauth.kakao.com'],
   ['keycloak', ''],
   ['snapchat', 'https://accounts.snapchat.com'],
-  ['vercel_marketplace', 'https://marketplace.vercel.com']
+  ['vercel_marketplace', 'https://marketplace.vercel.com'],
 ])
 
 const invalidRequest = (description: string) => new IdTokenRequestError(description)
 
 /** The provider's issuer and client id, or GoTrue's refusal. */
-function idTokenProvider (ctx: TenantContext, name: string): { issuer: string, clientId: string } {
+function idTokenProvider(ctx: TenantContext, name: string): { issuer: string; clientId: string } {
   const s = ownValue(ctx.tenant.auth.providers, name)
   const known = KNOWN_ISSUERS.get(name)
   const issuer = name === 'google' ? (s?.issuer ?? known!) : s?.issuer
   if (!s || !issuer) {
-    if (!s && known !== undefined) throw new ProviderDisabledError(`Provider (issuer ${JSON.stringify(known)}) is not enabled`)
+    if (!s && known !== undefined)
+      throw new ProviderDisabledError(`Provider (issuer ${JSON.stringify(known)}) is not enabled`)
     throw new ValidationFailedError(`Custom OIDC provider ${JSON.stringify(name)} not allowed`)
   }
   if (s.enabled === false) throw new ProviderDisabledError(`Provider (issuer ${JSON.stringify(issuer)}) is not enabled`)
   return { issuer, clientId: s.client_id }
 }
 
-export async function idTokenGrant (ctx: TenantContext, req: FastifyRequest, b: Body): Promise<AccessTokenResponse> {
+export async function idTokenGrant(ctx: TenantContext, req: FastifyRequest, b: Body): Promise<AccessTokenResponse> {
   const idToken = optString(b, 'id_token') ?? ''
   const providerName = optString(b, 'provider') ?? ''
   const clientId = optString(b, 'client_id') ?? ''
@@ -55,7 +62,8 @@ export async function idTokenGrant (ctx: TenantContext, req: FastifyRequest, b: 
   optString(b, 'access_token')
   const link = optBool(b, 'link_identity') ?? false
   if (idToken === '') throw invalidRequest('id_token required')
-  if (providerName === '' && (clientId === '' || issuerParam === '')) throw invalidRequest('provider or client_id and issuer required')
+  if (providerName === '' && (clientId === '' || issuerParam === ''))
+    throw invalidRequest('provider or client_id and issuer required')
 
   let linkTo: string | null = null
   if (link) {
@@ -76,9 +84,11 @@ export async function idTokenGrant (ctx: TenantContext, req: FastifyRequest, b: 
     throw err
   }
   if (!verified.sub) throw invalidRequest('Missing sub claim in id_token')
-  if (!verified.aud.includes(provider.clientId)) throw invalidRequest(`Unacceptable audience in id_token: [${verified.aud.join(' ')}]`)
+  if (!verified.aud.includes(provider.clientId))
+    throw invalidRequest(`Unacceptable audience in id_token: [${verified.aud.join(' ')}]`)
   const tokenNonce = verified.nonce ?? ''
-  if ((tokenNonce !== '') !== (nonce !== '')) throw invalidRequest('Passed nonce and nonce in id_token should either both exist or not.')
+  if ((tokenNonce !== '') !== (nonce !== ''))
+    throw invalidRequest('Passed nonce and nonce in id_token should either both exist or not.')
   if (tokenNonce !== '' && createHash('sha256').update(nonce, 'utf8').digest('hex') !== tokenNonce) {
     throw new NonceMismatchError()
   }
@@ -90,7 +100,7 @@ export async function idTokenGrant (ctx: TenantContext, req: FastifyRequest, b: 
     providerId: verified.sub,
     email,
     emailVerified: c.email_verified === true || c.email_verified === 'true',
-    identityData: identityClaimsOf({ ...c, iss: c.iss ?? provider.issuer })
+    identityData: identityClaimsOf({ ...c, iss: c.iss ?? provider.issuer }),
   }
   return withTransaction(ctx.db, async (q) => {
     const user = linkTo ? await linkIdentityToUser(ctx, q, linkTo, ext) : (await resolveIdentityUser(ctx, q, ext)).user

@@ -17,5 +17,7 @@ export const GRANTS: Partial<Record<string, Grant>> = {
   pkce: pkceGrant,
   refresh_token: refreshTokenGrant,
   // Sign-in with a wallet is not offered: GoTrue's answer with both Web3 providers off.
-  web3: async () => { throw new Web3DisabledError() }
+  web3: async () => {
+    throw new Web3DisabledError()
+  },
 }

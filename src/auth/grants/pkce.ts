@@ -4,7 +4,11 @@
 import type { FastifyRequest } from 'fastify'
 import { withTransaction } from '../../shared/index.js'
 import {
-  BadCodeVerifierError, FlowStateExpiredError, FlowStateNotFoundError, UserBannedError, ValidationFailedError
+  BadCodeVerifierError,
+  FlowStateExpiredError,
+  FlowStateNotFoundError,
+  UserBannedError,
+  ValidationFailedError,
 } from '../errors.js'
 import { clientMeta, optString, type Body } from '../http.js'
 import { deleteFlowState, lockFlowStateByAuthCode } from '../models/flow-state.js'
@@ -13,10 +17,11 @@ import { isFlowStateExpired, verifierMatches } from '../pkce.js'
 import { startSession, type AuthMethod } from '../tokens.js'
 import type { AccessTokenResponse, TenantContext } from '../types.js'
 
-export async function pkceGrant (ctx: TenantContext, req: FastifyRequest, b: Body): Promise<AccessTokenResponse> {
+export async function pkceGrant(ctx: TenantContext, req: FastifyRequest, b: Body): Promise<AccessTokenResponse> {
   const authCode = optString(b, 'auth_code') ?? ''
   const verifier = optString(b, 'code_verifier') ?? ''
-  if (authCode === '' || verifier === '') throw new ValidationFailedError('invalid request: both auth code and code verifier should be non-empty')
+  if (authCode === '' || verifier === '')
+    throw new ValidationFailedError('invalid request: both auth code and code verifier should be non-empty')
   if (!ctx.tenant.auth.pkce) throw new ValidationFailedError('PKCE flow is disabled for this database')
   return withTransaction(ctx.db, async (q) => {
     const flow = await lockFlowStateByAuthCode(q, authCode)
@@ -26,7 +31,10 @@ export async function pkceGrant (ctx: TenantContext, req: FastifyRequest, b: Bod
     const user = await loadUserWithIdentities(q, flow.user_id)
     if (!user) throw new FlowStateNotFoundError()
     if (isUserBanned(user.user, ctx.now())) throw new UserBannedError()
-    const session = await startSession(ctx, q, user, { method: flow.authentication_method as AuthMethod, ...clientMeta(req) })
+    const session = await startSession(ctx, q, user, {
+      method: flow.authentication_method as AuthMethod,
+      ...clientMeta(req),
+    })
     await deleteFlowState(q, flow.id)
     if (flow.provider_access_token) session.provider_token = flow.provider_access_token
     if (flow.provider_refresh_token) session.provider_refresh_token = flow.provider_refresh_token

@@ -8,12 +8,25 @@ import { setTimeout as sleep } from 'node:timers/promises'
 import { withTransaction } from '../../shared/index.js'
 import { assertRefreshTokenShape } from '../crypto.js'
 import {
-  ConflictError, RefreshSessionNotFoundError, RefreshTokenAlreadyUsedError, RefreshTokenNotFoundError, RefreshTokenRequiredError, RefreshUserBannedError, SessionExpiredError
+  ConflictError,
+  RefreshSessionNotFoundError,
+  RefreshTokenAlreadyUsedError,
+  RefreshTokenNotFoundError,
+  RefreshTokenRequiredError,
+  RefreshUserBannedError,
+  SessionExpiredError,
 } from '../errors.js'
 import { clientMeta, type Body } from '../http.js'
 import {
-  activeTokenOfSession, deleteRefreshToken, isConcurrentDeletion, loadRefreshContext, lockTokenAndSession, revokeSessionTokens,
-  rotateLiveToken, rotateRefreshToken, touchSession
+  activeTokenOfSession,
+  deleteRefreshToken,
+  isConcurrentDeletion,
+  loadRefreshContext,
+  lockTokenAndSession,
+  revokeSessionTokens,
+  rotateLiveToken,
+  rotateRefreshToken,
+  touchSession,
 } from '../models/refresh-tokens.js'
 import { isUserBanned } from '../models/users.js'
 import { tokenResponse } from '../tokens.js'
@@ -22,9 +35,14 @@ import type { AccessTokenResponse, TenantContext } from '../types.js'
 /** How long concurrent refreshes of one token wait for each other before 409 (GoTrue: 5 s). */
 const LOCK_WAIT_MS = 5_000
 
-type ReuseOutcome = { kind: 'ok', token: string } | { kind: 'locked' } | { kind: 'gone' } | { kind: 'live' } | { kind: 'reused' }
+type ReuseOutcome =
+  { kind: 'ok'; token: string } | { kind: 'locked' } | { kind: 'gone' } | { kind: 'live' } | { kind: 'reused' }
 
-export async function refreshTokenGrant (ctx: TenantContext, req: FastifyRequest, b: Body): Promise<AccessTokenResponse> {
+export async function refreshTokenGrant(
+  ctx: TenantContext,
+  req: FastifyRequest,
+  b: Body,
+): Promise<AccessTokenResponse> {
   const issue = { method: 'token_refresh', ip: clientMeta(req).ip }
   const presented = b.refresh_token
   if (presented === undefined || presented === null || presented === '') throw new RefreshTokenRequiredError()
@@ -33,7 +51,12 @@ export async function refreshTokenGrant (ctx: TenantContext, req: FastifyRequest
   const hot = await rotateLiveToken(ctx.db, presented, ctx.now())
   if (hot) {
     const c = hot.context
-    return tokenResponse(ctx, { user: c.user!, identities: c.identities, factors: c.factors }, { id: c.token.session_id!, refreshToken: hot.newToken, amr: c.amr }, issue)
+    return tokenResponse(
+      ctx,
+      { user: c.user!, identities: c.identities, factors: c.factors },
+      { id: c.token.session_id!, refreshToken: hot.newToken, amr: c.amr },
+      issue,
+    )
   }
   const giveUpAt = Date.now() + LOCK_WAIT_MS
 
@@ -54,19 +77,29 @@ export async function refreshTokenGrant (ctx: TenantContext, req: FastifyRequest
 
     if (!rc.token.revoked) {
       const out = await rotateRefreshToken(ctx.db, { id: rc.token.id, userId: rc.user.id, sessionId, now })
-      if (out.kind === 'rotated') return tokenResponse(ctx, user, { id: sessionId, refreshToken: out.token, amr: rc.amr }, issue)
+      if (out.kind === 'rotated')
+        return tokenResponse(ctx, user, { id: sessionId, refreshToken: out.token, amr: rc.amr }, issue)
       if (out.kind === 'gone') continue
-      if (out.kind === 'locked') { await backoff(giveUpAt); continue }
+      if (out.kind === 'locked') {
+        await backoff(giveUpAt)
+        continue
+      }
       // revoked meanwhile: the reuse path below decides.
     }
 
     const reuse = await decideReuse(ctx, rc.token.id, sessionId, now)
     if (!reuse) continue
     switch (reuse.kind) {
-      case 'ok': return tokenResponse(ctx, user, { id: sessionId, refreshToken: reuse.token, amr: rc.amr }, issue)
-      case 'reused': throw new RefreshTokenAlreadyUsedError()
-      case 'locked': await backoff(giveUpAt); continue
-      case 'gone': case 'live': continue
+      case 'ok':
+        return tokenResponse(ctx, user, { id: sessionId, refreshToken: reuse.token, amr: rc.amr }, issue)
+      case 'reused':
+        throw new RefreshTokenAlreadyUsedError()
+      case 'locked':
+        await backoff(giveUpAt)
+        continue
+      case 'gone':
+      case 'live':
+        continue
     }
   }
 }
@@ -76,7 +109,12 @@ export async function refreshTokenGrant (ctx: TenantContext, req: FastifyRequest
  * token (lost response, or a reuse within the interval), or the family revoked (theft);
  * null when the rows went away meanwhile.
  */
-async function decideReuse (ctx: TenantContext, tokenId: string, sessionId: string, now: Date): Promise<ReuseOutcome | null> {
+async function decideReuse(
+  ctx: TenantContext,
+  tokenId: string,
+  sessionId: string,
+  now: Date,
+): Promise<ReuseOutcome | null> {
   return withTransaction<ReuseOutcome | null>(ctx.db, async (q) => {
     const locked = await lockTokenAndSession(q, tokenId, sessionId)
     if (locked === null) return { kind: 'locked' }
@@ -84,7 +122,8 @@ async function decideReuse (ctx: TenantContext, tokenId: string, sessionId: stri
     if (!token) return { kind: 'gone' }
     if (!token.revoked) return { kind: 'live' }
     const active = await activeTokenOfSession(q, sessionId)
-    const withinInterval = now.getTime() <= token.updated_at.getTime() + ctx.tenant.auth.refresh_token_reuse_interval * 1000
+    const withinInterval =
+      now.getTime() <= token.updated_at.getTime() + ctx.tenant.auth.refresh_token_reuse_interval * 1000
     // Lost response: the client never saw the child of this token. Or a reuse inside the
     // interval (several tabs refreshing at once): both get the current token.
     if (active && (active.parent === token.token || withinInterval)) {
@@ -99,7 +138,7 @@ async function decideReuse (ctx: TenantContext, tokenId: string, sessionId: stri
   })
 }
 
-async function backoff (giveUpAt: number): Promise<void> {
+async function backoff(giveUpAt: number): Promise<void> {
   if (Date.now() >= giveUpAt) throw new ConflictError()
   await sleep(10 + Math.floor(Math.random() * 20))
 }

@@ -41,42 +41,52 @@ interface MailContext {
   /** Public base of the tenant's auth API, the start of the links in mails. */
   readonly externalUrl: string
   readonly config: Config
-  now (): Date
+  now(): Date
 }
 
 export interface Mailer {
   /** Reserves a send against the tenant's limits (429 when over), renders, sends (500 when SMTP fails). */
-  send (ctx: MailContext, q: Queryable, req: MailRequest): Promise<void>
-  close (): void
+  send(ctx: MailContext, q: Queryable, req: MailRequest): Promise<void>
+  close(): void
 }
 
 /** `{externalUrl}/verify?token=<hash>&type=<type>&redirect_to=<url>` (docs/auth-protocol.md §5.10). */
-export function verifyLink (externalUrl: string, tokenHash: string, type: VerifyLinkType, redirectTo: string): string {
+export function verifyLink(externalUrl: string, tokenHash: string, type: VerifyLinkType, redirectTo: string): string {
   const qs = new URLSearchParams({ token: tokenHash, type, redirect_to: redirectTo })
   return `${externalUrl}/verify?${qs.toString()}`
 }
 
 const WHAT: Record<MailKind, string> = {
-  confirmation: 'confirmation', invite: 'invite', recovery: 'recovery', magic_link: 'magic link',
-  email_change: 'email change', reauthentication: 'reauthentication'
+  confirmation: 'confirmation',
+  invite: 'invite',
+  recovery: 'recovery',
+  magic_link: 'magic link',
+  email_change: 'email change',
+  reauthentication: 'reauthentication',
 }
 
-export function createMailer (deps: { config: Config, logger: FastifyBaseLogger }): Mailer {
+export function createMailer(deps: { config: Config; logger: FastifyBaseLogger }): Mailer {
   const transports = new TransportPool()
   return {
-    async send (ctx, q, req) {
+    async send(ctx, q, req) {
       await reserveMailSend(q, ctx.tenant.auth, { address: req.to, bucket: throttleBucket(req.kind), now: ctx.now() })
-      if (req.deliver !== undefined) { await req.deliver(); return }
+      if (req.deliver !== undefined) {
+        await req.deliver()
+        return
+      }
       const vars: TemplateVars = {
         SiteURL: ctx.tenant.auth.site_url,
-        ConfirmationURL: req.linkType && req.tokenHash ? verifyLink(ctx.externalUrl, req.tokenHash, req.linkType, req.redirectTo) : undefined,
+        ConfirmationURL:
+          req.linkType && req.tokenHash
+            ? verifyLink(ctx.externalUrl, req.tokenHash, req.linkType, req.redirectTo)
+            : undefined,
         Email: req.email,
         Token: req.otp,
         TokenHash: req.tokenHash,
         RedirectTo: req.redirectTo,
         Data: req.data ?? {},
         NewEmail: req.newEmail,
-        SendingTo: req.to
+        SendingTo: req.to,
       }
       const mail = renderMail(ctx.tenant, req.kind, vars)
       const sender = senderOf(ctx.tenant)
@@ -86,13 +96,15 @@ export function createMailer (deps: { config: Config, logger: FastifyBaseLogger 
           to: req.to,
           subject: mail.subject,
           text: mail.text,
-          html: mail.html
+          html: mail.html,
         })
       } catch (err) {
         deps.logger.error({ err, tenant: ctx.tenant.database, kind: req.kind }, 'mail send failed')
         throw new EmailSendFailedError(WHAT[req.kind], { internal: err })
       }
     },
-    close () { transports.close() }
+    close() {
+      transports.close()
+    },
   }
 }

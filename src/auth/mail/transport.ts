@@ -12,15 +12,18 @@ interface SmtpTarget {
   pass?: string
 }
 
-interface Sender { address: string, name?: string }
+interface Sender {
+  address: string
+  name?: string
+}
 
-export function smtpTargetOf (tenant: Tenant, config: Config): SmtpTarget {
+export function smtpTargetOf(tenant: Tenant, config: Config): SmtpTarget {
   const s = tenant.auth.smtp
   if (s) return { host: s.host, port: s.port, secure: s.secure ?? s.port === 465, user: s.user, pass: s.pass }
   return { host: config.mail.smtp_host, port: config.mail.smtp_port, secure: false }
 }
 
-export function senderOf (tenant: Tenant): Sender {
+export function senderOf(tenant: Tenant): Sender {
   const s = tenant.auth.smtp
   return { address: s?.sender ?? 'no-reply@gatehouse.local', name: s?.sender_name ?? tenant.database }
 }
@@ -28,7 +31,7 @@ export function senderOf (tenant: Tenant): Sender {
 export class TransportPool {
   #transports = new Map<string, Transporter>()
 
-  get (target: SmtpTarget): Transporter {
+  get(target: SmtpTarget): Transporter {
     const key = JSON.stringify([target.host, target.port, target.secure, target.user ?? '', target.pass ?? ''])
     let t = this.#transports.get(key)
     if (!t) {
@@ -43,14 +46,14 @@ export class TransportPool {
         greetingTimeout: 10_000,
         socketTimeout: 20_000,
         // Local catchers and development servers offer no certificate worth checking.
-        tls: { rejectUnauthorized: target.host !== '127.0.0.1' && target.host !== 'localhost' }
+        tls: { rejectUnauthorized: target.host !== '127.0.0.1' && target.host !== 'localhost' },
       })
       this.#transports.set(key, t)
     }
     return t
   }
 
-  close (): void {
+  close(): void {
     for (const t of this.#transports.values()) t.close()
     this.#transports.clear()
   }

@@ -6,31 +6,69 @@ import type { Queryable } from '../../shared/index.js'
 import { NIL_UUID } from './users.js'
 
 export type AuditAction =
-  | 'user_signedup' | 'login' | 'logout' | 'user_modified' | 'user_updated_password'
-  | 'user_confirmation_requested' | 'user_invited' | 'user_deleted' | 'user_recovery_requested'
-  | 'user_reauthenticate_requested' | 'token_revoked' | 'identity_linked'
-  | 'identity_unlinked' | 'factor_in_progress' | 'factor_unenrolled' | 'challenge_created'
-  | 'verification_attempted' | 'factor_deleted' | 'factor_updated'
+  | 'user_signedup'
+  | 'login'
+  | 'logout'
+  | 'user_modified'
+  | 'user_updated_password'
+  | 'user_confirmation_requested'
+  | 'user_invited'
+  | 'user_deleted'
+  | 'user_recovery_requested'
+  | 'user_reauthenticate_requested'
+  | 'token_revoked'
+  | 'identity_linked'
+  | 'identity_unlinked'
+  | 'factor_in_progress'
+  | 'factor_unenrolled'
+  | 'challenge_created'
+  | 'verification_attempted'
+  | 'factor_deleted'
+  | 'factor_updated'
 
 const LOG_TYPE: Record<AuditAction, string> = {
-  user_signedup: 'team', login: 'account', logout: 'account', user_modified: 'user',
-  user_updated_password: 'user', user_confirmation_requested: 'user', user_invited: 'team',
-  user_deleted: 'team', user_recovery_requested: 'user', user_reauthenticate_requested: 'user',
-  token_revoked: 'token', identity_linked: 'account', identity_unlinked: 'account',
-  factor_in_progress: 'factor', factor_unenrolled: 'factor', challenge_created: 'factor',
-  verification_attempted: 'factor', factor_deleted: 'factor', factor_updated: 'factor'
+  user_signedup: 'team',
+  login: 'account',
+  logout: 'account',
+  user_modified: 'user',
+  user_updated_password: 'user',
+  user_confirmation_requested: 'user',
+  user_invited: 'team',
+  user_deleted: 'team',
+  user_recovery_requested: 'user',
+  user_reauthenticate_requested: 'user',
+  token_revoked: 'token',
+  identity_linked: 'account',
+  identity_unlinked: 'account',
+  factor_in_progress: 'factor',
+  factor_unenrolled: 'factor',
+  challenge_created: 'factor',
+  verification_attempted: 'factor',
+  factor_deleted: 'factor',
+  factor_updated: 'factor',
 }
 
-export async function audit (q: Queryable, e: { action: AuditAction, actorId: string, actorUsername?: string | null, traits?: Record<string, unknown>, ip?: string | null, now: Date }): Promise<void> {
+export async function audit(
+  q: Queryable,
+  e: {
+    action: AuditAction
+    actorId: string
+    actorUsername?: string | null
+    traits?: Record<string, unknown>
+    ip?: string | null
+    now: Date
+  },
+): Promise<void> {
   const payload = {
     actor_id: e.actorId,
     actor_username: e.actorUsername ?? '',
     actor_via_sso: false,
     action: e.action,
     log_type: LOG_TYPE[e.action],
-    ...(e.traits ? { traits: e.traits } : {})
+    ...(e.traits ? { traits: e.traits } : {}),
   }
   await q.query(
     'INSERT INTO auth.audit_log_entries (instance_id, id, payload, created_at, ip_address) VALUES ($1, $2, $3, $4, $5)',
-    [NIL_UUID, randomUUID(), JSON.stringify(payload), e.now, (e.ip ?? '').slice(0, 64)])
+    [NIL_UUID, randomUUID(), JSON.stringify(payload), e.now, (e.ip ?? '').slice(0, 64)],
+  )
 }

@@ -6,22 +6,29 @@ import type { IdentityRow } from '../types.js'
 
 const SELECT = 'id, provider_id, user_id, identity_data, provider, last_sign_in_at, created_at, updated_at, email'
 
-export async function identitiesForUser (q: Queryable, userId: string): Promise<IdentityRow[]> {
-  const r = await q.query<IdentityRow>(`SELECT ${SELECT} FROM auth.identities WHERE user_id = $1 ORDER BY created_at, id`, [userId])
+export async function identitiesForUser(q: Queryable, userId: string): Promise<IdentityRow[]> {
+  const r = await q.query<IdentityRow>(
+    `SELECT ${SELECT} FROM auth.identities WHERE user_id = $1 ORDER BY created_at, id`,
+    [userId],
+  )
   return r.rows
 }
 
-export async function findIdentity (q: Queryable, provider: string, providerId: string): Promise<IdentityRow | null> {
-  const r = await q.query<IdentityRow>(`SELECT ${SELECT} FROM auth.identities WHERE provider = $1 AND provider_id = $2`, [provider, providerId])
+export async function findIdentity(q: Queryable, provider: string, providerId: string): Promise<IdentityRow | null> {
+  const r = await q.query<IdentityRow>(
+    `SELECT ${SELECT} FROM auth.identities WHERE provider = $1 AND provider_id = $2`,
+    [provider, providerId],
+  )
   return r.rows[0] ?? null
 }
 
 /** Identities carrying one of these emails (lower-cased), outside the sso:* linking domain. */
-export async function findIdentitiesByEmails (q: Queryable, emails: string[]): Promise<IdentityRow[]> {
+export async function findIdentitiesByEmails(q: Queryable, emails: string[]): Promise<IdentityRow[]> {
   if (emails.length === 0) return []
   const r = await q.query<IdentityRow>(
     `SELECT ${SELECT} FROM auth.identities WHERE email = ANY($1::text[]) AND provider NOT LIKE 'sso:%'`,
-    [emails.map((e) => e.toLowerCase())])
+    [emails.map((e) => e.toLowerCase())],
+  )
   return r.rows
 }
 
@@ -34,11 +41,12 @@ interface NewIdentity {
   lastSignInAt?: Date | null
 }
 
-export async function insertIdentity (q: Queryable, i: NewIdentity): Promise<IdentityRow> {
+export async function insertIdentity(q: Queryable, i: NewIdentity): Promise<IdentityRow> {
   const r = await q.query<IdentityRow>(
     `INSERT INTO auth.identities (id, provider_id, user_id, identity_data, provider, last_sign_in_at, created_at, updated_at)
      VALUES ($1, $2, $3, $4, $5, $6, $7, $7) RETURNING ${SELECT}`,
-    [randomUUID(), i.providerId, i.userId, JSON.stringify(i.identityData), i.provider, i.lastSignInAt ?? null, i.now])
+    [randomUUID(), i.providerId, i.userId, JSON.stringify(i.identityData), i.provider, i.lastSignInAt ?? null, i.now],
+  )
   return r.rows[0]!
 }
 
@@ -47,37 +55,57 @@ export async function insertIdentity (q: Queryable, i: NewIdentity): Promise<Ide
  * that holds the key afterwards and whether this call created it (safe under concurrency:
  * the unique key decides, the loser reads the winner's row).
  */
-export async function insertIdentityIfAbsent (q: Queryable, i: NewIdentity): Promise<{ identity: IdentityRow, created: boolean }> {
+export async function insertIdentityIfAbsent(
+  q: Queryable,
+  i: NewIdentity,
+): Promise<{ identity: IdentityRow; created: boolean }> {
   const r = await q.query<IdentityRow>(
     `INSERT INTO auth.identities (id, provider_id, user_id, identity_data, provider, last_sign_in_at, created_at, updated_at)
      VALUES ($1, $2, $3, $4, $5, $6, $7, $7)
      ON CONFLICT (provider_id, provider) DO NOTHING RETURNING ${SELECT}`,
-    [randomUUID(), i.providerId, i.userId, JSON.stringify(i.identityData), i.provider, i.lastSignInAt ?? null, i.now])
+    [randomUUID(), i.providerId, i.userId, JSON.stringify(i.identityData), i.provider, i.lastSignInAt ?? null, i.now],
+  )
   if (r.rows[0]) return { identity: r.rows[0], created: true }
   const existing = await findIdentity(q, i.provider, i.providerId)
   if (!existing) throw new Error('identity conflict without a row')
   return { identity: existing, created: false }
 }
 
-export async function updateIdentity (q: Queryable, id: string, fields: { identityData?: Record<string, unknown>, lastSignInAt?: Date }, now: Date): Promise<void> {
+export async function updateIdentity(
+  q: Queryable,
+  id: string,
+  fields: { identityData?: Record<string, unknown>; lastSignInAt?: Date },
+  now: Date,
+): Promise<void> {
   await q.query(
     `UPDATE auth.identities SET identity_data = COALESCE($2::jsonb, identity_data),
         last_sign_in_at = COALESCE($3, last_sign_in_at), updated_at = $4 WHERE id = $1`,
-    [id, fields.identityData ? JSON.stringify(fields.identityData) : null, fields.lastSignInAt ?? null, now])
+    [id, fields.identityData ? JSON.stringify(fields.identityData) : null, fields.lastSignInAt ?? null, now],
+  )
 }
 
 /** Merges keys into identity_data of the user's identity of one provider (e.g. email_verified). */
-export async function mergeIdentityData (q: Queryable, userId: string, provider: string, patch: Record<string, unknown>, now: Date): Promise<void> {
+export async function mergeIdentityData(
+  q: Queryable,
+  userId: string,
+  provider: string,
+  patch: Record<string, unknown>,
+  now: Date,
+): Promise<void> {
   await q.query(
     'UPDATE auth.identities SET identity_data = identity_data || $3::jsonb, updated_at = $4 WHERE user_id = $1 AND provider = $2',
-    [userId, provider, JSON.stringify(patch), now])
+    [userId, provider, JSON.stringify(patch), now],
+  )
 }
 
-export async function deleteIdentitiesOfUser (q: Queryable, userId: string, exceptId?: string): Promise<void> {
-  await q.query('DELETE FROM auth.identities WHERE user_id = $1 AND ($2::uuid IS NULL OR id <> $2::uuid)', [userId, exceptId ?? null])
+export async function deleteIdentitiesOfUser(q: Queryable, userId: string, exceptId?: string): Promise<void> {
+  await q.query('DELETE FROM auth.identities WHERE user_id = $1 AND ($2::uuid IS NULL OR id <> $2::uuid)', [
+    userId,
+    exceptId ?? null,
+  ])
 }
 
-export function toIdentityJson (i: IdentityRow): Record<string, unknown> {
+export function toIdentityJson(i: IdentityRow): Record<string, unknown> {
   const out: Record<string, unknown> = {
     identity_id: i.id,
     id: i.provider_id,
@@ -87,7 +115,7 @@ export function toIdentityJson (i: IdentityRow): Record<string, unknown> {
     last_sign_in_at: i.last_sign_in_at ? i.last_sign_in_at.toISOString() : undefined,
     created_at: i.created_at ? i.created_at.toISOString() : undefined,
     updated_at: i.updated_at ? i.updated_at.toISOString() : undefined,
-    email: i.email || undefined
+    email: i.email || undefined,
   }
   for (const k of Object.keys(out)) if (out[k] === undefined) delete out[k]
   return out

@@ -17,12 +17,16 @@ interface RefreshTokenRow {
 }
 
 /** Inserts the first token of a session (parent ''). */
-export async function insertRefreshToken (q: Queryable, t: { userId: string, sessionId: string, parent?: string, now: Date }): Promise<string> {
+export async function insertRefreshToken(
+  q: Queryable,
+  t: { userId: string; sessionId: string; parent?: string; now: Date },
+): Promise<string> {
   const token = generateRefreshToken()
   await q.query(
     `INSERT INTO auth.refresh_tokens (instance_id, token, user_id, revoked, created_at, updated_at, parent, session_id)
      VALUES ($1, $2, $3, false, $4, $4, $5, $6)`,
-    [NIL_UUID, token, t.userId, t.now, t.parent ?? '', t.sessionId])
+    [NIL_UUID, token, t.userId, t.now, t.parent ?? '', t.sessionId],
+  )
   return token
 }
 
@@ -47,12 +51,24 @@ interface ContextRow extends UserRow {
   rt_updated_at: Date
   s_id: string | null
   s_not_after: Date | null
-  identities_json: Array<Omit<IdentityRow, 'created_at' | 'updated_at' | 'last_sign_in_at'> & { created_at: string | null, updated_at: string | null, last_sign_in_at: string | null }> | null
-  amr_json: Array<{ method: string, timestamp: number }> | null
-  factors_json: Array<Omit<FactorRow, 'created_at' | 'updated_at' | 'last_challenged_at'> & { created_at: string, updated_at: string, last_challenged_at: string | null }> | null
+  identities_json: Array<
+    Omit<IdentityRow, 'created_at' | 'updated_at' | 'last_sign_in_at'> & {
+      created_at: string | null
+      updated_at: string | null
+      last_sign_in_at: string | null
+    }
+  > | null
+  amr_json: Array<{ method: string; timestamp: number }> | null
+  factors_json: Array<
+    Omit<FactorRow, 'created_at' | 'updated_at' | 'last_challenged_at'> & {
+      created_at: string
+      updated_at: string
+      last_challenged_at: string | null
+    }
+  > | null
 }
 
-export async function loadRefreshContext (q: Queryable, token: string): Promise<RefreshContext | null> {
+export async function loadRefreshContext(q: Queryable, token: string): Promise<RefreshContext | null> {
   const r = await q.query<ContextRow>({
     name: 'gatehouse_auth_load_refresh_context',
     text: `SELECT rt.id AS rt_id, rt.token AS rt_token, rt.user_id AS rt_user_id, rt.revoked AS rt_revoked, rt.parent AS rt_parent,
@@ -62,7 +78,7 @@ export async function loadRefreshContext (q: Queryable, token: string): Promise<
        LEFT JOIN auth.sessions s ON s.id = rt.session_id
        LEFT JOIN auth.users u ON u.id = rt.user_id::uuid
       WHERE rt.token = $1`,
-    values: [token]
+    values: [token],
   })
   const row = r.rows[0]
   return row ? toContext(row) : null
@@ -79,25 +95,59 @@ const FACTORS_JSON = `(SELECT pg_catalog.json_agg(pg_catalog.json_build_object('
     'last_webauthn_challenge_data', f.last_webauthn_challenge_data) ORDER BY f.created_at)
   FROM auth.mfa_factors f WHERE f.user_id = u.id)`
 
-const AMR_JSON = (sessionId: string) => `(SELECT pg_catalog.json_agg(pg_catalog.json_build_object('method', a.authentication_method,
+const AMR_JSON = (
+  sessionId: string,
+) => `(SELECT pg_catalog.json_agg(pg_catalog.json_build_object('method', a.authentication_method,
     'timestamp', pg_catalog.floor(extract(epoch FROM a.updated_at))::bigint) ORDER BY a.updated_at DESC)
   FROM auth.mfa_amr_claims a WHERE a.session_id = ${sessionId})`
 
-function toContext (row: ContextRow): RefreshContext {
+function toContext(row: ContextRow): RefreshContext {
   const date = (v: string | null) => (v ? new Date(v) : null)
   return {
-    token: { id: row.rt_id, token: row.rt_token, user_id: row.rt_user_id, revoked: row.rt_revoked, parent: row.rt_parent, session_id: row.rt_session_id, updated_at: row.rt_updated_at },
+    token: {
+      id: row.rt_id,
+      token: row.rt_token,
+      user_id: row.rt_user_id,
+      revoked: row.rt_revoked,
+      parent: row.rt_parent,
+      session_id: row.rt_session_id,
+      updated_at: row.rt_updated_at,
+    },
     sessionExists: row.s_id !== null,
     sessionNotAfter: row.s_not_after,
     user: row.id ? pickUser(row) : null,
-    identities: (row.identities_json ?? []).map((i) => ({ ...i, created_at: date(i.created_at), updated_at: date(i.updated_at), last_sign_in_at: date(i.last_sign_in_at) })),
-    factors: (row.factors_json ?? []).map((f) => ({ ...f, created_at: new Date(f.created_at), updated_at: new Date(f.updated_at), last_challenged_at: date(f.last_challenged_at) })),
-    amr: row.amr_json ?? []
+    identities: (row.identities_json ?? []).map((i) => ({
+      ...i,
+      created_at: date(i.created_at),
+      updated_at: date(i.updated_at),
+      last_sign_in_at: date(i.last_sign_in_at),
+    })),
+    factors: (row.factors_json ?? []).map((f) => ({
+      ...f,
+      created_at: new Date(f.created_at),
+      updated_at: new Date(f.updated_at),
+      last_challenged_at: date(f.last_challenged_at),
+    })),
+    amr: row.amr_json ?? [],
   }
 }
 
-function pickUser (row: ContextRow): UserRow {
-  const { rt_id: _a, rt_token: _b, rt_user_id: _c, rt_revoked: _d, rt_parent: _e, rt_session_id: _f, rt_updated_at: _g, s_id: _h, s_not_after: _i, identities_json: _j, amr_json: _k, factors_json: _l, ...user } = row as ContextRow & { new_token?: string }
+function pickUser(row: ContextRow): UserRow {
+  const {
+    rt_id: _a,
+    rt_token: _b,
+    rt_user_id: _c,
+    rt_revoked: _d,
+    rt_parent: _e,
+    rt_session_id: _f,
+    rt_updated_at: _g,
+    s_id: _h,
+    s_not_after: _i,
+    identities_json: _j,
+    amr_json: _k,
+    factors_json: _l,
+    ...user
+  } = row as ContextRow & { new_token?: string }
   delete (user as { new_token?: string }).new_token
   return user
 }
@@ -110,10 +160,15 @@ function pickUser (row: ContextRow): UserRow {
  * locked by a concurrent refresh, revoked, banned, no session): the caller then takes the
  * slow path, which tells these cases apart.
  */
-export async function rotateLiveToken (q: Queryable, token: string, now: Date): Promise<{ newToken: string, context: RefreshContext } | null> {
-  const r = await q.query<ContextRow & { new_token: string }>({
-    name: 'gatehouse_auth_rotate_live_token',
-    text: `WITH cur AS (
+export async function rotateLiveToken(
+  q: Queryable,
+  token: string,
+  now: Date,
+): Promise<{ newToken: string; context: RefreshContext } | null> {
+  const r = await q
+    .query<ContextRow & { new_token: string }>({
+      name: 'gatehouse_auth_rotate_live_token',
+      text: `WITH cur AS (
         SELECT rt.id, rt.token, rt.user_id, rt.session_id, rt.updated_at
           FROM auth.refresh_tokens rt
           JOIN auth.sessions s ON s.id = rt.session_id
@@ -139,12 +194,13 @@ export async function rotateLiveToken (q: Queryable, token: string, now: Date): 
        FROM ins CROSS JOIN cur
        JOIN sess ON sess.id = ins.session_id
        JOIN auth.users u ON u.id = ins.user_id::uuid`,
-    values: [token, now, generateRefreshToken(), NIL_UUID]
-  }).catch((err: unknown) => {
-    // The session was deleted under us (a concurrent sign-out): the slow path tells.
-    if (isConcurrentDeletion(err)) return null
-    throw err
-  })
+      values: [token, now, generateRefreshToken(), NIL_UUID],
+    })
+    .catch((err: unknown) => {
+      // The session was deleted under us (a concurrent sign-out): the slow path tells.
+      if (isConcurrentDeletion(err)) return null
+      throw err
+    })
   const row = r?.rows[0]
   if (!row) return null
   return { newToken: row.new_token, context: toContext(row) }
@@ -154,16 +210,12 @@ export async function rotateLiveToken (q: Queryable, token: string, now: Date): 
  * A write that lost a race with a concurrent delete of its session: foreign key violation
  * (23503), or a deadlock between our row lock and the cascade (40P01).
  */
-export function isConcurrentDeletion (err: unknown): boolean {
+export function isConcurrentDeletion(err: unknown): boolean {
   const code = (err as { code?: string } | null)?.code
   return code === '23503' || code === '40P01'
 }
 
-type RotateOutcome =
-  | { kind: 'rotated', token: string }
-  | { kind: 'locked' }
-  | { kind: 'revoked' }
-  | { kind: 'gone' }
+type RotateOutcome = { kind: 'rotated'; token: string } | { kind: 'locked' } | { kind: 'revoked' } | { kind: 'gone' }
 
 /**
  * Step 3 of §5.2 in one statement: lock the presented token (SKIP LOCKED), and if it is
@@ -171,10 +223,14 @@ type RotateOutcome =
  * concurrent refresh holds the row (the caller retries); `revoked` sends the caller to
  * the reuse path.
  */
-export async function rotateRefreshToken (q: Queryable, t: { id: string, userId: string, sessionId: string, now: Date }): Promise<RotateOutcome> {
+export async function rotateRefreshToken(
+  q: Queryable,
+  t: { id: string; userId: string; sessionId: string; now: Date },
+): Promise<RotateOutcome> {
   const next = generateRefreshToken()
-  const r = await q.query<{ locked: number, was_revoked: boolean | null, new_token: string | null }>(
-    `WITH cur AS (
+  const r = await q
+    .query<{ locked: number; was_revoked: boolean | null; new_token: string | null }>(
+      `WITH cur AS (
         SELECT id, token, revoked FROM auth.refresh_tokens WHERE id = $1 FOR UPDATE SKIP LOCKED
      ), rev AS (
         UPDATE auth.refresh_tokens t SET revoked = true, updated_at = $3 FROM cur
@@ -189,7 +245,9 @@ export async function rotateRefreshToken (q: Queryable, t: { id: string, userId:
      )
      SELECT (SELECT pg_catalog.count(*) FROM cur)::int AS locked, (SELECT revoked FROM cur) AS was_revoked,
             (SELECT token FROM ins) AS new_token, (SELECT pg_catalog.count(*) FROM sess)::int AS touched`,
-    [t.id, next, t.now, NIL_UUID, t.userId, t.sessionId]).catch((err: unknown) => {
+      [t.id, next, t.now, NIL_UUID, t.userId, t.sessionId],
+    )
+    .catch((err: unknown) => {
       if (isConcurrentDeletion(err)) return null
       throw err
     })
@@ -204,9 +262,15 @@ export async function rotateRefreshToken (q: Queryable, t: { id: string, userId:
 }
 
 /** Locks the token and its session for the reuse path; null when another refresh holds them. */
-export async function lockTokenAndSession (q: Queryable, tokenId: string, sessionId: string): Promise<{ token: RefreshTokenRow | null } | null> {
+export async function lockTokenAndSession(
+  q: Queryable,
+  tokenId: string,
+  sessionId: string,
+): Promise<{ token: RefreshTokenRow | null } | null> {
   const t = await q.query<RefreshTokenRow>(
-    'SELECT id, token, user_id, revoked, parent, session_id, updated_at FROM auth.refresh_tokens WHERE id = $1 FOR UPDATE SKIP LOCKED', [tokenId])
+    'SELECT id, token, user_id, revoked, parent, session_id, updated_at FROM auth.refresh_tokens WHERE id = $1 FOR UPDATE SKIP LOCKED',
+    [tokenId],
+  )
   if (!t.rows[0]) {
     const exists = await q.query('SELECT 1 FROM auth.refresh_tokens WHERE id = $1', [tokenId])
     return (exists.rowCount ?? 0) === 0 ? { token: null } : null
@@ -220,22 +284,30 @@ export async function lockTokenAndSession (q: Queryable, tokenId: string, sessio
 }
 
 /** The newest non-revoked token of a session (the "active" token of §5.2 step 4a). */
-export async function activeTokenOfSession (q: Queryable, sessionId: string): Promise<RefreshTokenRow | null> {
+export async function activeTokenOfSession(q: Queryable, sessionId: string): Promise<RefreshTokenRow | null> {
   const r = await q.query<RefreshTokenRow>(
     `SELECT id, token, user_id, revoked, parent, session_id, updated_at FROM auth.refresh_tokens
-      WHERE session_id = $1 AND revoked = false ORDER BY id DESC LIMIT 1`, [sessionId])
+      WHERE session_id = $1 AND revoked = false ORDER BY id DESC LIMIT 1`,
+    [sessionId],
+  )
   return r.rows[0] ?? null
 }
 
 /** Revokes every token of a session (reuse detected). */
-export async function revokeSessionTokens (q: Queryable, sessionId: string, now: Date): Promise<void> {
-  await q.query('UPDATE auth.refresh_tokens SET revoked = true, updated_at = $2 WHERE session_id = $1 AND revoked = false', [sessionId, now])
+export async function revokeSessionTokens(q: Queryable, sessionId: string, now: Date): Promise<void> {
+  await q.query(
+    'UPDATE auth.refresh_tokens SET revoked = true, updated_at = $2 WHERE session_id = $1 AND revoked = false',
+    [sessionId, now],
+  )
 }
 
-export async function touchSession (q: Queryable, sessionId: string, now: Date): Promise<void> {
-  await q.query(`UPDATE auth.sessions SET refreshed_at = ($2::timestamptz AT TIME ZONE 'UTC'), updated_at = $2 WHERE id = $1`, [sessionId, now])
+export async function touchSession(q: Queryable, sessionId: string, now: Date): Promise<void> {
+  await q.query(
+    `UPDATE auth.sessions SET refreshed_at = ($2::timestamptz AT TIME ZONE 'UTC'), updated_at = $2 WHERE id = $1`,
+    [sessionId, now],
+  )
 }
 
-export async function deleteRefreshToken (q: Queryable, id: string): Promise<void> {
+export async function deleteRefreshToken(q: Queryable, id: string): Promise<void> {
   await q.query('DELETE FROM auth.refresh_tokens WHERE id = $1', [id])
 }

@@ -5,49 +5,61 @@ import { randomUUID } from 'node:crypto'
 import type { Queryable } from '../../shared/index.js'
 import type { AmrEntry, SessionRow } from '../types.js'
 
-export async function insertSession (q: Queryable, s: { userId: string, now: Date, userAgent?: string | null, ip?: string | null }): Promise<SessionRow> {
+export async function insertSession(
+  q: Queryable,
+  s: { userId: string; now: Date; userAgent?: string | null; ip?: string | null },
+): Promise<SessionRow> {
   const r = await q.query<SessionRow>(
     `INSERT INTO auth.sessions (id, user_id, created_at, updated_at, aal, user_agent, ip)
      VALUES ($1, $2, $3, $3, 'aal1', $4, $5)
      RETURNING id, user_id, created_at, updated_at, aal, not_after, NULL::timestamptz AS refreshed_at, user_agent, host(ip) AS ip`,
-    [randomUUID(), s.userId, s.now, s.userAgent ?? null, s.ip ?? null])
+    [randomUUID(), s.userId, s.now, s.userAgent ?? null, s.ip ?? null],
+  )
   return r.rows[0]!
 }
 
-export async function findSession (q: Queryable, id: string): Promise<SessionRow | null> {
+export async function findSession(q: Queryable, id: string): Promise<SessionRow | null> {
   const r = await q.query<SessionRow>(
     `SELECT id, user_id, created_at, updated_at, aal, not_after, (refreshed_at AT TIME ZONE 'UTC') AS refreshed_at,
-            user_agent, host(ip) AS ip FROM auth.sessions WHERE id = $1`, [id])
+            user_agent, host(ip) AS ip FROM auth.sessions WHERE id = $1`,
+    [id],
+  )
   return r.rows[0] ?? null
 }
 
-export async function sessionExists (q: Queryable, id: string, userId: string): Promise<boolean> {
+export async function sessionExists(q: Queryable, id: string, userId: string): Promise<boolean> {
   const r = await q.query('SELECT 1 FROM auth.sessions WHERE id = $1 AND user_id = $2', [id, userId])
   return (r.rowCount ?? 0) > 0
 }
 
-export async function deleteSession (q: Queryable, id: string): Promise<void> {
+export async function deleteSession(q: Queryable, id: string): Promise<void> {
   await q.query('DELETE FROM auth.sessions WHERE id = $1', [id])
 }
 
 /** Deletes all sessions of a user, or all but one. */
-export async function deleteSessionsOfUser (q: Queryable, userId: string, exceptId?: string | null): Promise<number> {
-  const r = await q.query('DELETE FROM auth.sessions WHERE user_id = $1 AND ($2::uuid IS NULL OR id <> $2::uuid)', [userId, exceptId ?? null])
+export async function deleteSessionsOfUser(q: Queryable, userId: string, exceptId?: string | null): Promise<number> {
+  const r = await q.query('DELETE FROM auth.sessions WHERE user_id = $1 AND ($2::uuid IS NULL OR id <> $2::uuid)', [
+    userId,
+    exceptId ?? null,
+  ])
   return r.rowCount ?? 0
 }
 
 /** Records a sign-in method on a session: upsert of (session_id, method) with updated_at = now. */
-export async function addAmrClaim (q: Queryable, sessionId: string, method: string, now: Date): Promise<void> {
+export async function addAmrClaim(q: Queryable, sessionId: string, method: string, now: Date): Promise<void> {
   await q.query(
     `INSERT INTO auth.mfa_amr_claims (id, session_id, created_at, updated_at, authentication_method)
      VALUES ($1, $2, $3, $3, $4)
      ON CONFLICT (session_id, authentication_method) DO UPDATE SET updated_at = EXCLUDED.updated_at`,
-    [randomUUID(), sessionId, now, method])
+    [randomUUID(), sessionId, now, method],
+  )
 }
 
-export async function amrClaims (q: Queryable, sessionId: string): Promise<AmrEntry[]> {
-  const r = await q.query<{ method: string, ts: string }>(
+export async function amrClaims(q: Queryable, sessionId: string): Promise<AmrEntry[]> {
+  const r = await q.query<{ method: string; ts: string }>(
     `SELECT authentication_method AS method, pg_catalog.floor(extract(epoch FROM updated_at))::bigint::text AS ts
-       FROM auth.mfa_amr_claims WHERE session_id = $1 ORDER BY updated_at DESC`, [sessionId])
+       FROM auth.mfa_amr_claims WHERE session_id = $1 ORDER BY updated_at DESC`,
+    [sessionId],
+  )
   return r.rows.map((x) => ({ method: x.method, timestamp: Number(x.ts) }))
 }

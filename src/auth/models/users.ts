@@ -9,50 +9,81 @@ import { identitiesForUser, toIdentityJson } from './identities.js'
 export const NIL_UUID = '00000000-0000-0000-0000-000000000000'
 
 const COLUMNS = [
-  'id', 'aud', 'role', 'email', 'encrypted_password', 'email_confirmed_at', 'invited_at',
-  'confirmation_token', 'confirmation_sent_at', 'recovery_token', 'recovery_sent_at',
-  'email_change_token_new', 'email_change', 'email_change_sent_at', 'email_change_token_current',
-  'email_change_confirm_status', 'last_sign_in_at', 'raw_app_meta_data', 'raw_user_meta_data',
-  'created_at', 'updated_at', 'phone', 'phone_confirmed_at', 'phone_change', 'phone_change_sent_at',
-  'confirmed_at', 'banned_until', 'reauthentication_sent_at', 'is_sso_user', 'deleted_at', 'is_anonymous'
+  'id',
+  'aud',
+  'role',
+  'email',
+  'encrypted_password',
+  'email_confirmed_at',
+  'invited_at',
+  'confirmation_token',
+  'confirmation_sent_at',
+  'recovery_token',
+  'recovery_sent_at',
+  'email_change_token_new',
+  'email_change',
+  'email_change_sent_at',
+  'email_change_token_current',
+  'email_change_confirm_status',
+  'last_sign_in_at',
+  'raw_app_meta_data',
+  'raw_user_meta_data',
+  'created_at',
+  'updated_at',
+  'phone',
+  'phone_confirmed_at',
+  'phone_change',
+  'phone_change_sent_at',
+  'confirmed_at',
+  'banned_until',
+  'reauthentication_sent_at',
+  'is_sso_user',
+  'deleted_at',
+  'is_anonymous',
 ] as const
 
 /** The writable columns (confirmed_at is generated). */
-export type UserColumn = Exclude<typeof COLUMNS[number], 'confirmed_at'>
+export type UserColumn = Exclude<(typeof COLUMNS)[number], 'confirmed_at'>
 const WRITABLE = new Set<string>(COLUMNS.filter((c) => c !== 'confirmed_at'))
 
 export const USER_SELECT = COLUMNS.map((c) => 'u.' + quoteIdent(c)).join(', ')
 
-export async function findUserById (q: Queryable, id: string): Promise<UserRow | null> {
+export async function findUserById(q: Queryable, id: string): Promise<UserRow | null> {
   const r = await q.query<UserRow>(`SELECT ${USER_SELECT} FROM auth.users u WHERE u.id = $1`, [id])
   return r.rows[0] ?? null
 }
 
 /** Locks the user row for the rest of the transaction. */
-export async function lockUserById (q: Queryable, id: string): Promise<UserRow | null> {
+export async function lockUserById(q: Queryable, id: string): Promise<UserRow | null> {
   const r = await q.query<UserRow>(`SELECT ${USER_SELECT} FROM auth.users u WHERE u.id = $1 FOR UPDATE`, [id])
   return r.rows[0] ?? null
 }
 
 /** GoTrue's FindUserByEmailAndAudience: non-SSO users, email compared lower-cased. */
-export async function findUserByEmail (q: Queryable, email: string, aud: string): Promise<UserRow | null> {
+export async function findUserByEmail(q: Queryable, email: string, aud: string): Promise<UserRow | null> {
   const r = await q.query<UserRow>(
     `SELECT ${USER_SELECT} FROM auth.users u
       WHERE u.instance_id = $3 AND pg_catalog.lower(u.email) = pg_catalog.lower($1) AND u.aud = $2 AND u.is_sso_user = false
-      ORDER BY u.created_at LIMIT 1`, [email, aud, NIL_UUID])
+      ORDER BY u.created_at LIMIT 1`,
+    [email, aud, NIL_UUID],
+  )
   return r.rows[0] ?? null
 }
 
 /** Any non-SSO user holding this email, whatever the audience (emails are unique per table). */
-export async function isEmailTaken (q: Queryable, email: string, exceptUserId?: string): Promise<boolean> {
+export async function isEmailTaken(q: Queryable, email: string, exceptUserId?: string): Promise<boolean> {
   const r = await q.query(
     `SELECT 1 FROM auth.users WHERE pg_catalog.lower(email) = pg_catalog.lower($1) AND is_sso_user = false AND ($2::uuid IS NULL OR id <> $2::uuid) LIMIT 1`,
-    [email, exceptUserId ?? null])
+    [email, exceptUserId ?? null],
+  )
   return (r.rowCount ?? 0) > 0
 }
 
-export async function findUserByPhone (q: Queryable, phone: string, aud: string): Promise<UserRow | null> {
-  const r = await q.query<UserRow>(`SELECT ${USER_SELECT} FROM auth.users u WHERE u.phone = $1 AND u.aud = $2 LIMIT 1`, [phone, aud])
+export async function findUserByPhone(q: Queryable, phone: string, aud: string): Promise<UserRow | null> {
+  const r = await q.query<UserRow>(
+    `SELECT ${USER_SELECT} FROM auth.users u WHERE u.phone = $1 AND u.aud = $2 LIMIT 1`,
+    [phone, aud],
+  )
   return r.rows[0] ?? null
 }
 
@@ -74,7 +105,7 @@ interface NewUser {
   now: Date
 }
 
-export async function insertUser (q: Queryable, u: NewUser): Promise<UserRow> {
+export async function insertUser(q: Queryable, u: NewUser): Promise<UserRow> {
   const r = await q.query<UserRow>(
     `INSERT INTO auth.users AS u (instance_id, id, aud, role, email, phone, encrypted_password, raw_app_meta_data,
         raw_user_meta_data, is_anonymous, is_sso_user, email_confirmed_at, phone_confirmed_at, invited_at, banned_until,
@@ -82,14 +113,35 @@ export async function insertUser (q: Queryable, u: NewUser): Promise<UserRow> {
         email_change_token_current, email_change_confirm_status, phone_change, phone_change_token, reauthentication_token)
      VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $16, '', '', '', '', '', 0, '', '', '')
      RETURNING ${USER_SELECT}`,
-    [NIL_UUID, u.id, u.aud, u.role, u.email ?? null, u.phone ?? null, u.encryptedPassword ?? '',
-      JSON.stringify(u.appMetadata), JSON.stringify(u.userMetadata), u.isAnonymous ?? false, u.isSsoUser ?? false,
-      u.emailConfirmedAt ?? null, u.phoneConfirmedAt ?? null, u.invitedAt ?? null, u.bannedUntil ?? null, u.now])
+    [
+      NIL_UUID,
+      u.id,
+      u.aud,
+      u.role,
+      u.email ?? null,
+      u.phone ?? null,
+      u.encryptedPassword ?? '',
+      JSON.stringify(u.appMetadata),
+      JSON.stringify(u.userMetadata),
+      u.isAnonymous ?? false,
+      u.isSsoUser ?? false,
+      u.emailConfirmedAt ?? null,
+      u.phoneConfirmedAt ?? null,
+      u.invitedAt ?? null,
+      u.bannedUntil ?? null,
+      u.now,
+    ],
+  )
   return r.rows[0]!
 }
 
 /** Sets columns of one user (names from the allow-list, jsonb values serialised). */
-export async function updateUser (q: Queryable, id: string, fields: Partial<Record<UserColumn, unknown>>, now: Date): Promise<UserRow> {
+export async function updateUser(
+  q: Queryable,
+  id: string,
+  fields: Partial<Record<UserColumn, unknown>>,
+  now: Date,
+): Promise<UserRow> {
   const sets: string[] = []
   const values: unknown[] = [id]
   for (const [col, value] of Object.entries(fields)) {
@@ -100,17 +152,20 @@ export async function updateUser (q: Queryable, id: string, fields: Partial<Reco
   }
   values.push(now)
   sets.push(`updated_at = $${values.length}`)
-  const r = await q.query<UserRow>(`UPDATE auth.users AS u SET ${sets.join(', ')} WHERE u.id = $1 RETURNING ${USER_SELECT}`, values)
+  const r = await q.query<UserRow>(
+    `UPDATE auth.users AS u SET ${sets.join(', ')} WHERE u.id = $1 RETURNING ${USER_SELECT}`,
+    values,
+  )
   if (!r.rows[0]) throw new Error('user vanished during update')
   return r.rows[0]
 }
 
-export async function deleteUser (q: Queryable, id: string): Promise<boolean> {
+export async function deleteUser(q: Queryable, id: string): Promise<boolean> {
   const r = await q.query('DELETE FROM auth.users WHERE id = $1', [id])
   return (r.rowCount ?? 0) > 0
 }
 
-export async function loadUserWithIdentities (q: Queryable, id: string): Promise<UserWithIdentities | null> {
+export async function loadUserWithIdentities(q: Queryable, id: string): Promise<UserWithIdentities | null> {
   const user = await findUserById(q, id)
   if (!user) return null
   // One after another: q may be a transaction's client, which runs one query at a time.
@@ -119,45 +174,65 @@ export async function loadUserWithIdentities (q: Queryable, id: string): Promise
   return { user, identities, factors }
 }
 
-interface ListUsersOptions { aud: string, page: number, perPage: number, filter?: string, sortDesc: boolean }
+interface ListUsersOptions {
+  aud: string
+  page: number
+  perPage: number
+  filter?: string
+  sortDesc: boolean
+}
 
 /** One page of users of an audience with the total count (admin list, docs/auth-protocol.md §3.20). */
-export async function listUsers (q: Queryable, o: ListUsersOptions): Promise<{ users: UserWithIdentities[], total: number }> {
+export async function listUsers(
+  q: Queryable,
+  o: ListUsersOptions,
+): Promise<{ users: UserWithIdentities[]; total: number }> {
   const filter = o.filter ? '%' + o.filter.replace(/[\\%_]/g, (m) => '\\' + m) + '%' : null
   const where = `u.instance_id = $1 AND u.aud = $2 AND ($3::text IS NULL OR u.email ILIKE $3 OR u.raw_user_meta_data->>'full_name' ILIKE $3)`
   const dir = o.sortDesc ? 'DESC' : 'ASC'
-  const rows = await q.query<UserRow>(`SELECT ${USER_SELECT} FROM auth.users u WHERE ${where} ORDER BY u.created_at ${dir}, u.id ${dir} LIMIT $4 OFFSET $5`,
-    [NIL_UUID, o.aud, filter, o.perPage, (o.page - 1) * o.perPage])
-  const count = await q.query<{ n: string }>(`SELECT pg_catalog.count(*)::text AS n FROM auth.users u WHERE ${where}`, [NIL_UUID, o.aud, filter])
+  const rows = await q.query<UserRow>(
+    `SELECT ${USER_SELECT} FROM auth.users u WHERE ${where} ORDER BY u.created_at ${dir}, u.id ${dir} LIMIT $4 OFFSET $5`,
+    [NIL_UUID, o.aud, filter, o.perPage, (o.page - 1) * o.perPage],
+  )
+  const count = await q.query<{ n: string }>(`SELECT pg_catalog.count(*)::text AS n FROM auth.users u WHERE ${where}`, [
+    NIL_UUID,
+    o.aud,
+    filter,
+  ])
   const ids = rows.rows.map((u) => u.id)
   const identities = ids.length
-    ? (await q.query<IdentityRow>(`SELECT id, provider_id, user_id, identity_data, provider, last_sign_in_at, created_at, updated_at, email
-         FROM auth.identities WHERE user_id = ANY($1::uuid[]) ORDER BY created_at, id`, [ids])).rows
+    ? (
+        await q.query<IdentityRow>(
+          `SELECT id, provider_id, user_id, identity_data, provider, last_sign_in_at, created_at, updated_at, email
+         FROM auth.identities WHERE user_id = ANY($1::uuid[]) ORDER BY created_at, id`,
+          [ids],
+        )
+      ).rows
     : []
   return {
     users: rows.rows.map((user) => ({ user, identities: identities.filter((i) => i.user_id === user.id) })),
-    total: Number(count.rows[0]?.n ?? 0)
+    total: Number(count.rows[0]?.n ?? 0),
   }
 }
 
-export function isUserBanned (u: UserRow, now: Date): boolean {
+export function isUserBanned(u: UserRow, now: Date): boolean {
   return u.banned_until !== null && u.banned_until.getTime() > now.getTime()
 }
 
 /** app_metadata.providers: distinct identity providers by identity creation order (docs/auth-protocol.md §2.1). */
-export function providersOf (identities: IdentityRow[]): string[] {
+export function providersOf(identities: IdentityRow[]): string[] {
   const sorted = [...identities].sort((a, b) => (a.created_at?.getTime() ?? 0) - (b.created_at?.getTime() ?? 0))
   const out: string[] = []
   for (const i of sorted) if (!out.includes(i.provider)) out.push(i.provider)
   return out
 }
 
-function ts (d: Date | null | undefined): string | undefined {
+function ts(d: Date | null | undefined): string | undefined {
   return d ? d.toISOString() : undefined
 }
 
 /** The User object of docs/auth-protocol.md §2.1: optional timestamps omitted when null, email/phone never null. */
-export function toUserJson ({ user: u, identities, factors }: UserWithIdentities): UserJson {
+export function toUserJson({ user: u, identities, factors }: UserWithIdentities): UserJson {
   const out: Record<string, unknown> = {
     id: u.id,
     aud: u.aud ?? '',
@@ -184,7 +259,7 @@ export function toUserJson ({ user: u, identities, factors }: UserWithIdentities
     updated_at: ts(u.updated_at),
     banned_until: ts(u.banned_until),
     deleted_at: ts(u.deleted_at),
-    is_anonymous: u.is_anonymous
+    is_anonymous: u.is_anonymous,
   }
   for (const k of Object.keys(out)) if (out[k] === undefined) delete out[k]
   return out as UserJson

@@ -5,7 +5,7 @@ import type { ProviderSettings } from '../../tenants/index.js'
 import { getJson, oauth2SignIn, str } from './http.js'
 import { ProviderError, type OAuthProvider, type ProviderEmail } from './types.js'
 
-export function githubProvider (name: string, s: ProviderSettings): OAuthProvider {
+export function githubProvider(name: string, s: ProviderSettings): OAuthProvider {
   const host = (s.issuer ?? 'https://github.com').replace(/\/+$/, '')
   const api = host === 'https://github.com' ? 'https://api.github.com' : `${host}/api/v3`
   const authorizeUrl = s.authorize_url ?? `${host}/login/oauth/authorize`
@@ -14,13 +14,15 @@ export function githubProvider (name: string, s: ProviderSettings): OAuthProvide
   return {
     name,
     ...oauth2SignIn(s, { authorizeUrl, tokenUrl, defaultScopes: ['user:email'], usesPkce: false }),
-    async userData (tokens) {
-      const u = await getJson(userUrl, 'github user', tokens.accessToken) as Record<string, unknown>
+    async userData(tokens) {
+      const u = (await getJson(userUrl, 'github user', tokens.accessToken)) as Record<string, unknown>
       const id = str(u.id)
       if (!id) throw new ProviderError('github user: no id')
       const list = await getJson(`${userUrl}/emails`, 'github emails', tokens.accessToken)
       const emails: ProviderEmail[] = Array.isArray(list)
-        ? list.filter((e) => e && typeof e.email === 'string').map((e) => ({ email: e.email, verified: e.verified === true, primary: e.primary === true }))
+        ? list
+            .filter((e) => e && typeof e.email === 'string')
+            .map((e) => ({ email: e.email, verified: e.verified === true, primary: e.primary === true }))
         : []
       return {
         id,
@@ -32,9 +34,9 @@ export function githubProvider (name: string, s: ProviderSettings): OAuthProvide
           user_name: str(u.login),
           preferred_username: str(u.login),
           avatar_url: str(u.avatar_url),
-          picture: str(u.avatar_url)
-        }
+          picture: str(u.avatar_url),
+        },
       }
-    }
+    },
   }
 }

@@ -5,7 +5,7 @@ import type { ProviderSettings } from '../../tenants/index.js'
 import { getJson, oauth2SignIn, str } from './http.js'
 import { ProviderError, type OAuthProvider, type ProviderEmail } from './types.js'
 
-export function gitlabProvider (name: string, s: ProviderSettings): OAuthProvider {
+export function gitlabProvider(name: string, s: ProviderSettings): OAuthProvider {
   const host = (s.issuer ?? 'https://gitlab.com').replace(/\/+$/, '')
   const authorizeUrl = s.authorize_url ?? `${host}/oauth/authorize`
   const tokenUrl = s.token_url ?? `${host}/oauth/token`
@@ -13,14 +13,15 @@ export function gitlabProvider (name: string, s: ProviderSettings): OAuthProvide
   return {
     name,
     ...oauth2SignIn(s, { authorizeUrl, tokenUrl, defaultScopes: ['read_user'], usesPkce: true }),
-    async userData (tokens) {
-      const u = await getJson(userUrl, 'gitlab user', tokens.accessToken) as Record<string, unknown>
+    async userData(tokens) {
+      const u = (await getJson(userUrl, 'gitlab user', tokens.accessToken)) as Record<string, unknown>
       const id = str(u.id)
       if (!id) throw new ProviderError('gitlab user: no id')
       const emails: ProviderEmail[] = []
       const list = await getJson(`${userUrl}/emails`, 'gitlab emails', tokens.accessToken).catch(() => [])
       if (Array.isArray(list)) {
-        for (const e of list) if (e && typeof e.email === 'string') emails.push({ email: e.email, verified: false, primary: false })
+        for (const e of list)
+          if (e && typeof e.email === 'string') emails.push({ email: e.email, verified: false, primary: false })
       }
       const primary = str(u.email)
       if (primary) emails.push({ email: primary, verified: true, primary: true })
@@ -34,9 +35,9 @@ export function gitlabProvider (name: string, s: ProviderSettings): OAuthProvide
           user_name: str(u.username),
           preferred_username: str(u.username),
           avatar_url: str(u.avatar_url),
-          picture: str(u.avatar_url)
-        }
+          picture: str(u.avatar_url),
+        },
       }
-    }
+    },
   }
 }

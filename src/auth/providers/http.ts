@@ -3,23 +3,30 @@
 import type { ProviderSettings } from '../../tenants/index.js'
 import { ProviderError, type OAuthProvider, type ProviderTokens } from './types.js'
 import {
-  DEFAULT_OUTBOUND_POLICY, OutboundRefusedError, outboundFetch, type OutboundPolicy
+  DEFAULT_OUTBOUND_POLICY,
+  OutboundRefusedError,
+  outboundFetch,
+  type OutboundPolicy,
 } from '../../shared/index.js'
 
 const TIMEOUT_MS = 10_000
 const MAX_BYTES = 1024 * 1024
 
-async function readJson (res: Response, what: string): Promise<unknown> {
+async function readJson(res: Response, what: string): Promise<unknown> {
   const text = await res.text()
   if (text.length > MAX_BYTES) throw new ProviderError(`${what}: response too large`)
   if (!res.ok) throw new ProviderError(`${what}: HTTP ${res.status}: ${text.slice(0, 300)}`)
-  try { return JSON.parse(text) } catch { throw new ProviderError(`${what}: response is not JSON`) }
+  try {
+    return JSON.parse(text)
+  } catch {
+    throw new ProviderError(`${what}: response is not JSON`)
+  }
 }
 
 let policy: OutboundPolicy = DEFAULT_OUTBOUND_POLICY
 
 /** The process's outbound policy (config `outbound`); the engine sets it when it is built. */
-export function setProviderOutboundPolicy (p: OutboundPolicy): void {
+export function setProviderOutboundPolicy(p: OutboundPolicy): void {
   policy = p
 }
 
@@ -29,24 +36,30 @@ export function setProviderOutboundPolicy (p: OutboundPolicy): void {
  * and the connection pinned to the checked address, each redirect checked again (GET only),
  * a time and a size limit.
  */
-export async function providerFetch (url: string | URL, init: RequestInit = {}): Promise<Response> {
-  return outboundFetch(url, {
-    method: init.method,
-    headers: init.headers as Record<string, string> | Headers | undefined,
-    body: typeof init.body === 'string' ? init.body : undefined,
-    signal: init.signal ?? AbortSignal.timeout(TIMEOUT_MS),
-    maxBytes: MAX_BYTES
-  }, policy)
+export async function providerFetch(url: string | URL, init: RequestInit = {}): Promise<Response> {
+  return outboundFetch(
+    url,
+    {
+      method: init.method,
+      headers: init.headers as Record<string, string> | Headers | undefined,
+      body: typeof init.body === 'string' ? init.body : undefined,
+      signal: init.signal ?? AbortSignal.timeout(TIMEOUT_MS),
+      maxBytes: MAX_BYTES,
+    },
+    policy,
+  )
 }
 
-export async function getJson (url: string, what: string, accessToken?: string): Promise<unknown> {
+export async function getJson(url: string, what: string, accessToken?: string): Promise<unknown> {
   const headers: Record<string, string> = { accept: 'application/json', 'user-agent': 'gatehouse-auth' }
   if (accessToken) headers.authorization = `Bearer ${accessToken}`
   let res: Response
   try {
     res = await providerFetch(url, { headers })
   } catch (err) {
-    throw new ProviderError(`${what}: ${err instanceof OutboundRefusedError ? err.message : 'request failed'}`, { cause: err })
+    throw new ProviderError(`${what}: ${err instanceof OutboundRefusedError ? err.message : 'request failed'}`, {
+      cause: err,
+    })
   }
   return readJson(res, what)
 }
@@ -61,39 +74,55 @@ interface TokenRequest {
 }
 
 /** The authorization_code grant, client authenticated in the body (client_secret_post). */
-export async function exchangeAuthorizationCode (r: TokenRequest): Promise<ProviderTokens> {
+export async function exchangeAuthorizationCode(r: TokenRequest): Promise<ProviderTokens> {
   const form = new URLSearchParams({
     grant_type: 'authorization_code',
     code: r.code,
     redirect_uri: r.redirectUri,
     client_id: r.clientId,
-    client_secret: r.clientSecret
+    client_secret: r.clientSecret,
   })
   if (r.codeVerifier) form.set('code_verifier', r.codeVerifier)
   let res: Response
   try {
     res = await providerFetch(r.tokenUrl, {
       method: 'POST',
-      headers: { accept: 'application/json', 'content-type': 'application/x-www-form-urlencoded', 'user-agent': 'gatehouse-auth' },
-      body: form.toString()
+      headers: {
+        accept: 'application/json',
+        'content-type': 'application/x-www-form-urlencoded',
+        'user-agent': 'gatehouse-auth',
+      },
+      body: form.toString(),
     })
   } catch (err) {
-    throw new ProviderError(err instanceof OutboundRefusedError ? `token ${err.message}` : 'token request failed', { cause: err })
+    throw new ProviderError(err instanceof OutboundRefusedError ? `token ${err.message}` : 'token request failed', {
+      cause: err,
+    })
   }
-  const body = await readJson(res, 'token request') as Record<string, unknown>
+  const body = (await readJson(res, 'token request')) as Record<string, unknown>
   // GitHub answers 200 with {error, error_description} for a bad code.
   if (typeof body.error === 'string') throw new ProviderError(`token request: ${body.error}`)
-  if (typeof body.access_token !== 'string' || body.access_token === '') throw new ProviderError('token request: no access_token')
+  if (typeof body.access_token !== 'string' || body.access_token === '')
+    throw new ProviderError('token request: no access_token')
   return {
     accessToken: body.access_token,
     refreshToken: typeof body.refresh_token === 'string' && body.refresh_token ? body.refresh_token : undefined,
-    idToken: typeof body.id_token === 'string' && body.id_token ? body.id_token : undefined
+    idToken: typeof body.id_token === 'string' && body.id_token ? body.id_token : undefined,
   }
 }
 
 /** An authorization URL: base + response_type=code, client, redirect, scope, state, extras. */
-export function buildAuthorizeUrl (base: string, p: { clientId: string, redirectUri: string, scope: string, state: string,
-  codeChallenge?: string, extra?: Record<string, string> }): string {
+export function buildAuthorizeUrl(
+  base: string,
+  p: {
+    clientId: string
+    redirectUri: string
+    scope: string
+    state: string
+    codeChallenge?: string
+    extra?: Record<string, string>
+  },
+): string {
   const url = new URL(base)
   for (const [k, v] of Object.entries(p.extra ?? {})) url.searchParams.set(k, v)
   url.searchParams.set('response_type', 'code')
@@ -109,11 +138,11 @@ export function buildAuthorizeUrl (base: string, p: { clientId: string, redirect
 }
 
 /** Configured scopes (or the preset's) plus the request's, de-duplicated, space separated. */
-export function joinScopes (base: string[], extra: string[]): string {
+export function joinScopes(base: string[], extra: string[]): string {
   return [...new Set([...base, ...extra].filter((s) => s.length > 0))].join(' ')
 }
 
-export function str (v: unknown): string | undefined {
+export function str(v: unknown): string | undefined {
   return typeof v === 'string' && v !== '' ? v : typeof v === 'number' ? String(v) : undefined
 }
 
@@ -122,17 +151,30 @@ export function str (v: unknown): string | undefined {
  * the configured scopes (else the preset's) plus the request's, and the code exchange at the
  * token URL; with `usesPkce` our own PKCE challenge travels along.
  */
-export function oauth2SignIn (s: ProviderSettings, o: { authorizeUrl: string, tokenUrl: string, defaultScopes: string[], usesPkce: boolean }):
-  Pick<OAuthProvider, 'usesPkce' | 'authorizeUrl' | 'exchangeCode'> {
+export function oauth2SignIn(
+  s: ProviderSettings,
+  o: { authorizeUrl: string; tokenUrl: string; defaultScopes: string[]; usesPkce: boolean },
+): Pick<OAuthProvider, 'usesPkce' | 'authorizeUrl' | 'exchangeCode'> {
   return {
     usesPkce: o.usesPkce,
-    async authorizeUrl (r) {
+    async authorizeUrl(r) {
       return buildAuthorizeUrl(o.authorizeUrl, {
-        clientId: s.client_id, redirectUri: r.redirectUri, state: r.state, extra: r.params, codeChallenge: o.usesPkce ? r.codeChallenge : undefined,
-        scope: joinScopes(s.scopes ?? o.defaultScopes, r.scopes)
+        clientId: s.client_id,
+        redirectUri: r.redirectUri,
+        state: r.state,
+        extra: r.params,
+        codeChallenge: o.usesPkce ? r.codeChallenge : undefined,
+        scope: joinScopes(s.scopes ?? o.defaultScopes, r.scopes),
       })
     },
     exchangeCode: (code, redirectUri, codeVerifier) =>
-      exchangeAuthorizationCode({ tokenUrl: o.tokenUrl, clientId: s.client_id, clientSecret: s.secret, code, redirectUri, codeVerifier })
+      exchangeAuthorizationCode({
+        tokenUrl: o.tokenUrl,
+        clientId: s.client_id,
+        clientSecret: s.secret,
+        code,
+        redirectUri,
+        codeVerifier,
+      }),
   }
 }

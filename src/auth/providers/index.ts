@@ -17,11 +17,14 @@ export { setProviderOutboundPolicy } from './http.js'
 const OIDC_SCOPES = ['openid', 'email', 'profile']
 
 /** The provider implementation for a configured name, or null when the settings cannot make one. */
-function buildProvider (name: string, s: ProviderSettings): OAuthProvider | null {
+function buildProvider(name: string, s: ProviderSettings): OAuthProvider | null {
   switch (name) {
-    case 'github': return githubProvider(name, s)
-    case 'gitlab': return gitlabProvider(name, s)
-    case 'google': return oidcProvider(name, s, { issuer: 'https://accounts.google.com', scopes: OIDC_SCOPES })
+    case 'github':
+      return githubProvider(name, s)
+    case 'gitlab':
+      return gitlabProvider(name, s)
+    case 'google':
+      return oidcProvider(name, s, { issuer: 'https://accounts.google.com', scopes: OIDC_SCOPES })
     default:
       if (s.issuer) return oidcProvider(name, s, { scopes: OIDC_SCOPES })
       if (s.authorize_url && s.token_url && s.userinfo_url) return oidcProvider(name, s, { scopes: s.scopes ?? [] })
@@ -30,25 +33,48 @@ function buildProvider (name: string, s: ProviderSettings): OAuthProvider | null
 }
 
 /** Whether a tenant has this provider switched on (and configured well enough to use). */
-export function isProviderEnabled (tenant: Tenant, name: string): boolean {
+export function isProviderEnabled(tenant: Tenant, name: string): boolean {
   const s = Object.hasOwn(tenant.auth.providers, name) ? tenant.auth.providers[name] : undefined
   return !!s && s.enabled !== false && buildProvider(name, s) !== null
 }
 
 /** GoTrue's built-in provider names: one it knows but has no settings for "is not enabled". */
 const GOTRUE_BUILTIN_PROVIDERS = new Set([
-  'apple', 'azure', 'bitbucket', 'discord', 'facebook', 'figma', 'fly', 'github', 'gitlab', 'google', 'kakao',
-  'keycloak', 'linkedin', 'linkedin_oidc', 'notion', 'snapchat', 'spotify', 'slack', 'slack_oidc', 'twitch',
-  'twitter', 'x', 'vercel_marketplace', 'workos', 'zoom'
+  'apple',
+  'azure',
+  'bitbucket',
+  'discord',
+  'facebook',
+  'figma',
+  'fly',
+  'github',
+  'gitlab',
+  'google',
+  'kakao',
+  'keycloak',
+  'linkedin',
+  'linkedin_oidc',
+  'notion',
+  'snapchat',
+  'spotify',
+  'slack',
+  'slack_oidc',
+  'twitch',
+  'twitter',
+  'x',
+  'vercel_marketplace',
+  'workos',
+  'zoom',
 ])
 
 /**
  * The tenant's provider of that name; 400 validation_failed when unknown ("Provider x could
  * not be found") or known to GoTrue but not switched on here ("provider is not enabled").
  */
-export function providerOf (tenant: Tenant, name: string): OAuthProvider {
+export function providerOf(tenant: Tenant, name: string): OAuthProvider {
   const s = Object.hasOwn(tenant.auth.providers, name) ? tenant.auth.providers[name] : undefined
-  if (!s && GOTRUE_BUILTIN_PROVIDERS.has(name.toLowerCase())) throw new ValidationFailedError('Unsupported provider: provider is not enabled')
+  if (!s && GOTRUE_BUILTIN_PROVIDERS.has(name.toLowerCase()))
+    throw new ValidationFailedError('Unsupported provider: provider is not enabled')
   if (!s) throw new ValidationFailedError(`Unsupported provider: Provider ${name} could not be found`)
   if (s.enabled === false) throw new ValidationFailedError('Unsupported provider: provider is not enabled')
   const p = buildProvider(name, s)

@@ -25,22 +25,26 @@ const DISCOVERY_TTL_MS = 10 * 60 * 1000
 const discoveries = new LRUCache<string, Promise<OidcMetadata>>({ max: 200, ttl: DISCOVERY_TTL_MS })
 const keySets = new LRUCache<string, ReturnType<typeof createRemoteJWKSet>>({ max: 200 })
 
-function trimSlash (s: string): string {
+function trimSlash(s: string): string {
   return s.replace(/\/+$/, '')
 }
 
-async function fetchDiscovery (issuer: string): Promise<OidcMetadata> {
-  const doc = await getJson(`${trimSlash(issuer)}/.well-known/openid-configuration`, 'oidc discovery') as Record<string, unknown>
+async function fetchDiscovery(issuer: string): Promise<OidcMetadata> {
+  const doc = (await getJson(`${trimSlash(issuer)}/.well-known/openid-configuration`, 'oidc discovery')) as Record<
+    string,
+    unknown
+  >
   const meta = doc as unknown as OidcMetadata
   // The document must be the issuer's own (OpenID Connect Discovery §4.3).
-  if (typeof meta.issuer !== 'string' || trimSlash(meta.issuer) !== trimSlash(issuer)) throw new ProviderError('oidc discovery: issuer mismatch')
+  if (typeof meta.issuer !== 'string' || trimSlash(meta.issuer) !== trimSlash(issuer))
+    throw new ProviderError('oidc discovery: issuer mismatch')
   for (const k of ['authorization_endpoint', 'token_endpoint', 'jwks_uri'] as const) {
     if (typeof meta[k] !== 'string') throw new ProviderError(`oidc discovery: no ${k}`)
   }
   return meta
 }
 
-function discover (issuer: string): Promise<OidcMetadata> {
+function discover(issuer: string): Promise<OidcMetadata> {
   const key = trimSlash(issuer)
   let p = discoveries.get(key)
   if (!p) {
@@ -51,30 +55,65 @@ function discover (issuer: string): Promise<OidcMetadata> {
   return p
 }
 
-function keySet (uri: string): ReturnType<typeof createRemoteJWKSet> {
+function keySet(uri: string): ReturnType<typeof createRemoteJWKSet> {
   let k = keySets.get(uri)
   if (!k) {
     // The key set is fetched through the provider HTTP helper like every other provider request.
-    k = createRemoteJWKSet(new URL(uri), { timeoutDuration: 10_000, [customFetch]: (url, init) => providerFetch(url, init as RequestInit) })
+    k = createRemoteJWKSet(new URL(uri), {
+      timeoutDuration: 10_000,
+      [customFetch]: (url, init) => providerFetch(url, init as RequestInit),
+    })
     keySets.set(uri, k)
   }
   return k
 }
 
 /** The nonce of a flow: bound to our state, so no storage is needed to check it. */
-function nonceOf (state: string): string {
-  return createHash('sha256').update('gatehouse-oidc-nonce:' + state, 'utf8').digest('base64url')
+function nonceOf(state: string): string {
+  return createHash('sha256')
+    .update('gatehouse-oidc-nonce:' + state, 'utf8')
+    .digest('base64url')
 }
 
 const STANDARD = new Set([
-  'iss', 'sub', 'aud', 'exp', 'iat', 'nbf', 'jti', 'nonce', 'auth_time', 'at_hash', 'c_hash', 'azp', 'sid', 'acr', 'amr',
-  'name', 'given_name', 'family_name', 'middle_name', 'nickname', 'preferred_username', 'profile', 'picture', 'website',
-  'email', 'email_verified', 'gender', 'birthdate', 'zoneinfo', 'locale', 'phone_number', 'phone_number_verified',
-  'address', 'updated_at'
+  'iss',
+  'sub',
+  'aud',
+  'exp',
+  'iat',
+  'nbf',
+  'jti',
+  'nonce',
+  'auth_time',
+  'at_hash',
+  'c_hash',
+  'azp',
+  'sid',
+  'acr',
+  'amr',
+  'name',
+  'given_name',
+  'family_name',
+  'middle_name',
+  'nickname',
+  'preferred_username',
+  'profile',
+  'picture',
+  'website',
+  'email',
+  'email_verified',
+  'gender',
+  'birthdate',
+  'zoneinfo',
+  'locale',
+  'phone_number',
+  'phone_number_verified',
+  'address',
+  'updated_at',
 ])
 
 /** identity_data of an OIDC person (GoTrue's Claims names), the rest under custom_claims. */
-function claimsOf (c: Record<string, unknown>): Record<string, unknown> {
+function claimsOf(c: Record<string, unknown>): Record<string, unknown> {
   const custom: Record<string, unknown> = {}
   for (const [k, v] of Object.entries(c)) if (!STANDARD.has(k)) custom[k] = v
   const out: Record<string, unknown> = {
@@ -89,18 +128,22 @@ function claimsOf (c: Record<string, unknown>): Record<string, unknown> {
     picture: str(c.picture),
     avatar_url: str(c.picture),
     locale: str(c.locale),
-    phone: str(c.phone_number)
+    phone: str(c.phone_number),
   }
   if (Object.keys(custom).length) out.custom_claims = custom
   for (const k of Object.keys(out)) if (out[k] === undefined) delete out[k]
   return out
 }
 
-export function oidcProvider (name: string, s: ProviderSettings, defaults: { issuer?: string, scopes: string[] }): OAuthProvider {
+export function oidcProvider(
+  name: string,
+  s: ProviderSettings,
+  defaults: { issuer?: string; scopes: string[] },
+): OAuthProvider {
   const issuer = s.issuer ?? defaults.issuer
   const scopes = s.scopes ?? defaults.scopes
 
-  async function endpoints (): Promise<{ authorize: string, token: string, userinfo?: string, meta?: OidcMetadata }> {
+  async function endpoints(): Promise<{ authorize: string; token: string; userinfo?: string; meta?: OidcMetadata }> {
     const meta = issuer ? await discover(issuer) : undefined
     const authorize = s.authorize_url ?? meta?.authorization_endpoint
     const token = s.token_url ?? meta?.token_endpoint
@@ -111,28 +154,43 @@ export function oidcProvider (name: string, s: ProviderSettings, defaults: { iss
   return {
     name,
     usesPkce: true,
-    async authorizeUrl (r) {
+    async authorizeUrl(r) {
       const e = await endpoints()
       const extra = { ...r.params }
       if (e.meta) extra.nonce = nonceOf(r.state)
       return buildAuthorizeUrl(e.authorize, {
-        clientId: s.client_id, redirectUri: r.redirectUri, state: r.state, extra, codeChallenge: r.codeChallenge,
-        scope: joinScopes(e.meta && !scopes.includes('openid') ? ['openid', ...scopes] : scopes, r.scopes)
+        clientId: s.client_id,
+        redirectUri: r.redirectUri,
+        state: r.state,
+        extra,
+        codeChallenge: r.codeChallenge,
+        scope: joinScopes(e.meta && !scopes.includes('openid') ? ['openid', ...scopes] : scopes, r.scopes),
       })
     },
-    async exchangeCode (code, redirectUri, codeVerifier) {
+    async exchangeCode(code, redirectUri, codeVerifier) {
       const e = await endpoints()
-      return exchangeAuthorizationCode({ tokenUrl: e.token, clientId: s.client_id, clientSecret: s.secret, code, redirectUri, codeVerifier })
+      return exchangeAuthorizationCode({
+        tokenUrl: e.token,
+        clientId: s.client_id,
+        clientSecret: s.secret,
+        code,
+        redirectUri,
+        codeVerifier,
+      })
     },
-    async userData (tokens, { state }) {
+    async userData(tokens, { state }) {
       const e = await endpoints()
       let claims: Record<string, unknown> = {}
       if (e.meta) {
         if (!tokens.idToken) throw new ProviderError('oidc: the token response has no id_token')
         let payload: Record<string, unknown>
         try {
-          ({ payload } = await jwtVerify(tokens.idToken, keySet(e.meta.jwks_uri), {
-            issuer: e.meta.issuer, audience: s.client_id, algorithms: ASYMMETRIC, clockTolerance: 60, requiredClaims: ['sub', 'exp', 'iat']
+          ;({ payload } = await jwtVerify(tokens.idToken, keySet(e.meta.jwks_uri), {
+            issuer: e.meta.issuer,
+            audience: s.client_id,
+            algorithms: ASYMMETRIC,
+            clockTolerance: 60,
+            requiredClaims: ['sub', 'exp', 'iat'],
           }))
         } catch (err) {
           throw new ProviderError('oidc: id_token refused', { cause: err })
@@ -141,17 +199,23 @@ export function oidcProvider (name: string, s: ProviderSettings, defaults: { iss
         claims = payload
       }
       if (e.userinfo) {
-        const info = await getJson(e.userinfo, 'userinfo', tokens.accessToken) as Record<string, unknown>
-        if (claims.sub !== undefined && info.sub !== claims.sub) throw new ProviderError('userinfo: sub differs from the id_token')
+        const info = (await getJson(e.userinfo, 'userinfo', tokens.accessToken)) as Record<string, unknown>
+        if (claims.sub !== undefined && info.sub !== claims.sub)
+          throw new ProviderError('userinfo: sub differs from the id_token')
         claims = { ...claims, ...info }
       }
       const id = str(claims.sub) ?? str(claims.id)
       if (!id) throw new ProviderError(`provider ${name}: no subject`)
       const emails: ProviderEmail[] = []
       const email = str(claims.email)
-      if (email) emails.push({ email, verified: claims.email_verified === true || claims.email_verified === 'true', primary: true })
+      if (email)
+        emails.push({
+          email,
+          verified: claims.email_verified === true || claims.email_verified === 'true',
+          primary: true,
+        })
       return { id, emails, claims: claimsOf({ ...claims, iss: claims.iss ?? issuer }) }
-    }
+    },
   }
 }
 
@@ -168,28 +232,42 @@ interface VerifiedIdToken {
  * key, iss, exp present and not past); the audience and nonce are the caller's to check. ProviderError when the
  * issuer cannot be reached; IdTokenRefused when the token is not good.
  */
-export async function verifyIdTokenOfIssuer (issuer: string, idToken: string): Promise<VerifiedIdToken> {
+export async function verifyIdTokenOfIssuer(issuer: string, idToken: string): Promise<VerifiedIdToken> {
   const meta = await discover(issuer)
   let payload: Record<string, unknown>
   try {
     // An ID token without exp would be good forever once leaked: refused, as GoTrue's
     // verifier (go-oidc) refuses it.
-    ({ payload } = await jwtVerify(idToken, keySet(meta.jwks_uri), { issuer: meta.issuer, algorithms: ASYMMETRIC, clockTolerance: 60, requiredClaims: ['exp'] }))
+    ;({ payload } = await jwtVerify(idToken, keySet(meta.jwks_uri), {
+      issuer: meta.issuer,
+      algorithms: ASYMMETRIC,
+      clockTolerance: 60,
+      requiredClaims: ['exp'],
+    }))
   } catch (err) {
     throw new IdTokenRefused(err)
   }
-  const aud = Array.isArray(payload.aud) ? payload.aud.filter((x): x is string => typeof x === 'string') : typeof payload.aud === 'string' ? [payload.aud] : []
-  return { sub: str(payload.sub), aud, nonce: typeof payload.nonce === 'string' ? payload.nonce : undefined, claims: payload }
+  const aud = Array.isArray(payload.aud)
+    ? payload.aud.filter((x): x is string => typeof x === 'string')
+    : typeof payload.aud === 'string'
+      ? [payload.aud]
+      : []
+  return {
+    sub: str(payload.sub),
+    aud,
+    nonce: typeof payload.nonce === 'string' ? payload.nonce : undefined,
+    claims: payload,
+  }
 }
 
 export class IdTokenRefused extends Error {
-  constructor (cause: unknown) {
+  constructor(cause: unknown) {
     super('id token refused', { cause })
     this.name = 'IdTokenRefused'
   }
 }
 
 /** identity_data of an OIDC person (exported for the id_token grant). */
-export function identityClaimsOf (c: Record<string, unknown>): Record<string, unknown> {
+export function identityClaimsOf(c: Record<string, unknown>): Record<string, unknown> {
   return claimsOf(c)
 }

@@ -22,7 +22,11 @@ export interface ProviderTokens {
   idToken?: string
 }
 
-export interface ProviderEmail { email: string, verified: boolean, primary: boolean }
+export interface ProviderEmail {
+  email: string
+  verified: boolean
+  primary: boolean
+}
 
 /** The person as the provider describes them. */
 export interface ProviderUser {
@@ -38,15 +42,15 @@ export interface OAuthProvider {
   readonly name: string
   /** Whether we send our own PKCE challenge to this provider (its verifier kept in oauth_client_states). */
   readonly usesPkce: boolean
-  authorizeUrl (r: AuthorizeRequest): Promise<string>
-  exchangeCode (code: string, redirectUri: string, codeVerifier: string | null): Promise<ProviderTokens>
+  authorizeUrl(r: AuthorizeRequest): Promise<string>
+  exchangeCode(code: string, redirectUri: string, codeVerifier: string | null): Promise<ProviderTokens>
   /** Reads the person; `state` lets OIDC check the nonce it derived from it. */
-  userData (tokens: ProviderTokens, ctx: { state: string }): Promise<ProviderUser>
+  userData(tokens: ProviderTokens, ctx: { state: string }): Promise<ProviderUser>
 }
 
 /** A failure talking to the provider; logged with its detail, answered as a generic error. */
 export class ProviderError extends Error {
-  constructor (message: string, opts: { cause?: unknown } = {}) {
+  constructor(message: string, opts: { cause?: unknown } = {}) {
     super(message, opts)
     this.name = 'ProviderError'
   }

@@ -8,11 +8,17 @@ import { contextOf } from '../request-state.js'
 import { UUID } from '../bearer.js'
 import { bodyOf, optString } from '../http.js'
 import { audit } from '../models/audit-log.js'
-import { deleteFactor, downgradeSessionsOfFactor, factorsOfUser, findFactorOfUser, toFactorJson } from '../models/factors.js'
+import {
+  deleteFactor,
+  downgradeSessionsOfFactor,
+  factorsOfUser,
+  findFactorOfUser,
+  toFactorJson,
+} from '../models/factors.js'
 import { findUserById } from '../models/users.js'
 import type { FactorRow, TenantContext, UserRow } from '../types.js'
 
-async function loadUser (ctx: TenantContext, req: FastifyRequest): Promise<UserRow> {
+async function loadUser(ctx: TenantContext, req: FastifyRequest): Promise<UserRow> {
   const id = (req.params as { id?: string }).id ?? ''
   if (!UUID.test(id)) throw new ValidationFailedError('user_id must be an UUID', { status: 404 })
   const user = await findUserById(ctx.db, id.toLowerCase())
@@ -20,7 +26,7 @@ async function loadUser (ctx: TenantContext, req: FastifyRequest): Promise<UserR
   return user
 }
 
-async function loadFactor (ctx: TenantContext, req: FastifyRequest, user: UserRow): Promise<FactorRow> {
+async function loadFactor(ctx: TenantContext, req: FastifyRequest, user: UserRow): Promise<FactorRow> {
   const id = (req.params as { factor_id?: string }).factor_id ?? ''
   if (!UUID.test(id)) throw new ValidationFailedError('factor_id must be an UUID', { status: 404 })
   const f = await findFactorOfUser(ctx.db, user.id, id.toLowerCase())
@@ -28,13 +34,13 @@ async function loadFactor (ctx: TenantContext, req: FastifyRequest, user: UserRo
   return f
 }
 
-export async function getAdminFactors (req: FastifyRequest): Promise<unknown> {
+export async function getAdminFactors(req: FastifyRequest): Promise<unknown> {
   const ctx = contextOf(req)
   const user = await loadUser(ctx, req)
   return (await factorsOfUser(ctx.db, user.id)).map(toFactorJson)
 }
 
-export async function putAdminFactor (req: FastifyRequest): Promise<unknown> {
+export async function putAdminFactor(req: FastifyRequest): Promise<unknown> {
   const ctx = contextOf(req)
   const user = await loadUser(ctx, req)
   const factor = await loadFactor(ctx, req, user)
@@ -46,21 +52,35 @@ export async function putAdminFactor (req: FastifyRequest): Promise<unknown> {
     let updated = factor
     if (friendlyName !== '') {
       const r = await q.query<{ updated_at: Date }>(
-        'UPDATE auth.mfa_factors SET friendly_name = $2, updated_at = $3 WHERE id = $1 RETURNING updated_at', [factor.id, friendlyName, now])
+        'UPDATE auth.mfa_factors SET friendly_name = $2, updated_at = $3 WHERE id = $1 RETURNING updated_at',
+        [factor.id, friendlyName, now],
+      )
       updated = { ...factor, friendly_name: friendlyName, updated_at: r.rows[0]!.updated_at }
     }
-    await audit(q, { action: 'factor_updated', actorId: user.id, actorUsername: user.email, traits: { user_id: user.id, factor_id: factor.id, factor_type: factor.factor_type }, now })
+    await audit(q, {
+      action: 'factor_updated',
+      actorId: user.id,
+      actorUsername: user.email,
+      traits: { user_id: user.id, factor_id: factor.id, factor_type: factor.factor_type },
+      now,
+    })
     return toFactorJson(updated)
   })
 }
 
-export async function deleteAdminFactor (req: FastifyRequest): Promise<unknown> {
+export async function deleteAdminFactor(req: FastifyRequest): Promise<unknown> {
   const ctx = contextOf(req)
   const user = await loadUser(ctx, req)
   const factor = await loadFactor(ctx, req, user)
   await withTransaction(ctx.db, async (q) => {
     const now = ctx.now()
-    await audit(q, { action: 'factor_deleted', actorId: user.id, actorUsername: user.email, traits: { user_id: user.id, factor_id: factor.id }, now })
+    await audit(q, {
+      action: 'factor_deleted',
+      actorId: user.id,
+      actorUsername: user.email,
+      traits: { user_id: user.id, factor_id: factor.id },
+      now,
+    })
     await deleteFactor(q, factor.id)
     await downgradeSessionsOfFactor(q, factor, now)
   })

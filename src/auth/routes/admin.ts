@@ -8,36 +8,69 @@ import { confirmEmail, createEmailUser, emailIdentityData, refreshProviders } fr
 import { issueEmailToken, sendEmailToken, type EmailTokenKind } from '../confirmations.js'
 import { assertPasswordAcceptable, checkPasswordLength, hashOtp, hashPassword, randomPassword } from '../crypto.js'
 import {
-  EmailExistsError, PhoneExistsError, UserNotFoundError, UserWithEmailNotFoundError, ValidationFailedError
+  EmailExistsError,
+  PhoneExistsError,
+  UserNotFoundError,
+  UserWithEmailNotFoundError,
+  ValidationFailedError,
 } from '../errors.js'
 import { contextOf } from '../request-state.js'
 import { UUID } from '../bearer.js'
 import {
-  bodyOf, normaliseEmail, normalisePhone, optBool, optObject, optString, queryParam, redirectUrlOf, type Body
+  bodyOf,
+  normaliseEmail,
+  normalisePhone,
+  optBool,
+  optObject,
+  optString,
+  queryParam,
+  redirectUrlOf,
+  type Body,
 } from '../http.js'
 import { verifyLink, type VerifyLinkType } from '../mail/index.js'
 import { audit } from '../models/audit-log.js'
 import { identitiesForUser, insertIdentity, updateIdentity } from '../models/identities.js'
 import { deleteSessionsOfUser } from '../models/sessions.js'
 import {
-  deleteUser, findUserByEmail, findUserByPhone, isEmailTaken, listUsers, loadUserWithIdentities, lockUserById,
-  insertUser, toUserJson, updateUser, type UserColumn
+  deleteUser,
+  findUserByEmail,
+  findUserByPhone,
+  isEmailTaken,
+  listUsers,
+  loadUserWithIdentities,
+  lockUserById,
+  insertUser,
+  toUserJson,
+  updateUser,
+  type UserColumn,
 } from '../models/users.js'
 import { mergeMetadata } from './user.js'
 import type { TenantContext, UserJson, UserRow } from '../types.js'
 
-const GO_UNITS: Record<string, number> = { ns: 1e-6, us: 1e-3, µs: 1e-3, μs: 1e-3, ms: 1, s: 1000, m: 60_000, h: 3_600_000 }
+const GO_UNITS: Record<string, number> = {
+  ns: 1e-6,
+  us: 1e-3,
+  µs: 1e-3,
+  μs: 1e-3,
+  ms: 1,
+  s: 1000,
+  m: 60_000,
+  h: 3_600_000,
+}
 
 /**
  * Go's time.ParseDuration ("24h", "1h30m", "-1.5h", "0") in milliseconds, or its error text
  * (`time: unknown unit "d" in duration "1d"`), which GoTrue puts into its ban_duration answer.
  */
-function parseGoDuration (s: string): { ms: number } | { error: string } {
+function parseGoDuration(s: string): { ms: number } | { error: string } {
   const quoted = JSON.stringify(s)
   const invalid = { error: `time: invalid duration ${quoted}` }
   let rest = s
   let sign = 1
-  if (rest.startsWith('-') || rest.startsWith('+')) { sign = rest[0] === '-' ? -1 : 1; rest = rest.slice(1) }
+  if (rest.startsWith('-') || rest.startsWith('+')) {
+    sign = rest[0] === '-' ? -1 : 1
+    rest = rest.slice(1)
+  }
   if (rest === '0') return { ms: 0 }
   if (rest === '') return invalid
   let total = 0
@@ -55,7 +88,7 @@ function parseGoDuration (s: string): { ms: number } | { error: string } {
   return { ms: sign * total }
 }
 
-function banUntil (ctx: TenantContext, banDuration: string | undefined): Date | null | undefined {
+function banUntil(ctx: TenantContext, banDuration: string | undefined): Date | null | undefined {
   if (banDuration === undefined || banDuration === '') return undefined
   if (banDuration === 'none') return null
   const parsed = parseGoDuration(banDuration)
@@ -63,18 +96,20 @@ function banUntil (ctx: TenantContext, banDuration: string | undefined): Date | 
   return new Date(ctx.now().getTime() + parsed.ms)
 }
 
-function userIdParam (req: FastifyRequest): string {
+function userIdParam(req: FastifyRequest): string {
   const id = (req.params as { id?: string }).id ?? ''
   if (!UUID.test(id)) throw new ValidationFailedError('user_id must be an UUID', { status: 404 })
   return id.toLowerCase()
 }
 
-async function passwordHashFrom (ctx: TenantContext, b: Body, checkStrength: boolean): Promise<string | undefined> {
+async function passwordHashFrom(ctx: TenantContext, b: Body, checkStrength: boolean): Promise<string | undefined> {
   const password = optString(b, 'password')
   const passwordHash = optString(b, 'password_hash')
-  if (password !== undefined && passwordHash !== undefined) throw new ValidationFailedError('Only a password or a password hash should be provided')
+  if (password !== undefined && passwordHash !== undefined)
+    throw new ValidationFailedError('Only a password or a password hash should be provided')
   if (passwordHash !== undefined) {
-    if (!/^\$2[abxy]\$\d\d\$[./A-Za-z0-9]{53}$/.test(passwordHash)) throw new ValidationFailedError('Invalid password hash format: only bcrypt hashes are supported')
+    if (!/^\$2[abxy]\$\d\d\$[./A-Za-z0-9]{53}$/.test(passwordHash))
+      throw new ValidationFailedError('Invalid password hash format: only bcrypt hashes are supported')
     return passwordHash
   }
   if (password === undefined) return undefined
@@ -83,14 +118,16 @@ async function passwordHashFrom (ctx: TenantContext, b: Body, checkStrength: boo
   return hashPassword(password, ctx.config.auth.bcrypt_cost)
 }
 
-async function adminCreateUser (ctx: TenantContext, b: Body) {
+async function adminCreateUser(ctx: TenantContext, b: Body) {
   const rawEmail = optString(b, 'email')
   const rawPhone = optString(b, 'phone')
   if (!rawEmail && !rawPhone) throw new ValidationFailedError('Cannot create a user without either an email or phone')
   const email = rawEmail ? normaliseEmail(rawEmail) : undefined
   const phone = rawPhone ? normalisePhone(rawPhone) : undefined
   const id = optString(b, 'id')
-  const hash = (await passwordHashFrom(ctx, b, false)) ?? await hashPassword(randomPassword().slice(0, 64), ctx.config.auth.bcrypt_cost)
+  const hash =
+    (await passwordHashFrom(ctx, b, false)) ??
+    (await hashPassword(randomPassword().slice(0, 64), ctx.config.auth.bcrypt_cost))
   // GoTrue checks a chosen id after the addresses and the password, with these texts.
   if (id !== undefined && id !== '') {
     if (!UUID.test(id)) throw new ValidationFailedError('ID must conform to the uuid v4 format')
@@ -105,35 +142,64 @@ async function adminCreateUser (ctx: TenantContext, b: Body) {
   const role = optString(b, 'role') || 'authenticated'
   try {
     return await withTransaction(ctx.db, async (q) => {
-      if (email && await isEmailTaken(q, email)) throw new EmailExistsError()
-      if (phone && await findUserByPhone(q, phone, aud)) throw new PhoneExistsError()
+      if (email && (await isEmailTaken(q, email))) throw new EmailExistsError()
+      if (phone && (await findUserByPhone(q, phone, aud))) throw new PhoneExistsError()
       const now = ctx.now()
       const userId = id ? id.toLowerCase() : randomUUID()
       const providers = [...(email ? ['email'] : []), ...(phone ? ['phone'] : [])]
       const user = await insertUser(q, {
-        id: userId, aud, role, email: email ?? null, phone: phone ?? null, encryptedPassword: hash,
+        id: userId,
+        aud,
+        role,
+        email: email ?? null,
+        phone: phone ?? null,
+        encryptedPassword: hash,
         appMetadata: { provider: providers[0], providers, ...appMeta },
         userMetadata: userMeta,
         emailConfirmedAt: email && emailConfirm ? now : null,
         phoneConfirmedAt: phone && phoneConfirm ? now : null,
         bannedUntil: banned ?? null,
-        now
+        now,
       })
-      if (email) await insertIdentity(q, { userId, provider: 'email', providerId: userId, identityData: emailIdentityData(userId, email, undefined, emailConfirm), now })
-      if (phone) await insertIdentity(q, { userId, provider: 'phone', providerId: userId, identityData: { sub: userId, phone, email_verified: false, phone_verified: phoneConfirm }, now })
-      await audit(q, { action: 'user_signedup', actorId: userId, actorUsername: email ?? phone, traits: { provider: providers[0], via: 'admin' }, now })
+      if (email)
+        await insertIdentity(q, {
+          userId,
+          provider: 'email',
+          providerId: userId,
+          identityData: emailIdentityData(userId, email, undefined, emailConfirm),
+          now,
+        })
+      if (phone)
+        await insertIdentity(q, {
+          userId,
+          provider: 'phone',
+          providerId: userId,
+          identityData: { sub: userId, phone, email_verified: false, phone_verified: phoneConfirm },
+          now,
+        })
+      await audit(q, {
+        action: 'user_signedup',
+        actorId: userId,
+        actorUsername: email ?? phone,
+        traits: { provider: providers[0], via: 'admin' },
+        now,
+      })
       return toUserJson({ user, identities: await identitiesForUser(q, userId) })
     })
   } catch (err) {
-    if ((err as { code?: string, constraint?: string }).code === '23505') {
+    if ((err as { code?: string; constraint?: string }).code === '23505') {
       const c = (err as { constraint?: string }).constraint ?? ''
-      throw c.includes('phone') ? new PhoneExistsError() : c.includes('pkey') ? new ValidationFailedError('A user with this id already exists', { status: 422 }) : new EmailExistsError()
+      throw c.includes('phone')
+        ? new PhoneExistsError()
+        : c.includes('pkey')
+          ? new ValidationFailedError('A user with this id already exists', { status: 422 })
+          : new EmailExistsError()
     }
     throw err
   }
 }
 
-async function adminUpdateUser (ctx: TenantContext, id: string, b: Body) {
+async function adminUpdateUser(ctx: TenantContext, id: string, b: Body) {
   const rawEmail = optString(b, 'email')
   const rawPhone = optString(b, 'phone')
   const email = rawEmail ? normaliseEmail(rawEmail) : undefined
@@ -169,31 +235,63 @@ async function adminUpdateUser (ctx: TenantContext, id: string, b: Body) {
     if (fields.email) {
       const ei = identities.find((i) => i.provider === 'email')
       if (ei) await updateIdentity(q, ei.id, { identityData: { ...ei.identity_data, email } }, now)
-      else await insertIdentity(q, { userId: user.id, provider: 'email', providerId: user.id, identityData: emailIdentityData(user.id, email!, undefined, !!user.email_confirmed_at), now })
+      else
+        await insertIdentity(q, {
+          userId: user.id,
+          provider: 'email',
+          providerId: user.id,
+          identityData: emailIdentityData(user.id, email!, undefined, !!user.email_confirmed_at),
+          now,
+        })
     }
     if (fields.phone && !identities.some((i) => i.provider === 'phone')) {
-      await insertIdentity(q, { userId: user.id, provider: 'phone', providerId: user.id, identityData: { sub: user.id, phone, email_verified: false, phone_verified: !!phoneConfirm }, now })
+      await insertIdentity(q, {
+        userId: user.id,
+        provider: 'phone',
+        providerId: user.id,
+        identityData: { sub: user.id, phone, email_verified: false, phone_verified: !!phoneConfirm },
+        now,
+      })
     }
     if (emailConfirm && user.email) user = (await confirmEmail(ctx, q, user)).user
     if (hash) await deleteSessionsOfUser(q, user.id)
     if (banned) await deleteSessionsOfUser(q, user.id)
     const refreshed = await refreshProviders(ctx, q, user)
-    await audit(q, { action: 'user_modified', actorId: user.id, actorUsername: user.email, traits: { via: 'admin' }, now })
+    await audit(q, {
+      action: 'user_modified',
+      actorId: user.id,
+      actorUsername: user.email,
+      traits: { via: 'admin' },
+      now,
+    })
     return toUserJson(refreshed)
   })
 }
 
-async function adminDeleteUser (ctx: TenantContext, id: string, soft: boolean) {
+async function adminDeleteUser(ctx: TenantContext, id: string, soft: boolean) {
   await withTransaction(ctx.db, async (q) => {
     const user = await lockUserById(q, id)
     if (!user) throw new UserNotFoundError()
     const now = ctx.now()
     if (soft) {
       // GoTrue's soft delete: identifying data obfuscated, sessions gone, row kept.
-      await updateUser(q, id, {
-        email: null, phone: null, encrypted_password: '', raw_user_meta_data: {}, raw_app_meta_data: {},
-        email_change: '', phone_change: '', confirmation_token: '', recovery_token: '', deleted_at: now
-      }, now)
+      await updateUser(
+        q,
+        id,
+        {
+          email: null,
+          phone: null,
+          encrypted_password: '',
+          raw_user_meta_data: {},
+          raw_app_meta_data: {},
+          email_change: '',
+          phone_change: '',
+          confirmation_token: '',
+          recovery_token: '',
+          deleted_at: now,
+        },
+        now,
+      )
       await q.query('DELETE FROM auth.identities WHERE user_id = $1', [id])
       await q.query('DELETE FROM auth.one_time_tokens WHERE user_id = $1', [id])
       await deleteSessionsOfUser(q, id)
@@ -208,7 +306,7 @@ async function adminDeleteUser (ctx: TenantContext, id: string, soft: boolean) {
 // ----- generate_link --------------------------------------------------------------------------
 
 const LINK_TYPES = ['signup', 'invite', 'magiclink', 'recovery', 'email_change_current', 'email_change_new'] as const
-type LinkType = typeof LINK_TYPES[number]
+type LinkType = (typeof LINK_TYPES)[number]
 
 interface LinkRequest {
   type: LinkType
@@ -221,7 +319,7 @@ interface LinkRequest {
 }
 
 /** The body read in GoTrue's order: the address, the user, then the type. */
-async function linkRequestOf (ctx: TenantContext, req: FastifyRequest, b: Body): Promise<LinkRequest> {
+async function linkRequestOf(ctx: TenantContext, req: FastifyRequest, b: Body): Promise<LinkRequest> {
   const requested = optString(b, 'type') ?? ''
   const email = normaliseEmail(optString(b, 'email') ?? '')
   const data = optObject(b, 'data')
@@ -229,10 +327,14 @@ async function linkRequestOf (ctx: TenantContext, req: FastifyRequest, b: Body):
   const password = optString(b, 'password') ?? ''
   const redirectTo = redirectUrlOf(req, ctx.tenant.auth, optString(b, 'redirect_to'))
   const known = await findUserByEmail(ctx.db, email, ctx.tenant.jwt.aud)
-  if (!known && (requested === 'recovery' || requested === 'email_change_current' || requested === 'email_change_new')) {
+  if (
+    !known &&
+    (requested === 'recovery' || requested === 'email_change_current' || requested === 'email_change_new')
+  ) {
     throw new UserWithEmailNotFoundError()
   }
-  if (!(LINK_TYPES as readonly string[]).includes(requested)) throw new ValidationFailedError(`Invalid email action link type requested: ${requested}`)
+  if (!(LINK_TYPES as readonly string[]).includes(requested))
+    throw new ValidationFailedError(`Invalid email action link type requested: ${requested}`)
   const type = requested as LinkType
   let passwordHash: string | undefined
   if (type === 'signup' && !known) {
@@ -252,7 +354,12 @@ interface LinkTarget {
   extra: Partial<Record<UserColumn, unknown>>
 }
 
-async function signupOrInviteTarget (ctx: TenantContext, q: Queryable, r: LinkRequest, found: UserRow | null): Promise<LinkTarget> {
+async function signupOrInviteTarget(
+  ctx: TenantContext,
+  q: Queryable,
+  r: LinkRequest,
+  found: UserRow | null,
+): Promise<LinkTarget> {
   const { type, email, data } = r
   let user = found
   const extra: Partial<Record<UserColumn, unknown>> = {}
@@ -261,17 +368,32 @@ async function signupOrInviteTarget (ctx: TenantContext, q: Queryable, r: LinkRe
     user = await updateUser(q, user.id, { raw_user_meta_data: mergeMetadata(user.raw_user_meta_data, data) }, ctx.now())
   }
   if (!user) {
-    const hash = type === 'signup'
-      ? r.passwordHash ?? await hashPassword(randomPassword().slice(0, 64), ctx.config.auth.bcrypt_cost)
-      : null
-    user = (await createEmailUser(ctx, q, { email, encryptedPassword: hash, data, confirmed: false, invited: type === 'invite' })).user
+    const hash =
+      type === 'signup'
+        ? (r.passwordHash ?? (await hashPassword(randomPassword().slice(0, 64), ctx.config.auth.bcrypt_cost)))
+        : null
+    user = (
+      await createEmailUser(ctx, q, {
+        email,
+        encryptedPassword: hash,
+        data,
+        confirmed: false,
+        invited: type === 'invite',
+      })
+    ).user
   } else if (type === 'invite') {
     extra.invited_at = ctx.now()
   }
-  return { user, tokenKind: type === 'signup' ? 'confirmation' : 'invite', verificationType: type, address: email, extra }
+  return {
+    user,
+    tokenKind: type === 'signup' ? 'confirmation' : 'invite',
+    verificationType: type,
+    address: email,
+    extra,
+  }
 }
 
-async function linkTarget (ctx: TenantContext, q: Queryable, r: LinkRequest): Promise<LinkTarget> {
+async function linkTarget(ctx: TenantContext, q: Queryable, r: LinkRequest): Promise<LinkTarget> {
   const { type, email } = r
   const user = await findUserByEmail(q, email, ctx.tenant.jwt.aud)
   switch (type) {
@@ -281,7 +403,9 @@ async function linkTarget (ctx: TenantContext, q: Queryable, r: LinkRequest): Pr
     case 'magiclink': {
       if (user) return { user, tokenKind: 'magiclink', verificationType: type, address: email, extra: {} }
       const hash = await hashPassword(randomPassword().slice(0, 64), ctx.config.auth.bcrypt_cost)
-      const created = (await createEmailUser(ctx, q, { email, encryptedPassword: hash, data: r.data, confirmed: false })).user
+      const created = (
+        await createEmailUser(ctx, q, { email, encryptedPassword: hash, data: r.data, confirmed: false })
+      ).user
       return { user: created, tokenKind: 'confirmation', verificationType: 'signup', address: email, extra: {} }
     }
     case 'recovery':
@@ -292,19 +416,26 @@ async function linkTarget (ctx: TenantContext, q: Queryable, r: LinkRequest): Pr
       const newEmail = normaliseEmail(r.newEmailRaw)
       if (await isEmailTaken(q, newEmail, user.id)) throw new EmailExistsError()
       const extra = { email_change: newEmail, email_change_confirm_status: 0 }
-      return { user, tokenKind: type, verificationType: type, address: type === 'email_change_new' ? newEmail : email, extra }
+      return {
+        user,
+        tokenKind: type,
+        verificationType: type,
+        address: type === 'email_change_new' ? newEmail : email,
+        extra,
+      }
     }
   }
 }
 
-async function generateLink (ctx: TenantContext, req: FastifyRequest, b: Body) {
+async function generateLink(ctx: TenantContext, req: FastifyRequest, b: Body) {
   const r = await linkRequestOf(ctx, req, b)
   return withTransaction(ctx.db, async (q: Queryable) => {
     const { user, tokenKind, verificationType, address, extra } = await linkTarget(ctx, q, r)
     const issued = await issueEmailToken(ctx, q, user, tokenKind, { address, extra })
-    const linkType: VerifyLinkType = tokenKind === 'email_change_new' || tokenKind === 'email_change_current'
-      ? 'email_change'
-      : verificationType as VerifyLinkType
+    const linkType: VerifyLinkType =
+      tokenKind === 'email_change_new' || tokenKind === 'email_change_current'
+        ? 'email_change'
+        : (verificationType as VerifyLinkType)
     const full = await loadUserWithIdentities(q, user.id)
     return {
       ...toUserJson(full!),
@@ -314,15 +445,21 @@ async function generateLink (ctx: TenantContext, req: FastifyRequest, b: Body) {
       // address even for email_change_new, a hash no verify accepts; this one verifies).
       hashed_token: hashOtp(address, issued.otp),
       verification_type: verificationType,
-      redirect_to: r.redirectTo
+      redirect_to: r.redirectTo,
     }
   })
 }
 
 /** Go's strconv.ParseUint(s, 10, 64) as GoTrue's paginate uses it: the value or its error text. */
-function parseUint (s: string): number {
-  if (!/^\d+$/.test(s)) throw new ValidationFailedError(`Bad Pagination Parameters: strconv.ParseUint: parsing ${JSON.stringify(s)}: invalid syntax`)
-  if (BigInt(s) > 18446744073709551615n) throw new ValidationFailedError(`Bad Pagination Parameters: strconv.ParseUint: parsing ${JSON.stringify(s)}: value out of range`)
+function parseUint(s: string): number {
+  if (!/^\d+$/.test(s))
+    throw new ValidationFailedError(
+      `Bad Pagination Parameters: strconv.ParseUint: parsing ${JSON.stringify(s)}: invalid syntax`,
+    )
+  if (BigInt(s) > 18446744073709551615n)
+    throw new ValidationFailedError(
+      `Bad Pagination Parameters: strconv.ParseUint: parsing ${JSON.stringify(s)}: value out of range`,
+    )
   return Number(s)
 }
 
@@ -331,7 +468,7 @@ function parseUint (s: string): number {
  * (page 0 reads as 1, per_page 0 as pop's 20; at most 1000 per page here), sort only on
  * created_at with asc or desc.
  */
-function listParams (req: FastifyRequest): { page: number, perPage: number, sortDesc: boolean } {
+function listParams(req: FastifyRequest): { page: number; perPage: number; sortDesc: boolean } {
   const q = req.query as Record<string, unknown>
   let sortDesc = true
   const sorts = q.sort === undefined ? [] : Array.isArray(q.sort) ? q.sort : [q.sort]
@@ -342,7 +479,10 @@ function listParams (req: FastifyRequest): { page: number, perPage: number, sort
     if (field !== 'created_at') throw new ValidationFailedError(`Bad Sort Parameters: bad field for sort '${field}'`)
     if (sp >= 0) {
       const dir = value.slice(sp + 1).toUpperCase()
-      if (dir !== 'ASC' && dir !== 'DESC') throw new ValidationFailedError(`Bad Sort Parameters: bad direction for sort '${value.slice(sp + 1)}', only 'asc' and 'desc' allowed`)
+      if (dir !== 'ASC' && dir !== 'DESC')
+        throw new ValidationFailedError(
+          `Bad Sort Parameters: bad direction for sort '${value.slice(sp + 1)}', only 'asc' and 'desc' allowed`,
+        )
       sortDesc = dir === 'DESC'
     } else sortDesc = true
   }
@@ -353,7 +493,7 @@ function listParams (req: FastifyRequest): { page: number, perPage: number, sort
   return { page: Math.max(1, page), perPage: Math.min(1000, perPage < 1 ? 20 : perPage), sortDesc }
 }
 
-export async function getAdminUsers (req: FastifyRequest, reply: FastifyReply): Promise<unknown> {
+export async function getAdminUsers(req: FastifyRequest, reply: FastifyReply): Promise<unknown> {
   const ctx = contextOf(req)
   const { page, perPage, sortDesc } = listParams(req)
   const filter = queryParam(req, 'filter') || undefined
@@ -376,31 +516,31 @@ export async function getAdminUsers (req: FastifyRequest, reply: FastifyReply): 
   return { users: users.map(toUserJson), aud: ctx.tenant.jwt.aud }
 }
 
-export async function postAdminUsers (req: FastifyRequest): Promise<UserJson> {
+export async function postAdminUsers(req: FastifyRequest): Promise<UserJson> {
   return adminCreateUser(contextOf(req), bodyOf(req))
 }
 
-export async function putAdminUser (req: FastifyRequest): Promise<UserJson> {
+export async function putAdminUser(req: FastifyRequest): Promise<UserJson> {
   return adminUpdateUser(contextOf(req), userIdParam(req), bodyOf(req))
 }
 
-export async function postGenerateLink (req: FastifyRequest): Promise<unknown> {
+export async function postGenerateLink(req: FastifyRequest): Promise<unknown> {
   return generateLink(contextOf(req), req, bodyOf(req))
 }
 
-export async function getAdminUser (req: FastifyRequest): Promise<UserJson> {
+export async function getAdminUser(req: FastifyRequest): Promise<UserJson> {
   const ctx = contextOf(req)
   const u = await loadUserWithIdentities(ctx.db, userIdParam(req))
   if (!u) throw new UserNotFoundError()
   return toUserJson(u)
 }
 
-export async function deleteAdminUser (req: FastifyRequest): Promise<unknown> {
+export async function deleteAdminUser(req: FastifyRequest): Promise<unknown> {
   const ctx = contextOf(req)
   return adminDeleteUser(ctx, userIdParam(req), optBool(bodyOf(req), 'should_soft_delete') ?? false)
 }
 
-export async function postInvite (req: FastifyRequest): Promise<UserJson> {
+export async function postInvite(req: FastifyRequest): Promise<UserJson> {
   const ctx = contextOf(req)
   const b = bodyOf(req)
   const email = normaliseEmail(optString(b, 'email') ?? '')
@@ -409,8 +549,14 @@ export async function postInvite (req: FastifyRequest): Promise<UserJson> {
   return withTransaction(ctx.db, async (q) => {
     let user = await findUserByEmail(q, email, ctx.tenant.jwt.aud)
     if (user?.email_confirmed_at) throw new EmailExistsError()
-    if (!user) user = (await createEmailUser(ctx, q, { email, encryptedPassword: null, data, confirmed: false, invited: true })).user
-    const sent = await sendEmailToken(ctx, q, user, 'invite', { address: email, redirectTo, extra: { invited_at: ctx.now() } })
+    if (!user)
+      user = (await createEmailUser(ctx, q, { email, encryptedPassword: null, data, confirmed: false, invited: true }))
+        .user
+    const sent = await sendEmailToken(ctx, q, user, 'invite', {
+      address: email,
+      redirectTo,
+      extra: { invited_at: ctx.now() },
+    })
     return toUserJson({ user: sent.user, identities: await identitiesForUser(q, user.id) })
   })
 }

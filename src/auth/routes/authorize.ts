@@ -15,11 +15,22 @@ import { bareRecord } from '../../shared/index.js'
 
 /** Parameters of ours or of the OAuth protocol that are never forwarded to the provider. */
 const RESERVED = new Set([
-  'provider', 'scopes', 'redirect_to', 'invite_token', 'skip_http_redirect',
-  'client_id', 'client_secret', 'redirect_uri', 'response_type', 'state', 'code_challenge', 'code_challenge_method', 'code_verifier'
+  'provider',
+  'scopes',
+  'redirect_to',
+  'invite_token',
+  'skip_http_redirect',
+  'client_id',
+  'client_secret',
+  'redirect_uri',
+  'response_type',
+  'state',
+  'code_challenge',
+  'code_challenge_method',
+  'code_verifier',
 ])
 
-export function callbackUrl (ctx: TenantContext): string {
+export function callbackUrl(ctx: TenantContext): string {
   return `${ctx.externalUrl}/callback`
 }
 
@@ -27,7 +38,11 @@ export function callbackUrl (ctx: TenantContext): string {
  * Starts an external sign-in (or, with `linkingTargetId`, the linking of an identity to that
  * user): the flow state stored, the provider's authorization URL answered.
  */
-export async function startExternalFlow (ctx: TenantContext, req: FastifyRequest, linkingTargetId: string | null = null): Promise<string> {
+export async function startExternalFlow(
+  ctx: TenantContext,
+  req: FastifyRequest,
+  linkingTargetId: string | null = null,
+): Promise<string> {
   const name = queryParam(req, 'provider') ?? ''
   const provider = providerOf(ctx.tenant, name)
   const pkce = pkceParamsOf(ctx, queryParam(req, 'code_challenge'), queryParam(req, 'code_challenge_method'))
@@ -47,7 +62,13 @@ export async function startExternalFlow (ctx: TenantContext, req: FastifyRequest
     clientStateId = await insertOAuthClientState(ctx.db, { providerType: name, codeVerifier: verifier, now })
   }
   const flow = await insertFlowState(ctx.db, {
-    providerType: name, authenticationMethod: 'oauth', pkce, referrer: redirectTo, oauthClientStateId: clientStateId, linkingTargetId, now
+    providerType: name,
+    authenticationMethod: 'oauth',
+    pkce,
+    referrer: redirectTo,
+    oauthClientStateId: clientStateId,
+    linkingTargetId,
+    now,
   })
   try {
     return await provider.authorizeUrl({ state: flow.id, redirectUri: callbackUrl(ctx), scopes, params, codeChallenge })
@@ -57,7 +78,7 @@ export async function startExternalFlow (ctx: TenantContext, req: FastifyRequest
   }
 }
 
-export async function getAuthorize (req: FastifyRequest, reply: FastifyReply): Promise<unknown> {
+export async function getAuthorize(req: FastifyRequest, reply: FastifyReply): Promise<unknown> {
   const url = await startExternalFlow(contextOf(req), req)
   if (queryParam(req, 'skip_http_redirect') === 'true') return { url }
   return reply.redirect(url, 302)

@@ -7,7 +7,14 @@ import type { FastifyReply, FastifyRequest } from 'fastify'
 import { withTransaction } from '../../shared/index.js'
 import { resolveIdentityUser, signInWithIdentity, type ExternalIdentity } from '../accounts.js'
 import {
-  AuthError, BadOAuthCallbackError, BadOAuthStateError, FlowStateAlreadyUsedError, toAuthError, ProviderEmailMissingError, unexpectedFailure, ExternalCodeExchangeError
+  AuthError,
+  BadOAuthCallbackError,
+  BadOAuthStateError,
+  FlowStateAlreadyUsedError,
+  toAuthError,
+  ProviderEmailMissingError,
+  unexpectedFailure,
+  ExternalCodeExchangeError,
 } from '../errors.js'
 import { contextOf } from '../request-state.js'
 import { linkIdentityToUser } from '../linking.js'
@@ -15,21 +22,32 @@ import { startSession } from '../tokens.js'
 import { UUID } from '../bearer.js'
 import { clientMeta, isRedirectAllowed } from '../http.js'
 import {
-  deleteFlowState, findFlowStateById, takeOAuthClientState, updateFlowState, type FlowStateRow
+  deleteFlowState,
+  findFlowStateById,
+  takeOAuthClientState,
+  updateFlowState,
+  type FlowStateRow,
 } from '../models/flow-state.js'
 import { isFlowStateExpired } from '../pkce.js'
-import { providerOf, ProviderError, type OAuthProvider, type ProviderTokens, type ProviderUser } from '../providers/index.js'
+import {
+  providerOf,
+  ProviderError,
+  type OAuthProvider,
+  type ProviderTokens,
+  type ProviderUser,
+} from '../providers/index.js'
 import { errorParams, errorRedirectUrl, ProviderRefusal, withFragmentParams, withQueryParams } from '../redirects.js'
 import type { TenantContext } from '../types.js'
 import { callbackUrl } from './authorize.js'
 
 const noEmail = () => new ProviderEmailMissingError()
 
-function paramsOf (req: FastifyRequest): Record<string, string> {
+function paramsOf(req: FastifyRequest): Record<string, string> {
   const out: Record<string, string> = {}
   const add = (src: unknown) => {
     if (!src || typeof src !== 'object') return
-    for (const [k, v] of Object.entries(src as Record<string, unknown>)) if (typeof v === 'string' && !(k in out)) out[k] = v
+    for (const [k, v] of Object.entries(src as Record<string, unknown>))
+      if (typeof v === 'string' && !(k in out)) out[k] = v
   }
   add(req.query)
   if (req.method === 'POST') add(req.body) // form_post providers (Apple)
@@ -37,13 +55,13 @@ function paramsOf (req: FastifyRequest): Record<string, string> {
 }
 
 /** The address used for the account: the primary one, else the last listed (GoTrue). */
-function pickEmail (u: ProviderUser): { email: string | null, verified: boolean } {
+function pickEmail(u: ProviderUser): { email: string | null; verified: boolean } {
   const e = u.emails.find((x) => x.primary) ?? u.emails[u.emails.length - 1]
   return e ? { email: e.email, verified: e.verified } : { email: null, verified: false }
 }
 
 /** Loads the flow of a state; its problems redirect to the site URL (GoTrue: 303). */
-async function loadFlow (ctx: TenantContext, state: string | undefined): Promise<FlowStateRow> {
+async function loadFlow(ctx: TenantContext, state: string | undefined): Promise<FlowStateRow> {
   if (!state) throw new BadOAuthCallbackError('OAuth state parameter missing')
   if (!UUID.test(state)) throw new BadOAuthStateError('OAuth state not found or expired')
   const flow = await findFlowStateById(ctx.db, state)
@@ -54,7 +72,12 @@ async function loadFlow (ctx: TenantContext, state: string | undefined): Promise
 }
 
 /** The provider's tokens for the code and the person they name, as an external identity. */
-async function exchangeCode (ctx: TenantContext, provider: OAuthProvider, code: string, flow: FlowStateRow): Promise<{ tokens: ProviderTokens, ext: ExternalIdentity }> {
+async function exchangeCode(
+  ctx: TenantContext,
+  provider: OAuthProvider,
+  code: string,
+  flow: FlowStateRow,
+): Promise<{ tokens: ProviderTokens; ext: ExternalIdentity }> {
   const verifier = flow.oauth_client_state_id ? await takeOAuthClientState(ctx.db, flow.oauth_client_state_id) : null
   let person: ProviderUser
   let tokens: ProviderTokens
@@ -69,11 +92,25 @@ async function exchangeCode (ctx: TenantContext, provider: OAuthProvider, code: 
   }
   const { email, verified } = pickEmail(person)
   if (!email) throw noEmail()
-  return { tokens, ext: { provider: provider.name, providerId: person.id, email, emailVerified: verified, identityData: person.claims } }
+  return {
+    tokens,
+    ext: {
+      provider: provider.name,
+      providerId: person.id,
+      email,
+      emailVerified: verified,
+      identityData: person.claims,
+    },
+  }
 }
 
 /** PKCE: the user is known now and kept on the flow; the session starts when the code is exchanged. */
-async function keepPkceUser (ctx: TenantContext, flow: FlowStateRow, tokens: ProviderTokens, ext: ExternalIdentity): Promise<void> {
+async function keepPkceUser(
+  ctx: TenantContext,
+  flow: FlowStateRow,
+  tokens: ProviderTokens,
+  ext: ExternalIdentity,
+): Promise<void> {
   await withTransaction(ctx.db, async (q) => {
     const current = await findFlowStateById(q, flow.id, true)
     if (!current) throw new BadOAuthStateError('OAuth state not found or expired')
@@ -81,18 +118,35 @@ async function keepPkceUser (ctx: TenantContext, flow: FlowStateRow, tokens: Pro
     const user = flow.linking_target_id
       ? await linkIdentityToUser(ctx, q, flow.linking_target_id, ext)
       : (await resolveIdentityUser(ctx, q, ext)).user
-    await updateFlowState(q, flow.id, {
-      userId: user.user.id, providerAccessToken: tokens.accessToken, providerRefreshToken: tokens.refreshToken ?? null, authCodeIssuedAt: ctx.now()
-    }, ctx.now())
+    await updateFlowState(
+      q,
+      flow.id,
+      {
+        userId: user.user.id,
+        providerAccessToken: tokens.accessToken,
+        providerRefreshToken: tokens.refreshToken ?? null,
+        authCodeIssuedAt: ctx.now(),
+      },
+      ctx.now(),
+    )
   })
 }
 
 /** Implicit: a session now (of the linking target, or of the identity's user), as the fragment's parameters. */
-async function implicitSession (ctx: TenantContext, req: FastifyRequest, flow: FlowStateRow, tokens: ProviderTokens,
-  ext: ExternalIdentity): Promise<Record<string, string>> {
+async function implicitSession(
+  ctx: TenantContext,
+  req: FastifyRequest,
+  flow: FlowStateRow,
+  tokens: ProviderTokens,
+  ext: ExternalIdentity,
+): Promise<Record<string, string>> {
   const linkTo = flow.linking_target_id
   const { session } = linkTo
-    ? { session: await withTransaction(ctx.db, async (q) => startSession(ctx, q, await linkIdentityToUser(ctx, q, linkTo, ext), { method: 'oauth', ...clientMeta(req) })) }
+    ? {
+        session: await withTransaction(ctx.db, async (q) =>
+          startSession(ctx, q, await linkIdentityToUser(ctx, q, linkTo, ext), { method: 'oauth', ...clientMeta(req) }),
+        ),
+      }
     : await signInWithIdentity(ctx, ext, { method: 'oauth', ...clientMeta(req) })
   const fragment: Record<string, string> = {
     access_token: session.access_token,
@@ -100,13 +154,13 @@ async function implicitSession (ctx: TenantContext, req: FastifyRequest, flow: F
     expires_in: String(session.expires_in),
     refresh_token: session.refresh_token,
     token_type: 'bearer',
-    provider_token: tokens.accessToken
+    provider_token: tokens.accessToken,
   }
   if (tokens.refreshToken) fragment.provider_refresh_token = tokens.refreshToken
   return fragment
 }
 
-export async function handleCallback (req: FastifyRequest, reply: FastifyReply) {
+export async function handleCallback(req: FastifyRequest, reply: FastifyReply) {
   const ctx = contextOf(req)
   const p = paramsOf(req)
   let flow: FlowStateRow
@@ -117,9 +171,14 @@ export async function handleCallback (req: FastifyRequest, reply: FastifyReply) 
     return reply.redirect(withQueryParams(ctx.tenant.auth.site_url, errorParams(err)), 303)
   }
   // Checked again: the allow list may have changed since /authorize.
-  const target = flow.referrer && isRedirectAllowed(flow.referrer, ctx.tenant.auth) ? flow.referrer : ctx.tenant.auth.site_url
+  const target =
+    flow.referrer && isRedirectAllowed(flow.referrer, ctx.tenant.auth) ? flow.referrer : ctx.tenant.auth.site_url
   try {
-    if (p.error) return reply.redirect(errorRedirectUrl(target, new ProviderRefusal(p.error, p.error_description ?? p.error), true), 302)
+    if (p.error)
+      return reply.redirect(
+        errorRedirectUrl(target, new ProviderRefusal(p.error, p.error_description ?? p.error), true),
+        302,
+      )
     const provider = providerOf(ctx.tenant, flow.provider_type)
     if (!p.code) throw new BadOAuthCallbackError('OAuth callback with missing authorization code')
     if (!flow.auth_code) {

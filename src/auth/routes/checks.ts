@@ -6,7 +6,13 @@ import type { FastifyReply, FastifyRequest, HTTPMethods } from 'fastify'
 import { ownValue } from '../../shared/index.js'
 import { requireAdmin, requireDatabaseAudience, requireUser, UUID } from '../bearer.js'
 import {
-  AnonymousDisabledError, AnonymousNotAllowedError, FactorNotFoundError, InvalidCredentialsError, ManualLinkingDisabledError, EnrollSessionRequiredError, ValidationFailedError
+  AnonymousDisabledError,
+  AnonymousNotAllowedError,
+  FactorNotFoundError,
+  InvalidCredentialsError,
+  ManualLinkingDisabledError,
+  EnrollSessionRequiredError,
+  ValidationFailedError,
 } from '../errors.js'
 import { GRANTS } from '../grants/index.js'
 import { bodyOf, optObject, optString, queryParam } from '../http.js'
@@ -24,31 +30,41 @@ export interface Check {
 /** A signed-in user (a valid bearer of this tenant naming an existing user and session). */
 export const USER: Check = {
   name: 'user',
-  run: async (req) => { setCaller(req, await requireUser(contextOf(req), req)) }
+  run: async (req) => {
+    setCaller(req, await requireUser(contextOf(req), req))
+  },
 }
 
 /** The user's token was made for this database's audience (GoTrue's UserGet check). */
 export const DATABASE_AUDIENCE: Check = {
   name: 'database audience',
-  run: (req) => { requireDatabaseAudience(contextOf(req), callerOf(req).claims) }
+  run: (req) => {
+    requireDatabaseAudience(contextOf(req), callerOf(req).claims)
+  },
 }
 
 /** The database allows manual identity linking. */
 export const MANUAL_LINKING: Check = {
   name: 'manual linking on',
-  run: (req) => { if (!contextOf(req).tenant.auth.manual_linking) throw new ManualLinkingDisabledError() }
+  run: (req) => {
+    if (!contextOf(req).tenant.auth.manual_linking) throw new ManualLinkingDisabledError()
+  },
 }
 
 /** The user is not anonymous (GoTrue's requireNotAnonymous). */
 export const NOT_ANONYMOUS: Check = {
   name: 'not anonymous',
-  run: (req) => { if (callerOf(req).claims.is_anonymous === true) throw new AnonymousNotAllowedError() }
+  run: (req) => {
+    if (callerOf(req).claims.is_anonymous === true) throw new AnonymousNotAllowedError()
+  },
 }
 
 /** The user's token names a session (MFA works on sessions). */
 export const SESSION: Check = {
   name: 'session',
-  run: (req) => { if (!callerOf(req).sessionId) throw new EnrollSessionRequiredError() }
+  run: (req) => {
+    if (!callerOf(req).sessionId) throw new EnrollSessionRequiredError()
+  },
 }
 
 /** The factor `:id` of the path, one of the caller's (GoTrue's loadFactor). */
@@ -61,20 +77,23 @@ export const FACTOR: Check = {
     const f = await findFactorOfUser(ctx.db, callerOf(req).user.user.id, id.toLowerCase())
     if (!f) throw new FactorNotFoundError()
     setFactor(req, f)
-  }
+  },
 }
 
 /** An admin token: a role of GoTrue's JWT_ADMIN_ROLES, for this database's audience. */
 export const ADMIN: Check = {
   name: 'admin',
-  run: async (req) => { await requireAdmin(contextOf(req), req) }
+  run: async (req) => {
+    await requireAdmin(contextOf(req), req)
+  },
 }
 
 /**
  * A per-IP limit: a bucket of auth.rate_limits (with its own counter per `endpoint`,
  * rate-limits.ts) or a feature's limit (request-limits.ts).
  */
-export type Limit = { readonly bucket: RateLimitBucketName, readonly endpoint?: string } | { readonly feature: FeatureLimit }
+export type Limit =
+  { readonly bucket: RateLimitBucketName; readonly endpoint?: string } | { readonly feature: FeatureLimit }
 
 /** A limit that depends on the request: its description in the route list, and the choice. */
 interface LimitRule {
@@ -82,17 +101,17 @@ interface LimitRule {
   readonly pick: (req: FastifyRequest) => Limit | null
 }
 
-function isLimitRule (limit: Limit | LimitRule): limit is LimitRule {
+function isLimitRule(limit: Limit | LimitRule): limit is LimitRule {
   return 'pick' in limit
 }
 
-export function limitName (limit: Limit | LimitRule): string {
+export function limitName(limit: Limit | LimitRule): string {
   if (isLimitRule(limit)) return limit.name
   if ('feature' in limit) return limit.feature
   return limit.endpoint === undefined ? limit.bucket : `${limit.bucket} (${limit.endpoint})`
 }
 
-export async function takeLimit (req: FastifyRequest, limit: Limit | LimitRule): Promise<void> {
+export async function takeLimit(req: FastifyRequest, limit: Limit | LimitRule): Promise<void> {
   const chosen = isLimitRule(limit) ? limit.pick(req) : limit
   if (chosen === null) return
   const ctx = contextOf(req)
@@ -110,7 +129,7 @@ export const TOKEN_LIMIT: LimitRule = {
     const grantType = queryParam(req, 'grant_type') ?? ''
     if (!ownValue(GRANTS, grantType)) throw new InvalidCredentialsError('unsupported_grant_type')
     return { bucket: grantType === 'refresh_token' ? 'token_refresh' : 'sign_in_sign_up' }
-  }
+  },
 }
 
 /**
@@ -129,7 +148,7 @@ export const SIGNUP_LIMIT: LimitRule = {
     if (email || phone) return { bucket: 'sign_in_sign_up', endpoint: 'signup' }
     if (!contextOf(req).tenant.auth.anonymous_sign_in) throw new AnonymousDisabledError()
     return { feature: 'anonymous_sign_ins' }
-  }
+  },
 }
 
 type RouteHandler = (req: FastifyRequest, reply: FastifyReply) => Promise<unknown>

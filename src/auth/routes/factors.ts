@@ -8,7 +8,25 @@ import * as OTPAuth from 'otpauth'
 import QRCode from 'qrcode'
 import { withTransaction, type Queryable } from '../../shared/index.js'
 import {
-  Aal2RequiredToEnrollError, Aal2RequiredToUnenrollError, BadJsonError, ChallengeExpiredError, ChallengeIpMismatchError, ChallengeNotFoundError, FactorNameConflictError, MfaPhoneEnrollDisabledError, MfaPhoneVerifyDisabledError, MfaTotpEnrollDisabledError, MfaTotpVerifyDisabledError, MfaVerificationFailedError, MfaWebAuthnEnrollDisabledError, MfaWebAuthnVerifyDisabledError, TooManyFactorsError, QrCodeError, SiteUrlInvalidError, unexpectedFailure, ValidationFailedError
+  Aal2RequiredToEnrollError,
+  Aal2RequiredToUnenrollError,
+  BadJsonError,
+  ChallengeExpiredError,
+  ChallengeIpMismatchError,
+  ChallengeNotFoundError,
+  FactorNameConflictError,
+  MfaPhoneEnrollDisabledError,
+  MfaPhoneVerifyDisabledError,
+  MfaTotpEnrollDisabledError,
+  MfaTotpVerifyDisabledError,
+  MfaVerificationFailedError,
+  MfaWebAuthnEnrollDisabledError,
+  MfaWebAuthnVerifyDisabledError,
+  TooManyFactorsError,
+  QrCodeError,
+  SiteUrlInvalidError,
+  unexpectedFailure,
+  ValidationFailedError,
 } from '../errors.js'
 import { mfaAttemptHook } from '../auth-hooks.js'
 import { callerOf, contextOf, factorOf } from '../request-state.js'
@@ -16,9 +34,20 @@ import { UUID } from '../bearer.js'
 import { bodyOf, clientMeta, optString } from '../http.js'
 import { audit } from '../models/audit-log.js'
 import {
-  AMR_OF_FACTOR, deleteChallenge, deleteExpiredFactors, deleteFactor, deleteSessionsBelowAal2, deleteUnverifiedFactors,
-  downgradeSessionsOfFactor, factorsOfUser, findChallenge, insertChallenge, insertTotpFactor,
-  markChallengeVerified, markFactorVerified, setSessionAal
+  AMR_OF_FACTOR,
+  deleteChallenge,
+  deleteExpiredFactors,
+  deleteFactor,
+  deleteSessionsBelowAal2,
+  deleteUnverifiedFactors,
+  downgradeSessionsOfFactor,
+  factorsOfUser,
+  findChallenge,
+  insertChallenge,
+  insertTotpFactor,
+  markChallengeVerified,
+  markFactorVerified,
+  setSessionAal,
 } from '../models/factors.js'
 import { identitiesForUser } from '../models/identities.js'
 import { activeTokenOfSession, insertRefreshToken, revokeSessionTokens } from '../models/refresh-tokens.js'
@@ -34,27 +63,33 @@ const MAX_VERIFIED_FACTORS = 10
 const TOTP = { algorithm: 'SHA1', digits: 6, period: 30 } as const
 
 /** The caller the table's checks proved: signed in, not anonymous, with a session. */
-function mfaCallerOf (req: FastifyRequest): AuthenticatedUser & { sessionId: string } {
+function mfaCallerOf(req: FastifyRequest): AuthenticatedUser & { sessionId: string } {
   return callerOf(req) as AuthenticatedUser & { sessionId: string }
 }
 
-async function sessionIsAal2 (q: Queryable, sessionId: string): Promise<boolean> {
+async function sessionIsAal2(q: Queryable, sessionId: string): Promise<boolean> {
   return (await findSession(q, sessionId))?.aal === 'aal2'
 }
 
 /** pquerna/otp's key URL: otpauth://totp/<issuer>:<account>?algorithm&digits&issuer&period&secret. */
-function otpauthUri (issuer: string, account: string, secret: string): string {
+function otpauthUri(issuer: string, account: string, secret: string): string {
   const path = (s: string) => encodeURIComponent(s).replace(/%40/g, '@')
-  const q = new URLSearchParams({ algorithm: TOTP.algorithm, digits: String(TOTP.digits), issuer, period: String(TOTP.period), secret })
+  const q = new URLSearchParams({
+    algorithm: TOTP.algorithm,
+    digits: String(TOTP.digits),
+    issuer,
+    period: String(TOTP.period),
+    secret,
+  })
   return `otpauth://totp/${path(issuer)}:${path(account)}?${q.toString().replace(/\+/g, '%20')}`
 }
 
-function totpOf (secret: string): OTPAuth.TOTP {
+function totpOf(secret: string): OTPAuth.TOTP {
   return new OTPAuth.TOTP({ ...TOTP, secret: OTPAuth.Secret.fromBase32(secret) })
 }
 
 /** The time step `code` belongs to (one period of skew either way), or null when it is not a code of `secret` near `now`. */
-function totpStep (secret: string, code: string, now: Date): number | null {
+function totpStep(secret: string, code: string, now: Date): number | null {
   if (!/^\d{6}$/.test(code)) return null
   const delta = totpOf(secret).validate({ token: code, timestamp: now.getTime(), window: 1 })
   return delta === null ? null : Math.floor(now.getTime() / 1000 / TOTP.period) + delta
@@ -64,19 +99,31 @@ function totpStep (secret: string, code: string, now: Date): number | null {
  * Records that `factorId` verified with time step `step`; false when that step (or a later
  * one) was used already: a code works once, and no older code after it (RFC 6238 section 5.2).
  */
-async function useTotpStep (q: Queryable, factorId: string, step: number): Promise<boolean> {
+async function useTotpStep(q: Queryable, factorId: string, step: number): Promise<boolean> {
   const r = await q.query(
     `INSERT INTO auth.gatehouse_totp_used_steps (factor_id, last_step) VALUES ($1, $2)
      ON CONFLICT (factor_id) DO UPDATE SET last_step = EXCLUDED.last_step
        WHERE auth.gatehouse_totp_used_steps.last_step < EXCLUDED.last_step
-     RETURNING factor_id`, [factorId, step])
+     RETURNING factor_id`,
+    [factorId, step],
+  )
   return r.rowCount === 1
 }
 
-async function enrollTotp (ctx: TenantContext, req: FastifyRequest, u: AuthenticatedUser & { sessionId: string }, friendlyName: string, issuerParam: string | undefined) {
+async function enrollTotp(
+  ctx: TenantContext,
+  req: FastifyRequest,
+  u: AuthenticatedUser & { sessionId: string },
+  friendlyName: string,
+  issuerParam: string | undefined,
+) {
   let issuer = issuerParam ?? ''
   if (issuer === '') {
-    try { issuer = new URL(ctx.tenant.auth.site_url).host } catch { throw new SiteUrlInvalidError() }
+    try {
+      issuer = new URL(ctx.tenant.auth.site_url).host
+    } catch {
+      throw new SiteUrlInvalidError()
+    }
   }
   const user = u.user.user
   return withTransaction(ctx.db, async (q) => {
@@ -85,8 +132,9 @@ async function enrollTotp (ctx: TenantContext, req: FastifyRequest, u: Authentic
     const factors = await factorsOfUser(q, user.id)
     if (factors.some((f) => (f.friendly_name ?? '') === friendlyName)) throw new FactorNameConflictError(friendlyName)
     const verified = factors.filter((f) => f.status === 'verified').length
-    if (factors.length >= ctx.tenant.auth.mfa_max_enrolled_factors || verified >= MAX_VERIFIED_FACTORS) throw new TooManyFactorsError()
-    if (verified > 0 && !await sessionIsAal2(q, u.sessionId)) throw new Aal2RequiredToEnrollError()
+    if (factors.length >= ctx.tenant.auth.mfa_max_enrolled_factors || verified >= MAX_VERIFIED_FACTORS)
+      throw new TooManyFactorsError()
+    if (verified > 0 && !(await sessionIsAal2(q, u.sessionId))) throw new Aal2RequiredToEnrollError()
     const account = user.email ?? ''
     if (account === '') throw new QrCodeError()
     const secret = new OTPAuth.Secret({ size: 20 }).base32
@@ -98,7 +146,14 @@ async function enrollTotp (ctx: TenantContext, req: FastifyRequest, u: Authentic
       throw new QrCodeError({ internal: err })
     }
     const factor = await insertTotpFactor(q, { userId: user.id, friendlyName, secret, now })
-    await audit(q, { action: 'factor_in_progress', actorId: user.id, actorUsername: user.email, traits: { factor_id: factor.id }, ip: clientMeta(req).ip, now })
+    await audit(q, {
+      action: 'factor_in_progress',
+      actorId: user.id,
+      actorUsername: user.email,
+      traits: { factor_id: factor.id },
+      ip: clientMeta(req).ip,
+      now,
+    })
     return { id: factor.id, type: 'totp', friendly_name: friendlyName, totp: { qr_code: svg.trim(), secret, uri } }
   })
 }
@@ -108,7 +163,14 @@ async function enrollTotp (ctx: TenantContext, req: FastifyRequest, u: Authentic
  * AMR claim added, the session's refresh token rotated (the aal1 one no longer refreshes),
  * aal and factor_id stored, a token signed with the session's AMR.
  */
-async function raiseSession (ctx: TenantContext, q: Queryable, userId: string, sessionId: string, factor: FactorRow, ip: string | null): Promise<AccessTokenResponse> {
+async function raiseSession(
+  ctx: TenantContext,
+  q: Queryable,
+  userId: string,
+  sessionId: string,
+  factor: FactorRow,
+  ip: string | null,
+): Promise<AccessTokenResponse> {
   const now = ctx.now()
   await addAmrClaim(q, sessionId, AMR_OF_FACTOR[factor.factor_type]!, now)
   const active = await activeTokenOfSession(q, sessionId)
@@ -120,10 +182,22 @@ async function raiseSession (ctx: TenantContext, q: Queryable, userId: string, s
   const identities = await identitiesForUser(q, userId)
   const factors = await factorsOfUser(q, userId)
   const amr = await amrClaims(q, sessionId)
-  return tokenResponse(ctx, { user, identities, factors }, { id: sessionId, refreshToken, amr }, { q, method: `mfa/${factor.factor_type}`, ip })
+  return tokenResponse(
+    ctx,
+    { user, identities, factors },
+    { id: sessionId, refreshToken, amr },
+    { q, method: `mfa/${factor.factor_type}`, ip },
+  )
 }
 
-async function verifyTotp (ctx: TenantContext, req: FastifyRequest, u: AuthenticatedUser & { sessionId: string }, factor: FactorRow, challengeId: string, code: string) {
+async function verifyTotp(
+  ctx: TenantContext,
+  req: FastifyRequest,
+  u: AuthenticatedUser & { sessionId: string },
+  factor: FactorRow,
+  challengeId: string,
+  code: string,
+) {
   const ip = clientMeta(req).ip ?? ''
   const challenge = await findChallenge(ctx.db, factor.id, challengeId)
   if (!challenge) throw new ChallengeNotFoundError()
@@ -135,18 +209,28 @@ async function verifyTotp (ctx: TenantContext, req: FastifyRequest, u: Authentic
   }
   const userId = u.user.user.id
   const step = factor.secret ? totpStep(factor.secret, code, now) : null
-  await mfaAttemptHook({ ctx, ip }, { userId, factorId: factor.id, factorType: factor.factor_type, valid: step !== null },
-    (id) => deleteSessionsOfUser(ctx.db, id))
+  await mfaAttemptHook(
+    { ctx, ip },
+    { userId, factorId: factor.id, factorType: factor.factor_type, valid: step !== null },
+    (id) => deleteSessionsOfUser(ctx.db, id),
+  )
   if (step === null) throw new MfaVerificationFailedError('Invalid TOTP code entered')
   return withTransaction(ctx.db, async (q) => {
     // A code that verified once is spent for the rest of its window (GoTrue accepts it again).
-    if (!await useTotpStep(q, factor.id, step)) throw new MfaVerificationFailedError('This TOTP code was already used; wait for the next code of your authenticator')
+    if (!(await useTotpStep(q, factor.id, step)))
+      throw new MfaVerificationFailedError(
+        'This TOTP code was already used; wait for the next code of your authenticator',
+      )
     await audit(q, {
-      action: 'verification_attempted', actorId: userId, actorUsername: u.user.user.email,
-      traits: { factor_id: factor.id, challenge_id: challenge.id, factor_type: factor.factor_type }, ip, now
+      action: 'verification_attempted',
+      actorId: userId,
+      actorUsername: u.user.user.email,
+      traits: { factor_id: factor.id, challenge_id: challenge.id, factor_type: factor.factor_type },
+      ip,
+      now,
     })
     // Two verifies of one challenge race here; the loser sees a spent challenge.
-    if (!await markChallengeVerified(q, challenge.id, now)) throw new ChallengeIpMismatchError()
+    if (!(await markChallengeVerified(q, challenge.id, now))) throw new ChallengeIpMismatchError()
     if (factor.status !== 'verified') await markFactorVerified(q, factor.id, now)
     const token = await raiseSession(ctx, q, userId, u.sessionId, factor, ip)
     await deleteSessionsBelowAal2(q, userId)
@@ -155,14 +239,15 @@ async function verifyTotp (ctx: TenantContext, req: FastifyRequest, u: Authentic
   })
 }
 
-function challengeIdOf (b: Record<string, unknown>): string {
+function challengeIdOf(b: Record<string, unknown>): string {
   const v = b.challenge_id
   if (v === undefined || v === null || v === '') return '00000000-0000-0000-0000-000000000000'
-  if (typeof v !== 'string' || !UUID.test(v)) throw new BadJsonError('Could not parse request body as JSON: challenge_id must be a UUID')
+  if (typeof v !== 'string' || !UUID.test(v))
+    throw new BadJsonError('Could not parse request body as JSON: challenge_id must be a UUID')
   return v.toLowerCase()
 }
 
-export async function postFactor (req: FastifyRequest): Promise<unknown> {
+export async function postFactor(req: FastifyRequest): Promise<unknown> {
   const ctx = contextOf(req)
   const u = mfaCallerOf(req)
   const b = bodyOf(req)
@@ -171,12 +256,15 @@ export async function postFactor (req: FastifyRequest): Promise<unknown> {
   const issuer = optString(b, 'issuer')
   optString(b, 'phone')
   switch (factorType) {
-    case 'phone': throw new MfaPhoneEnrollDisabledError()
-    case 'webauthn': throw new MfaWebAuthnEnrollDisabledError('MFA enroll is disabled for WebAuthn')
+    case 'phone':
+      throw new MfaPhoneEnrollDisabledError()
+    case 'webauthn':
+      throw new MfaWebAuthnEnrollDisabledError('MFA enroll is disabled for WebAuthn')
     case 'totp':
       if (!ctx.tenant.auth.mfa_totp_enroll) throw new MfaTotpEnrollDisabledError()
       return enrollTotp(ctx, req, u, friendlyName, issuer)
-    default: throw new ValidationFailedError('factor_type needs to be totp, phone, or webauthn')
+    default:
+      throw new ValidationFailedError('factor_type needs to be totp, phone, or webauthn')
   }
 }
 
@@ -184,17 +272,21 @@ export async function postFactor (req: FastifyRequest): Promise<unknown> {
  * Challenge and verify work on TOTP factors only, with TOTP verification on: a phone or
  * WebAuthn factor gets GoTrue's "disabled" error (`webauthn`: the one of the calling route).
  */
-function requireTotpVerify (ctx: TenantContext, factor: FactorRow, webauthn: () => Error): void {
+function requireTotpVerify(ctx: TenantContext, factor: FactorRow, webauthn: () => Error): void {
   switch (factor.factor_type) {
-    case 'phone': throw new MfaPhoneVerifyDisabledError()
-    case 'webauthn': throw webauthn()
-    case 'totp': break
-    default: throw new ValidationFailedError('factor_type needs to be totp, phone, or webauthn')
+    case 'phone':
+      throw new MfaPhoneVerifyDisabledError()
+    case 'webauthn':
+      throw webauthn()
+    case 'totp':
+      break
+    default:
+      throw new ValidationFailedError('factor_type needs to be totp, phone, or webauthn')
   }
   if (!ctx.tenant.auth.mfa_totp_verify) throw new MfaTotpVerifyDisabledError()
 }
 
-export async function postChallenge (req: FastifyRequest): Promise<unknown> {
+export async function postChallenge(req: FastifyRequest): Promise<unknown> {
   const ctx = contextOf(req)
   const u = mfaCallerOf(req)
   const factor = factorOf(req)
@@ -207,15 +299,23 @@ export async function postChallenge (req: FastifyRequest): Promise<unknown> {
     const now = ctx.now()
     const c = await insertChallenge(q, { factorId: factor.id, ip, now })
     await audit(q, {
-      action: 'challenge_created', actorId: u.user.user.id, actorUsername: u.user.user.email,
-      traits: { factor_id: factor.id, factor_status: factor.status }, ip, now
+      action: 'challenge_created',
+      actorId: u.user.user.id,
+      actorUsername: u.user.user.email,
+      traits: { factor_id: factor.id, factor_status: factor.status },
+      ip,
+      now,
     })
     return c
   })
-  return { id: challenge.id, type: factor.factor_type, expires_at: Math.floor(challenge.created_at.getTime() / 1000) + CHALLENGE_EXPIRY_SECONDS }
+  return {
+    id: challenge.id,
+    type: factor.factor_type,
+    expires_at: Math.floor(challenge.created_at.getTime() / 1000) + CHALLENGE_EXPIRY_SECONDS,
+  }
 }
 
-export async function postFactorVerify (req: FastifyRequest): Promise<unknown> {
+export async function postFactorVerify(req: FastifyRequest): Promise<unknown> {
   const ctx = contextOf(req)
   const u = mfaCallerOf(req)
   const factor = factorOf(req)
@@ -227,17 +327,22 @@ export async function postFactorVerify (req: FastifyRequest): Promise<unknown> {
   return verifyTotp(ctx, req, u, factor, challengeId, code)
 }
 
-export async function deleteFactorRoute (req: FastifyRequest): Promise<unknown> {
+export async function deleteFactorRoute(req: FastifyRequest): Promise<unknown> {
   const ctx = contextOf(req)
   const u = mfaCallerOf(req)
   const factor = factorOf(req)
-  if (factor.status === 'verified' && !await sessionIsAal2(ctx.db, u.sessionId)) throw new Aal2RequiredToUnenrollError()
+  if (factor.status === 'verified' && !(await sessionIsAal2(ctx.db, u.sessionId)))
+    throw new Aal2RequiredToUnenrollError()
   await withTransaction(ctx.db, async (q) => {
     const now = ctx.now()
     await deleteFactor(q, factor.id)
     await audit(q, {
-      action: 'factor_unenrolled', actorId: u.user.user.id, actorUsername: u.user.user.email,
-      traits: { factor_id: factor.id, factor_status: factor.status, session_id: u.sessionId }, ip: clientMeta(req).ip, now
+      action: 'factor_unenrolled',
+      actorId: u.user.user.id,
+      actorUsername: u.user.user.email,
+      traits: { factor_id: factor.id, factor_status: factor.status, session_id: u.sessionId },
+      ip: clientMeta(req).ip,
+      now,
     })
     await downgradeSessionsOfFactor(q, factor, now)
   })

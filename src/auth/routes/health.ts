@@ -4,9 +4,9 @@
 export const HEALTH_BODY = {
   version: 'gatehouse-0.1.0',
   name: 'GoTrue',
-  description: 'GoTrue is a user registration and authentication API'
+  description: 'GoTrue is a user registration and authentication API',
 }
 
-export async function getHealth (): Promise<typeof HEALTH_BODY> {
+export async function getHealth(): Promise<typeof HEALTH_BODY> {
   return HEALTH_BODY
 }

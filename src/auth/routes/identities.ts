@@ -13,11 +13,11 @@ import { queryParam } from '../http.js'
 import { unlinkIdentity } from '../linking.js'
 import { startExternalFlow } from './authorize.js'
 
-export async function getIdentities (): Promise<never> {
+export async function getIdentities(): Promise<never> {
   throw new NotFoundError()
 }
 
-export async function getIdentityAuthorize (req: FastifyRequest, reply: FastifyReply): Promise<unknown> {
+export async function getIdentityAuthorize(req: FastifyRequest, reply: FastifyReply): Promise<unknown> {
   const ctx = contextOf(req)
   const u = callerOf(req)
   const url = await startExternalFlow(ctx, req, u.user.user.id)
@@ -25,7 +25,7 @@ export async function getIdentityAuthorize (req: FastifyRequest, reply: FastifyR
   return reply.redirect(url, 302)
 }
 
-export async function deleteIdentity (req: FastifyRequest): Promise<Record<string, never>> {
+export async function deleteIdentity(req: FastifyRequest): Promise<Record<string, never>> {
   const ctx = contextOf(req)
   const u = callerOf(req)
   const id = (req.params as { identity_id?: string }).identity_id ?? ''

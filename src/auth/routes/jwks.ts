@@ -7,13 +7,13 @@
 import type { FastifyReply, FastifyRequest } from 'fastify'
 import { contextOf } from '../request-state.js'
 
-export async function getJwks (req: FastifyRequest, reply: FastifyReply): Promise<unknown> {
+export async function getJwks(req: FastifyRequest, reply: FastifyReply): Promise<unknown> {
   const ctx = contextOf(req)
   reply.header('cache-control', 'public, max-age=600')
   return { keys: (ctx.tenant.jwt.signing_keys ?? []).map((k) => k.public_jwk) }
 }
 
-export async function getOpenIdConfiguration (req: FastifyRequest, reply: FastifyReply): Promise<unknown> {
+export async function getOpenIdConfiguration(req: FastifyRequest, reply: FastifyReply): Promise<unknown> {
   const issuer = contextOf(req).issuer.replace(/\/+$/, '')
   reply.header('cache-control', 'public, max-age=600')
   return {
@@ -29,8 +29,23 @@ export async function getOpenIdConfiguration (req: FastifyRequest, reply: Fastif
     subject_types_supported: ['public'],
     id_token_signing_alg_values_supported: ['RS256', 'HS256', 'ES256'],
     token_endpoint_auth_methods_supported: ['client_secret_basic', 'client_secret_post', 'none'],
-    claims_supported: ['sub', 'aud', 'iss', 'exp', 'iat', 'auth_time', 'nonce', 'email', 'email_verified', 'phone_number',
-      'phone_number_verified', 'name', 'picture', 'preferred_username', 'updated_at'],
-    code_challenge_methods_supported: ['S256', 'plain']
+    claims_supported: [
+      'sub',
+      'aud',
+      'iss',
+      'exp',
+      'iat',
+      'auth_time',
+      'nonce',
+      'email',
+      'email_verified',
+      'phone_number',
+      'phone_number_verified',
+      'name',
+      'picture',
+      'preferred_username',
+      'updated_at',
+    ],
+    code_challenge_methods_supported: ['S256', 'plain'],
   }
 }

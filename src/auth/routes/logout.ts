@@ -7,15 +7,22 @@ import { queryParam } from '../http.js'
 import { audit } from '../models/audit-log.js'
 import { deleteSession, deleteSessionsOfUser } from '../models/sessions.js'
 
-export async function postLogout (req: FastifyRequest, reply: FastifyReply): Promise<FastifyReply> {
+export async function postLogout(req: FastifyRequest, reply: FastifyReply): Promise<FastifyReply> {
   const ctx = contextOf(req)
   const { user, sessionId } = callerOf(req)
   const scopeParam = queryParam(req, 'scope') ?? ''
-  if (!['', 'global', 'local', 'others'].includes(scopeParam)) throw new ValidationFailedError(`Unsupported logout scope "${scopeParam}"`)
+  if (!['', 'global', 'local', 'others'].includes(scopeParam))
+    throw new ValidationFailedError(`Unsupported logout scope "${scopeParam}"`)
   const id = user.user.id
   if (!sessionId || scopeParam === '' || scopeParam === 'global') await deleteSessionsOfUser(ctx.db, id)
   else if (scopeParam === 'local') await deleteSession(ctx.db, sessionId)
   else await deleteSessionsOfUser(ctx.db, id, sessionId)
-  await audit(ctx.db, { action: 'logout', actorId: id, actorUsername: user.user.email, traits: { scope: scopeParam || 'global' }, now: ctx.now() })
+  await audit(ctx.db, {
+    action: 'logout',
+    actorId: id,
+    actorUsername: user.user.email,
+    traits: { scope: scopeParam || 'global' },
+    now: ctx.now(),
+  })
   return reply.code(204).send()
 }

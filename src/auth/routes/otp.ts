@@ -8,7 +8,11 @@ import { createEmailUser } from '../accounts.js'
 import { sendEmailToken } from '../confirmations.js'
 import { hashPassword, randomPassword } from '../crypto.js'
 import {
-  MagicLinkDisabledError, OtpDisabledError, PhoneProviderDisabledError, SignupDisabledError, ValidationFailedError
+  MagicLinkDisabledError,
+  OtpDisabledError,
+  PhoneProviderDisabledError,
+  SignupDisabledError,
+  ValidationFailedError,
 } from '../errors.js'
 import { contextOf } from '../request-state.js'
 import { bodyOf, normaliseEmail, optBool, optObject, optString, redirectUrlOf } from '../http.js'
@@ -26,7 +30,7 @@ interface MagicLinkRequest {
 }
 
 /** GoTrue's MagicLink: mails a sign-in link (or the confirmation link of a new account). */
-async function sendMagicLink (ctx: TenantContext, r: MagicLinkRequest): Promise<Record<string, never>> {
+async function sendMagicLink(ctx: TenantContext, r: MagicLinkRequest): Promise<Record<string, never>> {
   const settings = ctx.tenant.auth
   const autoconfirm = !settings.mail_confirmation
   const known = await findUserByEmail(ctx.db, r.email, ctx.tenant.jwt.aud)
@@ -43,14 +47,31 @@ async function sendMagicLink (ctx: TenantContext, r: MagicLinkRequest): Promise<
         // (Deleted since the first look: the same checks again; bcrypt here is the rare case.)
         if (!r.createUser) throw new OtpDisabledError()
         if (!settings.signup_enabled) throw new SignupDisabledError()
-        const hash = randomHash ?? await hashPassword(randomPassword().slice(0, 64), ctx.config.auth.bcrypt_cost)
-        user = (await createEmailUser(ctx, q, { email: r.email, encryptedPassword: hash, data: r.data, confirmed: autoconfirm })).user
-        await audit(q, { action: 'user_signedup', actorId: user.id, actorUsername: r.email, traits: { provider: 'email', via: 'otp' }, now: ctx.now() })
+        const hash = randomHash ?? (await hashPassword(randomPassword().slice(0, 64), ctx.config.auth.bcrypt_cost))
+        user = (
+          await createEmailUser(ctx, q, {
+            email: r.email,
+            encryptedPassword: hash,
+            data: r.data,
+            confirmed: autoconfirm,
+          })
+        ).user
+        await audit(q, {
+          action: 'user_signedup',
+          actorId: user.id,
+          actorUsername: r.email,
+          traits: { provider: 'email', via: 'otp' },
+          now: ctx.now(),
+        })
       }
       if (!user.email_confirmed_at && !autoconfirm) {
         // Unconfirmed: the confirmation mail is the sign-in link (verify type signup).
         if (r.pkce) await startEmailFlow(ctx, q, user.id, 'email/signup', r.pkce)
-        await sendEmailToken(ctx, q, user, 'confirmation', { address: r.email, redirectTo: r.redirectTo, pkce: !!r.pkce })
+        await sendEmailToken(ctx, q, user, 'confirmation', {
+          address: r.email,
+          redirectTo: r.redirectTo,
+          pkce: !!r.pkce,
+        })
         return
       }
       // Confirmed (or autoconfirm, where verifying the link confirms the address).
@@ -65,21 +86,34 @@ async function sendMagicLink (ctx: TenantContext, r: MagicLinkRequest): Promise<
   return {}
 }
 
-function magicLinkRequest (ctx: TenantContext, req: FastifyRequest, email: string, b: Record<string, unknown>, createUser: boolean): MagicLinkRequest {
+function magicLinkRequest(
+  ctx: TenantContext,
+  req: FastifyRequest,
+  email: string,
+  b: Record<string, unknown>,
+  createUser: boolean,
+): MagicLinkRequest {
   const address = normaliseEmail(email)
   const pkce = pkceParamsOf(ctx, b.code_challenge, b.code_challenge_method)
-  return { email: address, data: optObject(b, 'data'), createUser, pkce, redirectTo: redirectUrlOf(req, ctx.tenant.auth) }
+  return {
+    email: address,
+    data: optObject(b, 'data'),
+    createUser,
+    pkce,
+    redirectTo: redirectUrlOf(req, ctx.tenant.auth),
+  }
 }
 
 /** POST /otp: a magic link (with its code) to an email; phones are refused (no SMS here). */
-export async function postOtp (req: FastifyRequest): Promise<Record<string, never>> {
+export async function postOtp(req: FastifyRequest): Promise<Record<string, never>> {
   const ctx = contextOf(req)
   const b = bodyOf(req)
   const email = optString(b, 'email')
   const phone = optString(b, 'phone')
   const createUser = optBool(b, 'create_user') ?? true
   if (email && phone) throw new ValidationFailedError('Only an email address or phone number should be provided')
-  if (email && optString(b, 'channel')) throw new ValidationFailedError('Channel should only be specified with Phone OTP')
+  if (email && optString(b, 'channel'))
+    throw new ValidationFailedError('Channel should only be specified with Phone OTP')
   if (phone) throw new PhoneProviderDisabledError('Unsupported phone provider')
   if (!email) throw new ValidationFailedError('One of email or phone must be set')
   if (!ctx.tenant.auth.magic_link) throw new MagicLinkDisabledError()
@@ -87,7 +121,7 @@ export async function postOtp (req: FastifyRequest): Promise<Record<string, neve
 }
 
 /** POST /magiclink: auth-js's older call of the same. */
-export async function postMagicLink (req: FastifyRequest): Promise<Record<string, never>> {
+export async function postMagicLink(req: FastifyRequest): Promise<Record<string, never>> {
   const ctx = contextOf(req)
   const b = bodyOf(req)
   if (!ctx.tenant.auth.magic_link) throw new MagicLinkDisabledError()

@@ -9,7 +9,7 @@ import { contextOf } from '../request-state.js'
 import { bodyOf, normaliseEmail, optString, redirectUrlOf } from '../http.js'
 import { pkceParamsOf, startEmailFlow } from '../pkce.js'
 
-export async function postRecover (req: FastifyRequest): Promise<Record<string, never>> {
+export async function postRecover(req: FastifyRequest): Promise<Record<string, never>> {
   const ctx = contextOf(req)
   const b = bodyOf(req)
   const email = optString(b, 'email')

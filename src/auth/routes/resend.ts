@@ -13,14 +13,15 @@ import { pkceParamsOf, startEmailFlow } from '../pkce.js'
 
 const TYPES = ['signup', 'email_change', 'sms', 'phone_change']
 
-export async function postResend (req: FastifyRequest): Promise<Record<string, never>> {
+export async function postResend(req: FastifyRequest): Promise<Record<string, never>> {
   const ctx = contextOf(req)
   const b = bodyOf(req)
   const type = optString(b, 'type') ?? ''
   const email = optString(b, 'email')
   const phone = optString(b, 'phone')
   // GoTrue's ResendConfirmationParams.Validate, in its order.
-  if (!TYPES.includes(type)) throw new ValidationFailedError('Missing one of these types: signup, email_change, sms, phone_change')
+  if (!TYPES.includes(type))
+    throw new ValidationFailedError('Missing one of these types: signup, email_change, sms, phone_change')
   const emailType = type === 'signup' || type === 'email_change'
   const pkce = emailType ? pkceParamsOf(ctx, b.code_challenge, b.code_challenge_method) : null
   if (!email && type === 'signup') throw new ValidationFailedError('Type provided requires an email address')
@@ -47,8 +48,17 @@ export async function postResend (req: FastifyRequest): Promise<Record<string, n
     // one to the current address, neither confirmed yet (an earlier confirmation of one
     // half no longer counts; the earlier links stop working).
     const extra = { email_change: newEmail, email_change_confirm_status: 0, email_change_token_current: '' }
-    const u = (await sendEmailToken(ctx, q, user, 'email_change_new', { address: newEmail, redirectTo, newEmail, extra, pkce: !!pkce })).user
-    if (u.email) await sendEmailToken(ctx, q, u, 'email_change_current', { address: u.email, redirectTo, newEmail, pkce: !!pkce })
+    const u = (
+      await sendEmailToken(ctx, q, user, 'email_change_new', {
+        address: newEmail,
+        redirectTo,
+        newEmail,
+        extra,
+        pkce: !!pkce,
+      })
+    ).user
+    if (u.email)
+      await sendEmailToken(ctx, q, u, 'email_change_current', { address: u.email, redirectTo, newEmail, pkce: !!pkce })
   })
   return {}
 }

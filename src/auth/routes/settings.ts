@@ -7,12 +7,32 @@ import { contextOf } from '../request-state.js'
 import { isProviderEnabled } from '../providers/index.js'
 
 const GOTRUE_PROVIDERS = [
-  'apple', 'azure', 'bitbucket', 'discord', 'facebook', 'snapchat', 'figma', 'fly', 'github', 'gitlab',
-  'google', 'keycloak', 'kakao', 'linkedin', 'linkedin_oidc', 'notion', 'spotify', 'slack', 'slack_oidc',
-  'workos', 'twitch', 'twitter', 'zoom'
+  'apple',
+  'azure',
+  'bitbucket',
+  'discord',
+  'facebook',
+  'snapchat',
+  'figma',
+  'fly',
+  'github',
+  'gitlab',
+  'google',
+  'keycloak',
+  'kakao',
+  'linkedin',
+  'linkedin_oidc',
+  'notion',
+  'spotify',
+  'slack',
+  'slack_oidc',
+  'workos',
+  'twitch',
+  'twitter',
+  'zoom',
 ]
 
-function settingsOf (tenant: Tenant): Record<string, unknown> {
+function settingsOf(tenant: Tenant): Record<string, unknown> {
   const a = tenant.auth
   const external: Record<string, boolean> = { anonymous_users: a.anonymous_sign_in }
   for (const p of GOTRUE_PROVIDERS) external[p] = false
@@ -30,10 +50,10 @@ function settingsOf (tenant: Tenant): Record<string, unknown> {
     saml_private_key_next_configured: false,
     passkeys_enabled: false,
     magic_link_enabled: a.magic_link,
-    pkce_enabled: a.pkce
+    pkce_enabled: a.pkce,
   }
 }
 
-export async function getSettings (req: FastifyRequest): Promise<unknown> {
+export async function getSettings(req: FastifyRequest): Promise<unknown> {
   return settingsOf(contextOf(req).tenant)
 }

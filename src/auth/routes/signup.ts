@@ -9,7 +9,10 @@ import { confirmEmail, createEmailUser } from '../accounts.js'
 import { sendEmailToken } from '../confirmations.js'
 import { assertPasswordAcceptable, hashPassword, verifyPassword } from '../crypto.js'
 import {
-  PhoneProviderDisabledError, SignupDisabledError, UserAlreadyExistsError, ValidationFailedError
+  PhoneProviderDisabledError,
+  SignupDisabledError,
+  UserAlreadyExistsError,
+  ValidationFailedError,
 } from '../errors.js'
 import { contextOf } from '../request-state.js'
 import { bodyOf, clientMeta, normaliseEmail, optObject, optString, redirectUrlOf } from '../http.js'
@@ -21,16 +24,27 @@ import { pkceParamsOf, startEmailFlow, type PkceParams } from '../pkce.js'
 import { startSession } from '../tokens.js'
 import type { TenantContext, UserRow } from '../types.js'
 
-async function anonymousSignIn (ctx: TenantContext, req: FastifyRequest, data: Record<string, unknown> | undefined) {
+async function anonymousSignIn(ctx: TenantContext, req: FastifyRequest, data: Record<string, unknown> | undefined) {
   if (!ctx.tenant.auth.signup_enabled) throw new SignupDisabledError()
   return withTransaction(ctx.db, async (q) => {
     const now = ctx.now()
     const user = await insertUser(q, {
-      id: randomUUID(), aud: ctx.tenant.jwt.aud, role: 'authenticated', appMetadata: {}, userMetadata: data ?? {},
-      isAnonymous: true, encryptedPassword: null, now
+      id: randomUUID(),
+      aud: ctx.tenant.jwt.aud,
+      role: 'authenticated',
+      appMetadata: {},
+      userMetadata: data ?? {},
+      isAnonymous: true,
+      encryptedPassword: null,
+      now,
     })
     await beforeUserCreatedHook({ ctx, q, ip: clientMeta(req).ip }, toUserJson({ user, identities: [] }))
-    return startSession(ctx, q, { user, identities: [] }, { method: 'anonymous', ...clientMeta(req), auditAction: 'user_signedup' })
+    return startSession(
+      ctx,
+      q,
+      { user, identities: [] },
+      { method: 'anonymous', ...clientMeta(req), auditAction: 'user_signedup' },
+    )
   })
 }
 
@@ -39,12 +53,25 @@ async function anonymousSignIn (ctx: TenantContext, req: FastifyRequest, data: R
  * random id, an empty role, confirmation_sent_at now, no confirmation times, no identities.
  * Nothing of the real record (its other timestamps, metadata, factors) is carried over.
  */
-function obfuscatedUser (ctx: TenantContext, email: string, data: Record<string, unknown> | undefined): Record<string, unknown> {
+function obfuscatedUser(
+  ctx: TenantContext,
+  email: string,
+  data: Record<string, unknown> | undefined,
+): Record<string, unknown> {
   const now = ctx.now().toISOString()
   return {
-    id: randomUUID(), aud: ctx.tenant.jwt.aud, role: '', email, phone: '', confirmation_sent_at: now,
-    app_metadata: { provider: 'email', providers: ['email'] }, user_metadata: data ?? {}, identities: [],
-    created_at: now, updated_at: now, is_anonymous: false
+    id: randomUUID(),
+    aud: ctx.tenant.jwt.aud,
+    role: '',
+    email,
+    phone: '',
+    confirmation_sent_at: now,
+    app_metadata: { provider: 'email', providers: ['email'] },
+    user_metadata: data ?? {},
+    identities: [],
+    created_at: now,
+    updated_at: now,
+    is_anonymous: false,
   }
 }
 
@@ -53,11 +80,16 @@ function obfuscatedUser (ctx: TenantContext, email: string, data: Record<string,
  * autoconfirm (the tenant switched it on since), the right password confirms and signs in;
  * otherwise a new confirmation mail.
  */
-async function signUpUnconfirmed (ctx: TenantContext, req: FastifyRequest, existing: UserRow,
-  r: { password: string, address: string, redirectTo: string, pkce: PkceParams | null }): Promise<unknown> {
+async function signUpUnconfirmed(
+  ctx: TenantContext,
+  req: FastifyRequest,
+  existing: UserRow,
+  r: { password: string; address: string; redirectTo: string; pkce: PkceParams | null },
+): Promise<unknown> {
   const { address, redirectTo, pkce } = r
   if (!ctx.tenant.auth.mail_confirmation) {
-    if (!await verifyPassword(r.password, existing.encrypted_password, ctx.config.auth.bcrypt_cost)) throw new UserAlreadyExistsError()
+    if (!(await verifyPassword(r.password, existing.encrypted_password, ctx.config.auth.bcrypt_cost)))
+      throw new UserAlreadyExistsError()
     return withTransaction(ctx.db, async (q) => {
       const confirmed = await confirmEmail(ctx, q, existing)
       return startSession(ctx, q, confirmed, { method: 'password', ...clientMeta(req) })
@@ -70,7 +102,7 @@ async function signUpUnconfirmed (ctx: TenantContext, req: FastifyRequest, exist
   })
 }
 
-export async function postSignup (req: FastifyRequest): Promise<unknown> {
+export async function postSignup(req: FastifyRequest): Promise<unknown> {
   const ctx = contextOf(req)
   const settings = ctx.tenant.auth
   const b = bodyOf(req)
@@ -83,7 +115,8 @@ export async function postSignup (req: FastifyRequest): Promise<unknown> {
   if (!settings.signup_enabled) throw new SignupDisabledError()
   if (!password) throw new ValidationFailedError('Signup requires a valid password')
   assertPasswordAcceptable(password, settings)
-  if (email && phone) throw new ValidationFailedError('Only an email address or phone number should be provided on signup.')
+  if (email && phone)
+    throw new ValidationFailedError('Only an email address or phone number should be provided on signup.')
   if (phone) throw new PhoneProviderDisabledError('Phone signups are disabled')
   const pkce = pkceParamsOf(ctx, b.code_challenge, b.code_challenge_method)
   const address = normaliseEmail(email!)
@@ -101,9 +134,21 @@ export async function postSignup (req: FastifyRequest): Promise<unknown> {
   const hash = await hashPassword(password, cost)
   try {
     return await withTransaction(ctx.db, async (q) => {
-      const created = await createEmailUser(ctx, q, { email: address, encryptedPassword: hash, data, confirmed: autoconfirm })
-      await audit(q, { action: 'user_signedup', actorId: created.user.id, actorUsername: address, traits: { provider: 'email' }, now: ctx.now() })
-      if (autoconfirm) return startSession(ctx, q, created, { method: 'password', ...clientMeta(req), auditAction: null })
+      const created = await createEmailUser(ctx, q, {
+        email: address,
+        encryptedPassword: hash,
+        data,
+        confirmed: autoconfirm,
+      })
+      await audit(q, {
+        action: 'user_signedup',
+        actorId: created.user.id,
+        actorUsername: address,
+        traits: { provider: 'email' },
+        now: ctx.now(),
+      })
+      if (autoconfirm)
+        return startSession(ctx, q, created, { method: 'password', ...clientMeta(req), auditAction: null })
       if (pkce) await startEmailFlow(ctx, q, created.user.id, 'email/signup', pkce)
       const sent = await sendEmailToken(ctx, q, created.user, 'confirmation', { address, redirectTo, pkce: !!pkce })
       return toUserJson({ user: sent.user, identities: created.identities })

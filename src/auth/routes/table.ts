@@ -4,16 +4,31 @@
 // first, in order, then the limit, then the handler. docs/routes.md is rendered from this
 // table (scripts/routes-doc.ts) and kept in sync by a test.
 import type { FastifyInstance } from 'fastify'
+import { deleteAdminFactor, getAdminFactors, putAdminFactor } from './admin-factors.js'
 import {
-  deleteAdminFactor, getAdminFactors, putAdminFactor
-} from './admin-factors.js'
-import {
-  deleteAdminUser, getAdminUser, getAdminUsers, postAdminUsers, postGenerateLink, postInvite, putAdminUser
+  deleteAdminUser,
+  getAdminUser,
+  getAdminUsers,
+  postAdminUsers,
+  postGenerateLink,
+  postInvite,
+  putAdminUser,
 } from './admin.js'
 import { getAuthorize } from './authorize.js'
 import { handleCallback } from './callback.js'
 import {
-  ADMIN, DATABASE_AUDIENCE, FACTOR, limitName, MANUAL_LINKING, NOT_ANONYMOUS, SESSION, SIGNUP_LIMIT, TOKEN_LIMIT, USER, takeLimit, type AuthRoute
+  ADMIN,
+  DATABASE_AUDIENCE,
+  FACTOR,
+  limitName,
+  MANUAL_LINKING,
+  NOT_ANONYMOUS,
+  SESSION,
+  SIGNUP_LIMIT,
+  TOKEN_LIMIT,
+  USER,
+  takeLimit,
+  type AuthRoute,
 } from './checks.js'
 import { deleteFactorRoute, postChallenge, postFactor, postFactorVerify } from './factors.js'
 import { getHealth } from './health.js'
@@ -38,28 +53,70 @@ const AUTH_ROUTES: readonly AuthRoute[] = [
   { method: 'GET', path: '/health', checks: [], limit: null, handler: getHealth },
   { method: 'GET', path: '/settings', checks: [], limit: null, handler: getSettings },
   { method: 'GET', path: '/.well-known/jwks.json', checks: [], limit: null, handler: getJwks },
-  { method: 'GET', path: '/.well-known/openid-configuration', checks: [], limit: null, handler: getOpenIdConfiguration },
+  {
+    method: 'GET',
+    path: '/.well-known/openid-configuration',
+    checks: [],
+    limit: null,
+    handler: getOpenIdConfiguration,
+  },
   { method: 'POST', path: '/signup', checks: [], limit: SIGNUP_LIMIT, handler: postSignup },
   { method: 'POST', path: '/token', checks: [], limit: TOKEN_LIMIT, handler: postToken },
   { method: 'GET', path: '/verify', checks: [], limit: { bucket: 'verify' }, handler: getVerify },
   { method: 'POST', path: '/verify', checks: [], limit: { bucket: 'verify' }, handler: postVerify },
   { method: 'POST', path: '/otp', checks: [], limit: { bucket: 'otp', endpoint: 'otp' }, handler: postOtp },
-  { method: 'POST', path: '/magiclink', checks: [], limit: { bucket: 'otp', endpoint: 'magiclink' }, handler: postMagicLink },
+  {
+    method: 'POST',
+    path: '/magiclink',
+    checks: [],
+    limit: { bucket: 'otp', endpoint: 'magiclink' },
+    handler: postMagicLink,
+  },
   { method: 'POST', path: '/recover', checks: [], limit: { bucket: 'otp', endpoint: 'recover' }, handler: postRecover },
   { method: 'POST', path: '/resend', checks: [], limit: { bucket: 'otp', endpoint: 'resend' }, handler: postResend },
   { method: 'GET', path: '/authorize', checks: [], limit: null, handler: getAuthorize },
   { method: 'GET', path: '/callback', checks: [], limit: null, handler: handleCallback },
   { method: 'POST', path: '/callback', checks: [], limit: null, handler: handleCallback },
   { method: 'GET', path: '/user', checks: [USER, DATABASE_AUDIENCE], limit: null, handler: getUser },
-  { method: 'PUT', path: '/user', checks: [USER, DATABASE_AUDIENCE], limit: { bucket: 'otp', endpoint: 'user' }, handler: putUser },
+  {
+    method: 'PUT',
+    path: '/user',
+    checks: [USER, DATABASE_AUDIENCE],
+    limit: { bucket: 'otp', endpoint: 'user' },
+    handler: putUser,
+  },
   { method: 'GET', path: '/user/identities', checks: LINKING_USER, limit: null, handler: getIdentities },
-  { method: 'GET', path: '/user/identities/authorize', checks: LINKING_USER, limit: null, handler: getIdentityAuthorize },
-  { method: 'DELETE', path: '/user/identities/:identity_id', checks: LINKING_USER, limit: null, handler: deleteIdentity },
+  {
+    method: 'GET',
+    path: '/user/identities/authorize',
+    checks: LINKING_USER,
+    limit: null,
+    handler: getIdentityAuthorize,
+  },
+  {
+    method: 'DELETE',
+    path: '/user/identities/:identity_id',
+    checks: LINKING_USER,
+    limit: null,
+    handler: deleteIdentity,
+  },
   { method: 'GET', path: '/reauthenticate', checks: [USER], limit: null, handler: getReauthenticate },
   { method: 'POST', path: '/logout', checks: [USER], limit: null, handler: postLogout },
   { method: 'POST', path: '/factors', checks: MFA_USER, limit: null, handler: postFactor },
-  { method: 'POST', path: '/factors/:id/challenge', checks: [...MFA_USER, FACTOR], limit: { feature: 'mfa_challenge' }, handler: postChallenge },
-  { method: 'POST', path: '/factors/:id/verify', checks: [...MFA_USER, FACTOR], limit: { feature: 'mfa_verify' }, handler: postFactorVerify },
+  {
+    method: 'POST',
+    path: '/factors/:id/challenge',
+    checks: [...MFA_USER, FACTOR],
+    limit: { feature: 'mfa_challenge' },
+    handler: postChallenge,
+  },
+  {
+    method: 'POST',
+    path: '/factors/:id/verify',
+    checks: [...MFA_USER, FACTOR],
+    limit: { feature: 'mfa_verify' },
+    handler: postFactorVerify,
+  },
   { method: 'DELETE', path: '/factors/:id', checks: [...MFA_USER, FACTOR], limit: null, handler: deleteFactorRoute },
   { method: 'POST', path: '/invite', checks: [ADMIN], limit: null, handler: postInvite },
   { method: 'GET', path: '/admin/users', checks: [ADMIN], limit: null, handler: getAdminUsers },
@@ -70,12 +127,18 @@ const AUTH_ROUTES: readonly AuthRoute[] = [
   { method: 'POST', path: '/admin/generate_link', checks: [ADMIN], limit: null, handler: postGenerateLink },
   { method: 'GET', path: '/admin/users/:id/factors', checks: [ADMIN], limit: null, handler: getAdminFactors },
   { method: 'PUT', path: '/admin/users/:id/factors/:factor_id', checks: [ADMIN], limit: null, handler: putAdminFactor },
-  { method: 'DELETE', path: '/admin/users/:id/factors/:factor_id', checks: [ADMIN], limit: null, handler: deleteAdminFactor },
-  ...UNAVAILABLE_ROUTES
+  {
+    method: 'DELETE',
+    path: '/admin/users/:id/factors/:factor_id',
+    checks: [ADMIN],
+    limit: null,
+    handler: deleteAdminFactor,
+  },
+  ...UNAVAILABLE_ROUTES,
 ]
 
 /** Registers the table's routes on the tenant scope: checks and limit as a preHandler. */
-export function registerAuthRoutes (scope: FastifyInstance): void {
+export function registerAuthRoutes(scope: FastifyInstance): void {
   for (const route of AUTH_ROUTES) {
     const { checks, limit } = route
     scope.route({
@@ -85,14 +148,24 @@ export function registerAuthRoutes (scope: FastifyInstance): void {
         for (const check of checks) await check.run(req)
         if (limit !== null) await takeLimit(req, limit)
       },
-      handler: route.handler
+      handler: route.handler,
     })
   }
 }
 
 /** The table as the route list shows it (docs/routes.md): method, path, checks, limit, note. */
-export function authRouteList (): Array<{ method: string, path: string, checks: string[], limit: string | null, note: string }> {
+export function authRouteList(): Array<{
+  method: string
+  path: string
+  checks: string[]
+  limit: string | null
+  note: string
+}> {
   return AUTH_ROUTES.map((r) => ({
-    method: r.method, path: r.path, checks: r.checks.map((c) => c.name), limit: r.limit === null ? null : limitName(r.limit), note: r.note ?? ''
+    method: r.method,
+    path: r.path,
+    checks: r.checks.map((c) => c.name),
+    limit: r.limit === null ? null : limitName(r.limit),
+    note: r.note ?? '',
   }))
 }

@@ -7,7 +7,7 @@ import { contextOf } from '../request-state.js'
 import { bodyOf, queryParam } from '../http.js'
 import { ownValue } from '../../shared/index.js'
 
-export async function postToken (req: FastifyRequest): Promise<unknown> {
+export async function postToken(req: FastifyRequest): Promise<unknown> {
   const ctx = contextOf(req)
   const grantType = queryParam(req, 'grant_type') ?? ''
   const grant = ownValue(GRANTS, grantType)

@@ -11,7 +11,11 @@
 // route order does; the others refuse before anything else.
 import type { FastifyRequest, HTTPMethods } from 'fastify'
 import {
-  PasskeysDisabledError, FeatureDisabledError, SamlDisabledError, UserNotFoundError, ValidationFailedError
+  PasskeysDisabledError,
+  FeatureDisabledError,
+  SamlDisabledError,
+  UserNotFoundError,
+  ValidationFailedError,
 } from '../errors.js'
 import { contextOf } from '../request-state.js'
 import { UUID } from '../bearer.js'
@@ -22,55 +26,89 @@ import { ADMIN, USER, type AuthRoute, type Check } from './checks.js'
 type Who = 'none' | 'user' | 'admin'
 
 /** Each switched-off feature: its refusal, the check before it, and its routes. */
-const SWITCHED_OFF: Array<{ error: () => Error, check: Who, routes: Array<[HTTPMethods, string]> }> = [
+const SWITCHED_OFF: Array<{ error: () => Error; check: Who; routes: Array<[HTTPMethods, string]> }> = [
   {
     error: () => new SamlDisabledError(),
     check: 'none',
-    routes: [['POST', '/sso'], ['GET', '/sso/saml/metadata'], ['POST', '/sso/saml/acs']]
+    routes: [
+      ['POST', '/sso'],
+      ['GET', '/sso/saml/metadata'],
+      ['POST', '/sso/saml/acs'],
+    ],
   },
   {
     error: () => new SamlDisabledError(),
     check: 'admin',
-    routes: [['GET', '/admin/sso/providers'], ['POST', '/admin/sso/providers'], ['GET', '/admin/sso/providers/:id'],
-      ['PUT', '/admin/sso/providers/:id'], ['DELETE', '/admin/sso/providers/:id']]
+    routes: [
+      ['GET', '/admin/sso/providers'],
+      ['POST', '/admin/sso/providers'],
+      ['GET', '/admin/sso/providers/:id'],
+      ['PUT', '/admin/sso/providers/:id'],
+      ['DELETE', '/admin/sso/providers/:id'],
+    ],
   },
   {
     error: () => new PasskeysDisabledError(),
     check: 'none',
-    routes: [['POST', '/passkeys/authentication/options'], ['POST', '/passkeys/authentication/verify'],
-      ['POST', '/passkeys/registration/options'], ['POST', '/passkeys/registration/verify'],
-      ['GET', '/passkeys'], ['PATCH', '/passkeys/:id'], ['DELETE', '/passkeys/:id']]
+    routes: [
+      ['POST', '/passkeys/authentication/options'],
+      ['POST', '/passkeys/authentication/verify'],
+      ['POST', '/passkeys/registration/options'],
+      ['POST', '/passkeys/registration/verify'],
+      ['GET', '/passkeys'],
+      ['PATCH', '/passkeys/:id'],
+      ['DELETE', '/passkeys/:id'],
+    ],
   },
   {
     error: () => new FeatureDisabledError('OAuth server is disabled'),
     check: 'none',
-    routes: [['GET', '/.well-known/oauth-authorization-server'], ['POST', '/oauth/clients/register'],
-      ['POST', '/oauth/token'], ['GET', '/oauth/userinfo'], ['GET', '/oauth/authorize'],
-      ['GET', '/oauth/authorizations/:id'], ['POST', '/oauth/authorizations/:id/consent']]
+    routes: [
+      ['GET', '/.well-known/oauth-authorization-server'],
+      ['POST', '/oauth/clients/register'],
+      ['POST', '/oauth/token'],
+      ['GET', '/oauth/userinfo'],
+      ['GET', '/oauth/authorize'],
+      ['GET', '/oauth/authorizations/:id'],
+      ['POST', '/oauth/authorizations/:id/consent'],
+    ],
   },
   {
     error: () => new FeatureDisabledError('OAuth server is disabled'),
     check: 'user',
-    routes: [['GET', '/user/oauth/grants'], ['DELETE', '/user/oauth/grants']]
+    routes: [
+      ['GET', '/user/oauth/grants'],
+      ['DELETE', '/user/oauth/grants'],
+    ],
   },
   {
     error: () => new FeatureDisabledError('OAuth server is disabled'),
     check: 'admin',
-    routes: [['GET', '/admin/oauth/clients'], ['POST', '/admin/oauth/clients'], ['GET', '/admin/oauth/clients/:id'],
-      ['PUT', '/admin/oauth/clients/:id'], ['DELETE', '/admin/oauth/clients/:id'],
-      ['POST', '/admin/oauth/clients/:id/regenerate_secret']]
+    routes: [
+      ['GET', '/admin/oauth/clients'],
+      ['POST', '/admin/oauth/clients'],
+      ['GET', '/admin/oauth/clients/:id'],
+      ['PUT', '/admin/oauth/clients/:id'],
+      ['DELETE', '/admin/oauth/clients/:id'],
+      ['POST', '/admin/oauth/clients/:id/regenerate_secret'],
+    ],
   },
   {
     error: () => new FeatureDisabledError('Custom OAuth providers are disabled'),
     check: 'admin',
-    routes: [['GET', '/admin/custom-providers'], ['POST', '/admin/custom-providers'], ['GET', '/admin/custom-providers/:id'],
-      ['PUT', '/admin/custom-providers/:id'], ['DELETE', '/admin/custom-providers/:id']]
-  }
+    routes: [
+      ['GET', '/admin/custom-providers'],
+      ['POST', '/admin/custom-providers'],
+      ['GET', '/admin/custom-providers/:id'],
+      ['PUT', '/admin/custom-providers/:id'],
+      ['DELETE', '/admin/custom-providers/:id'],
+    ],
+  },
 ]
 
 /** The refusal as the route list shows it: status and code. */
-function noteOf (err: Error): string {
-  const e = err as Error & { status?: number, code?: string }
+function noteOf(err: Error): string {
+  const e = err as Error & { status?: number; code?: string }
   return `switched off: ${e.status ?? ''} ${e.code ?? ''}`
 }
 
@@ -79,24 +117,47 @@ const CHECKS: Record<Who, Check[]> = { none: [], user: [USER], admin: [ADMIN] }
 const passkeyNotFound = (): Error => new ValidationFailedError('Passkey not found', { status: 404 })
 
 /** GoTrue's loadUser, then the user's passkeys: there are none here. */
-async function findAdminUser (req: FastifyRequest): Promise<void> {
+async function findAdminUser(req: FastifyRequest): Promise<void> {
   const ctx = contextOf(req)
   const id = (req.params as { id?: string }).id ?? ''
   if (!UUID.test(id)) throw new ValidationFailedError('user_id must be an UUID', { status: 404 })
-  if (!await findUserById(ctx.db, id.toLowerCase())) throw new UserNotFoundError()
+  if (!(await findUserById(ctx.db, id.toLowerCase()))) throw new UserNotFoundError()
 }
 
 /** The routes of the switched-off features, for the route table. */
 export const UNAVAILABLE_ROUTES: readonly AuthRoute[] = [
-  ...SWITCHED_OFF.flatMap(({ error, check, routes }) => routes.map(([method, path]): AuthRoute => ({
-    method, path, checks: CHECKS[check], limit: null, handler: async () => { throw error() }, note: noteOf(error())
-  }))),
+  ...SWITCHED_OFF.flatMap(({ error, check, routes }) =>
+    routes.map(([method, path]): AuthRoute => ({
+      method,
+      path,
+      checks: CHECKS[check],
+      limit: null,
+      handler: async () => {
+        throw error()
+      },
+      note: noteOf(error()),
+    })),
+  ),
   {
-    method: 'GET', path: '/admin/users/:id/passkeys', checks: [ADMIN], limit: null,
-    handler: async (req) => { await findAdminUser(req); return [] }, note: 'switched off: no passkeys'
+    method: 'GET',
+    path: '/admin/users/:id/passkeys',
+    checks: [ADMIN],
+    limit: null,
+    handler: async (req) => {
+      await findAdminUser(req)
+      return []
+    },
+    note: 'switched off: no passkeys',
   },
   {
-    method: 'DELETE', path: '/admin/users/:id/passkeys/:passkey', checks: [ADMIN], limit: null,
-    handler: async (req) => { await findAdminUser(req); throw passkeyNotFound() }, note: noteOf(passkeyNotFound())
-  }
+    method: 'DELETE',
+    path: '/admin/users/:id/passkeys/:passkey',
+    checks: [ADMIN],
+    limit: null,
+    handler: async (req) => {
+      await findAdminUser(req)
+      throw passkeyNotFound()
+    },
+    note: noteOf(passkeyNotFound()),
+  },
 ]

@@ -8,7 +8,12 @@ import { withTransaction, type Queryable } from '../../shared/index.js'
 import { ottTypesOfVerifyType, verifyTokenHash, type VerifyOutcome } from '../confirmations.js'
 import { hashOtp } from '../crypto.js'
 import {
-  AuthError, FlowStateNotFoundRedirectError, MAX_OTP_ATTEMPTS, OtpAttemptsExhaustedError, toAuthError, ValidationFailedError
+  AuthError,
+  FlowStateNotFoundRedirectError,
+  MAX_OTP_ATTEMPTS,
+  OtpAttemptsExhaustedError,
+  toAuthError,
+  ValidationFailedError,
 } from '../errors.js'
 import { contextOf } from '../request-state.js'
 import { bodyOf, clientMeta, normaliseEmail, optString, queryParam, redirectUrlOf } from '../http.js'
@@ -31,23 +36,37 @@ const flowStateNotFoundRedirect = () => new FlowStateNotFoundRedirectError()
  * hash, and the same `pkce_`-prefixed), the one that exists; `email` becomes `signup` for
  * a confirmation token and `magiclink` otherwise (as GoTrue rewrites it).
  */
-async function resolveToken (q: Queryable, type: string, hashes: string[]): Promise<{ type: string, hash: string }> {
+async function resolveToken(q: Queryable, type: string, hashes: string[]): Promise<{ type: string; hash: string }> {
   if (type === 'email') {
     for (const h of hashes) if (await findOneTimeToken(q, h, ['confirmation_token'])) return { type: 'signup', hash: h }
     type = 'magiclink'
   }
   if (hashes.length > 1) {
-    const types = type === 'email_change' ? ['email_change_token_new', 'email_change_token_current'] as const
-      : type === 'recovery' || type === 'magiclink' ? ['recovery_token'] as const : ['confirmation_token'] as const
+    const types =
+      type === 'email_change'
+        ? (['email_change_token_new', 'email_change_token_current'] as const)
+        : type === 'recovery' || type === 'magiclink'
+          ? (['recovery_token'] as const)
+          : (['confirmation_token'] as const)
     for (const h of hashes) if (await findOneTimeToken(q, h, [...types])) return { type, hash: h }
   }
   return { type, hash: hashes[0]! }
 }
 
-interface Verified { outcome: VerifyOutcome, type: string, session?: AccessTokenResponse, code?: string }
+interface Verified {
+  outcome: VerifyOutcome
+  type: string
+  session?: AccessTokenResponse
+  code?: string
+}
 
-async function verifyAndSignIn (ctx: TenantContext, req: FastifyRequest, type: string, hashes: string[],
-  opts: { relatesTo?: string, linkOpened?: boolean, pkceRedirect?: boolean, attemptCounted?: boolean }): Promise<Verified> {
+async function verifyAndSignIn(
+  ctx: TenantContext,
+  req: FastifyRequest,
+  type: string,
+  hashes: string[],
+  opts: { relatesTo?: string; linkOpened?: boolean; pkceRedirect?: boolean; attemptCounted?: boolean },
+): Promise<Verified> {
   return withTransaction(ctx.db, async (q) => {
     const resolved = await resolveToken(q, type, hashes)
     const outcome = await verifyTokenHash(ctx, q, resolved.type, resolved.hash, opts)
@@ -64,14 +83,20 @@ async function verifyAndSignIn (ctx: TenantContext, req: FastifyRequest, type: s
   })
 }
 
-function errorRedirect (reply: FastifyReply, redirectTo: string, err: unknown, pkce: boolean, log: FastifyRequest['log']) {
+function errorRedirect(
+  reply: FastifyReply,
+  redirectTo: string,
+  err: unknown,
+  pkce: boolean,
+  log: FastifyRequest['log'],
+) {
   const e = toAuthError(err)
   if (e.status >= 500) log.error({ err: e.internal ?? err }, 'verify failed')
   // A PKCE link carries the error in the query as well (GoTrue's prepErrorRedirectURL).
   return reply.redirect(errorRedirectUrl(redirectTo, e, pkce, 'verify'), 303)
 }
 
-export async function getVerify (req: FastifyRequest, reply: FastifyReply): Promise<FastifyReply> {
+export async function getVerify(req: FastifyRequest, reply: FastifyReply): Promise<FastifyReply> {
   const ctx = contextOf(req)
   const type = queryParam(req, 'type')
   const token = queryParam(req, 'token')
@@ -81,27 +106,35 @@ export async function getVerify (req: FastifyRequest, reply: FastifyReply): Prom
   const pkce = token.startsWith('pkce_')
   try {
     if (!LINK_TYPES.has(type)) throw new ValidationFailedError('Invalid email verification type')
-    const { outcome, session, code, type: verifiedType } = await verifyAndSignIn(ctx, req, type, [token], { linkOpened: true, pkceRedirect: true })
+    const {
+      outcome,
+      session,
+      code,
+      type: verifiedType,
+    } = await verifyAndSignIn(ctx, req, type, [token], { linkOpened: true, pkceRedirect: true })
     if (outcome.kind === 'first_email_change_confirmation') {
       const base = pkce ? withQueryParams(redirectTo, { message: FIRST_EMAIL_CHANGE }) : redirectTo
       return reply.redirect(withFragmentParams(base, { message: FIRST_EMAIL_CHANGE }), 303)
     }
     if (code) return reply.redirect(withQueryParams(redirectTo, { code }), 303)
     const s = session!
-    return reply.redirect(withFragmentParams(redirectTo, {
-      access_token: s.access_token,
-      expires_at: String(s.expires_at),
-      expires_in: String(s.expires_in),
-      refresh_token: s.refresh_token,
-      token_type: 'bearer',
-      type: verifiedType
-    }), 303)
+    return reply.redirect(
+      withFragmentParams(redirectTo, {
+        access_token: s.access_token,
+        expires_at: String(s.expires_at),
+        expires_in: String(s.expires_in),
+        refresh_token: s.refresh_token,
+        token_type: 'bearer',
+        type: verifiedType,
+      }),
+      303,
+    )
   } catch (err) {
     return errorRedirect(reply, redirectTo, err, pkce, req.log)
   }
 }
 
-export async function postVerify (req: FastifyRequest): Promise<unknown> {
+export async function postVerify(req: FastifyRequest): Promise<unknown> {
   const ctx = contextOf(req)
   const b = bodyOf(req)
   const type = optString(b, 'type')
@@ -110,18 +143,24 @@ export async function postVerify (req: FastifyRequest): Promise<unknown> {
   const email = optString(b, 'email')
   const phone = optString(b, 'phone')
   if (!type) throw new ValidationFailedError('Verify requires a verification type')
-  if ((token && tokenHash) || (!token && !tokenHash)) throw new ValidationFailedError('Verify requires either a token or a token hash')
+  if ((token && tokenHash) || (!token && !tokenHash))
+    throw new ValidationFailedError('Verify requires either a token or a token hash')
   let hashes: string[]
   let relatesTo: string | undefined
   if (tokenHash) {
-    if (email || phone || optString(b, 'redirect_to')) throw new ValidationFailedError('Only the token_hash and type should be provided')
+    if (email || phone || optString(b, 'redirect_to'))
+      throw new ValidationFailedError('Only the token_hash and type should be provided')
     // GoTrue looks a token hash up by its type first: a type without emailed tokens is a 400.
     if (!LINK_TYPES.has(type)) throw new ValidationFailedError('Invalid email verification type')
     hashes = [tokenHash]
   } else {
     if (!email) throw new ValidationFailedError('Verify requires an email or a phone number')
     let address: string
-    try { address = normaliseEmail(email) } catch { throw new ValidationFailedError('Invalid email format', { status: 422 }) }
+    try {
+      address = normaliseEmail(email)
+    } catch {
+      throw new ValidationFailedError('Invalid email format', { status: 422 })
+    }
     const hash = hashOtp(address, token!)
     // A code mailed in a PKCE flow is stored `pkce_`-prefixed; the code works all the same.
     hashes = [hash, 'pkce_' + hash]
@@ -149,7 +188,8 @@ export async function postVerify (req: FastifyRequest): Promise<unknown> {
     if (outcome.kind === 'first_email_change_confirmation') return { msg: FIRST_EMAIL_CHANGE, code: '200' }
     return session!
   } catch (err) {
-    if (attempts === MAX_OTP_ATTEMPTS && err instanceof AuthError && err.code === 'otp_expired') throw new OtpAttemptsExhaustedError()
+    if (attempts === MAX_OTP_ATTEMPTS && err instanceof AuthError && err.code === 'otp_expired')
+      throw new OtpAttemptsExhaustedError()
     throw err
   }
 }

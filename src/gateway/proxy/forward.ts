@@ -58,7 +58,7 @@ export interface UpstreamClientOptions {
  * A flat header list with `set` replacing same-named entries and `drop` removing them
  * (names case-insensitive; `drop` in lower case).
  */
-function replaceHeaders (list: string[], set: Record<string, string>, drop: readonly string[] = []): string[] {
+function replaceHeaders(list: string[], set: Record<string, string>, drop: readonly string[] = []): string[] {
   const names = new Set([...Object.keys(set).map((n) => n.toLowerCase()), ...drop])
   const out: string[] = []
   for (let i = 0; i < list.length; i += 2) {
@@ -69,7 +69,7 @@ function replaceHeaders (list: string[], set: Record<string, string>, drop: read
 }
 
 /** Node's parsed-headers shape from a raw list (only for error bodies the rewriter reads). */
-function headersObject (raw: string[]): IncomingHttpHeaders {
+function headersObject(raw: string[]): IncomingHttpHeaders {
   const out: Record<string, string | string[]> = {}
   for (let i = 0; i < raw.length; i += 2) {
     const k = raw[i]!.toLowerCase()
@@ -93,13 +93,13 @@ export const kForward = Symbol('gatehouse.forward')
 export type Tracked = ServerResponse & { [kForward]?: Forward }
 
 /** 'close' of a client response: the client went away before the answer was complete. */
-export function onClientClose (this: Tracked): void {
+export function onClientClose(this: Tracked): void {
   const f = this[kForward]
   if (f !== undefined && !this.writableFinished) f.clientGone()
 }
 
 /** 'drain' of a client response: let the upstream body flow again. */
-function onClientDrain (this: Tracked): void {
+function onClientDrain(this: Tracked): void {
   this[kForward]?.resume?.()
 }
 
@@ -111,11 +111,11 @@ type Watched = ServerResponse & { [kSendWatch]?: NodeJS.Timeout }
  * socket), checked every `ms` until the answer is written out or the response closes. Armed
  * once per response, when a write is first held back.
  */
-function watchSend (res: ServerResponse, ms: number): void {
+function watchSend(res: ServerResponse, ms: number): void {
   const w = res as Watched
   if (w[kSendWatch] !== undefined) return
   // Bytes the kernel took from the socket (bytesWritten counts the ones still queued too).
-  const sent = (): number => res.socket === null ? 0 : res.socket.bytesWritten - res.socket.writableLength
+  const sent = (): number => (res.socket === null ? 0 : res.socket.bytesWritten - res.socket.writableLength)
   let last = sent()
   const timer = setInterval(() => {
     const now = sent()
@@ -124,7 +124,9 @@ function watchSend (res: ServerResponse, ms: number): void {
   }, ms)
   timer.unref()
   w[kSendWatch] = timer
-  const stop = (): void => { clearInterval(timer) }
+  const stop = (): void => {
+    clearInterval(timer)
+  }
   res.once('finish', stop)
   res.once('close', stop)
 }
@@ -132,8 +134,8 @@ function watchSend (res: ServerResponse, ms: number): void {
 /** What a Forward needs of the client that made it. */
 export interface Internals {
   opts: UpstreamClientOptions
-  release (o: Origin): void
-  fail (f: Forward, err: Error): void
+  release(o: Origin): void
+  fail(f: Forward, err: Error): void
 }
 
 /**
@@ -160,7 +162,7 @@ export class Forward implements Dispatcher.DispatchHandler {
   headers: string[] = []
   statusText = ''
 
-  constructor (req: IncomingMessage, res: ServerResponse, ctx: ForwardContext, origin: Origin, internals: Internals) {
+  constructor(req: IncomingMessage, res: ServerResponse, ctx: ForwardContext, origin: Origin, internals: Internals) {
     this.req = req
     this.res = res as Tracked
     this.ctx = ctx
@@ -169,7 +171,7 @@ export class Forward implements Dispatcher.DispatchHandler {
   }
 
   /** The client went away: abort the upstream request (or leave the queue), log 499. */
-  clientGone (): void {
+  clientGone(): void {
     if (this.gone) return
     this.gone = true
     if (this.state === 'queued') {
@@ -182,8 +184,11 @@ export class Forward implements Dispatcher.DispatchHandler {
   }
 
   /** Leaves the queue or gives the origin's slot back (once). */
-  settle (): void {
-    if (this.queueTimer !== null) { clearTimeout(this.queueTimer); this.queueTimer = null }
+  settle(): void {
+    if (this.queueTimer !== null) {
+      clearTimeout(this.queueTimer)
+      this.queueTimer = null
+    }
     const was = this.state
     this.state = 'done'
     if (was === 'active') this.internals.release(this.origin)
@@ -195,12 +200,12 @@ export class Forward implements Dispatcher.DispatchHandler {
     if (was !== 'done') this.internals.opts.onUpstreamDone?.(this.res)
   }
 
-  onConnect (abort: (err?: Error) => void): void {
+  onConnect(abort: (err?: Error) => void): void {
     this.abort = abort
     if (this.gone) abort()
   }
 
-  onHeaders (statusCode: number, rawHeaders: Buffer[], resume: () => void, statusText: string): boolean {
+  onHeaders(statusCode: number, rawHeaders: Buffer[], resume: () => void, statusText: string): boolean {
     this.resume = resume
     const raw: string[] = new Array(rawHeaders.length)
     let contentType: string | undefined
@@ -226,7 +231,13 @@ export class Forward implements Dispatcher.DispatchHandler {
     // Every 503 the gateway sends says when to retry, an engine's too.
     if (statusCode === 503 && !retryAfter) ours = { ...ours, 'retry-after': '1' }
     const headers = buildResponseHeaders(raw, ours)
-    if (opts.rewriteError !== undefined && statusCode >= 400 && ctx.method !== 'HEAD' && isJsonContentType(contentType) && !encoded) {
+    if (
+      opts.rewriteError !== undefined &&
+      statusCode >= 400 &&
+      ctx.method !== 'HEAD' &&
+      isJsonContentType(contentType) &&
+      !encoded
+    ) {
       ctx.rewriting = true
       this.chunks = []
       this.headers = headers
@@ -241,7 +252,7 @@ export class Forward implements Dispatcher.DispatchHandler {
 
   upstreamRaw: string[] = []
 
-  onData (chunk: Buffer): boolean {
+  onData(chunk: Buffer): boolean {
     if (this.gone) return false
     const res = this.res
     const chunks = this.chunks
@@ -266,17 +277,20 @@ export class Forward implements Dispatcher.DispatchHandler {
    * responseBufferBytes (reading on), then stop reading the upstream until the client
    * drains; either way a client that takes nothing for sendTimeoutMs is cut.
    */
-  backpressure (): boolean {
+  backpressure(): boolean {
     const opts = this.internals.opts
     if (opts.sendTimeoutMs !== undefined) watchSend(this.res, opts.sendTimeoutMs)
     if (this.res.writableLength <= (opts.responseBufferBytes ?? 0)) return true
-    if (!this.drainHooked) { this.drainHooked = true; this.res.on('drain', onClientDrain) }
+    if (!this.drainHooked) {
+      this.drainHooked = true
+      this.res.on('drain', onClientDrain)
+    }
     return false
   }
 
   drainHooked = false
 
-  onComplete (): void {
+  onComplete(): void {
     const chunks = this.chunks
     const ctx = this.ctx
     this.settle()
@@ -290,19 +304,23 @@ export class Forward implements Dispatcher.DispatchHandler {
     this.internals.opts.onComplete?.(ctx.info, this.status)
   }
 
-  onError (err: Error): void {
+  onError(err: Error): void {
     this.settle()
     if (this.gone) return
     this.internals.fail(this, err)
   }
 }
 
-async function finishRewrite (raw: Buffer, f: Forward, rewrite: RewriteError): Promise<void> {
+async function finishRewrite(raw: Buffer, f: Forward, rewrite: RewriteError): Promise<void> {
   const { ctx, res, status } = f
   const opts = f.internals.opts
   let headers = f.headers
   let body: unknown
-  try { body = JSON.parse(raw.toString('utf8')) } catch { body = undefined }
+  try {
+    body = JSON.parse(raw.toString('utf8'))
+  } catch {
+    body = undefined
+  }
   let out = { status, headers, body: raw }
   let rewritten = false
   try {
@@ -318,16 +336,19 @@ async function finishRewrite (raw: Buffer, f: Forward, rewrite: RewriteError): P
       body,
       raw,
       requestId: ctx.requestId,
-      log: ctx.log
+      log: ctx.log,
     })
     if (r !== null && r !== undefined) {
       rewritten = true
       const buf = Buffer.from(JSON.stringify(r.body), 'utf8')
       const newStatus = r.status ?? status
-      headers = replaceHeaders(headers, { 'content-type': 'application/json; charset=utf-8', ...(r.headers ?? {}) },
+      headers = replaceHeaders(
+        headers,
+        { 'content-type': 'application/json; charset=utf-8', ...(r.headers ?? {}) },
         // The upstream's Bearer challenge belongs to its 401 (RFC 9110 §11.6.1): a refusal
         // rewritten to another status does not carry it on.
-        newStatus === 401 ? [] : ['www-authenticate'])
+        newStatus === 401 ? [] : ['www-authenticate'],
+      )
       out = { status: newStatus, headers, body: buf }
     }
   } catch (err) {
@@ -346,4 +367,3 @@ async function finishRewrite (raw: Buffer, f: Forward, rewrite: RewriteError): P
   res.end(out.body)
   opts.onComplete?.(ctx.info, out.status)
 }
-

@@ -7,7 +7,7 @@ import type { IncomingHttpHeaders, OutgoingHttpHeaders } from 'node:http'
 import { HOP_BY_HOP, connectionListed } from '../../shared/index.js'
 
 // Values of `Connection` that list no other header (the common case: nothing to parse).
-function listedIn (connection: string | string[] | undefined): Set<string> | null {
+function listedIn(connection: string | string[] | undefined): Set<string> | null {
   if (connection === undefined) return null
   if (typeof connection === 'string') {
     const c = connection.length < 11 ? connection.toLowerCase() : ''
@@ -16,7 +16,7 @@ function listedIn (connection: string | string[] | undefined): Set<string> | nul
   return connectionListed(connection)
 }
 
-function dropFromClient (name: string): boolean {
+function dropFromClient(name: string): boolean {
   switch (name) {
     case 'apikey':
     case 'authorization':
@@ -42,18 +42,25 @@ export interface ForwardedFacts {
  * Headers PostgREST reads by their first line (Accept, Range, the profiles, Cookie) or line
  * by line (Prefer): repeated, they are forwarded as sent, since Node joins them into one.
  */
-const REPEATED_LINES: ReadonlySet<string> = new Set(['accept', 'accept-profile', 'content-profile', 'range', 'prefer', 'cookie'])
+const REPEATED_LINES: ReadonlySet<string> = new Set([
+  'accept',
+  'accept-profile',
+  'content-profile',
+  'range',
+  'prefer',
+  'cookie',
+])
 
 /**
  * Headers for the upstream request. `incoming` is Node's parsed request headers (names
  * already lower case). `authorization` undefined = none is sent.
  */
-export function buildUpstreamHeaders (
+export function buildUpstreamHeaders(
   incoming: IncomingHttpHeaders,
   authorization: string | undefined,
   requestId: string,
   fwd: ForwardedFacts,
-  lines?: () => Readonly<Record<string, readonly string[] | undefined>>
+  lines?: () => Readonly<Record<string, readonly string[] | undefined>>,
 ): OutgoingHttpHeaders {
   const listed = listedIn(incoming.connection)
   const out: OutgoingHttpHeaders = {}
@@ -63,7 +70,10 @@ export function buildUpstreamHeaders (
     // A repeated header the engines read line by line goes on as its lines, not Node's join
     // (which has a `,`, or `;` for Cookie: only then are the lines asked for, since Node
     // builds them for every header at once).
-    const each = REPEATED_LINES.has(name) && typeof value === 'string' && (value.includes(',') || value.includes(';')) ? lines?.()[name] : undefined
+    const each =
+      REPEATED_LINES.has(name) && typeof value === 'string' && (value.includes(',') || value.includes(';'))
+        ? lines?.()[name]
+        : undefined
     if (each !== undefined && each.length > 1) out[name] = [...each]
     else if (value !== undefined) out[name] = value
   }
@@ -82,9 +92,12 @@ export function buildUpstreamHeaders (
 /** x-gatehouse-* headers an engine sends for the client (the rest of that namespace is ours). */
 const PASSED_ENGINE_HEADERS = new Set(['x-gatehouse-limit-applied'])
 
-function dropFromUpstream (lower: string): boolean {
-  return lower === 'x-request-id' || lower.startsWith('access-control-') ||
+function dropFromUpstream(lower: string): boolean {
+  return (
+    lower === 'x-request-id' ||
+    lower.startsWith('access-control-') ||
     (lower.startsWith('x-gatehouse-') && !PASSED_ENGINE_HEADERS.has(lower))
+  )
 }
 
 /**
@@ -93,10 +106,11 @@ function dropFromUpstream (lower: string): boolean {
  * the ones we own, then ours (request id, CORS, limit notice). A `vary` of ours is merged
  * with the upstream's.
  */
-export function buildResponseHeaders (rawHeaders: string[], ours: OutgoingHttpHeaders): string[] {
+export function buildResponseHeaders(rawHeaders: string[], ours: OutgoingHttpHeaders): string[] {
   let connection: string[] | undefined
   for (let i = 0; i < rawHeaders.length; i += 2) {
-    if (rawHeaders[i]!.length === 10 && rawHeaders[i]!.toLowerCase() === 'connection') (connection ??= []).push(rawHeaders[i + 1]!)
+    if (rawHeaders[i]!.length === 10 && rawHeaders[i]!.toLowerCase() === 'connection')
+      (connection ??= []).push(rawHeaders[i + 1]!)
   }
   const listed = listedIn(connection?.length === 1 ? connection[0] : connection)
   const out: string[] = []
@@ -105,14 +119,22 @@ export function buildResponseHeaders (rawHeaders: string[], ours: OutgoingHttpHe
     const name = rawHeaders[i]!
     const lower = name.toLowerCase()
     if (HOP_BY_HOP.has(lower) || dropFromUpstream(lower) || (listed !== null && listed.has(lower))) continue
-    if (lower === 'vary' && ours.vary !== undefined) { upstreamVary = upstreamVary === null ? rawHeaders[i + 1]! : `${upstreamVary}, ${rawHeaders[i + 1]!}`; continue }
+    if (lower === 'vary' && ours.vary !== undefined) {
+      upstreamVary = upstreamVary === null ? rawHeaders[i + 1]! : `${upstreamVary}, ${rawHeaders[i + 1]!}`
+      continue
+    }
     out.push(name, rawHeaders[i + 1]!)
   }
   for (const name in ours) {
     const v = ours[name]
     if (v === undefined) continue
-    if (name === 'vary' && upstreamVary !== null) { out.push('vary', `${upstreamVary}, ${String(v)}`); continue }
-    if (Array.isArray(v)) { for (const x of v) out.push(name, x) } else out.push(name, String(v))
+    if (name === 'vary' && upstreamVary !== null) {
+      out.push('vary', `${upstreamVary}, ${String(v)}`)
+      continue
+    }
+    if (Array.isArray(v)) {
+      for (const x of v) out.push(name, x)
+    } else out.push(name, String(v))
   }
   return out
 }

@@ -9,12 +9,21 @@ import { Pool, type Dispatcher } from 'undici'
 import { UpstreamBusyError, UpstreamTimeoutError, UpstreamUnavailableError } from '../errors.js'
 import { renderError } from '../render.js'
 import { BodyStream, ClientAbortedError } from '../body.js'
-import { Forward, kForward, onClientClose, type ForwardContext, type Internals, type Origin, type Tracked, type UpstreamClientOptions } from './forward.js'
+import {
+  Forward,
+  kForward,
+  onClientClose,
+  type ForwardContext,
+  type Internals,
+  type Origin,
+  type Tracked,
+  type UpstreamClientOptions,
+} from './forward.js'
 
 export type { ForwardContext, UpstreamClientOptions } from './forward.js'
 
 /** The upstream request target: the base URL's path joined with the path below the service. */
-export function upstreamPath (base: URL, path: string, query: string): string {
+export function upstreamPath(base: URL, path: string, query: string): string {
   const p = base.pathname
   const joined = p.endsWith('/') ? p + path.slice(1) : p + path
   return query === '' ? joined : `${joined}?${query}`
@@ -24,7 +33,7 @@ export function upstreamPath (base: URL, path: string, query: string): string {
  * Whether a client request carries a body (RFC 9112 §6.3: only these two headers say so).
  * Asked of the client's headers, before the upstream headers replace them.
  */
-export function hasRequestBody (headers: IncomingHttpHeaders): boolean {
+export function hasRequestBody(headers: IncomingHttpHeaders): boolean {
   return headers['content-length'] !== undefined || headers['transfer-encoding'] !== undefined
 }
 
@@ -48,7 +57,7 @@ export class UpstreamClient {
   /** What each Forward calls back. */
   readonly #internals: Internals
 
-  constructor (opts: UpstreamClientOptions) {
+  constructor(opts: UpstreamClientOptions) {
     this.#opts = opts
     this.#internals = {
       opts,
@@ -58,30 +67,40 @@ export class UpstreamClient {
         const next = o.queue.shift()
         if (next !== undefined) this.#start(next)
       },
-      fail: (f, err) => { this.#fail(f, err) }
+      fail: (f, err) => {
+        this.#fail(f, err)
+      },
     }
   }
 
-  forward (req: IncomingMessage, res: ServerResponse, ctx: ForwardContext): void {
+  forward(req: IncomingMessage, res: ServerResponse, ctx: ForwardContext): void {
     const o = this.#originOf(ctx.target)
     const f = new Forward(req, res, ctx, o, this.#internals)
     ;(res as Tracked)[kForward] = f
     res.on('close', onClientClose)
-    if (o.active < this.#opts.maxSockets) { this.#start(f); return }
+    if (o.active < this.#opts.maxSockets) {
+      this.#start(f)
+      return
+    }
     // All of the origin's sockets are busy: wait (bounded) for one.
-    f.queueTimer = setTimeout(() => { this.#queueTimedOut(f) }, this.#opts.queueTimeoutMs)
+    f.queueTimer = setTimeout(() => {
+      this.#queueTimedOut(f)
+    }, this.#opts.queueTimeoutMs)
     o.queue.push(f)
   }
 
-  close (): void {
+  close(): void {
     for (const o of this.#origins.values()) {
-      for (const f of o.queue.splice(0)) { f.settle(); this.#fail(f, new Error('the gateway is closing')) }
+      for (const f of o.queue.splice(0)) {
+        f.settle()
+        this.#fail(f, new Error('the gateway is closing'))
+      }
       void o.pool.destroy().catch(() => {})
     }
     this.#origins.clear()
   }
 
-  #originOf (target: URL): Origin {
+  #originOf(target: URL): Origin {
     const known = this.#byTarget.get(target)
     if (known !== undefined && this.#origins.get(known.origin) === known) return known
     let o = this.#origins.get(target.origin)
@@ -93,26 +112,32 @@ export class UpstreamClient {
     return o
   }
 
-  #queueTimedOut (f: Forward): void {
+  #queueTimedOut(f: Forward): void {
     f.queueTimer = null
     if (f.state !== 'queued') return
     f.settle()
     this.#fail(f, Object.assign(new Error('no upstream socket became free in time'), { code: BUSY }))
   }
 
-  #start (f: Forward): void {
-    if (f.queueTimer !== null) { clearTimeout(f.queueTimer); f.queueTimer = null }
+  #start(f: Forward): void {
+    if (f.queueTimer !== null) {
+      clearTimeout(f.queueTimer)
+      f.queueTimer = null
+    }
     f.state = 'active'
     f.origin.active++
     const req = f.req
-    f.origin.pool.dispatch({
-      path: req.url ?? '/',
-      method: (req.method ?? 'GET') as Dispatcher.HttpMethod,
-      headers: req.headers as Record<string, string | string[]>,
-      body: f.ctx.body,
-      headersTimeout: this.#opts.timeoutMs,
-      bodyTimeout: this.#opts.timeoutMs
-    }, f)
+    f.origin.pool.dispatch(
+      {
+        path: req.url ?? '/',
+        method: (req.method ?? 'GET') as Dispatcher.HttpMethod,
+        headers: req.headers as Record<string, string | string[]>,
+        body: f.ctx.body,
+        headersTimeout: this.#opts.timeoutMs,
+        bodyTimeout: this.#opts.timeoutMs,
+      },
+      f,
+    )
   }
 
   /**
@@ -120,7 +145,7 @@ export class UpstreamClient {
    * response already started (then the client connection is cut, as a proxy must). A
    * streamed body that was cut answers its own refusal (#bodyFailed).
    */
-  #fail (f: Forward, err: Error): void {
+  #fail(f: Forward, err: Error): void {
     const { ctx } = f
     const body = ctx.body
     if (body instanceof BodyStream && (body.refusal !== null || body.errored instanceof ClientAbortedError)) {
@@ -128,28 +153,35 @@ export class UpstreamClient {
       return
     }
     const code = (err as NodeJS.ErrnoException).code
-    const error = code === BUSY
-      ? new UpstreamBusyError({ cause: err })
-      : code !== undefined && TIMEOUT_CODES.has(code)
-        ? new UpstreamTimeoutError({ cause: err })
-        : new UpstreamUnavailableError({ cause: err })
-    ctx.log.error({ tenant: ctx.tenant.database, err, upstream: ctx.target.origin, code: error.code }, 'upstream request failed')
+    const error =
+      code === BUSY
+        ? new UpstreamBusyError({ cause: err })
+        : code !== undefined && TIMEOUT_CODES.has(code)
+          ? new UpstreamTimeoutError({ cause: err })
+          : new UpstreamUnavailableError({ cause: err })
+    ctx.log.error(
+      { tenant: ctx.tenant.database, err, upstream: ctx.target.origin, code: error.code },
+      'upstream request failed',
+    )
     this.#opts.onUpstreamError?.(ctx, error.code)
     this.#answerError(f, error)
   }
 
   // A streamed body was cut (over its limit, too slow, or the client went away): the
   // upstream request was aborted with it; the client gets the 413 / 408 (or nothing).
-  #bodyFailed (f: Forward, body: BodyStream): void {
+  #bodyFailed(f: Forward, body: BodyStream): void {
     const refusal = body.refusal
-    if (refusal !== null) { this.#answerError(f, refusal); return }
+    if (refusal !== null) {
+      this.#answerError(f, refusal)
+      return
+    }
     f.req.socket.destroy()
     f.ctx.info.errorCode = 'client_closed'
     this.#opts.onComplete?.(f.ctx.info, 499)
   }
 
   /** Our error as the answer, or a cut connection when the upstream's answer already began. */
-  #answerError (f: Forward, error: Error & { code: string }): void {
+  #answerError(f: Forward, error: Error & { code: string }): void {
     const { ctx, req } = f
     const response = f.res
     if (response.headersSent || response.writableEnded || response.destroyed) {
@@ -157,8 +189,15 @@ export class UpstreamClient {
       this.#opts.onComplete?.(ctx.info, response.statusCode)
       return
     }
-    const r = renderError(error, ctx.requestId, { auth: ctx.service === 'auth', apiVersion: req.headers['x-supabase-api-version'] })
-    const headers: OutgoingHttpHeaders = { ...ctx.responseHeaders, ...r.headers, 'content-length': String(Buffer.byteLength(r.body)) }
+    const r = renderError(error, ctx.requestId, {
+      auth: ctx.service === 'auth',
+      apiVersion: req.headers['x-supabase-api-version'],
+    })
+    const headers: OutgoingHttpHeaders = {
+      ...ctx.responseHeaders,
+      ...r.headers,
+      'content-length': String(Buffer.byteLength(r.body)),
+    }
     if (this.#opts.isShuttingDown()) headers.connection = 'close'
     response.writeHead(r.status, headers)
     response.end(r.body)
@@ -168,7 +207,7 @@ export class UpstreamClient {
 }
 
 /** The keep-alive pool of one upstream origin. */
-function newPool (origin: string, opts: UpstreamClientOptions): Pool {
+function newPool(origin: string, opts: UpstreamClientOptions): Pool {
   const pool = new Pool(origin, {
     connections: opts.maxSockets,
     pipelining: 1,
@@ -181,7 +220,7 @@ function newPool (origin: string, opts: UpstreamClientOptions): Pool {
     // An engine's response headers may echo the request (PostgREST's Content-Location
     // re-encodes the query string, up to three times the client's URL): well above
     // what a client may send, so a long URL is never a 502.
-    maxHeaderSize: UPSTREAM_MAX_HEADER_BYTES
+    maxHeaderSize: UPSTREAM_MAX_HEADER_BYTES,
   })
   // A pool-level failure is reported to each request's handler; nothing to do here.
   pool.on('connectionError', () => {})

@@ -17,18 +17,21 @@ export interface UpstreamTokenOptions {
 
 export interface UpstreamTokens {
   /** Bearer token for the REST upstream (caller.cacheKey already binds the tenant record); synchronous when cached. */
-  rest (tenant: Tenant, caller: Caller): string | Promise<string>
+  rest(tenant: Tenant, caller: Caller): string | Promise<string>
   /** service_role token for the auth upstream (secret key, no user JWT); synchronous when cached. */
-  authService (tenant: Tenant, issuer: string, fp: string): string | Promise<string>
-  clear (): void
+  authService(tenant: Tenant, issuer: string, fp: string): string | Promise<string>
+  clear(): void
 }
 
-interface Entry { token: string, renewAt: number }
+interface Entry {
+  token: string
+  renewAt: number
+}
 
 // Claims the gateway sets itself; the caller's values are not carried over.
 const OWN_CLAIMS = new Set(['role', 'exp', 'iat', 'nbf', 'jti'])
 
-export function createUpstreamTokens (opts: UpstreamTokenOptions): UpstreamTokens {
+export function createUpstreamTokens(opts: UpstreamTokenOptions): UpstreamTokens {
   const now = opts.now ?? Date.now
   const ttl = opts.ttlSeconds
   // Renew when a fifth of the lifetime is left, so a token never reaches the upstream
@@ -36,23 +39,29 @@ export function createUpstreamTokens (opts: UpstreamTokenOptions): UpstreamToken
   const margin = Math.max(2, Math.floor(ttl / 5))
   const cache = new LRUCache<string, Entry>({ max: opts.cacheMax ?? 50_000 })
 
-  function fresh (key: string, nowSec: number): string | undefined {
+  function fresh(key: string, nowSec: number): string | undefined {
     const e = cache.get(key)
     return e !== undefined && e.renewAt > nowSec ? e.token : undefined
   }
 
-  function rest (tenant: Tenant, caller: Caller): string | Promise<string> {
+  function rest(tenant: Tenant, caller: Caller): string | Promise<string> {
     const nowSec = Math.floor(now() / 1000)
     // The caller object a connection re-uses carries its token: no cache look-up at all.
     const own = caller.upstream
     if (own !== undefined && own.renewAt > nowSec) return own.token
     const key = `rest:${caller.cacheKey}`
     const hit = cache.get(key)
-    if (hit !== undefined && hit.renewAt > nowSec) { caller.upstream = hit; return hit.token }
-    return signRest(tenant, caller, key, nowSec).then((token) => { caller.upstream = cache.get(key); return token })
+    if (hit !== undefined && hit.renewAt > nowSec) {
+      caller.upstream = hit
+      return hit.token
+    }
+    return signRest(tenant, caller, key, nowSec).then((token) => {
+      caller.upstream = cache.get(key)
+      return token
+    })
   }
 
-  async function signRest (tenant: Tenant, caller: Caller, key: string, nowSec: number): Promise<string> {
+  async function signRest(tenant: Tenant, caller: Caller, key: string, nowSec: number): Promise<string> {
     const claims: JWTPayload = {}
     if (caller.claims !== null) {
       for (const name in caller.claims) if (!OWN_CLAIMS.has(name)) claims[name] = caller.claims[name]
@@ -60,7 +69,11 @@ export function createUpstreamTokens (opts: UpstreamTokenOptions): UpstreamToken
     claims.role = tenant.roles[caller.kind]
     let exp = nowSec + ttl
     if (caller.exp !== null && caller.exp < exp) exp = caller.exp
-    const token = await signHS256(claims, { secret: tenant.jwt.upstream_secret, expiresInSeconds: exp - nowSec, now: nowSec })
+    const token = await signHS256(claims, {
+      secret: tenant.jwt.upstream_secret,
+      expiresInSeconds: exp - nowSec,
+      now: nowSec,
+    })
     // A token capped by the caller's exp is renewed only when it has expired (the caller
     // token has too, then); an uncapped one when the margin is reached.
     const renewAt = exp === nowSec + ttl ? exp - margin : exp
@@ -68,20 +81,34 @@ export function createUpstreamTokens (opts: UpstreamTokenOptions): UpstreamToken
     return token
   }
 
-  function authService (tenant: Tenant, issuer: string, fp: string): string | Promise<string> {
+  function authService(tenant: Tenant, issuer: string, fp: string): string | Promise<string> {
     const nowSec = Math.floor(now() / 1000)
     const key = `auth-svc:${fp}`
     const hit = fresh(key, nowSec)
     return hit !== undefined ? hit : signAuthService(tenant, issuer, key, nowSec)
   }
 
-  async function signAuthService (tenant: Tenant, issuer: string, key: string, nowSec: number): Promise<string> {
+  async function signAuthService(tenant: Tenant, issuer: string, key: string, nowSec: number): Promise<string> {
     // Once the legacy secret is retired the auth engine refuses HS256: sign with the key
     // that signs the tenant's own tokens (docs/tenant-state.md).
     const signer = tenant.jwt.legacy_secret_retired !== undefined ? currentSigningKey(tenant.jwt) : null
-    const token = signer !== null
-      ? await signAsymmetric({ role: ROLE_CLAIMS.svc }, { alg: signer.alg, kid: signer.kid, privateKey: privateKeyObject(signer.private_key), issuer, expiresInSeconds: ttl, now: nowSec })
-      : await signHS256({ role: ROLE_CLAIMS.svc }, { secret: tenant.jwt.secret, issuer, expiresInSeconds: ttl, now: nowSec })
+    const token =
+      signer !== null
+        ? await signAsymmetric(
+            { role: ROLE_CLAIMS.svc },
+            {
+              alg: signer.alg,
+              kid: signer.kid,
+              privateKey: privateKeyObject(signer.private_key),
+              issuer,
+              expiresInSeconds: ttl,
+              now: nowSec,
+            },
+          )
+        : await signHS256(
+            { role: ROLE_CLAIMS.svc },
+            { secret: tenant.jwt.secret, issuer, expiresInSeconds: ttl, now: nowSec },
+          )
     cache.set(key, { token, renewAt: nowSec + ttl - margin }, { ttl: ttl * 1000 })
     return token
   }

@@ -8,8 +8,16 @@ import { decodeProtectedHeader, errors as joseErrors, type JWTPayload } from 'jo
 import { LRUCache } from 'lru-cache'
 import crypto from 'node:crypto'
 import {
-  acceptedAlgorithms, describeJwtError, looksLikeJwt, tokenCacheKey, verifyWithKeys, firstHeader,
-  ACCEPTED_CLAIMS_TEXT, kindOfClaim, bearerToken, type VerificationKey
+  acceptedAlgorithms,
+  describeJwtError,
+  looksLikeJwt,
+  tokenCacheKey,
+  verifyWithKeys,
+  firstHeader,
+  ACCEPTED_CLAIMS_TEXT,
+  kindOfClaim,
+  bearerToken,
+  type VerificationKey,
 } from '../../shared/index.js'
 import { keyKind, tenantIssuer, type RoleKind, type Tenant } from '../../tenants/index.js'
 import { InvalidApiKeyError, InvalidTokenError, NoApiKeyError } from '../errors.js'
@@ -19,7 +27,7 @@ import type { Caller } from '../types.js'
 const oneShot = (crypto as { hash?: (alg: string, data: string, enc: 'base64url') => string }).hash
 
 /** Cache key of a token for one tenant record: a hash of the JSON tuple, never the token. */
-function callerKey (fp: string, token: string): string {
+function callerKey(fp: string, token: string): string {
   return oneShot !== undefined ? oneShot('sha256', JSON.stringify([fp, token]), 'base64url') : tokenCacheKey(fp, token)
 }
 
@@ -50,20 +58,22 @@ export interface AuthenticatorOptions {
   cacheMax?: number
 }
 
-function invalidToken (details: string, cause?: unknown): InstanceType<typeof InvalidTokenError> {
+function invalidToken(details: string, cause?: unknown): InstanceType<typeof InvalidTokenError> {
   return new InvalidTokenError({
     details,
-    hint: 'Sign in again to get a fresh access token from this project\'s /auth/v1.',
+    hint: "Sign in again to get a fresh access token from this project's /auth/v1.",
     cause,
-    headers: { 'www-authenticate': 'Bearer error="invalid_token"' }
+    headers: { 'www-authenticate': 'Bearer error="invalid_token"' },
   })
 }
 
 /** A reason a client can act on; jose's own messages are too generic for alg and claims. */
-function describeFailure (err: unknown, token: string, f: TenantFacts): string {
+function describeFailure(err: unknown, token: string, f: TenantFacts): string {
   if (err instanceof joseErrors.JOSEAlgNotAllowed) {
     let alg = 'unknown'
-    try { alg = String(decodeProtectedHeader(token).alg) } catch {}
+    try {
+      alg = String(decodeProtectedHeader(token).alg)
+    } catch {}
     return `algorithm "${alg}" is not allowed: tokens must be signed with ${acceptedAlgorithms(f.verificationKeys).join(' or ')}`
   }
   if (err instanceof joseErrors.JWTClaimValidationFailed) {
@@ -79,25 +89,40 @@ function describeFailure (err: unknown, token: string, f: TenantFacts): string {
 // answer those GoTrue's way.
 const unverified = new WeakSet<object>()
 
-function unverifiedRefusal (details: string, cause?: unknown): InstanceType<typeof InvalidTokenError> {
+function unverifiedRefusal(details: string, cause?: unknown): InstanceType<typeof InvalidTokenError> {
   const refused = invalidToken(details, cause)
   unverified.add(refused)
   return refused
 }
 
 /** True when `err` refused a bearer token that failed verification (signature, exp, iss, aud, not a JWT). */
-export function isUnverifiedTokenRefusal (err: unknown): boolean {
+export function isUnverifiedTokenRefusal(err: unknown): boolean {
   return typeof err === 'object' && err !== null && unverified.has(err)
 }
 
 /** The last token seen on a client connection, with its cache key. */
-interface LastToken { fp: string, token: string, key: string }
+interface LastToken {
+  fp: string
+  token: string
+  key: string
+}
 
 /** The last caller authenticated on a client connection, with what it was authenticated from. */
-interface LastCaller { fp: string, apikey: string | undefined, authorization: string | undefined, queryKey: string | undefined, open: boolean, caller: Caller }
+interface LastCaller {
+  fp: string
+  apikey: string | undefined
+  authorization: string | undefined
+  queryKey: string | undefined
+  open: boolean
+  caller: Caller
+}
 
 /** What a request presents: its API key (header, query or opaque bearer) and its bearer JWT. */
-interface Presented { apikey: string | undefined, jwt: string | undefined, opaqueBearer: string | undefined }
+interface Presented {
+  apikey: string | undefined
+  jwt: string | undefined
+  opaqueBearer: string | undefined
+}
 
 /**
  * Authenticates callers of one gateway: API keys against the tenant record, bearer JWTs
@@ -113,7 +138,7 @@ export class Authenticator {
   readonly #lastToken = new WeakMap<object, LastToken>()
   readonly #lastCaller = new WeakMap<object, LastCaller>()
 
-  constructor (opts: AuthenticatorOptions) {
+  constructor(opts: AuthenticatorOptions) {
     this.#publicUrl = opts.publicUrl
     this.#now = opts.now ?? Date.now
     this.#verified = new LRUCache<string, Verified>({ max: opts.cacheMax ?? 50_000 })
@@ -123,14 +148,27 @@ export class Authenticator {
    * Throws no_api_key / invalid_api_key / invalid_token (or rejects with invalid_token);
    * `open` routes may come without a key. Synchronous unless a token must be verified.
    */
-  authenticate (tenant: Tenant, headers: IncomingHttpHeaders, queryKey: string | undefined, open: boolean, connection?: object): Caller | Promise<Caller> {
+  authenticate(
+    tenant: Tenant,
+    headers: IncomingHttpHeaders,
+    queryKey: string | undefined,
+    open: boolean,
+    connection?: object,
+  ): Caller | Promise<Caller> {
     const f = this.facts(tenant)
     if (connection === undefined) return this.#authenticateNow(tenant, f, headers, queryKey, open, connection)
     const apikey = firstHeader(headers.apikey)
     const authorization = firstHeader(headers.authorization)
     const m = this.#lastCaller.get(connection)
-    if (m !== undefined && m.fp === f.fp && m.apikey === apikey && m.authorization === authorization &&
-        m.queryKey === queryKey && m.open === open && (m.caller.exp === null || m.caller.exp > this.#nowSeconds())) {
+    if (
+      m !== undefined &&
+      m.fp === f.fp &&
+      m.apikey === apikey &&
+      m.authorization === authorization &&
+      m.queryKey === queryKey &&
+      m.open === open &&
+      (m.caller.exp === null || m.caller.exp > this.#nowSeconds())
+    ) {
       return m.caller
     }
     const remember = (caller: Caller): Caller => {
@@ -142,7 +180,7 @@ export class Authenticator {
   }
 
   /** Fingerprint and issuer of a tenant record (memoised per record object). */
-  facts (tenant: Tenant): TenantFacts {
+  facts(tenant: Tenant): TenantFacts {
     let f = this.#facts.get(tenant)
     if (f === undefined) {
       f = factsOf(tenant, this.#publicUrl)
@@ -151,15 +189,22 @@ export class Authenticator {
     return f
   }
 
-  clear (): void {
+  clear(): void {
     this.#verified.clear()
   }
 
-  #nowSeconds (): number {
+  #nowSeconds(): number {
     return Math.floor(this.#now() / 1000)
   }
 
-  #authenticateNow (tenant: Tenant, f: TenantFacts, headers: IncomingHttpHeaders, queryKey: string | undefined, open: boolean, connection: object | undefined): Caller | Promise<Caller> {
+  #authenticateNow(
+    tenant: Tenant,
+    f: TenantFacts,
+    headers: IncomingHttpHeaders,
+    queryKey: string | undefined,
+    open: boolean,
+    connection: object | undefined,
+  ): Caller | Promise<Caller> {
     const p = presented(headers, queryKey)
     const kk = apiKeyKind(tenant, f, p.apikey, open)
     if (p.opaqueBearer !== undefined) throw opaqueBearerRefusal(tenant, p.opaqueBearer)
@@ -170,12 +215,20 @@ export class Authenticator {
     const token = p.jwt
     const key = this.#keyFor(f.fp, token, connection)
     const hit = this.#verified.get(key)
-    if (hit !== undefined && hit.exp > this.#nowSeconds()) return { kind: hit.kind, claims: hit.claims, token, exp: hit.exp, keyKind: kk, cacheKey: key }
-    return this.#verify(tenant, f, token, key).then((v) => ({ kind: v.kind, claims: v.claims, token, exp: v.exp, keyKind: kk, cacheKey: key }))
+    if (hit !== undefined && hit.exp > this.#nowSeconds())
+      return { kind: hit.kind, claims: hit.claims, token, exp: hit.exp, keyKind: kk, cacheKey: key }
+    return this.#verify(tenant, f, token, key).then((v) => ({
+      kind: v.kind,
+      claims: v.claims,
+      token,
+      exp: v.exp,
+      keyKind: kk,
+      cacheKey: key,
+    }))
   }
 
   /** The token's cache key, computed once per connection for a token sent again. */
-  #keyFor (fp: string, token: string, connection: object | undefined): string {
+  #keyFor(fp: string, token: string, connection: object | undefined): string {
     if (connection === undefined) return callerKey(fp, token)
     const last = this.#lastToken.get(connection)
     if (last !== undefined && last.fp === fp && last.token === token) return last.key
@@ -184,7 +237,7 @@ export class Authenticator {
     return key
   }
 
-  async #verify (tenant: Tenant, f: TenantFacts, token: string, key: string): Promise<Verified> {
+  async #verify(tenant: Tenant, f: TenantFacts, token: string, key: string): Promise<Verified> {
     const nowSec = this.#nowSeconds()
     let claims: JWTPayload
     try {
@@ -194,7 +247,7 @@ export class Authenticator {
         legacyRetired: tenant.jwt.legacy_secret_retired !== undefined,
         issuer: f.issuer,
         audience: tenant.jwt.aud,
-        currentDate: new Date(this.#now())
+        currentDate: new Date(this.#now()),
       })
     } catch (err) {
       throw unverifiedRefusal(describeFailure(err, token, f), err)
@@ -203,7 +256,9 @@ export class Authenticator {
     // A Map look-up: `constructor` or `__proto__` as role is refused, never taken for anon.
     const kind = kindOfClaim(role)
     if (kind === null) {
-      throw invalidToken(`role ${typeof role === 'string' ? `"${role.slice(0, 64)}"` : '(missing)'} is not accepted; expected ${ACCEPTED_CLAIMS_TEXT}`)
+      throw invalidToken(
+        `role ${typeof role === 'string' ? `"${role.slice(0, 64)}"` : '(missing)'} is not accepted; expected ${ACCEPTED_CLAIMS_TEXT}`,
+      )
     }
     const v: Verified = { kind, claims, exp: claims.exp! }
     const ttl = (v.exp - nowSec) * 1000
@@ -212,18 +267,32 @@ export class Authenticator {
   }
 }
 
-function factsOf (tenant: Tenant, publicUrl: string): TenantFacts {
+function factsOf(tenant: Tenant, publicUrl: string): TenantFacts {
   const issuer = tenantIssuer(tenant, publicUrl)
-  const verificationKeys = (tenant.jwt.signing_keys ?? []).map((k) => ({ kid: k.kid, alg: k.alg, public_jwk: k.public_jwk }))
+  const verificationKeys = (tenant.jwt.signing_keys ?? []).map((k) => ({
+    kid: k.kid,
+    alg: k.alg,
+    public_jwk: k.public_jwk,
+  }))
   return {
     issuer,
     verificationKeys,
     known: new Map(),
     // A revoked (removed) signing key changes the fingerprint: verdicts cached under it are not reused.
-    fp: tokenCacheKey(tenant.database, issuer, tenant.jwt.aud, tenant.jwt.secret, tenant.jwt.upstream_secret,
+    fp: tokenCacheKey(
+      tenant.database,
+      issuer,
+      tenant.jwt.aud,
+      tenant.jwt.secret,
+      tenant.jwt.upstream_secret,
       tenant.jwt.legacy_secret_retired !== undefined ? 'legacy-retired' : 'legacy',
-      tenant.roles.anon, tenant.roles.auth, tenant.roles.svc, tenant.keys.public, tenant.keys.secret,
-      ...verificationKeys.map((k) => `${k.alg}:${k.kid}:${JSON.stringify(k.public_jwk)}`))
+      tenant.roles.anon,
+      tenant.roles.auth,
+      tenant.roles.svc,
+      tenant.keys.public,
+      tenant.keys.secret,
+      ...verificationKeys.map((k) => `${k.alg}:${k.kid}:${JSON.stringify(k.public_jwk)}`),
+    ),
   }
 }
 
@@ -232,7 +301,7 @@ function factsOf (tenant: Tenant, publicUrl: string): TenantFacts {
  * key there when nobody is signed in) is the key when no apikey came; otherwise it must be
  * that same key (`opaqueBearer` is set when it is not).
  */
-function presented (headers: IncomingHttpHeaders, queryKey: string | undefined): Presented {
+function presented(headers: IncomingHttpHeaders, queryKey: string | undefined): Presented {
   const headerKey = firstHeader(headers.apikey)
   let apikey = headerKey !== undefined && headerKey !== '' ? headerKey : queryKey !== '' ? queryKey : undefined
   const authorization = firstHeader(headers.authorization)
@@ -248,10 +317,10 @@ function presented (headers: IncomingHttpHeaders, queryKey: string | undefined):
 }
 
 /** The kind of the API key presented (null: none, on an open route); throws when it is not this tenant's. */
-function apiKeyKind (tenant: Tenant, f: TenantFacts, apikey: string | undefined, open: boolean): 'anon' | 'svc' | null {
+function apiKeyKind(tenant: Tenant, f: TenantFacts, apikey: string | undefined, open: boolean): 'anon' | 'svc' | null {
   if (apikey === undefined) {
     if (open) return null
-    throw new NoApiKeyError({ hint: 'Send your project\'s public key in the apikey header (or ?apikey= in links).' })
+    throw new NoApiKeyError({ hint: "Send your project's public key in the apikey header (or ?apikey= in links)." })
   }
   let kk = f.known.get(apikey) ?? null
   if (kk === null) {
@@ -259,15 +328,18 @@ function apiKeyKind (tenant: Tenant, f: TenantFacts, apikey: string | undefined,
     if (kk !== null && f.known.size < 16) f.known.set(apikey, kk)
   }
   if (kk === null) {
-    throw new InvalidApiKeyError({ details: 'the key does not belong to this project', hint: 'Use the public or secret key of this project.' })
+    throw new InvalidApiKeyError({
+      details: 'the key does not belong to this project',
+      hint: 'Use the public or secret key of this project.',
+    })
   }
   return kk
 }
 
 /** An opaque bearer that differs from the API key sent beside it. */
-function opaqueBearerRefusal (tenant: Tenant, bearer: string): Error {
+function opaqueBearerRefusal(tenant: Tenant, bearer: string): Error {
   if (keyKind(tenant, bearer) !== null) {
     return new InvalidApiKeyError({ details: 'the apikey header and the Authorization header carry different keys' })
   }
-  return unverifiedRefusal('the bearer token is neither a JWT nor this project\'s API key')
+  return unverifiedRefusal("the bearer token is neither a JWT nor this project's API key")
 }

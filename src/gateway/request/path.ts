@@ -20,7 +20,7 @@ export interface GatewayPath {
 // CVE-2021-29492 family): refused rather than normalised, as Supabase's Envoy does.
 const ENCODED_TRICK = /%(?:2f|5c|2e|00)/i
 
-function rejectTricks (path: string): void {
+function rejectTricks(path: string): void {
   if (path.charCodeAt(0) !== 47 /* / */) throw new InvalidPathError('it must start with "/"')
   if (path.includes('//')) throw new InvalidPathError('empty path segment (double slash)')
   if (path.includes('\\')) throw new InvalidPathError('backslash in path')
@@ -36,7 +36,7 @@ function rejectTricks (path: string): void {
 }
 
 /** Splits and checks a raw request target. Throws InvalidPath, NotFound or TenantNotFound. */
-export function parseGatewayPath (url: string): GatewayPath {
+export function parseGatewayPath(url: string): GatewayPath {
   const q = url.indexOf('?')
   const path = q === -1 ? url : url.slice(0, q)
   const query = q === -1 ? '' : url.slice(q + 1)
@@ -48,7 +48,7 @@ export function parseGatewayPath (url: string): GatewayPath {
   if (database === '') throw new NotFoundError()
   if (!DATABASE_NAME.test(database)) {
     throw new TenantNotFoundError(database.length > 63 ? database.slice(0, 63) + '...' : database, {
-      details: 'database names are 1-63 lower-case letters, digits, "_" or "-", starting with a letter'
+      details: 'database names are 1-63 lower-case letters, digits, "_" or "-", starting with a letter',
     })
   }
   if (s1 === -1) return { database, service: null, path: '/', query }
@@ -70,14 +70,21 @@ export function parseGatewayPath (url: string): GatewayPath {
 
 /** Auth routes reachable without an API key (browser redirects, as Supabase's Kong, and the
  * discovery documents OIDC libraries fetch without one). */
-export function isOpenAuthRoute (method: string, path: string): boolean {
-  if (method === 'GET') return path === '/verify' || path === '/callback' || path === '/authorize' || path === '/.well-known/jwks.json' || path === '/.well-known/openid-configuration'
+export function isOpenAuthRoute(method: string, path: string): boolean {
+  if (method === 'GET')
+    return (
+      path === '/verify' ||
+      path === '/callback' ||
+      path === '/authorize' ||
+      path === '/.well-known/jwks.json' ||
+      path === '/.well-known/openid-configuration'
+    )
   if (method === 'POST') return path === '/callback'
   return false
 }
 
 /** `/<table>`: one non-empty segment that is not `rpc` (reads get the default limit). */
-export function isTablePath (path: string): boolean {
+export function isTablePath(path: string): boolean {
   if (path.length < 2) return false
   const end = path.indexOf('/', 1)
   if (end !== -1 && end !== path.length - 1) return false
@@ -90,7 +97,7 @@ const UNOFFERED: ReadonlyMap<string, string> = new Map([
   ['storage', 'Storage'],
   ['functions', 'Edge Functions'],
   ['graphql', 'GraphQL'],
-  ['realtime', 'Realtime']
+  ['realtime', 'Realtime'],
 ])
 const SERVICE_PREFIX = /^\/([a-z]+)\/v1(?:\/|$)/
 
@@ -98,11 +105,13 @@ const SERVICE_PREFIX = /^\/([a-z]+)\/v1(?:\/|$)/
  * The error for a path below `/<database>` that names no service we serve: service_not_offered
  * for Supabase's Storage, Edge Functions, GraphQL and Realtime paths, not_found otherwise.
  */
-export function notServedError (below: string): InstanceType<typeof ServiceNotOfferedError> | InstanceType<typeof NotFoundError> {
+export function notServedError(
+  below: string,
+): InstanceType<typeof ServiceNotOfferedError> | InstanceType<typeof NotFoundError> {
   const m = SERVICE_PREFIX.exec(below)
   const name = m === null ? undefined : UNOFFERED.get(m[1]!)
   if (name === undefined) return new NotFoundError()
   return new ServiceNotOfferedError(name, `/${m![1]}/v1`, {
-    hint: 'The services Gatehouse offers and the Supabase features it leaves out are listed in its docs/supabase.md.'
+    hint: 'The services Gatehouse offers and the Supabase features it leaves out are listed in its docs/supabase.md.',
   })
 }

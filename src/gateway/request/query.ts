@@ -19,17 +19,24 @@ export interface QueryRewrite {
   limitCapped: number | null
 }
 
-function decode (raw: string): string {
+function decode(raw: string): string {
   if (!raw.includes('%') && !raw.includes('+')) return raw
-  try { return decodeURIComponent(raw.replace(/\+/g, ' ')) } catch { return raw }
+  try {
+    return decodeURIComponent(raw.replace(/\+/g, ' '))
+  } catch {
+    return raw
+  }
 }
 
 /** Whether an unencoded raw query has a `limit` key (`limit=...`, or a bare `limit`). */
-function hasTopLevelLimit (query: string): boolean {
+function hasTopLevelLimit(query: string): boolean {
   for (let i = query.indexOf('limit'); i !== -1; i = query.indexOf('limit', i + 5)) {
     const end = i + 5
-    if ((i === 0 || query.charCodeAt(i - 1) === 38 /* & */) &&
-      (end === query.length || query.charCodeAt(end) === 61 /* = */ || query.charCodeAt(end) === 38 /* & */)) return true
+    if (
+      (i === 0 || query.charCodeAt(i - 1) === 38) /* & */ &&
+      (end === query.length || query.charCodeAt(end) === 61 /* = */ || query.charCodeAt(end) === 38) /* & */
+    )
+      return true
   }
   return false
 }
@@ -38,16 +45,19 @@ function hasTopLevelLimit (query: string): boolean {
  * Rewrites a raw query. `limit` is the tenant's policy for a GET/HEAD on a table, null
  * for every other request (RPC, the OpenAPI root, writes, auth).
  */
-export function rewriteQuery (query: string, limit: LimitPolicy | null): QueryRewrite {
+export function rewriteQuery(query: string, limit: LimitPolicy | null): QueryRewrite {
   const defaultLimit = limit === null ? 0 : limit.max !== null ? Math.min(limit.default, limit.max) : limit.default
   // Fast path: nothing to take out and no limit to look at.
-  if (query === '' || (!query.includes('apikey') && !query.includes('%') && (limit === null || !query.includes('limit')))) {
+  if (
+    query === '' ||
+    (!query.includes('apikey') && !query.includes('%') && (limit === null || !query.includes('limit')))
+  ) {
     if (limit === null) return { query, apikey: undefined, limitAdded: null, limitCapped: null }
     return {
       query: query === '' ? `limit=${defaultLimit}` : `${query}&limit=${defaultLimit}`,
       apikey: undefined,
       limitAdded: defaultLimit,
-      limitCapped: null
+      limitCapped: null,
     }
   }
   // Second fast path (a table read that names a limit somewhere, e.g. `authors.limit=` or

@@ -26,8 +26,8 @@ export interface RolePrivileges {
 
 /** The facts about one table name in a tenant database. */
 export type TableFacts =
-  | { exists: false, schemas: string[], name: string }
-  | { exists: true, schema: string, name: string, relkind: string, roles: Partial<Record<RoleKind, RolePrivileges>> }
+  | { exists: false; schemas: string[]; name: string }
+  | { exists: true; schema: string; name: string; relkind: string; roles: Partial<Record<RoleKind, RolePrivileges>> }
 
 export interface CatalogOptions {
   /** How long an answer is reused, ms (default 2000). Kept short: grants change. */
@@ -47,11 +47,11 @@ export interface Catalog {
    * The table `name` in the first of `schemas` that has it (schemas in search order),
    * with the privileges of the tenant's three request roles.
    */
-  table (tenant: Tenant, schemas: readonly string[], name: string): Promise<TableFacts>
+  table(tenant: Tenant, schemas: readonly string[], name: string): Promise<TableFacts>
   /** The look-up pools' numbers (metrics); keys are JSON [database, url]. */
-  poolSnapshot (): TenantPoolsSnapshot
+  poolSnapshot(): TenantPoolsSnapshot
   /** Closes every pool. */
-  close (): Promise<void>
+  close(): Promise<void>
 }
 
 const TABLE_FACTS_SQL = `
@@ -94,7 +94,7 @@ interface FactsRow {
   c_update: boolean
 }
 
-function toFacts (rows: FactsRow[], schemas: string[], name: string): TableFacts {
+function toFacts(rows: FactsRow[], schemas: string[], name: string): TableFacts {
   const first = rows[0]
   if (first === undefined) return { exists: false, schemas, name }
   const roles: Partial<Record<RoleKind, RolePrivileges>> = {}
@@ -106,7 +106,7 @@ function toFacts (rows: FactsRow[], schemas: string[], name: string): TableFacts
       usage: r.usage,
       table,
       columns,
-      any: r.t_other || Object.values(table).some(Boolean) || Object.values(columns).some(Boolean)
+      any: r.t_other || Object.values(table).some(Boolean) || Object.values(columns).some(Boolean),
     }
   }
   return { exists: true, schema: first.schema, name: first.name, relkind: first.relkind, roles }
@@ -115,32 +115,41 @@ function toFacts (rows: FactsRow[], schemas: string[], name: string): TableFacts
 /** Cache keys are JSON tuples (never concatenated strings). */
 const key = (...parts: unknown[]): string => JSON.stringify(parts)
 
-export function createCatalog (opts: CatalogOptions = {}): Catalog {
+export function createCatalog(opts: CatalogOptions = {}): Catalog {
   const statementTimeout = opts.statementTimeoutMs ?? 2000
   const pools = createSidePools({
     maxPools: opts.maxPools ?? 100,
     poolSize: opts.poolSize ?? 2,
     timeoutMs: statementTimeout,
     clientConfig: { statement_timeout: statementTimeout, query_timeout: statementTimeout + 1000 },
-    applicationName: 'gatehouse-gateway-catalog'
+    applicationName: 'gatehouse-gateway-catalog',
   })
 
   const poolOf = (tenant: Tenant): PoolLike => pools.get(tenant.database, tenant.postgres)
 
-  interface FetchContext { tenant: Tenant, schemas: string[], name: string }
+  interface FetchContext {
+    tenant: Tenant
+    schemas: string[]
+    name: string
+  }
   const answers = new LRUCache<string, TableFacts, FetchContext>({
     max: opts.maxEntries ?? 5000,
     ttl: opts.ttlMs ?? 2000,
     fetchMethod: async (_k, _stale, { context }) => {
       const { tenant, schemas, name } = context
-      const r = await poolOf(tenant).query<FactsRow>(TABLE_FACTS_SQL,
-        [schemas, name, tenant.roles.anon, tenant.roles.auth, tenant.roles.svc])
+      const r = await poolOf(tenant).query<FactsRow>(TABLE_FACTS_SQL, [
+        schemas,
+        name,
+        tenant.roles.anon,
+        tenant.roles.auth,
+        tenant.roles.svc,
+      ])
       return toFacts(r.rows, schemas, name)
-    }
+    },
   })
 
   return {
-    async table (tenant, schemas, name) {
+    async table(tenant, schemas, name) {
       const list = [...schemas]
       const k = key(tenant.database, tenant.postgres, tenant.roles, list, name)
       const facts = await answers.fetch(k, { context: { tenant, schemas: list, name } })
@@ -148,9 +157,9 @@ export function createCatalog (opts: CatalogOptions = {}): Catalog {
       return facts
     },
     poolSnapshot: () => pools.snapshot(),
-    async close () {
+    async close() {
       answers.clear()
       await pools.close()
-    }
+    },
   }
 }

@@ -17,20 +17,42 @@ import { firstHeader, type TenantPoolsSnapshot } from '../../shared/index.js'
 import type { RewriteError, RewrittenError, UpstreamErrorContext } from '../types.js'
 import { createCatalog, type Catalog, type CatalogOptions } from './catalog.js'
 import {
-  createRefusalExplainer, isRefusalCandidate, privilegesForMethod,
-  type RefusalExplainer, type SourceError
+  createRefusalExplainer,
+  isRefusalCandidate,
+  privilegesForMethod,
+  type RefusalExplainer,
+  type SourceError,
 } from './refusals.js'
 
 export {
-  createRefusalExplainer, privilegesForMethod, grantStatement, callerRoleName, saysRowWritten, isRefusalCandidate,
-  REFUSAL_CODES, type RefusalCode, type RefusalExplainer, type RefusalInput, type Refusal, type SourceError, type ExplainerOptions
+  createRefusalExplainer,
+  privilegesForMethod,
+  grantStatement,
+  callerRoleName,
+  saysRowWritten,
+  isRefusalCandidate,
+  REFUSAL_CODES,
+  type RefusalCode,
+  type RefusalExplainer,
+  type RefusalInput,
+  type Refusal,
+  type SourceError,
+  type ExplainerOptions,
 } from './refusals.js'
-export { createCatalog, PRIVILEGES, type Catalog, type CatalogOptions, type Privilege, type TableFacts, type RolePrivileges } from './catalog.js'
+export {
+  createCatalog,
+  PRIVILEGES,
+  type Catalog,
+  type CatalogOptions,
+  type Privilege,
+  type TableFacts,
+  type RolePrivileges,
+} from './catalog.js'
 
 /** The logger shape the rewriter uses (pino and fastify's fit). */
 export interface RewriterLogger {
-  warn (obj: unknown, msg?: string): void
-  debug (obj: unknown, msg?: string): void
+  warn(obj: unknown, msg?: string): void
+  debug(obj: unknown, msg?: string): void
 }
 
 export interface RefusalRewriterDeps {
@@ -46,41 +68,53 @@ export interface RefusalRewriterDeps {
 export type RefusalRewriter = RewriteError & {
   readonly explainer: RefusalExplainer
   /** The catalog look-up pools' numbers (metrics). */
-  poolSnapshot (): TenantPoolsSnapshot
-  close (): Promise<void>
+  poolSnapshot(): TenantPoolsSnapshot
+  close(): Promise<void>
 }
 
-function isObject (v: unknown): v is Record<string, unknown> {
+function isObject(v: unknown): v is Record<string, unknown> {
   return typeof v === 'object' && v !== null && !Array.isArray(v)
 }
 
-function optionalText (v: unknown): string | null {
+function optionalText(v: unknown): string | null {
   return typeof v === 'string' ? v : null
 }
 
-function decodeSegment (s: string): string | null {
-  try { return decodeURIComponent(s) } catch { return null }
+function decodeSegment(s: string): string | null {
+  try {
+    return decodeURIComponent(s)
+  } catch {
+    return null
+  }
 }
 
 /**
  * Creates the refusal rewriter. Only REST responses are looked at; codes PGRST205, 42P01
  * and 42501 may be rewritten, every other error passes through unchanged.
  */
-export function createRefusalRewriter (deps: RefusalRewriterDeps): RefusalRewriter {
+export function createRefusalRewriter(deps: RefusalRewriterDeps): RefusalRewriter {
   const ownCatalog = deps.catalog === undefined
   const catalog = deps.catalog ?? createCatalog(deps.catalogOptions)
   const explainer = createRefusalExplainer({
     catalog,
     onLookupError: (err, tenant) => {
-      deps.logger?.warn({ err, tenant: tenant.database }, 'refusal rewriter: catalog look-up failed; refusal sent with less detail')
-    }
+      deps.logger?.warn(
+        { err, tenant: tenant.database },
+        'refusal rewriter: catalog look-up failed; refusal sent with less detail',
+      )
+    },
   })
 
-  async function rewrite (ctx: UpstreamErrorContext): Promise<RewrittenError | null> {
+  async function rewrite(ctx: UpstreamErrorContext): Promise<RewrittenError | null> {
     if (ctx.service !== 'rest' || !isObject(ctx.body)) return null
     const b = ctx.body
     if (typeof b.code !== 'string' || typeof b.message !== 'string') return null
-    const error: SourceError = { code: b.code, message: b.message, details: optionalText(b.details), hint: optionalText(b.hint) }
+    const error: SourceError = {
+      code: b.code,
+      message: b.message,
+      details: optionalText(b.details),
+      hint: optionalText(b.hint),
+    }
     if (!isRefusalCandidate(error)) return null
 
     const segments = ctx.path.split('/').filter((s) => s !== '')
@@ -88,9 +122,10 @@ export function createRefusalRewriter (deps: RefusalRewriterDeps): RefusalRewrit
     const table = !isRpc && segments.length === 1 ? decodeSegment(segments[0]!) : null
     // The schema the upstream answered for (PostgREST sets Content-Profile when one was chosen).
     const profile = firstHeader(ctx.headers['content-profile'])
-    const schemas = profile !== undefined && profile !== ''
-      ? [profile, ...ctx.tenant.rest.schemas.filter((s) => s !== profile)]
-      : ctx.tenant.rest.schemas
+    const schemas =
+      profile !== undefined && profile !== ''
+        ? [profile, ...ctx.tenant.rest.schemas.filter((s) => s !== profile)]
+        : ctx.tenant.rest.schemas
     const rowWritten = b.row_written === true || firstHeader(ctx.headers['x-gatehouse-row-written']) === 'true'
 
     const r = await explainer.explain({
@@ -101,7 +136,7 @@ export function createRefusalRewriter (deps: RefusalRewriterDeps): RefusalRewrit
       action: isRpc ? `calling ${decodeSegment(segments[1] ?? '') ?? 'the function'}` : ctx.method.toUpperCase(),
       table,
       schemas,
-      rowWritten
+      rowWritten,
     })
     if (r === null) return null
     ctx.log.debug({ from: error.code, to: r.body.code, status: r.status }, 'upstream refusal rewritten')
@@ -111,6 +146,8 @@ export function createRefusalRewriter (deps: RefusalRewriterDeps): RefusalRewrit
   return Object.assign(rewrite, {
     explainer,
     poolSnapshot: () => catalog.poolSnapshot(),
-    async close () { if (ownCatalog) await catalog.close() }
+    async close() {
+      if (ownCatalog) await catalog.close()
+    },
   })
 }

@@ -5,12 +5,21 @@
 // role names into what it returns.
 import type { RoleKind, Tenant } from '../../tenants/index.js'
 import {
-  ROLE_KINDS, roleClaim, roleDisplayName, roleLabel as describeRole, type GatehouseError
+  ROLE_KINDS,
+  roleClaim,
+  roleDisplayName,
+  roleLabel as describeRole,
+  type GatehouseError,
 } from '../../shared/index.js'
 import type { Catalog, Privilege, RolePrivileges, TableFacts } from './catalog.js'
 import {
-  AnonPermissionDeniedError, NoTableGrantError, PermissionDeniedError, RlsRefusalError, UnknownTableError,
-  REFUSAL_CODES, type RefusalCode
+  AnonPermissionDeniedError,
+  NoTableGrantError,
+  PermissionDeniedError,
+  RlsRefusalError,
+  UnknownTableError,
+  REFUSAL_CODES,
+  type RefusalCode,
 } from '../errors.js'
 
 export { REFUSAL_CODES, type RefusalCode }
@@ -65,33 +74,40 @@ export interface Refusal {
  * The answer is now the gateway's, not the engine's: its Proxy-Status names Gatehouse and the
  * refusal's code instead of the engine's `PostgREST; error=PGRST205`.
  */
-function toRefusal (e: GatehouseError): Refusal {
+function toRefusal(e: GatehouseError): Refusal {
   return {
     status: e.status,
     headers: { 'x-gatehouse-error-code': e.code, 'proxy-status': `gatehouse; error=${e.code}`, ...e.headers },
-    body: e.toWire() as Refusal['body']
+    body: e.toWire() as Refusal['body'],
   }
 }
 
 /** The role as the caller knows it (its token's `role` claim). */
-export function callerRoleName (kind: RoleKind): string {
+export function callerRoleName(kind: RoleKind): string {
   return roleDisplayName(kind)
 }
 
 /** `anon (t_abc_anon)`: the name the caller knows and the database's real role. */
-function roleLabel (tenant: Tenant, kind: RoleKind): string {
+function roleLabel(tenant: Tenant, kind: RoleKind): string {
   return describeRole(tenant.roles, kind)
 }
 
 /** Needed privileges of each HTTP method, in the order Postgres would miss them. */
-export function privilegesForMethod (method: string): Privilege[] {
+export function privilegesForMethod(method: string): Privilege[] {
   switch (method.toUpperCase()) {
-    case 'GET': case 'HEAD': return ['SELECT']
-    case 'POST': return ['INSERT', 'SELECT', 'UPDATE']
-    case 'PUT': return ['INSERT', 'UPDATE', 'SELECT']
-    case 'PATCH': return ['UPDATE', 'SELECT']
-    case 'DELETE': return ['DELETE', 'SELECT']
-    default: return []
+    case 'GET':
+    case 'HEAD':
+      return ['SELECT']
+    case 'POST':
+      return ['INSERT', 'SELECT', 'UPDATE']
+    case 'PUT':
+      return ['INSERT', 'UPDATE', 'SELECT']
+    case 'PATCH':
+      return ['UPDATE', 'SELECT']
+    case 'DELETE':
+      return ['DELETE', 'SELECT']
+    default:
+      return []
   }
 }
 
@@ -99,26 +115,28 @@ export function privilegesForMethod (method: string): Privilege[] {
 const TENANT_ROLE_IN_TEXT = /\bt_[0-9a-f]{10}_(?:anon|auth|svc|rest|authn|owner)\b/g
 
 /** Removes other tenants' role names and control characters from upstream text; bounds it. */
-function scrub (text: string | null | undefined, tenant: Tenant): string | null {
+function scrub(text: string | null | undefined, tenant: Tenant): string | null {
   if (typeof text !== 'string' || text === '') return null
   const own = new Set(Object.values(tenant.roles))
-  let out = text.replace(TENANT_ROLE_IN_TEXT, (m) => own.has(m) || m.startsWith(ownPrefix(tenant)) ? m : '(another role)')
+  let out = text.replace(TENANT_ROLE_IN_TEXT, (m) =>
+    own.has(m) || m.startsWith(ownPrefix(tenant)) ? m : '(another role)',
+  )
   // eslint-disable-next-line no-control-regex
   out = out.replace(/[\u0000-\u0008\u000b\u000c\u000e-\u001f\u007f]/g, ' ')
   return out.length > 1000 ? out.slice(0, 1000) + '…' : out
 }
 
-function ownPrefix (tenant: Tenant): string {
+function ownPrefix(tenant: Tenant): string {
   const m = /^(t_[0-9a-f]{10})_/.exec(tenant.roles.anon)
   return m === null ? '\u0000' : m[1] + '_'
 }
 
 /** A regclass literal body: `public.todos`, quoting only what needs it. */
-function qualified (schema: string, name: string): string {
+function qualified(schema: string, name: string): string {
   return `${quoteName(schema)}.${quoteName(name)}`
 }
 
-function quoteName (s: string): string {
+function quoteName(s: string): string {
   return /^[a-z_][a-z0-9_$]*$/.test(s) ? s : '"' + s.replace(/"/g, '""') + '"'
 }
 
@@ -127,7 +145,7 @@ function quoteName (s: string): string {
  * GRANT to the cluster role of the caller's kind (anon, authenticated, service_role): this
  * database's request role is a member of it (docs/roles.md), as in Supabase.
  */
-export function grantStatement (privilege: Privilege, schema: string, name: string, kind: RoleKind): string {
+export function grantStatement(privilege: Privilege, schema: string, name: string, kind: RoleKind): string {
   return `GRANT ${privilege} ON ${qualified(schema, name)} TO ${roleClaim(kind)};`
 }
 
@@ -141,24 +159,30 @@ const RLS_VIOLATION = /new row violates row-level security policy(?: \(USING exp
 const ROW_WRITTEN = /\b(?:was|were|has been|have been|is)\s+(?:written|inserted|updated|saved|stored|committed|kept)\b/i
 
 /** Our REST engine's marker in a 42501 body: the message says the row was written. */
-export function saysRowWritten (error: SourceError): boolean {
-  return error.code === '42501' && [error.message, error.details, error.hint].some((t) => typeof t === 'string' && ROW_WRITTEN.test(t))
+export function saysRowWritten(error: SourceError): boolean {
+  return (
+    error.code === '42501' &&
+    [error.message, error.details, error.hint].some((t) => typeof t === 'string' && ROW_WRITTEN.test(t))
+  )
 }
 
-interface TableRef { schema: string | null, name: string }
+interface TableRef {
+  schema: string | null
+  name: string
+}
 
 /** Splits `schema.name` against the exposed schemas (names may contain dots). */
-function splitQualified (text: string, schemas: readonly string[]): TableRef {
+function splitQualified(text: string, schemas: readonly string[]): TableRef {
   for (const s of schemas) if (text.startsWith(s + '.')) return { schema: s, name: text.slice(s.length + 1) }
   const dot = text.indexOf('.')
   return dot > 0 ? { schema: text.slice(0, dot), name: text.slice(dot + 1) } : { schema: null, name: text }
 }
 
-function unquote (name: string): string {
+function unquote(name: string): string {
   return /^".*"$/s.test(name) ? name.slice(1, -1).replace(/""/g, '"') : name
 }
 
-function refOf (error: SourceError, schemas: readonly string[], pathTable: string | null): TableRef | null {
+function refOf(error: SourceError, schemas: readonly string[], pathTable: string | null): TableRef | null {
   let m = PGRST205.exec(error.message)
   if (m !== null) return splitQualified(m[1]!, schemas)
   m = UNDEFINED_RELATION.exec(error.message)
@@ -182,25 +206,25 @@ export interface ExplainerOptions {
 
 export interface RefusalExplainer {
   /** The platform refusal for `input`, or null when the error is not one of them. */
-  explain (input: RefusalInput): Promise<Refusal | null>
+  explain(input: RefusalInput): Promise<Refusal | null>
 }
 
 /** Whether an error is one the explainer may rewrite (cheap; no I/O). */
-export function isRefusalCandidate (error: SourceError): boolean {
+export function isRefusalCandidate(error: SourceError): boolean {
   return error.code === 'PGRST205' || error.code === '42P01' || error.code === '42501'
 }
 
-export function createRefusalExplainer (opts: ExplainerOptions): RefusalExplainer {
+export function createRefusalExplainer(opts: ExplainerOptions): RefusalExplainer {
   const timeoutMs = opts.lookupTimeoutMs ?? 3000
 
-  async function facts (tenant: Tenant, schemas: readonly string[], name: string): Promise<TableFacts | null> {
+  async function facts(tenant: Tenant, schemas: readonly string[], name: string): Promise<TableFacts | null> {
     let timer: NodeJS.Timeout | undefined
     try {
       return await Promise.race([
         opts.catalog.table(tenant, schemas, name),
         new Promise<never>((_resolve, reject) => {
           timer = setTimeout(() => reject(new Error('catalog look-up timed out')), timeoutMs)
-        })
+        }),
       ])
     } catch (err) {
       opts.onLookupError?.(err, tenant)
@@ -210,7 +234,7 @@ export function createRefusalExplainer (opts: ExplainerOptions): RefusalExplaine
     }
   }
 
-  async function explain (input: RefusalInput): Promise<Refusal | null> {
+  async function explain(input: RefusalInput): Promise<Refusal | null> {
     if (!isRefusalCandidate(input.error)) return null
     const schemas = input.schemas ?? input.tenant.rest.schemas
     const ref = refOf(input.error, schemas, input.table ?? null)
@@ -225,12 +249,18 @@ export function createRefusalExplainer (opts: ExplainerOptions): RefusalExplaine
 type FactsLookup = (tenant: Tenant, schemas: readonly string[], name: string) => Promise<TableFacts | null>
 
 /** 42501: a row policy, a sequence, a relation the role lacks (and what it holds instead). */
-async function explainPermissionDenied (input: RefusalInput, schemas: readonly string[], ref: TableRef | null, facts: FactsLookup): Promise<Refusal | null> {
+async function explainPermissionDenied(
+  input: RefusalInput,
+  schemas: readonly string[],
+  ref: TableRef | null,
+  facts: FactsLookup,
+): Promise<Refusal | null> {
   const { error } = input
   if (input.rowWritten === true || saysRowWritten(error)) return rlsRefusal(input, ref)
   if (RLS_VIOLATION.test(error.message)) return permissionDenied(input, rlsViolationHint(input))
   const sequence = PERMISSION_ON_SEQUENCE.exec(error.message)
-  if (sequence !== null && NAME_OK(sequence[1]!)) return permissionDenied(input, sequenceHint(input, schemas, unquote(sequence[1]!)))
+  if (sequence !== null && NAME_OK(sequence[1]!))
+    return permissionDenied(input, sequenceHint(input, schemas, unquote(sequence[1]!)))
   const m = PERMISSION_ON_RELATION.exec(error.message)
   if (m === null || ref === null || !NAME_OK(ref.name)) return permissionDenied(input, null)
   const f = await facts(input.tenant, ref.schema !== null ? [ref.schema] : schemas, ref.name)
@@ -244,12 +274,18 @@ async function explainPermissionDenied (input: RefusalInput, schemas: readonly s
   if (!mine.usage || !mine.any) return unknownTable(input, f, mine)
   const missing = input.needs.find((p) => !mine.table[p])
   if (missing === undefined) return permissionDenied(input, null)
-  if (missing !== 'DELETE' && mine.columns[missing]) return permissionDenied(input, columnHint(input, f.schema, f.name, missing))
+  if (missing !== 'DELETE' && mine.columns[missing])
+    return permissionDenied(input, columnHint(input, f.schema, f.name, missing))
   return noTableGrant(input, f.schema, f.name, mine, missing)
 }
 
 /** PGRST205 / 42P01: not in the catalog of the role (missing, or no privilege at all). */
-async function explainUnknownTable (input: RefusalInput, schemas: readonly string[], ref: TableRef | null, facts: FactsLookup): Promise<Refusal | null> {
+async function explainUnknownTable(
+  input: RefusalInput,
+  schemas: readonly string[],
+  ref: TableRef | null,
+  facts: FactsLookup,
+): Promise<Refusal | null> {
   if (ref === null || !NAME_OK(ref.name)) return unknownTableBare(input, null)
   const f = await facts(input.tenant, ref.schema !== null ? [ref.schema] : schemas, ref.name)
   if (f === null) return unknownTableBare(input, ref)
@@ -263,11 +299,11 @@ async function explainUnknownTable (input: RefusalInput, schemas: readonly strin
 
 // ---- the refusals -------------------------------------------------------------------------
 
-function sqlstateOf (input: RefusalInput): Record<string, string> {
+function sqlstateOf(input: RefusalInput): Record<string, string> {
   return /^[0-9A-Z]{5}$/.test(input.error.code) ? { sqlstate: input.error.code } : {}
 }
 
-function heldBy (tenant: Tenant, f: Extract<TableFacts, { exists: true }>, except: RoleKind): string {
+function heldBy(tenant: Tenant, f: Extract<TableFacts, { exists: true }>, except: RoleKind): string {
   const parts: string[] = []
   for (const k of ROLE_KINDS) {
     if (k === except) continue
@@ -278,83 +314,109 @@ function heldBy (tenant: Tenant, f: Extract<TableFacts, { exists: true }>, excep
   }
   return parts.length > 0
     ? `Privileges on it are held by ${parts.join('; ')}.`
-    : 'None of this database\'s request roles holds a privilege on it.'
+    : "None of this database's request roles holds a privilege on it."
 }
 
-function firstNeed (input: RefusalInput): Privilege {
+function firstNeed(input: RefusalInput): Privilege {
   return input.needs[0] ?? 'SELECT'
 }
 
-function unknownTableError (input: RefusalInput, table: string, opts: ConstructorParameters<typeof UnknownTableError>[2]): Refusal {
+function unknownTableError(
+  input: RefusalInput,
+  table: string,
+  opts: ConstructorParameters<typeof UnknownTableError>[2],
+): Refusal {
   return toRefusal(new UnknownTableError(table, roleLabel(input.tenant, input.kind), opts))
 }
 
-function unknownTable (input: RefusalInput, f: Extract<TableFacts, { exists: true }>, mine: RolePrivileges | undefined): Refusal {
+function unknownTable(
+  input: RefusalInput,
+  f: Extract<TableFacts, { exists: true }>,
+  mine: RolePrivileges | undefined,
+): Refusal {
   const { tenant, kind } = input
   const table = qualified(f.schema, f.name)
-  const why = mine !== undefined && !mine.usage
-    ? `Role ${roleLabel(tenant, kind)} has no USAGE on schema ${quoteName(f.schema)}.`
-    : `${table} exists, but role ${roleLabel(tenant, kind)} holds no privilege on it.`
+  const why =
+    mine !== undefined && !mine.usage
+      ? `Role ${roleLabel(tenant, kind)} has no USAGE on schema ${quoteName(f.schema)}.`
+      : `${table} exists, but role ${roleLabel(tenant, kind)} holds no privilege on it.`
   return unknownTableError(input, table, {
     details: `${why} ${heldBy(tenant, f, kind)}`,
-    hint: `The usual cause is a grant to the wrong role. Grant to ${roleClaim(kind)} (this database's ${roleDisplayName(kind)} ` +
+    hint:
+      `The usual cause is a grant to the wrong role. Grant to ${roleClaim(kind)} (this database's ${roleDisplayName(kind)} ` +
       `role is a member of it), e.g. ${grantStatement(firstNeed(input), f.schema, f.name, kind)} ` +
       'then enable row-level security on the table and add a policy.',
-    extra: { role: roleDisplayName(kind), table }
+    extra: { role: roleDisplayName(kind), table },
   })
 }
 
-function unknownTableMissing (input: RefusalInput, schemas: readonly string[], name: string): Refusal {
+function unknownTableMissing(input: RefusalInput, schemas: readonly string[], name: string): Refusal {
   const { kind } = input
   const schema = schemas[0] ?? 'public'
   const table = qualified(schema, name)
-  const suggestion = typeof input.error.hint === 'string' && /^Perhaps you meant/.test(input.error.hint)
-    ? ' ' + scrub(input.error.hint, input.tenant) + '.'
-    : ''
+  const suggestion =
+    typeof input.error.hint === 'string' && /^Perhaps you meant/.test(input.error.hint)
+      ? ' ' + scrub(input.error.hint, input.tenant) + '.'
+      : ''
   return unknownTableError(input, table, {
     details: `No table or view named ${JSON.stringify(name)} exists in schema${schemas.length > 1 ? 's' : ''} ${schemas.join(', ')}.${suggestion}`,
-    hint: `Check the table name. Once the table exists, make it visible to role ${roleDisplayName(kind)}: ` +
+    hint:
+      `Check the table name. Once the table exists, make it visible to role ${roleDisplayName(kind)}: ` +
       `${grantStatement(firstNeed(input), schema, name, kind)} then enable row-level security on it and add a policy.`,
-    extra: { role: roleDisplayName(kind), table }
+    extra: { role: roleDisplayName(kind), table },
   })
 }
 
 /** When the catalog could not be read: the refusal without the facts. */
-function unknownTableBare (input: RefusalInput, ref: TableRef | null): Refusal {
+function unknownTableBare(input: RefusalInput, ref: TableRef | null): Refusal {
   const { kind } = input
   const schema = ref?.schema ?? input.tenant.rest.schemas[0] ?? 'public'
   const table = ref !== null && NAME_OK(ref.name) ? qualified(schema, ref.name) : 'the requested table'
   return unknownTableError(input, table, {
     details: 'The table is missing, or the role holds no privilege on it.',
-    hint: `The usual cause is a grant to the wrong role: grant to ${roleClaim(kind)}, ` +
+    hint:
+      `The usual cause is a grant to the wrong role: grant to ${roleClaim(kind)}, ` +
       `e.g. GRANT SELECT ON <schema>.<table> TO ${roleClaim(kind)};`,
-    extra: { role: roleDisplayName(kind), ...(ref !== null && NAME_OK(ref.name) ? { table } : {}) }
+    extra: { role: roleDisplayName(kind), ...(ref !== null && NAME_OK(ref.name) ? { table } : {}) },
   })
 }
 
-function noTableGrant (input: RefusalInput, schema: string, name: string, mine: RolePrivileges, missing: Privilege): Refusal {
+function noTableGrant(
+  input: RefusalInput,
+  schema: string,
+  name: string,
+  mine: RolePrivileges,
+  missing: Privilege,
+): Refusal {
   const { tenant, kind } = input
   const table = qualified(schema, name)
   const held = (['SELECT', 'INSERT', 'UPDATE', 'DELETE'] as const).filter((p) => mine.table[p])
-  return toRefusal(new NoTableGrantError(roleLabel(tenant, kind), missing, table, input.action, {
-    details: `${table} is visible to role ${roleDisplayName(kind)}${held.length > 0 ? ` (it holds ${held.join(', ')})` : ''}, ` +
-      `but ${missing} is not granted. The statement in hint grants it; run it as the database owner.`,
-    hint: grantStatement(missing, schema, name, kind),
-    extra: { role: roleDisplayName(kind), table, privilege: missing, ...sqlstateOf(input) }
-  }))
+  return toRefusal(
+    new NoTableGrantError(roleLabel(tenant, kind), missing, table, input.action, {
+      details:
+        `${table} is visible to role ${roleDisplayName(kind)}${held.length > 0 ? ` (it holds ${held.join(', ')})` : ''}, ` +
+        `but ${missing} is not granted. The statement in hint grants it; run it as the database owner.`,
+      hint: grantStatement(missing, schema, name, kind),
+      extra: { role: roleDisplayName(kind), table, privilege: missing, ...sqlstateOf(input) },
+    }),
+  )
 }
 
-function columnHint (input: RefusalInput, schema: string, name: string, privilege: Privilege): string {
-  return `Role ${roleDisplayName(input.kind)} holds ${privilege} on some columns of ${qualified(schema, name)} only: ` +
+function columnHint(input: RefusalInput, schema: string, name: string, privilege: Privilege): string {
+  return (
+    `Role ${roleDisplayName(input.kind)} holds ${privilege} on some columns of ${qualified(schema, name)} only: ` +
     `use only those columns, or grant it on the whole table with ${grantStatement(privilege, schema, name, input.kind)}`
+  )
 }
 
 /** RPC or SQL: the table the statement touched, and what the role holds on it. */
-function touchedHint (input: RefusalInput, f: Extract<TableFacts, { exists: true }>, mine: RolePrivileges): string {
+function touchedHint(input: RefusalInput, f: Extract<TableFacts, { exists: true }>, mine: RolePrivileges): string {
   const held = (['SELECT', 'INSERT', 'UPDATE', 'DELETE'] as const).filter((p) => mine.table[p])
-  return `The statement touched ${qualified(f.schema, f.name)}, on which role ${roleDisplayName(input.kind)} holds ` +
+  return (
+    `The statement touched ${qualified(f.schema, f.name)}, on which role ${roleDisplayName(input.kind)} holds ` +
     `${held.length > 0 ? held.join(', ') : 'no privilege'}. Grant what it needs as the owner, e.g. ` +
     grantStatement(held.includes('SELECT') ? 'INSERT' : 'SELECT', f.schema, f.name, input.kind)
+  )
 }
 
 /**
@@ -362,37 +424,45 @@ function touchedHint (input: RefusalInput, f: Extract<TableFacts, { exists: true
  * statement that grants it, ready to run as the owner. Postgres names the sequence without
  * its schema: the schema of the addressed table (the first exposed one) is assumed.
  */
-function sequenceHint (input: RefusalInput, schemas: readonly string[], name: string): string {
+function sequenceHint(input: RefusalInput, schemas: readonly string[], name: string): string {
   return `GRANT USAGE ON SEQUENCE ${qualified(schemas[0] ?? 'public', name)} TO ${roleClaim(input.kind)};`
 }
 
-function rlsViolationHint (input: RefusalInput): string {
-  return 'Nothing was written. A row-level security policy refused the row: the WITH CHECK of an INSERT or UPDATE ' +
+function rlsViolationHint(input: RefusalInput): string {
+  return (
+    'Nothing was written. A row-level security policy refused the row: the WITH CHECK of an INSERT or UPDATE ' +
     'policy, or (with Prefer: return=representation) the SELECT policy that must let the author see the new row. ' +
     `Check the table's policies for role ${roleDisplayName(input.kind)}, or send Prefer: return=minimal if the row need not come back.`
+  )
 }
 
-function permissionDenied (input: RefusalInput, hint: string | null): Refusal {
+function permissionDenied(input: RefusalInput, hint: string | null): Refusal {
   const { tenant, kind, error } = input
   const Refused = kind === 'anon' ? AnonPermissionDeniedError : PermissionDeniedError
   const upstreamDetails = scrub(error.details, tenant)
-  return toRefusal(new Refused(scrub(error.message, tenant) ?? 'permission denied', {
-    details: `The request ran as role ${roleLabel(tenant, kind)}.${upstreamDetails !== null ? ' ' + upstreamDetails : ''}`,
-    hint: hint ?? scrub(error.hint, tenant),
-    extra: { sqlstate: '42501', role: roleDisplayName(kind) },
-    headers: kind === 'anon' ? { 'www-authenticate': 'Bearer' } : {}
-  }))
+  return toRefusal(
+    new Refused(scrub(error.message, tenant) ?? 'permission denied', {
+      details: `The request ran as role ${roleLabel(tenant, kind)}.${upstreamDetails !== null ? ' ' + upstreamDetails : ''}`,
+      hint: hint ?? scrub(error.hint, tenant),
+      extra: { sqlstate: '42501', role: roleDisplayName(kind) },
+      headers: kind === 'anon' ? { 'www-authenticate': 'Bearer' } : {},
+    }),
+  )
 }
 
-function rlsRefusal (input: RefusalInput, ref: TableRef | null): Refusal {
+function rlsRefusal(input: RefusalInput, ref: TableRef | null): Refusal {
   const { tenant, kind } = input
   const m = RLS_VIOLATION.exec(input.error.message)
   const name = m?.[1] ?? ref?.name ?? null
-  const table = name !== null && NAME_OK(name) ? qualified(ref?.schema ?? tenant.rest.schemas[0] ?? 'public', name) : 'the table'
-  return toRefusal(new RlsRefusalError(table, roleLabel(tenant, kind), {
-    details: scrub(input.error.details, tenant) ??
-      `${input.action} asked for the written row back (Prefer: return=representation); returning it is subject to the SELECT policy, not only the ${input.action === 'PATCH' ? 'UPDATE' : 'INSERT'} policy.`,
-    hint: 'Do not retry: the write is done. Send Prefer: return=minimal, or add a SELECT policy that lets the author see the row (e.g. USING (owner_id = auth.uid())).',
-    extra: { sqlstate: '42501', role: roleDisplayName(kind), ...(name !== null && NAME_OK(name) ? { table } : {}) }
-  }))
+  const table =
+    name !== null && NAME_OK(name) ? qualified(ref?.schema ?? tenant.rest.schemas[0] ?? 'public', name) : 'the table'
+  return toRefusal(
+    new RlsRefusalError(table, roleLabel(tenant, kind), {
+      details:
+        scrub(input.error.details, tenant) ??
+        `${input.action} asked for the written row back (Prefer: return=representation); returning it is subject to the SELECT policy, not only the ${input.action === 'PATCH' ? 'UPDATE' : 'INSERT'} policy.`,
+      hint: 'Do not retry: the write is done. Send Prefer: return=minimal, or add a SELECT policy that lets the author see the row (e.g. USING (owner_id = auth.uid())).',
+      extra: { sqlstate: '42501', role: roleDisplayName(kind), ...(name !== null && NAME_OK(name) ? { table } : {}) },
+    }),
+  )
 }

@@ -1,7 +1,13 @@
 // HTTP -> ApiRequest (PostgREST's ApiRequest.hs): routes path + method to an action,
 // selects the schema (profiles), parses the query string, Prefer, Range and Accept.
 // Pure: knows HTTP but not the database; throws RestErrors (PGRST1xx) on bad input.
-import { InvalidPathError, invalidSchema, OpenApiDisabledError, RpcMethodError, UnsupportedMethodError } from '../errors.js'
+import {
+  InvalidPathError,
+  invalidSchema,
+  OpenApiDisabledError,
+  RpcMethodError,
+  UnsupportedMethodError,
+} from '../errors.js'
 import type { GatehouseError } from '../../shared/index.js'
 import { parseAccept, parseMediaType } from './media-type.js'
 import { parsePreferences } from './preferences.js'
@@ -10,7 +16,14 @@ import { intersectRanges, parseRangeHeader, rangeOf } from './range.js'
 import type { Action, ApiRequest, HttpMethod, RowRange } from './types.js'
 
 export type * from './types.js'
-export { parseQueryParams, parseSelect, parseOrder, parseFilterValue, parseLogicTree, parseColumns } from './query-params.js'
+export {
+  parseQueryParams,
+  parseSelect,
+  parseOrder,
+  parseFilterValue,
+  parseLogicTree,
+  parseColumns,
+} from './query-params.js'
 export { parsePreferences } from './preferences.js'
 export { parseAccept } from './media-type.js'
 export { parseRangeHeader, intersectRanges } from './range.js'
@@ -48,13 +61,13 @@ const HIDDEN_HEADERS: ReadonlySet<string> = new Set(['authorization', 'cookie', 
 export const DEFAULT_LIMIT_HEADER = 'x-gatehouse-default-limit'
 
 /** A request header's first value (Node joins most repeated headers; a few arrive as arrays). */
-export function requestHeader (h: RawRequest['headers'], name: string): string | undefined {
+export function requestHeader(h: RawRequest['headers'], name: string): string | undefined {
   const v = h[name]
   return Array.isArray(v) ? v[0] : v
 }
 
 /** Path segments after percent-decoding (`+` stays a plus in paths). */
-export function pathSegments (path: string): string[] {
+export function pathSegments(path: string): string[] {
   const trimmed = path.startsWith('/') ? path.slice(1) : path
   if (trimmed === '') return []
   return trimmed.split('/').map((s) => decodeComponent(s, false))
@@ -65,7 +78,7 @@ export function pathSegments (path: string): string[] {
  * resolved first): PGRST125 for a path that names no resource, PGRST101 on a function,
  * PGRST117 otherwise.
  */
-export function unsupportedMethod (method: string, segments: readonly string[]): GatehouseError {
+export function unsupportedMethod(method: string, segments: readonly string[]): GatehouseError {
   const m = method.toUpperCase()
   if (segments.length === 0 || (segments.length === 1 && segments[0] !== '')) return new UnsupportedMethodError(m)
   if (segments.length === 2 && segments[0] === 'rpc' && segments[1] !== '') return new RpcMethodError(m)
@@ -73,7 +86,7 @@ export function unsupportedMethod (method: string, segments: readonly string[]):
 }
 
 /** PostgREST's routing table (docs/rest-protocol.md §1.1). */
-function routeAction (method: HttpMethod, segments: readonly string[]): Action {
+function routeAction(method: HttpMethod, segments: readonly string[]): Action {
   if (segments.length === 0) {
     if (method === 'GET' || method === 'HEAD') return { kind: 'openapi', headersOnly: method === 'HEAD' }
     if (method === 'OPTIONS') return { kind: 'info', resource: { kind: 'schema' } }
@@ -82,30 +95,50 @@ function routeAction (method: HttpMethod, segments: readonly string[]): Action {
   if (segments.length === 1 && segments[0] !== '') {
     const relation = segments[0]
     switch (method) {
-      case 'GET': return { kind: 'read', relation, headersOnly: false }
-      case 'HEAD': return { kind: 'read', relation, headersOnly: true }
-      case 'POST': return { kind: 'mutate', relation, mutation: 'insert' }
-      case 'PATCH': return { kind: 'mutate', relation, mutation: 'update' }
-      case 'PUT': return { kind: 'mutate', relation, mutation: 'single-upsert' }
-      case 'DELETE': return { kind: 'mutate', relation, mutation: 'delete' }
-      case 'OPTIONS': return { kind: 'info', resource: { kind: 'relation', name: relation } }
+      case 'GET':
+        return { kind: 'read', relation, headersOnly: false }
+      case 'HEAD':
+        return { kind: 'read', relation, headersOnly: true }
+      case 'POST':
+        return { kind: 'mutate', relation, mutation: 'insert' }
+      case 'PATCH':
+        return { kind: 'mutate', relation, mutation: 'update' }
+      case 'PUT':
+        return { kind: 'mutate', relation, mutation: 'single-upsert' }
+      case 'DELETE':
+        return { kind: 'mutate', relation, mutation: 'delete' }
+      case 'OPTIONS':
+        return { kind: 'info', resource: { kind: 'relation', name: relation } }
     }
   }
   if (segments.length === 2 && segments[0] === 'rpc' && segments[1] !== '') {
     const routine = segments[1]
     switch (method) {
-      case 'GET': return { kind: 'call', routine, invoke: 'get' }
-      case 'HEAD': return { kind: 'call', routine, invoke: 'head' }
-      case 'POST': return { kind: 'call', routine, invoke: 'post' }
-      case 'OPTIONS': return { kind: 'info', resource: { kind: 'routine', name: routine } }
-      default: throw new RpcMethodError(method)
+      case 'GET':
+        return { kind: 'call', routine, invoke: 'get' }
+      case 'HEAD':
+        return { kind: 'call', routine, invoke: 'head' }
+      case 'POST':
+        return { kind: 'call', routine, invoke: 'post' }
+      case 'OPTIONS':
+        return { kind: 'info', resource: { kind: 'routine', name: routine } }
+      default:
+        throw new RpcMethodError(method)
     }
   }
   throw new InvalidPathError()
 }
 
 /** Headers PostgREST reads with Wai's `lookup`: a repeated one counts with its first line. */
-const FIRST_LINE: ReadonlySet<string> = new Set(['accept', 'accept-profile', 'content-profile', 'range', 'cookie', 'content-type', 'authorization'])
+const FIRST_LINE: ReadonlySet<string> = new Set([
+  'accept',
+  'accept-profile',
+  'content-profile',
+  'range',
+  'cookie',
+  'content-type',
+  'authorization',
+])
 
 /**
  * A request's headers as PostgREST sees them, from every line of each (Node's
@@ -115,7 +148,10 @@ const FIRST_LINE: ReadonlySet<string> = new Set(['accept', 'accept-profile', 'co
  * `request.headers`, where a repeated header keeps its last line (PostgREST builds it with
  * HashMap.fromList).
  */
-export function headerViews (joined: RawRequest['headers'], lines: Readonly<Record<string, readonly string[] | undefined>> | undefined): {
+export function headerViews(
+  joined: RawRequest['headers'],
+  lines: Readonly<Record<string, readonly string[] | undefined>> | undefined,
+): {
   headers: Record<string, string | string[] | undefined>
   gucHeaders: Record<string, string>
 } {
@@ -130,7 +166,7 @@ export function headerViews (joined: RawRequest['headers'], lines: Readonly<Reco
 }
 
 /** `request.headers`: lower-case names, one value each, no credentials. */
-export function visibleHeaders (h: RawRequest['headers']): Record<string, string> {
+export function visibleHeaders(h: RawRequest['headers']): Record<string, string> {
   const out: Record<string, string> = {}
   for (const [k, v] of Object.entries(h)) {
     if (v === undefined) continue
@@ -142,7 +178,7 @@ export function visibleHeaders (h: RawRequest['headers']): Record<string, string
 }
 
 /** Parses a request into an ApiRequest, or throws the PGRST error PostgREST would send. */
-export function parseApiRequest (raw: RawRequest, ctx: ParseContext): ApiRequest {
+export function parseApiRequest(raw: RawRequest, ctx: ParseContext): ApiRequest {
   const method = raw.method.toUpperCase()
   const segments = pathSegments(raw.path)
   if (!METHODS.has(method)) throw unsupportedMethod(method, segments)
@@ -191,6 +227,6 @@ export function parseApiRequest (raw: RawRequest, ctx: ParseContext): ApiRequest
     contentType: ct ? parseMediaType(ct) : null,
     body: raw.body && raw.body.length > 0 ? raw.body : null,
     headers: visibleHeaders(raw.headers),
-    defaultLimit
+    defaultLimit,
   }
 }

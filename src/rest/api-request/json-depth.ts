@@ -13,7 +13,7 @@ const CLOSE_OBJECT = 0x7d
  * Whether the text nests arrays and objects deeper than `max` (brackets inside strings do
  * not count). Malformed text is left to the JSON parser: only depth is judged here.
  */
-export function jsonDepthExceeds (body: Uint8Array, max: number): boolean {
+export function jsonDepthExceeds(body: Uint8Array, max: number): boolean {
   let depth = 0
   let inString = false
   for (let i = 0; i < body.length; i++) {
@@ -33,7 +33,7 @@ export function jsonDepthExceeds (body: Uint8Array, max: number): boolean {
 }
 
 /** Bodies read as JSON: a JSON media type (`+json` suffixes included), or none (PostgREST's default). */
-export function isJsonBody (contentType: string | undefined): boolean {
+export function isJsonBody(contentType: string | undefined): boolean {
   if (contentType === undefined || contentType === '') return true
   const semi = contentType.indexOf(';')
   const type = (semi < 0 ? contentType : contentType.slice(0, semi)).trim().toLowerCase()

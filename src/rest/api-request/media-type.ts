@@ -6,7 +6,7 @@ import { bareRecord } from '../../shared/index.js'
 const ANY: MediaType = Object.freeze({ type: '*/*', params: Object.freeze({}), q: 1 })
 
 /** One media type: `application/json; charset=utf-8` -> {type, params}. */
-export function parseMediaType (value: string): MediaType | null {
+export function parseMediaType(value: string): MediaType | null {
   const parts = value.split(';')
   const type = parts[0].trim().toLowerCase()
   if (!type) return null
@@ -34,7 +34,7 @@ export function parseMediaType (value: string): MediaType | null {
  * `-`, lower-cased; value: a "quoted" string or letters, digits, `|-`, kept as written).
  * Whatever follows what parses is ignored. null when not even `main/sub` parses.
  */
-function decodeMediaType (text: string): { type: string, params: Record<string, string> } | null {
+function decodeMediaType(text: string): { type: string; params: Record<string, string> } | null {
   const m = /^([A-Za-z0-9.*]+)\/([A-Za-z0-9.*+-]+)/.exec(text)
   if (!m) return null
   const params = bareRecord<string>()
@@ -48,7 +48,7 @@ function decodeMediaType (text: string): { type: string, params: Record<string, 
 }
 
 /** PostgREST's q-value of an Accept entry (Haskell `reads` of a Double; 1 when it does not read). */
-function qValue (text: string): number {
+function qValue(text: string): number {
   const m = /^-?\d+(?:\.\d+)?(?:[eE][+-]?\d+)?/.exec(text)
   return m ? Number(m[0]) : 1
 }
@@ -60,16 +60,21 @@ function qValue (text: string): number {
  * entries are kept, so are empty ones (nothing is acceptable for an empty header). `*\/*`
  * when the header is absent.
  */
-export function parseAccept (header: string | undefined): MediaType[] {
+export function parseAccept(header: string | undefined): MediaType[] {
   if (header === undefined) return [ANY]
   if (header === '') return []
-  const list: Array<{ m: MediaType, specificity: number, i: number }> = []
+  const list: Array<{ m: MediaType; specificity: number; i: number }> = []
   for (const item of header.replace(/ /g, '').split(',')) {
     const cut = item.indexOf(';q=')
     const raw = cut < 0 ? item : item.slice(0, cut)
     const q = cut < 0 ? 1 : qValue(item.slice(cut + 3).split(';')[0]!)
     const decoded = decodeMediaType(raw)
-    const m: MediaType = { type: decoded?.type ?? raw.toLowerCase(), params: decoded?.params ?? bareRecord<string>(), q, raw }
+    const m: MediaType = {
+      type: decoded?.type ?? raw.toLowerCase(),
+      params: decoded?.params ?? bareRecord<string>(),
+      q,
+      raw,
+    }
     const count = (c: string): number => raw.split(c).length - 1
     list.push({ m, specificity: count(';') - count('*'), i: list.length })
   }
@@ -83,21 +88,37 @@ const PLAN_OPTION_ORDER = ['analyze', 'verbose', 'settings', 'buffers', 'wal'] a
  * toMime of the decoded type): known types by their canonical name, the plan type with its
  * `for` and options, anything else as the client wrote it.
  */
-export function mimeName (m: Pick<MediaType, 'type' | 'params' | 'raw'>): string {
+export function mimeName(m: Pick<MediaType, 'type' | 'params' | 'raw'>): string {
   const stripped = m.params.nulls === 'stripped'
   switch (m.type) {
-    case 'application/json': case 'application/geo+json': case 'text/csv': case 'text/plain': case 'text/xml':
-    case 'application/openapi+json': case 'application/x-www-form-urlencoded': case 'application/octet-stream': case '*/*':
+    case 'application/json':
+    case 'application/geo+json':
+    case 'text/csv':
+    case 'text/plain':
+    case 'text/xml':
+    case 'application/openapi+json':
+    case 'application/x-www-form-urlencoded':
+    case 'application/octet-stream':
+    case '*/*':
       return m.type
-    case 'application/vnd.pgrst.object+json': case 'application/vnd.pgrst.object':
+    case 'application/vnd.pgrst.object+json':
+    case 'application/vnd.pgrst.object':
       return stripped ? 'application/vnd.pgrst.object+json;nulls=stripped' : 'application/vnd.pgrst.object+json'
-    case 'application/vnd.pgrst.array+json': case 'application/vnd.pgrst.array':
+    case 'application/vnd.pgrst.array+json':
+    case 'application/vnd.pgrst.array':
       return stripped ? 'application/vnd.pgrst.array+json;nulls=stripped' : 'application/json'
-    case 'application/vnd.pgrst.plan': case 'application/vnd.pgrst.plan+text': case 'application/vnd.pgrst.plan+json': {
+    case 'application/vnd.pgrst.plan':
+    case 'application/vnd.pgrst.plan+text':
+    case 'application/vnd.pgrst.plan+json': {
       const format = m.type.endsWith('+json') ? 'json' : 'text'
-      const given = new Set(Object.prototype.hasOwnProperty.call(m.params, 'options') ? m.params.options!.split('|') : [])
+      const given = new Set(
+        Object.prototype.hasOwnProperty.call(m.params, 'options') ? m.params.options!.split('|') : [],
+      )
       const options = PLAN_OPTION_ORDER.filter((o) => given.has(o))
-      return `application/vnd.pgrst.plan+${format}; for="${mimeName(planFor(m))}"` + (options.length > 0 ? `; options=${options.join('|')}` : '')
+      return (
+        `application/vnd.pgrst.plan+${format}; for="${mimeName(planFor(m))}"` +
+        (options.length > 0 ? `; options=${options.join('|')}` : '')
+      )
     }
     default:
       return m.raw ?? m.type
@@ -105,13 +126,13 @@ export function mimeName (m: Pick<MediaType, 'type' | 'params' | 'raw'>): string
 }
 
 /** The media type a plan type is for (its `for` parameter, application/json by default). */
-export function planFor (m: Pick<MediaType, 'params'>): MediaType {
+export function planFor(m: Pick<MediaType, 'params'>): MediaType {
   const text = Object.prototype.hasOwnProperty.call(m.params, 'for') ? m.params.for! : 'application/json'
   const decoded = decodeMediaType(text)
   return { type: decoded?.type ?? text.toLowerCase(), params: decoded?.params ?? bareRecord<string>(), q: 1, raw: text }
 }
 
 /** PGRST107's list: every accepted type, in preference order, as PostgREST names it. */
-export function showAccept (accept: readonly MediaType[]): string {
+export function showAccept(accept: readonly MediaType[]): string {
   return accept.map(mimeName).join(', ')
 }

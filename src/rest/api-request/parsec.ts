@@ -11,14 +11,20 @@ const EXPECT = 2
 const MESSAGE = 3
 type MsgKind = typeof SYS_UNEXPECT | typeof UNEXPECT | typeof EXPECT | typeof MESSAGE
 
-interface Msg { readonly kind: MsgKind, readonly text: string }
+interface Msg {
+  readonly kind: MsgKind
+  readonly text: string
+}
 
 /** Parsec's ParseError: a position (index in the input) and its messages. */
-interface PError { readonly pos: number, readonly msgs: readonly Msg[] }
+interface PError {
+  readonly pos: number
+  readonly msgs: readonly Msg[]
+}
 
 type Reply<T> =
-  | { readonly ok: true, readonly consumed: boolean, readonly value: T, readonly pos: number, readonly err: PError }
-  | { readonly ok: false, readonly consumed: boolean, readonly err: PError }
+  | { readonly ok: true; readonly consumed: boolean; readonly value: T; readonly pos: number; readonly err: PError }
+  | { readonly ok: false; readonly consumed: boolean; readonly err: PError }
 
 /** A parser over code points, from an index. */
 export type Parser<T> = (input: readonly string[], pos: number) => Reply<T>
@@ -26,7 +32,7 @@ export type Parser<T> = (input: readonly string[], pos: number) => Reply<T>
 const unknown = (pos: number): PError => ({ pos, msgs: [] })
 
 /** Parsec's mergeError: the one with messages, else the farther, else both. */
-function merge (a: PError, b: PError): PError {
+function merge(a: PError, b: PError): PError {
   if (b.msgs.length === 0 && a.msgs.length > 0) return a
   if (a.msgs.length === 0 && b.msgs.length > 0) return b
   if (a.pos === b.pos) return { pos: a.pos, msgs: [...a.msgs, ...b.msgs] }
@@ -35,11 +41,43 @@ function merge (a: PError, b: PError): PError {
 
 // -- Haskell's `show` of a character and of a string ---------------------------------------
 
-const CONTROL_NAMES = ['NUL', 'SOH', 'STX', 'ETX', 'EOT', 'ENQ', 'ACK', 'a', 'b', 't', 'n', 'v', 'f', 'r', 'SO', 'SI',
-  'DLE', 'DC1', 'DC2', 'DC3', 'DC4', 'NAK', 'SYN', 'ETB', 'CAN', 'EM', 'SUB', 'ESC', 'FS', 'GS', 'RS', 'US']
+const CONTROL_NAMES = [
+  'NUL',
+  'SOH',
+  'STX',
+  'ETX',
+  'EOT',
+  'ENQ',
+  'ACK',
+  'a',
+  'b',
+  't',
+  'n',
+  'v',
+  'f',
+  'r',
+  'SO',
+  'SI',
+  'DLE',
+  'DC1',
+  'DC2',
+  'DC3',
+  'DC4',
+  'NAK',
+  'SYN',
+  'ETB',
+  'CAN',
+  'EM',
+  'SUB',
+  'ESC',
+  'FS',
+  'GS',
+  'RS',
+  'US',
+]
 
 /** One character escaped as Haskell's showLitChar does (`next` decides the `\&` separator). */
-function showLitChar (ch: string, next: string | undefined, quote: '"' | '\''): string {
+function showLitChar(ch: string, next: string | undefined, quote: '"' | "'"): string {
   const cp = ch.codePointAt(0) ?? 0
   if (ch === quote || ch === '\\') return '\\' + ch
   if (cp >= 0x20 && cp < 0x7f) return ch
@@ -52,44 +90,55 @@ function showLitChar (ch: string, next: string | undefined, quote: '"' | '\''): 
 }
 
 /** Haskell's `show` of a String: `"..."` with escapes. */
-function showString (s: string): string {
+function showString(s: string): string {
   const cps = [...s]
   return '"' + cps.map((c, i) => showLitChar(c, cps[i + 1], '"')).join('') + '"'
 }
 
 /** Haskell's `show` of a Char: `'x'`. */
-function showChar (c: string): string {
-  return '\'' + showLitChar(c, undefined, '\'') + '\''
+function showChar(c: string): string {
+  return "'" + showLitChar(c, undefined, "'") + "'"
 }
 
 // -- primitives ----------------------------------------------------------------------------
 
 /** One code point matching `pred`; fails (empty) with the character it saw. */
-function satisfy (pred: (c: string) => boolean): Parser<string> {
+function satisfy(pred: (c: string) => boolean): Parser<string> {
   return (input, pos) => {
-    if (pos >= input.length) return { ok: false, consumed: false, err: { pos, msgs: [{ kind: SYS_UNEXPECT, text: '' }] } }
+    if (pos >= input.length)
+      return { ok: false, consumed: false, err: { pos, msgs: [{ kind: SYS_UNEXPECT, text: '' }] } }
     const c = input[pos]
     if (pred(c)) return { ok: true, consumed: true, value: c, pos: pos + 1, err: unknown(pos + 1) }
     return { ok: false, consumed: false, err: { pos, msgs: [{ kind: SYS_UNEXPECT, text: showString(c) }] } }
   }
 }
 
-export const char = (c: string): Parser<string> => label(satisfy((x) => x === c), showString(c))
+export const char = (c: string): Parser<string> =>
+  label(
+    satisfy((x) => x === c),
+    showString(c),
+  )
 export const oneOf = (cs: string): Parser<string> => satisfy((x) => cs.includes(x))
 export const noneOf = (cs: string): Parser<string> => satisfy((x) => !cs.includes(x))
 export const anyChar: Parser<string> = satisfy(() => true)
 
 const LETTER = /^\p{L}$/u
 /** Parsec's `letter` (Haskell's isAlpha: any Unicode letter). */
-export const letter: Parser<string> = label(satisfy((c) => LETTER.test(c)), 'letter')
+export const letter: Parser<string> = label(
+  satisfy((c) => LETTER.test(c)),
+  'letter',
+)
 /** Parsec's `digit` (ASCII digits). */
-export const digit: Parser<string> = label(satisfy((c) => c >= '0' && c <= '9'), 'digit')
+export const digit: Parser<string> = label(
+  satisfy((c) => c >= '0' && c <= '9'),
+  'digit',
+)
 
 /**
  * Parsec's `string`: on a mismatch the error stays at the start, names the mismatching
  * character, and counts as consumed when the first character matched.
  */
-export function string (s: string): Parser<string> {
+export function string(s: string): Parser<string> {
   const want = [...s]
   const expect: Msg = { kind: EXPECT, text: showString(s) }
   return (input, pos) => {
@@ -107,11 +156,18 @@ export function string (s: string): Parser<string> {
 /** Parsec's `eof`. */
 export const eof: Parser<null> = (input, pos) => {
   const expect: Msg = { kind: EXPECT, text: 'end of input' }
-  if (pos >= input.length) return { ok: true, consumed: false, value: null, pos, err: { pos, msgs: [expect, { kind: SYS_UNEXPECT, text: '' }] } }
+  if (pos >= input.length)
+    return {
+      ok: true,
+      consumed: false,
+      value: null,
+      pos,
+      err: { pos, msgs: [expect, { kind: SYS_UNEXPECT, text: '' }] },
+    }
   return { ok: false, consumed: false, err: { pos, msgs: [expect, { kind: UNEXPECT, text: showChar(input[pos]) }] } }
 }
 
-export function pure<T> (value: T): Parser<T> {
+export function pure<T>(value: T): Parser<T> {
   return (_input, pos) => ({ ok: true, consumed: false, value, pos, err: unknown(pos) })
 }
 
@@ -122,18 +178,24 @@ const zero: Parser<never> = (_input, pos) => ({ ok: false, consumed: false, err:
  * A failure that counts as consumed (no alternative is tried, nothing after it is
  * ignored): for input no PostgREST rule refuses but the engine must (a NUL in a name).
  */
-export function refuse (expected: string): Parser<never> {
+export function refuse(expected: string): Parser<never> {
   return (input, pos) => ({
     ok: false,
     consumed: true,
-    err: { pos, msgs: [{ kind: SYS_UNEXPECT, text: pos < input.length ? showString(input[pos]) : '' }, { kind: EXPECT, text: expected }] }
+    err: {
+      pos,
+      msgs: [
+        { kind: SYS_UNEXPECT, text: pos < input.length ? showString(input[pos]) : '' },
+        { kind: EXPECT, text: expected },
+      ],
+    },
   })
 }
 
 // -- combinators -------------------------------------------------------------------------
 
 /** Parsec's `>>=`. */
-export function bind<A, B> (p: Parser<A>, k: (a: A) => Parser<B>): Parser<B> {
+export function bind<A, B>(p: Parser<A>, k: (a: A) => Parser<B>): Parser<B> {
   return (input, pos) => {
     const r = p(input, pos)
     if (!r.ok) return r
@@ -141,7 +203,9 @@ export function bind<A, B> (p: Parser<A>, k: (a: A) => Parser<B>): Parser<B> {
     const known = r.err.msgs.length > 0
     if (q.consumed) return q.ok ? { ...q, consumed: true } : { ...q, consumed: true }
     const err = known ? merge(r.err, q.err) : q.err
-    return q.ok ? { ok: true, consumed: r.consumed, value: q.value, pos: q.pos, err } : { ok: false, consumed: r.consumed, err }
+    return q.ok
+      ? { ok: true, consumed: r.consumed, value: q.value, pos: q.pos, err }
+      : { ok: false, consumed: r.consumed, err }
   }
 }
 
@@ -152,7 +216,7 @@ export const then = <A, B>(p: Parser<A>, q: Parser<B>): Parser<B> => bind(p, () 
 export const skip = <A, B>(p: Parser<A>, q: Parser<B>): Parser<A> => bind(p, (a) => map(q, () => a))
 
 /** Parsec's `<|>`: the second alternative runs only when the first failed without consuming. */
-export function alt<T> (...ps: Array<Parser<T>>): Parser<T> {
+export function alt<T>(...ps: Array<Parser<T>>): Parser<T> {
   return ps.reduce((m, n) => (input, pos) => {
     const r = m(input, pos)
     if (r.ok || r.consumed) return r
@@ -163,7 +227,7 @@ export function alt<T> (...ps: Array<Parser<T>>): Parser<T> {
 }
 
 /** Parsec's `try`: a consumed failure becomes an empty one. */
-export function attempt<T> (p: Parser<T>): Parser<T> {
+export function attempt<T>(p: Parser<T>): Parser<T> {
   return (input, pos) => {
     const r = p(input, pos)
     return r.ok || !r.consumed ? r : { ok: false, consumed: false, err: r.err }
@@ -171,10 +235,11 @@ export function attempt<T> (p: Parser<T>): Parser<T> {
 }
 
 /** Parsec's `<?>` (labels): an empty reply's expected items become `names`. */
-export function label<T> (p: Parser<T>, ...names: string[]): Parser<T> {
+export function label<T>(p: Parser<T>, ...names: string[]): Parser<T> {
   const relabel = (err: PError): PError => {
     const rest = err.msgs.filter((m) => m.kind !== EXPECT)
-    const labels: Msg[] = names.length === 0 ? [{ kind: EXPECT, text: '' }] : names.map((text) => ({ kind: EXPECT, text }))
+    const labels: Msg[] =
+      names.length === 0 ? [{ kind: EXPECT, text: '' }] : names.map((text) => ({ kind: EXPECT, text }))
     return { pos: err.pos, msgs: [labels[0], ...rest, ...labels.slice(1)] }
   }
   return (input, pos) => {
@@ -186,7 +251,7 @@ export function label<T> (p: Parser<T>, ...names: string[]): Parser<T> {
 }
 
 /** Parsec's `lookAhead`: succeeds without consuming; failures pass through. */
-export function lookAhead<T> (p: Parser<T>): Parser<T> {
+export function lookAhead<T>(p: Parser<T>): Parser<T> {
   return (input, pos) => {
     const r = p(input, pos)
     return r.ok ? { ok: true, consumed: false, value: r.value, pos, err: unknown(pos) } : r
@@ -194,16 +259,17 @@ export function lookAhead<T> (p: Parser<T>): Parser<T> {
 }
 
 /** Parsec's `notFollowedBy` for a character parser. */
-export function notFollowedBy (p: Parser<string>): Parser<null> {
+export function notFollowedBy(p: Parser<string>): Parser<null> {
   return (input, pos) => {
     const r = attempt(p)(input, pos)
-    if (r.ok) return { ok: false, consumed: false, err: { pos: r.pos, msgs: [{ kind: UNEXPECT, text: showChar(r.value) }] } }
+    if (r.ok)
+      return { ok: false, consumed: false, err: { pos: r.pos, msgs: [{ kind: UNEXPECT, text: showChar(r.value) }] } }
     return { ok: true, consumed: false, value: null, pos, err: r.err }
   }
 }
 
 /** Parsec's `many` (p must consume when it succeeds). */
-export function many<T> (p: Parser<T>): Parser<T[]> {
+export function many<T>(p: Parser<T>): Parser<T[]> {
   return (input, pos) => {
     const out: T[] = []
     let at = pos
@@ -228,12 +294,13 @@ export const optionMaybe = <T>(p: Parser<T>): Parser<T | null> => option<T | nul
 export const sepBy1 = <T, S>(p: Parser<T>, sep: Parser<S>): Parser<T[]> =>
   bind(p, (x) => map(many(then(sep, p)), (xs) => [x, ...xs]))
 export const sepBy = <T, S>(p: Parser<T>, sep: Parser<S>): Parser<T[]> => alt(sepBy1(p, sep), pure<T[]>([]))
-export const between = <O, C, T>(open: Parser<O>, close: Parser<C>, p: Parser<T>): Parser<T> => then(open, skip(p, close))
+export const between = <O, C, T>(open: Parser<O>, close: Parser<C>, p: Parser<T>): Parser<T> =>
+  then(open, skip(p, close))
 /** `guard cond` in the Parser monad. */
 export const guard = (cond: boolean): Parser<null> => (cond ? pure(null) : zero)
 
 /** A parser defined later (recursive rules). */
-export function lazy<T> (f: () => Parser<T>): Parser<T> {
+export function lazy<T>(f: () => Parser<T>): Parser<T> {
   let p: Parser<T> | null = null
   return (input, pos) => (p ??= f())(input, pos)
 }
@@ -241,40 +308,58 @@ export function lazy<T> (f: () => Parser<T>): Parser<T> {
 // -- running and reporting ------------------------------------------------------------------
 
 /** Parsec's source position of an index: tabs move to the next multiple of 8, newlines start a line. */
-function lineColumn (input: readonly string[], pos: number): { line: number, column: number } {
+function lineColumn(input: readonly string[], pos: number): { line: number; column: number } {
   let line = 1
   let column = 1
   for (let i = 0; i < pos && i < input.length; i++) {
     const c = input[i]
-    if (c === '\n') { line++; column = 1 } else if (c === '\t') column = column + 8 - ((column - 1) % 8)
+    if (c === '\n') {
+      line++
+      column = 1
+    } else if (c === '\t') column = column + 8 - ((column - 1) % 8)
     else column++
   }
   return { line, column }
 }
 
 /** Parsec's showErrorMessages "or" "unknown parse error" "expecting" "unexpected" "end of input". */
-function showErrorMessages (msgs: readonly Msg[]): string {
+function showErrorMessages(msgs: readonly Msg[]): string {
   if (msgs.length === 0) return 'unknown parse error'
   const of = (k: MsgKind): string[] => msgs.filter((m) => m.kind === k).map((m) => m.text)
   const sys = of(SYS_UNEXPECT)
   const unexp = of(UNEXPECT)
   const clean = (xs: string[]): string[] => [...new Set(xs.filter((x) => x !== ''))]
-  const commasOr = (xs: string[]): string => xs.length <= 1 ? (xs[0] ?? '') : clean(xs.slice(0, -1)).join(', ') + ' or ' + xs[xs.length - 1]
+  const commasOr = (xs: string[]): string =>
+    xs.length <= 1 ? (xs[0] ?? '') : clean(xs.slice(0, -1)).join(', ') + ' or ' + xs[xs.length - 1]
   const showMany = (pre: string, xs: string[]): string => {
     const ms = clean(xs)
     if (ms.length === 0) return ''
     return pre === '' ? commasOr(ms) : pre + ' ' + commasOr(ms)
   }
-  const showSys = unexp.length > 0 || sys.length === 0 ? '' : sys[0] === '' ? 'unexpected end of input' : 'unexpected ' + sys[0]
-  const parts = clean([showSys, showMany('unexpected', unexp), showMany('expecting', of(EXPECT)), showMany('', of(MESSAGE))])
+  const showSys =
+    unexp.length > 0 || sys.length === 0 ? '' : sys[0] === '' ? 'unexpected end of input' : 'unexpected ' + sys[0]
+  const parts = clean([
+    showSys,
+    showMany('unexpected', unexp),
+    showMany('expecting', of(EXPECT)),
+    showMany('', of(MESSAGE)),
+  ])
   return parts.map((p) => '\n' + p).join('')
 }
 
-interface ParseResult<T> { ok: true, value: T }
-interface ParseFailed { ok: false, line: number, column: number, details: string }
+interface ParseResult<T> {
+  ok: true
+  value: T
+}
+interface ParseFailed {
+  ok: false
+  line: number
+  column: number
+  details: string
+}
 
 /** Parsec's `parse`: runs `p` from the start; what follows a success is not looked at. */
-export function parse<T> (p: Parser<T>, text: string): ParseResult<T> | ParseFailed {
+export function parse<T>(p: Parser<T>, text: string): ParseResult<T> | ParseFailed {
   const input = [...text]
   const r = p(input, 0)
   if (r.ok) return { ok: true, value: r.value }

@@ -29,20 +29,30 @@ export type CallPayload =
    * JSON array of objects with the same keys or a CSV body, whose first row is the arguments
    * (json_to_recordset, as PostgREST). `csv` when it came as text/csv.
    */
-  | { readonly kind: 'json-args', readonly keys: readonly string[], readonly json: string, readonly array?: boolean, readonly csv?: boolean }
+  | {
+      readonly kind: 'json-args'
+      readonly keys: readonly string[]
+      readonly json: string
+      readonly array?: boolean
+      readonly csv?: boolean
+    }
   /** Form fields or query parameters: text values cast to each parameter's type. */
-  | { readonly kind: 'text-args', readonly args: ReadonlyArray<readonly [string, readonly string[]]> }
+  | { readonly kind: 'text-args'; readonly args: ReadonlyArray<readonly [string, readonly string[]]> }
   /** text/plain, text/xml or application/octet-stream: only a single unnamed text/xml/bytea parameter. */
-  | { readonly kind: 'raw', readonly mime: 'text/plain' | 'text/xml' | 'application/octet-stream', readonly bytes: Buffer }
+  | {
+      readonly kind: 'raw'
+      readonly mime: 'text/plain' | 'text/xml' | 'application/octet-stream'
+      readonly bytes: Buffer
+    }
 
 const EMPTY_OR_INVALID = 'Empty or invalid json'
 const KEYS_MUST_MATCH = 'All object keys must match'
 
-function isObject (v: unknown): v is Record<string, unknown> {
+function isObject(v: unknown): v is Record<string, unknown> {
   return typeof v === 'object' && v !== null && !Array.isArray(v)
 }
 
-function parseJson (body: Buffer | null): { value: unknown, text: string } {
+function parseJson(body: Buffer | null): { value: unknown; text: string } {
   const text = body === null ? '' : body.toString('utf8')
   if (text.trim() === '') throw new InvalidBodyError(EMPTY_OR_INVALID)
   try {
@@ -52,14 +62,14 @@ function parseJson (body: Buffer | null): { value: unknown, text: string } {
   }
 }
 
-function sameKeys (a: readonly string[], b: readonly string[]): boolean {
+function sameKeys(a: readonly string[], b: readonly string[]): boolean {
   if (a.length !== b.length) return false
   for (let i = 0; i < a.length; i++) if (a[i] !== b[i]) return false
   return true
 }
 
 /** Whether a JSON text looks like an object: its first non-blank character is `{`. */
-function looksLikeObject (text: string): boolean {
+function looksLikeObject(text: string): boolean {
   return /^[ \t\n\r]*\{/.test(text)
 }
 
@@ -68,16 +78,18 @@ function looksLikeObject (text: string): boolean {
  * invalid JSON is Postgres' own 22P02. `isArray` is decided by the first character; the rows
  * are the parsed body when it parses (only used to see which keys a row carries).
  */
-function rawJsonRows (body: Buffer | null, columns: readonly string[]): RowsPayload {
+function rawJsonRows(body: Buffer | null, columns: readonly string[]): RowsPayload {
   const text = body === null ? '' : body.toString('utf8')
   let value: unknown = null
-  try { value = JSON.parse(text) } catch {}
+  try {
+    value = JSON.parse(text)
+  } catch {}
   const rows = isObject(value) ? [value] : Array.isArray(value) ? value.filter(isObject) : []
   return { kind: 'rows', isArray: !looksLikeObject(text), rows, keys: columns, json: text }
 }
 
 /** JSON rows: an object, an array of objects with the same keys, or a scalar (= []); raw with `columns=`. */
-function jsonRows (body: Buffer | null, columns: readonly string[] | null): RowsPayload {
+function jsonRows(body: Buffer | null, columns: readonly string[] | null): RowsPayload {
   if (columns !== null) return rawJsonRows(body, columns)
   const { value, text } = parseJson(body)
   if (isObject(value)) {
@@ -98,10 +110,42 @@ function jsonRows (body: Buffer | null, columns: readonly string[] | null): Rows
 }
 
 /** Haskell's `show` of a String whose characters are bytes (cassava shows the unread input so). */
-const ASCII_NAMES = ['NUL', 'SOH', 'STX', 'ETX', 'EOT', 'ENQ', 'ACK', 'a', 'b', 't', 'n', 'v', 'f', 'r', 'SO', 'SI',
-  'DLE', 'DC1', 'DC2', 'DC3', 'DC4', 'NAK', 'SYN', 'ETB', 'CAN', 'EM', 'SUB', 'ESC', 'FS', 'GS', 'RS', 'US']
+const ASCII_NAMES = [
+  'NUL',
+  'SOH',
+  'STX',
+  'ETX',
+  'EOT',
+  'ENQ',
+  'ACK',
+  'a',
+  'b',
+  't',
+  'n',
+  'v',
+  'f',
+  'r',
+  'SO',
+  'SI',
+  'DLE',
+  'DC1',
+  'DC2',
+  'DC3',
+  'DC4',
+  'NAK',
+  'SYN',
+  'ETB',
+  'CAN',
+  'EM',
+  'SUB',
+  'ESC',
+  'FS',
+  'GS',
+  'RS',
+  'US',
+]
 
-function haskellShow (bytes: string): string {
+function haskellShow(bytes: string): string {
   let out = '"'
   for (let i = 0; i < bytes.length; i++) {
     const c = bytes.charCodeAt(i)
@@ -121,7 +165,7 @@ function haskellShow (bytes: string): string {
 }
 
 /** The failure of the CSV parser, worded as PostgREST (cassava over attoparsec) words it. */
-function csvFailure (message: string, text: string, at: number): Error {
+function csvFailure(message: string, text: string, at: number): Error {
   const left = text.slice(at)
   const shown = left.length > 100 ? left.slice(0, 100) + ' (truncated)' : haskellShow(left)
   return new InvalidBodyError(`parse error (${message}) at ${shown}`)
@@ -133,7 +177,7 @@ function csvFailure (message: string, text: string, at: number): Error {
  * or line break; blank records are skipped; NULL (quoted or not) is SQL null. Works on the
  * body's bytes (one character per byte) so errors show the unread input as cassava does.
  */
-export function parseCsv (text: string): { header: string[], rows: Array<Array<string | null>> } {
+export function parseCsv(text: string): { header: string[]; rows: Array<Array<string | null>> } {
   const n = text.length
   let pos = 0
   const field = (): string => {
@@ -157,7 +201,10 @@ export function parseCsv (text: string): { header: string[], rows: Array<Array<s
     if (!inner.includes('"')) return inner
     let out = ''
     for (let i = 0; i < inner.length; i++) {
-      if (inner[i] !== '"') { out += inner[i]; continue }
+      if (inner[i] !== '"') {
+        out += inner[i]
+        continue
+      }
       if (inner[i + 1] !== '"') throw csvFailure('Failed reading: insufficient input', text, pos)
       out += '"'
       i++
@@ -166,12 +213,21 @@ export function parseCsv (text: string): { header: string[], rows: Array<Array<s
   }
   const record = (): string[] => {
     const fields = [field()]
-    while (text[pos] === ',') { pos++; fields.push(field()) }
+    while (text[pos] === ',') {
+      pos++
+      fields.push(field())
+    }
     return fields
   }
   const endOfLine = (): void => {
-    if (text[pos] === '\n') { pos++; return }
-    if (text[pos] === '\r' && text[pos + 1] === '\n') { pos += 2; return }
+    if (text[pos] === '\n') {
+      pos++
+      return
+    }
+    if (text[pos] === '\r' && text[pos + 1] === '\n') {
+      pos += 2
+      return
+    }
     throw csvFailure(pos >= n || (text[pos] === '\r' && pos + 1 >= n) ? 'not enough input' : 'string', text, pos)
   }
   const bytesToText = (s: string): string => Buffer.from(s, 'latin1').toString('utf8')
@@ -180,7 +236,7 @@ export function parseCsv (text: string): { header: string[], rows: Array<Array<s
   const rows: Array<Array<string | null>> = []
   for (;;) {
     const r = record()
-    if (!(r.length === 1 && r[0] === '')) rows.push(r.map((v) => v === 'NULL' ? null : bytesToText(v)))
+    if (!(r.length === 1 && r[0] === '')) rows.push(r.map((v) => (v === 'NULL' ? null : bytesToText(v))))
     if (pos >= n) break
     endOfLine()
   }
@@ -192,7 +248,7 @@ export function parseCsv (text: string): { header: string[], rows: Array<Array<s
  * pairs them, a record longer than the header loses its extra fields and a repeated name
  * keeps its last field; then, as PostgREST, every record must carry the first one's columns.
  */
-function csvRows (body: Buffer | null): RowsPayload {
+function csvRows(body: Buffer | null): RowsPayload {
   const { header, rows } = parseCsv(body === null ? '' : body.toString('latin1'))
   const objects = rows.map((r) => {
     const o = bareRecord<string | null>()
@@ -202,13 +258,14 @@ function csvRows (body: Buffer | null): RowsPayload {
   if (objects.length === 0) return { kind: 'rows', isArray: true, rows: [], keys: [], json: '[]' }
   const keys = Object.keys(objects[0]).sort()
   for (let i = 1; i < objects.length; i++) {
-    if (!sameKeys(keys, Object.keys(objects[i]).sort())) throw new InvalidBodyError('All lines must have same number of fields')
+    if (!sameKeys(keys, Object.keys(objects[i]).sort()))
+      throw new InvalidBodyError('All lines must have same number of fields')
   }
   return { kind: 'rows', isArray: true, rows: objects, keys, json: JSON.stringify(objects) }
 }
 
 /** `a=1&b=2` with `+` as a space; a repeated name keeps every value in order. */
-function parseForm (body: Buffer | null): Array<[string, string[]]> {
+function parseForm(body: Buffer | null): Array<[string, string[]]> {
   const text = body === null ? '' : body.toString('utf8')
   const out = new Map<string, string[]>()
   for (const part of text.split('&')) {
@@ -231,14 +288,18 @@ function parseForm (body: Buffer | null): Array<[string, string[]]> {
 }
 
 /** Form rows: the fields name the columns (`columns=` is not read, as PostgREST). */
-function formRows (body: Buffer | null): RowsPayload {
+function formRows(body: Buffer | null): RowsPayload {
   const row = bareRecord<string>()
   for (const [k, vs] of parseForm(body)) row[k] = vs[vs.length - 1]
   return { kind: 'rows', isArray: false, rows: [row], keys: Object.keys(row).sort(), json: JSON.stringify(row) }
 }
 
 /** The body of POST / PATCH / PUT on a table (docs/rest-protocol.md §3.1). */
-export function parseWritePayload (body: Buffer | null, contentType: MediaType | null, columns: readonly string[] | null): RowsPayload {
+export function parseWritePayload(
+  body: Buffer | null,
+  contentType: MediaType | null,
+  columns: readonly string[] | null,
+): RowsPayload {
   const type = contentType?.type ?? 'application/json'
   switch (type) {
     case 'application/json':
@@ -253,7 +314,11 @@ export function parseWritePayload (body: Buffer | null, contentType: MediaType |
 }
 
 /** The body of `POST /rpc/<fn>` (docs/rest-protocol.md §4.1, §5.5). An empty body counts as `{}`. */
-export function parseCallPayload (body: Buffer | null, contentType: MediaType | null, columns: readonly string[] | null): CallPayload {
+export function parseCallPayload(
+  body: Buffer | null,
+  contentType: MediaType | null,
+  columns: readonly string[] | null,
+): CallPayload {
   const type = contentType?.type ?? 'application/json'
   switch (type) {
     case 'application/json': {

@@ -11,33 +11,44 @@ const FAMILIES: ReadonlyArray<readonly [keyof Preferences, readonly string[]]> =
   ['count', ['exact', 'planned', 'estimated']],
   ['tx', ['commit', 'rollback']],
   ['missing', ['default', 'null']],
-  ['handling', ['strict', 'lenient']]
+  ['handling', ['strict', 'lenient']],
 ]
 
 /** Every whole token PostgREST recognizes (`count=exact` ...), with its family and value. */
 const TOKENS: ReadonlyMap<string, readonly [keyof Preferences, string]> = new Map(
-  FAMILIES.flatMap(([family, values]) => values.map((v) => [`${family}=${v}`, [family, v]] as const))
+  FAMILIES.flatMap(([family, values]) => values.map((v) => [`${family}=${v}`, [family, v]] as const)),
 )
 
 /** An Int64 as Haskell's readMaybe reads it (digits with an optional minus). */
-function int64 (text: string): number | null {
+function int64(text: string): number | null {
   if (!/^-?[0-9]+$/.test(text)) return null
   const n = BigInt(text)
   return n >= -(2n ** 63n) && n < 2n ** 63n ? Number(n) : null
 }
 
 const NO_PREFERENCES: Preferences = Object.freeze({
-  return: null, count: null, resolution: null, missing: null, handling: null, tx: null, timezone: null, maxAffected: null, invalid: []
+  return: null,
+  count: null,
+  resolution: null,
+  missing: null,
+  handling: null,
+  tx: null,
+  timezone: null,
+  maxAffected: null,
+  invalid: [],
 })
 
 /**
  * Parses the Prefer headers. `timezones` are the database's zone names; without them any
  * non-empty `timezone=` is taken.
  */
-export function parsePreferences (header: string | readonly string[] | undefined, timezones?: ReadonlySet<string>): Preferences {
+export function parsePreferences(
+  header: string | readonly string[] | undefined,
+  timezones?: ReadonlySet<string>,
+): Preferences {
   if (header === undefined || header.length === 0) return NO_PREFERENCES
   const values = typeof header === 'string' ? [header] : header
-  const tokens = values.flatMap((v) => v === '' ? [] : v.split(',').map((t) => t.trim()))
+  const tokens = values.flatMap((v) => (v === '' ? [] : v.split(',').map((t) => t.trim())))
   const found = new Map<keyof Preferences, string>()
   for (const token of tokens) {
     const known = TOKENS.get(token)
@@ -46,7 +57,9 @@ export function parsePreferences (header: string | readonly string[] | undefined
   const tz = tokens.find((t) => t.startsWith('timezone='))?.slice('timezone='.length)
   const tzAccepted = tz !== undefined && (timezones === undefined ? tz !== '' : timezones.has(tz))
   const ma = tokens.find((t) => t.startsWith('max-affected='))?.slice('max-affected='.length)
-  const invalid = tokens.filter((t) => !TOKENS.has(t) && !(t.startsWith('timezone=') && tzAccepted) && !t.startsWith('max-affected='))
+  const invalid = tokens.filter(
+    (t) => !TOKENS.has(t) && !(t.startsWith('timezone=') && tzAccepted) && !t.startsWith('max-affected='),
+  )
   return {
     return: (found.get('return') ?? null) as Preferences['return'],
     count: (found.get('count') ?? null) as Preferences['count'],
@@ -56,6 +69,6 @@ export function parsePreferences (header: string | readonly string[] | undefined
     tx: (found.get('tx') ?? null) as Preferences['tx'],
     timezone: tzAccepted ? tz! : null,
     maxAffected: ma === undefined ? null : int64(ma),
-    invalid
+    invalid,
   }
 }

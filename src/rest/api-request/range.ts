@@ -6,7 +6,7 @@ import type { RowRange, ScopedRange } from './types.js'
 export const ALL_ROWS: RowRange = Object.freeze({ offset: 0, limit: null })
 
 /** `Range: 0-9` or `Range: 5-`; a malformed value is ignored (null). */
-export function parseRangeHeader (value: string | undefined): RowRange | null {
+export function parseRangeHeader(value: string | undefined): RowRange | null {
   if (!value) return null
   const m = /^\s*(?:items=)?([0-9]+)-([0-9]*)\s*$/.exec(value)
   if (!m) return null
@@ -20,13 +20,13 @@ export function parseRangeHeader (value: string | undefined): RowRange | null {
 }
 
 /** The range of a `limit`/`offset` pair. */
-export function rangeOf (scoped: Pick<ScopedRange, 'limit' | 'offset'> | undefined): RowRange {
+export function rangeOf(scoped: Pick<ScopedRange, 'limit' | 'offset'> | undefined): RowRange {
   if (!scoped) return ALL_ROWS
   return { offset: scoped.offset ?? 0, limit: scoped.limit }
 }
 
 /** The intersection of two ranges; an empty intersection is `limit 0`. */
-export function intersectRanges (a: RowRange, b: RowRange): RowRange {
+export function intersectRanges(a: RowRange, b: RowRange): RowRange {
   const lower = Math.max(a.offset, b.offset)
   const upperA = a.limit === null ? Infinity : a.offset + a.limit
   const upperB = b.limit === null ? Infinity : b.offset + b.limit
@@ -36,7 +36,7 @@ export function intersectRanges (a: RowRange, b: RowRange): RowRange {
 }
 
 /** Caps a range's row count at `max` (db-max-rows), keeping its offset. */
-export function capRange (r: RowRange, max: number | null): RowRange {
+export function capRange(r: RowRange, max: number | null): RowRange {
   if (max === null) return r
   return { offset: r.offset, limit: r.limit === null ? max : Math.min(r.limit, max) }
 }

@@ -9,8 +9,8 @@ export type HttpMethod = 'GET' | 'HEAD' | 'POST' | 'PATCH' | 'PUT' | 'DELETE' | 
 
 /** What the path names: `/T`, `/rpc/fn` or the root `/`. */
 export type Resource =
-  | { readonly kind: 'relation', readonly name: string }
-  | { readonly kind: 'routine', readonly name: string }
+  | { readonly kind: 'relation'; readonly name: string }
+  | { readonly kind: 'routine'; readonly name: string }
   | { readonly kind: 'schema' }
 
 /** Writes on a relation: POST, PATCH, DELETE, PUT. */
@@ -21,19 +21,19 @@ export type Mutation = 'insert' | 'update' | 'delete' | 'single-upsert'
  * and `openapi` (GET /).
  */
 export type Action =
-  | { readonly kind: 'read', readonly relation: string, readonly headersOnly: boolean }
-  | { readonly kind: 'mutate', readonly relation: string, readonly mutation: Mutation }
-  | { readonly kind: 'call', readonly routine: string, readonly invoke: 'get' | 'head' | 'post' }
-  | { readonly kind: 'info', readonly resource: Resource }
-  | { readonly kind: 'openapi', readonly headersOnly: boolean }
+  | { readonly kind: 'read'; readonly relation: string; readonly headersOnly: boolean }
+  | { readonly kind: 'mutate'; readonly relation: string; readonly mutation: Mutation }
+  | { readonly kind: 'call'; readonly routine: string; readonly invoke: 'get' | 'head' | 'post' }
+  | { readonly kind: 'info'; readonly resource: Resource }
+  | { readonly kind: 'openapi'; readonly headersOnly: boolean }
 
 // ---------------------------------------------------------------------------------------
 // Fields and JSON paths
 
 export type JsonOperand =
-  | { readonly kind: 'key', readonly key: string }
+  | { readonly kind: 'key'; readonly key: string }
   /** An array index, signed digits as written (`0`, `-1`). */
-  | { readonly kind: 'idx', readonly idx: string }
+  | { readonly kind: 'idx'; readonly idx: string }
 
 export interface JsonOperation {
   readonly arrow: '->' | '->>'
@@ -91,12 +91,17 @@ export type FtsOperator = 'fts' | 'plfts' | 'phfts' | 'wfts'
 export type IsValue = 'null' | 'not_null' | 'true' | 'false' | 'unknown'
 
 export type Operation =
-  | { readonly kind: 'simple', readonly op: SimpleOperator, readonly value: string }
-  | { readonly kind: 'quant', readonly op: QuantOperator, readonly quantifier: 'any' | 'all' | null, readonly value: string }
-  | { readonly kind: 'in', readonly values: readonly string[] }
-  | { readonly kind: 'is', readonly value: IsValue }
-  | { readonly kind: 'isdistinct', readonly value: string }
-  | { readonly kind: 'fts', readonly op: FtsOperator, readonly language: string | null, readonly value: string }
+  | { readonly kind: 'simple'; readonly op: SimpleOperator; readonly value: string }
+  | {
+      readonly kind: 'quant'
+      readonly op: QuantOperator
+      readonly quantifier: 'any' | 'all' | null
+      readonly value: string
+    }
+  | { readonly kind: 'in'; readonly values: readonly string[] }
+  | { readonly kind: 'is'; readonly value: IsValue }
+  | { readonly kind: 'isdistinct'; readonly value: string }
+  | { readonly kind: 'fts'; readonly op: FtsOperator; readonly language: string | null; readonly value: string }
 
 export interface OpExpr {
   readonly negated: boolean
@@ -109,8 +114,13 @@ export interface Filter {
 }
 
 export type LogicTree =
-  | { readonly kind: 'expr', readonly filter: Filter }
-  | { readonly kind: 'logic', readonly op: 'and' | 'or', readonly negated: boolean, readonly children: readonly LogicTree[] }
+  | { readonly kind: 'expr'; readonly filter: Filter }
+  | {
+      readonly kind: 'logic'
+      readonly op: 'and' | 'or'
+      readonly negated: boolean
+      readonly children: readonly LogicTree[]
+    }
 
 /** Embed path of a scoped parameter: `actors.films.limit` -> `['actors', 'films']`; root = []. */
 export type EmbedPath = readonly string[]
@@ -122,9 +132,20 @@ export type OrderDirection = 'asc' | 'desc'
 export type OrderNulls = 'first' | 'last'
 
 export type OrderTerm =
-  | { readonly kind: 'field', readonly field: Field, readonly direction: OrderDirection | null, readonly nulls: OrderNulls | null }
+  | {
+      readonly kind: 'field'
+      readonly field: Field
+      readonly direction: OrderDirection | null
+      readonly nulls: OrderNulls | null
+    }
   /** `rel(col).desc`: orders parents by a column of a to-one embed. */
-  | { readonly kind: 'related', readonly relation: string, readonly field: Field, readonly direction: OrderDirection | null, readonly nulls: OrderNulls | null }
+  | {
+      readonly kind: 'related'
+      readonly relation: string
+      readonly field: Field
+      readonly direction: OrderDirection | null
+      readonly nulls: OrderNulls | null
+    }
 
 // ---------------------------------------------------------------------------------------
 // Ranges
@@ -150,11 +171,11 @@ export interface QueryParams {
   /** Parameters sorted by key and re-encoded (Content-Location, cache keys). */
   readonly canonical: string
   readonly select: readonly SelectItem[]
-  readonly filters: ReadonlyArray<{ readonly path: EmbedPath, readonly filter: Filter }>
+  readonly filters: ReadonlyArray<{ readonly path: EmbedPath; readonly filter: Filter }>
   /** GET/HEAD RPC only: parameters whose value is not an operator expression (function arguments). */
   readonly rpcArgs: ReadonlyArray<readonly [string, string]>
-  readonly logic: ReadonlyArray<{ readonly path: EmbedPath, readonly tree: LogicTree }>
-  readonly order: ReadonlyArray<{ readonly path: EmbedPath, readonly terms: readonly OrderTerm[] }>
+  readonly logic: ReadonlyArray<{ readonly path: EmbedPath; readonly tree: LogicTree }>
+  readonly order: ReadonlyArray<{ readonly path: EmbedPath; readonly terms: readonly OrderTerm[] }>
   readonly ranges: readonly ScopedRange[]
   /** `columns=` (writes, RPC), null when absent. */
   readonly columns: readonly string[] | null

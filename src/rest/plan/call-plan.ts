@@ -3,13 +3,18 @@
 // xml/bytea parameter, arguments from the query string or the body, GET only on STABLE
 // and IMMUTABLE functions, the result's shape, and the read tree over its rows (filters,
 // order, limit, embeds of a returned table). Pure.
-import {
-  AmbiguousFunctionError, FunctionNotFoundError, MaxAffectedRpcError, MediaTypeError
-} from '../errors.js'
+import { AmbiguousFunctionError, FunctionNotFoundError, MaxAffectedRpcError, MediaTypeError } from '../errors.js'
 import { parseCallPayload, type CallPayload } from '../api-request/payload.js'
 import { showAccept } from '../api-request/media-type.js'
 import type { ApiRequest } from '../api-request/types.js'
-import { qnKey, type Column, type Routine, type RoutineParam, type SchemaCache, type Table } from '../schema-cache/types.js'
+import {
+  qnKey,
+  type Column,
+  type Routine,
+  type RoutineParam,
+  type SchemaCache,
+  type Table,
+} from '../schema-cache/types.js'
 import { FuzzySet } from './fuzzy.js'
 import { checkPreferences, isDefaultSelect, negotiateRead } from './negotiate.js'
 import { planReadTree } from './read-plan.js'
@@ -21,26 +26,26 @@ const UNNAMED_FALLBACK: Record<string, readonly string[]> = {
   'application/json': ['json', 'jsonb'],
   'text/plain': ['text'],
   'text/xml': ['xml'],
-  'application/octet-stream': ['bytea']
+  'application/octet-stream': ['bytea'],
 }
 
-function fallbackMime (payload: CallPayload | null): string | null {
+function fallbackMime(payload: CallPayload | null): string | null {
   if (payload === null) return null
   if (payload.kind === 'raw') return payload.mime
   if (payload.kind === 'json-args' && payload.csv !== true) return 'application/json'
   return null
 }
 
-function baseTypeName (p: RoutineParam): string {
+function baseTypeName(p: RoutineParam): string {
   return p.typeRef?.name ?? p.type
 }
 
-function signature (r: Routine): string {
+function signature(r: Routine): string {
   return `${r.schema}.${r.name}(${r.params.map((p) => `${p.name} => ${p.type}`).join(', ')})`
 }
 
 /** Whether the named arguments `keys` fit `r` (docs/rest-protocol.md §4.2). */
-function matches (r: Routine, keys: ReadonlySet<string>, rawPost: boolean): boolean {
+function matches(r: Routine, keys: ReadonlySet<string>, rawPost: boolean): boolean {
   // A raw body (text, xml, bytes) never calls a function without parameters; one whose
   // parameters all have defaults is called without arguments, as PostgREST does.
   if (r.params.length === 0) return keys.size === 0 && !rawPost
@@ -51,13 +56,19 @@ function matches (r: Routine, keys: ReadonlySet<string>, rawPost: boolean): bool
   return true
 }
 
-function isFallback (r: Routine, mime: string | null): boolean {
+function isFallback(r: Routine, mime: string | null): boolean {
   if (mime === null || r.params.length !== 1 || r.params[0].name !== '') return false
   return (ownValue(UNNAMED_FALLBACK, mime) ?? []).includes(baseTypeName(r.params[0]))
 }
 
 /** PostgREST's overload resolution; throws PGRST202 / PGRST203. */
-function findRoutine (cache: SchemaCache, schema: string, name: string, keys: readonly string[], payload: CallPayload | null): { routine: Routine, fallback: boolean } {
+function findRoutine(
+  cache: SchemaCache,
+  schema: string,
+  name: string,
+  keys: readonly string[],
+  payload: CallPayload | null,
+): { routine: Routine; fallback: boolean } {
   const candidates = cache.routines.get(qnKey(schema, name)) ?? []
   const keySet = new Set(keys)
   const rawPost = payload?.kind === 'raw'
@@ -69,31 +80,45 @@ function findRoutine (cache: SchemaCache, schema: string, name: string, keys: re
   const several = found.length > 1 ? found : fallbacks.length > 1 ? fallbacks : null
   if (several !== null) {
     throw new AmbiguousFunctionError(several.map(signature).join(', '), {
-      hint: 'Try renaming the parameters or the function itself in the database so function overloading can be resolved'
+      hint: 'Try renaming the parameters or the function itself in the database so function overloading can be resolved',
     })
   }
   throw noRoutine(cache, schema, name, [...keySet].sort(), payload, candidates)
 }
 
 /** `(a, b, c)`: a parameter list as the fuzzy hint compares and prints it (names sorted). */
-function paramList (names: readonly string[]): string {
+function paramList(names: readonly string[]): string {
   return '(' + [...names].sort().join(', ') + ')'
 }
 
 /** PGRST202 with PostgREST's message, details and fuzzy "Perhaps you meant" hint. */
-function noRoutine (cache: SchemaCache, schema: string, name: string, keys: readonly string[], payload: CallPayload | null, overloads: readonly Routine[]): Error {
+function noRoutine(
+  cache: SchemaCache,
+  schema: string,
+  name: string,
+  keys: readonly string[],
+  payload: CallPayload | null,
+  overloads: readonly Routine[],
+): Error {
   const qn = `${schema}.${name}`
   // A raw body (text/plain, text/xml, application/octet-stream) looked only for a single unnamed parameter.
   const raw = payload?.kind === 'raw' ? payload.mime : null
   const jsonPost = fallbackMime(payload) === 'application/json' && raw === null
-  const params = keys.length === 0 ? ' without parameters' : ` with parameter${keys.length > 1 ? 's' : ''} ${keys.join(', ')}`
-  const searched = raw !== null
-    ? ` with a single unnamed ${UNNAMED_FALLBACK[raw][0]} parameter`
-    : params + (jsonPost ? ' or with a single unnamed json/jsonb parameter' : '')
+  const params =
+    keys.length === 0 ? ' without parameters' : ` with parameter${keys.length > 1 ? 's' : ''} ${keys.join(', ')}`
+  const searched =
+    raw !== null
+      ? ` with a single unnamed ${UNNAMED_FALLBACK[raw][0]} parameter`
+      : params + (jsonPost ? ' or with a single unnamed json/jsonb parameter' : '')
   let hint: string | null = null
   if (raw === null) {
     if (overloads.length === 0) {
-      const names = new FuzzySet([...cache.routines.values()].flat().filter((r) => r.schema === schema).map((r) => r.name))
+      const names = new FuzzySet(
+        [...cache.routines.values()]
+          .flat()
+          .filter((r) => r.schema === schema)
+          .map((r) => r.name),
+      )
       const found = names.getOne(name, 0.75)
       if (found !== null) hint = `Perhaps you meant to call the function ${schema}.${found}`
     } else {
@@ -102,32 +127,45 @@ function noRoutine (cache: SchemaCache, schema: string, name: string, keys: read
       if (found !== null) hint = `Perhaps you meant to call the function ${qn}${found}`
     }
   }
-  return new FunctionNotFoundError(raw !== null ? qn : keys.length === 0 ? `${qn} without parameters` : `${qn}(${keys.join(', ')})`, {
-    details: `Searched for the function ${qn}${searched}, but no matches were found in the schema cache.`,
-    hint
-  })
+  return new FunctionNotFoundError(
+    raw !== null ? qn : keys.length === 0 ? `${qn} without parameters` : `${qn}(${keys.join(', ')})`,
+    {
+      details: `Searched for the function ${qn}${searched}, but no matches were found in the schema cache.`,
+      hint,
+    },
+  )
 }
 
-function shapeOf (r: Routine): CallShape {
+function shapeOf(r: Routine): CallShape {
   if (r.returnKind === 'void') return 'void'
   if (r.returnKind === 'scalar') return r.returnsSet ? 'setof-scalar' : 'scalar'
   return r.returnsSet ? 'setof-composite' : 'composite'
 }
 
 /** PostgREST's OnePosParam: a function whose one parameter has no name is called with it by position. */
-function onePositional (routine: Routine): boolean {
+function onePositional(routine: Routine): boolean {
   return routine.params.length === 1 && routine.params[0]?.name === ''
 }
 
-function args (routine: Routine, fallback: boolean, payload: CallPayload | null, getArgs: ReadonlyArray<readonly [string, string]>): CallArgs {
+function args(
+  routine: Routine,
+  fallback: boolean,
+  payload: CallPayload | null,
+  getArgs: ReadonlyArray<readonly [string, string]>,
+): CallArgs {
   if ((fallback || onePositional(routine)) && payload !== null) {
     const param = routine.params[0]
-    if (payload.kind === 'raw') return { kind: 'single', param, value: payload.mime === 'application/octet-stream' ? payload.bytes : payload.bytes.toString('utf8') }
+    if (payload.kind === 'raw')
+      return {
+        kind: 'single',
+        param,
+        value: payload.mime === 'application/octet-stream' ? payload.bytes : payload.bytes.toString('utf8'),
+      }
     if (payload.kind === 'json-args') return { kind: 'single', param, value: payload.json }
   }
   const byName = (n: string): RoutineParam | undefined => routine.params.find((p) => p.name === n)
   const textArgs = (list: ReadonlyArray<readonly [string, readonly string[]]>): CallArgs => {
-    const values: Array<{ param: RoutineParam, value: string }> = []
+    const values: Array<{ param: RoutineParam; value: string }> = []
     for (const [k, vs] of list) {
       const param = byName(k)
       if (!param) continue
@@ -148,20 +186,32 @@ function args (routine: Routine, fallback: boolean, payload: CallPayload | null,
   if (payload.kind === 'text-args') return textArgs(payload.args)
   if (payload.kind === 'json-args') {
     const params = payload.keys.map(byName).filter((p): p is RoutineParam => p !== undefined)
-    return params.length === 0 ? { kind: 'none' } : { kind: 'json', json: payload.json, params, array: payload.array === true }
+    return params.length === 0
+      ? { kind: 'none' }
+      : { kind: 'json', json: payload.json, params, array: payload.array === true }
   }
   return { kind: 'none' }
 }
 
 /** `{"a","b"}`: a Postgres array literal of text values. */
-function arrayLiteralOf (values: readonly string[]): string {
+function arrayLiteralOf(values: readonly string[]): string {
   return '{' + values.map((v) => '"' + v.replace(/\\/g, '\\\\').replace(/"/g, '\\"') + '"').join(',') + '}'
 }
 
 /** A stand-in table for results that are not a cached relation (scalars, RETURNS TABLE, OUT params). */
-function resultTable (routine: Routine, scalar: boolean): Table {
+function resultTable(routine: Routine, scalar: boolean): Table {
   const columns: Column[] = scalar
-    ? [{ name: routine.name, type: routine.returnType, baseType: routine.returnType, nullable: true, default: null, generated: false, description: null }]
+    ? [
+        {
+          name: routine.name,
+          type: routine.returnType,
+          baseType: routine.returnType,
+          nullable: true,
+          default: null,
+          generated: false,
+          description: null,
+        },
+      ]
     : []
   return {
     oid: 0,
@@ -175,7 +225,7 @@ function resultTable (routine: Routine, scalar: boolean): Table {
     insertable: false,
     updatable: false,
     deletable: false,
-    description: null
+    description: null,
   }
 }
 
@@ -187,36 +237,64 @@ export interface CallPlanOptions {
 }
 
 /** Plans `GET|HEAD|POST /rpc/<name>`. */
-export function planCall (req: ApiRequest, name: string, invoke: 'get' | 'head' | 'post', cache: SchemaCache, opts: CallPlanOptions): CallPlan {
+export function planCall(
+  req: ApiRequest,
+  name: string,
+  invoke: 'get' | 'head' | 'post',
+  cache: SchemaCache,
+  opts: CallPlanOptions,
+): CallPlan {
   // PostgREST's order: the body, the function, the read tree over its rows, the Accept
   // header (PGRST107), handling=strict (PGRST122), then max-affected (PGRST128).
   const payload = invoke === 'post' ? parseCallPayload(req.body, req.contentType, req.query.columns) : null
-  const keys = payload === null
-    ? [...new Set(req.query.rpcArgs.map(([k]) => k))]
-    : payload.kind === 'json-args' ? payload.keys : payload.kind === 'text-args' ? payload.args.map(([k]) => k) : []
+  const keys =
+    payload === null
+      ? [...new Set(req.query.rpcArgs.map(([k]) => k))]
+      : payload.kind === 'json-args'
+        ? payload.keys
+        : payload.kind === 'text-args'
+          ? payload.args.map(([k]) => k)
+          : []
   const { routine, fallback } = findRoutine(cache, req.schema, name, keys, payload)
 
   const shape = shapeOf(routine)
   const scalar = shape === 'scalar' || shape === 'setof-scalar' || shape === 'void'
 
   // The rows of the result as a read tree: a cached table's (with its relationships), or a stand-in.
-  const rel = !scalar && routine.returnRelation !== null ? cache.tables.get(qnKey(routine.returnRelation.schema, routine.returnRelation.name)) : undefined
+  const rel =
+    !scalar && routine.returnRelation !== null
+      ? cache.tables.get(qnKey(routine.returnRelation.schema, routine.returnRelation.name))
+      : undefined
   let tree: ReadNode
   let alias: string
   const readReq: ApiRequest = scalar ? { ...req, query: { ...req.query, select: [] } } : req
   if (rel) {
-    tree = planReadTree({ ...readReq, schema: rel.schema }, rel.name, cache, { maxRows: opts.maxRows, aggregates: opts.aggregates }).tree
+    tree = planReadTree({ ...readReq, schema: rel.schema }, rel.name, cache, {
+      maxRows: opts.maxRows,
+      aggregates: opts.aggregates,
+    }).tree
     alias = rel.name
   } else {
     const table = resultTable(routine, scalar)
-    const standIn: SchemaCache = { ...cache, tables: new Map([[qnKey(table.schema, table.name), table]]), relationships: new Map() }
-    tree = planReadTree({ ...readReq, schema: routine.schema }, routine.name, standIn, { maxRows: opts.maxRows, aggregates: opts.aggregates }).tree
+    const standIn: SchemaCache = {
+      ...cache,
+      tables: new Map([[qnKey(table.schema, table.name), table]]),
+      relationships: new Map(),
+    }
+    tree = planReadTree({ ...readReq, schema: routine.schema }, routine.name, standIn, {
+      maxRows: opts.maxRows,
+      aggregates: opts.aggregates,
+    }).tree
     alias = routine.name
   }
 
   // Handlers of the returned relation (or of the function itself), as PostgREST's relIdentifier.
   const target = { schema: routine.schema, name: routine.returnRelation?.name ?? routine.name }
-  const media = negotiateRead(req.accept, { handlers: cache.mediaHandlers, target, defaultSelect: isDefaultSelect(req) })
+  const media = negotiateRead(req.accept, {
+    handlers: cache.mediaHandlers,
+    target,
+    defaultSelect: isDefaultSelect(req),
+  })
   if (media.kind === 'csv' && scalar) throw new MediaTypeError(showAccept(req.accept))
   checkPreferences(req)
   const strict = req.preferences.handling === 'strict'
@@ -239,6 +317,6 @@ export function planCall (req: ApiRequest, name: string, invoke: 'get' | 'head' 
     headersOnly: invoke === 'head',
     ranged,
     maxAffected,
-    rollback: opts.allowTxOverride && req.preferences.tx === 'rollback'
+    rollback: opts.allowTxOverride && req.preferences.tx === 'rollback',
   }
 }

@@ -7,11 +7,11 @@
 
 const GRAM_SIZES = [3, 2] as const
 
-function normalize (s: string): string {
+function normalize(s: string): string {
   return s.toLowerCase().replace(/[^\p{L}\p{N}\s,]/gu, '')
 }
 
-function grams (value: string, size: number): Map<string, number> {
+function grams(value: string, size: number): Map<string, number> {
   let padded = '-' + normalize(value) + '-'
   while (padded.length < size) padded += '-'
   const chars = [...padded]
@@ -23,13 +23,13 @@ function grams (value: string, size: number): Map<string, number> {
   return out
 }
 
-function norm (counts: Iterable<number>): number {
+function norm(counts: Iterable<number>): number {
   let sum = 0
   for (const c of counts) sum += c * c
   return Math.sqrt(sum)
 }
 
-function levenshtein (a: string, b: string): number {
+function levenshtein(a: string, b: string): number {
   const x = [...a]
   const y = [...b]
   let prev = Array.from({ length: y.length + 1 }, (_, j) => j)
@@ -43,12 +43,16 @@ function levenshtein (a: string, b: string): number {
   return prev[y.length]
 }
 
-function similarity (a: string, b: string): number {
+function similarity(a: string, b: string): number {
   const len = Math.max([...a].length, [...b].length)
   return len === 0 ? 1 : 1 - levenshtein(a, b) / len
 }
 
-interface Item { readonly key: string, readonly value: string, readonly norms: ReadonlyMap<number, number> }
+interface Item {
+  readonly key: string
+  readonly value: string
+  readonly norms: ReadonlyMap<number, number>
+}
 
 /** A set of strings to look approximate matches up in. */
 export class FuzzySet {
@@ -56,11 +60,11 @@ export class FuzzySet {
   private readonly exact = new Map<string, string>()
   private readonly index = new Map<number, Map<string, Array<[number, number]>>>()
 
-  constructor (values: Iterable<string> = []) {
+  constructor(values: Iterable<string> = []) {
     for (const v of values) this.add(v)
   }
 
-  add (value: string): void {
+  add(value: string): void {
     const key = value.toLowerCase()
     if (this.exact.has(key)) return
     this.exact.set(key, value)
@@ -70,7 +74,10 @@ export class FuzzySet {
       const counts = grams(value, size)
       norms.set(size, norm(counts.values()))
       let bySize = this.index.get(size)
-      if (!bySize) { bySize = new Map(); this.index.set(size, bySize) }
+      if (!bySize) {
+        bySize = new Map()
+        this.index.set(size, bySize)
+      }
       for (const [g, n] of counts) {
         const list = bySize.get(g)
         if (list) list.push([at, n])
@@ -81,7 +88,7 @@ export class FuzzySet {
   }
 
   /** Matches scoring at least `minScore`, best first. */
-  get (query: string, minScore = 0.33): Array<{ score: number, value: string }> {
+  get(query: string, minScore = 0.33): Array<{ score: number; value: string }> {
     const key = query.toLowerCase()
     const hit = this.exact.get(key)
     if (hit !== undefined) return [{ score: 1, value: hit }]
@@ -93,10 +100,12 @@ export class FuzzySet {
       }
       if (dots.size === 0) continue
       const qNorm = norm(counts.values())
-      const byCosine = [...dots].map(([at, dot]) => ({ item: this.items[at], score: dot / (qNorm * (this.items[at].norms.get(size) ?? 1)) }))
+      const byCosine = [...dots]
+        .map(([at, dot]) => ({ item: this.items[at], score: dot / (qNorm * (this.items[at].norms.get(size) ?? 1)) }))
         .sort((a, b) => b.score - a.score)
         .slice(0, 50)
-      const rescored = byCosine.map(({ item }) => ({ score: similarity(item.key, key), value: item.value }))
+      const rescored = byCosine
+        .map(({ item }) => ({ score: similarity(item.key, key), value: item.value }))
         .sort((a, b) => b.score - a.score)
       return rescored.filter((r) => r.score >= minScore)
     }
@@ -104,7 +113,7 @@ export class FuzzySet {
   }
 
   /** The best match scoring at least `minScore`, or null. */
-  getOne (query: string, minScore = 0.33): string | null {
+  getOne(query: string, minScore = 0.33): string | null {
     return this.get(query, minScore)[0]?.value ?? null
   }
 }

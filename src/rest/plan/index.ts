@@ -13,7 +13,6 @@ import { planInfo, planOpenApi } from './info-plan.js'
 export type * from './types.js'
 export { negotiateRead } from './negotiate.js'
 
-
 interface PlanOptions {
   /** Tenant max_rows (rest.max_rows), null = none. */
   maxRows: number | null
@@ -27,14 +26,24 @@ interface PlanOptions {
   openapiSecurity?: boolean
 }
 
-function planRead (req: ApiRequest, relation: string, headersOnly: boolean, cache: SchemaCache, opts: PlanOptions): ReadPlan {
+function planRead(
+  req: ApiRequest,
+  relation: string,
+  headersOnly: boolean,
+  cache: SchemaCache,
+  opts: PlanOptions,
+): ReadPlan {
   // Negotiate first: PostgREST answers PGRST107 before looking at the table (it does so
   // again with the database's media handlers once the table is known).
-  const early = cache.mediaHandlers === undefined || !cache.tables.has(qnKey(req.schema, relation)) ? negotiateRead(req.accept) : null
+  const early =
+    cache.mediaHandlers === undefined || !cache.tables.has(qnKey(req.schema, relation))
+      ? negotiateRead(req.accept)
+      : null
   const { table, tree, implicitLimit } = planReadTree(req, relation, cache, opts)
-  const media = cache.mediaHandlers === undefined && early !== null
-    ? early
-    : negotiateRead(req.accept, { handlers: cache.mediaHandlers, target: table, defaultSelect: isDefaultSelect(req) })
+  const media =
+    cache.mediaHandlers === undefined && early !== null
+      ? early
+      : negotiateRead(req.accept, { handlers: cache.mediaHandlers, target: table, defaultSelect: isDefaultSelect(req) })
   checkPreferences(req)
   const ranged = tree.range.limit !== null || tree.range.offset > 0 || opts.maxRows !== null
   return {
@@ -46,19 +55,20 @@ function planRead (req: ApiRequest, relation: string, headersOnly: boolean, cach
     headersOnly,
     implicitLimit,
     maxRows: opts.maxRows,
-    ranged
+    ranged,
   }
 }
 
 /** The plan of a read (GET/HEAD on a table); other actions go through planAction. */
-export function planRequest (req: ApiRequest, cache: SchemaCache, opts: PlanOptions): ReadPlan {
+export function planRequest(req: ApiRequest, cache: SchemaCache, opts: PlanOptions): ReadPlan {
   const a = req.action
-  if (a.kind !== 'read') throw new NotImplementedError({ details: `planRequest plans reads; ${a.kind} goes through planAction.` })
+  if (a.kind !== 'read')
+    throw new NotImplementedError({ details: `planRequest plans reads; ${a.kind} goes through planAction.` })
   return planRead(req, a.relation, a.headersOnly, cache, opts)
 }
 
 /** The plan of any request; throws the PGRST error of the first problem found. */
-export function planAction (req: ApiRequest, cache: SchemaCache, opts: PlanOptions): ActionPlan {
+export function planAction(req: ApiRequest, cache: SchemaCache, opts: PlanOptions): ActionPlan {
   const a = req.action
   if (a.kind === 'read' || a.kind === 'mutate' || a.kind === 'call') {
     // The plan media type wraps the media type it is for: plan for that one, then explain.
@@ -72,19 +82,33 @@ export function planAction (req: ApiRequest, cache: SchemaCache, opts: PlanOptio
   return planOf(req, cache, opts)
 }
 
-function planOf (req: ApiRequest, cache: SchemaCache, opts: PlanOptions): ActionPlan {
+function planOf(req: ApiRequest, cache: SchemaCache, opts: PlanOptions): ActionPlan {
   const a = req.action
   switch (a.kind) {
     case 'read':
       return planRead(req, a.relation, a.headersOnly, cache, opts)
     case 'mutate':
-      return planMutate(req, a.relation, a.mutation, cache, { allowTxOverride: true, aggregates: opts.aggregates === true })
+      return planMutate(req, a.relation, a.mutation, cache, {
+        allowTxOverride: true,
+        aggregates: opts.aggregates === true,
+      })
     case 'call':
-      return planCall(req, a.routine, a.invoke, cache, { maxRows: opts.maxRows, allowTxOverride: true, aggregates: opts.aggregates === true })
+      return planCall(req, a.routine, a.invoke, cache, {
+        maxRows: opts.maxRows,
+        allowTxOverride: true,
+        aggregates: opts.aggregates === true,
+      })
     case 'info':
-      return planInfo(req, a.resource, cache, { maxRows: opts.maxRows, allowTxOverride: true, aggregates: opts.aggregates === true })
+      return planInfo(req, a.resource, cache, {
+        maxRows: opts.maxRows,
+        allowTxOverride: true,
+        aggregates: opts.aggregates === true,
+      })
     case 'openapi':
       if (opts.openapiMode === 'disabled') throw new OpenApiDisabledError()
-      return planOpenApi(req, a.headersOnly, cache, { ignorePrivileges: opts.openapiMode === 'ignore-privileges', securityActive: opts.openapiSecurity === true })
+      return planOpenApi(req, a.headersOnly, cache, {
+        ignorePrivileges: opts.openapiMode === 'ignore-privileges',
+        securityActive: opts.openapiSecurity === true,
+      })
   }
 }

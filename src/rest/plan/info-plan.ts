@@ -9,7 +9,12 @@ import { findTable } from './read-plan.js'
 import type { ForeignKeyNote, InfoPlan, OpenApiPlan } from './types.js'
 
 /** OPTIONS: the methods a resource takes (from the table's flags, not from grants). */
-export function planInfo (req: ApiRequest, resource: Resource, cache: SchemaCache, opts: CallPlanOptions = { maxRows: null, allowTxOverride: true }): InfoPlan {
+export function planInfo(
+  req: ApiRequest,
+  resource: Resource,
+  cache: SchemaCache,
+  opts: CallPlanOptions = { maxRows: null, allowTxOverride: true },
+): InfoPlan {
   switch (resource.kind) {
     case 'schema':
       return { kind: 'info', allow: 'OPTIONS,GET,HEAD' }
@@ -33,21 +38,42 @@ export function planInfo (req: ApiRequest, resource: Resource, cache: SchemaCach
 }
 
 /** GET / : Accept must allow the OpenAPI document (PGRST107 otherwise). */
-export function planOpenApi (req: ApiRequest, headersOnly: boolean, cache: SchemaCache,
-  opts: { ignorePrivileges?: boolean, securityActive?: boolean } = {}): OpenApiPlan {
-  const ok = req.accept.some((m) => m.type === '*/*' || m.type === 'application/json' || m.type === 'application/openapi+json')
+export function planOpenApi(
+  req: ApiRequest,
+  headersOnly: boolean,
+  cache: SchemaCache,
+  opts: { ignorePrivileges?: boolean; securityActive?: boolean } = {},
+): OpenApiPlan {
+  const ok = req.accept.some(
+    (m) => m.type === '*/*' || m.type === 'application/json' || m.type === 'application/openapi+json',
+  )
   if (!ok) throw new MediaTypeError(showAccept(req.accept))
-  const tables = [...cache.tables.values()].filter((t) => t.schema === req.schema).sort((a, b) => a.name < b.name ? -1 : a.name > b.name ? 1 : 0)
-  const routines = [...cache.routines.values()].flat().filter((r) => r.schema === req.schema).sort((a, b) => a.name < b.name ? -1 : a.name > b.name ? 1 : a.oid - b.oid)
+  const tables = [...cache.tables.values()]
+    .filter((t) => t.schema === req.schema)
+    .sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0))
+  const routines = [...cache.routines.values()]
+    .flat()
+    .filter((r) => r.schema === req.schema)
+    .sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : a.oid - b.oid))
   const foreignKeys = new Map<string, ForeignKeyNote[]>()
   for (const t of tables) {
     const notes: ForeignKeyNote[] = []
     for (const rel of cache.relationships.get(qnKey(t.schema, t.name)) ?? []) {
       const c = rel.cardinality
       if (c.kind !== 'm2o' && !(c.kind === 'o2o' && !c.isParent)) continue
-      for (const [col, fcol] of c.columns) notes.push({ column: col, foreignTable: rel.foreignTable.name, foreignColumn: fcol })
+      for (const [col, fcol] of c.columns)
+        notes.push({ column: col, foreignTable: rel.foreignTable.name, foreignColumn: fcol })
     }
     foreignKeys.set(t.name, notes)
   }
-  return { kind: 'openapi', headersOnly, schema: req.schema, tables, routines, foreignKeys, ignorePrivileges: opts.ignorePrivileges === true, securityActive: opts.securityActive === true }
+  return {
+    kind: 'openapi',
+    headersOnly,
+    schema: req.schema,
+    tables,
+    routines,
+    foreignKeys,
+    ignorePrivileges: opts.ignorePrivileges === true,
+    securityActive: opts.securityActive === true,
+  }
 }

@@ -3,9 +3,7 @@
 // on_conflict, PUT's primary-key rules (PGRST105/114/115), PATCH/DELETE filters,
 // max-affected, and the read tree of the representation. As PostgREST 14, `limit` and
 // `offset` do not narrow a write (nor the embeddings of its representation). Pure.
-import {
-  ColumnNotFoundError, NotImplementedError, PutLimitError, PutMatchingPkError
-} from '../errors.js'
+import { ColumnNotFoundError, NotImplementedError, PutLimitError, PutMatchingPkError } from '../errors.js'
 import { ALL_ROWS } from '../api-request/range.js'
 import { parseWritePayload, type RowsPayload } from '../api-request/payload.js'
 import type { ApiRequest, Mutation } from '../api-request/types.js'
@@ -13,23 +11,32 @@ import type { SchemaCache, Table } from '../schema-cache/types.js'
 import { checkPreferences, isDefaultSelect, negotiateRead } from './negotiate.js'
 import { planReadTree } from './read-plan.js'
 import { rebaseRoot, rootColumns } from './rebase.js'
-import type { BodyParsers, Condition, DeleteSpec, InsertSpec, MutatePlan, ReadNode, ReturnPreference, UpdateSpec } from './types.js'
+import type {
+  BodyParsers,
+  Condition,
+  DeleteSpec,
+  InsertSpec,
+  MutatePlan,
+  ReadNode,
+  ReturnPreference,
+  UpdateSpec,
+} from './types.js'
 
-function checkColumns (table: Table, names: readonly string[]): void {
+function checkColumns(table: Table, names: readonly string[]): void {
   for (const c of names) {
     if (!table.columnsByName.has(c)) throw new ColumnNotFoundError(c, table.name)
   }
 }
 
 /** Whether a row of the body has a key the written columns leave out (`columns=`). */
-function hasExtraKeys (payload: RowsPayload, listed: readonly string[] | null): boolean {
+function hasExtraKeys(payload: RowsPayload, listed: readonly string[] | null): boolean {
   if (listed === null) return false
   const keys = new Set(listed)
   return payload.rows.some((r) => Object.keys(r).some((k) => !keys.has(k)))
 }
 
 /** The body columns a data representation parses from json (PostgREST's withJsonParse). */
-function bodyParsers (cache: SchemaCache, table: Table, names: readonly string[]): BodyParsers {
+function bodyParsers(cache: SchemaCache, table: Table, names: readonly string[]): BodyParsers {
   const reps = cache.representations?.fromJson
   if (reps === undefined) return []
   return names.flatMap((c) => {
@@ -40,7 +47,7 @@ function bodyParsers (cache: SchemaCache, table: Table, names: readonly string[]
 }
 
 /** PUT: filters must be exactly the primary key, each a plain `eq` (docs/rest-protocol.md §3.4). */
-function putKey (req: ApiRequest, table: Table): Array<readonly [string, string]> {
+function putKey(req: ApiRequest, table: Table): Array<readonly [string, string]> {
   const q = req.query
   if (q.ranges.some((r) => r.path.length === 0 && (r.limit !== null || (r.offset ?? 0) > 0))) throw new PutLimitError()
   const root = q.filters.filter((f) => f.path.length === 0)
@@ -50,13 +57,21 @@ function putKey (req: ApiRequest, table: Table): Array<readonly [string, string]
   for (const col of table.pk) {
     const f = root.find((x) => x.filter.field.name === col && x.filter.field.jsonPath.length === 0)
     const op = f?.filter.opExpr
-    if (!f || !op || op.negated || op.operation.kind !== 'quant' || op.operation.op !== 'eq' || op.operation.quantifier !== null) throw bad()
+    if (
+      !f ||
+      !op ||
+      op.negated ||
+      op.operation.kind !== 'quant' ||
+      op.operation.op !== 'eq' ||
+      op.operation.quantifier !== null
+    )
+      throw bad()
     out.push([col, op.operation.value])
   }
   return out
 }
 
-function rootWhere (root: ReadNode): Condition[] {
+function rootWhere(root: ReadNode): Condition[] {
   const walk = (c: Condition): void => {
     if (c.kind === 'null-embed') {
       throw new NotImplementedError({ details: 'Filters on embedded resources cannot select the rows of a write.' })
@@ -75,22 +90,36 @@ interface MutatePlanOptions {
 }
 
 /** Plans POST / PATCH / PUT / DELETE on `relation`. */
-export function planMutate (req: ApiRequest, relation: string, mutation: Mutation, cache: SchemaCache, opts: MutatePlanOptions = { allowTxOverride: true }): MutatePlan {
+export function planMutate(
+  req: ApiRequest,
+  relation: string,
+  mutation: Mutation,
+  cache: SchemaCache,
+  opts: MutatePlanOptions = { allowTxOverride: true },
+): MutatePlan {
   const prefs = req.preferences
   const { table, tree } = writeTree(req, relation, mutation, cache, opts)
   let returning: ReturnPreference = prefs.return ?? 'minimal'
   if (returning === 'headers-only' && mutation !== 'insert') returning = 'minimal'
-  const spec: InsertSpec | UpdateSpec | DeleteSpec = mutation === 'delete'
-    ? { kind: 'delete', where: rootWhere(tree) }
-    : mutation === 'update' ? updateSpec(req, table, tree, cache) : insertSpec(req, mutation, table, cache)
+  const spec: InsertSpec | UpdateSpec | DeleteSpec =
+    mutation === 'delete'
+      ? { kind: 'delete', where: rootWhere(tree) }
+      : mutation === 'update'
+        ? updateSpec(req, table, tree, cache)
+        : insertSpec(req, mutation, table, cache)
   // Matches PostgREST 14: unknown preferences with handling=strict (PGRST122) after the
   // write is planned, then the Accept header (PGRST107).
   checkPreferences(req)
   // As PostgREST: the table's media handlers are negotiated for every write; only the
   // representation is built with one.
-  const media = negotiateRead(req.accept, { handlers: cache.mediaHandlers, target: table, defaultSelect: isDefaultSelect(req) })
+  const media = negotiateRead(req.accept, {
+    handlers: cache.mediaHandlers,
+    target: table,
+    defaultSelect: isDefaultSelect(req),
+  })
   const bare: ReadNode = { ...tree, where: [], range: ALL_ROWS }
-  const returnColumns = returning === 'representation' ? rootColumns(bare) : returning === 'headers-only' ? [...table.pk] : []
+  const returnColumns =
+    returning === 'representation' ? rootColumns(bare) : returning === 'headers-only' ? [...table.pk] : []
   const strict = prefs.handling === 'strict'
   return {
     kind: 'mutate',
@@ -105,7 +134,7 @@ export function planMutate (req: ApiRequest, relation: string, mutation: Mutatio
     count: prefs.count,
     singular: media.kind === 'singular',
     maxAffected: strict && (mutation === 'update' || mutation === 'delete') ? prefs.maxAffected : null,
-    rollback: opts.allowTxOverride && prefs.tx === 'rollback'
+    rollback: opts.allowTxOverride && prefs.tx === 'rollback',
   }
 }
 
@@ -114,15 +143,39 @@ export function planMutate (req: ApiRequest, relation: string, mutation: Mutatio
  * the same tree without them (its order kept, embeds keep their filters). PostgREST 14
  * reads no limit/offset on writes: the tree is planned without ranges.
  */
-function writeTree (req: ApiRequest, relation: string, mutation: Mutation, cache: SchemaCache, opts: MutatePlanOptions): { table: Table, tree: ReadNode } {
-  const readReq: ApiRequest = mutation === 'insert' || mutation === 'single-upsert'
-    ? { ...req, query: { ...req.query, filters: req.query.filters.filter((f) => f.path.length > 0), logic: req.query.logic.filter((l) => l.path.length > 0) } }
-    : req
-  return planReadTree({ ...readReq, query: { ...readReq.query, ranges: [] }, range: ALL_ROWS, rangeHeader: null, defaultLimit: null }, relation, cache, { maxRows: null, aggregates: opts.aggregates })
+function writeTree(
+  req: ApiRequest,
+  relation: string,
+  mutation: Mutation,
+  cache: SchemaCache,
+  opts: MutatePlanOptions,
+): { table: Table; tree: ReadNode } {
+  const readReq: ApiRequest =
+    mutation === 'insert' || mutation === 'single-upsert'
+      ? {
+          ...req,
+          query: {
+            ...req.query,
+            filters: req.query.filters.filter((f) => f.path.length > 0),
+            logic: req.query.logic.filter((l) => l.path.length > 0),
+          },
+        }
+      : req
+  return planReadTree(
+    { ...readReq, query: { ...readReq.query, ranges: [] }, range: ALL_ROWS, rangeHeader: null, defaultLimit: null },
+    relation,
+    cache,
+    { maxRows: null, aggregates: opts.aggregates },
+  )
 }
 
 /** POST (insert) and PUT (single-upsert). */
-function insertSpec (req: ApiRequest, mutation: 'insert' | 'single-upsert', table: Table, cache: SchemaCache): InsertSpec {
+function insertSpec(
+  req: ApiRequest,
+  mutation: 'insert' | 'single-upsert',
+  table: Table,
+  cache: SchemaCache,
+): InsertSpec {
   const columns = req.query.columns
   // PUT reads no `columns=` (as PostgREST): the body names the columns.
   const payload = parseWritePayload(req.body, req.contentType, mutation === 'insert' ? columns : null)
@@ -132,12 +185,13 @@ function insertSpec (req: ApiRequest, mutation: 'insert' | 'single-upsert', tabl
   const key = mutation === 'single-upsert' ? putKey(req, table) : null
   const { onConflict, resolutionApplied } = conflictOf(req, mutation, table)
   // Matches PostgREST: missing=default applies to POST (PUT sends the whole row).
-  const defaults = mutation === 'insert' && req.preferences.missing === 'default'
-    ? payload.keys.flatMap((c) => {
-      const expression = table.columnsByName.get(c)?.insertDefault ?? null
-      return expression === null ? [] : [{ column: c, expression }]
-    })
-    : null
+  const defaults =
+    mutation === 'insert' && req.preferences.missing === 'default'
+      ? payload.keys.flatMap((c) => {
+          const expression = table.columnsByName.get(c)?.insertDefault ?? null
+          return expression === null ? [] : [{ column: c, expression }]
+        })
+      : null
   return {
     kind: 'insert',
     payload,
@@ -148,29 +202,47 @@ function insertSpec (req: ApiRequest, mutation: 'insert' | 'single-upsert', tabl
     onConflict,
     putKey: key,
     countInserts: mutation === 'single-upsert' || onConflict?.action === 'merge',
-    resolutionApplied
+    resolutionApplied,
   }
 }
 
 /** The ON CONFLICT of an upsert: PUT merges on the PK; POST as Prefer: resolution says. */
-function conflictOf (req: ApiRequest, mutation: 'insert' | 'single-upsert', table: Table): { onConflict: InsertSpec['onConflict'], resolutionApplied: boolean } {
-  if (mutation === 'single-upsert') return { onConflict: { columns: table.pk, action: 'merge' }, resolutionApplied: false }
+function conflictOf(
+  req: ApiRequest,
+  mutation: 'insert' | 'single-upsert',
+  table: Table,
+): { onConflict: InsertSpec['onConflict']; resolutionApplied: boolean } {
+  if (mutation === 'single-upsert')
+    return { onConflict: { columns: table.pk, action: 'merge' }, resolutionApplied: false }
   const resolution = req.preferences.resolution
   const target = req.query.onConflict ?? (table.pk.length > 0 ? table.pk : null)
   // Matches PostgREST: no PK and no on_conflict = a plain insert, resolution not echoed.
   if (resolution === null || target === null) return { onConflict: null, resolutionApplied: false }
-  return { onConflict: { columns: target, action: resolution === 'merge-duplicates' ? 'merge' : 'ignore' }, resolutionApplied: true }
+  return {
+    onConflict: { columns: target, action: resolution === 'merge-duplicates' ? 'merge' : 'ignore' },
+    resolutionApplied: true,
+  }
 }
 
 /** PATCH: an array body updates as PostgREST's does, UPDATE ... FROM its rows (one per matched row). */
-function updateSpec (req: ApiRequest, table: Table, tree: ReadNode, cache: SchemaCache): UpdateSpec {
+function updateSpec(req: ApiRequest, table: Table, tree: ReadNode, cache: SchemaCache): UpdateSpec {
   const columns = req.query.columns
   const payload = parseWritePayload(req.body, req.contentType, columns)
   checkColumns(table, payload.keys)
   const row = payload.rows[0] ?? {}
   const set: UpdateSpec['set'] = payload.keys.map((c) => ({
     column: c,
-    value: req.preferences.missing === 'default' && columns !== null && !Object.prototype.hasOwnProperty.call(row, c) ? 'default' : 'body'
+    value:
+      req.preferences.missing === 'default' && columns !== null && !Object.prototype.hasOwnProperty.call(row, c)
+        ? 'default'
+        : 'body',
   }))
-  return { kind: 'update', payload, parsers: bodyParsers(cache, table, payload.keys), extraKeys: hasExtraKeys(payload, columns), set, where: rootWhere(tree) }
+  return {
+    kind: 'update',
+    payload,
+    parsers: bodyParsers(cache, table, payload.keys),
+    extraKeys: hasExtraKeys(payload, columns),
+    set,
+    where: rootWhere(tree),
+  }
 }

@@ -19,7 +19,7 @@ interface HandlerScope {
 }
 
 /** The select is the default `*` alone (PostgREST's hasDefaultSelect): handlers of the target apply. */
-export function isDefaultSelect (req: ApiRequest): boolean {
+export function isDefaultSelect(req: ApiRequest): boolean {
   const s = req.query.select
   if (s.length !== 1) return false
   const f = s[0]
@@ -28,11 +28,16 @@ export function isDefaultSelect (req: ApiRequest): boolean {
 
 /** Media types PostgREST sends with `; charset=utf-8` (MediaType.hs toContentType). */
 const CHARSET_TYPES: ReadonlySet<string> = new Set([
-  'application/json', 'application/geo+json', 'text/csv', 'text/plain', 'text/xml', 'application/openapi+json',
-  'application/x-www-form-urlencoded'
+  'application/json',
+  'application/geo+json',
+  'text/csv',
+  'text/plain',
+  'text/xml',
+  'application/openapi+json',
+  'application/x-www-form-urlencoded',
 ])
 
-function customHandler (def: MediaHandlerDef): MediaHandler {
+function customHandler(def: MediaHandlerDef): MediaHandler {
   const ct = CHARSET_TYPES.has(def.mediaType) ? `${def.mediaType}; charset=utf-8` : def.mediaType
   return { kind: 'custom', contentType: ct, function: def.function, target: def.target, bytes: def.bytes }
 }
@@ -41,18 +46,18 @@ function customHandler (def: MediaHandlerDef): MediaHandler {
  * A handler of the database for `type`, as PostgREST's lookupHandler: the target's `*\/*`
  * handler or its handler of that type (default select only), then an anyelement handler.
  */
-function lookupCustom (scope: HandlerScope | undefined, type: string): MediaHandler | null {
+function lookupCustom(scope: HandlerScope | undefined, type: string): MediaHandler | null {
   const h = scope?.handlers
   if (h === undefined) return null
   const own = scope!.defaultSelect
-    ? h.get(mediaHandlerKey(scope!.target, '*/*')) ?? h.get(mediaHandlerKey(scope!.target, type))
+    ? (h.get(mediaHandlerKey(scope!.target, '*/*')) ?? h.get(mediaHandlerKey(scope!.target, type)))
     : undefined
   const def = own ?? h.get(mediaHandlerKey(null, type))
   return def === undefined ? null : customHandler(def)
 }
 
 /** The media handler of a read (tables, views, RPC results). */
-export function negotiateRead (accept: readonly MediaType[], scope?: HandlerScope): MediaHandler {
+export function negotiateRead(accept: readonly MediaType[], scope?: HandlerScope): MediaHandler {
   for (const m of accept) {
     const stripped = m.params.nulls === 'stripped'
     const vendored = m.type.startsWith('application/vnd.pgrst.')
@@ -67,12 +72,18 @@ export function negotiateRead (accept: readonly MediaType[], scope?: HandlerScop
         return {
           kind: 'singular',
           stripNulls: stripped,
-          contentType: stripped ? 'application/vnd.pgrst.object+json;nulls=stripped; charset=utf-8' : 'application/vnd.pgrst.object+json; charset=utf-8'
+          contentType: stripped
+            ? 'application/vnd.pgrst.object+json;nulls=stripped; charset=utf-8'
+            : 'application/vnd.pgrst.object+json; charset=utf-8',
         }
       case 'application/vnd.pgrst.array+json':
       case 'application/vnd.pgrst.array':
         return stripped
-          ? { kind: 'json', stripNulls: true, contentType: 'application/vnd.pgrst.array+json;nulls=stripped; charset=utf-8' }
+          ? {
+              kind: 'json',
+              stripNulls: true,
+              contentType: 'application/vnd.pgrst.array+json;nulls=stripped; charset=utf-8',
+            }
           : { kind: 'json', stripNulls: false, contentType: JSON_CT }
       case 'text/csv':
         return { kind: 'csv', contentType: 'text/csv; charset=utf-8' }
@@ -87,13 +98,19 @@ export function negotiateRead (accept: readonly MediaType[], scope?: HandlerScop
 const PLAN_TYPES: ReadonlyMap<string, 'json' | 'text'> = new Map([
   ['application/vnd.pgrst.plan', 'text'],
   ['application/vnd.pgrst.plan+text', 'text'],
-  ['application/vnd.pgrst.plan+json', 'json']
+  ['application/vnd.pgrst.plan+json', 'json'],
 ])
 
 /** The media types negotiateRead answers itself (an earlier one wins over a plan type). */
 const PRODUCED: ReadonlySet<string> = new Set([
-  '*/*', 'application/json', 'application/vnd.pgrst.object+json', 'application/vnd.pgrst.object',
-  'application/vnd.pgrst.array+json', 'application/vnd.pgrst.array', 'text/csv', 'application/geo+json'
+  '*/*',
+  'application/json',
+  'application/vnd.pgrst.object+json',
+  'application/vnd.pgrst.object',
+  'application/vnd.pgrst.array+json',
+  'application/vnd.pgrst.array',
+  'text/csv',
+  'application/geo+json',
 ])
 
 const PLAN_OPTIONS: readonly PlanOption[] = ['analyze', 'verbose', 'settings', 'buffers', 'wal']
@@ -106,13 +123,18 @@ const PLAN_OPTIONS: readonly PlanOption[] = ['analyze', 'verbose', 'settings', '
  * type. Disabled, the plan types are not offered (a request that accepts nothing else
  * gets PGRST107).
  */
-export function negotiatePlan (accept: readonly MediaType[], enabled: boolean,
-  handlers?: ReadonlyMap<string, MediaHandlerDef>): { explain: ExplainSpec, accept: MediaType[] } | null {
+export function negotiatePlan(
+  accept: readonly MediaType[],
+  enabled: boolean,
+  handlers?: ReadonlyMap<string, MediaHandlerDef>,
+): { explain: ExplainSpec; accept: MediaType[] } | null {
   if (!enabled) return null
   // The types the database's media handlers produce count as produced (PostgREST's
   // lookupHandler of the plan's `for` type); whether one applies is decided by the plan.
-  const custom = handlers === undefined ? null : new Set([...handlers.keys()].map((k) => k.slice(k.indexOf('\u0001') + 1)))
-  const produced = (type: string): boolean => PRODUCED.has(type) || custom?.has(type) === true || custom?.has('*/*') === true
+  const custom =
+    handlers === undefined ? null : new Set([...handlers.keys()].map((k) => k.slice(k.indexOf('\u0001') + 1)))
+  const produced = (type: string): boolean =>
+    PRODUCED.has(type) || custom?.has(type) === true || custom?.has('*/*') === true
   for (const m of accept) {
     const format = PLAN_TYPES.get(m.type)
     if (format === undefined) {
@@ -124,7 +146,7 @@ export function negotiatePlan (accept: readonly MediaType[], enabled: boolean,
     const given = new Set(Object.prototype.hasOwnProperty.call(m.params, 'options') ? m.params.options!.split('|') : [])
     return {
       explain: { format, options: PLAN_OPTIONS.filter((o) => given.has(o)), forMediaType: mimeName(inner) },
-      accept: [inner]
+      accept: [inner],
     }
   }
   return null
@@ -136,7 +158,7 @@ export function negotiatePlan (accept: readonly MediaType[], enabled: boolean,
  * (reads, calls, OPTIONS on a function; writes check it in planMutate). OPTIONS on a table
  * or the root and the OpenAPI document do not check it.
  */
-export function checkPreferences (req: ApiRequest): void {
+export function checkPreferences(req: ApiRequest): void {
   const p = req.preferences
   if (p.handling === 'strict' && p.invalid.length > 0) {
     throw invalidPreferences(p.invalid)

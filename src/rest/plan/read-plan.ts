@@ -4,17 +4,47 @@
 // -> to-many spreads -> max rows. Pure; unknown tables and relationships are rejected
 // here (PGRST2xx) before any SQL exists. Unknown columns are left to Postgres (42703).
 import {
-  AggregatesNotAllowedError, notEmbedded, NotImplementedError, relatedOrderNotToOne, tableNotFound
+  AggregatesNotAllowedError,
+  notEmbedded,
+  NotImplementedError,
+  relatedOrderNotToOne,
+  tableNotFound,
 } from '../errors.js'
 import { FuzzySet } from './fuzzy.js'
 import { capRange, intersectRanges, rangeOf } from '../api-request/range.js'
 import type {
-  AggregateFunction, ApiRequest, EmbedPath, Field, Filter, LogicTree, OrderTerm, RowRange, SelectField, SelectItem
+  AggregateFunction,
+  ApiRequest,
+  EmbedPath,
+  Field,
+  Filter,
+  LogicTree,
+  OrderTerm,
+  RowRange,
+  SelectField,
+  SelectItem,
 } from '../api-request/types.js'
-import { isToOne, qnKey, type QualifiedName, type Relationship, type SchemaCache, type Table } from '../schema-cache/types.js'
+import {
+  isToOne,
+  qnKey,
+  type QualifiedName,
+  type Relationship,
+  type SchemaCache,
+  type Table,
+} from '../schema-cache/types.js'
 import { findRelationship } from './relationships.js'
 import type {
-  CoercibleField, ComputedSource, Condition, JoinCondition, PlannedOrder, Qualifier, ReadNode, SelectColumn, Spread, SpreadOrderSelect, SpreadSelect
+  CoercibleField,
+  ComputedSource,
+  Condition,
+  JoinCondition,
+  PlannedOrder,
+  Qualifier,
+  ReadNode,
+  SelectColumn,
+  Spread,
+  SpreadOrderSelect,
+  SpreadSelect,
 } from './types.js'
 
 interface ReadPlanOptions {
@@ -47,7 +77,7 @@ interface Draft {
   children: Draft[]
 }
 
-export function findTable (cache: SchemaCache, schema: string, name: string): Table {
+export function findTable(cache: SchemaCache, schema: string, name: string): Table {
   const t = cache.tables.get(qnKey(schema, name))
   if (!t) {
     // Matches PostgREST: the closest table name of the schema (similarity 0.75 or more) as a hint.
@@ -57,17 +87,33 @@ export function findTable (cache: SchemaCache, schema: string, name: string): Ta
   return t
 }
 
-function newDraft (from: QualifiedName, depth: number, relName: string): Draft {
+function newDraft(from: QualifiedName, depth: number, relName: string): Draft {
   return {
-    from, alias: null, depth, relName, relAlias: null, hint: null, joinType: null, isSpread: false, aggAlias: '',
-    relationship: null, junction: null, computed: null, joinConditions: [], fields: [], filters: [], logic: [], order: [],
-    range: { offset: 0, limit: null }, children: []
+    from,
+    alias: null,
+    depth,
+    relName,
+    relAlias: null,
+    hint: null,
+    joinType: null,
+    isSpread: false,
+    aggAlias: '',
+    relationship: null,
+    junction: null,
+    computed: null,
+    joinConditions: [],
+    fields: [],
+    filters: [],
+    logic: [],
+    order: [],
+    range: { offset: 0, limit: null },
+    children: [],
   }
 }
 
 // -- pass: select -> tree -------------------------------------------------------------
 
-function buildTree (node: Draft, items: readonly SelectItem[], schema: string): void {
+function buildTree(node: Draft, items: readonly SelectItem[], schema: string): void {
   for (const item of items) {
     if (item.kind === 'field') {
       node.fields.push(item)
@@ -88,10 +134,12 @@ function buildTree (node: Draft, items: readonly SelectItem[], schema: string): 
 const embedName = (d: Draft): string => d.relAlias ?? d.relName
 
 /** The node an embed path names; legacy: an aliased embed may be named by its table. */
-function nodeAt (root: Draft, path: EmbedPath): Draft {
+function nodeAt(root: Draft, path: EmbedPath): Draft {
   let node = root
   for (const seg of path) {
-    const next = node.children.find((c) => embedName(c) === seg) ?? node.children.find((c) => c.relAlias !== null && c.relName === seg)
+    const next =
+      node.children.find((c) => embedName(c) === seg) ??
+      node.children.find((c) => c.relAlias !== null && c.relName === seg)
     if (!next) throw notEmbedded(seg)
     node = next
   }
@@ -100,11 +148,11 @@ function nodeAt (root: Draft, path: EmbedPath): Draft {
 
 // -- pass: relationships ------------------------------------------------------------------
 
-function qualifierOf (d: Draft): Qualifier {
+function qualifierOf(d: Draft): Qualifier {
   return d.alias ? { kind: 'alias', name: d.alias } : { kind: 'table', schema: d.from.schema, name: d.from.name }
 }
 
-function addRels (node: Draft, root: Draft, cache: SchemaCache, schema: string): void {
+function addRels(node: Draft, root: Draft, cache: SchemaCache, schema: string): void {
   for (const child of node.children) {
     const origin = node.from.name
     const rel = findRelationship(cache, schema, origin, child.relName, child.hint)
@@ -120,7 +168,7 @@ function addRels (node: Draft, root: Draft, cache: SchemaCache, schema: string):
       const target: Qualifier = { kind: 'table', schema: rel.foreignTable.schema, name: rel.foreignTable.name }
       child.joinConditions = [
         ...c.junction.columns2.map(([col, jcol]) => ({ left: [j, jcol] as const, right: [target, col] as const })),
-        ...c.junction.columns1.map(([col, jcol]) => ({ left: [j, jcol] as const, right: [parentQ, col] as const }))
+        ...c.junction.columns1.map(([col, jcol]) => ({ left: [j, jcol] as const, right: [parentQ, col] as const })),
       ]
     } else if (c.kind === 'computed') {
       child.alias = `${rel.foreignTable.name}_${child.depth}`
@@ -129,7 +177,10 @@ function addRels (node: Draft, root: Draft, cache: SchemaCache, schema: string):
     } else {
       child.alias = `${rel.foreignTable.name}_${child.depth}`
       const childQ: Qualifier = { kind: 'alias', name: child.alias }
-      child.joinConditions = c.columns.map(([col, fcol]) => ({ left: [childQ, fcol] as const, right: [parentQ, col] as const }))
+      child.joinConditions = c.columns.map(([col, fcol]) => ({
+        left: [childQ, fcol] as const,
+        right: [parentQ, col] as const,
+      }))
     }
     addRels(child, root, cache, schema)
   }
@@ -144,11 +195,16 @@ const JSON_TYPES = new Set(['json', 'jsonb'])
  * to_tsvector). `reps`: the data representations that apply where the field stands (the
  * output one in a select, the text parser in a filter), as PostgREST's withTransformer.
  */
-function coerce (table: Table | undefined, field: Field, fts: { language: string | null } | null = null,
-  reps?: ReadonlyMap<number, QualifiedName>): CoercibleField {
+function coerce(
+  table: Table | undefined,
+  field: Field,
+  fts: { language: string | null } | null = null,
+  reps?: ReadonlyMap<number, QualifiedName>,
+): CoercibleField {
   const col = table?.columnsByName.get(field.name)
   if (!col) return { name: field.name, jsonPath: field.jsonPath, toJson: true, toTsVector: null }
-  const transform = reps !== undefined && col.typeOid !== undefined && field.jsonPath.length === 0 ? reps.get(col.typeOid) : undefined
+  const transform =
+    reps !== undefined && col.typeOid !== undefined && field.jsonPath.length === 0 ? reps.get(col.typeOid) : undefined
   const out: CoercibleField = JSON_TYPES.has(col.baseType)
     ? { name: field.name, jsonPath: field.jsonPath, toJson: false, toTsVector: fts }
     : col.baseType === 'tsvector'
@@ -158,13 +214,13 @@ function coerce (table: Table | undefined, field: Field, fts: { language: string
 }
 
 /** A column formatted by a data representation on output (PostgREST's hasOutputRep). */
-function hasOutputRep (table: Table | undefined, reps: ReadonlyMap<number, QualifiedName> | undefined): boolean {
+function hasOutputRep(table: Table | undefined, reps: ReadonlyMap<number, QualifiedName> | undefined): boolean {
   if (reps === undefined || table === undefined) return false
   return table.columns.some((c) => c.typeOid !== undefined && reps.has(c.typeOid))
 }
 
 /** Output key of an unaliased JSON path selection: its last key (docs/rest-protocol.md §2.1). */
-function jsonPathAlias (field: Field): string | null {
+function jsonPathAlias(field: Field): string | null {
   if (field.jsonPath.length === 0) return null
   for (let i = field.jsonPath.length - 1; i >= 0; i--) {
     const op = field.jsonPath[i].operand
@@ -173,20 +229,33 @@ function jsonPathAlias (field: Field): string | null {
   return field.name
 }
 
-function toCondition (table: Table | undefined, f: Filter, reps?: ReadonlyMap<number, QualifiedName>): Condition {
+function toCondition(table: Table | undefined, f: Filter, reps?: ReadonlyMap<number, QualifiedName>): Condition {
   const op = f.opExpr.operation
   const fts = op.kind === 'fts' ? { language: op.language } : null
   return { kind: 'filter', field: coerce(table, f.field, fts, reps), opExpr: f.opExpr }
 }
 
-function logicToCondition (table: Table | undefined, t: LogicTree, reps?: ReadonlyMap<number, QualifiedName>): Condition {
+function logicToCondition(
+  table: Table | undefined,
+  t: LogicTree,
+  reps?: ReadonlyMap<number, QualifiedName>,
+): Condition {
   if (t.kind === 'expr') return toCondition(table, t.filter, reps)
-  return { kind: 'logic', op: t.op, negated: t.negated, children: t.children.map((c) => logicToCondition(table, c, reps)) }
+  return {
+    kind: 'logic',
+    op: t.op,
+    negated: t.negated,
+    children: t.children.map((c) => logicToCondition(table, c, reps)),
+  }
 }
 
 // -- finishing: drafts -> ReadNode -----------------------------------------------------------
 
-interface Finish { cache: SchemaCache, maxRows: number | null, aggregates: boolean }
+interface Finish {
+  cache: SchemaCache
+  maxRows: number | null
+  aggregates: boolean
+}
 
 /** An aggregate hoisted out of a to-one spread: applied where the spread's columns are selected. */
 interface HoistedAggregate {
@@ -204,7 +273,12 @@ const isStar = (f: Field): boolean => f.name === '*' && f.jsonPath.length === 0
  * the node can be grouped by them) or in a to-many spread (each column is aggregated);
  * `count()` in a spread counts the relation's whole rows.
  */
-function expandStars (fields: readonly SelectField[], table: Table | undefined, hasAgg: boolean, isSpread: boolean): Array<SelectField & { fullRow?: boolean }> {
+function expandStars(
+  fields: readonly SelectField[],
+  table: Table | undefined,
+  hasAgg: boolean,
+  isSpread: boolean,
+): Array<SelectField & { fullRow?: boolean }> {
   const counted = (f: SelectField): boolean => f.aggregate === null || (isSpread && f.aggregate === 'count')
   if (!hasAgg || !fields.some((f) => counted(f) && isStar(f.field))) return [...fields]
   return fields.flatMap((f) => {
@@ -220,17 +294,28 @@ function expandStars (fields: readonly SelectField[], table: Table | undefined, 
  * The output key of a select item (docs/rest-protocol.md §2.1): the alias, a JSON path's last key, an
  * aggregate's name in spreads, a column formatted by a data representation's own name.
  */
-function selectAlias (f: SelectField, isSpread: boolean, transformed = false): string | null {
+function selectAlias(f: SelectField, isSpread: boolean, transformed = false): string | null {
   if (f.alias !== null) return f.alias
   if (f.aggregate !== null) return isSpread ? f.aggregate : null
   return transformed ? f.field.name : jsonPathAlias(f.field)
 }
 
 /** Names (with their aggregates still unapplied) that a spread node lifts into its parent. */
-function liftedSelects (select: readonly SelectColumn[], children: readonly ReadNode[]): SpreadSelect[] {
-  const own = select.map((s): SpreadSelect => ({ name: s.alias ?? s.field.name, aggregate: null, aggregateCast: null, alias: null }))
+function liftedSelects(select: readonly SelectColumn[], children: readonly ReadNode[]): SpreadSelect[] {
+  const own = select.map((s): SpreadSelect => ({
+    name: s.alias ?? s.field.name,
+    aggregate: null,
+    aggregateCast: null,
+    alias: null,
+  }))
   const fromChildren = children.flatMap((c): SpreadSelect[] => {
-    if (c.spread !== null) return c.spread.selects.map((x) => ({ name: x.alias ?? x.name, aggregate: null, aggregateCast: null, alias: null }))
+    if (c.spread !== null)
+      return c.spread.selects.map((x) => ({
+        name: x.alias ?? x.name,
+        aggregate: null,
+        aggregateCast: null,
+        alias: null,
+      }))
     if (liftsNoColumn(c)) return []
     return [{ name: c.relAlias ?? c.relName, aggregate: null, aggregateCast: null, alias: null }]
   })
@@ -241,7 +326,7 @@ function liftedSelects (select: readonly SelectColumn[], children: readonly Read
  * An embed that lifts no column into a spread parent: not itself a spread, and its select
  * empty all the way down (`rel()`).
  */
-function liftsNoColumn (n: ReadNode): boolean {
+function liftsNoColumn(n: ReadNode): boolean {
   return n.spread === null && n.select.length === 0 && n.children.every(liftsNoColumn)
 }
 
@@ -253,7 +338,7 @@ interface NodeShape {
   readonly hasAgg: boolean
 }
 
-function finish (d: Draft, ctx: Finish, parentHasAgg: boolean): { node: ReadNode, hoisted: HoistedAggregate[] } {
+function finish(d: Draft, ctx: Finish, parentHasAgg: boolean): { node: ReadNode; hoisted: HoistedAggregate[] } {
   const table = ctx.cache.tables.get(qnKey(d.from.schema, d.from.name))
   if (!ctx.aggregates && d.fields.some((f) => f.aggregate !== null)) throw new AggregatesNotAllowedError()
   const toManySpread = d.isSpread && d.relationship !== null && !isToOne(d.relationship)
@@ -261,7 +346,7 @@ function finish (d: Draft, ctx: Finish, parentHasAgg: boolean): { node: ReadNode
     table,
     toManySpread,
     toOneSpread: d.isSpread && !toManySpread && d.depth > 0,
-    hasAgg: parentHasAgg || toManySpread || d.fields.some((f) => f.aggregate !== null)
+    hasAgg: parentHasAgg || toManySpread || d.fields.some((f) => f.aggregate !== null),
   }
   const finished = d.children.map((c) => finish(c, ctx, shape.hasAgg))
   const childHoisted = finished.flatMap((f) => f.hoisted)
@@ -290,22 +375,33 @@ function finish (d: Draft, ctx: Finish, parentHasAgg: boolean): { node: ReadNode
     joinConditions: d.joinConditions,
     junction: d.junction,
     computed: d.computed,
-    children
+    children,
   }
   return { node, hoisted }
 }
 
 /** The select: fields with their aliases and aggregates; a to-one spread hands its aggregates to its parent. */
-function finishSelect (d: Draft, shape: NodeShape, reps: SchemaCache['representations']): { select: SelectColumn[], hoisted: HoistedAggregate[] } {
+function finishSelect(
+  d: Draft,
+  shape: NodeShape,
+  reps: SchemaCache['representations'],
+): { select: SelectColumn[]; hoisted: HoistedAggregate[] } {
   const { table, toOneSpread } = shape
   const hoisted: HoistedAggregate[] = []
   // As PostgREST: `*` is expanded when a column of the table has an output representation.
   const expandForReps = hasOutputRep(table, reps?.toJson)
   const select = expandStars(d.fields, table, shape.hasAgg || expandForReps, d.isSpread).map((f): SelectColumn => {
-    const field = f.fullRow === true ? { ...coerce(undefined, f.field), fullRow: true } : coerce(table, f.field, null, reps?.toJson)
+    const field =
+      f.fullRow === true ? { ...coerce(undefined, f.field), fullRow: true } : coerce(table, f.field, null, reps?.toJson)
     const alias = selectAlias(f, d.isSpread, field.transform !== undefined)
     if (toOneSpread && f.aggregate !== null) {
-      hoisted.push({ aggAlias: d.aggAlias, name: alias ?? f.field.name, aggregate: f.aggregate, aggregateCast: f.aggregateCast, alias })
+      hoisted.push({
+        aggAlias: d.aggAlias,
+        name: alias ?? f.field.name,
+        aggregate: f.aggregate,
+        aggregateCast: f.aggregateCast,
+        alias,
+      })
       return { field, alias, cast: f.cast, aggregate: null, aggregateCast: null }
     }
     return { field, alias, cast: f.cast, aggregate: f.aggregate, aggregateCast: f.aggregateCast }
@@ -314,7 +410,7 @@ function finishSelect (d: Draft, shape: NodeShape, reps: SchemaCache['representa
 }
 
 /** Aggregates hoisted out of to-one spread children, applied to the columns those children lift into this node. */
-function applyHoisted (children: readonly ReadNode[], childHoisted: readonly HoistedAggregate[]): ReadNode[] {
+function applyHoisted(children: readonly ReadNode[], childHoisted: readonly HoistedAggregate[]): ReadNode[] {
   return children.map((c) => {
     if (c.spread === null) return c
     const selects = c.spread.selects.map((s): SpreadSelect => {
@@ -326,7 +422,12 @@ function applyHoisted (children: readonly ReadNode[], childHoisted: readonly Hoi
 }
 
 /** The where: filters and logic trees; `rel=is.null` / `rel=not.is.null` on an embed test its lateral row. */
-function finishWhere (d: Draft, table: Table | undefined, children: readonly ReadNode[], fromText?: ReadonlyMap<number, QualifiedName>): Condition[] {
+function finishWhere(
+  d: Draft,
+  table: Table | undefined,
+  children: readonly ReadNode[],
+  fromText?: ReadonlyMap<number, QualifiedName>,
+): Condition[] {
   const nullEmbed = (c: Condition): Condition => {
     if (c.kind === 'logic') return { ...c, children: c.children.map(nullEmbed) }
     if (c.kind !== 'filter' || c.field.jsonPath.length !== 0) return c
@@ -338,16 +439,18 @@ function finishWhere (d: Draft, table: Table | undefined, children: readonly Rea
   }
   return [
     ...d.filters.map((f) => toCondition(table, f, fromText)),
-    ...d.logic.map((t) => logicToCondition(table, t, fromText))
+    ...d.logic.map((t) => logicToCondition(table, t, fromText)),
   ].map(nullEmbed)
 }
 
 /** The order, with related orders resolved to a to-one embed's lateral alias. */
-function finishOrder (d: Draft, table: Table | undefined, children: readonly ReadNode[]): PlannedOrder[] {
+function finishOrder(d: Draft, table: Table | undefined, children: readonly ReadNode[]): PlannedOrder[] {
   const childByName = (name: string): ReadNode | undefined =>
-    children.find((c) => (c.relAlias ?? c.relName) === name) ?? children.find((c) => c.relAlias !== null && c.relName === name)
+    children.find((c) => (c.relAlias ?? c.relName) === name) ??
+    children.find((c) => c.relAlias !== null && c.relName === name)
   return d.order.map((t): PlannedOrder => {
-    if (t.kind === 'field') return { kind: 'field', field: coerce(table, t.field), direction: t.direction, nulls: t.nulls }
+    if (t.kind === 'field')
+      return { kind: 'field', field: coerce(table, t.field), direction: t.direction, nulls: t.nulls }
     const child = childByName(t.relation)
     if (!child) throw notEmbedded(t.relation)
     if (!child.relationship || !isToOne(child.relationship)) {
@@ -358,26 +461,43 @@ function finishOrder (d: Draft, table: Table | undefined, children: readonly Rea
       aggAlias: child.aggAlias,
       field: { name: t.field.name, jsonPath: t.field.jsonPath, toJson: false, toTsVector: null },
       direction: t.direction,
-      nulls: t.nulls
+      nulls: t.nulls,
     }
   })
 }
 
 /** A spread node's lift; a to-many spread's order columns are selected under generated names and ordered inside json_agg. */
-function finishSpread (d: Draft, shape: NodeShape, select: readonly SelectColumn[], children: readonly ReadNode[],
-  order: PlannedOrder[]): { order: PlannedOrder[], spread: Spread | null } {
+function finishSpread(
+  d: Draft,
+  shape: NodeShape,
+  select: readonly SelectColumn[],
+  children: readonly ReadNode[],
+  order: PlannedOrder[],
+): { order: PlannedOrder[]; spread: Spread | null } {
   if (!d.isSpread) return { order, spread: null }
   const selects = liftedSelects(select, children)
   if (!shape.toManySpread) return { order, spread: { kind: 'to-one', selects } }
-  const aggregated = select.some((s) => s.aggregate != null) ||
+  const aggregated =
+    select.some((s) => s.aggregate != null) ||
     children.some((c) => c.spread !== null && c.spread.selects.some((s) => s.aggregate !== null))
-  if (aggregated) throw new NotImplementedError({ details: 'Aggregates are not implemented for one-to-many or many-to-many spreads.' })
+  if (aggregated)
+    throw new NotImplementedError({
+      details: 'Aggregates are not implemented for one-to-many or many-to-many spreads.',
+    })
   const orderSelects: SpreadOrderSelect[] = []
   const spreadOrder: PlannedOrder[] = order.map((o, i) => {
     const alias = `${d.aggAlias}_${o.field.name}_${i + 1}`
     // A related order reads the column through the to-one child's lateral alias.
-    orderSelects.push({ from: o.kind === 'related' ? { kind: 'alias', name: o.aggAlias } : null, column: { field: o.field, alias, cast: null } })
-    return { kind: 'field', field: { name: alias, jsonPath: [], toJson: false, toTsVector: null }, direction: o.direction, nulls: o.nulls }
+    orderSelects.push({
+      from: o.kind === 'related' ? { kind: 'alias', name: o.aggAlias } : null,
+      column: { field: o.field, alias, cast: null },
+    })
+    return {
+      kind: 'field',
+      field: { name: alias, jsonPath: [], toJson: false, toTsVector: null },
+      direction: o.direction,
+      nulls: o.nulls,
+    }
   })
   return { order: [], spread: { kind: 'to-many', selects, orderSelects, order: spreadOrder } }
 }
@@ -388,7 +508,7 @@ function finishSpread (d: Draft, shape: NodeShape, select: readonly SelectColumn
  * `implicitLimit` is that limit, and the renderer fetches one row more to tell whether
  * the result was cut.
  */
-function topRange (req: ApiRequest, maxRows: number | null): { range: RowRange, implicitLimit: number | null } {
+function topRange(req: ApiRequest, maxRows: number | null): { range: RowRange; implicitLimit: number | null } {
   const scoped = req.query.ranges.find((r) => r.path.length === 0)
   const gatewayLimit = req.defaultLimit !== null && scoped?.limit === req.defaultLimit
   const range = capRange(req.range, maxRows)
@@ -402,7 +522,12 @@ function topRange (req: ApiRequest, maxRows: number | null): { range: RowRange, 
 }
 
 /** Plans the read tree of `GET|HEAD /<relation>`. */
-export function planReadTree (req: ApiRequest, relation: string, cache: SchemaCache, opts: ReadPlanOptions): { table: Table, tree: ReadNode, implicitLimit: number | null } {
+export function planReadTree(
+  req: ApiRequest,
+  relation: string,
+  cache: SchemaCache,
+  opts: ReadPlanOptions,
+): { table: Table; tree: ReadNode; implicitLimit: number | null } {
   const table = findTable(cache, req.schema, relation)
   const root = newDraft({ schema: table.schema, name: table.name }, 0, table.name)
   buildTree(root, req.query.select, req.schema)

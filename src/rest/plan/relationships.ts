@@ -5,19 +5,19 @@ import { AmbiguousRelationshipError, noRelationship } from '../errors.js'
 import { qnKey, type Relationship, type SchemaCache } from '../schema-cache/types.js'
 import { FuzzySet } from './fuzzy.js'
 
-function singleColumn (rel: Relationship, side: 0 | 1): string | null {
+function singleColumn(rel: Relationship, side: 0 | 1): string | null {
   const c = rel.cardinality
   if (c.kind === 'm2m' || c.kind === 'computed' || c.columns.length !== 1) return null
   return c.columns[0][side]
 }
 
-function constraintOf (rel: Relationship): string | null {
+function constraintOf(rel: Relationship): string | null {
   const c = rel.cardinality
   return c.kind === 'm2m' || c.kind === 'computed' ? null : c.constraint
 }
 
 /** Whether a relationship matches `target` (and `hint`) as PostgREST decides. */
-function relationshipMatches (rel: Relationship, target: string, hint: string | null): boolean {
+function relationshipMatches(rel: Relationship, target: string, hint: string | null): boolean {
   const card = rel.cardinality.kind
   // A computed relationship is named by its function; hints do not apply.
   if (rel.cardinality.kind === 'computed') return target === rel.cardinality.function.name
@@ -29,26 +29,39 @@ function relationshipMatches (rel: Relationship, target: string, hint: string | 
     return target === rel.foreignTable.name && card === 'o2m' && singleColumn(rel, 1) === hint
   }
   if (hint === null) {
-    return target === rel.foreignTable.name ||
+    return (
+      target === rel.foreignTable.name ||
       (!rel.foreignTableIsView && (constraintOf(rel) === target || singleColumn(rel, 0) === target))
+    )
   }
   if (target !== rel.foreignTable.name) return false
-  return constraintOf(rel) === hint || singleColumn(rel, 0) === hint || singleColumn(rel, 1) === hint ||
+  return (
+    constraintOf(rel) === hint ||
+    singleColumn(rel, 0) === hint ||
+    singleColumn(rel, 1) === hint ||
     (rel.cardinality.kind === 'm2m' && rel.cardinality.junction.table.name === hint)
+  )
 }
 
 const CARDINALITY_NAMES = { m2o: 'many-to-one', o2m: 'one-to-many', o2o: 'one-to-one', m2m: 'many-to-many' } as const
 
 /** PGRST201's `details` entry for one candidate. */
-function describeRelationship (rel: Relationship): { cardinality: string, embedding: string, relationship: string } | Record<string, never> {
+function describeRelationship(
+  rel: Relationship,
+): { cardinality: string; embedding: string; relationship: string } | Record<string, never> {
   const els = (cols: readonly string[]): string => '(' + cols.join(', ') + ')'
   const c = rel.cardinality
   // As PostgREST: two computed relationships can never be ambiguous with each other.
   if (c.kind === 'computed') return {}
-  const relationship = c.kind === 'm2m'
-    ? `${c.junction.table.name} using ${c.junction.constraint1}${els(c.junction.columns1.map((p) => p[1]))} and ${c.junction.constraint2}${els(c.junction.columns2.map((p) => p[1]))}`
-    : `${c.constraint} using ${rel.table.name}${els(c.columns.map((p) => p[0]))} and ${rel.foreignTable.name}${els(c.columns.map((p) => p[1]))}`
-  return { cardinality: CARDINALITY_NAMES[c.kind], embedding: `${rel.table.name} with ${rel.foreignTable.name}`, relationship }
+  const relationship =
+    c.kind === 'm2m'
+      ? `${c.junction.table.name} using ${c.junction.constraint1}${els(c.junction.columns1.map((p) => p[1]))} and ${c.junction.constraint2}${els(c.junction.columns2.map((p) => p[1]))}`
+      : `${c.constraint} using ${rel.table.name}${els(c.columns.map((p) => p[0]))} and ${rel.foreignTable.name}${els(c.columns.map((p) => p[1]))}`
+  return {
+    cardinality: CARDINALITY_NAMES[c.kind],
+    embedding: `${rel.table.name} with ${rel.foreignTable.name}`,
+    relationship,
+  }
 }
 
 /**
@@ -58,8 +71,13 @@ function describeRelationship (rel: Relationship): { cardinality: string, embedd
  * only relationships go through a junction outside the exposed schemas has relationships
  * for this (PostgREST keeps its key with an empty list), and none to suggest.
  */
-function closestRelation (cache: SchemaCache, schema: string, origin: string, target: string,
-  rels: readonly Relationship[]): { origin: string } | { target: string } | null {
+function closestRelation(
+  cache: SchemaCache,
+  schema: string,
+  origin: string,
+  target: string,
+  rels: readonly Relationship[],
+): { origin: string } | { target: string } | null {
   if (rels.length === 0) {
     const origins = originsOf(cache, schema)
     if (origins.has(qnKey(schema, origin))) return null
@@ -72,7 +90,7 @@ function closestRelation (cache: SchemaCache, schema: string, origin: string, ta
 }
 
 /** PostgREST's relationship keys for targets in `schema`: the origins, by key, with their names. */
-function originsOf (cache: SchemaCache, schema: string): Map<string, string> {
+function originsOf(cache: SchemaCache, schema: string): Map<string, string> {
   const origins = new Map<string, string>()
   for (const list of cache.relationships.values()) {
     const r = list.find((x) => x.foreignTable.schema === schema)
@@ -89,7 +107,7 @@ function originsOf (cache: SchemaCache, schema: string): Map<string, string> {
 type Cmp = number
 
 /** Text as Haskell compares it: by code points. */
-function cmpText (a: string, b: string): Cmp {
+function cmpText(a: string, b: string): Cmp {
   if (a === b) return 0
   const x = [...a]
   const y = [...b]
@@ -100,9 +118,9 @@ function cmpText (a: string, b: string): Cmp {
 }
 
 const cmpBool = (a: boolean, b: boolean): Cmp => Number(a) - Number(b)
-const cmpQn = (a: { schema: string, name: string }, b: { schema: string, name: string }): Cmp =>
+const cmpQn = (a: { schema: string; name: string }, b: { schema: string; name: string }): Cmp =>
   cmpText(a.schema, b.schema) || cmpText(a.name, b.name)
-function cmpPairs (a: readonly (readonly [string, string])[], b: readonly (readonly [string, string])[]): Cmp {
+function cmpPairs(a: readonly (readonly [string, string])[], b: readonly (readonly [string, string])[]): Cmp {
   for (let i = 0; i < a.length && i < b.length; i++) {
     const c = cmpText(a[i][0], b[i][0]) || cmpText(a[i][1], b[i][1])
     if (c !== 0) return c
@@ -113,16 +131,24 @@ function cmpPairs (a: readonly (readonly [string, string])[], b: readonly (reado
 /** Constructor order of PostgREST's Cardinality: O2M, M2O, O2O, M2M (computed ones come after every other). */
 const CARDINALITY_RANK = { o2m: 0, m2o: 1, o2o: 2, m2m: 3, computed: 4 } as const
 
-function cmpCardinality (a: Relationship['cardinality'], b: Relationship['cardinality']): Cmp {
+function cmpCardinality(a: Relationship['cardinality'], b: Relationship['cardinality']): Cmp {
   const r = CARDINALITY_RANK[a.kind] - CARDINALITY_RANK[b.kind]
   if (r !== 0) return r
   if (a.kind === 'm2m' && b.kind === 'm2m') {
     const x = a.junction
     const y = b.junction
-    return cmpQn(x.table, y.table) || cmpText(x.constraint1, y.constraint1) || cmpText(x.constraint2, y.constraint2) ||
-      cmpPairs(x.columns1, y.columns1) || cmpPairs(x.columns2, y.columns2)
+    return (
+      cmpQn(x.table, y.table) ||
+      cmpText(x.constraint1, y.constraint1) ||
+      cmpText(x.constraint2, y.constraint2) ||
+      cmpPairs(x.columns1, y.columns1) ||
+      cmpPairs(x.columns2, y.columns2)
+    )
   }
-  if ((a.kind === 'o2m' || a.kind === 'm2o' || a.kind === 'o2o') && (b.kind === 'o2m' || b.kind === 'm2o' || b.kind === 'o2o')) {
+  if (
+    (a.kind === 'o2m' || a.kind === 'm2o' || a.kind === 'o2o') &&
+    (b.kind === 'o2m' || b.kind === 'm2o' || b.kind === 'o2o')
+  ) {
     const c = cmpText(a.constraint, b.constraint) || cmpPairs(a.columns, b.columns)
     if (c !== 0 || a.kind !== 'o2o' || b.kind !== 'o2o') return c
     return cmpBool(a.isParent, b.isParent)
@@ -135,28 +161,51 @@ function cmpCardinality (a: Relationship['cardinality'], b: Relationship['cardin
  * cache): foreign table, self, cardinality (one-to-many, many-to-one, one-to-one,
  * many-to-many, then constraint and columns), views; computed relationships last, by function.
  */
-function compareRelationships (a: Relationship, b: Relationship): Cmp {
+function compareRelationships(a: Relationship, b: Relationship): Cmp {
   const ca = a.cardinality
   const cb = b.cardinality
   if (ca.kind === 'computed' || cb.kind === 'computed') {
     if (ca.kind !== 'computed') return -1
     if (cb.kind !== 'computed') return 1
-    return cmpQn(ca.function, cb.function) || cmpQn(a.table, b.table) || cmpQn(a.foreignTable, b.foreignTable) ||
-      cmpBool(ca.toOne, cb.toOne) || cmpBool(a.isSelf, b.isSelf)
+    return (
+      cmpQn(ca.function, cb.function) ||
+      cmpQn(a.table, b.table) ||
+      cmpQn(a.foreignTable, b.foreignTable) ||
+      cmpBool(ca.toOne, cb.toOne) ||
+      cmpBool(a.isSelf, b.isSelf)
+    )
   }
-  return cmpQn(a.table, b.table) || cmpQn(a.foreignTable, b.foreignTable) || cmpBool(a.isSelf, b.isSelf) ||
-    cmpCardinality(ca, cb) || cmpBool(a.tableIsView, b.tableIsView) || cmpBool(a.foreignTableIsView, b.foreignTableIsView)
+  return (
+    cmpQn(a.table, b.table) ||
+    cmpQn(a.foreignTable, b.foreignTable) ||
+    cmpBool(a.isSelf, b.isSelf) ||
+    cmpCardinality(ca, cb) ||
+    cmpBool(a.tableIsView, b.tableIsView) ||
+    cmpBool(a.foreignTableIsView, b.foreignTableIsView)
+  )
 }
 
 /** The one relationship from `origin` (in `schema`) for `target!hint`, or PGRST200 / PGRST201. */
-export function findRelationship (cache: SchemaCache, schema: string, origin: string, target: string, hint: string | null): Relationship {
+export function findRelationship(
+  cache: SchemaCache,
+  schema: string,
+  origin: string,
+  target: string,
+  hint: string | null,
+): Relationship {
   // As PostgREST, which keys its relationships by origin and the target's schema: only
   // targets in the request's schema are candidates.
   const all = (cache.relationships.get(qnKey(schema, origin)) ?? []).filter((r) => r.foreignTable.schema === schema)
   const found = all.filter((r) => relationshipMatches(r, target, hint)).sort(compareRelationships)
   if (found.length === 1) return found[0]
   if (found.length === 0) {
-    throw noRelationship(origin, target, hint, schema, closestRelation(cache, schema, origin, target, [...all].sort(compareRelationships)))
+    throw noRelationship(
+      origin,
+      target,
+      hint,
+      schema,
+      closestRelation(cache, schema, origin, target, [...all].sort(compareRelationships)),
+    )
   }
   const hints = found.map((r) => {
     const c = r.cardinality
@@ -166,6 +215,6 @@ export function findRelationship (cache: SchemaCache, schema: string, origin: st
   })
   throw new AmbiguousRelationshipError(origin, target, {
     hint: `Try changing '${target}' to one of the following: ${hints.join(', ')}. Find the desired relationship in the 'details' key.`,
-    extra: { details: found.map(describeRelationship) }
+    extra: { details: found.map(describeRelationship) },
   })
 }

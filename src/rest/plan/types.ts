@@ -2,13 +2,21 @@
 // resolved against the schema cache, ready to be rendered as SQL. Types only: this module
 // imports no plan code, so every stage (plan, query, response, handler) can depend on it.
 import type { RowsPayload } from '../api-request/payload.js'
-import type { AggregateFunction, JsonOperation, Mutation, OpExpr, OrderDirection, OrderNulls, RowRange } from '../api-request/types.js'
+import type {
+  AggregateFunction,
+  JsonOperation,
+  Mutation,
+  OpExpr,
+  OrderDirection,
+  OrderNulls,
+  RowRange,
+} from '../api-request/types.js'
 import type { QualifiedName, Relationship, Routine, RoutineParam, Table } from '../schema-cache/types.js'
 
 /** How a column reference is qualified in SQL: a schema-qualified table or an alias. */
 export type Qualifier =
-  | { readonly kind: 'table', readonly schema: string, readonly name: string }
-  | { readonly kind: 'alias', readonly name: string }
+  | { readonly kind: 'table'; readonly schema: string; readonly name: string }
+  | { readonly kind: 'alias'; readonly name: string }
 
 /** A field resolved against its table: knows whether arrows need `to_jsonb()` first. */
 export interface CoercibleField {
@@ -50,15 +58,31 @@ export interface SpreadSelect {
 }
 
 export type Condition =
-  | { readonly kind: 'filter', readonly field: CoercibleField, readonly opExpr: OpExpr }
+  | { readonly kind: 'filter'; readonly field: CoercibleField; readonly opExpr: OpExpr }
   /** `rel=is.null` / `rel=not.is.null` on an embed: tests its lateral row. `notNull` = not.is.null. */
-  | { readonly kind: 'null-embed', readonly notNull: boolean, readonly aggAlias: string, readonly child: ReadNode }
-  | { readonly kind: 'logic', readonly op: 'and' | 'or', readonly negated: boolean, readonly children: readonly Condition[] }
+  | { readonly kind: 'null-embed'; readonly notNull: boolean; readonly aggAlias: string; readonly child: ReadNode }
+  | {
+      readonly kind: 'logic'
+      readonly op: 'and' | 'or'
+      readonly negated: boolean
+      readonly children: readonly Condition[]
+    }
 
 export type PlannedOrder =
-  | { readonly kind: 'field', readonly field: CoercibleField, readonly direction: OrderDirection | null, readonly nulls: OrderNulls | null }
+  | {
+      readonly kind: 'field'
+      readonly field: CoercibleField
+      readonly direction: OrderDirection | null
+      readonly nulls: OrderNulls | null
+    }
   /** Order by a column of a to-one embed: `"<aggAlias>"."col"`. */
-  | { readonly kind: 'related', readonly aggAlias: string, readonly field: CoercibleField, readonly direction: OrderDirection | null, readonly nulls: OrderNulls | null }
+  | {
+      readonly kind: 'related'
+      readonly aggAlias: string
+      readonly field: CoercibleField
+      readonly direction: OrderDirection | null
+      readonly nulls: OrderNulls | null
+    }
 
 /** `left = right` between two qualified columns. */
 export interface JoinCondition {
@@ -67,9 +91,14 @@ export interface JoinCondition {
 }
 
 export type Spread =
-  | { readonly kind: 'to-one', readonly selects: readonly SpreadSelect[] }
+  | { readonly kind: 'to-one'; readonly selects: readonly SpreadSelect[] }
   /** To-many spread: order columns are selected under generated aliases and ordered in json_agg. */
-  | { readonly kind: 'to-many', readonly selects: readonly SpreadSelect[], readonly orderSelects: readonly SpreadOrderSelect[], readonly order: readonly PlannedOrder[] }
+  | {
+      readonly kind: 'to-many'
+      readonly selects: readonly SpreadSelect[]
+      readonly orderSelects: readonly SpreadOrderSelect[]
+      readonly order: readonly PlannedOrder[]
+    }
 
 /** An order column of a to-many spread, selected under a generated alias: the node's, or a to-one child's (`from`). */
 export interface SpreadOrderSelect {
@@ -118,17 +147,23 @@ export interface ReadNode {
 
 /** How the body is built and which Content-Type is sent (plan/negotiate.ts). */
 export type MediaHandler =
-  | { readonly kind: 'json', readonly stripNulls: boolean, readonly contentType: string }
-  | { readonly kind: 'singular', readonly stripNulls: boolean, readonly contentType: string }
-  | { readonly kind: 'csv', readonly contentType: string }
+  | { readonly kind: 'json'; readonly stripNulls: boolean; readonly contentType: string }
+  | { readonly kind: 'singular'; readonly stripNulls: boolean; readonly contentType: string }
+  | { readonly kind: 'csv'; readonly contentType: string }
   /** `application/geo+json`: a FeatureCollection of `ST_AsGeoJSON(row)` (PostGIS must be installed). */
-  | { readonly kind: 'geojson', readonly contentType: string }
+  | { readonly kind: 'geojson'; readonly contentType: string }
   /**
    * A media type handler of the database (PostgREST's CustomFunc): `function` over the rows
    * (cast to `target`'s row type; as they are when null), or over a scalar result; the body
    * is what it returns, as it is.
    */
-  | { readonly kind: 'custom', readonly contentType: string, readonly function: QualifiedName, readonly target: QualifiedName | null, readonly bytes: boolean }
+  | {
+      readonly kind: 'custom'
+      readonly contentType: string
+      readonly function: QualifiedName
+      readonly target: QualifiedName | null
+      readonly bytes: boolean
+    }
 
 /** An EXPLAIN option of `Accept: application/vnd.pgrst.plan; options=...`, in PostgREST's order. */
 export type PlanOption = 'analyze' | 'verbose' | 'settings' | 'buffers' | 'wal'
@@ -201,7 +236,7 @@ export interface InsertSpec {
    */
   readonly defaults: readonly ColumnDefault[] | null
   /** ON CONFLICT: the conflict columns, DO UPDATE SET (merge) or DO NOTHING (ignore). */
-  readonly onConflict: { readonly columns: readonly string[], readonly action: 'merge' | 'ignore' } | null
+  readonly onConflict: { readonly columns: readonly string[]; readonly action: 'merge' | 'ignore' } | null
   /** PUT: the primary key values of the URL, checked against the body's. */
   readonly putKey: ReadonlyArray<readonly [string, string]> | null
   /** Count real inserts (merge-duplicates, PUT): 201 when a row was inserted, 200 otherwise. */
@@ -218,7 +253,7 @@ export interface UpdateSpec {
   /** A row has keys `columns=` leaves out: only the written columns' keys are read (as PostgREST). */
   readonly extraKeys?: boolean
   /** SET list: from the body, or DEFAULT (`missing=default` for a listed column the body lacks). */
-  readonly set: ReadonlyArray<{ readonly column: string, readonly value: 'body' | 'default' }>
+  readonly set: ReadonlyArray<{ readonly column: string; readonly value: 'body' | 'default' }>
   readonly where: readonly Condition[]
 }
 
@@ -256,11 +291,11 @@ export type CallShape = 'scalar' | 'setof-scalar' | 'composite' | 'setof-composi
 export type CallArgs =
   | { readonly kind: 'none' }
   /** A JSON object body: `json_to_record($1) AS _(<params>)`, passed by name. */
-  | { readonly kind: 'json', readonly json: string, readonly params: readonly RoutineParam[], readonly array?: boolean }
+  | { readonly kind: 'json'; readonly json: string; readonly params: readonly RoutineParam[]; readonly array?: boolean }
   /** Query string or form fields: each value cast to its parameter's type (a variadic one as an array literal). */
-  | { readonly kind: 'text', readonly values: ReadonlyArray<{ readonly param: RoutineParam, readonly value: string }> }
+  | { readonly kind: 'text'; readonly values: ReadonlyArray<{ readonly param: RoutineParam; readonly value: string }> }
   /** The whole body as the single unnamed parameter. */
-  | { readonly kind: 'single', readonly param: RoutineParam, readonly value: string | Buffer }
+  | { readonly kind: 'single'; readonly param: RoutineParam; readonly value: string | Buffer }
 
 export interface CallPlan extends Explainable {
   readonly kind: 'call'

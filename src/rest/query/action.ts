@@ -2,7 +2,15 @@
 // statement, the EXPLAIN of a planned count, and before a deliberate rollback (Prefer:
 // tx=rollback) `SET CONSTRAINTS ALL IMMEDIATE`, as PostgREST runs it so that deferred
 // constraints still report. Pure.
-import type { CallPlan, ExplainSpec, MutatePlan, OpenApiPlan, PlanOption, ReadPlan, ReturnPreference } from '../plan/types.js'
+import type {
+  CallPlan,
+  ExplainSpec,
+  MutatePlan,
+  OpenApiPlan,
+  PlanOption,
+  ReadPlan,
+  ReturnPreference,
+} from '../plan/types.js'
 import { renderCall } from './call.js'
 import { renderMutate } from './mutate.js'
 import { renderOpenApiPrivileges } from './openapi.js'
@@ -23,16 +31,20 @@ export interface ActionStatements extends ReadStatements {
 /** Run before a deliberate rollback, so deferred constraints still report. */
 const CONSTRAINTS_IMMEDIATE: Statement = { text: 'SET CONSTRAINTS ALL IMMEDIATE', values: [] }
 
-function rollbackTail (rollback: boolean): readonly Statement[] {
+function rollbackTail(rollback: boolean): readonly Statement[] {
   return rollback ? [CONSTRAINTS_IMMEDIATE] : []
 }
 
 const EXPLAIN_OPTIONS: Readonly<Record<PlanOption, string>> = {
-  analyze: 'ANALYZE', verbose: 'VERBOSE', settings: 'SETTINGS', buffers: 'BUFFERS', wal: 'WAL'
+  analyze: 'ANALYZE',
+  verbose: 'VERBOSE',
+  settings: 'SETTINGS',
+  buffers: 'BUFFERS',
+  wal: 'WAL',
 }
 
 /** `EXPLAIN (FORMAT ..., <options>) <statement>`: the statement's parameters are unchanged. */
-function renderExplain (st: Statement, e: ExplainSpec): Statement {
+function renderExplain(st: Statement, e: ExplainSpec): Statement {
   const opts = [e.format === 'json' ? 'FORMAT JSON' : 'FORMAT TEXT', ...e.options.map((o) => EXPLAIN_OPTIONS[o])]
   return { text: `EXPLAIN (${opts.join(', ')}) ${st.text}`, values: st.values, textResult: true }
 }
@@ -42,27 +54,43 @@ function renderExplain (st: Statement, e: ExplainSpec): Statement {
  * plan media type the main statement is explained instead (PostgREST's explainF); with
  * `analyze` it runs, and commits unless the request asked for a rollback.
  */
-export function renderAction (plan: ExecutablePlan, returning?: ReturnPreference): ActionStatements {
+export function renderAction(plan: ExecutablePlan, returning?: ReturnPreference): ActionStatements {
   const st = renderStatements(plan, returning)
   if (plan.kind === 'openapi' || plan.explain === undefined) return st
   return { ...st, main: renderExplain(st.main, plan.explain), planned: null }
 }
 
-function renderStatements (plan: ExecutablePlan, returning?: ReturnPreference): ActionStatements {
+function renderStatements(plan: ExecutablePlan, returning?: ReturnPreference): ActionStatements {
   switch (plan.kind) {
     case 'read':
       return { ...renderRead(plan), readOnly: true, after: [], rollback: false }
     case 'mutate':
-      return { main: renderMutate(plan, returning ?? plan.returning), planned: null, readOnly: false, after: rollbackTail(plan.rollback), rollback: plan.rollback }
+      return {
+        main: renderMutate(plan, returning ?? plan.returning),
+        planned: null,
+        readOnly: false,
+        after: rollbackTail(plan.rollback),
+        rollback: plan.rollback,
+      }
     case 'call':
-      return { main: renderCall(plan), planned: null, readOnly: plan.readOnly, after: rollbackTail(plan.rollback), rollback: plan.rollback }
+      return {
+        main: renderCall(plan),
+        planned: null,
+        readOnly: plan.readOnly,
+        after: rollbackTail(plan.rollback),
+        rollback: plan.rollback,
+      }
     case 'openapi':
       return {
-        main: renderOpenApiPrivileges(plan.tables.map((t) => t.oid), plan.routines.map((r) => r.oid), plan.schema),
+        main: renderOpenApiPrivileges(
+          plan.tables.map((t) => t.oid),
+          plan.routines.map((r) => r.oid),
+          plan.schema,
+        ),
         planned: null,
         readOnly: true,
         after: [],
-        rollback: false
+        rollback: false,
       }
   }
 }

@@ -12,35 +12,42 @@ import { empty, ident, join, param, qualified, render, sql, typeName, type Sql, 
 const ALL = { offset: 0, limit: null }
 
 /** A parameter's type for a cast or a column definition: `"pg_catalog"."int4"`. */
-function paramType (p: RoutineParam): Sql {
+function paramType(p: RoutineParam): Sql {
   return p.typeRef !== undefined ? qualified(p.typeRef.schema, p.typeRef.name) : typeName(p.type)
 }
 
-function named (p: RoutineParam, value: Sql): Sql {
+function named(p: RoutineParam, value: Sql): Sql {
   return p.variadic ? sql`VARIADIC ${ident(p.name)} := ${value}` : sql`${ident(p.name)} := ${value}`
 }
 
 /** The FROM list that calls the function as `pgrst_call`. */
-function callFrom (plan: CallPlan): Sql {
+function callFrom(plan: CallPlan): Sql {
   const r = plan.routine
   const fn = qualified(r.schema, r.name)
   const scalar = plan.shape === 'scalar' || plan.shape === 'setof-scalar'
   // A bare `record` has no columns FROM could name without a definition list: it is called in
   // a select list, as PostgREST calls every scalar (`(SELECT f() pgrst_scalar) pgrst_call`).
-  const called = (call: Sql): Sql => scalar && r.returnType === 'record'
-    ? sql`(SELECT ${call} AS ${ident(plan.scalarColumn)}) AS pgrst_call`
-    : scalar ? sql`${call} AS pgrst_call(${ident(plan.scalarColumn)})` : sql`${call} AS pgrst_call`
+  const called = (call: Sql): Sql =>
+    scalar && r.returnType === 'record'
+      ? sql`(SELECT ${call} AS ${ident(plan.scalarColumn)}) AS pgrst_call`
+      : scalar
+        ? sql`${call} AS pgrst_call(${ident(plan.scalarColumn)})`
+        : sql`${call} AS pgrst_call`
   const a = plan.args
   switch (a.kind) {
     case 'none':
       return called(sql`${fn}()`)
     case 'single': {
       const p = a.param
-      const v = Buffer.isBuffer(a.value) ? sql`${param(a.value)}::bytea` : sql`CAST(${param(a.value)} AS ${paramType(p)})`
+      const v = Buffer.isBuffer(a.value)
+        ? sql`${param(a.value)}::bytea`
+        : sql`CAST(${param(a.value)} AS ${paramType(p)})`
       return called(sql`${fn}(${v})`)
     }
     case 'text':
-      return called(sql`${fn}(${join(a.values.map(({ param: p, value }) => named(p, sql`CAST(${param(value)} AS ${paramType(p)})`)))})`)
+      return called(
+        sql`${fn}(${join(a.values.map(({ param: p, value }) => named(p, sql`CAST(${param(value)} AS ${paramType(p)})`)))})`,
+      )
     case 'json': {
       const defs = join(a.params.map((p) => sql`${ident(p.name)} ${paramType(p)}`))
       const call = called(sql`${fn}(${join(a.params.map((p) => named(p, sql`pgrst_body.${ident(p.name)}`)))})`)
@@ -52,10 +59,11 @@ function callFrom (plan: CallPlan): Sql {
   }
 }
 
-function renderBody (plan: CallPlan): Sql {
+function renderBody(plan: CallPlan): Sql {
   if (plan.headersOnly || plan.shape === 'void') return sql`''::text`
   if (plan.media.kind === 'geojson') return renderRowsBody(plan.media, 'pgrst_repr')
-  if (plan.media.kind === 'custom') return plan.shape === 'scalar' ? customBody(plan.media, plan.scalarColumn) : customBody(plan.media)
+  if (plan.media.kind === 'custom')
+    return plan.shape === 'scalar' ? customBody(plan.media, plan.scalarColumn) : customBody(plan.media)
   const col = sql`_postgrest_t.${ident(plan.scalarColumn)}`
   switch (plan.shape) {
     case 'scalar':
@@ -76,17 +84,18 @@ function renderBody (plan: CallPlan): Sql {
 }
 
 /** What the call hands to its read: a row's columns the read needs (as PostgREST), or all. */
-function callSelect (plan: CallPlan): Sql {
+function callSelect(plan: CallPlan): Sql {
   const cols = plan.shape === 'composite' || plan.shape === 'setof-composite' ? callColumns(plan.tree) : null
   return cols === null ? sql`pgrst_call.*` : join(cols.map((c) => sql`pgrst_call.${ident(c)}`))
 }
 
 /** The statement of an RPC call. */
-export function renderCall (plan: CallPlan): Statement {
+export function renderCall(plan: CallPlan): Statement {
   const from = sql`pgrst_source AS ${ident(plan.alias)}`
-  const source = plan.shape === 'void'
-    ? sql`SELECT 1 FROM ${callFrom(plan)}`
-    : sql`SELECT ${callSelect(plan)} FROM ${callFrom(plan)}`
+  const source =
+    plan.shape === 'void'
+      ? sql`SELECT 1 FROM ${callFrom(plan)}`
+      : sql`SELECT ${callSelect(plan)} FROM ${callFrom(plan)}`
   const repr = plan.shape === 'void' ? sql`SELECT * FROM pgrst_source` : renderNode(plan.tree, plan.tree.range, from)
   let total: Sql = sql`null::bigint`
   if (plan.countRows) {

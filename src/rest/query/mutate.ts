@@ -3,9 +3,28 @@
 // data-modifying CTE, then one row with page_total, the body (Postgres builds the JSON)
 // and the response.* settings. The body is one JSON parameter read with
 // json_populate_record[set] over the table's own row type. Pure.
-import type { BodyParsers, ColumnDefault, InsertSpec, MutatePlan, Qualifier, ReturnPreference, UpdateSpec } from '../plan/types.js'
+import type {
+  BodyParsers,
+  ColumnDefault,
+  InsertSpec,
+  MutatePlan,
+  Qualifier,
+  ReturnPreference,
+  UpdateSpec,
+} from '../plan/types.js'
 import { renderCondition, renderNode, renderRowsBody } from './read.js'
-import { catalogExpression, empty, ident, join, param, qualified, render, sql, type Sql, type Statement } from './sql.js'
+import {
+  catalogExpression,
+  empty,
+  ident,
+  join,
+  param,
+  qualified,
+  render,
+  sql,
+  type Sql,
+  type Statement,
+} from './sql.js'
 
 const ALL = { offset: 0, limit: null }
 
@@ -13,7 +32,7 @@ const ALL = { offset: 0, limit: null }
 const COUNT_UP = sql`pg_catalog.set_config('pgrst.inserted', (coalesce(nullif(pg_catalog.current_setting('pgrst.inserted', true), '')::int, 0) + 1)::text, true) <> '0'`
 const COUNT_DOWN = sql`pg_catalog.set_config('pgrst.inserted', (coalesce(nullif(pg_catalog.current_setting('pgrst.inserted', true), '')::int, 0) - 1)::text, true) <> '-1'`
 
-function returningClause (plan: MutatePlan, returning: ReturnPreference): Sql {
+function returningClause(plan: MutatePlan, returning: ReturnPreference): Sql {
   const t = qualified(plan.table.schema, plan.table.name)
   // Matches PostgREST: minimal returns a constant, so Postgres applies no SELECT policy to the new rows.
   if (returning === 'minimal') return sql` RETURNING 1`
@@ -26,17 +45,17 @@ function returningClause (plan: MutatePlan, returning: ReturnPreference): Sql {
 const NO_PARSERS: BodyParsers = []
 
 /** The columns whose keys are read from each row, when not all keys may be (parsers, `columns=`). */
-function keyFilter (spec: InsertSpec | UpdateSpec): readonly string[] | null {
+function keyFilter(spec: InsertSpec | UpdateSpec): readonly string[] | null {
   return (spec.parsers ?? NO_PARSERS).length > 0 || spec.extraKeys === true ? spec.payload.keys : null
 }
 
 /** A body column: `pgrst_body."c"`, or its json value through a data representation's parser. */
-function bodyColumn (c: string, parsers: BodyParsers): Sql {
+function bodyColumn(c: string, parsers: BodyParsers): Sql {
   const fn = parsers.find(([name]) => name === c)?.[1]
   return fn === undefined ? sql`pgrst_body.${ident(c)}` : sql`${qualified(fn.schema, fn.name)}(pgrst_rep.${ident(c)})`
 }
 
-function bodyColumns (cols: readonly string[], parsers: BodyParsers): Sql {
+function bodyColumns(cols: readonly string[], parsers: BodyParsers): Sql {
   return cols.length === 0 ? empty : join(cols.map((c) => bodyColumn(c, parsers)))
 }
 
@@ -46,14 +65,27 @@ function bodyColumns (cols: readonly string[], parsers: BodyParsers): Sql {
  * each element's parsed columns are read as json (`pgrst_rep`); `pgrst_body` reads only the
  * other written columns (`columns`), so no other key is parsed.
  */
-function bodyRows (rowType: Sql, json: Sql, isArray: boolean, parsers: BodyParsers, columns: readonly string[] | null, jsonb = false): Sql {
+function bodyRows(
+  rowType: Sql,
+  json: Sql,
+  isArray: boolean,
+  parsers: BodyParsers,
+  columns: readonly string[] | null,
+  jsonb = false,
+): Sql {
   if (parsers.length === 0 && columns === null) {
     const fn = jsonb
-      ? (isArray ? sql`jsonb_populate_recordset` : sql`jsonb_populate_record`)
-      : (isArray ? sql`json_populate_recordset` : sql`json_populate_record`)
+      ? isArray
+        ? sql`jsonb_populate_recordset`
+        : sql`jsonb_populate_record`
+      : isArray
+        ? sql`json_populate_recordset`
+        : sql`json_populate_record`
     return sql`LATERAL ${fn}(${rowType}, ${json}) AS pgrst_body`
   }
-  const elems = isArray ? sql`LATERAL json_array_elements(${json}::json) AS pgrst_elem(v)` : sql`LATERAL (SELECT ${json} AS v) AS pgrst_elem`
+  const elems = isArray
+    ? sql`LATERAL json_array_elements(${json}::json) AS pgrst_elem(v)`
+    : sql`LATERAL (SELECT ${json} AS v) AS pgrst_elem`
   const names = parsers.map(([c]) => c)
   const plain = (columns ?? []).filter((c) => !names.includes(c))
   const kept = sql`(SELECT coalesce(json_object_agg(pgrst_kv.key, pgrst_kv.value), '{}') FROM json_each(pgrst_elem.v::json) AS pgrst_kv WHERE pgrst_kv.key = ANY(${param(plain)}::text[]))`
@@ -63,7 +95,7 @@ function bodyRows (rowType: Sql, json: Sql, isArray: boolean, parsers: BodyParse
   return sql`${body}, LATERAL json_to_record(pgrst_elem.v::json) AS pgrst_rep(${defs})`
 }
 
-function conflictClause (spec: InsertSpec, setColumns: readonly string[]): Sql {
+function conflictClause(spec: InsertSpec, setColumns: readonly string[]): Sql {
   const oc = spec.onConflict
   if (oc === null) return empty
   const target = join(oc.columns.map((c) => ident(c)))
@@ -75,7 +107,13 @@ function conflictClause (spec: InsertSpec, setColumns: readonly string[]): Sql {
 }
 
 /** One INSERT over rows produced by `rows` (a FROM list ending in `pgrst_body`). */
-function insertStatement (plan: MutatePlan, spec: InsertSpec, columns: readonly string[], rows: Sql, returning: ReturnPreference): Sql {
+function insertStatement(
+  plan: MutatePlan,
+  spec: InsertSpec,
+  columns: readonly string[],
+  rows: Sql,
+  returning: ReturnPreference,
+): Sql {
   const t = qualified(plan.table.schema, plan.table.name)
   const conds: Sql[] = []
   if (spec.countInserts) conds.push(COUNT_UP)
@@ -88,11 +126,11 @@ function insertStatement (plan: MutatePlan, spec: InsertSpec, columns: readonly 
 }
 
 /** `jsonb_build_object('col', <its default>, ...)`: evaluated where it stands, once per row. */
-function defaultsObject (defaults: readonly ColumnDefault[]): Sql {
+function defaultsObject(defaults: readonly ColumnDefault[]): Sql {
   return sql`jsonb_build_object(${join(defaults.map((d) => sql`${param(d.column)}::text, ${catalogExpression(d.expression)}`))})`
 }
 
-function renderInsert (plan: MutatePlan, spec: InsertSpec, returning: ReturnPreference): Sql {
+function renderInsert(plan: MutatePlan, spec: InsertSpec, returning: ReturnPreference): Sql {
   const rowType = sql`NULL::${qualified(plan.table.schema, plan.table.name)}`
   const parsers = spec.parsers ?? NO_PARSERS
   const isArray = spec.payload.isArray
@@ -108,28 +146,41 @@ function renderInsert (plan: MutatePlan, spec: InsertSpec, returning: ReturnPref
   return sql`pgrst_source AS ( ${insertStatement(plan, spec, spec.columns, rows, returning)} )`
 }
 
-function whereClause (plan: MutatePlan, spec: { where: UpdateSpec['where'] }): Sql {
+function whereClause(plan: MutatePlan, spec: { where: UpdateSpec['where'] }): Sql {
   const q: Qualifier = { kind: 'table', schema: plan.table.schema, name: plan.table.name }
   const conds = spec.where.map((c) => renderCondition(q, c))
   return conds.length === 0 ? empty : sql` WHERE ${join(conds, sql` AND `)}`
 }
 
-function renderUpdate (plan: MutatePlan, spec: UpdateSpec, returning: ReturnPreference): Sql {
+function renderUpdate(plan: MutatePlan, spec: UpdateSpec, returning: ReturnPreference): Sql {
   const t = qualified(plan.table.schema, plan.table.name)
   if (spec.set.length === 0) {
     // Matches PostgREST: an empty body updates nothing (`WHERE false`).
-    const cols = returning === 'minimal' || plan.returnColumns?.length === 0
-      ? sql`1`
-      : plan.returnColumns === null ? sql`${t}.*` : join(plan.returnColumns.map((c) => sql`${t}.${ident(c)}`))
+    const cols =
+      returning === 'minimal' || plan.returnColumns?.length === 0
+        ? sql`1`
+        : plan.returnColumns === null
+          ? sql`${t}.*`
+          : join(plan.returnColumns.map((c) => sql`${t}.${ident(c)}`))
     return sql`pgrst_source AS ( SELECT ${cols} FROM ${t} WHERE false )`
   }
   const parsers = spec.parsers ?? NO_PARSERS
-  const set = join(spec.set.map((s) => s.value === 'default' ? sql`${ident(s.column)} = DEFAULT` : sql`${ident(s.column)} = ${bodyColumn(s.column, parsers)}`))
+  const set = join(
+    spec.set.map((s) =>
+      s.value === 'default'
+        ? sql`${ident(s.column)} = DEFAULT`
+        : sql`${ident(s.column)} = ${bodyColumn(s.column, parsers)}`,
+    ),
+  )
   const from = sql`pgrst_payload, ${bodyRows(sql`NULL::${t}`, sql`pgrst_payload.json_data`, spec.payload.isArray, parsers, keyFilter(spec))}`
   return sql`pgrst_source AS ( UPDATE ${t} SET ${set} FROM ${from}${whereClause(plan, spec)}${returningClause(plan, returning)} )`
 }
 
-function renderDelete (plan: MutatePlan, spec: MutatePlan['spec'] & { kind: 'delete' }, returning: ReturnPreference): Sql {
+function renderDelete(
+  plan: MutatePlan,
+  spec: MutatePlan['spec'] & { kind: 'delete' },
+  returning: ReturnPreference,
+): Sql {
   const t = qualified(plan.table.schema, plan.table.name)
   return sql`pgrst_source AS ( DELETE FROM ${t}${whereClause(plan, spec)}${returningClause(plan, returning)} )`
 }
@@ -138,14 +189,21 @@ function renderDelete (plan: MutatePlan, spec: MutatePlan['spec'] & { kind: 'del
  * The statement of a write. `returning` may differ from the plan's: the engine retries a
  * representation refused by the SELECT policy as minimal (docs/service.md §7).
  */
-export function renderMutate (plan: MutatePlan, returning: ReturnPreference = plan.returning): Statement {
+export function renderMutate(plan: MutatePlan, returning: ReturnPreference = plan.returning): Statement {
   const spec = plan.spec
-  const payload = spec.kind === 'delete' ? empty : sql`pgrst_payload AS ( SELECT ${param(spec.payload.json)}::json AS json_data ), `
+  const payload =
+    spec.kind === 'delete' ? empty : sql`pgrst_payload AS ( SELECT ${param(spec.payload.json)}::json AS json_data ), `
   let source: Sql
   switch (spec.kind) {
-    case 'insert': source = renderInsert(plan, spec, returning); break
-    case 'update': source = renderUpdate(plan, spec, returning); break
-    case 'delete': source = renderDelete(plan, spec, returning); break
+    case 'insert':
+      source = renderInsert(plan, spec, returning)
+      break
+    case 'update':
+      source = renderUpdate(plan, spec, returning)
+      break
+    case 'delete':
+      source = renderDelete(plan, spec, returning)
+      break
   }
   let ctes = sql`WITH ${payload}${source}`
   let rows = sql`SELECT * FROM pgrst_source`
@@ -161,8 +219,11 @@ export function renderMutate (plan: MutatePlan, returning: ReturnPreference = pl
     body = sql`''::text`
   }
   const total = plan.count !== null ? sql`pg_catalog.count(_postgrest_t)` : sql`null::bigint`
-  const inserted = spec.kind === 'insert' && spec.countInserts
-    ? sql`nullif(pg_catalog.current_setting('pgrst.inserted', true), '')::int`
-    : sql`null::int`
-  return render(sql`${ctes} SELECT ${total} AS total_result_set, pg_catalog.count(_postgrest_t) AS page_total, ${body} AS body, nullif(pg_catalog.current_setting('response.headers', true), '') AS response_headers, nullif(pg_catalog.current_setting('response.status', true), '') AS response_status, ${inserted} AS response_inserted FROM ( ${rows} ) _postgrest_t`)
+  const inserted =
+    spec.kind === 'insert' && spec.countInserts
+      ? sql`nullif(pg_catalog.current_setting('pgrst.inserted', true), '')::int`
+      : sql`null::int`
+  return render(
+    sql`${ctes} SELECT ${total} AS total_result_set, pg_catalog.count(_postgrest_t) AS page_total, ${body} AS body, nullif(pg_catalog.current_setting('response.headers', true), '') AS response_headers, nullif(pg_catalog.current_setting('response.status', true), '') AS response_status, ${inserted} AS response_inserted FROM ( ${rows} ) _postgrest_t`,
+  )
 }

@@ -7,7 +7,11 @@ import { param, render, sql, type Statement } from './sql.js'
  * One row: `tables` = JSON array of [oid, select, insert, update, delete] and `routines` =
  * JSON array of [oid, execute], for the current role; `usage` = USAGE on the schema.
  */
-export function renderOpenApiPrivileges (tableOids: readonly number[], routineOids: readonly number[], schema: string): Statement {
+export function renderOpenApiPrivileges(
+  tableOids: readonly number[],
+  routineOids: readonly number[],
+  schema: string,
+): Statement {
   return render(sql`SELECT
  (SELECT coalesce(json_agg(json_build_array(o, pg_catalog.has_any_column_privilege(o, 'SELECT'), pg_catalog.has_any_column_privilege(o, 'INSERT'), pg_catalog.has_any_column_privilege(o, 'UPDATE'), pg_catalog.has_table_privilege(o, 'DELETE'))), '[]')::text FROM unnest(${param('{' + tableOids.join(',') + '}')}::oid[]) AS o) AS tables,
  (SELECT coalesce(json_agg(json_build_array(o, pg_catalog.has_function_privilege(o, 'EXECUTE'))), '[]')::text FROM unnest(${param('{' + routineOids.join(',') + '}')}::oid[]) AS o) AS routines,

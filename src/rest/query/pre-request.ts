@@ -43,7 +43,7 @@ interface RequestSettings {
 const CLAIM_NAME = /^[A-Za-z_][A-Za-z0-9_]{0,62}$/
 
 /** Top-level scalar claims for the legacy per-claim settings. */
-function legacyClaims (claims: Record<string, unknown>): Record<string, string> {
+function legacyClaims(claims: Record<string, unknown>): Record<string, string> {
   const out = bareRecord<string>()
   for (const [k, v] of Object.entries(claims)) {
     if (!CLAIM_NAME.test(k)) continue
@@ -54,13 +54,16 @@ function legacyClaims (claims: Record<string, unknown>): Record<string, string> 
 }
 
 /** `"a", "b"` for search_path (each name quoted). */
-function searchPathValue (schemas: readonly string[]): string {
+function searchPathValue(schemas: readonly string[]): string {
   return [...new Set(schemas)].map((s) => '"' + s.replace(/"/g, '""') + '"').join(', ')
 }
 
 /** `"schema"."function"` of a `schema.function` name (the tenant schema allows identifier characters only). */
-function quotedFunction (name: string): string {
-  return name.split('.').map((p) => '"' + p.replace(/"/g, '""') + '"').join('.')
+function quotedFunction(name: string): string {
+  return name
+    .split('.')
+    .map((p) => '"' + p.replace(/"/g, '""') + '"')
+    .join('.')
 }
 
 /**
@@ -68,11 +71,11 @@ function quotedFunction (name: string): string {
  * settings (in the settings' statement Postgres would check its privileges as the login, before
  * the role is set).
  */
-export function renderPreRequestCall (fn: string): Statement {
+export function renderPreRequestCall(fn: string): Statement {
   return { text: `SELECT ${quotedFunction(fn)}() IS NULL AS pre_request`, values: [] }
 }
 
-export function renderPreRequest (s: RequestSettings): Statement & { name: string } {
+export function renderPreRequest(s: RequestSettings): Statement & { name: string } {
   return {
     name: PRE_REQUEST_NAME,
     text: PRE_REQUEST_TEXT,
@@ -89,7 +92,7 @@ export function renderPreRequest (s: RequestSettings): Statement & { name: strin
       JSON.stringify(legacyClaims(s.claims)),
       s.relationOid,
       s.role,
-      JSON.stringify(s.appSettings ?? {})
-    ]
+      JSON.stringify(s.appSettings ?? {}),
+    ],
   }
 }

@@ -4,68 +4,103 @@
 // Pure; every value is a bind parameter, every name a quoted identifier.
 import type { AggregateFunction, Operation, OpExpr } from '../api-request/types.js'
 import type {
-  CoercibleField, Condition, JoinCondition, MediaHandler, PlannedOrder, Qualifier, ReadNode, ReadPlan, SelectColumn, SpreadSelect
+  CoercibleField,
+  Condition,
+  JoinCondition,
+  MediaHandler,
+  PlannedOrder,
+  Qualifier,
+  ReadNode,
+  ReadPlan,
+  SelectColumn,
+  SpreadSelect,
 } from '../plan/types.js'
 import { isToOne, type QualifiedName } from '../schema-cache/types.js'
-import { empty, ident, join, param, qualified, raw, render, sql, typeName, type Keyword, type Sql, type Statement } from './sql.js'
+import {
+  empty,
+  ident,
+  join,
+  param,
+  qualified,
+  raw,
+  render,
+  sql,
+  typeName,
+  type Keyword,
+  type Sql,
+  type Statement,
+} from './sql.js'
 
 // -- names and fields -------------------------------------------------------------------
 
-function renderQualifier (q: Qualifier): Sql {
+function renderQualifier(q: Qualifier): Sql {
   return q.kind === 'table' ? qualified(q.schema, q.name) : ident(q.name)
 }
 
-function column (q: Qualifier, name: string): Sql {
+function column(q: Qualifier, name: string): Sql {
   return name === '*' ? sql`${renderQualifier(q)}.*` : sql`${renderQualifier(q)}.${ident(name)}`
 }
 
-function jsonPath (field: Pick<CoercibleField, 'jsonPath'>): Sql {
-  return join(field.jsonPath.map((op) => {
-    const operand = op.operand.kind === 'key' ? param(op.operand.key) : sql`${param(op.operand.idx)}::int`
-    return sql`${raw(op.arrow)}${operand}`
-  }), empty)
+function jsonPath(field: Pick<CoercibleField, 'jsonPath'>): Sql {
+  return join(
+    field.jsonPath.map((op) => {
+      const operand = op.operand.kind === 'key' ? param(op.operand.key) : sql`${param(op.operand.idx)}::int`
+      return sql`${raw(op.arrow)}${operand}`
+    }),
+    empty,
+  )
 }
 
 /** A field's expression: `"q"."col"`, `to_jsonb("q"."col")->$1`, `to_tsvector($1, "q"."col")`. */
-function renderField (q: Qualifier, f: CoercibleField): Sql {
+function renderField(q: Qualifier, f: CoercibleField): Sql {
   let expr: Sql
   if (f.fullRow === true) expr = ident(q.name)
   else if (f.jsonPath.length === 0) expr = column(q, f.name)
   else if (f.toJson) expr = sql`to_jsonb(${column(q, f.name)})${jsonPath(f)}`
   else expr = sql`${column(q, f.name)}${jsonPath(f)}`
   if (f.toTsVector) {
-    expr = f.toTsVector.language === null
-      ? sql`to_tsvector(${expr})`
-      : sql`to_tsvector(${param(f.toTsVector.language)}, ${expr})`
+    expr =
+      f.toTsVector.language === null
+        ? sql`to_tsvector(${expr})`
+        : sql`to_tsvector(${param(f.toTsVector.language)}, ${expr})`
   }
   return expr
 }
 
 const AGGREGATES: Record<AggregateFunction, Sql> = {
-  count: sql`COUNT`, sum: sql`SUM`, avg: sql`AVG`, max: sql`MAX`, min: sql`MIN`
+  count: sql`COUNT`,
+  sum: sql`SUM`,
+  avg: sql`AVG`,
+  max: sql`MAX`,
+  min: sql`MIN`,
 }
 
 /** `SUM(expr)`, `CAST( SUM(expr) AS int )`, or expr when there is no aggregate. */
-function applyAggregate (expr: Sql, aggregate: AggregateFunction | null | undefined, cast: string | null | undefined): Sql {
+function applyAggregate(
+  expr: Sql,
+  aggregate: AggregateFunction | null | undefined,
+  cast: string | null | undefined,
+): Sql {
   if (aggregate === null || aggregate === undefined) return expr
   const agg = sql`${AGGREGATES[aggregate]}(${expr})`
   return cast === null || cast === undefined ? agg : sql`CAST( ${agg} AS ${typeName(cast)} )`
 }
 
-function renderSelectColumn (q: Qualifier, s: SelectColumn): Sql {
+function renderSelectColumn(q: Qualifier, s: SelectColumn): Sql {
   let expr = renderField(q, s.field)
   // A data representation formats the column (PostgREST's pgFmtTableCoerce).
-  if (s.field.transform !== undefined) expr = sql`${qualified(s.field.transform.schema, s.field.transform.name)}(${expr})`
+  if (s.field.transform !== undefined)
+    expr = sql`${qualified(s.field.transform.schema, s.field.transform.name)}(${expr})`
   if (s.cast !== null) expr = sql`CAST( ${expr} AS ${typeName(s.cast)} )`
   expr = applyAggregate(expr, s.aggregate, s.aggregateCast)
   return s.alias === null ? expr : sql`${expr} AS ${ident(s.alias)}`
 }
 
-function spreadColumn (aggAlias: string, name: string): Sql {
+function spreadColumn(aggAlias: string, name: string): Sql {
   return name === '*' ? sql`${ident(aggAlias)}.*` : sql`${ident(aggAlias)}.${ident(name)}`
 }
 
-function renderSpreadSelect (aggAlias: string, s: SpreadSelect): Sql {
+function renderSpreadSelect(aggAlias: string, s: SpreadSelect): Sql {
   const expr = applyAggregate(spreadColumn(aggAlias, s.name), s.aggregate, s.aggregateCast)
   return s.alias === null ? expr : sql`${expr} AS ${ident(s.alias)}`
 }
@@ -73,20 +108,43 @@ function renderSpreadSelect (aggAlias: string, s: SpreadSelect): Sql {
 // -- conditions ---------------------------------------------------------------------------
 
 const SIMPLE: Record<string, Keyword> = {
-  neq: '<>', cs: '@>', cd: '<@', ov: '&&', sl: '<<', sr: '>>', nxr: '&<', nxl: '&>', adj: '-|-'
+  neq: '<>',
+  cs: '@>',
+  cd: '<@',
+  ov: '&&',
+  sl: '<<',
+  sr: '>>',
+  nxr: '&<',
+  nxl: '&>',
+  adj: '-|-',
 }
 const QUANT: Record<string, Keyword> = {
-  eq: '=', gt: '>', gte: '>=', lt: '<', lte: '<=', like: 'LIKE', ilike: 'ILIKE', match: '~', imatch: '~*'
+  eq: '=',
+  gt: '>',
+  gte: '>=',
+  lt: '<',
+  lte: '<=',
+  like: 'LIKE',
+  ilike: 'ILIKE',
+  match: '~',
+  imatch: '~*',
 }
 const FTS: Record<string, Keyword> = {
-  fts: 'to_tsquery', plfts: 'plainto_tsquery', phfts: 'phraseto_tsquery', wfts: 'websearch_to_tsquery'
+  fts: 'to_tsquery',
+  plfts: 'plainto_tsquery',
+  phfts: 'phraseto_tsquery',
+  wfts: 'websearch_to_tsquery',
 }
 const IS: Record<string, Keyword> = {
-  null: 'IS NULL', not_null: 'IS NOT NULL', true: 'IS TRUE', false: 'IS FALSE', unknown: 'IS UNKNOWN'
+  null: 'IS NULL',
+  not_null: 'IS NOT NULL',
+  true: 'IS TRUE',
+  false: 'IS FALSE',
+  unknown: 'IS UNKNOWN',
 }
 
 /** A Postgres array literal: every element double-quoted, `"` and `\` escaped. */
-function arrayLiteral (values: readonly string[]): string {
+function arrayLiteral(values: readonly string[]): string {
   return '{' + values.map((v) => '"' + v.replace(/\\/g, '\\\\').replace(/"/g, '\\"') + '"').join(',') + '}'
 }
 
@@ -94,19 +152,19 @@ function arrayLiteral (values: readonly string[]): string {
  * A filter value: a parameter, through a data representation's text parser when the
  * field has one (PostgREST's pgFmtUnknownLiteralForField).
  */
-function valueOf (value: string, parse: QualifiedName | undefined): Sql {
+function valueOf(value: string, parse: QualifiedName | undefined): Sql {
   return parse === undefined ? param(value) : sql`${qualified(parse.schema, parse.name)}(${param(value)})`
 }
 
 /** The elements of `in.(...)`: one array parameter, each element parsed when the field has a parser. */
-function listOf (values: readonly string[], parse: QualifiedName | undefined): Sql {
+function listOf(values: readonly string[], parse: QualifiedName | undefined): Sql {
   const list = values.length === 1 && values[0] === '' ? '{}' : arrayLiteral(values)
   return parse === undefined
     ? param(list)
     : sql`(SELECT ${qualified(parse.schema, parse.name)}(unnest(${param(list)}::text[])))`
 }
 
-function renderOperation (expr: Sql, op: Operation, parse?: QualifiedName): Sql {
+function renderOperation(expr: Sql, op: Operation, parse?: QualifiedName): Sql {
   switch (op.kind) {
     case 'simple':
       return sql`${expr} ${raw(SIMPLE[op.op])} ${valueOf(op.value, parse)}`
@@ -131,14 +189,14 @@ function renderOperation (expr: Sql, op: Operation, parse?: QualifiedName): Sql 
   }
 }
 
-function renderOpExpr (expr: Sql, e: OpExpr, parse?: QualifiedName): Sql {
+function renderOpExpr(expr: Sql, e: OpExpr, parse?: QualifiedName): Sql {
   const body = renderOperation(expr, e.operation, parse)
   return e.negated ? sql`NOT ${body}` : body
 }
 
 type CountHook = (child: ReadNode, notNull: boolean) => Sql
 
-export function renderCondition (q: Qualifier, c: Condition, countHook?: CountHook): Sql {
+export function renderCondition(q: Qualifier, c: Condition, countHook?: CountHook): Sql {
   switch (c.kind) {
     case 'filter':
       return renderOpExpr(renderField(q, c.field), c.opExpr, c.field.transform)
@@ -146,30 +204,32 @@ export function renderCondition (q: Qualifier, c: Condition, countHook?: CountHo
       if (countHook) return countHook(c.child, c.notNull)
       return sql`${ident(c.aggAlias)} ${raw(c.notNull ? 'IS DISTINCT FROM NULL' : 'IS NOT DISTINCT FROM NULL')}`
     case 'logic': {
-      const inner = join(c.children.map((x) => renderCondition(q, x, countHook)), sql` ${raw(c.op === 'and' ? 'AND' : 'OR')} `)
+      const inner = join(
+        c.children.map((x) => renderCondition(q, x, countHook)),
+        sql` ${raw(c.op === 'and' ? 'AND' : 'OR')} `,
+      )
       return c.negated ? sql`NOT (${inner})` : sql`(${inner})`
     }
   }
 }
 
-function renderJoinCondition (j: JoinCondition): Sql {
+function renderJoinCondition(j: JoinCondition): Sql {
   return sql`${column(j.left[0], j.left[1])} = ${column(j.right[0], j.right[1])}`
 }
 
-function renderOrderTerm (q: Qualifier, o: PlannedOrder): Sql {
-  const expr = o.kind === 'field'
-    ? renderField(q, o.field)
-    : sql`${ident(o.aggAlias)}.${ident(o.field.name)}${jsonPath(o.field)}`
+function renderOrderTerm(q: Qualifier, o: PlannedOrder): Sql {
+  const expr =
+    o.kind === 'field' ? renderField(q, o.field) : sql`${ident(o.aggAlias)}.${ident(o.field.name)}${jsonPath(o.field)}`
   const dir = o.direction === null ? empty : sql` ${raw(o.direction === 'asc' ? 'ASC' : 'DESC')}`
   const nulls = o.nulls === null ? empty : sql` ${raw(o.nulls === 'first' ? 'NULLS FIRST' : 'NULLS LAST')}`
   return sql`${expr}${dir}${nulls}`
 }
 
-function renderOrder (q: Qualifier, order: readonly PlannedOrder[]): Sql {
+function renderOrder(q: Qualifier, order: readonly PlannedOrder[]): Sql {
   return order.length === 0 ? empty : sql` ORDER BY ${join(order.map((o) => renderOrderTerm(q, o)))}`
 }
 
-function renderRange (r: { offset: number, limit: number | null }): Sql {
+function renderRange(r: { offset: number; limit: number | null }): Sql {
   const limit = r.limit === null ? empty : sql` LIMIT ${param(r.limit)}`
   const offset = r.offset === 0 ? empty : sql` OFFSET ${param(r.offset)}`
   return sql`${limit}${offset}`
@@ -177,16 +237,19 @@ function renderRange (r: { offset: number, limit: number | null }): Sql {
 
 // -- the tree ---------------------------------------------------------------------------
 
-function nodeQualifier (n: ReadNode): Qualifier {
-  return n.alias !== null ? { kind: 'alias', name: n.alias } : { kind: 'table', schema: n.from.schema, name: n.from.name }
+function nodeQualifier(n: ReadNode): Qualifier {
+  return n.alias !== null
+    ? { kind: 'alias', name: n.alias }
+    : { kind: 'table', schema: n.from.schema, name: n.from.name }
 }
 
-function fromClause (n: ReadNode): Sql {
+function fromClause(n: ReadNode): Sql {
   const c = n.computed
   // Cast to the row type: the parent may be a CTE (RPC, writes) whose rows are anonymous records.
-  const table = c === null
-    ? qualified(n.from.schema, n.from.name)
-    : sql`${qualified(c.function.schema, c.function.name)}(${ident(c.parent)}::${qualified(c.table.schema, c.table.name)})`
+  const table =
+    c === null
+      ? qualified(n.from.schema, n.from.name)
+      : sql`${qualified(c.function.schema, c.function.name)}(${ident(c.parent)}::${qualified(c.table.schema, c.table.name)})`
   const aliased = n.alias === null ? table : sql`${table} AS ${ident(n.alias)}`
   return n.junction === null ? aliased : sql`${aliased}, ${qualified(n.junction.schema, n.junction.name)}`
 }
@@ -195,11 +258,11 @@ function fromClause (n: ReadNode): Sql {
  * An embed whose select lists are empty all the way down (`rel()`): its parent renders no
  * column for it (a spread child is rendered from its spread's selects before this is asked).
  */
-function selectsNoColumn (n: ReadNode): boolean {
+function selectsNoColumn(n: ReadNode): boolean {
   return n.select.length === 0 && n.children.every(selectsNoColumn)
 }
 
-function childSelects (c: ReadNode): Sql[] {
+function childSelects(c: ReadNode): Sql[] {
   const agg = ident(c.aggAlias)
   if (c.spread !== null) return c.spread.selects.map((s) => renderSpreadSelect(c.aggAlias, s))
   if (selectsNoColumn(c)) return []
@@ -213,8 +276,9 @@ function childSelects (c: ReadNode): Sql[] {
  * GROUP BY when the node aggregates (its own columns or those hoisted into its spreads):
  * every other selected column, embed and spread column (PostgREST's groupF).
  */
-function groupBy (q: Qualifier, n: ReadNode): Sql {
-  const aggregated = n.select.some((s) => s.aggregate != null) ||
+function groupBy(q: Qualifier, n: ReadNode): Sql {
+  const aggregated =
+    n.select.some((s) => s.aggregate != null) ||
     n.children.some((c) => c.spread !== null && c.spread.selects.some((s) => s.aggregate !== null))
   if (!aggregated) return empty
   const terms: Sql[] = []
@@ -224,7 +288,8 @@ function groupBy (q: Qualifier, n: ReadNode): Sql {
   }
   for (const c of n.children) {
     if (c.spread !== null) {
-      for (const s of c.spread.selects) if (s.aggregate === null) terms.push(spreadColumn(c.aggAlias, s.alias ?? s.name))
+      for (const s of c.spread.selects)
+        if (s.aggregate === null) terms.push(spreadColumn(c.aggAlias, s.alias ?? s.name))
     } else if (!selectsNoColumn(c)) {
       terms.push(ident(c.relAlias ?? c.relName))
     }
@@ -232,7 +297,7 @@ function groupBy (q: Qualifier, n: ReadNode): Sql {
   return terms.length === 0 ? empty : sql` GROUP BY ${join(terms)}`
 }
 
-function childJoin (c: ReadNode): Sql {
+function childJoin(c: ReadNode): Sql {
   const agg = ident(c.aggAlias)
   const kind = raw(c.joinType === 'inner' ? 'INNER' : 'LEFT')
   const sub = renderNode(c)
@@ -242,8 +307,10 @@ function childJoin (c: ReadNode): Sql {
   if (c.spread !== null && c.spread.kind === 'to-many') {
     const orderQ: Qualifier = { kind: 'alias', name: c.aggAlias }
     const order = c.spread.order
-    const cols = c.spread.selects.map((s) =>
-      sql`COALESCE(json_agg(${spreadColumn(c.aggAlias, s.name)}${renderOrder(orderQ, order)}),'[]')::jsonb AS ${ident(s.alias ?? s.name)}`)
+    const cols = c.spread.selects.map(
+      (s) =>
+        sql`COALESCE(json_agg(${spreadColumn(c.aggAlias, s.name)}${renderOrder(orderQ, order)}),'[]')::jsonb AS ${ident(s.alias ?? s.name)}`,
+    )
     const selects = join([sql`json_agg(${agg})::jsonb AS ${agg}`, ...cols])
     return sql` ${kind} JOIN LATERAL ( SELECT ${selects} FROM ( ${sub} ) AS ${agg} ) AS ${agg} ON ${on}`
   }
@@ -255,12 +322,14 @@ function childJoin (c: ReadNode): Sql {
  * root's FROM item (`"pgrst_source" AS "<alias>"` for write representations and RPC
  * results).
  */
-export function renderNode (n: ReadNode, range: { offset: number, limit: number | null } = n.range, from?: Sql): Sql {
+export function renderNode(n: ReadNode, range: { offset: number; limit: number | null } = n.range, from?: Sql): Sql {
   const q = nodeQualifier(n)
-  const own = n.select.length === 0 && n.children.length === 0
-    ? [column(q, '*')]
-    : n.select.map((s) => renderSelectColumn(q, s))
-  const extra = n.spread !== null && n.spread.kind === 'to-many' ? n.spread.orderSelects.map((s) => renderSelectColumn(s.from ?? q, s.column)) : []
+  const own =
+    n.select.length === 0 && n.children.length === 0 ? [column(q, '*')] : n.select.map((s) => renderSelectColumn(q, s))
+  const extra =
+    n.spread !== null && n.spread.kind === 'to-many'
+      ? n.spread.orderSelects.map((s) => renderSelectColumn(s.from ?? q, s.column))
+      : []
   const selects = [...own, ...extra, ...n.children.flatMap(childSelects)]
   const joins = join(n.children.map(childJoin), empty)
   const conds = [...n.where.map((c) => renderCondition(q, c)), ...n.joinConditions.map(renderJoinCondition)]
@@ -272,15 +341,14 @@ export function renderNode (n: ReadNode, range: { offset: number, limit: number 
  * The count query of a node: its filters and join conditions, `EXISTS` for `!inner`
  * embeds and for `rel=not.is.null` (NOT EXISTS for `rel=is.null`); no limit.
  */
-function renderCountNode (n: ReadNode): Sql {
+function renderCountNode(n: ReadNode): Sql {
   const q = nodeQualifier(n)
-  const hook: CountHook = (child, notNull) => notNull
-    ? sql`EXISTS (${renderCountNode(child)})`
-    : sql`NOT EXISTS (${renderCountNode(child)})`
+  const hook: CountHook = (child, notNull) =>
+    notNull ? sql`EXISTS (${renderCountNode(child)})` : sql`NOT EXISTS (${renderCountNode(child)})`
   const conds = [
     ...n.where.map((c) => renderCondition(q, c, hook)),
     ...n.joinConditions.map(renderJoinCondition),
-    ...n.children.filter((c) => c.joinType === 'inner').map((c) => sql`EXISTS (${renderCountNode(c)})`)
+    ...n.children.filter((c) => c.joinType === 'inner').map((c) => sql`EXISTS (${renderCountNode(c)})`),
   ]
   const where = conds.length === 0 ? empty : sql` WHERE ${join(conds, sql` AND `)}`
   return sql`SELECT 1 FROM ${fromClause(n)}${where}`
@@ -296,7 +364,7 @@ const geoJsonBody: Sql = sql`json_build_object('type', 'FeatureCollection', 'fea
  * over the scalar column, or over the rows (as `target`'s row type when it has one); sent
  * as bytes when the media type is over bytea, else as text.
  */
-export function customBody (media: MediaHandler & { kind: 'custom' }, scalarColumn?: string): Sql {
+export function customBody(media: MediaHandler & { kind: 'custom' }, scalarColumn?: string): Sql {
   const fn = qualified(media.function.schema, media.function.name)
   if (scalarColumn !== undefined) {
     // The one value of a scalar function, through the domain; an aggregate, as the
@@ -304,7 +372,8 @@ export function customBody (media: MediaHandler & { kind: 'custom' }, scalarColu
     const value = sql`${fn}(_postgrest_t.${ident(scalarColumn)})`
     return media.bytes ? sql`string_agg((${value})::bytea, ''::bytea)` : sql`string_agg((${value})::text, '')`
   }
-  const arg = media.target === null ? sql`_postgrest_t` : sql`_postgrest_t::${qualified(media.target.schema, media.target.name)}`
+  const arg =
+    media.target === null ? sql`_postgrest_t` : sql`_postgrest_t::${qualified(media.target.schema, media.target.name)}`
   return media.bytes ? sql`(${fn}(${arg}))::bytea` : sql`(${fn}(${arg}))::text`
 }
 
@@ -313,7 +382,7 @@ export function customBody (media: MediaHandler & { kind: 'custom' }, scalarColu
  * first row of `headerFrom`: the source of a read, the representation of a write or call),
  * GeoJSON or a media type handler's output.
  */
-export function renderRowsBody (media: MediaHandler, headerFrom: 'pgrst_source' | 'pgrst_repr'): Sql {
+export function renderRowsBody(media: MediaHandler, headerFrom: 'pgrst_source' | 'pgrst_repr'): Sql {
   switch (media.kind) {
     case 'json':
       return media.stripNulls
@@ -332,7 +401,7 @@ export function renderRowsBody (media: MediaHandler, headerFrom: 'pgrst_source' 
   }
 }
 
-function renderBody (plan: ReadPlan): Sql {
+function renderBody(plan: ReadPlan): Sql {
   return plan.headersOnly ? sql`''::text` : renderRowsBody(plan.media, 'pgrst_source')
 }
 
@@ -347,13 +416,14 @@ export interface ReadStatements {
  * The main statement of a read: one row with total_result_set, page_total, body (text),
  * response_headers, response_status and, with an implicit limit, `cut`.
  */
-export function renderRead (plan: ReadPlan): ReadStatements {
+export function renderRead(plan: ReadPlan): ReadStatements {
   const root = plan.tree
   const implicit = plan.implicitLimit
   const sourceRange = implicit === null ? root.range : { offset: root.range.offset, limit: implicit + 1 }
   const source = renderNode(root, sourceRange)
   const wantsCountQuery = (plan.count === 'exact' || plan.count === 'estimated') && plan.ranged
-  const countLimit = plan.count === 'estimated' && plan.maxRows !== null ? sql` LIMIT ${param(plan.maxRows + 1)}` : empty
+  const countLimit =
+    plan.count === 'estimated' && plan.maxRows !== null ? sql` LIMIT ${param(plan.maxRows + 1)}` : empty
   const ctes = wantsCountQuery
     ? sql`WITH pgrst_source AS ( ${source} ), pgrst_source_count AS ( ${renderCountNode(root)}${countLimit} )`
     : sql`WITH pgrst_source AS ( ${source} )`
@@ -361,13 +431,15 @@ export function renderRead (plan: ReadPlan): ReadStatements {
   if (wantsCountQuery) total = sql`(SELECT pg_catalog.count(*) FROM pgrst_source_count)`
   else if (plan.count !== null) total = sql`pg_catalog.count(_postgrest_t)`
   else total = sql`null::bigint`
-  const cut = implicit === null ? empty : sql`, (SELECT pg_catalog.count(*) FROM pgrst_source) > ${param(implicit)} AS cut`
-  const rows = implicit === null ? sql`SELECT * FROM pgrst_source` : sql`SELECT * FROM pgrst_source LIMIT ${param(implicit)}`
+  const cut =
+    implicit === null ? empty : sql`, (SELECT pg_catalog.count(*) FROM pgrst_source) > ${param(implicit)} AS cut`
+  const rows =
+    implicit === null ? sql`SELECT * FROM pgrst_source` : sql`SELECT * FROM pgrst_source LIMIT ${param(implicit)}`
   const main = sql`${ctes} SELECT ${total} AS total_result_set, pg_catalog.count(_postgrest_t) AS page_total, ${renderBody(plan)} AS body, nullif(current_setting('response.headers', true), '') AS response_headers, nullif(current_setting('response.status', true), '') AS response_status${cut} FROM ( ${rows} ) _postgrest_t`
   // As PostgREST: the count query's EXPLAIN runs for planned and for every estimated count.
   const needsPlanned = plan.count === 'planned' || plan.count === 'estimated'
   return {
     main: render(main),
-    planned: needsPlanned ? render(sql`EXPLAIN (FORMAT JSON) ${renderCountNode(root)}`) : null
+    planned: needsPlanned ? render(sql`EXPLAIN (FORMAT JSON) ${renderCountNode(root)}`) : null,
   }
 }

@@ -10,8 +10,9 @@ const TOKEN = Symbol('sql')
 export class Sql {
   readonly chunks: readonly string[]
   readonly values: readonly unknown[]
-  constructor (token: symbol, chunks: readonly string[], values: readonly unknown[]) {
-    if (token !== TOKEN) throw new TypeError('Sql fragments are built with sql``, ident(), param(), raw(), typeName() or join()')
+  constructor(token: symbol, chunks: readonly string[], values: readonly unknown[]) {
+    if (token !== TOKEN)
+      throw new TypeError('Sql fragments are built with sql``, ident(), param(), raw(), typeName() or join()')
     this.chunks = chunks
     this.values = values
   }
@@ -25,12 +26,12 @@ export interface Statement {
   readonly textResult?: boolean
 }
 
-function assertFragment (x: unknown): asserts x is Sql {
+function assertFragment(x: unknown): asserts x is Sql {
   if (!(x instanceof Sql)) throw new TypeError('only Sql fragments can be interpolated into sql``')
 }
 
 /** Appends fragment pieces to chunk/value accumulators. */
-function append (chunks: string[], values: unknown[], frag: Sql): void {
+function append(chunks: string[], values: unknown[], frag: Sql): void {
   chunks[chunks.length - 1] += frag.chunks[0]
   for (let i = 0; i < frag.values.length; i++) {
     values.push(frag.values[i])
@@ -42,7 +43,7 @@ function append (chunks: string[], values: unknown[], frag: Sql): void {
  * Static SQL from source code. Interpolations must themselves be fragments; a string or
  * number interpolation throws, so request values cannot reach the text by accident.
  */
-export function sql (strings: TemplateStringsArray, ...parts: Sql[]): Sql {
+export function sql(strings: TemplateStringsArray, ...parts: Sql[]): Sql {
   if (!Array.isArray((strings as { raw?: unknown }).raw)) throw new TypeError('sql must be used as a template tag')
   const chunks: string[] = [strings[0]]
   const values: unknown[] = []
@@ -56,39 +57,79 @@ export function sql (strings: TemplateStringsArray, ...parts: Sql[]): Sql {
 }
 
 /** A quoted identifier: wrapped in double quotes, any quote inside doubled. */
-export function ident (name: string): Sql {
+export function ident(name: string): Sql {
   return new Sql(TOKEN, [quoteIdent(name)], [])
 }
 
 /** `"schema"."name"` */
-export function qualified (schema: string, name: string): Sql {
+export function qualified(schema: string, name: string): Sql {
   return new Sql(TOKEN, [quoteIdent(schema) + '.' + quoteIdent(name)], [])
 }
 
 /** A bind parameter (`$n` once rendered). The value travels separately from the text. */
-export function param (value: unknown): Sql {
+export function param(value: unknown): Sql {
   return new Sql(TOKEN, ['', ''], [value])
 }
 
 /** Keywords and operators the renderer may choose from at run time. Nothing else is raw. */
 const KEYWORDS = [
-  'ASC', 'DESC', 'NULLS FIRST', 'NULLS LAST',
-  'AND', 'OR', 'NOT', 'TRUE', 'FALSE', 'NULL',
-  'IS NULL', 'IS NOT NULL', 'IS TRUE', 'IS FALSE', 'IS UNKNOWN',
-  'IS DISTINCT FROM NULL', 'IS NOT DISTINCT FROM NULL', 'IS DISTINCT FROM',
-  '=', '<>', '>', '>=', '<', '<=', 'LIKE', 'ILIKE', '~', '~*',
-  '@>', '<@', '&&', '<<', '>>', '&<', '&>', '-|-', '@@', '->', '->>',
-  'ANY', 'ALL',
-  'to_tsquery', 'plainto_tsquery', 'phraseto_tsquery', 'websearch_to_tsquery',
-  'INNER', 'LEFT',
-  'BEGIN ISOLATION LEVEL READ COMMITTED READ ONLY', 'BEGIN ISOLATION LEVEL READ COMMITTED READ WRITE',
-  'COMMIT', 'ROLLBACK'
+  'ASC',
+  'DESC',
+  'NULLS FIRST',
+  'NULLS LAST',
+  'AND',
+  'OR',
+  'NOT',
+  'TRUE',
+  'FALSE',
+  'NULL',
+  'IS NULL',
+  'IS NOT NULL',
+  'IS TRUE',
+  'IS FALSE',
+  'IS UNKNOWN',
+  'IS DISTINCT FROM NULL',
+  'IS NOT DISTINCT FROM NULL',
+  'IS DISTINCT FROM',
+  '=',
+  '<>',
+  '>',
+  '>=',
+  '<',
+  '<=',
+  'LIKE',
+  'ILIKE',
+  '~',
+  '~*',
+  '@>',
+  '<@',
+  '&&',
+  '<<',
+  '>>',
+  '&<',
+  '&>',
+  '-|-',
+  '@@',
+  '->',
+  '->>',
+  'ANY',
+  'ALL',
+  'to_tsquery',
+  'plainto_tsquery',
+  'phraseto_tsquery',
+  'websearch_to_tsquery',
+  'INNER',
+  'LEFT',
+  'BEGIN ISOLATION LEVEL READ COMMITTED READ ONLY',
+  'BEGIN ISOLATION LEVEL READ COMMITTED READ WRITE',
+  'COMMIT',
+  'ROLLBACK',
 ] as const
-export type Keyword = typeof KEYWORDS[number]
+export type Keyword = (typeof KEYWORDS)[number]
 const KEYWORD_SET: ReadonlySet<string> = new Set(KEYWORDS)
 
 /** An allow-listed keyword or operator. Anything else throws. */
-export function raw (keyword: Keyword): Sql {
+export function raw(keyword: Keyword): Sql {
   if (!KEYWORD_SET.has(keyword)) throw new TypeError('raw() only takes allow-listed keywords')
   return new Sql(TOKEN, [keyword], [])
 }
@@ -99,7 +140,7 @@ export function raw (keyword: Keyword): Sql {
  * unquoted, but only when it is words of `[A-Za-z0-9_$]` separated by single spaces,
  * optionally followed by `[]`: nothing that can end the CAST or start another clause.
  */
-export function typeName (name: string): Sql {
+export function typeName(name: string): Sql {
   const t = name.trim()
   if (!/^[A-Za-z_][A-Za-z0-9_$]*( [A-Za-z0-9_$]+)*(\[\])*$/.test(t) || t.length > 63 * 4) {
     throw new TypeError('invalid type name')
@@ -113,14 +154,14 @@ export function typeName (name: string): Sql {
  * schema cache, never from a request. Inlined where the default must be evaluated per JSON
  * row (`Prefer: missing=default`), as PostgREST inlines it.
  */
-export function catalogExpression (text: string): Sql {
+export function catalogExpression(text: string): Sql {
   return new Sql(TOKEN, [`(${text})`], [])
 }
 
 export const empty: Sql = new Sql(TOKEN, [''], [])
 
 /** Joins fragments with a separator fragment (default `, `). */
-export function join (parts: readonly Sql[], separator: Sql = sql`, `): Sql {
+export function join(parts: readonly Sql[], separator: Sql = sql`, `): Sql {
   assertFragment(separator)
   const chunks: string[] = ['']
   const values: unknown[] = []
@@ -133,7 +174,7 @@ export function join (parts: readonly Sql[], separator: Sql = sql`, `): Sql {
 }
 
 /** Renders a fragment into a statement with `$1..$n` placeholders. */
-export function render (frag: Sql): Statement {
+export function render(frag: Sql): Statement {
   assertFragment(frag)
   let text = frag.chunks[0]
   for (let i = 1; i < frag.chunks.length; i++) text += '$' + i + frag.chunks[i]

@@ -9,16 +9,17 @@ interface RowRules {
   maxAffected: number | null
 }
 
-function checkRows (n: number, o: RowRules): void {
+function checkRows(n: number, o: RowRules): void {
   // Matches PostgREST: an object was requested and 0 or more than 1 rows came back (roll back).
   if (o.singular && n !== 1) throw singularity(n)
   if (o.put && n !== 1) throw new PutPayloadMismatchError()
   if (o.maxAffected !== null && n > o.maxAffected) throw maxAffected(n)
 }
 
-function rulesOf (plan: ActionPlan): RowRules | null {
+function rulesOf(plan: ActionPlan): RowRules | null {
   // An EXPLAIN has no result rows to check (PostgREST checks none for plans).
-  if ((plan.kind === 'read' || plan.kind === 'mutate' || plan.kind === 'call') && plan.explain !== undefined) return null
+  if ((plan.kind === 'read' || plan.kind === 'mutate' || plan.kind === 'call') && plan.explain !== undefined)
+    return null
   switch (plan.kind) {
     case 'read':
       return { singular: plan.media.kind === 'singular', put: false, maxAffected: null }
@@ -28,7 +29,7 @@ function rulesOf (plan: ActionPlan): RowRules | null {
       return {
         singular: plan.singular && (plan.shape === 'setof-composite' || plan.shape === 'setof-scalar'),
         put: false,
-        maxAffected: plan.maxAffected
+        maxAffected: plan.maxAffected,
       }
     case 'info':
     case 'openapi':
@@ -37,7 +38,7 @@ function rulesOf (plan: ActionPlan): RowRules | null {
 }
 
 /** The check of the main statement's row (its `page_total`), or undefined when the plan has none. */
-export function resultCheck (plan: ActionPlan): ((main: Record<string, unknown>) => void) | undefined {
+export function resultCheck(plan: ActionPlan): ((main: Record<string, unknown>) => void) | undefined {
   const rules = rulesOf(plan)
   // No rule to apply: no check, so the transaction may commit without waiting for the result.
   if (rules === null || (!rules.singular && !rules.put && rules.maxAffected === null)) return undefined

@@ -12,10 +12,14 @@ export interface RestResponse {
 }
 
 /** `response.headers` as a function set it: a JSON array of single-key objects (else PGRST111). */
-function parseResponseHeaders (value: string | null): Array<[string, string]> {
+function parseResponseHeaders(value: string | null): Array<[string, string]> {
   if (value === null) return []
   let doc: unknown
-  try { doc = JSON.parse(value) } catch { throw new ResponseHeadersGucError() }
+  try {
+    doc = JSON.parse(value)
+  } catch {
+    throw new ResponseHeadersGucError()
+  }
   if (!Array.isArray(doc)) throw new ResponseHeadersGucError()
   const out: Array<[string, string]> = []
   for (const item of doc) {
@@ -30,7 +34,7 @@ function parseResponseHeaders (value: string | null): Array<[string, string]> {
 }
 
 /** `response.status` as a function set it (else PGRST112). */
-function parseResponseStatus (value: string | null): number | null {
+function parseResponseStatus(value: string | null): number | null {
   if (value === null) return null
   const n = Number(value)
   if (!/^[0-9]{3}$/.test(value.trim()) || n < 100 || n > 599) throw new ResponseStatusGucError()
@@ -42,8 +46,12 @@ function parseResponseStatus (value: string | null): number | null {
  * addHeadersIfNotIncluded: a header the settings name replaces the engine's, and every
  * value the settings give is sent (twice named, twice sent); then the status.
  */
-export function withResponseSettings (status: number, headers: Record<string, string | string[]>, body: string | Buffer | null,
-  r: { responseHeaders: string | null, responseStatus: string | null }): RestResponse {
+export function withResponseSettings(
+  status: number,
+  headers: Record<string, string | string[]>,
+  body: string | Buffer | null,
+  r: { responseHeaders: string | null; responseStatus: string | null },
+): RestResponse {
   const set = parseResponseHeaders(r.responseHeaders)
   const named = new Set(set.map(([k]) => k))
   for (const k of named) delete headers[k]

@@ -31,10 +31,11 @@ interface ResponseContext {
 }
 
 /** The response of a plan; `result` is null only for plans that run no SQL (OPTIONS). */
-export function respond (ctx: ResponseContext, plan: ActionPlan, result: ExecutionResult | null): RestResponse {
+export function respond(ctx: ResponseContext, plan: ActionPlan, result: ExecutionResult | null): RestResponse {
   if (plan.kind === 'info') return shapeInfoResponse(plan)
   if (result === null) throw new TypeError(`a ${plan.kind} plan needs the result of its transaction`)
-  if (plan.kind !== 'openapi' && plan.explain !== undefined) return shapePlanResponse(ctx.req, plan.explain, result.rows)
+  if (plan.kind !== 'openapi' && plan.explain !== undefined)
+    return shapePlanResponse(ctx.req, plan.explain, result.rows)
   switch (plan.kind) {
     case 'read':
       return shapeReadResponse(ctx.req, plan, toReadResult(result.main, result.countPlan))

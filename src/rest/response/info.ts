@@ -2,6 +2,6 @@
 import type { InfoPlan } from '../plan/types.js'
 import type { RestResponse } from './gucs.js'
 
-export function shapeInfoResponse (plan: InfoPlan): RestResponse {
+export function shapeInfoResponse(plan: InfoPlan): RestResponse {
   return { status: 200, headers: { allow: plan.allow, 'access-control-allow-origin': '*' }, body: null }
 }

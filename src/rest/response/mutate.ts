@@ -22,7 +22,7 @@ export interface WriteResult {
   inserted: number | null
 }
 
-export function toWriteResult (row: Record<string, unknown>): WriteResult {
+export function toWriteResult(row: Record<string, unknown>): WriteResult {
   const num = (v: unknown): number | null => (v === null || v === undefined ? null : Number(v))
   return {
     pageTotal: Number(row.page_total ?? 0),
@@ -30,12 +30,12 @@ export function toWriteResult (row: Record<string, unknown>): WriteResult {
     body: typeof row.body === 'string' || Buffer.isBuffer(row.body) ? row.body : '',
     responseHeaders: (row.response_headers as string | null | undefined) ?? null,
     responseStatus: (row.response_status as string | null | undefined) ?? null,
-    inserted: num(row.response_inserted)
+    inserted: num(row.response_inserted),
   }
 }
 
 /** Status, headers and body of a successful POST / PUT / PATCH / DELETE. */
-export function shapeMutateResponse (req: ApiRequest, plan: MutatePlan, r: WriteResult): RestResponse {
+export function shapeMutateResponse(req: ApiRequest, plan: MutatePlan, r: WriteResult): RestResponse {
   const headers: Record<string, string> = {}
   const n = r.pageTotal
   const total = plan.count !== null ? n : null
@@ -46,7 +46,7 @@ export function shapeMutateResponse (req: ApiRequest, plan: MutatePlan, r: Write
     missing: plan.mutation === 'insert' || plan.mutation === 'update',
     return: true,
     tx: true,
-    maxAffected: plan.mutation === 'update' || plan.mutation === 'delete'
+    maxAffected: plan.mutation === 'update' || plan.mutation === 'delete',
   })
   if (applied !== null) headers['preference-applied'] = applied
   if (req.echoProfile) headers['content-profile'] = req.schema
@@ -78,7 +78,7 @@ export function shapeMutateResponse (req: ApiRequest, plan: MutatePlan, r: Write
 }
 
 /** Status, headers and body of a successful RPC call. */
-export function shapeCallResponse (req: ApiRequest, plan: CallPlan, r: WriteResult): RestResponse {
+export function shapeCallResponse(req: ApiRequest, plan: CallPlan, r: WriteResult): RestResponse {
   const headers: Record<string, string> = {}
   const applied = preferenceApplied(req.preferences, { tx: true, maxAffected: true })
   if (applied !== null) headers['preference-applied'] = applied
@@ -94,7 +94,12 @@ export function shapeCallResponse (req: ApiRequest, plan: CallPlan, r: WriteResu
   // As PostgREST: an offset past the counted total keeps the call's headers, PGRST103's body.
   if (set && total !== null && offset > total) {
     headers['content-range'] = `*/${total}`
-    return withResponseSettings(416, headers, plan.headersOnly ? null : errorBodyJson(offsetOutOfBounds(offset, total)), r)
+    return withResponseSettings(
+      416,
+      headers,
+      plan.headersOnly ? null : errorBodyJson(offsetOutOfBounds(offset, total)),
+      r,
+    )
   }
   const status = total !== null && r.pageTotal < total ? 206 : 200
   return withResponseSettings(status, headers, plan.headersOnly ? null : r.body, r)

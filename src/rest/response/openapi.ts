@@ -11,18 +11,21 @@ import type { RestResponse } from './gucs.js'
 /** What the caller's role may do, by OID (from the privilege query). */
 interface OpenApiPrivileges {
   usage: boolean
-  tables: ReadonlyMap<number, { select: boolean, insert: boolean, update: boolean, delete: boolean }>
+  tables: ReadonlyMap<number, { select: boolean; insert: boolean; update: boolean; delete: boolean }>
   routines: ReadonlyMap<number, boolean>
 }
 
 /** Parses the row of renderOpenApiPrivileges. */
-function parseOpenApiPrivileges (row: Record<string, unknown>): OpenApiPrivileges {
-  const tables = new Map<number, { select: boolean, insert: boolean, update: boolean, delete: boolean }>()
-  for (const [oid, s, i, u, d] of JSON.parse(String(row.tables ?? '[]')) as Array<[number, boolean | null, boolean | null, boolean | null, boolean | null]>) {
+function parseOpenApiPrivileges(row: Record<string, unknown>): OpenApiPrivileges {
+  const tables = new Map<number, { select: boolean; insert: boolean; update: boolean; delete: boolean }>()
+  for (const [oid, s, i, u, d] of JSON.parse(String(row.tables ?? '[]')) as Array<
+    [number, boolean | null, boolean | null, boolean | null, boolean | null]
+  >) {
     tables.set(Number(oid), { select: s === true, insert: i === true, update: u === true, delete: d === true })
   }
   const routines = new Map<number, boolean>()
-  for (const [oid, x] of JSON.parse(String(row.routines ?? '[]')) as Array<[number, boolean | null]>) routines.set(Number(oid), x === true)
+  for (const [oid, x] of JSON.parse(String(row.routines ?? '[]')) as Array<[number, boolean | null]>)
+    routines.set(Number(oid), x === true)
   return { usage: row.usage === true, tables, routines }
 }
 
@@ -34,18 +37,23 @@ interface OpenApiServer {
 
 type Json = Record<string, unknown>
 
-const MEDIA = ['application/json', 'application/vnd.pgrst.object+json;nulls=stripped', 'application/vnd.pgrst.object+json', 'text/csv']
+const MEDIA = [
+  'application/json',
+  'application/vnd.pgrst.object+json;nulls=stripped',
+  'application/vnd.pgrst.object+json',
+  'text/csv',
+]
 
 const INTEGER = new Set(['smallint', 'integer', 'bigint', 'int2', 'int4', 'int8'])
 const NUMBER = new Set(['numeric', 'real', 'double precision', 'float4', 'float8', 'decimal'])
 
 /** `character varying(20)` -> `character varying`; `numeric(6,2)` -> `numeric`. */
-function nominal (type: string): string {
+function nominal(type: string): string {
   return type.replace(/\([^)]*\)/g, '').trim()
 }
 
 /** Swagger `type`/`format`/`items` of a Postgres type (PostgREST's toSwaggerType). */
-function swaggerType (pgType: string): Json {
+function swaggerType(pgType: string): Json {
   const t = nominal(pgType)
   if (t.endsWith('[]')) return { type: 'array', format: t, items: swaggerType(t.slice(0, -2)) }
   const out: Json = { format: t }
@@ -58,22 +66,28 @@ function swaggerType (pgType: string): Json {
   return out
 }
 
-function columnSchema (table: Table, c: Column, fks: readonly ForeignKeyNote[]): Json {
+function columnSchema(table: Table, c: Column, fks: readonly ForeignKeyNote[]): Json {
   const notes: string[] = []
   if (table.pk.includes(c.name)) notes.push('This is a Primary Key.<pk/>')
   for (const fk of fks.filter((f) => f.column === c.name)) {
-    notes.push(`This is a Foreign Key to \`${fk.foreignTable}.${fk.foreignColumn}\`.<fk table='${fk.foreignTable}' column='${fk.foreignColumn}'/>`)
+    notes.push(
+      `This is a Foreign Key to \`${fk.foreignTable}.${fk.foreignColumn}\`.<fk table='${fk.foreignTable}' column='${fk.foreignColumn}'/>`,
+    )
   }
   const out: Json = swaggerType(c.type)
-  const description = [c.description, notes.length > 0 ? 'Note:\n' + notes.join('\n') : null].filter((x) => x !== null).join('\n\n')
+  const description = [c.description, notes.length > 0 ? 'Note:\n' + notes.join('\n') : null]
+    .filter((x) => x !== null)
+    .join('\n\n')
   if (description !== '') out.description = description
   return out
 }
 
-function definition (table: Table, fks: readonly ForeignKeyNote[]): Json {
+function definition(table: Table, fks: readonly ForeignKeyNote[]): Json {
   const properties: Json = {}
   for (const c of table.columns) properties[c.name] = columnSchema(table, c, fks)
-  const required = table.columns.filter((c) => !c.nullable && c.default === null && !c.generated && c.identity !== true).map((c) => c.name)
+  const required = table.columns
+    .filter((c) => !c.nullable && c.default === null && !c.generated && c.identity !== true)
+    .map((c) => c.name)
   const out: Json = { type: 'object', properties }
   if (required.length > 0) out.required = required
   if (table.description !== null) out.description = table.description
@@ -82,7 +96,7 @@ function definition (table: Table, fks: readonly ForeignKeyNote[]): Json {
 
 const ref = (name: string): Json => ({ $ref: `#/parameters/${name}` })
 
-function tablePath (table: Table, may: { select: boolean, insert: boolean, update: boolean, delete: boolean }): Json {
+function tablePath(table: Table, may: { select: boolean; insert: boolean; update: boolean; delete: boolean }): Json {
   const filters = table.columns.map((c) => ref(`rowFilter.${table.name}.${c.name}`))
   const tags = [table.name]
   const summary = table.description?.split('\n')[0]
@@ -90,26 +104,44 @@ function tablePath (table: Table, may: { select: boolean, insert: boolean, updat
   const out: Json = {}
   if (may.select) {
     out.get = common({
-      parameters: [...filters, ref('select'), ref('order'), ref('range'), ref('rangeUnit'), ref('offset'), ref('limit'), ref('preferCount')],
+      parameters: [
+        ...filters,
+        ref('select'),
+        ref('order'),
+        ref('range'),
+        ref('rangeUnit'),
+        ref('offset'),
+        ref('limit'),
+        ref('preferCount'),
+      ],
       responses: {
         200: { description: 'OK', schema: { type: 'array', items: { $ref: `#/definitions/${table.name}` } } },
-        206: { description: 'Partial Content' }
-      }
+        206: { description: 'Partial Content' },
+      },
     })
   }
   if (may.insert && table.insertable) {
-    out.post = common({ parameters: [ref(`body.${table.name}`), ref('select'), ref('preferPost')], responses: { 201: { description: 'Created' } } })
+    out.post = common({
+      parameters: [ref(`body.${table.name}`), ref('select'), ref('preferPost')],
+      responses: { 201: { description: 'Created' } },
+    })
   }
   if (may.delete && table.deletable) {
-    out.delete = common({ parameters: [...filters, ref('preferReturn')], responses: { 204: { description: 'No Content' } } })
+    out.delete = common({
+      parameters: [...filters, ref('preferReturn')],
+      responses: { 204: { description: 'No Content' } },
+    })
   }
   if (may.update && table.updatable) {
-    out.patch = common({ parameters: [...filters, ref(`body.${table.name}`), ref('preferReturn')], responses: { 204: { description: 'No Content' } } })
+    out.patch = common({
+      parameters: [...filters, ref(`body.${table.name}`), ref('preferReturn')],
+      responses: { 204: { description: 'No Content' } },
+    })
   }
   return out
 }
 
-function routinePath (r: Routine): Json {
+function routinePath(r: Routine): Json {
   const tags = [`(rpc) ${r.name}`]
   const summary = r.description?.split('\n')[0]
   const named = r.params.filter((p) => p.name !== '')
@@ -122,37 +154,69 @@ function routinePath (r: Routine): Json {
   const out: Json = {
     post: common({
       parameters: [{ in: 'body', name: 'args', required: true, schema: body }, ref('preferParams')],
-      responses: { 200: { description: 'OK' } }
-    })
+      responses: { 200: { description: 'OK' } },
+    }),
   }
   if (r.volatility !== 'volatile') {
     out.get = common({
       parameters: named.map((p) => ({ in: 'query', name: p.name, required: !p.hasDefault, ...swaggerType(p.type) })),
-      responses: { 200: { description: 'OK' } }
+      responses: { 200: { description: 'OK' } },
     })
   }
   return out
 }
 
-function sharedParameters (tables: readonly Table[]): Json {
-  const prefer = (values: string[]): Json => ({ name: 'Prefer', description: 'Preference', required: false, in: 'header', type: 'string', enum: values })
+function sharedParameters(tables: readonly Table[]): Json {
+  const prefer = (values: string[]): Json => ({
+    name: 'Prefer',
+    description: 'Preference',
+    required: false,
+    in: 'header',
+    type: 'string',
+    enum: values,
+  })
   const out: Json = {
     preferParams: prefer(['params=single-object']),
     preferReturn: prefer(['return=representation', 'return=minimal', 'return=none']),
     preferCount: prefer(['count=none']),
-    preferPost: prefer(['return=representation', 'return=minimal', 'return=none', 'resolution=ignore-duplicates', 'resolution=merge-duplicates']),
+    preferPost: prefer([
+      'return=representation',
+      'return=minimal',
+      'return=none',
+      'resolution=ignore-duplicates',
+      'resolution=merge-duplicates',
+    ]),
     select: { name: 'select', description: 'Filtering Columns', required: false, in: 'query', type: 'string' },
     on_conflict: { name: 'on_conflict', description: 'On Conflict', required: false, in: 'query', type: 'string' },
     order: { name: 'order', description: 'Ordering', required: false, in: 'query', type: 'string' },
     range: { name: 'Range', description: 'Limiting and Pagination', required: false, in: 'header', type: 'string' },
-    rangeUnit: { name: 'Range-Unit', description: 'Limiting and Pagination', required: false, default: 'items', in: 'header', type: 'string' },
+    rangeUnit: {
+      name: 'Range-Unit',
+      description: 'Limiting and Pagination',
+      required: false,
+      default: 'items',
+      in: 'header',
+      type: 'string',
+    },
     offset: { name: 'offset', description: 'Limiting and Pagination', required: false, in: 'query', type: 'string' },
-    limit: { name: 'limit', description: 'Limiting and Pagination', required: false, in: 'query', type: 'string' }
+    limit: { name: 'limit', description: 'Limiting and Pagination', required: false, in: 'query', type: 'string' },
   }
   for (const t of tables) {
-    out[`body.${t.name}`] = { name: t.name, description: t.name, required: false, in: 'body', schema: { $ref: `#/definitions/${t.name}` } }
+    out[`body.${t.name}`] = {
+      name: t.name,
+      description: t.name,
+      required: false,
+      in: 'body',
+      schema: { $ref: `#/definitions/${t.name}` },
+    }
     for (const c of t.columns) {
-      out[`rowFilter.${t.name}.${c.name}`] = { name: c.name, required: false, in: 'query', type: 'string', format: nominal(c.type) }
+      out[`rowFilter.${t.name}.${c.name}`] = {
+        name: c.name,
+        required: false,
+        in: 'query',
+        type: 'string',
+        format: nominal(c.type),
+      }
     }
   }
   return out
@@ -162,23 +226,35 @@ function sharedParameters (tables: readonly Table[]): Json {
 const JWT_SECURITY = {
   security: [{ JWT: [] }],
   securityDefinitions: {
-    JWT: { type: 'apiKey', in: 'header', name: 'Authorization', description: 'Add the token prepending "Bearer " (without quotes) to it' }
-  }
+    JWT: {
+      type: 'apiKey',
+      in: 'header',
+      name: 'Authorization',
+      description: 'Add the token prepending "Bearer " (without quotes) to it',
+    },
+  },
 }
 
 type PlanTable = OpenApiPlan['tables'][number]
-type TablePrivileges = { select: boolean, insert: boolean, update: boolean, delete: boolean }
+type TablePrivileges = { select: boolean; insert: boolean; update: boolean; delete: boolean }
 
 /**
  * What the document lists: with openapi-mode ignore-privileges everything of the schema, each
  * table with what it takes; otherwise what the calling role may use.
  */
-function visible (plan: OpenApiPlan, may: OpenApiPrivileges): { tables: readonly PlanTable[], routines: OpenApiPlan['routines'], privilegesOf: (t: PlanTable) => TablePrivileges } {
+function visible(
+  plan: OpenApiPlan,
+  may: OpenApiPrivileges,
+): {
+  tables: readonly PlanTable[]
+  routines: OpenApiPlan['routines']
+  privilegesOf: (t: PlanTable) => TablePrivileges
+} {
   if (plan.ignorePrivileges === true) {
     return {
       tables: plan.tables,
       routines: plan.routines,
-      privilegesOf: (t) => ({ select: true, insert: t.insertable, update: t.updatable, delete: t.deletable })
+      privilegesOf: (t) => ({ select: true, insert: t.insertable, update: t.updatable, delete: t.deletable }),
     }
   }
   const none = { select: false, insert: false, update: false, delete: false }
@@ -189,12 +265,15 @@ function visible (plan: OpenApiPlan, may: OpenApiPrivileges): { tables: readonly
   return {
     tables: may.usage ? plan.tables.filter(usable) : [],
     routines: may.usage ? plan.routines.filter((r) => may.routines.get(r.oid) === true) : [],
-    privilegesOf: (t) => may.tables.get(t.oid) ?? none
+    privilegesOf: (t) => may.tables.get(t.oid) ?? none,
   }
 }
 
 /** The document's paths (the root, each table, each function) and definitions. */
-function pathsOf (plan: OpenApiPlan, may: OpenApiPrivileges): { paths: Json, definitions: Json, tables: readonly PlanTable[] } {
+function pathsOf(
+  plan: OpenApiPlan,
+  may: OpenApiPrivileges,
+): { paths: Json; definitions: Json; tables: readonly PlanTable[] } {
   const { tables, routines, privilegesOf } = visible(plan, may)
   const paths: Json = {
     '/': {
@@ -202,9 +281,9 @@ function pathsOf (plan: OpenApiPlan, may: OpenApiPrivileges): { paths: Json, def
         tags: ['Introspection'],
         summary: 'OpenAPI description (this document)',
         produces: ['application/openapi+json', 'application/json'],
-        responses: { 200: { description: 'OK' } }
-      }
-    }
+        responses: { 200: { description: 'OK' } },
+      },
+    },
   }
   const definitions: Json = {}
   for (const t of tables) {
@@ -221,14 +300,14 @@ function pathsOf (plan: OpenApiPlan, may: OpenApiPrivileges): { paths: Json, def
 }
 
 /** The Swagger 2.0 document as JSON text. */
-function buildOpenApi (plan: OpenApiPlan, may: OpenApiPrivileges, server: OpenApiServer): string {
+function buildOpenApi(plan: OpenApiPlan, may: OpenApiPrivileges, server: OpenApiServer): string {
   const { paths, definitions, tables } = pathsOf(plan, may)
   const doc = {
     swagger: '2.0',
     info: {
       title: 'Gatehouse REST',
       description: `Tables, views and functions of schema "${plan.schema}" that the calling role can use.`,
-      version: '14'
+      version: '14',
     },
     host: server.host,
     basePath: server.basePath,
@@ -239,7 +318,7 @@ function buildOpenApi (plan: OpenApiPlan, may: OpenApiPrivileges, server: OpenAp
     definitions,
     parameters: sharedParameters(tables),
     ...(plan.securityActive === true ? JWT_SECURITY : {}),
-    externalDocs: { description: 'PostgREST Documentation', url: 'https://postgrest.org/en/v14/references/api.html' }
+    externalDocs: { description: 'PostgREST Documentation', url: 'https://postgrest.org/en/v14/references/api.html' },
   }
   return JSON.stringify(doc)
 }
@@ -248,7 +327,7 @@ function buildOpenApi (plan: OpenApiPlan, may: OpenApiPrivileges, server: OpenAp
  * Where the document says the API lives: behind the gateway (X-Forwarded-Host set) at
  * `<proto>://<host>/<database>/rest/v1`, else this engine's `/<database>`.
  */
-export function openApiServer (headers: RawRequest['headers'], database: string): OpenApiServer {
+export function openApiServer(headers: RawRequest['headers'], database: string): OpenApiServer {
   const fwdHost = requestHeader(headers, 'x-forwarded-host')
   const proto = requestHeader(headers, 'x-forwarded-proto') === 'https' ? 'https' : 'http'
   const db = encodeURIComponent(database)
@@ -257,7 +336,12 @@ export function openApiServer (headers: RawRequest['headers'], database: string)
 }
 
 /** GET / HEAD /: the OpenAPI document for the caller's role (`privileges` is the row of renderOpenApiPrivileges). */
-export function shapeOpenApiResponse (req: ApiRequest, plan: OpenApiPlan, privileges: Record<string, unknown>, server: OpenApiServer): RestResponse {
+export function shapeOpenApiResponse(
+  req: ApiRequest,
+  plan: OpenApiPlan,
+  privileges: Record<string, unknown>,
+  server: OpenApiServer,
+): RestResponse {
   const body = buildOpenApi(plan, parseOpenApiPrivileges(privileges), server)
   const headers: Record<string, string> = { 'content-type': 'application/openapi+json; charset=utf-8' }
   if (req.echoProfile) headers['content-profile'] = req.schema

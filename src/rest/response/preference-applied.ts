@@ -18,7 +18,7 @@ interface AppliedFamilies {
 }
 
 /** The header's value, or null when nothing applies. */
-export function preferenceApplied (p: Preferences, families: AppliedFamilies): string | null {
+export function preferenceApplied(p: Preferences, families: AppliedFamilies): string | null {
   const out: string[] = []
   if (families.resolution && p.resolution !== null) out.push(`resolution=${p.resolution}`)
   if (families.missing && p.missing !== null) out.push(`missing=${p.missing}`)
@@ -27,6 +27,7 @@ export function preferenceApplied (p: Preferences, families: AppliedFamilies): s
   if (families.tx && p.tx !== null) out.push(`tx=${p.tx}`)
   if (p.handling !== null) out.push(`handling=${p.handling}`)
   if (p.timezone !== null) out.push(`timezone=${p.timezone}`)
-  if (families.maxAffected && p.handling === 'strict' && p.maxAffected !== null) out.push(`max-affected=${p.maxAffected}`)
+  if (families.maxAffected && p.handling === 'strict' && p.maxAffected !== null)
+    out.push(`max-affected=${p.maxAffected}`)
   return out.length === 0 ? null : out.join(', ')
 }

@@ -24,22 +24,26 @@ interface ReadResult {
 }
 
 /** The main statement's row (and the count's EXPLAIN rows) of a read. */
-export function toReadResult (main: Record<string, unknown>, explain: ReadonlyArray<Record<string, unknown>> | null): ReadResult {
+export function toReadResult(
+  main: Record<string, unknown>,
+  explain: ReadonlyArray<Record<string, unknown>> | null,
+): ReadResult {
   return {
-    totalResultSet: main.total_result_set === null || main.total_result_set === undefined ? null : Number(main.total_result_set),
+    totalResultSet:
+      main.total_result_set === null || main.total_result_set === undefined ? null : Number(main.total_result_set),
     pageTotal: Number(main.page_total ?? 0),
     body: typeof main.body === 'string' || Buffer.isBuffer(main.body) ? main.body : '',
     responseHeaders: (main.response_headers as string | null) ?? null,
     responseStatus: (main.response_status as string | null) ?? null,
     cut: main.cut === true,
-    plannedTotal: explain === null ? null : plannedRows(explain[0]?.['QUERY PLAN'])
+    plannedTotal: explain === null ? null : plannedRows(explain[0]?.['QUERY PLAN']),
   }
 }
 
 /** The row count of an `EXPLAIN (FORMAT JSON)` result. */
-function plannedRows (explain: unknown): number | null {
-  const doc = typeof explain === 'string' ? JSON.parse(explain) as unknown : explain
-  const rows = (Array.isArray(doc) ? (doc[0] as { Plan?: { 'Plan Rows'?: unknown } })?.Plan?.['Plan Rows'] : undefined)
+function plannedRows(explain: unknown): number | null {
+  const doc = typeof explain === 'string' ? (JSON.parse(explain) as unknown) : explain
+  const rows = Array.isArray(doc) ? (doc[0] as { Plan?: { 'Plan Rows'?: unknown } })?.Plan?.['Plan Rows'] : undefined
   return typeof rows === 'number' ? rows : null
 }
 
@@ -48,14 +52,18 @@ function plannedRows (explain: unknown): number | null {
  * of exact and planned when the exact count exceeds max_rows, and always when there is no
  * max_rows (its `total > maxRows` is true against an absent maximum); else the exact count.
  */
-function resolveTotal (plan: ReadPlan, r: ReadResult): number | null {
+function resolveTotal(plan: ReadPlan, r: ReadResult): number | null {
   switch (plan.count) {
-    case null: return null
-    case 'exact': return r.totalResultSet ?? r.pageTotal
-    case 'planned': return r.plannedTotal ?? r.totalResultSet
+    case null:
+      return null
+    case 'exact':
+      return r.totalResultSet ?? r.pageTotal
+    case 'planned':
+      return r.plannedTotal ?? r.totalResultSet
     case 'estimated': {
       const exact = r.totalResultSet ?? r.pageTotal
-      if ((plan.maxRows === null || exact > plan.maxRows) && r.plannedTotal !== null) return Math.max(exact, r.plannedTotal)
+      if ((plan.maxRows === null || exact > plan.maxRows) && r.plannedTotal !== null)
+        return Math.max(exact, r.plannedTotal)
       return exact
     }
   }
@@ -66,14 +74,17 @@ function resolveTotal (plan: ReadPlan, r: ReadResult): number | null {
  * (a header string carries them one per character); only characters a header cannot hold
  * are percent-encoded.
  */
-function rawPathName (name: string): string {
+function rawPathName(name: string): string {
   const raw = Buffer.from(name, 'utf8').toString('latin1')
   // eslint-disable-next-line no-control-regex -- the control characters are what it escapes
-  return raw.replace(/[\u0000-\u0008\u000a-\u001f\u007f]/g, (c) => '%' + c.charCodeAt(0).toString(16).toUpperCase().padStart(2, '0'))
+  return raw.replace(
+    /[\u0000-\u0008\u000a-\u001f\u007f]/g,
+    (c) => '%' + c.charCodeAt(0).toString(16).toUpperCase().padStart(2, '0'),
+  )
 }
 
 /** Status, headers and body of a successful read. */
-export function shapeReadResponse (req: ApiRequest, plan: ReadPlan, r: ReadResult): RestResponse {
+export function shapeReadResponse(req: ApiRequest, plan: ReadPlan, r: ReadResult): RestResponse {
   const offset = plan.tree.range.offset
   const total = resolveTotal(plan, r)
   const headers: Record<string, string> = {}

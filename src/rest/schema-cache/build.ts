@@ -3,8 +3,18 @@
 // by attnum, keys, view columns resolved to their base tables, relations by OID.
 import { inferRelationships, type ForeignKey, type Stand } from './relationships.js'
 import {
-  mediaHandlerKey, qnKey, type Column, type MediaHandlerDef, type QualifiedName, type RelationKind, type Relationship, type Representations, type Routine,
-  type RoutineParam, type SchemaCache, type Table
+  mediaHandlerKey,
+  qnKey,
+  type Column,
+  type MediaHandlerDef,
+  type QualifiedName,
+  type RelationKind,
+  type Relationship,
+  type Representations,
+  type Routine,
+  type RoutineParam,
+  type SchemaCache,
+  type Table,
 } from './types.js'
 import type { ViewColumnSource } from './view-defs.js'
 
@@ -30,7 +40,12 @@ interface CatalogRows {
 }
 
 /** Builds the cache from catalog rows. Pure. */
-export function buildSchemaCache (rows: CatalogRows, schemas: readonly string[], version: number, now = Date.now()): SchemaCache {
+export function buildSchemaCache(
+  rows: CatalogRows,
+  schemas: readonly string[],
+  version: number,
+  now = Date.now(),
+): SchemaCache {
   const b = new SchemaCacheBuilder(rows)
   const timezones = new Set((rows.timezones ?? []).map((r) => str(r.name)))
   const representations = buildRepresentations(rows.representations ?? [])
@@ -46,7 +61,7 @@ export function buildSchemaCache (rows: CatalogRows, schemas: readonly string[],
     timezones,
     ...(representations ? { representations } : {}),
     ...(mediaHandlers ? { mediaHandlers } : {}),
-    ...(hiddenJunctionOrigins.length > 0 ? { hiddenJunctionOrigins } : {})
+    ...(hiddenJunctionOrigins.length > 0 ? { hiddenJunctionOrigins } : {}),
   }
 }
 
@@ -57,14 +72,18 @@ const UNNAMED_TYPES = new Set(['bytea', 'json', 'jsonb', 'text', 'xml'])
  * PostgREST's schema cache keeps only the functions it can call (its funcsSqlQuery `callable`):
  * when no parameter has a name, there must be exactly one, of type bytea, json, jsonb, text or xml.
  */
-function callableParams (names: readonly string[], inputs: ReadonlyArray<{ typeRef?: QualifiedName }>): boolean {
+function callableParams(names: readonly string[], inputs: ReadonlyArray<{ typeRef?: QualifiedName }>): boolean {
   if (names.length > 0 || inputs.length === 0) return true
   const only = inputs.length === 1 ? inputs[0]?.typeRef : undefined
   return only !== undefined && only.schema === 'pg_catalog' && UNNAMED_TYPES.has(only.name)
 }
 
 const KINDS: Record<string, RelationKind> = {
-  r: 'table', v: 'view', m: 'materialized-view', f: 'foreign-table', p: 'partitioned-table'
+  r: 'table',
+  v: 'view',
+  m: 'materialized-view',
+  f: 'foreign-table',
+  p: 'partitioned-table',
 }
 
 const str = (v: unknown): string => String(v)
@@ -72,16 +91,20 @@ const strOrNull = (v: unknown): string | null => (v === null || v === undefined 
 const strList = (v: unknown): string[] => (Array.isArray(v) ? v.map(String) : [])
 
 /** Appends `value` to the list of `key`. */
-function push<K, V> (m: Map<K, V[]>, key: K, value: V): void {
+function push<K, V>(m: Map<K, V[]>, key: K, value: V): void {
   const list = m.get(key)
   if (list) list.push(value)
   else m.set(key, [value])
 }
 
-const sameSet = (a: readonly string[], b: readonly string[]): boolean => a.length === b.length && a.every((x) => b.includes(x))
+const sameSet = (a: readonly string[], b: readonly string[]): boolean =>
+  a.length === b.length && a.every((x) => b.includes(x))
 
 /** A column of a base relation. */
-interface BaseColumn { oid: number, col: string }
+interface BaseColumn {
+  oid: number
+  col: string
+}
 
 /** The indexes one build shares between its steps; relations are built in the constructor. */
 class SchemaCacheBuilder {
@@ -99,7 +122,7 @@ class SchemaCacheBuilder {
   readonly #tableByOid = new Map<number, Table>()
   readonly #exposedViews: Table[] = []
 
-  constructor (rows: CatalogRows) {
+  constructor(rows: CatalogRows) {
     this.#rows = rows
     for (const a of rows.attnames) this.#putAtt(Number(a.rel), Number(a.num), str(a.name))
     for (const c of rows.columns) this.#addColumn(c)
@@ -108,13 +131,16 @@ class SchemaCacheBuilder {
     for (const r of rows.relations) this.#addRelation(r)
   }
 
-  #putAtt (rel: number, num: number, name: string): void {
+  #putAtt(rel: number, num: number, name: string): void {
     let m = this.#attname.get(rel)
-    if (!m) { m = new Map(); this.#attname.set(rel, m) }
+    if (!m) {
+      m = new Map()
+      this.#attname.set(rel, m)
+    }
     m.set(num, name)
   }
 
-  #addColumn (c: CatalogRow): void {
+  #addColumn(c: CatalogRow): void {
     const rel = Number(c.rel)
     this.#putAtt(rel, Number(c.num), str(c.name))
     push(this.#columnsByRel, rel, {
@@ -127,22 +153,28 @@ class SchemaCacheBuilder {
       insertDefault: strOrNull(c.insert_default),
       generated: c.generated === true,
       identity: c.identity === true,
-      description: strOrNull(c.description)
+      description: strOrNull(c.description),
     })
   }
 
-  #addConstraint (k: CatalogRow): void {
+  #addConstraint(k: CatalogRow): void {
     const rel = Number(k.rel)
     const cols = strList(k.cols)
     if (k.type === 'p') this.#pkByRel.set(rel, cols)
     else if (k.type === 'u') push(this.#uniquesByRel, rel, cols)
     else if (k.type === 'f') {
-      this.#foreignKeys.push({ name: str(k.name), table: rel, foreignTable: Number(k.frel), columns: cols, foreignColumns: strList(k.fcols) })
+      this.#foreignKeys.push({
+        name: str(k.name),
+        table: rel,
+        foreignTable: Number(k.frel),
+        columns: cols,
+        foreignColumns: strList(k.fcols),
+      })
     }
   }
 
   /** A view's columns resolved down to base relations (through chains of views). */
-  #addViewBase (oid: number, cols: readonly ViewColumnSource[]): void {
+  #addViewBase(oid: number, cols: readonly ViewColumnSource[]): void {
     const m = new Map<string, BaseColumn>()
     for (const c of cols) {
       const base = c.relOid ? this.#resolve(c.relOid, c.attnum, 0) : null
@@ -151,7 +183,7 @@ class SchemaCacheBuilder {
     this.#viewBase.set(oid, m)
   }
 
-  #resolve (relOid: number, attnum: number, depth: number): BaseColumn | null {
+  #resolve(relOid: number, attnum: number, depth: number): BaseColumn | null {
     const key = `${relOid}:${attnum}`
     if (this.#resolved.has(key)) return this.#resolved.get(key) ?? null
     let out: BaseColumn | null = null
@@ -166,7 +198,7 @@ class SchemaCacheBuilder {
     return out
   }
 
-  #addRelation (r: CatalogRow): void {
+  #addRelation(r: CatalogRow): void {
     const oid = Number(r.oid)
     const kind = KINDS[str(r.kind)] ?? 'table'
     const isView = kind === 'view' || kind === 'materialized-view'
@@ -180,12 +212,12 @@ class SchemaCacheBuilder {
       isView,
       columns,
       columnsByName: new Map(columns.map((c) => [c.name, c])),
-      pk: isView ? this.#viewPrimaryKey(oid) : this.#pkByRel.get(oid) ?? [],
+      pk: isView ? this.#viewPrimaryKey(oid) : (this.#pkByRel.get(oid) ?? []),
       // pg_relation_is_updatable bits: 1<<CMD_UPDATE(2)=4, 1<<CMD_INSERT(3)=8, 1<<CMD_DELETE(4)=16
       insertable: (mask & 8) !== 0,
       updatable: (mask & 4) !== 0,
       deletable: (mask & 16) !== 0,
-      description: strOrNull(r.description)
+      description: strOrNull(r.description),
     }
     this.tables.set(qnKey(t.schema, t.name), t)
     this.#tableByOid.set(oid, t)
@@ -196,13 +228,16 @@ class SchemaCacheBuilder {
    * A view's PK, as PostgREST's addViewPrimaryKeys: the PKs of its base tables whose every
    * PK column it exposes, one after the other (a view over a join has the PKs of both).
    */
-  #viewPrimaryKey (oid: number): string[] {
+  #viewPrimaryKey(oid: number): string[] {
     const base = this.#viewBase.get(oid)
     if (!base) return []
     const byBase = new Map<number, Map<string, string>>()
     for (const [vcol, b] of base) {
       let m = byBase.get(b.oid)
-      if (!m) { m = new Map(); byBase.set(b.oid, m) }
+      if (!m) {
+        m = new Map()
+        byBase.set(b.oid, m)
+      }
       if (!m.has(b.col)) m.set(b.col, vcol)
     }
     let pk: string[] = []
@@ -214,10 +249,11 @@ class SchemaCacheBuilder {
   }
 
   /** The exposed relations standing for a base table's given columns: the table, and each view exposing them. */
-  #standsFor (baseOid: number, cols: readonly string[]): Stand[] {
+  #standsFor(baseOid: number, cols: readonly string[]): Stand[] {
     const out: Stand[] = []
     const base = this.#tableByOid.get(baseOid)
-    if (base && !base.isView) out.push({ qn: { schema: base.schema, name: base.name }, isView: false, map: new Map(cols.map((c) => [c, c])) })
+    if (base && !base.isView)
+      out.push({ qn: { schema: base.schema, name: base.name }, isView: false, map: new Map(cols.map((c) => [c, c])) })
     for (const v of this.#exposedViews) {
       const vb = this.#viewBase.get(v.oid)
       if (!vb) continue
@@ -225,26 +261,28 @@ class SchemaCacheBuilder {
       const choices = cols.map((c) => [...vb].filter(([, b]) => b.oid === baseOid && b.col === c).map(([vcol]) => vcol))
       if (choices.some((x) => x.length === 0)) continue
       let maps: Array<Map<string, string>> = [new Map()]
-      cols.forEach((c, i) => { maps = maps.flatMap((m) => choices[i].map((vcol) => new Map([...m, [c, vcol]]))) })
+      cols.forEach((c, i) => {
+        maps = maps.flatMap((m) => choices[i].map((vcol) => new Map([...m, [c, vcol]])))
+      })
       for (const map of maps) out.push({ qn: { schema: v.schema, name: v.name }, isView: true, map })
     }
     return out
   }
 
-  #isUniqueKey (oid: number, cols: readonly string[]): boolean {
+  #isUniqueKey(oid: number, cols: readonly string[]): boolean {
     const pk = this.#pkByRel.get(oid)
     if (pk && sameSet(pk, cols)) return true
     return (this.#uniquesByRel.get(oid) ?? []).some((u) => sameSet(u, cols))
   }
 
   /** Relationships by relation: inferred from the keys, then the computed ones. */
-  relationships (): Map<string, Relationship[]> {
+  relationships(): Map<string, Relationship[]> {
     const relationships = new Map<string, Relationship[]>()
     const inferred = inferRelationships({
       foreignKeys: this.#foreignKeys,
       standsFor: (oid, cols) => this.#standsFor(oid, cols),
       isUniqueKey: (oid, cols) => this.#isUniqueKey(oid, cols),
-      pkOf: (qn) => this.tables.get(qnKey(qn.schema, qn.name))?.pk ?? []
+      pkOf: (qn) => this.tables.get(qnKey(qn.schema, qn.name))?.pk ?? [],
     })
     for (const rel of inferred) push(relationships, qnKey(rel.table.schema, rel.table.name), rel)
     for (const c of this.#rows.computed ?? []) this.#addComputed(relationships, c)
@@ -252,13 +290,15 @@ class SchemaCacheBuilder {
   }
 
   /** A computed relationship overrides the detected ones whose target is named like the function. */
-  #addComputed (relationships: Map<string, Relationship[]>, c: CatalogRow): void {
+  #addComputed(relationships: Map<string, Relationship[]>, c: CatalogRow): void {
     const fn = { schema: str(c.schema), name: str(c.name) }
     const table = { schema: str(c.table_schema), name: str(c.table_name) }
     const foreignTable = { schema: str(c.ftable_schema), name: str(c.ftable_name) }
     const k = qnKey(table.schema, table.name)
-    const kept = (relationships.get(k) ?? []).filter((r) =>
-      !(r.cardinality.kind !== 'computed' && r.foreignTable.schema === fn.schema && r.foreignTable.name === fn.name))
+    const kept = (relationships.get(k) ?? []).filter(
+      (r) =>
+        !(r.cardinality.kind !== 'computed' && r.foreignTable.schema === fn.schema && r.foreignTable.name === fn.name),
+    )
     relationships.set(k, kept)
     kept.push({
       table,
@@ -266,7 +306,7 @@ class SchemaCacheBuilder {
       isSelf: table.schema === foreignTable.schema && table.name === foreignTable.name,
       cardinality: { kind: 'computed', function: fn, toOne: c.single_row === true },
       tableIsView: this.tables.get(k)?.isView ?? false,
-      foreignTableIsView: this.tables.get(qnKey(foreignTable.schema, foreignTable.name))?.isView ?? false
+      foreignTableIsView: this.tables.get(qnKey(foreignTable.schema, foreignTable.name))?.isView ?? false,
     })
   }
 
@@ -275,7 +315,7 @@ class SchemaCacheBuilder {
    * (two foreign keys inside its primary key, as for a many-to-many relationship), with the
    * other table's schema.
    */
-  hiddenJunctionOrigins (): Array<readonly [QualifiedName, string]> {
+  hiddenJunctionOrigins(): Array<readonly [QualifiedName, string]> {
     const byJunction = new Map<number, ForeignKey[]>()
     for (const fk of this.#foreignKeys) if (!this.#tableByOid.has(fk.table)) push(byJunction, fk.table, fk)
     const out: Array<readonly [QualifiedName, string]> = []
@@ -285,14 +325,16 @@ class SchemaCacheBuilder {
       for (const fk1 of inPk) {
         const a = this.#tableByOid.get(fk1.foreignTable)
         const others = inPk.filter((fk2) => fk2.name !== fk1.name && this.#tableByOid.has(fk2.foreignTable))
-        if (a !== undefined) for (const fk2 of others) out.push([{ schema: a.schema, name: a.name }, (this.#tableByOid.get(fk2.foreignTable) as Table).schema])
+        if (a !== undefined)
+          for (const fk2 of others)
+            out.push([{ schema: a.schema, name: a.name }, (this.#tableByOid.get(fk2.foreignTable) as Table).schema])
       }
     }
     return out
   }
 
   /** The callable routines by qualified name (overloads in catalog order). */
-  routines (): Map<string, Routine[]> {
+  routines(): Map<string, Routine[]> {
     const routines = new Map<string, Routine[]>()
     for (const p of this.#rows.routines) {
       const r = buildRoutine(p, this.#tableByOid)
@@ -303,7 +345,7 @@ class SchemaCacheBuilder {
 }
 
 /** Media type handlers by target and media type; undefined when there are none. */
-function buildMediaHandlers (rows: readonly CatalogRow[]): Map<string, MediaHandlerDef> | undefined {
+function buildMediaHandlers(rows: readonly CatalogRow[]): Map<string, MediaHandlerDef> | undefined {
   if (rows.length === 0) return undefined
   const out = new Map<string, MediaHandlerDef>()
   for (const r of rows) {
@@ -312,7 +354,7 @@ function buildMediaHandlers (rows: readonly CatalogRow[]): Map<string, MediaHand
       function: { schema: str(r.handler_schema), name: str(r.handler_name) },
       target,
       mediaType: str(r.resolved).toLowerCase(),
-      bytes: r.bytes === true
+      bytes: r.bytes === true,
     }
     out.set(mediaHandlerKey(target, str(r.media_type).toLowerCase()), def)
   }
@@ -324,7 +366,7 @@ const JSON_OID = 114
 const TEXT_OID = 25
 
 /** Data representations by domain OID; undefined when there are none (the common case costs nothing). */
-function buildRepresentations (rows: readonly CatalogRow[]): Representations | undefined {
+function buildRepresentations(rows: readonly CatalogRow[]): Representations | undefined {
   if (rows.length === 0) return undefined
   const toJson = new Map<number, QualifiedName>()
   const fromText = new Map<number, QualifiedName>()
@@ -342,17 +384,21 @@ function buildRepresentations (rows: readonly CatalogRow[]): Representations | u
 }
 
 /** A routine of the cache, or null for one PostgREST cannot call (see callableParams). */
-function buildRoutine (p: Record<string, unknown>, tableByOid: ReadonlyMap<number, Table>): Routine | null {
+function buildRoutine(p: Record<string, unknown>, tableByOid: ReadonlyMap<number, Table>): Routine | null {
   const names = strList(p.arg_names)
   const types = strList(p.arg_types)
   const modes = strList(p.arg_modes)
   const typeSchemas = strList(p.arg_type_schemas)
   const typeNames = strList(p.arg_type_names)
-  const inputs: Array<{ name: string, type: string, typeRef?: QualifiedName, variadic: boolean }> = []
+  const inputs: Array<{ name: string; type: string; typeRef?: QualifiedName; variadic: boolean }> = []
   types.forEach((type, i) => {
     const mode = modes[i] ?? 'i'
-    const typeRef = typeSchemas[i] !== undefined && typeNames[i] !== undefined ? { schema: typeSchemas[i], name: typeNames[i] } : undefined
-    if (mode === 'i' || mode === 'b' || mode === 'v') inputs.push({ name: names[i] ?? '', type, ...(typeRef ? { typeRef } : {}), variadic: mode === 'v' })
+    const typeRef =
+      typeSchemas[i] !== undefined && typeNames[i] !== undefined
+        ? { schema: typeSchemas[i], name: typeNames[i] }
+        : undefined
+    if (mode === 'i' || mode === 'b' || mode === 'v')
+      inputs.push({ name: names[i] ?? '', type, ...(typeRef ? { typeRef } : {}), variadic: mode === 'v' })
   })
   const ndefaults = Number(p.nargdefaults ?? 0)
   const params: RoutineParam[] = inputs.map((x, i) => ({ ...x, hasDefault: i >= inputs.length - ndefaults }))
@@ -363,9 +409,8 @@ function buildRoutine (p: Record<string, unknown>, tableByOid: ReadonlyMap<numbe
   // As PostgREST: any OUT, INOUT or TABLE parameter makes the result a row (one OUT int is {"name": n});
   // a bare `record` (or `SETOF record`) is a scalar whose JSON is the row it holds.
   const outParams = modes.some((m) => m === 'o' || m === 'b' || m === 't')
-  const returnKind: Routine['returnKind'] = returnType === 'void'
-    ? 'void'
-    : typtype === 'c' ? 'composite' : outParams ? 'record' : 'scalar'
+  const returnKind: Routine['returnKind'] =
+    returnType === 'void' ? 'void' : typtype === 'c' ? 'composite' : outParams ? 'record' : 'scalar'
   const vol = str(p.volatility)
   return {
     oid: Number(p.oid),
@@ -381,6 +426,6 @@ function buildRoutine (p: Record<string, unknown>, tableByOid: ReadonlyMap<numbe
     settings: strList(p.config).map((s) => {
       const eq = s.indexOf('=')
       return [s.slice(0, eq), s.slice(eq + 1)] as const
-    })
+    }),
   }
 }

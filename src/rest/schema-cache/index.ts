@@ -29,8 +29,8 @@ export interface CacheSource {
 }
 
 interface CacheLogger {
-  warn (obj: object, msg?: string): void
-  info? (obj: object, msg?: string): void
+  warn(obj: object, msg?: string): void
+  info?(obj: object, msg?: string): void
 }
 
 interface Entry {
@@ -59,21 +59,21 @@ let versionCounter = 0
 
 export interface SchemaCacheStore {
   /** The cache of `key` for `schemas`; loads, or waits for a reload that was asked for. */
-  get (key: string, schemas: readonly string[], source: CacheSource): Promise<SchemaCache>
+  get(key: string, schemas: readonly string[], source: CacheSource): Promise<SchemaCache>
   /** After a miss (unknown table or relationship): reloads unless one started in the last second. */
-  reloadOnMiss (key: string, schemas: readonly string[], source: CacheSource): Promise<SchemaCache | null>
+  reloadOnMiss(key: string, schemas: readonly string[], source: CacheSource): Promise<SchemaCache | null>
   /** Forces a reload (tests, admin); null when the tenant has no cache yet. */
-  reload (key: string): Promise<SchemaCache | null>
+  reload(key: string): Promise<SchemaCache | null>
   /** A notification on the pgrst channel: 'reload schema' or an empty payload reloads in the background. */
-  notified (key: string, payload: string): void
+  notified(key: string, payload: string): void
   /**
    * A request's transaction read the database's schema version `version` (null: it could not
    * be read): a cache of another version reloads now, and get() waits for the reload.
    */
-  observed (key: string, version: string | null): void
+  observed(key: string, version: string | null): void
   /** Drops a tenant's cache (its pool was closed). */
-  drop (key: string): void
-  close (): Promise<void>
+  drop(key: string): void
+  close(): Promise<void>
 }
 
 interface SchemaCacheStoreOptions {
@@ -87,7 +87,7 @@ interface SchemaCacheStoreOptions {
 /** At most this many clusters' time zone names are kept. */
 const MAX_CLUSTERS = 1_000
 
-export function createSchemaCacheStore (opts: SchemaCacheStoreOptions = {}): SchemaCacheStore {
+export function createSchemaCacheStore(opts: SchemaCacheStoreOptions = {}): SchemaCacheStore {
   return new TenantSchemaCaches(opts)
 }
 
@@ -101,13 +101,13 @@ class TenantSchemaCaches implements SchemaCacheStore {
   readonly #zonesByCluster = new Map<string, ReadonlySet<string>>()
   #closed = false
 
-  constructor (opts: SchemaCacheStoreOptions) {
+  constructor(opts: SchemaCacheStoreOptions) {
     this.#missInterval = opts.missReloadIntervalMs ?? 1_000
     this.#now = opts.now ?? Date.now
     this.#logger = opts.logger
   }
 
-  #startLoad (e: Entry): Promise<SchemaCache> {
+  #startLoad(e: Entry): Promise<SchemaCache> {
     const gen = e.wanted
     e.lastLoadAt = this.#now()
     const schemas = JSON.parse(e.schemas) as string[]
@@ -121,26 +121,29 @@ class TenantSchemaCaches implements SchemaCacheStore {
       return cache
     })
     e.loading = p
-    p.then(() => {
-      e.lastLoadAt = this.#now()
-      if (e.loading === p) e.loading = null
-      // Asked for again during the load (a notification, another version): load again.
-      if (!this.#closed && e.have < e.wanted && this.#entries.get(e.key) === e) this.#startLoad(e).catch(() => {})
-    }, (err: unknown) => {
-      if (e.loading === p) e.loading = null
-      e.failedAt = this.#now()
-      this.#logger?.warn({ err: (err as Error)?.message, tenant: e.key }, 'rest: schema cache load failed')
-    })
+    p.then(
+      () => {
+        e.lastLoadAt = this.#now()
+        if (e.loading === p) e.loading = null
+        // Asked for again during the load (a notification, another version): load again.
+        if (!this.#closed && e.have < e.wanted && this.#entries.get(e.key) === e) this.#startLoad(e).catch(() => {})
+      },
+      (err: unknown) => {
+        if (e.loading === p) e.loading = null
+        e.failedAt = this.#now()
+        this.#logger?.warn({ err: (err as Error)?.message, tenant: e.key }, 'rest: schema cache load failed')
+      },
+    )
     return p
   }
 
-  #keepZones (cluster: string, cache: SchemaCache): void {
+  #keepZones(cluster: string, cache: SchemaCache): void {
     if (cache.timezones === undefined || cache.timezones.size === 0 || this.#zonesByCluster.has(cluster)) return
     if (this.#zonesByCluster.size >= MAX_CLUSTERS) this.#zonesByCluster.clear()
     this.#zonesByCluster.set(cluster, cache.timezones)
   }
 
-  async #current (e: Entry): Promise<SchemaCache> {
+  async #current(e: Entry): Promise<SchemaCache> {
     const target = e.wanted
     while (!e.cache || e.have < target) {
       try {
@@ -153,16 +156,27 @@ class TenantSchemaCaches implements SchemaCacheStore {
     return e.cache
   }
 
-  #requestReload (e: Entry): void {
+  #requestReload(e: Entry): void {
     e.wanted++
     if (!e.loading) this.#startLoad(e).catch(() => {})
   }
 
-  #entryFor (key: string, schemas: readonly string[], source: CacheSource): Entry {
+  #entryFor(key: string, schemas: readonly string[], source: CacheSource): Entry {
     const s = JSON.stringify(schemas)
     let e = this.#entries.get(key)
     if (!e) {
-      e = { key, schemas: s, source, cache: null, wanted: 0, have: 0, loading: null, lastLoadAt: 0, failedAt: 0, reported: null }
+      e = {
+        key,
+        schemas: s,
+        source,
+        cache: null,
+        wanted: 0,
+        have: 0,
+        loading: null,
+        lastLoadAt: 0,
+        failedAt: 0,
+        reported: null,
+      }
       this.#entries.set(key, e)
     } else if (e.schemas !== s) {
       e.schemas = s
@@ -172,7 +186,7 @@ class TenantSchemaCaches implements SchemaCacheStore {
     return e
   }
 
-  async get (key: string, schemas: readonly string[], source: CacheSource): Promise<SchemaCache> {
+  async get(key: string, schemas: readonly string[], source: CacheSource): Promise<SchemaCache> {
     const e = this.#entryFor(key, schemas, source)
     if (e.cache !== null) {
       if (e.have >= e.wanted) return e.cache
@@ -182,27 +196,27 @@ class TenantSchemaCaches implements SchemaCacheStore {
     return this.#current(e)
   }
 
-  async reloadOnMiss (key: string, schemas: readonly string[], source: CacheSource): Promise<SchemaCache | null> {
+  async reloadOnMiss(key: string, schemas: readonly string[], source: CacheSource): Promise<SchemaCache | null> {
     const e = this.#entryFor(key, schemas, source)
     if (!e.loading && this.#now() - e.lastLoadAt < this.#missInterval) return null
     if (!e.loading) e.wanted++
     return this.#current(e)
   }
 
-  async reload (key: string): Promise<SchemaCache | null> {
+  async reload(key: string): Promise<SchemaCache | null> {
     const e = this.#entries.get(key)
     if (!e) return null
     e.wanted++
     return this.#current(e)
   }
 
-  notified (key: string, payload: string): void {
+  notified(key: string, payload: string): void {
     if (payload !== '' && payload !== 'reload schema') return
     const e = this.#entries.get(key)
     if (e !== undefined && e.cache !== null) this.#requestReload(e)
   }
 
-  observed (key: string, version: string | null): void {
+  observed(key: string, version: string | null): void {
     const e = this.#entries.get(key)
     const v = version ?? ''
     // Any other version than the cache's (a database made again starts lower) is news, once.
@@ -211,14 +225,18 @@ class TenantSchemaCaches implements SchemaCacheStore {
     this.#requestReload(e)
   }
 
-  drop (key: string): void {
+  drop(key: string): void {
     this.#entries.delete(key)
   }
 
-  async close (): Promise<void> {
+  async close(): Promise<void> {
     this.#closed = true
     const all = [...this.#entries.values()]
     this.#entries.clear()
-    await Promise.all(all.map(async (e) => { await e.loading?.catch(() => {}) }))
+    await Promise.all(
+      all.map(async (e) => {
+        await e.loading?.catch(() => {})
+      }),
+    )
   }
 }

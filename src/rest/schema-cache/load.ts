@@ -2,8 +2,17 @@
 // trip: the executor pipelines them) through a function it is given (the executor owns
 // connections) and builds the SchemaCache from the rows with buildSchemaCache (build.ts).
 import {
-  ATTNAMES_SQL, COLUMNS_SQL, COMPUTED_RELS_SQL, CONSTRAINTS_SQL, MEDIA_HANDLERS_SQL, RELATIONS_SQL, REPRESENTATIONS_SQL, ROUTINES_SQL,
-  SCHEMA_VERSION_SQL, TIMEZONES_SQL, VIEWS_SQL
+  ATTNAMES_SQL,
+  COLUMNS_SQL,
+  COMPUTED_RELS_SQL,
+  CONSTRAINTS_SQL,
+  MEDIA_HANDLERS_SQL,
+  RELATIONS_SQL,
+  REPRESENTATIONS_SQL,
+  ROUTINES_SQL,
+  SCHEMA_VERSION_SQL,
+  TIMEZONES_SQL,
+  VIEWS_SQL,
 } from './queries.js'
 import { buildSchemaCache } from './build.js'
 import type { SchemaCache } from './types.js'
@@ -35,7 +44,7 @@ interface LoadOptions {
 }
 
 /** Postgres' answer when the schema version's table or sequence is missing or not readable. */
-function versionUnavailable (err: unknown): boolean {
+function versionUnavailable(err: unknown): boolean {
   const code = (err as { code?: unknown })?.code
   return code === '42P01' || code === '42501' || code === '3F000'
 }
@@ -44,21 +53,34 @@ function versionUnavailable (err: unknown): boolean {
  * Loads a schema cache one query after the other (a connection of one's own: tests,
  * benches). `timezones`: as LoadOptions.timezones.
  */
-export function loadSchemaCache (query: CatalogQuery, schemas: readonly string[], version: number,
-  timezones?: ReadonlySet<string>): Promise<SchemaCache> {
-  return loadSchemaCacheBatch(async (statements) => {
-    const out: CatalogRow[][] = []
-    for (const st of statements) out.push(await query(st.text, [...st.values]))
-    return out
-  }, schemas, version, { timezones })
+export function loadSchemaCache(
+  query: CatalogQuery,
+  schemas: readonly string[],
+  version: number,
+  timezones?: ReadonlySet<string>,
+): Promise<SchemaCache> {
+  return loadSchemaCacheBatch(
+    async (statements) => {
+      const out: CatalogRow[][] = []
+      for (const st of statements) out.push(await query(st.text, [...st.values]))
+      return out
+    },
+    schemas,
+    version,
+    { timezones },
+  )
 }
 
 /**
  * Loads a tenant's schema cache with its schema version (null when the database has none:
  * not migrated to it yet; then the catalog is read again without it).
  */
-export async function loadSchemaCacheBatch (query: CatalogBatch, schemas: readonly string[], version: number,
-  opts: LoadOptions = {}): Promise<SchemaCache> {
+export async function loadSchemaCacheBatch(
+  query: CatalogBatch,
+  schemas: readonly string[],
+  version: number,
+  opts: LoadOptions = {},
+): Promise<SchemaCache> {
   const list = [...schemas]
   const statements: CatalogStatement[] = [
     { text: RELATIONS_SQL, values: [list] },
@@ -69,7 +91,7 @@ export async function loadSchemaCacheBatch (query: CatalogBatch, schemas: readon
     { text: ROUTINES_SQL, values: [list] },
     { text: COMPUTED_RELS_SQL, values: [list] },
     { text: REPRESENTATIONS_SQL, values: [] },
-    { text: MEDIA_HANDLERS_SQL, values: [list] }
+    { text: MEDIA_HANDLERS_SQL, values: [list] },
   ]
   if (opts.timezones === undefined) statements.push({ text: TIMEZONES_SQL, values: [] })
   let dbVersion: string | null
@@ -83,9 +105,38 @@ export async function loadSchemaCacheBatch (query: CatalogBatch, schemas: readon
     dbVersion = null
     rows = await query(statements)
   }
-  const [relations = [], columns = [], constraints = [], viewRows = [], attnames = [], routines = [], computed = [], representations = [], mediaHandlers = [], zoneRows] = rows
+  const [
+    relations = [],
+    columns = [],
+    constraints = [],
+    viewRows = [],
+    attnames = [],
+    routines = [],
+    computed = [],
+    representations = [],
+    mediaHandlers = [],
+    zoneRows,
+  ] = rows
   const views = new Map<number, ViewColumnSource[]>()
   for (const r of viewRows) views.set(Number(r.rel), parseViewColumns(String(r.action)))
-  const timezones = opts.timezones === undefined ? zoneRows ?? [] : [...opts.timezones].map((name) => ({ name }))
-  return { ...buildSchemaCache({ relations, columns, constraints, views, attnames, routines, computed, timezones, representations, mediaHandlers }, schemas, version), dbVersion }
+  const timezones = opts.timezones === undefined ? (zoneRows ?? []) : [...opts.timezones].map((name) => ({ name }))
+  return {
+    ...buildSchemaCache(
+      {
+        relations,
+        columns,
+        constraints,
+        views,
+        attnames,
+        routines,
+        computed,
+        timezones,
+        representations,
+        mediaHandlers,
+      },
+      schemas,
+      version,
+    ),
+    dbVersion,
+  }
 }

@@ -32,14 +32,18 @@ interface RelationshipInput {
 
 const same = (a: QualifiedName, b: QualifiedName): boolean => a.schema === b.schema && a.name === b.name
 
-function mapPairs (pairs: ColumnPairs, left: ReadonlyMap<string, string>, right: ReadonlyMap<string, string>): ColumnPairs {
+function mapPairs(
+  pairs: ColumnPairs,
+  left: ReadonlyMap<string, string>,
+  right: ReadonlyMap<string, string>,
+): ColumnPairs {
   return pairs.map(([a, b]) => [left.get(a) as string, right.get(b) as string] as const)
 }
 
 const swap = (pairs: ColumnPairs): ColumnPairs => pairs.map(([a, b]) => [b, a] as const)
 
 /** All relationships (both directions, plus many-to-many), unordered. */
-export function inferRelationships (input: RelationshipInput): Relationship[] {
+export function inferRelationships(input: RelationshipInput): Relationship[] {
   const out: Relationship[] = []
   const m2o: Relationship[] = []
   for (const fk of input.foreignKeys) {
@@ -53,38 +57,44 @@ export function inferRelationships (input: RelationshipInput): Relationship[] {
 }
 
 /** Both directions of one foreign key, for every pair of relations standing for its two tables. */
-function keyRelationships (fk: ForeignKey, o2o: boolean, input: RelationshipInput): Array<[child: Relationship, parent: Relationship]> {
+function keyRelationships(
+  fk: ForeignKey,
+  o2o: boolean,
+  input: RelationshipInput,
+): Array<[child: Relationship, parent: Relationship]> {
   const basePairs: ColumnPairs = fk.columns.map((c, i) => [c, fk.foreignColumns[i]] as const)
   const targets = input.standsFor(fk.foreignTable, fk.foreignColumns)
-  return input.standsFor(fk.table, fk.columns).flatMap((s) => targets.map((t): [Relationship, Relationship] => {
-    const pairs = mapPairs(basePairs, s.map, t.map)
-    const isSelf = same(s.qn, t.qn)
-    const child: Relationship = {
-      table: s.qn,
-      foreignTable: t.qn,
-      isSelf,
-      cardinality: o2o
-        ? { kind: 'o2o', constraint: fk.name, columns: pairs, isParent: false }
-        : { kind: 'm2o', constraint: fk.name, columns: pairs },
-      tableIsView: s.isView,
-      foreignTableIsView: t.isView
-    }
-    const parent: Relationship = {
-      table: t.qn,
-      foreignTable: s.qn,
-      isSelf,
-      cardinality: o2o
-        ? { kind: 'o2o', constraint: fk.name, columns: swap(pairs), isParent: true }
-        : { kind: 'o2m', constraint: fk.name, columns: swap(pairs) },
-      tableIsView: t.isView,
-      foreignTableIsView: s.isView
-    }
-    return [child, parent]
-  }))
+  return input.standsFor(fk.table, fk.columns).flatMap((s) =>
+    targets.map((t): [Relationship, Relationship] => {
+      const pairs = mapPairs(basePairs, s.map, t.map)
+      const isSelf = same(s.qn, t.qn)
+      const child: Relationship = {
+        table: s.qn,
+        foreignTable: t.qn,
+        isSelf,
+        cardinality: o2o
+          ? { kind: 'o2o', constraint: fk.name, columns: pairs, isParent: false }
+          : { kind: 'm2o', constraint: fk.name, columns: pairs },
+        tableIsView: s.isView,
+        foreignTableIsView: t.isView,
+      }
+      const parent: Relationship = {
+        table: t.qn,
+        foreignTable: s.qn,
+        isSelf,
+        cardinality: o2o
+          ? { kind: 'o2o', constraint: fk.name, columns: swap(pairs), isParent: true }
+          : { kind: 'o2m', constraint: fk.name, columns: swap(pairs) },
+        tableIsView: t.isView,
+        foreignTableIsView: s.isView,
+      }
+      return [child, parent]
+    }),
+  )
 }
 
 /** Many-to-many: two different many-to-one keys of one junction, both inside its PK. */
-function junctionRelationships (m2o: readonly Relationship[], input: RelationshipInput): Relationship[] {
+function junctionRelationships(m2o: readonly Relationship[], input: RelationshipInput): Relationship[] {
   const byJunction = new Map<string, Relationship[]>()
   for (const r of m2o) {
     const k = r.table.schema + '\u0000' + r.table.name
@@ -107,7 +117,7 @@ function junctionRelationships (m2o: readonly Relationship[], input: Relationshi
 }
 
 /** The many-to-many relationship through the junction of `r1` and `r2`, or null when they do not make one. */
-function manyToMany (r1: Relationship, r2: Relationship, pk: ReadonlySet<string>): Relationship | null {
+function manyToMany(r1: Relationship, r2: Relationship, pk: ReadonlySet<string>): Relationship | null {
   if (r1 === r2 || r1.cardinality.kind !== 'm2o' || r2.cardinality.kind !== 'm2o') return null
   if (r1.cardinality.constraint === r2.cardinality.constraint) return null
   const jcols = [...r1.cardinality.columns.map(([j]) => j), ...r2.cardinality.columns.map(([j]) => j)]
@@ -123,10 +133,10 @@ function manyToMany (r1: Relationship, r2: Relationship, pk: ReadonlySet<string>
         constraint1: r1.cardinality.constraint,
         constraint2: r2.cardinality.constraint,
         columns1: swap(r1.cardinality.columns),
-        columns2: swap(r2.cardinality.columns)
-      }
+        columns2: swap(r2.cardinality.columns),
+      },
     },
     tableIsView: r1.foreignTableIsView,
-    foreignTableIsView: r2.foreignTableIsView
+    foreignTableIsView: r2.foreignTableIsView,
   }
 }

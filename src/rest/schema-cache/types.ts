@@ -64,17 +64,17 @@ interface Junction {
 }
 
 type Cardinality =
-  | { readonly kind: 'm2o', readonly constraint: string, readonly columns: ColumnPairs }
-  | { readonly kind: 'o2m', readonly constraint: string, readonly columns: ColumnPairs }
+  | { readonly kind: 'm2o'; readonly constraint: string; readonly columns: ColumnPairs }
+  | { readonly kind: 'o2m'; readonly constraint: string; readonly columns: ColumnPairs }
   /** One-to-one: FK columns are the PK or unique; `isParent` on the referenced side. */
-  | { readonly kind: 'o2o', readonly constraint: string, readonly columns: ColumnPairs, readonly isParent: boolean }
-  | { readonly kind: 'm2m', readonly junction: Junction }
+  | { readonly kind: 'o2o'; readonly constraint: string; readonly columns: ColumnPairs; readonly isParent: boolean }
+  | { readonly kind: 'm2m'; readonly junction: Junction }
   /**
    * A computed relationship: a function taking a row of `table` and returning rows of
    * `foreignTable` (PostgREST's ComputedRelationship); to-one when it returns a single row
    * (not SETOF, or `ROWS 1`). Embedded by the function's name.
    */
-  | { readonly kind: 'computed', readonly function: QualifiedName, readonly toOne: boolean }
+  | { readonly kind: 'computed'; readonly function: QualifiedName; readonly toOne: boolean }
 
 export interface Relationship {
   /** The origin (where the embed is written). */
@@ -139,7 +139,7 @@ export interface MediaHandlerDef {
 }
 
 /** The key of a media handler: its target (or anyelement) and the media type it answers. */
-export function mediaHandlerKey (target: QualifiedName | null, mediaType: string): string {
+export function mediaHandlerKey(target: QualifiedName | null, mediaType: string): string {
   return (target === null ? '' : qnKey(target.schema, target.name)) + '\u0001' + mediaType
 }
 
@@ -173,11 +173,11 @@ export interface SchemaCache {
 }
 
 /** The map key of a qualified name (unambiguous: NUL cannot occur in identifiers). */
-export function qnKey (schema: string, name: string): string {
+export function qnKey(schema: string, name: string): string {
   return schema + '\u0000' + name
 }
 
-export function isToOne (rel: Relationship): boolean {
+export function isToOne(rel: Relationship): boolean {
   const c = rel.cardinality
   return c.kind === 'm2o' || c.kind === 'o2o' || (c.kind === 'computed' && c.toOne)
 }

@@ -12,11 +12,17 @@ export interface ViewColumnSource {
 }
 
 /** Splits node-tree text into tokens: `(`, `)`, `{`, `}` and words (backslash escapes). */
-function tokenize (text: string): string[] {
+function tokenize(text: string): string[] {
   const tokens: string[] = []
   let cur = ''
   let has = false
-  const flush = (): void => { if (has) { tokens.push(cur); cur = ''; has = false } }
+  const flush = (): void => {
+    if (has) {
+      tokens.push(cur)
+      cur = ''
+      has = false
+    }
+  }
   for (let i = 0; i < text.length; i++) {
     const ch = text[i]
     if (ch === '\\') {
@@ -41,7 +47,7 @@ function tokenize (text: string): string[] {
  * The non-junk target entries of the first (top-level) Query of a view rule. Returns []
  * when the text does not have the expected shape (the view then relates to nothing).
  */
-export function parseViewColumns (evAction: string): ViewColumnSource[] {
+export function parseViewColumns(evAction: string): ViewColumnSource[] {
   const t = tokenize(evAction)
   // Expect `( { QUERY ...`: the query's own fields are at depth 2.
   if (t[0] !== '(' || t[1] !== '{' || t[2] !== 'QUERY') return []
@@ -68,7 +74,10 @@ export function parseViewColumns (evAction: string): ViewColumnSource[] {
     const tok = t[i]
     if (tok === '{') {
       depth++
-      if (depth === listDepth + 1 && t[i + 1] === 'TARGETENTRY') { entry = {}; i++ }
+      if (depth === listDepth + 1 && t[i + 1] === 'TARGETENTRY') {
+        entry = {}
+        i++
+      }
     } else if (tok === '(') {
       depth++
     } else if (tok === '}' || tok === ')') {
@@ -77,7 +86,7 @@ export function parseViewColumns (evAction: string): ViewColumnSource[] {
           out.push({
             name: entry[':resname'],
             relOid: Number(entry[':resorigtbl'] ?? 0) || 0,
-            attnum: Number(entry[':resorigcol'] ?? 0) || 0
+            attnum: Number(entry[':resorigcol'] ?? 0) || 0,
           })
         }
         entry = null

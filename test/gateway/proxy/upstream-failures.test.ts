@@ -9,7 +9,7 @@ import { createHash, randomBytes } from 'node:crypto'
 import { makeTenant, lookupOf, startUpstream, startGateway, request, testConfig } from '../../helpers/gateway.js'
 
 /** A port that was listening and is closed now: connections are refused (a real fault). */
-async function closedPort (): Promise<number> {
+async function closedPort(): Promise<number> {
   const s = net.createServer()
   await new Promise<void>((resolve) => s.listen(0, '127.0.0.1', resolve))
   const { port } = s.address() as AddressInfo
@@ -19,11 +19,17 @@ async function closedPort (): Promise<number> {
 
 t.test('502 when the upstream refuses or resets, 504 when it is too slow', async (t) => {
   // Fake: accepts, reads the request, destroys the socket (a crashed upstream).
-  const reset = await startUpstream(t, (req) => { req.socket.destroy() })
+  const reset = await startUpstream(t, (req) => {
+    req.socket.destroy()
+  })
   // Fake: accepts and never answers (a hung upstream). Held responses are ended on teardown.
   const held: http.ServerResponse[] = []
-  const hung = await startUpstream(t, (_req, res) => { held.push(res) })
-  t.teardown(() => { for (const r of held) r.destroy() })
+  const hung = await startUpstream(t, (_req, res) => {
+    held.push(res)
+  })
+  t.teardown(() => {
+    for (const r of held) r.destroy()
+  })
   const port = await closedPort()
 
   const refusedT = makeTenant('refused', { auth: `http://127.0.0.1:${port}`, rest: `http://127.0.0.1:${port}` })
@@ -31,10 +37,13 @@ t.test('502 when the upstream refuses or resets, 504 when it is too slow', async
   const hungT = makeTenant('hung', { auth: hung.url, rest: hung.url })
   const gw = await startGateway(t, {
     tenants: lookupOf(refusedT, resetT, hungT),
-    config: testConfig({ gateway: { upstream_timeout_ms: 300, upstream_connect_timeout_ms: 300 } })
+    config: testConfig({ gateway: { upstream_timeout_ms: 300, upstream_connect_timeout_ms: 300 } }),
   })
 
-  for (const [tt, name] of [[refusedT, 'refused'], [resetT, 'reset']] as const) {
+  for (const [tt, name] of [
+    [refusedT, 'refused'],
+    [resetT, 'reset'],
+  ] as const) {
     const r = await request(`${gw.url}/${name}/rest/v1/todos`, { headers: { apikey: tt.file.keys.public } })
     t.equal(r.status, 502, `${name}: 502`)
     const body = r.json()
@@ -51,7 +60,10 @@ t.test('502 when the upstream refuses or resets, 504 when it is too slow', async
   t.equal(r.json().message, 'unexpected failure')
 
   const m = await request(`${gw.adminUrl}/metrics`)
-  t.match(m.body, /gatehouse_gateway_upstream_errors_total\{tenant="refused",service="rest",code="upstream_unavailable"\} 1/)
+  t.match(
+    m.body,
+    /gatehouse_gateway_upstream_errors_total\{tenant="refused",service="rest",code="upstream_unavailable"\} 1/,
+  )
   t.match(m.body, /gatehouse_gateway_upstream_errors_total\{tenant="hung",service="auth",code="upstream_timeout"\} 1/)
   t.match(m.body, /gatehouse_requests_total\{part="gateway",tenant="hung",status="504"\} 1/)
 
@@ -68,8 +80,10 @@ t.test('a response cut mid-body is cut for the client too', async (t) => {
   })
   const tt = makeTenant('acme', { auth: dying.url, rest: dying.url })
   const gw = await startGateway(t, { tenants: lookupOf(tt) })
-  await t.rejects(request(`${gw.url}/acme/rest/v1/todos`, { headers: { apikey: tt.file.keys.public } }),
-    'the client sees an aborted response, not a complete one')
+  await t.rejects(
+    request(`${gw.url}/acme/rest/v1/todos`, { headers: { apikey: tt.file.keys.public } }),
+    'the client sees an aborted response, not a complete one',
+  )
   const health = await request(`${gw.adminUrl}/healthz`)
   t.equal(health.status, 200)
 })
@@ -82,7 +96,10 @@ t.test('large bodies: an upload within the limit arrives whole, a download strea
   const up = http.createServer((req, res) => {
     const h = createHash('sha256')
     let n = 0
-    req.on('data', (c: Buffer) => { h.update(c); n += c.length })
+    req.on('data', (c: Buffer) => {
+      h.update(c)
+      n += c.length
+    })
     req.on('end', () => {
       if (req.url?.includes('download')) {
         res.writeHead(200, { 'content-type': 'application/octet-stream', 'content-length': String(size) })
@@ -92,7 +109,10 @@ t.test('large bodies: an upload within the limit arrives whole, a download strea
           while (sent < size) {
             const part = payload.subarray(sent, sent + chunk)
             sent += part.length
-            if (!res.write(part)) { res.once('drain', write); return }
+            if (!res.write(part)) {
+              res.once('drain', write)
+              return
+            }
           }
           res.end()
         }
@@ -104,45 +124,82 @@ t.test('large bodies: an upload within the limit arrives whole, a download strea
     })
   })
   await new Promise<void>((resolve) => up.listen(0, '127.0.0.1', resolve))
-  t.teardown(() => new Promise<void>((resolve) => { up.closeAllConnections(); up.close(() => resolve()) }))
+  t.teardown(
+    () =>
+      new Promise<void>((resolve) => {
+        up.closeAllConnections()
+        up.close(() => resolve())
+      }),
+  )
   const base = `http://127.0.0.1:${(up.address() as AddressInfo).port}`
   const tt = makeTenant('acme', { auth: base, rest: base })
-  const gw = await startGateway(t, { tenants: lookupOf(tt), config: testConfig({ gateway: { rest_max_body_bytes: size } }) })
+  const gw = await startGateway(t, {
+    tenants: lookupOf(tt),
+    config: testConfig({ gateway: { rest_max_body_bytes: size } }),
+  })
 
   let r = await request(`${gw.url}/acme/rest/v1/blobs`, {
     method: 'POST',
-    headers: { apikey: tt.file.keys.secret, 'content-type': 'application/octet-stream', 'content-length': String(size) },
-    body: payload
+    headers: {
+      apikey: tt.file.keys.secret,
+      'content-type': 'application/octet-stream',
+      'content-length': String(size),
+    },
+    body: payload,
   })
   t.equal(r.status, 200)
   t.same(r.json(), { bytes: size, sha256: digest }, 'an upload of exactly gateway.rest_max_body_bytes arrives intact')
 
   // Chunked upload with no content type at all.
-  const chunked = await new Promise<{ status: number, body: string }>((resolve, reject) => {
-    const req = http.request({ host: '127.0.0.1', port: gw.port, path: '/acme/rest/v1/blobs', method: 'POST', headers: { apikey: tt.file.keys.secret } }, (res) => {
-      let b = ''
-      res.setEncoding('utf8')
-      res.on('data', (c: string) => { b += c })
-      res.on('end', () => resolve({ status: res.statusCode ?? 0, body: b }))
-    })
+  const chunked = await new Promise<{ status: number; body: string }>((resolve, reject) => {
+    const req = http.request(
+      {
+        host: '127.0.0.1',
+        port: gw.port,
+        path: '/acme/rest/v1/blobs',
+        method: 'POST',
+        headers: { apikey: tt.file.keys.secret },
+      },
+      (res) => {
+        let b = ''
+        res.setEncoding('utf8')
+        res.on('data', (c: string) => {
+          b += c
+        })
+        res.on('end', () => resolve({ status: res.statusCode ?? 0, body: b }))
+      },
+    )
     req.on('error', reject)
     for (let i = 0; i < 4; i++) req.write(payload.subarray(i * 1024 * 1024, (i + 1) * 1024 * 1024))
     req.end()
   })
   t.equal(chunked.status, 200)
-  t.same(JSON.parse(chunked.body), { bytes: 4 * 1024 * 1024, sha256: createHash('sha256').update(payload.subarray(0, 4 * 1024 * 1024)).digest('hex') })
+  t.same(JSON.parse(chunked.body), {
+    bytes: 4 * 1024 * 1024,
+    sha256: createHash('sha256')
+      .update(payload.subarray(0, 4 * 1024 * 1024))
+      .digest('hex'),
+  })
 
   // Download: count bytes as they arrive, and see the first bytes before the upstream finished.
   r = await new Promise((resolve, reject) => {
-    http.get({ host: '127.0.0.1', port: gw.port, path: '/acme/rest/v1/download', headers: { apikey: tt.file.keys.secret } }, (res) => {
-      const h = createHash('sha256')
-      let n = 0
-      res.on('data', (c: Buffer) => { h.update(c); n += c.length })
-      res.on('end', () => {
-        const body = JSON.stringify({ n, sha: h.digest('hex') })
-        resolve({ status: res.statusCode ?? 0, headers: res.headers, body, json: () => JSON.parse(body) })
-      })
-    }).on('error', reject)
+    http
+      .get(
+        { host: '127.0.0.1', port: gw.port, path: '/acme/rest/v1/download', headers: { apikey: tt.file.keys.secret } },
+        (res) => {
+          const h = createHash('sha256')
+          let n = 0
+          res.on('data', (c: Buffer) => {
+            h.update(c)
+            n += c.length
+          })
+          res.on('end', () => {
+            const body = JSON.stringify({ n, sha: h.digest('hex') })
+            resolve({ status: res.statusCode ?? 0, headers: res.headers, body, json: () => JSON.parse(body) })
+          })
+        },
+      )
+      .on('error', reject)
   })
   t.equal(r.status, 200)
   t.same(r.json(), { n: size, sha: digest }, 'download arrives intact')
@@ -155,7 +212,10 @@ t.test('a body is forwarded whatever the method; a request without one reaches t
   const up = await startUpstream(t)
   const tt = makeTenant('acme', { auth: up.url, rest: up.url })
   // One upstream socket: whatever the upstream reads arrives on one connection, in order.
-  const gw = await startGateway(t, { tenants: lookupOf(tt), config: testConfig({ gateway: { upstream_max_sockets: 1 } }) })
+  const gw = await startGateway(t, {
+    tenants: lookupOf(tt),
+    config: testConfig({ gateway: { upstream_max_sockets: 1 } }),
+  })
   const agent = new http.Agent({ keepAlive: true, maxSockets: 1 })
   t.teardown(() => agent.destroy())
   const key = tt.file.keys.secret
@@ -170,13 +230,27 @@ t.test('a body is forwarded whatever the method; a request without one reaches t
   }
   for (const method of ['GET', 'DELETE', 'POST', 'PATCH']) {
     const payload = JSON.stringify({ method, note: 'x'.repeat(200) })
-    const withLength = await request(`${gw.url}/acme/rest/v1/items`, { method, agent, body: payload, headers: { apikey: key, 'content-type': 'application/json', 'content-length': String(Buffer.byteLength(payload)) } })
+    const withLength = await request(`${gw.url}/acme/rest/v1/items`, {
+      method,
+      agent,
+      body: payload,
+      headers: {
+        apikey: key,
+        'content-type': 'application/json',
+        'content-length': String(Buffer.byteLength(payload)),
+      },
+    })
     t.equal(withLength.status, 200)
     t.equal(up.last().body.toString(), payload, `${method} with Content-Length: the body arrives`)
     // Chunked (no Content-Length): the gateway must still stream it through, framed (a GET
     // body sent bare would be read by the upstream as the next request on the connection).
     const before = up.received.length
-    const chunked = await request(`${gw.url}/acme/rest/v1/items`, { method, agent, body: payload, headers: { apikey: key, 'content-type': 'application/json', 'transfer-encoding': 'chunked' } })
+    const chunked = await request(`${gw.url}/acme/rest/v1/items`, {
+      method,
+      agent,
+      body: payload,
+      headers: { apikey: key, 'content-type': 'application/json', 'transfer-encoding': 'chunked' },
+    })
     if (method === 'DELETE') {
       // A chunked DELETE body could be read as `Content-Length: 0` by a proxy on the way: refused before anything is sent.
       t.equal(chunked.status, 411, 'a chunked DELETE body: 411')
@@ -191,15 +265,27 @@ t.test('a body is forwarded whatever the method; a request without one reaches t
   // The smuggling shape in full: a chunked GET whose body is itself a request.
   const inner = 'GET /acme/secret HTTP/1.1\r\nHost: x\r\n\r\n'
   const before = up.received.length
-  const r = await request(`${gw.url}/acme/rest/v1/items`, { method: 'GET', agent, body: inner, headers: { apikey: key, 'transfer-encoding': 'chunked' } })
+  const r = await request(`${gw.url}/acme/rest/v1/items`, {
+    method: 'GET',
+    agent,
+    body: inner,
+    headers: { apikey: key, 'transfer-encoding': 'chunked' },
+  })
   t.equal(r.status, 200)
   // A request smuggled in that body would be the next one the upstream reads on the one
   // socket: a follow-up request comes after it, so once the follow-up is answered everything
   // the upstream read is in its list (no waiting for time to pass).
   const after = await request(`${gw.url}/acme/rest/v1/items?after=1`, { agent, headers: { apikey: key } })
   t.equal(after.status, 200)
-  t.same(up.received.slice(before).map((x) => x.url), ['/acme/items?limit=1000', '/acme/items?after=1&limit=1000'], 'the body stayed a body: the follow-up came next')
-  t.notOk(up.received.some((x) => x.url === '/acme/secret'), 'no request was smuggled to the upstream')
+  t.same(
+    up.received.slice(before).map((x) => x.url),
+    ['/acme/items?limit=1000', '/acme/items?after=1&limit=1000'],
+    'the body stayed a body: the follow-up came next',
+  )
+  t.notOk(
+    up.received.some((x) => x.url === '/acme/secret'),
+    'no request was smuggled to the upstream',
+  )
 })
 
 t.test('downloads stream; uploads reach the upstream only whole', async (t) => {
@@ -208,11 +294,16 @@ t.test('downloads stream; uploads reach the upstream only whole', async (t) => {
   // first (its limits apply before proxying): the upstream's first chunk is all of it.
   let release: () => void = () => {}
   let firstUploadChunk: (v: string) => void = () => {}
-  const sawUpload = new Promise<string>((resolve) => { firstUploadChunk = resolve })
+  const sawUpload = new Promise<string>((resolve) => {
+    firstUploadChunk = resolve
+  })
   const up = http.createServer((req, res) => {
     if (req.method === 'POST') {
       req.once('data', (c: Buffer) => firstUploadChunk(c.toString()))
-      req.on('end', () => { res.writeHead(200); res.end('done') })
+      req.on('end', () => {
+        res.writeHead(200)
+        res.end('done')
+      })
       req.resume()
       return
     }
@@ -221,23 +312,49 @@ t.test('downloads stream; uploads reach the upstream only whole', async (t) => {
     release = () => res.end('rest')
   })
   await new Promise<void>((resolve) => up.listen(0, '127.0.0.1', resolve))
-  t.teardown(() => new Promise<void>((resolve) => { up.closeAllConnections(); up.close(() => resolve()) }))
+  t.teardown(
+    () =>
+      new Promise<void>((resolve) => {
+        up.closeAllConnections()
+        up.close(() => resolve())
+      }),
+  )
   const base = `http://127.0.0.1:${(up.address() as AddressInfo).port}`
   const tt = makeTenant('acme', { auth: base, rest: base })
   const gw = await startGateway(t, { tenants: lookupOf(tt) })
 
   const body = await new Promise<string>((resolve, reject) => {
-    http.get({ host: '127.0.0.1', port: gw.port, path: '/acme/rest/v1/feed', headers: { apikey: tt.file.keys.public } }, (res) => {
-      let got = ''
-      res.setEncoding('utf8')
-      res.on('data', (c: string) => { got += c; if (got === 'first;') release() })
-      res.on('end', () => resolve(got))
-    }).on('error', reject)
+    http
+      .get(
+        { host: '127.0.0.1', port: gw.port, path: '/acme/rest/v1/feed', headers: { apikey: tt.file.keys.public } },
+        (res) => {
+          let got = ''
+          res.setEncoding('utf8')
+          res.on('data', (c: string) => {
+            got += c
+            if (got === 'first;') release()
+          })
+          res.on('end', () => resolve(got))
+        },
+      )
+      .on('error', reject)
   })
   t.equal(body, 'first;rest', 'the client got the first chunk while the upstream was still holding the rest')
 
-  const upload = http.request({ host: '127.0.0.1', port: gw.port, path: '/acme/rest/v1/feed', method: 'POST', headers: { apikey: tt.file.keys.public, 'content-type': 'text/plain' } })
-  const answered = new Promise<number>((resolve, reject) => { upload.on('response', (res) => { res.resume(); resolve(res.statusCode ?? 0) }); upload.on('error', reject) })
+  const upload = http.request({
+    host: '127.0.0.1',
+    port: gw.port,
+    path: '/acme/rest/v1/feed',
+    method: 'POST',
+    headers: { apikey: tt.file.keys.public, 'content-type': 'text/plain' },
+  })
+  const answered = new Promise<number>((resolve, reject) => {
+    upload.on('response', (res) => {
+      res.resume()
+      resolve(res.statusCode ?? 0)
+    })
+    upload.on('error', reject)
+  })
   upload.write('chunk-one')
   await new Promise((resolve) => setImmediate(resolve))
   upload.end('chunk-two')
@@ -249,11 +366,20 @@ t.test('the refusal rewriter hook: only upstream errors with a JSON body, bounde
   const up = await startUpstream(t, (req, res) => {
     if (req.url!.startsWith('/acme/denied')) {
       res.writeHead(403, { 'content-type': 'application/json; charset=utf-8' })
-      res.end(JSON.stringify({ code: '42501', message: 'permission denied for table denied', details: null, hint: null }))
+      res.end(
+        JSON.stringify({ code: '42501', message: 'permission denied for table denied', details: null, hint: null }),
+      )
     } else if (req.url!.startsWith('/acme/hidden') || req.url!.startsWith('/acme/anon-only')) {
       // PostgREST's answer to anon for a missing privilege: 401 with a Bearer challenge.
       res.writeHead(401, { 'content-type': 'application/json; charset=utf-8', 'www-authenticate': 'Bearer' })
-      res.end(JSON.stringify({ code: '42501', message: `permission denied for table ${req.url!.slice(6).split('?')[0]!}`, details: null, hint: null }))
+      res.end(
+        JSON.stringify({
+          code: '42501',
+          message: `permission denied for table ${req.url!.slice(6).split('?')[0]!}`,
+          details: null,
+          hint: null,
+        }),
+      )
     } else if (req.url!.startsWith('/acme/huge')) {
       res.writeHead(400, { 'content-type': 'application/json' })
       res.end(JSON.stringify({ code: 'PGRST100', message: 'x'.repeat(4000) }))
@@ -266,28 +392,49 @@ t.test('the refusal rewriter hook: only upstream errors with a JSON body, bounde
     }
   })
   const tt = makeTenant('acme', { auth: up.url, rest: up.url })
-  const seen: Array<{ status: number, path: string, body: unknown, kind: string }> = []
+  const seen: Array<{ status: number; path: string; body: unknown; kind: string }> = []
   const gw = await startGateway(t, {
     tenants: lookupOf(tt),
     config: testConfig({ gateway: { max_error_body_bytes: 1024 } }),
     rewriteError: (ctx) => {
       seen.push({ status: ctx.status, path: ctx.path, body: ctx.body, kind: ctx.caller.kind })
-      if (ctx.path === '/hidden') return { status: 404, body: { code: 'unknown_table', message: 'no table hidden', details: null, hint: null } }
-      if (ctx.path === '/anon-only') return { body: { code: 'permission_denied', message: 'sign in', details: null, hint: null } }
+      if (ctx.path === '/hidden')
+        return { status: 404, body: { code: 'unknown_table', message: 'no table hidden', details: null, hint: null } }
+      if (ctx.path === '/anon-only')
+        return { body: { code: 'permission_denied', message: 'sign in', details: null, hint: null } }
       if ((ctx.body as { code?: string }).code === '42501') {
-        return { status: 403, body: { code: 'no_table_grant', message: 'The role has no grant on table denied', details: null, hint: 'GRANT SELECT' }, headers: { 'x-gatehouse-error-code': 'no_table_grant' } }
+        return {
+          status: 403,
+          body: {
+            code: 'no_table_grant',
+            message: 'The role has no grant on table denied',
+            details: null,
+            hint: 'GRANT SELECT',
+          },
+          headers: { 'x-gatehouse-error-code': 'no_table_grant' },
+        }
       }
       return null
-    }
+    },
   })
   const h = { apikey: tt.file.keys.public }
 
   let r = await request(`${gw.url}/acme/rest/v1/denied`, { headers: h })
   t.equal(r.status, 403)
-  t.same(r.json(), { code: 'no_table_grant', message: 'The role has no grant on table denied', details: null, hint: 'GRANT SELECT' })
+  t.same(r.json(), {
+    code: 'no_table_grant',
+    message: 'The role has no grant on table denied',
+    details: null,
+    hint: 'GRANT SELECT',
+  })
   t.equal(r.headers['x-gatehouse-error-code'], 'no_table_grant')
   t.equal(r.headers['content-length'], String(Buffer.byteLength(r.body)))
-  t.same(seen[0], { status: 403, path: '/denied', body: { code: '42501', message: 'permission denied for table denied', details: null, hint: null }, kind: 'anon' })
+  t.same(seen[0], {
+    status: 403,
+    path: '/denied',
+    body: { code: '42501', message: 'permission denied for table denied', details: null, hint: null },
+    kind: 'anon',
+  })
 
   // A 401 rewritten to another status loses its challenge (WWW-Authenticate belongs to 401
   // only); one that stays 401 keeps it.
@@ -319,8 +466,12 @@ t.test('keep-alive: upstream sockets are re-used', async (t) => {
   const sockets = new Set<unknown>()
   up.server.on('connection', (s) => sockets.add(s))
   const tt = makeTenant('acme', { auth: up.url, rest: up.url })
-  const gw = await startGateway(t, { tenants: lookupOf(tt), config: testConfig({ gateway: { upstream_keepalive_ms: 2000 } }) })
-  for (let i = 0; i < 10; i++) await request(`${gw.url}/acme/rest/v1/todos`, { headers: { apikey: tt.file.keys.public } })
+  const gw = await startGateway(t, {
+    tenants: lookupOf(tt),
+    config: testConfig({ gateway: { upstream_keepalive_ms: 2000 } }),
+  })
+  for (let i = 0; i < 10; i++)
+    await request(`${gw.url}/acme/rest/v1/todos`, { headers: { apikey: tt.file.keys.public } })
   t.equal(up.received.length, 10)
   t.equal(sockets.size, 1, 'ten sequential requests, one upstream connection')
   t.match(up.last().headers.connection, /keep-alive/i)

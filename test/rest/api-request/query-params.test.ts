@@ -4,21 +4,46 @@
 // shown in single quotes is the one `eof` refused, in double quotes one a rule refused.
 import t from 'tap'
 import {
-  parseFilterValue, parseLogicTree, parseOrder, parseQueryParams, parseSelect, parseColumns
+  parseFilterValue,
+  parseLogicTree,
+  parseOrder,
+  parseQueryParams,
+  parseSelect,
+  parseColumns,
 } from '../../../src/rest/api-request/index.js'
 import { isGatehouseError } from '../../../src/shared/index.js'
 
 const f = (name: string, jsonPath: unknown[] = []) => ({ name, jsonPath })
 const key = (k: string, arrow = '->') => ({ arrow, operand: { kind: 'key', key: k } })
 const idx = (i: string, arrow = '->') => ({ arrow, operand: { kind: 'idx', idx: i } })
-const field = (name: string, extra: Record<string, unknown> = {}, jsonPath: unknown[] = []) =>
-  ({ kind: 'field', field: f(name, jsonPath), alias: null, cast: null, aggregate: null, aggregateCast: null, ...extra })
-const rel = (name: string, children: unknown[], extra: Record<string, unknown> = {}) =>
-  ({ kind: 'relation', name, alias: null, hint: null, joinType: null, children, ...extra })
-const spread = (name: string, children: unknown[], extra: Record<string, unknown> = {}) =>
-  ({ kind: 'spread', name, hint: null, joinType: null, children, ...extra })
+const field = (name: string, extra: Record<string, unknown> = {}, jsonPath: unknown[] = []) => ({
+  kind: 'field',
+  field: f(name, jsonPath),
+  alias: null,
+  cast: null,
+  aggregate: null,
+  aggregateCast: null,
+  ...extra,
+})
+const rel = (name: string, children: unknown[], extra: Record<string, unknown> = {}) => ({
+  kind: 'relation',
+  name,
+  alias: null,
+  hint: null,
+  joinType: null,
+  children,
+  ...extra,
+})
+const spread = (name: string, children: unknown[], extra: Record<string, unknown> = {}) => ({
+  kind: 'spread',
+  name,
+  hint: null,
+  joinType: null,
+  children,
+  ...extra,
+})
 
-function failure (fn: () => unknown): { code: string, status: number, message: string, details: unknown } {
+function failure(fn: () => unknown): { code: string; status: number; message: string; details: unknown } {
   try {
     fn()
   } catch (err) {
@@ -51,7 +76,7 @@ t.test('select: valid', async (t) => {
     ['*!hint', []],
     [':', []],
     ['...authors', []],
-    ['name,projects(count)\'', [field('name'), rel('projects', [field('count')])]],
+    ["name,projects(count)'", [field('name'), rel('projects', [field('count')])]],
     ['data->"a.b"', [field('data', {}, [key('a.b')])]],
     ['data->!@#$%^&*_a', [field('data', {}, [key('!@#$%^&*_a')])]],
     ['x:data->>a::int', [field('data', { alias: 'x', cast: 'int' }, [key('a', '->>')])]],
@@ -70,29 +95,45 @@ t.test('select: valid', async (t) => {
     ['c:count()::int', [field('*', { aggregate: 'count', aggregateCast: 'int', alias: 'c' })]],
     ['price.sum()', [field('price', { aggregate: 'sum' })]],
     ['price::numeric.avg()::int', [field('price', { aggregate: 'avg', cast: 'numeric', aggregateCast: 'int' })]],
-    ['count', [field('count')]]
+    ['count', [field('count')]],
   ]
   for (const [input, expected] of cases) t.same(parseSelect(input), expected, `select=${input}`)
 })
 
 t.test('select: invalid gives PGRST100 with the position and what was expected', async (t) => {
   const cases: Array<[string, number, string]> = [
-    ['id,clients(name[])', 16, 'unexpected \'[\' expecting letter, digit, "-", "->>", "->", "::", ".", ")", "," or end of input'],
+    [
+      'id,clients(name[])',
+      16,
+      'unexpected \'[\' expecting letter, digit, "-", "->>", "->", "::", ".", ")", "," or end of input',
+    ],
     ['name!hint', 5, 'unexpected \'!\' expecting letter, digit, "-", "->>", "->", "::", ".", ")", "," or end of input'],
     ['name::', 7, 'unexpected end of input expecting letter or digit'],
     ['data->>-78xy', 11, 'unexpected \'x\' expecting digit, "->", "::", ".", "," or end of input'],
     ['data->(x', 7, 'unexpected "(" expecting "-", digit or any non reserved character different from: .,>()'],
-    ['authors(name', 13, 'unexpected end of input expecting letter, digit, "-", "->>", "->", "::", ".", ")", "," or end of input'],
-    ['authors!inner', 8, 'unexpected \'!\' expecting letter, digit, "-", "->>", "->", "::", ".", ")", "," or end of input'],
+    [
+      'authors(name',
+      13,
+      'unexpected end of input expecting letter, digit, "-", "->>", "->", "::", ".", ")", "," or end of input',
+    ],
+    [
+      'authors!inner',
+      8,
+      'unexpected \'!\' expecting letter, digit, "-", "->>", "->", "::", ".", ")", "," or end of input',
+    ],
     ['a,,b', 3, 'unexpected "," expecting "...", field name (* or [a..z0..9_$]), "*" or "count()"'],
     ['"unterminated', 14, 'unexpected end of input expecting "\\\\" or "\\""'],
-    ['price.nope()', 7, 'unexpected "n" expecting "sum", "avg", "count", "max" or "min"']
+    ['price.nope()', 7, 'unexpected "n" expecting "sum", "avg", "count", "max" or "min"'],
   ]
   for (const [input, column, details] of cases) {
     const e = failure(() => parseSelect(input))
     t.equal(e.code, 'PGRST100', `select=${input}: code`)
     t.equal(e.status, 400)
-    t.equal(e.message, `"failed to parse select parameter (${input})" (line 1, column ${column})`, `select=${input}: message`)
+    t.equal(
+      e.message,
+      `"failed to parse select parameter (${input})" (line 1, column ${column})`,
+      `select=${input}: message`,
+    )
     t.match(String(e.details), details, `select=${input}: details`)
   }
 })
@@ -132,9 +173,15 @@ t.test('filters: every operator', async (t) => {
     ['in.(1,2)x', { negated: false, operation: { kind: 'in', values: ['1', '2'] } }],
     ['isdistinct.x', { negated: false, operation: { kind: 'isdistinct', value: 'x' } }],
     ['fts.cat', { negated: false, operation: { kind: 'fts', op: 'fts', language: null, value: 'cat' } }],
-    ['plfts(english).fat cats', { negated: false, operation: { kind: 'fts', op: 'plfts', language: 'english', value: 'fat cats' } }],
+    [
+      'plfts(english).fat cats',
+      { negated: false, operation: { kind: 'fts', op: 'plfts', language: 'english', value: 'fat cats' } },
+    ],
     ['phfts.a b', { negated: false, operation: { kind: 'fts', op: 'phfts', language: null, value: 'a b' } }],
-    ['wfts(simple)."a" -b', { negated: false, operation: { kind: 'fts', op: 'wfts', language: 'simple', value: '"a" -b' } }],
+    [
+      'wfts(simple)."a" -b',
+      { negated: false, operation: { kind: 'fts', op: 'wfts', language: 'simple', value: '"a" -b' } },
+    ],
     ['cs.{a,b}', { negated: false, operation: s('cs', '{a,b}') }],
     ['cd.{a}', { negated: false, operation: s('cd', '{a}') }],
     ['ov.[1,5)', { negated: false, operation: s('ov', '[1,5)') }],
@@ -142,7 +189,7 @@ t.test('filters: every operator', async (t) => {
     ['sr.(1,2)', { negated: false, operation: s('sr', '(1,2)') }],
     ['nxr.(1,2)', { negated: false, operation: s('nxr', '(1,2)') }],
     ['nxl.(1,2)', { negated: false, operation: s('nxl', '(1,2)') }],
-    ['adj.(1,2)', { negated: false, operation: s('adj', '(1,2)') }]
+    ['adj.(1,2)', { negated: false, operation: s('adj', '(1,2)') }],
   ]
   for (const [input, expected] of cases) t.same(parseFilterValue(input, false), expected, input)
 })
@@ -162,7 +209,7 @@ t.test('filters: invalid', async (t) => {
     ['in.1,2', 4, 'unexpected "1" expecting "("'],
     ['in.(1,2', 8, 'unexpected end of input expecting "," or ")"'],
     ['eq(some).1', 4, 'unexpected "s" expecting operator (eq, gt, ...)'],
-    ['fts().x', 5, 'unexpected ")" expecting operator (eq, gt, ...)']
+    ['fts().x', 5, 'unexpected ")" expecting operator (eq, gt, ...)'],
   ]
   for (const [input, column, details] of cases) {
     const e = failure(() => parseFilterValue(input, false))
@@ -174,33 +221,76 @@ t.test('filters: invalid', async (t) => {
 })
 
 t.test('logic trees', async (t) => {
-  const eq = (name: string, value: string, negated = false) =>
-    ({ kind: 'expr', filter: { field: f(name), opExpr: { negated, operation: { kind: 'quant', op: 'eq', quantifier: null, value } } } })
-  t.same(parseLogicTree('or', '(a.eq.1,b.eq.2)'), { kind: 'logic', op: 'or', negated: false, children: [eq('a', '1'), eq('b', '2')] })
-  t.same(parseLogicTree('not.and', '(a.eq.1, b.eq.2)'), { kind: 'logic', op: 'and', negated: true, children: [eq('a', '1'), eq('b', '2')] })
+  const eq = (name: string, value: string, negated = false) => ({
+    kind: 'expr',
+    filter: { field: f(name), opExpr: { negated, operation: { kind: 'quant', op: 'eq', quantifier: null, value } } },
+  })
+  t.same(parseLogicTree('or', '(a.eq.1,b.eq.2)'), {
+    kind: 'logic',
+    op: 'or',
+    negated: false,
+    children: [eq('a', '1'), eq('b', '2')],
+  })
+  t.same(parseLogicTree('not.and', '(a.eq.1, b.eq.2)'), {
+    kind: 'logic',
+    op: 'and',
+    negated: true,
+    children: [eq('a', '1'), eq('b', '2')],
+  })
   t.same(parseLogicTree('or', '(a.eq.1,not.and(b.eq.2,c.not.eq.3))'), {
-    kind: 'logic', op: 'or', negated: false,
-    children: [eq('a', '1'), { kind: 'logic', op: 'and', negated: true, children: [eq('b', '2'), eq('c', '3', true)] }]
+    kind: 'logic',
+    op: 'or',
+    negated: false,
+    children: [eq('a', '1'), { kind: 'logic', op: 'and', negated: true, children: [eq('b', '2'), eq('c', '3', true)] }],
   })
   t.same(parseLogicTree('or', '(name.eq."a,b",tags.cs.{x,y},id.in.(1,2))'), {
-    kind: 'logic', op: 'or', negated: false,
+    kind: 'logic',
+    op: 'or',
+    negated: false,
     children: [
       eq('name', 'a,b'),
-      { kind: 'expr', filter: { field: f('tags'), opExpr: { negated: false, operation: { kind: 'simple', op: 'cs', value: '{x,y}' } } } },
-      { kind: 'expr', filter: { field: f('id'), opExpr: { negated: false, operation: { kind: 'in', values: ['1', '2'] } } } }
-    ]
+      {
+        kind: 'expr',
+        filter: {
+          field: f('tags'),
+          opExpr: { negated: false, operation: { kind: 'simple', op: 'cs', value: '{x,y}' } },
+        },
+      },
+      {
+        kind: 'expr',
+        filter: { field: f('id'), opExpr: { negated: false, operation: { kind: 'in', values: ['1', '2'] } } },
+      },
+    ],
   })
-  t.same(parseLogicTree('and', '(a.eq.1,b.eq.2))'), parseLogicTree('and', '(a.eq.1,b.eq.2)'), 'what follows the closing parenthesis is ignored')
+  t.same(
+    parseLogicTree('and', '(a.eq.1,b.eq.2))'),
+    parseLogicTree('and', '(a.eq.1,b.eq.2)'),
+    'what follows the closing parenthesis is ignored',
+  )
   t.same(parseLogicTree('or', '(data->>a.eq.1)'), {
-    kind: 'logic', op: 'or', negated: false,
-    children: [{ kind: 'expr', filter: { field: f('data', [key('a', '->>')]), opExpr: { negated: false, operation: { kind: 'quant', op: 'eq', quantifier: null, value: '1' } } } }]
+    kind: 'logic',
+    op: 'or',
+    negated: false,
+    children: [
+      {
+        kind: 'expr',
+        filter: {
+          field: f('data', [key('a', '->>')]),
+          opExpr: { negated: false, operation: { kind: 'quant', op: 'eq', quantifier: null, value: '1' } },
+        },
+      },
+    ],
   })
   const bad: Array<[string, string, string]> = [
-    ['or', '()', 'unexpected ")" expecting field name (* or [a..z0..9_$]), negation operator (not) or logic operator (and, or)'],
+    [
+      'or',
+      '()',
+      'unexpected ")" expecting field name (* or [a..z0..9_$]), negation operator (not) or logic operator (and, or)',
+    ],
     ['or', '(id.in.1,2,id.eq.3)', 'unexpected "1" expecting "("'],
     ['or', '(a.eq.1', 'unexpected end of input'],
     ['or', '(id.eq.1,not.xor(id.eq.2,id.eq.3))', 'unexpected "x" expecting logic operator (and, or)'],
-    ['and', '(ord(id.eq.1,id.eq.1),id.eq.2)', 'unexpected "d" expecting "("']
+    ['and', '(ord(id.eq.1,id.eq.1),id.eq.2)', 'unexpected "d" expecting "("'],
   ]
   for (const [op, value, details] of bad) {
     const e = failure(() => parseLogicTree(op, value))
@@ -215,14 +305,18 @@ t.test('order', async (t) => {
   t.same(parseOrder('a,b.asc,c.nullslast'), [
     { kind: 'field', field: f('a'), direction: null, nulls: null },
     { kind: 'field', field: f('b'), direction: 'asc', nulls: null },
-    { kind: 'field', field: f('c'), direction: null, nulls: 'last' }
+    { kind: 'field', field: f('c'), direction: null, nulls: 'last' },
   ])
-  t.same(parseOrder('json_col->key.asc.nullslast'), [{ kind: 'field', field: f('json_col', [key('key')]), direction: 'asc', nulls: 'last' }])
-  t.same(parseOrder('clients(json_col->key).desc.nullsfirst'), [{ kind: 'related', relation: 'clients', field: f('json_col', [key('key')]), direction: 'desc', nulls: 'first' }])
+  t.same(parseOrder('json_col->key.asc.nullslast'), [
+    { kind: 'field', field: f('json_col', [key('key')]), direction: 'asc', nulls: 'last' },
+  ])
+  t.same(parseOrder('clients(json_col->key).desc.nullsfirst'), [
+    { kind: 'related', relation: 'clients', field: f('json_col', [key('key')]), direction: 'desc', nulls: 'first' },
+  ])
   t.same(parseOrder('name,clients(name),id'), [
     { kind: 'field', field: f('name'), direction: null, nulls: null },
     { kind: 'related', relation: 'clients', field: f('name'), direction: null, nulls: null },
-    { kind: 'field', field: f('id'), direction: null, nulls: null }
+    { kind: 'field', field: f('id'), direction: null, nulls: null },
   ])
   const bad: Array<[string, number, string]> = [
     ['id.ac', 4, 'unexpected "c" expecting "asc", "desc", "nullsfirst" or "nullslast"'],
@@ -231,7 +325,11 @@ t.test('order', async (t) => {
     ['id.nulsfist', 4, 'expecting "asc", "desc", "nullsfirst" or "nullslast"'],
     ['id.asc.nlsfst', 8, 'expecting "nullsfirst" or "nullslast"'],
     ['id.asc.nullslast.x', 17, 'unexpected \'.\' expecting "," or end of input'],
-    ['clients(name,id)', 8, 'unexpected \'(\' expecting letter, digit, "-", "->>", "->", delimiter (.), "," or end of input']
+    [
+      'clients(name,id)',
+      8,
+      'unexpected \'(\' expecting letter, digit, "-", "->>", "->", delimiter (.), "," or end of input',
+    ],
   ]
   for (const [input, column, details] of bad) {
     const e = failure(() => parseOrder(input))
@@ -247,21 +345,71 @@ t.test('columns and on_conflict', async (t) => {
 })
 
 t.test('query string: decoding, classification, canonical form', async (t) => {
-  const q = parseQueryParams('select=id,name&name=eq.a+b&id=gt.1&b.limit=2&b.offset=1&limit=5&offset=-3&order=id.desc&b.order=x&or=(id.eq.1,id.eq.2)&b.not.and=(x.eq.1)&flag&junk.limit=abc')
+  const q = parseQueryParams(
+    'select=id,name&name=eq.a+b&id=gt.1&b.limit=2&b.offset=1&limit=5&offset=-3&order=id.desc&b.order=x&or=(id.eq.1,id.eq.2)&b.not.and=(x.eq.1)&flag&junk.limit=abc',
+  )
   t.same(q.select, [field('id'), field('name')])
-  t.same(q.filters.map((x) => [x.path, x.filter.field.name, (x.filter.opExpr.operation as { value: string }).value]), [[[], 'name', 'a b'], [[], 'id', '1']])
-  t.same(q.ranges, [{ path: ['b'], limit: 2, offset: 1 }, { path: [], limit: 5, offset: null }, { path: ['junk'], limit: null, offset: null }])
-  t.same(q.order.map((o) => o.path), [[], ['b']])
-  t.same(q.logic.map((l) => [l.path, l.tree.kind === 'logic' && l.tree.negated]), [[[], false], [['b'], true]])
-  t.equal(q.canonical, 'b.limit=2&b.not.and=%28x.eq.1%29&b.offset=1&b.order=x&flag=&id=gt.1&junk.limit=abc&limit=5&name=eq.a%20b&offset=-3&or=%28id.eq.1%2Cid.eq.2%29&order=id.desc&select=id%2Cname')
+  t.same(
+    q.filters.map((x) => [x.path, x.filter.field.name, (x.filter.opExpr.operation as { value: string }).value]),
+    [
+      [[], 'name', 'a b'],
+      [[], 'id', '1'],
+    ],
+  )
+  t.same(q.ranges, [
+    { path: ['b'], limit: 2, offset: 1 },
+    { path: [], limit: 5, offset: null },
+    { path: ['junk'], limit: null, offset: null },
+  ])
+  t.same(
+    q.order.map((o) => o.path),
+    [[], ['b']],
+  )
+  t.same(
+    q.logic.map((l) => [l.path, l.tree.kind === 'logic' && l.tree.negated]),
+    [
+      [[], false],
+      [['b'], true],
+    ],
+  )
+  t.equal(
+    q.canonical,
+    'b.limit=2&b.not.and=%28x.eq.1%29&b.offset=1&b.order=x&flag=&id=gt.1&junk.limit=abc&limit=5&name=eq.a%20b&offset=-3&or=%28id.eq.1%2Cid.eq.2%29&order=id.desc&select=id%2Cname',
+  )
   t.same(parseQueryParams('').select, [field('*')], 'no select means *')
-  t.same(parseQueryParams('a=eq.%2B1&%22a.b%22=eq.x').filters.map((x) => [x.filter.field.name, (x.filter.opExpr.operation as { value: string }).value]), [['a', '+1'], ['a.b', 'x']])
-  t.same(parseQueryParams('a=eq.%zz').filters.map((x) => (x.filter.opExpr.operation as { value: string }).value), ['%zz'], 'an invalid escape is kept')
+  t.same(
+    parseQueryParams('a=eq.%2B1&%22a.b%22=eq.x').filters.map((x) => [
+      x.filter.field.name,
+      (x.filter.opExpr.operation as { value: string }).value,
+    ]),
+    [
+      ['a', '+1'],
+      ['a.b', 'x'],
+    ],
+  )
+  t.same(
+    parseQueryParams('a=eq.%zz').filters.map((x) => (x.filter.opExpr.operation as { value: string }).value),
+    ['%zz'],
+    'an invalid escape is kept',
+  )
   t.same(parseQueryParams('data->>x=eq.1').filters[0].filter.field, f('data', [key('x', '->>')]))
-  t.same(parseQueryParams('id=eq.1;name=eq.x').filters.map((x) => x.filter.field.name), ['id', 'name'], '`;` separates parameters too (http-types)')
-  t.equal(parseQueryParams('select=b&&limit=2&').canonical, '=&limit=2&select=b', 'an inner empty piece is an empty key; a trailing one is dropped')
-  t.same(['limit= 7 ', 'limit=(3)', 'limit=0x10', 'limit=%2B5', 'limit=5x', 'limit=1e3'].map((q) => parseQueryParams(q).ranges[0].limit),
-    [7, 3, 16, null, null, null], 'limit read as Haskell reads an Integer')
+  t.same(
+    parseQueryParams('id=eq.1;name=eq.x').filters.map((x) => x.filter.field.name),
+    ['id', 'name'],
+    '`;` separates parameters too (http-types)',
+  )
+  t.equal(
+    parseQueryParams('select=b&&limit=2&').canonical,
+    '=&limit=2&select=b',
+    'an inner empty piece is an empty key; a trailing one is dropped',
+  )
+  t.same(
+    ['limit= 7 ', 'limit=(3)', 'limit=0x10', 'limit=%2B5', 'limit=5x', 'limit=1e3'].map(
+      (q) => parseQueryParams(q).ranges[0].limit,
+    ),
+    [7, 3, 16, null, null, null],
+    'limit read as Haskell reads an Integer',
+  )
   const neg = failure(() => parseQueryParams('limit=-1'))
   t.same([neg.code, neg.status, neg.details], ['PGRST103', 416, 'Limit should be greater than or equal to zero.'])
   const rpc = parseQueryParams('a=1&b=eq.2', { rpcRead: true })

@@ -25,8 +25,9 @@ SELECT platform.grant('SELECT', 'whoami', 'anon');
 
 t.test('callers, RLS and visibility', async (t) => {
   const fx = await createRestFixture(t, { sql: SETTINGS_VIEW })
-  const bearer = async (kind: 'anon' | 'auth' | 'svc', claims: Record<string, unknown> = {}) =>
-    ({ authorization: `Bearer ${await fx.token(kind, claims)}` })
+  const bearer = async (kind: 'anon' | 'auth' | 'svc', claims: Record<string, unknown> = {}) => ({
+    authorization: `Bearer ${await fx.token(kind, claims)}`,
+  })
 
   t.test('no token runs as anon; RLS with auth.uid() gives anon nothing', async (t) => {
     const r = await fx.get('/notes?select=id')
@@ -35,9 +36,12 @@ t.test('callers, RLS and visibility', async (t) => {
     t.equal(r.headers['content-range'], '*/*')
   })
 
-  t.test('a policy using auth.uid() returns only the caller\'s rows', async (t) => {
+  t.test("a policy using auth.uid() returns only the caller's rows", async (t) => {
     const alice = await fx.get('/notes?select=id,body&order=id', await bearer('auth', { sub: ALICE }))
-    t.same(alice.json(), [{ id: 1, body: 'alice one' }, { id: 2, body: 'alice two' }])
+    t.same(alice.json(), [
+      { id: 1, body: 'alice one' },
+      { id: 2, body: 'alice two' },
+    ])
     const bob = await fx.get('/notes?select=id,body', await bearer('auth', { sub: BOB }))
     t.same(bob.json(), [{ id: 3, body: 'bob one' }])
     const svc = await fx.get('/notes?select=id&order=id', await bearer('svc'))
@@ -45,7 +49,11 @@ t.test('callers, RLS and visibility', async (t) => {
   })
 
   t.test('the transaction carries role, claims and request settings', async (t) => {
-    const r = await fx.get('/whoami?select=*', { ...await bearer('auth', { sub: ALICE, email: 'a@x', app_metadata: { p: 1 } }), 'X-Custom': 'yes', cookie: 'c1=v1; c2=v2' })
+    const r = await fx.get('/whoami?select=*', {
+      ...(await bearer('auth', { sub: ALICE, email: 'a@x', app_metadata: { p: 1 } })),
+      'X-Custom': 'yes',
+      cookie: 'c1=v1; c2=v2',
+    })
     t.equal(r.status, 200)
     const row = r.json()[0]
     t.equal(row.role, fx.tenant.roles.auth)
@@ -62,7 +70,7 @@ t.test('callers, RLS and visibility', async (t) => {
     t.equal(row.read_only, 'on', 'GET runs read-only')
     t.equal(row.uid, ALICE)
     t.equal(row.auth_role, 'authenticated')
-    const anon = (await fx.get('/whoami?select=role,claims,auth_role', { }, 'GET')).json()[0]
+    const anon = (await fx.get('/whoami?select=role,claims,auth_role', {}, 'GET')).json()[0]
     t.same(anon, { role: fx.tenant.roles.anon, claims: { role: fx.tenant.roles.anon }, auth_role: 'anon' })
     const head = await fx.get('/whoami?select=method', {}, 'HEAD')
     t.equal(head.status, 200)
@@ -72,7 +80,12 @@ t.test('callers, RLS and visibility', async (t) => {
   t.test('visibility follows the role: no privilege at all is PGRST205', async (t) => {
     const anon = await fx.get('/secrets')
     t.equal(anon.status, 404)
-    t.same(anon.json(), { code: 'PGRST205', message: "Could not find the table 'public.secrets' in the schema cache", details: null, hint: null })
+    t.same(anon.json(), {
+      code: 'PGRST205',
+      message: "Could not find the table 'public.secrets' in the schema cache",
+      details: null,
+      hint: null,
+    })
     t.equal(anon.headers['proxy-status'], 'PostgREST; error=PGRST205')
     const auth = await fx.get('/secrets', await bearer('auth', { sub: ALICE }))
     t.equal(auth.status, 404)
@@ -85,7 +98,12 @@ t.test('callers, RLS and visibility', async (t) => {
   t.test('a privilege but not SELECT: 42501, 401 for anon, 403 otherwise', async (t) => {
     const anon = await fx.get('/insert_only')
     t.equal(anon.status, 401)
-    t.same(anon.json(), { code: '42501', message: 'permission denied for table insert_only', details: null, hint: null })
+    t.same(anon.json(), {
+      code: '42501',
+      message: 'permission denied for table insert_only',
+      details: null,
+      hint: null,
+    })
     t.equal(anon.headers['www-authenticate'], 'Bearer')
     const anonToken = await fx.get('/insert_only', await bearer('anon'))
     t.equal(anonToken.status, 401, 'a valid token whose role is anon is still anon')
@@ -97,7 +115,9 @@ t.test('callers, RLS and visibility', async (t) => {
 
   t.test('a grant after start is seen (DDL event trigger reloads the cache)', async (t) => {
     t.equal((await fx.get('/tags?select=id')).status, 200)
-    await fx.ownerSql("CREATE TABLE late (id int); INSERT INTO late VALUES (1); SELECT platform.grant('SELECT', 'late', 'anon')")
+    await fx.ownerSql(
+      "CREATE TABLE late (id int); INSERT INTO late VALUES (1); SELECT platform.grant('SELECT', 'late', 'anon')",
+    )
     // The reload is driven by the NOTIFY the DDL sends, which reaches the engine asynchronously.
     const deadline = Date.now() + 5_000
     let r = await fx.get('/late')
@@ -114,7 +134,8 @@ t.test('bad tokens', async (t) => {
   const secret = fx.t.file.jwt.upstream_secret
   const key = new TextEncoder().encode(secret)
   const now = Math.floor(Date.now() / 1000)
-  const signed = (claims: Record<string, unknown>) => new SignJWT({ role: fx.tenant.roles.auth, ...claims }).setProtectedHeader({ alg: 'HS256' }).sign(key)
+  const signed = (claims: Record<string, unknown>) =>
+    new SignJWT({ role: fx.tenant.roles.auth, ...claims }).setProtectedHeader({ alg: 'HS256' }).sign(key)
   const b64 = (v: unknown): string => Buffer.from(JSON.stringify(v)).toString('base64url')
   const unsigned = (header: unknown, claims: unknown): string => `${b64(header)}.${b64(claims)}.c2ln`
   const rsa = await generateKeyPair('RS256')
@@ -122,27 +143,109 @@ t.test('bad tokens', async (t) => {
   const cases: Array<[string, string, string, string, string | null]> = [
     ['expired', await signed({ exp: now - 120 }), 'PGRST303', 'JWT expired', null],
     ['not yet valid', await signed({ exp: now + 600, nbf: now + 600 }), 'PGRST303', 'JWT not yet valid', null],
-    ['issued in the future', await signed({ exp: now + 600, iat: now + 600 }), 'PGRST303', 'JWT issued at future', null],
-    ['exp not a number', await signed({ exp: String(now + 600) }), 'PGRST303', "The JWT 'exp' claim must be a number", null],
-    ['nbf not a number', await signed({ exp: now + 600, nbf: 'soon' }), 'PGRST303', "The JWT 'nbf' claim must be a number", null],
-    ['iat not a number', await signed({ exp: now + 600, iat: 'then' }), 'PGRST303', "The JWT 'iat' claim must be a number", null],
-    ['aud not a string', await signed({ exp: now + 600, aud: [1] }), 'PGRST303', "The JWT 'aud' claim must be a string or an array of strings", null],
+    [
+      'issued in the future',
+      await signed({ exp: now + 600, iat: now + 600 }),
+      'PGRST303',
+      'JWT issued at future',
+      null,
+    ],
+    [
+      'exp not a number',
+      await signed({ exp: String(now + 600) }),
+      'PGRST303',
+      "The JWT 'exp' claim must be a number",
+      null,
+    ],
+    [
+      'nbf not a number',
+      await signed({ exp: now + 600, nbf: 'soon' }),
+      'PGRST303',
+      "The JWT 'nbf' claim must be a number",
+      null,
+    ],
+    [
+      'iat not a number',
+      await signed({ exp: now + 600, iat: 'then' }),
+      'PGRST303',
+      "The JWT 'iat' claim must be a number",
+      null,
+    ],
+    [
+      'aud not a string',
+      await signed({ exp: now + 600, aud: [1] }),
+      'PGRST303',
+      "The JWT 'aud' claim must be a string or an array of strings",
+      null,
+    ],
     ['expired before the nbf check', await signed({ exp: now - 120, nbf: 'soon' }), 'PGRST303', 'JWT expired', null],
-    ['no exp (required upstream)', await new SignJWT({ role: fx.tenant.roles.auth }).setProtectedHeader({ alg: 'HS256' }).sign(key), 'PGRST303', "The JWT 'exp' claim must be a number", null],
-    ['claims not an object', await new CompactSign(Buffer.from('[1]')).setProtectedHeader({ alg: 'HS256' }).sign(key), 'PGRST303', 'Parsing claims failed', null],
-    ['wrong secret', await fx.token('auth', {}, { secret: 'x'.repeat(40) }), 'PGRST301', 'No suitable key or wrong key type', 'None of the keys was able to decode the JWT'],
-    ['HS512 (HS256 pinned)', await new SignJWT({ role: fx.tenant.roles.auth }).setProtectedHeader({ alg: 'HS512' }).setExpirationTime('5m').sign(key), 'PGRST301', 'No suitable key or wrong key type', 'None of the keys was able to decode the JWT'],
-    ['RS256', await new SignJWT({ role: fx.tenant.roles.auth }).setProtectedHeader({ alg: 'RS256' }).setExpirationTime('5m').sign(rsa.privateKey), 'PGRST301', 'No suitable key or wrong key type', 'No suitable key was found to decode the JWT'],
-    ['alg none', 'eyJhbGciOiJub25lIn0.' + b64({ role: fx.tenant.roles.svc, exp: now + 600 }) + '.', 'PGRST301', 'Wrong or unsupported encoding algorithm', "JWT is unsecured but expected 'alg' was not 'none'"],
-    ['unknown alg', unsigned({ alg: 'XS256' }, { exp: now + 600 }), 'PGRST301', 'JWT cryptographic operation failed', null],
+    [
+      'no exp (required upstream)',
+      await new SignJWT({ role: fx.tenant.roles.auth }).setProtectedHeader({ alg: 'HS256' }).sign(key),
+      'PGRST303',
+      "The JWT 'exp' claim must be a number",
+      null,
+    ],
+    [
+      'claims not an object',
+      await new CompactSign(Buffer.from('[1]')).setProtectedHeader({ alg: 'HS256' }).sign(key),
+      'PGRST303',
+      'Parsing claims failed',
+      null,
+    ],
+    [
+      'wrong secret',
+      await fx.token('auth', {}, { secret: 'x'.repeat(40) }),
+      'PGRST301',
+      'No suitable key or wrong key type',
+      'None of the keys was able to decode the JWT',
+    ],
+    [
+      'HS512 (HS256 pinned)',
+      await new SignJWT({ role: fx.tenant.roles.auth })
+        .setProtectedHeader({ alg: 'HS512' })
+        .setExpirationTime('5m')
+        .sign(key),
+      'PGRST301',
+      'No suitable key or wrong key type',
+      'None of the keys was able to decode the JWT',
+    ],
+    [
+      'RS256',
+      await new SignJWT({ role: fx.tenant.roles.auth })
+        .setProtectedHeader({ alg: 'RS256' })
+        .setExpirationTime('5m')
+        .sign(rsa.privateKey),
+      'PGRST301',
+      'No suitable key or wrong key type',
+      'No suitable key was found to decode the JWT',
+    ],
+    [
+      'alg none',
+      'eyJhbGciOiJub25lIn0.' + b64({ role: fx.tenant.roles.svc, exp: now + 600 }) + '.',
+      'PGRST301',
+      'Wrong or unsupported encoding algorithm',
+      "JWT is unsecured but expected 'alg' was not 'none'",
+    ],
+    [
+      'unknown alg',
+      unsigned({ alg: 'XS256' }, { exp: now + 600 }),
+      'PGRST301',
+      'JWT cryptographic operation failed',
+      null,
+    ],
     ['two parts', 'abc.def', 'PGRST301', 'Expected 3 parts in JWT; got 2', null],
-    ['garbage', 'a.b.c', 'PGRST301', 'JWT cryptographic operation failed', null]
+    ['garbage', 'a.b.c', 'PGRST301', 'JWT cryptographic operation failed', null],
   ]
   for (const [name, token, code, message, details] of cases) {
     const r = await fx.get('/authors?select=id', { authorization: `Bearer ${token}` })
     t.equal(r.status, 401, `${name}: status`)
     t.same(r.json(), { code, message, details, hint: null }, `${name}: body`)
-    t.equal(r.headers['www-authenticate'], `Bearer error="invalid_token", error_description="${message}"`, `${name}: WWW-Authenticate`)
+    t.equal(
+      r.headers['www-authenticate'],
+      `Bearer error="invalid_token", error_description="${message}"`,
+      `${name}: WWW-Authenticate`,
+    )
     t.equal(r.headers['proxy-status'], `PostgREST; error=${code}`, `${name}: Proxy-Status`)
   }
   // A role the token may not take: what PostgREST answers for a role that does not exist.
@@ -150,22 +253,38 @@ t.test('bad tokens', async (t) => {
     ['foreign role', await fx.token('auth', { role: 'postgres' }), 'postgres'],
     ['another tenant role', await fx.token('auth', { role: 't_0000000000_svc' }), 't_0000000000_svc'],
     ['non-string role (JSON text)', await fx.token('auth', { role: 7 }), '7'],
-    ['null role', await fx.token('auth', { role: null }), 'null']
+    ['null role', await fx.token('auth', { role: null }), 'null'],
   ]
   for (const [name, token, role] of roles) {
     const r = await fx.get('/authors?select=id', { authorization: `Bearer ${token}` })
     t.equal(r.status, 401, `${name}: status`)
-    t.same(r.json(), { code: '22023', message: `role "${role}" does not exist`, details: null, hint: null }, `${name}: body`)
+    t.same(
+      r.json(),
+      { code: '22023', message: `role "${role}" does not exist`, details: null, hint: null },
+      `${name}: body`,
+    )
     t.equal(r.headers['www-authenticate'], 'Bearer', `${name}: WWW-Authenticate`)
     t.equal(r.headers['proxy-status'], 'PostgREST; error=22023', `${name}: Proxy-Status`)
   }
   const empty = await fx.get('/authors', { authorization: 'Bearer ' })
-  t.same([empty.status, empty.json()], [401, { code: 'PGRST301', message: 'Empty JWT is sent in Authorization header', details: null, hint: null }])
-  t.equal(empty.headers['www-authenticate'], 'Bearer error="invalid_token", error_description="Empty JWT is sent in Authorization header"')
+  t.same(
+    [empty.status, empty.json()],
+    [401, { code: 'PGRST301', message: 'Empty JWT is sent in Authorization header', details: null, hint: null }],
+  )
+  t.equal(
+    empty.headers['www-authenticate'],
+    'Bearer error="invalid_token", error_description="Empty JWT is sent in Authorization header"',
+  )
   const basic = await fx.get('/authors?select=id&limit=1', { authorization: 'Basic abc' })
   t.equal(basic.status, 200, 'a non-bearer Authorization is no token (anon)')
-  const noRole = await fx.get('/insert_only', { authorization: `Bearer ${await signed({ role: undefined, exp: now + 60 })}` })
+  const noRole = await fx.get('/insert_only', {
+    authorization: `Bearer ${await signed({ role: undefined, exp: now + 60 })}`,
+  })
   t.equal(noRole.status, 401, 'a token without role is anon (42501 answers 401)')
   const skew = await signed({ exp: now - 20 })
-  t.equal((await fx.get('/authors?select=id&limit=1', { authorization: `Bearer ${skew}` })).status, 200, 'within the 30 s skew')
+  t.equal(
+    (await fx.get('/authors?select=id&limit=1', { authorization: `Bearer ${skew}` })).status,
+    200,
+    'within the 30 s skew',
+  )
 })

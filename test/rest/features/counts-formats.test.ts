@@ -37,11 +37,16 @@ t.test('count=estimated under max-rows through the gateway (supabase-js head: tr
   const stack = await startRestGateway(t, { sql: SQL, rest: { max_rows: 2 } })
   const sb = stack.client()
   const head = await sb.from('all_proj_view').select('*', { count: 'estimated', head: true })
-  t.same({ status: head.status, count: head.count, error: head.error }, { status: 206, count: 2019, error: null }, 'HEAD')
+  t.same(
+    { status: head.status, count: head.count, error: head.error },
+    { status: 206, count: 2019, error: null },
+    'HEAD',
+  )
   const get = await sb.from('all_proj_view').select('id', { count: 'estimated' })
   t.same({ status: get.status, count: get.count, rows: get.data?.length }, { status: 206, count: 2019, rows: 2 }, 'GET')
   const r = await fetch(`${stack.gatewayUrl}/${stack.database}/rest/v1/all_proj_view`, {
-    method: 'HEAD', headers: { apikey: stack.tenant.file.keys.public, prefer: 'count=estimated' }
+    method: 'HEAD',
+    headers: { apikey: stack.tenant.file.keys.public, prefer: 'count=estimated' },
   })
   t.equal(r.status, 206)
   t.equal(r.headers.get('content-range'), '0-1/2019')
@@ -56,16 +61,23 @@ GRANT SELECT, INSERT ON menagerie TO PUBLIC;
 
 t.test('CSV in and out: booleans and money as Postgres writes them', async (t) => {
   const fx = await createRestFixture(t, { sql: CSV_SQL })
-  const body = 'integer,double,varchar,boolean,date,money,enum\n13,3.14159,testing!,false,1900-01-01,$3.99,foo\n12,0.1,a string,true,1929-10-01,12,bar'
+  const body =
+    'integer,double,varchar,boolean,date,money,enum\n13,3.14159,testing!,false,1900-01-01,$3.99,foo\n12,0.1,a string,true,1929-10-01,12,bar'
   const res = await fx.app.inject({
     method: 'POST',
     url: `/${fx.database}/menagerie`,
     headers: { 'content-type': 'text/csv', accept: 'text/csv', prefer: 'return=representation' },
-    payload: body
+    payload: body,
   })
   t.equal(res.statusCode, 201)
   t.equal(res.headers['content-type'], 'text/csv; charset=utf-8')
-  t.equal(res.body, 'integer,double,varchar,boolean,date,money,enum\n13,3.14159,testing!,f,1900-01-01,$3.99,foo\n12,0.1,"a string",t,1929-10-01,$12.00,bar')
+  t.equal(
+    res.body,
+    'integer,double,varchar,boolean,date,money,enum\n13,3.14159,testing!,f,1900-01-01,$3.99,foo\n12,0.1,"a string",t,1929-10-01,$12.00,bar',
+  )
   const read = await fx.get('/menagerie?order=integer', { accept: 'text/csv' })
-  t.equal(read.body, 'integer,double,varchar,boolean,date,money,enum\n12,0.1,"a string",t,1929-10-01,$12.00,bar\n13,3.14159,testing!,f,1900-01-01,$3.99,foo')
+  t.equal(
+    read.body,
+    'integer,double,varchar,boolean,date,money,enum\n12,0.1,"a string",t,1929-10-01,$12.00,bar\n13,3.14159,testing!,f,1900-01-01,$3.99,foo',
+  )
 })

@@ -39,20 +39,27 @@ const BLUE = { id: 3, name: 'blue', shade: '#0000FF', made: '31.12.2021' }
 
 t.test('data representations', async (t) => {
   const fx = await createWriteFixture(t, { sql: SQL })
-  const get = async (path: string): Promise<{ status: number, body: unknown }> => {
+  const get = async (path: string): Promise<{ status: number; body: unknown }> => {
     const r = await fx.call('GET', path)
     return { status: r.status, body: r.json() }
   }
 
   t.test('a selected domain column goes through its cast to json', async (t) => {
     t.same(await get('/paints?select=id,shade&order=id'), {
-      status: 200, body: [{ id: 1, shade: '#FF0000' }, { id: 2, shade: '#00FF00' }, { id: 3, shade: '#0000FF' }]
+      status: 200,
+      body: [
+        { id: 1, shade: '#FF0000' },
+        { id: 2, shade: '#00FF00' },
+        { id: 3, shade: '#0000FF' },
+      ],
     })
   })
 
   t.test('two columns with different formatters; a null goes through the function too', async (t) => {
-    t.same((await get('/paints?select=id,shade,made&id=gte.2&order=id')).body,
-      [{ id: 2, shade: '#00FF00', made: null }, { id: 3, shade: '#0000FF', made: '31.12.2021' }])
+    t.same((await get('/paints?select=id,shade,made&id=gte.2&order=id')).body, [
+      { id: 2, shade: '#00FF00', made: null },
+      { id: 3, shade: '#0000FF', made: '31.12.2021' },
+    ])
   })
 
   t.test('renamed, and cast after formatting', async (t) => {
@@ -64,18 +71,22 @@ t.test('data representations', async (t) => {
     t.same((await get('/paints?select=*&order=id')).body, [RED, GREEN, BLUE])
     t.same((await get('/paints?order=id')).body, [RED, GREEN, BLUE])
     // The star's columns follow the explicit one, which comes out twice (as PostgREST).
-    t.equal((await fx.call('GET', '/paints?select=made,*&id=eq.1')).body,
-      '[{"made":"02.01.2020","id":1,"name":"red","shade":"#FF0000","made":"02.01.2020"}]')
+    t.equal(
+      (await fx.call('GET', '/paints?select=made,*&id=eq.1')).body,
+      '[{"made":"02.01.2020","id":1,"name":"red","shade":"#FF0000","made":"02.01.2020"}]',
+    )
   })
 
   t.test('a view column (computed) of the domain is formatted', async (t) => {
-    t.same((await get('/paint_shades?select=id,shade,half&id=eq.1')).body, [{ id: 1, shade: '#FF0000', half: '#7F8000' }])
+    t.same((await get('/paint_shades?select=id,shade,half&id=eq.1')).body, [
+      { id: 1, shade: '#FF0000', half: '#7F8000' },
+    ])
   })
 
   t.test('formatted in embeds, named and starred', async (t) => {
     t.same((await get('/palettes?select=id,main:paints(shade,made)&order=id')).body, [
       { id: 1, main: { shade: '#FF0000', made: '02.01.2020' } },
-      { id: 2, main: { shade: '#0000FF', made: '31.12.2021' } }
+      { id: 2, main: { shade: '#0000FF', made: '31.12.2021' } },
     ])
     t.same((await get('/palettes?select=id,paints(*)&id=eq.2')).body, [{ id: 2, paints: BLUE }])
   })
@@ -100,7 +111,7 @@ t.test('data representations', async (t) => {
   t.test('filters of an embed parse too', async (t) => {
     t.same((await get('/palettes?select=id,paints(shade)&paints.shade=neq.FF0000&order=id')).body, [
       { id: 1, paints: null },
-      { id: 2, paints: { shade: '#0000FF' } }
+      { id: 2, paints: { shade: '#0000FF' } },
     ])
   })
 
@@ -120,7 +131,7 @@ t.test('data representations', async (t) => {
   t.test('an insert body goes through the cast from json', async (t) => {
     const r = await fx.call('POST', '/paints?select=id,shade', {
       body: { id: 10, name: 'teal', shade: '#008080' },
-      headers: { prefer: 'return=representation' }
+      headers: { prefer: 'return=representation' },
     })
     t.equal(r.status, 201)
     t.same(r.json(), [{ id: 10, shade: '#008080' }])
@@ -129,20 +140,23 @@ t.test('data representations', async (t) => {
 
   t.test('every row of a bulk insert is parsed; a domain without a json parser reads as usual', async (t) => {
     const r = await fx.call('POST', '/paints', {
-      body: [{ id: 11, name: 'a', shade: '0A0B0C', made: '2022-02-03' }, { id: 12, name: 'b', shade: null, made: null }],
-      headers: { prefer: 'return=representation' }
+      body: [
+        { id: 11, name: 'a', shade: '0A0B0C', made: '2022-02-03' },
+        { id: 12, name: 'b', shade: null, made: null },
+      ],
+      headers: { prefer: 'return=representation' },
     })
     t.equal(r.status, 201)
     t.same(r.json(), [
       { id: 11, name: 'a', shade: '#0A0B0C', made: '03.02.2022' },
-      { id: 12, name: 'b', shade: null, made: null }
+      { id: 12, name: 'b', shade: null, made: null },
     ])
   })
 
   t.test('with columns=, only the listed keys are read and parsed', async (t) => {
     const r = await fx.call('POST', '/paints?columns=id,shade&select=id,name,shade,made', {
       body: { id: 13, name: 'ignored', shade: '#010203', made: 'not a date, not read' },
-      headers: { prefer: 'return=representation' }
+      headers: { prefer: 'return=representation' },
     })
     t.equal(r.status, 201)
     t.same(r.json(), [{ id: 13, name: null, shade: '#010203', made: null }])
@@ -151,14 +165,17 @@ t.test('data representations', async (t) => {
   t.test('keys columns= leaves out are not read, even without a parser among the listed', async (t) => {
     const r = await fx.call('PATCH', '/paints?id=eq.13&columns=name&select=id,name,shade', {
       body: { name: 'other', shade: 'invalid', made: 'bad' },
-      headers: { prefer: 'return=representation' }
+      headers: { prefer: 'return=representation' },
     })
     t.equal(r.status, 200)
     t.same(r.json(), [{ id: 13, name: 'other', shade: '#010203' }])
   })
 
   t.test('headers-only: parsed, no body, Location of the row', async (t) => {
-    const r = await fx.call('POST', '/paints', { body: { id: 14, shade: '#000001' }, headers: { prefer: 'return=headers-only' } })
+    const r = await fx.call('POST', '/paints', {
+      body: { id: 14, shade: '#000001' },
+      headers: { prefer: 'return=headers-only' },
+    })
     t.equal(r.status, 201)
     t.equal(r.headers.location, '/paints?id=eq.14')
     t.equal(r.body, '')
@@ -166,7 +183,10 @@ t.test('data representations', async (t) => {
   })
 
   t.test('an insert through an updatable view parses and formats its columns', async (t) => {
-    const r = await fx.call('POST', '/paint_shades?columns=id,shade', { body: { id: 15, shade: '#000004', half: 'not read' }, headers: { prefer: 'return=representation' } })
+    const r = await fx.call('POST', '/paint_shades?columns=id,shade', {
+      body: { id: 15, shade: '#000004', half: 'not read' },
+      headers: { prefer: 'return=representation' },
+    })
     t.equal(r.status, 201)
     t.same(r.json(), [{ id: 15, shade: '#000004', half: '#000002' }])
   })
@@ -174,11 +194,11 @@ t.test('data representations', async (t) => {
   t.test('an update body is parsed and its filter too', async (t) => {
     const r = await fx.call('PATCH', '/paints?shade=eq.0A0B0C&select=id,shade', {
       body: { shade: '#FFFFFF' },
-      headers: { prefer: 'return=representation' }
+      headers: { prefer: 'return=representation' },
     })
     t.equal(r.status, 200)
     t.same(r.json(), [{ id: 11, shade: '#FFFFFF' }])
-    t.same(await fx.ownerSql('SELECT shade FROM paints WHERE id = 11'), [{ shade: 0xFFFFFF }])
+    t.same(await fx.ownerSql('SELECT shade FROM paints WHERE id = 11'), [{ shade: 0xffffff }])
   })
 
   t.test('a function returning rows of the table formats them', async (t) => {
@@ -186,7 +206,19 @@ t.test('data representations', async (t) => {
   })
 
   t.test('a schema cache without representations carries none', async (t) => {
-    const cache = buildSchemaCache({ relations: [], columns: [], constraints: [], views: new Map(), attnames: [], routines: [], representations: [] }, ['public'], 1)
+    const cache = buildSchemaCache(
+      {
+        relations: [],
+        columns: [],
+        constraints: [],
+        views: new Map(),
+        attnames: [],
+        routines: [],
+        representations: [],
+      },
+      ['public'],
+      1,
+    )
     t.equal(cache.representations, undefined)
   })
 })

@@ -27,16 +27,25 @@ t.test('PGRST200 hints around a junction outside the exposed schemas', async (t)
 
   const internal = await fx.get('/end_1?select=end_2(*)')
   t.equal(internal.status, 400)
-  t.same(internal.json(), {
-    code: 'PGRST200',
-    message: "Could not find a relationship between 'end_1' and 'end_2' in the schema cache",
-    details: "Searched for a foreign key relationship between 'end_1' and 'end_2' in the schema 'public', but no matches were found.",
-    hint: null
-  }, 'the internal junction makes end_1 an origin: no suggestion')
+  t.same(
+    internal.json(),
+    {
+      code: 'PGRST200',
+      message: "Could not find a relationship between 'end_1' and 'end_2' in the schema cache",
+      details:
+        "Searched for a foreign key relationship between 'end_1' and 'end_2' in the schema 'public', but no matches were found.",
+      hint: null,
+    },
+    'the internal junction makes end_1 an origin: no suggestion',
+  )
 
   const lone = await fx.get('/end_101?select=end_2(*)')
   t.equal(lone.status, 400)
-  t.equal(lone.json().hint, "Perhaps you meant 'end_10' instead of 'end_101'.", 'an origin without relationships: the closest origin')
+  t.equal(
+    lone.json().hint,
+    "Perhaps you meant 'end_10' instead of 'end_101'.",
+    'an origin without relationships: the closest origin',
+  )
 
   const embedded = await fx.get('/end_10?select=id,end_2(id)')
   t.equal(embedded.status, 200, 'relationships in the schema still embed')

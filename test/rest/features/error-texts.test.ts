@@ -27,7 +27,7 @@ t.test('error texts of the engine', async (t) => {
       code: 'PGRST205',
       message: "Could not find the table 'public.author' in the schema cache",
       details: null,
-      hint: "Perhaps you meant the table 'public.authors'"
+      hint: "Perhaps you meant the table 'public.authors'",
     })
     t.equal((await fx.call('GET', '/qqqqzzzz')).json().hint, null, 'nothing close: no hint')
     t.equal((await fx.call('OPTIONS', '/autors')).json().hint, "Perhaps you meant the table 'public.authors'")
@@ -39,20 +39,30 @@ t.test('error texts of the engine', async (t) => {
     t.same(r.json(), {
       code: 'PGRST200',
       message: "Could not find a relationship between 'authors' and 'book' in the schema cache",
-      details: "Searched for a foreign key relationship between 'authors' and 'book' in the schema 'public', but no matches were found.",
-      hint: "Perhaps you meant 'books' instead of 'book'."
+      details:
+        "Searched for a foreign key relationship between 'authors' and 'book' in the schema 'public', but no matches were found.",
+      hint: "Perhaps you meant 'books' instead of 'book'.",
     })
     const hinted = await fx.call('GET', '/authors?select=*,books!nope(*)')
-    t.same(hinted.json(), {
-      code: 'PGRST200',
-      message: "Could not find a relationship between 'authors' and 'books' in the schema cache",
-      details: "Searched for a foreign key relationship between 'authors' and 'books' using the hint 'nope' in the schema 'public', but no matches were found.",
-      hint: null
-    }, 'the target exists: the embed hint is the problem, no suggestion')
+    t.same(
+      hinted.json(),
+      {
+        code: 'PGRST200',
+        message: "Could not find a relationship between 'authors' and 'books' in the schema cache",
+        details:
+          "Searched for a foreign key relationship between 'authors' and 'books' using the hint 'nope' in the schema 'public', but no matches were found.",
+        hint: null,
+      },
+      'the target exists: the embed hint is the problem, no suggestion',
+    )
   })
 
   t.test('reason phrases on the engine', async (t) => {
-    const range = await fx.app.inject({ method: 'GET', url: `/${fx.database}/authors?offset=100`, headers: { prefer: 'count=exact' } })
+    const range = await fx.app.inject({
+      method: 'GET',
+      url: `/${fx.database}/authors?offset=100`,
+      headers: { prefer: 'count=exact' },
+    })
     t.equal(range.statusCode, 416)
     t.equal(range.statusMessage, 'Requested Range Not Satisfiable')
     const teapot = await fx.app.inject({ method: 'POST', url: `/${fx.database}/rpc/fail_teapot` })

@@ -15,7 +15,10 @@ CREATE FUNCTION api.answer() RETURNS int LANGUAGE sql STABLE AS 'SELECT helper()
 `
 
 t.test('the extra search path is on every request search path', async (t) => {
-  const withExtensions = await startRestGateway(t, { sql: SQL, rest: { schemas: ['api'], extra_search_path: ['public', 'extensions'] } })
+  const withExtensions = await startRestGateway(t, {
+    sql: SQL,
+    rest: { schemas: ['api'], extra_search_path: ['public', 'extensions'] },
+  })
   const r = await withExtensions.client().schema('api').rpc('answer')
   t.same({ status: r.status, data: r.data, error: r.error }, { status: 200, data: 42, error: null })
 
@@ -47,10 +50,17 @@ CREATE FUNCTION api.special_extended_schema(val text) RETURNS text LANGUAGE sql 
 `
 
 t.test('operators and computed columns through the extra search path', async (t) => {
-  const fx = await createRestFixture(t, { sql: LTREE_SQL, rest: { schemas: ['api'], extra_search_path: ['public', 'EXTRA "@/\\#~_-'] } })
+  const fx = await createRestFixture(t, {
+    sql: LTREE_SQL,
+    rest: { schemas: ['api'], extra_search_path: ['public', 'EXTRA "@/\\#~_-'] },
+  })
   const within = await fx.get('/ltree_sample?path=cd.Top.Science')
   t.equal(within.status, 200, within.body)
-  t.same(within.json(), [{ path: 'Top.Science' }, { path: 'Top.Science.Astronomy' }, { path: 'Top.Science.Astronomy.Cosmology' }], 'ltree <@')
+  t.same(
+    within.json(),
+    [{ path: 'Top.Science' }, { path: 'Top.Science.Astronomy' }, { path: 'Top.Science.Astronomy.Cosmology' }],
+    'ltree <@',
+  )
   const match = await fx.get('/ltree_sample?path=match.*.Astronomy.*')
   t.equal(match.status, 200, match.body)
   t.same(match.json(), [{ path: 'Top.Science.Astronomy' }, { path: 'Top.Science.Astronomy.Cosmology' }], 'ltree ~')
@@ -58,8 +68,16 @@ t.test('operators and computed columns through the extra search path', async (t)
   t.equal(labels.status, 200, labels.body)
   t.same(labels.json(), [{ number_of_labels: 2 }], 'nlevel() found by the computed column')
   const special = await fx.get('/rpc/special_extended_schema?val=value')
-  t.same({ status: special.status, body: special.json() }, { status: 200, body: 'value' }, 'a schema named with quotes and symbols')
-  t.equal((await fx.get('/ltree_sample?always_false=is.false')).status, 200, 'public is on the search path: always_false(row) is found')
+  t.same(
+    { status: special.status, body: special.json() },
+    { status: 200, body: 'value' },
+    'a schema named with quotes and symbols',
+  )
+  t.equal(
+    (await fx.get('/ltree_sample?always_false=is.false')).status,
+    200,
+    'public is on the search path: always_false(row) is found',
+  )
 
   const bare = await createRestFixture(t, { sql: LTREE_SQL, rest: { schemas: ['api'], extra_search_path: [] } })
   const outside = await bare.get('/ltree_sample?always_false=is.false')

@@ -28,7 +28,7 @@ t.test('four tenants saturate the budget with slow reads; a fifth is still answe
   const map = new Map<string, Tenant>(tenants.map((x) => [x.database, x.tenant]))
   const app = buildRestEngine({
     config: { rest: { ...TEST_CONFIG.rest, pool_budget: 8, pool_per_tenant: 2 } },
-    tenants: { get: async (db) => map.get(db) ?? null }
+    tenants: { get: async (db) => map.get(db) ?? null },
   })
   t.teardown(() => app.close())
   await app.listen({ host: '127.0.0.1', port: 0 })
@@ -45,7 +45,13 @@ t.test('four tenants saturate the budget with slow reads; a fifth is still answe
   const slow: Array<Promise<number>> = []
   for (const tt of busy) {
     for (let i = 0; i < SLOW_PER_TENANT; i++) {
-      slow.push(get(tt, '/slow').then(async (r) => { await r.arrayBuffer(); slowDone++; return r.status }))
+      slow.push(
+        get(tt, '/slow').then(async (r) => {
+          await r.arrayBuffer()
+          slowDone++
+          return r.status
+        }),
+      )
     }
   }
   // Every connection of the budget is busy and each busy tenant has requests queued.
@@ -60,10 +66,16 @@ t.test('four tenants saturate the budget with slow reads; a fifth is still answe
   t.equal(r.status, 200, 'the fifth tenant is answered')
   t.same(await r.json(), [{ id: 1 }])
   const total = busy.length * SLOW_PER_TENANT
-  t.ok(doneAtFifth < total / 2,
-    `answered while the busy tenants still had most of their reads to run (${doneAtFifth} of ${total} done)`)
+  t.ok(
+    doneAtFifth < total / 2,
+    `answered while the busy tenants still had most of their reads to run (${doneAtFifth} of ${total} done)`,
+  )
 
   const statuses = await Promise.all(slow)
-  t.same(statuses, statuses.map(() => 200), 'every slow read succeeds too')
+  t.same(
+    statuses,
+    statuses.map(() => 200),
+    'every slow read succeeds too',
+  )
   t.ok(engine.openConnections() <= 8, 'never above the budget')
 })

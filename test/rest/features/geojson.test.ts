@@ -11,25 +11,32 @@ import { parseApiRequest } from '../../../src/rest/api-request/index.js'
 import { negotiateRead } from '../../../src/rest/plan/index.js'
 
 t.test('geo+json', async (t) => {
-  t.test('negotiated like PostgREST, in the client\'s order of preference', async (t) => {
-    const accept = (h: string) => parseApiRequest({ method: 'GET', path: '/x', query: '', headers: { accept: h }, body: null }, { schemas: ['public'] }).accept
-    t.same(negotiateRead(accept('application/geo+json')), { kind: 'geojson', contentType: 'application/geo+json; charset=utf-8' })
+  t.test("negotiated like PostgREST, in the client's order of preference", async (t) => {
+    const accept = (h: string) =>
+      parseApiRequest(
+        { method: 'GET', path: '/x', query: '', headers: { accept: h }, body: null },
+        { schemas: ['public'] },
+      ).accept
+    t.same(negotiateRead(accept('application/geo+json')), {
+      kind: 'geojson',
+      contentType: 'application/geo+json; charset=utf-8',
+    })
     t.equal(negotiateRead(accept('text/html, application/geo+json;q=0.5')).kind, 'geojson')
     t.equal(negotiateRead(accept('application/json, application/geo+json')).kind, 'json')
   })
 
   const fx = await createRestFixture(t, {
-    sql: `CREATE FUNCTION books_of(a int) RETURNS SETOF books LANGUAGE sql STABLE AS 'SELECT * FROM books WHERE author_id = a';`
+    sql: `CREATE FUNCTION books_of(a int) RETURNS SETOF books LANGUAGE sql STABLE AS 'SELECT * FROM books WHERE author_id = a';`,
   })
 
-  t.test('without PostGIS: Postgres\' 42883 for ST_AsGeoJSON, as PostgREST answers', async (t) => {
+  t.test("without PostGIS: Postgres' 42883 for ST_AsGeoJSON, as PostgREST answers", async (t) => {
     const r = await fx.get('/books?select=id&id=eq.1', { accept: 'application/geo+json' })
     t.equal(r.status, 404)
     t.same(r.json(), {
       code: '42883',
       details: null,
       hint: 'No function matches the given name and argument types. You might need to add explicit type casts.',
-      message: 'function st_asgeojson(record) does not exist'
+      message: 'function st_asgeojson(record) does not exist',
     })
   })
 
@@ -44,12 +51,19 @@ t.test('geo+json', async (t) => {
       type: 'FeatureCollection',
       features: [
         { type: 'Feature', geometry: null, properties: { id: 1, title: 'A Wizard of Earthsea' } },
-        { type: 'Feature', geometry: null, properties: { id: 2, title: 'The Left Hand of Darkness' } }
-      ]
+        { type: 'Feature', geometry: null, properties: { id: 2, title: 'The Left Hand of Darkness' } },
+      ],
     })
-    t.same((await fx.get('/books?id=eq.99', { accept: 'application/geo+json' })).json(), { type: 'FeatureCollection', features: [] }, 'no rows')
+    t.same(
+      (await fx.get('/books?id=eq.99', { accept: 'application/geo+json' })).json(),
+      { type: 'FeatureCollection', features: [] },
+      'no rows',
+    )
     const rpc = await fx.get('/rpc/books_of?a=3&select=title', { accept: 'application/geo+json' })
     t.equal(rpc.headers['content-type'], 'application/geo+json; charset=utf-8')
-    t.same(rpc.json(), { type: 'FeatureCollection', features: [{ type: 'Feature', geometry: null, properties: { title: 'Kindred' } }] })
+    t.same(rpc.json(), {
+      type: 'FeatureCollection',
+      features: [{ type: 'Feature', geometry: null, properties: { title: 'Kindred' } }],
+    })
   })
 })

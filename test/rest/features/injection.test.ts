@@ -16,12 +16,19 @@ t.test('hostile input', async (t) => {
   const fx = await createRestFixture(t, {
     sql: `CREATE TABLE canary (id int PRIMARY KEY); INSERT INTO canary VALUES (1);
       SELECT platform.grant('SELECT', 'canary', 'anon');
-      INSERT INTO authors VALUES (10, 'quote''s "double" \\back} {brace, comma', 'XX', '{"we''ird": {"k\\"ey": 1}}', null);`
+      INSERT INTO authors VALUES (10, 'quote''s "double" \\back} {brace, comma', 'XX', '{"we''ird": {"k\\"ey": 1}}', null);`,
   })
   const cache = await withClient(fx.t.ownerUrl, (c) =>
-    loadSchemaCache(async (text, values) => (await c.query(text, values)).rows, ['public'], 1))
+    loadSchemaCache(async (text, values) => (await c.query(text, values)).rows, ['public'], 1),
+  )
   const render = (path: string, query: string) =>
-    renderRead(planRequest(parseApiRequest({ method: 'GET', path, query, headers: {}, body: null }, { schemas: ['public'] }), cache, { maxRows: null }) as ReadPlan).main
+    renderRead(
+      planRequest(
+        parseApiRequest({ method: 'GET', path, query, headers: {}, body: null }, { schemas: ['public'] }),
+        cache,
+        { maxRows: null },
+      ) as ReadPlan,
+    ).main
 
   // [query, expected status, what the body must contain or not]
   const cases: Array<[string, string, number]> = [
@@ -54,7 +61,7 @@ t.test('hostile input', async (t) => {
     ['fts language as a parameter', `name=fts(${encodeURIComponent('no such config')}).x`, 400],
     ['hostile limit', `limit=${encodeURIComponent(`1; ${DROP}`)}`, 200],
     ['NUL in a name', 'select=%22a%00b%22', 400],
-    ['NUL in a value', 'name=eq.a%00b', 400]
+    ['NUL in a value', 'name=eq.a%00b', 400],
   ]
   for (const [name, query, status] of cases) {
     const r = await fx.get(`/authors?${query}`)
@@ -100,7 +107,10 @@ t.test('hostile input', async (t) => {
     t.same([table.status, table.json().code], [404, 'PGRST205'])
     const profile = await fx.get('/authors', { 'accept-profile': `public"; ${DROP}` })
     t.same([profile.status, profile.json().code], [406, 'PGRST106'])
-    const header = await fx.get('/authors?select=id&limit=1', { 'x-evil': `'); ${DROP}; --`, prefer: `count=exact; ${DROP}` })
+    const header = await fx.get('/authors?select=id&limit=1', {
+      'x-evil': `'); ${DROP}; --`,
+      prefer: `count=exact; ${DROP}`,
+    })
     t.equal(header.status, 200)
   })
 

@@ -38,7 +38,11 @@ SELECT platform.grant('SELECT, INSERT', 'songs', 'anon');
 t.test('media type handlers', async (t) => {
   const fx = await createWriteFixture(t, { sql: SQL, rest: { plan_enabled: true } })
   const get = async (path: string, accept?: string, method: 'GET' | 'HEAD' = 'GET') => {
-    const res = await fx.app.inject({ method, url: `/${fx.database}${path}`, headers: accept === undefined ? {} : { accept } })
+    const res = await fx.app.inject({
+      method,
+      url: `/${fx.database}${path}`,
+      headers: accept === undefined ? {} : { accept },
+    })
     return { status: res.statusCode, type: res.headers['content-type'], body: res.body, raw: res.rawPayload }
   }
 
@@ -66,17 +70,28 @@ t.test('media type handlers', async (t) => {
     t.same([r.status, r.type, r.body], [200, 'text/plain; charset=utf-8', '1 Blackbird\n2 Yesterday'])
   })
 
-  t.test('the table\'s handler applies only to the default select', async (t) => {
+  t.test("the table's handler applies only to the default select", async (t) => {
     const r = await get('/songs?select=title', 'text/plain')
     t.equal(r.status, 406)
-    t.same(JSON.parse(r.body), { code: 'PGRST107', details: null, hint: null, message: 'None of these media types are available: text/plain' })
+    t.same(JSON.parse(r.body), {
+      code: 'PGRST107',
+      details: null,
+      hint: null,
+      message: 'None of these media types are available: text/plain',
+    })
   })
 
-  t.test('a table\'s application/json handler overrides the builtin JSON for that Accept only', async (t) => {
+  t.test("a table's application/json handler overrides the builtin JSON for that Accept only", async (t) => {
     const custom = await get('/songs?order=id', 'application/json')
-    t.same([custom.status, custom.type, JSON.parse(custom.body)], [200, 'application/json; charset=utf-8', { titles: ['Blackbird', 'Yesterday'] }])
+    t.same(
+      [custom.status, custom.type, JSON.parse(custom.body)],
+      [200, 'application/json; charset=utf-8', { titles: ['Blackbird', 'Yesterday'] }],
+    )
     const builtin = await get('/songs?order=id')
-    t.same(JSON.parse(builtin.body), [{ id: 1, title: 'Blackbird' }, { id: 2, title: 'Yesterday' }])
+    t.same(JSON.parse(builtin.body), [
+      { id: 1, title: 'Blackbird' },
+      { id: 2, title: 'Yesterday' },
+    ])
   })
 
   t.test('an anyelement aggregate serves every relation, with any select', async (t) => {
@@ -89,7 +104,7 @@ t.test('media type handlers', async (t) => {
     t.equal(r.type, 'text/tab-separated-values')
   })
 
-  t.test('a function returning rows of the table uses the table\'s handler', async (t) => {
+  t.test("a function returning rows of the table uses the table's handler", async (t) => {
     const r = await get('/rpc/all_songs', 'text/plain')
     t.same([r.status, r.type, r.body], [200, 'text/plain; charset=utf-8', '1 Blackbird\n2 Yesterday'])
   })
@@ -111,28 +126,35 @@ t.test('media type handlers', async (t) => {
     t.equal(JSON.parse(r.body).code, 'PGRST107')
   })
 
-  t.test('the plan media type explains the read for a handler\'s type', async (t) => {
+  t.test("the plan media type explains the read for a handler's type", async (t) => {
     const r = await get('/songs', 'application/vnd.pgrst.plan+text; for="text/plain"')
     t.equal(r.status, 200)
     t.equal(r.type, 'application/vnd.pgrst.plan+text; for="text/plain"; charset=utf-8')
     t.match(r.body, /Aggregate/)
   })
 
-  t.test('a write\'s representation goes through the table\'s handler', async (t) => {
+  t.test("a write's representation goes through the table's handler", async (t) => {
     const r = await fx.call('POST', '/songs', {
       body: { id: 3, title: 'Help' },
-      headers: { accept: 'text/plain', prefer: 'return=representation' }
+      headers: { accept: 'text/plain', prefer: 'return=representation' },
     })
     t.same([r.status, r.headers['content-type'], r.body], [201, 'text/plain; charset=utf-8', '3 Help'])
   })
 
-  t.test('a write without representation accepts the handler\'s type and sends no body', async (t) => {
-    const r = await fx.call('POST', '/songs', { body: { id: 4, title: 'Something' }, headers: { accept: 'text/plain' } })
+  t.test("a write without representation accepts the handler's type and sends no body", async (t) => {
+    const r = await fx.call('POST', '/songs', {
+      body: { id: 4, title: 'Something' },
+      headers: { accept: 'text/plain' },
+    })
     t.same([r.status, r.body], [201, ''])
   })
 
   t.test('a schema cache without handlers carries none', async (t) => {
-    const cache = buildSchemaCache({ relations: [], columns: [], constraints: [], views: new Map(), attnames: [], routines: [], mediaHandlers: [] }, ['public'], 1)
+    const cache = buildSchemaCache(
+      { relations: [], columns: [], constraints: [], views: new Map(), attnames: [], routines: [], mediaHandlers: [] },
+      ['public'],
+      1,
+    )
     t.equal(cache.mediaHandlers, undefined)
   })
 })

@@ -37,7 +37,7 @@ t.test('budget, caps, exhaustion, eviction', async (t) => {
   const app = buildRestEngine({
     config: { rest: { ...TEST_CONFIG.rest, pool_budget: 4, pool_per_tenant: 3 } },
     tenants: { get: async (db) => map.get(db) ?? null },
-    poolAcquireTimeoutMs: 300
+    poolAcquireTimeoutMs: 300,
   })
   t.teardown(() => app.close())
   const engine = restEngineOf(app)
@@ -56,24 +56,39 @@ t.test('budget, caps, exhaustion, eviction', async (t) => {
     await cl.query('SELECT pg_advisory_lock(4242)')
     lockers.push(cl)
   }
-  const release = async (): Promise<void> => { for (const cl of lockers.splice(0)) await cl.end() }
+  const release = async (): Promise<void> => {
+    for (const cl of lockers.splice(0)) await cl.end()
+  }
   t.teardown(release)
 
   const blockedA = [get(a, '/waiter'), get(a, '/waiter')]
-  await eventually(async () => { if (engine.poolStats(a.database)?.open !== 2) throw new Error('not yet') })
+  await eventually(async () => {
+    if (engine.poolStats(a.database)?.open !== 2) throw new Error('not yet')
+  })
   const third = await get(a, '/waiter')
   t.equal(third.statusCode, 504, 'tenant A is at its cap: the third request times out')
-  t.same(JSON.parse(third.body), { code: 'PGRST003', message: 'Timed out acquiring connection from connection pool.', details: null, hint: null })
+  t.same(JSON.parse(third.body), {
+    code: 'PGRST003',
+    message: 'Timed out acquiring connection from connection pool.',
+    details: null,
+    hint: null,
+  })
 
   const other = await get(b, '/plain')
   t.equal(other.statusCode, 200, 'tenant B is served while A holds its cap')
 
   const blockedB = [get(b, '/waiter'), get(b, '/waiter')]
-  await eventually(async () => { if (engine.poolStats(b.database)?.open !== 2) throw new Error('not yet') })
+  await eventually(async () => {
+    if (engine.poolStats(b.database)?.open !== 2) throw new Error('not yet')
+  })
   t.equal(engine.openConnections(), 4, "B took the budget's last slot (C's idle connection was closed for it)")
   t.equal(engine.poolStats(c.database)?.open ?? 0, 0)
   const starved = await get(c, '/plain')
-  t.same([starved.statusCode, JSON.parse(starved.body).code], [504, 'PGRST003'], 'the whole budget is busy: C waits, then 504')
+  t.same(
+    [starved.statusCode, JSON.parse(starved.body).code],
+    [504, 'PGRST003'],
+    'the whole budget is busy: C waits, then 504',
+  )
 
   await release()
   for (const r of [...blockedA, ...blockedB]) t.equal((await r).statusCode, 200)
@@ -89,11 +104,14 @@ t.test('unreachable database: 503 PGRST002 / PGRST000 with Retry-After; idle poo
   const down = new URL(tt.file.engines?.rest as string)
   down.port = '1'
   const broken: Tenant = { ...tt.tenant, database: 'broken_db', engines: { rest: down.toString() } }
-  const map = new Map<string, Tenant>([[tt.database, tt.tenant], ['broken_db', broken]])
+  const map = new Map<string, Tenant>([
+    [tt.database, tt.tenant],
+    ['broken_db', broken],
+  ])
   const app = buildRestEngine({
     config: { rest: { ...TEST_CONFIG.rest, pool_idle_ms: 1000 } },
     tenants: { get: async (db) => map.get(db) ?? null },
-    connectTimeoutMs: 2_000
+    connectTimeoutMs: 2_000,
   })
   t.teardown(() => app.close())
   const r = await app.inject({ method: 'GET', url: '/broken_db/plain' })
@@ -106,29 +124,45 @@ t.test('unreachable database: 503 PGRST002 / PGRST000 with Retry-After; idle poo
   t.same([ne.statusCode, JSON.parse(ne.body).code], [503, 'engine_not_configured'])
 
   // A tenant whose cache is loaded, then its database becomes unreachable.
-  const token = await signHS256({ role: tt.tenant.roles.anon }, { secret: tt.file.jwt.upstream_secret, expiresInSeconds: 60 })
-  const get = () => app.inject({ method: 'GET', url: `/${tt.database}/plain`, headers: { authorization: `Bearer ${token}` } })
+  const token = await signHS256(
+    { role: tt.tenant.roles.anon },
+    { secret: tt.file.jwt.upstream_secret, expiresInSeconds: 60 },
+  )
+  const get = () =>
+    app.inject({ method: 'GET', url: `/${tt.database}/plain`, headers: { authorization: `Bearer ${token}` } })
   t.equal((await get()).statusCode, 200)
   map.set(tt.database, { ...tt.tenant, engines: { rest: down.toString() } })
   const gone = await get()
   t.equal(gone.statusCode, 503)
   t.same(JSON.parse(gone.body), { code: 'PGRST000', message: 'Database connection error.', details: null, hint: null })
-  t.ok(Number(gone.headers['retry-after']) >= 1, 'Retry-After: the reconnect back-off of that address, which already failed above')
+  t.ok(
+    Number(gone.headers['retry-after']) >= 1,
+    'Retry-After: the reconnect back-off of that address, which already failed above',
+  )
   map.set(tt.database, tt.tenant)
   t.equal((await get()).statusCode, 200, 'back when the database is')
 
   const engine = restEngineOf(app)
   t.ok(engine.poolStats(tt.database))
-  await eventually(async () => { if (engine.poolStats(tt.database) !== null) throw new Error('pool still open') }, 10_000)
+  await eventually(async () => {
+    if (engine.poolStats(tt.database) !== null) throw new Error('pool still open')
+  }, 10_000)
   t.equal(engine.openConnections(), 0, 'the idle pool was closed')
   t.equal((await get()).statusCode, 200, 'and reopened on the next request')
 })
 
 t.test('cached reads are prepared once per connection; a connection with too many is replaced', async (t) => {
   const tt = await createTestTenant(t)
-  await withClient(tt.ownerUrl, (c) => c.query(WAITER + "CREATE VIEW pid AS SELECT pg_backend_pid() AS pid; SELECT platform.grant('SELECT', 'pid', 'anon');"))
+  await withClient(tt.ownerUrl, (c) =>
+    c.query(
+      WAITER + "CREATE VIEW pid AS SELECT pg_backend_pid() AS pid; SELECT platform.grant('SELECT', 'pid', 'anon');",
+    ),
+  )
   const map = new Map<string, Tenant>([[tt.database, tt.tenant]])
-  const app = buildRestEngine({ config: { rest: { ...TEST_CONFIG.rest, pool_budget: 2, pool_per_tenant: 1 } }, tenants: { get: async (db) => map.get(db) ?? null } })
+  const app = buildRestEngine({
+    config: { rest: { ...TEST_CONFIG.rest, pool_budget: 2, pool_per_tenant: 1 } },
+    tenants: { get: async (db) => map.get(db) ?? null },
+  })
   t.teardown(() => app.close())
   const get = async (path: string) => {
     const r = await app.inject({ method: 'GET', url: `/${tt.database}${path}` })

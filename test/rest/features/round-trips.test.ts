@@ -26,11 +26,20 @@ t.test('one round trip per read, two per insert, clean after failures', async (t
   const app = buildRestEngine({
     // One connection: every request below runs on the same one.
     config: { rest: { ...TEST_CONFIG.rest, pool_budget: 2, pool_per_tenant: 1 } },
-    tenants: { get: async (db) => (db === tt.database ? tenant : null) }
+    tenants: { get: async (db) => (db === tt.database ? tenant : null) },
   })
   t.teardown(() => app.close())
-  const req = async (method: 'GET' | 'POST', path: string, o: { headers?: Record<string, string>, body?: unknown } = {}) => {
-    const res = await app.inject({ method, url: `/${tt.database}${path}`, headers: o.headers, payload: o.body === undefined ? undefined : JSON.stringify(o.body) })
+  const req = async (
+    method: 'GET' | 'POST',
+    path: string,
+    o: { headers?: Record<string, string>; body?: unknown } = {},
+  ) => {
+    const res = await app.inject({
+      method,
+      url: `/${tt.database}${path}`,
+      headers: o.headers,
+      payload: o.body === undefined ? undefined : JSON.stringify(o.body),
+    })
     return { status: res.statusCode, body: res.body }
   }
   const trips = async <T>(fn: () => Promise<T>): Promise<[T, number]> => {
@@ -41,17 +50,31 @@ t.test('one round trip per read, two per insert, clean after failures', async (t
 
   // Warm: the schema cache is loaded and the statements are prepared on the connection.
   t.equal((await req('GET', '/items?id=lte.2&order=id')).status, 200)
-  t.equal((await req('POST', '/items', { body: { id: 100, n: 1 }, headers: { 'content-type': 'application/json' } })).status, 201)
+  t.equal(
+    (await req('POST', '/items', { body: { id: 100, n: 1 }, headers: { 'content-type': 'application/json' } })).status,
+    201,
+  )
 
   const [read, readTrips] = await trips(() => req('GET', '/items?id=lte.2&order=id'))
-  t.same([read.status, JSON.parse(read.body)], [200, [{ id: 1, n: 10 }, { id: 2, n: 20 }]])
+  t.same(
+    [read.status, JSON.parse(read.body)],
+    [
+      200,
+      [
+        { id: 1, n: 10 },
+        { id: 2, n: 20 },
+      ],
+    ],
+  )
   t.equal(readTrips, 1, 'a read is one round trip')
 
   const [other, otherTrips] = await trips(() => req('GET', '/items?select=n&id=eq.3'))
   t.same([other.status, JSON.parse(other.body)], [200, [{ n: 30 }]])
   t.equal(otherTrips, 1, 'a read of a new shape (parsed on first use) is one round trip too')
 
-  const [insert, insertTrips] = await trips(() => req('POST', '/items', { body: { id: 101, n: 2 }, headers: { 'content-type': 'application/json' } }))
+  const [insert, insertTrips] = await trips(() =>
+    req('POST', '/items', { body: { id: 101, n: 2 }, headers: { 'content-type': 'application/json' } }),
+  )
   t.equal(insert.status, 201)
   t.equal(insertTrips, 2, 'an insert is two round trips')
 
@@ -61,10 +84,16 @@ t.test('one round trip per read, two per insert, clean after failures', async (t
   t.match(JSON.parse(bad.body), { code: '22P02' })
   t.equal(badTrips, 2, 'a failed read: its round trip and the rollback')
   const again = await req('GET', '/items?id=eq.not-a-number')
-  t.same([again.status, JSON.parse(again.body).code], [400, '22P02'], 'the same failure again (the statement was not left half-prepared)')
+  t.same(
+    [again.status, JSON.parse(again.body).code],
+    [400, '22P02'],
+    'the same failure again (the statement was not left half-prepared)',
+  )
 
   // A singular read of two rows: refused by the check after the read committed.
-  const [single, singleTrips] = await trips(() => req('GET', '/items?id=lte.2', { headers: { accept: 'application/vnd.pgrst.object+json' } }))
+  const [single, singleTrips] = await trips(() =>
+    req('GET', '/items?id=lte.2', { headers: { accept: 'application/vnd.pgrst.object+json' } }),
+  )
   t.equal(single.status, 406)
   t.match(JSON.parse(single.body), { code: 'PGRST116' })
   t.equal(singleTrips, 1, 'a refused singular read is still one round trip')
@@ -79,10 +108,23 @@ t.test('one round trip per read, two per insert, clean after failures', async (t
 
   const [after, afterTrips] = await trips(() => req('GET', '/items?order=id'))
   t.equal(after.status, 200)
-  t.same(JSON.parse(after.body), [
-    { id: 1, n: 10 }, { id: 2, n: 20 }, { id: 3, n: 30 }, { id: 4, n: 40 }, { id: 5, n: 50 }, { id: 100, n: 1 }, { id: 101, n: 2 }
-  ], 'after the failures the connection serves the next request, nothing half-written')
+  t.same(
+    JSON.parse(after.body),
+    [
+      { id: 1, n: 10 },
+      { id: 2, n: 20 },
+      { id: 3, n: 30 },
+      { id: 4, n: 40 },
+      { id: 5, n: 50 },
+      { id: 100, n: 1 },
+      { id: 101, n: 2 },
+    ],
+    'after the failures the connection serves the next request, nothing half-written',
+  )
   t.equal(afterTrips, 1)
-  const rows = await withClient(tt.ownerUrl, async (c) => (await c.query('SELECT count(*)::int AS n FROM items')).rows[0].n as number)
+  const rows = await withClient(
+    tt.ownerUrl,
+    async (c) => (await c.query('SELECT count(*)::int AS n FROM items')).rows[0].n as number,
+  )
   t.equal(rows, 7)
 })

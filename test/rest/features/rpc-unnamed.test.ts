@@ -27,26 +27,47 @@ t.test('unnamed parameters as PostgREST calls them', async (t) => {
   const db = stack.client()
 
   const json = await db.rpc('unnamed_json', { '': { test: 'value' } })
-  t.same({ status: json.status, data: json.data, error: json.error }, { status: 200, data: 1, error: null }, 'json: called with the body')
+  t.same(
+    { status: json.status, data: json.data, error: json.error },
+    { status: 200, data: 1, error: null },
+    'json: called with the body',
+  )
   const jsonb = await db.rpc('unnamed_jsonb', { '': { test: 'value' } })
   t.same(jsonb.data, { '': { test: 'value' } }, 'jsonb: the whole body is the argument')
   const text = await db.rpc('unnamed_text', { '': 'test' })
-  t.same({ status: text.status, data: text.data }, { status: 200, data: '{"":"test"}' }, 'text: the body as sent, as text')
+  t.same(
+    { status: text.status, data: text.data },
+    { status: 200, data: '{"":"test"}' },
+    'text: the body as sent, as text',
+  )
 
   const int = await db.rpc('unnamed_int', { '': 1 })
   t.equal(int.status, 404)
-  t.same(int.error, {
-    code: 'PGRST202',
-    details: 'Searched for the function public.unnamed_int with parameter  or with a single unnamed json/jsonb parameter, but no matches were found in the schema cache.',
-    hint: 'Perhaps you meant to call the function public.unnamed_text',
-    message: 'Could not find the function public.unnamed_int() in the schema cache'
-  }, 'a single unnamed int is not kept: the closest kept function is the hint')
+  t.same(
+    int.error,
+    {
+      code: 'PGRST202',
+      details:
+        'Searched for the function public.unnamed_int with parameter  or with a single unnamed json/jsonb parameter, but no matches were found in the schema cache.',
+      hint: 'Perhaps you meant to call the function public.unnamed_text',
+      message: 'Could not find the function public.unnamed_int() in the schema cache',
+    },
+    'a single unnamed int is not kept: the closest kept function is the hint',
+  )
   t.equal((await db.rpc('two_unnamed', { '': 'a' })).status, 404, 'two unnamed parameters are not kept either')
 
   const none = await db.rpc('none_or_unnamed')
-  t.same({ status: none.status, data: none.data }, { status: 200, data: 1 }, 'no arguments: the function without parameters')
+  t.same(
+    { status: none.status, data: none.data },
+    { status: 200, data: 1 },
+    'no arguments: the function without parameters',
+  )
   const withText = await db.rpc('none_or_unnamed', { '': 'x' })
-  t.same({ status: withText.status, data: withText.data }, { status: 200, data: 'text one' }, '{"": ...}: the unnamed text one')
+  t.same(
+    { status: withText.status, data: withText.data },
+    { status: 200, data: 'text one' },
+    '{"": ...}: the unnamed text one',
+  )
 
   const ambiguous = await db.rpc('unnamed_default')
   t.equal(ambiguous.status, 300)
@@ -54,7 +75,8 @@ t.test('unnamed parameters as PostgREST calls them', async (t) => {
     code: 'PGRST203',
     details: null,
     hint: 'Try renaming the parameters or the function itself in the database so function overloading can be resolved',
-    message: 'Could not choose the best candidate function between: public.unnamed_default(), public.unnamed_default( => text)'
+    message:
+      'Could not choose the best candidate function between: public.unnamed_default(), public.unnamed_default( => text)',
   })
   const chosen = await db.rpc('unnamed_default', { '': 'custom' })
   t.same({ status: chosen.status, data: chosen.data }, { status: 200, data: 'text one' })
@@ -68,13 +90,25 @@ t.test('a function returning record or SETOF record answers its rows, as PostgRE
     SELECT platform.grant('SELECT', 'public.projects', 'anon');
     CREATE FUNCTION one_record() RETURNS record LANGUAGE sql AS 'SELECT * FROM projects ORDER BY id LIMIT 1';
     CREATE FUNCTION some_records(id int, name text) RETURNS SETOF record LANGUAGE sql
-      AS 'SELECT * FROM projects p WHERE p.id >= $1 AND p.name LIKE $2 ORDER BY p.id';`
+      AS 'SELECT * FROM projects p WHERE p.id >= $1 AND p.name LIKE $2 ORDER BY p.id';`,
   })
   const db = stack.client()
   const one = await db.rpc('one_record')
-  t.same({ status: one.status, data: one.data, error: one.error }, { status: 200, data: { id: 1, name: 'Windows 7', client_id: 1 }, error: null })
+  t.same(
+    { status: one.status, data: one.data, error: one.error },
+    { status: 200, data: { id: 1, name: 'Windows 7', client_id: 1 }, error: null },
+  )
   const some = await db.rpc('some_records', { id: 1, name: 'Windows%' })
-  t.same({ status: some.status, data: some.data }, { status: 200, data: [{ id: 1, name: 'Windows 7', client_id: 1 }, { id: 2, name: 'Windows 10', client_id: 1 }] })
+  t.same(
+    { status: some.status, data: some.data },
+    {
+      status: 200,
+      data: [
+        { id: 1, name: 'Windows 7', client_id: 1 },
+        { id: 2, name: 'Windows 10', client_id: 1 },
+      ],
+    },
+  )
 })
 
 t.test('a function returning a domain over a composite type answers the row, as PostgREST (RpcSpec)', async (t) => {
@@ -83,11 +117,20 @@ t.test('a function returning a domain over a composite type answers the row, as 
     CREATE TYPE point_2d AS (x int, y int);
     CREATE DOMAIN positive_point AS point_2d CHECK ((VALUE).x > 0 AND (VALUE).y > 0);
     CREATE FUNCTION ret_positive_point() RETURNS positive_point LANGUAGE sql AS 'SELECT ROW(10, 5)::point_2d::positive_point';
-    CREATE FUNCTION ret_positive_points() RETURNS SETOF positive_point LANGUAGE sql AS 'SELECT ROW(g, g)::point_2d::positive_point FROM generate_series(1, 2) g';`
+    CREATE FUNCTION ret_positive_points() RETURNS SETOF positive_point LANGUAGE sql AS 'SELECT ROW(g, g)::point_2d::positive_point FROM generate_series(1, 2) g';`,
   })
   const db = stack.client()
   const one = await db.rpc('ret_positive_point')
   t.same({ status: one.status, data: one.data, error: one.error }, { status: 200, data: { x: 10, y: 5 }, error: null })
   const some = await db.rpc('ret_positive_points')
-  t.same({ status: some.status, data: some.data }, { status: 200, data: [{ x: 1, y: 1 }, { x: 2, y: 2 }] })
+  t.same(
+    { status: some.status, data: some.data },
+    {
+      status: 200,
+      data: [
+        { x: 1, y: 1 },
+        { x: 2, y: 2 },
+      ],
+    },
+  )
 })

@@ -9,7 +9,8 @@ CREATE TABLE organizations (id int PRIMARY KEY, name text);
 INSERT INTO organizations VALUES (6, 'Oscorp');
 SELECT platform.grant('SELECT, INSERT', 'public.organizations', 'anon');
 `
-const has = (header: string | null, stage: string): boolean => header !== null && new RegExp(`(^|, )${stage};dur=\\d+\\.\\d+(,|$)`).test(header)
+const has = (header: string | null, stage: string): boolean =>
+  header !== null && new RegExp(`(^|, )${stage};dur=\\d+\\.\\d+(,|$)`).test(header)
 
 t.test('Server-Timing with the setting on', async (t) => {
   const stack = await startRestGateway(t, { sql: SQL, rest: { server_timing_enabled: true } })
@@ -22,12 +23,20 @@ t.test('Server-Timing with the setting on', async (t) => {
   t.same(await r.json(), [{ id: 6, name: 'Oscorp' }])
   const timing = r.headers.get('server-timing')
   for (const s of all) t.ok(has(timing, s), `GET: ${s} in ${timing}`)
-  t.match(timing, /^jwt;dur=[\d.]+, parse;dur=[\d.]+, plan;dur=[\d.]+, transaction;dur=[\d.]+, response;dur=[\d.]+$/, 'in PostgREST\'s order')
+  t.match(
+    timing,
+    /^jwt;dur=[\d.]+, parse;dur=[\d.]+, plan;dur=[\d.]+, transaction;dur=[\d.]+, response;dur=[\d.]+$/,
+    "in PostgREST's order",
+  )
 
   r = await fetch(`${base}/organizations?id=eq.6`, { headers })
   for (const s of all) t.ok(has(r.headers.get('server-timing'), s), `GET from the plan cache: ${s}`)
 
-  r = await fetch(`${base}/organizations`, { method: 'POST', headers: { ...headers, 'content-type': 'application/json', prefer: 'return=minimal' }, body: '{"id":7,"name":"John"}' })
+  r = await fetch(`${base}/organizations`, {
+    method: 'POST',
+    headers: { ...headers, 'content-type': 'application/json', prefer: 'return=minimal' },
+    body: '{"id":7,"name":"John"}',
+  })
   t.equal(r.status, 201)
   for (const s of all) t.ok(has(r.headers.get('server-timing'), s), `POST: ${s}`)
 
@@ -38,7 +47,9 @@ t.test('Server-Timing with the setting on', async (t) => {
 
 t.test('no Server-Timing by default', async (t) => {
   const stack = await startRestGateway(t, { sql: SQL })
-  const r = await fetch(`${stack.gatewayUrl}/${stack.database}/rest/v1/organizations`, { headers: { apikey: stack.tenant.file.keys.public } })
+  const r = await fetch(`${stack.gatewayUrl}/${stack.database}/rest/v1/organizations`, {
+    headers: { apikey: stack.tenant.file.keys.public },
+  })
   t.equal(r.status, 200)
   t.equal(r.headers.get('server-timing'), null)
 })

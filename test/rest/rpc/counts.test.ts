@@ -19,10 +19,24 @@ t.test('RPC counts', async (t) => {
   const fx = await createWriteFixture(t, { sql: RPC_SQL })
 
   t.test('the call plan counts rows for exact and estimated only', async (t) => {
-    const cache = await withClient(fx.t.ownerUrl, (c) => loadSchemaCache(async (text, values) => (await c.query(text, values)).rows, ['public'], 1))
-    const plan = (prefer: string | undefined): CallPlan => planAction(parseApiRequest({
-      method: 'GET', path: '/rpc/books_by', query: 'author=1', headers: prefer === undefined ? {} : { prefer }, body: null
-    }, { schemas: ['public'] }), cache, { maxRows: null }) as CallPlan
+    const cache = await withClient(fx.t.ownerUrl, (c) =>
+      loadSchemaCache(async (text, values) => (await c.query(text, values)).rows, ['public'], 1),
+    )
+    const plan = (prefer: string | undefined): CallPlan =>
+      planAction(
+        parseApiRequest(
+          {
+            method: 'GET',
+            path: '/rpc/books_by',
+            query: 'author=1',
+            headers: prefer === undefined ? {} : { prefer },
+            body: null,
+          },
+          { schemas: ['public'] },
+        ),
+        cache,
+        { maxRows: null },
+      ) as CallPlan
     t.equal(plan('count=exact').countRows, true)
     t.equal(plan('count=estimated').countRows, true)
     t.equal(plan('count=planned').countRows, false)
@@ -32,11 +46,16 @@ t.test('RPC counts', async (t) => {
   })
 
   t.test('set-returning: GET, POST and HEAD with count=exact', async (t) => {
-    const get = await fx.call('GET', '/rpc/books_by?author=1&select=id&order=id&limit=2', { headers: { prefer: 'count=exact' } })
+    const get = await fx.call('GET', '/rpc/books_by?author=1&select=id&order=id&limit=2', {
+      headers: { prefer: 'count=exact' },
+    })
     t.equal(get.status, 206)
     t.equal(get.headers['content-range'], '0-1/3')
     t.equal(get.headers['preference-applied'], 'count=exact')
-    const post = await fx.call('POST', '/rpc/books_by?select=id', { body: { author: 1 }, headers: { prefer: 'count=exact' } })
+    const post = await fx.call('POST', '/rpc/books_by?select=id', {
+      body: { author: 1 },
+      headers: { prefer: 'count=exact' },
+    })
     t.equal(post.status, 200)
     t.equal(post.headers['content-range'], '0-2/3')
     const head = await fx.call('HEAD', '/rpc/books_by?author=1&offset=1', { headers: { prefer: 'count=exact' } })

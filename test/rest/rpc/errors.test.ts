@@ -16,30 +16,38 @@ t.test('RPC resolution and errors', async (t) => {
     t.equal((await fx.call('GET', '/rpc/overloaded?a=1&b=2')).body, '"two ints"')
   })
 
-  t.test('no match: PGRST202 404 with PostgREST\'s texts', async (t) => {
+  t.test("no match: PGRST202 404 with PostgREST's texts", async (t) => {
     const r = await fx.call('POST', '/rpc/overloaded', { body: { z: 1, a: 2 } })
     t.equal(r.status, 404)
     t.same(r.json(), {
       code: 'PGRST202',
       message: 'Could not find the function public.overloaded(a, z) in the schema cache',
-      details: 'Searched for the function public.overloaded with parameters a, z or with a single unnamed json/jsonb parameter, but no matches were found in the schema cache.',
-      hint: 'Perhaps you meant to call the function public.overloaded(a, b)'
+      details:
+        'Searched for the function public.overloaded with parameters a, z or with a single unnamed json/jsonb parameter, but no matches were found in the schema cache.',
+      hint: 'Perhaps you meant to call the function public.overloaded(a, b)',
     })
     const g = await fx.call('GET', '/rpc/add_them?a=1')
     t.equal(g.status, 404, 'a required argument is missing')
-    t.equal(g.json().details, 'Searched for the function public.add_them with parameter a, but no matches were found in the schema cache.')
+    t.equal(
+      g.json().details,
+      'Searched for the function public.add_them with parameter a, but no matches were found in the schema cache.',
+    )
     const none = await fx.call('POST', '/rpc/nope')
     t.equal(none.status, 404)
     t.same(none.json(), {
       code: 'PGRST202',
       message: 'Could not find the function public.nope without parameters in the schema cache',
-      details: 'Searched for the function public.nope without parameters or with a single unnamed json/jsonb parameter, but no matches were found in the schema cache.',
-      hint: null
+      details:
+        'Searched for the function public.nope without parameters or with a single unnamed json/jsonb parameter, but no matches were found in the schema cache.',
+      hint: null,
     })
     const text = await fx.call('POST', '/rpc/add_them', { body: 'x', headers: { 'content-type': 'text/plain' } })
     t.equal(text.status, 404)
     t.equal(text.json().message, 'Could not find the function public.add_them in the schema cache')
-    t.equal(text.json().details, 'Searched for the function public.add_them with a single unnamed text parameter, but no matches were found in the schema cache.')
+    t.equal(
+      text.json().details,
+      'Searched for the function public.add_them with a single unnamed text parameter, but no matches were found in the schema cache.',
+    )
   })
 
   t.test('several matches: PGRST203 300', async (t) => {
@@ -47,9 +55,10 @@ t.test('RPC resolution and errors', async (t) => {
     t.equal(r.status, 300)
     t.same(r.json(), {
       code: 'PGRST203',
-      message: 'Could not choose the best candidate function between: public.ambiguous(a => integer), public.ambiguous(a => text)',
+      message:
+        'Could not choose the best candidate function between: public.ambiguous(a => integer), public.ambiguous(a => text)',
       details: null,
-      hint: 'Try renaming the parameters or the function itself in the database so function overloading can be resolved'
+      hint: 'Try renaming the parameters or the function itself in the database so function overloading can be resolved',
     })
   })
 
@@ -63,7 +72,12 @@ t.test('RPC resolution and errors', async (t) => {
   t.test('RAISE SQLSTATE PTxyz: status xyz', async (t) => {
     const r = await fx.call('POST', '/rpc/fail_payment')
     t.equal(r.status, 402)
-    t.same(r.json(), { code: 'PT402', message: 'Payment Required', details: 'Quota exceeded', hint: 'Upgrade your plan' })
+    t.same(r.json(), {
+      code: 'PT402',
+      message: 'Payment Required',
+      details: 'Quota exceeded',
+      hint: 'Upgrade your plan',
+    })
     const g = await fx.call('POST', '/rpc/fail_teapot')
     t.equal(g.status, 418)
     t.same(g.json(), { code: 'PT418', message: 'I am a teapot', details: null, hint: null })
@@ -80,7 +94,7 @@ t.test('RPC resolution and errors', async (t) => {
       code: 'PGRST121',
       message: 'Could not parse JSON in the "RAISE SQLSTATE \'PGRST\'" error',
       details: "Invalid JSON value for MESSAGE: 'not json'",
-      hint: "MESSAGE must be a JSON object with obligatory keys: 'code', 'message' and optional keys: 'details', 'hint'."
+      hint: "MESSAGE must be a JSON object with obligatory keys: 'code', 'message' and optional keys: 'details', 'hint'.",
     })
   })
 
@@ -92,7 +106,7 @@ t.test('RPC resolution and errors', async (t) => {
     const a = await fx.call('POST', '/rpc/secret_fn', { role: 'auth' })
     t.equal(a.status, 403)
     const s = await fx.call('POST', '/rpc/secret_fn', { role: 'svc' })
-    t.equal(s.status, 200, 'the secret key\'s role holds EXECUTE (default privileges)')
+    t.equal(s.status, 200, "the secret key's role holds EXECUTE (default privileges)")
     t.equal(s.body, '42')
   })
 
@@ -114,13 +128,24 @@ t.test('RPC resolution and errors', async (t) => {
     const s = await fx.call('OPTIONS', '/rpc/no_args')
     t.same([s.status, s.headers.allow], [200, 'OPTIONS,GET,HEAD,POST'])
     const needsArgs = await fx.call('OPTIONS', '/rpc/add_them')
-    t.same([needsArgs.status, needsArgs.json()], [404, {
-      code: 'PGRST202',
-      message: 'Could not find the function public.add_them without parameters in the schema cache',
-      details: 'Searched for the function public.add_them without parameters, but no matches were found in the schema cache.',
-      hint: null
-    }], 'a function that needs arguments is not found without them')
+    t.same(
+      [needsArgs.status, needsArgs.json()],
+      [
+        404,
+        {
+          code: 'PGRST202',
+          message: 'Could not find the function public.add_them without parameters in the schema cache',
+          details:
+            'Searched for the function public.add_them without parameters, but no matches were found in the schema cache.',
+          hint: null,
+        },
+      ],
+      'a function that needs arguments is not found without them',
+    )
     const n = await fx.call('OPTIONS', '/rpc/nope')
-    t.same([n.status, n.json().message], [404, 'Could not find the function public.nope without parameters in the schema cache'])
+    t.same(
+      [n.status, n.json().message],
+      [404, 'Could not find the function public.nope without parameters in the schema cache'],
+    )
   })
 })

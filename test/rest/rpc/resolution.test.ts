@@ -37,8 +37,9 @@ t.test('RPC resolution as PostgREST', async (t) => {
     t.same(r.json(), {
       code: 'PGRST202',
       message: 'Could not find the function public.sayhell without parameters in the schema cache',
-      details: 'Searched for the function public.sayhell without parameters, but no matches were found in the schema cache.',
-      hint: 'Perhaps you meant to call the function public.sayhello'
+      details:
+        'Searched for the function public.sayhell without parameters, but no matches were found in the schema cache.',
+      hint: 'Perhaps you meant to call the function public.sayhello',
     })
     t.equal((await fx.call('GET', '/rpc/zzzqqq')).json().hint, null)
     t.equal(r.headers['content-length'], String(Buffer.byteLength(r.body)))
@@ -48,54 +49,84 @@ t.test('RPC resolution as PostgREST', async (t) => {
     t.same((await fx.call('GET', '/rpc/sayhello?nam=Peter')).json(), {
       code: 'PGRST202',
       message: 'Could not find the function public.sayhello(nam) in the schema cache',
-      details: 'Searched for the function public.sayhello with parameter nam, but no matches were found in the schema cache.',
-      hint: 'Perhaps you meant to call the function public.sayhello(name)'
+      details:
+        'Searched for the function public.sayhello with parameter nam, but no matches were found in the schema cache.',
+      hint: 'Perhaps you meant to call the function public.sayhello(name)',
     })
     t.same((await fx.call('GET', '/rpc/add_them?a=1&b=2&smthelse=blabla')).json(), {
       code: 'PGRST202',
       message: 'Could not find the function public.add_them(a, b, smthelse) in the schema cache',
-      details: 'Searched for the function public.add_them with parameters a, b, smthelse, but no matches were found in the schema cache.',
-      hint: 'Perhaps you meant to call the function public.add_them(a, b)'
+      details:
+        'Searched for the function public.add_them with parameters a, b, smthelse, but no matches were found in the schema cache.',
+      hint: 'Perhaps you meant to call the function public.add_them(a, b)',
     })
     t.equal((await fx.call('GET', '/rpc/overloaded?wrong_arg=value')).json().hint, null, 'nothing close')
     t.same((await fx.call('POST', '/rpc/named_json_param', json({ A: 1, B: 2, C: 3 }))).json(), {
       code: 'PGRST202',
       message: 'Could not find the function public.named_json_param(A, B, C) in the schema cache',
-      details: 'Searched for the function public.named_json_param with parameters A, B, C or with a single unnamed json/jsonb parameter, but no matches were found in the schema cache.',
-      hint: null
+      details:
+        'Searched for the function public.named_json_param with parameters A, B, C or with a single unnamed json/jsonb parameter, but no matches were found in the schema cache.',
+      hint: null,
     })
   })
 
   t.test('a raw body looks only for the single unnamed parameter of its type (no hint)', async (t) => {
-    for (const [ct, type] of [['text/plain', 'text'], ['text/xml', 'xml'], ['application/octet-stream', 'bytea']]) {
+    for (const [ct, type] of [
+      ['text/plain', 'text'],
+      ['text/xml', 'xml'],
+      ['application/octet-stream', 'bytea'],
+    ]) {
       const r = await fx.call('POST', '/rpc/unnamed_int_param', { body: '<a/>', headers: { 'content-type': ct } })
       t.equal(r.status, 404)
       t.same(r.json(), {
         code: 'PGRST202',
         message: 'Could not find the function public.unnamed_int_param in the schema cache',
         details: `Searched for the function public.unnamed_int_param with a single unnamed ${type} parameter, but no matches were found in the schema cache.`,
-        hint: null
+        hint: null,
       })
     }
     const j = await fx.call('POST', '/rpc/unnamed_int_param', json({ x: 1, y: 2 }))
     t.equal(j.json().message, 'Could not find the function public.unnamed_int_param(x, y) in the schema cache')
-    t.equal(j.json().details, 'Searched for the function public.unnamed_int_param with parameters x, y or with a single unnamed json/jsonb parameter, but no matches were found in the schema cache.')
+    t.equal(
+      j.json().details,
+      'Searched for the function public.unnamed_int_param with parameters x, y or with a single unnamed json/jsonb parameter, but no matches were found in the schema cache.',
+    )
   })
 
   t.test('the single unnamed parameter beside overloads', async (t) => {
-    t.equal((await fx.call('POST', '/rpc/overloaded_unnamed_param', json({}))).body, '1', 'no arguments: the function without parameters')
-    t.equal((await fx.call('POST', '/rpc/overloaded_unnamed_param', json({ x: 1, y: 2 }))).body, '3', 'named arguments win')
-    t.same((await fx.call('POST', '/rpc/overloaded_unnamed_param', json({ A: 1, B: 2, C: 3 }))).json(), { A: 1, B: 2, C: 3 }, 'else the json fallback')
-    const text = await fx.call('POST', '/rpc/overloaded_unnamed_param', { body: 'unnamed text arg', headers: { 'content-type': 'text/plain' } })
+    t.equal(
+      (await fx.call('POST', '/rpc/overloaded_unnamed_param', json({}))).body,
+      '1',
+      'no arguments: the function without parameters',
+    )
+    t.equal(
+      (await fx.call('POST', '/rpc/overloaded_unnamed_param', json({ x: 1, y: 2 }))).body,
+      '3',
+      'named arguments win',
+    )
+    t.same(
+      (await fx.call('POST', '/rpc/overloaded_unnamed_param', json({ A: 1, B: 2, C: 3 }))).json(),
+      { A: 1, B: 2, C: 3 },
+      'else the json fallback',
+    )
+    const text = await fx.call('POST', '/rpc/overloaded_unnamed_param', {
+      body: 'unnamed text arg',
+      headers: { 'content-type': 'text/plain' },
+    })
     t.equal(text.json(), 'unnamed text arg')
-    t.equal((await fx.call('GET', '/rpc/overloaded_unnamed_param', { headers: { 'content-type': 'text/plain' } })).body, '1', 'GET ignores Content-Type')
+    t.equal(
+      (await fx.call('GET', '/rpc/overloaded_unnamed_param', { headers: { 'content-type': 'text/plain' } })).body,
+      '1',
+      'GET ignores Content-Type',
+    )
     const both = await fx.call('POST', '/rpc/unnamed_json_jsonb', json({ A: 1 }))
     t.equal(both.status, 300)
     t.same(both.json(), {
       code: 'PGRST203',
-      message: 'Could not choose the best candidate function between: public.unnamed_json_jsonb( => json), public.unnamed_json_jsonb( => jsonb)',
+      message:
+        'Could not choose the best candidate function between: public.unnamed_json_jsonb( => json), public.unnamed_json_jsonb( => jsonb)',
       details: null,
-      hint: 'Try renaming the parameters or the function itself in the database so function overloading can be resolved'
+      hint: 'Try renaming the parameters or the function itself in the database so function overloading can be resolved',
     })
   })
 
@@ -104,9 +135,10 @@ t.test('RPC resolution as PostgREST', async (t) => {
     t.equal(r.status, 300)
     t.same(r.json(), {
       code: 'PGRST203',
-      message: 'Could not choose the best candidate function between: public.overloaded_same_args(arg => integer), public.overloaded_same_args(arg => xml), public.overloaded_same_args(arg => text, num => integer)',
+      message:
+        'Could not choose the best candidate function between: public.overloaded_same_args(arg => integer), public.overloaded_same_args(arg => xml), public.overloaded_same_args(arg => text, num => integer)',
       details: null,
-      hint: 'Try renaming the parameters or the function itself in the database so function overloading can be resolved'
+      hint: 'Try renaming the parameters or the function itself in the database so function overloading can be resolved',
     })
     t.equal((await fx.call('GET', '/rpc/overloaded_same_args?arg=value&num=1')).body, '"text"')
   })
@@ -115,7 +147,11 @@ t.test('RPC resolution as PostgREST', async (t) => {
     t.equal((await fx.call('GET', '/rpc/opt_only')).body, '12')
     t.equal((await fx.call('GET', '/rpc/opt_only?b=7')).body, '17')
     t.equal((await fx.call('POST', '/rpc/opt_only', json({ a: 3, b: 4 }))).body, '34')
-    t.equal((await fx.call('POST', '/rpc/opt_only', { body: 'ignored', headers: { 'content-type': 'text/plain' } })).body, '12', 'a raw body calls it with its defaults')
+    t.equal(
+      (await fx.call('POST', '/rpc/opt_only', { body: 'ignored', headers: { 'content-type': 'text/plain' } })).body,
+      '12',
+      'a raw body calls it with its defaults',
+    )
     t.equal((await fx.call('GET', '/rpc/req_opt?a=1')).body, '6')
     t.equal((await fx.call('GET', '/rpc/req_opt?a=1&b=1')).body, '2')
     const missing = await fx.call('GET', '/rpc/req_opt?b=1')
@@ -124,12 +160,32 @@ t.test('RPC resolution as PostgREST', async (t) => {
   })
 
   t.test('array and CSV bodies: keys from the rows, called with the first row, as PostgREST', async (t) => {
-    t.equal((await fx.call('POST', '/rpc/add_them', json([{ a: 1, b: 2 }, { a: 3, b: 4 }]))).body, '3')
+    t.equal(
+      (
+        await fx.call(
+          'POST',
+          '/rpc/add_them',
+          json([
+            { a: 1, b: 2 },
+            { a: 3, b: 4 },
+          ]),
+        )
+      ).body,
+      '3',
+    )
     const mixed = await fx.call('POST', '/rpc/add_them', json([{ a: 1, b: 2 }, { a: 3 }]))
     t.equal(mixed.status, 400)
     t.same(mixed.json(), { code: 'PGRST102', message: 'All object keys must match', details: null, hint: null })
-    t.same((await fx.call('POST', '/rpc/echo_json', json([{ z: 1 }]))).json(), [{ z: 1 }], 'no parameter named so: the single unnamed json parameter takes the array')
-    t.equal((await fx.call('POST', '/rpc/echo_json', json([1, 2]))).json().message, 'All object keys must match', 'an array of scalars is refused')
+    t.same(
+      (await fx.call('POST', '/rpc/echo_json', json([{ z: 1 }]))).json(),
+      [{ z: 1 }],
+      'no parameter named so: the single unnamed json parameter takes the array',
+    )
+    t.equal(
+      (await fx.call('POST', '/rpc/echo_json', json([1, 2]))).json().message,
+      'All object keys must match',
+      'an array of scalars is refused',
+    )
     t.same((await fx.call('POST', '/rpc/echo_json', json('x'))).json(), [], 'a bare scalar is taken as an empty array')
     t.equal((await fx.call('POST', '/rpc/overloaded_unnamed_param', json(5))).body, '1', 'which names no argument')
     const csv = { headers: { 'content-type': 'text/csv' } }
@@ -139,13 +195,18 @@ t.test('RPC resolution as PostgREST', async (t) => {
     t.same(none.json(), {
       code: 'PGRST202',
       message: 'Could not find the function public.overloaded_unnamed_param(a, b) in the schema cache',
-      details: 'Searched for the function public.overloaded_unnamed_param with parameters a, b, but no matches were found in the schema cache.',
-      hint: 'Perhaps you meant to call the function public.overloaded_unnamed_param(x, y)'
+      details:
+        'Searched for the function public.overloaded_unnamed_param with parameters a, b, but no matches were found in the schema cache.',
+      hint: 'Perhaps you meant to call the function public.overloaded_unnamed_param(x, y)',
     })
   })
 
   t.test('polymorphic parameters: typed JSON values resolve, untyped text cannot', async (t) => {
-    t.equal((await fx.call('POST', '/rpc/poly_first', json({ arr: [3, 4] }))).status, 400, 'json_to_record cannot type anyarray, as in PostgREST')
+    t.equal(
+      (await fx.call('POST', '/rpc/poly_first', json({ arr: [3, 4] }))).status,
+      400,
+      'json_to_record cannot type anyarray, as in PostgREST',
+    )
     const text = await fx.call('GET', '/rpc/poly_same?x=5')
     t.equal(text.status, 400)
     t.equal(text.json().code, '42804')

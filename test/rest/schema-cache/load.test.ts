@@ -6,7 +6,13 @@ import t from 'tap'
 import { createTestTenant, withClient } from '../../helpers/tenants.js'
 import { FIXTURE_SQL } from '../../helpers/rest-fixture.js'
 import {
-  createSchemaCacheStore, loadSchemaCache, qnKey, parseViewColumns, SCHEMA_VERSION_SQL, type CacheSource, type SchemaCache
+  createSchemaCacheStore,
+  loadSchemaCache,
+  qnKey,
+  parseViewColumns,
+  SCHEMA_VERSION_SQL,
+  type CacheSource,
+  type SchemaCache,
 } from '../../../src/rest/schema-cache/index.js'
 
 const EXTRA = `
@@ -22,17 +28,26 @@ CREATE FUNCTION api.noop() RETURNS void LANGUAGE sql AS '';
 
 t.test('load: relations, keys, relationships, views, routines', async (t) => {
   const tt = await createTestTenant(t)
-  await withClient(tt.ownerUrl, async (c) => { await c.query(FIXTURE_SQL); await c.query(EXTRA) })
-  const load = (schemas: string[]): Promise<SchemaCache> => withClient(tt.ownerUrl, (c) =>
-    loadSchemaCache(async (text, values) => (await c.query(text, values)).rows, schemas, 1))
+  await withClient(tt.ownerUrl, async (c) => {
+    await c.query(FIXTURE_SQL)
+    await c.query(EXTRA)
+  })
+  const load = (schemas: string[]): Promise<SchemaCache> =>
+    withClient(tt.ownerUrl, (c) =>
+      loadSchemaCache(async (text, values) => (await c.query(text, values)).rows, schemas, 1),
+    )
   const cache = await load(['public', 'api'])
 
   const books = cache.tables.get(qnKey('public', 'books'))
   t.ok(books)
   t.same(books?.pk, ['id'])
   t.same(books?.columns.map((c) => [c.name, c.type, c.baseType]).slice(0, 6), [
-    ['id', 'integer', 'int4'], ['title', 'text', 'text'], ['author_id', 'integer', 'int4'], ['year', 'integer', 'int4'],
-    ['price', 'numeric(6,2)', 'numeric'], ['tags', 'text[]', '_text']
+    ['id', 'integer', 'int4'],
+    ['title', 'text', 'text'],
+    ['author_id', 'integer', 'int4'],
+    ['year', 'integer', 'int4'],
+    ['price', 'numeric(6,2)', 'numeric'],
+    ['tags', 'text[]', '_text'],
   ])
   t.same([books?.insertable, books?.updatable, books?.deletable], [true, true, true])
   t.same(cache.tables.get(qnKey('public', 'book_tags'))?.pk, ['book_id', 'tag_id'])
@@ -40,8 +55,13 @@ t.test('load: relations, keys, relationships, views, routines', async (t) => {
   t.same([apiBooks?.kind, apiBooks?.pk], ['view', ['book_id']], 'a view takes its base table PK')
   t.same(cache.tables.get(qnKey('api', 'authors_v2'))?.pk, ['ident'], 'through a chain of views')
 
-  const rels = (schema: string, name: string) => (cache.relationships.get(qnKey(schema, name)) ?? [])
-    .map((r) => `${r.cardinality.kind}:${r.foreignTable.schema}.${r.foreignTable.name}:${r.cardinality.kind === 'm2m' ? r.cardinality.junction.table.name : r.cardinality.kind === 'computed' ? r.cardinality.function.name : r.cardinality.columns.map((p) => p.join('=')).join(',')}`).sort()
+  const rels = (schema: string, name: string) =>
+    (cache.relationships.get(qnKey(schema, name)) ?? [])
+      .map(
+        (r) =>
+          `${r.cardinality.kind}:${r.foreignTable.schema}.${r.foreignTable.name}:${r.cardinality.kind === 'm2m' ? r.cardinality.junction.table.name : r.cardinality.kind === 'computed' ? r.cardinality.function.name : r.cardinality.columns.map((p) => p.join('=')).join(',')}`,
+      )
+      .sort()
   t.ok(rels('public', 'tags').includes('m2m:public.books:book_tags'), 'many-to-many through the junction')
   t.ok(rels('public', 'tags').includes('m2m:public.book_list:book_tags'), 'many-to-many to a view over the target')
   t.ok(rels('public', 'tags').includes('o2m:public.book_tags:id=tag_id'))
@@ -54,12 +74,31 @@ t.test('load: relations, keys, relationships, views, routines', async (t) => {
   t.ok(rels('public', 'authors').includes('o2m:public.book_list:id=author_id'))
 
   const add = cache.routines.get(qnKey('api', 'add'))?.[0]
-  t.match(add && { params: add.params, returnType: add.returnType, returnKind: add.returnKind, volatility: add.volatility, returnsSet: add.returnsSet }, {
-    params: [{ name: 'a', type: 'integer', variadic: false, hasDefault: false }, { name: 'b', type: 'integer', variadic: false, hasDefault: true }],
-    returnType: 'integer', returnKind: 'scalar', volatility: 'immutable', returnsSet: false
-  })
+  t.match(
+    add && {
+      params: add.params,
+      returnType: add.returnType,
+      returnKind: add.returnKind,
+      volatility: add.volatility,
+      returnsSet: add.returnsSet,
+    },
+    {
+      params: [
+        { name: 'a', type: 'integer', variadic: false, hasDefault: false },
+        { name: 'b', type: 'integer', variadic: false, hasDefault: true },
+      ],
+      returnType: 'integer',
+      returnKind: 'scalar',
+      volatility: 'immutable',
+      returnsSet: false,
+    },
+  )
   const list = cache.routines.get(qnKey('api', 'list_books'))?.[0]
-  t.same(list && [list.returnKind, list.returnsSet, list.returnRelation], ['composite', true, { schema: 'public', name: 'books' }])
+  t.same(list && [list.returnKind, list.returnsSet, list.returnRelation], [
+    'composite',
+    true,
+    { schema: 'public', name: 'books' },
+  ])
   t.equal(cache.routines.get(qnKey('api', 'noop'))?.[0].returnKind, 'void')
 
   const onlyPublic = await load(['public'])
@@ -73,15 +112,17 @@ t.test('view definitions: the target list of the top-level query', async (t) => 
     await c.query(`CREATE VIEW tricky AS
       SELECT b.id, (SELECT max(id) FROM authors) AS sub, b.title || 'x' AS "odd name", a.name "a b"
       FROM books b JOIN (SELECT id, name FROM authors) a ON a.id = b.author_id ORDER BY b.year`)
-    return (await c.query(`SELECT r.ev_action::text AS action, (SELECT oid FROM pg_class WHERE relname = 'books' AND relnamespace = 'public'::regnamespace) AS books,
+    return (
+      await c.query(`SELECT r.ev_action::text AS action, (SELECT oid FROM pg_class WHERE relname = 'books' AND relnamespace = 'public'::regnamespace) AS books,
       (SELECT oid FROM pg_class WHERE relname = 'authors' AND relnamespace = 'public'::regnamespace) AS authors
-      FROM pg_rewrite r WHERE r.ev_class = 'tricky'::regclass`)).rows[0]
+      FROM pg_rewrite r WHERE r.ev_class = 'tricky'::regclass`)
+    ).rows[0]
   })
   t.same(parseViewColumns(rows.action), [
     { name: 'id', relOid: rows.books, attnum: 1 },
     { name: 'sub', relOid: 0, attnum: 0 },
     { name: 'odd name', relOid: 0, attnum: 0 },
-    { name: 'a b', relOid: rows.authors, attnum: 2 }
+    { name: 'a b', relOid: rows.authors, attnum: 2 },
   ])
   t.same(parseViewColumns('garbage'), [])
 })
@@ -91,12 +132,13 @@ t.test('store: loads once, reloads on a notification, on a newer schema version 
   await withClient(tt.ownerUrl, (c) => c.query(FIXTURE_SQL))
   let loads = 0
   const source: CacheSource = {
-    withCatalog: (statements) => withClient(tt.file.engines!.rest!, async (c) => {
-      loads++
-      const out: Array<Array<Record<string, unknown>>> = []
-      for (const st of statements) out.push((await c.query(st.text, [...st.values])).rows)
-      return out
-    })
+    withCatalog: (statements) =>
+      withClient(tt.file.engines!.rest!, async (c) => {
+        loads++
+        const out: Array<Array<Record<string, unknown>>> = []
+        for (const st of statements) out.push((await c.query(st.text, [...st.values])).rows)
+        return out
+      }),
   }
   let clock = 1_000_000 // the store's clock: the miss interval below is counted on it
   const store = createSchemaCacheStore({ missReloadIntervalMs: 200, now: () => clock })
@@ -110,7 +152,9 @@ t.test('store: loads once, reloads on a notification, on a newer schema version 
   // DDL moves the schema version when it commits; a request that read the new version
   // tells the store, and the next get() waits for the reload.
   await withClient(tt.ownerUrl, (c) => c.query('CREATE TABLE fresh (id int PRIMARY KEY)'))
-  const version = await withClient(tt.file.engines!.rest!, async (c) => String((await c.query(SCHEMA_VERSION_SQL)).rows[0].version))
+  const version = await withClient(tt.file.engines!.rest!, async (c) =>
+    String((await c.query(SCHEMA_VERSION_SQL)).rows[0].version),
+  )
   t.ok(BigInt(version) > BigInt(a.dbVersion!), 'DDL moved the version')
   store.observed('k', version)
   const cache = await store.get('k', ['public'], source)
@@ -169,12 +213,18 @@ t.test('store: a failed reload keeps the old cache in service and is tried again
         for (const st of statements) out.push((await c.query(st.text, [...st.values])).rows)
         return out
       })
-    }
+    },
   }
   const warnings: string[] = []
   let clock = 1_000_000 // the store's clock: the retry interval below is counted on it
   const store = createSchemaCacheStore({
-    missReloadIntervalMs: 300, now: () => clock, logger: { warn: (_o, msg) => { warnings.push(String(msg)) } }
+    missReloadIntervalMs: 300,
+    now: () => clock,
+    logger: {
+      warn: (_o, msg) => {
+        warnings.push(String(msg))
+      },
+    },
   })
   t.teardown(() => store.close())
   const a = await store.get('k', ['public'], source)

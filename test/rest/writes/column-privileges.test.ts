@@ -18,15 +18,26 @@ t.test('insert into a view with column privileges', async (t) => {
   const fx = await createWriteFixture(t, { sql: SQL })
   const rep = { prefer: 'return=representation' }
 
-  const ok = await fx.call('POST', '/limited_stars?select=article_id,user_id', { headers: rep, body: { article_id: 2, user_id: 1 } })
+  const ok = await fx.call('POST', '/limited_stars?select=article_id,user_id', {
+    headers: rep,
+    body: { article_id: 2, user_id: 1 },
+  })
   t.equal(ok.status, 201)
   t.same(ok.json(), [{ article_id: 2, user_id: 1 }])
 
   for (const path of ['/limited_stars?select=article_id,user_id,created_at', '/limited_stars']) {
     const denied = await fx.call('POST', path, { headers: rep, body: { article_id: 3, user_id: 1 } })
     t.equal(denied.status, 401, path)
-    t.same(denied.json(), { code: '42501', message: 'permission denied for view limited_stars', details: null, hint: null }, path)
+    t.same(
+      denied.json(),
+      { code: '42501', message: 'permission denied for view limited_stars', details: null, hint: null },
+      path,
+    )
     t.equal(denied.headers['www-authenticate'], 'Bearer', path)
   }
-  t.same(await fx.ownerSql('SELECT article_id, user_id FROM hidden.stars ORDER BY 1, 2'), [{ article_id: 2, user_id: 1 }], 'nothing else was written')
+  t.same(
+    await fx.ownerSql('SELECT article_id, user_id FROM hidden.stars ORDER BY 1, 2'),
+    [{ article_id: 2, user_id: 1 }],
+    'nothing else was written',
+  )
 })

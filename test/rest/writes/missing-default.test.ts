@@ -24,28 +24,40 @@ SELECT platform.grant('SELECT, INSERT, UPDATE, DELETE', 'tickets', 'anon');
 
 t.test('missing=default sequence draws', async (t) => {
   const fx = await createWriteFixture(t, { sql: SQL })
-  const lastValue = async (seq: string): Promise<number> => Number((await fx.ownerSql(`SELECT last_value FROM ${seq}`))[0].last_value)
+  const lastValue = async (seq: string): Promise<number> =>
+    Number((await fx.ownerSql(`SELECT last_value FROM ${seq}`))[0].last_value)
 
   t.test('bulk insert: one value per row, in body order', async (t) => {
     const body = [{ label: 'a' }, { id: 50, label: 'b', code: 500 }, { label: 'c', feeling: 'glad' }]
     const r = await fx.call('POST', '/tickets?columns=id,label,feeling,code,made&select=id,label,feeling,code,made', {
-      body, headers: { prefer: 'return=representation, missing=default' }
+      body,
+      headers: { prefer: 'return=representation, missing=default' },
     })
     t.equal(r.status, 201)
-    t.same(r.json(), [
-      { id: 1, label: 'a', feeling: 'calm', code: 1, made: '2020-02-02' },
-      { id: 50, label: 'b', feeling: 'calm', code: 500, made: '2020-02-02' },
-      { id: 3, label: 'c', feeling: 'glad', code: 3, made: '2020-02-02' }
-    ], 'the second row drew 2 from each sequence and kept its own keys')
+    t.same(
+      r.json(),
+      [
+        { id: 1, label: 'a', feeling: 'calm', code: 1, made: '2020-02-02' },
+        { id: 50, label: 'b', feeling: 'calm', code: 500, made: '2020-02-02' },
+        { id: 3, label: 'c', feeling: 'glad', code: 3, made: '2020-02-02' },
+      ],
+      'the second row drew 2 from each sequence and kept its own keys',
+    )
     t.equal(await lastValue('tickets_id_seq'), 3, 'three rows, three draws of the serial')
     t.equal(await lastValue('tickets_code_seq'), 3, 'and of the identity')
   })
 
   t.test('one object: its own key still draws a value', async (t) => {
-    const r = await fx.call('POST', '/tickets?select=id', { body: { id: 80, label: 'own' }, headers: { prefer: 'return=representation, missing=default' } })
+    const r = await fx.call('POST', '/tickets?select=id', {
+      body: { id: 80, label: 'own' },
+      headers: { prefer: 'return=representation, missing=default' },
+    })
     t.same(r.json(), [{ id: 80 }])
     t.equal(await lastValue('tickets_id_seq'), 4)
-    const plain = await fx.call('POST', '/tickets?select=id', { body: { id: 81, label: 'plain' }, headers: { prefer: 'return=representation' } })
+    const plain = await fx.call('POST', '/tickets?select=id', {
+      body: { id: 81, label: 'plain' },
+      headers: { prefer: 'return=representation' },
+    })
     t.same(plain.json(), [{ id: 81 }])
     t.equal(await lastValue('tickets_id_seq'), 4, 'without missing=default nothing is drawn')
   })
@@ -53,11 +65,17 @@ t.test('missing=default sequence draws', async (t) => {
   t.test('upsert: merge-duplicates with missing=default', async (t) => {
     const r = await fx.call('POST', '/tickets?columns=id,label,feeling&select=id,label,feeling', {
       body: [{ id: 1, label: 'a2' }, { label: 'd' }],
-      headers: { prefer: 'resolution=merge-duplicates, return=representation, missing=default' }
+      headers: { prefer: 'resolution=merge-duplicates, return=representation, missing=default' },
     })
     t.equal(r.status, 201)
-    t.same(r.json(), [{ id: 1, label: 'a2', feeling: 'calm' }, { id: 6, label: 'd', feeling: 'calm' }],
-      'the update resets the listed column the row lacks to its default; the new row got the second of two draws')
+    t.same(
+      r.json(),
+      [
+        { id: 1, label: 'a2', feeling: 'calm' },
+        { id: 6, label: 'd', feeling: 'calm' },
+      ],
+      'the update resets the listed column the row lacks to its default; the new row got the second of two draws',
+    )
     t.equal(await lastValue('tickets_id_seq'), 6)
   })
 })
@@ -65,8 +83,15 @@ t.test('missing=default sequence draws', async (t) => {
 t.test('supabase-js insert(rows, { defaultToNull: false }) through the gateway', async (t) => {
   const stack = await startRestGateway(t, { sql: FIXTURE_SQL + WRITE_SQL + SQL })
   const sb = stack.client()
-  const r = await sb.from('tickets').insert([{ label: 'x' }, { id: 20, label: 'y' }, { label: 'z' }], { defaultToNull: false }).select('id, label, feeling')
+  const r = await sb
+    .from('tickets')
+    .insert([{ label: 'x' }, { id: 20, label: 'y' }, { label: 'z' }], { defaultToNull: false })
+    .select('id, label, feeling')
   t.equal(r.error, null)
-  t.same(r.data, [{ id: 1, label: 'x', feeling: 'calm' }, { id: 20, label: 'y', feeling: 'calm' }, { id: 3, label: 'z', feeling: 'calm' }])
+  t.same(r.data, [
+    { id: 1, label: 'x', feeling: 'calm' },
+    { id: 20, label: 'y', feeling: 'calm' },
+    { id: 3, label: 'z', feeling: 'calm' },
+  ])
   t.same(await stack.owner('SELECT last_value::int AS v FROM tickets_id_seq'), [{ v: 3 }])
 })

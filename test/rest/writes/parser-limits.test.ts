@@ -7,7 +7,10 @@ import type { AddressInfo } from 'node:net'
 import { createWriteFixture } from '../../helpers/rest-writes.js'
 import { lookupOf, startGateway, request, testConfig, type TestTenant } from '../../helpers/gateway.js'
 
-async function stack (tap: Parameters<typeof createWriteFixture>[0], config: Parameters<typeof createWriteFixture>[1] = {}) {
+async function stack(
+  tap: Parameters<typeof createWriteFixture>[0],
+  config: Parameters<typeof createWriteFixture>[1] = {},
+) {
   const fx = await createWriteFixture(tap, config)
   await fx.app.listen({ port: 0, host: '127.0.0.1' })
   const engine = `http://127.0.0.1:${(fx.app.server.address() as AddressInfo).port}`
@@ -20,7 +23,7 @@ async function stack (tap: Parameters<typeof createWriteFixture>[0], config: Par
   return { fx, rest, headers, count }
 }
 
-function nested (depth: number): string {
+function nested(depth: number): string {
   return '['.repeat(depth) + ']'.repeat(depth)
 }
 
@@ -40,7 +43,7 @@ t.test('JSON nested deeper than rest.max_json_depth: 400 naming the limit, nothi
   const ok = await request(`${rest}/items`, {
     method: 'POST',
     headers: { ...headers, prefer: 'return=minimal' },
-    body: `{"name":"${'['.repeat(500)}","data":${nested(99)}}`
+    body: `{"name":"${'['.repeat(500)}","data":${nested(99)}}`,
   })
   t.equal(ok.status, 201, ok.body)
   t.equal(await count(), 1, 'a document at the limit is written')

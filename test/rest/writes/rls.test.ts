@@ -28,55 +28,100 @@ t.test('return=representation and the SELECT policy', async (t) => {
     t.match(body.details, /1 row was written to public\.posts and committed/)
     t.match(body.details, /Do not retry/)
     t.match(body.hint, /return=minimal/)
-    t.same(await rows('SELECT id, owner_id, body FROM posts WHERE id = 1'), [{ id: 1, owner_id: null, body: 'by anon' }], 'the row is there')
+    t.same(
+      await rows('SELECT id, owner_id, body FROM posts WHERE id = 1'),
+      [{ id: 1, owner_id: null, body: 'by anon' }],
+      'the row is there',
+    )
     const again = await fx.get('/posts?id=eq.1')
     t.same(again.json(), [], 'and anon still cannot read it')
   })
 
-  t.test('a signed-in user: own row comes back (201); a row for someone else is kept and refused with 403', async (t) => {
-    const own = await fx.call('POST', '/posts', { body: { id: 10, owner_id: ALICE, body: 'mine' }, headers: repr, ...alice })
-    t.equal(own.status, 201)
-    t.same(own.json(), [{ id: 10, owner_id: ALICE, body: 'mine' }])
+  t.test(
+    'a signed-in user: own row comes back (201); a row for someone else is kept and refused with 403',
+    async (t) => {
+      const own = await fx.call('POST', '/posts', {
+        body: { id: 10, owner_id: ALICE, body: 'mine' },
+        headers: repr,
+        ...alice,
+      })
+      t.equal(own.status, 201)
+      t.same(own.json(), [{ id: 10, owner_id: ALICE, body: 'mine' }])
 
-    const other = await fx.call('POST', '/posts', { body: { id: 11, owner_id: BOB, body: 'for bob' }, headers: repr, ...alice })
-    t.equal(other.status, 403)
-    t.equal(other.json().message, 'new row was written but the SELECT policy hides it from role authenticated')
-    t.equal(other.json().row_written, true)
-    t.equal(other.headers['www-authenticate'], undefined)
-    t.same(await rows('SELECT owner_id FROM posts WHERE id = 11'), [{ owner_id: BOB }])
+      const other = await fx.call('POST', '/posts', {
+        body: { id: 11, owner_id: BOB, body: 'for bob' },
+        headers: repr,
+        ...alice,
+      })
+      t.equal(other.status, 403)
+      t.equal(other.json().message, 'new row was written but the SELECT policy hides it from role authenticated')
+      t.equal(other.json().row_written, true)
+      t.equal(other.headers['www-authenticate'], undefined)
+      t.same(await rows('SELECT owner_id FROM posts WHERE id = 11'), [{ owner_id: BOB }])
 
-    const bulk = await fx.call('POST', '/posts', { body: [{ id: 12, owner_id: ALICE, body: 'a' }, { id: 13, owner_id: BOB, body: 'b' }], headers: repr, ...alice })
-    t.equal(bulk.status, 403, 'one hidden row refuses the representation of all')
-    t.match(bulk.json().details, /^2 rows were written/)
-    t.same(await rows('SELECT id FROM posts WHERE id IN (12, 13) ORDER BY id'), [{ id: 12 }, { id: 13 }], 'both written')
-  })
+      const bulk = await fx.call('POST', '/posts', {
+        body: [
+          { id: 12, owner_id: ALICE, body: 'a' },
+          { id: 13, owner_id: BOB, body: 'b' },
+        ],
+        headers: repr,
+        ...alice,
+      })
+      t.equal(bulk.status, 403, 'one hidden row refuses the representation of all')
+      t.match(bulk.json().details, /^2 rows were written/)
+      t.same(
+        await rows('SELECT id FROM posts WHERE id IN (12, 13) ORDER BY id'),
+        [{ id: 12 }, { id: 13 }],
+        'both written',
+      )
+    },
+  )
 
   t.test('return=minimal succeeds plainly; headers-only is refused like representation', async (t) => {
     const m = await fx.call('POST', '/posts', { body: { id: 20, body: 'minimal' } })
     t.equal(m.status, 201)
     t.equal(m.body, '')
     t.same(await rows('SELECT id FROM posts WHERE id = 20'), [{ id: 20 }])
-    const h = await fx.call('POST', '/posts', { body: { id: 21, body: 'headers' }, headers: { prefer: 'return=headers-only' } })
+    const h = await fx.call('POST', '/posts', {
+      body: { id: 21, body: 'headers' },
+      headers: { prefer: 'return=headers-only' },
+    })
     t.equal(h.status, 401)
     t.equal(h.json().row_written, true)
     t.equal(h.headers.location, undefined)
     t.same(await rows('SELECT id FROM posts WHERE id = 21'), [{ id: 21 }])
   })
 
-  t.test('a WITH CHECK refusal: Postgres\' 42501, nothing written, with any return preference', async (t) => {
+  t.test("a WITH CHECK refusal: Postgres' 42501, nothing written, with any return preference", async (t) => {
     for (const prefer of ['return=representation', 'return=minimal', 'return=headers-only']) {
       const r = await fx.call('POST', '/posts', { body: { id: 30, body: 'forbidden' }, headers: { prefer } })
       t.equal(r.status, 401, prefer)
-      t.same(r.json(), { code: '42501', message: 'new row violates row-level security policy for table "posts"', details: null, hint: null }, prefer)
+      t.same(
+        r.json(),
+        {
+          code: '42501',
+          message: 'new row violates row-level security policy for table "posts"',
+          details: null,
+          hint: null,
+        },
+        prefer,
+      )
       t.equal(r.headers['x-gatehouse-row-written'], undefined)
     }
-    const signedIn = await fx.call('POST', '/posts', { body: { id: 30, owner_id: ALICE, body: 'forbidden' }, headers: repr, ...alice })
+    const signedIn = await fx.call('POST', '/posts', {
+      body: { id: 30, owner_id: ALICE, body: 'forbidden' },
+      headers: repr,
+      ...alice,
+    })
     t.equal(signedIn.status, 403)
     t.same(await rows('SELECT id FROM posts WHERE id = 30'), [])
   })
 
   t.test('tx=rollback: nothing is kept, so nothing is claimed written', async (t) => {
-    const r = await fx.call('POST', '/posts', { body: { id: 40, body: 'rolled back' }, headers: { prefer: 'return=representation, tx=rollback' } })
+    const r = await fx.call('POST', '/posts', {
+      body: { id: 40, body: 'rolled back' },
+      headers: { prefer: 'return=representation, tx=rollback' },
+    })
     t.equal(r.status, 401)
     t.equal(r.json().message, 'new row violates row-level security policy for table "posts"')
     t.equal(r.json().row_written, undefined)
@@ -85,7 +130,9 @@ t.test('return=representation and the SELECT policy', async (t) => {
 
   t.test('PATCH: an update the SELECT policy hides is kept and refused the same way', async (t) => {
     await fx.ownerSql('DELETE FROM posts')
-    await fx.ownerSql(`INSERT INTO posts (id, owner_id, body) VALUES (50, '${BOB}', 'bob one'), (51, '${ALICE}', 'alice one'), (52, '${ALICE}', 'alice two')`)
+    await fx.ownerSql(
+      `INSERT INTO posts (id, owner_id, body) VALUES (50, '${BOB}', 'bob one'), (51, '${ALICE}', 'alice one'), (52, '${ALICE}', 'alice two')`,
+    )
     // RETURNING reads the rows, so the SELECT policy also limits which rows are updated:
     // anon sees none and updates none.
     const anon = await fx.call('PATCH', '/posts', { body: { body: 'edited' }, headers: repr })
@@ -93,22 +140,34 @@ t.test('return=representation and the SELECT policy', async (t) => {
     t.same(anon.json(), [])
     t.same(await rows("SELECT count(*)::int AS n FROM posts WHERE body = 'edited'"), [{ n: 0 }])
 
-    const own = await fx.call('PATCH', '/posts?id=eq.51&select=id,body', { body: { body: 'alice edit' }, headers: repr, ...alice })
+    const own = await fx.call('PATCH', '/posts?id=eq.51&select=id,body', {
+      body: { body: 'alice edit' },
+      headers: repr,
+      ...alice,
+    })
     t.equal(own.status, 200)
     t.same(own.json(), [{ id: 51, body: 'alice edit' }])
 
     // No filter: the write itself reads no column, so it passes as return=minimal would make
     // it; only its representation meets the SELECT policy. Kept, and refused with 403.
-    const give = await fx.call('PATCH', '/posts', { body: { body: 'given away', owner_id: BOB }, headers: repr, ...alice })
+    const give = await fx.call('PATCH', '/posts', {
+      body: { body: 'given away', owner_id: BOB },
+      headers: repr,
+      ...alice,
+    })
     t.equal(give.status, 403)
     t.equal(give.json().message, 'new row was written but the SELECT policy hides it from role authenticated')
     t.equal(give.json().row_written, true)
     t.match(give.json().details, /^3 rows were written to public\.posts and committed/)
-    t.same(await rows('SELECT id, owner_id, body FROM posts ORDER BY id'), [
-      { id: 50, owner_id: BOB, body: 'given away' },
-      { id: 51, owner_id: BOB, body: 'given away' },
-      { id: 52, owner_id: BOB, body: 'given away' }
-    ], 'written as return=minimal writes it')
+    t.same(
+      await rows('SELECT id, owner_id, body FROM posts ORDER BY id'),
+      [
+        { id: 50, owner_id: BOB, body: 'given away' },
+        { id: 51, owner_id: BOB, body: 'given away' },
+        { id: 52, owner_id: BOB, body: 'given away' },
+      ],
+      'written as return=minimal writes it',
+    )
 
     // A filter reads columns: Postgres then checks the new row against the SELECT policy even
     // for return=minimal and refuses the statement: nothing is written (docs/rest-protocol.md §7.5).
@@ -123,7 +182,10 @@ t.test('return=representation and the SELECT policy', async (t) => {
   })
 
   t.test('upserts meet the SELECT policy even with return=minimal (Postgres): refused, nothing written', async (t) => {
-    const r = await fx.call('POST', '/posts', { body: { id: 60, body: 'upsert' }, headers: { prefer: 'resolution=merge-duplicates, return=representation' } })
+    const r = await fx.call('POST', '/posts', {
+      body: { id: 60, body: 'upsert' },
+      headers: { prefer: 'resolution=merge-duplicates, return=representation' },
+    })
     t.equal(r.status, 401)
     t.equal(r.json().row_written, undefined)
     t.same(await rows('SELECT id FROM posts WHERE id = 60'), [])

@@ -20,7 +20,7 @@ import { WRITE_SQL } from '../../helpers/rest-writes.js'
 
 const PUBLIC_URL = 'http://gatehouse.test'
 
-async function listen (t: { teardown (fn: () => unknown): void }, app: FastifyInstance): Promise<string> {
+async function listen(t: { teardown(fn: () => unknown): void }, app: FastifyInstance): Promise<string> {
   await app.listen({ port: 0, host: '127.0.0.1' })
   t.teardown(() => app.close())
   return `http://127.0.0.1:${(app.server.address() as AddressInfo).port}`
@@ -29,7 +29,12 @@ async function listen (t: { teardown (fn: () => unknown): void }, app: FastifyIn
 t.test('supabase-js through the gateway', async (t) => {
   const config = loadConfig({
     env: {},
-    overrides: { public_url: PUBLIC_URL, log: { level: 'silent' }, gateway: { port: 0 }, rest: { port: 0, pool_per_tenant: 3 } }
+    overrides: {
+      public_url: PUBLIC_URL,
+      log: { level: 'silent' },
+      gateway: { port: 0 },
+      rest: { port: 0, pool_per_tenant: 3 },
+    },
   })
   const tenants = new Map<string, Tenant>()
   const lookup = { get: async (db: string) => tenants.get(db) ?? null }
@@ -39,19 +44,30 @@ t.test('supabase-js through the gateway', async (t) => {
   const gatewayUrl = await listen(t, buildGateway({ config, tenants: lookup, rewriteError: rewriter }))
 
   const database = `tenant_${randomBytes(5).toString('hex')}`
-  const x = await createTestTenant(t, { database, upstreams: { auth: `${restUrl}/unused`, rest: `${restUrl}/${database}` } })
+  const x = await createTestTenant(t, {
+    database,
+    upstreams: { auth: `${restUrl}/unused`, rest: `${restUrl}/${database}` },
+  })
   tenants.set(database, x.tenant)
   await withClient(x.ownerUrl, (c) => c.query(FIXTURE_SQL + WRITE_SQL + RPC_SQL))
-  const owner = (sql: string): Promise<Array<Record<string, unknown>>> => withClient(x.ownerUrl, async (c) => (await c.query(sql)).rows)
+  const owner = (sql: string): Promise<Array<Record<string, unknown>>> =>
+    withClient(x.ownerUrl, async (c) => (await c.query(sql)).rows)
 
-  const client = (accessToken?: string): SupabaseClient => createClient(`${gatewayUrl}/${database}`, x.file.keys.public, {
-    auth: { persistSession: false, autoRefreshToken: false, detectSessionInUrl: false },
-    ...(accessToken !== undefined ? { global: { headers: { Authorization: `Bearer ${accessToken}` } } } : {})
-  })
+  const client = (accessToken?: string): SupabaseClient =>
+    createClient(`${gatewayUrl}/${database}`, x.file.keys.public, {
+      auth: { persistSession: false, autoRefreshToken: false, detectSessionInUrl: false },
+      ...(accessToken !== undefined ? { global: { headers: { Authorization: `Bearer ${accessToken}` } } } : {}),
+    })
   const anon = client()
-  const aliceToken = await signHS256({ role: 'authenticated', aud: x.tenant.jwt.aud }, {
-    secret: x.file.jwt.secret, expiresInSeconds: 600, issuer: tenantIssuer(x.tenant, PUBLIC_URL), subject: ALICE
-  })
+  const aliceToken = await signHS256(
+    { role: 'authenticated', aud: x.tenant.jwt.aud },
+    {
+      secret: x.file.jwt.secret,
+      expiresInSeconds: 600,
+      issuer: tenantIssuer(x.tenant, PUBLIC_URL),
+      subject: ALICE,
+    },
+  )
   const alice = client(aliceToken)
 
   t.test('insert, insert().select(), select().single()', async (t) => {
@@ -60,12 +76,25 @@ t.test('supabase-js through the gateway', async (t) => {
     t.equal(plain.status, 201)
     t.equal(plain.data, null)
 
-    const many = await anon.from('items').insert([{ name: 'sb one', qty: 2 }, { name: 'sb two', qty: 3 }]).select('name, qty')
+    const many = await anon
+      .from('items')
+      .insert([
+        { name: 'sb one', qty: 2 },
+        { name: 'sb two', qty: 3 },
+      ])
+      .select('name, qty')
     t.equal(many.error, null)
     t.equal(many.status, 201)
-    t.same(many.data, [{ name: 'sb one', qty: 2 }, { name: 'sb two', qty: 3 }])
+    t.same(many.data, [
+      { name: 'sb one', qty: 2 },
+      { name: 'sb two', qty: 3 },
+    ])
 
-    const single = await anon.from('items').insert({ name: 'sb single', author_id: 2 }).select('id, name, author:authors(name)').single()
+    const single = await anon
+      .from('items')
+      .insert({ name: 'sb single', author_id: 2 })
+      .select('id, name, author:authors(name)')
+      .single()
     t.equal(single.error, null)
     t.equal(single.status, 201)
     t.match(single.data, { name: 'sb single', author: { name: 'Stanislaw Lem' } })
@@ -77,8 +106,18 @@ t.test('supabase-js through the gateway', async (t) => {
     const counted = await anon.from('items').insert([{ name: 'c1' }, { name: 'c2' }], { count: 'exact' })
     t.equal(counted.count, 2)
 
-    const defaults = await anon.from('items').insert([{ name: 'd1', qty: 5 }, { name: 'd2' }], { defaultToNull: false }).select('name, qty')
-    t.same(defaults.data, [{ name: 'd1', qty: 5 }, { name: 'd2', qty: 1 }], 'defaultToNull: false sends missing=default')
+    const defaults = await anon
+      .from('items')
+      .insert([{ name: 'd1', qty: 5 }, { name: 'd2' }], { defaultToNull: false })
+      .select('name, qty')
+    t.same(
+      defaults.data,
+      [
+        { name: 'd1', qty: 5 },
+        { name: 'd2', qty: 1 },
+      ],
+      'defaultToNull: false sends missing=default',
+    )
 
     const nulls = await anon.from('items').insert([{ name: 'n1', qty: 5 }, { name: 'n2' }])
     t.equal(nulls.status, 400, 'by default a key another row has is NULL here: NOT NULL fails')
@@ -95,9 +134,22 @@ t.test('supabase-js through the gateway', async (t) => {
     const ignored = await anon.from('kv').upsert({ k: 'sb', v: 'three' }, { ignoreDuplicates: true }).select()
     t.equal(ignored.status, 201)
     t.same(ignored.data, [])
-    const onConflict = await anon.from('uniq').upsert([{ code: 'U1', v: 'a' }, { code: 'U1b', v: 'b' }], { onConflict: 'code' }).select('code, v')
+    const onConflict = await anon
+      .from('uniq')
+      .upsert(
+        [
+          { code: 'U1', v: 'a' },
+          { code: 'U1b', v: 'b' },
+        ],
+        { onConflict: 'code' },
+      )
+      .select('code, v')
     t.equal(onConflict.error, null)
-    const repeat = await anon.from('uniq').upsert({ code: 'U1', v: 'a2' }, { onConflict: 'code' }).select('code, v').single()
+    const repeat = await anon
+      .from('uniq')
+      .upsert({ code: 'U1', v: 'a2' }, { onConflict: 'code' })
+      .select('code, v')
+      .single()
     t.same(repeat.data, { code: 'U1', v: 'a2' })
     t.same(await owner("SELECT v FROM kv WHERE k = 'sb'"), [{ v: 'two' }])
   })
@@ -107,7 +159,10 @@ t.test('supabase-js through the gateway', async (t) => {
     const upd = await anon.from('items').update({ qty: 7 }).in('id', [9001, 9002]).select('id, qty').order('id')
     t.equal(upd.error, null)
     t.equal(upd.status, 200)
-    t.same(upd.data, [{ id: 9001, qty: 7 }, { id: 9002, qty: 7 }])
+    t.same(upd.data, [
+      { id: 9001, qty: 7 },
+      { id: 9002, qty: 7 },
+    ])
     const quiet = await anon.from('items').update({ qty: 8 }).eq('id', 9001)
     t.equal(quiet.status, 204)
     const del = await anon.from('items').delete().eq('id', 9003).select('name').single()
@@ -126,7 +181,12 @@ t.test('supabase-js through the gateway', async (t) => {
     t.equal(sum.data, 42)
     const get = await anon.rpc('hello', { name: 'Ada' }, { get: true })
     t.equal(get.data, 'Hello, Ada')
-    const set = await anon.rpc('books_by', { author: 1 }).select('title').gt('year', 1968).order('year', { ascending: false }).limit(1)
+    const set = await anon
+      .rpc('books_by', { author: 1 })
+      .select('title')
+      .gt('year', 1968)
+      .order('year', { ascending: false })
+      .limit(1)
     t.same(set.data, [{ title: 'The Dispossessed' }])
     const counted = await anon.rpc('numbers', { n: 7 }, { count: 'exact' }).range(0, 2)
     t.same(counted.data, [1, 2, 3])
@@ -148,10 +208,14 @@ t.test('supabase-js through the gateway', async (t) => {
   t.test('the RLS rule: the row is written, the client gets rls_refusal and does not retry', async (t) => {
     const r = await anon.from('posts').insert({ id: 777, body: 'anon post' }).select()
     t.equal(r.data, null)
-    t.equal(r.error?.code, 'rls_refusal', 'the gateway rewrote the engine\'s row_written 42501')
+    t.equal(r.error?.code, 'rls_refusal', "the gateway rewrote the engine's row_written 42501")
     t.match(r.error?.message, /written/)
     t.match(r.error?.hint, /Do not retry/)
-    t.same(await owner('SELECT id, body FROM posts WHERE id = 777'), [{ id: 777, body: 'anon post' }], 'present afterwards')
+    t.same(
+      await owner('SELECT id, body FROM posts WHERE id = 777'),
+      [{ id: 777, body: 'anon post' }],
+      'present afterwards',
+    )
 
     const minimal = await anon.from('posts').insert({ id: 778, body: 'plain' })
     t.equal(minimal.error, null)

@@ -25,21 +25,28 @@ t.test('PATCH and DELETE', async (t) => {
 
     const rep = await fx.call('PATCH', '/items?or=(id.eq.3,name.eq.e)&select=id,note,author:authors(name)', {
       body: { note: 'logic' },
-      headers: { prefer: 'return=representation, count=exact' }
+      headers: { prefer: 'return=representation, count=exact' },
     })
     t.equal(rep.status, 200)
     t.equal(rep.headers['content-type'], 'application/json; charset=utf-8')
     t.equal(rep.headers['content-range'], '0-1/2')
     t.equal(rep.headers['preference-applied'], 'return=representation, count=exact')
-    t.same(rep.json().sort((a: any, b: any) => a.id - b.id), [
-      { id: 3, note: 'logic', author: { name: 'Stanislaw Lem' } },
-      { id: 5, note: 'logic', author: { name: 'Octavia Butler' } }
-    ], 'the representation embeds through the written rows\' foreign keys')
+    t.same(
+      rep.json().sort((a: any, b: any) => a.id - b.id),
+      [
+        { id: 3, note: 'logic', author: { name: 'Stanislaw Lem' } },
+        { id: 5, note: 'logic', author: { name: 'Octavia Butler' } },
+      ],
+      "the representation embeds through the written rows' foreign keys",
+    )
 
     const none = await fx.call('PATCH', '/items?id=eq.999', { body: { note: 'none' } })
     t.equal(none.status, 204)
     t.equal(none.headers['content-range'], '*/*', 'nothing matched')
-    const noneRep = await fx.call('PATCH', '/items?id=eq.999', { body: { note: 'none' }, headers: { prefer: 'return=representation' } })
+    const noneRep = await fx.call('PATCH', '/items?id=eq.999', {
+      body: { note: 'none' },
+      headers: { prefer: 'return=representation' },
+    })
     t.equal(noneRep.status, 200)
     t.same(noneRep.json(), [])
   })
@@ -57,25 +64,45 @@ t.test('PATCH and DELETE', async (t) => {
 
   t.test('PATCH with columns= and missing=default sets listed absent columns to their DEFAULT', async (t) => {
     await reset()
-    const r = await fx.call('PATCH', '/items?id=eq.1&columns=name,note&select=id,name,note', { body: { name: 'renamed' }, headers: { prefer: 'return=representation, missing=default' } })
+    const r = await fx.call('PATCH', '/items?id=eq.1&columns=name,note&select=id,name,note', {
+      body: { name: 'renamed' },
+      headers: { prefer: 'return=representation, missing=default' },
+    })
     t.equal(r.status, 200)
     t.equal(r.headers['preference-applied'], 'missing=default, return=representation')
     t.same(r.json(), [{ id: 1, name: 'renamed', note: 'none' }])
-    const n = await fx.call('PATCH', '/items?id=eq.2&columns=name,note&select=id,name,note', { body: { name: 'renamed 2' }, headers: { prefer: 'return=representation' } })
+    const n = await fx.call('PATCH', '/items?id=eq.2&columns=name,note&select=id,name,note', {
+      body: { name: 'renamed 2' },
+      headers: { prefer: 'return=representation' },
+    })
     t.same(n.json(), [{ id: 2, name: 'renamed 2', note: null }], 'without missing=default: NULL')
   })
 
   t.test('limit and offset do not narrow a write (PostgREST 14); order sorts the representation', async (t) => {
     await reset()
-    const r = await fx.call('PATCH', '/items?qty=gt.1&order=id.desc&limit=2&offset=1&select=id', { body: { note: 'top' }, headers: { prefer: 'return=representation' } })
+    const r = await fx.call('PATCH', '/items?qty=gt.1&order=id.desc&limit=2&offset=1&select=id', {
+      body: { note: 'top' },
+      headers: { prefer: 'return=representation' },
+    })
     t.equal(r.status, 200)
     t.same(r.json(), [{ id: 5 }, { id: 4 }, { id: 3 }, { id: 2 }], 'every matching row, in the order asked')
-    t.same(await rows("SELECT id FROM items WHERE note = 'top' ORDER BY id"), [{ id: 2 }, { id: 3 }, { id: 4 }, { id: 5 }])
+    t.same(await rows("SELECT id FROM items WHERE note = 'top' ORDER BY id"), [
+      { id: 2 },
+      { id: 3 },
+      { id: 4 },
+      { id: 5 },
+    ])
 
     const plain = await fx.call('PATCH', '/items?limit=1', { body: { note: 'all' } })
-    t.same([plain.status, plain.headers['content-range']], [204, '0-4/*'], 'limit without order: no PGRST109, every row')
+    t.same(
+      [plain.status, plain.headers['content-range']],
+      [204, '0-4/*'],
+      'limit without order: no PGRST109, every row',
+    )
 
-    const del = await fx.call('DELETE', '/items?author_id=not.is.null&order=id.desc&limit=1&select=id', { headers: { prefer: 'return=representation' } })
+    const del = await fx.call('DELETE', '/items?author_id=not.is.null&order=id.desc&limit=1&select=id', {
+      headers: { prefer: 'return=representation' },
+    })
     t.equal(del.status, 200)
     t.same(del.json(), [{ id: 5 }, { id: 3 }, { id: 2 }, { id: 1 }])
     t.same(await rows('SELECT id FROM items ORDER BY id'), [{ id: 4 }])
@@ -87,11 +114,22 @@ t.test('PATCH and DELETE', async (t) => {
 
   t.test('max-affected with handling=strict: PGRST124 and nothing changes; ignored when lenient', async (t) => {
     await reset()
-    const r = await fx.call('PATCH', '/items?qty=gt.2', { body: { note: 'capped' }, headers: { prefer: 'handling=strict, max-affected=2' } })
+    const r = await fx.call('PATCH', '/items?qty=gt.2', {
+      body: { note: 'capped' },
+      headers: { prefer: 'handling=strict, max-affected=2' },
+    })
     t.equal(r.status, 400)
-    t.same(r.json(), { code: 'PGRST124', message: 'Query result exceeds max-affected preference constraint', details: 'The query affects 3 rows', hint: null })
+    t.same(r.json(), {
+      code: 'PGRST124',
+      message: 'Query result exceeds max-affected preference constraint',
+      details: 'The query affects 3 rows',
+      hint: null,
+    })
     t.same(await rows("SELECT id FROM items WHERE note = 'capped'"), [])
-    const ok = await fx.call('PATCH', '/items?qty=gt.3', { body: { note: 'capped' }, headers: { prefer: 'handling=strict, max-affected=2' } })
+    const ok = await fx.call('PATCH', '/items?qty=gt.3', {
+      body: { note: 'capped' },
+      headers: { prefer: 'handling=strict, max-affected=2' },
+    })
     t.equal(ok.status, 204)
     t.equal(ok.headers['preference-applied'], 'handling=strict, max-affected=2')
     const lenient = await fx.call('DELETE', '/items?qty=gt.0', { headers: { prefer: 'max-affected=1, tx=rollback' } })
@@ -105,15 +143,23 @@ t.test('PATCH and DELETE', async (t) => {
 
   t.test('singular: exactly one row or 406 and rollback', async (t) => {
     await reset()
-    const one = await fx.call('PATCH', '/items?id=eq.1&select=id,qty', { body: { qty: 10 }, headers: { prefer: 'return=representation', accept: 'application/vnd.pgrst.object+json' } })
+    const one = await fx.call('PATCH', '/items?id=eq.1&select=id,qty', {
+      body: { qty: 10 },
+      headers: { prefer: 'return=representation', accept: 'application/vnd.pgrst.object+json' },
+    })
     t.equal(one.status, 200)
     t.equal(one.headers['content-type'], 'application/vnd.pgrst.object+json; charset=utf-8')
     t.same(one.json(), { id: 1, qty: 10 })
-    const two = await fx.call('PATCH', '/items?id=in.(2,3)', { body: { qty: 11 }, headers: { accept: 'application/vnd.pgrst.object+json' } })
+    const two = await fx.call('PATCH', '/items?id=in.(2,3)', {
+      body: { qty: 11 },
+      headers: { accept: 'application/vnd.pgrst.object+json' },
+    })
     t.equal(two.status, 406)
     t.equal(two.json().code, 'PGRST116')
     t.same(await rows('SELECT id FROM items WHERE qty = 11'), [], 'rolled back')
-    const gone = await fx.call('DELETE', '/items?id=eq.999', { headers: { accept: 'application/vnd.pgrst.object+json' } })
+    const gone = await fx.call('DELETE', '/items?id=eq.999', {
+      headers: { accept: 'application/vnd.pgrst.object+json' },
+    })
     t.equal(gone.status, 406)
     t.equal(gone.json().details, 'The result contains 0 rows')
   })
@@ -124,10 +170,18 @@ t.test('PATCH and DELETE', async (t) => {
     t.equal(r.status, 204)
     t.equal(r.body, '')
     t.equal(r.headers['content-range'], '*/*')
-    const rep = await fx.call('DELETE', '/items?note=eq.y&select=id,name', { headers: { prefer: 'return=representation, count=exact' } })
+    const rep = await fx.call('DELETE', '/items?note=eq.y&select=id,name', {
+      headers: { prefer: 'return=representation, count=exact' },
+    })
     t.equal(rep.status, 200)
     t.equal(rep.headers['content-range'], '*/2')
-    t.same(rep.json().sort((a: any, b: any) => a.id - b.id), [{ id: 3, name: 'c' }, { id: 4, name: 'd' }])
+    t.same(
+      rep.json().sort((a: any, b: any) => a.id - b.id),
+      [
+        { id: 3, name: 'c' },
+        { id: 4, name: 'd' },
+      ],
+    )
     const cnt = await fx.call('DELETE', '/items?id=eq.2', { headers: { prefer: 'count=exact' } })
     t.equal(cnt.headers['content-range'], '*/1')
     const hdr = await fx.call('DELETE', '/items?id=eq.5', { headers: { prefer: 'return=headers-only' } })
@@ -141,7 +195,12 @@ t.test('PATCH and DELETE', async (t) => {
     await reset()
     const col = await fx.call('PATCH', '/items?id=eq.1', { body: { nope: 1 } })
     t.equal(col.status, 400)
-    t.same(col.json(), { code: 'PGRST204', message: "Could not find the 'nope' column of 'items' in the schema cache", details: null, hint: null })
+    t.same(col.json(), {
+      code: 'PGRST204',
+      message: "Could not find the 'nope' column of 'items' in the schema cache",
+      details: null,
+      hint: null,
+    })
     const type = await fx.call('PATCH', '/items?id=eq.1', { body: { qty: 'many' } })
     t.equal(type.status, 400)
     t.equal(type.json().code, '22P02')
@@ -152,7 +211,11 @@ t.test('PATCH and DELETE', async (t) => {
     t.equal(fk.status, 409, 'a foreign key still refers to it')
     t.equal(fk.json().code, '23503')
     const arr = await fx.call('PATCH', '/items?id=eq.1', { body: [{ qty: 1 }, { qty: 1 }] })
-    t.same([arr.status, arr.headers['content-range']], [204, '0-0/*'], 'an array body: UPDATE ... FROM its rows, as PostgREST')
+    t.same(
+      [arr.status, arr.headers['content-range']],
+      [204, '0-0/*'],
+      'an array body: UPDATE ... FROM its rows, as PostgREST',
+    )
     t.same(await rows('SELECT count(*)::int AS n FROM items'), [{ n: 5 }])
     const mixed = await fx.call('PATCH', '/items?id=eq.1', { body: [{ qty: 1 }, { note: 'x' }] })
     t.same([mixed.status, mixed.json().message], [400, 'All object keys must match'])
