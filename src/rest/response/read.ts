@@ -76,8 +76,8 @@ function resolveTotal(plan: ReadPlan, r: ReadResult): number | null {
  */
 function rawPathName(name: string): string {
   const raw = Buffer.from(name, 'utf8').toString('latin1')
-  // eslint-disable-next-line no-control-regex -- the control characters are what it escapes
   return raw.replace(
+    // eslint-disable-next-line no-control-regex -- the control characters are what it escapes
     /[\u0000-\u0008\u000a-\u001f\u007f]/g,
     (c) => '%' + c.charCodeAt(0).toString(16).toUpperCase().padStart(2, '0'),
   )
