@@ -89,10 +89,7 @@ export function readBody(
       clearTimeout(idle)
       clearTimeout(total)
       rate?.stop()
-      req.off('data', onData)
-      req.off('end', onEnd)
-      req.off('error', onError)
-      req.off('close', onClose)
+      listen(req, 'off', handlers)
     }
     const finish = (err: Error | null): void => {
       if (settled) return
@@ -130,11 +127,24 @@ export function readBody(
     const onClose = (): void => {
       if (!req.complete) finish(new ClientAbortedError())
     }
-    req.on('data', onData)
-    req.on('end', onEnd)
-    req.on('error', onError)
-    req.on('close', onClose)
+    const handlers = { data: onData, end: onEnd, error: onError, close: onClose }
+    listen(req, 'on', handlers)
   })
+}
+
+interface BodyHandlers {
+  data: (chunk: Buffer) => void
+  end: () => void
+  error: () => void
+  close: () => void
+}
+
+/** Adds or removes the body reader's listeners. */
+function listen(req: IncomingMessage, how: 'on' | 'off', h: BodyHandlers): void {
+  req[how]('data', h.data)
+  req[how]('end', h.end)
+  req[how]('error', h.error)
+  req[how]('close', h.close)
 }
 
 function idleTimeout(limits: BodyLimits): GatehouseError {

@@ -63,23 +63,10 @@ export function buildGateway(deps: GatewayDeps): FastifyInstance {
     fastify: fastifyOptions(
       g,
       () => fastPath,
-      (error: Error, request: FastifyRequest, reply: FastifyReply) => {
-        const r = responder!.bare(new InvalidPathError('the URL cannot be decoded', { cause: error }), request)
-        request.log.info({ code: r.code }, 'request refused')
-        void reply.code(r.status).headers(r.headers).send(r.body)
-      },
+      undecodableUrl(() => responder!),
     ),
   })
-  // Expect: 100-continue is answered by the route, once it reads the body: a request refused
-  // before (a declared body over the limit, a bad key) gets its answer instead of an
-  // invitation to send a body it would drop (Node would send 100 Continue at once).
-  app.server.on('checkContinue', (req, res) => {
-    app.server.emit('request', req, res)
-  })
-  app.server.on('upgrade', (req, socket) => {
-    refuseUpgrade(req, socket)
-  })
-
+  installServerHooks(app)
   const state = gatewayState(app)
   const metrics = createGatewayMetrics(deps.metricsRegistry, { tenantLabel: deps.config.metrics.tenant_label })
   if (deps.tenants.health !== undefined) registerStoreHealth(metrics.registry, deps.tenants.health.bind(deps.tenants))
@@ -98,17 +85,7 @@ export function buildGateway(deps: GatewayDeps): FastifyInstance {
     part: 'gateway',
     registry: metrics.registry,
     stopping: () => state.shuttingDown,
-    checks:
-      deps.ready === undefined
-        ? []
-        : [
-            {
-              name: 'gateway',
-              check: async () => {
-                if (!(await deps.ready!())) throw new Error('its readiness check failed')
-              },
-            },
-          ],
+    checks: readinessChecks(deps.ready),
   })
 
   const pipelineDeps = proxyDeps(
@@ -125,13 +102,49 @@ export function buildGateway(deps: GatewayDeps): FastifyInstance {
   if (deps.fastPath !== false)
     fastPath = createFastPath({ pipeline, log: app.log, tracer: deps.tracer, isClosing: () => closing })
 
-  app.addHook('onClose', async () => {
-    pipelineDeps.upstream.close()
-    pipelineDeps.rateLimiter.close()
-    pipelineDeps.authenticator.clear()
-    pipelineDeps.tokens.clear()
-  })
+  app.addHook('onClose', async () => closePipeline(pipelineDeps))
   return app
+}
+
+/** Upstream sockets, the rate limiter's Redis connection and the caches go with the gateway. */
+function closePipeline(deps: ProxyRouteDeps): void {
+  deps.upstream.close()
+  deps.rateLimiter.close()
+  deps.authenticator.clear()
+  deps.tokens.clear()
+}
+
+/** fastify's frameworkErrors: a URL it cannot decode is our 400 invalid_path. */
+function undecodableUrl(responder: () => GatewayResponder) {
+  return (error: Error, request: FastifyRequest, reply: FastifyReply): void => {
+    const r = responder().bare(new InvalidPathError('the URL cannot be decoded', { cause: error }), request)
+    request.log.info({ code: r.code }, 'request refused')
+    void reply.code(r.status).headers(r.headers).send(r.body)
+  }
+}
+
+/**
+ * Expect: 100-continue is answered by the route, once it reads the body: a request refused
+ * before (a declared body over the limit, a bad key) gets its answer instead of an
+ * invitation to send a body it would drop (Node would send 100 Continue at once).
+ * Upgrades (WebSocket) are refused.
+ */
+function installServerHooks(app: FastifyInstance): void {
+  app.server.on('checkContinue', (req, res) => {
+    app.server.emit('request', req, res)
+  })
+  app.server.on('upgrade', (req, socket) => {
+    refuseUpgrade(req, socket)
+  })
+}
+
+/** The gateway's readiness check on the admin listener, when the caller gave one. */
+function readinessChecks(ready: GatewayDeps['ready']): { name: string; check: () => Promise<void> }[] {
+  if (ready === undefined) return []
+  const check = async (): Promise<void> => {
+    if (!(await ready())) throw new Error('its readiness check failed')
+  }
+  return [{ name: 'gateway', check }]
 }
 
 /**
@@ -219,34 +232,9 @@ function proxyDeps(
     tenants: deps.tenants,
     authenticator: new Authenticator({ publicUrl: config.public_url, now }),
     tokens: createUpstreamTokens({ ttlSeconds: g.upstream_token_ttl_seconds, now }),
-    upstream: new UpstreamClient({
-      timeoutMs: g.upstream_timeout_ms,
-      connectTimeoutMs: g.upstream_connect_timeout_ms,
-      maxSockets: g.upstream_max_sockets,
-      queueTimeoutMs: g.upstream_queue_timeout_ms,
-      keepAliveMs: g.upstream_keepalive_ms,
-      maxErrorBodyBytes: g.max_error_body_bytes,
-      responseBufferBytes: g.response_buffer_bytes,
-      sendTimeoutMs: g.send_timeout_ms,
-      // The upstream's answer is complete (or failed): the tenant's slot is free again,
-      // whether or not the client has read the answer yet.
-      onUpstreamDone: (res) => slots.release(res),
-      rewriteError: deps.rewriteError,
-      isShuttingDown: shuttingDown,
-      onUpstreamError: (ctx, code) => metrics.upstreamError(ctx.tenant.database, ctx.service, code),
-      onComplete: (info, status) => answers.complete(info, status),
-    }),
+    upstream: upstreamClient(deps, slots, answers, metrics, shuttingDown),
     isClosing: closing,
-    limits: {
-      restMaxBodyBytes: g.rest_max_body_bytes,
-      authMaxBodyBytes: g.auth_max_body_bytes,
-      bodyIdleMs: g.body_idle_timeout_ms,
-      bodyTimeoutMs: g.body_timeout_ms,
-      bufferBodyBytes: g.buffer_body_bytes,
-      minBodyBytesPerSecond: g.min_body_bytes_per_second,
-      bodyRateWindowMs: g.body_rate_window_ms,
-      tenantMaxInflight: g.tenant_max_inflight,
-    },
+    limits: bodyLimits(g),
     slots,
     rateLimiter: createRestRateLimiter({ redisUrl: config.redis.url, keyPrefix: config.redis.key_prefix }),
     onClientGone: (info) => {
@@ -256,6 +244,48 @@ function proxyDeps(
     forwardedProto: publicUrl.protocol.replace(/:$/, ''),
     forwardedHost: publicUrl.host,
     tracer: deps.tracer,
+  }
+}
+
+/** The undici client that carries the gateway's traffic to the engines. */
+function upstreamClient(
+  deps: GatewayDeps,
+  slots: InflightSlots,
+  answers: GatewayResponder,
+  metrics: GatewayMetrics,
+  shuttingDown: () => boolean,
+): UpstreamClient {
+  const g = deps.config.gateway
+  return new UpstreamClient({
+    timeoutMs: g.upstream_timeout_ms,
+    connectTimeoutMs: g.upstream_connect_timeout_ms,
+    maxSockets: g.upstream_max_sockets,
+    queueTimeoutMs: g.upstream_queue_timeout_ms,
+    keepAliveMs: g.upstream_keepalive_ms,
+    maxErrorBodyBytes: g.max_error_body_bytes,
+    responseBufferBytes: g.response_buffer_bytes,
+    sendTimeoutMs: g.send_timeout_ms,
+    // The upstream's answer is complete (or failed): the tenant's slot is free again,
+    // whether or not the client has read the answer yet.
+    onUpstreamDone: (res) => slots.release(res),
+    rewriteError: deps.rewriteError,
+    isShuttingDown: shuttingDown,
+    onUpstreamError: (ctx, code) => metrics.upstreamError(ctx.tenant.database, ctx.service, code),
+    onComplete: (info, status) => answers.complete(info, status),
+  })
+}
+
+/** Request body limits and rates, from the gateway's configuration. */
+function bodyLimits(g: GatewayConfig): ProxyRouteDeps['limits'] {
+  return {
+    restMaxBodyBytes: g.rest_max_body_bytes,
+    authMaxBodyBytes: g.auth_max_body_bytes,
+    bodyIdleMs: g.body_idle_timeout_ms,
+    bodyTimeoutMs: g.body_timeout_ms,
+    bufferBodyBytes: g.buffer_body_bytes,
+    minBodyBytesPerSecond: g.min_body_bytes_per_second,
+    bodyRateWindowMs: g.body_rate_window_ms,
+    tenantMaxInflight: g.tenant_max_inflight,
   }
 }
 

@@ -149,71 +149,86 @@ class RequestMetrics {
   }
 
   metrics(tenantLabel: boolean): ScrapedMetric[] {
-    const latencyName = 'gatehouse_gateway_request_duration_seconds'
-    const tenantOf = (tenant: string): Record<string, string> => (tenantLabel ? { tenant } : {})
+    const clearSeries = (): void => this.series.clear()
     return [
       scraped(
         'gatehouse_requests_total',
         'Requests answered, by part (gateway, rest, auth, panel), tenant database and status code',
         'counter',
-        () => {
-          const counts = new Map<string, { tenant: string; status: number; n: number }>()
-          for (const s of this.series.values()) {
-            for (const [status, n] of s.statuses) {
-              const key = tenantLabel ? `${s.tenant}\u0000${status}` : String(status)
-              const c = counts.get(key)
-              if (c === undefined) counts.set(key, { tenant: s.tenant, status, n })
-              else c.n += n
-            }
-          }
-          return [...counts.values()].map((c) => ({
-            labels: { part: 'gateway', ...tenantOf(c.tenant), status: c.status },
-            value: c.n,
-          }))
-        },
-        () => this.series.clear(),
+        () => this.#requestCounts(tenantLabel),
+        clearSeries,
       ),
       scraped(
-        latencyName,
+        LATENCY_NAME,
         `Time from request to the end of the response, by ${tenantLabel ? 'tenant database and ' : ''}service`,
         'histogram',
-        () => {
-          const values: Value[] = []
-          const bucketName = `${latencyName}_bucket`
-          for (const s of this.#merged(tenantLabel)) {
-            const labels = { ...tenantOf(s.tenant), service: s.service }
-            let acc = 0
-            BUCKETS.forEach((le, i) => {
-              acc += s.buckets[i]!
-              values.push({ labels: { le, ...labels }, value: acc, metricName: bucketName })
-            })
-            values.push({ labels: { le: '+Inf', ...labels }, value: s.count, metricName: bucketName })
-            values.push({ labels, value: s.sum, metricName: `${latencyName}_sum` })
-            values.push({ labels, value: s.count, metricName: `${latencyName}_count` })
-          }
-          return values
-        },
-        () => this.series.clear(),
+        () => this.#latencies(tenantLabel),
+        clearSeries,
       ),
       scraped(
         'gatehouse_gateway_upstream_errors_total',
         `Upstream requests that failed (refused, reset, timed out), by ${tenantLabel ? 'tenant, ' : ''}service and error code`,
         'counter',
-        () => {
-          const by = new Map<string, Value>()
-          for (const e of this.errors.values()) {
-            const key = tenantLabel ? `${e.tenant}\u0000${e.service}\u0000${e.code}` : `${e.service}\u0000${e.code}`
-            const v = by.get(key)
-            if (v === undefined)
-              by.set(key, { labels: { ...tenantOf(e.tenant), service: e.service, code: e.code }, value: e.n })
-            else v.value += e.n
-          }
-          return [...by.values()]
-        },
+        () => this.#upstreamErrors(tenantLabel),
         () => this.errors.clear(),
       ),
     ]
   }
+
+  #requestCounts(tenantLabel: boolean): Value[] {
+    const counts = new Map<string, { tenant: string; status: number; n: number }>()
+    for (const s of this.series.values()) {
+      for (const [status, n] of s.statuses) {
+        const key = tenantLabel ? `${s.tenant}\u0000${status}` : String(status)
+        const c = counts.get(key)
+        if (c === undefined) counts.set(key, { tenant: s.tenant, status, n })
+        else c.n += n
+      }
+    }
+    return [...counts.values()].map((c) => ({
+      labels: { part: 'gateway', ...tenantLabels(tenantLabel, c.tenant), status: c.status },
+      value: c.n,
+    }))
+  }
+
+  #latencies(tenantLabel: boolean): Value[] {
+    const values: Value[] = []
+    const bucketName = `${LATENCY_NAME}_bucket`
+    for (const s of this.#merged(tenantLabel)) {
+      const labels = { ...tenantLabels(tenantLabel, s.tenant), service: s.service }
+      let acc = 0
+      BUCKETS.forEach((le, i) => {
+        acc += s.buckets[i]!
+        values.push({ labels: { le, ...labels }, value: acc, metricName: bucketName })
+      })
+      values.push({ labels: { le: '+Inf', ...labels }, value: s.count, metricName: bucketName })
+      values.push({ labels, value: s.sum, metricName: `${LATENCY_NAME}_sum` })
+      values.push({ labels, value: s.count, metricName: `${LATENCY_NAME}_count` })
+    }
+    return values
+  }
+
+  #upstreamErrors(tenantLabel: boolean): Value[] {
+    const by = new Map<string, Value>()
+    for (const e of this.errors.values()) {
+      const key = tenantLabel ? `${e.tenant}\u0000${e.service}\u0000${e.code}` : `${e.service}\u0000${e.code}`
+      const v = by.get(key)
+      if (v === undefined)
+        by.set(key, {
+          labels: { ...tenantLabels(tenantLabel, e.tenant), service: e.service, code: e.code },
+          value: e.n,
+        })
+      else v.value += e.n
+    }
+    return [...by.values()]
+  }
+}
+
+const LATENCY_NAME = 'gatehouse_gateway_request_duration_seconds'
+
+/** The tenant label, when metrics.tenant_label is on. */
+function tenantLabels(tenantLabel: boolean, tenant: string): Record<string, string> {
+  return tenantLabel ? { tenant } : {}
 }
 
 const owners = new WeakMap<Registry, RequestMetrics>()

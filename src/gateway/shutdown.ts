@@ -40,6 +40,49 @@ export interface GracefulShutdown {
   dispose(): void
 }
 
+type ShutdownLog = (level: 'info' | 'warn' | 'error', obj: object, msg: string) => void
+
+/**
+ * readyz turns 503, in-flight requests drain for the grace period, then the remaining
+ * connections are closed and the process exits; a deadline exits anyway when the close hooks hang.
+ */
+async function drainAndClose(
+  app: FastifyInstance,
+  opts: GracefulShutdownOptions,
+  reason: string,
+  log: ShutdownLog,
+  exit: (code: number) => void,
+): Promise<void> {
+  gatewayState(app).shuttingDown = true
+  log('info', { reason, graceMs: opts.graceMs }, 'shutting down: readyz is 503, draining in-flight requests')
+  const deadline = setTimeout(
+    () => {
+      log('error', { hooksMs: HOOKS_MS }, 'shutdown took longer than the grace period and its hooks may: exiting')
+      exit(1)
+    },
+    (opts.drainDelayMs ?? 0) + opts.graceMs + HOOKS_MS,
+  )
+  deadline.unref()
+  if (opts.drainDelayMs) await new Promise((resolve) => setTimeout(resolve, opts.drainDelayMs).unref())
+  const force = setTimeout(() => {
+    log('warn', {}, 'shutdown grace period over: closing the remaining connections')
+    app.server.closeAllConnections()
+  }, opts.graceMs)
+  force.unref()
+  let code = 0
+  try {
+    await app.close()
+  } catch (err) {
+    log('error', { err }, 'error while closing the gateway')
+    code = 1
+  } finally {
+    clearTimeout(force)
+    clearTimeout(deadline)
+  }
+  log('info', {}, 'gateway closed')
+  exit(code)
+}
+
 /** After the grace period, how long the close hooks may still take before the process exits anyway. */
 const HOOKS_MS = 2_000
 
@@ -55,44 +98,14 @@ export function installGracefulShutdown(app: FastifyInstance, opts: GracefulShut
   }
   let running: Promise<void> | null = null
   // A log line is never worth a stuck shutdown: a logger that throws is passed over.
-  const log = (level: 'info' | 'warn' | 'error', obj: object, msg: string): void => {
+  const log: ShutdownLog = (level, obj, msg) => {
     try {
       app.log[level](obj, msg)
     } catch {}
   }
 
   function shutdown(reason = 'shutdown'): Promise<void> {
-    if (running !== null) return running
-    running = (async () => {
-      gatewayState(app).shuttingDown = true
-      log('info', { reason, graceMs: opts.graceMs }, 'shutting down: readyz is 503, draining in-flight requests')
-      const deadline = setTimeout(
-        () => {
-          log('error', { hooksMs: HOOKS_MS }, 'shutdown took longer than the grace period and its hooks may: exiting')
-          exit(1)
-        },
-        (opts.drainDelayMs ?? 0) + opts.graceMs + HOOKS_MS,
-      )
-      deadline.unref()
-      if (opts.drainDelayMs) await new Promise((resolve) => setTimeout(resolve, opts.drainDelayMs).unref())
-      const force = setTimeout(() => {
-        log('warn', {}, 'shutdown grace period over: closing the remaining connections')
-        app.server.closeAllConnections()
-      }, opts.graceMs)
-      force.unref()
-      let code = 0
-      try {
-        await app.close()
-      } catch (err) {
-        log('error', { err }, 'error while closing the gateway')
-        code = 1
-      } finally {
-        clearTimeout(force)
-        clearTimeout(deadline)
-      }
-      log('info', {}, 'gateway closed')
-      exit(code)
-    })()
+    running ??= drainAndClose(app, opts, reason, log, exit)
     return running
   }
 

@@ -39,11 +39,6 @@ export function createUpstreamTokens(opts: UpstreamTokenOptions): UpstreamTokens
   const margin = Math.max(2, Math.floor(ttl / 5))
   const cache = new LRUCache<string, Entry>({ max: opts.cacheMax ?? 50_000 })
 
-  function fresh(key: string, nowSec: number): string | undefined {
-    const e = cache.get(key)
-    return e !== undefined && e.renewAt > nowSec ? e.token : undefined
-  }
-
   function rest(tenant: Tenant, caller: Caller): string | Promise<string> {
     const nowSec = Math.floor(now() / 1000)
     // The caller object a connection re-uses carries its token: no cache look-up at all.
@@ -62,11 +57,7 @@ export function createUpstreamTokens(opts: UpstreamTokenOptions): UpstreamTokens
   }
 
   async function signRest(tenant: Tenant, caller: Caller, key: string, nowSec: number): Promise<string> {
-    const claims: JWTPayload = {}
-    if (caller.claims !== null) {
-      for (const name in caller.claims) if (!OWN_CLAIMS.has(name)) claims[name] = caller.claims[name]
-    }
-    claims.role = tenant.roles[caller.kind]
+    const claims = restClaims(tenant, caller)
     let exp = nowSec + ttl
     if (caller.exp !== null && caller.exp < exp) exp = caller.exp
     const token = await signHS256(claims, {
@@ -84,34 +75,45 @@ export function createUpstreamTokens(opts: UpstreamTokenOptions): UpstreamTokens
   function authService(tenant: Tenant, issuer: string, fp: string): string | Promise<string> {
     const nowSec = Math.floor(now() / 1000)
     const key = `auth-svc:${fp}`
-    const hit = fresh(key, nowSec)
-    return hit !== undefined ? hit : signAuthService(tenant, issuer, key, nowSec)
+    const hit = cache.get(key)
+    return hit !== undefined && hit.renewAt > nowSec ? hit.token : signAuthService(tenant, issuer, key, nowSec)
   }
 
   async function signAuthService(tenant: Tenant, issuer: string, key: string, nowSec: number): Promise<string> {
-    // Once the legacy secret is retired the auth engine refuses HS256: sign with the key
-    // that signs the tenant's own tokens (docs/tenant-state.md).
-    const signer = tenant.jwt.legacy_secret_retired !== undefined ? currentSigningKey(tenant.jwt) : null
-    const token =
-      signer !== null
-        ? await signAsymmetric(
-            { role: ROLE_CLAIMS.svc },
-            {
-              alg: signer.alg,
-              kid: signer.kid,
-              privateKey: privateKeyObject(signer.private_key),
-              issuer,
-              expiresInSeconds: ttl,
-              now: nowSec,
-            },
-          )
-        : await signHS256(
-            { role: ROLE_CLAIMS.svc },
-            { secret: tenant.jwt.secret, issuer, expiresInSeconds: ttl, now: nowSec },
-          )
+    const token = await signServiceToken(tenant, issuer, ttl, nowSec)
     cache.set(key, { token, renewAt: nowSec + ttl - margin }, { ttl: ttl * 1000 })
     return token
   }
 
   return { rest, authService, clear: () => cache.clear() }
+}
+
+/** The REST token's claims: the caller's, but for those the gateway sets, and the tenant's role for the caller's kind. */
+function restClaims(tenant: Tenant, caller: Caller): JWTPayload {
+  const claims: JWTPayload = {}
+  if (caller.claims !== null) {
+    for (const name in caller.claims) if (!OWN_CLAIMS.has(name)) claims[name] = caller.claims[name]
+  }
+  claims.role = tenant.roles[caller.kind]
+  return claims
+}
+
+/**
+ * The auth upstream's service_role token. Once the legacy secret is retired the auth engine
+ * refuses HS256: sign with the key that signs the tenant's own tokens (docs/tenant-state.md).
+ */
+function signServiceToken(tenant: Tenant, issuer: string, ttl: number, nowSec: number): Promise<string> {
+  const claims = { role: ROLE_CLAIMS.svc }
+  const signer = tenant.jwt.legacy_secret_retired !== undefined ? currentSigningKey(tenant.jwt) : null
+  if (signer === null)
+    return signHS256(claims, { secret: tenant.jwt.secret, issuer, expiresInSeconds: ttl, now: nowSec })
+  const privateKey = privateKeyObject(signer.private_key)
+  return signAsymmetric(claims, {
+    alg: signer.alg,
+    kid: signer.kid,
+    privateKey,
+    issuer,
+    expiresInSeconds: ttl,
+    now: nowSec,
+  })
 }
