@@ -231,6 +231,19 @@ async function applyRecoveryToken(ctx: TenantContext, q: Queryable, user: UserRo
   return { kind: 'signed_in', user: await refreshProviders(ctx, q, updated) }
 }
 
+/** The user's email identity names the new address (created when the user had none). */
+async function setEmailIdentity(q: Queryable, userId: string, email: string, now: Date): Promise<void> {
+  const identities = await identitiesForUser(q, userId)
+  const ei = identities.find((i) => i.provider === 'email')
+  if (ei) {
+    const identityData = { ...ei.identity_data, email, email_verified: true }
+    await updateIdentity(q, ei.id, { identityData }, now)
+    return
+  }
+  const identityData = emailIdentityData(userId, email, undefined, true)
+  await insertIdentity(q, { userId, provider: 'email', providerId: userId, identityData, now })
+}
+
 /** §5.5 email change: in secure mode the first of the two links only records the confirmation. */
 async function applyEmailChange(
   ctx: TenantContext,
@@ -265,24 +278,7 @@ async function applyEmailChange(
     },
     now,
   )
-  const identities = await identitiesForUser(q, user.id)
-  const emailIdentity = identities.find((i) => i.provider === 'email')
-  if (emailIdentity) {
-    await updateIdentity(
-      q,
-      emailIdentity.id,
-      { identityData: { ...emailIdentity.identity_data, email: newEmail, email_verified: true } },
-      now,
-    )
-  } else {
-    await insertIdentity(q, {
-      userId: user.id,
-      provider: 'email',
-      providerId: user.id,
-      identityData: emailIdentityData(user.id, newEmail, undefined, true),
-      now,
-    })
-  }
+  await setEmailIdentity(q, user.id, newEmail, now)
   await deleteOneTimeTokensOfUser(q, user.id)
   updated = (await refreshProviders(ctx, q, updated)).user
   await audit(q, {

@@ -30,7 +30,7 @@ import {
 } from '../models/refresh-tokens.js'
 import { isUserBanned } from '../models/users.js'
 import { tokenResponse } from '../tokens.js'
-import type { AccessTokenResponse, TenantContext } from '../types.js'
+import type { AccessTokenResponse, TenantContext, UserRow } from '../types.js'
 
 /** How long concurrent refreshes of one token wait for each other before 409 (GoTrue: 5 s). */
 const LOCK_WAIT_MS = 5_000
@@ -64,15 +64,7 @@ export async function refreshTokenGrant(
     const rc = await loadRefreshContext(ctx.db, presented)
     if (!rc || !rc.user) throw new RefreshTokenNotFoundError()
     const now = ctx.now()
-    if (isUserBanned(rc.user, now)) throw new RefreshUserBannedError()
-    const sessionId = rc.token.session_id
-    if (!sessionId || !rc.sessionExists) {
-      await deleteRefreshToken(ctx.db, rc.token.id)
-      throw new RefreshSessionNotFoundError()
-    }
-    if (rc.sessionNotAfter && rc.sessionNotAfter.getTime() < now.getTime()) {
-      throw new SessionExpiredError()
-    }
+    const sessionId = await usableSession(ctx, rc, rc.user, now)
     const user = { user: rc.user, identities: rc.identities, factors: rc.factors }
 
     if (!rc.token.revoked) {
@@ -102,6 +94,23 @@ export async function refreshTokenGrant(
         continue
     }
   }
+}
+
+/** The token's session, when its user may refresh and it still lasts; a token without one is deleted. */
+async function usableSession(
+  ctx: TenantContext,
+  rc: NonNullable<Awaited<ReturnType<typeof loadRefreshContext>>>,
+  user: UserRow,
+  now: Date,
+): Promise<string> {
+  if (isUserBanned(user, now)) throw new RefreshUserBannedError()
+  const sessionId = rc.token.session_id
+  if (!sessionId || !rc.sessionExists) {
+    await deleteRefreshToken(ctx.db, rc.token.id)
+    throw new RefreshSessionNotFoundError()
+  }
+  if (rc.sessionNotAfter && rc.sessionNotAfter.getTime() < now.getTime()) throw new SessionExpiredError()
+  return sessionId
 }
 
 /**

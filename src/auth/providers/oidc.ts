@@ -135,6 +135,37 @@ function claimsOf(c: Record<string, unknown>): Record<string, unknown> {
   return out
 }
 
+/** The ID token of a code exchange, verified against the provider's keys and the sign-in's nonce. */
+async function verifiedIdToken(
+  idToken: string | undefined,
+  meta: OidcMetadata,
+  clientId: string,
+  state: string,
+): Promise<Record<string, unknown>> {
+  if (!idToken) throw new ProviderError('oidc: the token response has no id_token')
+  let payload: Record<string, unknown>
+  try {
+    ;({ payload } = await jwtVerify(idToken, keySet(meta.jwks_uri), {
+      issuer: meta.issuer,
+      audience: clientId,
+      algorithms: ASYMMETRIC,
+      clockTolerance: 60,
+      requiredClaims: ['sub', 'exp', 'iat'],
+    }))
+  } catch (err) {
+    throw new ProviderError('oidc: id_token refused', { cause: err })
+  }
+  if (payload.nonce !== nonceOf(state)) throw new ProviderError('oidc: id_token nonce mismatch')
+  return payload
+}
+
+/** The provider's address for the user, as the primary email. */
+function primaryEmail(claims: Record<string, unknown>): ProviderEmail[] {
+  const email = str(claims.email)
+  if (!email) return []
+  return [{ email, verified: claims.email_verified === true || claims.email_verified === 'true', primary: true }]
+}
+
 export function oidcProvider(
   name: string,
   s: ProviderSettings,
@@ -180,24 +211,9 @@ export function oidcProvider(
     },
     async userData(tokens, { state }) {
       const e = await endpoints()
-      let claims: Record<string, unknown> = {}
-      if (e.meta) {
-        if (!tokens.idToken) throw new ProviderError('oidc: the token response has no id_token')
-        let payload: Record<string, unknown>
-        try {
-          ;({ payload } = await jwtVerify(tokens.idToken, keySet(e.meta.jwks_uri), {
-            issuer: e.meta.issuer,
-            audience: s.client_id,
-            algorithms: ASYMMETRIC,
-            clockTolerance: 60,
-            requiredClaims: ['sub', 'exp', 'iat'],
-          }))
-        } catch (err) {
-          throw new ProviderError('oidc: id_token refused', { cause: err })
-        }
-        if (payload.nonce !== nonceOf(state)) throw new ProviderError('oidc: id_token nonce mismatch')
-        claims = payload
-      }
+      let claims: Record<string, unknown> = e.meta
+        ? await verifiedIdToken(tokens.idToken, e.meta, s.client_id, state)
+        : {}
       if (e.userinfo) {
         const info = (await getJson(e.userinfo, 'userinfo', tokens.accessToken)) as Record<string, unknown>
         if (claims.sub !== undefined && info.sub !== claims.sub)
@@ -206,15 +222,7 @@ export function oidcProvider(
       }
       const id = str(claims.sub) ?? str(claims.id)
       if (!id) throw new ProviderError(`provider ${name}: no subject`)
-      const emails: ProviderEmail[] = []
-      const email = str(claims.email)
-      if (email)
-        emails.push({
-          email,
-          verified: claims.email_verified === true || claims.email_verified === 'true',
-          primary: true,
-        })
-      return { id, emails, claims: claimsOf({ ...claims, iss: claims.iss ?? issuer }) }
+      return { id, emails: primaryEmail(claims), claims: claimsOf({ ...claims, iss: claims.iss ?? issuer }) }
     },
   }
 }

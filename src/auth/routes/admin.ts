@@ -161,22 +161,8 @@ async function adminCreateUser(ctx: TenantContext, b: Body) {
         bannedUntil: banned ?? null,
         now,
       })
-      if (email)
-        await insertIdentity(q, {
-          userId,
-          provider: 'email',
-          providerId: userId,
-          identityData: emailIdentityData(userId, email, undefined, emailConfirm),
-          now,
-        })
-      if (phone)
-        await insertIdentity(q, {
-          userId,
-          provider: 'phone',
-          providerId: userId,
-          identityData: { sub: userId, phone, email_verified: false, phone_verified: phoneConfirm },
-          now,
-        })
+      if (email) await insertEmailIdentity(q, userId, email, emailConfirm, now)
+      if (phone) await insertPhoneIdentity(q, userId, phone, phoneConfirm, now)
       await audit(q, {
         action: 'user_signedup',
         actorId: userId,
@@ -187,16 +173,27 @@ async function adminCreateUser(ctx: TenantContext, b: Body) {
       return toUserJson({ user, identities: await identitiesForUser(q, userId) })
     })
   } catch (err) {
-    if ((err as { code?: string; constraint?: string }).code === '23505') {
-      const c = (err as { constraint?: string }).constraint ?? ''
-      throw c.includes('phone')
-        ? new PhoneExistsError()
-        : c.includes('pkey')
-          ? new ValidationFailedError('A user with this id already exists', { status: 422 })
-          : new EmailExistsError()
-    }
-    throw err
+    throw uniqueViolation(err) ?? err
   }
+}
+
+/** A unique violation while creating a user: the address or the id someone else holds. */
+function uniqueViolation(err: unknown): Error | undefined {
+  if ((err as { code?: string }).code !== '23505') return undefined
+  const c = (err as { constraint?: string }).constraint ?? ''
+  if (c.includes('phone')) return new PhoneExistsError()
+  if (c.includes('pkey')) return new ValidationFailedError('A user with this id already exists', { status: 422 })
+  return new EmailExistsError()
+}
+
+function insertEmailIdentity(q: Queryable, userId: string, email: string, confirmed: boolean, now: Date) {
+  const identityData = emailIdentityData(userId, email, undefined, confirmed)
+  return insertIdentity(q, { userId, provider: 'email', providerId: userId, identityData, now })
+}
+
+function insertPhoneIdentity(q: Queryable, userId: string, phone: string, confirmed: boolean, now: Date) {
+  const identityData = { sub: userId, phone, email_verified: false, phone_verified: confirmed }
+  return insertIdentity(q, { userId, provider: 'phone', providerId: userId, identityData, now })
 }
 
 async function adminUpdateUser(ctx: TenantContext, id: string, b: Body) {
@@ -235,24 +232,10 @@ async function adminUpdateUser(ctx: TenantContext, id: string, b: Body) {
     if (fields.email) {
       const ei = identities.find((i) => i.provider === 'email')
       if (ei) await updateIdentity(q, ei.id, { identityData: { ...ei.identity_data, email } }, now)
-      else
-        await insertIdentity(q, {
-          userId: user.id,
-          provider: 'email',
-          providerId: user.id,
-          identityData: emailIdentityData(user.id, email!, undefined, !!user.email_confirmed_at),
-          now,
-        })
+      else await insertEmailIdentity(q, user.id, email!, !!user.email_confirmed_at, now)
     }
-    if (fields.phone && !identities.some((i) => i.provider === 'phone')) {
-      await insertIdentity(q, {
-        userId: user.id,
-        provider: 'phone',
-        providerId: user.id,
-        identityData: { sub: user.id, phone, email_verified: false, phone_verified: !!phoneConfirm },
-        now,
-      })
-    }
+    if (fields.phone && !identities.some((i) => i.provider === 'phone'))
+      await insertPhoneIdentity(q, user.id, phone!, !!phoneConfirm, now)
     if (emailConfirm && user.email) user = (await confirmEmail(ctx, q, user)).user
     if (hash) await deleteSessionsOfUser(q, user.id)
     if (banned) await deleteSessionsOfUser(q, user.id)
