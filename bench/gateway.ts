@@ -228,18 +228,16 @@ export async function run(): Promise<BenchReport> {
     const runs = new Map<string, BenchScenario[]>(scenarios.map((x) => [x.name, []]))
     for (let i = 0; i < rounds; i++) {
       for (const sc of scenarios) {
-        runs
-          .get(sc.name)!
-          .push(
-            await measure(sc.name, sc.description, {
-              ...bodyOf(sc),
-              url: sc.url,
-              seconds,
-              connections,
-              headers: gwHeaders,
-              otherCpu: [sc.proc.cpu],
-            }),
-          )
+        runs.get(sc.name)!.push(
+          await measure(sc.name, sc.description, {
+            ...bodyOf(sc),
+            url: sc.url,
+            seconds,
+            connections,
+            headers: gwHeaders,
+            otherCpu: [sc.proc.cpu],
+          }),
+        )
       }
     }
     const own = (x: BenchScenario): number => x.otherCpuUsPerRequest ?? Infinity

@@ -313,17 +313,15 @@ export async function run(): Promise<BenchReport> {
     const runs = new Map<string, BenchScenario[]>(scenarios.map((x) => [x.name, []]))
     for (let i = 0; i < rounds; i++) {
       for (const sc of scenarios) {
-        runs
-          .get(sc.name)!
-          .push(
-            await measure(sc.name, sc.description, {
-              url: sc.url,
-              seconds,
-              connections,
-              headers: sc.headers,
-              otherCpu: sc.otherCpu,
-            }),
-          )
+        runs.get(sc.name)!.push(
+          await measure(sc.name, sc.description, {
+            url: sc.url,
+            seconds,
+            connections,
+            headers: sc.headers,
+            otherCpu: sc.otherCpu,
+          }),
+        )
       }
     }
     // Interference from other processes only ever slows a round down: the best round counts.

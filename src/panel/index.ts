@@ -107,6 +107,18 @@ function setJsonAndErrors(app: FastifyInstance): void {
   })
 }
 
+const PANEL_FASTIFY_OPTIONS = {
+  bodyLimit: PANEL_BODY_LIMIT,
+  trustProxy: false,
+  return503OnClosing: true,
+  routerOptions: { ignoreTrailingSlash: true, maxParamLength: 200 },
+}
+
+/** `{ now }` when the caller injected a clock, for options that must not carry `now: undefined`. */
+function nowOption(now: (() => Date) | undefined): { now?: () => Date } {
+  return now !== undefined ? { now } : {}
+}
+
 /**
  * Builds the panel (never listens; health, readiness and metrics are on its admin listener): the
  * routes of routes.ts under `/organizations/:org/databases/:db/api` (docs/routes.md). Close with
@@ -114,27 +126,16 @@ function setJsonAndErrors(app: FastifyInstance): void {
  */
 export function buildPanel(deps: PanelDeps): FastifyInstance {
   const { config } = deps
-  const verifier = createSessionVerifier(config.panel, deps.now !== undefined ? { now: deps.now } : {})
+  const verifier = createSessionVerifier(config.panel, nowOption(deps.now))
   const app = createPartApp({
     tracer: deps.tracer,
     logger: deps.logger,
     log: config.log,
-    fastify: {
-      bodyLimit: PANEL_BODY_LIMIT,
-      trustProxy: false,
-      return503OnClosing: true,
-      routerOptions: { ignoreTrailingSlash: true, maxParamLength: 200 },
-    },
+    fastify: PANEL_FASTIFY_OPTIONS,
   })
 
   const ownAuth = deps.authService === undefined
-  const auth =
-    deps.authService ??
-    createAuthService({
-      config,
-      logger: app.log,
-      ...(deps.now !== undefined ? { now: deps.now } : {}),
-    })
+  const auth = deps.authService ?? createAuthService({ config, logger: app.log, ...nowOption(deps.now) })
   const catalog = createCatalog()
   const explainer = createRefusalExplainer({
     catalog,

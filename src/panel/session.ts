@@ -75,24 +75,29 @@ export function createSessionVerifier(panel: Config['panel'], opts: { now?: () =
         if (err instanceof InvalidSessionError) throw err
         throw new InvalidSessionError(describeJwtError(err), { cause: err })
       }
-      const sub = payload.sub
-      if (typeof sub !== 'string' || sub === '' || sub.length > 255)
-        throw new InvalidSessionError('claim "sub" must be the panel user id')
-      const orgs = (payload as { orgs?: unknown }).orgs
-      if (!Array.isArray(orgs) || !orgs.every((o) => typeof o === 'string'))
-        throw new InvalidSessionError('claim "orgs" must be an array of organization ids')
-      const email = (payload as { email?: unknown }).email
-      if (email !== undefined && email !== null && typeof email !== 'string')
-        throw new InvalidSessionError('claim "email" must be a string')
-      const verified = (payload as { email_verified?: unknown }).email_verified
-      return {
-        userId: sub,
-        email: typeof email === 'string' && email !== '' ? email : null,
-        emailVerified: verified !== false,
-        orgs: orgs as string[],
-        exp: payload.exp as number,
-      }
+      return sessionOf(payload)
     },
+  }
+}
+
+/** The panel session a verified token's claims describe (sub, orgs, email). */
+function sessionOf(payload: JWTPayload): PanelSession {
+  const sub = payload.sub
+  if (typeof sub !== 'string' || sub === '' || sub.length > 255)
+    throw new InvalidSessionError('claim "sub" must be the panel user id')
+  const orgs = (payload as { orgs?: unknown }).orgs
+  if (!Array.isArray(orgs) || !orgs.every((o) => typeof o === 'string'))
+    throw new InvalidSessionError('claim "orgs" must be an array of organization ids')
+  const email = (payload as { email?: unknown }).email
+  if (email !== undefined && email !== null && typeof email !== 'string')
+    throw new InvalidSessionError('claim "email" must be a string')
+  const verified = (payload as { email_verified?: unknown }).email_verified
+  return {
+    userId: sub,
+    email: typeof email === 'string' && email !== '' ? email : null,
+    emailVerified: verified !== false,
+    orgs: orgs as string[],
+    exp: payload.exp as number,
   }
 }
 

@@ -247,14 +247,12 @@ export function buildAdminApp(opts: AdminAppOptions): FastifyInstance {
     return reply.header('content-type', m.contentType).send(m.body)
   })
   app.setNotFoundHandler((_request, reply) => {
-    void reply
-      .code(404)
-      .send({
-        code: 'not_found',
-        message: 'the admin listener serves /healthz, /readyz and /metrics',
-        details: null,
-        hint: null,
-      })
+    void reply.code(404).send({
+      code: 'not_found',
+      message: 'the admin listener serves /healthz, /readyz and /metrics',
+      details: null,
+      hint: null,
+    })
   })
   return app
 }

@@ -8,7 +8,7 @@ import type { Command } from 'commander'
 import { stringify as toYaml } from 'yaml'
 import type { Config } from '../config/index.js'
 import { createTenantStore } from './store.js'
-import { declareCommands } from './command-table.js'
+import { declareCommands, type CommandRow } from './command-table.js'
 import { createRedisStore, type RedisTenantStore } from './redis-store.js'
 import { loadTenantFileEntries, type LoadedTenantFile } from './yaml-loader.js'
 import { DATABASE_NAME, maskTenant, type Tenant } from './schema.js'
@@ -260,7 +260,12 @@ const DATABASE_ARG = ['<database>', 'the database name'] as const
 const JSON_OPTION = ['--json', 'print JSON'] as const
 
 export function registerTenantStoreCommands(tenants: Command, config: () => Config): void {
-  declareCommands(tenants, [
+  declareCommands(tenants, [...fileCommands(config), ...recordCommands(config)])
+}
+
+/** apply, diff, export: between tenant files and the store. */
+function fileCommands(config: () => Config): CommandRow[] {
+  return [
     {
       name: 'apply',
       description:
@@ -292,6 +297,12 @@ export function registerTenantStoreCommands(tenants: Command, config: () => Conf
       action: (database: string, opts: { out?: string; includeSecrets?: boolean }) =>
         exportTenant(config(), database, opts),
     },
+  ]
+}
+
+/** history, list, show, delete: the records in the store. */
+function recordCommands(config: () => Config): CommandRow[] {
+  return [
     {
       name: 'history',
       description:
@@ -319,7 +330,7 @@ export function registerTenantStoreCommands(tenants: Command, config: () => Conf
       args: [DATABASE_ARG],
       action: (database: string) => deleteTenant(config(), database),
     },
-  ])
+  ]
 }
 
 // ---- signing keys ----------------------------------------------------------------------------

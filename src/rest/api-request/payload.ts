@@ -171,6 +171,22 @@ function csvFailure(message: string, text: string, at: number): Error {
   return new InvalidBodyError(`parse error (${message}) at ${shown}`)
 }
 
+/** A quoted CSV field's content with each `""` read as one quote; a lone quote is cassava's error. */
+function unescapeQuoted(inner: string, text: string, pos: number): string {
+  if (!inner.includes('"')) return inner
+  let out = ''
+  for (let i = 0; i < inner.length; i++) {
+    if (inner[i] !== '"') {
+      out += inner[i]
+      continue
+    }
+    if (inner[i + 1] !== '"') throw csvFailure('Failed reading: insufficient input', text, pos)
+    out += '"'
+    i++
+  }
+  return out
+}
+
 /**
  * CSV as PostgREST reads it (cassava's decodeByName): a header line that must end with a
  * line break, then records; a field is quoted (`""` for a quote) or runs to a comma, quote
@@ -197,19 +213,7 @@ export function parseCsv(text: string): { header: string[]; rows: Array<Array<st
     const scanned = text.slice(start, pos)
     if (scanned === '') throw csvFailure('Failed reading: trailing double quote', text, pos)
     // cassava drops the last scanned character as the closing quote (even at the end of input).
-    const inner = scanned.slice(0, -1)
-    if (!inner.includes('"')) return inner
-    let out = ''
-    for (let i = 0; i < inner.length; i++) {
-      if (inner[i] !== '"') {
-        out += inner[i]
-        continue
-      }
-      if (inner[i + 1] !== '"') throw csvFailure('Failed reading: insufficient input', text, pos)
-      out += '"'
-      i++
-    }
-    return out
+    return unescapeQuoted(scanned.slice(0, -1), text, pos)
   }
   const record = (): string[] => {
     const fields = [field()]

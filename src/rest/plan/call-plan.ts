@@ -236,6 +236,37 @@ export interface CallPlanOptions {
   aggregates?: boolean
 }
 
+/** The argument names a call names: the query's, the JSON body's keys or the form's. */
+function argKeys(req: ApiRequest, payload: ReturnType<typeof parseCallPayload> | null): readonly string[] {
+  if (payload === null) return [...new Set(req.query.rpcArgs.map(([k]) => k))]
+  if (payload.kind === 'json-args') return payload.keys
+  if (payload.kind === 'text-args') return payload.args.map(([k]) => k)
+  return []
+}
+
+/** The rows of the result as a read tree: a cached table's (with its relationships), or a stand-in. */
+function resultTree(
+  req: ApiRequest,
+  routine: Routine,
+  scalar: boolean,
+  cache: SchemaCache,
+  opts: CallPlanOptions,
+): { tree: ReadNode; alias: string } {
+  const readOpts = { maxRows: opts.maxRows, aggregates: opts.aggregates }
+  const readReq: ApiRequest = scalar ? { ...req, query: { ...req.query, select: [] } } : req
+  const ret = routine.returnRelation
+  const rel = !scalar && ret !== null ? cache.tables.get(qnKey(ret.schema, ret.name)) : undefined
+  if (rel) {
+    const tree = planReadTree({ ...readReq, schema: rel.schema }, rel.name, cache, readOpts).tree
+    return { tree, alias: rel.name }
+  }
+  const table = resultTable(routine, scalar)
+  const tables = new Map([[qnKey(table.schema, table.name), table]])
+  const standIn: SchemaCache = { ...cache, tables, relationships: new Map() }
+  const tree = planReadTree({ ...readReq, schema: routine.schema }, routine.name, standIn, readOpts).tree
+  return { tree, alias: routine.name }
+}
+
 /** Plans `GET|HEAD|POST /rpc/<name>`. */
 export function planCall(
   req: ApiRequest,
@@ -247,46 +278,12 @@ export function planCall(
   // PostgREST's order: the body, the function, the read tree over its rows, the Accept
   // header (PGRST107), handling=strict (PGRST122), then max-affected (PGRST128).
   const payload = invoke === 'post' ? parseCallPayload(req.body, req.contentType, req.query.columns) : null
-  const keys =
-    payload === null
-      ? [...new Set(req.query.rpcArgs.map(([k]) => k))]
-      : payload.kind === 'json-args'
-        ? payload.keys
-        : payload.kind === 'text-args'
-          ? payload.args.map(([k]) => k)
-          : []
-  const { routine, fallback } = findRoutine(cache, req.schema, name, keys, payload)
+  const { routine, fallback } = findRoutine(cache, req.schema, name, argKeys(req, payload), payload)
 
   const shape = shapeOf(routine)
   const scalar = shape === 'scalar' || shape === 'setof-scalar' || shape === 'void'
 
-  // The rows of the result as a read tree: a cached table's (with its relationships), or a stand-in.
-  const rel =
-    !scalar && routine.returnRelation !== null
-      ? cache.tables.get(qnKey(routine.returnRelation.schema, routine.returnRelation.name))
-      : undefined
-  let tree: ReadNode
-  let alias: string
-  const readReq: ApiRequest = scalar ? { ...req, query: { ...req.query, select: [] } } : req
-  if (rel) {
-    tree = planReadTree({ ...readReq, schema: rel.schema }, rel.name, cache, {
-      maxRows: opts.maxRows,
-      aggregates: opts.aggregates,
-    }).tree
-    alias = rel.name
-  } else {
-    const table = resultTable(routine, scalar)
-    const standIn: SchemaCache = {
-      ...cache,
-      tables: new Map([[qnKey(table.schema, table.name), table]]),
-      relationships: new Map(),
-    }
-    tree = planReadTree({ ...readReq, schema: routine.schema }, routine.name, standIn, {
-      maxRows: opts.maxRows,
-      aggregates: opts.aggregates,
-    }).tree
-    alias = routine.name
-  }
+  const { tree, alias } = resultTree(req, routine, scalar, cache, opts)
 
   // Handlers of the returned relation (or of the function itself), as PostgREST's relIdentifier.
   const target = { schema: routine.schema, name: routine.returnRelation?.name ?? routine.name }

@@ -71,6 +71,20 @@ export function loadSchemaCache(
   )
 }
 
+/** The catalog statements' rows and the database's schema version (null when it has none). */
+async function queryWithVersion(
+  query: CatalogBatch,
+  statements: CatalogStatement[],
+): Promise<{ dbVersion: string | null; rows: CatalogRow[][] }> {
+  try {
+    const all = await query([{ text: SCHEMA_VERSION_SQL, values: [] }, ...statements])
+    return { dbVersion: String(all[0]?.[0]?.version ?? ''), rows: all.slice(1) }
+  } catch (err) {
+    if (!versionUnavailable(err)) throw err
+    return { dbVersion: null, rows: await query(statements) }
+  }
+}
+
 /**
  * Loads a tenant's schema cache with its schema version (null when the database has none:
  * not migrated to it yet; then the catalog is read again without it).
@@ -94,17 +108,7 @@ export async function loadSchemaCacheBatch(
     { text: MEDIA_HANDLERS_SQL, values: [list] },
   ]
   if (opts.timezones === undefined) statements.push({ text: TIMEZONES_SQL, values: [] })
-  let dbVersion: string | null
-  let rows: CatalogRow[][]
-  try {
-    const all = await query([{ text: SCHEMA_VERSION_SQL, values: [] }, ...statements])
-    dbVersion = String(all[0]?.[0]?.version ?? '')
-    rows = all.slice(1)
-  } catch (err) {
-    if (!versionUnavailable(err)) throw err
-    dbVersion = null
-    rows = await query(statements)
-  }
+  const { dbVersion, rows } = await queryWithVersion(query, statements)
   const [
     relations = [],
     columns = [],
