@@ -6,7 +6,7 @@
 import { readFileSync, writeFileSync } from 'node:fs'
 import path from 'node:path'
 import { fileURLToPath } from 'node:url'
-import { SHARED_ERRORS, type AnyErrorClass, type ErrorRegistry } from '../src/shared/index.js'
+import { SHARED_ERRORS, type AnyErrorClass, type ErrorCase, type ErrorRegistry } from '../src/shared/index.js'
 import { GATEWAY_ERRORS, REFUSAL_ERRORS } from '../src/gateway/index.js'
 import { REST_ERRORS } from '../src/rest/index.js'
 import { AUTH_ERRORS } from '../src/auth/index.js'
@@ -52,19 +52,27 @@ interface Row {
   message: string
 }
 
-/** The message of an entry with `…` for each argument it is built from. */
-function sampleMessage(cls: AnyErrorClass): string {
-  const args = Array.from({ length: cls.template.length }, () => '…') as never[]
-  const text = cls.template(...args)
+/** A message with `…` for each argument it is built from. */
+function sampleMessage(template: (...args: never[]) => string): string {
+  const args = Array.from({ length: template.length }, () => '…') as never[]
+  const text = template(...args)
   return text === '…' ? '(message set where raised)' : text
+}
+
+/** The rows of a class: one, or one per case of a class made by defineErrorCases. */
+function classRows(cls: AnyErrorClass): Row[] {
+  const cases = (cls as { cases?: Readonly<Record<string, ErrorCase>> }).cases
+  if (cases === undefined) return [{ code: cls.code, status: cls.status, message: sampleMessage(cls.template) }]
+  return Object.values(cases).map(([status, message]) => ({
+    code: cls.code,
+    status,
+    message: typeof message === 'string' ? message : sampleMessage(message),
+  }))
 }
 
 function rowsOf(registry: ErrorRegistry): Row[] {
   const seen = new Map<string, Row>()
-  for (const cls of Object.values(registry)) {
-    const row = { code: cls.code, status: cls.status, message: sampleMessage(cls) }
-    seen.set(JSON.stringify(row), row)
-  }
+  for (const row of Object.values(registry).flatMap(classRows)) seen.set(JSON.stringify(row), row)
   return [...seen.values()].sort(
     (a, b) => a.code.localeCompare(b.code) || a.status - b.status || a.message.localeCompare(b.message),
   )

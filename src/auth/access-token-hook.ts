@@ -3,7 +3,7 @@
 // which are signed instead once they pass GoTrue's minimum schema (MinimumViableTokenSchema of
 // supabase/auth internal/tokens/service.go: required claims present and of their types).
 import { Ajv, type ErrorObject } from 'ajv'
-import { HookFailedError } from './errors.js'
+import { UnexpectedFailureError } from './errors.js'
 import { hookOf, runAuthHook, type HookCall } from './auth-hooks.js'
 
 const ajv = new Ajv({ allErrors: true, strict: false })
@@ -59,14 +59,15 @@ export async function customizeAccessToken(
     claims,
     authentication_method: method,
   })
-  if (answer === null || !('claims' in answer)) throw new HookFailedError('output claims field is missing')
+  if (answer === null || !('claims' in answer))
+    throw new UnexpectedFailureError('hook', 'output claims field is missing')
   const out = answer.claims
   if (typeof out !== 'object' || out === null || Array.isArray(out)) {
-    throw new HookFailedError('Error unmarshaling JSON output.')
+    throw new UnexpectedFailureError('hook', 'Error unmarshaling JSON output.')
   }
   if (!validate(out)) {
     const lines = (validate.errors ?? []).map((e) => `- ${describe(e)}\n`).join('')
-    throw new HookFailedError(`output claims do not conform to the expected schema: \n${lines}`)
+    throw new UnexpectedFailureError('hook', `output claims do not conform to the expected schema: \n${lines}`)
   }
   return out as Record<string, unknown>
 }

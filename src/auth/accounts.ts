@@ -6,10 +6,10 @@
 import { randomUUID } from 'node:crypto'
 import { withTransaction, type Queryable } from '../shared/index.js'
 import {
-  MultipleAccountsError,
+  UnexpectedFailureError,
   ProviderEmailNeedsVerificationError,
   SignupDisabledError,
-  UserBannedBearerError,
+  UserBannedError,
 } from './errors.js'
 import {
   findIdentitiesByEmails,
@@ -249,7 +249,7 @@ export async function resolveIdentityUser(
     decision = 'create_account'
     user = await createIdentityUser(ctx, q, ext, email, identityData, now)
   }
-  if (isUserBanned(user, now)) throw new UserBannedBearerError()
+  if (isUserBanned(user, now)) throw new UserBannedError('bearer')
   return { user: await refreshProviders(ctx, q, user), decision }
 }
 
@@ -356,7 +356,7 @@ async function linkingCandidate(ctx: TenantContext, q: Queryable, email: string)
   const byEmail = await findUserByEmail(q, email, ctx.tenant.jwt.aud)
   if (byEmail) ids.add(byEmail.id)
   if (ids.size === 0) return null
-  if (ids.size > 1) throw new MultipleAccountsError()
+  if (ids.size > 1) throw new UnexpectedFailureError('multipleAccounts')
   const [only] = [...ids]
   return byEmail && byEmail.id === only ? byEmail : findUserById(q, only!)
 }

@@ -10,13 +10,13 @@ import { outboundFetch, OutboundRefusedError, quoteIdent, type PoolLike, type Qu
 import type { AuthHook } from '../tenants/index.js'
 import {
   AuthError,
-  HookFailedError,
+  InvalidCredentialsError,
+  UnexpectedFailureError,
   HookPayloadInvalidContentTypeError,
   HookPayloadOverSizeLimitError,
   HookTimeoutAfterRetryError,
   HookTimeoutError,
   MfaVerificationRejectedError,
-  PasswordAttemptRejectedError,
   unexpectedFailure,
 } from './errors.js'
 import type { TenantContext } from './types.js'
@@ -92,7 +92,7 @@ export async function runAuthHook(
       'Hook errored out',
     )
     if (err instanceof AuthError) throw err
-    throw new HookFailedError(`Error running hook URI: ${hook.uri}`, { internal: err })
+    throw new UnexpectedFailureError('hook', `Error running hook URI: ${hook.uri}`, { internal: err })
   }
 }
 
@@ -101,7 +101,7 @@ export async function runAuthHook(
 /** `pg-functions://<database>/<schema>/<function>` -> the quoted function name. */
 function functionOf(uri: string): string {
   const m = /^pg-functions:\/\/[^/]*\/([A-Za-z_][A-Za-z0-9_$]*)\/([A-Za-z_][A-Za-z0-9_$]*)$/.exec(uri)
-  if (m === null) throw new HookFailedError(`Error running hook URI: ${uri}`)
+  if (m === null) throw new UnexpectedFailureError('hook', `Error running hook URI: ${uri}`)
   return `${quoteIdent(m[1] as string)}.${quoteIdent(m[2] as string)}`
 }
 
@@ -224,7 +224,7 @@ async function runHttpHook(call: HookCall, hook: AuthHook, body: string): Promis
     } catch (err) {
       if (deadline.aborted) throw new HookTimeoutError((HOOK_LIMITS.httpTimeoutMs / 1000).toFixed(6))
       if (err instanceof OutboundRefusedError)
-        throw new HookFailedError(`Error running hook URI: ${hook.uri}`, { internal: err })
+        throw new UnexpectedFailureError('hook', `Error running hook URI: ${hook.uri}`, { internal: err })
       if (/larger than/.test(String((err as Error).message))) {
         throw new HookPayloadOverSizeLimitError(HOOK_LIMITS.maxBytes)
       }
@@ -235,7 +235,7 @@ async function runHttpHook(call: HookCall, hook: AuthHook, body: string): Promis
     const answer = await readHttpAnswer(res)
     if (answer !== 'retry') return answer
   }
-  throw new HookFailedError('Service currently unavailable due to hook')
+  throw new UnexpectedFailureError('hook', 'Service currently unavailable due to hook')
 }
 
 /** GoTrue's reading of an endpoint's status and body; 'retry' for a 429/503 with Retry-After. */
@@ -256,13 +256,13 @@ async function readHttpAnswer(res: Response): Promise<Record<string, unknown> | 
     case 429:
     case 503:
       if (res.headers.get('retry-after')) return 'retry'
-      throw new HookFailedError('Service currently unavailable due to hook')
+      throw new UnexpectedFailureError('hook', 'Service currently unavailable due to hook')
     case 400:
-      throw new HookFailedError('Invalid payload sent to hook')
+      throw new UnexpectedFailureError('hook', 'Invalid payload sent to hook')
     case 401:
-      throw new HookFailedError('Hook requires authorization token')
+      throw new UnexpectedFailureError('hook', 'Hook requires authorization token')
     default:
-      throw new HookFailedError(`Unexpected status code returned from hook: ${res.status}`)
+      throw new UnexpectedFailureError('hook', `Unexpected status code returned from hook: ${res.status}`)
   }
 }
 
@@ -272,7 +272,7 @@ function parseJson(text: string): unknown {
   try {
     return JSON.parse(text)
   } catch (err) {
-    throw new HookFailedError('Error unmarshaling JSON output.', { internal: err })
+    throw new UnexpectedFailureError('hook', 'Error unmarshaling JSON output.', { internal: err })
   }
 }
 
@@ -333,7 +333,7 @@ export async function passwordAttemptHook(
   )
   if (!d.reject) return
   if (d.logout) await logout(userId)
-  throw new PasswordAttemptRejectedError(d.message)
+  throw new InvalidCredentialsError(d.message)
 }
 
 /**

@@ -15,14 +15,12 @@ import {
 } from '../shared/index.js'
 import {
   BadJwtError,
-  MissingSubClaimError,
   NoAuthorizationError,
   NotAdminError,
-  SessionNotFoundBearerError,
-  SubNotUuidError,
+  SessionNotFoundError,
   UnexpectedAudienceError,
-  UserBannedBearerError,
-  UserNotFoundBearerError,
+  UserBannedError,
+  UserNotFoundError,
   ValidationFailedError,
 } from './errors.js'
 import { sessionExists } from './models/sessions.js'
@@ -73,7 +71,7 @@ function verificationKeysOf(ctx: TenantContext): VerificationKey[] {
 
 async function verifyBearer(ctx: TenantContext, req: FastifyRequest): Promise<BearerClaims> {
   const token = bearerToken(req)
-  if (!token) throw new NoAuthorizationError()
+  if (!token) throw new NoAuthorizationError('bearer')
   try {
     return (await verifyWithKeys(token, {
       secret: ctx.tenant.jwt.secret,
@@ -83,14 +81,14 @@ async function verifyBearer(ctx: TenantContext, req: FastifyRequest): Promise<Be
       currentDate: ctx.now(),
     })) as BearerClaims
   } catch (err) {
-    throw new BadJwtError(goJwtReason(err, token))
+    throw new BadJwtError('unverified', goJwtReason(err, token))
   }
 }
 
 export async function requireUser(ctx: TenantContext, req: FastifyRequest): Promise<AuthenticatedUser> {
   const claims = await verifyBearer(ctx, req)
-  if (typeof claims.sub !== 'string' || claims.sub === '') throw new MissingSubClaimError()
-  if (!UUID.test(claims.sub)) throw new SubNotUuidError()
+  if (typeof claims.sub !== 'string' || claims.sub === '') throw new BadJwtError('missingSub')
+  if (!UUID.test(claims.sub)) throw new BadJwtError('subNotUuid')
   const sessionId =
     typeof claims.session_id === 'string' && UUID.test(claims.session_id) && claims.session_id !== NIL_UUID
       ? claims.session_id
@@ -99,9 +97,9 @@ export async function requireUser(ctx: TenantContext, req: FastifyRequest): Prom
     loadUserWithIdentities(ctx.db, claims.sub),
     sessionId ? sessionExists(ctx.db, sessionId, claims.sub) : Promise.resolve(true),
   ])
-  if (!user) throw new UserNotFoundBearerError()
-  if (!hasSession) throw new SessionNotFoundBearerError()
-  if (isUserBanned(user.user, ctx.now())) throw new UserBannedBearerError()
+  if (!user) throw new UserNotFoundError('bearer')
+  if (!hasSession) throw new SessionNotFoundError('bearer')
+  if (isUserBanned(user.user, ctx.now())) throw new UserBannedError('bearer')
   return { claims, user, sessionId }
 }
 

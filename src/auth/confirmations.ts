@@ -4,13 +4,7 @@
 // EMAIL_TOKENS / VERIFY_KINDS and goes through the same functions.
 import { ownValue, type Queryable } from '../shared/index.js'
 import { generateOtp, hashOtp, randomPassword, hashPassword } from './crypto.js'
-import {
-  EmailLinkInvalidError,
-  MAX_OTP_ATTEMPTS,
-  OtpAttemptsExhaustedError,
-  OtpExpiredError,
-  UserBannedBearerError,
-} from './errors.js'
+import { OtpExpiredError, MAX_OTP_ATTEMPTS, UserBannedError } from './errors.js'
 import type { MailKind, VerifyLinkType } from './mail/index.js'
 import { audit } from './models/audit-log.js'
 import { identitiesForUser, insertIdentity, updateIdentity } from './models/identities.js'
@@ -261,7 +255,7 @@ async function applyEmailChange(
     return { kind: 'first_email_change_confirmation' }
   }
   const newEmail = (user.email_change ?? '').toLowerCase()
-  if (!newEmail) throw new OtpExpiredError()
+  if (!newEmail) throw new OtpExpiredError('token')
   const meta = { ...(user.raw_user_meta_data ?? {}), email: newEmail, email_verified: true }
   let updated = await updateUser(
     q,
@@ -310,15 +304,15 @@ export async function verifyTokenHash(
   opts: { relatesTo?: string; linkOpened?: boolean; attemptCounted?: boolean } = {},
 ): Promise<VerifyOutcome> {
   const kind = ownValue(VERIFY_KINDS, type)
-  if (!kind) throw opts.linkOpened === true ? new EmailLinkInvalidError() : new OtpExpiredError()
+  if (!kind) throw opts.linkOpened === true ? new OtpExpiredError('link') : new OtpExpiredError('token')
   const found = await findOneTimeToken(q, hash, kind.ottTypes)
-  if (!found) throw opts.linkOpened === true ? new EmailLinkInvalidError() : new OtpExpiredError()
+  if (!found) throw opts.linkOpened === true ? new OtpExpiredError('link') : new OtpExpiredError('token')
   // Lock the user, then read the token again: a concurrent verification of the same
   // token has deleted it by the time we get the lock, so a token works once.
   const user = await lockUserById(q, found.user_id)
   const ott = user ? await findOneTimeToken(q, hash, kind.ottTypes) : null
   if (!user || !ott || (opts.relatesTo !== undefined && ott.relates_to !== opts.relatesTo.toLowerCase()))
-    throw opts.linkOpened === true ? new EmailLinkInvalidError() : new OtpExpiredError()
+    throw opts.linkOpened === true ? new OtpExpiredError('link') : new OtpExpiredError('token')
   // A code burned by wrong codes (the caller may have counted this very attempt already).
   // Only the 6-digit code burns: the link's token hash (224 bits, guessed by no one) goes
   // on working until it is used or expires, whatever strangers typed (docs/edge.md).
@@ -326,11 +320,11 @@ export async function verifyTokenHash(
     opts.relatesTo !== undefined &&
     (await otpAttemptsOf(q, ott.id)) >= MAX_OTP_ATTEMPTS + (opts.attemptCounted ? 1 : 0)
   )
-    throw new OtpAttemptsExhaustedError()
-  if (isUserBanned(user, ctx.now())) throw new UserBannedBearerError()
+    throw new OtpExpiredError('attempts')
+  if (isUserBanned(user, ctx.now())) throw new UserBannedError('bearer')
   const sent = kind.sentAt(user) ?? ott.created_at
   if (sent.getTime() + ctx.tenant.auth.otp_expiry * 1000 < ctx.now().getTime())
-    throw opts.linkOpened === true ? new EmailLinkInvalidError() : new OtpExpiredError()
+    throw opts.linkOpened === true ? new OtpExpiredError('link') : new OtpExpiredError('token')
   const outcome = await kind.apply(ctx, q, user, ott.token_type)
   // The token reached its address and came back: the user owns that address (and the
   // wrong codes strangers entered for it no longer count).

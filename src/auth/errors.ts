@@ -7,6 +7,8 @@ import {
   GatehouseError,
   TenantNotFoundError,
   defineError,
+  defineErrorCases,
+  type ErrorCase,
   isDefinedError,
   type ErrorClass,
   type ErrorOptions,
@@ -56,19 +58,34 @@ function defineAuthError<C extends string, S extends number, A extends unknown[]
   return defineError(code, status, format, AuthError)
 }
 
+/** One auth code GoTrue says in several ways (statuses and messages): one class, the case named where raised. */
+function defineAuthCases<C extends string, T extends Readonly<Record<string, ErrorCase>>>(code: C, cases: T) {
+  return defineErrorCases(code, cases, AuthError)
+}
+
 /** An entry in GoTrue's OAuth form: the `error` value, always 400, the description's text. */
 function defineOAuthError<C extends string, A extends unknown[]>(error: C, format: (...args: A) => string) {
   return defineError(error, 400, format, OAuthError)
 }
 
+/** Wrong codes a one-time code takes before it stops working (ours; GoTrue has no such limit). */
+export const MAX_OTP_ATTEMPTS = 5
+
 // ----- generic ---------------------------------------------------------------------------
-export const UnexpectedFailureError = defineAuthError(
-  'unexpected_failure',
-  500,
-  () => 'Unexpected failure, please check server logs for more information',
-)
+export const UnexpectedFailureError = defineAuthCases('unexpected_failure', {
+  default: [500, 'Unexpected failure, please check server logs for more information'],
+  sendEmail: [500, (what: string) => `Error sending ${what} email`],
+  multipleAccounts: [500, 'Multiple accounts with the same email address in the same linking domain detected'],
+  providerEmail: [500, 'Error getting user email from external provider'],
+  codeExchange: [500, 'Unable to exchange external code'],
+  enrollSession: [500, 'A valid session and a registered user are required to enroll a factor'],
+  siteUrl: [500, 'site url is improperly formatted'],
+  qrCode: [500, 'Error generating QR Code'],
+  // A hook that failed: GoTrue answers 500 with what went wrong, never the hook's own internals.
+  hook: [500, (message: string) => message],
+})
 /** unexpected_failure with its cause kept for the log. */
-export const unexpectedFailure = (internal?: unknown) => new UnexpectedFailureError({ internal })
+export const unexpectedFailure = (internal?: unknown) => new UnexpectedFailureError('default', { internal })
 /**
  * validation_failed, GoTrue's one code for a request it cannot take, with GoTrue's message of
  * each case; 400, or the 404 or 422 GoTrue answers in some cases (`{ status }` of the options).
@@ -96,30 +113,33 @@ export const ConflictError = defineAuthError(
 )
 
 // ----- bearer / admin ----------------------------------------------------------------------
-export const NoAuthorizationError = defineAuthError(
-  'no_authorization',
-  401,
-  () => 'This endpoint requires a valid Bearer token',
-)
-export const BadJwtError = defineAuthError(
-  'bad_jwt',
-  403,
-  (reason: string) => `invalid JWT: unable to parse or verify signature, ${reason}`,
-)
+export const NoAuthorizationError = defineAuthCases('no_authorization', {
+  bearer: [401, 'This endpoint requires a valid Bearer token'],
+  anonymous: [403, 'Anonymous user not allowed to perform these actions'],
+})
+export const BadJwtError = defineAuthCases('bad_jwt', {
+  unverified: [403, (reason: string) => `invalid JWT: unable to parse or verify signature, ${reason}`],
+  // GoTrue requireAuthentication: a bearer token without a subject.
+  missingSub: [403, 'invalid claim: missing sub claim'],
+  // GoTrue answers a subject that is not a UUID with 400, not the 403 of the other bad_jwt refusals.
+  subNotUuid: [400, 'invalid claim: sub claim must be a UUID'],
+})
 /** not_admin: GoTrue's code, with the message of each case. */
 export const NotAdminError = defineAuthError('not_admin', 403, (message: string) => message)
-export const UserNotFoundBearerError = defineAuthError(
-  'user_not_found',
-  403,
-  () => 'User from sub claim in JWT does not exist',
-)
-export const UserNotFoundError = defineAuthError('user_not_found', 404, () => 'User not found')
-export const SessionNotFoundBearerError = defineAuthError(
-  'session_not_found',
-  403,
-  () => 'Session from session_id claim in JWT does not exist',
-)
-export const UserBannedBearerError = defineAuthError('user_banned', 403, () => 'User is banned')
+export const UserNotFoundError = defineAuthCases('user_not_found', {
+  bearer: [403, 'User from sub claim in JWT does not exist'],
+  byId: [404, 'User not found'],
+  byEmail: [404, 'User with this email not found'],
+})
+export const SessionNotFoundError = defineAuthCases('session_not_found', {
+  bearer: [403, 'Session from session_id claim in JWT does not exist'],
+  refresh: [400, 'Invalid Refresh Token: No Valid Session Found'],
+})
+export const UserBannedError = defineAuthCases('user_banned', {
+  bearer: [403, 'User is banned'],
+  signIn: [400, 'User is banned'],
+  refresh: [400, 'Invalid Refresh Token: User Banned'],
+})
 
 // ----- sign-up / sign-in ---------------------------------------------------------------------
 export const SignupDisabledError = defineAuthError(
@@ -132,18 +152,15 @@ export const AnonymousDisabledError = defineAuthError(
   422,
   () => 'Anonymous sign-ins are disabled',
 )
-export const PhoneProviderDisabledError = defineAuthError('phone_provider_disabled', 400, (message: string) => message)
-export const PhoneProviderDisabled422Error = defineAuthError(
-  'phone_provider_disabled',
-  422,
-  (message: string) => message,
-)
+export const PhoneProviderDisabledError = defineAuthCases('phone_provider_disabled', {
+  request: [400, (message: string) => message],
+  passwordGrant: [422, (message: string) => message],
+})
 export const UserAlreadyExistsError = defineAuthError('user_already_exists', 422, () => 'User already registered')
-export const EmailExistsError = defineAuthError(
-  'email_exists',
-  422,
-  () => 'A user with this email address has already been registered',
-)
+export const EmailExistsError = defineAuthCases('email_exists', {
+  signUp: [422, 'A user with this email address has already been registered'],
+  linking: [400, 'A user with this email address has already been registered'],
+})
 export const PhoneExistsError = defineAuthError(
   'phone_exists',
   422,
@@ -151,8 +168,14 @@ export const PhoneExistsError = defineAuthError(
 )
 /** invalid_credentials: GoTrue's code, with the message of each case. */
 export const InvalidCredentialsError = defineAuthError('invalid_credentials', 400, (message: string) => message)
-export const EmailNotConfirmedError = defineAuthError('email_not_confirmed', 400, () => 'Email not confirmed')
-export const UserBannedError = defineAuthError('user_banned', 400, () => 'User is banned')
+export const EmailNotConfirmedError = defineAuthCases('email_not_confirmed', {
+  signIn: [400, 'Email not confirmed'],
+  reauthenticate: [422, 'Please verify your email first.'],
+  provider: [
+    422,
+    (provider: string) => `Unverified email with ${provider}. Verify the email with ${provider} and try again`,
+  ],
+})
 export const WeakPasswordError = defineAuthError('weak_password', 422, (message: string) => message)
 /** weak_password with its reasons (sent as `weak_password: {reasons}`). */
 export const weakPassword = (message: string, reasons: string[]) =>
@@ -174,28 +197,23 @@ export const RefreshTokenAlreadyUsedError = defineAuthError(
   400,
   () => 'Invalid Refresh Token: Already Used',
 )
-export const RefreshSessionNotFoundError = defineAuthError(
-  'session_not_found',
-  400,
-  () => 'Invalid Refresh Token: No Valid Session Found',
-)
-export const RefreshUserBannedError = defineAuthError('user_banned', 400, () => 'Invalid Refresh Token: User Banned')
 
 // ----- one-time tokens, mail -------------------------------------------------------------------
-export const OtpExpiredError = defineAuthError('otp_expired', 403, () => 'Token has expired or is invalid')
-/** otp_expired as GoTrue says it for a link opened at /verify (GET). */
-export const EmailLinkInvalidError = defineAuthError('otp_expired', 403, () => 'Email link is invalid or has expired')
-export const OverEmailSendRateLimitError = defineAuthError(
-  'over_email_send_rate_limit',
-  429,
-  () => 'email rate limit exceeded',
-)
-/** The per-address wait of a mail GoTrue limits by time (its message names the seconds). */
-export const EmailSendWaitError = defineAuthError(
-  'over_email_send_rate_limit',
-  429,
-  (seconds: number) => `For security purposes, you can only request this after ${seconds} seconds.`,
-)
+export const OtpExpiredError = defineAuthCases('otp_expired', {
+  token: [403, 'Token has expired or is invalid'],
+  // otp_expired as GoTrue says it for a link opened at /verify (GET).
+  link: [403, 'Email link is invalid or has expired'],
+  // Ours: MAX_OTP_ATTEMPTS wrong codes were entered for the code or its address within the code lifetime: codes for it no longer work, even the right one; the mailed link does.
+  attempts: [
+    403,
+    `Token has expired or is invalid: after ${MAX_OTP_ATTEMPTS} wrong codes this code no longer works; the link in the mail still does`,
+  ],
+})
+export const OverEmailSendRateLimitError = defineAuthCases('over_email_send_rate_limit', {
+  limit: [429, 'email rate limit exceeded'],
+  // The per-address wait of a mail GoTrue limits by time (its message names the seconds).
+  wait: [429, (seconds: number) => `For security purposes, you can only request this after ${seconds} seconds.`],
+})
 /** A per-IP request bucket is empty; `Retry-After` says when it holds a token again. */
 export const OverRequestRateLimitError = defineAuthError(
   'over_request_rate_limit',
@@ -205,23 +223,6 @@ export const OverRequestRateLimitError = defineAuthError(
 /** A per-IP request bucket is empty; `Retry-After` says when it holds a token again. */
 export const overRequestRateLimit = (retryAfterSeconds = 1) =>
   new OverRequestRateLimitError({ headers: { 'retry-after': String(Math.max(1, retryAfterSeconds)) } })
-/** Wrong codes a one-time code takes before it stops working (ours; GoTrue has no such limit). */
-export const MAX_OTP_ATTEMPTS = 5
-/**
- * Ours: MAX_OTP_ATTEMPTS wrong codes were entered for the code or its address within the
- * code lifetime: codes for it no longer work, even the right one; the mailed link does.
- */
-export const OtpAttemptsExhaustedError = defineAuthError(
-  'otp_expired',
-  403,
-  () =>
-    `Token has expired or is invalid: after ${MAX_OTP_ATTEMPTS} wrong codes this code no longer works; the link in the mail still does`,
-)
-export const EmailSendFailedError = defineAuthError(
-  'unexpected_failure',
-  500,
-  (what: string) => `Error sending ${what} email`,
-)
 
 // ----- magic link, OTP, PKCE, external providers ---------------------------------------------
 export const MagicLinkDisabledError = defineAuthError(
@@ -230,11 +231,11 @@ export const MagicLinkDisabledError = defineAuthError(
   () => 'Login with magic link is disabled',
 )
 export const OtpDisabledError = defineAuthError('otp_disabled', 422, () => 'Signups not allowed for otp')
-export const FlowStateNotFoundError = defineAuthError(
-  'flow_state_not_found',
-  404,
-  () => 'invalid flow state, no valid flow state found',
-)
+export const FlowStateNotFoundError = defineAuthCases('flow_state_not_found', {
+  grant: [404, 'invalid flow state, no valid flow state found'],
+  // flow_state_not_found as a /verify redirect carries it (400, not the grant's 404).
+  redirect: [400, 'invalid flow state, no valid flow state found'],
+})
 export const FlowStateExpiredError = defineAuthError(
   'flow_state_expired',
   422,
@@ -379,12 +380,10 @@ export function renderAuthError(
 }
 
 // ----- MFA, anonymous users, identities, reauthentication, SSO, id_token ----------------------
-export const AnonymousNotAllowedError = defineAuthError(
-  'no_authorization',
-  403,
-  () => 'Anonymous user not allowed to perform these actions',
-)
-export const FactorNotFoundError = defineAuthError('mfa_factor_not_found', 404, () => 'Factor not found')
+export const FactorNotFoundError = defineAuthCases('mfa_factor_not_found', {
+  factor: [404, 'Factor not found'],
+  challenge: [422, 'MFA factor with the provided challenge ID not found'],
+})
 export const MfaTotpEnrollDisabledError = defineAuthError(
   'mfa_totp_enroll_not_enabled',
   422,
@@ -426,26 +425,11 @@ export const TooManyFactorsError = defineAuthError(
   422,
   () => 'Maximum number of verified factors reached, unenroll to continue',
 )
-export const Aal2RequiredToEnrollError = defineAuthError(
-  'insufficient_aal',
-  403,
-  () => 'AAL2 required to enroll a new factor',
-)
-export const Aal2RequiredToUnenrollError = defineAuthError(
-  'insufficient_aal',
-  422,
-  () => 'AAL2 required to unenroll verified factor',
-)
-export const Aal2RequiredToUpdateError = defineAuthError(
-  'insufficient_aal',
-  401,
-  () => 'AAL2 session is required to update email or password when MFA is enabled.',
-)
-export const ChallengeNotFoundError = defineAuthError(
-  'mfa_factor_not_found',
-  422,
-  () => 'MFA factor with the provided challenge ID not found',
-)
+export const InsufficientAalError = defineAuthCases('insufficient_aal', {
+  enroll: [403, 'AAL2 required to enroll a new factor'],
+  unenroll: [422, 'AAL2 required to unenroll verified factor'],
+  update: [401, 'AAL2 session is required to update email or password when MFA is enabled.'],
+})
 export const ChallengeIpMismatchError = defineAuthError(
   'mfa_ip_address_mismatch',
   422,
@@ -487,11 +471,6 @@ export const UnexpectedAudienceError = defineAuthError(
   403,
   () => "Token audience doesn't match request audience",
 )
-export const ReauthenticationEmailNotConfirmedError = defineAuthError(
-  'email_not_confirmed',
-  422,
-  () => 'Please verify your email first.',
-)
 export const ReauthenticationNeededError = defineAuthError(
   'reauthentication_needed',
   400,
@@ -506,16 +485,6 @@ export const ReauthenticationNotValidError = defineAuthError(
 export const ProviderDisabledError = defineAuthError('provider_disabled', 400, (message: string) => message)
 
 // ----- identities and account linking -----------------------------------------------------------
-export const LinkingEmailExistsError = defineAuthError(
-  'email_exists',
-  400,
-  () => 'A user with this email address has already been registered',
-)
-export const UnverifiedProviderEmailError = defineAuthError(
-  'email_not_confirmed',
-  422,
-  (provider: string) => `Unverified email with ${provider}. Verify the email with ${provider} and try again`,
-)
 /** Ours, retired (never sent since such an identity gets a user of its own, docs/edge.md): kept so the code is never reused. */
 export const EmailNotProvenError = defineAuthError(
   'email_not_proven',
@@ -528,16 +497,6 @@ export const ProviderEmailNeedsVerificationError = defineAuthError(
   422,
   () => 'Unverified email with the provider. Please verify your email and try again.',
 )
-export const MultipleAccountsError = defineAuthError(
-  'unexpected_failure',
-  500,
-  () => 'Multiple accounts with the same email address in the same linking domain detected',
-)
-/** GoTrue requireAuthentication: a bearer token without a subject. */
-export const MissingSubClaimError = defineAuthError('bad_jwt', 403, () => 'invalid claim: missing sub claim')
-/** GoTrue answers a subject that is not a UUID with 400, not the 403 of the other bad_jwt refusals. */
-export const SubNotUuidError = defineAuthError('bad_jwt', 400, () => 'invalid claim: sub claim must be a UUID')
-export const UserWithEmailNotFoundError = defineAuthError('user_not_found', 404, () => 'User with this email not found')
 
 // ----- refresh token and id_token grants (OAuth form where GoTrue uses it) -----------------------
 export const SessionExpiredError = defineAuthError(
@@ -547,38 +506,16 @@ export const SessionExpiredError = defineAuthError(
 )
 export const RefreshTokenRequiredError = defineOAuthError('invalid_request', () => 'refresh_token required')
 /** GoTrue's id_token grant spells this `error` with a space. */
-export const IdTokenRequestError = defineOAuthError('invalid request', (description: string) => description)
-export const BadIdTokenError = defineOAuthError('invalid request', () => 'Bad ID token')
+export const IdTokenRequestError = defineErrorCases(
+  'invalid request',
+  { request: [400, (description: string) => description], badToken: [400, 'Bad ID token'] },
+  OAuthError,
+)
 export const NonceMismatchError = defineOAuthError('invalid nonce', () => 'Nonces mismatch')
 
 // ----- external providers, PKCE redirects, MFA enrolment ---------------------------------------
-export const ProviderEmailMissingError = defineAuthError(
-  'unexpected_failure',
-  500,
-  () => 'Error getting user email from external provider',
-)
-export const ExternalCodeExchangeError = defineAuthError(
-  'unexpected_failure',
-  500,
-  () => 'Unable to exchange external code',
-)
-/** flow_state_not_found as a /verify redirect carries it (400, not the grant's 404). */
-export const FlowStateNotFoundRedirectError = defineAuthError(
-  'flow_state_not_found',
-  400,
-  () => 'invalid flow state, no valid flow state found',
-)
-export const EnrollSessionRequiredError = defineAuthError(
-  'unexpected_failure',
-  500,
-  () => 'A valid session and a registered user are required to enroll a factor',
-)
-export const SiteUrlInvalidError = defineAuthError('unexpected_failure', 500, () => 'site url is improperly formatted')
-export const QrCodeError = defineAuthError('unexpected_failure', 500, () => 'Error generating QR Code')
 
 // ----- auth hooks (GoTrue's internal/hooks) ------------------------------------------------------
-/** A hook that failed: GoTrue answers 500 with what went wrong, never the hook's own internals. */
-export const HookFailedError = defineAuthError('unexpected_failure', 500, (message: string) => message)
 export const HookTimeoutError = defineAuthError(
   'hook_timeout',
   422,
@@ -605,4 +542,3 @@ export const MfaVerificationRejectedError = defineAuthError(
   (message: string) => message,
 )
 /** A password_verification_attempt hook's `reject`, with its message. */
-export const PasswordAttemptRejectedError = defineAuthError('invalid_credentials', 400, (message: string) => message)

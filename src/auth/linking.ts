@@ -9,9 +9,9 @@ import {
   EmailConflictIdentityNotDeletableError,
   IdentityAlreadyLinkedError,
   IdentityNotFoundError,
-  LinkingEmailExistsError,
+  EmailExistsError,
   SingleIdentityNotDeletableError,
-  UnverifiedProviderEmailError,
+  EmailNotConfirmedError,
   UserNotFoundError,
 } from './errors.js'
 import { audit } from './models/audit-log.js'
@@ -35,7 +35,7 @@ export async function linkIdentityToUser(
   const existing = await findIdentity(q, ext.provider, ext.providerId)
   if (existing) throw new IdentityAlreadyLinkedError(existing.user_id !== targetUserId)
   let user = await findUserById(q, targetUserId)
-  if (!user) throw new UserNotFoundError()
+  if (!user) throw new UserNotFoundError('byId')
   const now = ctx.now()
   const email = ext.email ? ext.email.trim().toLowerCase() : ''
   const identityData: Record<string, unknown> = {
@@ -64,9 +64,9 @@ export async function linkIdentityToUser(
   if (!user.email && email) {
     // The user (an anonymous one, say) takes the identity's address; only a verified one
     // (GoTrue mails a confirmation for an unverified one; this engine refuses the link).
-    if (await isEmailTaken(q, email, user.id)) throw new LinkingEmailExistsError()
+    if (await isEmailTaken(q, email, user.id)) throw new EmailExistsError('linking')
     if (!ext.emailVerified) {
-      throw new UnverifiedProviderEmailError(ext.provider)
+      throw new EmailNotConfirmedError('provider', ext.provider)
     }
     user = await updateUser(
       q,
@@ -90,7 +90,7 @@ export async function unlinkIdentity(
   const target = identities.find((i) => i.id === identityId)
   if (!target) throw new IdentityNotFoundError()
   const user = await findUserById(q, userId)
-  if (!user) throw new UserNotFoundError()
+  if (!user) throw new UserNotFoundError('byId')
   const now = ctx.now()
   await audit(q, {
     action: 'identity_unlinked',

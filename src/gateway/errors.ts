@@ -8,6 +8,7 @@ import {
   PayloadTooLargeError,
   TenantNotFoundError,
   defineError,
+  defineErrorCases,
   errorCodes,
   type CodeOf,
 } from '../shared/index.js'
@@ -104,11 +105,14 @@ export const NoTableGrantError = defineError(
     `Role ${role} lacks the ${privilege} privilege on table ${table}, which ${action} needs`,
 )
 
-/** Any other refusal by the database itself, for a signed-in or service caller (the database's message). */
-export const PermissionDeniedError = defineError('permission_denied', 403, (message: string) => message)
-
-/** The same refusal for the anon role: 401, as PostgREST answers 42501 to anon. */
-export const AnonPermissionDeniedError = defineError('permission_denied', 401, (message: string) => message)
+/**
+ * Any other refusal by the database itself (the database's message): 403 for a signed-in or
+ * service caller, 401 for the anon role, as PostgREST answers 42501 to anon.
+ */
+export const PermissionDeniedError = defineErrorCases('permission_denied', {
+  signedIn: [403, (message: string) => message],
+  anon: [401, (message: string) => message],
+})
 
 /** The row was written, but the SELECT policy hides it from its author: do not retry. */
 export const RlsRefusalError = defineError(
@@ -123,7 +127,6 @@ export const REFUSAL_ERRORS = {
   UnknownTableError,
   NoTableGrantError,
   PermissionDeniedError,
-  AnonPermissionDeniedError,
   RlsRefusalError,
 } as const
 

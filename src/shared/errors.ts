@@ -108,6 +108,57 @@ export function defineError<C extends string, S extends number, A extends unknow
   return cls as unknown as ErrorClass<C, S, [...A, ErrorOptions?]>
 }
 
+/** One way a code is said: its status and its message, or how the message is built from arguments. */
+export type ErrorCase = readonly [status: number, message: string | ((...args: never[]) => string)]
+
+type CaseArgs<E> = E extends readonly [number, (...args: infer A) => string] ? A : []
+
+/** A class made by defineErrorCases: the case's name comes first, then its arguments. */
+export type CasedErrorClass<C extends string, T extends Readonly<Record<string, ErrorCase>>> = (new <
+  K extends keyof T & string,
+>(
+  which: K,
+  ...args: [...CaseArgs<T[K]>, ErrorOptions?]
+) => GatehouseError & { readonly code: C }) & {
+  readonly code: C
+  readonly status: number
+  readonly template: (...args: never[]) => string
+  /** Every way the code is said, for the error reference (docs/errors.md). */
+  readonly cases: T
+}
+
+/**
+ * One class for a code the protocol says in several ways (GoTrue answers `user_not_found`
+ * with 403 for a token's subject and 404 for an admin look-up): each case has its status and
+ * message, and `new X('case', ...args, opts?)` picks one where the error is raised.
+ */
+export function defineErrorCases<C extends string, T extends Readonly<Record<string, ErrorCase>>>(
+  code: C,
+  cases: T,
+  base: new (code: string, status: number, message: string, opts: ErrorOptions) => GatehouseError = GatehouseError,
+): CasedErrorClass<C, T> {
+  const [first] = Object.values(cases)
+  if (first === undefined) throw new TypeError(`defineErrorCases(${code}): no cases`)
+  const textOf = (c: ErrorCase, args: unknown[]): string =>
+    typeof c[1] === 'string' ? c[1] : (c[1] as (...a: unknown[]) => string)(...args)
+  const cls = class extends base {
+    static readonly code = code
+    static readonly status = first[0]
+    static readonly template = (...args: never[]): string => textOf(first, args)
+    static readonly cases = cases
+    constructor(which: string, ...rest: unknown[]) {
+      if (!Object.hasOwn(cases, which)) throw new TypeError(`${code}: no case ${which}`)
+      const c = cases[which]!
+      const arity = typeof c[1] === 'string' ? 0 : c[1].length
+      const opts = (rest.length > arity ? rest[arity] : undefined) as ErrorOptions | undefined
+      super(code, c[0], textOf(c, rest.slice(0, arity)), opts ?? {})
+    }
+  }
+  Object.defineProperty(cls, 'name', { value: `${code}Error` })
+  definedClasses.add(cls)
+  return cls as unknown as CasedErrorClass<C, T>
+}
+
 /** The error classes among a module's exports. */
 export type RegistryOf<T> = { readonly [K in keyof T as T[K] extends AnyErrorClass ? K : never]: T[K] }
 

@@ -85,7 +85,7 @@ t.test('gotrue audit', async (t) => {
       error_description: 'invalid flow state, flow state has expired',
     })
     t.equal(errorParams(new FlowStateExpiredError()).error, 'server_error')
-    t.equal(errorParams(new OtpExpiredError(), 'verify').error, 'access_denied')
+    t.equal(errorParams(new OtpExpiredError('token'), 'verify').error, 'access_denied')
   })
 
   t.test(

@@ -79,3 +79,39 @@ t.test('the code lists are derived from the registries', async (t) => {
   t.equal(REST_ERRORS.TenantNotFoundError, SHARED_ERRORS.TenantNotFoundError)
   t.ok(isDefinedError(new AUTH_ERRORS.SignupDisabledError()))
 })
+
+t.test('each registry has one class per code (a code said in several ways is one class with cases)', async (t) => {
+  const registries: Array<[string, ErrorRegistry]> = [
+    ['shared', SHARED_ERRORS],
+    ['gateway', GATEWAY_ERRORS],
+    ['refusals', REFUSAL_ERRORS],
+    ['rest', REST_ERRORS],
+    ['auth', AUTH_ERRORS],
+    ['panel', PANEL_ERRORS],
+    ['tenants', TENANT_ERRORS],
+    ['platform', PLATFORM_ERRORS],
+    ['typegen', typegenModule.TYPEGEN_ERRORS],
+  ]
+  for (const [part, registry] of registries) {
+    const byCode = new Map<string, Set<unknown>>()
+    for (const cls of Object.values(registry)) {
+      const set = byCode.get(cls.code) ?? new Set()
+      set.add(cls)
+      byCode.set(cls.code, set)
+    }
+    const several = [...byCode].filter(([, classes]) => classes.size > 1).map(([code]) => code)
+    t.same(several, [], `${part}: codes with more than one class`)
+  }
+})
+
+t.test('a class with cases answers each case with its status and message', async (t) => {
+  const { UserNotFoundError, OverEmailSendRateLimitError } = AUTH_ERRORS
+  const bearer = new UserNotFoundError('bearer')
+  t.match(bearer, { code: 'user_not_found', status: 403, message: 'User from sub claim in JWT does not exist' })
+  t.match(new UserNotFoundError('byId'), { code: 'user_not_found', status: 404, message: 'User not found' })
+  const wait = new OverEmailSendRateLimitError('wait', 42, { headers: { 'retry-after': '42' } })
+  t.match(wait, { status: 429, message: 'For security purposes, you can only request this after 42 seconds.' })
+  t.same(wait.headers, { 'retry-after': '42' }, 'the options follow the case arguments')
+  t.throws(() => new (UserNotFoundError as unknown as new (w: string) => Error)('toString'), TypeError)
+  t.ok(isDefinedError(bearer), 'a registry class')
+})

@@ -10,7 +10,6 @@ import type { FastifyRequest } from 'fastify'
 import { withTransaction, ownValue } from '../../shared/index.js'
 import { resolveIdentityUser, type ExternalIdentity } from '../accounts.js'
 import {
-  BadIdTokenError,
   IdTokenRequestError,
   ManualLinkingDisabledError,
   NonceMismatchError,
@@ -37,7 +36,7 @@ const KNOWN_ISSUERS = new Map<string, string>([
   ['vercel_marketplace', 'https://marketplace.vercel.com'],
 ])
 
-const invalidRequest = (description: string) => new IdTokenRequestError(description)
+const invalidRequest = (description: string) => new IdTokenRequestError('request', description)
 
 /** The provider's issuer and client id, or GoTrue's refusal. */
 function idTokenProvider(ctx: TenantContext, name: string): { issuer: string; clientId: string } {
@@ -79,7 +78,7 @@ export async function idTokenGrant(ctx: TenantContext, req: FastifyRequest, b: B
   try {
     verified = await verifyIdTokenOfIssuer(provider.issuer, idToken)
   } catch (err) {
-    if (err instanceof IdTokenRefused) throw new BadIdTokenError({ internal: err.cause })
+    if (err instanceof IdTokenRefused) throw new IdTokenRequestError('badToken', { internal: err.cause })
     if (err instanceof ProviderError) throw unexpectedFailure(err)
     throw err
   }

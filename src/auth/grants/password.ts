@@ -6,7 +6,7 @@ import { withTransaction } from '../../shared/index.js'
 import { passwordAttemptHook } from '../auth-hooks.js'
 import { passwordStrength, verifyPassword } from '../crypto.js'
 import {
-  PhoneProviderDisabled422Error,
+  PhoneProviderDisabledError,
   InvalidCredentialsError,
   EmailNotConfirmedError,
   UserBannedError,
@@ -26,7 +26,7 @@ export async function passwordGrant(ctx: TenantContext, req: FastifyRequest, b: 
   if (email && phone)
     throw new ValidationFailedError('Only an email address or phone number should be provided on login.')
   if (!email && !phone) throw new ValidationFailedError('missing email or phone')
-  if (phone) throw new PhoneProviderDisabled422Error('Phone logins are disabled')
+  if (phone) throw new PhoneProviderDisabledError('passwordGrant', 'Phone logins are disabled')
   let address: string
   try {
     address = normaliseEmail(email!)
@@ -39,8 +39,8 @@ export async function passwordGrant(ctx: TenantContext, req: FastifyRequest, b: 
   if (user)
     await passwordAttemptHook({ ctx, ip: clientMeta(req).ip }, user.id, ok, (id) => deleteSessionsOfUser(ctx.db, id))
   if (!user || !ok) throw new InvalidCredentialsError('Invalid login credentials')
-  if (isUserBanned(user, ctx.now())) throw new UserBannedError()
-  if (!user.email_confirmed_at) throw new EmailNotConfirmedError()
+  if (isUserBanned(user, ctx.now())) throw new UserBannedError('signIn')
+  if (!user.email_confirmed_at) throw new EmailNotConfirmedError('signIn')
   const strength = passwordStrength(password, ctx.tenant.auth)
   const session = await withTransaction(ctx.db, async (q) =>
     startSession(

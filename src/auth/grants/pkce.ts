@@ -25,12 +25,12 @@ export async function pkceGrant(ctx: TenantContext, req: FastifyRequest, b: Body
   if (!ctx.tenant.auth.pkce) throw new ValidationFailedError('PKCE flow is disabled for this database')
   return withTransaction(ctx.db, async (q) => {
     const flow = await lockFlowStateByAuthCode(q, authCode)
-    if (!flow || !flow.user_id) throw new FlowStateNotFoundError()
+    if (!flow || !flow.user_id) throw new FlowStateNotFoundError('grant')
     if (isFlowStateExpired(flow, ctx.now())) throw new FlowStateExpiredError()
     if (!verifierMatches(flow, verifier)) throw new BadCodeVerifierError()
     const user = await loadUserWithIdentities(q, flow.user_id)
-    if (!user) throw new FlowStateNotFoundError()
-    if (isUserBanned(user.user, ctx.now())) throw new UserBannedError()
+    if (!user) throw new FlowStateNotFoundError('grant')
+    if (isUserBanned(user.user, ctx.now())) throw new UserBannedError('signIn')
     const session = await startSession(ctx, q, user, {
       method: flow.authentication_method as AuthMethod,
       ...clientMeta(req),

@@ -9,11 +9,11 @@ import { withTransaction } from '../../shared/index.js'
 import { assertRefreshTokenShape } from '../crypto.js'
 import {
   ConflictError,
-  RefreshSessionNotFoundError,
+  SessionNotFoundError,
   RefreshTokenAlreadyUsedError,
   RefreshTokenNotFoundError,
   RefreshTokenRequiredError,
-  RefreshUserBannedError,
+  UserBannedError,
   SessionExpiredError,
 } from '../errors.js'
 import { clientMeta, type Body } from '../http.js'
@@ -103,11 +103,11 @@ async function usableSession(
   user: UserRow,
   now: Date,
 ): Promise<string> {
-  if (isUserBanned(user, now)) throw new RefreshUserBannedError()
+  if (isUserBanned(user, now)) throw new UserBannedError('refresh')
   const sessionId = rc.token.session_id
   if (!sessionId || !rc.sessionExists) {
     await deleteRefreshToken(ctx.db, rc.token.id)
-    throw new RefreshSessionNotFoundError()
+    throw new SessionNotFoundError('refresh')
   }
   if (rc.sessionNotAfter && rc.sessionNotAfter.getTime() < now.getTime()) throw new SessionExpiredError()
   return sessionId

@@ -5,7 +5,7 @@ import type { FastifyBaseLogger } from 'fastify'
 import type { Config } from '../../config/index.js'
 import type { Queryable } from '../../shared/index.js'
 import type { Tenant } from '../../tenants/index.js'
-import { EmailSendFailedError } from '../errors.js'
+import { UnexpectedFailureError } from '../errors.js'
 import { reserveMailSend } from './rate-limit.js'
 import { renderMail, throttleBucket, type MailKind, type TemplateVars } from './templates.js'
 import { senderOf, smtpTargetOf, TransportPool } from './transport.js'
@@ -100,7 +100,7 @@ export function createMailer(deps: { config: Config; logger: FastifyBaseLogger }
         })
       } catch (err) {
         deps.logger.error({ err, tenant: ctx.tenant.database, kind: req.kind }, 'mail send failed')
-        throw new EmailSendFailedError(WHAT[req.kind], { internal: err })
+        throw new UnexpectedFailureError('sendEmail', WHAT[req.kind], { internal: err })
       }
     },
     close() {

@@ -4,7 +4,7 @@
 // mail per address and kind every `mail_min_interval` seconds (GoTrue SMTP_MAX_FREQUENCY).
 import type { Queryable } from '../../shared/index.js'
 import type { AuthSettings } from '../../tenants/index.js'
-import { EmailSendWaitError, OverEmailSendRateLimitError } from '../errors.js'
+import { OverEmailSendRateLimitError } from '../errors.js'
 
 // One transaction-level advisory lock key per database: "counting mail sends".
 const LOCK_KEY = 0x6d61_696c // 'mail'
@@ -35,13 +35,13 @@ export async function reserveMailSend(
     // The message counts whole seconds left as GoTrue does (truncated: 59 right after a
     // send with a 60 s interval); Retry-After rounds up so a client waiting it is served.
     if (leftMs > 0)
-      throw new EmailSendWaitError(Math.floor(leftMs / 1000), {
+      throw new OverEmailSendRateLimitError('wait', Math.floor(leftMs / 1000), {
         headers: { 'retry-after': String(Math.ceil(leftMs / 1000)) },
       })
   }
   if (hourCount >= settings.mail_rate_per_hour) {
     const wait = freesAt ? Math.ceil((freesAt.getTime() - send.now.getTime()) / 1000) : 3600
-    throw new OverEmailSendRateLimitError({ headers: { 'retry-after': String(Math.max(1, wait)) } })
+    throw new OverEmailSendRateLimitError('limit', { headers: { 'retry-after': String(Math.max(1, wait)) } })
   }
   await q.query('INSERT INTO auth.gatehouse_mail_sends (address, kind, sent_at) VALUES ($1, $2, $3)', [
     address,

@@ -22,7 +22,7 @@ async function loadUser(ctx: TenantContext, req: FastifyRequest): Promise<UserRo
   const id = (req.params as { id?: string }).id ?? ''
   if (!UUID.test(id)) throw new ValidationFailedError('user_id must be an UUID', { status: 404 })
   const user = await findUserById(ctx.db, id.toLowerCase())
-  if (!user) throw new UserNotFoundError()
+  if (!user) throw new UserNotFoundError('byId')
   return user
 }
 
@@ -30,7 +30,7 @@ async function loadFactor(ctx: TenantContext, req: FastifyRequest, user: UserRow
   const id = (req.params as { factor_id?: string }).factor_id ?? ''
   if (!UUID.test(id)) throw new ValidationFailedError('factor_id must be an UUID', { status: 404 })
   const f = await findFactorOfUser(ctx.db, user.id, id.toLowerCase())
-  if (!f) throw new FactorNotFoundError()
+  if (!f) throw new FactorNotFoundError('factor')
   return f
 }
 

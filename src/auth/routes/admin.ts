@@ -7,13 +7,7 @@ import { withTransaction, type Queryable } from '../../shared/index.js'
 import { confirmEmail, createEmailUser, emailIdentityData, refreshProviders } from '../accounts.js'
 import { issueEmailToken, sendEmailToken, type EmailTokenKind } from '../confirmations.js'
 import { assertPasswordAcceptable, checkPasswordLength, hashOtp, hashPassword, randomPassword } from '../crypto.js'
-import {
-  EmailExistsError,
-  PhoneExistsError,
-  UserNotFoundError,
-  UserWithEmailNotFoundError,
-  ValidationFailedError,
-} from '../errors.js'
+import { EmailExistsError, PhoneExistsError, UserNotFoundError, ValidationFailedError } from '../errors.js'
 import { contextOf } from '../request-state.js'
 import { UUID } from '../bearer.js'
 import {
@@ -142,7 +136,7 @@ async function adminCreateUser(ctx: TenantContext, b: Body) {
   const role = optString(b, 'role') || 'authenticated'
   try {
     return await withTransaction(ctx.db, async (q) => {
-      if (email && (await isEmailTaken(q, email))) throw new EmailExistsError()
+      if (email && (await isEmailTaken(q, email))) throw new EmailExistsError('signUp')
       if (phone && (await findUserByPhone(q, phone, aud))) throw new PhoneExistsError()
       const now = ctx.now()
       const userId = id ? id.toLowerCase() : randomUUID()
@@ -183,7 +177,7 @@ function uniqueViolation(err: unknown): Error | undefined {
   const c = (err as { constraint?: string }).constraint ?? ''
   if (c.includes('phone')) return new PhoneExistsError()
   if (c.includes('pkey')) return new ValidationFailedError('A user with this id already exists', { status: 422 })
-  return new EmailExistsError()
+  return new EmailExistsError('signUp')
 }
 
 function insertEmailIdentity(q: Queryable, userId: string, email: string, confirmed: boolean, now: Date) {
@@ -210,7 +204,7 @@ async function adminUpdateUser(ctx: TenantContext, id: string, b: Body) {
   const role = optString(b, 'role')
   return withTransaction(ctx.db, async (q) => {
     let user = await lockUserById(q, id)
-    if (!user) throw new UserNotFoundError()
+    if (!user) throw new UserNotFoundError('byId')
     const now = ctx.now()
     const fields: Partial<Record<UserColumn, unknown>> = {}
     if (role) fields.role = role
@@ -224,7 +218,7 @@ async function adminUpdateUser(ctx: TenantContext, id: string, b: Body) {
     }
     if (phoneConfirm) fields.phone_confirmed_at = user.phone_confirmed_at ?? now
     if (email && email !== (user.email ?? '')) {
-      if (await isEmailTaken(q, email, user.id)) throw new EmailExistsError()
+      if (await isEmailTaken(q, email, user.id)) throw new EmailExistsError('signUp')
       fields.email = email
     }
     if (Object.keys(fields).length) user = await updateUser(q, user.id, fields, now)
@@ -254,7 +248,7 @@ async function adminUpdateUser(ctx: TenantContext, id: string, b: Body) {
 async function adminDeleteUser(ctx: TenantContext, id: string, soft: boolean) {
   await withTransaction(ctx.db, async (q) => {
     const user = await lockUserById(q, id)
-    if (!user) throw new UserNotFoundError()
+    if (!user) throw new UserNotFoundError('byId')
     const now = ctx.now()
     if (soft) {
       // GoTrue's soft delete: identifying data obfuscated, sessions gone, row kept.
@@ -314,7 +308,7 @@ async function linkRequestOf(ctx: TenantContext, req: FastifyRequest, b: Body): 
     !known &&
     (requested === 'recovery' || requested === 'email_change_current' || requested === 'email_change_new')
   ) {
-    throw new UserWithEmailNotFoundError()
+    throw new UserNotFoundError('byEmail')
   }
   if (!(LINK_TYPES as readonly string[]).includes(requested))
     throw new ValidationFailedError(`Invalid email action link type requested: ${requested}`)
@@ -346,7 +340,7 @@ async function signupOrInviteTarget(
   const { type, email, data } = r
   let user = found
   const extra: Partial<Record<UserColumn, unknown>> = {}
-  if (user?.email_confirmed_at) throw new EmailExistsError()
+  if (user?.email_confirmed_at) throw new EmailExistsError('signUp')
   if (user && type === 'signup' && data) {
     user = await updateUser(q, user.id, { raw_user_meta_data: mergeMetadata(user.raw_user_meta_data, data) }, ctx.now())
   }
@@ -392,12 +386,12 @@ async function linkTarget(ctx: TenantContext, q: Queryable, r: LinkRequest): Pro
       return { user: created, tokenKind: 'confirmation', verificationType: 'signup', address: email, extra: {} }
     }
     case 'recovery':
-      if (!user) throw new UserNotFoundError()
+      if (!user) throw new UserNotFoundError('byId')
       return { user, tokenKind: 'recovery', verificationType: type, address: email, extra: {} }
     default: {
-      if (!user) throw new UserNotFoundError()
+      if (!user) throw new UserNotFoundError('byId')
       const newEmail = normaliseEmail(r.newEmailRaw)
-      if (await isEmailTaken(q, newEmail, user.id)) throw new EmailExistsError()
+      if (await isEmailTaken(q, newEmail, user.id)) throw new EmailExistsError('signUp')
       const extra = { email_change: newEmail, email_change_confirm_status: 0 }
       return {
         user,
@@ -514,7 +508,7 @@ export async function postGenerateLink(req: FastifyRequest): Promise<unknown> {
 export async function getAdminUser(req: FastifyRequest): Promise<UserJson> {
   const ctx = contextOf(req)
   const u = await loadUserWithIdentities(ctx.db, userIdParam(req))
-  if (!u) throw new UserNotFoundError()
+  if (!u) throw new UserNotFoundError('byId')
   return toUserJson(u)
 }
 
@@ -531,7 +525,7 @@ export async function postInvite(req: FastifyRequest): Promise<UserJson> {
   const redirectTo = redirectUrlOf(req, ctx.tenant.auth)
   return withTransaction(ctx.db, async (q) => {
     let user = await findUserByEmail(q, email, ctx.tenant.jwt.aud)
-    if (user?.email_confirmed_at) throw new EmailExistsError()
+    if (user?.email_confirmed_at) throw new EmailExistsError('signUp')
     if (!user)
       user = (await createEmailUser(ctx, q, { email, encryptedPassword: null, data, confirmed: false, invited: true }))
         .user

@@ -12,9 +12,8 @@ import {
   BadOAuthStateError,
   FlowStateAlreadyUsedError,
   toAuthError,
-  ProviderEmailMissingError,
+  UnexpectedFailureError,
   unexpectedFailure,
-  ExternalCodeExchangeError,
 } from '../errors.js'
 import { contextOf } from '../request-state.js'
 import { linkIdentityToUser } from '../linking.js'
@@ -40,7 +39,7 @@ import { errorParams, errorRedirectUrl, ProviderRefusal, withFragmentParams, wit
 import type { TenantContext } from '../types.js'
 import { callbackUrl } from './authorize.js'
 
-const noEmail = () => new ProviderEmailMissingError()
+const noEmail = () => new UnexpectedFailureError('providerEmail')
 
 function paramsOf(req: FastifyRequest): Record<string, string> {
   const out: Record<string, string> = {}
@@ -86,7 +85,7 @@ async function exchangeCode(
     person = await provider.userData(tokens, { state: flow.id })
   } catch (err) {
     if (err instanceof ProviderError) {
-      throw new ExternalCodeExchangeError({ internal: err })
+      throw new UnexpectedFailureError('codeExchange', { internal: err })
     }
     throw err
   }

@@ -7,11 +7,11 @@ import { ownValue } from '../../shared/index.js'
 import { requireAdmin, requireDatabaseAudience, requireUser, UUID } from '../bearer.js'
 import {
   AnonymousDisabledError,
-  AnonymousNotAllowedError,
+  NoAuthorizationError,
   FactorNotFoundError,
   InvalidCredentialsError,
   ManualLinkingDisabledError,
-  EnrollSessionRequiredError,
+  UnexpectedFailureError,
   ValidationFailedError,
 } from '../errors.js'
 import { GRANTS } from '../grants/index.js'
@@ -55,7 +55,7 @@ export const MANUAL_LINKING: Check = {
 export const NOT_ANONYMOUS: Check = {
   name: 'not anonymous',
   run: (req) => {
-    if (callerOf(req).claims.is_anonymous === true) throw new AnonymousNotAllowedError()
+    if (callerOf(req).claims.is_anonymous === true) throw new NoAuthorizationError('anonymous')
   },
 }
 
@@ -63,7 +63,7 @@ export const NOT_ANONYMOUS: Check = {
 export const SESSION: Check = {
   name: 'session',
   run: (req) => {
-    if (!callerOf(req).sessionId) throw new EnrollSessionRequiredError()
+    if (!callerOf(req).sessionId) throw new UnexpectedFailureError('enrollSession')
   },
 }
 
@@ -75,7 +75,7 @@ export const FACTOR: Check = {
     const id = (req.params as { id?: string }).id ?? ''
     if (!UUID.test(id)) throw new ValidationFailedError('factor_id must be an UUID', { status: 404 })
     const f = await findFactorOfUser(ctx.db, callerOf(req).user.user.id, id.toLowerCase())
-    if (!f) throw new FactorNotFoundError()
+    if (!f) throw new FactorNotFoundError('factor')
     setFactor(req, f)
   },
 }

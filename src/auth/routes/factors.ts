@@ -8,12 +8,11 @@ import * as OTPAuth from 'otpauth'
 import QRCode from 'qrcode'
 import { withTransaction, type Queryable } from '../../shared/index.js'
 import {
-  Aal2RequiredToEnrollError,
-  Aal2RequiredToUnenrollError,
+  InsufficientAalError,
   BadJsonError,
   ChallengeExpiredError,
   ChallengeIpMismatchError,
-  ChallengeNotFoundError,
+  FactorNotFoundError,
   FactorNameConflictError,
   MfaPhoneEnrollDisabledError,
   MfaPhoneVerifyDisabledError,
@@ -23,8 +22,7 @@ import {
   MfaWebAuthnEnrollDisabledError,
   MfaWebAuthnVerifyDisabledError,
   TooManyFactorsError,
-  QrCodeError,
-  SiteUrlInvalidError,
+  UnexpectedFailureError,
   unexpectedFailure,
   ValidationFailedError,
 } from '../errors.js'
@@ -122,7 +120,7 @@ async function enrollTotp(
     try {
       issuer = new URL(ctx.tenant.auth.site_url).host
     } catch {
-      throw new SiteUrlInvalidError()
+      throw new UnexpectedFailureError('siteUrl')
     }
   }
   const user = u.user.user
@@ -134,16 +132,16 @@ async function enrollTotp(
     const verified = factors.filter((f) => f.status === 'verified').length
     if (factors.length >= ctx.tenant.auth.mfa_max_enrolled_factors || verified >= MAX_VERIFIED_FACTORS)
       throw new TooManyFactorsError()
-    if (verified > 0 && !(await sessionIsAal2(q, u.sessionId))) throw new Aal2RequiredToEnrollError()
+    if (verified > 0 && !(await sessionIsAal2(q, u.sessionId))) throw new InsufficientAalError('enroll')
     const account = user.email ?? ''
-    if (account === '') throw new QrCodeError()
+    if (account === '') throw new UnexpectedFailureError('qrCode')
     const secret = new OTPAuth.Secret({ size: 20 }).base32
     const uri = otpauthUri(issuer, account, secret)
     let svg: string
     try {
       svg = await QRCode.toString(uri, { type: 'svg', errorCorrectionLevel: 'H', margin: 1 })
     } catch (err) {
-      throw new QrCodeError({ internal: err })
+      throw new UnexpectedFailureError('qrCode', { internal: err })
     }
     const factor = await insertTotpFactor(q, { userId: user.id, friendlyName, secret, now })
     await audit(q, {
@@ -200,7 +198,7 @@ async function verifyTotp(
 ) {
   const ip = clientMeta(req).ip ?? ''
   const challenge = await findChallenge(ctx.db, factor.id, challengeId)
-  if (!challenge) throw new ChallengeNotFoundError()
+  if (!challenge) throw new FactorNotFoundError('challenge')
   if (challenge.verified_at || challenge.ip_address !== ip) throw new ChallengeIpMismatchError()
   const now = ctx.now()
   if (challenge.created_at.getTime() + CHALLENGE_EXPIRY_SECONDS * 1000 < now.getTime()) {
@@ -332,7 +330,7 @@ export async function deleteFactorRoute(req: FastifyRequest): Promise<unknown> {
   const u = mfaCallerOf(req)
   const factor = factorOf(req)
   if (factor.status === 'verified' && !(await sessionIsAal2(ctx.db, u.sessionId)))
-    throw new Aal2RequiredToUnenrollError()
+    throw new InsufficientAalError('unenroll')
   await withTransaction(ctx.db, async (q) => {
     const now = ctx.now()
     await deleteFactor(q, factor.id)

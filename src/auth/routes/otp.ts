@@ -114,7 +114,7 @@ export async function postOtp(req: FastifyRequest): Promise<Record<string, never
   if (email && phone) throw new ValidationFailedError('Only an email address or phone number should be provided')
   if (email && optString(b, 'channel'))
     throw new ValidationFailedError('Channel should only be specified with Phone OTP')
-  if (phone) throw new PhoneProviderDisabledError('Unsupported phone provider')
+  if (phone) throw new PhoneProviderDisabledError('request', 'Unsupported phone provider')
   if (!email) throw new ValidationFailedError('One of email or phone must be set')
   if (!ctx.tenant.auth.magic_link) throw new MagicLinkDisabledError()
   return sendMagicLink(ctx, magicLinkRequest(ctx, req, email, b, createUser))

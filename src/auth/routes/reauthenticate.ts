@@ -4,11 +4,7 @@
 import type { FastifyRequest } from 'fastify'
 import { withTransaction, type Queryable } from '../../shared/index.js'
 import { constantTimeEqual, generateOtp, hashOtp } from '../crypto.js'
-import {
-  ReauthenticationEmailNotConfirmedError,
-  ReauthenticationNotValidError,
-  ValidationFailedError,
-} from '../errors.js'
+import { EmailNotConfirmedError, ReauthenticationNotValidError, ValidationFailedError } from '../errors.js'
 import { callerOf, contextOf } from '../request-state.js'
 import { clientMeta } from '../http.js'
 import { audit } from '../models/audit-log.js'
@@ -53,7 +49,7 @@ export async function getReauthenticate(req: FastifyRequest): Promise<Record<str
   // No SMS here: a phone-only user has no address to send the nonce to.
   if (address === '')
     throw new ValidationFailedError('Reauthentication requires the user to have an email or a phone number')
-  if (!user.email_confirmed_at) throw new ReauthenticationEmailNotConfirmedError()
+  if (!user.email_confirmed_at) throw new EmailNotConfirmedError('reauthenticate')
   await withTransaction(ctx.db, async (q) => {
     const now = ctx.now()
     await audit(q, {

@@ -29,7 +29,7 @@ export async function postResend(req: FastifyRequest): Promise<Record<string, ne
   if (email && phone) throw new ValidationFailedError('Only an email address or phone number should be provided.')
   if (!email && !phone) throw new ValidationFailedError('Missing email address or phone number')
   // This engine has no phone provider (GoTrue's answer with the phone provider off).
-  if (phone) throw new PhoneProviderDisabledError('Phone logins are disabled')
+  if (phone) throw new PhoneProviderDisabledError('request', 'Phone logins are disabled')
   const address = normaliseEmail(email!)
   // phone_change by email: no user here has a pending phone change, GoTrue's 200 {}.
   if (!emailType) return {}

@@ -117,7 +117,7 @@ export async function postSignup(req: FastifyRequest): Promise<unknown> {
   assertPasswordAcceptable(password, settings)
   if (email && phone)
     throw new ValidationFailedError('Only an email address or phone number should be provided on signup.')
-  if (phone) throw new PhoneProviderDisabledError('Phone signups are disabled')
+  if (phone) throw new PhoneProviderDisabledError('request', 'Phone signups are disabled')
   const pkce = pkceParamsOf(ctx, b.code_challenge, b.code_challenge_method)
   const address = normaliseEmail(email!)
   const redirectTo = redirectUrlOf(req, settings)

@@ -121,7 +121,7 @@ async function findAdminUser(req: FastifyRequest): Promise<void> {
   const ctx = contextOf(req)
   const id = (req.params as { id?: string }).id ?? ''
   if (!UUID.test(id)) throw new ValidationFailedError('user_id must be an UUID', { status: 404 })
-  if (!(await findUserById(ctx.db, id.toLowerCase()))) throw new UserNotFoundError()
+  if (!(await findUserById(ctx.db, id.toLowerCase()))) throw new UserNotFoundError('byId')
 }
 
 /** The routes of the switched-off features, for the route table. */

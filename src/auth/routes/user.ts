@@ -7,7 +7,7 @@ import { emailIdentityData, refreshProviders } from '../accounts.js'
 import { sendEmailToken } from '../confirmations.js'
 import { assertPasswordAcceptable, hashPassword, verifyPassword } from '../crypto.js'
 import {
-  Aal2RequiredToUpdateError,
+  InsufficientAalError,
   PhoneProviderDisabledError,
   EmailExistsError,
   MAX_OTP_ATTEMPTS,
@@ -68,7 +68,7 @@ function readUserPatch(ctx: TenantContext, req: FastifyRequest, u: UserRow): Use
   const data = optObject(b, 'data')
   const appMetadata = optObject(b, 'app_metadata')
   const email = rawEmail ? normaliseEmail(rawEmail) : undefined
-  if (phone) throw new PhoneProviderDisabledError('Phone provider is disabled for this database')
+  if (phone) throw new PhoneProviderDisabledError('request', 'Phone provider is disabled for this database')
   if (password !== undefined) assertPasswordAcceptable(password, ctx.tenant.auth)
   if (appMetadata && u.role !== 'admin') throw new NotAdminError('Updating app_metadata requires admin privileges')
   const nonce = optString(b, 'nonce')
@@ -102,7 +102,7 @@ async function checkUserPatch(
       (p.email !== undefined && p.email !== (u.email ?? '')) ||
       (p.phone !== undefined && p.phone !== (u.phone ?? ''))
     ) {
-      throw new Aal2RequiredToUpdateError()
+      throw new InsufficientAalError('update')
     }
   }
   if (p.password !== undefined && u.is_anonymous && !u.email && !p.email) {
@@ -111,7 +111,7 @@ async function checkUserPatch(
     })
   }
   const changingEmail = p.email !== undefined && p.email !== (u.email ?? '').toLowerCase()
-  if (changingEmail && (await isEmailTaken(ctx.db, p.email!, u.id))) throw new EmailExistsError()
+  if (changingEmail && (await isEmailTaken(ctx.db, p.email!, u.id))) throw new EmailExistsError('signUp')
   return changingEmail
 }
 

@@ -9,9 +9,9 @@ import { ottTypesOfVerifyType, verifyTokenHash, type VerifyOutcome } from '../co
 import { hashOtp } from '../crypto.js'
 import {
   AuthError,
-  FlowStateNotFoundRedirectError,
+  FlowStateNotFoundError,
   MAX_OTP_ATTEMPTS,
-  OtpAttemptsExhaustedError,
+  OtpExpiredError,
   toAuthError,
   ValidationFailedError,
 } from '../errors.js'
@@ -29,7 +29,7 @@ import type { AccessTokenResponse, TenantContext } from '../types.js'
 const LINK_TYPES = new Set(['signup', 'invite', 'recovery', 'magiclink', 'email_change', 'email'])
 const FIRST_EMAIL_CHANGE = 'Confirmation link accepted. Please proceed to confirm link sent to the other email'
 
-const flowStateNotFoundRedirect = () => new FlowStateNotFoundRedirectError()
+const flowStateNotFoundRedirect = () => new FlowStateNotFoundError('redirect')
 
 /**
  * The type and stored hash a verification is about: among the candidate hashes (an OTP's
@@ -182,14 +182,14 @@ export async function postVerify(req: FastifyRequest): Promise<unknown> {
     const byAddress = await countAddressAttempt(q, relatesTo!, ctx.tenant.auth.otp_expiry, ctx.now())
     return Math.max(byAddress, await countOtpAttempt(q, relatesTo!, ottTypesOfVerifyType(type)))
   })
-  if (attempts > MAX_OTP_ATTEMPTS) throw new OtpAttemptsExhaustedError()
+  if (attempts > MAX_OTP_ATTEMPTS) throw new OtpExpiredError('attempts')
   try {
     const { outcome, session } = await verifyAndSignIn(ctx, req, type, hashes, { relatesTo, attemptCounted: true })
     if (outcome.kind === 'first_email_change_confirmation') return { msg: FIRST_EMAIL_CHANGE, code: '200' }
     return session!
   } catch (err) {
     if (attempts === MAX_OTP_ATTEMPTS && err instanceof AuthError && err.code === 'otp_expired')
-      throw new OtpAttemptsExhaustedError()
+      throw new OtpExpiredError('attempts')
     throw err
   }
 }

@@ -13,7 +13,6 @@ import {
 } from '../../shared/index.js'
 import type { Catalog, Privilege, RolePrivileges, TableFacts } from './catalog.js'
 import {
-  AnonPermissionDeniedError,
   NoTableGrantError,
   PermissionDeniedError,
   RlsRefusalError,
@@ -438,15 +437,18 @@ function rlsViolationHint(input: RefusalInput): string {
 
 function permissionDenied(input: RefusalInput, hint: string | null): Refusal {
   const { tenant, kind, error } = input
-  const Refused = kind === 'anon' ? AnonPermissionDeniedError : PermissionDeniedError
   const upstreamDetails = scrub(error.details, tenant)
   return toRefusal(
-    new Refused(scrub(error.message, tenant) ?? 'permission denied', {
-      details: `The request ran as role ${roleLabel(tenant, kind)}.${upstreamDetails !== null ? ' ' + upstreamDetails : ''}`,
-      hint: hint ?? scrub(error.hint, tenant),
-      extra: { sqlstate: '42501', role: roleDisplayName(kind) },
-      headers: kind === 'anon' ? { 'www-authenticate': 'Bearer' } : {},
-    }),
+    new PermissionDeniedError(
+      kind === 'anon' ? 'anon' : 'signedIn',
+      scrub(error.message, tenant) ?? 'permission denied',
+      {
+        details: `The request ran as role ${roleLabel(tenant, kind)}.${upstreamDetails !== null ? ' ' + upstreamDetails : ''}`,
+        hint: hint ?? scrub(error.hint, tenant),
+        extra: { sqlstate: '42501', role: roleDisplayName(kind) },
+        headers: kind === 'anon' ? { 'www-authenticate': 'Bearer' } : {},
+      },
+    ),
   )
 }
 
