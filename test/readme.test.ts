@@ -9,6 +9,7 @@ import { spawn } from 'node:child_process'
 import { readFileSync } from 'node:fs'
 import path from 'node:path'
 import { startE2eStack, email, REPO_ROOT, type E2eStack, type E2eTenant } from './helpers/e2e-stack.js'
+import { until } from './helpers/eventually.js'
 
 // Whole development stacks start here: on a loaded machine that takes minutes, not seconds.
 t.setTimeout(300_000)
@@ -62,11 +63,11 @@ function runModule(code: string): Promise<{ code: number | null; stdout: string;
  * follows the DDL asynchronously), asking as the secret key's role, which reaches every table.
  */
 async function visible(x: E2eTenant, table: string): Promise<void> {
-  for (let i = 0; i < 300; i++) {
-    if ((await stack.gateway(x, `/rest/v1/${table}?select=*&limit=0`, { apikey: x.secret_key })).status === 200) return
-    await new Promise((resolve) => setTimeout(resolve, 100))
-  }
-  throw new Error(`table ${table} never became visible`)
+  await until(
+    async () => (await stack.gateway(x, `/rest/v1/${table}?select=*&limit=0`, { apikey: x.secret_key })).status === 200,
+    `table ${table} becomes visible`,
+    30_000,
+  )
 }
 
 let stack: E2eStack

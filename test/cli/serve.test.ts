@@ -13,6 +13,7 @@ import os from 'node:os'
 import path from 'node:path'
 import { fileURLToPath, pathToFileURL } from 'node:url'
 import { shellEnv } from '../helpers/shell-env.js'
+import { eventually } from '../helpers/eventually.js'
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..')
 // The tsx loader by absolute URL: the working directory has no node_modules.
@@ -74,16 +75,9 @@ t.test('serve gateway --workers 2 answers and stops on SIGTERM', async (t) => {
   })
 
   // Both workers listening (on the same port) and the primary's admin listener.
-  for (
-    let i = 0;
-    i < 1200 &&
-    (records(stdout, 'listening').length < 2 ||
-      records(stdout, 'admin listening (metrics of every worker)').length < 1);
-    i++
-  ) {
-    if (child.exitCode !== null) break
-    await new Promise((r) => setTimeout(r, 50))
-  }
+  const started = (): boolean =>
+    records(stdout, 'listening').length >= 2 && records(stdout, 'admin listening (metrics of every worker)').length >= 1
+  await eventually(() => started() || child.exitCode !== null, 60_000).catch(() => {})
   const workers = records(stdout, 'listening').map((r) => String(r.url))
   const admins = records(stdout, 'admin listening (metrics of every worker)').map((r) => String(r.admin))
   t.equal(workers.length, 2, `two workers listen: ${stdout} ${stderr}`)
@@ -96,11 +90,11 @@ t.test('serve gateway --workers 2 answers and stops on SIGTERM', async (t) => {
   t.equal(health.status, 200, 'the admin port answers /healthz')
   // Both workers answer readiness.
   let ready: { checks?: Array<{ name: string }> } = {}
-  for (let i = 0; i < 100 && (ready.checks ?? []).length < 2; i++) {
+  await eventually(async () => {
     const r = await getFresh(`${admin}/readyz`)
     if (r.status === 200) ready = JSON.parse(r.body)
-    else await new Promise((resolve) => setTimeout(resolve, 100))
-  }
+    return (ready.checks ?? []).length >= 2
+  }, 10_000).catch(() => {})
   t.same(
     (ready.checks ?? []).map((c) => /^worker \d+$/.test(c.name)),
     [true, true],

@@ -14,6 +14,7 @@ import { fileURLToPath } from 'node:url'
 import { promisify } from 'node:util'
 import { adminUrl } from '../helpers/db.js'
 import { shellEnv } from '../helpers/shell-env.js'
+import { eventually } from '../helpers/eventually.js'
 
 // tsc over src/ and an offline `npm ci --omit=dev`: tens of seconds on a loaded machine.
 t.setTimeout(300_000)
@@ -100,22 +101,11 @@ t.test('the image tree: every process starts and becomes ready', async (t) => {
         })
         // The admin URL from its `listening` log line (the kernel chose the port).
         let admin: string | undefined
-        for (let i = 0; i < 1200 && admin === undefined && child.exitCode === null && child.signalCode === null; i++) {
-          for (const line of out.split('\n')) {
-            try {
-              const rec = JSON.parse(line) as { msg?: string; admin?: string }
-              if (rec.msg === 'listening' && typeof rec.admin === 'string') admin = rec.admin
-            } catch {}
-          }
-          if (admin === undefined) await new Promise((resolve) => setTimeout(resolve, 50))
-        }
+        const stopped = (): boolean => child.exitCode !== null || child.signalCode !== null
+        await eventually(() => (admin = adminUrlIn(out)) !== undefined || stopped(), 60_000).catch(() => {})
         if (admin === undefined) throw new Error(`serve ${part} did not start:\n${out}\n${err}`)
         let ready: Response | undefined
-        for (let i = 0; i < 200; i++) {
-          ready = await fetch(`${admin}/readyz`)
-          if (ready.status === 200) break
-          await new Promise((resolve) => setTimeout(resolve, 50))
-        }
+        await eventually(async () => (ready = await fetch(`${admin}/readyz`)).status === 200, 10_000).catch(() => {})
         t.equal(ready?.status, 200, `serve ${part} is ready: ${await ready?.text()}`)
         child.kill('SIGTERM')
         t.equal(await exited, 0, `serve ${part} stops on SIGTERM`)
@@ -156,3 +146,14 @@ t.test('the image tree: every process starts and becomes ready', async (t) => {
   )
   t.match(apply.stdout, /1 tenant file\(s\) valid: acme \(dry run, nothing written\)/)
 })
+
+/** The admin URL of a part's `listening` log line (the kernel chose the port), once it is out. */
+function adminUrlIn(out: string): string | undefined {
+  for (const line of out.split('\n')) {
+    try {
+      const rec = JSON.parse(line) as { msg?: string; admin?: string }
+      if (rec.msg === 'listening' && typeof rec.admin === 'string') return rec.admin
+    } catch {}
+  }
+  return undefined
+}

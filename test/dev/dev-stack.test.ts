@@ -11,6 +11,7 @@ import { createWorkingCopy, REPO_ROOT } from '../helpers/e2e-stack.js'
 import { adminUrl } from '../helpers/db.js'
 import { dropTenant } from '../../src/platform/index.js'
 import { KERNEL_PORTS_ENV, shellEnv } from '../helpers/shell-env.js'
+import { until } from '../helpers/eventually.js'
 
 // Whole development stacks start here: on a loaded machine that takes minutes, not seconds.
 t.setTimeout(300_000)
@@ -39,12 +40,9 @@ function cli(cwd: string, args: string[]): Promise<{ code: number | null; stdout
  * Polls `check` until it holds (the stack reacts to files asynchronously). The bound only
  * ends a hung run: a loaded machine may take long, nothing here measures speed.
  */
-async function eventually(what: string, check: () => Promise<boolean>, seconds = 60): Promise<boolean> {
-  for (let i = 0; i < seconds * 10; i++) {
-    if (await check()) return true
-    await new Promise((resolve) => setTimeout(resolve, 100))
-  }
-  throw new Error(`never happened: ${what}`)
+async function happened(what: string, check: () => Promise<boolean>, seconds = 60): Promise<boolean> {
+  await until(check, what, seconds * 1000)
+  return true
 }
 
 async function settings(database: string, key: string): Promise<number> {
@@ -75,7 +73,7 @@ t.test('tenant files and the CLI while the stack runs', async (t) => {
       await exited
     }
   })
-  await eventually(
+  await happened(
     'the stack is ready',
     async () => {
       if (dev.exitCode !== null) throw new Error(`gatehouse dev exited: ${out} ${err}`)
@@ -97,7 +95,7 @@ t.test('tenant files and the CLI while the stack runs', async (t) => {
   const file = path.join(copy.root, 'config', 'tenants', `${database}.yaml`)
   const publicKey = /public key:\s+(\S+)/.exec(created.stdout)![1]!
   t.ok(
-    await eventually('the new database is served', async () => (await settings(database, publicKey)) === 200),
+    await happened('the new database is served', async () => (await settings(database, publicKey)) === 200),
     'served without a restart',
   )
 
@@ -111,14 +109,14 @@ t.test('tenant files and the CLI while the stack runs', async (t) => {
   // 3. A bad edit: reported, and the last good record stays.
   const good = readFileSync(file, 'utf8')
   writeFileSync(file, good.replace(/^organization: .*$/m, 'organization: [not, a, string]'))
-  t.ok(await eventually('the bad file is reported', async () => out.includes(`${database}.yaml is not valid`)))
+  t.ok(await happened('the bad file is reported', async () => out.includes(`${database}.yaml is not valid`)))
   t.match(out, new RegExp(`database ${database} keeps its last good record`))
   t.equal(await settings(database, publicKey), 200, 'still served with its last good record')
 
   // 4. A good edit (a new public key): picked up.
   const newKey = `pk_${'0123456789abcdef'.repeat(2)}${publicKey.slice(-16)}`
   writeFileSync(file, good.replace(publicKey, newKey))
-  t.ok(await eventually('the new key works', async () => (await settings(database, newKey)) === 200))
+  t.ok(await happened('the new key works', async () => (await settings(database, newKey)) === 200))
   t.not(await settings(database, publicKey), 200, 'the old key no longer does')
 
   // 5. Every log line names its part.

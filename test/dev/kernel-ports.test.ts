@@ -12,6 +12,7 @@ import { parse as parseYaml } from 'yaml'
 import { startE2eStack, email } from '../helpers/e2e-stack.js'
 import { loadConfig } from '../../src/config/index.js'
 import { DEV_PG_PORT } from '../../src/dev/index.js'
+import { until } from '../helpers/eventually.js'
 
 t.setTimeout(300_000)
 
@@ -79,13 +80,11 @@ t.test('every port 0: the stack starts beside the default ports and reports what
   const to = email('kports')
   const otp = await stack.gateway(demo, '/auth/v1/otp', { method: 'POST', body: { email: to } })
   t.equal(otp.status, 200, JSON.stringify(otp.body))
-  let found = false
-  for (let i = 0; i < 200 && !found; i++) {
+  await until(async () => {
     const mails = (await (await fetch(`${info.mail_url}/email`)).json()) as Array<{ to: Array<{ address: string }> }>
-    found = mails.some((m) => m.to.some((x) => x.address === to))
-    if (!found) await new Promise((resolve) => setTimeout(resolve, 50))
-  }
-  t.ok(found, 'the mail is in the catcher')
+    return mails.some((m) => m.to.some((x) => x.address === to))
+  }, 'the mail is in the catcher')
+  t.pass('the mail is in the catcher')
   t.equal(
     info.admin_urls?.gateway !== undefined && (await fetch(`${info.admin_urls.gateway}/readyz`)).status,
     200,

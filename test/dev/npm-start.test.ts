@@ -18,6 +18,7 @@ import pg from 'pg'
 import { createWorkingCopy, REPO_ROOT, type WorkingCopy } from '../helpers/e2e-stack.js'
 import { adminUrl } from '../helpers/db.js'
 import { KERNEL_PORTS_ENV } from '../helpers/shell-env.js'
+import { eventually } from '../helpers/eventually.js'
 
 // Whole development stacks start here: on a loaded machine that takes minutes, not seconds.
 t.setTimeout(300_000)
@@ -107,11 +108,7 @@ function portFree(port: number): Promise<boolean> {
 
 /** Polls until nothing listens on the port (a killed process's children exit on their own). */
 async function eventuallyFree(port: number): Promise<boolean> {
-  for (let i = 0; i < 200; i++) {
-    if (await portFree(port)) return true
-    await new Promise((resolve) => setTimeout(resolve, 50))
-  }
-  return false
+  return eventually(() => portFree(port), 10_000).catch(() => false)
 }
 
 interface Info {

@@ -12,6 +12,7 @@ import path from 'node:path'
 import pg from 'pg'
 import { createWorkingCopy, REPO_ROOT } from '../helpers/e2e-stack.js'
 import { KERNEL_PORTS_ENV, shellEnv } from '../helpers/shell-env.js'
+import { until } from '../helpers/eventually.js'
 
 // A whole development stack with a fresh cluster (initdb): minutes on a loaded machine.
 t.setTimeout(300_000)
@@ -39,12 +40,8 @@ function start(cwd: string, args: string[], env: NodeJS.ProcessEnv): Run {
   return { child, out: () => out, err: () => err, exited }
 }
 
-async function until(what: string, check: () => boolean | Promise<boolean>, seconds = 240): Promise<void> {
-  for (let i = 0; i < seconds * 10; i++) {
-    if (await check()) return
-    await new Promise((resolve) => setTimeout(resolve, 100))
-  }
-  throw new Error(`never happened: ${what}`)
+async function untilDone(what: string, check: () => boolean | Promise<boolean>, seconds = 240): Promise<void> {
+  await until(check, what, seconds * 1000)
 }
 
 async function pgAnswers(url: string): Promise<boolean> {
@@ -83,7 +80,7 @@ t.test('a second start leaves the running stack alone; a dead Postgres is report
       await first.exited
     }
   })
-  await until('the first stack is ready', () => {
+  await untilDone('the first stack is ready', () => {
     if (first.child.exitCode !== null) throw new Error(`gatehouse dev exited: ${first.out()} ${first.err()}`)
     return first.out().includes('Ctrl-C stops everything')
   })
@@ -126,7 +123,7 @@ t.test('a second start leaves the running stack alone; a dead Postgres is report
 
   // 3. Its Postgres dies: the stack's log says so, and `gatehouse status` too.
   process.kill(postmaster, 'SIGKILL')
-  await until(
+  await untilDone(
     'the stack reports its Postgres gone',
     () => /the development Postgres .* exited unexpectedly/.test(first.out() + first.err()),
     60,

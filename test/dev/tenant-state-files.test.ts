@@ -16,16 +16,13 @@ import { signAsymmetric } from '../../src/shared/index.js'
 import { createWorkingCopy, KERNEL_PORTS } from '../helpers/e2e-stack.js'
 import { adminUrl } from '../helpers/db.js'
 import { createTestRedis } from '../helpers/redis.js'
+import { until } from '../helpers/eventually.js'
 
 // Whole development stacks start here, three times.
 t.setTimeout(400_000)
 
 async function poll(what: string, check: () => Promise<boolean>): Promise<void> {
-  for (let i = 0; i < 600; i++) {
-    if (await check()) return
-    await new Promise((resolve) => setTimeout(resolve, 50))
-  }
-  throw new Error(`never happened: ${what}`)
+  await until(check, what, 30_000)
 }
 
 async function scenario(t: Test, source: 'files' | 'redis'): Promise<void> {

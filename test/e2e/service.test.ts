@@ -7,6 +7,7 @@
 import t from 'tap'
 import { randomUUID } from 'node:crypto'
 import { email, startE2eStack, type E2eStack, type E2eTenant } from '../helpers/e2e-stack.js'
+import { until } from '../helpers/eventually.js'
 
 let stack: E2eStack
 let a: E2eTenant
@@ -18,12 +19,10 @@ t.before(async () => {
 
 /** Waits until the REST engine knows a table the owner just created (the secret key sees every table). */
 async function untilKnown(table: string): Promise<void> {
-  for (let i = 0; i < 100; i++) {
-    const r = await stack.gateway(a, `/rest/v1/${table}?limit=0`, { apikey: a.secret_key })
-    if (r.status === 200) return
-    await new Promise((resolve) => setTimeout(resolve, 50))
-  }
-  throw new Error(`the REST engine never saw public.${table}`)
+  await until(
+    async () => (await stack.gateway(a, `/rest/v1/${table}?limit=0`, { apikey: a.secret_key })).status === 200,
+    `the REST engine sees public.${table}`,
+  )
 }
 
 interface Signed {

@@ -12,6 +12,7 @@ import net from 'node:net'
 import http from 'node:http'
 import { SignJWT, base64url } from 'jose'
 import { startStack, gatewayCall, userToken, type Stack, type StackTenant } from '../helpers/panel-stack.js'
+import { until } from '../helpers/eventually.js'
 
 let stack: Stack
 let x: StackTenant
@@ -71,10 +72,11 @@ t.before(async () => {
     INSERT INTO public.items SELECT g, 'item ' || g FROM generate_series(1, 3) g;
     SELECT platform.grant('SELECT, INSERT', 'public.items', 'anon')`,
   )
-  for (let i = 0; i < 300; i++) {
-    if ((await gatewayCall(stack, x, '/rest/v1/items?select=id&limit=0')).status === 200) break
-    await new Promise((resolve) => setTimeout(resolve, 100))
-  }
+  await until(
+    async () => (await gatewayCall(stack, x, '/rest/v1/items?select=id&limit=0')).status === 200,
+    'the REST engine knows public.items',
+    30_000,
+  )
 })
 
 t.test('requests the HTTP parser refuses: JSON errors, connection closed, nothing smuggled', async (t) => {

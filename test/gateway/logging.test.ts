@@ -10,6 +10,7 @@ import { tmpdir } from 'node:os'
 import path from 'node:path'
 import { createBatchedDestination, createLogger, redactUrl } from '../../src/shared/index.js'
 import { makeTenant, lookupOf, startUpstream, startGateway, request, signToken } from '../helpers/gateway.js'
+import { eventually } from '../helpers/eventually.js'
 
 function sink(): { stream: Writable; lines: string[] } {
   const lines: string[] = []
@@ -187,9 +188,7 @@ t.test('the batched destination keeps every line, in order', async (t) => {
 
   // 1. A few lines are written by the timer, without any flush call.
   for (let i = 0; i < 3; i++) log.info({ i }, 'early')
-  for (let tries = 0; tries < 200 && readFileSync(file, 'utf8').split('\n').filter(Boolean).length < 3; tries++) {
-    await new Promise((r) => setTimeout(r, 10))
-  }
+  await eventually(() => readFileSync(file, 'utf8').split('\n').filter(Boolean).length >= 3).catch(() => {})
   t.equal(readFileSync(file, 'utf8').split('\n').filter(Boolean).length, 3, 'written after flushMs')
 
   // 2. Many lines: size-triggered batches, then end() writes the rest synchronously.

@@ -17,6 +17,7 @@ import { createRestFixture, TEST_CONFIG, type RestFixture } from '../helpers/res
 import { createTestTenant, withClient, type TestTenant } from '../helpers/tenants.js'
 import { tcpRelay } from '../helpers/tcp-relay.js'
 import { quoteIdent, signHS256, withDatabase } from '../../src/shared/index.js'
+import { eventually } from '../helpers/eventually.js'
 
 async function post(fx: RestFixture, path: string, body: unknown): Promise<{ status: number; json: any }> {
   const res = await fx.app.inject({
@@ -32,13 +33,11 @@ async function post(fx: RestFixture, path: string, body: unknown): Promise<{ sta
   return { status: res.statusCode, json: JSON.parse(res.body || 'null') }
 }
 
+/** The last value of `fn` once `done` holds for it (or the last one seen when it never does, for the assertion to show). */
 async function until<T>(fn: () => Promise<T>, done: (v: T) => boolean, timeoutMs = 5_000): Promise<T> {
-  const end = Date.now() + timeoutMs
-  for (;;) {
-    const v = await fn()
-    if (done(v) || Date.now() > end) return v
-    await new Promise((resolve) => setTimeout(resolve, 50))
-  }
+  let last: T | undefined
+  await eventually(async () => done((last = await fn())), timeoutMs).catch(() => {})
+  return last as T
 }
 
 t.test('serving many tenants: one pool connection each, no LISTEN connection of its own', async (t) => {

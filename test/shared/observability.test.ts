@@ -16,6 +16,7 @@ import { shellEnv } from '../helpers/shell-env.js'
 import { loadConfig } from '../../src/config/index.js'
 import { parseResourceAttributes, partResource, packageVersion } from '../../src/shared/index.js'
 import { createStoreAndCache, startPart } from '../../src/serve.js'
+import { eventually } from '../helpers/eventually.js'
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..')
 const TSX = pathToFileURL(createRequire(import.meta.url).resolve('tsx')).href
@@ -80,10 +81,7 @@ t.test('serve gateway: named spans, trace ids on its log lines, one request coun
         return []
       }
     })
-  for (let i = 0; i < 1200 && !lines().some((l) => l.msg === 'listening'); i++) {
-    if (child.exitCode !== null) break
-    await new Promise((resolve) => setTimeout(resolve, 50))
-  }
+  await eventually(() => child.exitCode !== null || lines().some((l) => l.msg === 'listening'), 60_000).catch(() => {})
   const listening = lines().find((l) => l.msg === 'listening')
   if (listening === undefined) throw new Error(`serve gateway did not start: ${out} ${err}`)
 

@@ -5,6 +5,7 @@
 import t from 'tap'
 import { CompactSign, SignJWT, generateKeyPair } from 'jose'
 import { createRestFixture, ALICE, BOB } from '../../helpers/rest-fixture.js'
+import { eventually } from '../../helpers/eventually.js'
 
 const SETTINGS_VIEW = `
 CREATE VIEW whoami AS SELECT
@@ -119,12 +120,10 @@ t.test('callers, RLS and visibility', async (t) => {
       "CREATE TABLE late (id int); INSERT INTO late VALUES (1); SELECT platform.grant('SELECT', 'late', 'anon')",
     )
     // The reload is driven by the NOTIFY the DDL sends, which reaches the engine asynchronously.
-    const deadline = Date.now() + 5_000
-    let r = await fx.get('/late')
-    while (r.status !== 200 && Date.now() < deadline) {
-      await new Promise((resolve) => setTimeout(resolve, 50))
-      r = await fx.get('/late')
-    }
+    const r = await eventually(async () => {
+      const answer = await fx.get('/late')
+      return answer.status === 200 && answer
+    })
     t.same([r.status, r.json()], [200, [{ id: 1 }]])
   })
 })

@@ -5,6 +5,7 @@
 import t from 'tap'
 import { createWriteFixture } from '../../helpers/rest-writes.js'
 import { RPC_SQL } from '../../helpers/rest-rpc.js'
+import { eventually } from '../../helpers/eventually.js'
 
 t.test('RPC resolution and errors', async (t) => {
   const fx = await createWriteFixture(t, { sql: RPC_SQL })
@@ -113,11 +114,10 @@ t.test('RPC resolution and errors', async (t) => {
   t.test('a function created after the schema cache loaded is found (reload on a miss)', async (t) => {
     await fx.call('POST', '/rpc/no_args')
     await fx.ownerSql("CREATE FUNCTION brand_new() RETURNS text LANGUAGE sql STABLE AS $$SELECT 'new'$$")
-    let r = await fx.call('GET', '/rpc/brand_new')
-    for (let i = 0; i < 40 && r.status === 404; i++) {
-      await new Promise((resolve) => setTimeout(resolve, 100))
-      r = await fx.call('GET', '/rpc/brand_new')
-    }
+    const r = await eventually(async () => {
+      const answer = await fx.call('GET', '/rpc/brand_new')
+      return answer.status !== 404 && answer
+    })
     t.equal(r.status, 200)
     t.equal(r.body, '"new"')
   })
