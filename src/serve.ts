@@ -20,7 +20,7 @@ import { buildRestEngine } from './rest/index.js'
 import { buildPanel } from './panel/index.js'
 import {
   ConfigError,
-  loggerOptions,
+  createLogger,
   bufferedStdout,
   type BatchedDestination,
   startPartTracing,
@@ -35,7 +35,6 @@ import {
   type Readiness,
   type ReadinessCheck,
 } from './shared/index.js'
-import { pino } from 'pino'
 import net, { type AddressInfo } from 'node:net'
 import { pingPostgres } from './platform/index.js'
 import { AggregatorRegistry, collectDefaultMetrics, type Registry } from 'prom-client'
@@ -68,8 +67,8 @@ function logSink(): BatchedDestination {
 }
 
 /** A part's logger: every line it writes carries `part` (gateway, rest, auth, panel, ...). */
-export function partLogger(config: Config, part: string): ReturnType<typeof pino> {
-  return pino(loggerOptions(config.log), logSink()).child({ part })
+export function partLogger(config: Config, part: string): ReturnType<typeof createLogger> {
+  return createLogger(config.log, logSink()).child({ part })
 }
 
 /** Builds one part (unstarted) with its dependencies. */
@@ -343,14 +342,15 @@ async function serve(name: PartName, config: Config, workers: number): Promise<v
       metrics: async () => ({ contentType: aggregator.contentType, body: await aggregator.clusterMetrics() }),
     })
     await admin.listen({ host: section.admin_host, port: section.admin_port })
-    pino(loggerOptions(config.log), logSink()).info(
-      { part: name, admin: listenUrl(section.admin_host, admin.server, section.admin_port), workers },
+    const log = partLogger(config, name)
+    log.info(
+      { admin: listenUrl(section.admin_host, admin.server, section.admin_port), workers },
       'admin listening (metrics of every worker)',
     )
     let stopping = false
     cluster.on('exit', (worker, code) => {
       if (!stopping && code !== 0) {
-        console.error(`worker ${worker.process.pid} exited (${code}); starting another`)
+        log.error({ pid: worker.process.pid, code }, 'worker exited; starting another')
         cluster.fork()
       }
     })
