@@ -225,14 +225,7 @@ export async function resolveIdentityUser(
       email = ''
     }
   }
-  const identityData: Record<string, unknown> = {
-    ...(ext.identityData ?? {}),
-    sub: ext.providerId,
-    ...(email ? { email } : {}),
-    email_verified: ext.emailVerified,
-    phone_verified: false,
-    provider_id: ext.providerId,
-  }
+  const identityData = externalIdentityData(ext, email)
 
   let decision: IdentitySignInResult['decision']
   let user: UserRow
@@ -359,4 +352,16 @@ async function linkingCandidate(ctx: TenantContext, q: Queryable, email: string)
   if (ids.size > 1) throw new UnexpectedFailureError('multipleAccounts')
   const [only] = [...ids]
   return byEmail && byEmail.id === only ? byEmail : findUserById(q, only!)
+}
+
+/** An external identity's identity_data as GoTrue stores it (the provider's claims, then `sub`, the address and flags). */
+export function externalIdentityData(ext: ExternalIdentity, email: string): Record<string, unknown> {
+  return {
+    ...(ext.identityData ?? {}),
+    sub: ext.providerId,
+    ...(email ? { email } : {}),
+    email_verified: ext.emailVerified,
+    phone_verified: false,
+    provider_id: ext.providerId,
+  }
 }

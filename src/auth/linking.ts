@@ -4,7 +4,7 @@
 // Runs on the caller's transaction, serialised per identity by the same advisory lock as
 // sign-in through an identity.
 import type { Queryable } from '../shared/index.js'
-import { refreshProviders, type ExternalIdentity } from './accounts.js'
+import { externalIdentityData, refreshProviders, type ExternalIdentity } from './accounts.js'
 import {
   EmailConflictIdentityNotDeletableError,
   IdentityAlreadyLinkedError,
@@ -38,14 +38,7 @@ export async function linkIdentityToUser(
   if (!user) throw new UserNotFoundError('byId')
   const now = ctx.now()
   const email = ext.email ? ext.email.trim().toLowerCase() : ''
-  const identityData: Record<string, unknown> = {
-    ...(ext.identityData ?? {}),
-    sub: ext.providerId,
-    ...(email ? { email } : {}),
-    email_verified: ext.emailVerified,
-    phone_verified: false,
-    provider_id: ext.providerId,
-  }
+  const identityData = externalIdentityData(ext, email)
   const identity = await insertIdentity(q, {
     userId: user.id,
     provider: ext.provider,

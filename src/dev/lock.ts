@@ -6,6 +6,7 @@
 import { closeSync, existsSync, mkdirSync, openSync, readFileSync, unlinkSync, writeSync } from 'node:fs'
 import path from 'node:path'
 import { ConfigError } from '../shared/index.js'
+import { processAlive } from './process-probes.js'
 
 export const LOCK_FILE = 'dev.lock'
 
@@ -29,18 +30,9 @@ function processStart(pid: number): string | undefined {
   }
 }
 
-function alive(pid: number): boolean {
-  try {
-    process.kill(pid, 0)
-    return true
-  } catch (err) {
-    return (err as NodeJS.ErrnoException).code === 'EPERM'
-  }
-}
-
 /** Whether the lock's owner is the process that took it and still runs. */
 function ownerAlive(owner: DevLockOwner): boolean {
-  if (!Number.isInteger(owner.pid) || owner.pid <= 0 || !alive(owner.pid)) return false
+  if (!Number.isInteger(owner.pid) || owner.pid <= 0 || !processAlive(owner.pid)) return false
   if (owner.proc_start === undefined) return true
   const now = processStart(owner.pid)
   return now === undefined || now === owner.proc_start

@@ -3,26 +3,15 @@
 import { spawn, type ChildProcess } from 'node:child_process'
 import { mkdirSync, rmSync } from 'node:fs'
 import { createRequire } from 'node:module'
-import net from 'node:net'
 import path from 'node:path'
 import { ConfigError } from '../shared/index.js'
+import { portOpen } from './process-probes.js'
 
 export interface DevMail {
   smtpPort: number
   webPort: number
   webUrl: string
   stop(): Promise<void>
-}
-
-function portOpen(port: number): Promise<boolean> {
-  return new Promise((resolve) => {
-    const s = net.connect(port, '127.0.0.1')
-    s.once('connect', () => {
-      s.destroy()
-      resolve(true)
-    })
-    s.once('error', () => resolve(false))
-  })
 }
 
 /**

@@ -30,6 +30,7 @@ import path from 'node:path'
 import net from 'node:net'
 import { connectAdmin } from '../platform/index.js'
 import { ConfigError } from '../shared/index.js'
+import { portOpen, processAlive } from './process-probes.js'
 
 export interface EmbeddedPostgresOptions {
   /**
@@ -198,7 +199,7 @@ const FALLBACK_BASE = '/var/lib/gatehouse-dev'
 function postmasterAlive(dataDir: string): boolean {
   try {
     const pid = Number(readFileSync(path.join(dataDir, 'postmaster.pid'), 'utf8').split('\n')[0])
-    return Number.isInteger(pid) && pid > 0 && alive(pid)
+    return Number.isInteger(pid) && pid > 0 && processAlive(pid)
   } catch {
     return false
   }
@@ -263,26 +264,6 @@ export async function removeDevCluster(stateDir: string): Promise<string[]> {
   return removed
 }
 
-function portInUse(port: number): Promise<boolean> {
-  return new Promise((resolve) => {
-    const s = net.connect(port, '127.0.0.1')
-    s.once('connect', () => {
-      s.destroy()
-      resolve(true)
-    })
-    s.once('error', () => resolve(false))
-  })
-}
-
-function alive(pid: number): boolean {
-  try {
-    process.kill(pid, 0)
-    return true
-  } catch (err) {
-    return (err as NodeJS.ErrnoException).code === 'EPERM'
-  }
-}
-
 /**
  * A server of ours left running by a run that could not stop it (killed with SIGKILL):
  * stopped, so this run starts and owns its own. The development stack calls this only while it
@@ -293,13 +274,13 @@ async function stopLeftover(dataDir: string): Promise<void> {
   const pidFile = path.join(dataDir, 'postmaster.pid')
   if (!existsSync(pidFile)) return
   const pid = Number(readFileSync(pidFile, 'utf8').split('\n')[0])
-  if (!Number.isInteger(pid) || pid <= 0 || !alive(pid)) return
+  if (!Number.isInteger(pid) || pid <= 0 || !processAlive(pid)) return
   try {
     process.kill(pid, 'SIGINT')
   } catch {
     return
   }
-  for (let i = 0; i < 200 && alive(pid); i++) await new Promise((resolve) => setTimeout(resolve, 50))
+  for (let i = 0; i < 200 && processAlive(pid); i++) await new Promise((resolve) => setTimeout(resolve, 50))
 }
 
 function run(file: string, args: string[], as: RunAs | null, onLog: (line: string) => void): Promise<void> {
@@ -569,7 +550,7 @@ export async function startEmbeddedPostgres(opts: EmbeddedPostgresOptions): Prom
   }
   try {
     if (opts.persistent) await stopLeftover(dataDir)
-    if (opts.port !== 0 && (await portInUse(opts.port))) {
+    if (opts.port !== 0 && (await portOpen(opts.port))) {
       throw new ConfigError(`port ${opts.port} is in use by another process: the embedded Postgres needs it`)
     }
     await initCluster(c, dataDir, opts, as, onLog)

@@ -5,6 +5,7 @@
 import { existsSync, readFileSync } from 'node:fs'
 import path from 'node:path'
 import { devLockOwner, LOCK_FILE } from './lock.js'
+import { processAlive } from './process-probes.js'
 
 /** What dev.json says about the running stack (the fields the CLI uses). */
 interface RunningInfo {
@@ -16,15 +17,6 @@ interface RunningInfo {
   tenants_source?: 'files' | 'redis'
   rest_engine_url?: string
   auth_engine_url?: string
-}
-
-function alive(pid: number): boolean {
-  try {
-    process.kill(pid, 0)
-    return true
-  } catch (err) {
-    return (err as NodeJS.ErrnoException).code === 'EPERM'
-  }
 }
 
 function listen(url: string | undefined): { host: string; port: number } | undefined {
@@ -53,7 +45,7 @@ export function runningDevInfo(root: string): RunningInfo | null {
   const owner = devLockOwner(path.join(root, '.gatehouse'))
   if (owner !== null) return owner.pid === info.pid ? info : null
   if (existsSync(path.join(root, '.gatehouse', LOCK_FILE))) return null
-  return alive(info.pid) ? info : null
+  return processAlive(info.pid) ? info : null
 }
 
 /**

@@ -89,8 +89,11 @@ function showLitChar(ch: string, next: string | undefined, quote: '"' | "'"): st
   return '\\' + String(cp) + (next !== undefined && next >= '0' && next <= '9' ? '\\&' : '')
 }
 
-/** Haskell's `show` of a String: `"..."` with escapes. */
-function showString(s: string): string {
+/**
+ * Haskell's `show` of a String: `"..."` with escapes. Also what cassava shows of the CSV input
+ * it could not read, whose characters are the body's bytes (one per character).
+ */
+export function showString(s: string): string {
   const cps = [...s]
   return '"' + cps.map((c, i) => showLitChar(c, cps[i + 1], '"')).join('') + '"'
 }

@@ -5,6 +5,7 @@
 import { InvalidBodyError } from '../errors.js'
 import type { MediaType } from './types.js'
 import { bareRecord } from '../../shared/index.js'
+import { showString } from './parsec.js'
 
 /** Rows of a write: the keys they carry and the JSON text bound as one parameter. */
 export interface RowsPayload {
@@ -109,65 +110,10 @@ function jsonRows(body: Buffer | null, columns: readonly string[] | null): RowsP
   return { kind: 'rows', isArray: true, rows, keys, json: text }
 }
 
-/** Haskell's `show` of a String whose characters are bytes (cassava shows the unread input so). */
-const ASCII_NAMES = [
-  'NUL',
-  'SOH',
-  'STX',
-  'ETX',
-  'EOT',
-  'ENQ',
-  'ACK',
-  'a',
-  'b',
-  't',
-  'n',
-  'v',
-  'f',
-  'r',
-  'SO',
-  'SI',
-  'DLE',
-  'DC1',
-  'DC2',
-  'DC3',
-  'DC4',
-  'NAK',
-  'SYN',
-  'ETB',
-  'CAN',
-  'EM',
-  'SUB',
-  'ESC',
-  'FS',
-  'GS',
-  'RS',
-  'US',
-]
-
-function haskellShow(bytes: string): string {
-  let out = '"'
-  for (let i = 0; i < bytes.length; i++) {
-    const c = bytes.charCodeAt(i)
-    const next = i + 1 < bytes.length ? bytes[i + 1] : ''
-    let esc: string
-    if (c === 0x22) esc = '\\"'
-    else if (c === 0x5c) esc = '\\\\'
-    else if (c >= 0x20 && c < 0x7f) esc = bytes[i]
-    else if (c < 0x20) esc = '\\' + ASCII_NAMES[c]
-    else if (c === 0x7f) esc = '\\DEL'
-    else esc = '\\' + String(c)
-    out += esc
-    // `\SO` before `H` and a numeric escape before a digit are separated by `\&`.
-    if ((c === 0x0e && next === 'H') || (c >= 0x7f && c !== 0x7f && /[0-9]/.test(next))) out += '\\&'
-  }
-  return out + '"'
-}
-
 /** The failure of the CSV parser, worded as PostgREST (cassava over attoparsec) words it. */
 function csvFailure(message: string, text: string, at: number): Error {
   const left = text.slice(at)
-  const shown = left.length > 100 ? left.slice(0, 100) + ' (truncated)' : haskellShow(left)
+  const shown = left.length > 100 ? left.slice(0, 100) + ' (truncated)' : showString(left)
   return new InvalidBodyError(`parse error (${message}) at ${shown}`)
 }
 
