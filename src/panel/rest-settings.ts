@@ -19,6 +19,8 @@ export const REST_PATCHABLE = [
   'app_settings',
   'openapi_mode',
   'server_trace_header',
+  'root_spec',
+  'openapi_security_active',
 ] as const
 
 const IDENT = '[A-Za-z_][A-Za-z0-9_$]*'
@@ -60,6 +62,13 @@ function patchSetting(next: RestSettings, k: string, v: unknown, problems: strin
         problems.push(`${k}: must be one of ${OPENAPI_MODES.join(', ')}`)
       else next.openapi_mode = v as (typeof OPENAPI_MODES)[number]
       return
+    case 'root_spec':
+      // A function of the request's schema, called as /rpc/<root_spec> (its name is quoted as
+      // an identifier there): the tenant file's pattern, so the stored record stays valid.
+      if (v !== null && (typeof v !== 'string' || v.length > 63 || !new RegExp(`^${IDENT}$`).test(v)))
+        problems.push(`${k}: must be a function name (letters, digits, _ and $, not starting with a digit), or null`)
+      else next.root_spec = v
+      return
     case 'server_trace_header':
       if (v !== null && (typeof v !== 'string' || !/^[A-Za-z0-9-]{1,100}$/.test(v)))
         problems.push(`${k}: must be a header name, or null`)
@@ -68,7 +77,7 @@ function patchSetting(next: RestSettings, k: string, v: unknown, problems: strin
 }
 
 /** The switches among them (booleans). */
-const SWITCHES = ['aggregates_enabled', 'plan_enabled', 'server_timing_enabled'] as const
+const SWITCHES = ['aggregates_enabled', 'plan_enabled', 'server_timing_enabled', 'openapi_security_active'] as const
 
 export interface RestSettingsView {
   aggregates_enabled: boolean
@@ -79,6 +88,8 @@ export interface RestSettingsView {
   /** app.settings names, values masked (they often hold secrets). */
   app_settings: Record<string, string>
   openapi_mode: string
+  root_spec: string | null
+  openapi_security_active: boolean
   server_trace_header: string | null
   /** The request-rate limits set, or null (none: off, the default). */
   rate_limits: RestRateLimits | null
@@ -96,6 +107,8 @@ export function restSettingsView(r: RestSettings): RestSettingsView {
     pre_request: r.pre_request ?? null,
     app_settings: Object.fromEntries(Object.keys(r.app_settings ?? {}).map((name) => [name, '********'])),
     openapi_mode: r.openapi_mode ?? 'follow-privileges',
+    root_spec: r.root_spec ?? null,
+    openapi_security_active: r.openapi_security_active === true,
     server_trace_header: r.server_trace_header ?? null,
     rate_limits: r.rate_limits ?? null,
   }

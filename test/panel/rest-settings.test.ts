@@ -47,6 +47,8 @@ t.test('GET shows the switch, off by default', async (t) => {
       pre_request: null,
       app_settings: {},
       openapi_mode: 'follow-privileges',
+      root_spec: null,
+      openapi_security_active: false,
       server_trace_header: null,
       rate_limits: null,
     },
@@ -96,6 +98,8 @@ t.test('aggregates switched on answer at once through supabase-js; switched off 
     pre_request: null,
     app_settings: {},
     openapi_mode: 'follow-privileges',
+    root_spec: null,
+    openapi_security_active: false,
     server_trace_header: null,
     rate_limits: null,
   })
@@ -221,4 +225,66 @@ t.test('PostgREST settings from the panel: checked, app.settings values masked',
     },
   })
   t.equal(back.status, 200)
+})
+
+// db-root-spec and openapi-security-active from the panel: checked as the tenant file checks
+// them, and the root path answers differently at once.
+t.test('root_spec and openapi_security_active change what the REST root answers', async (t) => {
+  await stack.owner(
+    x,
+    `CREATE DOMAIN "application/openapi+json" AS json;
+    CREATE FUNCTION own_root() RETURNS "application/openapi+json" LANGUAGE sql STABLE AS
+      $$ SELECT '{"swagger": "2.0", "info": {"title": "Own root"}}'::"application/openapi+json" $$;
+    GRANT EXECUTE ON FUNCTION own_root() TO PUBLIC;`,
+  )
+  const before = await gatewayCall(stack, x, '/rest/v1/')
+  t.equal(before.status, 200)
+  t.notOk('security' in before.body, 'the OpenAPI document names no scheme by default')
+
+  const bad: Array<[unknown, RegExp]> = [
+    [{ root_spec: 'own_root; drop table orders' }, /root_spec: must be a function name/],
+    [{ root_spec: 'public.own_root' }, /root_spec: must be a function name/],
+    [{ root_spec: 'my root' }, /root_spec: must be a function name/],
+    [{ root_spec: '1root' }, /root_spec: must be a function name/],
+    [{ root_spec: 'r'.repeat(64) }, /root_spec: must be a function name/],
+    [{ root_spec: 7 }, /root_spec: must be a function name/],
+    [{ openapi_security_active: 'yes' }, /openapi_security_active: must be boolean/],
+  ]
+  for (const [body, message] of bad) {
+    const r = await stack.panel('PATCH', path(), { token, body })
+    t.equal(r.status, 400, JSON.stringify(body))
+    t.equal(r.body.code, 'validation_failed')
+    t.match(r.body.message, message, JSON.stringify(body))
+  }
+  t.equal((await stack.store.get(x.database))?.rest.root_spec, null, 'nothing written')
+
+  let seen = servicesSeeChange()
+  const secured = await stack.panel('PATCH', path(), { token, body: { openapi_security_active: true } })
+  t.equal(secured.status, 200)
+  t.match(secured.body.settings, { openapi_security_active: true, root_spec: null })
+  await seen
+  const doc = await gatewayCall(stack, x, '/rest/v1/')
+  t.same(doc.body.security, [{ JWT: [] }], 'the document names the JWT scheme')
+
+  seen = servicesSeeChange()
+  const own = await stack.panel('PATCH', path(), { token, body: { root_spec: 'own_root' } })
+  t.equal(own.status, 200)
+  t.equal(own.body.settings.root_spec, 'own_root')
+  t.equal((await stack.store.get(x.database))?.rest.root_spec, 'own_root')
+  await seen
+  const root = await gatewayCall(stack, x, '/rest/v1/', { headers: { accept: 'application/openapi+json' } })
+  t.equal(root.status, 200)
+  t.equal(root.headers.get('content-type'), 'application/openapi+json; charset=utf-8')
+  t.same(root.body, { swagger: '2.0', info: { title: 'Own root' } }, 'the function answers the root')
+  t.same((await gatewayCall(stack, x, '/rest/v1/orders?select=id&id=eq.1')).body, [{ id: 1 }], 'other paths as before')
+
+  seen = servicesSeeChange()
+  const back = await stack.panel('PATCH', path(), { token, body: { root_spec: null, openapi_security_active: false } })
+  t.equal(back.status, 200)
+  t.match(back.body.settings, { root_spec: null, openapi_security_active: false })
+  await seen
+  const plain = await gatewayCall(stack, x, '/rest/v1/')
+  t.equal(plain.body.swagger, '2.0')
+  t.notOk('security' in plain.body, 'the generated document again')
+  t.not(plain.body.info?.title, 'Own root')
 })
