@@ -44,6 +44,30 @@ function signature(r: Routine): string {
   return `${r.schema}.${r.name}(${r.params.map((p) => `${p.name} => ${p.type}`).join(', ')})`
 }
 
+const cmp = (a: string, b: string): number => (a < b ? -1 : a > b ? 1 : 0)
+
+/**
+ * PostgREST's order of overloads (its `Ord Routine`, which its schema cache sorts by): fewer
+ * parameters first, then the description (none first), then the parameters one by one by
+ * name, type, required (optional first) and variadic. PGRST203 lists candidates in it.
+ */
+function overloadOrder(a: Routine, b: Routine): number {
+  if (a.params.length !== b.params.length) return a.params.length - b.params.length
+  if (a.description !== b.description)
+    return a.description === null ? -1 : b.description === null ? 1 : cmp(a.description, b.description)
+  for (let i = 0; i < a.params.length; i++) {
+    const x = a.params[i]
+    const y = b.params[i]
+    const c =
+      cmp(x.name, y.name) ||
+      cmp(x.type, y.type) ||
+      Number(!x.hasDefault) - Number(!y.hasDefault) ||
+      Number(x.variadic) - Number(y.variadic)
+    if (c !== 0) return c
+  }
+  return 0
+}
+
 /** Whether the named arguments `keys` fit `r` (docs/rest-protocol.md §4.2). */
 function matches(r: Routine, keys: ReadonlySet<string>, rawPost: boolean): boolean {
   // A raw body (text, xml, bytes) never calls a function without parameters; one whose
@@ -79,7 +103,7 @@ function findRoutine(
   if (found.length === 0 && fallbacks.length === 1) return { routine: fallbacks[0], fallback: true }
   const several = found.length > 1 ? found : fallbacks.length > 1 ? fallbacks : null
   if (several !== null) {
-    throw new AmbiguousFunctionError(several.map(signature).join(', '), {
+    throw new AmbiguousFunctionError([...several].sort(overloadOrder).map(signature).join(', '), {
       hint: 'Try renaming the parameters or the function itself in the database so function overloading can be resolved',
     })
   }

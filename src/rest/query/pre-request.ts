@@ -53,9 +53,13 @@ function legacyClaims(claims: Record<string, unknown>): Record<string, string> {
   return out
 }
 
-/** `"a", "b"` for search_path (each name quoted). */
+/**
+ * `"a", "b"` for search_path (each name quoted), a schema named twice kept twice as PostgREST
+ * sets it (the request's schema, then db-extra-search-path: `"public", "public"`), so what
+ * `current_setting('search_path')` and an EXPLAIN's settings show is the same.
+ */
 function searchPathValue(schemas: readonly string[]): string {
-  return [...new Set(schemas)].map((s) => '"' + s.replace(/"/g, '""') + '"').join(', ')
+  return schemas.map((s) => '"' + s.replace(/"/g, '""') + '"').join(', ')
 }
 
 /** `"schema"."function"` of a `schema.function` name (the tenant schema allows identifier characters only). */

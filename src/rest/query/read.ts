@@ -362,7 +362,9 @@ const geoJsonBody: Sql = sql`json_build_object('type', 'FeatureCollection', 'fea
 /**
  * The body of a media type handler of the database (PostgREST's customFuncF): the function
  * over the scalar column, or over the rows (as `target`'s row type when it has one); sent
- * as bytes when the media type is over bytea, else as text.
+ * as bytes when the media type is over bytea, else as the type's output text (`format('%s')`
+ * calls the output function, as PostgREST reads the value: an xml keeps no leading blanks,
+ * where a `::text` cast would keep them).
  */
 export function customBody(media: MediaHandler & { kind: 'custom' }, scalarColumn?: string): Sql {
   const fn = qualified(media.function.schema, media.function.name)
@@ -370,11 +372,16 @@ export function customBody(media: MediaHandler & { kind: 'custom' }, scalarColum
     // The one value of a scalar function, through the domain; an aggregate, as the
     // statement also counts the rows.
     const value = sql`${fn}(_postgrest_t.${ident(scalarColumn)})`
-    return media.bytes ? sql`string_agg((${value})::bytea, ''::bytea)` : sql`string_agg((${value})::text, '')`
+    return media.bytes ? sql`string_agg((${value})::bytea, ''::bytea)` : sql`string_agg(${outputText(value)}, '')`
   }
   const arg =
     media.target === null ? sql`_postgrest_t` : sql`_postgrest_t::${qualified(media.target.schema, media.target.name)}`
-  return media.bytes ? sql`(${fn}(${arg}))::bytea` : sql`(${fn}(${arg}))::text`
+  return media.bytes ? sql`(${fn}(${arg}))::bytea` : outputText(sql`${fn}(${arg})`)
+}
+
+/** A value's output text, null kept (Postgres merges the repeated aggregate into one). */
+function outputText(value: Sql): Sql {
+  return sql`CASE WHEN (${value}) IS NULL THEN NULL ELSE pg_catalog.format('%s', ${value}) END`
 }
 
 /**

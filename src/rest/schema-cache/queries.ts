@@ -27,7 +27,16 @@ ORDER BY n.nspname, c.relname`
 export const COLUMNS_SQL = `
 SELECT a.attrelid AS rel, a.attname AS name, a.attnum AS num,
        pg_catalog.format_type(a.atttypid, a.atttypmod) AS type, a.atttypid AS type_oid,
-       COALESCE(bt.typname, t.typname)::text AS base_type,
+       -- A domain over a domain: its base type at the end of the chain (PostgREST's base
+       -- types); the chain is walked only for such columns.
+       CASE WHEN bt.typtype = 'd' THEN (
+         WITH RECURSIVE chain(oid) AS (
+           SELECT bt.typbasetype
+           UNION ALL
+           SELECT ct.typbasetype FROM chain JOIN pg_catalog.pg_type ct ON ct.oid = chain.oid AND ct.typtype = 'd'
+         )
+         SELECT ft.typname FROM chain JOIN pg_catalog.pg_type ft ON ft.oid = chain.oid AND ft.typtype <> 'd' LIMIT 1)
+       ELSE COALESCE(bt.typname, t.typname) END::text AS base_type,
        NOT (a.attnotnull OR (t.typtype = 'd' AND t.typnotnull)) AS nullable,
        pg_catalog.pg_get_expr(d.adbin, d.adrelid) AS default_expr,
        CASE

@@ -84,3 +84,26 @@ t.test('operators and computed columns through the extra search path', async (t)
   t.equal(outside.status, 400, 'no extra search path: a function of public is no computed column')
   t.equal(outside.json().code, '42703')
 })
+
+// PostgREST sets search_path to the request's schema followed by db-extra-search-path as
+// given, a schema named twice kept (postgrest-js's live test "explain with options" reads
+// `"public", "public", "extensions"` in the plan's settings).
+t.test('the search path is the request schema, then the extra search path, as given', async (t) => {
+  const sql = `CREATE SCHEMA extensions;
+    CREATE FUNCTION search_path_now() RETURNS text LANGUAGE sql STABLE AS $$ SELECT current_setting('search_path') $$;`
+  const stack = await startRestGateway(t, { sql, rest: { extra_search_path: ['public', 'extensions'] } })
+  const r = await stack.client().rpc('search_path_now')
+  t.same({ data: r.data, error: r.error }, { data: '"public", "public", "extensions"', error: null })
+  const api = await startRestGateway(t, {
+    sql:
+      SQL +
+      "CREATE FUNCTION api.search_path_now() RETURNS text LANGUAGE sql STABLE AS $$ SELECT current_setting('search_path') $$;",
+    rest: { schemas: ['api'] },
+  })
+  const a = await api.client().schema('api').rpc('search_path_now')
+  t.same(
+    { data: a.data, error: a.error },
+    { data: '"api", "public"', error: null },
+    'by default public after the request schema',
+  )
+})

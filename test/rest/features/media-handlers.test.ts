@@ -31,6 +31,11 @@ CREATE FUNCTION tsv_final(acc text) RETURNS "text/tab-separated-values" LANGUAGE
 CREATE AGGREGATE any_tsv(anyelement) (sfunc = tsv_line, stype = text, finalfunc = tsv_final);
 CREATE FUNCTION "hello.html"() RETURNS "text/html" LANGUAGE sql IMMUTABLE AS $$ SELECT '<h1>hello</h1>' $$;
 CREATE FUNCTION blob() RETURNS "*/*" LANGUAGE sql IMMUTABLE AS $$ SELECT '\\x00ff10'::bytea $$;
+CREATE DOMAIN "text/xml" AS xml;
+CREATE FUNCTION "page.xml"() RETURNS "text/xml" LANGUAGE sql IMMUTABLE AS $f$ SELECT $$
+<page>
+  <title>songs</title>
+</page>$$::"text/xml" $f$;
 CREATE FUNCTION all_songs() RETURNS SETOF songs LANGUAGE sql STABLE AS $$ SELECT * FROM songs ORDER BY id $$;
 SELECT platform.grant('SELECT, INSERT', 'songs', 'anon');
 `
@@ -49,6 +54,13 @@ t.test('media type handlers', async (t) => {
   t.test('a function returning a media type domain answers it raw for that Accept', async (t) => {
     const r = await get('/rpc/hello.html', 'text/html')
     t.same([r.status, r.type, r.body], [200, 'text/html', '<h1>hello</h1>'])
+  })
+
+  // CustomMediaSpec "can get raw xml output with Accept: text/xml" (/rpc/welcome.xml): the
+  // value as xml's output function gives it, without the blank line the literal starts with.
+  t.test('an xml media type domain answers the xml as Postgres outputs it', async (t) => {
+    const r = await get('/rpc/page.xml', 'text/xml')
+    t.same([r.status, r.type, r.body], [200, 'text/xml; charset=utf-8', '<page>\n  <title>songs</title>\n</page>'])
   })
 
   t.test('for another acceptable type it answers as usual (JSON)', async (t) => {
