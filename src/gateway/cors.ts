@@ -4,15 +4,27 @@
 // Cors.hs): 200, its methods, the requested headers allowed with Authorization and the simple
 // ones, cached a day. Allowed origins come from config.gateway.cors_origins ('*' or exact origins).
 
-/** Response headers a browser script may read. */
+/**
+ * Response headers a browser script may read: those PostgREST's CORS policy exposes
+ * (src/PostgREST/Cors.hs: Content-Encoding, Content-Location, Content-Range, Content-Type,
+ * Date, Location, Server, Transfer-Encoding, Range-Unit; the Content-Location shows the
+ * gateway's default limit, docs/rest-protocol.md), then the gateway's and GoTrue's own.
+ */
 export const CORS_EXPOSED_HEADERS = [
+  'content-encoding',
+  'content-location',
   'content-range',
+  'content-type',
+  'date',
+  'location',
+  'server',
+  'transfer-encoding',
+  'range-unit',
   'range',
   'x-request-id',
   'preference-applied',
   'x-total-count',
   'link',
-  'location',
   'x-supabase-api-version',
   'x-gatehouse-error-code',
   'x-gatehouse-default-limit',
