@@ -53,8 +53,8 @@ export async function refreshTokenGrant(
     const c = hot.context
     return tokenResponse(
       ctx,
-      { user: c.user!, identities: c.identities, factors: c.factors },
-      { id: c.token.session_id!, refreshToken: hot.newToken, amr: c.amr },
+      { user: c.user, identities: c.identities, factors: c.factors },
+      { id: c.sessionId, refreshToken: hot.newToken, amr: c.amr },
       issue,
     )
   }

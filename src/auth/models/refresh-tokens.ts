@@ -4,7 +4,7 @@
 import type { Queryable } from '../../shared/index.js'
 import { generateRefreshToken } from '../crypto.js'
 import type { AmrEntry, FactorRow, IdentityRow, UserRow } from '../types.js'
-import { NIL_UUID, USER_SELECT } from './users.js'
+import { NIL_UUID, USER_JSON, USER_SELECT, userFromJson, userOf } from './users.js'
 
 interface RefreshTokenRow {
   id: string
@@ -102,7 +102,6 @@ const AMR_JSON = (
   FROM auth.mfa_amr_claims a WHERE a.session_id = ${sessionId})`
 
 function toContext(row: ContextRow): RefreshContext {
-  const date = (v: string | null) => (v ? new Date(v) : null)
   return {
     token: {
       id: row.rt_id,
@@ -115,86 +114,83 @@ function toContext(row: ContextRow): RefreshContext {
     },
     sessionExists: row.s_id !== null,
     sessionNotAfter: row.s_not_after,
-    user: row.id ? pickUser(row) : null,
-    identities: (row.identities_json ?? []).map((i) => ({
-      ...i,
-      created_at: date(i.created_at),
-      updated_at: date(i.updated_at),
-      last_sign_in_at: date(i.last_sign_in_at),
-    })),
-    factors: (row.factors_json ?? []).map((f) => ({
-      ...f,
-      created_at: new Date(f.created_at),
-      updated_at: new Date(f.updated_at),
-      last_challenged_at: date(f.last_challenged_at),
-    })),
+    user: row.id ? userOf(row) : null,
+    identities: identitiesOf(row.identities_json),
+    factors: factorsOf(row.factors_json),
     amr: row.amr_json ?? [],
   }
 }
 
-function pickUser(row: ContextRow): UserRow {
-  const {
-    rt_id: _a,
-    rt_token: _b,
-    rt_user_id: _c,
-    rt_revoked: _d,
-    rt_parent: _e,
-    rt_session_id: _f,
-    rt_updated_at: _g,
-    s_id: _h,
-    s_not_after: _i,
-    identities_json: _j,
-    amr_json: _k,
-    factors_json: _l,
-    ...user
-  } = row as ContextRow & { new_token?: string }
-  delete (user as { new_token?: string }).new_token
-  return user
+const dateOrNull = (v: string | null): Date | null => (v ? new Date(v) : null)
+
+function identitiesOf(json: ContextRow['identities_json']): IdentityRow[] {
+  return (json ?? []).map((i) => ({
+    ...i,
+    created_at: dateOrNull(i.created_at),
+    updated_at: dateOrNull(i.updated_at),
+    last_sign_in_at: dateOrNull(i.last_sign_in_at),
+  }))
+}
+
+function factorsOf(json: ContextRow['factors_json']): FactorRow[] {
+  return (json ?? []).map((f) => ({
+    ...f,
+    created_at: new Date(f.created_at),
+    updated_at: new Date(f.updated_at),
+    last_challenged_at: dateOrNull(f.last_challenged_at),
+  }))
+}
+
+/** The hot path's answer: the session, the user as one json value, its identities, AMR and factors. */
+interface HotRow {
+  session_id: string
+  user_json: Record<string, unknown>
+  identities_json: ContextRow['identities_json']
+  amr_json: ContextRow['amr_json']
+  factors_json: ContextRow['factors_json']
 }
 
 /**
  * The hot path of the refresh grant in one prepared statement: when the presented token is
  * live, its user exists and is not banned, and its session exists and has not passed
- * not_after, the token is locked (SKIP LOCKED), revoked, its child inserted, the session
- * touched, and the user, identities and AMR read back. Null in every other case (unknown,
- * locked by a concurrent refresh, revoked, banned, no session): the caller then takes the
- * slow path, which tells these cases apart.
+ * not_after, the token is revoked, its child inserted, the session touched, and the user,
+ * identities, factors and AMR returned. Empty in every other case (unknown, revoked, banned,
+ * no session): the caller then takes the slow path, which tells these cases apart.
+ *
+ * The revoking UPDATE joins the session and the user and returns the user's columns, so no
+ * second read of them; the child insert and the session touch are CTEs on its one row, which
+ * Postgres runs to completion without the outer SELECT reading them. A concurrent refresh of
+ * the same token waits for this statement's row lock and then finds the token revoked (the
+ * UPDATE's re-check), so it too takes the slow path, which answers it as a reuse.
  */
 export async function rotateLiveToken(
   q: Queryable,
   token: string,
   now: Date,
-): Promise<{ newToken: string; context: RefreshContext } | null> {
+): Promise<{ newToken: string; context: HotContext } | null> {
+  const next = generateRefreshToken()
   const r = await q
-    .query<ContextRow & { new_token: string }>({
+    .query<HotRow>({
       name: 'gatehouse_auth_rotate_live_token',
       text: `WITH cur AS (
-        SELECT rt.id, rt.token, rt.user_id, rt.session_id, rt.updated_at
-          FROM auth.refresh_tokens rt
-          JOIN auth.sessions s ON s.id = rt.session_id
-          JOIN auth.users u ON u.id = rt.user_id::uuid
+        UPDATE auth.refresh_tokens rt SET revoked = true, updated_at = $2
+          FROM auth.sessions s, auth.users u
          WHERE rt.token = $1 AND rt.revoked = false
+           AND s.id = rt.session_id AND u.id = rt.user_id::uuid
            AND (u.banned_until IS NULL OR u.banned_until <= $2)
            AND (s.not_after IS NULL OR s.not_after >= $2)
-           FOR UPDATE OF rt SKIP LOCKED
-     ), rev AS (
-        UPDATE auth.refresh_tokens t SET revoked = true, updated_at = $2 FROM cur WHERE t.id = cur.id RETURNING t.id
+        RETURNING rt.token AS rt_token, rt.user_id AS rt_user_id, rt.session_id AS rt_session_id, ${USER_SELECT}
      ), ins AS (
         INSERT INTO auth.refresh_tokens (instance_id, token, user_id, revoked, created_at, updated_at, parent, session_id)
-        SELECT $4, $3, cur.user_id, false, $2, $2, cur.token, cur.session_id FROM cur JOIN rev ON rev.id = cur.id
-        RETURNING token, user_id, session_id
+        SELECT $4, $3, cur.rt_user_id, false, $2, $2, cur.rt_token, cur.rt_session_id FROM cur
      ), sess AS (
         UPDATE auth.sessions s SET refreshed_at = ($2::timestamptz AT TIME ZONE 'UTC'), updated_at = $2
-          FROM ins WHERE s.id = ins.session_id RETURNING s.id, s.not_after
+          FROM cur WHERE s.id = cur.rt_session_id
      )
-     SELECT ins.token AS new_token, cur.id AS rt_id, cur.token AS rt_token, cur.user_id AS rt_user_id, false AS rt_revoked,
-            NULL::text AS rt_parent, cur.session_id AS rt_session_id, cur.updated_at AS rt_updated_at,
-            sess.id AS s_id, sess.not_after AS s_not_after, ${USER_SELECT},
-            ${IDENTITIES_JSON} AS identities_json, ${AMR_JSON('sess.id')} AS amr_json, ${FACTORS_JSON} AS factors_json
-       FROM ins CROSS JOIN cur
-       JOIN sess ON sess.id = ins.session_id
-       JOIN auth.users u ON u.id = ins.user_id::uuid`,
-      values: [token, now, generateRefreshToken(), NIL_UUID],
+     SELECT u.rt_session_id AS session_id, ${USER_JSON} AS user_json, ${IDENTITIES_JSON} AS identities_json,
+            ${AMR_JSON('u.rt_session_id')} AS amr_json, ${FACTORS_JSON} AS factors_json
+       FROM cur u`,
+      values: [token, now, next, NIL_UUID],
     })
     .catch((err: unknown) => {
       // The session was deleted under us (a concurrent sign-out): the slow path tells.
@@ -203,7 +199,26 @@ export async function rotateLiveToken(
     })
   const row = r?.rows[0]
   if (!row) return null
-  return { newToken: row.new_token, context: toContext(row) }
+  return { newToken: next, context: toHotContext(row) }
+}
+
+/** What the hot path hands to the token response. */
+interface HotContext {
+  sessionId: string
+  user: UserRow
+  identities: IdentityRow[]
+  factors: FactorRow[]
+  amr: AmrEntry[]
+}
+
+function toHotContext(row: HotRow): HotContext {
+  return {
+    sessionId: row.session_id,
+    user: userFromJson(row.user_json),
+    identities: identitiesOf(row.identities_json),
+    factors: factorsOf(row.factors_json),
+    amr: row.amr_json ?? [],
+  }
 }
 
 /**

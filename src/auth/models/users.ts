@@ -1,6 +1,7 @@
 // auth.users: look-ups, inserts and column updates, and the user JSON of docs/auth-protocol.md §2.1.
 // Column names come from a fixed allow-list and are quoted; values are parameters.
 // Timestamps are written from the engine's clock (the `now` dependency), never the DB's.
+import pg from 'pg'
 import { quoteIdent, type Queryable } from '../../shared/index.js'
 import type { IdentityRow, UserJson, UserRow, UserWithIdentities } from '../types.js'
 import { factorsOfUser, toFactorJson } from './factors.js'
@@ -47,6 +48,73 @@ export type UserColumn = Exclude<(typeof COLUMNS)[number], 'confirmed_at'>
 const WRITABLE = new Set<string>(COLUMNS.filter((c) => c !== 'confirmed_at'))
 
 export const USER_SELECT = COLUMNS.map((c) => 'u.' + quoteIdent(c)).join(', ')
+
+/** A user row's fields, each timestamp through `at`. */
+function userRow(r: Record<string, unknown> & UserRow, at: (v: unknown) => Date | null): UserRow {
+  return {
+    id: r.id,
+    aud: r.aud,
+    role: r.role,
+    email: r.email,
+    encrypted_password: r.encrypted_password,
+    email_confirmed_at: at(r.email_confirmed_at),
+    invited_at: at(r.invited_at),
+    confirmation_token: r.confirmation_token,
+    confirmation_sent_at: at(r.confirmation_sent_at),
+    recovery_token: r.recovery_token,
+    recovery_sent_at: at(r.recovery_sent_at),
+    email_change_token_new: r.email_change_token_new,
+    email_change: r.email_change,
+    email_change_sent_at: at(r.email_change_sent_at),
+    email_change_token_current: r.email_change_token_current,
+    email_change_confirm_status: r.email_change_confirm_status,
+    last_sign_in_at: at(r.last_sign_in_at),
+    raw_app_meta_data: r.raw_app_meta_data,
+    raw_user_meta_data: r.raw_user_meta_data,
+    created_at: at(r.created_at),
+    updated_at: at(r.updated_at),
+    phone: r.phone,
+    phone_confirmed_at: at(r.phone_confirmed_at),
+    phone_change: r.phone_change,
+    phone_change_sent_at: at(r.phone_change_sent_at),
+    confirmed_at: at(r.confirmed_at),
+    banned_until: at(r.banned_until),
+    reauthentication_sent_at: at(r.reauthentication_sent_at),
+    is_sso_user: r.is_sso_user,
+    deleted_at: at(r.deleted_at),
+    is_anonymous: r.is_anonymous,
+  }
+}
+
+const asRead = (v: unknown): Date | null => v as Date | null
+
+/**
+ * The user of a row that carries USER_SELECT's columns among others (a join's row): a
+ * plain object of exactly the user's columns.
+ */
+export function userOf(r: UserRow): UserRow {
+  return userRow(r as Record<string, unknown> & UserRow, asRead)
+}
+
+/**
+ * USER_SELECT's columns as one json value (a select-list expression over the alias `u`): one
+ * field for the driver to describe and parse instead of thirty-one, on the refresh grant's
+ * hot path. userFromJson reads it back.
+ */
+export const USER_JSON = `pg_catalog.json_build_object(${COLUMNS.map((c) => `'${c}', u.${quoteIdent(c)}`).join(', ')})`
+
+/** The driver's own timestamptz parser: a timestamp read from USER_JSON is the Date its column gives. */
+const parseTimestamptz = pg.types.getTypeParser(pg.types.builtins.TIMESTAMPTZ, 'text') as (text: string) => Date
+
+/** A timestamptz of USER_JSON (json writes `2026-01-02T03:04:05.678+00:00`; the text form has a space for the `T`). */
+function timestampOf(v: unknown): Date | null {
+  return typeof v === 'string' ? parseTimestamptz(v.replace('T', ' ')) : null
+}
+
+/** The user of a USER_JSON value, as a row of USER_SELECT reads. */
+export function userFromJson(j: Record<string, unknown>): UserRow {
+  return userRow(j as Record<string, unknown> & UserRow, timestampOf)
+}
 
 export async function findUserById(q: Queryable, id: string): Promise<UserRow | null> {
   const r = await q.query<UserRow>(`SELECT ${USER_SELECT} FROM auth.users u WHERE u.id = $1`, [id])
