@@ -2,7 +2,22 @@
 // `{}`); nesting deeper than the configured depth is refused before JSON.parse runs, so a
 // body like `{"a":{"a":...}}` fifty thousand levels deep is a 400 naming the limit, not a
 // stack overflow further down (JSON.stringify for Postgres, the user JSON we send back).
+// Also: definedOnly, for the JSON objects the engine answers with.
 import { BadJsonError } from './errors.js'
+
+/**
+ * The object's own properties without those whose value is undefined, in their order, as a
+ * new object (GoTrue's JSON omits such fields). Deleting them from the object instead turns
+ * it into a slow dictionary-mode object for everything after, JSON.stringify included.
+ */
+export function definedOnly(o: Record<string, unknown>): Record<string, unknown> {
+  const out: Record<string, unknown> = {}
+  for (const k in o) {
+    const v = o[k]
+    if (v !== undefined) out[k] = v
+  }
+  return out
+}
 
 /**
  * The deepest nesting of objects and arrays in a JSON text, counting only brackets outside

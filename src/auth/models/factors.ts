@@ -4,6 +4,7 @@
 import { randomUUID } from 'node:crypto'
 import type { Queryable } from '../../shared/index.js'
 import type { FactorRow } from '../types.js'
+import { definedOnly } from '../json.js'
 
 const FACTOR_SELECT = `id, user_id, friendly_name, factor_type::text AS factor_type, status::text AS status, created_at,
   updated_at, secret, phone, last_challenged_at, web_authn_aaguid, last_webauthn_challenge_data`
@@ -174,6 +175,5 @@ export function toFactorJson(f: FactorRow): Record<string, unknown> {
     web_authn_aaguid: f.web_authn_aaguid ?? undefined,
     last_webauthn_challenge_data: f.last_webauthn_challenge_data ?? undefined,
   }
-  for (const k of Object.keys(out)) if (out[k] === undefined) delete out[k]
-  return out
+  return definedOnly(out)
 }

@@ -3,6 +3,7 @@
 import { randomUUID } from 'node:crypto'
 import type { Queryable } from '../../shared/index.js'
 import type { IdentityRow } from '../types.js'
+import { definedOnly } from '../json.js'
 
 const SELECT = 'id, provider_id, user_id, identity_data, provider, last_sign_in_at, created_at, updated_at, email'
 
@@ -117,6 +118,5 @@ export function toIdentityJson(i: IdentityRow): Record<string, unknown> {
     updated_at: i.updated_at ? i.updated_at.toISOString() : undefined,
     email: i.email || undefined,
   }
-  for (const k of Object.keys(out)) if (out[k] === undefined) delete out[k]
-  return out
+  return definedOnly(out)
 }

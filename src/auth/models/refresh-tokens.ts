@@ -179,17 +179,16 @@ export async function rotateLiveToken(
            AND s.id = rt.session_id AND u.id = rt.user_id::uuid
            AND (u.banned_until IS NULL OR u.banned_until <= $2)
            AND (s.not_after IS NULL OR s.not_after >= $2)
-        RETURNING rt.token AS rt_token, rt.user_id AS rt_user_id, rt.session_id AS rt_session_id, ${USER_SELECT}
+        RETURNING rt.token AS rt_token, rt.user_id AS rt_user_id, rt.session_id, ${USER_JSON} AS user_json,
+          ${IDENTITIES_JSON} AS identities_json, ${AMR_JSON('rt.session_id')} AS amr_json, ${FACTORS_JSON} AS factors_json
      ), ins AS (
         INSERT INTO auth.refresh_tokens (instance_id, token, user_id, revoked, created_at, updated_at, parent, session_id)
-        SELECT $4, $3, cur.rt_user_id, false, $2, $2, cur.rt_token, cur.rt_session_id FROM cur
+        SELECT $4, $3, cur.rt_user_id, false, $2, $2, cur.rt_token, cur.session_id FROM cur
      ), sess AS (
-        UPDATE auth.sessions s SET refreshed_at = ($2::timestamptz AT TIME ZONE 'UTC'), updated_at = $2
-          FROM cur WHERE s.id = cur.rt_session_id
+        UPDATE auth.sessions SET refreshed_at = ($2::timestamptz AT TIME ZONE 'UTC'), updated_at = $2
+         WHERE id = (SELECT cur.session_id FROM cur)
      )
-     SELECT u.rt_session_id AS session_id, ${USER_JSON} AS user_json, ${IDENTITIES_JSON} AS identities_json,
-            ${AMR_JSON('u.rt_session_id')} AS amr_json, ${FACTORS_JSON} AS factors_json
-       FROM cur u`,
+     SELECT session_id, user_json, identities_json, amr_json, factors_json FROM cur`,
       values: [token, now, next, NIL_UUID],
     })
     .catch((err: unknown) => {

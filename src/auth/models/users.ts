@@ -6,6 +6,7 @@ import { quoteIdent, type Queryable } from '../../shared/index.js'
 import type { IdentityRow, UserJson, UserRow, UserWithIdentities } from '../types.js'
 import { factorsOfUser, toFactorJson } from './factors.js'
 import { identitiesForUser, toIdentityJson } from './identities.js'
+import { definedOnly } from '../json.js'
 
 export const NIL_UUID = '00000000-0000-0000-0000-000000000000'
 
@@ -329,6 +330,5 @@ export function toUserJson({ user: u, identities, factors }: UserWithIdentities)
     deleted_at: ts(u.deleted_at),
     is_anonymous: u.is_anonymous,
   }
-  for (const k of Object.keys(out)) if (out[k] === undefined) delete out[k]
-  return out as UserJson
+  return definedOnly(out) as UserJson
 }
