@@ -7,6 +7,7 @@ import t from 'tap'
 import { jwtVerify } from 'jose'
 import { startAuth, call, decodeJwt, email } from '../helpers/auth-harness.js'
 import { adminQuery } from '../helpers/db.js'
+import { generateRefreshToken } from '../../src/auth/crypto.js'
 
 t.test('a refresh grant answers the user GET /user reads, for any row and session time zone', async (t) => {
   const h = await startAuth(t, { tenants: [{ auth: { refresh_token_reuse_interval: 10 } }] })
@@ -50,4 +51,15 @@ t.test('a refresh grant answers the user GET /user reads, for any row and sessio
   const publicKey = createPublicKey({ key: JSON.parse(jwk.private_key), format: 'jwk' })
   const { protectedHeader } = await jwtVerify(refreshed.body.access_token, publicKey, { algorithms: ['ES256'] })
   t.equal(protectedHeader.kid, jwk.kid, "signed with the tenant's ES256 key")
+})
+
+t.test('refresh tokens are v1-shaped and never repeat, across refills of their entropy', async (t) => {
+  const seen = new Set<string>()
+  // 256 tokens are drawn per refill: several refills.
+  for (let i = 0; i < 2000; i++) {
+    const token = generateRefreshToken()
+    if (!/^[a-z2-7]{12}$/.test(token)) t.fail(`token ${i} is ${token}`)
+    seen.add(token)
+  }
+  t.equal(seen.size, 2000)
 })
