@@ -84,22 +84,25 @@ export async function loadRefreshContext(q: Queryable, token: string): Promise<R
   return row ? toContext(row) : null
 }
 
-const IDENTITIES_JSON = `(SELECT pg_catalog.json_agg(pg_catalog.json_build_object('id', i.id, 'provider_id', i.provider_id, 'user_id', i.user_id,
-    'identity_data', i.identity_data, 'provider', i.provider, 'last_sign_in_at', i.last_sign_in_at,
-    'created_at', i.created_at, 'updated_at', i.updated_at, 'email', i.email) ORDER BY i.created_at, i.id)
-  FROM auth.identities i WHERE i.user_id = u.id)`
+// A user's identities, factors and a session's AMR claims, each as one json array (empty: `[]`).
+// ARRAY(SELECT ... ORDER BY ...) rather than json_agg(... ORDER BY ...): the same array, with no
+// Agg node for Postgres to set up and run per execution (a sixth of the refresh statement's CPU).
+const IDENTITIES_JSON = `pg_catalog.array_to_json(ARRAY(SELECT pg_catalog.json_build_object('id', i.id, 'provider_id', i.provider_id,
+    'user_id', i.user_id, 'identity_data', i.identity_data, 'provider', i.provider, 'last_sign_in_at', i.last_sign_in_at,
+    'created_at', i.created_at, 'updated_at', i.updated_at, 'email', i.email)
+  FROM auth.identities i WHERE i.user_id = u.id ORDER BY i.created_at, i.id))`
 
-const FACTORS_JSON = `(SELECT pg_catalog.json_agg(pg_catalog.json_build_object('id', f.id, 'user_id', f.user_id, 'friendly_name', f.friendly_name,
-    'factor_type', f.factor_type, 'status', f.status, 'created_at', f.created_at, 'updated_at', f.updated_at, 'secret', NULL,
-    'phone', f.phone, 'last_challenged_at', f.last_challenged_at, 'web_authn_aaguid', f.web_authn_aaguid,
-    'last_webauthn_challenge_data', f.last_webauthn_challenge_data) ORDER BY f.created_at)
-  FROM auth.mfa_factors f WHERE f.user_id = u.id)`
+const FACTORS_JSON = `pg_catalog.array_to_json(ARRAY(SELECT pg_catalog.json_build_object('id', f.id, 'user_id', f.user_id,
+    'friendly_name', f.friendly_name, 'factor_type', f.factor_type, 'status', f.status, 'created_at', f.created_at,
+    'updated_at', f.updated_at, 'secret', NULL, 'phone', f.phone, 'last_challenged_at', f.last_challenged_at,
+    'web_authn_aaguid', f.web_authn_aaguid, 'last_webauthn_challenge_data', f.last_webauthn_challenge_data)
+  FROM auth.mfa_factors f WHERE f.user_id = u.id ORDER BY f.created_at))`
 
 const AMR_JSON = (
   sessionId: string,
-) => `(SELECT pg_catalog.json_agg(pg_catalog.json_build_object('method', a.authentication_method,
-    'timestamp', pg_catalog.floor(extract(epoch FROM a.updated_at))::bigint) ORDER BY a.updated_at DESC)
-  FROM auth.mfa_amr_claims a WHERE a.session_id = ${sessionId})`
+) => `pg_catalog.array_to_json(ARRAY(SELECT pg_catalog.json_build_object('method', a.authentication_method,
+    'timestamp', pg_catalog.floor(extract(epoch FROM a.updated_at))::bigint)
+  FROM auth.mfa_amr_claims a WHERE a.session_id = ${sessionId} ORDER BY a.updated_at DESC))`
 
 function toContext(row: ContextRow): RefreshContext {
   return {
