@@ -3,11 +3,15 @@
 // endpoint reads column by column, whatever the row holds and whatever time zone the engine's
 // database sessions run in. The access token is signed with the tenant's ES256 key.
 import { createPublicKey } from 'node:crypto'
+import { isDeepStrictEqual } from 'node:util'
 import t from 'tap'
 import { jwtVerify } from 'jose'
+import pg from 'pg'
 import { startAuth, call, decodeJwt, email } from '../helpers/auth-harness.js'
-import { adminQuery } from '../helpers/db.js'
+import { adminQuery, adminUrl } from '../helpers/db.js'
+import { withDatabase } from '../../src/shared/index.js'
 import { generateRefreshToken } from '../../src/auth/crypto.js'
+import { USER_JSON, USER_SELECT, userFromJson, userOf } from '../../src/auth/models/users.js'
 
 t.test('a refresh grant answers the user GET /user reads, for any row and session time zone', async (t) => {
   const h = await startAuth(t, { tenants: [{ auth: { refresh_token_reuse_interval: 10 } }] })
@@ -62,4 +66,49 @@ t.test('refresh tokens are v1-shaped and never repeat, across refills of their e
     seen.add(token)
   }
   t.equal(seen.size, 2000)
+})
+
+t.test('the user json reads back every timestamp as the column read does', async (t) => {
+  const h = await startAuth(t)
+  const [a] = h.list as [(typeof h.list)[0]]
+  const signUp = await call(h.base(a) + '/signup', { body: { email: email('ts'), password: 'correct horse battery' } })
+  const userId = signUp.body.user.id as string
+  const client = new pg.Client({ connectionString: withDatabase(adminUrl(), a.database) })
+  await client.connect()
+  t.teardown(() => client.end())
+  // Offsets of whole hours, of half hours, and with seconds (local mean time before 1935).
+  for (const zone of ['UTC', 'America/St_Johns', 'Asia/Kathmandu']) {
+    await client.query(`SET TimeZone = '${zone}'`)
+    for (let i = 0; i < 40; i++) {
+      const stamps = [
+        '1200-06-30 23:59:59.999999+00',
+        '0044-03-15 12:00:00+00 BC',
+        'infinity',
+        '-infinity',
+        '1890-01-01 00:00:00+00',
+        '2038-01-19 03:14:08.5+00',
+        null,
+        '9999-12-31 23:59:59.999999+00',
+      ]
+      const random = () => {
+        const ms = Math.floor(Math.random() * 8e12) - 2e12
+        return new Date(ms)
+          .toISOString()
+          .replace('Z', String(Math.floor(Math.random() * 1000)).padStart(3, '0') + '+00')
+      }
+      const pick = () => (Math.random() < 0.3 ? stamps[Math.floor(Math.random() * stamps.length)] : random())
+      await client.query(
+        'UPDATE auth.users SET invited_at = $2, last_sign_in_at = $3, banned_until = $4, deleted_at = $5 WHERE id = $1',
+        [userId, pick(), pick(), pick(), pick()],
+      )
+      const columns = (await client.query(`SELECT ${USER_SELECT} FROM auth.users u WHERE u.id = $1`, [userId])).rows[0]
+      const json = (await client.query(`SELECT ${USER_JSON} AS j FROM auth.users u WHERE u.id = $1`, [userId])).rows[0]
+        .j
+      const want = userOf(columns)
+      const got = userFromJson(json)
+      if (!isDeepStrictEqual(got, want))
+        t.fail(`${zone}: ${JSON.stringify(json)} read as ${JSON.stringify(got)}, columns give ${JSON.stringify(want)}`)
+    }
+  }
+  t.pass('every read agreed')
 })

@@ -192,7 +192,8 @@ export async function rotateLiveToken(
          WHERE id = (SELECT cur.session_id FROM cur)
      )
      SELECT session_id, user_json, identities_json, amr_json, factors_json FROM cur`,
-      values: [token, now, next, NIL_UUID],
+      // The clock as ISO text: what the driver would send for the Date, without its own formatting.
+      values: [token, now.toISOString(), next, NIL_UUID],
     })
     .catch((err: unknown) => {
       // The session was deleted under us (a concurrent sign-out): the slow path tells.

@@ -107,9 +107,18 @@ export const USER_JSON = `pg_catalog.json_build_object(${COLUMNS.map((c) => `'${
 /** The driver's own timestamptz parser: a timestamp read from USER_JSON is the Date its column gives. */
 const parseTimestamptz = pg.types.getTypeParser(pg.types.builtins.TIMESTAMPTZ, 'text') as (text: string) => Date
 
-/** A timestamptz of USER_JSON (json writes `2026-01-02T03:04:05.678+00:00`; the text form has a space for the `T`). */
+/** How json writes a timestamptz of years 1 to 9999 AD whose zone offset has no seconds. */
+const PLAIN_TIMESTAMPTZ = /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d{1,6})?[+-]\d\d:\d\d$/
+
+/**
+ * A timestamptz of USER_JSON (json writes `2026-01-02T03:04:05.678912+00:00`). JavaScript's own
+ * ISO parser reads the plain form to the same millisecond as the driver's parser (which
+ * truncates microseconds too); anything else (BC, infinity, an offset with seconds) goes to the
+ * driver's parser in the text form, which has a space for the `T`.
+ */
 function timestampOf(v: unknown): Date | null {
-  return typeof v === 'string' ? parseTimestamptz(v.replace('T', ' ')) : null
+  if (typeof v !== 'string') return null
+  return PLAIN_TIMESTAMPTZ.test(v) ? new Date(v) : parseTimestamptz(v.replace('T', ' '))
 }
 
 /** The user of a USER_JSON value, as a row of USER_SELECT reads. */
