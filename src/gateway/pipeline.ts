@@ -41,6 +41,12 @@ function unverifiedAuthCaller(headers: IncomingHttpHeaders): Caller {
   return { kind: 'anon', claims: null, token, exp: null, keyKind: null, cacheKey: '' }
 }
 
+/** An /auth/v1 request whose bearer JWT failed verification goes on without a role; other refusals stand. */
+function unverifiedOnAuth(err: unknown, r: Routed, raw: IncomingMessage): Caller {
+  if (r.service !== 'auth' || !isUnverifiedTokenRefusal(err)) throw err
+  return unverifiedAuthCaller(raw.headers)
+}
+
 function setRequestInfo(raw: IncomingMessage, reqId: string): RequestInfo {
   const info: RequestInfo = {
     reqId,
@@ -171,8 +177,11 @@ class ProxyPipeline {
     if (this.#deps.tracer !== undefined) info.trace = this.#deps.tracer.logFields?.(raw)
     this.#admit(raw)
     const r = await this.#route(raw, info)
-    const caller = await this.#authenticate(raw, r)
-    const authorization = await this.#upstreamAuthorization(r, caller)
+    // Cached verdicts and tokens come back as values: awaited only when they are promises.
+    const c = this.#authenticate(raw, r)
+    const caller = c instanceof Promise ? await c : c
+    const a = this.#upstreamAuthorization(r, caller)
+    const authorization = a instanceof Promise ? await a : a
     const ours: OutgoingHttpHeaders = this.#deps.baseHeaders(ex)
     const q = r.q
     if (q.limitAdded !== null) ours['x-gatehouse-default-limit'] = String(q.limitAdded)
@@ -254,38 +263,38 @@ class ProxyPipeline {
   }
 
   /**
-   * Who calls. Cached verdicts come back synchronously (no microtask for them). A bearer JWT
-   * that fails verification on /auth/v1 goes to the auth engine as it came (with no role of
-   * ours): it refuses it GoTrue's way ("invalid JWT: ...", the answer auth clients such as
-   * admin.signOut expect). The API key was checked before.
+   * Who calls. Cached verdicts come back synchronously (no promise, no microtask for them). A
+   * bearer JWT that fails verification on /auth/v1 goes to the auth engine as it came (with
+   * no role of ours): it refuses it GoTrue's way ("invalid JWT: ...", the answer auth clients
+   * such as admin.signOut expect). The API key was checked before.
    */
-  async #authenticate(raw: IncomingMessage, r: Routed): Promise<Caller> {
+  #authenticate(raw: IncomingMessage, r: Routed): Caller | Promise<Caller> {
     const open = r.service === 'auth' && isOpenAuthRoute(raw.method ?? 'GET', r.path)
+    let authenticated: Caller | Promise<Caller>
     try {
-      const authenticated = this.#deps.authenticator.authenticate(r.tenant, raw.headers, r.q.apikey, open, raw.socket)
-      return authenticated instanceof Promise ? await authenticated : authenticated
+      authenticated = this.#deps.authenticator.authenticate(r.tenant, raw.headers, r.q.apikey, open, raw.socket)
     } catch (err) {
-      if (r.service !== 'auth' || !isUnverifiedTokenRefusal(err)) throw err
-      return unverifiedAuthCaller(raw.headers)
+      return unverifiedOnAuth(err, r, raw)
     }
+    return authenticated instanceof Promise
+      ? authenticated.catch((err: unknown) => unverifiedOnAuth(err, r, raw))
+      : authenticated
   }
 
   /**
    * Authorization for the upstream (contract in docs/service.md §5): REST always gets our
    * re-signed token (role = this tenant's Postgres role); auth gets a user JWT unchanged, a
-   * service_role token for a secret key, and none for a public key.
+   * service_role token for a secret key, and none for a public key. A value when the
+   * token is cached, else a promise.
    */
-  async #upstreamAuthorization(r: Routed, caller: Caller): Promise<string | undefined> {
+  #upstreamAuthorization(r: Routed, caller: Caller): string | undefined | Promise<string | undefined> {
     const tokens = this.#deps.tokens
-    if (r.service === 'rest') {
-      const t = tokens.rest(r.tenant, caller)
-      return `Bearer ${typeof t === 'string' ? t : await t}`
-    }
+    if (r.service === 'rest') return tokens.restAuthorization(r.tenant, caller)
     if (caller.token !== null) return `Bearer ${caller.token}`
     if (caller.keyKind !== 'svc') return undefined
     const f = this.#deps.authenticator.facts(r.tenant)
     const t = tokens.authService(r.tenant, f.issuer, f.fp)
-    return `Bearer ${typeof t === 'string' ? t : await t}`
+    return typeof t === 'string' ? `Bearer ${t}` : t.then((token) => `Bearer ${token}`)
   }
 
   /**

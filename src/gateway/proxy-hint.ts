@@ -4,7 +4,8 @@
 // binding then count everyone together (docs/edge.md). This notices it: over each window of
 // WINDOW requests, when one address that looks like a proxy in front (a private or
 // carrier-grade NAT address, or loopback sending X-Forwarded-For) sent most of them, it logs
-// one warning naming gateway.trusted_proxies. One Map update per request until it warned.
+// one warning naming gateway.trusted_proxies. One Map update per request until it warned;
+// an address is classified when it differs from the last request's.
 import type { IncomingMessage } from 'node:http'
 
 const WINDOW = 200
@@ -42,10 +43,20 @@ export function createProxyHint(
   let counts = new Map<string, number>()
   let seen = 0
   let warned = false
+  // The last address and what it is (a keep-alive client sends from one address request
+  // after request): classified once, not once per request.
+  let last = ''
+  let lastPrivate = false
+  let lastLoopback = false
   return (raw) => {
     if (warned) return
     const address = raw.socket.remoteAddress ?? ''
-    const proxyLike = isPrivateAddress(address) || (isLoopback(address) && raw.headers['x-forwarded-for'] !== undefined)
+    if (address !== last) {
+      last = address
+      lastPrivate = isPrivateAddress(address)
+      lastLoopback = isLoopback(address)
+    }
+    const proxyLike = lastPrivate || (lastLoopback && raw.headers['x-forwarded-for'] !== undefined)
     if (proxyLike) counts.set(address, (counts.get(address) ?? 0) + 1)
     if (++seen < WINDOW) return
     for (const [peer, n] of counts) {

@@ -90,7 +90,7 @@ export interface Caller {
   /** Cache key of this caller (a hash, never the token itself). */
   cacheKey: string
   /** The REST upstream token last signed for this caller (upstream-token.ts), re-used until renewAt. */
-  upstream?: { token: string; renewAt: number }
+  upstream?: { token: string; renewAt: number; authorization: string }
 }
 
 /** Per-request facts for the completion log line and the metrics. */
