@@ -13,6 +13,7 @@ import type { GatewayMetrics } from './metrics.js'
 import { renderError } from './render.js'
 import { requestInfo, type Exchange } from './pipeline.js'
 import type { RequestInfo } from './types.js'
+import { accessLogWriter, type AccessLine, type AccessLogWriter } from './access-log.js'
 
 /** What baseHeaders() reads of a request (fastify's request or an Exchange). */
 export interface HeaderSource {
@@ -33,7 +34,7 @@ export class GatewayResponder {
   readonly #cors: Cors
   readonly #metrics: GatewayMetrics
   readonly #shuttingDown: () => boolean
-  readonly #accessLog: FastifyBaseLogger
+  readonly #accessLog: AccessLogWriter
 
   constructor(opts: { cors: Cors; metrics: GatewayMetrics; shuttingDown: () => boolean; log: FastifyBaseLogger }) {
     this.#cors = opts.cors
@@ -41,7 +42,9 @@ export class GatewayResponder {
     this.#shuttingDown = opts.shuttingDown
     // The root logger, with reqId as a field: no per-request child logger is made; every
     // field is ours, so the censoring formatter is skipped.
-    this.#accessLog = opts.log.child({}, { formatters: { log: (o: Record<string, unknown>) => o } } as never)
+    this.#accessLog = accessLogWriter(
+      opts.log.child({}, { formatters: { log: (o: Record<string, unknown>) => o } } as never),
+    )
   }
 
   /** Headers of every response: request id, CORS, `Connection: close` while shutting down. */
@@ -65,7 +68,7 @@ export class GatewayResponder {
     info.done = true
     const ms = performance.now() - info.start
     this.#metrics.observe(info.tenant, info.service, status, ms / 1000)
-    const line: Record<string, unknown> = {
+    const line: AccessLine = {
       reqId: info.reqId,
       tenant: info.tenant,
       method: info.method,
@@ -78,7 +81,7 @@ export class GatewayResponder {
       line.trace_id = info.trace.trace_id
       line.span_id = info.trace.span_id
     }
-    this.#accessLog.info(line, 'request completed')
+    this.#accessLog(line)
   }
 
   /** An error answered: rendered, logged (5xx with the cause; refusals at debug). */
