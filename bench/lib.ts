@@ -126,6 +126,11 @@ export function autocannonProcess(o: MeasureOptions, seconds: number): Promise<A
   ]
   for (const [k, v] of Object.entries(o.headers ?? {})) args.push('-H', `${k}=${v}`)
   if (o.body !== undefined) args.push('-b', o.body)
+  // BENCH_RATE: a fixed offered load (requests per second over all connections), so that
+  // two proxies' CPU per request is compared at the same throughput (a busier proxy batches
+  // more per wake-up and spends less per request). Off by default.
+  const rate = Number(process.env.BENCH_RATE)
+  if (Number.isFinite(rate) && rate > 0) args.push('-R', String(rate))
   args.push(o.url)
   return new Promise((resolve, reject) => {
     const child = spawn(process.execPath, args, { stdio: ['ignore', 'pipe', 'pipe'] })

@@ -12,8 +12,12 @@
 // passthrough's (the floor of any Node proxy: the bare hop alone costs 56-60% of the
 // engine, so the earlier goal of 25% of the engine's CPU is out of any Node proxy's reach);
 // gateway vs bare http-proxy-3 >= 0.9 in CPU per request.
-// Knobs: BENCH_SECONDS, BENCH_ROUNDS (2), BENCH_CONNECTIONS (32), BENCH_ONLY=<scenario>
-// (one scenario, for profiling; nothing written).
+// Knobs: BENCH_SECONDS, BENCH_ROUNDS (2), BENCH_CONNECTIONS (32), BENCH_ONLY=<scenario>[,...]
+// (only these scenarios, BENCH_ROUNDS rounds of them in turn, each round's CPU per request
+// and load printed; for profiling with BENCH_GATEWAY_PROF and for side-by-side ratios of
+// bare-undici-process and gateway-process; nothing written). BENCH_BASE_GATEWAY=<another
+// checkout's bench/support/gateway-process.ts> adds gateway-process-base: that checkout's
+// gateway in a process of its own, the same requests (A/B of two versions in one run).
 import http from 'node:http'
 import { randomBytes } from 'node:crypto'
 import type { AddressInfo } from 'node:net'
@@ -66,6 +70,65 @@ async function listen(server: http.Server): Promise<number> {
   return (server.address() as AddressInfo).port
 }
 
+interface Scenario {
+  name: string
+  description: string
+  url: string
+  headers?: Record<string, string>
+  otherCpu?: Array<() => Promise<{ user: number; system: number }>>
+}
+
+/** BENCH_ONLY: the named scenarios only, in turns, each round printed as it ends; no report written. */
+async function onlySome(
+  only: string,
+  scenarios: Scenario[],
+  o: { seconds: number; connections: number; rounds: number; startedAt: string },
+): Promise<BenchReport> {
+  const picked = only.split(',').map((n) => {
+    const sc = scenarios.find((x) => x.name === n.trim())
+    if (sc === undefined) throw new Error(`BENCH_ONLY: names among ${scenarios.map((x) => x.name).join(', ')}`)
+    return sc
+  })
+  const all: BenchScenario[] = []
+  const notes: string[] = []
+  for (let i = 0; i < o.rounds; i++) {
+    const own: Record<string, number> = {}
+    for (const sc of picked) {
+      const s = await measure(sc.name, sc.description, {
+        url: sc.url,
+        seconds: o.seconds,
+        connections: o.connections,
+        headers: sc.headers,
+        otherCpu: sc.otherCpu,
+      })
+      all.push(s)
+      own[sc.name] = s.otherCpuUsPerRequest ?? s.cpuUsPerRequest ?? 0
+      const line = `round ${i + 1} ${sc.name}: ${s.requestsPerSec} req/s, ${s.cpuUsPerRequest} µs CPU/req (own process ${s.otherCpuUsPerRequest ?? '-'} µs, ${s.otherSystemUsPerRequest ?? '-'} system), load ${environment().loadavg.join(' ')}`
+      notes.push(line)
+      process.stdout.write(line + '\n')
+    }
+    const floor = own['bare-undici-process']
+    for (const gwName of ['gateway-process', 'gateway-process-base']) {
+      const gw = own[gwName]
+      if (gw === undefined || floor === undefined) continue
+      const line = `round ${i + 1}: ${gwName} / bare-undici-process own CPU ${(gw / Math.max(1, floor)).toFixed(3)} (${gw} / ${floor} µs)`
+      notes.push(line)
+      process.stdout.write(line + '\n')
+    }
+  }
+  return {
+    name: 'rest-read-only',
+    title: only,
+    startedAt: o.startedAt,
+    secondsPerScenario: o.seconds,
+    connections: o.connections,
+    scenarios: all,
+    ratios: [],
+    notes,
+    environment: environment(),
+  }
+}
+
 export async function run(): Promise<BenchReport> {
   const adminUrl = process.env.DATABASE_URL
   if (!adminUrl) throw new Error('DATABASE_URL is not set: run through `npm run bench` (scripts/with-services.mjs)')
@@ -110,6 +173,7 @@ export async function run(): Promise<BenchReport> {
     prepared: http.Server | null
     pool: pg.Pool | null
     gw: ForkedGateway | null
+    gwBase?: ForkedGateway
     bare: ForkedGateway | null
     bareUndici: ForkedGateway | null
   } = { server: null, prepared: null, pool: null, gw: null, bare: null, bareUndici: null }
@@ -191,6 +255,15 @@ export async function run(): Promise<BenchReport> {
       [file],
     )
     const gwProc = raw.gw
+    const baseEntry = process.env.BENCH_BASE_GATEWAY
+    if (baseEntry !== undefined)
+      raw.gwBase = await forkGateway(
+        { public_url: config.public_url, log: { level: 'info' }, gateway: { port: 0, client_max_inflight_share: 1 } },
+        [file],
+        undefined,
+        undefined,
+        baseEntry,
+      )
 
     const upstreamToken = await signHS256(upstreamClaims, { secret: file.jwt.upstream_secret, expiresInSeconds: 3600 })
     const userToken = await signHS256(
@@ -228,13 +301,7 @@ export async function run(): Promise<BenchReport> {
 
     const gwHeaders = { apikey: file.keys.public, authorization: `Bearer ${userToken}` }
     const engineHeaders = { authorization: `Bearer ${upstreamToken}` }
-    const scenarios: Array<{
-      name: string
-      description: string
-      url: string
-      headers?: Record<string, string>
-      otherCpu?: Array<() => Promise<{ user: number; system: number }>>
-    }> = [
+    const scenarios: Scenario[] = [
       {
         name: 'raw-pg',
         description: `node:http + pg.Pool(max ${cap}): BEGIN READ ONLY, the settings statement, the main statement, COMMIT`,
@@ -284,31 +351,20 @@ export async function run(): Promise<BenchReport> {
         headers: gwHeaders,
         otherCpu: [gwProc.cpu],
       },
+      ...(raw.gwBase !== undefined
+        ? [
+            {
+              name: 'gateway-process-base',
+              description: `the gateway of ${baseEntry ?? ''} in a process of its own`,
+              url: `http://127.0.0.1:${raw.gwBase.port}/${database}/rest/v1/books?${QUERY}`,
+              headers: gwHeaders,
+              otherCpu: [raw.gwBase.cpu],
+            },
+          ]
+        : []),
     ]
     const only = process.env.BENCH_ONLY
-    if (only !== undefined) {
-      // Profiling aid: one scenario only, no report written.
-      const sc = scenarios.find((x) => x.name === only)
-      if (sc === undefined) throw new Error(`BENCH_ONLY: one of ${scenarios.map((x) => x.name).join(', ')}`)
-      const s = await measure(sc.name, sc.description, {
-        url: sc.url,
-        seconds,
-        connections,
-        headers: sc.headers,
-        otherCpu: sc.otherCpu,
-      })
-      return {
-        name: 'rest-read-only',
-        title: only,
-        startedAt,
-        secondsPerScenario: seconds,
-        connections,
-        scenarios: [s],
-        ratios: [],
-        notes: [],
-        environment: environment(),
-      }
-    }
+    if (only !== undefined) return await onlySome(only, scenarios, { seconds, connections, rounds, startedAt })
 
     const runs = new Map<string, BenchScenario[]>(scenarios.map((x) => [x.name, []]))
     for (let i = 0; i < rounds; i++) {
@@ -443,6 +499,7 @@ export async function run(): Promise<BenchReport> {
   } finally {
     await gateway.close()
     await raw.gw?.close()
+    await raw.gwBase?.close()
     await engine.close()
     for (const srv of [raw.server, raw.prepared]) {
       if (srv) {

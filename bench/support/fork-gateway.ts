@@ -1,7 +1,8 @@
 // The parent side of gateway-process.ts: forks a gateway process (with the tsx loader this
 // process runs under), starts it with the given config overrides and tenant files, and
 // exposes its port, its CPU time and close(). BENCH_GATEWAY_PROF=<dir> profiles the gateway
-// process (--cpu-prof into <dir>), BENCH_GATEWAY_PROF=perf starts it for `perf record`.
+// process (--cpu-prof into <dir>), BENCH_GATEWAY_PROF=perf starts it for `perf record`;
+// BENCH_GATEWAY_NODE_ARGS adds Node options to it (space-separated, e.g. --trace-deopt).
 import { fork, type ChildProcess } from 'node:child_process'
 import path from 'node:path'
 import { fileURLToPath } from 'node:url'
@@ -42,16 +43,20 @@ function next(child: ChildProcess, type: GatewayProcessReply['type']): Promise<G
 }
 
 /** `bare`: a bare passthrough proxy in that process instead of the gateway; `fastPath` false: the gateway with its fast path off. */
+/** `entry`: another checkout's bench/support/gateway-process.ts (its gateway, for A/B runs). */
 export async function forkGateway(
   overrides: Record<string, unknown>,
   tenants: unknown[],
   bare?: GatewayProcessStart['bare'],
   fastPath?: boolean,
+  entry = ENTRY,
 ): Promise<ForkedGateway> {
-  const child = fork(ENTRY, [], {
+  const extra = (process.env.BENCH_GATEWAY_NODE_ARGS ?? '').split(' ').filter((a) => a !== '')
+  const child = fork(entry, [], {
     execArgv: [
       '--import',
       'tsx',
+      ...extra,
       ...(process.env.BENCH_GATEWAY_PROF !== undefined
         ? process.env.BENCH_GATEWAY_PROF === 'perf'
           ? ['--perf-basic-prof']

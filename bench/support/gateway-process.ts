@@ -4,6 +4,8 @@
 // 'close'. Logs: the production logger at the given level, batched, to /dev/null. With
 // `bare`, a bare passthrough proxy (bare-proxies.ts) runs here instead of the gateway.
 import type { AddressInfo } from 'node:net'
+import { Session } from 'node:inspector/promises'
+import { writeFileSync } from 'node:fs'
 import { loadConfig } from '../../src/config/index.js'
 import { parseTenantFile, toTenant, type Tenant } from '../../src/tenants/index.js'
 import { buildGateway } from '../../src/gateway/index.js'
@@ -36,13 +38,34 @@ process.on('message', (m: GatewayProcessMessage) => {
     const c = process.cpuUsage()
     send({ type: 'cpu', user: c.user, system: c.system })
   } else if (m.type === 'close') {
-    void (close?.() ?? Promise.resolve()).finally(() => process.exit(0))
+    void (close?.() ?? Promise.resolve()).then(stopHeapSampling).finally(() => process.exit(0))
   } else if (m.type === 'start') {
     start(m).catch((err: unknown) => send({ type: 'error', message: err instanceof Error ? err.message : String(err) }))
   }
 })
 
+// BENCH_GATEWAY_HEAP=<dir>: the V8 sampling heap profiler over the process's life, counting
+// objects that were collected too (allocation sites by bytes allocated, not only live ones),
+// written as <dir>/<pid>.heapprofile when the process is closed.
+let heapSession: Session | null = null
+async function startHeapSampling(): Promise<void> {
+  if (process.env.BENCH_GATEWAY_HEAP === undefined) return
+  heapSession = new Session()
+  heapSession.connect()
+  await heapSession.post('HeapProfiler.startSampling', {
+    samplingInterval: 4096,
+    includeObjectsCollectedByMajorGC: true,
+    includeObjectsCollectedByMinorGC: true,
+  } as never)
+}
+async function stopHeapSampling(): Promise<void> {
+  if (heapSession === null) return
+  const { profile } = await heapSession.post('HeapProfiler.stopSampling')
+  writeFileSync(`${process.env.BENCH_GATEWAY_HEAP}/${process.pid}.heapprofile`, JSON.stringify(profile))
+}
+
 async function start(m: GatewayProcessStart): Promise<void> {
+  await startHeapSampling()
   if (m.bare !== undefined) {
     const bare = await startBareProxy(m.bare.kind, m.bare.target, m.bare.keepAliveMs)
     close = bare.close
