@@ -2,9 +2,13 @@
 // tenant is provisioned on the services' Postgres; `connections` sessions are signed in,
 // and every request presents a live refresh token (each answer's refresh_token goes back
 // into the queue of live tokens), so every request is a real rotation: one prepared
-// statement (lock, revoke, insert the child, touch the session, read the user back) and
-// one HS256 signature. autocannon runs in a child process (its script, with the request
-// hooks, is written to a temporary directory), so this process's CPU is the engine's.
+// statement in one round trip (revoke the token joined with its session and user, insert
+// the child, touch the session, and return the user, identities, factors and AMR as json)
+// and one ES256 signature (the tenant's default signing key). autocannon runs in a child
+// process (its script, with the request hooks, is written to a temporary directory), so
+// this process's CPU is the engine's. BENCH_ONLY=refresh-token-grant (or
+// refresh-token-grant-with-hook) runs one scenario (for profiling; bench/results/auth.json is
+// left as it was).
 import { spawn } from 'node:child_process'
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { createRequire } from 'node:module'
@@ -245,25 +249,55 @@ async function measureRefresh(
   }
 }
 
+/** What a run tells besides its table: failures, and the CPU per grant with the estimate it gives. */
+function notesOf(m: Measured): string[] {
+  const s = m.scenario
+  const notes: string[] = []
+  if (s.errors + s.timeouts + s.non2xx > 0)
+    notes.push(`${s.name}: ${s.errors} errors, ${s.timeouts} timeouts, ${s.non2xx} non-2xx answers`)
+  const estimate = Math.round(2e6 / Math.max(1, m.engineUs + m.pgUs))
+  notes.push(
+    `${s.name}: CPU per grant engine ${m.engineUs} µs, Postgres ${m.pgUs} µs: on 2 otherwise idle cores about ${estimate}/s ` +
+      `(the load generator excluded); ${m.rotations} refresh tokens issued for ${s.requests} answers; load ${environment().loadavg.join(' ')}.`,
+  )
+  return notes
+}
+
+/** BENCH_ONLY: one scenario, for profiling; its notes printed, auth.json not written. */
+async function onlyOne(
+  adminUrl: string,
+  only: string,
+  o: { seconds: number; connections: number; startedAt: string },
+): Promise<BenchReport> {
+  const names = ['refresh-token-grant', 'refresh-token-grant-with-hook']
+  if (!names.includes(only)) throw new Error(`BENCH_ONLY: one of ${names.join(', ')}`)
+  const m = await measureRefresh(adminUrl, only === names[1], o.seconds, o.connections)
+  const notes = notesOf(m)
+  process.stdout.write(notes.join('\n') + '\n')
+  return {
+    name: 'auth-only',
+    title: only,
+    startedAt: o.startedAt,
+    secondsPerScenario: o.seconds,
+    connections: o.connections,
+    scenarios: [m.scenario],
+    ratios: [],
+    notes,
+    environment: environment(),
+  }
+}
+
 export async function run(): Promise<BenchReport> {
   const adminUrl = process.env.DATABASE_URL
   if (!adminUrl) throw new Error('DATABASE_URL is not set: run through scripts/with-services.mjs (npm run bench)')
   const seconds = benchSeconds()
   const connections = Number(process.env.BENCH_CONNECTIONS ?? 32)
   const startedAt = new Date().toISOString()
-  const notes: string[] = []
+  const only = process.env.BENCH_ONLY
+  if (only !== undefined && only !== '') return onlyOne(adminUrl, only, { seconds, connections, startedAt })
   const plain = await measureRefresh(adminUrl, false, seconds, connections)
   const hooked = await measureRefresh(adminUrl, true, seconds, connections)
-  for (const m of [plain, hooked]) {
-    const s = m.scenario
-    if (s.errors + s.timeouts + s.non2xx > 0)
-      notes.push(`${s.name}: ${s.errors} errors, ${s.timeouts} timeouts, ${s.non2xx} non-2xx answers`)
-    const estimate = Math.round(2e6 / Math.max(1, m.engineUs + m.pgUs))
-    notes.push(
-      `${s.name}: CPU per grant engine ${m.engineUs} µs, Postgres ${m.pgUs} µs: on 2 otherwise idle cores about ${estimate}/s ` +
-        `(the load generator excluded); ${m.rotations} refresh tokens issued for ${s.requests} answers.`,
-    )
-  }
+  const notes = [plain, hooked].flatMap(notesOf)
   notes.push(
     `${connections} sessions of one user, engine pool of ${plain.poolSize} connections; engine, Postgres and the load generator share the machine.`,
   )
