@@ -4,7 +4,7 @@
 // connection, in the request's transaction when there is one, cancelled after 2 s; the
 // function must be granted to the engine's login) or an http(s) endpoint (a POST signed with
 // Standard Webhooks, 5 s, through the outbound guard). Failures answer as GoTrue's do.
-import { createHmac, randomUUID } from 'node:crypto'
+import { createHash, createHmac, randomUUID } from 'node:crypto'
 import type pg from 'pg'
 import { outboundFetch, OutboundRefusedError, quoteIdent, type PoolLike, type Queryable } from '../shared/index.js'
 import type { AuthHook } from '../tenants/index.js'
@@ -126,12 +126,31 @@ async function runFunctionHook(call: HookCall, uri: string, body: string): Promi
   return checkAnswer(typeof output === 'string' ? parseJson(output) : output)
 }
 
+/**
+ * The call of a function hook as a named prepared statement: Postgres parses and plans it once
+ * per connection (a hook in SQL is inlined then too). Its answer comes as text, parsed here as
+ * the driver parses json and jsonb: the statement's result type stays text whatever the function
+ * returns, so a function replaced with another return type never meets "cached plan must not
+ * change result type".
+ */
+const hookStatements = new Map<string, { name: string; text: string }>()
+
+function hookStatement(fn: string): { name: string; text: string } {
+  let statement = hookStatements.get(fn)
+  if (statement === undefined) {
+    const text = `SELECT ${fn}($1::jsonb)::text AS output, pg_catalog.current_setting('role') AS role,
+      pg_catalog.current_setting('search_path') AS path`
+    // A short name of the text (Postgres cuts names at 63 bytes; a function's name may be that long).
+    const name = 'gatehouse_auth_hook_' + createHash('sha256').update(text).digest('hex').slice(0, 24)
+    statement = { name, text }
+    if (hookStatements.size >= 10_000) hookStatements.clear()
+    hookStatements.set(fn, statement)
+  }
+  return statement
+}
+
 async function invokeFunction(q: Queryable, fn: string, body: string): Promise<unknown> {
-  const r = await q.query<{ output: unknown; role: string; path: string }>(
-    `SELECT ${fn}($1::jsonb) AS output, pg_catalog.current_setting('role') AS role,
-      pg_catalog.current_setting('search_path') AS path`,
-    [body],
-  )
+  const r = await q.query<{ output: unknown; role: string; path: string }>({ ...hookStatement(fn), values: [body] })
   const row = r.rows[0]
   // Whatever the function set for the session ends here: the engine's login keeps its
   // pinned search path and its own role on this pooled connection.

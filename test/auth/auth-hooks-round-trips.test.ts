@@ -107,3 +107,47 @@ t.test(
     }
   },
 )
+
+t.test(
+  'a function hook is called as a prepared statement, and one replaced with another return type keeps working',
+  async (t) => {
+    const uri = 'pg-functions://postgres/public/counted_claims'
+    // One connection: the refresh statement and the hook call share it, so the second call meets
+    // the statement the first one prepared.
+    const h = await startAuth(t, {
+      poolPerTenant: 1,
+      tenants: [{ auth: { hooks: { custom_access_token: { uri } } } as never }],
+    })
+    const x = h.list[0]!
+    // What the function sees of its own session: the hook's prepared statements.
+    const prepared = `(SELECT count(*) FROM pg_catalog.pg_prepared_statements WHERE name LIKE 'gatehouse\\_auth\\_hook\\_%')`
+    await h.ownerQuery(
+      x,
+      `CREATE FUNCTION public.counted_claims(event jsonb) RETURNS jsonb LANGUAGE sql AS $$
+        SELECT jsonb_build_object('claims', event->'claims' || jsonb_build_object('prepared_hook_calls', ${prepared}))
+      $$`,
+    )
+    await h.ownerQuery(x, "SELECT platform.grant_hook('public.counted_claims(jsonb)'::regprocedure)")
+    const auth = h.client(x)
+    const signUp = await auth.signUp({ email: email('prep'), password: 'correct horse battery' })
+    t.error(signUp.error)
+    t.equal(decodeJwt(signUp.data.session!.access_token).prepared_hook_calls, 1, 'the call is a prepared statement')
+
+    // Another return type (json): the prepared call is planned again and still answers.
+    await h.ownerQuery(
+      x,
+      `DROP FUNCTION public.counted_claims(jsonb);
+       CREATE FUNCTION public.counted_claims(event jsonb) RETURNS json LANGUAGE sql AS $$
+        SELECT json_build_object('claims', event->'claims' || jsonb_build_object('replaced', true, 'prepared_hook_calls', ${prepared}))
+      $$;
+       SELECT platform.grant_hook('public.counted_claims(jsonb)'::regprocedure)`,
+    )
+    const refreshed = await call(`${h.base(x)}/token?grant_type=refresh_token`, {
+      body: { refresh_token: signUp.data.session!.refresh_token },
+    })
+    t.equal(refreshed.status, 200, JSON.stringify(refreshed.body))
+    const claims = decodeJwt(refreshed.body.access_token)
+    t.equal(claims.replaced, true, "the replaced function's claims")
+    t.equal(claims.prepared_hook_calls, 1, 'the same prepared statement, planned again')
+  },
+)
