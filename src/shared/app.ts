@@ -3,7 +3,6 @@
 // (a well-formed X-Request-Id from the caller, else a random UUID, logged as `reqId`),
 // no per-request log lines from fastify (each part logs what it decides), and the part's
 // error and not-found handlers, and (given a tracer) a server span per request. Everything else is the part's own fastify options.
-import { randomUUID } from 'node:crypto'
 import { STATUS_CODES, maxHeaderSize } from 'node:http'
 import type { Duplex } from 'node:stream'
 import Fastify, {
@@ -17,6 +16,7 @@ import Fastify, {
 } from 'fastify'
 import type { LoggerOptions } from 'pino'
 import { firstHeader, isValidRequestId } from './http.js'
+import { requestUuid } from './request-uuid.js'
 import { loggerOptions, type LogSettings } from './logger.js'
 import { BadRequestError, HeaderFieldsTooLargeError, HeadersTimeoutError, type GatehouseError } from './errors.js'
 import type { PartTracer } from './tracing.js'
@@ -44,7 +44,7 @@ export interface PartAppOptions {
 /** The request id: the caller's X-Request-Id when well-formed, else a random UUID. */
 export function requestIdOf(req: { headers: Record<string, string | string[] | undefined> }): string {
   const v = firstHeader(req.headers['x-request-id'])
-  return isValidRequestId(v) ? v : randomUUID()
+  return isValidRequestId(v) ? v : requestUuid()
 }
 
 function isLogger(x: unknown): x is FastifyBaseLogger {
