@@ -12,7 +12,7 @@ import { BadJsonError } from './errors.js'
  */
 export function definedOnly(o: Record<string, unknown>): Record<string, unknown> {
   const out: Record<string, unknown> = {}
-  for (const k in o) {
+  for (const k of Object.keys(o)) {
     const v = o[k]
     if (v !== undefined) out[k] = v
   }
