@@ -57,30 +57,37 @@ t.test('OpenAPI root', async (t) => {
     const items = d.definitions.items
     t.equal(items.type, 'object')
     t.equal(items.description, 'Things in stock')
+    // PostgREST's toSwaggerFormat: int32 / int64 for the integers (OpenApiSpec "integer to integer").
     t.same(items.properties.id, {
-      format: 'integer',
+      format: 'int32',
       type: 'integer',
       description: 'Note:\nThis is a Primary Key.<pk/>',
     })
     t.same(items.properties.name, { format: 'text', type: 'string', description: 'What it is called' })
     t.same(items.properties.price, { format: 'numeric', type: 'number' })
-    t.same(items.properties.tags, { type: 'array', format: 'text[]', items: { format: 'text', type: 'string' } })
+    t.same(items.properties.tags, { type: 'array', format: 'text[]', items: { type: 'string' } })
+    t.same(items.properties.qty, { format: 'int32', type: 'integer', default: 1 }, 'the default, as JSON')
+    t.same(
+      items.properties.note,
+      { format: 'text', type: 'string', default: 'none' },
+      'a text default without its cast',
+    )
     t.same(items.properties.data, { format: 'jsonb' })
     t.same(items.properties.author_id, {
-      format: 'integer',
+      format: 'int32',
       type: 'integer',
       description: "Note:\nThis is a Foreign Key to `authors.id`.<fk table='authors' column='id'/>",
     })
-    t.ok(items.required.includes('name'))
-    t.notOk(items.required.includes('qty'), 'a column with a default is not required')
-    t.notOk(items.required.includes('id'), 'nor an identity column')
-    t.same(d.definitions.kv.required, ['k'], 'a primary key without a default is')
-    t.same(d.parameters['rowFilter.items.price'], {
-      name: 'price',
+    // Every NOT NULL column, with a default or not (PostgREST's makeTableDef).
+    t.same(items.required, ['id', 'name', 'qty'])
+    t.same(d.definitions.kv.required, ['k'])
+    t.same(d.parameters['rowFilter.items.price'], { name: 'price', required: false, in: 'query', type: 'string' })
+    t.same(d.parameters['rowFilter.items.name'], {
+      name: 'name',
+      description: 'What it is called',
       required: false,
       in: 'query',
       type: 'string',
-      format: 'numeric',
     })
     t.same(d.parameters['body.items'], {
       name: 'items',
@@ -106,13 +113,14 @@ t.test('OpenAPI root', async (t) => {
       required: true,
       schema: {
         type: 'object',
-        properties: { a: { format: 'integer', type: 'integer' }, b: { format: 'integer', type: 'integer' } },
+        properties: { a: { format: 'int32', type: 'integer' }, b: { format: 'int32', type: 'integer' } },
         required: ['a', 'b'],
+        description: 'Adds two numbers',
       },
     })
     t.same(rpc.get.parameters, [
-      { in: 'query', name: 'a', required: true, format: 'integer', type: 'integer' },
-      { in: 'query', name: 'b', required: true, format: 'integer', type: 'integer' },
+      { in: 'query', name: 'a', required: true, format: 'int32', type: 'integer' },
+      { in: 'query', name: 'b', required: true, format: 'int32', type: 'integer' },
     ])
     t.same(d.paths['/rpc/hello'].get.parameters, [
       { in: 'query', name: 'name', required: false, format: 'text', type: 'string' },

@@ -56,16 +56,7 @@ export function planOpenApi(
     .filter((r) => r.schema === req.schema)
     .sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : a.oid - b.oid))
   const foreignKeys = new Map<string, ForeignKeyNote[]>()
-  for (const t of tables) {
-    const notes: ForeignKeyNote[] = []
-    for (const rel of cache.relationships.get(qnKey(t.schema, t.name)) ?? []) {
-      const c = rel.cardinality
-      if (c.kind !== 'm2o' && !(c.kind === 'o2o' && !c.isParent)) continue
-      for (const [col, fcol] of c.columns)
-        notes.push({ column: col, foreignTable: rel.foreignTable.name, foreignColumn: fcol })
-    }
-    foreignKeys.set(t.name, notes)
-  }
+  for (const t of tables) foreignKeys.set(t.name, foreignKeyNotes(cache, t))
   return {
     kind: 'openapi',
     headersOnly,
@@ -76,4 +67,24 @@ export function planOpenApi(
     ignorePrivileges: opts.ignorePrivileges === true,
     securityActive: opts.securityActive === true,
   }
+}
+
+/**
+ * The foreign key each column notes in the document (PostgREST's makeProperty): the first
+ * single-column many-to-one (or one-to-one child) relationship of that column, those to
+ * tables before those to views; a column of a composite key notes none.
+ */
+function foreignKeyNotes(cache: SchemaCache, t: { schema: string; name: string }): ForeignKeyNote[] {
+  const rels = [...(cache.relationships.get(qnKey(t.schema, t.name)) ?? [])].sort(
+    (a, b) => Number(a.foreignTableIsView) - Number(b.foreignTableIsView),
+  )
+  const notes = new Map<string, ForeignKeyNote>()
+  for (const rel of rels) {
+    const c = rel.cardinality
+    if (c.kind !== 'm2o' && !(c.kind === 'o2o' && !c.isParent)) continue
+    if (c.columns.length !== 1) continue
+    const [col, fcol] = c.columns[0]
+    if (!notes.has(col)) notes.set(col, { column: col, foreignTable: rel.foreignTable.name, foreignColumn: fcol })
+  }
+  return [...notes.values()]
 }

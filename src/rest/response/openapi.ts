@@ -13,6 +13,8 @@ interface OpenApiPrivileges {
   usage: boolean
   tables: ReadonlyMap<number, { select: boolean; insert: boolean; update: boolean; delete: boolean }>
   routines: ReadonlyMap<number, boolean>
+  /** COMMENT ON SCHEMA of the request's schema. */
+  schemaDescription: string | null
 }
 
 /** Parses the row of renderOpenApiPrivileges. */
@@ -26,7 +28,8 @@ function parseOpenApiPrivileges(row: Record<string, unknown>): OpenApiPrivileges
   const routines = new Map<number, boolean>()
   for (const [oid, x] of JSON.parse(String(row.routines ?? '[]')) as Array<[number, boolean | null]>)
     routines.set(Number(oid), x === true)
-  return { usage: row.usage === true, tables, routines }
+  const schemaDescription = typeof row.schema_description === 'string' ? row.schema_description : null
+  return { usage: row.usage === true, tables, routines, schemaDescription }
 }
 
 interface OpenApiServer {
@@ -44,6 +47,9 @@ const MEDIA = [
   'text/csv',
 ]
 
+/** What a function's operations produce (PostgREST's makeProcPathItem). */
+const ROUTINE_MEDIA = MEDIA.slice(0, 3)
+
 const INTEGER = new Set(['smallint', 'integer', 'bigint', 'int2', 'int4', 'int8'])
 const NUMBER = new Set(['numeric', 'real', 'double precision', 'float4', 'float8', 'decimal'])
 
@@ -52,18 +58,62 @@ function nominal(type: string): string {
   return type.replace(/\([^)]*\)/g, '').trim()
 }
 
-/** Swagger `type`/`format`/`items` of a Postgres type (PostgREST's toSwaggerType). */
+/** Swagger `type` of a Postgres type (PostgREST's toSwaggerType); undefined for json and jsonb. */
+function swaggerTypeName(t: string): string | undefined {
+  if (t.endsWith('[]')) return 'array'
+  if (INTEGER.has(t)) return 'integer'
+  if (NUMBER.has(t)) return 'number'
+  if (t === 'boolean') return 'boolean'
+  return t === 'json' || t === 'jsonb' ? undefined : 'string'
+}
+
+/** Swagger `format` (PostgREST's toSwaggerFormat): int32 and int64 for the integers, else the type. */
+function swaggerFormat(t: string): string {
+  return t === 'bigint' || t === 'int8' ? 'int64' : INTEGER.has(t) ? 'int32' : t
+}
+
+/** Swagger `type`/`format`/`items` of a Postgres type; an array's items carry the element's type only. */
 function swaggerType(pgType: string): Json {
   const t = nominal(pgType)
-  if (t.endsWith('[]')) return { type: 'array', format: t, items: swaggerType(t.slice(0, -2)) }
-  const out: Json = { format: t }
-  if (INTEGER.has(t)) out.type = 'integer'
-  else if (NUMBER.has(t)) out.type = 'number'
-  else if (t === 'boolean') out.type = 'boolean'
-  else if (t !== 'json' && t !== 'jsonb') out.type = 'string'
+  const out: Json = { format: swaggerFormat(t) }
+  const type = swaggerTypeName(t)
+  if (type !== undefined) out.type = type
+  if (type === 'array') {
+    const element = swaggerTypeName(t.slice(0, -2))
+    out.items = element === undefined ? {} : { type: element }
+  }
   const len = /^character(?: varying)?\((\d+)\)$/.exec(pgType.trim())
   if (len) out.maxLength = Number(len[1])
   return out
+}
+
+/**
+ * A column default as the document shows it (PostgREST's parseDefault): a string type's
+ * literal without its `::type` cast and quotes; any other default when it reads as JSON
+ * (42, false); none otherwise (nextval(...), now()).
+ */
+function swaggerDefault(pgType: string, expression: string | null): unknown {
+  if (expression === null) return undefined
+  const t = nominal(pgType)
+  let text = expression
+  if (swaggerTypeName(t) === 'string') {
+    const cast = '::' + t
+    text = '"' + (text.endsWith(cast) ? text.slice(0, -cast.length).replace(/^'+|'+$/g, '') : text) + '"'
+  }
+  try {
+    return JSON.parse(text) as unknown
+  } catch {
+    return undefined
+  }
+}
+
+/** A description's first line as summary, the rest (leading blank lines dropped) as description. */
+function summaryAndDescription(text: string | null | undefined): Json {
+  if (text === null || text === undefined) return {}
+  const nl = text.indexOf('\n')
+  if (nl < 0) return { summary: text }
+  const rest = text.slice(nl).replace(/^\n+/, '')
+  return rest === '' ? { summary: text.slice(0, nl) } : { summary: text.slice(0, nl), description: rest }
 }
 
 function columnSchema(table: Table, c: Column, fks: readonly ForeignKeyNote[]): Json {
@@ -75,6 +125,9 @@ function columnSchema(table: Table, c: Column, fks: readonly ForeignKeyNote[]): 
     )
   }
   const out: Json = swaggerType(c.type)
+  const fallback = swaggerDefault(c.type, c.default)
+  if (fallback !== undefined) out.default = fallback
+  if (c.enumValues !== undefined && c.enumValues.length > 0) out.enum = c.enumValues
   const description = [c.description, notes.length > 0 ? 'Note:\n' + notes.join('\n') : null]
     .filter((x) => x !== null)
     .join('\n\n')
@@ -85,9 +138,8 @@ function columnSchema(table: Table, c: Column, fks: readonly ForeignKeyNote[]): 
 function definition(table: Table, fks: readonly ForeignKeyNote[]): Json {
   const properties: Json = {}
   for (const c of table.columns) properties[c.name] = columnSchema(table, c, fks)
-  const required = table.columns
-    .filter((c) => !c.nullable && c.default === null && !c.generated && c.identity !== true)
-    .map((c) => c.name)
+  // Every NOT NULL column, defaults or not (PostgREST's makeTableDef).
+  const required = table.columns.filter((c) => !c.nullable).map((c) => c.name)
   const out: Json = { type: 'object', properties }
   if (required.length > 0) out.required = required
   if (table.description !== null) out.description = table.description
@@ -99,8 +151,8 @@ const ref = (name: string): Json => ({ $ref: `#/parameters/${name}` })
 function tablePath(table: Table, may: { select: boolean; insert: boolean; update: boolean; delete: boolean }): Json {
   const filters = table.columns.map((c) => ref(`rowFilter.${table.name}.${c.name}`))
   const tags = [table.name]
-  const summary = table.description?.split('\n')[0]
-  const common = (o: Json): Json => (summary ? { ...o, summary, tags } : { ...o, tags })
+  const texts = summaryAndDescription(table.description)
+  const common = (o: Json): Json => ({ ...o, ...texts, tags })
   const out: Json = {}
   if (may.select) {
     out.get = common({
@@ -141,16 +193,32 @@ function tablePath(table: Table, may: { select: boolean; insert: boolean; update
   return out
 }
 
+/** A GET parameter of a function (PostgREST's makeProcGetParam); a VARIADIC one repeats (multi). */
+function routineGetParam(p: Routine['params'][number]): Json {
+  const t = nominal(p.type)
+  const base: Json = { in: 'query', name: p.name, required: !p.hasDefault }
+  if (!p.variadic) {
+    const type = swaggerTypeName(t)
+    return { ...base, format: swaggerFormat(t), type: type === undefined || type === 'array' ? 'string' : type }
+  }
+  const element = t.endsWith('[]') ? t.slice(0, -2) : t
+  const items: Json = { format: swaggerFormat(element) }
+  const elementType = swaggerTypeName(element)
+  if (elementType !== undefined) items.type = elementType
+  return { ...base, type: swaggerTypeName(t) ?? 'string', collectionFormat: 'multi', items }
+}
+
 function routinePath(r: Routine): Json {
   const tags = [`(rpc) ${r.name}`]
-  const summary = r.description?.split('\n')[0]
   const named = r.params.filter((p) => p.name !== '')
   const properties: Json = {}
   for (const p of named) properties[p.name] = swaggerType(p.type)
   const required = named.filter((p) => !p.hasDefault).map((p) => p.name)
   const body: Json = { type: 'object', properties }
   if (required.length > 0) body.required = required
-  const common = (o: Json): Json => (summary ? { ...o, summary, tags } : { ...o, tags })
+  if (r.description !== null) body.description = r.description
+  const texts = summaryAndDescription(r.description)
+  const common = (o: Json): Json => ({ ...o, ...texts, tags, produces: ROUTINE_MEDIA })
   const out: Json = {
     post: common({
       parameters: [{ in: 'body', name: 'args', required: true, schema: body }, ref('preferParams')],
@@ -158,10 +226,7 @@ function routinePath(r: Routine): Json {
     }),
   }
   if (r.volatility !== 'volatile') {
-    out.get = common({
-      parameters: named.map((p) => ({ in: 'query', name: p.name, required: !p.hasDefault, ...swaggerType(p.type) })),
-      responses: { 200: { description: 'OK' } },
-    })
+    out.get = common({ parameters: named.map(routineGetParam), responses: { 200: { description: 'OK' } } })
   }
   return out
 }
@@ -173,10 +238,11 @@ function sharedParameters(tables: readonly Table[]): Json {
     required: false,
     in: 'header',
     type: 'string',
-    enum: values,
+    ...(values.length > 0 ? { enum: values } : {}),
   })
   const out: Json = {
-    preferParams: prefer(['params=single-object']),
+    // PostgREST's makePreferParam ["params"]: no values it lists.
+    preferParams: prefer([]),
     preferReturn: prefer(['return=representation', 'return=minimal', 'return=none']),
     preferCount: prefer(['count=none']),
     preferPost: prefer([
@@ -210,12 +276,13 @@ function sharedParameters(tables: readonly Table[]): Json {
       schema: { $ref: `#/definitions/${t.name}` },
     }
     for (const c of t.columns) {
+      // PostgREST's makeRowFilter: a string of the query, with the column's comment.
       out[`rowFilter.${t.name}.${c.name}`] = {
         name: c.name,
+        ...(c.description !== null ? { description: c.description } : {}),
         required: false,
         in: 'query',
         type: 'string',
-        format: nominal(c.type),
       }
     }
   }
@@ -299,16 +366,24 @@ function pathsOf(
   return { paths, definitions, tables }
 }
 
+/**
+ * The document's title and description (PostgREST's postgrestSpec): the schema's comment, its
+ * first line the title and the rest (leading blank lines dropped) the description.
+ */
+function documentTitle(comment: string | null): { title: string; description: string } {
+  const nl = comment === null ? -1 : comment.indexOf('\n')
+  const title = comment === null ? 'PostgREST API' : nl < 0 ? comment : comment.slice(0, nl)
+  // A one-line comment leaves the description empty, as PostgREST's breakOn does.
+  const rest = comment === null ? null : nl < 0 ? '' : comment.slice(nl).replace(/^\n+/, '')
+  return { title, description: rest ?? 'This is a dynamic API generated by PostgREST' }
+}
+
 /** The Swagger 2.0 document as JSON text. */
 function buildOpenApi(plan: OpenApiPlan, may: OpenApiPrivileges, server: OpenApiServer): string {
   const { paths, definitions, tables } = pathsOf(plan, may)
   const doc = {
     swagger: '2.0',
-    info: {
-      title: 'Gatehouse REST',
-      description: `Tables, views and functions of schema "${plan.schema}" that the calling role can use.`,
-      version: '14',
-    },
+    info: { ...documentTitle(may.schemaDescription), version: '14' },
     host: server.host,
     basePath: server.basePath,
     schemes: [server.scheme],

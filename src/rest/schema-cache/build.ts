@@ -148,6 +148,7 @@ class SchemaCacheBuilder {
       type: str(c.type),
       ...(c.type_oid === undefined || c.type_oid === null ? {} : { typeOid: Number(c.type_oid) }),
       baseType: str(c.base_type),
+      ...(Array.isArray(c.enum_values) ? { enumValues: strList(c.enum_values) } : {}),
       nullable: c.nullable === true,
       default: strOrNull(c.default_expr),
       insertDefault: strOrNull(c.insert_default),

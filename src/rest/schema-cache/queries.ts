@@ -37,6 +37,10 @@ SELECT a.attrelid AS rel, a.attname AS name, a.attnum AS num,
          )
          SELECT ft.typname FROM chain JOIN pg_catalog.pg_type ft ON ft.oid = chain.oid AND ft.typtype <> 'd' LIMIT 1)
        ELSE COALESCE(bt.typname, t.typname) END::text AS base_type,
+       -- An enum's labels (of a domain's base type too), for the OpenAPI document.
+       CASE WHEN COALESCE(bt.typtype, t.typtype) = 'e' THEN ARRAY(
+         SELECT e.enumlabel::text FROM pg_catalog.pg_enum e WHERE e.enumtypid = COALESCE(bt.oid, t.oid) ORDER BY e.enumsortorder)
+       END AS enum_values,
        NOT (a.attnotnull OR (t.typtype = 'd' AND t.typnotnull)) AS nullable,
        pg_catalog.pg_get_expr(d.adbin, d.adrelid) AS default_expr,
        CASE

@@ -16,6 +16,8 @@ export interface Column {
   readonly typeOid?: number
   /** `typname` of the type, or of a domain's base type (`int4`, `jsonb`, `tsvector`, `_text`). */
   readonly baseType: string
+  /** The labels of an enum type (or of a domain over one), in their order; absent otherwise. */
+  readonly enumValues?: readonly string[]
   readonly nullable: boolean
   /** The default expression as text, null when none. */
   readonly default: string | null
