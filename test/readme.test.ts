@@ -280,3 +280,38 @@ t.test('the control-panel API example runs as docs/panel-api.md says', async (t)
     t.equal(r.status, 200, `${method} ${call}`)
   }
 })
+
+t.test(
+  "docs/development.md's auth hook runs as written: its SQL as the owner, its PATCH, a claim in the token",
+  async (t) => {
+    const text = section(DEVELOPMENT, '## Auth hooks')
+    const sql = quickStartBlocks('sql', text)
+    t.equal(sql.length, 1, 'one SQL block')
+    // As written, on a database that has none of its objects yet: each statement must run.
+    const ran = await stack.owner(demo, sql[0]!).then(
+      () => null,
+      (err: Error) => err.message,
+    )
+    t.equal(ran, null, 'the SQL block runs as the owner as written')
+    const m =
+      /curl -X PATCH <panel_url>(\/organizations\/org_demo\/databases\/demo\/api\/auth-settings) -H "Authorization: Bearer <panel session>" \\\n\s+-H 'Content-Type: application\/json' -d '(\{[^']*\})'/.exec(
+        text,
+      )
+    t.ok(m, 'the PATCH that turns the hook on is given')
+    const patched = await stack.panel(
+      'PATCH',
+      m![1]!.replace('org_demo', demo.organization).replace('/demo/', `/${demo.database}/`),
+      { body: JSON.parse(m![2]!) },
+    )
+    t.equal(patched.status, 200, 'the panel takes it')
+    const claim = async (who: string): Promise<unknown> => {
+      const client = stack.supabase(demo)
+      const up = await client.auth.signUp({ email: email(who), password: 'a hooked password' })
+      t.error(up.error)
+      const token = up.data.session!.access_token
+      return (JSON.parse(Buffer.from(token.split('.')[1]!, 'base64url').toString()) as { user_role?: unknown })
+        .user_role
+    }
+    t.equal(await claim('hooked'), 'member', 'a new user gets "user_role": "member" in the access token')
+  },
+)

@@ -2,7 +2,7 @@
 // Nothing outside config/ reads process.env for settings.
 import { readFileSync } from 'node:fs'
 import { parse as parseYaml } from 'yaml'
-import { Ajv } from 'ajv'
+import { Ajv, type ErrorObject } from 'ajv'
 import { ConfigSchema, type Config } from './schema.js'
 import { ConfigError } from '../shared/index.js'
 
@@ -86,6 +86,31 @@ function safeJson(v: string): unknown {
   }
 }
 
+/**
+ * Ajv's errors, one per problem: a value outside a set of choices (a union of literals such as
+ * `tenants.source`) reports one "must be equal to constant" per choice and then "must match a
+ * schema in anyOf"; those become one error that names the choices.
+ */
+function readableErrors(errors: readonly ErrorObject[]): ErrorObject[] {
+  const out: ErrorObject[] = []
+  for (const e of errors) {
+    if (
+      e.keyword === 'const' &&
+      errors.some((u) => u.keyword === 'anyOf' && e.schemaPath.startsWith(u.schemaPath + '/'))
+    )
+      continue
+    if (e.keyword !== 'anyOf') {
+      out.push(e)
+      continue
+    }
+    const choices = errors
+      .filter((c) => c.keyword === 'const' && c.schemaPath.startsWith(e.schemaPath + '/'))
+      .map((c) => JSON.stringify((c.params as { allowedValue: unknown }).allowedValue))
+    out.push(choices.length > 0 ? { ...e, message: `must be one of ${choices.join(', ')}` } : e)
+  }
+  return out
+}
+
 export interface LoadConfigOptions {
   /** Path of a YAML config file. */
   file?: string
@@ -111,16 +136,18 @@ export function loadConfig(opts: LoadConfigOptions = {}): Config {
   const { data: envData, sources } = fromEnv(env)
   const data = merge(merge(merge(opts.defaults ?? {}, fileData), envData), opts.overrides ?? {})
   if (!validate(data)) {
-    const problems = (validate.errors ?? []).map((e) => {
+    const fallback = file
+      ? file
+      : opts.defaults !== undefined
+        ? 'defaults (and the running development stack)'
+        : 'defaults'
+    const problems = readableErrors(validate.errors ?? []).map((e) => {
       const p = e.instancePath.replace(/^\//, '').replace(/\//g, '.')
       const extra =
         e.keyword === 'additionalProperties'
           ? ` (${String((e.params as { additionalProperty: string }).additionalProperty)})`
           : ''
-      const src =
-        sources.get(p) ??
-        (file ? file : opts.defaults !== undefined ? 'defaults (and the running development stack)' : 'defaults')
-      return `${p || '(root)'}${extra}: ${e.message ?? 'invalid'} [from ${src}]`
+      return `${p || '(root)'}${extra}: ${e.message ?? 'invalid'} [from ${sources.get(p) ?? fallback}]`
     })
     throw new ConfigError('invalid configuration', problems)
   }
