@@ -61,13 +61,20 @@ interface NewEmailUser {
   appMetadata?: Record<string, unknown>
   role?: string
   id?: string
+  /**
+   * 'identity' (default): user_metadata is the email identity's data, as GoTrue's /signup leaves it
+   * (RemoveUnconfirmedIdentities). 'data': user_metadata is `data` alone and the identity holds
+   * GoTrue's claims only, as its admin /invite and /generate_link create users (internal/api/mail.go).
+   */
+  metadata?: 'identity' | 'data'
 }
 
 /** Inserts a user with an `email` identity whose provider_id is the user id. */
 export async function createEmailUser(ctx: TenantContext, q: Queryable, n: NewEmailUser): Promise<UserWithIdentities> {
   const now = ctx.now()
   const id = n.id ?? randomUUID()
-  const identityData = emailIdentityData(id, n.email, n.data, n.confirmed)
+  const fromData = n.metadata === 'data'
+  const identityData = emailIdentityData(id, n.email, fromData ? undefined : n.data, n.confirmed)
   const user = await insertUser(q, {
     id,
     aud: ctx.tenant.jwt.aud,
@@ -75,7 +82,7 @@ export async function createEmailUser(ctx: TenantContext, q: Queryable, n: NewEm
     email: n.email,
     encryptedPassword: n.encryptedPassword,
     appMetadata: { ...(n.appMetadata ?? {}), provider: 'email', providers: ['email'] },
-    userMetadata: identityData,
+    userMetadata: fromData ? { ...(n.data ?? {}) } : identityData,
     emailConfirmedAt: n.confirmed ? now : null,
     invitedAt: n.invited ? now : null,
     now,

@@ -145,7 +145,13 @@ t.test('admin', async (t) => {
     t.equal(link.searchParams.get('token'), p.hashed_token)
     t.equal(link.searchParams.get('type'), 'signup')
     t.equal(signup.data.user?.email, e)
-    t.equal(signup.data.user?.user_metadata.via, 'admin')
+    // GoTrue's admin-made users keep the given data alone as user_metadata (no sub/email/..._verified).
+    t.same(signup.data.user?.user_metadata, { via: 'admin' })
+    t.same(
+      signup.data.user?.identities?.[0]?.identity_data,
+      { sub: signup.data.user?.id, email: e, email_verified: false, phone_verified: false },
+      'the identity holds the claims only',
+    )
     t.equal(h.mail.count(), before, 'generate_link sends no mail')
 
     const c = h.client(a)
@@ -169,6 +175,7 @@ t.test('admin', async (t) => {
     const invited = email('inv')
     const invite = await admin.generateLink({ type: 'invite', email: invited })
     t.ok(invite.data.user?.invited_at)
+    t.same(invite.data.user?.user_metadata, {})
     const res = await fetch(h.engineLink(a, invite.data.properties!.action_link), { redirect: 'manual' })
     t.equal(res.status, 303)
     const frag = new URLSearchParams(new URL(res.headers.get('location')!).hash.slice(1))

@@ -188,6 +188,29 @@ t.test('recovery, resend and verify types', async (t) => {
     t.match((await post({ type: 'sms', phone: '15551234567' })).body, { code: 'phone_provider_disabled' })
   })
 
+  t.test("POST /verify with a phone: no code was sent, so GoTrue's answers", async (t) => {
+    const post = (body: unknown) => call(`${h.base(open)}/verify`, { body })
+    const unknown = await post({ type: 'sms', phone: '15551234567', token: '123456' })
+    t.equal(unknown.status, 403)
+    t.match(unknown.body, { code: 'otp_expired', message: 'Token has expired or is invalid' })
+    const change = await post({ type: 'phone_change', phone: '+1 555 123 4567', token: '123456' })
+    t.match([change.status, change.body.code], [403, 'otp_expired'])
+    const bad = await post({ type: 'sms', phone: '15551234567-invalid', token: '123456' })
+    t.equal(bad.status, 400)
+    t.match(bad.body, { code: 'validation_failed', message: 'Invalid phone number format (E.164 required)' })
+    const both = await post({ type: 'sms', phone: '15551234567', email: 'a@example.com', token: '123456' })
+    t.equal(both.status, 400)
+    t.match(both.body, {
+      code: 'validation_failed',
+      message: 'Only an email address or phone number should be provided on verify',
+    })
+    const neither = await post({ type: 'sms', token: '123456' })
+    t.match(
+      [neither.status, neither.body.message],
+      [400, 'Only an email address or phone number should be provided on verify'],
+    )
+  })
+
   t.test('email change: resend, then both links (POST /verify token_hash)', async (t) => {
     const sb = supabase(open)
     const e = await registered(open, 'change-from')

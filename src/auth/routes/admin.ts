@@ -356,6 +356,7 @@ async function signupOrInviteTarget(
         data,
         confirmed: false,
         invited: type === 'invite',
+        metadata: 'data',
       })
     ).user
   } else if (type === 'invite') {
@@ -381,7 +382,13 @@ async function linkTarget(ctx: TenantContext, q: Queryable, r: LinkRequest): Pro
       if (user) return { user, tokenKind: 'magiclink', verificationType: type, address: email, extra: {} }
       const hash = await hashPassword(randomPassword().slice(0, 64), ctx.config.auth.bcrypt_cost)
       const created = (
-        await createEmailUser(ctx, q, { email, encryptedPassword: hash, data: r.data, confirmed: false })
+        await createEmailUser(ctx, q, {
+          email,
+          encryptedPassword: hash,
+          data: r.data,
+          confirmed: false,
+          metadata: 'data',
+        })
       ).user
       return { user: created, tokenKind: 'confirmation', verificationType: 'signup', address: email, extra: {} }
     }
@@ -527,8 +534,16 @@ export async function postInvite(req: FastifyRequest): Promise<UserJson> {
     let user = await findUserByEmail(q, email, ctx.tenant.jwt.aud)
     if (user?.email_confirmed_at) throw new EmailExistsError('signUp')
     if (!user)
-      user = (await createEmailUser(ctx, q, { email, encryptedPassword: null, data, confirmed: false, invited: true }))
-        .user
+      user = (
+        await createEmailUser(ctx, q, {
+          email,
+          encryptedPassword: null,
+          data,
+          confirmed: false,
+          invited: true,
+          metadata: 'data',
+        })
+      ).user
     const sent = await sendEmailToken(ctx, q, user, 'invite', {
       address: email,
       redirectTo,

@@ -16,7 +16,7 @@ import {
   ValidationFailedError,
 } from '../errors.js'
 import { contextOf } from '../request-state.js'
-import { bodyOf, clientMeta, normaliseEmail, optString, queryParam, redirectUrlOf } from '../http.js'
+import { bodyOf, clientMeta, normaliseEmail, normalisePhone, optString, queryParam, redirectUrlOf } from '../http.js'
 import { findOneTimeToken } from '../models/one-time-tokens.js'
 import { countAddressAttempt, countOtpAttempt } from '../models/otp-attempts.js'
 import { findLatestFlowState, updateFlowState } from '../models/flow-state.js'
@@ -154,7 +154,14 @@ export async function postVerify(req: FastifyRequest): Promise<unknown> {
     if (!LINK_TYPES.has(type)) throw new ValidationFailedError('Invalid email verification type')
     hashes = [tokenHash]
   } else {
-    if (!email) throw new ValidationFailedError('Verify requires an email or a phone number')
+    if (phone && !email) {
+      normalisePhone(phone)
+      // No SMS provider sends codes (docs/auth-protocol.md §3.9): no phone code can match, so
+      // GoTrue's answer for an unknown number or a wrong code (internal/api/verify.go).
+      throw new OtpExpiredError('token')
+    }
+    if (!email || phone)
+      throw new ValidationFailedError('Only an email address or phone number should be provided on verify')
     let address: string
     try {
       address = normaliseEmail(email)
