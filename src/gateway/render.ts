@@ -25,6 +25,8 @@ const HINTS_5XX: Record<string, string> = {
     'The service behind the gateway did not answer in time. Retry later; quote the request id when reporting it.',
   not_ready: 'The gateway is shutting down or not ready. Retry on another instance.',
   upstream_busy: 'Every connection to the service behind the gateway stayed busy. Retry after the Retry-After seconds.',
+  tenant_store_unavailable:
+    'The gateway cannot reach its tenant store to look this database up. Retry after the Retry-After seconds.',
 }
 
 /**

@@ -93,7 +93,9 @@ export class GatewayResponder {
     })
     if (info !== undefined) info.errorCode = r.error.code
     const tenant = info?.tenant
-    if (r.status >= 500) ex.log.error({ tenant, err: r.error.cause ?? err, code: r.error.code }, 'request failed')
+    // The tenant store's outage is logged once by the store (docs/operating.md), not per request.
+    if (r.error.code === 'tenant_store_unavailable') ex.log.debug({ code: r.error.code }, 'request refused')
+    else if (r.status >= 500) ex.log.error({ tenant, err: r.error.cause ?? err, code: r.error.code }, 'request failed')
     else if (r.error.details !== null)
       ex.log.debug({ tenant, code: r.error.code, details: r.error.details }, 'request refused')
     return { code: r.error.code, status: r.status, headers: { ...this.baseHeaders(ex), ...r.headers }, body: r.body }

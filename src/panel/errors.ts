@@ -191,8 +191,18 @@ function toPanelError(err: unknown, contentType = ''): GatehouseError {
   return new BadRequestError(fe.message, { cause: err })
 }
 
+/**
+ * Seconds a client should wait before retrying a 503 (every 503 says, as the gateway's do: RFC
+ * 9110 section 10.2.3): the tenant store answers again within its 5 s re-check; a database or
+ * anything else, 1.
+ */
+function retryAfter503(code: string): string {
+  return code.startsWith('tenant_store_') ? '5' : '1'
+}
+
 export function renderPanelError(err: unknown, requestId: string, contentType = ''): RenderedPanelError {
   const error = toPanelError(err, contentType)
+  const retry: Record<string, string> = error.status === 503 ? { 'retry-after': retryAfter503(error.code) } : {}
   const body: WireError =
     error.status >= 500
       ? {
@@ -208,6 +218,7 @@ export function renderPanelError(err: unknown, requestId: string, contentType = 
     headers: {
       'content-type': 'application/json; charset=utf-8',
       'x-gatehouse-error-code': error.code,
+      ...retry,
       ...(error.headers ?? {}),
     },
     body,

@@ -28,6 +28,7 @@ import {
   reasonPhrase,
 } from './errors.js'
 import { EnginePools } from './execute.js'
+import { isBackoffRefusal } from './reconnect.js'
 import { createPlanCache, handleRequest, type Engine } from './handler.js'
 import { StageTimings } from './timing.js'
 import { isJsonBody, jsonDepthExceeds } from './api-request/json-depth.js'
@@ -276,7 +277,9 @@ class RestRoutes {
   /** Every error of the engine, ours or fastify's (a body too large, a bad content type), as PostgREST's error body. */
   readonly failed = (err: unknown, request: FastifyRequest, reply: FastifyReply): FastifyReply => {
     const e = this.#gatehouseError(err)
-    if (e.status >= 500) {
+    // Fail-fast refusals of a database known to be down: its outage is logged once already.
+    if (isBackoffRefusal(e)) request.log.debug({ code: e.code, internal: e.internal }, 'rest: database backing off')
+    else if (e.status >= 500) {
       const timings = request.getDecorator<StageTimings | null>(TIMINGS_DECORATOR)
       request.log.error(
         { err: e.cause ?? err, internal: e.internal, code: e.code, stages: timings?.serverTiming() },

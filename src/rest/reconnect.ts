@@ -9,7 +9,19 @@
 // within a second however long the wait had grown (docs/edge.md). A probe starts from a
 // timer, and also from a request that finds the last probe older than the interval (by the
 // injected clock: tests drive a long outage without waiting for it).
+import type { GatehouseError } from '../shared/index.js'
 import { DbConnectionError } from './errors.js'
+
+/**
+ * The refusals made while a URL backs off: the outage was logged once, by the connect that
+ * failed (and each probe that fails again), so these are not logged one by one.
+ */
+const backoffRefusals = new WeakSet<GatehouseError>()
+
+/** `err` is a fail-fast refusal of a database known to be unreachable. */
+export function isBackoffRefusal(err: unknown): boolean {
+  return typeof err === 'object' && err !== null && backoffRefusals.has(err as GatehouseError)
+}
 
 interface ReconnectBackoffOptions {
   /** First wait after a failure, ms. */
@@ -59,10 +71,12 @@ export class ReconnectBackoff {
       1,
       Math.min(Math.ceil((Math.max(st.until, now + 1) - now) / 1000), this.#retryCapSeconds()),
     )
-    throw new DbConnectionError({
+    const refusal = new DbConnectionError({
       internal: `backing off reconnects for ${seconds} s`,
       headers: { 'retry-after': String(seconds) },
     })
+    backoffRefusals.add(refusal)
+    throw refusal
   }
 
   /** A connection to `url` failed: wait before the next try (doubling up to maxMs). */

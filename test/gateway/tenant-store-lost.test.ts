@@ -5,6 +5,7 @@
 // real CLI) restores the records. A tenant deleted while the store is healthy is gone.
 import t from 'tap'
 import { execFile } from 'node:child_process'
+import { pino } from 'pino'
 import {
   createRedisStore,
   createTenantCache,
@@ -159,16 +160,26 @@ t.test('a process that never saw the store filled treats misses as unknown datab
   t.equal(cache.health().state, 'ok')
 })
 
-t.test('Redis down: 503 tenant_store_unavailable carries Retry-After', async (t) => {
+t.test('Redis down: 503 tenant_store_unavailable carries Retry-After and a hint, logged once', async (t) => {
   const redis = await spawnRedis(t)
   const s = store(t, redis.url, 'down:')
-  const cache = createTenantCache(s, {})
+  const lines: Array<{ level: number; msg: string }> = []
+  const logger = pino({ level: 'debug' }, { write: (l: string) => void lines.push(JSON.parse(l)) })
+  const cache = createTenantCache(s, { logger })
   t.teardown(() => cache.close())
-  const gw = await startGateway(t, { tenants: cache })
+  const gw = await startGateway(t, { tenants: cache, logger })
   await redis.stop()
-  const r = await request(`${gw.url}/acme/rest/v1/todos`, { headers: { apikey: 'pk_x' } })
-  t.equal(r.status, 503)
-  t.equal(r.json().code, 'tenant_store_unavailable')
-  t.equal(r.headers['retry-after'], '5')
+  for (let i = 0; i < 10; i++) {
+    const r = await request(`${gw.url}/acme/rest/v1/todos`, { headers: { apikey: 'pk_x' } })
+    t.equal(r.status, 503)
+    t.equal(r.json().code, 'tenant_store_unavailable')
+    t.match(r.json().hint, /tenant store/, 'the hint says what is away')
+    t.equal(r.headers['retry-after'], '5')
+  }
   t.equal(cache.health().state, 'unreachable')
+  const loud = lines.filter((l) => l.level >= 40)
+  t.ok(
+    loud.length >= 1 && loud.length <= 3,
+    `10 refused requests: ${loud.length} warning or error lines (${loud.map((l) => l.msg).join('; ')})`,
+  )
 })

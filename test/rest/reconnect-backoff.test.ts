@@ -10,6 +10,7 @@ import type { AddressInfo } from 'node:net'
 import { buildRestEngine, restEngineOf } from '../../src/rest/index.js'
 import { createRestFixture, TEST_CONFIG } from '../helpers/rest-fixture.js'
 import { until } from '../helpers/eventually.js'
+import { pino } from 'pino'
 
 interface Relay {
   url(base: string): string
@@ -104,6 +105,42 @@ t.test('a database that refuses: 503 at once with Retry-After, few attempts, rec
   relay.down = false
   await until(async () => (await get()).status === 200, 'the engine serves again without a restart')
   t.pass('recovered without a restart')
+})
+
+t.test('an outage is logged once, not once per refused request', async (t) => {
+  const fx = await createRestFixture(t)
+  const relay = await relayTo(t, new URL(fx.tenant.engines!.rest!))
+  const tenant = { ...fx.tenant, engines: { ...fx.tenant.engines, rest: relay.url(fx.tenant.engines!.rest!) } }
+  const lines: Array<{ level: number; msg: string }> = []
+  const logger = pino({ level: 'debug' }, { write: (s: string) => void lines.push(JSON.parse(s)) })
+  const app = buildRestEngine({
+    config: { rest: { ...TEST_CONFIG.rest, reconnect_backoff_ms: 60_000, reconnect_backoff_max_ms: 60_000 } },
+    tenants: { get: async (db) => (db === fx.database ? tenant : null) },
+    logger,
+  })
+  t.teardown(() => app.close())
+  await app.listen({ port: 0, host: '127.0.0.1' })
+  const base = `http://127.0.0.1:${(app.server.address() as AddressInfo).port}/${fx.database}`
+  const get = async () => {
+    const r = await fetch(`${base}/authors?select=id`)
+    await r.arrayBuffer()
+    return r.status
+  }
+  t.equal(await get(), 200)
+  relay.down = true
+  relay.cut()
+  const statuses: number[] = []
+  for (let i = 0; i < 30; i++) statuses.push(await get())
+  t.same([...new Set(statuses)], [503], 'every request of the outage: 503')
+  const loud = lines.filter((l) => l.level >= 40)
+  t.ok(
+    loud.length >= 1 && loud.length <= 3,
+    `30 refused requests: ${loud.length} warning or error lines (${loud.map((l) => l.msg).join('; ')})`,
+  )
+  t.ok(
+    lines.some((l) => l.level === 20 && l.msg === 'rest: database backing off'),
+    'each refusal is still there at debug level',
+  )
 })
 
 t.test(
