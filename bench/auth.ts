@@ -8,9 +8,14 @@
 // process (its script, with the request hooks, is written to a temporary directory), so
 // this process's CPU is the engine's. BENCH_ONLY=refresh-token-grant (or
 // refresh-token-grant-with-hook) runs one scenario (for profiling; bench/results/auth.json is
-// left as it was).
+// left as it was); BENCH_CPU_PROFILE=<file> writes a V8 CPU profile of the measured window
+// only, BENCH_PG_PROCESSES=1 prints the CPU of each Postgres process counted. With
+// BENCH_BASE_AUTH=<another checkout> it runs BENCH_ROUNDS (3) rounds of that scenario, each on
+// that checkout's engine and then on this one (A/B in the same minutes; the other checkout
+// needs its node_modules). The engine's CPU note says how much of it was the kernel's.
 import { spawn } from 'node:child_process'
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
+import inspector from 'node:inspector/promises'
 import { createRequire } from 'node:module'
 import type { AddressInfo } from 'node:net'
 import os from 'node:os'
@@ -19,7 +24,7 @@ import { performance } from 'node:perf_hooks'
 import { pathToFileURL } from 'node:url'
 import pg from 'pg'
 import { loadConfig } from '../src/config/index.js'
-import { buildAuthEngine } from '../src/auth/index.js'
+import { buildAuthEngine as buildThisEngine } from '../src/auth/index.js'
 import { provisionTenant, dropTenant } from '../src/platform/index.js'
 import { toTenant } from '../src/tenants/index.js'
 import { benchSeconds, environment, formatReport, writeResult, type BenchReport, type BenchScenario } from './lib.js'
@@ -103,6 +108,19 @@ function cpuSecondsOf(pids: number[]): number {
   return ticks / 100
 }
 
+/** BENCH_PG_PROCESSES: each Postgres process counted, with its title and CPU seconds since `before`. */
+function printProcesses(pids: number[], before: Map<number, number>): void {
+  for (const pid of pids) {
+    let title = '(gone)'
+    try {
+      title = readFileSync(`/proc/${pid}/cmdline`, 'utf8').replace(/\0/g, ' ').trim()
+    } catch {
+      /* gone */
+    }
+    process.stdout.write(`${pid} ${title}: ${(cpuSecondsOf([pid]) - (before.get(pid) ?? 0)).toFixed(2)} s\n`)
+  }
+}
+
 /** The server processes of the Postgres cluster behind `url` (backends and auxiliary processes). */
 async function postgresPids(url: string): Promise<number[]> {
   const c = new pg.Client({ connectionString: url })
@@ -143,17 +161,40 @@ SELECT platform.grant_hook('SELECT', 'public.user_roles');`
 interface Measured {
   scenario: BenchScenario
   engineUs: number
+  /** The engine's CPU per grant in the kernel (system time; part of engineUs). */
+  engineSystemUs: number
   pgUs: number
   rotations: number
   poolSize: number
 }
 
 /** Refresh grants against a fresh tenant (with the hook, or without), for `seconds`. */
+type BuildEngine = typeof buildThisEngine
+
+/**
+ * BENCH_CPU_PROFILE=<file>: a V8 CPU profile of this process over the measured window only
+ * (startup, provisioning and warm-up left out); a stop function that writes it.
+ */
+async function startProfile(): Promise<(() => Promise<void>) | null> {
+  const file = process.env.BENCH_CPU_PROFILE
+  if (file === undefined || file === '') return null
+  const session = new inspector.Session()
+  session.connect()
+  await session.post('Profiler.enable')
+  await session.post('Profiler.start')
+  return async () => {
+    const { profile } = await session.post('Profiler.stop')
+    writeFileSync(file, JSON.stringify(profile))
+    session.disconnect()
+  }
+}
+
 async function measureRefresh(
   adminUrl: string,
   hooked: boolean,
   seconds: number,
   connections: number,
+  buildAuthEngine: BuildEngine = buildThisEngine,
 ): Promise<Measured> {
   const database = `bench_auth_${hooked ? 'hook_' : ''}${process.pid}`
   const hooks = hooked ? { custom_access_token: { uri: 'pg-functions://postgres/public/custom_claims' } } : undefined
@@ -212,12 +253,20 @@ async function measureRefresh(
     const rows0 = await rows()
     const pgPids = await postgresPids(adminUrl)
     const pg0 = cpuSecondsOf(pgPids)
+    const pgBy0 = new Map(pgPids.map((p) => [p, cpuSecondsOf([p])]))
     const cpu0 = process.cpuUsage()
     const elu0 = performance.eventLoopUtilization()
+    const profile = await startProfile()
     const r = await runLoader(script, url, tokensFile, connections, seconds)
     const elu = performance.eventLoopUtilization(elu0)
     const cpu = process.cpuUsage(cpu0)
+    await profile?.()
     const pgCpu = cpuSecondsOf(pgPids) - pg0
+    if (process.env.BENCH_PG_PROCESSES) printProcesses(pgPids, pgBy0)
+    for (const pid of pgPids)
+      process.stdout.write(
+        `${pid} ${readFileSync(`/proc/${pid}/cmdline`, 'utf8').replace(/\0/g, ' ')} ${cpuSecondsOf([pid]) - (pgBy0.get(pid) ?? 0)}\n`,
+      )
     const rotations = (await rows()) - rows0
     const perRequest = (us: number) => (r.requests.total > 0 ? Math.round(us / r.requests.total) : 0)
     const engineUs = perRequest(cpu.user + cpu.system)
@@ -238,6 +287,7 @@ async function measureRefresh(
         cpuUsPerRequest: engineUs,
       },
       engineUs,
+      engineSystemUs: perRequest(cpu.system),
       pgUs: perRequest(pgCpu * 1e6),
       rotations,
       poolSize: config.auth.pool_per_tenant,
@@ -257,10 +307,43 @@ function notesOf(m: Measured): string[] {
     notes.push(`${s.name}: ${s.errors} errors, ${s.timeouts} timeouts, ${s.non2xx} non-2xx answers`)
   const estimate = Math.round(2e6 / Math.max(1, m.engineUs + m.pgUs))
   notes.push(
-    `${s.name}: CPU per grant engine ${m.engineUs} µs, Postgres ${m.pgUs} µs: on 2 otherwise idle cores about ${estimate}/s ` +
+    `${s.name}: CPU per grant engine ${m.engineUs} µs (${m.engineSystemUs} in the kernel), Postgres ${m.pgUs} µs: on 2 otherwise idle cores about ${estimate}/s ` +
       `(the load generator excluded); ${m.rotations} refresh tokens issued for ${s.requests} answers; load ${environment().loadavg.join(' ')}.`,
   )
   return notes
+}
+
+/** BENCH_BASE_AUTH: the auth engine of another checkout, for A/B rounds against this one. */
+async function baseEngine(): Promise<BuildEngine | null> {
+  const dir = process.env.BENCH_BASE_AUTH
+  if (dir === undefined || dir === '') return null
+  const mod = (await import(pathToFileURL(path.resolve(dir, 'src/auth/index.ts')).href)) as {
+    buildAuthEngine: BuildEngine
+  }
+  return mod.buildAuthEngine
+}
+
+/** BENCH_ONLY with BENCH_BASE_AUTH: rounds of base then this engine, each round's notes printed. */
+async function abRounds(
+  adminUrl: string,
+  hooked: boolean,
+  base: BuildEngine,
+  o: { seconds: number; connections: number },
+): Promise<Measured[]> {
+  const rounds = Math.max(1, Number(process.env.BENCH_ROUNDS ?? 3))
+  const all: Measured[] = []
+  for (let round = 1; round <= rounds; round++) {
+    for (const [label, build] of [
+      ['base', base],
+      ['this', buildThisEngine],
+    ] as const) {
+      const m = await measureRefresh(adminUrl, hooked, o.seconds, o.connections, build)
+      m.scenario.name = `${m.scenario.name} (${label}, round ${round})`
+      process.stdout.write(notesOf(m).join('\n') + '\n')
+      all.push(m)
+    }
+  }
+  return all
 }
 
 /** BENCH_ONLY: one scenario, for profiling; its notes printed, auth.json not written. */
@@ -271,16 +354,19 @@ async function onlyOne(
 ): Promise<BenchReport> {
   const names = ['refresh-token-grant', 'refresh-token-grant-with-hook']
   if (!names.includes(only)) throw new Error(`BENCH_ONLY: one of ${names.join(', ')}`)
-  const m = await measureRefresh(adminUrl, only === names[1], o.seconds, o.connections)
-  const notes = notesOf(m)
-  process.stdout.write(notes.join('\n') + '\n')
+  const base = await baseEngine()
+  const measured = base
+    ? await abRounds(adminUrl, only === names[1], base, o)
+    : [await measureRefresh(adminUrl, only === names[1], o.seconds, o.connections)]
+  const notes = measured.flatMap(notesOf)
+  if (!base) process.stdout.write(notes.join('\n') + '\n')
   return {
     name: 'auth-only',
     title: only,
     startedAt: o.startedAt,
     secondsPerScenario: o.seconds,
     connections: o.connections,
-    scenarios: [m.scenario],
+    scenarios: measured.map((m) => m.scenario),
     ratios: [],
     notes,
     environment: environment(),
