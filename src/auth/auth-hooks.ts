@@ -6,7 +6,14 @@
 // Standard Webhooks, 5 s, through the outbound guard). Failures answer as GoTrue's do.
 import { createHash, createHmac, randomUUID } from 'node:crypto'
 import type pg from 'pg'
-import { outboundFetch, OutboundRefusedError, quoteIdent, type PoolLike, type Queryable } from '../shared/index.js'
+import {
+  outboundFetch,
+  OutboundRefusedError,
+  preparedRow,
+  quoteIdent,
+  type PoolLike,
+  type Queryable,
+} from '../shared/index.js'
 import type { AuthHook } from '../tenants/index.js'
 import {
   AuthError,
@@ -150,13 +157,14 @@ function hookStatement(fn: string): { name: string; text: string } {
 }
 
 async function invokeFunction(q: Queryable, fn: string, body: string): Promise<unknown> {
-  const r = await q.query<{ output: unknown; role: string; path: string }>({ ...hookStatement(fn), values: [body] })
-  const row = r.rows[0]
+  const statement = hookStatement(fn)
+  // Its fields by position: output, role, path (shared/prepared-row.ts: no Describe per call).
+  const row = await preparedRow(q, statement.name, statement.text, [body])
   // Whatever the function set for the session ends here: the engine's login keeps its
   // pinned search path and its own role on this pooled connection.
-  if (row !== undefined && (row.role !== 'none' || row.path !== PINNED_SEARCH_PATH))
+  if (row !== null && (row[1] !== 'none' || row[2] !== PINNED_SEARCH_PATH))
     await q.query('RESET ROLE; RESET search_path')
-  return row?.output ?? null
+  return row?.[0] ?? null
 }
 
 /** A connection of the pool for `fn`; one whose hook call was cancelled is discarded, not reused. */

@@ -1,7 +1,7 @@
 // auth.refresh_tokens: legacy v1 tokens (docs/auth-protocol.md §5.2). A token row names its session and
 // its parent (the token it replaced). The hot path of the refresh grant is one read and
 // one atomic rotation statement; the rarer revoked-token path runs in a transaction.
-import type { Queryable } from '../../shared/index.js'
+import { preparedRow, type Queryable, type RowFields } from '../../shared/index.js'
 import { generateRefreshToken } from '../crypto.js'
 import type { AmrEntry, FactorRow, IdentityRow, UserRow } from '../types.js'
 import { NIL_UUID, USER_JSON, USER_SELECT, userFromJson, userOf } from './users.js'
@@ -144,15 +144,6 @@ function factorsOf(json: ContextRow['factors_json']): FactorRow[] {
   }))
 }
 
-/** The hot path's answer: the session, the user as one json value, its identities, AMR and factors. */
-interface HotRow {
-  session_id: string
-  user_json: Record<string, unknown>
-  identities_json: ContextRow['identities_json']
-  amr_json: ContextRow['amr_json']
-  factors_json: ContextRow['factors_json']
-}
-
 /**
  * The hot path of the refresh grant in one prepared statement: when the presented token is
  * live, its user exists and is not banned, and its session exists and has not passed
@@ -172,10 +163,10 @@ export async function rotateLiveToken(
   now: Date,
 ): Promise<{ newToken: string; context: HotContext } | null> {
   const next = generateRefreshToken()
-  const r = await q
-    .query<HotRow>({
-      name: 'gatehouse_auth_rotate_live_token',
-      text: `WITH cur AS (
+  const row = await preparedRow(
+    q,
+    'gatehouse_auth_rotate_live_token',
+    `WITH cur AS (
         UPDATE auth.refresh_tokens rt SET revoked = true, updated_at = $2
           FROM auth.sessions s, auth.users u
          WHERE rt.token = $1 AND rt.revoked = false
@@ -192,15 +183,13 @@ export async function rotateLiveToken(
          WHERE id = (SELECT cur.session_id FROM cur)
      )
      SELECT session_id, user_json, identities_json, amr_json, factors_json FROM cur`,
-      // The clock as ISO text: what the driver would send for the Date, without its own formatting.
-      values: [token, now.toISOString(), next, NIL_UUID],
-    })
-    .catch((err: unknown) => {
-      // The session was deleted under us (a concurrent sign-out): the slow path tells.
-      if (isConcurrentDeletion(err)) return null
-      throw err
-    })
-  const row = r?.rows[0]
+    // The clock as ISO text: what the driver would send for the Date, without its own formatting.
+    [token, now.toISOString(), next, NIL_UUID],
+  ).catch((err: unknown) => {
+    // The session was deleted under us (a concurrent sign-out): the slow path tells.
+    if (isConcurrentDeletion(err)) return null
+    throw err
+  })
   if (!row) return null
   return { newToken: next, context: toHotContext(row) }
 }
@@ -214,13 +203,15 @@ interface HotContext {
   amr: AmrEntry[]
 }
 
-function toHotContext(row: HotRow): HotContext {
+/** The hot statement's row, read by position: session_id, then the user, identities, AMR and factors as json text. */
+function toHotContext(row: RowFields): HotContext {
+  const json = (i: number): unknown => (row[i] == null ? null : JSON.parse(row[i]))
   return {
-    sessionId: row.session_id,
-    user: userFromJson(row.user_json),
-    identities: identitiesOf(row.identities_json),
-    factors: factorsOf(row.factors_json),
-    amr: row.amr_json ?? [],
+    sessionId: row[0]!,
+    user: userFromJson(json(1) as Record<string, unknown>),
+    identities: identitiesOf(json(2) as ContextRow['identities_json']),
+    amr: (json(3) as ContextRow['amr_json']) ?? [],
+    factors: factorsOf(json(4) as ContextRow['factors_json']),
   }
 }
 
