@@ -134,6 +134,23 @@ export async function getVerify(req: FastifyRequest, reply: FastifyReply): Promi
   }
 }
 
+/** The address a code was sent to, GoTrue's checks in its order (internal/api/verify.go). */
+function codeAddress(email: string | undefined, phone: string | undefined): string {
+  if (phone && !email) {
+    normalisePhone(phone)
+    // No SMS provider sends codes (docs/auth-protocol.md §3.9): no phone code can match, so
+    // GoTrue's answer for an unknown number or a wrong code.
+    throw new OtpExpiredError('token')
+  }
+  if (!email || phone)
+    throw new ValidationFailedError('Only an email address or phone number should be provided on verify')
+  try {
+    return normaliseEmail(email)
+  } catch {
+    throw new ValidationFailedError('Invalid email format', { status: 422 })
+  }
+}
+
 export async function postVerify(req: FastifyRequest): Promise<unknown> {
   const ctx = contextOf(req)
   const b = bodyOf(req)
@@ -154,24 +171,10 @@ export async function postVerify(req: FastifyRequest): Promise<unknown> {
     if (!LINK_TYPES.has(type)) throw new ValidationFailedError('Invalid email verification type')
     hashes = [tokenHash]
   } else {
-    if (phone && !email) {
-      normalisePhone(phone)
-      // No SMS provider sends codes (docs/auth-protocol.md §3.9): no phone code can match, so
-      // GoTrue's answer for an unknown number or a wrong code (internal/api/verify.go).
-      throw new OtpExpiredError('token')
-    }
-    if (!email || phone)
-      throw new ValidationFailedError('Only an email address or phone number should be provided on verify')
-    let address: string
-    try {
-      address = normaliseEmail(email)
-    } catch {
-      throw new ValidationFailedError('Invalid email format', { status: 422 })
-    }
-    const hash = hashOtp(address, token!)
+    relatesTo = codeAddress(email, phone)
+    const hash = hashOtp(relatesTo, token!)
     // A code mailed in a PKCE flow is stored `pkce_`-prefixed; the code works all the same.
     hashes = [hash, 'pkce_' + hash]
-    relatesTo = address
   }
   if (relatesTo === undefined) {
     const { outcome, session } = await verifyAndSignIn(ctx, req, type, hashes, {})
