@@ -5,6 +5,7 @@
 import {
   DatabaseUnavailableError,
   GatehouseError,
+  ShuttingDownError,
   TenantNotFoundError,
   defineError,
   defineErrorCases,
@@ -16,7 +17,7 @@ import {
 } from '../shared/index.js'
 
 // Shared codes the engine answers (GoTrue shape, like its own).
-export { DatabaseUnavailableError, TenantNotFoundError }
+export { DatabaseUnavailableError, ShuttingDownError, TenantNotFoundError }
 
 /** A GoTrue API error: `code` is the `error_code`, `status` the HTTP status. */
 export class AuthError extends GatehouseError {

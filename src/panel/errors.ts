@@ -7,6 +7,7 @@ import {
   InternalError,
   NotFoundError,
   PayloadTooLargeError,
+  ShuttingDownError,
   defineError,
   errorCodes,
   isGatehouseError,
@@ -17,7 +18,7 @@ import {
 } from '../shared/index.js'
 import { PANEL_CONSTANTS } from '../config/index.js'
 
-export { BadRequestError, DatabaseUnavailableError, InternalError, NotFoundError }
+export { BadRequestError, DatabaseUnavailableError, InternalError, NotFoundError, ShuttingDownError }
 
 /** The largest request body the panel reads. */
 export const PANEL_BODY_LIMIT = PANEL_CONSTANTS.bodyLimitBytes
@@ -166,6 +167,7 @@ export const PANEL_ERRORS = {
   LegacySecretRetireRefusedError,
   CheckFailedError,
   DatabaseUnavailableError,
+  ShuttingDownError,
   InternalError,
 } as const
 

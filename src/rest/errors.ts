@@ -10,9 +10,10 @@ import {
   defineError,
   type ErrorOptions,
   standardReasonPhrase,
+  ShuttingDownError,
 } from '../shared/index.js'
 
-export { BadRequestError, PayloadTooLargeError, TenantNotFoundError }
+export { BadRequestError, PayloadTooLargeError, ShuttingDownError, TenantNotFoundError }
 
 // ---------------------------------------------------------------------------------------
 // Group 0: connection and schema cache
@@ -359,6 +360,7 @@ export const UnexpectedError = defineError('unexpected_failure', 500, () => 'une
 /** The engine's own errors (not PostgREST's): their Proxy-Status names Gatehouse. */
 const OWN_ERRORS = [
   TenantNotFoundError,
+  ShuttingDownError,
   EngineNotConfiguredError,
   PayloadTooLargeError,
   BadRequestError,
@@ -414,6 +416,7 @@ export const REST_ERRORS = {
   AnonDisabledError,
   JwtClaimsError,
   TenantNotFoundError,
+  ShuttingDownError,
   EngineNotConfiguredError,
   PayloadTooLargeError,
   BadRequestError,

@@ -18,7 +18,13 @@ import type { LoggerOptions } from 'pino'
 import { firstHeader, isValidRequestId } from './http.js'
 import { requestUuid } from './request-uuid.js'
 import { loggerOptions, type LogSettings } from './logger.js'
-import { BadRequestError, HeaderFieldsTooLargeError, HeadersTimeoutError, type GatehouseError } from './errors.js'
+import {
+  BadRequestError,
+  HeaderFieldsTooLargeError,
+  HeadersTimeoutError,
+  ShuttingDownError,
+  type GatehouseError,
+} from './errors.js'
 import type { PartTracer } from './tracing.js'
 
 export interface PartAppOptions {
@@ -81,13 +87,38 @@ function onClientError(err: Error & { code?: string }, socket: Duplex): void {
   socket.destroy(err)
 }
 
+/**
+ * From `app.close()` on, a request that still arrives (on a kept-alive connection) is refused
+ * with 503 shutting_down, Retry-After and `Connection: close`, rendered by the part's own error
+ * handler in the part's shape. Fastify's own `return503OnClosing` answer is a body of its own
+ * (`{"error":"Service Unavailable",...}`) that no client of ours reads.
+ */
+function refuseWhileClosing(app: FastifyInstance): void {
+  let closing = false
+  app.addHook('preClose', (done) => {
+    closing = true
+    done()
+  })
+  app.addHook('onRequest', (_request, reply, done) => {
+    if (!closing) {
+      done()
+      return
+    }
+    void reply.header('connection', 'close')
+    done(new ShuttingDownError({ headers: { 'retry-after': '1' } }))
+  })
+}
+
 /** An unstarted fastify instance with the common set-up; the part adds its routes and hooks. */
 export function createPartApp(opts: PartAppOptions): FastifyInstance {
   const logging = isLogger(opts.logger)
     ? { loggerInstance: opts.logger }
     : { logger: opts.logger ?? (opts.log === undefined ? false : loggerOptions(opts.log, opts.loggerOptions)) }
+  // A part that answers requests while closing itself (the gateway) sets return503OnClosing: false.
+  const ownClosing = opts.fastify?.return503OnClosing !== false
   const app = Fastify({
     ...opts.fastify,
+    return503OnClosing: false,
     ...logging,
     ...(opts.childLoggerFactory !== undefined ? { childLoggerFactory: opts.childLoggerFactory } : {}),
     logController: new LogController({ disableRequestLogging: true, requestIdLogLabel: 'reqId' }),
@@ -96,6 +127,7 @@ export function createPartApp(opts: PartAppOptions): FastifyInstance {
   } as never) as unknown as FastifyInstance
   if (opts.errorHandler !== undefined) app.setErrorHandler(opts.errorHandler)
   if (opts.notFoundHandler !== undefined) app.setNotFoundHandler(opts.notFoundHandler)
+  if (ownClosing) refuseWhileClosing(app)
   const tracer = opts.tracer
   if (tracer !== undefined) {
     app.addHook('onRequest', (request, _reply, done) => {

@@ -210,6 +210,16 @@ export const DatabaseUnavailableError = defineError(
   () => 'The database is not reachable at the moment, please retry shortly',
 )
 
+/**
+ * A request that reached a part after it began to shut down (on a kept-alive connection: the
+ * listener is closed already); another instance answers the retry (REST, auth engine, panel).
+ */
+export const ShuttingDownError = defineError(
+  'shutting_down',
+  503,
+  () => 'This server is shutting down; retry the request',
+)
+
 /** Nothing is routed at this path (gateway and panel). */
 export const NotFoundError = defineError('not_found', 404, () => 'Nothing is served at this path')
 
@@ -244,6 +254,7 @@ export const InternalError = defineError('internal_error', 500, () => 'unexpecte
 export const SHARED_ERRORS = {
   TenantNotFoundError,
   DatabaseUnavailableError,
+  ShuttingDownError,
   NotFoundError,
   BadRequestError,
   PayloadTooLargeError,
