@@ -172,6 +172,7 @@ export const InvalidCredentialsError = defineAuthError('invalid_credentials', 40
 export const EmailNotConfirmedError = defineAuthCases('email_not_confirmed', {
   signIn: [400, 'Email not confirmed'],
   reauthenticate: [422, 'Please verify your email first.'],
+  passkey: [403, 'Email not confirmed'],
   provider: [
     422,
     (provider: string) => `Unverified email with ${provider}. Verify the email with ${provider} and try again`,
@@ -430,6 +431,7 @@ export const InsufficientAalError = defineAuthCases('insufficient_aal', {
   enroll: [403, 'AAL2 required to enroll a new factor'],
   unenroll: [422, 'AAL2 required to unenroll verified factor'],
   update: [401, 'AAL2 session is required to update email or password when MFA is enabled.'],
+  passkeys: [403, 'AAL2 session is required to manage passkeys when MFA is enabled'],
 })
 export const ChallengeIpMismatchError = defineAuthError(
   'mfa_ip_address_mismatch',
@@ -445,6 +447,32 @@ export const ChallengeExpiredError = defineAuthError(
 export const MfaVerificationFailedError = defineAuthError('mfa_verification_failed', 422, (message: string) => message)
 export const SamlDisabledError = defineAuthError('saml_provider_disabled', 404, () => 'SAML 2.0 is disabled')
 export const PasskeysDisabledError = defineAuthError('passkey_disabled', 404, () => 'Passkeys are disabled')
+export const TooManyPasskeysError = defineAuthError(
+  'too_many_passkeys',
+  422,
+  () => 'Maximum number of passkeys reached',
+)
+export const WebAuthnChallengeNotFoundError = defineAuthError(
+  'webauthn_challenge_not_found',
+  400,
+  () => 'Challenge not found or already used',
+)
+export const WebAuthnChallengeExpiredError = defineAuthError(
+  'webauthn_challenge_expired',
+  400,
+  () => 'Challenge has expired',
+)
+export const WebAuthnVerificationFailedError = defineAuthCases('webauthn_verification_failed', {
+  // The credential JSON does not parse as a WebAuthn response.
+  response: [400, 'Invalid credential response'],
+  // It parses, but the signature, challenge, origin, RP or credential do not hold.
+  credential: [400, 'Credential verification failed'],
+})
+export const WebAuthnCredentialExistsError = defineAuthError(
+  'webauthn_credential_exists',
+  422,
+  () => 'This credential is already registered',
+)
 export const Web3DisabledError = defineAuthError('web3_provider_disabled', 422, () => 'Web3 provider is disabled')
 /** feature_disabled: GoTrue's code, with the message of each case. */
 export const FeatureDisabledError = defineAuthError('feature_disabled', 404, (message: string) => message)

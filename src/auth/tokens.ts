@@ -25,6 +25,7 @@ export type AuthMethod =
   | 'anonymous'
   | 'sso/saml'
   | 'web3'
+  | 'passkey'
 
 function aalOf(amr: AmrEntry[]): 'aal1' | 'aal2' {
   return amr.some((a) => a.method === 'totp' || a.method === 'mfa/phone' || a.method === 'mfa/webauthn')

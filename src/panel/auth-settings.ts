@@ -12,6 +12,7 @@ import {
   type AuthSettings,
   type ProviderSettings,
   type RateLimits,
+  type WebAuthnSettings,
 } from '../tenants/index.js'
 import { ValidationError } from './errors.js'
 import { ownValue, checkOutboundUrl, OutboundRefusedError, type OutboundPolicy } from '../shared/index.js'
@@ -38,6 +39,15 @@ export const PATCHABLE = [
   'mail_rate_per_hour',
   'rate_limits',
   'hooks',
+  'signup_enabled',
+  'password_min_length',
+  'password_required_characters',
+  'refresh_token_reuse_interval',
+  'otp_expiry',
+  'mail_min_interval',
+  'passkeys',
+  'max_passkeys_per_user',
+  'webauthn',
 ] as const
 
 interface MaskedProvider {
@@ -73,6 +83,15 @@ export interface AuthSettingsView {
   providers: Record<string, MaskedProvider>
   /** Auth hooks by name: `uri`, `enabled`, webhook secrets masked. */
   hooks: Record<string, AuthHook>
+  password_min_length: number
+  password_required_characters: string
+  refresh_token_reuse_interval: number
+  otp_expiry: number
+  mail_min_interval: number
+  passkeys: boolean
+  max_passkeys_per_user: number
+  /** The WebAuthn relying party of passkeys, or null while none is set. */
+  webauthn: WebAuthnSettings | null
 }
 
 const HOOK_NAMES = Object.keys(AuthHooksSchema.properties)
@@ -162,6 +181,14 @@ export function maskAuthSettings(a: AuthSettings): AuthSettingsView {
     rate_limits: effectiveRateLimits(a.rate_limits),
     providers,
     hooks: maskedHooks(a.hooks),
+    password_min_length: a.password_min_length,
+    password_required_characters: a.password_required_characters,
+    refresh_token_reuse_interval: a.refresh_token_reuse_interval,
+    otp_expiry: a.otp_expiry,
+    mail_min_interval: a.mail_min_interval,
+    passkeys: a.passkeys,
+    max_passkeys_per_user: a.max_passkeys_per_user,
+    webauthn: a.webauthn === undefined ? null : structuredClone(a.webauthn),
   }
 }
 
@@ -201,6 +228,8 @@ export function applyAuthSettingsPatch(current: AuthSettings, patch: unknown): A
     if (!(k in patch) || k === 'providers' || k === 'rate_limits' || k === 'hooks') continue
     next[k] = structuredClone(patch[k]) as never
   }
+  // null takes the relying party away (passkeys must be off then).
+  if (patch.webauthn === null) delete next.webauthn
   if ('providers' in patch) {
     const providers = mergeProviders(current.providers, patch.providers, problems)
     if (providers !== undefined) next.providers = providers
@@ -309,6 +338,8 @@ function validated(next: AuthSettings): AuthSettings {
     if (!URL_LIKE.test(u) || u.length > 2048)
       problems.push(`redirect_urls.${i}: must be an absolute URL or URL pattern`)
   })
+  if (next.passkeys && next.webauthn === undefined)
+    problems.push('passkeys: needs webauthn (rp_id, rp_display_name, rp_origins)')
   if (problems.length > 0) throw new ValidationError(problems.join('; '))
   return next
 }

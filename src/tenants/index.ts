@@ -21,6 +21,7 @@ export {
   maskHooks,
   type AuthHook,
   type AuthHooks,
+  type WebAuthnSettings,
   type Tenant,
   type TenantFile,
   type AuthSettings,

@@ -168,6 +168,20 @@ export const RateLimitsSchema = Type.Object(
   { additionalProperties: false, default: {} },
 )
 
+const WebAuthnSchema = Type.Object(
+  {
+    /** The relying party id: the site's registrable domain (`example.com`, `localhost`). */
+    rp_id: Type.String({ minLength: 1, pattern: '^[A-Za-z0-9.-]+$' }),
+    /** The name authenticators show. */
+    rp_display_name: Type.String({ minLength: 1 }),
+    /** Origins the browser may run the ceremony on (`https://app.example.com`). */
+    rp_origins: Type.Array(Type.String({ pattern: '^https?://[^/\\s]+$' }), { minItems: 1 }),
+    /** Seconds a ceremony's challenge stays usable (GoTrue WEBAUTHN_CHALLENGE_EXPIRY_DURATION, 5m). */
+    challenge_expiry_seconds: Type.Integer({ minimum: 10, maximum: 3600, default: 300 }),
+  },
+  { additionalProperties: false },
+)
+
 export const AuthSettingsSchema = Type.Object(
   {
     site_url: Type.String({ default: 'http://localhost:3000' }),
@@ -209,6 +223,12 @@ export const AuthSettingsSchema = Type.Object(
     mail_templates: Type.Optional(MailTemplatesSchema),
     /** Auth hooks (GoTrue's): custom access token claims, send email, attempts, sign-up check. */
     hooks: Type.Optional(AuthHooksSchema),
+    /** Passkey sign-in and registration (GoTrue PASSKEY_ENABLED); needs `webauthn`. */
+    passkeys: Type.Boolean({ default: false }),
+    /** Passkeys a user may hold (GoTrue PASSKEY_MAX_PASSKEYS_PER_USER). */
+    max_passkeys_per_user: Type.Integer({ minimum: 1, maximum: 100, default: 10 }),
+    /** The WebAuthn relying party of passkeys (GoTrue WEBAUTHN_RP_ID, _RP_DISPLAY_NAME, _RP_ORIGINS). */
+    webauthn: Type.Optional(WebAuthnSchema),
   },
   { additionalProperties: false },
 )
@@ -350,6 +370,7 @@ export type ProviderSettings = Static<typeof ProviderSchema>
 export type RateLimits = Static<typeof RateLimitsSchema>
 export type AuthHook = Static<typeof AuthHookSchema>
 export type AuthHooks = Static<typeof AuthHooksSchema>
+export type WebAuthnSettings = Static<typeof WebAuthnSchema>
 export interface RateLimitBucket {
   capacity: number
   rate: number
@@ -438,6 +459,17 @@ export function interpolateEnv(
   return value
 }
 
+/** Role names and settings that depend on each other. */
+function settingProblems(f: TenantFile): string[] {
+  const problems: string[] = []
+  if (f.auth.passkeys && f.auth.webauthn === undefined)
+    problems.push('auth.passkeys: needs auth.webauthn (rp_id, rp_display_name, rp_origins)')
+  for (const k of ROLE_KINDS) {
+    if (!/^[A-Za-z_][A-Za-z0-9_$-]*$/.test(f.roles[k])) problems.push(`roles.${k}: not a valid role name`)
+  }
+  return problems
+}
+
 /**
  * Validates a parsed tenant file (after interpolation). Throws a ConfigError naming
  * `source` and every bad field. Defaults are filled in.
@@ -473,9 +505,7 @@ export function parseTenantFile(
         `jwt.signing_algorithm: is ${f.jwt.signing_algorithm} but jwt.signing_keys holds no ${f.jwt.signing_algorithm} key (\`gatehouse tenants keys rotate ${f.database}\` adds one)`,
       )
     }
-    for (const k of ROLE_KINDS) {
-      if (!/^[A-Za-z_][A-Za-z0-9_$-]*$/.test(f.roles[k])) problems.push(`roles.${k}: not a valid role name`)
-    }
+    problems.push(...settingProblems(f))
     // The connections must reach this tenant's own database: a copy-pasted URL naming
     // another database would serve one tenant from another's data.
     const urls: Array<[string, string | undefined]> = [

@@ -60,6 +60,14 @@ t.test('GET shows the switches with secrets masked', async (t) => {
       },
       providers: { github: { client_id: 'gh-client', secret: '********', enabled: true } },
       hooks: {},
+      password_min_length: 6,
+      password_required_characters: '',
+      refresh_token_reuse_interval: 10,
+      otp_expiry: 3600,
+      mail_min_interval: 0,
+      passkeys: false,
+      max_passkeys_per_user: 10,
+      webauthn: null,
     },
   })
   t.notMatch(JSON.stringify(r.body), 'gh-very-secret-value')
@@ -140,6 +148,11 @@ t.test('bad changes are refused with 400 and nothing is written', async (t) => {
     [{ rate_limits: { verfy: { capacity: 3 } } }, /rate_limits.verfy: unknown field/],
     [{ rate_limits: { verify: { burst: 3 } } }, /rate_limits.verify.burst: unknown field/],
     [{ mail_rate_per_hour: -1 }, /mail_rate_per_hour: must be >= 0/],
+    [{ password_min_length: 5 }, /password_min_length: must be >= 6/],
+    [{ signup_enabled: 'no' }, /signup_enabled: must be boolean/],
+    [{ passkeys: true }, /passkeys: needs webauthn \(rp_id, rp_display_name, rp_origins\)/],
+    [{ webauthn: { rp_id: 'example.com', rp_display_name: 'X', rp_origins: [] } }, /webauthn.rp_origins/],
+    [{ webauthn: { rp_id: 'example.com', rp_display_name: 'X', rp_origins: ['example.com'] } }, /webauthn.rp_origins/],
   ]
   for (const [body, message] of cases) {
     const r = await stack.panel('PATCH', path(), { token, body })
@@ -279,6 +292,46 @@ t.test('anonymous sign-in and TOTP enrolment switched in the panel apply at once
   const enroll = await user.auth.mfa.enroll({ factorType: 'totp' })
   t.same([enroll.error?.status, enroll.error?.code], [422, 'mfa_totp_enroll_not_enabled'])
 })
+
+t.test(
+  'passkeys and sign-up switched in the panel apply at once; the relying party can be taken away again',
+  async (t) => {
+    const settings = async () =>
+      (await (
+        await fetch(`${stack.gatewayUrl}/${x.database}/auth/v1/settings`, { headers: { apikey: x.file.keys.public } })
+      ).json()) as { passkeys_enabled: boolean; disable_signup: boolean }
+    t.match(await settings(), { passkeys_enabled: false, disable_signup: false }, 'before')
+    const rp = { rp_id: 'app.example.com', rp_display_name: 'App', rp_origins: ['https://app.example.com'] }
+    let seen = servicesSeeChange()
+    const on = await stack.panel('PATCH', path(), {
+      token,
+      body: { passkeys: true, webauthn: rp, signup_enabled: false, password_min_length: 10 },
+    })
+    t.equal(on.status, 200, JSON.stringify(on.body))
+    t.same(on.body.settings.webauthn, { ...rp, challenge_expiry_seconds: 300 })
+    await seen
+    t.match(await settings(), { passkeys_enabled: true, disable_signup: true })
+    const options = await fetch(`${stack.gatewayUrl}/${x.database}/auth/v1/passkeys/authentication/options`, {
+      method: 'POST',
+      headers: { apikey: x.file.keys.public, 'content-type': 'application/json' },
+      body: '{}',
+    })
+    t.equal(options.status, 200)
+    t.equal(((await options.json()) as { options: { rpId: string } }).options.rpId, 'app.example.com')
+
+    const stillOn = await stack.panel('PATCH', path(), { token, body: { webauthn: null } })
+    t.same([stillOn.status, stillOn.body.code], [400, 'validation_failed'], 'passkeys on keep their relying party')
+    seen = servicesSeeChange()
+    const off = await stack.panel('PATCH', path(), {
+      token,
+      body: { passkeys: false, webauthn: null, signup_enabled: true, password_min_length: 6 },
+    })
+    t.equal(off.status, 200)
+    t.equal(off.body.settings.webauthn, null)
+    await seen
+    t.match(await settings(), { passkeys_enabled: false, disable_signup: false })
+  },
+)
 
 t.test('only members of the owning organization may read or change them', async (t) => {
   const outsider = await stack.panelSession({ userId: 'p9', orgs: ['org_other'] })

@@ -183,3 +183,25 @@ t.test("connection URLs must name the tenant's own database", async (t) => {
     /postgres: connects to database "other"/,
   )
 })
+
+t.test('passkeys need a relying party; its fields are checked', async (t) => {
+  const f = parseTenantFile(tenantFile('acme'), 'acme.yaml', {})
+  t.equal(f.auth.passkeys, false, 'off by default')
+  t.equal(f.auth.max_passkeys_per_user, 10)
+  t.match(
+    problemsOf(() => parseTenantFile(tenantFile('acme', { auth: { passkeys: true } }), 'acme.yaml', {})),
+    [/acme\.yaml: auth\.passkeys: needs auth\.webauthn \(rp_id, rp_display_name, rp_origins\)/],
+  )
+  const rp = { rp_id: 'example.com', rp_display_name: 'Acme', rp_origins: ['https://app.example.com'] }
+  const on = parseTenantFile(tenantFile('acme', { auth: { passkeys: true, webauthn: rp } }), 'acme.yaml', {})
+  t.same(on.auth.webauthn, { ...rp, challenge_expiry_seconds: 300 })
+  const bad = problemsOf(() =>
+    parseTenantFile(
+      tenantFile('acme', { auth: { webauthn: { ...rp, rp_origins: ['app.example.com/path'], colour: 1 } } }),
+      'acme.yaml',
+      {},
+    ),
+  )
+  t.match(bad.join('\n'), /auth\.webauthn\.rp_origins\.0/)
+  t.match(bad.join('\n'), /auth\.webauthn\.colour: unknown field/)
+})

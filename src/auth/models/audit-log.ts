@@ -25,6 +25,9 @@ export type AuditAction =
   | 'verification_attempted'
   | 'factor_deleted'
   | 'factor_updated'
+  | 'passkey_created'
+  | 'passkey_updated'
+  | 'passkey_deleted'
 
 const LOG_TYPE: Record<AuditAction, string> = {
   user_signedup: 'team',
@@ -46,6 +49,9 @@ const LOG_TYPE: Record<AuditAction, string> = {
   verification_attempted: 'factor',
   factor_deleted: 'factor',
   factor_updated: 'factor',
+  passkey_created: 'user',
+  passkey_updated: 'user',
+  passkey_deleted: 'user',
 }
 
 export async function audit(

@@ -48,7 +48,7 @@ function settingsOf(tenant: Tenant): Record<string, unknown> {
     sms_provider: '',
     saml_enabled: false,
     saml_private_key_next_configured: false,
-    passkeys_enabled: false,
+    passkeys_enabled: a.passkeys,
     magic_link_enabled: a.magic_link,
     pkce_enabled: a.pkce,
   }

@@ -36,6 +36,18 @@ import { deleteIdentity, getIdentities, getIdentityAuthorize } from './identitie
 import { getJwks, getOpenIdConfiguration } from './jwks.js'
 import { postLogout } from './logout.js'
 import { postMagicLink, postOtp } from './otp.js'
+import {
+  deleteAdminPasskey,
+  deletePasskeyRoute,
+  getAdminPasskeys,
+  getPasskeys,
+  PASSKEYS,
+  patchPasskey,
+  postAuthenticationOptions,
+  postAuthenticationVerify,
+  postRegistrationOptions,
+  postRegistrationVerify,
+} from './passkeys.js'
 import { getReauthenticate } from './reauthenticate.js'
 import { postRecover } from './recover.js'
 import { postResend } from './resend.js'
@@ -133,6 +145,45 @@ const AUTH_ROUTES: readonly AuthRoute[] = [
     checks: [ADMIN],
     limit: null,
     handler: deleteAdminFactor,
+  },
+  {
+    method: 'POST',
+    path: '/passkeys/authentication/options',
+    checks: [PASSKEYS],
+    limit: { feature: 'passkey_authentication' },
+    handler: postAuthenticationOptions,
+  },
+  {
+    method: 'POST',
+    path: '/passkeys/authentication/verify',
+    checks: [PASSKEYS],
+    limit: null,
+    handler: postAuthenticationVerify,
+  },
+  {
+    method: 'POST',
+    path: '/passkeys/registration/options',
+    checks: [PASSKEYS, USER],
+    limit: null,
+    handler: postRegistrationOptions,
+  },
+  {
+    method: 'POST',
+    path: '/passkeys/registration/verify',
+    checks: [PASSKEYS, USER],
+    limit: null,
+    handler: postRegistrationVerify,
+  },
+  { method: 'GET', path: '/passkeys', checks: [PASSKEYS, USER], limit: null, handler: getPasskeys },
+  { method: 'PATCH', path: '/passkeys/:passkey', checks: [PASSKEYS, USER], limit: null, handler: patchPasskey },
+  { method: 'DELETE', path: '/passkeys/:passkey', checks: [PASSKEYS, USER], limit: null, handler: deletePasskeyRoute },
+  { method: 'GET', path: '/admin/users/:id/passkeys', checks: [ADMIN], limit: null, handler: getAdminPasskeys },
+  {
+    method: 'DELETE',
+    path: '/admin/users/:id/passkeys/:passkey',
+    checks: [ADMIN],
+    limit: null,
+    handler: deleteAdminPasskey,
   },
   ...UNAVAILABLE_ROUTES,
 ]

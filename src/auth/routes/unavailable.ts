@@ -2,24 +2,13 @@
 // (its defaults), so auth-js's methods for them get GoTrue's errors rather than a bare 404:
 //   - SAML single sign-on (`/sso`, `/sso/saml/*`, `/admin/sso/providers*`): 404
 //     saml_provider_disabled "SAML 2.0 is disabled"
-//   - passkeys (`/passkeys*`, auth-js's `passkey.*`): 404 passkey_disabled "Passkeys are disabled"
 //   - the OAuth 2.1 server (`/oauth/*`, `/user/oauth/grants`, `/admin/oauth/clients*`,
 //     `/.well-known/oauth-authorization-server`): 404 feature_disabled "OAuth server is disabled"
 //   - custom OAuth providers (`/admin/custom-providers*`): 404 feature_disabled
-//   - a user's passkeys in the admin API: none to list, none to delete.
 // Admin routes check the admin token first and /user routes the bearer first, as GoTrue's
 // route order does; the others refuse before anything else.
-import type { FastifyRequest, HTTPMethods } from 'fastify'
-import {
-  PasskeysDisabledError,
-  FeatureDisabledError,
-  SamlDisabledError,
-  UserNotFoundError,
-  ValidationFailedError,
-} from '../errors.js'
-import { contextOf } from '../request-state.js'
-import { UUID } from '../bearer.js'
-import { findUserById } from '../models/users.js'
+import type { HTTPMethods } from 'fastify'
+import { FeatureDisabledError, SamlDisabledError } from '../errors.js'
 import { ADMIN, USER, type AuthRoute, type Check } from './checks.js'
 
 /** Who must be proven before the refusal: nobody, the caller's bearer, or the admin token. */
@@ -45,19 +34,6 @@ const SWITCHED_OFF: Array<{ error: () => Error; check: Who; routes: Array<[HTTPM
       ['GET', '/admin/sso/providers/:id'],
       ['PUT', '/admin/sso/providers/:id'],
       ['DELETE', '/admin/sso/providers/:id'],
-    ],
-  },
-  {
-    error: () => new PasskeysDisabledError(),
-    check: 'none',
-    routes: [
-      ['POST', '/passkeys/authentication/options'],
-      ['POST', '/passkeys/authentication/verify'],
-      ['POST', '/passkeys/registration/options'],
-      ['POST', '/passkeys/registration/verify'],
-      ['GET', '/passkeys'],
-      ['PATCH', '/passkeys/:id'],
-      ['DELETE', '/passkeys/:id'],
     ],
   },
   {
@@ -114,16 +90,6 @@ function noteOf(err: Error): string {
 
 const CHECKS: Record<Who, Check[]> = { none: [], user: [USER], admin: [ADMIN] }
 
-const passkeyNotFound = (): Error => new ValidationFailedError('Passkey not found', { status: 404 })
-
-/** GoTrue's loadUser, then the user's passkeys: there are none here. */
-async function findAdminUser(req: FastifyRequest): Promise<void> {
-  const ctx = contextOf(req)
-  const id = (req.params as { id?: string }).id ?? ''
-  if (!UUID.test(id)) throw new ValidationFailedError('user_id must be an UUID', { status: 404 })
-  if (!(await findUserById(ctx.db, id.toLowerCase()))) throw new UserNotFoundError('byId')
-}
-
 /** The routes of the switched-off features, for the route table. */
 export const UNAVAILABLE_ROUTES: readonly AuthRoute[] = [
   ...SWITCHED_OFF.flatMap(({ error, check, routes }) =>
@@ -138,26 +104,4 @@ export const UNAVAILABLE_ROUTES: readonly AuthRoute[] = [
       note: noteOf(error()),
     })),
   ),
-  {
-    method: 'GET',
-    path: '/admin/users/:id/passkeys',
-    checks: [ADMIN],
-    limit: null,
-    handler: async (req) => {
-      await findAdminUser(req)
-      return []
-    },
-    note: 'switched off: no passkeys',
-  },
-  {
-    method: 'DELETE',
-    path: '/admin/users/:id/passkeys/:passkey',
-    checks: [ADMIN],
-    limit: null,
-    handler: async (req) => {
-      await findAdminUser(req)
-      throw passkeyNotFound()
-    },
-    note: noteOf(passkeyNotFound()),
-  },
 ]
