@@ -18,7 +18,7 @@ import {
 } from '../shared/index.js'
 import { PANEL_CONSTANTS } from '../config/index.js'
 
-export { BadRequestError, DatabaseUnavailableError, InternalError, NotFoundError, ShuttingDownError }
+export { BadRequestError, DatabaseUnavailableError, InternalError, NotFoundError }
 
 /** The largest request body the panel reads. */
 export const PANEL_BODY_LIMIT = PANEL_CONSTANTS.bodyLimitBytes

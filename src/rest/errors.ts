@@ -13,7 +13,7 @@ import {
   ShuttingDownError,
 } from '../shared/index.js'
 
-export { BadRequestError, PayloadTooLargeError, ShuttingDownError, TenantNotFoundError }
+export { BadRequestError, PayloadTooLargeError, TenantNotFoundError }
 
 // ---------------------------------------------------------------------------------------
 // Group 0: connection and schema cache
