@@ -9,7 +9,6 @@ import {
   createLogger,
   createPartApp,
   instrumentPart,
-  tenantLabel,
   type PartTracer,
   fastifyClientError,
   wantsApiVersion2024,
@@ -26,7 +25,7 @@ import {
   unexpectedFailure,
   ValidationFailedError,
 } from './errors.js'
-import { decorateAuthRequests, resolveTenantHook } from './request-state.js'
+import { decorateAuthRequests, resolveTenantHook, tenantLabelOf } from './request-state.js'
 import { jsonParser } from './json.js'
 import { setHashConcurrency } from './crypto.js'
 import { RateLimits } from './rate-limits.js'
@@ -166,7 +165,7 @@ export function buildAuthEngine(deps: AuthEngineDeps): FastifyInstance {
 
   instrumentPart(app, {
     part: 'auth',
-    tenantOf: tenantLabel(deps.tenants),
+    tenantOf: tenantLabelOf,
     tenantLabel: deps.config.metrics.tenant_label,
     pools: [{ snapshot: () => pools.snapshot() }],
   })

@@ -3,6 +3,7 @@
 // database), the signed-in caller and the MFA factor the route's checks loaded
 // (routes/table.ts). Handlers read it with contextOf, callerOf and factorOf.
 import type { FastifyInstance, FastifyRequest } from 'fastify'
+import { UNKNOWN_TENANT_LABEL } from '../shared/index.js'
 import { DATABASE_NAME, type TenantLookup } from '../tenants/index.js'
 import { buildTenantContext, type ContextDeps } from './context.js'
 import { tenantNotFound, unexpectedFailure } from './errors.js'
@@ -35,6 +36,14 @@ export function resolveTenantHook(deps: ContextDeps & { tenants: TenantLookup })
     if (!tenant) throw tenantNotFound(database)
     req.authState = { ctx: buildTenantContext(deps, tenant, req.log), caller: null, factor: null }
   }
+}
+
+/**
+ * The request's tenant label for the request metrics: the database the tenant hook resolved,
+ * else `_unknown`; read from the request, without a second look-up of the tenant.
+ */
+export function tenantLabelOf(req: FastifyRequest): string {
+  return req.authState?.ctx.tenant.database ?? UNKNOWN_TENANT_LABEL
 }
 
 function stateOf(req: FastifyRequest): AuthRequestState {

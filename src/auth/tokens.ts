@@ -2,9 +2,10 @@
 // an access token, the AccessTokenResponse, and "start a session" for every sign-in method
 // (session row + AMR claim + first refresh token + last_sign_in_at). Rotation of refresh
 // tokens lives in grants/refresh-token.ts.
-import { signAsymmetric, signHS256Sync, type Queryable } from '../shared/index.js'
+import { signAsymmetricSync, signHS256Sync, type Queryable } from '../shared/index.js'
 import { currentSigningKey, privateKeyObject } from '../tenants/index.js'
 import { customizeAccessToken } from './access-token-hook.js'
+import { hookOf } from './auth-hooks.js'
 import { audit, type AuditAction } from './models/audit-log.js'
 import { factorsOfUser } from './models/factors.js'
 import { insertRefreshToken } from './models/refresh-tokens.js'
@@ -66,11 +67,11 @@ interface SignAs {
  * Signs claims with the tenant's current key: the newest signing key of
  * `jwt.signing_algorithm` (ES256/RS256, `kid` in the header), or the HS256 secret.
  */
-function signClaims(ctx: TenantContext, claims: Record<string, unknown>, as: SignAs): Promise<string> | string {
+function signClaims(ctx: TenantContext, claims: Record<string, unknown>, as: SignAs): string {
   const key = currentSigningKey(ctx.tenant.jwt)
   const common = { expiresInSeconds: as.expiresIn, issuer: as.issuer, subject: as.subject, now: as.iat }
   if (key === null) return signHS256Sync(claims, { secret: ctx.tenant.jwt.secret, ...common })
-  return signAsymmetric(claims, {
+  return signAsymmetricSync(claims, {
     alg: key.alg,
     kid: key.kid,
     privateKey: privateKeyObject(key.private_key),
@@ -79,18 +80,18 @@ function signClaims(ctx: TenantContext, claims: Record<string, unknown>, as: Sig
 }
 
 /** Signs an access token of this tenant (its issuer) for `subject`. */
-async function signAccessToken(
+function signAccessToken(
   ctx: TenantContext,
   claims: Record<string, unknown>,
   subject: string,
   iat: number,
   expiresIn: number,
-): Promise<string> {
+): string {
   return signClaims(ctx, claims, { subject, issuer: ctx.issuer, iat, expiresIn })
 }
 
 /** Signs the claims a custom access token hook answered, with its own iat, exp, iss and sub. */
-async function signCustomClaims(ctx: TenantContext, claims: Record<string, unknown>): Promise<string> {
+function signCustomClaims(ctx: TenantContext, claims: Record<string, unknown>): string {
   const { iat, exp, iss, sub, ...rest } = claims
   return signClaims(ctx, rest, {
     subject: typeof sub === 'string' ? sub : undefined,
@@ -122,17 +123,19 @@ export async function tokenResponse(
   const iat = Math.floor(ctx.now().getTime() / 1000)
   const expiresIn = ctx.tenant.jwt.expiry
   const claims = accessTokenClaims(ctx, u, session.id, session.amr)
-  const custom = await customizeAccessToken({ ctx, q: issue.q, ip: issue.ip }, u.user.id, issue.method, {
-    iss: ctx.issuer,
-    sub: u.user.id,
-    ...claims,
-    exp: iat + expiresIn,
-    iat,
-  })
+  // Without a custom access token hook (the common case) its claims object is never built.
+  const custom =
+    hookOf(ctx, 'custom_access_token') === null
+      ? null
+      : await customizeAccessToken({ ctx, q: issue.q, ip: issue.ip }, u.user.id, issue.method, {
+          iss: ctx.issuer,
+          sub: u.user.id,
+          ...claims,
+          exp: iat + expiresIn,
+          iat,
+        })
   const accessToken =
-    custom === null
-      ? await signAccessToken(ctx, claims, u.user.id, iat, expiresIn)
-      : await signCustomClaims(ctx, custom)
+    custom === null ? signAccessToken(ctx, claims, u.user.id, iat, expiresIn) : signCustomClaims(ctx, custom)
   return {
     access_token: accessToken,
     token_type: 'bearer',

@@ -54,7 +54,8 @@ export interface InstrumentOptions {
   stopping?: () => boolean
 }
 
-const UNKNOWN_TENANT_LABEL = '_unknown'
+/** The tenant label of a request whose database no tenant has (labels stay bounded by the known tenants). */
+export const UNKNOWN_TENANT_LABEL = '_unknown'
 const CHECK_TIMEOUT_MS = 2_000
 const BUCKETS = [0.002, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30]
 
@@ -119,21 +120,31 @@ function countRequests(
       buckets: BUCKETS,
       registers: [registry],
     })
-  app.addHook('onResponse', async (request, reply) => {
+  app.addHook('onResponse', (request, reply, done) => {
     const seconds = reply.elapsedTime / 1000
     if (tenantOf === undefined) {
       counter.inc({ part, status: reply.statusCode })
       latency.observe({ part }, seconds)
+      done()
       return
     }
-    let tenant = UNKNOWN_TENANT_LABEL
-    try {
-      tenant = await tenantOf(request)
-    } catch {
-      /* an unresolvable tenant is _unknown */
+    const count = (tenant: string): void => {
+      counter.inc({ part, tenant, status: reply.statusCode })
+      latency.observe({ part, tenant }, seconds)
     }
-    counter.inc({ part, tenant, status: reply.statusCode })
-    latency.observe({ part, tenant }, seconds)
+    let tenant: string | Promise<string>
+    try {
+      tenant = tenantOf(request)
+    } catch {
+      tenant = UNKNOWN_TENANT_LABEL
+    }
+    // A label known at once (the part resolved the tenant for the request) costs no promise.
+    if (typeof tenant === 'string') {
+      count(tenant)
+      done()
+      return
+    }
+    tenant.then(count, () => count(UNKNOWN_TENANT_LABEL)).finally(() => done())
   })
 }
 

@@ -119,18 +119,49 @@ export function es256DerToJose(der: Buffer): Buffer {
  * TypeError with its stack trace, and node's re-encoding costs more than es256DerToJose).
  */
 export async function signAsymmetric(claims: JWTPayload, opts: AsymmetricSignOptions): Promise<string> {
+  return signAsymmetricSync(claims, opts)
+}
+
+/** The registered claims signAsymmetric adds after the given ones. */
+const ADDED_CLAIMS = ['iat', 'exp', 'iss', 'aud', 'sub'] as const
+
+/**
+ * signAsymmetric's token, synchronously (for hot paths such as the auth engine's refresh
+ * grant). The payload is the given claims' JSON with iat, exp, iss, aud and sub appended as
+ * text: the bytes JSON.stringify writes for `{ ...claims, iat, exp, ... }` without copying the
+ * claims into a new object first (the copy cost more than the stringify). Claims that carry one
+ * of those names themselves go through the copy, which keeps their place.
+ */
+export function signAsymmetricSync(claims: JWTPayload, opts: AsymmetricSignOptions): string {
   const iat = opts.now ?? Math.floor(Date.now() / 1000)
-  const payload: JWTPayload = { ...claims, iat, exp: iat + opts.expiresInSeconds }
-  if (opts.issuer) payload.iss = opts.issuer
-  if (opts.audience) payload.aud = opts.audience
-  if (opts.subject) payload.sub = opts.subject
   const header = { alg: opts.alg, typ: 'JWT', kid: opts.kid }
   const input =
     Buffer.from(JSON.stringify(header)).toString('base64url') +
     '.' +
-    Buffer.from(JSON.stringify(payload)).toString('base64url')
+    Buffer.from(payloadJson(claims, iat, opts)).toString('base64url')
   const signature = cryptoSign('sha256', Buffer.from(input), opts.privateKey)
   return input + '.' + (opts.alg === 'ES256' ? es256DerToJose(signature) : signature).toString('base64url')
+}
+
+function payloadJson(claims: JWTPayload, iat: number, opts: Omit<SignOptions, 'secret' | 'kid'>): string {
+  const own = JSON.stringify(claims)
+  const plain =
+    own !== undefined &&
+    own[0] === '{' &&
+    typeof (claims as { toJSON?: unknown }).toJSON !== 'function' &&
+    !ADDED_CLAIMS.some((k) => Object.hasOwn(claims, k))
+  if (!plain) {
+    const payload: JWTPayload = { ...claims, iat, exp: iat + opts.expiresInSeconds }
+    if (opts.issuer) payload.iss = opts.issuer
+    if (opts.audience) payload.aud = opts.audience
+    if (opts.subject) payload.sub = opts.subject
+    return JSON.stringify(payload)
+  }
+  let added = `"iat":${JSON.stringify(iat)},"exp":${JSON.stringify(iat + opts.expiresInSeconds)}`
+  if (opts.issuer) added += `,"iss":${JSON.stringify(opts.issuer)}`
+  if (opts.audience) added += `,"aud":${JSON.stringify(opts.audience)}`
+  if (opts.subject) added += `,"sub":${JSON.stringify(opts.subject)}`
+  return own.length === 2 ? `{${added}}` : `${own.slice(0, -1)},${added}}`
 }
 
 /** A public key a token may be verified with: only tokens whose header names this kid and alg. */

@@ -3,7 +3,7 @@
 import { generateKeyPairSync } from 'node:crypto'
 import t from 'tap'
 import { jwtVerify } from 'jose'
-import { es256DerToJose, signAsymmetric } from '../../src/shared/jwt.js'
+import { es256DerToJose, signAsymmetric, signAsymmetricSync, type AsymmetricSignOptions } from '../../src/shared/jwt.js'
 
 /** DER of SEQUENCE { INTEGER r, INTEGER s } from the integers' content bytes. */
 function der(r: number[], s: number[]): Buffer {
@@ -39,3 +39,45 @@ t.test('signAsymmetric ES256: every token verifies with the public key', async (
   }
   t.pass('600 tokens verified')
 })
+
+t.test(
+  'signAsymmetricSync: the payload is the claims then iat, exp, iss, aud, sub, as JSON.stringify writes them',
+  async (t) => {
+    const { privateKey, publicKey } = generateKeyPairSync('ec', { namedCurve: 'P-256' })
+    const base = { alg: 'ES256' as const, kid: 'k1', privateKey, expiresInSeconds: 3600, now: 1_700_000_000 }
+    const now = base.now
+    const cases: Array<[string, Record<string, unknown>, Partial<AsymmetricSignOptions>]> = [
+      [
+        'claims, issuer and subject',
+        { role: 'authenticated', amr: [{ method: 'password', timestamp: 1 }], e: 'é"\n' },
+        { issuer: 'http://x/auth/v1', subject: 'u1' },
+      ],
+      ['no claims', {}, {}],
+      ['an audience too', { a: 1 }, { audience: 'aud1', issuer: 'i', subject: 's' }],
+      ['integer-like keys first, as JSON.stringify orders them', { b: 1, 7: 'seven', a: 2 }, { subject: 's' }],
+      ['undefined values left out', { a: undefined, b: null, c: 1 }, { issuer: '' }],
+      [
+        'claims naming iat and sub keep their place and their value is replaced',
+        { sub: 'old', x: 1, iat: 5 },
+        { subject: 'new' },
+      ],
+      ['a claims object with toJSON', { x: 1, toJSON: () => ({ y: 2 }) }, { subject: 's' }],
+    ]
+    for (const [name, claims, extra] of cases) {
+      const opts: AsymmetricSignOptions = { ...base, ...extra }
+      const token = signAsymmetricSync(claims, opts)
+      const spread: Record<string, unknown> = { ...claims, iat: now, exp: now + opts.expiresInSeconds }
+      if (opts.issuer) spread.iss = opts.issuer
+      if (opts.audience) spread.aud = opts.audience
+      if (opts.subject) spread.sub = opts.subject
+      t.equal(Buffer.from(token.split('.')[1]!, 'base64url').toString(), JSON.stringify(spread), name)
+      if (typeof claims.toJSON === 'function') continue // its own JSON, without exp (as before)
+      const { payload } = await jwtVerify(token, publicKey, { currentDate: new Date(now * 1000) })
+      t.equal(payload.exp, now + 3600, `${name}: verifies`)
+    }
+    t.equal(
+      await signAsymmetric({ a: 1 }, base).then((x) => x.split('.')[1]),
+      signAsymmetricSync({ a: 1 }, base).split('.')[1],
+    )
+  },
+)
