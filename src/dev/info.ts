@@ -31,6 +31,9 @@ export interface DevInfo {
   tenants_source: 'files' | 'redis'
   tenants_dir: string
   tenants_source_dir: string
+  /** The Redis the stack's tenant store is in (REDIS_URL), and its key prefix: only with `redis`. */
+  redis_url?: string
+  redis_key_prefix?: string
   /** What went wrong since the start (the stack's Postgres exited, say); absent when nothing. */
   problems?: string[]
 }

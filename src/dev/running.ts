@@ -15,6 +15,8 @@ interface RunningInfo {
   tenants_dir?: string
   tenants_source_dir?: string
   tenants_source?: 'files' | 'redis'
+  redis_url?: string
+  redis_key_prefix?: string
   rest_engine_url?: string
   auth_engine_url?: string
 }
@@ -51,7 +53,8 @@ export function runningDevInfo(root: string): RunningInfo | null {
 /**
  * Config defaults from the stack running in `root`: its cluster's admin URL; for commands
  * that write tenants (`write`), the tenant files it watches and its engines; for commands
- * that read them (`read`), the tenant files it serves (pointed at its cluster).
+ * that read them (`read`), the tenant files it serves (pointed at its cluster). A stack that
+ * runs with Redis (REDIS_URL) gives its store to both: that is what it serves.
  */
 export function runningDevDefaults(root: string, kind: 'write' | 'read'): Record<string, unknown> | null {
   const info = runningDevInfo(root)
@@ -63,6 +66,12 @@ export function runningDevDefaults(root: string, kind: 'write' | 'read'): Record
   if (info.tenants_source !== 'redis') {
     const dir = kind === 'write' ? info.tenants_source_dir : info.tenants_dir
     if (dir) out.tenants = { dir }
+  } else if (info.redis_url) {
+    // The stack serves its Redis store: the CLI reads and changes that store (what the panel
+    // changed, revoked keys, the audit trail), not the tenant files it merged into it.
+    const dir = kind === 'write' ? info.tenants_source_dir : undefined
+    out.tenants = { source: 'redis', ...(dir ? { dir } : {}) }
+    out.redis = { url: info.redis_url, ...(info.redis_key_prefix ? { key_prefix: info.redis_key_prefix } : {}) }
   }
   if (kind === 'write') {
     const rest = listen(info.rest_engine_url)

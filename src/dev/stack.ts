@@ -415,6 +415,9 @@ class DevStart {
       tenants_source: this.#useRedis() ? 'redis' : 'files',
       tenants_dir: tenants.runtimeDir,
       tenants_source_dir: tenants.sourceDir,
+      ...(this.#useRedis() && config.redis.url !== undefined
+        ? { redis_url: config.redis.url, redis_key_prefix: config.redis.key_prefix }
+        : {}),
       admin_urls: Object.fromEntries(running.map((p) => [p.name, p.adminUrl])),
       databases: tenants.files.map((f) => ({
         database: f.database,

@@ -11,6 +11,8 @@ import os from 'node:os'
 import path from 'node:path'
 import { REPO_ROOT } from '../helpers/e2e-stack.js'
 import { shellEnv } from '../helpers/shell-env.js'
+import { tenantFile } from '../helpers/tenant-fixtures.js'
+import { createRedisStore, parseTenantFile, toTenant } from '../../src/tenants/index.js'
 
 const BIN = path.join(REPO_ROOT, 'node_modules', '.bin', 'gatehouse')
 
@@ -42,6 +44,7 @@ function checkout(
   pid: number,
   source: 'files' | 'redis',
   postgresUrl = process.env.DATABASE_URL ?? 'postgres://postgres:pw@127.0.0.1:1/postgres',
+  extra: Record<string, unknown> = {},
 ): string {
   const root = mkdtempSync(path.join(os.tmpdir(), 'gatehouse-devcli-'))
   t.teardown(() => rmSync(root, { recursive: true, force: true }))
@@ -73,6 +76,7 @@ function checkout(
       tenants_source: source,
       tenants_dir: path.join(root, 'config', 'tenants'),
       tenants_source_dir: path.join(root, 'config', 'tenants'),
+      ...extra,
     }),
   )
   return root
@@ -108,6 +112,30 @@ t.test('tenants apply beside a running stack is refused with what to do instead'
     shellEnv({ GATEHOUSE_TENANTS_SOURCE: 'redis', GATEHOUSE_REDIS_URL: 'redis://127.0.0.1:1' }),
   )
   t.notMatch(named.stderr, /applies config\/tenants itself/, 'an explicit store passes the guard')
+})
+
+t.test('beside a stack that runs with Redis, the tenants commands use its store', async (t) => {
+  const url = process.env.REDIS_URL
+  if (url === undefined) throw new Error('REDIS_URL is set by scripts/with-services.mjs')
+  const prefix = `devcli-${process.pid}-${Date.now()}:`
+  const store = createRedisStore({ url, prefix })
+  t.teardown(() => store.close())
+  // The store holds a record no tenant file has (as one the panel changed holds what the files
+  // do not say): the CLI must show the store's.
+  await store.putAll([toTenant(parseTenantFile(tenantFile('only_in_store'), 'only_in_store.yaml', {}))])
+  const root = checkout(t, process.pid, 'redis', undefined, { redis_url: url, redis_key_prefix: prefix })
+  const listed = await run(['tenants', 'list'], root)
+  t.equal(listed.code, 0, listed.stderr)
+  t.match(listed.stdout, /only_in_store/, "the store's record is listed")
+  t.notMatch(listed.stdout, /demo2/, 'not the tenant files the stack merged')
+  const keys = await run(['tenants', 'keys', 'list', 'only_in_store'], root)
+  t.equal(keys.code, 0, keys.stderr)
+  const shown = await run(['tenants', 'show', 'only_in_store'], root)
+  t.equal(shown.code, 0, shown.stderr)
+  t.match(shown.stdout, /only_in_store/)
+  // A stack on tenant files keeps reading its files.
+  const files = await run(['tenants', 'list'], checkout(t, process.pid, 'files'))
+  t.match(files.stdout, /demo2/)
 })
 
 t.test("beside a running stack the CLI's public_url is the stack's gateway", async (t) => {

@@ -52,6 +52,12 @@ async function scenario(t: Test, source: 'files' | 'redis'): Promise<void> {
     })
   let dev = await start()
   t.teardown(() => dev.stop())
+  if (redis !== null)
+    t.match(
+      dev.info,
+      { tenants_source: 'redis', redis_url: redis.url, redis_key_prefix: redis.prefix },
+      'dev.json names the Redis store the stack serves (the CLI beside it uses that store)',
+    )
   const info = () => dev.info.databases.find((d) => d.database === demo.database)!
   const api = (rest: string) =>
     `${dev.info.panel_url}/organizations/${demo.organization}/databases/${demo.database}/api/${rest}`
