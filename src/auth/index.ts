@@ -89,13 +89,42 @@ function setBodyParsers(app: FastifyInstance, maxJsonDepth: number): void {
   app.addContentTypeParser('*', { parseAs: 'string', bodyLimit: MAX_BODY }, parseJson)
 }
 
+/** How long one database's "unreachable" warning stands for the refusals that follow it. */
+const UNREACHABLE_LOG_WINDOW_MS = 30_000
+
+/**
+ * Whether a database's unreachable refusal is worth a warning: the first of an outage is, the
+ * ones in the next 30 s are not (they go to debug), so an outage is not logged once per request.
+ */
+class UnreachableLog {
+  readonly #last = new Map<string, number>()
+  readonly #now: () => Date
+  constructor(now: () => Date) {
+    this.#now = now
+  }
+  warn(database: string): boolean {
+    const now = this.#now().getTime()
+    const last = this.#last.get(database)
+    if (last !== undefined && now - last < UNREACHABLE_LOG_WINDOW_MS) return false
+    // Bounded: the oldest entry goes when a database beyond 10,000 is added.
+    if (last === undefined && this.#last.size >= 10_000) this.#last.delete(this.#last.keys().next().value!)
+    this.#last.set(database, now)
+    return true
+  }
+}
+
 /** Every failure and unknown route answered in GoTrue's shape (errors.ts renderAuthError). */
-function setErrorRendering(app: FastifyInstance): void {
+function setErrorRendering(app: FastifyInstance, now: () => Date): void {
+  const unreachable = new UnreachableLog(now)
   app.setErrorHandler((err: FastifyError | GatehouseError, req, reply) => {
     const e = toAuthError(err instanceof GatehouseError ? err : translateFastifyError(err))
-    if (e.code === 'database_unavailable')
-      req.log.warn({ err: e.internal ?? err, reqId: req.id }, 'tenant database unreachable')
-    else if (e.status >= 500) req.log.error({ err: e.internal ?? e.cause ?? err, reqId: req.id }, 'auth engine failure')
+    if (e.code === 'database_unavailable') {
+      const database = (req.url.split('/')[1] ?? '').split('?')[0]!
+      if (unreachable.warn(database))
+        req.log.warn({ err: e.internal ?? err, reqId: req.id, database }, 'tenant database unreachable')
+      else req.log.debug({ reqId: req.id, database }, 'tenant database unreachable (logged already)')
+    } else if (e.status >= 500)
+      req.log.error({ err: e.internal ?? e.cause ?? err, reqId: req.id }, 'auth engine failure')
     const r = renderAuthError(e, req.headers['x-supabase-api-version'], String(req.id))
     reply.code(r.status).headers(r.headers).send(r.body)
   })
@@ -147,7 +176,7 @@ export function buildAuthEngine(deps: AuthEngineDeps): FastifyInstance {
   const now = deps.now ?? (() => new Date())
 
   setBodyParsers(app, deps.config.auth.max_json_depth)
-  setErrorRendering(app)
+  setErrorRendering(app, now)
 
   decorateAuthRequests(app)
   app.get('/health', async () => HEALTH_BODY)

@@ -5,6 +5,7 @@
 // connections and every open connection is cut) and opens again on the same port; and
 // the engine's connections are killed with pg_terminate_backend.
 import t from 'tap'
+import { pino } from 'pino'
 import net from 'node:net'
 import { adminQuery } from '../helpers/db.js'
 import { call, email, startAuth } from '../helpers/auth-harness.js'
@@ -82,6 +83,40 @@ t.test('503 while the database is unreachable, then recovery without help', asyn
 
   await r.open()
   t.equal((await signIn()).status, 200, 'the next request after the database is back succeeds, nothing restarted')
+})
+
+t.test('an outage is one warning, not one per refused request', async (t) => {
+  const lines: Array<{ level: number; msg: string }> = []
+  const logger = pino({ level: 'debug' }, { write: (l: string) => void lines.push(JSON.parse(l)) })
+  const h = await startAuth(t, { logger })
+  const x = h.list[0]!
+  const direct = new URL(x.tenant.engines!.auth!)
+  const r = await relay(direct.hostname, Number(direct.port))
+  t.teardown(() => r.shut().catch(() => {}))
+  const viaRelay = new URL(direct)
+  viaRelay.hostname = '127.0.0.1'
+  viaRelay.port = String(r.port)
+  h.setTenant(x, { engines: { ...x.tenant.engines, auth: viaRelay.toString() } })
+  const who = email('quiet')
+  t.equal((await call(`${h.base(x)}/signup`, { body: { email: who, password: 'password-123' } })).status, 200)
+  await r.shut()
+  const statuses: number[] = []
+  for (let i = 0; i < 10; i++)
+    statuses.push(
+      (await call(`${h.base(x)}/token?grant_type=password`, { body: { email: who, password: 'password-123' } })).status,
+    )
+  t.same([...new Set(statuses)], [503], 'every request of the outage: 503')
+  const warned = lines.filter((l) => l.level >= 40 && l.msg === 'tenant database unreachable')
+  t.equal(warned.length, 1, 'one warning for 10 refused requests')
+  t.equal(
+    lines.filter((l) => l.msg === 'tenant database unreachable (logged already)').length,
+    9,
+    'the others at debug',
+  )
+  // Past the window (the engine's clock), the outage is worth a warning again.
+  h.clock.advance(31)
+  await call(`${h.base(x)}/token?grant_type=password`, { body: { email: who, password: 'password-123' } })
+  t.equal(lines.filter((l) => l.level >= 40 && l.msg === 'tenant database unreachable').length, 2, 'again after 30 s')
 })
 
 t.test('connections terminated by the server (pg_terminate_backend)', async (t) => {

@@ -2,7 +2,7 @@
 // engine on 127.0.0.1:0 with a mutable tenant lookup, a controllable clock and a real SMTP
 // catcher, and makes auth-js clients against it over real HTTP.
 import type { AddressInfo } from 'node:net'
-import type { FastifyInstance } from 'fastify'
+import type { FastifyBaseLogger, FastifyInstance } from 'fastify'
 import { GoTrueClient } from '@supabase/auth-js'
 import { SignJWT } from 'jose'
 import pg from 'pg'
@@ -73,6 +73,8 @@ export interface HarnessOptions {
   auth?: Record<string, unknown>
   /** The process config's redis section (counters of rate limits shared through it). */
   redis?: { url: string; key_prefix?: string }
+  /** The engine's logger (default: the config's, silent). */
+  logger?: FastifyBaseLogger
 }
 
 /** Rate limits no ordinary test reaches; tests of the limits set their own. */
@@ -119,7 +121,12 @@ export async function startAuth(t: Teardown, opts: HarnessOptions = {}): Promise
     },
   })
   const lookup = { get: async (db: string) => runtime.get(db) ?? null }
-  const app = buildAuthEngine({ config, tenants: lookup, now: clock.now })
+  const app = buildAuthEngine({
+    config,
+    tenants: lookup,
+    now: clock.now,
+    ...(opts.logger ? { logger: opts.logger } : {}),
+  })
   await app.listen({ port: 0, host: '127.0.0.1' })
   t.teardown(() => app.close())
   const url = `http://127.0.0.1:${(app.server.address() as AddressInfo).port}`
