@@ -44,12 +44,31 @@ export async function registrationOptions(rp: WebAuthnSettings, user: UserRow, e
   })
 }
 
-/** Options for navigator.credentials.get(): discoverable, so no credential is named. */
-export function authenticationOptions(rp: WebAuthnSettings) {
+/** Options for navigator.credentials.get(): discoverable (no credential named) or the ones given. */
+export function authenticationOptions(rp: WebAuthnSettings, allow: StoredCredential[] = []) {
   return generateAuthenticationOptions({
     rpID: rp.rp_id,
     timeout: rp.challenge_expiry_seconds * 1000,
     userVerification: 'preferred',
+    allowCredentials: allow.map((c) => ({ id: b64url(c.id), transports: c.transports })),
+  })
+}
+
+/**
+ * Options for a WebAuthn MFA factor's credential (GoTrue's getWebAuthnMFA): a second factor,
+ * so not necessarily discoverable; the user's other factors' credentials excluded.
+ */
+export async function factorRegistrationOptions(rp: WebAuthnSettings, user: UserRow, exclude: StoredCredential[]) {
+  const name = user.email || user.phone || user.id
+  return generateRegistrationOptions({
+    rpName: rp.rp_display_name,
+    rpID: rp.rp_id,
+    userID: Buffer.from(user.id, 'utf8'),
+    userName: name,
+    timeout: rp.challenge_expiry_seconds * 1000,
+    attestationType: 'none',
+    excludeCredentials: exclude.map((c) => ({ id: b64url(c.id), transports: c.transports })),
+    authenticatorSelection: { residentKey: 'discouraged', userVerification: 'preferred' },
   })
 }
 
@@ -57,16 +76,26 @@ function isObject(v: unknown): v is Record<string, unknown> {
   return typeof v === 'object' && v !== null && !Array.isArray(v)
 }
 
-/** The serialized PublicKeyCredential's outer shape; anything else is not a WebAuthn answer. */
-function credentialShape(raw: unknown, fields: readonly string[]): Record<string, unknown> {
-  const ok =
+const RESPONSE_FIELDS = {
+  create: ['clientDataJSON', 'attestationObject'],
+  request: ['clientDataJSON', 'authenticatorData', 'signature'],
+} as const
+
+/** The serialized PublicKeyCredential's outer shape of a create or a request answer. */
+export function looksLikeCredential(raw: unknown, kind: 'create' | 'request'): boolean {
+  return (
     isObject(raw) &&
     typeof raw.id === 'string' &&
     typeof raw.rawId === 'string' &&
     raw.type === 'public-key' &&
     isObject(raw.response) &&
-    fields.every((f) => typeof (raw.response as Record<string, unknown>)[f] === 'string')
-  if (!ok) throw new WebAuthnVerificationFailedError('response')
+    RESPONSE_FIELDS[kind].every((f) => typeof (raw.response as Record<string, unknown>)[f] === 'string')
+  )
+}
+
+/** The answer as a WebAuthn response; anything else is 400 "Invalid credential response". */
+function credentialShape(raw: unknown, kind: 'create' | 'request'): Record<string, unknown> {
+  if (!looksLikeCredential(raw, kind)) throw new WebAuthnVerificationFailedError('response')
   return raw as Record<string, unknown>
 }
 
@@ -77,7 +106,7 @@ function expected(session: ChallengeSession) {
 
 /** A registration answer checked against its challenge: the new credential, or 400. */
 export async function verifiedRegistration(raw: unknown, session: ChallengeSession) {
-  const response = credentialShape(raw, ['clientDataJSON', 'attestationObject']) as unknown as RegistrationResponseJSON
+  const response = credentialShape(raw, 'create') as unknown as RegistrationResponseJSON
   let result
   try {
     result = await verifyRegistrationResponse({ response, ...expected(session), requireUserVerification: false })
@@ -90,18 +119,30 @@ export async function verifiedRegistration(raw: unknown, session: ChallengeSessi
 
 /** The user id an assertion names (its userHandle), or 400 when it names none. */
 export function assertionUserId(raw: unknown): { response: AuthenticationResponseJSON; userId: string } {
-  const r = credentialShape(raw, ['clientDataJSON', 'authenticatorData', 'signature'])
+  const r = credentialShape(raw, 'request')
   const response = r as unknown as AuthenticationResponseJSON
   const handle = response.response.userHandle
   const userId = typeof handle === 'string' ? Buffer.from(handle, 'base64url').toString('utf8') : ''
   return { response, userId }
 }
 
-/** An assertion checked against its challenge and the stored passkey: the new counter, or 400. */
+/** A credential as the checks need it: id, COSE public key, counter, transports. */
+export interface StoredCredential {
+  id: Buffer
+  publicKey: Buffer
+  counter: number
+  transports: string[]
+}
+
+export function passkeyCredential(p: PasskeyRow): StoredCredential {
+  return { id: p.credential_id, publicKey: p.public_key, counter: Number(p.sign_count), transports: p.transports }
+}
+
+/** An assertion checked against its challenge and the stored credential: the new counter, or 400. */
 export async function verifiedAssertion(
   response: AuthenticationResponseJSON,
   session: ChallengeSession,
-  passkey: PasskeyRow,
+  stored: StoredCredential,
 ): Promise<number> {
   let result
   try {
@@ -109,10 +150,10 @@ export async function verifiedAssertion(
       response,
       ...expected(session),
       credential: {
-        id: b64url(passkey.credential_id),
-        publicKey: new Uint8Array(passkey.public_key),
-        counter: Number(passkey.sign_count),
-        transports: passkey.transports as never,
+        id: b64url(stored.id),
+        publicKey: new Uint8Array(stored.publicKey),
+        counter: stored.counter,
+        transports: stored.transports as never,
       },
       requireUserVerification: false,
     })

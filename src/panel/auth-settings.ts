@@ -48,6 +48,8 @@ export const PATCHABLE = [
   'passkeys',
   'max_passkeys_per_user',
   'webauthn',
+  'mfa_webauthn_enroll',
+  'mfa_webauthn_verify',
 ] as const
 
 interface MaskedProvider {
@@ -90,6 +92,8 @@ export interface AuthSettingsView {
   mail_min_interval: number
   passkeys: boolean
   max_passkeys_per_user: number
+  mfa_webauthn_enroll: boolean
+  mfa_webauthn_verify: boolean
   /** The WebAuthn relying party of passkeys, or null while none is set. */
   webauthn: WebAuthnSettings | null
 }
@@ -188,6 +192,8 @@ export function maskAuthSettings(a: AuthSettings): AuthSettingsView {
     mail_min_interval: a.mail_min_interval,
     passkeys: a.passkeys,
     max_passkeys_per_user: a.max_passkeys_per_user,
+    mfa_webauthn_enroll: a.mfa_webauthn_enroll,
+    mfa_webauthn_verify: a.mfa_webauthn_verify,
     webauthn: a.webauthn === undefined ? null : structuredClone(a.webauthn),
   }
 }
@@ -338,8 +344,10 @@ function validated(next: AuthSettings): AuthSettings {
     if (!URL_LIKE.test(u) || u.length > 2048)
       problems.push(`redirect_urls.${i}: must be an absolute URL or URL pattern`)
   })
-  if (next.passkeys && next.webauthn === undefined)
-    problems.push('passkeys: needs webauthn (rp_id, rp_display_name, rp_origins)')
+  for (const k of ['passkeys', 'mfa_webauthn_enroll', 'mfa_webauthn_verify'] as const) {
+    if (next[k] && next.webauthn === undefined)
+      problems.push(`${k}: needs webauthn (rp_id, rp_display_name, rp_origins)`)
+  }
   if (problems.length > 0) throw new ValidationError(problems.join('; '))
   return next
 }

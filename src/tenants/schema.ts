@@ -196,6 +196,10 @@ export const AuthSettingsSchema = Type.Object(
     mfa_totp_enroll: Type.Boolean({ default: true }),
     /** TOTP factors may be challenged and verified (GoTrue MFA_TOTP_VERIFY_ENABLED). */
     mfa_totp_verify: Type.Boolean({ default: true }),
+    /** WebAuthn factors may be enrolled (GoTrue MFA_WEB_AUTHN_ENROLL_ENABLED); needs `webauthn`. */
+    mfa_webauthn_enroll: Type.Boolean({ default: false }),
+    /** WebAuthn factors may be challenged and verified (GoTrue MFA_WEB_AUTHN_VERIFY_ENABLED); needs `webauthn`. */
+    mfa_webauthn_verify: Type.Boolean({ default: false }),
     /** Factors a user may hold, verified or not (GoTrue MFA_MAX_ENROLLED_FACTORS). */
     mfa_max_enrolled_factors: Type.Integer({ minimum: 1, maximum: 100, default: 10 }),
     /** MFA challenges and verifies per minute and client IP (GoTrue MFA_RATE_LIMIT_CHALLENGE_AND_VERIFY). */
@@ -462,8 +466,10 @@ export function interpolateEnv(
 /** Role names and settings that depend on each other. */
 function settingProblems(f: TenantFile): string[] {
   const problems: string[] = []
-  if (f.auth.passkeys && f.auth.webauthn === undefined)
-    problems.push('auth.passkeys: needs auth.webauthn (rp_id, rp_display_name, rp_origins)')
+  for (const k of ['passkeys', 'mfa_webauthn_enroll', 'mfa_webauthn_verify'] as const) {
+    if (f.auth[k] && f.auth.webauthn === undefined)
+      problems.push(`auth.${k}: needs auth.webauthn (rp_id, rp_display_name, rp_origins)`)
+  }
   for (const k of ROLE_KINDS) {
     if (!/^[A-Za-z_][A-Za-z0-9_$-]*$/.test(f.roles[k])) problems.push(`roles.${k}: not a valid role name`)
   }

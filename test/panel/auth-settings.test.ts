@@ -67,6 +67,8 @@ t.test('GET shows the switches with secrets masked', async (t) => {
       mail_min_interval: 0,
       passkeys: false,
       max_passkeys_per_user: 10,
+      mfa_webauthn_enroll: false,
+      mfa_webauthn_verify: false,
       webauthn: null,
     },
   })
@@ -151,6 +153,7 @@ t.test('bad changes are refused with 400 and nothing is written', async (t) => {
     [{ password_min_length: 5 }, /password_min_length: must be >= 6/],
     [{ signup_enabled: 'no' }, /signup_enabled: must be boolean/],
     [{ passkeys: true }, /passkeys: needs webauthn \(rp_id, rp_display_name, rp_origins\)/],
+    [{ mfa_webauthn_verify: true }, /mfa_webauthn_verify: needs webauthn/],
     [{ webauthn: { rp_id: 'example.com', rp_display_name: 'X', rp_origins: [] } }, /webauthn.rp_origins/],
     [{ webauthn: { rp_id: 'example.com', rp_display_name: 'X', rp_origins: ['example.com'] } }, /webauthn.rp_origins/],
   ]

@@ -192,6 +192,10 @@ t.test('passkeys need a relying party; its fields are checked', async (t) => {
     problemsOf(() => parseTenantFile(tenantFile('acme', { auth: { passkeys: true } }), 'acme.yaml', {})),
     [/acme\.yaml: auth\.passkeys: needs auth\.webauthn \(rp_id, rp_display_name, rp_origins\)/],
   )
+  t.match(
+    problemsOf(() => parseTenantFile(tenantFile('acme', { auth: { mfa_webauthn_enroll: true } }), 'acme.yaml', {})),
+    [/auth\.mfa_webauthn_enroll: needs auth\.webauthn/],
+  )
   const rp = { rp_id: 'example.com', rp_display_name: 'Acme', rp_origins: ['https://app.example.com'] }
   const on = parseTenantFile(tenantFile('acme', { auth: { passkeys: true, webauthn: rp } }), 'acme.yaml', {})
   t.same(on.auth.webauthn, { ...rp, challenge_expiry_seconds: 300 })

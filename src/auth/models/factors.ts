@@ -55,6 +55,50 @@ export async function insertTotpFactor(
   return r.rows[0]!
 }
 
+export async function insertWebAuthnFactor(
+  q: Queryable,
+  f: { userId: string; friendlyName: string; now: Date },
+): Promise<FactorRow> {
+  const r = await q.query<FactorRow>(
+    `INSERT INTO auth.mfa_factors (id, user_id, friendly_name, factor_type, status, created_at, updated_at)
+     VALUES ($1, $2, $3, 'webauthn', 'unverified', $4, $4) RETURNING ${FACTOR_SELECT}`,
+    [randomUUID(), f.userId, f.friendlyName, f.now],
+  )
+  return r.rows[0]!
+}
+
+/** The credential a WebAuthn factor holds once verified (go-webauthn's Credential, as GoTrue stores it). */
+export async function webAuthnCredentialOf(q: Queryable, factorId: string): Promise<Record<string, unknown> | null> {
+  const r = await q.query<{ c: Record<string, unknown> | null }>(
+    'SELECT web_authn_credential AS c FROM auth.mfa_factors WHERE id = $1',
+    [factorId],
+  )
+  return r.rows[0]?.c ?? null
+}
+
+/** The credentials of the user's verified WebAuthn factors. */
+export async function webAuthnCredentialsOfUser(q: Queryable, userId: string): Promise<Array<Record<string, unknown>>> {
+  const r = await q.query<{ c: Record<string, unknown> }>(
+    `SELECT web_authn_credential AS c FROM auth.mfa_factors
+      WHERE user_id = $1 AND factor_type = 'webauthn' AND web_authn_credential IS NOT NULL ORDER BY created_at`,
+    [userId],
+  )
+  return r.rows.map((x) => x.c)
+}
+
+export async function saveWebAuthnCredential(
+  q: Queryable,
+  factorId: string,
+  credential: Record<string, unknown>,
+  aaguid: string | null,
+  now: Date,
+): Promise<void> {
+  await q.query(
+    'UPDATE auth.mfa_factors SET web_authn_credential = $2, web_authn_aaguid = $3, updated_at = $4 WHERE id = $1',
+    [factorId, JSON.stringify(credential), aaguid, now],
+  )
+}
+
 export async function deleteFactor(q: Queryable, id: string): Promise<void> {
   await q.query('DELETE FROM auth.mfa_factors WHERE id = $1', [id])
 }
@@ -70,23 +114,28 @@ export async function deleteUnverifiedFactors(q: Queryable, userId: string, fact
   )
 }
 
-interface ChallengeRow {
+export interface ChallengeRow {
   id: string
   factor_id: string
   created_at: Date
   verified_at: Date | null
   ip_address: string
+  /** A WebAuthn factor's ceremony: its challenge, relying party and kind (create/request). */
+  web_authn_session_data: unknown
 }
+
+const CHALLENGE_SELECT =
+  'id, factor_id, created_at, verified_at, host(ip_address) AS ip_address, web_authn_session_data'
 
 /** A challenge of a factor; the factor's last_challenged_at is stamped with it. */
 export async function insertChallenge(
   q: Queryable,
-  c: { factorId: string; ip: string; now: Date },
+  c: { factorId: string; ip: string; now: Date; webauthn?: object },
 ): Promise<ChallengeRow> {
   const r = await q.query<ChallengeRow>(
-    `INSERT INTO auth.mfa_challenges (id, factor_id, created_at, ip_address) VALUES ($1, $2, $3, $4::inet)
-     RETURNING id, factor_id, created_at, verified_at, host(ip_address) AS ip_address`,
-    [randomUUID(), c.factorId, c.now, c.ip],
+    `INSERT INTO auth.mfa_challenges (id, factor_id, created_at, ip_address, web_authn_session_data)
+     VALUES ($1, $2, $3, $4::inet, $5) RETURNING ${CHALLENGE_SELECT}`,
+    [randomUUID(), c.factorId, c.now, c.ip, c.webauthn === undefined ? null : JSON.stringify(c.webauthn)],
   )
   // last_challenged_at is UNIQUE in GoTrue's schema: two challenges in the same microsecond
   // of different factors must not collide, so a clash keeps the earlier stamp.
@@ -100,8 +149,7 @@ export async function insertChallenge(
 
 export async function findChallenge(q: Queryable, factorId: string, id: string): Promise<ChallengeRow | null> {
   const r = await q.query<ChallengeRow>(
-    `SELECT id, factor_id, created_at, verified_at, host(ip_address) AS ip_address FROM auth.mfa_challenges
-      WHERE id = $1 AND factor_id = $2`,
+    `SELECT ${CHALLENGE_SELECT} FROM auth.mfa_challenges WHERE id = $1 AND factor_id = $2`,
     [id, factorId],
   )
   return r.rows[0] ?? null

@@ -1,8 +1,9 @@
-// MFA with TOTP (docs/auth-protocol.md §3.19): POST /factors (enroll: secret, otpauth URI, QR code as SVG),
-// POST /factors/:id/challenge, POST /factors/:id/verify (the same session raised to aal2:
-// AMR `totp`, refresh token rotated, the user's other aal1 sessions ended) and
-// DELETE /factors/:id. Phone and WebAuthn factors are never enabled here and answer GoTrue's
-// "disabled" errors. Anonymous users are refused; challenge and verify are rate limited.
+// MFA (docs/auth-protocol.md §3.19): POST /factors (enroll a TOTP factor: secret, otpauth URI,
+// QR code as SVG), POST /factors/:id/challenge, POST /factors/:id/verify (the same session
+// raised to aal2: AMR `totp`, refresh token rotated, the user's other aal1 sessions ended) and
+// DELETE /factors/:id. WebAuthn factors when the database turns them on (factors-webauthn.ts);
+// phone factors are never enabled here and answer GoTrue's "disabled" errors. Anonymous users
+// are refused; challenge and verify are rate limited.
 import type { FastifyRequest } from 'fastify'
 import * as OTPAuth from 'otpauth'
 import QRCode from 'qrcode'
@@ -10,10 +11,6 @@ import { withTransaction, type Queryable } from '../../shared/index.js'
 import {
   InsufficientAalError,
   BadJsonError,
-  ChallengeExpiredError,
-  ChallengeIpMismatchError,
-  FactorNotFoundError,
-  FactorNameConflictError,
   MfaPhoneEnrollDisabledError,
   MfaPhoneVerifyDisabledError,
   MfaTotpEnrollDisabledError,
@@ -21,7 +18,6 @@ import {
   MfaVerificationFailedError,
   MfaWebAuthnEnrollDisabledError,
   MfaWebAuthnVerifyDisabledError,
-  TooManyFactorsError,
   UnexpectedFailureError,
   unexpectedFailure,
   ValidationFailedError,
@@ -30,43 +26,25 @@ import { mfaAttemptHook } from '../auth-hooks.js'
 import { callerOf, contextOf, factorOf } from '../request-state.js'
 import { UUID } from '../bearer.js'
 import { bodyOf, clientMeta, optString } from '../http.js'
-import { audit } from '../models/audit-log.js'
 import {
-  AMR_OF_FACTOR,
-  deleteChallenge,
-  deleteExpiredFactors,
-  deleteFactor,
-  deleteSessionsBelowAal2,
-  deleteUnverifiedFactors,
-  downgradeSessionsOfFactor,
-  factorsOfUser,
-  findChallenge,
-  insertChallenge,
-  insertTotpFactor,
-  markChallengeVerified,
-  markFactorVerified,
-  setSessionAal,
-} from '../models/factors.js'
-import { identitiesForUser } from '../models/identities.js'
-import { activeTokenOfSession, insertRefreshToken, revokeSessionTokens } from '../models/refresh-tokens.js'
-import { addAmrClaim, amrClaims, deleteSessionsOfUser, findSession } from '../models/sessions.js'
-import { findUserById } from '../models/users.js'
-import { tokenResponse } from '../tokens.js'
-import type { AccessTokenResponse, AuthenticatedUser, FactorRow, TenantContext } from '../types.js'
+  checkNewFactor,
+  completeVerification,
+  CHALLENGE_EXPIRY_SECONDS,
+  liveChallenge,
+  sessionIsAal2,
+  type MfaCaller,
+} from '../mfa.js'
+import { audit } from '../models/audit-log.js'
+import { challengeWebAuthn, enrollWebAuthn, verifyWebAuthn } from './factors-webauthn.js'
+import { deleteFactor, downgradeSessionsOfFactor, insertChallenge, insertTotpFactor } from '../models/factors.js'
+import { deleteSessionsOfUser } from '../models/sessions.js'
+import type { FactorRow, TenantContext } from '../types.js'
 
-/** GoTrue's MFA defaults: challenges and unverified, unchallenged factors live 300 s. */
-const CHALLENGE_EXPIRY_SECONDS = 300
-const FACTOR_EXPIRY_SECONDS = 300
-const MAX_VERIFIED_FACTORS = 10
 const TOTP = { algorithm: 'SHA1', digits: 6, period: 30 } as const
 
 /** The caller the table's checks proved: signed in, not anonymous, with a session. */
-function mfaCallerOf(req: FastifyRequest): AuthenticatedUser & { sessionId: string } {
-  return callerOf(req) as AuthenticatedUser & { sessionId: string }
-}
-
-async function sessionIsAal2(q: Queryable, sessionId: string): Promise<boolean> {
-  return (await findSession(q, sessionId))?.aal === 'aal2'
+function mfaCallerOf(req: FastifyRequest): MfaCaller {
+  return callerOf(req) as MfaCaller
 }
 
 /** pquerna/otp's key URL: otpauth://totp/<issuer>:<account>?algorithm&digits&issuer&period&secret. */
@@ -111,7 +89,7 @@ async function useTotpStep(q: Queryable, factorId: string, step: number): Promis
 async function enrollTotp(
   ctx: TenantContext,
   req: FastifyRequest,
-  u: AuthenticatedUser & { sessionId: string },
+  u: MfaCaller,
   friendlyName: string,
   issuerParam: string | undefined,
 ) {
@@ -126,13 +104,7 @@ async function enrollTotp(
   const user = u.user.user
   return withTransaction(ctx.db, async (q) => {
     const now = ctx.now()
-    await deleteExpiredFactors(q, user.id, now, FACTOR_EXPIRY_SECONDS)
-    const factors = await factorsOfUser(q, user.id)
-    if (factors.some((f) => (f.friendly_name ?? '') === friendlyName)) throw new FactorNameConflictError(friendlyName)
-    const verified = factors.filter((f) => f.status === 'verified').length
-    if (factors.length >= ctx.tenant.auth.mfa_max_enrolled_factors || verified >= MAX_VERIFIED_FACTORS)
-      throw new TooManyFactorsError()
-    if (verified > 0 && !(await sessionIsAal2(q, u.sessionId))) throw new InsufficientAalError('enroll')
+    await checkNewFactor(ctx, q, u, friendlyName)
     const account = user.email ?? ''
     if (account === '') throw new UnexpectedFailureError('qrCode')
     const secret = new OTPAuth.Secret({ size: 20 }).base32
@@ -156,55 +128,17 @@ async function enrollTotp(
   })
 }
 
-/**
- * Raises the caller's session after a verified factor (GoTrue's updateMFASessionAndClaims):
- * AMR claim added, the session's refresh token rotated (the aal1 one no longer refreshes),
- * aal and factor_id stored, a token signed with the session's AMR.
- */
-async function raiseSession(
-  ctx: TenantContext,
-  q: Queryable,
-  userId: string,
-  sessionId: string,
-  factor: FactorRow,
-  ip: string | null,
-): Promise<AccessTokenResponse> {
-  const now = ctx.now()
-  await addAmrClaim(q, sessionId, AMR_OF_FACTOR[factor.factor_type]!, now)
-  const active = await activeTokenOfSession(q, sessionId)
-  await revokeSessionTokens(q, sessionId, now)
-  const refreshToken = await insertRefreshToken(q, { userId, sessionId, parent: active?.token, now })
-  await setSessionAal(q, sessionId, 'aal2', factor.id, now)
-  const user = (await findUserById(q, userId))!
-  // One after another: q is the transaction's client, which runs one query at a time.
-  const identities = await identitiesForUser(q, userId)
-  const factors = await factorsOfUser(q, userId)
-  const amr = await amrClaims(q, sessionId)
-  return tokenResponse(
-    ctx,
-    { user, identities, factors },
-    { id: sessionId, refreshToken, amr },
-    { q, method: `mfa/${factor.factor_type}`, ip },
-  )
-}
-
 async function verifyTotp(
   ctx: TenantContext,
   req: FastifyRequest,
-  u: AuthenticatedUser & { sessionId: string },
+  u: MfaCaller,
   factor: FactorRow,
   challengeId: string,
   code: string,
 ) {
   const ip = clientMeta(req).ip ?? ''
-  const challenge = await findChallenge(ctx.db, factor.id, challengeId)
-  if (!challenge) throw new FactorNotFoundError('challenge')
-  if (challenge.verified_at || challenge.ip_address !== ip) throw new ChallengeIpMismatchError()
+  const challenge = await liveChallenge(ctx, factor, challengeId, ip)
   const now = ctx.now()
-  if (challenge.created_at.getTime() + CHALLENGE_EXPIRY_SECONDS * 1000 < now.getTime()) {
-    await deleteChallenge(ctx.db, challenge.id)
-    throw new ChallengeExpiredError(challenge.id)
-  }
   const userId = u.user.user.id
   const step = factor.secret ? totpStep(factor.secret, code, now) : null
   await mfaAttemptHook(
@@ -219,21 +153,7 @@ async function verifyTotp(
       throw new MfaVerificationFailedError(
         'This TOTP code was already used; wait for the next code of your authenticator',
       )
-    await audit(q, {
-      action: 'verification_attempted',
-      actorId: userId,
-      actorUsername: u.user.user.email,
-      traits: { factor_id: factor.id, challenge_id: challenge.id, factor_type: factor.factor_type },
-      ip,
-      now,
-    })
-    // Two verifies of one challenge race here; the loser sees a spent challenge.
-    if (!(await markChallengeVerified(q, challenge.id, now))) throw new ChallengeIpMismatchError()
-    if (factor.status !== 'verified') await markFactorVerified(q, factor.id, now)
-    const token = await raiseSession(ctx, q, userId, u.sessionId, factor, ip)
-    await deleteSessionsBelowAal2(q, userId)
-    await deleteUnverifiedFactors(q, userId, factor.factor_type)
-    return token
+    return completeVerification(ctx, q, u, factor, challenge.id, ip)
   })
 }
 
@@ -257,7 +177,9 @@ export async function postFactor(req: FastifyRequest): Promise<unknown> {
     case 'phone':
       throw new MfaPhoneEnrollDisabledError()
     case 'webauthn':
-      throw new MfaWebAuthnEnrollDisabledError('MFA enroll is disabled for WebAuthn')
+      if (!ctx.tenant.auth.mfa_webauthn_enroll)
+        throw new MfaWebAuthnEnrollDisabledError('MFA enroll is disabled for WebAuthn')
+      return enrollWebAuthn(ctx, req, u, friendlyName)
     case 'totp':
       if (!ctx.tenant.auth.mfa_totp_enroll) throw new MfaTotpEnrollDisabledError()
       return enrollTotp(ctx, req, u, friendlyName, issuer)
@@ -267,21 +189,23 @@ export async function postFactor(req: FastifyRequest): Promise<unknown> {
 }
 
 /**
- * Challenge and verify work on TOTP factors only, with TOTP verification on: a phone or
- * WebAuthn factor gets GoTrue's "disabled" error (`webauthn`: the one of the calling route).
+ * Challenge and verify work on TOTP factors with TOTP verification on and on WebAuthn factors
+ * with WebAuthn verification on: otherwise GoTrue's "disabled" error (`webauthn`: the one of
+ * the calling route). A phone factor is never enabled here.
  */
-function requireTotpVerify(ctx: TenantContext, factor: FactorRow, webauthn: () => Error): void {
+function requireVerify(ctx: TenantContext, factor: FactorRow, webauthn: () => Error): 'totp' | 'webauthn' {
   switch (factor.factor_type) {
     case 'phone':
       throw new MfaPhoneVerifyDisabledError()
     case 'webauthn':
-      throw webauthn()
+      if (!ctx.tenant.auth.mfa_webauthn_verify) throw webauthn()
+      return 'webauthn'
     case 'totp':
-      break
+      if (!ctx.tenant.auth.mfa_totp_verify) throw new MfaTotpVerifyDisabledError()
+      return 'totp'
     default:
       throw new ValidationFailedError('factor_type needs to be totp, phone, or webauthn')
   }
-  if (!ctx.tenant.auth.mfa_totp_verify) throw new MfaTotpVerifyDisabledError()
 }
 
 export async function postChallenge(req: FastifyRequest): Promise<unknown> {
@@ -290,9 +214,10 @@ export async function postChallenge(req: FastifyRequest): Promise<unknown> {
   const factor = factorOf(req)
   const b = bodyOf(req)
   optString(b, 'channel')
-  requireTotpVerify(ctx, factor, () => new MfaWebAuthnVerifyDisabledError())
+  const kind = requireVerify(ctx, factor, () => new MfaWebAuthnVerifyDisabledError())
   const ip = clientMeta(req).ip
   if (!ip) throw unexpectedFailure(new Error('no client IP for an MFA challenge'))
+  if (kind === 'webauthn') return challengeWebAuthn(ctx, u, factor, ip)
   const challenge = await withTransaction(ctx.db, async (q) => {
     const now = ctx.now()
     const c = await insertChallenge(q, { factorId: factor.id, ip, now })
@@ -321,7 +246,12 @@ export async function postFactorVerify(req: FastifyRequest): Promise<unknown> {
   const challengeId = challengeIdOf(b)
   const code = optString(b, 'code') ?? ''
   if (code === '' && factor.factor_type !== 'webauthn') throw new ValidationFailedError('Code needs to be non-empty')
-  requireTotpVerify(ctx, factor, () => new MfaWebAuthnEnrollDisabledError('MFA verification is disabled for WebAuthn'))
+  const kind = requireVerify(
+    ctx,
+    factor,
+    () => new MfaWebAuthnEnrollDisabledError('MFA verification is disabled for WebAuthn'),
+  )
+  if (kind === 'webauthn') return verifyWebAuthn(ctx, req, u, factor, challengeId, b)
   return verifyTotp(ctx, req, u, factor, challengeId, code)
 }
 

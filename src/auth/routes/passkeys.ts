@@ -47,6 +47,7 @@ import type { AuthenticatedUser, TenantContext } from '../types.js'
 import {
   assertionUserId,
   authenticationOptions,
+  passkeyCredential,
   registrationOptions,
   relyingPartyOf,
   verifiedAssertion,
@@ -167,7 +168,7 @@ async function assertedPasskey(ctx: TenantContext, credential: unknown) {
 export async function postAuthenticationVerify(req: FastifyRequest): Promise<unknown> {
   const { ctx, challenge, credential } = await takeChallenge(req, 'authentication', null)
   const { response, user, passkey } = await assertedPasskey(ctx, credential)
-  const counter = await verifiedAssertion(response, challenge.session_data, passkey)
+  const counter = await verifiedAssertion(response, challenge.session_data, passkeyCredential(passkey))
   if (user.email && !user.email_confirmed_at) throw new EmailNotConfirmedError('passkey')
   if (isUserBanned(user, ctx.now())) throw new UserBannedError('bearer')
   return withTransaction(ctx.db, async (q) => {
