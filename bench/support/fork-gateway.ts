@@ -2,7 +2,10 @@
 // process runs under), starts it with the given config overrides and tenant files, and
 // exposes its port, its CPU time and close(). BENCH_GATEWAY_PROF=<dir> profiles the gateway
 // process (--cpu-prof into <dir>), BENCH_GATEWAY_PROF=perf starts it for `perf record`;
-// BENCH_GATEWAY_NODE_ARGS adds Node options to it (space-separated, e.g. --trace-deopt).
+// BENCH_GATEWAY_NODE_ARGS adds Node options to it (space-separated, e.g. --trace-deopt);
+// BENCH_GATEWAY_EXEC runs it with another executable in place of this Node (a script that
+// execs Node under a tool, e.g. `valgrind --tool=callgrind`: instructions per request, a
+// count that other processes on a busy machine do not inflate).
 import { fork, type ChildProcess } from 'node:child_process'
 import path from 'node:path'
 import { fileURLToPath } from 'node:url'
@@ -64,6 +67,7 @@ export async function forkGateway(
         : []),
     ],
     stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
+    ...(process.env.BENCH_GATEWAY_EXEC !== undefined ? { execPath: process.env.BENCH_GATEWAY_EXEC } : {}),
   })
   const listening = next(child, 'listening')
   child.send({
