@@ -6,22 +6,31 @@
 // limits and Kong's per-consumer limits keep one caller from the rest). A slot is taken
 // after the body was read (body.ts) and given back when the upstream's answer is complete
 // (release(), from the proxy) or when the client response closes, whichever comes first; a
-// slow reader never holds one once the upstream has answered. No closure per request.
+// slow reader never holds one once the upstream has answered. No closure per request, and
+// no key string made per request: the counts are a map of clients per tenant (an entry per
+// tenant that was ever served, bounded by the tenants; a client's entry goes when it has none).
 import type { ServerResponse } from 'node:http'
+
+/** One tenant's requests in flight, in all and per client. */
+interface TenantCount {
+  n: number
+  clients: Map<string, number>
+}
 
 const kTenant = Symbol('gatehouse.inflightTenant')
 const kClient = Symbol('gatehouse.inflightClient')
-type Tracked = ServerResponse & { [kTenant]?: string; [kClient]?: string }
+type Tracked = ServerResponse & { [kTenant]?: TenantCount; [kClient]?: string }
 
 /** take()'s answer: a slot, or which cap refused one. */
 type TakeResult = 'ok' | 'tenant' | 'client'
 
 export interface InflightSlots {
   /**
-   * Takes a slot of `tenant` for `client` and `res` (given back by release(res) or when res
-   * closes); 'tenant' / 'client' when that cap is reached.
+   * Takes a slot of `tenant` for `client` and `res`, given back by release(res) or when res
+   * closes (`onClose` false: the caller promises release(res) on every path, and no 'close'
+   * listener is added); 'tenant' / 'client' when that cap is reached.
    */
-  take(tenant: string, client: string, res: ServerResponse): TakeResult
+  take(tenant: string, client: string, res: ServerResponse, onClose?: boolean): TakeResult
   /** Gives back res's slot (once; later calls and the close do nothing). */
   release(res: ServerResponse): void
   /** Requests of `tenant` in flight now. */
@@ -31,50 +40,45 @@ export interface InflightSlots {
 }
 
 export function createInflightSlots(maxPerTenant: number, clientShare = 1): InflightSlots {
-  const counts = new Map<string, number>()
-  // Per client within a tenant: key `${tenant}\n${client}`.
-  const clients = new Map<string, number>()
+  const tenants = new Map<string, TenantCount>()
   const perClient = Math.max(1, Math.floor(maxPerTenant * clientShare))
 
-  const dec = (map: Map<string, number>, key: string): void => {
-    const n = (map.get(key) ?? 1) - 1
-    if (n <= 0) map.delete(key)
-    else map.set(key, n)
-  }
-
   function release(this: Tracked): void {
-    const tenant = this[kTenant]
-    if (tenant === undefined) return
+    const t = this[kTenant]
+    if (t === undefined) return
     this[kTenant] = undefined
-    dec(counts, tenant)
-    const client = this[kClient]
-    if (client !== undefined) {
-      this[kClient] = undefined
-      dec(clients, client)
-    }
+    t.n--
+    const client = this[kClient]!
+    this[kClient] = undefined
+    const c = (t.clients.get(client) ?? 1) - 1
+    if (c <= 0) t.clients.delete(client)
+    else t.clients.set(client, c)
   }
 
   return {
     perClient,
-    take(tenant, client, res) {
-      const n = counts.get(tenant) ?? 0
-      if (n >= maxPerTenant) return 'tenant'
-      const key = `${tenant}\n${client}`
-      const c = clients.get(key) ?? 0
+    take(tenant, client, res, onClose = true) {
+      let t = tenants.get(tenant)
+      if (t === undefined) {
+        t = { n: 0, clients: new Map() }
+        tenants.set(tenant, t)
+      }
+      if (t.n >= maxPerTenant) return 'tenant'
+      const c = t.clients.get(client) ?? 0
       if (c >= perClient) return 'client'
-      counts.set(tenant, n + 1)
-      clients.set(key, c + 1)
+      t.n++
+      t.clients.set(client, c + 1)
       const tracked = res as Tracked
-      tracked[kTenant] = tenant
-      tracked[kClient] = key
-      res.on('close', release)
+      tracked[kTenant] = t
+      tracked[kClient] = client
+      if (onClose) res.on('close', release)
       return 'ok'
     },
     release(res) {
       release.call(res as Tracked)
     },
     count(tenant) {
-      return counts.get(tenant) ?? 0
+      return tenants.get(tenant)?.n ?? 0
     },
   }
 }

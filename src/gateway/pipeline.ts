@@ -17,7 +17,7 @@ import {
   TenantNotFoundError,
   TooManyConcurrentRequestsError,
 } from './errors.js'
-import { isOpenAuthRoute, isTablePath, notServedError, parseGatewayPath } from './request/path.js'
+import { isOpenAuthRoute, isTablePath, notServedError, parseGatewayPath, type GatewayPath } from './request/path.js'
 import { rewriteQuery, type LimitPolicy, type QueryRewrite } from './request/query.js'
 import { isUnverifiedTokenRefusal, type Authenticator } from './request/authenticate.js'
 import type { UpstreamTokens } from './proxy/upstream-token.js'
@@ -138,18 +138,66 @@ class ProxyPipeline {
     this.#deps = deps
   }
 
-  /** Runs one request to its end (errors answered through deps.fail); never rejects. */
-  handle(ex: Exchange): Promise<void> {
-    return this.#run(ex).catch((err: unknown) => {
-      try {
-        this.#deps.fail(ex, err)
-      } catch (failure) {
-        // Nothing sensible left to send (the response cannot be written): cut the
-        // connection rather than leave the client waiting or the rejection unhandled.
-        ex.log.error({ err: failure, cause: err }, 'answering a failed request failed')
-        ex.res.destroy()
+  /**
+   * Runs one request to its end (errors answered through deps.fail); never rejects. One
+   * async function: a cached tenant, caller and token cost no promise of their own.
+   */
+  async handle(ex: Exchange): Promise<void> {
+    try {
+      const raw = ex.raw
+      if (this.#preflight(ex)) return
+      const info = setRequestInfo(raw, ex.id)
+      if (this.#deps.tracer !== undefined) info.trace = this.#deps.tracer.logFields?.(raw)
+      this.#admit(raw)
+      const gp = parseGatewayPath(raw.url ?? '/')
+      // Supabase's other services are not offered by any database: said before any look-up.
+      if (gp.service === null) throw notServedError(gp.path)
+      const r = this.#route(raw, info, gp, await this.#deps.tenants.get(gp.database))
+      // Cached verdicts and tokens come back as values: awaited only when they are promises.
+      const c = this.#authenticate(raw, r)
+      const caller = c instanceof Promise ? await c : c
+      const a = this.#upstreamAuthorization(r, caller)
+      const authorization = a instanceof Promise ? await a : a
+      const ours: OutgoingHttpHeaders = this.#ours(ex, r.q)
+      const clientIp = this.#deps.clientIp(raw)
+      // Request-rate limits before any body is read: a limited client uploads nothing.
+      if (r.service === 'rest' && r.tenant.rest.rate_limits !== undefined) {
+        await this.#checkRate(raw, r, clientIp, firstHeader(raw.headers.apikey) ?? r.q.apikey ?? '', ours)
       }
-    })
+      // The body, up to gateway.buffer_body_bytes, before the request takes a slot or an
+      // upstream socket (413 / 408 refuse it here); a larger one streams from there.
+      let body: Buffer | BodyStream | null = null
+      if (r.hasBody) {
+        body = await this.#readWithin(raw, ex.res, r.maxBody)
+        if (body === null) {
+          this.#deps.onClientGone(info)
+          return
+        }
+      }
+      this.#takeSlot(r.tenant.database, caller, clientIp, ex, body)
+      this.#forwardHoldingSlot(ex, { r, caller, authorization, clientIp, body, ours, info })
+    } catch (err) {
+      this.#failed(ex, err)
+    }
+  }
+
+  #failed(ex: Exchange, err: unknown): void {
+    try {
+      this.#deps.fail(ex, err)
+    } catch (failure) {
+      // Nothing sensible left to send (the response cannot be written): cut the
+      // connection rather than leave the client waiting or the rejection unhandled.
+      ex.log.error({ err: failure, cause: err }, 'answering a failed request failed')
+      ex.res.destroy()
+    }
+  }
+
+  /** Our headers of the response: the base ones and the row-limit notices. */
+  #ours(ex: Exchange, q: QueryRewrite): OutgoingHttpHeaders {
+    const ours: OutgoingHttpHeaders = this.#deps.baseHeaders(ex)
+    if (q.limitAdded !== null) ours['x-gatehouse-default-limit'] = String(q.limitAdded)
+    if (q.limitCapped !== null) ours['x-gatehouse-max-limit'] = String(q.limitCapped)
+    return ours
   }
 
   /** fastify's entry: the catch-all route, its body left unparsed (hijacked). */
@@ -167,51 +215,6 @@ class ProxyPipeline {
         reply.hijack()
         return this.handle({ raw: request.raw, res: reply.raw, id: request.id, log: request.log })
       },
-    })
-  }
-
-  async #run(ex: Exchange): Promise<void> {
-    const raw = ex.raw
-    if (this.#preflight(ex)) return
-    const info = setRequestInfo(raw, ex.id)
-    if (this.#deps.tracer !== undefined) info.trace = this.#deps.tracer.logFields?.(raw)
-    this.#admit(raw)
-    const r = await this.#route(raw, info)
-    // Cached verdicts and tokens come back as values: awaited only when they are promises.
-    const c = this.#authenticate(raw, r)
-    const caller = c instanceof Promise ? await c : c
-    const a = this.#upstreamAuthorization(r, caller)
-    const authorization = a instanceof Promise ? await a : a
-    const ours: OutgoingHttpHeaders = this.#deps.baseHeaders(ex)
-    const q = r.q
-    if (q.limitAdded !== null) ours['x-gatehouse-default-limit'] = String(q.limitAdded)
-    if (q.limitCapped !== null) ours['x-gatehouse-max-limit'] = String(q.limitCapped)
-    const clientIp = this.#deps.clientIp(raw)
-    // Request-rate limits before any body is read: a limited client uploads nothing.
-    if (r.service === 'rest' && r.tenant.rest.rate_limits !== undefined) {
-      await this.#checkRate(raw, r, clientIp, firstHeader(raw.headers.apikey) ?? q.apikey ?? '', ours)
-    }
-    // The body, up to gateway.buffer_body_bytes, before the request takes a slot or an
-    // upstream socket (413 / 408 refuse it here); a larger one streams from there.
-    let body: Buffer | BodyStream | null = null
-    if (r.hasBody) {
-      body = await this.#readWithin(raw, ex.res, r.maxBody)
-      if (body === null) {
-        this.#deps.onClientGone(info)
-        return
-      }
-    }
-    this.#takeSlot(r.tenant.database, caller, clientIp, ex, body)
-    this.#forward(ex, {
-      r,
-      caller,
-      authorization,
-      clientIp,
-      query: q.query,
-      limitAdded: q.limitAdded,
-      body,
-      ours,
-      info,
     })
   }
 
@@ -239,18 +242,15 @@ class ProxyPipeline {
   }
 
   /** The tenant and service the path names; a declared body over the limit is refused here. */
-  async #route(raw: IncomingMessage, info: RequestInfo): Promise<Routed> {
-    const gp = parseGatewayPath(raw.url ?? '/')
-    // Supabase's other services are not offered by any database: said before any look-up.
-    if (gp.service === null) throw notServedError(gp.path)
-    const tenant = await this.#deps.tenants.get(gp.database)
+  #route(raw: IncomingMessage, info: RequestInfo, gp: GatewayPath, tenant: Tenant | null | undefined): Routed {
     if (tenant === null || tenant === undefined) throw new TenantNotFoundError(gp.database)
+    const service = gp.service!
     info.tenant = tenant.database
-    info.service = gp.service
+    info.service = service
     const limits = this.#deps.limits
     const hasBody = hasRequestBody(raw.headers)
     const maxBody =
-      gp.service === 'rest' ? (tenant.rest.max_body_bytes ?? limits.restMaxBodyBytes) : limits.authMaxBodyBytes
+      service === 'rest' ? (tenant.rest.max_body_bytes ?? limits.restMaxBodyBytes) : limits.authMaxBodyBytes
     if (hasBody) {
       const tooLarge = declaredTooLarge(raw, maxBody)
       if (tooLarge !== null) {
@@ -258,8 +258,8 @@ class ProxyPipeline {
         throw tooLarge
       }
     }
-    const q = rewriteQuery(gp.query, limitOf(raw.method ?? 'GET', gp.service, gp.path, tenant))
-    return { tenant, service: gp.service, path: gp.path, q, hasBody, maxBody }
+    const q = rewriteQuery(gp.query, limitOf(raw.method ?? 'GET', service, gp.path, tenant))
+    return { tenant, service, path: gp.path, q, hasBody, maxBody }
   }
 
   /**
@@ -355,7 +355,9 @@ class ProxyPipeline {
    */
   #takeSlot(database: string, caller: Caller, clientIp: string, ex: Exchange, body: Buffer | BodyStream | null): void {
     const slots = this.#deps.slots
-    const taken = slots.take(database, caller.keyKind === 'svc' ? `${clientIp} svc` : clientIp, ex.res)
+    // No 'close' listener of its own: the upstream client gives the slot back on every path
+    // (#forwardHoldingSlot).
+    const taken = slots.take(database, caller.keyKind === 'svc' ? `${clientIp} svc` : clientIp, ex.res, false)
     if (taken === 'ok') return
     if (body !== null && !Buffer.isBuffer(body)) {
       body.destroy()
@@ -364,6 +366,19 @@ class ProxyPipeline {
     throw taken === 'tenant'
       ? new TooManyConcurrentRequestsError(this.#deps.limits.tenantMaxInflight, { headers: BUSY })
       : new ClientTooManyConcurrentRequestsError(slots.perClient, { headers: BUSY })
+  }
+
+  /**
+   * #forward with the slot just taken: the upstream client gives it back when the upstream
+   * request is over or the client goes away; here when forwarding fails before that.
+   */
+  #forwardHoldingSlot(ex: Exchange, f: Forwarding): void {
+    try {
+      this.#forward(ex, f)
+    } catch (err) {
+      this.#deps.slots.release(ex.res)
+      throw err
+    }
   }
 
   /** The request as the upstream gets it (headers, path), handed to the upstream client. */
@@ -387,14 +402,15 @@ class ProxyPipeline {
     this.#deps.tracer?.inject(raw, raw.headers as OutgoingHttpHeaders)
     // Tell the engine which limit was ours, not the caller's (client copies were stripped
     // above), so it can say when a result was cut by it (Content-Range `*`, X-Gatehouse-Limit-Applied).
-    if (f.limitAdded !== null) raw.headers['x-gatehouse-default-limit'] = String(f.limitAdded)
+    if (r.q.limitAdded !== null) raw.headers['x-gatehouse-default-limit'] = String(r.q.limitAdded)
     if (body !== null) {
       // A whole body is sent with its length, however the client framed it; a streamed one
       // with the client's Content-Length, or chunked by the upstream client when it had none.
       delete raw.headers['transfer-encoding']
       if (Buffer.isBuffer(body)) raw.headers['content-length'] = String(body.length)
     }
-    raw.url = upstreamPath(target, r.path, f.query)
+    const query = r.q.query
+    raw.url = upstreamPath(target, r.path, query)
     this.#deps.upstream.forward(raw, ex.res, {
       target,
       requestId: ex.id,
@@ -405,7 +421,7 @@ class ProxyPipeline {
       hasBody: r.hasBody,
       body,
       path: r.path,
-      query: f.query,
+      query,
       responseHeaders: f.ours,
       info: f.info,
       log: ex.log,
@@ -429,8 +445,6 @@ interface Forwarding {
   caller: Caller
   authorization: string | undefined
   clientIp: string
-  query: string
-  limitAdded: number | null
   body: Buffer | BodyStream | null
   ours: OutgoingHttpHeaders
   info: RequestInfo

@@ -8,7 +8,7 @@ import type { Dispatcher } from 'undici'
 import type { FastifyBaseLogger } from 'fastify'
 import { isJsonContentType, standardReasonPhrase } from '../../shared/index.js'
 import type { ProxiedRequest, RequestInfo, RewriteError } from '../types.js'
-import { buildResponseHeaders } from './headers.js'
+import { readUpstreamHead, withOurs } from './headers.js'
 import type { BodyStream } from '../body.js'
 
 /** Everything the response side needs about one proxied request. */
@@ -65,6 +65,13 @@ function replaceHeaders(list: string[], set: Record<string, string>, drop: reado
     if (!names.has(list[i]!.toLowerCase())) out.push(list[i]!, list[i + 1]!)
   }
   for (const [k, v] of Object.entries(set)) out.push(k, v)
+  return out
+}
+
+/** undici's raw header list as strings, [name, value, ...]. */
+function asStrings(rawHeaders: readonly Buffer[]): string[] {
+  const out = new Array<string>(rawHeaders.length)
+  for (let i = 0; i < rawHeaders.length; i++) out[i] = rawHeaders[i]!.toString('latin1')
   return out
 }
 
@@ -207,41 +214,28 @@ export class Forward implements Dispatcher.DispatchHandler {
 
   onHeaders(statusCode: number, rawHeaders: Buffer[], resume: () => void, statusText: string): boolean {
     this.resume = resume
-    const raw: string[] = new Array(rawHeaders.length)
-    let contentType: string | undefined
-    let encoded = false
-    let retryAfter = false
-    for (let i = 0; i < rawHeaders.length; i += 2) {
-      const k = rawHeaders[i]!.toString('latin1')
-      const v = rawHeaders[i + 1]!.toString('latin1')
-      raw[i] = k
-      raw[i + 1] = v
-      // Lengths first: most names are none of these three.
-      if (k.length === 12 && k.toLowerCase() === 'content-type') contentType ??= v
-      else if (k.length === 16 && k.toLowerCase() === 'content-encoding') encoded = true
-      else if (k.length === 11 && k.toLowerCase() === 'retry-after') retryAfter = true
-    }
     const opts = this.internals.opts
     const ctx = this.ctx
     const res = this.res
     this.status = statusCode
     this.statusText = statusText
     if (this.gone || res.destroyed) return false
+    const head = readUpstreamHead(rawHeaders, ctx.responseHeaders.vary !== undefined)
     let ours = opts.isShuttingDown() ? { ...ctx.responseHeaders, connection: 'close' } : ctx.responseHeaders
     // Every 503 the gateway sends says when to retry, an engine's too.
-    if (statusCode === 503 && !retryAfter) ours = { ...ours, 'retry-after': '1' }
-    const headers = buildResponseHeaders(raw, ours)
+    if (statusCode === 503 && !head.retryAfter) ours = { ...ours, 'retry-after': '1' }
+    const headers = withOurs(head, ours)
     if (
       opts.rewriteError !== undefined &&
       statusCode >= 400 &&
       ctx.method !== 'HEAD' &&
-      isJsonContentType(contentType) &&
-      !encoded
+      isJsonContentType(head.contentType) &&
+      !head.encoded
     ) {
       ctx.rewriting = true
       this.chunks = []
       this.headers = headers
-      this.upstreamRaw = raw
+      this.upstreamRaw = asStrings(rawHeaders)
       return true
     }
     // The upstream's reason phrase goes on with its status (PostgREST's, which clients show).
@@ -250,6 +244,7 @@ export class Forward implements Dispatcher.DispatchHandler {
     return true
   }
 
+  /** The upstream's headers as strings (for the refusal rewriter). */
   upstreamRaw: string[] = []
 
   onData(chunk: Buffer): boolean {

@@ -100,36 +100,82 @@ function dropFromUpstream(lower: string): boolean {
   )
 }
 
+/** What the response side reads of an upstream answer's head (readUpstreamHead()). */
+export interface UpstreamHead {
+  /**
+   * The upstream's headers the client gets, a flat [name, value, ...] list (case and
+   * repeats kept): not hop-by-hop, not Connection-listed, none of ours. withOurs() adds ours.
+   */
+  kept: string[]
+  /** The upstream's Vary values, held back to be merged with ours (when we have one). */
+  vary: string | null
+  /** The first Content-Type. */
+  contentType: string | undefined
+  /** A Content-Encoding was sent. */
+  encoded: boolean
+  /** A Retry-After was sent. */
+  retryAfter: boolean
+}
+
 /**
- * Headers for the client as a flat [name, value, ...] list for res.writeHead(): the
- * upstream's raw headers (case and repeats kept) minus hop-by-hop, Connection-listed and
- * the ones we own, then ours (request id, CORS, limit notice). A `vary` of ours is merged
- * with the upstream's.
+ * One pass over undici's raw response headers (Buffers): each name and value read once as
+ * a string, sorted into what the client gets and what the proxy must know. `oursVary`: our
+ * headers have a Vary (the upstream's is merged into it).
  */
-export function buildResponseHeaders(rawHeaders: string[], ours: OutgoingHttpHeaders): string[] {
+export function readUpstreamHead(rawHeaders: readonly Buffer[], oursVary: boolean): UpstreamHead {
+  const head: UpstreamHead = { kept: [], vary: null, contentType: undefined, encoded: false, retryAfter: false }
   let connection: string[] | undefined
   for (let i = 0; i < rawHeaders.length; i += 2) {
-    if (rawHeaders[i]!.length === 10 && rawHeaders[i]!.toLowerCase() === 'connection')
-      (connection ??= []).push(rawHeaders[i + 1]!)
-  }
-  const listed = listedIn(connection?.length === 1 ? connection[0] : connection)
-  const out: string[] = []
-  let upstreamVary: string | null = null
-  for (let i = 0; i < rawHeaders.length; i += 2) {
-    const name = rawHeaders[i]!
+    const name = rawHeaders[i]!.toString('latin1')
+    const value = rawHeaders[i + 1]!.toString('latin1')
     const lower = name.toLowerCase()
-    if (HOP_BY_HOP.has(lower) || dropFromUpstream(lower) || (listed !== null && listed.has(lower))) continue
-    if (lower === 'vary' && ours.vary !== undefined) {
-      upstreamVary = upstreamVary === null ? rawHeaders[i + 1]! : `${upstreamVary}, ${rawHeaders[i + 1]!}`
+    if (HOP_BY_HOP.has(lower)) {
+      if (lower === 'connection') (connection ??= []).push(value)
       continue
     }
-    out.push(name, rawHeaders[i + 1]!)
+    if (dropFromUpstream(lower) || noteHeader(head, lower, value, oursVary)) continue
+    head.kept.push(name, value)
   }
+  // Headers the Connection header lists are hop-by-hop too (RFC 9110 §7.6.1): rare, so
+  // taken out afterwards (the Connection header may come after them).
+  const listed = listedIn(connection?.length === 1 ? connection[0] : connection)
+  if (listed !== null) {
+    const all = head.kept
+    head.kept = []
+    for (let i = 0; i < all.length; i += 2) if (!listed.has(all[i]!.toLowerCase())) head.kept.push(all[i]!, all[i + 1]!)
+    if (listed.has('vary')) head.vary = null
+  }
+  return head
+}
+
+/** Notes what the proxy reads of one header; true when it is held back from the list (a Vary to merge). */
+function noteHeader(head: UpstreamHead, lower: string, value: string, oursVary: boolean): boolean {
+  switch (lower) {
+    case 'content-type':
+      head.contentType ??= value
+      return false
+    case 'content-encoding':
+      head.encoded = true
+      return false
+    case 'retry-after':
+      head.retryAfter = true
+      return false
+    case 'vary':
+      if (!oursVary) return false
+      head.vary = head.vary === null ? value : `${head.vary}, ${value}`
+      return true
+  }
+  return false
+}
+
+/** The client's headers: the upstream's kept ones, then ours (a Vary of ours merged with the upstream's). */
+export function withOurs(head: UpstreamHead, ours: OutgoingHttpHeaders): string[] {
+  const out = head.kept
   for (const name in ours) {
     const v = ours[name]
     if (v === undefined) continue
-    if (name === 'vary' && upstreamVary !== null) {
-      out.push('vary', `${upstreamVary}, ${String(v)}`)
+    if (name === 'vary' && head.vary !== null) {
+      out.push('vary', `${head.vary}, ${String(v)}`)
       continue
     }
     if (Array.isArray(v)) {
