@@ -272,6 +272,7 @@ function upstreamClient(
     isShuttingDown: shuttingDown,
     onUpstreamError: (ctx, code) => metrics.upstreamError(ctx.tenant.database, ctx.service, code),
     onComplete: (info, status) => answers.complete(info, status),
+    ...(deps.now !== undefined ? { now: deps.now } : {}),
   })
 }
 

@@ -52,6 +52,8 @@ export interface UpstreamClientOptions {
   onUpstreamError?: (ctx: ForwardContext, code: string) => void
   /** The response is complete (or cut): log line and metrics. */
   onComplete?: (info: RequestInfo, status: number) => void
+  /** Clock in milliseconds (when an engine's outage was last logged); default Date.now. */
+  now?: () => number
 }
 
 /**

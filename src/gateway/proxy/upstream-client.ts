@@ -48,6 +48,30 @@ const UPSTREAM_MAX_HEADER_BYTES = 256 * 1024
  * whose method, url (the full upstream path: upstreamPath()) and headers are the upstream's;
  * the body is ctx.body. close() destroys the keep-alive sockets; queued requests fail.
  */
+/** How long an engine's "upstream request failed" error stands for the failures that follow it. */
+const DOWN_LOG_WINDOW_MS = 30_000
+
+/**
+ * Whether an engine's failure is worth an error line: the first per tenant, engine origin and
+ * code is, the ones in the next 30 s are not (debug), so an engine that is down or hung is not
+ * logged once per request. Bounded: the oldest key goes beyond 10,000.
+ */
+class DownLog {
+  readonly #last = new Map<string, number>()
+  readonly #now: () => number
+  constructor(now: () => number) {
+    this.#now = now
+  }
+  loud(key: string): boolean {
+    const now = this.#now()
+    const last = this.#last.get(key)
+    if (last !== undefined && now - last < DOWN_LOG_WINDOW_MS) return false
+    if (last === undefined && this.#last.size >= 10_000) this.#last.delete(this.#last.keys().next().value!)
+    this.#last.set(key, now)
+    return true
+  }
+}
+
 export class UpstreamClient {
   readonly #opts: UpstreamClientOptions
   readonly #origins = new Map<string, Origin>()
@@ -56,9 +80,11 @@ export class UpstreamClient {
   readonly #byTarget = new WeakMap<URL, Origin>()
   /** What each Forward calls back. */
   readonly #internals: Internals
+  readonly #down: DownLog
 
   constructor(opts: UpstreamClientOptions) {
     this.#opts = opts
+    this.#down = new DownLog(opts.now ?? Date.now)
     this.#internals = {
       opts,
       release: (o) => {
@@ -159,10 +185,10 @@ export class UpstreamClient {
         : code !== undefined && TIMEOUT_CODES.has(code)
           ? new UpstreamTimeoutError({ cause: err })
           : new UpstreamUnavailableError({ cause: err })
-    ctx.log.error(
-      { tenant: ctx.tenant.database, err, upstream: ctx.target.origin, code: error.code },
-      'upstream request failed',
-    )
+    const fields = { tenant: ctx.tenant.database, upstream: ctx.target.origin, code: error.code }
+    if (this.#down.loud(`${fields.tenant}\0${fields.upstream}\0${fields.code}`))
+      ctx.log.error({ ...fields, err }, 'upstream request failed')
+    else ctx.log.debug(fields, 'upstream request failed (logged already)')
     this.#opts.onUpstreamError?.(ctx, error.code)
     this.#answerError(f, error)
   }

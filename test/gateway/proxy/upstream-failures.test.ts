@@ -6,6 +6,7 @@ import http from 'node:http'
 import net from 'node:net'
 import type { AddressInfo } from 'node:net'
 import { createHash, randomBytes } from 'node:crypto'
+import { pino } from 'pino'
 import { makeTenant, lookupOf, startUpstream, startGateway, request, testConfig } from '../../helpers/gateway.js'
 
 /** A port that was listening and is closed now: connections are refused (a real fault). */
@@ -69,6 +70,27 @@ t.test('502 when the upstream refuses or resets, 504 when it is too slow', async
 
   const health = await request(`${gw.adminUrl}/healthz`)
   t.equal(health.status, 200, 'the gateway is alive after all that')
+})
+
+t.test('an engine that is down is logged once per tenant and engine, not per request', async (t) => {
+  const restPort = await closedPort()
+  let authPort = await closedPort()
+  while (authPort === restPort) authPort = await closedPort()
+  const down = makeTenant('down', { auth: `http://127.0.0.1:${authPort}`, rest: `http://127.0.0.1:${restPort}` })
+  const lines: Array<{ level: number; msg: string; code?: string }> = []
+  const logger = pino({ level: 'debug' }, { write: (l: string) => void lines.push(JSON.parse(l)) })
+  let now = 1_000_000
+  const gw = await startGateway(t, { tenants: lookupOf(down), logger, now: () => now })
+  const get = async (service: string) =>
+    (await request(`${gw.url}/down/${service}`, { headers: { apikey: down.file.keys.public } })).status
+  for (let i = 0; i < 10; i++) t.equal(await get('rest/v1/todos'), 502)
+  t.equal(await get('auth/v1/settings'), 502)
+  const failed = () => lines.filter((l) => l.level >= 50 && l.msg === 'upstream request failed').length
+  t.equal(failed(), 2, 'one error line for the REST engine and one for the auth engine, for 11 failed requests')
+  t.equal(lines.filter((l) => l.msg === 'upstream request failed (logged already)').length, 9, 'the others at debug')
+  now += 31_000
+  t.equal(await get('rest/v1/todos'), 502)
+  t.equal(failed(), 3, 'after 30 s the outage is logged again')
 })
 
 t.test('a response cut mid-body is cut for the client too', async (t) => {
