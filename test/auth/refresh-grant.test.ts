@@ -57,6 +57,75 @@ t.test('a refresh grant answers the user GET /user reads, for any row and sessio
   t.equal(protectedHeader.kid, jwk.kid, "signed with the tenant's ES256 key")
 })
 
+t.test("a refresh grant lists the user's identities and factors in creation order, as GET /user does", async (t) => {
+  const h = await startAuth(t, { tenants: [{ auth: { refresh_token_reuse_interval: 10 } }] })
+  const [a] = h.list as [(typeof h.list)[0]]
+  // Its sessions print timestamps at -02:30 in summer and -03:30 in winter: the texts of two
+  // moments do not order as the moments do.
+  await adminQuery(`ALTER ROLE "${a.roles.authn}" IN DATABASE "${a.database}" SET timezone = 'America/St_Johns'`)
+  const signUp = await call(h.base(a) + '/signup', {
+    body: { email: email('order'), password: 'correct horse battery' },
+  })
+  t.equal(signUp.status, 200)
+  const userId = signUp.body.user.id as string
+  // Inserted in an order unlike their creation: a tie to the microsecond (then by id), one a
+  // microsecond apart within the same millisecond, a summer and a winter time, one without.
+  const identities: Array<[string, string | null]> = [
+    ['00000000-0000-4000-8000-00000000000b', '2024-01-15 12:00:00.000500+00'],
+    ['00000000-0000-4000-8000-00000000000a', '2024-01-15 12:00:00.000500+00'],
+    ['00000000-0000-4000-8000-00000000000c', '2024-01-15 12:00:00.000499+00'],
+    ['00000000-0000-4000-8000-00000000000d', null],
+    ['00000000-0000-4000-8000-00000000000e', '2024-07-15 11:00:00+00'],
+    ['00000000-0000-4000-8000-00000000000f', '2024-07-15 10:59:59.9+00'],
+  ]
+  for (const [id, at] of identities) {
+    await adminQuery(
+      `INSERT INTO auth.identities (id, provider_id, user_id, identity_data, provider, created_at, updated_at)
+       VALUES ($1::uuid, $1::text, $2, '{}', 'github', $3, $3)`,
+      [id, userId, at],
+      a.database,
+    )
+  }
+  const factors: Array<[string, string]> = [
+    ['00000000-0000-4000-9000-000000000001', '2024-07-15 11:00:00.000002+00'],
+    ['00000000-0000-4000-9000-000000000002', '2024-01-15 12:00:00+00'],
+    ['00000000-0000-4000-9000-000000000003', '2024-07-15 11:00:00.000001+00'],
+  ]
+  for (const [id, at] of factors) {
+    await adminQuery(
+      `INSERT INTO auth.mfa_factors (id, user_id, friendly_name, factor_type, status, created_at, updated_at)
+       VALUES ($1::uuid, $2, $1::text, 'totp', 'unverified', $3, $3)`,
+      [id, userId, at],
+      a.database,
+    )
+  }
+  const refreshed = await call(h.base(a) + '/token?grant_type=refresh_token', {
+    body: { refresh_token: signUp.body.refresh_token },
+  })
+  t.equal(refreshed.status, 200)
+  const ids = (list: Array<{ identity_id?: string; id: string }>): string[] => list.map((x) => x.identity_id ?? x.id)
+  const github = ['c', 'a', 'b', 'f', 'e', 'd'].map((x) => `00000000-0000-4000-8000-00000000000${x}`)
+  const emailIdentity = ids(refreshed.body.user.identities).filter((x) => !github.includes(x))
+  t.equal(emailIdentity.length, 1, "the sign-up's own identity too")
+  t.same(
+    ids(refreshed.body.user.identities).filter((x) => github.includes(x)),
+    github,
+    'identities by created_at to the microsecond, then id; none without a time last',
+  )
+  t.same(
+    ids(refreshed.body.user.factors),
+    ['2', '3', '1'].map((x) => `00000000-0000-4000-9000-00000000000${x}`),
+  )
+  const read = await call(h.base(a) + '/user', { token: refreshed.body.access_token })
+  t.same(refreshed.body.user, read.body, 'the order GET /user reads')
+  // The token presented again within the reuse interval: the slow path answers the same user.
+  const again = await call(h.base(a) + '/token?grant_type=refresh_token', {
+    body: { refresh_token: signUp.body.refresh_token },
+  })
+  t.equal(again.status, 200)
+  t.same(again.body.user, read.body, 'and so does the reuse path')
+})
+
 t.test('refresh tokens are v1-shaped and never repeat, across refills of their entropy', async (t) => {
   const seen = new Set<string>()
   // 256 tokens are drawn per refill: several refills.

@@ -121,6 +121,42 @@ function timestampOf(v: unknown): Date | null {
   return PLAIN_TIMESTAMPTZ.test(v) ? new Date(v) : parseTimestamptz(v.replace('T', ' '))
 }
 
+/**
+ * A json timestamptz as Postgres orders it: its millisecond (timestampOf's) and the microseconds
+ * past it (json writes up to six fraction digits); a missing one as null.
+ */
+function timestampKey(v: string | null): [number, number] | null {
+  if (v === null) return null
+  const ms = timestampOf(v)!.getTime()
+  const fraction = /\.(\d{1,6})/.exec(v)?.[1] ?? ''
+  return [ms, Number(fraction.padEnd(6, '0').slice(3))]
+}
+
+/** Ascending, a missing timestamp last (ORDER BY ... ASC puts NULLs last). */
+function compareKeys(a: [number, number] | null, b: [number, number] | null): number {
+  if (a === null || b === null) return a === b ? 0 : a === null ? 1 : -1
+  if (a[0] !== b[0]) return a[0] < b[0] ? -1 : 1
+  return a[1] - b[1]
+}
+
+/**
+ * Rows of json (a user's identities or factors) in the order of `ORDER BY created_at` (and then
+ * `id` with `thenById`: uuids order as their text), so the statement needs no Sort node.
+ * Rows with equal keys keep the order they came in (the sort is stable).
+ */
+export function inCreationOrder<T extends { created_at: string | null; id: string }>(
+  rows: T[],
+  thenById: boolean,
+): T[] {
+  if (rows.length < 2) return rows
+  const keys = new Map(rows.map((r) => [r, timestampKey(r.created_at)]))
+  return rows.slice().sort((a, b) => {
+    const c = compareKeys(keys.get(a)!, keys.get(b)!)
+    if (c !== 0 || !thenById || a.id === b.id) return c
+    return a.id < b.id ? -1 : 1
+  })
+}
+
 /** The user of a USER_JSON value, as a row of USER_SELECT reads. */
 export function userFromJson(j: Record<string, unknown>): UserRow {
   return userRow(j as Record<string, unknown> & UserRow, timestampOf)
