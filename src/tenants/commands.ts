@@ -201,6 +201,9 @@ async function exportTenant(
 async function history(cfg: Config, database: string, opts: { json?: boolean }): Promise<void> {
   checkName(database)
   const entries = await withStore(cfg, (s) => s.history(database))
+  // No history and no record: a name the store never held (a deleted one keeps its history).
+  if (entries.length === 0 && !(await withStore(cfg, (s) => s.read(database))))
+    throw new TenantNotInStoreError(database)
   if (opts.json) {
     out(JSON.stringify(entries, null, 2))
     return

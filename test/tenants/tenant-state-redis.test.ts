@@ -294,6 +294,9 @@ t.test('50 concurrent PATCHes of different fields all land; If-Match; the histor
   const h = await cli(['tenants', 'history', x.database])
   t.equal(h.code, 0, h.stderr)
   t.match(h.stdout, /p-state \(panel\)\s+auth-settings\s+\d+ -> \d+\s+auth\.pkce/)
+  const unknown = await cli(['tenants', 'history', 'no_such_db'])
+  t.equal(unknown.code, 1, 'a database the store never held is an error')
+  t.match(unknown.stderr, /no tenant "no_such_db" in the store/)
 })
 
 t.test('a retired legacy secret: HS256 tokens refused on REST and auth, the secret key keeps working', async (t) => {
