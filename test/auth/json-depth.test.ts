@@ -1,8 +1,9 @@
 // JSON nested deeper than auth.max_json_depth is a 400 bad_json naming the limit, in the
 // auth engine's own parser (so direct engine calls are covered, not only the gateway's):
-// sign-up user_metadata fifty thousand levels deep, PUT /user data, a lowered limit.
+// sign-up user_metadata fifty thousand levels deep, PUT /user data, a lowered limit. Also isoString (json.ts).
 import t from 'tap'
 import { call, email, startAuth } from '../helpers/auth-harness.js'
+import { isoString } from '../../src/auth/json.js'
 
 /** `levels` nested objects: {"a":{"a":...{}}}. */
 function nest(levels: number): Record<string, unknown> {
@@ -54,4 +55,16 @@ t.test('a configured limit', async (t) => {
       .status,
     200,
   )
+})
+
+t.test('isoString: what toISOString writes, for any time, remembered or not', async (t) => {
+  const times = [0, -1, 1, 1_764_227_572_123, -62_135_596_800_000, 253_402_300_799_999, 8.64e15, -8.64e15]
+  for (let i = 0; i < 12_000; i++) times.push(Math.floor((Math.random() - 0.5) * 2 * 8.64e15))
+  let wrong = 0
+  for (let round = 0; round < 2; round++) {
+    for (const ms of times) if (isoString(new Date(ms)) !== new Date(ms).toISOString()) wrong++
+  }
+  t.equal(wrong, 0, 'every time, the first time and again (past the 10,000 remembered)')
+  t.throws(() => isoString(new Date(Number.NaN)), RangeError, 'an invalid date throws as toISOString does')
+  t.throws(() => isoString(new Date(Number.NaN)), RangeError, 'and again')
 })

@@ -4,7 +4,7 @@
 import { randomUUID } from 'node:crypto'
 import type { Queryable } from '../../shared/index.js'
 import type { FactorRow } from '../types.js'
-import { definedOnly } from '../json.js'
+import { definedOnly, isoString } from '../json.js'
 
 const FACTOR_SELECT = `id, user_id, friendly_name, factor_type::text AS factor_type, status::text AS status, created_at,
   updated_at, secret, phone, last_challenged_at, web_authn_aaguid, last_webauthn_challenge_data`
@@ -213,13 +213,13 @@ export async function downgradeSessionsOfFactor(
 export function toFactorJson(f: FactorRow): Record<string, unknown> {
   const out: Record<string, unknown> = {
     id: f.id,
-    created_at: f.created_at.toISOString(),
-    updated_at: f.updated_at.toISOString(),
+    created_at: isoString(f.created_at),
+    updated_at: isoString(f.updated_at),
     status: f.status,
     friendly_name: f.friendly_name || undefined,
     factor_type: f.factor_type,
     phone: f.phone ?? '',
-    last_challenged_at: f.last_challenged_at ? f.last_challenged_at.toISOString() : null,
+    last_challenged_at: f.last_challenged_at ? isoString(f.last_challenged_at) : null,
     web_authn_aaguid: f.web_authn_aaguid ?? undefined,
     last_webauthn_challenge_data: f.last_webauthn_challenge_data ?? undefined,
   }

@@ -3,7 +3,7 @@
 import { randomUUID } from 'node:crypto'
 import type { Queryable } from '../../shared/index.js'
 import type { IdentityRow } from '../types.js'
-import { definedOnly } from '../json.js'
+import { definedOnly, isoString } from '../json.js'
 
 const SELECT = 'id, provider_id, user_id, identity_data, provider, last_sign_in_at, created_at, updated_at, email'
 
@@ -113,9 +113,9 @@ export function toIdentityJson(i: IdentityRow): Record<string, unknown> {
     user_id: i.user_id,
     identity_data: i.identity_data ?? {},
     provider: i.provider,
-    last_sign_in_at: i.last_sign_in_at ? i.last_sign_in_at.toISOString() : undefined,
-    created_at: i.created_at ? i.created_at.toISOString() : undefined,
-    updated_at: i.updated_at ? i.updated_at.toISOString() : undefined,
+    last_sign_in_at: i.last_sign_in_at ? isoString(i.last_sign_in_at) : undefined,
+    created_at: i.created_at ? isoString(i.created_at) : undefined,
+    updated_at: i.updated_at ? isoString(i.updated_at) : undefined,
     email: i.email || undefined,
   }
   return definedOnly(out)

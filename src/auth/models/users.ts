@@ -6,7 +6,7 @@ import { quoteIdent, type Queryable } from '../../shared/index.js'
 import type { IdentityRow, UserJson, UserRow, UserWithIdentities } from '../types.js'
 import { factorsOfUser, toFactorJson } from './factors.js'
 import { identitiesForUser, toIdentityJson } from './identities.js'
-import { definedOnly } from '../json.js'
+import { definedOnly, isoString } from '../json.js'
 
 export const NIL_UUID = '00000000-0000-0000-0000-000000000000'
 
@@ -342,7 +342,7 @@ export function providersOf(identities: IdentityRow[]): string[] {
 }
 
 function ts(d: Date | null | undefined): string | undefined {
-  return d ? d.toISOString() : undefined
+  return d ? isoString(d) : undefined
 }
 
 /** The User object of docs/auth-protocol.md §2.1: optional timestamps omitted when null, email/phone never null. */
