@@ -11,6 +11,7 @@ import {
   type AuthenticationResponseJSON,
   type RegistrationResponseJSON,
 } from '@simplewebauthn/server'
+import { isoCBOR } from '@simplewebauthn/server/helpers'
 import type { WebAuthnSettings } from '../tenants/index.js'
 import { PasskeysDisabledError, WebAuthnVerificationFailedError } from './errors.js'
 import type { ChallengeSession, PasskeyRow } from './models/webauthn.js'
@@ -104,9 +105,37 @@ function expected(session: ChallengeSession) {
   return { expectedChallenge: session.challenge, expectedOrigin: session.rp_origins, expectedRPID: session.rp_id }
 }
 
+/**
+ * The answer with its attestation statement dropped, as a browser drops it when the options
+ * ask for attestation "none" (WebAuthn Level 2 §5.4.7): we ask for none and trust none. Checking a
+ * statement would also check its certificates' revocation, fetching the CRL URLs the client's
+ * certificates name (@simplewebauthn/server's isCertRevoked; an android-key chain is anchored in
+ * its own last certificate): a client could make the engine call any address. The
+ * authenticator data (credential, key, AAGUID, flags, counter) stays as signed.
+ */
+function withoutAttestation(response: RegistrationResponseJSON): RegistrationResponseJSON {
+  let authData: unknown
+  try {
+    const decoded = isoCBOR.decodeFirst<Map<string, unknown>>(
+      Buffer.from(response.response.attestationObject, 'base64url'),
+    )
+    authData = decoded instanceof Map ? decoded.get('authData') : undefined
+  } catch {
+    authData = undefined
+  }
+  if (!(authData instanceof Uint8Array)) throw new WebAuthnVerificationFailedError('response')
+  const none = new Map<string, unknown>([
+    ['fmt', 'none'],
+    ['attStmt', new Map()],
+    ['authData', authData],
+  ])
+  const attestationObject = b64url(isoCBOR.encode(none as never))
+  return { ...response, response: { ...response.response, attestationObject } }
+}
+
 /** A registration answer checked against its challenge: the new credential, or 400. */
 export async function verifiedRegistration(raw: unknown, session: ChallengeSession) {
-  const response = credentialShape(raw, 'create') as unknown as RegistrationResponseJSON
+  const response = withoutAttestation(credentialShape(raw, 'create') as unknown as RegistrationResponseJSON)
   let result
   try {
     result = await verifyRegistrationResponse({ response, ...expected(session), requireUserVerification: false })

@@ -142,6 +142,22 @@ t.test('passkeys', async (t) => {
     t.same([again.status, again.body.code], [422, 'webauthn_credential_exists'])
     t.equal((await owner.passkey.list()).data!.length, 1, 'nothing was added')
 
+    // An attestation statement is dropped, not checked (we ask for none): checking one would
+    // fetch the CRL URLs its certificates name. A statement no check could pass registers.
+    const o5 = (await post('options', {})).body
+    const attested = new SoftAuthenticator({ rpId: 'localhost', origin: ORIGIN })
+    const attStmt = new Map<string, unknown>([
+      ['alg', -7],
+      ['sig', Buffer.alloc(70, 1)],
+      ['x5c', [Buffer.from('not a certificate with a CRL at http://169.254.169.254/')]],
+    ])
+    const withStatement = await post('verify', {
+      challenge_id: o5.challenge_id,
+      credential: attested.create(o5.options, { fmt: 'android-key', attStmt }),
+    })
+    t.equal(withStatement.status, 200, JSON.stringify(withStatement.body))
+    t.error((await owner.passkey.delete({ passkeyId: withStatement.body.id })).error)
+
     h.setAuth(a, { max_passkeys_per_user: 1 })
     const full = await post('options', {})
     t.same(

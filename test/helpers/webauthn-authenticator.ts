@@ -71,12 +71,12 @@ export class SoftAuthenticator {
   }
 
   /** navigator.credentials.create() serialized (PublicKeyCredential.toJSON()). */
-  create(options: CreationOptions, o: { origin?: string } = {}) {
+  create(options: CreationOptions, o: { origin?: string; fmt?: string; attStmt?: Map<string, unknown> } = {}) {
     this.#userHandle = options.user.id
     const authData = this.#authData(UP | UV | AT, true)
     const attestation = new Map<string, unknown>([
-      ['fmt', 'none'],
-      ['attStmt', new Map()],
+      ['fmt', o.fmt ?? 'none'],
+      ['attStmt', o.attStmt ?? new Map()],
       ['authData', authData],
     ])
     return {
