@@ -12,6 +12,7 @@ import {
   type PartTracer,
   fastifyClientError,
   wantsApiVersion2024,
+  LogThrottle,
 } from '../shared/index.js'
 import type { Tenant, TenantLookup } from '../tenants/index.js'
 import { signInWithIdentity, type ExternalIdentity } from './accounts.js'
@@ -92,35 +93,14 @@ function setBodyParsers(app: FastifyInstance, maxJsonDepth: number): void {
 /** How long one database's "unreachable" warning stands for the refusals that follow it. */
 const UNREACHABLE_LOG_WINDOW_MS = 30_000
 
-/**
- * Whether a database's unreachable refusal is worth a warning: the first of an outage is, the
- * ones in the next 30 s are not (they go to debug), so an outage is not logged once per request.
- */
-class UnreachableLog {
-  readonly #last = new Map<string, number>()
-  readonly #now: () => Date
-  constructor(now: () => Date) {
-    this.#now = now
-  }
-  warn(database: string): boolean {
-    const now = this.#now().getTime()
-    const last = this.#last.get(database)
-    if (last !== undefined && now - last < UNREACHABLE_LOG_WINDOW_MS) return false
-    // Bounded: the oldest entry goes when a database beyond 10,000 is added.
-    if (last === undefined && this.#last.size >= 10_000) this.#last.delete(this.#last.keys().next().value!)
-    this.#last.set(database, now)
-    return true
-  }
-}
-
 /** Every failure and unknown route answered in GoTrue's shape (errors.ts renderAuthError). */
 function setErrorRendering(app: FastifyInstance, now: () => Date): void {
-  const unreachable = new UnreachableLog(now)
+  const unreachable = new LogThrottle({ windowMs: UNREACHABLE_LOG_WINDOW_MS, now: () => now().getTime() })
   app.setErrorHandler((err: FastifyError | GatehouseError, req, reply) => {
     const e = toAuthError(err instanceof GatehouseError ? err : translateFastifyError(err))
     if (e.code === 'database_unavailable') {
       const database = (req.url.split('/')[1] ?? '').split('?')[0]!
-      if (unreachable.warn(database))
+      if (unreachable.first(database))
         req.log.warn({ err: e.internal ?? err, reqId: req.id, database }, 'tenant database unreachable')
       else req.log.debug({ reqId: req.id, database }, 'tenant database unreachable (logged already)')
     } else if (e.status >= 500)

@@ -6,6 +6,7 @@
 // three). Failures before the answer started become our 502 / 503 / 504.
 import type { IncomingHttpHeaders, OutgoingHttpHeaders, IncomingMessage, ServerResponse } from 'node:http'
 import { Pool, type Dispatcher } from 'undici'
+import { LogThrottle } from '../../shared/index.js'
 import { UpstreamBusyError, UpstreamTimeoutError, UpstreamUnavailableError } from '../errors.js'
 import { renderError } from '../render.js'
 import { BodyStream, ClientAbortedError } from '../body.js'
@@ -43,35 +44,14 @@ const TIMEOUT_CODES = new Set(['UND_ERR_HEADERS_TIMEOUT', 'UND_ERR_BODY_TIMEOUT'
 /** The size of an engine's response headers the gateway reads at most. */
 const UPSTREAM_MAX_HEADER_BYTES = 256 * 1024
 
+/** How long an engine's "upstream request failed" error stands for the failures that follow it. */
+const DOWN_LOG_WINDOW_MS = 30_000
+
 /**
  * Sends requests to the engines and streams their answers back. forward() takes a request
  * whose method, url (the full upstream path: upstreamPath()) and headers are the upstream's;
  * the body is ctx.body. close() destroys the keep-alive sockets; queued requests fail.
  */
-/** How long an engine's "upstream request failed" error stands for the failures that follow it. */
-const DOWN_LOG_WINDOW_MS = 30_000
-
-/**
- * Whether an engine's failure is worth an error line: the first per tenant, engine origin and
- * code is, the ones in the next 30 s are not (debug), so an engine that is down or hung is not
- * logged once per request. Bounded: the oldest key goes beyond 10,000.
- */
-class DownLog {
-  readonly #last = new Map<string, number>()
-  readonly #now: () => number
-  constructor(now: () => number) {
-    this.#now = now
-  }
-  loud(key: string): boolean {
-    const now = this.#now()
-    const last = this.#last.get(key)
-    if (last !== undefined && now - last < DOWN_LOG_WINDOW_MS) return false
-    if (last === undefined && this.#last.size >= 10_000) this.#last.delete(this.#last.keys().next().value!)
-    this.#last.set(key, now)
-    return true
-  }
-}
-
 export class UpstreamClient {
   readonly #opts: UpstreamClientOptions
   readonly #origins = new Map<string, Origin>()
@@ -80,11 +60,11 @@ export class UpstreamClient {
   readonly #byTarget = new WeakMap<URL, Origin>()
   /** What each Forward calls back. */
   readonly #internals: Internals
-  readonly #down: DownLog
+  readonly #down: LogThrottle
 
   constructor(opts: UpstreamClientOptions) {
     this.#opts = opts
-    this.#down = new DownLog(opts.now ?? Date.now)
+    this.#down = new LogThrottle({ windowMs: DOWN_LOG_WINDOW_MS, now: opts.now ?? Date.now })
     this.#internals = {
       opts,
       release: (o) => {
@@ -186,7 +166,7 @@ export class UpstreamClient {
           ? new UpstreamTimeoutError({ cause: err })
           : new UpstreamUnavailableError({ cause: err })
     const fields = { tenant: ctx.tenant.database, upstream: ctx.target.origin, code: error.code }
-    if (this.#down.loud(`${fields.tenant}\0${fields.upstream}\0${fields.code}`))
+    if (this.#down.first(`${fields.tenant}\0${fields.upstream}\0${fields.code}`))
       ctx.log.error({ ...fields, err }, 'upstream request failed')
     else ctx.log.debug(fields, 'upstream request failed (logged already)')
     this.#opts.onUpstreamError?.(ctx, error.code)
