@@ -26,22 +26,34 @@ export function relyingPartyOf(ctx: TenantContext): WebAuthnSettings {
 
 const b64url = (b: Uint8Array): string => Buffer.from(b).toString('base64url')
 
-/** Options for navigator.credentials.create(): the user's existing passkeys excluded. */
-export async function registrationOptions(rp: WebAuthnSettings, user: UserRow, existing: PasskeyRow[]) {
+/** What a registration is for: a passkey (discoverable, GoTrue's getPasskeyWebAuthn) or an MFA factor (GoTrue's getWebAuthnMFA). */
+const SELECTION = {
+  passkey: { residentKey: 'required', requireResidentKey: true, userVerification: 'preferred' },
+  factor: { residentKey: 'discouraged', userVerification: 'preferred' },
+} as const
+
+/** Options for navigator.credentials.create(): the user's credentials of that kind excluded. */
+export async function registrationOptions(
+  rp: WebAuthnSettings,
+  user: UserRow,
+  exclude: StoredCredential[],
+  kind: keyof typeof SELECTION,
+) {
   const name = user.email || user.phone || user.id
   const meta = user.raw_user_meta_data ?? {}
-  const displayName = typeof meta.name === 'string' && meta.name !== '' ? meta.name : name
   return generateRegistrationOptions({
     rpName: rp.rp_display_name,
     rpID: rp.rp_id,
     // GoTrue's WebAuthnID: the user id's text, so the assertion's userHandle names the user.
     userID: Buffer.from(user.id, 'utf8'),
     userName: name,
-    userDisplayName: displayName,
+    ...(kind === 'passkey'
+      ? { userDisplayName: typeof meta.name === 'string' && meta.name !== '' ? meta.name : name }
+      : {}),
     timeout: rp.challenge_expiry_seconds * 1000,
     attestationType: 'none',
-    excludeCredentials: existing.map((p) => ({ id: b64url(p.credential_id), transports: p.transports })),
-    authenticatorSelection: { residentKey: 'required', requireResidentKey: true, userVerification: 'preferred' },
+    excludeCredentials: exclude.map((c) => ({ id: b64url(c.id), transports: c.transports })),
+    authenticatorSelection: SELECTION[kind],
   })
 }
 
@@ -52,24 +64,6 @@ export function authenticationOptions(rp: WebAuthnSettings, allow: StoredCredent
     timeout: rp.challenge_expiry_seconds * 1000,
     userVerification: 'preferred',
     allowCredentials: allow.map((c) => ({ id: b64url(c.id), transports: c.transports })),
-  })
-}
-
-/**
- * Options for a WebAuthn MFA factor's credential (GoTrue's getWebAuthnMFA): a second factor,
- * so not necessarily discoverable; the user's other factors' credentials excluded.
- */
-export async function factorRegistrationOptions(rp: WebAuthnSettings, user: UserRow, exclude: StoredCredential[]) {
-  const name = user.email || user.phone || user.id
-  return generateRegistrationOptions({
-    rpName: rp.rp_display_name,
-    rpID: rp.rp_id,
-    userID: Buffer.from(user.id, 'utf8'),
-    userName: name,
-    timeout: rp.challenge_expiry_seconds * 1000,
-    attestationType: 'none',
-    excludeCredentials: exclude.map((c) => ({ id: b64url(c.id), transports: c.transports })),
-    authenticatorSelection: { residentKey: 'discouraged', userVerification: 'preferred' },
   })
 }
 

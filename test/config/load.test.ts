@@ -5,17 +5,7 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs'
 import os from 'node:os'
 import path from 'node:path'
 import { loadConfig } from '../../src/config/index.js'
-import { ConfigError } from '../../src/shared/index.js'
-
-function problemsOf(fn: () => unknown): string[] {
-  try {
-    fn()
-  } catch (err) {
-    if (err instanceof ConfigError) return err.problems
-    throw err
-  }
-  throw new Error('no ConfigError')
-}
+import { problemsOf } from '../helpers/config-errors.js'
 
 t.test('a value outside a set of choices names the choices, once', async (t) => {
   const dir = mkdtempSync(path.join(os.tmpdir(), 'gatehouse-config-'))

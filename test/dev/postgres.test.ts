@@ -21,6 +21,7 @@ import os from 'node:os'
 import path from 'node:path'
 import pg from 'pg'
 import { startDevPostgres, startEmbeddedPostgres, sweepOrphanClusters } from '../../src/dev/postgres.js'
+import { portOpen } from '../../src/dev/process-probes.js'
 
 const isRoot = typeof process.getuid === 'function' && process.getuid() === 0
 
@@ -48,17 +49,6 @@ async function login(url: string): Promise<string | null> {
   } finally {
     await c.end().catch(() => {})
   }
-}
-
-function portOpen(port: number): Promise<boolean> {
-  return new Promise((resolve) => {
-    const s = net.connect(port, '127.0.0.1')
-    s.once('connect', () => {
-      s.destroy()
-      resolve(true)
-    })
-    s.once('error', () => resolve(false))
-  })
 }
 
 /** A directory only its owner may enter (as root: the `postgres` user cannot). */

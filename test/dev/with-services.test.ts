@@ -4,8 +4,8 @@
 import t, { type Test } from 'tap'
 import { spawn } from 'node:child_process'
 import { existsSync } from 'node:fs'
-import net from 'node:net'
 import path from 'node:path'
+import { portOpen } from '../../src/dev/process-probes.js'
 import { REPO_ROOT } from '../helpers/e2e-stack.js'
 
 const WRAPPER = path.join(REPO_ROOT, 'scripts', 'with-services.mjs')
@@ -16,17 +16,6 @@ function ownServicesEnv(): NodeJS.ProcessEnv {
   delete env.DATABASE_URL
   delete env.REDIS_URL
   return env
-}
-
-function portOpen(port: number): Promise<boolean> {
-  return new Promise((resolve) => {
-    const s = net.connect(port, '127.0.0.1')
-    s.once('connect', () => {
-      s.destroy()
-      resolve(true)
-    })
-    s.once('error', () => resolve(false))
-  })
 }
 
 // The command: prints what the wrapper gave it, then does what the test asks.

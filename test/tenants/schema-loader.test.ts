@@ -9,19 +9,9 @@ import {
   loadTenantFiles,
   loadTenantFileEntries,
 } from '../../src/tenants/index.js'
-import { ConfigError } from '../../src/shared/index.js'
+import { problemsOf } from '../helpers/config-errors.js'
 import { loadConfig } from '../../src/config/index.js'
 import { tenantFile, writeTenantDir } from '../helpers/tenant-fixtures.js'
-
-function problemsOf(fn: () => unknown): string[] {
-  try {
-    fn()
-  } catch (err) {
-    if (err instanceof ConfigError) return err.problems
-    throw err
-  }
-  throw new Error('expected a ConfigError')
-}
 
 t.test('a valid file gets its defaults', async (t) => {
   const f = parseTenantFile(tenantFile('acme'), 'acme.yaml', {})

@@ -3,11 +3,12 @@
 // raised drop back to aal1). Admin bearer required, as every /admin route.
 import type { FastifyRequest } from 'fastify'
 import { withTransaction } from '../../shared/index.js'
-import { FactorNotFoundError, UserNotFoundError, ValidationFailedError } from '../errors.js'
+import { FactorNotFoundError, ValidationFailedError } from '../errors.js'
 import { contextOf } from '../request-state.js'
 import { UUID } from '../bearer.js'
 import { bodyOf, optString } from '../http.js'
 import { audit } from '../models/audit-log.js'
+import { loadPathUser } from './checks.js'
 import {
   deleteFactor,
   downgradeSessionsOfFactor,
@@ -15,16 +16,7 @@ import {
   findFactorOfUser,
   toFactorJson,
 } from '../models/factors.js'
-import { findUserById } from '../models/users.js'
 import type { FactorRow, TenantContext, UserRow } from '../types.js'
-
-async function loadUser(ctx: TenantContext, req: FastifyRequest): Promise<UserRow> {
-  const id = (req.params as { id?: string }).id ?? ''
-  if (!UUID.test(id)) throw new ValidationFailedError('user_id must be an UUID', { status: 404 })
-  const user = await findUserById(ctx.db, id.toLowerCase())
-  if (!user) throw new UserNotFoundError('byId')
-  return user
-}
 
 async function loadFactor(ctx: TenantContext, req: FastifyRequest, user: UserRow): Promise<FactorRow> {
   const id = (req.params as { factor_id?: string }).factor_id ?? ''
@@ -36,13 +28,13 @@ async function loadFactor(ctx: TenantContext, req: FastifyRequest, user: UserRow
 
 export async function getAdminFactors(req: FastifyRequest): Promise<unknown> {
   const ctx = contextOf(req)
-  const user = await loadUser(ctx, req)
+  const user = await loadPathUser(ctx, req)
   return (await factorsOfUser(ctx.db, user.id)).map(toFactorJson)
 }
 
 export async function putAdminFactor(req: FastifyRequest): Promise<unknown> {
   const ctx = contextOf(req)
-  const user = await loadUser(ctx, req)
+  const user = await loadPathUser(ctx, req)
   const factor = await loadFactor(ctx, req, user)
   const b = bodyOf(req)
   const friendlyName = optString(b, 'friendly_name') ?? ''
@@ -70,7 +62,7 @@ export async function putAdminFactor(req: FastifyRequest): Promise<unknown> {
 
 export async function deleteAdminFactor(req: FastifyRequest): Promise<unknown> {
   const ctx = contextOf(req)
-  const user = await loadUser(ctx, req)
+  const user = await loadPathUser(ctx, req)
   const factor = await loadFactor(ctx, req, user)
   await withTransaction(ctx.db, async (q) => {
     const now = ctx.now()

@@ -12,11 +12,14 @@ import {
   InvalidCredentialsError,
   ManualLinkingDisabledError,
   UnexpectedFailureError,
+  UserNotFoundError,
   ValidationFailedError,
 } from '../errors.js'
 import { GRANTS } from '../grants/index.js'
 import { bodyOf, optObject, optString, queryParam } from '../http.js'
 import { findFactorOfUser } from '../models/factors.js'
+import { findUserById } from '../models/users.js'
+import type { TenantContext, UserRow } from '../types.js'
 import { limitRequest, type RateLimitBucketName } from '../rate-limits.js'
 import { callerOf, contextOf, setCaller, setFactor } from '../request-state.js'
 import { limitFeatureRequest, type FeatureLimit } from '../request-limits.js'
@@ -78,6 +81,15 @@ export const FACTOR: Check = {
     if (!f) throw new FactorNotFoundError('factor')
     setFactor(req, f)
   },
+}
+
+/** The admin routes' user `:id` of the path (GoTrue's loadUser): 404 for a malformed or unknown id. */
+export async function loadPathUser(ctx: TenantContext, req: FastifyRequest): Promise<UserRow> {
+  const id = (req.params as { id?: string }).id ?? ''
+  if (!UUID.test(id)) throw new ValidationFailedError('user_id must be an UUID', { status: 404 })
+  const user = await findUserById(ctx.db, id.toLowerCase())
+  if (!user) throw new UserNotFoundError('byId')
+  return user
 }
 
 /** An admin token: a role of GoTrue's JWT_ADMIN_ROLES, for this database's audience. */

@@ -29,8 +29,8 @@ import type { FactorRow, TenantContext } from '../types.js'
 import {
   assertionUserId,
   authenticationOptions,
-  factorRegistrationOptions,
   looksLikeCredential,
+  registrationOptions,
   verifiedAssertion,
   verifiedRegistration,
   type StoredCredential,
@@ -97,7 +97,7 @@ async function ceremonyOptions(ctx: TenantContext, u: MfaCaller, factor: FactorR
   const rp = relyingParty(ctx)
   const others = (await webAuthnCredentialsOfUser(ctx.db, u.user.user.id)).map(fromStoredJson)
   if (factor.status !== 'verified')
-    return { type: 'create' as const, options: await factorRegistrationOptions(rp, u.user.user, others) }
+    return { type: 'create' as const, options: await registrationOptions(rp, u.user.user, others, 'factor') }
   const own = await webAuthnCredentialOf(ctx.db, factor.id)
   const allow = own ? [fromStoredJson(own)] : []
   return { type: 'request' as const, options: await authenticationOptions(rp, allow) }

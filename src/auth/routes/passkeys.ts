@@ -12,7 +12,6 @@ import {
   InsufficientAalError,
   TooManyPasskeysError,
   UserBannedError,
-  UserNotFoundError,
   ValidationFailedError,
   WebAuthnChallengeExpiredError,
   WebAuthnChallengeNotFoundError,
@@ -53,7 +52,7 @@ import {
   verifiedAssertion,
   verifiedRegistration,
 } from '../webauthn.js'
-import type { Check } from './checks.js'
+import { loadPathUser, type Check } from './checks.js'
 
 /** Passkeys are on for the database (GoTrue's requirePasskeyEnabled, before anything else). */
 export const PASSKEYS: Check = {
@@ -117,7 +116,7 @@ export async function postRegistrationOptions(req: FastifyRequest): Promise<unkn
   await requireManagementAal(ctx, caller)
   const existing = await passkeysOfUser(ctx.db, user.id)
   if (existing.length >= ctx.tenant.auth.max_passkeys_per_user) throw new TooManyPasskeysError()
-  const options = await registrationOptions(relyingPartyOf(ctx), user, existing)
+  const options = await registrationOptions(relyingPartyOf(ctx), user, existing.map(passkeyCredential), 'passkey')
   return beginCeremony(ctx, 'registration', user.id, options)
 }
 
@@ -225,24 +224,15 @@ export async function deletePasskeyRoute(req: FastifyRequest, reply: FastifyRepl
   return reply.code(204).send()
 }
 
-/** GoTrue's loadUser of the admin routes: the path's user, or 404. */
-async function adminUserOf(req: FastifyRequest): Promise<string> {
-  const ctx = contextOf(req)
-  const id = (req.params as { id?: string }).id ?? ''
-  if (!UUID.test(id)) throw new ValidationFailedError('user_id must be an UUID', { status: 404 })
-  const user = await findUserById(ctx.db, id.toLowerCase())
-  if (!user) throw new UserNotFoundError('byId')
-  return user.id
-}
-
 export async function getAdminPasskeys(req: FastifyRequest): Promise<unknown> {
-  const userId = await adminUserOf(req)
-  return (await passkeysOfUser(contextOf(req).db, userId)).map(passkeyJson)
+  const ctx = contextOf(req)
+  const user = await loadPathUser(ctx, req)
+  return (await passkeysOfUser(ctx.db, user.id)).map(passkeyJson)
 }
 
 export async function deleteAdminPasskey(req: FastifyRequest, reply: FastifyReply): Promise<unknown> {
   const ctx = contextOf(req)
-  const userId = await adminUserOf(req)
+  const userId = (await loadPathUser(ctx, req)).id
   const p = await passkeyOf(ctx, userId, (req.params as { passkey?: string }).passkey)
   await removePasskey(ctx, p, userId, { user_id: userId, via: 'admin' })
   return reply.code(204).send()
