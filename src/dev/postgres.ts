@@ -459,8 +459,13 @@ async function spawnServer(
   }
   const args = ['-D', dataDir, '-p', String(port)]
   for (const [k, v] of Object.entries(settings)) args.push('-c', `${k}=${v}`)
+  // A persistent cluster (the development stack's) runs in its own process group: Ctrl-C in the
+  // terminal signals the whole foreground group, and Postgres must outlive the parts' drain (the
+  // stack stops it last, src/dev/stack.ts). One left running by a killed stack is stopped by the
+  // next start (stopLeftover).
   const child: ChildProcess = spawn(postgres, args, {
     ...(as ?? {}),
+    detached: opts.persistent,
     stdio: ['ignore', 'pipe', 'pipe'],
     env: { ...process.env, LC_ALL: 'C' },
   })
