@@ -57,6 +57,13 @@ export const InvalidTokenError = defineError('invalid_token', 401, () => 'Invali
 // ---- upstreams ------------------------------------------------------------------------
 export const UpstreamUnavailableError = defineError('upstream_unavailable', 502, () => 'unexpected failure')
 
+/**
+ * Nothing accepts connections at the engine's address (restarting, or down): 503 with
+ * Retry-After, as Envoy answers a connect failure, so clients that retry a 503 (postgrest-js
+ * retries GET/HEAD after Retry-After) ride out an engine restart.
+ */
+export const UpstreamRefusedError = defineError('upstream_refused', 503, () => 'unexpected failure')
+
 export const UpstreamTimeoutError = defineError('upstream_timeout', 504, () => 'unexpected failure')
 
 /** A tenant's requests in flight to its upstreams reached gateway.tenant_max_inflight. */
@@ -149,6 +156,7 @@ export const GATEWAY_ERRORS = {
   InvalidApiKeyError,
   InvalidTokenError,
   UpstreamUnavailableError,
+  UpstreamRefusedError,
   UpstreamTimeoutError,
   TooManyConcurrentRequestsError,
   ClientTooManyConcurrentRequestsError,

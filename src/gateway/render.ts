@@ -21,6 +21,8 @@ export interface RenderedError {
 const HINTS_5XX: Record<string, string> = {
   upstream_unavailable:
     'The service behind the gateway could not be reached. Retry later; quote the request id when reporting it.',
+  upstream_refused:
+    'The service behind the gateway is not accepting connections (restarting?). Retry after the Retry-After seconds.',
   upstream_timeout:
     'The service behind the gateway did not answer in time. Retry later; quote the request id when reporting it.',
   not_ready: 'The gateway is shutting down or not ready. Retry on another instance.',

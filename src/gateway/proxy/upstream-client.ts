@@ -7,7 +7,7 @@
 import type { IncomingHttpHeaders, OutgoingHttpHeaders, IncomingMessage, ServerResponse } from 'node:http'
 import { Pool, type Dispatcher } from 'undici'
 import { LogThrottle } from '../../shared/index.js'
-import { UpstreamBusyError, UpstreamTimeoutError, UpstreamUnavailableError } from '../errors.js'
+import { UpstreamBusyError, UpstreamRefusedError, UpstreamTimeoutError, UpstreamUnavailableError } from '../errors.js'
 import { renderError } from '../render.js'
 import { BodyStream, ClientAbortedError } from '../body.js'
 import {
@@ -147,7 +147,7 @@ export class UpstreamClient {
   }
 
   /**
-   * Refused, reset, unreachable or too slow: 502 / 503 / 504 with our JSON body, unless the
+   * Refused, reset, unreachable or too slow: 503 / 502 / 504 with our JSON body, unless the
    * response already started (then the client connection is cut, as a proxy must). A
    * streamed body that was cut answers its own refusal (#bodyFailed).
    */
@@ -164,7 +164,9 @@ export class UpstreamClient {
         ? new UpstreamBusyError({ cause: err })
         : code !== undefined && TIMEOUT_CODES.has(code)
           ? new UpstreamTimeoutError({ cause: err })
-          : new UpstreamUnavailableError({ cause: err })
+          : code === 'ECONNREFUSED'
+            ? new UpstreamRefusedError({ cause: err })
+            : new UpstreamUnavailableError({ cause: err })
     const fields = { tenant: ctx.tenant.database, upstream: ctx.target.origin, code: error.code }
     if (this.#down.first(`${fields.tenant}\0${fields.upstream}\0${fields.code}`))
       ctx.log.error({ ...fields, err }, 'upstream request failed')

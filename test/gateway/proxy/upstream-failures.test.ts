@@ -18,7 +18,7 @@ async function closedPort(): Promise<number> {
   return port
 }
 
-t.test('502 when the upstream refuses or resets, 504 when it is too slow', async (t) => {
+t.test('503 when the upstream refuses, 502 when it resets, 504 when it is too slow', async (t) => {
   // Fake: accepts, reads the request, destroys the socket (a crashed upstream).
   const reset = await startUpstream(t, (req) => {
     req.socket.destroy()
@@ -41,20 +41,26 @@ t.test('502 when the upstream refuses or resets, 504 when it is too slow', async
     config: testConfig({ gateway: { upstream_timeout_ms: 300, upstream_connect_timeout_ms: 300 } }),
   })
 
-  for (const [tt, name] of [
-    [refusedT, 'refused'],
-    [resetT, 'reset'],
-  ] as const) {
-    const r = await request(`${gw.url}/${name}/rest/v1/todos`, { headers: { apikey: tt.file.keys.public } })
-    t.equal(r.status, 502, `${name}: 502`)
+  // Refused (nothing listens: an engine restarting): 503 with Retry-After, which clients retry.
+  const refused = await request(`${gw.url}/refused/rest/v1/todos`, { headers: { apikey: refusedT.file.keys.public } })
+  t.equal(refused.status, 503, 'refused: 503')
+  t.equal(refused.headers['retry-after'], '1', 'refused: Retry-After 1')
+  t.equal(refused.json().code, 'upstream_refused')
+  t.equal(refused.headers['x-gatehouse-error-code'], 'upstream_refused')
+  t.notMatch(refused.body, /ECONN|socket|127\.0\.0\.1/, 'no internals leak')
+  // Reset after the request was sent: 502, no Retry-After (a retry may not be safe).
+  const r0 = await request(`${gw.url}/reset/rest/v1/todos`, { headers: { apikey: resetT.file.keys.public } })
+  t.equal(r0.status, 502, 'reset: 502')
+  t.equal(r0.headers['retry-after'], undefined, 'reset: no Retry-After')
+  for (const r of [refused, r0]) {
     const body = r.json()
-    t.equal(body.code, 'upstream_unavailable')
     t.equal(body.message, 'unexpected failure', 'no cause in the body')
     t.equal(body.request_id, r.headers['x-request-id'], 'the request id is in the body')
     t.match(body.details, r.headers['x-request-id'] as string)
-    t.notMatch(r.body, /ECONN|socket|127\.0\.0\.1/, 'no internals leak')
-    t.equal(r.headers['x-gatehouse-error-code'], 'upstream_unavailable')
   }
+  t.equal(r0.json().code, 'upstream_unavailable')
+  t.notMatch(r0.body, /ECONN|socket|127\.0\.0\.1/, 'no internals leak')
+  t.equal(r0.headers['x-gatehouse-error-code'], 'upstream_unavailable')
   const r = await request(`${gw.url}/hung/auth/v1/settings`, { headers: { apikey: hungT.file.keys.public } })
   t.equal(r.status, 504, 'a silent upstream: 504')
   t.equal(r.json().code, 'upstream_timeout')
@@ -63,7 +69,7 @@ t.test('502 when the upstream refuses or resets, 504 when it is too slow', async
   const m = await request(`${gw.adminUrl}/metrics`)
   t.match(
     m.body,
-    /gatehouse_gateway_upstream_errors_total\{tenant="refused",service="rest",code="upstream_unavailable"\} 1/,
+    /gatehouse_gateway_upstream_errors_total\{tenant="refused",service="rest",code="upstream_refused"\} 1/,
   )
   t.match(m.body, /gatehouse_gateway_upstream_errors_total\{tenant="hung",service="auth",code="upstream_timeout"\} 1/)
   t.match(m.body, /gatehouse_requests_total\{part="gateway",tenant="hung",status="504"\} 1/)
@@ -83,13 +89,13 @@ t.test('an engine that is down is logged once per tenant and engine, not per req
   const gw = await startGateway(t, { tenants: lookupOf(down), logger, now: () => now })
   const get = async (service: string) =>
     (await request(`${gw.url}/down/${service}`, { headers: { apikey: down.file.keys.public } })).status
-  for (let i = 0; i < 10; i++) t.equal(await get('rest/v1/todos'), 502)
-  t.equal(await get('auth/v1/settings'), 502)
+  for (let i = 0; i < 10; i++) t.equal(await get('rest/v1/todos'), 503)
+  t.equal(await get('auth/v1/settings'), 503)
   const failed = () => lines.filter((l) => l.level >= 50 && l.msg === 'upstream request failed').length
   t.equal(failed(), 2, 'one error line for the REST engine and one for the auth engine, for 11 failed requests')
   t.equal(lines.filter((l) => l.msg === 'upstream request failed (logged already)').length, 9, 'the others at debug')
   now += 31_000
-  t.equal(await get('rest/v1/todos'), 502)
+  t.equal(await get('rest/v1/todos'), 503)
   t.equal(failed(), 3, 'after 30 s the outage is logged again')
 })
 
