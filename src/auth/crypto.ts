@@ -1,6 +1,6 @@
 // Password hashing (bcrypt) and the tenant password policy, one-time token generation
 // and hashing as GoTrue stores them (hex SHA-224 of address + OTP, docs/auth-protocol.md §5.4), random
-// passwords and legacy v1 refresh token strings (§5.2). No I/O besides bcrypt's CPU work,
+// passwords, legacy v1 refresh token strings (§5.2) and the shape check of presented ones. No I/O besides bcrypt's CPU work,
 // which runs natively on libuv's thread pool (@node-rs/bcrypt's async calls), never on the
 // event loop: a flood of sign-ins at one tenant must not stall the others' requests.
 import { hash as nativeHash, verify as nativeVerify } from '@node-rs/bcrypt'
@@ -8,6 +8,7 @@ import { createHash, randomBytes, randomFillSync, randomInt, timingSafeEqual } f
 import { availableParallelism } from 'node:os'
 import type { AuthSettings } from '../tenants/index.js'
 import { ValidationFailedError, weakPassword } from './errors.js'
+import { parseRefreshTokenV2, type RefreshTokenV2 } from './refresh-token-v2.js'
 
 // At most this many hashes run at once in the process (the rest wait their turn): bcrypt
 // keeps a core busy for its whole run, and libuv's pool has 4 threads, so a flood of
@@ -195,13 +196,21 @@ export function generateRefreshToken(): string {
   return out
 }
 
-/** Pre-validation of a presented refresh token (docs/auth-protocol.md §3.4): v1 shape only. */
-export function assertRefreshTokenShape(token: unknown): asserts token is string {
-  // We issue v1 tokens only; a longer string would have to be a v2 token, which this
-  // engine never issued, so it is refused like GoTrue refuses an unparseable v2 token.
-  if (typeof token !== 'string' || !/^[a-z0-9]{12}$/.test(token)) {
-    throw new ValidationFailedError('Refresh token is not valid')
+/**
+ * Pre-validation of a presented refresh token (docs/auth-protocol.md §3.4, GoTrue's
+ * RefreshTokenGrantParams.Validate): 12 characters of `[a-z0-9]` are a v1 token (null);
+ * anything longer must parse as a v2 token (§5.3), which is returned. Everything else is
+ * 400 validation_failed.
+ */
+export function parseRefreshTokenParam(token: unknown): RefreshTokenV2 | null {
+  if (typeof token !== 'string' || token.length < 12) throw new ValidationFailedError('Refresh token is not valid')
+  if (token.length === 12) {
+    if (!/^[a-z0-9]{12}$/.test(token)) throw new ValidationFailedError('Refresh token is not valid')
+    return null
   }
+  const v2 = parseRefreshTokenV2(token)
+  if (v2 === null) throw new ValidationFailedError('Refresh token is not valid')
+  return v2
 }
 
 export function constantTimeEqual(a: string, b: string): boolean {

@@ -27,6 +27,8 @@ import {
 } from './models/factors.js'
 import { identitiesForUser } from './models/identities.js'
 import { activeTokenOfSession, insertRefreshToken, revokeSessionTokens } from './models/refresh-tokens.js'
+import { advanceSessionCounter, sessionTokenState } from './models/session-tokens.js'
+import { encodeRefreshTokenV2 } from './refresh-token-v2.js'
 import { addAmrClaim, amrClaims, findSession } from './models/sessions.js'
 import { findUserById } from './models/users.js'
 import { tokenResponse } from './tokens.js'
@@ -77,6 +79,22 @@ export async function liveChallenge(
 }
 
 /**
+ * The raised session's refresh token. A v2 session's counter moves on by two (GoTrue's
+ * updateMFASessionAndClaims: the aal1 token, even one behind, can no longer refresh); a v1
+ * session's tokens are revoked and a child of its active one issued.
+ */
+async function raisedRefreshToken(q: Queryable, userId: string, sessionId: string, now: Date): Promise<string> {
+  const v2 = await sessionTokenState(q, sessionId)
+  if (v2) {
+    const next = await advanceSessionCounter(q, sessionId, 2, now)
+    return encodeRefreshTokenV2(sessionId, next!.counter, next!.key)
+  }
+  const active = await activeTokenOfSession(q, sessionId)
+  await revokeSessionTokens(q, sessionId, now)
+  return insertRefreshToken(q, { userId, sessionId, parent: active?.token, now })
+}
+
+/**
  * Raises the caller's session after a verified factor (GoTrue's updateMFASessionAndClaims):
  * AMR claim added, the session's refresh token rotated (the aal1 one no longer refreshes),
  * aal and factor_id stored, a token signed with the session's AMR.
@@ -91,9 +109,7 @@ async function raiseSession(
 ): Promise<AccessTokenResponse> {
   const now = ctx.now()
   await addAmrClaim(q, sessionId, AMR_OF_FACTOR[factor.factor_type]!, now)
-  const active = await activeTokenOfSession(q, sessionId)
-  await revokeSessionTokens(q, sessionId, now)
-  const refreshToken = await insertRefreshToken(q, { userId, sessionId, parent: active?.token, now })
+  const refreshToken = await raisedRefreshToken(q, userId, sessionId, now)
   await setSessionAal(q, sessionId, 'aal2', factor.id, now)
   const user = (await findUserById(q, userId))!
   // One after another: q is the transaction's client, which runs one query at a time.

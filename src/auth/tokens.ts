@@ -1,6 +1,6 @@
 // Access and refresh token issuance (docs/auth-protocol.md §4.1, §2.4, §5.1): the claims GoTrue puts into
 // an access token, the AccessTokenResponse, and "start a session" for every sign-in method
-// (session row + AMR claim + first refresh token + last_sign_in_at). Rotation of refresh
+// (session row + AMR claim + first refresh token, v1 or v2 by the tenant's algorithm, + last_sign_in_at). Rotation of refresh
 // tokens lives in grants/refresh-token.ts.
 import { signAsymmetricSync, signHS256Sync, type Queryable } from '../shared/index.js'
 import { currentSigningKey, privateKeyObject } from '../tenants/index.js'
@@ -11,6 +11,7 @@ import { factorsOfUser } from './models/factors.js'
 import { insertRefreshToken } from './models/refresh-tokens.js'
 import { addAmrClaim, insertSession } from './models/sessions.js'
 import { toUserJson, updateUser } from './models/users.js'
+import { encodeRefreshTokenV2, newRefreshTokenKey } from './refresh-token-v2.js'
 import type { AccessTokenResponse, AmrEntry, TenantContext, UserWithIdentities } from './types.js'
 
 /** Sign-in methods recorded in the AMR claim (docs/auth-protocol.md §4.1). */
@@ -165,9 +166,19 @@ export async function startSession(
   opts: StartSessionOptions,
 ): Promise<AccessTokenResponse> {
   const now = ctx.now()
-  const session = await insertSession(q, { userId: u.user.id, now, userAgent: opts.userAgent, ip: opts.ip })
+  const v2 = ctx.tenant.auth.refresh_token_algorithm_version === 2
+  const session = await insertSession(q, {
+    userId: u.user.id,
+    now,
+    userAgent: opts.userAgent,
+    ip: opts.ip,
+    refreshTokenKey: v2 ? newRefreshTokenKey() : null,
+  })
   await addAmrClaim(q, session.id, opts.method, now)
-  const refreshToken = await insertRefreshToken(q, { userId: u.user.id, sessionId: session.id, now })
+  // Algorithm 2 (GoTrue's IssueRefreshToken): the session's key signs counter 0, no token row.
+  const refreshToken = session.refresh_token_hmac_key
+    ? encodeRefreshTokenV2(session.id, 0n, session.refresh_token_hmac_key)
+    : await insertRefreshToken(q, { userId: u.user.id, sessionId: session.id, now })
   const user = await updateUser(q, u.user.id, { last_sign_in_at: now }, now)
   const action = opts.auditAction === undefined ? 'login' : opts.auditAction
   if (action) {

@@ -43,6 +43,7 @@ export const PATCHABLE = [
   'password_min_length',
   'password_required_characters',
   'refresh_token_reuse_interval',
+  'refresh_token_algorithm_version',
   'otp_expiry',
   'mail_min_interval',
   'passkeys',
@@ -88,6 +89,8 @@ export interface AuthSettingsView {
   password_min_length: number
   password_required_characters: string
   refresh_token_reuse_interval: number
+  /** 1: a row per refresh token; 2: GoTrue's HMAC-signed tokens with a counter in the session. */
+  refresh_token_algorithm_version: 1 | 2
   otp_expiry: number
   mail_min_interval: number
   passkeys: boolean
@@ -188,6 +191,7 @@ export function maskAuthSettings(a: AuthSettings): AuthSettingsView {
     password_min_length: a.password_min_length,
     password_required_characters: a.password_required_characters,
     refresh_token_reuse_interval: a.refresh_token_reuse_interval,
+    refresh_token_algorithm_version: a.refresh_token_algorithm_version,
     otp_expiry: a.otp_expiry,
     mail_min_interval: a.mail_min_interval,
     passkeys: a.passkeys,

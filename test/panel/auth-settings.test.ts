@@ -63,6 +63,7 @@ t.test('GET shows the switches with secrets masked', async (t) => {
       password_min_length: 6,
       password_required_characters: '',
       refresh_token_reuse_interval: 10,
+      refresh_token_algorithm_version: 1,
       otp_expiry: 3600,
       mail_min_interval: 0,
       passkeys: false,
@@ -152,6 +153,7 @@ t.test('bad changes are refused with 400 and nothing is written', async (t) => {
     [{ mail_rate_per_hour: -1 }, /mail_rate_per_hour: must be >= 0/],
     [{ password_min_length: 5 }, /password_min_length: must be >= 6/],
     [{ signup_enabled: 'no' }, /signup_enabled: must be boolean/],
+    [{ refresh_token_algorithm_version: 3 }, /refresh_token_algorithm_version/],
     [{ passkeys: true }, /passkeys: needs webauthn \(rp_id, rp_display_name, rp_origins\)/],
     [{ mfa_webauthn_verify: true }, /mfa_webauthn_verify: needs webauthn/],
     [{ webauthn: { rp_id: 'example.com', rp_display_name: 'X', rp_origins: [] } }, /webauthn.rp_origins/],
@@ -270,6 +272,28 @@ t.test('a rate limit changed in the panel applies at once through the gateway', 
     { capacity: 30, rate: 30, interval_seconds: 300 },
     "null puts GoTrue's default back",
   )
+})
+
+t.test('refresh_token_algorithm_version switched in the panel: sign-ins get v2 tokens that refresh', async (t) => {
+  const seen = servicesSeeChange()
+  const r = await stack.panel('PATCH', path(), { token, body: { refresh_token_algorithm_version: 2 } })
+  t.equal(r.status, 200)
+  t.equal(r.body.settings.refresh_token_algorithm_version, 2)
+  await seen
+  const user = stack.supabase(x)
+  const signUp = await user.auth.signUp({ email: `rt2.${Date.now()}@example.com`, password: 'secret123' })
+  t.error(signUp.error)
+  const first = signUp.data.session!.refresh_token
+  t.equal(Buffer.from(first, 'base64url')[0], 0, 'a v2 token (version byte 0)')
+  t.ok(first.length > 12)
+  const refreshed = await user.auth.refreshSession()
+  t.error(refreshed.error)
+  t.not(refreshed.data.session!.refresh_token, first)
+  t.error((await user.auth.getUser()).error)
+  const seenBack = servicesSeeChange()
+  const back = await stack.panel('PATCH', path(), { token, body: { refresh_token_algorithm_version: 1 } })
+  t.equal(back.body.settings.refresh_token_algorithm_version, 1)
+  await seenBack
 })
 
 t.test('anonymous sign-in and TOTP enrolment switched in the panel apply at once through supabase-js', async (t) => {

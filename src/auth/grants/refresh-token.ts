@@ -1,12 +1,14 @@
-// grant_type=refresh_token: GoTrue's legacy v1 rotation (docs/auth-protocol.md §5.2). A live token is
-// rotated in one atomic statement (the hot path). A revoked token is either a lost
-// response (its child is the active token), a reuse within the tenant's reuse interval
-// (both answer the current active token), or theft: the whole session family is revoked
+// grant_type=refresh_token. A v2 token (docs/auth-protocol.md §5.3) goes to refresh-token-v2.ts.
+// A v1 token (§5.2): with algorithm 1 a live token is rotated in one atomic statement (the hot
+// path); with algorithm 2 its session moves to v2 tokens instead (GoTrue's upgrade, for every
+// session). A revoked token is either a lost response (its child is the active token), a
+// reuse within the tenant's reuse interval (both answer the current active token, or the
+// session's current v2 token once it moved), or theft: the whole session family is revoked
 // (committed) and the answer is refresh_token_already_used.
 import type { FastifyRequest } from 'fastify'
 import { setTimeout as sleep } from 'node:timers/promises'
 import { withTransaction } from '../../shared/index.js'
-import { assertRefreshTokenShape } from '../crypto.js'
+import { parseRefreshTokenParam } from '../crypto.js'
 import {
   ConflictError,
   SessionNotFoundError,
@@ -17,18 +19,27 @@ import {
   SessionExpiredError,
 } from '../errors.js'
 import { clientMeta, type Body } from '../http.js'
+import { refreshV2Grant } from './refresh-token-v2.js'
 import {
   activeTokenOfSession,
   deleteRefreshToken,
   isConcurrentDeletion,
   loadRefreshContext,
   lockTokenAndSession,
+  revokeRefreshToken,
   revokeSessionTokens,
   rotateLiveToken,
   rotateRefreshToken,
   touchSession,
 } from '../models/refresh-tokens.js'
+import {
+  advanceSessionCounter,
+  saveSessionCounter,
+  sessionTokenState,
+  type RefreshInfo,
+} from '../models/session-tokens.js'
 import { isUserBanned } from '../models/users.js'
+import { encodeRefreshTokenV2 } from '../refresh-token-v2.js'
 import { tokenResponse } from '../tokens.js'
 import type { AccessTokenResponse, TenantContext, UserRow } from '../types.js'
 
@@ -43,12 +54,16 @@ export async function refreshTokenGrant(
   req: FastifyRequest,
   b: Body,
 ): Promise<AccessTokenResponse> {
-  const issue = { method: 'token_refresh', ip: clientMeta(req).ip }
+  const meta = clientMeta(req)
+  const issue = { method: 'token_refresh', ip: meta.ip }
   const presented = b.refresh_token
   if (presented === undefined || presented === null || presented === '') throw new RefreshTokenRequiredError()
-  assertRefreshTokenShape(presented)
+  const v2 = parseRefreshTokenParam(presented)
+  if (v2) return refreshV2Grant(ctx, v2, { now: ctx.now(), userAgent: meta.userAgent, ip: meta.ip })
+  const token = presented as string
+  const upgrade = ctx.tenant.auth.refresh_token_algorithm_version === 2
   // The common case in one statement; anything unusual falls through to the loop below.
-  const hot = await rotateLiveToken(ctx.db, presented, ctx.now())
+  const hot = upgrade ? null : await rotateLiveToken(ctx.db, token, ctx.now())
   if (hot) {
     const c = hot.context
     return tokenResponse(
@@ -58,8 +73,18 @@ export async function refreshTokenGrant(
       issue,
     )
   }
-  const giveUpAt = Date.now() + LOCK_WAIT_MS
+  return refreshV1SlowPath(ctx, token, upgrade, meta)
+}
 
+/** A v1 token the hot statement did not take (or, with algorithm 2, every v1 token). */
+async function refreshV1SlowPath(
+  ctx: TenantContext,
+  presented: string,
+  upgrade: boolean,
+  meta: { userAgent: string | null; ip: string | null },
+): Promise<AccessTokenResponse> {
+  const issue = { method: 'token_refresh', ip: meta.ip }
+  const giveUpAt = Date.now() + LOCK_WAIT_MS
   for (;;) {
     const rc = await loadRefreshContext(ctx.db, presented)
     if (!rc || !rc.user) throw new RefreshTokenNotFoundError()
@@ -68,7 +93,10 @@ export async function refreshTokenGrant(
     const user = { user: rc.user, identities: rc.identities, factors: rc.factors }
 
     if (!rc.token.revoked) {
-      const out = await rotateRefreshToken(ctx.db, { id: rc.token.id, userId: rc.user.id, sessionId, now })
+      const rotate = { id: rc.token.id, userId: rc.user.id, sessionId, now }
+      const out = upgrade
+        ? await upgradeSession(ctx, rotate, { now, userAgent: meta.userAgent, ip: meta.ip })
+        : await rotateRefreshToken(ctx.db, rotate)
       if (out.kind === 'rotated')
         return tokenResponse(ctx, user, { id: sessionId, refreshToken: out.token, amr: rc.amr }, issue)
       if (out.kind === 'gone') continue
@@ -133,6 +161,13 @@ async function decideReuse(
     const active = await activeTokenOfSession(q, sessionId)
     const withinInterval =
       now.getTime() <= token.updated_at.getTime() + ctx.tenant.auth.refresh_token_reuse_interval * 1000
+    // The session moved to v2 tokens (its v1 tokens are all revoked): within the interval
+    // the client gets the session's current v2 token, as a concurrent v2 refresh would.
+    const v2 = active ? null : await sessionTokenState(q, sessionId)
+    if (v2 && withinInterval) {
+      await touchSession(q, sessionId, now)
+      return { kind: 'ok', token: encodeRefreshTokenV2(sessionId, v2.counter, v2.key) }
+    }
     // Lost response: the client never saw the child of this token. Or a reuse inside the
     // interval (several tabs refreshing at once): both get the current token.
     if (active && (active.parent === token.token || withinInterval)) {
@@ -143,6 +178,32 @@ async function decideReuse(
     return { kind: 'reused' }
   }).catch((err: unknown) => {
     if (isConcurrentDeletion(err)) return null
+    throw err
+  })
+}
+
+/**
+ * A live v1 token of a tenant on algorithm 2 (GoTrue's upgrade): revoked, and its session set
+ * up for v2 tokens (a key and counter 0, or its counter moved on when it has them), under the
+ * token's and session's locks. Answers the session's first v2 token.
+ */
+async function upgradeSession(
+  ctx: TenantContext,
+  t: { id: string; sessionId: string },
+  info: RefreshInfo,
+): Promise<{ kind: 'rotated'; token: string } | { kind: 'locked' } | { kind: 'revoked' } | { kind: 'gone' }> {
+  return withTransaction(ctx.db, async (q) => {
+    const locked = await lockTokenAndSession(q, t.id, t.sessionId)
+    if (locked === null) return { kind: 'locked' as const }
+    if (!locked.token) return { kind: 'gone' as const }
+    if (locked.token.revoked) return { kind: 'revoked' as const }
+    await revokeRefreshToken(q, t.id, info.now)
+    const s = await advanceSessionCounter(q, t.sessionId, 1, info.now)
+    if (!s) return { kind: 'gone' as const }
+    await saveSessionCounter(q, t.sessionId, s.counter, info)
+    return { kind: 'rotated' as const, token: encodeRefreshTokenV2(t.sessionId, s.counter, s.key) }
+  }).catch((err: unknown) => {
+    if (isConcurrentDeletion(err)) return { kind: 'gone' as const }
     throw err
   })
 }

@@ -90,18 +90,18 @@ export async function loadRefreshContext(q: Queryable, token: string): Promise<R
 // come unordered and are put in order here (identitiesOf, factorsOf): their Sort nodes (set
 // up, filled and torn down on every execution, whatever the row count) were about 3% of the
 // statement's Postgres CPU. The AMR claims keep theirs: their json has no exact sort key.
-const IDENTITIES_JSON = `pg_catalog.array_to_json(ARRAY(SELECT pg_catalog.json_build_object('id', i.id, 'provider_id', i.provider_id,
+export const IDENTITIES_JSON = `pg_catalog.array_to_json(ARRAY(SELECT pg_catalog.json_build_object('id', i.id, 'provider_id', i.provider_id,
     'user_id', i.user_id, 'identity_data', i.identity_data, 'provider', i.provider, 'last_sign_in_at', i.last_sign_in_at,
     'created_at', i.created_at, 'updated_at', i.updated_at, 'email', i.email)
   FROM auth.identities i WHERE i.user_id = u.id))`
 
-const FACTORS_JSON = `pg_catalog.array_to_json(ARRAY(SELECT pg_catalog.json_build_object('id', f.id, 'user_id', f.user_id,
+export const FACTORS_JSON = `pg_catalog.array_to_json(ARRAY(SELECT pg_catalog.json_build_object('id', f.id, 'user_id', f.user_id,
     'friendly_name', f.friendly_name, 'factor_type', f.factor_type, 'status', f.status, 'created_at', f.created_at,
     'updated_at', f.updated_at, 'secret', NULL, 'phone', f.phone, 'last_challenged_at', f.last_challenged_at,
     'web_authn_aaguid', f.web_authn_aaguid, 'last_webauthn_challenge_data', f.last_webauthn_challenge_data)
   FROM auth.mfa_factors f WHERE f.user_id = u.id))`
 
-const AMR_JSON = (
+export const AMR_JSON = (
   sessionId: string,
 ) => `pg_catalog.array_to_json(ARRAY(SELECT pg_catalog.json_build_object('method', a.authentication_method,
     'timestamp', pg_catalog.floor(extract(epoch FROM a.updated_at))::bigint)
@@ -200,7 +200,7 @@ export async function rotateLiveToken(
 }
 
 /** What the hot path hands to the token response. */
-interface HotContext {
+export interface HotContext {
   sessionId: string
   user: UserRow
   identities: IdentityRow[]
@@ -209,7 +209,7 @@ interface HotContext {
 }
 
 /** The hot statement's row, read by position: session_id, then the user, identities, AMR and factors as json text. */
-function toHotContext(row: RowFields): HotContext {
+export function toHotContext(row: RowFields): HotContext {
   const json = (i: number): unknown => (row[i] == null ? null : JSON.parse(row[i]))
   return {
     sessionId: row[0]!,
@@ -305,6 +305,11 @@ export async function activeTokenOfSession(q: Queryable, sessionId: string): Pro
     [sessionId],
   )
   return r.rows[0] ?? null
+}
+
+/** Revokes one token. */
+export async function revokeRefreshToken(q: Queryable, id: string, now: Date): Promise<void> {
+  await q.query('UPDATE auth.refresh_tokens SET revoked = true, updated_at = $2 WHERE id = $1', [id, now])
 }
 
 /** Revokes every token of a session (reuse detected). */

@@ -5,15 +5,20 @@ import { randomUUID } from 'node:crypto'
 import type { Queryable } from '../../shared/index.js'
 import type { AmrEntry, SessionRow } from '../types.js'
 
+/**
+ * A new aal1 session; with a refresh token key it is set up for v2 tokens (counter 0,
+ * docs/auth-protocol.md §5.3), and the row it returns carries the key.
+ */
 export async function insertSession(
   q: Queryable,
-  s: { userId: string; now: Date; userAgent?: string | null; ip?: string | null },
-): Promise<SessionRow> {
-  const r = await q.query<SessionRow>(
-    `INSERT INTO auth.sessions (id, user_id, created_at, updated_at, aal, user_agent, ip)
-     VALUES ($1, $2, $3, $3, 'aal1', $4, $5)
-     RETURNING id, user_id, created_at, updated_at, aal, not_after, NULL::timestamptz AS refreshed_at, user_agent, host(ip) AS ip`,
-    [randomUUID(), s.userId, s.now, s.userAgent ?? null, s.ip ?? null],
+  s: { userId: string; now: Date; userAgent?: string | null; ip?: string | null; refreshTokenKey?: string | null },
+): Promise<SessionRow & { refresh_token_hmac_key: string | null }> {
+  const r = await q.query<SessionRow & { refresh_token_hmac_key: string | null }>(
+    `INSERT INTO auth.sessions (id, user_id, created_at, updated_at, aal, user_agent, ip, refresh_token_hmac_key, refresh_token_counter)
+     VALUES ($1, $2, $3, $3, 'aal1', $4, $5, $6, CASE WHEN $6::text IS NULL THEN NULL ELSE 0 END)
+     RETURNING id, user_id, created_at, updated_at, aal, not_after, NULL::timestamptz AS refreshed_at, user_agent, host(ip) AS ip,
+               refresh_token_hmac_key`,
+    [randomUUID(), s.userId, s.now, s.userAgent ?? null, s.ip ?? null, s.refreshTokenKey ?? null],
   )
   return r.rows[0]!
 }
