@@ -533,7 +533,12 @@ export const SessionExpiredError = defineAuthError(
   400,
   () => 'Invalid Refresh Token: Session Expired',
 )
-export const RefreshTokenRequiredError = defineOAuthError('invalid_request', () => 'refresh_token required')
+/** invalid_request in the OAuth form: the refresh grant without a token, and POST /oauth/token's own texts. */
+export const OAuthInvalidRequestError = defineErrorCases(
+  'invalid_request',
+  { refreshTokenRequired: [400, 'refresh_token required'], described: [400, (description: string) => description] },
+  OAuthError,
+)
 /** GoTrue's id_token grant spells this `error` with a space. */
 export const IdTokenRequestError = defineErrorCases(
   'invalid request',
@@ -571,3 +576,35 @@ export const MfaVerificationRejectedError = defineAuthError(
   (message: string) => message,
 )
 /** A password_verification_attempt hook's `reject`, with its message. */
+
+// ----- OAuth 2.1 server (GoTrue's internal/api/oauthserver) --------------------------------------
+export const OAuthClientNotFoundError = defineAuthCases('oauth_client_not_found', {
+  // The admin routes' `:client_id` (GoTrue's LoadOAuthServerClient).
+  admin: [404, 'OAuth client not found'],
+  // GET /oauth/authorize: not redirected, since the redirect URI cannot be trusted yet.
+  authorizeFormat: [400, 'invalid client_id format'],
+  authorize: [400, 'invalid client_id'],
+})
+export const OAuthAuthorizationNotFoundError = defineAuthError(
+  'oauth_authorization_not_found',
+  404,
+  () => 'authorization not found',
+)
+export const OAuthDynamicRegistrationDisabledError = defineAuthError(
+  'oauth_dynamic_client_registration_disabled',
+  403,
+  () => 'Dynamic client registration is not enabled',
+)
+export const OAuthConsentNotFoundError = defineAuthError(
+  'oauth_consent_not_found',
+  404,
+  () => 'No active grant found for this client',
+)
+/** POST /oauth/token and the refresh grant of an OAuth session: RFC 6749 §5.2 errors in the OAuth form. */
+export const OAuthInvalidClientError = defineOAuthError('invalid_client', (description: string) => description)
+export const OAuthInvalidGrantError = defineOAuthError('invalid_grant', (description: string) => description)
+export const OAuthUnsupportedGrantTypeError = defineOAuthError(
+  'unsupported_grant_type',
+  (description: string) => description,
+)
+export const OAuthAccessDeniedError = defineOAuthError('access_denied', (description: string) => description)

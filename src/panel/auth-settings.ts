@@ -13,6 +13,8 @@ import {
   type ProviderSettings,
   type RateLimits,
   type WebAuthnSettings,
+  type OAuthServerSettings,
+  oauthServerOf,
 } from '../tenants/index.js'
 import { ValidationError } from './errors.js'
 import { ownValue, checkOutboundUrl, OutboundRefusedError, type OutboundPolicy } from '../shared/index.js'
@@ -51,6 +53,7 @@ export const PATCHABLE = [
   'webauthn',
   'mfa_webauthn_enroll',
   'mfa_webauthn_verify',
+  'oauth_server',
 ] as const
 
 interface MaskedProvider {
@@ -99,6 +102,8 @@ export interface AuthSettingsView {
   mfa_webauthn_verify: boolean
   /** The WebAuthn relying party of passkeys, or null while none is set. */
   webauthn: WebAuthnSettings | null
+  /** The OAuth 2.1 server: enabled, authorization_url_path, allow_dynamic_registration. */
+  oauth_server: OAuthServerSettings
 }
 
 const HOOK_NAMES = Object.keys(AuthHooksSchema.properties)
@@ -199,6 +204,7 @@ export function maskAuthSettings(a: AuthSettings): AuthSettingsView {
     mfa_webauthn_enroll: a.mfa_webauthn_enroll,
     mfa_webauthn_verify: a.mfa_webauthn_verify,
     webauthn: a.webauthn === undefined ? null : structuredClone(a.webauthn),
+    oauth_server: oauthServerOf(a),
   }
 }
 
@@ -238,6 +244,9 @@ export function applyAuthSettingsPatch(current: AuthSettings, patch: unknown): A
     if (!(k in patch) || k === 'providers' || k === 'rate_limits' || k === 'hooks') continue
     next[k] = structuredClone(patch[k]) as never
   }
+  // The OAuth server's fields merge one by one: {oauth_server: {enabled: true}} keeps the path.
+  if (isObject(patch.oauth_server))
+    next.oauth_server = { ...oauthServerOf(current), ...structuredClone(patch.oauth_server) }
   // null takes the relying party away (passkeys must be off then).
   if (patch.webauthn === null) delete next.webauthn
   if ('providers' in patch) {

@@ -22,6 +22,8 @@ export {
   type AuthHook,
   type AuthHooks,
   type WebAuthnSettings,
+  type OAuthServerSettings,
+  oauthServerOf,
   type Tenant,
   type TenantFile,
   type AuthSettings,

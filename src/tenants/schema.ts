@@ -182,6 +182,26 @@ const WebAuthnSchema = Type.Object(
   { additionalProperties: false },
 )
 
+/**
+ * GoTrue's OAuth 2.1 server (`[auth.oauth_server]`, GOTRUE_OAUTH_SERVER_*): this database signs
+ * in users for third-party apps registered as OAuth clients (docs/auth-protocol.md §3.22).
+ */
+const OAuthServerSchema = Type.Object(
+  {
+    enabled: Type.Boolean({ default: false }),
+    /** The consent page's path on site_url: /oauth/authorize redirects there with `?authorization_id=`. */
+    authorization_url_path: Type.String({
+      minLength: 1,
+      maxLength: 512,
+      pattern: '^/?[^\\s?#]*$',
+      default: '/oauth/consent',
+    }),
+    /** Anyone may register a client at POST /oauth/clients/register (RFC 7591). */
+    allow_dynamic_registration: Type.Boolean({ default: false }),
+  },
+  { additionalProperties: false, default: {} },
+)
+
 export const AuthSettingsSchema = Type.Object(
   {
     site_url: Type.String({ default: 'http://localhost:3000' }),
@@ -237,6 +257,8 @@ export const AuthSettingsSchema = Type.Object(
     max_passkeys_per_user: Type.Integer({ minimum: 1, maximum: 100, default: 10 }),
     /** The WebAuthn relying party of passkeys (GoTrue WEBAUTHN_RP_ID, _RP_DISPLAY_NAME, _RP_ORIGINS). */
     webauthn: Type.Optional(WebAuthnSchema),
+    /** The OAuth 2.1 server (off by default, as in GoTrue). */
+    oauth_server: Type.Optional(OAuthServerSchema),
   },
   { additionalProperties: false },
 )
@@ -379,6 +401,16 @@ export type RateLimits = Static<typeof RateLimitsSchema>
 export type AuthHook = Static<typeof AuthHookSchema>
 export type AuthHooks = Static<typeof AuthHooksSchema>
 export type WebAuthnSettings = Static<typeof WebAuthnSchema>
+export type OAuthServerSettings = Static<typeof OAuthServerSchema>
+
+/** The OAuth 2.1 server settings with GoTrue's defaults (records stored before them have none). */
+export function oauthServerOf(auth: Pick<AuthSettings, 'oauth_server'>): OAuthServerSettings {
+  return {
+    enabled: auth.oauth_server?.enabled ?? false,
+    authorization_url_path: auth.oauth_server?.authorization_url_path ?? '/oauth/consent',
+    allow_dynamic_registration: auth.oauth_server?.allow_dynamic_registration ?? false,
+  }
+}
 export interface RateLimitBucket {
   capacity: number
   rate: number

@@ -71,6 +71,7 @@ t.test('GET shows the switches with secrets masked', async (t) => {
       mfa_webauthn_enroll: false,
       mfa_webauthn_verify: false,
       webauthn: null,
+      oauth_server: { enabled: false, authorization_url_path: '/oauth/consent', allow_dynamic_registration: false },
     },
   })
   t.notMatch(JSON.stringify(r.body), 'gh-very-secret-value')
@@ -158,6 +159,9 @@ t.test('bad changes are refused with 400 and nothing is written', async (t) => {
     [{ mfa_webauthn_verify: true }, /mfa_webauthn_verify: needs webauthn/],
     [{ webauthn: { rp_id: 'example.com', rp_display_name: 'X', rp_origins: [] } }, /webauthn.rp_origins/],
     [{ webauthn: { rp_id: 'example.com', rp_display_name: 'X', rp_origins: ['example.com'] } }, /webauthn.rp_origins/],
+    [{ oauth_server: { enabled: 'yes' } }, /oauth_server.enabled: must be boolean/],
+    [{ oauth_server: { enabled: true, issuer: 'x' } }, /oauth_server.issuer: unknown field/],
+    [{ oauth_server: { authorization_url_path: '/consent?x=1' } }, /oauth_server.authorization_url_path/],
   ]
   for (const [body, message] of cases) {
     const r = await stack.panel('PATCH', path(), { token, body })
@@ -359,6 +363,37 @@ t.test(
     t.match(await settings(), { passkeys_enabled: false, disable_signup: false })
   },
 )
+
+t.test('the OAuth 2.1 server switched on in the panel: its admin API answers through the gateway', async (t) => {
+  const clients = () =>
+    fetch(`${stack.gatewayUrl}/${x.database}/auth/v1/admin/oauth/clients`, {
+      headers: { apikey: x.file.keys.secret, authorization: `Bearer ${x.file.keys.secret}` },
+    })
+  const before = await clients()
+  t.equal(before.status, 404)
+  t.match(await before.json(), { error_code: 'feature_disabled' })
+  let seen = servicesSeeChange()
+  const on = await stack.panel('PATCH', path(), { token, body: { oauth_server: { enabled: true } } })
+  t.equal(on.status, 200, JSON.stringify(on.body))
+  t.same(on.body.settings.oauth_server, {
+    enabled: true,
+    authorization_url_path: '/oauth/consent',
+    allow_dynamic_registration: false,
+  })
+  await seen
+  const after = await clients()
+  t.equal(after.status, 200)
+  t.same(await after.json(), { clients: [] })
+  seen = servicesSeeChange()
+  const path2 = await stack.panel('PATCH', path(), {
+    token,
+    body: { oauth_server: { authorization_url_path: '/consent' } },
+  })
+  t.equal(path2.body.settings.oauth_server.enabled, true, 'fields merge one by one')
+  const off = await stack.panel('PATCH', path(), { token, body: { oauth_server: { enabled: false } } })
+  t.equal(off.status, 200)
+  await seen
+})
 
 t.test('only members of the owning organization may read or change them', async (t) => {
   const outsider = await stack.panelSession({ userId: 'p9', orgs: ['org_other'] })

@@ -14,7 +14,7 @@ import {
   SessionNotFoundError,
   RefreshTokenAlreadyUsedError,
   RefreshTokenNotFoundError,
-  RefreshTokenRequiredError,
+  OAuthInvalidRequestError,
   UserBannedError,
   SessionExpiredError,
 } from '../errors.js'
@@ -57,7 +57,8 @@ export async function refreshTokenGrant(
   const meta = clientMeta(req)
   const issue = { method: 'token_refresh', ip: meta.ip }
   const presented = b.refresh_token
-  if (presented === undefined || presented === null || presented === '') throw new RefreshTokenRequiredError()
+  if (presented === undefined || presented === null || presented === '')
+    throw new OAuthInvalidRequestError('refreshTokenRequired')
   const v2 = parseRefreshTokenParam(presented)
   if (v2) return refreshV2Grant(ctx, v2, { now: ctx.now(), userAgent: meta.userAgent, ip: meta.ip })
   const token = presented as string

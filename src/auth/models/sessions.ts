@@ -50,6 +50,15 @@ export async function deleteSessionsOfUser(q: Queryable, userId: string, exceptI
   return r.rowCount ?? 0
 }
 
+/** Deletes the sessions an OAuth client holds (of one user, or of all). */
+export async function deleteSessionsOfOAuthClient(q: Queryable, clientId: string, userId?: string): Promise<number> {
+  const r = await q.query(
+    'DELETE FROM auth.sessions WHERE oauth_client_id = $1 AND ($2::uuid IS NULL OR user_id = $2::uuid)',
+    [clientId, userId ?? null],
+  )
+  return r.rowCount ?? 0
+}
+
 /** Records a sign-in method on a session: upsert of (session_id, method) with updated_at = now. */
 export async function addAmrClaim(q: Queryable, sessionId: string, method: string, now: Date): Promise<void> {
   await q.query(

@@ -435,7 +435,7 @@ async function generateLink(ctx: TenantContext, req: FastifyRequest, b: Body) {
 }
 
 /** Go's strconv.ParseUint(s, 10, 64) as GoTrue's paginate uses it: the value or its error text. */
-function parseUint(s: string): number {
+export function parseUint(s: string): number {
   if (!/^\d+$/.test(s))
     throw new ValidationFailedError(
       `Bad Pagination Parameters: strconv.ParseUint: parsing ${JSON.stringify(s)}: invalid syntax`,

@@ -7,6 +7,7 @@ import { ownValue } from '../../shared/index.js'
 import { requireAdmin, requireDatabaseAudience, requireUser, UUID } from '../bearer.js'
 import {
   AnonymousDisabledError,
+  FeatureDisabledError,
   NoAuthorizationError,
   FactorNotFoundError,
   InvalidCredentialsError,
@@ -20,6 +21,7 @@ import { bodyOf, optObject, optString, queryParam } from '../http.js'
 import { findFactorOfUser } from '../models/factors.js'
 import { findUserById } from '../models/users.js'
 import type { TenantContext, UserRow } from '../types.js'
+import { oauthServerOf } from '../../tenants/index.js'
 import { limitRequest, type RateLimitBucketName } from '../rate-limits.js'
 import { callerOf, contextOf, setCaller, setFactor } from '../request-state.js'
 import { limitFeatureRequest, type FeatureLimit } from '../request-limits.js'
@@ -51,6 +53,14 @@ export const MANUAL_LINKING: Check = {
   name: 'manual linking on',
   run: (req) => {
     if (!contextOf(req).tenant.auth.manual_linking) throw new ManualLinkingDisabledError()
+  },
+}
+
+/** The database runs the OAuth 2.1 server (GoTrue's requireOAuthServerEnabled). */
+export const OAUTH_SERVER: Check = {
+  name: 'oauth server on',
+  run: (req) => {
+    if (!oauthServerOf(contextOf(req).tenant.auth).enabled) throw new FeatureDisabledError('OAuth server is disabled')
   },
 }
 

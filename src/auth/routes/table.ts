@@ -35,6 +35,7 @@ import { getHealth } from './health.js'
 import { deleteIdentity, getIdentities, getIdentityAuthorize } from './identities.js'
 import { getJwks, getOpenIdConfiguration } from './jwks.js'
 import { postLogout } from './logout.js'
+import { OAUTH_ROUTES } from './oauth-routes.js'
 import { postMagicLink, postOtp } from './otp.js'
 import {
   deleteAdminPasskey,
@@ -185,6 +186,7 @@ const AUTH_ROUTES: readonly AuthRoute[] = [
     limit: null,
     handler: deleteAdminPasskey,
   },
+  ...OAUTH_ROUTES,
   ...UNAVAILABLE_ROUTES,
 ]
 

@@ -2,8 +2,8 @@
 // (its defaults), so auth-js's methods for them get GoTrue's errors rather than a bare 404:
 //   - SAML single sign-on (`/sso`, `/sso/saml/*`, `/admin/sso/providers*`): 404
 //     saml_provider_disabled "SAML 2.0 is disabled"
-//   - the OAuth 2.1 server (`/oauth/*`, `/user/oauth/grants`, `/admin/oauth/clients*`,
-//     `/.well-known/oauth-authorization-server`): 404 feature_disabled "OAuth server is disabled"
+//   - the parts of the OAuth 2.1 server not offered yet (its clients are: oauth-routes.ts):
+//     404 feature_disabled "OAuth server is disabled"
 //   - custom OAuth providers (`/admin/custom-providers*`): 404 feature_disabled
 // Admin routes check the admin token first and /user routes the bearer first, as GoTrue's
 // route order does; the others refuse before anything else.
@@ -41,7 +41,6 @@ const SWITCHED_OFF: Array<{ error: () => Error; check: Who; routes: Array<[HTTPM
     check: 'none',
     routes: [
       ['GET', '/.well-known/oauth-authorization-server'],
-      ['POST', '/oauth/clients/register'],
       ['POST', '/oauth/token'],
       ['GET', '/oauth/userinfo'],
       ['GET', '/oauth/authorize'],
@@ -55,18 +54,6 @@ const SWITCHED_OFF: Array<{ error: () => Error; check: Who; routes: Array<[HTTPM
     routes: [
       ['GET', '/user/oauth/grants'],
       ['DELETE', '/user/oauth/grants'],
-    ],
-  },
-  {
-    error: () => new FeatureDisabledError('OAuth server is disabled'),
-    check: 'admin',
-    routes: [
-      ['GET', '/admin/oauth/clients'],
-      ['POST', '/admin/oauth/clients'],
-      ['GET', '/admin/oauth/clients/:id'],
-      ['PUT', '/admin/oauth/clients/:id'],
-      ['DELETE', '/admin/oauth/clients/:id'],
-      ['POST', '/admin/oauth/clients/:id/regenerate_secret'],
     ],
   },
   {
