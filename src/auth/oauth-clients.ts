@@ -4,7 +4,7 @@
 // endpoint auth method consistent), the secret (32 random bytes, shown once, stored as its
 // SHA-256 and compared in constant time) and the JSON a client is shown as. We never fetch
 // any URL a client registers: client_uri and logo_uri are only shown to the consent page.
-import { createHash, randomBytes, randomUUID } from 'node:crypto'
+import { createHash, randomBytes, randomUUID, timingSafeEqual } from 'node:crypto'
 import { BadJsonError, ValidationFailedError } from './errors.js'
 import type { Body } from './http.js'
 import type { ClientType, OAuthClientFields, OAuthClientRow, TokenEndpointAuthMethod } from './models/oauth-clients.js'
@@ -22,6 +22,14 @@ export function newClientSecret(): string {
 /** What is stored of a secret: its SHA-256, base64url (GoTrue's hashClientSecret). */
 export function hashClientSecret(secret: string): string {
   return createHash('sha256').update(secret).digest('base64url')
+}
+
+/** Whether `secret` is the one whose hash is stored, compared in constant time. */
+export function secretMatches(secret: string, storedHash: string | null): boolean {
+  if (storedHash === null) return false
+  const stored = Buffer.from(storedHash, 'base64url')
+  const given = createHash('sha256').update(secret).digest()
+  return stored.length === given.length && timingSafeEqual(stored, given)
 }
 
 /** Why a redirect URI is refused (RFC 6749 §3.1.2, GoTrue's validateRedirectURI), or null. */
@@ -181,7 +189,7 @@ export function newClientCredentials(clientType: ClientType): {
   return { id: randomUUID(), secret, hash: secret === null ? null : hashClientSecret(secret) }
 }
 
-function listOf(joined: string): string[] {
+export function listOf(joined: string): string[] {
   return joined === '' ? [] : joined.split(',')
 }
 

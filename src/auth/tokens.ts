@@ -9,7 +9,7 @@ import { hookOf } from './auth-hooks.js'
 import { audit, type AuditAction } from './models/audit-log.js'
 import { factorsOfUser } from './models/factors.js'
 import { insertRefreshToken } from './models/refresh-tokens.js'
-import { addAmrClaim, insertSession } from './models/sessions.js'
+import { addAmrClaim, bindSessionToOAuthClient, insertSession, type OAuthBinding } from './models/sessions.js'
 import { toUserJson, updateUser } from './models/users.js'
 import { encodeRefreshTokenV2, newRefreshTokenKey } from './refresh-token-v2.js'
 import type { AccessTokenResponse, AmrEntry, TenantContext, UserWithIdentities } from './types.js'
@@ -28,6 +28,7 @@ export type AuthMethod =
   | 'sso/saml'
   | 'web3'
   | 'passkey'
+  | 'oauth_provider/authorization_code'
 
 function aalOf(amr: AmrEntry[]): 'aal1' | 'aal2' {
   return amr.some((a) => a.method === 'totp' || a.method === 'mfa/phone' || a.method === 'mfa/webauthn')
@@ -41,9 +42,10 @@ function accessTokenClaims(
   u: UserWithIdentities,
   sessionId: string,
   amr: AmrEntry[],
+  oauth?: OAuthBinding | null,
 ): Record<string, unknown> {
   const user = u.user
-  return {
+  const claims: Record<string, unknown> = {
     aud: user.aud || ctx.tenant.jwt.aud,
     email: user.email ?? '',
     phone: user.phone ?? '',
@@ -55,6 +57,12 @@ function accessTokenClaims(
     session_id: sessionId,
     is_anonymous: user.is_anonymous,
   }
+  // A session of an OAuth 2.1 client (docs/auth-protocol.md §3.22): GoTrue's client_id and scope claims.
+  if (oauth) {
+    claims.client_id = oauth.clientId
+    if (oauth.scopes) claims.scope = oauth.scopes
+  }
+  return claims
 }
 
 interface SignAs {
@@ -118,12 +126,12 @@ interface IssueOptions {
 export async function tokenResponse(
   ctx: TenantContext,
   u: UserWithIdentities,
-  session: { id: string; refreshToken: string; amr: AmrEntry[] },
+  session: { id: string; refreshToken: string; amr: AmrEntry[]; oauth?: OAuthBinding | null },
   issue: IssueOptions,
 ): Promise<AccessTokenResponse> {
   const iat = Math.floor(ctx.now().getTime() / 1000)
   const expiresIn = ctx.tenant.jwt.expiry
-  const claims = accessTokenClaims(ctx, u, session.id, session.amr)
+  const claims = accessTokenClaims(ctx, u, session.id, session.amr, session.oauth)
   // Without a custom access token hook (the common case) its claims object is never built.
   const custom =
     hookOf(ctx, 'custom_access_token') === null
@@ -153,6 +161,8 @@ interface StartSessionOptions {
   ip?: string | null
   /** Audit action to record (login by default; signups pass user_signedup). */
   auditAction?: AuditAction | null
+  /** The OAuth 2.1 client the session is issued to, and its scopes. */
+  oauth?: OAuthBinding
 }
 
 /**
@@ -175,6 +185,7 @@ export async function startSession(
     refreshTokenKey: v2 ? newRefreshTokenKey() : null,
   })
   await addAmrClaim(q, session.id, opts.method, now)
+  if (opts.oauth) await bindSessionToOAuthClient(q, session.id, opts.oauth)
   // Algorithm 2 (GoTrue's IssueRefreshToken): the session's key signs counter 0, no token row.
   const refreshToken = session.refresh_token_hmac_key
     ? encodeRefreshTokenV2(session.id, 0n, session.refresh_token_hmac_key)
@@ -196,7 +207,7 @@ export async function startSession(
   return tokenResponse(
     ctx,
     { user, identities: u.identities, factors },
-    { id: session.id, refreshToken, amr },
+    { id: session.id, refreshToken, amr, oauth: opts.oauth },
     { q, method: opts.method, ip: opts.ip },
   )
 }

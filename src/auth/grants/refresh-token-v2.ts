@@ -17,6 +17,7 @@ import {
   ValidationFailedError,
 } from '../errors.js'
 import { deleteSession } from '../models/sessions.js'
+import { checkOAuthBinding } from './oauth-binding.js'
 import {
   loadSessionTokenContext,
   lockSessionToken,
@@ -46,9 +47,11 @@ export async function refreshV2Grant(
   ctx: TenantContext,
   token: RefreshTokenV2,
   info: RefreshInfo,
+  /** The OAuth client asking at POST /oauth/token (oauth-binding.ts); null at /token. */
+  client: string | null = null,
 ): Promise<AccessTokenResponse> {
   const signatureHash = createHash('sha256').update(token.signature).digest()
-  const hot = await rotateSessionToken(ctx.db, { ...token, signatureHash }, info)
+  const hot = client === null ? await rotateSessionToken(ctx.db, { ...token, signatureHash }, info) : null
   if (hot) {
     const c = hot.context
     const refreshToken = encodeRefreshTokenV2(c.sessionId, token.counter + 1n, hot.key)
@@ -62,13 +65,19 @@ export async function refreshV2Grant(
   const giveUpAt = Date.now() + LOCK_WAIT_MS
   for (;;) {
     const sc = await usableSession(ctx, token, info.now)
+    const oauth = await checkOAuthBinding(ctx, token.sessionId, client)
     const d = await decide(ctx, token, info)
     switch (d.kind) {
       case 'issue':
         return tokenResponse(
           ctx,
           { user: sc.user, identities: sc.identities, factors: sc.factors },
-          { id: token.sessionId, refreshToken: encodeRefreshTokenV2(token.sessionId, d.counter, d.key), amr: sc.amr },
+          {
+            id: token.sessionId,
+            refreshToken: encodeRefreshTokenV2(token.sessionId, d.counter, d.key),
+            amr: sc.amr,
+            oauth,
+          },
           issueOf(info.ip),
         )
       case 'ahead':

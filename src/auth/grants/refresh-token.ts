@@ -19,6 +19,7 @@ import {
   SessionExpiredError,
 } from '../errors.js'
 import { clientMeta, type Body } from '../http.js'
+import { checkOAuthBinding } from './oauth-binding.js'
 import { refreshV2Grant } from './refresh-token-v2.js'
 import {
   activeTokenOfSession,
@@ -53,6 +54,8 @@ export async function refreshTokenGrant(
   ctx: TenantContext,
   req: FastifyRequest,
   b: Body,
+  /** The OAuth client asking at POST /oauth/token (oauth-binding.ts); null at /token. */
+  client: string | null = null,
 ): Promise<AccessTokenResponse> {
   const meta = clientMeta(req)
   const issue = { method: 'token_refresh', ip: meta.ip }
@@ -60,11 +63,11 @@ export async function refreshTokenGrant(
   if (presented === undefined || presented === null || presented === '')
     throw new OAuthInvalidRequestError('refreshTokenRequired')
   const v2 = parseRefreshTokenParam(presented)
-  if (v2) return refreshV2Grant(ctx, v2, { now: ctx.now(), userAgent: meta.userAgent, ip: meta.ip })
+  if (v2) return refreshV2Grant(ctx, v2, { now: ctx.now(), userAgent: meta.userAgent, ip: meta.ip }, client)
   const token = presented as string
   const upgrade = ctx.tenant.auth.refresh_token_algorithm_version === 2
   // The common case in one statement; anything unusual falls through to the loop below.
-  const hot = upgrade ? null : await rotateLiveToken(ctx.db, token, ctx.now())
+  const hot = upgrade || client !== null ? null : await rotateLiveToken(ctx.db, token, ctx.now())
   if (hot) {
     const c = hot.context
     return tokenResponse(
@@ -74,7 +77,7 @@ export async function refreshTokenGrant(
       issue,
     )
   }
-  return refreshV1SlowPath(ctx, token, upgrade, meta)
+  return refreshV1SlowPath(ctx, token, upgrade, meta, client)
 }
 
 /** A v1 token the hot statement did not take (or, with algorithm 2, every v1 token). */
@@ -83,6 +86,7 @@ async function refreshV1SlowPath(
   presented: string,
   upgrade: boolean,
   meta: { userAgent: string | null; ip: string | null },
+  client: string | null,
 ): Promise<AccessTokenResponse> {
   const issue = { method: 'token_refresh', ip: meta.ip }
   const giveUpAt = Date.now() + LOCK_WAIT_MS
@@ -91,6 +95,7 @@ async function refreshV1SlowPath(
     if (!rc || !rc.user) throw new RefreshTokenNotFoundError()
     const now = ctx.now()
     const sessionId = await usableSession(ctx, rc, rc.user, now)
+    const oauth = await checkOAuthBinding(ctx, sessionId, client)
     const user = { user: rc.user, identities: rc.identities, factors: rc.factors }
 
     if (!rc.token.revoked) {
@@ -99,7 +104,7 @@ async function refreshV1SlowPath(
         ? await upgradeSession(ctx, rotate, { now, userAgent: meta.userAgent, ip: meta.ip })
         : await rotateRefreshToken(ctx.db, rotate)
       if (out.kind === 'rotated')
-        return tokenResponse(ctx, user, { id: sessionId, refreshToken: out.token, amr: rc.amr }, issue)
+        return tokenResponse(ctx, user, { id: sessionId, refreshToken: out.token, amr: rc.amr, oauth }, issue)
       if (out.kind === 'gone') continue
       if (out.kind === 'locked') {
         await backoff(giveUpAt)
@@ -112,7 +117,7 @@ async function refreshV1SlowPath(
     if (!reuse) continue
     switch (reuse.kind) {
       case 'ok':
-        return tokenResponse(ctx, user, { id: sessionId, refreshToken: reuse.token, amr: rc.amr }, issue)
+        return tokenResponse(ctx, user, { id: sessionId, refreshToken: reuse.token, amr: rc.amr, oauth }, issue)
       case 'reused':
         throw new RefreshTokenAlreadyUsedError()
       case 'locked':

@@ -160,7 +160,8 @@ function factorsOf(json: ContextRow['factors_json']): FactorRow[] {
  * second read of them; the child insert and the session touch are CTEs on its one row, which
  * Postgres runs to completion without the outer SELECT reading them. A concurrent refresh of
  * the same token waits for this statement's row lock and then finds the token revoked (the
- * UPDATE's re-check), so it too takes the slow path, which answers it as a reuse.
+ * UPDATE's re-check), so it too takes the slow path, which answers it as a reuse. A session of
+ * an OAuth 2.1 client never takes this statement: the slow path checks its client first.
  */
 export async function rotateLiveToken(
   q: Queryable,
@@ -177,7 +178,7 @@ export async function rotateLiveToken(
          WHERE rt.token = $1 AND rt.revoked = false
            AND s.id = rt.session_id AND u.id = rt.user_id::uuid
            AND (u.banned_until IS NULL OR u.banned_until <= $2)
-           AND (s.not_after IS NULL OR s.not_after >= $2)
+           AND (s.not_after IS NULL OR s.not_after >= $2) AND s.oauth_client_id IS NULL
         RETURNING rt.token AS rt_token, rt.user_id AS rt_user_id, rt.session_id, ${USER_JSON} AS user_json,
           ${IDENTITIES_JSON} AS identities_json, ${AMR_JSON('rt.session_id')} AS amr_json, ${FACTORS_JSON} AS factors_json
      ), ins AS (

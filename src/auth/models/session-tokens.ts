@@ -73,7 +73,7 @@ export async function rotateSessionToken(
        FROM auth.users u
       WHERE s.id = $1 AND s.refresh_token_counter = $3 AND u.id = s.user_id
         AND (u.banned_until IS NULL OR u.banned_until <= $2)
-        AND (s.not_after IS NULL OR s.not_after >= $2)
+        AND (s.not_after IS NULL OR s.not_after >= $2) AND s.oauth_client_id IS NULL
         AND ${signatureHolds('s.refresh_token_hmac_key', '$4', '$5')}
      RETURNING s.id, ${USER_JSON} AS user_json, ${IDENTITIES_JSON} AS identities_json,
        ${AMR_JSON('s.id')} AS amr_json, ${FACTORS_JSON} AS factors_json, s.refresh_token_hmac_key`,

@@ -50,6 +50,31 @@ export async function deleteSessionsOfUser(q: Queryable, userId: string, exceptI
   return r.rowCount ?? 0
 }
 
+/** What binds a session to an OAuth client: the client and the scopes it was granted. */
+export interface OAuthBinding {
+  clientId: string
+  scopes: string | null
+}
+
+/** Binds a new session to the OAuth client it is issued to (GoTrue's oauth_client_id and scopes). */
+export async function bindSessionToOAuthClient(q: Queryable, sessionId: string, b: OAuthBinding): Promise<void> {
+  await q.query('UPDATE auth.sessions SET oauth_client_id = $2, scopes = $3 WHERE id = $1', [
+    sessionId,
+    b.clientId,
+    b.scopes,
+  ])
+}
+
+/** The OAuth client a session is bound to, or null for an ordinary session (or none). */
+export async function oauthBindingOf(q: Queryable, sessionId: string): Promise<OAuthBinding | null> {
+  const r = await q.query<{ oauth_client_id: string | null; scopes: string | null }>(
+    'SELECT oauth_client_id, scopes FROM auth.sessions WHERE id = $1',
+    [sessionId],
+  )
+  const row = r.rows[0]
+  return row?.oauth_client_id ? { clientId: row.oauth_client_id, scopes: row.scopes } : null
+}
+
 /** Deletes the sessions an OAuth client holds (of one user, or of all). */
 export async function deleteSessionsOfOAuthClient(q: Queryable, clientId: string, userId?: string): Promise<number> {
   const r = await q.query(

@@ -118,7 +118,7 @@ export type Limit =
   { readonly bucket: RateLimitBucketName; readonly endpoint?: string } | { readonly feature: FeatureLimit }
 
 /** A limit that depends on the request: its description in the route list, and the choice. */
-interface LimitRule {
+export interface LimitRule {
   readonly name: string
   readonly pick: (req: FastifyRequest) => Limit | null
 }

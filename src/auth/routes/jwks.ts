@@ -2,9 +2,11 @@
 // signing keys (every listed key, the one that signs now and the older ones that still
 // verify), in GoTrue's shape. The HS256 secret is never published. GET
 // /.well-known/openid-configuration: GoTrue's discovery document for this tenant's issuer,
-// so OIDC libraries find the JWKS from `iss` (the /oauth endpoints it names are those of
-// GoTrue's OAuth server, which is off here as it is by default).
+// so OIDC libraries find the JWKS from `iss`; the /oauth endpoints it names are those of the
+// OAuth 2.1 server (docs/auth-protocol.md §3.22), whose own metadata document (RFC 8414,
+// /.well-known/oauth-authorization-server) is the same.
 import type { FastifyReply, FastifyRequest } from 'fastify'
+import { oauthServerOf } from '../../tenants/index.js'
 import { contextOf } from '../request-state.js'
 
 export async function getJwks(req: FastifyRequest, reply: FastifyReply): Promise<unknown> {
@@ -14,9 +16,11 @@ export async function getJwks(req: FastifyRequest, reply: FastifyReply): Promise
 }
 
 export async function getOpenIdConfiguration(req: FastifyRequest, reply: FastifyReply): Promise<unknown> {
-  const issuer = contextOf(req).issuer.replace(/\/+$/, '')
+  const ctx = contextOf(req)
+  const issuer = ctx.issuer.replace(/\/+$/, '')
+  const oauth = oauthServerOf(ctx.tenant.auth)
   reply.header('cache-control', 'public, max-age=600')
-  return {
+  const doc: Record<string, unknown> = {
     issuer,
     authorization_endpoint: `${issuer}/oauth/authorize`,
     token_endpoint: `${issuer}/oauth/token`,
@@ -46,6 +50,12 @@ export async function getOpenIdConfiguration(req: FastifyRequest, reply: Fastify
       'preferred_username',
       'updated_at',
     ],
-    code_challenge_methods_supported: ['S256', 'plain'],
+    // Our OAuth 2.1 server takes S256 only (GoTrue also plain).
+    code_challenge_methods_supported: ['S256'],
   }
+  if (oauth.enabled && oauth.allow_dynamic_registration) doc.registration_endpoint = `${issuer}/oauth/clients/register`
+  return doc
 }
+
+/** RFC 8414 metadata of the OAuth 2.1 server: GoTrue answers it with the discovery document. */
+export const getOAuthServerMetadata = getOpenIdConfiguration

@@ -2,8 +2,6 @@
 // (its defaults), so auth-js's methods for them get GoTrue's errors rather than a bare 404:
 //   - SAML single sign-on (`/sso`, `/sso/saml/*`, `/admin/sso/providers*`): 404
 //     saml_provider_disabled "SAML 2.0 is disabled"
-//   - the parts of the OAuth 2.1 server not offered yet (its clients are: oauth-routes.ts):
-//     404 feature_disabled "OAuth server is disabled"
 //   - custom OAuth providers (`/admin/custom-providers*`): 404 feature_disabled
 // Admin routes check the admin token first and /user routes the bearer first, as GoTrue's
 // route order does; the others refuse before anything else.
@@ -34,26 +32,6 @@ const SWITCHED_OFF: Array<{ error: () => Error; check: Who; routes: Array<[HTTPM
       ['GET', '/admin/sso/providers/:id'],
       ['PUT', '/admin/sso/providers/:id'],
       ['DELETE', '/admin/sso/providers/:id'],
-    ],
-  },
-  {
-    error: () => new FeatureDisabledError('OAuth server is disabled'),
-    check: 'none',
-    routes: [
-      ['GET', '/.well-known/oauth-authorization-server'],
-      ['POST', '/oauth/token'],
-      ['GET', '/oauth/userinfo'],
-      ['GET', '/oauth/authorize'],
-      ['GET', '/oauth/authorizations/:id'],
-      ['POST', '/oauth/authorizations/:id/consent'],
-    ],
-  },
-  {
-    error: () => new FeatureDisabledError('OAuth server is disabled'),
-    check: 'user',
-    routes: [
-      ['GET', '/user/oauth/grants'],
-      ['DELETE', '/user/oauth/grants'],
     ],
   },
   {
