@@ -27,6 +27,7 @@ import { createProxyPipeline, requestInfo, type ProxyRouteDeps } from './pipelin
 import { createFastPath, type FastPath } from './fast-path.js'
 import { GatewayResponder } from './responder.js'
 import { gatewayState } from './shutdown.js'
+import { GatewayRequest, GatewayResponse } from './http-objects.js'
 import { lazyChildLoggerFactory } from './request-logger.js'
 import type { GatewayDeps } from './types.js'
 
@@ -175,7 +176,13 @@ function fastifyOptions(
     // fastify's own server set-up (lib/server.js), on a server whose listener tries the
     // fast path first.
     serverFactory: (handler: http.RequestListener, o: FastifyServerOptions) => {
-      const server = http.createServer((o as { http?: http.ServerOptions }).http ?? {}, (req, res) => {
+      // Requests and responses of the gateway's own classes (http-objects.ts).
+      const options = {
+        ...(o as { http?: http.ServerOptions }).http,
+        IncomingMessage: GatewayRequest,
+        ServerResponse: GatewayResponse,
+      } as http.ServerOptions
+      const server = http.createServer(options, (req, res) => {
         const fast = fastPath()
         if (fast === null || !fast(req, res)) handler(req, res)
       })

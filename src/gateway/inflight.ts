@@ -10,6 +10,7 @@
 // no key string made per request: the counts are a map of clients per tenant (an entry per
 // tenant that was ever served, bounded by the tenants; a client's entry goes when it has none).
 import type { ServerResponse } from 'node:http'
+import { kClient, kTenant } from './http-objects.js'
 
 /** One tenant's requests in flight, in all and per client. */
 interface TenantCount {
@@ -17,8 +18,6 @@ interface TenantCount {
   clients: Map<string, number>
 }
 
-const kTenant = Symbol('gatehouse.inflightTenant')
-const kClient = Symbol('gatehouse.inflightClient')
 type Tracked = ServerResponse & { [kTenant]?: TenantCount; [kClient]?: string }
 
 /** take()'s answer: a slot, or which cap refused one. */

@@ -31,8 +31,8 @@ import { ClientAbortedError, declaredTooLarge, lingerThenClose, readBody, type B
 import type { InflightSlots } from './inflight.js'
 import type { RestRateLimiter } from './rate-limits.js'
 import { performance } from 'node:perf_hooks'
+import { kInfo } from './http-objects.js'
 
-const kInfo = Symbol('gatehouse.requestInfo')
 type WithInfo = IncomingMessage & { [kInfo]?: RequestInfo }
 
 /** The caller of an /auth/v1 request whose bearer JWT failed verification: no role, the token as sent. */

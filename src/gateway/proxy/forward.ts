@@ -10,6 +10,7 @@ import { isJsonContentType, standardReasonPhrase } from '../../shared/index.js'
 import type { ProxiedRequest, RequestInfo, RewriteError } from '../types.js'
 import { readUpstreamHead, withOurs } from './headers.js'
 import type { BodyStream } from '../body.js'
+import { kForward, kSendWatch } from '../http-objects.js'
 
 /** Everything the response side needs about one proxied request. */
 export interface ForwardContext extends ProxiedRequest {
@@ -98,7 +99,6 @@ export interface Origin {
   active: number
   queue: Forward[]
 }
-export const kForward = Symbol('gatehouse.forward')
 export type Tracked = ServerResponse & { [kForward]?: Forward }
 
 /** 'close' of a client response: the client went away before the answer was complete. */
@@ -112,7 +112,6 @@ function onClientDrain(this: Tracked): void {
   this[kForward]?.resume?.()
 }
 
-const kSendWatch = Symbol('gatehouse.sendWatch')
 type Watched = ServerResponse & { [kSendWatch]?: NodeJS.Timeout }
 
 /**

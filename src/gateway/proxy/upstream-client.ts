@@ -10,9 +10,9 @@ import { LogThrottle } from '../../shared/index.js'
 import { UpstreamBusyError, UpstreamRefusedError, UpstreamTimeoutError, UpstreamUnavailableError } from '../errors.js'
 import { renderError } from '../render.js'
 import { BodyStream, ClientAbortedError } from '../body.js'
+import { kForward } from '../http-objects.js'
 import {
   Forward,
-  kForward,
   onClientClose,
   type ForwardContext,
   type Internals,
