@@ -99,6 +99,9 @@ function signAccessToken(
   return signClaims(ctx, claims, { subject, issuer: ctx.issuer, iat, expiresIn })
 }
 
+/** Signs other tokens of this tenant (the OAuth server's ID tokens) as its access tokens are signed. */
+export const signTenantJwt = signAccessToken
+
 /** Signs the claims a custom access token hook answered, with its own iat, exp, iss and sub. */
 function signCustomClaims(ctx: TenantContext, claims: Record<string, unknown>): string {
   const { iat, exp, iss, sub, ...rest } = claims

@@ -41,6 +41,17 @@ function unverifiedAuthCaller(headers: IncomingHttpHeaders): Caller {
   return { kind: 'anon', claims: null, token, exp: null, keyKind: null, cacheKey: '' }
 }
 
+/**
+ * POST /auth/v1/oauth/token with an OAuth client's `Authorization: Basic` credentials (RFC 6749
+ * §2.3.1): no key and no role of ours; the auth engine checks the credentials.
+ */
+function oauthClientCaller(raw: IncomingMessage, r: Routed, open: boolean): Caller | null {
+  if (!open || r.path !== '/oauth/token') return null
+  const h = firstHeader(raw.headers.authorization)
+  if (h === undefined || !h.startsWith('Basic ')) return null
+  return { kind: 'anon', claims: null, token: null, exp: null, keyKind: null, cacheKey: '', clientAuthorization: h }
+}
+
 /** An /auth/v1 request whose bearer JWT failed verification goes on without a role; other refusals stand. */
 function unverifiedOnAuth(err: unknown, r: Routed, raw: IncomingMessage): Caller {
   if (r.service !== 'auth' || !isUnverifiedTokenRefusal(err)) throw err
@@ -270,6 +281,8 @@ class ProxyPipeline {
    */
   #authenticate(raw: IncomingMessage, r: Routed): Caller | Promise<Caller> {
     const open = r.service === 'auth' && isOpenAuthRoute(raw.method ?? 'GET', r.path)
+    const client = oauthClientCaller(raw, r, open)
+    if (client !== null) return client
     let authenticated: Caller | Promise<Caller>
     try {
       authenticated = this.#deps.authenticator.authenticate(r.tenant, raw.headers, r.q.apikey, open, raw.socket)
@@ -291,6 +304,7 @@ class ProxyPipeline {
     const tokens = this.#deps.tokens
     if (r.service === 'rest') return tokens.restAuthorization(r.tenant, caller)
     if (caller.token !== null) return `Bearer ${caller.token}`
+    if (caller.clientAuthorization !== undefined) return caller.clientAuthorization
     if (caller.keyKind !== 'svc') return undefined
     const f = this.#deps.authenticator.facts(r.tenant)
     const t = tokens.authService(r.tenant, f.issuer, f.fp)

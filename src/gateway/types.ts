@@ -89,6 +89,8 @@ export interface Caller {
   keyKind: 'anon' | 'svc' | null
   /** Cache key of this caller (a hash, never the token itself). */
   cacheKey: string
+  /** An OAuth client's Basic credentials at the OAuth 2.1 token endpoint, forwarded as they came. */
+  clientAuthorization?: string
   /** The REST upstream token last signed for this caller (upstream-token.ts), re-used until renewAt. */
   upstream?: { token: string; renewAt: number; authorization: string }
 }

@@ -9,6 +9,7 @@
 import { createHash, randomBytes } from 'node:crypto'
 import t from 'tap'
 import { GoTrueAdminApi } from '@supabase/auth-js'
+import { createLocalJWKSet, jwtVerify } from 'jose'
 import { startAuth, call, decodeJwt, email } from '../helpers/auth-harness.js'
 import type { TestTenant } from '../helpers/tenants.js'
 
@@ -75,7 +76,7 @@ t.test('OAuth authorization code flow', async (t) => {
 
   t.test('authorize, consent, code for tokens bound to the client', async (t) => {
     const p = pkce()
-    const id = await start(confidential.client_id, APP, p.challenge)
+    const id = await start(confidential.client_id, APP, p.challenge, { nonce: 'n-0S6_WzA2Mj' })
     const details = await user.oauth.getAuthorizationDetails(id)
     t.error(details.error)
     t.same(details.data, {
@@ -107,7 +108,23 @@ t.test('OAuth authorization code flow', async (t) => {
       [confidential.client_id, confidential.client_secret!],
     )
     t.equal(tokens.status, 200, JSON.stringify(tokens.body))
-    t.same(Object.keys(tokens.body).sort(), ['access_token', 'expires_in', 'refresh_token', 'token_type'])
+    t.same(Object.keys(tokens.body).sort(), ['access_token', 'expires_in', 'id_token', 'refresh_token', 'token_type'])
+    // OpenID Connect: the ID token, signed with the database's current key (its JWKS), for the client.
+    const jwks = createLocalJWKSet((await call(`${h.base(a)}/.well-known/jwks.json`)).body)
+    const { payload: idToken } = await jwtVerify(tokens.body.id_token, jwks, {
+      issuer: `http://gatehouse.test/${a.database}/auth/v1`,
+      audience: confidential.client_id,
+      currentDate: h.clock.now(),
+    })
+    t.match(idToken, {
+      sub: userId,
+      nonce: 'n-0S6_WzA2Mj',
+      email: address,
+      email_verified: true,
+      phone_number_verified: false,
+      client_id: confidential.client_id,
+    })
+    t.type(idToken.auth_time, 'number')
     const claims = decodeJwt(tokens.body.access_token)
     t.equal(claims.sub, userId)
     t.equal(claims.client_id, confidential.client_id)

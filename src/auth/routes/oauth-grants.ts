@@ -10,6 +10,7 @@ import { OAuthConsentNotFoundError, ValidationFailedError } from '../errors.js'
 import { queryParam } from '../http.js'
 import { listActiveConsents, revokeConsent } from '../models/oauth-authorizations.js'
 import { deleteSessionsOfOAuthClient, oauthBindingOf } from '../models/sessions.js'
+import { profileClaims } from '../oauth-claims.js'
 import { callerOf, contextOf } from '../request-state.js'
 import { scopesOf } from './oauth-authorize.js'
 
@@ -47,22 +48,11 @@ export async function getOAuthUserInfo(req: FastifyRequest): Promise<unknown> {
   const out: Record<string, unknown> = { sub: u.id }
   const binding = caller.sessionId === null ? null : await oauthBindingOf(ctx.db, caller.sessionId)
   const scopes = scopesOf(binding?.scopes ?? '')
-  const meta = (u.raw_user_meta_data ?? {}) as Record<string, unknown>
-  const text = (k: string) => (typeof meta[k] === 'string' && meta[k] !== '' ? (meta[k] as string) : undefined)
   if (scopes.includes('email')) {
     if (u.email) out.email = u.email
     if (u.email_confirmed_at) out.email_verified = true
   }
-  if (scopes.includes('profile')) {
-    const name = text('name') ?? (u.email || undefined)
-    if (name !== undefined) out.name = name
-    const picture = text('picture') ?? text('avatar_url')
-    if (picture !== undefined) out.picture = picture
-    const username = text('preferred_username') ?? text('username')
-    if (username !== undefined) out.preferred_username = username
-    if (u.updated_at) out.updated_at = Math.floor(new Date(u.updated_at).getTime() / 1000)
-    out.user_metadata = meta
-  }
+  if (scopes.includes('profile')) Object.assign(out, profileClaims(u), { user_metadata: u.raw_user_meta_data ?? {} })
   if (scopes.includes('phone')) {
     if (u.phone) out.phone = u.phone
     if (u.phone_confirmed_at) out.phone_verified = true

@@ -21,6 +21,7 @@ import { takeApprovedCode } from '../models/oauth-authorizations.js'
 import { findOAuthClient, type OAuthClientRow, type TokenEndpointAuthMethod } from '../models/oauth-clients.js'
 import { isUserBanned, loadUserWithIdentities } from '../models/users.js'
 import { listOf, secretMatches } from '../oauth-clients.js'
+import { idTokenOf } from '../oauth-claims.js'
 import { verifierMatches } from '../pkce.js'
 import { contextOf } from '../request-state.js'
 import { startSession } from '../tokens.js'
@@ -87,7 +88,7 @@ async function authorizationCodeGrant(
   req: FastifyRequest,
   b: Body,
   client: OAuthClientRow,
-): Promise<AccessTokenResponse> {
+): Promise<Record<string, unknown>> {
   const code = field(b, 'code')
   if (code === '') throw new OAuthInvalidRequestError('described', 'code is required for authorization_code grant')
   return withTransaction(ctx.db, async (q) => {
@@ -112,11 +113,17 @@ async function authorizationCodeGrant(
     const user = await loadUserWithIdentities(q, a.user_id)
     if (!user) throw new OAuthInvalidGrantError('User not found for authorization code')
     if (isUserBanned(user.user, ctx.now())) throw new OAuthAccessDeniedError('User is banned')
-    return startSession(ctx, q, user, {
+    const scopes = scopesOf(a.scope)
+    const session = await startSession(ctx, q, user, {
       method: 'oauth_provider/authorization_code',
       ...clientMeta(req),
-      oauth: { clientId: client.id, scopes: scopesOf(a.scope).join(' ') },
+      oauth: { clientId: client.id, scopes: scopes.join(' ') },
     })
+    // OpenID Connect: an ID token when the app asked for scope openid.
+    const idToken = scopes.includes('openid')
+      ? idTokenOf(ctx, user.user, { clientId: client.id, scopes, nonce: a.nonce, authTime: ctx.now() })
+      : undefined
+    return { ...oauthAnswer(session), ...(idToken === undefined ? {} : { id_token: idToken }) }
   })
 }
 
@@ -128,7 +135,7 @@ export async function postOAuthToken(req: FastifyRequest): Promise<unknown> {
   if (grantType === '') throw new OAuthInvalidRequestError('described', 'grant_type is required')
   if (!listOf(client.grant_types).includes(grantType))
     throw new OAuthUnsupportedGrantTypeError(`Client is not allowed to use grant type: ${grantType}`)
-  if (grantType === 'authorization_code') return oauthAnswer(await authorizationCodeGrant(ctx, req, b, client))
+  if (grantType === 'authorization_code') return authorizationCodeGrant(ctx, req, b, client)
   if (grantType === 'refresh_token') {
     if (field(b, 'refresh_token') === '')
       throw new OAuthInvalidRequestError('described', 'refresh_token is required for refresh_token grant')

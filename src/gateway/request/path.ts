@@ -69,7 +69,9 @@ export function parseGatewayPath(url: string): GatewayPath {
 }
 
 /** Auth routes reachable without an API key (browser redirects, as Supabase's Kong, and the
- * discovery documents OIDC libraries fetch without one). */
+ * discovery documents OIDC libraries fetch without one), and the OAuth 2.1 server's routes a
+ * third-party app calls, which holds no key of the database (docs/auth-protocol.md §3.22; the
+ * auth engine answers 404 feature_disabled where the server is off). */
 export function isOpenAuthRoute(method: string, path: string): boolean {
   if (method === 'GET')
     return (
@@ -77,9 +79,12 @@ export function isOpenAuthRoute(method: string, path: string): boolean {
       path === '/callback' ||
       path === '/authorize' ||
       path === '/.well-known/jwks.json' ||
-      path === '/.well-known/openid-configuration'
+      path === '/.well-known/openid-configuration' ||
+      path === '/.well-known/oauth-authorization-server' ||
+      path === '/oauth/authorize' ||
+      path === '/oauth/userinfo'
     )
-  if (method === 'POST') return path === '/callback'
+  if (method === 'POST') return path === '/callback' || path === '/oauth/token' || path === '/oauth/clients/register'
   return false
 }
 
