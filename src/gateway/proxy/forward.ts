@@ -8,7 +8,7 @@ import type { Dispatcher } from 'undici'
 import type { FastifyBaseLogger } from 'fastify'
 import { isJsonContentType, standardReasonPhrase } from '../../shared/index.js'
 import type { ProxiedRequest, RequestInfo, RewriteError } from '../types.js'
-import { readUpstreamHead, withOurs } from './headers.js'
+import { latin1Strings, readUpstreamHead, withOurs } from './headers.js'
 import type { BodyStream } from '../body.js'
 import { kForward, kSendWatch } from '../http-objects.js'
 
@@ -68,13 +68,6 @@ function replaceHeaders(list: string[], set: Record<string, string>, drop: reado
     if (!names.has(list[i]!.toLowerCase())) out.push(list[i]!, list[i + 1]!)
   }
   for (const [k, v] of Object.entries(set)) out.push(k, v)
-  return out
-}
-
-/** undici's raw header list as strings, [name, value, ...]. */
-function asStrings(rawHeaders: readonly Buffer[]): string[] {
-  const out = new Array<string>(rawHeaders.length)
-  for (let i = 0; i < rawHeaders.length; i++) out[i] = rawHeaders[i]!.toString('latin1')
   return out
 }
 
@@ -236,7 +229,7 @@ export class Forward implements Dispatcher.DispatchHandler {
       ctx.rewriting = true
       this.chunks = []
       this.headers = headers
-      this.upstreamRaw = asStrings(rawHeaders)
+      this.upstreamRaw = latin1Strings(rawHeaders)
       return true
     }
     // The upstream's reason phrase goes on with its status (PostgREST's, which clients show).

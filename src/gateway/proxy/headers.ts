@@ -124,10 +124,11 @@ export interface UpstreamHead {
  */
 export function readUpstreamHead(rawHeaders: readonly Buffer[], oursVary: boolean): UpstreamHead {
   const head: UpstreamHead = { kept: [], vary: null, contentType: undefined, encoded: false, retryAfter: false }
+  const strings = latin1Strings(rawHeaders)
   let connection: string[] | undefined
-  for (let i = 0; i < rawHeaders.length; i += 2) {
-    const name = rawHeaders[i]!.toString('latin1')
-    const value = rawHeaders[i + 1]!.toString('latin1')
+  for (let i = 0; i < strings.length; i += 2) {
+    const name = strings[i]!
+    const value = strings[i + 1]!
     const lower = name.toLowerCase()
     if (HOP_BY_HOP.has(lower)) {
       if (lower === 'connection') (connection ??= []).push(value)
@@ -146,6 +147,46 @@ export function readUpstreamHead(rawHeaders: readonly Buffer[], oursVary: boolea
     if (listed.has('vary')) head.vary = null
   }
   return head
+}
+
+/** A head larger than this is read header by header (latin1Strings). */
+const ONE_DECODE_MAX_BYTES = 64 * 1024
+
+/**
+ * undici's raw header list as strings, [name, value, ...]. undici's Buffers are views of
+ * the socket chunk the head arrived in: when they all are, the stretch of the chunk they
+ * span is decoded once and each name and value is a slice of that text (one decode instead
+ * of one per name and value, which cost more than the rest of reading the head); a head
+ * that came in several chunks (or a header undici joined) is decoded Buffer by Buffer.
+ */
+export function latin1Strings(raw: readonly Buffer[]): string[] {
+  const n = raw.length
+  const out = new Array<string>(n)
+  if (n === 0) return out
+  const ab = raw[0]!.buffer
+  let lo = raw[0]!.byteOffset
+  let hi = lo
+  for (let i = 0; i < n; i++) {
+    const b = raw[i]!
+    if (b.buffer !== ab) return eachLatin1(raw, out)
+    const start = b.byteOffset
+    const end = start + b.length
+    if (start < lo) lo = start
+    if (end > hi) hi = end
+  }
+  if (hi - lo > ONE_DECODE_MAX_BYTES) return eachLatin1(raw, out)
+  const text = Buffer.from(ab, lo, hi - lo).toString('latin1')
+  for (let i = 0; i < n; i++) {
+    const b = raw[i]!
+    const at = b.byteOffset - lo
+    out[i] = text.slice(at, at + b.length)
+  }
+  return out
+}
+
+function eachLatin1(raw: readonly Buffer[], out: string[]): string[] {
+  for (let i = 0; i < raw.length; i++) out[i] = raw[i]!.toString('latin1')
+  return out
 }
 
 /** Notes what the proxy reads of one header; true when it is held back from the list (a Vary to merge). */
