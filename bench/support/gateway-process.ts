@@ -1,13 +1,20 @@
 // A gateway in a process of its own, as it is deployed (`gatehouse serve gateway`): a bench
 // forks this file, sends { config overrides, tenant files }, and gets back the port. The
 // parent asks for this process's CPU time ('cpu') around each measurement, and ends it with
-// 'close'. Logs: the production logger at the given level, batched, to /dev/null. With
-// `bare`, a bare passthrough proxy (bare-proxies.ts) runs here instead of the gateway.
+// 'close'. Tenants: the per-process cache over a memory store, as served. Logs: the
+// production logger at the given level, batched, to /dev/null. With `bare`, a bare
+// passthrough proxy (bare-proxies.ts) runs here instead of the gateway.
 import type { AddressInfo } from 'node:net'
 import { Session } from 'node:inspector/promises'
 import { writeFileSync } from 'node:fs'
 import { loadConfig } from '../../src/config/index.js'
-import { parseTenantFile, toTenant, type Tenant } from '../../src/tenants/index.js'
+import {
+  createMemoryStore,
+  createTenantCache,
+  parseTenantFile,
+  tenantCacheOptions,
+  toTenant,
+} from '../../src/tenants/index.js'
 import { buildGateway } from '../../src/gateway/index.js'
 import { devNullLogger } from '../lib.js'
 import { startBareProxy, type BareKind } from './bare-proxies.js'
@@ -73,21 +80,21 @@ async function start(m: GatewayProcessStart): Promise<void> {
     return
   }
   const config = loadConfig({ env: {}, overrides: m.overrides })
-  const tenants = new Map<string, Tenant>()
-  for (const t of m.tenants) {
-    const tenant = toTenant(parseTenantFile(t, 'bench.yaml', {}))
-    tenants.set(tenant.database, tenant)
-  }
+  // The tenants as `gatehouse serve gateway` reads them: the per-process cache in front of a
+  // store (here the memory store a tenants directory is loaded into).
+  const store = createMemoryStore({ tenants: m.tenants.map((t) => toTenant(parseTenantFile(t, 'bench.yaml', {}))) })
+  const tenants = createTenantCache(store, tenantCacheOptions(config.tenants))
   const log = devNullLogger(config.log)
   const gateway = buildGateway({
     config,
-    tenants: { get: async (db) => tenants.get(db) ?? null },
+    tenants,
     logger: log.logger as never,
     ...(m.fastPath === false ? { fastPath: false } : {}),
   })
   await gateway.listen({ port: 0, host: '127.0.0.1' })
   close = async () => {
     await gateway.close()
+    tenants.close()
     log.close()
   }
   send({ type: 'listening', port: (gateway.server.address() as AddressInfo).port })

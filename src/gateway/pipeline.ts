@@ -163,7 +163,10 @@ class ProxyPipeline {
       const gp = parseGatewayPath(raw.url ?? '/')
       // Supabase's other services are not offered by any database: said before any look-up.
       if (gp.service === null) throw notServedError(gp.path)
-      const r = this.#route(raw, info, gp, await this.#deps.tenants.get(gp.database))
+      // A cached record comes back as a value: no promise and no await for it.
+      const tenants = this.#deps.tenants
+      const known = tenants.cached?.(gp.database)
+      const r = this.#route(raw, info, gp, known !== undefined ? known : await tenants.get(gp.database))
       // Cached verdicts and tokens come back as values: awaited only when they are promises.
       const c = this.#authenticate(raw, r)
       const caller = c instanceof Promise ? await c : c

@@ -143,6 +143,11 @@ class StoreTenantCache implements TenantCache {
     return entry.tenant
   }
 
+  cached(database: string): Tenant | null | undefined {
+    // Only names get() accepted are ever cached; an entry still being fetched is undefined.
+    return this.#lru.get(database)?.tenant
+  }
+
   invalidate(database: string): void {
     this.#drop(database)
     if (this.#reinvalidateMs > 0) {

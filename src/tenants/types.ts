@@ -6,6 +6,12 @@ import type { Tenant } from './schema.js'
 /** What every HTTP part depends on: resolve a database name to its tenant, or null. */
 export interface TenantLookup {
   get(database: string): Promise<Tenant | null>
+  /**
+   * What get() would answer, when that is at hand without waiting (the cache holds a fresh
+   * entry): the record, or null for a database remembered as unknown; undefined otherwise
+   * (then ask get()). A busy gateway reads its tenants this way without a promise per request.
+   */
+  cached?(database: string): Tenant | null | undefined
   /** The state of the store behind it, when the look-up knows it (the cache does). */
   health?(): { state: 'ok' | 'unreachable' | 'empty'; lastGood: number; lastGoodServed: number }
 }

@@ -112,6 +112,37 @@ t.test('negativeTtlMs 0: unknown databases are not remembered', async (t) => {
   t.same(s.calls, ['ghost', 'ghost'])
 })
 
+t.test('cached(): what get() would answer when it is at hand, undefined when get() must ask', async (t) => {
+  const { redis, prefix, url } = createTestRedis(t)
+  const s = counted(redisStore(t, url, prefix))
+  await s.putAll([tenant('acme')])
+  const c = clock()
+  const cache = createTenantCache(s, { ttlMs: 60_000, negativeTtlMs: 5000, now: c.now, reinvalidateMs: 0 })
+  t.teardown(() => cache.close())
+
+  t.equal(cache.cached?.('acme'), undefined, 'never looked up: get() must ask')
+  const pending = cache.get('acme')
+  t.equal(cache.cached?.('acme'), undefined, 'while the store is asked')
+  const got = await pending
+  t.equal(cache.cached?.('acme'), got, 'the record get() gave, the same object')
+  t.same(s.calls, ['acme'], 'cached() never asks the store')
+  c.advance(60_001)
+  t.equal(cache.cached?.('acme'), undefined, 'past the TTL: get() must ask again')
+
+  t.equal(await cache.get('ghost'), null)
+  t.equal(cache.cached?.('ghost'), null, 'an unknown database, remembered')
+  c.advance(5_001)
+  t.equal(cache.cached?.('ghost'), undefined, 'after the negative TTL')
+
+  await cache.get('acme')
+  await writeSilently(redis, prefix, tenant('acme', { organization: 'org_next' }))
+  cache.invalidate('acme')
+  t.equal(cache.cached?.('acme'), undefined, 'invalidated: get() reads the store again')
+  t.equal((await cache.get('acme'))?.organization, 'org_next')
+  t.equal(cache.cached?.('acme')?.organization, 'org_next')
+  t.equal(cache.cached?.('__proto__'), undefined, 'a prototype name is never an entry')
+})
+
 t.test('TTL backstop: a missed invalidation heals after ttlMs', async (t) => {
   const { redis, prefix, url } = createTestRedis(t)
   const store = redisStore(t, url, prefix)
