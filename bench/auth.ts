@@ -2,9 +2,10 @@
 // tenant is provisioned on the services' Postgres; `connections` sessions are signed in,
 // and every request presents a live refresh token (each answer's refresh_token goes back
 // into the queue of live tokens), so every request is a real rotation: one prepared
-// statement in one round trip (revoke the token joined with its session and user, insert
-// the child, touch the session, and return the user, identities, factors and AMR as json)
-// and one ES256 signature (the tenant's default signing key). autocannon runs in a child
+// statement in one round trip (v2 tokens, the default: move the session's counter on after
+// checking the token's HMAC; v1: revoke the token, insert its child, touch the session; both
+// return the user, identities, factors and AMR as json) and one ES256 signature (the
+// tenant's default signing key). autocannon runs in a child
 // process (its script, with the request hooks, is written to a temporary directory), so
 // this process's CPU is the engine's. BENCH_ONLY=refresh-token-grant (or
 // refresh-token-grant-with-hook) runs one scenario (for profiling; bench/results/auth.json is
@@ -171,13 +172,18 @@ interface Measured {
 /** Refresh grants against a fresh tenant (with the hook, or without), for `seconds`. */
 type BuildEngine = typeof buildThisEngine
 
+let profilesWritten = 0
+
 /**
  * BENCH_CPU_PROFILE=<file>: a V8 CPU profile of this process over the measured window only
- * (startup, provisioning and warm-up left out); a stop function that writes it.
+ * (startup, provisioning and warm-up left out); a stop function that writes it. With A/B
+ * rounds each measurement writes its own: <file>, then <file>.1, <file>.2 ... (base, this, ...).
  */
 async function startProfile(): Promise<(() => Promise<void>) | null> {
-  const file = process.env.BENCH_CPU_PROFILE
-  if (file === undefined || file === '') return null
+  const named = process.env.BENCH_CPU_PROFILE
+  if (named === undefined || named === '') return null
+  const file = profilesWritten === 0 ? named : `${named}.${profilesWritten}`
+  profilesWritten++
   const session = new inspector.Session()
   session.connect()
   await session.post('Profiler.enable')
@@ -245,7 +251,12 @@ async function measureRefresh(
       const c = new pg.Client({ connectionString: file.engines!.auth })
       await c.connect()
       try {
-        return Number((await c.query<{ n: string }>('SELECT count(*)::text AS n FROM auth.refresh_tokens')).rows[0]!.n)
+        // v1: a row per token; v2: the sessions' counters (docs/auth-protocol.md §5.3).
+        const n = await c.query<{ n: string }>(
+          `SELECT ((SELECT count(*) FROM auth.refresh_tokens)
+                 + (SELECT COALESCE(sum(refresh_token_counter), 0) FROM auth.sessions))::text AS n`,
+        )
+        return Number(n.rows[0]!.n)
       } finally {
         await c.end()
       }
@@ -274,7 +285,7 @@ async function measureRefresh(
       scenario: {
         name: hooked ? 'refresh-token-grant-with-hook' : 'refresh-token-grant',
         description:
-          'POST /token?grant_type=refresh_token, each connection rotating its own session (v1 tokens, reuse detection on)' +
+          `POST /token?grant_type=refresh_token, each connection rotating its own session (v${tenant.auth.refresh_token_algorithm_version} tokens, reuse detection on)` +
           (hooked ? ', with a Postgres custom access token hook (one look-up, one claim)' : ''),
         requestsPerSec: Math.round(r.requests.average),
         p50Ms: r.latency.p50,

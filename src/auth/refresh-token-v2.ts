@@ -6,7 +6,7 @@
 // bytes), and the checksum the first 4 bytes of SHA-256 over everything before it (it only
 // spares the database strings that cannot be tokens). The session keeps the counter of the
 // newest token it issued (auth.sessions.refresh_token_counter).
-import { createHash, createHmac, randomBytes, timingSafeEqual } from 'node:crypto'
+import { createHash, randomBytes, timingSafeEqual } from 'node:crypto'
 
 const SIGNATURE_LENGTH = 16
 const CHECKSUM_LENGTH = 4
@@ -60,8 +60,24 @@ function uuidText(b: Buffer): string {
   return `${h.slice(0, 8)}-${h.slice(8, 12)}-${h.slice(12, 16)}-${h.slice(16, 20)}-${h.slice(20)}`
 }
 
+const BLOCK = 64
+const IPAD = Buffer.alloc(BLOCK, 0x36)
+const OPAD = Buffer.alloc(BLOCK, 0x5c)
+
+/**
+ * The first 16 bytes of HMAC-SHA-256 (RFC 2104) from two hashes: node's createHmac with a raw
+ * key makes a KeyObject per call (about 16 µs against 3 µs for the two hashes).
+ */
 function hmac16(key: Buffer, signed: Buffer): Buffer {
-  return createHmac('sha256', key).update(signed).digest().subarray(0, SIGNATURE_LENGTH)
+  const k = key.length > BLOCK ? createHash('sha256').update(key).digest() : key
+  const inner = Buffer.from(IPAD)
+  const outer = Buffer.from(OPAD)
+  for (let i = 0; i < k.length; i++) {
+    inner[i]! ^= k[i]!
+    outer[i]! ^= k[i]!
+  }
+  const ih = createHash('sha256').update(inner).update(signed).digest()
+  return createHash('sha256').update(outer).update(ih).digest().subarray(0, SIGNATURE_LENGTH)
 }
 
 /** The bytes a token's signature covers: version 0, the session id, the counter. */

@@ -238,7 +238,7 @@ export const AuthSettingsSchema = Type.Object(
     /** Refresh tokens issued on sign-in: GoTrue's algorithm 1 (a row per token) or 2 (HMAC-signed, a
      *  counter in the session; GoTrue REFRESH_TOKEN_ALGORITHM_VERSION). With 2, a session of v1 tokens
      *  moves to v2 on its next refresh; tokens of either kind already issued keep working. */
-    refresh_token_algorithm_version: Type.Union([Type.Literal(1), Type.Literal(2)], { default: 1 }),
+    refresh_token_algorithm_version: Type.Union([Type.Literal(1), Type.Literal(2)], { default: 2 }),
     otp_expiry: Type.Integer({ minimum: 60, default: 3600 }),
     /** Minimum seconds between two mails to one address (GoTrue SMTP max frequency). */
     mail_min_interval: Type.Integer({ minimum: 0, default: 60 }),

@@ -6,7 +6,10 @@ import { startAuth, call, email, decodeJwt } from '../helpers/auth-harness.js'
 import { adminQuery } from '../helpers/db.js'
 
 t.test('sessions', async (t) => {
-  const h = await startAuth(t, { tenants: [{ auth: { refresh_token_reuse_interval: 10 } }] })
+  // Algorithm 1: these tests read v1 internals (token rows, parents); v2 is test/auth/refresh-token-v2.test.ts.
+  const h = await startAuth(t, {
+    tenants: [{ auth: { refresh_token_reuse_interval: 10, refresh_token_algorithm_version: 1 } }],
+  })
   const [a] = h.list as [(typeof h.list)[0]]
   const password = 'correct-horse'
   const user = email('sess')

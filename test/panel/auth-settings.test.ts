@@ -63,7 +63,7 @@ t.test('GET shows the switches with secrets masked', async (t) => {
       password_min_length: 6,
       password_required_characters: '',
       refresh_token_reuse_interval: 10,
-      refresh_token_algorithm_version: 1,
+      refresh_token_algorithm_version: 2,
       otp_expiry: 3600,
       mail_min_interval: 0,
       passkeys: false,
@@ -278,27 +278,31 @@ t.test('a rate limit changed in the panel applies at once through the gateway', 
   )
 })
 
-t.test('refresh_token_algorithm_version switched in the panel: sign-ins get v2 tokens that refresh', async (t) => {
-  const seen = servicesSeeChange()
-  const r = await stack.panel('PATCH', path(), { token, body: { refresh_token_algorithm_version: 2 } })
-  t.equal(r.status, 200)
-  t.equal(r.body.settings.refresh_token_algorithm_version, 2)
-  await seen
-  const user = stack.supabase(x)
-  const signUp = await user.auth.signUp({ email: `rt2.${Date.now()}@example.com`, password: 'secret123' })
-  t.error(signUp.error)
-  const first = signUp.data.session!.refresh_token
-  t.equal(Buffer.from(first, 'base64url')[0], 0, 'a v2 token (version byte 0)')
-  t.ok(first.length > 12)
-  const refreshed = await user.auth.refreshSession()
-  t.error(refreshed.error)
-  t.not(refreshed.data.session!.refresh_token, first)
-  t.error((await user.auth.getUser()).error)
-  const seenBack = servicesSeeChange()
-  const back = await stack.panel('PATCH', path(), { token, body: { refresh_token_algorithm_version: 1 } })
-  t.equal(back.body.settings.refresh_token_algorithm_version, 1)
-  await seenBack
-})
+t.test(
+  'refresh_token_algorithm_version switched in the panel: v1 tokens on 1, the session moves to v2 on 2',
+  async (t) => {
+    let seen = servicesSeeChange()
+    const r = await stack.panel('PATCH', path(), { token, body: { refresh_token_algorithm_version: 1 } })
+    t.equal(r.status, 200)
+    t.equal(r.body.settings.refresh_token_algorithm_version, 1)
+    await seen
+    const user = stack.supabase(x)
+    const signUp = await user.auth.signUp({ email: `rt1.${Date.now()}@example.com`, password: 'secret123' })
+    t.error(signUp.error)
+    t.match(signUp.data.session!.refresh_token, /^[a-z2-7]{12}$/, 'a v1 token')
+    seen = servicesSeeChange()
+    const back = await stack.panel('PATCH', path(), { token, body: { refresh_token_algorithm_version: 2 } })
+    t.equal(back.body.settings.refresh_token_algorithm_version, 2)
+    await seen
+    const refreshed = await user.auth.refreshSession()
+    t.error(refreshed.error)
+    const v2 = refreshed.data.session!.refresh_token
+    t.equal(Buffer.from(v2, 'base64url')[0], 0, 'a v2 token (version byte 0) for the same session')
+    t.ok(v2.length > 12)
+    t.error((await user.auth.getUser()).error)
+    t.error((await user.auth.refreshSession()).error)
+  },
+)
 
 t.test('anonymous sign-in and TOTP enrolment switched in the panel apply at once through supabase-js', async (t) => {
   const supabase = stack.supabase(x)

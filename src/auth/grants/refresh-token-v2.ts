@@ -5,7 +5,6 @@
 // session's: ahead is a token this server never issued, equal is a normal refresh, one behind
 // (the client lost the answer) or any behind within the reuse interval of the last refresh
 // (several tabs at once) gets the current token again, and any other reuse ends the session.
-import { createHash } from 'node:crypto'
 import { setTimeout as sleep } from 'node:timers/promises'
 import { withTransaction } from '../../shared/index.js'
 import {
@@ -50,8 +49,7 @@ export async function refreshV2Grant(
   /** The OAuth client asking at POST /oauth/token (oauth-binding.ts); null at /token. */
   client: string | null = null,
 ): Promise<AccessTokenResponse> {
-  const signatureHash = createHash('sha256').update(token.signature).digest()
-  const hot = client === null ? await rotateSessionToken(ctx.db, { ...token, signatureHash }, info) : null
+  const hot = client === null ? await rotateSessionToken(ctx.db, token, info) : null
   if (hot) {
     const c = hot.context
     const refreshToken = encodeRefreshTokenV2(c.sessionId, token.counter + 1n, hot.key)

@@ -31,14 +31,15 @@ const xorKey = (key: string, pad: string): string =>
     .join(' || ')
 
 /**
- * True when sha256 of the first 16 bytes of HMAC-SHA-256(key, signed) equals sigHash: the
- * presented signature is compared by its hash, so the comparison's time tells nothing about
- * the expected signature. A key that is not 43 base64url characters (32 bytes) never matches
+ * True when the first 16 bytes of HMAC-SHA-256(key, signed) equal the presented signature,
+ * compared by their SHA-256 hashes, so the comparison's time tells nothing about the expected
+ * signature. A key that is not 43 base64url characters (32 bytes) never matches
  * here; the slow path reads it.
  */
-const signatureHolds = (keyText: string, signed: string, sigHash: string): string =>
+const signatureHolds = (keyText: string, signed: string, signature: string): string =>
   `(SELECT pg_catalog.sha256(pg_catalog.substr(pg_catalog.sha256(${xorKey('k.b', OPAD)} || '\\x${'5c'.repeat(32)}'::bytea
-      || pg_catalog.sha256(${xorKey('k.b', IPAD)} || '\\x${'36'.repeat(32)}'::bytea || ${signed}::bytea)), 1, 16)) = ${sigHash}::bytea
+      || pg_catalog.sha256(${xorKey('k.b', IPAD)} || '\\x${'36'.repeat(32)}'::bytea || ${signed}::bytea)), 1, 16))
+       = pg_catalog.sha256(${signature}::bytea)
      FROM (SELECT pg_catalog.decode(pg_catalog.translate(${keyText}, '-_', '+/') || '=', 'base64') AS b
             WHERE ${keyText} ~ '^[A-Za-z0-9_-]{43}$') k)`
 
@@ -62,7 +63,7 @@ const hex = (b: Buffer): string => '\\x' + b.toString('hex')
  */
 export async function rotateSessionToken(
   q: Queryable,
-  t: { sessionId: string; counter: bigint; signed: Buffer; signatureHash: Buffer },
+  t: { sessionId: string; counter: bigint; signed: Buffer; signature: Buffer },
   info: RefreshInfo,
 ): Promise<{ key: string; context: HotContext } | null> {
   const row = await preparedRow(
@@ -82,7 +83,7 @@ export async function rotateSessionToken(
       info.now.toISOString(),
       t.counter.toString(),
       hex(t.signed),
-      hex(t.signatureHash),
+      hex(t.signature),
       info.userAgent,
       info.ip,
     ],
