@@ -142,8 +142,8 @@ interface Routed {
 /** Stages of one proxied request (PostgREST's App.hs reads the same way: one function, stage by stage). */
 class ProxyPipeline {
   readonly #deps: ProxyRouteDeps
-  /** Parsed upstream base URLs (one per tenant upstream string). */
-  readonly #bases = new Map<string, URL>()
+  /** Parsed upstream base URLs and their paths (one per tenant upstream string). */
+  readonly #bases = new Map<string, UpstreamBase>()
 
   constructor(deps: ProxyRouteDeps) {
     this.#deps = deps
@@ -403,7 +403,8 @@ class ProxyPipeline {
     const { r, body } = f
     const raw = ex.raw
     const method = raw.method ?? 'GET'
-    const target = this.#baseUrl(r.service === 'rest' ? r.tenant.upstreams.rest : r.tenant.upstreams.auth)
+    const base = this.#base(r.service === 'rest' ? r.tenant.upstreams.rest : r.tenant.upstreams.auth)
+    const target = base.url
     raw.headers = buildUpstreamHeaders(
       raw.headers,
       f.authorization,
@@ -427,7 +428,7 @@ class ProxyPipeline {
       if (Buffer.isBuffer(body)) raw.headers['content-length'] = String(body.length)
     }
     const query = r.q.query
-    raw.url = upstreamPath(target, r.path, query)
+    raw.url = upstreamPath(base.path, r.path, query)
     this.#deps.upstream.forward(raw, ex.res, {
       target,
       requestId: ex.id,
@@ -445,15 +446,22 @@ class ProxyPipeline {
     })
   }
 
-  #baseUrl(url: string): URL {
-    let u = this.#bases.get(url)
-    if (u === undefined) {
-      u = new URL(url)
+  #base(url: string): UpstreamBase {
+    let b = this.#bases.get(url)
+    if (b === undefined) {
+      const u = new URL(url)
+      b = { url: u, path: u.pathname }
       if (this.#bases.size > 10_000) this.#bases.clear()
-      this.#bases.set(url, u)
+      this.#bases.set(url, b)
     }
-    return u
+    return b
   }
+}
+
+/** A tenant's upstream base URL, and its path read once (URL's pathname getter builds a new string on every call). */
+interface UpstreamBase {
+  url: URL
+  path: string
 }
 
 /** What #forward needs of the stages before it. */
