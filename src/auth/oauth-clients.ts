@@ -35,6 +35,8 @@ export function secretMatches(secret: string, storedHash: string | null): boolea
 /** Why a redirect URI is refused (RFC 6749 §3.1.2, GoTrue's validateRedirectURI), or null. */
 function redirectUriProblem(uri: string): string | null {
   if (uri === '') return 'redirect URI cannot be empty'
+  // Ours: an authorization request keeps its redirect URI in a column of at most 2048 characters.
+  if (uri.length > 2048) return 'must be at most 2048 characters'
   let u: URL
   try {
     u = new URL(uri)

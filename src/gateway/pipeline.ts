@@ -142,8 +142,8 @@ interface Routed {
 /** Stages of one proxied request (PostgREST's App.hs reads the same way: one function, stage by stage). */
 class ProxyPipeline {
   readonly #deps: ProxyRouteDeps
-  /** Parsed upstream base URLs and their paths (one per tenant upstream string). */
-  readonly #bases = new Map<string, UpstreamBase>()
+  /** Parsed upstream base URLs (one per tenant upstream string). */
+  readonly #bases = new Map<string, URL>()
 
   constructor(deps: ProxyRouteDeps) {
     this.#deps = deps
@@ -403,8 +403,7 @@ class ProxyPipeline {
     const { r, body } = f
     const raw = ex.raw
     const method = raw.method ?? 'GET'
-    const base = this.#base(r.service === 'rest' ? r.tenant.upstreams.rest : r.tenant.upstreams.auth)
-    const target = base.url
+    const target = this.#baseUrl(r.service === 'rest' ? r.tenant.upstreams.rest : r.tenant.upstreams.auth)
     raw.headers = buildUpstreamHeaders(
       raw.headers,
       f.authorization,
@@ -428,7 +427,7 @@ class ProxyPipeline {
       if (Buffer.isBuffer(body)) raw.headers['content-length'] = String(body.length)
     }
     const query = r.q.query
-    raw.url = upstreamPath(base.path, r.path, query)
+    raw.url = upstreamPath(target, r.path, query)
     this.#deps.upstream.forward(raw, ex.res, {
       target,
       requestId: ex.id,
@@ -446,22 +445,15 @@ class ProxyPipeline {
     })
   }
 
-  #base(url: string): UpstreamBase {
-    let b = this.#bases.get(url)
-    if (b === undefined) {
-      const u = new URL(url)
-      b = { url: u, path: u.pathname }
+  #baseUrl(url: string): URL {
+    let u = this.#bases.get(url)
+    if (u === undefined) {
+      u = new URL(url)
       if (this.#bases.size > 10_000) this.#bases.clear()
-      this.#bases.set(url, b)
+      this.#bases.set(url, u)
     }
-    return b
+    return u
   }
-}
-
-/** A tenant's upstream base URL, and its path read once (URL's pathname getter builds a new string on every call). */
-interface UpstreamBase {
-  url: URL
-  path: string
 }
 
 /** What #forward needs of the stages before it. */

@@ -85,6 +85,7 @@ t.test('OAuth clients', async (t) => {
       [{ redirect_uris: ['javascript://x/alert(1)'] }, /not allowed for security reasons/],
       [{ redirect_uris: ['https://app.example.com/cb#x'] }, /fragment not allowed/],
       [{ redirect_uris: ['/relative'] }, /must have scheme and host/],
+      [{ redirect_uris: [`https://e.com/${'x'.repeat(2048)}`] }, /at most 2048 characters/],
       [{ redirect_uris: Array.from({ length: 11 }, (_, i) => `https://e.com/${i}`) }, /cannot exceed 10 items/],
       [{ redirect_uris: ['https://e.com/cb'], grant_types: ['password'] }, /grant_types must only contain/],
       [{ redirect_uris: ['https://e.com/cb'], client_type: 'other' }, /client_type must be/],

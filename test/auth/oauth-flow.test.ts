@@ -11,6 +11,7 @@ import t from 'tap'
 import { GoTrueAdminApi } from '@supabase/auth-js'
 import { createLocalJWKSet, jwtVerify } from 'jose'
 import { startAuth, call, decodeJwt, email } from '../helpers/auth-harness.js'
+import { adminQuery } from '../helpers/db.js'
 import type { TestTenant } from '../helpers/tenants.js'
 
 const SITE = 'https://consent.example.com'
@@ -258,6 +259,8 @@ t.test('OAuth authorization code flow', async (t) => {
       [{ ...base, code_challenge: 'short' }, /between 43 and 128/],
       [{ ...base, response_type: 'token' }, /only response_type=code is supported/],
       [{ ...base, scope: 'admin' }, /unsupported scope: admin/],
+      [{ ...base, nonce: 'n'.repeat(256) }, /too long/],
+      [{ ...base, scope: 'email '.repeat(700) }, /too long/],
     ]
     for (const [q, description] of redirected) {
       const r = await authorize(q)
@@ -427,5 +430,20 @@ t.test('OAuth authorization code flow', async (t) => {
     }
     const tok = await tokenCall(`${h.base(off)}/oauth/token`, { grant_type: 'authorization_code' })
     t.same([tok.status, tok.body.error_code], [404, 'feature_disabled'])
+  })
+
+  t.test('requests that expired a day ago are deleted as new ones come', async (t) => {
+    const count = async () =>
+      (
+        await adminQuery<{ n: number }>(
+          'SELECT count(*)::int AS n FROM auth.oauth_authorizations WHERE expires_at < $1',
+          [h.clock.now()],
+          a.database,
+        )
+      ).rows[0]!.n
+    t.ok((await count()) > 0, 'expired requests from the tests above')
+    h.clock.advance(25 * 3600)
+    await start(confidential.client_id, APP, pkce().challenge, { scope: 'profile' })
+    t.equal(await count(), 0)
   })
 })

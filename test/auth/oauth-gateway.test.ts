@@ -100,7 +100,7 @@ t.test('the OAuth 2.1 server through the gateway, without an API key', async (t)
     body: new URLSearchParams({ grant_type: 'authorization_code', code, code_verifier: verifier }).toString(),
   })
   const tokens = (await tok.json()) as { access_token: string; refresh_token: string }
-  t.equal(tok.status, 200, "the code exchange with Basic credentials needs no key")
+  t.equal(tok.status, 200, 'the code exchange with Basic credentials needs no key')
   t.equal(decodeJwt(tokens.access_token).client_id, client.client_id)
 
   const info = await fetch(`${auth(a)}/oauth/userinfo`, { headers: { authorization: `Bearer ${tokens.access_token}` } })

@@ -40,8 +40,9 @@ const DEFAULT_SCOPE = 'email'
 /** How long a request (and its code) lives: GoTrue's OAUTH_SERVER_AUTHORIZATION_TTL default, 10 minutes. */
 const AUTHORIZATION_TTL_MS = 10 * 60 * 1000
 
+/** The scopes of a space-separated list, each once. */
 export function scopesOf(scope: string): string[] {
-  return scope.split(' ').filter((s) => s !== '')
+  return [...new Set(scope.split(' ').filter((s) => s !== ''))]
 }
 
 /** `uri` with query parameters set (the client's own query is kept). */
@@ -110,7 +111,9 @@ function requestProblem(a: AuthorizeQuery): string | null {
   // OAuth 2.1 §4.1.1: S256 only (GoTrue also takes plain).
   if (a.codeChallengeMethod.toLowerCase() !== 's256') return "code_challenge_method must be 'S256'"
   if (!/^[A-Za-z0-9._~-]{43,128}$/.test(a.codeChallenge)) return 'code_challenge must be between 43 and 128 characters'
-  if (a.state.length > 4096 || a.nonce.length > 255) return 'state or nonce too long'
+  // Ours: what the request's columns hold at most (GoTrue fails on them with server_error).
+  if (a.state.length > 4096 || a.scope.length > 4096 || a.resource.length > 2048 || a.nonce.length > 255)
+    return 'state, scope, resource or nonce too long'
   return null
 }
 

@@ -23,9 +23,9 @@ import {
 
 export type { ForwardContext, UpstreamClientOptions } from './forward.js'
 
-/** The upstream request target: the base URL's path (`basePath`) joined with the path below the service. */
-export function upstreamPath(basePath: string, path: string, query: string): string {
-  const p = basePath
+/** The upstream request target: the base URL's path joined with the path below the service. */
+export function upstreamPath(base: URL, path: string, query: string): string {
+  const p = base.pathname
   const joined = p.endsWith('/') ? p + path.slice(1) : p + path
   return query === '' ? joined : `${joined}?${query}`
 }
