@@ -12,8 +12,8 @@
 // left as it was); BENCH_CPU_PROFILE=<file> writes a V8 CPU profile of the measured window
 // only, BENCH_PG_PROCESSES=1 prints the CPU of each Postgres process counted. With
 // BENCH_BASE_AUTH=<another checkout> it runs BENCH_ROUNDS (3) rounds of that scenario, each on
-// that checkout's engine and then on this one (A/B in the same minutes; the other checkout
-// needs its node_modules). The engine's CPU note says how much of it was the kernel's.
+// that checkout's engine and on this one, the order alternating from round to round (A/B in the
+// same minutes; the other checkout needs its node_modules). The engine's CPU note says how much of it was the kernel's.
 import { spawn } from 'node:child_process'
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import inspector from 'node:inspector/promises'
@@ -177,7 +177,7 @@ let profilesWritten = 0
 /**
  * BENCH_CPU_PROFILE=<file>: a V8 CPU profile of this process over the measured window only
  * (startup, provisioning and warm-up left out); a stop function that writes it. With A/B
- * rounds each measurement writes its own: <file>, then <file>.1, <file>.2 ... (base, this, ...).
+ * rounds each measurement writes its own: <file>, then <file>.1, <file>.2 ... in the order run.
  */
 async function startProfile(): Promise<(() => Promise<void>) | null> {
   const named = process.env.BENCH_CPU_PROFILE
@@ -334,7 +334,7 @@ async function baseEngine(): Promise<BuildEngine | null> {
   return mod.buildAuthEngine
 }
 
-/** BENCH_ONLY with BENCH_BASE_AUTH: rounds of base then this engine, each round's notes printed. */
+/** BENCH_ONLY with BENCH_BASE_AUTH: rounds of base and this engine (order alternating), each round's notes printed. */
 async function abRounds(
   adminUrl: string,
   hooked: boolean,
@@ -344,10 +344,13 @@ async function abRounds(
   const rounds = Math.max(1, Number(process.env.BENCH_ROUNDS ?? 3))
   const all: Measured[] = []
   for (let round = 1; round <= rounds; round++) {
-    for (const [label, build] of [
+    const pair = [
       ['base', base],
       ['this', buildThisEngine],
-    ] as const) {
+    ] as const
+    // Odd rounds run base first, even rounds this first: a measurement later in the process
+    // pays for a larger heap and more GC, which would otherwise always fall on `this`.
+    for (const [label, build] of round % 2 === 1 ? pair : [...pair].reverse()) {
       const m = await measureRefresh(adminUrl, hooked, o.seconds, o.connections, build)
       m.scenario.name = `${m.scenario.name} (${label}, round ${round})`
       process.stdout.write(notesOf(m).join('\n') + '\n')

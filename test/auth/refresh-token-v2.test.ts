@@ -256,36 +256,78 @@ t.test('refresh tokens v2', async (t) => {
   })
 })
 
-t.test('the one-statement refresh checks the HMAC in SQL as node:crypto does, and updates in place', async (t) => {
-  const h = await startAuth(t, { tenants: [{ auth: { refresh_token_algorithm_version: 2 } }] })
-  const [a] = h.list as [(typeof h.list)[0]]
-  const signUp = await call(h.base(a) + '/signup', { body: { email: email('hot'), password: 'correct horse battery' } })
-  const sid = decodeJwt(signUp.body.access_token).session_id as string
-  const client = new pg.Client({ connectionString: withDatabase(adminUrl(), a.database) })
-  await client.connect()
-  t.teardown(() => client.end())
-  const info = { now: h.clock.now(), userAgent: null, ip: null }
-  const present = (tok: string) => parseRefreshTokenV2(tok)!
-  await client.query('BEGIN')
-  let agreed = 0
-  for (let i = 0; i < 64; i++) {
-    // Random keys: every base64url character turns up, '-' and '_' included.
-    const key = randomBytes(32).toString('base64url')
-    await client.query(
-      'UPDATE auth.sessions SET refresh_token_hmac_key = $2, refresh_token_counter = $3 WHERE id = $1',
-      [sid, key, i * 37],
+t.test(
+  "the one-statement refresh checks the HMAC in SQL as node:crypto does, with pgcrypto's hmac() or without",
+  async (t) => {
+    const h = await startAuth(t, { tenants: [{ auth: { refresh_token_algorithm_version: 2 } }] })
+    const [a] = h.list as [(typeof h.list)[0]]
+    const signUp = await call(h.base(a) + '/signup', {
+      body: { email: email('hot'), password: 'correct horse battery' },
+    })
+    const sid = decodeJwt(signUp.body.access_token).session_id as string
+    const ext = await adminQuery(
+      `SELECT n.nspname AS schema, pg_catalog.has_schema_privilege($1, n.oid, 'USAGE') AS usable
+       FROM pg_catalog.pg_extension e JOIN pg_catalog.pg_namespace n ON n.oid = e.extnamespace WHERE e.extname = 'pgcrypto'`,
+      [a.roles.authn],
+      a.database,
     )
-    const good = await rotateSessionToken(client, present(forge(sid, i * 37, key)), info)
-    const bad = await rotateSessionToken(client, present(tamper(forge(sid, i * 37 + 1, key))), info)
-    if (good?.key === key && bad === null) agreed++
-  }
-  t.equal(agreed, 64, 'a token signed with the key is taken, the same with one bit changed is not')
-  const hot = await client.query<{ n: string }>(
-    "SELECT pg_catalog.pg_stat_get_xact_tuples_hot_updated('auth.sessions'::regclass)::text AS n",
-  )
-  t.ok(Number(hot.rows[0]!.n) >= 64, `the refreshes were HOT updates (${hot.rows[0]!.n})`)
-  await client.query('ROLLBACK')
-})
+    t.same(
+      ext.rows,
+      [{ schema: 'extensions', usable: true }],
+      "migration 0230: pgcrypto in extensions, for the engine's login",
+    )
+    const connect = async () => {
+      const c = new pg.Client({ connectionString: withDatabase(adminUrl(), a.database) })
+      await c.connect()
+      t.teardown(() => c.end())
+      return c
+    }
+    const info = { now: h.clock.now(), userAgent: null, ip: null }
+    const present = (tok: string) => parseRefreshTokenV2(tok)!
+    const setKey = (c: pg.Client, key: string, counter: number) =>
+      c.query('UPDATE auth.sessions SET refresh_token_hmac_key = $2, refresh_token_counter = $3 WHERE id = $1', [
+        sid,
+        key,
+        counter,
+      ])
+    const agreement = async (c: pg.Client) => {
+      await c.query('BEGIN')
+      let agreed = 0
+      for (let i = 0; i < 64; i++) {
+        // Random keys: every base64url character turns up, '-' and '_' included.
+        const key = randomBytes(32).toString('base64url')
+        await setKey(c, key, i * 37)
+        const good = await rotateSessionToken(c, present(forge(sid, i * 37, key)), info)
+        const bad = await rotateSessionToken(c, present(tamper(forge(sid, i * 37 + 1, key))), info)
+        if (good?.key === key && bad === null) agreed++
+      }
+      const hot = await c.query<{ n: string }>(
+        "SELECT pg_catalog.pg_stat_get_xact_tuples_hot_updated('auth.sessions'::regclass)::text AS n",
+      )
+      await c.query('ROLLBACK')
+      return { agreed, hot: Number(hot.rows[0]!.n) }
+    }
+    const first = await connect()
+    const withPgcrypto = await agreement(first)
+    t.equal(
+      withPgcrypto.agreed,
+      64,
+      'hmac(): a token signed with the key is taken, the same with one bit changed is not',
+    )
+    t.ok(withPgcrypto.hot >= 64, `the refreshes were HOT updates (${withPgcrypto.hot})`)
+
+    await adminQuery('DROP EXTENSION pgcrypto', [], a.database)
+    const key = randomBytes(32).toString('base64url')
+    await setKey(first, key, 5)
+    const lost = await rotateSessionToken(first, present(forge(sid, 5, key)), info)
+    t.equal(lost, null, 'the statement naming the dropped hmac() fails once: the slow path answers')
+    const again = await rotateSessionToken(first, present(forge(sid, 5, key)), info)
+    t.equal(again?.key, key, 'then the sha256() form')
+    const withoutPgcrypto = await agreement(await connect())
+    t.equal(withoutPgcrypto.agreed, 64, 'sha256() HMAC: the same answers')
+    t.ok(withoutPgcrypto.hot >= 64, `the refreshes were HOT updates (${withoutPgcrypto.hot})`)
+  },
+)
 
 t.test('MFA verify raises a v2 session: counter on by two, the aal1 token no longer refreshes it', async (t) => {
   const h = await startAuth(t, {
