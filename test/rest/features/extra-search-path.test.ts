@@ -7,7 +7,7 @@ import { createRestFixture } from '../../helpers/rest-fixture.js'
 
 const SQL = `
 CREATE SCHEMA api;
-CREATE SCHEMA extensions;
+CREATE SCHEMA IF NOT EXISTS extensions;
 GRANT USAGE ON SCHEMA api, extensions TO PUBLIC;
 CREATE FUNCTION extensions.helper() RETURNS int LANGUAGE sql IMMUTABLE AS 'SELECT 41';
 SET check_function_bodies = off;
@@ -89,7 +89,7 @@ t.test('operators and computed columns through the extra search path', async (t)
 // given, a schema named twice kept (postgrest-js's live test "explain with options" reads
 // `"public", "public", "extensions"` in the plan's settings).
 t.test('the search path is the request schema, then the extra search path, as given', async (t) => {
-  const sql = `CREATE SCHEMA extensions;
+  const sql = `CREATE SCHEMA IF NOT EXISTS extensions;
     CREATE FUNCTION search_path_now() RETURNS text LANGUAGE sql STABLE AS $$ SELECT current_setting('search_path') $$;`
   const stack = await startRestGateway(t, { sql, rest: { extra_search_path: ['public', 'extensions'] } })
   const r = await stack.client().rpc('search_path_now')
