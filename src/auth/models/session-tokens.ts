@@ -45,7 +45,7 @@ const sha256Hmac = (signed: string): string =>
  */
 const signatureHolds = (keyText: string, signed: string, signature: string, pgcrypto: string | null): string =>
   `(SELECT pg_catalog.sha256(pg_catalog.substr(${
-    pgcrypto === null ? sha256Hmac(signed) : `${quoteIdent(pgcrypto)}.hmac(${signed}::bytea, k.b, 'sha256')`
+    pgcrypto === null ? sha256Hmac(signed) : `${quoteIdent(pgcrypto)}.hmac(${signed}::bytea, k.b, 'sha256'::text)`
   }, 1, 16)) = pg_catalog.sha256(${signature}::bytea)
      FROM (SELECT pg_catalog.decode(pg_catalog.translate(${keyText}, '-_', '+/') || '=', 'base64') AS b
             WHERE ${keyText} ~ '^[A-Za-z0-9_-]{43}$') k)`
