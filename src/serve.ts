@@ -66,6 +66,16 @@ function logSink(): BatchedDestination {
   return stdoutSink
 }
 
+/**
+ * Exits once the log batch in flight reached stdout, so the exit flush writes no line twice
+ * (bounded: a sink that takes nothing does not hold the exit).
+ */
+function exitAfterLogs(code: number): void {
+  void logSink()
+    .settled(250)
+    .then(() => process.exit(code))
+}
+
 /** A part's logger: every line it writes carries `part` (gateway, rest, auth, panel, ...). */
 export function partLogger(config: Config, part: string): ReturnType<typeof createLogger> {
   return createLogger(config.log, logSink()).child({ part })
@@ -386,7 +396,7 @@ async function serve(name: PartName, config: Config, workers: number): Promise<v
     exit: (code) => {
       tenants.close()
       void store.close().catch(() => {})
-      void Promise.resolve().then(() => process.exit(code))
+      exitAfterLogs(code)
     },
   })
 }

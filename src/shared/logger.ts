@@ -195,6 +195,12 @@ export interface BatchedDestination extends DestinationStream {
   end(): void
   /** Lines dropped because the sink could not keep up. */
   readonly dropped: number
+  /**
+   * Resolves once no asynchronous write is in flight, or after `timeoutMs` (a sink that takes
+   * nothing). A process that waits for it before exiting writes no batch twice: the exit flush
+   * writes an in-flight batch again, not knowing whether it reached the sink.
+   */
+  settled(timeoutMs: number): Promise<void>
 }
 
 /** The longest the exit flush waits for a sink that takes nothing (a full pipe nobody reads). */
@@ -225,6 +231,8 @@ class BatchedFdDestination implements BatchedDestination {
   #ended = false
   /** The sink failed for good (EPIPE and the like): lines are dropped. */
   #gone = false
+  /** settled() callers waiting for the in-flight write. */
+  #waiters: Array<() => void> = []
   readonly #onExit = (): void => {
     this.#flushSync(true)
   }
@@ -258,6 +266,23 @@ class BatchedFdDestination implements BatchedDestination {
 
   flushSync(): void {
     this.#flushSync(false)
+  }
+
+  settled(timeoutMs: number): Promise<void> {
+    if (!this.#writing) return Promise.resolve()
+    return new Promise((resolve) => {
+      const timer = setTimeout(resolve, timeoutMs)
+      this.#waiters.push(() => {
+        clearTimeout(timer)
+        resolve()
+      })
+    })
+  }
+
+  #idle(): void {
+    const waiters = this.#waiters
+    this.#waiters = []
+    for (const w of waiters) w()
   }
 
   end(): void {
@@ -300,6 +325,7 @@ class BatchedFdDestination implements BatchedDestination {
       }
       this.#writing = false
       this.#inflight = null
+      this.#idle()
       if (this.#pending >= this.#maxBytes) this.#flush()
       else if (this.#pending > 0 && this.#timer === null)
         this.#timer = setTimeout(() => {
@@ -320,6 +346,7 @@ class BatchedFdDestination implements BatchedDestination {
     this.#inflight = null
     this.#gone = true
     this.#take()
+    this.#idle()
   }
 
   // At exit an asynchronous write may not have completed: its batch is written again

@@ -210,3 +210,22 @@ t.test('the batched destination keeps every line, in order', async (t) => {
   )
   t.equal(dest.dropped, 0)
 })
+
+t.test('settled(): the batch in flight has reached the sink, so an exit writes no line twice', async (t) => {
+  const dir = mkdtempSync(path.join(tmpdir(), 'gh-log-'))
+  t.teardown(() => rmSync(dir, { recursive: true, force: true }))
+  const file = path.join(dir, 'log.ndjson')
+  const fd = openSync(file, 'w')
+  t.teardown(() => closeSync(fd))
+  const dest = createBatchedDestination({ fd, maxBytes: 16, flushMs: 10_000 })
+  await dest.settled(10) // nothing in flight: at once
+  dest.write('{"msg":"the last line before exit"}\n') // over maxBytes: written asynchronously now
+  await dest.settled(60_000)
+  t.equal(
+    readFileSync(file, 'utf8'),
+    '{"msg":"the last line before exit"}\n',
+    'written once, before settled() resolved',
+  )
+  dest.end() // what the exit flush does: nothing in flight, nothing pending, nothing written again
+  t.equal(readFileSync(file, 'utf8'), '{"msg":"the last line before exit"}\n', 'not written again')
+})
