@@ -2,9 +2,9 @@
 // Nothing outside config/ reads process.env for settings.
 import { readFileSync } from 'node:fs'
 import { parse as parseYaml } from 'yaml'
-import { Ajv, type ErrorObject } from 'ajv'
+import { Ajv } from 'ajv'
 import { ConfigSchema, type Config } from './schema.js'
-import { ConfigError } from '../shared/index.js'
+import { ConfigError, readableSchemaErrors } from '../shared/index.js'
 
 const ajv = new Ajv({ allErrors: true, useDefaults: true, coerceTypes: 'array', strict: false })
 const validate = ajv.compile(ConfigSchema)
@@ -86,31 +86,6 @@ function safeJson(v: string): unknown {
   }
 }
 
-/**
- * Ajv's errors, one per problem: a value outside a set of choices (a union of literals such as
- * `tenants.source`) reports one "must be equal to constant" per choice and then "must match a
- * schema in anyOf"; those become one error that names the choices.
- */
-function readableErrors(errors: readonly ErrorObject[]): ErrorObject[] {
-  const out: ErrorObject[] = []
-  for (const e of errors) {
-    if (
-      e.keyword === 'const' &&
-      errors.some((u) => u.keyword === 'anyOf' && e.schemaPath.startsWith(u.schemaPath + '/'))
-    )
-      continue
-    if (e.keyword !== 'anyOf') {
-      out.push(e)
-      continue
-    }
-    const choices = errors
-      .filter((c) => c.keyword === 'const' && c.schemaPath.startsWith(e.schemaPath + '/'))
-      .map((c) => JSON.stringify((c.params as { allowedValue: unknown }).allowedValue))
-    out.push(choices.length > 0 ? { ...e, message: `must be one of ${choices.join(', ')}` } : e)
-  }
-  return out
-}
-
 export interface LoadConfigOptions {
   /** Path of a YAML config file. */
   file?: string
@@ -141,7 +116,7 @@ export function loadConfig(opts: LoadConfigOptions = {}): Config {
       : opts.defaults !== undefined
         ? 'defaults (and the running development stack)'
         : 'defaults'
-    const problems = readableErrors(validate.errors ?? []).map((e) => {
+    const problems = readableSchemaErrors(validate.errors ?? []).map((e) => {
       const p = e.instancePath.replace(/^\//, '').replace(/\//g, '.')
       const extra =
         e.keyword === 'additionalProperties'

@@ -17,7 +17,13 @@ import {
   oauthServerOf,
 } from '../tenants/index.js'
 import { ValidationError } from './errors.js'
-import { ownValue, checkOutboundUrl, OutboundRefusedError, type OutboundPolicy } from '../shared/index.js'
+import {
+  ownValue,
+  checkOutboundUrl,
+  OutboundRefusedError,
+  readableSchemaErrors,
+  type OutboundPolicy,
+} from '../shared/index.js'
 
 /** What a masked secret looks like; sent back unchanged in a PATCH it keeps the stored one. */
 export const MASKED_SECRET = '********'
@@ -349,7 +355,11 @@ function mergeRateLimits(current: AuthSettings['rate_limits'], p: unknown, probl
 /** The merged settings when the schema and the URL checks accept them; else ValidationError. */
 function validated(next: AuthSettings): AuthSettings {
   if (!validateSettings(next)) {
-    throw new ValidationError((validateSettings.errors ?? []).map(describe).join('; '))
+    throw new ValidationError(
+      readableSchemaErrors(validateSettings.errors ?? [])
+        .map(describe)
+        .join('; '),
+    )
   }
   const problems: string[] = []
   if (!URL_LIKE.test(next.site_url)) problems.push('site_url: must be an absolute URL (https://app.example.com)')

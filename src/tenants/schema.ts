@@ -4,7 +4,7 @@
 import { Type, type Static, type TObject, type TOptional, type TSchema } from '@sinclair/typebox'
 import { createHash, timingSafeEqual } from 'node:crypto'
 import { Ajv, type ErrorObject } from 'ajv'
-import { ConfigError, ROLE_KINDS } from '../shared/index.js'
+import { ConfigError, ROLE_KINDS, readableSchemaErrors } from '../shared/index.js'
 import { tenantFileEnvironment } from '../config/index.js'
 import { redactSecrets } from './redact.js'
 import {
@@ -524,7 +524,7 @@ export function parseTenantFile(
   const problems: string[] = []
   const data = structuredClone(interpolateEnv(raw, env, [], problems)) as unknown
   if (problems.length === 0 && !validateFile(data)) {
-    for (const e of validateFile.errors ?? []) problems.push(describe(e))
+    for (const e of readableSchemaErrors(validateFile.errors ?? [])) problems.push(describe(e))
   }
   if (problems.length === 0) {
     const f = data as TenantFile

@@ -154,7 +154,7 @@ t.test('bad changes are refused with 400 and nothing is written', async (t) => {
     [{ mail_rate_per_hour: -1 }, /mail_rate_per_hour: must be >= 0/],
     [{ password_min_length: 5 }, /password_min_length: must be >= 6/],
     [{ signup_enabled: 'no' }, /signup_enabled: must be boolean/],
-    [{ refresh_token_algorithm_version: 3 }, /refresh_token_algorithm_version/],
+    [{ refresh_token_algorithm_version: 3 }, /refresh_token_algorithm_version: must be one of 1, 2$/],
     [{ passkeys: true }, /passkeys: needs webauthn \(rp_id, rp_display_name, rp_origins\)/],
     [{ mfa_webauthn_verify: true }, /mfa_webauthn_verify: needs webauthn/],
     [{ webauthn: { rp_id: 'example.com', rp_display_name: 'X', rp_origins: [] } }, /webauthn.rp_origins/],

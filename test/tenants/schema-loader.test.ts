@@ -199,3 +199,24 @@ t.test('passkeys need a relying party; its fields are checked', async (t) => {
   t.match(bad.join('\n'), /auth\.webauthn\.rp_origins\.0/)
   t.match(bad.join('\n'), /auth\.webauthn\.colour: unknown field/)
 })
+
+t.test('a value outside a field choices is one line naming them', async (t) => {
+  const cases: Array<[Record<string, unknown>, string]> = [
+    [
+      { jwt: { ...(tenantFile('acme').jwt as object), signing_algorithm: 'XX256' } },
+      'acme.yaml: jwt.signing_algorithm: must be one of "HS256", "ES256", "RS256"',
+    ],
+    [
+      { auth: { site_url: 'http://localhost:3000', refresh_token_algorithm_version: 3 } },
+      'acme.yaml: auth.refresh_token_algorithm_version: must be one of 1, 2',
+    ],
+    [{ rest: { max_limit: 'abc' } }, 'acme.yaml: rest.max_limit: must be integer or null'],
+  ]
+  for (const [override, line] of cases) {
+    t.same(
+      problemsOf(() => parseTenantFile(tenantFile('acme', override), 'acme.yaml', {})),
+      [line],
+      line,
+    )
+  }
+})
