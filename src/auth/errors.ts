@@ -320,15 +320,15 @@ function connectionLost(e: unknown): boolean {
   return Array.isArray(errors) && errors.length > 0 && errors.every(connectionLost)
 }
 
-/** True when an error (or the cause/internal error it wraps) says the database is unreachable. */
-export function isDatabaseUnreachable(err: unknown): boolean {
+/** The error (itself, or the cause/internal error it wraps) that says the database is unreachable; undefined when none does. */
+function unreachableCause(err: unknown): unknown {
   let e: unknown = err
   for (let i = 0; i < 5 && e; i++) {
-    if (connectionLost(e)) return true
+    if (connectionLost(e)) return e
     const x = e as { internal?: unknown; cause?: unknown }
     e = x.internal ?? x.cause
   }
-  return false
+  return undefined
 }
 
 /**
@@ -337,7 +337,9 @@ export function isDatabaseUnreachable(err: unknown): boolean {
  */
 export function toAuthError(err: unknown): GatehouseError {
   if (err instanceof GatehouseError && (err.status < 500 || err.code === 'database_unavailable')) return err
-  if (isDatabaseUnreachable(err)) return databaseUnavailable(err)
+  // The connection error itself is kept for the log, not a wrapper that says "unexpected failure".
+  const cause = unreachableCause(err)
+  if (cause !== undefined) return databaseUnavailable(cause)
   return err instanceof GatehouseError ? err : unexpectedFailure(err)
 }
 

@@ -86,7 +86,7 @@ t.test('503 while the database is unreachable, then recovery without help', asyn
 })
 
 t.test('an outage is one warning, not one per refused request', async (t) => {
-  const lines: Array<{ level: number; msg: string }> = []
+  const lines: Array<{ level: number; msg: string; err?: { message?: string } }> = []
   const logger = pino({ level: 'debug' }, { write: (l: string) => void lines.push(JSON.parse(l)) })
   const h = await startAuth(t, { logger })
   const x = h.list[0]!
@@ -108,6 +108,11 @@ t.test('an outage is one warning, not one per refused request', async (t) => {
   t.same([...new Set(statuses)], [503], 'every request of the outage: 503')
   const warned = lines.filter((l) => l.level >= 40 && l.msg === 'tenant database unreachable')
   t.equal(warned.length, 1, 'one warning for 10 refused requests')
+  t.notMatch(
+    String(warned[0]?.err?.message),
+    /Unexpected failure/,
+    `the warning names the connection error, not the 500 it was first wrapped in: ${warned[0]?.err?.message}`,
+  )
   t.equal(
     lines.filter((l) => l.msg === 'tenant database unreachable (logged already)').length,
     9,
