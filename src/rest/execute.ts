@@ -18,7 +18,7 @@ import {
 } from '../shared/index.js'
 import { DbConnectionError, PoolTimeoutError } from './errors.js'
 import { SCHEMA_VERSION_SQL, type CatalogStatement } from './schema-cache/index.js'
-import { ReconnectBackoff } from './reconnect.js'
+import { ReconnectBackoff, loggedConnectFailure } from './reconnect.js'
 import type { Statement } from './query/sql.js'
 import { preparedCount, recover, runBatch, type BatchResult, type BatchStatement } from './batch.js'
 
@@ -171,7 +171,7 @@ export class EnginePools {
       connectError: (err) =>
         err instanceof TenantPoolsClosedError
           ? new DbConnectionError({ internal: 'engine is closing' })
-          : new DbConnectionError({ cause: err, internal: (err as Error)?.message }),
+          : loggedConnectFailure(new DbConnectionError({ cause: err, internal: (err as Error)?.message })),
       logger: logger && { warn: (obj, msg) => logger.warn(obj, `rest: ${msg ?? ''}`) },
       onPoolClosed: events.poolClosed,
     }))

@@ -277,7 +277,8 @@ class RestRoutes {
   /** Every error of the engine, ours or fastify's (a body too large, a bad content type), as PostgREST's error body. */
   readonly failed = (err: unknown, request: FastifyRequest, reply: FastifyReply): FastifyReply => {
     const e = this.#gatehouseError(err)
-    // Fail-fast refusals of a database known to be down: its outage is logged once already.
+    // Fail-fast refusals of a database known to be down, and the request whose connect failed:
+    // the pool logged that connect already (docs/operating.md, Tenant databases).
     if (isBackoffRefusal(e)) request.log.debug({ code: e.code, internal: e.internal }, 'rest: database backing off')
     else if (e.status >= 500) {
       const timings = request.getDecorator<StageTimings | null>(TIMINGS_DECORATOR)

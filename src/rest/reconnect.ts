@@ -18,7 +18,16 @@ import { DbConnectionError } from './errors.js'
  */
 const backoffRefusals = new WeakSet<GatehouseError>()
 
-/** `err` is a fail-fast refusal of a database known to be unreachable. */
+/**
+ * A refusal for a connect that failed: the pool logged that failure already (`cannot connect
+ * to the tenant database`), so the request's error is not logged a second time.
+ */
+export function loggedConnectFailure<E extends GatehouseError>(err: E): E {
+  backoffRefusals.add(err)
+  return err
+}
+
+/** `err` is a fail-fast refusal of a database known to be unreachable, or a connect failure logged already. */
 export function isBackoffRefusal(err: unknown): boolean {
   return typeof err === 'object' && err !== null && backoffRefusals.has(err as GatehouseError)
 }

@@ -141,6 +141,11 @@ t.test('an outage is logged once, not once per refused request', async (t) => {
     lines.some((l) => l.level === 20 && l.msg === 'rest: database backing off'),
     'each refusal is still there at debug level',
   )
+  t.same(
+    loud.map((l) => l.msg),
+    loud.map(() => 'rest: cannot connect to the tenant database'),
+    'a failed connect is one warning: the request it failed is not logged again as an error (with a stack)',
+  )
 })
 
 t.test(
