@@ -109,6 +109,58 @@ t.test('refresh tokens v2', async (t) => {
     t.match(await session(sid), { counter: '3', user_agent: 'agent/2' }, "the refresh's user agent is kept")
   })
 
+  t.test(
+    'the engine remembers a session it refreshed: what SQL changes in between shows in the next refresh',
+    async (t) => {
+      const s = await signIn()
+      const sid = decodeJwt(s.access_token).session_id as string
+      const key = (await session(sid))!.key!
+      const r1 = await token(s.refresh_token)
+      const r2 = await token(r1.body.refresh_token)
+      t.same([r1.status, r2.status], [200, 200])
+      t.same(r2.body.user, r1.body.user, 'the same user while its row stays')
+      const hot = await adminQuery<{ query: string }>(
+        `SELECT query FROM pg_catalog.pg_stat_activity
+        WHERE datname = current_database() AND query LIKE 'UPDATE auth.sessions s SET refresh_token_counter%'`,
+        [],
+        a.database,
+      )
+      t.ok(hot.rows.length > 0, "the engine's backend ran the one-statement refresh")
+      t.ok(
+        hot.rows.some((r) => r.query.includes('s.refresh_token_hmac_key = $8') && !r.query.includes('hmac(')),
+        'the second refresh compared the remembered key instead of computing the HMAC in SQL',
+      )
+
+      await adminQuery(
+        `UPDATE auth.users SET raw_app_meta_data = raw_app_meta_data || '{"plan": "pro"}',
+              raw_user_meta_data = '{"nick": "v2"}' WHERE email = $1`,
+        [user],
+        a.database,
+      )
+      const r3 = await token(r2.body.refresh_token)
+      t.equal(r3.status, 200)
+      t.equal(decodeJwt(r3.body.access_token).app_metadata.plan, 'pro', "the user's new row in the access token")
+      t.match(r3.body.user, { app_metadata: { plan: 'pro' }, user_metadata: { nick: 'v2' } }, 'and in the answer')
+      const r4 = await token(r3.body.refresh_token)
+      t.match(r4.body.user, { app_metadata: { plan: 'pro' }, user_metadata: { nick: 'v2' } }, 'and after it')
+
+      const replaced = randomBytes(32).toString('base64url')
+      await adminQuery(
+        'UPDATE auth.sessions SET refresh_token_hmac_key = $2 WHERE id = $1',
+        [sid, replaced],
+        a.database,
+      )
+      const old = await token(r4.body.refresh_token)
+      t.same([old.status, old.body.code], [400, 'refresh_token_not_found'], 'a token of the replaced key is refused')
+      t.equal(r4.body.refresh_token, forge(sid, 4, key))
+      const next = await token(forge(sid, 4, replaced))
+      t.equal(next.status, 200, 'a token of the new key is taken')
+      t.equal(next.body.refresh_token, forge(sid, 5, replaced))
+      const forged = await token(tamper(next.body.refresh_token))
+      t.same([forged.status, forged.body.code], [400, 'refresh_token_not_found'], 'a tampered one is not')
+    },
+  )
+
   t.test('reuse: one behind (lost answer), within the interval, beyond both (session ended)', async (t) => {
     const s = await signIn()
     const sid = decodeJwt(s.access_token).session_id as string
