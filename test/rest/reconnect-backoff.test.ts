@@ -148,6 +148,49 @@ t.test('an outage is logged once, not once per refused request', async (t) => {
   )
 })
 
+t.test('an engine that starts during an outage (no schema cache yet) logs its failed connects only', async (t) => {
+  const fx = await createRestFixture(t)
+  const relay = await relayTo(t, new URL(fx.tenant.engines!.rest!))
+  relay.down = true
+  const tenant = { ...fx.tenant, engines: { ...fx.tenant.engines, rest: relay.url(fx.tenant.engines!.rest!) } }
+  const lines: Array<{ level: number; msg: string }> = []
+  const logger = pino({ level: 'debug' }, { write: (s: string) => void lines.push(JSON.parse(s)) })
+  // The back-off reads this clock: each request comes 2 s after the last, so waits run out and connects are tried again.
+  const clock = { ms: Date.now() }
+  const app = buildRestEngine({
+    config: TEST_CONFIG,
+    tenants: { get: async (db) => (db === fx.database ? tenant : null) },
+    logger,
+    now: () => clock.ms,
+  })
+  t.teardown(() => app.close())
+  await app.listen({ port: 0, host: '127.0.0.1' })
+  const base = `http://127.0.0.1:${(app.server.address() as AddressInfo).port}/${fx.database}`
+  const answers: Array<{ status: number; code: string; retryAfter: string | null }> = []
+  for (let i = 0; i < 30; i++) {
+    const r = await fetch(`${base}/authors?select=id`)
+    answers.push({
+      status: r.status,
+      code: ((await r.json()) as { code: string }).code,
+      retryAfter: r.headers.get('retry-after'),
+    })
+    clock.ms += 2_000
+  }
+  t.ok(
+    answers.every((a) => a.status === 503 && a.retryAfter !== null && /^PGRST00[02]$/.test(a.code)),
+    'every request: 503 PGRST000/PGRST002 with Retry-After',
+  )
+  const loud = lines.filter((l) => l.level >= 40)
+  t.ok(loud.length >= 1, 'the outage is logged')
+  t.same(
+    loud.map((l) => l.msg),
+    loud.map(() => 'rest: cannot connect to the tenant database'),
+    `30 refused requests: only the failed connects are logged (${loud.length} lines), not each request and schema cache load`,
+  )
+  relay.down = false
+  await until(async () => (await fetch(`${base}/authors?select=id`)).status === 200, 'served once the database is back')
+})
+
 t.test(
   'a 20 s outage (by the injected clock): the first request after the database is back within 1 s succeeds',
   async (t) => {

@@ -10,6 +10,7 @@
 // A failed reload keeps the old cache in service and is tried again on a request at most
 // once per missReloadIntervalMs. Connections come from the source it is given (the executor).
 import { SchemaCacheLoadError } from '../errors.js'
+import { isBackoffRefusal, loggedConnectFailure } from '../reconnect.js'
 import { loadSchemaCacheBatch, type CatalogBatch } from './load.js'
 import type { SchemaCache } from './types.js'
 
@@ -131,7 +132,9 @@ class TenantSchemaCaches implements SchemaCacheStore {
       (err: unknown) => {
         if (e.loading === p) e.loading = null
         e.failedAt = this.#now()
-        this.#logger?.warn({ err: (err as Error)?.message, tenant: e.key }, 'rest: schema cache load failed')
+        // A database known to be unreachable: the failed connect was logged already (docs/operating.md).
+        if (!isBackoffRefusal(err))
+          this.#logger?.warn({ err: (err as Error)?.message, tenant: e.key }, 'rest: schema cache load failed')
       },
     )
     return p
@@ -150,7 +153,8 @@ class TenantSchemaCaches implements SchemaCacheStore {
         await (e.loading ?? this.#startLoad(e))
       } catch (err) {
         if (e.cache) return e.cache // best effort: keep serving the old cache
-        throw new SchemaCacheLoadError({ cause: err, internal: (err as Error)?.message })
+        const refusal = new SchemaCacheLoadError({ cause: err, internal: (err as Error)?.message })
+        throw isBackoffRefusal(err) ? loggedConnectFailure(refusal) : refusal
       }
     }
     return e.cache
