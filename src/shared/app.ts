@@ -107,6 +107,14 @@ function refuseWhileClosing(app: FastifyInstance): void {
     void reply.header('connection', 'close')
     done(new ShuttingDownError({ headers: { 'retry-after': '1' } }))
   })
+  // close() ends the connections idle at that moment; one whose request was in flight turns
+  // idle when its answer is sent, and would stay open (close() waiting) until the client's
+  // keep-alive timeout (the gateway's upstream_keepalive_ms): it is ended then. A request
+  // pipelined behind it keeps it busy and is answered as above.
+  app.addHook('onResponse', (_request, _reply, done) => {
+    if (closing) setImmediate(() => app.server.closeIdleConnections())
+    done()
+  })
 }
 
 /** An unstarted fastify instance with the common set-up; the part adds its routes and hooks. */

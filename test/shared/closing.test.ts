@@ -111,3 +111,31 @@ t.test("the panel: the panel's shape", async (t) => {
   t.match(head, /\r\nretry-after: 1\r\n/i)
   t.match(body, { code: 'shutting_down' })
 })
+
+t.test('a kept-alive connection whose request was in flight when close() began is ended with its answer', async (t) => {
+  const app = buildRestEngine({ config, tenants: noTenants })
+  let started = 0
+  app.addHook('onRequest', async () => {
+    started++
+  })
+  await app.listen({ port: 0, host: '127.0.0.1' })
+  const s = await connect((app.server.address() as AddressInfo).port)
+  t.teardown(() => s.destroy())
+  let serverClosedSocket = false
+  s.on('end', () => (serverClosedSocket = true))
+  const body = JSON.stringify({ a: 'x' })
+  s.write(
+    `POST /acme/todos HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: ${body.length}\r\n\r\n`,
+  )
+  s.write(body.slice(0, 1))
+  const answer = responses(s, 1)
+  await until(async () => started === 1, 'the request is in flight')
+  let closed = false
+  const closing = app.close().then(() => (closed = true))
+  s.write(body.slice(1))
+  const [first] = await answer
+  t.match(first!, /^HTTP\/1\.1 /, 'the request in flight is answered')
+  // The client keeps its end open (as a kept-alive upstream socket does): the server ends it.
+  await until(async () => serverClosedSocket && closed, 'the part closed the socket and close() resolved')
+  await closing
+})
