@@ -1,4 +1,5 @@
-// Graceful shutdown of a listening gateway: on SIGTERM (or shutdown()) /readyz turns 503,
+// Graceful shutdown of a listening part (the gateway, or an engine or the panel under `gatehouse
+// serve`; its log lines carry the part): on SIGTERM (or shutdown()) /readyz turns 503,
 // after an optional drain delay (for load balancers to notice) the server stops accepting,
 // in-flight requests finish (their connections close after the response), then exit.
 // A grace timer cuts connections that are still open after graceMs. Shutdown never waits
@@ -73,13 +74,13 @@ async function drainAndClose(
   try {
     await app.close()
   } catch (err) {
-    log('error', { err }, 'error while closing the gateway')
+    log('error', { err }, 'error while closing')
     code = 1
   } finally {
     clearTimeout(force)
     clearTimeout(deadline)
   }
-  log('info', {}, 'gateway closed')
+  log('info', {}, 'closed: the listener and every connection')
   exit(code)
 }
 

@@ -164,3 +164,27 @@ t.test(
     t.same(codes, [1])
   },
 )
+
+t.test('the shutdown of another part (the REST engine under gatehouse serve) does not say "gateway"', async (t) => {
+  const { buildRestEngine } = await import('../../src/rest/index.js')
+  const { pino } = await import('pino')
+  const lines: Array<{ msg: string; part?: string }> = []
+  const logger = pino({ base: { part: 'rest' } }, { write: (s: string) => void lines.push(JSON.parse(s)) })
+  const app = buildRestEngine({ config: testConfig(), tenants: { get: async () => null }, logger })
+  await app.listen({ port: 0, host: '127.0.0.1' })
+  const codes: number[] = []
+  const sd = installGracefulShutdown(app, { graceMs: 100, signals: [], exit: (c) => codes.push(c) })
+  t.teardown(() => sd.dispose())
+  await sd.shutdown('SIGTERM')
+  t.same(codes, [0])
+  const said = lines.map((l) => l.msg)
+  t.ok(said.length >= 2, `the shutdown is logged: ${said.join('; ')}`)
+  t.notOk(
+    said.some((m) => /gateway/.test(m)),
+    `no line names the gateway: ${said.join('; ')}`,
+  )
+  t.ok(
+    lines.every((l) => l.part === 'rest'),
+    'each line carries the part',
+  )
+})
