@@ -17,7 +17,14 @@ import {
   TenantNotFoundError,
   TooManyConcurrentRequestsError,
 } from './errors.js'
-import { isOpenAuthRoute, isTablePath, notServedError, parseGatewayPath, type GatewayPath } from './request/path.js'
+import {
+  DATABASE_HINT,
+  isOpenAuthRoute,
+  isTablePath,
+  notServedError,
+  parseGatewayPath,
+  type GatewayPath,
+} from './request/path.js'
 import { rewriteQuery, type LimitPolicy, type QueryRewrite } from './request/query.js'
 import { isUnverifiedTokenRefusal, type Authenticator } from './request/authenticate.js'
 import type { UpstreamTokens } from './proxy/upstream-token.js'
@@ -257,7 +264,7 @@ class ProxyPipeline {
 
   /** The tenant and service the path names; a declared body over the limit is refused here. */
   #route(raw: IncomingMessage, info: RequestInfo, gp: GatewayPath, tenant: Tenant | null | undefined): Routed {
-    if (tenant === null || tenant === undefined) throw new TenantNotFoundError(gp.database)
+    if (tenant === null || tenant === undefined) throw new TenantNotFoundError(gp.database, { hint: DATABASE_HINT })
     const service = gp.service!
     info.tenant = tenant.database
     info.service = service

@@ -53,7 +53,7 @@ t.test('unknown database, other paths, bad names and encoded tricks', async (t) 
     code: 'tenant_not_found',
     message: 'No project database is named "nosuch"',
     details: null,
-    hint: null,
+    hint: "The first segment of the path names the database (<base URL>/<database>/rest/v1): check it against the database's URL.",
   })
   t.equal(r.headers['x-gatehouse-error-code'], 'tenant_not_found')
   t.match(r.headers['content-type'], /^application\/json/)
@@ -74,6 +74,22 @@ t.test('unknown database, other paths, bad names and encoded tricks', async (t) 
   }
   r = await request(`${gw.url}/`)
   t.equal(r.json().code, 'not_found')
+
+  // A client given the gateway's base URL without the database (createClient('http://host:8000', key)).
+  for (const path of [
+    '/rest/v1/items?select=id',
+    '/auth/v1/token?grant_type=password',
+    '/storage/v1/bucket',
+    '/rest/v1',
+  ]) {
+    r = await request(`${gw.url}${path}`, { headers: { apikey: key } })
+    t.equal(r.status, 404, `${path} is 404`)
+    t.match(
+      r.json(),
+      { code: 'not_found', hint: /names no database.*createClient\('<base URL>\/<database>', key\)/ },
+      `${path}: the hint says the URL needs the database`,
+    )
+  }
 
   tenants.calls.length = 0
   for (const bad of [

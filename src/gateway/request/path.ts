@@ -35,6 +35,18 @@ function rejectTricks(path: string): void {
   }
 }
 
+/**
+ * `/rest/v1/...`, `/auth/v1/...` (or another Supabase service) with no database before it: a
+ * client given the gateway's base URL alone, e.g. supabase-js's createClient('http://host:8000', key).
+ */
+const SERVICE_FIRST = /^\/(?:rest|auth|storage|functions|graphql|realtime)\/v1(?:\/|$)/
+const NO_DATABASE_HINT =
+  'The URL names no database: each is served at <base URL>/<database>/rest/v1 and /auth/v1, so a client is ' +
+  "created with the database's URL, e.g. createClient('<base URL>/<database>', key)."
+/** The hint of tenant_not_found: where the name came from. */
+export const DATABASE_HINT =
+  "The first segment of the path names the database (<base URL>/<database>/rest/v1): check it against the database's URL."
+
 /** Splits and checks a raw request target. Throws InvalidPath, NotFound or TenantNotFound. */
 export function parseGatewayPath(url: string): GatewayPath {
   const q = url.indexOf('?')
@@ -46,9 +58,11 @@ export function parseGatewayPath(url: string): GatewayPath {
   if (semi !== -1 && (s1 === -1 || semi < s1)) throw new InvalidPathError('";" in path')
   const database = s1 === -1 ? path.slice(1) : path.slice(1, s1)
   if (database === '') throw new NotFoundError()
+  if (SERVICE_FIRST.test(path)) throw new NotFoundError({ hint: NO_DATABASE_HINT })
   if (!DATABASE_NAME.test(database)) {
     throw new TenantNotFoundError(database.length > 63 ? database.slice(0, 63) + '...' : database, {
       details: 'database names are 1-63 lower-case letters, digits, "_" or "-", starting with a letter',
+      hint: DATABASE_HINT,
     })
   }
   if (s1 === -1) return { database, service: null, path: '/', query }
