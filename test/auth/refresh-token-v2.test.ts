@@ -3,14 +3,14 @@
 // allowed reuses (one behind, or within the reuse interval of the last refresh), reuse beyond
 // them ending the session, tampered and forged tokens, and the move of a v1 session to v2.
 // The token's layout is checked here with node:crypto directly, not with the engine's encoder.
-import { createHash, createHmac, randomBytes } from 'node:crypto'
+import { createHash, createHmac, randomBytes, randomUUID } from 'node:crypto'
 import * as OTPAuth from 'otpauth'
 import pg from 'pg'
 import t from 'tap'
 import { startAuth, call, decodeJwt, email } from '../helpers/auth-harness.js'
 import { adminQuery, adminUrl } from '../helpers/db.js'
 import { withDatabase } from '../../src/shared/index.js'
-import { rotateSessionToken } from '../../src/auth/models/session-tokens.js'
+import { rotateSessionToken } from '../../src/auth/models/hot-refresh.js'
 import { parseRefreshTokenV2 } from '../../src/auth/refresh-token-v2.js'
 
 /** base64url of version 0 | uuid | uvarint counter | HMAC[0:16] | SHA-256[0:4], written out independently. */
@@ -110,56 +110,140 @@ t.test('refresh tokens v2', async (t) => {
   })
 
   t.test(
-    'the engine remembers a session it refreshed: what SQL changes in between shows in the next refresh',
+    'the engine remembers a session it refreshed: what changes in between shows in the next refresh',
     async (t) => {
       const s = await signIn()
       const sid = decodeJwt(s.access_token).session_id as string
+      const uid = decodeJwt(s.access_token).sub as string
       const key = (await session(sid))!.key!
-      const r1 = await token(s.refresh_token)
-      const r2 = await token(r1.body.refresh_token)
-      t.same([r1.status, r2.status], [200, 200])
-      t.same(r2.body.user, r1.body.user, 'the same user while its row stays')
-      const hot = await adminQuery<{ query: string }>(
-        `SELECT query FROM pg_catalog.pg_stat_activity
-        WHERE datname = current_database() AND query LIKE 'UPDATE auth.sessions s SET refresh_token_counter%'`,
-        [],
-        a.database,
-      )
-      t.ok(hot.rows.length > 0, "the engine's backend ran the one-statement refresh")
-      t.ok(
-        hot.rows.some((r) => r.query.includes('s.refresh_token_hmac_key = $8') && !r.query.includes('hmac(')),
-        'the second refresh compared the remembered key instead of computing the HMAC in SQL',
-      )
+      const lastStatement = async () =>
+        (
+          await adminQuery<{ query: string }>(
+            `SELECT query FROM pg_catalog.pg_stat_activity
+            WHERE datname = current_database() AND query LIKE 'UPDATE auth.sessions s SET refresh_token_counter%'
+            ORDER BY state_change DESC LIMIT 1`,
+            [],
+            a.database,
+          )
+        ).rows[0]?.query ?? ''
+      const short = (q: string) => q.includes('s.ctid = $7::tid') && !q.includes('identities')
+      let live = s.refresh_token
+      const refresh = async () => {
+        const r = await token(live)
+        t.equal(r.status, 200, r.status === 200 ? 'refreshed' : JSON.stringify(r.body))
+        live = r.body.refresh_token
+        return { body: r.body, claims: decodeJwt(r.body.access_token), short: short(await lastStatement()) }
+      }
+      const r1 = await refresh()
+      t.notOk(r1.short, 'the first refresh reads everything')
+      const r2 = await refresh()
+      t.ok(r2.short, 'the next one only checks that the session and user rows are the versions it knew')
+      t.same(r2.body.user, r1.body.user, 'and answers the same user')
+      t.same(r2.claims.amr, r1.claims.amr)
 
       await adminQuery(
         `UPDATE auth.users SET raw_app_meta_data = raw_app_meta_data || '{"plan": "pro"}',
-              raw_user_meta_data = '{"nick": "v2"}' WHERE email = $1`,
-        [user],
+              raw_user_meta_data = '{"nick": "v2"}' WHERE id = $1`,
+        [uid],
         a.database,
       )
-      const r3 = await token(r2.body.refresh_token)
-      t.equal(r3.status, 200)
-      t.equal(decodeJwt(r3.body.access_token).app_metadata.plan, 'pro', "the user's new row in the access token")
+      const r3 = await refresh()
+      t.notOk(r3.short, 'a users row changed by SQL: the long statement')
+      t.equal(r3.claims.app_metadata.plan, 'pro', "the user's new row in the access token")
       t.match(r3.body.user, { app_metadata: { plan: 'pro' }, user_metadata: { nick: 'v2' } }, 'and in the answer')
-      const r4 = await token(r3.body.refresh_token)
+      const r4 = await refresh()
+      t.ok(r4.short)
       t.match(r4.body.user, { app_metadata: { plan: 'pro' }, user_metadata: { nick: 'v2' } }, 'and after it')
 
+      await adminQuery(
+        `UPDATE auth.identities SET identity_data = identity_data || '{"nick": "ident"}' WHERE user_id = $1`,
+        [uid],
+        a.database,
+      )
+      const r5 = await refresh()
+      t.notOk(r5.short, 'an identity changed by SQL: the long statement (migration 0240)')
+      t.equal(r5.body.user.identities[0].identity_data.nick, 'ident', 'with the new identity')
+      const factor = randomUUID()
+      await adminQuery(
+        `INSERT INTO auth.mfa_factors (id, user_id, friendly_name, factor_type, status, created_at, updated_at)
+       VALUES ($1, $2, 'sql factor', 'totp', 'verified', now(), now())`,
+        [factor, uid],
+        a.database,
+      )
+      const r6 = await refresh()
+      t.notOk(r6.short, 'a factor added by SQL: the long statement')
+      t.same(
+        r6.body.user.factors.map((f: { id: string }) => f.id),
+        [factor],
+        'with the factor',
+      )
+      t.ok((await refresh()).short)
+      await adminQuery(
+        `INSERT INTO auth.mfa_amr_claims (id, session_id, created_at, updated_at, authentication_method)
+       VALUES ($1, $2, now(), now(), 'totp')`,
+        [randomUUID(), sid],
+        a.database,
+      )
+      const r7 = await refresh()
+      t.same(
+        r7.claims.amr.map((x: { method: string }) => x.method).sort(),
+        ['password', 'totp'],
+        'an AMR claim added by SQL: in the next access token',
+      )
+      t.equal(r7.claims.aal, 'aal2')
+      await adminQuery('DELETE FROM auth.mfa_factors WHERE id = $1', [factor], a.database)
+      const r8 = await refresh()
+      t.same(r8.body.user.factors ?? [], [], 'a factor deleted by SQL: gone from the next answer')
+      t.ok((await refresh()).short)
+
+      await adminQuery(
+        'UPDATE auth.users SET banned_until = $2 WHERE id = $1',
+        [uid, new Date(h.clock.now().getTime() + 3_600_000)],
+        a.database,
+      )
+      const banned = await token(live)
+      t.same([banned.status, banned.body.code], [400, 'user_banned'], 'a ban set by SQL holds at once')
+      await adminQuery('UPDATE auth.users SET banned_until = NULL WHERE id = $1', [uid], a.database)
+      t.ok((await refresh()).body.access_token)
+      t.ok((await refresh()).short)
+
+      const counter = BigInt((await session(sid))!.counter!)
       const replaced = randomBytes(32).toString('base64url')
       await adminQuery(
         'UPDATE auth.sessions SET refresh_token_hmac_key = $2 WHERE id = $1',
         [sid, replaced],
         a.database,
       )
-      const old = await token(r4.body.refresh_token)
+      const old = await token(live)
       t.same([old.status, old.body.code], [400, 'refresh_token_not_found'], 'a token of the replaced key is refused')
-      t.equal(r4.body.refresh_token, forge(sid, 4, key))
-      const next = await token(forge(sid, 4, replaced))
+      t.equal(live, forge(sid, Number(counter), key))
+      const next = await token(forge(sid, Number(counter), replaced))
       t.equal(next.status, 200, 'a token of the new key is taken')
-      t.equal(next.body.refresh_token, forge(sid, 5, replaced))
+      t.equal(next.body.refresh_token, forge(sid, Number(counter) + 1, replaced))
       const forged = await token(tamper(next.body.refresh_token))
       t.same([forged.status, forged.body.code], [400, 'refresh_token_not_found'], 'a tampered one is not')
     },
   )
+
+  t.test("migration 0240's triggers let a user with identities, factors and sessions be deleted", async (t) => {
+    const e = email('gone')
+    const c = h.client(a)
+    t.error((await c.signUp({ email: e, password })).error)
+    const signedIn = (await c.signInWithPassword({ email: e, password })).data.session!
+    t.equal((await token(signedIn.refresh_token)).status, 200)
+    t.error((await c.mfa.enroll({ factorType: 'totp' })).error)
+    const uid = decodeJwt(signedIn.access_token).sub as string
+    const res = await call(`${h.base(a)}/admin/users/${uid}`, { method: 'DELETE', token: await h.serviceToken(a) })
+    t.equal(res.status, 200, JSON.stringify(res.body))
+    const left = await adminQuery<{ n: number }>(
+      `SELECT ((SELECT count(*) FROM auth.sessions WHERE user_id = $1) + (SELECT count(*) FROM auth.identities
+         WHERE user_id = $1) + (SELECT count(*) FROM auth.mfa_factors WHERE user_id = $1))::int AS n`,
+      [uid],
+      a.database,
+    )
+    t.equal(left.rows[0]!.n, 0, 'sessions, identities and factors went with the user')
+    t.same((await token(signedIn.refresh_token)).body.code, 'refresh_token_not_found')
+  })
 
   t.test('reuse: one behind (lost answer), within the interval, beyond both (session ended)', async (t) => {
     const s = await signIn()

@@ -1,6 +1,6 @@
 // grant_type=refresh_token with a v2 token (docs/auth-protocol.md §5.3; supabase/auth
 // internal/tokens/service.go RefreshTokenGrant, its *crypto.RefreshToken branch). The common
-// case is one statement (models/session-tokens.ts rotateSessionToken); anything else is
+// case is one statement (models/hot-refresh.ts rotateSessionToken); anything else is
 // decided under the session's row lock by how far the presented counter is behind the
 // session's: ahead is a token this server never issued, equal is a normal refresh, one behind
 // (the client lost the answer) or any behind within the reuse interval of the last refresh
@@ -17,10 +17,10 @@ import {
 } from '../errors.js'
 import { deleteSession } from '../models/sessions.js'
 import { checkOAuthBinding } from './oauth-binding.js'
+import { rotateSessionToken } from '../models/hot-refresh.js'
 import {
   loadSessionTokenContext,
   lockSessionToken,
-  rotateSessionToken,
   saveSessionCounter,
   type RefreshInfo,
   type SessionTokenContext,
