@@ -131,6 +131,28 @@ class Problems {
   written(info: DevInfo): void {
     this.#written = info
   }
+
+  /**
+   * A tenant file loaded (or removed: null) while the stack runs, `tenants create` in another
+   * shell say: dev.json, and so `gatehouse status`, list the database as the banner would.
+   */
+  served(database: string, file: TenantFile | null): void {
+    const info = this.#written
+    if (info === undefined) return
+    const databases = info.databases.filter((d) => d.database !== database)
+    if (file !== null) {
+      databases.push({
+        database,
+        organization: file.organization,
+        url: `${info.gateway_url}/${database}`,
+        public_key: file.keys.public,
+        secret_key: file.keys.secret,
+        owner_url: file.postgres,
+      })
+    }
+    this.#written = { ...info, databases }
+    writeDevInfo(this.#stateDir, this.#list.length > 0 ? { ...this.#written, problems: this.list } : this.#written)
+  }
 }
 
 /**
@@ -381,6 +403,9 @@ class DevStart {
       env: this.#env,
       report: (level, message, fields) => {
         devLog[level](fields, message)
+      },
+      served: (database, file) => {
+        this.#problems.served(database, file)
       },
     })
     this.#stops.push(async () => {

@@ -35,6 +35,8 @@ export interface TenantWatcherOptions {
   isOwnWrite?: (file: string, text: string) => boolean
   /** How a Redis store takes a file (merged three ways); the files source puts the record. */
   apply?: (entries: Array<{ path: string; file: TenantFile }>) => Promise<void>
+  /** A database is served from a file that loaded, or no longer (null: its file went). */
+  served?: (database: string, file: TenantFile | null) => void
 }
 
 export interface TenantWatcher {
@@ -115,6 +117,7 @@ class TenantFileWatcher implements TenantWatcher {
   async #unserve(database: string): Promise<void> {
     await this.#opts.store.delete(database)
     rmSync(path.join(this.#opts.runtimeDir, `${database}.yaml`), { force: true })
+    this.#opts.served?.(database, null)
   }
 
   async #load(src: string): Promise<void> {
@@ -135,6 +138,7 @@ class TenantFileWatcher implements TenantWatcher {
     const { store, apply } = this.#opts
     if (store.kind === 'redis' && apply !== undefined) await apply([{ path: src, file }])
     else await store.putAll([toTenant(file)])
+    this.#opts.served?.(file.database, file)
     this.#opts.report('info', `tenant file ${label} loaded: database ${file.database}`, {
       file: label,
       database: file.database,

@@ -98,6 +98,16 @@ t.test('tenant files and the CLI while the stack runs', async (t) => {
     await happened('the new database is served', async () => (await settings(database, publicKey)) === 200),
     'served without a restart',
   )
+  const listed = async (): Promise<Array<{ database: string; public_key: string; url: string }>> => {
+    const st = await cli(copy.root, ['status', '--json'])
+    return (JSON.parse(st.stdout) as { databases: Array<{ database: string; public_key: string; url: string }> })
+      .databases
+  }
+  t.match(
+    (await listed()).find((d) => d.database === database),
+    { public_key: publicKey, url: `${GATEWAY}/${database}` },
+    '`gatehouse status` (dev.json) lists it as the banner lists the others',
+  )
 
   // 2. `tenants check` reads the databases the stack serves (its cluster, not the committed URL).
   const demo = copy.byName('demo').database
@@ -118,6 +128,7 @@ t.test('tenant files and the CLI while the stack runs', async (t) => {
   writeFileSync(file, good.replace(publicKey, newKey))
   t.ok(await happened('the new key works', async () => (await settings(database, newKey)) === 200))
   t.not(await settings(database, publicKey), 200, 'the old key no longer does')
+  t.equal((await listed()).find((d) => d.database === database)?.public_key, newKey, 'status shows the new key')
 
   // 5. Every log line names its part.
   const lines = out.split('\n').filter((l) => l.startsWith('{'))
