@@ -274,10 +274,6 @@ async function measureRefresh(
     await profile?.()
     const pgCpu = cpuSecondsOf(pgPids) - pg0
     if (process.env.BENCH_PG_PROCESSES) printProcesses(pgPids, pgBy0)
-    for (const pid of pgPids)
-      process.stdout.write(
-        `${pid} ${readFileSync(`/proc/${pid}/cmdline`, 'utf8').replace(/\0/g, ' ')} ${cpuSecondsOf([pid]) - (pgBy0.get(pid) ?? 0)}\n`,
-      )
     const rotations = (await rows()) - rows0
     const perRequest = (us: number) => (r.requests.total > 0 ? Math.round(us / r.requests.total) : 0)
     const engineUs = perRequest(cpu.user + cpu.system)
