@@ -1,12 +1,14 @@
 // The auth schema's policy helpers (docs/auth-protocol.md §7.3, §4.3): auth.uid(), auth.role(),
 // auth.email(), auth.jwt() read request.jwt.claims of the current transaction; auth.role()
-// maps this tenant's role names back. Also: an RLS policy built on them, and the DDL event
-// trigger that asks the REST engine to reload its schema cache.
+// and auth.jwt()'s role claim map this tenant's role names back (docs/supabase.md, "The role
+// claim in SQL"). Also: RLS policies built on them, and the DDL event trigger that asks the
+// REST engine to reload its schema cache.
 import t from 'tap'
 import pg from 'pg'
 import { createTestTenant, asRole, withClient } from '../helpers/tenants.js'
 import { adminQuery, adminUrl } from '../helpers/db.js'
 import { withDatabase } from '../../src/shared/index.js'
+import { migrateDatabase } from '../../src/platform/index.js'
 
 const USER = '4f0c5a3e-1c2b-4e8e-9a55-2a7f3f1b9c01'
 const OTHER = '0b9e1f0a-7d44-4a8b-8f1e-5c3a2d6e7f80'
@@ -25,7 +27,12 @@ t.test('auth helper functions', async (t) => {
       app_metadata: { provider: 'email' },
     }
     const row = await asRole(rest, a.roles.auth, async (c) => (await c.query(read)).rows[0], claims)
-    t.same(row, { uid: USER, role: 'authenticated', email: 'ann@example.com', jwt: claims })
+    t.same(row, {
+      uid: USER,
+      role: 'authenticated',
+      email: 'ann@example.com',
+      jwt: { ...claims, role: 'authenticated' },
+    })
     // A new transaction on the same connection starts without claims.
     const after = await withClient(rest, async (c) => {
       await c.query('BEGIN')
@@ -61,6 +68,100 @@ t.test('auth helper functions', async (t) => {
     }
     const none = await withClient(a.ownerUrl, async (c) => (await c.query(read)).rows[0])
     t.same(none, { uid: null, role: null, email: null, jwt: null }, 'no claims, not a request role: all NULL')
+  })
+
+  await t.test('auth.jwt() maps the role claim as auth.role() does and keeps every other claim', async (t) => {
+    const cases: Array<[unknown, unknown]> = [
+      [a.roles.anon, 'anon'],
+      [a.roles.auth, 'authenticated'],
+      [a.roles.svc, 'service_role'],
+      ['authenticated', 'authenticated'],
+      ['service_role', 'service_role'],
+      [a.roles.owner, a.roles.owner],
+      ['t_0000000000_auth', 't_0000000000_auth'],
+      [7, 7],
+      [null, null],
+    ]
+    const extra = { sub: USER, app_metadata: { provider: 'email', role: a.roles.svc }, user_role: 'admin' }
+    for (const [claim, expected] of cases) {
+      const row = await asRole(
+        rest,
+        a.roles.anon,
+        async (c) =>
+          (
+            await c.query(
+              "SELECT auth.jwt() AS jwt, current_setting('request.jwt.claims', true)::jsonb ->> 'role' AS raw",
+            )
+          ).rows[0],
+        { ...extra, role: claim },
+      )
+      t.same(
+        row.jwt,
+        { ...extra, role: expected },
+        `claim role ${JSON.stringify(claim)} -> ${JSON.stringify(expected)}`,
+      )
+      t.equal(row.raw, claim === null ? null : String(claim), 'request.jwt.claims itself is unchanged')
+    }
+    const noRole = await asRole(
+      rest,
+      a.roles.auth,
+      async (c) => (await c.query('SELECT auth.jwt() AS j')).rows[0].j,
+      extra,
+    )
+    t.same(noRole, extra, 'claims without role: no role added')
+    const legacy = await asRole(rest, a.roles.auth, async (c) => {
+      await c.query("SELECT set_config('request.jwt.claim', $1, true)", [
+        JSON.stringify({ sub: OTHER, role: a.roles.auth }),
+      ])
+      return (await c.query('SELECT auth.jwt() AS j')).rows[0].j
+    })
+    t.same(legacy, { sub: OTHER, role: 'authenticated' }, 'the legacy request.jwt.claim is read first, as GoTrue does')
+  })
+
+  await t.test('a policy on auth.jwt() ->> role is inlined: no function call per row', async (t) => {
+    await withClient(a.ownerUrl, (c) =>
+      c.query(`CREATE TABLE public.feed (id int PRIMARY KEY);
+        ALTER TABLE public.feed ENABLE ROW LEVEL SECURITY;
+        CREATE POLICY signed_in ON public.feed FOR SELECT TO PUBLIC USING ((auth.jwt() ->> 'role') = 'authenticated');
+        GRANT SELECT ON public.feed TO "${a.roles.anon}", "${a.roles.auth}";
+        INSERT INTO public.feed VALUES (1), (2);`),
+    )
+    const run = (role: string) =>
+      asRole(
+        rest,
+        role,
+        async (c) => ({
+          plan: (await c.query('EXPLAIN (VERBOSE, COSTS OFF) SELECT id FROM public.feed')).rows
+            .map((r: Record<string, string>) => r['QUERY PLAN'])
+            .join('\n'),
+          ids: (await c.query('SELECT id FROM public.feed ORDER BY id')).rows.map((r: { id: number }) => r.id),
+        }),
+        { sub: USER, role },
+      )
+    const user = await run(a.roles.auth)
+    t.same(user.ids, [1, 2], 'the signed-in role passes')
+    t.same((await run(a.roles.anon)).ids, [], 'the anon role does not')
+    t.match(user.plan, /Filter: .*current_setting\('request\.jwt\.claims'::text, true\)/, 'the body is in the filter')
+    t.notMatch(user.plan, /auth\.jwt\(\)/, 'not a call of auth.jwt()')
+  })
+
+  await t.test('a database migrated before 0250 gets the mapping from the migration runner', async (t) => {
+    const claims = { sub: USER, role: a.roles.svc }
+    const jwt = () =>
+      asRole(rest, a.roles.svc, async (c) => (await c.query('SELECT auth.jwt() AS j')).rows[0].j, claims)
+    // auth.jwt() as 0002_auth made it (GoTrue's definition), no record of 0250.
+    await withClient(a.file.engines!.auth!, (c) =>
+      c.query(`CREATE OR REPLACE FUNCTION auth.jwt() RETURNS jsonb LANGUAGE sql STABLE AS $$
+        SELECT coalesce(nullif(current_setting('request.jwt.claim', true), ''),
+          nullif(current_setting('request.jwt.claims', true), ''))::jsonb $$`),
+    )
+    await adminQuery('DELETE FROM platform.schema_migrations WHERE version = 250', [], a.database)
+    t.same(await jwt(), claims, 'before: the role name as the token has it')
+    const r = await migrateDatabase(withDatabase(adminUrl(), a.database))
+    t.same(r.applied, ['0250_auth_jwt_role.sql'])
+    t.same(await jwt(), { ...claims, role: 'service_role' }, 'after: mapped')
+    const callable = await asRole(rest, a.roles.anon, async (c) => (await c.query('SELECT auth.jwt() AS j')).rows[0].j)
+    t.equal(callable, null, 'still callable by the request roles (grants kept)')
   })
 
   await t.test('legacy per-claim settings (PostgREST < 9) still work', async (t) => {
