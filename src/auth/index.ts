@@ -29,6 +29,7 @@ import {
 import { decorateAuthRequests, resolveTenantHook, tenantLabelOf } from './request-state.js'
 import { jsonParser } from './json.js'
 import { setHashConcurrency } from './crypto.js'
+import { setRememberedSessions } from './models/hot-refresh.js'
 import { RateLimits } from './rate-limits.js'
 import { createMailer, type Mailer } from './mail/index.js'
 import { setProviderOutboundPolicy } from './providers/index.js'
@@ -153,6 +154,7 @@ export function buildAuthEngine(deps: AuthEngineDeps): FastifyInstance {
   const mailer = createMailer({ config: deps.config, logger })
   const rateLimits = new RateLimits({ config: deps.config })
   setHashConcurrency(deps.config.auth.hash_concurrency)
+  setRememberedSessions(deps.config.auth.remembered_sessions)
   const now = deps.now ?? (() => new Date())
 
   setBodyParsers(app, deps.config.auth.max_json_depth)

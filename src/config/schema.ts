@@ -190,6 +190,11 @@ export const ConfigSchema = Type.Object(
         hook_function_timeout_ms: Type.Integer({ minimum: 10, maximum: 60_000, default: 2_000 }),
         /** bcrypt computations running at once in a process (others queue); 0 = the cores less one. */
         hash_concurrency: Type.Integer({ minimum: 0, default: 0 }),
+        /**
+         * Sessions whose last refresh a process remembers (about 2 KB each), so their next
+         * refresh is the short statement (docs/auth-protocol.md §5.3); 0 = none.
+         */
+        remembered_sessions: Type.Integer({ minimum: 0, maximum: 1_000_000, default: 10_000 }),
         /** Deepest nesting of objects/arrays a JSON body may have (user_metadata, data ...); deeper is 400. */
         max_json_depth: Type.Integer({ minimum: 2, maximum: 10_000, default: 100 }),
         /**

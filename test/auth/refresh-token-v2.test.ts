@@ -126,7 +126,8 @@ t.test('refresh tokens v2', async (t) => {
             a.database,
           )
         ).rows[0]?.query ?? ''
-      const short = (q: string) => q.includes('s.ctid = $7::tid') && !q.includes('identities')
+      // The statement's text as pg_stat_activity keeps it (its first 1,024 bytes): only the short one finds the row by ctid.
+      const short = (q: string) => q.includes('s.ctid = $7::tid')
       let live = s.refresh_token
       const refresh = async () => {
         const r = await token(live)
@@ -495,4 +496,34 @@ t.test('MFA verify raises a v2 session: counter on by two, the aal1 token no lon
   h.clock.advance(11)
   const old = await call(h.base(a) + '/token?grant_type=refresh_token', { body: { refresh_token: s.refresh_token } })
   t.same([old.status, old.body.code], [400, 'refresh_token_already_used'], 'the aal1 token is reuse')
+})
+
+t.test('auth.remembered_sessions: 0 remembers nothing: every refresh reads everything', async (t) => {
+  const h = await startAuth(t, {
+    auth: { remembered_sessions: 0 },
+    tenants: [{ auth: { refresh_token_algorithm_version: 2 } }],
+  })
+  const [a] = h.list as [(typeof h.list)[0]]
+  const signUp = await call(h.base(a) + '/signup', {
+    body: { email: email('cold'), password: 'correct horse battery' },
+  })
+  let live = signUp.body.refresh_token as string
+  const statements: string[] = []
+  for (let i = 0; i < 3; i++) {
+    const r = await call(h.base(a) + '/token?grant_type=refresh_token', { body: { refresh_token: live } })
+    t.equal(r.status, 200)
+    live = r.body.refresh_token
+    const q = await adminQuery<{ query: string }>(
+      `SELECT query FROM pg_catalog.pg_stat_activity
+        WHERE datname = current_database() AND query LIKE 'UPDATE auth.sessions s SET refresh_token_counter%'
+        ORDER BY state_change DESC LIMIT 1`,
+      [],
+      a.database,
+    )
+    statements.push(q.rows[0]!.query)
+  }
+  t.ok(
+    statements.every((q) => !q.includes('s.ctid = $7::tid') && q.includes('hmac(')),
+    'each refresh ran the long statement with the HMAC in SQL',
+  )
 })

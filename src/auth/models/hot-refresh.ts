@@ -87,13 +87,15 @@ function lostPgcrypto(q: Queryable, err: unknown): boolean {
 }
 
 /**
- * What the engine remembers of a session it refreshed, per pool, for a minute (up to 1,000
- * sessions): the session's HMAC key (set once when the session is set up for v2), the versions
- * of the session row it wrote and of the users row it read, and the answer's json (user,
- * identities, AMR, factors). A version is the row's xmin and ctid: every UPDATE writes a new
+ * What the engine remembers of a session it refreshed, per process (`auth.remembered_sessions`
+ * sessions at most, the least recently refreshed forgotten first, each for two hours at most):
+ * the session's HMAC key (set once when the session is set up for v2), the versions of the
+ * session row it wrote and of the users row it read, and the answer's json (user, identities,
+ * AMR, factors), about 2 KB. A version is the row's xmin and ctid: every UPDATE writes a new
  * tuple (HOT or not) at another line pointer while the old one still stands, with the writing
  * transaction's xid, and only committed tuples are seen, so the same pair again would take a
- * reused line pointer and that xid again after wraparound, far beyond a minute.
+ * reused line pointer and that xid again after wraparound (2^32 transactions: more than two
+ * hours even at 500,000 a second).
  *
  * When both rows are still the versions remembered, nothing the answer holds has changed: the
  * user's columns are in the users row, and migration 0240 writes a new version of a session
@@ -103,7 +105,7 @@ function lostPgcrypto(q: Queryable, err: unknown): boolean {
  * statement answers, checking the signature by the key's text when the engine checked it
  * with the remembered key (pgcrypto's hmac() costs Postgres about 35 µs) and building the
  * user's json only when the users row changed. A stale entry costs one more statement, never
- * a stale answer.
+ * a stale answer. Entries are keyed by the tenant's pool and the session.
  */
 interface RememberedSession {
   readonly key: string
@@ -113,17 +115,28 @@ interface RememberedSession {
   readonly answer: RowFields
 }
 
-const SESSIONS_REMEMBERED = 1_000
-const REMEMBERED_FOR_MS = 60_000
-const rememberedSessions = new WeakMap<Queryable, LRUCache<string, RememberedSession>>()
+const REMEMBERED_FOR_MS = 2 * 60 * 60 * 1000
+let remembered: LRUCache<string, RememberedSession> | null = new LRUCache({
+  max: 10_000,
+  ttl: REMEMBERED_FOR_MS,
+})
 
-function rememberedOf(q: Queryable): LRUCache<string, RememberedSession> {
-  let cache = rememberedSessions.get(q)
-  if (cache === undefined) {
-    cache = new LRUCache({ max: SESSIONS_REMEMBERED, ttl: REMEMBERED_FOR_MS })
-    rememberedSessions.set(q, cache)
+/** How many sessions a process remembers (auth.remembered_sessions); 0: none, every refresh reads everything. */
+export function setRememberedSessions(max: number): void {
+  remembered = max === 0 ? null : new LRUCache({ max, ttl: REMEMBERED_FOR_MS })
+}
+
+const poolIds = new WeakMap<Queryable, number>()
+let nextPoolId = 0
+
+/** The cache key of a session of the tenant whose pool `q` is. */
+function rememberedKey(q: Queryable, sessionId: string): string {
+  let id = poolIds.get(q)
+  if (id === undefined) {
+    id = nextPoolId++
+    poolIds.set(q, id)
   }
-  return cache
+  return `${id}:${sessionId}`
 }
 
 const USER_VERSION = `u.xmin::text || u.ctid::text`
@@ -209,8 +222,8 @@ export async function rotateSessionToken(
   t: RefreshTokenV2,
   info: RefreshInfo,
 ): Promise<{ key: string; context: HotContext } | null> {
-  const remembered = rememberedOf(q)
-  let known = remembered.get(t.sessionId)
+  const slot = rememberedKey(q, t.sessionId)
+  let known = remembered?.get(slot)
   // A key the signature does not hold for may have been replaced: the long statement checks in SQL.
   if (known !== undefined && !hasValidSignature(t, known.key)) known = undefined
   if (known !== undefined) {
@@ -226,20 +239,20 @@ export async function rotateSessionToken(
       xmin,
     ]).catch(nullIfDeleted)
     if (row) {
-      remembered.set(t.sessionId, { ...known, sessionVersion: [row[0]!, row[1]!] })
+      remembered?.set(slot, { ...known, sessionVersion: [row[0]!, row[1]!] })
       return { key: known.key, context: toHotContext(known.answer) }
     }
   }
-  return rotateByLongStatement(q, t, info, known)
+  return rotateByLongStatement(q, slot, t, info, known)
 }
 
 async function rotateByLongStatement(
   q: Queryable,
+  slot: string,
   t: RefreshTokenV2,
   info: RefreshInfo,
   known: RememberedSession | undefined,
 ): Promise<{ key: string; context: HotContext } | null> {
-  const remembered = rememberedOf(q)
   let form: string | null = KEYED
   if (known === undefined) {
     const pgcrypto = pgcryptoSchemaOf(q)
@@ -258,11 +271,11 @@ async function rotateByLongStatement(
     known?.userVersion ?? null,
   ]).catch((err: unknown) => (lostPgcrypto(q, err) ? null : nullIfDeleted(err)))
   if (!row) {
-    remembered.delete(t.sessionId)
+    remembered?.delete(slot)
     return null
   }
   const answer = [row[0]!, row[1] ?? known!.answer[1]!, row[2]!, row[3]!, row[4]!]
   const key = row[5]!
-  remembered.set(t.sessionId, { key, userVersion: row[6]!, sessionVersion: [row[7]!, row[8]!], answer })
+  remembered?.set(slot, { key, userVersion: row[6]!, sessionVersion: [row[7]!, row[8]!], answer })
   return { key, context: toHotContext(answer) }
 }
