@@ -4,7 +4,7 @@
 // limits of /rest/v1 (`rate_limits`, docs/edge.md): the view, and a validated merge of a
 // PATCH into the tenant's `rest` settings. Other limits, schemas and keys are not changed here.
 import { ValidationError } from './errors.js'
-import type { RestRateLimits, TenantFile } from '../tenants/index.js'
+import { DEFAULT_EXTRA_SEARCH_PATH, type RestRateLimits, type TenantFile } from '../tenants/index.js'
 
 type RestSettings = TenantFile['rest']
 
@@ -103,7 +103,7 @@ export function restSettingsView(r: RestSettings): RestSettingsView {
     aggregates_enabled: r.aggregates_enabled === true,
     plan_enabled: r.plan_enabled === true,
     server_timing_enabled: r.server_timing_enabled === true,
-    extra_search_path: [...(r.extra_search_path ?? ['public'])],
+    extra_search_path: [...(r.extra_search_path ?? DEFAULT_EXTRA_SEARCH_PATH)],
     pre_request: r.pre_request ?? null,
     app_settings: Object.fromEntries(Object.keys(r.app_settings ?? {}).map((name) => [name, '********'])),
     openapi_mode: r.openapi_mode ?? 'follow-privileges',

@@ -8,7 +8,7 @@
 // nothing inside the SQL (SET ROLE, set_config('role', ...), RESET ROLE) can reach another
 // request role: Postgres refuses a role the login is not a member of.
 import pg from 'pg'
-import { tenantIssuer, type Tenant, type RoleKind } from '../tenants/index.js'
+import { DEFAULT_EXTRA_SEARCH_PATH, tenantIssuer, type Tenant, type RoleKind } from '../tenants/index.js'
 import { quoteIdent, ROLE_KINDS, roleClaim, type PoolLike } from '../shared/index.js'
 import type { Privilege } from '../gateway/index.js'
 import { ValidationError } from './errors.js'
@@ -289,9 +289,10 @@ export function testQueryUrl(engineUrl: string, tenant: Tenant, kind: RoleKind):
   return u.toString()
 }
 
-/** `"a", "b"`: the search_path of a REST request (the exposed schemas, then public). */
+/** `"a", "b"`: the search_path of a REST request (the exposed schemas, then rest.extra_search_path). */
 function searchPathOf(tenant: Tenant): string {
-  return [...new Set([...tenant.rest.schemas, 'public'])].map(quoteIdent).join(', ')
+  const extra = tenant.rest.extra_search_path ?? DEFAULT_EXTRA_SEARCH_PATH
+  return [...new Set([...tenant.rest.schemas, ...extra])].map(quoteIdent).join(', ')
 }
 
 interface RunTestQueryOptions {

@@ -5,7 +5,7 @@
 // plan's transaction, response/ shapes each answer, and this module runs them the same way.
 import { createHash } from 'node:crypto'
 import { LRUCache } from 'lru-cache'
-import type { Tenant } from '../tenants/index.js'
+import { DEFAULT_EXTRA_SEARCH_PATH, type Tenant } from '../tenants/index.js'
 import { parseCookieHeader, roleDisplayName } from '../shared/index.js'
 import {
   parseApiRequest,
@@ -242,7 +242,7 @@ function transact(ctx: RunContext, plan: ExecutablePlan, st: ActionStatements): 
   return engine.pools.transaction(tenantKey(tenant), restUrl(tenant), {
     readOnly: st.readOnly,
     pre: renderPreRequest({
-      searchPath: [req.schema, ...(tenant.rest.extra_search_path ?? ['public'])],
+      searchPath: [req.schema, ...(tenant.rest.extra_search_path ?? DEFAULT_EXTRA_SEARCH_PATH)],
       role: caller.role,
       claims: { ...caller.claims, role: caller.role },
       method: req.method,

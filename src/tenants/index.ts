@@ -17,6 +17,7 @@ export {
   SmtpSchema,
   RateLimitsSchema,
   DEFAULT_RATE_LIMITS,
+  DEFAULT_EXTRA_SEARCH_PATH,
   AuthHooksSchema,
   maskHooks,
   type AuthHook,

@@ -264,6 +264,9 @@ export const AuthSettingsSchema = Type.Object(
 )
 
 /** A tenant file as written by people or by `tenants create`. */
+/** rest.extra_search_path when a tenant names none: Supabase's, so extensions in `extensions` resolve unqualified. */
+export const DEFAULT_EXTRA_SEARCH_PATH: readonly string[] = Object.freeze(['public', 'extensions'])
+
 export const TenantFileSchema = Type.Object(
   {
     database: Type.String({ pattern: DATABASE_NAME.source }),
@@ -360,8 +363,11 @@ export const TenantFileSchema = Type.Object(
         /** PostgREST's server-timing-enabled: a `Server-Timing` header with the time of each stage. */
         server_timing_enabled: Type.Boolean({ default: false }),
         schemas: Type.Array(Type.String({ minLength: 1 }), { minItems: 1, default: ['public'] }),
-        /** PostgREST's db-extra-search-path: schemas after the request's on every request's search path. */
-        extra_search_path: Type.Array(Type.String({ minLength: 1 }), { default: ['public'] }),
+        /**
+         * PostgREST's db-extra-search-path: schemas after the request's on every request's search
+         * path; by default Supabase's (its config.toml `extra_search_path = ["public", "extensions"]`).
+         */
+        extra_search_path: Type.Array(Type.String({ minLength: 1 }), { default: [...DEFAULT_EXTRA_SEARCH_PATH] }),
         /** PostgREST's db-pre-request: `schema.function` called at the start of every request's transaction. */
         pre_request: Type.Union(
           [Type.String({ pattern: '^[A-Za-z_][A-Za-z0-9_$]*\\.[A-Za-z_][A-Za-z0-9_$]*$' }), Type.Null()],

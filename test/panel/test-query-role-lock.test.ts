@@ -72,6 +72,11 @@ t.test('within the role everything works as before', async (t) => {
   t.same(who.body.role, { as: 'anon', name: x.roles.anon })
   const sp = await query("SELECT current_setting('search_path') AS p")
   t.match(sp.body.rows[0].p, /public/, 'unqualified names resolve as in a REST request')
+  t.equal(
+    sp.body.rows[0].p,
+    '"public", "extensions"',
+    "the REST engine's: the exposed schema, then rest.extra_search_path",
+  )
 })
 
 t.test('a test-query login that cannot log in is a 409 naming the fix', async (t) => {

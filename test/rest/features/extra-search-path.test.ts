@@ -1,4 +1,5 @@
-// rest.extra_search_path (PostgREST's db-extra-search-path, default public): the schemas put
+// rest.extra_search_path (PostgREST's db-extra-search-path; by default Supabase's public,
+// extensions, where PostgREST's own is public): the schemas put
 // after the request's on each request's search path, so a function body that names an object
 // of an extension schema unqualified finds it.
 import t from 'tap'
@@ -22,9 +23,20 @@ t.test('the extra search path is on every request search path', async (t) => {
   const r = await withExtensions.client().schema('api').rpc('answer')
   t.same({ status: r.status, data: r.data, error: r.error }, { status: 200, data: 42, error: null })
 
+  const publicOnly = await startRestGateway(t, { sql: SQL, rest: { schemas: ['api'], extra_search_path: ['public'] } })
+  const missing = await publicOnly.client().schema('api').rpc('answer')
+  t.equal(
+    missing.error?.code,
+    '42883',
+    "with PostgREST's own default (public only) after the request schema: helper() is not found",
+  )
   const byDefault = await startRestGateway(t, { sql: SQL, rest: { schemas: ['api'] } })
-  const missing = await byDefault.client().schema('api').rpc('answer')
-  t.equal(missing.error?.code, '42883', 'by default only public follows the request schema: helper() is not found')
+  const found = await byDefault.client().schema('api').rpc('answer')
+  t.same(
+    { data: found.data, error: found.error },
+    { data: 42, error: null },
+    "by default Supabase's: public, extensions",
+  )
 })
 
 // PostgREST's ExtraSearchPathSpec with the exposed schema `api` and ltree in public: its
@@ -103,7 +115,29 @@ t.test('the search path is the request schema, then the extra search path, as gi
   const a = await api.client().schema('api').rpc('search_path_now')
   t.same(
     { data: a.data, error: a.error },
-    { data: '"api", "public"', error: null },
-    'by default public after the request schema',
+    { data: '"api", "public", "extensions"', error: null },
+    "by default Supabase's public, extensions after the request schema",
+  )
+})
+
+// A Supabase project's search_path names `extensions` (the database's, and its API's
+// extra_search_path): what its migrations write unqualified works as written.
+t.test('an extension created WITH SCHEMA extensions is found unqualified, as in a Supabase project', async (t) => {
+  const sql = `CREATE EXTENSION IF NOT EXISTS pg_trgm WITH SCHEMA extensions;
+    CREATE TABLE words (w text);
+    CREATE INDEX words_trgm ON words USING gin (w gin_trgm_ops);
+    INSERT INTO words VALUES ('gatehouse'), ('gatekeeper'), ('postgres');
+    GRANT SELECT ON words TO anon;
+    CREATE FUNCTION closest(q text) RETURNS SETOF words LANGUAGE sql STABLE AS
+      $$ SELECT * FROM words WHERE similarity(w, q) > 0.3 ORDER BY similarity(w, q) DESC $$;
+    GRANT EXECUTE ON FUNCTION closest(text) TO anon;`
+  // The owner's session (withClient on the owner URL) ran that: gin_trgm_ops and similarity()
+  // resolved through the database's search_path.
+  const stack = await startRestGateway(t, { sql })
+  const r = await stack.client().rpc('closest', { q: 'gatehous' })
+  t.same(
+    { data: r.data, error: r.error },
+    { data: [{ w: 'gatehouse' }], error: null },
+    'a request calls the function, whose body names similarity() unqualified',
   )
 })
