@@ -12,46 +12,34 @@ BEGIN
 END
 $do$;
 
-CREATE FUNCTION auth.gatehouse_touch_user_sessions() RETURNS trigger
+-- The trigger's argument names the column of the changed row that picks the sessions: the
+-- user's (`user_id`: identities, factors) or the session's own (`session_id`: AMR claims);
+-- an UPDATE that moves the row touches the sessions of both values.
+CREATE FUNCTION auth.gatehouse_touch_sessions() RETURNS trigger
   LANGUAGE plpgsql SECURITY DEFINER
   SET search_path = pg_catalog, pg_temp
 AS $fn$
+DECLARE
+  was uuid := CASE WHEN TG_OP <> 'INSERT' THEN (to_jsonb(OLD) ->> TG_ARGV[0])::uuid END;
+  now_ uuid := CASE WHEN TG_OP <> 'DELETE' THEN (to_jsonb(NEW) ->> TG_ARGV[0])::uuid END;
 BEGIN
-  IF TG_OP <> 'INSERT' THEN
-    UPDATE auth.sessions SET refresh_token_counter = refresh_token_counter WHERE user_id = OLD.user_id;
-  END IF;
-  IF TG_OP <> 'DELETE' AND (TG_OP = 'INSERT' OR NEW.user_id IS DISTINCT FROM OLD.user_id) THEN
-    UPDATE auth.sessions SET refresh_token_counter = refresh_token_counter WHERE user_id = NEW.user_id;
+  IF TG_ARGV[0] = 'session_id' THEN
+    UPDATE auth.sessions SET refresh_token_counter = refresh_token_counter WHERE id IN (was, now_);
+  ELSE
+    UPDATE auth.sessions SET refresh_token_counter = refresh_token_counter WHERE user_id IN (was, now_);
   END IF;
   RETURN NULL;
 END
 $fn$;
 
-CREATE FUNCTION auth.gatehouse_touch_session() RETURNS trigger
-  LANGUAGE plpgsql SECURITY DEFINER
-  SET search_path = pg_catalog, pg_temp
-AS $fn$
-BEGIN
-  IF TG_OP <> 'INSERT' THEN
-    UPDATE auth.sessions SET refresh_token_counter = refresh_token_counter WHERE id = OLD.session_id;
-  END IF;
-  IF TG_OP <> 'DELETE' AND (TG_OP = 'INSERT' OR NEW.session_id IS DISTINCT FROM OLD.session_id) THEN
-    UPDATE auth.sessions SET refresh_token_counter = refresh_token_counter WHERE id = NEW.session_id;
-  END IF;
-  RETURN NULL;
-END
-$fn$;
-
-REVOKE ALL ON FUNCTION auth.gatehouse_touch_user_sessions(), auth.gatehouse_touch_session() FROM PUBLIC;
+REVOKE ALL ON FUNCTION auth.gatehouse_touch_sessions() FROM PUBLIC;
 
 CREATE TRIGGER gatehouse_session_version AFTER INSERT OR UPDATE OR DELETE ON auth.identities
-  FOR EACH ROW EXECUTE FUNCTION auth.gatehouse_touch_user_sessions();
+  FOR EACH ROW EXECUTE FUNCTION auth.gatehouse_touch_sessions('user_id');
 CREATE TRIGGER gatehouse_session_version AFTER INSERT OR UPDATE OR DELETE ON auth.mfa_factors
-  FOR EACH ROW EXECUTE FUNCTION auth.gatehouse_touch_user_sessions();
+  FOR EACH ROW EXECUTE FUNCTION auth.gatehouse_touch_sessions('user_id');
 CREATE TRIGGER gatehouse_session_version AFTER INSERT OR UPDATE OR DELETE ON auth.mfa_amr_claims
-  FOR EACH ROW EXECUTE FUNCTION auth.gatehouse_touch_session();
+  FOR EACH ROW EXECUTE FUNCTION auth.gatehouse_touch_sessions('session_id');
 
-COMMENT ON FUNCTION auth.gatehouse_touch_user_sessions() IS
-  'Gatehouse: writes a new version of the sessions of a user whose identities or factors changed (the auth engine''s refresh checks the version).';
-COMMENT ON FUNCTION auth.gatehouse_touch_session() IS
-  'Gatehouse: writes a new version of a session whose AMR claims changed (the auth engine''s refresh checks the version).';
+COMMENT ON FUNCTION auth.gatehouse_touch_sessions() IS
+  'Gatehouse: writes a new version of the sessions whose answer to a refresh a changed identity, factor or AMR claim changes (the auth engine''s refresh checks the version).';
