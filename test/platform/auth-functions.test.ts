@@ -10,6 +10,12 @@ import { adminQuery, adminUrl } from '../helpers/db.js'
 import { withDatabase } from '../../src/shared/index.js'
 import { migrateDatabase } from '../../src/platform/index.js'
 
+/** EXPLAIN (VERBOSE, COSTS OFF) of a statement, as one text. */
+async function plan(c: pg.Client, sql: string): Promise<string> {
+  const rows = (await c.query(`EXPLAIN (VERBOSE, COSTS OFF) ${sql}`)).rows as Array<Record<string, string>>
+  return rows.map((r) => r['QUERY PLAN']).join('\n')
+}
+
 const USER = '4f0c5a3e-1c2b-4e8e-9a55-2a7f3f1b9c01'
 const OTHER = '0b9e1f0a-7d44-4a8b-8f1e-5c3a2d6e7f80'
 
@@ -163,6 +169,150 @@ t.test('auth helper functions', async (t) => {
     const callable = await asRole(rest, a.roles.anon, async (c) => (await c.query('SELECT auth.jwt() AS j')).rows[0].j)
     t.equal(callable, null, 'still callable by the request roles (grants kept)')
   })
+
+  await t.test('auth.role(), auth.uid() and auth.email() in a policy are inlined: no call per row', async (t) => {
+    await withClient(a.ownerUrl, (c) =>
+      c.query(`CREATE TABLE public.posts (id int PRIMARY KEY, author uuid, mail text);
+        ALTER TABLE public.posts ENABLE ROW LEVEL SECURITY;
+        CREATE POLICY by_role ON public.posts FOR SELECT TO PUBLIC USING (auth.role() = 'authenticated');
+        CREATE POLICY own ON public.posts FOR UPDATE TO PUBLIC USING (author = auth.uid() OR mail = auth.email());
+        GRANT SELECT, UPDATE ON public.posts TO "${a.roles.anon}", "${a.roles.auth}";
+        INSERT INTO public.posts VALUES (1, '${USER}', 'ann@example.com'), (2, '${OTHER}', 'bob@example.com');`),
+    )
+    const claims = { sub: USER, email: 'bob@example.com', role: a.roles.auth }
+    const user = await asRole(
+      rest,
+      a.roles.auth,
+      async (c) => ({
+        select: await plan(c, 'SELECT id FROM public.posts'),
+        update: await plan(c, 'UPDATE public.posts SET mail = mail RETURNING id'),
+        ids: (await c.query('SELECT id FROM public.posts ORDER BY id')).rows.map((r: { id: number }) => r.id),
+        updated: (await c.query('UPDATE public.posts SET mail = mail RETURNING id')).rows.map(
+          (r: { id: number }) => r.id,
+        ),
+      }),
+      claims,
+    )
+    t.same(user.ids, [1, 2], 'auth.role() lets the signed-in role read')
+    t.same(user.updated.sort(), [1, 2], 'auth.uid() matches row 1, auth.email() row 2')
+    t.match(
+      user.select,
+      /Filter: .*current_setting\('request\.jwt\.claim\.role'::text, true\)/,
+      'role body in the filter',
+    )
+    t.notMatch(user.select, /auth\.role\(\)/, 'not a call of auth.role()')
+    t.match(user.update, /current_setting\('request\.jwt\.claim\.sub'::text, true\)/, 'uid body in the filter')
+    t.match(user.update, /current_setting\('request\.jwt\.claim\.email'::text, true\)/, 'email body in the filter')
+    t.notMatch(user.update, /auth\.(uid|email)\(\)/, 'no call of auth.uid() or auth.email()')
+    const anon = await asRole(rest, a.roles.anon, async (c) => (await c.query('SELECT id FROM public.posts')).rows, {
+      role: a.roles.anon,
+    })
+    t.same(anon, [], 'anon does not pass')
+  })
+
+  await t.test('0260 gives auth.role() the inlined shape with the same answer for every input', async (t) => {
+    // auth.role() as 0002_auth made it (a SELECT with FROM), no record of 0260.
+    const names = [a.roles.anon, a.roles.auth, a.roles.svc].map((n) => `'${n}'`)
+    await withClient(a.file.engines!.auth!, (c) =>
+      c.query(`CREATE OR REPLACE FUNCTION auth.role() RETURNS text LANGUAGE sql STABLE AS $$
+        SELECT CASE r WHEN ${names[0]} THEN 'anon' WHEN ${names[1]} THEN 'authenticated'
+          WHEN ${names[2]} THEN 'service_role' ELSE r END
+        FROM (SELECT coalesce(nullif(current_setting('request.jwt.claim.role', true), ''),
+          (nullif(current_setting('request.jwt.claims', true), '')::jsonb ->> 'role'),
+          CASE WHEN current_user IN (${names.join(', ')}) THEN current_user::text END)::text AS r) AS claim $$`),
+    )
+    await adminQuery('DELETE FROM platform.schema_migrations WHERE version = 260', [], a.database)
+    const rolePlan = () =>
+      asRole(rest, a.roles.auth, (c) => plan(c, 'SELECT id FROM public.posts'), { role: a.roles.auth })
+    t.match(await rolePlan(), /auth\.role\(\)/, 'before: a call of auth.role() per row')
+    const before = await roleAnswers()
+    const r = await migrateDatabase(withDatabase(adminUrl(), a.database))
+    t.same(r.applied, ['0260_auth_role_inlined.sql'])
+    t.notMatch(await rolePlan(), /auth\.role\(\)/, 'after: inlined')
+    const after = await roleAnswers()
+    t.same(after, before, 'every case answers as before')
+    t.same(after, expectedRoles(), 'and as documented')
+    const callable = await asRole(rest, a.roles.anon, async (c) => (await c.query('SELECT auth.role() AS r')).rows[0].r)
+    t.equal(callable, 'anon', 'still callable by the request roles (grants kept)')
+  })
+
+  /** auth.role() for every kind of input: settings, claims, current role. */
+  async function roleAnswers(): Promise<Record<string, unknown>> {
+    const out: Record<string, unknown> = {}
+    const ask = async (label: string, login: string, role: string | null, settings: Record<string, string>) => {
+      out[label] = await withClient(login, async (c) => {
+        await c.query('BEGIN')
+        try {
+          if (role !== null) await c.query(`SET LOCAL ROLE "${role}"`)
+          for (const [k, v] of Object.entries(settings)) await c.query('SELECT set_config($1, $2, true)', [k, v])
+          return (await c.query('SELECT auth.role() AS r')).rows[0].r
+        } finally {
+          await c.query('ROLLBACK')
+        }
+      })
+    }
+    const claims = (role: unknown) => JSON.stringify({ sub: USER, role })
+    for (const [kind, role] of [
+      ['anon', a.roles.anon],
+      ['auth', a.roles.auth],
+      ['svc', a.roles.svc],
+    ] as const) {
+      await ask(`${kind}: no claims`, rest, role, {})
+      await ask(`${kind}: empty claims`, rest, role, { 'request.jwt.claims': '' })
+      await ask(`${kind}: claims without role`, rest, role, { 'request.jwt.claims': JSON.stringify({ sub: USER }) })
+      await ask(`${kind}: role null`, rest, role, { 'request.jwt.claims': claims(null) })
+      await ask(`${kind}: own name`, rest, role, { 'request.jwt.claims': claims(role) })
+      await ask(`${kind}: authenticated`, rest, role, { 'request.jwt.claims': claims('authenticated') })
+      await ask(`${kind}: custom`, rest, role, { 'request.jwt.claims': claims('custom') })
+      await ask(`${kind}: number`, rest, role, { 'request.jwt.claims': claims(7) })
+      await ask(`${kind}: legacy svc name`, rest, role, {
+        'request.jwt.claim.role': a.roles.svc,
+        'request.jwt.claims': claims(a.roles.anon),
+      })
+      await ask(`${kind}: legacy custom`, rest, role, {
+        'request.jwt.claim.role': 'custom',
+        'request.jwt.claims': claims(a.roles.auth),
+      })
+      await ask(`${kind}: legacy empty`, rest, role, {
+        'request.jwt.claim.role': '',
+        'request.jwt.claims': claims(a.roles.auth),
+      })
+    }
+    await ask('owner: no claims', a.ownerUrl, null, {})
+    await ask('owner: auth name', a.ownerUrl, null, { 'request.jwt.claims': claims(a.roles.auth) })
+    await ask('owner: other tenant', a.ownerUrl, null, { 'request.jwt.claims': claims('t_0000000000_auth') })
+    await ask('owner: legacy anon name', a.ownerUrl, null, { 'request.jwt.claim.role': a.roles.anon })
+    await ask('auth engine login: no claims', a.file.engines!.auth!, null, {})
+    return out
+  }
+
+  function expectedRoles(): Record<string, unknown> {
+    const out: Record<string, unknown> = {}
+    const mapped = { anon: 'anon', auth: 'authenticated', svc: 'service_role' } as const
+    for (const kind of ['anon', 'auth', 'svc'] as const) {
+      Object.assign(out, {
+        [`${kind}: no claims`]: mapped[kind],
+        [`${kind}: empty claims`]: mapped[kind],
+        [`${kind}: claims without role`]: mapped[kind],
+        [`${kind}: role null`]: mapped[kind],
+        [`${kind}: own name`]: mapped[kind],
+        [`${kind}: authenticated`]: 'authenticated',
+        [`${kind}: custom`]: 'custom',
+        [`${kind}: number`]: '7',
+        [`${kind}: legacy svc name`]: 'service_role',
+        [`${kind}: legacy custom`]: 'custom',
+        [`${kind}: legacy empty`]: 'authenticated',
+      })
+    }
+    return {
+      ...out,
+      'owner: no claims': null,
+      'owner: auth name': 'authenticated',
+      'owner: other tenant': 't_0000000000_auth',
+      'owner: legacy anon name': 'anon',
+      'auth engine login: no claims': null,
+    }
+  }
 
   await t.test('legacy per-claim settings (PostgREST < 9) still work', async (t) => {
     const row = await asRole(rest, a.roles.auth, async (c) => {
