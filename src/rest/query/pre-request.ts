@@ -1,12 +1,13 @@
 // The settings statement that opens every request transaction (docs/rest-protocol.md §6.2): role,
-// request.jwt.claims (+ the legacy request.jwt.claim.<name>), request.method/path/
-// headers/cookies, statement_timeout, timezone, search_path — all transaction-local and
-// all parameters — plus the caller role's visibility of the target relation.
+// request.jwt.claims, request.method/path/headers/cookies, statement_timeout, timezone,
+// search_path, app.settings.* — all transaction-local and all parameters — plus the caller
+// role's visibility of the target relation. The request.* names are those PostgREST 12 and
+// later set (txVarQuery in src/PostgREST/Query/PreQuery.hs): no legacy per-claim
+// request.jwt.claim.<name> (db-use-legacy-gucs, removed in PostgREST 12).
 import type { Statement } from './sql.js'
-import { bareRecord } from '../../shared/index.js'
 
 /** Prepared once per connection under this name (the text never changes). */
-const PRE_REQUEST_NAME = 'gatehouse_rest_pre_v2'
+const PRE_REQUEST_NAME = 'gatehouse_rest_pre_v3'
 
 const PRE_REQUEST_TEXT = `SELECT pg_catalog.set_config('search_path', $1, true) AS search_path,
  pg_catalog.set_config('role', $2, true) AS role,
@@ -17,9 +18,8 @@ const PRE_REQUEST_TEXT = `SELECT pg_catalog.set_config('search_path', $1, true) 
  pg_catalog.set_config('request.cookies', $7, true) AS cookies,
  pg_catalog.set_config('statement_timeout', $8, true) AS statement_timeout,
  CASE WHEN $9::text IS NULL THEN NULL ELSE pg_catalog.set_config('timezone', $9::text, true) END AS timezone,
- (SELECT pg_catalog.count(pg_catalog.set_config('request.jwt.claim.' || j.key, j.value, true)) FROM pg_catalog.json_each_text($10::json) AS j) AS legacy_claims,
- (SELECT pg_catalog.count(pg_catalog.set_config('app.settings.' || s.key, s.value, true)) FROM pg_catalog.json_each_text($13::json) AS s) AS app_settings,
- CASE WHEN $11::oid IS NULL THEN true ELSE COALESCE(pg_catalog.has_any_column_privilege($12::name, $11::oid, 'SELECT, INSERT, UPDATE, REFERENCES') OR pg_catalog.has_table_privilege($12::name, $11::oid, 'DELETE, TRUNCATE, TRIGGER'), false) END AS visible`
+ (SELECT pg_catalog.count(pg_catalog.set_config('app.settings.' || s.key, s.value, true)) FROM pg_catalog.json_each_text($12::json) AS s) AS app_settings,
+ CASE WHEN $10::oid IS NULL THEN true ELSE COALESCE(pg_catalog.has_any_column_privilege($11::name, $10::oid, 'SELECT, INSERT, UPDATE, REFERENCES') OR pg_catalog.has_table_privilege($11::name, $10::oid, 'DELETE, TRUNCATE, TRIGGER'), false) END AS visible`
 
 interface RequestSettings {
   /** Schemas of search_path, first the request's. */
@@ -37,20 +37,6 @@ interface RequestSettings {
   relationOid: number | null
   /** PostgREST's app.settings.*: `app.settings.<name>` for the transaction. */
   appSettings?: Readonly<Record<string, string>>
-}
-
-/** Claim names safe as a setting name suffix (`request.jwt.claim.<name>`). */
-const CLAIM_NAME = /^[A-Za-z_][A-Za-z0-9_]{0,62}$/
-
-/** Top-level scalar claims for the legacy per-claim settings. */
-function legacyClaims(claims: Record<string, unknown>): Record<string, string> {
-  const out = bareRecord<string>()
-  for (const [k, v] of Object.entries(claims)) {
-    if (!CLAIM_NAME.test(k)) continue
-    if (typeof v === 'string') out[k] = v
-    else if (typeof v === 'number' || typeof v === 'boolean') out[k] = String(v)
-  }
-  return out
 }
 
 /**
@@ -93,7 +79,6 @@ export function renderPreRequest(s: RequestSettings): Statement & { name: string
       JSON.stringify(s.cookies),
       String(s.statementTimeoutMs),
       s.timezone,
-      JSON.stringify(legacyClaims(s.claims)),
       s.relationOid,
       s.role,
       JSON.stringify(s.appSettings ?? {}),

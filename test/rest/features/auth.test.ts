@@ -1,7 +1,8 @@
 // Callers over HTTP: the upstream token (HS256, exp required, role one of the tenant's
 // three), anonymous requests, RLS through auth.uid(), visibility per role (PGRST205),
 // missing privileges (42501: 401 anon / 403 otherwise), and the request settings the
-// transaction sets (role, claims, legacy per-claim settings, method, path, headers).
+// transaction sets (role, claims, method, path, headers, cookies, search_path), those of
+// PostgREST 12 and later: no legacy per-claim request.jwt.claim.<name>.
 import t from 'tap'
 import { CompactSign, SignJWT, generateKeyPair } from 'jose'
 import { createRestFixture, ALICE, BOB } from '../../helpers/rest-fixture.js'
@@ -13,6 +14,9 @@ CREATE VIEW whoami AS SELECT
   current_setting('request.jwt.claims', true)::json AS claims,
   current_setting('request.jwt.claim.sub', true) AS legacy_sub,
   current_setting('request.jwt.claim.role', true) AS legacy_role,
+  current_setting('request.jwt.claim.email', true) AS legacy_email,
+  current_setting('request.jwt.claim.plan', true) AS legacy_plan,
+  current_setting('search_path') AS search_path,
   current_setting('request.method', true) AS method,
   current_setting('request.path', true) AS path,
   current_setting('request.headers', true)::json AS headers,
@@ -51,16 +55,26 @@ t.test('callers, RLS and visibility', async (t) => {
 
   t.test('the transaction carries role, claims and request settings', async (t) => {
     const r = await fx.get('/whoami?select=*', {
-      ...(await bearer('auth', { sub: ALICE, email: 'a@x', app_metadata: { p: 1 } })),
+      ...(await bearer('auth', { sub: ALICE, email: 'a@x', app_metadata: { p: 1 }, plan: 'pro' })),
       'X-Custom': 'yes',
       cookie: 'c1=v1; c2=v2',
     })
     t.equal(r.status, 200)
     const row = r.json()[0]
     t.equal(row.role, fx.tenant.roles.auth)
-    t.match(row.claims, { sub: ALICE, email: 'a@x', role: fx.tenant.roles.auth, app_metadata: { p: 1 } })
-    t.equal(row.legacy_sub, ALICE, 'legacy request.jwt.claim.<name>')
-    t.equal(row.legacy_role, fx.tenant.roles.auth)
+    t.match(row.claims, {
+      sub: ALICE,
+      email: 'a@x',
+      role: fx.tenant.roles.auth,
+      app_metadata: { p: 1 },
+      plan: 'pro',
+    })
+    // PostgREST 12 removed db-use-legacy-gucs: request.jwt.claims only, no request.jwt.claim.<name>
+    // (unset: NULL, or '' on a connection where some transaction once set it).
+    for (const legacy of ['legacy_sub', 'legacy_role', 'legacy_email', 'legacy_plan']) {
+      t.ok(row[legacy] === null || row[legacy] === '', `${legacy} is not set (${JSON.stringify(row[legacy])})`)
+    }
+    t.equal(row.search_path, '"public", "public", "extensions"', "the request's schema, then extra_search_path")
     t.equal(row.method, 'GET')
     t.equal(row.path, '/whoami')
     t.equal(row.headers['x-custom'], 'yes', 'lower-case header names')
