@@ -253,6 +253,7 @@ function transact(ctx: RunContext, plan: ExecutablePlan, st: ActionStatements): 
       timezone: req.preferences.timezone,
       relationOid: target?.oid ?? null,
       appSettings: tenant.rest.app_settings,
+      functionSettings: plan.kind === 'call' ? plan.routine.settings : undefined,
     }),
     ...(tenant.rest.pre_request ? { preRequest: renderPreRequestCall(tenant.rest.pre_request) } : {}),
     afterPre:

@@ -38,6 +38,8 @@ async function listen(t: Teardown, app: FastifyInstance): Promise<string> {
 export interface RestGatewayOptions {
   sql: string
   rest?: TestTenantOptions['rest']
+  /** The REST engine's process settings (config rest.*) over the helper's. */
+  restConfig?: { statement_timeout_ms?: number }
   /** Tracers of the gateway and the engine (tracing on). */
   tracers?: { gateway?: PartTracer; rest?: PartTracer }
 }
@@ -49,7 +51,7 @@ export async function startRestGateway(t: Teardown, opts: RestGatewayOptions): P
       public_url: PUBLIC_URL,
       log: { level: 'silent' },
       gateway: { port: 0 },
-      rest: { port: 0, pool_per_tenant: 3 },
+      rest: { port: 0, pool_per_tenant: 3, ...opts.restConfig },
     },
   })
   const tenants = new Map<string, Tenant>()

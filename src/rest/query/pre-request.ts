@@ -1,13 +1,14 @@
 // The settings statement that opens every request transaction (docs/rest-protocol.md §6.2): role,
 // request.jwt.claims, request.method/path/headers/cookies, statement_timeout, timezone,
-// search_path, app.settings.* — all transaction-local and all parameters — plus the caller
-// role's visibility of the target relation. The request.* names are those PostgREST 12 and
-// later set (txVarQuery in src/PostgREST/Query/PreQuery.hs): no legacy per-claim
-// request.jwt.claim.<name> (db-use-legacy-gucs, removed in PostgREST 12).
+// search_path, app.settings.*, a called function's hoisted settings — all transaction-local
+// and all parameters — plus the caller role's visibility of the target relation. The request.*
+// names are those PostgREST 12 and later set (txVarQuery in src/PostgREST/Query/PreQuery.hs):
+// no legacy per-claim request.jwt.claim.<name> (db-use-legacy-gucs, removed in PostgREST 12).
 import type { Statement } from './sql.js'
+import { bareRecord } from '../../shared/index.js'
 
 /** Prepared once per connection under this name (the text never changes). */
-const PRE_REQUEST_NAME = 'gatehouse_rest_pre_v3'
+const PRE_REQUEST_NAME = 'gatehouse_rest_pre_v4'
 
 const PRE_REQUEST_TEXT = `SELECT pg_catalog.set_config('search_path', $1, true) AS search_path,
  pg_catalog.set_config('role', $2, true) AS role,
@@ -18,6 +19,7 @@ const PRE_REQUEST_TEXT = `SELECT pg_catalog.set_config('search_path', $1, true) 
  pg_catalog.set_config('request.cookies', $7, true) AS cookies,
  pg_catalog.set_config('statement_timeout', $8, true) AS statement_timeout,
  CASE WHEN $9::text IS NULL THEN NULL ELSE pg_catalog.set_config('timezone', $9::text, true) END AS timezone,
+ (SELECT pg_catalog.count(pg_catalog.set_config(f.key, f.value, true)) FROM pg_catalog.json_each_text($13::json) AS f) AS function_settings,
  (SELECT pg_catalog.count(pg_catalog.set_config('app.settings.' || s.key, s.value, true)) FROM pg_catalog.json_each_text($12::json) AS s) AS app_settings,
  CASE WHEN $10::oid IS NULL THEN true ELSE COALESCE(pg_catalog.has_any_column_privilege($11::name, $10::oid, 'SELECT, INSERT, UPDATE, REFERENCES') OR pg_catalog.has_table_privilege($11::name, $10::oid, 'DELETE, TRUNCATE, TRIGGER'), false) END AS visible`
 
@@ -37,6 +39,52 @@ interface RequestSettings {
   relationOid: number | null
   /** PostgREST's app.settings.*: `app.settings.<name>` for the transaction. */
   appSettings?: Readonly<Record<string, string>>
+  /** A called function's `SET name = value` clauses (PostgREST hoists some, see hoistedSettings). */
+  functionSettings?: ReadonlyArray<readonly [string, string]>
+}
+
+/** PostgREST's default db-hoisted-tx-settings: the function settings set for the whole transaction. */
+const HOISTED: ReadonlySet<string> = new Set([
+  'statement_timeout',
+  'plan_filter.statement_cost_limit',
+  'default_transaction_isolation',
+])
+
+const TIME_UNITS_MS: Readonly<Record<string, number>> = {
+  us: 0.001,
+  ms: 1,
+  s: 1000,
+  min: 60_000,
+  h: 3_600_000,
+  d: 86_400_000,
+}
+
+/** A statement_timeout value in milliseconds (Postgres' units; no unit: ms); null when unreadable. */
+function timeoutMs(value: string): number | null {
+  const m = /^\s*(\d+(?:\.\d+)?)\s*(us|ms|s|min|h|d)?\s*$/.exec(value)
+  return m === null ? null : Number(m[1]) * TIME_UNITS_MS[m[2] ?? 'ms']!
+}
+
+/**
+ * The settings of a called function that PostgREST sets for the whole transaction (funcSettings
+ * of txVarQuery, from its db-hoisted-tx-settings: statement_timeout,
+ * plan_filter.statement_cost_limit, default_transaction_isolation), so that a function's
+ * `SET statement_timeout` bounds the statement that calls it. Ours keeps the engine's
+ * statement_timeout as the upper bound (databases share the pools): a function's is set only
+ * when it is shorter and at least 1 ms, or when the engine has none.
+ */
+function hoistedSettings(settings: ReadonlyArray<readonly [string, string]>, capMs: number): Record<string, string> {
+  const out = bareRecord<string>()
+  for (const [name, value] of settings) {
+    if (!HOISTED.has(name)) continue
+    if (name === 'statement_timeout' && capMs > 0) {
+      const ms = timeoutMs(value)
+      // Below 1 ms Postgres may round to 0, which is no timeout at all.
+      if (ms === null || ms < 1 || ms > capMs) continue
+    }
+    out[name] = value
+  }
+  return out
 }
 
 /**
@@ -82,6 +130,7 @@ export function renderPreRequest(s: RequestSettings): Statement & { name: string
       s.relationOid,
       s.role,
       JSON.stringify(s.appSettings ?? {}),
+      JSON.stringify(hoistedSettings(s.functionSettings ?? [], s.statementTimeoutMs)),
     ],
   }
 }
