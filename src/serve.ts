@@ -284,8 +284,11 @@ export async function startPart(name: PartName, deps: PartDeps, opts: StartPartO
 const READYZ_REQ = 'gatehouse:readyz'
 const READYZ_RES = 'gatehouse:readyz:res'
 
-/** Readiness of every worker (primary of `--workers`): ready when each live worker is. */
-function clusterReadiness(timeoutMs = 3_000): Promise<Readiness> {
+/**
+ * Readiness of every worker (primary of `--workers`): ready when each live worker is. Each
+ * worker leaves out the checks named in `exclude` (the query of the primary's /readyz).
+ */
+function clusterReadiness(exclude: readonly string[], timeoutMs = 3_000): Promise<Readiness> {
   const workers = Object.values(cluster.workers ?? {}).filter((w) => w !== undefined && w.isConnected())
   if (workers.length === 0)
     return Promise.resolve({ ready: false, checks: [{ name: 'workers', ok: false, error: 'no worker is running' }] })
@@ -305,7 +308,8 @@ function clusterReadiness(timeoutMs = 3_000): Promise<Readiness> {
           ...r.checks.map((c) => ({ ...c, name: `worker ${w!.process.pid}: ${c.name}` })),
         ]
       })
-      resolve({ ready: checks.every((c) => c.ok), checks })
+      const excluded = new Set([...answers.values()].flatMap((r) => r.excluded ?? []))
+      resolve({ ready: checks.every((c) => c.ok), checks, excluded: [...excluded] })
     }
     const onMessage = (worker: { id: number }, msg: { type?: string; id?: string; readiness?: Readiness }): void => {
       if (msg?.type !== READYZ_RES || msg.id !== id || msg.readiness === undefined) return
@@ -314,7 +318,7 @@ function clusterReadiness(timeoutMs = 3_000): Promise<Readiness> {
     }
     const timer = setTimeout(finish, timeoutMs)
     cluster.on('message', onMessage)
-    for (const w of workers) w!.send({ type: READYZ_REQ, id })
+    for (const w of workers) w!.send({ type: READYZ_REQ, id, exclude })
   })
 }
 
@@ -323,9 +327,10 @@ function serveWorkerOps(ops: PartOps): void {
   // Constructing it installs prom-client's worker-side listener.
   void new AggregatorRegistry()
   AggregatorRegistry.setRegistries([ops.registry])
-  process.on('message', (msg: { type?: string; id?: string }) => {
+  process.on('message', (msg: { type?: string; id?: string; exclude?: unknown }) => {
     if (msg?.type !== READYZ_REQ) return
-    void readiness(ops).then((r) => process.send?.({ type: READYZ_RES, id: msg.id, readiness: r }))
+    const exclude = Array.isArray(msg.exclude) ? msg.exclude.filter((n): n is string => typeof n === 'string') : []
+    void readiness(ops, exclude).then((r) => process.send?.({ type: READYZ_RES, id: msg.id, readiness: r }))
   })
 }
 
@@ -348,7 +353,7 @@ async function serve(name: PartName, config: Config, workers: number): Promise<v
     const section = config[name]
     const admin = buildAdminApp({
       part: name,
-      ready: () => clusterReadiness(),
+      ready: (exclude) => clusterReadiness(exclude),
       metrics: async () => ({ contentType: aggregator.contentType, body: await aggregator.clusterMetrics() }),
     })
     await admin.listen({ host: section.admin_host, port: section.admin_port })

@@ -1,6 +1,7 @@
 // The operator's side of a part, served on its admin listener (never on the public port):
 // `/healthz` (the process is alive), `/readyz` (every dependency the part needs for any
-// request answers: 503 naming the failing one otherwise, and 503 while the part drains),
+// request answers: 503 naming the failing one otherwise, and 503 while the part drains;
+// `?exclude=<check>` and `?verbose` as kube-apiserver's, see readyz.ts),
 // `/metrics` (Prometheus text: the part's registry, or every worker's merged under
 // `--workers`). A part registers what it has with instrumentPart(); serve.ts adds the
 // process-level checks (tenant store, Postgres) and listens.
@@ -8,24 +9,14 @@ import Fastify, { type FastifyInstance, type FastifyRequest } from 'fastify'
 import { Counter, Gauge, Histogram, Registry } from 'prom-client'
 import { packageVersion } from './version.js'
 import { registerPoolMetrics, type PoolMetricsSource } from './pool-metrics.js'
+import { readyzQuery, sendReadyz, type CheckResult, type Readiness } from './readyz.js'
+
+export type { Readiness } from './readyz.js'
 
 /** A dependency of the part: check() rejects (with the reason) when it does not answer. */
 export interface ReadinessCheck {
   name: string
   check(): Promise<void>
-}
-
-interface CheckResult {
-  name: string
-  ok: boolean
-  error?: string
-}
-
-export interface Readiness {
-  ready: boolean
-  /** Set when the part is shutting down (checks are not run then). */
-  stopping?: boolean
-  checks: CheckResult[]
 }
 
 export interface PartOps {
@@ -190,14 +181,21 @@ function withTimeout(p: Promise<void>, ms: number): Promise<void> {
   ]).finally(() => clearTimeout(timer))
 }
 
-/** Runs every check of the part at once (each with a time limit). */
+/**
+ * Runs every check of the part at once (each with a time limit), but those named in
+ * `exclude`. A part that is stopping is not ready, whatever is excluded.
+ */
 export async function readiness(
   ops: Pick<PartOps, 'checks' | 'stopping'>,
+  exclude: readonly string[] = [],
   timeoutMs = CHECK_TIMEOUT_MS,
 ): Promise<Readiness> {
-  if (ops.stopping()) return { ready: false, stopping: true, checks: [] }
+  const left = new Set(exclude)
+  const run = ops.checks.filter((c) => !left.has(c.name))
+  const excluded = ops.checks.filter((c) => left.has(c.name)).map((c) => c.name)
+  if (ops.stopping()) return { ready: false, stopping: true, checks: [], excluded }
   const checks = await Promise.all(
-    ops.checks.map(async (c): Promise<CheckResult> => {
+    run.map(async (c): Promise<CheckResult> => {
       try {
         await withTimeout(
           Promise.resolve().then(() => c.check()),
@@ -209,12 +207,13 @@ export async function readiness(
       }
     }),
   )
-  return { ready: checks.every((c) => c.ok), checks }
+  return { ready: checks.every((c) => c.ok), checks, excluded }
 }
 
 export interface AdminAppOptions {
   part: string
-  ready(): Promise<Readiness>
+  /** Readiness of the part, leaving out the checks named in `exclude`. */
+  ready(exclude: readonly string[]): Promise<Readiness>
   metrics(): Promise<{ contentType: string; body: string }>
 }
 
@@ -224,7 +223,7 @@ export function buildPartAdmin(app: FastifyInstance): FastifyInstance {
   if (ops === undefined) throw new TypeError('not an instrumented part')
   return buildAdminApp({
     part: ops.part,
-    ready: () => readiness(ops),
+    ready: (exclude) => readiness(ops, exclude),
     metrics: async () => ({ contentType: ops.registry.contentType, body: await ops.registry.metrics() }),
   })
 }
@@ -233,25 +232,9 @@ export function buildPartAdmin(app: FastifyInstance): FastifyInstance {
 export function buildAdminApp(opts: AdminAppOptions): FastifyInstance {
   const app = Fastify({ logger: false }) as unknown as FastifyInstance
   app.get('/healthz', async () => ({ status: 'ok', part: opts.part }))
-  app.get('/readyz', async (_request, reply) => {
-    const r = await opts.ready()
-    if (r.ready) return reply.send({ status: 'ready', part: opts.part, checks: r.checks })
-    const failing = r.checks.filter((c) => !c.ok)
-    const message =
-      r.stopping === true
-        ? `${opts.part} is shutting down`
-        : `${opts.part} is not ready: ${failing.map((c) => `${c.name} (${c.error ?? 'failed'})`).join(', ')}`
-    return reply
-      .code(503)
-      .header('retry-after', '5')
-      .send({
-        status: 'not_ready',
-        part: opts.part,
-        code: 'not_ready',
-        message,
-        failing: failing.map((c) => c.name),
-        checks: r.checks,
-      })
+  app.get('/readyz', async (request, reply) => {
+    const query = readyzQuery(request.query)
+    return sendReadyz(reply, opts.part, query, await opts.ready(query.exclude))
   })
   app.get('/metrics', async (_request, reply) => {
     const m = await opts.metrics()

@@ -1,11 +1,12 @@
 // `gatehouse serve <part>` as production runs it: the real CLI in a child process, Node
 // cluster workers sharing one port, the primary's admin listener (/healthz, /readyz of every
-// worker, /metrics merged across workers; 404 on the public port), a JSON 404 for an
-// unknown database, and a clean exit on SIGTERM. Every port is the kernel's choice (port 0;
+// worker, passing its ?exclude and ?verbose on; /metrics merged across workers; 404 on the
+// public port), a JSON 404 for an unknown database, and a clean exit on SIGTERM. Every port is the kernel's choice (port 0;
 // cluster workers share the one the primary got), read from the processes' log lines, and
 // the command runs outside the checkout, as a server would.
 import t from 'tap'
 import http from 'node:http'
+import net from 'node:net'
 import { spawn, spawnSync } from 'node:child_process'
 import { mkdtempSync, rmSync } from 'node:fs'
 import { createRequire } from 'node:module'
@@ -121,6 +122,78 @@ t.test('serve gateway --workers 2 answers and stops on SIGTERM', async (t) => {
   t.equal(await exited, 0, stderr)
   await t.rejects(fetch(`${pub}/healthz`), 'the port is closed afterwards')
   await t.rejects(fetch(`${admin}/healthz`), 'and the admin port')
+})
+
+t.test('serve --workers 2: /readyz passes ?exclude and ?verbose on to every worker', async (t) => {
+  const dir = mkdtempSync(path.join(os.tmpdir(), 'gatehouse-serve-'))
+  t.teardown(() => rmSync(dir, { recursive: true, force: true }))
+  // Redis that does not answer (a port bound, then closed): the tenant store is unreachable.
+  const deadPort = await new Promise<number>((resolve) => {
+    const srv = net.createServer().listen(0, '127.0.0.1', () => {
+      const port = (srv.address() as net.AddressInfo).port
+      srv.close(() => resolve(port))
+    })
+  })
+  const child = spawn(process.execPath, [...cli, 'serve', 'gateway', '--workers', '2'], {
+    cwd: dir,
+    env: shellEnv({
+      GATEHOUSE_GATEWAY_PORT: '0',
+      GATEHOUSE_GATEWAY_ADMIN_PORT: '0',
+      GATEHOUSE_TENANTS_SOURCE: 'redis',
+      GATEHOUSE_REDIS_URL: `redis://127.0.0.1:${deadPort}`,
+      GATEHOUSE_LOG_LEVEL: 'info',
+    }),
+    stdio: ['ignore', 'pipe', 'pipe'],
+  })
+  let stdout = ''
+  child.stdout.setEncoding('utf8').on('data', (c: string) => {
+    stdout += c
+  })
+  child.stderr.resume()
+  const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)))
+  t.teardown(() => {
+    if (child.exitCode === null) child.kill('SIGKILL')
+  })
+  const started = (): boolean =>
+    records(stdout, 'listening').length >= 2 && records(stdout, 'admin listening (metrics of every worker)').length >= 1
+  await eventually(() => started() || child.exitCode !== null, 60_000).catch(() => {})
+  t.ok(started(), `two workers and the admin listener: ${stdout}`)
+  const admin = String(records(stdout, 'admin listening (metrics of every worker)')[0]?.admin)
+
+  // Every worker answers (its own `worker <pid>` check), each naming its Redis check.
+  let r = { status: 0, body: '' }
+  await eventually(async () => {
+    r = await getFresh(`${admin}/readyz`)
+    return (JSON.parse(r.body).failing ?? []).length >= 2
+  }, 15_000).catch(() => {})
+  t.equal(r.status, 503, `not ready while Redis is down: ${r.body}`)
+  const failing = JSON.parse(r.body).failing as string[]
+  t.same(
+    failing.map((n) => /^worker \d+: redis$/.test(n)),
+    [true, true],
+    'each worker fails on redis',
+  )
+
+  r = await getFresh(`${admin}/readyz?exclude=redis`)
+  t.equal(r.status, 200, `?exclude=redis reaches the workers: ${r.body}`)
+  const body = JSON.parse(r.body) as { checks: Array<{ name: string; ok: boolean }>; excluded: string[] }
+  t.same(
+    body.checks.map((c) => /^worker \d+$/.test(c.name) && c.ok),
+    [true, true],
+    'both workers ready, no redis check run',
+  )
+  t.same(body.excluded, ['redis'])
+
+  r = await getFresh(`${admin}/readyz?verbose&exclude=redis&exclude=nope`)
+  t.equal(r.status, 200)
+  const lines = r.body.trimEnd().split('\n')
+  t.equal(lines.filter((l) => /^\[\+\]worker \d+ ok$/.test(l)).length, 2, r.body)
+  t.ok(lines.includes('[+]redis excluded: ok'))
+  t.ok(lines.includes('warn: some health checks cannot be excluded: no matches for "nope"'))
+  t.equal(lines.at(-1), 'readyz check passed')
+
+  child.kill('SIGTERM')
+  t.equal(await exited, 0, 'exits on SIGTERM')
 })
 
 t.test('serve refuses an unknown part with a clear message', async (t) => {

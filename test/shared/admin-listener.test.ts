@@ -1,12 +1,15 @@
 // The admin listener of every part as serve.ts starts it (real sockets, real Redis and
 // Postgres): /healthz, /readyz checking the part's real dependencies, /metrics with process
 // metrics, per-tenant request counts and latency and per-tenant pool use; none of it on the
-// public ports. Readiness names the failing dependency when Redis or Postgres does not answer.
+// public ports. Readiness names the failing dependency when Redis or Postgres does not answer;
+// `?exclude=<check>` leaves one out and `?verbose` lists the checks as text (kube-apiserver's
+// conventions), and a part that drains is not ready whatever is excluded.
 import t from 'tap'
 import net from 'node:net'
 import { randomBytes } from 'node:crypto'
 import { loadConfig, type Config } from '../../src/config/index.js'
 import { createStoreAndCache, startPart, type PartName, type RunningPart } from '../../src/serve.js'
+import { installGracefulShutdown } from '../../src/gateway/index.js'
 import { adminUrl } from '../helpers/db.js'
 import { createTestRedis } from '../helpers/redis.js'
 import { createTestTenant } from '../helpers/tenants.js'
@@ -219,4 +222,116 @@ t.test('readyz is 503 naming the dependency that does not answer', async (t) => 
 
   await authPart.app.close()
   await t.rejects(fetch(`${authPart.adminUrl}/healthz`), 'the admin listener closes with its part')
+})
+
+t.test('readyz ?exclude leaves a shared dependency out, ?verbose lists each check (kube style)', async (t) => {
+  const deadRedis = `redis://127.0.0.1:${await closedPort()}`
+  const cfg = config({
+    tenants: { source: 'redis' },
+    redis: { url: deadRedis, key_prefix: 'admin-test-exclude:' },
+    postgres: { url: adminUrl() },
+  })
+  const deps = createStoreAndCache(cfg)
+  t.teardown(async () => {
+    deps.tenants.close()
+    await deps.store.close()
+  })
+  const rest = await startPart('rest', { config: cfg, ...deps })
+  t.teardown(() => rest.app.close())
+  const readyz = (query: string) => get(`${rest.adminUrl}/readyz${query}`)
+
+  let r = await readyz('')
+  t.equal(r.status, 503, 'without exclude: not ready while Redis is down')
+  t.same(r.json().failing, ['redis'])
+
+  r = await readyz('?exclude=redis')
+  t.equal(r.status, 200, `?exclude=redis: ready (Postgres answers): ${r.body}`)
+  t.match(r.json(), { status: 'ready', part: 'rest', excluded: ['redis'] })
+  t.same(
+    r.json().checks.map((c: { name: string; ok: boolean }) => [c.name, c.ok]),
+    [['postgres', true]],
+    'redis is not run; postgres is',
+  )
+  t.equal(r.json().warning, undefined, 'no warning when every name matched')
+
+  r = await readyz('?exclude=redis&exclude=postgres')
+  t.equal(r.status, 200, 'exclude repeats')
+  t.same(r.json().checks, [])
+  t.same(r.json().excluded.sort(), ['postgres', 'redis'])
+
+  // A name no check has: ignored as kube-apiserver does, and said so.
+  r = await readyz('?exclude=rediss')
+  t.equal(r.status, 503, 'an unknown name excludes nothing')
+  t.same(r.json().failing, ['redis'])
+  t.same(r.json().excluded, [])
+  t.equal(r.json().warning, 'some health checks cannot be excluded: no matches for "rediss"')
+  t.ok(Number(r.headers.get('retry-after')) > 0, 'Retry-After')
+
+  r = await readyz('?verbose')
+  t.equal(r.status, 503, '?verbose keeps the status')
+  t.match(r.headers.get('content-type'), /^text\/plain/)
+  t.equal(r.headers.get('x-content-type-options'), 'nosniff')
+  t.ok(Number(r.headers.get('retry-after')) > 0, 'Retry-After')
+  const lines = r.body.trimEnd().split('\n')
+  t.ok(lines.includes('[+]postgres ok'), r.body)
+  t.ok(
+    lines.some((l) => l.startsWith('[-]redis failed: ') && l.length > '[-]redis failed: '.length),
+    'redis fails with its reason',
+  )
+  t.equal(lines.at(-1), 'readyz check failed')
+
+  r = await readyz('?exclude=redis&verbose&exclude=nope')
+  t.equal(r.status, 200)
+  t.same(r.body.split('\n'), [
+    '[+]postgres ok',
+    '[+]redis excluded: ok',
+    'warn: some health checks cannot be excluded: no matches for "nope"',
+    'readyz check passed',
+    '',
+  ])
+})
+
+t.test('readyz: a part that drains is not ready whatever is excluded', async (t) => {
+  const deadRedis = `redis://127.0.0.1:${await closedPort()}`
+  const cfg = config({
+    tenants: { source: 'redis' },
+    redis: { url: deadRedis, key_prefix: 'admin-test-drain:' },
+    postgres: { url: adminUrl() },
+    public_url: 'http://127.0.0.1:1',
+  })
+  const deps = createStoreAndCache(cfg)
+  t.teardown(async () => {
+    deps.tenants.close()
+    await deps.store.close()
+  })
+  const gateway = await startPart('gateway', { config: cfg, ...deps })
+  t.teardown(() => gateway.app.close())
+  const readyz = (query: string) => get(`${gateway.adminUrl}/readyz${query}`)
+  t.equal((await readyz('')).status, 503, 'Redis down: 503')
+  t.equal((await readyz('?exclude=redis')).status, 200, 'Redis down, excluded: 200')
+
+  // The drain of SIGTERM (shutdown() here), held open by a drain delay the test never waits out.
+  const drain = installGracefulShutdown(gateway.app, {
+    graceMs: 60_000,
+    drainDelayMs: 60_000,
+    signals: [],
+    exit: () => {},
+  })
+  t.teardown(() => drain.dispose())
+  void drain.shutdown('test')
+  for (const query of ['', '?exclude=redis', '?exclude=redis&exclude=postgres&exclude=gateway']) {
+    const r = await readyz(query)
+    t.equal(r.status, 503, `draining: 503 for /readyz${query}`)
+    t.equal(r.json().code, 'not_ready')
+    t.match(r.json().message, /gateway is shutting down/)
+  }
+  const v = await readyz('?exclude=redis&exclude=postgres&verbose')
+  t.equal(v.status, 503)
+  t.same(v.body.split('\n'), [
+    '[-]shutdown failed: gateway is shutting down',
+    '[+]redis excluded: ok',
+    '[+]postgres excluded: ok',
+    'readyz check failed',
+    '',
+  ])
 })

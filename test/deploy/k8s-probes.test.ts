@@ -1,0 +1,104 @@
+// The Kubernetes manifests' probes (deploy/k8s/*.yaml) against the parts they probe: every
+// Gatehouse container's readiness probe asks its admin port for /readyz leaving out Redis and
+// Postgres (dependencies every replica shares: an outage of either must not take every pod out
+// of its Service at once, deploy/README.md "Kubernetes"), and liveness asks /healthz. Each part
+// is then started from the manifests' own config file with Redis and Postgres unreachable: the
+// manifest's readiness path answers 200 (the pod stays in the Service) where the full /readyz
+// answers 503 naming both.
+import t from 'tap'
+import net from 'node:net'
+import { readdirSync, readFileSync } from 'node:fs'
+import path from 'node:path'
+import { fileURLToPath } from 'node:url'
+import { parseAllDocuments } from 'yaml'
+import { loadConfig } from '../../src/config/index.js'
+import { createStoreAndCache, startPart, type PartName } from '../../src/serve.js'
+
+const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..')
+const k8s = path.join(root, 'deploy', 'k8s')
+
+interface Probe {
+  httpGet?: { path?: string; port?: string | number }
+}
+interface Container {
+  name: string
+  args?: string[]
+  readinessProbe?: Probe
+  livenessProbe?: Probe
+}
+
+/** Every container of the manifests' Deployments that runs `serve <part>`, with its part. */
+function servingContainers(): Array<{ file: string; part: PartName; container: Container }> {
+  const out: Array<{ file: string; part: PartName; container: Container }> = []
+  for (const file of readdirSync(k8s).filter((f) => f.endsWith('.yaml'))) {
+    for (const doc of parseAllDocuments(readFileSync(path.join(k8s, file), 'utf8'))) {
+      const d = doc.toJS() as { kind?: string; spec?: { template?: { spec?: { containers?: Container[] } } } }
+      if (d?.kind !== 'Deployment') continue
+      for (const c of d.spec?.template?.spec?.containers ?? []) {
+        if (c.args?.[0] === 'serve') out.push({ file, part: c.args[1] as PartName, container: c })
+      }
+    }
+  }
+  return out
+}
+
+/** A port nothing listens on (bound, then closed). */
+async function closedPort(): Promise<number> {
+  const srv = net.createServer()
+  await new Promise<void>((resolve) => srv.listen(0, '127.0.0.1', resolve))
+  const port = (srv.address() as net.AddressInfo).port
+  await new Promise<void>((resolve) => srv.close(() => resolve()))
+  return port
+}
+
+const containers = servingContainers()
+
+t.test('every part has a Deployment whose probes are on its admin port', async (t) => {
+  t.same(containers.map((c) => c.part).sort(), ['auth', 'gateway', 'panel', 'rest'])
+  for (const { file, container } of containers) {
+    const ready = container.readinessProbe?.httpGet
+    const live = container.livenessProbe?.httpGet
+    t.equal(ready?.port, 'admin', `${file}: readiness on the admin port`)
+    t.equal(live?.port, 'admin', `${file}: liveness on the admin port`)
+    t.equal(live?.path, '/healthz', `${file}: liveness is /healthz`)
+    const url = new URL(ready?.path ?? '', 'http://pod')
+    t.equal(url.pathname, '/readyz', `${file}: readiness is /readyz`)
+    t.same(url.searchParams.getAll('exclude').sort(), ['postgres', 'redis'], `${file}: leaves Redis and Postgres out`)
+  }
+})
+
+t.test('with Redis and Postgres down, the probe keeps each part ready; the full /readyz does not', async (t) => {
+  const env = {
+    GATEHOUSE_REDIS_URL: `redis://127.0.0.1:${await closedPort()}`,
+    GATEHOUSE_POSTGRES_URL: `postgres://gatehouse:unused@127.0.0.1:${await closedPort()}/postgres`,
+  }
+  const listen = () => ({ host: '127.0.0.1', port: 0, admin_host: '127.0.0.1', admin_port: 0 })
+  const config = loadConfig({
+    file: path.join(k8s, 'config', 'gatehouse.yaml'),
+    env,
+    overrides: {
+      log: { level: 'silent' },
+      redis: { key_prefix: 'k8s-probes-test:' },
+      gateway: listen(),
+      rest: listen(),
+      auth: listen(),
+      panel: listen(),
+    },
+  })
+  t.equal(config.tenants.source, 'redis', "the manifests' config keeps tenants in Redis")
+  const deps = createStoreAndCache(config)
+  t.teardown(async () => {
+    deps.tenants.close()
+    await deps.store.close()
+  })
+  for (const { file, part, container } of containers) {
+    const running = await startPart(part, { config, ...deps })
+    t.teardown(() => running.app.close())
+    const full = await fetch(`${running.adminUrl}/readyz`)
+    const body = (await full.json()) as { failing: string[] }
+    t.equal(full.status, 503, `${part}: /readyz is 503 while Redis and Postgres are down`)
+    t.same(body.failing.sort(), ['postgres', 'redis'], `${part}: naming both`)
+    const probe = await fetch(`${running.adminUrl}${container.readinessProbe?.httpGet?.path}`)
+    t.equal(probe.status, 200, `${file}: the readiness probe keeps the ${part} in its Service: ${await probe.text()}`)
+  }
+})
