@@ -9,6 +9,15 @@ import { ConfigError } from '../shared/index.js'
 /** The embedded Postgres's port when GATEHOUSE_DEV_PG_PORT does not say. */
 export const DEV_PG_PORT = 54322
 
+/**
+ * What the development stack's config defaults to where the process config's own defaults do
+ * not suit a developer's machine (a config file or GATEHOUSE_* variables still win): the REST
+ * engine on 3100, not PostgREST's 3000, which is where a Supabase app runs by default (Next.js,
+ * and the tenants' site_url http://localhost:3000 that sign-in links and the OAuth consent page
+ * redirect to).
+ */
+export const DEV_CONFIG_DEFAULTS = { rest: { port: 3100 } }
+
 const PARTS = ['gateway', 'rest', 'auth', 'panel'] as const
 
 /** The offset from --port-offset or GATEHOUSE_DEV_PORT_OFFSET; 0 when neither is given. */

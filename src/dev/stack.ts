@@ -35,7 +35,7 @@ import {
 import { acquireDevLock } from './lock.js'
 import { startDevPostgres, type DevPostgres } from './postgres.js'
 import { startDevMail, type DevMail } from './mail.js'
-import { parsePortOffset, offsetPortOverrides, devPgPort } from './ports.js'
+import { parsePortOffset, offsetPortOverrides, devPgPort, DEV_CONFIG_DEFAULTS } from './ports.js'
 import {
   writeRuntimeTenantFiles,
   writeRuntimeTenantFile,
@@ -254,7 +254,7 @@ class DevStart {
   }
 
   #load(overrides: Record<string, unknown>): Config {
-    return loadConfig({ file: this.#opts.configFile, env: this.#env, overrides })
+    return loadConfig({ file: this.#opts.configFile, env: this.#env, defaults: DEV_CONFIG_DEFAULTS, overrides })
   }
 
   /** The overrides asked for, every port moved by the offset. */

@@ -141,3 +141,37 @@ t.test('gatehouse dev --help lists every GATEHOUSE_* variable the stack reads', 
   for (const name of read) t.match(r.stdout, new RegExp(`\\b${name}\\b`), `lists ${name}`)
   t.match(r.stdout, /GATEHOUSE_GATEWAY_PORT +8000/, 'ports with their defaults')
 })
+
+t.test(
+  "the stack's REST engine defaults to 3100, not 3000 where a Supabase app runs; the environment still chooses",
+  async (t) => {
+    // Port 3100 is held here, or by another process already (a running `npm start`): either way the
+    // stack, which binds its listeners first, must name it as taken.
+    const blocker = net.createServer((socket) => socket.destroy())
+    await new Promise<void>((resolve) => {
+      blocker.once('error', () => resolve())
+      blocker.listen(3100, '127.0.0.1', resolve)
+    })
+    t.teardown(() => new Promise((resolve) => blocker.close(() => resolve(undefined))))
+    const copy = createWorkingCopy(t, 'restport')
+    const stackWith = (env: NodeJS.ProcessEnv) => {
+      const start = startDev({
+        root: copy.root,
+        env: { DATABASE_URL: adminUrl(), ...env },
+        overrides: { ...KERNEL_PORTS, rest: { admin_port: 0 }, log: { level: 'silent' } },
+      })
+      void start.then(
+        (stack) => stack.stop(),
+        () => {},
+      )
+      return start
+    }
+    await t.rejects(stackWith({}), /^port 3100 \(rest\.port, GATEHOUSE_REST_PORT\) is in use/, 'the default: 3100')
+    const held = await heldPort(t)
+    await t.rejects(
+      stackWith({ GATEHOUSE_REST_PORT: String(held) }),
+      new RegExp(`^port ${held} \\(rest\\.port, GATEHOUSE_REST_PORT\\) is in use`),
+      'GATEHOUSE_REST_PORT wins',
+    )
+  },
+)
