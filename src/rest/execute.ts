@@ -87,6 +87,8 @@ export type DbRow = Record<string, unknown>
 /** One request's transaction: settings statement, main statement, optional follow-ups. */
 interface Transaction {
   readOnly: boolean
+  /** The isolation level it begins with (PostgREST's: the role's or a called function's); READ COMMITTED when absent. */
+  isolation?: IsolationLevel
   /** The settings statement (set_config ...). Given a name, it is prepared once per connection. */
   pre: Statement & { name?: string }
   /** Runs after `pre`; throwing rolls back before the main statement (e.g. PGRST205). */
@@ -119,16 +121,24 @@ export interface TransactionResult {
   after: DbRow[][]
 }
 
-const BEGIN_RO: BatchStatement = {
-  name: 'gatehouse_begin_ro',
-  text: 'BEGIN ISOLATION LEVEL READ COMMITTED READ ONLY',
-  values: [],
+type IsolationLevel = 'read committed' | 'repeatable read' | 'serializable'
+
+/** `BEGIN ISOLATION LEVEL <level> READ ONLY|READ WRITE`, each prepared once per connection. */
+function beginStatement(level: IsolationLevel, readOnly: boolean): BatchStatement {
+  const mode = readOnly ? 'READ ONLY' : 'READ WRITE'
+  return {
+    name: `gatehouse_begin_${level.replace(' ', '_')}_${readOnly ? 'ro' : 'rw'}`,
+    text: `BEGIN ISOLATION LEVEL ${level.toUpperCase()} ${mode}`,
+    values: [],
+  }
 }
-const BEGIN_RW: BatchStatement = {
-  name: 'gatehouse_begin_rw',
-  text: 'BEGIN ISOLATION LEVEL READ COMMITTED READ WRITE',
-  values: [],
-}
+
+const BEGINS: ReadonlyMap<string, BatchStatement> = new Map(
+  (['read committed', 'repeatable read', 'serializable'] as const).flatMap((level) =>
+    [true, false].map((ro) => [`${level}/${ro}`, beginStatement(level, ro)] as const),
+  ),
+)
+
 const BEGIN_CATALOG: BatchStatement = {
   name: 'gatehouse_begin_catalog',
   text: 'BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY',
@@ -359,7 +369,7 @@ class PooledTransaction {
     this.#preRequest = tx.preRequest === undefined ? [] : [tx.preRequest]
     this.#listen = pools.listenOn(conn)
     this.#head = [
-      tx.readOnly ? BEGIN_RO : BEGIN_RW,
+      BEGINS.get(`${tx.isolation ?? 'read committed'}/${tx.readOnly}`)!,
       ...this.#listen,
       ...(tx.schemaVersion === undefined ? [] : [SCHEMA_VERSION]),
     ]

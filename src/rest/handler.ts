@@ -28,11 +28,12 @@ import {
 import { clusterOf, SchemaChangedError, type DbRow, type EnginePools, type TransactionResult } from './execute.js'
 import { planAction, type ActionPlan } from './plan/index.js'
 import type { StageTimings } from './timing.js'
-import type { Table } from './schema-cache/types.js'
+import type { RoleSettings, Table } from './schema-cache/types.js'
 import {
   renderAction,
   renderPreRequest,
   renderPreRequestCall,
+  transactionIsolation,
   type ActionStatements,
   type ExecutablePlan,
 } from './query/index.js'
@@ -60,6 +61,8 @@ interface CachedPlan {
   statements: ActionStatements | null
   /** The schema version of the cache it was planned with (null: the database has none). */
   schemaVersion: string | null
+  /** The request roles' own settings of that cache (ALTER ROLE ... SET). */
+  roleSettings: ReadonlyMap<string, RoleSettings> | undefined
 }
 
 export function createPlanCache(max = 2_000): LRUCache<string, CachedPlan> {
@@ -214,7 +217,13 @@ async function plan(
   // A cached read is prepared once per connection (Postgres parses and plans it once).
   if (statements && cacheable && plan.kind === 'read' && plan.explain === undefined)
     statements = { ...statements, main: { ...statements.main, name: statementName(statements.main.text) } }
-  const prepared: CachedPlan = { req, plan, statements, schemaVersion: cache.dbVersion ?? null }
+  const prepared: CachedPlan = {
+    req,
+    plan,
+    statements,
+    schemaVersion: cache.dbVersion ?? null,
+    roleSettings: cache.roleSettings,
+  }
   if (cacheable) engine.plans.set(planKey(tenant, cache, raw), prepared)
   return prepared
 }
@@ -228,6 +237,8 @@ interface RunContext {
   req: ApiRequest
   /** The version of the schema cache the plan was made with; `strict`: a changed one gives the transaction up. */
   schemaVersion?: { expected: string; strict: boolean }
+  /** The caller role's own settings (from the schema cache the plan was made with). */
+  roleSettings?: RoleSettings
 }
 
 /** The relation a plan acts on: its visibility to the caller's role gates the request. */
@@ -239,8 +250,10 @@ function targetOf(plan: ExecutablePlan): Table | null {
 function transact(ctx: RunContext, plan: ExecutablePlan, st: ActionStatements): Promise<TransactionResult> {
   const { engine, tenant, caller, raw, req } = ctx
   const target = targetOf(plan)
+  const functionSettings = plan.kind === 'call' ? plan.routine.settings : undefined
   return engine.pools.transaction(tenantKey(tenant), restUrl(tenant), {
     readOnly: st.readOnly,
+    isolation: transactionIsolation(ctx.roleSettings?.isolation, functionSettings),
     pre: renderPreRequest({
       searchPath: [req.schema, ...(tenant.rest.extra_search_path ?? DEFAULT_EXTRA_SEARCH_PATH)],
       role: caller.role,
@@ -253,7 +266,8 @@ function transact(ctx: RunContext, plan: ExecutablePlan, st: ActionStatements): 
       timezone: req.preferences.timezone,
       relationOid: target?.oid ?? null,
       appSettings: tenant.rest.app_settings,
-      functionSettings: plan.kind === 'call' ? plan.routine.settings : undefined,
+      functionSettings,
+      roleSettings: ctx.roleSettings?.settings,
     }),
     ...(tenant.rest.pre_request ? { preRequest: renderPreRequestCall(tenant.rest.pre_request) } : {}),
     afterPre:
@@ -340,8 +354,8 @@ async function runStages(
   caller: RequestRole,
   attempt: number,
 ): Promise<RestResponse> {
-  const { req, plan, statements, schemaVersion } = await prepare(engine, tenant, raw, timings)
-  const ctx: RunContext = { engine, tenant, caller, raw, req }
+  const { req, plan, statements, schemaVersion, roleSettings } = await prepare(engine, tenant, raw, timings)
+  const ctx: RunContext = { engine, tenant, caller, raw, req, roleSettings: roleSettings?.get(caller.role) }
   if (schemaVersion !== null) ctx.schemaVersion = { expected: schemaVersion, strict: attempt === 0 }
   const result =
     plan.kind === 'info' || statements === null

@@ -1,6 +1,7 @@
 // The settings statement that opens every request transaction (docs/rest-protocol.md §6.2): role,
 // request.jwt.claims, request.method/path/headers/cookies, statement_timeout, timezone,
-// search_path, app.settings.*, a called function's hoisted settings — all transaction-local
+// search_path, app.settings.*, the role's own settings (ALTER ROLE ... SET), a called
+// function's hoisted settings — all transaction-local
 // and all parameters — plus the caller role's visibility of the target relation. The request.*
 // names are those PostgREST 12 and later set (txVarQuery in src/PostgREST/Query/PreQuery.hs):
 // no legacy per-claim request.jwt.claim.<name> (db-use-legacy-gucs, removed in PostgREST 12).
@@ -8,16 +9,19 @@ import type { Statement } from './sql.js'
 import { bareRecord } from '../../shared/index.js'
 
 /** Prepared once per connection under this name (the text never changes). */
-const PRE_REQUEST_NAME = 'gatehouse_rest_pre_v4'
+const PRE_REQUEST_NAME = 'gatehouse_rest_pre_v5'
 
+// The role's own settings come before the role, as PostgREST sets them (so that a GRANT SET ON
+// PARAMETER to the engine's login is enough for a setting the role may not set itself).
 const PRE_REQUEST_TEXT = `SELECT pg_catalog.set_config('search_path', $1, true) AS search_path,
+ pg_catalog.set_config('statement_timeout', $8, true) AS statement_timeout,
+ (SELECT pg_catalog.count(pg_catalog.set_config(r.key, r.value, true)) FROM pg_catalog.json_each_text($14::json) AS r) AS role_settings,
  pg_catalog.set_config('role', $2, true) AS role,
  pg_catalog.set_config('request.jwt.claims', $3, true) AS claims,
  pg_catalog.set_config('request.method', $4, true) AS method,
  pg_catalog.set_config('request.path', $5, true) AS path,
  pg_catalog.set_config('request.headers', $6, true) AS headers,
  pg_catalog.set_config('request.cookies', $7, true) AS cookies,
- pg_catalog.set_config('statement_timeout', $8, true) AS statement_timeout,
  CASE WHEN $9::text IS NULL THEN NULL ELSE pg_catalog.set_config('timezone', $9::text, true) END AS timezone,
  (SELECT pg_catalog.count(pg_catalog.set_config(f.key, f.value, true)) FROM pg_catalog.json_each_text($13::json) AS f) AS function_settings,
  (SELECT pg_catalog.count(pg_catalog.set_config('app.settings.' || s.key, s.value, true)) FROM pg_catalog.json_each_text($12::json) AS s) AS app_settings,
@@ -41,6 +45,8 @@ interface RequestSettings {
   appSettings?: Readonly<Record<string, string>>
   /** A called function's `SET name = value` clauses (PostgREST hoists some, see hoistedSettings). */
   functionSettings?: ReadonlyArray<readonly [string, string]>
+  /** The role's own settings (`ALTER ROLE ... SET`, from the schema cache; see roleSettingsOf). */
+  roleSettings?: ReadonlyArray<readonly [string, string]>
 }
 
 /** PostgREST's default db-hoisted-tx-settings: the function settings set for the whole transaction. */
@@ -66,22 +72,42 @@ function timeoutMs(value: string): number | null {
 }
 
 /**
+ * Whether a statement_timeout may be set under the engine's (`capMs`, 0: none): the engine's
+ * rest.statement_timeout_ms stays the upper bound (databases share the pools), so only a
+ * shorter one of at least 1 ms (below, Postgres may round it to 0, which is no timeout at all).
+ */
+function timeoutWithinCap(value: string, capMs: number): boolean {
+  if (capMs <= 0) return true
+  const ms = timeoutMs(value)
+  return ms !== null && ms >= 1 && ms <= capMs
+}
+
+/**
  * The settings of a called function that PostgREST sets for the whole transaction (funcSettings
  * of txVarQuery, from its db-hoisted-tx-settings: statement_timeout,
  * plan_filter.statement_cost_limit, default_transaction_isolation), so that a function's
- * `SET statement_timeout` bounds the statement that calls it. Ours keeps the engine's
- * statement_timeout as the upper bound (databases share the pools): a function's is set only
- * when it is shorter and at least 1 ms, or when the engine has none.
+ * `SET statement_timeout` bounds the statement that calls it; its statement_timeout only
+ * within the engine's (timeoutWithinCap).
  */
 function hoistedSettings(settings: ReadonlyArray<readonly [string, string]>, capMs: number): Record<string, string> {
   const out = bareRecord<string>()
   for (const [name, value] of settings) {
     if (!HOISTED.has(name)) continue
-    if (name === 'statement_timeout' && capMs > 0) {
-      const ms = timeoutMs(value)
-      // Below 1 ms Postgres may round to 0, which is no timeout at all.
-      if (ms === null || ms < 1 || ms > capMs) continue
-    }
+    if (name === 'statement_timeout' && !timeoutWithinCap(value, capMs)) continue
+    out[name] = value
+  }
+  return out
+}
+
+/**
+ * The role's own settings as PostgREST 12 and later set them (roleSettingsSql of txVarQuery),
+ * its statement_timeout only within the engine's (timeoutWithinCap). A called function's
+ * hoisted settings are set after them: the function's win.
+ */
+function roleSettingsOf(settings: ReadonlyArray<readonly [string, string]>, capMs: number): Record<string, string> {
+  const out = bareRecord<string>()
+  for (const [name, value] of settings) {
+    if (name === 'statement_timeout' && !timeoutWithinCap(value, capMs)) continue
     out[name] = value
   }
   return out
@@ -131,6 +157,30 @@ export function renderPreRequest(s: RequestSettings): Statement & { name: string
       s.role,
       JSON.stringify(s.appSettings ?? {}),
       JSON.stringify(hoistedSettings(s.functionSettings ?? [], s.statementTimeoutMs)),
+      JSON.stringify(roleSettingsOf(s.roleSettings ?? [], s.statementTimeoutMs)),
     ],
   }
+}
+
+/** The isolation levels a request's transaction begins with (READ COMMITTED unless a setting says otherwise). */
+export type IsolationLevel = 'read committed' | 'repeatable read' | 'serializable'
+
+function isolationLevel(value: string): IsolationLevel {
+  const v = value.trim().toLowerCase()
+  return v === 'repeatable read' || v === 'serializable' ? v : 'read committed'
+}
+
+/**
+ * The isolation level of a request's transaction as PostgREST picks it (planIsoLvl,
+ * src/PostgREST/MainTx.hs; toIsolationLevel, src/PostgREST/Config/Database.hs): a called
+ * function's `SET default_transaction_isolation`, else the role's (`ALTER ROLE ... SET`), else
+ * READ COMMITTED; other values (`read uncommitted`) are READ COMMITTED.
+ */
+export function transactionIsolation(
+  roleIsolation: string | null | undefined,
+  functionSettings?: ReadonlyArray<readonly [string, string]>,
+): IsolationLevel {
+  const fn = functionSettings?.find(([name]) => name === 'default_transaction_isolation')
+  const value = fn?.[1] ?? roleIsolation ?? null
+  return value === null ? 'read committed' : isolationLevel(value)
 }

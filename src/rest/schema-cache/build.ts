@@ -11,6 +11,7 @@ import {
   type RelationKind,
   type Relationship,
   type Representations,
+  type RoleSettings,
   type Routine,
   type RoutineParam,
   type SchemaCache,
@@ -37,6 +38,8 @@ interface CatalogRows {
   representations?: CatalogRow[]
   /** Aggregates and functions returning a media type domain. */
   mediaHandlers?: CatalogRow[]
+  /** The request roles' own settings: role, name, value. */
+  roleSettings?: CatalogRow[]
 }
 
 /** Builds the cache from catalog rows. Pure. */
@@ -51,6 +54,7 @@ export function buildSchemaCache(
   const representations = buildRepresentations(rows.representations ?? [])
   const mediaHandlers = buildMediaHandlers(rows.mediaHandlers ?? [])
   const hiddenJunctionOrigins = b.hiddenJunctionOrigins()
+  const roleSettings = buildRoleSettings(rows.roleSettings ?? [])
   return {
     version,
     loadedAt: now,
@@ -62,6 +66,7 @@ export function buildSchemaCache(
     ...(representations ? { representations } : {}),
     ...(mediaHandlers ? { mediaHandlers } : {}),
     ...(hiddenJunctionOrigins.length > 0 ? { hiddenJunctionOrigins } : {}),
+    ...(roleSettings ? { roleSettings } : {}),
   }
 }
 
@@ -367,6 +372,32 @@ const JSON_OID = 114
 const TEXT_OID = 25
 
 /** Data representations by domain OID; undefined when there are none (the common case costs nothing). */
+/**
+ * The request roles' settings by role. As PostgREST's queryRoleSettings, a role's
+ * default_transaction_isolation is its transactions' isolation level rather than a setting.
+ * Left out: the transaction_* settings, which only SET TRANSACTION may change before a
+ * transaction's first query (set after it, every request of the role would fail).
+ */
+function buildRoleSettings(rows: readonly CatalogRow[]): ReadonlyMap<string, RoleSettings> | undefined {
+  if (rows.length === 0) return undefined
+  const out = new Map<string, { settings: Array<readonly [string, string]>; isolation: string | null }>()
+  for (const r of rows) {
+    const role = str(r.role)
+    const name = str(r.name)
+    let e = out.get(role)
+    if (e === undefined) out.set(role, (e = { settings: [], isolation: null }))
+    if (name === 'default_transaction_isolation') e.isolation = str(r.value)
+    else if (!TRANSACTION_ONLY.has(name)) e.settings.push([name, str(r.value)])
+  }
+  return out
+}
+
+const TRANSACTION_ONLY: ReadonlySet<string> = new Set([
+  'transaction_isolation',
+  'transaction_read_only',
+  'transaction_deferrable',
+])
+
 function buildRepresentations(rows: readonly CatalogRow[]): Representations | undefined {
   if (rows.length === 0) return undefined
   const toJson = new Map<number, QualifiedName>()

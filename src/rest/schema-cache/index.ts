@@ -6,6 +6,8 @@
 // - a `NOTIFY pgrst, 'reload schema'` (or an empty payload) arrives on one of the tenant's
 //   pool connections (they LISTEN): PostgREST's convention, for whatever DDL cannot tell;
 //   like PostgREST, the reload runs in the background and the requests after it wait for it;
+//   `NOTIFY pgrst, 'reload config'` too: the cache holds the request roles' own settings
+//   (ALTER ROLE ... SET), which PostgREST rereads on both;
 // - a request misses (unknown table, relationship or function), at most once a second.
 // A failed reload keeps the old cache in service and is tried again on a request at most
 // once per missReloadIntervalMs. Connections come from the source it is given (the executor).
@@ -65,7 +67,10 @@ export interface SchemaCacheStore {
   reloadOnMiss(key: string, schemas: readonly string[], source: CacheSource): Promise<SchemaCache | null>
   /** Forces a reload (tests, admin); null when the tenant has no cache yet. */
   reload(key: string): Promise<SchemaCache | null>
-  /** A notification on the pgrst channel: 'reload schema' or an empty payload reloads in the background. */
+  /**
+   * A notification on the pgrst channel: 'reload schema', 'reload config' (the request roles'
+   * settings are part of the cache) or an empty payload reloads in the background.
+   */
   notified(key: string, payload: string): void
   /**
    * A request's transaction read the database's schema version `version` (null: it could not
@@ -215,7 +220,8 @@ class TenantSchemaCaches implements SchemaCacheStore {
   }
 
   notified(key: string, payload: string): void {
-    if (payload !== '' && payload !== 'reload schema') return
+    // 'reload config': the request roles' settings, read with the catalog, as PostgREST rereads them.
+    if (payload !== '' && payload !== 'reload schema' && payload !== 'reload config') return
     const e = this.#entries.get(key)
     if (e !== undefined && e.cache !== null) this.#requestReload(e)
   }

@@ -9,6 +9,7 @@ import {
   MEDIA_HANDLERS_SQL,
   RELATIONS_SQL,
   REPRESENTATIONS_SQL,
+  ROLE_SETTINGS_SQL,
   ROUTINES_SQL,
   SCHEMA_VERSION_SQL,
   TIMEZONES_SQL,
@@ -106,6 +107,7 @@ export async function loadSchemaCacheBatch(
     { text: COMPUTED_RELS_SQL, values: [list] },
     { text: REPRESENTATIONS_SQL, values: [] },
     { text: MEDIA_HANDLERS_SQL, values: [list] },
+    { text: ROLE_SETTINGS_SQL, values: [] },
   ]
   if (opts.timezones === undefined) statements.push({ text: TIMEZONES_SQL, values: [] })
   const { dbVersion, rows } = await queryWithVersion(query, statements)
@@ -119,6 +121,7 @@ export async function loadSchemaCacheBatch(
     computed = [],
     representations = [],
     mediaHandlers = [],
+    roleSettings = [],
     zoneRows,
   ] = rows
   const views = new Map<number, ViewColumnSource[]>()
@@ -137,6 +140,7 @@ export async function loadSchemaCacheBatch(
         timezones,
         representations,
         mediaHandlers,
+        roleSettings,
       },
       schemas,
       version,

@@ -210,3 +210,25 @@ WHERE pn.nspname = ANY ($1::text[]) AND NOT p.proretset AND p.prokind = 'f'`
 
 /** The time zone names `Prefer: timezone=` may use (PostgREST's dbTimezones). */
 export const TIMEZONES_SQL = 'SELECT name FROM pg_catalog.pg_timezone_names'
+
+/**
+ * The settings of the roles the engine's login is a direct member of (its three request
+ * roles): `ALTER ROLE ... SET` for all databases and `ALTER ROLE ... IN DATABASE` for this one
+ * (which wins, as it does for a login). As PostgREST's queryRoleSettings
+ * (src/PostgREST/Config/Database.hs), only settings the login may set: those pg_settings lists
+ * with context `user`, or that the login was granted SET on (GRANT SET ON PARAMETER).
+ * PostgREST reads pg_roles.rolconfig (the settings for all databases) only.
+ */
+export const ROLE_SETTINGS_SQL = `
+SELECT DISTINCT ON (r.rolname, kv.name) r.rolname AS role, kv.name AS name, kv.value AS value
+FROM pg_catalog.pg_auth_members m
+JOIN pg_catalog.pg_roles r ON r.oid = m.roleid
+JOIN pg_catalog.pg_db_role_setting s ON s.setrole = m.roleid
+  AND s.setdatabase IN (0, (SELECT d.oid FROM pg_catalog.pg_database d WHERE d.datname = pg_catalog.current_database()))
+CROSS JOIN LATERAL pg_catalog.unnest(s.setconfig) AS c(setting)
+CROSS JOIN LATERAL (SELECT pg_catalog.substr(c.setting, 1, pg_catalog.strpos(c.setting, '=') - 1) AS name,
+                           pg_catalog.substr(c.setting, pg_catalog.strpos(c.setting, '=') + 1) AS value) AS kv
+JOIN pg_catalog.pg_settings ps ON ps.name = kv.name
+  AND (ps.context = 'user' OR pg_catalog.has_parameter_privilege(CURRENT_USER, ps.name, 'SET'))
+WHERE m.member = (SELECT u.oid FROM pg_catalog.pg_roles u WHERE u.rolname = CURRENT_USER)
+ORDER BY r.rolname, kv.name, s.setdatabase DESC`

@@ -145,6 +145,14 @@ export function mediaHandlerKey(target: QualifiedName | null, mediaType: string)
   return (target === null ? '' : qnKey(target.schema, target.name)) + '\u0001' + mediaType
 }
 
+/** A request role's own settings (`ALTER ROLE ... SET`), applied to the requests run as it. */
+export interface RoleSettings {
+  /** `[name, value]` set for the transaction (default_transaction_isolation is not among them). */
+  readonly settings: ReadonlyArray<readonly [string, string]>
+  /** The role's default_transaction_isolation: the isolation level its transactions begin with. */
+  readonly isolation: string | null
+}
+
 export interface SchemaCache {
   /** Increases on every load; part of plan-cache keys. */
   readonly version: number
@@ -167,6 +175,8 @@ export interface SchemaCache {
   readonly representations?: Representations
   /** pg_timezone_names: the zones `Prefer: timezone=` may name (absent: not checked). */
   readonly timezones?: ReadonlySet<string>
+  /** The request roles' own settings by role name; absent when none has any. */
+  readonly roleSettings?: ReadonlyMap<string, RoleSettings>
   /**
    * The database's schema version (platform.schema_version) the catalog was read at; null
    * or absent when the database has none (then only NOTIFY pgrst and misses reload it).

@@ -176,9 +176,10 @@ t.test('store: loads once, reloads on a notification, on a newer schema version 
   t.equal(await store.get('k', ['public'], source), again, 'reported once')
   t.equal(loads, n + 1)
 
-  // A NOTIFY pgrst with 'reload schema' or an empty payload reloads; other payloads do not.
-  store.notified('k', 'reload config')
-  t.equal(await store.get('k', ['public'], source), again, "'reload config' does not reload the schema")
+  // A NOTIFY pgrst with 'reload schema', 'reload config' (the request roles' settings are read
+  // with the catalog) or an empty payload reloads; other payloads do not.
+  store.notified('k', 'reload something else')
+  t.equal(await store.get('k', ['public'], source), again, 'another payload does not reload')
   t.equal(loads, n + 1)
   store.notified('k', '')
   t.not(await store.get('k', ['public'], source), again, 'an empty payload reloads')
@@ -186,11 +187,14 @@ t.test('store: loads once, reloads on a notification, on a newer schema version 
   store.notified('k', 'reload schema')
   await store.get('k', ['public'], source)
   t.equal(loads, n + 3, "'reload schema' reloads")
+  store.notified('k', 'reload config')
+  await store.get('k', ['public'], source)
+  t.equal(loads, n + 4, "'reload config' reloads")
 
   // A miss reloads at most once per interval (counted from the end of the last load).
   clock += 199
   t.equal(await store.reloadOnMiss('k', ['public'], source), null, 'not within the interval of the last load')
-  t.equal(loads, n + 3)
+  t.equal(loads, n + 4)
   clock += 1
   const m1 = await store.reloadOnMiss('k', ['public'], source)
   t.ok(m1)
