@@ -26,6 +26,7 @@ GRANT EXECUTE ON FUNCTION slow(), slow_own_timeout(), settings(), serializable_s
 SELECT platform.set_role_setting('anon', 'statement_timeout', '100ms');
 SELECT platform.set_role_setting('anon', 'lock_timeout', '1234ms');
 SELECT platform.set_role_setting('auth', 'default_transaction_isolation', 'repeatable read');
+SELECT platform.set_role_setting('auth', 'statement_timeout', '1h');
 `
 
 t.test("a request role's own settings apply to its requests", async (t) => {
@@ -54,7 +55,7 @@ t.test("a request role's own settings apply to its requests", async (t) => {
   t.same(
     (await user.rpc('settings')).data,
     { lock_timeout: '0', statement_timeout: '5s', isolation: 'repeatable read' },
-    "the signed-in role: the engine's timeout, its own isolation level",
+    "the signed-in role: its own isolation level; the engine's timeout (the role's 1h is longer)",
   )
   t.same(
     (await user.rpc('serializable_settings')).data,
