@@ -443,12 +443,12 @@ export async function run(): Promise<BenchReport> {
         ok: estimateOf(plain) >= 3000,
       },
       {
+        // Reported beside the goal, not a goal of its own: what a session's first refresh in a
+        // process costs (the whole answer read), which the goal's scenario pays once per session.
         name: 'CPU-based estimate, nothing remembered / 3,000',
         description:
           "the same for a refresh that finds nothing remembered (a session's first refresh in the process, or more sessions than it remembers)",
         value: Math.round((estimateOf(cold) / 3000) * 1000) / 1000,
-        target: 1,
-        ok: estimateOf(cold) >= 3000,
       },
       {
         name: 'with hook / without, req/s',

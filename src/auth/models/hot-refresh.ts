@@ -160,7 +160,8 @@ const SHORT = {
      RETURNING s.xmin::text, s.ctid::text`,
 }
 
-const LONG_RETURNING = `RETURNING s.id, CASE WHEN ${USER_VERSION} = $9 THEN NULL ELSE ${USER_JSON} END AS user_json,
+/** The long statement's answer; the user's json left out (null) when the users row is the version `$9`, where given. */
+const longReturning = (userJson: string): string => `RETURNING s.id, ${userJson} AS user_json,
        ${IDENTITIES_JSON} AS identities_json, ${AMR_JSON('s.id')} AS amr_json, ${FACTORS_JSON} AS factors_json,
        s.refresh_token_hmac_key, ${USER_VERSION}, s.xmin::text, s.ctid::text`
 
@@ -176,10 +177,15 @@ function longStatement(form: string | null): { name: string; text: string } {
   const id = form ?? ''
   let st = longStatements.get(id)
   if (st === undefined) {
-    const check =
+    // Nothing remembered: the signature checked in SQL and every field built (seven parameters).
+    // The key remembered: its text compared, and the user's version (nine parameters).
+    const [check, userJson] =
       form === KEYED
-        ? 's.refresh_token_hmac_key = $8 AND $4::bytea IS NOT NULL AND $5::bytea IS NOT NULL'
-        : `$8::text IS NULL AND ${signatureHolds('s.refresh_token_hmac_key', '$4', '$5', form)}`
+        ? [
+            's.refresh_token_hmac_key = $8 AND $4::bytea IS NOT NULL AND $5::bytea IS NOT NULL',
+            `CASE WHEN ${USER_VERSION} = $9 THEN NULL ELSE ${USER_JSON} END`,
+          ]
+        : [signatureHolds('s.refresh_token_hmac_key', '$4', '$5', form), USER_JSON]
     st = {
       name:
         form === KEYED
@@ -193,7 +199,7 @@ function longStatement(form: string | null): { name: string; text: string } {
         AND (u.banned_until IS NULL OR u.banned_until <= $2)
         AND (s.not_after IS NULL OR s.not_after >= $2) AND s.oauth_client_id IS NULL
         AND ${check}
-     ${LONG_RETURNING}`,
+     ${longReturning(userJson)}`,
     }
     longStatements.set(id, st)
   }
@@ -259,7 +265,7 @@ async function rotateByLongStatement(
     form = pgcrypto instanceof Promise ? await pgcrypto : pgcrypto.schema
   }
   const st = longStatement(form)
-  const row = await preparedRow(q, st.name, st.text, [
+  const values = [
     t.sessionId,
     info.now.toISOString(),
     t.counter.toString(),
@@ -267,9 +273,11 @@ async function rotateByLongStatement(
     hex(t.signature),
     info.userAgent,
     info.ip,
-    known?.key ?? null,
-    known?.userVersion ?? null,
-  ]).catch((err: unknown) => (lostPgcrypto(q, err) ? null : nullIfDeleted(err)))
+  ]
+  if (known !== undefined) values.push(known.key, known.userVersion)
+  const row = await preparedRow(q, st.name, st.text, values).catch((err: unknown) =>
+    lostPgcrypto(q, err) ? null : nullIfDeleted(err),
+  )
   if (!row) {
     remembered?.delete(slot)
     return null
