@@ -6,13 +6,13 @@
 // manifest's readiness path answers 200 (the pod stays in the Service) where the full /readyz
 // answers 503 naming both.
 import t from 'tap'
-import net from 'node:net'
 import { readdirSync, readFileSync } from 'node:fs'
 import path from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { parseAllDocuments } from 'yaml'
 import { loadConfig } from '../../src/config/index.js'
 import { createStoreAndCache, startPart, type PartName } from '../../src/serve.js'
+import { closedPort } from '../helpers/ports.js'
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..')
 const k8s = path.join(root, 'deploy', 'k8s')
@@ -40,15 +40,6 @@ function servingContainers(): Array<{ file: string; part: PartName; container: C
     }
   }
   return out
-}
-
-/** A port nothing listens on (bound, then closed). */
-async function closedPort(): Promise<number> {
-  const srv = net.createServer()
-  await new Promise<void>((resolve) => srv.listen(0, '127.0.0.1', resolve))
-  const port = (srv.address() as net.AddressInfo).port
-  await new Promise<void>((resolve) => srv.close(() => resolve()))
-  return port
 }
 
 const containers = servingContainers()

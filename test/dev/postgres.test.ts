@@ -22,20 +22,9 @@ import path from 'node:path'
 import pg from 'pg'
 import { startDevPostgres, startEmbeddedPostgres, sweepOrphanClusters } from '../../src/dev/postgres.js'
 import { portOpen } from '../../src/dev/process-probes.js'
+import { closedPort } from '../helpers/ports.js'
 
 const isRoot = typeof process.getuid === 'function' && process.getuid() === 0
-
-/** A port the kernel names free this moment (for the retry test's second try). */
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const srv = net.createServer()
-    srv.on('error', reject)
-    srv.listen(0, '127.0.0.1', () => {
-      const { port } = srv.address() as net.AddressInfo
-      srv.close(() => resolve(port))
-    })
-  })
-}
 
 async function login(url: string): Promise<string | null> {
   const c = new pg.Client({ connectionString: url, connectionTimeoutMillis: 5000 })
@@ -150,7 +139,7 @@ t.test(
       dir: path.join(privateDir(t, 'gatehouse-retry-'), 'pg'),
       port: 0,
       choosePort: async () => {
-        const p = offered.length === 0 ? taken : await freePort()
+        const p = offered.length === 0 ? taken : await closedPort()
         offered.push(p)
         return p
       },

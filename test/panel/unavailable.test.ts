@@ -3,7 +3,6 @@
 // tenant database that refuses connections (its URL names a port the kernel just freed, so the
 // connect is refused as when Postgres is down or its connection slots are taken).
 import t from 'tap'
-import net from 'node:net'
 import type { AddressInfo } from 'node:net'
 import { loadConfig } from '../../src/config/index.js'
 import { buildPanel, signPanelSession } from '../../src/panel/index.js'
@@ -15,6 +14,7 @@ import {
   toTenant,
 } from '../../src/tenants/index.js'
 import { spawnRedis, tenantFile } from '../helpers/tenant-fixtures.js'
+import { closedPort } from '../helpers/ports.js'
 
 const SECRET = 'panel-session-secret-for-tests-unavailable-0123456789'
 
@@ -27,15 +27,6 @@ async function listen(t: { teardown(fn: () => unknown): void }, app: ReturnType<
   await app.listen({ port: 0, host: '127.0.0.1' })
   t.teardown(() => app.close())
   return `http://127.0.0.1:${(app.server.address() as AddressInfo).port}`
-}
-
-/** A port nobody listens on: the kernel names a free one, then it is closed again. */
-async function closedPort(): Promise<number> {
-  const s = net.createServer()
-  await new Promise<void>((resolve) => s.listen(0, '127.0.0.1', resolve))
-  const port = (s.address() as AddressInfo).port
-  await new Promise<void>((resolve) => s.close(() => resolve()))
-  return port
 }
 
 t.test('the tenant store is down: 503 tenant_store_unavailable with Retry-After', async (t) => {

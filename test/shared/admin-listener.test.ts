@@ -5,7 +5,6 @@
 // `?exclude=<check>` leaves one out and `?verbose` lists the checks as text (kube-apiserver's
 // conventions), and a part that drains is not ready whatever is excluded.
 import t from 'tap'
-import net from 'node:net'
 import { randomBytes } from 'node:crypto'
 import { loadConfig, type Config } from '../../src/config/index.js'
 import { createStoreAndCache, startPart, type PartName, type RunningPart } from '../../src/serve.js'
@@ -13,6 +12,7 @@ import { installGracefulShutdown } from '../../src/gateway/index.js'
 import { adminUrl } from '../helpers/db.js'
 import { createTestRedis } from '../helpers/redis.js'
 import { createTestTenant } from '../helpers/tenants.js'
+import { closedPort } from '../helpers/ports.js'
 
 const SESSION_SECRET = 'admin-listener-test-secret-0123456789abcdef'
 
@@ -30,15 +30,6 @@ function config(over: Record<string, unknown>): Config {
       ...over,
     },
   })
-}
-
-/** A port nothing listens on (bound, then closed). */
-async function closedPort(): Promise<number> {
-  const srv = net.createServer()
-  await new Promise<void>((resolve) => srv.listen(0, '127.0.0.1', resolve))
-  const port = (srv.address() as net.AddressInfo).port
-  await new Promise<void>((resolve) => srv.close(() => resolve()))
-  return port
 }
 
 async function get(
