@@ -32,11 +32,17 @@ export function secretMatches(secret: string, storedHash: string | null): boolea
   return stored.length === given.length && timingSafeEqual(stored, given)
 }
 
-/** Why a redirect URI is refused (RFC 6749 §3.1.2, GoTrue's validateRedirectURI), or null. */
-function redirectUriProblem(uri: string): string | null {
+/**
+ * Why a redirect URI is refused (RFC 6749 §3.1.2, GoTrue's validateRedirectURI), or null.
+ * Checked at registration, at update and again at authorize (docs/security.md "The tenant
+ * boundary"). A comma is refused as well (ours): GoTrue stores the list comma-joined, so one URI
+ * holding a comma would come back as two.
+ */
+export function redirectUriProblem(uri: string): string | null {
   if (uri === '') return 'redirect URI cannot be empty'
   // Ours: an authorization request keeps its redirect URI in a column of at most 2048 characters.
   if (uri.length > 2048) return 'must be at most 2048 characters'
+  if (uri.includes(',')) return "must not contain ','"
   let u: URL
   try {
     u = new URL(uri)
@@ -137,7 +143,7 @@ export function parseRegistration(b: Body): Registration {
     clientType,
     fields: {
       token_endpoint_auth_method: method,
-      redirect_uris: uris.join(','),
+      redirect_uris: uris,
       grant_types: (grants !== undefined && grants.length > 0 ? grants : GRANT_TYPES).join(','),
       client_name: name === '' ? null : name,
       client_uri: clientUri === '' ? null : clientUri,
@@ -173,7 +179,7 @@ export function parseClientUpdate(b: Body, client: OAuthClientRow): OAuthClientF
     }
     out.token_endpoint_auth_method = method
   }
-  if (uris !== undefined) out.redirect_uris = uris.join(',')
+  if (uris !== undefined) out.redirect_uris = uris
   if (grants !== undefined) out.grant_types = grants.join(',')
   if (name !== undefined) out.client_name = name
   if (clientUri !== undefined) out.client_uri = clientUri
@@ -200,7 +206,7 @@ export function clientJson(c: OAuthClientRow, secret?: string | null): Record<st
   const out: Record<string, unknown> = { client_id: c.id }
   if (secret) out.client_secret = secret
   out.client_type = c.client_type
-  out.redirect_uris = listOf(c.redirect_uris)
+  out.redirect_uris = c.redirect_uris
   out.token_endpoint_auth_method = c.token_endpoint_auth_method
   out.grant_types = listOf(c.grant_types)
   out.response_types = ['code']

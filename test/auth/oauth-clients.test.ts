@@ -196,6 +196,38 @@ t.test('OAuth clients', async (t) => {
     t.equal(bad.body.code, 'validation_failed')
   })
 
+  t.test('dynamic registration: a URI holding a comma is refused, never split in two', async (t) => {
+    const smuggled = 'https://ok.example/cb?a=,javascript:alert(document.domain)//'
+    for (const uri of [smuggled, 'https://ok.example/cb?a=,http://evil.example/cb', 'https://ok.example/?a=,x#f']) {
+      const r = await call(h.base(a) + '/oauth/clients/register', {
+        body: { client_name: 'comma', redirect_uris: [uri] },
+      })
+      t.equal(r.status, 400, uri)
+      t.equal(r.body.code, 'validation_failed')
+      t.match(r.body.msg ?? r.body.message, /^invalid redirect_uri '.*': must not contain ','$/)
+    }
+    const n = await adminQuery<any>(
+      `SELECT count(*)::int AS n FROM auth.oauth_clients WHERE client_name = 'comma'`,
+      [],
+      a.database,
+    )
+    t.equal(n.rows[0].n, 0, 'nothing stored')
+    const ok = await call(h.base(a) + '/oauth/clients/register', {
+      body: { client_name: 'array', redirect_uris: ['https://ok.example/cb?a=1&b=2', 'http://127.0.0.1:8080/cb'] },
+    })
+    t.equal(ok.status, 201)
+    const row = await adminQuery<any>(
+      'SELECT redirect_uris FROM auth.oauth_clients WHERE id = $1',
+      [ok.body.client_id],
+      a.database,
+    )
+    t.same(
+      row.rows[0].redirect_uris,
+      ['https://ok.example/cb?a=1&b=2', 'http://127.0.0.1:8080/cb'],
+      'stored as an array',
+    )
+  })
+
   t.test("one database's clients are invisible from another", async (t) => {
     const made = await adminA.oauth.createClient({ client_name: 'mine', redirect_uris: ['https://m.example.com/cb'] })
     t.error(made.error)

@@ -43,6 +43,8 @@ t.test('OAuth authorization code flow', async (t) => {
       token_endpoint_auth_method: 'none',
     } as never)
   ).data!
+  // Made now: a later test moves the clock past the service token's expiry.
+  const old = (await admin.oauth.createClient({ client_name: 'Old', redirect_uris: [APP] })).data!
   const user = h.client(a)
   const address = email('oauth')
   const up = await user.signUp({ email: address, password: 'secret123' })
@@ -271,6 +273,32 @@ t.test('OAuth authorization code flow', async (t) => {
       t.match(loc.searchParams.get('error_description'), description)
       t.equal(loc.searchParams.get('state'), 's')
     }
+  })
+
+  t.test('authorize checks the redirect URI again: a row stored before the checks cannot send a script', async (t) => {
+    // A client whose URIs were comma-split by migration 0275 from a row registered before the
+    // comma check: the stored array holds URIs registration refuses today.
+    await adminQuery(
+      `UPDATE auth.oauth_clients SET redirect_uris = $2 WHERE id = $1`,
+      [old.client_id, [APP, 'javascript:alert(document.domain)//', 'http://evil.example/cb', `${APP}#f`]],
+      a.database,
+    )
+    const p = pkce()
+    for (const redirect_uri of ['javascript:alert(document.domain)//', 'http://evil.example/cb', `${APP}#f`]) {
+      const r = await authorize({
+        client_id: old.client_id,
+        redirect_uri,
+        response_type: 'code',
+        code_challenge: p.challenge,
+        code_challenge_method: 'S256',
+      })
+      t.same(
+        [r.status, r.body.code, r.body.msg ?? r.body.message],
+        [400, 'validation_failed', 'invalid redirect_uri'],
+        redirect_uri,
+      )
+    }
+    t.ok(await start(old.client_id, APP, p.challenge), 'the checked URI still works')
   })
 
   t.test('deny, another user, another database, a decided request', async (t) => {

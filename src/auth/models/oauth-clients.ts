@@ -1,6 +1,7 @@
 // auth.oauth_clients (GoTrue's OAuth server clients, migration 0220): the apps this database
 // signs users in for. The row id is the public client_id; the secret is stored only as its
-// SHA-256 (base64url); redirect URIs and grant types are comma-joined lists as GoTrue keeps them.
+// SHA-256 (base64url); redirect URIs are a text[] (migration 0275: GoTrue joins them with commas,
+// which split a URI holding one) and grant types a comma-joined list as GoTrue keeps them.
 // A deleted client keeps its row with deleted_at set and is never found again
 // (docs/auth-protocol.md §3.22). Values are parameters; times from ctx.now().
 import type { Queryable } from '../../shared/index.js'
@@ -14,7 +15,7 @@ export interface OAuthClientRow {
   registration_type: 'dynamic' | 'manual'
   client_type: ClientType
   token_endpoint_auth_method: TokenEndpointAuthMethod
-  redirect_uris: string
+  redirect_uris: string[]
   grant_types: string
   client_name: string | null
   client_uri: string | null
@@ -27,7 +28,7 @@ export interface OAuthClientRow {
 export interface OAuthClientFields {
   client_secret_hash?: string | null
   token_endpoint_auth_method?: TokenEndpointAuthMethod
-  redirect_uris?: string
+  redirect_uris?: string[]
   grant_types?: string
   client_name?: string | null
   client_uri?: string | null

@@ -30,7 +30,7 @@ import {
   type AuthorizationRow,
 } from '../models/oauth-authorizations.js'
 import { findOAuthClient, type OAuthClientRow } from '../models/oauth-clients.js'
-import { listOf } from '../oauth-clients.js'
+import { redirectUriProblem } from '../oauth-clients.js'
 import { callerOf, contextOf } from '../request-state.js'
 import type { TenantContext } from '../types.js'
 
@@ -90,7 +90,10 @@ async function trustedClient(ctx: TenantContext, a: AuthorizeQuery): Promise<OAu
   if (!UUID.test(a.clientId)) throw new OAuthClientNotFoundError('authorizeFormat')
   const client = await findOAuthClient(ctx.db, a.clientId.toLowerCase())
   if (!client) throw new OAuthClientNotFoundError('authorize')
-  if (!listOf(client.redirect_uris).includes(a.redirectUri)) throw new ValidationFailedError('invalid redirect_uri')
+  // Exact match, and the URI checked again: a row stored before migration 0275 may hold one
+  // that registration refuses today (docs/security.md "The tenant boundary").
+  if (!client.redirect_uris.includes(a.redirectUri) || redirectUriProblem(a.redirectUri) !== null)
+    throw new ValidationFailedError('invalid redirect_uri')
   return client
 }
 
