@@ -56,6 +56,7 @@ const RANGES: Array<[string, number, 'ipv4' | 'ipv6', string]> = [
   ['240.0.0.0', 4, 'ipv4', 'a reserved address'],
   ['::', 128, 'ipv6', 'an unspecified address'],
   ['::1', 128, 'ipv6', 'a loopback address'],
+  ['64:ff9b:1::', 48, 'ipv6', 'a local-use NAT64 address'],
   ['100::', 64, 'ipv6', 'a discard address'],
   ['2001::', 23, 'ipv6', 'a reserved address'],
   ['2001:db8::', 32, 'ipv6', 'a documentation address'],
@@ -99,13 +100,19 @@ function ipv6Bytes(addr: string): number[] | null {
   return out
 }
 
-/** The IPv4 address an IPv6 address carries (mapped, compatible, NAT64, 6to4), or null. */
+/**
+ * The IPv4 address an IPv6 address carries (mapped, SIIT, compatible, NAT64, 6to4), or null;
+ * the embedded address is then judged as itself (docs/security.md "Outbound requests"). Forms
+ * whose embedding is not fixed are refused whole by RANGES: local-use NAT64 64:ff9b:1::/48
+ * (RFC 8215, any RFC 6052 prefix length) and Teredo 2001::/32 (inside 2001::/23).
+ */
 function embeddedIpv4(addr: string): string | null {
   const b = ipv6Bytes(addr)
   if (b === null) return null
   const zeros = (from: number, to: number) => b.slice(from, to).every((x) => x === 0)
   const v4 = (at: number) => b.slice(at, at + 4).join('.')
   if (zeros(0, 10) && b[10] === 0xff && b[11] === 0xff) return v4(12) // ::ffff:a.b.c.d
+  if (zeros(0, 8) && b[8] === 0xff && b[9] === 0xff && zeros(10, 12)) return v4(12) // ::ffff:0:a.b.c.d (SIIT, RFC 6145)
   if (zeros(0, 12) && !(b[12] === 0 && b[13] === 0 && b[14] === 0 && (b[15] === 0 || b[15] === 1))) return v4(12) // ::a.b.c.d
   if (b[0] === 0x00 && b[1] === 0x64 && b[2] === 0xff && b[3] === 0x9b && zeros(4, 12)) return v4(12) // 64:ff9b::/96
   if (b[0] === 0x20 && b[1] === 0x02) return v4(2) // 2002::/16

@@ -47,13 +47,24 @@ t.test('address classes: loopback, private, link-local, CGNAT, metadata, IPv6 an
     '::ffff:169.254.169.254',
     '64:ff9b::a9fe:a9fe',
     '2002:7f00:1::',
+    // Every IPv6 form embedding 169.254.169.254: SIIT, local-use NAT64 (RFC 8215), compatible,
+    // 6to4, Teredo (its client address is stored inverted).
+    '::ffff:0:a9fe:a9fe',
+    '::ffff:0:169.254.169.254',
+    '64:ff9b:1::a9fe:a9fe',
+    '64:ff9b:1:a9fe:a9:fe00::',
+    '::a9fe:a9fe',
+    '2002:a9fe:a9fe::1',
+    '2001:0:a9fe:a9fe::5601:5601',
     'ff02::1',
     '224.0.0.1',
   ]
   for (const ip of refused) t.not(nonPublicReason(ip), null, `${ip} is not public (${nonPublicReason(ip)})`)
-  for (const ip of ['93.184.215.14', '8.8.8.8', '2606:4700:4700::1111', '::ffff:8.8.8.8'])
+  for (const ip of ['93.184.215.14', '8.8.8.8', '2606:4700:4700::1111', '::ffff:8.8.8.8', '::ffff:0:808:808'])
     t.equal(nonPublicReason(ip), null, `${ip} is public`)
   t.match(nonPublicReason('169.254.169.254'), /metadata/)
+  t.match(nonPublicReason('::ffff:0:a9fe:a9fe'), /metadata/, 'SIIT is judged by the address it embeds')
+  t.match(nonPublicReason('64:ff9b:1::808:808'), /local-use NAT64/, 'local-use NAT64 is refused whole')
   t.match(nonPublicReason('100.64.0.1'), /carrier-grade NAT/)
 })
 

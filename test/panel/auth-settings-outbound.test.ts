@@ -35,6 +35,8 @@ t.test('loopback, private, link-local, metadata and plain http are refused, nami
     ['userinfo_url', 'https://[::1]/me', /providers\.evil\.userinfo_url: .*loopback/],
     ['userinfo_url', 'https://[::ffff:127.0.0.1]/me', /providers\.evil\.userinfo_url: .*loopback/],
     ['userinfo_url', 'https://[fd00:ec2::254]/me', /providers\.evil\.userinfo_url: .*unique local/],
+    ['userinfo_url', 'https://[::ffff:0:a9fe:a9fe]/me', /providers\.evil\.userinfo_url: .*cloud metadata/],
+    ['userinfo_url', 'https://[64:ff9b:1::a9fe:a9fe]/me', /providers\.evil\.userinfo_url: .*local-use NAT64/],
     ['userinfo_url', 'ftp://example.com/me', /providers\.evil\.userinfo_url: scheme ftp: is not allowed/],
   ]
   for (const [field, url, why] of cases) {
