@@ -11,6 +11,7 @@ import {
   OutboundRefusedError,
   preparedRow,
   quoteIdent,
+  safeUrl,
   type PoolLike,
   type Queryable,
 } from '../shared/index.js'
@@ -99,7 +100,7 @@ export async function runAuthHook(
       'Hook errored out',
     )
     if (err instanceof AuthError) throw err
-    throw new UnexpectedFailureError('hook', `Error running hook URI: ${hook.uri}`, { internal: err })
+    throw new UnexpectedFailureError('hook', `Error running hook URI: ${safeUrl(hook.uri)}`, { internal: err })
   }
 }
 
@@ -108,7 +109,7 @@ export async function runAuthHook(
 /** `pg-functions://<database>/<schema>/<function>` -> the quoted function name. */
 function functionOf(uri: string): string {
   const m = /^pg-functions:\/\/[^/]*\/([A-Za-z_][A-Za-z0-9_$]*)\/([A-Za-z_][A-Za-z0-9_$]*)$/.exec(uri)
-  if (m === null) throw new UnexpectedFailureError('hook', `Error running hook URI: ${uri}`)
+  if (m === null) throw new UnexpectedFailureError('hook', `Error running hook URI: ${safeUrl(uri)}`)
   return `${quoteIdent(m[1] as string)}.${quoteIdent(m[2] as string)}`
 }
 
@@ -251,7 +252,7 @@ async function runHttpHook(call: HookCall, hook: AuthHook, body: string): Promis
     } catch (err) {
       if (deadline.aborted) throw new HookTimeoutError((HOOK_LIMITS.httpTimeoutMs / 1000).toFixed(6))
       if (err instanceof OutboundRefusedError)
-        throw new UnexpectedFailureError('hook', `Error running hook URI: ${hook.uri}`, { internal: err })
+        throw new UnexpectedFailureError('hook', `Error running hook URI: ${safeUrl(hook.uri)}`, { internal: err })
       if (/larger than/.test(String((err as Error).message))) {
         throw new HookPayloadOverSizeLimitError(HOOK_LIMITS.maxBytes)
       }

@@ -27,7 +27,11 @@ export class OutboundRefusedError extends Error {
   }
 }
 
-function safeUrl(url: string): string {
+/**
+ * A URL as a message may show it: scheme, host and path, without credentials, query or
+ * fragment, which may hold a tenant's secrets (docs/security.md "The tenant boundary").
+ */
+export function safeUrl(url: string): string {
   try {
     const u = new URL(url)
     return `${u.protocol}//${u.host}${u.pathname}`

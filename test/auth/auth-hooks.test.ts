@@ -246,6 +246,25 @@ t.test('a failing hook answers as GoTrue does', async (t) => {
   t.equal(users.data.users.length, 0, 'a sign-up whose token failed is rolled back whole')
 })
 
+t.test("a hook's error never shows the hook URI's credentials or query", async (t) => {
+  const stack = await startStack(t)
+  // 10.0.0.1 is refused by the outbound guard (not in allow_hosts), so nothing is sent.
+  const uri = 'https://hook-user:hook-pass@10.0.0.1/hook?token=s3cret-token#frag'
+  const x = await stack.addTenant({
+    auth: { hooks: { before_user_created: { uri, secrets: [WEBHOOK_SECRET] } } },
+  })
+  const r = await gatewayCall(stack, x, '/auth/v1/signup', {
+    method: 'POST',
+    body: { email: email('leak'), password: 'correct horse battery' },
+    headers: { 'x-supabase-api-version': '2024-01-01' },
+  })
+  t.equal(r.status, 500)
+  t.equal(r.body.code, 'unexpected_failure')
+  t.equal(r.body.message, 'Error running hook URI: https://10.0.0.1/hook')
+  for (const secret of ['s3cret-token', 'hook-pass', 'hook-user', 'frag'])
+    t.notMatch(JSON.stringify(r.body), secret, `${secret} is not in the answer`)
+})
+
 t.test('an mfa_verification_attempt hook that rejects signs the user out with its message', async (t) => {
   const stack = await startStack(t)
   const x = await stack.addTenant({
