@@ -10,7 +10,9 @@ import { startRestGateway } from '../../helpers/rest-gateway.js'
 import { adminQuery } from '../../helpers/db.js'
 import { eventually } from '../../helpers/eventually.js'
 import { rejection } from '../../helpers/tenants.js'
-import { quoteIdent } from '../../../src/shared/index.js'
+import { quoteIdent, withDatabase } from '../../../src/shared/index.js'
+import { migrateDatabase } from '../../../src/platform/index.js'
+import { adminUrl } from '../../helpers/db.js'
 
 const SQL = `
 CREATE FUNCTION slow() RETURNS text LANGUAGE plpgsql AS $$ BEGIN PERFORM pg_sleep(0.5); RETURN 'done'; END $$;
@@ -26,7 +28,7 @@ GRANT EXECUTE ON FUNCTION slow(), slow_own_timeout(), settings(), serializable_s
 SELECT platform.set_role_setting('anon', 'statement_timeout', '100ms');
 SELECT platform.set_role_setting('anon', 'lock_timeout', '1234ms');
 SELECT platform.set_role_setting('auth', 'default_transaction_isolation', 'repeatable read');
-SELECT platform.set_role_setting('auth', 'statement_timeout', '1h');
+SELECT platform.set_role_setting('auth', 'statement_timeout', '9min');
 `
 
 t.test("a request role's own settings apply to its requests", async (t) => {
@@ -55,7 +57,7 @@ t.test("a request role's own settings apply to its requests", async (t) => {
   t.same(
     (await user.rpc('settings')).data,
     { lock_timeout: '0', statement_timeout: '5s', isolation: 'repeatable read' },
-    "the signed-in role: its own isolation level; the engine's timeout (the role's 1h is longer)",
+    "the signed-in role: its own isolation level; the engine's timeout (the role's 9min is longer)",
   )
   t.same(
     (await user.rpc('serializable_settings')).data,
@@ -122,5 +124,81 @@ t.test('platform.set_role_setting: the owner only, listed settings only', async 
     can.rows.map((r) => r.ok),
     [false, false, false, true],
     'only the owner may call it',
+  )
+})
+
+t.test('platform.set_role_setting: values above the caps are refused, naming the cap', async (t) => {
+  const stack = await startRestGateway(t, { sql: 'SELECT 1' })
+  const { anon } = stack.tenant.roles
+  const set = (kind: string, setting: string, value: string) =>
+    stack.owner('SELECT platform.set_role_setting($1, $2, $3) AS s', [kind, setting, value])
+  const refused: Array<[string, string, string]> = [
+    ['work_mem', '1TB', '256MB'],
+    ['work_mem', '262145kB', '256MB'],
+    ['work_mem', '0.3GB', '256MB'],
+    ['statement_timeout', '1h', '10min'],
+    ['statement_timeout', '600001', '10min'],
+    ['statement_timeout', '0', '10min'],
+    ['lock_timeout', '11min', '10min'],
+    ['idle_in_transaction_session_timeout', '1d', '10min'],
+    ['idle_in_transaction_session_timeout', '0', '10min'],
+  ]
+  for (const [setting, value, cap] of refused) {
+    const err = await rejection(set('anon', setting, value))
+    t.match(err, { code: '22023', message: `${setting} = '${value}' is above the cap of ${cap} for a request role` })
+  }
+  t.match(await rejection(set('anon', 'work_mem', 'lots')), { code: '22023' }, 'a value Postgres refuses')
+  const settings = async () =>
+    (
+      await adminQuery<{ setconfig: string[] | null }>(
+        'SELECT setconfig FROM pg_db_role_setting WHERE setrole = $1::regrole AND setdatabase = 0',
+        [anon],
+      )
+    ).rows[0]?.setconfig ?? []
+  t.same(await settings(), [], 'nothing was set')
+
+  for (const [setting, value] of [
+    ['work_mem', '256MB'],
+    ['statement_timeout', '10min'],
+    ['lock_timeout', '600000'],
+    ['idle_in_transaction_session_timeout', '30s'],
+  ])
+    await set('anon', setting!, value!)
+  t.same(await settings(), [
+    'work_mem=256MB',
+    'statement_timeout=10min',
+    'lock_timeout=600000',
+    'idle_in_transaction_session_timeout=30s',
+  ])
+  const own = await stack.owner(
+    "SELECT platform.set_role_setting('anon', 'lock_timeout', '1ms') AS s, current_setting('lock_timeout') AS l",
+  )
+  t.match(own, [{ l: '0' }], "the caller's own lock_timeout is untouched by the check")
+})
+
+t.test('migration 0276 resets request role settings above the caps set before it', async (t) => {
+  const stack = await startRestGateway(t, { sql: 'SELECT 1' })
+  const { anon, auth } = stack.tenant.roles
+  // Back to before 0276 (its record and its new function gone), with values 0270 accepted.
+  await adminQuery(
+    `DELETE FROM platform.schema_migrations WHERE version = 276;
+     DROP FUNCTION platform.role_setting_over_cap(text, text);
+     ALTER ROLE ${quoteIdent(anon)} SET work_mem = '1TB';
+     ALTER ROLE ${quoteIdent(anon)} SET lock_timeout = '2s';
+     ALTER ROLE ${quoteIdent(auth)} SET statement_timeout = 0;`,
+    [],
+    stack.database,
+  )
+  const r = await migrateDatabase(withDatabase(adminUrl(), stack.database))
+  t.same(r.applied, ['0276_role_setting_caps.sql'])
+  const rows = await adminQuery<{ role: string; setconfig: string[] }>(
+    `SELECT setrole::regrole::text AS role, setconfig FROM pg_db_role_setting
+     WHERE setrole IN ($1::regrole, $2::regrole) AND setdatabase = 0 ORDER BY 1`,
+    [anon, auth],
+  )
+  t.same(
+    rows.rows.map((x) => [x.role, x.setconfig]),
+    [[anon, ['lock_timeout=2s']]],
+    'only the setting within its cap is left',
   )
 })
