@@ -1,16 +1,16 @@
 // Auth hooks as GoTrue has them (supabase/auth internal/hooks: v0hooks, hookspgfunc, hookshttp,
 // hookserrors): at five points the engine hands a JSON payload to the database's hook and reads
 // its answer. A hook is `pg-functions://postgres/<schema>/<function>` (called on the engine's own
-// connection, in the request's transaction when there is one, cancelled after 2 s; the
-// function must be granted to the engine's login) or an http(s) endpoint (a POST signed with
-// Standard Webhooks, 5 s, through the outbound guard). Failures answer as GoTrue's do.
-import { createHash, createHmac, randomUUID } from 'node:crypto'
-import type pg from 'pg'
+// connection, in the request's transaction when there is one, as the database's hook role,
+// stopped after 2 s; the function must be granted to that role) or an http(s) endpoint (a POST
+// signed with Standard Webhooks, 5 s, through the outbound guard). Either answer may be 200 KB
+// at most. Failures answer as GoTrue's do (docs/auth-hooks.md).
+import { createHmac, randomUUID } from 'node:crypto'
+import pg from 'pg'
 import {
   outboundFetch,
   OutboundRefusedError,
   preparedRow,
-  quoteIdent,
   safeUrl,
   type PoolLike,
   type Queryable,
@@ -45,10 +45,7 @@ const GOTRUE_NAMES: Record<AuthHookName, string> = {
   before_user_created: 'before-user-created',
 }
 
-/** The search path the auth engine's login connects with (platform migration 0010). */
-const PINNED_SEARCH_PATH = 'pg_catalog, pg_temp'
-
-/** GoTrue's limits: 5 s and three tries for an endpoint, 200 KB of answer (a function's: auth.hook_function_timeout_ms). */
+/** GoTrue's limits: 5 s and three tries for an endpoint, 200 KB of answer, a function's too (its time: auth.hook_function_timeout_ms). */
 const HOOK_LIMITS = { httpTimeoutMs: 5_000, httpTries: 3, httpBackoffMs: 2_000, maxBytes: 200 * 1024 }
 
 /** Where a hook runs from: the request's tenant context and, when known, the caller's address. */
@@ -106,69 +103,59 @@ export async function runAuthHook(
 
 // ---- Postgres functions ---------------------------------------------------------------------
 
-/** `pg-functions://<database>/<schema>/<function>` -> the quoted function name. */
-function functionOf(uri: string): string {
+/** `pg-functions://<database>/<schema>/<function>` -> schema and function name. */
+function functionOf(uri: string): [string, string] {
   const m = /^pg-functions:\/\/[^/]*\/([A-Za-z_][A-Za-z0-9_$]*)\/([A-Za-z_][A-Za-z0-9_$]*)$/.exec(uri)
   if (m === null) throw new UnexpectedFailureError('hook', `Error running hook URI: ${safeUrl(uri)}`)
-  return `${quoteIdent(m[1] as string)}.${quoteIdent(m[2] as string)}`
+  return [m[1] as string, m[2] as string]
 }
 
 /**
- * Calls a function hook in one round trip: one statement calls it and reads back what it may
- * have changed for the session. Its 2 s limit is kept from the outside (no `SET LOCAL
- * statement_timeout` before it, no transaction of its own): a call still running then is
- * cancelled from another connection of the pool (pg_cancel_backend; a backend that is idle
- * by then ignores the cancel), and counts as a failed hook. Outside a request's transaction
- * the call runs in autocommit on a pooled connection.
+ * Calls a function hook in one round trip, through platform.call_hook (platform migration
+ * 0280): the function runs with the database's hook role's privileges only, and an answer
+ * longer than HOOK_LIMITS.maxBytes is refused in Postgres. Its limit is kept from the outside
+ * (no `SET LOCAL statement_timeout` before it, no transaction of its own): a call still running
+ * then is cancelled, and terminated after a grace if it goes on (a PL/pgSQL hook can catch the
+ * cancel); the request answers GoTrue's hook_timeout. Outside a request's transaction the call
+ * runs in autocommit on a pooled connection, discarded after a deadline.
  */
 async function runFunctionHook(call: HookCall, uri: string, body: string): Promise<Record<string, unknown> | null> {
   const fn = functionOf(uri)
-  const db = call.ctx.db
-  const limitMs = call.ctx.config.auth.hook_function_timeout_ms
+  const ctx = call.ctx
   const output =
     call.q !== undefined
-      ? await withinHookDeadline(db, call.q, limitMs, () => invokeFunction(call.q!, fn, body))
-      : await withPooledClient(db, (client) =>
-          withinHookDeadline(db, client, limitMs, () => invokeFunction(client, fn, body)),
+      ? await withinHookDeadline(ctx, call.q, () => invokeFunction(call.q!, fn, body))
+      : await withPooledClient(ctx.db, (client) =>
+          withinHookDeadline(ctx, client, () => invokeFunction(client, fn, body)),
         )
   return checkAnswer(typeof output === 'string' ? parseJson(output) : output)
 }
 
 /**
- * The call of a function hook as a named prepared statement: Postgres parses and plans it once
- * per connection (a hook in SQL is inlined then too). Its answer comes as text, parsed here as
- * the driver parses json and jsonb: the statement's result type stays text whatever the function
- * returns, so a function replaced with another return type never meets "cached plan must not
- * change result type".
+ * The call as a named prepared statement, one for every hook: Postgres parses and plans it once
+ * per connection. Its answer comes as text (parsed here as the driver parses json and jsonb),
+ * whatever the function returns, so a function replaced with another return type needs nothing.
  */
-const hookStatements = new Map<string, { name: string; text: string }>()
+const HOOK_CALL = {
+  name: 'gatehouse_auth_hook_call',
+  text: 'SELECT platform.call_hook($1, $2, $3::jsonb, $4::integer)',
+}
 
-function hookStatement(fn: string): { name: string; text: string } {
-  let statement = hookStatements.get(fn)
-  if (statement === undefined) {
-    const text = `SELECT ${fn}($1::jsonb)::text AS output, pg_catalog.current_setting('role') AS role,
-      pg_catalog.current_setting('search_path') AS path`
-    // A short name of the text (Postgres cuts names at 63 bytes; a function's name may be that long).
-    const name = 'gatehouse_auth_hook_' + createHash('sha256').update(text).digest('hex').slice(0, 24)
-    statement = { name, text }
-    if (hookStatements.size >= 10_000) hookStatements.clear()
-    hookStatements.set(fn, statement)
+/** The SQLSTATE platform.call_hook raises for an answer over the size limit. */
+const OVERSIZED_ANSWER = 'GH413'
+
+async function invokeFunction(q: Queryable, [schema, name]: [string, string], body: string): Promise<unknown> {
+  try {
+    const row = await preparedRow(q, HOOK_CALL.name, HOOK_CALL.text, [schema, name, body, String(HOOK_LIMITS.maxBytes)])
+    return row?.[0] ?? null
+  } catch (err) {
+    if ((err as { code?: string }).code === OVERSIZED_ANSWER)
+      throw new HookPayloadOverSizeLimitError(HOOK_LIMITS.maxBytes)
+    throw err
   }
-  return statement
 }
 
-async function invokeFunction(q: Queryable, fn: string, body: string): Promise<unknown> {
-  const statement = hookStatement(fn)
-  // Its fields by position: output, role, path (shared/prepared-row.ts: no Describe per call).
-  const row = await preparedRow(q, statement.name, statement.text, [body])
-  // Whatever the function set for the session ends here: the engine's login keeps its
-  // pinned search path and its own role on this pooled connection.
-  if (row !== null && (row[1] !== 'none' || row[2] !== PINNED_SEARCH_PATH))
-    await q.query('RESET ROLE; RESET search_path')
-  return row?.[0] ?? null
-}
-
-/** A connection of the pool for `fn`; one whose hook call was cancelled is discarded, not reused. */
+/** A connection of the pool for `fn`; one whose hook call ran past its limit is discarded, not reused. */
 async function withPooledClient<T>(db: PoolLike, fn: (client: pg.PoolClient) => Promise<T>): Promise<T> {
   const client = await db.connect()
   try {
@@ -176,40 +163,86 @@ async function withPooledClient<T>(db: PoolLike, fn: (client: pg.PoolClient) => 
     client.release()
     return out
   } catch (err) {
-    client.release(err instanceof HookDeadlineError ? err : undefined)
+    client.release(err instanceof HookTimeoutError ? err : undefined)
     throw err
   }
 }
 
-/** The hook's call ran into its 2 s limit and was cancelled. */
-class HookDeadlineError extends Error {}
+/**
+ * How long a cancelled hook call may take to stop before its backend is terminated, and how
+ * long the connection that stops it may take to open.
+ */
+const HOOK_STOP = { graceMs: 250, connectTimeoutMs: 2_000 }
 
-/** Runs `call` on `client`, cancelling its statement (from another connection of `db`) after the hook limit. */
-async function withinHookDeadline<T>(
-  db: PoolLike,
-  client: Queryable,
-  limitMs: number,
-  call: () => Promise<T>,
-): Promise<T> {
+/**
+ * Runs `call` on `client` within the hook limit (auth.hook_function_timeout_ms): past it, the
+ * call is cancelled, and its backend terminated after HOOK_STOP.graceMs if still running
+ * (the connection is then gone: the pool discards it). Answers GoTrue's hook_timeout then.
+ */
+async function withinHookDeadline<T>(ctx: TenantContext, client: Queryable, call: () => Promise<T>): Promise<T> {
   const pid = (client as { processID?: number | null }).processID
   if (typeof pid !== 'number') throw new Error('a function hook needs a connection of its own (no backend process id)')
+  const limitMs = ctx.config.auth.hook_function_timeout_ms
+  let running = true
   let cancelled = false
-  const timer = setTimeout(() => {
-    cancelled = true
-    db.query('SELECT pg_catalog.pg_cancel_backend($1)', [pid]).catch(() => {})
-  }, limitMs)
+  const stop = (signal: 'pg_cancel_backend' | 'pg_terminate_backend'): void => {
+    signalHookBackend(ctx, signal, pid, () => running).catch((err: unknown) =>
+      ctx.log.warn({ action: 'run_hook', pid, signal, err }, 'could not stop a hook past its limit'),
+    )
+  }
+  const timers = [
+    setTimeout(() => {
+      cancelled = true
+      stop('pg_cancel_backend')
+    }, limitMs),
+    setTimeout(() => stop('pg_terminate_backend'), limitMs + HOOK_STOP.graceMs),
+  ]
+  const timeout = () => new HookTimeoutError((limitMs / 1000).toFixed(6))
   let out: T
   try {
     out = await call()
   } catch (err) {
-    if (cancelled) throw new HookDeadlineError(`the function hook ran past ${limitMs} ms`, { cause: err })
+    // The call's own error (the cancel's, the termination's) goes to the log with it.
+    if (cancelled) throw Object.assign(timeout(), { cause: err })
     throw err
   } finally {
-    clearTimeout(timer)
+    running = false
+    for (const timer of timers) clearTimeout(timer)
   }
   // Answered just as the cancel went out: still past the limit, and the connection may carry it.
-  if (cancelled) throw new HookDeadlineError(`the function hook ran past ${limitMs} ms`)
+  if (cancelled) throw timeout()
   return out
+}
+
+/**
+ * Cancels or terminates the backend `pid` while it still runs the hook call, from a connection
+ * of its own (the tenant's pool may be all taken by such calls). The login may signal its own
+ * sessions only; the backend is signalled only while it runs the call's statement.
+ */
+async function signalHookBackend(
+  ctx: TenantContext,
+  signal: 'pg_cancel_backend' | 'pg_terminate_backend',
+  pid: number,
+  running: () => boolean,
+): Promise<void> {
+  if (!running()) return
+  const client = new pg.Client({
+    connectionString: ctx.tenant.engines?.auth,
+    connectionTimeoutMillis: HOOK_STOP.connectTimeoutMs,
+    application_name: 'gatehouse-auth-hook-deadline',
+  })
+  client.on('error', () => {})
+  try {
+    await client.connect()
+    if (!running()) return
+    await client.query(
+      `SELECT pg_catalog.${signal}(a.pid) FROM pg_catalog.pg_stat_activity a
+        WHERE a.pid = $1 AND a.state = 'active' AND a.query = $2`,
+      [pid, HOOK_CALL.text],
+    )
+  } finally {
+    await client.end().catch(() => {})
+  }
 }
 
 // ---- HTTP endpoints -------------------------------------------------------------------------

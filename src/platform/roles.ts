@@ -25,6 +25,8 @@ const CLUSTER_GROUPS: ReadonlyArray<{ name: string; attributes: string }> = [
   { name: ROLE_CLAIMS.anon, attributes: 'NOLOGIN' },
   { name: ROLE_CLAIMS.auth, attributes: 'NOLOGIN' },
   { name: ROLE_CLAIMS.svc, attributes: 'NOLOGIN NOINHERIT BYPASSRLS' },
+  // Each database's auth hook role is a member (migration 0280): Supabase's hook SQL grants to it.
+  { name: 'supabase_auth_admin', attributes: 'NOLOGIN' },
 ]
 
 /** Kinds of per-tenant roles. The first three are the request roles of platform.role(). */
@@ -34,8 +36,8 @@ export type TenantRoleNames = Record<TenantRoleKind, string>
 
 /** `t_<10 hex>` */
 export const TENANT_ID = /^t_[0-9a-f]{10}$/
-/** Every role name provisioning creates (the `_probe` test-query logins too); dropping never touches anything else. */
-export const TENANT_ROLE = /^(t_[0-9a-f]{10})_(anon|auth|svc|rest|authn|owner|anon_probe|auth_probe|svc_probe)$/
+/** Every role name provisioning creates (the `_probe` test-query logins and the `_hook` role too); dropping never touches anything else. */
+export const TENANT_ROLE = /^(t_[0-9a-f]{10})_(anon|auth|svc|rest|authn|owner|hook|anon_probe|auth_probe|svc_probe)$/
 
 export function newTenantId(): string {
   return 't_' + randomBytes(5).toString('hex')
@@ -49,12 +51,13 @@ export function tenantRoleNames(id: string): TenantRoleNames {
 }
 
 /**
- * Every role of a tenant id: the six of tenantRoleNames and the three test-query logins
- * (`<request role>_probe`) the migrations make. Dropping a tenant drops these.
+ * Every role of a tenant id: the six of tenantRoleNames, and what the migrations make: the
+ * three test-query logins (`<request role>_probe`) and the auth hooks' role (`<id>_hook`,
+ * migration 0280). Dropping a tenant drops these.
  */
 export function allTenantRoleNames(id: string): string[] {
   const names = tenantRoleNames(id)
-  return [...ROLE_KINDS.map((k) => names[k]), ...REQUEST_ROLE_KINDS.map((k) => `${names[k]}_probe`)]
+  return [...ROLE_KINDS.map((k) => names[k]), `${id}_hook`, ...REQUEST_ROLE_KINDS.map((k) => `${names[k]}_probe`)]
 }
 
 /** The tenant id of a role name made by provisioning, or null. */
@@ -156,9 +159,9 @@ async function createGroupRole(client: pg.Client, group: { name: string; attribu
 }
 
 /**
- * Cluster-wide NOLOGIN group roles `anon`, `authenticated` and `service_role` (policies say
- * `TO authenticated`, migrations `GRANT ... TO service_role`). Idempotent and safe when two
- * processes race.
+ * Cluster-wide NOLOGIN group roles `anon`, `authenticated`, `service_role` and
+ * `supabase_auth_admin` (policies say `TO authenticated`, migrations `GRANT ... TO
+ * service_role`). Idempotent and safe when two processes race.
  */
 export async function ensureClusterRoles(admin: string | pg.Client): Promise<void> {
   const client = typeof admin === 'string' ? await connectAdmin(admin) : admin

@@ -42,10 +42,11 @@ async function hookEndpoint(t: Test, answer: (r: Received) => { status: number; 
 
 const email = (label: string): string => `${label}-${Math.random().toString(36).slice(2, 10)}@example.com`
 
-/** What the owner runs (docs/auth-hooks.md): EXECUTE for the auth engine's login, PUBLIC's taken away. */
+/** What the owner runs (docs/auth-hooks.md): EXECUTE for the database's hook role, PUBLIC's taken away. */
 async function grantToAuthEngine(stack: Stack, x: StackTenant, fn: string): Promise<void> {
   const r = await stack.owner(x, 'SELECT platform.grant_hook($1::regprocedure) AS stmt', [`${fn}(jsonb)`])
-  if (!String(r.rows[0].stmt).includes(x.roles.authn)) throw new Error('grant_hook did not name the auth engine login')
+  const hookRole = x.roles.authn.replace(/_authn$/, '_hook')
+  if (!String(r.rows[0].stmt).includes(hookRole)) throw new Error("grant_hook did not name the database's hook role")
 }
 
 t.test('a Postgres custom access token hook adds a claim that RLS reads through the gateway', async (t) => {

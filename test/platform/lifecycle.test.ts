@@ -108,16 +108,16 @@ t.test('a create that fails half way leaves nothing behind', async (t) => {
 t.test('drop removes database and roles, and is idempotent', async (t) => {
   const a = await provisionTenant({ adminUrl: adminUrl(), database: randomName('tenant'), organization: 'o' })
   const b = await createTestTenant(t)
-  // The six roles of provisioning and the three test-query logins of the migrations.
+  // The six roles of provisioning, and the hook role and three test-query logins of the migrations.
   const names = allTenantRoleNames(tenantIdOf(a.roles.anon)!)
-  t.equal(names.length, 9)
+  t.equal(names.length, 10)
   // B's owner grants to one of A's roles: a dependency in another database that would
   // make a plain DROP ROLE fail.
   await withClient(b.ownerUrl, async (c) => {
     await c.query('CREATE TABLE public.shared (x int)')
     await c.query(`GRANT SELECT ON public.shared TO "${a.roles.anon}"`)
   })
-  t.same(await existingRoles(names), [...names].sort(), 'nine roles exist')
+  t.same(await existingRoles(names), [...names].sort(), 'ten roles exist')
   const res = await dropTenant({ adminUrl: adminUrl(), database: a.file.database, roles: a.file.roles })
   t.equal(res.databaseDropped, true)
   t.same(res.rolesDropped.sort(), [...names].sort())
@@ -139,8 +139,12 @@ t.test('drop removes database and roles, and is idempotent', async (t) => {
     database: c.file.database,
     roles: ['anon', 'authenticated', 'postgres'],
   })
-  t.equal(res2.rolesDropped.length, 9, 'the nine roles come from platform.roles')
-  t.same(await existingRoles(['anon', 'authenticated']), ['anon', 'authenticated'], 'cluster roles stay')
+  t.equal(res2.rolesDropped.length, 10, 'the ten roles come from platform.roles')
+  t.same(
+    await existingRoles(['anon', 'authenticated', 'supabase_auth_admin']),
+    ['anon', 'authenticated', 'supabase_auth_admin'],
+    'cluster roles stay',
+  )
 })
 
 t.test('migrations', async (t) => {
