@@ -102,6 +102,7 @@ async function startPostgres() {
       synchronous_commit: 'off',
       full_page_writes: 'off',
       max_connections: '400',
+      reserved_connections: '40',
       shared_buffers: '256MB',
     },
     onLog: (line) => {

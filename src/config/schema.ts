@@ -93,6 +93,13 @@ export const ConfigSchema = Type.Object(
       {
         /** Admin connection of the cluster new tenants are created on. */
         url: Type.Optional(Type.String()),
+        /**
+         * CONNECTION LIMIT of each database's owner login (and of each of its test-query logins),
+         * set when a database is provisioned or migrated; 0: min(20, max_connections / 10).
+         */
+        owner_connection_limit: Type.Integer({ minimum: 0, default: 0 }),
+        /** CONNECTION LIMIT of each database's engine logins (REST, auth); 0: max_connections / 4. */
+        engine_connection_limit: Type.Integer({ minimum: 0, default: 0 }),
       },
       { default: {}, additionalProperties: false },
     ),

@@ -626,7 +626,8 @@ export async function startDevPostgres(
       port,
       persistent: true,
       password: legacy ? 'postgres' : password,
-      settings: { max_connections: '200' },
+      // reserved_connections: slots only the engine logins reach (docs/security.md "The tenant boundary").
+      settings: { max_connections: '200', reserved_connections: '20' },
       onLog,
       onUnexpectedExit,
     })

@@ -18,7 +18,7 @@ import {
   type TenantFile,
   type LoadedTenantFile,
 } from '../tenants/index.js'
-import { ensureClusterRoles, ensureTenant } from '../platform/index.js'
+import { connectionLimitsOf, ensureClusterRoles, ensureTenant } from '../platform/index.js'
 import { signHS256 } from '../shared/index.js'
 import {
   PARTS,
@@ -315,7 +315,8 @@ class DevStart {
     const raws = writeRuntimeTenantFiles(sourceDir, runtimeDir, clusterUrl, engines)
     const files = raws.map((raw) => parseTenantFile(raw, `config/tenants/${String(raw.database)}.yaml`, this.#env))
     await ensureClusterRoles(clusterUrl)
-    for (const file of files) await ensureTenant({ adminUrl: clusterUrl, file })
+    const connectionLimits = connectionLimitsOf(base)
+    for (const file of files) await ensureTenant({ adminUrl: clusterUrl, file, connectionLimits })
     const sourceOf = (database: string): string | null => {
       for (const ext of ['.yaml', '.yml']) {
         const f = path.join(sourceDir, database + ext)
@@ -398,6 +399,7 @@ class DevStart {
       sourceDir: tenants.sourceDir,
       runtimeDir: tenants.runtimeDir,
       adminUrl: clusterUrl,
+      connectionLimits: connectionLimitsOf(deps.config),
       engines: tenants.engines,
       store: deps.store,
       env: this.#env,

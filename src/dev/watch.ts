@@ -8,7 +8,7 @@
 import { watch, existsSync, readFileSync, rmSync, type FSWatcher } from 'node:fs'
 import path from 'node:path'
 import { parseTenantFile, redactSecrets, toTenant, type TenantFile, type TenantStore } from '../tenants/index.js'
-import { ensureTenant } from '../platform/index.js'
+import { ensureTenant, type ConnectionLimits } from '../platform/index.js'
 import {
   runtimeTenantRecord,
   writeRuntimeTenantFile,
@@ -24,6 +24,8 @@ export interface TenantWatcherOptions {
   runtimeDir: string
   /** Superuser URL of the stack's cluster. */
   adminUrl: string
+  /** The logins' CONNECTION LIMITs (config postgres.*_connection_limit). */
+  connectionLimits?: ConnectionLimits
   engines: DevEngines
   store: TenantStore
   env: NodeJS.ProcessEnv
@@ -158,11 +160,11 @@ class TenantFileWatcher implements TenantWatcher {
 
   /** The file validated, its database provisioned or migrated and its generated copy written; null (reported) when it fails. */
   async #provision(src: string, label: string): Promise<TenantFile | null> {
-    const { adminUrl, engines, env, runtimeDir } = this.#opts
+    const { adminUrl, connectionLimits, engines, env, runtimeDir } = this.#opts
     try {
       const raw = runtimeTenantRecord(src, adminUrl, engines)
       const file = parseTenantFile(raw, label, env)
-      await ensureTenant({ adminUrl, file })
+      await ensureTenant({ adminUrl, file, connectionLimits })
       writeRuntimeTenantFile(runtimeDir, raw)
       return file
     } catch (err) {

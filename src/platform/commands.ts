@@ -19,7 +19,7 @@ import {
 } from '../tenants/index.js'
 import { assertDatabaseName, dropTenant, provisionTenant } from './provision.js'
 import { migrateAll, migrateDatabase } from './migrate.js'
-import { connectAdmin, describeUrl, type TenantRoleNames } from './roles.js'
+import { connectAdmin, connectionLimitsOf, describeUrl, type TenantRoleNames } from './roles.js'
 import { PlatformCommandError } from './errors.js'
 
 const out = (text: string): void => {
@@ -209,6 +209,7 @@ async function create(cfg: Config, database: string, flags: CreateFlags): Promis
     organization: flags.org,
     upstreams,
     signingAlgorithm,
+    connectionLimits: connectionLimitsOf(cfg),
   })
   const done = { ignored: '' }
   try {
@@ -287,7 +288,7 @@ function migrated(r: { database: string; applied: string[]; version: number }): 
     : `${r.database}: up to date (version ${r.version})`
 }
 
-async function migrateOne(adminUrl: string, database: string): Promise<void> {
+async function migrateOne(cfg: Config, adminUrl: string, database: string): Promise<void> {
   assertDatabaseName(database)
   const admin = await connectAdmin(adminUrl)
   try {
@@ -297,11 +298,12 @@ async function migrateOne(adminUrl: string, database: string): Promise<void> {
   } finally {
     await admin.end().catch(() => {})
   }
-  out(migrated({ database, ...(await migrateDatabase(withDatabase(adminUrl, database))) }))
+  const r = await migrateDatabase(withDatabase(adminUrl, database), { connectionLimits: connectionLimitsOf(cfg) })
+  out(migrated({ database, ...r }))
 }
 
-async function migrateEvery(adminUrl: string): Promise<void> {
-  const results = await migrateAll(adminUrl)
+async function migrateEvery(cfg: Config, adminUrl: string): Promise<void> {
+  const results = await migrateAll(adminUrl, { connectionLimits: connectionLimitsOf(cfg) })
   if (results.length === 0) {
     out(`no tenant databases on ${describeUrl(adminUrl)}`)
     return
@@ -318,8 +320,8 @@ async function migrate(cfg: Config, database: string | undefined, flags: Migrate
   if (database && flags.all) throw new PlatformCommandError('name a database or pass --all, not both')
   if (!database && !flags.all) throw new PlatformCommandError('name a database or pass --all')
   const adminUrl = adminUrlOf(flags.postgres, cfg)
-  if (database) await migrateOne(adminUrl, database)
-  else await migrateEvery(adminUrl)
+  if (database) await migrateOne(cfg, adminUrl, database)
+  else await migrateEvery(cfg, adminUrl)
 }
 
 const POSTGRES_OPTION = ['--postgres <url>', 'admin (superuser) URL of the cluster; default postgres.url'] as const

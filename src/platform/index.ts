@@ -14,6 +14,7 @@ export {
 } from './provision.js'
 export {
   connectAdmin,
+  connectionLimitsOf,
   pingPostgres,
   ensureClusterRoles,
   tenantRoleNames,
@@ -23,6 +24,7 @@ export {
   ROLE_KINDS,
   TENANT_ID,
   TENANT_ROLE,
+  type ConnectionLimits,
   type TenantRoleKind,
   type TenantRoleNames,
 } from './roles.js'

@@ -7,7 +7,7 @@ import { fileURLToPath } from 'node:url'
 import path from 'node:path'
 import type pg from 'pg'
 import { inTransaction, withDatabase } from '../shared/index.js'
-import { connectAdmin, ROLE_KINDS, type TenantRoleNames } from './roles.js'
+import { connectAdmin, ROLE_KINDS, syncConnectionLimits, type ConnectionLimits, type TenantRoleNames } from './roles.js'
 import {
   MigrationFailedError,
   MigrationFileInvalidError,
@@ -33,6 +33,8 @@ export interface MigrateOptions {
   roles?: TenantRoleNames
   /** Migrations directory; the bundled one by default. */
   dir?: string
+  /** The logins' CONNECTION LIMITs (config `postgres.*_connection_limit`); sized from max_connections by default. */
+  connectionLimits?: ConnectionLimits
 }
 
 export interface MigrateResult {
@@ -186,6 +188,7 @@ export async function migrateDatabase(url: string, opts: MigrateOptions = {}): P
       migrations.filter((m) => !done.has(m.version)),
     )
     await client.query(SYNC_TEST_QUERY_LOGINS)
+    await syncConnectionLimits(client, opts.connectionLimits)
     const v = await client.query<{ v: number | null }>('SELECT max(version) AS v FROM platform.schema_migrations')
     return { applied, version: v.rows[0].v ?? 0 }
   } finally {

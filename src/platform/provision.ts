@@ -23,9 +23,10 @@ import {
   tenantIdOf,
   tenantRoleNames,
   TENANT_ROLE,
+  type ConnectionLimits,
   type TenantRoleNames,
 } from './roles.js'
-import { migrateDatabase } from './migrate.js'
+import { migrateDatabase, type MigrateOptions } from './migrate.js'
 import {
   DatabaseExistsError,
   DatabaseNameInvalidError,
@@ -66,6 +67,8 @@ export interface ProvisionOptions {
   id?: string
   /** Migrations directory (default: the bundled one). */
   migrationsDir?: string
+  /** The logins' CONNECTION LIMITs (config `postgres.*_connection_limit`). */
+  connectionLimits?: ConnectionLimits
 }
 
 export interface ProvisionResult {
@@ -142,11 +145,15 @@ export async function provisionTenant(opts: ProvisionOptions): Promise<Provision
   const passwords = { rest: secret(24), authn: secret(24), owner: secret(24) }
   const signingKey = await generateSigningKey(opts.signingAlgorithm === 'RS256' ? 'RS256' : 'ES256')
   const file = buildTenantFile(opts, roles, passwords, signingKey)
-  await createTenantObjects(opts.adminUrl, opts.database, id, passwords, opts.migrationsDir)
+  await createTenantObjects(opts.adminUrl, opts.database, id, passwords, migrateOptions(opts))
   return { file, ownerUrl: file.postgres, roles }
 }
 
 type Passwords = Record<'rest' | 'authn' | 'owner', string>
+
+function migrateOptions(opts: { migrationsDir?: string; connectionLimits?: ConnectionLimits }): MigrateOptions {
+  return { dir: opts.migrationsDir, connectionLimits: opts.connectionLimits }
+}
 
 /** Database, roles and migrations, all or nothing. */
 async function createTenantObjects(
@@ -154,7 +161,7 @@ async function createTenantObjects(
   database: string,
   id: string,
   passwords: Passwords,
-  migrationsDir?: string,
+  migrate: MigrateOptions,
 ): Promise<string[]> {
   const roles = tenantRoleNames(id)
   const client = await openAdmin(adminUrl)
@@ -181,7 +188,7 @@ async function createTenantObjects(
     }
     rolesCreated = true
     step = 'migrations'
-    const r = await migrateDatabase(withDatabase(adminUrl, database), { roles, dir: migrationsDir })
+    const r = await migrateDatabase(withDatabase(adminUrl, database), { ...migrate, roles })
     return r.applied
   } catch (err) {
     if (databaseCreated) await dropCreated(client, database, rolesCreated ? roles : null).catch(() => {})
@@ -198,6 +205,7 @@ export interface EnsureTenantOptions {
   /** An existing tenant file made by provisioning (role names `t_<hex>_<kind>`, engine URLs with passwords). */
   file: TenantFile
   migrationsDir?: string
+  connectionLimits?: ConnectionLimits
 }
 
 /**
@@ -240,16 +248,16 @@ export async function ensureTenant(opts: EnsureTenantOptions): Promise<{ created
     await client.end().catch(() => {})
   }
   if (exists) {
-    const r = await migrateDatabase(withDatabase(opts.adminUrl, file.database), { roles, dir: opts.migrationsDir })
+    const r = await migrateDatabase(withDatabase(opts.adminUrl, file.database), { ...migrateOptions(opts), roles })
     return { created: false, applied: r.applied }
   }
   try {
-    const applied = await createTenantObjects(opts.adminUrl, file.database, id, passwords, opts.migrationsDir)
+    const applied = await createTenantObjects(opts.adminUrl, file.database, id, passwords, migrateOptions(opts))
     return { created: true, applied }
   } catch (err) {
     // Another process (a second `npm start`) won the race: fine when it made the same tenant.
     if (err instanceof DatabaseExistsError) {
-      const r = await migrateDatabase(withDatabase(opts.adminUrl, file.database), { roles, dir: opts.migrationsDir })
+      const r = await migrateDatabase(withDatabase(opts.adminUrl, file.database), { ...migrateOptions(opts), roles })
       return { created: false, applied: r.applied }
     }
     throw err

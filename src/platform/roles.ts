@@ -212,3 +212,54 @@ export async function createTenantRoles(
     for (const s of statements) await client.query(s)
   })
 }
+
+/**
+ * CONNECTION LIMITs of a database's logins, chosen by the operator (config `postgres.*`), never
+ * by a tenant; 0 or absent sizes them from the cluster's max_connections (docs/security.md
+ * "The tenant boundary").
+ */
+export interface ConnectionLimits {
+  /** The owner login and the test-query logins, each; default min(20, max_connections / 10). */
+  owner?: number
+  /** Each engine login (rest, authn); default max_connections / 4. */
+  engine?: number
+}
+
+/** The operator's CONNECTION LIMITs of the logins (config `postgres.*_connection_limit`; 0 sizes them). */
+export function connectionLimitsOf(cfg: {
+  postgres: { owner_connection_limit: number; engine_connection_limit: number }
+}): ConnectionLimits {
+  return { owner: cfg.postgres.owner_connection_limit, engine: cfg.postgres.engine_connection_limit }
+}
+
+/**
+ * Sets the CONNECTION LIMIT of this database's logins (registered in platform.roles) so one
+ * database's owner cannot take the connections every database shares, and on Postgres 16 and
+ * later lets the engine logins use the slots `reserved_connections` keeps
+ * (pg_use_reserved_connections), which owners and test queries cannot reach. Idempotent; run by
+ * every migration run.
+ */
+export async function syncConnectionLimits(client: pg.Client, limits: ConnectionLimits = {}): Promise<void> {
+  const r = await client.query<{ max: number; version: number }>(
+    `SELECT current_setting('max_connections')::int AS max, current_setting('server_version_num')::int AS version`,
+  )
+  const { max, version } = r.rows[0]!
+  const owner = limits.owner || Math.max(1, Math.min(20, Math.floor(max / 10)))
+  const engine = limits.engine || Math.max(1, Math.floor(max / 4))
+  const logins = await client.query<{ role_name: string; kind: string; connlimit: number; reserved: boolean }>(
+    `SELECT a.rolname AS role_name, CASE WHEN p.kind IN ('rest', 'authn') THEN 'engine' ELSE 'owner' END AS kind,
+       a.rolconnlimit AS connlimit,
+       EXISTS (SELECT 1 FROM pg_auth_members m JOIN pg_roles g ON g.oid = m.roleid
+         WHERE m.member = a.oid AND g.rolname = 'pg_use_reserved_connections') AS reserved
+     FROM platform.roles p JOIN pg_roles a
+       ON a.rolname = p.role_name OR (p.kind IN ('anon', 'auth', 'svc') AND a.rolname = p.role_name || '_probe')
+     WHERE a.rolcanlogin AND p.kind IN ('rest', 'authn', 'owner', 'anon', 'auth', 'svc')`,
+  )
+  for (const l of logins.rows) {
+    const limit = l.kind === 'engine' ? engine : owner
+    if (l.connlimit !== limit) await client.query(`ALTER ROLE ${quoteIdent(l.role_name)} CONNECTION LIMIT ${limit}`)
+  }
+  if (version < 160000) return
+  const engines = logins.rows.filter((l) => l.kind === 'engine' && !l.reserved).map((l) => quoteIdent(l.role_name))
+  if (engines.length > 0) await client.query(`GRANT pg_use_reserved_connections TO ${engines.join(', ')}`)
+}

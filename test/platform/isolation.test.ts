@@ -220,6 +220,9 @@ t.test('isolation between two tenants', async (t) => {
         { role: a.roles.anon, member: a.roles.rest },
         { role: a.roles.auth, member: a.roles.rest },
         { role: a.roles.svc, member: a.roles.rest },
+        // The slots reserved_connections keeps (docs/security.md "The tenant boundary").
+        { role: 'pg_use_reserved_connections', member: a.roles.authn },
+        { role: 'pg_use_reserved_connections', member: a.roles.rest },
       ].sort((x, y) => x.member.localeCompare(y.member) || x.role.localeCompare(y.role)),
       'memberships as designed',
     )
