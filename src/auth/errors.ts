@@ -2,6 +2,7 @@
 // (docs/auth-protocol.md §6.3), and the renderer that picks the wire shape from the request's
 // X-Supabase-Api-Version header (§6.1). Status lives with the code; messages are GoTrue's.
 // Internal causes are logged with the request id, never sent.
+import pg from 'pg'
 import {
   DatabaseUnavailableError,
   GatehouseError,
@@ -82,6 +83,8 @@ export const UnexpectedFailureError = defineAuthCases('unexpected_failure', {
   enrollSession: [500, 'A valid session and a registered user are required to enroll a factor'],
   siteUrl: [500, 'site url is improperly formatted'],
   qrCode: [500, 'Error generating QR Code'],
+  // A statement of the sign-up refused (a trigger on auth.users that raised): GoTrue's answer.
+  saveUser: [500, 'Database error saving new user'],
   // A hook that failed: GoTrue answers 500 with what went wrong, never the hook's own internals.
   hook: [500, (message: string) => message],
 })
@@ -318,6 +321,11 @@ function connectionLost(e: unknown): boolean {
   // AggregateError of a dual-stack connect (127.0.0.1 and ::1 both refused).
   const errors = (e as { errors?: unknown }).errors
   return Array.isArray(errors) && errors.length > 0 && errors.every(connectionLost)
+}
+
+/** A statement Postgres refused (a trigger that raised, a check), not the database being out of reach. */
+export function statementRefused(err: unknown): boolean {
+  return err instanceof pg.DatabaseError && !connectionLost(err)
 }
 
 /** The error (itself, or the cause/internal error it wraps) that says the database is unreachable; undefined when none does. */

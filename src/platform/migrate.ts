@@ -99,6 +99,15 @@ BEGIN
 END
 $do$`
 
+// Auth tables a later migration adds are the owner's to read and write as the first ones are
+// (0290_owner_auth_access): the function is re-run after every run, once it exists.
+const OPEN_AUTH_TO_OWNER = `
+DO $do$
+BEGIN
+  IF to_regprocedure('platform.open_auth_to_owner()') IS NOT NULL THEN PERFORM platform.open_auth_to_owner(); END IF;
+END
+$do$`
+
 async function registerRoles(client: pg.Client, database: string, roles: TenantRoleNames): Promise<void> {
   await inTransaction(client, async () => {
     for (const kind of ROLE_KINDS) {
@@ -189,6 +198,7 @@ export async function migrateDatabase(url: string, opts: MigrateOptions = {}): P
     )
     await client.query(SYNC_TEST_QUERY_LOGINS)
     await syncConnectionLimits(client, opts.connectionLimits)
+    await client.query(OPEN_AUTH_TO_OWNER)
     const v = await client.query<{ v: number | null }>('SELECT max(version) AS v FROM platform.schema_migrations')
     return { applied, version: v.rows[0].v ?? 0 }
   } finally {

@@ -13,6 +13,8 @@ import {
   SignupDisabledError,
   UserAlreadyExistsError,
   ValidationFailedError,
+  statementRefused,
+  UnexpectedFailureError,
 } from '../errors.js'
 import { contextOf } from '../request-state.js'
 import { bodyOf, clientMeta, normaliseEmail, optObject, optString, redirectUrlOf } from '../http.js'
@@ -154,11 +156,22 @@ export async function postSignup(req: FastifyRequest): Promise<unknown> {
       return toUserJson({ user: sent.user, identities: created.identities })
     })
   } catch (err) {
-    // A concurrent sign-up of the same address won the unique index.
-    if ((err as { code?: string }).code === '23505') {
-      if (autoconfirm) throw new UserAlreadyExistsError()
-      return obfuscatedUser(ctx, address, data)
-    }
-    throw err
+    return signUpFailed(ctx, err, { address, data, autoconfirm })
   }
+}
+
+/** A sign-up whose transaction failed: a concurrent sign-up of the address, or a statement refused. */
+function signUpFailed(
+  ctx: TenantContext,
+  err: unknown,
+  o: { address: string; data: Record<string, unknown> | undefined; autoconfirm: boolean },
+) {
+  // A concurrent sign-up of the same address won the unique index.
+  if ((err as { code?: string }).code === '23505') {
+    if (o.autoconfirm) throw new UserAlreadyExistsError()
+    return obfuscatedUser(ctx, o.address, o.data)
+  }
+  // A trigger on auth.users that raised (docs/supabase.md): GoTrue's answer, the request rolled back.
+  if (statementRefused(err)) throw new UnexpectedFailureError('saveUser', { internal: err })
+  throw err
 }
