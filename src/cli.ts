@@ -6,6 +6,7 @@
 // `gatehouse --help` and `--version` load commander and nothing else of weight.
 import { readFileSync, realpathSync } from 'node:fs'
 import { fileURLToPath } from 'node:url'
+import path from 'node:path'
 import { Command, CommanderError } from 'commander'
 import type { Config, LoadConfigOptions } from './config/index.js'
 
@@ -15,6 +16,8 @@ interface Loaders {
   config: ConfigFn
   /** The configuration for commands that read tenants (the running dev stack's own files). */
   readConfig: ConfigFn
+  /** Whether a development stack (npm start) runs in this checkout. */
+  devRunning: () => boolean
 }
 
 interface Group {
@@ -72,6 +75,13 @@ const GROUPS: Group[] = [
     },
   },
   {
+    name: 'db',
+    description: "a Supabase project's migrations: db push <database> | db reset <database>",
+    async register(program, { config, devRunning }) {
+      ;(await import('./platform/index.js')).registerDbCommands(program, config, devRunning)
+    },
+  },
+  {
     name: 'config',
     description: 'process configuration',
     async register(program, { config }) {
@@ -106,6 +116,14 @@ function commandWord(args: readonly string[]): string | undefined {
     return a
   }
   return undefined
+}
+
+/** `cwd`, or the nearest directory above it where `running(dir)` holds; `cwd` when none does. */
+function stackRoot(cwd: string, running: (dir: string) => boolean): string {
+  for (let dir = path.resolve(cwd); ; dir = path.dirname(dir)) {
+    if (running(dir)) return dir
+    if (path.dirname(dir) === dir) return cwd
+  }
 }
 
 /**
@@ -161,15 +179,22 @@ export async function buildCli(argv: readonly string[] = process.argv): Promise<
   ])
   // A typo in a variable name is never silently ignored.
   for (const w of unknownEnvironment(process.env)) process.stderr.write(`gatehouse: ${w}\n`)
+  // The checkout a development stack runs in: this directory or the nearest above it that has
+  // one (an app's folder inside the checkout, as git finds its repository).
+  const root = stackRoot(process.cwd(), (dir) => runningDevInfo(dir) !== null)
   const load = (kind: 'write' | 'read'): Config => {
     const opts: LoadConfigOptions = { file: program.opts().config, env: process.env }
     // A development stack running in this directory supplies the defaults (its cluster, its
     // tenant files); the config file and GATEHOUSE_* variables still win.
-    const dev = runningDevDefaults(process.cwd(), kind)
+    const dev = runningDevDefaults(root, kind)
     if (dev !== null) opts.defaults = dev
     return loadConfig(opts)
   }
-  await chosen.register(program, { config: () => load('write'), readConfig: () => load('read') })
+  await chosen.register(program, {
+    config: () => load('write'),
+    readConfig: () => load('read'),
+    devRunning: () => runningDevInfo(root) !== null,
+  })
   if (chosen.name === 'tenants') guardApplyBesideDevStack(program, runningDevInfo)
   // `gatehouse dev` also registers `status` (and the other way round): keep one of each.
   for (const g of GROUPS) {

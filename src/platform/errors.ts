@@ -94,6 +94,13 @@ export const MigrationFileInvalidError = defineError(
   (file: string, why: string) => `migration file ${file}: ${why}`,
 )
 
+/** A file of `gatehouse db push` failed: it was rolled back (statement, line and Postgres' error in the message). */
+export const DbPushFailedError = defineError(
+  'db_push_failed',
+  422,
+  (file: string, why: string) => `migration ${file} was rolled back: ${why}`,
+)
+
 // ---- commands ----------------------------------------------------------------------------
 
 /** A command refused for a reason given in the message (no admin URL, no TTY, ...). */
@@ -113,6 +120,7 @@ export const PLATFORM_ERRORS = {
   RolesMismatchError,
   MigrationFailedError,
   MigrationFileInvalidError,
+  DbPushFailedError,
   PlatformCommandError,
 } as const
 

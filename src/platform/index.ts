@@ -40,3 +40,4 @@ export {
 } from './migrate.js'
 export * from './errors.js'
 export { registerPlatformCommands, renderTenantFile } from './commands.js'
+export { registerDbCommands } from './db-commands.js'
