@@ -80,7 +80,10 @@ t.test('a grant to authenticated only, called as anon: unknown_table naming the 
   t.match(error?.details, /holds no privilege/)
   t.match(error?.details, `authenticated (${x.roles.auth}): SELECT`, 'says who holds the grant')
   t.match(error?.hint, /grant to the wrong role/)
-  t.match(error?.hint, 'GRANT SELECT ON public.todos TO anon;')
+  t.match(
+    error?.hint,
+    'GRANT SELECT ON public.todos TO anon; then enable row-level security on the table and add a policy.',
+  )
 
   // The same table as a signed-in user: visible (the grant is right for that role).
   const token = await userToken(x, randomUUID())
@@ -102,6 +105,28 @@ t.test('a table that does not exist: unknown_table saying so', async (t) => {
   t.match(r.body.message, `role anon (${x.roles.anon})`)
   t.match(r.body.details, /No table or view named "todoz" exists in schema public/)
   t.same(Object.keys(r.body).slice(0, 4), ['code', 'message', 'details', 'hint'])
+})
+
+t.test('the hint asks only for the row-level security steps still missing', async (t) => {
+  await stack.owner(
+    x,
+    `CREATE TABLE public.guarded (id int PRIMARY KEY);
+     ALTER TABLE public.guarded ENABLE ROW LEVEL SECURITY;
+     CREATE TABLE public.policed (id int PRIMARY KEY);
+     ALTER TABLE public.policed ENABLE ROW LEVEL SECURITY;
+     CREATE POLICY policed_read ON public.policed FOR SELECT USING (true);`,
+  )
+  const guarded = await stack.supabase(x).from('guarded').select('*')
+  t.match(
+    guarded.error?.hint,
+    /GRANT SELECT ON public\.guarded TO anon; then add a policy \(row-level security is on\)\.$/,
+  )
+  const policed = await stack.supabase(x).from('policed').select('*')
+  t.match(
+    policed.error?.hint,
+    /GRANT SELECT ON public\.policed TO anon; \(row-level security is on and the table has policies\)\.$/,
+  )
+  t.notMatch(policed.error?.hint, /enable row-level security/)
 })
 
 t.test('a privilege missing for the method: no_table_grant whose hint the owner runs to fix it', async (t) => {

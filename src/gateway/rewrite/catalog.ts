@@ -27,7 +27,16 @@ export interface RolePrivileges {
 /** The facts about one table name in a tenant database. */
 export type TableFacts =
   | { exists: false; schemas: string[]; name: string }
-  | { exists: true; schema: string; name: string; relkind: string; roles: Partial<Record<RoleKind, RolePrivileges>> }
+  | {
+      exists: true
+      schema: string
+      name: string
+      relkind: string
+      /** Row-level security is enabled, and some policy is defined on the table. */
+      rls: boolean
+      policies: boolean
+      roles: Partial<Record<RoleKind, RolePrivileges>>
+    }
 
 export interface CatalogOptions {
   /** How long an answer is reused, ms (default 2000). Kept short: grants change. */
@@ -58,6 +67,8 @@ const TABLE_FACTS_SQL = `
 SELECT n.nspname::text AS schema,
        c.relname::text AS name,
        c.relkind::text AS relkind,
+       c.relrowsecurity AS rls,
+       EXISTS (SELECT 1 FROM pg_catalog.pg_policy p WHERE p.polrelid = c.oid) AS policies,
        r.kind AS role_kind,
        has_schema_privilege(ro.oid, n.oid, 'USAGE') AS usage,
        has_table_privilege(ro.oid, c.oid, 'SELECT') AS t_select,
@@ -82,6 +93,8 @@ interface FactsRow {
   schema: string
   name: string
   relkind: string
+  rls: boolean
+  policies: boolean
   role_kind: RoleKind
   usage: boolean
   t_select: boolean
@@ -109,7 +122,8 @@ function toFacts(rows: FactsRow[], schemas: string[], name: string): TableFacts 
       any: r.t_other || Object.values(table).some(Boolean) || Object.values(columns).some(Boolean),
     }
   }
-  return { exists: true, schema: first.schema, name: first.name, relkind: first.relkind, roles }
+  const { schema, name: relname, relkind, rls, policies } = first
+  return { exists: true, schema, name: relname, relkind, rls, policies, roles }
 }
 
 /** Cache keys are JSON tuples (never concatenated strings). */

@@ -343,10 +343,18 @@ function unknownTable(
     details: `${why} ${heldBy(tenant, f, kind)}`,
     hint:
       `The usual cause is a grant to the wrong role. Grant to ${roleClaim(kind)} (this database's ${roleDisplayName(kind)} ` +
-      `role is a member of it), e.g. ${grantStatement(firstNeed(input), f.schema, f.name, kind)} ` +
-      'then enable row-level security on the table and add a policy.',
+      `role is a member of it), e.g. ${grantStatement(firstNeed(input), f.schema, f.name, kind)}${rlsAdvice(f)}`,
     extra: { role: roleDisplayName(kind), table },
   })
+}
+
+/** What the hint of an existing table adds after the GRANT: only the row-level security steps still missing. */
+function rlsAdvice(f: Extract<TableFacts, { exists: true }>): string {
+  if (f.relkind !== 'r' && f.relkind !== 'p') return ''
+  if (!f.rls) return ' then enable row-level security on the table and add a policy.'
+  return f.policies
+    ? ' (row-level security is on and the table has policies).'
+    : ' then add a policy (row-level security is on).'
 }
 
 function unknownTableMissing(input: RefusalInput, schemas: readonly string[], name: string): Refusal {
