@@ -10,6 +10,7 @@ import { mkdtempSync, writeFileSync } from 'node:fs'
 import os from 'node:os'
 import path from 'node:path'
 import { fileURLToPath } from 'node:url'
+import { decodeJwt } from 'jose'
 import pg from 'pg'
 import { pushMigrations } from '../../src/platform/db-push.js'
 import { startStack, type Stack, type StackTenant } from '../helpers/panel-stack.js'
@@ -202,4 +203,28 @@ t.test('uuid-ossp is in extensions, and the owner may ask for it again', async (
   await stack.owner(x, 'create extension if not exists "uuid-ossp" with schema extensions')
   const r = await stack.owner<{ n: number }>(x, 'SELECT length(extensions.uuid_generate_v4()::text) AS n')
   t.equal(r.rows[0]!.n, 36)
+})
+
+t.test("Supabase's access token hook SQL: grants and a policy to supabase_auth_admin", async (t) => {
+  const x = await stack.addTenant({
+    auth: { hooks: { custom_access_token: { uri: 'pg-functions://postgres/public/custom_access_token_hook' } } },
+  })
+  const { applied } = await push(x, migrations('hook'))
+  t.same(applied, ['20240501080000_roles.sql', '20240501081000_access_token_hook.sql'])
+  const editor = await stack.supabase(x).auth.signUp({ email: email('editor'), password: 'correct horse battery' })
+  t.equal(editor.error, null)
+  await stack.owner(x, "insert into public.user_roles values ($1, 'editor')", [editor.data.user!.id])
+  const signIn = await stack
+    .supabase(x)
+    .auth.signInWithPassword({ email: editor.data.user!.email!, password: 'correct horse battery' })
+  t.equal(signIn.error, null)
+  t.equal(
+    decodeJwt(signIn.data.session!.access_token).user_role,
+    'editor',
+    'the hook read the row its policy lets through',
+  )
+  const nobody = await stack.supabase(x).auth.signUp({ email: email('nobody'), password: 'correct horse battery' })
+  t.equal(decodeJwt(nobody.data.session!.access_token).user_role, null)
+  const anon = await stack.supabase(x).from('user_roles').select('*')
+  t.match(anon.error, { code: 'unknown_table' }, 'revoked from anon and authenticated as the file says')
 })
