@@ -1,8 +1,9 @@
 // The development stack's records: .gatehouse/dev.json (what a person or a script needs of the
 // running stack), the secrets kept between starts, and the banner that prints dev.json.
-import { mkdirSync, readFileSync, writeFileSync, existsSync } from 'node:fs'
+import { mkdirSync, readFileSync, existsSync } from 'node:fs'
 import path from 'node:path'
 import { randomBytes } from 'node:crypto'
+import { writeFileAtomic } from '../shared/index.js'
 
 export interface DevDatabaseInfo {
   database: string
@@ -44,13 +45,13 @@ export function devSecrets(stateDir: string): { panel_session_secret: string } {
   if (existsSync(file)) return JSON.parse(readFileSync(file, 'utf8')) as { panel_session_secret: string }
   const s = { panel_session_secret: randomBytes(32).toString('base64url') }
   mkdirSync(stateDir, { recursive: true })
-  writeFileSync(file, JSON.stringify(s, null, 2) + '\n', { mode: 0o600 })
+  writeFileAtomic(file, JSON.stringify(s, null, 2) + '\n', { mode: 0o600 })
   return s
 }
 
 export function writeDevInfo(stateDir: string, info: DevInfo): string {
   const file = path.join(stateDir, 'dev.json')
-  writeFileSync(file, JSON.stringify(info, null, 2) + '\n', { mode: 0o600 })
+  writeFileAtomic(file, JSON.stringify(info, null, 2) + '\n', { mode: 0o600 })
   return file
 }
 

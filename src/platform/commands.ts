@@ -1,13 +1,13 @@
 // `gatehouse tenants create|drop|migrate`: provisioning commands. `create`
 // provisions a database and writes its tenant file (and the Redis store when configured),
 // undoing everything when a step fails; `drop` asks first; `migrate` updates schemas.
-import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
+import { existsSync, mkdirSync, readFileSync, rmSync } from 'node:fs'
 import path from 'node:path'
 import { createInterface } from 'node:readline/promises'
 import type { Command } from 'commander'
 import { parse as parseYaml, stringify as toYaml } from 'yaml'
 import type { Config } from '../config/index.js'
-import { withDatabase } from '../shared/index.js'
+import { withDatabase, writeFileAtomic } from '../shared/index.js'
 import {
   createTenantStore,
   declareCommands,
@@ -70,7 +70,7 @@ function ignoreInGit(dir: string, name: string): string {
   let text = existsSync(file) ? readFileSync(file, 'utf8') : IGNORE_HEADER
   const lines = text.split('\n').map((l) => l.trim())
   if (!lines.includes(name) && !lines.includes(`/${name}`)) text = `${text.replace(/\n?$/, '\n')}/${name}\n`
-  writeFileSync(file, text)
+  writeFileAtomic(file, text)
   return file
 }
 
@@ -83,7 +83,7 @@ function unignoreInGit(dir: string, name: string): void {
     .split('\n')
     .filter((l) => l.trim() !== `/${name}`)
     .join('\n')
-  if (next !== text) writeFileSync(file, next)
+  if (next !== text) writeFileAtomic(file, next)
 }
 
 /** Role names of a tenant file, read leniently (a file with unset ${ENV} still names its roles). */
@@ -161,7 +161,7 @@ async function recordNewTenant(
   done: { ignored: string },
 ): Promise<void> {
   mkdirSync(dir, { recursive: true })
-  writeFileSync(target, renderTenantFile(file), { mode: 0o600, flag: 'wx' })
+  writeFileAtomic(target, renderTenantFile(file), { mode: 0o600, exclusive: true })
   done.ignored = ignoreInGit(dir, path.basename(target))
   if (cfg.tenants.source === 'redis') {
     const store = createTenantStore(cfg)
