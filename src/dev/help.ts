@@ -1,6 +1,6 @@
 // What `gatehouse dev --help` says about the environment: every variable the stack reads.
 import { configEnvEntries } from '../config/index.js'
-import { DEV_PG_PORT } from './ports.js'
+import { DEV_CONFIG_DEFAULTS, DEV_PG_PORT } from './ports.js'
 
 const PORT_KEYS = /_(?:PORT|ADMIN_PORT|SMTP_PORT|WEB_PORT)$/
 
@@ -18,6 +18,11 @@ function wrap(words: string[], width = 96, indent = '    '): string[] {
   return lines
 }
 
+/** Ports the stack chooses otherwise than `gatehouse serve` (DEV_CONFIG_DEFAULTS), by variable name. */
+const STACK_PORTS = new Map(
+  Object.entries(DEV_CONFIG_DEFAULTS).map(([section, v]) => [`GATEHOUSE_${section.toUpperCase()}_PORT`, v.port]),
+)
+
 /** The help text after `gatehouse dev`'s options: the variables it reads, ports with defaults. */
 export function devEnvironmentHelp(): string {
   const entries = configEnvEntries()
@@ -32,7 +37,7 @@ export function devEnvironmentHelp(): string {
     '  REDIS_URL                   tenants in this Redis instead of files (also GATEHOUSE_REDIS_URL)',
     '  GATEHOUSE_CONFIG            a YAML process config file (also -c)',
     '  Ports (each moved by the offset; 0 lets the kernel choose, and dev.json and the banner say which it chose):',
-    ...ports.map((e) => `    ${e.name.padEnd(34)} ${String(e.default)}`),
+    ...ports.map((e) => `    ${e.name.padEnd(34)} ${String(STACK_PORTS.get(e.name) ?? e.default)}`),
     '  Every other configuration key, as GATEHOUSE_<SECTION>_<KEY> (docs/configuration.md):',
     ...wrap(others.map((e) => e.name)),
     '',

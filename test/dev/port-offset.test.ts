@@ -140,6 +140,7 @@ t.test('gatehouse dev --help lists every GATEHOUSE_* variable the stack reads', 
   }
   for (const name of read) t.match(r.stdout, new RegExp(`\\b${name}\\b`), `lists ${name}`)
   t.match(r.stdout, /GATEHOUSE_GATEWAY_PORT +8000/, 'ports with their defaults')
+  t.match(r.stdout, /GATEHOUSE_REST_PORT +3100\n/, "the stack's own REST port, not serve's 3000")
 })
 
 t.test(
