@@ -272,3 +272,30 @@ t.test('a database migrated before the hook role gets it, and its hooks keep the
     'the hook runs as the new role with the grants it had',
   )
 })
+
+t.test("a hook's search_path does not outlive it on the engine's connection", async (t) => {
+  // One connection: the hook's call and the next sign-in share it.
+  const h = await startAuth(t, { poolPerTenant: 1, tenants: [{ auth: hookOn('wander') as never }] })
+  const x = h.list[0]!
+  // The owner's trap: an `=` on varchar (an exact match where the built-in needs a cast, as
+  // in the engine's `aud = $2`) that notes who called it; found only by a search path naming public.
+  await h.ownerQuery(
+    x,
+    `GRANT USAGE ON SCHEMA public TO PUBLIC;
+     CREATE TABLE public.callers (who text);
+     GRANT INSERT ON public.callers TO PUBLIC;
+     CREATE FUNCTION public.noted_eq(a varchar, b varchar) RETURNS boolean LANGUAGE plpgsql AS $f$
+     BEGIN INSERT INTO public.callers VALUES (current_user); RETURN a::text = b::text; END $f$;
+     CREATE OPERATOR public.= (LEFTARG = varchar, RIGHTARG = varchar, FUNCTION = public.noted_eq);
+     CREATE FUNCTION public.wander(event jsonb) RETURNS jsonb LANGUAGE plpgsql AS $f$
+     BEGIN PERFORM pg_catalog.set_config('search_path', 'public', false); RETURN event; END $f$;
+     SELECT platform.grant_hook('public.wander(jsonb)'::regprocedure);`,
+  )
+  const address = email('wander')
+  const signUp = await h.client(x).signUp({ email: address, password: PASSWORD })
+  t.error(signUp.error)
+  const signIn = await h.client(x).signInWithPassword({ email: address, password: PASSWORD })
+  t.error(signIn.error)
+  const callers = await h.ownerQuery(x, 'SELECT who FROM public.callers')
+  t.same(callers.rows, [], "the engine's statements never resolved the owner's operator")
+})
