@@ -15,6 +15,7 @@ import {
   type WebAuthnSettings,
   type OAuthServerSettings,
   oauthServerOf,
+  maskRecordPart,
 } from '../tenants/index.js'
 import { ValidationError } from './errors.js'
 import {
@@ -114,12 +115,12 @@ export interface AuthSettingsView {
 
 const HOOK_NAMES = Object.keys(AuthHooksSchema.properties)
 
-function maskedHooks(hooks: AuthHooks | undefined): Record<string, AuthHook> {
+/** The hooks set (secrets already masked), by name. */
+function hooksView(hooks: AuthHooks | undefined): Record<string, AuthHook> {
   const out: Record<string, AuthHook> = {}
   for (const name of HOOK_NAMES) {
     const h = ownValue(hooks ?? {}, name) as AuthHook | undefined
-    if (h !== undefined)
-      out[name] = h.secrets === undefined ? { ...h } : { ...h, secrets: h.secrets.map(() => MASKED_SECRET) }
+    if (h !== undefined) out[name] = h
   }
   return out
 }
@@ -174,12 +175,12 @@ function effectiveRateLimits(own: RateLimits | undefined): RateLimits {
   return out
 }
 
-export function maskAuthSettings(a: AuthSettings): AuthSettingsView {
+/** The settings as the panel shows them: every field the record's schema declares secret masked. */
+export function maskAuthSettings(settings: AuthSettings): AuthSettingsView {
+  const a = maskRecordPart(settings, ['auth'], MASKED_SECRET)
   const providers: Record<string, MaskedProvider> = {}
-  for (const [name, p] of Object.entries(a.providers ?? {})) {
-    const { secret: _secret, enabled, ...rest } = p
-    providers[name] = { ...structuredClone(rest), secret: MASKED_SECRET, enabled: enabled !== false }
-  }
+  for (const [name, p] of Object.entries(a.providers ?? {}))
+    providers[name] = { ...p, secret: MASKED_SECRET, enabled: p.enabled !== false }
   return {
     site_url: a.site_url,
     redirect_urls: [...a.redirect_urls],
@@ -198,7 +199,7 @@ export function maskAuthSettings(a: AuthSettings): AuthSettingsView {
     mail_rate_per_hour: a.mail_rate_per_hour,
     rate_limits: effectiveRateLimits(a.rate_limits),
     providers,
-    hooks: maskedHooks(a.hooks),
+    hooks: hooksView(a.hooks),
     password_min_length: a.password_min_length,
     password_required_characters: a.password_required_characters,
     refresh_token_reuse_interval: a.refresh_token_reuse_interval,

@@ -4,7 +4,8 @@
 // limits of /rest/v1 (`rate_limits`, docs/edge.md): the view, and a validated merge of a
 // PATCH into the tenant's `rest` settings. Other limits, schemas and keys are not changed here.
 import { ValidationError } from './errors.js'
-import { DEFAULT_EXTRA_SEARCH_PATH, type RestRateLimits, type TenantFile } from '../tenants/index.js'
+import { MASKED_SECRET } from './auth-settings.js'
+import { DEFAULT_EXTRA_SEARCH_PATH, maskRecordPart, type RestRateLimits, type TenantFile } from '../tenants/index.js'
 
 type RestSettings = TenantFile['rest']
 
@@ -105,7 +106,7 @@ export function restSettingsView(r: RestSettings): RestSettingsView {
     server_timing_enabled: r.server_timing_enabled === true,
     extra_search_path: [...(r.extra_search_path ?? DEFAULT_EXTRA_SEARCH_PATH)],
     pre_request: r.pre_request ?? null,
-    app_settings: Object.fromEntries(Object.keys(r.app_settings ?? {}).map((name) => [name, '********'])),
+    app_settings: maskRecordPart(r.app_settings ?? {}, ['rest', 'app_settings'], MASKED_SECRET),
     openapi_mode: r.openapi_mode ?? 'follow-privileges',
     root_spec: r.root_spec ?? null,
     openapi_security_active: r.openapi_security_active === true,

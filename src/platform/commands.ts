@@ -16,6 +16,7 @@ import {
   currentSigningKey,
   type SigningAlgorithm,
   type TenantFile,
+  fileValues,
 } from '../tenants/index.js'
 import { assertDatabaseName, dropTenant, provisionTenant } from './provision.js'
 import { migrateAll, migrateDatabase } from './migrate.js'
@@ -53,7 +54,7 @@ export function renderTenantFile(file: TenantFile): string {
     `# ${file.database}: tenant file written by \`gatehouse tenants create\`.`,
     '# Holds the keys, JWT secrets and database passwords in plain text: keep it private',
     '# (or replace values with ${ENV_NAME} references).',
-    toYaml(file, { lineWidth: 0 }),
+    toYaml(fileValues(file), { lineWidth: 0 }),
   ].join('\n')
 }
 

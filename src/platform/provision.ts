@@ -6,7 +6,7 @@ import type pg from 'pg'
 import { quoteIdent, withCredentials, withDatabase, ConfigError } from '../shared/index.js'
 import {
   DATABASE_NAME,
-  parseTenantFile,
+  validateTenantRecord,
   generateSigningKey,
   type AuthSettings,
   type TenantFile,
@@ -125,8 +125,8 @@ function buildTenantFile(
     auth: { ...opts.auth },
   }
   try {
-    // No environment: generated values never hold ${...}, and options must be literal.
-    return parseTenantFile(raw, `tenant ${opts.database}`, {})
+    // Generated values and options are literal: no ${ENV} is expanded in them.
+    return validateTenantRecord(raw, `tenant ${opts.database}`)
   } catch (err) {
     if (err instanceof ConfigError) throw new TenantOptionsInvalidError(err.message, { cause: err })
     throw err

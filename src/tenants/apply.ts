@@ -5,18 +5,11 @@
 // Each write is compare-and-set; one that loses to a concurrent change is planned again.
 import { stringify as toYaml } from 'yaml'
 import type { LoadedTenantFile } from './yaml-loader.js'
-import { toTenant, type Tenant } from './schema.js'
-import {
-  changedFields,
-  displayValue,
-  fieldName,
-  fieldsOf,
-  maskUrlPassword,
-  threeWayMerge,
-  type FieldConflict,
-} from './fields.js'
+import { TenantFileSchema, tenantRecordProblems, toTenant, type Tenant } from './schema.js'
+import { escapeSecretFields, secretReferences } from './secret-fields.js'
+import { changedFields, displayValue, fieldName, fieldsOf, threeWayMerge, type FieldConflict } from './fields.js'
 import { mergeTombstones, revokedKeysListed } from './signing-keys.js'
-import { TenantApplyConflictError, TenantStoreBusyError } from './errors.js'
+import { TenantApplyConflictError, TenantRecordInvalidError, TenantStoreBusyError } from './errors.js'
 import type { AuditEntry, TenantStore } from './types.js'
 import { isDeepStrictEqual } from 'node:util'
 
@@ -100,6 +93,12 @@ export function conflictMessage(plans: ApplyPlan[]): string {
   )
 }
 
+/** Refuses a plan whose merged record is not a valid record (a bound or the size cap broken by the merge). */
+function checkMerged(plan: ApplyPlan): void {
+  const problems = tenantRecordProblems(plan.merged)
+  if (problems.length > 0) throw new TenantRecordInvalidError(plan.database, problems.join('; '))
+}
+
 export interface ApplyOutcome {
   plan: ApplyPlan
   version: string | null
@@ -118,6 +117,7 @@ export async function applyTenantFiles(
   const force = opts.force === true
   const plans = await Promise.all(entries.map((e) => planApply(store, e, force)))
   if (!force && plans.some((p) => p.conflicts.length > 0)) throw new TenantApplyConflictError(conflictMessage(plans))
+  plans.forEach(checkMerged)
   const out: ApplyOutcome[] = []
   for (let i = 0; i < plans.length; i++) {
     let plan = plans[i]!
@@ -139,6 +139,7 @@ export async function applyTenantFiles(
       if (attempt >= 20) throw new TenantStoreBusyError(plan.database, attempt + 1)
       // Someone changed the record since it was planned: plan again on what is there now.
       plan = await planApply(store, entries[i]!, force)
+      checkMerged(plan)
       if (!force && plan.conflicts.length > 0) throw new TenantApplyConflictError(conflictMessage([plan]))
     }
   }
@@ -193,7 +194,7 @@ export async function diffTenantFiles(store: TenantStore, entries: LoadedTenantF
             database,
             field: name,
             file: '(absent)',
-            store: displayValue(name, s),
+            store: displayValue(path, s),
             changed: 'store',
             by: lastChangeOf(history, name),
           })
@@ -205,8 +206,8 @@ export async function diffTenantFiles(store: TenantStore, entries: LoadedTenantF
       rows.push({
         database,
         field: name,
-        file: displayValue(name, f),
-        store: displayValue(name, s),
+        file: displayValue(path, f),
+        store: displayValue(path, s),
         changed,
         by: changed === 'store' || changed === 'both' ? lastChangeOf(history, name) : null,
       })
@@ -231,26 +232,11 @@ export function describeDiffRow(r: DiffRow): string {
 
 // ---- export ----------------------------------------------------------------------------------
 
-const ENV_NAME = (database: string, what: string): string =>
-  `${database.toUpperCase().replace(/[^A-Z0-9]/g, '_')}_${what}`
-
-/** Replaces a URL's password with a `${ENV}` reference (returns the name, or null without one). */
-function urlSecret(url: string, name: string, include: boolean, env: string[]): string {
-  if (include) return url
-  try {
-    const u = new URL(url)
-    if (!u.password) return url
-    env.push(name)
-    return maskUrlPassword(url).replace(':****@', `:\${${name}}@`)
-  } catch {
-    return url
-  }
-}
-
 /**
  * The effective record as a tenant file: API keys as their hashes (the store never held
- * more), the signing keys without their derived public JWKs, secrets as `${ENV}` references
- * unless `includeSecrets` (the names are returned so the caller can list them).
+ * more), the signing keys without their derived public JWKs, each field the schema declares
+ * secret as a `${ENV}` reference unless `includeSecrets` (the names are returned so the caller
+ * can list them), then escaped (`$$`) so that it reads back as itself.
  */
 export function exportTenantFile(
   t: Tenant,
@@ -258,51 +244,17 @@ export function exportTenantFile(
 ): { text: string; env: string[] } {
   const inc = opts.includeSecrets === true
   const env: string[] = []
-  const ref = (what: string, value: string): string => {
-    if (inc) return value
-    const n = ENV_NAME(t.database, what)
-    env.push(n)
-    return `\${${n}}`
+  const record = {
+    ...t,
+    jwt: {
+      ...t.jwt,
+      signing_keys: (t.jwt.signing_keys ?? []).map((k) => ({ kid: k.kid, alg: k.alg, private_key: k.private_key })),
+    },
   }
-  const file = structuredClone(t) as unknown as Record<string, unknown> & Tenant
-  file.postgres = urlSecret(t.postgres, ENV_NAME(t.database, 'OWNER_PASSWORD'), inc, env)
-  if (t.engines !== undefined) {
-    file.engines = {
-      ...(t.engines.rest !== undefined
-        ? { rest: urlSecret(t.engines.rest, ENV_NAME(t.database, 'REST_PASSWORD'), inc, env) }
-        : {}),
-      ...(t.engines.auth !== undefined
-        ? { auth: urlSecret(t.engines.auth, ENV_NAME(t.database, 'AUTHN_PASSWORD'), inc, env) }
-        : {}),
-    }
-  }
-  file.jwt = {
-    ...t.jwt,
-    secret: ref('JWT_SECRET', t.jwt.secret),
-    upstream_secret: ref('JWT_UPSTREAM_SECRET', t.jwt.upstream_secret),
-    signing_keys: (t.jwt.signing_keys ?? []).map((k, i) => ({
-      kid: k.kid,
-      alg: k.alg,
-      private_key: ref(`SIGNING_KEY_${i + 1}`, k.private_key),
-    })) as never,
-  }
-  const providers: Record<string, unknown> = {}
-  for (const [name, p] of Object.entries(t.auth.providers ?? {}))
-    providers[name] = { ...p, secret: ref(`${name.toUpperCase().replace(/[^A-Z0-9]/g, '_')}_SECRET`, p.secret) }
-  const hooks: Record<string, unknown> = {}
-  for (const [name, h] of Object.entries(t.auth.hooks ?? {})) {
-    if (h === undefined) continue
-    hooks[name] =
-      h.secrets === undefined
-        ? h
-        : { ...h, secrets: h.secrets.map((s, i) => ref(`HOOK_${name.toUpperCase()}_SECRET_${i + 1}`, s)) }
-  }
-  file.auth = {
-    ...t.auth,
-    providers: providers as never,
-    ...(t.auth.hooks !== undefined ? { hooks: hooks as never } : {}),
-    ...(t.auth.smtp?.pass !== undefined ? { smtp: { ...t.auth.smtp, pass: ref('SMTP_PASS', t.auth.smtp.pass) } } : {}),
-  }
+  const prefix = t.database.toUpperCase().replace(/[^A-Z0-9]/g, '_')
+  const file = inc
+    ? escapeSecretFields(TenantFileSchema, record)
+    : secretReferences(TenantFileSchema, record, prefix, env)
   const head = [
     `# ${t.database}: exported by \`gatehouse tenants export\`${opts.version !== undefined ? ` (version ${opts.version})` : ''}: the record as the store holds it.`,
     '# keys: the hashes of the API keys (the store holds no more); they work as written.',

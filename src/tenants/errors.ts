@@ -62,6 +62,20 @@ export const TenantStoreBusyError = defineError(
 /** `tenants apply` of a field changed both in the file and elsewhere since the last apply. */
 export const TenantApplyConflictError = defineError('apply_conflict', 409, (message: string) => message)
 
+/** A change whose record breaks the schema, a bound or the size cap of a tenant record. */
+export const TenantRecordInvalidError = defineError(
+  'tenant_record_invalid',
+  400,
+  (database: string, problems: string) => `the change would leave database "${database}" invalid: ${problems}`,
+)
+
+/** A tenant file that would not read back as the change made it (nothing was written). */
+export const TenantFileRoundTripError = defineError(
+  'tenant_file_round_trip',
+  500,
+  (file: string, why: string) => `${file}: the change was not written: the file would not read back as it: ${why}`,
+)
+
 /** Every error of the tenant store and its commands. */
 export const TENANT_ERRORS = {
   TenantStoreUnavailableError,
@@ -72,6 +86,8 @@ export const TENANT_ERRORS = {
   TenantVersionMismatchError,
   TenantStoreBusyError,
   TenantApplyConflictError,
+  TenantRecordInvalidError,
+  TenantFileRoundTripError,
 } as const
 
 export type TenantErrorCode = CodeOf<typeof TENANT_ERRORS>

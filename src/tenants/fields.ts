@@ -5,7 +5,8 @@
 // now, file as last applied, store now, as `kubectl apply` merges) and values as people may
 // see them (secrets masked) are computed on this form. Nothing here does I/O.
 import { isDeepStrictEqual } from 'node:util'
-import type { Tenant } from './schema.js'
+import { TenantFileSchema, type Tenant } from './schema.js'
+import { maskSecretFields, maskUrlPassword, secretAt } from './secret-fields.js'
 import { mergeTombstones, withoutRevoked, type TenantSigningKey } from './signing-keys.js'
 
 type Path = readonly string[]
@@ -65,35 +66,16 @@ export function changedFields(before: Tenant | null, after: Tenant): string[] {
   return [...names].sort()
 }
 
-const SECRET_FIELDS: RegExp[] = [
-  /^jwt\.(secret|upstream_secret)$/,
-  /^jwt\.signing_keys\./,
-  /^auth\.providers\.[^.]+\.secret$/,
-  /^auth\.smtp\.pass$/,
-  /^auth\.hooks\.[^.]+\.secrets$/,
-]
-const URL_FIELDS = /^(postgres|engines\.(rest|auth))$/
-
-/** A field's value as it may be printed: secrets masked, passwords out of connection URLs. */
-export function displayValue(name: string, value: unknown): string {
+/**
+ * A field's value as it may be printed: a field declared secret in the schema masked (a
+ * connection string's password only), the secrets inside a value (a signing key's) too.
+ */
+export function displayValue(path: Path, value: unknown): string {
   if (value === undefined) return '(absent)'
-  if (SECRET_FIELDS.some((re) => re.test(name))) {
-    if (isPlainObject(value) && 'alg' in value) return `{alg: ${String(value.alg)}, private_key: ****}`
-    return '****'
-  }
-  if (URL_FIELDS.test(name) && typeof value === 'string') return maskUrlPassword(value)
-  return JSON.stringify(value)
-}
-
-/** A connection string with its password replaced by ****. */
-export function maskUrlPassword(url: string): string {
-  try {
-    const u = new URL(url)
-    if (u.password) u.password = '****'
-    return u.toString()
-  } catch {
-    return url.replace(/(\/\/[^:/@\s]*:)[^@\s]*@/, '$1****@')
-  }
+  const declared = secretAt(TenantFileSchema, path)
+  if (declared !== null && typeof value === 'string') return declared.kind === 'url' ? maskUrlPassword(value) : '****'
+  if (declared !== null && declared.kind !== 'url') return '****'
+  return JSON.stringify(maskSecretFields(TenantFileSchema, value, '****', path))
 }
 
 function setPath(target: Record<string, unknown>, path: Path, value: unknown): void {
@@ -199,9 +181,9 @@ export function threeWayMerge(file: Tenant, last: Tenant | null, store: Tenant, 
     if (v === 'conflict') {
       out.conflicts.push({
         field: name,
-        file: displayValue(name, f),
-        store: displayValue(name, s),
-        last: displayValue(name, L.get(k)?.value),
+        file: displayValue(path, f),
+        store: displayValue(path, s),
+        last: displayValue(path, L.get(k)?.value),
       })
       if (!force) continue
     }

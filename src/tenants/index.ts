@@ -10,7 +10,11 @@ export {
   keyMatches,
   tenantIssuer,
   maskTenant,
-  interpolateEnv,
+  maskRecordPart,
+  fileValues,
+  validateTenantRecord,
+  tenantRecordProblems,
+  RECORD_BOUNDS,
   TenantFileSchema,
   AuthSettingsSchema,
   ProviderSchema,
@@ -19,7 +23,6 @@ export {
   DEFAULT_RATE_LIMITS,
   DEFAULT_EXTRA_SEARCH_PATH,
   AuthHooksSchema,
-  maskHooks,
   type AuthHook,
   type AuthHooks,
   type WebAuthnSettings,
@@ -56,7 +59,6 @@ export {
   fieldName,
   changedFields,
   displayValue,
-  maskUrlPassword,
   threeWayMerge,
   keepRevocations,
   type FieldConflict,
@@ -135,3 +137,4 @@ export {
   type DiffRow,
 } from './apply.js'
 export { redactSecrets } from './redact.js'
+export { maskUrlPassword } from './secret-fields.js'

@@ -299,7 +299,7 @@ class FileTenantStore implements MemoryTenantStore {
       )
     }
     if (file === null) return
-    const { text, previous } = writeTenantChanges(file, current, next)
+    const { text, previous } = writeTenantChanges(file, current, next, this.#env)
     this.#opts.onFileWritten?.(file, text, previous)
   }
 }

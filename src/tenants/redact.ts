@@ -3,32 +3,47 @@
 // key, a JWT secret or a private key. Every message about a tenant file passes through here
 // before anyone sees it.
 
+import type { TSchema } from '@sinclair/typebox'
+import { secretPropertyNames } from './secret-fields.js'
+
 const MASK = '****'
 
-/** Field names whose value is a secret wherever they appear (YAML `name: value`, JSON `"name": "value"`). */
-const SECRET_NAMES = 'secret|upstream_secret|private_key|pass|password|public|client_secret|api_key|apikey|token'
+/**
+ * The rules: a `name: value` is masked for every field name the record's schema declares
+ * secret (schema.ts imports this module, so it hands its schema over once defined); until
+ * then, every `name: value` is.
+ */
+function rulesOf(schema: TSchema | null): Array<[RegExp, string]> {
+  const names = schema === null ? '[A-Za-z_][A-Za-z0-9_]*' : secretPropertyNames(schema).join('|')
+  return [
+    // PEM private keys (whole block, or what the excerpt shows of it).
+    [
+      /-----BEGIN [A-Z ]*PRIVATE KEY-----[\s\S]*?(-----END [A-Z ]*PRIVATE KEY-----|$)/g,
+      `-----BEGIN PRIVATE KEY-----${MASK}`,
+    ],
+    // Connection strings: scheme://user:password@host.
+    [/([a-z][a-z0-9+.-]*:\/\/[^\s:/@'"]*:)[^\s@'"]+@/gi, `$1${MASK}@`],
+    // Private JWK members (EC and RSA).
+    [/("(?:d|p|q|dp|dq|qi|k)"\s*:\s*")[^"]*"/g, `$1${MASK}"`],
+    // `name: value` of a secret field, quoted or not, up to the end of the value.
+    [
+      new RegExp(`(^|[\\s{,"'])((?:${names})["']?\\s*:\\s*)("[^"\\n]*"?|'[^'\\n]*'?|[^\\s,}\\n]+)`, 'gim'),
+      `$1$2${MASK}`,
+    ],
+    // Standard Webhooks secrets (auth hooks).
+    [/v1,whsec_[A-Za-z0-9+/=]+/g, `v1,whsec_${MASK}`],
+    // API keys and JWT-looking strings anywhere.
+    [/\b(pk|sk)_[A-Za-z0-9_]{8,}/g, `$1_${MASK}`],
+    [/\beyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]+\.[A-Za-z0-9_-]*/g, MASK],
+  ]
+}
 
-const RULES: Array<[RegExp, string]> = [
-  // PEM private keys (whole block, or what the excerpt shows of it).
-  [
-    /-----BEGIN [A-Z ]*PRIVATE KEY-----[\s\S]*?(-----END [A-Z ]*PRIVATE KEY-----|$)/g,
-    `-----BEGIN PRIVATE KEY-----${MASK}`,
-  ],
-  // Connection strings: scheme://user:password@host.
-  [/([a-z][a-z0-9+.-]*:\/\/[^\s:/@'"]*:)[^\s@'"]+@/gi, `$1${MASK}@`],
-  // Private JWK members (EC and RSA).
-  [/("(?:d|p|q|dp|dq|qi|k)"\s*:\s*")[^"]*"/g, `$1${MASK}"`],
-  // `name: value` of a secret field, quoted or not, up to the end of the value.
-  [
-    new RegExp(`(^|[\\s{,"'])((?:${SECRET_NAMES})["']?\\s*:\\s*)("[^"\\n]*"?|'[^'\\n]*'?|[^\\s,}\\n]+)`, 'gim'),
-    `$1$2${MASK}`,
-  ],
-  // Standard Webhooks secrets (auth hooks).
-  [/v1,whsec_[A-Za-z0-9+/=]+/g, `v1,whsec_${MASK}`],
-  // API keys and JWT-looking strings anywhere.
-  [/\b(pk|sk)_[A-Za-z0-9_]{8,}/g, `$1_${MASK}`],
-  [/\beyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]+\.[A-Za-z0-9_-]*/g, MASK],
-]
+let rules = rulesOf(null)
+
+/** Called by schema.ts with the record's schema once it is defined. */
+export function redactFieldsOf(schema: TSchema): void {
+  rules = rulesOf(schema)
+}
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i
 
@@ -42,6 +57,6 @@ const LONG_BASE64 = /[A-Za-z0-9+/_=-]{32,}/g
  */
 export function redactSecrets(text: string, opts: { excerpt?: boolean } = {}): string {
   let out = text
-  for (const [re, by] of RULES) out = out.replace(re, by)
+  for (const [re, by] of rules) out = out.replace(re, by)
   return opts.excerpt === false ? out : out.replace(LONG_BASE64, (m) => (UUID.test(m) ? m : MASK))
 }

@@ -6,7 +6,8 @@ import { createHash, timingSafeEqual } from 'node:crypto'
 import { Ajv, type ErrorObject } from 'ajv'
 import { ConfigError, ROLE_KINDS, readableSchemaErrors } from '../shared/index.js'
 import { tenantFileEnvironment } from '../config/index.js'
-import { redactSecrets } from './redact.js'
+import { redactFieldsOf, redactSecrets } from './redact.js'
+import { escapeSecretFields, expandSecretFields, maskSecretFields, secret } from './secret-fields.js'
 import {
   KID,
   currentSigningKey,
@@ -20,13 +21,15 @@ import {
 /** The URL segment of a database. Checked before any look-up. */
 export const DATABASE_NAME = /^[a-z][a-z0-9_-]{0,62}$/
 
-const Url = Type.String({ minLength: 1 })
+const Url = Type.String({ minLength: 1, maxLength: 2048 })
+/** A connection string: its password is a secret (an operator writes `${ENV}` for it). */
+const ConnectionUrl = (env: string) => Type.String({ minLength: 1, maxLength: 2048, ...secret('url', env) })
 const RoleName = Type.String({ minLength: 1, maxLength: 63 })
 
 export const ProviderSchema = Type.Object(
   {
     client_id: Type.String({ minLength: 1 }),
-    secret: Type.String({ minLength: 1 }),
+    secret: Type.String({ minLength: 1, ...secret('value', '{2}_SECRET') }),
     /** OIDC issuer (discovery) for the generic `oidc` preset, or to override a preset. */
     issuer: Type.Optional(Type.String()),
     authorize_url: Type.Optional(Type.String()),
@@ -43,7 +46,7 @@ export const SmtpSchema = Type.Object(
     host: Type.String({ minLength: 1 }),
     port: Type.Integer({ minimum: 1, maximum: 65535, default: 25 }),
     user: Type.Optional(Type.String()),
-    pass: Type.Optional(Type.String()),
+    pass: Type.Optional(Type.String(secret('value', 'SMTP_PASS'))),
     secure: Type.Optional(Type.Boolean()),
     sender: Type.String({ default: 'no-reply@gatehouse.local' }),
     sender_name: Type.Optional(Type.String()),
@@ -53,9 +56,9 @@ export const SmtpSchema = Type.Object(
 
 const MailTemplateSchema = Type.Object(
   {
-    subject: Type.Optional(Type.String()),
-    html: Type.Optional(Type.String()),
-    text: Type.Optional(Type.String()),
+    subject: Type.Optional(Type.String({ maxLength: 1024 })),
+    html: Type.Optional(Type.String({ maxLength: 65536 })),
+    text: Type.Optional(Type.String({ maxLength: 65536 })),
   },
   { additionalProperties: false },
 )
@@ -71,7 +74,12 @@ const AuthHookSchema = Type.Object(
       pattern: '^(pg-functions://[^/]*/[A-Za-z_][A-Za-z0-9_$]*/[A-Za-z_][A-Za-z0-9_$]*|https?://\\S+)$',
       maxLength: 2048,
     }),
-    secrets: Type.Optional(Type.Array(Type.String({ pattern: '^v1,whsec_[A-Za-z0-9+/=]+$' }), { maxItems: 5 })),
+    secrets: Type.Optional(
+      Type.Array(Type.String({ pattern: '^v1,whsec_[A-Za-z0-9+/=]+$' }), {
+        maxItems: 5,
+        ...secret('value', 'HOOK_{2}_SECRET_{4+}'),
+      }),
+    ),
     enabled: Type.Optional(Type.Boolean()),
   },
   { additionalProperties: false },
@@ -205,7 +213,7 @@ const OAuthServerSchema = Type.Object(
 export const AuthSettingsSchema = Type.Object(
   {
     site_url: Type.String({ default: 'http://localhost:3000' }),
-    redirect_urls: Type.Array(Type.String(), { default: [] }),
+    redirect_urls: Type.Array(Type.String({ maxLength: 2048 }), { default: [] }),
     magic_link: Type.Boolean({ default: false }),
     pkce: Type.Boolean({ default: false }),
     signup_enabled: Type.Boolean({ default: true }),
@@ -246,7 +254,10 @@ export const AuthSettingsSchema = Type.Object(
     mail_rate_per_hour: Type.Integer({ minimum: 0, default: 30 }),
     /** Per-IP request limits (GoTrue's classes and defaults); see DEFAULT_RATE_LIMITS. */
     rate_limits: Type.Optional(RateLimitsSchema),
-    providers: Type.Record(Type.String({ pattern: '^[a-z][a-z0-9_-]*$' }), ProviderSchema, { default: {} }),
+    providers: Type.Record(Type.String({ pattern: '^[a-z][a-z0-9_-]*$' }), ProviderSchema, {
+      default: {},
+      maxProperties: 64,
+    }),
     smtp: Type.Optional(SmtpSchema),
     mail_templates: Type.Optional(MailTemplatesSchema),
     /** Auth hooks (GoTrue's): custom access token claims, send email, attempts, sign-up check. */
@@ -272,13 +283,13 @@ export const TenantFileSchema = Type.Object(
     database: Type.String({ pattern: DATABASE_NAME.source }),
     organization: Type.String({ minLength: 1 }),
     /** Owner/admin connection: catalog look-ups, the panel, migrations. */
-    postgres: Url,
+    postgres: ConnectionUrl('OWNER_PASSWORD'),
     roles: Type.Object({ anon: RoleName, auth: RoleName, svc: RoleName }, { additionalProperties: false }),
     jwt: Type.Object(
       {
-        secret: Type.String({ minLength: 32 }),
+        secret: Type.String({ minLength: 32, ...secret('value', 'JWT_SECRET') }),
         /** Secret of the tokens the gateway re-signs for the REST upstream (PostgREST's jwt-secret). */
-        upstream_secret: Type.String({ minLength: 32 }),
+        upstream_secret: Type.String({ minLength: 32, ...secret('value', 'JWT_UPSTREAM_SECRET') }),
         expiry: Type.Integer({ minimum: 30, default: 3600 }),
         /** `iss` of this tenant's tokens; defaults to `<public_url>/<database>/auth/v1`. */
         issuer: Type.Optional(Type.String({ minLength: 1 })),
@@ -294,11 +305,11 @@ export const TenantFileSchema = Type.Object(
               kid: Type.String({ pattern: KID.source }),
               alg: Type.Union([Type.Literal('ES256'), Type.Literal('RS256')]),
               /** A private JWK as JSON, or a PKCS#8 PEM. */
-              private_key: Type.String({ minLength: 1 }),
+              private_key: Type.String({ minLength: 1, maxLength: 16384, ...secret('value', 'SIGNING_KEY_{2+}') }),
             },
             { additionalProperties: false },
           ),
-          { default: [] },
+          { default: [], maxItems: 20 },
         ),
         /**
          * Tombstones of revoked signing keys (docs/tenant-state.md): a key listed here never
@@ -316,6 +327,7 @@ export const TenantFileSchema = Type.Object(
               },
               { additionalProperties: false },
             ),
+            { maxItems: 200 },
           ),
         ),
         /** Set once the legacy HS256 secret is retired: tokens it signs are refused from then on. */
@@ -333,8 +345,8 @@ export const TenantFileSchema = Type.Object(
     ),
     keys: Type.Object(
       {
-        public: Type.String({ minLength: 16 }),
-        secret: Type.String({ minLength: 16 }),
+        public: Type.String({ minLength: 16, ...secret('hashed') }),
+        secret: Type.String({ minLength: 16, ...secret('hashed') }),
       },
       { additionalProperties: false },
     ),
@@ -343,8 +355,8 @@ export const TenantFileSchema = Type.Object(
     engines: Type.Optional(
       Type.Object(
         {
-          rest: Type.Optional(Url),
-          auth: Type.Optional(Url),
+          rest: Type.Optional(ConnectionUrl('REST_PASSWORD')),
+          auth: Type.Optional(ConnectionUrl('AUTHN_PASSWORD')),
         },
         { additionalProperties: false },
       ),
@@ -374,7 +386,10 @@ export const TenantFileSchema = Type.Object(
           { default: null },
         ),
         /** PostgREST's app.settings.*: `app.settings.<name>` set in every request's transaction. */
-        app_settings: Type.Record(Type.String({ pattern: '^[A-Za-z_][A-Za-z0-9_]*$' }), Type.String(), { default: {} }),
+        app_settings: Type.Record(Type.String({ pattern: '^[A-Za-z_][A-Za-z0-9_]*$' }), Type.String(), {
+          default: {},
+          ...secret('value', 'APP_SETTING_{2}'),
+        }),
         /** PostgREST's openapi-mode: follow-privileges, ignore-privileges or disabled (PGRST126). */
         openapi_mode: Type.Union(
           [Type.Literal('follow-privileges'), Type.Literal('ignore-privileges'), Type.Literal('disabled')],
@@ -399,6 +414,31 @@ export const TenantFileSchema = Type.Object(
   },
   { additionalProperties: false },
 )
+
+/**
+ * The bounds of a tenant record (docs/tenant-state.md): a string, a list or a map without a
+ * bound of its own gets these, and the whole record, as JSON, is at most `bytes`.
+ */
+export const RECORD_BOUNDS = { string: 4096, items: 100, entries: 100, name: 128, bytes: 256 * 1024 } as const
+
+/** Gives every string, list and map under `s` that has none the bound of RECORD_BOUNDS. */
+function bounded(s: TSchema): void {
+  for (const b of (s.anyOf as TSchema[] | undefined) ?? []) bounded(b)
+  if (s.type === 'string') s.maxLength ??= RECORD_BOUNDS.string
+  if (s.type === 'array') {
+    s.maxItems ??= RECORD_BOUNDS.items
+    bounded(s.items as TSchema)
+  }
+  if (s.type !== 'object') return
+  for (const p of Object.values((s.properties as Record<string, TSchema> | undefined) ?? {})) bounded(p)
+  const patterns = s.patternProperties as Record<string, TSchema> | undefined
+  if (patterns === undefined) return
+  s.maxProperties ??= RECORD_BOUNDS.entries
+  s.propertyNames ??= { maxLength: RECORD_BOUNDS.name }
+  for (const p of Object.values(patterns)) bounded(p)
+}
+bounded(TenantFileSchema)
+redactFieldsOf(TenantFileSchema)
 
 export type TenantFile = Static<typeof TenantFileSchema>
 export type AuthSettings = Static<typeof AuthSettingsSchema>
@@ -479,32 +519,6 @@ function describe(e: ErrorObject): string {
   return `${field}: ${e.message ?? 'is invalid'}`
 }
 
-/** Replaces `${NAME}` with env values; a missing variable is an error naming it. */
-export function interpolateEnv(
-  value: unknown,
-  env: NodeJS.ProcessEnv,
-  path: string[] = [],
-  problems: string[] = [],
-): unknown {
-  if (typeof value === 'string') {
-    return value.replace(/\$\{([A-Za-z_][A-Za-z0-9_]*)\}/g, (_m, name: string) => {
-      const v = env[name]
-      if (v === undefined) {
-        problems.push(`${path.join('.') || '(root)'}: environment variable ${name} is not set`)
-        return ''
-      }
-      return v
-    })
-  }
-  if (Array.isArray(value)) return value.map((v, i) => interpolateEnv(v, env, [...path, String(i)], problems))
-  if (value && typeof value === 'object') {
-    const out: Record<string, unknown> = {}
-    for (const [k, v] of Object.entries(value)) out[k] = interpolateEnv(v, env, [...path, k], problems)
-    return out
-  }
-  return value
-}
-
 /** Role names and settings that depend on each other. */
 function settingProblems(f: TenantFile): string[] {
   const problems: string[] = []
@@ -518,9 +532,89 @@ function settingProblems(f: TenantFile): string[] {
   return problems
 }
 
+/** What is wrong with a record's connection strings: each must reach the tenant's own database. */
+function urlProblems(f: TenantFile): string[] {
+  const problems: string[] = []
+  // A copy-pasted URL naming another database would serve one tenant from another's data.
+  const urls: Array<[string, string | undefined]> = [
+    ['postgres', f.postgres],
+    ['engines.rest', f.engines?.rest],
+    ['engines.auth', f.engines?.auth],
+  ]
+  for (const [field, url] of urls) {
+    if (url === undefined) continue
+    let db: string
+    try {
+      db = decodeURIComponent(new URL(url).pathname.replace(/^\//, ''))
+    } catch {
+      problems.push(`${field}: not a URL`)
+      continue
+    }
+    if (db !== f.database) problems.push(`${field}: connects to database "${db}", not to "${f.database}"`)
+  }
+  return problems
+}
+
+/** Fields that depend on each other: secrets that must differ, signing keys and the algorithm. */
+function crossFieldProblems(f: TenantFile): string[] {
+  const problems: string[] = []
+  if (f.jwt.secret === f.jwt.upstream_secret) problems.push('jwt.upstream_secret: must differ from jwt.secret')
+  if (f.keys.public === f.keys.secret) problems.push('keys.secret: must differ from keys.public')
+  const kids = new Set<string>()
+  f.jwt.signing_keys.forEach((k, i) => {
+    if (kids.has(k.kid)) problems.push(`jwt.signing_keys.${i}.kid: "${k.kid}" is listed twice`)
+    kids.add(k.kid)
+    const p = signingKeyProblem(k)
+    if (p !== null) problems.push(`jwt.signing_keys.${i}.${p}`)
+  })
+  if (f.jwt.legacy_secret_retired !== undefined && f.jwt.signing_algorithm === 'HS256') {
+    problems.push(
+      'jwt.signing_algorithm: is HS256 but the legacy secret is retired (jwt.legacy_secret_retired): sign with ES256 or RS256',
+    )
+  }
+  if (f.jwt.signing_algorithm !== 'HS256' && currentSigningKey(f.jwt) === null) {
+    problems.push(
+      `jwt.signing_algorithm: is ${f.jwt.signing_algorithm} but jwt.signing_keys holds no ${f.jwt.signing_algorithm} key (\`gatehouse tenants keys rotate ${f.database}\` adds one)`,
+    )
+  }
+  return [...problems, ...settingProblems(f), ...urlProblems(f)]
+}
+
+/** The record over its size cap: a problem naming its largest sections, or null. */
+function sizeProblem(data: unknown): string | null {
+  const bytes = Buffer.byteLength(JSON.stringify(data))
+  if (bytes <= RECORD_BOUNDS.bytes) return null
+  const sections: Array<[string, number]> = []
+  for (const [k, v] of Object.entries(data as Record<string, unknown>)) {
+    if (v !== null && typeof v === 'object')
+      for (const [k2, v2] of Object.entries(v))
+        sections.push([`${k}.${k2}`, Buffer.byteLength(JSON.stringify(v2) ?? '')])
+  }
+  const largest = sections
+    .sort((x, y) => y[1] - x[1])
+    .slice(0, 3)
+    .map(([name, n]) => `${name} ${n}`)
+  return `(record): is ${bytes} bytes, over the cap of ${RECORD_BOUNDS.bytes} bytes of a tenant record (largest: ${largest.join(', ')} bytes)`
+}
+
+/** Every problem of a record's values (defaults filled into `data`). */
+function valueProblems(data: unknown): string[] {
+  if (!validateFile(data)) return readableSchemaErrors(validateFile.errors ?? []).map(describe)
+  const size = sizeProblem(data)
+  return [...crossFieldProblems(data as TenantFile), ...(size === null ? [] : [size])]
+}
+
+function refuse(source: string, problems: string[]): never {
+  throw new ConfigError(
+    `invalid tenant file ${source}`,
+    problems.map((p) => `${source}: ${redactSecrets(p, { excerpt: false })}`),
+  )
+}
+
 /**
- * Validates a parsed tenant file (after interpolation). Throws a ConfigError naming
- * `source` and every bad field. Defaults are filled in.
+ * Validates a parsed tenant file: `${ENV}` references expanded in the fields declared secret
+ * (nowhere else), then the schema, its bounds and the fields that depend on each other.
+ * Throws a ConfigError naming `source` and every bad field. Defaults are filled in.
  */
 export function parseTenantFile(
   raw: unknown,
@@ -528,57 +622,31 @@ export function parseTenantFile(
   env: NodeJS.ProcessEnv = tenantFileEnvironment(),
 ): TenantFile {
   const problems: string[] = []
-  const data = structuredClone(interpolateEnv(raw, env, [], problems)) as unknown
-  if (problems.length === 0 && !validateFile(data)) {
-    for (const e of readableSchemaErrors(validateFile.errors ?? [])) problems.push(describe(e))
-  }
-  if (problems.length === 0) {
-    const f = data as TenantFile
-    if (f.jwt.secret === f.jwt.upstream_secret) problems.push('jwt.upstream_secret: must differ from jwt.secret')
-    if (f.keys.public === f.keys.secret) problems.push('keys.secret: must differ from keys.public')
-    const kids = new Set<string>()
-    f.jwt.signing_keys.forEach((k, i) => {
-      if (kids.has(k.kid)) problems.push(`jwt.signing_keys.${i}.kid: "${k.kid}" is listed twice`)
-      kids.add(k.kid)
-      const p = signingKeyProblem(k)
-      if (p !== null) problems.push(`jwt.signing_keys.${i}.${p}`)
-    })
-    if (f.jwt.legacy_secret_retired !== undefined && f.jwt.signing_algorithm === 'HS256') {
-      problems.push(
-        'jwt.signing_algorithm: is HS256 but the legacy secret is retired (jwt.legacy_secret_retired): sign with ES256 or RS256',
-      )
-    }
-    if (f.jwt.signing_algorithm !== 'HS256' && currentSigningKey(f.jwt) === null) {
-      problems.push(
-        `jwt.signing_algorithm: is ${f.jwt.signing_algorithm} but jwt.signing_keys holds no ${f.jwt.signing_algorithm} key (\`gatehouse tenants keys rotate ${f.database}\` adds one)`,
-      )
-    }
-    problems.push(...settingProblems(f))
-    // The connections must reach this tenant's own database: a copy-pasted URL naming
-    // another database would serve one tenant from another's data.
-    const urls: Array<[string, string | undefined]> = [
-      ['postgres', f.postgres],
-      ['engines.rest', f.engines?.rest],
-      ['engines.auth', f.engines?.auth],
-    ]
-    for (const [field, url] of urls) {
-      if (url === undefined) continue
-      let db: string
-      try {
-        db = decodeURIComponent(new URL(url).pathname.replace(/^\//, ''))
-      } catch {
-        problems.push(`${field}: not a URL`)
-        continue
-      }
-      if (db !== f.database) problems.push(`${field}: connects to database "${db}", not to "${f.database}"`)
-    }
-  }
-  if (problems.length)
-    throw new ConfigError(
-      `invalid tenant file ${source}`,
-      problems.map((p) => `${source}: ${redactSecrets(p, { excerpt: false })}`),
-    )
+  const data = structuredClone(expandSecretFields(TenantFileSchema, raw, env, problems))
+  if (problems.length === 0) problems.push(...valueProblems(data))
+  if (problems.length) refuse(source, problems)
   return data as TenantFile
+}
+
+/** Validates a record whose values are literal (made by a program, not read from a file): no `${ENV}` expansion. */
+export function validateTenantRecord(raw: unknown, source: string): TenantFile {
+  const data = structuredClone(raw)
+  const problems = valueProblems(data)
+  if (problems.length) refuse(source, problems)
+  return data as TenantFile
+}
+
+/**
+ * The problems of a runtime record a change made (the panel, the CLI, an apply): the file's
+ * schema, bounds and size cap, checked on its file form (signing keys without their public
+ * JWKs); [] when it is valid.
+ */
+export function tenantRecordProblems(t: Tenant): string[] {
+  const file = {
+    ...t,
+    jwt: { ...t.jwt, signing_keys: (t.jwt.signing_keys ?? []).map(({ public_jwk: _derived, ...k }) => k) },
+  }
+  return valueProblems(structuredClone(file)).map((p) => redactSecrets(p, { excerpt: false }))
 }
 
 const KEY_HASH = /^sha256:[0-9a-f]{64}$/
@@ -602,48 +670,17 @@ export function toTenant(file: TenantFile): Tenant {
   }
 }
 
-/** Masks secrets for display (`tenants show`, config dumps). */
+/** Masks secrets for display (`tenants show`): every field declared secret (a URL's password). */
 export function maskTenant(t: Tenant | TenantFile): Record<string, unknown> {
-  const mask = (s: string | undefined) =>
-    s === undefined ? undefined : s.length <= 8 ? '****' : s.slice(0, 4) + '****'
-  const maskUrl = (u: string | undefined) => {
-    if (!u) return u
-    try {
-      const x = new URL(u)
-      if (x.password) x.password = '****'
-      return x.toString()
-    } catch {
-      return u
-    }
-  }
-  const providers: Record<string, unknown> = {}
-  for (const [name, p] of Object.entries(t.auth.providers ?? {})) providers[name] = { ...p, secret: '****' }
-  return {
-    ...t,
-    postgres: maskUrl(t.postgres),
-    engines: t.engines ? { rest: maskUrl(t.engines.rest), auth: maskUrl(t.engines.auth) } : undefined,
-    jwt: {
-      ...t.jwt,
-      secret: '****',
-      upstream_secret: '****',
-      signing_keys: (t.jwt.signing_keys ?? []).map((k) => ({ kid: k.kid, alg: k.alg, private_key: '****' })),
-    },
-    keys: { public: mask(t.keys.public), secret: mask(t.keys.secret) },
-    auth: {
-      ...t.auth,
-      providers,
-      smtp: t.auth.smtp ? { ...t.auth.smtp, pass: t.auth.smtp.pass ? '****' : undefined } : undefined,
-      hooks: maskHooks(t.auth.hooks),
-    },
-  }
+  return maskSecretFields(TenantFileSchema, t, '****') as Record<string, unknown>
 }
 
-/** Hook settings with their webhook secrets masked. */
-export function maskHooks(hooks: AuthHooks | undefined): AuthHooks | undefined {
-  if (hooks === undefined) return undefined
-  const out: Record<string, AuthHook> = {}
-  for (const [name, h] of Object.entries(hooks) as Array<[string, AuthHook | undefined]>) {
-    if (h !== undefined) out[name] = h.secrets === undefined ? { ...h } : { ...h, secrets: h.secrets.map(() => '****') }
-  }
-  return out as AuthHooks
+/** A record's values as a tenant file must hold them to read back as themselves (`$$` in secret fields). */
+export function fileValues(file: TenantFile): unknown {
+  return escapeSecretFields(TenantFileSchema, file)
+}
+
+/** `value`, the record's part at `path`, with its secret fields masked by `mask`. */
+export function maskRecordPart<T>(value: T, path: readonly string[], mask: string): T {
+  return maskSecretFields(TenantFileSchema, value, mask, path) as T
 }

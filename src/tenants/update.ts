@@ -2,10 +2,16 @@
 // version, make the change, write it compare-and-set with its audit entry. A change sent with
 // the version it was made on (If-Match) is refused when the record moved on; one sent without
 // is made again on the fresh record until it lands, so concurrent changes of different fields
-// all land (docs/tenant-state.md).
-import type { Tenant } from './schema.js'
+// all land (docs/tenant-state.md). A change that leaves the record invalid (the schema, its
+// bounds, the size cap) is refused, naming the fields, before anything is written.
+import { tenantRecordProblems, type Tenant } from './schema.js'
 import { changedFields } from './fields.js'
-import { TenantNotInStoreError, TenantStoreBusyError, TenantVersionMismatchError } from './errors.js'
+import {
+  TenantNotInStoreError,
+  TenantRecordInvalidError,
+  TenantStoreBusyError,
+  TenantVersionMismatchError,
+} from './errors.js'
 import type { AuditEntry, TenantStore } from './types.js'
 
 export interface UpdateOptions {
@@ -46,6 +52,8 @@ export async function updateTenant(
     const next = await change(structuredClone(current.tenant))
     const fields = changedFields(current.tenant, next)
     if (fields.length === 0) return { tenant: current.tenant, version: current.version, entry: null }
+    const problems = tenantRecordProblems(next)
+    if (problems.length > 0) throw new TenantRecordInvalidError(database, problems.join('; '))
     const res = await store.write(database, current.version, next, {
       audit: { who: opts.who, via: opts.via, action: opts.action, fields },
     })

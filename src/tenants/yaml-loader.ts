@@ -35,6 +35,45 @@ export function listTenantFiles(fileOrDir: string): string[] {
     .filter((p) => statSync(p).isFile())
 }
 
+/** The problems of a tenant file's text that does not parse as YAML (the excerpt's secrets masked). */
+function yamlProblem(file: string, text: string, err: Error): string {
+  const where = err instanceof YAMLParseError && err.linePos ? ` (line ${err.linePos[0].line})` : ''
+  // `{ secret: ${X} }` is a YAML error: braces are flow indicators inside { } and [ ].
+  const hint = /[{[][^\n]*\$\{/.test(text) ? ' (inside { } or [ ], quote ${ENV} values: secret: "${NAME}")' : ''
+  // The parser's excerpt of the lines around the error, secrets masked (docs/tenant-state.md).
+  const [first, ...context] = err.message.split('\n')
+  const excerpt = context
+    .filter((l) => l.trim() !== '')
+    .map((l) => `    ${redactSecrets(l)}`)
+    .join('\n')
+  return `${file}: not valid YAML${where}: ${redactSecrets(first ?? '', { excerpt: false })}${hint}${excerpt ? '\n' + excerpt : ''}`
+}
+
+/**
+ * The text of tenant file `file` as its record: parsed, `${ENV}` expanded in secret fields,
+ * validated, its database matching the file's name. Throws a ConfigError listing every problem.
+ */
+export function parseTenantText(text: string, file: string, env: NodeJS.ProcessEnv): TenantFile {
+  let raw: unknown
+  try {
+    raw = parseYaml(text, { prettyErrors: true })
+  } catch (err) {
+    throw new ConfigError(`invalid tenant file ${file}`, [yamlProblem(file, text, err as Error)])
+  }
+  if (!raw || typeof raw !== 'object' || Array.isArray(raw))
+    throw new ConfigError(`invalid tenant file ${file}`, [
+      `${file}: must hold a mapping (database: ..., organization: ..., ...)`,
+    ])
+  const parsed = parseTenantFile(raw, file, env)
+  const expected = path.basename(file).replace(YAML_FILE, '')
+  if (parsed.database !== expected) {
+    throw new ConfigError(`invalid tenant file ${file}`, [
+      `${file}: database: is "${parsed.database}" but the file is named ${path.basename(file)}; name it ${parsed.database}.yaml`,
+    ])
+  }
+  return parsed
+}
+
 function readOne(file: string, env: NodeJS.ProcessEnv, problems: string[]): TenantFile | null {
   let text: string
   try {
@@ -43,39 +82,8 @@ function readOne(file: string, env: NodeJS.ProcessEnv, problems: string[]): Tena
     problems.push(`${file}: cannot read: ${(err as Error).message}`)
     return null
   }
-  let raw: unknown
   try {
-    raw = parseYaml(text, { prettyErrors: true })
-  } catch (err) {
-    const e = err as Error
-    const where = err instanceof YAMLParseError && err.linePos ? ` (line ${err.linePos[0].line})` : ''
-    // `{ secret: ${X} }` is a YAML error: braces are flow indicators inside { } and [ ].
-    const hint = /[{[][^\n]*\$\{/.test(text) ? ' (inside { } or [ ], quote ${ENV} values: secret: "${NAME}")' : ''
-    // The parser's excerpt of the lines around the error, secrets masked (docs/tenant-state.md).
-    const [first, ...context] = e.message.split('\n')
-    const excerpt = context
-      .filter((l) => l.trim() !== '')
-      .map((l) => `    ${redactSecrets(l)}`)
-      .join('\n')
-    problems.push(
-      `${file}: not valid YAML${where}: ${redactSecrets(first ?? '', { excerpt: false })}${hint}${excerpt ? '\n' + excerpt : ''}`,
-    )
-    return null
-  }
-  if (!raw || typeof raw !== 'object' || Array.isArray(raw)) {
-    problems.push(`${file}: must hold a mapping (database: ..., organization: ..., ...)`)
-    return null
-  }
-  try {
-    const parsed = parseTenantFile(raw, file, env)
-    const expected = path.basename(file).replace(YAML_FILE, '')
-    if (parsed.database !== expected) {
-      problems.push(
-        `${file}: database: is "${parsed.database}" but the file is named ${path.basename(file)}; name it ${parsed.database}.yaml`,
-      )
-      return null
-    }
-    return parsed
+    return parseTenantText(text, file, env)
   } catch (err) {
     if (err instanceof ConfigError && err.problems.length) {
       problems.push(...err.problems)

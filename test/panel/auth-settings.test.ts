@@ -3,7 +3,11 @@
 // the store's invalidation, with no restart: magic link switched on works at once through
 // supabase-js (and its mailed link signs in, to the new site URL), switched off is refused.
 import t from 'tap'
+import { writeFileSync } from 'node:fs'
+import { join } from 'node:path'
+import { exportTenantFile, loadTenantFileEntries } from '../../src/tenants/index.js'
 import { PUBLIC_URL, startStack, type Stack, type StackTenant } from '../helpers/panel-stack.js'
+import { tempDir } from '../helpers/tenant-fixtures.js'
 
 let stack: Stack
 let x: StackTenant
@@ -410,4 +414,27 @@ t.test('only members of the owning organization may read or change them', async 
   })
   t.equal(r.status, 404)
   t.equal((await stack.store.get(x.database))?.auth.magic_link, false)
+})
+
+t.test('with Redis, a setting removed through the panel leaves no entry; the export loads', async (t) => {
+  const y = await stack.addTenant({ organization: 'org_as' })
+  const api = `/organizations/org_as/databases/${y.database}/api/auth-settings`
+  const set = await stack.panel('PATCH', api, {
+    token,
+    body: {
+      hooks: { custom_access_token: { uri: 'pg-functions://postgres/public/claims' } },
+      webauthn: { rp_id: 'localhost', rp_display_name: 'AS', rp_origins: ['http://localhost:3000'] },
+      providers: { github: { client_id: 'gh-id', secret: 'gh-secret-of-as' } },
+    },
+  })
+  t.equal(set.status, 200, JSON.stringify(set.body))
+  for (const body of [{ hooks: { custom_access_token: null } }, { webauthn: null }, { providers: { github: null } }])
+    t.equal((await stack.panel('PATCH', api, { token, body })).status, 200, JSON.stringify(body))
+  const stored = (await stack.store.get(y.database))!
+  t.notOk(stored.auth.hooks !== undefined && 'custom_access_token' in stored.auth.hooks)
+  t.notOk('webauthn' in stored.auth)
+  t.notOk('github' in stored.auth.providers)
+  const dir = tempDir(t)
+  writeFileSync(join(dir, `${y.database}.yaml`), exportTenantFile(stored, { includeSecrets: true }).text)
+  t.equal(loadTenantFileEntries(dir, {})[0]?.file.database, y.database, 'the export loads (and applies)')
 })

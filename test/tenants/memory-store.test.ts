@@ -2,7 +2,14 @@ import t from 'tap'
 import { writeFileSync, rmSync } from 'node:fs'
 import path from 'node:path'
 import { stringify } from 'yaml'
-import { createMemoryStore, createTenantStore, parseTenantFile, toTenant } from '../../src/tenants/index.js'
+import {
+  createMemoryStore,
+  createTenantStore,
+  parseTenantFile,
+  toTenant,
+  writeTenantChanges,
+} from '../../src/tenants/index.js'
+import { readFileSync } from 'node:fs'
 import { loadConfig as loadProcessConfig } from '../../src/config/index.js'
 import { tenantFile, writeTenantDir } from '../helpers/tenant-fixtures.js'
 
@@ -64,4 +71,30 @@ t.test('reload re-reads the directory and notifies what changed', async (t) => {
   writeFileSync(path.join(dir, 'gamma.yaml'), 'database: gamma\n')
   await t.rejects(store.reload(), { message: /gamma\.yaml: organization: is required/ })
   t.same(await store.list(), ['acme', 'gamma'])
+})
+
+t.test('a change is written into the file only when the new text reads back as the change', async (t) => {
+  const dir = writeTenantDir(t, {
+    'acme.yaml': tenantFile('acme', { jwt: { secret: '${ACME_JWT}', upstream_secret: 'u'.repeat(40) } }),
+  })
+  const file = path.join(dir, 'acme.yaml')
+  const env = { ACME_JWT: 'j'.repeat(40) }
+  const before = toTenant(
+    parseTenantFile(
+      tenantFile('acme', { jwt: { secret: 'j'.repeat(40), upstream_secret: 'u'.repeat(40) } }),
+      'acme.yaml',
+      {},
+    ),
+  )
+  const after = { ...before, auth: { ...before.auth, magic_link: true } }
+  const text = readFileSync(file, 'utf8')
+  // Without ACME_JWT the new text would not load: refused, nothing written.
+  t.throws(() => writeTenantChanges(file, before, after, {}), {
+    code: 'tenant_file_round_trip',
+    message: /acme\.yaml: the change was not written: .*jwt\.secret: environment variable ACME_JWT is not set/,
+  })
+  t.equal(readFileSync(file, 'utf8'), text)
+  writeTenantChanges(file, before, after, env)
+  t.match(readFileSync(file, 'utf8'), /magic_link: true/)
+  t.match(readFileSync(file, 'utf8'), 'secret: ${ACME_JWT}')
 })

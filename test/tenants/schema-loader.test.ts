@@ -8,7 +8,13 @@ import {
   hashKey,
   loadTenantFiles,
   loadTenantFileEntries,
+  fileValues,
+  validateTenantRecord,
+  TenantFileSchema,
+  RECORD_BOUNDS,
 } from '../../src/tenants/index.js'
+import type { TSchema } from '@sinclair/typebox'
+import { stringify as toYaml } from 'yaml'
 import { problemsOf } from '../helpers/config-errors.js'
 import { loadConfig } from '../../src/config/index.js'
 import { tenantFile, writeTenantDir } from '../helpers/tenant-fixtures.js'
@@ -48,6 +54,77 @@ t.test('${ENV} substitution, and a missing variable named with its field', async
   t.equal(f.jwt.secret, 's'.repeat(40))
   const problems = problemsOf(() => parseTenantFile(raw, 'acme.yaml', {}))
   t.same(problems, ['acme.yaml: jwt.secret: environment variable ACME_JWT is not set'])
+})
+
+t.test('${ENV} is expanded only in fields declared secret; $$ is a literal $ there', async (t) => {
+  const env = { ACME_JWT: 's'.repeat(40), HOME: '/home/platform', ACME_GH: 'gh-secret' }
+  const f = parseTenantFile(
+    tenantFile('acme', {
+      jwt: { secret: '${ACME_JWT}', upstream_secret: 'u'.repeat(36) + '$$${HOME}' },
+      auth: {
+        site_url: 'https://app.example.com/${HOME}',
+        providers: { github: { client_id: '${HOME}', secret: '${ACME_GH}' } },
+      },
+      rest: { app_settings: { by_operator: '${HOME}', dollars: 'a$$b$c' } },
+    }),
+    'acme.yaml',
+    env,
+  )
+  t.equal(f.jwt.secret, env.ACME_JWT, 'a secret field: expanded')
+  t.equal(f.jwt.upstream_secret, 'u'.repeat(36) + '$/home/platform', '$$ is a $, then the reference')
+  t.equal(f.auth.providers.github?.secret, 'gh-secret')
+  t.same(f.rest.app_settings, { by_operator: '/home/platform', dollars: 'a$b$c' })
+  t.equal(f.auth.site_url, 'https://app.example.com/${HOME}', 'a field not declared secret: as written')
+  t.equal(f.auth.providers.github?.client_id, '${HOME}')
+  // A missing variable is a problem only where it would be expanded.
+  t.doesNotThrow(() => parseTenantFile(tenantFile('acme', { auth: { site_url: 'http://x/${NOPE}' } }), 'acme.yaml', {}))
+
+  // Values written by a program read back as themselves.
+  const literal = validateTenantRecord(
+    tenantFile('acme', { rest: { app_settings: { leak: '${HOME}|$$|$' } } }),
+    'tenant acme',
+  )
+  t.equal(literal.rest.app_settings.leak, '${HOME}|$$|$', 'a literal record: nothing expanded')
+  const again = parseTenantFile(JSON.parse(JSON.stringify(fileValues(literal))), 'acme.yaml', env)
+  t.equal(again.rest.app_settings.leak, '${HOME}|$$|$')
+  t.match(toYaml(fileValues(again)), 'leak: $${HOME}|$$$$|$$')
+})
+
+t.test('every string, list and map of the record is bounded; so is the whole record', async (t) => {
+  const unbounded: string[] = []
+  const visit = (s: TSchema, at: string): void => {
+    for (const b of (s.anyOf as TSchema[] | undefined) ?? []) visit(b, at)
+    if (s.type === 'string' && s.maxLength === undefined && s.const === undefined) unbounded.push(at)
+    if (s.type === 'array') {
+      if (s.maxItems === undefined) unbounded.push(at)
+      visit(s.items as TSchema, `${at}.*`)
+    }
+    for (const [k, p] of Object.entries((s.properties as Record<string, TSchema> | undefined) ?? {}))
+      visit(p, `${at}.${k}`)
+    for (const p of Object.values((s.patternProperties as Record<string, TSchema> | undefined) ?? {})) {
+      if (s.maxProperties === undefined) unbounded.push(at)
+      visit(p, `${at}.*`)
+    }
+  }
+  visit(TenantFileSchema, '')
+  t.same(unbounded, [])
+  const big = Object.fromEntries(Array.from({ length: 70 }, (_, i) => [`s${i}`, 'v'.repeat(RECORD_BOUNDS.string)]))
+  t.match(
+    problemsOf(() => parseTenantFile(tenantFile('acme', { rest: { app_settings: big } }), 'acme.yaml', {})),
+    [
+      /acme\.yaml: \(record\): is \d+ bytes, over the cap of 262144 bytes of a tenant record \(largest: rest\.app_settings/,
+    ],
+  )
+  t.match(
+    problemsOf(() =>
+      parseTenantFile(
+        tenantFile('acme', { auth: { redirect_urls: Array(101).fill('https://a.example') } }),
+        'acme.yaml',
+        {},
+      ),
+    ),
+    [/auth\.redirect_urls: must NOT have more than 100 items/],
+  )
 })
 
 t.test('keys are hashed and compared by kind', async (t) => {

@@ -147,7 +147,7 @@ t.test('validation errors name fields, never values', async (t) => {
 
 t.test('auth hook secrets: masked in diffs and conflicts, references in an export, masked in errors', async (t) => {
   const hook = 'v1,whsec_c2VjcmV0LW9mLXRoZS1ob29rLTAxMjM0NTY3'
-  t.equal(displayValue('auth.hooks.send_email.secrets', [hook]), '****')
+  t.equal(displayValue(['auth', 'hooks', 'send_email', 'secrets'], [hook]), '****')
   const tenant = toTenant(
     parseTenantFile(
       {
@@ -164,3 +164,34 @@ t.test('auth hook secrets: masked in diffs and conflicts, references in an expor
   t.ok(exportTenantFile(tenant, { includeSecrets: true }).text.includes(hook), 'with it, as written')
   t.equal(redactSecrets(`      secrets: ["${hook}"]: x`).includes(hook), false)
 })
+
+t.test(
+  'app_settings are secret: masked in diffs and conflicts, references in an export, escaped with them',
+  async (t) => {
+    const tenant = toTenant(
+      parseTenantFile(
+        { ...tenantFile('as'), rest: { app_settings: { leak: '${HOME}|$x', api: 'app-setting-secret-value' } } },
+        'as.yaml',
+        { HOME: '/home/platform' },
+      ),
+    )
+    t.same(tenant.rest.app_settings, { leak: '/home/platform|$x', api: 'app-setting-secret-value' })
+    t.equal(displayValue(['rest', 'app_settings', 'api'], 'app-setting-secret-value'), '****')
+    const literal = {
+      ...tenant,
+      rest: { ...tenant.rest, app_settings: { leak: '${HOME}|$x', api: 'app-setting-secret-value' } },
+    }
+
+    const { text, env } = exportTenantFile(literal)
+    t.notOk(text.includes('app-setting-secret-value'), 'not in an export without --include-secrets')
+    t.notOk(text.includes('${HOME}'))
+    t.ok(env.includes('AS_APP_SETTING_LEAK') && env.includes('AS_APP_SETTING_API'), 'the references are listed')
+    t.match(text, 'api: ${AS_APP_SETTING_API}')
+
+    // With the secrets, a value holding ${...} is written escaped and an apply reads it back as itself.
+    const dir = tempDir(t)
+    writeFileSync(path.join(dir, 'as.yaml'), exportTenantFile(literal, { includeSecrets: true }).text)
+    const [back] = loadTenantFileEntries(dir, { HOME: '/home/platform' })
+    t.same(back!.file.rest.app_settings, { leak: '${HOME}|$x', api: 'app-setting-secret-value' })
+  },
+)
