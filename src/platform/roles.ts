@@ -246,11 +246,9 @@ export async function syncConnectionLimits(client: pg.Client, limits: Connection
   const { max, version } = r.rows[0]!
   const owner = limits.owner || Math.max(1, Math.min(20, Math.floor(max / 10)))
   const engine = limits.engine || Math.max(1, Math.floor(max / 4))
-  const logins = await client.query<{ role_name: string; kind: string; connlimit: number; reserved: boolean }>(
+  const logins = await client.query<{ role_name: string; kind: string; connlimit: number }>(
     `SELECT a.rolname AS role_name, CASE WHEN p.kind IN ('rest', 'authn') THEN 'engine' ELSE 'owner' END AS kind,
-       a.rolconnlimit AS connlimit,
-       EXISTS (SELECT 1 FROM pg_auth_members m JOIN pg_roles g ON g.oid = m.roleid
-         WHERE m.member = a.oid AND g.rolname = 'pg_use_reserved_connections') AS reserved
+       a.rolconnlimit AS connlimit
      FROM platform.roles p JOIN pg_roles a
        ON a.rolname = p.role_name OR (p.kind IN ('anon', 'auth', 'svc') AND a.rolname = p.role_name || '_probe')
      WHERE a.rolcanlogin AND p.kind IN ('rest', 'authn', 'owner', 'anon', 'auth', 'svc')`,
@@ -260,6 +258,12 @@ export async function syncConnectionLimits(client: pg.Client, limits: Connection
     if (l.connlimit !== limit) await client.query(`ALTER ROLE ${quoteIdent(l.role_name)} CONNECTION LIMIT ${limit}`)
   }
   if (version < 160000) return
-  const engines = logins.rows.filter((l) => l.kind === 'engine' && !l.reserved).map((l) => quoteIdent(l.role_name))
-  if (engines.length > 0) await client.query(`GRANT pg_use_reserved_connections TO ${engines.join(', ')}`)
+  // The engine logins are NOINHERIT: the grant itself passes the role's privilege on.
+  const missing = await client.query<{ role_name: string }>(
+    `SELECT a.rolname AS role_name FROM platform.roles p JOIN pg_roles a ON a.rolname = p.role_name
+     WHERE p.kind IN ('rest', 'authn') AND NOT pg_has_role(a.oid, 'pg_use_reserved_connections', 'USAGE')`,
+  )
+  const engines = missing.rows.map((l) => quoteIdent(l.role_name))
+  if (engines.length > 0)
+    await client.query(`GRANT pg_use_reserved_connections TO ${engines.join(', ')} WITH INHERIT TRUE`)
 }

@@ -5,9 +5,13 @@
 // cluster runs with reserved_connections), the auth engine for the sign-ups.
 import t from 'tap'
 import pg from 'pg'
+import { chmodSync, mkdtempSync, rmSync } from 'node:fs'
+import os from 'node:os'
+import path from 'node:path'
 import { startAuth, email } from '../helpers/auth-harness.js'
 import { adminQuery, adminUrl } from '../helpers/db.js'
-import { migrateDatabase } from '../../src/platform/index.js'
+import { dropTenant, migrateDatabase, provisionTenant } from '../../src/platform/index.js'
+import { startEmbeddedPostgres } from '../../src/dev/index.js'
 import { withDatabase } from '../../src/shared/index.js'
 import type { TestTenant } from '../helpers/tenants.js'
 
@@ -71,11 +75,65 @@ t.test("an owner at its CONNECTION LIMIT leaves every other database's logins ro
   )
   t.match(refused, { code: '53300', message: /too many connections for role/ }, 'the fourth owner connection')
 
+  const own = await held[0]!.query('ALTER ROLE CURRENT_USER CONNECTION LIMIT -1').catch((err: Error) => err)
+  t.match(own, { code: '42501' }, 'the owner cannot lift its own limit')
+
   const other = await connect(b.ownerUrl)
   t.same((await other.query('SELECT 1 AS one')).rows, [{ one: 1 }], "another database's owner still logs in")
   await other.end()
   for (const x of [b, a]) {
     const up = await h.client(x).signUp({ email: email('limits'), password: 'correct horse battery' })
     t.error(up.error, `${x === a ? 'this' : 'the other'} database's sign-up works`)
+  }
+})
+
+t.test("owners together cannot take the engines' reserved slots", async (t) => {
+  // A cluster of its own, small enough to fill: 10 connections, 1 for superusers, 4 reserved
+  // for pg_use_reserved_connections, so owners share 5.
+  const dir = mkdtempSync(path.join(os.tmpdir(), 'gatehouse-slots-'))
+  chmodSync(dir, 0o700)
+  t.teardown(() => rmSync(dir, { recursive: true, force: true }))
+  const cluster = await startEmbeddedPostgres({
+    dir: path.join(dir, 'pg'),
+    port: 0,
+    persistent: false,
+    password: 'a-generated-one',
+    initdbFlags: ['--nosync'],
+    settings: { max_connections: '10', superuser_reserved_connections: '1', reserved_connections: '4', fsync: 'off' },
+    onLog: () => {},
+  })
+  t.teardown(() => cluster.stop())
+  const made = []
+  for (const database of ['slots_a', 'slots_b']) {
+    made.push(
+      await provisionTenant({
+        adminUrl: cluster.url,
+        database,
+        organization: 'org_test',
+        connectionLimits: { owner: 3 },
+      }),
+    )
+    t.teardown(() => dropTenant({ adminUrl: cluster.url, database }).catch(() => {}))
+  }
+  const [a, b] = made as [(typeof made)[0], (typeof made)[0]]
+  const held: pg.Client[] = []
+  t.teardown(() => Promise.all(held.map((c) => c.end().catch(() => {}))))
+  for (const url of [a.ownerUrl, a.ownerUrl, a.ownerUrl, b.ownerUrl, b.ownerUrl]) held.push(await connect(url))
+  const refused = await connect(b.ownerUrl).then(
+    (c) => held.push(c) && null,
+    (err: Error & { code?: string }) => err,
+  )
+  t.match(
+    refused,
+    {
+      code: '53300',
+      message: /remaining connection slots are reserved for roles with privileges of .*pg_use_reserved_connections/,
+    },
+    'the other owner, under its own limit, finds the ordinary slots taken',
+  )
+  for (const url of [a.file.engines!.rest!, a.file.engines!.auth!, b.file.engines!.rest!, b.file.engines!.auth!]) {
+    const c = await connect(url)
+    held.push(c)
+    t.same((await c.query('SELECT 1 AS one')).rows, [{ one: 1 }], `${new URL(url).username} still connects`)
   }
 })
