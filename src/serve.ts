@@ -1,7 +1,7 @@
 // `gatehouse serve gateway|rest|auth|panel` for production: one part built and listening.
 // The development stack (src/dev, what `npm start` runs) starts its parts with startPart too.
 // With cli.ts and src/dev the only modules that listen or read the environment.
-import cluster from 'node:cluster'
+import cluster, { type Worker } from 'node:cluster'
 import os from 'node:os'
 import type { Command } from 'commander'
 import type { FastifyInstance, FastifyListenOptions } from 'fastify'
@@ -160,6 +160,8 @@ export interface StartPartOptions {
    * binds every listener first, so a port of 0 is known before the parts are built.
    */
   listeners?: PartListeners
+  /** Listen with SO_REUSEPORT (Linux): processes of the part replaced one by one share the ports. */
+  reusePort?: boolean
 }
 
 /** A part's public and admin sockets, bound and listening before the part exists. */
@@ -206,8 +208,15 @@ export function boundPort(server: net.Server): number {
  * accepts an object with the `_handle` of a listening server
  * (https://nodejs.org/api/net.html#serverlistenhandle-backlog-callback).
  */
-function listenOn(app: FastifyInstance, host: string, port: number, bound: net.Server | undefined): Promise<string> {
-  if (bound === undefined) return app.listen({ host, port })
+function listenOn(
+  app: FastifyInstance,
+  host: string,
+  port: number,
+  bound: net.Server | undefined,
+  reusePort = false,
+): Promise<string> {
+  if (bound === undefined)
+    return app.listen({ host, port, ...(reusePort ? { reusePort } : {}) } as FastifyListenOptions)
   const address = (bound.address() as AddressInfo).address
   const handle = (bound as unknown as { _handle: unknown })._handle
   return app.listen({ host: address, _handle: handle } as FastifyListenOptions)
@@ -261,7 +270,7 @@ export async function startPart(name: PartName, deps: PartDeps, opts: StartPartO
   else bound?.admin.close()
   const section = deps.config[name]
   try {
-    await listenOn(app, section.host, section.port, bound?.public)
+    await listenOn(app, section.host, section.port, bound?.public, opts.reusePort)
   } catch (err) {
     if (admin !== null) bound?.admin.close()
     await app.close().catch(() => {})
@@ -270,7 +279,7 @@ export async function startPart(name: PartName, deps: PartDeps, opts: StartPartO
   let adminUrl = ''
   if (admin !== null) {
     try {
-      await listenOn(admin, section.admin_host, section.admin_port, bound?.admin)
+      await listenOn(admin, section.admin_host, section.admin_port, bound?.admin, opts.reusePort)
     } catch (err) {
       bound?.admin.close()
       await app.close().catch(() => {})
@@ -345,44 +354,102 @@ export function createStoreAndCache(
   return { store, tenants }
 }
 
-async function serve(name: PartName, config: Config, workers: number): Promise<void> {
-  if (workers > 1 && cluster.isPrimary) {
-    for (let i = 0; i < workers; i++) cluster.fork()
-    // The admin port is the primary's: metrics merged from every worker, readiness of all.
-    const aggregator = new AggregatorRegistry()
-    const section = config[name]
-    const admin = buildAdminApp({
-      part: name,
-      ready: (exclude) => clusterReadiness(exclude),
-      metrics: async () => ({ contentType: aggregator.contentType, body: await aggregator.clusterMetrics() }),
+/** The message a primary sends a worker it retires on a reload: drain, then exit. */
+const RETIRE = 'gatehouse:retire'
+/**
+ * How long a retired worker keeps answering (each response closing its connection) before it
+ * stops accepting: kept-alive clients move to the new workers on their next request.
+ */
+const RELOAD_DRAIN_MS = 1_000
+
+/** Resolves once `worker` listens; rejects when it exits first. */
+function listening(worker: Worker): Promise<void> {
+  return new Promise((resolve, reject) => {
+    const onExit = (code: number): void => reject(new Error(`the new worker exited (code ${code}) before listening`))
+    worker.once('listening', () => {
+      worker.off('exit', onExit)
+      resolve()
     })
-    await admin.listen({ host: section.admin_host, port: section.admin_port })
-    const log = partLogger(config, name)
-    log.info(
-      { admin: listenUrl(section.admin_host, admin.server, section.admin_port), workers },
-      'admin listening (metrics of every worker)',
-    )
-    let stopping = false
-    cluster.on('exit', (worker, code) => {
-      if (!stopping && code !== 0) {
-        log.error({ pid: worker.process.pid, code }, 'worker exited; starting another')
-        cluster.fork()
-      }
-    })
-    const stop = () => {
-      stopping = true
-      for (const w of Object.values(cluster.workers ?? {})) w?.process.kill('SIGTERM')
-      void admin.close()
-    }
-    process.on('SIGTERM', stop)
-    process.on('SIGINT', stop)
-    return
+    worker.once('exit', onExit)
+  })
+}
+
+/**
+ * nginx's reload for `--workers`: each worker in turn is replaced by a new one that listens
+ * first, then the old one drains (its in-flight requests answered, kept-alive clients told to
+ * reconnect) and exits. A new worker that cannot start ends the reload; the old ones stay.
+ */
+async function replaceWorkers(log: ReturnType<typeof partLogger>, retired: Set<number>): Promise<void> {
+  const old = Object.values(cluster.workers ?? {}).filter((w): w is Worker => w !== undefined && w.isConnected())
+  log.info({ workers: old.map((w) => w.process.pid) }, 'SIGHUP: replacing the workers one by one')
+  for (const w of old) {
+    const fresh = cluster.fork()
+    await listening(fresh)
+    const gone = new Promise((resolve) => w.once('exit', resolve))
+    retired.add(w.id)
+    w.send({ type: RETIRE })
+    await gone
+    log.info({ old: w.process.pid, new: fresh.process.pid }, 'worker replaced')
   }
+  log.info({ workers: Object.values(cluster.workers ?? {}).map((w) => w?.process.pid) }, 'reload done')
+}
+
+/** The primary of `--workers N`: forks, serves the admin port, restarts crashed workers, reloads on SIGHUP. */
+async function runPrimary(name: PartName, config: Config, workers: number): Promise<void> {
+  for (let i = 0; i < workers; i++) cluster.fork()
+  // The admin port is the primary's: metrics merged from every worker, readiness of all.
+  const aggregator = new AggregatorRegistry()
+  const section = config[name]
+  const admin = buildAdminApp({
+    part: name,
+    ready: (exclude) => clusterReadiness(exclude),
+    metrics: async () => ({ contentType: aggregator.contentType, body: await aggregator.clusterMetrics() }),
+  })
+  await admin.listen({ host: section.admin_host, port: section.admin_port })
+  const log = partLogger(config, name)
+  log.info(
+    { admin: listenUrl(section.admin_host, admin.server, section.admin_port), workers },
+    'admin listening (metrics of every worker)',
+  )
+  let stopping = false
+  const retired = new Set<number>()
+  cluster.on('exit', (worker, code) => {
+    if (!stopping && !retired.delete(worker.id) && code !== 0) {
+      log.error({ pid: worker.process.pid, code }, 'worker exited; starting another')
+      cluster.fork()
+    }
+  })
+  let reloading: Promise<void> | null = null
+  process.on('SIGHUP', () => {
+    if (stopping || reloading !== null) return
+    reloading = replaceWorkers(log, retired)
+      .catch((err: unknown) => log.error({ err }, 'reload stopped: the old workers keep serving'))
+      .finally(() => {
+        reloading = null
+      })
+  })
+  const stop = () => {
+    stopping = true
+    for (const w of Object.values(cluster.workers ?? {})) w?.process.kill('SIGTERM')
+    void admin.close()
+  }
+  process.on('SIGTERM', stop)
+  process.on('SIGINT', stop)
+}
+
+interface ServeOptions {
+  workers: number
+  /** Listen with SO_REUSEPORT: several processes of the part share the port. */
+  reusePort: boolean
+}
+
+async function serve(name: PartName, config: Config, opts: ServeOptions): Promise<void> {
+  if (opts.workers > 1 && cluster.isPrimary) return runPrimary(name, config, opts.workers)
   const { store, tenants } = createStoreAndCache(config)
   const clustered = cluster.isWorker
   let part: RunningPart
   try {
-    part = await startPart(name, { config, tenants, store }, { admin: !clustered })
+    part = await startPart(name, { config, tenants, store }, { admin: !clustered, reusePort: opts.reusePort })
   } catch (err) {
     // A part that cannot start (a config error, a busy port) must not leave the process
     // held open by its store's connection: the CLI prints the reason and exits.
@@ -396,14 +463,28 @@ async function serve(name: PartName, config: Config, workers: number): Promise<v
     { url: part.url, ...(part.adminUrl !== '' ? { admin: part.adminUrl } : {}), part: name },
     'listening',
   )
-  installGracefulShutdown(part.app, {
+  const shutdown = installGracefulShutdown(part.app, {
     graceMs: config.gateway.shutdown_grace_ms,
+    // Sharing the port with other processes: kept-alive clients move to them before this one
+    // stops accepting, as a retired worker's do.
+    ...(opts.reusePort ? { drainDelayMs: RELOAD_DRAIN_MS } : {}),
     exit: (code) => {
       tenants.close()
       void store.close().catch(() => {})
       exitAfterLogs(code)
     },
   })
+  if (clustered)
+    process.on('message', (msg: { type?: string }) => {
+      if (msg?.type === RETIRE) void shutdown.shutdown('reload', RELOAD_DRAIN_MS)
+    })
+  else
+    process.on('SIGHUP', () => {
+      part.app.log.warn(
+        {},
+        'SIGHUP: one process has no workers to replace (run with --workers 2 or more, or --reuse-port)',
+      )
+    })
 }
 
 export function registerServeCommands(program: Command, config: () => Config): void {
@@ -411,13 +492,14 @@ export function registerServeCommands(program: Command, config: () => Config): v
     .command('serve')
     .description('run one part for production: gateway | rest | auth | panel')
     .argument('<part>', PARTS.join(' | '))
-    .option('-w, --workers <n>', 'worker processes (Node cluster); "auto" = one per core', '1')
-    .action(async (part: string, opts: { workers: string }) => {
+    .option('-w, --workers <n>', 'worker processes (Node cluster); "auto" = one per core; SIGHUP replaces them', '1')
+    .option('--reuse-port', 'listen with SO_REUSEPORT, so that several processes of the part share its ports')
+    .action(async (part: string, opts: { workers: string; reusePort?: boolean }) => {
       if (!(PARTS as readonly string[]).includes(part))
         throw new ConfigError(`unknown part "${part}": expected one of ${PARTS.join(', ')}`)
       const workers = opts.workers === 'auto' ? os.availableParallelism() : Number(opts.workers)
       if (!Number.isInteger(workers) || workers < 1)
         throw new ConfigError('--workers must be a positive integer or "auto"')
-      await serve(part as PartName, config(), workers)
+      await serve(part as PartName, config(), { workers, reusePort: opts.reusePort === true })
     })
 }

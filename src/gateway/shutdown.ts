@@ -1,6 +1,7 @@
 // Graceful shutdown of a listening part (the gateway, or an engine or the panel under `gatehouse
-// serve`; its log lines carry the part): on SIGTERM (or shutdown()) /readyz turns 503,
-// after an optional drain delay (for load balancers to notice) the server stops accepting,
+// serve`; its log lines carry the part): on SIGTERM (or shutdown()) /readyz turns 503 and
+// responses close their connection, after an optional drain delay (for load balancers and
+// kept-alive clients to notice) the server stops accepting,
 // in-flight requests finish (their connections close after the response), then exit.
 // A grace timer cuts connections that are still open after graceMs. Shutdown never waits
 // on a log write or a hook that hangs: a line that cannot be written is skipped, the process
@@ -35,8 +36,11 @@ export interface GracefulShutdownOptions {
 }
 
 export interface GracefulShutdown {
-  /** Starts (or joins) the shutdown; resolves after the exit callback ran. */
-  shutdown(reason?: string): Promise<void>
+  /**
+   * Starts (or joins) the shutdown; resolves after the exit callback ran. `drainDelayMs`
+   * overrides the option's for this shutdown (a worker retired by a reload).
+   */
+  shutdown(reason?: string, drainDelayMs?: number): Promise<void>
   /** Removes the signal handlers. */
   dispose(): void
 }
@@ -105,10 +109,16 @@ export function installGracefulShutdown(app: FastifyInstance, opts: GracefulShut
     } catch {}
   }
 
-  function shutdown(reason = 'shutdown'): Promise<void> {
-    running ??= drainAndClose(app, opts, reason, log, exit)
+  function shutdown(reason = 'shutdown', drainDelayMs = opts.drainDelayMs): Promise<void> {
+    running ??= drainAndClose(app, { ...opts, drainDelayMs }, reason, log, exit)
     return running
   }
+
+  // While draining, every response says `Connection: close`: a kept-alive client sends its next
+  // request on a new connection, which another process (or worker) takes.
+  app.server.prependListener('request', (_req, res: { shouldKeepAlive: boolean }) => {
+    if (gatewayState(app).shuttingDown) res.shouldKeepAlive = false
+  })
 
   // A second signal while shutting down: exit now (the first one is taking too long for
   // whoever sent it).

@@ -93,3 +93,40 @@ t.test('with Redis and Postgres down, the probe keeps each part ready; the full 
     t.equal(probe.status, 200, `${file}: the readiness probe keeps the ${part} in its Service: ${await probe.text()}`)
   }
 })
+
+t.test('a rolling update drops nothing: surge before unavailability, preStop, grace, a budget', async (t) => {
+  const shared = loadConfig({
+    file: path.join(k8s, 'config', 'gatehouse.yaml'),
+    env: { GATEHOUSE_REDIS_URL: 'redis://redis.invalid:6379' },
+  })
+  // The drain: preStop sleep, then SIGTERM (readyz 503 at once, responses close their
+  // connections), in-flight requests for gateway.shutdown_grace_ms, 2 s for the close hooks.
+  const HOOKS_S = 2
+  for (const file of readdirSync(k8s).filter((f) => f.endsWith('.yaml'))) {
+    const docs = parseAllDocuments(readFileSync(path.join(k8s, file), 'utf8')).map((d) => d.toJS() as any)
+    for (const d of docs.filter((x) => x?.kind === 'Deployment')) {
+      const name = d.metadata.name as string
+      const c = (d.spec.template.spec.containers as Array<any>).find((x) => x.args?.[0] === 'serve')
+      if (c === undefined) continue
+      t.equal(d.spec.strategy?.rollingUpdate?.maxUnavailable, 0, `${name}: a new pod is ready before an old one goes`)
+      const sleep = c.lifecycle?.preStop?.exec?.command
+      t.equal(sleep?.[0], 'sleep', `${name}: preStop waits for the endpoint removal to spread`)
+      const drainS = Number(sleep?.[1] ?? NaN) + shared.gateway.shutdown_grace_ms / 1000 + HOOKS_S
+      t.ok(
+        d.spec.template.spec.terminationGracePeriodSeconds > drainS,
+        `${name}: terminationGracePeriodSeconds ${d.spec.template.spec.terminationGracePeriodSeconds} > drain ${drainS} s`,
+      )
+      const labels = d.spec.selector.matchLabels as Record<string, string>
+      const pdb = docs.find(
+        (x) =>
+          x?.kind === 'PodDisruptionBudget' &&
+          Object.entries(labels).every(([k, v]) => x.spec?.selector?.matchLabels?.[k] === v),
+      )
+      t.ok(pdb !== undefined, `${name}: a PodDisruptionBudget selects its pods`)
+      t.ok(
+        pdb?.spec?.maxUnavailable === 1 || pdb?.spec?.minAvailable !== undefined,
+        `${name}: the budget bounds evictions`,
+      )
+    }
+  }
+})
