@@ -228,6 +228,18 @@ t.test('OAuth clients', async (t) => {
     )
   })
 
+  t.test('a client whose URIs were split in more than 10 before migration 0275 can be deleted', async (t) => {
+    const made = await adminA.oauth.createClient({ client_name: 'split', redirect_uris: ['https://s.example/cb'] })
+    t.error(made.error)
+    const id = made.data!.client_id
+    const split = Array.from({ length: 12 }, (_, i) => `https://s.example/cb?a=${i}`)
+    await adminQuery('UPDATE auth.oauth_clients SET redirect_uris = $2 WHERE id = $1', [id, split], a.database)
+    const shown = await adminA.oauth.getClient(id)
+    t.same(shown.data?.redirect_uris, split)
+    t.error((await adminA.oauth.deleteClient(id)).error, 'deleted')
+    t.equal((await adminA.oauth.getClient(id)).error?.status, 404)
+  })
+
   t.test("one database's clients are invisible from another", async (t) => {
     const made = await adminA.oauth.createClient({ client_name: 'mine', redirect_uris: ['https://m.example.com/cb'] })
     t.error(made.error)
