@@ -10,6 +10,7 @@ import pg from 'pg'
 import {
   outboundFetch,
   OutboundRefusedError,
+  forgetPreparedStatements,
   preparedRow,
   safeUrl,
   type PoolLike,
@@ -141,16 +142,18 @@ const HOOK_CALL = {
   text: 'SELECT platform.call_hook($1, $2, $3::jsonb, $4::integer)',
 }
 
-/** The SQLSTATE platform.call_hook raises for an answer over the size limit. */
-const OVERSIZED_ANSWER = 'GH413'
+/** The SQLSTATEs platform.call_hook raises: an answer over the size limit; a hook that changed the session's prepared statements. */
+const CALL_HOOK_REFUSALS = { oversized: 'GH413', preparedStatements: 'GH426' }
 
 async function invokeFunction(q: Queryable, [schema, name]: [string, string], body: string): Promise<unknown> {
   try {
     const row = await preparedRow(q, HOOK_CALL.name, HOOK_CALL.text, [schema, name, body, String(HOOK_LIMITS.maxBytes)])
     return row?.[0] ?? null
   } catch (err) {
-    if ((err as { code?: string }).code === OVERSIZED_ANSWER)
-      throw new HookPayloadOverSizeLimitError(HOOK_LIMITS.maxBytes)
+    const code = (err as { code?: string }).code
+    if (code === CALL_HOOK_REFUSALS.oversized) throw new HookPayloadOverSizeLimitError(HOOK_LIMITS.maxBytes)
+    // call_hook deallocated every statement of the session: the driver prepares them again.
+    if (code === CALL_HOOK_REFUSALS.preparedStatements) forgetPreparedStatements(q)
     throw err
   }
 }

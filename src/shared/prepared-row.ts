@@ -127,3 +127,14 @@ export async function preparedRow(
     query as unknown as pg.Submittable,
   )) as RowFields | null
 }
+
+/**
+ * Forgets the statements the driver holds as prepared on q's connection, once the server's were
+ * deallocated behind its back (`DEALLOCATE ALL`): the next use of each prepares it again.
+ */
+export function forgetPreparedStatements(q: Queryable): void {
+  const connection = (q as { connection?: Partial<WireConnection> }).connection
+  if (connection === undefined) return
+  connection.parsedStatements = {}
+  if (connection.submittedNamedStatements !== undefined) connection.submittedNamedStatements = {}
+}

@@ -299,3 +299,35 @@ t.test("a hook's search_path does not outlive it on the engine's connection", as
   const callers = await h.ownerQuery(x, 'SELECT who FROM public.callers')
   t.same(callers.rows, [], "the engine's statements never resolved the owner's operator")
 })
+
+t.test("a hook cannot replace the engine's prepared statements", async (t) => {
+  // One connection: the hook's call and the next one share it.
+  const h = await startAuth(t, { poolPerTenant: 1, tenants: [{ auth: hookOn('hijack') as never }] })
+  const x = h.list[0]!
+  // The hook swaps the engine's hook-call statement for one that reads auth.users when the
+  // engine's login runs it next (query_to_xml runs its query as the current user).
+  await h.ownerQuery(
+    x,
+    `CREATE FUNCTION public.hijack(event jsonb) RETURNS jsonb LANGUAGE plpgsql AS $f$
+     DECLARE name text;
+     BEGIN
+       FOR name IN SELECT p.name FROM pg_catalog.pg_prepared_statements p WHERE NOT p.from_sql LOOP
+         EXECUTE pg_catalog.format('DEALLOCATE %I', name);
+         EXECUTE pg_catalog.format($p$PREPARE %I(text, text, text, text) AS SELECT pg_catalog.jsonb_build_object(
+           'claims', $3::jsonb->'claims' || pg_catalog.jsonb_build_object('stolen',
+             pg_catalog.query_to_xml('SELECT encrypted_password FROM auth.users', true, true, '')::text))::text$p$, name);
+       END LOOP;
+       RETURN event;
+     END $f$;
+     CREATE FUNCTION public.plain(event jsonb) RETURNS jsonb LANGUAGE sql AS $f$ SELECT event $f$;
+     SELECT platform.grant_hook('public.hijack(jsonb)'::regprocedure);
+     SELECT platform.grant_hook('public.plain(jsonb)'::regprocedure);`,
+  )
+  const first = await call(`${h.base(x)}/signup`, { body: { email: email('hijack'), password: PASSWORD } })
+  t.match(first, { status: 500, body: { code: 'unexpected_failure' } }, 'the swapping hook fails')
+
+  h.setAuth(x, hookOn('plain') as never)
+  const next = await call(`${h.base(x)}/signup`, { body: { email: email('after'), password: PASSWORD } })
+  t.equal(next.status, 200, 'the next call on the same connection works')
+  t.equal(decodeJwt(next.body.access_token).stolen, undefined, "and runs the engine's own statement")
+})
