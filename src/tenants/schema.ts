@@ -284,7 +284,15 @@ export const TenantFileSchema = Type.Object(
     organization: Type.String({ minLength: 1 }),
     /** Owner/admin connection: catalog look-ups, the panel, migrations. */
     postgres: ConnectionUrl('OWNER_PASSWORD'),
-    roles: Type.Object({ anon: RoleName, auth: RoleName, svc: RoleName }, { additionalProperties: false }),
+    /**
+     * Declared secret so that an operator may write them as `${<DB>_ROLE_ANON}` references
+     * (deploy/tenants/real-engines/shop.yaml): the names `tenants create` generates; no
+     * tenant writes them.
+     */
+    roles: Type.Object(
+      { anon: RoleName, auth: RoleName, svc: RoleName },
+      { additionalProperties: false, ...secret('value', 'ROLE_{1}') },
+    ),
     jwt: Type.Object(
       {
         secret: Type.String({ minLength: 32, ...secret('value', 'JWT_SECRET') }),
