@@ -3,9 +3,9 @@
 // the owner). A second `gatehouse dev` in the same checkout finds a live owner and stops there,
 // before it touches anything: the cluster, the mail catcher and the ports stay the first
 // stack's. A lock whose owner is gone (kill -9, a crash) is stale and taken over.
-import { closeSync, existsSync, mkdirSync, openSync, readFileSync, unlinkSync, writeSync } from 'node:fs'
+import { existsSync, mkdirSync, readFileSync, unlinkSync } from 'node:fs'
 import path from 'node:path'
-import { ConfigError } from '../shared/index.js'
+import { ConfigError, writeFileAtomic } from '../shared/index.js'
 import { processAlive } from './process-probes.js'
 
 export const LOCK_FILE = 'dev.lock'
@@ -74,19 +74,13 @@ export interface DevLock {
   release(): void
 }
 
-/** Creates the lock file for `me`; false when it exists (EEXIST). */
+/** Creates the lock file for `me`, whole at once; false when it exists (EEXIST). */
 function createLock(file: string, me: DevLockOwner): boolean {
-  let fd: number
   try {
-    fd = openSync(file, 'wx', 0o600)
+    writeFileAtomic(file, JSON.stringify(me) + '\n', { mode: 0o600, exclusive: true })
   } catch (err) {
     if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw err
     return false
-  }
-  try {
-    writeSync(fd, JSON.stringify(me) + '\n')
-  } finally {
-    closeSync(fd)
   }
   return true
 }

@@ -1,6 +1,6 @@
 // State files another process reads while the stack rewrites them (.gatehouse/dev.json, read by
 // `gatehouse tenants create|drop` beside a running `npm start`; the stack's generated tenant
-// files, read by its tenant store) are replaced whole: a reader never sees a truncated or
+// files, read by its tenant store; its lock, read by a second start) are replaced whole: a reader never sees a truncated or
 // half-written file. The writer runs in a worker thread so its writes and the reads here really
 // overlap; the reader stops when the writer is done (a shared flag), at most MAX_READS reads.
 import t from 'tap'
@@ -102,6 +102,28 @@ t.test("the stack's generated tenant files: the same", async (t) => {
     if (typeof doc?.n !== 'number' || !Array.isArray(doc.pad) || doc.pad.length !== (doc.n % 2 === 0 ? 2000 : 1))
       throw new Error(`partial file (${text.length} characters)`)
     return true
+  })
+  await ended
+  t.equal(Atomics.load(done, 0), 2, 'the writer finished')
+  t.same(r.broken.slice(0, 3), [], 'no read failed')
+  t.ok(r.whole > 0, `${r.whole} whole reads`)
+})
+
+t.test('dev.lock: taken and released again and again, never read half-written', async (t) => {
+  const dir = mkdtempSync(path.join(os.tmpdir(), 'gatehouse-state-'))
+  t.teardown(() => rmSync(dir, { recursive: true, force: true }))
+  const done = new Int32Array(new SharedArrayBuffer(4))
+  const w = await writer(path.resolve('src/dev/lock.ts'), `m.acquireDevLock(workerData.dir).release()`, dir, done)
+  const ended = new Promise((resolve) => w.once('exit', resolve))
+  const r = readWhileWriting(done, () => {
+    let text: string
+    try {
+      text = readFileSync(path.join(dir, 'dev.lock'), 'utf8')
+    } catch (err) {
+      if ((err as { code?: string }).code === 'ENOENT') return false // released
+      throw err
+    }
+    return typeof (JSON.parse(text) as { pid?: number }).pid === 'number'
   })
   await ended
   t.equal(Atomics.load(done, 0), 2, 'the writer finished')
