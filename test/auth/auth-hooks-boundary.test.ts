@@ -204,6 +204,23 @@ t.test('a hook that catches the cancel is terminated at its limit, its backend g
   h.setAuth(x, { hooks: {} } as never)
   const next = await h.client(x).signUp({ email: email('next'), password: PASSWORD })
   t.error(next.error, 'the pool serves the next request')
+
+  // A refresh grant calls the hook in autocommit on a pooled connection of its own: the same.
+  h.setAuth(x, hookOn('stubborn') as never)
+  const refreshStarted = Date.now()
+  const refresh = await call(`${h.base(x)}/token?grant_type=refresh_token`, {
+    body: { refresh_token: next.data.session!.refresh_token },
+  })
+  t.match(refresh, { status: 422, body: { code: 'hook_timeout' } }, 'refresh: hook_timeout')
+  t.ok(Date.now() - refreshStarted < limitMs + 3_000, 'refresh: answered at the deadline')
+  await eventually(async () => {
+    const r = await adminQuery(
+      "SELECT count(*)::int AS n FROM pg_stat_activity WHERE datname = $1 AND state = 'active' AND query LIKE '%call_hook%'",
+      [x.database],
+    )
+    return r.rows[0].n === 0
+  })
+  t.pass('refresh: no hook call left running')
 })
 
 t.test('a function hook answer over 200 KB is refused with a clear error', async (t) => {
