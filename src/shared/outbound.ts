@@ -61,6 +61,8 @@ const RANGES: Array<[string, number, 'ipv4' | 'ipv6', string]> = [
   ['::', 128, 'ipv6', 'an unspecified address'],
   ['::1', 128, 'ipv6', 'a loopback address'],
   ['64:ff9b:1::', 48, 'ipv6', 'a local-use NAT64 address'],
+  // What is left of ::/8 (IETF-reserved) once the forms that embed an IPv4 address were judged by it.
+  ['::', 8, 'ipv6', 'a reserved address'],
   ['100::', 64, 'ipv6', 'a discard address'],
   ['2001::', 23, 'ipv6', 'a reserved address'],
   ['2001:db8::', 32, 'ipv6', 'a documentation address'],

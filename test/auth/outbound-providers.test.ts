@@ -56,6 +56,8 @@ t.test('address classes: loopback, private, link-local, CGNAT, metadata, IPv6 an
     '::a9fe:a9fe',
     '2002:a9fe:a9fe::1',
     '2001:0:a9fe:a9fe::5601:5601',
+    '64:ff9b:0:0:1::a9fe:a9fe',
+    '64:ff9b::1:0:a9fe:a9fe',
     'ff02::1',
     '224.0.0.1',
   ]
