@@ -219,8 +219,9 @@ async function withinHookDeadline<T>(ctx: TenantContext, client: Queryable, call
 
 /**
  * Cancels or terminates the backend `pid` while it still runs the hook call, from a connection
- * of its own (the tenant's pool may be all taken by such calls). The login may signal its own
- * sessions only; the backend is signalled only while it runs the call's statement.
+ * of its own (the tenant's pool may be all taken by such calls), or from one of the pool's when
+ * none can be opened (the login at its CONNECTION LIMIT). The login may signal its own sessions
+ * only; the backend is signalled only while it runs the call's statement.
  */
 async function signalHookBackend(
   ctx: TenantContext,
@@ -229,6 +230,9 @@ async function signalHookBackend(
   running: () => boolean,
 ): Promise<void> {
   if (!running()) return
+  const sql = `SELECT pg_catalog.${signal}(a.pid) FROM pg_catalog.pg_stat_activity a
+    WHERE a.pid = $1 AND a.state = 'active' AND a.query = $2`
+  const values = [pid, HOOK_CALL.text]
   const client = new pg.Client({
     connectionString: ctx.tenant.engines?.auth,
     connectionTimeoutMillis: HOOK_STOP.connectTimeoutMs,
@@ -237,12 +241,14 @@ async function signalHookBackend(
   client.on('error', () => {})
   try {
     await client.connect()
-    if (!running()) return
-    await client.query(
-      `SELECT pg_catalog.${signal}(a.pid) FROM pg_catalog.pg_stat_activity a
-        WHERE a.pid = $1 AND a.state = 'active' AND a.query = $2`,
-      [pid, HOOK_CALL.text],
-    )
+  } catch (err) {
+    ctx.log.warn({ action: 'run_hook', pid, signal, err }, 'signalling a hook past its limit from the pool')
+    await client.end().catch(() => {})
+    if (running()) await ctx.db.query(sql, values)
+    return
+  }
+  try {
+    if (running()) await client.query(sql, values)
   } finally {
     await client.end().catch(() => {})
   }

@@ -5,9 +5,10 @@
 // 2. Supabase's custom access token hook SQL (grants and a policy `to supabase_auth_admin`)
 //    applies as the owner writes it, and the hook then reads the row RLS lets it see;
 // 3. a hook that catches the cancel is terminated: the request answers hook_timeout near the
-//    limit, and its backend is gone;
+//    limit, and its backend is gone (stopped from the pool when no connection can be opened);
 // 4. an answer over 200 KB is refused in Postgres with GoTrue's size error;
-// 5. a database migrated before all this gets the hook role, and its hooks keep their grants.
+// 5. a database migrated before all this gets the hook role, and its hooks keep their grants;
+// 6. nothing a hook leaves in the session (search path, prepared statements) outlives it.
 import t from 'tap'
 import { copyFileSync, mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
@@ -347,4 +348,49 @@ t.test("a hook cannot replace the engine's prepared statements", async (t) => {
   const next = await call(`${h.base(x)}/signup`, { body: { email: email('after'), password: PASSWORD } })
   t.equal(next.status, 200, 'the next call on the same connection works')
   t.equal(decodeJwt(next.body.access_token).stolen, undefined, "and runs the engine's own statement")
+})
+
+t.test('a runaway hook is stopped from the pool when its login is at its CONNECTION LIMIT', async (t) => {
+  const limitMs = 300
+  const h = await startAuth(t, {
+    poolPerTenant: 2,
+    auth: { hook_function_timeout_ms: limitMs },
+    tenants: [{ auth: hookOn('slow') as never }],
+  })
+  const x = h.list[0]!
+  await h.ownerQuery(
+    x,
+    `CREATE FUNCTION public.slow(event jsonb) RETURNS jsonb LANGUAGE sql AS $f$
+       SELECT event FROM pg_catalog.pg_sleep(0.1) $f$;
+     CREATE FUNCTION public.stubborn(event jsonb) RETURNS jsonb LANGUAGE plpgsql AS $f$
+     DECLARE until timestamptz := clock_timestamp() + interval '10 seconds';
+     BEGIN
+       WHILE clock_timestamp() < until LOOP
+         BEGIN PERFORM pg_catalog.pg_sleep(0.05); EXCEPTION WHEN query_canceled THEN NULL; END;
+       END LOOP;
+       RETURN event;
+     END $f$;
+     SELECT platform.grant_hook('public.slow(jsonb)'::regprocedure);
+     SELECT platform.grant_hook('public.stubborn(jsonb)'::regprocedure);`,
+  )
+  // Two sign-ups at once open the pool's two connections; then the login may open no third.
+  const warm = await Promise.all([0, 1].map(() => h.client(x).signUp({ email: email('warm'), password: PASSWORD })))
+  for (const w of warm) t.error(w.error)
+  await adminQuery(`ALTER ROLE "${x.roles.authn}" CONNECTION LIMIT 2`)
+  const open = await adminQuery('SELECT count(*)::int AS n FROM pg_stat_activity WHERE usename = $1', [x.roles.authn])
+  t.equal(open.rows[0].n, 2, "the login's two connections are open")
+
+  h.setAuth(x, hookOn('stubborn') as never)
+  const started = Date.now()
+  const answer = await call(`${h.base(x)}/signup`, { body: { email: email('stubborn'), password: PASSWORD } })
+  t.match(answer, { status: 422, body: { code: 'hook_timeout' } })
+  t.ok(Date.now() - started < limitMs + 3_000, 'answered at the deadline')
+  await eventually(async () => {
+    const r = await adminQuery(
+      "SELECT count(*)::int AS n FROM pg_stat_activity WHERE datname = $1 AND state = 'active' AND query LIKE '%call_hook%'",
+      [x.database],
+    )
+    return r.rows[0].n === 0
+  })
+  t.pass('no hook call left running')
 })
