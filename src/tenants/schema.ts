@@ -524,7 +524,14 @@ function describe(e: ErrorObject): string {
   if (e.keyword === 'required') {
     return `${field === '(root)' ? '' : field + '.'}${String((e.params as { missingProperty: string }).missingProperty)}: is required`
   }
+  // A map's entry whose name breaks its bound: the error of the name, then `propertyNames`'s own.
+  if (e.propertyName !== undefined) return `${field}: an entry's name ${e.message ?? 'is invalid'}`
   return `${field}: ${e.message ?? 'is invalid'}`
+}
+
+/** Every problem of a failed validation, one line each (a map's bad entry name once). */
+function describeAll(errors: ErrorObject[]): string[] {
+  return readableSchemaErrors(errors.filter((e) => e.keyword !== 'propertyNames')).map(describe)
 }
 
 /** Role names and settings that depend on each other. */
@@ -607,7 +614,7 @@ function sizeProblem(data: unknown): string | null {
 
 /** Every problem of a record's values (defaults filled into `data`). */
 function valueProblems(data: unknown): string[] {
-  if (!validateFile(data)) return readableSchemaErrors(validateFile.errors ?? []).map(describe)
+  if (!validateFile(data)) return describeAll(validateFile.errors ?? [])
   const size = sizeProblem(data)
   return [...crossFieldProblems(data as TenantFile), ...(size === null ? [] : [size])]
 }

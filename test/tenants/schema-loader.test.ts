@@ -125,6 +125,12 @@ t.test('every string, list and map of the record is bounded; so is the whole rec
     ),
     [/auth\.redirect_urls: must NOT have more than 100 items/],
   )
+  t.same(
+    problemsOf(() =>
+      parseTenantFile(tenantFile('acme', { rest: { app_settings: { ['n'.repeat(129)]: 'v' } } }), 'acme.yaml', {}),
+    ),
+    ["acme.yaml: rest.app_settings: an entry's name must NOT have more than 128 characters"],
+  )
 })
 
 t.test('keys are hashed and compared by kind', async (t) => {

@@ -15,6 +15,7 @@ import {
   parseTenantFile,
   redactSecrets,
   toTenant,
+  threeWayMerge,
 } from '../../src/tenants/index.js'
 import { runtimeTenantRecord } from '../../src/dev/index.js'
 import { tempDir, tenantFile } from '../helpers/tenant-fixtures.js'
@@ -195,3 +196,14 @@ t.test(
     t.same(back!.file.rest.app_settings, { leak: '${HOME}|$x', api: 'app-setting-secret-value' })
   },
 )
+
+t.test("an apply's conflict on an app setting names the field, never its values", async (t) => {
+  const record = (v: string) =>
+    toTenant(parseTenantFile({ ...tenantFile('cf'), rest: { app_settings: { token: v } } }, 'cf.yaml', {}))
+  const { conflicts } = threeWayMerge(
+    record('file-value-secret'),
+    record('last-value-secret'),
+    record('store-value-secret'),
+  )
+  t.same(conflicts, [{ field: 'rest.app_settings.token', file: '****', store: '****', last: '****' }])
+})
