@@ -127,10 +127,34 @@ export function loadConfig(opts: LoadConfigOptions = {}): Config {
     throw new ConfigError('invalid configuration', problems)
   }
   const cfg = data as unknown as Config
+  sentinelUrl(cfg.redis)
   if (cfg.tenants.source === 'redis' && !cfg.redis.url) {
     throw new ConfigError('invalid configuration', [
       'tenants.source is redis but redis.url is not set (GATEHOUSE_REDIS_URL or REDIS_URL)',
     ])
   }
   return deepFreeze(cfg)
+}
+
+/**
+ * redis.sentinels + redis.name as the one URL every Redis client of the process reads
+ * (`redis+sentinel://[:password@]h1:p1,h2:p2/<name>`, connectRedis); the password, if any, from
+ * redis.url. Both forms at once must agree on nothing else: sentinels win.
+ */
+function sentinelUrl(redis: Config['redis']): void {
+  const { sentinels, name } = redis
+  if (sentinels === undefined && name === undefined) return
+  if (sentinels === undefined || name === undefined)
+    throw new ConfigError('invalid configuration', ['redis.sentinels and redis.name go together (Redis Sentinel)'])
+  let password = ''
+  if (redis.url !== undefined) {
+    try {
+      const u = new URL(redis.url)
+      if (u.password) password = `:${u.password}@`
+    } catch {
+      // a unix socket path: no password to carry over
+    }
+  }
+  const hosts = sentinels.map((s) => `${s.host.includes(':') ? `[${s.host}]` : s.host}:${s.port}`).join(',')
+  ;(redis as { url?: string }).url = `redis+sentinel://${password}${hosts}/${encodeURIComponent(name)}`
 }

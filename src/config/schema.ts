@@ -86,6 +86,25 @@ export const ConfigSchema = Type.Object(
       {
         url: Type.Optional(Type.String()),
         key_prefix: Type.String({ default: 'gatehouse:' }),
+        /**
+         * Redis Sentinel: the sentinels and the master's name (instead of url, which becomes
+         * `redis+sentinel://h1:p1,h2:p2/<name>`); clients follow a failover.
+         */
+        sentinels: Type.Optional(
+          Type.Array(
+            Type.Object({ host: Type.String({ minLength: 1 }), port: Type.Integer({ minimum: 1, maximum: 65535 }) }),
+            {
+              minItems: 1,
+            },
+          ),
+        ),
+        name: Type.Optional(Type.String({ minLength: 1 })),
+        /**
+         * Replicas that must hold a control-plane write (tenant records) before it is acknowledged
+         * (Redis WAIT); otherwise the write is undone and the caller gets 503. 0: no wait.
+         */
+        write_replicas: Type.Integer({ minimum: 0, default: 0 }),
+        write_replicas_timeout_ms: Type.Integer({ minimum: 1, default: 1_000 }),
       },
       { default: {}, additionalProperties: false },
     ),

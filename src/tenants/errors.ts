@@ -77,9 +77,21 @@ export const TenantFileRoundTripError = defineError(
 )
 
 /** Every error of the tenant store and its commands. */
+/** A record write no replica confirmed in time (redis.write_replicas): undone where it could be. */
+export const TenantStoreNotDurableError = defineError(
+  'tenant_store_not_durable',
+  503,
+  (database: string, wanted: number, got: number, undone: boolean) =>
+    `the change to "${database}" was not confirmed by ${wanted} Redis replica${wanted === 1 ? '' : 's'} (${got} did) and ` +
+    (undone
+      ? 'was undone: nothing changed; try again shortly'
+      : 'could not be undone: read the record before trying again'),
+)
+
 export const TENANT_ERRORS = {
   TenantStoreUnavailableError,
   TenantStoreBackendError,
+  TenantStoreNotDurableError,
   TenantStoreEmptyError,
   TenantStoreConfigError,
   TenantNotInStoreError,

@@ -12,7 +12,12 @@
 // serves what it holds); the subscriber has its own connection and resyncs on reconnect.
 import { Redis, type RedisOptions } from 'ioredis'
 import { DATABASE_NAME, type Tenant } from './schema.js'
-import { TenantStoreBackendError, TenantStoreConfigError, TenantStoreEmptyError } from './errors.js'
+import {
+  TenantStoreBackendError,
+  TenantStoreConfigError,
+  TenantStoreEmptyError,
+  TenantStoreNotDurableError,
+} from './errors.js'
 import {
   ALL_TENANTS,
   AUDIT_KEEP,
@@ -40,6 +45,10 @@ export interface RedisStoreOptions {
   connectTimeoutMs?: number
   /** Default 2000. */
   commandTimeoutMs?: number
+  /** Replicas that must hold a record write before it is acknowledged (Redis WAIT); default 0. */
+  writeReplicas?: number
+  /** How long WAIT waits for them (default 1000). */
+  writeReplicasTimeoutMs?: number
 }
 
 export interface TenantMeta {
@@ -88,6 +97,23 @@ redis.call('LTRIM', KEYS[4], 0, ${AUDIT_KEEP - 1})
 return {1, nv}
 `
 
+// Undoes a write no replica confirmed (docs/operating.md, "Redis Sentinel"): when the record is
+// still at the version that write made, the record it replaced comes back (a new version, with an
+// audit entry), or the record goes when the write created it.
+const UNDO_SCRIPT = `
+if redis.call('HGET', KEYS[1], 'version') ~= ARGV[1] then return 0 end
+if ARGV[2] == '' then
+  redis.call('DEL', KEYS[1])
+  redis.call('SREM', KEYS[2], ARGV[4])
+else
+  redis.call('HSET', KEYS[1], 'record', ARGV[2], 'updated_at', ARGV[3])
+  redis.call('HINCRBY', KEYS[1], 'version', 1)
+end
+redis.call('LPUSH', KEYS[3], ARGV[5])
+redis.call('LTRIM', KEYS[3], 0, ${AUDIT_KEEP - 1})
+return 1
+`
+
 function safeUrl(url: string | undefined): string {
   if (!url) return 'redis'
   if (url.startsWith('/')) return url // a unix socket path
@@ -110,9 +136,12 @@ export function connectRedis(url: string, options: RedisOptions = {}): Redis {
   if (!m) return new Redis(url, options)
   const password = m[1] ? decodeURIComponent(m[1]) : undefined
   const sentinels = m[2].split(',').map((hp) => {
-    const [host, port] = hp.split(':')
-    return { host, port: Number(port || 26379) }
+    const at = hp.lastIndexOf(':')
+    const [host, port] = at > hp.lastIndexOf(']') ? [hp.slice(0, at), hp.slice(at + 1)] : [hp, '']
+    return { host: host.replace(/^\[(.*)\]$/, '$1'), port: Number(port || 26379) }
   })
+  // On a failover the sentinels disconnect the old primary's clients; ioredis then asks them
+  // for the new primary (test/tenants/sentinel-failover.test.ts).
   return new Redis({ ...options, sentinels, name: decodeURIComponent(m[3]), password, sentinelPassword: password })
 }
 
@@ -199,6 +228,8 @@ class RedisStore implements RedisTenantStore {
   /** This process saw the apply marker: a later miss without it means the data was lost. */
   #sawMarker = false
   readonly #listeners = new Set<ChangeListener>()
+  readonly #writeReplicas: number
+  readonly #writeReplicasTimeoutMs: number
 
   constructor(opts: RedisStoreOptions) {
     if (!opts.redis && !opts.url)
@@ -213,6 +244,8 @@ class RedisStore implements RedisTenantStore {
       commandTimeout: opts.commandTimeoutMs ?? 2000,
       maxRetriesPerRequest: 1,
     }
+    this.#writeReplicas = opts.writeReplicas ?? 0
+    this.#writeReplicasTimeoutMs = opts.writeReplicasTimeoutMs ?? 1000
     this.#owned = !opts.redis
     this.#client = opts.redis ?? connectRedis(opts.url as string, this.#clientOptions)
     if (this.#owned) this.#watch(this.#client, 'commands')
@@ -267,6 +300,7 @@ class RedisStore implements RedisTenantStore {
       ),
     )) as [number, string]
     if (Number(res[0]) !== 1) return { ok: false, version: res[1] === '' ? null : String(res[1]) }
+    await this.#replicated(database, String(res[1]), expected === null ? null : current, entry)
     if (recordOnly) return { ok: true, version: String(res[1]), entry: null }
     await this.#run('publish', () => this.#publishAll([database]))
     return {
@@ -453,6 +487,42 @@ class RedisStore implements RedisTenantStore {
       const json = stored?.[i]?.[1] as string | null | undefined
       return json ? keepRevocations(decodeRecord(t.database, json), t) : t
     })
+  }
+
+  /**
+   * A write is acknowledged once `writeReplicas` replicas hold it (WAIT): a failover then keeps
+   * it. Otherwise it is undone while nobody changed the record since, and the caller gets 503.
+   */
+  async #replicated(database: string, version: string, previous: Tenant | null, entry: object): Promise<void> {
+    if (this.#writeReplicas === 0) return
+    const acked = await this.#run('write', () =>
+      this.#client.call('WAIT', String(this.#writeReplicas), String(this.#writeReplicasTimeoutMs)),
+    ).catch(() => 0)
+    if (Number(acked) >= this.#writeReplicas) return
+    const k = this.keys
+    const undo = {
+      ...entry,
+      at: new Date().toISOString(),
+      undone_version: version,
+      reason: 'not confirmed by a replica',
+    }
+    const undone = await this.#client
+      .eval(
+        UNDO_SCRIPT,
+        3,
+        k.tenant(database),
+        k.set,
+        k.audit(database),
+        version,
+        previous === null ? '' : JSON.stringify(previous),
+        undo.at,
+        database,
+        JSON.stringify(undo),
+      )
+      .then((n) => Number(n) === 1)
+      .catch(() => false)
+    if (undone) await this.#publishAll([database]).catch(() => {})
+    throw new TenantStoreNotDurableError(database, this.#writeReplicas, Number(acked), undone)
   }
 
   async #publishAll(databases: string[]): Promise<void> {

@@ -35,6 +35,8 @@ export function createTenantStore(config: Pick<Config, 'tenants' | 'redis'>, dep
       prefix: config.redis.key_prefix,
       redis: deps.redis,
       logger: deps.logger,
+      writeReplicas: config.redis.write_replicas,
+      writeReplicasTimeoutMs: config.redis.write_replicas_timeout_ms,
     })
   }
   return createMemoryStore({
