@@ -112,7 +112,7 @@ export function es256DerToJose(der: Buffer): Buffer {
  * Signs with an asymmetric key; the header carries `kid`. Claims laid out as signHS256's.
  * node:crypto's one-shot sign, synchronously (ES256 with the JWS signature encoding of RFC
  * 7518 §3.4; RS256 as RSASSA-PKCS1-v1_5): no WebCrypto job, promise and key handle per token
- * (about a sixth less CPU per ES256 signature, measured against jose). The key goes to
+ * (less CPU per ES256 signature than jose, docs/benchmarks.md). The key goes to
  * crypto.sign as the KeyObject itself and the DER signature is re-encoded here: asking for
  * `{ key, dsaEncoding: 'ieee-p1363' }` instead costs twice the CPU per signature in Node 24
  * (the options object is checked as a CryptoKey and as a KeyObject, each check making a

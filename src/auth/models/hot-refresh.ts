@@ -22,7 +22,7 @@ import { USER_JSON } from './users.js'
 // in `extensions`, as Supabase projects have it), else HMAC-SHA-256 (RFC 2104) built on
 // Postgres' own sha256() (11 and later): the 32-byte key XORed with ipad/opad eight bytes at a
 // time as bigints. Postgres sets up every node of these expressions on each execution, which
-// made the sha256() form cost about 50 µs of its CPU per refresh; hmac() is one call.
+// makes the sha256() form much dearer than hmac(), one call (docs/benchmarks.md).
 const IPAD = '3906369333256140342' // 0x3636363636363636
 const OPAD = '6655295901103053916' // 0x5c5c5c5c5c5c5c5c
 const xorKey = (key: string, pad: string): string =>
@@ -103,7 +103,7 @@ function lostPgcrypto(q: Queryable, err: unknown): boolean {
  * the short statement, which reads no other table and builds no json (the long one's
  * subqueries and json were about half of Postgres' CPU per refresh). Otherwise the long
  * statement answers, checking the signature by the key's text when the engine checked it
- * with the remembered key (pgcrypto's hmac() costs Postgres about 35 µs) and building the
+ * with the remembered key (hmac() in Postgres costs more than the engine's check) and building the
  * user's json only when the users row changed. A stale entry costs one more statement, never
  * a stale answer. Entries are keyed by the tenant's pool and the session.
  */
