@@ -1,17 +1,8 @@
 // The effective config as sorted text, secrets masked (`gatehouse config dump`).
+import { maskUrlPassword } from '../shared/index.js'
 import type { Config } from './schema.js'
 
 const SECRET = /(secret|password|pass|token)$/i
-
-function maskUrl(v: string): string {
-  try {
-    const u = new URL(v)
-    if (u.password) u.password = '****'
-    return u.toString()
-  } catch {
-    return v
-  }
-}
 
 export function dumpConfig(cfg: Config): string {
   const lines: string[] = []
@@ -21,7 +12,7 @@ export function dumpConfig(cfg: Config): string {
       return
     }
     let v = o
-    if (typeof v === 'string') v = SECRET.test(path) ? '****' : maskUrl(v)
+    if (typeof v === 'string') v = SECRET.test(path) ? '****' : maskUrlPassword(v)
     lines.push(`${path} = ${JSON.stringify(v)}`)
   }
   walk(cfg, '')

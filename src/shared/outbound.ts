@@ -5,6 +5,7 @@
 // the host in the process config (`outbound.allow_hosts`). Each request resolves DNS once,
 // checks every address and connects to the checked one (no second look-up a rebinding DNS
 // could answer differently); each redirect is checked the same way.
+import { safeUrl } from './urls.js'
 import { BlockList, isIP } from 'node:net'
 import { lookup as dnsLookup } from 'node:dns/promises'
 import http from 'node:http'
@@ -24,19 +25,6 @@ export class OutboundRefusedError extends Error {
     super(`request to ${safeUrl(url)} refused: ${reason}`)
     this.name = 'OutboundRefusedError'
     this.reason = reason
-  }
-}
-
-/**
- * A URL as a message may show it: scheme, host and path, without credentials, query or
- * fragment, which may hold a tenant's secrets (docs/security.md "The tenant boundary").
- */
-export function safeUrl(url: string): string {
-  try {
-    const u = new URL(url)
-    return `${u.protocol}//${u.host}${u.pathname}`
-  } catch {
-    return '(not a URL)'
   }
 }
 

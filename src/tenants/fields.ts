@@ -6,7 +6,8 @@
 // see them (secrets masked) are computed on this form. Nothing here does I/O.
 import { isDeepStrictEqual } from 'node:util'
 import { TenantFileSchema, type Tenant } from './schema.js'
-import { maskSecretFields, maskUrlPassword, secretAt } from './secret-fields.js'
+import { maskUrlPassword } from '../shared/index.js'
+import { maskSecretFields, secretAt } from './secret-fields.js'
 import { mergeTombstones, withoutRevoked, type TenantSigningKey } from './signing-keys.js'
 
 type Path = readonly string[]

@@ -137,4 +137,3 @@ export {
   type DiffRow,
 } from './apply.js'
 export { redactSecrets } from './redact.js'
-export { maskUrlPassword } from './secret-fields.js'

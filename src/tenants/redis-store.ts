@@ -10,6 +10,7 @@
 // Changes are compare-and-set (a Lua script checks the version and writes record, version
 // and audit entry at once; docs/tenant-state.md). Only hashed keys are ever written. Commands fail fast while Redis is down (the cache
 // serves what it holds); the subscriber has its own connection and resyncs on reconnect.
+import { maskUrlPassword } from '../shared/index.js'
 import { Redis, type RedisOptions } from 'ioredis'
 import { DATABASE_NAME, type Tenant } from './schema.js'
 import {
@@ -116,14 +117,7 @@ return 1
 
 function safeUrl(url: string | undefined): string {
   if (!url) return 'redis'
-  if (url.startsWith('/')) return url // a unix socket path
-  try {
-    const u = new URL(url)
-    if (u.password) u.password = '****'
-    return u.toString()
-  } catch {
-    return 'redis'
-  }
+  return url.startsWith('/') ? url : maskUrlPassword(url) // a unix socket path, or a URL
 }
 
 /**

@@ -4,6 +4,7 @@
 // apply wrote is data), how a value is escaped when it is written into a tenant file, what is
 // masked wherever a record is shown (the panel, `tenants show`, `export`, `diff`, apply's
 // conflicts) and what an export replaces by a reference. Nothing here does I/O.
+import { maskUrlPassword } from '../shared/index.js'
 import type { TSchema } from '@sinclair/typebox'
 
 /**
@@ -140,17 +141,6 @@ function escaped(s: string): string {
 /** `value` (at `path`) as a tenant file holds it: every `$` of a secret field doubled, others as they are. */
 export function escapeSecretFields(root: TSchema, value: unknown, path: Path = []): unknown {
   return mapStrings(root, value, (s, declared) => (declared === null ? s : escaped(s)), path)
-}
-
-/** A connection string with its password replaced by `mask`. */
-export function maskUrlPassword(url: string, mask = '****'): string {
-  try {
-    const u = new URL(url)
-    if (u.password) u.password = mask
-    return u.toString()
-  } catch {
-    return url.replace(/(\/\/[^:/@\s]*:)[^@\s]*@/, `$1${mask}@`)
-  }
 }
 
 /** `value` (at `path`) with every secret replaced by `mask` (a URL's password only). */
