@@ -20,8 +20,9 @@
 // Mails sent per tenant are limited separately (mail/rate-limit.ts, in the tenant database).
 import type { FastifyRequest } from 'fastify'
 import type { Redis } from 'ioredis'
-import { RateLimiterMemory, RateLimiterRedis, RateLimiterRes, type RateLimiterAbstract } from 'rate-limiter-flexible'
+import { LimiterCache } from '../shared/index.js'
 import {
+  bucketWindow,
   connectRedis,
   DEFAULT_RATE_LIMITS,
   type RateLimitBucket,
@@ -40,21 +41,13 @@ function bucketSettings(ctx: { readonly tenant: Tenant }, name: RateLimitBucketN
   return { ...DEFAULT_RATE_LIMITS[name], ...(set ?? {}) }
 }
 
-/**
- * The counters of one engine process. rate-limiter-flexible counts fixed windows, so a
- * bucket of `capacity` tokens refilled at `rate` per `interval_seconds` is counted as at
- * most `capacity` requests per window of capacity / rate x interval_seconds: the same
- * burst and the same sustained rate as GoTrue's token bucket.
- */
+/** The counters of one engine process (shared/limiters.ts; a bucket as fixed windows: bucketWindow). */
 export class RateLimits {
   readonly #redis: Redis | null
   readonly #ownsRedis: boolean
-  readonly #prefix: string
-  // One limiter per (bucket, points, window): a tenant's new setting starts fresh counters.
-  readonly #limiters = new Map<string, RateLimiterAbstract>()
+  readonly #limiters: LimiterCache
 
   constructor(opts: { config: Pick<Config, 'redis'>; redis?: Redis | null }) {
-    this.#prefix = `${opts.config.redis.key_prefix}auth-rl`
     if (opts.redis !== undefined) {
       this.#redis = opts.redis
       this.#ownsRedis = false
@@ -68,6 +61,7 @@ export class RateLimits {
       this.#redis = null
       this.#ownsRedis = false
     }
+    this.#limiters = new LimiterCache({ keyPrefix: `${opts.config.redis.key_prefix}auth-rl`, redis: () => this.#redis })
   }
 
   /** Where counters are kept: `redis` or `memory`. */
@@ -75,34 +69,14 @@ export class RateLimits {
     return this.#redis ? 'redis' : 'memory'
   }
 
-  #limiter(name: string, b: RateLimitBucket): RateLimiterAbstract {
-    const points = b.capacity
-    const duration = Math.max(1, Math.ceil((b.capacity / b.rate) * b.interval_seconds))
-    const id = `${name}:${points}:${duration}`
-    let l = this.#limiters.get(id)
-    if (!l) {
-      const keyPrefix = `${this.#prefix}:${id}`
-      const memory = new RateLimiterMemory({ keyPrefix, points, duration })
-      l = this.#redis
-        ? new RateLimiterRedis({ storeClient: this.#redis, keyPrefix, points, duration, insuranceLimiter: memory })
-        : memory
-      this.#limiters.set(id, l)
-    }
-    return l
-  }
-
   /**
    * Takes a token of the bucket `name` (of the given size and refill) for (database, ip);
    * throws 429 over_request_rate_limit when there is none.
    */
   async consume(ctx: { readonly tenant: Tenant }, name: string, bucket: RateLimitBucket, ip: string): Promise<void> {
-    const limiter = this.#limiter(name, bucket)
-    try {
-      await limiter.consume(`${ctx.tenant.database}:${ip}`)
-    } catch (res) {
-      if (res instanceof RateLimiterRes) throw overRequestRateLimit(Math.ceil(res.msBeforeNext / 1000))
-      throw res
-    }
+    const { points, duration } = bucketWindow(bucket)
+    const c = await this.#limiters.count(name, points, duration, `${ctx.tenant.database}:${ip}`)
+    if (c.over) throw overRequestRateLimit(Math.ceil(c.msBeforeNext / 1000))
   }
 
   async close(): Promise<void> {

@@ -9,7 +9,7 @@
 // `"<name>";q=<quota>;w=<window s>` and `"<name>";r=<remaining>;t=<s to reset>`).
 import { createHash } from 'node:crypto'
 import type { Redis } from 'ioredis'
-import { RateLimiterMemory, RateLimiterRedis, RateLimiterRes, type RateLimiterAbstract } from 'rate-limiter-flexible'
+import { LimiterCache } from '../shared/index.js'
 import { connectRedis, type RestRateLimits } from '../tenants/index.js'
 
 const PERIODS = { second: 1, minute: 60 } as const
@@ -38,8 +38,6 @@ export interface RestRateLimiter {
 
 export function createRestRateLimiter(opts: { redisUrl?: string; keyPrefix: string }): RestRateLimiter {
   let redis: Redis | null = null
-  const limiters = new Map<string, RateLimiterAbstract>()
-
   // Connected on first use: a gateway whose tenants set no limits never opens it.
   const store = (): Redis | null => {
     if (opts.redisUrl === undefined) return null
@@ -49,22 +47,7 @@ export function createRestRateLimiter(opts: { redisUrl?: string; keyPrefix: stri
     }
     return redis
   }
-
-  function limiter(points: number, duration: number): RateLimiterAbstract {
-    const id = `${points}:${duration}`
-    let l = limiters.get(id)
-    if (l === undefined) {
-      const keyPrefix = `${opts.keyPrefix}rest-rl:${id}`
-      const memory = new RateLimiterMemory({ keyPrefix, points, duration })
-      const r = store()
-      l =
-        r !== null
-          ? new RateLimiterRedis({ storeClient: r, keyPrefix, points, duration, insuranceLimiter: memory })
-          : memory
-      limiters.set(id, l)
-    }
-    return l
-  }
+  const limiters = new LimiterCache({ keyPrefix: `${opts.keyPrefix}rest-rl`, redis: store })
 
   return {
     async check(limits, who) {
@@ -80,7 +63,7 @@ export function createRestRateLimiter(opts: { redisUrl?: string; keyPrefix: stri
           if (quota === undefined) continue
           const window = PERIODS[period]
           const name = `${scope}-${period}`
-          const res = await consume(limiter(quota, window), `${who.database}:${scope}:${subjectOf(scope, who)}`)
+          const res = await limiters.count('', quota, window, `${who.database}:${scope}:${subjectOf(scope, who)}`)
           const reset = Math.max(1, Math.ceil(res.msBeforeNext / 1000))
           policies.push(`"${name}";q=${quota};w=${window}`)
           states.push(`"${name}";r=${Math.max(0, res.remainingPoints)};t=${reset}`)
@@ -102,18 +85,4 @@ function subjectOf(scope: (typeof SCOPES)[number], who: RateSubject): string {
   if (scope === 'client') return who.client
   if (scope === 'key') return createHash('sha256').update(who.apikey).digest('base64url').slice(0, 22)
   return '*'
-}
-
-/** One request counted; `over` when the window's quota was already spent. */
-async function consume(
-  l: RateLimiterAbstract,
-  key: string,
-): Promise<{ over: boolean; remainingPoints: number; msBeforeNext: number }> {
-  try {
-    const r = await l.consume(key)
-    return { over: false, remainingPoints: r.remainingPoints, msBeforeNext: r.msBeforeNext }
-  } catch (res) {
-    if (res instanceof RateLimiterRes) return { over: true, remainingPoints: 0, msBeforeNext: res.msBeforeNext }
-    throw res
-  }
 }

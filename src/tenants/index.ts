@@ -21,6 +21,7 @@ export {
   SmtpSchema,
   RateLimitsSchema,
   DEFAULT_RATE_LIMITS,
+  bucketWindow,
   DEFAULT_EXTRA_SEARCH_PATH,
   AuthHooksSchema,
   type AuthHook,

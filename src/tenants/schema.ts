@@ -471,6 +471,14 @@ export interface RateLimitBucket {
   interval_seconds: number
 }
 
+/**
+ * A GoTrue token bucket as fixed-window counters count it: at most `capacity` requests per
+ * window of capacity / rate x interval_seconds, the same burst and sustained rate.
+ */
+export function bucketWindow(b: RateLimitBucket): { points: number; duration: number } {
+  return { points: b.capacity, duration: Math.max(1, Math.ceil((b.capacity / b.rate) * b.interval_seconds)) }
+}
+
 /** A stored key: `sha256:<hex>`. Plain keys never reach the store. */
 export type KeyHash = string
 
