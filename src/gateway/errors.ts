@@ -16,7 +16,7 @@ import {
 export { BadRequestError, InternalError, NotFoundError, PayloadTooLargeError, TenantNotFoundError }
 
 // ---- request shape --------------------------------------------------------------------
-export const InvalidPathError = defineError(
+export const MalformedPathError = defineError(
   'invalid_path',
   400,
   (why: string) => `The request path is not acceptable: ${why}`,
@@ -144,7 +144,7 @@ export const REFUSAL_CODES: readonly RefusalCode[] = errorCodes(REFUSAL_ERRORS)
 
 /** Every error this part can send (docs/errors.md is generated from it). */
 export const GATEWAY_ERRORS = {
-  InvalidPathError,
+  MalformedPathError,
   BadRequestError,
   LengthRequiredError,
   PayloadTooLargeError,

@@ -22,7 +22,7 @@ import { createInflightSlots, type InflightSlots } from './inflight.js'
 import { createProxyHint } from './proxy-hint.js'
 import { createRestRateLimiter } from './rate-limits.js'
 import { createGatewayMetrics, registerStoreHealth, type GatewayMetrics } from './metrics.js'
-import { NotFoundError, InvalidPathError } from './errors.js'
+import { NotFoundError, MalformedPathError } from './errors.js'
 import { createProxyPipeline, requestInfo, type ProxyRouteDeps } from './pipeline.js'
 import { createFastPath, type FastPath } from './fast-path.js'
 import { GatewayResponder } from './responder.js'
@@ -118,7 +118,7 @@ function closePipeline(deps: ProxyRouteDeps): void {
 /** fastify's frameworkErrors: a URL it cannot decode is our 400 invalid_path. */
 function undecodableUrl(responder: () => GatewayResponder) {
   return (error: Error, request: FastifyRequest, reply: FastifyReply): void => {
-    const r = responder().bare(new InvalidPathError('the URL cannot be decoded', { cause: error }), request)
+    const r = responder().bare(new MalformedPathError('the URL cannot be decoded', { cause: error }), request)
     request.log.info({ code: r.code }, 'request refused')
     void reply.code(r.status).headers(r.headers).send(r.body)
   }

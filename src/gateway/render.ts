@@ -9,7 +9,7 @@ import {
   fastifyClientError,
   gotrueErrorBody,
 } from '../shared/index.js'
-import { BadRequestError, InternalError, InvalidPathError } from './errors.js'
+import { BadRequestError, InternalError, MalformedPathError } from './errors.js'
 
 export interface RenderedError {
   status: number
@@ -55,7 +55,7 @@ function toGatehouseError(err: unknown): GatehouseError {
   if (isGatehouseError(err)) return err
   const fe = fastifyClientError(err)
   if (fe === null) return new InternalError({ cause: err, internal: err })
-  if (fe.kind === 'bad_url') return new InvalidPathError('the URL cannot be decoded', { cause: err })
+  if (fe.kind === 'bad_url') return new MalformedPathError('the URL cannot be decoded', { cause: err })
   return Object.assign(new BadRequestError(fe.message, { cause: err }), { status: fe.status }) as GatehouseError
 }
 

@@ -3,7 +3,7 @@
 // look-up, and splits `/<database>/<service>/v1/<rest>?<query>`.
 // Works on the raw URL, never on router-decoded params, so routing, keys and logs agree.
 import { DATABASE_NAME } from '../../tenants/index.js'
-import { InvalidPathError, NotFoundError, ServiceNotOfferedError, TenantNotFoundError } from '../errors.js'
+import { MalformedPathError, NotFoundError, ServiceNotOfferedError, TenantNotFoundError } from '../errors.js'
 import type { Service } from '../types.js'
 
 export interface GatewayPath {
@@ -21,16 +21,16 @@ export interface GatewayPath {
 const ENCODED_TRICK = /%(?:2f|5c|2e|00)/i
 
 function rejectTricks(path: string): void {
-  if (path.charCodeAt(0) !== 47 /* / */) throw new InvalidPathError('it must start with "/"')
-  if (path.includes('//')) throw new InvalidPathError('empty path segment (double slash)')
-  if (path.includes('\\')) throw new InvalidPathError('backslash in path')
-  if (path.includes('#')) throw new InvalidPathError('"#" in path')
+  if (path.charCodeAt(0) !== 47 /* / */) throw new MalformedPathError('it must start with "/"')
+  if (path.includes('//')) throw new MalformedPathError('empty path segment (double slash)')
+  if (path.includes('\\')) throw new MalformedPathError('backslash in path')
+  if (path.includes('#')) throw new MalformedPathError('"#" in path')
   if (path.includes('%') && ENCODED_TRICK.test(path)) {
-    throw new InvalidPathError('encoded slash, backslash, dot or NUL in path')
+    throw new MalformedPathError('encoded slash, backslash, dot or NUL in path')
   }
   if (path.includes('/.')) {
     for (const seg of path.split('/')) {
-      if (seg === '.' || seg === '..') throw new InvalidPathError('dot segment in path')
+      if (seg === '.' || seg === '..') throw new MalformedPathError('dot segment in path')
     }
   }
 }
@@ -55,7 +55,7 @@ export function parseGatewayPath(url: string): GatewayPath {
   rejectTricks(path)
   const s1 = path.indexOf('/', 1)
   const semi = path.indexOf(';')
-  if (semi !== -1 && (s1 === -1 || semi < s1)) throw new InvalidPathError('";" in path')
+  if (semi !== -1 && (s1 === -1 || semi < s1)) throw new MalformedPathError('";" in path')
   const database = s1 === -1 ? path.slice(1) : path.slice(1, s1)
   if (database === '') throw new NotFoundError()
   if (SERVICE_FIRST.test(path)) throw new NotFoundError({ hint: NO_DATABASE_HINT })
@@ -73,7 +73,7 @@ export function parseGatewayPath(url: string): GatewayPath {
   else if (rest.startsWith('/rest/v1')) service = 'rest'
   // `;` only in what the REST engine reads as a relation or function name (PostgREST serves a
   // table named `Escap3e;`); never in the database or service segments, nor on auth paths.
-  if (semi !== -1 && !(service === 'rest' && semi > s1 + 8)) throw new InvalidPathError('";" in path')
+  if (semi !== -1 && !(service === 'rest' && semi > s1 + 8)) throw new MalformedPathError('";" in path')
   if (service !== null) {
     const below = rest.slice(8)
     if (below === '') return { database, service, path: '/', query }
