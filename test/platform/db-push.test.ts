@@ -147,6 +147,10 @@ t.test('the owner reads and writes the auth tables; another database owner canno
   const r = await stack.owner<{ n: number }>(x, 'SELECT count(*)::int AS n FROM auth.users')
   t.equal(r.rows[0]!.n, 1, 'RLS on auth.users lets the owner through')
   await stack.owner(x, 'UPDATE auth.users SET raw_app_meta_data = raw_app_meta_data || \'{"plan":"pro"}\'')
+  // As a seed's helper function does it (a SECURITY DEFINER function of the owner): id and email only.
+  await stack.owner(x, "insert into auth.users (id, email) values (gen_random_uuid(), 'seeded@example.com')")
+  const n = await stack.owner<{ n: number }>(x, 'SELECT count(*)::int AS n FROM auth.users')
+  t.equal(n.rows[0]!.n, 2)
   const u = new URL(other.ownerUrl)
   u.pathname = `/${x.database}`
   const c = new pg.Client({ connectionString: u.toString() })
