@@ -87,6 +87,14 @@ export const MigrationFailedError = defineError(
   (database: string, file: string, why: string) => `migration ${file} failed on database "${database}": ${why}`,
 )
 
+/** Another session held the database's migration lock longer than the runner waits. */
+export const MigrationLockBusyError = defineError(
+  'migration_lock_busy',
+  409,
+  (database: string) =>
+    `database "${database}" was not migrated: another session holds the migration lock (pg_advisory_lock(${0x6761_7465})); end that session and run the migration again`,
+)
+
 /** A migrations directory with a malformed or duplicate file name. */
 export const MigrationFileInvalidError = defineError(
   'migration_file_invalid',
@@ -120,6 +128,7 @@ export const PLATFORM_ERRORS = {
   RolesMismatchError,
   MigrationFailedError,
   MigrationFileInvalidError,
+  MigrationLockBusyError,
   DbPushFailedError,
   PlatformCommandError,
 } as const

@@ -11,6 +11,7 @@ import { connectAdmin, ROLE_KINDS, syncConnectionLimits, type ConnectionLimits, 
 import {
   MigrationFailedError,
   MigrationFileInvalidError,
+  MigrationLockBusyError,
   RolesMismatchError,
   RolesNotRegisteredError,
 } from './errors.js'
@@ -21,6 +22,9 @@ export const MIGRATIONS_DIR = fileURLToPath(new URL('./migrations/', import.meta
 const FILE = /^(\d{4})_([a-z0-9_]+)\.sql$/
 // One advisory lock key for "migrating this database" (databases do not share locks' effects).
 const LOCK_KEY = 0x6761_7465 // 'gate'
+// How long a runner waits for that lock by default: any session of the database may hold it
+// (its owner's too), and `migrate --all` must go on with the other databases.
+const LOCK_WAIT_MS = 30_000
 
 export interface Migration {
   version: number
@@ -35,6 +39,8 @@ export interface MigrateOptions {
   dir?: string
   /** The logins' CONNECTION LIMITs (config `postgres.*_connection_limit`); sized from max_connections by default. */
   connectionLimits?: ConnectionLimits
+  /** How long to wait for the database's migration lock before failing with migration_lock_busy (ms). */
+  lockWaitMs?: number
 }
 
 export interface MigrateResult {
@@ -165,6 +171,21 @@ async function applyPending(client: pg.Client, database: string, pending: Migrat
 }
 
 /**
+ * Takes the database's migration lock, waiting at most waitMs (lock_timeout bounds an advisory
+ * lock's wait as any other); a session holding it longer fails the run with migration_lock_busy.
+ */
+async function takeMigrationLock(client: pg.Client, database: string, waitMs: number): Promise<void> {
+  await client.query(`SET lock_timeout = ${Math.max(1, Math.floor(waitMs))}`)
+  try {
+    await client.query('SELECT pg_advisory_lock($1)', [LOCK_KEY])
+  } catch (err) {
+    if ((err as { code?: string }).code === '55P03') throw new MigrationLockBusyError(database, { cause: err })
+    throw err
+  }
+  await client.query('RESET lock_timeout')
+}
+
+/**
  * Brings one database up to date. Needs a superuser connection (event triggers). Safe to
  * run concurrently on the same database (an advisory lock serialises runners) and to
  * re-run (a no-op once current).
@@ -174,7 +195,7 @@ export async function migrateDatabase(url: string, opts: MigrateOptions = {}): P
   const client = await connectAdmin(url)
   const database = client.database ?? '?'
   try {
-    await client.query('SELECT pg_advisory_lock($1)', [LOCK_KEY])
+    await takeMigrationLock(client, database, opts.lockWaitMs ?? LOCK_WAIT_MS)
     const r = await client.query<{ ok: boolean }>(
       "SELECT to_regclass('platform.roles') IS NOT NULL AND to_regclass('platform.schema_migrations') IS NOT NULL AS ok",
     )

@@ -3,6 +3,7 @@
 // migrations are recorded and re-running them is a no-op, ensureTenant re-creates a file's
 // database (development stack), the cluster roles survive a race.
 import t from 'tap'
+import pg from 'pg'
 import { cpSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs'
 import os from 'node:os'
 import path from 'node:path'
@@ -248,6 +249,31 @@ t.test('migrateAll skips a database dropped while it waits on it', async (t) => 
     [],
     'no failure is reported for it',
   )
+})
+
+t.test("migrateAll goes on when an owner holds a database's migration lock", async (t) => {
+  const blocked = await createTestTenant(t)
+  const other = await createTestTenant(t)
+  // The database's owner takes the runner's lock in its own session and keeps it.
+  const holder = new pg.Client({ connectionString: blocked.ownerUrl })
+  holder.on('error', () => {})
+  await holder.connect()
+  t.teardown(() => holder.end().catch(() => {}))
+  await holder.query('SELECT pg_advisory_lock($1)', [0x6761_7465])
+  const all = await migrateAll(adminUrl(), { lockWaitMs: 200 })
+  const mine = all.find((r) => r.database === blocked.database)
+  t.match(
+    mine?.error,
+    { code: 'migration_lock_busy', message: /another session holds the migration lock/ },
+    'that database is reported as failed',
+  )
+  const next = all.find((r) => r.database === other.database)
+  t.same(next && { error: next.error }, { error: undefined }, 'the others are migrated')
+  const single = await rejection(migrateDatabase(withDatabase(adminUrl(), blocked.database), { lockWaitMs: 200 }))
+  t.match(single, { code: 'migration_lock_busy', status: 409 }, 'one database alone: a clear refusal')
+  await holder.query('SELECT pg_advisory_unlock_all()')
+  const after = await migrateDatabase(withDatabase(adminUrl(), blocked.database), { lockWaitMs: 200 })
+  t.same(after.applied, [], 'once the lock is free the run goes through')
 })
 
 t.test('ensureTenant makes an existing tenant file real', async (t) => {
