@@ -5,7 +5,7 @@
 import path from 'node:path'
 import type { Command } from 'commander'
 import type { Config } from '../config/index.js'
-import { createTenantStore, DATABASE_NAME, loadTenantFiles } from '../tenants/index.js'
+import { createTenantStore, DATABASE_NAME, loadTenantFiles, type TenantFile } from '../tenants/index.js'
 import { pushMigrations } from './db-push.js'
 import { PlatformCommandError } from './errors.js'
 import { dropTenant, ensureTenant } from './provision.js'
@@ -56,6 +56,20 @@ async function push(database: string | undefined, flags: PushFlags, config: () =
   })
 }
 
+/** Starts a tenant database over: dropped, provisioned again from its tenant file, its migrations and seed pushed. */
+export async function resetDatabase(opts: {
+  adminUrl: string
+  file: TenantFile
+  dir: string
+  out: (line: string) => void
+}): Promise<string[]> {
+  const { adminUrl, file } = opts
+  opts.out(`Resetting database ${file.database}...`)
+  await dropTenant({ adminUrl, database: file.database, roles: [file.roles.anon, file.roles.auth, file.roles.svc] })
+  await ensureTenant({ adminUrl, file })
+  return pushMigrations({ url: file.postgres, dir: opts.dir, seed: seedOf(opts.dir), out: opts.out })
+}
+
 async function reset(database: string, flags: { dir: string }, config: () => Config, devRunning: boolean) {
   if (!devRunning)
     throw new PlatformCommandError(
@@ -66,11 +80,7 @@ async function reset(database: string, flags: { dir: string }, config: () => Con
   if (adminUrl === undefined) throw new PlatformCommandError('no admin connection (postgres.url) for db reset')
   const file = loadTenantFiles(cfg.tenants.dir).find((f) => f.database === database)
   if (file === undefined) throw new PlatformCommandError(`no tenant file for "${database}" in ${cfg.tenants.dir}`)
-  out(`Resetting database ${database}...`)
-  const roles = [file.roles.anon, file.roles.auth, file.roles.svc]
-  await dropTenant({ adminUrl, database, roles })
-  await ensureTenant({ adminUrl, file })
-  await pushMigrations({ url: file.postgres, dir: flags.dir, seed: seedOf(flags.dir), out })
+  await resetDatabase({ adminUrl, file, dir: flags.dir, out })
 }
 
 /** Registers `db push` and `db reset`. `devRunning`: whether a development stack runs here. */

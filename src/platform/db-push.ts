@@ -123,7 +123,7 @@ async function runStatements(
   for (const s of statements) {
     const step = prepareStatement(s.text, target)
     if ('skip' in step) {
-      out(`  skipped line ${s.line}: ${step.skip}`)
+      out(`  skipped line ${s.at}: ${step.skip}`)
       continue
     }
     try {

@@ -92,10 +92,12 @@ function tokenize(sql: string): Token[] {
   return out
 }
 
-/** One statement of a file: its text (no trailing semicolon) and the 1-based line it starts on. */
+/** One statement of a file: its text (no trailing semicolon), the 1-based line it starts on and the line of its first word. */
 export interface Statement {
   text: string
   line: number
+  /** The line of its first token that is no comment (where a reader finds the statement). */
+  at: number
 }
 
 /** Tracks BEGIN ATOMIC ... END bodies (SQL-standard function bodies), where `;` does not end the statement. */
@@ -126,9 +128,10 @@ export function splitStatements(sql: string): Statement[] {
     const raw = sql.slice(from, to)
     const lead = raw.length - raw.trimStart().length
     const text = raw.trim()
-    if (text !== '' && tokenize(text).some((t) => t.kind !== 'comment' && t.kind !== 'space')) {
+    const first = tokenize(text).find((t) => t.kind !== 'comment' && t.kind !== 'space')
+    if (first !== undefined) {
       const line = sql.slice(0, from + lead).split('\n').length
-      out.push({ text, line })
+      out.push({ text, line, at: line + text.slice(0, first.start).split('\n').length - 1 })
     }
   }
   for (const t of tokenize(sql)) {

@@ -9,12 +9,17 @@ import t from 'tap'
 import { mkdtempSync, writeFileSync } from 'node:fs'
 import os from 'node:os'
 import path from 'node:path'
-import { fileURLToPath } from 'node:url'
+import { createRequire } from 'node:module'
+import { fileURLToPath, pathToFileURL } from 'node:url'
 import { decodeJwt } from 'jose'
 import pg from 'pg'
+import { spawnSync } from 'node:child_process'
 import { pushMigrations } from '../../src/platform/db-push.js'
+import { resetDatabase } from '../../src/platform/db-commands.js'
+import { adminUrl } from '../helpers/db.js'
 import { startStack, type Stack, type StackTenant } from '../helpers/panel-stack.js'
 
+const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..')
 const PROJECTS = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../fixtures/supabase-projects')
 const migrations = (project: string): string => path.join(PROJECTS, project, 'supabase/migrations')
 
@@ -231,4 +236,38 @@ t.test("Supabase's access token hook SQL: grants and a policy to supabase_auth_a
   t.equal(decodeJwt(nobody.data.session!.access_token).user_role, null)
   const anon = await stack.supabase(x).from('user_roles').select('*')
   t.match(anon.error, { code: 'unknown_table' }, 'revoked from anon and authenticated as the file says')
+})
+
+t.test('db reset starts the database over from its migrations and seed', async (t) => {
+  const x = await stack.addTenant()
+  const dir = migrations('dump')
+  await push(x, dir, { seed: path.join(dir, '../seed.sql') })
+  await stack.owner(
+    x,
+    "insert into public.tasks (owner_id, title) values ('a1d5c0de-0000-4000-8000-000000000001', 'extra')",
+  )
+  await stack.owner(x, 'create table public.scratch (id int)')
+  const lines: string[] = []
+  const applied = await resetDatabase({ adminUrl: adminUrl(), file: x.file, dir, out: (l) => lines.push(l) })
+  t.same(applied, ['20240410120000_remote_schema.sql'])
+  t.ok(lines.includes('Seeding data from seed.sql...'))
+  const r = await stack.owner<{ titles: string[]; scratch: string | null }>(
+    x,
+    `SELECT ARRAY(SELECT title FROM public.tasks ORDER BY title) AS titles, to_regclass('public.scratch')::text AS scratch`,
+  )
+  t.same(r.rows[0], { titles: ['analytical engine notes', 'compiler'], scratch: null })
+  const signIn = await stack
+    .supabase(x)
+    .auth.signInWithPassword({ email: 'grace@example.com', password: 'hopper-1906' })
+  t.equal(signIn.error, null, 'the seeded users sign in again')
+})
+
+t.test('db reset is refused outside the development stack', async (t) => {
+  const tsx = pathToFileURL(createRequire(import.meta.url).resolve('tsx')).href
+  const r = spawnSync(process.execPath, ['--import', tsx, path.join(ROOT, 'src/cli.ts'), 'db', 'reset', 'demo'], {
+    cwd: os.tmpdir(),
+    encoding: 'utf8',
+  })
+  t.equal(r.status, 1)
+  t.match(r.stderr, /db reset starts a database over and is for the development stack only/)
 })

@@ -25,6 +25,11 @@ t.test('splits at top-level semicolons only, with the line each statement starts
     s.map((x) => x.line),
     [1, 3, 5, 6],
   )
+  t.same(
+    s.map((x) => x.at),
+    [2, 4, 5, 6],
+    'the line of the first word after the comments',
+  )
   t.match(s[0]!.text, /^-- header; not a statement\ncreate table a \(t text default 'x;y'\)$/)
   t.match(s[1]!.text, /^\/\* a \/\* nested \*\/ comment; \*\/\ncreate function f/)
   t.match(s[1]!.text, /end \$body\$$/)
