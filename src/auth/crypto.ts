@@ -8,7 +8,7 @@ import { createHash, randomBytes, randomFillSync, randomInt, timingSafeEqual } f
 import { availableParallelism } from 'node:os'
 import type { AuthSettings } from '../tenants/index.js'
 import { ValidationFailedError, weakPassword } from './errors.js'
-import { parseRefreshTokenV2, type RefreshTokenV2 } from './refresh-token-v2.js'
+import { parseRefreshTokenV2, type RefreshTokenV2 } from './refresh-token-format.js'
 
 // At most this many hashes run at once in the process (the rest wait their turn): bcrypt
 // keeps a core busy for its whole run, and libuv's pool has 4 threads, so a flood of

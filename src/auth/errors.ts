@@ -230,7 +230,7 @@ export const overRequestRateLimit = (retryAfterSeconds = 1) =>
   new OverRequestRateLimitError({ headers: { 'retry-after': String(Math.max(1, retryAfterSeconds)) } })
 
 // ----- magic link, OTP, PKCE, external providers ---------------------------------------------
-export const MagicLinkDisabledError = defineAuthError(
+export const EmailProviderDisabledError = defineAuthError(
   'email_provider_disabled',
   422,
   () => 'Login with magic link is disabled',

@@ -28,7 +28,7 @@ import {
 import { identitiesForUser } from './models/identities.js'
 import { activeTokenOfSession, insertRefreshToken, revokeSessionTokens } from './models/refresh-tokens.js'
 import { advanceSessionCounter, sessionTokenState } from './models/session-tokens.js'
-import { encodeRefreshTokenV2 } from './refresh-token-v2.js'
+import { encodeRefreshTokenV2 } from './refresh-token-format.js'
 import { addAmrClaim, amrClaims, findSession } from './models/sessions.js'
 import { findUserById } from './models/users.js'
 import { tokenResponse } from './tokens.js'

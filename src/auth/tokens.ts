@@ -11,7 +11,7 @@ import { factorsOfUser } from './models/factors.js'
 import { insertRefreshToken } from './models/refresh-tokens.js'
 import { addAmrClaim, bindSessionToOAuthClient, insertSession, type OAuthBinding } from './models/sessions.js'
 import { toUserJson, updateUser } from './models/users.js'
-import { encodeRefreshTokenV2, newRefreshTokenKey } from './refresh-token-v2.js'
+import { encodeRefreshTokenV2, newRefreshTokenKey } from './refresh-token-format.js'
 import type { AccessTokenResponse, AmrEntry, TenantContext, UserWithIdentities } from './types.js'
 
 /** Sign-in methods recorded in the AMR claim (docs/auth-protocol.md §4.1). */

@@ -11,7 +11,7 @@ import { startAuth, call, decodeJwt, email } from '../helpers/auth-harness.js'
 import { adminQuery, adminUrl } from '../helpers/db.js'
 import { withDatabase } from '../../src/shared/index.js'
 import { rotateSessionToken } from '../../src/auth/models/hot-refresh.js'
-import { parseRefreshTokenV2 } from '../../src/auth/refresh-token-v2.js'
+import { parseRefreshTokenV2 } from '../../src/auth/refresh-token-format.js'
 
 /** base64url of version 0 | uuid | uvarint counter | HMAC[0:16] | SHA-256[0:4], written out independently. */
 function forge(sessionId: string, counter: number, key: string, version = 0): string {

@@ -26,7 +26,7 @@ import {
   type SessionTokenContext,
 } from '../models/session-tokens.js'
 import { isUserBanned } from '../models/users.js'
-import { encodeRefreshTokenV2, hasValidSignature, type RefreshTokenV2 } from '../refresh-token-v2.js'
+import { encodeRefreshTokenV2, hasValidSignature, type RefreshTokenV2 } from '../refresh-token-format.js'
 import { tokenResponse } from '../tokens.js'
 import type { AccessTokenResponse, TenantContext } from '../types.js'
 

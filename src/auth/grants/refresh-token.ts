@@ -1,4 +1,4 @@
-// grant_type=refresh_token. A v2 token (docs/auth-protocol.md §5.3) goes to refresh-token-v2.ts.
+// grant_type=refresh_token. A v2 token (docs/auth-protocol.md §5.3) goes to grants/refresh-token-v2.ts (its format: refresh-token-format.ts).
 // A v1 token (§5.2): with algorithm 1 a live token is rotated in one atomic statement (the hot
 // path); with algorithm 2 its session moves to v2 tokens instead (GoTrue's upgrade, for every
 // session). A revoked token is either a lost response (its child is the active token), a
@@ -40,7 +40,7 @@ import {
   type RefreshInfo,
 } from '../models/session-tokens.js'
 import { isUserBanned } from '../models/users.js'
-import { encodeRefreshTokenV2 } from '../refresh-token-v2.js'
+import { encodeRefreshTokenV2 } from '../refresh-token-format.js'
 import { tokenResponse } from '../tokens.js'
 import type { AccessTokenResponse, TenantContext, UserRow } from '../types.js'
 

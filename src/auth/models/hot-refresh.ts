@@ -5,7 +5,7 @@
 // (models/session-tokens.ts) whenever this answers null.
 import { LRUCache } from 'lru-cache'
 import { preparedRow, quoteIdent, type Queryable, type RowFields } from '../../shared/index.js'
-import { hasValidSignature, type RefreshTokenV2 } from '../refresh-token-v2.js'
+import { hasValidSignature, type RefreshTokenV2 } from '../refresh-token-format.js'
 import {
   AMR_JSON,
   FACTORS_JSON,

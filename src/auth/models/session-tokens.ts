@@ -5,7 +5,7 @@
 // session row, in columns no index covers, so Postgres can update it in place (a HOT update):
 // no row per token, no index entry per refresh.
 import { preparedRow, type Queryable } from '../../shared/index.js'
-import { newRefreshTokenKey } from '../refresh-token-v2.js'
+import { newRefreshTokenKey } from '../refresh-token-format.js'
 import type { AmrEntry, FactorRow, IdentityRow, UserRow } from '../types.js'
 import { AMR_JSON, FACTORS_JSON, IDENTITIES_JSON, toHotContext } from './refresh-tokens.js'
 import { USER_JSON } from './users.js'

@@ -30,7 +30,7 @@ import {
   type AuthorizationRow,
 } from '../models/oauth-authorizations.js'
 import { findOAuthClient, type OAuthClientRow } from '../models/oauth-clients.js'
-import { redirectUriProblem } from '../oauth-clients.js'
+import { redirectUriProblem } from '../oauth-client-rules.js'
 import { callerOf, contextOf } from '../request-state.js'
 import type { TenantContext } from '../types.js'
 

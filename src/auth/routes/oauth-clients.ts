@@ -24,7 +24,7 @@ import {
   newClientSecret,
   parseClientUpdate,
   parseRegistration,
-} from '../oauth-clients.js'
+} from '../oauth-client-rules.js'
 import { contextOf } from '../request-state.js'
 import type { TenantContext } from '../types.js'
 import { oauthServerOf } from '../../tenants/index.js'

@@ -8,7 +8,7 @@ import { createEmailUser } from '../accounts.js'
 import { sendEmailToken } from '../confirmations.js'
 import { hashPassword, randomPassword } from '../crypto.js'
 import {
-  MagicLinkDisabledError,
+  EmailProviderDisabledError,
   OtpDisabledError,
   PhoneProviderDisabledError,
   SignupDisabledError,
@@ -116,7 +116,7 @@ export async function postOtp(req: FastifyRequest): Promise<Record<string, never
     throw new ValidationFailedError('Channel should only be specified with Phone OTP')
   if (phone) throw new PhoneProviderDisabledError('request', 'Unsupported phone provider')
   if (!email) throw new ValidationFailedError('One of email or phone must be set')
-  if (!ctx.tenant.auth.magic_link) throw new MagicLinkDisabledError()
+  if (!ctx.tenant.auth.magic_link) throw new EmailProviderDisabledError()
   return sendMagicLink(ctx, magicLinkRequest(ctx, req, email, b, createUser))
 }
 
@@ -124,7 +124,7 @@ export async function postOtp(req: FastifyRequest): Promise<Record<string, never
 export async function postMagicLink(req: FastifyRequest): Promise<Record<string, never>> {
   const ctx = contextOf(req)
   const b = bodyOf(req)
-  if (!ctx.tenant.auth.magic_link) throw new MagicLinkDisabledError()
+  if (!ctx.tenant.auth.magic_link) throw new EmailProviderDisabledError()
   const email = optString(b, 'email')
   if (!email) throw new ValidationFailedError('Password recovery requires an email', { status: 422 })
   return sendMagicLink(ctx, magicLinkRequest(ctx, req, email, b, true))
