@@ -302,6 +302,8 @@ const SOCKET_CODES = new Set([
 const CONNECTION_MESSAGES = [
   'Connection terminated',
   'timeout exceeded when trying to connect',
+  // pg.Client's own connect timeout (connectionTimeoutMillis): a host that never answers.
+  'timeout expired',
   'Client has encountered a connection error',
   'Client was closed and is not queryable',
   'Connection ended unexpectedly',

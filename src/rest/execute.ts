@@ -9,6 +9,8 @@
 // plus PGRST000 (cannot connect) and PGRST003 (pool exhausted).
 import pg from 'pg'
 import {
+  ClusterDownError,
+  isClusterFailure,
   perTenantCap,
   TenantPools,
   TenantPoolsClosedError,
@@ -181,7 +183,14 @@ export class EnginePools {
       connectError: (err) =>
         err instanceof TenantPoolsClosedError
           ? new DbConnectionError({ internal: 'engine is closing' })
-          : loggedConnectFailure(new DbConnectionError({ cause: err, internal: (err as Error)?.message })),
+          : loggedConnectFailure(
+              new DbConnectionError({
+                cause: err,
+                internal: (err as Error)?.message,
+                // The cluster is probed every second: the client may try again in one.
+                ...(err instanceof ClusterDownError ? { headers: { 'retry-after': '1' } } : {}),
+              }),
+            ),
       logger: logger && { warn: (obj, msg) => logger.warn(obj, `rest: ${msg ?? ''}`) },
       onPoolClosed: events.poolClosed,
     }))
@@ -213,15 +222,19 @@ export class EnginePools {
     await this.shared.close()
   }
 
-  /** A connection from the pools, unless `url` is backing off after a failed connect (then 503 at once). */
+  /**
+   * A connection from the pools, unless `url` is backing off after a failed connect, or its
+   * cluster is known down (then 503 at once). An unreachable cluster is the shared pools'
+   * to probe (once for all its databases); the back-off here is for one database's refusals.
+   */
   async acquire(key: string, url: string): Promise<PooledConnection> {
     this.backoff.check(url)
     let conn: PooledConnection
     try {
       conn = await this.shared.acquire(key, url)
     } catch (err) {
-      if (err instanceof DbConnectionError && err.internal !== 'engine is closing') this.backoff.failed(url)
-      else this.backoff.succeeded(url)
+      if (!(err instanceof DbConnectionError) || err.internal === 'engine is closing') this.backoff.succeeded(url)
+      else if (!isClusterFailure(err.cause)) this.backoff.failed(url)
       throw err
     }
     this.backoff.succeeded(url)

@@ -201,7 +201,10 @@ function engineHandle(engine: Engine): RestEngineHandle {
     poolStats: (database) => pools.stats(database),
     poolSnapshot: () => pools.snapshot(),
     perTenantCap: () => pools.perTenantCap,
-    reconnectProbesSettled: () => pools.backoff.probesSettled(),
+    reconnectProbesSettled: async () => {
+      await pools.backoff.probesSettled()
+      await pools.shared.clusterProbesSettled()
+    },
   }
 }
 

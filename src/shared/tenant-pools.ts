@@ -13,11 +13,14 @@
 //   pools are kept (the least recently used pool without busy connections is closed).
 // - A wait longer than acquireTimeoutMs, and a failed connect, throw the caller's errors.
 // - snapshot() reports per-tenant in-use / idle / waiting for metrics.
+// - A cluster (host:port) known unreachable refuses its tenants at once, and connects being
+//   opened to one cluster are bounded (cluster-health.ts, docs/operating.md "Clusters").
 //
 // Connections are plain pg.Clients. acquire()/release() hand them out; pool(key, url)
 // gives a pg.Pool-like facade (query, connect -> client with release) for code written
 // against pg.Pool.
 import pg from 'pg'
+import { ClusterHealth } from './cluster-health.js'
 
 export interface TenantPoolsOptions {
   /** Connections for all tenants together. */
@@ -30,6 +33,8 @@ export interface TenantPoolsOptions {
   acquireTimeoutMs: number
   /** Connection timeout of new connections. */
   connectTimeoutMs: number
+  /** Connects being opened to one cluster (host:port) at most (default: a quarter of the budget). */
+  connectsPerCluster?: number
   /** Most tenant pools kept (default: unbounded apart from idle eviction). */
   maxTenants?: number
   /** application_name of the connections. */
@@ -187,10 +192,17 @@ export class TenantPools {
   #served = 0
   readonly #sweeper: NodeJS.Timeout
   readonly #facades = new Map<string, { url: string; facade: PoolLike }>()
+  /** Which clusters are down, and the connects being opened to each (docs/operating.md). */
+  readonly #clusters: ClusterHealth
 
   constructor(options: TenantPoolsOptions) {
     this.#s = options
     this.#now = options.now ?? Date.now
+    this.#clusters = new ClusterHealth({
+      maxConnects: options.connectsPerCluster ?? Math.max(1, Math.ceil(options.budget / 4)),
+      probe: (url) => this.probe(url),
+      now: this.#now,
+    })
     this.#cap = perTenantCap(options)
     this.#sweeper = setInterval(() => this.#sweep(), Math.max(250, Math.min(options.idleMs / 2, 5_000)))
     this.#sweeper.unref()
@@ -233,6 +245,8 @@ export class TenantPools {
   /** A connection of the tenant `key` at `url`. Give it back with release(). */
   async acquire(key: string, url: string): Promise<PooledConnection> {
     if (this.#closed) throw this.#connectError(new TenantPoolsClosedError(), key)
+    const down = this.#clusters.refusal(url)
+    if (down !== null) throw this.#connectError(down, key)
     const pool = this.#poolFor(key, url)
     pool.lastUsed = this.#now()
     if (pool.waiters.length === 0) {
@@ -241,7 +255,7 @@ export class TenantPools {
         pool.servedAt = ++this.#served
         return this.#handOut(idle)
       }
-      if (pool.open < this.#cap && this.#makeRoom()) {
+      if (pool.open < this.#cap && this.#clusters.canConnect(url) && this.#makeRoom()) {
         pool.servedAt = ++this.#served
         return this.#connect(pool)
       }
@@ -329,11 +343,17 @@ export class TenantPools {
     return facade
   }
 
+  /** Resolves once no probe of a down cluster is running (tests). */
+  clusterProbesSettled(): Promise<void> {
+    return this.#clusters.probesSettled()
+  }
+
   /** Closes every pool (idle connections now, busy ones on release); waiters fail. Idempotent. */
   async close(): Promise<void> {
     if (this.#closed) return
     this.#closed = true
     clearInterval(this.#sweeper)
+    this.#clusters.close()
     const ends: Array<Promise<void>> = []
     for (const p of this.#pools.values()) {
       for (const w of p.waiters.splice(0)) {
@@ -407,7 +427,8 @@ export class TenantPools {
   /** The waiting tenant (other than `except`) that would get a freed slot: below its cap, fewest held. */
   #fairestWaiting(except?: TenantPool): TenantPool | null {
     const eligible: TenantPool[] = []
-    for (const p of this.#waiting) if (p !== except && p.open < this.#cap) eligible.push(p)
+    for (const p of this.#waiting)
+      if (p !== except && p.open < this.#cap && this.#clusters.canConnect(p.url)) eligible.push(p)
     const i = fairest(
       eligible.map((p) => ({ open: p.open, since: (p.waiters[0] as Waiter).since, servedAt: p.servedAt })),
     )
@@ -442,6 +463,7 @@ export class TenantPools {
   async #connect(pool: TenantPool): Promise<Conn> {
     this.#open++
     pool.open++
+    this.#clusters.connecting(pool.url)
     const client = new pg.Client({
       ...this.#s.clientConfig,
       connectionString: pool.url,
@@ -460,12 +482,15 @@ export class TenantPools {
     })
     try {
       await client.connect()
+      this.#clusters.connected(pool.url)
+      if (this.#waiting.size > 0) this.#dispatch()
       return conn
     } catch (err) {
       this.#open--
       pool.open--
       client.end().catch(() => {})
       this.#s.logger?.warn({ err: (err as Error).message, pool: pool.key }, 'cannot connect to the tenant database')
+      if (this.#clusters.connected(pool.url, err)) this.#refuseWaiters()
       this.#dispatch()
       throw this.#connectError(err, pool.key)
     }
@@ -475,6 +500,19 @@ export class TenantPools {
     this.#open--
     conn.pool.open--
     await conn.client.end().catch(() => {})
+  }
+
+  /** The cluster of `url` went down: its tenants' waiting requests are refused now, not at their timeout. */
+  #refuseWaiters(): void {
+    for (const p of [...this.#waiting]) {
+      const down = this.#clusters.refusal(p.url)
+      if (down === null) continue
+      this.#waiting.delete(p)
+      for (const w of p.waiters.splice(0)) {
+        clearTimeout(w.timer)
+        w.reject(this.#connectError(down, p.key))
+      }
+    }
   }
 
   #settled(w: Waiter): void {
