@@ -38,6 +38,8 @@ export class PoolRegistry {
       // A wait for a connection that timed out answers like an unreachable database (503).
       timeoutError: (key) => databaseUnavailable(new TenantPoolTimeoutError(key)),
       allowExitOnIdle: opts.allowExitOnIdle,
+      // Owner triggers on auth tables run in the engine's statements (docs/security.md).
+      guardSessions: true,
     })
   }
 

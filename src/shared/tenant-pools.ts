@@ -21,6 +21,7 @@
 // against pg.Pool.
 import pg from 'pg'
 import { ClusterHealth } from './cluster-health.js'
+import { guardSession } from './session-guard.js'
 
 export interface TenantPoolsOptions {
   /** Connections for all tenants together. */
@@ -43,6 +44,8 @@ export interface TenantPoolsOptions {
   clientConfig?: Omit<pg.ClientConfig, 'connectionString' | 'connectionTimeoutMillis' | 'application_name'>
   /** Idle connections do not keep the process alive (scripts, CLI, panel). */
   allowExitOnIdle?: boolean
+  /** Put each connection's session back after the database owner's code may have run in it (session-guard.ts). */
+  guardSessions?: boolean
   /** The error of a wait that timed out (default: a TenantPoolTimeoutError). */
   timeoutError?: (key: string) => Error
   /** The error of a connect that failed, or of an acquire on closed pools (default: the error itself). */
@@ -470,6 +473,7 @@ export class TenantPools {
       connectionTimeoutMillis: this.#s.connectTimeoutMs,
       application_name: this.#s.applicationName,
     })
+    if (this.#s.guardSessions === true) guardSession(client)
     const conn: Conn = { client, key: pool.key, pool, url: pool.url, idleSince: this.#now(), broken: false }
     client.on('error', () => {
       conn.broken = true
