@@ -443,10 +443,20 @@ interface ServeOptions {
   reusePort: boolean
 }
 
-async function serve(name: PartName, config: Config, opts: ServeOptions): Promise<void> {
-  if (opts.workers > 1 && cluster.isPrimary) return runPrimary(name, config, opts.workers)
-  const { store, tenants } = createStoreAndCache(config)
+/** Under `--workers N` the engines' cluster-sized pool budgets (pool_budget 0) are split among the workers. */
+function workerShare(config: Config, workers: number): Config {
+  return {
+    ...config,
+    rest: { ...config.rest, pool_cluster_share: config.rest.pool_cluster_share / workers },
+    auth: { ...config.auth, pool_cluster_share: config.auth.pool_cluster_share / workers },
+  }
+}
+
+async function serve(name: PartName, whole: Config, opts: ServeOptions): Promise<void> {
+  if (opts.workers > 1 && cluster.isPrimary) return runPrimary(name, whole, opts.workers)
   const clustered = cluster.isWorker
+  const config = clustered ? workerShare(whole, opts.workers) : whole
+  const { store, tenants } = createStoreAndCache(config)
   let part: RunningPart
   try {
     part = await startPart(name, { config, tenants, store }, { admin: !clustered, reusePort: opts.reusePort })

@@ -5,7 +5,13 @@
 // service) and closed with it.
 import type { FastifyBaseLogger } from 'fastify'
 import { AUTH_CONSTANTS, type Config } from '../config/index.js'
-import { TenantPools, TenantPoolTimeoutError, type PoolLike, type TenantPoolsSnapshot } from '../shared/index.js'
+import {
+  budgetOptions,
+  TenantPools,
+  TenantPoolTimeoutError,
+  type PoolLike,
+  type TenantPoolsSnapshot,
+} from '../shared/index.js'
 import { tenantIssuer, type Tenant } from '../tenants/index.js'
 import { databaseUnavailable, unexpectedFailure } from './errors.js'
 import type { Mailer } from './mail/index.js'
@@ -15,8 +21,13 @@ import type { TenantContext } from './types.js'
 interface PoolRegistryOptions {
   /** Connections one tenant may hold. */
   max: number
-  /** Connections for all tenants together (default AUTH_CONSTANTS.defaultPoolBudget). */
-  budget?: number
+  /**
+   * Connections for all tenants together; 0: clusterShare of the cluster's
+   * (docs/operating.md "Sizing for many tenants").
+   */
+  budget: number
+  /** The cluster's share of a budget of 0 (auth.pool_cluster_share). */
+  clusterShare: number
   /** Tenant pools kept at most (default AUTH_CONSTANTS.defaultPoolMaxTenants). */
   maxTenants?: number
   /** Idle connections do not keep the process alive. */
@@ -28,7 +39,7 @@ export class PoolRegistry {
 
   constructor(opts: PoolRegistryOptions) {
     this.#pools = new TenantPools({
-      budget: opts.budget ?? AUTH_CONSTANTS.defaultPoolBudget,
+      ...budgetOptions(opts.budget, opts.clusterShare),
       perTenant: opts.max,
       idleMs: AUTH_CONSTANTS.poolIdleMs,
       acquireTimeoutMs: AUTH_CONSTANTS.poolAcquireTimeoutMs,

@@ -149,6 +149,7 @@ export function buildAuthEngine(deps: AuthEngineDeps): FastifyInstance {
   const pools = new PoolRegistry({
     max: deps.config.auth.pool_per_tenant,
     budget: deps.config.auth.pool_budget,
+    clusterShare: deps.config.auth.pool_cluster_share,
     maxTenants: deps.config.auth.pool_max_tenants,
   })
   const mailer = createMailer({ config: deps.config, logger })
@@ -226,6 +227,7 @@ export function createAuthService(deps: AuthServiceDeps): AuthService {
   const pools = new PoolRegistry({
     max: deps.config.auth.pool_per_tenant,
     budget: deps.config.auth.pool_budget,
+    clusterShare: deps.config.auth.pool_cluster_share,
     maxTenants: deps.config.auth.pool_max_tenants,
     allowExitOnIdle: true,
   })

@@ -12,8 +12,6 @@ export const AUTH_CONSTANTS = Object.freeze({
   poolAcquireTimeoutMs: 10_000,
   /** A new connection to a tenant database may take this long, then the request answers 503. */
   poolConnectTimeoutMs: 10_000,
-  /** Connections of all tenants together when a caller names no budget (auth.pool_budget's default). */
-  defaultPoolBudget: 40,
   /** Tenant pools kept when a caller names no bound (auth.pool_max_tenants's default). */
   defaultPoolMaxTenants: 1000,
 })

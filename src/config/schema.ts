@@ -185,8 +185,14 @@ export const ConfigSchema = Type.Object(
     rest: Type.Object(
       {
         ...Listen(3000, 9101),
-        /** Connections for all tenants together in this process. */
-        pool_budget: Type.Integer({ minimum: 1, default: 40 }),
+        /**
+         * Connections for all tenants together in this process; 0: pool_cluster_share of what
+         * the cluster takes from non-superusers (max_connections - superuser_reserved_connections),
+         * read on the first connection (docs/operating.md "Sizing for many tenants").
+         */
+        pool_budget: Type.Integer({ minimum: 0, default: 0 }),
+        /** The cluster's share all REST processes together take when pool_budget is 0 (split among `--workers`). */
+        pool_cluster_share: Type.Number({ exclusiveMinimum: 0, maximum: 1, default: 0.5 }),
         /** Connections one tenant may hold at most. */
         pool_per_tenant: Type.Integer({ minimum: 1, default: 10 }),
         pool_idle_ms: Type.Integer({ minimum: 1000, default: 60_000 }),
@@ -207,8 +213,10 @@ export const ConfigSchema = Type.Object(
       {
         ...Listen(9999, 9102),
         pool_per_tenant: Type.Integer({ minimum: 1, default: 5 }),
-        /** Connections for all tenants together in this process. */
-        pool_budget: Type.Integer({ minimum: 1, default: 40 }),
+        /** Connections for all tenants together in this process; 0: pool_cluster_share of the cluster's. */
+        pool_budget: Type.Integer({ minimum: 0, default: 0 }),
+        /** The cluster's share all auth processes together take when pool_budget is 0 (split among `--workers`). */
+        pool_cluster_share: Type.Number({ exclusiveMinimum: 0, maximum: 1, default: 0.25 }),
         /** Tenant pools kept open at most (the least recently used idle one is closed). */
         pool_max_tenants: Type.Integer({ minimum: 1, default: 1000 }),
         bcrypt_cost: Type.Integer({ minimum: 4, maximum: 15, default: 10 }),

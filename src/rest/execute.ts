@@ -27,7 +27,7 @@ import { preparedCount, recover, runBatch, type BatchResult, type BatchStatement
 /** The shared pools' settings the engine passes on, with its reconnect back-off's. */
 type PoolSettings = Pick<
   TenantPoolsOptions,
-  'budget' | 'perTenant' | 'idleMs' | 'acquireTimeoutMs' | 'connectTimeoutMs' | 'maxTenants' | 'now'
+  'budget' | 'clusterShare' | 'perTenant' | 'idleMs' | 'acquireTimeoutMs' | 'connectTimeoutMs' | 'maxTenants' | 'now'
 > & {
   /** First wait before reconnecting to a database that refused, ms (doubles up to reconnectBackoffMaxMs). Default 1000. */
   reconnectBackoffMs?: number

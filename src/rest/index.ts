@@ -5,6 +5,7 @@
 import type { FastifyBaseLogger, FastifyInstance, FastifyReply, FastifyRequest, FastifyServerOptions } from 'fastify'
 import type { Config } from '../config/index.js'
 import {
+  budgetOptions,
   GatehouseError,
   isGatehouseError,
   createPartApp,
@@ -167,7 +168,7 @@ function createEngine(deps: RestEngineDeps, log: FastifyBaseLogger): Engine {
   const schemaCaches = createSchemaCacheStore({ logger: log })
   const pools = new EnginePools(
     {
-      budget: rest.pool_budget,
+      ...budgetOptions(rest.pool_budget, rest.pool_cluster_share),
       perTenant: rest.pool_per_tenant,
       idleMs: rest.pool_idle_ms,
       acquireTimeoutMs: deps.poolAcquireTimeoutMs ?? 10_000,

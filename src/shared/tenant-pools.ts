@@ -11,6 +11,11 @@
 //   turn before any gets a second. Within one tenant, requests are served in arrival order.
 // - Idle connections close after idleMs, then the tenant's empty pool; at most maxTenants
 //   pools are kept (the least recently used pool without busy connections is closed).
+//   Within the budget a tenant's connection stays open between its requests, however many
+//   tenants share the budget (PgBouncer's server_idle_timeout, Supavisor's pools per tenant).
+// - clusterShare: the budget is that share of the connections the cluster takes from
+//   non-superusers (max_connections - superuser_reserved_connections), read on the first
+//   connection (docs/operating.md "Sizing for many tenants").
 // - A wait longer than acquireTimeoutMs, and a failed connect, throw the caller's errors.
 // - snapshot() reports per-tenant in-use / idle / waiting for metrics.
 // - A cluster (host:port) known unreachable refuses its tenants at once, and connects being
@@ -24,8 +29,13 @@ import { ClusterHealth } from './cluster-health.js'
 import { guardSession } from './session-guard.js'
 
 export interface TenantPoolsOptions {
-  /** Connections for all tenants together. */
+  /** Connections for all tenants together (with clusterShare: until the cluster's size is known). */
   budget: number
+  /**
+   * Size the budget from the cluster instead: this share (0..1] of its max_connections less
+   * superuser_reserved_connections, read once on the first connection opened.
+   */
+  clusterShare?: number
   /** Connections one tenant may hold (capped so that others always keep a share). */
   perTenant: number
   /** Idle connections (and then empty pools) are closed after this long. */
@@ -140,6 +150,14 @@ export function perTenantCap(s: { budget: number; perTenant: number }): number {
   return Math.max(1, Math.min(s.perTenant, share))
 }
 
+/** The budget of a cluster-sized pool until its first connection has read the cluster's size. */
+const PROVISIONAL_BUDGET = 40
+
+/** The budget options of a configured `pool_budget`: the number itself, or for 0 `share` of the cluster. */
+export function budgetOptions(configured: number, share: number): Pick<TenantPoolsOptions, 'budget' | 'clusterShare'> {
+  return configured > 0 ? { budget: configured } : { budget: PROVISIONAL_BUDGET, clusterShare: share }
+}
+
 /** What the fair-share rule compares of a waiting tenant. */
 export interface FairShareCandidate {
   /** Connections the tenant holds. */
@@ -184,12 +202,17 @@ export type PoolLike = Pick<pg.Pool, 'query' | 'connect'>
 export class TenantPools {
   readonly #s: TenantPoolsOptions
   readonly #now: () => number
-  readonly #cap: number
+  #budget: number
+  #cap: number
+  /** The budget still waits for the cluster's size (clusterShare). */
+  #sizing: boolean
   /** Insertion order is recency: a used pool moves to the end. */
   readonly #pools = new Map<string, TenantPool>()
   /** Pools with waiting requests. */
   readonly #waiting = new Set<TenantPool>()
   #open = 0
+  /** Connections closed whose backend may still hold its server slot (see #close). */
+  #closing = 0
   #closed = false
   /** Increases with every hand-out (TenantPool.servedAt). */
   #served = 0
@@ -206,7 +229,9 @@ export class TenantPools {
       probe: (url) => this.probe(url),
       now: this.#now,
     })
+    this.#budget = options.budget
     this.#cap = perTenantCap(options)
+    this.#sizing = options.clusterShare !== undefined
     this.#sweeper = setInterval(() => this.#sweep(), Math.max(250, Math.min(options.idleMs / 2, 5_000)))
     this.#sweeper.unref()
   }
@@ -219,7 +244,7 @@ export class TenantPools {
     return this.#cap
   }
   get budget(): number {
-    return this.#s.budget
+    return this.#budget
   }
 
   /** One tenant's connections (open, idle), null when it has no pool. */
@@ -242,7 +267,7 @@ export class TenantPools {
         waiting: p.waiters.length,
       })
     }
-    return { budget: this.#s.budget, perTenantCap: this.#cap, open: this.#open, waiting, tenants }
+    return { budget: this.#budget, perTenantCap: this.#cap, open: this.#open, waiting, tenants }
   }
 
   /** A connection of the tenant `key` at `url`. Give it back with release(). */
@@ -415,7 +440,7 @@ export class TenantPools {
 
   /** Frees a budget slot if needed by closing the longest-idle connection of any tenant. */
   #makeRoom(): boolean {
-    if (this.#open < this.#s.budget) return true
+    if (this.#open + this.#closing < this.#budget) return true
     let victim: Conn | undefined
     for (const p of this.#pools.values()) {
       const c = p.idle[0]
@@ -424,11 +449,12 @@ export class TenantPools {
     if (victim === undefined) return false
     victim.pool.idle.shift()
     void this.#close(victim)
-    return this.#open < this.#s.budget
+    return this.#open + this.#closing < this.#budget
   }
 
   /** The waiting tenant (other than `except`) that would get a freed slot: below its cap, fewest held. */
   #fairestWaiting(except?: TenantPool): TenantPool | null {
+    if (this.#waiting.size === 0) return null
     const eligible: TenantPool[] = []
     for (const p of this.#waiting)
       if (p !== except && p.open < this.#cap && this.#clusters.canConnect(p.url)) eligible.push(p)
@@ -487,6 +513,7 @@ export class TenantPools {
     try {
       await client.connect()
       this.#clusters.connected(pool.url)
+      if (this.#sizing) await this.#sizeFromCluster(client)
       if (this.#waiting.size > 0) this.#dispatch()
       return conn
     } catch (err) {
@@ -500,10 +527,41 @@ export class TenantPools {
     }
   }
 
+  /** Sets the budget to clusterShare of what the cluster of `client` accepts (once; kept as is when unreadable). */
+  async #sizeFromCluster(client: pg.Client): Promise<void> {
+    this.#sizing = false
+    let usable: number
+    try {
+      const r = await client.query<{ usable: number }>(
+        `SELECT current_setting('max_connections')::int - current_setting('superuser_reserved_connections')::int AS usable`,
+      )
+      usable = r.rows[0]?.usable ?? 0
+    } catch (err) {
+      this.#s.logger?.warn({ err: (err as Error).message }, 'cannot read max_connections: the pool budget stays')
+      return
+    }
+    this.#budget = Math.max(1, Math.floor(usable * (this.#s.clusterShare ?? 1)))
+    this.#cap = perTenantCap({ budget: this.#budget, perTenant: this.#s.perTenant })
+  }
+
+  /**
+   * Closes a connection. Its server slot is free only once the backend has exited (Postgres
+   * closes the socket last): until then, at most connectTimeoutMs, it still counts against
+   * the budget, so a budget sized to the cluster never meets "too many clients".
+   */
   async #close(conn: Conn): Promise<void> {
     this.#open--
     conn.pool.open--
-    await conn.client.end().catch(() => {})
+    this.#closing++
+    let timer: NodeJS.Timeout | undefined
+    const bound = new Promise<void>((resolve) => {
+      timer = setTimeout(resolve, this.#s.connectTimeoutMs)
+      timer.unref()
+    })
+    await Promise.race([conn.client.end().catch(() => {}), bound])
+    clearTimeout(timer)
+    this.#closing--
+    this.#dispatch()
   }
 
   /** The cluster of `url` went down: its tenants' waiting requests are refused now, not at their timeout. */

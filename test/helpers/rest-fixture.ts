@@ -138,6 +138,7 @@ export const TEST_CONFIG: Pick<Config, 'rest'> = {
     admin_host: '127.0.0.1',
     admin_port: 0,
     pool_budget: 8,
+    pool_cluster_share: 0.5,
     pool_per_tenant: 4,
     pool_idle_ms: 60_000,
     pool_max_tenants: 1000,

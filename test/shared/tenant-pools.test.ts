@@ -5,8 +5,16 @@
 import t from 'tap'
 import { Registry } from 'prom-client'
 import { registerPoolMetrics } from '../../src/shared/pool-metrics.js'
-import { fairest, TenantPools, type PooledConnection, type TenantPoolsOptions } from '../../src/shared/tenant-pools.js'
+import pg from 'pg'
+import {
+  budgetOptions,
+  fairest,
+  TenantPools,
+  type PooledConnection,
+  type TenantPoolsOptions,
+} from '../../src/shared/tenant-pools.js'
 import { createTestDatabase } from '../helpers/db.js'
+import { eventually } from '../helpers/eventually.js'
 
 function pools(t: { teardown(fn: () => unknown): void }, opts: Partial<TenantPoolsOptions>): TenantPools {
   const p = new TenantPools({
@@ -269,4 +277,106 @@ t.test('pool metrics: per-tenant gauges from the snapshots of several parts', as
   rest.release(await waiting)
   p1.release()
   t.match(await registry.metrics(), 'gatehouse_pool_waiting{part="rest",tenant="alpha"} 0')
+})
+
+/** Backends of one application_name (the pools under test), seen from another connection. */
+async function backends(url: string, app: string): Promise<number[]> {
+  const c = new pg.Client({ connectionString: url })
+  await c.connect()
+  try {
+    const r = await c.query<{ pid: number }>('SELECT pid FROM pg_stat_activity WHERE application_name = $1', [app])
+    return r.rows.map((x) => x.pid)
+  } finally {
+    await c.end()
+  }
+}
+
+t.test('clusterShare: the budget is that share of the connections the cluster takes from non-superusers', async (t) => {
+  const db = await createTestDatabase(t)
+  const p = pools(t, { budget: 3, perTenant: 10, clusterShare: 0.5 })
+  t.equal(p.budget, 3, 'the provisional budget until a connection is open')
+  const a = await p.acquire('a', db.url)
+  const r = await a.client.query<{ max: number; su: number }>(
+    `SELECT current_setting('max_connections')::int AS max, current_setting('superuser_reserved_connections')::int AS su`,
+  )
+  const { max, su } = r.rows[0]!
+  t.equal(p.budget, Math.floor((max - su) / 2))
+  t.equal(p.perTenantCap, 10, 'the per-tenant cap stays the setting')
+  p.release(a)
+  t.same(budgetOptions(0, 0.25).clusterShare, 0.25)
+  t.same(budgetOptions(12, 0.25), { budget: 12 }, 'a set budget is kept as it is')
+})
+
+t.test("an idle tenant's connection is closed after idleMs, then its pool", async (t) => {
+  const db = await createTestDatabase(t)
+  let clock = 1_000_000
+  const app = 'gatehouse-test-idle'
+  const closed: string[] = []
+  const p = pools(t, {
+    budget: 10,
+    perTenant: 2,
+    idleMs: 300,
+    applicationName: app,
+    now: () => clock,
+    onPoolClosed: (key) => closed.push(key),
+  })
+  p.release(await p.acquire('quiet', db.url))
+  p.release(await p.acquire('busy', db.url))
+  t.equal((await backends(db.url, app)).length, 2, 'both keep their connection between requests')
+  clock += 200
+  p.release(await p.acquire('busy', db.url))
+  clock += 150
+  // quiet was last used 350 ms ago (the clock's), busy 150 ms ago.
+  await eventually(() => p.stats('quiet') === null)
+  t.same(closed, ['quiet'], "quiet's pool is closed")
+  t.same(p.stats('busy'), { open: 1, idle: 1, waiting: 0 }, 'busy keeps its connection')
+  await eventually(async () => (await backends(db.url, app)).length === 1)
+  t.equal(p.openConnections, 1)
+})
+
+t.test('the budget holds when many tenants want a connection at once', async (t) => {
+  const db = await createTestDatabase(t)
+  const app = 'gatehouse-test-budget'
+  const p = pools(t, { budget: 10, perTenant: 4, applicationName: app })
+  const count = 'SELECT count(*)::int AS n FROM pg_stat_activity WHERE application_name = $1'
+  const seen: number[] = []
+  const served = new Map<string, number>()
+  await Promise.all(
+    Array.from({ length: 50 }, async (_, i) => {
+      const key = `tenant${i}`
+      for (let k = 0; k < 3; k++) {
+        const r = await p.pool(key, db.url).query<{ n: number }>(count, [app])
+        seen.push(r.rows[0]!.n)
+        served.set(key, (served.get(key) ?? 0) + 1)
+      }
+    }),
+  )
+  t.ok(Math.max(...seen) <= 10, `never more than 10 backends (most seen ${Math.max(...seen)})`)
+  t.equal(served.size, 50, 'every tenant was served')
+  t.ok([...served.values()].every((n) => n === 3))
+  t.ok(p.openConnections <= 10)
+})
+
+t.test('a busy tenant does not starve a quiet one', async (t) => {
+  const db = await createTestDatabase(t)
+  const p = pools(t, { budget: 4, perTenant: 4 })
+  t.equal(p.perTenantCap, 2)
+  const busy = await Promise.all([p.acquire('busy', db.url), p.acquire('busy', db.url)])
+  const other = await Promise.all([p.acquire('other', db.url), p.acquire('other', db.url)])
+  // The budget is taken; busy queues 20 requests (each keeps its connection) before quiet asks once.
+  let draining = false
+  const backlog = Array.from({ length: 20 }, () =>
+    p.acquire('busy', db.url).then((c) => (draining ? p.release(c) : busy.push(c))),
+  )
+  const quiet = tracked(p.acquire('quiet', db.url))
+  p.release(busy.shift() as PooledConnection)
+  p.release(busy.shift() as PooledConnection)
+  const q = await quiet.promise
+  t.equal(p.stats('busy')?.waiting, 19, "quiet is served with busy's first freed connection, not after its backlog")
+  p.release(q)
+  for (const c of other) p.release(c)
+  draining = true
+  while (busy.length > 0) p.release(busy.shift() as PooledConnection)
+  await Promise.all(backlog)
+  t.ok(p.openConnections <= 4)
 })
