@@ -1,7 +1,7 @@
 // Cluster-level roles: the shared `anon` / `authenticated` groups, and the six roles of
 // one tenant (three request roles, three login roles), created in one transaction and
 // dropped together. Names come from a random tenant id, never from user input.
-import { randomBytes } from 'node:crypto'
+import { createHash, createHmac, pbkdf2Sync, randomBytes } from 'node:crypto'
 import pg from 'pg'
 import {
   inTransaction,
@@ -180,6 +180,31 @@ export async function ensureClusterRoles(admin: string | pg.Client): Promise<voi
 }
 
 /**
+ * PBKDF2 iterations of the engine logins' SCRAM verifiers. Postgres' default (4,096) slows
+ * the guessing of a weak password from a stolen verifier; the engine logins' passwords are
+ * 24 random bytes that no guessing reaches, so the count buys nothing there and costs the
+ * engine that much hashing on every connection it opens (docs/operating.md "Sizing for many
+ * tenants"). Owner passwords, which people may choose and reuse, keep Postgres' default.
+ */
+const ENGINE_SCRAM_ITERATIONS = 16
+
+/**
+ * A SCRAM-SHA-256 verifier of `password` in Postgres' stored form
+ * (`SCRAM-SHA-256$<iterations>:<salt>$<StoredKey>:<ServerKey>`, RFC 5802 / RFC 5803), for
+ * `PASSWORD '<verifier>'`: the statement then carries no password, and the iteration count
+ * is ours on every Postgres version. `password` must be ASCII (SASLprep leaves it as is).
+ */
+export function scramVerifier(password: string, iterations: number): string {
+  const salt = randomBytes(16)
+  const salted = pbkdf2Sync(password, salt, iterations, 32, 'sha256')
+  const clientKey = createHmac('sha256', salted).update('Client Key').digest()
+  const storedKey = createHash('sha256').update(clientKey).digest()
+  const serverKey = createHmac('sha256', salted).update('Server Key').digest()
+  const b64 = (b: Buffer): string => b.toString('base64')
+  return `SCRAM-SHA-256$${iterations}:${b64(salt)}$${b64(storedKey)}:${b64(serverKey)}`
+}
+
+/**
  * Creates the six roles of a tenant and their memberships, and CONNECT on the database
  * for the login roles only (PUBLIC loses it), in one transaction: all or nothing.
  */
@@ -193,12 +218,16 @@ export async function createTenantRoles(
   // PG 16 can say it directly: the engine login reaches request roles by SET ROLE only.
   const setOnly = (await serverVersion(client)) >= 160000 ? ' WITH INHERIT FALSE, SET TRUE' : ''
   const db = quoteIdent(database)
+  // A password outside printable ASCII (a hand-written tenant file's) is left to Postgres,
+  // whose SASLprep may change it.
+  const engineVerifier = (password: string): string =>
+    quoteLiteral(/^[\x21-\x7e]+$/.test(password) ? scramVerifier(password, ENGINE_SCRAM_ITERATIONS) : password)
   const statements = [
     `CREATE ROLE ${q('anon')} NOLOGIN INHERIT`,
     `CREATE ROLE ${q('auth')} NOLOGIN INHERIT`,
     `CREATE ROLE ${q('svc')} NOLOGIN INHERIT BYPASSRLS`,
-    `CREATE ROLE ${q('rest')} LOGIN NOINHERIT PASSWORD ${quoteLiteral(passwords.rest)}`,
-    `CREATE ROLE ${q('authn')} LOGIN NOINHERIT PASSWORD ${quoteLiteral(passwords.authn)}`,
+    `CREATE ROLE ${q('rest')} LOGIN NOINHERIT PASSWORD ${engineVerifier(passwords.rest)}`,
+    `CREATE ROLE ${q('authn')} LOGIN NOINHERIT PASSWORD ${engineVerifier(passwords.authn)}`,
     `CREATE ROLE ${q('owner')} LOGIN INHERIT PASSWORD ${quoteLiteral(passwords.owner)}`,
     `GRANT ${quoteIdent(ROLE_CLAIMS.anon)} TO ${q('anon')}`,
     `GRANT ${quoteIdent(ROLE_CLAIMS.auth)}, ${q('anon')} TO ${q('auth')}`,

@@ -13,7 +13,7 @@ import { adminQuery, adminUrl } from '../helpers/db.js'
 import { dropTenant, migrateDatabase, provisionTenant } from '../../src/platform/index.js'
 import { startEmbeddedPostgres } from '../../src/dev/index.js'
 import { withDatabase } from '../../src/shared/index.js'
-import type { TestTenant } from '../helpers/tenants.js'
+import { createTestTenant, type TestTenant } from '../helpers/tenants.js'
 
 async function connect(url: string): Promise<pg.Client> {
   const c = new pg.Client({ connectionString: url })
@@ -135,5 +135,23 @@ t.test("owners together cannot take the engines' reserved slots", async (t) => {
     const c = await connect(url)
     held.push(c)
     t.same((await c.query('SELECT 1 AS one')).rows, [{ one: 1 }], `${new URL(url).username} still connects`)
+  }
+})
+
+t.test("the engine logins' SCRAM verifiers take 16 iterations; the owner's keep Postgres' count", async (t) => {
+  const x = await createTestTenant(t)
+  const r = await adminQuery<{ rolname: string; head: string }>(
+    "SELECT rolname, split_part(rolpassword, ':', 1) AS head FROM pg_authid WHERE rolname = ANY ($1) ORDER BY rolname",
+    [[x.roles.rest, x.roles.authn, x.roles.owner]],
+  )
+  t.same(Object.fromEntries(r.rows.map((row) => [row.rolname, row.head])), {
+    [x.roles.rest]: 'SCRAM-SHA-256$16',
+    [x.roles.authn]: 'SCRAM-SHA-256$16',
+    [x.roles.owner]: 'SCRAM-SHA-256$4096',
+  })
+  for (const url of [x.file.engines?.rest, x.file.engines?.auth, x.ownerUrl]) {
+    const c = await connect(url ?? '')
+    t.ok((await c.query('SELECT current_user')).rows[0].current_user, 'logs in with its password')
+    await c.end()
   }
 })
