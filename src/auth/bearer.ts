@@ -132,5 +132,5 @@ function audienceOf(claims: BearerClaims): string | undefined {
  */
 export function requireDatabaseAudience(ctx: TenantContext, claims: BearerClaims): void {
   if (audienceOf(claims) !== ctx.tenant.jwt.aud)
-    throw new ValidationFailedError("Token audience doesn't match request audience")
+    throw new ValidationFailedError('request', "Token audience doesn't match request audience")
 }

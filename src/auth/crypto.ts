@@ -46,7 +46,7 @@ const MAX_PASSWORD_BYTES = 72
 
 export function checkPasswordLength(password: string): void {
   if (Buffer.byteLength(password, 'utf8') > MAX_PASSWORD_BYTES)
-    throw new ValidationFailedError('Password cannot be longer than 72 characters')
+    throw new ValidationFailedError('request', 'Password cannot be longer than 72 characters')
 }
 
 export async function hashPassword(password: string, cost: number): Promise<string> {
@@ -203,13 +203,14 @@ export function generateRefreshToken(): string {
  * 400 validation_failed.
  */
 export function parseRefreshTokenParam(token: unknown): RefreshTokenV2 | null {
-  if (typeof token !== 'string' || token.length < 12) throw new ValidationFailedError('Refresh token is not valid')
+  if (typeof token !== 'string' || token.length < 12)
+    throw new ValidationFailedError('request', 'Refresh token is not valid')
   if (token.length === 12) {
-    if (!/^[a-z0-9]{12}$/.test(token)) throw new ValidationFailedError('Refresh token is not valid')
+    if (!/^[a-z0-9]{12}$/.test(token)) throw new ValidationFailedError('request', 'Refresh token is not valid')
     return null
   }
   const v2 = parseRefreshTokenV2(token)
-  if (v2 === null) throw new ValidationFailedError('Refresh token is not valid')
+  if (v2 === null) throw new ValidationFailedError('request', 'Refresh token is not valid')
   return v2
 }
 

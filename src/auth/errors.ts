@@ -12,7 +12,6 @@ import {
   defineErrorCases,
   type ErrorCase,
   isDefinedError,
-  type ErrorClass,
   type ErrorOptions,
   gotrueErrorBody,
 } from '../shared/index.js'
@@ -24,13 +23,8 @@ export { DatabaseUnavailableError, ShuttingDownError, TenantNotFoundError }
 export class AuthError extends GatehouseError {
   /** Reasons of a weak_password error (sent as `weak_password: {reasons}`). */
   readonly reasons?: string[]
-  constructor(
-    code: string,
-    status: number,
-    message: string,
-    opts: ErrorOptions & { reasons?: string[]; status?: number } = {},
-  ) {
-    super(code, opts.status ?? status, message, opts)
+  constructor(code: string, status: number, message: string, opts: ErrorOptions & { reasons?: string[] } = {}) {
+    super(code, status, message, opts)
     this.name = 'AuthError'
     if (opts.reasons) this.reasons = opts.reasons
   }
@@ -92,13 +86,14 @@ export const UnexpectedFailureError = defineAuthCases('unexpected_failure', {
 export const unexpectedFailure = (internal?: unknown) => new UnexpectedFailureError('default', { internal })
 /**
  * validation_failed, GoTrue's one code for a request it cannot take, with GoTrue's message of
- * each case; 400, or the 404 or 422 GoTrue answers in some cases (`{ status }` of the options).
+ * each case: 400 (`request`), or the 404 (`notFound`: an id that is no UUID, a missing passkey)
+ * and 422 (`unprocessable`) GoTrue answers in some cases.
  */
-export const ValidationFailedError = defineAuthError(
-  'validation_failed',
-  400,
-  (message: string) => message,
-) as ErrorClass<'validation_failed', 400, [message: string, opts?: ErrorOptions & { status?: 404 | 422 }]>
+export const ValidationFailedError = defineAuthCases('validation_failed', {
+  request: [400, (message: string) => message],
+  notFound: [404, (message: string) => message],
+  unprocessable: [422, (message: string) => message],
+})
 export const BadJsonError = defineAuthError('bad_json', 400, (message: string) => message)
 export const RequestTooLargeError = defineAuthError('request_entity_too_large', 413, () => 'Request body too large')
 export const NotFoundError = defineAuthError('not_found', 404, () => 'Not Found')

@@ -55,16 +55,17 @@ const EMAIL =
  * surrounding spaces make it invalid), lower-cased.
  */
 export function normaliseEmail(email: string): string {
-  if (email === '') throw new ValidationFailedError('An email address is required')
-  if (email.length > 255) throw new ValidationFailedError('An email address is too long')
-  if (!EMAIL.test(email)) throw new ValidationFailedError('Unable to validate email address: invalid format')
+  if (email === '') throw new ValidationFailedError('request', 'An email address is required')
+  if (email.length > 255) throw new ValidationFailedError('request', 'An email address is too long')
+  if (!EMAIL.test(email)) throw new ValidationFailedError('request', 'Unable to validate email address: invalid format')
   return email.toLowerCase()
 }
 
 /** E.164 digits without '+' (docs/auth-protocol.md §3.3). */
 export function normalisePhone(phone: string): string {
   const p = phone.replace(/[+\s]/g, '')
-  if (!/^[1-9][0-9]{1,14}$/.test(p)) throw new ValidationFailedError('Invalid phone number format (E.164 required)')
+  if (!/^[1-9][0-9]{1,14}$/.test(p))
+    throw new ValidationFailedError('request', 'Invalid phone number format (E.164 required)')
   return p
 }
 

@@ -71,7 +71,7 @@ function translateFastifyError(err: unknown): GatehouseError {
       return new NotFoundError()
     // Any other fastify 4xx keeps its status (fastify chose it) under GoTrue's validation code.
     default:
-      return Object.assign(new ValidationFailedError(fe.message, { cause: err }), { status: fe.status })
+      return Object.assign(new ValidationFailedError('request', fe.message, { cause: err }), { status: fe.status })
   }
 }
 

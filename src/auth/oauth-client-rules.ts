@@ -59,29 +59,32 @@ export function redirectUriProblem(uri: string): string | null {
 
 function checkRedirectUris(uris: string[], required: boolean): void {
   if (uris.length === 0)
-    throw new ValidationFailedError(required ? 'redirect_uris is required' : 'redirect_uris cannot be empty')
-  if (uris.length > 10) throw new ValidationFailedError('redirect_uris cannot exceed 10 items')
+    throw new ValidationFailedError('request', required ? 'redirect_uris is required' : 'redirect_uris cannot be empty')
+  if (uris.length > 10) throw new ValidationFailedError('request', 'redirect_uris cannot exceed 10 items')
   for (const uri of uris) {
     const problem = redirectUriProblem(uri)
-    if (problem !== null) throw new ValidationFailedError(`invalid redirect_uri '${uri}': ${problem}`)
+    if (problem !== null) throw new ValidationFailedError('request', `invalid redirect_uri '${uri}': ${problem}`)
   }
 }
 
 function checkGrantTypes(types: string[]): void {
-  if (types.length === 0) throw new ValidationFailedError('grant_types cannot be empty')
+  if (types.length === 0) throw new ValidationFailedError('request', 'grant_types cannot be empty')
   if (!types.every((g) => (GRANT_TYPES as readonly string[]).includes(g)))
-    throw new ValidationFailedError("grant_types must only contain 'authorization_code' and/or 'refresh_token'")
+    throw new ValidationFailedError(
+      'request',
+      "grant_types must only contain 'authorization_code' and/or 'refresh_token'",
+    )
 }
 
 /** client_uri and logo_uri: at most 2048 characters, an absolute URL when given. */
 function checkShownUri(field: 'client_uri' | 'logo_uri', value: string): void {
   if (value === '') return
-  if (value.length > 2048) throw new ValidationFailedError(`${field} cannot exceed 2048 characters`)
-  if (!URL.canParse(value)) throw new ValidationFailedError(`${field} must be a valid URL`)
+  if (value.length > 2048) throw new ValidationFailedError('request', `${field} cannot exceed 2048 characters`)
+  if (!URL.canParse(value)) throw new ValidationFailedError('request', `${field} must be a valid URL`)
 }
 
 function checkAuthMethod(method: string, message: string): asserts method is TokenEndpointAuthMethod {
-  if (!(AUTH_METHODS as readonly string[]).includes(method)) throw new ValidationFailedError(message)
+  if (!(AUTH_METHODS as readonly string[]).includes(method)) throw new ValidationFailedError('request', message)
 }
 
 /** A body field that must be an array of strings when present. */
@@ -111,10 +114,11 @@ function typeAndMethod(b: Body): { clientType: ClientType; method: TokenEndpoint
   const type = optText(b, 'client_type') ?? ''
   const method = optText(b, 'token_endpoint_auth_method') ?? ''
   if (type !== '' && type !== 'public' && type !== 'confidential')
-    throw new ValidationFailedError("client_type must be 'public' or 'confidential'")
+    throw new ValidationFailedError('request', "client_type must be 'public' or 'confidential'")
   if (method !== '') checkAuthMethod(method, `token_endpoint_auth_method must be one of: [${AUTH_METHODS.join(' ')}]`)
   if (type !== '' && method !== '' && typeOfMethod(method) !== type)
     throw new ValidationFailedError(
+      'request',
       `client_type '${type}' is inconsistent with token_endpoint_auth_method '${method}' (expected client_type '${typeOfMethod(method)}')`,
     )
   const clientType: ClientType = type !== '' ? type : method !== '' ? typeOfMethod(method) : 'confidential'
@@ -133,7 +137,7 @@ export function parseRegistration(b: Body): Registration {
   const grants = optStrings(b, 'grant_types')
   if (grants !== undefined && grants.length > 0) checkGrantTypes(grants)
   const name = optText(b, 'client_name') ?? ''
-  if (name.length > 1024) throw new ValidationFailedError('client_name cannot exceed 1024 characters')
+  if (name.length > 1024) throw new ValidationFailedError('request', 'client_name cannot exceed 1024 characters')
   const clientUri = optText(b, 'client_uri') ?? ''
   checkShownUri('client_uri', clientUri)
   const logoUri = optText(b, 'logo_uri') ?? ''
@@ -162,11 +166,11 @@ export function parseClientUpdate(b: Body, client: OAuthClientRow): OAuthClientF
   const logoUri = optText(b, 'logo_uri')
   const method = optText(b, 'token_endpoint_auth_method')
   if ([uris, grants, name, clientUri, logoUri, method].every((v) => v === undefined))
-    throw new ValidationFailedError('No fields provided for update')
+    throw new ValidationFailedError('request', 'No fields provided for update')
   if (uris !== undefined) checkRedirectUris(uris, false)
   if (grants !== undefined) checkGrantTypes(grants)
   if (name !== undefined && name.length > 1024)
-    throw new ValidationFailedError('client_name cannot exceed 1024 characters')
+    throw new ValidationFailedError('request', 'client_name cannot exceed 1024 characters')
   if (clientUri !== undefined) checkShownUri('client_uri', clientUri)
   if (logoUri !== undefined) checkShownUri('logo_uri', logoUri)
   if (method !== undefined) {
@@ -174,6 +178,7 @@ export function parseClientUpdate(b: Body, client: OAuthClientRow): OAuthClientF
     if (typeOfMethod(method) !== client.client_type) {
       const valid = client.client_type === 'public' ? 'none' : 'client_secret_basic client_secret_post'
       throw new ValidationFailedError(
+        'request',
         `token_endpoint_auth_method '${method}' is not valid for client_type '${client.client_type}'; valid methods: [${valid}]`,
       )
     }

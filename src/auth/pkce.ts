@@ -31,14 +31,15 @@ export function pkceParamsOf(ctx: TenantContext, rawChallenge: unknown, rawMetho
   const challenge = asString(rawChallenge)
   const method = asString(rawMethod)
   if ((challenge === '') !== (method === ''))
-    throw new ValidationFailedError('PKCE flow requires code_challenge_method and code_challenge')
+    throw new ValidationFailedError('request', 'PKCE flow requires code_challenge_method and code_challenge')
   if (challenge === '') return null
   if (challenge.length < 43 || challenge.length > 128 || !CHALLENGE.test(challenge)) {
-    throw new ValidationFailedError('code challenge has to be between 43 and 128 characters')
+    throw new ValidationFailedError('request', 'code challenge has to be between 43 and 128 characters')
   }
   const m = method.toLowerCase()
-  if (m !== 's256' && m !== 'plain') throw new ValidationFailedError(`code challenge method not supported: ${method}`)
-  if (!ctx.tenant.auth.pkce) throw new ValidationFailedError('PKCE flow is disabled for this database')
+  if (m !== 's256' && m !== 'plain')
+    throw new ValidationFailedError('request', `code challenge method not supported: ${method}`)
+  if (!ctx.tenant.auth.pkce) throw new ValidationFailedError('request', 'PKCE flow is disabled for this database')
   return { challenge, method: m }
 }
 

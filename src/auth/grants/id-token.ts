@@ -46,7 +46,7 @@ function idTokenProvider(ctx: TenantContext, name: string): { issuer: string; cl
   if (!s || !issuer) {
     if (!s && known !== undefined)
       throw new ProviderDisabledError(`Provider (issuer ${JSON.stringify(known)}) is not enabled`)
-    throw new ValidationFailedError(`Custom OIDC provider ${JSON.stringify(name)} not allowed`)
+    throw new ValidationFailedError('request', `Custom OIDC provider ${JSON.stringify(name)} not allowed`)
   }
   if (s.enabled === false) throw new ProviderDisabledError(`Provider (issuer ${JSON.stringify(issuer)}) is not enabled`)
   return { issuer, clientId: s.client_id }

@@ -24,8 +24,8 @@ export async function passwordGrant(ctx: TenantContext, req: FastifyRequest, b: 
   const phone = optString(b, 'phone')
   const password = optString(b, 'password') ?? ''
   if (email && phone)
-    throw new ValidationFailedError('Only an email address or phone number should be provided on login.')
-  if (!email && !phone) throw new ValidationFailedError('missing email or phone')
+    throw new ValidationFailedError('request', 'Only an email address or phone number should be provided on login.')
+  if (!email && !phone) throw new ValidationFailedError('request', 'missing email or phone')
   if (phone) throw new PhoneProviderDisabledError('passwordGrant', 'Phone logins are disabled')
   let address: string
   try {

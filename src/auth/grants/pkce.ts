@@ -21,8 +21,8 @@ export async function pkceGrant(ctx: TenantContext, req: FastifyRequest, b: Body
   const authCode = optString(b, 'auth_code') ?? ''
   const verifier = optString(b, 'code_verifier') ?? ''
   if (authCode === '' || verifier === '')
-    throw new ValidationFailedError('invalid request: both auth code and code verifier should be non-empty')
-  if (!ctx.tenant.auth.pkce) throw new ValidationFailedError('PKCE flow is disabled for this database')
+    throw new ValidationFailedError('request', 'invalid request: both auth code and code verifier should be non-empty')
+  if (!ctx.tenant.auth.pkce) throw new ValidationFailedError('request', 'PKCE flow is disabled for this database')
   return withTransaction(ctx.db, async (q) => {
     const flow = await lockFlowStateByAuthCode(q, authCode)
     if (!flow || !flow.user_id) throw new FlowStateNotFoundError('grant')

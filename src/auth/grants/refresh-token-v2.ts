@@ -79,7 +79,7 @@ export async function refreshV2Grant(
           issueOf(info.ip),
         )
       case 'ahead':
-        throw new ValidationFailedError('Invalid Refresh Token: Not Issued By This Server')
+        throw new ValidationFailedError('request', 'Invalid Refresh Token: Not Issued By This Server')
       case 'reused':
         throw new RefreshTokenAlreadyUsedError()
       case 'gone':

@@ -74,10 +74,10 @@ const GOTRUE_BUILTIN_PROVIDERS = new Set([
 export function providerOf(tenant: Tenant, name: string): OAuthProvider {
   const s = Object.hasOwn(tenant.auth.providers, name) ? tenant.auth.providers[name] : undefined
   if (!s && GOTRUE_BUILTIN_PROVIDERS.has(name.toLowerCase()))
-    throw new ValidationFailedError('Unsupported provider: provider is not enabled')
-  if (!s) throw new ValidationFailedError(`Unsupported provider: Provider ${name} could not be found`)
-  if (s.enabled === false) throw new ValidationFailedError('Unsupported provider: provider is not enabled')
+    throw new ValidationFailedError('request', 'Unsupported provider: provider is not enabled')
+  if (!s) throw new ValidationFailedError('request', `Unsupported provider: Provider ${name} could not be found`)
+  if (s.enabled === false) throw new ValidationFailedError('request', 'Unsupported provider: provider is not enabled')
   const p = buildProvider(name, s)
-  if (!p) throw new ValidationFailedError(`Unsupported provider: Provider ${name} could not be found`)
+  if (!p) throw new ValidationFailedError('request', `Unsupported provider: Provider ${name} could not be found`)
   return p
 }

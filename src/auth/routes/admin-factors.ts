@@ -20,7 +20,7 @@ import type { FactorRow, TenantContext, UserRow } from '../types.js'
 
 async function loadFactor(ctx: TenantContext, req: FastifyRequest, user: UserRow): Promise<FactorRow> {
   const id = (req.params as { factor_id?: string }).factor_id ?? ''
-  if (!UUID.test(id)) throw new ValidationFailedError('factor_id must be an UUID', { status: 404 })
+  if (!UUID.test(id)) throw new ValidationFailedError('notFound', 'factor_id must be an UUID')
   const f = await findFactorOfUser(ctx.db, user.id, id.toLowerCase())
   if (!f) throw new FactorNotFoundError('factor')
   return f

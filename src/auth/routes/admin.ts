@@ -86,13 +86,13 @@ function banUntil(ctx: TenantContext, banDuration: string | undefined): Date | n
   if (banDuration === undefined || banDuration === '') return undefined
   if (banDuration === 'none') return null
   const parsed = parseGoDuration(banDuration)
-  if ('error' in parsed) throw new ValidationFailedError(`invalid format for ban duration: ${parsed.error}`)
+  if ('error' in parsed) throw new ValidationFailedError('request', `invalid format for ban duration: ${parsed.error}`)
   return new Date(ctx.now().getTime() + parsed.ms)
 }
 
 function userIdParam(req: FastifyRequest): string {
   const id = (req.params as { id?: string }).id ?? ''
-  if (!UUID.test(id)) throw new ValidationFailedError('user_id must be an UUID', { status: 404 })
+  if (!UUID.test(id)) throw new ValidationFailedError('notFound', 'user_id must be an UUID')
   return id.toLowerCase()
 }
 
@@ -100,10 +100,10 @@ async function passwordHashFrom(ctx: TenantContext, b: Body, checkStrength: bool
   const password = optString(b, 'password')
   const passwordHash = optString(b, 'password_hash')
   if (password !== undefined && passwordHash !== undefined)
-    throw new ValidationFailedError('Only a password or a password hash should be provided')
+    throw new ValidationFailedError('request', 'Only a password or a password hash should be provided')
   if (passwordHash !== undefined) {
     if (!/^\$2[abxy]\$\d\d\$[./A-Za-z0-9]{53}$/.test(passwordHash))
-      throw new ValidationFailedError('Invalid password hash format: only bcrypt hashes are supported')
+      throw new ValidationFailedError('request', 'Invalid password hash format: only bcrypt hashes are supported')
     return passwordHash
   }
   if (password === undefined) return undefined
@@ -115,7 +115,8 @@ async function passwordHashFrom(ctx: TenantContext, b: Body, checkStrength: bool
 async function adminCreateUser(ctx: TenantContext, b: Body) {
   const rawEmail = optString(b, 'email')
   const rawPhone = optString(b, 'phone')
-  if (!rawEmail && !rawPhone) throw new ValidationFailedError('Cannot create a user without either an email or phone')
+  if (!rawEmail && !rawPhone)
+    throw new ValidationFailedError('request', 'Cannot create a user without either an email or phone')
   const email = rawEmail ? normaliseEmail(rawEmail) : undefined
   const phone = rawPhone ? normalisePhone(rawPhone) : undefined
   const id = optString(b, 'id')
@@ -124,8 +125,8 @@ async function adminCreateUser(ctx: TenantContext, b: Body) {
     (await hashPassword(randomPassword().slice(0, 64), ctx.config.auth.bcrypt_cost))
   // GoTrue checks a chosen id after the addresses and the password, with these texts.
   if (id !== undefined && id !== '') {
-    if (!UUID.test(id)) throw new ValidationFailedError('ID must conform to the uuid v4 format')
-    if (/^0{8}-0{4}-0{4}-0{4}-0{12}$/.test(id)) throw new ValidationFailedError('ID cannot be a nil uuid')
+    if (!UUID.test(id)) throw new ValidationFailedError('request', 'ID must conform to the uuid v4 format')
+    if (/^0{8}-0{4}-0{4}-0{4}-0{12}$/.test(id)) throw new ValidationFailedError('request', 'ID cannot be a nil uuid')
   }
   const emailConfirm = optBool(b, 'email_confirm') ?? false
   const phoneConfirm = optBool(b, 'phone_confirm') ?? false
@@ -176,7 +177,7 @@ function uniqueViolation(err: unknown): Error | undefined {
   if ((err as { code?: string }).code !== '23505') return undefined
   const c = (err as { constraint?: string }).constraint ?? ''
   if (c.includes('phone')) return new PhoneExistsError()
-  if (c.includes('pkey')) return new ValidationFailedError('A user with this id already exists', { status: 422 })
+  if (c.includes('pkey')) return new ValidationFailedError('unprocessable', 'A user with this id already exists')
   return new EmailExistsError('signUp')
 }
 
@@ -311,11 +312,11 @@ async function linkRequestOf(ctx: TenantContext, req: FastifyRequest, b: Body): 
     throw new UserNotFoundError('byEmail')
   }
   if (!(LINK_TYPES as readonly string[]).includes(requested))
-    throw new ValidationFailedError(`Invalid email action link type requested: ${requested}`)
+    throw new ValidationFailedError('request', `Invalid email action link type requested: ${requested}`)
   const type = requested as LinkType
   let passwordHash: string | undefined
   if (type === 'signup' && !known) {
-    if (password === '') throw new ValidationFailedError('Signup requires a valid password')
+    if (password === '') throw new ValidationFailedError('request', 'Signup requires a valid password')
     assertPasswordAcceptable(password, ctx.tenant.auth)
     passwordHash = await hashPassword(password, ctx.config.auth.bcrypt_cost)
   }
@@ -438,10 +439,12 @@ async function generateLink(ctx: TenantContext, req: FastifyRequest, b: Body) {
 export function parseUint(s: string): number {
   if (!/^\d+$/.test(s))
     throw new ValidationFailedError(
+      'request',
       `Bad Pagination Parameters: strconv.ParseUint: parsing ${JSON.stringify(s)}: invalid syntax`,
     )
   if (BigInt(s) > 18446744073709551615n)
     throw new ValidationFailedError(
+      'request',
       `Bad Pagination Parameters: strconv.ParseUint: parsing ${JSON.stringify(s)}: value out of range`,
     )
   return Number(s)
@@ -460,11 +463,13 @@ function listParams(req: FastifyRequest): { page: number; perPage: number; sortD
     const value = String(v)
     const sp = value.indexOf(' ')
     const field = sp < 0 ? value : value.slice(0, sp)
-    if (field !== 'created_at') throw new ValidationFailedError(`Bad Sort Parameters: bad field for sort '${field}'`)
+    if (field !== 'created_at')
+      throw new ValidationFailedError('request', `Bad Sort Parameters: bad field for sort '${field}'`)
     if (sp >= 0) {
       const dir = value.slice(sp + 1).toUpperCase()
       if (dir !== 'ASC' && dir !== 'DESC')
         throw new ValidationFailedError(
+          'request',
           `Bad Sort Parameters: bad direction for sort '${value.slice(sp + 1)}', only 'asc' and 'desc' allowed`,
         )
       sortDesc = dir === 'DESC'

@@ -86,7 +86,7 @@ export const FACTOR: Check = {
   run: async (req) => {
     const ctx = contextOf(req)
     const id = (req.params as { id?: string }).id ?? ''
-    if (!UUID.test(id)) throw new ValidationFailedError('factor_id must be an UUID', { status: 404 })
+    if (!UUID.test(id)) throw new ValidationFailedError('notFound', 'factor_id must be an UUID')
     const f = await findFactorOfUser(ctx.db, callerOf(req).user.user.id, id.toLowerCase())
     if (!f) throw new FactorNotFoundError('factor')
     setFactor(req, f)
@@ -96,7 +96,7 @@ export const FACTOR: Check = {
 /** The admin routes' user `:id` of the path (GoTrue's loadUser): 404 for a malformed or unknown id. */
 export async function loadPathUser(ctx: TenantContext, req: FastifyRequest): Promise<UserRow> {
   const id = (req.params as { id?: string }).id ?? ''
-  if (!UUID.test(id)) throw new ValidationFailedError('user_id must be an UUID', { status: 404 })
+  if (!UUID.test(id)) throw new ValidationFailedError('notFound', 'user_id must be an UUID')
   const user = await findUserById(ctx.db, id.toLowerCase())
   if (!user) throw new UserNotFoundError('byId')
   return user

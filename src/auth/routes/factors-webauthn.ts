@@ -127,12 +127,13 @@ export async function challengeWebAuthn(ctx: TenantContext, u: MfaCaller, factor
 function answerOf(b: Record<string, unknown>): { type: Ceremony; response: unknown } {
   const w = Object.hasOwn(b, 'webauthn') ? b.webauthn : undefined
   if (typeof w !== 'object' || w === null || Array.isArray(w))
-    throw new ValidationFailedError('WebAuthn config required')
+    throw new ValidationFailedError('request', 'WebAuthn config required')
   const { type, credential_response: response } = w as Record<string, unknown>
   if (type !== 'create' && type !== 'request')
-    throw new ValidationFailedError('WebAuthn type must be create or request')
-  if (response === undefined || response === null) throw new ValidationFailedError('credential_response required')
-  if (!looksLikeCredential(response, type)) throw new ValidationFailedError('Invalid credential_response')
+    throw new ValidationFailedError('request', 'WebAuthn type must be create or request')
+  if (response === undefined || response === null)
+    throw new ValidationFailedError('request', 'credential_response required')
+  if (!looksLikeCredential(response, type)) throw new ValidationFailedError('request', 'Invalid credential_response')
   return { type, response }
 }
 

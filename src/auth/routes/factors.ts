@@ -184,7 +184,7 @@ export async function postFactor(req: FastifyRequest): Promise<unknown> {
       if (!ctx.tenant.auth.mfa_totp_enroll) throw new MfaTotpEnrollDisabledError()
       return enrollTotp(ctx, req, u, friendlyName, issuer)
     default:
-      throw new ValidationFailedError('factor_type needs to be totp, phone, or webauthn')
+      throw new ValidationFailedError('request', 'factor_type needs to be totp, phone, or webauthn')
   }
 }
 
@@ -204,7 +204,7 @@ function requireVerify(ctx: TenantContext, factor: FactorRow, webauthn: () => Er
       if (!ctx.tenant.auth.mfa_totp_verify) throw new MfaTotpVerifyDisabledError()
       return 'totp'
     default:
-      throw new ValidationFailedError('factor_type needs to be totp, phone, or webauthn')
+      throw new ValidationFailedError('request', 'factor_type needs to be totp, phone, or webauthn')
   }
 }
 
@@ -245,7 +245,8 @@ export async function postFactorVerify(req: FastifyRequest): Promise<unknown> {
   const b = bodyOf(req)
   const challengeId = challengeIdOf(b)
   const code = optString(b, 'code') ?? ''
-  if (code === '' && factor.factor_type !== 'webauthn') throw new ValidationFailedError('Code needs to be non-empty')
+  if (code === '' && factor.factor_type !== 'webauthn')
+    throw new ValidationFailedError('request', 'Code needs to be non-empty')
   const kind = requireVerify(
     ctx,
     factor,

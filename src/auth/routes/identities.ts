@@ -29,7 +29,7 @@ export async function deleteIdentity(req: FastifyRequest): Promise<Record<string
   const ctx = contextOf(req)
   const u = callerOf(req)
   const id = (req.params as { identity_id?: string }).identity_id ?? ''
-  if (!UUID.test(id)) throw new ValidationFailedError('identity_id must be an UUID', { status: 404 })
+  if (!UUID.test(id)) throw new ValidationFailedError('notFound', 'identity_id must be an UUID')
   const aud = Array.isArray(u.claims.aud) ? u.claims.aud[0] : u.claims.aud
   if (aud !== ctx.tenant.jwt.aud) throw new UnexpectedAudienceError()
   await withTransaction(ctx.db, (q) => unlinkIdentity(ctx, q, u.user.user.id, id.toLowerCase()))

@@ -12,7 +12,7 @@ export async function postLogout(req: FastifyRequest, reply: FastifyReply): Prom
   const { user, sessionId } = callerOf(req)
   const scopeParam = queryParam(req, 'scope') ?? ''
   if (!['', 'global', 'local', 'others'].includes(scopeParam))
-    throw new ValidationFailedError(`Unsupported logout scope "${scopeParam}"`)
+    throw new ValidationFailedError('request', `Unsupported logout scope "${scopeParam}"`)
   const id = user.user.id
   if (!sessionId || scopeParam === '' || scopeParam === 'global') await deleteSessionsOfUser(ctx.db, id)
   else if (scopeParam === 'local') await deleteSession(ctx.db, sessionId)

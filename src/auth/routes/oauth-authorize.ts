@@ -85,15 +85,15 @@ function authorizeQuery(req: FastifyRequest): AuthorizeQuery {
 
 /** The client and its exact redirect URI; refused as JSON, since the redirect URI is not trusted yet. */
 async function trustedClient(ctx: TenantContext, a: AuthorizeQuery): Promise<OAuthClientRow> {
-  if (a.clientId === '') throw new ValidationFailedError('client_id is required')
-  if (a.redirectUri === '') throw new ValidationFailedError('redirect_uri is required')
+  if (a.clientId === '') throw new ValidationFailedError('request', 'client_id is required')
+  if (a.redirectUri === '') throw new ValidationFailedError('request', 'redirect_uri is required')
   if (!UUID.test(a.clientId)) throw new OAuthClientNotFoundError('authorizeFormat')
   const client = await findOAuthClient(ctx.db, a.clientId.toLowerCase())
   if (!client) throw new OAuthClientNotFoundError('authorize')
   // Exact match, and the URI checked again: a row stored before migration 0275 may hold one
   // that registration refuses today (docs/security.md "The tenant boundary").
   if (!client.redirect_uris.includes(a.redirectUri) || redirectUriProblem(a.redirectUri) !== null)
-    throw new ValidationFailedError('invalid redirect_uri')
+    throw new ValidationFailedError('request', 'invalid redirect_uri')
   return client
 }
 
@@ -155,7 +155,8 @@ export async function getOAuthAuthorize(req: FastifyRequest, reply: FastifyReply
 function checkOrigin(ctx: TenantContext, req: FastifyRequest): void {
   const origin = req.headers.origin
   if (typeof origin !== 'string' || origin === '') return
-  if (!isRedirectAllowed(origin, ctx.tenant.auth)) throw new ValidationFailedError('unauthorized request origin')
+  if (!isRedirectAllowed(origin, ctx.tenant.auth))
+    throw new ValidationFailedError('request', 'unauthorized request origin')
 }
 
 /** The success redirect: the client's redirect URI with the code and state. */
@@ -181,7 +182,7 @@ async function onPendingRequest<T>(
       await setAuthorizationStatus(q, a.id, 'expired')
       return { expired: true as const }
     }
-    if (a.status !== 'pending') throw new ValidationFailedError(notPending)
+    if (a.status !== 'pending') throw new ValidationFailedError('request', notPending)
     return { expired: false as const, value: await decide(q, a) }
   })
   if (out.expired) throw new OAuthAuthorizationNotFoundError()
@@ -234,7 +235,8 @@ export async function postOAuthConsent(req: FastifyRequest): Promise<unknown> {
   const user = callerOf(req).user.user
   const action = bodyOf(req).action
   if (action !== undefined && typeof action !== 'string') throw new BadJsonError('invalid JSON body')
-  if (action !== 'approve' && action !== 'deny') throw new ValidationFailedError("action must be 'approve' or 'deny'")
+  if (action !== 'approve' && action !== 'deny')
+    throw new ValidationFailedError('request', "action must be 'approve' or 'deny'")
   const redirectUrl = await onPendingRequest(ctx, req, 'authorization request is no longer pending', async (q, a) => {
     if (a.user_id !== user.id) throw new OAuthAuthorizationNotFoundError()
     if (action === 'deny') {

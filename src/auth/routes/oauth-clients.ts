@@ -33,8 +33,8 @@ import { parseUint } from './admin.js'
 /** The client of the path's `:client_id` (GoTrue's LoadOAuthServerClient). */
 async function pathClient(ctx: TenantContext, req: FastifyRequest): Promise<OAuthClientRow> {
   const id = (req.params as { client_id?: string }).client_id ?? ''
-  if (id === '') throw new ValidationFailedError('client_id is required')
-  if (!UUID.test(id)) throw new ValidationFailedError('invalid client_id format')
+  if (id === '') throw new ValidationFailedError('request', 'client_id is required')
+  if (!UUID.test(id)) throw new ValidationFailedError('request', 'invalid client_id format')
   const client = await findOAuthClient(ctx.db, id.toLowerCase())
   if (!client) throw new OAuthClientNotFoundError('admin')
   return client
@@ -121,7 +121,7 @@ export async function postRegenerateSecret(req: FastifyRequest): Promise<unknown
   const ctx = contextOf(req)
   const client = await pathClient(ctx, req)
   if (client.client_type !== 'confidential')
-    throw new ValidationFailedError('Cannot regenerate secret for public client')
+    throw new ValidationFailedError('request', 'Cannot regenerate secret for public client')
   const secret = newClientSecret()
   const updated = await updateOAuthClient(
     ctx.db,

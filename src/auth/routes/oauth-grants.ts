@@ -29,8 +29,8 @@ export async function getUserOAuthGrants(req: FastifyRequest): Promise<unknown> 
 export async function deleteUserOAuthGrant(req: FastifyRequest, reply: FastifyReply): Promise<unknown> {
   const ctx = contextOf(req)
   const clientId = queryParam(req, 'client_id') ?? ''
-  if (clientId === '') throw new ValidationFailedError('client_id query parameter is required')
-  if (!UUID.test(clientId)) throw new ValidationFailedError('invalid client_id format')
+  if (clientId === '') throw new ValidationFailedError('request', 'client_id query parameter is required')
+  if (!UUID.test(clientId)) throw new ValidationFailedError('request', 'invalid client_id format')
   const userId = callerOf(req).user.user.id
   await withTransaction(ctx.db, async (q) => {
     if (!(await revokeConsent(q, userId, clientId.toLowerCase(), ctx.now()))) throw new OAuthConsentNotFoundError()

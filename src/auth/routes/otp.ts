@@ -111,11 +111,12 @@ export async function postOtp(req: FastifyRequest): Promise<Record<string, never
   const email = optString(b, 'email')
   const phone = optString(b, 'phone')
   const createUser = optBool(b, 'create_user') ?? true
-  if (email && phone) throw new ValidationFailedError('Only an email address or phone number should be provided')
+  if (email && phone)
+    throw new ValidationFailedError('request', 'Only an email address or phone number should be provided')
   if (email && optString(b, 'channel'))
-    throw new ValidationFailedError('Channel should only be specified with Phone OTP')
+    throw new ValidationFailedError('request', 'Channel should only be specified with Phone OTP')
   if (phone) throw new PhoneProviderDisabledError('request', 'Unsupported phone provider')
-  if (!email) throw new ValidationFailedError('One of email or phone must be set')
+  if (!email) throw new ValidationFailedError('request', 'One of email or phone must be set')
   if (!ctx.tenant.auth.magic_link) throw new EmailProviderDisabledError()
   return sendMagicLink(ctx, magicLinkRequest(ctx, req, email, b, createUser))
 }
@@ -126,6 +127,6 @@ export async function postMagicLink(req: FastifyRequest): Promise<Record<string,
   const b = bodyOf(req)
   if (!ctx.tenant.auth.magic_link) throw new EmailProviderDisabledError()
   const email = optString(b, 'email')
-  if (!email) throw new ValidationFailedError('Password recovery requires an email', { status: 422 })
+  if (!email) throw new ValidationFailedError('unprocessable', 'Password recovery requires an email')
   return sendMagicLink(ctx, magicLinkRequest(ctx, req, email, b, true))
 }

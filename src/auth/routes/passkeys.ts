@@ -62,7 +62,7 @@ export const PASSKEYS: Check = {
   },
 }
 
-const passkeyNotFound = () => new ValidationFailedError('Passkey not found', { status: 404 })
+const passkeyNotFound = () => new ValidationFailedError('notFound', 'Passkey not found')
 
 /** A passkey as the API shows it: friendly_name and last_used_at only when set. */
 function passkeyJson(p: PasskeyRow) {
@@ -99,10 +99,11 @@ async function takeChallenge(req: FastifyRequest, type: ChallengeType, userId: s
   const ctx = contextOf(req)
   const b = bodyOf(req)
   const id = optString(b, 'challenge_id')
-  if (!id) throw new ValidationFailedError('challenge_id is required')
+  if (!id) throw new ValidationFailedError('request', 'challenge_id is required')
   const credential = Object.hasOwn(b, 'credential') ? b.credential : undefined
-  if (credential === undefined || credential === null) throw new ValidationFailedError('credential is required')
-  if (!UUID.test(id)) throw new ValidationFailedError('challenge_id must be a valid UUID')
+  if (credential === undefined || credential === null)
+    throw new ValidationFailedError('request', 'credential is required')
+  if (!UUID.test(id)) throw new ValidationFailedError('request', 'challenge_id must be a valid UUID')
   const challenge: ChallengeRow | null = await consumeChallenge(ctx.db, id.toLowerCase(), type, userId)
   if (!challenge) throw new WebAuthnChallengeNotFoundError()
   if (challenge.expires_at.getTime() <= ctx.now().getTime()) throw new WebAuthnChallengeExpiredError()
@@ -194,8 +195,8 @@ export async function patchPasskey(req: FastifyRequest): Promise<unknown> {
   const ctx = contextOf(req)
   const user = callerOf(req).user.user
   const name = optString(bodyOf(req), 'friendly_name') ?? ''
-  if (name === '') throw new ValidationFailedError('friendly_name is required')
-  if (name.length > 120) throw new ValidationFailedError('friendly_name must be 120 characters or less')
+  if (name === '') throw new ValidationFailedError('request', 'friendly_name is required')
+  if (name.length > 120) throw new ValidationFailedError('request', 'friendly_name must be 120 characters or less')
   const p = await passkeyOf(ctx, user.id, (req.params as { passkey?: string }).passkey)
   const renamed = await withTransaction(ctx.db, async (q) => {
     const now = ctx.now()

@@ -48,7 +48,7 @@ export async function getReauthenticate(req: FastifyRequest): Promise<Record<str
   const address = user.email ?? ''
   // No SMS here: a phone-only user has no address to send the nonce to.
   if (address === '')
-    throw new ValidationFailedError('Reauthentication requires the user to have an email or a phone number')
+    throw new ValidationFailedError('request', 'Reauthentication requires the user to have an email or a phone number')
   if (!user.email_confirmed_at) throw new EmailNotConfirmedError('reauthenticate')
   await withTransaction(ctx.db, async (q) => {
     const now = ctx.now()

@@ -13,7 +13,7 @@ export async function postRecover(req: FastifyRequest): Promise<Record<string, n
   const ctx = contextOf(req)
   const b = bodyOf(req)
   const email = optString(b, 'email')
-  if (!email) throw new ValidationFailedError('Password recovery requires an email')
+  if (!email) throw new ValidationFailedError('request', 'Password recovery requires an email')
   const address = normaliseEmail(email)
   const pkce = pkceParamsOf(ctx, b.code_challenge, b.code_challenge_method)
   const redirectTo = redirectUrlOf(req, ctx.tenant.auth)

@@ -21,13 +21,14 @@ export async function postResend(req: FastifyRequest): Promise<Record<string, ne
   const phone = optString(b, 'phone')
   // GoTrue's ResendConfirmationParams.Validate, in its order.
   if (!TYPES.includes(type))
-    throw new ValidationFailedError('Missing one of these types: signup, email_change, sms, phone_change')
+    throw new ValidationFailedError('request', 'Missing one of these types: signup, email_change, sms, phone_change')
   const emailType = type === 'signup' || type === 'email_change'
   const pkce = emailType ? pkceParamsOf(ctx, b.code_challenge, b.code_challenge_method) : null
-  if (!email && type === 'signup') throw new ValidationFailedError('Type provided requires an email address')
-  if (!phone && type === 'sms') throw new ValidationFailedError('Type provided requires a phone number')
-  if (email && phone) throw new ValidationFailedError('Only an email address or phone number should be provided.')
-  if (!email && !phone) throw new ValidationFailedError('Missing email address or phone number')
+  if (!email && type === 'signup') throw new ValidationFailedError('request', 'Type provided requires an email address')
+  if (!phone && type === 'sms') throw new ValidationFailedError('request', 'Type provided requires a phone number')
+  if (email && phone)
+    throw new ValidationFailedError('request', 'Only an email address or phone number should be provided.')
+  if (!email && !phone) throw new ValidationFailedError('request', 'Missing email address or phone number')
   // This engine has no phone provider (GoTrue's answer with the phone provider off).
   if (phone) throw new PhoneProviderDisabledError('request', 'Phone logins are disabled')
   const address = normaliseEmail(email!)

@@ -115,10 +115,10 @@ export async function postSignup(req: FastifyRequest): Promise<unknown> {
   if (!email && !phone) return anonymousSignIn(ctx, req, data)
 
   if (!settings.signup_enabled) throw new SignupDisabledError()
-  if (!password) throw new ValidationFailedError('Signup requires a valid password')
+  if (!password) throw new ValidationFailedError('request', 'Signup requires a valid password')
   assertPasswordAcceptable(password, settings)
   if (email && phone)
-    throw new ValidationFailedError('Only an email address or phone number should be provided on signup.')
+    throw new ValidationFailedError('request', 'Only an email address or phone number should be provided on signup.')
   if (phone) throw new PhoneProviderDisabledError('request', 'Phone signups are disabled')
   const pkce = pkceParamsOf(ctx, b.code_challenge, b.code_challenge_method)
   const address = normaliseEmail(email!)

@@ -106,9 +106,10 @@ async function checkUserPatch(
     }
   }
   if (p.password !== undefined && u.is_anonymous && !u.email && !p.email) {
-    throw new ValidationFailedError('Updating password of an anonymous user without an email or phone is not allowed', {
-      status: 422,
-    })
+    throw new ValidationFailedError(
+      'unprocessable',
+      'Updating password of an anonymous user without an email or phone is not allowed',
+    )
   }
   const changingEmail = p.email !== undefined && p.email !== (u.email ?? '').toLowerCase()
   if (changingEmail && (await isEmailTaken(ctx.db, p.email!, u.id))) throw new EmailExistsError('signUp')

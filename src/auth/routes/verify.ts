@@ -100,12 +100,12 @@ export async function getVerify(req: FastifyRequest, reply: FastifyReply): Promi
   const ctx = contextOf(req)
   const type = queryParam(req, 'type')
   const token = queryParam(req, 'token')
-  if (!type) throw new ValidationFailedError('Verify requires a verification type')
-  if (!token) throw new ValidationFailedError('Verify requires a token or a token hash')
+  if (!type) throw new ValidationFailedError('request', 'Verify requires a verification type')
+  if (!token) throw new ValidationFailedError('request', 'Verify requires a token or a token hash')
   const redirectTo = redirectUrlOf(req, ctx.tenant.auth)
   const pkce = token.startsWith('pkce_')
   try {
-    if (!LINK_TYPES.has(type)) throw new ValidationFailedError('Invalid email verification type')
+    if (!LINK_TYPES.has(type)) throw new ValidationFailedError('request', 'Invalid email verification type')
     const {
       outcome,
       session,
@@ -143,11 +143,11 @@ function codeAddress(email: string | undefined, phone: string | undefined): stri
     throw new OtpExpiredError('token')
   }
   if (!email || phone)
-    throw new ValidationFailedError('Only an email address or phone number should be provided on verify')
+    throw new ValidationFailedError('request', 'Only an email address or phone number should be provided on verify')
   try {
     return normaliseEmail(email)
   } catch {
-    throw new ValidationFailedError('Invalid email format', { status: 422 })
+    throw new ValidationFailedError('unprocessable', 'Invalid email format')
   }
 }
 
@@ -159,16 +159,16 @@ export async function postVerify(req: FastifyRequest): Promise<unknown> {
   const tokenHash = optString(b, 'token_hash')
   const email = optString(b, 'email')
   const phone = optString(b, 'phone')
-  if (!type) throw new ValidationFailedError('Verify requires a verification type')
+  if (!type) throw new ValidationFailedError('request', 'Verify requires a verification type')
   if ((token && tokenHash) || (!token && !tokenHash))
-    throw new ValidationFailedError('Verify requires either a token or a token hash')
+    throw new ValidationFailedError('request', 'Verify requires either a token or a token hash')
   let hashes: string[]
   let relatesTo: string | undefined
   if (tokenHash) {
     if (email || phone || optString(b, 'redirect_to'))
-      throw new ValidationFailedError('Only the token_hash and type should be provided')
+      throw new ValidationFailedError('request', 'Only the token_hash and type should be provided')
     // GoTrue looks a token hash up by its type first: a type without emailed tokens is a 400.
-    if (!LINK_TYPES.has(type)) throw new ValidationFailedError('Invalid email verification type')
+    if (!LINK_TYPES.has(type)) throw new ValidationFailedError('request', 'Invalid email verification type')
     hashes = [tokenHash]
   } else {
     relatesTo = codeAddress(email, phone)
