@@ -70,6 +70,29 @@ export function preparedCount(client: pg.Client): number {
   return states.get(client)?.statements.size ?? 0
 }
 
+// What a function the owner wrote may leave in the session outlives the transaction: a
+// session-level SET or set_config(..., false), and prepared statements (PREPARE/DEALLOCATE),
+// which the engine's next statements would run or resolve names under as its own login,
+// before the request's role is set (docs/security.md "The tenant boundary"). Every
+// transaction's last round trip ends with these: the settings go back to the session's
+// defaults, and the session's prepared statements are counted against the engine's
+// (sessionIntact). Unnamed, so neither is a statement a function could have swapped.
+const RESET_TEXT = 'RESET ALL'
+const PREPARED_TEXT =
+  'SELECT pg_catalog.count(*) FILTER (WHERE p.from_sql) AS sql, pg_catalog.count(*) AS n FROM pg_catalog.pg_prepared_statements p'
+
+/** Statements that end each transaction's last batch; pass their last result to sessionIntact. */
+export const SESSION_END: readonly BatchStatement[] = [
+  { text: RESET_TEXT, values: [] },
+  { text: PREPARED_TEXT, values: [], textResult: true },
+]
+
+/** Whether the session holds exactly the statements this code prepared, none prepared in SQL. */
+export function sessionIntact(client: pg.Client, prepared: readonly Row[] | undefined): boolean {
+  const row = prepared?.[0]
+  return row !== undefined && row.sql === '0' && row.n === String(preparedCount(client))
+}
+
 const identity: Parser = (v) => v
 
 function shapeOf(fields: readonly Field[], textResult: boolean): Shape {
@@ -233,10 +256,13 @@ export function runBatch(
 
 class Recovery {
   readonly #names: readonly string[]
+  readonly #expected: number
   readonly #done: (err: unknown) => void
   #settled = false
-  constructor(names: readonly string[], done: (err: unknown) => void) {
+  #prepared: ReadonlyArray<string | null> | null = null
+  constructor(names: readonly string[], expected: number, done: (err: unknown) => void) {
     this.#names = names
+    this.#expected = expected
     this.#done = done
   }
   submit(connection: ProtocolConnection): Error | null {
@@ -244,9 +270,11 @@ class Recovery {
     try {
       // Closing a statement that does not exist is no error: those a failed batch may have kept go.
       for (const name of this.#names) connection.close({ type: 'S', name })
-      connection.parse({ text: 'ROLLBACK' })
-      connection.bind({ values: [], valueMapper: prepareValue })
-      connection.execute({})
+      for (const text of ['ROLLBACK', RESET_TEXT, PREPARED_TEXT]) {
+        connection.parse({ text })
+        connection.bind({ values: [], valueMapper: prepareValue })
+        connection.execute({})
+      }
       connection.sync()
     } finally {
       connection.stream.uncork?.()
@@ -255,7 +283,9 @@ class Recovery {
   }
 
   handleRowDescription(): void {}
-  handleDataRow(): void {}
+  handleDataRow(msg: { fields: ReadonlyArray<string | null> }): void {
+    this.#prepared = msg.fields
+  }
   handleCommandComplete(): void {}
   handleEmptyQuery(): void {}
   handlePortalSuspended(): void {}
@@ -268,24 +298,27 @@ class Recovery {
     }
   }
   handleReadyForQuery(): void {
-    if (!this.#settled) {
-      this.#settled = true
-      this.#done(null)
-    }
+    if (this.#settled) return
+    this.#settled = true
+    const p = this.#prepared
+    const intact = p !== null && p[0] === '0' && p[1] === String(this.#expected)
+    this.#done(intact ? null : new Error("the session's prepared statements changed"))
   }
 }
 
 /**
  * After a failed batch or a refused step: rolls back whatever transaction is open (a
- * warning when none is) and closes the statements a failed batch may have prepared, in one
- * round trip. Rejects when that fails too (the connection is then not to be reused).
+ * warning when none is), closes the statements a failed batch may have prepared and puts
+ * the session back (SESSION_END), in one round trip. Rejects when that fails too, or when
+ * the session's prepared statements are not the engine's (the connection is then not to be
+ * reused).
  */
 export function recover(client: pg.Client, parsed: readonly string[] = []): Promise<void> {
   const state = stateOf(client)
   for (const name of parsed) state.statements.delete(name)
   return new Promise<void>((resolve, reject) => {
     void (client as unknown as { query: (q: Recovery) => unknown }).query(
-      new Recovery(parsed, (err) => {
+      new Recovery(parsed, state.statements.size, (err) => {
         if (err === null) resolve()
         else reject(err)
       }),

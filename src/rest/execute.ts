@@ -22,7 +22,15 @@ import { DbConnectionError, PoolTimeoutError } from './errors.js'
 import { SCHEMA_VERSION_SQL, type CatalogStatement } from './schema-cache/index.js'
 import { ReconnectBackoff, loggedConnectFailure } from './reconnect.js'
 import type { Statement } from './query/sql.js'
-import { preparedCount, recover, runBatch, type BatchResult, type BatchStatement } from './batch.js'
+import {
+  preparedCount,
+  recover,
+  runBatch,
+  SESSION_END,
+  sessionIntact,
+  type BatchResult,
+  type BatchStatement,
+} from './batch.js'
 
 /** The shared pools' settings the engine passes on, with its reconnect back-off's. */
 type PoolSettings = Pick<
@@ -353,7 +361,8 @@ export class EnginePools {
  * gets: committing or rolling back a read-only transaction changes nothing). A writing one
  * is two: BEGIN with the schema version and the settings (whose checks must pass before
  * anything is written), then the main statement with COMMIT, or three when its result is
- * checked before COMMIT.
+ * checked before COMMIT. The last round trip ends with SESSION_END (batch.ts): a connection
+ * whose session a function of the owner changed is not reused.
  */
 class PooledTransaction {
   readonly #pools: EnginePools
@@ -371,6 +380,8 @@ class PooledTransaction {
   #parsed: readonly string[] = []
   #completed: BatchResult = []
   #batchFailed = false
+  /** Whether the last batch's SESSION_END found the session as the engine left it. */
+  #intact: boolean | undefined = undefined
 
   constructor(pools: EnginePools, conn: PooledConnection, tx: Transaction) {
     this.#pools = pools
@@ -395,7 +406,9 @@ class PooledTransaction {
       if (this.#listen.length > 0 && this.#end === COMMIT) this.#pools.listening(this.#client)
       this.#pools.shared.release(
         this.#conn,
-        this.#client.getTransactionStatus() !== 'I' || preparedCount(this.#client) > MAX_PREPARED_PER_CONNECTION,
+        this.#client.getTransactionStatus() !== 'I' ||
+          preparedCount(this.#client) > MAX_PREPARED_PER_CONNECTION ||
+          this.#intact !== true,
       )
       return result
     } catch (err) {
@@ -409,6 +422,13 @@ class PooledTransaction {
       this.#parsed = names
       this.#completed = rows
     })
+  }
+
+  /** The transaction's last batch: ends with SESSION_END, whose answer decides #intact. */
+  async #lastBatch(statements: readonly BatchStatement[]): Promise<BatchResult> {
+    const r = await this.#batch([...statements, ...SESSION_END])
+    this.#intact = sessionIntact(this.#client, r[r.length - 1])
+    return r
   }
 
   /** After the batch that read it (or failed trying): throws when the schema changed and the caller asked for that. */
@@ -437,7 +457,7 @@ class PooledTransaction {
     }
     let r: BatchResult
     try {
-      r = await this.#batch([...this.#head, tx.pre, ...preRequest, tx.main, ...after, this.#end])
+      r = await this.#lastBatch([...this.#head, tx.pre, ...preRequest, tx.main, ...after, this.#end])
     } catch (err) {
       this.#checkVersion(this.#completed)
       // The settings' visibility check speaks first, as if nothing had run after it.
@@ -468,20 +488,21 @@ class PooledTransaction {
     tx.afterPre?.(pre)
     // Nothing to decide between the main statement and COMMIT: send them together.
     const last = tx.check === undefined ? [this.#end] : []
-    const r = await this.#batch([tx.main, ...this.#after, ...last])
+    const statements = [tx.main, ...this.#after, ...last]
+    const r = last.length === 0 ? await this.#batch(statements) : await this.#lastBatch(statements)
     const mainRows = r[0]!
     const afterRows = this.#after.map((_, i) => r[1 + i]!)
     const main = mainRows[0] ?? {}
     if (last.length === 0) {
       tx.check?.(main, afterRows)
-      await this.#batch([this.#end])
+      await this.#lastBatch([this.#end])
     }
     return { pre, main, mainRows, after: afterRows }
   }
 
   async #failed(err: unknown): Promise<never> {
     const client = this.#client
-    let broken = this.#conn.broken
+    let broken = this.#conn.broken || this.#intact === false
     const known = isPgError(err) || isStatusError(err) || err instanceof SchemaChangedError
     // Roll back what is open (after a failed batch, or a step our checks refused while the
     // transaction was open) and drop the statements a failed batch may have left prepared.
