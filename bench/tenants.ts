@@ -6,14 +6,18 @@
 //   cold first request of every tenant one at a time (tenant record, pool connection,
 //   schema cache, plan; with the Postgres sessions and transactions it took, from
 //   pg_stat_database), the engine's heap per warm tenant (after gc, N warm vs 1), warm
-//   requests (round robin over all tenants, and over a few within the pool budget), then
-//   every tenant at once for BENCH_ALL_SECONDS under the pool budget (errors, per-tenant served).
+//   requests (round robin over all tenants, and over a few within the pool budget); the same
+//   concurrent traffic (BENCH_TENANT_CLIENTS clients, BENCH_SPREAD_SECONDS) on 20 tenants and
+//   spread over all (requests/s side by side, Postgres sessions opened per request), Postgres
+//   memory (PSS) with every tenant warm; then every tenant at once for BENCH_ALL_SECONDS
+//   under the pool budget (errors, per-tenant served).
 // - BENCH_TENANT_RECORDS records (default 10,000; quick: 2,000) in Redis: a tenant cache
 //   over the Redis store in a child process: heap per cached record, warm look-up time;
 //   then changes written through the store while 4 processes hold the record: time from
 //   the write until every process resolves the new record.
 // Knobs: BENCH_TENANTS, BENCH_TENANT_RECORDS, BENCH_QUICK, BENCH_ALL_SECONDS (all-at-once
-// duration, default 30), BENCH_TENANTS_DIR (the kept cluster).
+// duration, default 30), BENCH_TENANT_CLIENTS (default 8), BENCH_SPREAD_SECONDS (default 15),
+// BENCH_TENANTS_DIR (the kept cluster).
 import http from 'node:http'
 import { fork, type ChildProcess } from 'node:child_process'
 import { randomBytes } from 'node:crypto'
@@ -27,11 +31,13 @@ import { signHS256 } from '../src/shared/index.js'
 import { openBenchCluster, type BenchCluster } from './support/tenant-cluster.js'
 import type { ChildMessage, ChildReply, HeapNumbers, PoolNumbers, RecordNumbers } from './support/tenant-child.js'
 import {
+  atLeast,
   BENCH_DIR,
   environment,
   formatReport,
   writeResult,
   type BenchGoal,
+  type BenchRatio,
   type BenchReport,
   type BenchScenario,
 } from './lib.js'
@@ -288,8 +294,11 @@ export async function run(): Promise<BenchReport> {
   const goals: BenchGoal[] = []
   const scenarios: BenchScenario[] = []
 
-  // The engine stays within its pool budget; room for one connection per tenant besides.
-  const cluster: BenchCluster = await openBenchCluster({ dir, count, maxConnections: count + 200, log })
+  // The engine's budget (rest.pool_budget 0) is half of what the cluster takes: room for a
+  // warm connection per tenant, and for the bench's own.
+  const maxConnections = 2 * count + 200
+  const cluster: BenchCluster = await openBenchCluster({ dir, count, maxConnections, log })
+  const ratios: BenchRatio[] = []
   const prefix = `gatehouse-bench:${randomBytes(4).toString('hex')}:`
   const store = createRedisStore({ url: redisUrl, prefix })
   const children: Child[] = []
@@ -452,7 +461,7 @@ export async function run(): Promise<BenchReport> {
       withCpu(
         scenario(
           'warm, round robin',
-          `second request of each of ${count} tenants, one at a time (record, schema cache, plan and token cached; each tenant's connection made again, since ${poolsAfterCold.budget} connections serve ${count} tenants)`,
+          `second request of each of ${count} tenants, one at a time (record, schema cache, plan, token and connection kept: budget ${poolsAfterCold.budget})`,
           warmAll,
           performance.now() - wallStart,
           warmBad.errors,
@@ -461,7 +470,7 @@ export async function run(): Promise<BenchReport> {
         warmC,
       ),
     )
-    notes.push(`Warm, round robin: ${cpuText(warmC)} (a connection made and closed per request under the budget).`)
+    notes.push(`Warm, round robin: ${cpuText(warmC)}.`)
 
     // ---- warm within the budget: a few tenants, connections kept -------------------------
     const few = Math.min(count, 20)
@@ -491,6 +500,16 @@ export async function run(): Promise<BenchReport> {
       value: `${warmFewS.p99Ms} ms`,
       met: warmBad.errors + warmBad.non2xx === 0,
     })
+
+    await spreadPhase(
+      { count, few, request, checked, cpuMeter, cpuText, withCpu, poolsOf, cluster, tenants },
+      {
+        scenarios,
+        ratios,
+        goals,
+        notes,
+      },
+    )
 
     // ---- every tenant at once, under the pool budget ---------------------------------------
     const served = new Array<number>(count).fill(0)
@@ -721,7 +740,7 @@ export async function run(): Promise<BenchReport> {
       `Invalidation: putAll writes the hash (MULTI) and publishes on the change channel; each process's cache drops its copy on the message and the next get() reads Redis. Times are wall-clock (performance.timeOrigin + now()) across processes on one machine.`,
     )
     notes.push(
-      `Engine: the process config's defaults (pool_budget, pool_per_tenant) but pool_idle_ms ${IDLE_MS / 60_000} min (so no tenant goes idle between the phases) and pool_max_tenants ${Math.max(1000, count)}, tenants from Redis through the tenant cache, in a child process with --expose-gc; requests over HTTP with the tenant's upstream token (anon role), GET ${QUERY}. Postgres (max_connections ${count + 200}), Redis, the engine and this process share the machine.`,
+      `Engine: the process config's defaults (pool_budget 0: half of the cluster's connections, pool_per_tenant) but pool_idle_ms ${IDLE_MS / 60_000} min (so no tenant goes idle between the phases) and pool_max_tenants ${Math.max(1000, count)}, tenants from Redis through the tenant cache, in a child process with --expose-gc; requests over HTTP with the tenant's upstream token (anon role), GET ${QUERY}. Postgres (max_connections ${maxConnections}), Redis, the engine and this process share the machine.`,
     )
     notes.push(
       `Run time without provisioning: ${r1((performance.now() - t0 - cluster.provisionWallMs) / 1000)} s (${count} tenants, ${recordCount} records).`,
@@ -740,13 +759,142 @@ export async function run(): Promise<BenchReport> {
     secondsPerScenario: allSeconds,
     connections: count,
     scenarios,
-    ratios: [],
+    ratios,
     goals,
     notes,
     environment: environment(),
   }
   writeResult(report)
   return report
+}
+
+interface SpreadDeps {
+  count: number
+  /** Tenants inside the budget's comparison: 0..few-1. */
+  few: number
+  request(i: number): Promise<Answer>
+  checked(a: Answer, bad: { errors: number; non2xx: number; firstError: string | null }): void
+  cpuMeter(): Promise<(requests: number) => Promise<{ engine: number; postgres: number | null }>>
+  cpuText(c: { engine: number; postgres: number | null }): string
+  withCpu(s: BenchScenario, c: { engine: number; postgres: number | null }): BenchScenario
+  poolsOf(): Promise<PoolNumbers>
+  cluster: BenchCluster
+  tenants: readonly Tenant[]
+}
+
+interface Out {
+  scenarios: BenchScenario[]
+  ratios: BenchRatio[]
+  goals: BenchGoal[]
+  notes: string[]
+}
+
+/** `clients` clients back to back for `seconds`, the n-th request going to tenant pick(n). */
+async function closedLoop(
+  d: SpreadDeps,
+  clients: number,
+  seconds: number,
+  pick: (n: number) => number,
+): Promise<{ ms: number[]; wallMs: number; bad: { errors: number; non2xx: number; firstError: string | null } }> {
+  const ms: number[] = []
+  const bad = { errors: 0, non2xx: 0, firstError: null as string | null }
+  let n = 0
+  const start = performance.now()
+  const deadline = start + seconds * 1000
+  await Promise.all(
+    Array.from({ length: clients }, async () => {
+      while (performance.now() < deadline) {
+        try {
+          const a = await d.request(pick(n++))
+          d.checked(a, bad)
+          ms.push(a.ms)
+        } catch (err) {
+          bad.errors++
+          bad.firstError ??= (err as Error).message
+        }
+      }
+    }),
+  )
+  return { ms, wallMs: performance.now() - start, bad }
+}
+
+/**
+ * The same concurrent traffic on `few` tenants (inside any budget) and spread over all:
+ * requests/s side by side, Postgres sessions opened per spread request, and Postgres memory
+ * with every tenant warm.
+ */
+async function spreadPhase(d: SpreadDeps, out: Out): Promise<void> {
+  const clients = Math.max(1, Number(process.env.BENCH_TENANT_CLIENTS ?? 8))
+  const seconds = Math.max(1, Number(process.env.BENCH_SPREAD_SECONDS ?? 15))
+  const inside = await closedLoop(d, clients, seconds, (n) => n % d.few)
+  const insideS = scenario(
+    'inside the budget, concurrent',
+    `${clients} clients back to back for ${seconds} s, round robin over ${d.few} tenants`,
+    inside.ms,
+    inside.wallMs,
+    inside.bad.errors,
+    inside.bad.non2xx,
+  )
+  out.scenarios.push(insideS)
+  const databases = d.tenants.map((t) => t.database)
+  const sessions = await pgStatMeter(d.cluster.adminUrl, databases)
+  const cpu = await d.cpuMeter()
+  const spread = await closedLoop(d, clients, seconds, (n) => n % d.count)
+  const spreadC = await cpu(spread.ms.length)
+  const work = await sessions(spread.ms.length)
+  const spreadS = d.withCpu(
+    scenario(
+      `spread over ${d.count} tenants, concurrent`,
+      `the same ${clients} clients for ${seconds} s, round robin over all ${d.count} tenants`,
+      spread.ms,
+      spread.wallMs,
+      spread.bad.errors,
+      spread.bad.non2xx,
+    ),
+    spreadC,
+  )
+  out.scenarios.push(spreadS)
+  const ratio = insideS.requestsPerSec > 0 ? spreadS.requestsPerSec / insideS.requestsPerSec : 0
+  out.ratios.push(
+    atLeast(
+      'spread / inside the budget',
+      `requests/s of the same concurrent traffic spread over ${d.count} tenants, against on ${d.few}`,
+      ratio,
+      0.5,
+    ),
+  )
+  const failed = spread.bad.errors + spread.bad.non2xx + inside.bad.errors + inside.bad.non2xx
+  out.goals.push({
+    name: 'spread and inside the budget: failed requests',
+    goal: '0',
+    value: String(failed),
+    met: failed === 0,
+  })
+  if (work !== null)
+    out.goals.push({
+      name: 'connections opened per request, steady spread traffic',
+      goal: '<= 0.05',
+      value: String(r3(work.sessions)),
+      met: work.sessions <= 0.05,
+    })
+  const pools = await d.poolsOf()
+  const mem = postgresMemory(d.cluster.pid)
+  out.notes.push(
+    `Spread vs inside the budget (${clients} clients): ${spreadS.requestsPerSec} vs ${insideS.requestsPerSec} requests/s (p99 ${spreadS.p99Ms} vs ${insideS.p99Ms} ms); spread: ${d.cpuText(spreadC)}${work === null ? '' : `, ${r3(work.sessions)} Postgres sessions opened per request (pg_stat_database)`}; ${pools.open} engine connections open over ${pools.pools} tenant pools (budget ${pools.budget}).`,
+  )
+  if (spread.bad.firstError !== null) out.notes.push(`spread: first failure: ${spread.bad.firstError}`)
+  if (mem === null) return
+  const perTenant = mem.pssBytes / d.count
+  const at1000 = (perTenant * 1000) / 1024 ** 3
+  out.goals.push({
+    name: `Postgres PSS with ${d.count} warm tenants`,
+    goal: '<= 4 GB for 1,000',
+    value: `${r1(mem.pssBytes / 1048576)} MB (${r1(perTenant / 1048576)} MB per tenant; ${r1(at1000 * 100) / 100} GB per 1,000)`,
+    met: at1000 <= 4,
+  })
+  out.notes.push(
+    `Postgres with every tenant warm: ${mem.processes} server processes, ${r1(mem.pssBytes / 1048576)} MB proportional set size in all (shared_buffers counted once, shared among them).`,
+  )
 }
 
 /** Removes this run's keys (the records and the marker) from Redis. */

@@ -14,6 +14,7 @@ import pg from 'pg'
 import { startEmbeddedPostgres, type EmbeddedPostgres } from '../../src/dev/index.js'
 import {
   dropTenant,
+  engineVerifier,
   listMigrations,
   migrateDatabase,
   provisionTenant,
@@ -21,7 +22,34 @@ import {
   tenantIdOf,
 } from '../../src/platform/index.js'
 import { parseTenantFile, type TenantFile } from '../../src/tenants/index.js'
-import { withDatabase } from '../../src/shared/index.js'
+import { quoteIdent, quoteLiteral, withDatabase } from '../../src/shared/index.js'
+
+/**
+ * Engine logins of kept tenants made before provisioning set their verifiers itself
+ * (engineVerifier: few SCRAM iterations) get such a verifier now, as provisioning would.
+ */
+async function refreshEngineVerifiers(adminUrl: string, tenants: readonly BenchTenant[]): Promise<void> {
+  const admin = new pg.Client({ connectionString: adminUrl })
+  await admin.connect()
+  try {
+    const r = await admin.query<{ rolname: string }>(
+      `SELECT rolname FROM pg_authid WHERE rolname ~ '^t_[0-9a-f]{10}_(rest|authn)$' AND rolpassword NOT LIKE $1`,
+      [`${engineVerifier('x').split(':')[0]}:%`],
+    )
+    const stale = new Set(r.rows.map((row) => row.rolname))
+    for (const t of tenants) {
+      for (const url of [t.file.engines?.rest, t.file.engines?.auth]) {
+        const u = new URL(url ?? 'postgres://x@localhost')
+        const role = decodeURIComponent(u.username)
+        if (!stale.has(role)) continue
+        const verifier = engineVerifier(decodeURIComponent(u.password))
+        await admin.query(`ALTER ROLE ${quoteIdent(role)} PASSWORD ${quoteLiteral(verifier)}`)
+      }
+    }
+  } finally {
+    await admin.end()
+  }
+}
 
 /** The application every bench tenant has: three tables, a foreign key, a view, 50 rows readable by anon. */
 export const APP_SCHEMA = `
@@ -228,6 +256,7 @@ export async function openBenchCluster(opts: {
     }
     state.migrations = latest
     writeState(stateFile, state)
+    await refreshEngineVerifiers(adminUrl, state.tenants)
 
     const byName = new Map(state.tenants.map((t) => [t.file.database, t]))
     const missing: number[] = []

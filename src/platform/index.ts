@@ -21,6 +21,7 @@ export {
   allTenantRoleNames,
   tenantIdOf,
   newTenantId,
+  engineVerifier,
   ROLE_KINDS,
   TENANT_ID,
   TENANT_ROLE,

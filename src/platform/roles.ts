@@ -194,7 +194,7 @@ const ENGINE_SCRAM_ITERATIONS = 16
  * `PASSWORD '<verifier>'`: the statement then carries no password, and the iteration count
  * is ours on every Postgres version. `password` must be ASCII (SASLprep leaves it as is).
  */
-export function scramVerifier(password: string, iterations: number): string {
+function scramVerifier(password: string, iterations: number): string {
   const salt = randomBytes(16)
   const salted = pbkdf2Sync(password, salt, iterations, 32, 'sha256')
   const clientKey = createHmac('sha256', salted).update('Client Key').digest()
@@ -202,6 +202,15 @@ export function scramVerifier(password: string, iterations: number): string {
   const serverKey = createHmac('sha256', salted).update('Server Key').digest()
   const b64 = (b: Buffer): string => b.toString('base64')
   return `SCRAM-SHA-256$${iterations}:${b64(salt)}$${b64(storedKey)}:${b64(serverKey)}`
+}
+
+/**
+ * What an engine login's PASSWORD is set to: its verifier with ENGINE_SCRAM_ITERATIONS. A
+ * password outside printable ASCII (a hand-written tenant file's) is left to Postgres, whose
+ * SASLprep may change it.
+ */
+export function engineVerifier(password: string): string {
+  return /^[\x21-\x7e]+$/.test(password) ? scramVerifier(password, ENGINE_SCRAM_ITERATIONS) : password
 }
 
 /**
@@ -218,16 +227,12 @@ export async function createTenantRoles(
   // PG 16 can say it directly: the engine login reaches request roles by SET ROLE only.
   const setOnly = (await serverVersion(client)) >= 160000 ? ' WITH INHERIT FALSE, SET TRUE' : ''
   const db = quoteIdent(database)
-  // A password outside printable ASCII (a hand-written tenant file's) is left to Postgres,
-  // whose SASLprep may change it.
-  const engineVerifier = (password: string): string =>
-    quoteLiteral(/^[\x21-\x7e]+$/.test(password) ? scramVerifier(password, ENGINE_SCRAM_ITERATIONS) : password)
   const statements = [
     `CREATE ROLE ${q('anon')} NOLOGIN INHERIT`,
     `CREATE ROLE ${q('auth')} NOLOGIN INHERIT`,
     `CREATE ROLE ${q('svc')} NOLOGIN INHERIT BYPASSRLS`,
-    `CREATE ROLE ${q('rest')} LOGIN NOINHERIT PASSWORD ${engineVerifier(passwords.rest)}`,
-    `CREATE ROLE ${q('authn')} LOGIN NOINHERIT PASSWORD ${engineVerifier(passwords.authn)}`,
+    `CREATE ROLE ${q('rest')} LOGIN NOINHERIT PASSWORD ${quoteLiteral(engineVerifier(passwords.rest))}`,
+    `CREATE ROLE ${q('authn')} LOGIN NOINHERIT PASSWORD ${quoteLiteral(engineVerifier(passwords.authn))}`,
     `CREATE ROLE ${q('owner')} LOGIN INHERIT PASSWORD ${quoteLiteral(passwords.owner)}`,
     `GRANT ${quoteIdent(ROLE_CLAIMS.anon)} TO ${q('anon')}`,
     `GRANT ${quoteIdent(ROLE_CLAIMS.auth)}, ${q('anon')} TO ${q('auth')}`,
