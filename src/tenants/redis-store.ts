@@ -235,7 +235,8 @@ class RedisStore implements RedisTenantStore {
     this.#clientOptions = {
       lazyConnect: true,
       connectTimeout: this.#connectTimeout,
-      commandTimeout: opts.commandTimeoutMs ?? 2000,
+      // WAIT holds the connection for up to its timeout: a command may take that long, and more.
+      commandTimeout: opts.commandTimeoutMs ?? Math.max(2000, (opts.writeReplicasTimeoutMs ?? 1000) + 1000),
       maxRetriesPerRequest: 1,
     }
     this.#writeReplicas = opts.writeReplicas ?? 0

@@ -107,7 +107,9 @@ export async function startSentinelGroup(t: Teardown, name = 'gatehouse'): Promi
     const replicas = await ask<unknown[]>(['SENTINEL', 'replicas', name])
     const others = await ask<unknown[]>(['SENTINEL', 'sentinels', name])
     const info = await command<string>(replica, ['INFO', 'replication'])
-    return replicas.length === 1 && others.length === 2 && /master_link_status:up/.test(info)
+    if (replicas.length !== 1 || others.length !== 2 || !/master_link_status:up/.test(info)) return false
+    // and it acknowledges writes (what WAIT counts)
+    return Number(await command<number>(primary, ['WAIT', '1', '1000'])) === 1
   }, 30_000)
   return {
     url: `redis+sentinel://${sentinels.map((s) => `${s.host}:${s.port}`).join(',')}/${name}`,

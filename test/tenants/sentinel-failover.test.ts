@@ -22,7 +22,14 @@ function storeOn(g: SentinelGroup, prefix: string) {
     env: {},
     overrides: {
       tenants: { source: 'redis' },
-      redis: { sentinels: g.sentinels, name: g.name, key_prefix: prefix, write_replicas: 1 },
+      // A loaded machine may take a while to acknowledge; the refusal below does not wait on it.
+      redis: {
+        sentinels: g.sentinels,
+        name: g.name,
+        key_prefix: prefix,
+        write_replicas: 1,
+        write_replicas_timeout_ms: 5000,
+      },
     },
   })
   return { config, store: createTenantStore(config) }
