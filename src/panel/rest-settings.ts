@@ -1,7 +1,8 @@
 // The per-database REST settings the panel shows and changes: the engine switches
 // (PostgREST's db-aggregates-enabled as `aggregates_enabled`, db-plan-enabled as `plan_enabled`,
 // server-timing-enabled as `server_timing_enabled`) and the gateway's request-rate
-// limits of /rest/v1 (`rate_limits`, docs/edge.md): the view, and a validated merge of a
+// limits of /rest/v1 (`rate_limits`, docs/edge.md), Supabase's default privileges
+// (`supabase_default_privileges`, docs/supabase.md; the route applies them to the database): the view, and a validated merge of a
 // PATCH into the tenant's `rest` settings. Other limits, schemas and keys are not changed here.
 import { ValidationError } from './errors.js'
 import { MASKED_SECRET } from './auth-settings.js'
@@ -22,6 +23,7 @@ export const REST_PATCHABLE = [
   'server_trace_header',
   'root_spec',
   'openapi_security_active',
+  'supabase_default_privileges',
 ] as const
 
 const IDENT = '[A-Za-z_][A-Za-z0-9_$]*'
@@ -78,7 +80,13 @@ function patchSetting(next: RestSettings, k: string, v: unknown, problems: strin
 }
 
 /** The switches among them (booleans). */
-const SWITCHES = ['aggregates_enabled', 'plan_enabled', 'server_timing_enabled', 'openapi_security_active'] as const
+const SWITCHES = [
+  'aggregates_enabled',
+  'plan_enabled',
+  'server_timing_enabled',
+  'openapi_security_active',
+  'supabase_default_privileges',
+] as const
 
 export interface RestSettingsView {
   aggregates_enabled: boolean
@@ -92,6 +100,8 @@ export interface RestSettingsView {
   root_spec: string | null
   openapi_security_active: boolean
   server_trace_header: string | null
+  /** Supabase's default privileges on what the owner creates in `public` (docs/supabase.md). */
+  supabase_default_privileges: boolean
   /** The request-rate limits set, or null (none: off, the default). */
   rate_limits: RestRateLimits | null
 }
@@ -111,6 +121,7 @@ export function restSettingsView(r: RestSettings): RestSettingsView {
     root_spec: r.root_spec ?? null,
     openapi_security_active: r.openapi_security_active === true,
     server_trace_header: r.server_trace_header ?? null,
+    supabase_default_privileges: r.supabase_default_privileges === true,
     rate_limits: r.rate_limits ?? null,
   }
 }

@@ -4,6 +4,7 @@
 import type { FastifyReply, FastifyRequest } from 'fastify'
 import { updateTenant, type Tenant, type TenantStore, type UpdateResult } from '../tenants/index.js'
 import { isGatehouseError } from '../shared/index.js'
+import { setSupabaseDefaultPrivileges } from '../platform/index.js'
 import { generateTypescriptTypes, parseSchemaList } from '../typegen/index.js'
 import { applyAuthSettingsPatch, checkProviderUrls, maskAuthSettings } from './auth-settings.js'
 import { panelContext } from './context.js'
@@ -110,10 +111,27 @@ export async function patchRestSettings(
   reply: FastifyReply,
 ): Promise<unknown> {
   const { database } = panelContext(req)
-  const r = await change(deps, req, reply, 'rest-settings', (current) => ({
-    ...current,
-    rest: applyRestSettingsPatch(current.rest, req.body),
-  }))
+  const r = await change(deps, req, reply, 'rest-settings', async (current) => {
+    const rest = applyRestSettingsPatch(current.rest, req.body)
+    const on = rest.supabase_default_privileges === true
+    // The database first: a record saying what the database does not do is never written.
+    if (on !== (current.rest.supabase_default_privileges === true)) {
+      const client = await deps.ownerPools
+        .get(database, current.postgres)
+        .connect()
+        .catch((err: unknown) => {
+          throw new DatabaseUnavailableError({ cause: err, internal: err })
+        })
+      try {
+        await setSupabaseDefaultPrivileges(client, on)
+      } catch (err) {
+        throw new DatabaseUnavailableError({ cause: err, internal: err })
+      } finally {
+        client.release()
+      }
+    }
+    return { ...current, rest }
+  })
   return { database, settings: restSettingsView(r.tenant.rest) }
 }
 

@@ -113,6 +113,7 @@ interface CreateFlags {
   authUpstream?: string
   restUpstream?: string
   signingAlgorithm?: string
+  supabaseDefaultPrivileges?: boolean
 }
 interface DropFlags {
   yes?: boolean
@@ -211,6 +212,7 @@ async function create(cfg: Config, database: string, flags: CreateFlags): Promis
     upstreams,
     signingAlgorithm,
     connectionLimits: connectionLimitsOf(cfg),
+    ...(flags.supabaseDefaultPrivileges === true ? { rest: { supabase_default_privileges: true } } : {}),
   })
   const done = { ignored: '' }
   try {
@@ -350,6 +352,10 @@ export function registerPlatformCommands(tenants: Command, config: () => Config)
         [
           '--signing-algorithm <alg>',
           'what signs access tokens: ES256 (default), RS256, or HS256 (the legacy secret; an ES256 key is generated all the same)',
+        ],
+        [
+          '--supabase-default-privileges',
+          'grant what the owner creates in public to anon, authenticated and service_role, as Supabase does (rest.supabase_default_privileges; new tables are then reachable with the public key until RLS is on: docs/supabase.md)',
         ],
       ],
       action: (database: string, flags: CreateFlags) => create(config(), database, flags),

@@ -39,6 +39,11 @@ export {
   type MigrateOptions,
   type MigrateResult,
 } from './migrate.js'
+export {
+  setSupabaseDefaultPrivileges,
+  supabaseDefaultPrivileges,
+  type DefaultPrivilegesState,
+} from './default-privileges.js'
 export * from './errors.js'
 export { registerPlatformCommands, renderTenantFile } from './commands.js'
 export { registerDbCommands } from './db-commands.js'

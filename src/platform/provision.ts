@@ -27,6 +27,7 @@ import {
   type TenantRoleNames,
 } from './roles.js'
 import { migrateDatabase, type MigrateOptions } from './migrate.js'
+import { setSupabaseDefaultPrivileges } from './default-privileges.js'
 import {
   DatabaseExistsError,
   DatabaseNameInvalidError,
@@ -145,7 +146,10 @@ export async function provisionTenant(opts: ProvisionOptions): Promise<Provision
   const passwords = { rest: secret(24), authn: secret(24), owner: secret(24) }
   const signingKey = await generateSigningKey(opts.signingAlgorithm === 'RS256' ? 'RS256' : 'ES256')
   const file = buildTenantFile(opts, roles, passwords, signingKey)
-  await createTenantObjects(opts.adminUrl, opts.database, id, passwords, migrateOptions(opts))
+  await createTenantObjects(opts.adminUrl, opts.database, id, passwords, {
+    ...migrateOptions(opts),
+    supabaseDefaults: file.rest.supabase_default_privileges === true,
+  })
   return { file, ownerUrl: file.postgres, roles }
 }
 
@@ -155,13 +159,24 @@ function migrateOptions(opts: { migrationsDir?: string; connectionLimits?: Conne
   return { dir: opts.migrationsDir, connectionLimits: opts.connectionLimits }
 }
 
-/** Database, roles and migrations, all or nothing. */
+/** Runs fn on the database as its owner (an admin connection that SET ROLE to it). */
+async function asOwner(url: string, owner: string, fn: (c: pg.Client) => Promise<void>): Promise<void> {
+  const c = await connectAdmin(url)
+  try {
+    await c.query(`SET ROLE ${quoteIdent(owner)}`)
+    await fn(c)
+  } finally {
+    await c.end().catch(() => {})
+  }
+}
+
+/** Database, roles, migrations and the opted-in Supabase default privileges, all or nothing. */
 async function createTenantObjects(
   adminUrl: string,
   database: string,
   id: string,
   passwords: Passwords,
-  migrate: MigrateOptions,
+  migrate: MigrateOptions & { supabaseDefaults: boolean },
 ): Promise<string[]> {
   const roles = tenantRoleNames(id)
   const client = await openAdmin(adminUrl)
@@ -188,7 +203,11 @@ async function createTenantObjects(
     }
     rolesCreated = true
     step = 'migrations'
-    const r = await migrateDatabase(withDatabase(adminUrl, database), { ...migrate, roles })
+    const { supabaseDefaults, ...migrateOpts } = migrate
+    const r = await migrateDatabase(withDatabase(adminUrl, database), { ...migrateOpts, roles })
+    step = 'default privileges'
+    if (supabaseDefaults)
+      await asOwner(withDatabase(adminUrl, database), roles.owner, (c) => setSupabaseDefaultPrivileges(c, true))
     return r.applied
   } catch (err) {
     if (databaseCreated) await dropCreated(client, database, rolesCreated ? roles : null).catch(() => {})
@@ -252,7 +271,10 @@ export async function ensureTenant(opts: EnsureTenantOptions): Promise<{ created
     return { created: false, applied: r.applied }
   }
   try {
-    const applied = await createTenantObjects(opts.adminUrl, file.database, id, passwords, migrateOptions(opts))
+    const applied = await createTenantObjects(opts.adminUrl, file.database, id, passwords, {
+      ...migrateOptions(opts),
+      supabaseDefaults: file.rest.supabase_default_privileges === true,
+    })
     return { created: true, applied }
   } catch (err) {
     // Another process (a second `npm start`) won the race: fine when it made the same tenant.

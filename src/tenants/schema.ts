@@ -405,6 +405,13 @@ export const TenantFileSchema = Type.Object(
         ),
         /** PostgREST's db-root-spec: a function of the request's schema the root path calls in place of the OpenAPI document. */
         root_spec: Type.Union([Type.String({ pattern: '^[A-Za-z_][A-Za-z0-9_$]*$' }), Type.Null()], { default: null }),
+        /**
+         * Supabase's default privileges (docs/supabase.md "Default privileges"): what the owner
+         * creates in `public` is granted to anon, authenticated and service_role, as in a
+         * Supabase project. Off by default: new tables are then reachable with the public key
+         * until RLS is enabled on them.
+         */
+        supabase_default_privileges: Type.Boolean({ default: false }),
         /** PostgREST's openapi-security-active: the OpenAPI document names the JWT bearer scheme. */
         openapi_security_active: Type.Boolean({ default: false }),
         /** PostgREST's server-trace-header: a request header echoed on the answer (e.g. X-Request-Id). */

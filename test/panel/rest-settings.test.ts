@@ -50,6 +50,7 @@ t.test('GET shows the switch, off by default', async (t) => {
       root_spec: null,
       openapi_security_active: false,
       server_trace_header: null,
+      supabase_default_privileges: false,
       rate_limits: null,
     },
   })
@@ -101,6 +102,7 @@ t.test('aggregates switched on answer at once through supabase-js; switched off 
     root_spec: null,
     openapi_security_active: false,
     server_trace_header: null,
+    supabase_default_privileges: false,
     rate_limits: null,
   })
   await seen

@@ -81,6 +81,24 @@ async function inProcess(args: string[]): Promise<{ error?: Error & { code?: str
   }
 }
 
+t.test("tenants create --supabase-default-privileges opts in to Supabase's default privileges", async (t) => {
+  const dir = mkdtempSync(path.join(os.tmpdir(), 'gatehouse-tenants-'))
+  t.teardown(() => rmSync(dir, { recursive: true, force: true }))
+  const database = randomName('tenant')
+  t.teardown(() => dropTenant({ adminUrl: adminUrl(), database }))
+  const args = ['tenants', 'create', database, '--org', 'o', '--postgres', adminUrl(), '--dir', dir]
+  const r = await inProcess([...args, '--supabase-default-privileges'])
+  t.error(r.error)
+  const file = path.join(dir, `${database}.yaml`)
+  const parsed = parseTenantFile(parseYaml(readFileSync(file, 'utf8')), file, {})
+  t.equal(parsed.rest.supabase_default_privileges, true, 'the file says it')
+  const granted = await withClient(parsed.postgres, async (c) => {
+    await c.query('CREATE TABLE public.todos (id int)')
+    return (await c.query("SELECT has_table_privilege('anon', 'public.todos', 'INSERT') AS ok")).rows[0].ok
+  })
+  t.equal(granted, true, "the owner's new table is granted to anon")
+})
+
 t.test('tenants create / drop round trip', async (t) => {
   const dir = mkdtempSync(path.join(os.tmpdir(), 'gatehouse-tenants-'))
   const database = randomName('tenant')
