@@ -65,6 +65,25 @@ t.test('a trigger that sets the search path for the rest of the transaction reac
   t.same(await callers(h, x), [], "the engine's statements never resolved the owner's operator")
 })
 
+t.test('a deferred trigger, firing at COMMIT, reaches nothing either', async (t) => {
+  const h = await startAuth(t, { poolPerTenant: 1 })
+  const x = h.list[0]!
+  await h.ownerQuery(
+    x,
+    `${TRAP}
+     CREATE FUNCTION public.wander() RETURNS trigger LANGUAGE plpgsql SECURITY DEFINER SET search_path = '' AS $f$
+     BEGIN PERFORM pg_catalog.set_config('search_path', 'public, pg_catalog', false); RETURN NULL; END $f$;
+     CREATE CONSTRAINT TRIGGER at_commit AFTER INSERT ON auth.users DEFERRABLE INITIALLY DEFERRED
+       FOR EACH ROW EXECUTE FUNCTION public.wander();`,
+  )
+  const address = email('deferred')
+  const signUp = await h.client(x).signUp({ email: address, password: PASSWORD })
+  t.error(signUp.error)
+  const signIn = await h.client(x).signInWithPassword({ email: address, password: PASSWORD })
+  t.error(signIn.error)
+  t.same(await callers(h, x), [], "the engine's statements never resolved the owner's operator")
+})
+
 t.test("a trigger cannot replace the engine's prepared statements", async (t) => {
   const h = await startAuth(t, { poolPerTenant: 1 })
   const x = h.list[0]!
