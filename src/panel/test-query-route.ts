@@ -16,7 +16,6 @@ import type { PanelRouteDeps } from './route-deps.js'
 import {
   kindOfAs,
   isServerError,
-  leadingKeyword,
   ResultTooLarge,
   parseTestQuery,
   runTestQuery,
@@ -25,6 +24,7 @@ import {
   testQueryUrl,
   type TestQueryRequest,
 } from './test-query.js'
+import { leadingKeyword } from '../shared/index.js'
 
 type ServerError = Error & { code: string; detail?: string; hint?: string; position?: string }
 

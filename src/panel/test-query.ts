@@ -9,7 +9,7 @@
 // request role: Postgres refuses a role the login is not a member of.
 import pg from 'pg'
 import { DEFAULT_EXTRA_SEARCH_PATH, tenantIssuer, type Tenant, type RoleKind } from '../tenants/index.js'
-import { quoteIdent, ROLE_KINDS, roleClaim, type PoolLike } from '../shared/index.js'
+import { leadingKeyword, quoteIdent, ROLE_KINDS, roleClaim, type PoolLike } from '../shared/index.js'
 import type { Privilege } from '../gateway/index.js'
 import { ValidationError } from './errors.js'
 
@@ -69,41 +69,6 @@ const REFUSED_KEYWORDS = new Set([
   'SET',
   'RESET',
 ])
-
-/** The index after the block comment that starts at `i` (block comments nest in Postgres). */
-function afterBlockComment(sql: string, i: number): number {
-  let depth = 0
-  while (i < sql.length) {
-    if (sql.startsWith('/*', i)) {
-      depth++
-      i += 2
-    } else if (sql.startsWith('*/', i)) {
-      depth--
-      i += 2
-      if (depth === 0) break
-    } else i++
-  }
-  return i
-}
-
-/** The statement's first keyword, after comments and whitespace (upper case), or ''. */
-export function leadingKeyword(sql: string): string {
-  let i = 0
-  const n = sql.length
-  for (;;) {
-    while (i < n && /\s/.test(sql[i]!)) i++
-    if (sql.startsWith('--', i)) {
-      const nl = sql.indexOf('\n', i)
-      i = nl === -1 ? n : nl + 1
-    } else if (sql.startsWith('/*', i)) {
-      i = afterBlockComment(sql, i)
-    } else {
-      break
-    }
-  }
-  const m = /^[A-Za-z_]+/.exec(sql.slice(i, i + 64))
-  return m === null ? '' : m[0].toUpperCase()
-}
 
 /** What the statement needs, for refusals (like an HTTP method's needs), and its label. */
 export function statementNeeds(keyword: string): { needs: Privilege[]; action: string; method: string } {
