@@ -84,6 +84,35 @@ t.test('a deferred trigger, firing at COMMIT, reaches nothing either', async (t)
   t.same(await callers(h, x), [], "the engine's statements never resolved the owner's operator")
 })
 
+t.test("the owner's trigger a foreign key's cascade reaches leaves nothing either", async (t) => {
+  const h = await startAuth(t, { poolPerTenant: 1 })
+  const x = h.list[0]!
+  // No trigger on an auth table: a profile row cascades away with its user, and the owner's
+  // trigger on profiles (an ordinary one) then runs inside the engine's DELETE.
+  await h.ownerQuery(
+    x,
+    `${TRAP}
+     CREATE TABLE public.profiles (id uuid PRIMARY KEY REFERENCES auth.users ON DELETE CASCADE);
+     CREATE FUNCTION public.wander() RETURNS trigger LANGUAGE plpgsql AS $f$
+     BEGIN PERFORM pg_catalog.set_config('search_path', 'public, pg_catalog', false); RETURN OLD; END $f$;
+     CREATE TRIGGER on_profile_gone AFTER DELETE ON public.profiles FOR EACH ROW EXECUTE FUNCTION public.wander();`,
+  )
+  const gone = await h.client(x).signUp({ email: email('gone'), password: PASSWORD })
+  t.error(gone.error)
+  await h.ownerQuery(x, 'INSERT INTO public.profiles VALUES ($1)', [gone.data.user!.id])
+  const deleted = await call(`${h.base(x)}/admin/users/${gone.data.user!.id}`, {
+    method: 'DELETE',
+    token: await h.serviceToken(x),
+  })
+  t.equal(deleted.status, 200, 'the user is deleted, the profile with it')
+  const address = email('stays')
+  const signUp = await h.client(x).signUp({ email: address, password: PASSWORD })
+  t.error(signUp.error)
+  const signIn = await h.client(x).signInWithPassword({ email: address, password: PASSWORD })
+  t.error(signIn.error)
+  t.same(await callers(h, x), [], "the engine's statements never resolved the owner's operator")
+})
+
 t.test("a trigger cannot replace the engine's prepared statements", async (t) => {
   const h = await startAuth(t, { poolPerTenant: 1 })
   const x = h.list[0]!
