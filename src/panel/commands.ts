@@ -29,7 +29,7 @@ interface DefaultPrivilegesReport {
 function defaultPrivilegesReport(setting: boolean, database: DefaultPrivilegesState): DefaultPrivilegesReport {
   const report: DefaultPrivilegesReport = { setting, database }
   if (database !== (setting ? 'on' : 'off'))
-    report.problem = `the owner's default privileges in public are ${database === 'partial' ? 'partly granted' : database} to anon, authenticated and service_role, but rest.supabase_default_privileges is ${setting ? 'on' : 'off'}: set it again (panel or tenant file) to apply it`
+    report.problem = `the owner's default privileges in public are ${database === 'partial' ? 'partly granted' : database} to anon, authenticated and service_role, but rest.supabase_default_privileges is ${setting ? 'on' : 'off'}: set it again from the panel (PATCH rest-settings) to apply it`
   if (setting)
     report.warning =
       'rest.supabase_default_privileges is on: every table, sequence and function the owner creates in public is granted to anon, authenticated and service_role, so a new table is readable and writable with the public key until RLS is enabled on it'

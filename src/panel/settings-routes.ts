@@ -2,7 +2,13 @@
 // the policy check and the generated types. A change is a compare-and-set with the
 // record's version (If-Match, ETag), audited (docs/tenant-state.md).
 import type { FastifyReply, FastifyRequest } from 'fastify'
-import { updateTenant, type Tenant, type TenantStore, type UpdateResult } from '../tenants/index.js'
+import {
+  tenantRecordProblems,
+  updateTenant,
+  type Tenant,
+  type TenantStore,
+  type UpdateResult,
+} from '../tenants/index.js'
 import { isGatehouseError } from '../shared/index.js'
 import { setSupabaseDefaultPrivileges } from '../platform/index.js'
 import { generateTypescriptTypes, parseSchemaList } from '../typegen/index.js'
@@ -112,27 +118,32 @@ export async function patchRestSettings(
 ): Promise<unknown> {
   const { database } = panelContext(req)
   const r = await change(deps, req, reply, 'rest-settings', async (current) => {
-    const rest = applyRestSettingsPatch(current.rest, req.body)
-    const on = rest.supabase_default_privileges === true
-    // The database first: a record saying what the database does not do is never written.
-    if (on !== (current.rest.supabase_default_privileges === true)) {
-      const client = await deps.ownerPools
-        .get(database, current.postgres)
-        .connect()
-        .catch((err: unknown) => {
-          throw new DatabaseUnavailableError({ cause: err, internal: err })
-        })
-      try {
-        await setSupabaseDefaultPrivileges(client, on)
-      } catch (err) {
-        throw new DatabaseUnavailableError({ cause: err, internal: err })
-      } finally {
-        client.release()
-      }
-    }
-    return { ...current, rest }
+    const next = { ...current, rest: applyRestSettingsPatch(current.rest, req.body) }
+    // The database first, once the record is known to be valid: a record saying what the
+    // database does not do is not written. Named in the PATCH, it is applied even when the
+    // record already says it (the way to repair what `tenants check` reports).
+    if (Object.hasOwn(req.body as object, 'supabase_default_privileges') && tenantRecordProblems(next).length === 0)
+      await applyDefaultPrivileges(deps, current, next.rest.supabase_default_privileges === true)
+    return next
   })
   return { database, settings: restSettingsView(r.tenant.rest) }
+}
+
+/** Rest.supabase_default_privileges on the database, as its owner (503 when it cannot be reached). */
+async function applyDefaultPrivileges(deps: PanelRouteDeps, tenant: Tenant, on: boolean): Promise<void> {
+  let client
+  try {
+    client = await deps.ownerPools.get(tenant.database, tenant.postgres).connect()
+  } catch (err) {
+    throw new DatabaseUnavailableError({ cause: err, internal: err })
+  }
+  try {
+    await setSupabaseDefaultPrivileges(client, on)
+  } catch (err) {
+    throw new DatabaseUnavailableError({ cause: err, internal: err })
+  } finally {
+    client.release()
+  }
 }
 
 export async function getSigningKeys(deps: PanelRouteDeps, req: FastifyRequest, reply: FastifyReply): Promise<unknown> {

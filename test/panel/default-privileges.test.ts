@@ -104,6 +104,11 @@ t.test('check reports a database whose default privileges differ from the settin
   const c = await check([x.database])
   t.equal(c.exitCode, 1, 'something to review')
   t.match(c.out, /partly granted to anon, authenticated and service_role, but rest\.supabase_default_privileges is on/)
+  const again = await stack.panel('PATCH', path(), { token, body: { supabase_default_privileges: true } })
+  t.equal(again.status, 200)
+  const repaired = await check([x.database])
+  t.not(repaired.exitCode, 1, 'set again from the panel: the database says it again')
+  t.notMatch(repaired.out, /partly granted/)
   await stack.panel('PATCH', path(), { token, body: { supabase_default_privileges: false } })
 })
 
