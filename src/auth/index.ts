@@ -5,12 +5,13 @@
 import type { FastifyBaseLogger, FastifyInstance, FastifyError } from 'fastify'
 import { AUTH_CONSTANTS, type Config } from '../config/index.js'
 import {
+  type PartErrorMapping,
+  toPartError,
   GatehouseError,
   createLogger,
   createPartApp,
   instrumentPart,
   type PartTracer,
-  fastifyClientError,
   wantsApiVersion2024,
   LogThrottle,
 } from '../shared/index.js'
@@ -57,22 +58,24 @@ export interface AuthEngineDeps {
 const MAX_BODY = AUTH_CONSTANTS.bodyLimitBytes
 
 /** Fastify's own client errors keep their meaning; anything else is an unexpected failure. */
-function translateFastifyError(err: unknown): GatehouseError {
-  const fe = fastifyClientError(err)
-  if (fe === null || !fe.fastify) return unexpectedFailure(err)
-  switch (fe.kind) {
-    case 'body_too_large':
-      return new RequestTooLargeError()
-    case 'bad_body':
-    case 'bad_url':
-    case 'unsupported_media_type':
-      return new BadJsonError(`Could not parse request body as JSON: ${fe.message}`)
-    case 'not_found':
-      return new NotFoundError()
-    // Any other fastify 4xx keeps its status (fastify chose it) under GoTrue's validation code.
-    default:
-      return Object.assign(new ValidationFailedError('request', fe.message, { cause: err }), { status: fe.status })
-  }
+const AUTH_FASTIFY_ERRORS: PartErrorMapping = {
+  fromFastify(fe, err) {
+    if (!fe.fastify) return unexpectedFailure(err)
+    switch (fe.kind) {
+      case 'body_too_large':
+        return new RequestTooLargeError()
+      case 'bad_body':
+      case 'bad_url':
+      case 'unsupported_media_type':
+        return new BadJsonError(`Could not parse request body as JSON: ${fe.message}`)
+      case 'not_found':
+        return new NotFoundError()
+      // Any other fastify 4xx keeps its status (fastify chose it) under GoTrue's validation code.
+      default:
+        return Object.assign(new ValidationFailedError('request', fe.message, { cause: err }), { status: fe.status })
+    }
+  },
+  unknown: (err) => unexpectedFailure(err),
 }
 
 /** GoTrue-style bodies: an empty body is `{}`, bad JSON or too deep nesting is 400 bad_json. */
@@ -98,7 +101,7 @@ const UNREACHABLE_LOG_WINDOW_MS = 30_000
 function setErrorRendering(app: FastifyInstance, now: () => Date): void {
   const unreachable = new LogThrottle({ windowMs: UNREACHABLE_LOG_WINDOW_MS, now: () => now().getTime() })
   app.setErrorHandler((err: FastifyError | GatehouseError, req, reply) => {
-    const e = toAuthError(err instanceof GatehouseError ? err : translateFastifyError(err))
+    const e = toAuthError(toPartError(err, AUTH_FASTIFY_ERRORS))
     if (e.code === 'database_unavailable') {
       const database = (req.url.split('/')[1] ?? '').split('?')[0]!
       if (unreachable.first(database))

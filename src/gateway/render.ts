@@ -3,10 +3,10 @@
 // id; the cause is logged by the caller, never sent. Used by fastify's error handler and by
 // the proxy's raw error path (after reply.hijack()).
 import {
-  isGatehouseError,
+  type PartErrorMapping,
+  toPartError,
   type GatehouseError,
   type WireError,
-  fastifyClientError,
   gotrueErrorBody,
 } from '../shared/index.js'
 import { BadRequestError, InternalError, MalformedPathError } from './errors.js'
@@ -51,16 +51,16 @@ const RETRY_AFTER_503: Record<string, string> = {
 }
 
 /** Our error for anything thrown (fastify's client errors keep their 4xx meaning). */
-function toGatehouseError(err: unknown): GatehouseError {
-  if (isGatehouseError(err)) return err
-  const fe = fastifyClientError(err)
-  if (fe === null) return new InternalError({ cause: err, internal: err })
-  if (fe.kind === 'bad_url') return new MalformedPathError('the URL cannot be decoded', { cause: err })
-  return Object.assign(new BadRequestError(fe.message, { cause: err }), { status: fe.status }) as GatehouseError
+const GATEWAY_ERRORS: PartErrorMapping = {
+  fromFastify: (fe, err) =>
+    fe.kind === 'bad_url'
+      ? new MalformedPathError('the URL cannot be decoded', { cause: err })
+      : (Object.assign(new BadRequestError(fe.message, { cause: err }), { status: fe.status }) as GatehouseError),
+  unknown: (err) => new InternalError({ cause: err, internal: err }),
 }
 
 export function renderError(err: unknown, requestId: string, opts?: RenderOptions): RenderedError {
-  const error = toGatehouseError(err)
+  const error = toPartError(err, GATEWAY_ERRORS)
   const headers: Record<string, string> = {
     'content-type': 'application/json; charset=utf-8',
     'x-gatehouse-error-code': error.code,

@@ -2,6 +2,8 @@
 // as retired and is never reused) and its renderer: {code, message, details, hint} plus the
 // `x-gatehouse-error-code` header. 5xx bodies say "unexpected failure" and the request id.
 import {
+  type PartErrorMapping,
+  toPartError,
   BadRequestError,
   DatabaseUnavailableError,
   InternalError,
@@ -10,11 +12,9 @@ import {
   ShuttingDownError,
   defineError,
   errorCodes,
-  isGatehouseError,
   type CodeOf,
   type GatehouseError,
   type WireError,
-  fastifyClientError,
 } from '../shared/index.js'
 import { PANEL_CONSTANTS } from '../config/index.js'
 
@@ -184,13 +184,15 @@ export interface RenderedPanelError {
 }
 
 /** Our error for anything thrown; fastify's 4xx keep their meaning, the rest is a 500. */
-function toPanelError(err: unknown, contentType = ''): GatehouseError {
-  if (isGatehouseError(err)) return err
-  const fe = fastifyClientError(err)
-  if (fe === null) return new InternalError({ cause: err, internal: err })
-  if (fe.kind === 'body_too_large') return new PayloadTooLargeError(PANEL_BODY_LIMIT, { cause: err })
-  if (fe.kind === 'unsupported_media_type') return new UnsupportedMediaTypeError(contentType, { cause: err })
-  return new BadRequestError(fe.message, { cause: err })
+function panelErrors(contentType: string): PartErrorMapping {
+  return {
+    fromFastify(fe, err) {
+      if (fe.kind === 'body_too_large') return new PayloadTooLargeError(PANEL_BODY_LIMIT, { cause: err })
+      if (fe.kind === 'unsupported_media_type') return new UnsupportedMediaTypeError(contentType, { cause: err })
+      return new BadRequestError(fe.message, { cause: err })
+    },
+    unknown: (err) => new InternalError({ cause: err, internal: err }),
+  }
 }
 
 /**
@@ -203,7 +205,7 @@ function retryAfter503(code: string): string {
 }
 
 export function renderPanelError(err: unknown, requestId: string, contentType = ''): RenderedPanelError {
-  const error = toPanelError(err, contentType)
+  const error = toPartError(err, panelErrors(contentType))
   const retry: Record<string, string> = error.status === 503 ? { 'retry-after': retryAfter503(error.code) } : {}
   const body: WireError =
     error.status >= 500

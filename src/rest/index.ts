@@ -5,15 +5,14 @@
 import type { FastifyBaseLogger, FastifyInstance, FastifyReply, FastifyRequest, FastifyServerOptions } from 'fastify'
 import type { Config } from '../config/index.js'
 import {
+  toPartError,
   budgetOptions,
   GatehouseError,
-  isGatehouseError,
   createPartApp,
   instrumentPart,
   tenantLabel,
   type PartTracer,
   type TenantPoolsSnapshot,
-  fastifyClientError,
 } from '../shared/index.js'
 import { DATABASE_NAME, type TenantLookup } from '../tenants/index.js'
 import { TokenVerifier } from './auth.js'
@@ -295,12 +294,13 @@ class RestRoutes {
   }
 
   #gatehouseError(err: unknown): GatehouseError {
-    if (isGatehouseError(err)) return err
-    const fe = fastifyClientError(err)
-    if (fe === null) return new UnexpectedError({ cause: err })
-    return fe.kind === 'body_too_large'
-      ? new PayloadTooLargeError(this.#deps.config.rest.max_body_bytes, { cause: err })
-      : new BadRequestError(fe.message, { cause: err })
+    return toPartError(err, {
+      fromFastify: (fe) =>
+        fe.kind === 'body_too_large'
+          ? new PayloadTooLargeError(this.#deps.config.rest.max_body_bytes, { cause: err })
+          : new BadRequestError(fe.message, { cause: err }),
+      unknown: () => new UnexpectedError({ cause: err }),
+    })
   }
 }
 
