@@ -105,9 +105,10 @@ async function timed(fn: () => Promise<Response>): Promise<{ status: number; ms:
   return { status: r.status, ms: at - start, at }
 }
 
-function p99(ms: number[]): number {
+/** The q-quantile of `ms` (nearest rank). */
+function quantile(ms: number[], q: number): number {
   const s = [...ms].sort((a, b) => a - b)
-  return s[Math.min(s.length - 1, Math.ceil(s.length * 0.99) - 1)] as number
+  return s[Math.min(s.length - 1, Math.max(0, Math.ceil(s.length * q) - 1))] as number
 }
 
 t.test('a cluster stopped: its tenants 503 fast, the other cluster served as before, all back after', async (t) => {
@@ -153,7 +154,7 @@ t.test('a cluster stopped: its tenants 503 fast, the other cluster served as bef
     t.equal((await timed(signIn(x))).status, 400, 'auth answers before the outage (no such user)')
   }
   const before: number[] = []
-  for (let i = 0; i < 40; i++) before.push((await timed(read(live))).ms)
+  for (let i = 0; i < 60; i++) before.push((await timed(read(live))).ms)
 
   relay.hold = true
   cut()
@@ -163,7 +164,7 @@ t.test('a cluster stopped: its tenants 503 fast, the other cluster served as bef
   const deadWave = Promise.all(onB.flatMap((x) => [timed(read(x)), timed(read(x)), timed(signIn(x))]))
   const during: Array<{ status: number; ms: number }> = []
   const liveReads = (async () => {
-    for (let i = 0; i < 40; i++) during.push(await timed(read(live)))
+    for (let i = 0; i < 60; i++) during.push(await timed(read(live)))
   })()
   const answers = await deadWave
   await liveReads
@@ -180,12 +181,22 @@ t.test('a cluster stopped: its tenants 503 fast, the other cluster served as bef
     `the last of ${restAnswers.length} REST requests of ${ON_B} tenants answered ${Math.round(last - first)} ms after the first (one connect timeout for all, not one per tenant)`,
   )
   t.same([...new Set(during.map((d) => d.status))], [200], 'the live cluster is served throughout')
-  const p99Before = p99(before)
-  const p99During = p99(during.map((d) => d.ms))
-  t.ok(
-    p99During <= p99Before * 1.5 + 20,
-    `live tenant p99 ${p99During.toFixed(1)} ms during the outage, ${p99Before.toFixed(1)} ms before (goal: 1.5x)`,
-  )
+  const was = { p90: quantile(before, 0.9), p99: quantile(before, 0.99) }
+  const now = {
+    p90: quantile(
+      during.map((d) => d.ms),
+      0.9,
+    ),
+    p99: quantile(
+      during.map((d) => d.ms),
+      0.99,
+    ),
+  }
+  const figures = `p90 ${now.p90.toFixed(1)} ms, p99 ${now.p99.toFixed(1)} ms during; p90 ${was.p90.toFixed(1)} ms, p99 ${was.p99.toFixed(1)} ms before`
+  // 1.5x, with 50 ms for a shared machine's noise (the p90: 40 samples' p99 is their slowest, one
+  // scheduling hiccup); and none waits on the dead cluster (its connect timeout is 1.5 s).
+  t.ok(now.p90 <= Math.max(was.p90 * 1.5, was.p90 + 50), `the live tenant's latency holds: ${figures}`)
+  t.ok(now.p99 < CONNECT_TIMEOUT_MS / 2, `no live request waited on the dead cluster: ${figures}`)
 
   // Known down: every tenant of it, REST and auth, is refused at once.
   const known = await Promise.all(onB.flatMap((x) => [timed(read(x)), timed(signIn(x))]))
@@ -208,4 +219,37 @@ t.test('a cluster stopped: its tenants 503 fast, the other cluster served as bef
   }, 'every tenant of the restarted cluster is served again')
   const took = performance.now() - back
   t.ok(took < 3_000, `all served again ${Math.round(took)} ms after the restart (probes: one a second)`)
+})
+
+t.test("one database's refusal (a wrong password) is its own, not its cluster's", async (t) => {
+  const good = await tenantOn(t, adminUrl())
+  const other = await tenantOn(t, adminUrl())
+  const wrong = (url: string): string => {
+    const u = new URL(url)
+    u.password = 'not-the-password'
+    return u.toString()
+  }
+  const bad = {
+    ...other,
+    engines: { ...other.engines!, rest: wrong(other.engines!.rest!), auth: wrong(other.engines!.auth!) },
+  }
+  const tenants = new Map([good, bad].map((x) => [x.database, x]))
+  const rest = buildRestEngine({ config: TEST_CONFIG, tenants: { get: async (db) => tenants.get(db) ?? null } })
+  t.teardown(() => rest.close())
+  await rest.listen({ port: 0, host: '127.0.0.1' })
+  const base = `http://127.0.0.1:${(rest.server.address() as AddressInfo).port}`
+  const read = async (x: Tenant): Promise<number> =>
+    (await timed(() => fetch(`${base}/${x.database}/items?select=id`))).status
+  const statuses: Array<[number, number]> = []
+  for (let i = 0; i < 5; i++) statuses.push([await read(bad), await read(good)])
+  t.same(
+    statuses.map(([b]) => b),
+    [503, 503, 503, 503, 503],
+    'the database whose login is refused: 503',
+  )
+  t.same(
+    statuses.map(([, g]) => g),
+    [200, 200, 200, 200, 200],
+    'its neighbour on the same cluster is served throughout',
+  )
 })
