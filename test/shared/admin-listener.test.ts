@@ -9,7 +9,7 @@ import { randomBytes } from 'node:crypto'
 import { loadConfig, type Config } from '../../src/config/index.js'
 import { createStoreAndCache, startPart, type PartName, type RunningPart } from '../../src/serve.js'
 import { installGracefulShutdown } from '../../src/gateway/index.js'
-import { adminUrl } from '../helpers/db.js'
+import { adminQuery, adminUrl } from '../helpers/db.js'
 import { createTestRedis } from '../helpers/redis.js'
 import { createTestTenant } from '../helpers/tenants.js'
 import { closedPort } from '../helpers/ports.js'
@@ -154,7 +154,15 @@ t.test('each part: health, readiness and metrics on its admin port only', async 
     inUse !== undefined && idle !== undefined && inUse + idle >= 1,
     `REST pool use of the tenant (in_use ${inUse}, idle ${idle})`,
   )
-  t.match(rm, /gatehouse_pool_budget\{part="rest"\} \d+/)
+  // rest.pool_budget 0 (the default): half of what the cluster takes from non-superusers.
+  const cluster = await adminQuery<{ usable: number }>(
+    `SELECT current_setting('max_connections')::int - current_setting('superuser_reserved_connections')::int AS usable`,
+  )
+  t.equal(
+    sample(rm, 'gatehouse_pool_budget{part="rest"}'),
+    Math.floor(cluster.rows[0]!.usable / 2),
+    'the REST budget is sized from the cluster',
+  )
   t.ok(
     sample(rm, 'process_resident_memory_bytes') !== undefined ||
       sample(rm, 'nodejs_heap_size_used_bytes') !== undefined,
