@@ -178,10 +178,14 @@ async function reloadAll(procs: Record<Part, ChildProcess>): Promise<void> {
     const pid = procs[part].pid!
     const before = new Set(workersOf(pid))
     process.kill(pid, 'SIGHUP')
-    await until(`${part} reloaded`, () => {
-      const now = workersOf(pid)
-      return now.length === 2 && now.every((w) => !before.has(w))
-    })
+    await until(
+      `${part} reloaded`,
+      () => {
+        const now = workersOf(pid)
+        return now.length === 2 && now.every((w) => !before.has(w))
+      },
+      180_000,
+    )
   }
 }
 
