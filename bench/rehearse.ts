@@ -160,7 +160,8 @@ function writeConfig(
     public_url: `http://127.0.0.1:${ports.gateway}`,
     log: { level: 'warn' },
     tenants: { source: 'redis', cache_ttl_seconds: 5 },
-    redis: { sentinels, name: 'gatehouse', write_replicas: 1 },
+    // A write waits for the replica until it has synced again after a failover (up to 10 s).
+    redis: { sentinels, name: 'gatehouse', write_replicas: 1, write_replicas_timeout_ms: 10_000 },
     postgres: { url: pgUrl },
     gateway: listen('gateway'),
     rest: listen('rest'),

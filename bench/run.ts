@@ -1,4 +1,5 @@
-// `npm run bench`: imports every bench/<name>.ts (all but lib.ts and run.ts), runs their
+// `npm run bench`: imports every bench/<name>.ts (all but lib.ts, run.ts, chart.ts and
+// rehearse.ts, which is `npm run rehearse`), runs their
 // run() one after another, prints each report, and writes bench/results/latest.json and
 // latest.md with the chart latest.svg. Arguments narrow the set: `npm run bench -- gateway auth`
 // (the other sections of latest.* are kept from the previous run).
@@ -15,7 +16,9 @@ interface Failure {
 
 const wanted = new Set(process.argv.slice(2))
 const names = readdirSync(BENCH_DIR)
-  .filter((f) => f.endsWith('.ts') && !f.endsWith('.d.ts') && !['lib.ts', 'run.ts', 'chart.ts'].includes(f))
+  .filter(
+    (f) => f.endsWith('.ts') && !f.endsWith('.d.ts') && !['lib.ts', 'run.ts', 'chart.ts', 'rehearse.ts'].includes(f),
+  )
   .map((f) => f.slice(0, -3))
   .filter((n) => wanted.size === 0 || wanted.has(n))
   .sort()
