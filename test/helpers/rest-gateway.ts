@@ -11,6 +11,7 @@ import { buildRestEngine } from '../../src/rest/index.js'
 import { signHS256, type PartTracer } from '../../src/shared/index.js'
 import { tenantIssuer, type Tenant } from '../../src/tenants/index.js'
 import { createTestTenant, withClient, type TestTenant, type TestTenantOptions } from './tenants.js'
+import { sharedFixtureTenant } from './shared-fixture.js'
 
 const PUBLIC_URL = 'http://gatehouse.test'
 
@@ -36,12 +37,33 @@ async function listen(t: Teardown, app: FastifyInstance): Promise<string> {
 }
 
 export interface RestGatewayOptions {
-  sql: string
+  /** Run as the owner of a tenant of the test's own (`shared` instead: none). */
+  sql?: string
+  /** The shared tenant of test/fixtures/<shared>.sql (shared-fixture.ts), for tests that only read. */
+  shared?: string
   rest?: TestTenantOptions['rest']
   /** The REST engine's process settings (config rest.*) over the helper's. */
   restConfig?: { statement_timeout_ms?: number }
   /** Tracers of the gateway and the engine (tracing on). */
   tracers?: { gateway?: PartTracer; rest?: PartTracer }
+}
+
+/** The tenant whose REST upstream is the engine at `restUrl`: the shared one, or one of its own with `sql`. */
+async function stackTenant(t: Teardown, opts: RestGatewayOptions, restUrl: string): Promise<TestTenant> {
+  if (opts.shared !== undefined) {
+    if (opts.sql !== undefined) throw new Error('a shared fixture is not changed: its SQL goes in its file')
+    const database = (await sharedFixtureTenant(opts.shared)).database
+    const upstreams = { auth: `${restUrl}/unused`, rest: `${restUrl}/${database}` }
+    return sharedFixtureTenant(opts.shared, { rest: opts.rest, upstreams })
+  }
+  const database = `tenant_${randomBytes(5).toString('hex')}`
+  const x = await createTestTenant(t, {
+    database,
+    rest: opts.rest,
+    upstreams: { auth: `${restUrl}/unused`, rest: `${restUrl}/${database}` },
+  })
+  await withClient(x.ownerUrl, (c) => c.query(opts.sql ?? ''))
+  return x
 }
 
 export async function startRestGateway(t: Teardown, opts: RestGatewayOptions): Promise<RestGatewayStack> {
@@ -64,14 +86,9 @@ export async function startRestGateway(t: Teardown, opts: RestGatewayOptions): P
     buildGateway({ config, tenants: lookup, rewriteError: rewriter, tracer: opts.tracers?.gateway }),
   )
 
-  const database = `tenant_${randomBytes(5).toString('hex')}`
-  const x = await createTestTenant(t, {
-    database,
-    rest: opts.rest,
-    upstreams: { auth: `${restUrl}/unused`, rest: `${restUrl}/${database}` },
-  })
+  const x = await stackTenant(t, opts, restUrl)
+  const database = x.database
   tenants.set(database, x.tenant)
-  await withClient(x.ownerUrl, (c) => c.query(opts.sql))
   return {
     tenant: x,
     database,

@@ -143,7 +143,7 @@ t.test('callers, RLS and visibility', async (t) => {
 })
 
 t.test('bad tokens', async (t) => {
-  const fx = await createRestFixture(t)
+  const fx = await createRestFixture(t, { shared: 'rest' })
   const secret = fx.t.file.jwt.upstream_secret
   const key = new TextEncoder().encode(secret)
   const now = Math.floor(Date.now() / 1000)

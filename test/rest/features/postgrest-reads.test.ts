@@ -2,7 +2,6 @@
 // ApiRequest/QueryParams.hs), through supabase-js and the gateway over real sockets.
 // Each test names what it compared.
 import t from 'tap'
-import { FIXTURE_SQL } from '../../helpers/rest-fixture.js'
 import { startRestGateway, type RestGatewayStack } from '../../helpers/rest-gateway.js'
 
 /** A raw GET through the gateway with the public key (what supabase-js cannot spell). */
@@ -18,35 +17,6 @@ async function get(
   return { status: res.status, headers: res.headers, body, json: () => JSON.parse(body) }
 }
 
-/** Tables of PostgREST's EmbedDisambiguationSpec fixtures, reduced. */
-const EMBED_SQL = `
-CREATE TABLE agents (id int PRIMARY KEY, name text, dept_id int);
-CREATE TABLE depts (id int PRIMARY KEY, name text, head_id int CONSTRAINT depts_head_id_fkey REFERENCES agents (id));
-ALTER TABLE agents ADD CONSTRAINT agents_dept_id_fkey FOREIGN KEY (dept_id) REFERENCES depts (id);
-INSERT INTO depts VALUES (1, 'ops', null);
-INSERT INTO agents VALUES (1, 'ann', 1);
-CREATE TABLE i2459_t1 (id int PRIMARY KEY);
-CREATE TABLE i2459_t2 (t1_id int REFERENCES i2459_t1);
-INSERT INTO i2459_t1 VALUES (1);
-INSERT INTO i2459_t2 VALUES (1);
-CREATE VIEW i2459_v1 AS TABLE i2459_t1;
-CREATE VIEW i2459_v2 AS SELECT t1_id AS t1_id1, t1_id AS t1_id2 FROM i2459_t2;
-CREATE FUNCTION set_cookie_twice() RETURNS void LANGUAGE sql AS $$
-  SELECT set_config('response.headers', '[{"Set-Cookie": "sessionid=38afes7a8; HttpOnly; Path=/"}, {"Set-Cookie": "id=a3fWa; Secure; HttpOnly"}, {"Content-Range": "mine"}]', true)
-$$;
-CREATE FUNCTION sayhello(name text) RETURNS text LANGUAGE sql STABLE AS $$SELECT 'Hello, ' || name$$;
-CREATE FUNCTION single_out_param(num int, OUT num_plus_one int) LANGUAGE sql STABLE AS $$SELECT num + 1$$;
-CREATE FUNCTION single_inout_param(INOUT num int) LANGUAGE sql STABLE AS $$SELECT num + 1$$;
-CREATE FUNCTION single_column_table_return() RETURNS TABLE (a text) LANGUAGE sql STABLE AS $$SELECT 'A'$$;
-CREATE FUNCTION book_label(books) RETURNS text LANGUAGE sql STABLE AS $$SELECT $1.title || '!'$$;
-CREATE FUNCTION book_label(authors) RETURNS text LANGUAGE sql STABLE AS $$SELECT $1.name || '!'$$;
-CREATE FUNCTION books_of_year(y int) RETURNS SETOF books LANGUAGE sql STABLE AS $$SELECT * FROM books WHERE year = y$$;
-SELECT platform.grant('SELECT', 'depts', 'anon');
-SELECT platform.grant('SELECT', 'agents', 'anon');
-SELECT platform.grant('SELECT', 'i2459_v1', 'anon');
-SELECT platform.grant('SELECT', 'i2459_v2', 'anon');
-`
-
 const parseError = (what: string, input: string, column: number, details: string): unknown => ({
   code: 'PGRST100',
   message: `"failed to parse ${what} (${input})" (line 1, column ${column})`,
@@ -55,7 +25,7 @@ const parseError = (what: string, input: string, column: number, details: string
 })
 
 t.test('reads as PostgREST 14 answers them', async (t) => {
-  const stack = await startRestGateway(t, { sql: FIXTURE_SQL + EMBED_SQL })
+  const stack = await startRestGateway(t, { shared: 'rest-embed' })
   const sb = stack.client()
 
   // The query grammar as PostgREST 14 parses it (QueryParams.hs, Parsec).

@@ -6,7 +6,7 @@ import t from 'tap'
 import { createRestFixture } from '../../helpers/rest-fixture.js'
 
 t.test('reads', async (t) => {
-  const fx = await createRestFixture(t)
+  const fx = await createRestFixture(t, { shared: 'rest' })
 
   t.test('Content-Range, Content-Location, 200', async (t) => {
     const r = await fx.get('/books?select=id&order=id&limit=3&offset=2')
@@ -317,7 +317,7 @@ t.test('reads', async (t) => {
 })
 
 t.test('limits the caller did not give are reported', async (t) => {
-  const fx = await createRestFixture(t, { rest: { max_rows: 3 } })
+  const fx = await createRestFixture(t, { shared: 'rest', rest: { max_rows: 3 } })
   const capped = await fx.get('/books?select=id&order=id')
   t.same(capped.json(), [{ id: 1 }, { id: 2 }, { id: 3 }])
   t.equal(capped.headers['content-range'], '0-2/*')
@@ -340,7 +340,7 @@ t.test('limits the caller did not give are reported', async (t) => {
   const small = await fx.get('/books?select=id&author_id=eq.2', { prefer: 'count=estimated' })
   t.equal(small.headers['content-range'], '0-1/2', 'estimated under max rows is exact')
 
-  const fx2 = await createRestFixture(t)
+  const fx2 = await createRestFixture(t, { shared: 'rest' })
   const gw = await fx2.get('/books?select=id&order=id&limit=5', { 'x-gatehouse-default-limit': '5' })
   t.same(
     [gw.json().length, gw.headers['content-range'], gw.headers['x-gatehouse-limit-applied']],

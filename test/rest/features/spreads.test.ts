@@ -7,7 +7,7 @@ import t from 'tap'
 import { createRestFixture } from '../../helpers/rest-fixture.js'
 
 t.test('spread embeddings', async (t) => {
-  const fx = await createRestFixture(t, { rest: { aggregates_enabled: true } })
+  const fx = await createRestFixture(t, { shared: 'rest', rest: { aggregates_enabled: true } })
   const get = async (path: string): Promise<unknown> => {
     const r = await fx.get(path)
     t.equal(r.status, 200, path)
