@@ -427,7 +427,7 @@ export async function run(): Promise<BenchReport> {
     scenarios.push(coldS)
     const coldWork = await coldStats(count - 1)
     notes.push(
-      `Cold first request: ${cpuText(coldC)}${coldWork === null ? '' : ` and ${r1(coldWork.sessions)} Postgres sessions, ${r1(coldWork.transactions)} transactions per tenant (pg_stat_database)`}: one pool connection (its log-in; the first connection to a database after Postgres started also rebuilds its relation cache file), the catalog queries in one round trip, the request's transaction in one more (it reads the schema version and, on a connection's first, says LISTEN pgrst); that connection is closed after the request (a backend that read the catalogs holds twice the memory) and the tenant's second request opens the one it keeps. p50 ${coldS.p50Ms} ms, p99 ${coldS.p99Ms} ms, max ${r1(summary(cold).max)} ms.`,
+      `Cold first request: ${cpuText(coldC)}${coldWork === null ? '' : ` and ${r1(coldWork.sessions)} Postgres sessions, ${r1(coldWork.transactions)} transactions per tenant (pg_stat_database)`}: one pool connection (its log-in; the first connection to a database after Postgres started also rebuilds its relation cache file), the catalog queries in one round trip, the request's transaction in one more (it reads the schema version and, on a connection's first, says LISTEN pgrst). p50 ${coldS.p50Ms} ms, p99 ${coldS.p99Ms} ms, max ${r1(summary(cold).max)} ms.`,
     )
     if (coldBad.firstError !== null) notes.push(`cold: first failure: ${coldBad.firstError}`)
     const poolsAfterCold = await poolsOf()
