@@ -120,6 +120,12 @@ t.test('each part: health, readiness and metrics on its admin port only', async 
     t.equal(r.status, 200, `REST root answers: ${r.body.slice(0, 200)}`)
   }
   t.equal((await get(`${gateway.url}/${db}/auth/v1/settings`, { apikey: key })).status, 200, 'auth settings answer')
+  const signIn = await fetch(`${gateway.url}/${db}/auth/v1/token?grant_type=password`, {
+    method: 'POST',
+    headers: { apikey: key, 'content-type': 'application/json' },
+    body: JSON.stringify({ email: 'nobody@example.com', password: 'password-123' }),
+  })
+  t.equal(signIn.status, 400, "a sign-in of no user: the auth engine's pool connects")
   await get(`${rest.url}/no_such_db_x/`)
 
   const gm = (await get(`${gateway.adminUrl}/metrics`)).body
@@ -175,7 +181,11 @@ t.test('each part: health, readiness and metrics on its admin port only', async 
     1,
     'auth engine counts per tenant',
   )
-  t.match(am, /gatehouse_pool_budget\{part="auth"\} \d+/, 'auth pool metrics')
+  t.equal(
+    sample(am, 'gatehouse_pool_budget{part="auth"}'),
+    Math.floor(cluster.rows[0]!.usable / 4),
+    'the auth budget is sized from the cluster (a quarter)',
+  )
   const pm = (await get(`${parts.get('panel')!.adminUrl}/metrics`)).body
   t.match(pm, /nodejs_eventloop_lag_seconds/, 'panel: process metrics')
 })
