@@ -52,8 +52,7 @@ export interface RestGatewayOptions {
 async function stackTenant(t: Teardown, opts: RestGatewayOptions, restUrl: string): Promise<TestTenant> {
   if (opts.shared !== undefined) {
     if (opts.sql !== undefined) throw new Error('a shared fixture is not changed: its SQL goes in its file')
-    const database = (await sharedFixtureTenant(opts.shared)).database
-    const upstreams = { auth: `${restUrl}/unused`, rest: `${restUrl}/${database}` }
+    const upstreams = (database: string) => ({ auth: `${restUrl}/unused`, rest: `${restUrl}/${database}` })
     return sharedFixtureTenant(opts.shared, { rest: opts.rest, upstreams })
   }
   const database = `tenant_${randomBytes(5).toString('hex')}`

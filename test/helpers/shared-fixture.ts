@@ -92,7 +92,8 @@ const loaded = new Map<string, ReturnType<typeof loadOrMake>>()
 export interface SharedFixtureOptions {
   /** The tenant file's rest.* settings for this use (the database is the same). */
   rest?: Partial<TenantFile['rest']>
-  upstreams?: TenantFile['upstreams']
+  /** The engines' base URLs, given the fixture's database name. */
+  upstreams?: (database: string) => TenantFile['upstreams']
 }
 
 /**
@@ -107,7 +108,7 @@ export async function sharedFixtureTenant(name: string, opts: SharedFixtureOptio
   }
   const { file, roles, database } = await p
   const own = validateTenantRecord(
-    { ...file, rest: { ...file.rest, ...opts.rest }, upstreams: opts.upstreams ?? file.upstreams },
+    { ...file, rest: { ...file.rest, ...opts.rest }, upstreams: opts.upstreams?.(database) ?? file.upstreams },
     `fixture ${name}`,
   )
   return { file: own, tenant: toTenant(own), database, ownerUrl: own.postgres, roles }

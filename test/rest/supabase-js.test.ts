@@ -1,7 +1,6 @@
 // supabase-js through the gateway against the REST engine, over real sockets: select with
 // filters, order, range, embedding, single(), counts, and RLS per caller.
 import t from 'tap'
-import { randomBytes } from 'node:crypto'
 import type { AddressInfo } from 'node:net'
 import { createClient, type SupabaseClient } from '@supabase/supabase-js'
 import { loadConfig } from '../../src/config/index.js'
@@ -9,8 +8,8 @@ import { buildGateway } from '../../src/gateway/index.js'
 import { buildRestEngine } from '../../src/rest/index.js'
 import { signHS256 } from '../../src/shared/index.js'
 import { tenantIssuer, type Tenant } from '../../src/tenants/index.js'
-import { createTestTenant, withClient } from '../helpers/tenants.js'
-import { FIXTURE_SQL, TEST_CONFIG, ALICE } from '../helpers/rest-fixture.js'
+import { sharedFixtureTenant } from '../helpers/shared-fixture.js'
+import { TEST_CONFIG, ALICE } from '../helpers/rest-fixture.js'
 
 const PUBLIC_URL = 'http://gatehouse.test'
 
@@ -22,13 +21,10 @@ t.test('supabase-js through the gateway', async (t) => {
   t.teardown(() => engine.close())
   const enginePort = (engine.server.address() as AddressInfo).port
 
-  const database = `sbjs_${randomBytes(4).toString('hex')}`
-  const tt = await createTestTenant(t, {
-    database,
-    publicUrl: PUBLIC_URL,
-    upstreams: { auth: 'http://127.0.0.1:9/unused', rest: `http://127.0.0.1:${enginePort}/${database}` },
+  const tt = await sharedFixtureTenant('rest', {
+    upstreams: (db) => ({ auth: 'http://127.0.0.1:9/unused', rest: `http://127.0.0.1:${enginePort}/${db}` }),
   })
-  await withClient(tt.ownerUrl, (c) => c.query(FIXTURE_SQL))
+  const database = tt.database
   tenants.set(database, tt.tenant)
 
   const config = loadConfig({

@@ -6,25 +6,9 @@ import t from 'tap'
 import { startRestGateway } from '../../helpers/rest-gateway.js'
 import { createRestFixture } from '../../helpers/rest-fixture.js'
 
-const SQL = `
-CREATE TABLE notes (id int PRIMARY KEY, body text);
-INSERT INTO notes VALUES (1, 'one');
-SELECT platform.grant('SELECT', 'public.notes', 'anon');
-CREATE TABLE hidden (id int PRIMARY KEY);
-CREATE FUNCTION app_setting(name text) RETURNS text LANGUAGE sql STABLE AS $$SELECT current_setting('app.settings.' || name, true)$$;
-CREATE FUNCTION check_request() RETURNS void LANGUAGE plpgsql AS $$
-BEGIN
-  IF current_setting('request.headers', true)::json->>'x-blocked' = 'yes' THEN
-    RAISE SQLSTATE 'PT403' USING MESSAGE = 'blocked by the pre-request function';
-  END IF;
-  PERFORM set_config('response.headers', '[{"X-Pre-Request": "ran"}]', true);
-END $$;
-GRANT EXECUTE ON FUNCTION app_setting(text), check_request() TO PUBLIC;
-`
-
 t.test('pre_request, app_settings and server_trace_header', async (t) => {
   const stack = await startRestGateway(t, {
-    sql: SQL,
+    shared: 'rest-settings',
     rest: {
       pre_request: 'public.check_request',
       app_settings: { greeting: 'hello', plan: 'pro' },
@@ -51,14 +35,14 @@ t.test('pre_request, app_settings and server_trace_header', async (t) => {
 })
 
 t.test('openapi_mode', async (t) => {
-  const disabled = await startRestGateway(t, { sql: SQL, rest: { openapi_mode: 'disabled' } })
+  const disabled = await startRestGateway(t, { shared: 'rest-settings', rest: { openapi_mode: 'disabled' } })
   let r = await fetch(`${disabled.gatewayUrl}/${disabled.database}/rest/v1/`, {
     headers: { apikey: disabled.tenant.file.keys.public },
   })
   t.equal(r.status, 404)
   t.same(await r.json(), { code: 'PGRST126', details: null, hint: null, message: 'Root endpoint metadata is disabled' })
 
-  const ignore = await startRestGateway(t, { sql: SQL, rest: { openapi_mode: 'ignore-privileges' } })
+  const ignore = await startRestGateway(t, { shared: 'rest-settings', rest: { openapi_mode: 'ignore-privileges' } })
   r = await fetch(`${ignore.gatewayUrl}/${ignore.database}/rest/v1/`, {
     headers: { apikey: ignore.tenant.file.keys.public },
   })
@@ -66,7 +50,7 @@ t.test('openapi_mode', async (t) => {
   const doc = (await r.json()) as { paths: Record<string, unknown> }
   t.ok('/hidden' in doc.paths, 'a table the caller holds no privilege on is listed')
 
-  const follow = await startRestGateway(t, { sql: SQL })
+  const follow = await startRestGateway(t, { shared: 'rest-settings' })
   r = await fetch(`${follow.gatewayUrl}/${follow.database}/rest/v1/`, {
     headers: { apikey: follow.tenant.file.keys.public },
   })
@@ -77,16 +61,9 @@ t.test('openapi_mode', async (t) => {
 
 // db-root-spec (RootSpec: the root calls that function, its media type domain negotiated as
 // for /rpc) and openapi-security-active (SecurityOpenApiSpec: the JWT bearer scheme).
-const ROOT_FN_SQL = `
-CREATE DOMAIN "application/openapi+json" AS json;
-CREATE FUNCTION root() RETURNS "application/openapi+json" LANGUAGE sql STABLE AS
-  $$ SELECT '{"swagger": "2.0", "info": {"title": "Own API", "description": "written by hand"}}'::"application/openapi+json" $$;
-GRANT EXECUTE ON FUNCTION root() TO PUBLIC;
-`
-const ROOT_SQL = SQL + ROOT_FN_SQL
 
 t.test('root_spec and openapi_security_active', async (t) => {
-  const own = await startRestGateway(t, { sql: ROOT_SQL, rest: { root_spec: 'root' } })
+  const own = await startRestGateway(t, { shared: 'rest-settings-root', rest: { root_spec: 'root' } })
   const root = `${own.gatewayUrl}/${own.database}/rest/v1/`
   const apikey = own.tenant.file.keys.public
   const wanted = { swagger: '2.0', info: { title: 'Own API', description: 'written by hand' } }
@@ -101,14 +78,17 @@ t.test('root_spec and openapi_security_active', async (t) => {
   r = await fetch(`${root}notes?select=id`, { headers: { apikey } })
   t.same(await r.json(), [{ id: 1 }], 'the other paths are as before')
 
-  const disabled = await startRestGateway(t, { sql: ROOT_SQL, rest: { root_spec: 'root', openapi_mode: 'disabled' } })
+  const disabled = await startRestGateway(t, {
+    shared: 'rest-settings-root',
+    rest: { root_spec: 'root', openapi_mode: 'disabled' },
+  })
   r = await fetch(`${disabled.gatewayUrl}/${disabled.database}/rest/v1/`, {
     headers: { apikey: disabled.tenant.file.keys.public },
   })
   t.equal(r.status, 404, 'openapi_mode disabled wins (PGRST126)')
   t.equal(((await r.json()) as { code: string }).code, 'PGRST126')
 
-  const secured = await startRestGateway(t, { sql: SQL, rest: { openapi_security_active: true } })
+  const secured = await startRestGateway(t, { shared: 'rest-settings', rest: { openapi_security_active: true } })
   r = await fetch(`${secured.gatewayUrl}/${secured.database}/rest/v1/`, {
     headers: { apikey: secured.tenant.file.keys.public },
   })
@@ -122,7 +102,7 @@ t.test('root_spec and openapi_security_active', async (t) => {
       type: 'apiKey',
     },
   })
-  const byDefault = await startRestGateway(t, { sql: SQL })
+  const byDefault = await startRestGateway(t, { shared: 'rest-settings' })
   const d = (await (
     await fetch(`${byDefault.gatewayUrl}/${byDefault.database}/rest/v1/`, {
       headers: { apikey: byDefault.tenant.file.keys.public },
@@ -136,7 +116,7 @@ t.test('root_spec and openapi_security_active', async (t) => {
 // methods (OPTIONS lists them, POST calls it).
 t.test('the root path by method', async (t) => {
   const disabled = await createRestFixture(t, {
-    sql: ROOT_FN_SQL,
+    shared: 'rest-root',
     rest: { openapi_mode: 'disabled', root_spec: 'root' },
   })
   for (const method of ['OPTIONS', 'POST', 'DELETE'] as const) {
@@ -148,7 +128,7 @@ t.test('the root path by method', async (t) => {
     t.equal(r.statusCode, 404, method)
     t.equal(JSON.parse(r.body).code, 'PGRST126', method)
   }
-  const own = await createRestFixture(t, { sql: ROOT_FN_SQL, rest: { root_spec: 'root' } })
+  const own = await createRestFixture(t, { shared: 'rest-root', rest: { root_spec: 'root' } })
   const options = await own.app.inject({ method: 'OPTIONS', url: `/${own.database}/` })
   t.equal(options.statusCode, 200)
   t.equal(options.headers.allow, 'OPTIONS,GET,HEAD,POST', 'a stable function: the methods of /rpc/root')

@@ -3,15 +3,14 @@
 // (the tenant has rest.aggregates_enabled), spreads, computed relationships, RPC
 // resolution errors and geojson().
 import t from 'tap'
-import { randomBytes } from 'node:crypto'
 import type { AddressInfo } from 'node:net'
 import { createClient } from '@supabase/supabase-js'
 import { loadConfig } from '../../../src/config/index.js'
 import { buildGateway } from '../../../src/gateway/index.js'
 import { buildRestEngine } from '../../../src/rest/index.js'
 import type { Tenant } from '../../../src/tenants/index.js'
-import { createTestTenant, withClient } from '../../helpers/tenants.js'
-import { FIXTURE_SQL, TEST_CONFIG } from '../../helpers/rest-fixture.js'
+import { sharedFixtureTenant } from '../../helpers/shared-fixture.js'
+import { TEST_CONFIG } from '../../helpers/rest-fixture.js'
 
 const PUBLIC_URL = 'http://gatehouse.test'
 
@@ -21,15 +20,6 @@ class NoRealtime {
   }
 }
 
-const EXTRA_SQL = `
-CREATE FUNCTION author_books(authors) RETURNS SETOF books LANGUAGE sql STABLE AS 'SELECT * FROM books WHERE author_id = $1.id';
-CREATE FUNCTION latest_book(authors) RETURNS SETOF books LANGUAGE sql STABLE ROWS 1
-  AS 'SELECT * FROM books WHERE author_id = $1.id ORDER BY year DESC LIMIT 1';
-CREATE FUNCTION sayhello(name text) RETURNS text LANGUAGE sql STABLE AS $$SELECT 'Hello, ' || name$$;
-CREATE FUNCTION pick(a int) RETURNS text LANGUAGE sql IMMUTABLE AS $$SELECT 'int'$$;
-CREATE FUNCTION pick(a text) RETURNS text LANGUAGE sql IMMUTABLE AS $$SELECT 'text'$$;
-`
-
 t.test('supabase-js: aggregates, spreads, computed relationships, RPC resolution', async (t) => {
   const tenants = new Map<string, Tenant>()
   const lookup = { get: async (db: string) => tenants.get(db) ?? null }
@@ -38,17 +28,11 @@ t.test('supabase-js: aggregates, spreads, computed relationships, RPC resolution
   t.teardown(() => engine.close())
   const enginePort = (engine.server.address() as AddressInfo).port
 
-  const database = `sbjf_${randomBytes(4).toString('hex')}`
-  const tt = await createTestTenant(t, {
-    database,
-    publicUrl: PUBLIC_URL,
+  const tt = await sharedFixtureTenant('rest-supabase-js', {
     rest: { aggregates_enabled: true },
-    upstreams: { auth: 'http://127.0.0.1:9/unused', rest: `http://127.0.0.1:${enginePort}/${database}` },
+    upstreams: (db) => ({ auth: 'http://127.0.0.1:9/unused', rest: `http://127.0.0.1:${enginePort}/${db}` }),
   })
-  await withClient(tt.ownerUrl, async (c) => {
-    await c.query(FIXTURE_SQL)
-    await c.query(EXTRA_SQL)
-  })
+  const database = tt.database
   tenants.set(database, tt.tenant)
 
   const config = loadConfig({

@@ -3,8 +3,8 @@
 // casts; the GROUP BY over the other selected columns. The statement text is asserted,
 // then it runs as the tenant's anon role against the REST fixture.
 import t from 'tap'
-import { createTestTenant, withClient, asRole } from '../../helpers/tenants.js'
-import { FIXTURE_SQL } from '../../helpers/rest-fixture.js'
+import { withClient, asRole } from '../../helpers/tenants.js'
+import { sharedFixtureTenant } from '../../helpers/shared-fixture.js'
 import { loadSchemaCache, type SchemaCache } from '../../../src/rest/schema-cache/index.js'
 import { parseApiRequest } from '../../../src/rest/api-request/index.js'
 import { planRequest, type ReadPlan } from '../../../src/rest/plan/index.js'
@@ -15,8 +15,7 @@ const TAIL =
   "SELECT null::bigint AS total_result_set, pg_catalog.count(_postgrest_t) AS page_total, coalesce(json_agg(_postgrest_t), '[]')::text AS body, nullif(current_setting('response.headers', true), '') AS response_headers, nullif(current_setting('response.status', true), '') AS response_status FROM ( SELECT * FROM pgrst_source ) _postgrest_t"
 
 t.test('aggregate statements: text, then executed', async (t) => {
-  const tt = await createTestTenant(t)
-  await withClient(tt.ownerUrl, (c) => c.query(FIXTURE_SQL))
+  const tt = await sharedFixtureTenant('rest')
   const cache: SchemaCache = await withClient(tt.ownerUrl, (c) =>
     loadSchemaCache(async (text, values) => (await c.query(text, values)).rows, ['public'], 1),
   )
