@@ -33,7 +33,7 @@ import { parseApiRequest } from '../src/rest/api-request/index.js'
 import { planRequest, type ReadPlan } from '../src/rest/plan/index.js'
 import { renderRead, renderPreRequest } from '../src/rest/query/index.js'
 import { loadSchemaCache } from '../src/rest/schema-cache/index.js'
-import { perTenantCap } from '../src/rest/execute.js'
+import { perTenantCap } from '../src/rest/pools.js'
 import { forkGateway, type ForkedGateway } from './support/fork-gateway.js'
 import {
   atLeast,

@@ -25,7 +25,7 @@ import {
   isPgServerError,
   rowWrittenError,
 } from './errors.js'
-import { clusterOf, SchemaChangedError, type DbRow, type EnginePools, type TransactionResult } from './execute.js'
+import { clusterOf, SchemaChangedError, type DbRow, type EnginePools, type TransactionResult } from './pools.js'
 import { planAction, type ActionPlan } from './plan/index.js'
 import type { StageTimings } from './timing.js'
 import type { RoleSettings, Table } from './schema-cache/types.js'

@@ -27,7 +27,7 @@ import {
   proxyStatus,
   reasonPhrase,
 } from './errors.js'
-import { EnginePools } from './execute.js'
+import { EnginePools } from './pools.js'
 import { isBackoffRefusal } from './reconnect.js'
 import { createPlanCache, handleRequest, type Engine } from './handler.js'
 import { StageTimings } from './timing.js'
@@ -159,7 +159,7 @@ function createRestApp(deps: RestEngineDeps): FastifyInstance {
  * The engine's pools, schema caches, token verifier and plan cache. A tenant whose pool was
  * closed (idle) also gives up its schema cache. Schema changes reach the cache from the
  * pool's connections: the schema version each transaction reads, and NOTIFY pgrst heard on
- * them (see execute.ts).
+ * them (see pools.ts).
  */
 function createEngine(deps: RestEngineDeps, log: FastifyBaseLogger): Engine {
   const rest = deps.config.rest

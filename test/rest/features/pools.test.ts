@@ -6,7 +6,7 @@
 import t from 'tap'
 import pg from 'pg'
 import { buildRestEngine, restEngineOf } from '../../../src/rest/index.js'
-import { perTenantCap } from '../../../src/rest/execute.js'
+import { perTenantCap } from '../../../src/rest/pools.js'
 import { signHS256 } from '../../../src/shared/index.js'
 import type { Tenant } from '../../../src/tenants/index.js'
 import { createTestTenant, withClient, type TestTenant } from '../../helpers/tenants.js'
