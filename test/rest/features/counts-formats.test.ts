@@ -6,18 +6,8 @@ import t from 'tap'
 import { createRestFixture } from '../../helpers/rest-fixture.js'
 import { startRestGateway } from '../../helpers/rest-gateway.js'
 
-const SQL = `
-CREATE TABLE proj (id int PRIMARY KEY, name text);
-INSERT INTO proj SELECT i, 'p' || i FROM generate_series(1, 5) i;
-CREATE FUNCTION all_proj() RETURNS SETOF proj LANGUAGE sql AS 'SELECT * FROM proj' ROWS 2019;
-CREATE FUNCTION proj_above(int) RETURNS SETOF proj LANGUAGE sql AS 'SELECT * FROM proj WHERE id > $1' ROWS 1;
-CREATE VIEW all_proj_view AS SELECT * FROM all_proj();
-CREATE VIEW proj_above_view AS SELECT * FROM proj_above(1);
-GRANT SELECT ON proj, all_proj_view, proj_above_view TO PUBLIC;
-`
-
 t.test('count=estimated under max-rows', async (t) => {
-  const fx = await createRestFixture(t, { sql: SQL, rest: { max_rows: 2 } })
+  const fx = await createRestFixture(t, { shared: 'rest-counts', rest: { max_rows: 2 } })
   for (const method of ['GET', 'HEAD'] as const) {
     const guess = await fx.get('/all_proj_view', { prefer: 'count=estimated' }, method)
     t.equal(guess.status, 206, `${method}: more rows than max-rows: partial`)
@@ -34,7 +24,7 @@ t.test('count=estimated under max-rows', async (t) => {
 })
 
 t.test('count=estimated under max-rows through the gateway (supabase-js head: true)', async (t) => {
-  const stack = await startRestGateway(t, { sql: SQL, rest: { max_rows: 2 } })
+  const stack = await startRestGateway(t, { shared: 'rest-counts', rest: { max_rows: 2 } })
   const sb = stack.client()
   const head = await sb.from('all_proj_view').select('*', { count: 'estimated', head: true })
   t.same(

@@ -6,31 +6,25 @@ import t from 'tap'
 import { startRestGateway } from '../../helpers/rest-gateway.js'
 import { createRestFixture } from '../../helpers/rest-fixture.js'
 
-const SQL = `
-CREATE SCHEMA api;
-CREATE SCHEMA IF NOT EXISTS extensions;
-GRANT USAGE ON SCHEMA api, extensions TO PUBLIC;
-CREATE FUNCTION extensions.helper() RETURNS int LANGUAGE sql IMMUTABLE AS 'SELECT 41';
-SET check_function_bodies = off;
-CREATE FUNCTION api.answer() RETURNS int LANGUAGE sql STABLE AS 'SELECT helper() + 1';
-`
-
 t.test('the extra search path is on every request search path', async (t) => {
   const withExtensions = await startRestGateway(t, {
-    sql: SQL,
+    shared: 'search-path',
     rest: { schemas: ['api'], extra_search_path: ['public', 'extensions'] },
   })
   const r = await withExtensions.client().schema('api').rpc('answer')
   t.same({ status: r.status, data: r.data, error: r.error }, { status: 200, data: 42, error: null })
 
-  const publicOnly = await startRestGateway(t, { sql: SQL, rest: { schemas: ['api'], extra_search_path: ['public'] } })
+  const publicOnly = await startRestGateway(t, {
+    shared: 'search-path',
+    rest: { schemas: ['api'], extra_search_path: ['public'] },
+  })
   const missing = await publicOnly.client().schema('api').rpc('answer')
   t.equal(
     missing.error?.code,
     '42883',
     "with PostgREST's own default (public only) after the request schema: helper() is not found",
   )
-  const byDefault = await startRestGateway(t, { sql: SQL, rest: { schemas: ['api'] } })
+  const byDefault = await startRestGateway(t, { shared: 'search-path', rest: { schemas: ['api'] } })
   const found = await byDefault.client().schema('api').rpc('answer')
   t.same(
     { data: found.data, error: found.error },
@@ -45,25 +39,10 @@ t.test('the extra search path is on every request search path', async (t) => {
 // (Postgres' functional notation), unless the extra search path leaves public out, as
 // PostgREST's own spec configuration does (QuerySpec: "cannot access a computed column that
 // is outside of the config schema", 400).
-const LTREE_SQL = `
-CREATE EXTENSION IF NOT EXISTS ltree WITH SCHEMA public;
-CREATE SCHEMA api;
-GRANT USAGE ON SCHEMA api TO PUBLIC;
-CREATE TABLE api.ltree_sample (path public.ltree);
-INSERT INTO api.ltree_sample VALUES ('Top'), ('Top.Science'), ('Top.Science.Astronomy'), ('Top.Science.Astronomy.Cosmology'), ('Top.Hobbies');
-CREATE FUNCTION api.number_of_labels(api.ltree_sample) RETURNS integer LANGUAGE sql AS 'SELECT nlevel($1.path)';
-CREATE FUNCTION public.always_false(api.ltree_sample) RETURNS boolean LANGUAGE sql IMMUTABLE AS 'SELECT false';
-GRANT SELECT ON api.ltree_sample TO PUBLIC;
-CREATE SCHEMA "EXTRA ""@/\\#~_-";
-GRANT USAGE ON SCHEMA "EXTRA ""@/\\#~_-" TO PUBLIC;
-CREATE FUNCTION "EXTRA ""@/\\#~_-".get_val_special(val text) RETURNS text LANGUAGE sql AS 'SELECT val';
-SET check_function_bodies = off;
-CREATE FUNCTION api.special_extended_schema(val text) RETURNS text LANGUAGE sql AS 'SELECT get_val_special(val)';
-`
 
 t.test('operators and computed columns through the extra search path', async (t) => {
   const fx = await createRestFixture(t, {
-    sql: LTREE_SQL,
+    shared: 'rest-ltree',
     rest: { schemas: ['api'], extra_search_path: ['public', 'EXTRA "@/\\#~_-'] },
   })
   const within = await fx.get('/ltree_sample?path=cd.Top.Science')
@@ -91,7 +70,7 @@ t.test('operators and computed columns through the extra search path', async (t)
     'public is on the search path: always_false(row) is found',
   )
 
-  const bare = await createRestFixture(t, { sql: LTREE_SQL, rest: { schemas: ['api'], extra_search_path: [] } })
+  const bare = await createRestFixture(t, { shared: 'rest-ltree', rest: { schemas: ['api'], extra_search_path: [] } })
   const outside = await bare.get('/ltree_sample?always_false=is.false')
   t.equal(outside.status, 400, 'no extra search path: a function of public is no computed column')
   t.equal(outside.json().code, '42703')
@@ -101,15 +80,14 @@ t.test('operators and computed columns through the extra search path', async (t)
 // given, a schema named twice kept (postgrest-js's live test "explain with options" reads
 // `"public", "public", "extensions"` in the plan's settings).
 t.test('the search path is the request schema, then the extra search path, as given', async (t) => {
-  const sql = `CREATE SCHEMA IF NOT EXISTS extensions;
-    CREATE FUNCTION search_path_now() RETURNS text LANGUAGE sql STABLE AS $$ SELECT current_setting('search_path') $$;`
-  const stack = await startRestGateway(t, { sql, rest: { extra_search_path: ['public', 'extensions'] } })
+  const stack = await startRestGateway(t, {
+    shared: 'search-path',
+    rest: { extra_search_path: ['public', 'extensions'] },
+  })
   const r = await stack.client().rpc('search_path_now')
   t.same({ data: r.data, error: r.error }, { data: '"public", "public", "extensions"', error: null })
   const api = await startRestGateway(t, {
-    sql:
-      SQL +
-      "CREATE FUNCTION api.search_path_now() RETURNS text LANGUAGE sql STABLE AS $$ SELECT current_setting('search_path') $$;",
+    shared: 'search-path',
     rest: { schemas: ['api'] },
   })
   const a = await api.client().schema('api').rpc('search_path_now')
