@@ -13,11 +13,6 @@ import { mkdtempSync, rmSync } from 'node:fs'
 import os from 'node:os'
 import path from 'node:path'
 
-const SQL = `
-  create function public.seen_traceparent() returns text language sql stable as
-    $$ select current_setting('request.headers', true)::json->>'traceparent' $$;
-  grant execute on function public.seen_traceparent() to anon;
-`
 const CLIENT_TRACE = '4bf92f3577b34da6a3ce929d0e0e4736'
 const CLIENT_SPAN = '00f067aa0ba902b7'
 const CLIENT_TRACEPARENT = `00-${CLIENT_TRACE}-${CLIENT_SPAN}-01`
@@ -52,7 +47,7 @@ t.test('tracing on: the engine is a child of the gateway, which continues the cl
     gateway: await startPartTracing({ endpoint: receiver.endpoint, part: 'gateway' }),
     rest: await startPartTracing({ endpoint: `${receiver.endpoint}/`, part: 'rest' }),
   }
-  const stack = await startRestGateway(t, { sql: SQL, tracers })
+  const stack = await startRestGateway(t, { shared: 'tracing', tracers })
   const r = await callRpc(stack.gatewayUrl, stack.database, stack.tenant.file.keys.public, {
     traceparent: CLIENT_TRACEPARENT,
   })
@@ -122,7 +117,7 @@ t.test('a part started with tracing.otlp_endpoint traces its requests and flushe
 
 t.test('tracing off: the client traceparent reaches the engine unchanged, nothing is exported', async (t) => {
   const receiver = await startReceiver(t)
-  const stack = await startRestGateway(t, { sql: SQL })
+  const stack = await startRestGateway(t, { shared: 'tracing' })
   const r = await callRpc(stack.gatewayUrl, stack.database, stack.tenant.file.keys.public, {
     traceparent: CLIENT_TRACEPARENT,
   })

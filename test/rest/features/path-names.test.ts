@@ -4,11 +4,7 @@ import t from 'tap'
 import { startRestGateway } from '../../helpers/rest-gateway.js'
 
 t.test('a table whose name ends with a semicolon is served', async (t) => {
-  const stack = await startRestGateway(t, {
-    sql: `CREATE TABLE "Escap3e;" ("so6meIncvalid" int PRIMARY KEY);
-      INSERT INTO "Escap3e;" VALUES (1), (2);
-      SELECT platform.grant('SELECT', 'public."Escap3e;"', 'anon');`,
-  })
+  const stack = await startRestGateway(t, { shared: 'path-names' })
   const r = await fetch(`${stack.gatewayUrl}/${stack.database}/rest/v1/Escap3e;`, {
     headers: { apikey: stack.tenant.file.keys.public },
   })
@@ -24,7 +20,7 @@ t.test('a table whose name ends with a semicolon is served', async (t) => {
 })
 
 t.test('a ";" anywhere else in the path is still refused', async (t) => {
-  const stack = await startRestGateway(t, { sql: 'CREATE TABLE plain (id int)' })
+  const stack = await startRestGateway(t, { shared: 'path-names' })
   const key = { apikey: stack.tenant.file.keys.public }
   for (const p of [
     `/${stack.database};x/rest/v1/plain`,

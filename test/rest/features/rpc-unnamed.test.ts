@@ -8,22 +8,8 @@
 import t from 'tap'
 import { startRestGateway } from '../../helpers/rest-gateway.js'
 
-const SQL = `
-CREATE FUNCTION unnamed_int(int) RETURNS int LANGUAGE sql AS 'SELECT 1';
-CREATE FUNCTION unnamed_json(json) RETURNS int LANGUAGE sql AS 'SELECT 1';
-CREATE FUNCTION unnamed_jsonb(jsonb) RETURNS jsonb LANGUAGE sql AS 'SELECT $1';
-CREATE FUNCTION unnamed_text(text) RETURNS text LANGUAGE sql AS 'SELECT $1';
-CREATE FUNCTION none_or_unnamed() RETURNS int LANGUAGE sql AS 'SELECT 1';
-CREATE FUNCTION none_or_unnamed(bool) RETURNS int LANGUAGE sql AS 'SELECT 2';
-CREATE FUNCTION none_or_unnamed(text) RETURNS text LANGUAGE sql AS $$SELECT 'text one'$$;
-CREATE FUNCTION unnamed_default() RETURNS int LANGUAGE sql AS 'SELECT 1';
-CREATE FUNCTION unnamed_default(int DEFAULT 42) RETURNS int LANGUAGE sql AS 'SELECT 2';
-CREATE FUNCTION unnamed_default(text DEFAULT 'd') RETURNS text LANGUAGE sql AS $$SELECT 'text one'$$;
-CREATE FUNCTION two_unnamed(text, text) RETURNS text LANGUAGE sql AS 'SELECT $1 || $2';
-`
-
 t.test('unnamed parameters as PostgREST calls them', async (t) => {
-  const stack = await startRestGateway(t, { sql: SQL })
+  const stack = await startRestGateway(t, { shared: 'rpc-unnamed' })
   const db = stack.client()
 
   const json = await db.rpc('unnamed_json', { '': { test: 'value' } })
@@ -83,15 +69,7 @@ t.test('unnamed parameters as PostgREST calls them', async (t) => {
 })
 
 t.test('a function returning record or SETOF record answers its rows, as PostgREST (RpcSpec)', async (t) => {
-  const stack = await startRestGateway(t, {
-    sql: `
-    CREATE TABLE projects (id int PRIMARY KEY, name text, client_id int);
-    INSERT INTO projects VALUES (1, 'Windows 7', 1), (2, 'Windows 10', 1), (3, 'IOS', 2);
-    SELECT platform.grant('SELECT', 'public.projects', 'anon');
-    CREATE FUNCTION one_record() RETURNS record LANGUAGE sql AS 'SELECT * FROM projects ORDER BY id LIMIT 1';
-    CREATE FUNCTION some_records(id int, name text) RETURNS SETOF record LANGUAGE sql
-      AS 'SELECT * FROM projects p WHERE p.id >= $1 AND p.name LIKE $2 ORDER BY p.id';`,
-  })
+  const stack = await startRestGateway(t, { shared: 'rpc-unnamed' })
   const db = stack.client()
   const one = await db.rpc('one_record')
   t.same(
@@ -112,13 +90,7 @@ t.test('a function returning record or SETOF record answers its rows, as PostgRE
 })
 
 t.test('a function returning a domain over a composite type answers the row, as PostgREST (RpcSpec)', async (t) => {
-  const stack = await startRestGateway(t, {
-    sql: `
-    CREATE TYPE point_2d AS (x int, y int);
-    CREATE DOMAIN positive_point AS point_2d CHECK ((VALUE).x > 0 AND (VALUE).y > 0);
-    CREATE FUNCTION ret_positive_point() RETURNS positive_point LANGUAGE sql AS 'SELECT ROW(10, 5)::point_2d::positive_point';
-    CREATE FUNCTION ret_positive_points() RETURNS SETOF positive_point LANGUAGE sql AS 'SELECT ROW(g, g)::point_2d::positive_point FROM generate_series(1, 2) g';`,
-  })
+  const stack = await startRestGateway(t, { shared: 'rpc-unnamed' })
   const db = stack.client()
   const one = await db.rpc('ret_positive_point')
   t.same({ status: one.status, data: one.data, error: one.error }, { status: 200, data: { x: 10, y: 5 }, error: null })
