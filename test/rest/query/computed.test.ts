@@ -5,41 +5,16 @@
 // and views. The statements are asserted, then run through the engine.
 import t from 'tap'
 import { withClient } from '../../helpers/tenants.js'
-import { createRestFixture, FIXTURE_SQL } from '../../helpers/rest-fixture.js'
+import { createRestFixture } from '../../helpers/rest-fixture.js'
+import { sharedFixtureTenant } from '../../helpers/shared-fixture.js'
 import { loadSchemaCache, qnKey, type SchemaCache } from '../../../src/rest/schema-cache/index.js'
 import { parseApiRequest } from '../../../src/rest/api-request/index.js'
 import { planRequest, type ReadPlan } from '../../../src/rest/plan/index.js'
 import { renderRead } from '../../../src/rest/query/index.js'
-import { createTestTenant } from '../../helpers/tenants.js'
 import { createWriteFixture } from '../../helpers/rest-writes.js'
 
-const COMPUTED_SQL = `
-CREATE FUNCTION book_author(books) RETURNS authors LANGUAGE sql STABLE AS 'SELECT * FROM authors WHERE id = $1.author_id';
-CREATE FUNCTION author_books(authors) RETURNS SETOF books LANGUAGE sql STABLE AS 'SELECT * FROM books WHERE author_id = $1.id';
-CREATE FUNCTION latest_book(authors) RETURNS SETOF books LANGUAGE sql STABLE ROWS 1
-  AS 'SELECT * FROM books WHERE author_id = $1.id ORDER BY year DESC LIMIT 1';
-CREATE FUNCTION listed_books(authors) RETURNS SETOF book_list LANGUAGE sql STABLE AS 'SELECT * FROM book_list WHERE author_id = $1.id';
-CREATE FUNCTION listed_author(book_list) RETURNS authors LANGUAGE sql STABLE AS 'SELECT * FROM authors WHERE id = $1.author_id';
-CREATE FUNCTION full_title(books) RETURNS text LANGUAGE sql STABLE AS $$SELECT $1.title || ' (' || $1.year || ')'$$;
-CREATE FUNCTION shout_title(book_list) RETURNS text LANGUAGE sql STABLE AS 'SELECT upper($1.title)';
-CREATE TABLE events (id int, kind text, at date NOT NULL) PARTITION BY RANGE (at);
-CREATE TABLE events_2024 PARTITION OF events FOR VALUES FROM ('2024-01-01') TO ('2025-01-01');
-CREATE TABLE events_2025 PARTITION OF events FOR VALUES FROM ('2025-01-01') TO ('2026-01-01');
-INSERT INTO events VALUES (1, 'launch', '2024-05-01'), (2, 'party', '2025-02-03');
-CREATE FUNCTION label(events) RETURNS text LANGUAGE sql STABLE AS $$SELECT $1.kind || '@' || $1.at$$;
-CREATE FUNCTION listed_before(y int) RETURNS SETOF book_list LANGUAGE sql STABLE AS 'SELECT * FROM book_list WHERE year < y';
-CREATE FUNCTION one_author(i int) RETURNS authors LANGUAGE sql STABLE AS 'SELECT * FROM authors WHERE id = i';
-CREATE FUNCTION books_before(y int) RETURNS SETOF books LANGUAGE sql STABLE AS 'SELECT * FROM books WHERE year < y';
-SELECT platform.grant('SELECT', 'events', 'anon');
-CREATE FUNCTION people(messages) RETURNS SETOF people LANGUAGE sql STABLE ROWS 1 AS 'SELECT * FROM people WHERE id = $1.receiver_id';
-`
-
 t.test('computed relationships: schema cache, SQL, results', async (t) => {
-  const tt = await createTestTenant(t)
-  await withClient(tt.ownerUrl, async (c) => {
-    await c.query(FIXTURE_SQL)
-    await c.query(COMPUTED_SQL)
-  })
+  const tt = await sharedFixtureTenant('rest-computed')
   const cache: SchemaCache = await withClient(tt.ownerUrl, (c) =>
     loadSchemaCache(async (text, values) => (await c.query(text, values)).rows, ['public'], 1),
   )
@@ -77,7 +52,7 @@ t.test('computed relationships: schema cache, SQL, results', async (t) => {
     )
   })
 
-  const fx = await createRestFixture(t, { sql: COMPUTED_SQL })
+  const fx = await createRestFixture(t, { shared: 'rest-computed' })
   const get = async (path: string): Promise<unknown> => {
     const r = await fx.get(path)
     t.equal(r.status, 200, path)

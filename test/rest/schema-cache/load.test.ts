@@ -5,6 +5,7 @@
 import t from 'tap'
 import { createTestTenant, withClient } from '../../helpers/tenants.js'
 import { FIXTURE_SQL } from '../../helpers/rest-fixture.js'
+import { sharedFixtureTenant } from '../../helpers/shared-fixture.js'
 import {
   createSchemaCacheStore,
   loadSchemaCache,
@@ -204,8 +205,7 @@ t.test('store: loads once, reloads on a notification, on a newer schema version 
 t.test('store: a failed reload keeps the old cache in service and is tried again after the interval', async (t) => {
   // The fault: a catalog source that fails on demand (a catalog read cannot be made to fail
   // from a tenant database while its requests still work).
-  const tt = await createTestTenant(t)
-  await withClient(tt.ownerUrl, (c) => c.query(FIXTURE_SQL))
+  const tt = await sharedFixtureTenant('rest')
   let failing = false
   let tries = 0
   const source: CacheSource = {
