@@ -10,6 +10,7 @@
 // made (docs/development.md, "Shared fixtures"). Tests that use one must not write to it.
 import { createHash } from 'node:crypto'
 import { readFileSync } from 'node:fs'
+import pg from 'pg'
 import { provisionTenant, dropTenant, listMigrations } from '../../src/platform/index.js'
 import { toTenant, validateTenantRecord, type TenantFile } from '../../src/tenants/index.js'
 import { adminUrl } from './db.js'
@@ -38,9 +39,7 @@ interface Stored {
   roles: TestTenant['roles']
 }
 
-type Client = Parameters<Parameters<typeof withClient>[1]>[0]
-
-async function storedFixture(admin: Client, database: string): Promise<Stored | null | undefined> {
+async function storedFixture(admin: pg.Client, database: string): Promise<Stored | null | undefined> {
   const r = await admin.query<{ note: string | null }>(
     "SELECT shobj_description(oid, 'pg_database') AS note FROM pg_database WHERE datname = $1",
     [database],
@@ -50,7 +49,7 @@ async function storedFixture(admin: Client, database: string): Promise<Stored | 
 }
 
 /** Drops every version of the fixture (older ones, and a half-made one of this version). */
-async function dropVersions(admin: Client, prefix: string): Promise<void> {
+async function dropVersions(admin: pg.Client, prefix: string): Promise<void> {
   const r = await admin.query<{ datname: string }>(
     "SELECT datname FROM pg_database WHERE datname ~ ('^' || $1 || '[0-9a-f]{8}$')",
     [prefix],
@@ -58,7 +57,7 @@ async function dropVersions(admin: Client, prefix: string): Promise<void> {
   for (const { datname } of r.rows) await dropTenant({ adminUrl: adminUrl(), database: datname })
 }
 
-async function makeFixture(admin: Client, database: string, sql: string): Promise<Stored> {
+async function makeFixture(admin: pg.Client, database: string, sql: string): Promise<Stored> {
   const { file, ownerUrl, roles } = await provisionTenant({ adminUrl: adminUrl(), database, organization: 'org_test' })
   await withClient(ownerUrl, (c) => c.query(sql))
   const stored: Stored = { file, roles }
@@ -90,8 +89,9 @@ async function loadOrMake(name: string): Promise<Stored & { database: string }> 
 const loaded = new Map<string, ReturnType<typeof loadOrMake>>()
 
 export interface SharedFixtureOptions {
-  /** The tenant file's rest.* settings for this use (the database is the same). */
+  /** This use's tenant file: its rest.* settings, organization (the database is the same). */
   rest?: Partial<TenantFile['rest']>
+  organization?: string
   /** The engines' base URLs, given the fixture's database name. */
   upstreams?: (database: string) => TenantFile['upstreams']
 }
@@ -108,7 +108,12 @@ export async function sharedFixtureTenant(name: string, opts: SharedFixtureOptio
   }
   const { file, roles, database } = await p
   const own = validateTenantRecord(
-    { ...file, rest: { ...file.rest, ...opts.rest }, upstreams: opts.upstreams?.(database) ?? file.upstreams },
+    {
+      ...file,
+      organization: opts.organization ?? file.organization,
+      rest: { ...file.rest, ...opts.rest },
+      upstreams: opts.upstreams?.(database) ?? file.upstreams,
+    },
     `fixture ${name}`,
   )
   return { file: own, tenant: toTenant(own), database, ownerUrl: own.postgres, roles }

@@ -1,5 +1,5 @@
 // Generated types on a real tenant database loaded with a schema of our own that has every
-// shape the generator has a rule for (fixtures/schema.sql):
+// shape the generator has a rule for (test/fixtures/typegen.sql):
 // 1. the output is the TypeScript `supabase gen types typescript` writes for that schema
 //    (fixtures/expected.types.txt, checked against postgres-meta's rules);
 // 2. a supabase-js app compiles against it, and a wrong column in a select or an insert does not;
@@ -19,19 +19,18 @@ import { createRedisStore } from '../../src/tenants/index.js'
 import { generateTypescriptTypes, registerGenCommands } from '../../src/typegen/index.js'
 import { createTestRedis } from '../helpers/redis.js'
 import { createTestTenant } from '../helpers/tenants.js'
+import { sharedFixtureTenant } from '../helpers/shared-fixture.js'
 
 const here = path.dirname(fileURLToPath(import.meta.url))
 const root = path.resolve(here, '../..')
-const SCHEMA = readFileSync(path.join(here, 'fixtures/schema.sql'), 'utf8')
 const EXPECTED = readFileSync(path.join(here, 'fixtures/expected.types.txt'), 'utf8')
 const SECRET = 'typegen-panel-secret-0123456789abcdef'
 
 async function loadedTenant(t: Test) {
-  const x = await createTestTenant(t, { organization: 'org_types' })
+  const x = await sharedFixtureTenant('typegen', { organization: 'org_types' })
   const owner = new pg.Client({ connectionString: x.ownerUrl })
   await owner.connect()
   t.teardown(() => owner.end())
-  await owner.query(SCHEMA)
   return { x, owner }
 }
 
