@@ -6,8 +6,6 @@
 // plan, the engine over fastify inject, and supabase-js .explain() through the gateway.
 import t from 'tap'
 import { createWriteFixture } from '../../helpers/rest-writes.js'
-import { FIXTURE_SQL } from '../../helpers/rest-fixture.js'
-import { WRITE_SQL } from '../../helpers/rest-writes.js'
 import { RPC_SQL } from '../../helpers/rest-rpc.js'
 import { parseApiRequest } from '../../../src/rest/api-request/index.js'
 import { planAction, type ReadPlan, type MutatePlan } from '../../../src/rest/plan/index.js'
@@ -191,7 +189,7 @@ t.test('execution plans', async (t) => {
 })
 
 t.test('supabase-js .explain() through the gateway', async (t) => {
-  const stack = await startRestGateway(t, { sql: FIXTURE_SQL + WRITE_SQL + RPC_SQL, rest: { plan_enabled: true } })
+  const stack = await startRestGateway(t, { shared: 'rest-rpc', rest: { plan_enabled: true } })
   const sb = stack.client()
   const text = await sb.from('authors').select('id, name').eq('id', 1).explain()
   t.equal(text.error, null)

@@ -7,8 +7,6 @@ import { request } from 'node:http'
 import type { AddressInfo } from 'node:net'
 import { createWriteFixture } from '../../helpers/rest-writes.js'
 import { RPC_SQL } from '../../helpers/rest-rpc.js'
-import { FIXTURE_SQL } from '../../helpers/rest-fixture.js'
-import { WRITE_SQL } from '../../helpers/rest-writes.js'
 import { startRestGateway } from '../../helpers/rest-gateway.js'
 
 /** One raw HTTP/1.1 request: status line and headers as sent on the wire. */
@@ -262,7 +260,7 @@ t.test('Proxy-Status and the status line on a real socket', async (t) => {
 })
 
 t.test('supabase-js through the gateway', async (t) => {
-  const stack = await startRestGateway(t, { sql: FIXTURE_SQL + WRITE_SQL + RPC_SQL })
+  const stack = await startRestGateway(t, { shared: 'rest-rpc' })
   const sb = stack.client()
   const explain = await sb.from('authors').select('id').explain({ analyze: true })
   t.same(

@@ -528,7 +528,7 @@ t.test('CSV bodies as PostgREST reads them (cassava): its texts and its lenienci
 })
 
 t.test('through the gateway: repeated Accept and Prefer lines reach the engine as sent', async (t) => {
-  const stack = await startRestGateway(t, { sql: FIXTURE_SQL })
+  const stack = await startRestGateway(t, { shared: 'rest' })
   const base = `${stack.gatewayUrl}/${stack.database}/rest/v1`
   const apikey = stack.tenant.file.keys.public
   const refused = await raw(base, '/authors?select=id', {

@@ -5,8 +5,6 @@
 // then supabase-js `.rpc(fn, args, { count })` through the gateway on real sockets.
 import t from 'tap'
 import { createWriteFixture } from '../../helpers/rest-writes.js'
-import { FIXTURE_SQL } from '../../helpers/rest-fixture.js'
-import { WRITE_SQL } from '../../helpers/rest-writes.js'
 import { RPC_SQL } from '../../helpers/rest-rpc.js'
 import { parseApiRequest } from '../../../src/rest/api-request/index.js'
 import { planAction, type CallPlan } from '../../../src/rest/plan/index.js'
@@ -92,7 +90,7 @@ t.test('RPC counts', async (t) => {
 })
 
 t.test('supabase-js .rpc(fn, args, { count }) through the gateway', async (t) => {
-  const stack = await startRestGateway(t, { sql: FIXTURE_SQL + WRITE_SQL + RPC_SQL })
+  const stack = await startRestGateway(t, { shared: 'rest-rpc' })
   const sb = stack.client()
   const exact = await sb.rpc('books_by', { author: 1 }, { count: 'exact' }).select('id').order('id').limit(2)
   t.equal(exact.error, null)
