@@ -91,7 +91,7 @@ export async function startSentinelGroup(t: Teardown, name = 'gatehouse'): Promi
         'bind 127.0.0.1',
         `dir ${dir}`,
         `sentinel monitor ${name} 127.0.0.1 ${primary} 2`,
-        `sentinel down-after-milliseconds ${name} 1000`,
+        `sentinel down-after-milliseconds ${name} 5000`,
         `sentinel failover-timeout ${name} 10000`,
         '',
       ].join('\n'),

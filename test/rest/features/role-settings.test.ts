@@ -74,7 +74,7 @@ t.test('reloaded on NOTIFY pgrst, reload config; this database over all database
 
   // platform.set_role_setting sends the notification itself.
   await stack.owner("SELECT platform.set_role_setting('anon', 'lock_timeout', '2s')")
-  await eventually(async () => (await lockTimeout()) === '2s')
+  await eventually(async () => (await lockTimeout()) === '2s', 15_000)
 
   // Changed by the operator without a notification: seen once one is sent.
   const anonRole = stack.tenant.roles.anon
@@ -83,7 +83,7 @@ t.test('reloaded on NOTIFY pgrst, reload config; this database over all database
   )
   t.equal(await lockTimeout(), '2s', 'not before the notification')
   await stack.owner("NOTIFY pgrst, 'reload config'")
-  await eventually(async () => (await lockTimeout()) === '3s')
+  await eventually(async () => (await lockTimeout()) === '3s', 15_000)
   t.pass("this database's setting wins over the one for all databases")
 
   await stack.owner("SELECT platform.set_role_setting('anon', 'statement_timeout', NULL)")
