@@ -9,7 +9,6 @@
 import { execFileSync, spawn, type ChildProcess } from 'node:child_process'
 import { randomBytes } from 'node:crypto'
 import { createWriteStream, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs'
-import net from 'node:net'
 import os from 'node:os'
 import path from 'node:path'
 import { createRequire } from 'node:module'
@@ -23,6 +22,7 @@ import { Redis } from 'ioredis'
 import { startSentinelGroup, type SentinelGroup } from '../test/helpers/sentinel.js'
 import { Load, type RehearsalTenant } from './support/rehearsal-load.js'
 import { renderTimeline, summarize, type EventSpan } from './support/rehearsal-report.js'
+import { closedPort } from '../test/helpers/ports.js'
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..')
 const PARTS = ['gateway', 'rest', 'auth', 'panel'] as const
@@ -31,16 +31,6 @@ const TSX = pathToFileURL(createRequire(import.meta.url).resolve('tsx')).href
 const cleanups: Array<() => unknown> = []
 const scratch = mkdtempSync(path.join(os.tmpdir(), 'gatehouse-rehearsal-'))
 const sessionSecret = randomBytes(32).toString('hex')
-
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const srv = net.createServer().listen(0, '127.0.0.1', () => {
-      const { port } = srv.address() as net.AddressInfo
-      srv.close(() => resolve(port))
-    })
-    srv.on('error', reject)
-  })
-}
 
 /** Polls `check` every 100 ms until it is true; throws after `ms`. */
 async function until(what: string, check: () => Promise<boolean> | boolean, ms = 60_000): Promise<void> {
@@ -271,11 +261,11 @@ async function main(): Promise<void> {
     () => b.server.stop(),
   )
   const group = await startSentinelGroup(t)
-  const ports = Object.fromEntries(await Promise.all(PARTS.map(async (p) => [p, await freePort()]))) as Record<
+  const ports = Object.fromEntries(await Promise.all(PARTS.map(async (p) => [p, await closedPort()]))) as Record<
     Part,
     number
   >
-  const admin = Object.fromEntries(await Promise.all(PARTS.map(async (p) => [p, await freePort()]))) as Record<
+  const admin = Object.fromEntries(await Promise.all(PARTS.map(async (p) => [p, await closedPort()]))) as Record<
     Part,
     number
   >

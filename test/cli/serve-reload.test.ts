@@ -5,7 +5,6 @@
 // in child processes, ports from the kernel, the command run outside the checkout.
 import t from 'tap'
 import http from 'node:http'
-import net from 'node:net'
 import { spawn, type ChildProcess } from 'node:child_process'
 import { mkdtempSync, rmSync } from 'node:fs'
 import { createRequire } from 'node:module'
@@ -14,6 +13,7 @@ import path from 'node:path'
 import { fileURLToPath, pathToFileURL } from 'node:url'
 import { shellEnv } from '../helpers/shell-env.js'
 import { eventually } from '../helpers/eventually.js'
+import { closedPort } from '../helpers/ports.js'
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..')
 const TSX = pathToFileURL(createRequire(import.meta.url).resolve('tsx')).href
@@ -120,20 +120,10 @@ t.test('SIGHUP replaces every worker one by one; kept-alive clients see no failu
   t.equal(await s.exited, 0)
 })
 
-/** A port the kernel names free (bound then released). */
-function freePort(): Promise<number> {
-  return new Promise((resolve) => {
-    const srv = net.createServer().listen(0, '127.0.0.1', () => {
-      const port = (srv.address() as net.AddressInfo).port
-      srv.close(() => resolve(port))
-    })
-  })
-}
-
 t.test('--reuse-port: two processes share the ports; one stops, the other goes on serving', async (t) => {
   const env = {
-    GATEHOUSE_GATEWAY_PORT: String(await freePort()),
-    GATEHOUSE_GATEWAY_ADMIN_PORT: String(await freePort()),
+    GATEHOUSE_GATEWAY_PORT: String(await closedPort()),
+    GATEHOUSE_GATEWAY_ADMIN_PORT: String(await closedPort()),
   }
   const a = start(t, ['--reuse-port'], env)
   await eventually(() => a.records('listening').length === 1 || a.child.exitCode !== null, 60_000)

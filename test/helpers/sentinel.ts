@@ -3,24 +3,14 @@
 // kernel's (bound, released, then given to redis-server). Not a test file.
 import { spawn, type ChildProcess } from 'node:child_process'
 import { writeFileSync } from 'node:fs'
-import net from 'node:net'
 import path from 'node:path'
 import { Redis } from 'ioredis'
 import { eventually } from './eventually.js'
 import { tempDir } from './tenant-fixtures.js'
+import { closedPort } from './ports.js'
 
 interface Teardown {
   teardown(fn: () => unknown): void
-}
-
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const srv = net.createServer().listen(0, '127.0.0.1', () => {
-      const { port } = srv.address() as net.AddressInfo
-      srv.close(() => resolve(port))
-    })
-    srv.on('error', reject)
-  })
 }
 
 function startServer(t: Teardown, args: string[]): Promise<ChildProcess> {
@@ -68,8 +58,8 @@ export interface SentinelGroup {
 
 export async function startSentinelGroup(t: Teardown, name = 'gatehouse'): Promise<SentinelGroup> {
   const dir = tempDir(t)
-  const primary = await freePort()
-  const replica = await freePort()
+  const primary = await closedPort()
+  const replica = await closedPort()
   const common = ['--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--dir', dir]
   await startServer(t, ['--port', String(primary), ...common])
   const replicaProcess = await startServer(t, [
@@ -82,7 +72,7 @@ export async function startSentinelGroup(t: Teardown, name = 'gatehouse'): Promi
   ])
   const sentinels: Array<{ host: string; port: number }> = []
   for (let i = 0; i < 3; i++) {
-    const port = await freePort()
+    const port = await closedPort()
     const conf = path.join(dir, `sentinel-${i}.conf`)
     writeFileSync(
       conf,
