@@ -323,9 +323,9 @@ interface RowWrittenFacts {
 
 /**
  * docs/service.md §7: the row was written, but the SELECT policy hides it from its author. A
- * 42501 refusal (401 for anon, 403 otherwise, as any 42501) whose message says so (the
- * gateway's refusal rewriter turns it into `rls_refusal`); the body carries
- * `row_written: true` and the header `x-gatehouse-row-written: true`.
+ * 42501 refusal (401 for anon, 403 otherwise, as any 42501) whose body carries
+ * `row_written: true`: the one marker the gateway's refusal rewriter turns into `rls_refusal`
+ * (docs/architecture.md, "Contracts with the engines").
  */
 export function rowWrittenError(f: RowWrittenFacts): GatehouseError {
   const what = f.rows === 1 ? '1 row was' : `${f.rows} rows were`
@@ -340,7 +340,7 @@ export function rowWrittenError(f: RowWrittenFacts): GatehouseError {
         'Do not retry the request: it would write the row again.',
       hint: 'Send Prefer: return=minimal, or add a SELECT policy that lets the author see the row.',
       extra: { row_written: true },
-      headers: { 'x-gatehouse-row-written': 'true', ...(f.isAnon ? { 'www-authenticate': 'Bearer' } : {}) },
+      headers: f.isAnon ? { 'www-authenticate': 'Bearer' } : {},
     },
   )
 }

@@ -143,6 +143,33 @@ t.test('"new row violates row-level security policy" from PostgREST: permission_
   t.equal(anon?.headers?.['www-authenticate'], 'Bearer')
 })
 
+t.test('only the body field row_written on a table write says the row was written', async (t) => {
+  const written = {
+    code: '42501',
+    message: 'new row was written but the SELECT policy hides it from role authenticated',
+    details: '1 row was written to public.todos and committed.',
+    hint: null,
+  }
+  const marked = await rewrite(ctx('auth', 'POST', '/todos', 403, { ...written, row_written: true }))
+  t.match(marked?.body, { code: 'rls_refusal', row_written: true, table: 'public.todos' })
+  const patched = await rewrite(ctx('auth', 'PATCH', '/todos', 403, { ...written, row_written: true }))
+  t.match(patched?.body, { code: 'rls_refusal' })
+
+  // What a function can send (RAISE SQLSTATE 'PGRST' sets any message and headers, no other
+  // body field): the wording, a header of ours. Neither is the engine's marker.
+  const worded = await rewrite(ctx('auth', 'POST', '/todos', 403, written))
+  t.match(worded?.body, { code: 'permission_denied' })
+  t.notOk((worded?.body as Record<string, unknown>).row_written)
+  const headed = await rewrite(ctx('auth', 'POST', '/todos', 403, written, { 'x-gatehouse-row-written': 'true' }))
+  t.match(headed?.body, { code: 'permission_denied' })
+  // A function's own JSON answer (response.status) is no table write, whatever its body says.
+  const rpc = await rewrite(ctx('auth', 'POST', '/rpc/f', 403, { ...written, row_written: true }))
+  t.match(rpc?.body, { code: 'permission_denied' })
+  t.notOk((rpc?.body as Record<string, unknown>).row_written)
+  const read = await rewrite(ctx('auth', 'GET', '/todos', 403, { ...written, row_written: true }))
+  t.notOk((read?.body as Record<string, unknown> | undefined)?.row_written, 'a read writes nothing')
+})
+
 t.test('other errors, and auth responses, pass through', async (t) => {
   t.equal(
     await rewrite(

@@ -193,6 +193,13 @@ t.test('an insert whose row the SELECT policy hides: rls_refusal, and the row is
   t.match(r.error?.hint, /Do not retry/)
   const kept = await stack.owner(x, "SELECT count(*)::int AS n FROM public.drops WHERE body = 'hidden from me'")
   t.equal(kept.rows[0]!.n, 1, 'the row was written once')
+  const raw = await gatewayCall(stack, x, '/rest/v1/drops', {
+    method: 'POST',
+    token,
+    body: { body: 'hidden too' },
+    headers: { prefer: 'return=representation' },
+  })
+  t.same([raw.status, raw.body.code, raw.body.row_written], [403, 'rls_refusal', true], 'the body says row_written')
 
   // With return=minimal the same insert is a plain success.
   const minimal = await client.from('drops').insert({ body: 'minimal' })

@@ -4,9 +4,11 @@
 // (catalog.ts). Anything else, and any failure of the rewriter itself, leaves the upstream
 // response as it was.
 //
-// RLS and `Prefer: return=representation`: our REST engine keeps the written row and says so
-// in its 42501 message (or sets `row_written: true` in the body, or the response header
-// `x-gatehouse-row-written: true`); that marker alone makes an `rls_refusal`. A real
+// RLS and `Prefer: return=representation` (docs/architecture.md, "Contracts with the
+// engines"): our REST engine keeps the written row and marks its 42501 answer with the body
+// field `row_written: true`; on a table write (POST, PUT, PATCH) that marker alone makes an
+// `rls_refusal`. Nothing else does: not the message's wording, not a header (a function can
+// RAISE 'PGRST' with any message and headers, never with another body field). A real
 // PostgREST rolls such a write back and answers the same 42501 "new row violates row-level
 // security policy" as for a failed WITH CHECK: nothing was written in either case, so it
 // becomes `permission_denied` with a hint naming both causes. We never probe the table for
@@ -29,7 +31,6 @@ export {
   privilegesForMethod,
   grantStatement,
   callerRoleName,
-  saysRowWritten,
   isRefusalCandidate,
   REFUSAL_CODES,
   type RefusalCode,
@@ -80,6 +81,9 @@ function optionalText(v: unknown): string | null {
   return typeof v === 'string' ? v : null
 }
 
+/** The table writes whose representation the SELECT policy can hide (the engine's marker counts on them only). */
+const WRITES: ReadonlySet<string> = new Set(['POST', 'PUT', 'PATCH'])
+
 function decodeSegment(s: string): string | null {
   try {
     return decodeURIComponent(s)
@@ -126,7 +130,7 @@ export function createRefusalRewriter(deps: RefusalRewriterDeps): RefusalRewrite
       profile !== undefined && profile !== ''
         ? [profile, ...ctx.tenant.rest.schemas.filter((s) => s !== profile)]
         : ctx.tenant.rest.schemas
-    const rowWritten = b.row_written === true || firstHeader(ctx.headers['x-gatehouse-row-written']) === 'true'
+    const rowWritten = table !== null && WRITES.has(ctx.method.toUpperCase()) && b.row_written === true
 
     const r = await explainer.explain({
       tenant: ctx.tenant,

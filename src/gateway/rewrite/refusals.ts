@@ -49,8 +49,8 @@ export interface RefusalInput {
   /** Schemas searched for an unqualified table name (default tenant.rest.schemas). */
   schemas?: readonly string[]
   /**
-   * The upstream said the row of this write WAS written and only the SELECT policy
-   * hides it (our REST engine's marker): answer rls_refusal.
+   * The upstream said the row of this table write WAS written and only the SELECT policy
+   * hides it (our REST engine's `row_written: true`): answer rls_refusal.
    */
   rowWritten?: boolean
 }
@@ -155,15 +155,6 @@ const PERMISSION_ON_RELATION = /^permission denied for (?:table|view|materialize
 const UNDEFINED_RELATION = /^relation "(.+)" does not exist$/s
 const PERMISSION_ON_SEQUENCE = /^permission denied for sequence (.+)$/s
 const RLS_VIOLATION = /new row violates row-level security policy(?: \(USING expression\))?(?: for table "([^"]+)")?/
-const ROW_WRITTEN = /\b(?:was|were|has been|have been|is)\s+(?:written|inserted|updated|saved|stored|committed|kept)\b/i
-
-/** Our REST engine's marker in a 42501 body: the message says the row was written. */
-export function saysRowWritten(error: SourceError): boolean {
-  return (
-    error.code === '42501' &&
-    [error.message, error.details, error.hint].some((t) => typeof t === 'string' && ROW_WRITTEN.test(t))
-  )
-}
 
 interface TableRef {
   schema: string | null
@@ -255,7 +246,7 @@ async function explainPermissionDenied(
   facts: FactsLookup,
 ): Promise<Refusal | null> {
   const { error } = input
-  if (input.rowWritten === true || saysRowWritten(error)) return rlsRefusal(input, ref)
+  if (input.rowWritten === true) return rlsRefusal(input, ref)
   if (RLS_VIOLATION.test(error.message)) return permissionDenied(input, rlsViolationHint(input))
   const sequence = PERMISSION_ON_SEQUENCE.exec(error.message)
   if (sequence !== null && NAME_OK(sequence[1]!))
@@ -472,7 +463,12 @@ function rlsRefusal(input: RefusalInput, ref: TableRef | null): Refusal {
         scrub(input.error.details, tenant) ??
         `${input.action} asked for the written row back (Prefer: return=representation); returning it is subject to the SELECT policy, not only the ${input.action === 'PATCH' ? 'UPDATE' : 'INSERT'} policy.`,
       hint: 'Do not retry: the write is done. Send Prefer: return=minimal, or add a SELECT policy that lets the author see the row (e.g. USING (owner_id = auth.uid())).',
-      extra: { sqlstate: '42501', role: roleDisplayName(kind), ...(name !== null && NAME_OK(name) ? { table } : {}) },
+      extra: {
+        sqlstate: '42501',
+        role: roleDisplayName(kind),
+        ...(name !== null && NAME_OK(name) ? { table } : {}),
+        row_written: true,
+      },
     }),
   )
 }
