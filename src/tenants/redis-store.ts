@@ -1,6 +1,7 @@
 // The Redis tenant store (ioredis): a hash per tenant `<prefix>tenant:<database>` (the record
-// as JSON in `record`, plus `version`, `updated_at` and `applied`, the tenant file as last
-// applied, for the next apply's three-way merge), its audit list
+// as JSON in `record`, plus `version`, `updated_at`, `applied`, the tenant file as last
+// applied, for the next apply's three-way merge, and `write`, a random id of the last write that
+// an undo checks), its audit list
 // `<prefix>tenant:<database>:audit` (newest first, AUDIT_KEEP kept), a set `<prefix>tenants` of every
 // database, the marker `<prefix>tenants:applied` (time of the last apply; `tenants delete`
 // leaves it), and the pub/sub channel `<prefix>tenants:changed` carrying database names.
@@ -10,6 +11,7 @@
 // Changes are compare-and-set (a Lua script checks the version and writes record, version
 // and audit entry at once; docs/tenant-state.md). Only hashed keys are ever written. Commands fail fast while Redis is down (the cache
 // serves what it holds); the subscriber has its own connection and resyncs on reconnect.
+import { randomUUID } from 'node:crypto'
 import { maskUrlPassword } from '../shared/index.js'
 import { Redis, type RedisOptions } from 'ioredis'
 import { DATABASE_NAME, type Tenant } from './schema.js'
@@ -77,16 +79,17 @@ const KEY_HASH = /^sha256:[0-9a-f]{64}$/
 
 // KEYS: record hash, tenant set, apply marker, audit list. ARGV: expected version ('' = no
 // record), record JSON, time, audit entry JSON without versions, database, last applied JSON
-// ('' = leave it), '1' to write the record or '0' to record the last applied file only. Returns {1, new version} or {0, the version found}.
+// ('' = leave it), '1' to write the record or '0' to record the last applied file only, the
+// write's id. Returns {1, new version} or {0, the version found}.
 const CAS_SCRIPT = `
 local cur = ''
 if redis.call('HEXISTS', KEYS[1], 'record') == 1 then cur = redis.call('HGET', KEYS[1], 'version') or '0' end
 if cur ~= ARGV[1] then return {0, cur} end
 if ARGV[7] == '0' then
-  redis.call('HSET', KEYS[1], 'applied', ARGV[6])
+  redis.call('HSET', KEYS[1], 'applied', ARGV[6], 'write', ARGV[8])
   return {1, cur}
 end
-redis.call('HSET', KEYS[1], 'record', ARGV[2], 'updated_at', ARGV[3])
+redis.call('HSET', KEYS[1], 'record', ARGV[2], 'updated_at', ARGV[3], 'write', ARGV[8])
 if ARGV[6] ~= '' then redis.call('HSET', KEYS[1], 'applied', ARGV[6]) end
 local nv = tostring(redis.call('HINCRBY', KEYS[1], 'version', 1))
 redis.call('SADD', KEYS[2], ARGV[5])
@@ -99,15 +102,19 @@ return {1, nv}
 `
 
 // Undoes a write no replica confirmed (docs/operating.md, "Redis Sentinel"): when the record is
-// still at the version that write made, the record it replaced comes back (a new version, with an
-// audit entry), or the record goes when the write created it.
+// still the one that very write made (its random id, not its version: after a failover the new
+// primary counts versions again from what it had, so a version can name another write), the
+// record it replaced comes back (a new version, with an audit entry), or the record goes when the
+// write created it. ARGV: the write's id, the record it replaced ('' = none), time, database,
+// audit entry.
 const UNDO_SCRIPT = `
-if redis.call('HGET', KEYS[1], 'version') ~= ARGV[1] then return 0 end
+if redis.call('HGET', KEYS[1], 'write') ~= ARGV[1] then return 0 end
 if ARGV[2] == '' then
   redis.call('DEL', KEYS[1])
   redis.call('SREM', KEYS[2], ARGV[4])
 else
   redis.call('HSET', KEYS[1], 'record', ARGV[2], 'updated_at', ARGV[3])
+  redis.call('HDEL', KEYS[1], 'write')
   redis.call('HINCRBY', KEYS[1], 'version', 1)
 end
 redis.call('LPUSH', KEYS[3], ARGV[5])
@@ -224,6 +231,8 @@ class RedisStore implements RedisTenantStore {
   readonly #listeners = new Set<ChangeListener>()
   readonly #writeReplicas: number
   readonly #writeReplicasTimeoutMs: number
+  /** How often the command connection closed: a reply after a close may come from another server. */
+  #closes = 0
 
   constructor(opts: RedisStoreOptions) {
     if (!opts.redis && !opts.url)
@@ -243,6 +252,7 @@ class RedisStore implements RedisTenantStore {
     this.#writeReplicasTimeoutMs = opts.writeReplicasTimeoutMs ?? 1000
     this.#owned = !opts.redis
     this.#client = opts.redis ?? connectRedis(opts.url as string, this.#clientOptions)
+    this.#client.on('close', () => this.#closes++)
     if (this.#owned) this.#watch(this.#client, 'commands')
   }
 
@@ -277,6 +287,7 @@ class RedisStore implements RedisTenantStore {
     // Nothing of the record changes (an apply that only records the file it applied).
     const recordOnly = opts.audit.fields.length === 0 && opts.lastApplied !== undefined && expected !== null
     const k = this.keys
+    const write = { id: randomUUID(), closes: this.#closes }
     const res = (await this.#run('write', () =>
       this.#client.eval(
         CAS_SCRIPT,
@@ -292,10 +303,11 @@ class RedisStore implements RedisTenantStore {
         database,
         opts.lastApplied ? JSON.stringify(opts.lastApplied) : '',
         recordOnly ? '0' : '1',
+        write.id,
       ),
     )) as [number, string]
     if (Number(res[0]) !== 1) return { ok: false, version: res[1] === '' ? null : String(res[1]) }
-    await this.#replicated(database, String(res[1]), expected === null ? null : current, entry)
+    await this.#replicated(database, { ...write, version: String(res[1]) }, expected === null ? null : current, entry)
     if (recordOnly) return { ok: true, version: String(res[1]), entry: null }
     await this.#run('publish', () => this.#publishAll([database]))
     return {
@@ -354,6 +366,7 @@ class RedisStore implements RedisTenantStore {
       const m = this.#client.multi()
       for (const t of tenants) {
         m.hset(this.keys.tenant(t.database), 'record', JSON.stringify(t), 'updated_at', now)
+        m.hdel(this.keys.tenant(t.database), 'write')
         m.hincrby(this.keys.tenant(t.database), 'version', 1)
         m.sadd(this.keys.set, t.database)
       }
@@ -487,20 +500,37 @@ class RedisStore implements RedisTenantStore {
   /**
    * A write is acknowledged once `writeReplicas` replicas hold it (WAIT): a failover then keeps
    * it. Otherwise it is undone while nobody changed the record since, and the caller gets 503.
+   * WAIT counts the replicas holding what its own connection wrote; after a reconnect ioredis
+   * sends an unanswered WAIT again, on a new connection (maybe to a new primary that never had
+   * the write), where it answers at once: a WAIT answered after the connection closed counts
+   * nothing. The undo is sent only on the write's connection, never queued for a later one; one
+   * that ioredis sends again elsewhere finds another write's id there and changes nothing.
    */
-  async #replicated(database: string, version: string, previous: Tenant | null, entry: object): Promise<void> {
+  async #replicated(
+    database: string,
+    write: { id: string; closes: number; version?: string },
+    previous: Tenant | null,
+    entry: object,
+  ): Promise<void> {
     if (this.#writeReplicas === 0) return
-    const acked = await this.#run('write', () =>
+    const answer = await this.#run('write', () =>
       this.#client.call('WAIT', String(this.#writeReplicas), String(this.#writeReplicasTimeoutMs)),
     ).catch(() => 0)
-    if (Number(acked) >= this.#writeReplicas) return
+    const sameConnection = this.#closes === write.closes && this.#client.status === 'ready'
+    const acked = sameConnection ? Number(answer) : 0
+    if (acked >= this.#writeReplicas) return
+    const undone = sameConnection && (await this.#undo(database, write.id, previous, entry))
+    this.#log.warn(
+      { redis: this.#where, database, write: write.id, version: write.version, replicas: acked, undone },
+      'tenant store: write not confirmed by a replica',
+    )
+    throw new TenantStoreNotDurableError(database, this.#writeReplicas, acked, undone)
+  }
+
+  /** Puts back the record a write replaced, if the record is still that write's (UNDO_SCRIPT). */
+  async #undo(database: string, id: string, previous: Tenant | null, entry: object): Promise<boolean> {
     const k = this.keys
-    const undo = {
-      ...entry,
-      at: new Date().toISOString(),
-      undone_version: version,
-      reason: 'not confirmed by a replica',
-    }
+    const undo = { ...entry, at: new Date().toISOString(), undone_write: id, reason: 'not confirmed by a replica' }
     const undone = await this.#client
       .eval(
         UNDO_SCRIPT,
@@ -508,7 +538,7 @@ class RedisStore implements RedisTenantStore {
         k.tenant(database),
         k.set,
         k.audit(database),
-        version,
+        id,
         previous === null ? '' : JSON.stringify(previous),
         undo.at,
         database,
@@ -517,7 +547,7 @@ class RedisStore implements RedisTenantStore {
       .then((n) => Number(n) === 1)
       .catch(() => false)
     if (undone) await this.#publishAll([database]).catch(() => {})
-    throw new TenantStoreNotDurableError(database, this.#writeReplicas, Number(acked), undone)
+    return undone
   }
 
   async #publishAll(databases: string[]): Promise<void> {

@@ -1,5 +1,5 @@
-// A Redis primary, one replica and three Sentinels on loopback (redis-server from the system,
-// `redis-server <conf> --sentinel` for each sentinel), for failover tests. Ports are the
+// A Redis primary, one or more replicas and three Sentinels on loopback (redis-server from the
+// system, `redis-server <conf> --sentinel` for each sentinel), for failover tests. Ports are the
 // kernel's (bound, released, then given to redis-server). Not a test file.
 import { spawn, type ChildProcess } from 'node:child_process'
 import { writeFileSync } from 'node:fs'
@@ -52,24 +52,35 @@ export interface SentinelGroup {
   primaryPort(): Promise<number>
   /** SENTINEL FAILOVER; resolves once the sentinels name the other server as primary. */
   failover(): Promise<number>
-  /** Kills the replica (the primary then has none to confirm writes). */
+  /** Kills every replica (the primary then has none to confirm writes). */
   stopReplica(): void
+  /** One command to the server on that port (a new connection). */
+  command<T>(port: number, cmd: string[]): Promise<T>
 }
 
-export async function startSentinelGroup(t: Teardown, name = 'gatehouse'): Promise<SentinelGroup> {
+/**
+ * `replicas`: how many servers replicate the primary (default 1). With one, the promoted replica
+ * has no replica of its own until the Sentinels re-point the old primary, seconds later; with
+ * two, the other replica follows the promoted one within the failover (docs/operating.md).
+ */
+export async function startSentinelGroup(
+  t: Teardown,
+  name = 'gatehouse',
+  { replicas = 1 }: { replicas?: number } = {},
+): Promise<SentinelGroup> {
   const dir = tempDir(t)
   const primary = await closedPort()
-  const replica = await closedPort()
   const common = ['--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--dir', dir]
   await startServer(t, ['--port', String(primary), ...common])
-  const replicaProcess = await startServer(t, [
-    '--port',
-    String(replica),
-    ...common,
-    '--replicaof',
-    '127.0.0.1',
-    String(primary),
-  ])
+  const replicaPorts: number[] = []
+  const replicaProcesses: ChildProcess[] = []
+  for (let i = 0; i < replicas; i++) {
+    const port = await closedPort()
+    replicaPorts.push(port)
+    replicaProcesses.push(
+      await startServer(t, ['--port', String(port), ...common, '--replicaof', '127.0.0.1', String(primary)]),
+    )
+  }
   const sentinels: Array<{ host: string; port: number }> = []
   for (let i = 0; i < 3; i++) {
     const port = await closedPort()
@@ -92,14 +103,15 @@ export async function startSentinelGroup(t: Teardown, name = 'gatehouse'): Promi
   const ask = <T>(cmd: string[], port = sentinels[0]!.port): Promise<T> => command<T>(port, cmd)
   const primaryPort = async (): Promise<number> =>
     Number((await ask<string[]>(['SENTINEL', 'get-master-addr-by-name', name]))[1])
-  // Ready: every sentinel knows the replica and the other sentinels, and the replica is in sync.
+  // Ready: every sentinel knows the replicas and the other sentinels, and the replicas are in sync.
   await eventually(async () => {
-    const replicas = await ask<unknown[]>(['SENTINEL', 'replicas', name])
+    const known = await ask<unknown[]>(['SENTINEL', 'replicas', name])
     const others = await ask<unknown[]>(['SENTINEL', 'sentinels', name])
-    const info = await command<string>(replica, ['INFO', 'replication'])
-    if (replicas.length !== 1 || others.length !== 2 || !/master_link_status:up/.test(info)) return false
-    // and it acknowledges writes (what WAIT counts)
-    return Number(await command<number>(primary, ['WAIT', '1', '1000'])) === 1
+    const infos = await Promise.all(replicaPorts.map((p) => command<string>(p, ['INFO', 'replication'])))
+    if (known.length !== replicas || others.length !== 2 || !infos.every((i) => /master_link_status:up/.test(i)))
+      return false
+    // and they acknowledge writes (what WAIT counts)
+    return Number(await command<number>(primary, ['WAIT', String(replicas), '1000'])) === replicas
   }, 30_000)
   return {
     url: `redis+sentinel://${sentinels.map((s) => `${s.host}:${s.port}`).join(',')}/${name}`,
@@ -115,7 +127,8 @@ export async function startSentinelGroup(t: Teardown, name = 'gatehouse'): Promi
       }, 30_000)
     },
     stopReplica() {
-      replicaProcess.kill('SIGKILL')
+      for (const p of replicaProcesses) p.kill('SIGKILL')
     },
+    command,
   }
 }
