@@ -29,6 +29,7 @@ export const CORS_EXPOSED_HEADERS = [
   'x-gatehouse-error-code',
   'x-gatehouse-default-limit',
   'x-gatehouse-max-limit',
+  'x-gatehouse-limit-applied',
   // Request-rate limits (rate-limits.ts): a browser app may read when to retry.
   'ratelimit',
   'ratelimit-policy',

@@ -17,15 +17,8 @@ import {
   TenantNotFoundError,
   TooManyConcurrentRequestsError,
 } from './errors.js'
-import {
-  DATABASE_HINT,
-  isOpenAuthRoute,
-  isTablePath,
-  notServedError,
-  parseGatewayPath,
-  type GatewayPath,
-} from './request/path.js'
-import { rewriteQuery, type LimitPolicy, type QueryRewrite } from './request/query.js'
+import { DATABASE_HINT, isOpenAuthRoute, notServedError, parseGatewayPath, type GatewayPath } from './request/path.js'
+import { addLimitHeaders, cutWatch, limitPolicyOf, rewriteQuery, type QueryRewrite } from './request/default-limit.js'
 import { isUnverifiedTokenRefusal, type Authenticator } from './request/authenticate.js'
 import type { UpstreamTokens } from './proxy/upstream-token.js'
 import { hasRequestBody, upstreamPath, type UpstreamClient } from './proxy/upstream-client.js'
@@ -216,8 +209,7 @@ class ProxyPipeline {
   /** Our headers of the response: the base ones and the row-limit notices. */
   #ours(ex: Exchange, q: QueryRewrite): OutgoingHttpHeaders {
     const ours: OutgoingHttpHeaders = this.#deps.baseHeaders(ex)
-    if (q.limitAdded !== null) ours['x-gatehouse-default-limit'] = String(q.limitAdded)
-    if (q.limitCapped !== null) ours['x-gatehouse-max-limit'] = String(q.limitCapped)
+    addLimitHeaders(q, ours)
     return ours
   }
 
@@ -279,7 +271,7 @@ class ProxyPipeline {
         throw tooLarge
       }
     }
-    const q = rewriteQuery(gp.query, limitOf(raw.method ?? 'GET', service, gp.path, tenant))
+    const q = rewriteQuery(gp.query, limitPolicyOf(raw.method ?? 'GET', service, gp.path, tenant))
     return { tenant, service, path: gp.path, q, hasBody, maxBody }
   }
 
@@ -411,6 +403,7 @@ class ProxyPipeline {
     const raw = ex.raw
     const method = raw.method ?? 'GET'
     const target = this.#baseUrl(r.service === 'rest' ? r.tenant.upstreams.rest : r.tenant.upstreams.auth)
+    const cutAt = cutWatch(r.q, method, firstHeader(raw.headers.range))
     raw.headers = buildUpstreamHeaders(
       raw.headers,
       f.authorization,
@@ -424,9 +417,6 @@ class ProxyPipeline {
     ) as IncomingHttpHeaders
     // The engine's span is a child of ours (else the client's traceparent goes on as sent).
     this.#deps.tracer?.inject(raw, raw.headers as OutgoingHttpHeaders)
-    // Tell the engine which limit was ours, not the caller's (client copies were stripped
-    // above), so it can say when a result was cut by it (Content-Range `*`, X-Gatehouse-Limit-Applied).
-    if (r.q.limitAdded !== null) raw.headers['x-gatehouse-default-limit'] = String(r.q.limitAdded)
     if (body !== null) {
       // A whole body is sent with its length, however the client framed it; a streamed one
       // with the client's Content-Length, or chunked by the upstream client when it had none.
@@ -447,6 +437,7 @@ class ProxyPipeline {
       path: r.path,
       query,
       responseHeaders: f.ours,
+      cutAt,
       info: f.info,
       log: ex.log,
     })
@@ -475,13 +466,6 @@ interface Forwarding {
 }
 
 const BUSY = { 'retry-after': '1' }
-
-/** The default and maximum row limits of a table read (null: not one). */
-function limitOf(method: string, service: Service, path: string, tenant: Tenant): LimitPolicy | null {
-  return service === 'rest' && (method === 'GET' || method === 'HEAD') && isTablePath(path)
-    ? { default: tenant.rest.default_limit, max: tenant.rest.max_limit }
-    : null
-}
 
 export function createProxyPipeline(deps: ProxyRouteDeps): ProxyPipeline {
   return new ProxyPipeline(deps)

@@ -11,7 +11,6 @@ import {
   parseApiRequest,
   visibleHeaders,
   requestHeader,
-  DEFAULT_LIMIT_HEADER,
   type ParseContext,
   type RawRequest,
 } from './api-request/index.js'
@@ -108,7 +107,6 @@ function planKey(tenant: Tenant, cache: SchemaCache, raw: RawRequest): string {
     h('content-profile'),
     h('prefer'),
     h('range'),
-    h(DEFAULT_LIMIT_HEADER),
   ])
 }
 

@@ -35,8 +35,6 @@ import { isJsonBody, jsonDepthExceeds } from './api-request/json-depth.js'
 import { headerViews, pathSegments, unsupportedMethod } from './api-request/index.js'
 import { createSchemaCacheStore, type SchemaCache } from './schema-cache/index.js'
 
-export { LIMIT_APPLIED_HEADER } from './response/index.js'
-export { DEFAULT_LIMIT_HEADER } from './api-request/index.js'
 export { statusForSqlState } from './errors.js'
 /** The catalog reader of the schema cache (type generation reads relationships with it). */
 export { loadSchemaCache, type Relationship } from './schema-cache/index.js'

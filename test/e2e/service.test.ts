@@ -284,7 +284,7 @@ t.test('the default limit of 1000 on a 1,500-row table, and an explicit larger l
   t.equal(
     raw.headers.get('x-gatehouse-limit-applied'),
     '1000',
-    'the engine says the result was cut by a limit the caller did not give',
+    'the gateway says, from Content-Range, that the result was cut by a limit the caller did not give',
   )
 
   // The demo tenant has max_limit: null, so a larger explicit limit is honoured.

@@ -3,7 +3,7 @@
 // capped at max_limit. Every case runs with and without a cap, so the fast paths and the
 // general path are held to the same answers.
 import t from 'tap'
-import { rewriteQuery } from '../../src/gateway/request/query.js'
+import { rewriteQuery } from '../../src/gateway/request/default-limit.js'
 
 const open = { default: 1000, max: null }
 const capped = { default: 50, max: 200 }

@@ -252,6 +252,9 @@ t.test('CORS: preflight without a key, exposed headers on answers and on errors'
     'x-total-count',
     'link',
     'x-supabase-api-version',
+    'x-gatehouse-default-limit',
+    'x-gatehouse-max-limit',
+    'x-gatehouse-limit-applied',
   ]) {
     t.match(r.headers['access-control-expose-headers'], new RegExp(`(^|, )${h}(,|$)`), `exposes ${h}`)
   }

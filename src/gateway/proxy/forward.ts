@@ -11,6 +11,7 @@ import type { ProxiedRequest, RequestInfo, RewriteError } from '../types.js'
 import { latin1Strings, readUpstreamHead, withOurs } from './headers.js'
 import type { BodyStream } from '../body.js'
 import { kForward, kSendWatch } from '../http-objects.js'
+import { limitApplied } from '../request/default-limit.js'
 
 /** Everything the response side needs about one proxied request. */
 export interface ForwardContext extends ProxiedRequest {
@@ -22,6 +23,8 @@ export interface ForwardContext extends ProxiedRequest {
   body: Buffer | BodyStream | null
   /** Headers we add to the client response (request id, CORS, limit notice). */
   responseHeaders: OutgoingHttpHeaders
+  /** The default limit a full page of this read is reported against (default-limit.ts cutWatch); null: none. */
+  cutAt: number | null
   log: FastifyBaseLogger
   info: RequestInfo
   /** The refusal rewriter holds the response: completion is reported after it. */
@@ -218,6 +221,8 @@ export class Forward implements Dispatcher.DispatchHandler {
     let ours = opts.isShuttingDown() ? { ...ctx.responseHeaders, connection: 'close' } : ctx.responseHeaders
     // Every 503 the gateway sends says when to retry, an engine's too.
     if (statusCode === 503 && !head.retryAfter) ours = { ...ours, 'retry-after': '1' }
+    const cut = ctx.cutAt === null ? null : limitApplied(ctx.cutAt, statusCode, head.contentRange)
+    if (cut !== null) ours = { ...ours, 'x-gatehouse-limit-applied': cut }
     const headers = withOurs(head, ours)
     if (
       opts.rewriteError !== undefined &&

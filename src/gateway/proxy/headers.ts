@@ -89,15 +89,9 @@ export function buildUpstreamHeaders(
   return out
 }
 
-/** x-gatehouse-* headers an engine sends for the client (the rest of that namespace is ours). */
-const PASSED_ENGINE_HEADERS = new Set(['x-gatehouse-limit-applied'])
-
+/** x-gatehouse-* is ours: an upstream's (a function can set any header) never reaches the client. */
 function dropFromUpstream(lower: string): boolean {
-  return (
-    lower === 'x-request-id' ||
-    lower.startsWith('access-control-') ||
-    (lower.startsWith('x-gatehouse-') && !PASSED_ENGINE_HEADERS.has(lower))
-  )
+  return lower === 'x-request-id' || lower.startsWith('access-control-') || lower.startsWith('x-gatehouse-')
 }
 
 /** What the response side reads of an upstream answer's head (readUpstreamHead()). */
@@ -111,6 +105,8 @@ export interface UpstreamHead {
   vary: string | null
   /** The first Content-Type. */
   contentType: string | undefined
+  /** The first Content-Range (whether a read was cut by the default limit). */
+  contentRange: string | undefined
   /** A Content-Encoding was sent. */
   encoded: boolean
   /** A Retry-After was sent. */
@@ -123,7 +119,14 @@ export interface UpstreamHead {
  * headers have a Vary (the upstream's is merged into it).
  */
 export function readUpstreamHead(rawHeaders: readonly Buffer[], oursVary: boolean): UpstreamHead {
-  const head: UpstreamHead = { kept: [], vary: null, contentType: undefined, encoded: false, retryAfter: false }
+  const head: UpstreamHead = {
+    kept: [],
+    vary: null,
+    contentType: undefined,
+    contentRange: undefined,
+    encoded: false,
+    retryAfter: false,
+  }
   const strings = latin1Strings(rawHeaders)
   let connection: string[] | undefined
   for (let i = 0; i < strings.length; i += 2) {
@@ -194,6 +197,9 @@ function noteHeader(head: UpstreamHead, lower: string, value: string, oursVary: 
   switch (lower) {
     case 'content-type':
       head.contentType ??= value
+      return false
+    case 'content-range':
+      head.contentRange ??= value
       return false
     case 'content-encoding':
       head.encoded = true

@@ -58,8 +58,6 @@ const METHODS: ReadonlySet<string> = new Set(['GET', 'HEAD', 'POST', 'PATCH', 'P
 /** Headers never copied into `request.headers` (credentials). */
 const HIDDEN_HEADERS: ReadonlySet<string> = new Set(['authorization', 'cookie', 'apikey'])
 
-export const DEFAULT_LIMIT_HEADER = 'x-gatehouse-default-limit'
-
 /** A request header's first value (Node joins most repeated headers; a few arrive as arrays). */
 export function requestHeader(h: RawRequest['headers'], name: string): string | undefined {
   const v = h[name]
@@ -209,8 +207,6 @@ export function parseApiRequest(raw: RawRequest, ctx: ParseContext): ApiRequest 
   const rangeHeader = m === 'GET' ? parseRangeHeader(requestHeader(raw.headers, 'range')) : null
   if (rangeHeader) range = intersectRanges(range, rangeHeader)
 
-  const dl = requestHeader(raw.headers, DEFAULT_LIMIT_HEADER)
-  const defaultLimit = dl !== undefined && /^[0-9]+$/.test(dl.trim()) ? Number(dl.trim()) : null
   const ct = requestHeader(raw.headers, 'content-type')
 
   return {
@@ -227,6 +223,5 @@ export function parseApiRequest(raw: RawRequest, ctx: ParseContext): ApiRequest 
     contentType: ct ? parseMediaType(ct) : null,
     body: raw.body && raw.body.length > 0 ? raw.body : null,
     headers: visibleHeaders(raw.headers),
-    defaultLimit,
   }
 }

@@ -236,9 +236,4 @@ export interface ApiRequest {
   readonly body: Buffer | null
   /** Request headers for `request.headers`: lower-case names, no authorization/cookie. */
   readonly headers: Readonly<Record<string, string>>
-  /**
-   * The gateway's default limit (`x-gatehouse-default-limit`): when the top-level limit
-   * equals it, the caller did not choose that limit (cut results are reported).
-   */
-  readonly defaultLimit: number | null
 }

@@ -39,7 +39,7 @@ function planRead(
     cache.mediaHandlers === undefined || !cache.tables.has(qnKey(req.schema, relation))
       ? negotiateRead(req.accept)
       : null
-  const { table, tree, implicitLimit } = planReadTree(req, relation, cache, opts)
+  const { table, tree } = planReadTree(req, relation, cache, opts)
   const media =
     cache.mediaHandlers === undefined && early !== null
       ? early
@@ -53,7 +53,6 @@ function planRead(
     media,
     count: req.preferences.count,
     headersOnly,
-    implicitLimit,
     maxRows: opts.maxRows,
     ranged,
   }

@@ -162,7 +162,7 @@ function writeTree(
         }
       : req
   return planReadTree(
-    { ...readReq, query: { ...readReq.query, ranges: [] }, range: ALL_ROWS, rangeHeader: null, defaultLimit: null },
+    { ...readReq, query: { ...readReq.query, ranges: [] }, range: ALL_ROWS, rangeHeader: null },
     relation,
     cache,
     { maxRows: null, aggregates: opts.aggregates },

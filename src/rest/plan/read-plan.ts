@@ -11,7 +11,7 @@ import {
   tableNotFound,
 } from '../errors.js'
 import { FuzzySet } from './fuzzy.js'
-import { capRange, intersectRanges, rangeOf } from '../api-request/range.js'
+import { capRange, rangeOf } from '../api-request/range.js'
 import type {
   AggregateFunction,
   ApiRequest,
@@ -502,32 +502,13 @@ function finishSpread(
   return { order: [], spread: { kind: 'to-many', selects, orderSelects, order: spreadOrder } }
 }
 
-/**
- * The top-level range and whether its limit is one the caller did not choose: the
- * gateway's default limit (marked by `x-gatehouse-default-limit`) or max_rows. Then
- * `implicitLimit` is that limit, and the renderer fetches one row more to tell whether
- * the result was cut.
- */
-function topRange(req: ApiRequest, maxRows: number | null): { range: RowRange; implicitLimit: number | null } {
-  const scoped = req.query.ranges.find((r) => r.path.length === 0)
-  const gatewayLimit = req.defaultLimit !== null && scoped?.limit === req.defaultLimit
-  const range = capRange(req.range, maxRows)
-  if (range.limit === null) return { range, implicitLimit: null }
-  // What the caller asked for: the query's limit/offset (without the gateway's) and Range.
-  let caller = rangeOf(gatewayLimit ? { offset: scoped?.offset ?? null, limit: null } : scoped)
-  if (req.rangeHeader) caller = intersectRanges(caller, req.rangeHeader)
-  const end = range.offset + range.limit
-  const callerEnd = caller.limit === null ? Infinity : caller.offset + caller.limit
-  return { range, implicitLimit: end < callerEnd ? range.limit : null }
-}
-
 /** Plans the read tree of `GET|HEAD /<relation>`. */
 export function planReadTree(
   req: ApiRequest,
   relation: string,
   cache: SchemaCache,
   opts: ReadPlanOptions,
-): { table: Table; tree: ReadNode; implicitLimit: number | null } {
+): { table: Table; tree: ReadNode } {
   const table = findTable(cache, req.schema, relation)
   const root = newDraft({ schema: table.schema, name: table.name }, 0, table.name)
   buildTree(root, req.query.select, req.schema)
@@ -538,11 +519,11 @@ export function planReadTree(
     if (r.path.length === 0) continue
     nodeAt(root, r.path).range = rangeOf(r)
   }
-  const top = topRange(req, opts.maxRows)
-  root.range = top.range
+  // As PostgREST's db-max-rows: the top-level range capped, silently.
+  root.range = capRange(req.range, opts.maxRows)
   for (const { path, tree } of req.query.logic) nodeAt(root, path).logic.push(tree)
 
   addRels(root, root, cache, req.schema)
   const tree = finish(root, { cache, maxRows: opts.maxRows, aggregates: opts.aggregates === true }, false).node
-  return { table, tree, implicitLimit: top.implicitLimit }
+  return { table, tree }
 }

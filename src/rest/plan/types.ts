@@ -193,11 +193,6 @@ export interface ReadPlan extends Explainable {
   readonly count: 'exact' | 'planned' | 'estimated' | null
   /** HEAD: no body is built. */
   readonly headersOnly: boolean
-  /**
-   * The top-level limit when the caller did not choose it (gateway default or max_rows):
-   * one extra row is fetched to tell whether the result was cut.
-   */
-  readonly implicitLimit: number | null
   /** Tenant max_rows (count=estimated uses it). */
   readonly maxRows: number | null
   /** Whether a limit or offset applies to the root (the count query is needed then). */

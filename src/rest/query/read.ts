@@ -425,9 +425,7 @@ export interface ReadStatements {
  */
 export function renderRead(plan: ReadPlan): ReadStatements {
   const root = plan.tree
-  const implicit = plan.implicitLimit
-  const sourceRange = implicit === null ? root.range : { offset: root.range.offset, limit: implicit + 1 }
-  const source = renderNode(root, sourceRange)
+  const source = renderNode(root, root.range)
   const wantsCountQuery = (plan.count === 'exact' || plan.count === 'estimated') && plan.ranged
   const countLimit =
     plan.count === 'estimated' && plan.maxRows !== null ? sql` LIMIT ${param(plan.maxRows + 1)}` : empty
@@ -438,11 +436,7 @@ export function renderRead(plan: ReadPlan): ReadStatements {
   if (wantsCountQuery) total = sql`(SELECT pg_catalog.count(*) FROM pgrst_source_count)`
   else if (plan.count !== null) total = sql`pg_catalog.count(_postgrest_t)`
   else total = sql`null::bigint`
-  const cut =
-    implicit === null ? empty : sql`, (SELECT pg_catalog.count(*) FROM pgrst_source) > ${param(implicit)} AS cut`
-  const rows =
-    implicit === null ? sql`SELECT * FROM pgrst_source` : sql`SELECT * FROM pgrst_source LIMIT ${param(implicit)}`
-  const main = sql`${ctes} SELECT ${total} AS total_result_set, pg_catalog.count(_postgrest_t) AS page_total, ${renderBody(plan)} AS body, nullif(current_setting('response.headers', true), '') AS response_headers, nullif(current_setting('response.status', true), '') AS response_status${cut} FROM ( ${rows} ) _postgrest_t`
+  const main = sql`${ctes} SELECT ${total} AS total_result_set, pg_catalog.count(_postgrest_t) AS page_total, ${renderBody(plan)} AS body, nullif(current_setting('response.headers', true), '') AS response_headers, nullif(current_setting('response.status', true), '') AS response_status FROM ( SELECT * FROM pgrst_source ) _postgrest_t`
   // As PostgREST: the count query's EXPLAIN runs for planned and for every estimated count.
   const needsPlanned = plan.count === 'planned' || plan.count === 'estimated'
   return {

@@ -11,7 +11,6 @@ import { shapePlanResponse } from './plan.js'
 import { shapeReadResponse, toReadResult } from './read.js'
 
 export { type RestResponse } from './gucs.js'
-export { LIMIT_APPLIED_HEADER } from './read.js'
 
 export { resultCheck } from './checks.js'
 

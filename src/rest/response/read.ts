@@ -1,15 +1,12 @@
 // Read results -> {status, headers, body} (PostgREST's Response.hs, docs/rest-protocol.md §2.6, §5.6):
 // status from the count and range, Content-Range, Content-Location, Content-Profile,
-// Preference-Applied and our cut-result header. Pure: knows HTTP, not SQL.
+// Preference-Applied. Pure: knows HTTP, not SQL.
 import { errorBodyJson, offsetOutOfBounds } from '../errors.js'
 import type { ApiRequest } from '../api-request/types.js'
 import type { ReadPlan } from '../plan/types.js'
 import { contentRange } from './content-range.js'
 import { preferenceApplied } from './preference-applied.js'
 import { withResponseSettings, type RestResponse } from './gucs.js'
-
-/** The header of ours saying a result was cut by a limit the caller did not give. */
-export const LIMIT_APPLIED_HEADER = 'x-gatehouse-limit-applied'
 
 /** What the main statement of a read returned, plus the planned count when asked. */
 interface ReadResult {
@@ -18,7 +15,6 @@ interface ReadResult {
   body: string | Buffer
   responseHeaders: string | null
   responseStatus: string | null
-  cut: boolean
   /** `Plan Rows` of the count query's EXPLAIN, when run. */
   plannedTotal: number | null
 }
@@ -35,7 +31,6 @@ export function toReadResult(
     body: typeof main.body === 'string' || Buffer.isBuffer(main.body) ? main.body : '',
     responseHeaders: (main.response_headers as string | null) ?? null,
     responseStatus: (main.response_status as string | null) ?? null,
-    cut: main.cut === true,
     plannedTotal: explain === null ? null : plannedRows(explain[0]?.['QUERY PLAN']),
   }
 }
@@ -99,7 +94,6 @@ export function shapeReadResponse(req: ApiRequest, plan: ReadPlan, r: ReadResult
   const applied = preferenceApplied(req.preferences, { tx: true })
   if (applied !== null) headers['preference-applied'] = applied
   if (outOfBounds) return withResponseSettings(416, headers, errorBodyJson(offsetOutOfBounds(offset, total)), r)
-  if (r.cut && plan.implicitLimit !== null) headers[LIMIT_APPLIED_HEADER] = String(plan.implicitLimit)
   const status = total !== null && r.pageTotal < total ? 206 : 200
   return withResponseSettings(status, headers, plan.headersOnly ? null : r.body, r)
 }

@@ -136,8 +136,6 @@ t.test('Range and limit/offset', async (t) => {
   t.same(r.range, { offset: 2, limit: 3 }, 'Range intersected with limit/offset')
   const head = parseApiRequest(req({ method: 'HEAD', query: 'limit=10', headers: { range: '0-4' } }), ctx)
   t.same(head.range, { offset: 0, limit: 10 }, 'Range only on GET')
-  const dl = parseApiRequest(req({ query: 'limit=1000', headers: { 'x-gatehouse-default-limit': '1000' } }), ctx)
-  t.equal(dl.defaultLimit, 1000)
 })
 
 t.test('Accept and negotiation', async (t) => {

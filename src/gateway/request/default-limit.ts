@@ -1,7 +1,15 @@
-// Query-string rewriting on the way to an upstream, on the raw string (other parameters
-// are forwarded byte for byte): takes `?apikey=` out (links in mail carry it; upstreams and
-// their logs must not see it), and gives table reads `limit=<default_limit>` when they have
-// none, capping larger limits at max_limit (as PostgREST, which truncates silently).
+// The default row limit of table reads, owned here end to end (docs/architecture.md,
+// "Contracts with the engines"); the engines know nothing of it, a real PostgREST 14 serves
+// as well as ours. On the way in: `limit=<default_limit>` added to a GET/HEAD of a table
+// that has no top-level limit, larger limits capped at max_limit (as PostgREST's
+// db-max-rows, which truncates silently). On the way back: what was done, in our headers,
+// and whether the rows were cut, read from PostgREST's own Content-Range. The same pass over
+// the raw query takes `?apikey=` out (links in mail carry it; upstreams and their logs must
+// not see it); other parameters are forwarded byte for byte.
+import type { OutgoingHttpHeaders } from 'node:http'
+import type { Tenant } from '../../tenants/index.js'
+import type { Service } from '../types.js'
+import { isTablePath } from './path.js'
 
 export interface LimitPolicy {
   default: number
@@ -17,6 +25,13 @@ export interface QueryRewrite {
   limitAdded: number | null
   /** The cap the gateway applied to a larger limit, or null. */
   limitCapped: number | null
+}
+
+/** The default and maximum row limits of a request: a table read's, else null. */
+export function limitPolicyOf(method: string, service: Service, path: string, tenant: Tenant): LimitPolicy | null {
+  return service === 'rest' && (method === 'GET' || method === 'HEAD') && isTablePath(path)
+    ? { default: tenant.rest.default_limit, max: tenant.rest.max_limit }
+    : null
 }
 
 function decode(raw: string): string {
@@ -96,4 +111,41 @@ export function rewriteQuery(query: string, limit: LimitPolicy | null): QueryRew
     limitAdded = defaultLimit
   }
   return { query: kept.join('&'), apikey, limitAdded, limitCapped: capped }
+}
+
+/** Says in the client's response headers which limit the gateway added or capped. */
+export function addLimitHeaders(q: QueryRewrite, headers: OutgoingHttpHeaders): void {
+  if (q.limitAdded !== null) headers['x-gatehouse-default-limit'] = String(q.limitAdded)
+  if (q.limitCapped !== null) headers['x-gatehouse-max-limit'] = String(q.limitCapped)
+}
+
+const RANGE_HEADER = /^\s*(?:items=)?(\d+)-(\d+)\s*$/
+
+/**
+ * The limit a full page of this read is reported against (limitApplied): the default limit
+ * the gateway added, unless the caller's own Range header (GET only, as PostgREST reads it)
+ * asks for no more rows than that, so that the caller chose the page's size.
+ */
+export function cutWatch(q: QueryRewrite, method: string, range: string | undefined): number | null {
+  const limit = q.limitAdded
+  if (limit === null || range === undefined || method !== 'GET') return limit
+  const m = RANGE_HEADER.exec(range)
+  return m !== null && Number(m[2]) - Number(m[1]) + 1 <= limit ? null : limit
+}
+
+const CONTENT_RANGE = /^\s*(\d+)-(\d+)\/(\d+|\*)\s*$/
+
+/**
+ * `x-gatehouse-limit-applied` of a read answered with `status` and `contentRange`, or null:
+ * the limit, when the page holds as many rows as the limit and the total (when counted)
+ * says more exist. Without a count, exactly `limit` rows in the table read the same as a
+ * cut (PostgREST/postgrest#2776): the header then says the rows may have been cut.
+ */
+export function limitApplied(limit: number, status: number, contentRange: string | undefined): string | null {
+  if ((status !== 200 && status !== 206) || contentRange === undefined) return null
+  const m = CONTENT_RANGE.exec(contentRange)
+  if (m === null) return null
+  const last = Number(m[2])
+  if (last - Number(m[1]) + 1 !== limit) return null
+  return m[3] !== '*' && last + 1 >= Number(m[3]) ? null : String(limit)
 }
