@@ -73,8 +73,8 @@ export function isClusterFailure(err: unknown): boolean {
 }
 
 interface ClusterHealthOptions {
-  /** Connects being opened to one cluster at most. */
-  maxConnects: number
+  /** Connects being opened to one cluster at most (asked each time: it follows a budget sized later). */
+  maxConnects: () => number
   /** Resolves when `url` accepts a connection (a connect, no budget). */
   probe: (url: string) => Promise<void>
   /** Least time between two probes of one cluster, ms (default 1000). */
@@ -114,7 +114,7 @@ export class ClusterHealth {
   /** Whether a new connection to `url` may be opened now (its cluster up, below maxConnects). */
   canConnect(url: string): boolean {
     const st = this.#states.get(clusterOf(url))
-    return st === undefined || (!st.down && st.pending < this.#s.maxConnects)
+    return st === undefined || (!st.down && st.pending < this.#s.maxConnects())
   }
 
   /** A connect to `url` starts. */

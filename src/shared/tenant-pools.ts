@@ -44,7 +44,7 @@ export interface TenantPoolsOptions {
   acquireTimeoutMs: number
   /** Connection timeout of new connections. */
   connectTimeoutMs: number
-  /** Connects being opened to one cluster (host:port) at most (default: a quarter of the budget). */
+  /** Connects being opened to one cluster (host:port) at most (default: a quarter of the budget, as sized). */
   connectsPerCluster?: number
   /** Most tenant pools kept (default: unbounded apart from idle eviction). */
   maxTenants?: number
@@ -225,7 +225,7 @@ export class TenantPools {
     this.#s = options
     this.#now = options.now ?? Date.now
     this.#clusters = new ClusterHealth({
-      maxConnects: options.connectsPerCluster ?? Math.max(1, Math.ceil(options.budget / 4)),
+      maxConnects: () => options.connectsPerCluster ?? Math.max(1, Math.ceil(this.#budget / 4)),
       probe: (url) => this.probe(url),
       now: this.#now,
     })

@@ -3,6 +3,7 @@
 // bound on kept tenant pools, the pg.Pool-like facade and the pools' gauges. Tenants are keys; they share
 // one test database (the pools only see keys and URLs).
 import t from 'tap'
+import net from 'node:net'
 import { Registry } from 'prom-client'
 import { registerPoolMetrics } from '../../src/shared/pool-metrics.js'
 import pg from 'pg'
@@ -305,6 +306,32 @@ t.test('clusterShare: the budget is that share of the connections the cluster ta
   p.release(a)
   t.same(budgetOptions(0, 0.25).clusterShare, 0.25)
   t.same(budgetOptions(12, 0.25), { budget: 12 }, 'a set budget is kept as it is')
+})
+
+t.test('connects being opened to one cluster: a quarter of the budget as sized from the cluster', async (t) => {
+  const db = await createTestDatabase(t)
+  // A host that accepts connects and never answers: each connect to it stays pending.
+  const held = new Set<net.Socket>()
+  const server = net.createServer((s) => {
+    held.add(s)
+    s.on('error', () => {})
+  })
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
+  t.teardown(() => {
+    for (const s of held) s.destroy()
+    server.close()
+  })
+  const p = pools(t, { budget: 40, clusterShare: 0.05, perTenant: 2, connectTimeoutMs: 30_000 })
+  p.release(await p.acquire('sizer', db.url))
+  const bound = Math.ceil(p.budget / 4)
+  t.ok(bound < 10, `sized budget ${p.budget}: its quarter is below the provisional budget's (10)`)
+  const hanging = new URL(db.url)
+  hanging.hostname = '127.0.0.1'
+  hanging.port = String((server.address() as net.AddressInfo).port)
+  for (let i = 0; i < bound + 3; i++) p.acquire(`held${i}`, hanging.toString()).catch(() => {})
+  t.equal(p.snapshot().waiting, 3, 'the tenants past the bound wait instead of connecting')
+  await eventually(() => held.size === bound)
+  t.equal(held.size, bound, `${bound} connects reached the cluster`)
 })
 
 t.test("an idle tenant's connection is closed after idleMs, then its pool", async (t) => {
