@@ -1,20 +1,25 @@
 // `gatehouse serve <part>` as production runs it: the real CLI in a child process, Node
 // cluster workers sharing one port, the primary's admin listener (/healthz, /readyz of every
 // worker, passing its ?exclude and ?verbose on; /metrics merged across workers; 404 on the
-// public port), a JSON 404 for an unknown database, and a clean exit on SIGTERM. Every port is the kernel's choice (port 0;
-// cluster workers share the one the primary got), read from the processes' log lines, and
-// the command runs outside the checkout, as a server would.
+// public port), a JSON 404 for an unknown database, a clean exit on SIGTERM, and the engines'
+// cluster-sized pool budget split among the workers (docs/operating.md "Sizing for many
+// tenants"). Every port is the kernel's choice (port 0; cluster workers share the one the
+// primary got), read from the processes' log lines, and the command runs outside the
+// checkout, as a server would.
 import t from 'tap'
 import http from 'node:http'
 import net from 'node:net'
 import { spawn, spawnSync } from 'node:child_process'
-import { mkdtempSync, rmSync } from 'node:fs'
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs'
 import { createRequire } from 'node:module'
 import os from 'node:os'
 import path from 'node:path'
 import { fileURLToPath, pathToFileURL } from 'node:url'
 import { shellEnv } from '../helpers/shell-env.js'
 import { eventually } from '../helpers/eventually.js'
+import { createTestTenant, withClient } from '../helpers/tenants.js'
+import { signHS256 } from '../../src/shared/index.js'
+import { stringify as toYaml } from 'yaml'
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..')
 // The tsx loader by absolute URL: the working directory has no node_modules.
@@ -194,6 +199,62 @@ t.test('serve --workers 2: /readyz passes ?exclude and ?verbose on to every work
 
   child.kill('SIGTERM')
   t.equal(await exited, 0, 'exits on SIGTERM')
+})
+
+t.test('serve rest --workers 2: the workers split the cluster share of the pool budget', async (t) => {
+  const tt = await createTestTenant(t)
+  const usable = await withClient(tt.ownerUrl, async (c) => {
+    const r = await c.query<{ n: number }>(
+      `SELECT current_setting('max_connections')::int - current_setting('superuser_reserved_connections')::int AS n`,
+    )
+    return r.rows[0]!.n
+  })
+  const dir = mkdtempSync(path.join(os.tmpdir(), 'gatehouse-serve-'))
+  t.teardown(() => rmSync(dir, { recursive: true, force: true }))
+  writeFileSync(path.join(dir, `${tt.database}.yaml`), toYaml(tt.file, { lineWidth: 0 }))
+  // Small enough that a budget sized from the cluster is below the provisional 40.
+  const share = 0.02
+  const child = spawn(process.execPath, [...cli, 'serve', 'rest', '--workers', '2'], {
+    cwd: dir,
+    env: shellEnv({
+      GATEHOUSE_REST_PORT: '0',
+      GATEHOUSE_REST_ADMIN_PORT: '0',
+      GATEHOUSE_REST_POOL_CLUSTER_SHARE: String(share),
+      GATEHOUSE_TENANTS_DIR: dir,
+      GATEHOUSE_LOG_LEVEL: 'info',
+    }),
+    stdio: ['ignore', 'pipe', 'ignore'],
+  })
+  let stdout = ''
+  child.stdout.setEncoding('utf8').on('data', (c: string) => {
+    stdout += c
+  })
+  t.teardown(() => {
+    if (child.exitCode === null) child.kill('SIGKILL')
+  })
+  await eventually(
+    () =>
+      records(stdout, 'listening').length >= 2 &&
+      records(stdout, 'admin listening (metrics of every worker)').length >= 1,
+    60_000,
+  )
+  const pub = String(records(stdout, 'listening')[0]!.url)
+  const admin = String(records(stdout, 'admin listening (metrics of every worker)')[0]!.admin)
+  const token = await signHS256(
+    { role: tt.tenant.roles.anon },
+    { secret: tt.file.jwt.upstream_secret, expiresInSeconds: 60 },
+  )
+  // Each worker sizes its budget on its first connection (40 each until then); workers take
+  // new client connections in turn, so requests on fresh connections reach both.
+  let budget = NaN
+  await eventually(async () => {
+    await getFresh(`${pub}/${tt.database}/`, { authorization: `Bearer ${token}` })
+    const m = await getFresh(`${admin}/metrics`)
+    budget = Number(/^gatehouse_pool_budget\{part="rest"\} (\d+)$/m.exec(m.body)?.[1])
+    return budget < 40
+  }, 30_000)
+  t.equal(budget, 2 * Math.floor((usable * share) / 2), `both workers' budgets together (${usable} usable connections)`)
+  child.kill('SIGTERM')
 })
 
 t.test('serve refuses an unknown part with a clear message', async (t) => {
