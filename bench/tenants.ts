@@ -10,7 +10,7 @@
 //   concurrent traffic (BENCH_TENANT_CLIENTS clients, BENCH_SPREAD_SECONDS) on 20 tenants and
 //   spread over all (requests/s side by side, Postgres sessions opened per request), Postgres
 //   memory (PSS) with every tenant warm; then every tenant at once for BENCH_ALL_SECONDS
-//   under the pool budget (errors, per-tenant served).
+//   under the pool budget (errors, per-tenant served, when each tenant had its first answer).
 // - BENCH_TENANT_RECORDS records (default 10,000; quick: 2,000) in Redis: a tenant cache
 //   over the Redis store in a child process: heap per cached record, warm look-up time;
 //   then changes written through the store while 4 processes hold the record: time from
@@ -427,7 +427,7 @@ export async function run(): Promise<BenchReport> {
     scenarios.push(coldS)
     const coldWork = await coldStats(count - 1)
     notes.push(
-      `Cold first request: ${cpuText(coldC)}${coldWork === null ? '' : ` and ${r1(coldWork.sessions)} Postgres sessions, ${r1(coldWork.transactions)} transactions per tenant (pg_stat_database)`}: one pool connection (its log-in; the first connection to a database after Postgres started also rebuilds its relation cache file), the catalog queries in one round trip, the request's transaction in one more (it reads the schema version and, on a connection's first, says LISTEN pgrst). p50 ${coldS.p50Ms} ms, p99 ${coldS.p99Ms} ms, max ${r1(summary(cold).max)} ms.`,
+      `Cold first request: ${cpuText(coldC)}${coldWork === null ? '' : ` and ${r1(coldWork.sessions)} Postgres sessions, ${r1(coldWork.transactions)} transactions per tenant (pg_stat_database)`}: one pool connection (its log-in; the first connection to a database after Postgres started also rebuilds its relation cache file), the catalog queries in one round trip, the request's transaction in one more (it reads the schema version and, on a connection's first, says LISTEN pgrst); that connection is closed after the request (a backend that read the catalogs holds twice the memory) and the tenant's second request opens the one it keeps. p50 ${coldS.p50Ms} ms, p99 ${coldS.p99Ms} ms, max ${r1(summary(cold).max)} ms.`,
     )
     if (coldBad.firstError !== null) notes.push(`cold: first failure: ${coldBad.firstError}`)
     const poolsAfterCold = await poolsOf()
@@ -524,6 +524,8 @@ export async function run(): Promise<BenchReport> {
     // ---- every tenant at once, under the pool budget ---------------------------------------
     const served = new Array<number>(count).fill(0)
     const failed = new Array<number>(count).fill(0)
+    /** Each tenant's first answer of the phase, ms after its start. */
+    const firstAnswer = new Array<number>(count).fill(Number.NaN)
     const allMs: number[] = []
     const allBad = { errors: 0, non2xx: 0, firstError: null as string | null }
     let maxOpen = 0
@@ -553,6 +555,7 @@ export async function run(): Promise<BenchReport> {
             continue
           }
           allMs.push(a.ms)
+          if (Number.isNaN(firstAnswer[i])) firstAnswer[i] = performance.now() - wallStart
           if (a.status === 200 && rowsOf(a) === 10) served[i]!++
           else {
             failed[i]!++
@@ -586,6 +589,7 @@ export async function run(): Promise<BenchReport> {
         `All at once: ${cpuText(allC)}. On 2 otherwise idle cores that is about ${Math.round(idleRate)} requests/s (the load generator excluded): one request of every tenant in about ${r1(count / idleRate)} s, against the pool's 10 s acquire timeout.`,
       )
     }
+    const firsts = summary(firstAnswer.filter((ms) => !Number.isNaN(ms)))
     const minS = perTenantServed[0] ?? 0
     const medS = percentile(perTenantServed, 50)
     const maxS = perTenantServed[perTenantServed.length - 1] ?? 0
@@ -608,7 +612,7 @@ export async function run(): Promise<BenchReport> {
       met: maxOpen <= poolsAfterAll.budget,
     })
     notes.push(
-      `All at once: ${allMs.length} requests in ${r1(allWall / 1000)} s (${served.reduce((a, b) => a + b, 0)} served, ${allBad.errors + allBad.non2xx} failed), served per tenant min ${minS}, median ${medS}, max ${maxS}; latency p50 ${allS.p50Ms} ms, p99 ${allS.p99Ms} ms, max ${r1(summary(allMs).max)} ms; most connections open ${maxOpen}, most requests waiting ${maxWaiting}.`,
+      `All at once: ${allMs.length} requests in ${r1(allWall / 1000)} s (${served.reduce((a, b) => a + b, 0)} served, ${allBad.errors + allBad.non2xx} failed), served per tenant min ${minS}, median ${medS}, max ${maxS}; latency p50 ${allS.p50Ms} ms, p99 ${allS.p99Ms} ms, max ${r1(summary(allMs).max)} ms; every tenant's first answer: p50 ${r1(firsts.p50)} ms, the last ${r1(firsts.max)} ms after the start; most connections open ${maxOpen}, most requests waiting ${maxWaiting}.`,
     )
     if (allBad.firstError !== null) notes.push(`all at once: first failure: ${allBad.firstError}`)
     const logs = Object.entries(poolsAfterAll.logs).filter(([, n]) => n > 0)

@@ -181,6 +181,8 @@ export class EnginePools {
   readonly #listening = new WeakSet<pg.Client>()
   /** Connections whose notifications are passed on. */
   readonly #wired = new WeakSet<pg.Client>()
+  /** Connections that read the catalogs (closed after their next transaction). */
+  readonly #catalogRead = new WeakSet<pg.Client>()
 
   constructor(s: PoolSettings, logger?: PoolLogger, events: EngineEvents = {}) {
     this.#events = events
@@ -332,7 +334,12 @@ export class EnginePools {
 
   /**
    * Runs catalog statements (schema cache loads) in one read-only transaction with one
-   * snapshot, in one round trip, on a pooled connection; resolves with each one's rows.
+   * snapshot, in one round trip, on a pooled connection; resolves with each one's rows. The
+   * connection serves one more transaction (a tenant's first request still takes one
+   * connection) and is then closed: reading the catalogs fills its backend's caches with what
+   * no request needs (about twice the private memory of a backend that served requests only),
+   * and a tenant's warm connection is what each tenant costs Postgres (docs/operating.md
+   * "Sizing for many tenants").
    */
   async catalogQueries(key: string, url: string, statements: readonly CatalogStatement[]): Promise<DbRow[][]> {
     const conn = await this.acquire(key, url)
@@ -345,12 +352,18 @@ export class EnginePools {
         parsed = names
       })
       if (listen.length > 0) this.listening(conn.client)
+      this.#catalogRead.add(conn.client)
       this.shared.release(conn, conn.client.getTransactionStatus() !== 'I')
       return r.slice(1 + listen.length, 1 + listen.length + statements.length)
     } catch (err) {
       await this.#recoverAndRelease(conn, parsed, isPgError(err), batchFailed)
       throw err
     }
+  }
+
+  /** The connection read the catalogs (catalogQueries): its next transaction is its last. */
+  readCatalog(client: pg.Client): boolean {
+    return this.#catalogRead.has(client)
   }
 }
 
@@ -408,7 +421,8 @@ class PooledTransaction {
         this.#conn,
         this.#client.getTransactionStatus() !== 'I' ||
           preparedCount(this.#client) > MAX_PREPARED_PER_CONNECTION ||
-          this.#intact !== true,
+          this.#intact !== true ||
+          this.#pools.readCatalog(this.#client),
       )
       return result
     } catch (err) {

@@ -62,8 +62,11 @@ t.test('serving many tenants: one pool connection each, no LISTEN connection of 
       { role: tt.tenant.roles.anon },
       { secret: tt.file.jwt.upstream_secret, expiresInSeconds: 60 },
     )
-    const res = await app.inject({ url: `/${tt.database}/things`, headers: { authorization: `Bearer ${token}` } })
-    t.same([res.statusCode, JSON.parse(res.body)], [200, [{ id: 1 }]], `${tt.database} served`)
+    // Twice: the connection that read the catalogs serves the first request only.
+    for (let k = 0; k < 2; k++) {
+      const res = await app.inject({ url: `/${tt.database}/things`, headers: { authorization: `Bearer ${token}` } })
+      t.same([res.statusCode, JSON.parse(res.body)], [200, [{ id: 1 }]], `${tt.database} served`)
+    }
   }
   const names = tenants.map((tt) => tt.database)
   const rows = (

@@ -151,27 +151,32 @@ t.test('unreachable database: 503 PGRST002 / PGRST000 with Retry-After; idle poo
   t.equal((await get()).statusCode, 200, 'and reopened on the next request')
 })
 
-t.test('cached reads are prepared once per connection; a connection with too many is replaced', async (t) => {
-  const tt = await createTestTenant(t)
-  await withClient(tt.ownerUrl, (c) =>
-    c.query(
-      WAITER + "CREATE VIEW pid AS SELECT pg_backend_pid() AS pid; SELECT platform.grant('SELECT', 'pid', 'anon');",
-    ),
-  )
-  const map = new Map<string, Tenant>([[tt.database, tt.tenant]])
-  const app = buildRestEngine({
-    config: { rest: { ...TEST_CONFIG.rest, pool_budget: 2, pool_per_tenant: 1 } },
-    tenants: { get: async (db) => map.get(db) ?? null },
-  })
-  t.teardown(() => app.close())
-  const get = async (path: string) => {
-    const r = await app.inject({ method: 'GET', url: `/${tt.database}${path}` })
-    t.equal(r.statusCode, 200, path)
-    return JSON.parse(r.body)
-  }
-  const first = (await get('/pid'))[0].pid
-  t.equal((await get('/pid'))[0].pid, first, 'one connection (the cap is 1)')
-  for (let i = 0; i < 260; i++) await get(`/plain?select=c${i}:id`)
-  const later = (await get('/pid'))[0].pid
-  t.not(later, first, 'replaced after preparing more than 256 statements')
-})
+t.test(
+  "cached reads are prepared once per connection; the catalogs' connection and one with too many are replaced",
+  async (t) => {
+    const tt = await createTestTenant(t)
+    await withClient(tt.ownerUrl, (c) =>
+      c.query(
+        WAITER + "CREATE VIEW pid AS SELECT pg_backend_pid() AS pid; SELECT platform.grant('SELECT', 'pid', 'anon');",
+      ),
+    )
+    const map = new Map<string, Tenant>([[tt.database, tt.tenant]])
+    const app = buildRestEngine({
+      config: { rest: { ...TEST_CONFIG.rest, pool_budget: 2, pool_per_tenant: 1 } },
+      tenants: { get: async (db) => map.get(db) ?? null },
+    })
+    t.teardown(() => app.close())
+    const get = async (path: string) => {
+      const r = await app.inject({ method: 'GET', url: `/${tt.database}${path}` })
+      t.equal(r.statusCode, 200, path)
+      return JSON.parse(r.body)
+    }
+    const cold = (await get('/pid'))[0].pid
+    const first = (await get('/pid'))[0].pid
+    t.not(first, cold, 'the connection that read the catalogs served the first request, then was closed')
+    t.equal((await get('/pid'))[0].pid, first, 'one connection (the cap is 1)')
+    for (let i = 0; i < 260; i++) await get(`/plain?select=c${i}:id`)
+    const later = (await get('/pid'))[0].pid
+    t.not(later, first, 'replaced after preparing more than 256 statements')
+  },
+)
