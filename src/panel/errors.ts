@@ -80,8 +80,8 @@ export const ResultTooLargeError = defineError(
     `The statement's result is larger than ${bytes} bytes and was cut off: select fewer or smaller columns, or fewer rows`,
 )
 
-export const EngineNotConfiguredError = defineError(
-  'engine_not_configured',
+export const TenantEngineMissingError = defineError(
+  'tenant_engine_missing',
   409,
   (database: string, what: string) =>
     `Database ${JSON.stringify(database)} has no ${what} connection (tenant engines), which this needs`,
@@ -157,7 +157,7 @@ export const PANEL_ERRORS = {
   QueryError,
   QueryTimeoutError,
   ResultTooLargeError,
-  EngineNotConfiguredError,
+  TenantEngineMissingError,
   AccountLinkRefusedError,
   ExchangeRateLimitError,
   TestQueryLoginError,

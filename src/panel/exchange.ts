@@ -1,7 +1,7 @@
 // POST app-session: a session of the database's users for the panel member (docs/panel-api.md).
 import type { FastifyRequest } from 'fastify'
 import { panelContext } from './context.js'
-import { EngineNotConfiguredError } from './errors.js'
+import { TenantEngineMissingError } from './errors.js'
 import type { PanelRouteDeps } from './route-deps.js'
 
 /** The documented lifetime of an exchanged access token (docs/service.md §9). */
@@ -10,7 +10,7 @@ export const EXCHANGE_EXPIRES_IN = 3600
 /** The exchange needs the database's auth engine (checked before the exchange's limit). */
 export async function requireAuthEngine(_deps: PanelRouteDeps, req: FastifyRequest): Promise<void> {
   const { tenant, database } = panelContext(req)
-  if (!tenant.engines?.auth) throw new EngineNotConfiguredError(database, 'auth engine')
+  if (!tenant.engines?.auth) throw new TenantEngineMissingError(database, 'auth engine')
 }
 
 /** The exchange is a sign-in: limited per database and panel user (exchange-limit.ts). */

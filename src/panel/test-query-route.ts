@@ -6,7 +6,7 @@ import type { Tenant } from '../tenants/index.js'
 import { panelContext } from './context.js'
 import {
   DatabaseUnavailableError,
-  EngineNotConfiguredError,
+  TenantEngineMissingError,
   QueryError,
   QueryTimeoutError,
   ResultTooLargeError,
@@ -56,7 +56,7 @@ export async function postTestQuery(deps: PanelRouteDeps, req: FastifyRequest, r
   const { tenant, database } = panelContext(req)
   const request = parseTestQuery(req.body)
   const url = tenant.engines?.rest
-  if (!url) throw new EngineNotConfiguredError(database, 'REST engine')
+  if (!url) throw new TenantEngineMissingError(database, 'REST engine')
   const a: Attempt = {
     deps,
     tenant,

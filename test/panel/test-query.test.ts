@@ -177,3 +177,22 @@ t.test('only members of the owning organization', async (t) => {
   const r = await stack.panel('POST', path(), { token: outsider, body: { sql: 'SELECT 1', as: 'svc' } })
   t.equal(r.status, 403)
 })
+
+// Last: it takes the REST engine's connection out of the tenant record.
+t.test('a tenant record without engines.rest answers 409 tenant_engine_missing', async (t) => {
+  const seen = new Promise<void>((resolve) => {
+    const off = stack.panelStore.onChange((db) => {
+      if (db === x.database) {
+        off()
+        resolve()
+      }
+    })
+  })
+  const { rest: _rest, ...engines } = x.tenant.engines ?? {}
+  await stack.store.putAll([{ ...x.tenant, engines }])
+  await seen
+  const r = await query({ sql: 'SELECT 1', as: 'svc' })
+  t.equal(r.status, 409)
+  t.equal(r.body.code, 'tenant_engine_missing')
+  t.match(r.body.message, /has no REST engine connection/)
+})
