@@ -35,10 +35,13 @@ import { kInfo } from './http-objects.js'
 
 type WithInfo = IncomingMessage & { [kInfo]?: RequestInfo }
 
+/** What the /auth/v1 callers with no role of ours have in common. */
+const NO_ROLE = { claims: null, exp: null, keyKind: null, cacheKey: '' } as const
+
 /** The caller of an /auth/v1 request whose bearer JWT failed verification: no role, the token as sent. */
 function unverifiedAuthCaller(headers: IncomingHttpHeaders): Caller {
   const token = bearerToken(firstHeader(headers.authorization) ?? '')
-  return { kind: 'anon', claims: null, token, exp: null, keyKind: null, cacheKey: '' }
+  return { ...NO_ROLE, kind: 'unverified', token }
 }
 
 /**
@@ -49,7 +52,7 @@ function oauthClientCaller(raw: IncomingMessage, r: Routed, open: boolean): Call
   if (!open || r.path !== '/oauth/token') return null
   const h = firstHeader(raw.headers.authorization)
   if (h === undefined || !h.startsWith('Basic ')) return null
-  return { kind: 'anon', claims: null, token: null, exp: null, keyKind: null, cacheKey: '', clientAuthorization: h }
+  return { ...NO_ROLE, kind: 'oauth_client', token: null, clientAuthorization: h }
 }
 
 /** An /auth/v1 request whose bearer JWT failed verification goes on without a role; other refusals stand. */

@@ -77,8 +77,11 @@ export interface GatewayDeps {
 
 /** The authenticated caller of one request. */
 export interface Caller {
-  /** The request role kind: anon, auth (signed-in user) or svc (secret key / service_role). */
-  kind: RoleKind
+  /**
+   * The request role kind: anon, auth (signed-in user) or svc (secret key / service_role); on /auth/v1
+   * only, no role of ours: an OAuth client's credentials at the token endpoint, or an unverified JWT.
+   */
+  kind: RoleKind | 'oauth_client' | 'unverified'
   /** Verified claims of a bearer JWT, or null when the caller used a key only. */
   claims: JWTPayload | null
   /** The bearer JWT as received (forwarded unchanged to the auth upstream), or null. */
@@ -110,4 +113,10 @@ export interface RequestInfo {
   done: boolean
   /** The request's trace (its span's ids) when the part traces: on its completion line. */
   trace?: TraceLogFields
+}
+
+/** The role kind of a REST caller: the callers with no role of ours exist on /auth/v1 only. */
+export function roleKindOf(caller: Caller): RoleKind {
+  if (caller.kind !== 'oauth_client' && caller.kind !== 'unverified') return caller.kind
+  throw new TypeError(`${caller.kind} caller on REST`)
 }

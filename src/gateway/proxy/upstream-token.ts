@@ -6,7 +6,7 @@ import type { JWTPayload } from 'jose'
 import { LRUCache } from 'lru-cache'
 import { signAsymmetric, signHS256, ROLE_CLAIMS } from '../../shared/index.js'
 import { currentSigningKey, privateKeyObject, type Tenant } from '../../tenants/index.js'
-import type { Caller } from '../types.js'
+import { roleKindOf, type Caller } from '../types.js'
 
 export interface UpstreamTokenOptions {
   /** gateway.upstream_token_ttl_seconds */
@@ -114,7 +114,7 @@ function restClaims(tenant: Tenant, caller: Caller): JWTPayload {
   if (caller.claims !== null) {
     for (const name in caller.claims) if (!OWN_CLAIMS.has(name)) claims[name] = caller.claims[name]
   }
-  claims.role = tenant.roles[caller.kind]
+  claims.role = tenant.roles[roleKindOf(caller)]
   return claims
 }
 

@@ -16,7 +16,7 @@
 // a new row from an old identical one.
 import type { Config } from '../../config/index.js'
 import { firstHeader, type TenantPoolsSnapshot } from '../../shared/index.js'
-import type { RewriteError, RewrittenError, UpstreamErrorContext } from '../types.js'
+import { roleKindOf, type RewriteError, type RewrittenError, type UpstreamErrorContext } from '../types.js'
 import { createCatalog, type Catalog, type CatalogOptions } from './catalog.js'
 import {
   createRefusalExplainer,
@@ -134,7 +134,7 @@ export function createRefusalRewriter(deps: RefusalRewriterDeps): RefusalRewrite
 
     const r = await explainer.explain({
       tenant: ctx.tenant,
-      kind: ctx.caller.kind,
+      kind: roleKindOf(ctx.caller),
       error,
       needs: isRpc ? [] : privilegesForMethod(ctx.method),
       action: isRpc ? `calling ${decodeSegment(segments[1] ?? '') ?? 'the function'}` : ctx.method.toUpperCase(),
