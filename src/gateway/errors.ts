@@ -121,13 +121,13 @@ export const PermissionDeniedError = defineErrorCases('permission_denied', {
   anon: [401, (message: string) => message],
 })
 
-/** The row was written, but the SELECT policy hides it from its author: do not retry. */
-export const RlsRefusalError = defineError(
-  'rls_refusal',
-  403,
-  (table: string, role: string) =>
-    `The row was written, but the SELECT policy of ${table} hides it from role ${role}, so it cannot be returned`,
-)
+/** The row was written, but the SELECT policy hides it from its author: do not retry (401 for anon, as permission_denied). */
+const rlsRefusalText = (table: string, role: string): string =>
+  `The row was written, but the SELECT policy of ${table} hides it from role ${role}, so it cannot be returned`
+export const RlsRefusalError = defineErrorCases('rls_refusal', {
+  signedIn: [403, rlsRefusalText],
+  anon: [401, rlsRefusalText],
+})
 
 /** The refusals of docs/service.md §7. */
 export const REFUSAL_ERRORS = {

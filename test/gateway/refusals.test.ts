@@ -47,6 +47,11 @@ t.before(async () => {
     CREATE POLICY drops_read ON public.drops FOR SELECT TO authenticated USING (owner_id <> auth.uid());
     SELECT platform.grant('SELECT, INSERT', 'public.drops', 'auth');
 
+    CREATE TABLE public.guestbook (id bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY, body text NOT NULL);
+    ALTER TABLE public.guestbook ENABLE ROW LEVEL SECURITY;
+    CREATE POLICY guestbook_sign ON public.guestbook FOR INSERT TO anon WITH CHECK (true);
+    SELECT platform.grant('SELECT, INSERT', 'public.guestbook', 'anon');
+
     CREATE TABLE public.members (user_id uuid PRIMARY KEY);
     CREATE TABLE public.club (id int PRIMARY KEY);
     INSERT INTO public.club VALUES (1);
@@ -205,6 +210,19 @@ t.test('an insert whose row the SELECT policy hides: rls_refusal, and the row is
   const minimal = await client.from('drops').insert({ body: 'minimal' })
   t.equal(minimal.error, null)
   t.equal(minimal.status, 201)
+})
+
+t.test('the same for anon: rls_refusal is 401 with a Bearer challenge, as PostgREST answers 42501 to anon', async (t) => {
+  const r = await gatewayCall(stack, x, '/rest/v1/guestbook', {
+    method: 'POST',
+    body: { body: 'signed' },
+    headers: { prefer: 'return=representation' },
+  })
+  t.same([r.status, r.body.code, r.body.row_written], [401, 'rls_refusal', true])
+  t.equal(r.headers.get('www-authenticate'), 'Bearer')
+  t.match(r.body.message, `hides it from role anon (${x.roles.anon})`)
+  const kept = await stack.owner(x, "SELECT count(*)::int AS n FROM public.guestbook WHERE body = 'signed'")
+  t.equal(kept.rows[0]!.n, 1, 'the row was written once')
 })
 
 t.test('an insert the INSERT policy refuses: permission_denied, nothing written', async (t) => {

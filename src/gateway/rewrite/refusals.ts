@@ -458,7 +458,7 @@ function rlsRefusal(input: RefusalInput, ref: TableRef | null): Refusal {
   const table =
     name !== null && NAME_OK(name) ? qualified(ref?.schema ?? tenant.rest.schemas[0] ?? 'public', name) : 'the table'
   return toRefusal(
-    new RlsRefusalError(table, roleLabel(tenant, kind), {
+    new RlsRefusalError(kind === 'anon' ? 'anon' : 'signedIn', table, roleLabel(tenant, kind), {
       details:
         scrub(input.error.details, tenant) ??
         `${input.action} asked for the written row back (Prefer: return=representation); returning it is subject to the SELECT policy, not only the ${input.action === 'PATCH' ? 'UPDATE' : 'INSERT'} policy.`,
@@ -469,6 +469,7 @@ function rlsRefusal(input: RefusalInput, ref: TableRef | null): Refusal {
         ...(name !== null && NAME_OK(name) ? { table } : {}),
         row_written: true,
       },
+      headers: kind === 'anon' ? { 'www-authenticate': 'Bearer' } : {},
     }),
   )
 }
