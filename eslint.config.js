@@ -51,6 +51,29 @@ export function lintConfig() {
       },
     },
     {
+      // Another package is used through what it exports and documents: no path into its lib/
+      // and no member of its private (underscore) state; a driver upgrade must not break us
+      // silently (docs/architecture.md, "Libraries").
+      files: ['src/**/*.ts'],
+      rules: {
+        'no-restricted-imports': [
+          'error',
+          { patterns: [{ regex: '^[^.].*/lib/', message: "Use the package's exports, not its lib/ files." }] },
+        ],
+        'no-restricted-syntax': [
+          'error',
+          {
+            selector: "CallExpression[callee.name='require'] > Literal[value=/^[^.].*\\/lib\\//]",
+            message: "Use the package's exports, not its lib/ files.",
+          },
+          {
+            selector: 'MemberExpression[property.name=/^_[a-zA-Z]/]',
+            message: "Another package's private state: use its documented API.",
+          },
+        ],
+      },
+    },
+    {
       files: ['test/**/*.ts', 'bench/**/*.ts'],
       rules: {
         // tests and benchmarks read JSON bodies whose shape is what they assert

@@ -218,6 +218,7 @@ function listenOn(
   if (bound === undefined)
     return app.listen({ host, port, ...(reusePort ? { reusePort } : {}) } as FastifyListenOptions)
   const address = (bound.address() as AddressInfo).address
+  // eslint-disable-next-line no-restricted-syntax -- Node documents listen() with a server's _handle (above)
   const handle = (bound as unknown as { _handle: unknown })._handle
   return app.listen({ host: address, _handle: handle } as FastifyListenOptions)
 }

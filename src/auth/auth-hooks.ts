@@ -10,7 +10,6 @@ import pg from 'pg'
 import {
   outboundFetch,
   OutboundRefusedError,
-  forgetPreparedStatements,
   preparedRow,
   safeUrl,
   type PoolLike,
@@ -142,8 +141,12 @@ const HOOK_CALL = {
   text: 'SELECT platform.call_hook($1, $2, $3::jsonb, $4::integer)',
 }
 
-/** The SQLSTATEs platform.call_hook raises: an answer over the size limit; a hook that changed the session's prepared statements. */
-const CALL_HOOK_REFUSALS = { oversized: 'GH413', preparedStatements: 'GH426' }
+/**
+ * The SQLSTATE platform.call_hook raises for an answer over the size limit. Its other one,
+ * GH426 (a hook changed the session's prepared statements, all deallocated since), the
+ * connection's session guard handles (src/shared/session-guard.ts).
+ */
+const CALL_HOOK_OVERSIZED = 'GH413'
 
 async function invokeFunction(q: Queryable, [schema, name]: [string, string], body: string): Promise<unknown> {
   try {
@@ -151,9 +154,7 @@ async function invokeFunction(q: Queryable, [schema, name]: [string, string], bo
     return row?.[0] ?? null
   } catch (err) {
     const code = (err as { code?: string }).code
-    if (code === CALL_HOOK_REFUSALS.oversized) throw new HookPayloadOverSizeLimitError(HOOK_LIMITS.maxBytes)
-    // call_hook deallocated every statement of the session: the driver prepares them again.
-    if (code === CALL_HOOK_REFUSALS.preparedStatements) forgetPreparedStatements(q)
+    if (code === CALL_HOOK_OVERSIZED) throw new HookPayloadOverSizeLimitError(HOOK_LIMITS.maxBytes)
     throw err
   }
 }

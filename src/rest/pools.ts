@@ -24,6 +24,7 @@ import { ReconnectBackoff, loggedConnectFailure } from './reconnect.js'
 import type { Statement } from './query/sql.js'
 import {
   preparedCount,
+  isLostStatement,
   recover,
   runBatch,
   SESSION_END,
@@ -189,6 +190,8 @@ export class EnginePools {
     const pools = (this.shared = new TenantPools({
       ...s,
       applicationName: 'gatehouse-rest',
+      // batch.ts writes a transaction's statements at once (pg's pipeline mode).
+      clientConfig: { pipeline: true },
       timeoutError: () => new PoolTimeoutError(),
       connectError: (err) =>
         err instanceof TenantPoolsClosedError
@@ -290,19 +293,14 @@ export class EnginePools {
   }
 
   /**
-   * After a failure (a pg error is `recoverable`): rolls back what is open and drops what a
-   * failed batch prepared (`batchFailed`); the connection goes back broken when that fails.
+   * After a failure (a pg error is `recoverable`): rolls back what is open and puts the
+   * session back; the connection goes back broken when that fails.
    */
-  async #recoverAndRelease(
-    conn: PooledConnection,
-    parsed: readonly string[],
-    recoverable: boolean,
-    batchFailed: boolean,
-  ): Promise<void> {
-    let broken = conn.broken || !recoverable
+  async #recoverAndRelease(conn: PooledConnection, err: unknown, batchFailed: boolean): Promise<void> {
+    let broken = conn.broken || !isPgError(err) || isLostStatement(err)
     if (!broken && (batchFailed || conn.client.getTransactionStatus() !== 'I')) {
       try {
-        await recover(conn.client, parsed)
+        await recover(conn.client)
       } catch {
         broken = true
       }
@@ -317,16 +315,13 @@ export class EnginePools {
   async readSchemaVersion(key: string, url: string): Promise<string | null> {
     const conn = await this.acquire(key, url)
     const listen = this.listenOn(conn)
-    let parsed: readonly string[] = []
     try {
-      const r = await runBatch(conn.client, [...listen, SCHEMA_VERSION], (names) => {
-        parsed = names
-      })
+      const r = await runBatch(conn.client, [...listen, SCHEMA_VERSION])
       if (listen.length > 0) this.listening(conn.client)
       this.shared.release(conn, conn.client.getTransactionStatus() !== 'I')
       return String(r[listen.length]![0]?.version ?? '')
     } catch (err) {
-      await this.#recoverAndRelease(conn, parsed, isPgError(err), true)
+      await this.#recoverAndRelease(conn, err, true)
       if (isPgError(err)) return null
       throw err
     }
@@ -344,19 +339,17 @@ export class EnginePools {
   async catalogQueries(key: string, url: string, statements: readonly CatalogStatement[]): Promise<DbRow[][]> {
     const conn = await this.acquire(key, url)
     const listen = this.listenOn(conn)
-    let parsed: readonly string[] = []
     let batchFailed = false
     try {
-      const r = await runBatch(conn.client, [BEGIN_CATALOG, ...listen, ...statements, COMMIT], (names) => {
+      const r = await runBatch(conn.client, [BEGIN_CATALOG, ...listen, ...statements, COMMIT], () => {
         batchFailed = true
-        parsed = names
       })
       if (listen.length > 0) this.listening(conn.client)
       this.#catalogRead.add(conn.client)
       this.shared.release(conn, conn.client.getTransactionStatus() !== 'I')
       return r.slice(1 + listen.length, 1 + listen.length + statements.length)
     } catch (err) {
-      await this.#recoverAndRelease(conn, parsed, isPgError(err), batchFailed)
+      await this.#recoverAndRelease(conn, err, batchFailed)
       throw err
     }
   }
@@ -390,7 +383,6 @@ class PooledTransaction {
   readonly #head: BatchStatement[]
   readonly #at: number
   /** Of the batch that failed: the statements it prepared, the results before the failure. */
-  #parsed: readonly string[] = []
   #completed: BatchResult = []
   #batchFailed = false
   /** Whether the last batch's SESSION_END found the session as the engine left it. */
@@ -431,9 +423,8 @@ class PooledTransaction {
   }
 
   #batch(statements: readonly BatchStatement[]): Promise<BatchResult> {
-    return runBatch(this.#client, statements, (names, rows) => {
+    return runBatch(this.#client, statements, (rows) => {
       this.#batchFailed = true
-      this.#parsed = names
       this.#completed = rows
     })
   }
@@ -516,13 +507,13 @@ class PooledTransaction {
 
   async #failed(err: unknown): Promise<never> {
     const client = this.#client
-    let broken = this.#conn.broken || this.#intact === false
+    let broken = this.#conn.broken || this.#intact === false || isLostStatement(err)
     const known = isPgError(err) || isStatusError(err) || err instanceof SchemaChangedError
     // Roll back what is open (after a failed batch, or a step our checks refused while the
-    // transaction was open) and drop the statements a failed batch may have left prepared.
+    // transaction was open) and put the session back.
     if (!broken && known && (this.#batchFailed || client.getTransactionStatus() !== 'I')) {
       try {
-        await recover(client, this.#parsed)
+        await recover(client)
       } catch {
         broken = true
       }

@@ -4,73 +4,97 @@
 // statements: a plain SET or set_config(..., false) there outlives the function, and
 // PREPARE/DEALLOCATE outlive the transaction. Migration 0320 makes each statement that can run
 // such code send the notice GH427 first. After that statement, before any other on the
-// connection, the guard runs RESET ALL and compares the session's prepared statements with
-// those the driver holds; when they differ it deallocates them all and the driver prepares
-// its own again. Deferred triggers fire at COMMIT, so a transaction that got the notice is
-// guarded once more when it ends. Connections without the notice run nothing more.
+// connection, the guard runs RESET ALL and looks for statements prepared in SQL (pg prepares
+// at the protocol level, so those can only be the owner's). When there are any, it deallocates
+// them all; the connection then sends its statements unnamed until it is released, and is
+// closed then (`tainted`), as after an error that says the session lost statements. Deferred triggers fire at COMMIT, so a transaction that got the
+// notice is guarded once more when it ends. Connections without the notice run nothing more.
+// The guard is a pg.Client whose query() runs the caller's statements one after another (as
+// pg's own queue does), with the guard's between them when it is due.
 import pg from 'pg'
-import { forgetPreparedStatements } from './prepared-row.js'
 
 /** The SQLSTATE of migration 0320's notice. */
 const OWNER_CODE_NOTICE = 'GH427'
 
+/**
+ * Errors after which the session lacks statements pg holds as prepared: platform.call_hook's
+ * GH426 (a hook changed them; all deallocated, migration 0282) and 26000 (one is missing).
+ */
+const LOST_STATEMENTS = new Set(['GH426', '26000'])
+
 const GUARD =
-  'RESET ALL; SELECT pg_catalog.count(*) FILTER (WHERE p.from_sql)::int AS sql, pg_catalog.count(*)::int AS n ' +
-  'FROM pg_catalog.pg_prepared_statements p'
+  'RESET ALL; SELECT pg_catalog.count(*) FILTER (WHERE p.from_sql)::int AS sql FROM pg_catalog.pg_prepared_statements p'
 
-/** The parts of pg's Client (pg/lib/client.js) the guard drives: its queue of queries. */
-interface QueueingClient {
-  _queryQueue: unknown[]
-  _activeQuery: unknown
-  connection: pg.Connection & {
-    parsedStatements: Record<string, string>
-    submittedNamedStatements?: Record<string, string>
+export class GuardedClient extends pg.Client {
+  /** The notice came since the last guard. */
+  #dirty = false
+  /** The notice came within the open transaction. */
+  #inTransaction = false
+  #tainted = false
+  /** Why the guard could not put the session back: no statement runs after that. */
+  #failed: unknown = null
+  #last: Promise<unknown> = Promise.resolve()
+
+  constructor(config: pg.ClientConfig) {
+    super(config)
+    this.on('notice', (msg: { code?: string }) => {
+      if (msg.code !== OWNER_CODE_NOTICE) return
+      this.#dirty = true
+      this.#inTransaction = true
+    })
   }
-}
 
-/** Statements the driver holds as prepared on the connection. */
-function driverStatements(c: QueueingClient['connection']): number {
-  return new Set([...Object.keys(c.parsedStatements), ...Object.keys(c.submittedNamedStatements ?? {})]).size
-}
-
-/** Installs the guard on a client (before its first query). */
-export function guardSession(client: pg.Client): void {
-  const q = client as unknown as QueueingClient
-  const con = q.connection
-  let dirty = false
-  let inTransaction = false
-  let guard: pg.Query | null = null
-  const runFirst = (query: pg.Query): void => {
-    q._queryQueue.unshift(query)
+  /** Whether the session's prepared statements were replaced: the pool must not reuse the connection. */
+  get tainted(): boolean {
+    return this.#tainted
   }
-  const check = (expected: number) => (err: Error | undefined, results: unknown) => {
-    guard = null
-    if (err) {
+
+  // pg's query() takes a text, a config or a submittable, with or without a callback; the
+  // engines use the promise forms, which are guarded. The others go to pg unchanged.
+  // eslint-disable-next-line @typescript-eslint/no-explicit-any
+  override query(config: any, values?: any, callback?: any): any {
+    if (typeof config?.submit === 'function' || typeof values === 'function' || typeof callback === 'function') {
+      return super.query(config, values, callback)
+    }
+    const run = this.#last.then(() => this.#run(config as string | pg.QueryConfig, values as unknown[] | undefined))
+    this.#last = run.catch(() => {})
+    return run
+  }
+
+  async #run(config: string | pg.QueryConfig, values: unknown[] | undefined): Promise<unknown> {
+    if (this.#failed !== null) throw this.#failed
+    const c =
+      this.#tainted && typeof config === 'object' && config.name !== undefined ? { ...config, name: undefined } : config
+    try {
+      return await super.query(c as pg.QueryConfig, values)
+    } catch (err) {
+      if (LOST_STATEMENTS.has((err as { code?: string }).code ?? '')) this.#tainted = true
+      throw err
+    } finally {
+      if (this.#due()) await this.#guard()
+    }
+  }
+
+  #due(): boolean {
+    const status = this.getTransactionStatus()
+    if (status === 'E') return false // only ROLLBACK runs next
+    const ended = status === 'I' && this.#inTransaction
+    return this.#dirty || ended
+  }
+
+  async #guard(): Promise<void> {
+    this.#dirty = false
+    if (this.getTransactionStatus() === 'I') this.#inTransaction = false
+    try {
+      const results = (await super.query(GUARD)) as unknown as pg.QueryResult[]
+      const row = results[1]?.rows[0] as { sql: number } | undefined
+      if (row?.sql === 0) return
+      await super.query('DEALLOCATE ALL')
+      this.#tainted = true
+    } catch (err) {
       // The session could not be put back: it must not serve another statement.
-      con.stream.destroy(err)
-      return
-    }
-    const last = (Array.isArray(results) ? results[1] : results) as pg.QueryResult | undefined
-    const row = last?.rows[0] as { sql: number; n: number } | undefined
-    if (row === undefined || row.sql !== 0 || row.n !== expected) {
-      forgetPreparedStatements(client)
-      runFirst(new pg.Query('DEALLOCATE ALL'))
+      this.#tainted = true
+      this.#failed = err
     }
   }
-  con.on('notice', (msg: { code?: string }) => {
-    if (msg.code !== OWNER_CODE_NOTICE) return
-    dirty = true
-    inTransaction = true
-  })
-  // Before pg's own handler, which starts the next query of its queue.
-  con.prependListener('readyForQuery', (msg: { status?: string }) => {
-    if (guard !== null && q._activeQuery === guard) return
-    if (msg.status === 'E') return // only ROLLBACK runs next
-    const ended = msg.status === 'I' && inTransaction
-    if (!dirty && !ended) return
-    dirty = false
-    if (msg.status === 'I') inTransaction = false
-    guard = new pg.Query(GUARD, undefined, check(driverStatements(con)))
-    runFirst(guard)
-  })
 }

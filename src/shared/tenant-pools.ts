@@ -26,7 +26,7 @@
 // against pg.Pool.
 import pg from 'pg'
 import { ClusterHealth } from './cluster-health.js'
-import { guardSession } from './session-guard.js'
+import { GuardedClient } from './session-guard.js'
 
 export interface TenantPoolsOptions {
   /** Connections for all tenants together (with clusterShare: until the cluster's size is known). */
@@ -313,7 +313,15 @@ export class TenantPools {
   release(connection: PooledConnection, broken = false): void {
     const conn = connection as Conn
     const pool = conn.pool
-    if (broken || conn.broken || this.#closed || conn.url !== pool.url || this.#pools.get(pool.key) !== pool) {
+    const tainted = conn.client instanceof GuardedClient && conn.client.tainted
+    if (
+      broken ||
+      tainted ||
+      conn.broken ||
+      this.#closed ||
+      conn.url !== pool.url ||
+      this.#pools.get(pool.key) !== pool
+    ) {
       void this.#close(conn)
       this.#dispatch()
       return
@@ -493,13 +501,13 @@ export class TenantPools {
     this.#open++
     pool.open++
     this.#clusters.connecting(pool.url)
-    const client = new pg.Client({
+    const config: pg.ClientConfig = {
       ...this.#s.clientConfig,
       connectionString: pool.url,
       connectionTimeoutMillis: this.#s.connectTimeoutMs,
       application_name: this.#s.applicationName,
-    })
-    if (this.#s.guardSessions === true) guardSession(client)
+    }
+    const client = this.#s.guardSessions === true ? new GuardedClient(config) : new pg.Client(config)
     const conn: Conn = { client, key: pool.key, pool, url: pool.url, idleSince: this.#now(), broken: false }
     client.on('error', () => {
       conn.broken = true

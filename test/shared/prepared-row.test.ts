@@ -35,7 +35,7 @@ t.test('the first row as text, NULL as null, no row as null; prepared once per c
   // pg's own named queries and preparedRow share the connection's record of prepared statements.
   await c.query({ name: 'prow_shared', text: 'SELECT $1::text AS v', values: ['a'] })
   t.same(await preparedRow(c, 'prow_shared', 'SELECT $1::text AS v', ['b']), ['b'])
-  await t.rejects(preparedRow(c, 'prow_shared', 'SELECT $1::text AS other', ['c']), /prepared with another text/)
+  await t.rejects(preparedRow(c, 'prow_shared', 'SELECT $1::text AS other', ['c']), /used for a different statement/)
   t.same(await preparedRow(c, 'prow_echo', ECHO, ['z', '2', '3']), ['z', null, '3', '3'], 'the connection goes on')
 })
 
