@@ -212,18 +212,21 @@ t.test('an insert whose row the SELECT policy hides: rls_refusal, and the row is
   t.equal(minimal.status, 201)
 })
 
-t.test('the same for anon: rls_refusal is 401 with a Bearer challenge, as PostgREST answers 42501 to anon', async (t) => {
-  const r = await gatewayCall(stack, x, '/rest/v1/guestbook', {
-    method: 'POST',
-    body: { body: 'signed' },
-    headers: { prefer: 'return=representation' },
-  })
-  t.same([r.status, r.body.code, r.body.row_written], [401, 'rls_refusal', true])
-  t.equal(r.headers.get('www-authenticate'), 'Bearer')
-  t.match(r.body.message, `hides it from role anon (${x.roles.anon})`)
-  const kept = await stack.owner(x, "SELECT count(*)::int AS n FROM public.guestbook WHERE body = 'signed'")
-  t.equal(kept.rows[0]!.n, 1, 'the row was written once')
-})
+t.test(
+  'the same for anon: rls_refusal is 401 with a Bearer challenge, as PostgREST answers 42501 to anon',
+  async (t) => {
+    const r = await gatewayCall(stack, x, '/rest/v1/guestbook', {
+      method: 'POST',
+      body: { body: 'signed' },
+      headers: { prefer: 'return=representation' },
+    })
+    t.same([r.status, r.body.code, r.body.row_written], [401, 'rls_refusal', true])
+    t.equal(r.headers.get('www-authenticate'), 'Bearer')
+    t.match(r.body.message, `hides it from role anon (${x.roles.anon})`)
+    const kept = await stack.owner(x, "SELECT count(*)::int AS n FROM public.guestbook WHERE body = 'signed'")
+    t.equal(kept.rows[0]!.n, 1, 'the row was written once')
+  },
+)
 
 t.test('an insert the INSERT policy refuses: permission_denied, nothing written', async (t) => {
   const token = await userToken(x, randomUUID())
