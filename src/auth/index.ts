@@ -70,9 +70,9 @@ const AUTH_FASTIFY_ERRORS: PartErrorMapping = {
         return new BadJsonError(`Could not parse request body as JSON: ${fe.message}`)
       case 'not_found':
         return new NotFoundError()
-      // Any other fastify 4xx keeps its status (fastify chose it) under GoTrue's validation code.
+      // Any other fastify 4xx is GoTrue's validation code (none reaches here: fastify writes its 414 itself).
       default:
-        return Object.assign(new ValidationFailedError('request', fe.message, { cause: err }), { status: fe.status })
+        return new ValidationFailedError('request', fe.message, { cause: err })
     }
   },
   unknown: (err) => unexpectedFailure(err),

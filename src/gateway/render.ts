@@ -55,7 +55,7 @@ const GATEWAY_ERRORS: PartErrorMapping = {
   fromFastify: (fe, err) =>
     fe.kind === 'bad_url'
       ? new MalformedPathError('the URL cannot be decoded', { cause: err })
-      : (Object.assign(new BadRequestError(fe.message, { cause: err }), { status: fe.status }) as GatehouseError),
+      : new BadRequestError(fe.message, { cause: err }),
   unknown: (err) => new InternalError({ cause: err, internal: err }),
 }
 

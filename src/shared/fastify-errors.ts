@@ -11,8 +11,6 @@ type FastifyClientErrorKind =
 
 interface FastifyClientError {
   kind: FastifyClientErrorKind
-  /** The 4xx fastify chose. */
-  status: number
   /** fastify's message. */
   message: string
   /** True when fastify raised it (its `FST_` codes), not a library that set a 4xx statusCode. */
@@ -28,7 +26,6 @@ function fastifyClientError(err: unknown): FastifyClientError | null {
   const code = typeof e.code === 'string' ? e.code : ''
   return {
     kind: kindOf(status, code),
-    status,
     message: String(e.message ?? 'bad request'),
     fastify: code.startsWith('FST_'),
   }

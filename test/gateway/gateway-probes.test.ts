@@ -169,6 +169,24 @@ t.test('requests the HTTP parser refuses: JSON errors, connection closed, nothin
   t.equal(rows.rows[0].n, 3, 'no refused body was inserted')
 })
 
+t.test("bodies fastify's parsers refuse answer as before: 404 off-route, GoTrue's 400 on auth", async (t) => {
+  const xml = { 'content-type': 'text/xml' }
+  const off = await fetch(`${stack.gatewayUrl}/nowhere`, { method: 'POST', headers: xml, body: '<a/>' })
+  t.same([off.status, ((await off.json()) as { code: string }).code], [404, 'not_found'])
+  const bad = await fetch(`${stack.gatewayUrl}/nowhere`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: '{',
+  })
+  t.same([bad.status, ((await bad.json()) as { code: string }).code], [404, 'not_found'])
+  const auth = await fetch(`${stack.gatewayUrl}/${x.database}/auth/v1/token?grant_type=password`, {
+    method: 'POST',
+    headers: { ...xml, apikey: x.file.keys.public },
+    body: '<a/>',
+  })
+  t.same([auth.status, ((await auth.json()) as { error_code: string }).error_code], [400, 'bad_json'])
+})
+
 t.test('a long in-list filter is answered, not a 502', async (t) => {
   // ~11 KB of URL: the engine's Content-Location carries it re-encoded, about 3x as long
   // (Node's own clients read 16 KB of headers; browsers and curl read it).
