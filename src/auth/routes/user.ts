@@ -25,7 +25,7 @@ import { identitiesForUser, insertIdentity } from '../models/identities.js'
 import { deleteOneTimeTokensOfUser } from '../models/one-time-tokens.js'
 import { deleteSessionsOfUser, findSession } from '../models/sessions.js'
 import { isEmailTaken, lockUserById, toUserJson, updateUser, type UserColumn } from '../models/users.js'
-import type { SessionRow, TenantContext, UserJson, UserRow, UserWithIdentities } from '../types.js'
+import type { SessionRow, TenantContext, UserJson, UserRow } from '../types.js'
 import { pkceParamsOf, startEmailFlow, type PkceParams } from '../pkce.js'
 import { verifyReauthenticationNonce } from './reauthenticate.js'
 
@@ -84,62 +84,40 @@ function readUserPatch(ctx: TenantContext, req: FastifyRequest, u: UserRow): Use
   }
 }
 
-/**
- * The checks against the stored user: aal2 for a sensitive change of a user with verified
- * factors, no password for an anonymous user without an address, a free new address.
- * Returns whether the email changes.
- */
-async function checkUserPatch(
-  ctx: TenantContext,
-  current: UserWithIdentities,
-  p: UserPatch,
-  session: SessionRow | null,
-): Promise<boolean> {
-  const u = current.user
-  if (current.factors?.some((f) => f.status === 'verified') && session?.aal !== 'aal2') {
-    if (
-      (p.password !== undefined && p.password !== '') ||
-      (p.email !== undefined && p.email !== (u.email ?? '')) ||
-      (p.phone !== undefined && p.phone !== (u.phone ?? ''))
-    ) {
-      throw new InsufficientAalError('update')
-    }
-  }
-  if (p.password !== undefined && u.is_anonymous && !u.email && !p.email) {
-    throw new ValidationFailedError(
-      'unprocessable',
-      'Updating password of an anonymous user without an email or phone is not allowed',
-    )
-  }
-  const changingEmail = p.email !== undefined && p.email !== (u.email ?? '').toLowerCase()
-  if (changingEmail && (await isEmailTaken(ctx.db, p.email!, u.id))) throw new EmailExistsError('signUp')
-  return changingEmail
+/** A change GoTrue asks aal2 for when the user has a verified factor: a password, another address or phone. */
+function isSensitiveChange(u: UserRow, p: UserPatch): boolean {
+  return (
+    (p.password !== undefined && p.password !== '') ||
+    (p.email !== undefined && p.email !== (u.email ?? '')) ||
+    (p.phone !== undefined && p.phone !== (u.phone ?? ''))
+  )
 }
 
-/**
- * Secure password change: a session older than 24 h needs the nonce of GET /reauthenticate;
- * each try counts against the outstanding nonce before it is compared, as codes do.
- * Returns whether the nonce is to be verified.
- */
-async function checkNonceNeeded(
-  ctx: TenantContext,
-  u: UserRow,
-  p: UserPatch,
-  session: SessionRow | null,
-): Promise<boolean> {
-  const needsNonce =
-    p.password !== undefined &&
+/** The address the user changes to, or null when it stays; refused when another user has it. */
+async function newEmailOf(ctx: TenantContext, u: UserRow, email: string | undefined): Promise<string | null> {
+  if (email === undefined || email === (u.email ?? '').toLowerCase()) return null
+  if (await isEmailTaken(ctx.db, email, u.id)) throw new EmailExistsError('signUp')
+  return email
+}
+
+/** Secure password change: a session older than 24 h needs the nonce of GET /reauthenticate. */
+function needsNonce(ctx: TenantContext, password: string | undefined, session: SessionRow | null): boolean {
+  return (
+    password !== undefined &&
     ctx.tenant.auth.secure_password_change &&
     (!session?.created_at || ctx.now().getTime() > session.created_at.getTime() + 24 * 3600 * 1000)
-  if (needsNonce && !p.nonce) throw new ReauthenticationNeededError()
-  if (needsNonce) {
-    const attempts = await countOtpAttempt(ctx.db, u.email ?? '', ['reauthentication_token'])
-    if (attempts > MAX_OTP_ATTEMPTS)
-      throw new ReauthenticationNotValidError(
-        `Nonce has expired or is invalid: after ${MAX_OTP_ATTEMPTS} tries this nonce no longer works, request a new one`,
-      )
-  }
-  return needsNonce
+  )
+}
+
+/** The nonce to verify: required, and each try counts against the outstanding nonce before it is compared, as codes do. */
+async function nonceToVerify(ctx: TenantContext, u: UserRow, nonce: string | undefined): Promise<string> {
+  if (!nonce) throw new ReauthenticationNeededError()
+  const attempts = await countOtpAttempt(ctx.db, u.email ?? '', ['reauthentication_token'])
+  if (attempts > MAX_OTP_ATTEMPTS)
+    throw new ReauthenticationNotValidError(
+      `Nonce has expired or is invalid: after ${MAX_OTP_ATTEMPTS} tries this nonce no longer works, request a new one`,
+    )
+  return nonce
 }
 
 /** The new password's hash (bcrypt before the transaction), refused when it is the current one. */
@@ -159,106 +137,103 @@ export async function putUser(req: FastifyRequest): Promise<UserJson> {
   const u = current.user
   const p = readUserPatch(ctx, req, u)
   const session = sessionId ? await findSession(ctx.db, sessionId) : null
-  const changingEmail = await checkUserPatch(ctx, current, p, session)
-  const needsNonce = await checkNonceNeeded(ctx, u, p, session)
+  const hasVerifiedFactor = current.factors?.some((f) => f.status === 'verified') ?? false
+  if (hasVerifiedFactor && session?.aal !== 'aal2' && isSensitiveChange(u, p)) throw new InsufficientAalError('update')
+  if (p.password !== undefined && u.is_anonymous && !u.email && !p.email) {
+    throw new ValidationFailedError(
+      'unprocessable',
+      'Updating password of an anonymous user without an email or phone is not allowed',
+    )
+  }
+  const newEmail = await newEmailOf(ctx, u, p.email)
+  const nonce = needsNonce(ctx, p.password, session) ? await nonceToVerify(ctx, u, p.nonce) : null
   const newHash = await newPasswordHash(ctx, u, p.password)
   const redirectTo = redirectUrlOf(req, ctx.tenant.auth)
-  const pkce = changingEmail ? pkceParamsOf(ctx, p.codeChallenge, p.codeChallengeMethod) : null
-  const change: UserChange = { patch: p, needsNonce, newHash, sessionId, changingEmail, redirectTo, pkce }
-  return toUserJson(await withTransaction(ctx.db, (q) => applyUserChange(ctx, q, u.id, change)))
+  const pkce = newEmail !== null ? pkceParamsOf(ctx, p.codeChallenge, p.codeChallengeMethod) : null
+  // The change, in one transaction on the locked user row.
+  const changed = await withTransaction(ctx.db, async (q) => {
+    const now = ctx.now()
+    let user = (await lockUserById(q, u.id))!
+    if (nonce !== null) await verifyReauthenticationNonce(ctx, q, user, nonce)
+    const fields = changedColumns(user, p, newHash)
+    if (Object.keys(fields).length) user = await updateUser(q, user.id, fields, now)
+    if (newHash !== undefined) await endOtherSessions(q, user, sessionId, now)
+    if (newEmail !== null) {
+      user =
+        user.is_anonymous && !ctx.tenant.auth.mail_confirmation
+          ? await takeOverEmail(ctx, q, user, newEmail, now)
+          : await sendEmailChangeMails(ctx, q, user, newEmail, redirectTo, pkce)
+    }
+    await audit(q, { action: 'user_modified', actorId: user.id, actorUsername: user.email, now })
+    return { user, identities: await identitiesForUser(q, user.id) }
+  })
+  return toUserJson(changed)
 }
 
-interface UserChange {
-  patch: UserPatch
-  needsNonce: boolean
-  newHash: string | undefined
-  sessionId: string | null
-  changingEmail: boolean
-  redirectTo: string
-  pkce: PkceParams | null
-}
-
-/** The change, in one transaction on the locked user row. */
-async function applyUserChange(
-  ctx: TenantContext,
-  q: Queryable,
-  id: string,
-  c: UserChange,
-): Promise<UserWithIdentities> {
-  const now = ctx.now()
-  const p = c.patch
-  let user = (await lockUserById(q, id))!
-  if (c.needsNonce) await verifyReauthenticationNonce(ctx, q, user, p.nonce!)
+/** The columns the patch writes: metadata merged, a new password with the tokens it voids. */
+function changedColumns(
+  user: UserRow,
+  p: UserPatch,
+  newHash: string | undefined,
+): Partial<Record<UserColumn, unknown>> {
   const fields: Partial<Record<UserColumn, unknown>> = {}
   if (p.data) fields.raw_user_meta_data = mergeMetadata(user.raw_user_meta_data, p.data)
   if (p.appMetadata) fields.raw_app_meta_data = mergeMetadata(user.raw_app_meta_data, p.appMetadata)
-  if (c.newHash) {
-    Object.assign(fields, {
-      encrypted_password: c.newHash,
-      confirmation_token: '',
-      recovery_token: '',
-      email_change_token_new: '',
-      email_change_token_current: '',
-    })
+  if (newHash === undefined) return fields
+  const voided = {
+    confirmation_token: '',
+    recovery_token: '',
+    email_change_token_new: '',
+    email_change_token_current: '',
   }
-  if (Object.keys(fields).length) user = await updateUser(q, user.id, fields, now)
-  if (c.newHash) {
-    await deleteOneTimeTokensOfUser(q, user.id)
-    await deleteSessionsOfUser(q, user.id, c.sessionId)
-    await audit(q, { action: 'user_updated_password', actorId: user.id, actorUsername: user.email, now })
-  }
-  if (c.changingEmail) user = await changeEmail(ctx, q, user, p.email!, c, now)
-  await audit(q, { action: 'user_modified', actorId: user.id, actorUsername: user.email, now })
-  return { user, identities: await identitiesForUser(q, user.id) }
+  return { ...fields, encrypted_password: newHash, ...voided }
 }
 
-/** An anonymous user with autoconfirm takes the address over at once; anyone else gets the confirmation mails. */
-async function changeEmail(
+/** After a password change: the user's one-time tokens and other sessions end (audited). */
+async function endOtherSessions(q: Queryable, user: UserRow, sessionId: string | null, now: Date): Promise<void> {
+  await deleteOneTimeTokensOfUser(q, user.id)
+  await deleteSessionsOfUser(q, user.id, sessionId)
+  await audit(q, { action: 'user_updated_password', actorId: user.id, actorUsername: user.email, now })
+}
+
+/** An anonymous user with autoconfirm takes the address over at once, with its email identity. */
+async function takeOverEmail(
   ctx: TenantContext,
   q: Queryable,
   user: UserRow,
   email: string,
-  c: UserChange,
   now: Date,
 ): Promise<UserRow> {
-  const { redirectTo, pkce } = c
-  if (user.is_anonymous && !ctx.tenant.auth.mail_confirmation) {
-    const meta = { ...(user.raw_user_meta_data ?? {}), email, email_verified: true }
-    user = await updateUser(
-      q,
-      user.id,
-      { email, email_confirmed_at: now, is_anonymous: false, raw_user_meta_data: meta },
-      now,
-    )
-    await insertIdentity(q, {
-      userId: user.id,
-      provider: 'email',
-      providerId: user.id,
-      identityData: emailIdentityData(user.id, email, undefined, true),
-      now,
-    })
-    return (await refreshProviders(ctx, q, user)).user
-  }
+  const meta = { ...(user.raw_user_meta_data ?? {}), email, email_verified: true }
+  const updated = await updateUser(
+    q,
+    user.id,
+    { email, email_confirmed_at: now, is_anonymous: false, raw_user_meta_data: meta },
+    now,
+  )
+  await insertIdentity(q, {
+    userId: updated.id,
+    provider: 'email',
+    providerId: updated.id,
+    identityData: emailIdentityData(updated.id, email, undefined, true),
+    now,
+  })
+  return (await refreshProviders(ctx, q, updated)).user
+}
+
+/** GoTrue's secure email change: a confirmation mail to the new address, and one to the current address if any. */
+async function sendEmailChangeMails(
+  ctx: TenantContext,
+  q: Queryable,
+  user: UserRow,
+  email: string,
+  redirectTo: string,
+  pkce: PkceParams | null,
+): Promise<UserRow> {
   const extra = { email_change: email, email_change_confirm_status: 0, email_change_token_current: '' }
   if (pkce) await startEmailFlow(ctx, q, user.id, 'email_change', pkce)
-  user = (
-    await sendEmailToken(ctx, q, user, 'email_change_new', {
-      address: email,
-      redirectTo,
-      newEmail: email,
-      extra,
-      pkce: !!pkce,
-    })
-  ).user
-  if (user.email) {
-    user = (
-      await sendEmailToken(ctx, q, user, 'email_change_current', {
-        address: user.email,
-        redirectTo,
-        newEmail: email,
-        pkce: !!pkce,
-      })
-    ).user
-  }
-  return user
+  const mail = { redirectTo, newEmail: email, pkce: !!pkce }
+  const sent = await sendEmailToken(ctx, q, user, 'email_change_new', { ...mail, address: email, extra })
+  if (!sent.user.email) return sent.user
+  return (await sendEmailToken(ctx, q, sent.user, 'email_change_current', { ...mail, address: sent.user.email })).user
 }
