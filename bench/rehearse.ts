@@ -1,6 +1,6 @@
 // `npm run rehearse`: the daily events of a platform under a steady mixed load, on loopback
 // only (docs/operating.md, "Rehearsal"). Starts two Postgres clusters (tenants on each), Redis
-// with a replica and three Sentinels (the tenant store, written with WAIT 1), every part as
+// with two replicas and three Sentinels (the tenant store, written with WAIT 1), every part as
 // `gatehouse serve <part> --workers 2`, and the load of bench/support/rehearsal-load.ts; then in
 // turn: a rolling reload of every part (SIGHUP), a Redis failover (SENTINEL FAILOVER), cluster b
 // stopped and started, an engine worker killed. Reports per event the requests failed, the time
@@ -150,7 +150,7 @@ function writeConfig(
     public_url: `http://127.0.0.1:${ports.gateway}`,
     log: { level: 'warn' },
     tenants: { source: 'redis', cache_ttl_seconds: 5 },
-    // A write waits for the replica until it has synced again after a failover (up to 10 s).
+    // A write waits up to 10 s for a replica (the load's client timeout is 10 s too).
     redis: { sentinels, name: 'gatehouse', write_replicas: 1, write_replicas_timeout_ms: 10_000 },
     postgres: { url: pgUrl },
     gateway: listen('gateway'),
@@ -260,7 +260,8 @@ async function main(): Promise<void> {
     () => a.stop(),
     () => b.server.stop(),
   )
-  const group = await startSentinelGroup(t)
+  // Two replicas: the one not promoted confirms writes to the new primary (docs/operating.md).
+  const group = await startSentinelGroup(t, 'gatehouse', { replicas: 2 })
   const ports = Object.fromEntries(await Promise.all(PARTS.map(async (p) => [p, await closedPort()]))) as Record<
     Part,
     number

@@ -80,10 +80,16 @@ const KEY_HASH = /^sha256:[0-9a-f]{64}$/
 // KEYS: record hash, tenant set, apply marker, audit list. ARGV: expected version ('' = no
 // record), record JSON, time, audit entry JSON without versions, database, last applied JSON
 // ('' = leave it), '1' to write the record or '0' to record the last applied file only, the
-// write's id. Returns {1, new version} or {0, the version found}.
+// write's id. Returns {1, new version} or {0, the version found}. The same write sent again (after
+// a reconnect) that finds its id is done already: it writes the id again, so that the WAIT of its
+// new connection counts the replicas holding it.
 const CAS_SCRIPT = `
 local cur = ''
 if redis.call('HEXISTS', KEYS[1], 'record') == 1 then cur = redis.call('HGET', KEYS[1], 'version') or '0' end
+if redis.call('HGET', KEYS[1], 'write') == ARGV[8] then
+  redis.call('HSET', KEYS[1], 'write', ARGV[8])
+  return {1, cur}
+end
 if cur ~= ARGV[1] then return {0, cur} end
 if ARGV[7] == '0' then
   redis.call('HSET', KEYS[1], 'applied', ARGV[6], 'write', ARGV[8])
@@ -122,6 +128,13 @@ redis.call('LTRIM', KEYS[3], 0, ${AUDIT_KEEP - 1})
 return 1
 `
 
+function nextCut(): { promise: Promise<never>; reject: (err: Error) => void } {
+  let reject: (err: Error) => void = () => {}
+  const promise = new Promise<never>((_, no) => (reject = no))
+  promise.catch(() => {})
+  return { promise, reject }
+}
+
 function safeUrl(url: string | undefined): string {
   if (!url) return 'redis'
   return url.startsWith('/') ? url : maskUrlPassword(url) // a unix socket path, or a URL
@@ -141,9 +154,18 @@ export function connectRedis(url: string, options: RedisOptions = {}): Redis {
     const [host, port] = at > hp.lastIndexOf(']') ? [hp.slice(0, at), hp.slice(at + 1)] : [hp, '']
     return { host: host.replace(/^\[(.*)\]$/, '$1'), port: Number(port || 26379) }
   })
-  // On a failover the sentinels disconnect the old primary's clients; ioredis then asks them
-  // for the new primary (test/tenants/sentinel-failover.test.ts).
-  return new Redis({ ...options, sentinels, name: decodeURIComponent(m[3]), password, sentinelPassword: password })
+  // On a failover the sentinels re-point the old primary and close its clients only once it has
+  // reported the master role for a while (seconds; redis' sentinel.c), and it takes writes until
+  // then: failoverDetector closes the connection when a sentinel announces +switch-master, and
+  // ioredis asks the sentinels for the new primary (test/tenants/sentinel-failover.test.ts).
+  return new Redis({
+    ...options,
+    sentinels,
+    name: decodeURIComponent(m[3]),
+    password,
+    sentinelPassword: password,
+    failoverDetector: true,
+  })
 }
 
 function checkRecord(t: Tenant, database: string): void {
@@ -233,6 +255,9 @@ class RedisStore implements RedisTenantStore {
   readonly #writeReplicasTimeoutMs: number
   /** How often the command connection closed: a reply after a close may come from another server. */
   #closes = 0
+  #closedAt = 0
+  /** Rejects at the next close: ioredis leaves a command it does not send again unsettled. */
+  #cut = nextCut()
 
   constructor(opts: RedisStoreOptions) {
     if (!opts.redis && !opts.url)
@@ -247,12 +272,22 @@ class RedisStore implements RedisTenantStore {
       // WAIT holds the connection for up to its timeout: a command may take that long, and more.
       commandTimeout: opts.commandTimeoutMs ?? Math.max(2000, (opts.writeReplicasTimeoutMs ?? 1000) + 1000),
       maxRetriesPerRequest: 1,
+      // A command cut by a close is not sent again on the next connection, maybe to another
+      // server (a WAIT there would answer for what that server holds, and hold that connection
+      // for its timeout): #run tries it once more where that is safe.
+      autoResendUnfulfilledCommands: false,
     }
     this.#writeReplicas = opts.writeReplicas ?? 0
     this.#writeReplicasTimeoutMs = opts.writeReplicasTimeoutMs ?? 1000
     this.#owned = !opts.redis
     this.#client = opts.redis ?? connectRedis(opts.url as string, this.#clientOptions)
-    this.#client.on('close', () => this.#closes++)
+    this.#client.on('close', () => {
+      this.#closes++
+      this.#closedAt = Date.now()
+      const cut = this.#cut
+      this.#cut = nextCut()
+      cut.reject(new Error('the connection closed'))
+    })
     if (this.#owned) this.#watch(this.#client, 'commands')
   }
 
@@ -286,35 +321,46 @@ class RedisStore implements RedisTenantStore {
     const entry = { at, ...opts.audit, database }
     // Nothing of the record changes (an apply that only records the file it applied).
     const recordOnly = opts.audit.fields.length === 0 && opts.lastApplied !== undefined && expected !== null
+    const args = [
+      expected ?? '',
+      JSON.stringify(next),
+      at,
+      JSON.stringify(entry),
+      database,
+      opts.lastApplied ? JSON.stringify(opts.lastApplied) : '',
+      recordOnly ? '0' : '1',
+      randomUUID(), // the write's id
+    ]
+    let res = await this.#compareAndSet(database, args)
+    let held = res.ok ? await this.#replicas(res.closes) : 0
+    if (held === null) {
+      // The connection closed under the WAIT (a failover, a reconnect): the write again where the
+      // store is connected now; the script knows its own write if it is there already.
+      res = await this.#compareAndSet(database, args)
+      held = res.ok ? await this.#replicas(res.closes) : 0
+    }
+    if (!res.ok) return { ok: false, version: res.version }
+    if ((held ?? 0) < this.#writeReplicas) {
+      const write = { id: args[7]!, version: res.version, closes: res.closes, replicas: held ?? 0 }
+      await this.#notDurable(database, write, expected === null ? null : current, entry)
+    }
+    if (recordOnly) return { ok: true, version: res.version, entry: null }
+    await this.#run('publish', () => this.#publishAll([database]))
+    return { ok: true, version: res.version, entry: { ...entry, old_version: expected, new_version: res.version } }
+  }
+
+  /** CAS_SCRIPT; `closes` as it was when it was sent, for #replicas. */
+  async #compareAndSet(
+    database: string,
+    args: string[],
+  ): Promise<{ ok: true; version: string; closes: number } | { ok: false; version: string | null }> {
     const k = this.keys
-    const write = { id: randomUUID(), closes: this.#closes }
+    const closes = this.#closes
     const res = (await this.#run('write', () =>
-      this.#client.eval(
-        CAS_SCRIPT,
-        4,
-        k.tenant(database),
-        k.set,
-        k.marker,
-        k.audit(database),
-        expected ?? '',
-        JSON.stringify(next),
-        at,
-        JSON.stringify(entry),
-        database,
-        opts.lastApplied ? JSON.stringify(opts.lastApplied) : '',
-        recordOnly ? '0' : '1',
-        write.id,
-      ),
+      this.#client.eval(CAS_SCRIPT, 4, k.tenant(database), k.set, k.marker, k.audit(database), ...args),
     )) as [number, string]
     if (Number(res[0]) !== 1) return { ok: false, version: res[1] === '' ? null : String(res[1]) }
-    await this.#replicated(database, { ...write, version: String(res[1]) }, expected === null ? null : current, entry)
-    if (recordOnly) return { ok: true, version: String(res[1]), entry: null }
-    await this.#run('publish', () => this.#publishAll([database]))
-    return {
-      ok: true,
-      version: String(res[1]),
-      entry: { ...entry, old_version: expected, new_version: String(res[1]) },
-    }
+    return { ok: true, version: String(res[1]), closes }
   }
 
   history = async (database: string): Promise<AuditEntry[]> => {
@@ -403,8 +449,8 @@ class RedisStore implements RedisTenantStore {
     this.#closed = true
     this.#listeners.clear()
     const end = async (conn: Redis): Promise<void> => {
-      if (conn.status === 'ready') await conn.quit().catch(() => conn.disconnect())
-      else conn.disconnect()
+      if (conn.status === 'ready') await conn.quit().catch(() => {})
+      conn.disconnect() // after QUIT too: it also ends a sentinel client's failover detector
     }
     if (this.#subscriber) await end(this.#subscriber)
     if (this.#owned) await end(this.#client)
@@ -438,12 +484,18 @@ class RedisStore implements RedisTenantStore {
     }
   }
 
-  /** Waits for the first connection; fails at once while a known connection is down. */
+  /**
+   * Waits for the first connection, and for a command connection closed less than the connect
+   * timeout ago (a failover's switch to the new primary); fails at once while a known connection
+   * is down.
+   */
   async #connected(conn: Redis): Promise<void> {
     if (this.#closed) throw new TenantStoreBackendError('tenant store is closed')
     if (conn.status === 'ready') return
+    const switching =
+      conn === this.#client && conn.status === 'reconnecting' && Date.now() - this.#closedAt < this.#connectTimeout
     if (conn.status === 'wait') conn.connect().catch(() => {})
-    else if (conn.status !== 'connecting' && conn.status !== 'connect') {
+    else if (conn.status !== 'connecting' && conn.status !== 'connect' && !switching) {
       throw new TenantStoreBackendError(`tenant store unreachable: redis at ${this.#where} is ${conn.status}`)
     }
     const where = this.#where
@@ -473,11 +525,17 @@ class RedisStore implements RedisTenantStore {
     })
   }
 
-  async #run<T>(what: string, fn: () => Promise<T>): Promise<T> {
+  /** `fn` once connected; once more when the connection closed under it, unless `again` is false. */
+  async #run<T>(what: string, fn: () => Promise<T>, again = true): Promise<T> {
     await this.#connected(this.#client)
+    const closes = this.#closes
+    const cut = this.#cut.promise
     try {
-      return await fn()
+      const attempt = fn()
+      attempt.catch(() => {}) // settles after the cut, if ever
+      return await Promise.race([attempt, cut])
     } catch (err) {
+      if (again && this.#closes !== closes) return this.#run(what, fn, false)
       if (err instanceof TenantStoreBackendError) throw err
       throw new TenantStoreBackendError(
         `tenant store: ${what} failed on redis at ${this.#where}: ${(err as Error).message}`,
@@ -499,32 +557,37 @@ class RedisStore implements RedisTenantStore {
 
   /**
    * A write is acknowledged once `writeReplicas` replicas hold it (WAIT): a failover then keeps
-   * it. Otherwise it is undone while nobody changed the record since, and the caller gets 503.
-   * WAIT counts the replicas holding what its own connection wrote; after a reconnect ioredis
-   * sends an unanswered WAIT again, on a new connection (maybe to a new primary that never had
-   * the write), where it answers at once: a WAIT answered after the connection closed counts
-   * nothing. The undo is sent only on the write's connection, never queued for a later one; one
-   * that ioredis sends again elsewhere finds another write's id there and changes nothing.
+   * it. WAIT counts the replicas holding what its own connection wrote: on another connection
+   * (ioredis sends an unanswered command again after a reconnect, maybe to a new primary that
+   * never had the write, whose replicas then answer for it), it proves nothing. A WAIT cut or
+   * answered after the write's connection closed counts nothing (null), and is not tried again.
+   * `closes`: #closes when the write was sent.
    */
-  async #replicated(
+  async #replicas(closes: number): Promise<number | null> {
+    if (this.#writeReplicas === 0) return 0
+    const answer = await this.#run(
+      'write',
+      () => this.#client.call('WAIT', String(this.#writeReplicas), String(this.#writeReplicasTimeoutMs)),
+      false,
+    ).catch(() => 0)
+    return this.#closes === closes ? Number(answer) : null
+  }
+
+  /**
+   * A write no replica confirmed: undone while the record is still that write's, and refused with
+   * 503. The undo is sent only on the write's connection, never queued for a later one; one that
+   * ioredis sends again elsewhere finds another write's id there and changes nothing.
+   */
+  async #notDurable(
     database: string,
-    write: { id: string; closes: number; version?: string },
+    write: { id: string; version: string; closes: number; replicas: number },
     previous: Tenant | null,
     entry: object,
-  ): Promise<void> {
-    if (this.#writeReplicas === 0) return
-    const answer = await this.#run('write', () =>
-      this.#client.call('WAIT', String(this.#writeReplicas), String(this.#writeReplicasTimeoutMs)),
-    ).catch(() => 0)
+  ): Promise<never> {
     const sameConnection = this.#closes === write.closes && this.#client.status === 'ready'
-    const acked = sameConnection ? Number(answer) : 0
-    if (acked >= this.#writeReplicas) return
     const undone = sameConnection && (await this.#undo(database, write.id, previous, entry))
-    this.#log.warn(
-      { redis: this.#where, database, write: write.id, version: write.version, replicas: acked, undone },
-      'tenant store: write not confirmed by a replica',
-    )
-    throw new TenantStoreNotDurableError(database, this.#writeReplicas, acked, undone)
+    this.#log.warn({ redis: this.#where, database, ...write, undone }, 'tenant store: write not confirmed by a replica')
+    throw new TenantStoreNotDurableError(database, this.#writeReplicas, write.replicas, undone)
   }
 
   /** Puts back the record a write replaced, if the record is still that write's (UNDO_SCRIPT). */

@@ -50,7 +50,7 @@ export interface SentinelGroup {
   sentinels: Array<{ host: string; port: number }>
   /** The port of the current primary, as the sentinels say. */
   primaryPort(): Promise<number>
-  /** SENTINEL FAILOVER; resolves once the sentinels name the other server as primary. */
+  /** SENTINEL FAILOVER; resolves once the sentinels name another server as primary. */
   failover(): Promise<number>
   /** Kills every replica (the primary then has none to confirm writes). */
   stopReplica(): void
