@@ -6,7 +6,13 @@
 import { readFileSync, writeFileSync } from 'node:fs'
 import path from 'node:path'
 import { fileURLToPath } from 'node:url'
-import { SHARED_ERRORS, type AnyErrorClass, type ErrorCase, type ErrorRegistry } from '../src/shared/index.js'
+import {
+  SHARED_ERRORS,
+  type AnyErrorClass,
+  type ErrorCase,
+  type ErrorRegistry,
+  type ErrorText,
+} from '../src/shared/index.js'
 import { GATEWAY_ERRORS, REFUSAL_ERRORS } from '../src/gateway/index.js'
 import { REST_ERRORS } from '../src/rest/index.js'
 import { AUTH_ERRORS } from '../src/auth/index.js'
@@ -52,10 +58,13 @@ interface Row {
   message: string
 }
 
-/** A message with `…` for each argument it is built from. */
-function sampleMessage(template: (...args: never[]) => string): string {
-  const args = Array.from({ length: template.length }, () => '…') as never[]
-  const text = template(...args)
+/** A message with `…` for each argument it is built from (a string that also joins, for a list argument). */
+function sampleMessage(template: (...args: never[]) => ErrorText): string {
+  const args = Array.from({ length: template.length }, () =>
+    Object.assign(new String('…'), { join: () => '…' }),
+  ) as never[]
+  const t = template(...args)
+  const text = String(typeof t === 'object' && 'message' in t ? t.message : t)
   return text === '…' ? '(message set where raised)' : text
 }
 

@@ -7,17 +7,7 @@ import { compactVerify, errors as joseErrors } from 'jose'
 import { LRUCache } from 'lru-cache'
 import { hmacKey, tokenCacheKey, kindOfRoleName, type RoleKind } from '../shared/index.js'
 import type { Tenant } from '../tenants/index.js'
-import {
-  jwtClaims,
-  jwtEmpty,
-  jwtKeyCannotDecode,
-  jwtMalformed,
-  jwtNoSuitableKey,
-  jwtParts,
-  jwtUnsecured,
-  unknownRole,
-  type JwtClaimsFailure,
-} from './errors.js'
+import { JwtClaimsError, JwtDecodeError, unknownRole, type JwtClaimsFailure } from './errors.js'
 
 /** Who a request runs as: the verified token's role and claims (the anon role without one). */
 export interface RequestRole {
@@ -48,25 +38,25 @@ function headerFailure(encodedHeader: string): Error | null {
   try {
     header = JSON.parse(Buffer.from(encodedHeader, 'base64url').toString('utf8'))
   } catch {
-    return jwtMalformed()
+    return new JwtDecodeError('malformed')
   }
   const alg =
     typeof header === 'object' && header !== null && !Array.isArray(header)
       ? (header as { alg?: unknown }).alg
       : undefined
   if (alg === 'HS256') return null
-  if (alg === 'none') return jwtUnsecured()
-  if (typeof alg === 'string' && ASYMMETRIC_ALGS.has(alg)) return jwtNoSuitableKey()
-  if (typeof alg === 'string' && OTHER_HMAC_ALGS.has(alg)) return jwtKeyCannotDecode()
-  return jwtMalformed()
+  if (alg === 'none') return new JwtDecodeError('unsecured')
+  if (typeof alg === 'string' && ASYMMETRIC_ALGS.has(alg)) return new JwtDecodeError('noSuitableKey')
+  if (typeof alg === 'string' && OTHER_HMAC_ALGS.has(alg)) return new JwtDecodeError('keyCannotDecode')
+  return new JwtDecodeError('malformed')
 }
 
 /** jose's verification failure -> PostgREST's PGRST301. */
 function jwtError(err: unknown): Error {
-  if (err instanceof joseErrors.JWSSignatureVerificationFailed) return jwtKeyCannotDecode()
+  if (err instanceof joseErrors.JWSSignatureVerificationFailed) return new JwtDecodeError('keyCannotDecode')
   if (err instanceof joseErrors.JOSEAlgNotAllowed || err instanceof joseErrors.JOSENotSupported)
-    return jwtKeyCannotDecode()
-  return jwtMalformed()
+    return new JwtDecodeError('keyCannotDecode')
+  return new JwtDecodeError('malformed')
 }
 
 /** A time claim as PostgREST reads it: a non-integer (or out of int64) number counts as 0. */
@@ -132,9 +122,9 @@ export class TokenVerifier {
   async caller(tenant: Tenant, authorization: string | undefined): Promise<RequestRole> {
     const token = bearerToken(authorization)
     if (token === null) return anonCaller(tenant)
-    if (token === '') throw jwtEmpty()
+    if (token === '') throw new JwtDecodeError('empty')
     const parts = token.split('.')
-    if (parts.length !== 3) throw jwtParts(parts.length)
+    if (parts.length !== 3) throw new JwtDecodeError('parts', parts.length)
     const nowSec = this.#now() / 1000
     const key = tokenCacheKey(tenant.database, tenant.jwt.upstream_secret, token)
     let claims = this.#cache.get(key)
@@ -153,17 +143,18 @@ export class TokenVerifier {
       } catch {
         parsed = null
       }
-      if (typeof parsed !== 'object' || parsed === null || Array.isArray(parsed)) throw jwtClaims('parsingFailed')
+      if (typeof parsed !== 'object' || parsed === null || Array.isArray(parsed))
+        throw new JwtClaimsError('parsingFailed')
       claims = parsed as Record<string, unknown>
       const failure = claimsFailure(claims, nowSec)
-      if (failure !== null) throw jwtClaims(failure)
+      if (failure !== null) throw new JwtClaimsError(failure)
       const ttl = Math.floor((seconds(claims.exp as number) + SKEW_SECONDS - nowSec) * 1000)
       if (ttl > 0) this.#cache.set(key, claims, { ttl })
     } else {
       const failure = claimsFailure(claims, nowSec)
       if (failure !== null) {
         if (failure === 'expired') this.#cache.delete(key)
-        throw jwtClaims(failure)
+        throw new JwtClaimsError(failure)
       }
     }
     // PostgREST reads the role claim as text (a non-string one JSON-encoded); absent = anon.

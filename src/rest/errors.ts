@@ -8,7 +8,9 @@ import {
   PayloadTooLargeError,
   TenantNotFoundError,
   defineError,
+  defineErrorCases,
   type ErrorOptions,
+  type ErrorText,
   standardReasonPhrase,
   ShuttingDownError,
 } from '../shared/index.js'
@@ -46,23 +48,44 @@ export const ParseError = defineError(
 )
 export const RpcMethodError = defineError('PGRST101', 405, (method: string) => `Cannot use the ${method} method on RPC`)
 export const InvalidBodyError = defineError('PGRST102', 400, (message: string) => message)
-const RangeNotSatisfiableError = defineError('PGRST103', 416, () => 'Requested range not satisfiable')
+const RANGE = 'Requested range not satisfiable'
+/** PGRST103 with PostgREST 14's details (Error.hs): `limit=-1`, `Range: 5-2`, an offset past the counted total. */
+export const RangeNotSatisfiableError = defineErrorCases('PGRST103', {
+  negativeLimit: [416, () => ({ message: RANGE, details: 'Limit should be greater than or equal to zero.' })],
+  lowerAboveUpper: [
+    416,
+    () => ({
+      message: RANGE,
+      details: 'The lower boundary must be lower than or equal to the upper boundary in the Range header.',
+    }),
+  ],
+  offsetOutOfBounds: [
+    416,
+    (offset: number, total: number) => ({
+      message: RANGE,
+      details: `An offset of ${offset} was requested, but there are only ${total} rows.`,
+      headers: { 'content-range': `*/${total}` },
+    }),
+  ],
+})
 export const PutMatchingPkError = defineError(
   'PGRST105',
   405,
   () => "Filters must include all and only primary key columns with 'eq' operators",
 )
-const InvalidSchemaError = defineError('PGRST106', 406, (schema: string) => `Invalid schema: ${schema}`)
+export const InvalidSchemaError = defineError('PGRST106', 406, (schema: string, exposed: readonly string[]) => ({
+  message: `Invalid schema: ${schema}`,
+  hint: `Only the following schemas are exposed: ${exposed.join(', ')}`,
+}))
 export const MediaTypeError = defineError(
   'PGRST107',
   406,
   (types: string) => `None of these media types are available: ${types}`,
 )
-const NotEmbeddedError = defineError(
-  'PGRST108',
-  400,
-  (name: string) => `'${name}' is not an embedded resource in this request`,
-)
+export const NotEmbeddedError = defineError('PGRST108', 400, (name: string) => ({
+  message: `'${name}' is not an embedded resource in this request`,
+  hint: `Verify that '${name}' is included in the 'select' query parameter.`,
+}))
 export const ResponseHeadersGucError = defineError(
   'PGRST111',
   500,
@@ -84,25 +107,33 @@ export const PutPayloadMismatchError = defineError(
   () => 'Payload values do not match URL in primary key column(s)',
 )
 /** Matches PostgREST: an object was requested and 0 or more than 1 rows came back. */
-const SingularityError = defineError('PGRST116', 406, () => 'Cannot coerce the result to a single JSON object')
+export const SingularityError = defineError('PGRST116', 406, (rows: number) => ({
+  message: 'Cannot coerce the result to a single JSON object',
+  details: `The result contains ${rows} rows`,
+}))
 export const UnsupportedMethodError = defineError(
   'PGRST117',
   405,
   (method: string) => `Unsupported HTTP method: ${method}`,
 )
-const RelatedOrderNotToOneError = defineError(
-  'PGRST118',
-  400,
-  (rel: string) => `A related order on '${rel}' is not possible`,
-)
+export const RelatedOrderNotToOneError = defineError('PGRST118', 400, (origin: string, target: string) => ({
+  message: `A related order on '${target}' is not possible`,
+  details: `'${origin}' and '${target}' do not form a many-to-one or one-to-one relationship`,
+}))
 const RaiseJsonError = defineError(
   'PGRST121',
   500,
   () => 'Could not parse JSON in the "RAISE SQLSTATE \'PGRST\'" error',
 )
-const InvalidPreferencesError = defineError('PGRST122', 400, () => 'Invalid preferences given with handling=strict')
+export const InvalidPreferencesError = defineError('PGRST122', 400, (invalid: readonly string[]) => ({
+  message: 'Invalid preferences given with handling=strict',
+  details: `Invalid preferences: ${invalid.join(', ')}`,
+}))
 export const AggregatesNotAllowedError = defineError('PGRST123', 400, () => 'Use of aggregate functions is not allowed')
-const MaxAffectedError = defineError('PGRST124', 400, () => 'Query result exceeds max-affected preference constraint')
+export const MaxAffectedError = defineError('PGRST124', 400, (rows: number) => ({
+  message: 'Query result exceeds max-affected preference constraint',
+  details: `The query affects ${rows} rows`,
+}))
 export const InvalidPathError = defineError('PGRST125', 404, () => 'Invalid path specified in request URL')
 export const NotImplementedError = defineError('PGRST127', 400, () => 'Feature not implemented')
 /** The OpenAPI root with rest.openapi_mode `disabled` (PostgREST's openapi-mode). */
@@ -113,52 +144,35 @@ export const MaxAffectedRpcError = defineError(
   () => 'Function must return SETOF or TABLE when max-affected preference is used with handling=strict',
 )
 
-// The details and hints PostgREST 14 attaches to group 1 (Error.hs), built here from the
-// facts the throw site knows, so that every text lives in this registry.
-
-/** PGRST103 for `limit=-1`. */
-export const negativeLimit = (): GatehouseError =>
-  new RangeNotSatisfiableError({ details: 'Limit should be greater than or equal to zero.' })
-/** PGRST103 for `Range: 5-2`. */
-export const lowerAboveUpper = (): GatehouseError =>
-  new RangeNotSatisfiableError({
-    details: 'The lower boundary must be lower than or equal to the upper boundary in the Range header.',
-  })
-/** PGRST103 for an offset past the counted total (with `Content-Range: *\/<total>`). */
-export const offsetOutOfBounds = (offset: number, total: number): GatehouseError =>
-  new RangeNotSatisfiableError({
-    details: `An offset of ${offset} was requested, but there are only ${total} rows.`,
-    headers: { 'content-range': `*/${total}` },
-  })
-/** PGRST106 with the exposed schemas. */
-export const invalidSchema = (schema: string, exposed: readonly string[]): GatehouseError =>
-  new InvalidSchemaError(schema, { hint: `Only the following schemas are exposed: ${exposed.join(', ')}` })
-/** PGRST108 */
-export const notEmbedded = (name: string): GatehouseError =>
-  new NotEmbeddedError(name, { hint: `Verify that '${name}' is included in the 'select' query parameter.` })
-/** PGRST116 with the row count. */
-export const singularity = (rows: number): GatehouseError =>
-  new SingularityError({ details: `The result contains ${rows} rows` })
-/** PGRST118 */
-export const relatedOrderNotToOne = (origin: string, target: string): GatehouseError =>
-  new RelatedOrderNotToOneError(target, {
-    details: `'${origin}' and '${target}' do not form a many-to-one or one-to-one relationship`,
-  })
-/** PGRST122 with the preferences it did not know. */
-export const invalidPreferences = (invalid: readonly string[]): GatehouseError =>
-  new InvalidPreferencesError({ details: `Invalid preferences: ${invalid.join(', ')}` })
-/** PGRST124 with the affected row count. */
-export const maxAffected = (rows: number): GatehouseError =>
-  new MaxAffectedError({ details: `The query affects ${rows} rows` })
-
 // ---------------------------------------------------------------------------------------
 // Group 2: the schema cache (relations, relationships, functions, columns)
 
-const NoRelationshipError = defineError(
+/**
+ * PGRST200 with PostgREST's details and hint: a close name for the origin when it has no
+ * relationships at all, else a close name for the target among the origin's relationships.
+ */
+export const NoRelationshipError = defineError(
   'PGRST200',
   400,
-  (origin: string, target: string) =>
-    `Could not find a relationship between '${origin}' and '${target}' in the schema cache`,
+  (
+    origin: string,
+    target: string,
+    embedHint: string | null,
+    schema: string,
+    closest: { origin: string } | { target: string } | null,
+  ) => ({
+    message: `Could not find a relationship between '${origin}' and '${target}' in the schema cache`,
+    details:
+      `Searched for a foreign key relationship between '${origin}' and '${target}'` +
+      (embedHint === null ? '' : ` using the hint '${embedHint}'`) +
+      ` in the schema '${schema}', but no matches were found.`,
+    hint:
+      closest === null
+        ? null
+        : 'origin' in closest
+          ? `Perhaps you meant '${closest.origin}' instead of '${origin}'.`
+          : `Perhaps you meant '${closest.target}' instead of '${target}'.`,
+  }),
 )
 /** Status 300 as PostgREST; details is a JSON array (sent through `extra`). */
 export const AmbiguousRelationshipError = defineError(
@@ -182,113 +196,74 @@ export const ColumnNotFoundError = defineError(
   400,
   (column: string, table: string) => `Could not find the '${column}' column of '${table}' in the schema cache`,
 )
-/** Also answered when the table exists but the caller's role has no privilege at all on it. */
+/**
+ * Also answered when the table exists but the caller's role has no privilege at all on it; with
+ * PostgREST's hint when a table name of the schema is close.
+ */
 export const TableNotFoundError = defineError(
   'PGRST205',
   404,
-  (schema: string, name: string) => `Could not find the table '${schema}.${name}' in the schema cache`,
-)
-
-/** PGRST205 with PostgREST's hint: the closest table name of the schema, when one is close. */
-export function tableNotFound(schema: string, name: string, closest: string | null): GatehouseError {
-  return new TableNotFoundError(schema, name, {
+  (schema: string, name: string, closest: string | null) => ({
+    message: `Could not find the table '${schema}.${name}' in the schema cache`,
     hint: closest === null ? null : `Perhaps you meant the table '${schema}.${closest}'`,
-  })
-}
-
-/**
- * PGRST200 with PostgREST's details and hint: a close name for the origin when it has no
- * relationships at all, else a close name for the target among the origin's relationships.
- */
-export function noRelationship(
-  origin: string,
-  target: string,
-  embedHint: string | null,
-  schema: string,
-  closest: { origin: string } | { target: string } | null,
-): GatehouseError {
-  let hint: string | null = null
-  if (closest !== null) {
-    hint =
-      'origin' in closest
-        ? `Perhaps you meant '${closest.origin}' instead of '${origin}'.`
-        : `Perhaps you meant '${closest.target}' instead of '${target}'.`
-  }
-  return new NoRelationshipError(origin, target, {
-    details:
-      `Searched for a foreign key relationship between '${origin}' and '${target}'` +
-      (embedHint === null ? '' : ` using the hint '${embedHint}'`) +
-      ` in the schema '${schema}', but no matches were found.`,
-    hint,
-  })
-}
+  }),
+)
 
 // ---------------------------------------------------------------------------------------
 // Group 3: JWT (PostgREST 14's Error.hs JwtError texts; jose-jwt's KeyError/BadAlgorithm
 // texts as details). Every 401 here carries PostgREST's WWW-Authenticate challenge.
 
 const JwtSecretMissingError = defineError('PGRST300', 500, () => 'Server lacks JWT secret')
-/** Decode errors: empty token, bad parts, no key verifies, algorithm, malformed token. */
-const JwtDecodeError = defineError('PGRST301', 401, (message: string) => message)
 const AnonDisabledError = defineError('PGRST302', 401, () => 'Anonymous access is disabled')
-/** Claim errors: expired, not yet valid, issued in the future, a time or aud claim of the wrong type. */
-const JwtClaimsError = defineError('PGRST303', 401, (message: string) => message)
 
-/** `Bearer error="invalid_token", error_description="<message>"` (PostgREST's challenge on PGRST301/303). */
-function invalidTokenChallenge(message: string): Record<string, string> {
+/** The message with PostgREST's challenge on PGRST301/303: `Bearer error="invalid_token", error_description="<message>"`. */
+function invalidToken(message: string, details: string | null = null): ErrorText {
+  const description = message.replace(/["\\]/g, '\\$&')
   return {
-    'www-authenticate': `Bearer error="invalid_token", error_description="${message.replace(/["\\]/g, '\\$&')}"`,
+    message,
+    details,
+    headers: { 'www-authenticate': `Bearer error="invalid_token", error_description="${description}"` },
   }
 }
 
-const JWT_DECODE_MESSAGES = {
-  empty: 'Empty JWT is sent in Authorization header',
-  key: 'No suitable key or wrong key type',
-  algorithm: 'Wrong or unsupported encoding algorithm',
-  crypto: 'JWT cryptographic operation failed',
-} as const
+/** PGRST301, decode errors: the token, its parts, the key, the algorithm. */
+export const JwtDecodeError = defineErrorCases('PGRST301', {
+  /** `Authorization: Bearer` with nothing after it. */
+  empty: [401, () => invalidToken('Empty JWT is sent in Authorization header')],
+  /** A token that does not split into 3 dot-separated parts. */
+  parts: [401, (parts: number) => invalidToken(`Expected 3 parts in JWT; got ${parts}`)],
+  /** The key does not verify the signature (also an HMAC algorithm other than the pinned one). */
+  keyCannotDecode: [
+    401,
+    () => invalidToken('No suitable key or wrong key type', 'None of the keys was able to decode the JWT'),
+  ],
+  /** A signature algorithm no configured key can verify (RSA, EC, EdDSA). */
+  noSuitableKey: [
+    401,
+    () => invalidToken('No suitable key or wrong key type', 'No suitable key was found to decode the JWT'),
+  ],
+  /** An unsecured token (`alg: none`). */
+  unsecured: [
+    401,
+    () => invalidToken('Wrong or unsupported encoding algorithm', "JWT is unsecured but expected 'alg' was not 'none'"),
+  ],
+  /** A token that does not parse (bad base64url, header JSON, unknown algorithm). */
+  malformed: [401, () => invalidToken('JWT cryptographic operation failed')],
+})
 
-function jwtDecode(
-  kind: keyof typeof JWT_DECODE_MESSAGES | 'parts',
-  details: string | null = null,
-  parts = 0,
-): GatehouseError {
-  const message = kind === 'parts' ? `Expected 3 parts in JWT; got ${parts}` : JWT_DECODE_MESSAGES[kind]
-  return new JwtDecodeError(message, { details, headers: invalidTokenChallenge(message) })
-}
-
-/** PGRST301: `Authorization: Bearer` with nothing after it. */
-export const jwtEmpty = (): GatehouseError => jwtDecode('empty')
-/** PGRST301: a token that does not split into 3 dot-separated parts. */
-export const jwtParts = (parts: number): GatehouseError => jwtDecode('parts', null, parts)
-/** PGRST301: the key does not verify the signature (also an HMAC algorithm other than the pinned one). */
-export const jwtKeyCannotDecode = (): GatehouseError => jwtDecode('key', 'None of the keys was able to decode the JWT')
-/** PGRST301: a signature algorithm no configured key can verify (RSA, EC, EdDSA). */
-export const jwtNoSuitableKey = (): GatehouseError => jwtDecode('key', 'No suitable key was found to decode the JWT')
-/** PGRST301: an unsecured token (`alg: none`). */
-export const jwtUnsecured = (): GatehouseError =>
-  jwtDecode('algorithm', "JWT is unsecured but expected 'alg' was not 'none'")
-/** PGRST301: a token that does not parse (bad base64url, header JSON, unknown algorithm). */
-export const jwtMalformed = (): GatehouseError => jwtDecode('crypto')
-
-const JWT_CLAIMS_MESSAGES = {
-  expired: 'JWT expired',
-  notYetValid: 'JWT not yet valid',
-  issuedAtFuture: 'JWT issued at future',
-  notInAudience: 'JWT not in audience',
-  parsingFailed: 'Parsing claims failed',
-  expNotNumber: "The JWT 'exp' claim must be a number",
-  nbfNotNumber: "The JWT 'nbf' claim must be a number",
-  iatNotNumber: "The JWT 'iat' claim must be a number",
-  audNotStringOrArray: "The JWT 'aud' claim must be a string or an array of strings",
-} as const
-export type JwtClaimsFailure = keyof typeof JWT_CLAIMS_MESSAGES
-
-/** PGRST303 for a failed claim check. */
-export function jwtClaims(failure: JwtClaimsFailure): GatehouseError {
-  const message = JWT_CLAIMS_MESSAGES[failure]
-  return new JwtClaimsError(message, { headers: invalidTokenChallenge(message) })
-}
+/** PGRST303, claim errors: expired, not yet valid, issued in the future, a time or aud claim of the wrong type. */
+export const JwtClaimsError = defineErrorCases('PGRST303', {
+  expired: [401, () => invalidToken('JWT expired')],
+  notYetValid: [401, () => invalidToken('JWT not yet valid')],
+  issuedAtFuture: [401, () => invalidToken('JWT issued at future')],
+  notInAudience: [401, () => invalidToken('JWT not in audience')],
+  parsingFailed: [401, () => invalidToken('Parsing claims failed')],
+  expNotNumber: [401, () => invalidToken("The JWT 'exp' claim must be a number")],
+  nbfNotNumber: [401, () => invalidToken("The JWT 'nbf' claim must be a number")],
+  iatNotNumber: [401, () => invalidToken("The JWT 'iat' claim must be a number")],
+  audNotStringOrArray: [401, () => invalidToken("The JWT 'aud' claim must be a string or an array of strings")],
+})
+export type JwtClaimsFailure = keyof typeof JwtClaimsError.cases
 
 /**
  * A token role the request may not switch to: what PostgREST answers for a role that

@@ -273,7 +273,7 @@ function transact(ctx: RunContext, plan: ExecutablePlan, st: ActionStatements): 
         ? undefined
         : (row: DbRow) => {
             // Visibility follows the caller's role: no privilege at all reads as "no such table".
-            if (row.visible !== true) throw new TableNotFoundError(target.schema, target.name, { hint: null })
+            if (row.visible !== true) throw new TableNotFoundError(target.schema, target.name, null)
           },
     main: st.main,
     after: st.planned ? [st.planned, ...st.after] : st.after,

@@ -55,7 +55,7 @@ export type ErrorClass<C extends string, S extends number, A extends unknown[]> 
   readonly code: C
   readonly status: S
   /** The message of one instance, for the error reference (docs/errors.md). */
-  readonly template: (...args: never[]) => string
+  readonly template: (...args: never[]) => ErrorText
 }
 
 /** Any class made by defineError (or a part's variant of it). */
@@ -82,6 +82,18 @@ export function errorCodes<R extends ErrorRegistry>(...registries: R[]): Array<C
 const definedClasses = new WeakSet<object>()
 
 /**
+ * What a format returns: the message, or the message with the details, hint, headers or extra
+ * fields that always go with it (PostgREST's fixed texts); options given where raised win.
+ */
+export type ErrorText = string | ({ message: string } & Pick<ErrorOptions, 'details' | 'hint' | 'headers' | 'extra'>)
+
+function textAndOptions(text: ErrorText, opts: ErrorOptions | undefined): [string, ErrorOptions] {
+  if (typeof text === 'string') return [text, opts ?? {}]
+  const { message, ...defaults } = text
+  return [message, { ...defaults, ...opts }]
+}
+
+/**
  * A typed error factory in the spirit of @fastify/error: the code and status are
  * literals, the message is built from the arguments. Pass ErrorOptions as the
  * last argument after the format arguments. `base` lets a part keep its own class
@@ -90,7 +102,7 @@ const definedClasses = new WeakSet<object>()
 export function defineError<C extends string, S extends number, A extends unknown[]>(
   code: C,
   status: S,
-  format: (...args: A) => string,
+  format: (...args: A) => ErrorText,
   base: new (code: string, status: number, message: string, opts: ErrorOptions) => GatehouseError = GatehouseError,
 ): ErrorClass<C, S, [...A, ErrorOptions?]> {
   const arity = format.length
@@ -100,7 +112,7 @@ export function defineError<C extends string, S extends number, A extends unknow
     static readonly template = format
     constructor(...args: [...A, ErrorOptions?]) {
       const opts = (args.length > arity ? args[arity] : undefined) as ErrorOptions | undefined
-      super(code, status, format(...(args.slice(0, arity) as A)), opts ?? {})
+      super(code, status, ...textAndOptions(format(...(args.slice(0, arity) as A)), opts))
     }
   }
   Object.defineProperty(cls, 'name', { value: `${code}Error` })
@@ -109,9 +121,9 @@ export function defineError<C extends string, S extends number, A extends unknow
 }
 
 /** One way a code is said: its status and its message, or how the message is built from arguments. */
-export type ErrorCase = readonly [status: number, message: string | ((...args: never[]) => string)]
+export type ErrorCase = readonly [status: number, message: string | ((...args: never[]) => ErrorText)]
 
-type CaseArgs<E> = E extends readonly [number, (...args: infer A) => string] ? A : []
+type CaseArgs<E> = E extends readonly [number, (...args: infer A) => ErrorText] ? A : []
 
 /** A class made by defineErrorCases: the case's name comes first, then its arguments. */
 export type CasedErrorClass<C extends string, T extends Readonly<Record<string, ErrorCase>>> = (new <
@@ -122,7 +134,7 @@ export type CasedErrorClass<C extends string, T extends Readonly<Record<string, 
 ) => GatehouseError & { readonly code: C }) & {
   readonly code: C
   readonly status: number
-  readonly template: (...args: never[]) => string
+  readonly template: (...args: never[]) => ErrorText
   /** Every way the code is said, for the error reference (docs/errors.md). */
   readonly cases: T
 }
@@ -139,19 +151,19 @@ export function defineErrorCases<C extends string, T extends Readonly<Record<str
 ): CasedErrorClass<C, T> {
   const [first] = Object.values(cases)
   if (first === undefined) throw new TypeError(`defineErrorCases(${code}): no cases`)
-  const textOf = (c: ErrorCase, args: unknown[]): string =>
-    typeof c[1] === 'string' ? c[1] : (c[1] as (...a: unknown[]) => string)(...args)
+  const textOf = (c: ErrorCase, args: unknown[]): ErrorText =>
+    typeof c[1] === 'string' ? c[1] : (c[1] as (...a: unknown[]) => ErrorText)(...args)
   const cls = class extends base {
     static readonly code = code
     static readonly status = first[0]
-    static readonly template = (...args: never[]): string => textOf(first, args)
+    static readonly template = (...args: never[]): ErrorText => textOf(first, args)
     static readonly cases = cases
     constructor(which: string, ...rest: unknown[]) {
       if (!Object.hasOwn(cases, which)) throw new TypeError(`${code}: no case ${which}`)
       const c = cases[which]!
       const arity = typeof c[1] === 'string' ? 0 : c[1].length
       const opts = (rest.length > arity ? rest[arity] : undefined) as ErrorOptions | undefined
-      super(code, c[0], textOf(c, rest.slice(0, arity)), opts ?? {})
+      super(code, c[0], ...textAndOptions(textOf(c, rest.slice(0, arity)), opts))
     }
   }
   Object.defineProperty(cls, 'name', { value: `${code}Error` })

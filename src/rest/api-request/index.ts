@@ -3,7 +3,7 @@
 // Pure: knows HTTP but not the database; throws RestErrors (PGRST1xx) on bad input.
 import {
   InvalidPathError,
-  invalidSchema,
+  InvalidSchemaError,
   OpenApiDisabledError,
   RpcMethodError,
   UnsupportedMethodError,
@@ -192,7 +192,7 @@ export function parseApiRequest(raw: RawRequest, ctx: ParseContext): ApiRequest 
   let schema = ctx.schemas[0]
   if (profile !== undefined) {
     if (!ctx.schemas.includes(profile)) {
-      throw invalidSchema(profile, ctx.schemas)
+      throw new InvalidSchemaError(profile, ctx.schemas)
     }
     schema = profile
   }

@@ -2,7 +2,7 @@
 // function per rule (select, field names, JSON paths, operator expressions, logic trees,
 // order, columns), and parseQueryParams, which classifies every parameter and parses it.
 // Pure: knows neither the database nor HTTP. Errors are PGRST100 (or PGRST103 for limits).
-import { ParseError, negativeLimit } from '../errors.js'
+import { ParseError, RangeNotSatisfiableError } from '../errors.js'
 import {
   alt,
   anyChar,
@@ -695,7 +695,7 @@ class QueryParamsCollector {
     const entry = this.#ranges.get(id) ?? { path, limit: null, offset: null }
     const n = readInteger(value)
     if (last === 'limit') {
-      if (n !== null && n < 0) throw negativeLimit()
+      if (n !== null && n < 0) throw new RangeNotSatisfiableError('negativeLimit')
       if (n !== null) entry.limit = n
     } else if (n !== null && n >= 0) {
       // As PostgREST (RangeSpec "succeeds if offset is negative as a no-op"): a negative offset is ignored.

@@ -1,6 +1,6 @@
 // Row ranges (docs/rest-protocol.md §2.6): the Range request header (RFC 9110 style `from-to`,
 // items), limit/offset, and their intersection. Pure arithmetic; errors are PGRST103.
-import { lowerAboveUpper } from '../errors.js'
+import { RangeNotSatisfiableError } from '../errors.js'
 import type { RowRange, ScopedRange } from './types.js'
 
 export const ALL_ROWS: RowRange = Object.freeze({ offset: 0, limit: null })
@@ -14,7 +14,7 @@ export function parseRangeHeader(value: string | undefined): RowRange | null {
   if (m[2] === '') return { offset: from, limit: null }
   const to = Number(m[2])
   if (from > to) {
-    throw lowerAboveUpper()
+    throw new RangeNotSatisfiableError('lowerAboveUpper')
   }
   return { offset: from, limit: to - from + 1 }
 }

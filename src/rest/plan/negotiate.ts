@@ -1,7 +1,7 @@
 // Content negotiation (PostgREST's Plan/Negotiate.hs, docs/rest-protocol.md §5.1): the first acceptable
 // media type, in the client's order of preference, that this action can produce.
 // PGRST107 when none is available.
-import { MediaTypeError, invalidPreferences } from '../errors.js'
+import { InvalidPreferencesError, MediaTypeError } from '../errors.js'
 import { mimeName, planFor, showAccept } from '../api-request/media-type.js'
 import type { ApiRequest, MediaType } from '../api-request/types.js'
 import { mediaHandlerKey, type MediaHandlerDef, type QualifiedName } from '../schema-cache/types.js'
@@ -161,6 +161,6 @@ export function negotiatePlan(
 export function checkPreferences(req: ApiRequest): void {
   const p = req.preferences
   if (p.handling === 'strict' && p.invalid.length > 0) {
-    throw invalidPreferences(p.invalid)
+    throw new InvalidPreferencesError(p.invalid)
   }
 }

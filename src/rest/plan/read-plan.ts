@@ -5,10 +5,10 @@
 // here (PGRST2xx) before any SQL exists. Unknown columns are left to Postgres (42703).
 import {
   AggregatesNotAllowedError,
-  notEmbedded,
+  NotEmbeddedError,
   NotImplementedError,
-  relatedOrderNotToOne,
-  tableNotFound,
+  RelatedOrderNotToOneError,
+  TableNotFoundError,
 } from '../errors.js'
 import { FuzzySet } from './fuzzy.js'
 import { capRange, rangeOf } from '../api-request/range.js'
@@ -82,7 +82,7 @@ export function findTable(cache: SchemaCache, schema: string, name: string): Tab
   if (!t) {
     // Matches PostgREST: the closest table name of the schema (similarity 0.75 or more) as a hint.
     const names = new FuzzySet([...cache.tables.values()].filter((x) => x.schema === schema).map((x) => x.name))
-    throw tableNotFound(schema, name, names.getOne(name, 0.75))
+    throw new TableNotFoundError(schema, name, names.getOne(name, 0.75))
   }
   return t
 }
@@ -140,7 +140,7 @@ function nodeAt(root: Draft, path: EmbedPath): Draft {
     const next =
       node.children.find((c) => embedName(c) === seg) ??
       node.children.find((c) => c.relAlias !== null && c.relName === seg)
-    if (!next) throw notEmbedded(seg)
+    if (!next) throw new NotEmbeddedError(seg)
     node = next
   }
   return node
@@ -452,9 +452,9 @@ function finishOrder(d: Draft, table: Table | undefined, children: readonly Read
     if (t.kind === 'field')
       return { kind: 'field', field: coerce(table, t.field), direction: t.direction, nulls: t.nulls }
     const child = childByName(t.relation)
-    if (!child) throw notEmbedded(t.relation)
+    if (!child) throw new NotEmbeddedError(t.relation)
     if (!child.relationship || !isToOne(child.relationship)) {
-      throw relatedOrderNotToOne(d.from.name, t.relation)
+      throw new RelatedOrderNotToOneError(d.from.name, t.relation)
     }
     return {
       kind: 'related',

@@ -1,7 +1,7 @@
 // Embedding: which relationship `origin?select=target!hint(...)` means (PostgREST's
 // findRel, docs/rest-protocol.md §2.2), with PGRST200 when none matches and PGRST201 (300) with the
 // candidates when several do. Pure.
-import { AmbiguousRelationshipError, noRelationship } from '../errors.js'
+import { AmbiguousRelationshipError, NoRelationshipError } from '../errors.js'
 import { qnKey, type Relationship, type SchemaCache } from '../schema-cache/types.js'
 import { FuzzySet } from './fuzzy.js'
 
@@ -199,7 +199,7 @@ export function findRelationship(
   const found = all.filter((r) => relationshipMatches(r, target, hint)).sort(compareRelationships)
   if (found.length === 1) return found[0]
   if (found.length === 0) {
-    throw noRelationship(
+    throw new NoRelationshipError(
       origin,
       target,
       hint,

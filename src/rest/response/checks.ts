@@ -1,6 +1,6 @@
 // The checks of a result made inside its transaction, before COMMIT: a failing one throws
 // and the transaction rolls back (PostgREST's PGRST116, PGRST115, PGRST124). Pure.
-import { PutPayloadMismatchError, maxAffected, singularity } from '../errors.js'
+import { MaxAffectedError, PutPayloadMismatchError, SingularityError } from '../errors.js'
 import type { ActionPlan } from '../plan/types.js'
 
 interface RowRules {
@@ -11,9 +11,9 @@ interface RowRules {
 
 function checkRows(n: number, o: RowRules): void {
   // Matches PostgREST: an object was requested and 0 or more than 1 rows came back (roll back).
-  if (o.singular && n !== 1) throw singularity(n)
+  if (o.singular && n !== 1) throw new SingularityError(n)
   if (o.put && n !== 1) throw new PutPayloadMismatchError()
-  if (o.maxAffected !== null && n > o.maxAffected) throw maxAffected(n)
+  if (o.maxAffected !== null && n > o.maxAffected) throw new MaxAffectedError(n)
 }
 
 function rulesOf(plan: ActionPlan): RowRules | null {

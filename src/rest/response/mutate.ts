@@ -4,7 +4,7 @@
 // trigger or function may set. Pure.
 import type { ApiRequest } from '../api-request/types.js'
 import type { CallPlan, MutatePlan } from '../plan/types.js'
-import { errorBodyJson, offsetOutOfBounds } from '../errors.js'
+import { RangeNotSatisfiableError, errorBodyJson } from '../errors.js'
 import { contentRange } from './content-range.js'
 import { withResponseSettings, type RestResponse } from './gucs.js'
 import { locationOf } from './location.js'
@@ -97,7 +97,7 @@ export function shapeCallResponse(req: ApiRequest, plan: CallPlan, r: WriteResul
     return withResponseSettings(
       416,
       headers,
-      plan.headersOnly ? null : errorBodyJson(offsetOutOfBounds(offset, total)),
+      plan.headersOnly ? null : errorBodyJson(new RangeNotSatisfiableError('offsetOutOfBounds', offset, total)),
       r,
     )
   }

@@ -1,7 +1,7 @@
 // Read results -> {status, headers, body} (PostgREST's Response.hs, docs/rest-protocol.md §2.6, §5.6):
 // status from the count and range, Content-Range, Content-Location, Content-Profile,
 // Preference-Applied. Pure: knows HTTP, not SQL.
-import { errorBodyJson, offsetOutOfBounds } from '../errors.js'
+import { RangeNotSatisfiableError, errorBodyJson } from '../errors.js'
 import type { ApiRequest } from '../api-request/types.js'
 import type { ReadPlan } from '../plan/types.js'
 import { contentRange } from './content-range.js'
@@ -93,7 +93,13 @@ export function shapeReadResponse(req: ApiRequest, plan: ReadPlan, r: ReadResult
   if (req.echoProfile) headers['content-profile'] = req.schema
   const applied = preferenceApplied(req.preferences, { tx: true })
   if (applied !== null) headers['preference-applied'] = applied
-  if (outOfBounds) return withResponseSettings(416, headers, errorBodyJson(offsetOutOfBounds(offset, total)), r)
+  if (outOfBounds)
+    return withResponseSettings(
+      416,
+      headers,
+      errorBodyJson(new RangeNotSatisfiableError('offsetOutOfBounds', offset, total)),
+      r,
+    )
   const status = total !== null && r.pageTotal < total ? 206 : 200
   return withResponseSettings(status, headers, plan.headersOnly ? null : r.body, r)
 }
