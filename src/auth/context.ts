@@ -4,7 +4,7 @@
 // the TenantContext a handler receives. The registry is owned by one engine (or
 // service) and closed with it.
 import type { FastifyBaseLogger } from 'fastify'
-import { AUTH_CONSTANTS, type Config } from '../config/index.js'
+import { AUTH_CONSTANTS, TENANT_CONNECT_TIMEOUT_MS, type Config } from '../config/index.js'
 import {
   budgetOptions,
   TenantPools,
@@ -32,6 +32,8 @@ interface PoolRegistryOptions {
   maxTenants?: number
   /** Idle connections do not keep the process alive. */
   allowExitOnIdle?: boolean
+  /** A new connection's timeout (default TENANT_CONNECT_TIMEOUT_MS, as REST's). */
+  connectTimeoutMs?: number
 }
 
 export class PoolRegistry {
@@ -43,7 +45,7 @@ export class PoolRegistry {
       perTenant: opts.max,
       idleMs: AUTH_CONSTANTS.poolIdleMs,
       acquireTimeoutMs: AUTH_CONSTANTS.poolAcquireTimeoutMs,
-      connectTimeoutMs: AUTH_CONSTANTS.poolConnectTimeoutMs,
+      connectTimeoutMs: opts.connectTimeoutMs ?? TENANT_CONNECT_TIMEOUT_MS,
       maxTenants: opts.maxTenants ?? AUTH_CONSTANTS.defaultPoolMaxTenants,
       applicationName: 'gatehouse-auth',
       // A wait for a connection that timed out answers like an unreachable database (503).

@@ -2,7 +2,7 @@
 // sit under /:database (a tenant's auth base URL is http://<engine>/<database>), storing
 // everything in the tenant database's `auth` schema and signing with the tenant's secret.
 // Also the in-process sign-in through an external identity the panel exchange uses.
-import type { FastifyBaseLogger, FastifyInstance, FastifyError } from 'fastify'
+import type { FastifyBaseLogger, FastifyInstance, FastifyError, FastifyRequest } from 'fastify'
 import { AUTH_CONSTANTS, type Config } from '../config/index.js'
 import {
   type PartErrorMapping,
@@ -14,6 +14,8 @@ import {
   type PartTracer,
   wantsApiVersion2024,
   LogThrottle,
+  clusterOf,
+  isClusterFailure,
 } from '../shared/index.js'
 import type { Tenant, TenantLookup } from '../tenants/index.js'
 import { signInWithIdentity, type ExternalIdentity } from './accounts.js'
@@ -53,6 +55,8 @@ export interface AuthEngineDeps {
   tracer?: PartTracer
   /** The clock (tests inject one); every timestamp and token time comes from it. */
   now?: () => Date
+  /** Timeout of a new tenant database connection (default TENANT_CONNECT_TIMEOUT_MS, as REST's). */
+  connectTimeoutMs?: number
 }
 
 const MAX_BODY = AUTH_CONSTANTS.bodyLimitBytes
@@ -94,8 +98,19 @@ function setBodyParsers(app: FastifyInstance, maxJsonDepth: number): void {
   app.addContentTypeParser('*', { parseAs: 'string', bodyLimit: MAX_BODY }, parseJson)
 }
 
-/** How long one database's "unreachable" warning stands for the refusals that follow it. */
+/** How long one database's (or cluster's) "unreachable" warning stands for the refusals that follow it. */
 const UNREACHABLE_LOG_WINDOW_MS = 30_000
+
+/**
+ * What one "unreachable" warning stands for: the cluster (host:port) of the tenant's auth URL when
+ * the cluster failed (refused, timed out, known down: every tenant on it fails alike), else the
+ * database (a refusal of its own login).
+ */
+function unreachableScope(req: FastifyRequest, internal: unknown): { database: string; cluster?: string } {
+  const database = (req.url.split('/')[1] ?? '').split('?')[0]!
+  const url = req.authState?.ctx.tenant.engines?.auth
+  return url !== undefined && isClusterFailure(internal) ? { database, cluster: clusterOf(url) } : { database }
+}
 
 /** Every failure and unknown route answered in GoTrue's shape (errors.ts renderAuthError). */
 function setErrorRendering(app: FastifyInstance, now: () => Date): void {
@@ -103,10 +118,10 @@ function setErrorRendering(app: FastifyInstance, now: () => Date): void {
   app.setErrorHandler((err: FastifyError | GatehouseError, req, reply) => {
     const e = toAuthError(toPartError(err, AUTH_FASTIFY_ERRORS))
     if (e.code === 'database_unavailable') {
-      const database = (req.url.split('/')[1] ?? '').split('?')[0]!
-      if (unreachable.first(database))
-        req.log.warn({ err: e.internal ?? err, reqId: req.id, database }, 'tenant database unreachable')
-      else req.log.debug({ reqId: req.id, database }, 'tenant database unreachable (logged already)')
+      const scope = unreachableScope(req, e.internal ?? err)
+      if (unreachable.first(scope.cluster ?? scope.database))
+        req.log.warn({ err: e.internal ?? err, reqId: req.id, ...scope }, 'tenant database unreachable')
+      else req.log.debug({ reqId: req.id, ...scope }, 'tenant database unreachable (logged already)')
     } else if (e.status >= 500)
       req.log.error({ err: e.internal ?? e.cause ?? err, reqId: req.id }, 'auth engine failure')
     const r = renderAuthError(e, req.headers['x-supabase-api-version'], String(req.id))
@@ -154,6 +169,7 @@ export function buildAuthEngine(deps: AuthEngineDeps): FastifyInstance {
     budget: deps.config.auth.pool_budget,
     clusterShare: deps.config.auth.pool_cluster_share,
     maxTenants: deps.config.auth.pool_max_tenants,
+    connectTimeoutMs: deps.connectTimeoutMs,
   })
   const mailer = createMailer({ config: deps.config, logger })
   const rateLimits = new RateLimits({ config: deps.config })

@@ -2,6 +2,13 @@
 // kept here with their reasons so each is chosen in one place. A number that operators need
 // to change becomes a setting in schema.ts instead.
 
+/**
+ * A new connection to a tenant database may take this long, then its requests answer 503 (the REST
+ * and auth engines alike); a failure of the cluster's refuses its other tenants at once from then
+ * on (docs/operating.md, "Clusters").
+ */
+export const TENANT_CONNECT_TIMEOUT_MS = 5_000
+
 /** The auth engine (src/auth). */
 export const AUTH_CONSTANTS = Object.freeze({
   /** The largest request body read, as GoTrue's default (1 MiB); larger is 413. */
@@ -10,8 +17,6 @@ export const AUTH_CONSTANTS = Object.freeze({
   poolIdleMs: 30_000,
   /** A request waits this long for a free connection of its tenant, then answers 503. */
   poolAcquireTimeoutMs: 10_000,
-  /** A new connection to a tenant database may take this long, then the request answers 503. */
-  poolConnectTimeoutMs: 10_000,
   /** Tenant pools kept when a caller names no bound (auth.pool_max_tenants's default). */
   defaultPoolMaxTenants: 1000,
 })

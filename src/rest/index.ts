@@ -3,7 +3,7 @@
 // `/:database/`, all through one handler (handler.ts). Builds an UNSTARTED instance; the
 // caller listens. Closing the instance closes every pool.
 import type { FastifyBaseLogger, FastifyInstance, FastifyReply, FastifyRequest, FastifyServerOptions } from 'fastify'
-import type { Config } from '../config/index.js'
+import { TENANT_CONNECT_TIMEOUT_MS, type Config } from '../config/index.js'
 import {
   toPartError,
   budgetOptions,
@@ -161,7 +161,7 @@ function createRestApp(deps: RestEngineDeps): FastifyInstance {
  */
 function createEngine(deps: RestEngineDeps, log: FastifyBaseLogger): Engine {
   const rest = deps.config.rest
-  const connectTimeoutMs = deps.connectTimeoutMs ?? 5_000
+  const connectTimeoutMs = deps.connectTimeoutMs ?? TENANT_CONNECT_TIMEOUT_MS
   const schemaCaches = createSchemaCacheStore({ logger: log })
   const pools = new EnginePools(
     {

@@ -17,7 +17,7 @@
 // connection limit) is not the cluster's: it is left to the caller.
 
 /** The cluster a connection URL names: host:port (first host, default port 5432). */
-function clusterOf(url: string): string {
+export function clusterOf(url: string): string {
   try {
     const u = new URL(url)
     const host = u.hostname !== '' ? u.hostname : (u.searchParams.get('host') ?? 'localhost')
