@@ -363,33 +363,77 @@ const RETIRE = 'gatehouse:retire'
  */
 const RELOAD_DRAIN_MS = 1_000
 
-/** Resolves once `worker` listens; rejects when it exits first. */
-function listening(worker: Worker): Promise<void> {
-  return new Promise((resolve, reject) => {
+/** How long a new worker of a reload may take to listen before the reload is given up. */
+const RELOAD_START_MS = 60_000
+/** What a retired worker may take to drain beyond RELOAD_DRAIN_MS and the grace period (its close hooks, exit). */
+const RELOAD_EXIT_MARGIN_MS = 5_000
+
+/** `promise`, or null when `ms` passed first. */
+function within<T>(promise: Promise<T>, ms: number): Promise<T | null> {
+  let timer: NodeJS.Timeout | undefined
+  const late = new Promise<null>((resolve) => (timer = setTimeout(() => resolve(null), ms)))
+  return Promise.race([promise, late]).finally(() => clearTimeout(timer))
+}
+
+/** Resolves once `worker` listens; rejects when it exits first, or does not listen within RELOAD_START_MS. */
+async function listening(worker: Worker): Promise<void> {
+  const listened = new Promise<true>((resolve, reject) => {
     const onExit = (code: number): void => reject(new Error(`the new worker exited (code ${code}) before listening`))
     worker.once('listening', () => {
       worker.off('exit', onExit)
-      resolve()
+      resolve(true)
     })
     worker.once('exit', onExit)
   })
+  if ((await within(listened, RELOAD_START_MS)) === null) {
+    worker.process.kill('SIGKILL')
+    throw new Error(`the new worker did not listen within ${RELOAD_START_MS} ms`)
+  }
+}
+
+/** Resolves once `worker` exited (at once when it is gone already). */
+function exited(worker: Worker): Promise<void> {
+  return new Promise((resolve) => {
+    if (worker.isDead()) resolve()
+    else worker.once('exit', () => resolve())
+  })
+}
+
+interface Reload {
+  log: ReturnType<typeof partLogger>
+  /** Workers retired on purpose (their exit starts no other). */
+  retired: Set<number>
+  /** The primary stops (SIGTERM): no worker is started any more. */
+  stopping: () => boolean
+  /** How long a retired worker may take to exit before it is killed. */
+  exitMs: number
 }
 
 /**
  * nginx's reload for `--workers`: each worker in turn is replaced by a new one that listens
  * first, then the old one drains (its in-flight requests answered, kept-alive clients told to
- * reconnect) and exits. A new worker that cannot start ends the reload; the old ones stay.
+ * reconnect) and exits. A new worker that cannot start (or does not listen in time) ends the
+ * reload; the old ones stay. Every step is bounded: a retired worker that has not exited in time
+ * (it never got the message, or its drain hangs) is killed, one already gone is not waited for,
+ * and a reload stops when the primary does.
  */
-async function replaceWorkers(log: ReturnType<typeof partLogger>, retired: Set<number>): Promise<void> {
+async function replaceWorkers({ log, retired, stopping, exitMs }: Reload): Promise<void> {
   const old = Object.values(cluster.workers ?? {}).filter((w): w is Worker => w !== undefined && w.isConnected())
   log.info({ workers: old.map((w) => w.process.pid) }, 'SIGHUP: replacing the workers one by one')
   for (const w of old) {
+    if (stopping()) throw new Error('the primary is stopping')
+    if (w.isDead()) continue
     const fresh = cluster.fork()
     await listening(fresh)
-    const gone = new Promise((resolve) => w.once('exit', resolve))
+    if (stopping()) throw new Error('the primary is stopping')
+    const gone = exited(w)
     retired.add(w.id)
-    w.send({ type: RETIRE })
-    await gone
+    if (w.isConnected()) w.send({ type: RETIRE })
+    if ((await within(gone, exitMs)) === null) {
+      log.warn({ pid: w.process.pid, ms: exitMs }, 'the retired worker did not exit in time: killing it')
+      w.process.kill('SIGKILL')
+      await gone
+    }
     log.info({ old: w.process.pid, new: fresh.process.pid }, 'worker replaced')
   }
   log.info({ workers: Object.values(cluster.workers ?? {}).map((w) => w?.process.pid) }, 'reload done')
@@ -423,7 +467,8 @@ async function runPrimary(name: PartName, config: Config, workers: number): Prom
   let reloading: Promise<void> | null = null
   process.on('SIGHUP', () => {
     if (stopping || reloading !== null) return
-    reloading = replaceWorkers(log, retired)
+    const exitMs = RELOAD_DRAIN_MS + config.gateway.shutdown_grace_ms + RELOAD_EXIT_MARGIN_MS
+    reloading = replaceWorkers({ log, retired, stopping: () => stopping, exitMs })
       .catch((err: unknown) => log.error({ err }, 'reload stopped: the old workers keep serving'))
       .finally(() => {
         reloading = null

@@ -120,6 +120,20 @@ t.test('SIGHUP replaces every worker one by one; kept-alive clients see no failu
   t.equal(await s.exited, 0)
 })
 
+t.test('SIGTERM during a reload stops every worker and starts no other', async (t) => {
+  const s = start(t, ['--workers', '2'], { GATEHOUSE_GATEWAY_PORT: '0', GATEHOUSE_GATEWAY_ADMIN_PORT: '0' })
+  await eventually(() => s.records('listening').length >= 2, 60_000)
+  s.child.kill('SIGHUP')
+  // The first old worker drains (a second at least): the reload waits for it to exit.
+  const draining = 'shutting down: readyz is 503, draining in-flight requests'
+  await eventually(() => s.records(draining).some((r) => r.reason === 'reload'), 60_000)
+  s.child.kill('SIGTERM')
+  await eventually(() => s.child.exitCode !== null, 30_000)
+  t.equal(s.child.exitCode, 0, 'the primary exited')
+  t.equal(s.records('listening').length, 3, 'no worker was started after the SIGTERM (2 + the first new one)')
+  t.equal(s.records('reload done').length, 0, 'the reload stopped')
+})
+
 t.test('--reuse-port: two processes share the ports; one stops, the other goes on serving', async (t) => {
   const env = {
     GATEHOUSE_GATEWAY_PORT: String(await closedPort()),
