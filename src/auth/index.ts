@@ -2,7 +2,7 @@
 // sit under /:database (a tenant's auth base URL is http://<engine>/<database>), storing
 // everything in the tenant database's `auth` schema and signing with the tenant's secret.
 // Also the in-process sign-in through an external identity the panel exchange uses.
-import type { FastifyBaseLogger, FastifyInstance, FastifyError, FastifyRequest } from 'fastify'
+import type { FastifyBaseLogger, FastifyInstance, FastifyError, FastifyReply, FastifyRequest } from 'fastify'
 import { AUTH_CONSTANTS, type Config } from '../config/index.js'
 import {
   type PartErrorMapping,
@@ -112,7 +112,13 @@ function unreachableScope(req: FastifyRequest, internal: unknown): { database: s
   return url !== undefined && isClusterFailure(internal) ? { database, cluster: clusterOf(url) } : { database }
 }
 
-/** Every failure and unknown route answered in GoTrue's shape (errors.ts renderAuthError). */
+/** An unknown route (or a path parameter past any route's limit), in GoTrue's shape. */
+function notFound(req: FastifyRequest, reply: FastifyReply): void {
+  const r = renderAuthError(new NotFoundError(), req.headers['x-supabase-api-version'], String(req.id))
+  void reply.code(r.status).headers(r.headers).send(r.body)
+}
+
+/** Every failure answered in GoTrue's shape (errors.ts renderAuthError). */
 function setErrorRendering(app: FastifyInstance, now: () => Date): void {
   const unreachable = new LogThrottle({ windowMs: UNREACHABLE_LOG_WINDOW_MS, now: () => now().getTime() })
   app.setErrorHandler((err: FastifyError | GatehouseError, req, reply) => {
@@ -125,10 +131,6 @@ function setErrorRendering(app: FastifyInstance, now: () => Date): void {
     } else if (e.status >= 500)
       req.log.error({ err: e.internal ?? e.cause ?? err, reqId: req.id }, 'auth engine failure')
     const r = renderAuthError(e, req.headers['x-supabase-api-version'], String(req.id))
-    reply.code(r.status).headers(r.headers).send(r.body)
-  })
-  app.setNotFoundHandler((req, reply) => {
-    const r = renderAuthError(new NotFoundError(), req.headers['x-supabase-api-version'], String(req.id))
     reply.code(r.status).headers(r.headers).send(r.body)
   })
   app.addHook('onSend', (req, reply, payload, done) => {
@@ -155,12 +157,15 @@ export function buildAuthEngine(deps: AuthEngineDeps): FastifyInstance {
     tracer: deps.tracer,
     logger: deps.logger,
     log: deps.config.log,
+    notFoundHandler: notFound,
     fastify: {
       bodyLimit: MAX_BODY,
       // X-Forwarded-For counts only from the gateways (auth.trusted_proxies): the client IP
       // of rate limits and sessions is otherwise the socket's.
       trustProxy: deps.config.auth.trusted_proxies.length > 0 ? [...deps.config.auth.trusted_proxies] : false,
-      routerOptions: { ignoreTrailingSlash: true },
+      // A path parameter of any length reaches its handler, which answers as GoTrue does (a
+      // user id that is no UUID: 404 validation_failed); fastify's default is 100 characters.
+      routerOptions: { ignoreTrailingSlash: true, maxParamLength: 4096 },
     },
   })
   const logger = app.log

@@ -9,7 +9,7 @@
 // config.panel.algorithms, `exp` required, `iss`/`aud` checked when configured. Claims:
 // `sub` = panel user id, `email`, `orgs` = array of organization ids the user belongs to,
 // optional `email_verified` (default true). No session or a bad one: 401.
-import type { FastifyBaseLogger, FastifyInstance } from 'fastify'
+import type { FastifyBaseLogger, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import type { Config } from '../config/index.js'
 import { createAuthService, type AuthService } from '../auth/index.js'
 import { createCatalog, createRefusalExplainer } from '../gateway/index.js'
@@ -100,18 +100,19 @@ function setJsonAndErrors(app: FastifyInstance): void {
     else req.log.info({ code: r.error.code, status: r.status }, 'panel request refused')
     void reply.code(r.status).headers(r.headers).send(r.body)
   })
+}
 
-  app.setNotFoundHandler((req, reply) => {
-    const r = renderPanelError(new NotFoundError(), req.id)
-    void reply.code(r.status).headers(r.headers).send(r.body)
-  })
+/** An unknown route (or a path parameter past any route's limit), in the panel's shape. */
+function notFound(req: FastifyRequest, reply: FastifyReply): void {
+  const r = renderPanelError(new NotFoundError(), req.id)
+  void reply.code(r.status).headers(r.headers).send(r.body)
 }
 
 const PANEL_FASTIFY_OPTIONS = {
   bodyLimit: PANEL_BODY_LIMIT,
   trustProxy: false,
   return503OnClosing: true,
-  routerOptions: { ignoreTrailingSlash: true, maxParamLength: 200 },
+  routerOptions: { ignoreTrailingSlash: true, maxParamLength: 4096 },
 }
 
 /** `{ now }` when the caller injected a clock, for options that must not carry `now: undefined`. */
@@ -132,6 +133,7 @@ export function buildPanel(deps: PanelDeps): FastifyInstance {
     logger: deps.logger,
     log: config.log,
     fastify: PANEL_FASTIFY_OPTIONS,
+    notFoundHandler: notFound,
   })
 
   const ownAuth = deps.authService === undefined

@@ -117,6 +117,15 @@ function refuseWhileClosing(app: FastifyInstance): void {
   })
 }
 
+/** fastify's refusals before routing: an over-long path parameter is the part's 404, the rest as fastify answers. */
+function refusedBeforeRouting(notFound: PartAppOptions['notFoundHandler']) {
+  return (error: Error, request: FastifyRequest, reply: FastifyReply): void => {
+    if ((error as { code?: string }).code === 'FST_ERR_MAX_PARAM_LENGTH' && notFound !== undefined)
+      void notFound(request, reply)
+    else void reply.send(error)
+  }
+}
+
 /** An unstarted fastify instance with the common set-up; the part adds its routes and hooks. */
 export function createPartApp(opts: PartAppOptions): FastifyInstance {
   const logging = isLogger(opts.logger)
@@ -132,6 +141,9 @@ export function createPartApp(opts: PartAppOptions): FastifyInstance {
     logController: new LogController({ disableRequestLogging: true, requestIdLogLabel: 'reqId' }),
     genReqId: requestIdOf,
     clientErrorHandler: onClientError,
+    // A path parameter over maxParamLength names nothing that exists: the part's own 404
+    // (fastify's route-event context knows no handler the part sets later).
+    frameworkErrors: opts.fastify?.frameworkErrors ?? refusedBeforeRouting(opts.notFoundHandler),
   } as never) as unknown as FastifyInstance
   if (opts.errorHandler !== undefined) app.setErrorHandler(opts.errorHandler)
   if (opts.notFoundHandler !== undefined) app.setNotFoundHandler(opts.notFoundHandler)

@@ -61,6 +61,10 @@ t.test('admin', async (t) => {
     t.same([missing.error?.status, missing.error?.code], [404, 'user_not_found'])
     const badId = await call(h.base(a) + '/admin/users/not-a-uuid', { token: service })
     t.same([badId.status, badId.body.code], [404, 'validation_failed'])
+    const longId = await call(h.base(a) + '/admin/users/' + 'a'.repeat(300), { token: service })
+    t.same([longId.status, longId.body.code], [404, 'validation_failed'], 'a long id too, in GoTrue shape')
+    const huge = await call(h.base(a) + '/admin/users/' + 'a'.repeat(5000), { token: service })
+    t.same([huge.status, huge.body.code], [404, 'not_found'], 'past any limit: not_found, in GoTrue shape')
 
     const signedIn = await h.client(a).signInWithPassword({ email: e, password: 'secret123' })
     t.error(signedIn.error)

@@ -162,6 +162,18 @@ t.test('membership and ownership: 403 outside the organization, 404 for a databa
   })
   t.equal(unknown.statusCode, 404)
   t.equal(unknown.json().code, 'not_found')
+
+  for (const [length, code] of [
+    [300, 'database_not_found'],
+    [5000, 'not_found'],
+  ] as const) {
+    const long = await app.inject({
+      method: 'GET',
+      url: `/organizations/org_acme/databases/${'a'.repeat(length)}/api/auth-settings`,
+      headers: { authorization: `Bearer ${member}` },
+    })
+    t.same([long.statusCode, long.json().code], [404, code], `a database name of ${length} characters`)
+  }
 })
 
 t.test('iss and aud are checked when configured', async (t) => {
