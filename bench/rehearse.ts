@@ -104,9 +104,11 @@ function cli(args: string[], env: Record<string, string>): ChildProcess {
 
 function workersOf(pid: number): number[] {
   try {
-    return execFileSync('ps', ['-o', 'pid=', '--ppid', String(pid)], { encoding: 'utf8' })
+    // The primary's other children (tsx's esbuild service) are not workers.
+    return execFileSync('ps', ['-o', 'pid=,args=', '--ppid', String(pid)], { encoding: 'utf8' })
       .split('\n')
-      .map((s) => Number(s.trim()))
+      .filter((line) => line.includes('src/cli.ts'))
+      .map((line) => Number(line.trim().split(/\s+/)[0]))
       .filter((n) => n > 0)
   } catch {
     return []
