@@ -7,6 +7,7 @@ import type { FastifyBaseLogger } from 'fastify'
 import { AUTH_CONSTANTS, TENANT_CONNECT_TIMEOUT_MS, type Config } from '../config/index.js'
 import {
   budgetOptions,
+  GuardedClient,
   TenantPools,
   TenantPoolTimeoutError,
   type PoolLike,
@@ -52,7 +53,7 @@ export class PoolRegistry {
       timeoutError: (key) => databaseUnavailable(new TenantPoolTimeoutError(key)),
       allowExitOnIdle: opts.allowExitOnIdle,
       // Owner triggers on auth tables run in the engine's statements (docs/security.md).
-      guardSessions: true,
+      createClient: (config) => new GuardedClient(config),
     })
   }
 

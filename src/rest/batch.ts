@@ -6,7 +6,8 @@
 // the transaction they fail (25P02) and a COMMIT among them rolls it back, so nothing of a
 // failed transaction stays; outside one, each statement stands alone. The caller hears the
 // first error and the rows of the statements before it.
-import type pg from 'pg'
+import net from 'node:net'
+import pg from 'pg'
 
 export interface BatchStatement {
   /** Prepared once per connection under this name; unnamed statements are parsed each time. */
@@ -15,6 +16,12 @@ export interface BatchStatement {
   readonly values: readonly unknown[]
   /** Columns as the text Postgres sent (no type parsers). */
   readonly textResult?: boolean
+  /**
+   * A fixed text of ours without values (BEGIN, LISTEN, COMMIT, RESET ALL, the session check):
+   * sent with the fixed ones beside it as one simple-protocol query, its rows parsed as pg's
+   * simple queries are (bigint as text).
+   */
+  readonly fixed?: true
 }
 
 type Row = Record<string, unknown>
@@ -34,6 +41,20 @@ function stateOf(client: pg.Client): ConnectionState {
     states.set(client, s)
   }
   return s
+}
+
+/** The socket of each client made by createBatchClient: corked while a batch is handed to pg. */
+const sockets = new WeakMap<pg.Client, net.Socket>()
+
+/**
+ * A client for runBatch: pg's pipeline mode, on a socket of ours (pg's documented `stream`
+ * option), corked while a batch's queries are handed to pg so that they leave in one write.
+ */
+export function createBatchClient(config: pg.ClientConfig): pg.Client {
+  const socket = new net.Socket()
+  const client = new pg.Client({ ...config, pipeline: true, stream: () => socket })
+  sockets.set(client, socket)
+  return client
 }
 
 /** How many named statements this batch code has prepared (or tried to) on a connection. */
@@ -57,8 +78,8 @@ const PREPARED_TEXT =
 
 /** Statements that end each transaction's last batch; pass their last result to sessionIntact. */
 export const SESSION_END: readonly BatchStatement[] = [
-  { text: RESET_TEXT, values: [] },
-  { text: PREPARED_TEXT, values: [], textResult: true },
+  { text: RESET_TEXT, values: [], fixed: true },
+  { text: PREPARED_TEXT, values: [], fixed: true },
 ]
 
 /** Whether the session holds no statement prepared in SQL and every engine statement that ran. */
@@ -78,24 +99,44 @@ const TEXT_TYPES = { getTypeParser: () => identity }
 /** The rows of each statement of a batch, in order. */
 export type BatchResult = Row[][]
 
-function send(client: pg.Client, state: ConnectionState, s: BatchStatement): Promise<pg.QueryResult<Row>> {
+/**
+ * A run of fixed statements goes as one simple-protocol query (`BEGIN ...; LISTEN pgrst`, one
+ * message and one Sync for the run), any other statement as an extended query of its own:
+ * fewer queries for pg to track and Postgres to sync. A run fails as a whole.
+ */
+function groupsOf(statements: readonly BatchStatement[]): BatchStatement[][] {
+  const groups: BatchStatement[][] = []
+  for (const s of statements) {
+    const last = groups[groups.length - 1]
+    if (s.fixed === true && last?.[0]?.fixed === true) last.push(s)
+    else groups.push([s])
+  }
+  return groups
+}
+
+function send(client: pg.Client, state: ConnectionState, group: readonly BatchStatement[]): Promise<Row[][]> {
+  const s = group[0]!
+  if (s.fixed === true) {
+    return client
+      .query<Row>(group.map((g) => g.text).join('; '))
+      .then((r) => (Array.isArray(r) ? (r as pg.QueryResult<Row>[]).map((x) => x.rows) : [r.rows]))
+  }
   if (s.name !== undefined) state.named.add(s.name)
   const config: pg.QueryConfig = { text: s.text, values: s.values as unknown[] }
   if (s.name !== undefined) config.name = s.name
   if (s.textResult === true) (config as { types?: unknown }).types = TEXT_TYPES
-  const sent = client.query<Row>(config)
-  if (s.name === undefined) return sent
   const name = s.name
-  return sent.then((r) => {
-    state.ran.add(name)
-    return r
+  return client.query<Row>(config).then((r) => {
+    if (name !== undefined) state.ran.add(name)
+    return [r.rows]
   })
 }
 
 /**
  * Sends the statements in one round trip and resolves with the rows of each. Rejects with
  * the first error (pg's error, or a socket error). `onFailure` hears, before the rejection,
- * the rows of the statements that completed before the error.
+ * the rows of the statements that completed before the error (a run of statements without
+ * values fails as a whole).
  */
 export async function runBatch(
   client: pg.Client,
@@ -103,14 +144,22 @@ export async function runBatch(
   onFailure?: (completed: BatchResult) => void,
 ): Promise<BatchResult> {
   const state = stateOf(client)
-  const settled = await Promise.allSettled(statements.map((s) => send(client, state, s)))
+  const socket = sockets.get(client)
+  socket?.cork()
+  let sent: Array<Promise<Row[][]>>
+  try {
+    sent = groupsOf(statements).map((g) => send(client, state, g))
+  } finally {
+    socket?.uncork()
+  }
+  const settled = await Promise.allSettled(sent)
   const rows: BatchResult = []
   for (const r of settled) {
     if (r.status === 'rejected') {
       onFailure?.(rows)
       throw r.reason
     }
-    rows.push(r.value.rows)
+    rows.push(...r.value)
   }
   return rows
 }
@@ -122,6 +171,6 @@ export async function runBatch(
  * to be reused).
  */
 export async function recover(client: pg.Client): Promise<void> {
-  const r = await runBatch(client, [{ text: 'ROLLBACK', values: [] }, ...SESSION_END])
+  const r = await runBatch(client, [{ text: 'ROLLBACK', values: [], fixed: true }, ...SESSION_END])
   if (!sessionIntact(client, r[r.length - 1])) throw new Error("the session's prepared statements changed")
 }

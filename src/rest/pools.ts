@@ -24,6 +24,7 @@ import { ReconnectBackoff, loggedConnectFailure } from './reconnect.js'
 import type { Statement } from './query/sql.js'
 import {
   preparedCount,
+  createBatchClient,
   isLostStatement,
   recover,
   runBatch,
@@ -72,7 +73,7 @@ interface EngineEvents {
 /** PostgREST's channel: `NOTIFY pgrst, 'reload schema'` (sent by the DDL event trigger, or by a user). */
 const RELOAD_CHANNEL = 'pgrst'
 
-const LISTEN: BatchStatement = { text: `LISTEN ${RELOAD_CHANNEL}`, values: [] }
+const LISTEN: BatchStatement = { text: `LISTEN ${RELOAD_CHANNEL}`, values: [], fixed: true }
 
 /**
  * Reads the schema version in a request's transaction (the catalog's query, prepared once
@@ -134,13 +135,13 @@ export interface TransactionResult {
 
 type IsolationLevel = 'read committed' | 'repeatable read' | 'serializable'
 
-/** `BEGIN ISOLATION LEVEL <level> READ ONLY|READ WRITE`, each prepared once per connection. */
+/** `BEGIN ISOLATION LEVEL <level> READ ONLY|READ WRITE`. */
 function beginStatement(level: IsolationLevel, readOnly: boolean): BatchStatement {
   const mode = readOnly ? 'READ ONLY' : 'READ WRITE'
   return {
-    name: `gatehouse_begin_${level.replace(' ', '_')}_${readOnly ? 'ro' : 'rw'}`,
     text: `BEGIN ISOLATION LEVEL ${level.toUpperCase()} ${mode}`,
     values: [],
+    fixed: true,
   }
 }
 
@@ -151,12 +152,12 @@ const BEGINS: ReadonlyMap<string, BatchStatement> = new Map(
 )
 
 const BEGIN_CATALOG: BatchStatement = {
-  name: 'gatehouse_begin_catalog',
   text: 'BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY',
   values: [],
+  fixed: true,
 }
-const COMMIT: BatchStatement = { name: 'gatehouse_commit', text: 'COMMIT', values: [] }
-const ROLLBACK: BatchStatement = { name: 'gatehouse_rollback', text: 'ROLLBACK', values: [] }
+const COMMIT: BatchStatement = { text: 'COMMIT', values: [], fixed: true }
+const ROLLBACK: BatchStatement = { text: 'ROLLBACK', values: [], fixed: true }
 
 function isPgError(err: unknown): boolean {
   return err instanceof Error && typeof (err as { severity?: unknown }).severity === 'string'
@@ -191,7 +192,7 @@ export class EnginePools {
       ...s,
       applicationName: 'gatehouse-rest',
       // batch.ts writes a transaction's statements at once (pg's pipeline mode).
-      clientConfig: { pipeline: true },
+      createClient: createBatchClient,
       timeoutError: () => new PoolTimeoutError(),
       connectError: (err) =>
         err instanceof TenantPoolsClosedError

@@ -54,8 +54,11 @@ export interface TenantPoolsOptions {
   clientConfig?: Omit<pg.ClientConfig, 'connectionString' | 'connectionTimeoutMillis' | 'application_name'>
   /** Idle connections do not keep the process alive (scripts, CLI, panel). */
   allowExitOnIdle?: boolean
-  /** Put each connection's session back after the database owner's code may have run in it (session-guard.ts). */
-  guardSessions?: boolean
+  /**
+   * Makes a connection's client (default: a plain pg.Client): the auth engine's puts each session
+   * back after owner code (session-guard.ts), REST's pipelines its statements (rest/batch.ts).
+   */
+  createClient?: (config: pg.ClientConfig) => pg.Client
   /** The error of a wait that timed out (default: a TenantPoolTimeoutError). */
   timeoutError?: (key: string) => Error
   /** The error of a connect that failed, or of an acquire on closed pools (default: the error itself). */
@@ -507,7 +510,7 @@ export class TenantPools {
       connectionTimeoutMillis: this.#s.connectTimeoutMs,
       application_name: this.#s.applicationName,
     }
-    const client = this.#s.guardSessions === true ? new GuardedClient(config) : new pg.Client(config)
+    const client = this.#s.createClient?.(config) ?? new pg.Client(config)
     const conn: Conn = { client, key: pool.key, pool, url: pool.url, idleSince: this.#now(), broken: false }
     client.on('error', () => {
       conn.broken = true
