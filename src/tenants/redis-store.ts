@@ -128,13 +128,6 @@ redis.call('LTRIM', KEYS[3], 0, ${AUDIT_KEEP - 1})
 return 1
 `
 
-function nextCut(): { promise: Promise<never>; reject: (err: Error) => void } {
-  let reject: (err: Error) => void = () => {}
-  const promise = new Promise<never>((_, no) => (reject = no))
-  promise.catch(() => {})
-  return { promise, reject }
-}
-
 function safeUrl(url: string | undefined): string {
   if (!url) return 'redis'
   return url.startsWith('/') ? url : maskUrlPassword(url) // a unix socket path, or a URL
@@ -256,8 +249,11 @@ class RedisStore implements RedisTenantStore {
   /** How often the command connection closed: a reply after a close may come from another server. */
   #closes = 0
   #closedAt = 0
-  /** Rejects at the next close: ioredis leaves a command it does not send again unsettled. */
-  #cut = nextCut()
+  /**
+   * The calls in flight, each rejected at the next close: ioredis leaves a command it does not
+   * send again unsettled. A set (not one promise every call races): a settled call leaves nothing.
+   */
+  readonly #inFlight = new Set<(err: Error) => void>()
 
   constructor(opts: RedisStoreOptions) {
     if (!opts.redis && !opts.url)
@@ -284,9 +280,9 @@ class RedisStore implements RedisTenantStore {
     this.#client.on('close', () => {
       this.#closes++
       this.#closedAt = Date.now()
-      const cut = this.#cut
-      this.#cut = nextCut()
-      cut.reject(new Error('the connection closed'))
+      const cut = [...this.#inFlight]
+      this.#inFlight.clear()
+      for (const reject of cut) reject(new Error('the connection closed'))
     })
     if (this.#owned) this.#watch(this.#client, 'commands')
   }
@@ -529,11 +525,8 @@ class RedisStore implements RedisTenantStore {
   async #run<T>(what: string, fn: () => Promise<T>, again = true): Promise<T> {
     await this.#connected(this.#client)
     const closes = this.#closes
-    const cut = this.#cut.promise
     try {
-      const attempt = fn()
-      attempt.catch(() => {}) // settles after the cut, if ever
-      return await Promise.race([attempt, cut])
+      return await this.#untilClose(fn())
     } catch (err) {
       if (again && this.#closes !== closes) return this.#run(what, fn, false)
       if (err instanceof TenantStoreBackendError) throw err
@@ -542,6 +535,23 @@ class RedisStore implements RedisTenantStore {
         { cause: err },
       )
     }
+  }
+
+  /** `attempt`, or a rejection at the next close of the command connection, whichever comes first. */
+  #untilClose<T>(attempt: Promise<T>): Promise<T> {
+    return new Promise<T>((resolve, reject) => {
+      this.#inFlight.add(reject)
+      attempt.then(
+        (v) => {
+          this.#inFlight.delete(reject)
+          resolve(v)
+        },
+        (err: unknown) => {
+          this.#inFlight.delete(reject)
+          reject(err as Error)
+        },
+      )
+    })
   }
 
   /** Tombstones and a retired legacy secret stay whatever is put (docs/tenant-state.md). */
