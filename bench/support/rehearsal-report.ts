@@ -47,8 +47,13 @@ export interface RehearsalReport {
   markdown: string
 }
 
+/**
+ * An event's window runs from its start to the next one's; a request counts for the window in
+ * which it was answered (or failed), so a request sent just before the next event and failed
+ * by it counts for that event, not for the one before.
+ */
 function figures(samples: Sample[], span: EventSpan, until: number): EventFigures {
-  const window = samples.filter((s) => s.at >= span.start && s.at < until)
+  const window = samples.filter((s) => s.at + s.ms >= span.start && s.at + s.ms < until)
   const failed = window.filter((s) => !s.ok)
   const failures: Record<string, number> = {}
   for (const f of failed) {
@@ -75,7 +80,7 @@ function figures(samples: Sample[], span: EventSpan, until: number): EventFigure
 }
 
 export function summarize(samples: Sample[], spans: EventSpan[], extra: Extra): RehearsalReport {
-  const end = samples.reduce((m, s) => Math.max(m, s.at), 0) + 1
+  const end = samples.reduce((m, s) => Math.max(m, s.at + s.ms), 0) + 1
   const events = spans.map((s, i) => figures(samples, s, spans[i + 1]?.start ?? end))
   const panel = samples.filter((s) => s.kind === 'panel' && s.ok).length
   const rows = events.map(
