@@ -148,6 +148,12 @@ function setErrorRendering(app: FastifyInstance, now: () => Date): void {
 }
 
 /**
+ * A path parameter of any length reaches its handler, which answers as GoTrue does (a user id
+ * that is no UUID: 404 validation_failed); fastify's default is 100 characters.
+ */
+const AUTH_ROUTER = { ignoreTrailingSlash: true, maxParamLength: 4096 }
+
+/**
  * Builds the engine (not listening): the routes of routes/table.ts under `/:database`
  * (docs/routes.md), plus `/health` for the process.
  */
@@ -163,9 +169,7 @@ export function buildAuthEngine(deps: AuthEngineDeps): FastifyInstance {
       // X-Forwarded-For counts only from the gateways (auth.trusted_proxies): the client IP
       // of rate limits and sessions is otherwise the socket's.
       trustProxy: deps.config.auth.trusted_proxies.length > 0 ? [...deps.config.auth.trusted_proxies] : false,
-      // A path parameter of any length reaches its handler, which answers as GoTrue does (a
-      // user id that is no UUID: 404 validation_failed); fastify's default is 100 characters.
-      routerOptions: { ignoreTrailingSlash: true, maxParamLength: 4096 },
+      routerOptions: AUTH_ROUTER,
     },
   })
   const logger = app.log
