@@ -75,7 +75,7 @@ function classRows(cls: AnyErrorClass): Row[] {
   return Object.values(cases).map(([status, message]) => ({
     code: cls.code,
     status,
-    message: typeof message === 'string' ? message : sampleMessage(message),
+    message: sampleMessage(typeof message === 'function' ? message : () => message),
   }))
 }
 

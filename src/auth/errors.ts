@@ -46,12 +46,12 @@ export class OAuthError extends GatehouseError {
  * An entry of the auth registry: defineError with AuthError as the class, so the GoTrue
  * renderer below knows its message was written for clients.
  */
-function defineAuthError<C extends string, S extends number, A extends unknown[]>(
+function defineAuthError<C extends string, S extends number, A extends unknown[] = []>(
   code: C,
   status: S,
-  format: (...args: A) => string,
+  text: string | ((...args: A) => string),
 ) {
-  return defineError(code, status, format, AuthError)
+  return defineError(code, status, text, AuthError)
 }
 
 /** One auth code GoTrue says in several ways (statuses and messages): one class, the case named where raised. */
@@ -60,8 +60,11 @@ function defineAuthCases<C extends string, T extends Readonly<Record<string, Err
 }
 
 /** An entry in GoTrue's OAuth form: the `error` value, always 400, the description's text. */
-function defineOAuthError<C extends string, A extends unknown[]>(error: C, format: (...args: A) => string) {
-  return defineError(error, 400, format, OAuthError)
+function defineOAuthError<C extends string, A extends unknown[] = []>(
+  error: C,
+  text: string | ((...args: A) => string),
+) {
+  return defineError(error, 400, text, OAuthError)
 }
 
 /** Wrong codes a one-time code takes before it stops working (ours; GoTrue has no such limit). */
@@ -95,8 +98,8 @@ export const ValidationFailedError = defineAuthCases('validation_failed', {
   unprocessable: [422, (message: string) => message],
 })
 export const BadJsonError = defineAuthError('bad_json', 400, (message: string) => message)
-export const RequestTooLargeError = defineAuthError('request_entity_too_large', 413, () => 'Request body too large')
-export const NotFoundError = defineAuthError('not_found', 404, () => 'Not Found')
+export const RequestTooLargeError = defineAuthError('request_entity_too_large', 413, 'Request body too large')
+export const NotFoundError = defineAuthError('not_found', 404, 'Not Found')
 /** Ours (shared): the first path segment names no tenant. */
 export const tenantNotFound = (database: string) => new TenantNotFoundError(database)
 /**
@@ -108,7 +111,7 @@ export const databaseUnavailable = (internal?: unknown) =>
 export const ConflictError = defineAuthError(
   'conflict',
   409,
-  () => 'Too many concurrent token refresh requests on the same session or refresh token',
+  'Too many concurrent token refresh requests on the same session or refresh token',
 )
 
 // ----- bearer / admin ----------------------------------------------------------------------
@@ -141,30 +144,22 @@ export const UserBannedError = defineAuthCases('user_banned', {
 })
 
 // ----- sign-up / sign-in ---------------------------------------------------------------------
-export const SignupDisabledError = defineAuthError(
-  'signup_disabled',
-  422,
-  () => 'Signups not allowed for this instance',
-)
+export const SignupDisabledError = defineAuthError('signup_disabled', 422, 'Signups not allowed for this instance')
 export const AnonymousDisabledError = defineAuthError(
   'anonymous_provider_disabled',
   422,
-  () => 'Anonymous sign-ins are disabled',
+  'Anonymous sign-ins are disabled',
 )
 export const PhoneProviderDisabledError = defineAuthCases('phone_provider_disabled', {
   request: [400, (message: string) => message],
   passwordGrant: [422, (message: string) => message],
 })
-export const UserAlreadyExistsError = defineAuthError('user_already_exists', 422, () => 'User already registered')
+export const UserAlreadyExistsError = defineAuthError('user_already_exists', 422, 'User already registered')
 export const EmailExistsError = defineAuthCases('email_exists', {
   signUp: [422, 'A user with this email address has already been registered'],
   linking: [400, 'A user with this email address has already been registered'],
 })
-export const PhoneExistsError = defineAuthError(
-  'phone_exists',
-  422,
-  () => 'Phone number already registered by another user',
-)
+export const PhoneExistsError = defineAuthError('phone_exists', 422, 'Phone number already registered by another user')
 /** invalid_credentials: GoTrue's code, with the message of each case. */
 export const InvalidCredentialsError = defineAuthError('invalid_credentials', 400, (message: string) => message)
 export const EmailNotConfirmedError = defineAuthCases('email_not_confirmed', {
@@ -183,19 +178,19 @@ export const weakPassword = (message: string, reasons: string[]) =>
 export const SamePasswordError = defineAuthError(
   'same_password',
   422,
-  () => 'New password should be different from the old password.',
+  'New password should be different from the old password.',
 )
 
 // ----- refresh tokens (§3.4) -------------------------------------------------------------------
 export const RefreshTokenNotFoundError = defineAuthError(
   'refresh_token_not_found',
   400,
-  () => 'Invalid Refresh Token: Refresh Token Not Found',
+  'Invalid Refresh Token: Refresh Token Not Found',
 )
 export const RefreshTokenAlreadyUsedError = defineAuthError(
   'refresh_token_already_used',
   400,
-  () => 'Invalid Refresh Token: Already Used',
+  'Invalid Refresh Token: Already Used',
 )
 
 // ----- one-time tokens, mail -------------------------------------------------------------------
@@ -215,11 +210,7 @@ export const OverEmailSendRateLimitError = defineAuthCases('over_email_send_rate
   wait: [429, (seconds: number) => `For security purposes, you can only request this after ${seconds} seconds.`],
 })
 /** A per-IP request bucket is empty; `Retry-After` says when it holds a token again. */
-export const OverRequestRateLimitError = defineAuthError(
-  'over_request_rate_limit',
-  429,
-  () => 'Request rate limit reached',
-)
+export const OverRequestRateLimitError = defineAuthError('over_request_rate_limit', 429, 'Request rate limit reached')
 /** A per-IP request bucket is empty; `Retry-After` says when it holds a token again. */
 export const overRequestRateLimit = (retryAfterSeconds = 1) =>
   new OverRequestRateLimitError({ headers: { 'retry-after': String(Math.max(1, retryAfterSeconds)) } })
@@ -228,9 +219,9 @@ export const overRequestRateLimit = (retryAfterSeconds = 1) =>
 export const EmailProviderDisabledError = defineAuthError(
   'email_provider_disabled',
   422,
-  () => 'Login with magic link is disabled',
+  'Login with magic link is disabled',
 )
-export const OtpDisabledError = defineAuthError('otp_disabled', 422, () => 'Signups not allowed for otp')
+export const OtpDisabledError = defineAuthError('otp_disabled', 422, 'Signups not allowed for otp')
 export const FlowStateNotFoundError = defineAuthCases('flow_state_not_found', {
   grant: [404, 'invalid flow state, no valid flow state found'],
   // flow_state_not_found as a /verify redirect carries it (400, not the grant's 404).
@@ -239,17 +230,13 @@ export const FlowStateNotFoundError = defineAuthCases('flow_state_not_found', {
 export const FlowStateExpiredError = defineAuthError(
   'flow_state_expired',
   422,
-  () => 'invalid flow state, flow state has expired',
+  'invalid flow state, flow state has expired',
 )
-export const FlowStateAlreadyUsedError = defineAuthError(
-  'flow_state_already_used',
-  400,
-  () => 'State has already been used',
-)
+export const FlowStateAlreadyUsedError = defineAuthError('flow_state_already_used', 400, 'State has already been used')
 export const BadCodeVerifierError = defineAuthError(
   'bad_code_verifier',
   400,
-  () => 'code challenge does not match previously saved code verifier',
+  'code challenge does not match previously saved code verifier',
 )
 /** bad_oauth_state: GoTrue's code, with the message of each case. */
 export const BadOAuthStateError = defineAuthError('bad_oauth_state', 400, (message: string) => message)
@@ -396,22 +383,22 @@ export const FactorNotFoundError = defineAuthCases('mfa_factor_not_found', {
 export const MfaTotpEnrollDisabledError = defineAuthError(
   'mfa_totp_enroll_not_enabled',
   422,
-  () => 'MFA enroll is disabled for TOTP',
+  'MFA enroll is disabled for TOTP',
 )
 export const MfaTotpVerifyDisabledError = defineAuthError(
   'mfa_totp_verify_not_enabled',
   422,
-  () => 'MFA verification is disabled for TOTP',
+  'MFA verification is disabled for TOTP',
 )
 export const MfaPhoneEnrollDisabledError = defineAuthError(
   'mfa_phone_enroll_not_enabled',
   422,
-  () => 'MFA enroll is disabled for Phone',
+  'MFA enroll is disabled for Phone',
 )
 export const MfaPhoneVerifyDisabledError = defineAuthError(
   'mfa_phone_verify_not_enabled',
   422,
-  () => 'MFA verification is disabled for Phone',
+  'MFA verification is disabled for Phone',
 )
 /** mfa_webauthn_enroll_not_enabled: GoTrue's code, with the message of each case. */
 export const MfaWebAuthnEnrollDisabledError = defineAuthError(
@@ -422,7 +409,7 @@ export const MfaWebAuthnEnrollDisabledError = defineAuthError(
 export const MfaWebAuthnVerifyDisabledError = defineAuthError(
   'mfa_webauthn_verify_not_enabled',
   422,
-  () => 'MFA verification is disabled for WebAuthn',
+  'MFA verification is disabled for WebAuthn',
 )
 export const FactorNameConflictError = defineAuthError(
   'mfa_factor_name_conflict',
@@ -432,7 +419,7 @@ export const FactorNameConflictError = defineAuthError(
 export const TooManyFactorsError = defineAuthError(
   'too_many_enrolled_mfa_factors',
   422,
-  () => 'Maximum number of verified factors reached, unenroll to continue',
+  'Maximum number of verified factors reached, unenroll to continue',
 )
 export const InsufficientAalError = defineAuthCases('insufficient_aal', {
   enroll: [403, 'AAL2 required to enroll a new factor'],
@@ -443,7 +430,7 @@ export const InsufficientAalError = defineAuthCases('insufficient_aal', {
 export const ChallengeIpMismatchError = defineAuthError(
   'mfa_ip_address_mismatch',
   422,
-  () => 'Challenge and verify IP addresses mismatch.',
+  'Challenge and verify IP addresses mismatch.',
 )
 export const ChallengeExpiredError = defineAuthError(
   'mfa_challenge_expired',
@@ -452,23 +439,15 @@ export const ChallengeExpiredError = defineAuthError(
 )
 /** mfa_verification_failed: GoTrue's code, with the message of each case. */
 export const MfaVerificationFailedError = defineAuthError('mfa_verification_failed', 422, (message: string) => message)
-export const SamlDisabledError = defineAuthError('saml_provider_disabled', 404, () => 'SAML 2.0 is disabled')
-export const PasskeysDisabledError = defineAuthError('passkey_disabled', 404, () => 'Passkeys are disabled')
-export const TooManyPasskeysError = defineAuthError(
-  'too_many_passkeys',
-  422,
-  () => 'Maximum number of passkeys reached',
-)
+export const SamlDisabledError = defineAuthError('saml_provider_disabled', 404, 'SAML 2.0 is disabled')
+export const PasskeysDisabledError = defineAuthError('passkey_disabled', 404, 'Passkeys are disabled')
+export const TooManyPasskeysError = defineAuthError('too_many_passkeys', 422, 'Maximum number of passkeys reached')
 export const WebAuthnChallengeNotFoundError = defineAuthError(
   'webauthn_challenge_not_found',
   400,
-  () => 'Challenge not found or already used',
+  'Challenge not found or already used',
 )
-export const WebAuthnChallengeExpiredError = defineAuthError(
-  'webauthn_challenge_expired',
-  400,
-  () => 'Challenge has expired',
-)
+export const WebAuthnChallengeExpiredError = defineAuthError('webauthn_challenge_expired', 400, 'Challenge has expired')
 export const WebAuthnVerificationFailedError = defineAuthCases('webauthn_verification_failed', {
   // The credential JSON does not parse as a WebAuthn response.
   response: [400, 'Invalid credential response'],
@@ -478,39 +457,35 @@ export const WebAuthnVerificationFailedError = defineAuthCases('webauthn_verific
 export const WebAuthnCredentialExistsError = defineAuthError(
   'webauthn_credential_exists',
   422,
-  () => 'This credential is already registered',
+  'This credential is already registered',
 )
-export const Web3DisabledError = defineAuthError('web3_provider_disabled', 422, () => 'Web3 provider is disabled')
+export const Web3DisabledError = defineAuthError('web3_provider_disabled', 422, 'Web3 provider is disabled')
 /** feature_disabled: GoTrue's code, with the message of each case. */
 export const FeatureDisabledError = defineAuthError('feature_disabled', 404, (message: string) => message)
-export const ManualLinkingDisabledError = defineAuthError(
-  'manual_linking_disabled',
-  404,
-  () => 'Manual linking is disabled',
-)
+export const ManualLinkingDisabledError = defineAuthError('manual_linking_disabled', 404, 'Manual linking is disabled')
 export const SingleIdentityNotDeletableError = defineAuthError(
   'single_identity_not_deletable',
   422,
-  () => 'User must have at least 1 identity after unlinking',
+  'User must have at least 1 identity after unlinking',
 )
-export const IdentityNotFoundError = defineAuthError('identity_not_found', 422, () => "Identity doesn't exist")
+export const IdentityNotFoundError = defineAuthError('identity_not_found', 422, "Identity doesn't exist")
 export const IdentityAlreadyLinkedError = defineAuthError('identity_already_exists', 422, (other: boolean) =>
   other ? 'Identity is already linked to another user' : 'Identity is already linked',
 )
 export const EmailConflictIdentityNotDeletableError = defineAuthError(
   'email_conflict_identity_not_deletable',
   422,
-  () => 'Unable to unlink identity due to email conflict',
+  'Unable to unlink identity due to email conflict',
 )
 export const UnexpectedAudienceError = defineAuthError(
   'unexpected_audience',
   403,
-  () => "Token audience doesn't match request audience",
+  "Token audience doesn't match request audience",
 )
 export const ReauthenticationNeededError = defineAuthError(
   'reauthentication_needed',
   400,
-  () => 'Password update requires reauthentication',
+  'Password update requires reauthentication',
 )
 /** reauthentication_not_valid: GoTrue's code, with the message of each case. */
 export const ReauthenticationNotValidError = defineAuthError(
@@ -531,15 +506,11 @@ export const EmailNotProvenError = defineAuthError(
 export const ProviderEmailNeedsVerificationError = defineAuthError(
   'provider_email_needs_verification',
   422,
-  () => 'Unverified email with the provider. Please verify your email and try again.',
+  'Unverified email with the provider. Please verify your email and try again.',
 )
 
 // ----- refresh token and id_token grants (OAuth form where GoTrue uses it) -----------------------
-export const SessionExpiredError = defineAuthError(
-  'session_expired',
-  400,
-  () => 'Invalid Refresh Token: Session Expired',
-)
+export const SessionExpiredError = defineAuthError('session_expired', 400, 'Invalid Refresh Token: Session Expired')
 /** invalid_request in the OAuth form: the refresh grant without a token, and POST /oauth/token's own texts. */
 export const OAuthInvalidRequestError = defineErrorCases(
   'invalid_request',
@@ -552,7 +523,7 @@ export const IdTokenRequestError = defineErrorCases(
   { request: [400, (description: string) => description], badToken: [400, 'Bad ID token'] },
   OAuthError,
 )
-export const NonceMismatchError = defineOAuthError('invalid nonce', () => 'Nonces mismatch')
+export const NonceMismatchError = defineOAuthError('invalid nonce', 'Nonces mismatch')
 
 // ----- external providers, PKCE redirects, MFA enrolment ---------------------------------------
 
@@ -565,7 +536,7 @@ export const HookTimeoutError = defineAuthError(
 export const HookTimeoutAfterRetryError = defineAuthError(
   'hook_timeout_after_retry',
   422,
-  () => 'Failed to reach hook after maximum retries',
+  'Failed to reach hook after maximum retries',
 )
 export const HookPayloadOverSizeLimitError = defineAuthError(
   'hook_payload_over_size_limit',
@@ -595,17 +566,17 @@ export const OAuthClientNotFoundError = defineAuthCases('oauth_client_not_found'
 export const OAuthAuthorizationNotFoundError = defineAuthError(
   'oauth_authorization_not_found',
   404,
-  () => 'authorization not found',
+  'authorization not found',
 )
 export const OAuthDynamicRegistrationDisabledError = defineAuthError(
   'oauth_dynamic_client_registration_disabled',
   403,
-  () => 'Dynamic client registration is not enabled',
+  'Dynamic client registration is not enabled',
 )
 export const OAuthConsentNotFoundError = defineAuthError(
   'oauth_consent_not_found',
   404,
-  () => 'No active grant found for this client',
+  'No active grant found for this client',
 )
 /** POST /oauth/token and the refresh grant of an OAuth session: RFC 6749 §5.2 errors in the OAuth form. */
 export const OAuthInvalidClientError = defineOAuthError('invalid_client', (description: string) => description)

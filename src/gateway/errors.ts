@@ -48,23 +48,23 @@ export const ServiceNotOfferedError = defineError(
 )
 
 // ---- keys and tokens ------------------------------------------------------------------
-export const NoApiKeyError = defineError('no_api_key', 401, () => 'No API key found in request')
+export const NoApiKeyError = defineError('no_api_key', 401, 'No API key found in request')
 
-export const InvalidApiKeyError = defineError('invalid_api_key', 401, () => 'Invalid API key')
+export const InvalidApiKeyError = defineError('invalid_api_key', 401, 'Invalid API key')
 
-export const InvalidTokenError = defineError('invalid_token', 401, () => 'Invalid bearer token')
+export const InvalidTokenError = defineError('invalid_token', 401, 'Invalid bearer token')
 
 // ---- upstreams ------------------------------------------------------------------------
-export const UpstreamUnavailableError = defineError('upstream_unavailable', 502, () => 'unexpected failure')
+export const UpstreamUnavailableError = defineError('upstream_unavailable', 502, 'unexpected failure')
 
 /**
  * Nothing accepts connections at the engine's address (restarting, or down): 503 with
  * Retry-After, as Envoy answers a connect failure, so clients that retry a 503 (postgrest-js
  * retries GET/HEAD after Retry-After) ride out an engine restart.
  */
-export const UpstreamRefusedError = defineError('upstream_refused', 503, () => 'unexpected failure')
+export const UpstreamRefusedError = defineError('upstream_refused', 503, 'unexpected failure')
 
-export const UpstreamTimeoutError = defineError('upstream_timeout', 504, () => 'unexpected failure')
+export const UpstreamTimeoutError = defineError('upstream_timeout', 504, 'unexpected failure')
 
 /** A tenant's requests in flight to its upstreams reached gateway.tenant_max_inflight. */
 export const TooManyConcurrentRequestsError = defineError(
@@ -89,10 +89,10 @@ export const RateLimitedError = defineError(
 )
 
 /** No upstream socket became free within gateway.upstream_queue_timeout_ms. */
-export const UpstreamBusyError = defineError('upstream_busy', 503, () => 'unexpected failure')
+export const UpstreamBusyError = defineError('upstream_busy', 503, 'unexpected failure')
 
 // ---- process --------------------------------------------------------------------------
-export const NotReadyError = defineError('not_ready', 503, () => 'unexpected failure')
+export const NotReadyError = defineError('not_ready', 503, 'unexpected failure')
 
 // internal_error: shared
 

@@ -27,7 +27,7 @@ export const PANEL_BODY_LIMIT = PANEL_CONSTANTS.bodyLimitBytes
 export const NoSessionError = defineError(
   'no_session',
   401,
-  () => 'A panel session is required: send it as Authorization: Bearer <panel session token>',
+  'A panel session is required: send it as Authorization: Bearer <panel session token>',
 )
 
 export const InvalidSessionError = defineError(
@@ -118,7 +118,7 @@ export const TestQueryLoginError = defineError(
 export const SettingsReadOnlyError = defineError(
   'settings_read_only',
   409,
-  () => 'This panel has no writable tenant store: settings and signing keys cannot be changed here',
+  'This panel has no writable tenant store: settings and signing keys cannot be changed here',
 )
 
 // ---- signing keys -------------------------------------------------------------------------

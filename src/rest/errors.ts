@@ -22,17 +22,13 @@ export { BadRequestError, PayloadTooLargeError, TenantNotFoundError }
 
 /** Matches PostgREST v14: 503, the libpq message goes to the log, not the client. */
 /** Matches PostgREST v14's message; its details (the libpq message) stay in our log. */
-export const DbConnectionError = defineError('PGRST000', 503, () => 'Database connection error.')
+export const DbConnectionError = defineError('PGRST000', 503, 'Database connection error.')
 export const SchemaCacheLoadError = defineError(
   'PGRST002',
   503,
-  () => 'Could not query the database for the schema cache. Retrying.',
+  'Could not query the database for the schema cache. Retrying.',
 )
-export const PoolTimeoutError = defineError(
-  'PGRST003',
-  504,
-  () => 'Timed out acquiring connection from connection pool.',
-)
+export const PoolTimeoutError = defineError('PGRST003', 504, 'Timed out acquiring connection from connection pool.')
 
 // ---------------------------------------------------------------------------------------
 // Group 1: the request (grammar, headers, negotiation)
@@ -51,13 +47,13 @@ export const InvalidBodyError = defineError('PGRST102', 400, (message: string) =
 const RANGE = 'Requested range not satisfiable'
 /** PGRST103 with PostgREST 14's details (Error.hs): `limit=-1`, `Range: 5-2`, an offset past the counted total. */
 export const RangeNotSatisfiableError = defineErrorCases('PGRST103', {
-  negativeLimit: [416, () => ({ message: RANGE, details: 'Limit should be greater than or equal to zero.' })],
+  negativeLimit: [416, { message: RANGE, details: 'Limit should be greater than or equal to zero.' }],
   lowerAboveUpper: [
     416,
-    () => ({
+    {
       message: RANGE,
       details: 'The lower boundary must be lower than or equal to the upper boundary in the Range header.',
-    }),
+    },
   ],
   offsetOutOfBounds: [
     416,
@@ -71,7 +67,7 @@ export const RangeNotSatisfiableError = defineErrorCases('PGRST103', {
 export const PutMatchingPkError = defineError(
   'PGRST105',
   405,
-  () => "Filters must include all and only primary key columns with 'eq' operators",
+  "Filters must include all and only primary key columns with 'eq' operators",
 )
 export const InvalidSchemaError = defineError('PGRST106', 406, (schema: string, exposed: readonly string[]) => ({
   message: `Invalid schema: ${schema}`,
@@ -89,22 +85,14 @@ export const NotEmbeddedError = defineError('PGRST108', 400, (name: string) => (
 export const ResponseHeadersGucError = defineError(
   'PGRST111',
   500,
-  () => 'response.headers guc must be a JSON array composed of objects with a single key and a string value',
+  'response.headers guc must be a JSON array composed of objects with a single key and a string value',
 )
-export const ResponseStatusGucError = defineError(
-  'PGRST112',
-  500,
-  () => 'response.status guc must be a valid status code',
-)
-export const PutLimitError = defineError(
-  'PGRST114',
-  400,
-  () => 'limit/offset querystring parameters are not allowed for PUT',
-)
+export const ResponseStatusGucError = defineError('PGRST112', 500, 'response.status guc must be a valid status code')
+export const PutLimitError = defineError('PGRST114', 400, 'limit/offset querystring parameters are not allowed for PUT')
 export const PutPayloadMismatchError = defineError(
   'PGRST115',
   400,
-  () => 'Payload values do not match URL in primary key column(s)',
+  'Payload values do not match URL in primary key column(s)',
 )
 /** Matches PostgREST: an object was requested and 0 or more than 1 rows came back. */
 export const SingularityError = defineError('PGRST116', 406, (rows: number) => ({
@@ -120,28 +108,24 @@ export const RelatedOrderNotToOneError = defineError('PGRST118', 400, (origin: s
   message: `A related order on '${target}' is not possible`,
   details: `'${origin}' and '${target}' do not form a many-to-one or one-to-one relationship`,
 }))
-const RaiseJsonError = defineError(
-  'PGRST121',
-  500,
-  () => 'Could not parse JSON in the "RAISE SQLSTATE \'PGRST\'" error',
-)
+const RaiseJsonError = defineError('PGRST121', 500, 'Could not parse JSON in the "RAISE SQLSTATE \'PGRST\'" error')
 export const InvalidPreferencesError = defineError('PGRST122', 400, (invalid: readonly string[]) => ({
   message: 'Invalid preferences given with handling=strict',
   details: `Invalid preferences: ${invalid.join(', ')}`,
 }))
-export const AggregatesNotAllowedError = defineError('PGRST123', 400, () => 'Use of aggregate functions is not allowed')
+export const AggregatesNotAllowedError = defineError('PGRST123', 400, 'Use of aggregate functions is not allowed')
 export const MaxAffectedError = defineError('PGRST124', 400, (rows: number) => ({
   message: 'Query result exceeds max-affected preference constraint',
   details: `The query affects ${rows} rows`,
 }))
-export const InvalidPathError = defineError('PGRST125', 404, () => 'Invalid path specified in request URL')
-export const NotImplementedError = defineError('PGRST127', 400, () => 'Feature not implemented')
+export const InvalidPathError = defineError('PGRST125', 404, 'Invalid path specified in request URL')
+export const NotImplementedError = defineError('PGRST127', 400, 'Feature not implemented')
 /** The OpenAPI root with rest.openapi_mode `disabled` (PostgREST's openapi-mode). */
-export const OpenApiDisabledError = defineError('PGRST126', 404, () => 'Root endpoint metadata is disabled')
+export const OpenApiDisabledError = defineError('PGRST126', 404, 'Root endpoint metadata is disabled')
 export const MaxAffectedRpcError = defineError(
   'PGRST128',
   400,
-  () => 'Function must return SETOF or TABLE when max-affected preference is used with handling=strict',
+  'Function must return SETOF or TABLE when max-affected preference is used with handling=strict',
 )
 
 // ---------------------------------------------------------------------------------------
@@ -213,8 +197,8 @@ export const TableNotFoundError = defineError(
 // Group 3: JWT (PostgREST 14's Error.hs JwtError texts; jose-jwt's KeyError/BadAlgorithm
 // texts as details). Every 401 here carries PostgREST's WWW-Authenticate challenge.
 
-const JwtSecretMissingError = defineError('PGRST300', 500, () => 'Server lacks JWT secret')
-const AnonDisabledError = defineError('PGRST302', 401, () => 'Anonymous access is disabled')
+const JwtSecretMissingError = defineError('PGRST300', 500, 'Server lacks JWT secret')
+const AnonDisabledError = defineError('PGRST302', 401, 'Anonymous access is disabled')
 
 /** The message with PostgREST's challenge on PGRST301/303: `Bearer error="invalid_token", error_description="<message>"`. */
 function invalidToken(message: string, details: string | null = null): ErrorText {
@@ -229,39 +213,39 @@ function invalidToken(message: string, details: string | null = null): ErrorText
 /** PGRST301, decode errors: the token, its parts, the key, the algorithm. */
 export const JwtDecodeError = defineErrorCases('PGRST301', {
   /** `Authorization: Bearer` with nothing after it. */
-  empty: [401, () => invalidToken('Empty JWT is sent in Authorization header')],
+  empty: [401, invalidToken('Empty JWT is sent in Authorization header')],
   /** A token that does not split into 3 dot-separated parts. */
   parts: [401, (parts: number) => invalidToken(`Expected 3 parts in JWT; got ${parts}`)],
   /** The key does not verify the signature (also an HMAC algorithm other than the pinned one). */
   keyCannotDecode: [
     401,
-    () => invalidToken('No suitable key or wrong key type', 'None of the keys was able to decode the JWT'),
+    invalidToken('No suitable key or wrong key type', 'None of the keys was able to decode the JWT'),
   ],
   /** A signature algorithm no configured key can verify (RSA, EC, EdDSA). */
   noSuitableKey: [
     401,
-    () => invalidToken('No suitable key or wrong key type', 'No suitable key was found to decode the JWT'),
+    invalidToken('No suitable key or wrong key type', 'No suitable key was found to decode the JWT'),
   ],
   /** An unsecured token (`alg: none`). */
   unsecured: [
     401,
-    () => invalidToken('Wrong or unsupported encoding algorithm', "JWT is unsecured but expected 'alg' was not 'none'"),
+    invalidToken('Wrong or unsupported encoding algorithm', "JWT is unsecured but expected 'alg' was not 'none'"),
   ],
   /** A token that does not parse (bad base64url, header JSON, unknown algorithm). */
-  malformed: [401, () => invalidToken('JWT cryptographic operation failed')],
+  malformed: [401, invalidToken('JWT cryptographic operation failed')],
 })
 
 /** PGRST303, claim errors: expired, not yet valid, issued in the future, a time or aud claim of the wrong type. */
 export const JwtClaimsError = defineErrorCases('PGRST303', {
-  expired: [401, () => invalidToken('JWT expired')],
-  notYetValid: [401, () => invalidToken('JWT not yet valid')],
-  issuedAtFuture: [401, () => invalidToken('JWT issued at future')],
-  notInAudience: [401, () => invalidToken('JWT not in audience')],
-  parsingFailed: [401, () => invalidToken('Parsing claims failed')],
-  expNotNumber: [401, () => invalidToken("The JWT 'exp' claim must be a number")],
-  nbfNotNumber: [401, () => invalidToken("The JWT 'nbf' claim must be a number")],
-  iatNotNumber: [401, () => invalidToken("The JWT 'iat' claim must be a number")],
-  audNotStringOrArray: [401, () => invalidToken("The JWT 'aud' claim must be a string or an array of strings")],
+  expired: [401, invalidToken('JWT expired')],
+  notYetValid: [401, invalidToken('JWT not yet valid')],
+  issuedAtFuture: [401, invalidToken('JWT issued at future')],
+  notInAudience: [401, invalidToken('JWT not in audience')],
+  parsingFailed: [401, invalidToken('Parsing claims failed')],
+  expNotNumber: [401, invalidToken("The JWT 'exp' claim must be a number")],
+  nbfNotNumber: [401, invalidToken("The JWT 'nbf' claim must be a number")],
+  iatNotNumber: [401, invalidToken("The JWT 'iat' claim must be a number")],
+  audNotStringOrArray: [401, invalidToken("The JWT 'aud' claim must be a string or an array of strings")],
 })
 export type JwtClaimsFailure = keyof typeof JwtClaimsError.cases
 
@@ -330,7 +314,7 @@ export const EngineNotConfiguredError = defineError(
   (database: string) => `The REST engine has no connection for database '${database}'`,
 )
 /** 5xx with no known cause: the body says only this plus the request id; the cause is logged. */
-export const UnexpectedError = defineError('unexpected_failure', 500, () => 'unexpected failure')
+export const UnexpectedError = defineError('unexpected_failure', 500, 'unexpected failure')
 
 /** The engine's own errors (not PostgREST's): their Proxy-Status names Gatehouse. */
 const OWN_ERRORS = [

@@ -95,16 +95,17 @@ function textAndOptions(text: ErrorText, opts: ErrorOptions | undefined): [strin
 
 /**
  * A typed error factory in the spirit of @fastify/error: the code and status are
- * literals, the message is built from the arguments. Pass ErrorOptions as the
+ * literals, the message is fixed or built from the arguments. Pass ErrorOptions as the
  * last argument after the format arguments. `base` lets a part keep its own class
  * (the auth engine's AuthError) under the same mechanism.
  */
-export function defineError<C extends string, S extends number, A extends unknown[]>(
+export function defineError<C extends string, S extends number, A extends unknown[] = []>(
   code: C,
   status: S,
-  format: (...args: A) => ErrorText,
+  text: ErrorText | ((...args: A) => ErrorText),
   base: new (code: string, status: number, message: string, opts: ErrorOptions) => GatehouseError = GatehouseError,
 ): ErrorClass<C, S, [...A, ErrorOptions?]> {
+  const format = typeof text === 'function' ? text : () => text
   const arity = format.length
   const cls = class extends base {
     static readonly code = code
@@ -121,7 +122,7 @@ export function defineError<C extends string, S extends number, A extends unknow
 }
 
 /** One way a code is said: its status and its message, or how the message is built from arguments. */
-export type ErrorCase = readonly [status: number, message: string | ((...args: never[]) => ErrorText)]
+export type ErrorCase = readonly [status: number, message: ErrorText | ((...args: never[]) => ErrorText)]
 
 type CaseArgs<E> = E extends readonly [number, (...args: infer A) => ErrorText] ? A : []
 
@@ -152,7 +153,7 @@ export function defineErrorCases<C extends string, T extends Readonly<Record<str
   const [first] = Object.values(cases)
   if (first === undefined) throw new TypeError(`defineErrorCases(${code}): no cases`)
   const textOf = (c: ErrorCase, args: unknown[]): ErrorText =>
-    typeof c[1] === 'string' ? c[1] : (c[1] as (...a: unknown[]) => ErrorText)(...args)
+    typeof c[1] === 'function' ? (c[1] as (...a: unknown[]) => ErrorText)(...args) : c[1]
   const cls = class extends base {
     static readonly code = code
     static readonly status = first[0]
@@ -161,7 +162,7 @@ export function defineErrorCases<C extends string, T extends Readonly<Record<str
     constructor(which: string, ...rest: unknown[]) {
       if (!Object.hasOwn(cases, which)) throw new TypeError(`${code}: no case ${which}`)
       const c = cases[which]!
-      const arity = typeof c[1] === 'string' ? 0 : c[1].length
+      const arity = typeof c[1] === 'function' ? c[1].length : 0
       const opts = (rest.length > arity ? rest[arity] : undefined) as ErrorOptions | undefined
       super(code, c[0], ...textAndOptions(textOf(c, rest.slice(0, arity)), opts))
     }
@@ -219,21 +220,17 @@ export const TenantNotFoundError = defineError(
 export const DatabaseUnavailableError = defineError(
   'database_unavailable',
   503,
-  () => 'The database is not reachable at the moment, please retry shortly',
+  'The database is not reachable at the moment, please retry shortly',
 )
 
 /**
  * A request that reached a part after it began to shut down (on a kept-alive connection: the
  * listener is closed already); another instance answers the retry (REST, auth engine, panel).
  */
-export const ShuttingDownError = defineError(
-  'shutting_down',
-  503,
-  () => 'This server is shutting down; retry the request',
-)
+export const ShuttingDownError = defineError('shutting_down', 503, 'This server is shutting down; retry the request')
 
 /** Nothing is routed at this path (gateway and panel). */
-export const NotFoundError = defineError('not_found', 404, () => 'Nothing is served at this path')
+export const NotFoundError = defineError('not_found', 404, 'Nothing is served at this path')
 
 /** A request the HTTP layer could not read (gateway and panel). */
 export const BadRequestError = defineError('bad_request', 400, (why: string) => `The request is malformed: ${why}`)
@@ -253,14 +250,10 @@ export const HeaderFieldsTooLargeError = defineError(
 )
 
 /** The request line and headers did not arrive in time (every part's listener). */
-export const HeadersTimeoutError = defineError(
-  'headers_timeout',
-  408,
-  () => 'The request headers did not arrive in time',
-)
+export const HeadersTimeoutError = defineError('headers_timeout', 408, 'The request headers did not arrive in time')
 
 /** A failure with no known cause: 5xx bodies say only "unexpected failure"; the cause is logged. */
-export const InternalError = defineError('internal_error', 500, () => 'unexpected failure')
+export const InternalError = defineError('internal_error', 500, 'unexpected failure')
 
 /** The codes every part shares. */
 export const SHARED_ERRORS = {

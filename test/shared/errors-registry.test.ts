@@ -115,3 +115,17 @@ t.test('a class with cases answers each case with its status and message', async
   t.throws(() => new (UserNotFoundError as unknown as new (w: string) => Error)('toString'), TypeError)
   t.ok(isDefinedError(bearer), 'a registry class')
 })
+
+t.test('a fixed message is written as it is said; options are then the first argument', async (t) => {
+  const { defineError, defineErrorCases } = sharedModule
+  const Fixed = defineError('fixed_case', 409, 'It is fixed')
+  const fixed = new Fixed({ hint: 'a hint', headers: { 'retry-after': '1' } })
+  t.match(fixed, { code: 'fixed_case', status: 409, message: 'It is fixed', hint: 'a hint' })
+  t.same(fixed.headers, { 'retry-after': '1' })
+  const WithDetails = defineError('fixed_details', 400, { message: 'Bad', details: 'always these' })
+  t.match(new WithDetails(), { message: 'Bad', details: 'always these', hint: null })
+  t.match(new WithDetails({ details: 'where raised' }), { details: 'where raised' }, 'options given where raised win')
+  const Cased = defineErrorCases('cased_fixed', { plain: [400, 'Plain'], full: [401, { message: 'Full', hint: 'h' }] })
+  t.match(new Cased('plain'), { status: 400, message: 'Plain' })
+  t.match(new Cased('full', { details: 'd' }), { status: 401, message: 'Full', hint: 'h', details: 'd' })
+})
