@@ -54,6 +54,7 @@ export class PoolRegistry {
       allowExitOnIdle: opts.allowExitOnIdle,
       // Owner triggers on auth tables run in the engine's statements (docs/security.md).
       createClient: (config) => new GuardedClient(config),
+      reusable: (client) => !(client as GuardedClient).tainted,
     })
   }
 

@@ -26,7 +26,6 @@
 // against pg.Pool.
 import pg from 'pg'
 import { ClusterHealth } from './cluster-health.js'
-import { GuardedClient } from './session-guard.js'
 
 export interface TenantPoolsOptions {
   /** Connections for all tenants together (with clusterShare: until the cluster's size is known). */
@@ -59,6 +58,8 @@ export interface TenantPoolsOptions {
    * back after owner code (session-guard.ts), REST's pipelines its statements (rest/batch.ts).
    */
   createClient?: (config: pg.ClientConfig) => pg.Client
+  /** Whether a healthy client given back may serve again (default: yes); false closes it. */
+  reusable?: (client: pg.Client) => boolean
   /** The error of a wait that timed out (default: a TenantPoolTimeoutError). */
   timeoutError?: (key: string) => Error
   /** The error of a connect that failed, or of an acquire on closed pools (default: the error itself). */
@@ -309,18 +310,17 @@ export class TenantPools {
 
   /**
    * Gives a connection back. A broken one (or `broken` true: failed ROLLBACK, too many
-   * prepared statements, ...) is closed. A healthy one goes, in this order, to the waiting
+   * prepared statements, ..., or one the `reusable` option refuses) is closed. A healthy one goes, in this order, to the waiting
    * tenant holding the fewest connections (its own tenant when that one holds no more than
    * any other that waits), else back to the idle list.
    */
   release(connection: PooledConnection, broken = false): void {
     const conn = connection as Conn
     const pool = conn.pool
-    const tainted = conn.client instanceof GuardedClient && conn.client.tainted
     if (
       broken ||
-      tainted ||
       conn.broken ||
+      this.#s.reusable?.(conn.client) === false ||
       this.#closed ||
       conn.url !== pool.url ||
       this.#pools.get(pool.key) !== pool

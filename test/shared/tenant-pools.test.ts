@@ -251,6 +251,24 @@ t.test('the pg.Pool-like facade: query, connect and release', async (t) => {
   t.same(p.stats('a'), { open: 1, idle: 1, waiting: 0 }, 'an SQL error keeps the connection')
 })
 
+t.test('a client the reusable hook refuses is closed at release, not handed out again', async (t) => {
+  const db = await createTestDatabase(t)
+  const refused = new Set<pg.Client>()
+  const p = pools(t, { reusable: (client) => !refused.has(client) })
+  const first = await p.acquire('a', db.url)
+  const firstPid = await pid(first)
+  p.release(first)
+  t.same(p.stats('a'), { open: 1, idle: 1, waiting: 0 }, 'a reusable client goes back to the idle list')
+  const again = await p.acquire('a', db.url)
+  t.equal(await pid(again), firstPid, 'and serves the next acquire')
+  refused.add(again.client)
+  p.release(again)
+  t.same(p.stats('a'), { open: 0, idle: 0, waiting: 0 }, 'a refused client is closed')
+  const next = await p.acquire('a', db.url)
+  t.not(await pid(next), firstPid, 'the next acquire gets a new connection')
+  p.release(next)
+})
+
 t.test('pool metrics: per-tenant gauges from the snapshots of several parts', async (t) => {
   const db = await createTestDatabase(t)
   const rest = pools(t, { budget: 4, perTenant: 1, acquireTimeoutMs: 5_000 })
