@@ -36,7 +36,7 @@ import {
   updateUser,
 } from './models/users.js'
 import { beforeUserCreatedHook } from './auth-hooks.js'
-import { startSession, type AuthMethod } from './tokens.js'
+import { startSession } from './tokens.js'
 import type { AccessTokenResponse, IdentityRow, TenantContext, UserRow, UserWithIdentities } from './types.js'
 
 // Namespace of our transaction advisory locks (two-int form): "an identity or email is being linked".
@@ -58,9 +58,6 @@ interface NewEmailUser {
   data?: Record<string, unknown>
   confirmed: boolean
   invited?: boolean
-  appMetadata?: Record<string, unknown>
-  role?: string
-  id?: string
   /**
    * 'identity' (default): user_metadata is the email identity's data, as GoTrue's /signup leaves it
    * (RemoveUnconfirmedIdentities). 'data': user_metadata is `data` alone and the identity holds
@@ -72,16 +69,16 @@ interface NewEmailUser {
 /** Inserts a user with an `email` identity whose provider_id is the user id. */
 export async function createEmailUser(ctx: TenantContext, q: Queryable, n: NewEmailUser): Promise<UserWithIdentities> {
   const now = ctx.now()
-  const id = n.id ?? randomUUID()
+  const id = randomUUID()
   const fromData = n.metadata === 'data'
   const identityData = emailIdentityData(id, n.email, fromData ? undefined : n.data, n.confirmed)
   const user = await insertUser(q, {
     id,
     aud: ctx.tenant.jwt.aud,
-    role: n.role ?? 'authenticated',
+    role: 'authenticated',
     email: n.email,
     encryptedPassword: n.encryptedPassword,
-    appMetadata: { ...(n.appMetadata ?? {}), provider: 'email', providers: ['email'] },
+    appMetadata: { provider: 'email', providers: ['email'] },
     userMetadata: fromData ? { ...(n.data ?? {}) } : identityData,
     emailConfirmedAt: n.confirmed ? now : null,
     invitedAt: n.invited ? now : null,
@@ -166,41 +163,23 @@ export interface ExternalIdentity {
   requireEmailProof?: boolean
 }
 
-interface IdentitySignInOptions {
-  method?: AuthMethod
-  userAgent?: string | null
-  ip?: string | null
-}
-
-interface IdentitySignInResult {
-  user: UserWithIdentities
-  session: AccessTokenResponse
-  /** What happened: found by identity, linked to an existing user, or a new user. */
-  decision: 'account_exists' | 'link_account' | 'create_account'
-}
-
-const providerEmailNeedsVerification = () => new ProviderEmailNeedsVerificationError()
+/** What happened: found by identity, linked to an existing user, or a new user. */
+type IdentityDecision = 'account_exists' | 'link_account' | 'create_account'
 
 /**
- * Signs a person in through an external identity, in one transaction: serialised per
- * (provider, provider id) and per email by advisory locks, so concurrent calls for one
- * person end with one user. Returns the user and a new session.
+ * Signs a person in through an external identity (AMR `oauth`), in one transaction:
+ * serialised per (provider, provider id) and per email by advisory locks, so concurrent calls
+ * for one person end with one user. Returns the new session.
  */
 export async function signInWithIdentity(
   ctx: TenantContext,
   ext: ExternalIdentity,
-  opts: IdentitySignInOptions = {},
-): Promise<IdentitySignInResult> {
+  client: { userAgent?: string | null; ip?: string | null } = {},
+): Promise<AccessTokenResponse> {
   return withTransaction(ctx.db, async (q) => {
-    const { user: withIdentities, decision } = await resolveIdentityUser(ctx, q, ext)
-    const session = await startSession(ctx, q, withIdentities, {
-      method: opts.method ?? 'oauth',
-      userAgent: opts.userAgent,
-      ip: opts.ip,
-      auditAction: decision === 'create_account' ? null : 'login',
-    })
-    const finalUser = { user: withIdentities.user, identities: await identitiesForUser(q, withIdentities.user.id) }
-    return { user: finalUser, session: { ...session, user: session.user }, decision }
+    const { user, decision } = await resolveIdentityUser(ctx, q, ext)
+    const auditAction = decision === 'create_account' ? null : 'login'
+    return startSession(ctx, q, user, { method: 'oauth', ...client, auditAction })
   })
 }
 
@@ -213,7 +192,7 @@ export async function resolveIdentityUser(
   ctx: TenantContext,
   q: Queryable,
   ext: ExternalIdentity,
-): Promise<{ user: UserWithIdentities; decision: IdentitySignInResult['decision'] }> {
+): Promise<{ user: UserWithIdentities; decision: IdentityDecision }> {
   let email = ext.email ? ext.email.trim().toLowerCase() : ''
   await q.query('SELECT pg_advisory_xact_lock($1, hashtext($2))', [
     LINK_LOCK_NS,
@@ -222,8 +201,9 @@ export async function resolveIdentityUser(
   if (email)
     await q.query('SELECT pg_advisory_xact_lock($1, hashtext($2))', [LINK_LOCK_NS, JSON.stringify(['email', email])])
   const now = ctx.now()
+  const existing = await findIdentity(q, ext.provider, ext.providerId)
   let owner: UserRow | null = null
-  if ((await findIdentity(q, ext.provider, ext.providerId)) === null && ext.emailVerified && email) {
+  if (existing === null && ext.emailVerified && email) {
     owner = await linkingCandidate(ctx, q, email)
     // Someone else holds the address and never proved it: the identity gets a user of its
     // own, without the address (neither handed the stranger's account nor refused).
@@ -234,9 +214,8 @@ export async function resolveIdentityUser(
   }
   const identityData = externalIdentityData(ext, email)
 
-  let decision: IdentitySignInResult['decision']
+  let decision: IdentityDecision
   let user: UserRow
-  const existing = await findIdentity(q, ext.provider, ext.providerId)
   if (existing) {
     // AccountExists: refresh the identity, merge its data into user_metadata.
     decision = 'account_exists'
@@ -273,7 +252,7 @@ async function linkIdentityToOwner(
   identityData: Record<string, unknown>,
   now: Date,
 ): Promise<UserRow> {
-  await insertIdentityIfAbsent(q, {
+  const mine = await insertIdentityIfAbsent(q, {
     userId: owner.id,
     provider: ext.provider,
     providerId: ext.providerId,
@@ -285,8 +264,7 @@ async function linkIdentityToOwner(
   if (!u.email_confirmed_at) {
     // Pre-account-takeover defence (§5.9 step 4): whoever registered this address
     // without confirming it loses the password and other identities.
-    const mine = await findIdentity(q, ext.provider, ext.providerId)
-    await deleteIdentitiesOfUser(q, u.id, mine?.id)
+    await deleteIdentitiesOfUser(q, u.id, mine.id)
     u = await updateUser(
       q,
       u.id,
@@ -318,7 +296,7 @@ async function createIdentityUser(
   const id = randomUUID()
   const emailFree = email ? !(await isEmailTaken(q, email)) : false
   const confirmed = emailFree && (ext.emailVerified || !ctx.tenant.auth.mail_confirmation)
-  if (emailFree && !confirmed) throw providerEmailNeedsVerification()
+  if (emailFree && !confirmed) throw new ProviderEmailNeedsVerificationError()
   const user = await insertUser(q, {
     id,
     aud: ctx.tenant.jwt.aud,

@@ -375,13 +375,8 @@ const DEFAULT_REJECTION = {
   mfa: 'Further MFA verification attempts will be rejected.',
 }
 
-interface Decision {
-  reject: boolean
-  message: string
-  logout: boolean
-}
-
-function decisionOf(answer: Record<string, unknown> | null, fallback: string): Decision {
+/** An attempt hook's answer: whether it rejects, with which message, and whether the user is signed out. */
+function decisionOf(answer: Record<string, unknown> | null, fallback: string) {
   const reject = answer?.decision === 'reject'
   const message = typeof answer?.message === 'string' && answer.message !== '' ? answer.message : fallback
   return { reject, message, logout: answer?.should_logout_user === true }
@@ -397,7 +392,6 @@ export async function passwordAttemptHook(
   valid: boolean,
   logout: (userId: string) => Promise<unknown>,
 ): Promise<void> {
-  if (hookOf(call.ctx, 'password_verification_attempt') === null) return
   const d = decisionOf(
     await runAuthHook(call, 'password_verification_attempt', { user_id: userId, valid }),
     DEFAULT_REJECTION.password,
@@ -416,7 +410,6 @@ export async function mfaAttemptHook(
   a: { userId: string; factorId: string; factorType: string; valid: boolean },
   logout: (userId: string) => Promise<unknown>,
 ): Promise<void> {
-  if (hookOf(call.ctx, 'mfa_verification_attempt') === null) return
   const answer = await runAuthHook(call, 'mfa_verification_attempt', {
     user_id: a.userId,
     factor_id: a.factorId,
@@ -435,24 +428,4 @@ export async function mfaAttemptHook(
  */
 export async function beforeUserCreatedHook(call: HookCall, user: Record<string, unknown>): Promise<void> {
   await runAuthHook(call, 'before_user_created', { user })
-}
-
-/** What the send_email hook is told of a mail (GoTrue's mailer.EmailData). */
-export interface EmailData {
-  token: string
-  token_hash: string
-  redirect_to: string
-  email_action_type: string
-  site_url: string
-  token_new: string
-  token_hash_new: string
-}
-
-/** send_email: the mail goes to the hook instead of SMTP, with the user and the mail's tokens. */
-export async function sendEmailHook(
-  call: HookCall,
-  user: Record<string, unknown>,
-  emailData: EmailData,
-): Promise<void> {
-  await runAuthHook(call, 'send_email', { user, email_data: emailData })
 }

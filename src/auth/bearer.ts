@@ -39,7 +39,6 @@ function bearerToken(req: FastifyRequest): string | null {
   return m ? m[1]! : null
 }
 
-/** Verifies a bearer token of this tenant; 401 without one, 403 bad_jwt when it fails. */
 /** The reason GoTrue's JWT library (golang-jwt v5) gives for the common failures. */
 function goJwtReason(err: unknown, token: string): string {
   if (err instanceof joseErrors.JWTExpired) return 'token has invalid claims: token is expired'
@@ -69,6 +68,7 @@ function verificationKeysOf(ctx: TenantContext): VerificationKey[] {
   return keys
 }
 
+/** Verifies a bearer token of this tenant; 401 without one, 403 bad_jwt when it fails. */
 async function verifyBearer(ctx: TenantContext, req: FastifyRequest): Promise<BearerClaims> {
   const token = bearerToken(req)
   if (!token) throw new NoAuthorizationError('bearer')
@@ -114,15 +114,9 @@ export async function requireAdmin(ctx: TenantContext, req: FastifyRequest): Pro
 }
 
 /** The token's audience as GoTrue reads it: `aud`, or its first entry when a list. */
-function audienceOf(claims: BearerClaims): string | undefined {
-  const aud = claims.aud
-  return Array.isArray(aud)
-    ? typeof aud[0] === 'string'
-      ? aud[0]
-      : undefined
-    : typeof aud === 'string'
-      ? aud
-      : undefined
+export function audienceOf(claims: BearerClaims): string | undefined {
+  const aud = Array.isArray(claims.aud) ? claims.aud[0] : claims.aud
+  return typeof aud === 'string' ? aud : undefined
 }
 
 /**

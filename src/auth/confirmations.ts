@@ -3,7 +3,7 @@
 // Every kind (signup, invite, email_change, recovery, magic link) has its entry in
 // EMAIL_TOKENS / VERIFY_KINDS and goes through the same functions.
 import { ownValue, type Queryable } from '../shared/index.js'
-import { generateOtp, hashOtp, randomPassword, hashPassword } from './crypto.js'
+import { generateOtp, hashOtp, randomPasswordHash } from './crypto.js'
 import { OtpExpiredError, MAX_OTP_ATTEMPTS, UserBannedError } from './errors.js'
 import type { MailKind, VerifyLinkType } from './mail/index.js'
 import { audit } from './models/audit-log.js'
@@ -17,17 +17,18 @@ import {
 } from './models/one-time-tokens.js'
 import { clearAddressAttempts, otpAttemptsOf } from './models/otp-attempts.js'
 import { isUserBanned, lockUserById, toUserJson, updateUser, type UserColumn } from './models/users.js'
-import { hookOf, sendEmailHook } from './auth-hooks.js'
+import { hookOf, runAuthHook } from './auth-hooks.js'
 import { confirmEmail, emailIdentityData, refreshProviders } from './accounts.js'
 import type { TenantContext, UserRow, UserWithIdentities } from './types.js'
 import { recordEmailProof } from './models/email-proofs.js'
+import { flowMethodOfVerifyType, startEmailFlow, type PkceParams } from './pkce.js'
 
 export type EmailTokenKind =
   'confirmation' | 'invite' | 'recovery' | 'magiclink' | 'email_change_new' | 'email_change_current'
 
 interface EmailTokenSpec {
-  ott: OneTimeTokenType
-  column: UserColumn
+  /** The one-time token's type, also the user column that holds it. */
+  ott: OneTimeTokenType & UserColumn
   sentAt: UserColumn
   mail: MailKind
   linkType: VerifyLinkType
@@ -37,42 +38,36 @@ interface EmailTokenSpec {
 const EMAIL_TOKENS: Record<EmailTokenKind, EmailTokenSpec> = {
   confirmation: {
     ott: 'confirmation_token',
-    column: 'confirmation_token',
     sentAt: 'confirmation_sent_at',
     mail: 'confirmation',
     linkType: 'signup',
   },
   invite: {
     ott: 'confirmation_token',
-    column: 'confirmation_token',
     sentAt: 'confirmation_sent_at',
     mail: 'invite',
     linkType: 'invite',
   },
   recovery: {
     ott: 'recovery_token',
-    column: 'recovery_token',
     sentAt: 'recovery_sent_at',
     mail: 'recovery',
     linkType: 'recovery',
   },
   magiclink: {
     ott: 'recovery_token',
-    column: 'recovery_token',
     sentAt: 'recovery_sent_at',
     mail: 'magic_link',
     linkType: 'magiclink',
   },
   email_change_new: {
     ott: 'email_change_token_new',
-    column: 'email_change_token_new',
     sentAt: 'email_change_sent_at',
     mail: 'email_change',
     linkType: 'email_change',
   },
   email_change_current: {
     ott: 'email_change_token_current',
-    column: 'email_change_token_current',
     sentAt: 'email_change_sent_at',
     mail: 'email_change',
     linkType: 'email_change',
@@ -98,10 +93,10 @@ export async function issueEmailToken(
 ): Promise<IssuedToken> {
   const spec = EMAIL_TOKENS[kind]
   const now = ctx.now()
-  const otp = generateOtp(6)
+  const otp = generateOtp()
   const plain = hashOtp(opts.address.toLowerCase(), otp)
   const hash = opts.pkce ? 'pkce_' + plain : plain
-  const updated = await updateUser(q, user.id, { ...(opts.extra ?? {}), [spec.column]: hash, [spec.sentAt]: now }, now)
+  const updated = await updateUser(q, user.id, { ...(opts.extra ?? {}), [spec.ott]: hash, [spec.sentAt]: now }, now)
   await putOneTimeToken(q, { userId: user.id, type: spec.ott, hash, relatesTo: opts.address, now })
   return { otp, hash, user: updated }
 }
@@ -115,31 +110,22 @@ export async function sendEmailToken(
   opts: {
     address: string
     redirectTo: string
-    pkce?: boolean
+    /** A PKCE request's parameters: its flow state starts (an email change's with the mail to the new address). */
+    pkce?: PkceParams | null
     newEmail?: string
     extra?: Partial<Record<UserColumn, unknown>>
   },
 ): Promise<IssuedToken> {
-  const issued = await issueEmailToken(ctx, q, user, kind, opts)
   const spec = EMAIL_TOKENS[kind]
-  const toNew = kind === 'email_change_new'
-  const deliver =
-    hookOf(ctx, 'send_email') === null
-      ? undefined
-      : async () =>
-          sendEmailHook(
-            { ctx, q },
-            toUserJson({ user: issued.user, identities: await identitiesForUser(q, user.id) }),
-            {
-              token: toNew ? '' : issued.otp,
-              token_hash: toNew ? '' : issued.hash,
-              redirect_to: opts.redirectTo,
-              email_action_type: spec.linkType,
-              site_url: ctx.tenant.auth.site_url,
-              token_new: toNew ? issued.otp : '',
-              token_hash_new: toNew ? issued.hash : '',
-            },
-          )
+  if (opts.pkce && kind !== 'email_change_current')
+    await startEmailFlow(ctx, q, user.id, flowMethodOfVerifyType(spec.linkType), opts.pkce)
+  const issued = await issueEmailToken(ctx, q, user, kind, { ...opts, pkce: !!opts.pkce })
+  const deliver = sendEmailHookDelivery({ ctx, q }, issued.user, {
+    ...issued,
+    toNew: kind === 'email_change_new',
+    action: spec.linkType,
+    redirectTo: opts.redirectTo,
+  })
   await ctx.mailer.send(ctx, q, {
     deliver,
     kind: spec.mail,
@@ -160,6 +146,52 @@ export async function sendEmailToken(
         : 'user_confirmation_requested'
   await audit(q, { action, actorId: user.id, actorUsername: user.email, now: ctx.now() })
   return issued
+}
+
+/**
+ * The send_email hook's delivery of a mail instead of SMTP, or undefined when the database has
+ * no such hook: the user as the API shows it, and the mail's tokens as GoTrue's EmailData
+ * has them (a mail to an email change's new address carries them as token_new, token_hash_new).
+ */
+export function sendEmailHookDelivery(
+  call: { ctx: TenantContext; q: Queryable; ip?: string | null },
+  user: UserRow,
+  mail: { otp: string; hash: string; toNew: boolean; action: string; redirectTo: string },
+): (() => Promise<void>) | undefined {
+  if (hookOf(call.ctx, 'send_email') === null) return undefined
+  const { otp, hash, toNew } = mail
+  const emailData = {
+    token: toNew ? '' : otp,
+    token_hash: toNew ? '' : hash,
+    redirect_to: mail.redirectTo,
+    email_action_type: mail.action,
+    site_url: call.ctx.tenant.auth.site_url,
+    token_new: toNew ? otp : '',
+    token_hash_new: toNew ? hash : '',
+  }
+  return async () => {
+    const json = toUserJson({ user, identities: await identitiesForUser(call.q, user.id) })
+    await runAuthHook(call, 'send_email', { user: json, email_data: emailData })
+  }
+}
+
+/**
+ * GoTrue's secure email change: a link to the new address, and one to the current address
+ * if any; the change starts over (an earlier confirmation of one half no longer counts, the
+ * earlier links stop working).
+ */
+export async function sendEmailChangeMails(
+  ctx: TenantContext,
+  q: Queryable,
+  user: UserRow,
+  newEmail: string,
+  mail: { redirectTo: string; pkce: PkceParams | null },
+): Promise<UserRow> {
+  const extra = { email_change: newEmail, email_change_confirm_status: 0, email_change_token_current: '' }
+  const opts = { ...mail, newEmail }
+  const sent = await sendEmailToken(ctx, q, user, 'email_change_new', { ...opts, address: newEmail, extra })
+  if (!sent.user.email) return sent.user
+  return (await sendEmailToken(ctx, q, sent.user, 'email_change_current', { ...opts, address: sent.user.email })).user
 }
 
 // ----- verification --------------------------------------------------------------------------
@@ -190,12 +222,8 @@ const VERIFY_KINDS: Partial<Record<string, VerifyKind>> = {
     async apply(ctx, q, user) {
       // An invited user has no password yet: a random one, the app then asks for a real one.
       if (!user.encrypted_password) {
-        user = await updateUser(
-          q,
-          user.id,
-          { encrypted_password: await hashPassword(randomPassword().slice(0, 64), ctx.config.auth.bcrypt_cost) },
-          ctx.now(),
-        )
+        const hash = await randomPasswordHash(ctx.config.auth.bcrypt_cost)
+        user = await updateUser(q, user.id, { encrypted_password: hash }, ctx.now())
       }
       return { kind: 'signed_in', user: await confirmEmail(ctx, q, user) }
     },
@@ -303,16 +331,17 @@ export async function verifyTokenHash(
   hash: string,
   opts: { relatesTo?: string; linkOpened?: boolean; attemptCounted?: boolean } = {},
 ): Promise<VerifyOutcome> {
+  const expired = () => new OtpExpiredError(opts.linkOpened === true ? 'link' : 'token')
   const kind = ownValue(VERIFY_KINDS, type)
-  if (!kind) throw opts.linkOpened === true ? new OtpExpiredError('link') : new OtpExpiredError('token')
+  if (!kind) throw expired()
   const found = await findOneTimeToken(q, hash, kind.ottTypes)
-  if (!found) throw opts.linkOpened === true ? new OtpExpiredError('link') : new OtpExpiredError('token')
+  if (!found) throw expired()
   // Lock the user, then read the token again: a concurrent verification of the same
   // token has deleted it by the time we get the lock, so a token works once.
   const user = await lockUserById(q, found.user_id)
   const ott = user ? await findOneTimeToken(q, hash, kind.ottTypes) : null
   if (!user || !ott || (opts.relatesTo !== undefined && ott.relates_to !== opts.relatesTo.toLowerCase()))
-    throw opts.linkOpened === true ? new OtpExpiredError('link') : new OtpExpiredError('token')
+    throw expired()
   // A code burned by wrong codes (the caller may have counted this very attempt already).
   // Only the 6-digit code burns: the link's token hash (224 bits, guessed by no one) goes
   // on working until it is used or expires, whatever strangers typed (docs/edge.md).
@@ -323,8 +352,7 @@ export async function verifyTokenHash(
     throw new OtpExpiredError('attempts')
   if (isUserBanned(user, ctx.now())) throw new UserBannedError('bearer')
   const sent = kind.sentAt(user) ?? ott.created_at
-  if (sent.getTime() + ctx.tenant.auth.otp_expiry * 1000 < ctx.now().getTime())
-    throw opts.linkOpened === true ? new OtpExpiredError('link') : new OtpExpiredError('token')
+  if (sent.getTime() + ctx.tenant.auth.otp_expiry * 1000 < ctx.now().getTime()) throw expired()
   const outcome = await kind.apply(ctx, q, user, ott.token_type)
   // The token reached its address and came back: the user owns that address (and the
   // wrong codes strangers entered for it no longer count).

@@ -155,11 +155,9 @@ export function assertPasswordAcceptable(
   if (!s.ok) throw weakPassword(s.message, s.reasons)
 }
 
-/** A numeric OTP of `length` digits, zero-padded. */
-export function generateOtp(length = 6): string {
-  let out = ''
-  for (let i = 0; i < length; i++) out += String(randomInt(0, 10))
-  return out
+/** A numeric OTP of six digits, zero-padded. */
+export function generateOtp(): string {
+  return String(randomInt(0, 1_000_000)).padStart(6, '0')
 }
 
 /** hex(SHA-224(address + otp)): the value GoTrue stores and puts into links (docs/auth-protocol.md §5.4). */
@@ -169,10 +167,9 @@ export function hashOtp(address: string, otp: string): string {
     .digest('hex')
 }
 
-/** A random password for accounts created without one (33-64 chars, all character classes). */
-export function randomPassword(): string {
-  const base = randomBytes(36).toString('base64url')
-  return base + 'aA1!'
+/** The hash of a random password (all character classes) for an account created without one. */
+export function randomPasswordHash(cost: number): Promise<string> {
+  return hashPassword(randomBytes(36).toString('base64url') + 'aA1!', cost)
 }
 
 const BASE32 = 'abcdefghijklmnopqrstuvwxyz234567'

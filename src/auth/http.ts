@@ -17,29 +17,20 @@ export function bodyOf(req: FastifyRequest): Body {
   return b as Body
 }
 
-export function optString(b: Body, key: string): string | undefined {
+/** The field `key` when present (null counts as absent); bad_json when it is not of the `kind` asked for. */
+function optField(b: Body, key: string, kind: 'string' | 'boolean' | 'object'): unknown {
   const v = b[key]
   if (v === undefined || v === null) return undefined
-  if (typeof v !== 'string')
-    throw new BadJsonError(`Could not parse request body as JSON: field ${key} must be a string`)
+  if (typeof v !== kind || Array.isArray(v))
+    throw new BadJsonError(
+      `Could not parse request body as JSON: field ${key} must be a${kind === 'object' ? 'n' : ''} ${kind}`,
+    )
   return v
 }
 
-export function optBool(b: Body, key: string): boolean | undefined {
-  const v = b[key]
-  if (v === undefined || v === null) return undefined
-  if (typeof v !== 'boolean')
-    throw new BadJsonError(`Could not parse request body as JSON: field ${key} must be a boolean`)
-  return v
-}
-
-export function optObject(b: Body, key: string): Record<string, unknown> | undefined {
-  const v = b[key]
-  if (v === undefined || v === null) return undefined
-  if (typeof v !== 'object' || Array.isArray(v))
-    throw new BadJsonError(`Could not parse request body as JSON: field ${key} must be an object`)
-  return v as Record<string, unknown>
-}
+export const optString = (b: Body, key: string) => optField(b, key, 'string') as string | undefined
+export const optBool = (b: Body, key: string) => optField(b, key, 'boolean') as boolean | undefined
+export const optObject = (b: Body, key: string) => optField(b, key, 'object') as Record<string, unknown> | undefined
 
 export function queryParam(req: FastifyRequest, key: string): string | undefined {
   const v = (req.query as Record<string, unknown> | undefined)?.[key]

@@ -147,6 +147,13 @@ function setErrorRendering(app: FastifyInstance, now: () => Date): void {
   })
 }
 
+/** The tenant pools of the engine or the in-process service, sized by config `auth.pool_*`. */
+function poolRegistryOf(config: Config, o: { connectTimeoutMs?: number; allowExitOnIdle?: boolean }): PoolRegistry {
+  const a = config.auth
+  const sizes = { max: a.pool_per_tenant, budget: a.pool_budget, clusterShare: a.pool_cluster_share }
+  return new PoolRegistry({ ...sizes, maxTenants: a.pool_max_tenants, ...o })
+}
+
 /**
  * A path parameter of any length reaches its handler, which answers as GoTrue does (a user id
  * that is no UUID: 404 validation_failed); fastify's default is 100 characters.
@@ -173,13 +180,7 @@ export function buildAuthEngine(deps: AuthEngineDeps): FastifyInstance {
     },
   })
   const logger = app.log
-  const pools = new PoolRegistry({
-    max: deps.config.auth.pool_per_tenant,
-    budget: deps.config.auth.pool_budget,
-    clusterShare: deps.config.auth.pool_cluster_share,
-    maxTenants: deps.config.auth.pool_max_tenants,
-    connectTimeoutMs: deps.connectTimeoutMs,
-  })
+  const pools = poolRegistryOf(deps.config, { connectTimeoutMs: deps.connectTimeoutMs })
   const mailer = createMailer({ config: deps.config, logger })
   const rateLimits = new RateLimits({ config: deps.config })
   setHashConcurrency(deps.config.auth.hash_concurrency)
@@ -252,13 +253,7 @@ export interface AuthServiceDeps {
 export function createAuthService(deps: AuthServiceDeps): AuthService {
   setProviderOutboundPolicy({ allowHosts: deps.config.outbound.allow_hosts })
   const logger = deps.logger ?? createLogger(deps.config.log)
-  const pools = new PoolRegistry({
-    max: deps.config.auth.pool_per_tenant,
-    budget: deps.config.auth.pool_budget,
-    clusterShare: deps.config.auth.pool_cluster_share,
-    maxTenants: deps.config.auth.pool_max_tenants,
-    allowExitOnIdle: true,
-  })
+  const pools = poolRegistryOf(deps.config, { allowExitOnIdle: true })
   const mailer: Mailer = createMailer({ config: deps.config, logger })
   // The in-process exchange takes no per-IP tokens; its limiter never opens a Redis connection.
   const rateLimits = new RateLimits({ config: deps.config, redis: null })
@@ -267,7 +262,7 @@ export function createAuthService(deps: AuthServiceDeps): AuthService {
     async findOrCreateUserByIdentity(input) {
       const { tenant, ...ext } = input
       const ctx = buildTenantContext({ config: deps.config, pools, mailer, rateLimits, now }, tenant, logger)
-      const { session } = await signInWithIdentity(ctx, ext, { method: 'oauth' })
+      const session = await signInWithIdentity(ctx, ext)
       return { user: session.user, session }
     },
     async close() {

@@ -2,7 +2,7 @@
 // the checks before a new factor (validateFactors), the checks of the challenge a verify names
 // (validateChallenge), and what a verified factor does to the session and the user's other
 // sessions and factors (updateMFASessionAndClaims and what follows it).
-import type { Queryable } from '../shared/index.js'
+import { withTransaction, type Queryable } from '../shared/index.js'
 import {
   ChallengeExpiredError,
   ChallengeIpMismatchError,
@@ -20,17 +20,17 @@ import {
   deleteUnverifiedFactors,
   factorsOfUser,
   findChallenge,
+  insertChallenge,
   markChallengeVerified,
   markFactorVerified,
   setSessionAal,
   type ChallengeRow,
 } from './models/factors.js'
-import { identitiesForUser } from './models/identities.js'
 import { activeTokenOfSession, insertRefreshToken, revokeSessionTokens } from './models/refresh-tokens.js'
 import { advanceSessionCounter, sessionTokenState } from './models/session-tokens.js'
 import { encodeRefreshTokenV2 } from './refresh-token-format.js'
 import { addAmrClaim, amrClaims, findSession } from './models/sessions.js'
-import { findUserById } from './models/users.js'
+import { loadUserWithIdentities } from './models/users.js'
 import { tokenResponse } from './tokens.js'
 import type { AccessTokenResponse, AuthenticatedUser, FactorRow, TenantContext } from './types.js'
 
@@ -78,6 +78,26 @@ export async function liveChallenge(
   return challenge
 }
 
+/** A new challenge of the factor (audited), as the challenge routes answer it; `webauthn`: its ceremony. */
+export async function createChallenge(
+  ctx: TenantContext,
+  u: MfaCaller,
+  factor: FactorRow,
+  ip: string,
+  webauthn?: object,
+): Promise<{ id: string; type: string; expires_at: number }> {
+  const challenge = await withTransaction(ctx.db, async (q) => {
+    const now = ctx.now()
+    const c = await insertChallenge(q, { factorId: factor.id, ip, now, webauthn })
+    const traits = { factor_id: factor.id, factor_status: factor.status }
+    const user = u.user.user
+    await audit(q, { action: 'challenge_created', actorId: user.id, actorUsername: user.email, traits, ip, now })
+    return c
+  })
+  const expiresAt = Math.floor(challenge.created_at.getTime() / 1000) + CHALLENGE_EXPIRY_SECONDS
+  return { id: challenge.id, type: factor.factor_type, expires_at: expiresAt }
+}
+
 /**
  * The raised session's refresh token. A v2 session's counter moves on by two (GoTrue's
  * updateMFASessionAndClaims: the aal1 token, even one behind, can no longer refresh); a v1
@@ -111,17 +131,9 @@ async function raiseSession(
   await addAmrClaim(q, sessionId, AMR_OF_FACTOR[factor.factor_type]!, now)
   const refreshToken = await raisedRefreshToken(q, userId, sessionId, now)
   await setSessionAal(q, sessionId, 'aal2', factor.id, now)
-  const user = (await findUserById(q, userId))!
-  // One after another: q is the transaction's client, which runs one query at a time.
-  const identities = await identitiesForUser(q, userId)
-  const factors = await factorsOfUser(q, userId)
+  const user = (await loadUserWithIdentities(q, userId))!
   const amr = await amrClaims(q, sessionId)
-  return tokenResponse(
-    ctx,
-    { user, identities, factors },
-    { id: sessionId, refreshToken, amr },
-    { q, method: `mfa/${factor.factor_type}`, ip },
-  )
+  return tokenResponse(ctx, user, { id: sessionId, refreshToken, amr }, { q, method: `mfa/${factor.factor_type}`, ip })
 }
 
 /**

@@ -48,19 +48,13 @@ export class RateLimits {
   readonly #limiters: LimiterCache
 
   constructor(opts: { config: Pick<Config, 'redis'>; redis?: Redis | null }) {
-    if (opts.redis !== undefined) {
-      this.#redis = opts.redis
-      this.#ownsRedis = false
-    } else if (opts.config.redis.url) {
-      // A command waits for the connection (at start) but fails after one reconnect attempt:
-      // while Redis is away the memory insurance limiter answers instead.
-      this.#redis = connectRedis(opts.config.redis.url, { maxRetriesPerRequest: 1, lazyConnect: false })
-      this.#redis.on('error', () => {})
-      this.#ownsRedis = true
-    } else {
-      this.#redis = null
-      this.#ownsRedis = false
-    }
+    const url = opts.redis === undefined ? opts.config.redis.url : undefined
+    this.#ownsRedis = !!url
+    // A command waits for the connection (at start) but fails after one reconnect attempt:
+    // while Redis is away the memory insurance limiter answers instead.
+    this.#redis = url
+      ? connectRedis(url, { maxRetriesPerRequest: 1, lazyConnect: false }).on('error', () => {})
+      : (opts.redis ?? null)
     this.#limiters = new LimiterCache({ keyPrefix: `${opts.config.redis.key_prefix}auth-rl`, redis: () => this.#redis })
   }
 

@@ -88,8 +88,8 @@ function signClaims(ctx: TenantContext, claims: Record<string, unknown>, as: Sig
   })
 }
 
-/** Signs an access token of this tenant (its issuer) for `subject`. */
-function signAccessToken(
+/** Signs a token of this tenant (its issuer) for `subject`: its access tokens, the OAuth server's ID tokens. */
+export function signTenantJwt(
   ctx: TenantContext,
   claims: Record<string, unknown>,
   subject: string,
@@ -98,9 +98,6 @@ function signAccessToken(
 ): string {
   return signClaims(ctx, claims, { subject, issuer: ctx.issuer, iat, expiresIn })
 }
-
-/** Signs other tokens of this tenant (the OAuth server's ID tokens) as its access tokens are signed. */
-export const signTenantJwt = signAccessToken
 
 /** Signs the claims a custom access token hook answered, with its own iat, exp, iss and sub. */
 function signCustomClaims(ctx: TenantContext, claims: Record<string, unknown>): string {
@@ -147,7 +144,7 @@ export async function tokenResponse(
           iat,
         })
   const accessToken =
-    custom === null ? signAccessToken(ctx, claims, u.user.id, iat, expiresIn) : signCustomClaims(ctx, custom)
+    custom === null ? signTenantJwt(ctx, claims, u.user.id, iat, expiresIn) : signCustomClaims(ctx, custom)
   return {
     access_token: accessToken,
     token_type: 'bearer',

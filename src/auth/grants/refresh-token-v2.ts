@@ -53,12 +53,7 @@ export async function refreshV2Grant(
   if (hot) {
     const c = hot.context
     const refreshToken = encodeRefreshTokenV2(c.sessionId, token.counter + 1n, hot.key)
-    return tokenResponse(
-      ctx,
-      { user: c.user, identities: c.identities, factors: c.factors },
-      { id: c.sessionId, refreshToken, amr: c.amr },
-      issueOf(info.ip),
-    )
+    return tokenResponse(ctx, c, { id: c.sessionId, refreshToken, amr: c.amr }, issueOf(info.ip))
   }
   const giveUpAt = Date.now() + LOCK_WAIT_MS
   for (;;) {
@@ -66,18 +61,10 @@ export async function refreshV2Grant(
     const oauth = await checkOAuthBinding(ctx, token.sessionId, client)
     const d = await decide(ctx, token, info)
     switch (d.kind) {
-      case 'issue':
-        return tokenResponse(
-          ctx,
-          { user: sc.user, identities: sc.identities, factors: sc.factors },
-          {
-            id: token.sessionId,
-            refreshToken: encodeRefreshTokenV2(token.sessionId, d.counter, d.key),
-            amr: sc.amr,
-            oauth,
-          },
-          issueOf(info.ip),
-        )
+      case 'issue': {
+        const refreshToken = encodeRefreshTokenV2(token.sessionId, d.counter, d.key)
+        return tokenResponse(ctx, sc, { id: token.sessionId, refreshToken, amr: sc.amr, oauth }, issueOf(info.ip))
+      }
       case 'ahead':
         throw new ValidationFailedError('request', 'Invalid Refresh Token: Not Issued By This Server')
       case 'reused':

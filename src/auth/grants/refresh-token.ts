@@ -24,14 +24,15 @@ import { refreshV2Grant } from './refresh-token-v2.js'
 import {
   activeTokenOfSession,
   deleteRefreshToken,
-  isConcurrentDeletion,
   loadRefreshContext,
   lockTokenAndSession,
+  nullIfDeleted,
   revokeRefreshToken,
   revokeSessionTokens,
   rotateLiveToken,
   rotateRefreshToken,
   touchSession,
+  type RotateOutcome,
 } from '../models/refresh-tokens.js'
 import {
   advanceSessionCounter,
@@ -70,12 +71,7 @@ export async function refreshTokenGrant(
   const hot = upgrade || client !== null ? null : await rotateLiveToken(ctx.db, token, ctx.now())
   if (hot) {
     const c = hot.context
-    return tokenResponse(
-      ctx,
-      { user: c.user, identities: c.identities, factors: c.factors },
-      { id: c.sessionId, refreshToken: hot.newToken, amr: c.amr },
-      issue,
-    )
+    return tokenResponse(ctx, c, { id: c.sessionId, refreshToken: hot.newToken, amr: c.amr }, issue)
   }
   return refreshV1SlowPath(ctx, token, upgrade, meta, client)
 }
@@ -182,10 +178,7 @@ async function decideReuse(
     }
     await revokeSessionTokens(q, sessionId, now)
     return { kind: 'reused' }
-  }).catch((err: unknown) => {
-    if (isConcurrentDeletion(err)) return null
-    throw err
-  })
+  }).catch(nullIfDeleted)
 }
 
 /**
@@ -197,21 +190,19 @@ async function upgradeSession(
   ctx: TenantContext,
   t: { id: string; sessionId: string },
   info: RefreshInfo,
-): Promise<{ kind: 'rotated'; token: string } | { kind: 'locked' } | { kind: 'revoked' } | { kind: 'gone' }> {
-  return withTransaction(ctx.db, async (q) => {
+): Promise<RotateOutcome> {
+  const outcome = await withTransaction<RotateOutcome>(ctx.db, async (q) => {
     const locked = await lockTokenAndSession(q, t.id, t.sessionId)
-    if (locked === null) return { kind: 'locked' as const }
-    if (!locked.token) return { kind: 'gone' as const }
-    if (locked.token.revoked) return { kind: 'revoked' as const }
+    if (locked === null) return { kind: 'locked' }
+    if (!locked.token) return { kind: 'gone' }
+    if (locked.token.revoked) return { kind: 'revoked' }
     await revokeRefreshToken(q, t.id, info.now)
     const s = await advanceSessionCounter(q, t.sessionId, 1, info.now)
-    if (!s) return { kind: 'gone' as const }
+    if (!s) return { kind: 'gone' }
     await saveSessionCounter(q, t.sessionId, s.counter, info)
-    return { kind: 'rotated' as const, token: encodeRefreshTokenV2(t.sessionId, s.counter, s.key) }
-  }).catch((err: unknown) => {
-    if (isConcurrentDeletion(err)) return { kind: 'gone' as const }
-    throw err
-  })
+    return { kind: 'rotated', token: encodeRefreshTokenV2(t.sessionId, s.counter, s.key) }
+  }).catch(nullIfDeleted)
+  return outcome ?? { kind: 'gone' }
 }
 
 async function backoff(giveUpAt: number): Promise<void> {

@@ -56,15 +56,6 @@ export function verifyLink(externalUrl: string, tokenHash: string, type: VerifyL
   return `${externalUrl}/verify?${qs.toString()}`
 }
 
-const WHAT: Record<MailKind, string> = {
-  confirmation: 'confirmation',
-  invite: 'invite',
-  recovery: 'recovery',
-  magic_link: 'magic link',
-  email_change: 'email change',
-  reauthentication: 'reauthentication',
-}
-
 export function createMailer(deps: { config: Config; logger: FastifyBaseLogger }): Mailer {
   const transports = new TransportPool()
   return {
@@ -100,7 +91,8 @@ export function createMailer(deps: { config: Config; logger: FastifyBaseLogger }
         })
       } catch (err) {
         deps.logger.error({ err, tenant: ctx.tenant.database, kind: req.kind }, 'mail send failed')
-        throw new UnexpectedFailureError('sendEmail', WHAT[req.kind], { internal: err })
+        // The kind in words: `magic link`, `email change`, ...
+        throw new UnexpectedFailureError('sendEmail', req.kind.replace('_', ' '), { internal: err })
       }
     },
     close() {

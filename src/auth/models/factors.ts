@@ -43,26 +43,15 @@ export async function deleteExpiredFactors(q: Queryable, userId: string, now: Da
   )
 }
 
-export async function insertTotpFactor(
+/** A new unverified factor (a TOTP factor with its secret). */
+export async function insertFactor(
   q: Queryable,
-  f: { userId: string; friendlyName: string; secret: string; now: Date },
+  f: { userId: string; friendlyName: string; type: 'totp' | 'webauthn'; secret: string | null; now: Date },
 ): Promise<FactorRow> {
   const r = await q.query<FactorRow>(
     `INSERT INTO auth.mfa_factors (id, user_id, friendly_name, factor_type, status, created_at, updated_at, secret)
-     VALUES ($1, $2, $3, 'totp', 'unverified', $4, $4, $5) RETURNING ${FACTOR_SELECT}`,
-    [randomUUID(), f.userId, f.friendlyName, f.now, f.secret],
-  )
-  return r.rows[0]!
-}
-
-export async function insertWebAuthnFactor(
-  q: Queryable,
-  f: { userId: string; friendlyName: string; now: Date },
-): Promise<FactorRow> {
-  const r = await q.query<FactorRow>(
-    `INSERT INTO auth.mfa_factors (id, user_id, friendly_name, factor_type, status, created_at, updated_at)
-     VALUES ($1, $2, $3, 'webauthn', 'unverified', $4, $4) RETURNING ${FACTOR_SELECT}`,
-    [randomUUID(), f.userId, f.friendlyName, f.now],
+     VALUES ($1, $2, $3, $4::auth.factor_type, 'unverified', $5, $5, $6) RETURNING ${FACTOR_SELECT}`,
+    [randomUUID(), f.userId, f.friendlyName, f.type, f.now, f.secret],
   )
   return r.rows[0]!
 }

@@ -10,7 +10,7 @@ import {
   AMR_JSON,
   FACTORS_JSON,
   IDENTITIES_JSON,
-  isConcurrentDeletion,
+  nullIfDeleted,
   toHotContext,
   type HotContext,
 } from './refresh-tokens.js'
@@ -207,12 +207,6 @@ function longStatement(form: string | null): { name: string; text: string } {
 }
 
 const hex = (b: Buffer): string => '\\x' + b.toString('hex')
-
-/** A write that lost a race with a concurrent delete of its session answers null (the slow path tells). */
-function nullIfDeleted(err: unknown): null {
-  if (isConcurrentDeletion(err)) return null
-  throw err
-}
 
 /**
  * The hot path of a v2 refresh: when the session holds exactly the presented counter, the

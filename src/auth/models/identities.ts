@@ -15,6 +15,16 @@ export async function identitiesForUser(q: Queryable, userId: string): Promise<I
   return r.rows
 }
 
+/** The identities of several users (none asked: none read), in the same order. */
+export async function identitiesOfUsers(q: Queryable, userIds: string[]): Promise<IdentityRow[]> {
+  if (userIds.length === 0) return []
+  const r = await q.query<IdentityRow>(
+    `SELECT ${SELECT} FROM auth.identities WHERE user_id = ANY($1::uuid[]) ORDER BY created_at, id`,
+    [userIds],
+  )
+  return r.rows
+}
+
 export async function findIdentity(q: Queryable, provider: string, providerId: string): Promise<IdentityRow | null> {
   const r = await q.query<IdentityRow>(
     `SELECT ${SELECT} FROM auth.identities WHERE provider = $1 AND provider_id = $2`,
@@ -42,34 +52,37 @@ interface NewIdentity {
   lastSignInAt?: Date | null
 }
 
+const INSERT = `INSERT INTO auth.identities (id, provider_id, user_id, identity_data, provider, last_sign_in_at, created_at, updated_at)
+     VALUES ($1, $2, $3, $4, $5, $6, $7, $7)`
+
+const insertValues = (i: NewIdentity) => [
+  randomUUID(),
+  i.providerId,
+  i.userId,
+  JSON.stringify(i.identityData),
+  i.provider,
+  i.lastSignInAt ?? null,
+  i.now,
+]
+
 export async function insertIdentity(q: Queryable, i: NewIdentity): Promise<IdentityRow> {
-  const r = await q.query<IdentityRow>(
-    `INSERT INTO auth.identities (id, provider_id, user_id, identity_data, provider, last_sign_in_at, created_at, updated_at)
-     VALUES ($1, $2, $3, $4, $5, $6, $7, $7) RETURNING ${SELECT}`,
-    [randomUUID(), i.providerId, i.userId, JSON.stringify(i.identityData), i.provider, i.lastSignInAt ?? null, i.now],
-  )
+  const r = await q.query<IdentityRow>(`${INSERT} RETURNING ${SELECT}`, insertValues(i))
   return r.rows[0]!
 }
 
 /**
- * Inserts the identity unless (provider, provider_id) already exists; returns the row
- * that holds the key afterwards and whether this call created it (safe under concurrency:
- * the unique key decides, the loser reads the winner's row).
+ * Inserts the identity unless (provider, provider_id) already exists; returns the row that
+ * holds the key afterwards (safe under concurrency: the unique key decides, the loser reads
+ * the winner's row).
  */
-export async function insertIdentityIfAbsent(
-  q: Queryable,
-  i: NewIdentity,
-): Promise<{ identity: IdentityRow; created: boolean }> {
+export async function insertIdentityIfAbsent(q: Queryable, i: NewIdentity): Promise<IdentityRow> {
   const r = await q.query<IdentityRow>(
-    `INSERT INTO auth.identities (id, provider_id, user_id, identity_data, provider, last_sign_in_at, created_at, updated_at)
-     VALUES ($1, $2, $3, $4, $5, $6, $7, $7)
-     ON CONFLICT (provider_id, provider) DO NOTHING RETURNING ${SELECT}`,
-    [randomUUID(), i.providerId, i.userId, JSON.stringify(i.identityData), i.provider, i.lastSignInAt ?? null, i.now],
+    `${INSERT} ON CONFLICT (provider_id, provider) DO NOTHING RETURNING ${SELECT}`,
+    insertValues(i),
   )
-  if (r.rows[0]) return { identity: r.rows[0], created: true }
-  const existing = await findIdentity(q, i.provider, i.providerId)
-  if (!existing) throw new Error('identity conflict without a row')
-  return { identity: existing, created: false }
+  const holder = r.rows[0] ?? (await findIdentity(q, i.provider, i.providerId))
+  if (!holder) throw new Error('identity conflict without a row')
+  return holder
 }
 
 export async function updateIdentity(

@@ -191,11 +191,7 @@ export async function rotateLiveToken(
      SELECT session_id, user_json, identities_json, amr_json, factors_json FROM cur`,
     // The clock as ISO text: what the driver would send for the Date, without its own formatting.
     [token, now.toISOString(), next, NIL_UUID],
-  ).catch((err: unknown) => {
-    // The session was deleted under us (a concurrent sign-out): the slow path tells.
-    if (isConcurrentDeletion(err)) return null
-    throw err
-  })
+  ).catch(nullIfDeleted)
   if (!row) return null
   return { newToken: next, context: toHotContext(row) }
 }
@@ -222,15 +218,18 @@ export function toHotContext(row: RowFields): HotContext {
 }
 
 /**
- * A write that lost a race with a concurrent delete of its session: foreign key violation
- * (23503), or a deadlock between our row lock and the cascade (40P01).
+ * A catch handler for a write that lost a race with a concurrent delete of its session: null
+ * (the slow path tells) for a foreign key violation (23503) or a deadlock between our row lock
+ * and the cascade (40P01); any other error is thrown again.
  */
-export function isConcurrentDeletion(err: unknown): boolean {
+export function nullIfDeleted(err: unknown): null {
   const code = (err as { code?: string } | null)?.code
-  return code === '23503' || code === '40P01'
+  if (code === '23503' || code === '40P01') return null
+  throw err
 }
 
-type RotateOutcome = { kind: 'rotated'; token: string } | { kind: 'locked' } | { kind: 'revoked' } | { kind: 'gone' }
+export type RotateOutcome =
+  { kind: 'rotated'; token: string } | { kind: 'locked' } | { kind: 'revoked' } | { kind: 'gone' }
 
 /**
  * Step 3 of §5.2 in one statement: lock the presented token (SKIP LOCKED), and if it is
@@ -262,18 +261,18 @@ export async function rotateRefreshToken(
             (SELECT token FROM ins) AS new_token, (SELECT pg_catalog.count(*) FROM sess)::int AS touched`,
       [t.id, next, t.now, NIL_UUID, t.userId, t.sessionId],
     )
-    .catch((err: unknown) => {
-      if (isConcurrentDeletion(err)) return null
-      throw err
-    })
+    .catch(nullIfDeleted)
   if (!r) return { kind: 'gone' }
   const row = r.rows[0]!
-  if (row.locked === 0) {
-    const still = await q.query('SELECT 1 FROM auth.refresh_tokens WHERE id = $1', [t.id])
-    return (still.rowCount ?? 0) === 0 ? { kind: 'gone' } : { kind: 'locked' }
-  }
+  if (row.locked === 0) return (await rowExists(q, 'refresh_tokens', t.id)) ? { kind: 'locked' } : { kind: 'gone' }
   if (row.was_revoked) return { kind: 'revoked' }
   return row.new_token ? { kind: 'rotated', token: row.new_token } : { kind: 'gone' }
+}
+
+/** Whether the row `id` of the table exists: a row a SKIP LOCKED read passed over is held by another transaction. */
+export async function rowExists(q: Queryable, table: 'refresh_tokens' | 'sessions', id: string): Promise<boolean> {
+  const r = await q.query(`SELECT 1 FROM auth.${table} WHERE id = $1`, [id])
+  return (r.rowCount ?? 0) > 0
 }
 
 /** Locks the token and its session for the reuse path; null when another refresh holds them. */
@@ -286,15 +285,9 @@ export async function lockTokenAndSession(
     'SELECT id, token, user_id, revoked, parent, session_id, updated_at FROM auth.refresh_tokens WHERE id = $1 FOR UPDATE SKIP LOCKED',
     [tokenId],
   )
-  if (!t.rows[0]) {
-    const exists = await q.query('SELECT 1 FROM auth.refresh_tokens WHERE id = $1', [tokenId])
-    return (exists.rowCount ?? 0) === 0 ? { token: null } : null
-  }
+  if (!t.rows[0]) return (await rowExists(q, 'refresh_tokens', tokenId)) ? null : { token: null }
   const s = await q.query('SELECT id FROM auth.sessions WHERE id = $1 FOR UPDATE SKIP LOCKED', [sessionId])
-  if (!s.rows[0]) {
-    const exists = await q.query('SELECT 1 FROM auth.sessions WHERE id = $1', [sessionId])
-    return (exists.rowCount ?? 0) === 0 ? { token: null } : null
-  }
+  if (!s.rows[0]) return (await rowExists(q, 'sessions', sessionId)) ? null : { token: null }
   return { token: t.rows[0] }
 }
 

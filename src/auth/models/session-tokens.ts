@@ -6,8 +6,7 @@
 // no row per token, no index entry per refresh.
 import { preparedRow, type Queryable } from '../../shared/index.js'
 import { newRefreshTokenKey } from '../refresh-token-format.js'
-import type { AmrEntry, FactorRow, IdentityRow, UserRow } from '../types.js'
-import { AMR_JSON, FACTORS_JSON, IDENTITIES_JSON, toHotContext } from './refresh-tokens.js'
+import { AMR_JSON, FACTORS_JSON, IDENTITIES_JSON, rowExists, toHotContext, type HotContext } from './refresh-tokens.js'
 import { USER_JSON } from './users.js'
 
 /** What a refresh writes into the session besides its counter (GoTrue's UpdateOnlyRefreshInfo). */
@@ -17,15 +16,11 @@ export interface RefreshInfo {
   readonly ip: string | null
 }
 
-/** A v2 session as the slow path reads it (no lock). */
-export interface SessionTokenContext {
+/** A v2 session as the slow path reads it (no lock): what the hot path answers, with the session's v2 state. */
+export interface SessionTokenContext extends HotContext {
   readonly key: string | null
   readonly counter: bigint | null
   readonly notAfter: Date | null
-  readonly user: UserRow
-  readonly identities: IdentityRow[]
-  readonly factors: FactorRow[]
-  readonly amr: AmrEntry[]
 }
 
 /** The session a v2 token names with its user, or null when there is none. */
@@ -41,15 +36,11 @@ export async function loadSessionTokenContext(q: Queryable, sessionId: string): 
     [sessionId],
   )
   if (!row) return null
-  const c = toHotContext(row)
   return {
+    ...toHotContext(row),
     key: row[5] ?? null,
     counter: row[6] == null ? null : BigInt(row[6]),
     notAfter: row[7] == null ? null : new Date(Math.floor(Number(row[7]))),
-    user: c.user,
-    identities: c.identities,
-    factors: c.factors,
-    amr: c.amr,
   }
 }
 
@@ -65,10 +56,7 @@ export async function lockSessionToken(
     [sessionId],
   )
   const row = r.rows[0]
-  if (!row) {
-    const exists = await q.query('SELECT 1 FROM auth.sessions WHERE id = $1', [sessionId])
-    return (exists.rowCount ?? 0) === 0 ? 'gone' : null
-  }
+  if (!row) return (await rowExists(q, 'sessions', sessionId)) ? null : 'gone'
   return { key: row.key, counter: row.counter === null ? null : BigInt(row.counter), lastRefreshedAt: row.last }
 }
 

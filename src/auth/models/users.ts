@@ -5,7 +5,7 @@ import pg from 'pg'
 import { quoteIdent, type Queryable } from '../../shared/index.js'
 import type { IdentityRow, UserJson, UserRow, UserWithIdentities } from '../types.js'
 import { factorsOfUser, toFactorJson } from './factors.js'
-import { identitiesForUser, toIdentityJson } from './identities.js'
+import { identitiesForUser, identitiesOfUsers, toIdentityJson } from './identities.js'
 import { definedOnly, isoString } from '../json.js'
 
 export const NIL_UUID = '00000000-0000-0000-0000-000000000000'
@@ -50,41 +50,14 @@ const WRITABLE = new Set<string>(COLUMNS.filter((c) => c !== 'confirmed_at'))
 
 export const USER_SELECT = COLUMNS.map((c) => 'u.' + quoteIdent(c)).join(', ')
 
+/** The timestamp columns: the ones a reader passes through its `at`. */
+const TIMESTAMPS = new Set<string>(COLUMNS.filter((c) => c.endsWith('_at') || c === 'banned_until'))
+
 /** A user row's fields, each timestamp through `at`. */
-function userRow(r: Record<string, unknown> & UserRow, at: (v: unknown) => Date | null): UserRow {
-  return {
-    id: r.id,
-    aud: r.aud,
-    role: r.role,
-    email: r.email,
-    encrypted_password: r.encrypted_password,
-    email_confirmed_at: at(r.email_confirmed_at),
-    invited_at: at(r.invited_at),
-    confirmation_token: r.confirmation_token,
-    confirmation_sent_at: at(r.confirmation_sent_at),
-    recovery_token: r.recovery_token,
-    recovery_sent_at: at(r.recovery_sent_at),
-    email_change_token_new: r.email_change_token_new,
-    email_change: r.email_change,
-    email_change_sent_at: at(r.email_change_sent_at),
-    email_change_token_current: r.email_change_token_current,
-    email_change_confirm_status: r.email_change_confirm_status,
-    last_sign_in_at: at(r.last_sign_in_at),
-    raw_app_meta_data: r.raw_app_meta_data,
-    raw_user_meta_data: r.raw_user_meta_data,
-    created_at: at(r.created_at),
-    updated_at: at(r.updated_at),
-    phone: r.phone,
-    phone_confirmed_at: at(r.phone_confirmed_at),
-    phone_change: r.phone_change,
-    phone_change_sent_at: at(r.phone_change_sent_at),
-    confirmed_at: at(r.confirmed_at),
-    banned_until: at(r.banned_until),
-    reauthentication_sent_at: at(r.reauthentication_sent_at),
-    is_sso_user: r.is_sso_user,
-    deleted_at: at(r.deleted_at),
-    is_anonymous: r.is_anonymous,
-  }
+function userRow(r: Record<string, unknown>, at: (v: unknown) => Date | null): UserRow {
+  const u: Record<string, unknown> = {}
+  for (const c of COLUMNS) u[c] = TIMESTAMPS.has(c) ? at(r[c]) : r[c]
+  return u as unknown as UserRow
 }
 
 const asRead = (v: unknown): Date | null => v as Date | null
@@ -94,7 +67,7 @@ const asRead = (v: unknown): Date | null => v as Date | null
  * plain object of exactly the user's columns.
  */
 export function userOf(r: UserRow): UserRow {
-  return userRow(r as Record<string, unknown> & UserRow, asRead)
+  return userRow(r as unknown as Record<string, unknown>, asRead)
 }
 
 /**
@@ -159,7 +132,7 @@ export function inCreationOrder<T extends { created_at: string | null; id: strin
 
 /** The user of a USER_JSON value, as a row of USER_SELECT reads. */
 export function userFromJson(j: Record<string, unknown>): UserRow {
-  return userRow(j as Record<string, unknown> & UserRow, timestampOf)
+  return userRow(j, timestampOf)
 }
 
 export async function findUserById(q: Queryable, id: string): Promise<UserRow | null> {
@@ -313,16 +286,10 @@ export async function listUsers(
     o.aud,
     filter,
   ])
-  const ids = rows.rows.map((u) => u.id)
-  const identities = ids.length
-    ? (
-        await q.query<IdentityRow>(
-          `SELECT id, provider_id, user_id, identity_data, provider, last_sign_in_at, created_at, updated_at, email
-         FROM auth.identities WHERE user_id = ANY($1::uuid[]) ORDER BY created_at, id`,
-          [ids],
-        )
-      ).rows
-    : []
+  const identities = await identitiesOfUsers(
+    q,
+    rows.rows.map((u) => u.id),
+  )
   return {
     users: rows.rows.map((user) => ({ user, identities: identities.filter((i) => i.user_id === user.id) })),
     total: Number(count.rows[0]?.n ?? 0),

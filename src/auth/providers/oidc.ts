@@ -9,6 +9,7 @@ import { LRUCache } from 'lru-cache'
 import type { ProviderSettings } from '../../tenants/index.js'
 import { buildAuthorizeUrl, exchangeAuthorizationCode, getJson, joinScopes, providerFetch, str } from './http.js'
 import { ProviderError, type OAuthProvider, type ProviderEmail } from './types.js'
+import { definedOnly } from '../json.js'
 
 interface OidcMetadata {
   issuer: string
@@ -30,11 +31,10 @@ function trimSlash(s: string): string {
 }
 
 async function fetchDiscovery(issuer: string): Promise<OidcMetadata> {
-  const doc = (await getJson(`${trimSlash(issuer)}/.well-known/openid-configuration`, 'oidc discovery')) as Record<
-    string,
-    unknown
-  >
-  const meta = doc as unknown as OidcMetadata
+  const meta = (await getJson(
+    `${trimSlash(issuer)}/.well-known/openid-configuration`,
+    'oidc discovery',
+  )) as OidcMetadata
   // The document must be the issuer's own (OpenID Connect Discovery §4.3).
   if (typeof meta.issuer !== 'string' || trimSlash(meta.issuer) !== trimSlash(issuer))
     throw new ProviderError('oidc discovery: issuer mismatch')
@@ -113,10 +113,10 @@ const STANDARD = new Set([
 ])
 
 /** identity_data of an OIDC person (GoTrue's Claims names), the rest under custom_claims. */
-function claimsOf(c: Record<string, unknown>): Record<string, unknown> {
+export function identityClaimsOf(c: Record<string, unknown>): Record<string, unknown> {
   const custom: Record<string, unknown> = {}
   for (const [k, v] of Object.entries(c)) if (!STANDARD.has(k)) custom[k] = v
-  const out: Record<string, unknown> = {
+  const out = definedOnly({
     iss: str(c.iss),
     name: str(c.name),
     full_name: str(c.name),
@@ -129,9 +129,8 @@ function claimsOf(c: Record<string, unknown>): Record<string, unknown> {
     avatar_url: str(c.picture),
     locale: str(c.locale),
     phone: str(c.phone_number),
-  }
+  })
   if (Object.keys(custom).length) out.custom_claims = custom
-  for (const k of Object.keys(out)) if (out[k] === undefined) delete out[k]
   return out
 }
 
@@ -222,7 +221,7 @@ export function oidcProvider(
       }
       const id = str(claims.sub) ?? str(claims.id)
       if (!id) throw new ProviderError(`provider ${name}: no subject`)
-      return { id, emails: primaryEmail(claims), claims: claimsOf({ ...claims, iss: claims.iss ?? issuer }) }
+      return { id, emails: primaryEmail(claims), claims: identityClaimsOf({ ...claims, iss: claims.iss ?? issuer }) }
     },
   }
 }
@@ -273,9 +272,4 @@ export class IdTokenRefused extends Error {
     super('id token refused', { cause })
     this.name = 'IdTokenRefused'
   }
-}
-
-/** identity_data of an OIDC person (exported for the id_token grant). */
-export function identityClaimsOf(c: Record<string, unknown>): Record<string, unknown> {
-  return claimsOf(c)
 }

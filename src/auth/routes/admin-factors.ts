@@ -3,12 +3,11 @@
 // raised drop back to aal1). Admin bearer required, as every /admin route.
 import type { FastifyRequest } from 'fastify'
 import { withTransaction } from '../../shared/index.js'
-import { FactorNotFoundError, ValidationFailedError } from '../errors.js'
+import { FactorNotFoundError } from '../errors.js'
 import { contextOf } from '../request-state.js'
-import { UUID } from '../bearer.js'
 import { bodyOf, optString } from '../http.js'
 import { audit } from '../models/audit-log.js'
-import { loadPathUser } from './checks.js'
+import { loadPathUser, uuidParam } from './checks.js'
 import {
   deleteFactor,
   downgradeSessionsOfFactor,
@@ -19,9 +18,7 @@ import {
 import type { FactorRow, TenantContext, UserRow } from '../types.js'
 
 async function loadFactor(ctx: TenantContext, req: FastifyRequest, user: UserRow): Promise<FactorRow> {
-  const id = (req.params as { factor_id?: string }).factor_id ?? ''
-  if (!UUID.test(id)) throw new ValidationFailedError('notFound', 'factor_id must be an UUID')
-  const f = await findFactorOfUser(ctx.db, user.id, id.toLowerCase())
+  const f = await findFactorOfUser(ctx.db, user.id, uuidParam(req, 'factor_id'))
   if (!f) throw new FactorNotFoundError('factor')
   return f
 }

@@ -6,7 +6,7 @@ import type { FastifyReply, FastifyRequest } from 'fastify'
 import { withTransaction, type Queryable } from '../../shared/index.js'
 import { confirmEmail, createEmailUser, emailIdentityData, refreshProviders } from '../accounts.js'
 import { issueEmailToken, sendEmailToken, type EmailTokenKind } from '../confirmations.js'
-import { assertPasswordAcceptable, checkPasswordLength, hashOtp, hashPassword, randomPassword } from '../crypto.js'
+import { assertPasswordAcceptable, checkPasswordLength, hashOtp, hashPassword, randomPasswordHash } from '../crypto.js'
 import { EmailExistsError, PhoneExistsError, UserNotFoundError, ValidationFailedError } from '../errors.js'
 import { contextOf } from '../request-state.js'
 import { UUID } from '../bearer.js'
@@ -38,6 +38,7 @@ import {
   updateUser,
   type UserColumn,
 } from '../models/users.js'
+import { uuidParam } from './checks.js'
 import { mergeMetadata } from './user.js'
 import type { TenantContext, UserJson, UserRow } from '../types.js'
 
@@ -90,12 +91,6 @@ function banUntil(ctx: TenantContext, banDuration: string | undefined): Date | n
   return new Date(ctx.now().getTime() + parsed.ms)
 }
 
-function userIdParam(req: FastifyRequest): string {
-  const id = (req.params as { id?: string }).id ?? ''
-  if (!UUID.test(id)) throw new ValidationFailedError('notFound', 'user_id must be an UUID')
-  return id.toLowerCase()
-}
-
 async function passwordHashFrom(ctx: TenantContext, b: Body, checkStrength: boolean): Promise<string | undefined> {
   const password = optString(b, 'password')
   const passwordHash = optString(b, 'password_hash')
@@ -120,9 +115,7 @@ async function adminCreateUser(ctx: TenantContext, b: Body) {
   const email = rawEmail ? normaliseEmail(rawEmail) : undefined
   const phone = rawPhone ? normalisePhone(rawPhone) : undefined
   const id = optString(b, 'id')
-  const hash =
-    (await passwordHashFrom(ctx, b, false)) ??
-    (await hashPassword(randomPassword().slice(0, 64), ctx.config.auth.bcrypt_cost))
+  const hash = (await passwordHashFrom(ctx, b, false)) ?? (await randomPasswordHash(ctx.config.auth.bcrypt_cost))
   // GoTrue checks a chosen id after the addresses and the password, with these texts.
   if (id !== undefined && id !== '') {
     if (!UUID.test(id)) throw new ValidationFailedError('request', 'ID must conform to the uuid v4 format')
@@ -232,8 +225,7 @@ async function adminUpdateUser(ctx: TenantContext, id: string, b: Body) {
     if (fields.phone && !identities.some((i) => i.provider === 'phone'))
       await insertPhoneIdentity(q, user.id, phone!, !!phoneConfirm, now)
     if (emailConfirm && user.email) user = (await confirmEmail(ctx, q, user)).user
-    if (hash) await deleteSessionsOfUser(q, user.id)
-    if (banned) await deleteSessionsOfUser(q, user.id)
+    if (hash || banned) await deleteSessionsOfUser(q, user.id)
     const refreshed = await refreshProviders(ctx, q, user)
     await audit(q, {
       action: 'user_modified',
@@ -305,12 +297,8 @@ async function linkRequestOf(ctx: TenantContext, req: FastifyRequest, b: Body): 
   const password = optString(b, 'password') ?? ''
   const redirectTo = redirectUrlOf(req, ctx.tenant.auth, optString(b, 'redirect_to'))
   const known = await findUserByEmail(ctx.db, email, ctx.tenant.jwt.aud)
-  if (
-    !known &&
-    (requested === 'recovery' || requested === 'email_change_current' || requested === 'email_change_new')
-  ) {
+  if (!known && ['recovery', 'email_change_current', 'email_change_new'].includes(requested))
     throw new UserNotFoundError('byEmail')
-  }
   if (!(LINK_TYPES as readonly string[]).includes(requested))
     throw new ValidationFailedError('request', `Invalid email action link type requested: ${requested}`)
   const type = requested as LinkType
@@ -332,6 +320,15 @@ interface LinkTarget {
   extra: Partial<Record<UserColumn, unknown>>
 }
 
+/** A user an admin's link or invite creates: unconfirmed, its user_metadata the request's `data` alone. */
+async function createAdminUser(
+  ctx: TenantContext,
+  q: Queryable,
+  u: { email: string; data: Record<string, unknown> | undefined; encryptedPassword: string | null; invited: boolean },
+): Promise<UserRow> {
+  return (await createEmailUser(ctx, q, { ...u, confirmed: false, metadata: 'data' })).user
+}
+
 async function signupOrInviteTarget(
   ctx: TenantContext,
   q: Queryable,
@@ -346,20 +343,8 @@ async function signupOrInviteTarget(
     user = await updateUser(q, user.id, { raw_user_meta_data: mergeMetadata(user.raw_user_meta_data, data) }, ctx.now())
   }
   if (!user) {
-    const hash =
-      type === 'signup'
-        ? (r.passwordHash ?? (await hashPassword(randomPassword().slice(0, 64), ctx.config.auth.bcrypt_cost)))
-        : null
-    user = (
-      await createEmailUser(ctx, q, {
-        email,
-        encryptedPassword: hash,
-        data,
-        confirmed: false,
-        invited: type === 'invite',
-        metadata: 'data',
-      })
-    ).user
+    const hash = type === 'signup' ? (r.passwordHash ?? (await randomPasswordHash(ctx.config.auth.bcrypt_cost))) : null
+    user = await createAdminUser(ctx, q, { email, data, encryptedPassword: hash, invited: type === 'invite' })
   } else if (type === 'invite') {
     extra.invited_at = ctx.now()
   }
@@ -381,16 +366,8 @@ async function linkTarget(ctx: TenantContext, q: Queryable, r: LinkRequest): Pro
       return signupOrInviteTarget(ctx, q, r, user)
     case 'magiclink': {
       if (user) return { user, tokenKind: 'magiclink', verificationType: type, address: email, extra: {} }
-      const hash = await hashPassword(randomPassword().slice(0, 64), ctx.config.auth.bcrypt_cost)
-      const created = (
-        await createEmailUser(ctx, q, {
-          email,
-          encryptedPassword: hash,
-          data: r.data,
-          confirmed: false,
-          metadata: 'data',
-        })
-      ).user
+      const hash = await randomPasswordHash(ctx.config.auth.bcrypt_cost)
+      const created = await createAdminUser(ctx, q, { email, data: r.data, encryptedPassword: hash, invited: false })
       return { user: created, tokenKind: 'confirmation', verificationType: 'signup', address: email, extra: {} }
     }
     case 'recovery':
@@ -436,25 +413,16 @@ async function generateLink(ctx: TenantContext, req: FastifyRequest, b: Body) {
 }
 
 /** Go's strconv.ParseUint(s, 10, 64) as GoTrue's paginate uses it: the value or its error text. */
-export function parseUint(s: string): number {
-  if (!/^\d+$/.test(s))
-    throw new ValidationFailedError(
-      'request',
-      `Bad Pagination Parameters: strconv.ParseUint: parsing ${JSON.stringify(s)}: invalid syntax`,
-    )
-  if (BigInt(s) > 18446744073709551615n)
-    throw new ValidationFailedError(
-      'request',
-      `Bad Pagination Parameters: strconv.ParseUint: parsing ${JSON.stringify(s)}: value out of range`,
-    )
+function parseUint(s: string): number {
+  const problem = !/^\d+$/.test(s) ? 'invalid syntax' : BigInt(s) > 18446744073709551615n ? 'value out of range' : null
+  if (problem !== null) {
+    const text = `Bad Pagination Parameters: strconv.ParseUint: parsing ${JSON.stringify(s)}: ${problem}`
+    throw new ValidationFailedError('request', text)
+  }
   return Number(s)
 }
 
-/**
- * page / per_page / sort of GET /admin/users as GoTrue validates them: non-negative integers
- * (page 0 reads as 1, per_page 0 as pop's 20; at most 1000 per page here), sort only on
- * created_at with asc or desc.
- */
+/** page / per_page (pageParams; 50 when not given) / sort of GET /admin/users: sort only on created_at, asc or desc. */
 function listParams(req: FastifyRequest): { page: number; perPage: number; sortDesc: boolean } {
   const q = req.query as Record<string, unknown>
   let sortDesc = true
@@ -475,11 +443,21 @@ function listParams(req: FastifyRequest): { page: number; perPage: number; sortD
       sortDesc = dir === 'DESC'
     } else sortDesc = true
   }
+  const { page, perPage } = pageParams(req)
+  return { page, perPage: perPage ?? 50, sortDesc }
+}
+
+/**
+ * page and per_page as GoTrue's paginate reads them: page 0 reads as 1, per_page 0 as pop's
+ * 20, at most 1000 per page here; per_page null when not given.
+ */
+export function pageParams(req: FastifyRequest): { page: number; perPage: number | null } {
   const rawPage = queryParam(req, 'page') ?? ''
   const rawPerPage = queryParam(req, 'per_page') ?? ''
-  const page = rawPage === '' ? 1 : parseUint(rawPage)
-  const perPage = rawPerPage === '' ? 50 : parseUint(rawPerPage)
-  return { page: Math.max(1, page), perPage: Math.min(1000, perPage < 1 ? 20 : perPage), sortDesc }
+  const page = Math.max(1, rawPage === '' ? 1 : parseUint(rawPage))
+  if (rawPerPage === '') return { page, perPage: null }
+  const perPage = parseUint(rawPerPage)
+  return { page, perPage: Math.min(1000, perPage < 1 ? 20 : perPage) }
 }
 
 export async function getAdminUsers(req: FastifyRequest, reply: FastifyReply): Promise<unknown> {
@@ -510,7 +488,7 @@ export async function postAdminUsers(req: FastifyRequest): Promise<UserJson> {
 }
 
 export async function putAdminUser(req: FastifyRequest): Promise<UserJson> {
-  return adminUpdateUser(contextOf(req), userIdParam(req), bodyOf(req))
+  return adminUpdateUser(contextOf(req), uuidParam(req, 'id', 'user_id'), bodyOf(req))
 }
 
 export async function postGenerateLink(req: FastifyRequest): Promise<unknown> {
@@ -519,14 +497,14 @@ export async function postGenerateLink(req: FastifyRequest): Promise<unknown> {
 
 export async function getAdminUser(req: FastifyRequest): Promise<UserJson> {
   const ctx = contextOf(req)
-  const u = await loadUserWithIdentities(ctx.db, userIdParam(req))
+  const u = await loadUserWithIdentities(ctx.db, uuidParam(req, 'id', 'user_id'))
   if (!u) throw new UserNotFoundError('byId')
   return toUserJson(u)
 }
 
 export async function deleteAdminUser(req: FastifyRequest): Promise<unknown> {
   const ctx = contextOf(req)
-  return adminDeleteUser(ctx, userIdParam(req), optBool(bodyOf(req), 'should_soft_delete') ?? false)
+  return adminDeleteUser(ctx, uuidParam(req, 'id', 'user_id'), optBool(bodyOf(req), 'should_soft_delete') ?? false)
 }
 
 export async function postInvite(req: FastifyRequest): Promise<UserJson> {
@@ -538,17 +516,7 @@ export async function postInvite(req: FastifyRequest): Promise<UserJson> {
   return withTransaction(ctx.db, async (q) => {
     let user = await findUserByEmail(q, email, ctx.tenant.jwt.aud)
     if (user?.email_confirmed_at) throw new EmailExistsError('signUp')
-    if (!user)
-      user = (
-        await createEmailUser(ctx, q, {
-          email,
-          encryptedPassword: null,
-          data,
-          confirmed: false,
-          invited: true,
-          metadata: 'data',
-        })
-      ).user
+    user ??= await createAdminUser(ctx, q, { email, data, encryptedPassword: null, invited: true })
     const sent = await sendEmailToken(ctx, q, user, 'invite', {
       address: email,
       redirectTo,

@@ -140,13 +140,11 @@ async function implicitSession(
   ext: ExternalIdentity,
 ): Promise<Record<string, string>> {
   const linkTo = flow.linking_target_id
-  const { session } = linkTo
-    ? {
-        session: await withTransaction(ctx.db, async (q) =>
-          startSession(ctx, q, await linkIdentityToUser(ctx, q, linkTo, ext), { method: 'oauth', ...clientMeta(req) }),
-        ),
-      }
-    : await signInWithIdentity(ctx, ext, { method: 'oauth', ...clientMeta(req) })
+  const session = linkTo
+    ? await withTransaction(ctx.db, async (q) =>
+        startSession(ctx, q, await linkIdentityToUser(ctx, q, linkTo, ext), { method: 'oauth', ...clientMeta(req) }),
+      )
+    : await signInWithIdentity(ctx, ext, clientMeta(req))
   const fragment: Record<string, string> = {
     access_token: session.access_token,
     expires_at: String(session.expires_at),

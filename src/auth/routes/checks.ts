@@ -80,14 +80,19 @@ export const SESSION: Check = {
   },
 }
 
+/** The path parameter `name` as a lower-case UUID; else 404 validation_failed naming it `label`. */
+export function uuidParam(req: FastifyRequest, name: string, label = name): string {
+  const id = (req.params as Partial<Record<string, string>>)[name] ?? ''
+  if (!UUID.test(id)) throw new ValidationFailedError('notFound', `${label} must be an UUID`)
+  return id.toLowerCase()
+}
+
 /** The factor `:id` of the path, one of the caller's (GoTrue's loadFactor). */
 export const FACTOR: Check = {
   name: 'factor',
   run: async (req) => {
     const ctx = contextOf(req)
-    const id = (req.params as { id?: string }).id ?? ''
-    if (!UUID.test(id)) throw new ValidationFailedError('notFound', 'factor_id must be an UUID')
-    const f = await findFactorOfUser(ctx.db, callerOf(req).user.user.id, id.toLowerCase())
+    const f = await findFactorOfUser(ctx.db, callerOf(req).user.user.id, uuidParam(req, 'id', 'factor_id'))
     if (!f) throw new FactorNotFoundError('factor')
     setFactor(req, f)
   },
@@ -95,9 +100,7 @@ export const FACTOR: Check = {
 
 /** The admin routes' user `:id` of the path (GoTrue's loadUser): 404 for a malformed or unknown id. */
 export async function loadPathUser(ctx: TenantContext, req: FastifyRequest): Promise<UserRow> {
-  const id = (req.params as { id?: string }).id ?? ''
-  if (!UUID.test(id)) throw new ValidationFailedError('notFound', 'user_id must be an UUID')
-  const user = await findUserById(ctx.db, id.toLowerCase())
+  const user = await findUserById(ctx.db, uuidParam(req, 'id', 'user_id'))
   if (!user) throw new UserNotFoundError('byId')
   return user
 }
@@ -179,8 +182,10 @@ type RouteHandler = (req: FastifyRequest, reply: FastifyReply) => Promise<unknow
 export interface AuthRoute {
   readonly method: HTTPMethods
   readonly path: string
-  readonly checks: readonly Check[]
-  readonly limit: Limit | LimitRule | null
+  /** None when absent. */
+  readonly checks?: readonly Check[]
+  /** No limit when absent. */
+  readonly limit?: Limit | LimitRule
   readonly handler: RouteHandler
   /** What the route answers when that is all it does (the switched-off features). */
   readonly note?: string

@@ -13,13 +13,13 @@ import {
   CHALLENGE_EXPIRY_SECONDS,
   checkNewFactor,
   completeVerification,
+  createChallenge,
   liveChallenge,
   type MfaCaller,
 } from '../mfa.js'
 import { audit } from '../models/audit-log.js'
 import {
-  insertChallenge,
-  insertWebAuthnFactor,
+  insertFactor,
   saveWebAuthnCredential,
   webAuthnCredentialOf,
   webAuthnCredentialsOfUser,
@@ -84,7 +84,7 @@ export async function enrollWebAuthn(ctx: TenantContext, req: FastifyRequest, u:
   return withTransaction(ctx.db, async (q) => {
     await checkNewFactor(ctx, q, u, friendlyName)
     const now = ctx.now()
-    const factor = await insertWebAuthnFactor(q, { userId: user.id, friendlyName, now })
+    const factor = await insertFactor(q, { userId: user.id, friendlyName, type: 'webauthn', secret: null, now })
     const traits = { factor_id: factor.id, factor_type: 'webauthn' }
     const ip = clientMeta(req).ip
     await audit(q, { action: 'factor_in_progress', actorId: user.id, actorUsername: user.email, traits, ip, now })
@@ -107,20 +107,8 @@ export async function challengeWebAuthn(ctx: TenantContext, u: MfaCaller, factor
   const rp = relyingParty(ctx)
   const { type, options } = await ceremonyOptions(ctx, u, factor)
   const ceremony: FactorCeremony = { type, challenge: options.challenge, rp_id: rp.rp_id, rp_origins: rp.rp_origins }
-  const challenge = await withTransaction(ctx.db, async (q) => {
-    const now = ctx.now()
-    const c = await insertChallenge(q, { factorId: factor.id, ip, now, webauthn: ceremony })
-    const traits = { factor_id: factor.id, factor_status: factor.status }
-    const user = u.user.user
-    await audit(q, { action: 'challenge_created', actorId: user.id, actorUsername: user.email, traits, ip, now })
-    return c
-  })
-  return {
-    id: challenge.id,
-    type: 'webauthn',
-    expires_at: Math.floor(challenge.created_at.getTime() / 1000) + CHALLENGE_EXPIRY_SECONDS,
-    webauthn: { type, credential_options: { publicKey: options } },
-  }
+  const challenge = await createChallenge(ctx, u, factor, ip, ceremony)
+  return { ...challenge, webauthn: { type, credential_options: { publicKey: options } } }
 }
 
 /** The body's `webauthn` member, GoTrue's checks in order. */

@@ -29,14 +29,14 @@ import { bodyOf, clientMeta, optString } from '../http.js'
 import {
   checkNewFactor,
   completeVerification,
-  CHALLENGE_EXPIRY_SECONDS,
+  createChallenge,
   liveChallenge,
   sessionIsAal2,
   type MfaCaller,
 } from '../mfa.js'
 import { audit } from '../models/audit-log.js'
 import { challengeWebAuthn, enrollWebAuthn, verifyWebAuthn } from './factors-webauthn.js'
-import { deleteFactor, downgradeSessionsOfFactor, insertChallenge, insertTotpFactor } from '../models/factors.js'
+import { deleteFactor, downgradeSessionsOfFactor, insertFactor } from '../models/factors.js'
 import { deleteSessionsOfUser } from '../models/sessions.js'
 import type { FactorRow, TenantContext } from '../types.js'
 
@@ -115,7 +115,7 @@ async function enrollTotp(
     } catch (err) {
       throw new UnexpectedFailureError('qrCode', { internal: err })
     }
-    const factor = await insertTotpFactor(q, { userId: user.id, friendlyName, secret, now })
+    const factor = await insertFactor(q, { userId: user.id, friendlyName, type: 'totp', secret, now })
     await audit(q, {
       action: 'factor_in_progress',
       actorId: user.id,
@@ -218,24 +218,7 @@ export async function postChallenge(req: FastifyRequest): Promise<unknown> {
   const ip = clientMeta(req).ip
   if (!ip) throw unexpectedFailure(new Error('no client IP for an MFA challenge'))
   if (kind === 'webauthn') return challengeWebAuthn(ctx, u, factor, ip)
-  const challenge = await withTransaction(ctx.db, async (q) => {
-    const now = ctx.now()
-    const c = await insertChallenge(q, { factorId: factor.id, ip, now })
-    await audit(q, {
-      action: 'challenge_created',
-      actorId: u.user.user.id,
-      actorUsername: u.user.user.email,
-      traits: { factor_id: factor.id, factor_status: factor.status },
-      ip,
-      now,
-    })
-    return c
-  })
-  return {
-    id: challenge.id,
-    type: factor.factor_type,
-    expires_at: Math.floor(challenge.created_at.getTime() / 1000) + CHALLENGE_EXPIRY_SECONDS,
-  }
+  return createChallenge(ctx, u, factor, ip)
 }
 
 export async function postFactorVerify(req: FastifyRequest): Promise<unknown> {

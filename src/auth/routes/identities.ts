@@ -6,12 +6,13 @@
 // switch on it is 404 not_found, as there.
 import type { FastifyReply, FastifyRequest } from 'fastify'
 import { withTransaction } from '../../shared/index.js'
-import { NotFoundError, UnexpectedAudienceError, ValidationFailedError } from '../errors.js'
+import { NotFoundError, UnexpectedAudienceError } from '../errors.js'
 import { callerOf, contextOf } from '../request-state.js'
-import { UUID } from '../bearer.js'
+import { audienceOf } from '../bearer.js'
 import { queryParam } from '../http.js'
 import { unlinkIdentity } from '../linking.js'
 import { startExternalFlow } from './authorize.js'
+import { uuidParam } from './checks.js'
 
 export async function getIdentities(): Promise<never> {
   throw new NotFoundError()
@@ -28,10 +29,8 @@ export async function getIdentityAuthorize(req: FastifyRequest, reply: FastifyRe
 export async function deleteIdentity(req: FastifyRequest): Promise<Record<string, never>> {
   const ctx = contextOf(req)
   const u = callerOf(req)
-  const id = (req.params as { identity_id?: string }).identity_id ?? ''
-  if (!UUID.test(id)) throw new ValidationFailedError('notFound', 'identity_id must be an UUID')
-  const aud = Array.isArray(u.claims.aud) ? u.claims.aud[0] : u.claims.aud
-  if (aud !== ctx.tenant.jwt.aud) throw new UnexpectedAudienceError()
-  await withTransaction(ctx.db, (q) => unlinkIdentity(ctx, q, u.user.user.id, id.toLowerCase()))
+  const id = uuidParam(req, 'identity_id')
+  if (audienceOf(u.claims) !== ctx.tenant.jwt.aud) throw new UnexpectedAudienceError()
+  await withTransaction(ctx.db, (q) => unlinkIdentity(ctx, q, u.user.user.id, id))
   return {}
 }

@@ -7,7 +7,7 @@ import type { FastifyReply, FastifyRequest } from 'fastify'
 import { withTransaction } from '../../shared/index.js'
 import { UUID } from '../bearer.js'
 import { OAuthClientNotFoundError, OAuthDynamicRegistrationDisabledError, ValidationFailedError } from '../errors.js'
-import { bodyOf, queryParam } from '../http.js'
+import { bodyOf } from '../http.js'
 import { deleteSessionsOfOAuthClient } from '../models/sessions.js'
 import {
   deleteOAuthClient,
@@ -28,7 +28,7 @@ import {
 import { contextOf } from '../request-state.js'
 import type { TenantContext } from '../types.js'
 import { oauthServerOf } from '../../tenants/index.js'
-import { parseUint } from './admin.js'
+import { pageParams } from './admin.js'
 
 /** The client of the path's `:client_id` (GoTrue's LoadOAuthServerClient). */
 async function pathClient(ctx: TenantContext, req: FastifyRequest): Promise<OAuthClientRow> {
@@ -66,19 +66,10 @@ export async function postDynamicRegistration(req: FastifyRequest, reply: Fastif
   return register(req, reply, 'dynamic')
 }
 
-/** page and per_page as /admin/users reads them; without per_page every client (GoTrue lists all). */
-function pageOf(req: FastifyRequest): { page: number; perPage: number | null } {
-  const rawPage = queryParam(req, 'page') ?? ''
-  const rawPerPage = queryParam(req, 'per_page') ?? ''
-  const page = Math.max(1, rawPage === '' ? 1 : parseUint(rawPage))
-  if (rawPerPage === '') return { page, perPage: null }
-  const perPage = parseUint(rawPerPage)
-  return { page, perPage: Math.min(1000, perPage < 1 ? 20 : perPage) }
-}
-
 export async function getAdminOAuthClients(req: FastifyRequest, reply: FastifyReply): Promise<unknown> {
   const ctx = contextOf(req)
-  const { page, perPage } = pageOf(req)
+  // Without per_page every client (GoTrue lists all).
+  const { page, perPage } = pageParams(req)
   const offset = perPage === null ? 0 : (page - 1) * perPage
   const { clients, total } = await listOAuthClients(ctx.db, { limit: perPage, offset })
   reply.header('x-total-count', String(total))

@@ -30,34 +30,15 @@ const OAUTH_TOKEN_LIMIT: LimitRule = {
 }
 
 export const OAUTH_ROUTES: readonly AuthRoute[] = [
-  { method: 'GET', path: '/admin/oauth/clients', checks: ADMIN_OAUTH, limit: null, handler: getAdminOAuthClients },
-  { method: 'POST', path: '/admin/oauth/clients', checks: ADMIN_OAUTH, limit: null, handler: postAdminOAuthClient },
-  {
-    method: 'GET',
-    path: '/admin/oauth/clients/:client_id',
-    checks: ADMIN_OAUTH,
-    limit: null,
-    handler: getAdminOAuthClient,
-  },
-  {
-    method: 'PUT',
-    path: '/admin/oauth/clients/:client_id',
-    checks: ADMIN_OAUTH,
-    limit: null,
-    handler: putAdminOAuthClient,
-  },
-  {
-    method: 'DELETE',
-    path: '/admin/oauth/clients/:client_id',
-    checks: ADMIN_OAUTH,
-    limit: null,
-    handler: deleteAdminOAuthClient,
-  },
+  { method: 'GET', path: '/admin/oauth/clients', checks: ADMIN_OAUTH, handler: getAdminOAuthClients },
+  { method: 'POST', path: '/admin/oauth/clients', checks: ADMIN_OAUTH, handler: postAdminOAuthClient },
+  { method: 'GET', path: '/admin/oauth/clients/:client_id', checks: ADMIN_OAUTH, handler: getAdminOAuthClient },
+  { method: 'PUT', path: '/admin/oauth/clients/:client_id', checks: ADMIN_OAUTH, handler: putAdminOAuthClient },
+  { method: 'DELETE', path: '/admin/oauth/clients/:client_id', checks: ADMIN_OAUTH, handler: deleteAdminOAuthClient },
   {
     method: 'POST',
     path: '/admin/oauth/clients/:client_id/regenerate_secret',
     checks: ADMIN_OAUTH,
-    limit: null,
     handler: postRegenerateSecret,
   },
   {
@@ -71,7 +52,6 @@ export const OAUTH_ROUTES: readonly AuthRoute[] = [
     method: 'GET',
     path: '/.well-known/oauth-authorization-server',
     checks: [OAUTH_SERVER],
-    limit: null,
     handler: getOAuthServerMetadata,
   },
   {
@@ -81,22 +61,10 @@ export const OAUTH_ROUTES: readonly AuthRoute[] = [
     limit: { bucket: 'sign_in_sign_up', endpoint: 'oauth_authorize' },
     handler: getOAuthAuthorize,
   },
-  { method: 'GET', path: '/oauth/authorizations/:id', checks: OAUTH_USER, limit: null, handler: getOAuthAuthorization },
-  {
-    method: 'POST',
-    path: '/oauth/authorizations/:id/consent',
-    checks: OAUTH_USER,
-    limit: null,
-    handler: postOAuthConsent,
-  },
+  { method: 'GET', path: '/oauth/authorizations/:id', checks: OAUTH_USER, handler: getOAuthAuthorization },
+  { method: 'POST', path: '/oauth/authorizations/:id/consent', checks: OAUTH_USER, handler: postOAuthConsent },
   { method: 'POST', path: '/oauth/token', checks: [OAUTH_SERVER], limit: OAUTH_TOKEN_LIMIT, handler: postOAuthToken },
-  { method: 'GET', path: '/oauth/userinfo', checks: OAUTH_USER, limit: null, handler: getOAuthUserInfo },
-  { method: 'GET', path: '/user/oauth/grants', checks: [USER, OAUTH_SERVER], limit: null, handler: getUserOAuthGrants },
-  {
-    method: 'DELETE',
-    path: '/user/oauth/grants',
-    checks: [USER, OAUTH_SERVER],
-    limit: null,
-    handler: deleteUserOAuthGrant,
-  },
+  { method: 'GET', path: '/oauth/userinfo', checks: OAUTH_USER, handler: getOAuthUserInfo },
+  { method: 'GET', path: '/user/oauth/grants', checks: [USER, OAUTH_SERVER], handler: getUserOAuthGrants },
+  { method: 'DELETE', path: '/user/oauth/grants', checks: [USER, OAUTH_SERVER], handler: deleteUserOAuthGrant },
 ]

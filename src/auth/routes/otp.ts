@@ -6,7 +6,7 @@ import type { FastifyRequest } from 'fastify'
 import { withTransaction } from '../../shared/index.js'
 import { createEmailUser } from '../accounts.js'
 import { sendEmailToken } from '../confirmations.js'
-import { hashPassword, randomPassword } from '../crypto.js'
+import { randomPasswordHash } from '../crypto.js'
 import {
   EmailProviderDisabledError,
   OtpDisabledError,
@@ -18,7 +18,7 @@ import { contextOf } from '../request-state.js'
 import { bodyOf, normaliseEmail, optBool, optObject, optString, redirectUrlOf } from '../http.js'
 import { audit } from '../models/audit-log.js'
 import { findUserByEmail, lockUserById } from '../models/users.js'
-import { pkceParamsOf, startEmailFlow, type PkceParams } from '../pkce.js'
+import { pkceParamsOf, type PkceParams } from '../pkce.js'
 import type { TenantContext, UserRow } from '../types.js'
 
 interface MagicLinkRequest {
@@ -38,7 +38,7 @@ async function sendMagicLink(ctx: TenantContext, r: MagicLinkRequest): Promise<R
   if (!known && !settings.signup_enabled) throw new SignupDisabledError()
   // A new account gets a random password nobody knows (the link is how one signs in),
   // hashed before the transaction so bcrypt does not hold a connection.
-  const randomHash = known ? null : await hashPassword(randomPassword().slice(0, 64), ctx.config.auth.bcrypt_cost)
+  const randomHash = known ? null : await randomPasswordHash(ctx.config.auth.bcrypt_cost)
   try {
     await withTransaction(ctx.db, async (q) => {
       let user: UserRow | null = await findUserByEmail(q, r.email, ctx.tenant.jwt.aud)
@@ -47,7 +47,7 @@ async function sendMagicLink(ctx: TenantContext, r: MagicLinkRequest): Promise<R
         // (Deleted since the first look: the same checks again; bcrypt here is the rare case.)
         if (!r.createUser) throw new OtpDisabledError()
         if (!settings.signup_enabled) throw new SignupDisabledError()
-        const hash = randomHash ?? (await hashPassword(randomPassword().slice(0, 64), ctx.config.auth.bcrypt_cost))
+        const hash = randomHash ?? (await randomPasswordHash(ctx.config.auth.bcrypt_cost))
         user = (
           await createEmailUser(ctx, q, {
             email: r.email,
@@ -66,17 +66,11 @@ async function sendMagicLink(ctx: TenantContext, r: MagicLinkRequest): Promise<R
       }
       if (!user.email_confirmed_at && !autoconfirm) {
         // Unconfirmed: the confirmation mail is the sign-in link (verify type signup).
-        if (r.pkce) await startEmailFlow(ctx, q, user.id, 'email/signup', r.pkce)
-        await sendEmailToken(ctx, q, user, 'confirmation', {
-          address: r.email,
-          redirectTo: r.redirectTo,
-          pkce: !!r.pkce,
-        })
+        await sendEmailToken(ctx, q, user, 'confirmation', { address: r.email, redirectTo: r.redirectTo, pkce: r.pkce })
         return
       }
       // Confirmed (or autoconfirm, where verifying the link confirms the address).
-      if (r.pkce) await startEmailFlow(ctx, q, user.id, 'magiclink', r.pkce)
-      await sendEmailToken(ctx, q, user, 'magiclink', { address: r.email, redirectTo: r.redirectTo, pkce: !!r.pkce })
+      await sendEmailToken(ctx, q, user, 'magiclink', { address: r.email, redirectTo: r.redirectTo, pkce: r.pkce })
     })
   } catch (err) {
     // A concurrent request created the same account (unique email): its mail went out.

@@ -9,9 +9,8 @@ import { callerOf, contextOf } from '../request-state.js'
 import { clientMeta } from '../http.js'
 import { audit } from '../models/audit-log.js'
 import { deleteOneTimeToken, putOneTimeToken } from '../models/one-time-tokens.js'
-import { toUserJson, updateUser } from '../models/users.js'
-import { identitiesForUser } from '../models/identities.js'
-import { hookOf, sendEmailHook } from '../auth-hooks.js'
+import { updateUser } from '../models/users.js'
+import { sendEmailHookDelivery } from '../confirmations.js'
 import type { TenantContext, UserRow } from '../types.js'
 
 /**
@@ -42,9 +41,7 @@ export async function verifyReauthenticationNonce(
 
 export async function getReauthenticate(req: FastifyRequest): Promise<Record<string, never>> {
   const ctx = contextOf(req)
-  const {
-    user: { user },
-  } = callerOf(req)
+  const user = callerOf(req).user.user
   const address = user.email ?? ''
   // No SMS here: a phone-only user has no address to send the nonce to.
   if (address === '')
@@ -59,28 +56,13 @@ export async function getReauthenticate(req: FastifyRequest): Promise<Record<str
       ip: clientMeta(req).ip,
       now,
     })
-    const otp = generateOtp(6)
+    const otp = generateOtp()
     const hash = hashOtp(address.toLowerCase(), otp)
     await q.query('UPDATE auth.users SET reauthentication_token = $2 WHERE id = $1', [user.id, hash])
     await updateUser(q, user.id, { reauthentication_sent_at: now }, now)
     await putOneTimeToken(q, { userId: user.id, type: 'reauthentication_token', hash, relatesTo: address, now })
-    const deliver =
-      hookOf(ctx, 'send_email') === null
-        ? undefined
-        : async () =>
-            sendEmailHook(
-              { ctx, q, ip: clientMeta(req).ip },
-              toUserJson({ user, identities: await identitiesForUser(q, user.id) }),
-              {
-                token: otp,
-                token_hash: hash,
-                redirect_to: '',
-                email_action_type: 'reauthentication',
-                site_url: ctx.tenant.auth.site_url,
-                token_new: '',
-                token_hash_new: '',
-              },
-            )
+    const mail = { otp, hash, toNew: false, action: 'reauthentication', redirectTo: '' }
+    const deliver = sendEmailHookDelivery({ ctx, q, ip: clientMeta(req).ip }, user, mail)
     await ctx.mailer.send(ctx, q, {
       kind: 'reauthentication',
       to: address,

@@ -7,7 +7,7 @@ import { sendEmailToken } from '../confirmations.js'
 import { ValidationFailedError } from '../errors.js'
 import { contextOf } from '../request-state.js'
 import { bodyOf, normaliseEmail, optString, redirectUrlOf } from '../http.js'
-import { pkceParamsOf, startEmailFlow } from '../pkce.js'
+import { pkceParamsOf } from '../pkce.js'
 
 export async function postRecover(req: FastifyRequest): Promise<Record<string, never>> {
   const ctx = contextOf(req)
@@ -18,8 +18,7 @@ export async function postRecover(req: FastifyRequest): Promise<Record<string, n
   const pkce = pkceParamsOf(ctx, b.code_challenge, b.code_challenge_method)
   const redirectTo = redirectUrlOf(req, ctx.tenant.auth)
   await withUserOfEmail(ctx, address, async (q, user) => {
-    if (pkce) await startEmailFlow(ctx, q, user.id, 'recovery', pkce)
-    await sendEmailToken(ctx, q, user, 'recovery', { address, redirectTo, pkce: !!pkce })
+    await sendEmailToken(ctx, q, user, 'recovery', { address, redirectTo, pkce })
   })
   return {}
 }

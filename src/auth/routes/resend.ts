@@ -5,11 +5,11 @@
 // engine has none).
 import type { FastifyRequest } from 'fastify'
 import { withUserOfEmail } from '../accounts.js'
-import { sendEmailToken } from '../confirmations.js'
+import { sendEmailChangeMails, sendEmailToken } from '../confirmations.js'
 import { PhoneProviderDisabledError, ValidationFailedError } from '../errors.js'
 import { contextOf } from '../request-state.js'
 import { bodyOf, normaliseEmail, optString, redirectUrlOf } from '../http.js'
-import { pkceParamsOf, startEmailFlow } from '../pkce.js'
+import { pkceParamsOf } from '../pkce.js'
 
 const TYPES = ['signup', 'email_change', 'sms', 'phone_change']
 
@@ -37,29 +37,12 @@ export async function postResend(req: FastifyRequest): Promise<Record<string, ne
   const redirectTo = redirectUrlOf(req, ctx.tenant.auth)
   await withUserOfEmail(ctx, address, async (q, user) => {
     if (type === 'signup') {
-      if (user.email_confirmed_at) return
-      if (pkce) await startEmailFlow(ctx, q, user.id, 'email/signup', pkce)
-      await sendEmailToken(ctx, q, user, 'confirmation', { address, redirectTo, pkce: !!pkce })
+      if (!user.email_confirmed_at) await sendEmailToken(ctx, q, user, 'confirmation', { address, redirectTo, pkce })
       return
     }
+    // GoTrue's sendEmailChange starts the pending change over, both mails again.
     const newEmail = (user.email_change ?? '').toLowerCase()
-    if (!newEmail) return
-    if (pkce) await startEmailFlow(ctx, q, user.id, 'email_change', pkce)
-    // GoTrue's sendEmailChange starts the change over: a new link to the new address and
-    // one to the current address, neither confirmed yet (an earlier confirmation of one
-    // half no longer counts; the earlier links stop working).
-    const extra = { email_change: newEmail, email_change_confirm_status: 0, email_change_token_current: '' }
-    const u = (
-      await sendEmailToken(ctx, q, user, 'email_change_new', {
-        address: newEmail,
-        redirectTo,
-        newEmail,
-        extra,
-        pkce: !!pkce,
-      })
-    ).user
-    if (u.email)
-      await sendEmailToken(ctx, q, u, 'email_change_current', { address: u.email, redirectTo, newEmail, pkce: !!pkce })
+    if (newEmail) await sendEmailChangeMails(ctx, q, user, newEmail, { redirectTo, pkce })
   })
   return {}
 }

@@ -22,7 +22,7 @@ import { audit } from '../models/audit-log.js'
 import { identitiesForUser } from '../models/identities.js'
 import { findUserByEmail, insertUser, toUserJson } from '../models/users.js'
 import { beforeUserCreatedHook } from '../auth-hooks.js'
-import { pkceParamsOf, startEmailFlow, type PkceParams } from '../pkce.js'
+import { pkceParamsOf, type PkceParams } from '../pkce.js'
 import { startSession } from '../tokens.js'
 import type { TenantContext, UserRow } from '../types.js'
 
@@ -98,8 +98,7 @@ async function signUpUnconfirmed(
     })
   }
   return withTransaction(ctx.db, async (q) => {
-    if (pkce) await startEmailFlow(ctx, q, existing.id, 'email/signup', pkce)
-    const sent = await sendEmailToken(ctx, q, existing, 'confirmation', { address, redirectTo, pkce: !!pkce })
+    const sent = await sendEmailToken(ctx, q, existing, 'confirmation', { address, redirectTo, pkce })
     return toUserJson({ user: sent.user, identities: await identitiesForUser(q, existing.id) })
   })
 }
@@ -151,8 +150,7 @@ export async function postSignup(req: FastifyRequest): Promise<unknown> {
       })
       if (autoconfirm)
         return startSession(ctx, q, created, { method: 'password', ...clientMeta(req), auditAction: null })
-      if (pkce) await startEmailFlow(ctx, q, created.user.id, 'email/signup', pkce)
-      const sent = await sendEmailToken(ctx, q, created.user, 'confirmation', { address, redirectTo, pkce: !!pkce })
+      const sent = await sendEmailToken(ctx, q, created.user, 'confirmation', { address, redirectTo, pkce })
       return toUserJson({ user: sent.user, identities: created.identities })
     })
   } catch (err) {

@@ -62,7 +62,6 @@ export const UNAVAILABLE_ROUTES: readonly AuthRoute[] = [
       method,
       path,
       checks: CHECKS[check],
-      limit: null,
       handler: async () => {
         throw error()
       },

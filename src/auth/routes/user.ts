@@ -4,7 +4,7 @@
 import type { FastifyRequest } from 'fastify'
 import { withTransaction, type Queryable } from '../../shared/index.js'
 import { emailIdentityData, refreshProviders } from '../accounts.js'
-import { sendEmailToken } from '../confirmations.js'
+import { sendEmailChangeMails } from '../confirmations.js'
 import { assertPasswordAcceptable, hashPassword, verifyPassword } from '../crypto.js'
 import {
   InsufficientAalError,
@@ -26,7 +26,7 @@ import { deleteOneTimeTokensOfUser } from '../models/one-time-tokens.js'
 import { deleteSessionsOfUser, findSession } from '../models/sessions.js'
 import { isEmailTaken, lockUserById, toUserJson, updateUser, type UserColumn } from '../models/users.js'
 import type { SessionRow, TenantContext, UserJson, UserRow } from '../types.js'
-import { pkceParamsOf, startEmailFlow, type PkceParams } from '../pkce.js'
+import { pkceParamsOf } from '../pkce.js'
 import { verifyReauthenticationNonce } from './reauthenticate.js'
 
 /** GoTrue's metadata update: keys merged, a null value deletes its key. */
@@ -162,7 +162,7 @@ export async function putUser(req: FastifyRequest): Promise<UserJson> {
       user =
         user.is_anonymous && !ctx.tenant.auth.mail_confirmation
           ? await takeOverEmail(ctx, q, user, newEmail, now)
-          : await sendEmailChangeMails(ctx, q, user, newEmail, redirectTo, pkce)
+          : await sendEmailChangeMails(ctx, q, user, newEmail, { redirectTo, pkce })
     }
     await audit(q, { action: 'user_modified', actorId: user.id, actorUsername: user.email, now })
     return { user, identities: await identitiesForUser(q, user.id) }
@@ -219,21 +219,4 @@ async function takeOverEmail(
     now,
   })
   return (await refreshProviders(ctx, q, updated)).user
-}
-
-/** GoTrue's secure email change: a confirmation mail to the new address, and one to the current address if any. */
-async function sendEmailChangeMails(
-  ctx: TenantContext,
-  q: Queryable,
-  user: UserRow,
-  email: string,
-  redirectTo: string,
-  pkce: PkceParams | null,
-): Promise<UserRow> {
-  const extra = { email_change: email, email_change_confirm_status: 0, email_change_token_current: '' }
-  if (pkce) await startEmailFlow(ctx, q, user.id, 'email_change', pkce)
-  const mail = { redirectTo, newEmail: email, pkce: !!pkce }
-  const sent = await sendEmailToken(ctx, q, user, 'email_change_new', { ...mail, address: email, extra })
-  if (!sent.user.email) return sent.user
-  return (await sendEmailToken(ctx, q, sent.user, 'email_change_current', { ...mail, address: sent.user.email })).user
 }

@@ -42,13 +42,8 @@ async function resolveToken(q: Queryable, type: string, hashes: string[]): Promi
     type = 'magiclink'
   }
   if (hashes.length > 1) {
-    const types =
-      type === 'email_change'
-        ? (['email_change_token_new', 'email_change_token_current'] as const)
-        : type === 'recovery' || type === 'magiclink'
-          ? (['recovery_token'] as const)
-          : (['confirmation_token'] as const)
-    for (const h of hashes) if (await findOneTimeToken(q, h, [...types])) return { type, hash: h }
+    const types = ottTypesOfVerifyType(type)
+    for (const h of hashes) if (await findOneTimeToken(q, h, types)) return { type, hash: h }
   }
   return { type, hash: hashes[0]! }
 }
@@ -106,18 +101,13 @@ export async function getVerify(req: FastifyRequest, reply: FastifyReply): Promi
   const pkce = token.startsWith('pkce_')
   try {
     if (!LINK_TYPES.has(type)) throw new ValidationFailedError('request', 'Invalid email verification type')
-    const {
-      outcome,
-      session,
-      code,
-      type: verifiedType,
-    } = await verifyAndSignIn(ctx, req, type, [token], { linkOpened: true, pkceRedirect: true })
-    if (outcome.kind === 'first_email_change_confirmation') {
+    const v = await verifyAndSignIn(ctx, req, type, [token], { linkOpened: true, pkceRedirect: true })
+    if (v.outcome.kind === 'first_email_change_confirmation') {
       const base = pkce ? withQueryParams(redirectTo, { message: FIRST_EMAIL_CHANGE }) : redirectTo
       return reply.redirect(withFragmentParams(base, { message: FIRST_EMAIL_CHANGE }), 303)
     }
-    if (code) return reply.redirect(withQueryParams(redirectTo, { code }), 303)
-    const s = session!
+    if (v.code) return reply.redirect(withQueryParams(redirectTo, { code: v.code }), 303)
+    const s = v.session!
     return reply.redirect(
       withFragmentParams(redirectTo, {
         access_token: s.access_token,
@@ -125,7 +115,7 @@ export async function getVerify(req: FastifyRequest, reply: FastifyReply): Promi
         expires_in: String(s.expires_in),
         refresh_token: s.refresh_token,
         token_type: 'bearer',
-        type: verifiedType,
+        type: v.type,
       }),
       303,
     )
@@ -149,6 +139,11 @@ function codeAddress(email: string | undefined, phone: string | undefined): stri
   } catch {
     throw new ValidationFailedError('unprocessable', 'Invalid email format')
   }
+}
+
+/** POST /verify's answer: the session, or the message of the first of two email change links. */
+function verifiedAnswer({ outcome, session }: Verified): unknown {
+  return outcome.kind === 'first_email_change_confirmation' ? { msg: FIRST_EMAIL_CHANGE, code: '200' } : session!
 }
 
 export async function postVerify(req: FastifyRequest): Promise<unknown> {
@@ -176,11 +171,7 @@ export async function postVerify(req: FastifyRequest): Promise<unknown> {
     // A code mailed in a PKCE flow is stored `pkce_`-prefixed; the code works all the same.
     hashes = [hash, 'pkce_' + hash]
   }
-  if (relatesTo === undefined) {
-    const { outcome, session } = await verifyAndSignIn(ctx, req, type, hashes, {})
-    if (outcome.kind === 'first_email_change_confirmation') return { msg: FIRST_EMAIL_CHANGE, code: '200' }
-    return session!
-  }
+  if (relatesTo === undefined) return verifiedAnswer(await verifyAndSignIn(ctx, req, type, hashes, {}))
   // A code with its address: the attempt counts against that address's outstanding codes
   // and against the address itself within a code lifetime, before the code is checked, so
   // however many clients guess at once, and however many new codes they have mailed, an
@@ -194,9 +185,7 @@ export async function postVerify(req: FastifyRequest): Promise<unknown> {
   })
   if (attempts > MAX_OTP_ATTEMPTS) throw new OtpExpiredError('attempts')
   try {
-    const { outcome, session } = await verifyAndSignIn(ctx, req, type, hashes, { relatesTo, attemptCounted: true })
-    if (outcome.kind === 'first_email_change_confirmation') return { msg: FIRST_EMAIL_CHANGE, code: '200' }
-    return session!
+    return verifiedAnswer(await verifyAndSignIn(ctx, req, type, hashes, { relatesTo, attemptCounted: true }))
   } catch (err) {
     if (attempts === MAX_OTP_ATTEMPTS && err instanceof AuthError && err.code === 'otp_expired')
       throw new OtpExpiredError('attempts')
