@@ -13,7 +13,7 @@ import { parseAccept, parseMediaType } from './media-type.js'
 import { parsePreferences } from './preferences.js'
 import { decodeComponent, parseQueryParams } from './query-params.js'
 import { intersectRanges, parseRangeHeader, rangeOf } from './range.js'
-import type { Action, ApiRequest, HttpMethod, RowRange } from './types.js'
+import type { Action, ApiRequest, HttpMethod, Resource, RowRange } from './types.js'
 
 export type * from './types.js'
 export {
@@ -71,60 +71,48 @@ export function pathSegments(path: string): string[] {
   return trimmed.split('/').map((s) => decodeComponent(s, false))
 }
 
+/** What a path names: the root (`schema`), `/T`, `/rpc/fn`; null for anything else (PGRST125). */
+function resourceOf(segments: readonly string[]): Resource | null {
+  if (segments.length === 0) return { kind: 'schema' }
+  if (segments.length === 1 && segments[0] !== '') return { kind: 'relation', name: segments[0] }
+  if (segments.length === 2 && segments[0] === 'rpc' && segments[1] !== '')
+    return { kind: 'routine', name: segments[1] }
+  return null
+}
+
 /**
  * The error PostgREST answers for a method it does not route (ApiRequest.hs: the path is
  * resolved first): PGRST125 for a path that names no resource, PGRST101 on a function,
  * PGRST117 otherwise.
  */
 export function unsupportedMethod(method: string, segments: readonly string[]): GatehouseError {
+  const resource = resourceOf(segments)
+  if (resource === null) return new InvalidPathError()
   const m = method.toUpperCase()
-  if (segments.length === 0 || (segments.length === 1 && segments[0] !== '')) return new UnsupportedMethodError(m)
-  if (segments.length === 2 && segments[0] === 'rpc' && segments[1] !== '') return new RpcMethodError(m)
-  return new InvalidPathError()
+  return resource.kind === 'routine' ? new RpcMethodError(m) : new UnsupportedMethodError(m)
 }
+
+const MUTATIONS = { POST: 'insert', PATCH: 'update', PUT: 'single-upsert', DELETE: 'delete' } as const
+const INVOKES = { GET: 'get', HEAD: 'head', POST: 'post' } as const
 
 /** PostgREST's routing table (docs/rest-protocol.md §1.1). */
 function routeAction(method: HttpMethod, segments: readonly string[]): Action {
-  if (segments.length === 0) {
-    if (method === 'GET' || method === 'HEAD') return { kind: 'openapi', headersOnly: method === 'HEAD' }
-    if (method === 'OPTIONS') return { kind: 'info', resource: { kind: 'schema' } }
-    throw new UnsupportedMethodError(method)
+  const resource = resourceOf(segments)
+  if (resource === null) throw new InvalidPathError()
+  if (method === 'OPTIONS') return { kind: 'info', resource }
+  const headersOnly = method === 'HEAD'
+  switch (resource.kind) {
+    case 'schema':
+      if (method === 'GET' || method === 'HEAD') return { kind: 'openapi', headersOnly }
+      throw new UnsupportedMethodError(method)
+    case 'relation':
+      if (method === 'GET' || method === 'HEAD') return { kind: 'read', relation: resource.name, headersOnly }
+      return { kind: 'mutate', relation: resource.name, mutation: MUTATIONS[method] }
+    case 'routine':
+      if (method === 'GET' || method === 'HEAD' || method === 'POST')
+        return { kind: 'call', routine: resource.name, invoke: INVOKES[method] }
+      throw new RpcMethodError(method)
   }
-  if (segments.length === 1 && segments[0] !== '') {
-    const relation = segments[0]
-    switch (method) {
-      case 'GET':
-        return { kind: 'read', relation, headersOnly: false }
-      case 'HEAD':
-        return { kind: 'read', relation, headersOnly: true }
-      case 'POST':
-        return { kind: 'mutate', relation, mutation: 'insert' }
-      case 'PATCH':
-        return { kind: 'mutate', relation, mutation: 'update' }
-      case 'PUT':
-        return { kind: 'mutate', relation, mutation: 'single-upsert' }
-      case 'DELETE':
-        return { kind: 'mutate', relation, mutation: 'delete' }
-      case 'OPTIONS':
-        return { kind: 'info', resource: { kind: 'relation', name: relation } }
-    }
-  }
-  if (segments.length === 2 && segments[0] === 'rpc' && segments[1] !== '') {
-    const routine = segments[1]
-    switch (method) {
-      case 'GET':
-        return { kind: 'call', routine, invoke: 'get' }
-      case 'HEAD':
-        return { kind: 'call', routine, invoke: 'head' }
-      case 'POST':
-        return { kind: 'call', routine, invoke: 'post' }
-      case 'OPTIONS':
-        return { kind: 'info', resource: { kind: 'routine', name: routine } }
-      default:
-        throw new RpcMethodError(method)
-    }
-  }
-  throw new InvalidPathError()
 }
 
 /** Headers PostgREST reads with Wai's `lookup`: a repeated one counts with its first line. */

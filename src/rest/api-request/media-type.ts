@@ -1,7 +1,7 @@
 // Accept and Content-Type parsing (docs/rest-protocol.md §5.1): media types with parameters and
 // q-values, sorted by preference (stable). Choosing among them is plan/negotiate.ts.
 import type { MediaType } from './types.js'
-import { bareRecord } from '../../shared/index.js'
+import { bareRecord, ownValue } from '../../shared/index.js'
 
 const ANY: MediaType = Object.freeze({ type: '*/*', params: Object.freeze({}), q: 1 })
 
@@ -81,7 +81,13 @@ export function parseAccept(header: string | undefined): MediaType[] {
   return list.sort((a, b) => b.m.q - a.m.q || b.specificity - a.specificity || a.i - b.i).map((e) => e.m)
 }
 
-const PLAN_OPTION_ORDER = ['analyze', 'verbose', 'settings', 'buffers', 'wal'] as const
+const PLAN_OPTIONS = ['analyze', 'verbose', 'settings', 'buffers', 'wal'] as const
+
+/** The EXPLAIN options a plan type names (`options=analyze|verbose`) that PostgREST knows, in its order. */
+export function planOptions(m: Pick<MediaType, 'params'>): Array<(typeof PLAN_OPTIONS)[number]> {
+  const given = (ownValue(m.params, 'options') ?? '').split('|')
+  return PLAN_OPTIONS.filter((o) => given.includes(o))
+}
 
 /**
  * A media type as PostgREST names it in PGRST107 and plan Content-Types (MediaType.hs
@@ -111,10 +117,7 @@ export function mimeName(m: Pick<MediaType, 'type' | 'params' | 'raw'>): string 
     case 'application/vnd.pgrst.plan+text':
     case 'application/vnd.pgrst.plan+json': {
       const format = m.type.endsWith('+json') ? 'json' : 'text'
-      const given = new Set(
-        Object.prototype.hasOwnProperty.call(m.params, 'options') ? m.params.options!.split('|') : [],
-      )
-      const options = PLAN_OPTION_ORDER.filter((o) => given.has(o))
+      const options = planOptions(m)
       return (
         `application/vnd.pgrst.plan+${format}; for="${mimeName(planFor(m))}"` +
         (options.length > 0 ? `; options=${options.join('|')}` : '')
@@ -127,7 +130,7 @@ export function mimeName(m: Pick<MediaType, 'type' | 'params' | 'raw'>): string 
 
 /** The media type a plan type is for (its `for` parameter, application/json by default). */
 export function planFor(m: Pick<MediaType, 'params'>): MediaType {
-  const text = Object.prototype.hasOwnProperty.call(m.params, 'for') ? m.params.for! : 'application/json'
+  const text = ownValue(m.params, 'for') ?? 'application/json'
   const decoded = decodeMediaType(text)
   return { type: decoded?.type ?? text.toLowerCase(), params: decoded?.params ?? bareRecord<string>(), q: 1, raw: text }
 }

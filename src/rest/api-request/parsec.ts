@@ -4,12 +4,11 @@
 // "unexpected X expecting Y" text. Input is a list of code points (Parsec reads a Haskell
 // String); errors carry an index that becomes Parsec's line and column. Pure.
 
-/** Parsec's message kinds, in its display order. */
+/** Parsec's message kinds, in its display order (its `Message`, which no rule here raises, left out). */
 const SYS_UNEXPECT = 0
 const UNEXPECT = 1
 const EXPECT = 2
-const MESSAGE = 3
-type MsgKind = typeof SYS_UNEXPECT | typeof UNEXPECT | typeof EXPECT | typeof MESSAGE
+type MsgKind = typeof SYS_UNEXPECT | typeof UNEXPECT | typeof EXPECT
 
 interface Msg {
   readonly kind: MsgKind
@@ -204,7 +203,7 @@ export function bind<A, B>(p: Parser<A>, k: (a: A) => Parser<B>): Parser<B> {
     if (!r.ok) return r
     const q = k(r.value)(input, r.pos)
     const known = r.err.msgs.length > 0
-    if (q.consumed) return q.ok ? { ...q, consumed: true } : { ...q, consumed: true }
+    if (q.consumed) return q
     const err = known ? merge(r.err, q.err) : q.err
     return q.ok
       ? { ok: true, consumed: r.consumed, value: q.value, pos: q.pos, err }
@@ -237,14 +236,12 @@ export function attempt<T>(p: Parser<T>): Parser<T> {
   }
 }
 
-/** Parsec's `<?>` (labels): an empty reply's expected items become `names`. */
-export function label<T>(p: Parser<T>, ...names: string[]): Parser<T> {
-  const relabel = (err: PError): PError => {
-    const rest = err.msgs.filter((m) => m.kind !== EXPECT)
-    const labels: Msg[] =
-      names.length === 0 ? [{ kind: EXPECT, text: '' }] : names.map((text) => ({ kind: EXPECT, text }))
-    return { pos: err.pos, msgs: [labels[0], ...rest, ...labels.slice(1)] }
-  }
+/** Parsec's `<?>` (label): an empty reply's expected items become `name`. */
+export function label<T>(p: Parser<T>, name: string): Parser<T> {
+  const relabel = (err: PError): PError => ({
+    pos: err.pos,
+    msgs: [{ kind: EXPECT, text: name }, ...err.msgs.filter((m) => m.kind !== EXPECT)],
+  })
   return (input, pos) => {
     const r = p(input, pos)
     if (r.consumed) return r
@@ -336,17 +333,11 @@ function showErrorMessages(msgs: readonly Msg[]): string {
     xs.length <= 1 ? (xs[0] ?? '') : clean(xs.slice(0, -1)).join(', ') + ' or ' + xs[xs.length - 1]
   const showMany = (pre: string, xs: string[]): string => {
     const ms = clean(xs)
-    if (ms.length === 0) return ''
-    return pre === '' ? commasOr(ms) : pre + ' ' + commasOr(ms)
+    return ms.length === 0 ? '' : pre + ' ' + commasOr(ms)
   }
   const showSys =
     unexp.length > 0 || sys.length === 0 ? '' : sys[0] === '' ? 'unexpected end of input' : 'unexpected ' + sys[0]
-  const parts = clean([
-    showSys,
-    showMany('unexpected', unexp),
-    showMany('expecting', of(EXPECT)),
-    showMany('', of(MESSAGE)),
-  ])
+  const parts = clean([showSys, showMany('unexpected', unexp), showMany('expecting', of(EXPECT))])
   return parts.map((p) => '\n' + p).join('')
 }
 

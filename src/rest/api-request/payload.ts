@@ -54,7 +54,7 @@ function isObject(v: unknown): v is Record<string, unknown> {
 }
 
 function parseJson(body: Buffer | null): { value: unknown; text: string } {
-  const text = body === null ? '' : body.toString('utf8')
+  const text = utf8(body)
   if (text.trim() === '') throw new InvalidBodyError(EMPTY_OR_INVALID)
   try {
     return { value: JSON.parse(text) as unknown, text }
@@ -63,11 +63,17 @@ function parseJson(body: Buffer | null): { value: unknown; text: string } {
   }
 }
 
-function sameKeys(a: readonly string[], b: readonly string[]): boolean {
-  if (a.length !== b.length) return false
-  for (let i = 0; i < a.length; i++) if (a[i] !== b[i]) return false
-  return true
+/** The sorted keys every row carries (none without rows); `mismatch` when a row's keys differ. */
+function uniformKeys(rows: ReadonlyArray<Record<string, unknown>>, mismatch: string): string[] {
+  const keys = rows.length === 0 ? [] : Object.keys(rows[0]).sort()
+  for (const r of rows) {
+    const own = Object.keys(r).sort()
+    if (own.length !== keys.length || own.some((k, i) => k !== keys[i])) throw new InvalidBodyError(mismatch)
+  }
+  return keys
 }
+
+const utf8 = (body: Buffer | null): string => (body === null ? '' : body.toString('utf8'))
 
 /** Whether a JSON text looks like an object: its first non-blank character is `{`. */
 function looksLikeObject(text: string): boolean {
@@ -80,7 +86,7 @@ function looksLikeObject(text: string): boolean {
  * are the parsed body when it parses (only used to see which keys a row carries).
  */
 function rawJsonRows(body: Buffer | null, columns: readonly string[]): RowsPayload {
-  const text = body === null ? '' : body.toString('utf8')
+  const text = utf8(body)
   let value: unknown = null
   try {
     value = JSON.parse(text)
@@ -100,14 +106,8 @@ function jsonRows(body: Buffer | null, columns: readonly string[] | null): RowsP
     // Matches PostgREST: a bare JSON scalar is taken as an empty array (nothing is written).
     return { kind: 'rows', isArray: true, rows: [], keys: [], json: '[]' }
   }
-  if (value.length === 0) return { kind: 'rows', isArray: true, rows: [], keys: [], json: text }
   if (!value.every(isObject)) throw new InvalidBodyError(KEYS_MUST_MATCH)
-  const rows = value as Array<Record<string, unknown>>
-  const keys = Object.keys(rows[0]).sort()
-  for (let i = 1; i < rows.length; i++) {
-    if (!sameKeys(keys, Object.keys(rows[i]).sort())) throw new InvalidBodyError(KEYS_MUST_MATCH)
-  }
-  return { kind: 'rows', isArray: true, rows, keys, json: text }
+  return { kind: 'rows', isArray: true, rows: value, keys: uniformKeys(value, KEYS_MUST_MATCH), json: text }
 }
 
 /** The failure of the CSV parser, worded as PostgREST (cassava over attoparsec) words it. */
@@ -205,18 +205,13 @@ function csvRows(body: Buffer | null): RowsPayload {
     for (let k = 0; k < Math.min(header.length, r.length); k++) o[header[k]] = r[k]
     return o
   })
-  if (objects.length === 0) return { kind: 'rows', isArray: true, rows: [], keys: [], json: '[]' }
-  const keys = Object.keys(objects[0]).sort()
-  for (let i = 1; i < objects.length; i++) {
-    if (!sameKeys(keys, Object.keys(objects[i]).sort()))
-      throw new InvalidBodyError('All lines must have same number of fields')
-  }
+  const keys = uniformKeys(objects, 'All lines must have same number of fields')
   return { kind: 'rows', isArray: true, rows: objects, keys, json: JSON.stringify(objects) }
 }
 
 /** `a=1&b=2` with `+` as a space; a repeated name keeps every value in order. */
 function parseForm(body: Buffer | null): Array<[string, string[]]> {
-  const text = body === null ? '' : body.toString('utf8')
+  const text = utf8(body)
   const out = new Map<string, string[]>()
   for (const part of text.split('&')) {
     if (part === '') continue
@@ -274,10 +269,10 @@ export function parseCallPayload(
     case 'application/json': {
       if (columns !== null) {
         // As PostgREST: with `columns=` the body goes to Postgres unparsed (even when empty).
-        const text = body === null ? '' : body.toString('utf8')
+        const text = utf8(body)
         return { kind: 'json-args', keys: columns, json: text, array: !looksLikeObject(text) }
       }
-      if (body === null || body.toString('utf8').trim() === '') return { kind: 'json-args', keys: [], json: '{}' }
+      if (utf8(body).trim() === '') return { kind: 'json-args', keys: [], json: '{}' }
       const { value, text } = parseJson(body)
       if (Array.isArray(value)) {
         const rows = jsonRows(body, null)
@@ -287,11 +282,9 @@ export function parseCallPayload(
       if (!isObject(value)) return { kind: 'json-args', keys: [], json: '[]', array: true }
       return { kind: 'json-args', keys: Object.keys(value), json: text }
     }
-    case 'application/x-www-form-urlencoded': {
-      const args = parseForm(body)
+    case 'application/x-www-form-urlencoded':
       // As PostgREST: the fields are the arguments (`columns=` is not read).
-      return { kind: 'text-args', args }
-    }
+      return { kind: 'text-args', args: parseForm(body) }
     case 'text/plain':
     case 'text/xml':
     case 'application/octet-stream':

@@ -61,12 +61,9 @@ export function parsePreferences(
     (t) => !TOKENS.has(t) && !(t.startsWith('timezone=') && tzAccepted) && !t.startsWith('max-affected='),
   )
   return {
-    return: (found.get('return') ?? null) as Preferences['return'],
-    count: (found.get('count') ?? null) as Preferences['count'],
-    resolution: (found.get('resolution') ?? null) as Preferences['resolution'],
-    missing: (found.get('missing') ?? null) as Preferences['missing'],
-    handling: (found.get('handling') ?? null) as Preferences['handling'],
-    tx: (found.get('tx') ?? null) as Preferences['tx'],
+    ...NO_PREFERENCES,
+    // The families' values, as FAMILIES lists them.
+    ...(Object.fromEntries(found) as Partial<Preferences>),
     timezone: tzAccepted ? tz! : null,
     maxAffected: ma === undefined ? null : int64(ma),
     invalid,

@@ -122,10 +122,9 @@ function encodeCanonical(s: string): string {
 
 /** Parameters sorted by key (stable), re-encoded; `?a` becomes `a=` (PostgREST's canonical form). */
 function canonicalQuery(pairs: ReadonlyArray<readonly [string, string | null]>): string {
-  return pairs
-    .map((p, i) => [p, i] as const)
-    .sort((a, b) => (a[0][0] < b[0][0] ? -1 : a[0][0] > b[0][0] ? 1 : a[1] - b[1]))
-    .map(([[k, v]]) => `${encodeCanonical(k)}=${encodeCanonical(v ?? '')}`)
+  return [...pairs]
+    .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))
+    .map(([k, v]) => `${encodeCanonical(k)}=${encodeCanonical(v ?? '')}`)
     .join('&')
 }
 
@@ -427,46 +426,33 @@ const ANY_ALL: Parser<'any' | 'all'> = alt(
 )
 
 function pOperation(pSVal: Parser<string>): Parser<Operation> {
-  const pIn = then(
-    attempt(then(string('in'), pDelimiter)),
-    map(pListVal, (values): Operation => ({ kind: 'in', values })),
-  )
-  const pIs = then(
-    attempt(then(string('is'), pDelimiter)),
-    map(pIsVal, (value): Operation => ({ kind: 'is', value })),
-  )
-  const pIsDist = then(
-    attempt(then(string('isdistinct'), pDelimiter)),
-    map(pSVal, (value): Operation => ({ kind: 'isdistinct', value })),
-  )
+  /** `<name>.` (taken back whole when the delimiter does not follow), then its value. */
+  const special = <V>(name: string, pValue: Parser<V>, f: (v: V) => Operation): Parser<Operation> =>
+    then(attempt(then(string(name), pDelimiter)), map(pValue, f))
+  /** `.value` after an operator. */
+  const valued = (f: (value: string) => Operation): Parser<Operation> => then(pDelimiter, map(pSVal, f))
+  const pIn = special('in', pListVal, (values) => ({ kind: 'in', values }))
+  const pIs = special('is', pIsVal, (value) => ({ kind: 'is', value }))
+  const pIsDist = special('isdistinct', pSVal, (value) => ({ kind: 'isdistinct', value }))
   const pFts = bind(alt<FtsOperator>(word('fts'), word('plfts'), word('phfts'), word('wfts')), (op) =>
     bind(optionMaybe(attempt(between(char('('), char(')'), pIdentifier))), (language) =>
-      then(
-        pDelimiter,
-        map(pSVal, (value): Operation => ({ kind: 'fts', op, language, value })),
-      ),
+      valued((value) => ({ kind: 'fts', op, language, value })),
     ),
   )
-  const pSimpleOp = bind(simpleOperator, (op) =>
-    then(
-      pDelimiter,
-      map(pSVal, (value): Operation => ({ kind: 'simple', op, value })),
-    ),
-  )
+  const pSimpleOp = bind(simpleOperator, (op) => valued((value) => ({ kind: 'simple', op, value })))
   const pQuantOp = bind(quantOperator, (op) =>
     bind(optionMaybe(attempt(between(char('('), char(')'), ANY_ALL))), (quantifier) =>
-      then(
-        pDelimiter,
-        map(pSVal, (value): Operation => ({ kind: 'quant', op, quantifier, value })),
-      ),
+      valued((value) => ({ kind: 'quant', op, quantifier, value })),
     ),
   )
   return label(alt(pIn, pIs, pIsDist, attempt(pFts), attempt(pSimpleOp), attempt(pQuantOp)), 'operator (eq, gt, ...)')
 }
 
+/** `not.` or nothing. */
+const pNot: Parser<boolean> = alt(attempt(map(then(string('not'), pDelimiter), () => true)), pure(false))
+
 /** `[not.]op.value` and the special forms (in, is, isdistinct, fts(lang), op(any|all)). */
 function pOpExprOf(pSVal: Parser<string>): Parser<OpExpr> {
-  const pNot = alt(attempt(map(then(string('not'), pDelimiter), () => true)), pure(false))
   const op = pOperation(pSVal)
   return bind(pNot, (negated) => map(op, (operation): OpExpr => ({ negated, operation })))
 }
@@ -500,10 +486,7 @@ function parseTreePath(key: string): { path: string[]; field: Field } {
 const pLogicFilter: Parser<LogicTree> = bind(skip(pField, pDelimiter), (field) =>
   map(pOpExprLogic, (opExpr): LogicTree => ({ kind: 'expr', filter: { field, opExpr } })),
 )
-const pLogicNot: Parser<boolean> = label(
-  alt(attempt(map(then(string('not'), pDelimiter), () => true)), pure(false)),
-  'negation operator (not)',
-)
+const pLogicNot: Parser<boolean> = label(pNot, 'negation operator (not)')
 const pLogicOp: Parser<'and' | 'or'> = label(
   alt(
     attempt(map(string('and'), () => 'and' as const)),
@@ -548,33 +531,12 @@ export function parseLogicTree(op: string, value: string): LogicTree {
 // ---------------------------------------------------------------------------------------
 // order= (§2.5)
 
-const pOrdDir: Parser<OrderDirection> = alt(
-  attempt(
-    then(
-      pDelimiter,
-      map(string('asc'), () => 'asc' as const),
-    ),
-  ),
-  attempt(
-    then(
-      pDelimiter,
-      map(string('desc'), () => 'desc' as const),
-    ),
-  ),
-)
+/** `.word` as one token: nothing is consumed when it does not follow. */
+const delimited = <T>(p: Parser<T>): Parser<T> => attempt(then(pDelimiter, p))
+const pOrdDir: Parser<OrderDirection> = alt(delimited(word('asc')), delimited(word('desc')))
 const pNulls: Parser<OrderNulls> = alt(
-  attempt(
-    then(
-      pDelimiter,
-      map(string('nullsfirst'), () => 'first' as const),
-    ),
-  ),
-  attempt(
-    then(
-      pDelimiter,
-      map(string('nullslast'), () => 'last' as const),
-    ),
-  ),
+  delimited(map(string('nullsfirst'), (): OrderNulls => 'first')),
+  delimited(map(string('nullslast'), (): OrderNulls => 'last')),
 )
 const pOrderEnd: Parser<unknown> = alt<unknown>(attempt(lookAhead(char(','))), attempt(eof))
 const pDirNulls: Parser<{ direction: OrderDirection | null; nulls: OrderNulls | null }> = bind(

@@ -131,21 +131,15 @@ export type EmbedPath = readonly string[]
 export type OrderDirection = 'asc' | 'desc'
 export type OrderNulls = 'first' | 'last'
 
-export type OrderTerm =
-  | {
-      readonly kind: 'field'
-      readonly field: Field
-      readonly direction: OrderDirection | null
-      readonly nulls: OrderNulls | null
-    }
+export type OrderTerm = {
+  readonly field: Field
+  readonly direction: OrderDirection | null
+  readonly nulls: OrderNulls | null
+} & (
+  | { readonly kind: 'field' }
   /** `rel(col).desc`: orders parents by a column of a to-one embed. */
-  | {
-      readonly kind: 'related'
-      readonly relation: string
-      readonly field: Field
-      readonly direction: OrderDirection | null
-      readonly nulls: OrderNulls | null
-    }
+  | { readonly kind: 'related'; readonly relation: string }
+)
 
 // ---------------------------------------------------------------------------------------
 // Ranges

@@ -2,10 +2,10 @@
 // media type, in the client's order of preference, that this action can produce.
 // PGRST107 when none is available.
 import { InvalidPreferencesError, MediaTypeError } from '../errors.js'
-import { mimeName, planFor, showAccept } from '../api-request/media-type.js'
+import { mimeName, planFor, planOptions, showAccept } from '../api-request/media-type.js'
 import type { ApiRequest, MediaType } from '../api-request/types.js'
 import { mediaHandlerKey, type MediaHandlerDef, type QualifiedName } from '../schema-cache/types.js'
-import type { ExplainSpec, MediaHandler, PlanOption } from './types.js'
+import type { ExplainSpec, MediaHandler } from './types.js'
 
 const JSON_CT = 'application/json; charset=utf-8'
 
@@ -78,13 +78,11 @@ export function negotiateRead(accept: readonly MediaType[], scope?: HandlerScope
         }
       case 'application/vnd.pgrst.array+json':
       case 'application/vnd.pgrst.array':
-        return stripped
-          ? {
-              kind: 'json',
-              stripNulls: true,
-              contentType: 'application/vnd.pgrst.array+json;nulls=stripped; charset=utf-8',
-            }
-          : { kind: 'json', stripNulls: false, contentType: JSON_CT }
+        return {
+          kind: 'json',
+          stripNulls: stripped,
+          contentType: stripped ? 'application/vnd.pgrst.array+json;nulls=stripped; charset=utf-8' : JSON_CT,
+        }
       case 'text/csv':
         return { kind: 'csv', contentType: 'text/csv; charset=utf-8' }
       case 'application/geo+json':
@@ -112,8 +110,6 @@ const PRODUCED: ReadonlySet<string> = new Set([
   'text/csv',
   'application/geo+json',
 ])
-
-const PLAN_OPTIONS: readonly PlanOption[] = ['analyze', 'verbose', 'settings', 'buffers', 'wal']
 
 /**
  * PostgREST's plan media type (db-plan-enabled): when the first acceptable type is
@@ -143,9 +139,8 @@ export function negotiatePlan(
     }
     const inner = planFor(m)
     if (!produced(inner.type) || PLAN_TYPES.has(inner.type)) continue
-    const given = new Set(Object.prototype.hasOwnProperty.call(m.params, 'options') ? m.params.options!.split('|') : [])
     return {
-      explain: { format, options: PLAN_OPTIONS.filter((o) => given.has(o)), forMediaType: mimeName(inner) },
+      explain: { format, options: planOptions(m), forMediaType: mimeName(inner) },
       accept: [inner],
     }
   }
