@@ -30,7 +30,7 @@ import { buildRestEngine } from '../src/rest/index.js'
 import { buildGateway } from '../src/gateway/index.js'
 import { signHS256 } from '../src/shared/index.js'
 import { parseApiRequest } from '../src/rest/api-request/index.js'
-import { planRequest, type ReadPlan } from '../src/rest/plan/index.js'
+import { planAction, type ReadPlan } from '../src/rest/plan/index.js'
 import { renderRead, renderPreRequest } from '../src/rest/query/index.js'
 import { loadSchemaCache } from '../src/rest/schema-cache/index.js'
 import { perTenantCap } from '../src/rest/pools.js'
@@ -193,7 +193,7 @@ export async function run(): Promise<BenchReport> {
       { method: 'GET', path: '/books', query: QUERY, headers: {}, body: null },
       { schemas: tenant.rest.schemas },
     )
-    const plan = planRequest(req, cache, { maxRows: tenant.rest.max_rows }) as ReadPlan
+    const plan = planAction(req, cache, { maxRows: tenant.rest.max_rows }) as ReadPlan
     const { main } = renderRead(plan)
     const sub = randomBytes(16).toString('hex')
     const upstreamClaims = { sub, role: tenant.roles.auth, email: 'bench@example.com', aud: 'authenticated' }

@@ -189,12 +189,12 @@ function args(
   }
   const byName = (n: string): RoutineParam | undefined => routine.params.find((p) => p.name === n)
   const textArgs = (list: ReadonlyArray<readonly [string, readonly string[]]>): CallArgs => {
-    const values: Array<{ param: RoutineParam; value: string }> = []
+    const values: Array<{ param: RoutineParam; value: string | readonly string[] }> = []
     for (const [k, vs] of list) {
       const param = byName(k)
       if (!param) continue
       // A repeated name fills a variadic parameter (docs/rest-protocol.md §4.1); otherwise the last value counts (as PostgREST).
-      values.push({ param, value: param.variadic ? arrayLiteralOf(vs) : vs[vs.length - 1] })
+      values.push({ param, value: param.variadic ? vs : vs[vs.length - 1] })
     }
     return values.length === 0 ? { kind: 'none' } : { kind: 'text', values }
   }
@@ -215,11 +215,6 @@ function args(
       : { kind: 'json', json: payload.json, params, array: payload.array === true }
   }
   return { kind: 'none' }
-}
-
-/** `{"a","b"}`: a Postgres array literal of text values. */
-function arrayLiteralOf(values: readonly string[]): string {
-  return '{' + values.map((v) => '"' + v.replace(/\\/g, '\\\\').replace(/"/g, '\\"') + '"').join(',') + '}'
 }
 
 /** A stand-in table for results that are not a cached relation (scalars, RETURNS TABLE, OUT params). */
@@ -255,7 +250,6 @@ function resultTable(routine: Routine, scalar: boolean): Table {
 
 export interface CallPlanOptions {
   maxRows: number | null
-  allowTxOverride: boolean
   /** Tenant rest.aggregates_enabled. */
   aggregates?: boolean
 }
@@ -338,6 +332,6 @@ export function planCall(
     headersOnly: invoke === 'head',
     ranged,
     maxAffected,
-    rollback: opts.allowTxOverride && req.preferences.tx === 'rollback',
+    rollback: req.preferences.tx === 'rollback',
   }
 }

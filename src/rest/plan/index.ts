@@ -1,6 +1,6 @@
 // ApiRequest + SchemaCache -> ActionPlan (PostgREST's Plan.hs). Pure: knows the schema
 // cache but not SQL. planAction plans every action kind; the plan types are in types.ts.
-import { NotImplementedError, OpenApiDisabledError } from '../errors.js'
+import { OpenApiDisabledError } from '../errors.js'
 import type { ApiRequest } from '../api-request/types.js'
 import { qnKey, type SchemaCache } from '../schema-cache/types.js'
 import { checkPreferences, isDefaultSelect, negotiatePlan, negotiateRead } from './negotiate.js'
@@ -58,14 +58,6 @@ function planRead(
   }
 }
 
-/** The plan of a read (GET/HEAD on a table); other actions go through planAction. */
-export function planRequest(req: ApiRequest, cache: SchemaCache, opts: PlanOptions): ReadPlan {
-  const a = req.action
-  if (a.kind !== 'read')
-    throw new NotImplementedError({ details: `planRequest plans reads; ${a.kind} goes through planAction.` })
-  return planRead(req, a.relation, a.headersOnly, cache, opts)
-}
-
 /** The plan of any request; throws the PGRST error of the first problem found. */
 export function planAction(req: ApiRequest, cache: SchemaCache, opts: PlanOptions): ActionPlan {
   const a = req.action
@@ -87,22 +79,11 @@ function planOf(req: ApiRequest, cache: SchemaCache, opts: PlanOptions): ActionP
     case 'read':
       return planRead(req, a.relation, a.headersOnly, cache, opts)
     case 'mutate':
-      return planMutate(req, a.relation, a.mutation, cache, {
-        allowTxOverride: true,
-        aggregates: opts.aggregates === true,
-      })
+      return planMutate(req, a.relation, a.mutation, cache, { aggregates: opts.aggregates === true })
     case 'call':
-      return planCall(req, a.routine, a.invoke, cache, {
-        maxRows: opts.maxRows,
-        allowTxOverride: true,
-        aggregates: opts.aggregates === true,
-      })
+      return planCall(req, a.routine, a.invoke, cache, { maxRows: opts.maxRows, aggregates: opts.aggregates === true })
     case 'info':
-      return planInfo(req, a.resource, cache, {
-        maxRows: opts.maxRows,
-        allowTxOverride: true,
-        aggregates: opts.aggregates === true,
-      })
+      return planInfo(req, a.resource, cache, { maxRows: opts.maxRows, aggregates: opts.aggregates === true })
     case 'openapi':
       if (opts.openapiMode === 'disabled') throw new OpenApiDisabledError()
       return planOpenApi(req, a.headersOnly, cache, {

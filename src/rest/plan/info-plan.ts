@@ -13,7 +13,7 @@ export function planInfo(
   req: ApiRequest,
   resource: Resource,
   cache: SchemaCache,
-  opts: CallPlanOptions = { maxRows: null, allowTxOverride: true },
+  opts: CallPlanOptions = { maxRows: null },
 ): InfoPlan {
   switch (resource.kind) {
     case 'schema':

@@ -55,10 +55,8 @@ function putKey(req: ApiRequest, table: Table): Array<readonly [string, string]>
   if (table.pk.length === 0 || q.logic.some((l) => l.path.length === 0) || root.length !== table.pk.length) throw bad()
   const out: Array<readonly [string, string]> = []
   for (const col of table.pk) {
-    const f = root.find((x) => x.filter.field.name === col && x.filter.field.jsonPath.length === 0)
-    const op = f?.filter.opExpr
+    const op = root.find((x) => x.filter.field.name === col && x.filter.field.jsonPath.length === 0)?.filter.opExpr
     if (
-      !f ||
       !op ||
       op.negated ||
       op.operation.kind !== 'quant' ||
@@ -83,8 +81,6 @@ function rootWhere(root: ReadNode): Condition[] {
 }
 
 interface MutatePlanOptions {
-  /** Prefer: tx is honoured (else ignored). */
-  allowTxOverride: boolean
   /** Tenant rest.aggregates_enabled (the representation's select). */
   aggregates?: boolean
 }
@@ -95,7 +91,7 @@ export function planMutate(
   relation: string,
   mutation: Mutation,
   cache: SchemaCache,
-  opts: MutatePlanOptions = { allowTxOverride: true },
+  opts: MutatePlanOptions = {},
 ): MutatePlan {
   const prefs = req.preferences
   const { table, tree } = writeTree(req, relation, mutation, cache, opts)
@@ -134,7 +130,7 @@ export function planMutate(
     count: prefs.count,
     singular: media.kind === 'singular',
     maxAffected: strict && (mutation === 'update' || mutation === 'delete') ? prefs.maxAffected : null,
-    rollback: opts.allowTxOverride && prefs.tx === 'rollback',
+    rollback: prefs.tx === 'rollback',
   }
 }
 
@@ -197,7 +193,6 @@ function insertSpec(
     payload,
     parsers: bodyParsers(cache, table, payload.keys),
     extraKeys: hasExtraKeys(payload, mutation === 'insert' ? columns : null),
-    columns: payload.keys,
     defaults,
     onConflict,
     putKey: key,
@@ -232,10 +227,7 @@ function updateSpec(req: ApiRequest, table: Table, tree: ReadNode, cache: Schema
   const row = payload.rows[0] ?? {}
   const set: UpdateSpec['set'] = payload.keys.map((c) => ({
     column: c,
-    value:
-      req.preferences.missing === 'default' && columns !== null && !Object.prototype.hasOwnProperty.call(row, c)
-        ? 'default'
-        : 'body',
+    value: req.preferences.missing === 'default' && columns !== null && !Object.hasOwn(row, c) ? 'default' : 'body',
   }))
   return {
     kind: 'update',

@@ -131,24 +131,24 @@ function buildTree(node: Draft, items: readonly SelectItem[], schema: string): v
 
 // -- passes: scoped parameters ----------------------------------------------------------
 
-const embedName = (d: Draft): string => d.relAlias ?? d.relName
+const embedName = (d: Pick<Draft, 'relAlias' | 'relName'>): string => d.relAlias ?? d.relName
 
-/** The node an embed path names; legacy: an aliased embed may be named by its table. */
+/** The embed `name` names among `children`; legacy: an aliased embed may be named by its table. */
+function childNamed<T extends Pick<Draft, 'relAlias' | 'relName'>>(children: readonly T[], name: string): T {
+  const child =
+    children.find((c) => embedName(c) === name) ?? children.find((c) => c.relAlias !== null && c.relName === name)
+  if (!child) throw new NotEmbeddedError(name)
+  return child
+}
+
+/** The node an embed path names. */
 function nodeAt(root: Draft, path: EmbedPath): Draft {
-  let node = root
-  for (const seg of path) {
-    const next =
-      node.children.find((c) => embedName(c) === seg) ??
-      node.children.find((c) => c.relAlias !== null && c.relName === seg)
-    if (!next) throw new NotEmbeddedError(seg)
-    node = next
-  }
-  return node
+  return path.reduce((node, seg) => childNamed(node.children, seg), root)
 }
 
 // -- pass: relationships ------------------------------------------------------------------
 
-function qualifierOf(d: Draft): Qualifier {
+export function qualifierOf(d: Pick<ReadNode, 'alias' | 'from'>): Qualifier {
   return d.alias ? { kind: 'alias', name: d.alias } : { kind: 'table', schema: d.from.schema, name: d.from.name }
 }
 
@@ -205,11 +205,12 @@ function coerce(
   if (!col) return { name: field.name, jsonPath: field.jsonPath, toJson: true, toTsVector: null }
   const transform =
     reps !== undefined && col.typeOid !== undefined && field.jsonPath.length === 0 ? reps.get(col.typeOid) : undefined
-  const out: CoercibleField = JSON_TYPES.has(col.baseType)
-    ? { name: field.name, jsonPath: field.jsonPath, toJson: false, toTsVector: fts }
-    : col.baseType === 'tsvector'
-      ? { name: field.name, jsonPath: field.jsonPath, toJson: true, toTsVector: null }
-      : { name: field.name, jsonPath: field.jsonPath, toJson: true, toTsVector: fts }
+  const out: CoercibleField = {
+    name: field.name,
+    jsonPath: field.jsonPath,
+    toJson: !JSON_TYPES.has(col.baseType),
+    toTsVector: col.baseType === 'tsvector' ? null : fts,
+  }
   return transform === undefined ? out : { ...out, transform }
 }
 
@@ -302,24 +303,13 @@ function selectAlias(f: SelectField, isSpread: boolean, transformed = false): st
 
 /** Names (with their aggregates still unapplied) that a spread node lifts into its parent. */
 function liftedSelects(select: readonly SelectColumn[], children: readonly ReadNode[]): SpreadSelect[] {
-  const own = select.map((s): SpreadSelect => ({
-    name: s.alias ?? s.field.name,
-    aggregate: null,
-    aggregateCast: null,
-    alias: null,
-  }))
-  const fromChildren = children.flatMap((c): SpreadSelect[] => {
-    if (c.spread !== null)
-      return c.spread.selects.map((x) => ({
-        name: x.alias ?? x.name,
-        aggregate: null,
-        aggregateCast: null,
-        alias: null,
-      }))
-    if (liftsNoColumn(c)) return []
-    return [{ name: c.relAlias ?? c.relName, aggregate: null, aggregateCast: null, alias: null }]
-  })
-  return [...own, ...fromChildren]
+  const names = [
+    ...select.map((s) => s.alias ?? s.field.name),
+    ...children.flatMap((c) =>
+      c.spread !== null ? c.spread.selects.map((x) => x.alias ?? x.name) : liftsNoColumn(c) ? [] : [embedName(c)],
+    ),
+  ]
+  return names.map((name) => ({ name, aggregate: null, aggregateCast: null, alias: null }))
 }
 
 /**
@@ -357,27 +347,8 @@ function finish(d: Draft, ctx: Finish, parentHasAgg: boolean): { node: ReadNode;
   else if (childHoisted.length > 0) children = applyHoisted(children, childHoisted)
   const where = finishWhere(d, table, children, ctx.cache.representations?.fromText)
   const { order, spread } = finishSpread(d, shape, select, children, finishOrder(d, table, children))
-  const node: ReadNode = {
-    from: d.from,
-    alias: d.alias,
-    depth: d.depth,
-    relName: d.relName,
-    relAlias: d.relAlias,
-    hint: d.hint,
-    joinType: d.joinType,
-    aggAlias: d.aggAlias,
-    relationship: d.relationship,
-    spread,
-    select,
-    where,
-    order,
-    range: capRange(d.range, ctx.maxRows),
-    joinConditions: d.joinConditions,
-    junction: d.junction,
-    computed: d.computed,
-    children,
-  }
-  return { node, hoisted }
+  const { isSpread, fields, filters, logic, ...kept } = d
+  return { node: { ...kept, spread, select, where, order, range: capRange(d.range, ctx.maxRows), children }, hoisted }
 }
 
 /** The select: fields with their aliases and aggregates; a to-one spread hands its aggregates to its parent. */
@@ -445,14 +416,10 @@ function finishWhere(
 
 /** The order, with related orders resolved to a to-one embed's lateral alias. */
 function finishOrder(d: Draft, table: Table | undefined, children: readonly ReadNode[]): PlannedOrder[] {
-  const childByName = (name: string): ReadNode | undefined =>
-    children.find((c) => (c.relAlias ?? c.relName) === name) ??
-    children.find((c) => c.relAlias !== null && c.relName === name)
   return d.order.map((t): PlannedOrder => {
     if (t.kind === 'field')
       return { kind: 'field', field: coerce(table, t.field), direction: t.direction, nulls: t.nulls }
-    const child = childByName(t.relation)
-    if (!child) throw new NotEmbeddedError(t.relation)
+    const child = childNamed(children, t.relation)
     if (!child.relationship || !isToOne(child.relationship)) {
       throw new RelatedOrderNotToOneError(d.from.name, t.relation)
     }
@@ -466,6 +433,14 @@ function finishOrder(d: Draft, table: Table | undefined, children: readonly Read
   })
 }
 
+/** Whether a node aggregates: its own columns, or those hoisted into its spreads. */
+export function aggregates(select: readonly SelectColumn[], children: readonly ReadNode[]): boolean {
+  return (
+    select.some((s) => s.aggregate != null) ||
+    children.some((c) => c.spread !== null && c.spread.selects.some((s) => s.aggregate !== null))
+  )
+}
+
 /** A spread node's lift; a to-many spread's order columns are selected under generated names and ordered inside json_agg. */
 function finishSpread(
   d: Draft,
@@ -477,10 +452,7 @@ function finishSpread(
   if (!d.isSpread) return { order, spread: null }
   const selects = liftedSelects(select, children)
   if (!shape.toManySpread) return { order, spread: { kind: 'to-one', selects } }
-  const aggregated =
-    select.some((s) => s.aggregate != null) ||
-    children.some((c) => c.spread !== null && c.spread.selects.some((s) => s.aggregate !== null))
-  if (aggregated)
+  if (aggregates(select, children))
     throw new NotImplementedError({
       details: 'Aggregates are not implemented for one-to-many or many-to-many spreads.',
     })

@@ -68,21 +68,15 @@ export type Condition =
       readonly children: readonly Condition[]
     }
 
-export type PlannedOrder =
-  | {
-      readonly kind: 'field'
-      readonly field: CoercibleField
-      readonly direction: OrderDirection | null
-      readonly nulls: OrderNulls | null
-    }
+export type PlannedOrder = {
+  readonly field: CoercibleField
+  readonly direction: OrderDirection | null
+  readonly nulls: OrderNulls | null
+} & (
+  | { readonly kind: 'field' }
   /** Order by a column of a to-one embed: `"<aggAlias>"."col"`. */
-  | {
-      readonly kind: 'related'
-      readonly aggAlias: string
-      readonly field: CoercibleField
-      readonly direction: OrderDirection | null
-      readonly nulls: OrderNulls | null
-    }
+  | { readonly kind: 'related'; readonly aggAlias: string }
+)
 
 /** `left = right` between two qualified columns. */
 export interface JoinCondition {
@@ -215,15 +209,17 @@ export interface ColumnDefault {
  */
 export type BodyParsers = ReadonlyArray<readonly [string, QualifiedName]>
 
-export interface InsertSpec {
-  readonly kind: 'insert'
+/** The body of an insert or update. */
+interface BodySpec {
   readonly payload: RowsPayload
   /** Body columns parsed from json by a data representation (empty: none). */
-  readonly parsers?: BodyParsers
+  readonly parsers: BodyParsers
   /** A row has keys `columns=` leaves out: only the written columns' keys are read (as PostgREST). */
-  readonly extraKeys?: boolean
-  /** The INSERT column list (sorted keys or `columns=`). */
-  readonly columns: readonly string[]
+  readonly extraKeys: boolean
+}
+
+export interface InsertSpec extends BodySpec {
+  readonly kind: 'insert'
   /**
    * `Prefer: missing=default` on POST: the insert columns that have a default. As PostgREST,
    * every body row is merged over an object of these defaults, evaluated once per row in
@@ -240,13 +236,8 @@ export interface InsertSpec {
   readonly resolutionApplied: boolean
 }
 
-export interface UpdateSpec {
+export interface UpdateSpec extends BodySpec {
   readonly kind: 'update'
-  readonly payload: RowsPayload
-  /** Body columns parsed from json by a data representation (empty: none). */
-  readonly parsers?: BodyParsers
-  /** A row has keys `columns=` leaves out: only the written columns' keys are read (as PostgREST). */
-  readonly extraKeys?: boolean
   /** SET list: from the body, or DEFAULT (`missing=default` for a listed column the body lacks). */
   readonly set: ReadonlyArray<{ readonly column: string; readonly value: 'body' | 'default' }>
   readonly where: readonly Condition[]
@@ -287,8 +278,11 @@ export type CallArgs =
   | { readonly kind: 'none' }
   /** A JSON object body: `json_to_record($1) AS _(<params>)`, passed by name. */
   | { readonly kind: 'json'; readonly json: string; readonly params: readonly RoutineParam[]; readonly array?: boolean }
-  /** Query string or form fields: each value cast to its parameter's type (a variadic one as an array literal). */
-  | { readonly kind: 'text'; readonly values: ReadonlyArray<{ readonly param: RoutineParam; readonly value: string }> }
+  /** Query string or form fields: each value cast to its parameter's type (a variadic one's values as an array). */
+  | {
+      readonly kind: 'text'
+      readonly values: ReadonlyArray<{ readonly param: RoutineParam; readonly value: string | readonly string[] }>
+    }
   /** The whole body as the single unnamed parameter. */
   | { readonly kind: 'single'; readonly param: RoutineParam; readonly value: string | Buffer }
 

@@ -31,10 +31,6 @@ export interface ActionStatements extends ReadStatements {
 /** Run before a deliberate rollback, so deferred constraints still report. */
 const CONSTRAINTS_IMMEDIATE: Statement = { text: 'SET CONSTRAINTS ALL IMMEDIATE', values: [] }
 
-function rollbackTail(rollback: boolean): readonly Statement[] {
-  return rollback ? [CONSTRAINTS_IMMEDIATE] : []
-}
-
 const EXPLAIN_OPTIONS: Readonly<Record<PlanOption, string>> = {
   analyze: 'ANALYZE',
   verbose: 'VERBOSE',
@@ -65,19 +61,12 @@ function renderStatements(plan: ExecutablePlan, returning?: ReturnPreference): A
     case 'read':
       return { ...renderRead(plan), readOnly: true, after: [], rollback: false }
     case 'mutate':
-      return {
-        main: renderMutate(plan, returning ?? plan.returning),
-        planned: null,
-        readOnly: false,
-        after: rollbackTail(plan.rollback),
-        rollback: plan.rollback,
-      }
     case 'call':
       return {
-        main: renderCall(plan),
+        main: plan.kind === 'mutate' ? renderMutate(plan, returning ?? plan.returning) : renderCall(plan),
         planned: null,
-        readOnly: plan.readOnly,
-        after: rollbackTail(plan.rollback),
+        readOnly: plan.kind === 'call' && plan.readOnly,
+        after: plan.rollback ? [CONSTRAINTS_IMMEDIATE] : [],
         rollback: plan.rollback,
       }
     case 'openapi':

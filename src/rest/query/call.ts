@@ -3,13 +3,12 @@
 // types, query/form values cast to them, or the single unnamed parameter), its rows as
 // `pgrst_source`, then the read tree over them (filters, order, range, embeds) and one row
 // with page_total and the body Postgres builds. Pure.
+import { ALL_ROWS } from '../api-request/range.js'
 import { callColumns } from '../plan/rebase.js'
 import type { CallPlan } from '../plan/types.js'
 import type { RoutineParam } from '../schema-cache/types.js'
-import { customBody, renderNode, renderRowsBody } from './read.js'
-import { empty, ident, join, param, qualified, render, sql, typeName, type Sql, type Statement } from './sql.js'
-
-const ALL = { offset: 0, limit: null }
+import { arrayLiteral, customBody, renderNode, renderRowsBody } from './read.js'
+import { ident, join, param, qualified, render, sql, typeName, type Sql, type Statement } from './sql.js'
 
 /** A parameter's type for a cast or a column definition: `"pg_catalog"."int4"`. */
 function paramType(p: RoutineParam): Sql {
@@ -44,10 +43,13 @@ function callFrom(plan: CallPlan): Sql {
         : sql`CAST(${param(a.value)} AS ${paramType(p)})`
       return called(sql`${fn}(${v})`)
     }
-    case 'text':
+    case 'text': {
+      // A variadic parameter's values travel as one array literal.
+      const value = (v: string | readonly string[]): Sql => param(typeof v === 'string' ? v : arrayLiteral(v))
       return called(
-        sql`${fn}(${join(a.values.map(({ param: p, value }) => named(p, sql`CAST(${param(value)} AS ${paramType(p)})`)))})`,
+        sql`${fn}(${join(a.values.map((x) => named(x.param, sql`CAST(${value(x.value)} AS ${paramType(x.param)})`)))})`,
       )
+    }
     case 'json': {
       const defs = join(a.params.map((p) => sql`${ident(p.name)} ${paramType(p)}`))
       const call = called(sql`${fn}(${join(a.params.map((p) => named(p, sql`pgrst_body.${ident(p.name)}`)))})`)
@@ -67,17 +69,13 @@ function renderBody(plan: CallPlan): Sql {
   const col = sql`_postgrest_t.${ident(plan.scalarColumn)}`
   switch (plan.shape) {
     case 'scalar':
-      return sql`coalesce((json_agg(${col})->0)::text, 'null')`
     case 'setof-scalar':
-      return plan.singular
+      return plan.shape === 'scalar' || plan.singular
         ? sql`coalesce((json_agg(${col})->0)::text, 'null')`
         : sql`coalesce(json_agg(${col}), '[]')::text`
     case 'composite':
-      return plan.media.kind === 'csv'
-        ? renderRowsBody(plan.media, 'pgrst_repr')
-        : plan.media.stripNulls
-          ? sql`coalesce(json_strip_nulls(json_agg(_postgrest_t)->0), 'null')::text`
-          : sql`coalesce(json_agg(_postgrest_t)->0, 'null')::text`
+      // One row: its object, as the singular media type's body is.
+      return renderRowsBody(plan.media.kind === 'csv' ? plan.media : { ...plan.media, kind: 'singular' }, 'pgrst_repr')
     case 'setof-composite':
       return renderRowsBody(plan.media, 'pgrst_repr')
   }
@@ -100,9 +98,9 @@ export function renderCall(plan: CallPlan): Statement {
   let total: Sql = sql`null::bigint`
   if (plan.countRows) {
     total = plan.ranged
-      ? sql`(SELECT pg_catalog.count(*) FROM ( ${renderNode({ ...plan.tree, order: [] }, ALL, from)} ) pgrst_c)`
+      ? sql`(SELECT pg_catalog.count(*) FROM ( ${renderNode({ ...plan.tree, order: [] }, ALL_ROWS, from)} ) pgrst_c)`
       : sql`pg_catalog.count(_postgrest_t)`
   }
-  const text = sql`WITH pgrst_source AS ( ${source} ), pgrst_repr AS ( ${repr} ) SELECT ${total} AS total_result_set, pg_catalog.count(_postgrest_t) AS page_total, ${renderBody(plan)} AS body, nullif(pg_catalog.current_setting('response.headers', true), '') AS response_headers, nullif(pg_catalog.current_setting('response.status', true), '') AS response_status FROM ( SELECT * FROM pgrst_repr ) _postgrest_t${empty}`
+  const text = sql`WITH pgrst_source AS ( ${source} ), pgrst_repr AS ( ${repr} ) SELECT ${total} AS total_result_set, pg_catalog.count(_postgrest_t) AS page_total, ${renderBody(plan)} AS body, nullif(pg_catalog.current_setting('response.headers', true), '') AS response_headers, nullif(pg_catalog.current_setting('response.status', true), '') AS response_status FROM ( SELECT * FROM pgrst_repr ) _postgrest_t`
   return render(text)
 }

@@ -3,6 +3,7 @@
 // data-modifying CTE, then one row with page_total, the body (Postgres builds the JSON)
 // and the response.* settings. The body is one JSON parameter read with
 // json_populate_record[set] over the table's own row type. Pure.
+import { ALL_ROWS } from '../api-request/range.js'
 import type {
   BodyParsers,
   ColumnDefault,
@@ -26,27 +27,17 @@ import {
   type Statement,
 } from './sql.js'
 
-const ALL = { offset: 0, limit: null }
-
 /** The counter PostgREST keeps in a transaction setting: +1 per candidate row, -1 per conflict update. */
 const COUNT_UP = sql`pg_catalog.set_config('pgrst.inserted', (coalesce(nullif(pg_catalog.current_setting('pgrst.inserted', true), '')::int, 0) + 1)::text, true) <> '0'`
 const COUNT_DOWN = sql`pg_catalog.set_config('pgrst.inserted', (coalesce(nullif(pg_catalog.current_setting('pgrst.inserted', true), '')::int, 0) - 1)::text, true) <> '-1'`
 
-function returningClause(plan: MutatePlan, returning: ReturnPreference): Sql {
+/** What a write returns: the columns its representation reads, its key (headers-only), or a constant. */
+function returnedColumns(plan: MutatePlan, returning: ReturnPreference): Sql {
   const t = qualified(plan.table.schema, plan.table.name)
   // Matches PostgREST: minimal returns a constant, so Postgres applies no SELECT policy to the new rows.
-  if (returning === 'minimal') return sql` RETURNING 1`
-  const cols = returning === 'headers-only' ? plan.table.pk : plan.returnColumns
-  if (cols === null) return sql` RETURNING ${t}.*`
-  if (cols.length === 0) return sql` RETURNING 1`
-  return sql` RETURNING ${join(cols.map((c) => sql`${t}.${ident(c)}`))}`
-}
-
-const NO_PARSERS: BodyParsers = []
-
-/** The columns whose keys are read from each row, when not all keys may be (parsers, `columns=`). */
-function keyFilter(spec: InsertSpec | UpdateSpec): readonly string[] | null {
-  return (spec.parsers ?? NO_PARSERS).length > 0 || spec.extraKeys === true ? spec.payload.keys : null
+  const cols = returning === 'minimal' ? [] : returning === 'headers-only' ? plan.table.pk : plan.returnColumns
+  if (cols === null) return sql`${t}.*`
+  return cols.length === 0 ? sql`1` : join(cols.map((c) => sql`${t}.${ident(c)}`))
 }
 
 /** A body column: `pgrst_body."c"`, or its json value through a data representation's parser. */
@@ -62,18 +53,13 @@ function bodyColumns(cols: readonly string[], parsers: BodyParsers): Sql {
 /**
  * The body's rows as `pgrst_body` (the table's row type, json_populate_record[set]). With
  * data representations, as PostgREST's json_to_recordset typed `json` for those columns:
- * each element's parsed columns are read as json (`pgrst_rep`); `pgrst_body` reads only the
- * other written columns (`columns`), so no other key is parsed.
+ * each element's parsed columns are read as json (`pgrst_rep`); with them or with keys
+ * `columns=` leaves out, `pgrst_body` reads only the other written columns, so no other key
+ * is parsed.
  */
-function bodyRows(
-  rowType: Sql,
-  json: Sql,
-  isArray: boolean,
-  parsers: BodyParsers,
-  columns: readonly string[] | null,
-  jsonb = false,
-): Sql {
-  if (parsers.length === 0 && columns === null) {
+function bodyRows(rowType: Sql, json: Sql, isArray: boolean, spec: InsertSpec | UpdateSpec, jsonb = false): Sql {
+  const parsers = spec.parsers
+  if (parsers.length === 0 && !spec.extraKeys) {
     const fn = jsonb
       ? isArray
         ? sql`jsonb_populate_recordset`
@@ -87,7 +73,7 @@ function bodyRows(
     ? sql`LATERAL json_array_elements(${json}::json) AS pgrst_elem(v)`
     : sql`LATERAL (SELECT ${json} AS v) AS pgrst_elem`
   const names = parsers.map(([c]) => c)
-  const plain = (columns ?? []).filter((c) => !names.includes(c))
+  const plain = spec.payload.keys.filter((c) => !names.includes(c))
   const kept = sql`(SELECT coalesce(json_object_agg(pgrst_kv.key, pgrst_kv.value), '{}') FROM json_each(pgrst_elem.v::json) AS pgrst_kv WHERE pgrst_kv.key = ANY(${param(plain)}::text[]))`
   const body = sql`${elems}, LATERAL json_populate_record(${rowType}, ${kept}) AS pgrst_body`
   if (names.length === 0) return body
@@ -95,7 +81,8 @@ function bodyRows(
   return sql`${body}, LATERAL json_to_record(pgrst_elem.v::json) AS pgrst_rep(${defs})`
 }
 
-function conflictClause(spec: InsertSpec, setColumns: readonly string[]): Sql {
+function conflictClause(spec: InsertSpec): Sql {
+  const setColumns = spec.payload.keys
   const oc = spec.onConflict
   if (oc === null) return empty
   const target = join(oc.columns.map((c) => ident(c)))
@@ -107,13 +94,8 @@ function conflictClause(spec: InsertSpec, setColumns: readonly string[]): Sql {
 }
 
 /** One INSERT over rows produced by `rows` (a FROM list ending in `pgrst_body`). */
-function insertStatement(
-  plan: MutatePlan,
-  spec: InsertSpec,
-  columns: readonly string[],
-  rows: Sql,
-  returning: ReturnPreference,
-): Sql {
+function insertStatement(plan: MutatePlan, spec: InsertSpec, rows: Sql, returning: ReturnPreference): Sql {
+  const columns = spec.payload.keys
   const t = qualified(plan.table.schema, plan.table.name)
   const conds: Sql[] = []
   if (spec.countInserts) conds.push(COUNT_UP)
@@ -122,7 +104,7 @@ function insertStatement(
   const target = columns.length === 0 ? t : sql`${t} (${join(columns.map((c) => ident(c)))})`
   // DO UPDATE sets every payload column: with missing=default, one the row lacks gets the
   // DEFAULT that EXCLUDED holds for it (as PostgREST, which inserts DEFAULT there).
-  return sql`INSERT INTO ${target} SELECT ${bodyColumns(columns, spec.parsers ?? NO_PARSERS)} FROM ${rows}${where}${conflictClause(spec, spec.payload.keys)}${returningClause(plan, returning)}`
+  return sql`INSERT INTO ${target} SELECT ${bodyColumns(columns, spec.parsers)} FROM ${rows}${where}${conflictClause(spec)} RETURNING ${returnedColumns(plan, returning)}`
 }
 
 /** `jsonb_build_object('col', <its default>, ...)`: evaluated where it stands, once per row. */
@@ -132,18 +114,17 @@ function defaultsObject(defaults: readonly ColumnDefault[]): Sql {
 
 function renderInsert(plan: MutatePlan, spec: InsertSpec, returning: ReturnPreference): Sql {
   const rowType = sql`NULL::${qualified(plan.table.schema, plan.table.name)}`
-  const parsers = spec.parsers ?? NO_PARSERS
   const isArray = spec.payload.isArray
   let rows: Sql
   if (spec.defaults === null || spec.defaults.length === 0) {
-    rows = sql`pgrst_payload, ${bodyRows(rowType, sql`pgrst_payload.json_data`, isArray, parsers, keyFilter(spec))}`
+    rows = sql`pgrst_payload, ${bodyRows(rowType, sql`pgrst_payload.json_data`, isArray, spec)}`
   } else if (isArray) {
     // Matches PostgREST's missing=default: each element over the defaults (its own keys win).
-    rows = sql`pgrst_payload, LATERAL (SELECT jsonb_agg(${defaultsObject(spec.defaults)} || pgrst_elem) AS val FROM jsonb_array_elements(pgrst_payload.json_data::jsonb) AS pgrst_elem) AS pgrst_json_defs, ${bodyRows(rowType, sql`pgrst_json_defs.val`, true, parsers, keyFilter(spec), true)}`
+    rows = sql`pgrst_payload, LATERAL (SELECT jsonb_agg(${defaultsObject(spec.defaults)} || pgrst_elem) AS val FROM jsonb_array_elements(pgrst_payload.json_data::jsonb) AS pgrst_elem) AS pgrst_json_defs, ${bodyRows(rowType, sql`pgrst_json_defs.val`, true, spec, true)}`
   } else {
-    rows = sql`pgrst_payload, LATERAL (SELECT ${defaultsObject(spec.defaults)} || pgrst_payload.json_data::jsonb AS val) AS pgrst_json_defs, ${bodyRows(rowType, sql`pgrst_json_defs.val`, false, parsers, keyFilter(spec), true)}`
+    rows = sql`pgrst_payload, LATERAL (SELECT ${defaultsObject(spec.defaults)} || pgrst_payload.json_data::jsonb AS val) AS pgrst_json_defs, ${bodyRows(rowType, sql`pgrst_json_defs.val`, false, spec, true)}`
   }
-  return sql`pgrst_source AS ( ${insertStatement(plan, spec, spec.columns, rows, returning)} )`
+  return sql`pgrst_source AS ( ${insertStatement(plan, spec, rows, returning)} )`
 }
 
 function whereClause(plan: MutatePlan, spec: { where: UpdateSpec['where'] }): Sql {
@@ -156,24 +137,17 @@ function renderUpdate(plan: MutatePlan, spec: UpdateSpec, returning: ReturnPrefe
   const t = qualified(plan.table.schema, plan.table.name)
   if (spec.set.length === 0) {
     // Matches PostgREST: an empty body updates nothing (`WHERE false`).
-    const cols =
-      returning === 'minimal' || plan.returnColumns?.length === 0
-        ? sql`1`
-        : plan.returnColumns === null
-          ? sql`${t}.*`
-          : join(plan.returnColumns.map((c) => sql`${t}.${ident(c)}`))
-    return sql`pgrst_source AS ( SELECT ${cols} FROM ${t} WHERE false )`
+    return sql`pgrst_source AS ( SELECT ${returnedColumns(plan, returning)} FROM ${t} WHERE false )`
   }
-  const parsers = spec.parsers ?? NO_PARSERS
   const set = join(
     spec.set.map((s) =>
       s.value === 'default'
         ? sql`${ident(s.column)} = DEFAULT`
-        : sql`${ident(s.column)} = ${bodyColumn(s.column, parsers)}`,
+        : sql`${ident(s.column)} = ${bodyColumn(s.column, spec.parsers)}`,
     ),
   )
-  const from = sql`pgrst_payload, ${bodyRows(sql`NULL::${t}`, sql`pgrst_payload.json_data`, spec.payload.isArray, parsers, keyFilter(spec))}`
-  return sql`pgrst_source AS ( UPDATE ${t} SET ${set} FROM ${from}${whereClause(plan, spec)}${returningClause(plan, returning)} )`
+  const from = sql`pgrst_payload, ${bodyRows(sql`NULL::${t}`, sql`pgrst_payload.json_data`, spec.payload.isArray, spec)}`
+  return sql`pgrst_source AS ( UPDATE ${t} SET ${set} FROM ${from}${whereClause(plan, spec)} RETURNING ${returnedColumns(plan, returning)} )`
 }
 
 function renderDelete(
@@ -182,7 +156,7 @@ function renderDelete(
   returning: ReturnPreference,
 ): Sql {
   const t = qualified(plan.table.schema, plan.table.name)
-  return sql`pgrst_source AS ( DELETE FROM ${t}${whereClause(plan, spec)}${returningClause(plan, returning)} )`
+  return sql`pgrst_source AS ( DELETE FROM ${t}${whereClause(plan, spec)} RETURNING ${returnedColumns(plan, returning)} )`
 }
 
 /**
@@ -210,7 +184,7 @@ export function renderMutate(plan: MutatePlan, returning: ReturnPreference = pla
   let body: Sql
   if (returning === 'representation') {
     const from = sql`pgrst_source AS ${ident(plan.alias)}`
-    ctes = sql`${ctes}, pgrst_repr AS ( ${renderNode(plan.tree, ALL, from)} )`
+    ctes = sql`${ctes}, pgrst_repr AS ( ${renderNode(plan.tree, ALL_ROWS, from)} )`
     rows = sql`SELECT * FROM pgrst_repr`
     body = renderRowsBody(plan.media, 'pgrst_repr')
   } else if (returning === 'headers-only') {

@@ -43,9 +43,9 @@ interface RequestSettings {
   relationOid: number | null
   /** PostgREST's app.settings.*: `app.settings.<name>` for the transaction. */
   appSettings?: Readonly<Record<string, string>>
-  /** A called function's `SET name = value` clauses (PostgREST hoists some, see hoistedSettings). */
+  /** A called function's `SET name = value` clauses (PostgREST hoists some, see settingsWithinCap). */
   functionSettings?: ReadonlyArray<readonly [string, string]>
-  /** The role's own settings (`ALTER ROLE ... SET`, from the schema cache; see roleSettingsOf). */
+  /** The role's own settings (`ALTER ROLE ... SET`, from the schema cache; see settingsWithinCap). */
   roleSettings?: ReadonlyArray<readonly [string, string]>
 }
 
@@ -83,28 +83,14 @@ function timeoutWithinCap(value: string, capMs: number): boolean {
 }
 
 /**
- * The settings of a called function that PostgREST sets for the whole transaction (funcSettings
- * of txVarQuery, from its db-hoisted-tx-settings: statement_timeout,
- * plan_filter.statement_cost_limit, default_transaction_isolation), so that a function's
- * `SET statement_timeout` bounds the statement that calls it; its statement_timeout only
- * within the engine's (timeoutWithinCap).
+ * Settings as the transaction takes them, a statement_timeout only within the engine's
+ * (timeoutWithinCap): the role's own (roleSettingsSql of PostgREST 12's txVarQuery), and those
+ * of a called function PostgREST sets for the whole transaction (funcSettings, from its
+ * db-hoisted-tx-settings: statement_timeout, plan_filter.statement_cost_limit,
+ * default_transaction_isolation), so that a function's `SET statement_timeout` bounds the
+ * statement that calls it. The function's are set after the role's: they win.
  */
-function hoistedSettings(settings: ReadonlyArray<readonly [string, string]>, capMs: number): Record<string, string> {
-  const out = bareRecord<string>()
-  for (const [name, value] of settings) {
-    if (!HOISTED.has(name)) continue
-    if (name === 'statement_timeout' && !timeoutWithinCap(value, capMs)) continue
-    out[name] = value
-  }
-  return out
-}
-
-/**
- * The role's own settings as PostgREST 12 and later set them (roleSettingsSql of txVarQuery),
- * its statement_timeout only within the engine's (timeoutWithinCap). A called function's
- * hoisted settings are set after them: the function's win.
- */
-function roleSettingsOf(settings: ReadonlyArray<readonly [string, string]>, capMs: number): Record<string, string> {
+function settingsWithinCap(settings: ReadonlyArray<readonly [string, string]>, capMs: number): Record<string, string> {
   const out = bareRecord<string>()
   for (const [name, value] of settings) {
     if (name === 'statement_timeout' && !timeoutWithinCap(value, capMs)) continue
@@ -140,6 +126,7 @@ export function renderPreRequestCall(fn: string): Statement {
 }
 
 export function renderPreRequest(s: RequestSettings): Statement & { name: string } {
+  const hoisted = (s.functionSettings ?? []).filter(([name]) => HOISTED.has(name))
   return {
     name: PRE_REQUEST_NAME,
     text: PRE_REQUEST_TEXT,
@@ -156,8 +143,8 @@ export function renderPreRequest(s: RequestSettings): Statement & { name: string
       s.relationOid,
       s.role,
       JSON.stringify(s.appSettings ?? {}),
-      JSON.stringify(hoistedSettings(s.functionSettings ?? [], s.statementTimeoutMs)),
-      JSON.stringify(roleSettingsOf(s.roleSettings ?? [], s.statementTimeoutMs)),
+      JSON.stringify(settingsWithinCap(hoisted, s.statementTimeoutMs)),
+      JSON.stringify(settingsWithinCap(s.roleSettings ?? [], s.statementTimeoutMs)),
     ],
   }
 }

@@ -15,6 +15,7 @@ import type {
   SelectColumn,
   SpreadSelect,
 } from '../plan/types.js'
+import { aggregates, qualifierOf } from '../plan/read-plan.js'
 import { isToOne, type QualifiedName } from '../schema-cache/types.js'
 import {
   empty,
@@ -97,7 +98,7 @@ function renderSelectColumn(q: Qualifier, s: SelectColumn): Sql {
 }
 
 function spreadColumn(aggAlias: string, name: string): Sql {
-  return name === '*' ? sql`${ident(aggAlias)}.*` : sql`${ident(aggAlias)}.${ident(name)}`
+  return column({ kind: 'alias', name: aggAlias }, name)
 }
 
 function renderSpreadSelect(aggAlias: string, s: SpreadSelect): Sql {
@@ -144,7 +145,7 @@ const IS: Record<string, Keyword> = {
 }
 
 /** A Postgres array literal: every element double-quoted, `"` and `\` escaped. */
-function arrayLiteral(values: readonly string[]): string {
+export function arrayLiteral(values: readonly string[]): string {
   return '{' + values.map((v) => '"' + v.replace(/\\/g, '\\\\').replace(/"/g, '\\"') + '"').join(',') + '}'
 }
 
@@ -237,12 +238,6 @@ function renderRange(r: { offset: number; limit: number | null }): Sql {
 
 // -- the tree ---------------------------------------------------------------------------
 
-function nodeQualifier(n: ReadNode): Qualifier {
-  return n.alias !== null
-    ? { kind: 'alias', name: n.alias }
-    : { kind: 'table', schema: n.from.schema, name: n.from.name }
-}
-
 function fromClause(n: ReadNode): Sql {
   const c = n.computed
   // Cast to the row type: the parent may be a CTE (RPC, writes) whose rows are anonymous records.
@@ -277,10 +272,7 @@ function childSelects(c: ReadNode): Sql[] {
  * every other selected column, embed and spread column (PostgREST's groupF).
  */
 function groupBy(q: Qualifier, n: ReadNode): Sql {
-  const aggregated =
-    n.select.some((s) => s.aggregate != null) ||
-    n.children.some((c) => c.spread !== null && c.spread.selects.some((s) => s.aggregate !== null))
-  if (!aggregated) return empty
+  if (!aggregates(n.select, n.children)) return empty
   const terms: Sql[] = []
   for (const s of n.select) {
     if (s.aggregate != null) continue
@@ -323,7 +315,7 @@ function childJoin(c: ReadNode): Sql {
  * results).
  */
 export function renderNode(n: ReadNode, range: { offset: number; limit: number | null } = n.range, from?: Sql): Sql {
-  const q = nodeQualifier(n)
+  const q = qualifierOf(n)
   const own =
     n.select.length === 0 && n.children.length === 0 ? [column(q, '*')] : n.select.map((s) => renderSelectColumn(q, s))
   const extra =
@@ -342,7 +334,7 @@ export function renderNode(n: ReadNode, range: { offset: number; limit: number |
  * embeds and for `rel=not.is.null` (NOT EXISTS for `rel=is.null`); no limit.
  */
 function renderCountNode(n: ReadNode): Sql {
-  const q = nodeQualifier(n)
+  const q = qualifierOf(n)
   const hook: CountHook = (child, notNull) =>
     notNull ? sql`EXISTS (${renderCountNode(child)})` : sql`NOT EXISTS (${renderCountNode(child)})`
   const conds = [

@@ -79,10 +79,6 @@ const KEYWORDS = [
   'NULLS LAST',
   'AND',
   'OR',
-  'NOT',
-  'TRUE',
-  'FALSE',
-  'NULL',
   'IS NULL',
   'IS NOT NULL',
   'IS TRUE',
@@ -90,7 +86,6 @@ const KEYWORDS = [
   'IS UNKNOWN',
   'IS DISTINCT FROM NULL',
   'IS NOT DISTINCT FROM NULL',
-  'IS DISTINCT FROM',
   '=',
   '<>',
   '>',
@@ -109,7 +104,6 @@ const KEYWORDS = [
   '&<',
   '&>',
   '-|-',
-  '@@',
   '->',
   '->>',
   'ANY',
@@ -120,10 +114,6 @@ const KEYWORDS = [
   'websearch_to_tsquery',
   'INNER',
   'LEFT',
-  'BEGIN ISOLATION LEVEL READ COMMITTED READ ONLY',
-  'BEGIN ISOLATION LEVEL READ COMMITTED READ WRITE',
-  'COMMIT',
-  'ROLLBACK',
 ] as const
 export type Keyword = (typeof KEYWORDS)[number]
 const KEYWORD_SET: ReadonlySet<string> = new Set(KEYWORDS)

@@ -5,7 +5,7 @@
 import t from 'tap'
 import { createRestFixture } from '../../helpers/rest-fixture.js'
 import { parseApiRequest } from '../../../src/rest/api-request/index.js'
-import { planRequest, type ReadPlan } from '../../../src/rest/plan/index.js'
+import { planAction, type ReadPlan } from '../../../src/rest/plan/index.js'
 import { renderRead } from '../../../src/rest/query/index.js'
 import { loadSchemaCache } from '../../../src/rest/schema-cache/index.js'
 import { withClient } from '../../helpers/tenants.js'
@@ -23,7 +23,7 @@ t.test('hostile input', async (t) => {
   )
   const render = (path: string, query: string) =>
     renderRead(
-      planRequest(
+      planAction(
         parseApiRequest({ method: 'GET', path, query, headers: {}, body: null }, { schemas: ['public'] }),
         cache,
         { maxRows: null },

@@ -4,7 +4,7 @@
 import t from 'tap'
 import { buildSchemaCache, type SchemaCache } from '../../../src/rest/schema-cache/index.js'
 import { parseApiRequest } from '../../../src/rest/api-request/index.js'
-import { planRequest, type ReadPlan } from '../../../src/rest/plan/index.js'
+import { planAction, type ReadPlan } from '../../../src/rest/plan/index.js'
 import { isGatehouseError } from '../../../src/shared/index.js'
 
 let oid = 100
@@ -101,7 +101,7 @@ const cache: SchemaCache = buildSchemaCache(
 )
 
 function plan(path: string, query: string, headers: Record<string, string> = {}): ReadPlan {
-  return planRequest(
+  return planAction(
     parseApiRequest({ method: 'GET', path, query, headers, body: null }, { schemas: ['public'] }),
     cache,
     { maxRows: null },
@@ -277,7 +277,7 @@ t.test('scoped parameters land on their node; legacy table names reach aliased e
 
 t.test('max rows caps the top-level range, as db-max-rows', async (t) => {
   const planned = (query: string, headers: Record<string, string> = {}, maxRows: number | null = null) =>
-    planRequest(
+    planAction(
       parseApiRequest({ method: 'GET', path: '/books', query, headers, body: null }, { schemas: ['public'] }),
       cache,
       { maxRows },

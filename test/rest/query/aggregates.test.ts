@@ -7,7 +7,7 @@ import { withClient, asRole } from '../../helpers/tenants.js'
 import { sharedFixtureTenant } from '../../helpers/shared-fixture.js'
 import { loadSchemaCache, type SchemaCache } from '../../../src/rest/schema-cache/index.js'
 import { parseApiRequest } from '../../../src/rest/api-request/index.js'
-import { planRequest, type ReadPlan } from '../../../src/rest/plan/index.js'
+import { planAction, type ReadPlan } from '../../../src/rest/plan/index.js'
 import { renderRead, type ReadStatements } from '../../../src/rest/query/index.js'
 import { isGatehouseError } from '../../../src/shared/index.js'
 
@@ -23,7 +23,7 @@ t.test('aggregate statements: text, then executed', async (t) => {
 
   const plan = (path: string, query: string, aggregates = true): ReadPlan => {
     const req = parseApiRequest({ method: 'GET', path, query, headers: {}, body: null }, { schemas: ['public'] })
-    return planRequest(req, cache, { maxRows: null, aggregates })
+    return planAction(req, cache, { maxRows: null, aggregates }) as ReadPlan
   }
   const statements = (path: string, query: string): ReadStatements => renderRead(plan(path, query))
   const body = async (st: ReadStatements): Promise<unknown> =>

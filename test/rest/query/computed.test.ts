@@ -9,7 +9,7 @@ import { createRestFixture } from '../../helpers/rest-fixture.js'
 import { sharedFixtureTenant } from '../../helpers/shared-fixture.js'
 import { loadSchemaCache, qnKey, type SchemaCache } from '../../../src/rest/schema-cache/index.js'
 import { parseApiRequest } from '../../../src/rest/api-request/index.js'
-import { planRequest, type ReadPlan } from '../../../src/rest/plan/index.js'
+import { planAction, type ReadPlan } from '../../../src/rest/plan/index.js'
 import { renderRead } from '../../../src/rest/query/index.js'
 import { createWriteFixture } from '../../helpers/rest-writes.js'
 
@@ -19,11 +19,11 @@ t.test('computed relationships: schema cache, SQL, results', async (t) => {
     loadSchemaCache(async (text, values) => (await c.query(text, values)).rows, ['public'], 1),
   )
   const plan = (path: string, query: string): ReadPlan =>
-    planRequest(
+    planAction(
       parseApiRequest({ method: 'GET', path, query, headers: {}, body: null }, { schemas: ['public'] }),
       cache,
       { maxRows: null },
-    )
+    ) as ReadPlan
 
   t.test('the schema cache knows them, to-one for single rows and ROWS 1', async (t) => {
     const rels = (name: string) =>

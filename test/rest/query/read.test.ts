@@ -5,7 +5,7 @@ import { withClient, asRole } from '../../helpers/tenants.js'
 import { sharedFixtureTenant } from '../../helpers/shared-fixture.js'
 import { loadSchemaCache, type SchemaCache } from '../../../src/rest/schema-cache/index.js'
 import { parseApiRequest } from '../../../src/rest/api-request/index.js'
-import { planRequest, type ReadPlan } from '../../../src/rest/plan/index.js'
+import { planAction, type ReadPlan } from '../../../src/rest/plan/index.js'
 import { renderRead, type ReadStatements } from '../../../src/rest/query/index.js'
 
 const TAIL =
@@ -25,7 +25,7 @@ t.test('read statements: text, values, then executed', async (t) => {
     maxRows: number | null = null,
   ): ReadStatements => {
     const req = parseApiRequest({ method: 'GET', path, query, headers, body: null }, { schemas: ['public'] })
-    return renderRead(planRequest(req, cache, { maxRows }) as ReadPlan)
+    return renderRead(planAction(req, cache, { maxRows }) as ReadPlan)
   }
   const run = (st: ReadStatements): Promise<Record<string, unknown>> =>
     asRole(
