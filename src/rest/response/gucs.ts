@@ -1,4 +1,4 @@
-// What every response shares: its shape, and the `response.headers` / `response.status`
+// What every response shares: its shape, the main statement's row, and the `response.headers` / `response.status`
 // settings a function or trigger may set in the request's transaction (docs/rest-protocol.md §6.3, PGRST111,
 // PGRST112). Pure.
 import { ResponseHeadersGucError, ResponseStatusGucError } from '../errors.js'
@@ -9,6 +9,30 @@ export interface RestResponse {
   headers: Record<string, string | string[]>
   /** null: no body (HEAD, 204). Bytes: a media type handler's output over bytea. */
   body: string | Buffer | null
+}
+
+/** What the main statement of a read, write or call returned (its one row). */
+export interface MainResult {
+  pageTotal: number
+  /** The count query's total, else null. */
+  totalResultSet: number | null
+  body: string | Buffer
+  responseHeaders: string | null
+  responseStatus: string | null
+  /** Rows really inserted (merge-duplicates, PUT), null when not counted. */
+  inserted: number | null
+}
+
+export function toMainResult(row: Record<string, unknown>): MainResult {
+  const num = (v: unknown): number | null => (v === null || v === undefined ? null : Number(v))
+  return {
+    pageTotal: Number(row.page_total ?? 0),
+    totalResultSet: num(row.total_result_set),
+    body: typeof row.body === 'string' || Buffer.isBuffer(row.body) ? row.body : '',
+    responseHeaders: (row.response_headers as string | null | undefined) ?? null,
+    responseStatus: (row.response_status as string | null | undefined) ?? null,
+    inserted: num(row.response_inserted),
+  }
 }
 
 /** `response.headers` as a function set it: a JSON array of single-key objects (else PGRST111). */

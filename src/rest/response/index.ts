@@ -3,9 +3,9 @@
 // returned. Pure: knows HTTP, not SQL.
 import type { ApiRequest, RawRequest } from '../api-request/index.js'
 import type { ActionPlan } from '../plan/types.js'
-import type { RestResponse } from './gucs.js'
+import { toMainResult, type RestResponse } from './gucs.js'
 import { shapeInfoResponse } from './info.js'
-import { shapeCallResponse, shapeMutateResponse, toWriteResult } from './mutate.js'
+import { shapeCallResponse, shapeMutateResponse } from './mutate.js'
 import { openApiServer, shapeOpenApiResponse } from './openapi.js'
 import { shapePlanResponse } from './plan.js'
 import { shapeReadResponse, toReadResult } from './read.js'
@@ -39,9 +39,9 @@ export function respond(ctx: ResponseContext, plan: ActionPlan, result: Executio
     case 'read':
       return shapeReadResponse(ctx.req, plan, toReadResult(result.main, result.countPlan))
     case 'mutate':
-      return shapeMutateResponse(ctx.req, plan, toWriteResult(result.main))
+      return shapeMutateResponse(ctx.req, plan, toMainResult(result.main))
     case 'call':
-      return shapeCallResponse(ctx.req, plan, toWriteResult(result.main))
+      return shapeCallResponse(ctx.req, plan, toMainResult(result.main))
     case 'openapi':
       return shapeOpenApiResponse(ctx.req, plan, result.main, openApiServer(ctx.headers, ctx.database))
   }

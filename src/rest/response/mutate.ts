@@ -6,36 +6,12 @@ import type { ApiRequest } from '../api-request/types.js'
 import type { CallPlan, MutatePlan } from '../plan/types.js'
 import { RangeNotSatisfiableError, errorBodyJson } from '../errors.js'
 import { contentRange } from './content-range.js'
-import { withResponseSettings, type RestResponse } from './gucs.js'
+import { withResponseSettings, type MainResult, type RestResponse } from './gucs.js'
 import { locationOf } from './location.js'
 import { preferenceApplied } from './preference-applied.js'
 
-/** What the main statement of a write or call returned. */
-export interface WriteResult {
-  pageTotal: number
-  /** The count query's total (RPC with a range), else null. */
-  totalResultSet: number | null
-  body: string | Buffer
-  responseHeaders: string | null
-  responseStatus: string | null
-  /** Rows really inserted (merge-duplicates, PUT), null when not counted. */
-  inserted: number | null
-}
-
-export function toWriteResult(row: Record<string, unknown>): WriteResult {
-  const num = (v: unknown): number | null => (v === null || v === undefined ? null : Number(v))
-  return {
-    pageTotal: Number(row.page_total ?? 0),
-    totalResultSet: num(row.total_result_set),
-    body: typeof row.body === 'string' || Buffer.isBuffer(row.body) ? row.body : '',
-    responseHeaders: (row.response_headers as string | null | undefined) ?? null,
-    responseStatus: (row.response_status as string | null | undefined) ?? null,
-    inserted: num(row.response_inserted),
-  }
-}
-
 /** Status, headers and body of a successful POST / PUT / PATCH / DELETE. */
-export function shapeMutateResponse(req: ApiRequest, plan: MutatePlan, r: WriteResult): RestResponse {
+export function shapeMutateResponse(req: ApiRequest, plan: MutatePlan, r: MainResult): RestResponse {
   const headers: Record<string, string> = {}
   const n = r.pageTotal
   const total = plan.count !== null ? n : null
@@ -78,7 +54,7 @@ export function shapeMutateResponse(req: ApiRequest, plan: MutatePlan, r: WriteR
 }
 
 /** Status, headers and body of a successful RPC call. */
-export function shapeCallResponse(req: ApiRequest, plan: CallPlan, r: WriteResult): RestResponse {
+export function shapeCallResponse(req: ApiRequest, plan: CallPlan, r: MainResult): RestResponse {
   const headers: Record<string, string> = {}
   const applied = preferenceApplied(req.preferences, { tx: true, maxAffected: true })
   if (applied !== null) headers['preference-applied'] = applied

@@ -6,33 +6,17 @@ import type { ApiRequest } from '../api-request/types.js'
 import type { ReadPlan } from '../plan/types.js'
 import { contentRange } from './content-range.js'
 import { preferenceApplied } from './preference-applied.js'
-import { withResponseSettings, type RestResponse } from './gucs.js'
+import { toMainResult, withResponseSettings, type MainResult, type RestResponse } from './gucs.js'
 
-/** What the main statement of a read returned, plus the planned count when asked. */
-interface ReadResult {
-  totalResultSet: number | null
-  pageTotal: number
-  body: string | Buffer
-  responseHeaders: string | null
-  responseStatus: string | null
-  /** `Plan Rows` of the count query's EXPLAIN, when run. */
-  plannedTotal: number | null
-}
+/** What the main statement of a read returned, plus `Plan Rows` of the count query's EXPLAIN when it ran. */
+type ReadResult = MainResult & { plannedTotal: number | null }
 
 /** The main statement's row (and the count's EXPLAIN rows) of a read. */
 export function toReadResult(
   main: Record<string, unknown>,
   explain: ReadonlyArray<Record<string, unknown>> | null,
 ): ReadResult {
-  return {
-    totalResultSet:
-      main.total_result_set === null || main.total_result_set === undefined ? null : Number(main.total_result_set),
-    pageTotal: Number(main.page_total ?? 0),
-    body: typeof main.body === 'string' || Buffer.isBuffer(main.body) ? main.body : '',
-    responseHeaders: (main.response_headers as string | null) ?? null,
-    responseStatus: (main.response_status as string | null) ?? null,
-    plannedTotal: explain === null ? null : plannedRows(explain[0]?.['QUERY PLAN']),
-  }
+  return { ...toMainResult(main), plannedTotal: explain === null ? null : plannedRows(explain[0]?.['QUERY PLAN']) }
 }
 
 /** The row count of an `EXPLAIN (FORMAT JSON)` result. */
