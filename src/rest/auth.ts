@@ -95,10 +95,6 @@ function claimsFailure(claims: Record<string, unknown>, nowSec: number): JwtClai
   return null
 }
 
-function roleKindOf(tenant: Pick<Tenant, 'roles'>, role: string): RoleKind | null {
-  return kindOfRoleName(tenant.roles, role)
-}
-
 interface TokenVerifierOptions {
   /** Verified tokens kept (each until its exp). */
   max?: number
@@ -127,41 +123,22 @@ export class TokenVerifier {
     if (parts.length !== 3) throw new JwtDecodeError('parts', parts.length)
     const nowSec = this.#now() / 1000
     const key = tokenCacheKey(tenant.database, tenant.jwt.upstream_secret, token)
-    let claims = this.#cache.get(key)
-    if (claims === undefined) {
-      const bad = headerFailure(parts[0]!)
-      if (bad !== null) throw bad
-      let payload: Uint8Array
-      try {
-        payload = (await compactVerify(token, hmacKey(tenant.jwt.upstream_secret), { algorithms: ['HS256'] })).payload
-      } catch (err) {
-        throw jwtError(err)
-      }
-      let parsed: unknown
-      try {
-        parsed = JSON.parse(Buffer.from(payload).toString('utf8'))
-      } catch {
-        parsed = null
-      }
-      if (typeof parsed !== 'object' || parsed === null || Array.isArray(parsed))
-        throw new JwtClaimsError('parsingFailed')
-      claims = parsed as Record<string, unknown>
-      const failure = claimsFailure(claims, nowSec)
-      if (failure !== null) throw new JwtClaimsError(failure)
+    const cached = this.#cache.get(key)
+    const claims = cached ?? (await verifiedClaims(token, parts[0]!, tenant.jwt.upstream_secret))
+    const failure = claimsFailure(claims, nowSec)
+    if (failure !== null) {
+      if (failure === 'expired') this.#cache.delete(key)
+      throw new JwtClaimsError(failure)
+    }
+    if (cached === undefined) {
       const ttl = Math.floor((seconds(claims.exp as number) + SKEW_SECONDS - nowSec) * 1000)
       if (ttl > 0) this.#cache.set(key, claims, { ttl })
-    } else {
-      const failure = claimsFailure(claims, nowSec)
-      if (failure !== null) {
-        if (failure === 'expired') this.#cache.delete(key)
-        throw new JwtClaimsError(failure)
-      }
     }
     // PostgREST reads the role claim as text (a non-string one JSON-encoded); absent = anon.
     const roleClaim = claims.role
     if (roleClaim === undefined) return { ...anonCaller(tenant), claims: { ...claims, role: tenant.roles.anon } }
     const role = typeof roleClaim === 'string' ? roleClaim : JSON.stringify(roleClaim)
-    const kind = roleKindOf(tenant, role)
+    const kind = kindOfRoleName(tenant.roles, role)
     if (kind === null) throw unknownRole(role)
     return { role, kind, claims, isAnon: kind === 'anon' }
   }
@@ -169,6 +146,26 @@ export class TokenVerifier {
   clear(): void {
     this.#cache.clear()
   }
+}
+
+/** The claims of a token whose signature verifies (HS256 with `secret`): PGRST301 or PGRST303 otherwise. */
+async function verifiedClaims(token: string, header: string, secret: string): Promise<Record<string, unknown>> {
+  const bad = headerFailure(header)
+  if (bad !== null) throw bad
+  let payload: Uint8Array
+  try {
+    payload = (await compactVerify(token, hmacKey(secret), { algorithms: ['HS256'] })).payload
+  } catch (err) {
+    throw jwtError(err)
+  }
+  let parsed: unknown
+  try {
+    parsed = JSON.parse(Buffer.from(payload).toString('utf8'))
+  } catch {
+    parsed = null
+  }
+  if (typeof parsed !== 'object' || parsed === null || Array.isArray(parsed)) throw new JwtClaimsError('parsingFailed')
+  return parsed as Record<string, unknown>
 }
 
 function anonCaller(tenant: Tenant): RequestRole {

@@ -24,6 +24,9 @@ export interface BatchStatement {
   readonly fixed?: true
 }
 
+/** A fixed statement of ours (see BatchStatement.fixed). */
+export const fixed = (text: string): BatchStatement => ({ text, values: [], fixed: true })
+
 type Row = Record<string, unknown>
 
 /** Per connection: the names this code asked pg to prepare, and those that ran (so were parsed). */
@@ -77,10 +80,7 @@ const PREPARED_TEXT =
   'FROM pg_catalog.pg_prepared_statements p'
 
 /** Statements that end each transaction's last batch; pass their last result to sessionIntact. */
-export const SESSION_END: readonly BatchStatement[] = [
-  { text: RESET_TEXT, values: [], fixed: true },
-  { text: PREPARED_TEXT, values: [], fixed: true },
-]
+export const SESSION_END: readonly BatchStatement[] = [fixed(RESET_TEXT), fixed(PREPARED_TEXT)]
 
 /** Whether the session holds no statement prepared in SQL and every engine statement that ran. */
 export function sessionIntact(client: pg.Client, prepared: readonly Row[] | undefined): boolean {
@@ -171,6 +171,6 @@ export async function runBatch(
  * to be reused).
  */
 export async function recover(client: pg.Client): Promise<void> {
-  const r = await runBatch(client, [{ text: 'ROLLBACK', values: [], fixed: true }, ...SESSION_END])
+  const r = await runBatch(client, [fixed('ROLLBACK'), ...SESSION_END])
   if (!sessionIntact(client, r[r.length - 1])) throw new Error("the session's prepared statements changed")
 }

@@ -39,13 +39,8 @@ import {
 import { respond, resultCheck, type ExecutionResult, type RestResponse } from './response/index.js'
 import type { CacheSource, SchemaCache, SchemaCacheStore } from './schema-cache/index.js'
 
-interface EngineSettings {
-  statementTimeoutMs: number
-  connectTimeoutMs: number
-}
-
 export interface Engine {
-  readonly settings: EngineSettings
+  readonly settings: { statementTimeoutMs: number }
   readonly pools: EnginePools
   readonly schemaCaches: SchemaCacheStore
   readonly tokens: TokenVerifier
@@ -68,11 +63,6 @@ export function createPlanCache(max = 2_000): LRUCache<string, CachedPlan> {
   return new LRUCache({ max })
 }
 
-/** The pool / cache identity of a tenant. */
-function tenantKey(tenant: Tenant): string {
-  return tenant.database
-}
-
 function restUrl(tenant: Tenant): string {
   const url = tenant.engines?.rest
   if (!url) throw new EngineNotConfiguredError(tenant.database)
@@ -90,7 +80,7 @@ function cacheSource(engine: Engine, key: string, url: string): CacheSource {
 function planKey(tenant: Tenant, cache: SchemaCache, raw: RawRequest): string {
   const h = (name: string): string | string[] | null => raw.headers[name] ?? null
   return JSON.stringify([
-    tenantKey(tenant),
+    tenant.database,
     cache.version,
     tenant.rest.schemas,
     tenant.rest.max_rows,
@@ -147,7 +137,7 @@ async function freshCache(
   cache: SchemaCache,
   err: unknown,
 ): Promise<SchemaCache | null> {
-  const key = tenantKey(tenant)
+  const key = tenant.database
   let fresh: SchemaCache | null = null
   if (typeof cache.dbVersion === 'string') {
     const now = await engine.pools.readSchemaVersion(key, restUrl(tenant)).catch(() => cache.dbVersion)
@@ -166,7 +156,7 @@ async function freshCache(
  * Retries once with a fresh cache after a plan error.
  */
 async function prepare(engine: Engine, tenant: Tenant, raw: RawRequest, timings: StageTimings): Promise<CachedPlan> {
-  const key = tenantKey(tenant)
+  const key = tenant.database
   const source = cacheSource(engine, key, restUrl(tenant))
   const parsed = await timings.time('parse', async () => {
     const cache = await engine.schemaCaches.get(key, tenant.rest.schemas, source)
@@ -249,7 +239,7 @@ function transact(ctx: RunContext, plan: ExecutablePlan, st: ActionStatements): 
   const { engine, tenant, caller, raw, req } = ctx
   const target = targetOf(plan)
   const functionSettings = plan.kind === 'call' ? plan.routine.settings : undefined
-  return engine.pools.transaction(tenantKey(tenant), restUrl(tenant), {
+  return engine.pools.transaction(tenant.database, restUrl(tenant), {
     readOnly: st.readOnly,
     isolation: transactionIsolation(ctx.roleSettings?.isolation, functionSettings),
     pre: renderPreRequest({

@@ -161,7 +161,6 @@ function createRestApp(deps: RestEngineDeps): FastifyInstance {
  */
 function createEngine(deps: RestEngineDeps, log: FastifyBaseLogger): Engine {
   const rest = deps.config.rest
-  const connectTimeoutMs = deps.connectTimeoutMs ?? TENANT_CONNECT_TIMEOUT_MS
   const schemaCaches = createSchemaCacheStore({ logger: log })
   const pools = new EnginePools(
     {
@@ -169,7 +168,7 @@ function createEngine(deps: RestEngineDeps, log: FastifyBaseLogger): Engine {
       perTenant: rest.pool_per_tenant,
       idleMs: rest.pool_idle_ms,
       acquireTimeoutMs: deps.poolAcquireTimeoutMs ?? 10_000,
-      connectTimeoutMs,
+      connectTimeoutMs: deps.connectTimeoutMs ?? TENANT_CONNECT_TIMEOUT_MS,
       maxTenants: rest.pool_max_tenants,
       reconnectBackoffMs: rest.reconnect_backoff_ms,
       reconnectBackoffMaxMs: rest.reconnect_backoff_max_ms,
@@ -183,7 +182,7 @@ function createEngine(deps: RestEngineDeps, log: FastifyBaseLogger): Engine {
     },
   )
   return {
-    settings: { statementTimeoutMs: rest.statement_timeout_ms, connectTimeoutMs },
+    settings: { statementTimeoutMs: rest.statement_timeout_ms },
     pools,
     schemaCaches,
     tokens: new TokenVerifier(),

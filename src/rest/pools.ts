@@ -22,7 +22,9 @@ import { DbConnectionError, PoolTimeoutError } from './errors.js'
 import { SCHEMA_VERSION_SQL, type CatalogStatement } from './schema-cache/index.js'
 import { ReconnectBackoff, loggedConnectFailure } from './reconnect.js'
 import type { Statement } from './query/sql.js'
+import type { IsolationLevel } from './query/pre-request.js'
 import {
+  fixed,
   preparedCount,
   createBatchClient,
   isLostStatement,
@@ -73,7 +75,7 @@ interface EngineEvents {
 /** PostgREST's channel: `NOTIFY pgrst, 'reload schema'` (sent by the DDL event trigger, or by a user). */
 const RELOAD_CHANNEL = 'pgrst'
 
-const LISTEN: BatchStatement = { text: `LISTEN ${RELOAD_CHANNEL}`, values: [], fixed: true }
+const LISTEN = fixed(`LISTEN ${RELOAD_CHANNEL}`)
 
 /**
  * Reads the schema version in a request's transaction (the catalog's query, prepared once
@@ -133,31 +135,12 @@ export interface TransactionResult {
   after: DbRow[][]
 }
 
-type IsolationLevel = 'read committed' | 'repeatable read' | 'serializable'
+const begin = (level: IsolationLevel, readOnly: boolean): BatchStatement =>
+  fixed(`BEGIN ISOLATION LEVEL ${level.toUpperCase()} ${readOnly ? 'READ ONLY' : 'READ WRITE'}`)
 
-/** `BEGIN ISOLATION LEVEL <level> READ ONLY|READ WRITE`. */
-function beginStatement(level: IsolationLevel, readOnly: boolean): BatchStatement {
-  const mode = readOnly ? 'READ ONLY' : 'READ WRITE'
-  return {
-    text: `BEGIN ISOLATION LEVEL ${level.toUpperCase()} ${mode}`,
-    values: [],
-    fixed: true,
-  }
-}
-
-const BEGINS: ReadonlyMap<string, BatchStatement> = new Map(
-  (['read committed', 'repeatable read', 'serializable'] as const).flatMap((level) =>
-    [true, false].map((ro) => [`${level}/${ro}`, beginStatement(level, ro)] as const),
-  ),
-)
-
-const BEGIN_CATALOG: BatchStatement = {
-  text: 'BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY',
-  values: [],
-  fixed: true,
-}
-const COMMIT: BatchStatement = { text: 'COMMIT', values: [], fixed: true }
-const ROLLBACK: BatchStatement = { text: 'ROLLBACK', values: [], fixed: true }
+const BEGIN_CATALOG = begin('repeatable read', true)
+const COMMIT = fixed('COMMIT')
+const ROLLBACK = fixed('ROLLBACK')
 
 function isPgError(err: unknown): boolean {
   return err instanceof Error && typeof (err as { severity?: unknown }).severity === 'string'
@@ -399,7 +382,7 @@ class PooledTransaction {
     this.#preRequest = tx.preRequest === undefined ? [] : [tx.preRequest]
     this.#listen = pools.listenOn(conn)
     this.#head = [
-      BEGINS.get(`${tx.isolation ?? 'read committed'}/${tx.readOnly}`)!,
+      begin(tx.isolation ?? 'read committed', tx.readOnly),
       ...this.#listen,
       ...(tx.schemaVersion === undefined ? [] : [SCHEMA_VERSION]),
     ]
@@ -455,12 +438,7 @@ class PooledTransaction {
   }
 
   async #readOnly(): Promise<TransactionResult> {
-    const { tx, at, preRequest, after } = {
-      tx: this.#tx,
-      at: this.#at,
-      preRequest: this.#preRequest,
-      after: this.#after,
-    }
+    const [tx, at, preRequest, after] = [this.#tx, this.#at, this.#preRequest, this.#after] as const
     let r: BatchResult
     try {
       r = await this.#lastBatch([...this.#head, tx.pre, ...preRequest, tx.main, ...after, this.#end])

@@ -5,7 +5,7 @@
 // schedule: 1, 2, 4 ... 32 s) and is forgotten at the first success.
 //
 // Beyond PostgREST: while a URL backs off, one cheap background probe (a connect, no
-// query) runs at most every probeIntervalMs, so a database that is back is served again
+// query) runs at most every second (PROBE_INTERVAL_MS), so a database that is back is served again
 // within a second however long the wait had grown (docs/edge.md). A probe starts from a
 // timer, and also from a request that finds the last probe older than the interval (by the
 // injected clock: tests drive a long outage without waiting for it).
@@ -38,11 +38,12 @@ interface ReconnectBackoffOptions {
   /** Longest wait, ms. */
   maxMs: number
   now?: () => number
-  /** Resolves when `url` accepts a connection again (no probes when absent). */
-  probe?: (url: string) => Promise<void>
-  /** Least time between two probes of one URL, ms (default 1000). */
-  probeIntervalMs?: number
+  /** Resolves when `url` accepts a connection again. */
+  probe: (url: string) => Promise<void>
 }
+
+/** Least time between two probes of one URL, ms. */
+const PROBE_INTERVAL_MS = 1_000
 
 interface State {
   until: number
@@ -56,11 +57,11 @@ interface State {
 }
 
 export class ReconnectBackoff {
-  readonly #s: Required<Omit<ReconnectBackoffOptions, 'probe'>> & Pick<ReconnectBackoffOptions, 'probe'>
+  readonly #s: Required<ReconnectBackoffOptions>
   readonly #states = new Map<string, State>()
 
   constructor(opts: ReconnectBackoffOptions) {
-    this.#s = { now: Date.now, probeIntervalMs: 1_000, ...opts }
+    this.#s = { now: Date.now, ...opts }
   }
 
   /**
@@ -76,16 +77,10 @@ export class ReconnectBackoff {
       return
     }
     this.#maybeProbe(url, st)
-    const seconds = Math.max(
-      1,
-      Math.min(Math.ceil((Math.max(st.until, now + 1) - now) / 1000), this.#retryCapSeconds()),
+    // A client is told to retry within the probe interval (a second), not the whole wait.
+    throw loggedConnectFailure(
+      new DbConnectionError({ internal: 'backing off reconnects for 1 s', headers: { 'retry-after': '1' } }),
     )
-    const refusal = new DbConnectionError({
-      internal: `backing off reconnects for ${seconds} s`,
-      headers: { 'retry-after': String(seconds) },
-    })
-    backoffRefusals.add(refusal)
-    throw refusal
   }
 
   /** A connection to `url` failed: wait before the next try (doubling up to maxMs). */
@@ -130,29 +125,22 @@ export class ReconnectBackoff {
     this.#states.clear()
   }
 
-  /** With probes, a client is told to retry within the probe interval, not the whole wait. */
-  #retryCapSeconds(): number {
-    return this.#s.probe === undefined ? Infinity : Math.max(1, Math.ceil(this.#s.probeIntervalMs / 1000))
-  }
-
   #schedule(url: string, st: State): void {
-    if (this.#s.probe === undefined) return
     st.timer = setTimeout(() => {
       st.timer = null
       if (this.#states.get(url) !== st) return
       this.#maybeProbe(url, st)
       if (this.#states.get(url) === st) this.#schedule(url, st)
-    }, this.#s.probeIntervalMs)
+    }, PROBE_INTERVAL_MS)
     st.timer.unref()
   }
 
   /** Starts a probe of `url` unless one runs or the last started less than an interval ago. */
   #maybeProbe(url: string, st: State): void {
-    const probe = this.#s.probe
     const now = this.#s.now()
-    if (probe === undefined || st.probe !== null || now - st.probedAt < this.#s.probeIntervalMs) return
+    if (st.probe !== null || now - st.probedAt < PROBE_INTERVAL_MS) return
     st.probedAt = now
-    st.probe = probe(url).then(
+    st.probe = this.#s.probe(url).then(
       () => {
         st.probe = null
         if (this.#states.get(url) === st) this.succeeded(url)

@@ -95,11 +95,16 @@ const str = (v: unknown): string => String(v)
 const strOrNull = (v: unknown): string | null => (v === null || v === undefined ? null : String(v))
 const strList = (v: unknown): string[] => (Array.isArray(v) ? v.map(String) : [])
 
+/** The value of `key`, made (and kept) first when there is none. */
+function entry<K, V>(m: Map<K, V>, key: K, make: () => V): V {
+  let v = m.get(key)
+  if (v === undefined) m.set(key, (v = make()))
+  return v
+}
+
 /** Appends `value` to the list of `key`. */
 function push<K, V>(m: Map<K, V[]>, key: K, value: V): void {
-  const list = m.get(key)
-  if (list) list.push(value)
-  else m.set(key, [value])
+  entry(m, key, () => []).push(value)
 }
 
 const sameSet = (a: readonly string[], b: readonly string[]): boolean =>
@@ -129,25 +134,16 @@ class SchemaCacheBuilder {
 
   constructor(rows: CatalogRows) {
     this.#rows = rows
-    for (const a of rows.attnames) this.#putAtt(Number(a.rel), Number(a.num), str(a.name))
+    for (const a of rows.attnames) entry(this.#attname, Number(a.rel), () => new Map()).set(Number(a.num), str(a.name))
     for (const c of rows.columns) this.#addColumn(c)
     for (const k of rows.constraints) this.#addConstraint(k)
     for (const [oid, cols] of rows.views) this.#addViewBase(oid, cols)
     for (const r of rows.relations) this.#addRelation(r)
   }
 
-  #putAtt(rel: number, num: number, name: string): void {
-    let m = this.#attname.get(rel)
-    if (!m) {
-      m = new Map()
-      this.#attname.set(rel, m)
-    }
-    m.set(num, name)
-  }
-
   #addColumn(c: CatalogRow): void {
     const rel = Number(c.rel)
-    this.#putAtt(rel, Number(c.num), str(c.name))
+    entry(this.#attname, rel, () => new Map()).set(Number(c.num), str(c.name))
     push(this.#columnsByRel, rel, {
       name: str(c.name),
       type: str(c.type),
@@ -239,11 +235,7 @@ class SchemaCacheBuilder {
     if (!base) return []
     const byBase = new Map<number, Map<string, string>>()
     for (const [vcol, b] of base) {
-      let m = byBase.get(b.oid)
-      if (!m) {
-        m = new Map()
-        byBase.set(b.oid, m)
-      }
+      const m = entry(byBase, b.oid, () => new Map<string, string>())
       if (!m.has(b.col)) m.set(b.col, vcol)
     }
     let pk: string[] = []
@@ -371,7 +363,6 @@ function buildMediaHandlers(rows: readonly CatalogRow[]): Map<string, MediaHandl
 const JSON_OID = 114
 const TEXT_OID = 25
 
-/** Data representations by domain OID; undefined when there are none (the common case costs nothing). */
 /**
  * The request roles' settings by role. As PostgREST's queryRoleSettings, a role's
  * default_transaction_isolation is its transactions' isolation level rather than a setting.
@@ -384,8 +375,7 @@ function buildRoleSettings(rows: readonly CatalogRow[]): ReadonlyMap<string, Rol
   for (const r of rows) {
     const role = str(r.role)
     const name = str(r.name)
-    let e = out.get(role)
-    if (e === undefined) out.set(role, (e = { settings: [], isolation: null }))
+    const e = entry(out, role, () => ({ settings: [], isolation: null }))
     if (name === 'default_transaction_isolation') e.isolation = str(r.value)
     else if (!TRANSACTION_ONLY.has(name)) e.settings.push([name, str(r.value)])
   }
@@ -398,6 +388,7 @@ const TRANSACTION_ONLY: ReadonlySet<string> = new Set([
   'transaction_deferrable',
 ])
 
+/** Data representations by domain OID; undefined when there are none (the common case costs nothing). */
 function buildRepresentations(rows: readonly CatalogRow[]): Representations | undefined {
   if (rows.length === 0) return undefined
   const toJson = new Map<number, QualifiedName>()

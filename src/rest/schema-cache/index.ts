@@ -33,7 +33,6 @@ export interface CacheSource {
 
 interface CacheLogger {
   warn(obj: object, msg?: string): void
-  info?(obj: object, msg?: string): void
 }
 
 interface Entry {
@@ -243,10 +242,6 @@ class TenantSchemaCaches implements SchemaCacheStore {
     this.#closed = true
     const all = [...this.#entries.values()]
     this.#entries.clear()
-    await Promise.all(
-      all.map(async (e) => {
-        await e.loading?.catch(() => {})
-      }),
-    )
+    await Promise.all(all.map((e) => e.loading?.catch(() => {})))
   }
 }

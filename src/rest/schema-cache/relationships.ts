@@ -2,7 +2,7 @@
 // every foreign key gives many-to-one / one-to-many (one-to-one when the key columns are
 // the PK or unique), repeated for the views that expose the key columns, and two
 // many-to-one keys of a junction whose PK covers them give many-to-many. Pure.
-import type { ColumnPairs, QualifiedName, Relationship } from './types.js'
+import { qnKey, type ColumnPairs, type QualifiedName, type Relationship } from './types.js'
 
 /** A relation that can stand for a base table: the table itself or a view over it. */
 export interface Stand {
@@ -97,7 +97,7 @@ function keyRelationships(
 function junctionRelationships(m2o: readonly Relationship[], input: RelationshipInput): Relationship[] {
   const byJunction = new Map<string, Relationship[]>()
   for (const r of m2o) {
-    const k = r.table.schema + '\u0000' + r.table.name
+    const k = qnKey(r.table.schema, r.table.name)
     const list = byJunction.get(k)
     if (list) list.push(r)
     else byJunction.set(k, [r])

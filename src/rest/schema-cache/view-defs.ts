@@ -11,36 +11,13 @@ export interface ViewColumnSource {
   readonly attnum: number
 }
 
-/** Splits node-tree text into tokens: `(`, `)`, `{`, `}` and words (backslash escapes). */
+/**
+ * Splits node-tree text into tokens: `(`, `)`, `{`, `}` and words between blanks, in which a
+ * backslash escapes the next character (a bracket or a blank too).
+ */
 function tokenize(text: string): string[] {
-  const tokens: string[] = []
-  let cur = ''
-  let has = false
-  const flush = (): void => {
-    if (has) {
-      tokens.push(cur)
-      cur = ''
-      has = false
-    }
-  }
-  for (let i = 0; i < text.length; i++) {
-    const ch = text[i]
-    if (ch === '\\') {
-      cur += text[i + 1] ?? ''
-      has = true
-      i++
-    } else if (ch === '(' || ch === ')' || ch === '{' || ch === '}') {
-      flush()
-      tokens.push(ch)
-    } else if (ch === ' ' || ch === '\n' || ch === '\t' || ch === '\r') {
-      flush()
-    } else {
-      cur += ch
-      has = true
-    }
-  }
-  flush()
-  return tokens
+  const tokens = text.match(/[(){}]|(?:\\[^]|[^ \n\t\r(){}\\])+/g) ?? []
+  return tokens.map((t) => t.replace(/\\([^])/g, '$1'))
 }
 
 /**
