@@ -124,9 +124,7 @@ class TypescriptRenderer {
     for (const r of rels) {
       if (r.referencedSchema !== r.schema) continue
       const k = JSON.stringify([r.schema, r.relation])
-      const list = this.#relationships.get(k) ?? []
-      list.push(r)
-      this.#relationships.set(k, list)
+      this.#relationships.set(k, [...(this.#relationships.get(k) ?? []), r])
     }
   }
 
@@ -278,10 +276,7 @@ class TypescriptRenderer {
 
   #compositeType(schema: string, type: CatalogType): Doc {
     return object(
-      type.attributes.map((a) => {
-        const t = this.#typesById.get(a.typeId)
-        return { key: a.name, type: text(t === undefined ? 'unknown' : orNull(this.#tsType(schema, t.name), true)) }
-      }),
+      type.attributes.map((a) => ({ key: a.name, type: text(orNull(this.#tsTypeOf(schema, a.typeId), true)) })),
     )
   }
 
@@ -324,12 +319,7 @@ class TypescriptRenderer {
   }
 
   #arg(schema: string, a: CatalogArg): Member {
-    const t = this.#typesById.get(a.typeId)
-    return {
-      key: a.name,
-      optional: a.hasDefault,
-      type: text(t === undefined ? 'unknown' : this.#tsType(schema, t.name)),
-    }
+    return { key: a.name, optional: a.hasDefault, type: text(this.#tsTypeOf(schema, a.typeId)) }
   }
 
   /** `Returns` (an array for a set of several rows) and `SetofOptions` where postgrest-js needs them. */
@@ -410,19 +400,19 @@ class TypescriptRenderer {
   #returnType(schema: string, fn: CatalogFunction): Doc {
     const tableArgs = fn.args.filter((a) => a.mode === 'table')
     if (tableArgs.length > 0) {
-      return object(
-        tableArgs.map((a) => {
-          const t = this.#typesById.get(a.typeId)
-          return { key: a.name, type: text(t === undefined ? 'unknown' : this.#tsType(schema, t.name)) }
-        }),
-      )
+      return object(tableArgs.map((a) => ({ key: a.name, type: text(this.#tsTypeOf(schema, a.typeId)) })))
     }
     const parts = this.#schemas.get(schema) as SchemaParts
     const relation = [...parts.tables, ...parts.views].find((r) => r.id === fn.returnRelationId)
     if (relation !== undefined)
       return object((this.#columns.get(relation.id) ?? []).map((c) => this.#column(schema, c, false)))
-    const type = this.#typesById.get(fn.returnTypeId)
-    return text(type === undefined ? 'unknown' : this.#tsType(schema, type.name))
+    return text(this.#tsTypeOf(schema, fn.returnTypeId))
+  }
+
+  /** A type by OID as TypeScript (`unknown` when the catalog does not have it). */
+  #tsTypeOf(schema: string, typeId: number): string {
+    const t = this.#typesById.get(typeId)
+    return t === undefined ? 'unknown' : this.#tsType(schema, t.name)
   }
 
   /** A Postgres type name as TypeScript (postgres-meta's pgTypeToTsType). */
