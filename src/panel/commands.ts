@@ -7,14 +7,10 @@
 import type { Command } from 'commander'
 import pg from 'pg'
 import type { Config } from '../config/index.js'
-import { createTenantStore, DATABASE_NAME } from '../tenants/index.js'
+import { DATABASE_NAME, out, withTenantStore } from '../tenants/index.js'
 import { CheckFailedError } from './errors.js'
 import { checkPolicies, formatPolicyReport } from './policy-check.js'
 import { supabaseDefaultPrivileges, type DefaultPrivilegesState } from '../platform/index.js'
-
-const out = (text: string): void => {
-  process.stdout.write(text.endsWith('\n') ? text : text + '\n')
-}
 
 interface DefaultPrivilegesReport {
   /** rest.supabase_default_privileges */
@@ -47,14 +43,7 @@ export function registerPanelCommands(tenants: Command, config: () => Config): v
     .action(async (database: string, opts: { json?: boolean }) => {
       if (!DATABASE_NAME.test(database))
         throw new CheckFailedError(`"${database}" is not a database name (${DATABASE_NAME.source})`)
-      const cfg = config()
-      const store = createTenantStore(cfg)
-      let tenant
-      try {
-        tenant = await store.get(database)
-      } finally {
-        await store.close()
-      }
+      const tenant = await withTenantStore(config(), (store) => store.get(database))
       if (tenant === null) throw new CheckFailedError(`no tenant named "${database}" in the tenant store`)
       const client = new pg.Client({
         connectionString: tenant.postgres,

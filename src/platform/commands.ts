@@ -9,8 +9,9 @@ import { parse as parseYaml, stringify as toYaml } from 'yaml'
 import type { Config } from '../config/index.js'
 import { withDatabase, writeFileAtomic } from '../shared/index.js'
 import {
-  createTenantStore,
+  withTenantStore,
   declareCommands,
+  out,
   toTenant,
   SIGNING_ALGORITHMS,
   currentSigningKey,
@@ -22,10 +23,6 @@ import { assertDatabaseName, dropTenant, provisionTenant } from './provision.js'
 import { migrateAll, migrateDatabase } from './migrate.js'
 import { connectAdmin, connectionLimitsOf, describeUrl, type TenantRoleNames } from './roles.js'
 import { PlatformCommandError } from './errors.js'
-
-const out = (text: string): void => {
-  process.stdout.write(text.endsWith('\n') ? text : text + '\n')
-}
 
 function adminUrlOf(flag: string | undefined, cfg: Config): string {
   const url = flag ?? cfg.postgres.url
@@ -165,14 +162,7 @@ async function recordNewTenant(
   mkdirSync(dir, { recursive: true })
   writeFileAtomic(target, renderTenantFile(file), { mode: 0o600, exclusive: true })
   done.ignored = ignoreInGit(dir, path.basename(target))
-  if (cfg.tenants.source === 'redis') {
-    const store = createTenantStore(cfg)
-    try {
-      await store.putAll([toTenant(file)])
-    } finally {
-      await store.close()
-    }
-  }
+  if (cfg.tenants.source === 'redis') await withTenantStore(cfg, (store) => store.putAll([toTenant(file)]))
 }
 
 function createdReport(
@@ -250,15 +240,7 @@ async function forgetTenant(
     unignoreInGit(path.dirname(target), path.basename(target))
     fileRemoved = true
   }
-  let storeRemoved = false
-  if (cfg.tenants.source === 'redis') {
-    const store = createTenantStore(cfg)
-    try {
-      storeRemoved = await store.delete(database)
-    } finally {
-      await store.close()
-    }
-  }
+  const storeRemoved = cfg.tenants.source === 'redis' && (await withTenantStore(cfg, (store) => store.delete(database)))
   return { fileRemoved, storeRemoved }
 }
 

@@ -5,7 +5,7 @@
 import path from 'node:path'
 import type { Command } from 'commander'
 import type { Config } from '../config/index.js'
-import { createTenantStore, DATABASE_NAME, loadTenantFiles, type TenantFile } from '../tenants/index.js'
+import { DATABASE_NAME, loadTenantFiles, out, withTenantStore, type TenantFile } from '../tenants/index.js'
 import { pushMigrations } from './db-push.js'
 import { PlatformCommandError } from './errors.js'
 import { dropTenant, ensureTenant } from './provision.js'
@@ -18,25 +18,16 @@ interface PushFlags {
   dbUrl?: string
 }
 
-const out = (line: string): void => {
-  process.stdout.write(`${line}\n`)
-}
-
 /** The owner URL of a tenant database, from the tenant store. */
 async function ownerUrl(database: string, config: () => Config): Promise<string> {
   if (!DATABASE_NAME.test(database))
     throw new PlatformCommandError(`"${database}" is not a database name (${DATABASE_NAME.source})`)
-  const store = createTenantStore(config())
-  try {
-    const tenant = await store.get(database)
-    if (tenant === null)
-      throw new PlatformCommandError(
-        `no tenant named "${database}" in the tenant store (is npm start running, or is the tenant applied?)`,
-      )
-    return tenant.postgres
-  } finally {
-    await store.close()
-  }
+  const tenant = await withTenantStore(config(), (store) => store.get(database))
+  if (tenant === null)
+    throw new PlatformCommandError(
+      `no tenant named "${database}" in the tenant store (is npm start running, or is the tenant applied?)`,
+    )
+  return tenant.postgres
 }
 
 /** supabase/seed.sql beside the migrations directory (supabase/migrations). */

@@ -9,9 +9,14 @@ import path from 'node:path'
 /**
  * Replaces `file` with `text` at once (rename of a temporary file in the same directory); with
  * `exclusive`, creates it instead and fails with EEXIST when it exists (a hard link, which never
- * replaces).
+ * replaces). `onlyIf`, asked once the text is on disk, right before the rename: false leaves
+ * `file` as it is, and the result is false.
  */
-export function writeFileAtomic(file: string, text: string, opts: { mode?: number; exclusive?: boolean } = {}): void {
+export function writeFileAtomic(
+  file: string,
+  text: string,
+  opts: { mode?: number; exclusive?: boolean; onlyIf?: () => boolean } = {},
+): boolean {
   const tmp = path.join(
     path.dirname(file),
     `.${path.basename(file)}.${process.pid}.${randomBytes(4).toString('hex')}.tmp`,
@@ -24,8 +29,10 @@ export function writeFileAtomic(file: string, text: string, opts: { mode?: numbe
     } finally {
       closeSync(fd)
     }
+    if (opts.onlyIf?.() === false) return false
     if (opts.exclusive) linkSync(tmp, file)
     else renameSync(tmp, file)
+    return true
   } finally {
     rmSync(tmp, { force: true })
   }

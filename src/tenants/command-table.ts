@@ -16,6 +16,11 @@ export interface CommandRow {
   action: Parameters<Command['action']>[0]
 }
 
+/** Prints `text` on stdout as one or more whole lines. */
+export function out(text: string): void {
+  process.stdout.write(text.endsWith('\n') ? text : text + '\n')
+}
+
 /** Declares every row as a subcommand of `parent`. */
 export function declareCommands(parent: Command, rows: readonly CommandRow[]): void {
   for (const row of rows) {

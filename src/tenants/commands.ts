@@ -2,13 +2,14 @@
 // commands (docs/tenant-state.md). `apply` validates every file before it writes anything and
 // merges three ways (apply.ts); every change is compare-and-set and audited. Failures are
 // GatehouseError/ConfigError, which the CLI prints as one clear message with exit code 1.
-import { existsSync, renameSync, statSync, writeFileSync } from 'node:fs'
+import { existsSync, statSync } from 'node:fs'
 import path from 'node:path'
 import type { Command } from 'commander'
 import { stringify as toYaml } from 'yaml'
 import type { Config } from '../config/index.js'
-import { createTenantStore } from './store.js'
-import { declareCommands, type CommandRow } from './command-table.js'
+import { writeFileAtomic } from '../shared/index.js'
+import { withTenantStore } from './store.js'
+import { declareCommands, out, type CommandRow } from './command-table.js'
 import { createRedisStore, type RedisTenantStore } from './redis-store.js'
 import { loadTenantFileEntries, type LoadedTenantFile } from './yaml-loader.js'
 import { DATABASE_NAME, maskTenant, type Tenant } from './schema.js'
@@ -25,7 +26,6 @@ import {
   planApply,
   type ApplyPlan,
 } from './apply.js'
-import type { TenantStore } from './types.js'
 import {
   ASYMMETRIC_ALGORITHMS,
   SigningKeyChangeError,
@@ -40,27 +40,18 @@ import {
   type SigningKeyFile,
 } from './signing-keys.js'
 
-type Out = (text: string) => void
-const out: Out = (text) => {
-  process.stdout.write(text.endsWith('\n') ? text : text + '\n')
-}
-
-async function withStore<T>(config: Config, fn: (store: TenantStore) => Promise<T>): Promise<T> {
-  const store = createTenantStore(config)
-  try {
-    return await fn(store)
-  } finally {
-    await store.close()
-  }
-}
-
 function checkName(database: string): void {
   if (!DATABASE_NAME.test(database)) {
     throw new TenantStoreConfigError(`"${database}" is not a database name (${DATABASE_NAME.source})`)
   }
 }
 
-function redisStoreOf(config: Config, what: string): RedisTenantStore {
+/** Runs `fn` with the Redis store, closed after; with files as the source there is nothing to `what`. */
+async function withRedisStore<T>(
+  config: Config,
+  what: string,
+  fn: (store: RedisTenantStore) => Promise<T>,
+): Promise<T> {
   if (config.tenants.source !== 'redis') {
     throw new TenantStoreConfigError(
       `tenants.source is "files": every process reads the tenant files of ${config.tenants.dir} directly, so there is nothing to ${what}. ` +
@@ -71,7 +62,12 @@ function redisStoreOf(config: Config, what: string): RedisTenantStore {
     throw new TenantStoreConfigError(
       'tenants.source is redis but redis.url is not set (GATEHOUSE_REDIS_URL or REDIS_URL)',
     )
-  return createRedisStore({ url: config.redis.url, prefix: config.redis.key_prefix })
+  const store = createRedisStore({ url: config.redis.url, prefix: config.redis.key_prefix })
+  try {
+    return await fn(store)
+  } finally {
+    await store.close()
+  }
 }
 
 function warnRevoked(database: string, file: string, kids: string[]): void {
@@ -89,13 +85,6 @@ function describePlan(p: ApplyPlan, version?: string | null): string {
   if (p.kept.length > 0) lines.push(`    kept (changed in the store since the last apply): ${p.kept.join(', ')}`)
   if (p.noLastApplied) lines.push("    (no last apply was recorded: the file's values were taken)")
   return lines.join('\n')
-}
-
-/** Writes a file only its owner reads, atomically. */
-function writePrivateFile(file: string, text: string): void {
-  const tmp = `${file}.${process.pid}.tmp`
-  writeFileSync(tmp, text, { mode: 0o600 })
-  renameSync(tmp, file)
 }
 
 interface ApplyFlags {
@@ -139,29 +128,19 @@ async function apply(cfg: Config, target: string, opts: ApplyFlags): Promise<voi
     )
     return
   }
-  const store = redisStoreOf(cfg, 'apply')
-  try {
-    if (opts.dryRun) await dryRunApply(store, entries, opts.force === true)
-    else await applyToStore(store, entries, opts.force === true)
-  } finally {
-    await store.close()
-  }
+  await withRedisStore(cfg, 'apply', (store) =>
+    opts.dryRun ? dryRunApply(store, entries, opts.force === true) : applyToStore(store, entries, opts.force === true),
+  )
 }
 
 async function diff(cfg: Config, target: string, opts: { json?: boolean }): Promise<void> {
   const entries = loadTenantFileEntries(target)
-  const store = redisStoreOf(cfg, 'diff')
-  let rows
-  let onlyStored: string[] = []
-  try {
-    rows = await diffTenantFiles(store, entries)
-    if (statSync(target).isDirectory()) {
-      const named = new Set(entries.map((e) => e.file.database))
-      onlyStored = (await store.list()).filter((d) => !named.has(d))
-    }
-  } finally {
-    await store.close()
-  }
+  const { rows, onlyStored } = await withRedisStore(cfg, 'diff', async (store) => {
+    const rows = await diffTenantFiles(store, entries)
+    if (!statSync(target).isDirectory()) return { rows, onlyStored: [] }
+    const named = new Set(entries.map((e) => e.file.database))
+    return { rows, onlyStored: (await store.list()).filter((d) => !named.has(d)) }
+  })
   for (const d of onlyStored)
     rows.push({
       database: d,
@@ -185,14 +164,14 @@ async function exportTenant(
   opts: { out?: string; includeSecrets?: boolean },
 ): Promise<void> {
   checkName(database)
-  const v = await withStore(cfg, (s) => s.read(database))
+  const v = await withTenantStore(cfg, (s) => s.read(database))
   if (!v) throw new TenantNotInStoreError(database)
   const { text, env } = exportTenantFile(v.tenant, { includeSecrets: opts.includeSecrets === true, version: v.version })
   if (opts.out === undefined) {
     process.stdout.write(text)
     return
   }
-  writePrivateFile(opts.out, text)
+  writeFileAtomic(opts.out, text, { mode: 0o600 })
   out(
     `wrote ${opts.out} (${database}, version ${v.version})${env.length > 0 ? `; set ${env.join(', ')} before applying it` : ''}`,
   )
@@ -200,9 +179,9 @@ async function exportTenant(
 
 async function history(cfg: Config, database: string, opts: { json?: boolean }): Promise<void> {
   checkName(database)
-  const entries = await withStore(cfg, (s) => s.history(database))
+  const entries = await withTenantStore(cfg, (s) => s.history(database))
   // No history and no record: a name the store never held (a deleted one keeps its history).
-  if (entries.length === 0 && !(await withStore(cfg, (s) => s.read(database))))
+  if (entries.length === 0 && !(await withTenantStore(cfg, (s) => s.read(database))))
     throw new TenantNotInStoreError(database)
   if (opts.json) {
     out(JSON.stringify(entries, null, 2))
@@ -223,7 +202,7 @@ async function history(cfg: Config, database: string, opts: { json?: boolean }):
 }
 
 async function list(cfg: Config, opts: { json?: boolean }): Promise<void> {
-  const names = await withStore(cfg, (s) => s.list())
+  const names = await withTenantStore(cfg, (s) => s.list())
   if (opts.json) out(JSON.stringify(names))
   else if (names.length) out(names.join('\n'))
   else process.stderr.write('no tenants\n')
@@ -231,7 +210,7 @@ async function list(cfg: Config, opts: { json?: boolean }): Promise<void> {
 
 async function show(cfg: Config, database: string, opts: { json?: boolean }): Promise<void> {
   checkName(database)
-  const { tenant, meta } = await withStore(cfg, async (s) => ({
+  const { tenant, meta } = await withTenantStore(cfg, async (s) => ({
     tenant: await s.get(database),
     meta: s.kind === 'redis' ? await (s as RedisTenantStore).meta(database) : null,
   }))
@@ -247,13 +226,7 @@ async function show(cfg: Config, database: string, opts: { json?: boolean }): Pr
 
 async function deleteTenant(cfg: Config, database: string): Promise<void> {
   checkName(database)
-  const store = redisStoreOf(cfg, 'delete (remove its file instead)')
-  let removed: boolean
-  try {
-    removed = await store.delete(database)
-  } finally {
-    await store.close()
-  }
+  const removed = await withRedisStore(cfg, 'delete (remove its file instead)', (store) => store.delete(database))
   if (!removed) throw new TenantNotInStoreError(database)
   out(`deleted ${database} from the tenant store`)
 }
@@ -362,11 +335,9 @@ function changedJwt(jwt: Tenant['jwt'], c: KeyChange): Tenant['jwt'] {
 async function changeInStore(cfg: Config, database: string, file: string, c: KeyChange): Promise<string[]> {
   // The store holds what every process serves: change it, then the file the same way, so the
   // file says what the store holds.
-  const store = redisStoreOf(cfg, 'change')
   let before: Tenant | null = null
-  let r
-  try {
-    r = await updateTenant(
+  const r = await withRedisStore(cfg, 'change', (store) =>
+    updateTenant(
       store,
       database,
       (current) => {
@@ -374,10 +345,8 @@ async function changeInStore(cfg: Config, database: string, file: string, c: Key
         return { ...current, jwt: changedJwt(current.jwt, c) }
       },
       { who: 'cli', via: 'cli', action: c.kind },
-    )
-  } finally {
-    await store.close()
-  }
+    ),
+  )
   const lines = [`tenant store updated (version ${r.version}); every process drops its cached record of ${database}`]
   if (existsSync(file) && before !== null) {
     writeTenantChanges(file, before, r.tenant)
@@ -428,7 +397,7 @@ async function changeKeys(
 
 async function listKeys(cfg: Config, database: string, opts: { json?: boolean }): Promise<void> {
   checkName(database)
-  const tenant = await withStore(cfg, (s) => s.get(database))
+  const tenant = await withTenantStore(cfg, (s) => s.get(database))
   if (!tenant) throw new TenantNotInStoreError(database)
   const keys = describeSigningKeys(tenant.jwt)
   if (opts.json) {
@@ -454,7 +423,7 @@ async function rotationAlgorithm(
       throw new TenantStoreConfigError(`--alg must be one of ${ASYMMETRIC_ALGORITHMS.join(', ')}`)
     return flag as AsymmetricAlgorithm
   }
-  const tenant = await withStore(cfg, (s) => s.get(database))
+  const tenant = await withTenantStore(cfg, (s) => s.get(database))
   if (!tenant) throw new TenantNotInStoreError(database)
   const now = signingAlgorithmOf(tenant.jwt)
   return now === 'HS256' ? 'ES256' : now

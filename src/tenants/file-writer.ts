@@ -7,13 +7,12 @@
 // (round trip) or nothing is written. The file is replaced atomically: a temporary file beside
 // it, fsync, a check that nobody changed the file meanwhile (else the change is made again on
 // what is there now), rename, fsync of the directory.
-import { closeSync, fsyncSync, openSync, readFileSync, renameSync, rmSync, statSync, writeSync } from 'node:fs'
-import { randomBytes } from 'node:crypto'
+import { closeSync, fsyncSync, openSync, readFileSync, statSync } from 'node:fs'
 import path from 'node:path'
 import { isMap, isSeq, parseDocument, type Document } from 'yaml'
 import { isDeepStrictEqual } from 'node:util'
 import { tenantFileEnvironment } from '../config/index.js'
-import { ConfigError } from '../shared/index.js'
+import { ConfigError, writeFileAtomic } from '../shared/index.js'
 import { TenantFileRoundTripError, TenantStoreConfigError } from './errors.js'
 import { fieldsOf, fieldName } from './fields.js'
 import { TenantFileSchema, toTenant, type Tenant } from './schema.js'
@@ -112,28 +111,13 @@ function fsyncDir(dir: string): void {
 
 /** Replaces `file` with `text` atomically when it still holds `expected`; false when it does not. */
 export function replaceFileIfUnchanged(file: string, expected: string, text: string): boolean {
-  const dir = path.dirname(file)
-  const tmp = path.join(dir, `.${path.basename(file)}.${process.pid}.${randomBytes(4).toString('hex')}.tmp`)
-  const fd = openSync(tmp, 'wx', statSync(file).mode & 0o777)
-  try {
-    writeSync(fd, text)
-    fsyncSync(fd)
-  } finally {
-    closeSync(fd)
-  }
-  try {
-    // Check before rename: a writer that came between our read and now wins; we redo ours.
-    if (readFileSync(file, 'utf8') !== expected) {
-      rmSync(tmp, { force: true })
-      return false
-    }
-    renameSync(tmp, file)
-  } catch (err) {
-    rmSync(tmp, { force: true })
-    throw err
-  }
-  fsyncDir(dir)
-  return true
+  const replaced = writeFileAtomic(file, text, {
+    mode: statSync(file).mode & 0o777,
+    // Checked before the rename: a writer that came between our read and now wins; we redo ours.
+    onlyIf: () => readFileSync(file, 'utf8') === expected,
+  })
+  if (replaced) fsyncDir(path.dirname(file))
+  return replaced
 }
 
 /** The record a tenant file's text holds, or the problems that keep it from loading. */

@@ -122,9 +122,9 @@ export {
   type TenantSigningKey,
   type PublicSigningJwk,
 } from './signing-keys.js'
-export { createTenantStore, type TenantStoreDeps } from './store.js'
+export { createTenantStore, withTenantStore, type TenantStoreDeps } from './store.js'
 export { registerTenantStoreCommands, registerSigningKeyCommands } from './commands.js'
-export { declareCommands, type CommandRow } from './command-table.js'
+export { declareCommands, out, type CommandRow } from './command-table.js'
 export {
   planApply,
   applyTenantFiles,

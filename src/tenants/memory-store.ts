@@ -7,10 +7,11 @@
 // directory (`<stateDir>/audit.log`, `<stateDir>/revocations.json`), so a revoked key stays
 // revoked even when a file is edited to list it again.
 import { createHash } from 'node:crypto'
-import { appendFileSync, existsSync, mkdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs'
+import { appendFileSync, existsSync, mkdirSync, readFileSync } from 'node:fs'
 import path from 'node:path'
 import { isDeepStrictEqual } from 'node:util'
 import { tenantFileEnvironment } from '../config/index.js'
+import { writeFileAtomic } from '../shared/index.js'
 import { loadTenantFileEntries } from './yaml-loader.js'
 import { toTenant, type Tenant, type TenantFile } from './schema.js'
 import { TenantStoreConfigError } from './errors.js'
@@ -19,6 +20,8 @@ import { keepRevocations } from './fields.js'
 import { revivalProblem, revokedKeysListed, type RevokedKey } from './signing-keys.js'
 import {
   AUDIT_KEEP,
+  auditEntries,
+  notifyListeners,
   silentLogger,
   type AuditEntry,
   type ChangeListener,
@@ -84,9 +87,7 @@ function stateFiles(stateDir: string | undefined) {
   }
   const atomicWrite = (file: string, text: string): void => {
     mkdirSync(path.dirname(file), { recursive: true, mode: 0o700 })
-    const tmp = `${file}.${process.pid}.tmp`
-    writeFileSync(tmp, text, { mode: 0o600 })
-    renameSync(tmp, file)
+    writeFileAtomic(file, text, { mode: 0o600 })
   }
   return {
     readRevocations,
@@ -99,15 +100,7 @@ function stateFiles(stateDir: string | undefined) {
     },
     readAudit(): AuditEntry[] {
       if (audit === undefined || !existsSync(audit)) return []
-      return readFileSync(audit, 'utf8')
-        .split('\n')
-        .flatMap((l) => {
-          try {
-            return l ? [JSON.parse(l) as AuditEntry] : []
-          } catch {
-            return []
-          }
-        })
+      return auditEntries(readFileSync(audit, 'utf8').split('\n'))
     },
     appendAudit(entry: AuditEntry, all: () => AuditEntry[]): void {
       if (audit === undefined) return
@@ -189,12 +182,12 @@ class FileTenantStore implements MemoryTenantStore {
       for (const t of tenants)
         this.#records.set(t.database, this.#revoked(structuredClone(t), this.#fileOf(t.database) ?? t.database))
     })
-    for (const t of tenants) this.#notify(t.database)
+    for (const t of tenants) notifyListeners(this.#listeners, t.database)
   }
 
   delete = async (database: string): Promise<boolean> => {
     const had = this.#records.delete(database)
-    if (had) this.#notify(database)
+    if (had) notifyListeners(this.#listeners, database)
     return had
   }
 
@@ -212,22 +205,12 @@ class FileTenantStore implements MemoryTenantStore {
     for (const k of this.#records.keys()) if (!next.has(k)) changed.push(k)
     this.#records.clear()
     for (const [k, v] of next) this.#records.set(k, v)
-    for (const k of changed.sort()) this.#notify(k)
+    for (const k of changed.sort()) notifyListeners(this.#listeners, k)
     return changed
   }
 
   close = async (): Promise<void> => {
     this.#listeners.clear()
-  }
-
-  #notify(database: string): void {
-    for (const l of [...this.#listeners]) {
-      try {
-        l(database)
-      } catch {
-        /* a listener's failure is its own */
-      }
-    }
   }
 
   /** `t` with every revocation this store knows of (its own record, the state directory). */
@@ -286,7 +269,7 @@ class FileTenantStore implements MemoryTenantStore {
       new_version: contentVersion(stored),
     }
     this.#state.appendAudit(entry, () => this.#state.readAudit())
-    this.#notify(database)
+    notifyListeners(this.#listeners, database)
     return { ok: true, version: entry.new_version, entry }
   }
 

@@ -14,7 +14,7 @@
 import { randomUUID } from 'node:crypto'
 import { maskUrlPassword } from '../shared/index.js'
 import { Redis, type RedisOptions } from 'ioredis'
-import { DATABASE_NAME, type Tenant } from './schema.js'
+import { DATABASE_NAME, KEY_HASH, type Tenant } from './schema.js'
 import {
   TenantStoreBackendError,
   TenantStoreConfigError,
@@ -24,6 +24,8 @@ import {
 import {
   ALL_TENANTS,
   AUDIT_KEEP,
+  auditEntries,
+  notifyListeners,
   silentLogger,
   type AuditEntry,
   type ChangeListener,
@@ -74,8 +76,6 @@ export interface RedisTenantStore extends TenantStore {
   /** Resolves once the change subscription is active (starts it when needed). */
   subscribed(): Promise<void>
 }
-
-const KEY_HASH = /^sha256:[0-9a-f]{64}$/
 
 // KEYS: record hash, tenant set, apply marker, audit list. ARGV: expected version ('' = no
 // record), record JSON, time, audit entry JSON without versions, database, last applied JSON
@@ -362,13 +362,7 @@ class RedisStore implements RedisTenantStore {
   history = async (database: string): Promise<AuditEntry[]> => {
     if (!DATABASE_NAME.test(database)) return []
     const lines = await this.#run('history', () => this.#client.lrange(this.keys.audit(database), 0, AUDIT_KEEP - 1))
-    return lines.flatMap((l) => {
-      try {
-        return [JSON.parse(l) as AuditEntry]
-      } catch {
-        return []
-      }
-    })
+    return auditEntries(lines)
   }
 
   lastApplied = async (database: string): Promise<Tenant | null> => {
@@ -465,19 +459,9 @@ class RedisStore implements RedisTenantStore {
     conn.on('ready', () => {
       if (down) this.#log.info?.({ redis: this.#where, role }, 'tenant store: redis connection restored')
       down = false
-      if (role === 'subscriber' && everReady) this.#notify(ALL_TENANTS) // messages may have been missed
+      if (role === 'subscriber' && everReady) notifyListeners(this.#listeners, ALL_TENANTS) // messages may have been missed
       everReady = true
     })
-  }
-
-  #notify(database: string): void {
-    for (const l of [...this.#listeners]) {
-      try {
-        l(database)
-      } catch {
-        /* a listener's failure is its own */
-      }
-    }
   }
 
   /**
@@ -627,7 +611,7 @@ class RedisStore implements RedisTenantStore {
     const p = this.#client.pipeline()
     for (const d of databases) p.publish(this.keys.channel, d)
     await p.exec()
-    for (const d of databases) this.#notify(d)
+    for (const d of databases) notifyListeners(this.#listeners, d)
   }
 
   /** The subscriber connection, made once: change messages to the listeners, a resubscribe when it comes back. */
@@ -642,13 +626,13 @@ class RedisStore implements RedisTenantStore {
     this.#watch(sub, 'subscriber')
     sub.on('message', (channel: string, message: string) => {
       if (channel !== this.keys.channel) return
-      if (message === ALL_TENANTS || DATABASE_NAME.test(message)) this.#notify(message)
+      if (message === ALL_TENANTS || DATABASE_NAME.test(message)) notifyListeners(this.#listeners, message)
     })
     // The first subscribe failed (Redis was down): subscribe once it is up, and resync.
     sub.on('ready', () => {
       if (this.#subscribing || this.#closed) return
       this.#subscribe().then(
-        () => this.#notify(ALL_TENANTS),
+        () => notifyListeners(this.#listeners, ALL_TENANTS),
         () => {},
       )
     })

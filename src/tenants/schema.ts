@@ -679,7 +679,8 @@ export function tenantRecordProblems(t: Tenant): string[] {
   return valueProblems(structuredClone(file)).map((p) => redactSecrets(p, { excerpt: false }))
 }
 
-const KEY_HASH = /^sha256:[0-9a-f]{64}$/
+/** A stored key's form (`sha256:<hex>`). */
+export const KEY_HASH = /^sha256:[0-9a-f]{64}$/
 
 /** A key as stored: a file may hold the hash itself (`tenants export` writes it so). */
 function storedKey(key: string): KeyHash {

@@ -48,3 +48,16 @@ export function createTenantStore(config: Pick<Config, 'tenants' | 'redis'>, dep
     ...(deps.onFileWritten !== undefined ? { onFileWritten: deps.onFileWritten } : {}),
   })
 }
+
+/** Runs `fn` with the store the configuration names, closed once `fn` is done (the CLI's commands). */
+export async function withTenantStore<T>(
+  config: Pick<Config, 'tenants' | 'redis'>,
+  fn: (store: TenantStore) => Promise<T>,
+): Promise<T> {
+  const store = createTenantStore(config)
+  try {
+    return await fn(store)
+  } finally {
+    await store.close()
+  }
+}

@@ -26,6 +26,17 @@ export const ALL_TENANTS = '*'
 /** Called with a database name, or ALL_TENANTS. */
 export type ChangeListener = (database: string) => void
 
+/** Tells every listener of a change to `database`; a listener's failure is its own. */
+export function notifyListeners(listeners: ReadonlySet<ChangeListener>, database: string): void {
+  for (const l of [...listeners]) {
+    try {
+      l(database)
+    } catch {
+      /* a listener's failure is its own */
+    }
+  }
+}
+
 /** A record and its version (an opaque string: Redis counts, files hash their content). */
 export interface VersionedTenant {
   tenant: Tenant
@@ -60,6 +71,17 @@ export interface WriteOptions {
 /** The outcome of a compare-and-set write. */
 export type WriteResult =
   { ok: true; version: string; entry: AuditEntry | null } | { ok: false; version: string | null }
+
+/** The audit entries stored as JSON lines; a line that is not one is skipped. */
+export function auditEntries(lines: readonly string[]): AuditEntry[] {
+  return lines.flatMap((l) => {
+    try {
+      return l ? [JSON.parse(l) as AuditEntry] : []
+    } catch {
+      return []
+    }
+  })
+}
 
 /** How many audit entries are kept per database. */
 export const AUDIT_KEEP = 100
