@@ -4,7 +4,7 @@ import { readFileSync } from 'node:fs'
 import { parse as parseYaml } from 'yaml'
 import { Ajv } from 'ajv'
 import { ConfigSchema, type Config } from './schema.js'
-import { ConfigError, readableSchemaErrors } from '../shared/index.js'
+import { ConfigError, isPlainObject, readableSchemaErrors } from '../shared/index.js'
 
 const ajv = new Ajv({ allErrors: true, useDefaults: true, coerceTypes: 'array', strict: false })
 const validate = ajv.compile(ConfigSchema)
@@ -19,13 +19,11 @@ function deepFreeze<T>(o: T): T {
   return o
 }
 
-function isObj(v: unknown): v is Json {
-  return !!v && typeof v === 'object' && !Array.isArray(v)
-}
-
-function merge(a: Json, b: Json): Json {
+/** `b` over `a`: objects merged key by key, any other value of `b` replacing `a`'s. */
+export function mergeDeep(a: Json, b: Json): Json {
   const out: Json = { ...a }
-  for (const [k, v] of Object.entries(b)) out[k] = isObj(v) && isObj(out[k]) ? merge(out[k] as Json, v) : v
+  for (const [k, v] of Object.entries(b))
+    out[k] = isPlainObject(v) && isPlainObject(out[k]) ? mergeDeep(out[k] as Json, v) : v
   return out
 }
 
@@ -106,10 +104,10 @@ export function loadConfig(opts: LoadConfigOptions = {}): Config {
     } catch (err) {
       throw new ConfigError(`cannot read config file ${file}: ${(err as Error).message}`)
     }
-    if (!isObj(fileData)) throw new ConfigError(`config file ${file} must hold a mapping`)
+    if (!isPlainObject(fileData)) throw new ConfigError(`config file ${file} must hold a mapping`)
   }
   const { data: envData, sources } = fromEnv(env)
-  const data = merge(merge(merge(opts.defaults ?? {}, fileData), envData), opts.overrides ?? {})
+  const data = mergeDeep(mergeDeep(mergeDeep(opts.defaults ?? {}, fileData), envData), opts.overrides ?? {})
   if (!validate(data)) {
     const fallback = file
       ? file

@@ -9,7 +9,7 @@
 // What it started is stopped in reverse order, also when a later step fails.
 import path from 'node:path'
 import { existsSync, readFileSync, rmSync } from 'node:fs'
-import { loadConfig, type Config } from '../config/index.js'
+import { loadConfig, mergeDeep, type Config } from '../config/index.js'
 import {
   parseTenantFile,
   applyTenantFiles,
@@ -69,18 +69,6 @@ export interface DevStack {
   tenantFilesIdle(): Promise<void>
 }
 
-function mergeDeep(a: Record<string, unknown>, b: Record<string, unknown>): Record<string, unknown> {
-  const out: Record<string, unknown> = { ...a }
-  for (const [k, v] of Object.entries(b)) {
-    const prev = out[k]
-    out[k] =
-      v && typeof v === 'object' && !Array.isArray(v) && prev && typeof prev === 'object' && !Array.isArray(prev)
-        ? mergeDeep(prev as Record<string, unknown>, v as Record<string, unknown>)
-        : v
-  }
-  return out
-}
-
 /**
  * The stack's tenant files into its Redis store, merged three ways as `tenants apply` does so
  * panel changes survive a restart; a field changed both in a file and from the panel since the
@@ -97,6 +85,18 @@ async function applyDevFiles(
     if (!(err instanceof TenantApplyConflictError)) throw err
     log.warn({}, `${err.message.split('\n').slice(0, -1).join('\n')}\nThe development stack takes the files' values.`)
     await applyTenantFiles(store, entries, { who: 'dev', force: true })
+  }
+}
+
+/** A database as dev.json (and so the banner and `gatehouse status`) lists it. */
+function servedDatabase(gatewayUrl: string, file: TenantFile): DevInfo['databases'][number] {
+  return {
+    database: file.database,
+    organization: file.organization,
+    url: `${gatewayUrl}/${file.database}`,
+    public_key: file.keys.public,
+    secret_key: file.keys.secret,
+    owner_url: file.postgres,
   }
 }
 
@@ -140,16 +140,7 @@ class Problems {
     const info = this.#written
     if (info === undefined) return
     const databases = info.databases.filter((d) => d.database !== database)
-    if (file !== null) {
-      databases.push({
-        database,
-        organization: file.organization,
-        url: `${info.gateway_url}/${database}`,
-        public_key: file.keys.public,
-        secret_key: file.keys.secret,
-        owner_url: file.postgres,
-      })
-    }
+    if (file !== null) databases.push(servedDatabase(info.gateway_url, file))
     this.#written = { ...info, databases }
     writeDevInfo(this.#stateDir, this.#list.length > 0 ? { ...this.#written, problems: this.list } : this.#written)
   }
@@ -446,14 +437,7 @@ class DevStart {
         ? { redis_url: config.redis.url, redis_key_prefix: config.redis.key_prefix }
         : {}),
       admin_urls: Object.fromEntries(running.map((p) => [p.name, p.adminUrl])),
-      databases: tenants.files.map((f) => ({
-        database: f.database,
-        organization: f.organization,
-        url: `${gatewayUrl}/${f.database}`,
-        public_key: f.keys.public,
-        secret_key: f.keys.secret,
-        owner_url: f.postgres,
-      })),
+      databases: tenants.files.map((f) => servedDatabase(gatewayUrl, f)),
     }
     if (this.#problems.list.length > 0) info.problems = this.#problems.list
     return info

@@ -19,6 +19,7 @@ import {
 } from '../tenants/index.js'
 import { ValidationError } from './errors.js'
 import {
+  isPlainObject,
   ownValue,
   checkOutboundUrl,
   OutboundRefusedError,
@@ -130,7 +131,7 @@ function hooksView(hooks: AuthHooks | undefined): Record<string, AuthHook> {
  * stored ones. Problems are added to `problems`.
  */
 function mergeHooks(current: AuthHooks | undefined, patch: unknown, problems: string[]): AuthHooks {
-  if (!isObject(patch)) {
+  if (!isPlainObject(patch)) {
     problems.push(
       `hooks: must be an object of hook name (${HOOK_NAMES.join(', ')}) -> {uri, secrets, enabled} (null removes one)`,
     )
@@ -146,7 +147,7 @@ function mergeHooks(current: AuthHooks | undefined, patch: unknown, problems: st
       delete out[name]
       continue
     }
-    if (!isObject(value)) {
+    if (!isPlainObject(value)) {
       problems.push(`hooks.${name}: must be an object or null`)
       continue
     }
@@ -232,17 +233,13 @@ function describe(e: ErrorObject): string {
 const PROVIDER_NAME = /^[a-z][a-z0-9_-]{0,63}$/
 const URL_LIKE = /^[a-z][a-z0-9+.-]*:\/\/\S+$/i
 
-function isObject(v: unknown): v is Record<string, unknown> {
-  return typeof v === 'object' && v !== null && !Array.isArray(v)
-}
-
 /**
  * Merges a PATCH body into `current`. Providers merge by name: `null` removes one, an object
  * updates it (a missing or masked secret keeps the stored one). Throws ValidationError (400)
  * naming every bad field; returns a new object.
  */
 export function applyAuthSettingsPatch(current: AuthSettings, patch: unknown): AuthSettings {
-  if (!isObject(patch)) throw new ValidationError('send a JSON object of settings to change')
+  if (!isPlainObject(patch)) throw new ValidationError('send a JSON object of settings to change')
   checkPatchKeys(patch)
   const problems: string[] = []
 
@@ -252,7 +249,7 @@ export function applyAuthSettingsPatch(current: AuthSettings, patch: unknown): A
     next[k] = structuredClone(patch[k]) as never
   }
   // The OAuth server's fields merge one by one: {oauth_server: {enabled: true}} keeps the path.
-  if (isObject(patch.oauth_server))
+  if (isPlainObject(patch.oauth_server))
     next.oauth_server = { ...oauthServerOf(current), ...structuredClone(patch.oauth_server) }
   // null takes the relying party away (passkeys must be off then).
   if (patch.webauthn === null) delete next.webauthn
@@ -286,7 +283,7 @@ function mergeProviders(
   p: unknown,
   problems: string[],
 ): Record<string, ProviderSettings> | undefined {
-  if (!isObject(p)) {
+  if (!isPlainObject(p)) {
     problems.push('providers: must be an object of provider name -> settings (null removes one)')
     return undefined
   }
@@ -300,7 +297,7 @@ function mergeProviders(
       delete providers[name]
       continue
     }
-    if (!isObject(value)) {
+    if (!isPlainObject(value)) {
       problems.push(`providers.${name}: must be an object or null`)
       continue
     }
@@ -330,7 +327,7 @@ function mergeProvider(
  * bucket back to GoTrue's default.
  */
 function mergeRateLimits(current: AuthSettings['rate_limits'], p: unknown, problems: string[]): RateLimits | undefined {
-  if (!isObject(p)) {
+  if (!isPlainObject(p)) {
     problems.push(
       'rate_limits: must be an object of bucket name -> {capacity, rate, interval_seconds} (null resets one)',
     )
@@ -343,7 +340,7 @@ function mergeRateLimits(current: AuthSettings['rate_limits'], p: unknown, probl
         merged[name] = { ...DEFAULT_RATE_LIMITS[name as keyof typeof DEFAULT_RATE_LIMITS] }
       continue
     }
-    if (!isObject(value)) {
+    if (!isPlainObject(value)) {
       problems.push(`rate_limits.${name}: must be an object or null`)
       continue
     }
@@ -385,7 +382,7 @@ const FETCHED_FIELDS = ['issuer', 'token_url', 'userinfo_url'] as const
  * (400) naming every refused field. The engine checks again at each request.
  */
 export async function checkProviderUrls(patch: unknown, next: AuthSettings, policy: OutboundPolicy): Promise<void> {
-  if (!isObject(patch)) return
+  if (!isPlainObject(patch)) return
   const problems: string[] = []
   /** Checks one URL; a refusal becomes a problem of `field`. */
   const check = async (url: string, field: string): Promise<void> => {
@@ -397,13 +394,13 @@ export async function checkProviderUrls(patch: unknown, next: AuthSettings, poli
     }
   }
   // An HTTP hook is called by the auth engine: the same outbound rules as a provider's URLs.
-  for (const name of Object.keys(isObject(patch.hooks) ? patch.hooks : {})) {
+  for (const name of Object.keys(isPlainObject(patch.hooks) ? patch.hooks : {})) {
     const uri = (ownValue(next.hooks ?? {}, name) as AuthHook | undefined)?.uri
     if (uri !== undefined && !uri.startsWith('pg-functions:')) await check(uri, `hooks.${name}.uri`)
   }
-  for (const [name, value] of Object.entries(isObject(patch.providers) ? patch.providers : {})) {
+  for (const [name, value] of Object.entries(isPlainObject(patch.providers) ? patch.providers : {})) {
     const p = ownValue(next.providers, name)
-    if (!isObject(value) || p === undefined) continue
+    if (!isPlainObject(value) || p === undefined) continue
     for (const field of FETCHED_FIELDS) {
       const url = p[field]
       if (value[field] !== undefined && typeof url === 'string' && url !== '')

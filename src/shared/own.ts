@@ -6,6 +6,11 @@ export function ownValue<V>(obj: Readonly<Record<string, V>>, key: string): V | 
   return Object.hasOwn(obj, key) ? obj[key] : undefined
 }
 
+/** Whether `v` is an object, not null and not an array (a JSON object). */
+export function isPlainObject(v: unknown): v is Record<string, unknown> {
+  return typeof v === 'object' && v !== null && !Array.isArray(v)
+}
+
 /** An empty record with no prototype, safe to fill with client-chosen keys. */
 export function bareRecord<V>(): Record<string, V> {
   return Object.create(null) as Record<string, V>

@@ -6,7 +6,7 @@
 // see them (secrets masked) are computed on this form. Nothing here does I/O.
 import { isDeepStrictEqual } from 'node:util'
 import { TenantFileSchema, type Tenant } from './schema.js'
-import { maskUrlPassword } from '../shared/index.js'
+import { isPlainObject, maskUrlPassword } from '../shared/index.js'
 import { maskSecretFields, secretAt } from './secret-fields.js'
 import { mergeTombstones, withoutRevoked, type TenantSigningKey } from './signing-keys.js'
 
@@ -18,10 +18,6 @@ interface Field {
 
 /** Keyed collections: one field per element, named by its kid. */
 const KEYED = new Set(['jwt.signing_keys', 'jwt.revoked_keys'])
-
-function isPlainObject(v: unknown): v is Record<string, unknown> {
-  return typeof v === 'object' && v !== null && !Array.isArray(v)
-}
 
 function keyedValue(collection: string, el: Record<string, unknown>): unknown {
   if (collection === 'jwt.signing_keys') return { alg: el.alg, private_key: el.private_key }

@@ -4,7 +4,7 @@
 // apply wrote is data), how a value is escaped when it is written into a tenant file, what is
 // masked wherever a record is shown (the panel, `tenants show`, `export`, `diff`, apply's
 // conflicts) and what an export replaces by a reference. Nothing here does I/O.
-import { maskUrlPassword } from '../shared/index.js'
+import { isPlainObject, maskUrlPassword } from '../shared/index.js'
 import type { TSchema } from '@sinclair/typebox'
 
 /**
@@ -29,10 +29,6 @@ export function secret(kind: SecretKind, env?: string): { secret: SecretDeclarat
 
 type Path = readonly string[]
 type StringMap = (s: string, declared: SecretDeclaration | null, path: Path) => string
-
-function isPlainObject(v: unknown): v is Record<string, unknown> {
-  return typeof v === 'object' && v !== null && !Array.isArray(v)
-}
 
 /** The schema of `key` under `s` (a property, a record's entry, an array's element), or undefined. */
 function child(s: TSchema | undefined, key: string): TSchema | undefined {

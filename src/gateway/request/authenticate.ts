@@ -6,7 +6,6 @@
 import type { IncomingHttpHeaders } from 'node:http'
 import { decodeProtectedHeader, errors as joseErrors, type JWTPayload } from 'jose'
 import { LRUCache } from 'lru-cache'
-import crypto from 'node:crypto'
 import {
   acceptedAlgorithms,
   describeJwtError,
@@ -22,14 +21,6 @@ import {
 import { keyKind, tenantIssuer, type RoleKind, type Tenant } from '../../tenants/index.js'
 import { InvalidApiKeyError, InvalidTokenError, NoApiKeyError } from '../errors.js'
 import type { Caller } from '../types.js'
-
-// One-shot SHA-256 (Node >= 20.12) is several times cheaper than createHash() per request.
-const oneShot = (crypto as { hash?: (alg: string, data: string, enc: 'base64url') => string }).hash
-
-/** Cache key of a token for one tenant record: a hash of the JSON tuple, never the token. */
-function callerKey(fp: string, token: string): string {
-  return oneShot !== undefined ? oneShot('sha256', JSON.stringify([fp, token]), 'base64url') : tokenCacheKey(fp, token)
-}
 
 interface TenantFacts {
   /** Fingerprint of everything a cached verdict or upstream token depends on. */
@@ -229,10 +220,10 @@ export class Authenticator {
 
   /** The token's cache key, computed once per connection for a token sent again. */
   #keyFor(fp: string, token: string, connection: object | undefined): string {
-    if (connection === undefined) return callerKey(fp, token)
+    if (connection === undefined) return tokenCacheKey(fp, token)
     const last = this.#lastToken.get(connection)
     if (last !== undefined && last.fp === fp && last.token === token) return last.key
-    const key = callerKey(fp, token)
+    const key = tokenCacheKey(fp, token)
     this.#lastToken.set(connection, { fp, token, key })
     return key
   }

@@ -15,7 +15,7 @@
 // the row: the owner connection would bypass the tenant's policies, and a probe cannot tell
 // a new row from an old identical one.
 import type { Config } from '../../config/index.js'
-import { firstHeader, type TenantPoolsSnapshot } from '../../shared/index.js'
+import { firstHeader, isPlainObject, type TenantPoolsSnapshot } from '../../shared/index.js'
 import { roleKindOf, type RewriteError, type RewrittenError, type UpstreamErrorContext } from '../types.js'
 import { createCatalog, type Catalog, type CatalogOptions } from './catalog.js'
 import {
@@ -30,7 +30,6 @@ export {
   createRefusalExplainer,
   privilegesForMethod,
   grantStatement,
-  callerRoleName,
   isRefusalCandidate,
   REFUSAL_CODES,
   type RefusalCode,
@@ -73,10 +72,6 @@ export type RefusalRewriter = RewriteError & {
   close(): Promise<void>
 }
 
-function isObject(v: unknown): v is Record<string, unknown> {
-  return typeof v === 'object' && v !== null && !Array.isArray(v)
-}
-
 function optionalText(v: unknown): string | null {
   return typeof v === 'string' ? v : null
 }
@@ -110,7 +105,7 @@ export function createRefusalRewriter(deps: RefusalRewriterDeps): RefusalRewrite
   })
 
   async function rewrite(ctx: UpstreamErrorContext): Promise<RewrittenError | null> {
-    if (ctx.service !== 'rest' || !isObject(ctx.body)) return null
+    if (ctx.service !== 'rest' || !isPlainObject(ctx.body)) return null
     const b = ctx.body
     if (typeof b.code !== 'string' || typeof b.message !== 'string') return null
     const error: SourceError = {

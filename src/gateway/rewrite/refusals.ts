@@ -4,13 +4,7 @@
 // rewriter and by the panel's test query. Never puts SQL text, stacks or another tenant's
 // role names into what it returns.
 import type { RoleKind, Tenant } from '../../tenants/index.js'
-import {
-  ROLE_KINDS,
-  roleClaim,
-  roleDisplayName,
-  roleLabel as describeRole,
-  type GatehouseError,
-} from '../../shared/index.js'
+import { ROLE_KINDS, roleClaim, roleDisplayName, roleLabel, type GatehouseError } from '../../shared/index.js'
 import type { Catalog, Privilege, RolePrivileges, TableFacts } from './catalog.js'
 import {
   NoTableGrantError,
@@ -79,16 +73,6 @@ function toRefusal(e: GatehouseError): Refusal {
     headers: { 'x-gatehouse-error-code': e.code, 'proxy-status': `gatehouse; error=${e.code}`, ...e.headers },
     body: e.toWire() as Refusal['body'],
   }
-}
-
-/** The role as the caller knows it (its token's `role` claim). */
-export function callerRoleName(kind: RoleKind): string {
-  return roleDisplayName(kind)
-}
-
-/** `anon (t_abc_anon)`: the name the caller knows and the database's real role. */
-function roleLabel(tenant: Tenant, kind: RoleKind): string {
-  return describeRole(tenant.roles, kind)
 }
 
 /** Needed privileges of each HTTP method, in the order Postgres would miss them. */
@@ -300,7 +284,7 @@ function heldBy(tenant: Tenant, f: Extract<TableFacts, { exists: true }>, except
     const r = f.roles[k]
     if (r === undefined || !r.any) continue
     const privs = (['SELECT', 'INSERT', 'UPDATE', 'DELETE'] as const).filter((p) => r.table[p])
-    parts.push(`${roleLabel(tenant, k)}${privs.length > 0 ? ': ' + privs.join(', ') : ''}`)
+    parts.push(`${roleLabel(tenant.roles, k)}${privs.length > 0 ? ': ' + privs.join(', ') : ''}`)
   }
   return parts.length > 0
     ? `Privileges on it are held by ${parts.join('; ')}.`
@@ -316,7 +300,7 @@ function unknownTableError(
   table: string,
   opts: ConstructorParameters<typeof UnknownTableError>[2],
 ): Refusal {
-  return toRefusal(new UnknownTableError(table, roleLabel(input.tenant, input.kind), opts))
+  return toRefusal(new UnknownTableError(table, roleLabel(input.tenant.roles, input.kind), opts))
 }
 
 function unknownTable(
@@ -328,8 +312,8 @@ function unknownTable(
   const table = qualified(f.schema, f.name)
   const why =
     mine !== undefined && !mine.usage
-      ? `Role ${roleLabel(tenant, kind)} has no USAGE on schema ${quoteName(f.schema)}.`
-      : `${table} exists, but role ${roleLabel(tenant, kind)} holds no privilege on it.`
+      ? `Role ${roleLabel(tenant.roles, kind)} has no USAGE on schema ${quoteName(f.schema)}.`
+      : `${table} exists, but role ${roleLabel(tenant.roles, kind)} holds no privilege on it.`
   return unknownTableError(input, table, {
     details: `${why} ${heldBy(tenant, f, kind)}`,
     hint:
@@ -390,7 +374,7 @@ function noTableGrant(
   const table = qualified(schema, name)
   const held = (['SELECT', 'INSERT', 'UPDATE', 'DELETE'] as const).filter((p) => mine.table[p])
   return toRefusal(
-    new NoTableGrantError(roleLabel(tenant, kind), missing, table, input.action, {
+    new NoTableGrantError(roleLabel(tenant.roles, kind), missing, table, input.action, {
       details:
         `${table} is visible to role ${roleDisplayName(kind)}${held.length > 0 ? ` (it holds ${held.join(', ')})` : ''}, ` +
         `but ${missing} is not granted. The statement in hint grants it; run it as the database owner.`,
@@ -442,7 +426,7 @@ function permissionDenied(input: RefusalInput, hint: string | null): Refusal {
       kind === 'anon' ? 'anon' : 'signedIn',
       scrub(error.message, tenant) ?? 'permission denied',
       {
-        details: `The request ran as role ${roleLabel(tenant, kind)}.${upstreamDetails !== null ? ' ' + upstreamDetails : ''}`,
+        details: `The request ran as role ${roleLabel(tenant.roles, kind)}.${upstreamDetails !== null ? ' ' + upstreamDetails : ''}`,
         hint: hint ?? scrub(error.hint, tenant),
         extra: { sqlstate: '42501', role: roleDisplayName(kind) },
         headers: kind === 'anon' ? { 'www-authenticate': 'Bearer' } : {},
@@ -458,7 +442,7 @@ function rlsRefusal(input: RefusalInput, ref: TableRef | null): Refusal {
   const table =
     name !== null && NAME_OK(name) ? qualified(ref?.schema ?? tenant.rest.schemas[0] ?? 'public', name) : 'the table'
   return toRefusal(
-    new RlsRefusalError(kind === 'anon' ? 'anon' : 'signedIn', table, roleLabel(tenant, kind), {
+    new RlsRefusalError(kind === 'anon' ? 'anon' : 'signedIn', table, roleLabel(tenant.roles, kind), {
       details:
         scrub(input.error.details, tenant) ??
         `${input.action} asked for the written row back (Prefer: return=representation); returning it is subject to the SELECT policy, not only the ${input.action === 'PATCH' ? 'UPDATE' : 'INSERT'} policy.`,
