@@ -2,6 +2,7 @@
 // the policy check and the generated types. A change is a compare-and-set with the
 // record's version (If-Match, ETag), audited (docs/tenant-state.md).
 import type { FastifyReply, FastifyRequest } from 'fastify'
+import type pg from 'pg'
 import {
   tenantRecordProblems,
   updateTenant,
@@ -123,26 +124,24 @@ export async function patchRestSettings(
     // database does not do is not written. Named in the PATCH, it is applied even when the
     // record already says it (the way to repair what `tenants check` reports).
     if (Object.hasOwn(req.body as object, 'supabase_default_privileges') && tenantRecordProblems(next).length === 0)
-      await applyDefaultPrivileges(deps, current, next.rest.supabase_default_privileges === true)
+      await asOwner(deps, current, (c) =>
+        setSupabaseDefaultPrivileges(c, next.rest.supabase_default_privileges === true),
+      )
     return next
   })
   return { database, settings: restSettingsView(r.tenant.rest) }
 }
 
-/** Rest.supabase_default_privileges on the database, as its owner (503 when it cannot be reached). */
-async function applyDefaultPrivileges(deps: PanelRouteDeps, tenant: Tenant, on: boolean): Promise<void> {
-  let client
+/** `fn` on a connection of the database's owner (503 when it cannot be reached or fails). */
+async function asOwner<T>(deps: PanelRouteDeps, tenant: Tenant, fn: (client: pg.PoolClient) => Promise<T>): Promise<T> {
+  let client: pg.PoolClient | undefined
   try {
     client = await deps.ownerPools.get(tenant.database, tenant.postgres).connect()
-  } catch (err) {
-    throw new DatabaseUnavailableError({ cause: err, internal: err })
-  }
-  try {
-    await setSupabaseDefaultPrivileges(client, on)
+    return await fn(client)
   } catch (err) {
     throw new DatabaseUnavailableError({ cause: err, internal: err })
   } finally {
-    client.release()
+    client?.release()
   }
 }
 
@@ -207,22 +206,11 @@ export async function getPolicyCheck(deps: PanelRouteDeps, req: FastifyRequest):
  * `GET /v1/projects/{ref}/types/typescript?included_schemas=`: `{ types }`).
  */
 export async function getTypescriptTypes(deps: PanelRouteDeps, req: FastifyRequest): Promise<unknown> {
-  const { tenant, database } = panelContext(req)
+  const { tenant } = panelContext(req)
   const asked = (req.query as { included_schemas?: string | string[] }).included_schemas
   const schemas = parseSchemaList(asked === undefined ? [] : Array.isArray(asked) ? asked : [asked])
-  let client
-  try {
-    client = await deps.ownerPools.get(database, tenant.postgres).connect()
-  } catch (err) {
-    throw new DatabaseUnavailableError({ cause: err, internal: err })
-  }
-  try {
-    return {
-      types: await generateTypescriptTypes(client, { schemas: schemas.length > 0 ? schemas : tenant.rest.schemas }),
-    }
-  } catch (err) {
-    throw new DatabaseUnavailableError({ cause: err, internal: err })
-  } finally {
-    client.release()
-  }
+  const types = await asOwner(deps, tenant, (c) =>
+    generateTypescriptTypes(c, { schemas: schemas.length > 0 ? schemas : tenant.rest.schemas }),
+  )
+  return { types }
 }
