@@ -28,7 +28,7 @@ import {
 import os from 'node:os'
 import path from 'node:path'
 import net from 'node:net'
-import { connectAdmin } from '../platform/index.js'
+import { connectAdmin, withAdmin } from '../platform/index.js'
 import { ConfigError } from '../shared/index.js'
 import { portOpen, processAlive } from './process-probes.js'
 
@@ -640,14 +640,8 @@ export async function startDevPostgres(
     }
     throw err
   }
-  if (legacy) {
-    const c = await connectAdmin(cluster.url)
-    try {
-      await c.query(`ALTER ROLE ${SUPERUSER} PASSWORD '${password.replace(/'/g, "''")}'`)
-    } finally {
-      await c.end()
-    }
-  }
+  if (legacy)
+    await withAdmin(cluster.url, (c) => c.query(`ALTER ROLE ${SUPERUSER} PASSWORD '${password.replace(/'/g, "''")}'`))
   const url = `postgres://${SUPERUSER}:${encodeURIComponent(password)}@127.0.0.1:${cluster.port}/postgres`
   if (!(await canLogin(url))) {
     await cluster.stop()

@@ -21,7 +21,7 @@ import {
 } from '../tenants/index.js'
 import { assertDatabaseName, dropTenant, provisionTenant } from './provision.js'
 import { migrateAll, migrateDatabase } from './migrate.js'
-import { connectAdmin, connectionLimitsOf, describeUrl, type TenantRoleNames } from './roles.js'
+import { connectionLimitsOf, databaseExists, describeUrl, withAdmin, type TenantRoleNames } from './roles.js'
 import { PlatformCommandError } from './errors.js'
 
 function adminUrlOf(flag: string | undefined, cfg: Config): string {
@@ -275,14 +275,8 @@ function migrated(r: { database: string; applied: string[]; version: number }): 
 
 async function migrateOne(cfg: Config, adminUrl: string, database: string): Promise<void> {
   assertDatabaseName(database)
-  const admin = await connectAdmin(adminUrl)
-  try {
-    const r = await admin.query('SELECT 1 FROM pg_database WHERE datname = $1', [database])
-    if (r.rowCount !== 1)
-      throw new PlatformCommandError(`database "${database}" does not exist on ${describeUrl(adminUrl)}`)
-  } finally {
-    await admin.end().catch(() => {})
-  }
+  if (!(await withAdmin(adminUrl, (admin) => databaseExists(admin, database))))
+    throw new PlatformCommandError(`database "${database}" does not exist on ${describeUrl(adminUrl)}`)
   const r = await migrateDatabase(withDatabase(adminUrl, database), { connectionLimits: connectionLimitsOf(cfg) })
   out(migrated({ database, ...r }))
 }

@@ -14,6 +14,7 @@ export {
 } from './provision.js'
 export {
   connectAdmin,
+  withAdmin,
   connectionLimitsOf,
   pingPostgres,
   ensureClusterRoles,

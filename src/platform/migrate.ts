@@ -7,7 +7,14 @@ import { fileURLToPath } from 'node:url'
 import path from 'node:path'
 import type pg from 'pg'
 import { inTransaction, withDatabase } from '../shared/index.js'
-import { connectAdmin, ROLE_KINDS, syncConnectionLimits, type ConnectionLimits, type TenantRoleNames } from './roles.js'
+import {
+  connectAdmin,
+  ROLE_KINDS,
+  syncConnectionLimits,
+  withAdmin,
+  type ConnectionLimits,
+  type TenantRoleNames,
+} from './roles.js'
 import {
   MigrationFailedError,
   MigrationFileInvalidError,
@@ -245,10 +252,8 @@ export async function migrateAll(
   adminUrl: string,
   opts: Omit<MigrateOptions, 'roles'> = {},
 ): Promise<MigrateAllResult[]> {
-  const client = await connectAdmin(adminUrl)
-  let names: string[]
-  try {
-    names = (
+  const names = await withAdmin(adminUrl, async (client) =>
+    (
       await client.query<{ datname: string }>(
         // Only databases whose CONNECT goes to a tenant engine login: no connection is ever
         // opened to other databases (one may be a template someone is about to copy).
@@ -258,28 +263,16 @@ export async function migrateAll(
                        WHERE r.rolname ~ '^t_[0-9a-f]{10}_rest$' AND a.privilege_type = 'CONNECT')
         ORDER BY d.datname`,
       )
-    ).rows.map((r) => r.datname)
-  } finally {
-    await client.end().catch(() => {})
-  }
+    ).rows.map((r) => r.datname),
+  )
   const out: MigrateAllResult[] = []
   for (const database of names) {
     const url = withDatabase(adminUrl, database)
-    let db: pg.Client
-    try {
-      db = await connectAdmin(url)
-    } catch {
-      continue // dropped meanwhile, or not connectable: not a tenant we can see
-    }
-    let isTenant: boolean
-    try {
+    // Dropped meanwhile, not connectable or without a history: not a tenant we can see.
+    const isTenant = await withAdmin(url, async (db) => {
       const r = await db.query<{ ok: boolean }>("SELECT to_regclass('platform.schema_migrations') IS NOT NULL AS ok")
-      isTenant = r.rows[0].ok
-    } catch {
-      isTenant = false
-    } finally {
-      await db.end().catch(() => {})
-    }
+      return r.rows[0].ok
+    }).catch(() => false)
     if (!isTenant) continue
     try {
       const r = await migrateDatabase(url, opts)

@@ -18,11 +18,13 @@ import {
   assertSuperuser,
   connectAdmin,
   createTenantRoles,
+  databaseExists,
   ensureClusterRoles,
   newTenantId,
   tenantIdOf,
   tenantRoleNames,
   TENANT_ROLE,
+  withAdmin,
   type ConnectionLimits,
   type TenantRoleNames,
 } from './roles.js'
@@ -159,17 +161,6 @@ function migrateOptions(opts: { migrationsDir?: string; connectionLimits?: Conne
   return { dir: opts.migrationsDir, connectionLimits: opts.connectionLimits }
 }
 
-/** Runs fn on the database as its owner (an admin connection that SET ROLE to it). */
-async function asOwner(url: string, owner: string, fn: (c: pg.Client) => Promise<void>): Promise<void> {
-  const c = await connectAdmin(url)
-  try {
-    await c.query(`SET ROLE ${quoteIdent(owner)}`)
-    await fn(c)
-  } finally {
-    await c.end().catch(() => {})
-  }
-}
-
 /** Database, roles, migrations and the opted-in Supabase default privileges, all or nothing. */
 async function createTenantObjects(
   adminUrl: string,
@@ -179,7 +170,7 @@ async function createTenantObjects(
   migrate: MigrateOptions & { supabaseDefaults: boolean },
 ): Promise<string[]> {
   const roles = tenantRoleNames(id)
-  const client = await openAdmin(adminUrl)
+  const client = await connectAdmin(adminUrl)
   let databaseCreated = false
   let rolesCreated = false
   let step = 'database'
@@ -206,11 +197,15 @@ async function createTenantObjects(
     const { supabaseDefaults, ...migrateOpts } = migrate
     const r = await migrateDatabase(withDatabase(adminUrl, database), { ...migrateOpts, roles })
     step = 'default privileges'
+    // As the database's owner: an admin connection that SET ROLE to it.
     if (supabaseDefaults)
-      await asOwner(withDatabase(adminUrl, database), roles.owner, (c) => setSupabaseDefaultPrivileges(c, true))
+      await withAdmin(withDatabase(adminUrl, database), async (c) => {
+        await c.query(`SET ROLE ${quoteIdent(roles.owner)}`)
+        await setSupabaseDefaultPrivileges(c, true)
+      })
     return r.applied
   } catch (err) {
-    if (databaseCreated) await dropCreated(client, database, rolesCreated ? roles : null).catch(() => {})
+    if (databaseCreated) await dropCreated(client, adminUrl, database, rolesCreated ? id : null).catch(() => {})
     // Refusals (and failures before anything existed) pass through as they are.
     if (!databaseCreated || err instanceof TenantRoleExistsError) throw err
     throw new ProvisioningFailedError(database, step, describeError(err), { cause: err })
@@ -259,17 +254,12 @@ export async function ensureTenant(opts: EnsureTenantOptions): Promise<{ created
     rest: passwordOf(file.engines?.rest, 'rest', 'engines.rest'),
     authn: passwordOf(file.engines?.auth, 'authn', 'engines.auth'),
   }
-  const client = await openAdmin(opts.adminUrl)
-  let exists: boolean
-  try {
-    exists = (await client.query('SELECT 1 FROM pg_database WHERE datname = $1', [file.database])).rowCount === 1
-  } finally {
-    await client.end().catch(() => {})
-  }
-  if (exists) {
+  const exists = await withAdmin(opts.adminUrl, (client) => databaseExists(client, file.database))
+  const migrated = async (): Promise<{ created: boolean; applied: string[] }> => {
     const r = await migrateDatabase(withDatabase(opts.adminUrl, file.database), { ...migrateOptions(opts), roles })
     return { created: false, applied: r.applied }
   }
+  if (exists) return migrated()
   try {
     const applied = await createTenantObjects(opts.adminUrl, file.database, id, passwords, {
       ...migrateOptions(opts),
@@ -278,25 +268,26 @@ export async function ensureTenant(opts: EnsureTenantOptions): Promise<{ created
     return { created: true, applied }
   } catch (err) {
     // Another process (a second `npm start`) won the race: fine when it made the same tenant.
-    if (err instanceof DatabaseExistsError) {
-      const r = await migrateDatabase(withDatabase(opts.adminUrl, file.database), { ...migrateOptions(opts), roles })
-      return { created: false, applied: r.applied }
-    }
+    if (err instanceof DatabaseExistsError) return migrated()
     throw err
   }
 }
 
-async function dropCreated(client: pg.Client, database: string, roles: TenantRoleNames | null): Promise<void> {
+/** Drops what createTenantObjects made: the database, and the roles of tenant `id` when it made them. */
+async function dropCreated(client: pg.Client, adminUrl: string, database: string, id: string | null): Promise<void> {
   await client.query(`DROP DATABASE IF EXISTS ${quoteIdent(database)} WITH (FORCE)`)
-  if (roles) await dropRoles(client, allTenantRoleNames(tenantIdOf(roles.anon)!))
+  if (id !== null) await dropRoles(client, adminUrl, allTenantRoleNames(id))
 }
 
-/** Drops roles, first revoking what other databases still grant them (pg_shdepend). */
-async function dropRoles(client: pg.Client, names: string[]): Promise<void> {
+/**
+ * Drops those of `names` that exist (returned), first revoking what other databases of the
+ * cluster at `adminUrl` still grant them (pg_shdepend).
+ */
+async function dropRoles(client: pg.Client, adminUrl: string, names: string[]): Promise<string[]> {
   const existing = (
     await client.query<{ rolname: string }>('SELECT rolname FROM pg_roles WHERE rolname = ANY ($1::text[])', [names])
   ).rows.map((r) => r.rolname)
-  if (existing.length === 0) return
+  if (existing.length === 0) return existing
   const list = existing.map(quoteIdent).join(', ')
   // Grants or objects in other databases (e.g. another tenant's owner granted to one of
   // these roles) would make DROP ROLE fail: revoke them there first.
@@ -313,7 +304,7 @@ async function dropRoles(client: pg.Client, names: string[]): Promise<void> {
       await client.query(`DROP OWNED BY ${list}`)
       continue
     }
-    const other = await connectAdmin(withDatabase(clientUrl(client), datname)).catch(() => null)
+    const other = await connectAdmin(withDatabase(adminUrl, datname)).catch(() => null)
     if (!other) continue
     try {
       await other.query(`REASSIGN OWNED BY ${list} TO CURRENT_USER`)
@@ -325,19 +316,7 @@ async function dropRoles(client: pg.Client, names: string[]): Promise<void> {
     }
   }
   for (const name of existing) await client.query(`DROP ROLE IF EXISTS ${quoteIdent(name)}`)
-}
-
-const urls = new WeakMap<pg.Client, string>()
-function clientUrl(client: pg.Client): string {
-  const u = urls.get(client)
-  if (!u) throw new Error('admin client without a known URL')
-  return u
-}
-
-async function openAdmin(url: string): Promise<pg.Client> {
-  const c = await connectAdmin(url)
-  urls.set(c, url)
-  return c
+  return existing
 }
 
 export interface DropOptions {
@@ -354,17 +333,10 @@ export interface DropResult {
 
 /** The tenant ids a database's platform.roles names (none when it is not one of ours). */
 async function recordedTenantIds(adminUrl: string, database: string): Promise<string[]> {
-  const db = await connectAdmin(withDatabase(adminUrl, database)).catch(() => null)
-  if (db === null) return []
-  try {
+  return withAdmin(withDatabase(adminUrl, database), async (db) => {
     const r = await db.query<{ role_name: string }>('SELECT role_name FROM platform.roles')
     return r.rows.map((row) => tenantIdOf(row.role_name)).filter((id): id is string => Boolean(id))
-  } catch {
-    // not one of ours, or no platform schema: only the given names count
-    return []
-  } finally {
-    await db.end().catch(() => {})
-  }
+  }).catch(() => []) // not one of ours (or gone): only the given names count
 }
 
 /**
@@ -380,20 +352,13 @@ export async function dropTenant(opts: DropOptions): Promise<DropResult> {
     const id = typeof name === 'string' ? tenantIdOf(name) : null
     if (id) ids.add(id)
   }
-  const client = await openAdmin(opts.adminUrl)
-  try {
-    const exists = (await client.query('SELECT 1 FROM pg_database WHERE datname = $1', [opts.database])).rowCount === 1
+  return withAdmin(opts.adminUrl, async (client) => {
+    const exists = await databaseExists(client, opts.database)
     if (exists) {
       for (const id of await recordedTenantIds(opts.adminUrl, opts.database)) ids.add(id)
       await client.query(`DROP DATABASE IF EXISTS ${quoteIdent(opts.database)} WITH (FORCE)`)
     }
     const names = [...ids].flatMap((id) => allTenantRoleNames(id)).filter((n) => TENANT_ROLE.test(n))
-    const before = (
-      await client.query<{ rolname: string }>('SELECT rolname FROM pg_roles WHERE rolname = ANY ($1::text[])', [names])
-    ).rows.map((r) => r.rolname)
-    await dropRoles(client, before)
-    return { databaseDropped: exists, rolesDropped: before }
-  } finally {
-    await client.end().catch(() => {})
-  }
+    return { databaseDropped: exists, rolesDropped: await dropRoles(client, opts.adminUrl, names) }
+  })
 }

@@ -130,6 +130,21 @@ export async function connectAdmin(url: string): Promise<pg.Client> {
   return client
 }
 
+/** Runs `fn` on an admin connection to `url` (connectAdmin), closed once `fn` is done. */
+export async function withAdmin<T>(url: string, fn: (client: pg.Client) => Promise<T>): Promise<T> {
+  const client = await connectAdmin(url)
+  try {
+    return await fn(client)
+  } finally {
+    await client.end().catch(() => {})
+  }
+}
+
+/** Whether the cluster `client` is connected to has the database `database`. */
+export async function databaseExists(client: pg.Client, database: string): Promise<boolean> {
+  return (await client.query('SELECT 1 FROM pg_database WHERE datname = $1', [database])).rowCount === 1
+}
+
 /** Refuses early (with a clear message) when the admin role cannot provision. */
 export async function assertSuperuser(client: pg.Client): Promise<void> {
   const r = await client.query<{ rolsuper: boolean; name: string }>(
