@@ -4,20 +4,12 @@ import { readFileSync } from 'node:fs'
 import { parse as parseYaml } from 'yaml'
 import { Ajv } from 'ajv'
 import { ConfigSchema, type Config } from './schema.js'
-import { ConfigError, isPlainObject, readableSchemaErrors } from '../shared/index.js'
+import { ConfigError, deepFreeze, isPlainObject, readableSchemaErrors } from '../shared/index.js'
 
 const ajv = new Ajv({ allErrors: true, useDefaults: true, coerceTypes: 'array', strict: false })
 const validate = ajv.compile(ConfigSchema)
 
 type Json = Record<string, unknown>
-
-function deepFreeze<T>(o: T): T {
-  if (o && typeof o === 'object') {
-    Object.freeze(o)
-    for (const v of Object.values(o)) deepFreeze(v)
-  }
-  return o
-}
 
 /** `b` over `a`: objects merged key by key, any other value of `b` replacing `a`'s. */
 export function mergeDeep(a: Json, b: Json): Json {

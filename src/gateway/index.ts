@@ -308,8 +308,7 @@ function clientIpOf(g: GatewayConfig, app: FastifyInstance): (raw: http.Incoming
     const trust = proxyAddr.compile([...g.trusted_proxies])
     return (raw) => proxyAddr(raw, trust) ?? ''
   }
-  const hint = createProxyHint(g.trusted_proxies, app.log)
-  if (hint === null) return (raw) => raw.socket.remoteAddress ?? ''
+  const hint = createProxyHint(app.log)
   return (raw) => {
     hint(raw)
     return raw.socket.remoteAddress ?? ''

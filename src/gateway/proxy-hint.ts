@@ -34,12 +34,8 @@ function isLoopback(address: string): boolean {
   return address === '::1' || address.startsWith('127.') || address.startsWith('::ffff:127.')
 }
 
-/** Returns the per-request hook (null when proxies are configured: nothing to notice). */
-export function createProxyHint(
-  trustedProxies: readonly string[],
-  log: ProxyHintLogger,
-): ((raw: IncomingMessage) => void) | null {
-  if (trustedProxies.length > 0) return null
+/** The per-request hook of a gateway without trusted proxies. */
+export function createProxyHint(log: ProxyHintLogger): (raw: IncomingMessage) => void {
   let counts = new Map<string, number>()
   let seen = 0
   let warned = false

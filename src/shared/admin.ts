@@ -171,12 +171,13 @@ export function tenantLabel(
   }
 }
 
-function withTimeout(p: Promise<void>, ms: number): Promise<void> {
+/** `p`, or a rejection with `message` when it has not settled after `ms`. */
+export function withTimeout<T>(p: Promise<T>, ms: number, message = `no answer within ${ms} ms`): Promise<T> {
   let timer: NodeJS.Timeout | undefined
   return Promise.race([
     p,
-    new Promise<void>((_resolve, reject) => {
-      timer = setTimeout(() => reject(new Error(`no answer within ${ms} ms`)), ms)
+    new Promise<never>((_resolve, reject) => {
+      timer = setTimeout(() => reject(new Error(message)), ms)
     }),
   ]).finally(() => clearTimeout(timer))
 }

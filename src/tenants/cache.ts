@@ -8,6 +8,7 @@
 // reported (one log line per episode, health() for metrics) until the store answers again;
 // a database never resolved fails loudly (503).
 import { LRUCache } from 'lru-cache'
+import { deepFreeze } from '../shared/index.js'
 import type { Config } from '../config/index.js'
 import { DATABASE_NAME, type Tenant } from './schema.js'
 import { ALL_TENANTS, silentLogger, type StoreLogger, type TenantLookup, type TenantStore } from './types.js'
@@ -64,14 +65,6 @@ export interface TenantCache extends TenantLookup {
 
 interface Entry {
   tenant: Tenant | null
-}
-
-function deepFreeze<T>(o: T): T {
-  if (o && typeof o === 'object' && !Object.isFrozen(o)) {
-    Object.freeze(o)
-    for (const v of Object.values(o)) deepFreeze(v)
-  }
-  return o
 }
 
 /** Reports a change of the store's state once per episode. */

@@ -4,7 +4,14 @@
 // rewriter and by the panel's test query. Never puts SQL text, stacks or another tenant's
 // role names into what it returns.
 import type { RoleKind, Tenant } from '../../tenants/index.js'
-import { ROLE_KINDS, roleClaim, roleDisplayName, roleLabel, type GatehouseError } from '../../shared/index.js'
+import {
+  ROLE_KINDS,
+  roleClaim,
+  roleDisplayName,
+  roleLabel,
+  withTimeout,
+  type GatehouseError,
+} from '../../shared/index.js'
 import type { Catalog, Privilege, RolePrivileges, TableFacts } from './catalog.js'
 import {
   NoTableGrantError,
@@ -192,19 +199,11 @@ export function createRefusalExplainer(opts: ExplainerOptions): RefusalExplainer
   const timeoutMs = opts.lookupTimeoutMs ?? 3000
 
   async function facts(tenant: Tenant, schemas: readonly string[], name: string): Promise<TableFacts | null> {
-    let timer: NodeJS.Timeout | undefined
     try {
-      return await Promise.race([
-        opts.catalog.table(tenant, schemas, name),
-        new Promise<never>((_resolve, reject) => {
-          timer = setTimeout(() => reject(new Error('catalog look-up timed out')), timeoutMs)
-        }),
-      ])
+      return await withTimeout(opts.catalog.table(tenant, schemas, name), timeoutMs, 'catalog look-up timed out')
     } catch (err) {
       opts.onLookupError?.(err, tenant)
       return null
-    } finally {
-      if (timer !== undefined) clearTimeout(timer)
     }
   }
 
