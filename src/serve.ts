@@ -30,6 +30,7 @@ import {
   partOps,
   readiness,
   registerPoolMetrics,
+  sidePoolTenant,
   type PartTracer,
   type PartOps,
   type Readiness,
@@ -98,13 +99,7 @@ async function buildPart(name: PartName, deps: PartDeps, tracer?: PartTracer): P
         registerPoolMetrics(ops.registry, {
           part: 'gateway-catalog',
           snapshot: () => rewriteError.poolSnapshot(),
-          tenantOf: (key) => {
-            try {
-              return String((JSON.parse(key) as unknown[])[0])
-            } catch {
-              return key
-            }
-          },
+          tenantOf: sidePoolTenant,
         })
       }
       return app

@@ -6,20 +6,10 @@ import { existsSync, readFileSync } from 'node:fs'
 import path from 'node:path'
 import { devLockOwner, LOCK_FILE } from './lock.js'
 import { processAlive } from './process-probes.js'
+import type { DevInfo } from './info.js'
 
-/** What dev.json says about the running stack (the fields the CLI uses). */
-interface RunningInfo {
-  pid?: number
-  gateway_url?: string
-  postgres_admin_url?: string
-  tenants_dir?: string
-  tenants_source_dir?: string
-  tenants_source?: 'files' | 'redis'
-  redis_url?: string
-  redis_key_prefix?: string
-  rest_engine_url?: string
-  auth_engine_url?: string
-}
+/** What dev.json says about the running stack (read as written by any version: every field may be missing). */
+type RunningInfo = Partial<DevInfo>
 
 function listen(url: string | undefined): { host: string; port: number } | undefined {
   if (!url) return undefined

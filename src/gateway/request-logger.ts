@@ -23,13 +23,9 @@ export class LazyRequestLogger implements FastifyBaseLogger {
     this.#options = options
   }
 
+  // pino's child() takes options undefined as not given.
   #logger(): FastifyBaseLogger {
-    if (this.#real === null) {
-      this.#real =
-        this.#options === undefined
-          ? this.#parent.child(this.#bindings)
-          : this.#parent.child(this.#bindings, this.#options)
-    }
+    this.#real ??= this.#parent.child(this.#bindings, this.#options)
     return this.#real
   }
 
@@ -61,7 +57,7 @@ export class LazyRequestLogger implements FastifyBaseLogger {
   silent(): void {}
 
   child(bindings: Bindings, options?: ChildLoggerOptions): FastifyBaseLogger {
-    return options === undefined ? this.#logger().child(bindings) : this.#logger().child(bindings, options)
+    return this.#logger().child(bindings, options)
   }
 }
 

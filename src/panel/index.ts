@@ -13,7 +13,14 @@ import type { FastifyBaseLogger, FastifyInstance, FastifyReply, FastifyRequest }
 import type { Config } from '../config/index.js'
 import { createAuthService, type AuthService } from '../auth/index.js'
 import { createCatalog, createRefusalExplainer } from '../gateway/index.js'
-import { createPartApp, firstHeader, instrumentPart, tenantLabel, type PartTracer } from '../shared/index.js'
+import {
+  createPartApp,
+  firstHeader,
+  instrumentPart,
+  sidePoolTenant,
+  tenantLabel,
+  type PartTracer,
+} from '../shared/index.js'
 import type { TenantLookup, TenantStore } from '../tenants/index.js'
 import { decoratePanelRequests, guardHook } from './context.js'
 import { BadRequestError, NotFoundError, PANEL_BODY_LIMIT, renderPanelError } from './errors.js'
@@ -58,15 +65,6 @@ export interface PanelDeps {
   authService?: AuthService
   /** Clock (tests): panel session checks and sign-in times. */
   now?: () => Date
-}
-
-/** The panel's pools are keyed by JSON [database, url]: the tenant label is the database. */
-function poolTenant(key: string): string {
-  try {
-    return String((JSON.parse(key) as unknown[])[0])
-  } catch {
-    return key
-  }
 }
 
 /** JSON bodies only (an empty body is {}: the exchange needs none), the request id on every answer, the panel's error bodies. */
@@ -153,8 +151,8 @@ export function buildPanel(deps: PanelDeps): FastifyInstance {
     tenantOf: tenantLabel(deps.tenants, 'db'),
     tenantLabel: deps.config.metrics.tenant_label,
     pools: [
-      { part: 'panel-test-query', snapshot: () => restPools.snapshot(), tenantOf: poolTenant },
-      { part: 'panel-owner', snapshot: () => ownerPools.snapshot(), tenantOf: poolTenant },
+      { part: 'panel-test-query', snapshot: () => restPools.snapshot(), tenantOf: sidePoolTenant },
+      { part: 'panel-owner', snapshot: () => ownerPools.snapshot(), tenantOf: sidePoolTenant },
     ],
   })
 

@@ -44,3 +44,12 @@ export function createSidePools(opts: SidePoolsOptions): SidePools {
     close: () => pools.close(),
   }
 }
+
+/** The database of a side pool's key (JSON [database, url]): the tenant label of its metrics. */
+export function sidePoolTenant(key: string): string {
+  try {
+    return String((JSON.parse(key) as unknown[])[0])
+  } catch {
+    return key
+  }
+}

@@ -70,24 +70,24 @@ function mapWith(s: TSchema | undefined, outer: SecretDeclaration | null, value:
  * enclosing one's; null: not a secret).
  */
 function mapStrings(root: TSchema, value: unknown, fn: StringMap, path: Path = []): unknown {
+  const { s, declared } = schemaAt(root, path)
+  return mapWith(s, declared, value, path, fn)
+}
+
+/** The schema at `path` of `root`, and the declaration in force there (its own field's or an enclosing one's). */
+function schemaAt(root: TSchema, path: Path): { s: TSchema | undefined; declared: SecretDeclaration | null } {
   let s: TSchema | undefined = root
   let declared: SecretDeclaration | null = null
   for (const k of path) {
     declared = declarationOf(s) ?? declared
     s = child(s, k)
   }
-  return mapWith(s, declared, value, path, fn)
+  return { s, declared: declarationOf(s) ?? declared }
 }
 
 /** The declaration in force at `path` (its own field's or an enclosing one's), or null. */
 export function secretAt(root: TSchema, path: Path): SecretDeclaration | null {
-  let s: TSchema | undefined = root
-  let declared: SecretDeclaration | null = null
-  for (const k of path) {
-    declared = declarationOf(s) ?? declared
-    s = child(s, k)
-  }
-  return declarationOf(s) ?? declared
+  return schemaAt(root, path).declared
 }
 
 /** The property names that are declared secret (value or hashed), anywhere in `root`. */
