@@ -196,13 +196,15 @@ const SOURCE_FILE = 'SOURCE'
 /** Where persistent clusters go when the postgres user cannot reach their state directory. */
 const FALLBACK_BASE = '/var/lib/gatehouse-dev'
 
-function postmasterAlive(dataDir: string): boolean {
+/** The pid of the live server of `dataDir` (its postmaster.pid), or null. */
+function postmasterPid(dataDir: string): number | null {
+  let pid: number
   try {
-    const pid = Number(readFileSync(path.join(dataDir, 'postmaster.pid'), 'utf8').split('\n')[0])
-    return Number.isInteger(pid) && pid > 0 && processAlive(pid)
+    pid = Number(readFileSync(path.join(dataDir, 'postmaster.pid'), 'utf8').split('\n')[0])
   } catch {
-    return false
+    return null
   }
+  return Number.isInteger(pid) && pid > 0 && processAlive(pid) ? pid : null
 }
 
 /**
@@ -236,7 +238,7 @@ export function sweepOrphanClusters(base = FALLBACK_BASE): string[] {
     try {
       pointsBack = readFileSync(path.join(source, 'LOCATION'), 'utf8').trim() === dir
     } catch {}
-    if (pointsBack || postmasterAlive(path.join(dir, 'data'))) continue
+    if (pointsBack || postmasterPid(path.join(dir, 'data')) !== null) continue
     rmSync(dir, { recursive: true, force: true })
     removed.push(dir)
   }
@@ -271,10 +273,8 @@ export async function removeDevCluster(stateDir: string): Promise<string[]> {
  * never a leftover.
  */
 async function stopLeftover(dataDir: string): Promise<void> {
-  const pidFile = path.join(dataDir, 'postmaster.pid')
-  if (!existsSync(pidFile)) return
-  const pid = Number(readFileSync(pidFile, 'utf8').split('\n')[0])
-  if (!Number.isInteger(pid) || pid <= 0 || !processAlive(pid)) return
+  const pid = postmasterPid(dataDir)
+  if (pid === null) return
   try {
     process.kill(pid, 'SIGINT')
   } catch {

@@ -69,7 +69,7 @@ export function buildGateway(deps: GatewayDeps): FastifyInstance {
   })
   installServerHooks(app)
   const state = gatewayState(app)
-  const metrics = createGatewayMetrics(deps.metricsRegistry, { tenantLabel: deps.config.metrics.tenant_label })
+  const metrics = createGatewayMetrics({ tenantLabel: deps.config.metrics.tenant_label })
   if (deps.tenants.health !== undefined) registerStoreHealth(metrics.registry, deps.tenants.health.bind(deps.tenants))
   const cors = createCors(g.cors_origins)
   const answers = new GatewayResponder({ cors, metrics, shuttingDown: () => state.shuttingDown, log: app.log })

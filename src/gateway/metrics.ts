@@ -231,27 +231,15 @@ function tenantLabels(tenantLabel: boolean, tenant: string): Record<string, stri
   return tenantLabel ? { tenant } : {}
 }
 
-const owners = new WeakMap<Registry, RequestMetrics>()
-
-/**
- * The gateway's metrics in `registry` (a new one by default). Gateways sharing a registry
- * share the series.
- */
-export function createGatewayMetrics(
-  registry: Registry = new Registry(),
-  opts: GatewayMetricsOptions = {},
-): GatewayMetrics {
-  let m = owners.get(registry)
-  if (m === undefined) {
-    m = new RequestMetrics()
-    owners.set(registry, m)
-    for (const metric of m.metrics(opts.tenantLabel !== false)) registry.registerMetric(metric as never)
-  }
-  const target = m
+/** The gateway's metrics, in a registry of their own. */
+export function createGatewayMetrics(opts: GatewayMetricsOptions = {}): GatewayMetrics {
+  const registry = new Registry()
+  const m = new RequestMetrics()
+  for (const metric of m.metrics(opts.tenantLabel !== false)) registry.registerMetric(metric as never)
   return {
     registry,
-    observe: (tenant, service, status, seconds) => target.observe(tenant, service, status, seconds),
-    upstreamError: (tenant, service, code) => target.upstreamError(tenant, service, code),
+    observe: (tenant, service, status, seconds) => m.observe(tenant, service, status, seconds),
+    upstreamError: (tenant, service, code) => m.upstreamError(tenant, service, code),
   }
 }
 

@@ -4,7 +4,6 @@
 import type { PartTracer, TraceLogFields } from '../shared/index.js'
 import type { FastifyBaseLogger } from 'fastify'
 import type { LoggerOptions } from 'pino'
-import type { Registry } from 'prom-client'
 import type { JWTPayload } from 'jose'
 import type { Config } from '../config/index.js'
 import type { Tenant, RoleKind, TenantLookup } from '../tenants/index.js'
@@ -56,8 +55,6 @@ export interface GatewayDeps {
   tracer?: PartTracer
   /** Extra pino options (level, stream ...); our redaction and serializers always apply. */
   loggerOptions?: LoggerOptions
-  /** Prometheus registry to register the gateway's metrics in; default a new one. */
-  metricsRegistry?: Registry
   /**
    * Hook for the refusal rewriter: called only for upstream responses with status >= 400
    * and a JSON content type whose body fits gateway.max_error_body_bytes. Success bodies

@@ -59,8 +59,6 @@ export interface ProvisionOptions {
   publicUrl?: string
   auth?: Partial<AuthSettings>
   rest?: Partial<TenantFile['rest']>
-  /** Access token lifetime in seconds (default 3600). */
-  jwtExpiry?: number
   /**
    * What signs the tenant's access tokens (default ES256, as current Supabase projects). An
    * asymmetric key is generated either way (RS256 for RS256, else ES256); HS256 keeps it unused.
@@ -113,7 +111,7 @@ function buildTenantFile(
     jwt: {
       secret: secret(32),
       upstream_secret: secret(32),
-      expiry: opts.jwtExpiry ?? 3600,
+      expiry: 3600,
       ...(opts.publicUrl ? { issuer: `${opts.publicUrl.replace(/\/+$/, '')}/${opts.database}/auth/v1` } : {}),
       aud: 'authenticated',
       signing_algorithm: opts.signingAlgorithm ?? 'ES256',

@@ -75,7 +75,6 @@ interface VerifyOptions {
   audience?: string | string[]
   /** Current time for tests (jose currentDate). */
   currentDate?: Date
-  clockToleranceSeconds?: number
 }
 
 export interface AsymmetricSignOptions extends Omit<SignOptions, 'secret' | 'kid'> {
@@ -226,7 +225,6 @@ export async function verifyWithKeys(token: string, opts: KeysVerifyOptions): Pr
   const o: JWTVerifyOptions = {
     algorithms: acceptedAlgorithms(opts.keys),
     requiredClaims: ['exp'],
-    clockTolerance: opts.clockToleranceSeconds ?? 0,
   }
   if (opts.issuer !== undefined) o.issuer = opts.issuer
   if (opts.audience !== undefined) o.audience = opts.audience

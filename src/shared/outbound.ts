@@ -210,8 +210,6 @@ export interface OutboundInit {
   headers?: Record<string, string> | Headers | Array<[string, string]>
   body?: string
   signal?: AbortSignal | null
-  /** Redirects followed for GET/HEAD (each checked); other methods never follow one. Default 3. */
-  maxRedirects?: number
   /** Largest response body read; larger is an error. Default 1 MiB. */
   maxBytes?: number
   /** Time limit when no signal is given. Default 10 s. */
@@ -286,7 +284,8 @@ function requestOnce(
 export async function outboundFetch(url: string | URL, init: OutboundInit, policy: OutboundPolicy): Promise<Response> {
   const signal = init.signal ?? AbortSignal.timeout(init.timeoutMs ?? 10_000)
   const method = (init.method ?? 'GET').toUpperCase()
-  let redirects = init.maxRedirects ?? 3
+  // Redirects followed for GET/HEAD (each checked); other methods never follow one.
+  let redirects = 3
   let current: string | URL = url
   for (;;) {
     const target = await resolveTarget(current, policy)

@@ -43,8 +43,6 @@ export interface TenantPoolsOptions {
   acquireTimeoutMs: number
   /** Connection timeout of new connections. */
   connectTimeoutMs: number
-  /** Connects being opened to one cluster (host:port) at most (default: a quarter of the budget, as sized). */
-  connectsPerCluster?: number
   /** Most tenant pools kept (default: unbounded apart from idle eviction). */
   maxTenants?: number
   /** application_name of the connections. */
@@ -229,7 +227,8 @@ export class TenantPools {
     this.#s = options
     this.#now = options.now ?? Date.now
     this.#clusters = new ClusterHealth({
-      maxConnects: () => options.connectsPerCluster ?? Math.max(1, Math.ceil(this.#budget / 4)),
+      // Connects being opened to one cluster (host:port) at most: a quarter of the budget, as sized.
+      maxConnects: () => Math.max(1, Math.ceil(this.#budget / 4)),
       probe: (url) => this.probe(url),
       now: this.#now,
     })

@@ -26,8 +26,6 @@ export interface TenantCacheOptions {
   logger?: StoreLogger
   /** Millisecond clock for TTLs (tests). Default performance.now. */
   now?: () => number
-  /** While the store fails, how long a last good record is served before the store is asked again, ms. Default 5000. */
-  degradedRetryMs?: number
 }
 
 /** What the cache knows of its store (for metrics and readiness). */
@@ -105,7 +103,8 @@ class StoreTenantCache implements TenantCache {
     this.#log = opts.logger ?? silentLogger
     this.#negativeMs = opts.negativeTtlMs ?? 5_000
     this.#reinvalidateMs = opts.reinvalidateMs ?? 500
-    this.#degradedRetryMs = Math.min(opts.degradedRetryMs ?? 5_000, ttlMs)
+    // While the store fails, a last good record is served this long before the store is asked again.
+    this.#degradedRetryMs = Math.min(5_000, ttlMs)
     this.#max = opts.max ?? 10_000
     this.#lru = new LRUCache<string, Entry>({
       max: this.#max,

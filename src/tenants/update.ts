@@ -23,9 +23,10 @@ export interface UpdateOptions {
   ifMatch?: string
   /** Throws when the record may not be changed by this caller (the panel: another organization). */
   check?: (t: Tenant) => void
-  /** Default 200. */
-  maxAttempts?: number
 }
+
+/** Writes that lose to concurrent changes are made again at most this often. */
+const ATTEMPTS = 200
 
 export interface UpdateResult {
   tenant: Tenant
@@ -41,9 +42,8 @@ export async function updateTenant(
   change: (current: Tenant) => Tenant | Promise<Tenant>,
   opts: UpdateOptions,
 ): Promise<UpdateResult> {
-  const attempts = opts.maxAttempts ?? 200
   const pinned = opts.ifMatch !== undefined && opts.ifMatch !== '*'
-  for (let i = 0; i < attempts; i++) {
+  for (let i = 0; i < ATTEMPTS; i++) {
     const current = await store.read(database)
     if (current === null) throw new TenantNotInStoreError(database)
     opts.check?.(current.tenant)
@@ -60,5 +60,5 @@ export async function updateTenant(
     if (res.ok) return { tenant: next, version: res.version, entry: res.entry }
     if (pinned) throw new TenantVersionMismatchError(database, opts.ifMatch!, res.version)
   }
-  throw new TenantStoreBusyError(database, attempts)
+  throw new TenantStoreBusyError(database, ATTEMPTS)
 }

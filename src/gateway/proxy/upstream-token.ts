@@ -12,7 +12,6 @@ export interface UpstreamTokenOptions {
   /** gateway.upstream_token_ttl_seconds */
   ttlSeconds: number
   now?: () => number
-  cacheMax?: number
 }
 
 export interface UpstreamTokens {
@@ -55,7 +54,7 @@ export function createUpstreamTokens(opts: UpstreamTokenOptions): UpstreamTokens
   // Renew when a fifth of the lifetime is left, so a token never reaches the upstream
   // with less than that (clock skew, slow requests).
   const margin = Math.max(2, Math.floor(ttl / 5))
-  const cache = new LRUCache<string, Entry>({ max: opts.cacheMax ?? 50_000 })
+  const cache = new LRUCache<string, Entry>({ max: 50_000 })
 
   function rest(tenant: Tenant, caller: Caller): string | Promise<string> {
     const nowSec = Math.floor(now() / 1000)

@@ -45,8 +45,6 @@ export interface AuthenticatorOptions {
   publicUrl: string
   /** Clock in milliseconds; default Date.now. */
   now?: () => number
-  /** Most verified tokens kept. */
-  cacheMax?: number
 }
 
 function invalidToken(details: string, cause?: unknown): InstanceType<typeof InvalidTokenError> {
@@ -132,7 +130,7 @@ export class Authenticator {
   constructor(opts: AuthenticatorOptions) {
     this.#publicUrl = opts.publicUrl
     this.#now = opts.now ?? Date.now
-    this.#verified = new LRUCache<string, Verified>({ max: opts.cacheMax ?? 50_000 })
+    this.#verified = new LRUCache<string, Verified>({ max: 50_000 })
   }
 
   /**

@@ -38,19 +38,6 @@ export type TableFacts =
       roles: Partial<Record<RoleKind, RolePrivileges>>
     }
 
-export interface CatalogOptions {
-  /** How long an answer is reused, ms (default 2000). Kept short: grants change. */
-  ttlMs?: number
-  /** Most answers kept (default 5000). */
-  maxEntries?: number
-  /** Most tenant pools kept open (default 100; the least recently used is closed). */
-  maxPools?: number
-  /** Connections per tenant pool (default 2). */
-  poolSize?: number
-  /** statement_timeout of look-ups, ms (default 2000). */
-  statementTimeoutMs?: number
-}
-
 export interface Catalog {
   /**
    * The table `name` in the first of `schemas` that has it (schemas in search order),
@@ -129,11 +116,16 @@ function toFacts(rows: FactsRow[], schemas: string[], name: string): TableFacts 
 /** Cache keys are JSON tuples (never concatenated strings). */
 const key = (...parts: unknown[]): string => JSON.stringify(parts)
 
-export function createCatalog(opts: CatalogOptions = {}): Catalog {
-  const statementTimeout = opts.statementTimeoutMs ?? 2000
+/**
+ * The catalog: answers reused for 2 s (kept short: grants change), 5000 at most; look-ups on
+ * two connections per tenant, 100 tenant pools at most (the least recently used is closed),
+ * each statement at most 2 s.
+ */
+export function createCatalog(): Catalog {
+  const statementTimeout = 2000
   const pools = createSidePools({
-    maxPools: opts.maxPools ?? 100,
-    poolSize: opts.poolSize ?? 2,
+    maxPools: 100,
+    poolSize: 2,
     timeoutMs: statementTimeout,
     clientConfig: { statement_timeout: statementTimeout, query_timeout: statementTimeout + 1000 },
     applicationName: 'gatehouse-gateway-catalog',
@@ -147,8 +139,8 @@ export function createCatalog(opts: CatalogOptions = {}): Catalog {
     name: string
   }
   const answers = new LRUCache<string, TableFacts, FetchContext>({
-    max: opts.maxEntries ?? 5000,
-    ttl: opts.ttlMs ?? 2000,
+    max: 5000,
+    ttl: 2000,
     fetchMethod: async (_k, _stale, { context }) => {
       const { tenant, schemas, name } = context
       const r = await poolOf(tenant).query<FactsRow>(TABLE_FACTS_SQL, [

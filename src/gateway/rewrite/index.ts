@@ -17,7 +17,7 @@
 import type { Config } from '../../config/index.js'
 import { firstHeader, isPlainObject, type TenantPoolsSnapshot } from '../../shared/index.js'
 import { roleKindOf, type RewriteError, type RewrittenError, type UpstreamErrorContext } from '../types.js'
-import { createCatalog, type Catalog, type CatalogOptions } from './catalog.js'
+import { createCatalog, type Catalog } from './catalog.js'
 import {
   createRefusalExplainer,
   isRefusalCandidate,
@@ -43,7 +43,6 @@ export {
   createCatalog,
   PRIVILEGES,
   type Catalog,
-  type CatalogOptions,
   type Privilege,
   type TableFacts,
   type RolePrivileges,
@@ -60,8 +59,6 @@ export interface RefusalRewriterDeps {
   logger?: RewriterLogger
   /** A catalog to share (the panel's test query uses one too); default: a new one owned by the rewriter. */
   catalog?: Catalog
-  /** Options of the catalog this rewriter creates. */
-  catalogOptions?: CatalogOptions
 }
 
 /** The hook for buildGateway({ rewriteError }); close() ends its catalog pools (call it on gateway close). */
@@ -93,7 +90,7 @@ function decodeSegment(s: string): string | null {
  */
 export function createRefusalRewriter(deps: RefusalRewriterDeps): RefusalRewriter {
   const ownCatalog = deps.catalog === undefined
-  const catalog = deps.catalog ?? createCatalog(deps.catalogOptions)
+  const catalog = deps.catalog ?? createCatalog()
   const explainer = createRefusalExplainer({
     catalog,
     onLookupError: (err, tenant) => {

@@ -177,10 +177,11 @@ const NAME_OK = (s: string): boolean => s.length > 0 && s.length <= 200 && !s.in
 
 // ---- the explainer ------------------------------------------------------------------------
 
+/** Look-ups slower than this are given up (the refusal is then made without them). */
+const LOOKUP_TIMEOUT_MS = 3000
+
 export interface ExplainerOptions {
   catalog: Catalog
-  /** Look-ups slower than this are given up (the refusal is then made without them). Default 3000 ms. */
-  lookupTimeoutMs?: number
   /** Told when a look-up fails (the refusal is still made, with less detail). */
   onLookupError?: (err: unknown, tenant: Tenant) => void
 }
@@ -196,11 +197,13 @@ export function isRefusalCandidate(error: SourceError): boolean {
 }
 
 export function createRefusalExplainer(opts: ExplainerOptions): RefusalExplainer {
-  const timeoutMs = opts.lookupTimeoutMs ?? 3000
-
   async function facts(tenant: Tenant, schemas: readonly string[], name: string): Promise<TableFacts | null> {
     try {
-      return await withTimeout(opts.catalog.table(tenant, schemas, name), timeoutMs, 'catalog look-up timed out')
+      return await withTimeout(
+        opts.catalog.table(tenant, schemas, name),
+        LOOKUP_TIMEOUT_MS,
+        'catalog look-up timed out',
+      )
     } catch (err) {
       opts.onLookupError?.(err, tenant)
       return null
