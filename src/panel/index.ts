@@ -141,8 +141,8 @@ export function buildPanel(deps: PanelDeps): FastifyInstance {
     catalog,
     onLookupError: (err, tenant) => app.log.warn({ err, tenant: tenant.database }, 'panel: catalog look-up failed'),
   })
-  const restPools = createPanelPools({ applicationName: 'gatehouse-panel-test-query' })
-  const ownerPools = createPanelPools({ applicationName: 'gatehouse-panel' })
+  const restPools = createPanelPools('gatehouse-panel-test-query')
+  const ownerPools = createPanelPools('gatehouse-panel')
 
   setJsonAndErrors(app)
   decoratePanelRequests(app)

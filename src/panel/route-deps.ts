@@ -4,8 +4,8 @@ import type { Config } from '../config/index.js'
 import type { AuthService } from '../auth/index.js'
 import type { RefusalExplainer } from '../gateway/index.js'
 import type { TenantStore } from '../tenants/index.js'
+import type { SidePools } from '../shared/index.js'
 import type { ExchangeLimiter } from './exchange-limit.js'
-import type { PanelPools } from './pools.js'
 
 export interface PanelRouteDeps {
   config: Config
@@ -13,9 +13,9 @@ export interface PanelRouteDeps {
   auth: AuthService
   explainer: RefusalExplainer
   /** Pools on the tenants' REST engine logins (test queries). */
-  restPools: PanelPools
+  restPools: SidePools
   /** Pools on the tenants' owner connections (policy check). */
-  ownerPools: PanelPools
+  ownerPools: SidePools
   /** The exchange's sign-in limit per database and panel user. */
   exchangeLimiter: ExchangeLimiter
 }
