@@ -17,14 +17,8 @@
 import type { Config } from '../../config/index.js'
 import { firstHeader, isPlainObject, type TenantPoolsSnapshot } from '../../shared/index.js'
 import { roleKindOf, type RewriteError, type RewrittenError, type UpstreamErrorContext } from '../types.js'
-import { createCatalog, type Catalog } from './catalog.js'
-import {
-  createRefusalExplainer,
-  isRefusalCandidate,
-  privilegesForMethod,
-  type RefusalExplainer,
-  type SourceError,
-} from './refusals.js'
+import { createCatalog } from './catalog.js'
+import { createRefusalExplainer, isRefusalCandidate, privilegesForMethod, type SourceError } from './refusals.js'
 
 export {
   createRefusalExplainer,
@@ -57,13 +51,10 @@ export interface RewriterLogger {
 export interface RefusalRewriterDeps {
   config: Config
   logger?: RewriterLogger
-  /** A catalog to share (the panel's test query uses one too); default: a new one owned by the rewriter. */
-  catalog?: Catalog
 }
 
 /** The hook for buildGateway({ rewriteError }); close() ends its catalog pools (call it on gateway close). */
 export type RefusalRewriter = RewriteError & {
-  readonly explainer: RefusalExplainer
   /** The catalog look-up pools' numbers (metrics). */
   poolSnapshot(): TenantPoolsSnapshot
   close(): Promise<void>
@@ -89,8 +80,7 @@ function decodeSegment(s: string): string | null {
  * and 42501 may be rewritten, every other error passes through unchanged.
  */
 export function createRefusalRewriter(deps: RefusalRewriterDeps): RefusalRewriter {
-  const ownCatalog = deps.catalog === undefined
-  const catalog = deps.catalog ?? createCatalog()
+  const catalog = createCatalog()
   const explainer = createRefusalExplainer({
     catalog,
     onLookupError: (err, tenant) => {
@@ -140,10 +130,7 @@ export function createRefusalRewriter(deps: RefusalRewriterDeps): RefusalRewrite
   }
 
   return Object.assign(rewrite, {
-    explainer,
     poolSnapshot: () => catalog.poolSnapshot(),
-    async close() {
-      if (ownCatalog) await catalog.close()
-    },
+    close: () => catalog.close(),
   })
 }
