@@ -3,7 +3,7 @@
 // the caller's role) for the signed-in role, anon or PUBLIC, with the warning of docs/service.md §6.
 // Read-only, over the tenant's owner connection; shared by the panel route and
 // `gatehouse tenants check <database>`.
-import type { Queryable } from '../shared/index.js'
+import { displayQualified, type Queryable } from '../shared/index.js'
 import type { Tenant } from '../tenants/index.js'
 
 /** Who a policy lets in. */
@@ -120,12 +120,8 @@ function displayRoles(roles: string[], tenant: Tenant): string[] {
   )
 }
 
-function quoteName(s: string): string {
-  return /^[a-z_][a-z0-9_$]*$/.test(s) ? s : '"' + s.replace(/"/g, '""') + '"'
-}
-
 function warningOf(f: Omit<PolicyFinding, 'warning'>): string {
-  const where = `Policy ${JSON.stringify(f.policy)} on ${quoteName(f.schema)}.${quoteName(f.table)} (${f.command})`
+  const where = `Policy ${JSON.stringify(f.policy)} on ${displayQualified(f.schema, f.table)} (${f.command})`
   const says = `TO ${f.audience === 'public' ? 'PUBLIC' : f.audience} ${f.clause} (true)`
   const writes = f.clause !== 'USING' && f.command !== 'SELECT'
   if (f.audience === 'authenticated') {

@@ -10,6 +10,16 @@ export function quoteIdent(name: string): string {
   return '"' + name.replace(/"/g, '""') + '"'
 }
 
+/** An identifier as Postgres prints it: bare when it is a plain lower-case name, else quoted. */
+export function displayIdent(name: string): string {
+  return /^[a-z_][a-z0-9_$]*$/.test(name) ? name : '"' + name.replace(/"/g, '""') + '"'
+}
+
+/** `schema.name` as Postgres prints it (a regclass literal body: `public.todos`). */
+export function displayQualified(schema: string, name: string): string {
+  return `${displayIdent(schema)}.${displayIdent(name)}`
+}
+
 /** Quotes a string literal (only for statements that cannot take parameters, e.g. CREATE ROLE ... PASSWORD). */
 export function quoteLiteral(value: string): string {
   if (value.includes('\u0000')) throw new TypeError('invalid SQL literal')

@@ -5,6 +5,8 @@
 // role names into what it returns.
 import type { RoleKind, Tenant } from '../../tenants/index.js'
 import {
+  displayIdent,
+  displayQualified,
   ROLE_KINDS,
   roleClaim,
   roleDisplayName,
@@ -121,22 +123,13 @@ function ownPrefix(tenant: Tenant): string {
   return m === null ? '\u0000' : m[1] + '_'
 }
 
-/** A regclass literal body: `public.todos`, quoting only what needs it. */
-function qualified(schema: string, name: string): string {
-  return `${quoteName(schema)}.${quoteName(name)}`
-}
-
-function quoteName(s: string): string {
-  return /^[a-z_][a-z0-9_$]*$/.test(s) ? s : '"' + s.replace(/"/g, '""') + '"'
-}
-
 /**
  * The ready statement the owner runs: `GRANT INSERT ON public.todos TO authenticated;`. A plain
  * GRANT to the cluster role of the caller's kind (anon, authenticated, service_role): this
  * database's request role is a member of it (docs/roles.md), as in Supabase.
  */
 export function grantStatement(privilege: Privilege, schema: string, name: string, kind: RoleKind): string {
-  return `GRANT ${privilege} ON ${qualified(schema, name)} TO ${roleClaim(kind)};`
+  return `GRANT ${privilege} ON ${displayQualified(schema, name)} TO ${roleClaim(kind)};`
 }
 
 // ---- reading upstream messages ------------------------------------------------------------
@@ -311,10 +304,10 @@ function unknownTable(
   mine: RolePrivileges | undefined,
 ): Refusal {
   const { tenant, kind } = input
-  const table = qualified(f.schema, f.name)
+  const table = displayQualified(f.schema, f.name)
   const why =
     mine !== undefined && !mine.usage
-      ? `Role ${roleLabel(tenant.roles, kind)} has no USAGE on schema ${quoteName(f.schema)}.`
+      ? `Role ${roleLabel(tenant.roles, kind)} has no USAGE on schema ${displayIdent(f.schema)}.`
       : `${table} exists, but role ${roleLabel(tenant.roles, kind)} holds no privilege on it.`
   return unknownTableError(input, table, {
     details: `${why} ${heldBy(tenant, f, kind)}`,
@@ -337,7 +330,7 @@ function rlsAdvice(f: Extract<TableFacts, { exists: true }>): string {
 function unknownTableMissing(input: RefusalInput, schemas: readonly string[], name: string): Refusal {
   const { kind } = input
   const schema = schemas[0] ?? 'public'
-  const table = qualified(schema, name)
+  const table = displayQualified(schema, name)
   const suggestion =
     typeof input.error.hint === 'string' && /^Perhaps you meant/.test(input.error.hint)
       ? ' ' + scrub(input.error.hint, input.tenant) + '.'
@@ -355,7 +348,7 @@ function unknownTableMissing(input: RefusalInput, schemas: readonly string[], na
 function unknownTableBare(input: RefusalInput, ref: TableRef | null): Refusal {
   const { kind } = input
   const schema = ref?.schema ?? input.tenant.rest.schemas[0] ?? 'public'
-  const table = ref !== null && NAME_OK(ref.name) ? qualified(schema, ref.name) : 'the requested table'
+  const table = ref !== null && NAME_OK(ref.name) ? displayQualified(schema, ref.name) : 'the requested table'
   return unknownTableError(input, table, {
     details: 'The table is missing, or the role holds no privilege on it.',
     hint:
@@ -373,7 +366,7 @@ function noTableGrant(
   missing: Privilege,
 ): Refusal {
   const { tenant, kind } = input
-  const table = qualified(schema, name)
+  const table = displayQualified(schema, name)
   const held = (['SELECT', 'INSERT', 'UPDATE', 'DELETE'] as const).filter((p) => mine.table[p])
   return toRefusal(
     new NoTableGrantError(roleLabel(tenant.roles, kind), missing, table, input.action, {
@@ -388,7 +381,7 @@ function noTableGrant(
 
 function columnHint(input: RefusalInput, schema: string, name: string, privilege: Privilege): string {
   return (
-    `Role ${roleDisplayName(input.kind)} holds ${privilege} on some columns of ${qualified(schema, name)} only: ` +
+    `Role ${roleDisplayName(input.kind)} holds ${privilege} on some columns of ${displayQualified(schema, name)} only: ` +
     `use only those columns, or grant it on the whole table with ${grantStatement(privilege, schema, name, input.kind)}`
   )
 }
@@ -397,7 +390,7 @@ function columnHint(input: RefusalInput, schema: string, name: string, privilege
 function touchedHint(input: RefusalInput, f: Extract<TableFacts, { exists: true }>, mine: RolePrivileges): string {
   const held = (['SELECT', 'INSERT', 'UPDATE', 'DELETE'] as const).filter((p) => mine.table[p])
   return (
-    `The statement touched ${qualified(f.schema, f.name)}, on which role ${roleDisplayName(input.kind)} holds ` +
+    `The statement touched ${displayQualified(f.schema, f.name)}, on which role ${roleDisplayName(input.kind)} holds ` +
     `${held.length > 0 ? held.join(', ') : 'no privilege'}. Grant what it needs as the owner, e.g. ` +
     grantStatement(held.includes('SELECT') ? 'INSERT' : 'SELECT', f.schema, f.name, input.kind)
   )
@@ -409,7 +402,7 @@ function touchedHint(input: RefusalInput, f: Extract<TableFacts, { exists: true 
  * its schema: the schema of the addressed table (the first exposed one) is assumed.
  */
 function sequenceHint(input: RefusalInput, schemas: readonly string[], name: string): string {
-  return `GRANT USAGE ON SEQUENCE ${qualified(schemas[0] ?? 'public', name)} TO ${roleClaim(input.kind)};`
+  return `GRANT USAGE ON SEQUENCE ${displayQualified(schemas[0] ?? 'public', name)} TO ${roleClaim(input.kind)};`
 }
 
 function rlsViolationHint(input: RefusalInput): string {
@@ -442,7 +435,9 @@ function rlsRefusal(input: RefusalInput, ref: TableRef | null): Refusal {
   const m = RLS_VIOLATION.exec(input.error.message)
   const name = m?.[1] ?? ref?.name ?? null
   const table =
-    name !== null && NAME_OK(name) ? qualified(ref?.schema ?? tenant.rest.schemas[0] ?? 'public', name) : 'the table'
+    name !== null && NAME_OK(name)
+      ? displayQualified(ref?.schema ?? tenant.rest.schemas[0] ?? 'public', name)
+      : 'the table'
   return toRefusal(
     new RlsRefusalError(kind === 'anon' ? 'anon' : 'signedIn', table, roleLabel(tenant.roles, kind), {
       details:
