@@ -209,8 +209,8 @@ const EXIT_FLUSH_MS = 1_000
 /**
  * A log destination that queues lines in memory and writes them in batches (one write per
  * 64 KiB or per 50 ms). A line costs an array push: pino's sonic-boom re-measures its
- * growing buffer string on every line, which cost a busy gateway more CPU than the request
- * itself. Everything pending is written synchronously when the process exits; only a
+ * growing buffer string on every line, so a buffer this large makes it far dearer than the
+ * request itself (`npm run bench -- logger`, docs/benchmarks.md "Log writes"). Everything pending is written synchronously when the process exits; only a
  * SIGKILL can lose the last lines. A write never holds the process: when the sink is gone
  * (a closed pipe: `gatehouse serve gateway | head -3`) lines are dropped from then on, and
  * the exit flush gives up on a sink that takes nothing for EXIT_FLUSH_MS (sonic-boom's
