@@ -6,7 +6,7 @@
 // Prefer: count=exact, and nothing else.
 import t from 'tap'
 import type { IncomingMessage, ServerResponse } from 'node:http'
-import { makeTenant, lookupOf, startUpstream, startGateway, request } from '../helpers/gateway.js'
+import { gatewayOverUpstream, request } from '../helpers/gateway.js'
 
 const SIZES: Record<string, number> = { '/acme/big': 1500, '/acme/exact': 1000, '/acme/small': 20, '/acme/rpc/f': 1000 }
 
@@ -35,9 +35,7 @@ function postgrestLike(req: IncomingMessage, res: ServerResponse): void {
 }
 
 t.test('the limit notice comes from Content-Range, in front of a plain upstream', async (t) => {
-  const rest = await startUpstream(t, postgrestLike)
-  const acme = makeTenant('acme', { auth: rest.url, rest: rest.url })
-  const gw = await startGateway(t, { tenants: lookupOf(acme) })
+  const { upstream: rest, acme, gw } = await gatewayOverUpstream(t, { handler: postgrestLike })
   const get = async (path: string, headers: Record<string, string> = {}, method = 'GET') => {
     const r = await request(`${gw.url}/acme/rest/v1${path}`, {
       method,
@@ -69,17 +67,21 @@ t.test('the limit notice comes from Content-Range, in front of a plain upstream'
 })
 
 t.test("an upstream's own x-gatehouse-* headers never reach the client", async (t) => {
-  const rest = await startUpstream(t, (_req, res) => {
-    res.writeHead(200, {
-      'content-type': 'application/json',
-      'content-range': '0-1/*',
-      'x-gatehouse-limit-applied': '2',
-      'x-gatehouse-default-limit': '2',
-    })
-    res.end('[{"id":1},{"id":2}]')
+  const {
+    upstream: rest,
+    acme,
+    gw,
+  } = await gatewayOverUpstream(t, {
+    handler: (_req, res) => {
+      res.writeHead(200, {
+        'content-type': 'application/json',
+        'content-range': '0-1/*',
+        'x-gatehouse-limit-applied': '2',
+        'x-gatehouse-default-limit': '2',
+      })
+      res.end('[{"id":1},{"id":2}]')
+    },
   })
-  const acme = makeTenant('acme', { auth: rest.url, rest: rest.url })
-  const gw = await startGateway(t, { tenants: lookupOf(acme) })
   const headers = { apikey: acme.file.keys.public, 'x-gatehouse-default-limit': '2' }
   const r = await request(`${gw.url}/acme/rest/v1/rpc/f`, { headers })
   t.equal(rest.last().headers['x-gatehouse-default-limit'], undefined, "a client's copy is stripped")

@@ -4,6 +4,7 @@
 import t from 'tap'
 import { jwtVerify, decodeJwt } from 'jose'
 import {
+  gatewayOverUpstream,
   makeTenant,
   lookupOf,
   startUpstream,
@@ -29,12 +30,12 @@ async function upstreamClaims(secret: string, authorization: string | undefined)
 
 t.test("the re-signed token: role, the caller's claims, exp, one token per caller", async (t) => {
   let now = Date.now()
-  const rest = await startUpstream(t)
-  const acme = makeTenant('acme', { auth: rest.url, rest: rest.url })
-  const gw = await startGateway(t, {
-    tenants: lookupOf(acme),
-    now: () => now,
-    config: testConfig({ gateway: { upstream_token_ttl_seconds: 300 } }),
+  const {
+    upstream: rest,
+    acme,
+    gw,
+  } = await gatewayOverUpstream(t, {
+    gateway: { now: () => now, config: testConfig({ gateway: { upstream_token_ttl_seconds: 300 } }) },
   })
   const nowSec = Math.floor(now / 1000)
   const claims = {
@@ -146,20 +147,24 @@ t.test('default limit on table reads, max_limit caps, nothing elsewhere', async 
 })
 
 t.test('header hygiene', async (t) => {
-  const rest = await startUpstream(t, (_req, res) => {
-    res.writeHead(200, {
-      'content-type': 'application/json',
-      connection: 'keep-alive, x-upstream-secret',
-      'x-upstream-secret': 'internal',
-      'keep-alive': 'timeout=5',
-      'x-request-id': 'upstream-made-this-up',
-      'access-control-allow-origin': 'https://upstream.example',
-      'content-range': '0-0/1',
-    })
-    res.end('[]')
+  const {
+    upstream: rest,
+    acme,
+    gw,
+  } = await gatewayOverUpstream(t, {
+    handler: (_req, res) => {
+      res.writeHead(200, {
+        'content-type': 'application/json',
+        connection: 'keep-alive, x-upstream-secret',
+        'x-upstream-secret': 'internal',
+        'keep-alive': 'timeout=5',
+        'x-request-id': 'upstream-made-this-up',
+        'access-control-allow-origin': 'https://upstream.example',
+        'content-range': '0-0/1',
+      })
+      res.end('[]')
+    },
   })
-  const acme = makeTenant('acme', { auth: rest.url, rest: rest.url })
-  const gw = await startGateway(t, { tenants: lookupOf(acme) })
   const user = await signToken(acme)
 
   const r = await request(`${gw.url}/acme/rest/v1/todos`, {

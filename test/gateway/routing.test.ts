@@ -3,7 +3,15 @@
 // before any look-up; encoded tricks are refused; unknown databases and paths are JSON 404s.
 // Also health, readiness, metrics and CORS.
 import t from 'tap'
-import { makeTenant, lookupOf, startUpstream, startGateway, request, testConfig } from '../helpers/gateway.js'
+import {
+  gatewayOverUpstream,
+  makeTenant,
+  lookupOf,
+  startUpstream,
+  startGateway,
+  request,
+  testConfig,
+} from '../helpers/gateway.js'
 
 t.test('routes auth and rest to the tenant upstreams, path and query kept', async (t) => {
   const auth = await startUpstream(t)
@@ -133,10 +141,8 @@ t.test('unknown database, other paths, bad names and encoded tricks', async (t) 
 })
 
 t.test('health, readiness and metrics: on the admin listener only', async (t) => {
-  const up = await startUpstream(t)
-  const acme = makeTenant('acme', { auth: up.url, rest: up.url })
   let ready = true
-  const gw = await startGateway(t, { tenants: lookupOf(acme), ready: () => ready })
+  const { acme, gw } = await gatewayOverUpstream(t, { gateway: { ready: () => ready } })
 
   // The public port does not answer them: 404 in the gateway's shape, no metrics leak.
   for (const p of ['/healthz', '/readyz', '/metrics']) {
@@ -182,9 +188,7 @@ t.test('health, readiness and metrics: on the admin listener only', async (t) =>
 })
 
 t.test('CORS: preflight without a key, exposed headers on answers and on errors', async (t) => {
-  const up = await startUpstream(t)
-  const acme = makeTenant('acme', { auth: up.url, rest: up.url })
-  const gw = await startGateway(t, { tenants: lookupOf(acme) })
+  const { upstream: up, acme, gw } = await gatewayOverUpstream(t)
 
   let r = await request(`${gw.url}/acme/rest/v1/items`, {
     method: 'OPTIONS',

@@ -162,6 +162,21 @@ export async function startGateway(
   return { app, url: `http://127.0.0.1:${port}`, port, adminUrl: `http://127.0.0.1:${adminPort}` }
 }
 
+/**
+ * A gateway in front of one stand-in upstream that serves both engines of one tenant, acme:
+ * the set-up of the tests that look at what the gateway sends an upstream and makes of its
+ * answer. `gateway` holds the gateway's other dependencies (a clock, a config).
+ */
+export async function gatewayOverUpstream(
+  t: Teardown,
+  opts: { handler?: Handler; gateway?: Partial<GatewayDeps> & { config?: Config } } = {},
+): Promise<{ upstream: Upstream; acme: TestTenant; gw: StartedGateway }> {
+  const upstream = await startUpstream(t, opts.handler)
+  const acme = makeTenant('acme', { auth: upstream.url, rest: upstream.url })
+  const gw = await startGateway(t, { ...opts.gateway, tenants: lookupOf(acme) })
+  return { upstream, acme, gw }
+}
+
 export interface Response {
   status: number
   headers: http.IncomingHttpHeaders
