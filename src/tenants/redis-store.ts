@@ -12,6 +12,7 @@
 // and audit entry at once; docs/tenant-state.md). Only hashed keys are ever written. Commands fail fast while Redis is down (the cache
 // serves what it holds); the subscriber has its own connection and resyncs on reconnect.
 import { randomUUID } from 'node:crypto'
+import { once } from 'node:events'
 import { maskUrlPassword } from '../shared/index.js'
 import { Redis, type RedisOptions } from 'ioredis'
 import { DATABASE_NAME, KEY_HASH, type Tenant } from './schema.js'
@@ -478,31 +479,14 @@ class RedisStore implements RedisTenantStore {
     else if (conn.status !== 'connecting' && conn.status !== 'connect' && !switching) {
       throw new TenantStoreBackendError(`tenant store unreachable: redis at ${this.#where} is ${conn.status}`)
     }
-    const where = this.#where
-    const timeout = this.#connectTimeout
-    await new Promise<void>((resolve, reject) => {
-      const done = (err?: Error): void => {
-        clearTimeout(timer)
-        conn.off('ready', onReady)
-        conn.off('error', onError)
-        if (err) reject(err)
-        else resolve()
-      }
-      const onReady = (): void => done()
-      const onError = (err: Error): void =>
-        done(new TenantStoreBackendError(`tenant store unreachable: redis at ${where}: ${err.message}`, { cause: err }))
-      const timer = setTimeout(
-        () =>
-          done(
-            new TenantStoreBackendError(
-              `tenant store unreachable: redis at ${where}: no connection after ${timeout} ms`,
-            ),
-          ),
-        timeout,
-      )
-      conn.on('ready', onReady)
-      conn.on('error', onError)
-    })
+    // Rejected by an 'error' of the connection, or by the timeout (an AbortError).
+    try {
+      await once(conn, 'ready', { signal: AbortSignal.timeout(this.#connectTimeout) })
+    } catch (err) {
+      const why =
+        (err as Error).name === 'AbortError' ? `no connection after ${this.#connectTimeout} ms` : (err as Error).message
+      throw new TenantStoreBackendError(`tenant store unreachable: redis at ${this.#where}: ${why}`, { cause: err })
+    }
   }
 
   /** `fn` once connected; once more when the connection closed under it, unless `again` is false. */
