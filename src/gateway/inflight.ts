@@ -25,38 +25,22 @@ type TakeResult = 'ok' | 'tenant' | 'client'
 
 export interface InflightSlots {
   /**
-   * Takes a slot of `tenant` for `client` and `res`, given back by release(res) or when res
-   * closes (`onClose` false: the caller promises release(res) on every path, and no 'close'
-   * listener is added); 'tenant' / 'client' when that cap is reached.
+   * Takes a slot of `tenant` for `client` and `res`, given back by release(res), which the
+   * caller promises on every path; 'tenant' / 'client' when that cap is reached.
    */
-  take(tenant: string, client: string, res: ServerResponse, onClose?: boolean): TakeResult
-  /** Gives back res's slot (once; later calls and the close do nothing). */
+  take(tenant: string, client: string, res: ServerResponse): TakeResult
+  /** Gives back res's slot (once; later calls do nothing). */
   release(res: ServerResponse): void
-  /** Requests of `tenant` in flight now. */
-  count(tenant: string): number
   /** The most one client may hold of a tenant's slots. */
   readonly perClient: number
 }
 
-export function createInflightSlots(maxPerTenant: number, clientShare = 1): InflightSlots {
+export function createInflightSlots(maxPerTenant: number, clientShare: number): InflightSlots {
   const tenants = new Map<string, TenantCount>()
   const perClient = Math.max(1, Math.floor(maxPerTenant * clientShare))
-
-  function release(this: Tracked): void {
-    const t = this[kTenant]
-    if (t === undefined) return
-    this[kTenant] = undefined
-    t.n--
-    const client = this[kClient]!
-    this[kClient] = undefined
-    const c = (t.clients.get(client) ?? 1) - 1
-    if (c <= 0) t.clients.delete(client)
-    else t.clients.set(client, c)
-  }
-
   return {
     perClient,
-    take(tenant, client, res, onClose = true) {
+    take(tenant, client, res) {
       let t = tenants.get(tenant)
       if (t === undefined) {
         t = { n: 0, clients: new Map() }
@@ -70,14 +54,19 @@ export function createInflightSlots(maxPerTenant: number, clientShare = 1): Infl
       const tracked = res as Tracked
       tracked[kTenant] = t
       tracked[kClient] = client
-      if (onClose) res.on('close', release)
       return 'ok'
     },
     release(res) {
-      release.call(res as Tracked)
-    },
-    count(tenant) {
-      return tenants.get(tenant)?.n ?? 0
+      const tracked = res as Tracked
+      const t = tracked[kTenant]
+      if (t === undefined) return
+      tracked[kTenant] = undefined
+      t.n--
+      const client = tracked[kClient]!
+      tracked[kClient] = undefined
+      const c = (t.clients.get(client) ?? 1) - 1
+      if (c <= 0) t.clients.delete(client)
+      else t.clients.set(client, c)
     },
   }
 }

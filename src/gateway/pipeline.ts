@@ -376,7 +376,7 @@ class ProxyPipeline {
     const slots = this.#deps.slots
     // No 'close' listener of its own: the upstream client gives the slot back on every path
     // (#forwardHoldingSlot).
-    const taken = slots.take(database, caller.keyKind === 'svc' ? `${clientIp} svc` : clientIp, ex.res, false)
+    const taken = slots.take(database, caller.keyKind === 'svc' ? `${clientIp} svc` : clientIp, ex.res)
     if (taken === 'ok') return
     if (body !== null && !Buffer.isBuffer(body)) {
       body.destroy()

@@ -15,10 +15,9 @@ export interface UpstreamTokenOptions {
 }
 
 export interface UpstreamTokens {
-  /** Bearer token for the REST upstream (caller.cacheKey already binds the tenant record); synchronous when cached. */
-  rest(tenant: Tenant, caller: Caller): string | Promise<string>
   /**
-   * The same token as an Authorization value (`Bearer <token>`): one string per signed
+   * The REST upstream's token (caller.cacheKey already binds the tenant record) as an
+   * Authorization value (`Bearer <token>`), synchronous when cached: one string per signed
    * token, not one per request (undici checks and copies a header value on every request,
    * a string made once is flat and checked fast).
    */
@@ -104,7 +103,7 @@ export function createUpstreamTokens(opts: UpstreamTokenOptions): UpstreamTokens
 
   const restAuthorization = (tenant: Tenant, caller: Caller): string | Promise<string> =>
     authorizationFrom(rest(tenant, caller), caller)
-  return { rest, restAuthorization, authService, clear: () => cache.clear() }
+  return { restAuthorization, authService, clear: () => cache.clear() }
 }
 
 /** The REST token's claims: the caller's, but for those the gateway sets, and the tenant's role for the caller's kind. */
