@@ -43,13 +43,19 @@ import type { AccessTokenResponse, IdentityRow, TenantContext, UserRow, UserWith
 const LINK_LOCK_NS = 0x6c696e6b // 'link'
 
 /** The identity data of an email identity (docs/auth-protocol.md §2.1): GoTrue's keys win over signup data. */
-export function emailIdentityData(
+function emailIdentityData(
   userId: string,
   email: string,
   data: Record<string, unknown> | undefined,
   verified: boolean,
 ): Record<string, unknown> {
   return { ...(data ?? {}), sub: userId, email, email_verified: verified, phone_verified: false }
+}
+
+/** Inserts the user's `email` identity for the address (its provider_id is the user id). */
+export function insertEmailIdentity(q: Queryable, userId: string, email: string, verified: boolean, now: Date) {
+  const identityData = emailIdentityData(userId, email, undefined, verified)
+  return insertIdentity(q, { userId, provider: 'email', providerId: userId, identityData, now })
 }
 
 interface NewEmailUser {

@@ -29,21 +29,16 @@ import {
 } from './errors.js'
 import type { TenantContext } from './types.js'
 
-export type AuthHookName =
-  | 'custom_access_token'
-  | 'send_email'
-  | 'password_verification_attempt'
-  | 'mfa_verification_attempt'
-  | 'before_user_created'
-
-/** GoTrue's names of the hooks (the payload's `metadata.name`). */
-const GOTRUE_NAMES: Record<AuthHookName, string> = {
+/** The hooks, by their names in the tenant file, with GoTrue's names (the payload's `metadata.name`). */
+const GOTRUE_NAMES = {
   custom_access_token: 'customize-access-token',
   send_email: 'send-email',
   password_verification_attempt: 'password-verification',
   mfa_verification_attempt: 'mfa-verification',
   before_user_created: 'before-user-created',
-}
+} as const
+
+export type AuthHookName = keyof typeof GOTRUE_NAMES
 
 /** GoTrue's limits: 5 s and three tries for an endpoint, 200 KB of answer, a function's too (its time: auth.hook_function_timeout_ms). */
 const HOOK_LIMITS = { httpTimeoutMs: 5_000, httpTries: 3, httpBackoffMs: 2_000, maxBytes: 200 * 1024 }

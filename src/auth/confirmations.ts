@@ -7,7 +7,7 @@ import { generateOtp, hashOtp, randomPasswordHash } from './crypto.js'
 import { OtpExpiredError, MAX_OTP_ATTEMPTS, UserBannedError } from './errors.js'
 import type { MailKind, VerifyLinkType } from './mail/index.js'
 import { audit } from './models/audit-log.js'
-import { identitiesForUser, insertIdentity, updateIdentity } from './models/identities.js'
+import { identitiesForUser, updateIdentity } from './models/identities.js'
 import {
   deleteOneTimeToken,
   deleteOneTimeTokensOfUser,
@@ -18,13 +18,10 @@ import {
 import { clearAddressAttempts, otpAttemptsOf } from './models/otp-attempts.js'
 import { isUserBanned, lockUserById, toUserJson, updateUser, type UserColumn } from './models/users.js'
 import { hookOf, runAuthHook } from './auth-hooks.js'
-import { confirmEmail, emailIdentityData, refreshProviders } from './accounts.js'
+import { confirmEmail, insertEmailIdentity, refreshProviders } from './accounts.js'
 import type { TenantContext, UserRow, UserWithIdentities } from './types.js'
 import { recordEmailProof } from './models/email-proofs.js'
 import { flowMethodOfVerifyType, startEmailFlow, type PkceParams } from './pkce.js'
-
-export type EmailTokenKind =
-  'confirmation' | 'invite' | 'recovery' | 'magiclink' | 'email_change_new' | 'email_change_current'
 
 interface EmailTokenSpec {
   /** The one-time token's type, also the user column that holds it. */
@@ -35,7 +32,7 @@ interface EmailTokenSpec {
 }
 
 /** Where each kind of emailed token lives and which mail carries it. */
-const EMAIL_TOKENS: Record<EmailTokenKind, EmailTokenSpec> = {
+const EMAIL_TOKENS = {
   confirmation: {
     ott: 'confirmation_token',
     sentAt: 'confirmation_sent_at',
@@ -72,7 +69,9 @@ const EMAIL_TOKENS: Record<EmailTokenKind, EmailTokenSpec> = {
     mail: 'email_change',
     linkType: 'email_change',
   },
-}
+} satisfies Record<string, EmailTokenSpec>
+
+export type EmailTokenKind = keyof typeof EMAIL_TOKENS
 
 interface IssuedToken {
   otp: string
@@ -262,8 +261,7 @@ async function setEmailIdentity(q: Queryable, userId: string, email: string, now
     await updateIdentity(q, ei.id, { identityData }, now)
     return
   }
-  const identityData = emailIdentityData(userId, email, undefined, true)
-  await insertIdentity(q, { userId, provider: 'email', providerId: userId, identityData, now })
+  await insertEmailIdentity(q, userId, email, true, now)
 }
 
 /** §5.5 email change: in secure mode the first of the two links only records the confirmation. */

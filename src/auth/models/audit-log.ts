@@ -5,31 +5,8 @@ import { randomUUID } from 'node:crypto'
 import type { Queryable } from '../../shared/index.js'
 import { NIL_UUID } from './users.js'
 
-export type AuditAction =
-  | 'user_signedup'
-  | 'login'
-  | 'logout'
-  | 'user_modified'
-  | 'user_updated_password'
-  | 'user_confirmation_requested'
-  | 'user_invited'
-  | 'user_deleted'
-  | 'user_recovery_requested'
-  | 'user_reauthenticate_requested'
-  | 'token_revoked'
-  | 'identity_linked'
-  | 'identity_unlinked'
-  | 'factor_in_progress'
-  | 'factor_unenrolled'
-  | 'challenge_created'
-  | 'verification_attempted'
-  | 'factor_deleted'
-  | 'factor_updated'
-  | 'passkey_created'
-  | 'passkey_updated'
-  | 'passkey_deleted'
-
-const LOG_TYPE: Record<AuditAction, string> = {
+/** GoTrue's audit actions, each with the log_type it is recorded with. */
+const LOG_TYPE = {
   user_signedup: 'team',
   login: 'account',
   logout: 'account',
@@ -52,7 +29,9 @@ const LOG_TYPE: Record<AuditAction, string> = {
   passkey_created: 'user',
   passkey_updated: 'user',
   passkey_deleted: 'user',
-}
+} as const
+
+export type AuditAction = keyof typeof LOG_TYPE
 
 export async function audit(
   q: Queryable,

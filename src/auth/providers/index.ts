@@ -38,34 +38,38 @@ export function isProviderEnabled(tenant: Tenant, name: string): boolean {
   return !!s && s.enabled !== false && buildProvider(name, s) !== null
 }
 
-/** GoTrue's built-in provider names: one it knows but has no settings for "is not enabled". */
-const GOTRUE_BUILTIN_PROVIDERS = new Set([
+/** GoTrue's built-in providers, in the order its /settings lists them under `external`. */
+export const GOTRUE_PROVIDERS = [
   'apple',
   'azure',
   'bitbucket',
   'discord',
   'facebook',
+  'snapchat',
   'figma',
   'fly',
   'github',
   'gitlab',
   'google',
-  'kakao',
   'keycloak',
+  'kakao',
   'linkedin',
   'linkedin_oidc',
   'notion',
-  'snapchat',
   'spotify',
   'slack',
   'slack_oidc',
+  'workos',
   'twitch',
   'twitter',
-  'x',
-  'vercel_marketplace',
-  'workos',
   'zoom',
-])
+]
+
+/**
+ * GoTrue's built-in provider names (those /settings lists, and two more): one it knows but
+ * has no settings for "is not enabled".
+ */
+const GOTRUE_BUILTIN_PROVIDERS = new Set([...GOTRUE_PROVIDERS, 'x', 'vercel_marketplace'])
 
 /**
  * The tenant's provider of that name; 400 validation_failed when unknown ("Provider x could

@@ -4,7 +4,7 @@
 import { randomUUID } from 'node:crypto'
 import type { FastifyReply, FastifyRequest } from 'fastify'
 import { withTransaction, type Queryable } from '../../shared/index.js'
-import { confirmEmail, createEmailUser, emailIdentityData, refreshProviders } from '../accounts.js'
+import { confirmEmail, createEmailUser, insertEmailIdentity, refreshProviders } from '../accounts.js'
 import { issueEmailToken, sendEmailToken, type EmailTokenKind } from '../confirmations.js'
 import { assertPasswordAcceptable, checkPasswordLength, hashOtp, hashPassword, randomPasswordHash } from '../crypto.js'
 import { EmailExistsError, PhoneExistsError, UserNotFoundError, ValidationFailedError } from '../errors.js'
@@ -172,11 +172,6 @@ function uniqueViolation(err: unknown): Error | undefined {
   if (c.includes('phone')) return new PhoneExistsError()
   if (c.includes('pkey')) return new ValidationFailedError('unprocessable', 'A user with this id already exists')
   return new EmailExistsError('signUp')
-}
-
-function insertEmailIdentity(q: Queryable, userId: string, email: string, confirmed: boolean, now: Date) {
-  const identityData = emailIdentityData(userId, email, undefined, confirmed)
-  return insertIdentity(q, { userId, provider: 'email', providerId: userId, identityData, now })
 }
 
 function insertPhoneIdentity(q: Queryable, userId: string, phone: string, confirmed: boolean, now: Date) {

@@ -189,7 +189,8 @@ async function onPendingRequest<T>(
   return out.value
 }
 
-function clientDetails(c: OAuthClientRow): Record<string, string> {
+/** A client as the consent page and the user's grants show it: id, and name, uri and logo_uri when set. */
+export function clientDetails(c: Pick<OAuthClientRow, 'id' | 'client_name' | 'client_uri' | 'logo_uri'>) {
   const out: Record<string, string> = { id: c.id }
   if (c.client_name) out.name = c.client_name
   if (c.client_uri) out.uri = c.client_uri

@@ -12,18 +12,16 @@ import { listActiveConsents, revokeConsent } from '../models/oauth-authorization
 import { deleteSessionsOfOAuthClient, oauthBindingOf } from '../models/sessions.js'
 import { profileClaims } from '../oauth-claims.js'
 import { callerOf, contextOf } from '../request-state.js'
-import { scopesOf } from './oauth-authorize.js'
+import { clientDetails, scopesOf } from './oauth-authorize.js'
 
 export async function getUserOAuthGrants(req: FastifyRequest): Promise<unknown> {
   const ctx = contextOf(req)
   const grants = await listActiveConsents(ctx.db, callerOf(req).user.user.id)
-  return grants.map((g) => {
-    const client: Record<string, string> = { id: g.client_id }
-    if (g.client_name) client.name = g.client_name
-    if (g.client_uri) client.uri = g.client_uri
-    if (g.logo_uri) client.logo_uri = g.logo_uri
-    return { client, scopes: scopesOf(g.scopes), granted_at: g.granted_at }
-  })
+  return grants.map((g) => ({
+    client: clientDetails({ ...g, id: g.client_id }),
+    scopes: scopesOf(g.scopes),
+    granted_at: g.granted_at,
+  }))
 }
 
 export async function deleteUserOAuthGrant(req: FastifyRequest, reply: FastifyReply): Promise<unknown> {

@@ -4,33 +4,7 @@
 import type { FastifyRequest } from 'fastify'
 import type { Tenant } from '../../tenants/index.js'
 import { contextOf } from '../request-state.js'
-import { isProviderEnabled } from '../providers/index.js'
-
-const GOTRUE_PROVIDERS = [
-  'apple',
-  'azure',
-  'bitbucket',
-  'discord',
-  'facebook',
-  'snapchat',
-  'figma',
-  'fly',
-  'github',
-  'gitlab',
-  'google',
-  'keycloak',
-  'kakao',
-  'linkedin',
-  'linkedin_oidc',
-  'notion',
-  'spotify',
-  'slack',
-  'slack_oidc',
-  'workos',
-  'twitch',
-  'twitter',
-  'zoom',
-]
+import { GOTRUE_PROVIDERS, isProviderEnabled } from '../providers/index.js'
 
 function settingsOf(tenant: Tenant): Record<string, unknown> {
   const a = tenant.auth

@@ -3,7 +3,7 @@
 // ended), and email change with confirmation mails (GoTrue's secure mode: both addresses).
 import type { FastifyRequest } from 'fastify'
 import { withTransaction, type Queryable } from '../../shared/index.js'
-import { emailIdentityData, refreshProviders } from '../accounts.js'
+import { insertEmailIdentity, refreshProviders } from '../accounts.js'
 import { sendEmailChangeMails } from '../confirmations.js'
 import { assertPasswordAcceptable, hashPassword, verifyPassword } from '../crypto.js'
 import {
@@ -21,7 +21,7 @@ import { callerOf, contextOf } from '../request-state.js'
 import { countOtpAttempt } from '../models/otp-attempts.js'
 import { bodyOf, normaliseEmail, optObject, optString, redirectUrlOf } from '../http.js'
 import { audit } from '../models/audit-log.js'
-import { identitiesForUser, insertIdentity } from '../models/identities.js'
+import { identitiesForUser } from '../models/identities.js'
 import { deleteOneTimeTokensOfUser } from '../models/one-time-tokens.js'
 import { deleteSessionsOfUser, findSession } from '../models/sessions.js'
 import { isEmailTaken, lockUserById, toUserJson, updateUser, type UserColumn } from '../models/users.js'
@@ -211,12 +211,6 @@ async function takeOverEmail(
     { email, email_confirmed_at: now, is_anonymous: false, raw_user_meta_data: meta },
     now,
   )
-  await insertIdentity(q, {
-    userId: updated.id,
-    provider: 'email',
-    providerId: updated.id,
-    identityData: emailIdentityData(updated.id, email, undefined, true),
-    now,
-  })
+  await insertEmailIdentity(q, updated.id, email, true, now)
   return (await refreshProviders(ctx, q, updated)).user
 }
