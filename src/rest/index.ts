@@ -104,7 +104,7 @@ export function buildRestEngine(deps: RestEngineDeps): FastifyInstance {
     part: 'rest',
     tenantOf: tenantLabel(deps.tenants),
     tenantLabel: deps.config.metrics?.tenant_label,
-    pools: [{ snapshot: () => engine.pools.snapshot() }],
+    pools: [{ snapshot: () => engine.pools.shared.snapshot() }],
   })
   app.addHook('onClose', async () => {
     await engine.schemaCaches.close()
@@ -191,7 +191,7 @@ function createEngine(deps: RestEngineDeps, log: FastifyBaseLogger): Engine {
 }
 
 function engineHandle(engine: Engine): RestEngineHandle {
-  const pools = engine.pools
+  const pools = engine.pools.shared
   return {
     reloadSchema: (database) => engine.schemaCaches.reload(database),
     openConnections: () => pools.openConnections,
@@ -199,8 +199,8 @@ function engineHandle(engine: Engine): RestEngineHandle {
     poolSnapshot: () => pools.snapshot(),
     perTenantCap: () => pools.perTenantCap,
     reconnectProbesSettled: async () => {
-      await pools.backoff.probesSettled()
-      await pools.shared.clusterProbesSettled()
+      await engine.pools.backoff.probesSettled()
+      await pools.clusterProbesSettled()
     },
   }
 }

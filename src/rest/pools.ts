@@ -16,7 +16,6 @@ import {
   TenantPoolsClosedError,
   type PooledConnection,
   type TenantPoolsOptions,
-  type TenantPoolsSnapshot,
 } from '../shared/index.js'
 import { DbConnectionError, PoolTimeoutError } from './errors.js'
 import { SCHEMA_VERSION_SQL, type CatalogStatement } from './schema-cache/index.js'
@@ -199,19 +198,6 @@ export class EnginePools {
       // second of the database coming back, whatever the wait had grown to.
       probe: (url) => pools.probe(url),
     })
-  }
-
-  get openConnections(): number {
-    return this.shared.openConnections
-  }
-  get perTenantCap(): number {
-    return this.shared.perTenantCap
-  }
-  stats(key: string): { open: number; idle: number; waiting: number } | null {
-    return this.shared.stats(key)
-  }
-  snapshot(): TenantPoolsSnapshot {
-    return this.shared.snapshot()
   }
 
   async close(): Promise<void> {

@@ -13,7 +13,7 @@ import { parseAccept, parseMediaType } from './media-type.js'
 import { parsePreferences } from './preferences.js'
 import { decodeComponent, parseQueryParams } from './query-params.js'
 import { intersectRanges, parseRangeHeader, rangeOf } from './range.js'
-import type { Action, ApiRequest, HttpMethod, Resource, RowRange } from './types.js'
+import type { Action, ApiRequest, HttpMethod, Resource } from './types.js'
 
 export type * from './types.js'
 export {
@@ -177,35 +177,25 @@ export function parseApiRequest(raw: RawRequest, ctx: ParseContext): ApiRequest 
   // Profiles (§5.3): GET/HEAD (and OPTIONS) read Accept-Profile, writes Content-Profile.
   const readLike = m === 'GET' || m === 'HEAD' || m === 'OPTIONS'
   const profile = requestHeader(raw.headers, readLike ? 'accept-profile' : 'content-profile')
-  let schema = ctx.schemas[0]
-  if (profile !== undefined) {
-    if (!ctx.schemas.includes(profile)) {
-      throw new InvalidSchemaError(profile, ctx.schemas)
-    }
-    schema = profile
-  }
+  if (profile !== undefined && !ctx.schemas.includes(profile)) throw new InvalidSchemaError(profile, ctx.schemas)
 
   const rpcRead = action.kind === 'call' && action.invoke !== 'post'
   const query = parseQueryParams(raw.query, { rpcRead })
   const preferences = parsePreferences(raw.headers.prefer, ctx.timezones)
 
   // Top-level range: limit/offset, intersected with Range on GET (RFC 9110: others ignore it).
-  const topScoped = query.ranges.find((r) => r.path.length === 0)
-  let range: RowRange = rangeOf(topScoped)
+  const limitOffset = rangeOf(query.ranges.find((r) => r.path.length === 0))
   const rangeHeader = m === 'GET' ? parseRangeHeader(requestHeader(raw.headers, 'range')) : null
-  if (rangeHeader) range = intersectRanges(range, rangeHeader)
-
   const ct = requestHeader(raw.headers, 'content-type')
-
   return {
     action,
     method: m,
     path: raw.path === '' ? '/' : raw.path,
-    schema,
+    schema: profile ?? ctx.schemas[0],
     echoProfile: profile !== undefined || ctx.schemas.length > 1,
     query,
     preferences,
-    range,
+    range: rangeHeader ? intersectRanges(limitOffset, rangeHeader) : limitOffset,
     rangeHeader,
     accept: parseAccept(requestHeader(raw.headers, 'accept')),
     contentType: ct ? parseMediaType(ct) : null,

@@ -614,9 +614,8 @@ export function parseQueryParams(qs: string, opts: ParseQueryOptions = {}): Quer
 /** The parameters of one query string, classified as they are read. */
 class QueryParamsCollector {
   readonly #rpcRead: boolean
-  #selectRaw: string | null = null
-  #columnsRaw: string | null = null
-  #onConflictRaw: string | null = null
+  /** The first value of each of `select`, `columns` and `on_conflict`. */
+  readonly #reserved = new Map<string, string>()
   readonly #filters: Array<{ path: EmbedPath; filter: Filter }> = []
   readonly #rpcArgs: Array<readonly [string, string]> = []
   readonly #logic: Array<{ path: EmbedPath; tree: LogicTree }> = []
@@ -629,9 +628,7 @@ class QueryParamsCollector {
 
   add(key: string, value: string): void {
     if (RESERVED.has(key)) {
-      if (key === 'select') this.#selectRaw ??= value
-      else if (key === 'columns') this.#columnsRaw ??= value
-      else this.#onConflictRaw ??= value
+      if (!this.#reserved.has(key)) this.#reserved.set(key, value)
       return
     }
     const last = lastSegment(key)
@@ -667,16 +664,18 @@ class QueryParamsCollector {
   }
 
   result(canonical: string): QueryParams {
+    const columns = this.#reserved.get('columns')
+    const onConflict = this.#reserved.get('on_conflict')
     return {
       canonical,
-      select: parseSelect(this.#selectRaw ?? '*'),
+      select: parseSelect(this.#reserved.get('select') ?? '*'),
       filters: this.#filters,
       rpcArgs: this.#rpcArgs,
       logic: this.#logic,
       order: this.#order,
       ranges: [...this.#ranges.values()],
-      columns: this.#columnsRaw === null ? null : parseColumns('columns parameter', this.#columnsRaw),
-      onConflict: this.#onConflictRaw === null ? null : parseColumns('on_conflict parameter', this.#onConflictRaw),
+      columns: columns === undefined ? null : parseColumns('columns parameter', columns),
+      onConflict: onConflict === undefined ? null : parseColumns('on_conflict parameter', onConflict),
     }
   }
 }

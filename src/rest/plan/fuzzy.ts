@@ -58,7 +58,8 @@ interface Item {
 export class FuzzySet {
   private readonly items: Item[] = []
   private readonly exact = new Map<string, string>()
-  private readonly index = new Map<number, Map<string, Array<[number, number]>>>()
+  /** By gram size: gram -> [item, count] of the items that have it. */
+  private readonly index = new Map(GRAM_SIZES.map((size) => [size, new Map<string, Array<[number, number]>>()]))
 
   constructor(values: Iterable<string> = []) {
     for (const v of values) this.add(v)
@@ -73,11 +74,7 @@ export class FuzzySet {
     for (const size of GRAM_SIZES) {
       const counts = grams(value, size)
       norms.set(size, norm(counts.values()))
-      let bySize = this.index.get(size)
-      if (!bySize) {
-        bySize = new Map()
-        this.index.set(size, bySize)
-      }
+      const bySize = this.index.get(size)!
       for (const [g, n] of counts) {
         const list = bySize.get(g)
         if (list) list.push([at, n])

@@ -79,7 +79,7 @@ function planOf(req: ApiRequest, cache: SchemaCache, opts: PlanOptions): ActionP
     case 'read':
       return planRead(req, a.relation, a.headersOnly, cache, opts)
     case 'mutate':
-      return planMutate(req, a.relation, a.mutation, cache, { aggregates: opts.aggregates === true })
+      return planMutate(req, a.relation, a.mutation, cache, opts.aggregates === true)
     case 'call':
       return planCall(req, a.routine, a.invoke, cache, { maxRows: opts.maxRows, aggregates: opts.aggregates === true })
     case 'info':

@@ -9,12 +9,7 @@ import { findTable } from './read-plan.js'
 import type { ForeignKeyNote, InfoPlan, OpenApiPlan } from './types.js'
 
 /** OPTIONS: the methods a resource takes (from the table's flags, not from grants). */
-export function planInfo(
-  req: ApiRequest,
-  resource: Resource,
-  cache: SchemaCache,
-  opts: CallPlanOptions = { maxRows: null },
-): InfoPlan {
+export function planInfo(req: ApiRequest, resource: Resource, cache: SchemaCache, opts: CallPlanOptions): InfoPlan {
   switch (resource.kind) {
     case 'schema':
       return { kind: 'info', allow: 'OPTIONS,GET,HEAD' }
@@ -42,7 +37,7 @@ export function planOpenApi(
   req: ApiRequest,
   headersOnly: boolean,
   cache: SchemaCache,
-  opts: { ignorePrivileges?: boolean; securityActive?: boolean } = {},
+  opts: Pick<OpenApiPlan, 'ignorePrivileges' | 'securityActive'>,
 ): OpenApiPlan {
   const ok = req.accept.some(
     (m) => m.type === '*/*' || m.type === 'application/json' || m.type === 'application/openapi+json',
@@ -64,8 +59,7 @@ export function planOpenApi(
     tables,
     routines,
     foreignKeys,
-    ignorePrivileges: opts.ignorePrivileges === true,
-    securityActive: opts.securityActive === true,
+    ...opts,
   }
 }
 

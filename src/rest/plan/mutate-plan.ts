@@ -80,21 +80,16 @@ function rootWhere(root: ReadNode): Condition[] {
   return [...root.where]
 }
 
-interface MutatePlanOptions {
-  /** Tenant rest.aggregates_enabled (the representation's select). */
-  aggregates?: boolean
-}
-
-/** Plans POST / PATCH / PUT / DELETE on `relation`. */
+/** Plans POST / PATCH / PUT / DELETE on `relation`; `aggregates`: the tenant's rest.aggregates_enabled. */
 export function planMutate(
   req: ApiRequest,
   relation: string,
   mutation: Mutation,
   cache: SchemaCache,
-  opts: MutatePlanOptions = {},
+  aggregates: boolean,
 ): MutatePlan {
   const prefs = req.preferences
-  const { table, tree } = writeTree(req, relation, mutation, cache, opts)
+  const { table, tree } = writeTree(req, relation, mutation, cache, aggregates)
   let returning: ReturnPreference = prefs.return ?? 'minimal'
   if (returning === 'headers-only' && mutation !== 'insert') returning = 'minimal'
   const spec: InsertSpec | UpdateSpec | DeleteSpec =
@@ -144,7 +139,7 @@ function writeTree(
   relation: string,
   mutation: Mutation,
   cache: SchemaCache,
-  opts: MutatePlanOptions,
+  aggregates: boolean,
 ): { table: Table; tree: ReadNode } {
   const readReq: ApiRequest =
     mutation === 'insert' || mutation === 'single-upsert'
@@ -161,7 +156,7 @@ function writeTree(
     { ...readReq, query: { ...readReq.query, ranges: [] }, range: ALL_ROWS, rangeHeader: null },
     relation,
     cache,
-    { maxRows: null, aggregates: opts.aggregates },
+    { maxRows: null, aggregates },
   )
 }
 

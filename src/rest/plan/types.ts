@@ -340,9 +340,9 @@ export interface OpenApiPlan {
   /** Table name -> its many-to-one foreign key columns. */
   readonly foreignKeys: ReadonlyMap<string, readonly ForeignKeyNote[]>
   /** openapi-mode ignore-privileges: every table and function of the schema is listed. */
-  readonly ignorePrivileges?: boolean
+  readonly ignorePrivileges: boolean
   /** openapi-security-active: the document names the JWT bearer scheme (security, securityDefinitions). */
-  readonly securityActive?: boolean
+  readonly securityActive: boolean
 }
 
 /** Every plan the handler runs (rendered in query/, answered in response/). */

@@ -322,7 +322,7 @@ function visible(
   routines: OpenApiPlan['routines']
   privilegesOf: (t: PlanTable) => TablePrivileges
 } {
-  if (plan.ignorePrivileges === true) {
+  if (plan.ignorePrivileges) {
     return {
       tables: plan.tables,
       routines: plan.routines,
@@ -395,7 +395,7 @@ function buildOpenApi(plan: OpenApiPlan, may: OpenApiPrivileges, server: OpenApi
     paths,
     definitions,
     parameters: sharedParameters(tables),
-    ...(plan.securityActive === true ? JWT_SECURITY : {}),
+    ...(plan.securityActive ? JWT_SECURITY : {}),
     externalDocs: { description: 'PostgREST Documentation', url: 'https://postgrest.org/en/v14/references/api.html' },
   }
   return JSON.stringify(doc)
