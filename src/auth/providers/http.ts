@@ -64,28 +64,25 @@ export async function getJson(url: string, what: string, accessToken?: string): 
   return readJson(res, what)
 }
 
-interface TokenRequest {
-  tokenUrl: string
-  clientId: string
-  clientSecret: string
-  code: string
-  redirectUri: string
-  codeVerifier: string | null
-}
-
-/** The authorization_code grant, client authenticated in the body (client_secret_post). */
-export async function exchangeAuthorizationCode(r: TokenRequest): Promise<ProviderTokens> {
+/** The authorization_code grant at `tokenUrl`, the client authenticated in the body (client_secret_post). */
+export async function exchangeAuthorizationCode(
+  s: Pick<ProviderSettings, 'client_id' | 'secret'>,
+  tokenUrl: string,
+  code: string,
+  redirectUri: string,
+  codeVerifier: string | null,
+): Promise<ProviderTokens> {
   const form = new URLSearchParams({
     grant_type: 'authorization_code',
-    code: r.code,
-    redirect_uri: r.redirectUri,
-    client_id: r.clientId,
-    client_secret: r.clientSecret,
+    code,
+    redirect_uri: redirectUri,
+    client_id: s.client_id,
+    client_secret: s.secret,
   })
-  if (r.codeVerifier) form.set('code_verifier', r.codeVerifier)
+  if (codeVerifier) form.set('code_verifier', codeVerifier)
   let res: Response
   try {
-    res = await providerFetch(r.tokenUrl, {
+    res = await providerFetch(tokenUrl, {
       method: 'POST',
       headers: {
         accept: 'application/json',
@@ -168,13 +165,6 @@ export function oauth2SignIn(
       })
     },
     exchangeCode: (code, redirectUri, codeVerifier) =>
-      exchangeAuthorizationCode({
-        tokenUrl: o.tokenUrl,
-        clientId: s.client_id,
-        clientSecret: s.secret,
-        code,
-        redirectUri,
-        codeVerifier,
-      }),
+      exchangeAuthorizationCode(s, o.tokenUrl, code, redirectUri, codeVerifier),
   }
 }

@@ -198,15 +198,7 @@ export function oidcProvider(
       })
     },
     async exchangeCode(code, redirectUri, codeVerifier) {
-      const e = await endpoints()
-      return exchangeAuthorizationCode({
-        tokenUrl: e.token,
-        clientId: s.client_id,
-        clientSecret: s.secret,
-        code,
-        redirectUri,
-        codeVerifier,
-      })
+      return exchangeAuthorizationCode(s, (await endpoints()).token, code, redirectUri, codeVerifier)
     },
     async userData(tokens, { state }) {
       const e = await endpoints()

@@ -23,7 +23,8 @@ import {
 } from '../http.js'
 import { verifyLink, type VerifyLinkType } from '../mail/index.js'
 import { audit } from '../models/audit-log.js'
-import { identitiesForUser, insertIdentity, updateIdentity } from '../models/identities.js'
+import { deleteIdentitiesOfUser, identitiesForUser, insertIdentity, updateIdentity } from '../models/identities.js'
+import { deleteOneTimeTokensOfUser } from '../models/one-time-tokens.js'
 import { deleteSessionsOfUser } from '../models/sessions.js'
 import {
   deleteUser,
@@ -257,8 +258,8 @@ async function adminDeleteUser(ctx: TenantContext, id: string, soft: boolean) {
         },
         now,
       )
-      await q.query('DELETE FROM auth.identities WHERE user_id = $1', [id])
-      await q.query('DELETE FROM auth.one_time_tokens WHERE user_id = $1', [id])
+      await deleteIdentitiesOfUser(q, id)
+      await deleteOneTimeTokensOfUser(q, id)
       await deleteSessionsOfUser(q, id)
     } else {
       await deleteUser(q, id)
