@@ -189,21 +189,19 @@ function toFunction(r: Record<string, unknown>): CatalogFunction {
 /** The relationships of the REST engine's schema cache, each foreign key once, from its holder. */
 function toRelationships(byOrigin: ReadonlyMap<string, readonly Relationship[]>): CatalogRelationship[] {
   const out: CatalogRelationship[] = []
-  for (const list of byOrigin.values()) {
-    for (const rel of list) {
-      const c = rel.cardinality
-      if (c.kind !== 'm2o' && !(c.kind === 'o2o' && !c.isParent)) continue
-      out.push({
-        foreignKeyName: c.constraint,
-        schema: rel.table.schema,
-        relation: rel.table.name,
-        columns: c.columns.map(([col]) => col),
-        referencedSchema: rel.foreignTable.schema,
-        referencedRelation: rel.foreignTable.name,
-        referencedColumns: c.columns.map(([, fcol]) => fcol),
-        isOneToOne: c.kind === 'o2o',
-      })
-    }
+  for (const rel of [...byOrigin.values()].flat()) {
+    const c = rel.cardinality
+    if (c.kind !== 'm2o' && !(c.kind === 'o2o' && !c.isParent)) continue
+    out.push({
+      foreignKeyName: c.constraint,
+      schema: rel.table.schema,
+      relation: rel.table.name,
+      columns: c.columns.map(([col]) => col),
+      referencedSchema: rel.foreignTable.schema,
+      referencedRelation: rel.foreignTable.name,
+      referencedColumns: c.columns.map(([, fcol]) => fcol),
+      isOneToOne: c.kind === 'o2o',
+    })
   }
   return out
 }

@@ -145,13 +145,9 @@ function cmpCardinality(a: Relationship['cardinality'], b: Relationship['cardina
       cmpPairs(x.columns2, y.columns2)
     )
   }
-  if (
-    (a.kind === 'o2m' || a.kind === 'm2o' || a.kind === 'o2o') &&
-    (b.kind === 'o2m' || b.kind === 'm2o' || b.kind === 'o2o')
-  ) {
+  if ('constraint' in a && 'constraint' in b) {
     const c = cmpText(a.constraint, b.constraint) || cmpPairs(a.columns, b.columns)
-    if (c !== 0 || a.kind !== 'o2o' || b.kind !== 'o2o') return c
-    return cmpBool(a.isParent, b.isParent)
+    return c !== 0 || a.kind !== 'o2o' || b.kind !== 'o2o' ? c : cmpBool(a.isParent, b.isParent)
   }
   return 0
 }

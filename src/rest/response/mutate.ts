@@ -45,10 +45,9 @@ export function shapeMutateResponse(req: ApiRequest, plan: MutatePlan, r: MainRe
       if (!representation) return withResponseSettings(204, headers, null, r)
       return withResponseSettings(r.inserted !== null && r.inserted > 0 ? 201 : 200, headers, body, r)
     case 'update':
-      headers['content-range'] = n === 0 ? `*/${total ?? '*'}` : `0-${n - 1}/${total ?? '*'}`
-      return withResponseSettings(representation ? 200 : 204, headers, body, r)
     case 'delete':
-      headers['content-range'] = `*/${total ?? '*'}`
+      // A DELETE's range is `*/<total>` whatever it removed.
+      headers['content-range'] = contentRange(0, plan.mutation === 'update' ? n : 0, total)
       return withResponseSettings(representation ? 200 : 204, headers, body, r)
   }
 }

@@ -118,7 +118,7 @@ class TenantSchemaCaches implements SchemaCacheStore {
     const schemas = JSON.parse(e.schemas) as string[]
     const cluster = e.source.cluster?.()
     const timezones = e.cache?.timezones ?? (cluster === undefined ? undefined : this.#zonesByCluster.get(cluster))
-    const p = loadSchemaCacheBatch(e.source.withCatalog, schemas, ++versionCounter, { timezones }).then((cache) => {
+    const p = loadSchemaCacheBatch(e.source.withCatalog, schemas, ++versionCounter, timezones).then((cache) => {
       e.cache = cache
       e.have = Math.max(e.have, gen)
       e.failedAt = 0

@@ -36,14 +36,6 @@ export type CatalogBatch = (statements: readonly CatalogStatement[]) => Promise<
 /** Runs one catalog query; rows are plain objects. */
 export type CatalogQuery = (text: string, values: unknown[]) => Promise<CatalogRow[]>
 
-interface LoadOptions {
-  /**
-   * The zone names of pg_timezone_names when already known: they are the server's (the
-   * same for every database of a cluster) and the view is slow (it reads the zone files).
-   */
-  timezones?: ReadonlySet<string>
-}
-
 /** Postgres' answer when the schema version's table or sequence is missing or not readable. */
 function versionUnavailable(err: unknown): boolean {
   const code = (err as { code?: unknown })?.code
@@ -52,7 +44,7 @@ function versionUnavailable(err: unknown): boolean {
 
 /**
  * Loads a schema cache one query after the other (a connection of one's own: tests,
- * benches). `timezones`: as LoadOptions.timezones.
+ * benches). `timezones`: as for loadSchemaCacheBatch.
  */
 export function loadSchemaCache(
   query: CatalogQuery,
@@ -68,7 +60,7 @@ export function loadSchemaCache(
     },
     schemas,
     version,
-    { timezones },
+    timezones,
   )
 }
 
@@ -88,13 +80,15 @@ async function queryWithVersion(
 
 /**
  * Loads a tenant's schema cache with its schema version (null when the database has none:
- * not migrated to it yet; then the catalog is read again without it).
+ * not migrated to it yet; then the catalog is read again without it). `timezones`: the zone
+ * names of pg_timezone_names when already known: they are the server's (the same for every
+ * database of a cluster) and the view is slow (it reads the zone files).
  */
 export async function loadSchemaCacheBatch(
   query: CatalogBatch,
   schemas: readonly string[],
   version: number,
-  opts: LoadOptions = {},
+  timezones?: ReadonlySet<string>,
 ): Promise<SchemaCache> {
   const list = [...schemas]
   const statements: CatalogStatement[] = [
@@ -109,7 +103,7 @@ export async function loadSchemaCacheBatch(
     { text: MEDIA_HANDLERS_SQL, values: [list] },
     { text: ROLE_SETTINGS_SQL, values: [] },
   ]
-  if (opts.timezones === undefined) statements.push({ text: TIMEZONES_SQL, values: [] })
+  if (timezones === undefined) statements.push({ text: TIMEZONES_SQL, values: [] })
   const { dbVersion, rows } = await queryWithVersion(query, statements)
   const [
     relations = [],
@@ -126,7 +120,7 @@ export async function loadSchemaCacheBatch(
   ] = rows
   const views = new Map<number, ViewColumnSource[]>()
   for (const r of viewRows) views.set(Number(r.rel), parseViewColumns(String(r.action)))
-  const timezones = opts.timezones === undefined ? (zoneRows ?? []) : [...opts.timezones].map((name) => ({ name }))
+  const zones = timezones === undefined ? (zoneRows ?? []) : [...timezones].map((name) => ({ name }))
   return {
     ...buildSchemaCache(
       {
@@ -137,7 +131,7 @@ export async function loadSchemaCacheBatch(
         attnames,
         routines,
         computed,
-        timezones,
+        timezones: zones,
         representations,
         mediaHandlers,
         roleSettings,
