@@ -200,13 +200,8 @@ export function generateRefreshToken(): string {
  * 400 validation_failed.
  */
 export function parseRefreshTokenParam(token: unknown): RefreshTokenV2 | null {
-  if (typeof token !== 'string' || token.length < 12)
-    throw new ValidationFailedError('request', 'Refresh token is not valid')
-  if (token.length === 12) {
-    if (!/^[a-z0-9]{12}$/.test(token)) throw new ValidationFailedError('request', 'Refresh token is not valid')
-    return null
-  }
-  const v2 = parseRefreshTokenV2(token)
+  if (typeof token === 'string' && /^[a-z0-9]{12}$/.test(token)) return null
+  const v2 = typeof token === 'string' && token.length > 12 ? parseRefreshTokenV2(token) : null
   if (v2 === null) throw new ValidationFailedError('request', 'Refresh token is not valid')
   return v2
 }
