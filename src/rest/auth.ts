@@ -95,11 +95,8 @@ function claimsFailure(claims: Record<string, unknown>, nowSec: number): JwtClai
   return null
 }
 
-interface TokenVerifierOptions {
-  /** Verified tokens kept (each until its exp). */
-  max?: number
-  now?: () => number
-}
+/** Verified tokens kept (each until its exp). */
+const MAX_TOKENS = 10_000
 
 /**
  * Verifies upstream tokens with an LRU of signature-verified claims (keyed by a hash of
@@ -109,8 +106,8 @@ export class TokenVerifier {
   readonly #cache: LRUCache<string, Record<string, unknown>>
   readonly #now: () => number
 
-  constructor(opts: TokenVerifierOptions = {}) {
-    this.#cache = new LRUCache({ max: opts.max ?? 10_000 })
+  constructor(opts: { now?: () => number } = {}) {
+    this.#cache = new LRUCache({ max: MAX_TOKENS })
     this.#now = opts.now ?? Date.now
   }
 

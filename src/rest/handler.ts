@@ -4,7 +4,7 @@
 // writes, calls, OPTIONS and the OpenAPI root differ only in their plan: query/ renders each
 // plan's transaction, response/ shapes each answer, and this module runs them the same way.
 import { createHash } from 'node:crypto'
-import { LRUCache } from 'lru-cache'
+import type { LRUCache } from 'lru-cache'
 import { DEFAULT_EXTRA_SEARCH_PATH, type Tenant } from '../tenants/index.js'
 import { parseCookieHeader, roleDisplayName } from '../shared/index.js'
 import {
@@ -57,10 +57,6 @@ interface CachedPlan {
   schemaVersion: string | null
   /** The request roles' own settings of that cache (ALTER ROLE ... SET). */
   roleSettings: ReadonlyMap<string, RoleSettings> | undefined
-}
-
-export function createPlanCache(max = 2_000): LRUCache<string, CachedPlan> {
-  return new LRUCache({ max })
 }
 
 function restUrl(tenant: Tenant): string {

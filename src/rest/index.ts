@@ -3,6 +3,7 @@
 // `/:database/`, all through one handler (handler.ts). Builds an UNSTARTED instance; the
 // caller listens. Closing the instance closes every pool.
 import type { FastifyBaseLogger, FastifyInstance, FastifyReply, FastifyRequest, FastifyServerOptions } from 'fastify'
+import { LRUCache } from 'lru-cache'
 import { TENANT_CONNECT_TIMEOUT_MS, type Config } from '../config/index.js'
 import {
   toPartError,
@@ -29,7 +30,7 @@ import {
 } from './errors.js'
 import { EnginePools } from './pools.js'
 import { isBackoffRefusal } from './reconnect.js'
-import { createPlanCache, handleRequest, type Engine } from './handler.js'
+import { handleRequest, type Engine } from './handler.js'
 import { StageTimings } from './timing.js'
 import { isJsonBody, jsonDepthExceeds } from './api-request/json-depth.js'
 import { headerViews, pathSegments, unsupportedMethod } from './api-request/index.js'
@@ -186,7 +187,7 @@ function createEngine(deps: RestEngineDeps, log: FastifyBaseLogger): Engine {
     pools,
     schemaCaches,
     tokens: new TokenVerifier(),
-    plans: createPlanCache(),
+    plans: new LRUCache({ max: 2_000 }),
   }
 }
 
