@@ -6,7 +6,7 @@
 // any URL a client registers: client_uri and logo_uri are only shown to the consent page.
 import { createHash, randomBytes, randomUUID, timingSafeEqual } from 'node:crypto'
 import { BadJsonError, ValidationFailedError } from './errors.js'
-import type { Body } from './http.js'
+import { optString, type Body } from './http.js'
 import type { ClientType, OAuthClientFields, OAuthClientRow, TokenEndpointAuthMethod } from './models/oauth-clients.js'
 
 const GRANT_TYPES = ['authorization_code', 'refresh_token'] as const
@@ -96,14 +96,6 @@ function optStrings(b: Body, key: string): string[] | undefined {
   return v as string[]
 }
 
-function optText(b: Body, key: string): string | undefined {
-  const v = b[key]
-  if (v === undefined || v === null) return undefined
-  if (typeof v !== 'string')
-    throw new BadJsonError(`Could not parse request body as JSON: field ${key} must be a string`)
-  return v
-}
-
 /** The client type an auth method implies: none is public, a secret method confidential. */
 function typeOfMethod(method: TokenEndpointAuthMethod): ClientType {
   return method === 'none' ? 'public' : 'confidential'
@@ -111,8 +103,8 @@ function typeOfMethod(method: TokenEndpointAuthMethod): ClientType {
 
 /** A registration's type and auth method: explicit, inferred from each other, else confidential. */
 function typeAndMethod(b: Body): { clientType: ClientType; method: TokenEndpointAuthMethod } {
-  const type = optText(b, 'client_type') ?? ''
-  const method = optText(b, 'token_endpoint_auth_method') ?? ''
+  const type = optString(b, 'client_type') ?? ''
+  const method = optString(b, 'token_endpoint_auth_method') ?? ''
   if (type !== '' && type !== 'public' && type !== 'confidential')
     throw new ValidationFailedError('request', "client_type must be 'public' or 'confidential'")
   if (method !== '') checkAuthMethod(method, `token_endpoint_auth_method must be one of: [${AUTH_METHODS.join(' ')}]`)
@@ -136,11 +128,11 @@ export function parseRegistration(b: Body): Registration {
   checkRedirectUris(uris, true)
   const grants = optStrings(b, 'grant_types')
   if (grants !== undefined && grants.length > 0) checkGrantTypes(grants)
-  const name = optText(b, 'client_name') ?? ''
+  const name = optString(b, 'client_name') ?? ''
   if (name.length > 1024) throw new ValidationFailedError('request', 'client_name cannot exceed 1024 characters')
-  const clientUri = optText(b, 'client_uri') ?? ''
+  const clientUri = optString(b, 'client_uri') ?? ''
   checkShownUri('client_uri', clientUri)
-  const logoUri = optText(b, 'logo_uri') ?? ''
+  const logoUri = optString(b, 'logo_uri') ?? ''
   checkShownUri('logo_uri', logoUri)
   const { clientType, method } = typeAndMethod(b)
   return {
@@ -161,10 +153,10 @@ export function parseClientUpdate(b: Body, client: OAuthClientRow): OAuthClientF
   const out: OAuthClientFields = {}
   const uris = optStrings(b, 'redirect_uris')
   const grants = optStrings(b, 'grant_types')
-  const name = optText(b, 'client_name')
-  const clientUri = optText(b, 'client_uri')
-  const logoUri = optText(b, 'logo_uri')
-  const method = optText(b, 'token_endpoint_auth_method')
+  const name = optString(b, 'client_name')
+  const clientUri = optString(b, 'client_uri')
+  const logoUri = optString(b, 'logo_uri')
+  const method = optString(b, 'token_endpoint_auth_method')
   if ([uris, grants, name, clientUri, logoUri, method].every((v) => v === undefined))
     throw new ValidationFailedError('request', 'No fields provided for update')
   if (uris !== undefined) checkRedirectUris(uris, false)
