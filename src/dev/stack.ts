@@ -43,7 +43,7 @@ import {
   tenantSourceFiles,
   type DevEngines,
 } from './tenant-files.js'
-import { watchTenantFiles, type TenantWatcher } from './watch.js'
+import { watchTenantFiles } from './watch.js'
 import { devSecrets, writeDevInfo, describeRunningStack, type DevInfo } from './info.js'
 
 export interface DevOptions {
@@ -65,8 +65,6 @@ export interface DevOptions {
 export interface DevStack {
   info: DevInfo
   stop(): Promise<void>
-  /** Resolves once every tenant file change seen so far is handled. */
-  tenantFilesIdle(): Promise<void>
 }
 
 /**
@@ -236,12 +234,12 @@ class DevStart {
     const config = this.#load(mergeDeep(bound, this.#stackOverrides(base, postgres.url, tenants.runtimeDir)))
     const deps = await this.#startStore(config, tenants, postgres.url)
     const running = await this.#startParts(deps)
-    const watcher = this.#watch(deps, tenants, postgres.url)
+    this.#watch(deps, tenants, postgres.url)
     const info = await this.#devInfo(config, running, mail, postgres, tenants)
     writeDevInfo(this.#stateDir, info)
     this.#problems.written(info)
     this.#opts.onReady?.(info)
-    return { info, stop: () => this.stop(), tenantFilesIdle: () => watcher.idle() }
+    return { info, stop: () => this.stop() }
   }
 
   #load(overrides: Record<string, unknown>): Config {
@@ -379,7 +377,7 @@ class DevStart {
   }
 
   /** Tenant files created or edited from now on are picked up while the stack runs. */
-  #watch(deps: PartDeps & { writes: OwnWrites }, tenants: DevTenants, clusterUrl: string): TenantWatcher {
+  #watch(deps: PartDeps & { writes: OwnWrites }, tenants: DevTenants, clusterUrl: string): void {
     const devLog = partLogger(deps.config, 'dev')
     this.#problems.logTo((message) => {
       devLog.error(message)
@@ -404,7 +402,6 @@ class DevStart {
     this.#stops.push(async () => {
       watcher.close()
     })
-    return watcher
   }
 
   async #devInfo(

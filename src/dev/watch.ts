@@ -31,8 +31,6 @@ export interface TenantWatcherOptions {
   env: NodeJS.ProcessEnv
   /** What happened, one line each (a file loaded, refused or removed). */
   report(level: 'info' | 'error', message: string, fields: Record<string, unknown>): void
-  /** Quiet period after the last change of a file before it is read (editors write in steps). */
-  settleMs?: number
   /** True for a text the store itself wrote into `file` (a panel change): nothing to load. */
   isOwnWrite?: (file: string, text: string) => boolean
   /** How a Redis store takes a file (merged three ways); the files source puts the record. */
@@ -42,15 +40,15 @@ export interface TenantWatcherOptions {
 }
 
 export interface TenantWatcher {
-  /** Resolves when every change seen so far has been handled (tests). */
-  idle(): Promise<void>
   close(): void
 }
+
+/** Quiet period after the last change of a file before it is read (editors write in steps). */
+const SETTLE_MS = 100
 
 /** The tenant file watcher: each change settles, then loads in order, one at a time. */
 class TenantFileWatcher implements TenantWatcher {
   readonly #opts: TenantWatcherOptions
-  readonly #settleMs: number
   /** Source file -> the database it last loaded (to take it out when the file goes). */
   readonly #known = new Map<string, string>()
   readonly #timers = new Map<string, NodeJS.Timeout>()
@@ -60,7 +58,6 @@ class TenantFileWatcher implements TenantWatcher {
 
   constructor(opts: TenantWatcherOptions) {
     this.#opts = opts
-    this.#settleMs = opts.settleMs ?? 100
     for (const src of tenantSourceFiles(opts.sourceDir)) {
       try {
         this.#known.set(src, runtimeTenantRecord(src, opts.adminUrl, opts.engines).database as string)
@@ -80,11 +77,6 @@ class TenantFileWatcher implements TenantWatcher {
         {},
       )
     }
-  }
-
-  async idle(): Promise<void> {
-    while (this.#timers.size > 0) await new Promise((resolve) => setTimeout(resolve, this.#settleMs))
-    await this.#chain
   }
 
   close(): void {
@@ -111,7 +103,7 @@ class TenantFileWatcher implements TenantWatcher {
               { file: src },
             )
           })
-      }, this.#settleMs),
+      }, SETTLE_MS),
     )
   }
 

@@ -27,8 +27,6 @@ export interface ForwardContext extends ProxiedRequest {
   cutAt: number | null
   log: FastifyBaseLogger
   info: RequestInfo
-  /** The refusal rewriter holds the response: completion is reported after it. */
-  rewriting?: boolean
 }
 
 export interface UpstreamClientOptions {
@@ -231,7 +229,6 @@ export class Forward implements Dispatcher.DispatchHandler {
       isJsonContentType(head.contentType) &&
       !head.encoded
     ) {
-      ctx.rewriting = true
       this.chunks = []
       this.headers = headers
       this.upstreamRaw = latin1Strings(rawHeaders)
@@ -256,7 +253,6 @@ export class Forward implements Dispatcher.DispatchHandler {
       if (this.size <= this.internals.opts.maxErrorBodyBytes) return true
       // Too large to rewrite: send what we have and stream the rest as it comes.
       this.chunks = null
-      this.ctx.rewriting = false
       if (this.statusText) res.statusMessage = this.statusText
       res.writeHead(this.status, this.headers)
       let ok = true
