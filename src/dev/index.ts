@@ -12,7 +12,7 @@ export { runningDevInfo, runningDevDefaults } from './running.js'
 export { offsetPortOverrides, devPgPort, DEV_PG_PORT } from './ports.js'
 export { runtimeTenantRecord } from './tenant-files.js'
 export type { DevInfo, DevDatabaseInfo } from './info.js'
-export type { DevOptions, DevStack } from './stack.js'
+export type { DevStack } from './stack.js'
 
 /** Starts the whole service on embedded defaults (what `npm start` runs); see stack.ts. */
 export async function startDev(opts: DevOptions): Promise<DevStack> {

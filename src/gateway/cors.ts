@@ -10,7 +10,7 @@
  * Date, Location, Server, Transfer-Encoding, Range-Unit; the Content-Location shows the
  * gateway's default limit, docs/rest-protocol.md), then the gateway's and GoTrue's own.
  */
-export const CORS_EXPOSED_HEADERS = [
+const CORS_EXPOSED_HEADERS = [
   'content-encoding',
   'content-location',
   'content-range',

@@ -34,14 +34,8 @@ import type { GatewayDeps } from './types.js'
 type GatewayConfig = GatewayDeps['config']['gateway']
 
 export type { GatewayDeps, Caller, RewriteError, RewrittenError, UpstreamErrorContext, Service } from './types.js'
-export {
-  installGracefulShutdown,
-  gatewayState,
-  type GracefulShutdown,
-  type GracefulShutdownOptions,
-} from './shutdown.js'
+export { installGracefulShutdown } from './shutdown.js'
 export { GATEWAY_ERRORS, GATEWAY_ERROR_CODES, REFUSAL_ERRORS, type GatewayErrorCode } from './errors.js'
-export { CORS_EXPOSED_HEADERS } from './cors.js'
 export * from './rewrite/index.js'
 
 /**

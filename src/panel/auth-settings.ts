@@ -31,7 +31,7 @@ import {
 export const MASKED_SECRET = '********'
 
 /** Fields a PATCH may change. */
-export const PATCHABLE = [
+const PATCHABLE = [
   'site_url',
   'redirect_urls',
   'magic_link',

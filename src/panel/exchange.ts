@@ -5,7 +5,7 @@ import { TenantEngineMissingError } from './errors.js'
 import type { PanelRouteDeps } from './route-deps.js'
 
 /** The documented lifetime of an exchanged access token (docs/service.md §9). */
-export const EXCHANGE_EXPIRES_IN = 3600
+const EXCHANGE_EXPIRES_IN = 3600
 
 /** The exchange needs the database's auth engine (checked before the exchange's limit). */
 export async function requireAuthEngine(_deps: PanelRouteDeps, req: FastifyRequest): Promise<void> {

@@ -29,25 +29,12 @@ import { ExchangeLimiter } from './exchange-limit.js'
 import { registerPanelRoutes } from './routes.js'
 import { createSessionVerifier } from './session.js'
 
-export {
-  signPanelSession,
-  createSessionVerifier,
-  type SignPanelSessionOptions,
-  type PanelSession,
-  type SessionVerifier,
-} from './session.js'
-export { checkPolicies, formatPolicyReport, type PolicyFinding, type PolicyAudience } from './policy-check.js'
-export {
-  maskAuthSettings,
-  applyAuthSettingsPatch,
-  MASKED_SECRET,
-  PATCHABLE,
-  type AuthSettingsView,
-} from './auth-settings.js'
-export { restSettingsView, applyRestSettingsPatch, REST_PATCHABLE, type RestSettingsView } from './rest-settings.js'
+export { signPanelSession, type PanelSession, type SessionVerifier } from './session.js'
+export { checkPolicies, formatPolicyReport } from './policy-check.js'
+export { maskAuthSettings, applyAuthSettingsPatch, MASKED_SECRET } from './auth-settings.js'
+export { restSettingsView, applyRestSettingsPatch } from './rest-settings.js'
 export { PANEL_ERRORS, PANEL_ERROR_CODES, type PanelErrorCode } from './errors.js'
-export type { TestQueryRequest, TestQueryResult, TestQueryAs } from './test-query.js'
-export { EXCHANGE_EXPIRES_IN } from './exchange.js'
+export type { TestQueryRequest } from './test-query.js'
 export { registerPanelCommands } from './commands.js'
 export { panelRouteList } from './routes.js'
 

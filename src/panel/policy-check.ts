@@ -7,7 +7,7 @@ import { displayQualified, type Queryable } from '../shared/index.js'
 import type { Tenant } from '../tenants/index.js'
 
 /** Who a policy lets in. */
-export type PolicyAudience = 'authenticated' | 'anon' | 'public'
+type PolicyAudience = 'authenticated' | 'anon' | 'public'
 
 export interface PolicyFinding {
   schema: string

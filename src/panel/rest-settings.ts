@@ -11,7 +11,7 @@ import { DEFAULT_EXTRA_SEARCH_PATH, maskRecordPart, type RestRateLimits, type Te
 type RestSettings = TenantFile['rest']
 
 /** Fields a PATCH may change. */
-export const REST_PATCHABLE = [
+const REST_PATCHABLE = [
   'aggregates_enabled',
   'plan_enabled',
   'server_timing_enabled',

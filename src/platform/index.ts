@@ -1,17 +1,7 @@
 // Provisioning: tenant databases and roles on a Postgres cluster, the
 // `platform` and `auth` schemas by numbered migrations, and the generated tenant file.
 // The one entry of this part; other parts import only from here.
-export {
-  provisionTenant,
-  dropTenant,
-  ensureTenant,
-  assertDatabaseName,
-  type EnsureTenantOptions,
-  type ProvisionOptions,
-  type ProvisionResult,
-  type DropOptions,
-  type DropResult,
-} from './provision.js'
+export { provisionTenant, dropTenant, ensureTenant, assertDatabaseName } from './provision.js'
 export {
   connectAdmin,
   withAdmin,
@@ -24,10 +14,8 @@ export {
   newTenantId,
   engineVerifier,
   ROLE_KINDS,
-  TENANT_ID,
   TENANT_ROLE,
   type ConnectionLimits,
-  type TenantRoleKind,
   type TenantRoleNames,
 } from './roles.js'
 export {
@@ -35,10 +23,8 @@ export {
   migrateAll,
   listMigrations,
   MIGRATIONS_DIR,
-  type MigrateAllResult,
   type Migration,
   type MigrateOptions,
-  type MigrateResult,
 } from './migrate.js'
 export {
   setSupabaseDefaultPrivileges,

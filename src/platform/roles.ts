@@ -31,11 +31,11 @@ const CLUSTER_GROUPS: ReadonlyArray<{ name: string; attributes: string }> = [
 
 /** Kinds of per-tenant roles. The first three are the request roles of platform.role(). */
 export const ROLE_KINDS = [...REQUEST_ROLE_KINDS, 'rest', 'authn', 'owner'] as const
-export type TenantRoleKind = (typeof ROLE_KINDS)[number]
+type TenantRoleKind = (typeof ROLE_KINDS)[number]
 export type TenantRoleNames = Record<TenantRoleKind, string>
 
 /** `t_<10 hex>` */
-export const TENANT_ID = /^t_[0-9a-f]{10}$/
+const TENANT_ID = /^t_[0-9a-f]{10}$/
 /** Every role name provisioning creates (the `_probe` test-query logins and the `_hook` role too); dropping never touches anything else. */
 export const TENANT_ROLE = /^(t_[0-9a-f]{10})_(anon|auth|svc|rest|authn|owner|hook|anon_probe|auth_probe|svc_probe)$/
 

@@ -33,7 +33,7 @@ export interface ApplyPlan {
 }
 
 /** The newest audit entry that changed `field` (or a field under it), or null. */
-export function lastChangeOf(history: AuditEntry[], field: string): AuditEntry | null {
+function lastChangeOf(history: AuditEntry[], field: string): AuditEntry | null {
   return (
     history.find((e) => e.fields.some((f) => f === field || field.startsWith(f + '.') || f.startsWith(field + '.'))) ??
     null

@@ -29,7 +29,7 @@ export interface TenantCacheOptions {
 }
 
 /** What the cache knows of its store (for metrics and readiness). */
-export interface TenantStoreHealth {
+interface TenantStoreHealth {
   /** `ok`; `unreachable` (commands fail); `empty` (the store lost the tenants it held). */
   state: 'ok' | 'unreachable' | 'empty'
   /** Databases with a last good record this process can fall back to. */

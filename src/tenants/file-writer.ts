@@ -77,7 +77,7 @@ function removeEntry(doc: Document, after: Tenant, path: readonly string[]): voi
 }
 
 /** `text` with the changes from `before` to `after` made; refuses a change of the API keys. */
-export function changedTenantText(text: string, file: string, before: Tenant, after: Tenant): string {
+function changedTenantText(text: string, file: string, before: Tenant, after: Tenant): string {
   const doc = parseDocument(text)
   if (doc.errors.length > 0)
     throw new TenantStoreConfigError(
@@ -110,7 +110,7 @@ function fsyncDir(dir: string): void {
 }
 
 /** Replaces `file` with `text` atomically when it still holds `expected`; false when it does not. */
-export function replaceFileIfUnchanged(file: string, expected: string, text: string): boolean {
+function replaceFileIfUnchanged(file: string, expected: string, text: string): boolean {
   const replaced = writeFileAtomic(file, text, {
     mode: statSync(file).mode & 0o777,
     // Checked before the rename: a writer that came between our read and now wins; we redo ours.

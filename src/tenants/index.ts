@@ -17,9 +17,6 @@ export {
   RECORD_BOUNDS,
   TenantFileSchema,
   AuthSettingsSchema,
-  ProviderSchema,
-  SmtpSchema,
-  RateLimitsSchema,
   DEFAULT_RATE_LIMITS,
   bucketWindow,
   DEFAULT_EXTRA_SEARCH_PATH,
@@ -34,11 +31,9 @@ export {
   type AuthSettings,
   type ProviderSettings,
   type RoleKind,
-  type KeyHash,
   type RateLimits,
   type RateLimitBucket,
   type RateLimitBucketName,
-  RestRateLimitsSchema,
   type RestRateLimits,
 } from './schema.js'
 export {
@@ -50,11 +45,10 @@ export {
   type StoreLogger,
   type VersionedTenant,
   type AuditEntry,
-  type AuditInput,
   type WriteOptions,
   type WriteResult,
 } from './types.js'
-export { updateTenant, type UpdateOptions, type UpdateResult } from './update.js'
+export { updateTenant, type UpdateResult } from './update.js'
 export {
   fieldsOf,
   fieldName,
@@ -63,25 +57,12 @@ export {
   threeWayMerge,
   keepRevocations,
   type FieldConflict,
-  type MergeResult,
 } from './fields.js'
-export { writeTenantChanges, changedTenantText, replaceFileIfUnchanged } from './file-writer.js'
-export { loadTenantFiles, loadTenantFileEntries, listTenantFiles, type LoadedTenantFile } from './yaml-loader.js'
-export { createMemoryStore, contentVersion, type MemoryStoreOptions, type MemoryTenantStore } from './memory-store.js'
-export {
-  createRedisStore,
-  connectRedis,
-  type RedisStoreOptions,
-  type RedisTenantStore,
-  type TenantMeta,
-} from './redis-store.js'
-export {
-  createTenantCache,
-  tenantCacheOptions,
-  type TenantCache,
-  type TenantCacheOptions,
-  type TenantStoreHealth,
-} from './cache.js'
+export { writeTenantChanges } from './file-writer.js'
+export { loadTenantFiles, loadTenantFileEntries, type LoadedTenantFile } from './yaml-loader.js'
+export { createMemoryStore } from './memory-store.js'
+export { createRedisStore, connectRedis, type RedisTenantStore } from './redis-store.js'
+export { createTenantCache, tenantCacheOptions, type TenantCache } from './cache.js'
 export {
   TenantStoreUnavailableError,
   TenantStoreBackendError,
@@ -100,22 +81,18 @@ export {
   ASYMMETRIC_ALGORITHMS,
   generateSigningKey,
   runtimeSigningKey,
-  publicJwkOf,
   privateKeyObject,
   currentSigningKey,
   signingAlgorithmOf,
   withRotatedKey,
   withRevokedKey,
   withRetiredLegacySecret,
-  legacySecretRetired,
   describeSigningKeys,
   SigningKeyChangeError,
   revokedKeysListed,
   revivalProblem,
   mergeTombstones,
-  jwkThumbprint,
   type RevokedKey,
-  type ChangeStamp,
   type SigningAlgorithm,
   type AsymmetricAlgorithm,
   type SigningKeyFile,
@@ -132,9 +109,6 @@ export {
   exportTenantFile,
   conflictMessage,
   describeDiffRow,
-  lastChangeOf,
   type ApplyPlan,
-  type ApplyOutcome,
-  type DiffRow,
 } from './apply.js'
 export { redactSecrets } from './redact.js'

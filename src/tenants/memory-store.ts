@@ -57,7 +57,7 @@ export interface MemoryTenantStore extends TenantStore {
 }
 
 /** The version of a record: a hash of its content (keys sorted), the same after a restart. */
-export function contentVersion(t: Tenant): string {
+function contentVersion(t: Tenant): string {
   const canonical = JSON.stringify(t, (_k, v: unknown) =>
     v && typeof v === 'object' && !Array.isArray(v)
       ? Object.fromEntries(

@@ -57,7 +57,7 @@ export interface RedisStoreOptions {
   writeReplicasTimeoutMs?: number
 }
 
-export interface TenantMeta {
+interface TenantMeta {
   version: number
   updated_at: string | null
 }

@@ -26,7 +26,7 @@ const Url = Type.String({ minLength: 1, maxLength: 2048 })
 const ConnectionUrl = (env: string) => Type.String({ minLength: 1, maxLength: 2048, ...secret('url', env) })
 const RoleName = Type.String({ minLength: 1, maxLength: 63 })
 
-export const ProviderSchema = Type.Object(
+const ProviderSchema = Type.Object(
   {
     client_id: Type.String({ minLength: 1 }),
     secret: Type.String({ minLength: 1, ...secret('value', '{2}_SECRET') }),
@@ -41,7 +41,7 @@ export const ProviderSchema = Type.Object(
   { additionalProperties: false },
 )
 
-export const SmtpSchema = Type.Object(
+const SmtpSchema = Type.Object(
   {
     host: Type.String({ minLength: 1 }),
     port: Type.Integer({ minimum: 1, maximum: 65535, default: 25 }),
@@ -127,7 +127,7 @@ const RestRateWindowsSchema = Type.Object(
 )
 
 /** rest.rate_limits: what each limit counts by. */
-export const RestRateLimitsSchema = Type.Object(
+const RestRateLimitsSchema = Type.Object(
   {
     /** All requests to the database together. */
     database: Type.Optional(RestRateWindowsSchema),
@@ -166,7 +166,7 @@ const rateLimitBucket = (d: { capacity: number; rate: number; interval_seconds: 
     { additionalProperties: false, default: {} },
   )
 
-export const RateLimitsSchema = Type.Object(
+const RateLimitsSchema = Type.Object(
   {
     sign_in_sign_up: rateLimitBucket(DEFAULT_RATE_LIMITS.sign_in_sign_up),
     token_refresh: rateLimitBucket(DEFAULT_RATE_LIMITS.token_refresh),
@@ -472,11 +472,8 @@ export function oauthServerOf(auth: Pick<AuthSettings, 'oauth_server'>): OAuthSe
     allow_dynamic_registration: auth.oauth_server?.allow_dynamic_registration ?? false,
   }
 }
-export interface RateLimitBucket {
-  capacity: number
-  rate: number
-  interval_seconds: number
-}
+/** One GoTrue token bucket: capacity, rate, interval_seconds. */
+export type RateLimitBucket = RateLimits[RateLimitBucketName]
 
 /**
  * A GoTrue token bucket as fixed-window counters count it: at most `capacity` requests per

@@ -80,7 +80,7 @@ export function signingKeyProblem(key: SigningKeyFile): string | null {
 }
 
 /** The public JWK of a listed key (throws when the key is unusable; validate first). */
-export function publicJwkOf(key: SigningKeyFile): PublicSigningJwk {
+function publicJwkOf(key: SigningKeyFile): PublicSigningJwk {
   const pub = createPublicKey(privateKeyObject(key.private_key)).export({ format: 'jwk' }) as Record<string, string>
   const common = { ext: true as const, key_ops: ['verify'] as ['verify'], kid: key.kid, use: 'sig' as const }
   return key.alg === 'ES256'
@@ -128,7 +128,7 @@ interface JwtKeys<K extends SigningKeyFile> {
 }
 
 /** The RFC 7638 thumbprint (SHA-256, base64url) of a public JWK. */
-export function jwkThumbprint(jwk: PublicSigningJwk): string {
+function jwkThumbprint(jwk: PublicSigningJwk): string {
   const members =
     jwk.kty === 'EC' ? { crv: jwk.crv, kty: jwk.kty, x: jwk.x, y: jwk.y } : { e: jwk.e, kty: jwk.kty, n: jwk.n }
   return createHash('sha256').update(JSON.stringify(members)).digest('base64url')
@@ -263,11 +263,6 @@ export function withRetiredLegacySecret<J extends JwtKeys<K>, K extends SigningK
     )
   }
   return { ...jwt, legacy_secret_retired: { retired_at: stamp.at, retired_by: stamp.by } }
-}
-
-/** True once the legacy HS256 secret no longer verifies tokens. */
-export function legacySecretRetired(jwt: JwtKeys<SigningKeyFile>): boolean {
-  return jwt.legacy_secret_retired !== undefined
 }
 
 /** The keys as people see them: kid, alg, whether it signs now (never private parts). */

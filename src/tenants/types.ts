@@ -60,7 +60,7 @@ export interface AuditEntry {
 }
 
 /** What a write records in the audit trail besides versions and time. */
-export type AuditInput = Pick<AuditEntry, 'who' | 'via' | 'action' | 'fields'>
+type AuditInput = Pick<AuditEntry, 'who' | 'via' | 'action' | 'fields'>
 
 export interface WriteOptions {
   audit: AuditInput

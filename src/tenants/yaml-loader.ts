@@ -19,7 +19,7 @@ export interface LoadedTenantFile {
 }
 
 /** The tenant files a path names: itself when it is a file, else the *.yaml / *.yml in it (sorted). */
-export function listTenantFiles(fileOrDir: string): string[] {
+function listTenantFiles(fileOrDir: string): string[] {
   let st
   try {
     st = statSync(fileOrDir)
