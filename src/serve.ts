@@ -88,7 +88,7 @@ async function buildPart(name: PartName, deps: PartDeps, tracer?: PartTracer): P
   switch (name) {
     case 'gateway': {
       const logger = partLogger(config, 'gateway')
-      const rewriteError = createRefusalRewriter({ config, logger })
+      const rewriteError = createRefusalRewriter({ logger })
       const app = buildGateway({ config, tenants, logger, rewriteError, tracer })
       app.addHook('onClose', async () => {
         await rewriteError.close()

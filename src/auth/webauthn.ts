@@ -13,6 +13,7 @@ import {
 } from '@simplewebauthn/server'
 import { isoCBOR } from '@simplewebauthn/server/helpers'
 import type { WebAuthnSettings } from '../tenants/index.js'
+import { isPlainObject } from '../shared/index.js'
 import { PasskeysDisabledError, WebAuthnVerificationFailedError } from './errors.js'
 import type { ChallengeSession, PasskeyRow } from './models/webauthn.js'
 import type { TenantContext, UserRow } from './types.js'
@@ -67,10 +68,6 @@ export function authenticationOptions(rp: WebAuthnSettings, allow: StoredCredent
   })
 }
 
-function isObject(v: unknown): v is Record<string, unknown> {
-  return typeof v === 'object' && v !== null && !Array.isArray(v)
-}
-
 const RESPONSE_FIELDS = {
   create: ['clientDataJSON', 'attestationObject'],
   request: ['clientDataJSON', 'authenticatorData', 'signature'],
@@ -79,11 +76,11 @@ const RESPONSE_FIELDS = {
 /** The serialized PublicKeyCredential's outer shape of a create or a request answer. */
 export function looksLikeCredential(raw: unknown, kind: 'create' | 'request'): boolean {
   return (
-    isObject(raw) &&
+    isPlainObject(raw) &&
     typeof raw.id === 'string' &&
     typeof raw.rawId === 'string' &&
     raw.type === 'public-key' &&
-    isObject(raw.response) &&
+    isPlainObject(raw.response) &&
     RESPONSE_FIELDS[kind].every((f) => typeof (raw.response as Record<string, unknown>)[f] === 'string')
   )
 }

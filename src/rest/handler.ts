@@ -6,7 +6,7 @@
 import { createHash } from 'node:crypto'
 import type { LRUCache } from 'lru-cache'
 import { DEFAULT_EXTRA_SEARCH_PATH, type Tenant } from '../tenants/index.js'
-import { parseCookieHeader, roleDisplayName } from '../shared/index.js'
+import { parseCookieHeader, roleClaim } from '../shared/index.js'
 import {
   parseApiRequest,
   visibleHeaders,
@@ -291,7 +291,7 @@ async function execute(ctx: RunContext, plan: ExecutablePlan, st: ActionStatemen
       throw err
     const again = await transact(ctx, plan, renderAction(plan, 'minimal'))
     throw rowWrittenError({
-      role: roleDisplayName(ctx.caller.kind),
+      role: roleClaim(ctx.caller.kind),
       isAnon: ctx.caller.isAnon,
       schema: plan.table.schema,
       table: plan.table.name,

@@ -14,7 +14,7 @@ export type RoleClaim = (typeof ROLE_CLAIMS)[RoleKind]
 
 const KIND_OF_CLAIM: ReadonlyMap<string, RoleKind> = new Map(ROLE_KINDS.map((k) => [ROLE_CLAIMS[k], k]))
 
-/** The claim of a kind: `auth` -> `authenticated`. */
+/** The claim of a kind (`auth` -> `authenticated`): also the name every message gives the caller. */
 export function roleClaim(kind: RoleKind): RoleClaim {
   return ROLE_CLAIMS[kind]
 }
@@ -22,11 +22,6 @@ export function roleClaim(kind: RoleKind): RoleClaim {
 /** The kind a `role` claim stands for, or null for anything else (inherited names included). */
 export function kindOfClaim(claim: unknown): RoleKind | null {
   return typeof claim === 'string' ? (KIND_OF_CLAIM.get(claim) ?? null) : null
-}
-
-/** The name every message gives the caller of a kind: the claim name (`service_role`). */
-export function roleDisplayName(kind: RoleKind): string {
-  return ROLE_CLAIMS[kind]
 }
 
 /** `anon (t_abc_anon)`: the name the caller knows and the database's real role. */

@@ -3,15 +3,13 @@
 // 42501 401/403 for a missing privilege, PGRST205 404, 42501 "new row violates row-level
 // security policy" for both RLS cases) against a real tenant's catalog.
 import t from 'tap'
-import { loadConfig } from '../../src/config/index.js'
 import { createRefusalRewriter, type Caller, type UpstreamErrorContext } from '../../src/gateway/index.js'
 import type { RoleKind } from '../../src/tenants/index.js'
 import { createTestTenant, type TestTenant } from '../helpers/tenants.js'
 import pg from 'pg'
 
 let x: TestTenant
-const config = loadConfig({ env: {}, overrides: { log: { level: 'silent' } } })
-const rewrite = createRefusalRewriter({ config })
+const rewrite = createRefusalRewriter()
 t.teardown(() => rewrite.close())
 
 const log = {

@@ -103,7 +103,7 @@ export async function startStack(
     },
   })
 
-  const rewriter = createRefusalRewriter({ config })
+  const rewriter = createRefusalRewriter()
   t.teardown(() => rewriter.close())
   const restUrl = await listen(t, buildRestEngine({ config, tenants: cache }))
   const authUrl = await listen(t, buildAuthEngine({ config, tenants: cache }))

@@ -78,7 +78,7 @@ export async function startRestGateway(t: Teardown, opts: RestGatewayOptions): P
   const tenants = new Map<string, Tenant>()
   const lookup = { get: async (db: string) => tenants.get(db) ?? null }
   const restUrl = await listen(t, buildRestEngine({ config, tenants: lookup, tracer: opts.tracers?.rest }))
-  const rewriter = createRefusalRewriter({ config })
+  const rewriter = createRefusalRewriter()
   t.teardown(() => rewriter.close())
   const gatewayUrl = await listen(
     t,

@@ -14,7 +14,6 @@
 // becomes `permission_denied` with a hint naming both causes. We never probe the table for
 // the row: the owner connection would bypass the tenant's policies, and a probe cannot tell
 // a new row from an old identical one.
-import type { Config } from '../../config/index.js'
 import { firstHeader, isPlainObject, type TenantPoolsSnapshot } from '../../shared/index.js'
 import { roleKindOf, type RewriteError, type RewrittenError, type UpstreamErrorContext } from '../types.js'
 import { createCatalog } from './catalog.js'
@@ -49,7 +48,6 @@ export interface RewriterLogger {
 }
 
 export interface RefusalRewriterDeps {
-  config: Config
   logger?: RewriterLogger
 }
 
@@ -79,7 +77,7 @@ function decodeSegment(s: string): string | null {
  * Creates the refusal rewriter. Only REST responses are looked at; codes PGRST205, 42P01
  * and 42501 may be rewritten, every other error passes through unchanged.
  */
-export function createRefusalRewriter(deps: RefusalRewriterDeps): RefusalRewriter {
+export function createRefusalRewriter(deps: RefusalRewriterDeps = {}): RefusalRewriter {
   const catalog = createCatalog()
   const explainer = createRefusalExplainer({
     catalog,

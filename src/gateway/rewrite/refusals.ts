@@ -9,7 +9,6 @@ import {
   displayQualified,
   ROLE_KINDS,
   roleClaim,
-  roleDisplayName,
   roleLabel,
   withTimeout,
   type GatehouseError,
@@ -312,9 +311,9 @@ function unknownTable(
   return unknownTableError(input, table, {
     details: `${why} ${heldBy(tenant, f, kind)}`,
     hint:
-      `The usual cause is a grant to the wrong role. Grant to ${roleClaim(kind)} (this database's ${roleDisplayName(kind)} ` +
+      `The usual cause is a grant to the wrong role. Grant to ${roleClaim(kind)} (this database's ${roleClaim(kind)} ` +
       `role is a member of it), e.g. ${grantStatement(firstNeed(input), f.schema, f.name, kind)}${rlsAdvice(f)}`,
-    extra: { role: roleDisplayName(kind), table },
+    extra: { role: roleClaim(kind), table },
   })
 }
 
@@ -338,9 +337,9 @@ function unknownTableMissing(input: RefusalInput, schemas: readonly string[], na
   return unknownTableError(input, table, {
     details: `No table or view named ${JSON.stringify(name)} exists in schema${schemas.length > 1 ? 's' : ''} ${schemas.join(', ')}.${suggestion}`,
     hint:
-      `Check the table name. Once the table exists, make it visible to role ${roleDisplayName(kind)}: ` +
+      `Check the table name. Once the table exists, make it visible to role ${roleClaim(kind)}: ` +
       `${grantStatement(firstNeed(input), schema, name, kind)} then enable row-level security on it and add a policy.`,
-    extra: { role: roleDisplayName(kind), table },
+    extra: { role: roleClaim(kind), table },
   })
 }
 
@@ -354,7 +353,7 @@ function unknownTableBare(input: RefusalInput, ref: TableRef | null): Refusal {
     hint:
       `The usual cause is a grant to the wrong role: grant to ${roleClaim(kind)}, ` +
       `e.g. GRANT SELECT ON <schema>.<table> TO ${roleClaim(kind)};`,
-    extra: { role: roleDisplayName(kind), ...(ref !== null && NAME_OK(ref.name) ? { table } : {}) },
+    extra: { role: roleClaim(kind), ...(ref !== null && NAME_OK(ref.name) ? { table } : {}) },
   })
 }
 
@@ -371,17 +370,17 @@ function noTableGrant(
   return toRefusal(
     new NoTableGrantError(roleLabel(tenant.roles, kind), missing, table, input.action, {
       details:
-        `${table} is visible to role ${roleDisplayName(kind)}${held.length > 0 ? ` (it holds ${held.join(', ')})` : ''}, ` +
+        `${table} is visible to role ${roleClaim(kind)}${held.length > 0 ? ` (it holds ${held.join(', ')})` : ''}, ` +
         `but ${missing} is not granted. The statement in hint grants it; run it as the database owner.`,
       hint: grantStatement(missing, schema, name, kind),
-      extra: { role: roleDisplayName(kind), table, privilege: missing, ...sqlstateOf(input) },
+      extra: { role: roleClaim(kind), table, privilege: missing, ...sqlstateOf(input) },
     }),
   )
 }
 
 function columnHint(input: RefusalInput, schema: string, name: string, privilege: Privilege): string {
   return (
-    `Role ${roleDisplayName(input.kind)} holds ${privilege} on some columns of ${displayQualified(schema, name)} only: ` +
+    `Role ${roleClaim(input.kind)} holds ${privilege} on some columns of ${displayQualified(schema, name)} only: ` +
     `use only those columns, or grant it on the whole table with ${grantStatement(privilege, schema, name, input.kind)}`
   )
 }
@@ -390,7 +389,7 @@ function columnHint(input: RefusalInput, schema: string, name: string, privilege
 function touchedHint(input: RefusalInput, f: Extract<TableFacts, { exists: true }>, mine: RolePrivileges): string {
   const held = (['SELECT', 'INSERT', 'UPDATE', 'DELETE'] as const).filter((p) => mine.table[p])
   return (
-    `The statement touched ${displayQualified(f.schema, f.name)}, on which role ${roleDisplayName(input.kind)} holds ` +
+    `The statement touched ${displayQualified(f.schema, f.name)}, on which role ${roleClaim(input.kind)} holds ` +
     `${held.length > 0 ? held.join(', ') : 'no privilege'}. Grant what it needs as the owner, e.g. ` +
     grantStatement(held.includes('SELECT') ? 'INSERT' : 'SELECT', f.schema, f.name, input.kind)
   )
@@ -409,7 +408,7 @@ function rlsViolationHint(input: RefusalInput): string {
   return (
     'Nothing was written. A row-level security policy refused the row: the WITH CHECK of an INSERT or UPDATE ' +
     'policy, or (with Prefer: return=representation) the SELECT policy that must let the author see the new row. ' +
-    `Check the table's policies for role ${roleDisplayName(input.kind)}, or send Prefer: return=minimal if the row need not come back.`
+    `Check the table's policies for role ${roleClaim(input.kind)}, or send Prefer: return=minimal if the row need not come back.`
   )
 }
 
@@ -423,7 +422,7 @@ function permissionDenied(input: RefusalInput, hint: string | null): Refusal {
       {
         details: `The request ran as role ${roleLabel(tenant.roles, kind)}.${upstreamDetails !== null ? ' ' + upstreamDetails : ''}`,
         hint: hint ?? scrub(error.hint, tenant),
-        extra: { sqlstate: '42501', role: roleDisplayName(kind) },
+        extra: { sqlstate: '42501', role: roleClaim(kind) },
         headers: kind === 'anon' ? { 'www-authenticate': 'Bearer' } : {},
       },
     ),
@@ -446,7 +445,7 @@ function rlsRefusal(input: RefusalInput, ref: TableRef | null): Refusal {
       hint: 'Do not retry: the write is done. Send Prefer: return=minimal, or add a SELECT policy that lets the author see the row (e.g. USING (owner_id = auth.uid())).',
       extra: {
         sqlstate: '42501',
-        role: roleDisplayName(kind),
+        role: roleClaim(kind),
         ...(name !== null && NAME_OK(name) ? { table } : {}),
         row_written: true,
       },

@@ -4,7 +4,7 @@
 // re-serialized, so big numbers keep their digits). Errors are PGRST102.
 import { InvalidBodyError } from '../errors.js'
 import type { MediaType } from './types.js'
-import { bareRecord } from '../../shared/index.js'
+import { bareRecord, isPlainObject } from '../../shared/index.js'
 import { showString } from './parsec.js'
 
 /** Rows of a write: the keys they carry and the JSON text bound as one parameter. */
@@ -49,10 +49,6 @@ export type CallPayload =
 const EMPTY_OR_INVALID = 'Empty or invalid json'
 const KEYS_MUST_MATCH = 'All object keys must match'
 
-function isObject(v: unknown): v is Record<string, unknown> {
-  return typeof v === 'object' && v !== null && !Array.isArray(v)
-}
-
 function parseJson(body: Buffer | null): { value: unknown; text: string } {
   const text = utf8(body)
   if (text.trim() === '') throw new InvalidBodyError(EMPTY_OR_INVALID)
@@ -91,7 +87,7 @@ function rawJsonRows(body: Buffer | null, columns: readonly string[]): RowsPaylo
   try {
     value = JSON.parse(text)
   } catch {}
-  const rows = isObject(value) ? [value] : Array.isArray(value) ? value.filter(isObject) : []
+  const rows = isPlainObject(value) ? [value] : Array.isArray(value) ? value.filter(isPlainObject) : []
   return { kind: 'rows', isArray: !looksLikeObject(text), rows, keys: columns, json: text }
 }
 
@@ -99,14 +95,14 @@ function rawJsonRows(body: Buffer | null, columns: readonly string[]): RowsPaylo
 function jsonRows(body: Buffer | null, columns: readonly string[] | null): RowsPayload {
   if (columns !== null) return rawJsonRows(body, columns)
   const { value, text } = parseJson(body)
-  if (isObject(value)) {
+  if (isPlainObject(value)) {
     return { kind: 'rows', isArray: false, rows: [value], keys: Object.keys(value).sort(), json: text }
   }
   if (!Array.isArray(value)) {
     // Matches PostgREST: a bare JSON scalar is taken as an empty array (nothing is written).
     return { kind: 'rows', isArray: true, rows: [], keys: [], json: '[]' }
   }
-  if (!value.every(isObject)) throw new InvalidBodyError(KEYS_MUST_MATCH)
+  if (!value.every(isPlainObject)) throw new InvalidBodyError(KEYS_MUST_MATCH)
   return { kind: 'rows', isArray: true, rows: value, keys: uniformKeys(value, KEYS_MUST_MATCH), json: text }
 }
 
@@ -279,7 +275,7 @@ export function parseCallPayload(
         return { kind: 'json-args', keys: rows.keys, json: rows.json, array: true }
       }
       // As PostgREST (and writes): a bare JSON scalar is taken as an empty array.
-      if (!isObject(value)) return { kind: 'json-args', keys: [], json: '[]', array: true }
+      if (!isPlainObject(value)) return { kind: 'json-args', keys: [], json: '[]', array: true }
       return { kind: 'json-args', keys: Object.keys(value), json: text }
     }
     case 'application/x-www-form-urlencoded':

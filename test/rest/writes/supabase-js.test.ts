@@ -39,7 +39,7 @@ t.test('supabase-js through the gateway', async (t) => {
   const tenants = new Map<string, Tenant>()
   const lookup = { get: async (db: string) => tenants.get(db) ?? null }
   const restUrl = await listen(t, buildRestEngine({ config, tenants: lookup }))
-  const rewriter = createRefusalRewriter({ config })
+  const rewriter = createRefusalRewriter()
   t.teardown(() => rewriter.close())
   const gatewayUrl = await listen(t, buildGateway({ config, tenants: lookup, rewriteError: rewriter }))
 
