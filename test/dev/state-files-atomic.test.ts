@@ -16,7 +16,7 @@ const MAX_READS = 2_000_000
 
 /**
  * Runs `call` of `module` (a TypeScript file of src/dev) WRITES times in a worker, once it says
- * it is ready; sets the flag to 2 when done (3 when it failed).
+ * it is ready and the reader has set the flag to 1; sets the flag to 2 when done (3 when it failed).
  */
 async function writer(module: string, call: string, dir: string, done: Int32Array): Promise<Worker> {
   const code = `
@@ -26,6 +26,8 @@ async function writer(module: string, call: string, dir: string, done: Int32Arra
       const m = await tsImport(workerData.module, workerData.from)
       const done = new Int32Array(workerData.flag)
       parentPort.postMessage('ready')
+      // Writes begin once the reader reads (flag 1): a writer done before the reader ran proves nothing.
+      Atomics.wait(done, 0, 0, 30000)
       for (let i = 0; i < workerData.writes; i++) {
         // Alternately long and short, so a half-written or truncated file cannot parse.
         const big = i % 2 === 0 ? 2000 : 1
@@ -48,6 +50,8 @@ async function writer(module: string, call: string, dir: string, done: Int32Arra
 function readWhileWriting(done: Int32Array, read: () => boolean): { whole: number; broken: string[] } {
   let whole = 0
   const broken: string[] = []
+  Atomics.store(done, 0, 1)
+  Atomics.notify(done, 0)
   for (let i = 0; i < MAX_READS && Atomics.load(done, 0) < 2; i++) {
     try {
       if (read()) whole++
